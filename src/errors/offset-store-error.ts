@@ -1,0 +1,28 @@
+import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+
+/**
+ * The one error class this store raises for conditions a caller can handle: a stable `code` and
+ * `errno` (see error-codes.ts), whether retrying may succeed, and the underlying `cause` if any.
+ * Messages start with the code so a log line is self-explaining.
+ */
+export class OffsetStoreError extends Error {
+  /** Stable name of the condition, e.g. `'STORE_LOCKED'`. */
+  readonly code: ErrorCode;
+  /** Stable number of the condition (Kafka's where the meaning is the same). */
+  readonly errno: number;
+  /** True when the same call may succeed if retried later. */
+  readonly retriable: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(`${code}: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'OffsetStoreError';
+    this.code = code;
+    this.errno = ERROR_CODES[code].errno;
+    this.retriable = ERROR_CODES[code].retriable;
+  }
+}
+
+/** True when `error` is an OffsetStoreError, optionally with the given code. */
+export function isOffsetStoreError(error: unknown, code?: ErrorCode): error is OffsetStoreError {
+  return error instanceof OffsetStoreError && (code === undefined || error.code === code);
+}

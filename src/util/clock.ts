@@ -1,0 +1,92 @@
+/**
+ * Time as a port. Everything time-dependent (retention, session and rebalance timeouts, auto-commit,
+ * compaction pacing) reads time and arms timers through a Clock, so tests drive time by hand
+ * (`ManualClock.advance`) instead of sleeping.
+ *
+ * Invariants of ManualClock: `nowMs()` never goes backwards; `advance(ms)` fires every timer due at or
+ * before the new time in (due time, arming order), each one seeing `nowMs()` equal to its due time;
+ * a cancelled timer never fires.
+ */
+
+/** A cancellable timer handle. */
+export interface Timer {
+  cancel(): void;
+}
+
+/** A source of wall-clock time and one-shot timers. */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  nowMs(): number;
+  /** Runs `callback` once after `delayMs`; returns a handle that cancels it. */
+  setTimer(delayMs: number, callback: () => void): Timer;
+}
+
+/** The real clock: `Date.now()` and unref'd Node timers (they never keep the process alive). */
+export class SystemClock implements Clock {
+  nowMs(): number {
+    return Date.now();
+  }
+
+  setTimer(delayMs: number, callback: () => void): Timer {
+    const handle = setTimeout(callback, Math.max(0, delayMs));
+    handle.unref();
+    return { cancel: () => clearTimeout(handle) };
+  }
+}
+
+interface ManualTimer {
+  readonly dueMs: number;
+  readonly seq: number;
+  readonly callback: () => void;
+  cancelled: boolean;
+}
+
+/** A clock that moves only when told to; for tests. */
+export class ManualClock implements Clock {
+  #nowMs: number;
+  #seq = 0;
+  #timers: ManualTimer[] = [];
+
+  constructor(startMs = 1_700_000_000_000) {
+    this.#nowMs = startMs;
+  }
+
+  nowMs(): number {
+    return this.#nowMs;
+  }
+
+  setTimer(delayMs: number, callback: () => void): Timer {
+    const timer: ManualTimer = { dueMs: this.#nowMs + Math.max(0, delayMs), seq: this.#seq++, callback, cancelled: false };
+    this.#timers.push(timer);
+    return { cancel: () => { timer.cancelled = true; } };
+  }
+
+  /** Number of armed, not yet fired or cancelled timers. */
+  get pendingTimerCount(): number {
+    return this.#timers.filter((t) => !t.cancelled).length;
+  }
+
+  /** Moves time forward by `ms`, firing due timers in order (including ones armed while firing). */
+  advance(ms: number): void {
+    if (!(ms >= 0)) throw new RangeError(`advance(ms) needs ms >= 0, got ${ms}`);
+    const targetMs = this.#nowMs + ms;
+    for (;;) {
+      const next = this.#nextDue(targetMs);
+      if (next === undefined) break;
+      this.#timers.splice(this.#timers.indexOf(next), 1);
+      this.#nowMs = next.dueMs;
+      next.callback();
+    }
+    this.#nowMs = targetMs;
+  }
+
+  #nextDue(targetMs: number): ManualTimer | undefined {
+    this.#timers = this.#timers.filter((t) => !t.cancelled);
+    let best: ManualTimer | undefined;
+    for (const t of this.#timers) {
+      if (t.dueMs > targetMs) continue;
+      if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.seq < best.seq)) best = t;
+    }
+    return best;
+  }
+}

@@ -1,0 +1,2 @@
+export { assert, unreachable, AssertionError } from './assert.js';
+export { type Clock, type Timer, SystemClock, ManualClock } from './clock.js';

@@ -1,0 +1,10 @@
+export { loadChecksum, checksumLoaded, xxh32 } from './checksum.js';
+export { DecodeError } from './binary.js';
+export {
+  BATCH_HEADER_BYTES, BATCH_MAGIC, LENGTH_FIELD_BYTES, checkBatch, forEachRawRecord, readBatchHeader, readBatchLogOffset,
+  sealBatch, writeBatchHeader, type BatchCheck, type BatchHeader, type RawRecord,
+} from './record-batch.js';
+export {
+  GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, RECORD_TYPE_GROUP_SNAPSHOT, RECORD_TYPE_OFFSET_COMMIT, buildGroupSnapshotBatch,
+  buildOffsetBatch, decodeBatch, decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec,
+} from './records.js';

@@ -1,0 +1,46 @@
+/**
+ * The file-system port. Every byte this store reads or writes goes through it, so tests can count
+ * syscalls and inject faults (a failing fdatasync, a short write) by wrapping the real implementation.
+ *
+ * Open flags follow POSIX: 'r' read-only, 'r+' read-write (must exist), 'wx' create exclusively
+ * (fails if it exists), 'w' create or truncate.
+ */
+
+/** How to open a file. */
+export type OpenFlags = 'r' | 'r+' | 'wx' | 'w';
+
+/** An open file. Positions and sizes are in bytes. */
+export interface FileHandle {
+  readonly path: string;
+  /** Writes every byte of `buffers`, in order, starting at `position`. */
+  writev(buffers: readonly Buffer[], position: number): Promise<void>;
+  /** Reads up to `length` bytes at `position` into `buffer[offset...]`; returns the bytes read (0 at end). */
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
+  /** fdatasync: the written data (and the size) reach stable storage. */
+  datasync(): Promise<void>;
+  /** Cuts the file to `sizeBytes`. */
+  truncate(sizeBytes: number): Promise<void>;
+  /** Current size of the file. */
+  sizeBytes(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The directory and file operations this store needs. */
+export interface FileSystem {
+  open(path: string, flags: OpenFlags): Promise<FileHandle>;
+  /** Whole-file read; null when the file does not exist. */
+  readFile(path: string): Promise<Buffer | null>;
+  /** Names in a directory (not paths); empty when the directory does not exist. */
+  readdir(path: string): Promise<string[]>;
+  /** Creates a directory and its parents; no error if it exists. */
+  mkdir(path: string): Promise<void>;
+  rename(fromPath: string, toPath: string): Promise<void>;
+  /** Removes a file; no error if it does not exist. */
+  unlink(path: string): Promise<void>;
+  /** Removes a directory tree; no error if it does not exist. */
+  removeTree(path: string): Promise<void>;
+  /** fsync of a directory: makes creations, renames and deletions inside it durable. */
+  syncDir(path: string): Promise<void>;
+  /** Size of a file, or null when it does not exist. */
+  sizeBytes(path: string): Promise<number | null>;
+}

@@ -1,0 +1,365 @@
+/**
+ * The log of one offsets-bucket: an append-only sequence of KvRecordBatches in segment files.
+ *
+ * Invariants:
+ * - Log offsets strictly increase through the segments (consecutive as appended; sparse after
+ *   compaction). Only the last (active) segment is ever appended to; the others are sealed.
+ * - A batch is acknowledged (its append promise resolves) only once it is durable under the
+ *   durability mode: after the fdatasync that covers it ('fsync'), or after its write reached the OS
+ *   ('os'). Acknowledgements happen in log-offset order.
+ * - After any write, fdatasync or roll failure the log is fail-stopped: that append, everything queued
+ *   behind it and every later append reject with LOG_STORAGE_ERROR until the log is reopened, because
+ *   a later fdatasync that "succeeds" proves nothing about the pages that failed.
+ *
+ * Group commit, step by step:
+ * 1. `append` validates the size, queues the batch and, if no flush is running, starts one on the
+ *    next microtask so that appends made in the same tick join it.
+ * 2. A flush takes queued batches up to `flushBytesMax`, assigns consecutive log offsets and seals
+ *    them (offset + checksum), splits them where the active segment rolls, and writes each run with
+ *    one writev followed by one fdatasync.
+ * 3. It resolves the taken appends in order and loops while appends queued up meanwhile.
+ *
+ * Recovery (DESIGN.md 3.3) is `Log.open`: every segment is scanned and checked; damage at the tail of
+ * the last segment with no valid batch after it is a torn write and is truncated (and reported);
+ * damage anywhere else refuses to open with CORRUPT_MESSAGE naming the file and byte position.
+ */
+import * as path from 'node:path';
+import { DecodeError, sealBatch } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import type { FileHandle, FileSystem } from '../io/index.js';
+import { hasValidBatchAfter, scanSegment, type BatchVisitor } from './segment-scanner.js';
+import { parseSegmentFileName, segmentFileName } from './segment-name.js';
+
+/** When an append is acknowledged. */
+export type Durability = 'fsync' | 'os';
+
+/** Options of one log. */
+export interface LogOptions {
+  fs: FileSystem;
+  dir: string;
+  durability: Durability;
+  segmentBytesMax: number;
+  /** Largest batch accepted (bytes, including its length field). */
+  batchBytesMax: number;
+  /** Most appends queued or in flight; beyond it appends reject with TOO_MANY_PENDING_WRITES. */
+  pendingAppendsMax: number;
+  /** Most bytes written by one flush round. */
+  flushBytesMax: number;
+}
+
+/** Default limits. */
+export const LOG_DEFAULTS = {
+  segmentBytesMax: 64 * 1024 * 1024,
+  batchBytesMax: 8 * 1024 * 1024,
+  pendingAppendsMax: 65_536,
+  flushBytesMax: 16 * 1024 * 1024,
+} as const;
+
+/** Replays the recovered log from `fromLogOffset` into the caller's state. */
+export interface LogReplay {
+  fromLogOffset: number;
+  visit: BatchVisitor;
+}
+
+/** What recovery found. */
+export interface LogRecoveryReport {
+  segmentCount: number;
+  batchCount: number;
+  batchesReplayed: number;
+  /** Bytes cut off a torn tail (0 when the log ended cleanly). */
+  bytesTruncated: number;
+  tornTail?: { file: string; position: number; reason: string };
+}
+
+/** A segment as the log tracks it. */
+export interface SegmentInfo {
+  baseOffset: number;
+  path: string;
+  sizeBytes: number;
+  /** Log offset of its last batch, -1 when empty. */
+  lastLogOffset: number;
+}
+
+interface PendingAppend {
+  batch: Buffer;
+  resolve: (logOffset: number) => void;
+  reject: (error: unknown) => void;
+}
+
+/** One offsets-bucket's append-only log. */
+export class Log {
+  readonly #options: LogOptions;
+  readonly #segments: SegmentInfo[];
+  #active: FileHandle;
+  #nextOffset: number;
+  #queue: PendingAppend[] = [];
+  #inFlightCount = 0;
+  #flushing: Promise<void> | undefined;
+  #failure: OffsetStoreError | undefined;
+  #closed = false;
+
+  private constructor(options: LogOptions, segments: SegmentInfo[], active: FileHandle, nextOffset: number) {
+    this.#options = options;
+    this.#segments = segments;
+    this.#active = active;
+    this.#nextOffset = nextOffset;
+  }
+
+  /**
+   * Opens (creating if needed) the log in `options.dir`, validating every segment and truncating a
+   * torn tail. `replay` receives every batch at or above its `fromLogOffset`; `minNextOffset` keeps a
+   * log whose segments were all removed (below a checkpoint) from reusing log offsets.
+   */
+  static async open(options: LogOptions, replay?: LogReplay, minNextOffset = 0): Promise<{ log: Log; report: LogRecoveryReport }> {
+    const { fs, dir } = options;
+    await fs.mkdir(dir);
+    const segments = await listSegments(fs, dir);
+    const report: LogRecoveryReport = { segmentCount: segments.length, batchCount: 0, batchesReplayed: 0, bytesTruncated: 0 };
+    let previous = -1;
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i]!;
+      const isLast = i === segments.length - 1;
+      const scan = await scanSegment(fs, segment.path, { batchBytesMax: options.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset }, (buf, position, logOffset, sizeBytes, filePosition) => {
+        if (replay === undefined || logOffset < replay.fromLogOffset) return;
+        try {
+          replay.visit(buf, position, logOffset, sizeBytes, filePosition);
+        } catch (error) {
+          if (error instanceof DecodeError) throw corrupt(segment.path, filePosition, `batch ${logOffset}: ${error.message}`, error);
+          throw error;
+        }
+        report.batchesReplayed++;
+      });
+      report.batchCount += scan.batchCount;
+      segment.sizeBytes = scan.validBytes;
+      segment.lastLogOffset = scan.lastLogOffset;
+      if (scan.damage !== undefined) {
+        const { position, reason } = scan.damage;
+        const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
+        if (!isLast || (await hasValidBatchAfter(fs, segment.path, position, lastValid, options.batchBytesMax))) {
+          throw corrupt(segment.path, position, reason);
+        }
+        await truncateFile(fs, segment.path, scan.validBytes);
+        report.bytesTruncated += scan.fileBytes - scan.validBytes;
+        report.tornTail = { file: segment.path, position, reason };
+      }
+      if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
+    }
+    const lastSegment = segments.at(-1);
+    let nextOffset = Math.max(previous + 1, minNextOffset, lastSegment?.baseOffset ?? 0);
+    if (lastSegment === undefined || (lastSegment.sizeBytes === 0 && lastSegment.baseOffset !== nextOffset)) {
+      // A fresh log, or an empty last segment named below the offsets a checkpoint already covers.
+      if (lastSegment !== undefined) {
+        await fs.unlink(lastSegment.path);
+        segments.pop();
+      }
+      segments.push(await createSegment(fs, dir, nextOffset));
+    }
+    nextOffset = Math.max(nextOffset, segments.at(-1)!.baseOffset);
+    const active = await fs.open(segments.at(-1)!.path, 'r+');
+    return { log: new Log(options, segments, active, nextOffset), report };
+  }
+
+  /** The log offset the next appended batch gets (the log end offset). */
+  get nextOffset(): number {
+    return this.#nextOffset;
+  }
+
+  /** True once a storage failure has fail-stopped this log. */
+  get failed(): boolean {
+    return this.#failure !== undefined;
+  }
+
+  /** The log's directory. */
+  get dir(): string {
+    return this.#options.dir;
+  }
+
+  /** A copy of the segment list, oldest first; the last one is active. */
+  segments(): SegmentInfo[] {
+    return this.#segments.map((s) => ({ ...s }));
+  }
+
+  /** Total bytes of all segments. */
+  get sizeBytes(): number {
+    let total = 0;
+    for (const s of this.#segments) total += s.sizeBytes;
+    return total;
+  }
+
+  /**
+   * Appends one unsealed batch; resolves with its log offset once it is durable. The batch buffer is
+   * sealed in place and must not be modified afterwards.
+   */
+  append(batch: Buffer): Promise<number> {
+    const refusal = this.#refusal(batch);
+    if (refusal !== undefined) return Promise.reject(refusal);
+    return new Promise<number>((resolve, reject) => {
+      this.#queue.push({ batch, resolve, reject });
+      if (this.#flushing === undefined) this.#flushing = this.#flushLoop();
+    });
+  }
+
+  #refusal(batch: Buffer): OffsetStoreError | undefined {
+    if (this.#closed) return new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
+    if (this.#failure !== undefined) return this.#failure;
+    if (batch.length > this.#options.batchBytesMax) {
+      return new OffsetStoreError('INVALID_REQUEST', `batch of ${batch.length} bytes exceeds the limit of ${this.#options.batchBytesMax} bytes`);
+    }
+    if (this.#queue.length + this.#inFlightCount >= this.#options.pendingAppendsMax) {
+      return new OffsetStoreError('TOO_MANY_PENDING_WRITES', `${this.#options.pendingAppendsMax} appends already pending on ${this.#options.dir}`);
+    }
+    return undefined;
+  }
+
+  async #flushLoop(): Promise<void> {
+    await Promise.resolve();
+    try {
+      while (this.#queue.length > 0 && this.#failure === undefined) {
+        const taken = this.#takeRound();
+        try {
+          await this.#writeRound(taken);
+        } catch (error) {
+          this.#failStop(error, taken);
+          return;
+        } finally {
+          this.#inFlightCount -= taken.length;
+        }
+        for (const entry of taken) entry.resolve(readSealedOffset(entry.batch));
+      }
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  #takeRound(): PendingAppend[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.#queue.length && (count === 0 || bytes + this.#queue[count]!.batch.length <= this.#options.flushBytesMax)) {
+      bytes += this.#queue[count]!.batch.length;
+      count++;
+    }
+    const taken = this.#queue.splice(0, count);
+    this.#inFlightCount += taken.length;
+    for (const entry of taken) sealBatch(entry.batch, this.#nextOffset++);
+    return taken;
+  }
+
+  async #writeRound(taken: PendingAppend[]): Promise<void> {
+    let run: Buffer[] = [];
+    let runBytes = 0;
+    for (const { batch } of taken) {
+      const active = this.#segments.at(-1)!;
+      if (active.sizeBytes + runBytes > 0 && active.sizeBytes + runBytes + batch.length > this.#options.segmentBytesMax) {
+        await this.#writeRun(run, runBytes);
+        run = [];
+        runBytes = 0;
+        await this.#roll(readSealedOffset(batch));
+      }
+      run.push(batch);
+      runBytes += batch.length;
+    }
+    await this.#writeRun(run, runBytes);
+  }
+
+  async #writeRun(run: Buffer[], runBytes: number): Promise<void> {
+    if (run.length === 0) return;
+    const active = this.#segments.at(-1)!;
+    await this.#active.writev(run, active.sizeBytes);
+    active.sizeBytes += runBytes;
+    active.lastLogOffset = readSealedOffset(run.at(-1)!);
+    if (this.#options.durability === 'fsync') await this.#active.datasync();
+  }
+
+  /** Seals the active segment (made durable whatever the mode) and starts one at `baseOffset`. */
+  async #roll(baseOffset: number): Promise<void> {
+    await this.#active.datasync();
+    const segment = await createSegment(this.#options.fs, this.#options.dir, baseOffset);
+    const handle = await this.#options.fs.open(segment.path, 'r+');
+    await this.#active.close();
+    this.#active = handle;
+    this.#segments.push(segment);
+  }
+
+  #failStop(error: unknown, taken: PendingAppend[]): void {
+    const failure = new OffsetStoreError('LOG_STORAGE_ERROR', `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${(error as Error).message}`, { cause: error });
+    this.#failure = failure;
+    const queued = this.#queue;
+    this.#queue = [];
+    for (const entry of [...taken, ...queued]) entry.reject(failure);
+  }
+
+  /**
+   * Visits every batch with a log offset at or above `fromLogOffset`, in order, as of the moment the
+   * scan reaches each segment. Damage is reported as CORRUPT_MESSAGE.
+   */
+  async scan(fromLogOffset: number, visit: BatchVisitor): Promise<void> {
+    const segments = this.segments();
+    let previous = -1;
+    for (let i = 0; i < segments.length; i++) {
+      const segment = segments[i]!;
+      const next = segments[i + 1];
+      if (next !== undefined && next.baseOffset <= fromLogOffset) {
+        previous = segment.lastLogOffset;
+        continue;
+      }
+      const scan = await scanSegment(this.#options.fs, segment.path, { batchBytesMax: this.#options.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.sizeBytes }, (buf, position, logOffset, sizeBytes, filePosition) => {
+        if (logOffset >= fromLogOffset) visit(buf, position, logOffset, sizeBytes, filePosition);
+      });
+      if (scan.damage !== undefined) throw corrupt(segment.path, scan.damage.position, scan.damage.reason);
+      if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
+    }
+  }
+
+  /** Waits for every queued append to be written and acknowledged (or rejected). */
+  async drain(): Promise<void> {
+    while (this.#flushing !== undefined) await this.#flushing;
+  }
+
+  /** Flushes queued appends, makes everything durable, and closes; later appends get STORE_CLOSED. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.drain();
+    try {
+      if (this.#failure === undefined) await this.#active.datasync();
+    } finally {
+      await this.#active.close();
+    }
+  }
+}
+
+function readSealedOffset(batch: Buffer): number {
+  return batch.readUInt32LE(9) + batch.readInt32LE(13) * 4294967296;
+}
+
+function corrupt(file: string, position: number, reason: string, cause?: unknown): OffsetStoreError {
+  return new OffsetStoreError('CORRUPT_MESSAGE', `${file} at byte ${position}: ${reason}`, { cause });
+}
+
+async function listSegments(fs: FileSystem, dir: string): Promise<SegmentInfo[]> {
+  const segments: SegmentInfo[] = [];
+  for (const name of await fs.readdir(dir)) {
+    const baseOffset = parseSegmentFileName(name);
+    if (baseOffset !== undefined) segments.push({ baseOffset, path: path.join(dir, name), sizeBytes: 0, lastLogOffset: -1 });
+  }
+  return segments.sort((a, b) => a.baseOffset - b.baseOffset);
+}
+
+async function createSegment(fs: FileSystem, dir: string, baseOffset: number): Promise<SegmentInfo> {
+  const segmentPath = path.join(dir, segmentFileName(baseOffset));
+  const handle = await fs.open(segmentPath, 'wx');
+  await handle.close();
+  await fs.syncDir(dir);
+  return { baseOffset, path: segmentPath, sizeBytes: 0, lastLogOffset: -1 };
+}
+
+async function truncateFile(fs: FileSystem, filePath: string, sizeBytes: number): Promise<void> {
+  const handle = await fs.open(filePath, 'r+');
+  try {
+    await handle.truncate(sizeBytes);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+

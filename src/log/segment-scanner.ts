@@ -1,0 +1,138 @@
+/**
+ * Reads one segment file front to back, batch by batch, in bounded chunks, and says where (if
+ * anywhere) it stops being a valid log. Used by recovery, by scans for compaction and tools, and by
+ * `log verify`. It never writes: what to do about damage (truncate a torn tail, refuse to open) is
+ * the caller's decision, because it depends on whether this is the last segment.
+ *
+ * A batch is accepted when `checkBatch` accepts it and its log offset is above the previous batch's
+ * (and not below the segment's base offset). Memory stays within max(chunkBytes, batchBytesMax).
+ */
+import { checkBatch } from '../codec/index.js';
+import type { FileHandle, FileSystem } from '../io/index.js';
+
+/** Where and why a segment stops being valid. */
+export interface SegmentDamage {
+  /** Byte position in the file of the first byte that is not part of a valid batch. */
+  position: number;
+  /** 'incomplete': the file ends inside a batch; 'invalid': bytes present but wrong. */
+  kind: 'incomplete' | 'invalid';
+  reason: string;
+}
+
+/** What a scan of one segment found. */
+export interface SegmentScan {
+  /** Bytes of valid batches from the start of the file. */
+  validBytes: number;
+  fileBytes: number;
+  batchCount: number;
+  /** Log offset of the last valid batch, or -1 if there is none. */
+  lastLogOffset: number;
+  damage?: SegmentDamage;
+}
+
+/** Receives each valid batch: `buf[position, position + sizeBytes)`; `buf` is reused after return. */
+export type BatchVisitor = (buf: Buffer, position: number, logOffset: number, sizeBytes: number, filePosition: number) => void;
+
+/** Limits and context of a segment scan. */
+export interface SegmentScanOptions {
+  batchBytesMax: number;
+  /** Log offset of the last batch before this segment (-1 if none): batches must be above it. */
+  previousLogOffset: number;
+  baseOffset: number;
+  /** Read at most this many bytes of the file (a size captured earlier); default the whole file. */
+  endBytes?: number;
+  chunkBytes?: number;
+}
+
+const CHUNK_BYTES_DEFAULT = 1 << 20;
+
+/** Scans the segment at `path`, visiting each valid batch in order. */
+export async function scanSegment(fs: FileSystem, path: string, options: SegmentScanOptions, visit?: BatchVisitor): Promise<SegmentScan> {
+  const handle = await fs.open(path, 'r');
+  try {
+    return await scanHandle(handle, options, visit);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit?: BatchVisitor): Promise<SegmentScan> {
+  const fileBytes = Math.min(await handle.sizeBytes(), options.endBytes ?? Number.MAX_SAFE_INTEGER);
+  let buf = Buffer.allocUnsafe(Math.min(options.chunkBytes ?? CHUNK_BYTES_DEFAULT, Math.max(fileBytes, 64)));
+  let bufStart = 0; // file position of buf[0]
+  let bufEnd = 0; // valid bytes in buf
+  let p = 0; // position in buf of the next batch
+  let previous = options.previousLogOffset;
+  const result: SegmentScan = { validBytes: 0, fileBytes, batchCount: 0, lastLogOffset: -1 };
+  for (;;) {
+    const filePosition = bufStart + p;
+    if (filePosition >= fileBytes) break;
+    const check = checkBatch(buf, p, bufEnd, options.batchBytesMax);
+    if (check.kind === 'incomplete') {
+      if (bufStart + bufEnd >= fileBytes) {
+        result.damage = { position: filePosition, kind: 'incomplete', reason: check.reason };
+        break;
+      }
+      const neededBytes = bufEnd - p >= 4 ? buf.readUInt32LE(p) + 4 : 4;
+      buf.copy(buf, 0, p, bufEnd);
+      bufStart += p;
+      bufEnd -= p;
+      p = 0;
+      if (neededBytes > buf.length) {
+        const grown = Buffer.allocUnsafe(Math.min(Math.max(neededBytes, buf.length * 2), options.batchBytesMax));
+        buf.copy(grown, 0, 0, bufEnd);
+        buf = grown;
+      }
+      const want = Math.min(buf.length - bufEnd, fileBytes - bufStart - bufEnd);
+      const got = await handle.read(buf, bufEnd, want, bufStart + bufEnd);
+      if (got === 0) {
+        result.damage = { position: filePosition, kind: 'incomplete', reason: 'file shrank during the scan' };
+        break;
+      }
+      bufEnd += got;
+      continue;
+    }
+    if (check.kind === 'invalid') {
+      result.damage = { position: filePosition, kind: 'invalid', reason: check.reason };
+      break;
+    }
+    if (check.logOffset <= previous || check.logOffset < options.baseOffset) {
+      result.damage = {
+        position: filePosition,
+        kind: 'invalid',
+        reason: `log offset ${check.logOffset} out of order (previous ${previous}, segment base ${options.baseOffset})`,
+      };
+      break;
+    }
+    visit?.(buf, p, check.logOffset, check.sizeBytes, filePosition);
+    previous = check.logOffset;
+    result.lastLogOffset = check.logOffset;
+    result.batchCount++;
+    p += check.sizeBytes;
+    result.validBytes = bufStart + p;
+  }
+  return result;
+}
+
+/**
+ * True when some valid batch with a log offset above `previousLogOffset` starts anywhere after
+ * `fromPosition` in the file: then damage before it is not a torn tail but corruption.
+ */
+export async function hasValidBatchAfter(fs: FileSystem, path: string, fromPosition: number, previousLogOffset: number, batchBytesMax: number): Promise<boolean> {
+  const fileBytes = (await fs.sizeBytes(path)) ?? 0;
+  const tailBytes = fileBytes - fromPosition - 1;
+  if (tailBytes < 48) return false;
+  const handle = await fs.open(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(tailBytes);
+    const got = await handle.read(buf, 0, tailBytes, fromPosition + 1);
+    for (let p = 0; p + 48 <= got; p++) {
+      if (buf[p + 4] !== 1) continue;
+      const check = checkBatch(buf, p, got, batchBytesMax);
+      if (check.kind === 'ok' && check.logOffset > previousLogOffset) return true;
+    }
+    return false;
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,105 @@
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildGroupSnapshotBatch, buildOffsetBatch, checkBatch, decodeBatch, loadChecksum, sealBatch, type OffsetRecordSpec,
+} from '../../src/codec/index.js';
+import { isOffsetStoreError } from '../../src/errors/index.js';
+
+beforeAll(() => loadChecksum());
+
+const runs = Number(process.env.CODEC_PROPERTY_RUNS ?? 200);
+
+const groupIdArb = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60 }).filter((s) => Buffer.byteLength(s) <= 255);
+const metadataArb = fc.oneof(
+  fc.constant(''),
+  fc.string({ unit: 'grapheme', maxLength: 50 }),
+  fc.constant('x'.repeat(4096)),
+  fc.constant('é'.repeat(2048)),
+);
+const recordArb: fc.Arbitrary<OffsetRecordSpec> = fc.record({
+  tableId: fc.oneof(fc.nat(1000), fc.constant(Number.MAX_SAFE_INTEGER)),
+  partitionId: fc.oneof(fc.constant(null), fc.nat(1000), fc.constant(Number.MAX_SAFE_INTEGER)),
+  bucketId: fc.nat(2 ** 31 - 1),
+  offset: fc.oneof(fc.nat(), fc.constant(Number.MAX_SAFE_INTEGER), fc.constant(0)),
+  leaderEpoch: fc.integer({ min: -1, max: 2 ** 31 - 1 }),
+  metadata: metadataArb,
+  tombstone: fc.boolean(),
+});
+
+describe('KvRecordBatch codec', () => {
+  it('round-trips offset batches, including tombstones, unicode group ids and maximal metadata', () => {
+    fc.assert(
+      fc.property(groupIdArb, fc.array(recordArb, { maxLength: 20 }), fc.nat(2 ** 50), fc.nat(2 ** 40), (groupId, records, ts, logOffset) => {
+        const batch = buildOffsetBatch(groupId, records, ts);
+        sealBatch(batch, logOffset);
+        const { header, records: decoded } = decodeBatch(batch);
+        expect(header).toEqual({ logOffset, commitTimestampMs: ts, coordinatorEpoch: 0, recordCount: records.length });
+        expect(decoded).toHaveLength(records.length);
+        records.forEach((r, i) => {
+          const d = decoded[i]!;
+          expect(d).toMatchObject({ type: 0, index: i, groupId, tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId, tombstone: r.tombstone });
+          if (!r.tombstone) expect(d).toMatchObject({ offset: r.offset, leaderEpoch: r.leaderEpoch, metadata: r.metadata, commitTimestampMs: ts });
+        });
+      }),
+      { numRuns: runs },
+    );
+  });
+
+  it('round-trips group snapshots and their tombstones', () => {
+    const snapshot = { groupEpoch: 7, members: [{ memberId: 'm-1', instanceId: null, assigned: [[1, -1, 3]] }], nested: { a: 'ü' } };
+    const batch = buildGroupSnapshotBatch('grüppe', snapshot, 123);
+    sealBatch(batch, 9);
+    expect(decodeBatch(batch).records).toEqual([expect.objectContaining({ type: 1, groupId: 'grüppe', tombstone: false, snapshot })]);
+    const tombstone = buildGroupSnapshotBatch('grüppe', null, 124);
+    sealBatch(tombstone, 10);
+    expect(decodeBatch(tombstone).records).toEqual([expect.objectContaining({ type: 1, groupId: 'grüppe', tombstone: true, snapshot: null })]);
+  });
+
+  it('detects every single-byte flip of an encoded batch (exhaustive)', () => {
+    const batch = buildOffsetBatch('group-a', [
+      { tableId: 1, partitionId: null, bucketId: 0, offset: 42, leaderEpoch: 3, metadata: 'meta' },
+      { tableId: 1, partitionId: 7, bucketId: 1, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true },
+    ], 1_700_000_000_000);
+    sealBatch(batch, 5);
+    const original = decodeBatch(batch);
+    for (let position = 0; position < batch.length; position++) {
+      for (const mask of [0x01, 0x80, 0xff]) {
+        const copy = Buffer.from(batch);
+        copy[position]! ^= mask;
+        let outcome: string;
+        try {
+          expect(decodeBatch(copy, 0, 1 << 20)).toEqual(original);
+          outcome = 'same';
+        } catch (error) {
+          expect(isOffsetStoreError(error, 'CORRUPT_MESSAGE'), `flip at ${position}: ${String(error)}`).toBe(true);
+          outcome = 'corrupt';
+        }
+        expect(outcome, `flip ${mask} at byte ${position}`).toBe('corrupt');
+      }
+    }
+  });
+
+  it('detects every truncation of an encoded batch', () => {
+    const batch = buildOffsetBatch('g', [{ tableId: 2, partitionId: 1, bucketId: 3, offset: 9, leaderEpoch: 1, metadata: 'abc' }], 1);
+    sealBatch(batch, 0);
+    for (let length = 0; length < batch.length; length++) {
+      const check = checkBatch(batch.subarray(0, length), 0, length, 1 << 20);
+      expect(check.kind, `truncated to ${length}`).toBe('incomplete');
+      expect(() => decodeBatch(batch.subarray(0, length), 0, 1 << 20)).toThrow(/CORRUPT_MESSAGE/);
+    }
+  });
+
+  it('rejects an insane length field without allocating it', () => {
+    const batch = buildOffsetBatch('g', [], 1);
+    sealBatch(batch, 0);
+    batch.writeUInt32LE(0xffffffff, 0);
+    expect(checkBatch(batch, 0, batch.length, 8 << 20)).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/above the limit/) });
+  });
+
+  it('rejects a record whose lengths point outside the batch even when the checksum matches', () => {
+    const batch = buildOffsetBatch('g', [{ tableId: 2, partitionId: 1, bucketId: 3, offset: 9, leaderEpoch: 1, metadata: 'abc' }], 1);
+    batch.writeInt32LE(1_000_000, 48); // record length beyond the batch, then re-seal so only the record is wrong
+    sealBatch(batch, 0);
+    expect(() => decodeBatch(batch)).toThrow(/CORRUPT_MESSAGE.*record length/);
+  });
+});

@@ -1,0 +1,56 @@
+import type { FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
+
+/** Which operation to fail and when. */
+export interface FaultPlan {
+  /** Fail the Nth fdatasync (1-based) from now on; undefined = never. */
+  failDatasyncAt?: number;
+  /** Fail the Nth writev (1-based); undefined = never. */
+  failWritevAt?: number;
+}
+
+/**
+ * The real file system with counters and injectable faults, for tests that need to see syscalls
+ * (how many fdatasyncs a group commit made) or make one fail.
+ */
+export class FaultyFileSystem implements FileSystem {
+  readonly inner = new NodeFileSystem();
+  datasyncCount = 0;
+  writevCount = 0;
+  plan: FaultPlan = {};
+
+  async open(path: string, flags: OpenFlags): Promise<FileHandle> {
+    const handle = await this.inner.open(path, flags);
+    const self = this;
+    return {
+      path: handle.path,
+      async writev(buffers, position) {
+        self.writevCount++;
+        if (self.plan.failWritevAt !== undefined && self.writevCount >= self.plan.failWritevAt) {
+          throw Object.assign(new Error('EIO: injected write failure'), { code: 'EIO' });
+        }
+        return handle.writev(buffers, position);
+      },
+      read: (b, o, l, p) => handle.read(b, o, l, p),
+      async datasync() {
+        self.datasyncCount++;
+        if (self.plan.failDatasyncAt !== undefined && self.datasyncCount === self.plan.failDatasyncAt) {
+          throw Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
+        }
+        return handle.datasync();
+      },
+      truncate: (n) => handle.truncate(n),
+      sizeBytes: () => handle.sizeBytes(),
+      close: () => handle.close(),
+    };
+  }
+
+  readFile(path: string) { return this.inner.readFile(path); }
+  readdir(path: string) { return this.inner.readdir(path); }
+  mkdir(path: string) { return this.inner.mkdir(path); }
+  rename(from: string, to: string) { return this.inner.rename(from, to); }
+  unlink(path: string) { return this.inner.unlink(path); }
+  removeTree(path: string) { return this.inner.removeTree(path); }
+  syncDir(path: string) { return this.inner.syncDir(path); }
+  sizeBytes(path: string) { return this.inner.sizeBytes(path); }
+}

@@ -1,0 +1,93 @@
+/**
+ * Per-member reconciliation (KIP-848's CurrentAssignmentBuilder): moves one member's current
+ * assignment one safe step towards its target assignment.
+ *
+ * The safety invariant it keeps: a bucket is added to a member's `assigned` set only when no other
+ * member owns it (owns = in `assigned` or `pendingRevocation`). A member gives up a bucket by
+ * reporting an `ownedBuckets` list without it; until then the bucket stays in its
+ * `pendingRevocation` and is still its own. Hence no bucket ever has two owners.
+ *
+ * Steps, by state:
+ *  - STABLE: if the member epoch differs from the target epoch, compute the next assignment.
+ *  - UNREVOKED_PARTITIONS: wait until the reported owned buckets contain none pending revocation;
+ *    then compute the next assignment at epoch min(memberEpoch + 1, targetEpoch).
+ *  - UNRELEASED_PARTITIONS: compute the next assignment (picks up buckets released meanwhile).
+ * Next assignment: assigned' = assigned ∩ target; revoke = assigned − target; if the member still
+ * owns something to revoke it waits in UNREVOKED_PARTITIONS at its current epoch. Otherwise it moves
+ * to the target epoch, gains every target bucket nobody else owns, and is UNRELEASED_PARTITIONS if
+ * some target bucket is still owned by another member, else STABLE.
+ */
+import type { BucketRef } from './bucket-ref.js';
+import { BucketSet } from './bucket-set.js';
+import type { ConsumerMember, MemberAssignment, MemberState } from './consumer-member.js';
+
+/** What reconciliation needs to know besides the member. */
+export interface ReconcileInput {
+  readonly targetEpoch: number;
+  readonly target: BucketSet;
+  /** Current owner (member id) of a bucket key, if any. */
+  readonly ownerOf: (key: string) => string | undefined;
+  /** Buckets the member reported owning in this heartbeat, or null when it did not report. */
+  readonly owned: BucketSet | null;
+}
+
+/** Returns the member's next assignment, or `member` itself when nothing can change. */
+export function reconcileMember(member: ConsumerMember, input: ReconcileInput): MemberAssignment {
+  switch (member.state) {
+    case 'STABLE':
+      return member.memberEpoch === input.targetEpoch ? member : nextAssignment(member, input, member.memberEpoch);
+    case 'UNREVOKED_PARTITIONS':
+      if (stillOwnsAny(input.owned, member.pendingRevocation)) return member;
+      return nextAssignment(member, input, Math.min(member.memberEpoch + 1, input.targetEpoch));
+    case 'UNRELEASED_PARTITIONS':
+      return nextAssignment(member, input, member.memberEpoch);
+  }
+}
+
+function nextAssignment(member: ConsumerMember, input: ReconcileInput, memberEpoch: number): MemberAssignment {
+  const kept = member.assigned.intersect(input.target);
+  const toRevoke = member.assigned.difference(kept);
+  if (toRevoke.size > 0 && stillOwnsAny(input.owned, toRevoke)) {
+    return changed(member, memberEpoch, 'UNREVOKED_PARTITIONS', kept, toRevoke);
+  }
+  const free: BucketRef[] = [];
+  let unreleased = false;
+  for (const [key, ref] of input.target.entries()) {
+    if (kept.hasKey(key)) continue;
+    const owner = input.ownerOf(key);
+    // A bucket this member itself still holds as pending revocation may be taken straight back.
+    if (owner === undefined || owner === member.memberId) free.push(ref);
+    else unreleased = true;
+  }
+  const assigned = free.length === 0 ? kept : kept.union(BucketSet.of(free));
+  return changed(member, input.targetEpoch, unreleased ? 'UNRELEASED_PARTITIONS' : 'STABLE', assigned, BucketSet.EMPTY);
+}
+
+function changed(
+  member: ConsumerMember,
+  memberEpoch: number,
+  state: MemberState,
+  assigned: BucketSet,
+  pendingRevocation: BucketSet,
+): MemberAssignment {
+  if (
+    memberEpoch === member.memberEpoch &&
+    state === member.state &&
+    assigned.equals(member.assigned) &&
+    pendingRevocation.equals(member.pendingRevocation)
+  ) {
+    return member;
+  }
+  return {
+    memberEpoch,
+    previousMemberEpoch: memberEpoch === member.memberEpoch ? member.previousMemberEpoch : member.memberEpoch,
+    state,
+    assigned,
+    pendingRevocation,
+  };
+}
+
+/** Kafka's rule: a member that did not report its owned buckets is assumed to still own them. */
+function stillOwnsAny(owned: BucketSet | null, buckets: BucketSet): boolean {
+  return owned === null || owned.intersects(buckets);
+}

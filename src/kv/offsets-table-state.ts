@@ -1,0 +1,174 @@
+/**
+ * The state machine of one offsets-bucket's offsets table: the materialized index (last write wins,
+ * tombstones delete) and the pending marks of commits appended but not yet durable.
+ *
+ * Invariants:
+ * - The index changes only by `applyBatch`, the same code path for live commits (after their append
+ *   is durable) and for recovery replay; so the state after reopen equals the state before close.
+ * - A key is pending from `markPending` until exactly one of `onOffsetCommitAppend` (durable: apply,
+ *   unmark) or `failPendingOffsetWrite` (failed: unmark, apply nothing). Pending marks count, so two
+ *   in-flight commits of the same key keep it pending until both finish.
+ * - Group snapshot records are not interpreted here; they are handed to a listener (the group layer
+ *   during recovery).
+ */
+import { decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
+import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
+
+/** Receives group snapshot records met while applying batches. */
+export type SnapshotListener = (groupId: string, snapshot: unknown, logOffset: number) => void;
+
+/** A bucket of a user table, normalized (`partitionId` null when the table is not partitioned). */
+export interface BucketKey {
+  tableId: number;
+  partitionId: number | null;
+  bucketId: number;
+}
+
+function pendingKey(tableId: number, partitionId: number | null, bucketId: number): string {
+  return `${tableId}:${partitionId ?? ''}:${bucketId}`;
+}
+
+/** Materialized index plus pending marks of one offsets-bucket. */
+export class OffsetsTableState {
+  readonly #groups = new Map<string, GroupOffsets>();
+  readonly #pending = new Map<string, Map<string, number>>();
+  #liveOffsetCount = 0;
+  #appliedLogOffset = -1;
+  snapshotListener: SnapshotListener | undefined;
+
+  /** Number of committed offsets across all groups. */
+  get liveOffsetCount(): number {
+    return this.#liveOffsetCount;
+  }
+
+  /** Log offset of the last applied batch (-1 if none). */
+  get appliedLogOffset(): number {
+    return this.#appliedLogOffset;
+  }
+
+  /** Applies every record of the sealed batch at `buf[position]` (log offset `logOffset`). */
+  applyBatch(buf: Buffer, position: number, logOffset: number): void {
+    decodeBatchRecords(buf, position, (record) => this.#applyRecord(record, logOffset));
+    this.#appliedLogOffset = logOffset;
+  }
+
+  #applyRecord(r: DecodedRecord, logOffset: number): void {
+    if (r.type === 1) {
+      this.snapshotListener?.(r.groupId, r.snapshot, logOffset);
+      return;
+    }
+    let group = this.#groups.get(r.groupId);
+    if (r.tombstone) {
+      if (group !== undefined && group.delete(r.tableId, r.partitionId, r.bucketId)) {
+        this.#liveOffsetCount--;
+        if (group.size === 0) this.#groups.delete(r.groupId);
+      }
+      return;
+    }
+    if (group === undefined) {
+      group = new GroupOffsets();
+      this.#groups.set(r.groupId, group);
+    }
+    const before = group.size;
+    group.set(r.tableId, r.partitionId, r.bucketId, r.offset, r.leaderEpoch, r.commitTimestampMs, r.metadata);
+    this.#liveOffsetCount += group.size - before;
+  }
+
+  /** Loads one committed offset directly (checkpoint restore); not for live writes. */
+  restoreOffset(groupId: string, value: CommittedOffsetValue): void {
+    let group = this.#groups.get(groupId);
+    if (group === undefined) {
+      group = new GroupOffsets();
+      this.#groups.set(groupId, group);
+    }
+    const before = group.size;
+    group.set(value.tableId, value.partitionId, value.bucketId, value.offset, value.leaderEpoch, value.commitTimestampMs, value.metadata);
+    this.#liveOffsetCount += group.size - before;
+  }
+
+  /** Sets the applied log offset after a checkpoint restore. */
+  restoreAppliedLogOffset(logOffset: number): void {
+    this.#appliedLogOffset = logOffset;
+  }
+
+  /** The committed offset of one bucket, or null. */
+  get(groupId: string, tableId: number, partitionId: number | null, bucketId: number): CommittedOffsetValue | null {
+    const group = this.#groups.get(groupId);
+    if (group === undefined) return null;
+    const i = group.find(tableId, partitionId, bucketId);
+    return i < 0 ? null : group.valueAt(i);
+  }
+
+  /** The offsets table of a group, if it has any committed offset. */
+  group(groupId: string): GroupOffsets | undefined {
+    return this.#groups.get(groupId);
+  }
+
+  /** Every committed offset of a group. */
+  groupValues(groupId: string): CommittedOffsetValue[] {
+    const group = this.#groups.get(groupId);
+    if (group === undefined) return [];
+    const values: CommittedOffsetValue[] = new Array(group.size);
+    for (let i = 0; i < group.size; i++) values[i] = group.valueAt(i);
+    return values;
+  }
+
+  /** Ids of the groups that have committed offsets. */
+  groupIds(): IterableIterator<string> {
+    return this.#groups.keys();
+  }
+
+  /** Marks the keys of an appended, not yet durable commit as pending. */
+  markPending(groupId: string, records: readonly OffsetRecordSpec[]): void {
+    let marks = this.#pending.get(groupId);
+    if (marks === undefined) {
+      marks = new Map();
+      this.#pending.set(groupId, marks);
+    }
+    for (const r of records) {
+      const key = pendingKey(r.tableId, r.partitionId, r.bucketId);
+      marks.set(key, (marks.get(key) ?? 0) + 1);
+    }
+  }
+
+  #unmark(groupId: string, records: readonly OffsetRecordSpec[]): void {
+    const marks = this.#pending.get(groupId);
+    if (marks === undefined) return;
+    for (const r of records) {
+      const key = pendingKey(r.tableId, r.partitionId, r.bucketId);
+      const count = (marks.get(key) ?? 0) - 1;
+      if (count > 0) marks.set(key, count);
+      else marks.delete(key);
+    }
+    if (marks.size === 0) this.#pending.delete(groupId);
+  }
+
+  /** The commit's batch is durable: apply it and clear its pending marks. */
+  onOffsetCommitAppend(groupId: string, records: readonly OffsetRecordSpec[], batch: Buffer, logOffset: number): void {
+    this.applyBatch(batch, 0, logOffset);
+    this.#unmark(groupId, records);
+  }
+
+  /** The commit's append failed: clear its pending marks and apply nothing. */
+  failPendingOffsetWrite(groupId: string, records: readonly OffsetRecordSpec[]): void {
+    this.#unmark(groupId, records);
+  }
+
+  /** True when a commit of this bucket is appended but not yet durable. */
+  isPending(groupId: string, tableId: number, partitionId: number | null, bucketId: number): boolean {
+    const marks = this.#pending.get(groupId);
+    return marks !== undefined && marks.has(pendingKey(tableId, partitionId, bucketId));
+  }
+
+  /** True when the group has any pending commit. */
+  hasPending(groupId: string): boolean {
+    return this.#pending.has(groupId);
+  }
+
+  /** Heap bytes of the offset tables' arrays. */
+  get arrayBytes(): number {
+    let total = 0;
+    for (const g of this.#groups.values()) total += g.arrayBytes;
+    return total;
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * ScannerOffsets: the positions of a scanner that assigns itself buckets by hand (no rebalance), and
+ * the commits that make them durable. A scanner loop polls from `position(b)`, calls `advance(b, next)`
+ * after processing, and commits "next offset to read" (Kafka convention) explicitly, on a timer, or at
+ * `close()`.
+ *
+ * Invariants:
+ * - `commit()` commits exactly the buckets whose position differs from their last committed offset,
+ *   as one atomic commit; it is a no-op only when nothing moved.
+ * - A failed commit changes nothing: the moved positions stay moved and go out with the next commit.
+ * - Commits are serialized: a commit started while one is in flight waits for it, then commits what
+ *   is still moved, so two commits never race each other.
+ */
+import { OffsetStoreError } from '../errors/index.js';
+import type { Clock, Timer } from '../util/index.js';
+import type { CommittedOffsetValue } from './group-offsets.js';
+import type { BucketKey } from './offsets-table-state.js';
+import { bucketKeyString, normalizeBucket } from './validation.js';
+
+/** What the scanner needs from the store. */
+export interface ScannerOffsetsPort {
+  commitOffsets(groupId: string, offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[]): Promise<void>;
+  fetchOffsets(groupId: string, buckets: BucketKey[]): Promise<(CommittedOffsetValue | null)[]>;
+}
+
+/** Where to start a bucket with no committed offset. */
+export type MissingOffsetPolicy = 'earliest' | 'error' | ((bucket: BucketKey) => number | Promise<number>);
+
+/** Options of `OffsetStore.scanner`. */
+export interface ScannerOptions {
+  /** Start position of a bucket with no committed offset: 0 ('earliest', default), an error, or a resolver. */
+  onMissing?: MissingOffsetPolicy;
+  /** Commit what moved every this many ms; off when omitted. */
+  autoCommitIntervalMs?: number;
+  /** Called with the error of a failed auto-commit (the positions stay pending). */
+  onAutoCommitError?: (error: unknown) => void;
+}
+
+interface Position {
+  bucket: BucketKey;
+  position: number;
+  committed: number | undefined;
+}
+
+/** Manual-assignment positions and commits of one scanner in a group. */
+export class ScannerOffsets {
+  readonly groupId: string;
+  readonly #port: ScannerOffsetsPort;
+  readonly #clock: Clock;
+  readonly #options: ScannerOptions;
+  readonly #positions = new Map<string, Position>();
+  #commitChain: Promise<void> = Promise.resolve();
+  #timer: Timer | undefined;
+  #closed = false;
+
+  constructor(groupId: string, port: ScannerOffsetsPort, clock: Clock, options: ScannerOptions = {}) {
+    if (options.autoCommitIntervalMs !== undefined && !(Number.isFinite(options.autoCommitIntervalMs) && options.autoCommitIntervalMs > 0)) {
+      throw new RangeError(`autoCommitIntervalMs must be a positive number, got ${options.autoCommitIntervalMs}`);
+    }
+    this.groupId = groupId;
+    this.#port = port;
+    this.#clock = clock;
+    this.#options = options;
+    this.#armAutoCommit();
+  }
+
+  /**
+   * Makes `buckets` the assignment: loads their committed offsets (missing ones per `onMissing`).
+   * Buckets dropped from the assignment have their moved positions committed first.
+   */
+  async assign(buckets: readonly unknown[]): Promise<void> {
+    this.#checkOpen();
+    const normalized = buckets.map((b, i) => normalizeBucket(b, `buckets[${i}]`));
+    const keys = new Set(normalized.map(bucketKeyString));
+    if (keys.size !== normalized.length) throw new OffsetStoreError('INVALID_REQUEST', 'buckets repeats a bucket');
+    const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
+    if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();
+    for (const k of dropped) this.#positions.delete(k);
+    const fresh = normalized.filter((b) => !this.#positions.has(bucketKeyString(b)));
+    const committed = fresh.length === 0 ? [] : await this.#port.fetchOffsets(this.groupId, fresh);
+    for (let i = 0; i < fresh.length; i++) {
+      const bucket = fresh[i]!;
+      const value = committed[i];
+      const position = value != null ? value.offset : await this.#missing(bucket);
+      this.#positions.set(bucketKeyString(bucket), { bucket, position, committed: value?.offset });
+    }
+  }
+
+  async #missing(bucket: BucketKey): Promise<number> {
+    const policy = this.#options.onMissing ?? 'earliest';
+    if (policy === 'earliest') return 0;
+    if (policy === 'error') {
+      throw new OffsetStoreError('INVALID_REQUEST', `group ${this.groupId} has no committed offset for bucket ${bucketKeyString(bucket)}`);
+    }
+    const position = await policy(bucket);
+    if (!Number.isSafeInteger(position) || position < 0) throw new RangeError(`onMissing returned ${position} for ${bucketKeyString(bucket)}`);
+    return position;
+  }
+
+  /** The buckets currently assigned. */
+  assignment(): BucketKey[] {
+    return [...this.#positions.values()].map((p) => ({ ...p.bucket }));
+  }
+
+  /** The next offset to read in an assigned bucket. */
+  position(bucket: unknown): number {
+    return this.#get(bucket).position;
+  }
+
+  /** Moves an assigned bucket's position anywhere (backwards to re-read, forwards to skip). */
+  seek(bucket: unknown, offset: number): void {
+    this.#checkOpen();
+    this.#get(bucket).position = checkOffset(offset);
+  }
+
+  /** Records progress: `nextOffset` (last processed + 1) must not be behind the current position. */
+  advance(bucket: unknown, nextOffset: number): void {
+    this.#checkOpen();
+    const p = this.#get(bucket);
+    checkOffset(nextOffset);
+    if (nextOffset < p.position) {
+      throw new OffsetStoreError('INVALID_REQUEST', `advance to ${nextOffset} is behind position ${p.position} of ${bucketKeyString(p.bucket)}; use seek to go back`);
+    }
+    p.position = nextOffset;
+  }
+
+  /** Buckets whose position differs from their last committed offset. */
+  movedBuckets(): BucketKey[] {
+    return [...this.#positions.values()].filter((p) => this.#moved(p)).map((p) => ({ ...p.bucket }));
+  }
+
+  /** Commits every moved position in one atomic commit; resolves once durable. */
+  commit(): Promise<void> {
+    const run = this.#commitChain.then(() => this.#commitMoved());
+    this.#commitChain = run.catch(() => {});
+    return run;
+  }
+
+  async #commitMoved(): Promise<void> {
+    const moved = [...this.#positions.values()].filter((p) => this.#moved(p));
+    if (moved.length === 0) return;
+    const snapshot = moved.map((p) => ({ ...p.bucket, offset: p.position }));
+    await this.#port.commitOffsets(this.groupId, snapshot);
+    moved.forEach((p, i) => { p.committed = snapshot[i]!.offset; });
+  }
+
+  /** Stops auto-commit and commits what moved; later calls throw STORE_CLOSED. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return this.#commitChain;
+    this.#closed = true;
+    this.#timer?.cancel();
+    await this.#commitChain.then(() => this.#commitMoved());
+  }
+
+  #moved(p: Position): boolean {
+    return p.committed !== p.position;
+  }
+
+  #get(bucket: unknown): Position {
+    const key = bucketKeyString(normalizeBucket(bucket, 'bucket'));
+    const p = this.#positions.get(key);
+    if (p === undefined) throw new OffsetStoreError('INVALID_REQUEST', `bucket ${key} is not assigned to this scanner`);
+    return p;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `scanner of group ${this.groupId} is closed`);
+  }
+
+  #armAutoCommit(): void {
+    const intervalMs = this.#options.autoCommitIntervalMs;
+    if (intervalMs === undefined) return;
+    this.#timer = this.#clock.setTimer(intervalMs, () => {
+      if (this.#closed) return;
+      this.commit().catch((error: unknown) => this.#options.onAutoCommitError?.(error)).finally(() => {
+        if (!this.#closed) this.#armAutoCommit();
+      });
+    });
+  }
+}
+
+function checkOffset(offset: number): number {
+  if (typeof offset !== 'number') throw new TypeError(`offset must be a number, got ${typeof offset}`);
+  if (!Number.isSafeInteger(offset) || offset < 0) throw new OffsetStoreError('INVALID_REQUEST', `offset must be a safe integer >= 0, got ${offset}`);
+  return offset;
+}

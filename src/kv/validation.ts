@@ -1,0 +1,92 @@
+/**
+ * Validation at the public edge. Requests are checked completely before anything is written, and
+ * normalized (partitionId undefined -> null, leaderEpoch default -1, metadata default ''), so the
+ * internals can assert instead of re-validating. Wrong types are programmer errors (TypeError);
+ * wrong values are OffsetStoreErrors naming the field and its index in the request.
+ */
+import { GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import type { BucketKey } from './offsets-table-state.js';
+
+const INT32_MAX = 2 ** 31 - 1;
+
+/** Checks a group id: a non-empty string of at most 255 UTF-8 bytes. */
+export function validateGroupId(groupId: unknown): asserts groupId is string {
+  if (typeof groupId !== 'string') throw new TypeError(`groupId must be a string, got ${typeof groupId}`);
+  if (groupId.length === 0) throw new OffsetStoreError('INVALID_GROUP_ID', 'group id is empty');
+  if (groupId.length > GROUP_ID_BYTES_MAX / 3 && Buffer.byteLength(groupId) > GROUP_ID_BYTES_MAX) {
+    throw new OffsetStoreError('INVALID_GROUP_ID', `group id of ${Buffer.byteLength(groupId)} UTF-8 bytes exceeds ${GROUP_ID_BYTES_MAX}`);
+  }
+}
+
+function checkId(value: unknown, field: string, max: number): number {
+  if (typeof value !== 'number') throw new TypeError(`${field} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < 0 || value > max) {
+    throw new OffsetStoreError('INVALID_REQUEST', `${field} must be an integer in [0, ${max}], got ${value}`);
+  }
+  return value;
+}
+
+/** Checks and normalizes one bucket reference; `where` names it in messages (e.g. "offsets[3]"). */
+export function normalizeBucket(ref: unknown, where: string): BucketKey {
+  if (typeof ref !== 'object' || ref === null) throw new TypeError(`${where} must be an object`);
+  const r = ref as { tableId?: unknown; partitionId?: unknown; bucketId?: unknown };
+  const tableId = checkId(r.tableId, `${where}.tableId`, Number.MAX_SAFE_INTEGER);
+  const partitionId = r.partitionId === undefined || r.partitionId === null ? null : checkId(r.partitionId, `${where}.partitionId`, Number.MAX_SAFE_INTEGER);
+  const bucketId = checkId(r.bucketId, `${where}.bucketId`, INT32_MAX);
+  return { tableId, partitionId, bucketId };
+}
+
+/** A duplicate-detection key for a normalized bucket. */
+export function bucketKeyString(b: BucketKey): string {
+  return `${b.tableId}:${b.partitionId ?? ''}:${b.bucketId}`;
+}
+
+/** Checks a list of buckets (optionally rejecting duplicates) and normalizes it. */
+export function normalizeBuckets(buckets: unknown, what: string, rejectDuplicates: boolean): BucketKey[] {
+  if (!Array.isArray(buckets)) throw new TypeError(`${what} must be an array`);
+  const out: BucketKey[] = new Array(buckets.length);
+  const seen = rejectDuplicates && buckets.length > 1 ? new Set<string>() : undefined;
+  for (let i = 0; i < buckets.length; i++) {
+    const b = normalizeBucket(buckets[i], `${what}[${i}]`);
+    if (seen !== undefined) {
+      const key = bucketKeyString(b);
+      if (seen.has(key)) throw new OffsetStoreError('INVALID_REQUEST', `${what}[${i}] repeats bucket ${key}`);
+      seen.add(key);
+    }
+    out[i] = b;
+  }
+  return out;
+}
+
+/** Checks a commit request's offsets and turns them into record specs (no duplicates, sizes bounded). */
+export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number): OffsetRecordSpec[] {
+  if (!Array.isArray(offsets)) throw new TypeError('offsets must be an array');
+  if (offsets.length === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
+  if (offsets.length > recordCountMax) throw new OffsetStoreError('INVALID_REQUEST', `${offsets.length} offsets in one commit exceed the limit of ${recordCountMax}`);
+  const buckets = normalizeBuckets(offsets, 'offsets', true);
+  const specs: OffsetRecordSpec[] = new Array(offsets.length);
+  for (let i = 0; i < offsets.length; i++) {
+    const o = offsets[i] as { offset?: unknown; leaderEpoch?: unknown; metadata?: unknown };
+    const offset = checkId(o.offset, `offsets[${i}].offset`, Number.MAX_SAFE_INTEGER);
+    let leaderEpoch = -1;
+    if (o.leaderEpoch !== undefined && o.leaderEpoch !== null) {
+      if (typeof o.leaderEpoch !== 'number') throw new TypeError(`offsets[${i}].leaderEpoch must be a number`);
+      if (!Number.isInteger(o.leaderEpoch) || o.leaderEpoch < -1 || o.leaderEpoch > INT32_MAX) {
+        throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].leaderEpoch must be an integer in [-1, ${INT32_MAX}], got ${o.leaderEpoch}`);
+      }
+      leaderEpoch = o.leaderEpoch;
+    }
+    let metadata = '';
+    if (o.metadata !== undefined && o.metadata !== null) {
+      if (typeof o.metadata !== 'string') throw new TypeError(`offsets[${i}].metadata must be a string`);
+      if (o.metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(o.metadata) > METADATA_BYTES_MAX) {
+        throw new OffsetStoreError('OFFSET_METADATA_TOO_LARGE', `offsets[${i}].metadata of ${Buffer.byteLength(o.metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`);
+      }
+      metadata = o.metadata;
+    }
+    const b = buckets[i]!;
+    specs[i] = { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset, leaderEpoch, metadata };
+  }
+  return specs;
+}

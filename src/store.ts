@@ -1,0 +1,489 @@
+/**
+ * OffsetStore, the composition root: it opens the manifest, the lock and one offsets table per
+ * offsets-bucket, wires the group coordinators, compaction and retention to them, and is the public
+ * edge where every request is validated before anything is written.
+ *
+ * Lifecycle: the constructor does no I/O; `open()` recovers every offsets-bucket (a few at a time);
+ * `close()` stops timers, scanners and workers, flushes the logs and releases the lock. After close
+ * every call rejects with STORE_CLOSED.
+ */
+import * as path from 'node:path';
+import { loadChecksum, xxh32 } from './codec/index.js';
+import { OffsetStoreError } from './errors/index.js';
+import { NodeFileSystem, type FileSystem } from './io/index.js';
+import { DirectoryLock, LOG_DEFAULTS, loadOrCreateManifest, type Durability, type LogRecoveryReport } from './log/index.js';
+import {
+  OffsetsTable, ScannerOffsets, normalizeBuckets, normalizeOffsetCommits, validateGroupId,
+  type BucketKey, type CommittedOffsetValue, type ScannerOptions,
+} from './kv/index.js';
+import { SystemClock, type Clock, type Timer } from './util/index.js';
+
+/** A bucket of a user table; `partitionId` is null (or omitted) for a non-partitioned table. */
+export interface BucketRef {
+  tableId: number;
+  partitionId?: number | null;
+  bucketId: number;
+}
+
+/** One offset to commit: the next offset the group will read in the bucket. */
+export interface OffsetCommit extends BucketRef {
+  offset: number;
+  leaderEpoch?: number;
+  metadata?: string;
+}
+
+/** A committed offset as fetched. */
+export type CommittedOffset = CommittedOffsetValue;
+
+/** Who commits: omitted for an admin or manual commit. */
+export interface CommitOptions {
+  memberId?: string;
+  memberEpoch?: number;
+}
+
+/** Fetch options. */
+export interface FetchOptions {
+  /** Reject with UNSTABLE_OFFSET_COMMIT instead of returning a value a pending commit is about to change. */
+  requireStable?: boolean;
+}
+
+/** Options of `OffsetStore.open`. */
+export interface OffsetStoreOptions {
+  dir: string;
+  /** Number of offsets-buckets; default 16; fixed when the store is created. */
+  bucketCount?: number;
+  /** 'fsync' (default): a commit resolves after fdatasync; 'os': after the write reaches the OS. */
+  durability?: Durability;
+  /** Segment size at which the log rolls; default 64 MiB, at least 1024. */
+  segmentBytesMax?: number;
+  /** How long an offset of a group without members is kept after its commit; default 7 days. */
+  offsetsRetentionMs?: number;
+  /** How often expired offsets are looked for; default 60 s. */
+  offsetsRetentionCheckIntervalMs?: number;
+  /** Most offsets in one commit; default 100,000. */
+  commitRecordCountMax?: number;
+  /** Most commits pending per offsets-bucket before new ones are refused (retriable); default 65,536. */
+  pendingCommitsMax?: number;
+  /** Time source and timers; tests pass a ManualClock. */
+  clock?: Clock;
+  /** File-system port; tests pass one that counts or fails operations. */
+  fs?: FileSystem;
+  /** Resolve `open` only once every offsets-bucket has recovered (default true); with false, calls
+   * on a bucket still recovering reject with COORDINATOR_LOAD_IN_PROGRESS. */
+  awaitRecovery?: boolean;
+}
+
+/** One row of `listGroups`. */
+export interface GroupListing {
+  groupId: string;
+  state: GroupState;
+  offsetsBucket: number;
+}
+
+/** Group states (DESIGN.md section 6), plus Dead for a deleted group. */
+export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'Dead';
+
+/** What `describeGroup` returns: JSON-safe. */
+export interface GroupDescription {
+  groupId: string;
+  offsetsBucket: number;
+  state: GroupState;
+  offsets: CommittedOffset[];
+}
+
+/** Per offsets-bucket figures. */
+export interface BucketStats {
+  bucket: number;
+  state: 'loading' | 'ready' | 'failed';
+  logBytes: number;
+  segmentCount: number;
+  nextLogOffset: number;
+  liveOffsets: number;
+  groups: number;
+}
+
+/** What `stats()` returns. */
+export interface StoreStats {
+  dir: string;
+  bucketCount: number;
+  durability: Durability;
+  buckets: BucketStats[];
+  totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
+}
+
+const DEFAULTS = {
+  bucketCount: 16,
+  durability: 'fsync' as Durability,
+  segmentBytesMax: LOG_DEFAULTS.segmentBytesMax,
+  offsetsRetentionMs: 7 * 24 * 3600 * 1000,
+  offsetsRetentionCheckIntervalMs: 60_000,
+  commitRecordCountMax: 100_000,
+  pendingCommitsMax: LOG_DEFAULTS.pendingAppendsMax,
+  recoveryConcurrency: 4,
+};
+
+interface ResolvedOptions {
+  dir: string;
+  bucketCount: number | undefined;
+  durability: Durability;
+  segmentBytesMax: number;
+  offsetsRetentionMs: number;
+  offsetsRetentionCheckIntervalMs: number;
+  commitRecordCountMax: number;
+  pendingCommitsMax: number;
+  clock: Clock;
+  fs: FileSystem;
+  awaitRecovery: boolean;
+}
+
+function positiveInteger(value: unknown, name: string, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+  return value;
+}
+
+function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  if (typeof options.dir !== 'string' || options.dir.length === 0) throw new TypeError('options.dir must be a non-empty string');
+  const durability = options.durability ?? DEFAULTS.durability;
+  if (durability !== 'fsync' && durability !== 'os') throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
+  return {
+    dir: path.resolve(options.dir),
+    bucketCount: options.bucketCount === undefined ? undefined : positiveInteger(options.bucketCount, 'options.bucketCount', 0, 1),
+    durability,
+    segmentBytesMax: positiveInteger(options.segmentBytesMax, 'options.segmentBytesMax', DEFAULTS.segmentBytesMax, 1024),
+    offsetsRetentionMs: positiveInteger(options.offsetsRetentionMs, 'options.offsetsRetentionMs', DEFAULTS.offsetsRetentionMs),
+    offsetsRetentionCheckIntervalMs: positiveInteger(options.offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs),
+    commitRecordCountMax: positiveInteger(options.commitRecordCountMax, 'options.commitRecordCountMax', DEFAULTS.commitRecordCountMax),
+    pendingCommitsMax: positiveInteger(options.pendingCommitsMax, 'options.pendingCommitsMax', DEFAULTS.pendingCommitsMax),
+    clock: options.clock ?? new SystemClock(),
+    fs: options.fs ?? new NodeFileSystem(),
+    awaitRecovery: options.awaitRecovery ?? true,
+  };
+}
+
+const BUCKET_CACHE_SIZE_MAX = 65_536;
+
+/** An offsets-bucket as the store tracks it. */
+interface BucketSlot {
+  readonly index: number;
+  readonly dir: string;
+  table: OffsetsTable | undefined;
+  loadError: unknown;
+  report: LogRecoveryReport | undefined;
+}
+
+/** The embedded, durable consumer-offset store. */
+export class OffsetStore {
+  readonly #options: ResolvedOptions;
+  readonly #slots: BucketSlot[] = [];
+  readonly #scanners = new Set<ScannerOffsets>();
+  /** groupId -> offsets-bucket; bounded, cleared when full (hashing is cheap, just not free). */
+  readonly #bucketCache = new Map<string, number>();
+  #lock: DirectoryLock | undefined;
+  #bucketCount = 0;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  #recovery: Promise<void> = Promise.resolve();
+  #retentionTimer: Timer | undefined;
+  #retentionRun: Promise<void> | undefined;
+
+  private constructor(options: ResolvedOptions) {
+    this.#options = options;
+  }
+
+  /** Opens (creating if needed) the store in `options.dir` and recovers it. */
+  static async open(options: OffsetStoreOptions): Promise<OffsetStore> {
+    const store = new OffsetStore(resolveOptions(options));
+    await store.#open();
+    return store;
+  }
+
+  async #open(): Promise<void> {
+    const { fs, dir, clock } = this.#options;
+    await loadChecksum();
+    await fs.mkdir(dir);
+    this.#lock = await DirectoryLock.acquire(fs, dir);
+    try {
+      const manifest = await loadOrCreateManifest(fs, dir, this.#options.bucketCount, DEFAULTS.bucketCount, clock.nowMs());
+      this.#bucketCount = manifest.bucketCount;
+      const digits = Math.max(3, String(manifest.bucketCount - 1).length);
+      for (let i = 0; i < manifest.bucketCount; i++) {
+        this.#slots.push({ index: i, dir: path.join(dir, 'buckets', String(i).padStart(digits, '0')), table: undefined, loadError: undefined, report: undefined });
+      }
+      this.#recovery = this.#recoverAll();
+      if (this.#options.awaitRecovery) await this.#recovery;
+      else this.#recovery.catch(() => {});
+    } catch (error) {
+      await this.#closeTables();
+      await this.#lock.release();
+      throw error;
+    }
+    this.#armRetention();
+  }
+
+  async #recoverAll(): Promise<void> {
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < this.#slots.length && !this.#closed) {
+        const slot = this.#slots[next++]!;
+        try {
+          const { table, report } = await OffsetsTable.open(this.#logOptions(slot.dir));
+          slot.table = table;
+          slot.report = report;
+        } catch (error) {
+          slot.loadError = error;
+          throw error;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
+  }
+
+  #logOptions(dir: string) {
+    return {
+      fs: this.#options.fs,
+      dir,
+      durability: this.#options.durability,
+      segmentBytesMax: this.#options.segmentBytesMax,
+      batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+      pendingAppendsMax: this.#options.pendingCommitsMax,
+      flushBytesMax: LOG_DEFAULTS.flushBytesMax,
+    };
+  }
+
+  /** Resolves once every offsets-bucket has recovered (rejects if one failed to). */
+  ready(): Promise<void> {
+    return this.#recovery;
+  }
+
+  /** Number of offsets-buckets, fixed at creation. */
+  get bucketCount(): number {
+    return this.#bucketCount;
+  }
+
+  /** The offsets-bucket a group lives in: xxh32(utf8(groupId)) % bucketCount. */
+  bucketFor(groupId: string): number {
+    const cached = this.#bucketCache.get(groupId);
+    if (cached !== undefined) return cached;
+    validateGroupId(groupId);
+    const bucket = xxh32(Buffer.from(groupId, 'utf8')) % this.#bucketCount;
+    if (this.#bucketCache.size >= BUCKET_CACHE_SIZE_MAX) this.#bucketCache.clear();
+    this.#bucketCache.set(groupId, bucket);
+    return bucket;
+  }
+
+  /** Recovery reports per offsets-bucket (undefined while loading). */
+  recoveryReports(): (LogRecoveryReport | undefined)[] {
+    return this.#slots.map((s) => s.report);
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
+  }
+
+  #table(groupId: string): OffsetsTable {
+    const slot = this.#slots[this.bucketFor(groupId)]!;
+    if (slot.table !== undefined) return slot.table;
+    if (slot.loadError !== undefined) {
+      throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} failed to load: ${(slot.loadError as Error).message}`, { cause: slot.loadError });
+    }
+    throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} is still recovering`);
+  }
+
+  /**
+   * OffsetCommit: commits `offsets` of one group atomically (one batch); resolves once durable.
+   * Nothing is written when any part of the request is invalid.
+   */
+  async commitOffsets(groupId: string, offsets: OffsetCommit[], options?: CommitOptions): Promise<void> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
+    const table = this.#table(groupId);
+    void options;
+    await table.writeOffsets(groupId, specs, this.#options.clock.nowMs());
+  }
+
+  /**
+   * OffsetFetch: one result per requested bucket (null where nothing is committed); without
+   * `buckets`, every committed offset of the group.
+   */
+  async fetchOffsets(groupId: string, buckets?: BucketRef[], options?: FetchOptions): Promise<(CommittedOffset | null)[]> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const state = this.#table(groupId).state;
+    const requireStable = options?.requireStable === true;
+    if (buckets === undefined) {
+      if (requireStable && state.hasPending(groupId)) throw unstable(groupId, 'a bucket');
+      return state.groupValues(groupId);
+    }
+    const refs = normalizeBuckets(buckets, 'buckets', false);
+    const results: (CommittedOffset | null)[] = new Array(refs.length);
+    for (let i = 0; i < refs.length; i++) {
+      const { tableId, partitionId, bucketId } = refs[i]!;
+      if (requireStable && state.isPending(groupId, tableId, partitionId, bucketId)) throw unstable(groupId, `${tableId}:${partitionId ?? ''}:${bucketId}`);
+      results[i] = state.get(groupId, tableId, partitionId, bucketId);
+    }
+    return results;
+  }
+
+  /** Every group with committed offsets or members. */
+  async listGroups(): Promise<GroupListing[]> {
+    this.#checkOpen();
+    const listings: GroupListing[] = [];
+    for (const slot of this.#slots) {
+      if (slot.table === undefined) continue;
+      for (const groupId of slot.table.state.groupIds()) listings.push({ groupId, state: 'Empty', offsetsBucket: slot.index });
+    }
+    return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
+  }
+
+  /** State and committed offsets of a group; GROUP_ID_NOT_FOUND if it has neither offsets nor members. */
+  async describeGroup(groupId: string): Promise<GroupDescription> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const table = this.#table(groupId);
+    const offsets = table.state.groupValues(groupId);
+    if (offsets.length === 0) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    return { groupId, offsetsBucket: this.bucketFor(groupId), state: 'Empty', offsets };
+  }
+
+  /** Overwrites committed offsets of a group that has no members (NON_EMPTY_GROUP otherwise). */
+  async resetOffsets(groupId: string, offsets: OffsetCommit[]): Promise<void> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
+    const table = this.#table(groupId);
+    await table.writeOffsets(groupId, specs, this.#options.clock.nowMs());
+  }
+
+  /** Deletes committed offsets of some buckets (tombstones). */
+  async deleteOffsets(groupId: string, buckets: BucketRef[]): Promise<void> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const refs = normalizeBuckets(buckets, 'buckets', true);
+    const table = this.#table(groupId);
+    if (table.state.group(groupId) === undefined) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
+    const present = refs.filter((b) => table.state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null);
+    if (present.length === 0) return;
+    await table.writeOffsets(groupId, present.map(tombstone), this.#options.clock.nowMs());
+  }
+
+  /** Deletes a group without members: all its offsets; it disappears from listGroups. */
+  async deleteGroup(groupId: string): Promise<void> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const table = this.#table(groupId);
+    const offsets = table.state.groupValues(groupId);
+    if (offsets.length === 0) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+    await table.writeOffsets(groupId, offsets.map(tombstone), this.#options.clock.nowMs());
+  }
+
+  /** A manual-assignment helper for a scanner of `groupId` (no rebalance). */
+  scanner(groupId: string, options?: ScannerOptions): ScannerOffsets {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const scanner = new ScannerOffsets(groupId, {
+      commitOffsets: (g, offsets) => this.commitOffsets(g, offsets),
+      fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
+    }, this.#options.clock, options);
+    this.#scanners.add(scanner);
+    return scanner;
+  }
+
+  /** Figures per offsets-bucket. */
+  async stats(): Promise<StoreStats> {
+    this.#checkOpen();
+    const buckets = this.#slots.map((slot): BucketStats => {
+      const table = slot.table;
+      if (table === undefined) {
+        return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0 };
+      }
+      let groups = 0;
+      for (const _ of table.state.groupIds()) groups++;
+      return {
+        bucket: slot.index, state: 'ready', logBytes: table.log.sizeBytes, segmentCount: table.log.segments().length,
+        nextLogOffset: table.log.nextOffset, liveOffsets: table.state.liveOffsetCount, groups,
+      };
+    });
+    const totals = { logBytes: 0, segmentCount: 0, liveOffsets: 0, groups: 0 };
+    for (const b of buckets) {
+      totals.logBytes += b.logBytes;
+      totals.segmentCount += b.segmentCount;
+      totals.liveOffsets += b.liveOffsets;
+      totals.groups += b.groups;
+    }
+    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, buckets, totals };
+  }
+
+  #armRetention(): void {
+    if (this.#closed) return;
+    this.#retentionTimer = this.#options.clock.setTimer(this.#options.offsetsRetentionCheckIntervalMs, () => {
+      this.#retentionRun = this.#expireOffsets().finally(() => {
+        this.#retentionRun = undefined;
+        this.#armRetention();
+      });
+    });
+  }
+
+  /**
+   * Retention (DESIGN.md 5.4): tombstones offsets committed at least offsetsRetentionMs ago. Keys
+   * with a commit in flight are skipped, so a tombstone never lands after a fresher commit.
+   */
+  async #expireOffsets(): Promise<void> {
+    const nowMs = this.#options.clock.nowMs();
+    const writes: Promise<unknown>[] = [];
+    for (const slot of this.#slots) {
+      const table = slot.table;
+      if (table === undefined || table.log.failed) continue;
+      for (const groupId of [...table.state.groupIds()]) {
+        const group = table.state.group(groupId)!;
+        const expired: BucketKey[] = [];
+        for (let i = 0; i < group.size; i++) {
+          if (group.timestampAt(i) + this.#options.offsetsRetentionMs > nowMs) continue;
+          const { tableId, partitionId, bucketId } = group.valueAt(i);
+          if (!table.state.isPending(groupId, tableId, partitionId, bucketId)) expired.push({ tableId, partitionId, bucketId });
+        }
+        if (expired.length > 0) writes.push(table.writeOffsets(groupId, expired.map(tombstone), nowMs));
+      }
+    }
+    const results = await Promise.allSettled(writes);
+    void results; // a failed expiry write fail-stops its log, which every later call reports
+  }
+
+  /** Closes scanners (committing what moved), stops timers, flushes every log, releases the lock. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    const scannerResults = await Promise.allSettled([...this.#scanners].map((s) => s.close()));
+    this.#closed = true;
+    this.#retentionTimer?.cancel();
+    await this.#retentionRun;
+    await this.#recovery.catch(() => {});
+    try {
+      await this.#closeTables();
+    } finally {
+      await this.#lock?.release();
+    }
+    const failed = scannerResults.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
+  async #closeTables(): Promise<void> {
+    const results = await Promise.allSettled(this.#slots.map((s) => s.table?.close()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+}
+
+function tombstone(b: BucketKey) {
+  return { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true };
+}
+
+function unstable(groupId: string, bucket: string): OffsetStoreError {
+  return new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of ${bucket} in flight; retry`);
+}

@@ -1,0 +1,453 @@
+/**
+ * GroupCoordinator: the group coordinator of one offsets-bucket — membership, server-side assignment
+ * and cooperative rebalancing for every group that lives in the bucket (DESIGN.md section 6).
+ *
+ * How it changes state: every change is a handler (group-handlers.ts) run on the group's
+ * OperationLane; the handler emits records, which replay into the GroupStateMachine. After each
+ * operation, if the group changed and is now Stable or Empty, its snapshot is written through the
+ * GroupSnapshotWriter port and the operation completes only once it is durable. Nothing else is
+ * persisted: a crash loses the in-flight rebalance, which recovery aborts (members come back at the
+ * snapshot's epochs; a member that shows up with a newer epoch is fenced and rejoins).
+ *
+ * Invariants:
+ *  - operations of one group never interleave (the lane), so a snapshot is written from a state no
+ *    later operation has touched, and writes of one group are issued in order (latest wins on replay);
+ *  - a failed snapshot write leaves the in-memory state as the operation made it (always safe: the
+ *    durable state only lags) and marks the group dirty, so the next operation retries the write and
+ *    its caller sees the failure if it persists;
+ *  - lifecycle: loading (only loadSnapshot/setTableLayout) -> active -> closed (everything rejects
+ *    with STORE_CLOSED; timers are cancelled).
+ */
+import { randomUUID } from 'node:crypto';
+import { OffsetStoreError } from '../errors/index.js';
+import { SystemClock, type Clock } from '../util/index.js';
+import type { Assignor } from './assignor.js';
+import { bucketKey, formatBucketRef, normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
+import type { MemberState } from './consumer-member.js';
+import type { GroupState } from './group.js';
+import { expireRebalance, expireSession, handleHeartbeat, refreshLayouts } from './group-handlers.js';
+import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
+import type { GroupRecord } from './group-record.js';
+import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
+import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
+import { normalizeHeartbeatRequest, validateGroupId, type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
+import { MemberTimers } from './member-timers.js';
+import { OperationLane } from './operation-lane.js';
+import { RangeAssignor } from './range-assignor.js';
+import { layoutsChanged, preferredAssignor } from './target-assignment-builder.js';
+import { layoutsEqual, normalizeTableLayout, type TableLayout, type TableLayoutInput } from './table-layout.js';
+import { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
+
+/** Options of a GroupCoordinator. */
+export interface GroupCoordinatorOptions {
+  /** Where snapshots go; resolves once durable. */
+  readonly writer: GroupSnapshotWriter;
+  /** Time and timers (default: the system clock). */
+  readonly clock?: Clock;
+  /** Sent to members as the interval between heartbeats (default 5000). */
+  readonly heartbeatIntervalMs?: number;
+  /** Session timeout of members that do not ask for one (default 45000). */
+  readonly sessionTimeoutMs?: number;
+  /** Rebalance timeout of members that do not ask for one (default 60000). */
+  readonly rebalanceTimeoutMs?: number;
+  /** Most members one group may have; more joins fail with GROUP_MAX_SIZE_REACHED (default 4096). */
+  readonly groupMembersMax?: number;
+  /** Assignors besides the built-in `uniform` and `range` (a same-named one replaces a built-in). */
+  readonly assignors?: readonly Assignor[];
+  /** Assignor of groups whose members state no preference (default `uniform`). */
+  readonly defaultAssignor?: string;
+  /** Most operations that may wait per group while a snapshot is written (default 1024). */
+  readonly queuedOperationsMax?: number;
+  /** Sees the records of every operation after they were replayed (tests, metrics). */
+  readonly onRecords?: (groupId: string, records: readonly GroupRecord[]) => void;
+  /** Sees failures of operations nobody awaits (timer expiries, layout refreshes). */
+  readonly onBackgroundError?: (error: unknown, groupId: string) => void;
+  /** Generates member ids for joins that bring none (default crypto.randomUUID). */
+  readonly newMemberId?: () => string;
+}
+
+/** One member in a GroupDescription. */
+export interface MemberDescription {
+  memberId: string;
+  instanceId: string | null;
+  memberEpoch: number;
+  state: MemberState;
+  subscribedTableIds: number[];
+  /** Buckets the member may own now. */
+  assignment: BucketRef[];
+  /** Buckets the member was asked to release and still owns. */
+  pendingRevocation: BucketRef[];
+  /** Buckets the member will own once reconciled. */
+  targetAssignment: BucketRef[];
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+}
+
+/** JSON-safe description of a group's membership (the store adds committed offsets). */
+export interface GroupDescription {
+  groupId: string;
+  state: GroupState;
+  groupEpoch: number;
+  assignmentEpoch: number;
+  /** The assignor the group's next target assignment would use. */
+  assignor: string;
+  members: MemberDescription[];
+}
+
+/** Counters for stats and benchmarks. */
+export interface GroupCoordinatorMetrics {
+  groups: number;
+  members: number;
+  recordsEmitted: number;
+  snapshotsWritten: number;
+  armedTimers: number;
+}
+
+interface GroupRuntime {
+  readonly lane: OperationLane;
+  /** The group changed since its last snapshot write was issued (or that write failed). */
+  dirty: boolean;
+}
+
+type Phase = 'loading' | 'active' | 'closed';
+
+/** The group coordinator of one offsets-bucket; see the module header. */
+export class GroupCoordinator {
+  readonly #writer: GroupSnapshotWriter;
+  readonly #clock: Clock;
+  readonly #machine = new GroupStateMachine();
+  readonly #layouts = new Map<number, TableLayout>();
+  readonly #assignors = new Map<string, Assignor>();
+  readonly #runtimes = new Map<string, GroupRuntime>();
+  readonly #timers: MemberTimers;
+  readonly #env: HandlerEnvironment;
+  readonly #queuedOperationsMax: number;
+  readonly #onRecords: GroupCoordinatorOptions['onRecords'];
+  readonly #onBackgroundError: GroupCoordinatorOptions['onBackgroundError'];
+  #phase: Phase = 'loading';
+  #recordsEmitted = 0;
+  #snapshotsWritten = 0;
+
+  constructor(options: GroupCoordinatorOptions) {
+    if (typeof options?.writer?.writeSnapshot !== 'function') throw new TypeError('options.writer must be a GroupSnapshotWriter');
+    this.#writer = options.writer;
+    this.#clock = options.clock ?? new SystemClock();
+    for (const assignor of [new UniformAssignor(), new RangeAssignor(), ...(options.assignors ?? [])]) this.#assignors.set(assignor.name, assignor);
+    const defaultAssignor = options.defaultAssignor ?? UNIFORM_ASSIGNOR_NAME;
+    if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
+    this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
+    this.#onRecords = options.onRecords;
+    this.#onBackgroundError = options.onBackgroundError;
+    this.#timers = new MemberTimers(this.#clock, {
+      sessionExpired: (groupId, memberId) => this.#background(groupId, (op) => expireSession(op, groupId, memberId)),
+      rebalanceExpired: (groupId, memberId, epoch) => this.#background(groupId, (op) => expireRebalance(op, groupId, memberId, epoch)),
+    });
+    this.#env = {
+      machine: this.#machine,
+      layouts: this.#layouts,
+      assignors: this.#assignors,
+      timers: this.#timers,
+      newMemberId: options.newMemberId ?? randomUUID,
+      config: {
+        heartbeatIntervalMs: positiveInt(options.heartbeatIntervalMs ?? 5000, 'heartbeatIntervalMs'),
+        sessionTimeoutMs: positiveInt(options.sessionTimeoutMs ?? 45_000, 'sessionTimeoutMs'),
+        rebalanceTimeoutMs: positiveInt(options.rebalanceTimeoutMs ?? 60_000, 'rebalanceTimeoutMs'),
+        groupMembersMax: positiveInt(options.groupMembersMax ?? 4096, 'groupMembersMax'),
+        defaultAssignor,
+      },
+    };
+  }
+
+  // ---- recovery -------------------------------------------------------------------------------
+
+  /**
+   * Loads a group snapshot read from the log (latest wins; null = tombstone, the group is removed).
+   * Valid only before `onLoadComplete`. A malformed snapshot is CORRUPT_MESSAGE.
+   */
+  loadSnapshot(groupId: string, snapshot: GroupSnapshot | null): void {
+    if (this.#phase !== 'loading') throw new TypeError('loadSnapshot is only valid before onLoadComplete');
+    validateGroupId(groupId);
+    const parsed = snapshot === null ? null : parseGroupSnapshot(groupId, snapshot);
+    if (this.#machine.get(groupId) !== undefined) this.#machine.replay({ type: 'group-tombstone', groupId });
+    if (parsed !== null) for (const record of snapshotToRecords(groupId, parsed)) this.#machine.replay(record);
+  }
+
+  /**
+   * Ends loading: every restored member gets a fresh session (from now), and groups whose tables'
+   * registered layouts differ from their snapshot's start a rebalance. Heartbeats and queries are
+   * accepted from now on.
+   */
+  onLoadComplete(): void {
+    this.#ensureNotClosed();
+    if (this.#phase === 'active') return;
+    this.#phase = 'active';
+    for (const group of this.#machine.groups()) {
+      this.#runtime(group.groupId).dirty = false;
+      for (const member of group.members.values()) this.#timers.scheduleSession(group.groupId, member.memberId, member.sessionTimeoutMs);
+      if (group.members.size > 0 && layoutsChanged(group, this.#layouts)) this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
+    }
+  }
+
+  // ---- the protocol ---------------------------------------------------------------------------
+
+  /** Handles a member's heartbeat (join, update, leave). Resolves once any snapshot it caused is durable. */
+  heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    try {
+      this.#ensureActive();
+      validateGroupId(groupId);
+      const normalized = normalizeHeartbeatRequest(request, (name) => this.#assignors.has(name));
+      return this.#submit(groupId, (op) => handleHeartbeat(op, groupId, normalized));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Registers (or changes) the layout of a user table. Groups subscribed to the table whose target
+   * was computed against another layout rebalance. Shared by all groups of this coordinator.
+   */
+  setTableLayout(tableId: number, layout: TableLayoutInput): void {
+    this.#ensureNotClosed();
+    const normalized = normalizeTableLayout(tableId, layout);
+    if (layoutsEqual(this.#layouts.get(tableId), normalized)) return;
+    this.#layouts.set(tableId, normalized);
+    if (this.#phase !== 'active') return;
+    for (const group of [...this.#machine.groups()]) {
+      if (group.members.size > 0 && group.subscribesTable(tableId) && !layoutsEqual(group.tableLayouts.get(tableId), normalized)) {
+        this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
+      }
+    }
+  }
+
+  /** The registered layout of a table, if any. */
+  tableLayout(tableId: number): TableLayout | undefined {
+    return this.#layouts.get(tableId);
+  }
+
+  // ---- queries the store needs (synchronous) --------------------------------------------------
+
+  /**
+   * Checks a commit made on behalf of a member: UNKNOWN_MEMBER_ID if it is not in the group,
+   * STALE_MEMBER_EPOCH for an older epoch, FENCED_MEMBER_EPOCH for a newer one, BUCKET_NOT_ASSIGNED
+   * for a bucket it does not own now (owning includes buckets it was asked to release but has not).
+   */
+  validateMemberCommit(groupId: string, memberId: string, memberEpoch: number, buckets: readonly BucketRefInput[]): void {
+    this.#ensureActive();
+    const group = this.#machine.get(groupId);
+    const member = group?.members.get(memberId);
+    if (group === undefined || member === undefined) {
+      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} is not in group ${groupId}`);
+    }
+    if (memberEpoch < member.memberEpoch) {
+      throw new OffsetStoreError('STALE_MEMBER_EPOCH', `commit with member epoch ${memberEpoch}, the member is at ${member.memberEpoch}`);
+    }
+    if (memberEpoch > member.memberEpoch) {
+      throw new OffsetStoreError('FENCED_MEMBER_EPOCH', `commit with member epoch ${memberEpoch}, newer than the member's ${member.memberEpoch}`);
+    }
+    buckets.forEach((raw, i) => {
+      const ref = normalizeBucketRef(raw, `offsets[${i}]`);
+      if (group.ownerOf(bucketKey(ref)) !== memberId) {
+        throw new OffsetStoreError('BUCKET_NOT_ASSIGNED', `member ${memberId} of group ${groupId} does not own ${formatBucketRef(ref)}`);
+      }
+    });
+  }
+
+  /** True when the group has at least one member (including static members away with epoch -2). */
+  hasMembers(groupId: string): boolean {
+    this.#ensureActive();
+    return (this.#machine.get(groupId)?.members.size ?? 0) > 0;
+  }
+
+  /** The member that owns the bucket now, or null. */
+  assignedOwner(groupId: string, bucket: BucketRefInput): string | null {
+    this.#ensureActive();
+    return this.#machine.get(groupId)?.ownerOf(bucketKey(normalizeBucketRef(bucket))) ?? null;
+  }
+
+  /** True when a member owns the bucket or is about to (it is in some member's target assignment). */
+  isBucketAssigned(groupId: string, bucket: BucketRefInput): boolean {
+    this.#ensureActive();
+    const group = this.#machine.get(groupId);
+    if (group === undefined) return false;
+    const key = bucketKey(normalizeBucketRef(bucket));
+    return group.ownerOf(key) !== undefined || group.targetOwnerOf(key) !== undefined;
+  }
+
+  /** The group's state, or null when the coordinator holds no state for it. */
+  groupState(groupId: string): GroupState | null {
+    this.#ensureActive();
+    return this.#machine.get(groupId)?.state() ?? null;
+  }
+
+  /** Ids of the groups this coordinator holds, sorted. */
+  groupIds(): string[] {
+    this.#ensureActive();
+    return [...this.#machine.groups()].map((g) => g.groupId).sort();
+  }
+
+  /** A JSON-safe description of the group, or null when the coordinator holds no state for it. */
+  describe(groupId: string): GroupDescription | null {
+    this.#ensureActive();
+    const group = this.#machine.get(groupId);
+    if (group === undefined) return null;
+    const members = [...group.members.values()].map((m) => ({
+      memberId: m.memberId,
+      instanceId: m.instanceId,
+      memberEpoch: m.memberEpoch,
+      state: m.state,
+      subscribedTableIds: [...m.subscribedTableIds],
+      assignment: m.assigned.toArray(),
+      pendingRevocation: m.pendingRevocation.toArray(),
+      targetAssignment: group.targetOf(m.memberId).toArray(),
+      sessionTimeoutMs: m.sessionTimeoutMs,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+    }));
+    members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
+    const assignor = preferredAssignor([...group.members.values()].map((m) => m.assignor)) ?? this.#env.config.defaultAssignor;
+    return { groupId, state: group.state(), groupEpoch: group.groupEpoch, assignmentEpoch: group.assignmentEpoch, assignor, members };
+  }
+
+  /** Complete internal state of a group as plain data (tests, debugging). */
+  inspect(groupId: string): GroupInspection | null {
+    return this.#machine.inspect(groupId);
+  }
+
+  /** When the member's session expires, if it has a session timer (tests, debugging). */
+  sessionDeadlineMs(groupId: string, memberId: string): number | undefined {
+    return this.#timers.sessionDeadlineMs(groupId, memberId);
+  }
+
+  /** Counters. */
+  metrics(): GroupCoordinatorMetrics {
+    let members = 0;
+    for (const g of this.#machine.groups()) members += g.members.size;
+    return {
+      groups: this.#machine.size,
+      members,
+      recordsEmitted: this.#recordsEmitted,
+      snapshotsWritten: this.#snapshotsWritten,
+      armedTimers: this.#timers.armedCount,
+    };
+  }
+
+  // ---- admin and lifecycle ---------------------------------------------------------------------
+
+  /**
+   * Deletes a group that has no members: writes its tombstone, then forgets it. Resolves true when
+   * the group existed; NON_EMPTY_GROUP when it has members. If the write fails, nothing changes.
+   */
+  deleteGroup(groupId: string): Promise<boolean> {
+    try {
+      this.#ensureActive();
+      validateGroupId(groupId);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const runtime = this.#runtime(groupId);
+    return runtime.lane.run(() => {
+      this.#ensureActive();
+      const group = this.#machine.get(groupId);
+      if (group === undefined) {
+        this.#dropRuntimeIfUnused(groupId);
+        return false;
+      }
+      if (group.members.size > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} has ${group.members.size} members`);
+      return this.#writer.writeSnapshot(groupId, null).then(() => {
+        const op = new GroupOperation(this.#env);
+        op.emit({ type: 'group-tombstone', groupId });
+        this.#afterRecords(groupId, op.records);
+        this.#timers.cancelGroup(groupId);
+        queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
+        return true;
+      });
+    });
+  }
+
+  /** Cancels all timers; every later call (and every queued operation) fails with STORE_CLOSED. Idempotent. */
+  close(): void {
+    if (this.#phase === 'closed') return;
+    this.#phase = 'closed';
+    this.#timers.cancelAll();
+    const error = new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
+    for (const runtime of this.#runtimes.values()) runtime.lane.close(error);
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  #submit<T>(groupId: string, handler: (op: GroupOperation) => T): Promise<T> {
+    const runtime = this.#runtime(groupId);
+    return runtime.lane.run(() => this.#execute(groupId, runtime, handler));
+  }
+
+  #execute<T>(groupId: string, runtime: GroupRuntime, handler: (op: GroupOperation) => T): T | Promise<T> {
+    this.#ensureNotClosed();
+    const op = new GroupOperation(this.#env);
+    let result: T;
+    try {
+      result = handler(op);
+    } finally {
+      if (op.records.length > 0) {
+        runtime.dirty = true;
+        this.#afterRecords(groupId, op.records);
+      }
+      if (this.#machine.get(groupId) === undefined) queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
+    }
+    const write = this.#writeSnapshotIfBoundary(groupId, runtime);
+    return write === null ? result : write.then(() => result);
+  }
+
+  /** Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary). */
+  #writeSnapshotIfBoundary(groupId: string, runtime: GroupRuntime): Promise<void> | null {
+    const group = this.#machine.get(groupId);
+    if (group === undefined || !runtime.dirty) return null;
+    const state = group.state();
+    if (state !== 'Stable' && state !== 'Empty') return null;
+    const snapshot = snapshotOf(group);
+    runtime.dirty = false;
+    this.#snapshotsWritten++;
+    return this.#writer.writeSnapshot(groupId, snapshot).catch((error: unknown) => {
+      runtime.dirty = true;
+      throw error;
+    });
+  }
+
+  #afterRecords(groupId: string, records: readonly GroupRecord[]): void {
+    this.#recordsEmitted += records.length;
+    this.#onRecords?.(groupId, records);
+  }
+
+  #background(groupId: string, handler: (op: GroupOperation) => void): void {
+    this.#submit(groupId, handler).catch((error: unknown) => {
+      if (this.#phase !== 'closed') this.#onBackgroundError?.(error, groupId);
+    });
+  }
+
+  #runtime(groupId: string): GroupRuntime {
+    let runtime = this.#runtimes.get(groupId);
+    if (runtime === undefined) {
+      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false };
+      this.#runtimes.set(groupId, runtime);
+    }
+    return runtime;
+  }
+
+  #dropRuntimeIfUnused(groupId: string): void {
+    const runtime = this.#runtimes.get(groupId);
+    if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined) this.#runtimes.delete(groupId);
+  }
+
+  #ensureNotClosed(): void {
+    if (this.#phase === 'closed') throw new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
+  }
+
+  #ensureActive(): void {
+    this.#ensureNotClosed();
+    if (this.#phase === 'loading') throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', 'the group coordinator is still loading');
+  }
+}
+
+function positiveInt(value: number, name: string): number {
+  if (typeof value !== 'number') throw new TypeError(`${name} must be a number`);
+  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
+}

@@ -1,0 +1,268 @@
+/**
+ * The coordinator's handlers: heartbeat (join, update, leave, static leave), member expiry (session
+ * and rebalance timeouts) and layout refresh. Each takes a GroupOperation, validates, plans, and only
+ * then emits records — the KIP-848 heartbeat in three steps:
+ *  1. update the member's subscription; bump the group epoch if membership, a subscription, the
+ *     preferred assignor or a subscribed table's layout changed;
+ *  2. if the group epoch is ahead of the target assignment epoch, compute a new target assignment;
+ *  3. reconcile the heartbeating member one step towards its target (current-assignment-builder).
+ * Other members reconcile on their own heartbeats.
+ *
+ * Member identity rules:
+ *  - epoch 0 without a known memberId creates a member (id generated when omitted);
+ *  - epoch 0 with a known memberId is a rejoin: the member abandoned all its buckets (it was fenced
+ *    or restarted), so its current assignment restarts from nothing and its buckets are released;
+ *  - a static member (instanceId) that left with epoch -2 keeps its assignment; the next join with
+ *    that instance id (same or new memberId) inherits it and its target; a join naming an instance
+ *    id still held by a live member is refused (INVALID_REQUEST), as Kafka's UNRELEASED_INSTANCE_ID;
+ *  - epochs: newer than the coordinator's, or older unless it is the previous epoch and the reported
+ *    owned buckets are a subset of the assigned ones, are FENCED_MEMBER_EPOCH.
+ */
+import { OffsetStoreError } from '../errors/index.js';
+import { assert } from '../util/index.js';
+import { BucketSet } from './bucket-set.js';
+import {
+  JOINING_ASSIGNMENT,
+  LEAVE_GROUP_MEMBER_EPOCH,
+  LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+  subscriptionsEqual,
+  tableIdsEqual,
+  type ConsumerMember,
+  type MemberSubscription,
+} from './consumer-member.js';
+import { reconcileMember } from './current-assignment-builder.js';
+import type { Group } from './group.js';
+import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
+import type { HeartbeatResponse, NormalizedHeartbeat } from './heartbeat.js';
+import { layoutsChanged, planTargetAssignment, targetRecords, type AssignmentEnvironment } from './target-assignment-builder.js';
+
+/** Handles one validated heartbeat. */
+export function handleHeartbeat(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+  if (request.memberEpoch === LEAVE_GROUP_MEMBER_EPOCH) return leave(op, groupId, request);
+  if (request.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) return staticLeave(op, groupId, request);
+  return joinOrHeartbeat(op, groupId, request);
+}
+
+/** Removes a member whose session timed out, unless a newer session was armed meanwhile. */
+export function expireSession(op: GroupOperation, groupId: string, memberId: string): void {
+  const group = op.env.machine.get(groupId);
+  if (group?.members.has(memberId) !== true || op.env.timers.hasSession(groupId, memberId)) return;
+  removeMember(op, group, memberId);
+}
+
+/** Fences a member that did not release revoked buckets in time, if it is still in that situation. */
+export function expireRebalance(op: GroupOperation, groupId: string, memberId: string, memberEpoch: number): void {
+  const group = op.env.machine.get(groupId);
+  const member = group?.members.get(memberId);
+  if (group === undefined || member === undefined) return;
+  if (member.state !== 'UNREVOKED_PARTITIONS' || member.memberEpoch !== memberEpoch) return;
+  removeMember(op, group, memberId);
+}
+
+/** Bumps the group epoch and recomputes the target when a subscribed table's layout changed. */
+export function refreshLayouts(op: GroupOperation, groupId: string): void {
+  const group = op.env.machine.get(groupId);
+  if (group === undefined || group.members.size === 0 || !layoutsChanged(group, op.env.layouts)) return;
+  const plan = planTargetAssignment(group, {}, assignmentEnv(op.env));
+  const groupEpoch = group.groupEpoch + 1;
+  op.emit({ type: 'group-epoch', groupId, groupEpoch });
+  op.emitAll(targetRecords(group, groupId, groupEpoch, plan));
+}
+
+interface ResolvedMember {
+  readonly memberId: string;
+  /** The member as it is now, when it exists under `memberId`. */
+  readonly existing?: ConsumerMember;
+  /** The member abandoned its buckets and starts over. */
+  readonly rejoin?: boolean;
+  /** A static member that left temporarily and whose assignment this join takes over. */
+  readonly inheritFrom?: ConsumerMember;
+}
+
+function joinOrHeartbeat(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+  const env = op.env;
+  const group = env.machine.get(groupId);
+  const resolved = resolveMember(env, group, request);
+  const { memberId, existing, inheritFrom } = resolved;
+  const base = inheritFrom ?? existing;
+  const subscription: MemberSubscription = {
+    memberId,
+    instanceId: request.instanceId ?? base?.instanceId ?? null,
+    subscribedTableIds: request.subscribedTableIds ?? base?.subscribedTableIds ?? [],
+    assignor: request.assignor ?? base?.assignor ?? null,
+    sessionTimeoutMs: request.sessionTimeoutMs ?? base?.sessionTimeoutMs ?? env.config.sessionTimeoutMs,
+    rebalanceTimeoutMs: request.rebalanceTimeoutMs ?? base?.rebalanceTimeoutMs ?? env.config.rebalanceTimeoutMs,
+  };
+  let bump = base === undefined || !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds) || base.assignor !== subscription.assignor;
+  if (!bump && group !== undefined && layoutsChanged(group, env.layouts)) bump = true;
+  const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
+  const change = { upsert: subscription, ...(inheritFrom === undefined || inheritFrom.memberId === memberId ? {} : { inheritFrom: inheritFrom.memberId }) };
+  const plan = groupEpoch > (group?.assignmentEpoch ?? 0) ? planTargetAssignment(group, change, assignmentEnv(env)) : null;
+  const inheritedTarget = inheritFrom === undefined ? BucketSet.EMPTY : (group?.targetOf(inheritFrom.memberId) ?? BucketSet.EMPTY);
+
+  // Everything that can fail has been checked; from here on only records.
+  if (group === undefined) op.emit({ type: 'group-epoch', groupId, groupEpoch: 0 });
+  if (inheritFrom !== undefined && inheritFrom.memberId !== memberId) {
+    env.timers.cancelMember(groupId, inheritFrom.memberId);
+    op.emit({ type: 'member-tombstone', groupId, memberId: inheritFrom.memberId });
+    op.emit({ type: 'target-member-tombstone', groupId, memberId: inheritFrom.memberId });
+  }
+  if (existing === undefined || !subscriptionsEqual(existing, subscription)) op.emit({ type: 'member-subscription', groupId, subscription });
+  if (resolved.rejoin === true) op.emit({ type: 'member-assignment', groupId, memberId, assignment: JOINING_ASSIGNMENT });
+  if (inheritFrom !== undefined) {
+    op.emit({ type: 'member-assignment', groupId, memberId, assignment: { ...JOINING_ASSIGNMENT, previousMemberEpoch: inheritFrom.memberEpoch, assigned: inheritFrom.assigned } });
+    if (plan === null && inheritFrom.memberId !== memberId) op.emit({ type: 'target-member', groupId, memberId, buckets: inheritedTarget });
+  }
+  if (bump) op.emit({ type: 'group-epoch', groupId, groupEpoch });
+  const current = env.machine.get(groupId);
+  assert(current !== undefined, `group ${groupId} missing after join`);
+  if (plan !== null) op.emitAll(targetRecords(current, groupId, groupEpoch, plan));
+  const member = reconcile(op, current, memberId, request.ownedBuckets);
+  env.timers.scheduleSession(groupId, memberId, member.sessionTimeoutMs);
+
+  const response: HeartbeatResponse = { memberId, memberEpoch: member.memberEpoch, heartbeatIntervalMs: env.config.heartbeatIntervalMs };
+  const assignmentChanged = existing === undefined || resolved.rejoin === true || !existing.assigned.equals(member.assigned);
+  const memberBehind = request.memberEpoch !== member.memberEpoch || (request.ownedBuckets !== null && !request.ownedBuckets.equals(member.assigned));
+  if (request.memberEpoch === 0 || assignmentChanged || memberBehind) response.assignment = member.assigned.toArray();
+  return response;
+}
+
+function resolveMember(env: HandlerEnvironment, group: Group | undefined, request: NormalizedHeartbeat): ResolvedMember {
+  if (request.memberEpoch !== 0) {
+    assert(request.memberId !== null, 'memberId checked at the edge');
+    const existing = group?.members.get(request.memberId);
+    if (existing === undefined) throw unknownMember(request.memberId, group);
+    if (request.instanceId !== null && existing.instanceId !== request.instanceId) {
+      throw new OffsetStoreError('INVALID_REQUEST', `instanceId '${request.instanceId}' does not match member ${existing.memberId}`);
+    }
+    checkMemberEpoch(existing, request);
+    return { memberId: existing.memberId, existing };
+  }
+  const memberId = request.memberId ?? env.newMemberId();
+  const existing = group?.members.get(memberId);
+  if (request.instanceId === null) {
+    if (existing !== undefined && existing.instanceId !== null) {
+      throw new OffsetStoreError('INVALID_REQUEST', `member ${memberId} is static; rejoin with its instanceId '${existing.instanceId}'`);
+    }
+    if (existing === undefined) checkGroupSize(env, group);
+    return existing === undefined ? { memberId } : { memberId, existing, rejoin: true };
+  }
+  const holderId = group?.staticMemberId(request.instanceId);
+  const holder = holderId === undefined ? undefined : group?.members.get(holderId);
+  if (existing !== undefined && existing !== holder) {
+    throw new OffsetStoreError('INVALID_REQUEST', `memberId ${memberId} is in use by another member of group ${group?.groupId}`);
+  }
+  if (holder === undefined) {
+    checkGroupSize(env, group);
+    return { memberId };
+  }
+  if (holder.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+    return holder.memberId === memberId ? { memberId, existing: holder, inheritFrom: holder } : { memberId, inheritFrom: holder };
+  }
+  if (holder.memberId === memberId) return { memberId, existing: holder, rejoin: true };
+  throw new OffsetStoreError(
+    'INVALID_REQUEST',
+    `instanceId '${request.instanceId}' is still held by member ${holder.memberId}; it is released by a leave with memberEpoch -2 or when that member's session times out`,
+  );
+}
+
+function checkMemberEpoch(member: ConsumerMember, request: NormalizedHeartbeat): void {
+  const received = request.memberEpoch;
+  if (received > member.memberEpoch) {
+    throw new OffsetStoreError(
+      'FENCED_MEMBER_EPOCH',
+      `member ${member.memberId} sent epoch ${received}, newer than the coordinator's ${member.memberEpoch}; abandon all buckets and rejoin with epoch 0`,
+    );
+  }
+  if (received < member.memberEpoch) {
+    // The response that carried the bumped epoch may have been lost: accept the previous epoch as long
+    // as the member owns nothing it is not assigned now.
+    const owned = request.ownedBuckets;
+    if (received !== member.previousMemberEpoch || owned === null || !owned.isSubsetOf(member.assigned)) {
+      throw new OffsetStoreError(
+        'FENCED_MEMBER_EPOCH',
+        `member ${member.memberId} sent epoch ${received}, older than the coordinator's ${member.memberEpoch}; abandon all buckets and rejoin with epoch 0`,
+      );
+    }
+  }
+}
+
+function checkGroupSize(env: HandlerEnvironment, group: Group | undefined): void {
+  if (group !== undefined && group.members.size >= env.config.groupMembersMax) {
+    throw new OffsetStoreError('GROUP_MAX_SIZE_REACHED', `group ${group.groupId} already has ${group.members.size} members (groupMembersMax)`);
+  }
+}
+
+function unknownMember(memberId: string, group: Group | undefined): OffsetStoreError {
+  const where = group === undefined ? 'an unknown group' : `group ${group.groupId}`;
+  return new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} is not in ${where}; rejoin with epoch 0`);
+}
+
+/** Step 3: one reconciliation step for the heartbeating member, plus its rebalance timer. */
+function reconcile(op: GroupOperation, group: Group, memberId: string, owned: BucketSet | null): ConsumerMember {
+  const before = group.members.get(memberId);
+  assert(before !== undefined, `member ${memberId} missing before reconciliation`);
+  const next = reconcileMember(before, {
+    targetEpoch: group.assignmentEpoch,
+    target: group.targetOf(memberId),
+    ownerOf: (key) => group.ownerOf(key),
+    owned,
+  });
+  if (next === before) return before;
+  op.emit({ type: 'member-assignment', groupId: group.groupId, memberId, assignment: next });
+  if (next.state === 'UNREVOKED_PARTITIONS') op.env.timers.scheduleRebalance(group.groupId, memberId, next.memberEpoch, before.rebalanceTimeoutMs);
+  else op.env.timers.cancelRebalance(group.groupId, memberId);
+  return group.members.get(memberId) as ConsumerMember;
+}
+
+function leave(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+  const member = leavingMember(op, groupId, request);
+  removeMember(op, op.env.machine.get(groupId) as Group, member.memberId);
+  return { memberId: member.memberId, memberEpoch: LEAVE_GROUP_MEMBER_EPOCH, heartbeatIntervalMs: 0 };
+}
+
+function staticLeave(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+  const member = leavingMember(op, groupId, request);
+  if (member.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+    // It keeps its assignment for its instance id; buckets it was asked to revoke are released now.
+    op.emit({
+      type: 'member-assignment',
+      groupId,
+      memberId: member.memberId,
+      assignment: { memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, previousMemberEpoch: member.memberEpoch, state: 'STABLE', assigned: member.assigned, pendingRevocation: BucketSet.EMPTY },
+    });
+  }
+  op.env.timers.cancelRebalance(groupId, member.memberId);
+  op.env.timers.scheduleSession(groupId, member.memberId, member.sessionTimeoutMs);
+  return { memberId: member.memberId, memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, heartbeatIntervalMs: 0 };
+}
+
+function leavingMember(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): ConsumerMember {
+  assert(request.memberId !== null, 'memberId checked at the edge');
+  const group = op.env.machine.get(groupId);
+  const member = group?.members.get(request.memberId);
+  if (member === undefined) throw unknownMember(request.memberId, group);
+  if (request.instanceId !== null && member.instanceId !== request.instanceId) {
+    throw new OffsetStoreError('INVALID_REQUEST', `instanceId '${request.instanceId}' does not match member ${member.memberId}`);
+  }
+  if (request.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && member.instanceId === null) {
+    throw new OffsetStoreError('INVALID_REQUEST', `member ${member.memberId} is not static; leave with memberEpoch -1`);
+  }
+  return member;
+}
+
+/** Removes a member: its buckets are released, the group epoch bumps and a new target is computed. */
+function removeMember(op: GroupOperation, group: Group, memberId: string): void {
+  const groupId = group.groupId;
+  const plan = planTargetAssignment(group, { remove: memberId }, assignmentEnv(op.env));
+  op.env.timers.cancelMember(groupId, memberId);
+  op.emit({ type: 'member-tombstone', groupId, memberId });
+  op.emit({ type: 'target-member-tombstone', groupId, memberId });
+  const groupEpoch = group.groupEpoch + 1;
+  op.emit({ type: 'group-epoch', groupId, groupEpoch });
+  op.emitAll(targetRecords(group, groupId, groupEpoch, plan));
+}
+
+function assignmentEnv(env: HandlerEnvironment): AssignmentEnvironment {
+  return { layouts: env.layouts, assignors: env.assignors, defaultAssignor: env.config.defaultAssignor };
+}

@@ -1,0 +1,276 @@
+/**
+ * GroupMember: the member side of the protocol, for a service in the same process (or behind any
+ * front end that speaks HeartbeatRequest/HeartbeatResponse). It runs the heartbeat loop on a Clock
+ * and turns assignment changes into callbacks, in the order that keeps ownership exclusive:
+ *  1. a heartbeat response carries the buckets the member may own now;
+ *  2. buckets it owns but may no longer: `onRevoked(buckets)` is awaited (the service commits their
+ *     offsets there), then they are dropped and the next heartbeat — sent at once — reports the
+ *     release, which is what lets the coordinator hand them to another member;
+ *  3. buckets it may own but did not: added, then `onAssigned(buckets)`.
+ * Heartbeats go on while callbacks run, reporting what is owned at that moment, so a slow commit
+ * does not cost the session.
+ *
+ * Fencing (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): everything owned is lost — `onLost` (or
+ * `onRevoked` if no `onLost`) is told, a commit would now be refused anyway — and the member rejoins
+ * at epoch 0 under the same member id. Other heartbeat failures are retried after `retryBackoffMs`.
+ * Callbacks that throw are reported to `onError`; they do not stop the loop.
+ */
+import { isOffsetStoreError } from '../errors/index.js';
+import { SystemClock, type Clock, type Timer } from '../util/index.js';
+import { normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
+import { BucketSet } from './bucket-set.js';
+import { LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
+import type { HeartbeatRequest, HeartbeatResponse } from './heartbeat.js';
+
+/** An offset to commit, as the store's `OffsetCommit`. */
+export interface MemberCommitOffset extends BucketRefInput {
+  readonly offset: number;
+  readonly leaderEpoch?: number;
+  readonly metadata?: string;
+}
+
+/** What a GroupMember needs from the store (or a client of a remote one). */
+export interface GroupMemberPort {
+  heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
+  commit(groupId: string, offsets: readonly MemberCommitOffset[], options: { memberId: string; memberEpoch: number }): Promise<void>;
+}
+
+/** Options of `GroupMember.join` (the store's `joinGroup`). */
+export interface MemberOptions {
+  readonly subscribedTableIds: readonly number[];
+  /** Static membership: a restart with the same instance id gets the same buckets back. */
+  readonly instanceId?: string;
+  /** Member id to join with (default: the coordinator generates one). */
+  readonly memberId?: string;
+  readonly assignor?: string;
+  readonly sessionTimeoutMs?: number;
+  readonly rebalanceTimeoutMs?: number;
+  /** Called after buckets were added to the member. */
+  readonly onAssigned?: (buckets: BucketRef[]) => void | Promise<void>;
+  /** Awaited before buckets are released: commit their offsets here. */
+  readonly onRevoked?: (buckets: BucketRef[]) => void | Promise<void>;
+  /** Called when the member was fenced and lost buckets without a chance to commit. */
+  readonly onLost?: (buckets: BucketRef[]) => void | Promise<void>;
+  /** Sees heartbeat failures that are retried and errors thrown by callbacks. */
+  readonly onError?: (error: unknown) => void;
+  /** Time and timers (default: the system clock). */
+  readonly clock?: Clock;
+  /** Wait before retrying a failed heartbeat (default 1000). */
+  readonly retryBackoffMs?: number;
+}
+
+type RunState = 'running' | 'leaving' | 'stopped';
+
+/** A member of a group, running its heartbeat loop; see the module header. */
+export class GroupMember {
+  /** The group this member belongs to. */
+  readonly groupId: string;
+  readonly #port: GroupMemberPort;
+  readonly #options: MemberOptions;
+  readonly #clock: Clock;
+  readonly #retryBackoffMs: number;
+  #memberId: string | undefined;
+  #memberEpoch = 0;
+  #heartbeatIntervalMs = 5000;
+  #owned = BucketSet.EMPTY;
+  #pendingTarget: BucketSet | null = null;
+  #reconciling: Promise<void> | null = null;
+  #inFlight: Promise<void> | null = null;
+  #timer: Timer | null = null;
+  #heartbeatSoon = false;
+  #incarnation = 0;
+  #runState: RunState = 'running';
+
+  private constructor(port: GroupMemberPort, groupId: string, options: MemberOptions) {
+    this.#port = port;
+    this.groupId = groupId;
+    this.#options = options;
+    this.#clock = options.clock ?? new SystemClock();
+    this.#retryBackoffMs = options.retryBackoffMs ?? 1000;
+    this.#memberId = options.memberId;
+  }
+
+  /** Joins the group and starts the heartbeat loop; rejects if the first heartbeat fails. */
+  static async join(port: GroupMemberPort, groupId: string, options: MemberOptions): Promise<GroupMember> {
+    if (!Array.isArray(options?.subscribedTableIds)) throw new TypeError('options.subscribedTableIds must be an array');
+    const member = new GroupMember(port, groupId, options);
+    const response = await port.heartbeat(groupId, member.#request());
+    member.#accept(response);
+    member.#schedule(member.#heartbeatIntervalMs);
+    return member;
+  }
+
+  /** The member id (generated by the coordinator unless given). */
+  get memberId(): string {
+    return this.#memberId as string;
+  }
+
+  /** The member epoch from the last heartbeat response. */
+  get memberEpoch(): number {
+    return this.#memberEpoch;
+  }
+
+  /** Buckets the member owns now, sorted. */
+  get assignment(): BucketRef[] {
+    return this.#owned.toArray();
+  }
+
+  /** 'running', 'leaving' (leave() in progress) or 'stopped'. */
+  get runState(): RunState {
+    return this.#runState;
+  }
+
+  /** Commits offsets as this member (fenced by member epoch and bucket ownership). */
+  commit(offsets: readonly MemberCommitOffset[]): Promise<void> {
+    return this.#port.commit(this.groupId, offsets, { memberId: this.memberId, memberEpoch: this.#memberEpoch });
+  }
+
+  /**
+   * Leaves the group: stops the loop, awaits `onRevoked` for everything owned (commit there), then
+   * tells the coordinator. `temporary` (static members only) keeps the assignment for the instance id.
+   */
+  async leave(options: { temporary?: boolean } = {}): Promise<void> {
+    if (this.#runState !== 'running') return;
+    if (options.temporary === true && this.#options.instanceId === undefined) throw new TypeError('a temporary leave needs an instanceId');
+    this.#runState = 'leaving';
+    this.#timer?.cancel();
+    await this.#inFlight;
+    await this.#reconciling;
+    const owned = this.#owned;
+    if (owned.size > 0) await this.#callback(this.#options.onRevoked, owned);
+    this.#owned = BucketSet.EMPTY;
+    try {
+      await this.#port.heartbeat(this.groupId, {
+        memberId: this.memberId,
+        memberEpoch: options.temporary === true ? LEAVE_GROUP_STATIC_MEMBER_EPOCH : LEAVE_GROUP_MEMBER_EPOCH,
+        ...(this.#options.instanceId === undefined ? {} : { instanceId: this.#options.instanceId }),
+      });
+    } catch (error) {
+      // Already gone is as good as left.
+      if (!isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) throw error;
+    } finally {
+      this.#runState = 'stopped';
+    }
+  }
+
+  /**
+   * Stops heartbeating without telling the coordinator, as a crashed process would: the member's
+   * buckets move to others when its session times out. Nothing is called back.
+   */
+  stop(): void {
+    this.#runState = 'stopped';
+    this.#timer?.cancel();
+    this.#timer = null;
+  }
+
+  #request(): HeartbeatRequest {
+    const o = this.#options;
+    return {
+      memberEpoch: this.#memberEpoch,
+      subscribedTableIds: o.subscribedTableIds,
+      ownedBuckets: this.#owned.toArray(),
+      ...(this.#memberId === undefined ? {} : { memberId: this.#memberId }),
+      ...(o.instanceId === undefined ? {} : { instanceId: o.instanceId }),
+      ...(o.assignor === undefined ? {} : { assignor: o.assignor }),
+      ...(o.sessionTimeoutMs === undefined ? {} : { sessionTimeoutMs: o.sessionTimeoutMs }),
+      ...(o.rebalanceTimeoutMs === undefined ? {} : { rebalanceTimeoutMs: o.rebalanceTimeoutMs }),
+    };
+  }
+
+  #accept(response: HeartbeatResponse): void {
+    this.#memberId = response.memberId;
+    this.#memberEpoch = response.memberEpoch;
+    this.#heartbeatIntervalMs = response.heartbeatIntervalMs;
+    if (response.assignment !== undefined) {
+      this.#pendingTarget = BucketSet.of(response.assignment.map((ref) => normalizeBucketRef(ref, 'assignment')));
+      this.#reconciling ??= this.#reconcile().finally(() => {
+        this.#reconciling = null;
+      });
+    }
+  }
+
+  #schedule(delayMs: number): void {
+    this.#timer?.cancel();
+    this.#timer = null;
+    if (this.#runState !== 'running') return;
+    this.#timer = this.#clock.setTimer(delayMs, () => {
+      this.#timer = null;
+      this.#tick();
+    });
+  }
+
+  #tick(): void {
+    if (this.#runState !== 'running' || this.#inFlight !== null) return;
+    this.#inFlight = this.#heartbeat().then((nextDelayMs) => {
+      this.#inFlight = null;
+      const soon = this.#heartbeatSoon;
+      this.#heartbeatSoon = false;
+      this.#schedule(soon ? 0 : nextDelayMs);
+    });
+  }
+
+  /** One heartbeat; returns the delay before the next one. Never rejects. */
+  async #heartbeat(): Promise<number> {
+    let response: HeartbeatResponse;
+    try {
+      response = await this.#port.heartbeat(this.groupId, this.#request());
+    } catch (error) {
+      if (this.#runState !== 'running') return 0;
+      if (isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') || isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) {
+        await this.#loseAll();
+        return 0;
+      }
+      this.#options.onError?.(error);
+      if (isOffsetStoreError(error, 'STORE_CLOSED')) this.stop();
+      return this.#retryBackoffMs;
+    }
+    if (this.#runState !== 'running') return 0;
+    this.#accept(response);
+    return this.#heartbeatIntervalMs;
+  }
+
+  async #loseAll(): Promise<void> {
+    this.#incarnation++;
+    this.#pendingTarget = null;
+    this.#memberEpoch = 0;
+    const lost = this.#owned;
+    this.#owned = BucketSet.EMPTY;
+    if (lost.size > 0) await this.#callback(this.#options.onLost ?? this.#options.onRevoked, lost);
+  }
+
+  async #reconcile(): Promise<void> {
+    while (this.#pendingTarget !== null && this.#runState === 'running') {
+      const target = this.#pendingTarget;
+      this.#pendingTarget = null;
+      const incarnation = this.#incarnation;
+      const revoked = this.#owned.difference(target);
+      if (revoked.size > 0) {
+        await this.#callback(this.#options.onRevoked, revoked);
+        if (incarnation !== this.#incarnation) return;
+        this.#owned = this.#owned.difference(revoked);
+      }
+      const added = target.difference(this.#owned);
+      if (added.size > 0) {
+        this.#owned = this.#owned.union(added);
+        await this.#callback(this.#options.onAssigned, added);
+        if (incarnation !== this.#incarnation) return;
+      }
+      if (revoked.size > 0 || added.size > 0) this.#heartbeatNow();
+    }
+  }
+
+  /** Reports a change at once instead of at the next interval. */
+  #heartbeatNow(): void {
+    if (this.#inFlight !== null) this.#heartbeatSoon = true;
+    else this.#schedule(0);
+  }
+
+  async #callback(callback: ((buckets: BucketRef[]) => void | Promise<void>) | undefined, buckets: BucketSet): Promise<void> {
+    if (callback === undefined) return;
+    try {
+      await callback(buckets.toArray());
+    } catch (error) {
+      this.#options.onError?.(error);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * The heartbeat protocol (DESIGN.md section 6) and its validation at the coordinator's edge.
+ *
+ * `normalizeHeartbeatRequest` is the only place request fields are checked: wrong types are
+ * `TypeError`; values a well-typed caller can still get wrong are `INVALID_REQUEST` naming the field.
+ * Everything past it works on a `NormalizedHeartbeat` (nulls instead of optional fields, sorted
+ * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
+ */
+import { OffsetStoreError } from '../errors/index.js';
+import { normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
+import { BucketSet } from './bucket-set.js';
+import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
+
+/** What a member (or a front end on its behalf) sends. */
+export interface HeartbeatRequest {
+  /** Omitted on first join: the coordinator generates one. */
+  memberId?: string;
+  /** 0 = join, -1 = leave, -2 = static member leaving temporarily, > 0 = current epoch. */
+  memberEpoch: number;
+  /** Static membership id. */
+  instanceId?: string;
+  /** Required on join; afterwards only when it changes (sending it every time is fine). */
+  subscribedTableIds?: readonly number[];
+  /** Everything the member owns now; omit when unchanged (revocations then cannot complete). */
+  ownedBuckets?: readonly BucketRefInput[];
+  /** Time to release revoked buckets before being fenced (default 60 s). */
+  rebalanceTimeoutMs?: number;
+  /** Silence after which the member is removed (default 45 s). */
+  sessionTimeoutMs?: number;
+  /** Preferred assignor name (`uniform` or `range` unless more are registered). */
+  assignor?: string;
+}
+
+/** What the coordinator answers. */
+export interface HeartbeatResponse {
+  memberId: string;
+  memberEpoch: number;
+  /** When to send the next heartbeat. */
+  heartbeatIntervalMs: number;
+  /** Present when it changed (or the member joined): the buckets the member may own now. */
+  assignment?: BucketRef[];
+}
+
+/** A checked request; see the module header. */
+export interface NormalizedHeartbeat {
+  readonly memberId: string | null;
+  readonly memberEpoch: number;
+  readonly instanceId: string | null;
+  readonly subscribedTableIds: readonly number[] | null;
+  readonly ownedBuckets: BucketSet | null;
+  readonly rebalanceTimeoutMs: number | null;
+  readonly sessionTimeoutMs: number | null;
+  readonly assignor: string | null;
+}
+
+/** Longest accepted member or instance id, in UTF-16 code units. */
+export const MEMBER_ID_LENGTH_MAX = 255;
+/** Most table ids one member may subscribe to. */
+export const SUBSCRIBED_TABLES_MAX = 65_536;
+/** Longest accepted session or rebalance timeout (one day). */
+export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
+/** Longest group id, in UTF-8 bytes. */
+export const GROUP_ID_BYTES_MAX = 255;
+
+/** Checks a group id: a non-empty string of at most 255 UTF-8 bytes (else INVALID_GROUP_ID). */
+export function validateGroupId(groupId: string): void {
+  if (typeof groupId !== 'string') throw new TypeError('groupId must be a string');
+  if (groupId.length === 0 || Buffer.byteLength(groupId, 'utf8') > GROUP_ID_BYTES_MAX) {
+    throw new OffsetStoreError('INVALID_GROUP_ID', `groupId must be 1..${GROUP_ID_BYTES_MAX} UTF-8 bytes`);
+  }
+}
+
+/** Checks and normalizes a heartbeat request; `isAssignor` tells registered assignor names. */
+export function normalizeHeartbeatRequest(request: HeartbeatRequest, isAssignor: (name: string) => boolean): NormalizedHeartbeat {
+  if (typeof request !== 'object' || request === null) throw new TypeError('heartbeat request must be an object');
+  const { memberEpoch } = request;
+  if (typeof memberEpoch !== 'number') throw new TypeError('memberEpoch must be a number');
+  if (!Number.isSafeInteger(memberEpoch) || memberEpoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
+    invalid(`memberEpoch must be -2, -1, 0 or a positive integer, got ${memberEpoch}`);
+  }
+  const memberId = optionalId(request.memberId, 'memberId');
+  const instanceId = optionalId(request.instanceId, 'instanceId');
+  if (memberEpoch !== 0 && memberId === null) invalid('memberId is required unless memberEpoch is 0');
+  if (memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && instanceId === null) invalid('instanceId is required with memberEpoch -2');
+  const subscribedTableIds = request.subscribedTableIds === undefined ? null : tableIds(request.subscribedTableIds);
+  if (memberEpoch === 0 && subscribedTableIds === null) invalid('subscribedTableIds is required when joining (memberEpoch 0)');
+  const ownedBuckets = request.ownedBuckets === undefined ? null : owned(request.ownedBuckets);
+  if (memberEpoch === 0 && ownedBuckets !== null && ownedBuckets.size > 0) invalid('ownedBuckets must be empty when joining (memberEpoch 0)');
+  const assignor = request.assignor === undefined ? null : request.assignor;
+  if (assignor !== null) {
+    if (typeof assignor !== 'string') throw new TypeError('assignor must be a string');
+    if (!isAssignor(assignor)) invalid(`assignor '${assignor}' is not registered`);
+  }
+  return {
+    memberId,
+    memberEpoch,
+    instanceId,
+    subscribedTableIds,
+    ownedBuckets,
+    rebalanceTimeoutMs: optionalTimeout(request.rebalanceTimeoutMs, 'rebalanceTimeoutMs'),
+    sessionTimeoutMs: optionalTimeout(request.sessionTimeoutMs, 'sessionTimeoutMs'),
+    assignor,
+  };
+}
+
+function invalid(message: string): never {
+  throw new OffsetStoreError('INVALID_REQUEST', message);
+}
+
+function optionalId(value: unknown, field: string): string | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'string') throw new TypeError(`${field} must be a string`);
+  if (value.length === 0 || value.length > MEMBER_ID_LENGTH_MAX) invalid(`${field} must be 1..${MEMBER_ID_LENGTH_MAX} characters`);
+  return value;
+}
+
+function tableIds(value: readonly number[]): number[] {
+  if (!Array.isArray(value)) throw new TypeError('subscribedTableIds must be an array');
+  if (value.length > SUBSCRIBED_TABLES_MAX) invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} tables`);
+  for (const id of value) {
+    if (typeof id !== 'number') throw new TypeError('subscribedTableIds must hold numbers');
+    if (!Number.isSafeInteger(id) || id < 0) invalid(`subscribedTableIds must hold safe integers >= 0, got ${id}`);
+  }
+  return [...new Set(value)].sort((a, b) => a - b);
+}
+
+function owned(value: readonly BucketRefInput[]): BucketSet {
+  if (!Array.isArray(value)) throw new TypeError('ownedBuckets must be an array');
+  return BucketSet.of(value.map((ref, i) => normalizeBucketRef(ref, `ownedBuckets[${i}]`)));
+}
+
+function optionalTimeout(value: unknown, field: string): number | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'number') throw new TypeError(`${field} must be a number`);
+  if (!Number.isInteger(value) || value < 1 || value > MEMBER_TIMEOUT_MS_MAX) invalid(`${field} must be an integer in [1, ${MEMBER_TIMEOUT_MS_MAX}]`);
+  return value;
+}

@@ -1,0 +1,39 @@
+/**
+ * src/group: the group coordinator — membership, server-side assignment, cooperative (incremental)
+ * rebalancing, timers and group snapshots (DESIGN.md section 6). This file is the folder's door:
+ * other folders import from here only.
+ */
+export { type BucketRef, type BucketRefInput, normalizeBucketRef, bucketKey, compareBucketRefs, formatBucketRef } from './bucket-ref.js';
+export { BucketSet } from './bucket-set.js';
+export { type TableLayout, type TableLayoutInput, normalizeTableLayout, layoutsEqual, tableBucketTotal } from './table-layout.js';
+export { type Assignor, type AssignorInput, type AssignorMember, checkAssignment } from './assignor.js';
+export { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
+export { RangeAssignor, RANGE_ASSIGNOR_NAME } from './range-assignor.js';
+export {
+  type MemberState,
+  type ConsumerMember,
+  type MemberSubscription,
+  type MemberAssignment,
+  LEAVE_GROUP_MEMBER_EPOCH,
+  LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+} from './consumer-member.js';
+export { type GroupState } from './group.js';
+export { type GroupRecord } from './group-record.js';
+export { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
+export {
+  type GroupSnapshot,
+  type GroupSnapshotMember,
+  type GroupSnapshotBuckets,
+  type GroupSnapshotTableLayout,
+  type GroupSnapshotWriter,
+  parseGroupSnapshot,
+} from './group-snapshot.js';
+export { type HeartbeatRequest, type HeartbeatResponse, validateGroupId } from './heartbeat.js';
+export {
+  GroupCoordinator,
+  type GroupCoordinatorOptions,
+  type GroupDescription,
+  type MemberDescription,
+  type GroupCoordinatorMetrics,
+} from './group-coordinator.js';
+export { GroupMember, type GroupMemberPort, type MemberOptions, type MemberCommitOffset } from './group-member.js';

@@ -2,10 +2,12 @@
  * offset-store: an embedded, durable consumer-offset store. The public API, named exports only.
  */
 export {
-  OffsetStore, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type FetchOptions, type GroupDescription,
+  OffsetStore, type BucketRef, type BucketStats, type CommitOptions, type CompactionOptions, type CommittedOffset, type FetchOptions, type GroupDescription,
   type GroupListing, type GroupState, type OffsetCommit, type OffsetStoreOptions, type StoreStats,
 } from './store.js';
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOptions } from './kv/index.js';
 export type { FileHandle, FileSystem, OpenFlags } from './io/index.js';
+export type { BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
+export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';

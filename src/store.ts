@@ -11,10 +11,11 @@ import * as path from 'node:path';
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
-import { DirectoryLock, LOG_DEFAULTS, loadOrCreateManifest, type Durability, type LogRecoveryReport } from './log/index.js';
+import { DirectoryLock, LOG_DEFAULTS, loadOrCreateManifest, type Durability } from './log/index.js';
+import { CompactionWorkerPool, Compactor, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
 import {
   OffsetsTable, ScannerOffsets, normalizeBuckets, normalizeOffsetCommits, validateGroupId,
-  type BucketKey, type CommittedOffsetValue, type ScannerOptions,
+  type BucketKey, type CheckpointInfo, type CommittedOffsetValue, type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
 import { SystemClock, type Clock, type Timer } from './util/index.js';
 
@@ -64,6 +65,10 @@ export interface OffsetStoreOptions {
   commitRecordCountMax?: number;
   /** Most commits pending per offsets-bucket before new ones are refused (retriable); default 65,536. */
   pendingCommitsMax?: number;
+  /** Background compaction; see DESIGN.md 5.5. */
+  compaction?: CompactionOptions;
+  /** Receives recoverable problems (an ignored checkpoint, a failed background compaction); default process.emitWarning. */
+  onWarning?: (message: string) => void;
   /** Time source and timers; tests pass a ManualClock. */
   clock?: Clock;
   /** File-system port; tests pass one that counts or fails operations. */
@@ -71,6 +76,20 @@ export interface OffsetStoreOptions {
   /** Resolve `open` only once every offsets-bucket has recovered (default true); with false, calls
    * on a bucket still recovering reject with COORDINATOR_LOAD_IN_PROGRESS. */
   awaitRecovery?: boolean;
+}
+
+/** Compaction options. */
+export interface CompactionOptions {
+  /** 'log-cleaner' (default), 'checkpoint' or 'none'. */
+  strategy?: CompactionStrategy;
+  /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
+  workers?: number;
+  /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
+  minDirtyRatio?: number;
+  /** How often background compaction looks for work; default 30 s. */
+  intervalMs?: number;
+  /** How long tombstones are kept by the log cleaner; default 24 h. */
+  deleteRetentionMs?: number;
 }
 
 /** One row of `listGroups`. */
@@ -100,6 +119,7 @@ export interface BucketStats {
   nextLogOffset: number;
   liveOffsets: number;
   groups: number;
+  checkpoint: CheckpointInfo | undefined;
 }
 
 /** What `stats()` returns. */
@@ -107,6 +127,7 @@ export interface StoreStats {
   dir: string;
   bucketCount: number;
   durability: Durability;
+  compactionStrategy: CompactionStrategy;
   buckets: BucketStats[];
   totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
 }
@@ -134,6 +155,24 @@ interface ResolvedOptions {
   clock: Clock;
   fs: FileSystem;
   awaitRecovery: boolean;
+  compaction: Required<CompactionOptions>;
+  onWarning: (message: string) => void;
+}
+
+function resolveCompaction(options: CompactionOptions | undefined): Required<CompactionOptions> {
+  const strategy = options?.strategy ?? 'log-cleaner';
+  if (strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
+    throw new RangeError(`options.compaction.strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
+  }
+  const minDirtyRatio = options?.minDirtyRatio ?? 0.5;
+  if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1)) throw new RangeError(`options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`);
+  return {
+    strategy,
+    workers: positiveInteger(options?.workers, 'options.compaction.workers', 1),
+    minDirtyRatio,
+    intervalMs: positiveInteger(options?.intervalMs, 'options.compaction.intervalMs', 30_000),
+    deleteRetentionMs: positiveInteger(options?.deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
+  };
 }
 
 function positiveInteger(value: unknown, name: string, fallback: number, min = 1): number {
@@ -160,6 +199,8 @@ function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     clock: options.clock ?? new SystemClock(),
     fs: options.fs ?? new NodeFileSystem(),
     awaitRecovery: options.awaitRecovery ?? true,
+    compaction: resolveCompaction(options.compaction),
+    onWarning: options.onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
 }
 
@@ -171,7 +212,7 @@ interface BucketSlot {
   readonly dir: string;
   table: OffsetsTable | undefined;
   loadError: unknown;
-  report: LogRecoveryReport | undefined;
+  report: OffsetsTableRecovery | undefined;
 }
 
 /** The embedded, durable consumer-offset store. */
@@ -188,6 +229,7 @@ export class OffsetStore {
   #recovery: Promise<void> = Promise.resolve();
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
+  #compactor: Compactor | undefined;
 
   private constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -221,6 +263,36 @@ export class OffsetStore {
       throw error;
     }
     this.#armRetention();
+    this.#recovery.then(() => {
+      if (!this.#closed) this.#startCompaction();
+    }, () => {});
+  }
+
+  #startCompaction(): void {
+    const { compaction, clock, segmentBytesMax } = this.#options;
+    const pool = compaction.strategy === 'log-cleaner' ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : undefined;
+    this.#compactor = new Compactor({
+      strategy: compaction.strategy, clock, pool, workers: compaction.workers, intervalMs: compaction.intervalMs,
+      minDirtyRatio: compaction.minDirtyRatio, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
+      batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+      onError: (error, bucket) => this.#options.onWarning(`compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`),
+    }, this.#slots.map((slot) => ({
+      bucket: slot.index,
+      get log() { return slot.table!.log; },
+      liveBytesEstimate: () => slot.table!.state.liveOffsetCount * slot.table!.state.recordBytesAverage,
+      checkpoint: async () => {
+        const run = await slot.table!.checkpoint(clock.nowMs());
+        return { segmentBytesDeleted: run.segmentBytesDeleted, checkpointLogOffset: run.info?.logOffset };
+      },
+    })));
+    this.#compactor.start();
+  }
+
+  /** Runs compaction on every offsets-bucket now (whatever its dirty ratio) and reports what it did. */
+  async compact(): Promise<CompactionReport> {
+    this.#checkOpen();
+    await this.#recovery;
+    return this.#compactor!.compactNow();
   }
 
   async #recoverAll(): Promise<void> {
@@ -229,7 +301,11 @@ export class OffsetStore {
       while (next < this.#slots.length && !this.#closed) {
         const slot = this.#slots[next++]!;
         try {
-          const { table, report } = await OffsetsTable.open(this.#logOptions(slot.dir));
+          const { table, report } = await OffsetsTable.open({
+            log: this.#logOptions(slot.dir),
+            useCheckpoints: this.#options.compaction.strategy === 'checkpoint',
+            onWarning: this.#options.onWarning,
+          });
           slot.table = table;
           slot.report = report;
         } catch (error) {
@@ -275,7 +351,7 @@ export class OffsetStore {
   }
 
   /** Recovery reports per offsets-bucket (undefined while loading). */
-  recoveryReports(): (LogRecoveryReport | undefined)[] {
+  recoveryReports(): (OffsetsTableRecovery | undefined)[] {
     return this.#slots.map((s) => s.report);
   }
 
@@ -398,13 +474,13 @@ export class OffsetStore {
     const buckets = this.#slots.map((slot): BucketStats => {
       const table = slot.table;
       if (table === undefined) {
-        return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0 };
+        return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
       }
       let groups = 0;
       for (const _ of table.state.groupIds()) groups++;
       return {
         bucket: slot.index, state: 'ready', logBytes: table.log.sizeBytes, segmentCount: table.log.segments().length,
-        nextLogOffset: table.log.nextOffset, liveOffsets: table.state.liveOffsetCount, groups,
+        nextLogOffset: table.log.nextOffset, liveOffsets: table.state.liveOffsetCount, groups, checkpoint: table.latestCheckpoint(),
       };
     });
     const totals = { logBytes: 0, segmentCount: 0, liveOffsets: 0, groups: 0 };
@@ -414,7 +490,7 @@ export class OffsetStore {
       totals.liveOffsets += b.liveOffsets;
       totals.groups += b.groups;
     }
-    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, buckets, totals };
+    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, compactionStrategy: this.#options.compaction.strategy, buckets, totals };
   }
 
   #armRetention(): void {
@@ -463,6 +539,7 @@ export class OffsetStore {
     this.#closed = true;
     this.#retentionTimer?.cancel();
     await this.#retentionRun;
+    await this.#compactor?.close();
     await this.#recovery.catch(() => {});
     try {
       await this.#closeTables();

@@ -6,5 +6,5 @@ export {
 } from './record-batch.js';
 export {
   GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, RECORD_TYPE_GROUP_SNAPSHOT, RECORD_TYPE_OFFSET_COMMIT, buildGroupSnapshotBatch,
-  buildOffsetBatch, decodeBatch, decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec,
+  buildOffsetBatch, decodeBatch, packSnapshot, unpackSnapshot, decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec,
 } from './records.js';

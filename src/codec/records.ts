@@ -30,6 +30,20 @@ export const METADATA_BYTES_MAX = 4096;
 const VALUE_VERSION = 0;
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
 
+/** msgpack bytes of a group snapshot (the same encoding as in a snapshot record's value). */
+export function packSnapshot(snapshot: unknown): Buffer {
+  return packr.pack(snapshot);
+}
+
+/** Decodes `packSnapshot` output; throws DecodeError when the bytes are not msgpack. */
+export function unpackSnapshot(bytes: Uint8Array): unknown {
+  try {
+    return packr.unpack(bytes);
+  } catch (error) {
+    throw new DecodeError(`undecodable group snapshot (${(error as Error).message})`, 0);
+  }
+}
+
 /** One offset record to encode: a value, or a tombstone when `tombstone` is true. */
 export interface OffsetRecordSpec {
   tableId: number;

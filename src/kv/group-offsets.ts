@@ -47,7 +47,7 @@ export class GroupOffsets {
   #metadata: Map<number, string> | undefined;
 
   constructor(capacity = 2) {
-    this.#entries = new Float64Array(capacity * STRIDE);
+    this.#entries = new Float64Array(Math.max(1, capacity) * STRIDE);
   }
 
   /** Number of committed offsets. */
@@ -204,6 +204,28 @@ export class GroupOffsets {
         hole = s;
       }
     }
+  }
+
+  /**
+   * The table as plain data for a checkpoint: the dense entry array (6 float64 per entry) and the
+   * non-empty metadata by entry index. `fromImage` rebuilds an equal table.
+   */
+  toImage(): { entries: Float64Array; metadata: [number, string][] } {
+    return { entries: this.#entries.slice(0, this.#size * STRIDE), metadata: this.#metadata === undefined ? [] : [...this.#metadata] };
+  }
+
+  /** Rebuilds a table from `toImage()` output (entries are taken over, not copied). */
+  static fromImage(entries: Float64Array, metadata: Iterable<[number, string]>): GroupOffsets {
+    const table = new GroupOffsets(0);
+    table.#entries = entries;
+    table.#size = entries.length / STRIDE;
+    for (const [i, text] of metadata) (table.#metadata ??= new Map()).set(i, text);
+    if (table.#size > LINEAR_SCAN_MAX) {
+      let slotCount = 32;
+      while (table.#size * 4 > slotCount * 3) slotCount *= 2;
+      table.#rebuildSlots(slotCount);
+    }
+    return table;
   }
 
   /** Heap bytes held by this table's arrays (for stats and the memory benchmark). */

@@ -8,14 +8,11 @@
  * - A key is pending from `markPending` until exactly one of `onOffsetCommitAppend` (durable: apply,
  *   unmark) or `failPendingOffsetWrite` (failed: unmark, apply nothing). Pending marks count, so two
  *   in-flight commits of the same key keep it pending until both finish.
- * - Group snapshot records are not interpreted here; they are handed to a listener (the group layer
- *   during recovery).
+ * - Group snapshot records are not interpreted here: the latest one per group is kept as an opaque
+ *   value (it is part of the state a checkpoint saves) for the group layer to load after recovery.
  */
 import { decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
-
-/** Receives group snapshot records met while applying batches. */
-export type SnapshotListener = (groupId: string, snapshot: unknown, logOffset: number) => void;
 
 /** A bucket of a user table, normalized (`partitionId` null when the table is not partitioned). */
 export interface BucketKey {
@@ -32,13 +29,21 @@ function pendingKey(tableId: number, partitionId: number | null, bucketId: numbe
 export class OffsetsTableState {
   readonly #groups = new Map<string, GroupOffsets>();
   readonly #pending = new Map<string, Map<string, number>>();
+  /** The latest group snapshot per group (record type 1), part of the materialized state. */
+  readonly #snapshots = new Map<string, unknown>();
   #liveOffsetCount = 0;
   #appliedLogOffset = -1;
-  snapshotListener: SnapshotListener | undefined;
+  #appliedBytes = 0;
+  #appliedRecords = 0;
 
   /** Number of committed offsets across all groups. */
   get liveOffsetCount(): number {
     return this.#liveOffsetCount;
+  }
+
+  /** Average bytes a record takes in the log (batch overhead included), from what was applied. */
+  get recordBytesAverage(): number {
+    return this.#appliedRecords === 0 ? 64 : this.#appliedBytes / this.#appliedRecords;
   }
 
   /** Log offset of the last applied batch (-1 if none). */
@@ -48,13 +53,20 @@ export class OffsetsTableState {
 
   /** Applies every record of the sealed batch at `buf[position]` (log offset `logOffset`). */
   applyBatch(buf: Buffer, position: number, logOffset: number): void {
-    decodeBatchRecords(buf, position, (record) => this.#applyRecord(record, logOffset));
+    let records = 0;
+    decodeBatchRecords(buf, position, (record) => {
+      this.#applyRecord(record);
+      records++;
+    });
     this.#appliedLogOffset = logOffset;
+    this.#appliedBytes += buf.readUInt32LE(position) + 4;
+    this.#appliedRecords += records;
   }
 
-  #applyRecord(r: DecodedRecord, logOffset: number): void {
+  #applyRecord(r: DecodedRecord): void {
     if (r.type === 1) {
-      this.snapshotListener?.(r.groupId, r.snapshot, logOffset);
+      if (r.tombstone) this.#snapshots.delete(r.groupId);
+      else this.#snapshots.set(r.groupId, r.snapshot);
       return;
     }
     let group = this.#groups.get(r.groupId);
@@ -74,21 +86,37 @@ export class OffsetsTableState {
     this.#liveOffsetCount += group.size - before;
   }
 
-  /** Loads one committed offset directly (checkpoint restore); not for live writes. */
-  restoreOffset(groupId: string, value: CommittedOffsetValue): void {
-    let group = this.#groups.get(groupId);
-    if (group === undefined) {
-      group = new GroupOffsets();
-      this.#groups.set(groupId, group);
-    }
-    const before = group.size;
-    group.set(value.tableId, value.partitionId, value.bucketId, value.offset, value.leaderEpoch, value.commitTimestampMs, value.metadata);
-    this.#liveOffsetCount += group.size - before;
+  /** Loads a group's whole offsets table (checkpoint restore, before replay); not for live writes. */
+  restoreGroup(groupId: string, offsets: GroupOffsets): void {
+    const before = this.#groups.get(groupId)?.size ?? 0;
+    if (offsets.size === 0) this.#groups.delete(groupId);
+    else this.#groups.set(groupId, offsets);
+    this.#liveOffsetCount += offsets.size - before;
+  }
+
+  /** Loads a group snapshot (checkpoint restore, before replay). */
+  restoreSnapshot(groupId: string, snapshot: unknown): void {
+    this.#snapshots.set(groupId, snapshot);
   }
 
   /** Sets the applied log offset after a checkpoint restore. */
   restoreAppliedLogOffset(logOffset: number): void {
     this.#appliedLogOffset = logOffset;
+  }
+
+  /** Every group's offsets table (checkpoint writer). */
+  groupTables(): IterableIterator<[string, GroupOffsets]> {
+    return this.#groups.entries();
+  }
+
+  /** Every group's latest snapshot. */
+  snapshots(): IterableIterator<[string, unknown]> {
+    return this.#snapshots.entries();
+  }
+
+  /** The latest snapshot of a group, if any. */
+  snapshot(groupId: string): unknown {
+    return this.#snapshots.get(groupId);
   }
 
   /** The committed offset of one bucket, or null. */

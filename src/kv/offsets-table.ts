@@ -3,39 +3,92 @@
  * DESIGN.md 5.1. Requests arrive validated; this class encodes, marks pending, appends, and applies
  * the batch to the state only once the append is durable (or clears the marks if it failed).
  */
+import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
 import { Log, type LogOptions, type LogRecoveryReport } from '../log/index.js';
-import { OffsetsTableState, type SnapshotListener } from './offsets-table-state.js';
+import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
+import { OffsetsTableState } from './offsets-table-state.js';
 
-/** Restores a state image (a checkpoint) before the log is replayed; returns the log offset to replay from. */
-export type StateRestorer = (state: OffsetsTableState) => Promise<number>;
+/** How to open an offsets table. */
+export interface OffsetsTableOptions {
+  log: LogOptions;
+  /** Open (creating) the LMDB checkpoint environment even if none exists yet. */
+  useCheckpoints: boolean;
+  /** Receives recoverable problems (an ignored checkpoint). */
+  onWarning: (message: string) => void;
+}
+
+/** What recovery did, beyond the log's own report. */
+export interface OffsetsTableRecovery extends LogRecoveryReport {
+  /** Log offset of the checkpoint restored, if any. */
+  checkpointLogOffset: number | undefined;
+  recoveryMs: number;
+}
+
+/** What one checkpoint run did. */
+export interface CheckpointRun {
+  info: CheckpointInfo | undefined;
+  segmentBytesDeleted: number;
+}
 
 /** An open offsets table. */
 export class OffsetsTable {
   readonly log: Log;
   readonly state: OffsetsTableState;
+  readonly #checkpoints: CheckpointStore | undefined;
 
-  private constructor(log: Log, state: OffsetsTableState) {
+  private constructor(log: Log, state: OffsetsTableState, checkpoints: CheckpointStore | undefined) {
     this.log = log;
     this.state = state;
+    this.#checkpoints = checkpoints;
   }
 
   /**
-   * Opens the table: restores a checkpoint if given, then replays the log from there. Snapshot
-   * records met during replay go to `onSnapshot`.
+   * Opens the table: restores the newest valid checkpoint (if any), then replays the log from its
+   * log offset. A checkpoint that fails verification or claims a log offset past the log end is
+   * ignored with a warning and the next older one (or the whole log) is used instead.
    */
-  static async open(logOptions: LogOptions, onSnapshot?: SnapshotListener, restore?: StateRestorer): Promise<{ table: OffsetsTable; report: LogRecoveryReport }> {
-    const state = new OffsetsTableState();
-    state.snapshotListener = onSnapshot;
-    const fromLogOffset = restore === undefined ? 0 : await restore(state);
-    const { log, report } = await Log.open(logOptions, {
-      fromLogOffset,
-      visit: (buf, position, logOffset) => state.applyBatch(buf, position, logOffset),
-    }, fromLogOffset);
-    state.snapshotListener = undefined;
-    return { table: new OffsetsTable(log, state), report };
+  static async open(options: OffsetsTableOptions): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
+    const startedMs = performance.now();
+    const checkpointDir = path.join(options.log.dir, 'checkpoint');
+    const hasCheckpoints = (await options.log.fs.readdir(checkpointDir)).length > 0;
+    const checkpoints = options.useCheckpoints || hasCheckpoints ? CheckpointStore.open(checkpointDir) : undefined;
+    try {
+      const candidates = checkpoints?.list() ?? [];
+      for (const candidate of [...candidates, undefined]) {
+        const state = new OffsetsTableState();
+        if (candidate !== undefined) {
+          try {
+            const loaded = checkpoints!.load(candidate);
+            for (const [groupId, offsets] of loaded.groups) state.restoreGroup(groupId, offsets);
+            for (const [groupId, snapshot] of loaded.snapshots) state.restoreSnapshot(groupId, snapshot);
+            state.restoreAppliedLogOffset(candidate.logOffset - 1);
+          } catch (error) {
+            options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: ${(error as Error).message}`);
+            continue;
+          }
+        }
+        const fromLogOffset = candidate?.logOffset ?? 0;
+        const { log, report } = await Log.open(options.log, { fromLogOffset, visit: (buf, position, logOffset) => state.applyBatch(buf, position, logOffset) });
+        if (candidate !== undefined && candidate.logOffset > report.logEndOffset) {
+          await log.close();
+          options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`);
+          continue;
+        }
+        if (candidate === undefined && candidates.length > 0 && report.firstLogOffset > 0) {
+          await log.close();
+          throw new OffsetStoreError('CORRUPT_MESSAGE', `${checkpointDir}: no usable checkpoint, and the log before log offset ${report.firstLogOffset} was already deleted in favour of one`);
+        }
+        const recovery: OffsetsTableRecovery = { ...report, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
+        return { table: new OffsetsTable(log, state, checkpoints), report: recovery };
+      }
+      throw new OffsetStoreError('CORRUPT_MESSAGE', `${options.log.dir}: unreachable recovery state`);
+    } catch (error) {
+      await checkpoints?.close();
+      throw error;
+    }
   }
-
   /** Writes offset records (values or tombstones) of one group as one batch; resolves once durable and applied. */
   async writeOffsets(groupId: string, records: OffsetRecordSpec[], commitTimestampMs: number): Promise<number> {
     const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
@@ -59,8 +112,32 @@ export class OffsetsTable {
     return logOffset;
   }
 
-  /** Flushes and closes the log. */
-  close(): Promise<void> {
-    return this.log.close();
+  /**
+   * Writes a checkpoint of the state as of now (if anything was applied since the last one) and
+   * deletes the sealed segments wholly below the previous checkpoint.
+   */
+  async checkpoint(createdAtMs: number): Promise<CheckpointRun> {
+    const checkpoints = this.#checkpoints;
+    if (checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0 };
+    const logOffset = this.state.appliedLogOffset + 1;
+    const newest = checkpoints.list()[0];
+    const info = newest?.logOffset === logOffset ? newest : await checkpoints.write(this.state, logOffset, createdAtMs);
+    const previous = checkpoints.list()[1];
+    const segmentBytesDeleted = previous === undefined ? 0 : await this.log.deleteSegmentsBelow(previous.logOffset);
+    return { info, segmentBytesDeleted };
+  }
+
+  /** The newest checkpoint's meta, if any. */
+  latestCheckpoint(): CheckpointInfo | undefined {
+    return this.#checkpoints?.list()[0];
+  }
+
+  /** Flushes and closes the log and the checkpoint environment. */
+  async close(): Promise<void> {
+    try {
+      await this.log.close();
+    } finally {
+      await this.#checkpoints?.close();
+    }
   }
 }

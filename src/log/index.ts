@@ -3,3 +3,4 @@ export { LOG_DEFAULTS, Log, type Durability, type LogOptions, type LogRecoveryRe
 export { SEGMENT_SUFFIX, parseSegmentFileName, segmentFileName } from './segment-name.js';
 export { hasValidBatchAfter, scanSegment, type BatchVisitor, type SegmentDamage, type SegmentScan, type SegmentScanOptions } from './segment-scanner.js';
 export { FORMAT_VERSION, loadOrCreateManifest, writeDurably, type StoreManifest } from './store-manifest.js';
+export { CLEANED_SUFFIX, type CleanedSegment } from './segment-swap.js';

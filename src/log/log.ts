@@ -29,6 +29,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { hasValidBatchAfter, scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { parseSegmentFileName, segmentFileName } from './segment-name.js';
+import { completeInterruptedSwap, swapSegments, type CleanedSegment } from './segment-swap.js';
 
 /** When an append is acknowledged. */
 export type Durability = 'fsync' | 'os';
@@ -68,6 +69,10 @@ export interface LogRecoveryReport {
   batchesReplayed: number;
   /** Bytes cut off a torn tail (0 when the log ended cleanly). */
   bytesTruncated: number;
+  /** Base offset of the first segment (0 for a log that never lost a prefix). */
+  firstLogOffset: number;
+  /** The log end before `minNextOffset` is applied: after the last batch, or the empty last segment's base. */
+  logEndOffset: number;
   tornTail?: { file: string; position: number; reason: string };
 }
 
@@ -113,8 +118,9 @@ export class Log {
   static async open(options: LogOptions, replay?: LogReplay, minNextOffset = 0): Promise<{ log: Log; report: LogRecoveryReport }> {
     const { fs, dir } = options;
     await fs.mkdir(dir);
+    await completeInterruptedSwap(fs, dir);
     const segments = await listSegments(fs, dir);
-    const report: LogRecoveryReport = { segmentCount: segments.length, batchCount: 0, batchesReplayed: 0, bytesTruncated: 0 };
+    const report: LogRecoveryReport = { segmentCount: segments.length, batchCount: 0, batchesReplayed: 0, bytesTruncated: 0, firstLogOffset: segments[0]?.baseOffset ?? 0, logEndOffset: 0 };
     let previous = -1;
     for (let i = 0; i < segments.length; i++) {
       const segment = segments[i]!;
@@ -145,6 +151,7 @@ export class Log {
       if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
     }
     const lastSegment = segments.at(-1);
+    report.logEndOffset = Math.max(previous + 1, lastSegment?.baseOffset ?? 0);
     let nextOffset = Math.max(previous + 1, minNextOffset, lastSegment?.baseOffset ?? 0);
     if (lastSegment === undefined || (lastSegment.sizeBytes === 0 && lastSegment.baseOffset !== nextOffset)) {
       // A fresh log, or an empty last segment named below the offsets a checkpoint already covers.
@@ -308,6 +315,51 @@ export class Log {
       if (scan.damage !== undefined) throw corrupt(segment.path, scan.damage.position, scan.damage.reason);
       if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
     }
+  }
+
+  /** The sealed segments, oldest first (every segment but the active one). */
+  sealedSegments(): SegmentInfo[] {
+    return this.#segments.slice(0, -1).map((s) => ({ ...s }));
+  }
+
+  /**
+   * Replaces the sealed segments `inputs` (contiguous, unchanged since they were read) by cleaned
+   * segments already written and fdatasynced under temporary names. Crash-safe: see segment-swap.ts.
+   */
+  async replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
+    this.#checkWritable();
+    const first = this.#segments.findIndex((s) => s.baseOffset === inputs[0]?.baseOffset);
+    const current = first < 0 ? [] : this.#segments.slice(first, first + inputs.length);
+    const unchanged = current.length === inputs.length && first + inputs.length < this.#segments.length
+      && current.every((s, i) => s.baseOffset === inputs[i]!.baseOffset && s.sizeBytes === inputs[i]!.sizeBytes);
+    if (!unchanged) throw new OffsetStoreError('INVALID_REQUEST', `segments of ${this.#options.dir} changed while they were compacted`);
+    await swapSegments(this.#options.fs, this.#options.dir, inputs.map((s) => path.basename(s.path)), outputs);
+    const replaced: SegmentInfo[] = outputs.map((o) => ({ baseOffset: o.baseOffset, path: path.join(this.#options.dir, segmentFileName(o.baseOffset)), sizeBytes: o.sizeBytes, lastLogOffset: o.lastLogOffset }));
+    this.#segments.splice(first, inputs.length, ...replaced);
+  }
+
+  /**
+   * Deletes the sealed segments whose batches all lie below `logOffset` (they are covered by a
+   * durable checkpoint); returns the bytes freed.
+   */
+  async deleteSegmentsBelow(logOffset: number): Promise<number> {
+    this.#checkWritable();
+    let count = 0;
+    while (count < this.#segments.length - 1) {
+      const next = this.#segments[count + 1]!;
+      if (next.baseOffset > logOffset) break;
+      count++;
+    }
+    if (count === 0) return 0;
+    const doomed = this.#segments.slice(0, count);
+    await swapSegments(this.#options.fs, this.#options.dir, doomed.map((s) => path.basename(s.path)), []);
+    this.#segments.splice(0, count);
+    return doomed.reduce((sum, s) => sum + s.sizeBytes, 0);
+  }
+
+  #checkWritable(): void {
+    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
+    if (this.#failure !== undefined) throw this.#failure;
   }
 
   /** Waits for every queued append to be written and acknowledged (or rejected). */

@@ -1,0 +1,211 @@
+/**
+ * The compaction scheduler: decides which offsets-buckets need compacting, runs the configured
+ * strategy on them with bounded concurrency, and reports what it did. It runs at its own pace on
+ * the clock (every `intervalMs`) or when asked (`compactNow`), never on the commit path.
+ *
+ * Strategies:
+ * - 'log-cleaner': a worker rewrites the sealed segments (log-cleaner.ts), then the main thread
+ *   swaps the outputs in (Log.replaceSegments, crash-safe).
+ * - 'checkpoint': the target writes its materialized state to LMDB and deletes sealed segments below
+ *   the previous checkpoint (through the CompactionTarget port; the checkpoint format belongs to kv).
+ * - 'none': nothing; compactNow reports the sizes only.
+ *
+ * Planning (log-cleaner): a bucket is due when it has sealed segments not cleaned since the last run
+ * and its estimated garbage ratio, 1 - liveBytes / logBytes, is at least `minDirtyRatio`.
+ * Invariant: at most one job per bucket at a time, at most `workers` jobs at once.
+ */
+import { OffsetStoreError } from '../errors/index.js';
+import type { Log } from '../log/index.js';
+import type { Clock, Timer } from '../util/index.js';
+import type { CleanResult } from './log-cleaner.js';
+import type { CompactionWorkerPool } from './worker-pool.js';
+
+/** The compaction strategies. */
+export type CompactionStrategy = 'log-cleaner' | 'checkpoint' | 'none';
+
+/** What compaction needs of one offsets-bucket (provided by the store). */
+export interface CompactionTarget {
+  readonly bucket: number;
+  readonly log: Log;
+  /** Estimated bytes the live records would take in a fully compacted log. */
+  liveBytesEstimate(): number;
+  /** Checkpoint strategy: writes a checkpoint and deletes covered segments; returns bytes deleted and records covered. */
+  checkpoint(): Promise<{ segmentBytesDeleted: number; checkpointLogOffset: number | undefined }>;
+}
+
+/** Options of the compactor. */
+export interface CompactorOptions {
+  strategy: CompactionStrategy;
+  clock: Clock;
+  pool: CompactionWorkerPool | undefined;
+  workers: number;
+  intervalMs: number;
+  minDirtyRatio: number;
+  deleteRetentionMs: number;
+  segmentBytesMax: number;
+  batchBytesMax: number;
+  onError: (error: unknown, bucket: number) => void;
+}
+
+/** What compaction did to one offsets-bucket. */
+export interface BucketCompaction {
+  bucket: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  segmentsBefore: number;
+  segmentsAfter: number;
+  recordsRead: number;
+  recordsDropped: number;
+  bytesWritten: number;
+  durationMs: number;
+  checkpointLogOffset?: number;
+}
+
+/** What `compact()` returns. */
+export interface CompactionReport {
+  strategy: CompactionStrategy;
+  buckets: BucketCompaction[];
+  bytesBefore: number;
+  bytesAfter: number;
+  recordsDropped: number;
+  bytesWritten: number;
+  durationMs: number;
+}
+
+/** Schedules and runs compaction over a set of offsets-buckets. */
+export class Compactor {
+  readonly #options: CompactorOptions;
+  readonly #targets: CompactionTarget[];
+  readonly #running = new Map<number, Promise<BucketCompaction>>();
+  /** Per bucket: the sealed segment count right after its last clean (nothing new = not due). */
+  readonly #cleanedSealedCount = new Map<number, number>();
+  #timer: Timer | undefined;
+  #closed = false;
+
+  constructor(options: CompactorOptions, targets: CompactionTarget[]) {
+    this.#options = options;
+    this.#targets = targets;
+  }
+
+  /** Starts background compaction on the clock (no-op for 'none'). */
+  start(): void {
+    if (this.#options.strategy === 'none' || this.#closed) return;
+    this.#timer = this.#options.clock.setTimer(this.#options.intervalMs, () => {
+      this.#runDue().finally(() => this.start());
+    });
+  }
+
+  async #runDue(): Promise<void> {
+    const due = this.#targets.filter((t) => this.#isDue(t));
+    await this.#runAll(due).catch(() => {});
+  }
+
+  #isDue(target: CompactionTarget): boolean {
+    if (this.#running.has(target.bucket) || target.log.failed) return false;
+    const sealed = target.log.sealedSegments();
+    if (sealed.length === 0) return false;
+    if (this.#options.strategy === 'checkpoint') return true;
+    if (this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
+    const logBytes = target.log.sizeBytes;
+    const garbageRatio = logBytes === 0 ? 0 : 1 - Math.min(1, target.liveBytesEstimate() / logBytes);
+    return garbageRatio >= this.#options.minDirtyRatio;
+  }
+
+  /** Compacts every offsets-bucket now, whatever its ratio, and reports. */
+  async compactNow(): Promise<CompactionReport> {
+    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'compaction is closed');
+    const startedMs = performance.now();
+    const buckets = await this.#runAll(this.#targets);
+    const report: CompactionReport = { strategy: this.#options.strategy, buckets, bytesBefore: 0, bytesAfter: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0 };
+    for (const b of buckets) {
+      report.bytesBefore += b.bytesBefore;
+      report.bytesAfter += b.bytesAfter;
+      report.recordsDropped += b.recordsDropped;
+      report.bytesWritten += b.bytesWritten;
+    }
+    report.durationMs = performance.now() - startedMs;
+    return report;
+  }
+
+  /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
+  async #runAll(targets: CompactionTarget[]): Promise<BucketCompaction[]> {
+    const results: BucketCompaction[] = new Array(targets.length);
+    const errors: unknown[] = [];
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < targets.length && !this.#closed) {
+        const i = next++;
+        const target = targets[i]!;
+        try {
+          results[i] = await this.#runOne(target);
+        } catch (error) {
+          this.#options.onError(error, target.bucket);
+          errors.push(error);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.#options.workers, targets.length)) }, lane));
+    if (errors.length > 0) throw errors[0];
+    return results.filter((r) => r !== undefined);
+  }
+
+  #runOne(target: CompactionTarget): Promise<BucketCompaction> {
+    const running = this.#running.get(target.bucket);
+    if (running !== undefined) return running;
+    const job = this.#compact(target).finally(() => this.#running.delete(target.bucket));
+    this.#running.set(target.bucket, job);
+    return job;
+  }
+
+  async #compact(target: CompactionTarget): Promise<BucketCompaction> {
+    const startedMs = performance.now();
+    const log = target.log;
+    const result: BucketCompaction = {
+      bucket: target.bucket, bytesBefore: log.sizeBytes, bytesAfter: 0, segmentsBefore: log.segments().length, segmentsAfter: 0,
+      recordsRead: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0,
+    };
+    if (this.#options.strategy === 'log-cleaner') {
+      const clean = await this.#clean(target);
+      if (clean !== undefined) {
+        result.recordsRead = clean.recordsRead;
+        result.recordsDropped = clean.recordsRead - clean.recordsKept;
+        result.bytesWritten = clean.bytesWritten;
+      }
+    } else if (this.#options.strategy === 'checkpoint') {
+      const run = await target.checkpoint();
+      result.checkpointLogOffset = run.checkpointLogOffset;
+    }
+    result.bytesAfter = log.sizeBytes;
+    result.segmentsAfter = log.segments().length;
+    result.durationMs = performance.now() - startedMs;
+    return result;
+  }
+
+  async #clean(target: CompactionTarget): Promise<CleanResult | undefined> {
+    const pool = this.#options.pool;
+    const segments = target.log.segments();
+    const inputs = segments.slice(0, -1);
+    if (pool === undefined || inputs.length === 0) return undefined;
+    const ref = (s: { path: string; baseOffset: number; sizeBytes: number }) => ({ path: s.path, baseOffset: s.baseOffset, sizeBytes: s.sizeBytes });
+    const clean = await pool.clean({
+      dir: target.log.dir,
+      inputs: inputs.map(ref),
+      tail: segments.slice(-1).map(ref),
+      deleteHorizonMs: this.#options.clock.nowMs() - this.#options.deleteRetentionMs,
+      segmentBytesMax: this.#options.segmentBytesMax,
+      batchBytesMax: this.#options.batchBytesMax,
+    });
+    if (this.#closed) return undefined;
+    await target.log.replaceSegments(inputs, clean.outputs);
+    this.#cleanedSealedCount.set(target.bucket, target.log.sealedSegments().length);
+    return clean;
+  }
+
+  /** Stops scheduling, waits for running jobs to end, and closes the pool. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#timer?.cancel();
+    await Promise.allSettled([...this.#running.values()]);
+    await this.#options.pool?.close();
+  }
+}

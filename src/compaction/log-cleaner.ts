@@ -1,0 +1,196 @@
+/**
+ * The log cleaner (Kafka-style), run inside a compaction worker: rewrites the sealed segments of one
+ * offsets-bucket keeping, per key, only the record with the highest (log offset, record index) in
+ * the whole log, and tombstones younger than the delete horizon.
+ *
+ * 1. Pass 1 reads every segment, sealed and the active one up to the size captured when the job was
+ *    planned, and maps each key to the ordinal (position in log order) of its latest record.
+ * 2. Pass 2 rereads the sealed segments in the same order; a record is kept when its ordinal is the
+ *    key's latest and it is not a tombstone older than the horizon. Each batch with kept records is
+ *    rewritten with its original log offset, time and epoch (offsets become sparse), re-sealed, and
+ *    packed into outputs of at most segmentBytesMax, named by the base offset of their first input.
+ * 3. Outputs are written under `.cleaned` names and fdatasynced, and the directory fsynced; the
+ *    caller swaps them in (log/segment-swap.ts). Nothing here touches a live segment file.
+ * Any damage found while reading aborts the job with CORRUPT_MESSAGE: a cleaner never "repairs".
+ */
+import * as path from 'node:path';
+import {
+  BATCH_HEADER_BYTES, DecodeError, forEachRawRecord, readBatchHeader, sealBatch, type RawRecord,
+} from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import type { FileHandle, FileSystem } from '../io/index.js';
+import { CLEANED_SUFFIX, scanSegment, segmentFileName, type CleanedSegment } from '../log/index.js';
+
+/** One segment file as the job sees it. */
+export interface SegmentRef {
+  path: string;
+  baseOffset: number;
+  sizeBytes: number;
+}
+
+/** A log-cleaner job: plain data, so it crosses to a worker thread. */
+export interface CleanJob {
+  dir: string;
+  /** Sealed segments to rewrite, oldest first. */
+  inputs: SegmentRef[];
+  /** Later segments (the active one) read only to learn which keys have newer records. */
+  tail: SegmentRef[];
+  /** Tombstones whose batch was committed before this time are dropped. */
+  deleteHorizonMs: number;
+  segmentBytesMax: number;
+  batchBytesMax: number;
+}
+
+/** What a clean produced. */
+export interface CleanResult {
+  outputs: CleanedSegment[];
+  recordsRead: number;
+  recordsKept: number;
+  tombstonesDropped: number;
+  bytesRead: number;
+  bytesWritten: number;
+}
+
+/** Runs a log-cleaner job (see the module comment). */
+export async function cleanSegments(fs: FileSystem, job: CleanJob): Promise<CleanResult> {
+  const latest = new Map<string, number>();
+  let ordinal = 0;
+  let bytesRead = 0;
+  let previous = -1;
+  for (const segment of [...job.inputs, ...job.tail]) {
+    previous = await scanChecked(fs, segment, previous, job.batchBytesMax, (buf, position) => {
+      forEachRawRecord(buf, position, (r) => latest.set(buf.toString('latin1', r.keyStart, r.keyEnd), ordinal++));
+    });
+    bytesRead += segment.sizeBytes;
+  }
+  const writer = new OutputWriter(fs, job.dir, job.segmentBytesMax);
+  const result: CleanResult = { outputs: [], recordsRead: 0, recordsKept: 0, tombstonesDropped: 0, bytesRead, bytesWritten: 0 };
+  ordinal = 0;
+  previous = -1;
+  const kept: RawRecord[] = [];
+  let firstBaseOffset: number | undefined;
+  for (const segment of job.inputs) {
+    const rebuilt: { batch: Buffer; logOffset: number }[] = [];
+    previous = await scanChecked(fs, segment, previous, job.batchBytesMax, (buf, position) => {
+      const header = readBatchHeader(buf, position);
+      const dropTombstones = header.commitTimestampMs < job.deleteHorizonMs;
+      kept.length = 0;
+      forEachRawRecord(buf, position, (r) => {
+        result.recordsRead++;
+        const isLatest = latest.get(buf.toString('latin1', r.keyStart, r.keyEnd)) === ordinal++;
+        if (!isLatest) return;
+        if (dropTombstones && r.valueStart === r.end) {
+          result.tombstonesDropped++;
+          return;
+        }
+        kept.push({ ...r });
+      });
+      if (kept.length > 0) {
+        result.recordsKept += kept.length;
+        rebuilt.push({ batch: rebuildBatch(buf, position, header.logOffset, kept), logOffset: header.logOffset });
+      }
+    });
+    firstBaseOffset ??= segment.baseOffset;
+    await writer.write(rebuilt, firstBaseOffset);
+  }
+  result.outputs = await writer.finish();
+  result.bytesWritten = result.outputs.reduce((sum, o) => sum + o.sizeBytes, 0);
+  return result;
+}
+
+async function scanChecked(fs: FileSystem, segment: SegmentRef, previous: number, batchBytesMax: number, visit: (buf: Buffer, position: number) => void): Promise<number> {
+  let filePositionOf = 0;
+  try {
+    const scan = await scanSegment(fs, segment.path, { batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.sizeBytes }, (buf, position, _logOffset, _size, filePosition) => {
+      filePositionOf = filePosition;
+      visit(buf, position);
+    });
+    if (scan.damage !== undefined || scan.validBytes !== segment.sizeBytes) {
+      const where = scan.damage?.position ?? scan.validBytes;
+      throw new OffsetStoreError('CORRUPT_MESSAGE', `${segment.path} at byte ${where}: ${scan.damage?.reason ?? 'shorter than expected'}`);
+    }
+    return scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
+  } catch (error) {
+    if (error instanceof DecodeError) throw new OffsetStoreError('CORRUPT_MESSAGE', `${segment.path} at byte ${filePositionOf}: ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
+/** A copy of the batch at `buf[position]` holding only `kept` records, re-sealed at `logOffset`. */
+function rebuildBatch(buf: Buffer, position: number, logOffset: number, kept: readonly RawRecord[]): Buffer {
+  let sizeBytes = BATCH_HEADER_BYTES;
+  for (const r of kept) sizeBytes += r.end - r.start;
+  const out = Buffer.allocUnsafe(sizeBytes);
+  buf.copy(out, 0, position, position + BATCH_HEADER_BYTES);
+  out.writeUInt32LE(sizeBytes - 4, 0);
+  out.writeInt32LE(kept.length, 44);
+  let p = BATCH_HEADER_BYTES;
+  for (const r of kept) p += buf.copy(out, p, r.start, r.end);
+  sealBatch(out, logOffset);
+  return out;
+}
+
+/** Packs rebuilt batches into `.cleaned` output files of at most segmentBytesMax. */
+class OutputWriter {
+  readonly #fs: FileSystem;
+  readonly #dir: string;
+  readonly #segmentBytesMax: number;
+  readonly #done: CleanedSegment[] = [];
+  #current: { segment: CleanedSegment; handle: FileHandle } | undefined;
+
+  constructor(fs: FileSystem, dir: string, segmentBytesMax: number) {
+    this.#fs = fs;
+    this.#dir = dir;
+    this.#segmentBytesMax = segmentBytesMax;
+  }
+
+  /**
+   * Appends rebuilt batches (with their log offsets) in order; the first output is named by
+   * `firstBaseOffset`, later ones by the log offset of their first batch.
+   */
+  async write(batches: readonly { batch: Buffer; logOffset: number }[], firstBaseOffset: number): Promise<void> {
+    let run: Buffer[] = [];
+    let runBytes = 0;
+    for (const { batch, logOffset } of batches) {
+      const size = (this.#current?.segment.sizeBytes ?? 0) + runBytes;
+      if (this.#current === undefined || (size > 0 && size + batch.length > this.#segmentBytesMax)) {
+        await this.#writeRun(run, runBytes);
+        run = [];
+        runBytes = 0;
+        await this.#roll(this.#current === undefined && this.#done.length === 0 ? firstBaseOffset : logOffset);
+      }
+      run.push(batch);
+      runBytes += batch.length;
+      this.#current!.segment.lastLogOffset = logOffset;
+    }
+    await this.#writeRun(run, runBytes);
+  }
+
+  async #writeRun(run: Buffer[], runBytes: number): Promise<void> {
+    if (run.length === 0 || this.#current === undefined) return;
+    await this.#current.handle.writev(run, this.#current.segment.sizeBytes);
+    this.#current.segment.sizeBytes += runBytes;
+  }
+
+  async #roll(baseOffset: number): Promise<void> {
+    await this.#closeCurrent();
+    const tempPath = path.join(this.#dir, segmentFileName(baseOffset) + CLEANED_SUFFIX);
+    this.#current = { segment: { baseOffset, tempPath, sizeBytes: 0, lastLogOffset: -1 }, handle: await this.#fs.open(tempPath, 'w') };
+  }
+
+  async #closeCurrent(): Promise<void> {
+    if (this.#current === undefined) return;
+    const { segment, handle } = this.#current;
+    this.#current = undefined;
+    await handle.datasync();
+    await handle.close();
+    this.#done.push(segment);
+  }
+
+  /** Closes the last output durably and fsyncs the directory; returns every output. */
+  async finish(): Promise<CleanedSegment[]> {
+    await this.#closeCurrent();
+    if (this.#done.length > 0) await this.#fs.syncDir(this.#dir);
+    return this.#done;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * The compaction worker pool (piscina). The worker file is resolved next to this module, so the
+ * same code works from source (a `.ts` worker, loaded through tsx) and from the compiled `dist/`.
+ * Idle workers exit after `idleTimeoutMs`; `close()` terminates them (a job in flight is abandoned,
+ * which compaction tolerates: its output is only ever swapped in by the main thread afterwards).
+ */
+import { Piscina } from 'piscina';
+import { OffsetStoreError } from '../errors/index.js';
+import type { CleanJob, CleanResult } from './log-cleaner.js';
+
+/** Options of the pool. */
+export interface WorkerPoolOptions {
+  workers: number;
+  idleTimeoutMs: number;
+}
+
+const fromSource = import.meta.url.endsWith('.ts');
+
+/** A pool of compaction worker threads. */
+export class CompactionWorkerPool {
+  readonly #pool: Piscina;
+  #closed = false;
+
+  constructor(options: WorkerPoolOptions) {
+    this.#pool = new Piscina({
+      filename: new URL(fromSource ? './compaction-worker.ts' : './compaction-worker.js', import.meta.url).href,
+      minThreads: 0,
+      maxThreads: options.workers,
+      idleTimeout: options.idleTimeoutMs,
+      execArgv: fromSource ? ['--import', 'tsx'] : [],
+    });
+  }
+
+  /** Runs a log-cleaner job on a worker thread. */
+  async clean(job: CleanJob): Promise<CleanResult> {
+    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
+    return (await this.#pool.run(job)) as CleanResult;
+  }
+
+  /** Number of worker threads alive. */
+  get threadCount(): number {
+    return this.#pool.threads.length;
+  }
+
+  /** Terminates every worker; jobs in flight reject. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.destroy();
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * LMDB checkpoints of one offsets-bucket's materialized state (the `checkpoint` compaction
+ * strategy): an image of the state as of log offset X (every batch below X applied, none above),
+ * from which recovery replays only the log tail [X, end).
+ *
+ * Layout of the LMDB environment `<bucket>/checkpoint` (ordered-binary keys, binary values):
+ * | key                    | value                                                            |
+ * |------------------------|------------------------------------------------------------------|
+ * | ['m', X]               | JSON meta: formatVersion, logOffset X, groupCount, snapshotCount, |
+ * |                        | liveOffsets, checksum, createdAtMs                               |
+ * | ['g', X, groupId]      | u32 entryCount, u32 metadataCount, entryCount*6 float64 (the      |
+ * |                        | GroupOffsets entry array), then per metadata: u32 entry index,   |
+ * |                        | u32 byte length, UTF-8 bytes                                     |
+ * | ['s', X, groupId]      | msgpack group snapshot                                           |
+ * The meta is written in the same LMDB transaction as the entries and lists their checksum (the
+ * sum mod 2^32 of xxh32(groupId) + xxh32(value) over all entries), so a checkpoint is either whole
+ * and verified or ignored. Each write is one transaction committed and flushed (fsync) before the
+ * promise resolves; the two newest checkpoints are kept, so when the newest is unreadable the
+ * previous one plus the log tail still recover the state (segments are deleted only below it).
+ * The LMDB write itself runs on lmdb-js's own writer thread, off the main thread.
+ */
+import { open, type RootDatabase } from 'lmdb';
+import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
+import { GroupOffsets } from './group-offsets.js';
+import type { OffsetsTableState } from './offsets-table-state.js';
+
+const CHECKPOINT_FORMAT_VERSION = 1;
+const STRIDE_BYTES = 6 * 8;
+
+/** A checkpoint's meta record. */
+export interface CheckpointInfo {
+  logOffset: number;
+  groupCount: number;
+  snapshotCount: number;
+  liveOffsets: number;
+  checksum: number;
+  createdAtMs: number;
+}
+
+/** A checkpoint read back and verified, ready to restore. */
+export interface LoadedCheckpoint {
+  info: CheckpointInfo;
+  groups: [string, GroupOffsets][];
+  snapshots: [string, unknown][];
+}
+
+function encodeGroup(offsets: GroupOffsets): Buffer {
+  const { entries, metadata } = offsets.toImage();
+  const texts = metadata.map(([i, text]) => [i, Buffer.from(text, 'utf8')] as const);
+  let size = 8 + entries.byteLength;
+  for (const [, bytes] of texts) size += 8 + bytes.length;
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt32LE(entries.length / 6, 0);
+  out.writeUInt32LE(texts.length, 4);
+  Buffer.from(entries.buffer, entries.byteOffset, entries.byteLength).copy(out, 8);
+  let p = 8 + entries.byteLength;
+  for (const [i, bytes] of texts) {
+    out.writeUInt32LE(i, p);
+    out.writeUInt32LE(bytes.length, p + 4);
+    p += 8 + bytes.copy(out, p + 8);
+  }
+  return out;
+}
+
+function decodeGroup(value: Buffer): GroupOffsets {
+  if (value.length < 8) throw new RangeError('group image shorter than its header');
+  const count = value.readUInt32LE(0);
+  const metadataCount = value.readUInt32LE(4);
+  const entriesEnd = 8 + count * STRIDE_BYTES;
+  if (entriesEnd > value.length) throw new RangeError(`group image of ${count} entries truncated`);
+  const entries = new Float64Array(count * 6);
+  value.copy(Buffer.from(entries.buffer), 0, 8, entriesEnd);
+  const metadata: [number, string][] = [];
+  let p = entriesEnd;
+  for (let m = 0; m < metadataCount; m++) {
+    if (p + 8 > value.length) throw new RangeError('group image metadata truncated');
+    const i = value.readUInt32LE(p);
+    const length = value.readUInt32LE(p + 4);
+    if (i >= count || p + 8 + length > value.length) throw new RangeError('group image metadata out of bounds');
+    metadata.push([i, value.toString('utf8', p + 8, p + 8 + length)]);
+    p += 8 + length;
+  }
+  if (p !== value.length) throw new RangeError('trailing bytes in a group image');
+  return GroupOffsets.fromImage(entries, metadata);
+}
+
+function entryChecksum(groupId: string, value: Uint8Array): number {
+  return (xxh32(Buffer.from(groupId, 'utf8')) + xxh32(value)) >>> 0;
+}
+
+/** The checkpoints of one offsets-bucket. */
+export class CheckpointStore {
+  readonly path: string;
+  readonly #db: RootDatabase<Buffer, (string | number)[]>;
+
+  private constructor(path: string, db: RootDatabase<Buffer, (string | number)[]>) {
+    this.path = path;
+    this.#db = db;
+  }
+
+  /** Opens (creating) the LMDB environment at `path`. */
+  static open(path: string): CheckpointStore {
+    const db = open<Buffer, (string | number)[]>({ path, encoding: 'binary', overlappingSync: false, mapSize: 2 ** 34 });
+    return new CheckpointStore(path, db);
+  }
+
+  /** Every checkpoint's meta, newest first (unparseable metas are skipped). */
+  list(): CheckpointInfo[] {
+    const infos: CheckpointInfo[] = [];
+    for (const { value } of this.#db.getRange({ start: ['m'], end: ['m', Number.MAX_SAFE_INTEGER] })) {
+      try {
+        const meta = JSON.parse(Buffer.from(value).toString('utf8')) as CheckpointInfo & { formatVersion: number };
+        if (meta.formatVersion === CHECKPOINT_FORMAT_VERSION && Number.isSafeInteger(meta.logOffset)) infos.push(meta);
+      } catch {
+        // An unreadable meta makes that checkpoint invisible; `load` reports the others.
+      }
+    }
+    return infos.sort((a, b) => b.logOffset - a.logOffset);
+  }
+
+  /** Reads and verifies one checkpoint; throws RangeError describing what is wrong. */
+  load(info: CheckpointInfo): LoadedCheckpoint {
+    const X = info.logOffset;
+    let checksum = 0;
+    const groups: [string, GroupOffsets][] = [];
+    let liveOffsets = 0;
+    for (const { key, value } of this.#db.getRange({ start: ['g', X], end: ['g', X + 1] })) {
+      const groupId = String(key[2]);
+      checksum = (checksum + entryChecksum(groupId, value)) >>> 0;
+      const offsets = decodeGroup(Buffer.from(value));
+      liveOffsets += offsets.size;
+      groups.push([groupId, offsets]);
+    }
+    const snapshots: [string, unknown][] = [];
+    for (const { key, value } of this.#db.getRange({ start: ['s', X], end: ['s', X + 1] })) {
+      const groupId = String(key[2]);
+      checksum = (checksum + entryChecksum(groupId, value)) >>> 0;
+      snapshots.push([groupId, unpackSnapshot(value)]);
+    }
+    if (groups.length !== info.groupCount || snapshots.length !== info.snapshotCount || liveOffsets !== info.liveOffsets) {
+      throw new RangeError(`checkpoint at log offset ${X} is incomplete: ${groups.length}/${info.groupCount} groups, ${snapshots.length}/${info.snapshotCount} snapshots, ${liveOffsets}/${info.liveOffsets} offsets`);
+    }
+    if (checksum !== info.checksum) throw new RangeError(`checkpoint at log offset ${X} fails its checksum (${checksum} != ${info.checksum})`);
+    return { info, groups, snapshots };
+  }
+
+  /**
+   * Writes the state's image as of `logOffset` (= state.appliedLogOffset + 1) in one durable
+   * transaction, then drops all but the two newest checkpoints. Returns the new checkpoint's meta.
+   * The image is taken synchronously, so later commits cannot leak into it.
+   */
+  async write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<CheckpointInfo> {
+    const X = logOffset;
+    const puts: [(string | number)[], Buffer][] = [];
+    let checksum = 0;
+    let liveOffsets = 0;
+    for (const [groupId, offsets] of state.groupTables()) {
+      const value = encodeGroup(offsets);
+      liveOffsets += offsets.size;
+      checksum = (checksum + entryChecksum(groupId, value)) >>> 0;
+      puts.push([['g', X, groupId], value]);
+    }
+    let snapshotCount = 0;
+    for (const [groupId, snapshot] of state.snapshots()) {
+      const value = packSnapshot(snapshot);
+      checksum = (checksum + entryChecksum(groupId, value)) >>> 0;
+      puts.push([['s', X, groupId], value]);
+      snapshotCount++;
+    }
+    const info: CheckpointInfo = { logOffset: X, groupCount: puts.length - snapshotCount, snapshotCount, liveOffsets, checksum, createdAtMs };
+    const keep = new Set([X, ...this.list().slice(0, 1).map((c) => c.logOffset)]);
+    const drop = this.list().filter((c) => !keep.has(c.logOffset)).map((c) => c.logOffset);
+    await this.#db.transaction(() => {
+      for (const [key, value] of puts) this.#db.put(key, value);
+      this.#db.put(['m', X], Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })));
+    });
+    await this.#db.flushed;
+    if (drop.length > 0) {
+      await this.#db.transaction(() => {
+        for (const old of drop) {
+          this.#db.remove(['m', old]);
+          for (const prefix of ['g', 's']) {
+            for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] })) this.#db.remove(key);
+          }
+        }
+      });
+      await this.#db.flushed;
+    }
+    return info;
+  }
+
+  /** Bytes used by the environment's data file. */
+  sizeBytes(): number {
+    const stat = this.#db.getStats() as { treeBranchPageCount?: number; treeLeafPageCount?: number; overflowPages?: number; pageSize?: number };
+    return ((stat.treeBranchPageCount ?? 0) + (stat.treeLeafPageCount ?? 0) + (stat.overflowPages ?? 0)) * (stat.pageSize ?? 4096);
+  }
+
+  close(): Promise<void> {
+    return this.#db.close();
+  }
+}

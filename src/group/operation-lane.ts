@@ -63,10 +63,14 @@ export class OperationLane {
       return Promise.resolve(outcome);
     }
     this.#busy = true;
-    return outcome.finally(() => {
+    const settled = outcome.finally(() => {
       this.#busy = false;
-      this.#drain();
     });
+    // The next operation starts one microtask after this one's caller has seen the result, so
+    // results reach callers in the order the operations ran.
+    const next = (): void => queueMicrotask(() => this.#drain());
+    settled.then(next, next);
+    return settled;
   }
 
   #drain(): void {

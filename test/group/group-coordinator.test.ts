@@ -1,0 +1,579 @@
+import { describe, expect, it } from 'vitest';
+import { isOffsetStoreError, OffsetStoreError } from '../../src/errors/index.js';
+import { bucketKey, type BucketRef } from '../../src/group/index.js';
+import type { Clock, Timer } from '../../src/util/index.js';
+import { ManualClock } from '../../src/util/index.js';
+import { buckets, GroupTestContext, range } from './group-test-context.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+async function rejectsWith(promise: Promise<unknown>, code: string): Promise<OffsetStoreError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(isOffsetStoreError(error), String(error)).toBe(true);
+    expect((error as OffsetStoreError).code).toBe(code);
+    return error as OffsetStoreError;
+  }
+  throw new TypeError(`expected ${code}, but the call succeeded`);
+}
+
+function keys(refs: readonly BucketRef[]): string[] {
+  return refs.map(bucketKey).sort();
+}
+
+describe('join and heartbeat', () => {
+  it('a first join gets a generated member id, epoch 1 and every bucket', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const response = await ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1] });
+    expect(response.memberId).toMatch(UUID);
+    expect(response.memberEpoch).toBe(1);
+    expect(response.heartbeatIntervalMs).toBe(5000);
+    expect(keys(response.assignment ?? [])).toEqual(keys(buckets(1, range(4))));
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(ctx.writer.writesFor('g')).toHaveLength(1);
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it('a heartbeat with nothing new carries no assignment and emits no record', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1]);
+    await a.beat();
+    const recordCount = ctx.records.length;
+    const response = await a.beat();
+    expect(response.assignment).toBeUndefined();
+    expect(response.memberEpoch).toBe(1);
+    expect(ctx.records).toHaveLength(recordCount);
+  });
+
+  it('rejects malformed requests with INVALID_REQUEST / INVALID_GROUP_ID / TypeError', async () => {
+    const ctx = new GroupTestContext({ heartbeatIntervalMs: 3000, layouts: { 1: { bucketCount: 4 } } });
+    await rejectsWith(ctx.heartbeat({ memberEpoch: 0 }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: -3, memberId: 'x' }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: 2 }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], assignor: 'sticky' }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], ownedBuckets: buckets(1, [0]) }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [-1] }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], sessionTimeoutMs: 0 }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberEpoch: -2, memberId: 'x' }), 'INVALID_REQUEST');
+    await rejectsWith(ctx.coordinator.heartbeat('', { memberEpoch: 0, subscribedTableIds: [1] }), 'INVALID_GROUP_ID');
+    await expect(ctx.heartbeat({ memberEpoch: '1' } as never)).rejects.toBeInstanceOf(TypeError);
+    const ok = await ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1, 1] });
+    expect(ok.heartbeatIntervalMs).toBe(3000);
+  });
+
+  it('refuses a join beyond groupMembersMax with GROUP_MAX_SIZE_REACHED', async () => {
+    const ctx = new GroupTestContext({ groupMembersMax: 2, layouts: { 1: { bucketCount: 4 } } });
+    await ctx.member([1]).beat();
+    await ctx.member([1]).beat();
+    await rejectsWith(ctx.member([1]).beat(), 'GROUP_MAX_SIZE_REACHED');
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(2);
+  });
+});
+
+describe('reconciliation', () => {
+  it('three members: a newcomer gets buckets only as their previous owners release them', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    const c = ctx.member([1], { memberId: 'c' });
+    await a.beat();
+    expect(a.owned).toHaveLength(6);
+
+    // b joins: epoch 2, target 3/3; a still owns all six, so b gets nothing yet.
+    await b.beat();
+    expect(b.epoch).toBe(2);
+    expect(b.owned).toEqual([]);
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'b')?.state).toBe('UNRELEASED_PARTITIONS');
+    expect(ctx.coordinator.groupState('g')).toBe('Reconciling');
+    // a is asked to revoke three: it stays at epoch 1 until it reports releasing them.
+    const revoke = await a.beat({ ownedBuckets: a.owned });
+    expect(revoke.memberEpoch).toBe(1);
+    expect(revoke.assignment).toHaveLength(3);
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'a')?.state).toBe('UNREVOKED_PARTITIONS');
+    await b.beat();
+    expect(b.owned).toEqual([]);
+    ctx.expectExclusiveOwnership();
+    await a.beat(); // reports owning only the three it keeps
+    expect(a.epoch).toBe(2);
+    await b.beat();
+    expect(b.owned).toHaveLength(3);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(keys([...a.owned, ...b.owned])).toEqual(keys(buckets(1, range(6))));
+
+    // c joins: epoch 3, target 2/2/2; c gains one bucket per release.
+    await c.beat();
+    expect(c.epoch).toBe(3);
+    expect(c.owned).toEqual([]);
+    await a.beat({ ownedBuckets: a.owned }); // told to revoke one, has not yet
+    await b.beat({ ownedBuckets: b.owned });
+    await c.beat();
+    expect(c.owned).toEqual([]);
+    await a.beat(); // a releases
+    await c.beat();
+    expect(c.owned).toHaveLength(1);
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'c')?.state).toBe('UNRELEASED_PARTITIONS');
+    ctx.expectExclusiveOwnership();
+    await b.beat(); // b releases
+    await c.beat();
+    expect(c.owned).toHaveLength(2);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect([a.owned.length, b.owned.length, c.owned.length]).toEqual([2, 2, 2]);
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it('fences newer and older epochs; accepts the previous epoch when owned is a subset of assigned', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat(); // revoke 2
+    const lost = await a.beat({}, { lose: true }); // releases; moves to epoch 2, but the response is lost
+    expect(lost.memberEpoch).toBe(2);
+    expect(a.epoch).toBe(1);
+
+    await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: 3, ownedBuckets: a.owned }), 'FENCED_MEMBER_EPOCH');
+    // previous epoch, but still claiming a bucket it no longer has
+    await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: buckets(1, range(4)) }), 'FENCED_MEMBER_EPOCH');
+    // previous epoch without owned buckets: cannot prove the subset
+    await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: 1 }), 'FENCED_MEMBER_EPOCH');
+    const accepted = await a.beat();
+    expect(accepted.memberEpoch).toBe(2);
+    expect(accepted.assignment).toHaveLength(2);
+    // the previous epoch stays acceptable while the member owns nothing beyond its assignment
+    expect((await ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: a.owned.slice(0, 1) })).memberEpoch).toBe(2);
+    await rejectsWith(ctx.heartbeat({ memberId: 'nobody', memberEpoch: 2 }), 'UNKNOWN_MEMBER_ID');
+    await rejectsWith(ctx.coordinator.heartbeat('other', { memberId: 'a', memberEpoch: 2 }), 'UNKNOWN_MEMBER_ID');
+  });
+
+  it('a fenced member rejoins with epoch 0 under its member id and gets its target back', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    await b.beat();
+    const epochBefore = ctx.coordinator.describe('g')?.groupEpoch;
+    a.reset();
+    const rejoin = await a.beat();
+    expect(rejoin.memberId).toBe('a');
+    expect(rejoin.memberEpoch).toBe(epochBefore);
+    expect(rejoin.assignment).toHaveLength(2);
+    expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(epochBefore); // no new generation
+    ctx.expectExclusiveOwnership();
+  });
+
+  it('leave (-1) removes the member and its buckets go to the others; the last leave empties the group', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    await b.beat();
+    const response = await b.leave();
+    expect(response.memberEpoch).toBe(-1);
+    expect(ctx.coordinator.groupState('g')).toBe('Reconciling');
+    await a.beat();
+    expect(a.owned).toHaveLength(4);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    await a.leave();
+    expect(ctx.coordinator.groupState('g')).toBe('Empty');
+    expect(ctx.coordinator.hasMembers('g')).toBe(false);
+    await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: -1 }), 'UNKNOWN_MEMBER_ID');
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it('a static member leaving with -2 keeps its buckets for its instance id; a new incarnation takes them over', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const s = ctx.member([1], { memberId: 's1', instanceId: 'inst' });
+    const d = ctx.member([1], { memberId: 'd' });
+    await s.beat();
+    await d.beat();
+    await s.beat();
+    await s.beat();
+    await d.beat();
+    const kept = s.ownedKeys();
+    const epoch = ctx.coordinator.describe('g')?.groupEpoch;
+    expect((await s.leave(-2)).memberEpoch).toBe(-2);
+    expect(ctx.coordinator.groupState('g')).toBe('Reconciling');
+    await d.beat();
+    expect(d.owned).toHaveLength(2); // d does not get the away member's buckets
+    await rejectsWith(ctx.heartbeat({ memberId: 'x', memberEpoch: -2 }), 'INVALID_REQUEST'); // -2 needs an instance id
+    await rejectsWith(ctx.heartbeat({ memberId: 'd', memberEpoch: -2, instanceId: 'inst' }), 'INVALID_REQUEST');
+
+    const s2 = ctx.member([1], { memberId: 's2', instanceId: 'inst' });
+    const back = await s2.beat();
+    expect(back.memberEpoch).toBe(epoch);
+    expect(s2.ownedKeys()).toEqual(kept);
+    expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(epoch); // no rebalance
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d', 's2']);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    // the instance id is now held by a live member: another join with it is refused
+    await rejectsWith(ctx.member([1], { memberId: 's3', instanceId: 'inst' }).beat(), 'INVALID_REQUEST');
+    await rejectsWith(ctx.heartbeat({ memberId: 's1', memberEpoch: epoch ?? 0 }), 'UNKNOWN_MEMBER_ID');
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it('a static member that does not come back is removed after its session timeout', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const s = ctx.member([1], { memberId: 's', instanceId: 'inst' });
+    const d = ctx.member([1], { memberId: 'd' });
+    await s.beat();
+    await d.beat();
+    await s.beat();
+    await s.beat();
+    await d.beat();
+    await s.leave(-2);
+    for (let t = 0; t < 50_000; t += 5000) {
+      ctx.clock.advance(5000);
+      await d.beat();
+    }
+    expect(d.owned).toHaveLength(4);
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d']);
+  });
+
+  it('a layout change starts a rebalance; members keep what they had and share the new buckets', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    await b.beat();
+    const [aBefore, bBefore] = [a.ownedKeys(), b.ownedKeys()];
+    const epoch = ctx.coordinator.describe('g')?.groupEpoch ?? 0;
+    ctx.coordinator.setTableLayout(1, { bucketCount: 4 }); // same layout: nothing happens
+    expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(epoch);
+    ctx.coordinator.setTableLayout(1, { bucketCount: 8 });
+    expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(epoch + 1);
+    expect(ctx.coordinator.groupState('g')).toBe('Reconciling');
+    await a.beat();
+    await b.beat();
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(a.owned).toHaveLength(4);
+    expect(b.owned).toHaveLength(4);
+    expect(a.ownedKeys()).toEqual(expect.arrayContaining(aBefore));
+    expect(b.ownedKeys()).toEqual(expect.arrayContaining(bBefore));
+    // partitions: a partitioned table subscribed later
+    ctx.coordinator.setTableLayout(2, { bucketCount: 2, partitionIds: [10, 11] });
+    a.tableIds = [1, 2];
+    b.tableIds = [1, 2];
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(a.owned.length + b.owned.length).toBe(12);
+    expect(a.owned.filter((r) => r.tableId === 2).every((r) => r.partitionId === 10 || r.partitionId === 11)).toBe(true);
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+});
+
+describe('timers', () => {
+  async function twoStableMembers(ctx: GroupTestContext) {
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    await b.beat();
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    return [a, b] as const;
+  }
+
+  it('a member silent for the session timeout is removed; a heartbeat in time resets it', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const [a, b] = await twoStableMembers(ctx);
+    ctx.clock.advance(40_000);
+    await a.beat();
+    await b.beat();
+    ctx.clock.advance(40_000); // 80 s since join, 40 s since the last heartbeats
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(2);
+    await b.beat();
+    ctx.clock.advance(5_001); // a silent for 45 001 ms
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['b']);
+    await b.beat();
+    expect(b.owned).toHaveLength(4);
+    ctx.clock.advance(45_000);
+    expect(ctx.coordinator.groupState('g')).toBe('Empty');
+    await rejectsWith(a.beat(), 'UNKNOWN_MEMBER_ID');
+  });
+
+  it('a member that does not release revoked buckets within its rebalance timeout is fenced', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } } });
+    const [a, b] = await twoStableMembers(ctx);
+    await a.beat({ rebalanceTimeoutMs: 20_000 }); // no rebalance for a timeout change
+    expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(2);
+    const c = ctx.member([1], { memberId: 'c' });
+    await c.beat();
+    const held = a.owned;
+    await a.beat({ ownedBuckets: held }, { lose: true }); // asked to revoke one; it never reports releasing it
+    await b.beat(); // b releases at once
+    for (let t = 5000; t <= 30_000; t += 5000) {
+      ctx.clock.advance(5000);
+      if (t <= 15_000) await a.beat({ ownedBuckets: held }, { lose: true });
+      await b.beat();
+      await c.beat();
+      if (t === 15_000) expect(ctx.coordinator.describe('g')?.members).toHaveLength(3);
+    }
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['b', 'c']);
+    await rejectsWith(a.beat({ ownedBuckets: held }), 'UNKNOWN_MEMBER_ID');
+    await b.beat();
+    await c.beat();
+    await b.beat();
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(b.owned.length + c.owned.length).toBe(6);
+  });
+
+  it('a timer that fires after it was superseded is a no-op (clock that cannot cancel)', async () => {
+    const inner = new ManualClock();
+    const leaky: Clock & { advance(ms: number): void } = {
+      nowMs: () => inner.nowMs(),
+      setTimer: (delayMs: number, callback: () => void): Timer => {
+        inner.setTimer(delayMs, callback);
+        return { cancel: () => undefined };
+      },
+      advance: (ms: number) => inner.advance(ms),
+    };
+    const ctx = new GroupTestContext({ clock: leaky as never, layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat({ rebalanceTimeoutMs: 10_000 });
+    await b.beat();
+    await a.beat({ ownedBuckets: a.owned }); // UNREVOKED, rebalance timer armed for 10 s
+    await a.beat(); // released: the rebalance timer is superseded
+    await b.beat();
+    for (let t = 0; t < 60_000; t += 5000) {
+      leaky.advance(5000);
+      await a.beat();
+      await b.beat();
+    }
+    // dozens of superseded session timers and one rebalance timer fired; nobody was removed
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a', 'b']);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+  });
+});
+
+describe('persistence', () => {
+  it('writes a snapshot only when the group reaches Stable or becomes Empty, and a tombstone on delete', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat(); // Stable at 1
+    expect(ctx.writer.writesFor('g')).toHaveLength(1);
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    expect(ctx.writer.writesFor('g')).toHaveLength(1); // Reconciling: nothing written
+    await b.beat(); // Stable at 2
+    for (let i = 0; i < 5; i++) {
+      await a.beat();
+      await b.beat();
+    }
+    expect(ctx.writer.writesFor('g')).toHaveLength(2);
+    await b.leave();
+    await a.beat(); // Stable at 3
+    await a.leave(); // Empty at 4
+    const writes = ctx.writer.writesFor('g');
+    expect(writes.map((s) => [s?.groupEpoch, s?.members.length])).toEqual([[1, 1], [2, 2], [3, 1], [4, 0]]);
+    for (const snapshot of writes) for (const m of snapshot?.members ?? []) expect(m.memberEpoch).toBe(snapshot?.assignmentEpoch);
+    expect(await ctx.coordinator.deleteGroup('g')).toBe(true);
+    expect(ctx.writer.writesFor('g')).toHaveLength(5);
+    expect(ctx.writer.latest.get('g')).toBeNull();
+    expect(ctx.coordinator.groupIds()).toEqual([]);
+    expect(await ctx.coordinator.deleteGroup('g')).toBe(false);
+  });
+
+  it('deleteGroup refuses a group with members; a failed tombstone write changes nothing', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    await rejectsWith(ctx.coordinator.deleteGroup('g'), 'NON_EMPTY_GROUP');
+    await a.leave();
+    ctx.writer.failNext = new OffsetStoreError('LOG_STORAGE_ERROR', 'disk full');
+    await rejectsWith(ctx.coordinator.deleteGroup('g'), 'LOG_STORAGE_ERROR');
+    expect(ctx.coordinator.groupIds()).toEqual(['g']);
+    expect(await ctx.coordinator.deleteGroup('g')).toBe(true);
+  });
+
+  it('a failed snapshot write rejects the heartbeat with the writer error and is retried by the next operation', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    ctx.writer.failNext = new OffsetStoreError('LOG_STORAGE_ERROR', 'fsync failed');
+    await rejectsWith(a.beat(), 'LOG_STORAGE_ERROR');
+    expect(ctx.writer.writesFor('g')).toHaveLength(0);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable'); // in memory the join happened
+    const retry = await a.beat({ memberEpoch: 1, ownedBuckets: [] }); // the member learned nothing; epoch 1 from a retry
+    expect(retry.memberEpoch).toBe(1);
+    expect(ctx.writer.writesFor('g')).toHaveLength(1);
+    expect(ctx.writer.latest.get('g')?.members.map((m) => m.memberId)).toEqual(['a']);
+  });
+
+  it('restores Stable from the latest snapshot, with sessions re-armed from load time', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    await b.beat();
+    const before = ctx.coordinator.describe('g');
+    ctx.clock.advance(30_000);
+    const coordinator = ctx.restart();
+    expect(coordinator.describe('g')).toEqual(before);
+    expect(coordinator.groupState('g')).toBe('Stable');
+    expect(coordinator.sessionDeadlineMs('g', 'a')).toBe(ctx.clock.nowMs() + 45_000);
+    const response = await a.beat();
+    expect(response.memberEpoch).toBe(a.epoch);
+    expect(response.assignment).toBeUndefined();
+    coordinator.validateMemberCommit('g', 'b', b.epoch, b.owned);
+    ctx.clock.advance(45_001); // nobody heartbeats: both expire
+    expect(coordinator.groupState('g')).toBe('Empty');
+  });
+
+  it('restores Empty, and a tombstone removes the group', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    await a.leave();
+    await ctx.member([1], { groupId: 'h', memberId: 'x' }).beat();
+    ctx.writer.latest.set('h', null);
+    const coordinator = ctx.restart();
+    expect(coordinator.groupState('g')).toBe('Empty');
+    expect(coordinator.describe('g')?.groupEpoch).toBe(2);
+    expect(coordinator.groupIds()).toEqual(['g']);
+    const rejoin = await ctx.member([1], { memberId: 'a2' }).beat();
+    expect(rejoin.memberEpoch).toBe(3); // epochs continue from the snapshot
+  });
+
+  it('aborts a rebalance in flight at crash time: members at newer epochs are fenced and rejoin', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    const c = ctx.member([1], { memberId: 'c' });
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await a.beat();
+    await b.beat(); // Stable at 2: snapshot
+    await c.beat(); // epoch 3
+    await a.beat();
+    await a.beat(); // a released one, now at epoch 3
+    await c.beat(); // c owns a's released bucket
+    expect(c.owned).toHaveLength(1);
+    expect(a.epoch).toBe(3);
+    const coordinator = ctx.restart(); // back to epoch 2: a and b with 3 buckets each
+    expect(coordinator.groupState('g')).toBe('Stable');
+    expect(coordinator.describe('g')?.groupEpoch).toBe(2);
+    // c's and a's commits from the lost generation are refused
+    expect(() => coordinator.validateMemberCommit('g', 'c', 3, c.owned)).toThrow(/UNKNOWN_MEMBER_ID/);
+    expect(() => coordinator.validateMemberCommit('g', 'a', 3, a.owned)).toThrow(/FENCED_MEMBER_EPOCH/);
+    await rejectsWith(a.beat(), 'FENCED_MEMBER_EPOCH');
+    await rejectsWith(c.beat(), 'UNKNOWN_MEMBER_ID');
+    a.reset();
+    c.reset();
+    const members = [a, b, c];
+    for (let round = 0; round < 5; round++) {
+      for (const m of members) {
+        await m.beat();
+        ctx.expectExclusiveOwnership();
+      }
+    }
+    expect(coordinator.groupState('g')).toBe('Stable');
+    expect(members.map((m) => m.owned.length)).toEqual([2, 2, 2]);
+  });
+
+  it('recovery rejects malformed snapshots with CORRUPT_MESSAGE', () => {
+    const ctx = new GroupTestContext();
+    ctx.coordinator.close();
+    const fresh = new (ctx.coordinator.constructor as typeof import('../../src/group/index.js').GroupCoordinator)({ writer: ctx.writer });
+    const good = { groupEpoch: 1, assignmentEpoch: 1, tableLayouts: [], members: [] };
+    fresh.loadSnapshot('g', good);
+    expect(() => fresh.loadSnapshot('g', { ...good, groupEpoch: -1 })).toThrow(/CORRUPT_MESSAGE/);
+    expect(() => fresh.loadSnapshot('g', { ...good, assignmentEpoch: 2 })).toThrow(/CORRUPT_MESSAGE/);
+    const member = {
+      memberId: 'a', instanceId: null, memberEpoch: 1, previousMemberEpoch: 0, subscribedTableIds: [1], assignor: null,
+      sessionTimeoutMs: 45_000, rebalanceTimeoutMs: 60_000, assignment: [{ tableId: 1, partitionId: null, bucketIds: [0, 1] }],
+    };
+    expect(() => fresh.loadSnapshot('g', { ...good, members: [member, { ...member, memberId: 'b' }] })).toThrow(/two members/);
+    expect(() => fresh.loadSnapshot('g', { ...good, members: [{ ...member, memberId: 7 }] } as never)).toThrow(/CORRUPT_MESSAGE/);
+    expect(() => fresh.loadSnapshot('g', [] as never)).toThrow(/CORRUPT_MESSAGE/);
+  });
+});
+
+describe('queries, concurrency and lifecycle', () => {
+  it('validateMemberCommit fences by member, epoch and ownership (a bucket pending revocation is still owned)', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat({ ownedBuckets: a.owned }); // a: 2 assigned, 2 pending revocation
+    const all = buckets(1, range(4));
+    const v = (memberId: string, epoch: number, refs: BucketRef[]) => () => ctx.coordinator.validateMemberCommit('g', memberId, epoch, refs);
+    expect(v('a', 1, all)).not.toThrow();
+    expect(v('b', 2, all.slice(0, 1))).toThrow(/BUCKET_NOT_ASSIGNED/);
+    expect(v('a', 0, all)).toThrow(/STALE_MEMBER_EPOCH/);
+    expect(v('a', 2, all)).toThrow(/FENCED_MEMBER_EPOCH/);
+    expect(v('zzz', 1, all)).toThrow(/UNKNOWN_MEMBER_ID/);
+    expect(ctx.coordinator.assignedOwner('g', all[0] as BucketRef)).toBe('a');
+    expect(ctx.coordinator.isBucketAssigned('g', { tableId: 1, bucketId: 3 })).toBe(true);
+    expect(ctx.coordinator.isBucketAssigned('g', { tableId: 1, bucketId: 4 })).toBe(false);
+    await a.beat();
+    const moved = (ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 'b')?.targetAssignment ?? [])[0] as BucketRef;
+    expect(ctx.coordinator.assignedOwner('g', moved)).toBeNull(); // released, b has not picked it up
+    expect(ctx.coordinator.isBucketAssigned('g', moved)).toBe(true); // but it is b's target
+  });
+
+  it('describe is JSON-safe and reports the group and every member', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 2, partitionIds: [5] } } });
+    await ctx.member([1], { memberId: 'a', instanceId: 'i' }).beat({ assignor: 'range' });
+    const description = ctx.coordinator.describe('g');
+    expect(JSON.parse(JSON.stringify(description))).toEqual(description);
+    expect(description).toMatchObject({
+      groupId: 'g', state: 'Stable', groupEpoch: 1, assignmentEpoch: 1, assignor: 'range',
+      members: [{ memberId: 'a', instanceId: 'i', memberEpoch: 1, state: 'STABLE', subscribedTableIds: [1], assignment: [{ tableId: 1, partitionId: 5, bucketId: 0 }, { tableId: 1, partitionId: 5, bucketId: 1 }] }],
+    });
+    expect(ctx.coordinator.describe('nope')).toBeNull();
+    expect(ctx.coordinator.groupState('nope')).toBeNull();
+  });
+
+  it('serializes operations of a group: heartbeats arriving during a snapshot write wait for it', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    ctx.writer.hold = true;
+    const order: string[] = [];
+    const first = ctx.heartbeat({ memberId: 'a', memberEpoch: 0, subscribedTableIds: [1] }).then(() => order.push('a'));
+    const second = ctx.heartbeat({ memberId: 'b', memberEpoch: 0, subscribedTableIds: [1] }).then(() => order.push('b'));
+    await Promise.resolve();
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']); // b waits
+    ctx.writer.hold = false;
+    ctx.writer.release();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['a', 'b']);
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(2);
+  });
+
+  it('rejects calls while loading and after close; close cancels every timer', async () => {
+    const clock = new ManualClock();
+    const ctx = new GroupTestContext({ clock, layouts: { 1: { bucketCount: 4 } } });
+    await ctx.member([1]).beat();
+    expect(clock.pendingTimerCount).toBe(1);
+    ctx.coordinator.close();
+    expect(clock.pendingTimerCount).toBe(0);
+    await rejectsWith(ctx.member([1]).beat(), 'STORE_CLOSED');
+    expect(() => ctx.coordinator.hasMembers('g')).toThrow(/STORE_CLOSED/);
+    const loading = new (ctx.coordinator.constructor as typeof import('../../src/group/index.js').GroupCoordinator)({ writer: ctx.writer, clock });
+    await rejectsWith(loading.heartbeat('g', { memberEpoch: 0, subscribedTableIds: [1] }), 'COORDINATOR_LOAD_IN_PROGRESS');
+    loading.onLoadComplete();
+    expect(() => loading.loadSnapshot('g', null)).toThrow(TypeError);
+  });
+});

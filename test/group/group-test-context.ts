@@ -1,0 +1,201 @@
+/**
+ * Test context for the group coordinator, in the manner of Kafka's GroupMetadataManagerTestContext:
+ * a ManualClock, an in-memory snapshot writer that records every write (msgpack round-tripped with
+ * `useRecords: false`, as the store's codec will do), the records every operation emitted, and a
+ * simulated member that reconciles instantly (drops revoked buckets, adds assigned ones).
+ */
+import { Packr } from 'msgpackr';
+import { expect } from 'vitest';
+import {
+  bucketKey,
+  GroupCoordinator,
+  GroupStateMachine,
+  type BucketRef,
+  type GroupCoordinatorOptions,
+  type GroupRecord,
+  type GroupSnapshot,
+  type GroupSnapshotWriter,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type TableLayoutInput,
+} from '../../src/group/index.js';
+import { ManualClock, type Clock } from '../../src/util/index.js';
+
+const packr = new Packr({ useRecords: false });
+
+/** Records every snapshot write; can be told to fail or to hold writes until released. */
+export class InMemorySnapshotWriter implements GroupSnapshotWriter {
+  readonly writes: Array<{ groupId: string; snapshot: GroupSnapshot | null }> = [];
+  readonly latest = new Map<string, GroupSnapshot | null>();
+  failNext: Error | null = null;
+  hold = false;
+  readonly #held: Array<() => void> = [];
+
+  writeSnapshot(groupId: string, snapshot: GroupSnapshot | null): Promise<void> {
+    if (this.failNext !== null) {
+      const error = this.failNext;
+      this.failNext = null;
+      return Promise.reject(error);
+    }
+    const decoded = snapshot === null ? null : (packr.unpack(packr.pack(snapshot)) as GroupSnapshot);
+    if (snapshot !== null) expect(decoded).toEqual(snapshot);
+    this.writes.push({ groupId, snapshot: decoded });
+    this.latest.set(groupId, decoded);
+    if (!this.hold) return Promise.resolve();
+    return new Promise((resolve) => this.#held.push(resolve));
+  }
+
+  /** Completes every held write. */
+  release(): void {
+    for (const resolve of this.#held.splice(0)) resolve();
+  }
+
+  writesFor(groupId: string): Array<GroupSnapshot | null> {
+    return this.writes.filter((w) => w.groupId === groupId).map((w) => w.snapshot);
+  }
+}
+
+export interface ContextOptions extends Partial<Omit<GroupCoordinatorOptions, 'writer' | 'clock' | 'onRecords'>> {
+  layouts?: Record<number, TableLayoutInput>;
+  clock?: Clock & { advance?(ms: number): void };
+}
+
+/** A coordinator under test plus everything to observe it. */
+export class GroupTestContext {
+  readonly clock: ManualClock;
+  readonly writer = new InMemorySnapshotWriter();
+  readonly records: GroupRecord[] = [];
+  readonly backgroundErrors: unknown[] = [];
+  coordinator: GroupCoordinator;
+  readonly #options: ContextOptions;
+
+  constructor(options: ContextOptions = {}) {
+    this.#options = options;
+    this.clock = (options.clock as ManualClock | undefined) ?? new ManualClock();
+    this.coordinator = this.#create();
+    this.coordinator.onLoadComplete();
+    for (const [tableId, layout] of Object.entries(options.layouts ?? {})) this.coordinator.setTableLayout(Number(tableId), layout);
+  }
+
+  #create(): GroupCoordinator {
+    return new GroupCoordinator({
+      ...this.#options,
+      writer: this.writer,
+      clock: this.clock,
+      onRecords: (_groupId, records) => this.records.push(...records),
+      onBackgroundError: (error) => this.backgroundErrors.push(error),
+    });
+  }
+
+  heartbeat(request: HeartbeatRequest, groupId = 'g'): Promise<HeartbeatResponse> {
+    return this.coordinator.heartbeat(groupId, request);
+  }
+
+  /** A simulated member of `groupId` subscribed to `tableIds`. */
+  member(tableIds: number[], options: { groupId?: string; instanceId?: string; memberId?: string } = {}): SimMember {
+    return new SimMember(this, options.groupId ?? 'g', tableIds, options);
+  }
+
+  /** Replays every record emitted so far into a fresh state machine. */
+  replayed(groupId = 'g'): ReturnType<GroupStateMachine['inspect']> {
+    const machine = new GroupStateMachine();
+    for (const record of this.records) machine.replay(record);
+    return machine.inspect(groupId);
+  }
+
+  /** Simulates a crash and restart: a new coordinator loads the latest snapshots, then completes loading. */
+  restart(layouts: Record<number, TableLayoutInput> = this.#options.layouts ?? {}): GroupCoordinator {
+    this.coordinator.close();
+    this.records.length = 0;
+    this.coordinator = this.#create();
+    for (const [tableId, layout] of Object.entries(layouts)) this.coordinator.setTableLayout(Number(tableId), layout);
+    for (const [groupId, snapshot] of this.writer.latest) this.coordinator.loadSnapshot(groupId, snapshot);
+    this.coordinator.onLoadComplete();
+    return this.coordinator;
+  }
+
+  /** Asserts no bucket is owned (assigned or pending revocation) by two members. */
+  expectExclusiveOwnership(groupId = 'g'): void {
+    const seen = new Map<string, string>();
+    for (const m of this.coordinator.inspect(groupId)?.members ?? []) {
+      for (const ref of [...m.assigned, ...m.pendingRevocation]) {
+        const key = bucketKey(ref);
+        expect(seen.get(key), `bucket ${key} owned by ${seen.get(key)} and ${m.memberId}`).toBeUndefined();
+        seen.set(key, m.memberId);
+      }
+    }
+  }
+}
+
+/** A member that reconciles instantly: after a response it owns exactly the assignment it was given. */
+export class SimMember {
+  memberId: string | undefined;
+  epoch = 0;
+  owned: BucketRef[] = [];
+  readonly #ctx: GroupTestContext;
+  readonly groupId: string;
+  tableIds: number[];
+  readonly instanceId: string | undefined;
+
+  constructor(ctx: GroupTestContext, groupId: string, tableIds: number[], options: { instanceId?: string; memberId?: string }) {
+    this.#ctx = ctx;
+    this.groupId = groupId;
+    this.tableIds = tableIds;
+    this.instanceId = options.instanceId;
+    this.memberId = options.memberId;
+  }
+
+  request(extra: Partial<HeartbeatRequest> = {}): HeartbeatRequest {
+    return {
+      memberEpoch: this.epoch,
+      subscribedTableIds: this.tableIds,
+      ownedBuckets: this.epoch === 0 ? [] : this.owned,
+      ...(this.memberId === undefined ? {} : { memberId: this.memberId }),
+      ...(this.instanceId === undefined ? {} : { instanceId: this.instanceId }),
+      ...extra,
+    };
+  }
+
+  /** Heartbeats and applies the response (unless `lose` simulates a lost response). */
+  async beat(extra: Partial<HeartbeatRequest> = {}, options: { lose?: boolean } = {}): Promise<HeartbeatResponse> {
+    const response = await this.#ctx.heartbeat(this.request(extra), this.groupId);
+    if (options.lose !== true) this.apply(response);
+    return response;
+  }
+
+  apply(response: HeartbeatResponse): void {
+    this.memberId = response.memberId;
+    this.epoch = response.memberEpoch;
+    if (response.assignment !== undefined) this.owned = response.assignment;
+  }
+
+  /** After a fencing error: abandon everything and rejoin at epoch 0 next time. */
+  reset(): void {
+    this.epoch = 0;
+    this.owned = [];
+  }
+
+  async leave(memberEpoch = -1): Promise<HeartbeatResponse> {
+    const response = await this.#ctx.heartbeat(
+      { memberId: this.memberId as string, memberEpoch, ...(this.instanceId === undefined ? {} : { instanceId: this.instanceId }) },
+      this.groupId,
+    );
+    this.owned = [];
+    this.epoch = response.memberEpoch;
+    return response;
+  }
+
+  ownedKeys(): string[] {
+    return this.owned.map(bucketKey).sort();
+  }
+}
+
+/** Buckets 0..count-1 of a non-partitioned table. */
+export function buckets(tableId: number, ids: number[]): BucketRef[] {
+  return ids.map((bucketId) => ({ tableId, partitionId: null, bucketId }));
+}
+
+/** 0..n-1 */
+export function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}

@@ -7,6 +7,8 @@ export interface FaultPlan {
   failDatasyncAt?: number;
   /** Fail the Nth writev (1-based); undefined = never. */
   failWritevAt?: number;
+  /** Fail the Nth directory operation (rename, unlink, syncDir; 1-based, counted in metaOpCount). */
+  failMetaOpAt?: number;
 }
 
 /**
@@ -17,7 +19,16 @@ export class FaultyFileSystem implements FileSystem {
   readonly inner = new NodeFileSystem();
   datasyncCount = 0;
   writevCount = 0;
+  /** Directory operations so far (rename, unlink, syncDir), for crash-point enumeration. */
+  metaOpCount = 0;
   plan: FaultPlan = {};
+
+  #metaOp(what: string): void {
+    this.metaOpCount++;
+    if (this.plan.failMetaOpAt !== undefined && this.metaOpCount >= this.plan.failMetaOpAt) {
+      throw Object.assign(new Error(`EIO: injected ${what} failure`), { code: 'EIO' });
+    }
+  }
 
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
     const handle = await this.inner.open(path, flags);
@@ -48,9 +59,9 @@ export class FaultyFileSystem implements FileSystem {
   readFile(path: string) { return this.inner.readFile(path); }
   readdir(path: string) { return this.inner.readdir(path); }
   mkdir(path: string) { return this.inner.mkdir(path); }
-  rename(from: string, to: string) { return this.inner.rename(from, to); }
-  unlink(path: string) { return this.inner.unlink(path); }
+  async rename(from: string, to: string) { this.#metaOp('rename'); return this.inner.rename(from, to); }
+  async unlink(path: string) { this.#metaOp('unlink'); return this.inner.unlink(path); }
   removeTree(path: string) { return this.inner.removeTree(path); }
-  syncDir(path: string) { return this.inner.syncDir(path); }
+  async syncDir(path: string) { this.#metaOp('syncDir'); return this.inner.syncDir(path); }
   sizeBytes(path: string) { return this.inner.sizeBytes(path); }
 }

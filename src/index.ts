@@ -3,7 +3,7 @@
  */
 export {
   OffsetStore, type BucketRef, type BucketStats, type CommitOptions, type CompactionOptions, type CommittedOffset, type FetchOptions, type GroupDescription,
-  type GroupListing, type GroupState, type OffsetCommit, type OffsetStoreOptions, type StoreStats,
+  type GroupListing, type GroupOptions, type GroupState, type OffsetCommit, type OffsetStoreOptions, type StoreStats,
 } from './store.js';
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
@@ -11,3 +11,7 @@ export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOptions } from '.
 export type { FileHandle, FileSystem, OpenFlags } from './io/index.js';
 export type { BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
+export {
+  GroupMember, RangeAssignor, UniformAssignor, type Assignor, type HeartbeatRequest, type HeartbeatResponse, type MemberDescription,
+  type MemberOptions, type TableLayoutInput,
+} from './group/index.js';

@@ -17,6 +17,10 @@ import {
   OffsetsTable, ScannerOffsets, normalizeBuckets, normalizeOffsetCommits, validateGroupId,
   type BucketKey, type CheckpointInfo, type CommittedOffsetValue, type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
+import {
+  GroupCoordinator, GroupMember, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
+  type HeartbeatResponse, type MemberDescription, type MemberOptions, type TableLayoutInput,
+} from './group/index.js';
 import { SystemClock, type Clock, type Timer } from './util/index.js';
 
 /** A bucket of a user table; `partitionId` is null (or omitted) for a non-partitioned table. */
@@ -65,6 +69,8 @@ export interface OffsetStoreOptions {
   commitRecordCountMax?: number;
   /** Most commits pending per offsets-bucket before new ones are refused (retriable); default 65,536. */
   pendingCommitsMax?: number;
+  /** Group coordinator settings. */
+  group?: GroupOptions;
   /** Background compaction; see DESIGN.md 5.5. */
   compaction?: CompactionOptions;
   /** Receives recoverable problems (an ignored checkpoint, a failed background compaction); default process.emitWarning. */
@@ -107,7 +113,26 @@ export interface GroupDescription {
   groupId: string;
   offsetsBucket: number;
   state: GroupState;
+  /** Group epoch (0 for a group that never had members). */
+  groupEpoch: number;
+  /** Epoch of the current target assignment. */
+  assignmentEpoch: number;
+  /** The assignor the next target assignment uses, if the group has members. */
+  assignor: string | null;
+  members: MemberDescription[];
   offsets: CommittedOffset[];
+}
+
+/** Options of the group coordinators. */
+export interface GroupOptions {
+  /** Heartbeat interval sent to members; default 5 s. */
+  heartbeatIntervalMs?: number;
+  /** Session timeout of members that ask for none; default 45 s. */
+  sessionTimeoutMs?: number;
+  /** Rebalance timeout of members that ask for none; default 60 s. */
+  rebalanceTimeoutMs?: number;
+  /** Most members per group (GROUP_MAX_SIZE_REACHED beyond); default 4096. */
+  groupMembersMax?: number;
 }
 
 /** Per offsets-bucket figures. */
@@ -156,6 +181,7 @@ interface ResolvedOptions {
   fs: FileSystem;
   awaitRecovery: boolean;
   compaction: Required<CompactionOptions>;
+  group: GroupOptions;
   onWarning: (message: string) => void;
 }
 
@@ -200,6 +226,7 @@ function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     fs: options.fs ?? new NodeFileSystem(),
     awaitRecovery: options.awaitRecovery ?? true,
     compaction: resolveCompaction(options.compaction),
+    group: { ...options.group },
     onWarning: options.onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
 }
@@ -211,6 +238,7 @@ interface BucketSlot {
   readonly index: number;
   readonly dir: string;
   table: OffsetsTable | undefined;
+  coordinator: GroupCoordinator | undefined;
   loadError: unknown;
   report: OffsetsTableRecovery | undefined;
 }
@@ -220,6 +248,9 @@ export class OffsetStore {
   readonly #options: ResolvedOptions;
   readonly #slots: BucketSlot[] = [];
   readonly #scanners = new Set<ScannerOffsets>();
+  readonly #members = new Set<GroupMember>();
+  /** Table layouts from setTableLayout, applied to every coordinator (also ones still loading). */
+  readonly #layouts = new Map<number, TableLayoutInput>();
   /** groupId -> offsets-bucket; bounded, cleared when full (hashing is cheap, just not free). */
   readonly #bucketCache = new Map<string, number>();
   #lock: DirectoryLock | undefined;
@@ -252,7 +283,7 @@ export class OffsetStore {
       this.#bucketCount = manifest.bucketCount;
       const digits = Math.max(3, String(manifest.bucketCount - 1).length);
       for (let i = 0; i < manifest.bucketCount; i++) {
-        this.#slots.push({ index: i, dir: path.join(dir, 'buckets', String(i).padStart(digits, '0')), table: undefined, loadError: undefined, report: undefined });
+        this.#slots.push({ index: i, dir: path.join(dir, 'buckets', String(i).padStart(digits, '0')), table: undefined, coordinator: undefined, loadError: undefined, report: undefined });
       }
       this.#recovery = this.#recoverAll();
       if (this.#options.awaitRecovery) await this.#recovery;
@@ -306,6 +337,7 @@ export class OffsetStore {
             useCheckpoints: this.#options.compaction.strategy === 'checkpoint',
             onWarning: this.#options.onWarning,
           });
+          slot.coordinator = this.#openCoordinator(table);
           slot.table = table;
           slot.report = report;
         } catch (error) {
@@ -315,6 +347,21 @@ export class OffsetStore {
       }
     };
     await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
+  }
+
+  /** The group coordinator of a recovered offsets table, loaded from the table's latest snapshots. */
+  #openCoordinator(table: OffsetsTable): GroupCoordinator {
+    const { clock, group } = this.#options;
+    const coordinator = new GroupCoordinator({
+      writer: { writeSnapshot: async (groupId, snapshot) => { await table.writeSnapshot(groupId, snapshot, clock.nowMs()); } },
+      clock,
+      ...group,
+      onBackgroundError: (error, groupId) => this.#options.onWarning(`group ${groupId}: ${(error as Error).message}`),
+    });
+    for (const [tableId, layout] of this.#layouts) coordinator.setTableLayout(tableId, layout);
+    for (const [groupId, snapshot] of table.state.snapshots()) coordinator.loadSnapshot(groupId, snapshot as GroupSnapshot);
+    coordinator.onLoadComplete();
+    return coordinator;
   }
 
   #logOptions(dir: string) {
@@ -360,8 +407,16 @@ export class OffsetStore {
   }
 
   #table(groupId: string): OffsetsTable {
+    return this.#slot(groupId).table!;
+  }
+
+  #coordinator(groupId: string): GroupCoordinator {
+    return this.#slot(groupId).coordinator!;
+  }
+
+  #slot(groupId: string): BucketSlot {
     const slot = this.#slots[this.bucketFor(groupId)]!;
-    if (slot.table !== undefined) return slot.table;
+    if (slot.table !== undefined) return slot;
     if (slot.loadError !== undefined) {
       throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} failed to load: ${(slot.loadError as Error).message}`, { cause: slot.loadError });
     }
@@ -376,9 +431,19 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
-    const table = this.#table(groupId);
-    void options;
-    await table.writeOffsets(groupId, specs, this.#options.clock.nowMs());
+    const { table, coordinator } = this.#slot(groupId);
+    const memberId = options?.memberId;
+    if (memberId !== undefined) {
+      if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
+      const memberEpoch = options?.memberEpoch;
+      if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
+        throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
+      }
+      coordinator!.validateMemberCommit(groupId, memberId, memberEpoch, specs);
+    } else if (coordinator!.hasMembers(groupId)) {
+      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member's memberId and memberEpoch`);
+    }
+    await table!.writeOffsets(groupId, specs, this.#options.clock.nowMs());
   }
 
   /**
@@ -409,8 +474,10 @@ export class OffsetStore {
     this.#checkOpen();
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
-      if (slot.table === undefined) continue;
-      for (const groupId of slot.table.state.groupIds()) listings.push({ groupId, state: 'Empty', offsetsBucket: slot.index });
+      const { table, coordinator } = slot;
+      if (table === undefined || coordinator === undefined) continue;
+      const groupIds = new Set([...table.state.groupIds(), ...coordinator.groupIds()]);
+      for (const groupId of groupIds) listings.push({ groupId, state: coordinator.groupState(groupId) ?? 'Empty', offsetsBucket: slot.index });
     }
     return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
   }
@@ -419,10 +486,20 @@ export class OffsetStore {
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const table = this.#table(groupId);
-    const offsets = table.state.groupValues(groupId);
-    if (offsets.length === 0) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
-    return { groupId, offsetsBucket: this.bucketFor(groupId), state: 'Empty', offsets };
+    const { table, coordinator } = this.#slot(groupId);
+    const offsets = table!.state.groupValues(groupId);
+    const membership: CoordinatorGroupDescription | null = coordinator!.describe(groupId);
+    if (offsets.length === 0 && membership === null) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    return {
+      groupId,
+      offsetsBucket: this.bucketFor(groupId),
+      state: membership?.state ?? 'Empty',
+      groupEpoch: membership?.groupEpoch ?? 0,
+      assignmentEpoch: membership?.assignmentEpoch ?? 0,
+      assignor: membership === null || membership.members.length === 0 ? null : membership.assignor,
+      members: membership?.members ?? [],
+      offsets,
+    };
   }
 
   /** Overwrites committed offsets of a group that has no members (NON_EMPTY_GROUP otherwise). */
@@ -430,17 +507,33 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
-    const table = this.#table(groupId);
-    await table.writeOffsets(groupId, specs, this.#options.clock.nowMs());
+    const { table, coordinator } = this.#slot(groupId);
+    this.#requireNoMembers(coordinator!, groupId, 'reset its offsets');
+    await table!.writeOffsets(groupId, specs, this.#options.clock.nowMs());
   }
 
-  /** Deletes committed offsets of some buckets (tombstones). */
+  #requireNoMembers(coordinator: GroupCoordinator, groupId: string, action: string): void {
+    if (coordinator.hasMembers(groupId)) {
+      const members = coordinator.describe(groupId)?.members.length ?? 0;
+      throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot ${action}: group ${groupId} has ${members} member(s)`);
+    }
+  }
+
+  /** Deletes committed offsets of some buckets (tombstones); refuses buckets assigned to a member. */
   async deleteOffsets(groupId: string, buckets: BucketRef[]): Promise<void> {
     this.#checkOpen();
     validateGroupId(groupId);
     const refs = normalizeBuckets(buckets, 'buckets', true);
-    const table = this.#table(groupId);
-    if (table.state.group(groupId) === undefined) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
+    const { table: t, coordinator } = this.#slot(groupId);
+    const table = t!;
+    if (table.state.group(groupId) === undefined && coordinator!.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
+    }
+    for (const b of refs) {
+      if (coordinator!.isBucketAssigned(groupId, b)) {
+        throw new OffsetStoreError('GROUP_SUBSCRIBED_TO_BUCKET', `bucket ${b.tableId}:${b.partitionId ?? ''}:${b.bucketId} of group ${groupId} is assigned to a member`);
+      }
+    }
     const present = refs.filter((b) => table.state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null);
     if (present.length === 0) return;
     await table.writeOffsets(groupId, present.map(tombstone), this.#options.clock.nowMs());
@@ -450,10 +543,49 @@ export class OffsetStore {
   async deleteGroup(groupId: string): Promise<void> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const table = this.#table(groupId);
-    const offsets = table.state.groupValues(groupId);
-    if (offsets.length === 0) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
-    await table.writeOffsets(groupId, offsets.map(tombstone), this.#options.clock.nowMs());
+    const { table, coordinator } = this.#slot(groupId);
+    const offsets = table!.state.groupValues(groupId);
+    const known = coordinator!.groupState(groupId) !== null;
+    if (offsets.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+    this.#requireNoMembers(coordinator!, groupId, 'delete it');
+    if (offsets.length > 0) await table!.writeOffsets(groupId, offsets.map(tombstone), this.#options.clock.nowMs());
+    if (known) await coordinator!.deleteGroup(groupId);
+  }
+
+  /**
+   * The group-membership protocol (DESIGN.md section 6): join (memberEpoch 0), heartbeat, leave (-1)
+   * or static temporary leave (-2). The response carries the member's assignment when it changed.
+   */
+  async heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    return this.#coordinator(groupId).heartbeat(groupId, request);
+  }
+
+  /**
+   * Registers the layout of a user table (bucket count, partitions), which the assignors distribute.
+   * Not persisted: the embedding service supplies it after every open. A change rebalances the
+   * groups subscribed to the table.
+   */
+  setTableLayout(tableId: number, layout: TableLayoutInput): void {
+    this.#checkOpen();
+    for (const slot of this.#slots) slot.coordinator?.setTableLayout(tableId, layout);
+    this.#layouts.set(tableId, layout);
+  }
+
+  /**
+   * Joins a group as a member that runs its own heartbeat loop and gets buckets assigned; see
+   * GroupMember. `leave()` it when done; `close()` stops every member still running.
+   */
+  async joinGroup(groupId: string, options: MemberOptions): Promise<GroupMember> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const member = await GroupMember.join({
+      heartbeat: (g, request) => this.heartbeat(g, request),
+      commit: (g, offsets, commitOptions) => this.commitOffsets(g, offsets as OffsetCommit[], commitOptions),
+    }, groupId, { clock: this.#options.clock, ...options });
+    this.#members.add(member);
+    return member;
   }
 
   /** A manual-assignment helper for a scanner of `groupId` (no rebalance). */
@@ -504,28 +636,44 @@ export class OffsetStore {
   }
 
   /**
-   * Retention (DESIGN.md 5.4): tombstones offsets committed at least offsetsRetentionMs ago. Keys
-   * with a commit in flight are skipped, so a tombstone never lands after a fresher commit.
+   * Retention (DESIGN.md 5.4): tombstones offsets committed at least offsetsRetentionMs ago — all of
+   * a group without members, only those of tables no member subscribes to otherwise. Keys with a
+   * commit in flight are skipped, so a tombstone never lands after a fresher commit. A group left
+   * with no offsets and no members is deleted (its snapshot tombstoned).
    */
   async #expireOffsets(): Promise<void> {
     const nowMs = this.#options.clock.nowMs();
     const writes: Promise<unknown>[] = [];
     for (const slot of this.#slots) {
-      const table = slot.table;
-      if (table === undefined || table.log.failed) continue;
+      const { table, coordinator } = slot;
+      if (table === undefined || coordinator === undefined || table.log.failed) continue;
       for (const groupId of [...table.state.groupIds()]) {
         const group = table.state.group(groupId)!;
+        const subscribed = coordinator.hasMembers(groupId)
+          ? new Set(coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [])
+          : undefined;
         const expired: BucketKey[] = [];
         for (let i = 0; i < group.size; i++) {
           if (group.timestampAt(i) + this.#options.offsetsRetentionMs > nowMs) continue;
+          if (subscribed?.has(group.tableIdAt(i)) === true) continue;
           const { tableId, partitionId, bucketId } = group.valueAt(i);
           if (!table.state.isPending(groupId, tableId, partitionId, bucketId)) expired.push({ tableId, partitionId, bucketId });
         }
         if (expired.length > 0) writes.push(table.writeOffsets(groupId, expired.map(tombstone), nowMs));
       }
     }
-    const results = await Promise.allSettled(writes);
-    void results; // a failed expiry write fail-stops its log, which every later call reports
+    // A failed expiry write fail-stops its log, which every later call on that bucket reports.
+    await Promise.allSettled(writes);
+    const deletes: Promise<unknown>[] = [];
+    for (const { table, coordinator } of this.#slots) {
+      if (table === undefined || coordinator === undefined || this.#closed) continue;
+      for (const groupId of coordinator.groupIds()) {
+        if (coordinator.groupState(groupId) === 'Empty' && !coordinator.hasMembers(groupId) && table.state.group(groupId) === undefined) {
+          deletes.push(coordinator.deleteGroup(groupId));
+        }
+      }
+    }
+    await Promise.allSettled(deletes);
   }
 
   /** Closes scanners (committing what moved), stops timers, flushes every log, releases the lock. */
@@ -536,7 +684,9 @@ export class OffsetStore {
 
   async #close(): Promise<void> {
     const scannerResults = await Promise.allSettled([...this.#scanners].map((s) => s.close()));
+    for (const member of this.#members) member.stop();
     this.#closed = true;
+    for (const slot of this.#slots) slot.coordinator?.close();
     this.#retentionTimer?.cancel();
     await this.#retentionRun;
     await this.#compactor?.close();

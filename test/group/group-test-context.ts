@@ -132,6 +132,10 @@ export class SimMember {
   memberId: string | undefined;
   epoch = 0;
   owned: BucketRef[] = [];
+  /** Buckets a slow member still holds although its last assignment revoked them. */
+  releasing: BucketRef[] = [];
+  /** When set, revoked buckets are released only by finishRevocation(). */
+  slowRevoke = false;
   readonly #ctx: GroupTestContext;
   readonly groupId: string;
   tableIds: number[];
@@ -166,13 +170,30 @@ export class SimMember {
   apply(response: HeartbeatResponse): void {
     this.memberId = response.memberId;
     this.epoch = response.memberEpoch;
-    if (response.assignment !== undefined) this.owned = response.assignment;
+    if (response.assignment === undefined) return;
+    if (!this.slowRevoke) {
+      this.owned = response.assignment;
+      return;
+    }
+    // A slow member: it adds new buckets at once but keeps revoked ones until finishRevocation().
+    const assigned = new Set(response.assignment.map(bucketKey));
+    const held = new Set(this.owned.map(bucketKey));
+    this.owned = [...this.owned, ...response.assignment.filter((r) => !held.has(bucketKey(r)))];
+    this.releasing = this.owned.filter((r) => !assigned.has(bucketKey(r)));
+  }
+
+  /** A slow member finishes revoking: it drops the buckets its last assignment no longer held. */
+  finishRevocation(): void {
+    const releasing = new Set(this.releasing.map(bucketKey));
+    this.owned = this.owned.filter((r) => !releasing.has(bucketKey(r)));
+    this.releasing = [];
   }
 
   /** After a fencing error: abandon everything and rejoin at epoch 0 next time. */
   reset(): void {
     this.epoch = 0;
     this.owned = [];
+    this.releasing = [];
   }
 
   async leave(memberEpoch = -1): Promise<HeartbeatResponse> {
@@ -181,6 +202,7 @@ export class SimMember {
       this.groupId,
     );
     this.owned = [];
+    this.releasing = [];
     this.epoch = response.memberEpoch;
     return response;
   }

@@ -1,0 +1,185 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { GroupOffsets, type CommittedOffsetValue } from '../../src/kv/index.js';
+
+const runs = Number(process.env.PROPERTY_RUNS ?? 100);
+const seedOption = process.env.PROPERTY_SEED === undefined ? {} : { seed: Number(process.env.PROPERTY_SEED), path: process.env.PROPERTY_PATH };
+
+type Key = [tableId: number, partitionId: number | null, bucketId: number];
+
+function value(key: Key, n: number, metadata = ''): CommittedOffsetValue {
+  return { tableId: key[0], partitionId: key[1], bucketId: key[2], offset: n, leaderEpoch: n % 7, metadata, commitTimestampMs: 1_700_000_000_000 + n };
+}
+
+function put(g: GroupOffsets, v: CommittedOffsetValue): void {
+  g.set(v.tableId, v.partitionId, v.bucketId, v.offset, v.leaderEpoch, v.commitTimestampMs, v.metadata);
+}
+
+function lookup(g: GroupOffsets, key: Key): CommittedOffsetValue | null {
+  const i = g.find(...key);
+  return i < 0 ? null : g.valueAt(i);
+}
+
+/** Every entry by iteration, keyed like the model; also checks the per-entry accessors agree. */
+function contents(g: GroupOffsets): Map<string, CommittedOffsetValue> {
+  const out = new Map<string, CommittedOffsetValue>();
+  for (let i = 0; i < g.size; i++) {
+    const v = g.valueAt(i);
+    const k = `${v.tableId}/${v.partitionId}/${v.bucketId}`;
+    if (out.has(k)) throw new Error(`entry ${k} listed twice`);
+    if (g.timestampAt(i) !== v.commitTimestampMs || g.tableIdAt(i) !== v.tableId) throw new Error(`accessors of entry ${i} disagree with valueAt`);
+    out.set(k, v);
+  }
+  return out;
+}
+
+/** Size, iteration and a lookup of every key of `universe` agree with the model. */
+function expectMatches(g: GroupOffsets, model: Map<string, CommittedOffsetValue>, universe: readonly Key[], context: string): void {
+  const listed = contents(g);
+  const problems: string[] = [];
+  if (g.size !== model.size) problems.push(`size ${g.size}, model ${model.size}`);
+  for (const [k, v] of model) if (!sameValue(listed.get(k) ?? null, v)) problems.push(`iteration has ${k} = ${JSON.stringify(listed.get(k))}, model ${JSON.stringify(v)}`);
+  for (const k of listed.keys()) if (!model.has(k)) problems.push(`iteration has ${k}, model does not`);
+  for (const key of universe) {
+    const got = lookup(g, key);
+    const expected = model.get(keyString(key)) ?? null;
+    if (!sameValue(got, expected)) problems.push(`lookup ${keyString(key)} = ${JSON.stringify(got)}, model ${JSON.stringify(expected)}`);
+  }
+  expect(problems, context).toEqual([]);
+}
+
+function sameValue(a: CommittedOffsetValue | null, b: CommittedOffsetValue | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.tableId === b.tableId && a.partitionId === b.partitionId && a.bucketId === b.bucketId && a.offset === b.offset
+    && a.leaderEpoch === b.leaderEpoch && a.metadata === b.metadata && a.commitTimestampMs === b.commitTimestampMs;
+}
+
+const keyString = (key: Key) => `${key[0]}/${key[1]}/${key[2]}`;
+
+describe('GroupOffsets', () => {
+  it('inserts, overwrites and deletes correctly while growing past the linear-scan limit of 8 and shrinking back', () => {
+    const g = new GroupOffsets();
+    const universe: Key[] = Array.from({ length: 40 }, (_, i) => [i % 3, i % 2 === 0 ? null : i % 5, i]);
+    const model = new Map<string, CommittedOffsetValue>();
+    universe.forEach((key, n) => {
+      put(g, value(key, n, n % 3 === 0 ? `meta-${n}` : ''));
+      model.set(keyString(key), value(key, n, n % 3 === 0 ? `meta-${n}` : ''));
+      expectMatches(g, model, universe, `after inserting ${n + 1}`);
+    });
+    universe.forEach((key, n) => {
+      put(g, value(key, 1000 + n, n % 2 === 0 ? 'over' : ''));
+      model.set(keyString(key), value(key, 1000 + n, n % 2 === 0 ? 'over' : ''));
+    });
+    expectMatches(g, model, universe, 'after overwriting every key');
+    expect(g.size).toBe(40);
+    // Delete down through 9 -> 8 -> 7 entries and below, from the front, so every delete moves the last entry.
+    for (const [n, key] of universe.entries()) {
+      expect(g.delete(...key)).toBe(true);
+      expect(g.delete(...key), 'a second delete of the same key').toBe(false);
+      model.delete(keyString(key));
+      expectMatches(g, model, universe, `after deleting ${n + 1}`);
+    }
+    expect(g.size).toBe(0);
+    // And it grows again after shrinking to nothing.
+    for (const [n, key] of universe.slice(0, 12).entries()) {
+      put(g, value(key, 2000 + n));
+      model.set(keyString(key), value(key, 2000 + n));
+    }
+    expectMatches(g, model, universe, 'after growing again');
+  });
+
+  it('keeps each entry\'s metadata through the swap-remove that fills a deleted hole', () => {
+    for (const count of [3, 8, 9, 20]) {
+      const g = new GroupOffsets();
+      const keys: Key[] = Array.from({ length: count }, (_, i) => [7, null, i]);
+      // Alternate empty and non-empty metadata so a hole gets filled from both kinds.
+      keys.forEach((key, i) => put(g, value(key, i, i % 2 === 0 ? `m${i}-✓` : '')));
+      const model = new Map(keys.map((key, i) => [keyString(key), value(key, i, i % 2 === 0 ? `m${i}-✓` : '')]));
+      for (const victim of [0, Math.floor(count / 2), 1]) {
+        const key = keys[victim]!;
+        if (!model.has(keyString(key))) continue;
+        g.delete(...key);
+        model.delete(keyString(key));
+        expectMatches(g, model, keys, `count ${count}, after deleting bucket ${victim}`);
+      }
+      // Overwriting with empty metadata clears it; with non-empty sets it.
+      for (const [k, v] of model) {
+        const next = { ...v, metadata: v.metadata === '' ? 'now-set' : '' };
+        put(g, next);
+        model.set(k, next);
+      }
+      expectMatches(g, model, keys, `count ${count}, after flipping metadata`);
+    }
+  });
+
+  it('keeps keys at Number.MAX_SAFE_INTEGER exact and partitionId null distinct from 0', () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    const keys: Key[] = [
+      [max, null, 0], [max, 0, 0], [max, max, 2 ** 31 - 1], [0, null, 0], [0, 0, 0], [max - 1, null, 0],
+      [2 ** 32, null, 0], [0, 2 ** 32, 0], [2 ** 32 + 1, 1, 1], [1, null, 0], [1, 0, 0],
+    ];
+    for (const size of [keys.length - 3, keys.length]) { // linear-scan and hashed
+      const g = new GroupOffsets();
+      const model = new Map<string, CommittedOffsetValue>();
+      keys.slice(0, size).forEach((key, n) => {
+        const v = { ...value(key, n), offset: max - n };
+        put(g, v);
+        model.set(keyString(key), v);
+      });
+      expectMatches(g, model, keys, `${size} keys`);
+      expect(lookup(g, [max, null, 0])!.offset).toBe(max);
+      expect(lookup(g, [max, 0, 0])!.partitionId).toBe(0);
+      expect(lookup(g, [max, null, 0])!.partitionId).toBeNull();
+      g.delete(0, null, 0);
+      model.delete('0/null/0');
+      expectMatches(g, model, keys, `${size} keys, null partition deleted`);
+      expect(lookup(g, [0, 0, 0])).not.toBeNull();
+    }
+  });
+
+  it('matches a Map model under random sets and delete-heavy sequences (backward-shift deletion)', () => {
+    // A small key space with ids that differ only in their high 32 bits, so probe chains collide and
+    // deletions have to shift entries back across wrapped clusters.
+    const tableIds = [0, 1, 2 ** 32, 2 ** 32 + 1, Number.MAX_SAFE_INTEGER];
+    const partitionIds = [null, 0, 1, 2 ** 32];
+    const universe: Key[] = [];
+    for (const t of tableIds) for (const p of partitionIds) for (let b = 0; b < 8; b++) universe.push([t, p, b]);
+    const setOp = fc.record({ kind: fc.constant('set' as const), key: fc.nat(universe.length - 1), offset: fc.maxSafeNat(), metadata: fc.constantFrom('', '', 'a', 'ünïcode-✓') });
+    const op = fc.oneof(
+      { arbitrary: setOp, weight: 2 },
+      { arbitrary: fc.record({ kind: fc.constant('delete' as const), key: fc.nat(universe.length - 1) }), weight: 1 },
+      // Delete a key known to be present: keeps deletions frequent even when the table is sparse.
+      { arbitrary: fc.record({ kind: fc.constant('deletePresent' as const), pick: fc.nat() }), weight: 3 },
+    );
+    // A growth phase (up to the whole key space, far past the linear-scan limit), then a
+    // delete-heavy phase that drains the table back through it.
+    fc.assert(
+      fc.property(fc.array(setOp, { maxLength: 250, size: 'max' }), fc.array(op, { maxLength: 400, size: 'max' }), (growth, mixed) => {
+        const g = new GroupOffsets();
+        const model = new Map<string, CommittedOffsetValue>();
+        [...growth, ...mixed].forEach((o, step) => {
+          if (o.kind === 'set') {
+            const key = universe[o.key]!;
+            const v = { ...value(key, step, o.metadata), offset: o.offset };
+            put(g, v);
+            model.set(keyString(key), v);
+          } else {
+            let key = o.kind === 'delete' ? universe[o.key]! : undefined;
+            if (key === undefined) {
+              const present = [...model.values()];
+              if (present.length === 0) return;
+              const v = present[o.pick % present.length]!;
+              key = [v.tableId, v.partitionId, v.bucketId];
+            }
+            const deleted = g.delete(...key);
+            if (deleted !== model.delete(keyString(key))) expect.fail(`step ${step}: delete ${keyString(key)} returned ${deleted}`);
+          }
+          if (g.size !== model.size) expect.fail(`step ${step}: size ${g.size}, model ${model.size}`);
+          if (step % 10 === 0) expectMatches(g, model, universe, `step ${step}`);
+        });
+        expectMatches(g, model, universe, 'end of sequence');
+      }),
+      { numRuns: runs, ...seedOption },
+    );
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * Enforces DESIGN.md section 2 from the import statements of src/:
+ * - dependencies point one way: errors, util <- codec, io <- log <- kv, compaction <- group <- store <- admin <- cli;
+ * - kv and compaction do not import each other; group imports only errors and util (it writes
+ *   through a port, not the log);
+ * - another folder is entered only through its index.ts;
+ * - only src/io touches node:fs, and only src/cli prints or exits.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = path.resolve(import.meta.dirname, '../../src');
+const RANK: Record<string, number> = { errors: 0, util: 0, codec: 1, io: 1, log: 2, kv: 3, compaction: 3, group: 4, store: 5, admin: 6, cli: 7 };
+const ALLOWED_FOR_GROUP = new Set(['errors', 'util', 'group']);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) return sourceFiles(full);
+    return /\.(ts|mts)$/.test(name) ? [full] : [];
+  });
+}
+
+/** The layer of a file: its folder under src/, or 'store' for the files at the top of src/. */
+function layerOf(file: string): string {
+  const relative = path.relative(SRC, file).split(path.sep);
+  return relative.length === 1 ? 'store' : relative[0]!;
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const found: string[] = [];
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g)) found.push(m[1]!);
+  for (const m of text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) found.push(m[1]!);
+  return found;
+}
+
+const files = sourceFiles(SRC);
+
+describe('architecture', () => {
+  it('finds the source tree', () => {
+    expect(files.length).toBeGreaterThan(20);
+    for (const file of files) expect(Object.keys(RANK), file).toContain(layerOf(file));
+  });
+
+  it('keeps dependencies pointing one way, through each folder\'s index.ts', () => {
+    const violations: string[] = [];
+    for (const file of files) {
+      const from = layerOf(file);
+      for (const specifier of importsOf(file)) {
+        if (!specifier.startsWith('.')) continue;
+        const target = path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts');
+        const to = layerOf(target);
+        const where = `${path.relative(SRC, file)} imports ${specifier}`;
+        if (to === from) continue;
+        if (RANK[to]! >= RANK[from]!) violations.push(`${where}: ${from} may not depend on ${to}`);
+        if (from === 'group' && !ALLOWED_FOR_GROUP.has(to)) violations.push(`${where}: group writes through a port, not ${to}`);
+        if (to !== 'store' && path.basename(target) !== 'index.ts') violations.push(`${where}: enter ${to} through its index.ts`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('lets only src/io touch node:fs and only src/cli print or exit', () => {
+    const violations: string[] = [];
+    for (const file of files) {
+      const layer = layerOf(file);
+      const text = readFileSync(file, 'utf8');
+      if (layer !== 'io' && /from\s+['"](node:)?fs(\/promises)?['"]/.test(text)) violations.push(`${path.relative(SRC, file)} imports node:fs`);
+      if (layer !== 'cli' && /\bconsole\.(log|error|warn|info)\(|process\.exit\(|process\.stdout\.write\(/.test(text)) violations.push(`${path.relative(SRC, file)} prints or exits`);
+      if (/throw new Error\(/.test(text)) violations.push(`${path.relative(SRC, file)} throws a bare Error`);
+    }
+    expect(violations).toEqual([]);
+  });
+});

@@ -164,8 +164,9 @@ describe('GroupOffsets', () => {
             put(g, v);
             model.set(keyString(key), v);
           } else {
-            let key = o.kind === 'delete' ? universe[o.key]! : undefined;
-            if (key === undefined) {
+            let key: Key;
+            if (o.kind === 'delete') key = universe[o.key]!;
+            else {
               const present = [...model.values()];
               if (present.length === 0) return;
               const v = present[o.pick % present.length]!;

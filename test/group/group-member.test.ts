@@ -1,0 +1,206 @@
+import { describe, expect, it } from 'vitest';
+import { bucketKey, GroupMember, type BucketRef, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
+import { GroupTestContext } from './group-test-context.js';
+
+/** Lets every promise chain started by timers run to completion. */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** A coordinator plus an in-memory offsets table that fences commits like the store does. */
+function harness(bucketCount = 6) {
+  const ctx = new GroupTestContext({ layouts: { 1: { bucketCount } } });
+  const committed = new Map<string, number>();
+  const port: GroupMemberPort = {
+    heartbeat: (groupId, request) => ctx.coordinator.heartbeat(groupId, request),
+    commit: async (groupId, offsets, { memberId, memberEpoch }) => {
+      ctx.coordinator.validateMemberCommit(groupId, memberId, memberEpoch, offsets);
+      for (const o of offsets) committed.set(bucketKey({ tableId: o.tableId, partitionId: o.partitionId ?? null, bucketId: o.bucketId }), o.offset);
+    },
+  };
+  const advance = async (ms: number, stepMs = 1000): Promise<void> => {
+    for (let t = 0; t < ms; t += stepMs) {
+      ctx.clock.advance(stepMs);
+      await flush();
+    }
+  };
+  return { ctx, committed, port, advance };
+}
+
+/** A service consuming its buckets: positions start at the committed offset; revocation commits. */
+class Consumer {
+  readonly positions = new Map<string, { ref: BucketRef; next: number }>();
+  readonly consumed: Array<[string, number]> = [];
+  member!: GroupMember;
+  readonly events: string[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly committed: Map<string, number>,
+  ) {}
+
+  options(extra: Partial<MemberOptions> = {}): MemberOptions {
+    return {
+      subscribedTableIds: [1],
+      onAssigned: (buckets) => {
+        this.events.push(`assigned ${buckets.length}`);
+        for (const ref of buckets) this.positions.set(bucketKey(ref), { ref, next: this.committed.get(bucketKey(ref)) ?? 0 });
+      },
+      onRevoked: async (buckets) => {
+        this.events.push(`revoked ${buckets.length}`);
+        await this.commit(buckets.map(bucketKey));
+        for (const ref of buckets) this.positions.delete(bucketKey(ref));
+      },
+      onLost: (buckets) => {
+        this.events.push(`lost ${buckets.length}`);
+        for (const ref of buckets) this.positions.delete(bucketKey(ref));
+      },
+      ...extra,
+    };
+  }
+
+  /** Reads one record from every owned bucket. */
+  poll(): void {
+    for (const [key, p] of this.positions) this.consumed.push([key, p.next++]);
+  }
+
+  async commit(keys: string[] = [...this.positions.keys()]): Promise<void> {
+    const offsets = keys.flatMap((k) => {
+      const p = this.positions.get(k);
+      return p === undefined ? [] : [{ ...p.ref, offset: p.next }];
+    });
+    if (offsets.length > 0) await this.member.commit(offsets);
+  }
+}
+
+describe('GroupMember', () => {
+  it('a killed member\'s buckets move to the survivors after the session timeout; they resume from its commits', async () => {
+    const { ctx, committed, port, advance } = harness(6);
+    const consumers = ['a', 'b', 'c'].map((name) => new Consumer(name, committed));
+    for (const c of consumers) {
+      c.member = await GroupMember.join(port, 'g', c.options({ clock: ctx.clock }));
+      await advance(1000);
+    }
+    const tick = async (live: Consumer[]) => {
+      for (const c of live) {
+        c.poll();
+        await c.commit();
+      }
+      // at no moment do two running members hold the same bucket
+      const held = live.flatMap((c) => c.member.assignment.map(bucketKey));
+      expect(new Set(held).size).toBe(held.length);
+      await advance(1000);
+    };
+    for (let i = 0; i < 20; i++) await tick(consumers);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(consumers.map((c) => c.member.assignment.length)).toEqual([2, 2, 2]);
+
+    const [a, b, c] = consumers as [Consumer, Consumer, Consumer];
+    c.poll(); // reads past its last commit, then dies: those records will be read again
+    c.member.stop();
+    const survivors = [a, b];
+    for (let i = 0; i < 44; i++) await tick(survivors);
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(3); // not yet: 44 s of silence
+    for (let i = 0; i < 10; i++) await tick(survivors);
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId).sort()).toEqual([a.member.memberId, b.member.memberId].sort());
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect(survivors.map((s) => s.member.assignment.length)).toEqual([3, 3]);
+    // nothing skipped: per bucket, the offsets read form an unbroken run from 0
+    const read = new Map<string, Set<number>>();
+    for (const s of consumers) for (const [key, offset] of s.consumed) read.set(key, (read.get(key) ?? new Set()).add(offset));
+    expect(read.size).toBe(6);
+    for (const [key, offsets] of read) {
+      const max = Math.max(...offsets);
+      for (let o = 0; o <= max; o++) expect(offsets.has(o), `${key} offset ${o} skipped`).toBe(true);
+    }
+    // and the zombie cannot commit any more
+    await expect(c.commit()).rejects.toThrow(/UNKNOWN_MEMBER_ID/);
+    for (const s of survivors) await s.member.leave();
+    expect(ctx.coordinator.groupState('g')).toBe('Empty');
+  });
+
+  it('awaits onRevoked before releasing; the newcomer gets the bucket only afterwards, heartbeats go on meanwhile', async () => {
+    const { ctx, committed, port, advance } = harness(2);
+    const slow = new Consumer('slow', committed);
+    let finishRevoke: () => void = () => undefined;
+    const revoking = new Promise<void>((resolve) => { finishRevoke = resolve; });
+    slow.member = await GroupMember.join(port, 'g', slow.options({
+      clock: ctx.clock,
+      onRevoked: async (buckets) => {
+        slow.events.push(`revoking ${buckets.length}`);
+        await revoking;
+        await slow.commit(buckets.map(bucketKey));
+        for (const ref of buckets) slow.positions.delete(bucketKey(ref));
+      },
+    }));
+    await advance(1000);
+    expect(slow.member.assignment).toHaveLength(2);
+    const fresh = new Consumer('fresh', committed);
+    fresh.member = await GroupMember.join(port, 'g', fresh.options({ clock: ctx.clock }));
+    await advance(30_000); // onRevoked is still running: 30 s, far beyond a heartbeat interval
+    expect(slow.events).toContain('revoking 1');
+    expect(fresh.member.assignment).toHaveLength(0);
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(2); // the slow member's session is alive
+    finishRevoke();
+    await advance(6000);
+    expect(slow.member.assignment).toHaveLength(1);
+    expect(fresh.member.assignment).toHaveLength(1);
+    expect(fresh.events).toEqual(['assigned 1']);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+  });
+
+  it('after a coordinator restart a member at a lost epoch is told its buckets are lost and rejoins', async () => {
+    const { ctx, committed, port, advance } = harness(6);
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { openGate = resolve; });
+    let gated = false;
+    const a = new Consumer('a', committed);
+    a.member = await GroupMember.join(port, 'g', a.options({
+      clock: ctx.clock,
+      onRevoked: async (buckets) => {
+        a.events.push(`revoked ${buckets.length}`);
+        if (gated) await gate; // a is slow to revoke: it stays at epoch 2 while b moves on
+        for (const ref of buckets) a.positions.delete(bucketKey(ref));
+      },
+    }));
+    await advance(1000);
+    const b = new Consumer('b', committed);
+    b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
+    await advance(10_000);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable'); // epoch 2, snapshot written
+    gated = true;
+    const c = new Consumer('c', committed);
+    c.member = await GroupMember.join(port, 'g', c.options({ clock: ctx.clock }));
+    await advance(6000);
+    expect(b.member.memberEpoch).toBe(3); // b released; a is still revoking
+    expect(a.member.memberEpoch).toBe(2);
+    ctx.restart(); // the rebalance towards epoch 3 was in flight: back to the epoch-2 snapshot
+    openGate();
+    await advance(20_000);
+    expect(b.events).toContain('lost 2');
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect([a, b, c].map((x) => x.member.assignment.length)).toEqual([2, 2, 2]);
+    const all = [a, b, c].flatMap((x) => x.member.assignment.map(bucketKey));
+    expect(new Set(all).size).toBe(6);
+  });
+
+  it('a static member leaving temporarily gets the same buckets back when it returns', async () => {
+    const { ctx, committed, port, advance } = harness(4);
+    const a = new Consumer('a', committed);
+    a.member = await GroupMember.join(port, 'g', a.options({ clock: ctx.clock, instanceId: 'host-a' }));
+    const b = new Consumer('b', committed);
+    b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
+    await advance(10_000);
+    const before = a.member.assignment.map(bucketKey);
+    expect(before).toHaveLength(2);
+    await a.member.leave({ temporary: true });
+    expect(a.events).toContain('revoked 2');
+    await advance(10_000);
+    expect(b.member.assignment).toHaveLength(2); // kept for host-a
+    const a2 = new Consumer('a2', committed);
+    a2.member = await GroupMember.join(port, 'g', a2.options({ clock: ctx.clock, instanceId: 'host-a' }));
+    await advance(1000);
+    expect(a2.member.assignment.map(bucketKey)).toEqual(before);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+  });
+});

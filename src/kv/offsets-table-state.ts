@@ -12,7 +12,10 @@
  *   value (it is part of the state a checkpoint saves) for the group layer to load after recovery.
  */
 import { decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import { AssertionError } from '../util/index.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
+import { isWellFormedBucket, normalizeBucket } from './validation.js';
 
 /** A bucket of a user table, normalized (`partitionId` null when the table is not partitioned). */
 export interface BucketKey {
@@ -125,6 +128,31 @@ export class OffsetsTableState {
     if (group === undefined) return null;
     const i = group.find(tableId, partitionId, bucketId);
     return i < 0 ? null : group.valueAt(i);
+  }
+
+  /**
+   * OffsetFetch of some buckets (validated here, one at a time, without allocating per bucket
+   * beyond the results). With `requireStable`, a bucket with a pending commit throws
+   * UNSTABLE_OFFSET_COMMIT.
+   */
+  fetch(groupId: string, buckets: readonly unknown[], requireStable: boolean): (CommittedOffsetValue | null)[] {
+    const group = this.#groups.get(groupId);
+    const pending = requireStable ? this.#pending.get(groupId) : undefined;
+    const results: (CommittedOffsetValue | null)[] = new Array(buckets.length);
+    for (let i = 0; i < buckets.length; i++) {
+      const ref = buckets[i];
+      if (!isWellFormedBucket(ref)) {
+        normalizeBucket(ref, `buckets[${i}]`);
+        throw new AssertionError(`buckets[${i}] failed the fast check but passed normalizeBucket`);
+      }
+      const partitionId = ref.partitionId ?? null;
+      if (pending !== undefined && pending.has(pendingKey(ref.tableId, partitionId, ref.bucketId))) {
+        throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(ref.tableId, partitionId, ref.bucketId)} in flight; retry`);
+      }
+      const index = group === undefined ? -1 : group.find(ref.tableId, partitionId, ref.bucketId);
+      results[i] = index < 0 ? null : group!.valueAt(index);
+    }
+    return results;
   }
 
   /** The offsets table of a group, if it has any committed offset. */

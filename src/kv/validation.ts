@@ -37,6 +37,19 @@ export function normalizeBucket(ref: unknown, where: string): BucketKey {
   return { tableId, partitionId, bucketId };
 }
 
+/**
+ * The fast check of a bucket reference on the fetch path: true when `normalizeBucket` would accept
+ * it unchanged apart from `partitionId` undefined -> null. Callers use `normalizeBucket` for the
+ * error when it is false.
+ */
+export function isWellFormedBucket(ref: unknown): ref is { tableId: number; partitionId?: number | null; bucketId: number } {
+  if (typeof ref !== 'object' || ref === null) return false;
+  const { tableId, partitionId, bucketId } = ref as { tableId?: unknown; partitionId?: unknown; bucketId?: unknown };
+  return typeof tableId === 'number' && Number.isSafeInteger(tableId) && tableId >= 0
+    && typeof bucketId === 'number' && (bucketId | 0) === bucketId && bucketId >= 0
+    && (partitionId === undefined || partitionId === null || (typeof partitionId === 'number' && Number.isSafeInteger(partitionId) && partitionId >= 0));
+}
+
 /** A duplicate-detection key for a normalized bucket. */
 export function bucketKeyString(b: BucketKey): string {
   return `${b.tableId}:${b.partitionId ?? ''}:${b.bucketId}`;

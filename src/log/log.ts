@@ -87,6 +87,8 @@ export interface SegmentInfo {
 
 interface PendingAppend {
   batch: Buffer;
+  /** Resolved (durable) already; a later failure of its round must not reject it. */
+  settled?: boolean;
   resolve: (logOffset: number) => void;
   reject: (error: unknown) => void;
 }
@@ -226,12 +228,11 @@ export class Log {
         try {
           await this.#writeRound(taken);
         } catch (error) {
-          this.#failStop(error, taken);
+          this.#failStop(error, taken.filter((entry) => !entry.settled));
           return;
         } finally {
           this.#inFlightCount -= taken.length;
         }
-        for (const entry of taken) entry.resolve(readSealedOffset(entry.batch));
       }
     } finally {
       this.#flushing = undefined;
@@ -251,30 +252,56 @@ export class Log {
     return taken;
   }
 
+  /** Writes a round as runs, one per segment it touches; each run is acknowledged once durable. */
   async #writeRound(taken: PendingAppend[]): Promise<void> {
-    let run: Buffer[] = [];
+    let run: PendingAppend[] = [];
     let runBytes = 0;
-    for (const { batch } of taken) {
+    for (const entry of taken) {
       const active = this.#segments.at(-1)!;
-      if (active.sizeBytes + runBytes > 0 && active.sizeBytes + runBytes + batch.length > this.#options.segmentBytesMax) {
+      if (active.sizeBytes + runBytes > 0 && active.sizeBytes + runBytes + entry.batch.length > this.#options.segmentBytesMax) {
         await this.#writeRun(run, runBytes);
         run = [];
         runBytes = 0;
-        await this.#roll(readSealedOffset(batch));
+        await this.#roll(readSealedOffset(entry.batch));
       }
-      run.push(batch);
-      runBytes += batch.length;
+      run.push(entry);
+      runBytes += entry.batch.length;
     }
     await this.#writeRun(run, runBytes);
   }
 
-  async #writeRun(run: Buffer[], runBytes: number): Promise<void> {
+  /**
+   * Writes one run at the end of the active segment and makes it durable, then acknowledges it. If
+   * the write or fdatasync fails, the segment is cut back to where the run started (best effort), so
+   * that the rejected batches do not come back when the log is reopened.
+   */
+  async #writeRun(run: PendingAppend[], runBytes: number): Promise<void> {
     if (run.length === 0) return;
     const active = this.#segments.at(-1)!;
-    await this.#active.writev(run, active.sizeBytes);
-    active.sizeBytes += runBytes;
-    active.lastLogOffset = readSealedOffset(run.at(-1)!);
-    if (this.#options.durability === 'fsync') await this.#active.datasync();
+    const startBytes = active.sizeBytes;
+    try {
+      await this.#active.writev(run.map((entry) => entry.batch), startBytes);
+      if (this.#options.durability === 'fsync') await this.#active.datasync();
+    } catch (error) {
+      throw await this.#cutBack(startBytes, error);
+    }
+    active.sizeBytes = startBytes + runBytes;
+    active.lastLogOffset = readSealedOffset(run.at(-1)!.batch);
+    for (const entry of run) {
+      entry.settled = true;
+      entry.resolve(readSealedOffset(entry.batch));
+    }
+  }
+
+  /** Truncates the active segment to `sizeBytes` after a failed write; returns the error to raise. */
+  async #cutBack(sizeBytes: number, error: unknown): Promise<unknown> {
+    try {
+      await this.#active.truncate(sizeBytes);
+      await this.#active.datasync();
+      return error;
+    } catch (cutError) {
+      return new OffsetStoreError('LOG_STORAGE_ERROR', `${(error as Error).message}; cutting the segment back to ${sizeBytes} bytes failed too: ${(cutError as Error).message}`, { cause: error });
+    }
   }
 
   /** Seals the active segment (made durable whatever the mode) and starts one at `baseOffset`. */

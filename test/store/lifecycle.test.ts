@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ManualClock, type OffsetStore } from '../../src/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
+import { tempDir } from '../support/temp-dir.js';
+import { imageOf, openStore } from './store-fixtures.js';
+
+const T0 = 1_700_000_000_000;
+
+/** The real file system, with reads of offsets-bucket directories held until `release()`. */
+class GatedFileSystem extends NodeFileSystem {
+  #open = false;
+  #waiting: (() => void)[] = [];
+
+  release(): void {
+    this.#open = true;
+    for (const resume of this.#waiting.splice(0)) resume();
+  }
+
+  override async readdir(dirPath: string): Promise<string[]> {
+    if (!this.#open && dirPath.includes(`${path.sep}buckets${path.sep}`)) await new Promise<void>((resume) => this.#waiting.push(resume));
+    return super.readdir(dirPath);
+  }
+}
+
+describe('manifest', () => {
+  it('writes store.json at creation and refuses to reopen with another bucketCount (INVALID_CONFIG), releasing the lock', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 5, clock: new ManualClock(T0) });
+    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8'))).toEqual({ formatVersion: 1, bucketCount: 5, createdAtMs: T0 });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 9 }]);
+    const image = await imageOf(store);
+    await store.close();
+
+    await expect(openStore(dir, { bucketCount: 4 })).rejects.toMatchObject({ code: 'INVALID_CONFIG', errno: 40, message: expect.stringMatching(/bucketCount/) });
+    await expect(openStore(dir, { bucketCount: 16 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).bucketCount).toBe(5);
+
+    const again = await openStore(dir, { bucketCount: undefined });
+    expect(again.bucketCount).toBe(5);
+    expect(await imageOf(again)).toEqual(image);
+    await again.close();
+    const same = await openStore(dir, { bucketCount: 5 });
+    expect(await imageOf(same)).toEqual(image);
+    await same.close();
+  });
+
+  it('creates 16 offsets-buckets by default', async () => {
+    const store = await openStore(tempDir(), { bucketCount: undefined });
+    expect(store.bucketCount).toBe(16);
+    expect((await store.stats()).buckets).toHaveLength(16);
+    await store.close();
+  });
+});
+
+describe('lock', () => {
+  it('refuses a second open of the same directory in this process with STORE_LOCKED, however the path is spelled, until closed', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await expect(openStore(dir)).rejects.toMatchObject({ code: 'STORE_LOCKED', errno: 1001 });
+    await expect(openStore(path.join(dir, '.', 'buckets', '..'))).rejects.toMatchObject({ code: 'STORE_LOCKED' });
+    expect((await store.fetchOffsets('g'))[0]?.offset, 'the refused open did not disturb the open store').toBe(1);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 2 }]);
+    await store.close();
+    const reopened = await openStore(dir);
+    expect((await reopened.fetchOffsets('g'))[0]?.offset).toBe(2);
+    await reopened.close();
+  });
+});
+
+describe('close', () => {
+  async function closedStore(): Promise<OffsetStore> {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await store.close();
+    return store;
+  }
+
+  it('is idempotent: a second close, sequential or concurrent, resolves', async () => {
+    const store = await openStore(tempDir());
+    await Promise.all([store.close(), store.close()]);
+    await store.close();
+  });
+
+  it('makes every call reject with STORE_CLOSED (errno 1000)', async () => {
+    const store = await closedStore();
+    const b = { tableId: 1, bucketId: 0 };
+    const calls: [string, () => unknown][] = [
+      ['commitOffsets', () => store.commitOffsets('g', [{ ...b, offset: 2 }])],
+      ['fetchOffsets', () => store.fetchOffsets('g')],
+      ['fetchOffsets with buckets', () => store.fetchOffsets('g', [b], { requireStable: true })],
+      ['listGroups', () => store.listGroups()],
+      ['describeGroup', () => store.describeGroup('g')],
+      ['resetOffsets', () => store.resetOffsets('g', [{ ...b, offset: 0 }])],
+      ['deleteOffsets', () => store.deleteOffsets('g', [b])],
+      ['deleteGroup', () => store.deleteGroup('g')],
+      ['stats', () => store.stats()],
+      ['compact', () => store.compact()],
+      ['scanner', () => store.scanner('g')],
+      ['heartbeat', () => store.heartbeat('g', { memberEpoch: 0, subscribedTableIds: [1] })],
+      ['joinGroup', () => store.joinGroup('g', { subscribedTableIds: [1] } as never)],
+      ['setTableLayout', () => store.setTableLayout(1, { bucketCount: 4 })],
+    ];
+    for (const [name, call] of calls) {
+      let error: unknown;
+      try {
+        await call();
+      } catch (e) {
+        error = e;
+      }
+      expect(error, name).toMatchObject({ code: 'STORE_CLOSED', errno: 1000 });
+    }
+  });
+
+  it('releases the directory and keeps everything committed', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    for (let i = 0; i < 30; i++) await store.commitOffsets(`g${i % 3}`, [{ tableId: 1, bucketId: i, offset: i }]);
+    const image = await imageOf(store);
+    await store.close();
+    const reopened = await openStore(dir);
+    expect(await imageOf(reopened)).toEqual(image);
+    await reopened.close();
+  });
+});
+
+describe('recovery in the background', () => {
+  it('answers COORDINATOR_LOAD_IN_PROGRESS (retriable) for an offsets-bucket still recovering, then serves the recovered state', async () => {
+    const dir = tempDir();
+    const first = await openStore(dir, { bucketCount: 2 });
+    await first.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+    await first.close();
+
+    const fs = new GatedFileSystem();
+    const store = await openStore(dir, { bucketCount: 2, fs, awaitRecovery: false });
+    await expect(store.fetchOffsets('g')).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS', errno: 14, retriable: true });
+    await expect(store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 43 }])).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS' });
+    await expect(store.describeGroup('g')).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS' });
+    expect((await store.stats()).buckets.map((b) => b.state)).toEqual(['loading', 'loading']);
+
+    fs.release();
+    await store.ready();
+    expect((await store.fetchOffsets('g'))[0]?.offset).toBe(42);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 43 }]);
+    expect((await store.fetchOffsets('g'))[0]?.offset).toBe(43);
+    await store.close();
+  });
+});

@@ -9,10 +9,18 @@ import { bucketKey, compareBucketRefs, type BucketRef } from './bucket-ref.js';
 
 /** An immutable set of buckets. */
 export class BucketSet implements Iterable<BucketRef> {
-  /** The empty set. */
-  static readonly EMPTY = new BucketSet(new Map());
+  /**
+   * The empty set. (Created lazily: a static field initialized with `new BucketSet` is compiled by
+   * tsc into an alias of the class that is not yet assigned while the class body runs.)
+   */
+  static get EMPTY(): BucketSet {
+    return (BucketSet.#empty ??= new BucketSet(new Map()));
+  }
+
+  static #empty: BucketSet | undefined;
 
   readonly #byKey: ReadonlyMap<string, BucketRef>;
+  #refs: readonly BucketRef[] | null = null;
 
   private constructor(byKey: ReadonlyMap<string, BucketRef>) {
     this.#byKey = byKey;
@@ -52,6 +60,18 @@ export class BucketSet implements Iterable<BucketRef> {
 
   [Symbol.iterator](): IterableIterator<BucketRef> {
     return this.#byKey.values();
+  }
+
+  /**
+   * True when `refs` are this set's very ref objects in insertion order. A cheap test (no keys are
+   * computed) that lets an assignor's unchanged output for a member reuse the member's current set.
+   */
+  isSameSequence(refs: readonly BucketRef[]): boolean {
+    if (refs.length !== this.#byKey.size) return false;
+    this.#refs ??= [...this.#byKey.values()];
+    const own = this.#refs;
+    for (let i = 0; i < refs.length; i++) if (refs[i] !== own[i]) return false;
+    return true;
   }
 
   /** The buckets as a new array in `compareBucketRefs` order. */

@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, type OffsetStore } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+import { TrackingFileSystem, copyStoreDir, ioIdle, openStore } from './store-fixtures.js';
+
+const T0 = 1_700_000_000_000;
+const B0 = { tableId: 1, bucketId: 0 };
+const B1 = { tableId: 1, bucketId: 1 };
+const B2 = { tableId: 2, partitionId: 0, bucketId: 0 };
+const B3 = { tableId: 2, partitionId: 1, bucketId: 0 };
+
+/** Log batches written so far (one offsets-bucket stores, so this counts every write). */
+async function batches(store: OffsetStore): Promise<number> {
+  return (await store.stats()).buckets.reduce((n, b) => n + b.nextLogOffset, 0);
+}
+
+async function committed(store: OffsetStore, groupId: string, buckets: object[]): Promise<(number | null)[]> {
+  return (await store.fetchOffsets(groupId, buckets as never)).map((o) => o?.offset ?? null);
+}
+
+describe('ScannerOffsets', () => {
+  it('assign loads committed offsets; a missing one starts at 0 by default ("earliest")', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ ...B0, offset: 100 }, { ...B2, offset: 7 }]);
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B1, B2]);
+    expect([scanner.position(B0), scanner.position(B1), scanner.position(B2)]).toEqual([100, 0, 7]);
+    expect(scanner.position({ tableId: 1, partitionId: null, bucketId: 0 }), 'null and omitted partition are one bucket').toBe(100);
+    expect(scanner.assignment()).toHaveLength(3);
+    expect(() => scanner.position(B3)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    await store.close();
+  });
+
+  it("onMissing 'error' rejects assign with INVALID_REQUEST naming the bucket; a resolver function decides the start", async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ ...B0, offset: 100 }]);
+    await expect(store.scanner('g', { onMissing: 'error' }).assign([B0, B2])).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/2:0:0|2\/0\/0|tableId.*2/) });
+    const strict = store.scanner('g', { onMissing: 'error' });
+    await strict.assign([B0]);
+    expect(strict.position(B0)).toBe(100);
+
+    const asked: object[] = [];
+    const resolving = store.scanner('g', {
+      onMissing: async (bucket) => {
+        asked.push(bucket);
+        return bucket.tableId * 1000 + (bucket.partitionId ?? 500);
+      },
+    });
+    await resolving.assign([B0, B1, B3]);
+    expect([resolving.position(B0), resolving.position(B1), resolving.position(B3)]).toEqual([100, 1500, 2001]);
+    expect(asked).toEqual([{ tableId: 1, partitionId: null, bucketId: 1 }, { tableId: 2, partitionId: 1, bucketId: 0 }]);
+    await expect(store.scanner('g', { onMissing: () => -1 }).assign([B1])).rejects.toThrow(RangeError);
+    await store.close();
+  });
+
+  it('advance moves forward only, seek anywhere; bad offsets and unassigned buckets are refused', async () => {
+    const store = await openStore(tempDir());
+    const scanner = store.scanner('g');
+    await scanner.assign([B0]);
+    scanner.advance(B0, 10);
+    scanner.advance(B0, 10);
+    expect(scanner.position(B0)).toBe(10);
+    expect(() => scanner.advance(B0, 9)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    scanner.seek(B0, 3);
+    expect(scanner.position(B0)).toBe(3);
+    scanner.seek(B0, 50);
+    expect(scanner.position(B0)).toBe(50);
+    expect(() => scanner.seek(B0, -1)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.advance(B0, 2 ** 53)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.advance(B1, 60)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.seek(B0, '7' as never)).toThrow(TypeError);
+    expect(scanner.position(B0)).toBe(50);
+    await expect(scanner.assign([B0, { ...B0, partitionId: null }])).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await store.close();
+  });
+
+  it('commit() commits exactly the positions that moved, as one batch, and is a no-op when nothing moved', async () => {
+    const clock = new ManualClock(T0);
+    const store = await openStore(tempDir(), { clock, bucketCount: 1 });
+    await store.commitOffsets('g', [B0, B1, B2, B3].map((b) => ({ ...b, offset: 10 })));
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B1, B2, B3]);
+    const start = await batches(store);
+    await scanner.commit();
+    expect(await batches(store), 'nothing moved: nothing written').toBe(start);
+
+    clock.advance(1000);
+    scanner.advance(B1, 15);
+    scanner.seek(B3, 4);
+    scanner.advance(B0, 10); // not a move
+    expect(scanner.movedBuckets()).toEqual([{ tableId: 1, partitionId: null, bucketId: 1 }, { tableId: 2, partitionId: 1, bucketId: 0 }]);
+    await scanner.commit();
+    expect(await batches(store), 'one atomic commit').toBe(start + 1);
+    const fetched = await store.fetchOffsets('g', [B0, B1, B2, B3]);
+    expect(fetched.map((o) => [o?.offset, o?.commitTimestampMs])).toEqual([[10, T0], [15, T0 + 1000], [10, T0], [4, T0 + 1000]]);
+    expect(scanner.movedBuckets()).toEqual([]);
+    await scanner.commit();
+    expect(await batches(store)).toBe(start + 1);
+
+    // Moving back to the committed position is not a move.
+    scanner.seek(B1, 20);
+    scanner.seek(B1, 15);
+    await scanner.commit();
+    expect(await batches(store)).toBe(start + 1);
+    await store.close();
+  });
+
+  it('keeps the positions of a failed commit pending and commits them with the next one', async () => {
+    // With room for one pending commit, a commit issued while another is in flight fails (retriably).
+    const store = await openStore(tempDir(), { bucketCount: 1, pendingCommitsMax: 1 });
+    await store.commitOffsets('g', [{ ...B0, offset: 0 }, { ...B1, offset: 0 }]);
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B1]);
+    scanner.advance(B0, 5);
+    const blocker = store.commitOffsets('other', [{ ...B0, offset: 1 }]);
+    await expect(scanner.commit()).rejects.toMatchObject({ code: 'TOO_MANY_PENDING_WRITES', retriable: true });
+    await blocker;
+    expect(await committed(store, 'g', [B0])).toEqual([0]);
+    expect(scanner.movedBuckets()).toEqual([{ tableId: 1, partitionId: null, bucketId: 0 }]);
+    scanner.advance(B1, 6);
+    await scanner.commit();
+    expect(await committed(store, 'g', [B0, B1])).toEqual([5, 6]);
+    expect(scanner.movedBuckets()).toEqual([]);
+    await store.close();
+  });
+
+  it('auto-commits what moved every autoCommitIntervalMs of the manual clock, and retries after a failed auto-commit', async () => {
+    const clock = new ManualClock(T0);
+    const fs = new TrackingFileSystem();
+    const store = await openStore(tempDir(), { clock, fs, bucketCount: 1, pendingCommitsMax: 1 });
+    const errors: unknown[] = [];
+    const scanner = store.scanner('g', { autoCommitIntervalMs: 100, onAutoCommitError: (e) => errors.push(e) });
+    await scanner.assign([B0]);
+    scanner.advance(B0, 1);
+    clock.advance(99);
+    await ioIdle(fs);
+    expect(await committed(store, 'g', [B0]), 'not before the interval').toEqual([null]);
+    clock.advance(1);
+    await ioIdle(fs);
+    expect(await committed(store, 'g', [B0])).toEqual([1]);
+
+    const start = await batches(store);
+    clock.advance(100);
+    await ioIdle(fs);
+    expect(await batches(store), 'an interval with nothing moved writes nothing').toBe(start);
+
+    scanner.advance(B0, 2);
+    const blocker = store.commitOffsets('other', [{ ...B0, offset: 1 }]);
+    clock.advance(100); // the auto-commit meets the blocker in flight and fails
+    await blocker;
+    await ioIdle(fs);
+    expect(errors).toEqual([expect.objectContaining({ code: 'TOO_MANY_PENDING_WRITES' })]);
+    expect(await committed(store, 'g', [B0])).toEqual([1]);
+    clock.advance(100);
+    await ioIdle(fs);
+    expect(await committed(store, 'g', [B0]), 'the next auto-commit carries the pending position').toEqual([2]);
+    await scanner.close();
+    scanner.position(B0);
+    clock.advance(1000); // closed: no more auto-commits
+    await ioIdle(fs);
+    expect(await batches(store)).toBe(start + 2);
+    await store.close();
+  });
+
+  it('after a crash without commit, a new scanner resumes at the last commit', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B2]);
+    scanner.advance(B0, 40);
+    scanner.advance(B2, 7);
+    await scanner.commit();
+    scanner.advance(B0, 90); // processed but never committed
+    scanner.seek(B2, 0);
+    // The directory as a crash would leave it: the store and its scanner never closed.
+    const crashed = tempDir();
+    copyStoreDir(dir, crashed);
+    const recovered = await openStore(crashed);
+    const resumed = recovered.scanner('g');
+    await resumed.assign([B0, B2]);
+    expect([resumed.position(B0), resumed.position(B2)]).toEqual([40, 7]);
+    await recovered.close();
+    await store.close();
+  });
+
+  it('close() commits what moved, is idempotent, and the scanner refuses use afterwards', async () => {
+    const store = await openStore(tempDir());
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B1]);
+    scanner.advance(B1, 33);
+    await scanner.close();
+    expect(await committed(store, 'g', [B1])).toEqual([33]);
+    await scanner.close();
+    expect(() => scanner.advance(B1, 40)).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+    expect(() => scanner.seek(B1, 40)).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+    await expect(scanner.assign([B0])).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    await store.close();
+  });
+
+  it('store.close() closes open scanners, committing what moved', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    const first = store.scanner('g1');
+    const second = store.scanner('g2');
+    await first.assign([B0]);
+    await second.assign([B0, B2]);
+    first.advance(B0, 11);
+    second.advance(B2, 22);
+    await store.close();
+    const reopened = await openStore(dir);
+    expect(await committed(reopened, 'g1', [B0])).toEqual([11]);
+    expect(await committed(reopened, 'g2', [B2])).toEqual([22]);
+    await reopened.close();
+  });
+
+  it('re-assigning commits the moved positions of dropped buckets and keeps the positions of kept ones', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ ...B1, offset: 50 }]);
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B1]);
+    scanner.advance(B0, 8);
+    scanner.advance(B1, 60);
+    await scanner.assign([B1, B2]);
+    expect(await committed(store, 'g', [B0])).toEqual([8]);
+    expect(scanner.position(B1)).toBe(60);
+    expect(scanner.position(B2)).toBe(0);
+    expect(() => scanner.position(B0)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    await scanner.commit();
+    expect(await committed(store, 'g', [B1])).toEqual([60]);
+    await store.close();
+  });
+});

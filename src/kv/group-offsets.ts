@@ -18,7 +18,7 @@ const F_BUCKET = 2;
 const F_OFFSET = 3;
 const F_EPOCH = 4;
 const F_TIMESTAMP = 5;
-const LINEAR_SCAN_MAX = 8;
+const LINEAR_SCAN_MAX = 16;
 const TWO_POW_32 = 4294967296;
 
 /** A committed offset as the API returns it. */

@@ -57,8 +57,9 @@ export class OffsetsTableState {
   /** Applies every record of the sealed batch at `buf[position]` (log offset `logOffset`). */
   applyBatch(buf: Buffer, position: number, logOffset: number): void {
     let records = 0;
+    const recordCount = buf.readInt32LE(position + 44);
     decodeBatchRecords(buf, position, (record) => {
-      this.#applyRecord(record);
+      this.#applyRecord(record, recordCount - records);
       records++;
     });
     this.#appliedLogOffset = logOffset;
@@ -66,7 +67,8 @@ export class OffsetsTableState {
     this.#appliedRecords += records;
   }
 
-  #applyRecord(r: DecodedRecord): void {
+  /** Applies one record; `recordsLeft` (this one included) sizes a group's table on creation. */
+  #applyRecord(r: DecodedRecord, recordsLeft: number): void {
     if (r.type === 1) {
       if (r.tombstone) this.#snapshots.delete(r.groupId);
       else this.#snapshots.set(r.groupId, r.snapshot);
@@ -81,7 +83,7 @@ export class OffsetsTableState {
       return;
     }
     if (group === undefined) {
-      group = new GroupOffsets();
+      group = new GroupOffsets(Math.min(recordsLeft, 4096));
       this.#groups.set(r.groupId, group);
     }
     const before = group.size;

@@ -27,11 +27,13 @@ export class OffsetStoreAdapterImpl implements OffsetStoreAdapter {
     this.#store = await OffsetStore.open({ dir, durability: 'fsync' });
   }
 
-  async commit(groupId: string, offsets: readonly OffsetCommit[]): Promise<void> {
-    await this.#open().commitOffsets(groupId, offsets as OffsetCommit[]);
+  // Plain pass-throughs (no extra async layer), so offset-store pays one promise per call like the
+  // peers' async wrappers do.
+  commit(groupId: string, offsets: readonly OffsetCommit[]): Promise<void> {
+    return this.#open().commitOffsets(groupId, offsets as OffsetCommit[]);
   }
 
-  async fetch(groupId: string, buckets: readonly BucketRef[]): Promise<(CommittedOffset | null)[]> {
+  fetch(groupId: string, buckets: readonly BucketRef[]): Promise<(CommittedOffset | null)[]> {
     return this.#open().fetchOffsets(groupId, buckets as BucketRef[]);
   }
 

@@ -1,0 +1,172 @@
+/**
+ * Turns the cells of a run (one per workload and adapter) into the three outputs: a terminal table,
+ * `bench/results/compare-<date>.json` (everything, for tooling) and `compare-<date>.md` (the table for
+ * the README). Every row names the store's durability mode. The last column is offset-store's
+ * advantage over the peer on the workload's headline: offset-store/peer for throughputs,
+ * peer/offset-store for times and bytes, so > 1 always means offset-store is better.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SUBJECT_ID } from './adapter.js';
+import type { UnavailableAdapter } from './adapters/index.js';
+import type { CompareConfig, WorkloadId } from './compare-config.js';
+import { machineLine, type MachineDescription } from './machine.js';
+import type { Metric, Target, WorkloadResult } from './workloads/workload.js';
+
+/** The outcome of one workload on one adapter. */
+export interface Cell {
+  workload: WorkloadId;
+  adapterId: string;
+  adapterName: string;
+  durability: string;
+  result?: WorkloadResult;
+  error?: string;
+}
+
+/** A workload as described in the report. */
+export interface WorkloadInfo {
+  id: WorkloadId;
+  title: string;
+  /** False where a ratio would mislead (memory: the peers keep almost nothing on the heap). */
+  peerRatio: boolean;
+  target?: Target;
+}
+
+/** Everything a run produced. */
+export interface CompareReport {
+  createdAt: string;
+  repoCommit: string;
+  config: CompareConfig;
+  machine: MachineDescription;
+  unavailable: UnavailableAdapter[];
+  workloads: WorkloadInfo[];
+  cells: Cell[];
+}
+
+/** offset-store's advantage over a peer on one workload's headline (> 1 = offset-store better). */
+export function advantage(subject: Metric, peer: Metric): number | undefined {
+  if (!(subject.value > 0 && peer.value > 0)) return undefined;
+  return subject.better === 'higher' ? subject.value / peer.value : peer.value / subject.value;
+}
+
+/** Human form of a metric value. */
+export function formatValue(value: number, unit: Metric['unit']): string {
+  switch (unit) {
+    case 'ops/s':
+      // The label carries the "/s" ("offsets/s").
+      return value >= 1e6 ? `${(value / 1e6).toFixed(2)}M` : value >= 1e3 ? `${(value / 1e3).toFixed(1)}k` : value.toFixed(0);
+    case 'ns':
+      return value >= 1e9 ? `${(value / 1e9).toFixed(2)} s` : value >= 1e6 ? `${(value / 1e6).toFixed(2)} ms` : value >= 1e3 ? `${(value / 1e3).toFixed(1)} µs` : `${value.toFixed(0)} ns`;
+    case 'ms':
+      return value >= 1e3 ? `${(value / 1e3).toFixed(2)} s` : `${value.toFixed(value >= 100 ? 0 : 1)} ms`;
+    case 'B':
+      return `${value.toFixed(Math.abs(value) >= 100 ? 0 : 1)} B`;
+    case 'x':
+      return `${value.toFixed(2)}x`;
+  }
+}
+
+interface Row {
+  workload: string;
+  store: string;
+  durability: string;
+  result: string;
+  details: string;
+  versus: string;
+}
+
+/** Rows of the comparison table, workload by workload, offset-store first. */
+export function tableRows(report: CompareReport): Row[] {
+  const rows: Row[] = [];
+  for (const workload of report.workloads) {
+    const cells = report.cells.filter((c) => c.workload === workload.id);
+    const subject = cells.find((c) => c.adapterId === SUBJECT_ID);
+    for (const cell of cells) {
+      rows.push({
+        workload: `(${workload.id}) ${workload.title}`,
+        store: cell.adapterName,
+        durability: cell.durability,
+        result: cell.result === undefined ? `error: ${cell.error ?? 'no result'}` : `${formatValue(cell.result.headline.value, cell.result.headline.unit)} ${cell.result.headline.label}`,
+        details: cell.result === undefined ? '' : cell.result.details.map((m) => `${m.label} ${formatValue(m.value, m.unit)}`).join(' · '),
+        versus: versus(workload, subject, cell, report.config),
+      });
+    }
+    if (subject === undefined && report.unavailable.some((u) => u.id === SUBJECT_ID)) {
+      rows.push({ workload: `(${workload.id}) ${workload.title}`, store: 'offset-store', durability: "durability 'fsync'", result: 'not run', details: report.unavailable.find((u) => u.id === SUBJECT_ID)?.reason ?? '', versus: '' });
+    }
+  }
+  return rows;
+}
+
+function versus(workload: WorkloadInfo, subject: Cell | undefined, cell: Cell, config: CompareConfig): string {
+  const target = workload.target;
+  if (cell.adapterId === SUBJECT_ID) {
+    if (target?.kind !== 'absolute' || cell.result === undefined) return '—';
+    if (target.onlyAtScale !== undefined && target.onlyAtScale !== config.scale) return `target ${target.text} (checked at COMPARE_SCALE=${target.onlyAtScale})`;
+    const met = cell.result.headline.value <= target.max;
+    return `target ${target.text}: ${met ? 'met' : 'NOT met'}`;
+  }
+  if (!workload.peerRatio || subject?.result === undefined || cell.result === undefined) return '';
+  const ratio = advantage(subject.result.headline, cell.result.headline);
+  if (ratio === undefined) return 'n/a';
+  const text = `${ratio.toFixed(2)}x`;
+  if (target?.kind === 'vs-peer' && target.peerId === cell.adapterId) return `${text} (target ${target.factor}x: ${ratio >= target.factor ? 'met' : 'NOT met'})`;
+  return text;
+}
+
+/** The terminal rendering: one block per workload, aligned columns. */
+export function renderTerminal(report: CompareReport): string {
+  const lines: string[] = [];
+  lines.push(`machine: ${machineLine(report.machine)}`);
+  lines.push(`scale: ${report.config.scale}; seed ${report.config.seed}; repo ${report.repoCommit}`);
+  for (const u of report.unavailable) lines.push(`not run: ${u.id}: ${u.reason}`);
+  const rows = tableRows(report);
+  const headers: Row = { workload: '', store: 'store', durability: 'durability', result: 'result', details: 'details', versus: 'offset-store vs peer (>1 = offset-store better)' };
+  const keys = ['store', 'durability', 'result', 'versus'] as const;
+  const widths = Object.fromEntries(keys.map((k) => [k, Math.max(headers[k].length, ...rows.map((r) => r[k].length))])) as Record<(typeof keys)[number], number>;
+  let current = '';
+  for (const row of rows) {
+    if (row.workload !== current) {
+      current = row.workload;
+      const workload = report.workloads.find((w) => current.startsWith(`(${w.id})`));
+      lines.push('', `${current}${workload?.target === undefined ? '' : `   [DESIGN.md target: ${workload.target.text}]`}`);
+      lines.push(`  ${keys.map((k) => headers[k].padEnd(widths[k])).join('  ')}`);
+    }
+    lines.push(`  ${keys.map((k) => row[k].padEnd(widths[k])).join('  ')}`);
+    if (row.details !== '') lines.push(`  ${''.padEnd(widths.store)}  ${row.details}`);
+  }
+  return lines.join('\n');
+}
+
+/** The markdown rendering, ready to paste into the README. */
+export function renderMarkdown(report: CompareReport): string {
+  const escape = (s: string): string => s.replaceAll('|', '\\|');
+  const lines: string[] = [];
+  lines.push(`### offset-store vs lmdb-js, better-sqlite3, classic-level (${report.createdAt.slice(0, 10)})`, '');
+  lines.push(`Machine: ${machineLine(report.machine)}.`, '');
+  lines.push(`Scale \`${report.config.scale}\` (live offsets ${report.config.liveOffsets}, memory probe ${report.config.memoryOffsets}, ` +
+    `mixed run ${report.config.mixedSeconds} s), seed ${report.config.seed}, repo ${report.repoCommit}. ` +
+    'Every store is durable per commit (one device flush per commit, or per group of concurrent commits); ' +
+    'the flushes were checked with strace by `bench/compare/verify-durability.ts`. ' +
+    'Absolute numbers vary by disk: compare the ratios, and the disk floor above.', '');
+  for (const u of report.unavailable) lines.push(`Not run: \`${u.id}\`: ${escape(u.reason)}`, '');
+  lines.push('| Workload | Store | Durability | Result | Details | offset-store vs peer (>1 = better) |');
+  lines.push('|---|---|---|---|---|---|');
+  for (const row of tableRows(report)) {
+    lines.push(`| ${escape(row.workload)} | ${escape(row.store)} | ${escape(row.durability)} | ${escape(row.result)} | ${escape(row.details)} | ${escape(row.versus)} |`);
+  }
+  const targets = report.workloads.filter((w) => w.target !== undefined).map((w) => `(${w.id}) ${w.target!.text}`);
+  if (targets.length > 0) lines.push('', `DESIGN.md section 8 targets: ${targets.join('; ')}.`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Writes the JSON and markdown files; returns their paths. */
+export function writeReportFiles(report: CompareReport, resultsDir: string): { json: string; markdown: string } {
+  mkdirSync(resultsDir, { recursive: true });
+  const stamp = report.createdAt.slice(0, 16).replace(':', '').replace('T', '-');
+  const json = join(resultsDir, `compare-${stamp}.json`);
+  const markdown = join(resultsDir, `compare-${stamp}.md`);
+  writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(markdown, renderMarkdown(report));
+  return { json, markdown };
+}

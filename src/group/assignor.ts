@@ -47,27 +47,34 @@ export function checkAssignment(
   output: Map<string, BucketRef[]>,
 ): Map<string, BucketSet> {
   const indexer = new BucketIndexer(input.tables);
-  const subscriptions = new Map(input.members.map((m) => [m.memberId, new Set(m.subscribedTableIds)]));
-  const ownerByIndex = new Map<number, string>();
+  const byId = new Map(input.members.map((m, i) => [m.memberId, i]));
+  const ownerByIndex = new Int32Array(indexer.total).fill(-1);
   const result = new Map<string, BucketSet>();
   for (const [memberId, refs] of output) {
-    const subscribed = subscriptions.get(memberId);
-    if (subscribed === undefined) throw new TypeError(`assignor '${assignorName}' assigned buckets to unknown member ${memberId}`);
-    const normalized: BucketRef[] = [];
-    for (const raw of refs) {
+    const position = byId.get(memberId);
+    if (position === undefined) throw new TypeError(`assignor '${assignorName}' assigned buckets to unknown member ${memberId}`);
+    const member = input.members[position] as AssignorMember;
+    const normalized = refs.map((raw) => {
       const ref = raw.partitionId === undefined ? normalizeBucketRef(raw) : raw;
       const index = indexer.indexOf(ref);
-      if (index < 0 || !subscribed.has(ref.tableId)) {
+      if (index < 0 || !member.subscribedTableIds.includes(ref.tableId)) {
         throw new TypeError(`assignor '${assignorName}' gave member ${memberId} ${formatBucketRef(ref)}, which it cannot own`);
       }
-      const previous = ownerByIndex.get(index);
-      if (previous !== undefined) {
-        throw new TypeError(`assignor '${assignorName}' gave ${formatBucketRef(ref)} to both ${previous} and ${memberId}`);
+      const previous = ownerByIndex[index] as number;
+      if (previous !== -1) {
+        const other = (input.members[previous] as AssignorMember).memberId;
+        throw new TypeError(`assignor '${assignorName}' gave ${formatBucketRef(ref)} to both ${other} and ${memberId}`);
       }
-      ownerByIndex.set(index, memberId);
-      normalized.push(ref);
+      ownerByIndex[index] = position;
+      return ref;
+    });
+    // Most members keep their target across a rebalance: reuse the set instead of re-keying it.
+    const current = member.currentTarget;
+    if (current.isSameSequence(normalized)) result.set(memberId, current);
+    else {
+      const next = BucketSet.of(normalized);
+      result.set(memberId, next.equals(current) ? current : next);
     }
-    result.set(memberId, BucketSet.of(normalized));
   }
   return result;
 }

@@ -20,12 +20,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
-import { SystemClock, type Clock } from '../util/index.js';
+import { SystemClock, type Clock, type Timer } from '../util/index.js';
 import type { Assignor } from './assignor.js';
 import { bucketKey, formatBucketRef, normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
 import type { MemberState } from './consumer-member.js';
 import type { GroupState } from './group.js';
-import { expireRebalance, expireSession, handleHeartbeat, refreshLayouts } from './group-handlers.js';
+import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts } from './group-handlers.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
 import type { GroupRecord } from './group-record.js';
 import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
@@ -50,6 +50,13 @@ export interface GroupCoordinatorOptions {
   readonly sessionTimeoutMs?: number;
   /** Rebalance timeout of members that do not ask for one (default 60000). */
   readonly rebalanceTimeoutMs?: number;
+  /**
+   * Least time between two target assignment computations of a group (default 0: compute on every
+   * change). With a positive interval, changes inside it are batched into one deferred computation
+   * (the group is Assigning meanwhile), which keeps a join storm of N members at a handful of
+   * assignor runs instead of N.
+   */
+  readonly assignmentIntervalMs?: number;
   /** Most members one group may have; more joins fail with GROUP_MAX_SIZE_REACHED (default 4096). */
   readonly groupMembersMax?: number;
   /** Assignors besides the built-in `uniform` and `range` (a same-named one replaces a built-in). */
@@ -107,6 +114,10 @@ interface GroupRuntime {
   readonly lane: OperationLane;
   /** The group changed since its last snapshot write was issued (or that write failed). */
   dirty: boolean;
+  /** When the group's target assignment was last computed (pacing). */
+  lastAssignmentMs: number | null;
+  /** The deferred target computation, when armed. */
+  assignmentTimer: Timer | null;
 }
 
 type Phase = 'loading' | 'active' | 'closed';
@@ -122,6 +133,7 @@ export class GroupCoordinator {
   readonly #timers: MemberTimers;
   readonly #env: HandlerEnvironment;
   readonly #queuedOperationsMax: number;
+  readonly #assignmentIntervalMs: number;
   readonly #onRecords: GroupCoordinatorOptions['onRecords'];
   readonly #onBackgroundError: GroupCoordinatorOptions['onBackgroundError'];
   #phase: Phase = 'loading';
@@ -136,6 +148,7 @@ export class GroupCoordinator {
     const defaultAssignor = options.defaultAssignor ?? UNIFORM_ASSIGNOR_NAME;
     if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
     this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
+    this.#assignmentIntervalMs = options.assignmentIntervalMs === 0 || options.assignmentIntervalMs === undefined ? 0 : positiveInt(options.assignmentIntervalMs, 'assignmentIntervalMs');
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#timers = new MemberTimers(this.#clock, {
@@ -147,6 +160,11 @@ export class GroupCoordinator {
       layouts: this.#layouts,
       assignors: this.#assignors,
       timers: this.#timers,
+      pacer: {
+        mayAssign: (groupId) => this.#mayAssign(groupId),
+        assigned: (groupId) => this.#assigned(groupId),
+        defer: (groupId) => this.#deferAssignment(groupId),
+      },
       newMemberId: options.newMemberId ?? randomUUID,
       config: {
         heartbeatIntervalMs: positiveInt(options.heartbeatIntervalMs ?? 5000, 'heartbeatIntervalMs'),
@@ -369,7 +387,10 @@ export class GroupCoordinator {
     this.#phase = 'closed';
     this.#timers.cancelAll();
     const error = new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
-    for (const runtime of this.#runtimes.values()) runtime.lane.close(error);
+    for (const runtime of this.#runtimes.values()) {
+      runtime.assignmentTimer?.cancel();
+      runtime.lane.close(error);
+    }
   }
 
   // ---- internals -------------------------------------------------------------------------------
@@ -422,10 +443,32 @@ export class GroupCoordinator {
     });
   }
 
+  #mayAssign(groupId: string): boolean {
+    const last = this.#runtime(groupId).lastAssignmentMs;
+    return this.#assignmentIntervalMs === 0 || last === null || this.#clock.nowMs() - last >= this.#assignmentIntervalMs;
+  }
+
+  #assigned(groupId: string): void {
+    const runtime = this.#runtime(groupId);
+    runtime.lastAssignmentMs = this.#clock.nowMs();
+    runtime.assignmentTimer?.cancel();
+    runtime.assignmentTimer = null;
+  }
+
+  #deferAssignment(groupId: string): void {
+    const runtime = this.#runtime(groupId);
+    if (runtime.assignmentTimer !== null) return;
+    const delayMs = (runtime.lastAssignmentMs ?? 0) + this.#assignmentIntervalMs - this.#clock.nowMs();
+    runtime.assignmentTimer = this.#clock.setTimer(Math.max(0, delayMs), () => {
+      runtime.assignmentTimer = null;
+      this.#background(groupId, (op) => assignIfBehind(op, groupId));
+    });
+  }
+
   #runtime(groupId: string): GroupRuntime {
     let runtime = this.#runtimes.get(groupId);
     if (runtime === undefined) {
-      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false };
+      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false, lastAssignmentMs: null, assignmentTimer: null };
       this.#runtimes.set(groupId, runtime);
     }
     return runtime;
@@ -433,7 +476,10 @@ export class GroupCoordinator {
 
   #dropRuntimeIfUnused(groupId: string): void {
     const runtime = this.#runtimes.get(groupId);
-    if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined) this.#runtimes.delete(groupId);
+    if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined) {
+      runtime.assignmentTimer?.cancel();
+      this.#runtimes.delete(groupId);
+    }
   }
 
   #ensureNotClosed(): void {

@@ -4,7 +4,8 @@
  * then emits records — the KIP-848 heartbeat in three steps:
  *  1. update the member's subscription; bump the group epoch if membership, a subscription, the
  *     preferred assignor or a subscribed table's layout changed;
- *  2. if the group epoch is ahead of the target assignment epoch, compute a new target assignment;
+ *  2. if the group epoch is ahead of the target assignment epoch, compute a new target assignment
+ *     (unless paced: see AssignmentPacer — then the group stays Assigning until the deferred run);
  *  3. reconcile the heartbeating member one step towards its target (current-assignment-builder).
  * Other members reconcile on their own heartbeats.
  *
@@ -34,7 +35,7 @@ import { reconcileMember } from './current-assignment-builder.js';
 import type { Group } from './group.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
 import type { HeartbeatResponse, NormalizedHeartbeat } from './heartbeat.js';
-import { layoutsChanged, planTargetAssignment, targetRecords, type AssignmentEnvironment } from './target-assignment-builder.js';
+import { layoutsChanged, planTargetAssignment, targetRecords, type AssignmentEnvironment, type TargetPlan } from './target-assignment-builder.js';
 
 /** Handles one validated heartbeat. */
 export function handleHeartbeat(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
@@ -63,10 +64,27 @@ export function expireRebalance(op: GroupOperation, groupId: string, memberId: s
 export function refreshLayouts(op: GroupOperation, groupId: string): void {
   const group = op.env.machine.get(groupId);
   if (group === undefined || group.members.size === 0 || !layoutsChanged(group, op.env.layouts)) return;
-  const plan = planTargetAssignment(group, {}, assignmentEnv(op.env));
+  const plan = op.env.pacer.mayAssign(groupId) ? planTargetAssignment(group, {}, assignmentEnv(op.env)) : null;
   const groupEpoch = group.groupEpoch + 1;
   op.emit({ type: 'group-epoch', groupId, groupEpoch });
-  op.emitAll(targetRecords(group, groupId, groupEpoch, plan));
+  emitTarget(op, group, groupEpoch, plan);
+}
+
+/** Computes the deferred target assignment of a group whose epoch is ahead of its target. */
+export function assignIfBehind(op: GroupOperation, groupId: string): void {
+  const group = op.env.machine.get(groupId);
+  if (group === undefined || group.groupEpoch <= group.assignmentEpoch) return;
+  emitTarget(op, group, group.groupEpoch, planTargetAssignment(group, {}, assignmentEnv(op.env)));
+}
+
+/** Emits a planned target at `groupEpoch`, or, without a plan (paced), arms the deferred computation. */
+function emitTarget(op: GroupOperation, group: Group, groupEpoch: number, plan: TargetPlan | null): void {
+  if (plan === null) {
+    op.env.pacer.defer(group.groupId);
+    return;
+  }
+  op.emitAll(targetRecords(group, group.groupId, groupEpoch, plan));
+  op.env.pacer.assigned(group.groupId);
 }
 
 interface ResolvedMember {
@@ -97,7 +115,8 @@ function joinOrHeartbeat(op: GroupOperation, groupId: string, request: Normalize
   if (!bump && group !== undefined && layoutsChanged(group, env.layouts)) bump = true;
   const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
   const change = { upsert: subscription, ...(inheritFrom === undefined || inheritFrom.memberId === memberId ? {} : { inheritFrom: inheritFrom.memberId }) };
-  const plan = groupEpoch > (group?.assignmentEpoch ?? 0) ? planTargetAssignment(group, change, assignmentEnv(env)) : null;
+  const targetBehind = groupEpoch > (group?.assignmentEpoch ?? 0);
+  const plan = targetBehind && env.pacer.mayAssign(groupId) ? planTargetAssignment(group, change, assignmentEnv(env)) : null;
   const inheritedTarget = inheritFrom === undefined ? BucketSet.EMPTY : (group?.targetOf(inheritFrom.memberId) ?? BucketSet.EMPTY);
 
   // Everything that can fail has been checked; from here on only records.
@@ -116,7 +135,7 @@ function joinOrHeartbeat(op: GroupOperation, groupId: string, request: Normalize
   if (bump) op.emit({ type: 'group-epoch', groupId, groupEpoch });
   const current = env.machine.get(groupId);
   assert(current !== undefined, `group ${groupId} missing after join`);
-  if (plan !== null) op.emitAll(targetRecords(current, groupId, groupEpoch, plan));
+  if (targetBehind) emitTarget(op, current, groupEpoch, plan);
   const member = reconcile(op, current, memberId, request.ownedBuckets);
   env.timers.scheduleSession(groupId, memberId, member.sessionTimeoutMs);
 
@@ -254,13 +273,13 @@ function leavingMember(op: GroupOperation, groupId: string, request: NormalizedH
 /** Removes a member: its buckets are released, the group epoch bumps and a new target is computed. */
 function removeMember(op: GroupOperation, group: Group, memberId: string): void {
   const groupId = group.groupId;
-  const plan = planTargetAssignment(group, { remove: memberId }, assignmentEnv(op.env));
+  const plan = op.env.pacer.mayAssign(groupId) ? planTargetAssignment(group, { remove: memberId }, assignmentEnv(op.env)) : null;
   op.env.timers.cancelMember(groupId, memberId);
   op.emit({ type: 'member-tombstone', groupId, memberId });
   op.emit({ type: 'target-member-tombstone', groupId, memberId });
   const groupEpoch = group.groupEpoch + 1;
   op.emit({ type: 'group-epoch', groupId, groupEpoch });
-  op.emitAll(targetRecords(group, groupId, groupEpoch, plan));
+  emitTarget(op, group, groupEpoch, plan);
 }
 
 function assignmentEnv(env: HandlerEnvironment): AssignmentEnvironment {

@@ -22,6 +22,20 @@ export interface MemberTimerActions {
   hasSession(groupId: string, memberId: string): boolean;
 }
 
+/**
+ * Pacing of target assignments (Kafka's KIP-1263 batching): with an assignment interval, a group
+ * epoch bump within the interval after the last target computation does not compute a new target
+ * at once; the group stays Assigning and one deferred computation covers every change meanwhile.
+ */
+export interface AssignmentPacer {
+  /** True when a target may be computed now. */
+  mayAssign(groupId: string): boolean;
+  /** Records that a target was just computed (cancels a deferred computation). */
+  assigned(groupId: string): void;
+  /** Arms the deferred computation, if not armed yet. */
+  defer(groupId: string): void;
+}
+
 /** Coordinator settings handlers use. */
 export interface HandlerConfig {
   readonly heartbeatIntervalMs: number;
@@ -38,6 +52,7 @@ export interface HandlerEnvironment {
   readonly assignors: ReadonlyMap<string, Assignor>;
   readonly config: HandlerConfig;
   readonly timers: MemberTimerActions;
+  readonly pacer: AssignmentPacer;
   readonly newMemberId: () => string;
 }
 

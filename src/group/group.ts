@@ -5,7 +5,7 @@
  *  - a bucket has at most one owner: it is in the `assigned` or `pendingRevocation` set of at most
  *    one member (`ownerOf` is that index);
  *  - after each complete target assignment, a bucket is in the target of at most one member
- *    (assignor output is checked before it becomes records; `targetOwnerOf` indexes it);
+ *    (assignor output is checked before it becomes records);
  *  - the group epoch never decreases; `assignmentEpoch <= groupEpoch`;
  *  - an instance id names at most one member.
  *
@@ -32,7 +32,6 @@ export class Group {
   readonly #targets = new Map<string, BucketSet>();
   readonly #staticMembers = new Map<string, string>();
   readonly #owners = new Map<string, string>();
-  readonly #targetOwners = new Map<string, string>();
   readonly #subscriberCounts = new Map<number, number>();
   #reconciledCount = 0;
 
@@ -75,9 +74,10 @@ export class Group {
     return this.#owners.get(key);
   }
 
-  /** Member whose target assignment holds the bucket, if any. */
+  /** Member whose target assignment holds the bucket, if any (a scan: for admin checks, not hot paths). */
   targetOwnerOf(key: string): string | undefined {
-    return this.#targetOwners.get(key);
+    for (const [memberId, target] of this.#targets) if (target.hasKey(key)) return memberId;
+    return undefined;
   }
 
   /** Table ids at least one member subscribes to. */
@@ -112,14 +112,11 @@ export class Group {
       case 'member-tombstone':
         return this.#removeMember(record.memberId);
       case 'target-member':
-        this.#removeTarget(record.memberId);
         this.#targets.set(record.memberId, record.buckets);
-        // Within one batch of target records a bucket may pass from one member's target to another's
-        // before the first member's record arrives; the last record written for a bucket wins.
-        for (const key of record.buckets.keys()) this.#targetOwners.set(key, record.memberId);
         return;
       case 'target-member-tombstone':
-        return this.#removeTarget(record.memberId);
+        this.#targets.delete(record.memberId);
+        return;
       case 'target-epoch':
         assert(record.assignmentEpoch <= this.#groupEpoch, `assignment epoch ${record.assignmentEpoch} ahead of group epoch`);
         this.#assignmentEpoch = record.assignmentEpoch;
@@ -187,12 +184,5 @@ export class Group {
       if (count > 0) this.#subscriberCounts.set(tableId, count);
       else this.#subscriberCounts.delete(tableId);
     }
-  }
-
-  #removeTarget(memberId: string): void {
-    const previous = this.#targets.get(memberId);
-    if (previous === undefined) return;
-    for (const key of previous.keys()) if (this.#targetOwners.get(key) === memberId) this.#targetOwners.delete(key);
-    this.#targets.delete(memberId);
   }
 }

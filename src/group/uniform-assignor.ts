@@ -35,17 +35,20 @@ export class UniformAssignor implements Assignor {
     const first = members[0] as AssignorMember;
     const homogeneous = members.every((m) => sameTables(m.subscribedTableIds, first.subscribedTableIds));
     const indexer = new BucketIndexer(layoutsOf(input.tables, homogeneous ? first.subscribedTableIds : allSubscribed(members)));
-    const perMember = homogeneous ? assignHomogeneous(members, indexer) : assignHeterogeneous(members, indexer);
-    members.forEach((m, i) => result.set(m.memberId, toRefs(indexer, perMember[i] as number[])));
+    // Kept buckets are returned as the very ref objects of the current targets, in the same order,
+    // so the coordinator recognizes an unchanged target without re-keying it.
+    const refByIndex: (BucketRef | undefined)[] = new Array<BucketRef | undefined>(indexer.total);
+    const perMember = homogeneous ? assignHomogeneous(members, indexer, refByIndex) : assignHeterogeneous(members, indexer, refByIndex);
+    members.forEach((m, i) => result.set(m.memberId, toRefs(indexer, perMember[i] as number[], refByIndex)));
     return result;
   }
 }
 
-function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIndexer): number[][] {
+function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (BucketRef | undefined)[]): number[][] {
   const n = members.length;
   const total = indexer.total;
   const owner = new Int32Array(total).fill(-1);
-  const kept = claimCurrent(members, indexer, owner, () => true);
+  const kept = claimCurrent(members, indexer, owner, refByIndex, () => true);
   const base = Math.floor(total / n);
   let extra = total % n;
   const order = [...kept.keys()].sort((a, b) => (kept[b] as number[]).length - (kept[a] as number[]).length || a - b);
@@ -67,11 +70,11 @@ function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIn
   return kept;
 }
 
-function assignHeterogeneous(members: readonly AssignorMember[], indexer: BucketIndexer): number[][] {
+function assignHeterogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (BucketRef | undefined)[]): number[][] {
   const n = members.length;
   const owner = new Int32Array(indexer.total).fill(-1);
   const subscriptions = members.map((m) => new Set(m.subscribedTableIds));
-  const kept = claimCurrent(members, indexer, owner, (i, ref) => (subscriptions[i] as Set<number>).has(ref.tableId));
+  const kept = claimCurrent(members, indexer, owner, refByIndex, (i, ref) => (subscriptions[i] as Set<number>).has(ref.tableId));
   const load = new Int32Array(n);
   kept.forEach((list, i) => { load[i] = list.length; });
   const subscribers = indexer.tables.map((t) => members.flatMap((_, i) => ((subscriptions[i] as Set<number>).has(t.tableId) ? [i] : [])));
@@ -90,6 +93,7 @@ function claimCurrent(
   members: readonly AssignorMember[],
   indexer: BucketIndexer,
   owner: Int32Array,
+  refByIndex: (BucketRef | undefined)[],
   mayOwn: (memberIndex: number, ref: BucketRef) => boolean,
 ): number[][] {
   return members.map((m, i) => {
@@ -98,6 +102,7 @@ function claimCurrent(
       const index = indexer.indexOf(ref);
       if (index >= 0 && owner[index] === -1 && mayOwn(i, ref)) {
         owner[index] = i;
+        refByIndex[index] = ref;
         list.push(index);
       }
     }
@@ -217,14 +222,14 @@ function layoutsOf(tables: ReadonlyMap<number, TableLayout>, tableIds: readonly 
   return layouts;
 }
 
-function toRefs(indexer: BucketIndexer, indices: number[]): BucketRef[] {
+function toRefs(indexer: BucketIndexer, indices: number[], refByIndex: readonly (BucketRef | undefined)[]): BucketRef[] {
   indices.sort((a, b) => a - b);
   const refs: BucketRef[] = new Array<BucketRef>(indices.length);
   let slot = 0;
   for (let k = 0; k < indices.length; k++) {
     const index = indices[k] as number;
     while (index >= (indexer.tables[slot] as IndexedTable).base + (indexer.tables[slot] as IndexedTable).count) slot++;
-    refs[k] = indexer.refAt(slot, index);
+    refs[k] = refByIndex[index] ?? indexer.refAt(slot, index);
   }
   return refs;
 }

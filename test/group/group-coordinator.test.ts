@@ -276,6 +276,29 @@ describe('reconciliation', () => {
   });
 });
 
+describe('assignment pacing (assignmentIntervalMs)', () => {
+  it('batches the changes inside the interval into one deferred target computation', async () => {
+    const ctx = new GroupTestContext({ assignmentIntervalMs: 1000, layouts: { 1: { bucketCount: 6 } } });
+    const targetRuns = () => ctx.records.filter((r) => r.type === 'target-epoch').length;
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat(); // first computation: immediate
+    expect(a.owned).toHaveLength(6);
+    const joiners = ['b', 'c'].map((id) => ctx.member([1], { memberId: id }));
+    for (const m of joiners) await m.beat();
+    expect(ctx.coordinator.groupState('g')).toBe('Assigning');
+    expect(ctx.coordinator.describe('g')).toMatchObject({ groupEpoch: 3, assignmentEpoch: 1 });
+    expect(joiners.map((m) => [m.epoch, m.owned.length])).toEqual([[1, 0], [1, 0]]); // at the old target epoch, nothing yet
+    expect(targetRuns()).toBe(1);
+    ctx.clock.advance(1000);
+    expect(targetRuns()).toBe(2);
+    expect(ctx.coordinator.describe('g')).toMatchObject({ groupEpoch: 3, assignmentEpoch: 3 });
+    for (let i = 0; i < 3; i++) for (const m of [a, ...joiners]) await m.beat();
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect([a, ...joiners].map((m) => m.owned.length)).toEqual([2, 2, 2]);
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+});
+
 describe('timers', () => {
   async function twoStableMembers(ctx: GroupTestContext) {
     const a = ctx.member([1], { memberId: 'a' });

@@ -14,6 +14,8 @@
  * At the end, the live members heartbeat until the group settles: it must be Stable, every bucket
  * owned exactly once, sizes within one (uniform assignor, identical subscriptions).
  *
+ * Half the runs pace target assignments (assignmentIntervalMs 3000), so groups also sit in Assigning.
+ *
  * GROUP_PROPERTY_RUNS sets the number of runs (default 40); GROUP_PROPERTY_SEED replays a seed.
  */
 import fc from 'fast-check';
@@ -54,7 +56,12 @@ interface Client {
 }
 
 class Model {
-  readonly ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } }, rebalanceTimeoutMs: 30_000 });
+  readonly ctx: GroupTestContext;
+
+  constructor(assignmentIntervalMs: number) {
+    this.ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } }, rebalanceTimeoutMs: 30_000, assignmentIntervalMs });
+  }
+
   readonly clients: Client[] = [];
   layout = { bucketCount: 6 };
   /** The state the coordinator was restored from, replayed before the records emitted since. */
@@ -178,8 +185,8 @@ describe('group coordinator property', () => {
     const numRuns = Number(process.env.GROUP_PROPERTY_RUNS ?? 40);
     console.log(`group coordinator property: seed=${seed} runs=${numRuns} (replay with GROUP_PROPERTY_SEED=${seed})`);
     await fc.assert(
-      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 60 }), async (actions) => {
-        const model = new Model();
+      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 60 }), fc.constantFrom(0, 3000), async (actions, assignmentIntervalMs) => {
+        const model = new Model(assignmentIntervalMs);
         try {
           for (const a of actions) {
             await model.step(a);

@@ -14,9 +14,9 @@
  * allocates nothing per record beyond that buffer. Arguments are assumed validated at the public edge.
  */
 import { Packr } from 'msgpackr';
-import { DecodeError, need, readInt64, readVarUint, varUintSize, writeInt64, writeVarUint, type VarUint } from './binary.js';
+import { DecodeError, need, readVarUint, varUintSize, writeVarUint, type VarUint } from './binary.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { BATCH_HEADER_BYTES, checkBatch, forEachRawRecord, readBatchHeader, writeBatchHeader, type BatchHeader, type RawRecord } from './record-batch.js';
+import { BATCH_HEADER_BYTES, LENGTH_FIELD_BYTES, checkBatch, readBatchHeader, writeBatchHeader, type BatchHeader, type RawRecord } from './record-batch.js';
 
 /** Record type of an offset commit key. */
 export const RECORD_TYPE_OFFSET_COMMIT = 0;
@@ -62,44 +62,81 @@ function offsetKeyBytes(groupIdBytes: number): number {
 /**
  * Builds one batch of offset records of one group, all stamped with `commitTimestampMs`.
  * The batch is unsealed: the log assigns its log offset and checksum.
+ *
+ * Hot path: the key prefix (length varint, record type, group id) is the same for every record, so
+ * it is encoded once and copied; fixed-width fields go through one DataView.
  */
 export function buildOffsetBatch(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number): Buffer {
   const groupIdBytes = Buffer.byteLength(groupId);
   const keyBytes = offsetKeyBytes(groupIdBytes);
-  const recordOverhead = varUintSize(keyBytes) + keyBytes;
+  const prefixBytes = varUintSize(keyBytes) + 2 + varUintSize(groupIdBytes) + groupIdBytes;
   let sizeBytes = BATCH_HEADER_BYTES;
+  let metadataSeen = false;
   for (const r of records) {
-    sizeBytes += 4 + recordOverhead;
+    sizeBytes += 4 + prefixBytes + 20;
     if (r.tombstone !== true) {
       const metadataBytes = r.metadata.length === 0 ? 0 : Buffer.byteLength(r.metadata);
+      if (metadataBytes > 0) metadataSeen = true;
       sizeBytes += 22 + varUintSize(metadataBytes) + metadataBytes;
     }
   }
   const buf = Buffer.allocUnsafe(sizeBytes);
   writeBatchHeader(buf, sizeBytes, commitTimestampMs, records.length);
+  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  // The first record's key prefix is written in place, then copied for the others.
+  const prefixAt = BATCH_HEADER_BYTES + 4;
+  if (records.length > 0) {
+    const q = writeVarUint(buf, groupIdBytes, writeVarUint(buf, keyBytes, prefixAt) + 2);
+    dv.setInt16(q - varUintSize(groupIdBytes) - 2, RECORD_TYPE_OFFSET_COMMIT, true);
+    buf.write(groupId, q, groupIdBytes, 'utf8');
+  }
+  const timestampHigh = Math.floor(commitTimestampMs / TWO_POW_32);
+  const timestampLow = commitTimestampMs - timestampHigh * TWO_POW_32;
   let p = BATCH_HEADER_BYTES;
-  for (const r of records) {
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
     const lengthAt = p;
-    p = writeVarUint(buf, keyBytes, p + 4);
-    buf.writeInt16LE(RECORD_TYPE_OFFSET_COMMIT, p);
-    p = writeVarUint(buf, groupIdBytes, p + 2);
-    p += buf.write(groupId, p, groupIdBytes, 'utf8');
-    writeInt64(buf, r.tableId, p);
-    writeInt64(buf, r.partitionId ?? -1, p + 8);
-    buf.writeInt32LE(r.bucketId, p + 16);
+    if (i > 0) {
+      if (prefixBytes <= 32) for (let k = 0; k < prefixBytes; k++) buf[p + 4 + k] = buf[prefixAt + k]!;
+      else buf.copyWithin(p + 4, prefixAt, prefixAt + prefixBytes);
+    }
+    p += 4 + prefixBytes;
+    setInt64(dv, p, r.tableId);
+    setInt64(dv, p + 8, r.partitionId ?? -1);
+    dv.setInt32(p + 16, r.bucketId, true);
     p += 20;
     if (r.tombstone !== true) {
-      buf.writeInt16LE(VALUE_VERSION, p);
-      writeInt64(buf, r.offset, p + 2);
-      buf.writeInt32LE(r.leaderEpoch, p + 10);
-      writeInt64(buf, commitTimestampMs, p + 14);
-      const metadataBytes = r.metadata.length === 0 ? 0 : Buffer.byteLength(r.metadata);
-      p = writeVarUint(buf, metadataBytes, p + 22);
-      if (metadataBytes > 0) p += buf.write(r.metadata, p, metadataBytes, 'utf8');
+      dv.setInt16(p, VALUE_VERSION, true);
+      setInt64(dv, p + 2, r.offset);
+      dv.setInt32(p + 10, r.leaderEpoch, true);
+      dv.setUint32(p + 14, timestampLow, true);
+      dv.setInt32(p + 18, timestampHigh, true);
+      if (metadataSeen && r.metadata.length > 0) {
+        const metadataBytes = Buffer.byteLength(r.metadata);
+        p = writeVarUint(buf, metadataBytes, p + 22);
+        p += buf.write(r.metadata, p, metadataBytes, 'utf8');
+      } else {
+        buf[p + 22] = 0;
+        p += 23;
+      }
     }
-    buf.writeInt32LE(p - lengthAt - 4, lengthAt);
+    dv.setInt32(lengthAt, p - lengthAt - 4, true);
   }
   return buf;
+}
+
+const TWO_POW_32 = 4294967296;
+
+/** Writes a safe integer as little-endian int64. */
+function setInt64(dv: DataView, position: number, value: number): void {
+  if (value >= 0 && value < TWO_POW_32) {
+    dv.setUint32(position, value, true);
+    dv.setUint32(position + 4, 0, true);
+    return;
+  }
+  const high = Math.floor(value / TWO_POW_32);
+  dv.setUint32(position, value - high * TWO_POW_32, true);
+  dv.setInt32(position + 4, high, true);
 }
 
 /** Builds one batch holding a group snapshot upsert, or its tombstone when `snapshot` is null. */
@@ -152,61 +189,100 @@ function newDecodedRecord(): DecodedRecord {
  * share one decoded group id string. Throws DecodeError on any malformed key or value.
  */
 export function decodeBatchRecords(buf: Buffer, position: number, visit: (record: DecodedRecord, raw: RawRecord) => void): void {
+  const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const batchEnd = position + LENGTH_FIELD_BYTES + dv.getUint32(position, true);
+  const recordCount = dv.getInt32(position + 44, true);
+  if (recordCount < 0) throw new DecodeError(`negative record count ${recordCount}`, position + 44);
   const out = newDecodedRecord();
+  const raw: RawRecord = { index: 0, start: 0, end: 0, keyStart: 0, keyEnd: 0, valueStart: 0 };
   const varint: VarUint = { value: 0, next: 0 };
   let lastGroupStart = -1;
   let lastGroupBytes = -1;
-  forEachRawRecord(buf, position, (raw) => {
-    const { keyStart, keyEnd } = raw;
-    const type = buf.readInt16LE(keyStart);
+  let p = position + BATCH_HEADER_BYTES;
+  for (let i = 0; i < recordCount; i++) {
+    if (p + 4 > batchEnd) throw new DecodeError(`record ${i} of ${recordCount} missing`, p);
+    const bodyBytes = dv.getInt32(p, true);
+    const end = p + 4 + bodyBytes;
+    if (bodyBytes < 1 || end > batchEnd) throw new DecodeError(`record length ${bodyBytes} out of bounds`, p);
+    readVarUint(buf, p + 4, end, varint);
+    const keyStart = varint.next;
+    const keyEnd = keyStart + varint.value;
+    if (varint.value < 2 || keyEnd > end) throw new DecodeError(`key length ${varint.value} out of bounds`, p + 4);
+    const type = dv.getInt16(keyStart, true);
     readVarUint(buf, keyStart + 2, keyEnd, varint);
     const groupStart = varint.next;
     const groupBytes = varint.value;
     need(groupStart, groupBytes, keyEnd, 'group id');
     if (groupBytes === 0 || groupBytes > GROUP_ID_BYTES_MAX) throw new DecodeError(`group id of ${groupBytes} bytes`, keyStart);
-    if (lastGroupStart < 0 || groupBytes !== lastGroupBytes || buf.compare(buf, lastGroupStart, lastGroupStart + groupBytes, groupStart, groupStart + groupBytes) !== 0) {
+    if (groupBytes !== lastGroupBytes || !sameBytes(buf, lastGroupStart, groupStart, groupBytes)) {
       out.groupId = buf.toString('utf8', groupStart, groupStart + groupBytes);
     }
     lastGroupStart = groupStart;
     lastGroupBytes = groupBytes;
     const afterGroup = groupStart + groupBytes;
-    out.index = raw.index;
-    out.tombstone = raw.valueStart === raw.end;
+    out.index = i;
+    out.tombstone = keyEnd === end;
     if (type === RECORD_TYPE_OFFSET_COMMIT) {
-      decodeOffsetKeyRest(buf, afterGroup, keyEnd, out);
-      if (!out.tombstone) decodeOffsetValue(buf, raw.valueStart, raw.end, out, varint);
+      decodeOffsetKeyRest(dv, afterGroup, keyEnd, out);
+      if (!out.tombstone) decodeOffsetValue(buf, dv, keyEnd, end, out, varint);
     } else if (type === RECORD_TYPE_GROUP_SNAPSHOT) {
       if (afterGroup !== keyEnd) throw new DecodeError('trailing bytes in a group snapshot key', afterGroup);
       out.type = 1;
-      out.snapshot = out.tombstone ? null : decodeSnapshotValue(buf, raw.valueStart, raw.end);
+      out.snapshot = out.tombstone ? null : decodeSnapshotValue(buf, keyEnd, end);
     } else {
       throw new DecodeError(`unknown record type ${type}`, keyStart);
     }
+    raw.index = i;
+    raw.start = p;
+    raw.end = end;
+    raw.keyStart = keyStart;
+    raw.keyEnd = keyEnd;
+    raw.valueStart = keyEnd;
     visit(out, raw);
-  });
+    p = end;
+  }
+  if (p !== batchEnd) throw new DecodeError(`${batchEnd - p} bytes after the last record`, p);
 }
 
-function decodeOffsetKeyRest(buf: Buffer, p: number, keyEnd: number, out: DecodedRecord): void {
+/** True when `buf[a, a + n)` equals `buf[b, b + n)` (a < 0 means no previous bytes). */
+function sameBytes(buf: Buffer, a: number, b: number, n: number): boolean {
+  if (a < 0) return false;
+  for (let k = 0; k < n; k++) if (buf[a + k] !== buf[b + k]) return false;
+  return true;
+}
+
+/** Reads a little-endian int64 that must be a safe integer. */
+function getInt64(dv: DataView, position: number): number {
+  const high = dv.getInt32(position + 4, true);
+  if (high > 0x1fffff || high < -0x200000) throw new DecodeError('int64 outside the safe integer range', position);
+  return high * TWO_POW_32 + dv.getUint32(position, true);
+}
+
+function decodeOffsetKeyRest(dv: DataView, p: number, keyEnd: number, out: DecodedRecord): void {
   if (keyEnd - p !== 20) throw new DecodeError('offset commit key of the wrong size', p);
   out.type = 0;
-  out.tableId = readInt64(buf, p);
-  const partitionId = readInt64(buf, p + 8);
+  out.tableId = getInt64(dv, p);
+  const partitionId = getInt64(dv, p + 8);
   out.partitionId = partitionId === -1 ? null : partitionId;
-  out.bucketId = buf.readInt32LE(p + 16);
+  out.bucketId = dv.getInt32(p + 16, true);
   if (out.tableId < 0 || partitionId < -1 || out.bucketId < 0) throw new DecodeError('negative id in an offset commit key', p);
 }
 
-function decodeOffsetValue(buf: Buffer, p: number, end: number, out: DecodedRecord, varint: VarUint): void {
-  need(p, 22, end, 'offset commit value');
-  const version = buf.readInt16LE(p);
+function decodeOffsetValue(buf: Buffer, dv: DataView, p: number, end: number, out: DecodedRecord, varint: VarUint): void {
+  need(p, 23, end, 'offset commit value');
+  const version = dv.getInt16(p, true);
   if (version !== VALUE_VERSION) throw new DecodeError(`unknown offset value version ${version}`, p);
-  out.offset = readInt64(buf, p + 2);
-  out.leaderEpoch = buf.readInt32LE(p + 10);
-  out.commitTimestampMs = readInt64(buf, p + 14);
-  readVarUint(buf, p + 22, end, varint);
-  const metadataBytes = varint.value;
-  if (metadataBytes > METADATA_BYTES_MAX || varint.next + metadataBytes !== end) throw new DecodeError(`metadata of ${metadataBytes} bytes does not fill the value`, p + 22);
-  out.metadata = metadataBytes === 0 ? '' : buf.toString('utf8', varint.next, end);
+  out.offset = getInt64(dv, p + 2);
+  out.leaderEpoch = dv.getInt32(p + 10, true);
+  out.commitTimestampMs = getInt64(dv, p + 14);
+  if (buf[p + 22] === 0 && p + 23 === end) {
+    out.metadata = '';
+  } else {
+    readVarUint(buf, p + 22, end, varint);
+    const metadataBytes = varint.value;
+    if (metadataBytes > METADATA_BYTES_MAX || varint.next + metadataBytes !== end) throw new DecodeError(`metadata of ${metadataBytes} bytes does not fill the value`, p + 22);
+    out.metadata = metadataBytes === 0 ? '' : buf.toString('utf8', varint.next, end);
+  }
   if (out.offset < 0) throw new DecodeError(`negative committed offset ${out.offset}`, p + 2);
 }
 

@@ -32,7 +32,8 @@ export interface CommittedOffsetValue {
   commitTimestampMs: number;
 }
 
-function hashKey(tableId: number, partitionId: number, bucketId: number): number {
+/** Hash of a bucket key (partitionId -1 for null), shared by the typed-array tables of this folder. */
+export function hashBucketKey(tableId: number, partitionId: number, bucketId: number): number {
   let h = Math.imul((tableId | 0) ^ ((tableId / TWO_POW_32) | 0), 0x9e3779b1);
   h = Math.imul(h ^ (partitionId | 0) ^ ((partitionId / TWO_POW_32) | 0), 0x85ebca77);
   h = Math.imul(h ^ bucketId, 0xc2b2ae3d);
@@ -67,7 +68,7 @@ export class GroupOffsets {
       return -1;
     }
     const mask = slots.length - 1;
-    for (let s = hashKey(tableId, partition, bucketId) & mask; ; s = (s + 1) & mask) {
+    for (let s = hashBucketKey(tableId, partition, bucketId) & mask; ; s = (s + 1) & mask) {
       const slot = slots[s]!;
       if (slot === 0) return -1;
       const p = (slot - 1) * STRIDE;
@@ -140,7 +141,7 @@ export class GroupOffsets {
     const e = this.#entries;
     const p = i * STRIDE;
     const mask = slots.length - 1;
-    let s = hashKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+    let s = hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
     while (slots[s] !== 0) s = (s + 1) & mask;
     slots[s] = i + 1;
   }
@@ -176,7 +177,7 @@ export class GroupOffsets {
     const e = this.#entries;
     const p = i * STRIDE;
     const mask = slots.length - 1;
-    let s = hashKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+    let s = hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
     while (slots[s] !== i + 1) s = (s + 1) & mask;
     return s;
   }
@@ -194,7 +195,7 @@ export class GroupOffsets {
     slots[hole] = 0;
     for (let s = (hole + 1) & mask; slots[s] !== 0; s = (s + 1) & mask) {
       const p = (slots[s]! - 1) * STRIDE;
-      const home = hashKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+      const home = hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
       // Move the entry back if its home is not cyclically within (hole, s].
       const distanceFromHome = (s - home) & mask;
       const distanceFromHole = (s - hole) & mask;

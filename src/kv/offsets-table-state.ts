@@ -14,6 +14,7 @@
 import { decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { AssertionError } from '../util/index.js';
+import { BucketKeySet } from './bucket-key-set.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 import { isWellFormedBucket, normalizeBucket } from './validation.js';
 
@@ -28,10 +29,33 @@ function pendingKey(tableId: number, partitionId: number | null, bucketId: numbe
   return `${tableId}:${partitionId ?? ''}:${bucketId}`;
 }
 
+/**
+ * The in-flight writes of one group. Marking and unmarking are O(1) per commit (the commit's record
+ * list is the mark); the set of pending keys is built only when asked (requireStable fetch,
+ * retention) and dropped whenever the writes change.
+ */
+class PendingWrites {
+  readonly writes = new Set<readonly OffsetRecordSpec[]>();
+  #keys: BucketKeySet | undefined;
+
+  has(tableId: number, partitionId: number | null, bucketId: number): boolean {
+    if (this.#keys === undefined) {
+      const keys = new BucketKeySet(16);
+      for (const write of this.writes) for (const r of write) keys.add(r.tableId, r.partitionId, r.bucketId);
+      this.#keys = keys;
+    }
+    return this.#keys.has(tableId, partitionId, bucketId);
+  }
+
+  changed(): void {
+    this.#keys = undefined;
+  }
+}
+
 /** Materialized index plus pending marks of one offsets-bucket. */
 export class OffsetsTableState {
   readonly #groups = new Map<string, GroupOffsets>();
-  readonly #pending = new Map<string, Map<string, number>>();
+  readonly #pending = new Map<string, PendingWrites>();
   /** The latest group snapshot per group (record type 1), part of the materialized state. */
   readonly #snapshots = new Map<string, unknown>();
   #liveOffsetCount = 0;
@@ -148,7 +172,7 @@ export class OffsetsTableState {
         throw new AssertionError(`buckets[${i}] failed the fast check but passed normalizeBucket`);
       }
       const partitionId = ref.partitionId ?? null;
-      if (pending !== undefined && pending.has(pendingKey(ref.tableId, partitionId, ref.bucketId))) {
+      if (pending !== undefined && pending.has(ref.tableId, partitionId, ref.bucketId)) {
         throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(ref.tableId, partitionId, ref.bucketId)} in flight; retry`);
       }
       const index = group === undefined ? -1 : group.find(ref.tableId, partitionId, ref.bucketId);
@@ -176,29 +200,23 @@ export class OffsetsTableState {
     return this.#groups.keys();
   }
 
-  /** Marks the keys of an appended, not yet durable commit as pending. */
+  /** Marks the keys of an appended, not yet durable commit as pending (`records` is the mark). */
   markPending(groupId: string, records: readonly OffsetRecordSpec[]): void {
-    let marks = this.#pending.get(groupId);
-    if (marks === undefined) {
-      marks = new Map();
-      this.#pending.set(groupId, marks);
+    let pending = this.#pending.get(groupId);
+    if (pending === undefined) {
+      pending = new PendingWrites();
+      this.#pending.set(groupId, pending);
     }
-    for (const r of records) {
-      const key = pendingKey(r.tableId, r.partitionId, r.bucketId);
-      marks.set(key, (marks.get(key) ?? 0) + 1);
-    }
+    pending.writes.add(records);
+    pending.changed();
   }
 
   #unmark(groupId: string, records: readonly OffsetRecordSpec[]): void {
-    const marks = this.#pending.get(groupId);
-    if (marks === undefined) return;
-    for (const r of records) {
-      const key = pendingKey(r.tableId, r.partitionId, r.bucketId);
-      const count = (marks.get(key) ?? 0) - 1;
-      if (count > 0) marks.set(key, count);
-      else marks.delete(key);
-    }
-    if (marks.size === 0) this.#pending.delete(groupId);
+    const pending = this.#pending.get(groupId);
+    if (pending === undefined) return;
+    pending.writes.delete(records);
+    pending.changed();
+    if (pending.writes.size === 0) this.#pending.delete(groupId);
   }
 
   /** The commit's batch is durable: apply it and clear its pending marks. */
@@ -214,8 +232,7 @@ export class OffsetsTableState {
 
   /** True when a commit of this bucket is appended but not yet durable. */
   isPending(groupId: string, tableId: number, partitionId: number | null, bucketId: number): boolean {
-    const marks = this.#pending.get(groupId);
-    return marks !== undefined && marks.has(pendingKey(tableId, partitionId, bucketId));
+    return this.#pending.get(groupId)?.has(tableId, partitionId, bucketId) ?? false;
   }
 
   /** True when the group has any pending commit. */

@@ -6,7 +6,11 @@
  */
 import { GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
+import { BucketKeySet } from './bucket-key-set.js';
 import type { BucketKey } from './offsets-table-state.js';
+
+/** Scratch set for duplicate detection; validation is synchronous, so one instance serves all calls. */
+const seenScratch = new BucketKeySet(1024);
 
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -59,13 +63,12 @@ export function bucketKeyString(b: BucketKey): string {
 export function normalizeBuckets(buckets: unknown, what: string, rejectDuplicates: boolean): BucketKey[] {
   if (!Array.isArray(buckets)) throw new TypeError(`${what} must be an array`);
   const out: BucketKey[] = new Array(buckets.length);
-  const seen = rejectDuplicates && buckets.length > 1 ? new Set<string>() : undefined;
+  const seen = rejectDuplicates && buckets.length > 1 ? seenScratch : undefined;
+  seen?.clear();
   for (let i = 0; i < buckets.length; i++) {
     const b = normalizeBucket(buckets[i], `${what}[${i}]`);
-    if (seen !== undefined) {
-      const key = bucketKeyString(b);
-      if (seen.has(key)) throw new OffsetStoreError('INVALID_REQUEST', `${what}[${i}] repeats bucket ${key}`);
-      seen.add(key);
+    if (seen !== undefined && !seen.add(b.tableId, b.partitionId, b.bucketId)) {
+      throw new OffsetStoreError('INVALID_REQUEST', `${what}[${i}] repeats bucket ${bucketKeyString(b)}`);
     }
     out[i] = b;
   }
@@ -77,29 +80,37 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
   if (!Array.isArray(offsets)) throw new TypeError('offsets must be an array');
   if (offsets.length === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
   if (offsets.length > recordCountMax) throw new OffsetStoreError('INVALID_REQUEST', `${offsets.length} offsets in one commit exceed the limit of ${recordCountMax}`);
-  const buckets = normalizeBuckets(offsets, 'offsets', true);
+  const seen = offsets.length > 1 ? seenScratch : undefined;
+  seen?.clear();
   const specs: OffsetRecordSpec[] = new Array(offsets.length);
   for (let i = 0; i < offsets.length; i++) {
-    const o = offsets[i] as { offset?: unknown; leaderEpoch?: unknown; metadata?: unknown };
-    const offset = checkId(o.offset, `offsets[${i}].offset`, Number.MAX_SAFE_INTEGER);
-    let leaderEpoch = -1;
-    if (o.leaderEpoch !== undefined && o.leaderEpoch !== null) {
-      if (typeof o.leaderEpoch !== 'number') throw new TypeError(`offsets[${i}].leaderEpoch must be a number`);
-      if (!Number.isInteger(o.leaderEpoch) || o.leaderEpoch < -1 || o.leaderEpoch > INT32_MAX) {
-        throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].leaderEpoch must be an integer in [-1, ${INT32_MAX}], got ${o.leaderEpoch}`);
-      }
-      leaderEpoch = o.leaderEpoch;
+    const o = offsets[i] as { offset?: unknown; leaderEpoch?: unknown; metadata?: unknown } | null;
+    const b = isWellFormedBucket(o) ? o : normalizeBucket(o, `offsets[${i}]`);
+    const partitionId = b.partitionId ?? null;
+    const offset = typeof o!.offset === 'number' && Number.isSafeInteger(o!.offset) && o!.offset >= 0
+      ? o!.offset : checkId(o!.offset, `offsets[${i}].offset`, Number.MAX_SAFE_INTEGER);
+    const leaderEpoch = o!.leaderEpoch === undefined || o!.leaderEpoch === null ? -1 : checkLeaderEpoch(o!.leaderEpoch, i);
+    const metadata = o!.metadata === undefined || o!.metadata === null ? '' : checkMetadata(o!.metadata, i);
+    if (seen !== undefined && !seen.add(b.tableId, partitionId, b.bucketId)) {
+      throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}] repeats bucket ${b.tableId}:${partitionId ?? ''}:${b.bucketId}`);
     }
-    let metadata = '';
-    if (o.metadata !== undefined && o.metadata !== null) {
-      if (typeof o.metadata !== 'string') throw new TypeError(`offsets[${i}].metadata must be a string`);
-      if (o.metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(o.metadata) > METADATA_BYTES_MAX) {
-        throw new OffsetStoreError('OFFSET_METADATA_TOO_LARGE', `offsets[${i}].metadata of ${Buffer.byteLength(o.metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`);
-      }
-      metadata = o.metadata;
-    }
-    const b = buckets[i]!;
-    specs[i] = { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset, leaderEpoch, metadata };
+    specs[i] = { tableId: b.tableId, partitionId, bucketId: b.bucketId, offset, leaderEpoch, metadata };
   }
   return specs;
+}
+
+function checkLeaderEpoch(leaderEpoch: unknown, i: number): number {
+  if (typeof leaderEpoch !== 'number') throw new TypeError(`offsets[${i}].leaderEpoch must be a number`);
+  if (!Number.isInteger(leaderEpoch) || leaderEpoch < -1 || leaderEpoch > INT32_MAX) {
+    throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].leaderEpoch must be an integer in [-1, ${INT32_MAX}], got ${leaderEpoch}`);
+  }
+  return leaderEpoch;
+}
+
+function checkMetadata(metadata: unknown, i: number): string {
+  if (typeof metadata !== 'string') throw new TypeError(`offsets[${i}].metadata must be a string`);
+  if (metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(metadata) > METADATA_BYTES_MAX) {
+    throw new OffsetStoreError('OFFSET_METADATA_TOO_LARGE', `offsets[${i}].metadata of ${Buffer.byteLength(metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`);
+  }
+  return metadata;
 }

@@ -277,5 +277,5 @@ describe('OffsetStore against a Map model', () => {
     if (details.failed) {
       throw new Error(`${fc.defaultReportMessage(details)}\nReplay with PROPERTY_SEED=${details.seed} PROPERTY_PATH=${details.counterexamplePath}`, { cause: details.errorInstance });
     }
-  });
+  }, 60_000 + RUNS * COMMANDS_MAX * 100);
 });

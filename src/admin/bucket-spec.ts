@@ -1,0 +1,130 @@
+/**
+ * How the admin tools name buckets of user tables and read offsets supplied as JSON (log-end offsets
+ * for lag, offsets to reset to).
+ *
+ * A bucket key is `<tableId>:<bucketId>` for a non-partitioned table and
+ * `<tableId>:<partitionId>:<bucketId>` for a partitioned one. An offsets document is one of:
+ * - an object from bucket key to offset: `{ "1:0": 500, "2:7:3": 20 }`;
+ * - an array of `{ tableId, partitionId?, bucketId, offset }` (`newOffset` or `logEndOffset` are
+ *   accepted in place of `offset`, so the `--json` output of a reset plan can be edited and fed back);
+ * - an object with such an array under `rows` or `offsets`.
+ * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry.
+ */
+import { OffsetStoreError } from '../errors/index.js';
+
+/** A bucket of a user table with `partitionId` normalized to null when absent. */
+export interface TableBucket {
+  tableId: number;
+  partitionId: number | null;
+  bucketId: number;
+}
+
+/** A bucket and an offset in it (a log-end offset, or an offset to reset to). */
+export interface BucketOffset extends TableBucket {
+  offset: number;
+}
+
+/**
+ * Which buckets an admin operation applies to. Absent fields match anything; `tableId` is required
+ * when `partitionId` or `bucketId` is given.
+ */
+export interface BucketSelection {
+  tableId?: number;
+  partitionId?: number;
+  bucketId?: number;
+}
+
+/** The key of a bucket: `T:B` or `T:P:B`. */
+export function formatBucketKey(bucket: { tableId: number; partitionId?: number | null; bucketId: number }): string {
+  const partitionId = bucket.partitionId ?? null;
+  return partitionId === null ? `${bucket.tableId}:${bucket.bucketId}` : `${bucket.tableId}:${partitionId}:${bucket.bucketId}`;
+}
+
+/** Parses `T:B` or `T:P:B`; INVALID_REQUEST otherwise. */
+export function parseBucketKey(key: string): TableBucket {
+  const parts = key.split(':');
+  if (parts.length < 2 || parts.length > 3 || parts.some((p) => !/^\d+$/.test(p))) {
+    throw new OffsetStoreError('INVALID_REQUEST', `bucket key ${JSON.stringify(key)} is not <tableId>:<bucketId> or <tableId>:<partitionId>:<bucketId>`);
+  }
+  const numbers = parts.map((p) => checkedNumber(Number(p), `bucket key ${key}`));
+  return parts.length === 2
+    ? { tableId: numbers[0]!, partitionId: null, bucketId: numbers[1]! }
+    : { tableId: numbers[0]!, partitionId: numbers[1]!, bucketId: numbers[2]! };
+}
+
+/** Orders buckets by table, partition (non-partitioned first), bucket. */
+export function compareTableBuckets(a: TableBucket, b: TableBucket): number {
+  if (a.tableId !== b.tableId) return a.tableId - b.tableId;
+  if (a.partitionId !== b.partitionId) {
+    if (a.partitionId === null) return -1;
+    if (b.partitionId === null) return 1;
+    return a.partitionId - b.partitionId;
+  }
+  return a.bucketId - b.bucketId;
+}
+
+/** True when `bucket` is one the selection names. */
+export function selectionMatches(selection: BucketSelection, bucket: TableBucket): boolean {
+  return (selection.tableId === undefined || selection.tableId === bucket.tableId)
+    && (selection.partitionId === undefined || selection.partitionId === bucket.partitionId)
+    && (selection.bucketId === undefined || selection.bucketId === bucket.bucketId);
+}
+
+/** Checks the shape of a selection: table required for partition/bucket; ids safe integers >= 0. */
+export function validateSelection(selection: BucketSelection): void {
+  for (const field of ['tableId', 'partitionId', 'bucketId'] as const) {
+    const value = selection[field];
+    if (value !== undefined) checkedNumber(value, field);
+  }
+  if (selection.tableId === undefined && (selection.partitionId !== undefined || selection.bucketId !== undefined)) {
+    throw new OffsetStoreError('INVALID_REQUEST', 'a partition or bucket selection needs a table');
+  }
+}
+
+/** Describes a selection for messages, e.g. `table 1 bucket 3`, or `every bucket`. */
+export function describeSelection(selection: BucketSelection): string {
+  if (selection.tableId === undefined) return 'every bucket';
+  const partition = selection.partitionId === undefined ? '' : ` partition ${selection.partitionId}`;
+  const bucket = selection.bucketId === undefined ? '' : ` bucket ${selection.bucketId}`;
+  return `table ${selection.tableId}${partition}${bucket}`;
+}
+
+/** Parses an offsets document (see the module header) into entries, one per bucket. */
+export function parseBucketOffsets(document: unknown, source: string): BucketOffset[] {
+  let entries: BucketOffset[];
+  if (Array.isArray(document)) {
+    entries = document.map((item, i) => entryFromObject(item, `${source}[${i}]`));
+  } else if (document !== null && typeof document === 'object') {
+    const nested = (document as Record<string, unknown>).rows ?? (document as Record<string, unknown>).offsets;
+    if (Array.isArray(nested)) return parseBucketOffsets(nested, source);
+    entries = Object.entries(document as Record<string, unknown>).map(([key, value]) => ({ ...parseBucketKey(key), offset: checkedNumber(value, `${source}["${key}"]`) }));
+  } else {
+    throw new OffsetStoreError('INVALID_REQUEST', `${source} must be a JSON object {"<tableId>:<bucketId>": offset} or an array of {tableId, partitionId, bucketId, offset}`);
+  }
+  const seen = new Set<string>();
+  for (const entry of entries) {
+    const key = formatBucketKey(entry);
+    if (seen.has(key)) throw new OffsetStoreError('INVALID_REQUEST', `${source} names bucket ${key} twice`);
+    seen.add(key);
+  }
+  return entries.sort(compareTableBuckets);
+}
+
+function entryFromObject(item: unknown, where: string): BucketOffset {
+  if (item === null || typeof item !== 'object') throw new OffsetStoreError('INVALID_REQUEST', `${where} must be an object`);
+  const o = item as Record<string, unknown>;
+  const value = o.offset ?? o.newOffset ?? o.logEndOffset;
+  return {
+    tableId: checkedNumber(o.tableId, `${where}.tableId`),
+    partitionId: o.partitionId === undefined || o.partitionId === null ? null : checkedNumber(o.partitionId, `${where}.partitionId`),
+    bucketId: checkedNumber(o.bucketId, `${where}.bucketId`),
+    offset: checkedNumber(value, `${where}.offset`),
+  };
+}
+
+function checkedNumber(value: unknown, where: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new OffsetStoreError('INVALID_REQUEST', `${where} must be a safe integer >= 0, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}

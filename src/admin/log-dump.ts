@@ -1,0 +1,165 @@
+/**
+ * `dumpLog`: decodes the log of one offsets-bucket straight from its segment files, batch by batch
+ * and optionally record by record, like Kafka's `kafka-dump-log.sh`. Read-only: it works on a store
+ * that is open elsewhere (it may then see a batch being appended as an incomplete tail) and on a
+ * damaged one, where it reports the damage as an entry and goes on with the next segment.
+ *
+ * Entries are handed to a visitor as they are decoded, so a dump of a large log runs in bounded
+ * memory; each entry is plain JSON-safe data.
+ */
+import { NodeFileSystem } from '../io/index.js';
+import { DecodeError, decodeBatchRecords, loadChecksum, readBatchHeader, type DecodedRecord } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import { LOG_DEFAULTS, scanSegment } from '../log/index.js';
+import { listSegmentFiles, readStoreLayout } from './store-directory.js';
+
+/** A segment file begins. */
+export interface DumpSegmentEntry {
+  kind: 'segment';
+  file: string;
+  baseOffset: number;
+  sizeBytes: number;
+}
+
+/** One batch. */
+export interface DumpBatchEntry {
+  kind: 'batch';
+  file: string;
+  /** Byte position of the batch in its file. */
+  position: number;
+  logOffset: number;
+  sizeBytes: number;
+  /** The stored xxh32, as 8 hex digits (it matched: damaged batches are `damage` entries). */
+  checksum: string;
+  commitTimestampMs: number;
+  coordinatorEpoch: number;
+  recordCount: number;
+}
+
+/** One record of a batch (with `records: true`). */
+export interface DumpRecordEntry {
+  kind: 'record';
+  logOffset: number;
+  index: number;
+  recordType: 'offset-commit' | 'group-snapshot';
+  groupId: string;
+  tombstone: boolean;
+  /** Offset commits only (null for a snapshot). */
+  tableId: number | null;
+  partitionId: number | null;
+  bucketId: number | null;
+  /** Offset commit values only (null for a tombstone or a snapshot). */
+  offset: number | null;
+  leaderEpoch: number | null;
+  commitTimestampMs: number | null;
+  metadata: string | null;
+  /** Group snapshot values only: the decoded msgpack map. */
+  snapshot: unknown;
+}
+
+/** Where the log stops being valid (the rest of that segment is skipped). */
+export interface DumpDamageEntry {
+  kind: 'damage';
+  file: string;
+  position: number;
+  reason: string;
+}
+
+/** Anything a dump emits. */
+export type DumpEntry = DumpSegmentEntry | DumpBatchEntry | DumpRecordEntry | DumpDamageEntry;
+
+/** Options of `dumpLog`. */
+export interface DumpOptions {
+  /** Skip batches below this log offset (default 0). */
+  fromOffset?: number;
+  /** Decode every record of every batch (default false: headers only). */
+  records?: boolean;
+}
+
+/** Totals of a dump. */
+export interface DumpSummary {
+  bucket: number;
+  dir: string;
+  segmentCount: number;
+  batchCount: number;
+  recordCount: number;
+  damageCount: number;
+}
+
+/**
+ * Dumps offsets-bucket `bucket` of the store in `dir`, calling `visit` for each entry in log order.
+ * INVALID_CONFIG when `dir` holds no store; INVALID_REQUEST for a bucket outside [0, bucketCount).
+ */
+export async function dumpLog(dir: string, bucket: number, options: DumpOptions, visit: (entry: DumpEntry) => void): Promise<DumpSummary> {
+  const fs = new NodeFileSystem();
+  const layout = await readStoreLayout(fs, dir);
+  const bucketCount = layout.manifest.bucketCount;
+  if (!Number.isSafeInteger(bucket) || bucket < 0 || bucket >= bucketCount) {
+    throw new OffsetStoreError('INVALID_REQUEST', `bucket must be in [0, ${bucketCount - 1}], got ${bucket}`);
+  }
+  const fromOffset = options.fromOffset ?? 0;
+  if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) throw new OffsetStoreError('INVALID_REQUEST', `fromOffset must be a safe integer >= 0, got ${fromOffset}`);
+  await loadChecksum();
+  const bucketDir = layout.bucketDirs[bucket]!;
+  const segments = await listSegmentFiles(fs, bucketDir);
+  const summary: DumpSummary = { bucket, dir: bucketDir, segmentCount: segments.length, batchCount: 0, recordCount: 0, damageCount: 0 };
+  let previous = -1;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const next = segments[i + 1];
+    if (next !== undefined && next.baseOffset <= fromOffset) continue;
+    visit({ kind: 'segment', file: segment.path, baseOffset: segment.baseOffset, sizeBytes: segment.sizeBytes });
+    const scan = await scanSegment(fs, segment.path, { batchBytesMax: LOG_DEFAULTS.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.sizeBytes }, (buf, position, logOffset, sizeBytes, filePosition) => {
+      if (logOffset < fromOffset) return;
+      const header = readBatchHeader(buf, position);
+      summary.batchCount++;
+      visit({
+        kind: 'batch', file: segment.path, position: filePosition, logOffset, sizeBytes, checksum: buf.readUInt32LE(position + 5).toString(16).padStart(8, '0'),
+        commitTimestampMs: header.commitTimestampMs, coordinatorEpoch: header.coordinatorEpoch, recordCount: header.recordCount,
+      });
+      if (options.records === true) summary.recordCount += visitRecords(buf, position, logOffset, segment.path, filePosition, visit, summary);
+    });
+    if (scan.damage !== undefined) {
+      summary.damageCount++;
+      visit({ kind: 'damage', file: segment.path, position: scan.damage.position, reason: scan.damage.reason });
+    }
+    if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
+  }
+  return summary;
+}
+
+function visitRecords(buf: Buffer, position: number, logOffset: number, file: string, filePosition: number, visit: (entry: DumpEntry) => void, summary: DumpSummary): number {
+  let count = 0;
+  try {
+    decodeBatchRecords(buf, position, (record) => {
+      count++;
+      visit(recordEntry(record, logOffset));
+    });
+  } catch (error) {
+    if (!(error instanceof DecodeError)) throw error;
+    summary.damageCount++;
+    visit({ kind: 'damage', file, position: filePosition + (error.position - position), reason: `batch ${logOffset}: ${error.message.replace(/ at byte \d+$/, '')}` });
+  }
+  return count;
+}
+
+function recordEntry(r: DecodedRecord, logOffset: number): DumpRecordEntry {
+  const isOffset = r.type === 0;
+  const hasValue = isOffset && !r.tombstone;
+  return {
+    kind: 'record',
+    logOffset,
+    index: r.index,
+    recordType: isOffset ? 'offset-commit' : 'group-snapshot',
+    groupId: r.groupId,
+    tombstone: r.tombstone,
+    tableId: isOffset ? r.tableId : null,
+    partitionId: isOffset ? r.partitionId : null,
+    bucketId: isOffset ? r.bucketId : null,
+    offset: hasValue ? r.offset : null,
+    leaderEpoch: hasValue ? r.leaderEpoch : null,
+    commitTimestampMs: hasValue ? r.commitTimestampMs : null,
+    metadata: hasValue ? r.metadata : null,
+    snapshot: isOffset || r.tombstone ? null : r.snapshot,
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * Planning an offsets reset, as Kafka's `kafka-consumer-groups.sh --reset-offsets` does: the plan
+ * (which buckets, from which committed offset to which new one) is computed first and shown; only
+ * an explicit execute writes it. Planning is a pure function of the group's committed offsets, so a
+ * dry run reads and never writes.
+ *
+ * Which buckets a plan covers:
+ * - `to-offset` and `shift-by`: the committed buckets the selection matches; `to-offset` also covers
+ *   one uncommitted bucket when the selection names it completely (table and bucket);
+ * - `from-file`: the buckets the file names (committed or not), narrowed by the selection.
+ * `shift-by` clamps at 0 (the store knows no log start) and marks clamped rows.
+ */
+import { OffsetStoreError } from '../errors/index.js';
+import {
+  compareTableBuckets, describeSelection, formatBucketKey, selectionMatches, validateSelection,
+  type BucketOffset, type BucketSelection, type TableBucket,
+} from './bucket-spec.js';
+
+/** Where the new offsets come from. */
+export type ResetTarget =
+  | { kind: 'to-offset'; offset: number }
+  | { kind: 'shift-by'; delta: number }
+  | { kind: 'from-file'; source: string; offsets: BucketOffset[] };
+
+/** What to reset. */
+export interface ResetRequest {
+  target: ResetTarget;
+  /** Default: every committed bucket of the group. */
+  selection?: BucketSelection;
+}
+
+/** One bucket of a plan. */
+export interface ResetPlanRow extends TableBucket {
+  /** The committed offset now, null when the bucket has none. */
+  currentOffset: number | null;
+  newOffset: number;
+  /** True when `shift-by` went below 0 and was clamped to 0. */
+  clamped: boolean;
+}
+
+/** The committed offsets a plan is computed from. */
+export interface CommittedBucketOffset extends TableBucket {
+  offset: number;
+}
+
+/** Computes the rows of a reset plan from the group's committed offsets; see the module header. */
+export function planResetRows(committed: readonly CommittedBucketOffset[], request: ResetRequest): ResetPlanRow[] {
+  const selection = request.selection ?? {};
+  validateSelection(selection);
+  const target = request.target;
+  const current = new Map(committed.map((c) => [formatBucketKey(c), c.offset]));
+  let rows: ResetPlanRow[];
+  switch (target.kind) {
+    case 'to-offset': {
+      checkOffset(target.offset, 'to-offset');
+      rows = committed.filter((c) => selectionMatches(selection, c)).map((c) => row(c, c.offset, target.offset, false));
+      if (rows.length === 0 && selection.tableId !== undefined && selection.bucketId !== undefined) {
+        rows = [row({ tableId: selection.tableId, partitionId: selection.partitionId ?? null, bucketId: selection.bucketId }, null, target.offset, false)];
+      }
+      break;
+    }
+    case 'shift-by': {
+      if (!Number.isSafeInteger(target.delta)) throw new OffsetStoreError('INVALID_REQUEST', `shift-by must be a safe integer, got ${target.delta}`);
+      rows = committed.filter((c) => selectionMatches(selection, c)).map((c) => {
+        const shifted = c.offset + target.delta;
+        return row(c, c.offset, Math.max(0, shifted), shifted < 0);
+      });
+      if (rows.length === 0 && selection.tableId !== undefined && selection.bucketId !== undefined) {
+        throw new OffsetStoreError('INVALID_REQUEST', `${describeSelection(selection)} has no committed offset to shift`);
+      }
+      break;
+    }
+    case 'from-file':
+      rows = target.offsets.filter((o) => selectionMatches(selection, o)).map((o) => row(o, current.get(formatBucketKey(o)) ?? null, o.offset, false));
+      break;
+  }
+  return rows.sort(compareTableBuckets);
+}
+
+function row(bucket: TableBucket, currentOffset: number | null, newOffset: number, clamped: boolean): ResetPlanRow {
+  return { tableId: bucket.tableId, partitionId: bucket.partitionId, bucketId: bucket.bucketId, currentOffset, newOffset, clamped };
+}
+
+function checkOffset(value: number, what: string): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new OffsetStoreError('INVALID_REQUEST', `${what} must be a safe integer >= 0, got ${value}`);
+}
+
+/** A short description of a reset target, e.g. `to offset 100`. */
+export function describeResetTarget(target: ResetTarget): string {
+  switch (target.kind) {
+    case 'to-offset': return `to offset ${target.offset}`;
+    case 'shift-by': return `shift by ${target.delta}`;
+    case 'from-file': return `from ${target.source}`;
+  }
+}

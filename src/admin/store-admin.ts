@@ -1,0 +1,321 @@
+/**
+ * StoreAdmin: the admin facade over an open OffsetStore, for operators and tools (the CLI is one).
+ * It uses only the public API, and every result is plain JSON-safe data with a fixed shape (no
+ * undefined fields, null where a value is absent), so `JSON.stringify` of a result is a stable
+ * machine-readable output.
+ *
+ * Opening goes through `readStoreLayout` first: an admin tool never creates a store by accident in a
+ * mistyped directory (INVALID_CONFIG instead). Unless compaction is asked for, the store is opened
+ * without background compaction, so a short admin command does no work it was not asked to do.
+ */
+import { NodeFileSystem } from '../io/index.js';
+import {
+  OffsetStore, type CommittedOffset, type CompactionReport, type CompactionStrategy, type GroupListing, type GroupState,
+  type MemberDescription, type OffsetCommit,
+} from '../index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import {
+  compareTableBuckets, describeSelection, formatBucketKey, selectionMatches, validateSelection,
+  type BucketOffset, type BucketSelection, type TableBucket,
+} from './bucket-spec.js';
+import { describeResetTarget, planResetRows, type ResetPlanRow, type ResetRequest } from './reset-plan.js';
+import { hasCheckpoints, readStoreLayout, type StoreLayout } from './store-directory.js';
+
+/** Options of `StoreAdmin.open`. */
+export interface StoreAdminOptions {
+  /** Compaction strategy the store runs with; default 'none' (no background work). */
+  compactionStrategy?: CompactionStrategy;
+  /** Compaction worker threads; default 1. */
+  compactionWorkers?: number;
+  /** Receives the store's warnings (an ignored checkpoint, a failed background job). */
+  onWarning?: (message: string) => void;
+}
+
+/** One member of a group, as described. */
+export interface MemberReport {
+  memberId: string;
+  instanceId: string | null;
+  memberEpoch: number;
+  state: string;
+  subscribedTableIds: number[];
+  assignment: TableBucket[];
+  pendingRevocation: TableBucket[];
+  targetAssignment: TableBucket[];
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+}
+
+/** One bucket of a described group: committed, assigned, or both. */
+export interface BucketReport extends TableBucket {
+  committedOffset: number | null;
+  leaderEpoch: number | null;
+  metadata: string | null;
+  commitTimestampMs: number | null;
+  /** Member that owns the bucket now, if any. */
+  memberId: string | null;
+  /** From the caller's log-end offsets, when given for this bucket. */
+  logEndOffset: number | null;
+  /** logEndOffset - committedOffset (0 for a bucket with no commit counts from offset 0). */
+  lag: number | null;
+}
+
+/** What `describeGroup` returns. */
+export interface GroupReport {
+  groupId: string;
+  offsetsBucket: number;
+  state: GroupState;
+  groupEpoch: number;
+  assignmentEpoch: number;
+  assignor: string | null;
+  members: MemberReport[];
+  buckets: BucketReport[];
+  /** Sum of the known lags, null when no log-end offset was given. */
+  totalLag: number | null;
+}
+
+/** A reset plan, before or after it was executed. */
+export interface ResetPlan {
+  groupId: string;
+  /** e.g. `to offset 0`, `shift by -10`, `from plan.json`. */
+  target: string;
+  /** e.g. `every bucket`, `table 1 bucket 3`. */
+  selection: string;
+  /** Members the group has now: executing needs 0 (NON_EMPTY_GROUP otherwise). */
+  memberCount: number;
+  executed: boolean;
+  rows: ResetPlanRow[];
+}
+
+/** What `deleteOffsets` did. */
+export interface DeleteOffsetsResult {
+  groupId: string;
+  selection: string;
+  deleted: TableBucket[];
+}
+
+/** What `deleteGroup` did. */
+export interface DeleteGroupResult {
+  groupId: string;
+  offsetsDeleted: number;
+}
+
+/** Per offsets-bucket figures of `stats`. */
+export interface BucketStatsReport {
+  bucket: number;
+  state: 'loading' | 'ready' | 'failed';
+  logBytes: number;
+  segmentCount: number;
+  nextLogOffset: number;
+  liveOffsets: number;
+  groups: number;
+  lastCheckpoint: { logOffset: number; liveOffsets: number; createdAtMs: number } | null;
+}
+
+/** What `stats` returns. */
+export interface StatsReport {
+  dir: string;
+  bucketCount: number;
+  createdAtMs: number;
+  totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
+  buckets: BucketStatsReport[];
+}
+
+/** The admin facade; see the module header. */
+export class StoreAdmin {
+  /** The open store, for callers that need more than the facade offers. */
+  readonly store: OffsetStore;
+  readonly #layout: StoreLayout;
+
+  private constructor(store: OffsetStore, layout: StoreLayout) {
+    this.store = store;
+    this.#layout = layout;
+  }
+
+  /** Opens the existing store in `dir` (INVALID_CONFIG when there is none; STORE_LOCKED when it is open elsewhere). */
+  static async open(dir: string, options: StoreAdminOptions = {}): Promise<StoreAdmin> {
+    const layout = await readStoreLayout(new NodeFileSystem(), dir);
+    const store = await OffsetStore.open({
+      dir: layout.dir,
+      compaction: { strategy: options.compactionStrategy ?? 'none', workers: options.compactionWorkers ?? 1 },
+      ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    });
+    return new StoreAdmin(store, layout);
+  }
+
+  /**
+   * The strategy a `compact` of the store in `dir` should use when none is asked for: 'checkpoint'
+   * once checkpoints exist (the store was compacted that way), else 'log-cleaner'.
+   */
+  static async defaultCompactionStrategy(dir: string): Promise<CompactionStrategy> {
+    const fs = new NodeFileSystem();
+    return (await hasCheckpoints(fs, await readStoreLayout(fs, dir))) ? 'checkpoint' : 'log-cleaner';
+  }
+
+  /** Every group with committed offsets or members, by group id. */
+  async listGroups(): Promise<GroupListing[]> {
+    return (await this.store.listGroups()).map((g) => ({ groupId: g.groupId, state: g.state, offsetsBucket: g.offsetsBucket }));
+  }
+
+  /**
+   * A group's state, members and buckets (committed and/or assigned), with lag where `logEndOffsets`
+   * gives the bucket's log end. GROUP_ID_NOT_FOUND for an unknown group.
+   */
+  async describeGroup(groupId: string, logEndOffsets: readonly BucketOffset[] = []): Promise<GroupReport> {
+    const description = await this.store.describeGroup(groupId);
+    const logEnds = new Map(logEndOffsets.map((o) => [formatBucketKey(o), o.offset]));
+    const owners = new Map<string, string>();
+    for (const member of description.members) for (const b of member.assignment) owners.set(formatBucketKey(b), member.memberId);
+    const rows = new Map<string, BucketReport>();
+    for (const committed of description.offsets) rows.set(formatBucketKey(committed), bucketReport(committed, committed));
+    for (const member of description.members) {
+      for (const b of member.assignment) if (!rows.has(formatBucketKey(b))) rows.set(formatBucketKey(b), bucketReport(b, null));
+    }
+    let totalLag: number | null = null;
+    for (const [key, row] of rows) {
+      row.memberId = owners.get(key) ?? null;
+      const logEnd = logEnds.get(key);
+      if (logEnd === undefined) continue;
+      row.logEndOffset = logEnd;
+      row.lag = logEnd - (row.committedOffset ?? 0);
+      totalLag = (totalLag ?? 0) + row.lag;
+    }
+    return {
+      groupId: description.groupId,
+      offsetsBucket: description.offsetsBucket,
+      state: description.state,
+      groupEpoch: description.groupEpoch,
+      assignmentEpoch: description.assignmentEpoch,
+      assignor: description.assignor,
+      members: description.members.map(memberReport),
+      buckets: [...rows.values()].sort(compareTableBuckets),
+      totalLag,
+    };
+  }
+
+  /**
+   * Computes a reset plan without writing anything (a dry run). A group that does not exist gets a
+   * plan only when the request names its buckets (to-offset of one bucket, or a file): that seeds
+   * the offsets of a group before its first scanner starts.
+   */
+  async planReset(groupId: string, request: ResetRequest): Promise<ResetPlan> {
+    const { committed, memberCount, exists } = await this.#groupOffsets(groupId);
+    const rows = planResetRows(committed, request);
+    if (!exists && rows.length === 0) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    return { groupId, target: describeResetTarget(request.target), selection: describeSelection(request.selection ?? {}), memberCount, executed: false, rows };
+  }
+
+  /**
+   * Plans and executes a reset in one atomic commit; the rows report the offsets read back after it.
+   * NON_EMPTY_GROUP when the group has members.
+   */
+  async executeReset(groupId: string, request: ResetRequest): Promise<ResetPlan> {
+    const plan = await this.planReset(groupId, request);
+    if (plan.rows.length === 0) return { ...plan, executed: true };
+    const current = new Map((await this.store.fetchOffsets(groupId)).filter((c) => c !== null).map((c) => [formatBucketKey(c), c]));
+    const commits: OffsetCommit[] = plan.rows.map((r) => ({
+      tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId, offset: r.newOffset, leaderEpoch: -1,
+      metadata: current.get(formatBucketKey(r))?.metadata ?? '',
+    }));
+    await this.store.resetOffsets(groupId, commits);
+    const after = await this.store.fetchOffsets(groupId, plan.rows);
+    return { ...plan, executed: true, rows: plan.rows.map((r, i) => ({ ...r, newOffset: after[i]?.offset ?? r.newOffset })) };
+  }
+
+  /**
+   * Deletes the committed offsets the selection matches (an empty selection matches every bucket).
+   * GROUP_SUBSCRIBED_TO_BUCKET if one of them is assigned to a member; GROUP_ID_NOT_FOUND for an
+   * unknown group.
+   */
+  async deleteOffsets(groupId: string, selection: BucketSelection): Promise<DeleteOffsetsResult> {
+    validateSelection(selection);
+    const { committed, exists } = await this.#groupOffsets(groupId);
+    if (!exists) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    const doomed = committed.filter((c) => selectionMatches(selection, c)).map(({ tableId, partitionId, bucketId }) => ({ tableId, partitionId, bucketId }));
+    if (doomed.length > 0) await this.store.deleteOffsets(groupId, doomed);
+    return { groupId, selection: describeSelection(selection), deleted: doomed.sort(compareTableBuckets) };
+  }
+
+  /** Deletes a group without members and all its offsets (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND). */
+  async deleteGroup(groupId: string): Promise<DeleteGroupResult> {
+    const offsets = await this.store.fetchOffsets(groupId);
+    await this.store.deleteGroup(groupId);
+    return { groupId, offsetsDeleted: offsets.length };
+  }
+
+  /** Compacts every offsets-bucket now with the strategy the admin was opened with. */
+  async compact(): Promise<CompactionReport> {
+    const report = await this.store.compact();
+    return {
+      strategy: report.strategy,
+      buckets: report.buckets.map((b) => ({
+        bucket: b.bucket, bytesBefore: b.bytesBefore, bytesAfter: b.bytesAfter, segmentsBefore: b.segmentsBefore, segmentsAfter: b.segmentsAfter,
+        recordsRead: b.recordsRead, recordsDropped: b.recordsDropped, bytesWritten: b.bytesWritten, durationMs: b.durationMs,
+        ...(b.checkpointLogOffset === undefined ? {} : { checkpointLogOffset: b.checkpointLogOffset }),
+      })),
+      bytesBefore: report.bytesBefore, bytesAfter: report.bytesAfter, recordsDropped: report.recordsDropped, bytesWritten: report.bytesWritten, durationMs: report.durationMs,
+    };
+  }
+
+  /** Per offsets-bucket figures: log bytes, segments, live offsets, groups, last checkpoint. */
+  async stats(): Promise<StatsReport> {
+    const stats = await this.store.stats();
+    return {
+      dir: stats.dir,
+      bucketCount: stats.bucketCount,
+      createdAtMs: this.#layout.manifest.createdAtMs,
+      totals: { ...stats.totals },
+      buckets: stats.buckets.map((b) => ({
+        bucket: b.bucket, state: b.state, logBytes: b.logBytes, segmentCount: b.segmentCount, nextLogOffset: b.nextLogOffset,
+        liveOffsets: b.liveOffsets, groups: b.groups,
+        lastCheckpoint: b.checkpoint === undefined ? null : { logOffset: b.checkpoint.logOffset, liveOffsets: b.checkpoint.liveOffsets, createdAtMs: b.checkpoint.createdAtMs },
+      })),
+    };
+  }
+
+  /** Closes the store (flushes, releases the lock). */
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  async #groupOffsets(groupId: string): Promise<{ committed: CommittedOffset[]; memberCount: number; exists: boolean }> {
+    try {
+      const description = await this.store.describeGroup(groupId);
+      return { committed: description.offsets, memberCount: description.members.length, exists: true };
+    } catch (error) {
+      if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND') return { committed: [], memberCount: 0, exists: false };
+      throw error;
+    }
+  }
+}
+
+function tableBucket(b: { tableId: number; partitionId?: number | null; bucketId: number }): TableBucket {
+  return { tableId: b.tableId, partitionId: b.partitionId ?? null, bucketId: b.bucketId };
+}
+
+function bucketReport(bucket: TableBucket | { tableId: number; partitionId?: number | null; bucketId: number }, committed: CommittedOffset | null): BucketReport {
+  return {
+    ...tableBucket(bucket),
+    committedOffset: committed?.offset ?? null,
+    leaderEpoch: committed?.leaderEpoch ?? null,
+    metadata: committed?.metadata ?? null,
+    commitTimestampMs: committed?.commitTimestampMs ?? null,
+    memberId: null,
+    logEndOffset: null,
+    lag: null,
+  };
+}
+
+function memberReport(m: MemberDescription): MemberReport {
+  return {
+    memberId: m.memberId,
+    instanceId: m.instanceId,
+    memberEpoch: m.memberEpoch,
+    state: String(m.state),
+    subscribedTableIds: [...m.subscribedTableIds],
+    assignment: m.assignment.map(tableBucket).sort(compareTableBuckets),
+    pendingRevocation: m.pendingRevocation.map(tableBucket).sort(compareTableBuckets),
+    targetAssignment: m.targetAssignment.map(tableBucket).sort(compareTableBuckets),
+    sessionTimeoutMs: m.sessionTimeoutMs,
+    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+  };
+}

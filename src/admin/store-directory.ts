@@ -1,0 +1,110 @@
+/**
+ * Read-only access to a store directory for the offline tools (`dumpLog`, `verifyLog`) and for the
+ * checks made before a store is opened: the manifest, the bucket folders, the segment files and the
+ * lock holder. Nothing here writes, creates or renames a file — opening a store truncates a torn
+ * tail and completes interrupted compaction swaps, which is exactly what a verifier must not do.
+ *
+ * The folder naming (`buckets/<nnn>`, nnn zero-padded to at least 3 digits) and the manifest format
+ * follow DESIGN.md 3.1.
+ */
+import * as path from 'node:path';
+import { OffsetStoreError } from '../errors/index.js';
+import type { FileSystem } from '../io/index.js';
+import { CLEANED_SUFFIX, FORMAT_VERSION, parseSegmentFileName, type StoreManifest } from '../log/index.js';
+
+/** What the manifest says plus where the buckets live. */
+export interface StoreLayout {
+  dir: string;
+  manifest: StoreManifest;
+  /** Folder of each offsets-bucket, index = bucket number. */
+  bucketDirs: string[];
+}
+
+/** One segment file as found on disk. */
+export interface SegmentFile {
+  name: string;
+  path: string;
+  baseOffset: number;
+  sizeBytes: number;
+}
+
+/** Name of the manifest file inside a store directory. */
+export const MANIFEST_FILE = 'store.json';
+
+/**
+ * Reads and checks `<dir>/store.json`. A directory without one is not a store: INVALID_CONFIG (the
+ * tools never create a store by accident, unlike `OffsetStore.open`).
+ */
+export async function readStoreLayout(fs: FileSystem, dir: string): Promise<StoreLayout> {
+  const absoluteDir = path.resolve(dir);
+  const manifestPath = path.join(absoluteDir, MANIFEST_FILE);
+  const bytes = await fs.readFile(manifestPath);
+  if (bytes === null) throw new OffsetStoreError('INVALID_CONFIG', `no offset store in ${absoluteDir}: ${MANIFEST_FILE} not found`);
+  const manifest = parseManifest(manifestPath, bytes);
+  const bucketDirs = Array.from({ length: manifest.bucketCount }, (_, i) => path.join(absoluteDir, 'buckets', bucketDirName(manifest.bucketCount, i)));
+  return { dir: absoluteDir, manifest, bucketDirs };
+}
+
+function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} is not valid JSON`, { cause: error });
+  }
+  const m = parsed as Partial<StoreManifest> | null;
+  if (m === null || typeof m !== 'object' || typeof m.bucketCount !== 'number' || !Number.isSafeInteger(m.bucketCount) || m.bucketCount < 1) {
+    throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} lacks a valid bucketCount`);
+  }
+  if (m.formatVersion !== FORMAT_VERSION) {
+    throw new OffsetStoreError('INVALID_CONFIG', `${manifestPath} has format version ${String(m.formatVersion)}; this build reads version ${FORMAT_VERSION}`);
+  }
+  return { formatVersion: m.formatVersion, bucketCount: m.bucketCount, createdAtMs: typeof m.createdAtMs === 'number' ? m.createdAtMs : 0 };
+}
+
+/** Folder name of offsets-bucket `bucket` in a store of `bucketCount` buckets (as the store names it). */
+export function bucketDirName(bucketCount: number, bucket: number): string {
+  return String(bucket).padStart(Math.max(3, String(bucketCount - 1).length), '0');
+}
+
+/** The segment files of one bucket folder in log order (empty when the folder does not exist). */
+export async function listSegmentFiles(fs: FileSystem, bucketDir: string): Promise<SegmentFile[]> {
+  const segments: SegmentFile[] = [];
+  for (const name of await fs.readdir(bucketDir)) {
+    const baseOffset = parseSegmentFileName(name);
+    if (baseOffset === undefined) continue;
+    const filePath = path.join(bucketDir, name);
+    segments.push({ name, path: filePath, baseOffset, sizeBytes: (await fs.sizeBytes(filePath)) ?? 0 });
+  }
+  return segments.sort((a, b) => a.baseOffset - b.baseOffset);
+}
+
+/**
+ * Files of a bucket folder that an interrupted compaction left behind (`.cleaned` outputs, the
+ * `compaction.swap` intent, `.tmp` files). The next open completes or discards them.
+ */
+export async function listSwapLeftovers(fs: FileSystem, bucketDir: string): Promise<string[]> {
+  return (await fs.readdir(bucketDir)).filter((name) => name.endsWith(CLEANED_SUFFIX) || name.endsWith('.tmp') || name === 'compaction.swap').sort();
+}
+
+/** True when any offsets-bucket has a non-empty LMDB checkpoint folder (the checkpoint strategy ran). */
+export async function hasCheckpoints(fs: FileSystem, layout: StoreLayout): Promise<boolean> {
+  for (const bucketDir of layout.bucketDirs) {
+    if ((await fs.readdir(path.join(bucketDir, 'checkpoint'))).length > 0) return true;
+  }
+  return false;
+}
+
+/** The pid in `<dir>/LOCK` if that process is alive (the store is open there), else null. */
+export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
+  const bytes = await fs.readFile(path.join(dir, 'LOCK'));
+  if (bytes === null) return null;
+  const pid = Number.parseInt(bytes.toString('utf8'), 10);
+  if (!Number.isSafeInteger(pid) || pid <= 0) return null;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? pid : null;
+  }
+}

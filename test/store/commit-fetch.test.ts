@@ -3,7 +3,7 @@ import { loadChecksum, xxh32 } from '../../src/codec/index.js';
 import { ManualClock, type OffsetCommit } from '../../src/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
-import { byBucket, groupsSharingABucket, imageOf, openStore } from './store-fixtures.js';
+import { HeldDatasyncFileSystem, byBucket, groupsSharingABucket, imageOf, openStore } from './store-fixtures.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -54,6 +54,18 @@ describe('commitOffsets / fetchOffsets', () => {
       { tableId: 1, partitionId: null, bucketId: 1, offset: 6, leaderEpoch: -1, metadata: '', commitTimestampMs: T0 },
     ]);
     expect((await store.fetchOffsets('other'))[0]!.offset).toBe(99);
+    await store.close();
+  });
+
+  it('hands out copies: mutating a fetched or described offset changes nothing in the store', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5, metadata: 'm' }]);
+    const [fetched] = await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]);
+    fetched!.offset = 999;
+    fetched!.metadata = 'changed';
+    (await store.fetchOffsets('g'))[0]!.offset = 998;
+    (await store.describeGroup('g')).offsets[0]!.offset = 997;
+    expect((await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]).toMatchObject({ offset: 5, metadata: 'm' });
     await store.close();
   });
 
@@ -148,17 +160,22 @@ describe('requireStable', () => {
   });
 
   it('stays unstable until the last of two overlapping commits of a bucket is durable', async () => {
-    const store = await openStore(tempDir());
-    const first = store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
-    const second = store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 2 }]);
+    const fs = new HeldDatasyncFileSystem();
+    const store = await openStore(tempDir(), { fs });
+    const b0 = { tableId: 1, bucketId: 0 };
+    fs.holding = true;
+    const first = store.commitOffsets('g', [{ ...b0, offset: 1 }]);
+    await fs.heldCount(1); // the first commit is written, its fdatasync held
+    const second = store.commitOffsets('g', [{ ...b0, offset: 2 }]); // queued for the next write
+    fs.releaseOne();
     await first;
-    // The second may or may not be durable yet (same group commit); if not, the bucket must be unstable.
-    const stable = store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }], { requireStable: true });
-    const settled = await stable.then((v) => ({ ok: v }), (e: unknown) => ({ error: e }));
-    if ('ok' in settled) expect(settled.ok[0]?.offset, 'a stable read is the final value').toBe(2);
-    else expect(settled.error).toMatchObject({ code: 'UNSTABLE_OFFSET_COMMIT' });
+    await fs.heldCount(1); // the second commit is written, its fdatasync held
+    await expect(store.fetchOffsets('g', [b0], { requireStable: true }), 'the second commit is still in flight').rejects.toMatchObject({ code: 'UNSTABLE_OFFSET_COMMIT' });
+    expect((await store.fetchOffsets('g', [b0]))[0]?.offset).toBe(1);
+    fs.holding = false;
+    fs.releaseOne();
     await second;
-    expect((await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }], { requireStable: true }))[0]?.offset).toBe(2);
+    expect((await store.fetchOffsets('g', [b0], { requireStable: true }))[0]?.offset).toBe(2);
     await store.close();
   });
 });

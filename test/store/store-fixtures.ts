@@ -116,3 +116,44 @@ export async function ioIdle(fs: TrackingFileSystem): Promise<void> {
     lastStarted = fs.started;
   }
 }
+
+/**
+ * The real file system whose fdatasyncs can be held: while `holding`, each fdatasync waits until
+ * the test releases it, so a test can keep a commit appended-but-not-durable for as long as it likes.
+ */
+export class HeldDatasyncFileSystem extends FaultyFileSystem {
+  holding = false;
+  readonly #held: (() => void)[] = [];
+  readonly #waiters: (() => void)[] = [];
+
+  /** Resolves once at least `count` fdatasyncs are being held. */
+  async heldCount(count: number): Promise<void> {
+    while (this.#held.length < count) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Lets the oldest held fdatasync proceed. */
+  releaseOne(): void {
+    this.#held.shift()?.();
+  }
+
+  override async open(path: string, flags: OpenFlags): Promise<FileHandle> {
+    const handle = await super.open(path, flags);
+    return {
+      path: handle.path,
+      writev: (buffers, position) => handle.writev(buffers, position),
+      read: (b, o, l, p) => handle.read(b, o, l, p),
+      truncate: (n) => handle.truncate(n),
+      sizeBytes: () => handle.sizeBytes(),
+      close: () => handle.close(),
+      datasync: async () => {
+        if (this.holding) {
+          await new Promise<void>((resolve) => {
+            this.#held.push(resolve);
+            for (const wake of this.#waiters.splice(0)) wake();
+          });
+        }
+        return handle.datasync();
+      },
+    };
+  }
+}

@@ -154,6 +154,22 @@ describe('offset commit validation', () => {
     await expect(store.deleteOffsets('existing', [{ tableId: 1, bucketId: 2 ** 31 }])).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/bucketId/) });
   });
 
+  it('rejects a commit too big for one batch with INVALID_REQUEST and keeps accepting commits (no fail-stop)', async () => {
+    const huge = Array.from({ length: 2100 }, (_, i) => ({ tableId: 1, bucketId: i, offset: 1, metadata: 'x'.repeat(4096) })); // ~8.6 MB
+    await expect(store.commitOffsets('g', huge)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }], { requireStable: true }), 'no pending mark left behind').toEqual([null]);
+    const fresh = await openStore(tempDir(), { commitRecordCountMax: 3 });
+    await expect(fresh.commitOffsets('g', [0, 1, 2, 3].map((bucketId) => ({ tableId: 1, bucketId, offset: 1 })))).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await fresh.commitOffsets('g', [0, 1, 2].map((bucketId) => ({ tableId: 1, bucketId, offset: 1 })));
+    await fresh.close();
+    // The afterEach checks that nothing was written; the store still takes (and then forgets) a commit.
+    const other = await openStore(tempDir());
+    await expect(other.commitOffsets('g', huge)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await other.commitOffsets('g', [ok]);
+    expect((await other.fetchOffsets('g'))[0]?.offset).toBe(1);
+    await other.close();
+  });
+
   it('throws TypeError for arguments of the wrong type', async () => {
     const wrong: [string, () => Promise<unknown>][] = [
       ['offsets not an array', () => store.commitOffsets('g', { tableId: 1, bucketId: 0, offset: 1 } as never)],

@@ -98,6 +98,23 @@ export function tableRows(report: CompareReport): Row[] {
   return rows;
 }
 
+/** The target of `workload` and whether offset-store met it in this run. */
+export function targetVerdict(workload: WorkloadInfo, report: CompareReport): string {
+  const target = workload.target;
+  if (target === undefined) return '';
+  const headline = (adapterId: string): Metric | undefined =>
+    report.cells.find((c) => c.workload === workload.id && c.adapterId === adapterId)?.result?.headline;
+  const subject = headline(SUBJECT_ID);
+  if (subject === undefined) return `${target.text}: not measured`;
+  if (target.kind === 'absolute') {
+    if (target.onlyAtScale !== undefined && target.onlyAtScale !== report.config.scale) return `${target.text}: checked at COMPARE_SCALE=${target.onlyAtScale}`;
+    return `${target.text}: ${subject.value <= target.max ? 'met' : 'NOT met'}`;
+  }
+  const peer = headline(target.peerId);
+  const ratio = peer === undefined ? undefined : advantage(subject, peer);
+  return ratio === undefined ? `${target.text}: not measured` : `${target.text}: ${ratio.toFixed(2)}x, ${ratio >= target.factor ? 'met' : 'NOT met'}`;
+}
+
 function versus(workload: WorkloadInfo, subject: Cell | undefined, cell: Cell, config: CompareConfig): string {
   const target = workload.target;
   if (cell.adapterId === SUBJECT_ID) {
@@ -130,12 +147,40 @@ export function renderTerminal(report: CompareReport): string {
       current = row.workload;
       const workload = report.workloads.find((w) => current.startsWith(`(${w.id})`));
       lines.push('', `${current}${workload?.target === undefined ? '' : `   [DESIGN.md target: ${workload.target.text}]`}`);
-      lines.push(`  ${keys.map((k) => headers[k].padEnd(widths[k])).join('  ')}`);
+      lines.push(`  ${keys.map((k) => headers[k].padEnd(widths[k])).join('  ')}`.trimEnd());
     }
-    lines.push(`  ${keys.map((k) => row[k].padEnd(widths[k])).join('  ')}`);
+    lines.push(`  ${keys.map((k) => row[k].padEnd(widths[k])).join('  ')}`.trimEnd());
     if (row.details !== '') lines.push(`  ${''.padEnd(widths.store)}  ${row.details}`);
   }
+  const summary = summaryTable(report);
+  const summaryWidths = summary[0]!.map((_, c) => Math.max(...summary.map((row) => row[c]!.length)));
+  lines.push('', 'summary (in parentheses: offset-store advantage over the peer, > 1 = offset-store better)');
+  for (const row of summary) lines.push(`  ${row.map((cell, c) => cell.padEnd(summaryWidths[c]!)).join('  ')}`.trimEnd());
   return lines.join('\n');
+}
+
+/**
+ * One row per workload, one column per store: the headline, with offset-store's advantage in
+ * parentheses for peers, and the DESIGN.md target's verdict last. Compact enough for the README.
+ */
+export function summaryTable(report: CompareReport): string[][] {
+  const stores: { id: string; name: string }[] = [];
+  for (const cell of report.cells) if (!stores.some((s) => s.id === cell.adapterId)) stores.push({ id: cell.adapterId, name: cell.adapterName });
+  const header = ['workload', ...stores.map((s) => s.name), 'DESIGN.md target'];
+  const body = report.workloads.map((workload) => {
+    const subject = report.cells.find((c) => c.workload === workload.id && c.adapterId === SUBJECT_ID);
+    const cells = stores.map((store) => {
+      const cell = report.cells.find((c) => c.workload === workload.id && c.adapterId === store.id);
+      if (cell === undefined) return '';
+      if (cell.result === undefined) return 'error';
+      const value = `${formatValue(cell.result.headline.value, cell.result.headline.unit)} ${cell.result.headline.label}`;
+      if (store.id === SUBJECT_ID || !workload.peerRatio || subject?.result === undefined) return value;
+      const ratio = advantage(subject.result.headline, cell.result.headline);
+      return ratio === undefined ? value : `${value} (${ratio.toFixed(2)}x)`;
+    });
+    return [`(${workload.id}) ${workload.title}`, ...cells, targetVerdict(workload, report)];
+  });
+  return [header, ...body];
 }
 
 /** The markdown rendering, ready to paste into the README. */
@@ -150,6 +195,11 @@ export function renderMarkdown(report: CompareReport): string {
     'the flushes were checked with strace by `bench/compare/verify-durability.ts`. ' +
     'Absolute numbers vary by disk: compare the ratios, and the disk floor above.', '');
   for (const u of report.unavailable) lines.push(`Not run: \`${u.id}\`: ${escape(u.reason)}`, '');
+  const summary = summaryTable(report);
+  lines.push('In parentheses: offset-store\'s advantage over the peer (> 1 = offset-store better: offset-store/peer for rates, peer/offset-store for times and bytes).', '');
+  lines.push(`| ${summary[0]!.map(escape).join(' | ')} |`, `|${summary[0]!.map(() => '---').join('|')}|`);
+  for (const row of summary.slice(1)) lines.push(`| ${row.map(escape).join(' | ')} |`);
+  lines.push('', '#### Every row with its durability mode', '');
   lines.push('| Workload | Store | Durability | Result | Details | offset-store vs peer (>1 = better) |');
   lines.push('|---|---|---|---|---|---|');
   for (const row of tableRows(report)) {

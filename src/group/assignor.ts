@@ -55,7 +55,7 @@ export function checkAssignment(
     if (position === undefined) throw new TypeError(`assignor '${assignorName}' assigned buckets to unknown member ${memberId}`);
     const member = input.members[position] as AssignorMember;
     const normalized = refs.map((raw) => {
-      const ref = raw.partitionId === undefined ? normalizeBucketRef(raw) : raw;
+      const ref = normalizeBucketRef(raw, `assignment of ${memberId}`);
       const index = indexer.indexOf(ref);
       if (index < 0 || !member.subscribedTableIds.includes(ref.tableId)) {
         throw new TypeError(`assignor '${assignorName}' gave member ${memberId} ${formatBucketRef(ref)}, which it cannot own`);

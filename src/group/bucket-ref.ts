@@ -2,9 +2,10 @@
  * BucketRef: the name of one bucket of a user table, `(tableId, partitionId, bucketId)`.
  *
  * Invariants: inside src/group every BucketRef is normalized (`partitionId` is `null`, never
- * `undefined`, for a non-partitioned table) and its numbers are checked safe integers, so two refs
- * name the same bucket exactly when their `bucketKey`s are equal. Normalization happens once, at the
- * edge (`normalizeBucketRef`); internals compare keys.
+ * `undefined`, for a non-partitioned table), frozen (refs are shared between state, records and
+ * responses), and its numbers are checked safe integers, so two refs name the same bucket exactly
+ * when their `bucketKey`s are equal. Normalization happens once, at the edge
+ * (`normalizeBucketRef`). Hot paths do not build keys: they index buckets through BucketMap.
  */
 import { OffsetStoreError } from '../errors/index.js';
 
@@ -48,7 +49,8 @@ export function normalizeBucketRef(input: BucketRefInput, field = 'bucket'): Buc
   if (!Number.isInteger(bucketId) || bucketId < 0 || bucketId > BUCKET_ID_MAX) {
     throw new OffsetStoreError('INVALID_REQUEST', `${field}.bucketId must be an int32 >= 0, got ${bucketId}`);
   }
-  return { tableId, partitionId, bucketId };
+  if (Object.isFrozen(input) && input.partitionId === partitionId) return input as BucketRef;
+  return Object.freeze({ tableId, partitionId, bucketId });
 }
 
 /** A string that is equal for two normalized refs exactly when they name the same bucket. */

@@ -25,8 +25,8 @@ import type { ConsumerMember, MemberAssignment, MemberState } from './consumer-m
 export interface ReconcileInput {
   readonly targetEpoch: number;
   readonly target: BucketSet;
-  /** Current owner (member id) of a bucket key, if any. */
-  readonly ownerOf: (key: string) => string | undefined;
+  /** Current owner (member id) of a bucket, if any. */
+  readonly ownerOf: (ref: BucketRef) => string | undefined;
   /** Buckets the member reported owning in this heartbeat, or null when it did not report. */
   readonly owned: BucketSet | null;
 }
@@ -52,14 +52,15 @@ function nextAssignment(member: ConsumerMember, input: ReconcileInput, memberEpo
   }
   const free: BucketRef[] = [];
   let unreleased = false;
-  for (const [key, ref] of input.target.entries()) {
-    if (kept.hasKey(key)) continue;
-    const owner = input.ownerOf(key);
+  for (const ref of input.target) {
+    if (kept.has(ref)) continue;
+    const owner = input.ownerOf(ref);
     // A bucket this member itself still holds as pending revocation may be taken straight back.
     if (owner === undefined || owner === member.memberId) free.push(ref);
     else unreleased = true;
   }
-  const assigned = free.length === 0 ? kept : kept.union(BucketSet.of(free));
+  // Fully reconciled, the assigned set is the target set itself: share it instead of building a copy.
+  const assigned = free.length === 0 ? kept : kept.size + free.length === input.target.size ? input.target : BucketSet.of([...kept, ...free]);
   return changed(member, input.targetEpoch, unreleased ? 'UNRELEASED_PARTITIONS' : 'STABLE', assigned, BucketSet.EMPTY);
 }
 

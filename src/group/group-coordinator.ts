@@ -22,7 +22,7 @@ import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
 import { SystemClock, type Clock, type Timer } from '../util/index.js';
 import type { Assignor } from './assignor.js';
-import { bucketKey, formatBucketRef, normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
+import { formatBucketRef, normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
 import type { MemberState } from './consumer-member.js';
 import type { GroupState } from './group.js';
 import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts } from './group-handlers.js';
@@ -264,7 +264,7 @@ export class GroupCoordinator {
     }
     buckets.forEach((raw, i) => {
       const ref = normalizeBucketRef(raw, `offsets[${i}]`);
-      if (group.ownerOf(bucketKey(ref)) !== memberId) {
+      if (group.ownerOf(ref) !== memberId) {
         throw new OffsetStoreError('BUCKET_NOT_ASSIGNED', `member ${memberId} of group ${groupId} does not own ${formatBucketRef(ref)}`);
       }
     });
@@ -279,7 +279,7 @@ export class GroupCoordinator {
   /** The member that owns the bucket now, or null. */
   assignedOwner(groupId: string, bucket: BucketRefInput): string | null {
     this.#ensureActive();
-    return this.#machine.get(groupId)?.ownerOf(bucketKey(normalizeBucketRef(bucket))) ?? null;
+    return this.#machine.get(groupId)?.ownerOf(normalizeBucketRef(bucket)) ?? null;
   }
 
   /** True when a member owns the bucket or is about to (it is in some member's target assignment). */
@@ -287,8 +287,8 @@ export class GroupCoordinator {
     this.#ensureActive();
     const group = this.#machine.get(groupId);
     if (group === undefined) return false;
-    const key = bucketKey(normalizeBucketRef(bucket));
-    return group.ownerOf(key) !== undefined || group.targetOwnerOf(key) !== undefined;
+    const ref = normalizeBucketRef(bucket);
+    return group.ownerOf(ref) !== undefined || group.targetOwnerOf(ref) !== undefined;
   }
 
   /** The group's state, or null when the coordinator holds no state for it. */

@@ -224,7 +224,7 @@ function reconcile(op: GroupOperation, group: Group, memberId: string, owned: Bu
   const next = reconcileMember(before, {
     targetEpoch: group.assignmentEpoch,
     target: group.targetOf(memberId),
-    ownerOf: (key) => group.ownerOf(key),
+    ownerOf: (ref) => group.ownerOf(ref),
     owned,
   });
   if (next === before) return before;

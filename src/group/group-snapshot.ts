@@ -136,7 +136,7 @@ export function snapshotToRecords(groupId: string, snapshot: GroupSnapshot): Gro
 }
 
 function* expandBuckets(groups: readonly GroupSnapshotBuckets[]): Generator<BucketRef> {
-  for (const g of groups) for (const bucketId of g.bucketIds) yield { tableId: g.tableId, partitionId: g.partitionId, bucketId };
+  for (const g of groups) for (const bucketId of g.bucketIds) yield Object.freeze({ tableId: g.tableId, partitionId: g.partitionId, bucketId });
 }
 
 /**

@@ -13,6 +13,8 @@
  * target assignment epoch), Reconciling (some member not STABLE at the assignment epoch), Stable.
  */
 import { assert } from '../util/index.js';
+import { formatBucketRef, type BucketRef } from './bucket-ref.js';
+import { BucketMap } from './bucket-map.js';
 import { BucketSet } from './bucket-set.js';
 import { isReconciledTo, JOINING_ASSIGNMENT, type ConsumerMember, type MemberAssignment, type MemberSubscription } from './consumer-member.js';
 import type { GroupRecord } from './group-record.js';
@@ -31,7 +33,7 @@ export class Group {
   readonly #members = new Map<string, ConsumerMember>();
   readonly #targets = new Map<string, BucketSet>();
   readonly #staticMembers = new Map<string, string>();
-  readonly #owners = new Map<string, string>();
+  readonly #owners = new BucketMap<string>();
   readonly #subscriberCounts = new Map<number, number>();
   #reconciledCount = 0;
 
@@ -70,13 +72,13 @@ export class Group {
   }
 
   /** Member that owns the bucket now (assigned or pending revocation), if any. */
-  ownerOf(key: string): string | undefined {
-    return this.#owners.get(key);
+  ownerOf(ref: BucketRef): string | undefined {
+    return this.#owners.get(ref);
   }
 
   /** Member whose target assignment holds the bucket, if any (a scan: for admin checks, not hot paths). */
-  targetOwnerOf(key: string): string | undefined {
-    for (const [memberId, target] of this.#targets) if (target.hasKey(key)) return memberId;
+  targetOwnerOf(ref: BucketRef): string | undefined {
+    for (const [memberId, target] of this.#targets) if (target.has(ref)) return memberId;
     return undefined;
   }
 
@@ -142,7 +144,6 @@ export class Group {
   #applyAssignment(memberId: string, assignment: MemberAssignment): void {
     const existing = this.#members.get(memberId);
     assert(existing !== undefined, `assignment for unknown member ${memberId} of ${this.groupId}`);
-    this.#releaseOwnership(existing);
     const member: ConsumerMember = {
       ...existing,
       memberEpoch: assignment.memberEpoch,
@@ -151,11 +152,19 @@ export class Group {
       assigned: assignment.assigned,
       pendingRevocation: assignment.pendingRevocation,
     };
+    // Update the owner index by difference: a reconciliation step usually changes a few buckets.
+    const ownsAfter = (ref: BucketRef): boolean => member.assigned.has(ref) || member.pendingRevocation.has(ref);
+    const ownedBefore = (ref: BucketRef): boolean => existing.assigned.has(ref) || existing.pendingRevocation.has(ref);
+    for (const set of [existing.assigned, existing.pendingRevocation]) {
+      for (const ref of set) if (!ownsAfter(ref) && this.#owners.get(ref) === memberId) this.#owners.delete(ref);
+    }
     for (const set of [member.assigned, member.pendingRevocation]) {
-      for (const key of set.keys()) {
-        const owner = this.#owners.get(key);
-        assert(owner === undefined, `bucket ${key} of ${this.groupId} would have two owners: ${owner} and ${memberId}`);
-        this.#owners.set(key, memberId);
+      if (set === existing.assigned || set === existing.pendingRevocation) continue;
+      for (const ref of set) {
+        if (ownedBefore(ref)) continue;
+        const owner = this.#owners.get(ref);
+        assert(owner === undefined, `${formatBucketRef(ref)} of ${this.groupId} would have two owners: ${owner} and ${memberId}`);
+        this.#owners.set(ref, memberId);
       }
     }
     this.#members.set(memberId, member);
@@ -173,7 +182,7 @@ export class Group {
 
   #releaseOwnership(member: ConsumerMember): void {
     for (const set of [member.assigned, member.pendingRevocation]) {
-      for (const key of set.keys()) if (this.#owners.get(key) === member.memberId) this.#owners.delete(key);
+      for (const ref of set) if (this.#owners.get(ref) === member.memberId) this.#owners.delete(ref);
     }
   }
 

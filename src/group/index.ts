@@ -5,6 +5,7 @@
  */
 export { type BucketRef, type BucketRefInput, normalizeBucketRef, bucketKey, compareBucketRefs, formatBucketRef } from './bucket-ref.js';
 export { BucketSet } from './bucket-set.js';
+export { BucketMap } from './bucket-map.js';
 export { type TableLayout, type TableLayoutInput, normalizeTableLayout, layoutsEqual, tableBucketTotal } from './table-layout.js';
 export { type Assignor, type AssignorInput, type AssignorMember, checkAssignment } from './assignor.js';
 export { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';

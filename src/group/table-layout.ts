@@ -71,6 +71,9 @@ export function tableBucketTotal(layout: TableLayout): number {
   return layout.bucketCount * (layout.partitionIds === null ? 1 : layout.partitionIds.length);
 }
 
+/** Shared ref objects per layout object (layouts are immutable; a table's new layout is a new object). */
+const layoutRefs = new WeakMap<TableLayout, { tableId: number; refs: (BucketRef | undefined)[] }>();
+
 /** One table's slice of a `BucketIndexer`. */
 export interface IndexedTable {
   readonly tableId: number;
@@ -129,14 +132,28 @@ export class BucketIndexer {
     return partitionIndex === undefined ? -1 : table.base + partitionIndex * bucketCount + ref.bucketId;
   }
 
-  /** The bucket at `index` of the table in `slot` (index must lie in that table's range). */
+  /**
+   * The bucket at `index` of the table in `slot` (index must lie in that table's range). Refs are
+   * made once per layout object and shared by every assignment computed against it.
+   */
   refAt(slot: number, index: number): BucketRef {
     const table = this.tables[slot] as IndexedTable;
+    let refs = layoutRefs.get(table.layout);
+    if (refs === undefined || refs.tableId !== table.tableId) {
+      refs = { tableId: table.tableId, refs: new Array<BucketRef | undefined>(table.count) };
+      layoutRefs.set(table.layout, refs);
+    }
     const offset = index - table.base;
-    const { bucketCount, partitionIds } = table.layout;
-    if (partitionIds === null) return { tableId: table.tableId, partitionId: null, bucketId: offset };
-    const partitionId = partitionIds[Math.floor(offset / bucketCount)] as number;
-    return { tableId: table.tableId, partitionId, bucketId: offset % bucketCount };
+    let ref = refs.refs[offset];
+    if (ref === undefined) {
+      const { bucketCount, partitionIds } = table.layout;
+      ref =
+        partitionIds === null
+          ? Object.freeze({ tableId: table.tableId, partitionId: null, bucketId: offset })
+          : Object.freeze({ tableId: table.tableId, partitionId: partitionIds[Math.floor(offset / bucketCount)] as number, bucketId: offset % bucketCount });
+      refs.refs[offset] = ref;
+    }
+    return ref;
   }
 
   /** The slot of the table that holds bucket `index`. */

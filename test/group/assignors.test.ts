@@ -14,6 +14,9 @@ import {
 } from '../../src/group/index.js';
 import { GroupTestContext } from './group-test-context.js';
 
+/** Bucket keys as strings, for sets and sorted comparisons in tests. */
+const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+
 type Spec = Record<string, number[]>; // memberId -> subscribed table ids
 
 function input(spec: Spec, tables: Record<number, TableLayout>, current: Map<string, BucketRef[]> = new Map()): AssignorInput {
@@ -54,9 +57,9 @@ function members(n: number, tables: number[] = [1]): Spec {
 /** Buckets that changed owner between two assignments, not counting buckets of members that left. */
 function moved(before: Map<string, BucketRef[]>, after: Map<string, BucketRef[]>): number {
   const owner = new Map<string, string>();
-  for (const [m, refs] of before) if (after.has(m)) for (const r of refs) owner.set(bucketKey(r), m);
+  for (const [m, refs] of before) if (after.has(m)) for (const r of refs) owner.set(keyOf(r), m);
   let count = 0;
-  for (const [m, refs] of after) for (const r of refs) if (owner.has(bucketKey(r)) && owner.get(bucketKey(r)) !== m) count++;
+  for (const [m, refs] of after) for (const r of refs) if (owner.has(keyOf(r)) && owner.get(keyOf(r)) !== m) count++;
   return count;
 }
 
@@ -79,8 +82,8 @@ describe('uniform assignor', () => {
     expect(sizes(after).sort()).toEqual([7, 7, 8, 8]);
     expect(moved(before, after)).toBe(after.get('zz')?.length);
     for (const [m, refs] of before) {
-      const now = new Set((after.get(m) ?? []).map(bucketKey));
-      expect(refs.filter((r) => now.has(bucketKey(r))).length).toBe(after.get(m)?.length); // only lost, never gained
+      const now = new Set((after.get(m) ?? []).map(keyOf));
+      expect(refs.filter((r) => now.has(keyOf(r))).length).toBe(after.get(m)?.length); // only lost, never gained
     }
   });
 
@@ -115,7 +118,7 @@ describe('uniform assignor', () => {
     // a member subscribing to table 2 only: table 1 buckets do not move
     const four = run(uniform, { a: [1], b: [1, 2], c: [2], d: [2] }, { 1: table(9), 2: table(9) }, three);
     const owner1 = (out: Map<string, BucketRef[]>) =>
-      new Map([...out].flatMap(([m, refs]) => refs.filter((r) => r.tableId === 1).map((r) => [bucketKey(r), m] as const)));
+      new Map([...out].flatMap(([m, refs]) => refs.filter((r) => r.tableId === 1).map((r) => [keyOf(r), m] as const)));
     const before1 = owner1(three);
     const after1 = owner1(four);
     let movedTable1 = 0;
@@ -148,7 +151,7 @@ describe('uniform assignor', () => {
           });
           // the current target the coordinator passes is always disjoint; emulate that
           const seen = new Set<string>();
-          for (const [m, refs] of current) current.set(m, refs.filter((r) => !seen.has(bucketKey(r)) && seen.add(bucketKey(r))));
+          for (const [m, refs] of current) current.set(m, refs.filter((r) => !seen.has(keyOf(r)) && seen.add(keyOf(r))));
           const out = run(uniform, spec, { 1: layout }, current);
           const totalBuckets = layout.bucketCount * (layout.partitionIds?.length ?? 1);
           expect(total(out)).toBe(totalBuckets);
@@ -156,8 +159,8 @@ describe('uniform assignor', () => {
           const base = Math.floor(totalBuckets / n);
           for (const [m, refs] of current) {
             const valid = refs.filter((r) => r.bucketId < layout.bucketCount).length;
-            const keptKeys = new Set((out.get(m) ?? []).map(bucketKey));
-            expect(refs.filter((r) => keptKeys.has(bucketKey(r))).length).toBeGreaterThanOrEqual(Math.min(valid, base));
+            const keptKeys = new Set((out.get(m) ?? []).map(keyOf));
+            expect(refs.filter((r) => keptKeys.has(keyOf(r))).length).toBeGreaterThanOrEqual(Math.min(valid, base));
           }
         },
       ),

@@ -5,6 +5,9 @@ import type { Clock, Timer } from '../../src/util/index.js';
 import { ManualClock } from '../../src/util/index.js';
 import { buckets, GroupTestContext, range } from './group-test-context.js';
 
+/** Bucket keys as strings, for sets and sorted comparisons in tests. */
+const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 async function rejectsWith(promise: Promise<unknown>, code: string): Promise<OffsetStoreError> {
@@ -19,7 +22,7 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Off
 }
 
 function keys(refs: readonly BucketRef[]): string[] {
-  return refs.map(bucketKey).sort();
+  return refs.map(keyOf).sort();
 }
 
 describe('join and heartbeat', () => {

@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { bucketKey, GroupMember, type BucketRef, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
 import { GroupTestContext } from './group-test-context.js';
 
+/** Bucket keys as strings, for sets and sorted comparisons in tests. */
+const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+
 /** Lets every promise chain started by timers run to completion. */
 async function flush(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -15,7 +18,7 @@ function harness(bucketCount = 6) {
     heartbeat: (groupId, request) => ctx.coordinator.heartbeat(groupId, request),
     commit: async (groupId, offsets, { memberId, memberEpoch }) => {
       ctx.coordinator.validateMemberCommit(groupId, memberId, memberEpoch, offsets);
-      for (const o of offsets) committed.set(bucketKey({ tableId: o.tableId, partitionId: o.partitionId ?? null, bucketId: o.bucketId }), o.offset);
+      for (const o of offsets) committed.set(keyOf({ tableId: o.tableId, partitionId: o.partitionId ?? null, bucketId: o.bucketId }), o.offset);
     },
   };
   const advance = async (ms: number, stepMs = 1000): Promise<void> => {
@@ -44,16 +47,16 @@ class Consumer {
       subscribedTableIds: [1],
       onAssigned: (buckets) => {
         this.events.push(`assigned ${buckets.length}`);
-        for (const ref of buckets) this.positions.set(bucketKey(ref), { ref, next: this.committed.get(bucketKey(ref)) ?? 0 });
+        for (const ref of buckets) this.positions.set(keyOf(ref), { ref, next: this.committed.get(keyOf(ref)) ?? 0 });
       },
       onRevoked: async (buckets) => {
         this.events.push(`revoked ${buckets.length}`);
-        await this.commit(buckets.map(bucketKey));
-        for (const ref of buckets) this.positions.delete(bucketKey(ref));
+        await this.commit(buckets.map(keyOf));
+        for (const ref of buckets) this.positions.delete(keyOf(ref));
       },
       onLost: (buckets) => {
         this.events.push(`lost ${buckets.length}`);
-        for (const ref of buckets) this.positions.delete(bucketKey(ref));
+        for (const ref of buckets) this.positions.delete(keyOf(ref));
       },
       ...extra,
     };
@@ -87,7 +90,7 @@ describe('GroupMember', () => {
         await c.commit();
       }
       // at no moment do two running members hold the same bucket
-      const held = live.flatMap((c) => c.member.assignment.map(bucketKey));
+      const held = live.flatMap((c) => c.member.assignment.map(keyOf));
       expect(new Set(held).size).toBe(held.length);
       await advance(1000);
     };
@@ -129,8 +132,8 @@ describe('GroupMember', () => {
       onRevoked: async (buckets) => {
         slow.events.push(`revoking ${buckets.length}`);
         await revoking;
-        await slow.commit(buckets.map(bucketKey));
-        for (const ref of buckets) slow.positions.delete(bucketKey(ref));
+        await slow.commit(buckets.map(keyOf));
+        for (const ref of buckets) slow.positions.delete(keyOf(ref));
       },
     }));
     await advance(1000);
@@ -160,7 +163,7 @@ describe('GroupMember', () => {
       onRevoked: async (buckets) => {
         a.events.push(`revoked ${buckets.length}`);
         if (gated) await gate; // a is slow to revoke: it stays at epoch 2 while b moves on
-        for (const ref of buckets) a.positions.delete(bucketKey(ref));
+        for (const ref of buckets) a.positions.delete(keyOf(ref));
       },
     }));
     await advance(1000);
@@ -180,7 +183,7 @@ describe('GroupMember', () => {
     expect(b.events).toContain('lost 2');
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
     expect([a, b, c].map((x) => x.member.assignment.length)).toEqual([2, 2, 2]);
-    const all = [a, b, c].flatMap((x) => x.member.assignment.map(bucketKey));
+    const all = [a, b, c].flatMap((x) => x.member.assignment.map(keyOf));
     expect(new Set(all).size).toBe(6);
   });
 
@@ -191,7 +194,7 @@ describe('GroupMember', () => {
     const b = new Consumer('b', committed);
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
     await advance(10_000);
-    const before = a.member.assignment.map(bucketKey);
+    const before = a.member.assignment.map(keyOf);
     expect(before).toHaveLength(2);
     await a.member.leave({ temporary: true });
     expect(a.events).toContain('revoked 2');
@@ -200,7 +203,7 @@ describe('GroupMember', () => {
     const a2 = new Consumer('a2', committed);
     a2.member = await GroupMember.join(port, 'g', a2.options({ clock: ctx.clock, instanceId: 'host-a' }));
     await advance(1000);
-    expect(a2.member.assignment.map(bucketKey)).toEqual(before);
+    expect(a2.member.assignment.map(keyOf)).toEqual(before);
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
   });
 });

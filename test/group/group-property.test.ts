@@ -21,9 +21,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError, OffsetStoreError } from '../../src/errors/index.js';
-import { bucketKey, GroupStateMachine } from '../../src/group/index.js';
+import { bucketKey, GroupStateMachine, type BucketRef } from '../../src/group/index.js';
 import { snapshotToRecords } from '../../src/group/group-snapshot.js';
 import { GroupTestContext, type SimMember } from './group-test-context.js';
+
+/** Bucket keys as strings, for sets and sorted comparisons in tests. */
+const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
 
 type Action =
   | { t: 'join' }
@@ -138,7 +141,7 @@ class Model {
     for (const { sim } of this.clients) {
       const member = sim.memberId === undefined ? undefined : view.get(sim.memberId);
       if (member === undefined || member.memberEpoch !== sim.epoch || sim.epoch <= 0) continue;
-      const attributed = new Set([...member.assigned, ...member.pendingRevocation].map(bucketKey));
+      const attributed = new Set([...member.assigned, ...member.pendingRevocation].map(keyOf));
       for (const key of sim.ownedKeys()) {
         expect(attributed.has(key), `${sim.memberId} owns ${key} at epoch ${sim.epoch} without the coordinator knowing`).toBe(true);
         expect(goodStanding.get(key), `${key} owned by ${goodStanding.get(key)} and ${sim.memberId}`).toBeUndefined();

@@ -21,6 +21,9 @@ import {
 } from '../../src/group/index.js';
 import { ManualClock, type Clock } from '../../src/util/index.js';
 
+/** Bucket keys as strings, for sets and sorted comparisons in tests. */
+const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+
 const packr = new Packr({ useRecords: false });
 
 /** Records every snapshot write; can be told to fail or to hold writes until released. */
@@ -119,7 +122,7 @@ export class GroupTestContext {
     const seen = new Map<string, string>();
     for (const m of this.coordinator.inspect(groupId)?.members ?? []) {
       for (const ref of [...m.assigned, ...m.pendingRevocation]) {
-        const key = bucketKey(ref);
+        const key = keyOf(ref);
         expect(seen.get(key), `bucket ${key} owned by ${seen.get(key)} and ${m.memberId}`).toBeUndefined();
         seen.set(key, m.memberId);
       }
@@ -176,16 +179,16 @@ export class SimMember {
       return;
     }
     // A slow member: it adds new buckets at once but keeps revoked ones until finishRevocation().
-    const assigned = new Set(response.assignment.map(bucketKey));
-    const held = new Set(this.owned.map(bucketKey));
-    this.owned = [...this.owned, ...response.assignment.filter((r) => !held.has(bucketKey(r)))];
-    this.releasing = this.owned.filter((r) => !assigned.has(bucketKey(r)));
+    const assigned = new Set(response.assignment.map(keyOf));
+    const held = new Set(this.owned.map(keyOf));
+    this.owned = [...this.owned, ...response.assignment.filter((r) => !held.has(keyOf(r)))];
+    this.releasing = this.owned.filter((r) => !assigned.has(keyOf(r)));
   }
 
   /** A slow member finishes revoking: it drops the buckets its last assignment no longer held. */
   finishRevocation(): void {
-    const releasing = new Set(this.releasing.map(bucketKey));
-    this.owned = this.owned.filter((r) => !releasing.has(bucketKey(r)));
+    const releasing = new Set(this.releasing.map(keyOf));
+    this.owned = this.owned.filter((r) => !releasing.has(keyOf(r)));
     this.releasing = [];
   }
 
@@ -208,7 +211,7 @@ export class SimMember {
   }
 
   ownedKeys(): string[] {
-    return this.owned.map(bucketKey).sort();
+    return this.owned.map(keyOf).sort();
   }
 }
 

@@ -22,10 +22,10 @@ import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
 import { SystemClock, type Clock, type Timer } from '../util/index.js';
 import type { Assignor } from './assignor.js';
-import { formatBucketRef, normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
-import type { MemberState } from './consumer-member.js';
+import { formatBucketRef, normalizeBucketRef, type BucketRefInput } from './bucket-ref.js';
 import type { GroupState } from './group.js';
 import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts } from './group-handlers.js';
+import { describeGroup, type GroupDescription } from './group-description.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
 import type { GroupRecord } from './group-record.js';
 import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
@@ -34,7 +34,7 @@ import { normalizeHeartbeatRequest, validateGroupId, type HeartbeatRequest, type
 import { MemberTimers } from './member-timers.js';
 import { OperationLane } from './operation-lane.js';
 import { RangeAssignor } from './range-assignor.js';
-import { layoutsChanged, preferredAssignor } from './target-assignment-builder.js';
+import { layoutsChanged } from './target-assignment-builder.js';
 import { layoutsEqual, normalizeTableLayout, type TableLayout, type TableLayoutInput } from './table-layout.js';
 import { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
 
@@ -71,34 +71,6 @@ export interface GroupCoordinatorOptions {
   readonly onBackgroundError?: (error: unknown, groupId: string) => void;
   /** Generates member ids for joins that bring none (default crypto.randomUUID). */
   readonly newMemberId?: () => string;
-}
-
-/** One member in a GroupDescription. */
-export interface MemberDescription {
-  memberId: string;
-  instanceId: string | null;
-  memberEpoch: number;
-  state: MemberState;
-  subscribedTableIds: number[];
-  /** Buckets the member may own now. */
-  assignment: BucketRef[];
-  /** Buckets the member was asked to release and still owns. */
-  pendingRevocation: BucketRef[];
-  /** Buckets the member will own once reconciled. */
-  targetAssignment: BucketRef[];
-  sessionTimeoutMs: number;
-  rebalanceTimeoutMs: number;
-}
-
-/** JSON-safe description of a group's membership (the store adds committed offsets). */
-export interface GroupDescription {
-  groupId: string;
-  state: GroupState;
-  groupEpoch: number;
-  assignmentEpoch: number;
-  /** The assignor the group's next target assignment would use. */
-  assignor: string;
-  members: MemberDescription[];
 }
 
 /** Counters for stats and benchmarks. */
@@ -291,6 +263,12 @@ export class GroupCoordinator {
     return group.ownerOf(ref) !== undefined || group.targetOwnerOf(ref) !== undefined;
   }
 
+  /** Tables at least one member of the group subscribes to, sorted (for offset retention). */
+  subscribedTableIds(groupId: string): number[] {
+    this.#ensureActive();
+    return [...(this.#machine.get(groupId)?.subscribedTableIds() ?? [])].sort((a, b) => a - b);
+  }
+
   /** The group's state, or null when the coordinator holds no state for it. */
   groupState(groupId: string): GroupState | null {
     this.#ensureActive();
@@ -307,22 +285,7 @@ export class GroupCoordinator {
   describe(groupId: string): GroupDescription | null {
     this.#ensureActive();
     const group = this.#machine.get(groupId);
-    if (group === undefined) return null;
-    const members = [...group.members.values()].map((m) => ({
-      memberId: m.memberId,
-      instanceId: m.instanceId,
-      memberEpoch: m.memberEpoch,
-      state: m.state,
-      subscribedTableIds: [...m.subscribedTableIds],
-      assignment: m.assigned.toArray(),
-      pendingRevocation: m.pendingRevocation.toArray(),
-      targetAssignment: group.targetOf(m.memberId).toArray(),
-      sessionTimeoutMs: m.sessionTimeoutMs,
-      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-    }));
-    members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
-    const assignor = preferredAssignor([...group.members.values()].map((m) => m.assignor)) ?? this.#env.config.defaultAssignor;
-    return { groupId, state: group.state(), groupEpoch: group.groupEpoch, assignmentEpoch: group.assignmentEpoch, assignor, members };
+    return group === undefined ? null : describeGroup(group, this.#env.config.defaultAssignor);
   }
 
   /** Complete internal state of a group as plain data (tests, debugging). */

@@ -80,15 +80,15 @@ export function snapshotOf(group: Group): GroupSnapshot {
 }
 
 function snapshotMember(member: ConsumerMember): GroupSnapshotMember {
-  const byPartition = new Map<string, { tableId: number; partitionId: number | null; bucketIds: number[] }>();
+  // Sorted refs put each table partition's buckets next to each other: group runs, no keys needed.
+  const assignment: { tableId: number; partitionId: number | null; bucketIds: number[] }[] = [];
+  let run: { tableId: number; partitionId: number | null; bucketIds: number[] } | undefined;
   for (const ref of member.assigned.toArray()) {
-    const key = `${ref.tableId}:${ref.partitionId ?? ''}`;
-    let entry = byPartition.get(key);
-    if (entry === undefined) {
-      entry = { tableId: ref.tableId, partitionId: ref.partitionId, bucketIds: [] };
-      byPartition.set(key, entry);
+    if (run === undefined || run.tableId !== ref.tableId || run.partitionId !== ref.partitionId) {
+      run = { tableId: ref.tableId, partitionId: ref.partitionId, bucketIds: [] };
+      assignment.push(run);
     }
-    entry.bucketIds.push(ref.bucketId);
+    run.bucketIds.push(ref.bucketId);
   }
   return {
     memberId: member.memberId,
@@ -99,7 +99,7 @@ function snapshotMember(member: ConsumerMember): GroupSnapshotMember {
     assignor: member.assignor,
     sessionTimeoutMs: member.sessionTimeoutMs,
     rebalanceTimeoutMs: member.rebalanceTimeoutMs,
-    assignment: [...byPartition.values()],
+    assignment,
   };
 }
 

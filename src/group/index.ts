@@ -30,11 +30,6 @@ export {
   parseGroupSnapshot,
 } from './group-snapshot.js';
 export { type HeartbeatRequest, type HeartbeatResponse, validateGroupId } from './heartbeat.js';
-export {
-  GroupCoordinator,
-  type GroupCoordinatorOptions,
-  type GroupDescription,
-  type MemberDescription,
-  type GroupCoordinatorMetrics,
-} from './group-coordinator.js';
+export { GroupCoordinator, type GroupCoordinatorOptions, type GroupCoordinatorMetrics } from './group-coordinator.js';
+export { type GroupDescription, type MemberDescription } from './group-description.js';
 export { GroupMember, type GroupMemberPort, type MemberOptions, type MemberCommitOffset } from './group-member.js';

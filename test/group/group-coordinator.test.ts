@@ -569,6 +569,8 @@ describe('queries, concurrency and lifecycle', () => {
       groupId: 'g', state: 'Stable', groupEpoch: 1, assignmentEpoch: 1, assignor: 'range',
       members: [{ memberId: 'a', instanceId: 'i', memberEpoch: 1, state: 'STABLE', subscribedTableIds: [1], assignment: [{ tableId: 1, partitionId: 5, bucketId: 0 }, { tableId: 1, partitionId: 5, bucketId: 1 }] }],
     });
+    expect(ctx.coordinator.subscribedTableIds('g')).toEqual([1]);
+    expect(ctx.coordinator.subscribedTableIds('nope')).toEqual([]);
     expect(ctx.coordinator.describe('nope')).toBeNull();
     expect(ctx.coordinator.groupState('nope')).toBeNull();
   });

@@ -1,0 +1,56 @@
+/**
+ * GroupDescription: the JSON-safe view of a group's membership that `describeGroup` and the admin
+ * surface show (the store adds committed offsets). Plain arrays, numbers, strings and null only;
+ * buckets sorted, members sorted by id, so two descriptions of the same state are deep-equal.
+ */
+import type { BucketRef } from './bucket-ref.js';
+import type { MemberState } from './consumer-member.js';
+import type { Group, GroupState } from './group.js';
+import { preferredAssignor } from './target-assignment-builder.js';
+
+/** One member in a GroupDescription. */
+export interface MemberDescription {
+  memberId: string;
+  instanceId: string | null;
+  memberEpoch: number;
+  state: MemberState;
+  subscribedTableIds: number[];
+  /** Buckets the member may own now. */
+  assignment: BucketRef[];
+  /** Buckets the member was asked to release and still owns. */
+  pendingRevocation: BucketRef[];
+  /** Buckets the member will own once reconciled. */
+  targetAssignment: BucketRef[];
+  sessionTimeoutMs: number;
+  rebalanceTimeoutMs: number;
+}
+
+/** JSON-safe description of a group's membership. */
+export interface GroupDescription {
+  groupId: string;
+  state: GroupState;
+  groupEpoch: number;
+  assignmentEpoch: number;
+  /** The assignor the group's next target assignment would use. */
+  assignor: string;
+  members: MemberDescription[];
+}
+
+/** Describes a group; `defaultAssignor` is used when no member states a preference. */
+export function describeGroup(group: Group, defaultAssignor: string): GroupDescription {
+  const members = [...group.members.values()].map((m) => ({
+    memberId: m.memberId,
+    instanceId: m.instanceId,
+    memberEpoch: m.memberEpoch,
+    state: m.state,
+    subscribedTableIds: [...m.subscribedTableIds],
+    assignment: m.assigned.toArray(),
+    pendingRevocation: m.pendingRevocation.toArray(),
+    targetAssignment: group.targetOf(m.memberId).toArray(),
+    sessionTimeoutMs: m.sessionTimeoutMs,
+    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+  }));
+  members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
+  const assignor = preferredAssignor([...group.members.values()].map((m) => m.assignor)) ?? defaultAssignor;
+  return { groupId: group.groupId, state: group.state(), groupEpoch: group.groupEpoch, assignmentEpoch: group.assignmentEpoch, assignor, members };
+}

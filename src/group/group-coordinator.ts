@@ -17,6 +17,16 @@
  *    its caller sees the failure if it persists;
  *  - lifecycle: loading (only loadSnapshot/setTableLayout) -> active -> closed (everything rejects
  *    with STORE_CLOSED; timers are cancelled).
+ *
+ * Wiring (the composition root does this, one coordinator per offsets-bucket):
+ *  1. construct with a GroupSnapshotWriter that appends a group-snapshot record (type 1, keyed by
+ *     groupId; null = tombstone) to the bucket's log and resolves once it is durable;
+ *  2. while replaying the log, call `loadSnapshot(groupId, decoded | null)` for every type-1 record,
+ *     in log order; then `onLoadComplete()` (also when there was nothing to load);
+ *  3. member commits: `validateMemberCommit` before appending; commits without a member only when
+ *     `!hasMembers(groupId)`; `deleteOffsets` refuses `isBucketAssigned` buckets; `resetOffsets` and
+ *     `deleteGroup` need `!hasMembers`, and deleteGroup also awaits `deleteGroup(groupId)` here;
+ *  4. `setTableLayout` on every bucket's coordinator; `close()` on store close.
  */
 import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';

@@ -26,6 +26,21 @@ const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
 
 const packr = new Packr({ useRecords: false });
 
+/** Asserts a value is plain data: null, finite numbers, strings, arrays and plain objects only. */
+function expectPlainData(value: unknown, path: string): void {
+  if (value === null || typeof value === 'string') return;
+  if (typeof value === 'number') {
+    expect(Number.isFinite(value), `${path} is not a finite number`).toBe(true);
+    return;
+  }
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => expectPlainData(v, `${path}[${i}]`));
+    return;
+  }
+  expect(typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype, `${path} is not a plain object`).toBe(true);
+  for (const [k, v] of Object.entries(value as object)) expectPlainData(v, `${path}.${k}`);
+}
+
 /** Records every snapshot write; can be told to fail or to hold writes until released. */
 export class InMemorySnapshotWriter implements GroupSnapshotWriter {
   readonly writes: Array<{ groupId: string; snapshot: GroupSnapshot | null }> = [];
@@ -40,8 +55,9 @@ export class InMemorySnapshotWriter implements GroupSnapshotWriter {
       this.failNext = null;
       return Promise.reject(error);
     }
+    if (snapshot !== null) expectPlainData(snapshot, 'snapshot');
     const decoded = snapshot === null ? null : (packr.unpack(packr.pack(snapshot)) as GroupSnapshot);
-    if (snapshot !== null) expect(decoded).toEqual(snapshot);
+    if (snapshot !== null) expect(decoded).toStrictEqual(snapshot);
     this.writes.push({ groupId, snapshot: decoded });
     this.latest.set(groupId, decoded);
     if (!this.hold) return Promise.resolve();

@@ -54,8 +54,10 @@ export function checkAssignment(
     const position = byId.get(memberId);
     if (position === undefined) throw new TypeError(`assignor '${assignorName}' assigned buckets to unknown member ${memberId}`);
     const member = input.members[position] as AssignorMember;
+    // An unchanged target is the member's current set's own refs, normalized when they entered it.
+    const unchanged = member.currentTarget.isSameSequence(refs);
     const normalized = refs.map((raw) => {
-      const ref = normalizeBucketRef(raw, `assignment of ${memberId}`);
+      const ref = unchanged ? raw : normalizeBucketRef(raw, `assignment of ${memberId}`);
       const index = indexer.indexOf(ref);
       if (index < 0 || !member.subscribedTableIds.includes(ref.tableId)) {
         throw new TypeError(`assignor '${assignorName}' gave member ${memberId} ${formatBucketRef(ref)}, which it cannot own`);
@@ -68,9 +70,9 @@ export function checkAssignment(
       ownerByIndex[index] = position;
       return ref;
     });
-    // Most members keep their target across a rebalance: reuse the set instead of re-keying it.
+    // Most members keep their target across a rebalance: reuse the set instead of rebuilding it.
     const current = member.currentTarget;
-    if (current.isSameSequence(normalized)) result.set(memberId, current);
+    if (unchanged) result.set(memberId, current);
     else {
       const next = BucketSet.of(normalized);
       result.set(memberId, next.equals(current) ? current : next);

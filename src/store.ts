@@ -474,7 +474,10 @@ export class OffsetStore {
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
       const { table, coordinator } = slot;
-      if (table === undefined || coordinator === undefined) continue;
+      if (table === undefined || coordinator === undefined) {
+        // A partial listing would hide groups; the caller retries once recovery is done.
+        throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} is still recovering; listGroups needs all of them`);
+      }
       const groupIds = new Set([...table.state.groupIds(), ...coordinator.groupIds()]);
       for (const groupId of groupIds) listings.push({ groupId, state: coordinator.groupState(groupId) ?? 'Empty', offsetsBucket: slot.index });
     }
@@ -594,6 +597,7 @@ export class OffsetStore {
     const scanner = new ScannerOffsets(groupId, {
       commitOffsets: (g, offsets) => this.commitOffsets(g, offsets),
       fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
+      closed: (closed) => this.#scanners.delete(closed),
     }, this.#options.clock, options);
     this.#scanners.add(scanner);
     return scanner;

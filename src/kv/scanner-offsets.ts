@@ -10,6 +10,9 @@
  * - A failed commit changes nothing: the moved positions stay moved and go out with the next commit.
  * - Commits are serialized: a commit started while one is in flight waits for it, then commits what
  *   is still moved, so two commits never race each other.
+ * - `assign` is all-or-nothing: if a position cannot be resolved, the assignment stays as it was.
+ * - A bucket assigned without a committed offset counts as moved: the next commit records its start
+ *   position (as Kafka's consumer does), so a restart resumes there even if nothing was read.
  */
 import { OffsetStoreError } from '../errors/index.js';
 import type { Clock, Timer } from '../util/index.js';
@@ -21,6 +24,8 @@ import { bucketKeyString, normalizeBucket } from './validation.js';
 export interface ScannerOffsetsPort {
   commitOffsets(groupId: string, offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[]): Promise<void>;
   fetchOffsets(groupId: string, buckets: BucketKey[]): Promise<(CommittedOffsetValue | null)[]>;
+  /** Told once the scanner is closed (the store stops tracking it). */
+  closed?(scanner: ScannerOffsets): void;
 }
 
 /** Where to start a bucket with no committed offset. */
@@ -73,17 +78,19 @@ export class ScannerOffsets {
     const normalized = buckets.map((b, i) => normalizeBucket(b, `buckets[${i}]`));
     const keys = new Set(normalized.map(bucketKeyString));
     if (keys.size !== normalized.length) throw new OffsetStoreError('INVALID_REQUEST', 'buckets repeats a bucket');
-    const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
-    if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();
-    for (const k of dropped) this.#positions.delete(k);
+    // All-or-nothing: every new position is resolved before the assignment changes.
     const fresh = normalized.filter((b) => !this.#positions.has(bucketKeyString(b)));
     const committed = fresh.length === 0 ? [] : await this.#port.fetchOffsets(this.groupId, fresh);
+    const added: Position[] = [];
     for (let i = 0; i < fresh.length; i++) {
       const bucket = fresh[i]!;
       const value = committed[i];
-      const position = value != null ? value.offset : await this.#missing(bucket);
-      this.#positions.set(bucketKeyString(bucket), { bucket, position, committed: value?.offset });
+      added.push({ bucket, position: value != null ? value.offset : await this.#missing(bucket), committed: value?.offset });
     }
+    const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
+    if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();
+    for (const k of dropped) this.#positions.delete(k);
+    for (const p of added) if (!this.#positions.has(bucketKeyString(p.bucket))) this.#positions.set(bucketKeyString(p.bucket), p);
   }
 
   async #missing(bucket: BucketKey): Promise<number> {
@@ -149,7 +156,11 @@ export class ScannerOffsets {
     if (this.#closed) return this.#commitChain;
     this.#closed = true;
     this.#timer?.cancel();
-    await this.#commitChain.then(() => this.#commitMoved());
+    try {
+      await this.#commitChain.then(() => this.#commitMoved());
+    } finally {
+      this.#port.closed?.(this);
+    }
   }
 
   #moved(p: Position): boolean {

@@ -53,6 +53,19 @@ describe('ScannerOffsets', () => {
     await store.close();
   });
 
+  it('assign is all-or-nothing: when a new position cannot be resolved, the assignment stays as it was', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ ...B0, offset: 100 }, { ...B2, offset: 7 }]);
+    const scanner = store.scanner('g', { onMissing: 'error' });
+    await scanner.assign([B2]);
+    scanner.advance(B2, 9);
+    await expect(scanner.assign([B0, B1])).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(scanner.assignment()).toEqual([{ tableId: 2, partitionId: 0, bucketId: 0 }]);
+    expect(scanner.position(B2)).toBe(9);
+    expect(await committed(store, 'g', [B2]), 'nothing was committed by the failed assign').toEqual([7]);
+    await store.close();
+  });
+
   it('advance moves forward only, seek anywhere; bad offsets and unassigned buckets are refused', async () => {
     const store = await openStore(tempDir());
     const scanner = store.scanner('g');

@@ -90,13 +90,17 @@ export class GroupMember {
     this.#memberId = options.memberId;
   }
 
-  /** Joins the group and starts the heartbeat loop; rejects if the first heartbeat fails. */
+  /**
+   * Joins the group and starts the heartbeat loop. Resolves once the first heartbeat succeeded and
+   * the buckets it assigned (if any) went through `onAssigned`; rejects if the first heartbeat fails.
+   */
   static async join(port: GroupMemberPort, groupId: string, options: MemberOptions): Promise<GroupMember> {
     if (!Array.isArray(options?.subscribedTableIds)) throw new TypeError('options.subscribedTableIds must be an array');
     const member = new GroupMember(port, groupId, options);
     const response = await port.heartbeat(groupId, member.#request());
     member.#accept(response);
     member.#schedule(member.#heartbeatIntervalMs);
+    await member.#reconciling;
     return member;
   }
 

@@ -191,6 +191,8 @@ describe('GroupMember', () => {
     const { ctx, committed, port, advance } = harness(4);
     const a = new Consumer('a', committed);
     a.member = await GroupMember.join(port, 'g', a.options({ clock: ctx.clock, instanceId: 'host-a' }));
+    expect(a.member.assignment).toHaveLength(4); // join resolves with the first assignment in place
+    expect(a.events).toEqual(['assigned 4']);
     const b = new Consumer('b', committed);
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
     await advance(10_000);

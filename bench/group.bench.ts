@@ -13,13 +13,15 @@
  *  - churn: in a Stable group of N, one member leaves and a new one joins, until Stable again;
  *  - heartbeat: one steady-state heartbeat (member reports its owned buckets, nothing changes).
  *
- * Expected orders of magnitude on one core of a current x86 machine:
- *  - join storm, immediate: 1 member ~1 ms, 10 ~10 ms, 100 ~100 ms, 1000 ~1-3 s (one assignor run
- *    over 10,000 buckets per join: O(N x buckets));
- *  - join storm, batched: 100 ~10-50 ms, 1000 ~100-300 ms (a few assignor runs, then O(N) heartbeats);
- *  - churn: ~1-10 ms for N <= 100, ~10-50 ms for 1000 (every member heartbeats once or twice);
- *  - records per churn rebalance: O(N) in-memory records, and exactly 1 snapshot write;
- *  - heartbeat: ~100k-500k/s with 10-100 owned buckets reported.
+ * Expected orders of magnitude (measured on a 2-core VM shared with other jobs; an idle core is
+ * roughly 2-4x faster):
+ *  - join storm, immediate: 1 member ~10-30 ms, 10 ~100 ms, 100 ~1-2 s, 1000 ~5-15 s — one assignor
+ *    run over 10,000 buckets per join plus O(N) per run, so O(N^2) overall: use batching for storms;
+ *  - join storm, batched: 100 ~30 ms, 1000 ~150-300 ms (two assignor runs, then O(N) heartbeats);
+ *  - churn: immediate ~50-100 ms, batched ~5 ms (10 members) to ~25 ms (1000 members);
+ *  - per rebalance: O(N) in-memory records (about one per heartbeat that changed something) and
+ *    exactly 1 snapshot write;
+ *  - heartbeat: ~50k/s with 10 owned buckets reported, ~30k/s with 100, ~5k/s with 1000.
  * A result 100x off these is a regression (or a much slower machine).
  *
  * Run: npx tsx bench/group.bench.ts   (GROUP_BENCH_MEMBERS=1,10,100 to choose sizes)

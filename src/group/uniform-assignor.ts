@@ -13,7 +13,8 @@
  *  1. Every member keeps the buckets of its current target that still exist and that it subscribes.
  *  2. Free buckets go, table by table, to the least-loaded subscriber of that table (min-heap).
  *  3. Balancing passes: while some table has a subscriber whose total load exceeds another
- *     subscriber's by two or more, move one bucket of that table from the heavier to the lighter.
+ *     subscriber's by two or more, move buckets of that table (up to half the gap) from the heavier
+ *     to the lighter.
  *     Each move lowers the sum of squared loads, so the passes end; they leave every table with no
  *     move that would even out loads, which for identical subscriptions is the at-most-1 property.
  */
@@ -138,11 +139,14 @@ function balance(tableCount: number, subscribers: number[][], load: Int32Array, 
           if (lightest < 0 || (load[i] as number) < (load[lightest] as number)) lightest = i;
           if ((held.get(i)?.length ?? 0) > 0 && (heaviest < 0 || (load[i] as number) > (load[heaviest] as number))) heaviest = i;
         }
-        if (heaviest < 0 || (load[heaviest] as number) - (load[lightest] as number) <= 1) break;
-        const index = (held.get(heaviest) as number[]).pop() as number;
-        push(held, lightest, index);
-        load[heaviest] = (load[heaviest] as number) - 1;
-        load[lightest] = (load[lightest] as number) + 1;
+        const gap = heaviest < 0 ? 0 : (load[heaviest] as number) - (load[lightest] as number);
+        if (gap <= 1) break;
+        // Moving up to half the gap at once still lowers the sum of squared loads, with fewer scans.
+        const from = held.get(heaviest) as number[];
+        const count = Math.min(from.length, gap >> 1);
+        for (let k = 0; k < count; k++) push(held, lightest, from.pop() as number);
+        load[heaviest] = (load[heaviest] as number) - count;
+        load[lightest] = (load[lightest] as number) + count;
         moved = true;
       }
     }

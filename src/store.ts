@@ -133,6 +133,12 @@ export interface GroupOptions {
   rebalanceTimeoutMs?: number;
   /** Most members per group (GROUP_MAX_SIZE_REACHED beyond); default 4096. */
   groupMembersMax?: number;
+  /**
+   * A change that follows another within this many ms waits for the interval's end, so a join
+   * storm computes one target assignment instead of one per join; default 1000 (0 = every change
+   * at once, O(members^2) for a storm).
+   */
+  assignmentIntervalMs?: number;
 }
 
 /** Per offsets-bucket figures. */
@@ -226,7 +232,7 @@ function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     fs: options.fs ?? new NodeFileSystem(),
     awaitRecovery: options.awaitRecovery ?? true,
     compaction: resolveCompaction(options.compaction),
-    group: { ...options.group },
+    group: { assignmentIntervalMs: 1000, ...options.group },
     onWarning: options.onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
 }

@@ -1,0 +1,175 @@
+/**
+ * The shape of a CLI command and the helpers commands share: option declarations (which drive both
+ * `node:util` parseArgs and the `--help` text), typed option readers that turn bad input into
+ * UsageError (exit code 2), and the exit codes.
+ *
+ * Every command accepts the global options `--dir <path>`, `--json` and `--help`.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
+import type { Output } from './output.js';
+
+/** Exit codes of `offset-store`. */
+export const EXIT = {
+  OK: 0,
+  /** The operation failed; stderr names the error code. */
+  FAILED: 1,
+  /** Bad command line. */
+  USAGE: 2,
+  /** `log verify` found torn tails only (the next open truncates them). */
+  TORN_TAIL: 3,
+  /** A bug: an error that is not an OffsetStoreError. */
+  INTERNAL: 70,
+} as const;
+
+/** A command-line mistake: printed with the command's usage, exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** One option of a command. */
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string;
+  /** Placeholder shown in help, e.g. `<n>`. */
+  valueName?: string;
+  description: string;
+}
+
+/** What a command's `run` receives. */
+export interface CommandContext {
+  /** Positional arguments after the command words. */
+  positionals: string[];
+  values: Record<string, string | boolean | undefined>;
+  /** `--dir`, resolved by the dispatcher (the command's default when absent). */
+  dir: string;
+  output: Output;
+}
+
+/** A CLI command: its words, documentation, options and behaviour. */
+export interface Command {
+  /** Command words, e.g. `['groups', 'describe']`. */
+  words: string[];
+  summary: string;
+  /** Positional arguments, in order, e.g. `['<groupId>']`. */
+  positionals: string[];
+  /** Text shown under the usage line in `--help`. */
+  description: string;
+  options: Record<string, OptionSpec>;
+  examples: string[];
+  /** Default of `--dir` when absent; undefined = `--dir` is required. */
+  defaultDir?: string;
+  /** Runs the command; returns the exit code. */
+  run(context: CommandContext): Promise<number>;
+}
+
+/** Options every command accepts. */
+export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
+  dir: { type: 'string', valueName: '<path>', description: 'store directory' },
+  json: { type: 'boolean', description: 'machine-readable JSON output on stdout' },
+  help: { type: 'boolean', short: 'h', description: 'show this help' },
+};
+
+/** The `--help` text of a command. */
+export function commandHelp(command: Command): string {
+  const options = { ...command.options, ...GLOBAL_OPTIONS };
+  const optionLines = Object.entries(options).map(([name, spec]) => {
+    const flag = `${spec.short === undefined ? '    ' : `-${spec.short}, `}--${name}${spec.valueName === undefined ? '' : ` ${spec.valueName}`}`;
+    const description = name === 'dir' && command.defaultDir !== undefined ? `${spec.description} (default ${command.defaultDir})` : spec.description;
+    return { flag, description };
+  });
+  const width = Math.max(...optionLines.map((l) => l.flag.length));
+  return [
+    `Usage: offset-store ${[...command.words, ...command.positionals].join(' ')} ${command.defaultDir === undefined ? '--dir <path>' : '[--dir <path>]'} [options]`,
+    '',
+    command.description,
+    '',
+    'Options:',
+    ...optionLines.map((l) => `  ${l.flag.padEnd(width)}  ${l.description}`),
+    '',
+    'Examples:',
+    ...command.examples.map((e) => `  ${e}`),
+    '',
+  ].join('\n');
+}
+
+/** A string option's value, or undefined. */
+export function stringOption(context: CommandContext, name: string): string | undefined {
+  const value = context.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** An integer option (`allowNegative` for shifts); UsageError for anything else. */
+export function integerOption(context: CommandContext, name: string, options: { allowNegative?: boolean } = {}): number | undefined {
+  const text = stringOption(context, name);
+  if (text === undefined) return undefined;
+  const pattern = options.allowNegative === true ? /^-?\d+$/ : /^\d+$/;
+  const value = Number(text);
+  if (!pattern.test(text) || !Number.isSafeInteger(value)) {
+    throw new UsageError(`--${name} must be ${options.allowNegative === true ? 'an integer' : 'an integer >= 0'}, got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+/** The one required positional argument (a group id). */
+export function groupIdArgument(context: CommandContext): string {
+  const [groupId, ...rest] = context.positionals;
+  if (groupId === undefined) throw new UsageError('missing <groupId>');
+  if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
+  return groupId;
+}
+
+/** Rejects positional arguments a command does not take. */
+export function noPositionals(context: CommandContext): void {
+  if (context.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
+}
+
+/** Options selecting buckets: `--table`, `--partition`, `--bucket`. */
+export const SELECTION_OPTIONS: Record<string, OptionSpec> = {
+  table: { type: 'string', valueName: '<tableId>', description: 'only buckets of this table' },
+  partition: { type: 'string', valueName: '<partitionId>', description: 'only this partition (needs --table)' },
+  bucket: { type: 'string', valueName: '<bucketId>', description: 'only this bucket (needs --table)' },
+};
+
+/** The bucket selection given by `--table`, `--partition`, `--bucket`. */
+export function selectionOption(context: CommandContext): BucketSelection {
+  const tableId = integerOption(context, 'table');
+  const partitionId = integerOption(context, 'partition');
+  const bucketId = integerOption(context, 'bucket');
+  if (tableId === undefined && (partitionId !== undefined || bucketId !== undefined)) throw new UsageError('--partition and --bucket need --table');
+  return {
+    ...(tableId === undefined ? {} : { tableId }),
+    ...(partitionId === undefined ? {} : { partitionId }),
+    ...(bucketId === undefined ? {} : { bucketId }),
+  };
+}
+
+/**
+ * Reads an offsets document (see src/admin/bucket-spec.ts): inline JSON when `text` starts with `{`
+ * or `[`, otherwise the path of a JSON file (a leading `@` is allowed: `@lag.json`).
+ */
+export async function readOffsetsDocument(text: string, optionName: string): Promise<BucketOffset[]> {
+  const trimmed = text.trim();
+  const inline = trimmed.startsWith('{') || trimmed.startsWith('[');
+  const source = inline ? `--${optionName}` : trimmed.replace(/^@/, '');
+  let json: string;
+  if (inline) {
+    json = trimmed;
+  } else {
+    try {
+      json = await readFile(source, 'utf8');
+    } catch (error) {
+      throw new UsageError(`--${optionName}: cannot read ${source}: ${(error as Error).message}`);
+    }
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(json);
+  } catch (error) {
+    throw new UsageError(`${inline ? `--${optionName}` : `--${optionName}: ${source}`} is not valid JSON: ${(error as Error).message}`);
+  }
+  return parseBucketOffsets(document, source);
+}

@@ -1,0 +1,26 @@
+/** `offset-store groups list`: every group with committed offsets or members. */
+import { EXIT, noPositionals, type Command } from '../command.js';
+import { withAdmin } from './with-admin.js';
+
+/** The `groups list` command. */
+export const groupsList: Command = {
+  words: ['groups', 'list'],
+  positionals: [],
+  summary: 'list the groups (state, offsets-bucket)',
+  description: 'Lists every group that has committed offsets or members, with its state and the offsets-bucket it lives in.',
+  options: {},
+  examples: ['offset-store groups list --dir ./data', 'offset-store groups list --dir ./data --json'],
+  async run(context) {
+    noPositionals(context);
+    const groups = await withAdmin(context, (admin) => admin.listGroups());
+    const { output } = context;
+    if (output.json) {
+      output.result({ groups });
+    } else if (groups.length === 0) {
+      output.line('No groups.');
+    } else {
+      output.table([{ header: 'GROUP' }, { header: 'STATE' }, { header: 'OFFSETS-BUCKET', align: 'right' }], groups.map((g) => [g.groupId, g.state, String(g.offsetsBucket)]));
+    }
+    return EXIT.OK;
+  },
+};

@@ -1,0 +1,15 @@
+/** Every command of the CLI, in the order `--help` lists them. */
+import type { Command } from '../command.js';
+import { compact } from './compact.js';
+import { demo } from './demo.js';
+import { groupsDelete } from './groups-delete.js';
+import { groupsDescribe } from './groups-describe.js';
+import { groupsList } from './groups-list.js';
+import { logDump } from './log-dump.js';
+import { logVerify } from './log-verify.js';
+import { offsetsDelete } from './offsets-delete.js';
+import { offsetsReset } from './offsets-reset.js';
+import { stats } from './stats.js';
+
+/** The command table. */
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, demo];

@@ -1,0 +1,295 @@
+/**
+ * The demo scenario behind `offset-store demo` (and `npm start`): a scanner group over a synthetic
+ * table, a member killed mid-way, and the proof that nothing was skipped. Steps:
+ * 1. Start fresh in `dir` (an old store there is removed; any other non-empty directory is refused).
+ * 2. Open a store with a 200 ms heartbeat interval and register table 1 with `bucketCount` buckets.
+ * 3. Start `memberCount` scanners one after the other (cooperative rebalances hand buckets over,
+ *    each revocation committing first); wait until the group is Stable with every bucket owned.
+ * 4. Once about a third of the records are consumed, kill one scanner: it stops heartbeating
+ *    without leaving. After its session timeout the coordinator removes it and the survivors get its
+ *    buckets, fetching its last committed offsets and resuming from there.
+ * 5. When every bucket is consumed and committed to its end, the survivors leave.
+ * 6. Verify from the ledger: no record skipped; duplicates counted, and each one inside a range the
+ *    killed scanner read but had not committed (at-least-once, nothing more).
+ * 7. Measure: durable commits/s of 64 concurrent committers, fetch latency; then compact and read
+ *    the store's stats.
+ * The result is JSON-safe; `onEvent` receives a timeline as it happens.
+ */
+import { existsSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
+import * as path from 'node:path';
+import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
+import { MANIFEST_FILE, liveLockHolder } from '../../admin/index.js';
+import { NodeFileSystem } from '../../io/index.js';
+import { ConsumptionLedger, type OffsetRange } from './consumption-ledger.js';
+import { measureBurstCommits, measureFetchLatency } from './demo-measurements.js';
+import { DemoScanner, type BucketPosition, type ScannerEvent } from './demo-scanner.js';
+
+/** Options of the demo. */
+export interface DemoOptions {
+  dir: string;
+  memberCount: number;
+  bucketCount: number;
+  recordsPerBucket: number;
+  sessionTimeoutMs: number;
+  heartbeatIntervalMs: number;
+}
+
+/** Defaults of the demo, sized to finish in about 10 s. */
+export const DEMO_DEFAULTS: Omit<DemoOptions, 'dir'> = {
+  memberCount: 4,
+  bucketCount: 12,
+  recordsPerBucket: 4000,
+  sessionTimeoutMs: 2000,
+  heartbeatIntervalMs: 200,
+};
+
+const GROUP_ID = 'demo-scanners';
+const TABLE_ID = 1;
+const CHUNK_RECORDS = 20;
+const POLL_INTERVAL_MS = 10;
+const COMMIT_INTERVAL_MS = 100;
+const KILL_AT_FRACTION = 0.35;
+const WAIT_TIMEOUT_MS = 40_000;
+
+/** A line of the demo's timeline. */
+export type DemoEvent =
+  | ({ atMs: number } & ScannerEvent)
+  | { atMs: number; type: 'stable'; groupEpoch: number; owners: Record<string, number[]> }
+  | { atMs: number; type: 'killed'; scanner: string; positions: BucketPosition[] }
+  | { atMs: number; type: 'resumed'; scanner: string; bucketId: number; resumeOffset: number; killedCommitted: number; killedRead: number }
+  | { atMs: number; type: 'completed'; groupEpoch: number }
+  | { atMs: number; type: 'left' };
+
+/** What the demo found and measured. */
+export interface DemoResult {
+  dir: string;
+  groupId: string;
+  tableId: number;
+  bucketCount: number;
+  recordsPerBucket: number;
+  memberCount: number;
+  sessionTimeoutMs: number;
+  verification: {
+    ok: boolean;
+    records: number;
+    consumedTotal: number;
+    skipped: OffsetRange[];
+    duplicates: number;
+    unexplainedDuplicates: number;
+    movedBuckets: number;
+    resumedAtLastCommit: number;
+    finalOffsetsAtEnd: boolean;
+  };
+  killed: { scanner: string; bucketIds: number[]; rebalanceMs: number | null };
+  metrics: {
+    runMs: number;
+    commits: number;
+    commitsPerSecond: number;
+    commitErrors: Record<string, number>;
+    burstCommitsPerSecond: number;
+    burstCommitters: number;
+    fetchP50Us: number;
+    fetchP99Us: number;
+    logBatches: number;
+    logBytesBeforeCompaction: number;
+    offsetRecordsCommitted: number;
+  };
+  compaction: CompactionReport;
+  durationMs: number;
+}
+
+/** Thrown when the demo's own verification fails (a bug in the store, or a timeout). */
+export class DemoFailure extends Error {
+  readonly code = 'DEMO_VERIFICATION_FAILED';
+  constructor(message: string) {
+    super(`DEMO_VERIFICATION_FAILED: ${message}`);
+    this.name = 'DemoFailure';
+  }
+}
+
+/** Removes an old demo store in `dir`; refuses a live store and any other non-empty directory. */
+export async function prepareDemoDir(dir: string): Promise<void> {
+  if (!existsSync(dir)) return;
+  const names = await readdir(dir);
+  if (names.length === 0) return;
+  if (!names.includes(MANIFEST_FILE)) {
+    throw new OffsetStoreError('INVALID_CONFIG', `${dir} is not empty and holds no offset store: the demo only replaces an old store; pick another --dir`);
+  }
+  const pid = await liveLockHolder(new NodeFileSystem(), dir);
+  if (pid !== null) throw new OffsetStoreError('STORE_LOCKED', `${dir} is open by live process ${pid}`);
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** Runs the demo; see the module header. */
+export async function runDemo(options: DemoOptions, onEvent: (event: DemoEvent) => void = () => {}): Promise<DemoResult> {
+  const dir = path.resolve(options.dir);
+  await prepareDemoDir(dir);
+  const startedMs = performance.now();
+  const store = await OffsetStore.open({
+    dir, bucketCount: 8, segmentBytesMax: 16 * 1024, group: { heartbeatIntervalMs: options.heartbeatIntervalMs },
+    compaction: { strategy: 'log-cleaner', intervalMs: 3_600_000 }, onWarning: () => {},
+  });
+  try {
+    return await new DemoRun(store, { ...options, dir }, startedMs, onEvent).run();
+  } finally {
+    await store.close();
+  }
+}
+
+/** One run of the scenario: the scanners, the ledger and what happened to the killed scanner's buckets. */
+class DemoRun {
+  readonly #store: OffsetStore;
+  readonly #options: DemoOptions;
+  readonly #startedMs: number;
+  readonly #onEvent: (event: DemoEvent) => void;
+  readonly #ledger: ConsumptionLedger;
+  readonly #scanners: DemoScanner[] = [];
+  /** Buckets of the killed scanner, by bucket id: who resumed them, and where. */
+  readonly #moved = new Map<number, { scanner: string; resumeOffset: number }>();
+  #killed: BucketPosition[] | undefined;
+  #killedAtMs = 0;
+  #allResumedAtMs: number | undefined;
+
+  constructor(store: OffsetStore, options: DemoOptions, startedMs: number, onEvent: (event: DemoEvent) => void) {
+    this.#store = store;
+    this.#options = options;
+    this.#startedMs = startedMs;
+    this.#onEvent = onEvent;
+    this.#ledger = new ConsumptionLedger(options.bucketCount, options.recordsPerBucket);
+  }
+
+  async run(): Promise<DemoResult> {
+    const options = this.#options;
+    this.#store.setTableLayout(TABLE_ID, { bucketCount: options.bucketCount });
+    for (let i = 1; i <= options.memberCount; i++) {
+      this.#scanners.push(await DemoScanner.start({
+        store: this.#store, groupId: GROUP_ID, name: `scanner-${i}`, tableId: TABLE_ID, ledger: this.#ledger, chunkRecords: CHUNK_RECORDS,
+        pollIntervalMs: POLL_INTERVAL_MS, commitIntervalMs: COMMIT_INTERVAL_MS, sessionTimeoutMs: options.sessionTimeoutMs, onEvent: (event) => this.#onScannerEvent(event),
+      }));
+    }
+    await this.#waitStable();
+    const totalRecords = options.bucketCount * options.recordsPerBucket;
+    await this.#waitFor('a third of the records to be consumed', async () => (this.#ledger.distinctConsumed >= totalRecords * KILL_AT_FRACTION ? true : undefined));
+    const victim = this.#scanners[1]!;
+    const killed = await victim.kill();
+    this.#killed = killed;
+    this.#killedAtMs = this.#at();
+    this.#emit({ atMs: this.#killedAtMs, type: 'killed', scanner: victim.name, positions: killed });
+    const runMs = await this.#waitCompleted();
+    for (const s of this.#scanners) if (s !== victim) await s.leave();
+    this.#emit({ atMs: this.#at(), type: 'left' });
+    const final = await this.#store.fetchOffsets(GROUP_ID);
+    const finalOffsetsAtEnd = final.length === options.bucketCount && final.every((o) => o?.offset === options.recordsPerBucket);
+    const verification = verify(this.#ledger, killed, this.#moved, finalOffsetsAtEnd);
+    return this.#measure(verification, { scanner: victim.name, bucketIds: killed.map((p) => p.bucketId), rebalanceMs: this.#allResumedAtMs === undefined ? null : this.#allResumedAtMs - this.#killedAtMs }, runMs);
+  }
+
+  #at(): number {
+    return Math.round(performance.now() - this.#startedMs);
+  }
+
+  #emit(event: DemoEvent): void {
+    this.#onEvent(event);
+  }
+
+  /** Forwards scanner events; after the kill, turns assignments of the killed scanner's buckets into `resumed` events. */
+  #onScannerEvent(event: ScannerEvent): void {
+    const killed = this.#killed;
+    const resumes = event.type === 'assigned' && killed !== undefined && event.buckets.every((b) => killed.some((p) => p.bucketId === b.bucketId));
+    if (!resumes) this.#emit({ atMs: this.#at(), ...event });
+    if (event.type !== 'assigned' || killed === undefined) return;
+    for (const b of event.buckets) {
+      const victim = killed.find((p) => p.bucketId === b.bucketId);
+      if (victim === undefined || this.#moved.has(b.bucketId)) continue;
+      this.#moved.set(b.bucketId, { scanner: event.scanner, resumeOffset: b.resumeOffset });
+      this.#emit({ atMs: this.#at(), type: 'resumed', scanner: event.scanner, bucketId: b.bucketId, resumeOffset: b.resumeOffset, killedCommitted: victim.committed, killedRead: victim.next });
+      if (this.#moved.size === killed.length) this.#allResumedAtMs = this.#at();
+    }
+  }
+
+  async #waitStable(): Promise<void> {
+    const { memberCount, bucketCount } = this.#options;
+    const stable = await this.#waitFor('the group to become Stable with every bucket owned', async () => {
+      const d = await this.#store.describeGroup(GROUP_ID);
+      const owned = d.members.reduce((n, m) => n + m.assignment.length, 0);
+      return d.state === 'Stable' && d.members.length === memberCount && owned === bucketCount ? d : undefined;
+    });
+    const nameOf = new Map(this.#scanners.map((s) => [s.memberId, s.name]));
+    const owners = Object.fromEntries(stable.members.map((m) => [nameOf.get(m.memberId) ?? m.memberId, m.assignment.map((b) => b.bucketId)]));
+    this.#emit({ atMs: this.#at(), type: 'stable', groupEpoch: stable.groupEpoch, owners });
+  }
+
+  /** Waits until every bucket is committed at its end; returns the consumption time. */
+  async #waitCompleted(): Promise<number> {
+    const { bucketCount, recordsPerBucket } = this.#options;
+    await this.#waitFor('every bucket to be consumed and committed to its end', async () => {
+      const offsets = await this.#store.fetchOffsets(GROUP_ID);
+      return offsets.length === bucketCount && offsets.every((o) => o !== null && o.offset === recordsPerBucket) ? true : undefined;
+    });
+    const runMs = performance.now() - this.#startedMs;
+    this.#emit({ atMs: this.#at(), type: 'completed', groupEpoch: (await this.#store.describeGroup(GROUP_ID)).groupEpoch });
+    return runMs;
+  }
+
+  async #measure(verification: DemoResult['verification'], killed: DemoResult['killed'], runMs: number): Promise<DemoResult> {
+    const o = this.#options;
+    const commits = this.#scanners.reduce((n, s) => n + s.commitCount, 0);
+    const commitErrors: Record<string, number> = {};
+    for (const s of this.#scanners) for (const [code, n] of Object.entries(s.commitErrors())) commitErrors[code] = (commitErrors[code] ?? 0) + n;
+    const burst = await measureBurstCommits(this.#store);
+    const fetch = await measureFetchLatency(this.#store, GROUP_ID, { tableId: TABLE_ID, bucketId: 0 });
+    const before = await this.#store.stats();
+    const compaction = await this.#store.compact();
+    return {
+      dir: o.dir, groupId: GROUP_ID, tableId: TABLE_ID, bucketCount: o.bucketCount, recordsPerBucket: o.recordsPerBucket, memberCount: o.memberCount,
+      sessionTimeoutMs: o.sessionTimeoutMs, verification, killed,
+      metrics: {
+        runMs, commits, commitsPerSecond: commits / (runMs / 1000), commitErrors, burstCommitsPerSecond: burst.commitsPerSecond, burstCommitters: burst.committers,
+        fetchP50Us: fetch.p50Us, fetchP99Us: fetch.p99Us, logBatches: before.buckets.reduce((n, b) => n + b.nextLogOffset, 0), logBytesBeforeCompaction: before.totals.logBytes,
+        offsetRecordsCommitted: this.#scanners.reduce((n, s) => n + s.committedRecordCount, 0) + burst.offsetRecords,
+      },
+      compaction,
+      durationMs: performance.now() - this.#startedMs,
+    };
+  }
+
+  async #waitFor<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+    const deadline = performance.now() + WAIT_TIMEOUT_MS;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (performance.now() > deadline) throw new DemoFailure(`timed out after ${WAIT_TIMEOUT_MS} ms waiting for ${what}; ${await this.#diagnose()}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /** What a timeout message should say: the group, the progress, and each scanner's commits and positions. */
+  async #diagnose(): Promise<string> {
+    const group = await this.#store.describeGroup(GROUP_ID).catch((error: Error) => error.message);
+    const state = typeof group === 'string' ? group : `group ${group.state} at epoch ${group.groupEpoch} with ${group.members.length} members, ${group.offsets.length} committed buckets`;
+    const each = this.#scanners.map((s) => `${s.name}: ${s.commitCount} commits, refused ${JSON.stringify(s.commitErrors())}, positions ${JSON.stringify(s.positions())}`);
+    return [state, `${this.#ledger.distinctConsumed} of ${this.#options.bucketCount * this.#options.recordsPerBucket} records consumed`, ...each].join('; ');
+  }
+}
+
+/**
+ * The at-least-once verdict: nothing skipped, every moved bucket resumed at the killed scanner's last
+ * commit, every committed offset at its bucket's end.
+ */
+function verify(ledger: ConsumptionLedger, killed: BucketPosition[], moved: Map<number, { resumeOffset: number }>, finalOffsetsAtEnd: boolean): DemoResult['verification'] {
+  const skipped = ledger.skipped();
+  const explained: OffsetRange[] = killed.map((p) => ({ bucketId: p.bucketId, from: p.committed, to: p.next }));
+  const resumedAtLastCommit = killed.filter((p) => moved.get(p.bucketId)?.resumeOffset === p.committed).length;
+  return {
+    ok: skipped.length === 0 && resumedAtLastCommit === killed.length && finalOffsetsAtEnd,
+    records: ledger.bucketCount * ledger.recordsPerBucket,
+    consumedTotal: ledger.consumedTotal,
+    skipped,
+    duplicates: ledger.duplicateCount(),
+    unexplainedDuplicates: ledger.unexplainedDuplicates(explained),
+    movedBuckets: killed.length,
+    resumedAtLastCommit,
+    finalOffsetsAtEnd,
+  };
+}

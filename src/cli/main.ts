@@ -1,0 +1,22 @@
+/**
+ * Entry point of the `offset-store` command line (`bin/offset-store.js`, `npm start`). The only
+ * module that exits the process: it runs the CLI, lets stdout drain, and exits with the CLI's code
+ * (explicitly, so that no stray handle can keep a finished command alive).
+ */
+import { runCli } from './run-cli.js';
+
+// A reader that went away (`offset-store log dump ... | head`) is not an error of this command.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
+// Node exits with 13 when the top-level await below can never settle (nothing left to wake it up):
+// say so instead of exiting silently.
+process.on('exit', (code) => {
+  if (code === 13) process.stderr.write('internal error: the command stopped before finishing (it awaited something that can never happen)\n');
+});
+
+const exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
+await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+process.exit(exitCode);

@@ -1,0 +1,137 @@
+/**
+ * The dispatcher: finds the command named by the leading words of the command line, parses its
+ * options strictly with `node:util` parseArgs, runs it, and turns every failure into a message on
+ * stderr and an exit code:
+ * - OffsetStoreError: `error: <CODE>: <message> (errno N)`, exit 1 (with `--json`, a JSON object
+ *   `{"error": {code, errno, retriable, message}}` on stderr instead);
+ * - UsageError or a parseArgs error: the message and a pointer to `--help`, exit 2;
+ * - anything else is a bug: the stack, exit 70.
+ *
+ * Parsing is two-phase because options may come before the command words
+ * (`offset-store --dir d groups list`): a lenient pass that knows every command's string options
+ * finds the words, then a strict pass with the chosen command's options.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { OffsetStoreError } from '../index.js';
+import { COMMANDS } from './commands/index.js';
+import { DemoFailure } from './demo/demo-scenario.js';
+import { EXIT, GLOBAL_OPTIONS, UsageError, commandHelp, type Command, type OptionSpec } from './command.js';
+import { Output, type OutputStreams } from './output.js';
+
+type ParseOptions = NonNullable<ParseArgsConfig['options']>;
+
+function parseOptions(specs: Record<string, OptionSpec>): ParseOptions {
+  const options: ParseOptions = {};
+  for (const [name, spec] of Object.entries(specs)) options[name] = spec.short === undefined ? { type: spec.type } : { type: spec.type, short: spec.short };
+  return options;
+}
+
+/**
+ * Every option of every command, for the lenient pass. An option name has one type across all
+ * commands (checked by the tests), so the lenient pass consumes the same values as the strict one.
+ */
+export const ALL_OPTIONS: Record<string, OptionSpec> = Object.assign({}, ...COMMANDS.map((c) => c.options), GLOBAL_OPTIONS);
+
+/**
+ * Joins `--name -5` into `--name=-5` for string options, so negative numbers (`--shift-by -10`)
+ * need no `=`; parseArgs would otherwise take `-5` for an option.
+ */
+function joinNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    const next = argv[i + 1];
+    if (token.startsWith('--') && ALL_OPTIONS[token.slice(2)]?.type === 'string' && next !== undefined && /^-\d+$/.test(next)) {
+      out.push(`${token}=${next}`);
+      i++;
+    } else {
+      out.push(token);
+    }
+  }
+  return out;
+}
+
+function findCommand(words: readonly string[]): Command | undefined {
+  return [...COMMANDS]
+    .sort((a, b) => b.words.length - a.words.length)
+    .find((c) => c.words.every((w, i) => words[i] === w));
+}
+
+/** The top-level help, or the help of a command family (`groups`, `offsets`, `log`). */
+function overviewHelp(prefix: readonly string[] = []): string {
+  const commands = COMMANDS.filter((c) => prefix.every((w, i) => c.words[i] === w));
+  const rows = commands.map((c) => [[...c.words, ...c.positionals].join(' '), c.summary] as const);
+  const width = Math.max(...rows.map(([usage]) => usage.length));
+  return [
+    `Usage: offset-store ${prefix.length > 0 ? `${prefix.join(' ')} ` : ''}<command> --dir <path> [options]`,
+    '',
+    'Operate, inspect and verify an offset-store directory.',
+    '',
+    'Commands:',
+    ...rows.map(([usage, summary]) => `  ${usage.padEnd(width)}  ${summary}`),
+    '',
+    'Every command takes --dir <path>, --json and --help.',
+    'Exit codes: 0 ok, 1 failed (the error code is printed), 2 bad usage, 3 log verify found torn tails only.',
+    '',
+  ].join('\n');
+}
+
+/** Runs the CLI on `argv` (without node and script); returns the exit code. Never throws. */
+export async function runCli(argv: readonly string[], streams: OutputStreams): Promise<number> {
+  const args = joinNegativeValues(argv);
+  const lenient = parseArgs({ args, options: parseOptions(ALL_OPTIONS), strict: false, allowPositionals: true });
+  let output = new Output(streams, lenient.values.json === true);
+  let words = lenient.positionals;
+  const asksHelp = lenient.values.help === true || words[0] === 'help';
+  if (words[0] === 'help') words = words.slice(1);
+  const command = findCommand(words);
+  if (command === undefined) {
+    const known = words.length > 0 && COMMANDS.some((c) => c.words[0] === words[0]);
+    const prefix = known ? words.slice(0, 1) : [];
+    if (asksHelp && (words.length === 0 || (known && words.length === 1))) {
+      streams.stdout.write(overviewHelp(prefix));
+      return EXIT.OK;
+    }
+    streams.stderr.write(`${words.length === 0 ? 'error: no command given' : `error: unknown command ${JSON.stringify(words.join(' '))}`}\n\n${overviewHelp(prefix)}`);
+    return EXIT.USAGE;
+  }
+  if (asksHelp) {
+    streams.stdout.write(commandHelp(command));
+    return EXIT.OK;
+  }
+  try {
+    const strict = parseArgs({ args, options: parseOptions({ ...command.options, ...GLOBAL_OPTIONS }), strict: true, allowPositionals: true });
+    output = new Output(streams, strict.values.json === true);
+    const dir = (strict.values.dir as string | undefined) ?? command.defaultDir;
+    if (dir === undefined || dir === '') throw new UsageError('--dir <path> is required');
+    return await command.run({ positionals: strict.positionals.slice(command.words.length), values: strict.values as Record<string, string | boolean | undefined>, dir, output });
+  } catch (error) {
+    return reportFailure(error, command, output, streams);
+  }
+}
+
+function reportFailure(error: unknown, command: Command, output: Output, streams: OutputStreams): number {
+  if (error instanceof UsageError || isParseArgsError(error)) {
+    streams.stderr.write(`error: ${(error as Error).message}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`);
+    return EXIT.USAGE;
+  }
+  if (error instanceof OffsetStoreError) {
+    if (output.json) {
+      streams.stderr.write(`${JSON.stringify({ error: { code: error.code, errno: error.errno, retriable: error.retriable, message: error.message } })}\n`);
+    } else {
+      streams.stderr.write(`error: ${error.message} (errno ${error.errno}${error.retriable ? ', retriable' : ''})\n`);
+    }
+    return EXIT.FAILED;
+  }
+  if (error instanceof DemoFailure) {
+    streams.stderr.write(`error: ${error.message}\n`);
+    return EXIT.FAILED;
+  }
+  streams.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  return EXIT.INTERNAL;
+}
+
+function isParseArgsError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
+}

@@ -1,0 +1,135 @@
+import { cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { dumpLog, verifyLog, type DumpBatchEntry, type DumpEntry, type DumpRecordEntry } from '../../src/admin/index.js';
+import { loadChecksum, sealBatch } from '../../src/codec/index.js';
+import { ManualClock, OffsetStore } from '../../src/index.js';
+import { SEEDED, scratchDir, seedStore, segmentPaths, snapshotFiles } from './admin-fixtures.js';
+
+async function dumpAll(dir: string, bucket: number, options = { records: true, fromOffset: 0 }): Promise<DumpEntry[]> {
+  const entries: DumpEntry[] = [];
+  await dumpLog(dir, bucket, options, (e) => entries.push(structuredClone(e)));
+  return entries;
+}
+
+/** The offsets-bucket holding `groupId`, found from the dumped records. */
+async function bucketOf(dir: string, groupId: string): Promise<number> {
+  for (let bucket = 0; bucket < 4; bucket++) {
+    if ((await dumpAll(dir, bucket)).some((e) => e.kind === 'record' && e.groupId === groupId)) return bucket;
+  }
+  throw new TypeError(`no bucket holds ${groupId}`);
+}
+
+function batches(entries: DumpEntry[]): DumpBatchEntry[] {
+  return entries.filter((e): e is DumpBatchEntry => e.kind === 'batch');
+}
+
+function flipByte(file: string, position: number): void {
+  const bytes = readFileSync(file);
+  bytes[position] = bytes[position]! ^ 0xff;
+  writeFileSync(file, bytes);
+}
+
+describe('dumpLog and verifyLog', () => {
+  let seeded: string;
+  let ordersBucket: number;
+
+  beforeAll(async () => {
+    await loadChecksum();
+    seeded = scratchDir();
+    await seedStore(seeded);
+    ordersBucket = await bucketOf(seeded, 'orders');
+  });
+
+  function copyOfSeeded(): string {
+    const dir = scratchDir();
+    cpSync(seeded, dir, { recursive: true });
+    return dir;
+  }
+
+  it('dumps every batch and record of a bucket; the last record per key is the committed offset', async () => {
+    const entries = await dumpAll(seeded, ordersBucket);
+    expect(entries.filter((e) => e.kind === 'segment').length).toBeGreaterThan(1);
+    expect(batches(entries).map((b) => b.logOffset)).toEqual(batches(entries).map((_, i) => i));
+    const latest = new Map<string, DumpRecordEntry>();
+    for (const e of entries) if (e.kind === 'record' && e.groupId === 'orders') latest.set(`${e.tableId}:${e.partitionId}:${e.bucketId}`, e);
+    expect([...latest.values()].map((r) => ({ tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId, offset: r.offset })).sort((a, b) => a.tableId! - b.tableId! || a.bucketId! - b.bucketId!))
+      .toEqual(SEEDED.orders);
+    expect(latest.get('1:null:0')).toMatchObject({ recordType: 'offset-commit', tombstone: false, metadata: 'host-a', leaderEpoch: -1 });
+  });
+
+  it('starts at --from-offset and skips whole segments below it', async () => {
+    const entries = await dumpAll(seeded, ordersBucket, { records: false, fromOffset: 7 });
+    expect(batches(entries)[0]!.logOffset).toBe(7);
+    expect(entries.some((e) => e.kind === 'record')).toBe(false);
+    const all = batches(await dumpAll(seeded, ordersBucket));
+    const segmentsHolding7AndUp = new Set(all.filter((b) => b.logOffset >= 7).map((b) => b.file));
+    expect(entries.filter((e) => e.kind === 'segment').map((e) => (e as { file: string }).file)).toEqual([...segmentsHolding7AndUp]);
+  });
+
+  it('rejects a bucket out of range and a directory without a store', async () => {
+    await expect(dumpLog(seeded, 4, {}, () => {})).rejects.toThrow(/INVALID_REQUEST: bucket must be in \[0, 3\]/);
+    await expect(verifyLog(path.join(seeded, 'nope'))).rejects.toThrow(/INVALID_CONFIG: no offset store/);
+  });
+
+  it('finds nothing wrong in a clean store and agrees with the dump', async () => {
+    const report = await verifyLog(seeded);
+    expect(report).toMatchObject({ ok: true, corruptCount: 0, tornTailCount: 0, bucketCount: 4, problems: [], openByPid: null });
+    const dumped = batches(await dumpAll(seeded, ordersBucket));
+    expect(report.buckets[ordersBucket]).toMatchObject({ status: 'ok', batchCount: dumped.length, lastLogOffset: dumped.at(-1)!.logOffset });
+  });
+
+  it('reports a flipped byte in a sealed segment as corrupt at the damaged batch, like recovery, and modifies nothing', async () => {
+    const dir = copyOfSeeded();
+    const victim = batches(await dumpAll(dir, ordersBucket)).filter((b) => b.file === segmentPaths(dir, ordersBucket)[0])[1]!;
+    flipByte(victim.file, victim.position + 20);
+    const before = snapshotFiles(dir);
+    const report = await verifyLog(dir);
+    expect(snapshotFiles(dir)).toEqual(before);
+    expect(report.ok).toBe(false);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', bucket: ordersBucket, file: victim.file, position: victim.position, reason: expect.stringMatching(/checksum mismatch/) })]);
+    expect(report.buckets[ordersBucket]!.status).toBe('corrupt');
+    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } })).rejects.toThrow(`CORRUPT_MESSAGE: ${victim.file} at byte ${victim.position}`);
+  });
+
+  it('reports damage in the last segment with a valid batch after it as corrupt', async () => {
+    const dir = copyOfSeeded();
+    const last = segmentPaths(dir, ordersBucket).at(-1)!;
+    const inLast = batches(await dumpAll(dir, ordersBucket)).filter((b) => b.file === last);
+    expect(inLast.length).toBeGreaterThan(1);
+    flipByte(last, inLast[0]!.position + 30);
+    const report = await verifyLog(dir);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: last, position: inLast[0]!.position, reason: expect.stringMatching(/a valid batch follows/) })]);
+  });
+
+  it('reports a cut-off last batch as a torn tail, which the next open truncates exactly there', async () => {
+    const dir = copyOfSeeded();
+    const last = segmentPaths(dir, ordersBucket).at(-1)!;
+    const lastBatch = batches(await dumpAll(dir, ordersBucket)).at(-1)!;
+    truncateSync(last, lastBatch.position + 30);
+    const before = snapshotFiles(dir);
+    const report = await verifyLog(dir);
+    expect(snapshotFiles(dir)).toEqual(before);
+    expect(report).toMatchObject({ ok: false, corruptCount: 0, tornTailCount: 1 });
+    expect(report.problems[0]).toMatchObject({ kind: 'torn-tail', bucket: ordersBucket, file: last, position: lastBatch.position, bytesAfter: 30 });
+    expect(report.buckets[ordersBucket]!.status).toBe('torn-tail');
+    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
+    await store.close();
+    expect(statSync(last).size).toBe(lastBatch.position);
+  });
+
+  it('reports a record that does not decode inside a batch with a valid checksum as corrupt', async () => {
+    const dir = copyOfSeeded();
+    const target = batches(await dumpAll(dir, ordersBucket))[2]!;
+    const bytes = readFileSync(target.file);
+    // First record of the batch: int32 length, 1-byte key length, then the int16 record type.
+    bytes.writeInt16LE(9, target.position + 48 + 4 + 1);
+    sealBatch(bytes, target.logOffset, target.position);
+    writeFileSync(target.file, bytes);
+    const report = await verifyLog(dir);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: target.file, reason: expect.stringMatching(/checksum matches but a record does not decode: unknown record type 9/) })]);
+    expect(report.problems[0]!.position).toBeGreaterThan(target.position);
+    const dumped = await dumpAll(dir, ordersBucket);
+    expect(dumped.filter((e) => e.kind === 'damage')).toEqual([expect.objectContaining({ file: target.file, reason: expect.stringMatching(/unknown record type 9/) })]);
+  });
+});

@@ -1,0 +1,162 @@
+/**
+ * Every command of the CLI run as a child process against a real store directory built through the
+ * public API: exit codes, output and `--json` content. Independent runs go in parallel, each on its
+ * own copy of the store (a store is opened by one process at a time). More output variants of the
+ * same commands run in-process in cli-in-process.test.ts.
+ */
+import { cpSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
+import { ManualClock, OffsetStore } from '../../src/index.js';
+import { SEEDED, scratchDir, seedStore, segmentPaths, snapshotFiles } from '../admin/admin-fixtures.js';
+import { json, runCli } from './cli-harness.js';
+
+let seeded: string;
+/** The offsets-bucket holding group `orders` (several segments). */
+let ordersBucket: number;
+
+function copy(): string {
+  const dir = scratchDir('offset-store-cli-');
+  cpSync(seeded, dir, { recursive: true });
+  return dir;
+}
+
+async function committed(dir: string, groupId: string) {
+  const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
+  try {
+    return (await store.fetchOffsets(groupId)).map((o) => ({ tableId: o!.tableId, partitionId: o!.partitionId, bucketId: o!.bucketId, offset: o!.offset }));
+  } finally {
+    await store.close();
+  }
+}
+
+beforeAll(async () => {
+  seeded = scratchDir('offset-store-cli-');
+  await seedStore(seeded);
+  const store = await OffsetStore.open({ dir: seeded, clock: new ManualClock(), compaction: { strategy: 'none' } });
+  ordersBucket = store.bucketFor('orders');
+  await store.close();
+});
+
+describe('offset-store commands as child processes', () => {
+  it('groups list, groups describe --log-end, stats', async () => {
+    const [list, described, stats] = await Promise.all([
+      runCli(['groups', 'list', '--dir', copy()]),
+      runCli(['groups', 'describe', 'orders', '--dir', copy(), '--json', '--log-end', '{"1:1": 1201, "2:7:0": 42}']),
+      runCli(['stats', '--dir', copy(), '--json']),
+    ]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^GROUP\s+STATE\s+OFFSETS-BUCKET\nbilling\s+Empty\s+\d\norders\s+Empty\s+\d\n$/);
+    expect(list.stdout).toContain(`orders   Empty               ${ordersBucket}\n`);
+
+    expect(described.code).toBe(0);
+    const report = json(described);
+    expect(report).toMatchObject({ groupId: 'orders', state: 'Empty', offsetsBucket: ordersBucket, groupEpoch: 0, members: [], totalLag: 200 });
+    expect(report.buckets.map((b: any) => [b.tableId, b.partitionId, b.bucketId, b.committedOffset, b.logEndOffset, b.lag])).toEqual([
+      [1, null, 0, 1000, null, null], [1, null, 1, 1001, 1201, 200], [1, null, 2, 1002, null, null], [1, null, 3, 1003, null, null], [2, 7, 0, 42, 42, 0],
+    ]);
+
+    expect(stats.code).toBe(0);
+    expect(json(stats)).toMatchObject({ bucketCount: 4, totals: { liveOffsets: 7, groups: 2 } });
+    expect(json(stats).buckets[ordersBucket]).toMatchObject({ bucket: ordersBucket, state: 'ready', liveOffsets: 5, groups: 1, lastCheckpoint: null });
+  });
+
+  it('offsets reset: a dry run writes nothing; a plan file with --execute commits it', async () => {
+    const dir = copy();
+    const before = snapshotFiles(dir);
+    const dry = await runCli(['offsets', 'reset', 'orders', '--dir', dir, '--shift-by', '-500', '--table', '1']);
+    expect(snapshotFiles(dir)).toEqual(before);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('Dry run: reset group orders shift by -500 (table 1), 4 buckets. Nothing was written; add --execute to apply.');
+    expect(dry.stdout).toMatch(/TABLE\s+PARTITION\s+BUCKET\s+CURRENT\s+NEW\s+CHANGE\n\s+1\s+-\s+0\s+1000\s+500\s+-500\n/);
+    expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
+
+    const planFile = path.join(scratchDir(), 'plan.json');
+    writeFileSync(planFile, JSON.stringify({ '1:0': 7, '1:3': 9, '2:7:0': 40 }));
+    const executed = await runCli(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', planFile, '--execute', '--json']);
+    expect(executed.code).toBe(0);
+    expect(json(executed)).toMatchObject({ groupId: 'orders', executed: true, target: `from ${planFile}`, memberCount: 0 });
+    expect(json(executed).rows.map((r: any) => [r.tableId, r.bucketId, r.currentOffset, r.newOffset])).toEqual([[1, 0, 1000, 7], [1, 3, 1003, 9], [2, 0, 42, 40]]);
+    expect(await committed(dir, 'orders')).toEqual([
+      { tableId: 1, partitionId: null, bucketId: 0, offset: 7 }, SEEDED.orders[1], SEEDED.orders[2],
+      { tableId: 1, partitionId: null, bucketId: 3, offset: 9 }, { tableId: 2, partitionId: 7, bucketId: 0, offset: 40 },
+    ]);
+  });
+
+  it('offsets delete and groups delete', async () => {
+    const dir = copy();
+    const deleted = await runCli(['offsets', 'delete', 'orders', '--dir', dir, '--table', '1', '--bucket', '2', '--json']);
+    expect(deleted.code).toBe(0);
+    expect(json(deleted)).toEqual({ groupId: 'orders', selection: 'table 1 bucket 2', deleted: [{ tableId: 1, partitionId: null, bucketId: 2 }] });
+    expect((await committed(dir, 'orders')).map((o) => `${o.tableId}:${o.bucketId}`).sort()).toEqual(['1:0', '1:1', '1:3', '2:0']);
+    const dropped = await runCli(['groups', 'delete', 'billing', '--dir', dir]);
+    expect(dropped).toMatchObject({ code: 0, stdout: 'Deleted group billing (2 committed offsets).\n' });
+    expect(await committed(dir, 'billing')).toEqual([]);
+  });
+
+  it('log dump --records --json: NDJSON, one object per segment, batch and record, then a summary', async () => {
+    const run = await runCli(['log', 'dump', '--dir', copy(), '--bucket', String(ordersBucket), '--records', '--json']);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const orders = lines.filter((e) => e.kind === 'record' && e.groupId === 'orders');
+    expect(orders).toHaveLength(10 * 4 + 1);
+    expect(orders.at(-1)).toMatchObject({ recordType: 'offset-commit', tableId: 2, partitionId: 7, bucketId: 0, offset: 42, tombstone: false, metadata: '' });
+    expect(lines.filter((e) => e.kind === 'segment').length).toBeGreaterThan(1);
+    expect(lines.filter((e) => e.kind === 'batch').map((b) => b.logOffset)).toEqual(lines.filter((e) => e.kind === 'batch').map((_, i) => i));
+    expect(lines.at(-1)).toMatchObject({ kind: 'summary', bucket: ordersBucket, damageCount: 0, recordCount: lines.filter((e) => e.kind === 'record').length });
+  });
+
+  it('log verify: clean exits 0; a flipped byte is corrupt (exit 1, file and position); a torn tail exits 3; nothing is modified', async () => {
+    const clean = copy();
+    const corrupt = copy();
+    const torn = copy();
+    const batches: DumpBatchEntry[] = [];
+    await dumpLog(clean, ordersBucket, {}, (e) => {
+      if (e.kind === 'batch') batches.push({ ...e });
+    });
+    expect(batches.length).toBeGreaterThan(2);
+    const victim = batches[1]!;
+    const corruptFile = path.join(corrupt, path.relative(clean, victim.file));
+    const bytes = readFileSync(corruptFile);
+    bytes[victim.position + 20] = bytes[victim.position + 20]! ^ 0x01;
+    writeFileSync(corruptFile, bytes);
+    const tornFile = segmentPaths(torn, ordersBucket).at(-1)!;
+    const lastBatch = batches.at(-1)!;
+    expect(path.basename(lastBatch.file)).toBe(path.basename(tornFile));
+    truncateSync(tornFile, lastBatch.position + 10);
+    const before = [snapshotFiles(clean), snapshotFiles(corrupt), snapshotFiles(torn)];
+
+    const [okRun, corruptRun, tornRun] = await Promise.all([
+      runCli(['log', 'verify', '--dir', clean]),
+      runCli(['log', 'verify', '--dir', corrupt, '--json']),
+      runCli(['log', 'verify', '--dir', torn]),
+    ]);
+    expect([snapshotFiles(clean), snapshotFiles(corrupt), snapshotFiles(torn)]).toEqual(before);
+    expect(okRun.code).toBe(0);
+    expect(okRun.stdout).toMatch(/^Checked 4 offsets-buckets of .*: \d+ segments, .* batches, .* records in /);
+    expect(okRun.stdout).toContain('OK: every batch and record is valid.');
+
+    expect(corruptRun.code).toBe(1);
+    expect(JSON.parse(corruptRun.stderr).error).toMatchObject({ code: 'CORRUPT_MESSAGE', errno: 2 });
+    expect(json(corruptRun)).toMatchObject({ ok: false, corruptCount: 1, tornTailCount: 0 });
+    expect(json(corruptRun).problems).toEqual([expect.objectContaining({ kind: 'corrupt', bucket: ordersBucket, file: corruptFile, position: victim.position })]);
+
+    expect(tornRun.code).toBe(3);
+    expect(tornRun.stdout).toMatch(new RegExp(`\\n\\s*${ordersBucket}\\s+\\d+\\s+.*\\s+torn-tail\\n`));
+    expect(tornRun.stdout).toMatch(new RegExp(`\\ntorn-tail\\s+buckets/00${ordersBucket}/${path.basename(tornFile)}\\s+${lastBatch.position}\\s+10\\s+batch of \\d+ bytes truncated to 10; nothing valid follows`));
+    expect(tornRun.stdout).toContain('TORN TAIL: 1 torn tail(s); the next open truncates them');
+  });
+
+  it('compact --json: the log cleaner shrinks the log and keeps every committed offset', async () => {
+    const dir = copy();
+    const run = await runCli(['compact', '--dir', dir, '--json']);
+    expect(run.code).toBe(0);
+    const report = json(run);
+    expect(report.strategy).toBe('log-cleaner');
+    expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
+    expect(report.recordsDropped).toBeGreaterThan(0);
+    expect(report.buckets).toHaveLength(4);
+    expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
+  });
+});

@@ -1,0 +1,39 @@
+/**
+ * The demo (what `npm start` runs) as a child process in a fresh directory: it must finish well
+ * under a minute, exit 0, and report that nothing was skipped. Also the `bin/offset-store.js`
+ * launcher, which runs the CLI from source when there is no build.
+ */
+import { statSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { scratchDir } from '../admin/admin-fixtures.js';
+import { REPO_DIR, json, runCli } from './cli-harness.js';
+
+describe('offset-store demo', () => {
+  it('runs a group, kills a member, verifies at-least-once with nothing skipped, and exits 0', async () => {
+    const dir = path.join(scratchDir('offset-store-demo-'), 'data');
+    const startedMs = performance.now();
+    const run = await runCli(['demo', '--dir', dir, '--json'], { timeoutMs: 55_000 });
+    expect(performance.now() - startedMs).toBeLessThan(55_000);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const result = json(run);
+    expect(result.verification).toMatchObject({
+      ok: true, records: 12 * 4000, skipped: [], unexplainedDuplicates: 0, finalOffsetsAtEnd: true, movedBuckets: 3, resumedAtLastCommit: 3,
+    });
+    expect(result.verification.consumedTotal).toBe(result.verification.records + result.verification.duplicates);
+    expect(result.killed.rebalanceMs).toBeGreaterThanOrEqual(result.sessionTimeoutMs - 500);
+    expect(result.metrics.commits).toBeGreaterThan(0);
+    expect(result.compaction.bytesAfter).toBeLessThan(result.compaction.bytesBefore);
+    expect(statSync(path.join(dir, 'store.json')).isFile()).toBe(true);
+
+  }, 60_000);
+
+  it('bin/offset-store.js is executable and runs the CLI', async () => {
+    const bin = path.join(REPO_DIR, 'bin', 'offset-store.js');
+    expect(statSync(bin).mode & 0o111).not.toBe(0);
+    const run = await runCli(['--help'], { executable: [bin] });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Usage: offset-store <command> --dir <path> \[options\]/);
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * Failures of the CLI as a child process: each prints the error code and exits non-zero, and none
+ * creates or changes a store it should not touch.
+ */
+import { cpSync, existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock, OffsetStore } from '../../src/index.js';
+import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { runCli } from './cli-harness.js';
+
+let seeded: string;
+let withMember: string;
+
+beforeAll(async () => {
+  seeded = scratchDir('offset-store-cli-');
+  withMember = scratchDir('offset-store-cli-');
+  await Promise.all([seedStore(seeded), seedStoreWithMember(withMember)]);
+});
+
+describe('offset-store failures', () => {
+  it('a missing store directory: INVALID_CONFIG, exit 1, and no store is created', async () => {
+    const missing = path.join(scratchDir(), 'no-store-here');
+    const run = await runCli(['groups', 'list', '--dir', missing]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^error: INVALID_CONFIG: no offset store in .*no-store-here: store\.json not found \(errno 40\)\n$/);
+    expect(run.stdout).toBe('');
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  it('a store open in another process: STORE_LOCKED, exit 1', async () => {
+    const dir = scratchDir();
+    cpSync(seeded, dir, { recursive: true });
+    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
+    try {
+      const run = await runCli(['stats', '--dir', dir]);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(new RegExp(`^error: STORE_LOCKED: .* is locked by live process ${process.pid} \\(errno 1001\\)\\n$`));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('an unknown group: GROUP_ID_NOT_FOUND as JSON on stderr with --json, exit 1', async () => {
+    const run = await runCli(['groups', 'describe', 'ghost', '--dir', seeded, '--json']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(JSON.parse(run.stderr)).toEqual({
+      error: { code: 'GROUP_ID_NOT_FOUND', errno: 69, retriable: false, message: 'GROUP_ID_NOT_FOUND: group ghost has no committed offsets and no members' },
+    });
+  });
+
+  it('a group with members (restored from its snapshot): NON_EMPTY_GROUP, nothing written', async () => {
+    const before = snapshotFiles(withMember);
+    const dropped = await runCli(['groups', 'delete', 'busy', '--dir', withMember]);
+    expect(dropped.code).toBe(1);
+    expect(dropped.stderr).toBe('error: NON_EMPTY_GROUP: cannot delete it: group busy has 1 member(s) (errno 68)\n');
+    expect(snapshotFiles(withMember)).toEqual(before);
+  });
+
+  it('bad usage: exit 2 with a pointer to --help', async () => {
+    const run = await runCli(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', 'ten']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`error: --to-offset must be an integer >= 0, got "ten"\nRun 'offset-store offsets reset --help' for usage.\n`);
+  });
+});

@@ -96,11 +96,12 @@ export class DemoScanner {
     return [...this.#positions.values()].map((p) => ({ ...p })).sort((a, b) => a.bucketId - b.bucketId);
   }
 
-  /** Commits the store acknowledged, and the offsets they carried. */
+  /** Commits the store acknowledged. */
   get commitCount(): number {
     return this.#commitCount;
   }
 
+  /** Offsets carried by the acknowledged commits. */
   get committedRecordCount(): number {
     return this.#committedRecordCount;
   }

@@ -5,7 +5,7 @@
  * 2. Open a store with a 200 ms heartbeat interval and register table 1 with `bucketCount` buckets.
  * 3. Start `memberCount` scanners one after the other (cooperative rebalances hand buckets over,
  *    each revocation committing first); wait until the group is Stable with every bucket owned.
- * 4. Once about a third of the records are consumed, kill one scanner: it stops heartbeating
+ * 4. Once about a third of what is left is consumed, kill one scanner: it stops heartbeating
  *    without leaving. After its session timeout the coordinator removes it and the survivors get its
  *    buckets, fetching its last committed offsets and resuming from there.
  * 5. When every bucket is consumed and committed to its end, the survivors leave.
@@ -49,7 +49,10 @@ const TABLE_ID = 1;
 const CHUNK_RECORDS = 20;
 const POLL_INTERVAL_MS = 10;
 const COMMIT_INTERVAL_MS = 100;
+/** The kill comes once this fraction of what was left when the group became Stable is consumed. */
 const KILL_AT_FRACTION = 0.35;
+/** How long the coordinator batches joins before computing a target assignment. */
+const ASSIGNMENT_INTERVAL_MS = 200;
 const WAIT_TIMEOUT_MS = 40_000;
 
 /** A line of the demo's timeline. */
@@ -127,7 +130,7 @@ export async function runDemo(options: DemoOptions, onEvent: (event: DemoEvent) 
   await prepareDemoDir(dir);
   const startedMs = performance.now();
   const store = await OffsetStore.open({
-    dir, bucketCount: 8, segmentBytesMax: 16 * 1024, group: { heartbeatIntervalMs: options.heartbeatIntervalMs },
+    dir, bucketCount: 8, segmentBytesMax: 16 * 1024, group: { heartbeatIntervalMs: options.heartbeatIntervalMs, assignmentIntervalMs: ASSIGNMENT_INTERVAL_MS },
     compaction: { strategy: 'log-cleaner', intervalMs: 3_600_000 }, onWarning: () => {},
   });
   try {
@@ -170,7 +173,8 @@ class DemoRun {
     }
     await this.#waitStable();
     const totalRecords = options.bucketCount * options.recordsPerBucket;
-    await this.#waitFor('a third of the records to be consumed', async () => (this.#ledger.distinctConsumed >= totalRecords * KILL_AT_FRACTION ? true : undefined));
+    const killAt = this.#ledger.distinctConsumed + (totalRecords - this.#ledger.distinctConsumed) * KILL_AT_FRACTION;
+    await this.#waitFor('a third of the records to be consumed', async () => (this.#ledger.distinctConsumed >= killAt ? true : undefined));
     const victim = this.#scanners[1]!;
     const killed = await victim.kill();
     this.#killed = killed;

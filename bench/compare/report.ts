@@ -49,6 +49,11 @@ export function advantage(subject: Metric, peer: Metric): number | undefined {
   return subject.better === 'higher' ? subject.value / peer.value : peer.value / subject.value;
 }
 
+/** Human form of an advantage ratio: two decimals, or two significant digits below 0.1. */
+export function formatRatio(ratio: number): string {
+  return `${ratio >= 0.1 ? ratio.toFixed(2) : ratio.toPrecision(2)}x`;
+}
+
 /** Human form of a metric value. */
 export function formatValue(value: number, unit: Metric['unit']): string {
   switch (unit) {
@@ -112,7 +117,7 @@ export function targetVerdict(workload: WorkloadInfo, report: CompareReport): st
   }
   const peer = headline(target.peerId);
   const ratio = peer === undefined ? undefined : advantage(subject, peer);
-  return ratio === undefined ? `${target.text}: not measured` : `${target.text}: ${ratio.toFixed(2)}x, ${ratio >= target.factor ? 'met' : 'NOT met'}`;
+  return ratio === undefined ? `${target.text}: not measured` : `${target.text}: ${formatRatio(ratio)}, ${ratio >= target.factor ? 'met' : 'NOT met'}`;
 }
 
 function versus(workload: WorkloadInfo, subject: Cell | undefined, cell: Cell, config: CompareConfig): string {
@@ -126,7 +131,7 @@ function versus(workload: WorkloadInfo, subject: Cell | undefined, cell: Cell, c
   if (!workload.peerRatio || subject?.result === undefined || cell.result === undefined) return '';
   const ratio = advantage(subject.result.headline, cell.result.headline);
   if (ratio === undefined) return 'n/a';
-  const text = `${ratio.toFixed(2)}x`;
+  const text = formatRatio(ratio);
   if (target?.kind === 'vs-peer' && target.peerId === cell.adapterId) return `${text} (target ${target.factor}x: ${ratio >= target.factor ? 'met' : 'NOT met'})`;
   return text;
 }
@@ -176,7 +181,7 @@ export function summaryTable(report: CompareReport): string[][] {
       const value = `${formatValue(cell.result.headline.value, cell.result.headline.unit)} ${cell.result.headline.label}`;
       if (store.id === SUBJECT_ID || !workload.peerRatio || subject?.result === undefined) return value;
       const ratio = advantage(subject.result.headline, cell.result.headline);
-      return ratio === undefined ? value : `${value} (${ratio.toFixed(2)}x)`;
+      return ratio === undefined ? value : `${value} (${formatRatio(ratio)})`;
     });
     return [`(${workload.id}) ${workload.title}`, ...cells, targetVerdict(workload, report)];
   });

@@ -5,7 +5,7 @@
  *
  * Per adapter, a child process (durability-child.ts) opens the store and warms it up; strace then
  * attaches to that process only (`-f -p`: all its threads, not tsx's esbuild service) for exactly the
- * commits, three times:
+ * commits, in four runs:
  * 1. `strace -f -c -e trace=fsync,fdatasync,sync_file_range,msync,io_uring_enter` over N sequential
  *    commits: sync syscalls per commit.
  * 2. a full trace of N sequential commits, each bracketed by stat() markers: was each commit
@@ -16,20 +16,26 @@
  *    after it began (a group flush covers every commit whose window it lies in).
  * Prints a table and writes bench/results/durability-<date>.json and .md.
  *
- * Findings on this machine (ext4 on a virtio disk, Node 20.20, 200 sequential commits of 5 offsets):
- * - offset-store ('fsync'): 1 fdatasync per commit, each commit acked after its own fdatasync;
- *   64 concurrent committers share fdatasyncs (group commit, well under 1 per commit).
- * - lmdb-js transactionSync (default options, overlappingSync on): 1 fdatasync of data.mdb plus one
- *   128-byte meta-page pwrite on an O_DSYNC descriptor per commit, both before the call returns. So
- *   LMDB pays two device flushes per commit; `strace -c` on sync calls alone shows only one.
- * - lmdb-js async transaction + `await db.flushed`: the same two flushes per batched transaction,
- *   done on lmdb-js's write thread; with 64 committers the transactions batch (< 1 flush per commit).
- * - better-sqlite3 WAL, synchronous=FULL: 1 fsync of the -wal file per commit, acked after it (a WAL
- *   checkpoint every ~1000 pages adds fsyncs of the db file). With synchronous=NORMAL (the WAL default
- *   of this build) there would be none: that is why the adapter re-applies and verifies FULL.
- * - classic-level batch({ sync: true }): 1 fdatasync of the LevelDB log per batch, acked after it;
- *   concurrent batches are merged by LevelDB's writer queue (< 1 per commit).
- * The exact figures of the last run are in bench/results/durability-<date>.md.
+ * Findings on this machine (2 cores, ext4 on a virtio disk, Node 20.20; 200 sequential commits of 5
+ * offsets, then 2000 from 64 committers; bench/results/durability-<date>.md has the last run):
+ *
+ * | store | strace -c per sequential commit | acked after own flush | flushes before ack per commit | 64 committers: per commit |
+ * |---|---|---|---|---|
+ * | offset-store 'fsync' | 1.00 fdatasync | 200/200 | 1 fdatasync | 0.250 fdatasync, 2000/2000 acked after one |
+ * | lmdb-js transactionSync | 1.00 fdatasync | 200/200 | 1 fdatasync + 1 O_DSYNC meta write | 1.000 (serialized) |
+ * | lmdb-js async transaction | 1.00 fdatasync | 200/200 | 1 fdatasync + 1 O_DSYNC meta write | 0.016 (~60 commits per txn) |
+ * | better-sqlite3 WAL, FULL | 1.00 fsync | 200/200 | 1 fsync of the -wal file | 1.003 (serialized; + checkpoints) |
+ * | classic-level sync: true | 1.00 fdatasync | 200/200 | 1 fdatasync of the log | 0.489 (LevelDB merges writers) |
+ *
+ * - Every store acknowledges each commit only after a flush that started after the commit began,
+ *   sequentially and with 64 committers: the comparison is like for like.
+ * - LMDB (default options, overlappingSync on) pays two device flushes per commit: fdatasync of
+ *   data.mdb, then a 128-byte meta-page pwrite on a descriptor opened O_DSYNC. `strace -c` on sync
+ *   calls alone shows one; the full trace shows both.
+ * - better-sqlite3 builds SQLite with SQLITE_DEFAULT_WAL_SYNCHRONOUS=1: without the adapter's
+ *   `synchronous=FULL` there would be no sync at commit at all.
+ * - offset-store's group commit is per offsets-bucket: 64 committers over 16 offsets-buckets share
+ *   an fdatasync ~4 at a time, where lmdb-js's async transactions batch ~60 commits per flush.
  *
  * Expected order of magnitude: 1.0-1.1 flush syscalls per sequential commit for every store, N/N
  * commits flushed before their ack; well below 1 per commit for group-committing stores at 64.
@@ -229,7 +235,7 @@ const HEADERS = ['store', 'durability', 'strace -c: sync calls per commit', 'ack
 function renderTerminal(results: AdapterDurability[]): string {
   const table = [HEADERS, ...rows(results)];
   const widths = HEADERS.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-  return table.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ')).join('\n');
+  return table.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }
 
 function renderMarkdown(results: AdapterDurability[], commits: number, concurrentCommits: number): string {

@@ -13,7 +13,7 @@
  * own batching, the fair concurrent figure).
  *
  * Output: a terminal table, bench/results/compare-<date>.json and .md (sizes: compare-config.ts).
- * Default scale takes ~3-4 minutes on 2 cores; COMPARE_SCALE=full (1M offsets, 30 s mixed) ~20 min.
+ * Default scale takes ~2-4 minutes on 2 cores; COMPARE_SCALE=full (1M offsets, 30 s mixed) ~20 min.
  *
  * Expected orders of magnitude are in each workload's header; the disk floor printed first (4 KiB
  * write + fdatasync) bounds every serialized durable commit rate from above.

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
-import { DirectoryLock, LOG_DEFAULTS, loadOrCreateManifest, type Durability } from './log/index.js';
+import { DirectoryLock, LOG_DEFAULTS, bucketDirName, loadOrCreateManifest, type Durability } from './log/index.js';
 import { CompactionWorkerPool, Compactor, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
 import {
   OffsetsTable, ScannerOffsets, normalizeBuckets, normalizeOffsetCommits, validateGroupId,
@@ -287,9 +287,8 @@ export class OffsetStore {
     try {
       const manifest = await loadOrCreateManifest(fs, dir, this.#options.bucketCount, DEFAULTS.bucketCount, clock.nowMs());
       this.#bucketCount = manifest.bucketCount;
-      const digits = Math.max(3, String(manifest.bucketCount - 1).length);
       for (let i = 0; i < manifest.bucketCount; i++) {
-        this.#slots.push({ index: i, dir: path.join(dir, 'buckets', String(i).padStart(digits, '0')), table: undefined, coordinator: undefined, loadError: undefined, report: undefined });
+        this.#slots.push({ index: i, dir: path.join(dir, 'buckets', bucketDirName(manifest.bucketCount, i)), table: undefined, coordinator: undefined, loadError: undefined, report: undefined });
       }
       this.#recovery = this.#recoverAll();
       if (this.#options.awaitRecovery) await this.#recovery;

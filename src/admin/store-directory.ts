@@ -10,7 +10,9 @@
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
-import { CLEANED_SUFFIX, FORMAT_VERSION, parseSegmentFileName, type StoreManifest } from '../log/index.js';
+import { CLEANED_SUFFIX, MANIFEST_FILE, bucketDirName, parseSegmentFileName, readManifest, type StoreManifest } from '../log/index.js';
+
+export { MANIFEST_FILE, bucketDirName, liveLockHolder } from '../log/index.js';
 
 /** What the manifest says plus where the buckets live. */
 export interface StoreLayout {
@@ -28,43 +30,16 @@ export interface SegmentFile {
   sizeBytes: number;
 }
 
-/** Name of the manifest file inside a store directory. */
-export const MANIFEST_FILE = 'store.json';
-
 /**
  * Reads and checks `<dir>/store.json`. A directory without one is not a store: INVALID_CONFIG (the
  * tools never create a store by accident, unlike `OffsetStore.open`).
  */
 export async function readStoreLayout(fs: FileSystem, dir: string): Promise<StoreLayout> {
   const absoluteDir = path.resolve(dir);
-  const manifestPath = path.join(absoluteDir, MANIFEST_FILE);
-  const bytes = await fs.readFile(manifestPath);
-  if (bytes === null) throw new OffsetStoreError('INVALID_CONFIG', `no offset store in ${absoluteDir}: ${MANIFEST_FILE} not found`);
-  const manifest = parseManifest(manifestPath, bytes);
+  const manifest = await readManifest(fs, absoluteDir);
+  if (manifest === null) throw new OffsetStoreError('INVALID_CONFIG', `no offset store in ${absoluteDir}: ${MANIFEST_FILE} not found`);
   const bucketDirs = Array.from({ length: manifest.bucketCount }, (_, i) => path.join(absoluteDir, 'buckets', bucketDirName(manifest.bucketCount, i)));
   return { dir: absoluteDir, manifest, bucketDirs };
-}
-
-function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bytes.toString('utf8'));
-  } catch (error) {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} is not valid JSON`, { cause: error });
-  }
-  const m = parsed as Partial<StoreManifest> | null;
-  if (m === null || typeof m !== 'object' || typeof m.bucketCount !== 'number' || !Number.isSafeInteger(m.bucketCount) || m.bucketCount < 1) {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} lacks a valid bucketCount`);
-  }
-  if (m.formatVersion !== FORMAT_VERSION) {
-    throw new OffsetStoreError('INVALID_CONFIG', `${manifestPath} has format version ${String(m.formatVersion)}; this build reads version ${FORMAT_VERSION}`);
-  }
-  return { formatVersion: m.formatVersion, bucketCount: m.bucketCount, createdAtMs: typeof m.createdAtMs === 'number' ? m.createdAtMs : 0 };
-}
-
-/** Folder name of offsets-bucket `bucket` in a store of `bucketCount` buckets (as the store names it). */
-export function bucketDirName(bucketCount: number, bucket: number): string {
-  return String(bucket).padStart(Math.max(3, String(bucketCount - 1).length), '0');
 }
 
 /** The segment files of one bucket folder in log order (empty when the folder does not exist). */
@@ -93,18 +68,4 @@ export async function hasCheckpoints(fs: FileSystem, layout: StoreLayout): Promi
     if ((await fs.readdir(path.join(bucketDir, 'checkpoint'))).length > 0) return true;
   }
   return false;
-}
-
-/** The pid in `<dir>/LOCK` if that process is alive (the store is open there), else null. */
-export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
-  const bytes = await fs.readFile(path.join(dir, 'LOCK'));
-  if (bytes === null) return null;
-  const pid = Number.parseInt(bytes.toString('utf8'), 10);
-  if (!Number.isSafeInteger(pid) || pid <= 0) return null;
-  try {
-    process.kill(pid, 0);
-    return pid;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM' ? pid : null;
-  }
 }

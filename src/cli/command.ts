@@ -5,7 +5,7 @@
  *
  * Every command accepts the global options `--dir <path>`, `--json` and `--help`.
  */
-import { readFile } from 'node:fs/promises';
+import { NodeFileSystem } from '../io/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
 import type { Output } from './output.js';
 
@@ -159,11 +159,14 @@ export async function readOffsetsDocument(text: string, optionName: string): Pro
   if (inline) {
     json = trimmed;
   } else {
+    let bytes: Buffer | null;
     try {
-      json = await readFile(source, 'utf8');
+      bytes = await new NodeFileSystem().readFile(source);
     } catch (error) {
       throw new UsageError(`--${optionName}: cannot read ${source}: ${(error as Error).message}`);
     }
+    if (bytes === null) throw new UsageError(`--${optionName}: cannot read ${source}: no such file`);
+    json = bytes.toString('utf8');
   }
   let document: unknown;
   try {

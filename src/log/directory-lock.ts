@@ -23,6 +23,12 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** The pid in `<dir>/LOCK` if that process is alive (the store is open there), else null. Reads only. */
+export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
+  const pid = Number.parseInt((await fs.readFile(path.resolve(dir, 'LOCK')))?.toString('utf8') ?? '', 10);
+  return Number.isSafeInteger(pid) && pid > 0 && pidAlive(pid) ? pid : null;
+}
+
 /** A held directory lock; `release()` removes it. */
 export class DirectoryLock {
   readonly #fs: FileSystem;

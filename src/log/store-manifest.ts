@@ -22,9 +22,9 @@ export interface StoreManifest {
  * is new. A requested bucketCount that differs from the stored one is INVALID_CONFIG.
  */
 export async function loadOrCreateManifest(fs: FileSystem, dir: string, requestedBucketCount: number | undefined, defaultBucketCount: number, nowMs: number): Promise<StoreManifest> {
-  const manifestPath = path.join(dir, 'store.json');
-  const bytes = await fs.readFile(manifestPath);
-  if (bytes === null) {
+  const manifestPath = path.join(dir, MANIFEST_FILE);
+  const existing = await readManifest(fs, dir);
+  if (existing === null) {
     if ((await fs.readdir(path.join(dir, 'buckets'))).length > 0) {
       throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} is missing but ${dir}/buckets exists`);
     }
@@ -32,11 +32,26 @@ export async function loadOrCreateManifest(fs: FileSystem, dir: string, requeste
     await writeDurably(fs, manifestPath, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`));
     return manifest;
   }
-  const manifest = parseManifest(manifestPath, bytes);
+  const manifest = existing;
   if (requestedBucketCount !== undefined && requestedBucketCount !== manifest.bucketCount) {
     throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${requestedBucketCount} contradicts the store in ${dir}, created with bucketCount ${manifest.bucketCount}`);
   }
   return manifest;
+}
+
+/** Name of the manifest file inside a store directory. */
+export const MANIFEST_FILE = 'store.json';
+
+/** Reads and checks the manifest of `dir` without creating anything; null when there is none. */
+export async function readManifest(fs: FileSystem, dir: string): Promise<StoreManifest | null> {
+  const manifestPath = path.join(dir, MANIFEST_FILE);
+  const bytes = await fs.readFile(manifestPath);
+  return bytes === null ? null : parseManifest(manifestPath, bytes);
+}
+
+/** Folder name of offsets-bucket `bucket` in a store of `bucketCount` buckets: zero-padded, at least 3 digits. */
+export function bucketDirName(bucketCount: number, bucket: number): string {
+  return String(bucket).padStart(Math.max(3, String(bucketCount - 1).length), '0');
 }
 
 function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {

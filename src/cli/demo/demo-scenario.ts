@@ -15,8 +15,6 @@
  *    the store's stats.
  * The result is JSON-safe; `onEvent` receives a timeline as it happens.
  */
-import { existsSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
 import * as path from 'node:path';
 import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
 import { MANIFEST_FILE, liveLockHolder } from '../../admin/index.js';
@@ -113,15 +111,15 @@ export class DemoFailure extends Error {
 
 /** Removes an old demo store in `dir`; refuses a live store and any other non-empty directory. */
 export async function prepareDemoDir(dir: string): Promise<void> {
-  if (!existsSync(dir)) return;
-  const names = await readdir(dir);
+  const fs = new NodeFileSystem();
+  const names = await fs.readdir(dir);
   if (names.length === 0) return;
   if (!names.includes(MANIFEST_FILE)) {
     throw new OffsetStoreError('INVALID_CONFIG', `${dir} is not empty and holds no offset store: the demo only replaces an old store; pick another --dir`);
   }
-  const pid = await liveLockHolder(new NodeFileSystem(), dir);
+  const pid = await liveLockHolder(fs, dir);
   if (pid !== null) throw new OffsetStoreError('STORE_LOCKED', `${dir} is open by live process ${pid}`);
-  await rm(dir, { recursive: true, force: true });
+  await fs.removeTree(dir);
 }
 
 /** Runs the demo; see the module header. */

@@ -10,9 +10,12 @@
  *
  * Expected order of magnitude (fdatasync ~0.3-3 ms): 1 committer, either store, a few hundred to
  * ~2k commits/s (offset-store one fdatasync per commit, LMDB one fdatasync plus a synchronous meta
- * write); 64 committers on offset-store 10-60k commits/s of small commits; 1000 offsets per commit
- * is bound by encoding and bytes written: offset-store ~0.3-3M offsets/s, lmdb-js ~0.2-1M (one
- * B-tree put per offset, page copies).
+ * write); 64 committers on offset-store 3-30k commits/s of small commits (group commit is per
+ * offsets-bucket: 64 groups over the default 16 offsets-buckets share each fdatasync ~4 at a time,
+ * and 16 files' fdatasyncs queue for libuv's 4 threads; the extra rows with `bucketCount: 1` show
+ * the same committers sharing one log), lmdb-js async ~5-30k (one commit for everything queued);
+ * 1000 offsets per commit is bound by encoding and bytes written: offset-store ~0.2-1M offsets/s,
+ * lmdb-js ~0.05-0.3M (one B-tree put per offset, page copies).
  * DESIGN.md section 8 targets checked at the end: 1000 offsets per commit >= 2.5x lmdb-js's
  * offsets/s; small commits (1-10 offsets) from 64 committers >= 10x lmdb-js putSync commits/s.
  */
@@ -26,13 +29,15 @@ import { advance, groupName, offsetCommits } from './support/workload.js';
 
 const OFFSETS_PER_COMMIT = [1, 10, 100, 1000];
 const CONCURRENT_COMMITTERS = 64;
+/** Commits of at most this many offsets are "small" (DESIGN.md section 8) and also run on one offsets-bucket. */
+const SMALL_COMMIT_OFFSETS_MAX = 10;
 const TIMING: MeasureOptions = atScale({
   quick: { timeMs: 300, warmupMs: 50, rounds: 1 },
   default: { timeMs: 2400, warmupMs: 300, rounds: 4 },
   full: { timeMs: 12_000, warmupMs: 1000, rounds: 6 },
 });
 
-type Subject = 'offset-store' | 'lmdb transactionSync' | 'lmdb transaction (async)';
+type Subject = 'offset-store' | 'offset-store, 1 offsets-bucket' | 'lmdb transactionSync' | 'lmdb transaction (async)';
 
 interface Row extends TaskResult {
   subject: Subject;
@@ -52,17 +57,17 @@ interface Prepared {
   close(): Promise<void>;
 }
 
-async function offsetStoreTask(offsets: number, committers: number): Promise<Prepared> {
+async function offsetStoreTask(offsets: number, committers: number, bucketCount?: number): Promise<Prepared> {
   const dir = createTempDir('commit');
-  const store = await OffsetStore.open({ dir, durability: 'fsync' });
+  const store = await OffsetStore.open({ dir, durability: 'fsync', bucketCount });
   const perGroup = committerOffsets(committers, offsets);
   const groups = perGroup.map((_, i) => groupName(i));
   let next = 0;
   return {
-    subject: 'offset-store',
+    subject: bucketCount === 1 ? 'offset-store, 1 offsets-bucket' : 'offset-store',
     offsets,
     spec: {
-      name: `offset-store commitOffsets, ${offsets} offsets, ${committers} committer${committers > 1 ? 's' : ''}, fsync`,
+      name: `offset-store commitOffsets, ${offsets} offsets, ${committers} committer${committers > 1 ? 's' : ''}${bucketCount === 1 ? ', bucketCount 1' : ''}, fsync`,
       async: true,
       concurrency: committers,
       unitsPerCall: offsets,
@@ -124,6 +129,7 @@ async function measureSize(offsets: number): Promise<Row[]> {
     await offsetStoreTask(offsets, CONCURRENT_COMMITTERS),
     lmdbTask(offsets, CONCURRENT_COMMITTERS, 'async'),
   ];
+  if (offsets <= SMALL_COMMIT_OFFSETS_MAX) prepared.push(await offsetStoreTask(offsets, CONCURRENT_COMMITTERS, 1));
   try {
     const results = await measureInterleaved(prepared.map((p) => p.spec), TIMING);
     return results.map((r, i) => ({ ...r, subject: prepared[i]!.subject, offsets }));
@@ -138,8 +144,8 @@ async function main(): Promise<void> {
   ]);
   const rows: Row[] = [];
   for (const offsets of OFFSETS_PER_COMMIT) rows.push(...(await measureSize(offsets)));
-  const find = (subject: Subject, offsets: number, committers: number) => rows.find((r) => r.subject === subject && r.offsets === offsets && r.concurrency === committers)!;
-  const lmdbSync = (offsets: number) => find('lmdb transactionSync', offsets, 1);
+  const find = (subject: Subject, offsets: number, committers: number) => rows.find((r) => r.subject === subject && r.offsets === offsets && r.concurrency === committers);
+  const lmdbSync = (offsets: number) => find('lmdb transactionSync', offsets, 1)!;
   const columns: Column<Row>[] = [
     { header: 'task', value: (r) => r.name },
     { header: 'commits/s', value: (r) => formatCount(r.callsPerSec) },
@@ -152,19 +158,21 @@ async function main(): Promise<void> {
 
   const ratios = OFFSETS_PER_COMMIT.map((offsets) => ({
     offsets,
-    single: find('offset-store', offsets, 1).unitsPerSec / lmdbSync(offsets).unitsPerSec,
-    concurrentVsSync: find('offset-store', offsets, CONCURRENT_COMMITTERS).unitsPerSec / lmdbSync(offsets).unitsPerSec,
-    concurrentVsAsync: find('offset-store', offsets, CONCURRENT_COMMITTERS).unitsPerSec / find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS).unitsPerSec,
+    single: find('offset-store', offsets, 1)!.unitsPerSec / lmdbSync(offsets).unitsPerSec,
+    concurrentVsSync: find('offset-store', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec / lmdbSync(offsets).unitsPerSec,
+    concurrentVsAsync: find('offset-store', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec / find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec,
+    oneBucketVsAsync: (find('offset-store, 1 offsets-bucket', offsets, CONCURRENT_COMMITTERS)?.unitsPerSec ?? NaN) / find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec,
   }));
   printTable('Ratios offset-store / lmdb-js (offsets/s, = commits/s at equal offsets per commit)', [
     { header: 'offsets/commit', value: (r) => String(r.offsets) },
     { header: '1 committer / transactionSync', value: (r) => formatRatio(r.single) },
     { header: '64 committers / transactionSync', value: (r) => formatRatio(r.concurrentVsSync) },
     { header: '64 committers / async transaction x64', value: (r) => formatRatio(r.concurrentVsAsync) },
+    { header: 'same, bucketCount 1', value: (r) => formatRatio(r.oneBucketVsAsync) },
   ], ratios);
 
   const batched = ratios.find((r) => r.offsets === 1000)!;
-  const small = ratios.filter((r) => r.offsets <= 10);
+  const small = ratios.filter((r) => r.offsets <= SMALL_COMMIT_OFFSETS_MAX);
   console.log('\nDESIGN.md section 8 targets');
   console.log(`- 1000 offsets per commit, 1 committer, >= 2.5x lmdb-js transactionSync offsets/s: ${formatRatio(batched.single)} (${verdict(batched.single >= 2.5)}); 64 committers vs lmdb-js async x64: ${formatRatio(batched.concurrentVsAsync)}`);
   for (const r of small) {

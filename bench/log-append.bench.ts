@@ -7,8 +7,9 @@
  *
  * Expected order of magnitude: one fdatasync costs ~0.5-3 ms on a virtual or SATA SSD, so a single
  * appender (log or raw) does a few hundred to ~2k batches/s; with 64 appenders the log writes every
- * queued batch with one writev and shares one fdatasync, so batches/s grows ~10-60x while the raw
- * 64-writer floor gains at most ~4x (four fsyncs in flight). Records/s at 1000 records per batch
+ * queued batch with one writev and shares one fdatasync, so batches/s grows ~10-60x; the raw
+ * 64-writer floor gains ~4-20x (libuv keeps four fdatasyncs in flight, and the file system merges
+ * concurrent flushes of one file into one journal commit). Records/s at 1000 records per batch
  * is bounded by the disk's sequential write bandwidth (~45 bytes per record): ~1-5M records/s.
  * Latency per append is ~1 fsync sequentially and ~2 fsyncs under group commit (wait for the
  * running flush, then your own).

@@ -342,6 +342,10 @@ export class OffsetStore {
             useCheckpoints: this.#options.compaction.strategy === 'checkpoint',
             onWarning: this.#options.onWarning,
           });
+          if (this.#options.compaction.strategy === 'log-cleaner' && table.latestCheckpoint() !== undefined) {
+            await table.close();
+            throw new OffsetStoreError('INVALID_CONFIG', `offsets-bucket ${slot.index} of ${this.#options.dir} uses LMDB checkpoints: compaction.strategy 'log-cleaner' could drop tombstones a checkpoint still needs; open it with 'checkpoint' (or 'none')`);
+          }
           slot.coordinator = this.#openCoordinator(table);
           slot.table = table;
           slot.report = report;
@@ -700,7 +704,8 @@ export class OffsetStore {
     await this.#compactor?.close();
     await this.#recovery.catch(() => {});
     try {
-      await this.#closeTables();
+      const { compaction, clock } = this.#options;
+      await this.#closeTables(compaction.strategy === 'checkpoint' ? clock.nowMs() : undefined);
     } finally {
       await this.#lock?.release();
     }
@@ -708,8 +713,9 @@ export class OffsetStore {
     if (failed !== undefined) throw failed.reason;
   }
 
-  async #closeTables(): Promise<void> {
-    const results = await Promise.allSettled(this.#slots.map((s) => s.table?.close()));
+  /** Closes every open table; with `checkpointAtMs`, each writes a last checkpoint first. */
+  async #closeTables(checkpointAtMs?: number): Promise<void> {
+    const results = await Promise.allSettled(this.#slots.map((s) => s.table?.close(checkpointAtMs)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }

@@ -132,9 +132,15 @@ export class OffsetsTable {
     return this.#checkpoints?.list()[0];
   }
 
-  /** Flushes and closes the log and the checkpoint environment. */
-  async close(): Promise<void> {
+  /**
+   * Flushes and closes the log and the checkpoint environment. With `checkpointAtMs`, a last
+   * checkpoint is written first (if anything was applied since the newest one), so that the next
+   * open restores it and replays nothing.
+   */
+  async close(checkpointAtMs?: number): Promise<void> {
     try {
+      await this.log.drain();
+      if (checkpointAtMs !== undefined && !this.log.failed) await this.checkpoint(checkpointAtMs);
       await this.log.close();
     } finally {
       await this.#checkpoints?.close();

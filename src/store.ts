@@ -318,8 +318,9 @@ export class OffsetStore {
       liveBytesEstimate: () => slot.table!.state.liveOffsetCount * slot.table!.state.recordBytesAverage,
       checkpoint: async () => {
         const run = await slot.table!.checkpoint(clock.nowMs());
-        return { segmentBytesDeleted: run.segmentBytesDeleted, checkpointLogOffset: run.info?.logOffset };
+        return { segmentBytesDeleted: run.segmentBytesDeleted, checkpointLogOffset: run.info?.logOffset, bytesWritten: run.bytesWritten };
       },
+      batchesSinceCheckpoint: () => slot.table!.batchesSinceCheckpoint,
     })));
     this.#compactor.start();
   }

@@ -10,8 +10,9 @@
  *   the previous checkpoint (through the CompactionTarget port; the checkpoint format belongs to kv).
  * - 'none': nothing; compactNow reports the sizes only.
  *
- * Planning (log-cleaner): a bucket is due when it has sealed segments not cleaned since the last run
- * and its estimated garbage ratio, 1 - liveBytes / logBytes, is at least `minDirtyRatio`.
+ * Planning: a bucket is due when it has sealed segments, something new since the last run (sealed
+ * segments not yet cleaned; batches not yet checkpointed), and its estimated garbage ratio,
+ * 1 - liveBytes / logBytes, is at least `minDirtyRatio`. `compactNow` runs every bucket regardless.
  * Invariant: at most one job per bucket at a time, at most `workers` jobs at once.
  */
 import { OffsetStoreError } from '../errors/index.js';
@@ -29,8 +30,10 @@ export interface CompactionTarget {
   readonly log: Log;
   /** Estimated bytes the live records would take in a fully compacted log. */
   liveBytesEstimate(): number;
-  /** Checkpoint strategy: writes a checkpoint and deletes covered segments; returns bytes deleted and records covered. */
-  checkpoint(): Promise<{ segmentBytesDeleted: number; checkpointLogOffset: number | undefined }>;
+  /** Checkpoint strategy: writes a checkpoint and deletes covered segments. */
+  checkpoint(): Promise<{ segmentBytesDeleted: number; checkpointLogOffset: number | undefined; bytesWritten: number }>;
+  /** Checkpoint strategy: batches applied since the newest checkpoint. */
+  batchesSinceCheckpoint(): number;
 }
 
 /** Options of the compactor. */
@@ -104,8 +107,7 @@ export class Compactor {
     if (this.#running.has(target.bucket) || target.log.failed) return false;
     const sealed = target.log.sealedSegments();
     if (sealed.length === 0) return false;
-    if (this.#options.strategy === 'checkpoint') return true;
-    if (this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
+    if (this.#options.strategy === 'checkpoint' ? target.batchesSinceCheckpoint() === 0 : this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
     const logBytes = target.log.sizeBytes;
     const garbageRatio = logBytes === 0 ? 0 : 1 - Math.min(1, target.liveBytesEstimate() / logBytes);
     return garbageRatio >= this.#options.minDirtyRatio;
@@ -174,6 +176,7 @@ export class Compactor {
     } else if (this.#options.strategy === 'checkpoint') {
       const run = await target.checkpoint();
       result.checkpointLogOffset = run.checkpointLogOffset;
+      result.bytesWritten = run.bytesWritten;
     }
     result.bytesAfter = log.sizeBytes;
     result.segmentsAfter = log.segments().length;

@@ -149,7 +149,7 @@ export class CheckpointStore {
    * transaction, then drops all but the two newest checkpoints. Returns the new checkpoint's meta.
    * The image is taken synchronously, so later commits cannot leak into it.
    */
-  async write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<CheckpointInfo> {
+  async write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const X = logOffset;
     const puts: [(string | number)[], Buffer][] = [];
     let checksum = 0;
@@ -168,6 +168,8 @@ export class CheckpointStore {
       snapshotCount++;
     }
     const info: CheckpointInfo = { logOffset: X, groupCount: puts.length - snapshotCount, snapshotCount, liveOffsets, checksum, createdAtMs };
+    let bytesWritten = 0;
+    for (const [, value] of puts) bytesWritten += value.length;
     const keep = new Set([X, ...this.list().slice(0, 1).map((c) => c.logOffset)]);
     const drop = this.list().filter((c) => !keep.has(c.logOffset)).map((c) => c.logOffset);
     await this.#db.transaction(() => {
@@ -186,7 +188,7 @@ export class CheckpointStore {
       });
       await this.#db.flushed;
     }
-    return info;
+    return { info, bytesWritten };
   }
 
   /** Bytes used by the environment's data file. */

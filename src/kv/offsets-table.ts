@@ -30,6 +30,8 @@ export interface OffsetsTableRecovery extends LogRecoveryReport {
 export interface CheckpointRun {
   info: CheckpointInfo | undefined;
   segmentBytesDeleted: number;
+  /** Bytes of checkpoint values written (0 when the newest checkpoint was already current). */
+  bytesWritten: number;
 }
 
 /** An open offsets table. */
@@ -118,13 +120,18 @@ export class OffsetsTable {
    */
   async checkpoint(createdAtMs: number): Promise<CheckpointRun> {
     const checkpoints = this.#checkpoints;
-    if (checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0 };
+    if (checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
     const logOffset = this.state.appliedLogOffset + 1;
     const newest = checkpoints.list()[0];
-    const info = newest?.logOffset === logOffset ? newest : await checkpoints.write(this.state, logOffset, createdAtMs);
+    const written = newest?.logOffset === logOffset ? { info: newest, bytesWritten: 0 } : await checkpoints.write(this.state, logOffset, createdAtMs);
     const previous = checkpoints.list()[1];
     const segmentBytesDeleted = previous === undefined ? 0 : await this.log.deleteSegmentsBelow(previous.logOffset);
-    return { info, segmentBytesDeleted };
+    return { info: written.info, segmentBytesDeleted, bytesWritten: written.bytesWritten };
+  }
+
+  /** Batches applied since the newest checkpoint (all of them when there is none). */
+  get batchesSinceCheckpoint(): number {
+    return this.state.appliedLogOffset + 1 - (this.#checkpoints?.list()[0]?.logOffset ?? 0);
   }
 
   /** The newest checkpoint's meta, if any. */

@@ -23,8 +23,16 @@ interface PartitionBits {
 
 /** An immutable set of buckets. */
 export class BucketSet implements Iterable<BucketRef> {
-  /** The empty set. */
-  static readonly EMPTY = new BucketSet(new Map(), []);
+  /**
+   * The empty set. Created lazily: a static field initialized with `new BucketSet(...)` is compiled
+   * by tsc (this class has a computed `[Symbol.iterator]` member) into an alias of the class that is
+   * not yet assigned while the class body runs, and dist/ fails to load (test/build catches it).
+   */
+  static get EMPTY(): BucketSet {
+    return (BucketSet.#empty ??= new BucketSet(new Map(), []));
+  }
+
+  static #empty: BucketSet | undefined;
 
   readonly #partitions: ReadonlyMap<PartitionKey, PartitionBits>;
   readonly #refs: readonly BucketRef[];

@@ -3,8 +3,9 @@
  * tombstones delete) and the pending marks of commits appended but not yet durable.
  *
  * Invariants:
- * - The index changes only by `applyBatch`, the same code path for live commits (after their append
- *   is durable) and for recovery replay; so the state after reopen equals the state before close.
+ * - The index changes only by applying records: decoded from the log in recovery (`applyBatch`), or
+ *   live, once a batch is durable, the very records it was encoded from (`applyOffsetRecords`); both
+ *   go through one `#applyOffset`, so the state after reopen equals the state before close.
  * - A key is pending from `markPending` until exactly one of `onOffsetCommitAppend` (durable: apply,
  *   unmark) or `failPendingOffsetWrite` (failed: unmark, apply nothing). Pending marks count, so two
  *   in-flight commits of the same key keep it pending until both finish.
@@ -98,20 +99,36 @@ export class OffsetsTableState {
       else this.#snapshots.set(r.groupId, r.snapshot);
       return;
     }
-    let group = this.#groups.get(r.groupId);
-    if (r.tombstone) {
+    this.#applyOffset(r.groupId, r, r.commitTimestampMs, recordsLeft);
+  }
+
+  /**
+   * Applies the offset records a durable batch was encoded from (the live path: the same records
+   * recovery decodes from the log, so live and recovered state agree by construction; the codec's
+   * round-trip property test guarantees the encoding loses nothing).
+   */
+  applyOffsetRecords(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, batch: Buffer, logOffset: number): void {
+    for (let i = 0; i < records.length; i++) this.#applyOffset(groupId, records[i]!, commitTimestampMs, records.length - i);
+    this.#appliedLogOffset = logOffset;
+    this.#appliedBytes += batch.length;
+    this.#appliedRecords += records.length;
+  }
+
+  #applyOffset(groupId: string, r: OffsetRecordSpec, commitTimestampMs: number, recordsLeft: number): void {
+    let group = this.#groups.get(groupId);
+    if (r.tombstone === true) {
       if (group !== undefined && group.delete(r.tableId, r.partitionId, r.bucketId)) {
         this.#liveOffsetCount--;
-        if (group.size === 0) this.#groups.delete(r.groupId);
+        if (group.size === 0) this.#groups.delete(groupId);
       }
       return;
     }
     if (group === undefined) {
       group = new GroupOffsets(Math.min(recordsLeft, 4096));
-      this.#groups.set(r.groupId, group);
+      this.#groups.set(groupId, group);
     }
     const before = group.size;
-    group.set(r.tableId, r.partitionId, r.bucketId, r.offset, r.leaderEpoch, r.commitTimestampMs, r.metadata);
+    group.set(r.tableId, r.partitionId, r.bucketId, r.offset, r.leaderEpoch, commitTimestampMs, r.metadata);
     this.#liveOffsetCount += group.size - before;
   }
 
@@ -220,8 +237,8 @@ export class OffsetsTableState {
   }
 
   /** The commit's batch is durable: apply it and clear its pending marks. */
-  onOffsetCommitAppend(groupId: string, records: readonly OffsetRecordSpec[], batch: Buffer, logOffset: number): void {
-    this.applyBatch(batch, 0, logOffset);
+  onOffsetCommitAppend(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, batch: Buffer, logOffset: number): void {
+    this.applyOffsetRecords(groupId, records, commitTimestampMs, batch, logOffset);
     this.#unmark(groupId, records);
   }
 

@@ -102,7 +102,7 @@ export class OffsetsTable {
       this.state.failPendingOffsetWrite(groupId, records);
       throw error;
     }
-    this.state.onOffsetCommitAppend(groupId, records, batch, logOffset);
+    this.state.onOffsetCommitAppend(groupId, records, commitTimestampMs, batch, logOffset);
     return logOffset;
   }
 

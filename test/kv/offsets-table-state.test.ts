@@ -75,7 +75,8 @@ describe('OffsetsTableState', () => {
     expect(state.hasPending('g')).toBe(true);
     expect(state.get('g', 1, null, 0), 'not visible before it is durable').toBeNull();
 
-    state.onOffsetCommitAppend('g', records, batch('g', records, 0), 0);
+    state.onOffsetCommitAppend('g', records, T0, batch('g', records, 0), 0);
+    expect(state.get('g', 1, null, 0)?.commitTimestampMs).toBe(T0);
     expect(state.isPending('g', 1, null, 0)).toBe(false);
     expect(state.hasPending('g')).toBe(false);
     expect(state.get('g', 1, null, 0)?.offset).toBe(5);
@@ -101,7 +102,7 @@ describe('OffsetsTableState', () => {
     const second = [spec(1, null, 0, 11), spec(2, null, 0, 11)];
     state.markPending('g', first);
     state.markPending('g', second);
-    state.onOffsetCommitAppend('g', first, batch('g', first, 0), 0);
+    state.onOffsetCommitAppend('g', first, T0, batch('g', first, 0), 0);
     expect(state.isPending('g', 1, null, 0), 'the second commit of the key is still in flight').toBe(true);
     expect(state.isPending('g', 2, null, 0)).toBe(true);
     expect(state.get('g', 1, null, 0)?.offset).toBe(10);

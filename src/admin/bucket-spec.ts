@@ -11,6 +11,7 @@
  * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry.
  */
 import { OffsetStoreError } from '../errors/index.js';
+import { compareBucketRefs } from '../group/index.js';
 
 /** A bucket of a user table with `partitionId` normalized to null when absent. */
 export interface TableBucket {
@@ -52,16 +53,8 @@ export function parseBucketKey(key: string): TableBucket {
     : { tableId: numbers[0]!, partitionId: numbers[1]!, bucketId: numbers[2]! };
 }
 
-/** Orders buckets by table, partition (non-partitioned first), bucket. */
-export function compareTableBuckets(a: TableBucket, b: TableBucket): number {
-  if (a.tableId !== b.tableId) return a.tableId - b.tableId;
-  if (a.partitionId !== b.partitionId) {
-    if (a.partitionId === null) return -1;
-    if (b.partitionId === null) return 1;
-    return a.partitionId - b.partitionId;
-  }
-  return a.bucketId - b.bucketId;
-}
+/** Orders buckets by table, partition (non-partitioned first), bucket: the coordinator's order. */
+export const compareTableBuckets: (a: TableBucket, b: TableBucket) => number = compareBucketRefs;
 
 /** True when `bucket` is one the selection names. */
 export function selectionMatches(selection: BucketSelection, bucket: TableBucket): boolean {

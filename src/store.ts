@@ -350,13 +350,19 @@ export class OffsetStore {
           slot.coordinator = this.#openCoordinator(table);
           slot.table = table;
           slot.report = report;
+          if (report.tornTail !== undefined) {
+            const { file, position, reason } = report.tornTail;
+            this.#options.onWarning(`offsets-bucket ${slot.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`);
+          }
         } catch (error) {
+          // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
           slot.loadError = error;
-          throw error;
         }
       }
     };
     await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
+    const failed = this.#slots.find((slot) => slot.loadError !== undefined);
+    if (failed !== undefined) throw failed.loadError;
   }
 
   /** The group coordinator of a recovered offsets table, loaded from the table's latest snapshots. */
@@ -428,7 +434,9 @@ export class OffsetStore {
     const slot = this.#slots[this.bucketFor(groupId)]!;
     if (slot.table !== undefined) return slot;
     if (slot.loadError !== undefined) {
-      throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} failed to load: ${(slot.loadError as Error).message}`, { cause: slot.loadError });
+      // Not retriable: the bucket will not load until its files are repaired (e.g. CORRUPT_MESSAGE).
+      const { code } = slot.loadError instanceof OffsetStoreError ? slot.loadError : { code: 'LOG_STORAGE_ERROR' as const };
+      throw new OffsetStoreError(code, `offsets-bucket ${slot.index} failed to load: ${(slot.loadError as Error).message}`, { cause: slot.loadError });
     }
     throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} is still recovering`);
   }

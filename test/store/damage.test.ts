@@ -1,0 +1,65 @@
+/**
+ * A store over damaged files: a torn tail is truncated with a warning naming file and position; a
+ * corrupt sealed segment refuses to open (CORRUPT_MESSAGE naming the file), or, with
+ * awaitRecovery: false, fails only its own offsets-bucket while the others serve.
+ */
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { OffsetStore } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+
+async function storeWithTwoGroups(dir: string): Promise<{ damaged: string; healthy: string }> {
+  const store = await OffsetStore.open({ dir, bucketCount: 4, segmentBytesMax: 1024 });
+  const groups = Array.from({ length: 40 }, (_, i) => `group-${i}`);
+  const damaged = groups[0]!;
+  const healthy = groups.find((g) => store.bucketFor(g) !== store.bucketFor(damaged))!;
+  for (let i = 0; i < 60; i++) {
+    await store.commitOffsets(damaged, [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    await store.commitOffsets(healthy, [{ tableId: 1, bucketId: i % 4, offset: i }]);
+  }
+  await store.close();
+  return { damaged, healthy };
+}
+
+function bucketDir(dir: string, bucket: number): string {
+  return path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
+}
+
+describe('a store over damaged files', () => {
+  it('truncates a torn tail with a warning naming the file, and keeps every complete commit', async () => {
+    const dir = tempDir();
+    const { damaged } = await storeWithTwoGroups(dir);
+    const probe = await OffsetStore.open({ dir });
+    const bucket = probe.bucketFor(damaged);
+    await probe.close();
+    const segments = readdirSync(bucketDir(dir, bucket)).filter((f) => f.endsWith('.log')).sort();
+    appendFileSync(path.join(bucketDir(dir, bucket), segments.at(-1)!), Buffer.from([0x30, 0, 0, 0, 1, 2, 3]));
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({ dir, onWarning: (m) => warnings.push(m) });
+    expect(warnings.join('\n')).toMatch(new RegExp(`offsets-bucket ${bucket}: torn write at the end of .*${segments.at(-1)!.replace('.', '\\.')} .*truncated 7 bytes`));
+    expect(store.recoveryReports()[bucket]!.bytesTruncated).toBe(7);
+    expect((await store.fetchOffsets(damaged)).map((o) => o!.offset).sort((a, b) => a - b)).toEqual([56, 57, 58, 59]);
+    await store.close();
+  });
+
+  it('refuses to open over a corrupt sealed segment, or with awaitRecovery: false fails only that bucket', async () => {
+    const dir = tempDir();
+    const { damaged, healthy } = await storeWithTwoGroups(dir);
+    const probe = await OffsetStore.open({ dir });
+    const bucket = probe.bucketFor(damaged);
+    await probe.close();
+    const first = path.join(bucketDir(dir, bucket), readdirSync(bucketDir(dir, bucket)).filter((f) => f.endsWith('.log')).sort()[0]!);
+    const bytes = readFileSync(first);
+    bytes[60]! ^= 0x40;
+    writeFileSync(first, bytes);
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining(first) });
+    const store = await OffsetStore.open({ dir, awaitRecovery: false });
+    await expect(store.ready()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    expect((await store.fetchOffsets(healthy)).length).toBe(4);
+    await expect(store.fetchOffsets(damaged)).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', retriable: false });
+    await expect(store.commitOffsets(damaged, [{ tableId: 1, bucketId: 0, offset: 1 }])).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    expect(readFileSync(first).equals(bytes), 'a refused bucket is left untouched').toBe(true);
+    await store.close();
+  });
+});

@@ -92,6 +92,8 @@ export interface CompactionOptions {
   workers?: number;
   /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
   minDirtyRatio?: number;
+  /** A bucket whose log grows past this many bytes is compacted whatever its ratio; default none. */
+  logBytesMax?: number;
   /** How often background compaction looks for work; default 30 s. */
   intervalMs?: number;
   /** How long tombstones are kept by the log cleaner; default 24 h. */
@@ -202,6 +204,7 @@ function resolveCompaction(options: CompactionOptions | undefined): Required<Com
     strategy,
     workers: positiveInteger(options?.workers, 'options.compaction.workers', 1),
     minDirtyRatio,
+    logBytesMax: options?.logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(options.logBytesMax, 'options.compaction.logBytesMax', 0),
     intervalMs: positiveInteger(options?.intervalMs, 'options.compaction.intervalMs', 30_000),
     deleteRetentionMs: positiveInteger(options?.deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
   };
@@ -309,7 +312,7 @@ export class OffsetStore {
     const pool = compaction.strategy === 'log-cleaner' ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : undefined;
     this.#compactor = new Compactor({
       strategy: compaction.strategy, clock, pool, workers: compaction.workers, intervalMs: compaction.intervalMs,
-      minDirtyRatio: compaction.minDirtyRatio, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
+      minDirtyRatio: compaction.minDirtyRatio, logBytesMax: compaction.logBytesMax, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
       batchBytesMax: LOG_DEFAULTS.batchBytesMax,
       onError: (error, bucket) => this.#options.onWarning(`compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`),
     }, this.#slots.map((slot) => ({

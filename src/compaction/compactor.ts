@@ -11,8 +11,9 @@
  * - 'none': nothing; compactNow reports the sizes only.
  *
  * Planning: a bucket is due when it has sealed segments, something new since the last run (sealed
- * segments not yet cleaned; batches not yet checkpointed), and its estimated garbage ratio,
- * 1 - liveBytes / logBytes, is at least `minDirtyRatio`. `compactNow` runs every bucket regardless.
+ * segments not yet cleaned; batches not yet checkpointed), and either its estimated garbage ratio,
+ * 1 - liveBytes / logBytes, is at least `minDirtyRatio` or its log is over `logBytesMax`.
+ * `compactNow` runs every bucket regardless.
  * Invariant: at most one job per bucket at a time, at most `workers` jobs at once.
  */
 import { OffsetStoreError } from '../errors/index.js';
@@ -44,6 +45,8 @@ export interface CompactorOptions {
   workers: number;
   intervalMs: number;
   minDirtyRatio: number;
+  /** A bucket whose log exceeds this many bytes is due whatever its ratio (Infinity = never). */
+  logBytesMax: number;
   deleteRetentionMs: number;
   segmentBytesMax: number;
   batchBytesMax: number;
@@ -109,6 +112,7 @@ export class Compactor {
     if (sealed.length === 0) return false;
     if (this.#options.strategy === 'checkpoint' ? target.batchesSinceCheckpoint() === 0 : this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
     const logBytes = target.log.sizeBytes;
+    if (logBytes > this.#options.logBytesMax) return true;
     const garbageRatio = logBytes === 0 ? 0 : 1 - Math.min(1, target.liveBytesEstimate() / logBytes);
     return garbageRatio >= this.#options.minDirtyRatio;
   }

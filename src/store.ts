@@ -559,7 +559,7 @@ export class OffsetStore {
     }
     const present = refs.filter((b) => table.state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null);
     if (present.length === 0) return;
-    await table.writeOffsets(groupId, present.map(tombstone), this.#options.clock.nowMs());
+    await writeTombstones(table, groupId, present, this.#options.clock.nowMs());
   }
 
   /** Deletes a group without members: all its offsets; it disappears from listGroups. */
@@ -571,7 +571,7 @@ export class OffsetStore {
     const known = coordinator!.groupState(groupId) !== null;
     if (offsets.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
     this.#requireNoMembers(coordinator!, groupId, 'delete it');
-    if (offsets.length > 0) await table!.writeOffsets(groupId, offsets.map(tombstone), this.#options.clock.nowMs());
+    if (offsets.length > 0) await writeTombstones(table!, groupId, offsets, this.#options.clock.nowMs());
     if (known) await coordinator!.deleteGroup(groupId);
   }
 
@@ -683,7 +683,7 @@ export class OffsetStore {
           const { tableId, partitionId, bucketId } = group.valueAt(i);
           if (!table.state.isPending(groupId, tableId, partitionId, bucketId)) expired.push({ tableId, partitionId, bucketId });
         }
-        if (expired.length > 0) writes.push(table.writeOffsets(groupId, expired.map(tombstone), nowMs));
+        if (expired.length > 0) writes.push(writeTombstones(table, groupId, expired, nowMs));
       }
     }
     // A failed expiry write fail-stops its log, which every later call on that bucket reports.
@@ -735,6 +735,20 @@ export class OffsetStore {
 
 function tombstone(b: BucketKey) {
   return { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true };
+}
+
+/** Tombstones per batch: a tombstone takes at most ~300 bytes, so a batch stays far below batchBytesMax. */
+const TOMBSTONES_PER_BATCH = 10_000;
+
+/**
+ * Deletes the committed offsets of `buckets` in batches of TOMBSTONES_PER_BATCH, so that deleting
+ * (or expiring) a group of any size never produces a batch over the log's size limit. Each batch is
+ * atomic; a crash between batches leaves a partial delete that repeating the call completes.
+ */
+async function writeTombstones(table: OffsetsTable, groupId: string, buckets: readonly BucketKey[], nowMs: number): Promise<void> {
+  for (let i = 0; i < buckets.length; i += TOMBSTONES_PER_BATCH) {
+    await table.writeOffsets(groupId, buckets.slice(i, i + TOMBSTONES_PER_BATCH).map(tombstone), nowMs);
+  }
 }
 
 function unstable(groupId: string, bucket: string): OffsetStoreError {

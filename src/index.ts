@@ -1,10 +1,11 @@
 /**
  * offset-store: an embedded, durable consumer-offset store. The public API, named exports only.
  */
-export {
-  OffsetStore, type BucketRef, type BucketStats, type CommitOptions, type CompactionOptions, type CommittedOffset, type FetchOptions, type GroupDescription,
-  type GroupListing, type GroupOptions, type GroupState, type OffsetCommit, type OffsetStoreOptions, type StoreStats,
-} from './store.js';
+export { OffsetStore } from './store.js';
+export type {
+  BucketRef, BucketStats, CommitOptions, CompactionOptions, CommittedOffset, FetchOptions, GroupDescription, GroupListing, GroupOptions,
+  GroupState, OffsetCommit, OffsetStoreOptions, StoreStats,
+} from './store-options.js';
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOptions } from './kv/index.js';

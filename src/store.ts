@@ -10,235 +10,22 @@
 import * as path from 'node:path';
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
-import { NodeFileSystem, type FileSystem } from './io/index.js';
-import { DirectoryLock, LOG_DEFAULTS, bucketDirName, loadOrCreateManifest, type Durability } from './log/index.js';
-import { CompactionWorkerPool, Compactor, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
+import { DirectoryLock, LOG_DEFAULTS, bucketDirName, loadOrCreateManifest } from './log/index.js';
+import { CompactionWorkerPool, Compactor, type CompactionReport } from './compaction/index.js';
 import {
   OffsetsTable, ScannerOffsets, normalizeBuckets, normalizeOffsetCommits, validateGroupId,
-  type BucketKey, type CheckpointInfo, type CommittedOffsetValue, type OffsetsTableRecovery, type ScannerOptions,
+  type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
 import {
   GroupCoordinator, GroupMember, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type MemberDescription, type MemberOptions, type TableLayoutInput,
+  type HeartbeatResponse, type MemberOptions, type TableLayoutInput,
 } from './group/index.js';
-import { SystemClock, type Clock, type Timer } from './util/index.js';
-
-/** A bucket of a user table; `partitionId` is null (or omitted) for a non-partitioned table. */
-export interface BucketRef {
-  tableId: number;
-  partitionId?: number | null;
-  bucketId: number;
-}
-
-/** One offset to commit: the next offset the group will read in the bucket. */
-export interface OffsetCommit extends BucketRef {
-  offset: number;
-  leaderEpoch?: number;
-  metadata?: string;
-}
-
-/** A committed offset as fetched. */
-export type CommittedOffset = CommittedOffsetValue;
-
-/** Who commits: omitted for an admin or manual commit. */
-export interface CommitOptions {
-  memberId?: string;
-  memberEpoch?: number;
-}
-
-/** Fetch options. */
-export interface FetchOptions {
-  /** Reject with UNSTABLE_OFFSET_COMMIT instead of returning a value a pending commit is about to change. */
-  requireStable?: boolean;
-}
-
-/** Options of `OffsetStore.open`. */
-export interface OffsetStoreOptions {
-  dir: string;
-  /** Number of offsets-buckets; default 16; fixed when the store is created. */
-  bucketCount?: number;
-  /** 'fsync' (default): a commit resolves after fdatasync; 'os': after the write reaches the OS. */
-  durability?: Durability;
-  /** Segment size at which the log rolls; default 64 MiB, at least 1024. */
-  segmentBytesMax?: number;
-  /** How long an offset of a group without members is kept after its commit; default 7 days. */
-  offsetsRetentionMs?: number;
-  /** How often expired offsets are looked for; default 60 s. */
-  offsetsRetentionCheckIntervalMs?: number;
-  /** Most offsets in one commit; default 100,000. */
-  commitRecordCountMax?: number;
-  /** Most commits pending per offsets-bucket before new ones are refused (retriable); default 65,536. */
-  pendingCommitsMax?: number;
-  /** Group coordinator settings. */
-  group?: GroupOptions;
-  /** Background compaction; see DESIGN.md 5.5. */
-  compaction?: CompactionOptions;
-  /** Receives recoverable problems (an ignored checkpoint, a failed background compaction); default process.emitWarning. */
-  onWarning?: (message: string) => void;
-  /** Time source and timers; tests pass a ManualClock. */
-  clock?: Clock;
-  /** File-system port; tests pass one that counts or fails operations. */
-  fs?: FileSystem;
-  /** Resolve `open` only once every offsets-bucket has recovered (default true); with false, calls
-   * on a bucket still recovering reject with COORDINATOR_LOAD_IN_PROGRESS. */
-  awaitRecovery?: boolean;
-}
-
-/** Compaction options. */
-export interface CompactionOptions {
-  /** 'log-cleaner' (default), 'checkpoint' or 'none'. */
-  strategy?: CompactionStrategy;
-  /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
-  workers?: number;
-  /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
-  minDirtyRatio?: number;
-  /** A bucket whose log grows past this many bytes is compacted whatever its ratio; default none. */
-  logBytesMax?: number;
-  /** How often background compaction looks for work; default 30 s. */
-  intervalMs?: number;
-  /** How long tombstones are kept by the log cleaner; default 24 h. */
-  deleteRetentionMs?: number;
-}
-
-/** One row of `listGroups`. */
-export interface GroupListing {
-  groupId: string;
-  state: GroupState;
-  offsetsBucket: number;
-}
-
-/** Group states (DESIGN.md section 6), plus Dead for a deleted group. */
-export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'Dead';
-
-/** What `describeGroup` returns: JSON-safe. */
-export interface GroupDescription {
-  groupId: string;
-  offsetsBucket: number;
-  state: GroupState;
-  /** Group epoch (0 for a group that never had members). */
-  groupEpoch: number;
-  /** Epoch of the current target assignment. */
-  assignmentEpoch: number;
-  /** The assignor the next target assignment uses, if the group has members. */
-  assignor: string | null;
-  members: MemberDescription[];
-  offsets: CommittedOffset[];
-}
-
-/** Options of the group coordinators. */
-export interface GroupOptions {
-  /** Heartbeat interval sent to members; default 5 s. */
-  heartbeatIntervalMs?: number;
-  /** Session timeout of members that ask for none; default 45 s. */
-  sessionTimeoutMs?: number;
-  /** Rebalance timeout of members that ask for none; default 60 s. */
-  rebalanceTimeoutMs?: number;
-  /** Most members per group (GROUP_MAX_SIZE_REACHED beyond); default 4096. */
-  groupMembersMax?: number;
-  /**
-   * A change that follows another within this many ms waits for the interval's end, so a join
-   * storm computes one target assignment instead of one per join; default 1000 (0 = every change
-   * at once, O(members^2) for a storm).
-   */
-  assignmentIntervalMs?: number;
-}
-
-/** Per offsets-bucket figures. */
-export interface BucketStats {
-  bucket: number;
-  state: 'loading' | 'ready' | 'failed';
-  logBytes: number;
-  segmentCount: number;
-  nextLogOffset: number;
-  liveOffsets: number;
-  groups: number;
-  checkpoint: CheckpointInfo | undefined;
-}
-
-/** What `stats()` returns. */
-export interface StoreStats {
-  dir: string;
-  bucketCount: number;
-  durability: Durability;
-  compactionStrategy: CompactionStrategy;
-  buckets: BucketStats[];
-  totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
-}
-
-const DEFAULTS = {
-  bucketCount: 16,
-  durability: 'fsync' as Durability,
-  segmentBytesMax: LOG_DEFAULTS.segmentBytesMax,
-  offsetsRetentionMs: 7 * 24 * 3600 * 1000,
-  offsetsRetentionCheckIntervalMs: 60_000,
-  commitRecordCountMax: 100_000,
-  pendingCommitsMax: LOG_DEFAULTS.pendingAppendsMax,
-  recoveryConcurrency: 4,
-};
-
-interface ResolvedOptions {
-  dir: string;
-  bucketCount: number | undefined;
-  durability: Durability;
-  segmentBytesMax: number;
-  offsetsRetentionMs: number;
-  offsetsRetentionCheckIntervalMs: number;
-  commitRecordCountMax: number;
-  pendingCommitsMax: number;
-  clock: Clock;
-  fs: FileSystem;
-  awaitRecovery: boolean;
-  compaction: Required<CompactionOptions>;
-  group: GroupOptions;
-  onWarning: (message: string) => void;
-}
-
-function resolveCompaction(options: CompactionOptions | undefined): Required<CompactionOptions> {
-  const strategy = options?.strategy ?? 'log-cleaner';
-  if (strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
-    throw new RangeError(`options.compaction.strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
-  }
-  const minDirtyRatio = options?.minDirtyRatio ?? 0.5;
-  if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1)) throw new RangeError(`options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`);
-  return {
-    strategy,
-    workers: positiveInteger(options?.workers, 'options.compaction.workers', 1),
-    minDirtyRatio,
-    logBytesMax: options?.logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(options.logBytesMax, 'options.compaction.logBytesMax', 0),
-    intervalMs: positiveInteger(options?.intervalMs, 'options.compaction.intervalMs', 30_000),
-    deleteRetentionMs: positiveInteger(options?.deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
-  };
-}
-
-function positiveInteger(value: unknown, name: string, fallback: number, min = 1): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
-  return value;
-}
-
-function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  if (typeof options.dir !== 'string' || options.dir.length === 0) throw new TypeError('options.dir must be a non-empty string');
-  const durability = options.durability ?? DEFAULTS.durability;
-  if (durability !== 'fsync' && durability !== 'os') throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
-  return {
-    dir: path.resolve(options.dir),
-    bucketCount: options.bucketCount === undefined ? undefined : positiveInteger(options.bucketCount, 'options.bucketCount', 0, 1),
-    durability,
-    segmentBytesMax: positiveInteger(options.segmentBytesMax, 'options.segmentBytesMax', DEFAULTS.segmentBytesMax, 1024),
-    offsetsRetentionMs: positiveInteger(options.offsetsRetentionMs, 'options.offsetsRetentionMs', DEFAULTS.offsetsRetentionMs),
-    offsetsRetentionCheckIntervalMs: positiveInteger(options.offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs),
-    commitRecordCountMax: positiveInteger(options.commitRecordCountMax, 'options.commitRecordCountMax', DEFAULTS.commitRecordCountMax),
-    pendingCommitsMax: positiveInteger(options.pendingCommitsMax, 'options.pendingCommitsMax', DEFAULTS.pendingCommitsMax),
-    clock: options.clock ?? new SystemClock(),
-    fs: options.fs ?? new NodeFileSystem(),
-    awaitRecovery: options.awaitRecovery ?? true,
-    compaction: resolveCompaction(options.compaction),
-    group: { assignmentIntervalMs: 1000, ...options.group },
-    onWarning: options.onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
-  };
-}
+import type { Timer } from './util/index.js';
+import { expireOffsets, writeTombstones } from './store-retention.js';
+import {
+  DEFAULTS, resolveOptions, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type FetchOptions,
+  type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
+} from './store-options.js';
 
 const BUCKET_CACHE_SIZE_MAX = 65_536;
 
@@ -659,45 +446,9 @@ export class OffsetStore {
     });
   }
 
-  /**
-   * Retention (DESIGN.md 5.4): tombstones offsets committed at least offsetsRetentionMs ago — all of
-   * a group without members, only those of tables no member subscribes to otherwise. Keys with a
-   * commit in flight are skipped, so a tombstone never lands after a fresher commit. A group left
-   * with no offsets and no members is deleted (its snapshot tombstoned).
-   */
-  async #expireOffsets(): Promise<void> {
-    const nowMs = this.#options.clock.nowMs();
-    const writes: Promise<unknown>[] = [];
-    for (const slot of this.#slots) {
-      const { table, coordinator } = slot;
-      if (table === undefined || coordinator === undefined || table.log.failed) continue;
-      for (const groupId of [...table.state.groupIds()]) {
-        const group = table.state.group(groupId)!;
-        const subscribed = coordinator.hasMembers(groupId)
-          ? new Set(coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [])
-          : undefined;
-        const expired: BucketKey[] = [];
-        for (let i = 0; i < group.size; i++) {
-          if (group.timestampAt(i) + this.#options.offsetsRetentionMs > nowMs) continue;
-          if (subscribed?.has(group.tableIdAt(i)) === true) continue;
-          const { tableId, partitionId, bucketId } = group.valueAt(i);
-          if (!table.state.isPending(groupId, tableId, partitionId, bucketId)) expired.push({ tableId, partitionId, bucketId });
-        }
-        if (expired.length > 0) writes.push(writeTombstones(table, groupId, expired, nowMs));
-      }
-    }
-    // A failed expiry write fail-stops its log, which every later call on that bucket reports.
-    await Promise.allSettled(writes);
-    const deletes: Promise<unknown>[] = [];
-    for (const { table, coordinator } of this.#slots) {
-      if (table === undefined || coordinator === undefined || this.#closed) continue;
-      for (const groupId of coordinator.groupIds()) {
-        if (coordinator.groupState(groupId) === 'Empty' && !coordinator.hasMembers(groupId) && table.state.group(groupId) === undefined) {
-          deletes.push(coordinator.deleteGroup(groupId));
-        }
-      }
-    }
-    await Promise.allSettled(deletes);
+  /** Retention pass over every recovered offsets-bucket (store-retention.ts). */
+  #expireOffsets(): Promise<void> {
+    return expireOffsets(this.#slots, this.#options.offsetsRetentionMs, this.#options.clock.nowMs(), () => this.#closed);
   }
 
   /** Closes scanners (committing what moved), stops timers, flushes every log, releases the lock. */
@@ -730,24 +481,6 @@ export class OffsetStore {
     const results = await Promise.allSettled(this.#slots.map((s) => s.table?.close(checkpointAtMs)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
-  }
-}
-
-function tombstone(b: BucketKey) {
-  return { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true };
-}
-
-/** Tombstones per batch: a tombstone takes at most ~300 bytes, so a batch stays far below batchBytesMax. */
-const TOMBSTONES_PER_BATCH = 10_000;
-
-/**
- * Deletes the committed offsets of `buckets` in batches of TOMBSTONES_PER_BATCH, so that deleting
- * (or expiring) a group of any size never produces a batch over the log's size limit. Each batch is
- * atomic; a crash between batches leaves a partial delete that repeating the call completes.
- */
-async function writeTombstones(table: OffsetsTable, groupId: string, buckets: readonly BucketKey[], nowMs: number): Promise<void> {
-  for (let i = 0; i < buckets.length; i += TOMBSTONES_PER_BATCH) {
-    await table.writeOffsets(groupId, buckets.slice(i, i + TOMBSTONES_PER_BATCH).map(tombstone), nowMs);
   }
 }
 

@@ -145,7 +145,7 @@ export class Compactor {
         try {
           results[i] = await this.#runOne(target);
         } catch (error) {
-          this.#options.onError(error, target.bucket);
+          if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);
         }
       }
@@ -208,11 +208,15 @@ export class Compactor {
     return clean;
   }
 
-  /** Stops scheduling, waits for running jobs to end, and closes the pool. */
+  /**
+   * Stops scheduling and terminates the workers, abandoning a clean in flight (its `.cleaned` output
+   * is never swapped in, and the next open deletes it); then waits for running jobs to settle, so a
+   * swap or checkpoint already under way on the main thread completes before the logs close.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     this.#timer?.cancel();
-    await Promise.allSettled([...this.#running.values()]);
     await this.#options.pool?.close();
+    await Promise.allSettled([...this.#running.values()]);
   }
 }

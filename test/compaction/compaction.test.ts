@@ -176,13 +176,17 @@ describe('compaction crash safety (in process)', () => {
 
   it('survives terminating the worker mid-job: state unchanged, no temporary files after reopen', async () => {
     const dir = tempDir();
-    const history = generateHistory(41, 400);
+    const history = generateHistory(41, 3000, 40, 40);
     const store = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 1024 }));
     await applyHistory(store, history);
     const compaction = store.compact();
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    await store.close(); // destroys the pool, terminating the worker thread mid-job
-    await compaction.catch(() => {});
+    const settled = compaction.then(() => 'completed', () => 'rejected');
+    // Wait until the worker is writing its output, then close: the pool is destroyed mid-job.
+    const bucketDir = `${dir}/buckets/000`;
+    const { readdirSync } = await import('node:fs');
+    while (!readdirSync(bucketDir).some((name) => name.endsWith('.cleaned'))) await new Promise((resolve) => setImmediate(resolve));
+    await store.close();
+    expect(await settled, 'the clean in flight was abandoned, not finished').toBe('rejected');
     const reopened = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1 }));
     expect(await stateOf(reopened)).toEqual(modelOf(history));
     expect(leftoverFiles(dir)).toEqual([]);

@@ -1,8 +1,8 @@
 /**
  * The lmdb-js peer: an offset store as a competent user would write it on lmdb-js, one entry per
  * committed offset. Key: the ordered-binary array [groupId, tableId, partitionId (-1 = null),
- * bucketId]. Value (binary, 20 bytes + metadata): offset u32 high, u32 low, leaderEpoch i32,
- * commitTimestampMs u32 high, u32 low, then UTF-8 metadata; the same fields offset-store keeps.
+ * bucketId]. Value: the comparison adapters' encoding (bench/compare/adapters/offset-value.ts), the
+ * same fields offset-store keeps.
  *
  * Durability: the environment is opened with `overlappingSync: false`, so a commit returns (sync) or
  * resolves (async) only after LMDB's own fdatasync of that commit, like offset-store's 'fsync' mode.
@@ -12,33 +12,7 @@
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { BucketRef, CommittedOffset, OffsetCommit } from '../../src/index.js';
-
-const HEADER_BYTES = 20;
-const TWO_POW_32 = 2 ** 32;
-
-function encodeValue(offset: number, leaderEpoch: number, commitTimestampMs: number, metadata: string): Buffer {
-  const metadataBytes = metadata.length === 0 ? 0 : Buffer.byteLength(metadata, 'utf8');
-  const buf = Buffer.allocUnsafe(HEADER_BYTES + metadataBytes);
-  buf.writeUInt32LE(Math.floor(offset / TWO_POW_32), 0);
-  buf.writeUInt32LE(offset % TWO_POW_32, 4);
-  buf.writeInt32LE(leaderEpoch, 8);
-  buf.writeUInt32LE(Math.floor(commitTimestampMs / TWO_POW_32), 12);
-  buf.writeUInt32LE(commitTimestampMs % TWO_POW_32, 16);
-  if (metadataBytes > 0) buf.write(metadata, HEADER_BYTES, 'utf8');
-  return buf;
-}
-
-function decodeValue(bucket: BucketRef, buf: Buffer): CommittedOffset {
-  return {
-    tableId: bucket.tableId,
-    partitionId: bucket.partitionId ?? null,
-    bucketId: bucket.bucketId,
-    offset: buf.readUInt32LE(0) * TWO_POW_32 + buf.readUInt32LE(4),
-    leaderEpoch: buf.readInt32LE(8),
-    commitTimestampMs: buf.readUInt32LE(12) * TWO_POW_32 + buf.readUInt32LE(16),
-    metadata: buf.length === HEADER_BYTES ? '' : buf.toString('utf8', HEADER_BYTES),
-  };
-}
+import { decodeOffsetValue, encodeOffsetValue } from '../compare/adapters/offset-value.js';
 
 /** An offset store on lmdb-js. */
 export class LmdbOffsets {
@@ -57,7 +31,7 @@ export class LmdbOffsets {
 
   #put(groupId: string, offsets: readonly OffsetCommit[], nowMs: number): void {
     for (const o of offsets) {
-      this.#db.put([groupId, o.tableId, o.partitionId ?? -1, o.bucketId], encodeValue(o.offset, o.leaderEpoch ?? -1, nowMs, o.metadata ?? ''));
+      this.#db.put([groupId, o.tableId, o.partitionId ?? -1, o.bucketId], encodeOffsetValue(o.offset, o.leaderEpoch ?? -1, nowMs, o.metadata ?? ''));
     }
   }
 
@@ -79,7 +53,7 @@ export class LmdbOffsets {
     for (let i = 0; i < buckets.length; i++) {
       const b = buckets[i]!;
       const value = this.#db.getBinary([groupId, b.tableId, b.partitionId ?? -1, b.bucketId]);
-      results[i] = value === undefined ? null : decodeValue(b, value);
+      results[i] = value === undefined ? null : decodeOffsetValue(b, value);
     }
     return results;
   }

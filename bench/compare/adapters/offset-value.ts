@@ -31,7 +31,7 @@ export function encodeOffsetValue(offset: number, leaderEpoch: number, commitTim
 }
 
 /** Decodes a value written by `encodeOffsetValue` into the offset of `bucket`. */
-export function decodeOffsetValue(bucket: BucketRef, value: Uint8Array): CommittedOffset {
+export function decodeOffsetValue(bucket: BucketRef, value: Uint8Array): CommittedOffset & { partitionId: number | null } {
   const buf = Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
   if (buf.length < HEADER_BYTES) throw new RangeError(`offset value of ${buf.length} bytes, expected at least ${HEADER_BYTES}`);
   return {

@@ -19,11 +19,6 @@ export function loadChecksum(): Promise<void> {
   return loading;
 }
 
-/** True once `loadChecksum()` has completed. */
-export function checksumLoaded(): boolean {
-  return h32Raw !== undefined;
-}
-
 /** xxh32 with seed 0 of `bytes[start, end)`, as an unsigned 32-bit integer. */
 export function xxh32(bytes: Uint8Array, start = 0, end = bytes.length): number {
   assert(h32Raw !== undefined, 'loadChecksum() must complete before xxh32 is used');

@@ -1,4 +1,4 @@
-export { loadChecksum, checksumLoaded, xxh32 } from './checksum.js';
+export { loadChecksum, xxh32 } from './checksum.js';
 export { DecodeError } from './binary.js';
 export {
   BATCH_HEADER_BYTES, BATCH_MAGIC, LENGTH_FIELD_BYTES, checkBatch, forEachRawRecord, readBatchHeader, readBatchLogOffset,

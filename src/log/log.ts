@@ -24,7 +24,7 @@
  * damage anywhere else refuses to open with CORRUPT_MESSAGE naming the file and byte position.
  */
 import * as path from 'node:path';
-import { DecodeError, sealBatch } from '../codec/index.js';
+import { DecodeError, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { hasValidBatchAfter, scanSegment, type BatchVisitor } from './segment-scanner.js';
@@ -262,7 +262,7 @@ export class Log {
         await this.#writeRun(run, runBytes);
         run = [];
         runBytes = 0;
-        await this.#roll(readSealedOffset(entry.batch));
+        await this.#roll(readBatchLogOffset(entry.batch));
       }
       run.push(entry);
       runBytes += entry.batch.length;
@@ -286,10 +286,10 @@ export class Log {
       throw await this.#cutBack(startBytes, error);
     }
     active.sizeBytes = startBytes + runBytes;
-    active.lastLogOffset = readSealedOffset(run.at(-1)!.batch);
+    active.lastLogOffset = readBatchLogOffset(run.at(-1)!.batch);
     for (const entry of run) {
       entry.settled = true;
-      entry.resolve(readSealedOffset(entry.batch));
+      entry.resolve(readBatchLogOffset(entry.batch));
     }
   }
 
@@ -405,10 +405,6 @@ export class Log {
       await this.#active.close();
     }
   }
-}
-
-function readSealedOffset(batch: Buffer): number {
-  return batch.readUInt32LE(9) + batch.readInt32LE(13) * 4294967296;
 }
 
 function corrupt(file: string, position: number, reason: string, cause?: unknown): OffsetStoreError {

@@ -170,8 +170,8 @@ export class CheckpointStore {
     const info: CheckpointInfo = { logOffset: X, groupCount: puts.length - snapshotCount, snapshotCount, liveOffsets, checksum, createdAtMs };
     let bytesWritten = 0;
     for (const [, value] of puts) bytesWritten += value.length;
-    const keep = new Set([X, ...this.list().slice(0, 1).map((c) => c.logOffset)]);
-    const drop = this.list().filter((c) => !keep.has(c.logOffset)).map((c) => c.logOffset);
+    // Keep the new checkpoint and the newest existing one; drop the rest.
+    const drop = this.list().slice(1).map((c) => c.logOffset).filter((logOffset) => logOffset !== X);
     await this.#db.transaction(() => {
       for (const [key, value] of puts) this.#db.put(key, value);
       this.#db.put(['m', X], Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })));

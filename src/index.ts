@@ -9,7 +9,7 @@ export type {
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOptions } from './kv/index.js';
-export type { FileHandle, FileSystem, OpenFlags } from './io/index.js';
+export { NodeFileSystem, type FileHandle, type FileSystem, type NodeFileSystemOptions, type OpenFlags } from './io/index.js';
 export type { BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
 export {

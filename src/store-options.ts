@@ -65,7 +65,9 @@ export interface OffsetStoreOptions {
   onWarning?: (message: string) => void;
   /** Time source and timers; tests pass a ManualClock. */
   clock?: Clock;
-  /** File-system port; tests pass one that counts or fails operations. */
+  /** File-system port (default `new NodeFileSystem()`, which makes writes of up to 256 KiB on the
+   * calling thread; `new NodeFileSystem({ syncWriteBytesMax: 0 })` sends every write through the
+   * thread pool); tests pass one that counts or fails operations. */
   fs?: FileSystem;
   /** Resolve `open` only once every offsets-bucket has recovered (default true); with false, calls
    * on a bucket still recovering reject with COORDINATOR_LOAD_IN_PROGRESS. */

@@ -1,6 +1,14 @@
 /**
- * The FileSystem port on node:fs/promises. The only module of `src/` that touches node:fs.
+ * The FileSystem port on node:fs. The only module of `src/` that touches node:fs.
+ *
+ * Small writes are made synchronously. A write only copies bytes into the OS page cache (tens of
+ * microseconds for a few KiB), while a round trip through libuv's thread pool costs a thread wake-up
+ * on each side (about 80 us per call on a 2-core VM) and queues behind fdatasyncs in flight. So a
+ * writev of at most `syncWriteBytesMax` bytes runs on the calling thread; larger ones, and every
+ * fdatasync, read and directory operation, go through the thread pool so that the event loop never
+ * waits for the device. `syncWriteBytesMax: 0` sends every write through the thread pool.
  */
+import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 
@@ -8,18 +16,39 @@ function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
 }
 
+/** Default of `NodeFileSystemOptions.syncWriteBytesMax`. */
+export const SYNC_WRITE_BYTES_MAX_DEFAULT = 256 * 1024;
+
+/** Options of the real file system. */
+export interface NodeFileSystemOptions {
+  /** Largest writev made synchronously on the calling thread; default 256 KiB; 0 = none. */
+  syncWriteBytesMax?: number;
+}
+
 class NodeFileHandle implements FileHandle {
   readonly path: string;
   readonly #handle: fs.FileHandle;
+  readonly #syncWriteBytesMax: number;
 
-  constructor(path: string, handle: fs.FileHandle) {
+  constructor(path: string, handle: fs.FileHandle, syncWriteBytesMax: number) {
     this.path = path;
     this.#handle = handle;
+    this.#syncWriteBytesMax = syncWriteBytesMax;
   }
 
   async writev(buffers: readonly Buffer[], position: number): Promise<void> {
     let pending = buffers.filter((b) => b.length > 0);
+    let totalBytes = 0;
+    for (const b of pending) totalBytes += b.length;
     let at = position;
+    if (totalBytes <= this.#syncWriteBytesMax) {
+      while (pending.length > 0) {
+        const bytesWritten = fsSync.writevSync(this.#handle.fd, pending, at);
+        at += bytesWritten;
+        pending = dropWritten(pending, bytesWritten);
+      }
+      return;
+    }
     while (pending.length > 0) {
       const { bytesWritten } = await this.#handle.writev(pending, at);
       at += bytesWritten;
@@ -33,7 +62,10 @@ class NodeFileHandle implements FileHandle {
   }
 
   datasync(): Promise<void> {
-    return this.#handle.datasync();
+    // The callback API skips the promise API's per-call FileHandle bookkeeping (~30 us less here).
+    return new Promise((resolve, reject) => {
+      fsSync.fdatasync(this.#handle.fd, (error) => (error === null ? resolve() : reject(error)));
+    });
   }
 
   truncate(sizeBytes: number): Promise<void> {
@@ -61,8 +93,18 @@ function dropWritten(buffers: Buffer[], bytes: number): Buffer[] {
 
 /** The real file system. */
 export class NodeFileSystem implements FileSystem {
+  readonly #syncWriteBytesMax: number;
+
+  constructor(options?: NodeFileSystemOptions) {
+    const syncWriteBytesMax = options?.syncWriteBytesMax ?? SYNC_WRITE_BYTES_MAX_DEFAULT;
+    if (!Number.isSafeInteger(syncWriteBytesMax) || syncWriteBytesMax < 0) {
+      throw new RangeError(`syncWriteBytesMax must be a non-negative integer, got ${syncWriteBytesMax}`);
+    }
+    this.#syncWriteBytesMax = syncWriteBytesMax;
+  }
+
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
-    return new NodeFileHandle(path, await fs.open(path, flags));
+    return new NodeFileHandle(path, await fs.open(path, flags), this.#syncWriteBytesMax);
   }
 
   async readFile(path: string): Promise<Buffer | null> {

@@ -122,6 +122,9 @@ export async function dumpLog(dir: string, bucket: number, options: DumpOptions,
     if (scan.damage !== undefined) {
       summary.damageCount++;
       visit({ kind: 'damage', file: segment.path, position: scan.damage.position, reason: scan.damage.reason });
+    } else if (scan.zeroTailBytes > 0 && next !== undefined) {
+      summary.damageCount++;
+      visit({ kind: 'damage', file: segment.path, position: scan.validBytes, reason: `${scan.zeroTailBytes} zero bytes at the end of a sealed segment` });
     }
     if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
   }

@@ -37,6 +37,8 @@ export interface SegmentVerification {
   sizeBytes: number;
   /** Bytes of valid batches from the start of the file. */
   validBytes: number;
+  /** Zero bytes after the last batch of the active segment (written ahead by the log; not damage). */
+  preallocatedBytes: number;
   batchCount: number;
   recordCount: number;
   firstLogOffset: number | null;
@@ -134,7 +136,7 @@ async function verifyBucket(fs: FileSystem, bucket: number, bucketDir: string, p
 
 async function verifySegment(fs: FileSystem, bucket: number, file: SegmentFile, previous: number, isLast: boolean, problems: LogProblem[]): Promise<SegmentVerification> {
   const segment: SegmentVerification = {
-    file: file.path, baseOffset: file.baseOffset, sizeBytes: file.sizeBytes, validBytes: 0, batchCount: 0, recordCount: 0, firstLogOffset: null, lastLogOffset: null,
+    file: file.path, baseOffset: file.baseOffset, sizeBytes: file.sizeBytes, validBytes: 0, preallocatedBytes: 0, batchCount: 0, recordCount: 0, firstLogOffset: null, lastLogOffset: null,
   };
   const badRecords: LogProblem[] = [];
   const scan = await scanSegment(fs, file.path, { batchBytesMax: LOG_DEFAULTS.batchBytesMax, previousLogOffset: previous, baseOffset: file.baseOffset, endBytes: file.sizeBytes }, (buf, position, logOffset, _sizeBytes, filePosition) => {
@@ -153,9 +155,16 @@ async function verifySegment(fs: FileSystem, bucket: number, file: SegmentFile, 
     }
   });
   segment.validBytes = scan.validBytes;
+  segment.preallocatedBytes = scan.zeroTailBytes;
   segment.batchCount = scan.batchCount;
   segment.lastLogOffset = scan.lastLogOffset >= 0 ? scan.lastLogOffset : null;
   problems.push(...badRecords);
+  if (scan.zeroTailBytes > 0 && !isLast) {
+    problems.push({
+      kind: 'corrupt', bucket, file: file.path, position: scan.validBytes, bytesAfter: scan.zeroTailBytes,
+      reason: `${scan.zeroTailBytes} zero bytes at the end of a sealed segment (only the active segment is preallocated)`,
+    });
+  }
   if (scan.damage !== undefined) {
     const { position, reason } = scan.damage;
     const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;

@@ -6,6 +6,12 @@
  *
  * A batch is accepted when `checkBatch` accepts it and its log offset is above the previous batch's
  * (and not below the segment's base offset). Memory stays within max(chunkBytes, batchBytesMax).
+ *
+ * Zero tail: the log preallocates the active segment by writing zeros past its end (see log.ts), so
+ * a segment may end in zero bytes. When the scan stops at a batch boundary and every byte from there
+ * to the end of the file is zero, that is a zero tail (`zeroTailBytes`), not damage: no batch starts
+ * with a zero length. Whether a zero tail is allowed (only in the active segment) is the caller's
+ * decision, like damage.
  */
 import { checkBatch } from '../codec/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
@@ -27,6 +33,8 @@ export interface SegmentScan {
   batchCount: number;
   /** Log offset of the last valid batch, or -1 if there is none. */
   lastLogOffset: number;
+  /** Zero bytes from `validBytes` to the end of the file (preallocated, never written); 0 if none. */
+  zeroTailBytes: number;
   damage?: SegmentDamage;
 }
 
@@ -63,7 +71,7 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
   let bufEnd = 0; // valid bytes in buf
   let p = 0; // position in buf of the next batch
   let previous = options.previousLogOffset;
-  const result: SegmentScan = { validBytes: 0, fileBytes, batchCount: 0, lastLogOffset: -1 };
+  const result: SegmentScan = { validBytes: 0, fileBytes, batchCount: 0, lastLogOffset: -1, zeroTailBytes: 0 };
   for (;;) {
     const filePosition = bufStart + p;
     if (filePosition >= fileBytes) break;
@@ -86,7 +94,7 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
       const want = Math.min(buf.length - bufEnd, fileBytes - bufStart - bufEnd);
       const got = await handle.read(buf, bufEnd, want, bufStart + bufEnd);
       if (got === 0) {
-        result.damage = { position: filePosition, kind: 'incomplete', reason: 'file shrank during the scan' };
+        result.damage = { position: filePosition, kind: 'incomplete', reason: FILE_SHRANK };
         break;
       }
       bufEnd += got;
@@ -111,7 +119,24 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
     p += check.sizeBytes;
     result.validBytes = bufStart + p;
   }
+  if (result.damage !== undefined && result.damage.reason !== FILE_SHRANK && (await isZeroFrom(handle, result.validBytes, fileBytes, buf))) {
+    result.zeroTailBytes = fileBytes - result.validBytes;
+    delete result.damage;
+  }
   return result;
+}
+
+const FILE_SHRANK = 'file shrank during the scan';
+
+/** True when every byte of the file in [from, end) is zero; reads through `scratch` chunk by chunk. */
+async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch: Buffer): Promise<boolean> {
+  for (let at = from; at < end;) {
+    const got = await handle.read(scratch, 0, Math.min(scratch.length, end - at), at);
+    if (got === 0) return false;
+    for (let i = 0; i < got; i++) if (scratch[i] !== 0) return false;
+    at += got;
+  }
+  return true;
 }
 
 /**

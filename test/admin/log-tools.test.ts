@@ -1,4 +1,4 @@
-import { cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dumpLog, verifyLog, type DumpBatchEntry, type DumpEntry, type DumpRecordEntry } from '../../src/admin/index.js';
@@ -116,6 +116,25 @@ describe('dumpLog and verifyLog', () => {
     const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
     await store.close();
     expect(statSync(last).size).toBe(lastBatch.position);
+  });
+
+  it('takes a zero tail of the last segment for preallocation (ok), and one of a sealed segment for corruption', async () => {
+    const dir = copyOfSeeded();
+    const [first, ...rest] = segmentPaths(dir, ordersBucket);
+    const last = rest.at(-1)!;
+    const lastSize = statSync(last).size;
+    appendFileSync(last, Buffer.alloc(4096));
+    const preallocated = await verifyLog(dir);
+    expect(preallocated).toMatchObject({ ok: true, problems: [] });
+    expect(preallocated.buckets[ordersBucket]!.segments.at(-1)).toMatchObject({ validBytes: lastSize, preallocatedBytes: 4096 });
+    expect((await dumpAll(dir, ordersBucket)).filter((e) => e.kind === 'damage')).toEqual([]);
+
+    const firstSize = statSync(first!).size;
+    appendFileSync(first!, Buffer.alloc(100));
+    const report = await verifyLog(dir);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: first, position: firstSize, bytesAfter: 100, reason: expect.stringMatching(/zero bytes at the end of a sealed segment/) })]);
+    expect((await dumpAll(dir, ordersBucket)).filter((e) => e.kind === 'damage')).toEqual([expect.objectContaining({ file: first, position: firstSize })]);
+    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } })).rejects.toThrow(`CORRUPT_MESSAGE: ${first} at byte ${firstSize}`);
   });
 
   it('reports a record that does not decode inside a batch with a valid checksum as corrupt', async () => {

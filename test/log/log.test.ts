@@ -63,17 +63,87 @@ describe('Log', () => {
     }
   });
 
-  it('treats a zero-filled or garbage tail as torn', async () => {
-    for (const tail of [Buffer.alloc(300), Buffer.from('not a batch at all, just noise '.repeat(5))]) {
+  it('treats a garbage tail, or a batch torn inside the zero tail, as torn', async () => {
+    const torn = testBatch(5);
+    const partlyWritten = Buffer.concat([torn.subarray(0, 30), Buffer.alloc(500)]);
+    const noise = Buffer.from('not a batch at all, just noise '.repeat(5));
+    for (const tail of [noise, partlyWritten, Buffer.concat([Buffer.alloc(100), noise, Buffer.alloc(100)])]) {
       const dir = tempDir();
       await writeLog(dir, 5);
       appendFileSync(path.join(dir, segmentFiles(dir).at(-1)!), tail);
-      const { batches, log, bytesTruncated } = await readAll(logOptions(dir));
+      const { batches, log, bytesTruncated, report } = await readAll(logOptions(dir));
       expect(batches).toHaveLength(5);
       expect(bytesTruncated).toBe(tail.length);
+      expect(report.tornTail).toBeDefined();
       expect(await log.append(testBatch(5))).toBe(5);
       await log.close();
     }
+  });
+
+  it('keeps a zero tail of the active segment as its preallocation: nothing reported, appends overwrite it in place', async () => {
+    for (const zeros of [1, 3, 300, 70_000]) {
+      const dir = tempDir();
+      const written = await writeLog(dir, 5);
+      const file = path.join(dir, segmentFiles(dir).at(-1)!);
+      const logicalBytes = statSync(file).size;
+      appendFileSync(file, Buffer.alloc(zeros));
+      const { batches, log, bytesTruncated, report } = await readAll(logOptions(dir, { segmentBytesMax: 1 << 20 }));
+      expect(batches, `${zeros} zeros`).toHaveLength(5);
+      expect(bytesTruncated).toBe(0);
+      expect(report.tornTail).toBeUndefined();
+      const next = testBatch(5);
+      expect(await log.append(next)).toBe(5);
+      // Written where the log ended, over the zeros, without growing the file when it fits.
+      if (zeros >= next.length) expect(statSync(file).size).toBe(logicalBytes + zeros);
+      expect(readFileSync(file).subarray(logicalBytes, logicalBytes + next.length).equals(next)).toBe(true);
+      await log.close();
+      expect(statSync(file).size, 'close cuts the zero tail').toBe(logicalBytes + next.length);
+      const again = await readAll(logOptions(dir));
+      expect(again.batches.map((b) => b.bytes)).toEqual([...written, next]);
+      await again.log.close();
+    }
+  });
+
+  it('preallocates the active segment with zeros in the same writev and fdatasync as the batches, and a roll seals segments at their last batch', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const segmentBytesMax = 256 * 1024;
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax }));
+    const active = (): string => path.join(dir, segmentFiles(dir).at(-1)!);
+    const datasyncsBefore = fs.datasyncCount;
+    expect(await log.append(testBatch(0))).toBe(0);
+    expect(fs.datasyncCount - datasyncsBefore).toBe(1);
+    const firstBytes = log.sizeBytes;
+    expect(statSync(active()).size, 'zeros written ahead').toBe(firstBytes + 64 * 1024);
+    expect(readFileSync(active()).subarray(firstBytes).every((b) => b === 0)).toBe(true);
+    // Appends within the zeros do not grow the file.
+    for (let n = 1; n < 20; n++) expect(await log.append(testBatch(n))).toBe(n);
+    expect(statSync(active()).size).toBe(firstBytes + 64 * 1024);
+    expect(fs.datasyncCount - datasyncsBefore).toBe(20);
+    // Fill past the segment size: every sealed segment ends exactly at its last batch, none is bigger than the maximum.
+    let n = 20;
+    while (segmentFiles(dir).length < 3) expect(await log.append(testBatch(n++, 1000))).toBe(n - 1);
+    const files = segmentFiles(dir);
+    for (const [i, segment] of log.sealedSegments().entries()) {
+      expect(statSync(path.join(dir, files[i]!)).size).toBe(segment.sizeBytes);
+    }
+    for (const f of files) expect(statSync(path.join(dir, f)).size).toBeLessThanOrEqual(segmentBytesMax);
+    await log.close();
+    const { batches, log: reopened } = await readAll(logOptions(dir, { segmentBytesMax }));
+    expect(batches.map((b) => b.logOffset)).toEqual(Array.from({ length: n }, (_, i) => i));
+    await reopened.close();
+  });
+
+  it('refuses to open with CORRUPT_MESSAGE when a sealed segment ends in zeros', async () => {
+    const dir = tempDir();
+    await writeLog(dir, 60);
+    const first = path.join(dir, segmentFiles(dir)[0]!);
+    const size = statSync(first).size;
+    appendFileSync(first, Buffer.alloc(200));
+    const error = await Log.open(logOptions(dir)).then(() => undefined, (e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE').toBe(true);
+    expect((error as Error).message).toContain(`${first} at byte ${size}`);
+    expect((error as Error).message).toContain('sealed segment');
   });
 
   it('refuses to open with CORRUPT_MESSAGE naming file and position when a sealed segment has a flipped byte', async () => {

@@ -1,6 +1,6 @@
 import { buildOffsetBatch, readBatchHeader } from '../../src/codec/index.js';
 import type { FileSystem } from '../../src/io/index.js';
-import { LOG_DEFAULTS, Log, type LogOptions } from '../../src/log/index.js';
+import { LOG_DEFAULTS, Log, type LogOptions, type LogRecoveryReport } from '../../src/log/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 
 /** Options for a log in `dir` with small segments, overridable. */
@@ -24,7 +24,7 @@ export function testBatch(n: number, records = 2): Buffer {
 }
 
 /** Every batch of a reopened log as (log offset, bytes). */
-export async function readAll(options: LogOptions): Promise<{ batches: { logOffset: number; bytes: Buffer }[]; log: Log; bytesTruncated: number }> {
+export async function readAll(options: LogOptions): Promise<{ batches: { logOffset: number; bytes: Buffer }[]; log: Log; bytesTruncated: number; report: LogRecoveryReport }> {
   const batches: { logOffset: number; bytes: Buffer }[] = [];
   const { log, report } = await Log.open(options, {
     fromLogOffset: 0,
@@ -33,5 +33,5 @@ export async function readAll(options: LogOptions): Promise<{ batches: { logOffs
       void readBatchHeader(buf, position);
     },
   });
-  return { batches, log, bytesTruncated: report.bytesTruncated };
+  return { batches, log, bytesTruncated: report.bytesTruncated, report };
 }

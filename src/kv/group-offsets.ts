@@ -6,9 +6,18 @@
  * Layout: entry i occupies `#entries[i * 6, i * 6 + 6)` (a plain array of unboxed doubles) = tableId, partitionId (-1 = null), bucketId,
  * offset, leaderEpoch, commitTimestampMs. Entries are dense in [0, size); a delete moves the last
  * entry into the hole. Metadata strings, usually empty, live in a side Map keyed by entry index.
- * Groups of at most LINEAR_SCAN_MAX entries are scanned linearly and have no slot table; larger ones
- * use `#slots` (linear probing, power-of-two capacity, load factor <= 0.75), holding entry index + 1
- * (0 = empty). Deletion in the slot table uses backward-shift, so there are no tombstone slots.
+ *
+ * Dense prefix: a group usually commits the buckets of one table in bucket order (a consumer of a
+ * table with N buckets commits 0..N-1), so entry i then holds bucket i. `#denseCount` is the length of
+ * the prefix of entries for which that holds for one (table, partition): entry i is (#denseTable,
+ * #densePartition, i) for every i < #denseCount. A key in that range is found at its bucket id
+ * without reading the entries at all; an insert extends the prefix when it appends the next bucket
+ * of that table, and a delete inside the prefix shortens it to the hole.
+ *
+ * The other entries, [#denseCount, size), are scanned linearly while they are at most
+ * LINEAR_SCAN_MAX; beyond that `#slots` indexes every entry (linear probing, power-of-two capacity,
+ * load factor <= 0.75), holding entry index + 1 (0 = empty). Deletion in the slot table uses
+ * backward-shift, so there are no tombstone slots. A group that is all dense prefix has no slot table.
  */
 
 const STRIDE = 6;
@@ -55,6 +64,9 @@ export function hashBucketKey(tableId: number, partitionId: number, bucketId: nu
 /** One group's committed offsets. */
 export class GroupOffsets {
   #size = 0;
+  #denseCount = 0;
+  #denseTable = 0;
+  #densePartition = 0;
   #entries: number[];
   #slots: Int32Array | undefined;
   #metadata: Map<number, string> | undefined;
@@ -71,10 +83,11 @@ export class GroupOffsets {
   /** Index of the entry for the key, or -1. */
   find(tableId: number, partitionId: number | null, bucketId: number): number {
     const partition = partitionId ?? -1;
+    if (bucketId < this.#denseCount && tableId === this.#denseTable && partition === this.#densePartition) return bucketId;
     const e = this.#entries;
     const slots = this.#slots;
     if (slots === undefined) {
-      for (let i = 0, p = 0; i < this.#size; i++, p += STRIDE) {
+      for (let i = this.#denseCount, p = i * STRIDE; i < this.#size; i++, p += STRIDE) {
         if (e[p + F_BUCKET] === bucketId && e[p + F_TABLE] === tableId && e[p + F_PARTITION] === partition) return i;
       }
       return -1;
@@ -135,10 +148,23 @@ export class GroupOffsets {
     this.#entries[p + F_PARTITION] = partition;
     this.#entries[p + F_BUCKET] = bucketId;
     this.#size = i + 1;
+    if (this.#denseCount === i && bucketId === i && (i === 0 || (tableId === this.#denseTable && partition === this.#densePartition))) {
+      this.#denseTable = tableId;
+      this.#densePartition = partition;
+      this.#denseCount = i + 1;
+    }
     if (this.#slots !== undefined && this.#size * 4 > this.#slots.length * 3) this.#rebuildSlots(this.#slots.length * 2);
-    else if (this.#slots === undefined && this.#size > LINEAR_SCAN_MAX) this.#rebuildSlots(32);
     else if (this.#slots !== undefined) this.#placeSlot(i);
+    else this.#indexIfSparse();
     return i;
+  }
+
+  /** Builds the slot table once more than LINEAR_SCAN_MAX entries lie outside the dense prefix. */
+  #indexIfSparse(): void {
+    if (this.#size - this.#denseCount <= LINEAR_SCAN_MAX) return;
+    let slotCount = 32;
+    while (this.#size * 4 > slotCount * 3) slotCount *= 2;
+    this.#rebuildSlots(slotCount);
   }
 
   #growEntries(): void {
@@ -181,7 +207,9 @@ export class GroupOffsets {
     }
     this.#metadata?.delete(last);
     this.#size = last;
-    if (this.#slots !== undefined && this.#size <= LINEAR_SCAN_MAX) this.#slots = undefined;
+    if (i < this.#denseCount) this.#denseCount = i;
+    if (this.#slots === undefined) this.#indexIfSparse();
+    else if (this.#size - this.#denseCount <= LINEAR_SCAN_MAX) this.#slots = undefined;
     return true;
   }
 
@@ -231,16 +259,20 @@ export class GroupOffsets {
   /** Rebuilds a table from `toImage()` output. */
   static fromImage(entries: Float64Array, metadata: Iterable<[number, string]>): GroupOffsets {
     const table = new GroupOffsets(0);
-    const copy = newEntries(entries.length);
+    // At least one entry of capacity: an empty array would not be a whole number of entries.
+    const copy = newEntries(Math.max(entries.length, STRIDE));
     for (let k = 0; k < entries.length; k++) copy[k] = entries[k]!;
     table.#entries = copy;
     table.#size = entries.length / STRIDE;
     for (const [i, text] of metadata) (table.#metadata ??= new Map()).set(i, text);
-    if (table.#size > LINEAR_SCAN_MAX) {
-      let slotCount = 32;
-      while (table.#size * 4 > slotCount * 3) slotCount *= 2;
-      table.#rebuildSlots(slotCount);
+    let dense = 0;
+    while (dense < table.#size && copy[dense * STRIDE + F_BUCKET] === dense && copy[dense * STRIDE + F_TABLE] === copy[F_TABLE] && copy[dense * STRIDE + F_PARTITION] === copy[F_PARTITION]) dense++;
+    if (dense > 0) {
+      table.#denseTable = copy[F_TABLE]!;
+      table.#densePartition = copy[F_PARTITION]!;
+      table.#denseCount = dense;
     }
+    table.#indexIfSparse();
     return table;
   }
 

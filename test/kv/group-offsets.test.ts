@@ -183,4 +183,51 @@ describe('GroupOffsets', () => {
       { numRuns: runs, ...seedOption },
     );
   });
+  it('finds in-order buckets of one table by position (dense prefix) and stays equal to a Map model through deletes inside the prefix, other tables, re-inserts and checkpoint images', () => {
+    // Buckets 0..59 of table 7 (no partition) are committed in order first, so most of the group is
+    // a dense prefix; the mixed phase then deletes inside it, adds buckets of other tables and
+    // partitions (including table 7 partition 0, which must not be mistaken for the prefix), and
+    // re-inserts; every few steps the table is rebuilt from its checkpoint image.
+    const universe: Key[] = [];
+    for (let b = 0; b < 60; b++) universe.push([7, null, b]);
+    for (let b = 0; b < 25; b++) universe.push([7, 0, b], [8, null, b]);
+    const setOp = fc.record({ kind: fc.constant('set' as const), key: fc.nat(universe.length - 1), offset: fc.maxSafeNat(), metadata: fc.constantFrom('', '', 'm') });
+    const op = fc.oneof(
+      { arbitrary: setOp, weight: 2 },
+      { arbitrary: fc.record({ kind: fc.constant('deletePresent' as const), pick: fc.nat() }), weight: 2 },
+      { arbitrary: fc.record({ kind: fc.constant('image' as const) }), weight: 1 },
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 60 }), fc.array(op, { maxLength: 300, size: 'max' }), (inOrder, mixed) => {
+        let g = new GroupOffsets();
+        const model = new Map<string, CommittedOffsetValue>();
+        for (let b = 0; b < inOrder; b++) {
+          const v = value([7, null, b], b);
+          put(g, v);
+          model.set(keyString([7, null, b]), v);
+        }
+        expectMatches(g, model, universe, `after ${inOrder} in-order buckets`);
+        mixed.forEach((o, step) => {
+          if (o.kind === 'image') {
+            const image = g.toImage();
+            g = GroupOffsets.fromImage(image.entries, image.metadata);
+          } else if (o.kind === 'set') {
+            const key = universe[o.key]!;
+            const v = { ...value(key, step, o.metadata), offset: o.offset };
+            put(g, v);
+            model.set(keyString(key), v);
+          } else {
+            const present = [...model.values()];
+            if (present.length === 0) return;
+            const v = present[o.pick % present.length]!;
+            expect(g.delete(v.tableId, v.partitionId, v.bucketId)).toBe(true);
+            model.delete(keyString([v.tableId, v.partitionId, v.bucketId]));
+          }
+          if (step % 5 === 0) expectMatches(g, model, universe, `step ${step}`);
+        });
+        expectMatches(g, model, universe, 'end of sequence');
+      }),
+      { numRuns: runs, ...seedOption },
+    );
+  });
 });

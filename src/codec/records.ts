@@ -214,7 +214,7 @@ export function decodeBatchRecords(buf: Buffer, position: number, visit: (record
     const groupBytes = varint.value;
     need(groupStart, groupBytes, keyEnd, 'group id');
     if (groupBytes === 0 || groupBytes > GROUP_ID_BYTES_MAX) throw new DecodeError(`group id of ${groupBytes} bytes`, keyStart);
-    if (groupBytes !== lastGroupBytes || !sameBytes(buf, lastGroupStart, groupStart, groupBytes)) {
+    if (groupBytes !== lastGroupBytes || !sameBytes(dv, lastGroupStart, groupStart, groupBytes)) {
       out.groupId = buf.toString('utf8', groupStart, groupStart + groupBytes);
     }
     lastGroupStart = groupStart;
@@ -245,9 +245,11 @@ export function decodeBatchRecords(buf: Buffer, position: number, visit: (record
 }
 
 /** True when `buf[a, a + n)` equals `buf[b, b + n)` (a < 0 means no previous bytes). */
-function sameBytes(buf: Buffer, a: number, b: number, n: number): boolean {
+function sameBytes(dv: DataView, a: number, b: number, n: number): boolean {
   if (a < 0) return false;
-  for (let k = 0; k < n; k++) if (buf[a + k] !== buf[b + k]) return false;
+  let k = 0;
+  for (; k + 4 <= n; k += 4) if (dv.getUint32(a + k) !== dv.getUint32(b + k)) return false;
+  for (; k < n; k++) if (dv.getUint8(a + k) !== dv.getUint8(b + k)) return false;
   return true;
 }
 

@@ -63,6 +63,11 @@ export function hashBucketKey(tableId: number, partitionId: number, bucketId: nu
 
 /** One group's committed offsets. */
 export class GroupOffsets {
+  /**
+   * Set once the owning state dropped this table (the group lost its last offset, or a restore
+   * replaced it): a reference kept elsewhere (the store's fetch cache) must then look the group up again.
+   */
+  detached = false;
   #size = 0;
   #denseCount = 0;
   #denseTable = 0;

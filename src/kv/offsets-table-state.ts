@@ -119,7 +119,10 @@ export class OffsetsTableState {
     if (r.tombstone === true) {
       if (group !== undefined && group.delete(r.tableId, r.partitionId, r.bucketId)) {
         this.#liveOffsetCount--;
-        if (group.size === 0) this.#groups.delete(groupId);
+        if (group.size === 0) {
+          group.detached = true;
+          this.#groups.delete(groupId);
+        }
       }
       return;
     }
@@ -134,7 +137,9 @@ export class OffsetsTableState {
 
   /** Loads a group's whole offsets table (checkpoint restore, before replay); not for live writes. */
   restoreGroup(groupId: string, offsets: GroupOffsets): void {
-    const before = this.#groups.get(groupId)?.size ?? 0;
+    const previous = this.#groups.get(groupId);
+    const before = previous?.size ?? 0;
+    if (previous !== undefined && previous !== offsets) previous.detached = true;
     if (offsets.size === 0) this.#groups.delete(groupId);
     else this.#groups.set(groupId, offsets);
     this.#liveOffsetCount += offsets.size - before;
@@ -179,23 +184,7 @@ export class OffsetsTableState {
    * UNSTABLE_OFFSET_COMMIT.
    */
   fetch(groupId: string, buckets: readonly unknown[], requireStable: boolean): (CommittedOffsetValue | null)[] {
-    const group = this.#groups.get(groupId);
-    const pending = requireStable ? this.#pending.get(groupId) : undefined;
-    const results: (CommittedOffsetValue | null)[] = new Array(buckets.length);
-    for (let i = 0; i < buckets.length; i++) {
-      const ref = buckets[i];
-      if (!isWellFormedBucket(ref)) {
-        normalizeBucket(ref, `buckets[${i}]`);
-        throw new AssertionError(`buckets[${i}] failed the fast check but passed normalizeBucket`);
-      }
-      const partitionId = ref.partitionId ?? null;
-      if (pending !== undefined && pending.has(ref.tableId, partitionId, ref.bucketId)) {
-        throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(ref.tableId, partitionId, ref.bucketId)} in flight; retry`);
-      }
-      const index = group === undefined ? -1 : group.find(ref.tableId, partitionId, ref.bucketId);
-      results[i] = index < 0 ? null : group!.valueAt(index);
-    }
-    return results;
+    return fetchFromGroup(groupId, this.#groups.get(groupId), buckets, requireStable ? this.#pending.get(groupId) : undefined);
   }
 
   /** The offsets table of a group, if it has any committed offset. */
@@ -263,4 +252,27 @@ export class OffsetsTableState {
     for (const g of this.#groups.values()) total += g.arrayBytes;
     return total;
   }
+}
+
+/**
+ * Looks `buckets` up in one group's table (undefined: the group has no offsets), checking each
+ * reference; with `pending` (requireStable), a bucket with a commit in flight rejects with
+ * UNSTABLE_OFFSET_COMMIT.
+ */
+export function fetchFromGroup(groupId: string, group: GroupOffsets | undefined, buckets: readonly unknown[], pending?: PendingWrites): (CommittedOffsetValue | null)[] {
+  const results: (CommittedOffsetValue | null)[] = new Array(buckets.length);
+  for (let i = 0; i < buckets.length; i++) {
+    const ref = buckets[i];
+    if (!isWellFormedBucket(ref)) {
+      normalizeBucket(ref, `buckets[${i}]`);
+      throw new AssertionError(`buckets[${i}] failed the fast check but passed normalizeBucket`);
+    }
+    const partitionId = ref.partitionId ?? null;
+    if (pending !== undefined && pending.has(ref.tableId, partitionId, ref.bucketId)) {
+      throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(ref.tableId, partitionId, ref.bucketId)} in flight; retry`);
+    }
+    const index = group === undefined ? -1 : group.find(ref.tableId, partitionId, ref.bucketId);
+    results[i] = index < 0 ? null : group!.valueAt(index);
+  }
+  return results;
 }

@@ -57,6 +57,29 @@ describe('commitOffsets / fetchOffsets', () => {
     await store.close();
   });
 
+  it('answers repeated fetches from the current state through deletes of single buckets, of the whole group, and a new first commit', async () => {
+    const store = await openStore(tempDir(), { clock: new ManualClock(T0) });
+    const buckets = [{ tableId: 1, bucketId: 0 }, { tableId: 1, bucketId: 1 }];
+    const offsetsOf = async (): Promise<(number | null)[]> => (await store.fetchOffsets('g', buckets)).map((v) => v?.offset ?? null);
+    expect(await offsetsOf()).toEqual([null, null]);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }, { tableId: 1, bucketId: 1, offset: 6 }]);
+    expect(await offsetsOf()).toEqual([5, 6]);
+    expect(await offsetsOf()).toEqual([5, 6]);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 1, offset: 7 }]);
+    expect(await offsetsOf()).toEqual([5, 7]);
+    await store.deleteOffsets('g', [{ tableId: 1, bucketId: 0 }]);
+    expect(await offsetsOf()).toEqual([null, 7]);
+    await store.deleteGroup('g');
+    expect(await offsetsOf()).toEqual([null, null]);
+    expect(await store.fetchOffsets('g')).toEqual([]);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    expect(await offsetsOf()).toEqual([1, null]);
+    await store.deleteOffsets('g', [{ tableId: 1, bucketId: 0 }]);
+    expect(await offsetsOf()).toEqual([null, null]);
+    await store.close();
+    await expect(store.fetchOffsets('g', buckets)).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+  });
+
   it('hands out copies: mutating a fetched or described offset changes nothing in the store', async () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5, metadata: 'm' }]);

@@ -97,8 +97,12 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
     const r = records[i]!;
     const lengthAt = p;
     if (i > 0) {
-      if (prefixBytes <= 32) for (let k = 0; k < prefixBytes; k++) buf[p + 4 + k] = buf[prefixAt + k]!;
-      else buf.copyWithin(p + 4, prefixAt, prefixAt + prefixBytes);
+      if (prefixBytes <= 64) {
+        // Four bytes at a time: a call to copyWithin costs more than this for a short prefix.
+        let k = 0;
+        for (; k + 4 <= prefixBytes; k += 4) dv.setUint32(p + 4 + k, dv.getUint32(prefixAt + k));
+        for (; k < prefixBytes; k++) buf[p + 4 + k] = buf[prefixAt + k]!;
+      } else buf.copyWithin(p + 4, prefixAt, prefixAt + prefixBytes);
     }
     p += 4 + prefixBytes;
     setInt64(dv, p, r.tableId);
@@ -132,6 +136,11 @@ function setInt64(dv: DataView, position: number, value: number): void {
   if (value >= 0 && value < TWO_POW_32) {
     dv.setUint32(position, value, true);
     dv.setUint32(position + 4, 0, true);
+    return;
+  }
+  if (value === -1) {
+    dv.setInt32(position, -1, true);
+    dv.setInt32(position + 4, -1, true);
     return;
   }
   const high = Math.floor(value / TWO_POW_32);

@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   GROUP_MAX_SIZE_REACHED: { errno: 81, retriable: false },
   UNSTABLE_OFFSET_COMMIT: { errno: 88, retriable: true },
   FENCED_MEMBER_EPOCH: { errno: 110, retriable: false },
+  UNRELEASED_INSTANCE_ID: { errno: 111, retriable: false },
   STALE_MEMBER_EPOCH: { errno: 113, retriable: false },
   STORE_CLOSED: { errno: 1000, retriable: false },
   STORE_LOCKED: { errno: 1001, retriable: false },

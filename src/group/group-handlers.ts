@@ -15,7 +15,7 @@
  *    or restarted), so its current assignment restarts from nothing and its buckets are released;
  *  - a static member (instanceId) that left with epoch -2 keeps its assignment; the next join with
  *    that instance id (same or new memberId) inherits it and its target; a join naming an instance
- *    id still held by a live member is refused (INVALID_REQUEST), as Kafka's UNRELEASED_INSTANCE_ID;
+ *    id still held by a live member is refused with UNRELEASED_INSTANCE_ID, as in Kafka;
  *  - epochs: newer than the coordinator's, or older unless it is the previous epoch and the reported
  *    owned buckets are a subset of the assigned ones, are FENCED_MEMBER_EPOCH.
  */
@@ -180,7 +180,7 @@ function resolveMember(env: HandlerEnvironment, group: Group | undefined, reques
   }
   if (holder.memberId === memberId) return { memberId, existing: holder, rejoin: true };
   throw new OffsetStoreError(
-    'INVALID_REQUEST',
+    'UNRELEASED_INSTANCE_ID',
     `instanceId '${request.instanceId}' is still held by member ${holder.memberId}; it is released by a leave with memberEpoch -2 or when that member's session times out`,
   );
 }

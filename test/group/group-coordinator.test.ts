@@ -217,7 +217,7 @@ describe('reconciliation', () => {
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d', 's2']);
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
     // the instance id is now held by a live member: another join with it is refused
-    await rejectsWith(ctx.member([1], { memberId: 's3', instanceId: 'inst' }).beat(), 'INVALID_REQUEST');
+    await rejectsWith(ctx.member([1], { memberId: 's3', instanceId: 'inst' }).beat(), 'UNRELEASED_INSTANCE_ID');
     await rejectsWith(ctx.heartbeat({ memberId: 's1', memberEpoch: epoch ?? 0 }), 'UNKNOWN_MEMBER_ID');
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });

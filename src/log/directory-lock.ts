@@ -1,15 +1,21 @@
 /**
- * The store directory's single-process lock: a `LOCK` file created exclusively, holding the owner's
- * pid. A second open while the owner lives fails with STORE_LOCKED; a lock whose pid is no longer
- * alive (the owner crashed) is taken over. Within one process the set of held directories stands in
- * for the pid check, so opening the same directory twice in one process is refused too.
+ * The store directory's single-process lock, in two layers:
+ * 1. a lock the kernel holds for the process and drops when it dies (io/process-lock.ts; Linux), taken
+ *    first: a second live process in the same network namespace is refused there, whatever the LOCK
+ *    file says, and two processes can no longer both take over one stale LOCK file;
+ * 2. a `LOCK` file created exclusively, holding the owner's pid: it names the owner in messages and
+ *    `log verify`, and it is the check across network namespaces (containers sharing a volume) and
+ *    where the kernel lock is unsupported. A LOCK file whose pid is no longer alive (the owner
+ *    crashed) is taken over.
+ * Within one process the set of held directories stands in for both, so opening the same directory
+ * twice in one process is refused too. A second open while the owner lives fails with STORE_LOCKED.
  *
- * Limitation: two processes taking over the same stale lock at the same instant can race; the pid
- * check is advisory, as in every pid-file lock.
+ * Limitation: without the kernel lock (not Linux, or processes in different network namespaces), two
+ * processes taking over the same stale LOCK file at the same instant can race, as with every pid file.
  */
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
-import type { FileSystem } from '../io/index.js';
+import { holdDirectoryLock, type FileSystem, type HeldDirectoryLock } from '../io/index.js';
 
 const heldInThisProcess = new Set<string>();
 
@@ -33,19 +39,39 @@ export async function liveLockHolder(fs: FileSystem, dir: string): Promise<numbe
 export class DirectoryLock {
   readonly #fs: FileSystem;
   readonly #lockPath: string;
+  readonly #kernelLock: HeldDirectoryLock | undefined;
   #released = false;
 
-  private constructor(fs: FileSystem, lockPath: string) {
+  private constructor(fs: FileSystem, lockPath: string, kernelLock: HeldDirectoryLock | undefined) {
     this.#fs = fs;
     this.#lockPath = lockPath;
+    this.#kernelLock = kernelLock;
   }
 
-  /** Takes the lock of `dir` or fails with STORE_LOCKED. */
+  /** Takes the lock of `dir` (which must exist) or fails with STORE_LOCKED. */
   static async acquire(fs: FileSystem, dir: string): Promise<DirectoryLock> {
     const lockPath = path.resolve(dir, 'LOCK');
     if (heldInThisProcess.has(lockPath)) {
       throw new OffsetStoreError('STORE_LOCKED', `${dir} is already open in this process (pid ${process.pid})`);
     }
+    const kernelLock = await holdDirectoryLock(dir);
+    if (kernelLock === 'held-elsewhere') {
+      const holder = await liveLockHolder(fs, dir);
+      throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder ?? '(pid unknown: its LOCK file is gone)'}`);
+    }
+    const held = kernelLock === 'unsupported' ? undefined : kernelLock;
+    try {
+      await DirectoryLock.#takeLockFile(fs, dir, lockPath);
+    } catch (error) {
+      await held?.release();
+      throw error;
+    }
+    heldInThisProcess.add(lockPath);
+    return new DirectoryLock(fs, lockPath, held);
+  }
+
+  /** Creates the LOCK file with this process's pid, taking over one whose pid is dead. */
+  static async #takeLockFile(fs: FileSystem, dir: string, lockPath: string): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         const handle = await fs.open(lockPath, 'wx');
@@ -55,8 +81,7 @@ export class DirectoryLock {
         } finally {
           await handle.close();
         }
-        heldInThisProcess.add(lockPath);
-        return new DirectoryLock(fs, lockPath);
+        return;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
@@ -69,11 +94,15 @@ export class DirectoryLock {
     throw new OffsetStoreError('STORE_LOCKED', `${dir}: could not take over the stale lock`);
   }
 
-  /** Removes the lock file; idempotent. */
+  /** Removes the lock file, then drops the kernel lock; idempotent. */
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
     heldInThisProcess.delete(this.#lockPath);
-    await this.#fs.unlink(this.#lockPath);
+    try {
+      await this.#fs.unlink(this.#lockPath);
+    } finally {
+      await this.#kernelLock?.release();
+    }
   }
 }

@@ -1,0 +1,53 @@
+/**
+ * A lock on a directory that the kernel holds for the process and drops when the process dies, so
+ * that it can never go stale: on Linux, a listening Unix socket in the abstract namespace named after
+ * the directory's real path. Binding a name is atomic and exclusive, and the name is freed when its
+ * socket closes, whichever way the process ends (exit, crash, SIGKILL).
+ *
+ * This closes the gap of a pid-file lock, where two processes that find the same stale LOCK file at the
+ * same moment can both take it over. It covers processes in the same network namespace (abstract
+ * names are per namespace); the pid file (directory-lock.ts) remains the check across namespaces,
+ * e.g. containers sharing a volume. Elsewhere than Linux, `holdDirectoryLock` reports 'unsupported'
+ * and the caller relies on the pid file alone.
+ *
+ * The socket accepts no data: a connection is closed at once. It is unref'd, so it never keeps the
+ * process alive.
+ */
+import { createHash } from 'node:crypto';
+import { realpath } from 'node:fs/promises';
+import * as net from 'node:net';
+
+/** A held lock; `release()` frees it (idempotent). */
+export interface HeldDirectoryLock {
+  release(): Promise<void>;
+}
+
+/** The lock, 'held-elsewhere' (another live process has it), or 'unsupported' on this platform. */
+export type DirectoryLockResult = HeldDirectoryLock | 'held-elsewhere' | 'unsupported';
+
+/** Abstract socket name for a directory: NUL, a prefix, and a hash of the real path (well under 108 bytes). */
+function socketName(realDir: string): string {
+  return `\0offset-store-lock/${createHash('sha256').update(realDir).digest('hex')}`;
+}
+
+/** Tries to take the kernel-held lock of `dir` (which must exist). */
+export async function holdDirectoryLock(dir: string): Promise<DirectoryLockResult> {
+  if (process.platform !== 'linux') return 'unsupported';
+  const name = socketName(await realpath(dir));
+  const server = net.createServer((socket) => socket.destroy());
+  server.maxConnections = 0;
+  return new Promise<DirectoryLockResult>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') resolve('held-elsewhere');
+      else if (error.code === 'EINVAL' || error.code === 'EAFNOSUPPORT' || error.code === 'EPERM' || error.code === 'EACCES') resolve('unsupported');
+      else reject(error);
+    });
+    server.listen({ path: name, exclusive: true }, () => {
+      server.unref();
+      let released: Promise<void> | undefined;
+      resolve({
+        release: () => (released ??= new Promise<void>((done) => server.close(() => done()))),
+      });
+    });
+  });
+}

@@ -27,7 +27,9 @@
  * zeros durable with it, and later runs overwrite zeros in place. The zero tail is not part of the
  * log: a scan stops at the first batch boundary followed only by zeros (segment-scanner.ts), and
  * only the active segment may have one. A roll and a clean close cut the segment back to its last
- * batch before anything else happens, so sealed segments end exactly at their last batch.
+ * batch before anything else happens, so sealed segments end exactly at their last batch. When the
+ * disk has no room for the zeros (ENOSPC from the writev), the batches are written alone and the
+ * segment is not preallocated any more: a nearly full disk costs speed, not availability.
  *
  * Recovery (DESIGN.md 3.3) is `Log.open`: every segment is scanned and checked; damage at the tail of
  * the last segment with no valid batch after it is a torn write and is truncated (and reported);
@@ -122,6 +124,8 @@ export class Log {
   #active: FileHandle;
   /** Size of the active segment's file: its batches, then zeros (preallocation). */
   #activeFileBytes: number;
+  /** A preallocation of the active segment failed for lack of space: none until the next segment. */
+  #preallocationRefused = false;
   #nextOffset: number;
   #queue: PendingAppend[] = [];
   #inFlightCount = 0;
@@ -312,11 +316,21 @@ export class Log {
     const active = this.#segments.at(-1)!;
     const startBytes = active.sizeBytes;
     const endBytes = startBytes + runBytes;
-    const buffers = run.map((entry) => entry.batch);
-    const preallocateBytes = endBytes > this.#activeFileBytes ? this.#preallocationAfter(endBytes) : 0;
-    if (preallocateBytes > 0) buffers.push(zeroBytes(preallocateBytes));
+    const batches = run.map((entry) => entry.batch);
+    let preallocateBytes = endBytes > this.#activeFileBytes ? this.#preallocationAfter(endBytes) : 0;
     try {
-      await this.#active.writev(buffers, startBytes);
+      try {
+        await this.#active.writev(preallocateBytes > 0 ? [...batches, zeroBytes(preallocateBytes)] : batches, startBytes);
+      } catch (error) {
+        if (preallocateBytes === 0 || (error as NodeJS.ErrnoException | null)?.code !== 'ENOSPC') throw error;
+        // The disk has room for the batches perhaps, but not for the zeros: drop whatever reached
+        // past the old file end, stop preallocating this segment, and write the batches alone (they
+        // rewrite every byte the failed write may have changed before the old end).
+        await this.#active.truncate(Math.max(startBytes, this.#activeFileBytes));
+        this.#preallocationRefused = true;
+        preallocateBytes = 0;
+        await this.#active.writev(batches, startBytes);
+      }
       if (this.#options.durability === 'fsync') await this.#active.datasync();
     } catch (error) {
       throw await this.#cutBack(startBytes, error);
@@ -332,6 +346,7 @@ export class Log {
 
   /** Zeros to write after a run that ends at `endBytes`, past the active segment's file end. */
   #preallocationAfter(endBytes: number): number {
+    if (this.#preallocationRefused) return 0;
     const wanted = Math.min(PREALLOCATE_BYTES_MAX, Math.max(PREALLOCATE_BYTES_MIN, Math.floor(endBytes / 4)));
     return Math.max(0, Math.min(wanted, this.#options.segmentBytesMax - endBytes));
   }
@@ -358,6 +373,7 @@ export class Log {
     await this.#active.close();
     this.#active = handle;
     this.#activeFileBytes = 0;
+    this.#preallocationRefused = false;
     this.#segments.push(segment);
   }
 

@@ -134,6 +134,34 @@ describe('Log', () => {
     await reopened.close();
   });
 
+  it('writes the batches alone when the disk has no room for the preallocation, and fail-stops only when the batches do not fit either', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 1 << 20 }));
+    const active = path.join(dir, segmentFiles(dir).at(-1)!);
+    fs.plan = { fileBytesMax: 2000 };
+    const written: Buffer[] = [];
+    let end = 0;
+    for (let n = 0; ; n++) {
+      const batch = testBatch(n);
+      if (end + batch.length > 2000) {
+        // No room for this batch itself: a real write failure.
+        await expect(log.append(batch)).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+        break;
+      }
+      expect(await log.append(batch)).toBe(n);
+      written.push(batch);
+      end += batch.length;
+      expect(statSync(active).size, 'no zeros past the batches once the disk refused them').toBe(end);
+    }
+    expect(written.length).toBeGreaterThan(3);
+    await log.close();
+    const { batches, log: reopened, report } = await readAll(logOptions(dir, { segmentBytesMax: 1 << 20 }));
+    expect(batches.map((b) => b.bytes)).toEqual(written);
+    expect(report.tornTail).toBeUndefined();
+    await reopened.close();
+  });
+
   it('refuses to open with CORRUPT_MESSAGE when a sealed segment ends in zeros', async () => {
     const dir = tempDir();
     await writeLog(dir, 60);

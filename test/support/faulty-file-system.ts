@@ -9,6 +9,11 @@ export interface FaultPlan {
   failWritevAt?: number;
   /** Fail the Nth directory operation (rename, unlink, syncDir; 1-based, counted in metaOpCount). */
   failMetaOpAt?: number;
+  /**
+   * A full disk: a writev that would make a file longer than this many bytes writes what fits and
+   * then fails with ENOSPC, like a short write on a full file system.
+   */
+  fileBytesMax?: number;
 }
 
 /**
@@ -39,6 +44,13 @@ export class FaultyFileSystem implements FileSystem {
         self.writevCount++;
         if (self.plan.failWritevAt !== undefined && self.writevCount >= self.plan.failWritevAt) {
           throw Object.assign(new Error('EIO: injected write failure'), { code: 'EIO' });
+        }
+        const limit = self.plan.fileBytesMax;
+        const totalBytes = buffers.reduce((sum, b) => sum + b.length, 0);
+        if (limit !== undefined && position + totalBytes > limit) {
+          const fits = Buffer.concat(buffers).subarray(0, Math.max(0, limit - position));
+          if (fits.length > 0) await handle.writev([fits], position);
+          throw Object.assign(new Error('ENOSPC: no space left on device (injected)'), { code: 'ENOSPC' });
         }
         return handle.writev(buffers, position);
       },

@@ -144,6 +144,7 @@ export class OffsetStore {
             throw new OffsetStoreError('INVALID_CONFIG', `offsets-bucket ${slot.index} of ${this.#options.dir} uses LMDB checkpoints: compaction.strategy 'log-cleaner' could drop tombstones a checkpoint still needs; open it with 'checkpoint' (or 'none')`);
           }
           slot.coordinator = this.#openCoordinator(table);
+          table.state.onGroupDropped = (groupId) => this.#fetchCache.delete(groupId);
           slot.table = table;
           slot.report = report;
           if (report.tornTail !== undefined) {
@@ -272,7 +273,10 @@ export class OffsetStore {
       if (!requireStable && Array.isArray(buckets)) {
         // Only strings that passed validateGroupId below are keys of the cache.
         const cached = this.#fetchCache.get(groupId);
-        if (cached !== undefined && !cached.detached) return Promise.resolve(fetchFromGroup(groupId, cached, buckets));
+        if (cached !== undefined) {
+          if (!cached.detached) return Promise.resolve(fetchFromGroup(groupId, cached, buckets));
+          this.#fetchCache.delete(groupId); // do not keep a dropped table alive
+        }
       }
       validateGroupId(groupId);
       const state = this.#table(groupId).state;

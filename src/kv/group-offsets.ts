@@ -16,8 +16,9 @@
  *
  * The other entries, [#denseCount, size), are scanned linearly while they are at most
  * LINEAR_SCAN_MAX; beyond that `#slots` indexes every entry (linear probing, power-of-two capacity,
- * load factor <= 0.75), holding entry index + 1 (0 = empty). Deletion in the slot table uses
- * backward-shift, so there are no tombstone slots. A group that is all dense prefix has no slot table.
+ * load factor <= 0.75), holding entry index + 1 (0 = empty), and stays until they fall to half of
+ * LINEAR_SCAN_MAX. Deletion in the slot table uses backward-shift, so there are no tombstone slots.
+ * A group that is all dense prefix has no slot table.
  */
 
 const STRIDE = 6;
@@ -214,7 +215,9 @@ export class GroupOffsets {
     this.#size = last;
     if (i < this.#denseCount) this.#denseCount = i;
     if (this.#slots === undefined) this.#indexIfSparse();
-    else if (this.#size - this.#denseCount <= LINEAR_SCAN_MAX) this.#slots = undefined;
+    // Dropped only well below the size that builds it: a commit and a delete going back and forth
+    // across one threshold must not rebuild the table (O(size)) each time.
+    else if (this.#size - this.#denseCount <= LINEAR_SCAN_MAX / 2) this.#slots = undefined;
     return true;
   }
 

@@ -59,6 +59,8 @@ export class OffsetsTableState {
   readonly #pending = new Map<string, PendingWrites>();
   /** The latest group snapshot per group (record type 1), part of the materialized state. */
   readonly #snapshots = new Map<string, unknown>();
+  /** Called when a group's offsets table is dropped or replaced (the store forgets cached references). */
+  onGroupDropped: ((groupId: string) => void) | undefined;
   #liveOffsetCount = 0;
   #appliedLogOffset = -1;
   #appliedBytes = 0;
@@ -122,6 +124,7 @@ export class OffsetsTableState {
         if (group.size === 0) {
           group.detached = true;
           this.#groups.delete(groupId);
+          this.onGroupDropped?.(groupId);
         }
       }
       return;
@@ -139,7 +142,10 @@ export class OffsetsTableState {
   restoreGroup(groupId: string, offsets: GroupOffsets): void {
     const previous = this.#groups.get(groupId);
     const before = previous?.size ?? 0;
-    if (previous !== undefined && previous !== offsets) previous.detached = true;
+    if (previous !== undefined && previous !== offsets) {
+      previous.detached = true;
+      this.onGroupDropped?.(groupId);
+    }
     if (offsets.size === 0) this.#groups.delete(groupId);
     else this.#groups.set(groupId, offsets);
     this.#liveOffsetCount += offsets.size - before;

@@ -45,6 +45,23 @@ describe('OffsetsTableState', () => {
     expect(state.appliedLogOffset).toBe(3);
   });
 
+  it('marks a group\'s table detached and reports it dropped when its last offset goes, so that no cached reference outlives it', () => {
+    const state = new OffsetsTableState();
+    const dropped: string[] = [];
+    state.onGroupDropped = (groupId) => dropped.push(groupId);
+    state.applyBatch(batch('g1', [spec(1, null, 0, 10), spec(1, null, 1, 11)], 0), 0, 0);
+    const table = state.group('g1')!;
+    state.applyBatch(batch('g1', [tombstone(1, null, 0)], 1), 0, 1);
+    expect(table.detached).toBe(false);
+    expect(dropped).toEqual([]);
+    state.applyBatch(batch('g1', [tombstone(1, null, 1)], 2), 0, 2);
+    expect(table.detached).toBe(true);
+    expect(dropped).toEqual(['g1']);
+    state.applyBatch(batch('g1', [spec(1, null, 0, 12)], 3), 0, 3);
+    expect(state.group('g1')).not.toBe(table);
+    expect(state.group('g1')!.detached).toBe(false);
+  });
+
   it('keeps the latest group snapshot per group apart from its offsets; a snapshot tombstone removes it', () => {
     const state = new OffsetsTableState();
     const apply = (snapshot: unknown, logOffset: number) => {

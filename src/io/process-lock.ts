@@ -6,9 +6,12 @@
  *
  * This closes the gap of a pid-file lock, where two processes that find the same stale LOCK file at the
  * same moment can both take it over. It covers processes in the same network namespace (abstract
- * names are per namespace); the pid file (directory-lock.ts) remains the check across namespaces,
- * e.g. containers sharing a volume. Elsewhere than Linux, `holdDirectoryLock` reports 'unsupported'
- * and the caller relies on the pid file alone.
+ * names are per namespace). Processes in different namespaces (containers sharing a volume) are
+ * not protected by it, nor reliably by the pid file, whose pids mean nothing across pid namespaces:
+ * do not open one store from two containers. Abstract names have no permissions, so another local
+ * user who binds the name first makes opens fail with STORE_LOCKED (a denial of service, never two
+ * writers). Elsewhere than Linux, or when the directory has no real path (a custom FileSystem),
+ * `holdDirectoryLock` reports 'unsupported' and the caller relies on the pid file alone.
  *
  * The socket accepts no data: a connection is closed at once. It is unref'd, so it never keeps the
  * process alive.
@@ -33,7 +36,13 @@ function socketName(realDir: string): string {
 /** Tries to take the kernel-held lock of `dir` (which must exist). */
 export async function holdDirectoryLock(dir: string): Promise<DirectoryLockResult> {
   if (process.platform !== 'linux') return 'unsupported';
-  const name = socketName(await realpath(dir));
+  let realDir: string;
+  try {
+    realDir = await realpath(dir);
+  } catch {
+    return 'unsupported';
+  }
+  const name = socketName(realDir);
   const server = net.createServer((socket) => socket.destroy());
   server.maxConnections = 0;
   return new Promise<DirectoryLockResult>((resolve, reject) => {

@@ -4,14 +4,14 @@
  *    first: a second live process in the same network namespace is refused there, whatever the LOCK
  *    file says, and two processes can no longer both take over one stale LOCK file;
  * 2. a `LOCK` file created exclusively, holding the owner's pid: it names the owner in messages and
- *    `log verify`, and it is the check across network namespaces (containers sharing a volume) and
- *    where the kernel lock is unsupported. A LOCK file whose pid is no longer alive (the owner
- *    crashed) is taken over.
+ *    `log verify`, and it is the only check where the kernel lock is unsupported. A LOCK file whose
+ *    pid is no longer alive (the owner crashed) is taken over.
  * Within one process the set of held directories stands in for both, so opening the same directory
  * twice in one process is refused too. A second open while the owner lives fails with STORE_LOCKED.
  *
- * Limitation: without the kernel lock (not Linux, or processes in different network namespaces), two
- * processes taking over the same stale LOCK file at the same instant can race, as with every pid file.
+ * Limitations: without the kernel lock (not Linux), two processes taking over the same stale LOCK
+ * file at the same instant can race, as with every pid file; and neither layer protects a store
+ * opened from two containers with their own network and pid namespaces (see process-lock.ts).
  */
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';

@@ -7,6 +7,12 @@
  * writev of at most `syncWriteBytesMax` bytes runs on the calling thread; larger ones, and every
  * fdatasync, read and directory operation, go through the thread pool so that the event loop never
  * waits for the device. `syncWriteBytesMax: 0` sends every write through the thread pool.
+ *
+ * A write into the page cache can still stall: the kernel throttles a process that dirties pages
+ * faster than the disk takes them, and some devices make a write wait for the page's writeback. So a
+ * synchronous write that takes SLOW_SYNC_WRITE_MS or more sends every write through the thread pool
+ * for the next SYNC_WRITE_PAUSE_MS (SyncWriteGate): one stall costs the event loop once, not on
+ * every commit.
  */
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
@@ -18,6 +24,38 @@ function isNotFound(error: unknown): boolean {
 
 /** Default of `NodeFileSystemOptions.syncWriteBytesMax`. */
 export const SYNC_WRITE_BYTES_MAX_DEFAULT = 256 * 1024;
+/** A synchronous write at least this long pauses synchronous writes. */
+export const SLOW_SYNC_WRITE_MS = 5;
+/** How long synchronous writes stay paused after a slow one. */
+export const SYNC_WRITE_PAUSE_MS = 5_000;
+
+/** Decides which writes are made synchronously: small ones, unless one of them stalled recently. */
+export class SyncWriteGate {
+  readonly #bytesMax: number;
+  readonly #nowMs: () => number;
+  #pausedUntilMs = -Infinity;
+
+  constructor(bytesMax: number, nowMs: () => number = () => performance.now()) {
+    this.#bytesMax = bytesMax;
+    this.#nowMs = nowMs;
+  }
+
+  /** Whether a write of `bytes` should be made on the calling thread now. */
+  allows(bytes: number): boolean {
+    return bytes <= this.#bytesMax && this.#nowMs() >= this.#pausedUntilMs;
+  }
+
+  /** Runs a synchronous write, timing it; a slow one pauses synchronous writes. */
+  time<T>(write: () => T): T {
+    const startedMs = this.#nowMs();
+    try {
+      return write();
+    } finally {
+      const endedMs = this.#nowMs();
+      if (endedMs - startedMs >= SLOW_SYNC_WRITE_MS) this.#pausedUntilMs = endedMs + SYNC_WRITE_PAUSE_MS;
+    }
+  }
+}
 
 /** Options of the real file system. */
 export interface NodeFileSystemOptions {
@@ -28,12 +66,12 @@ export interface NodeFileSystemOptions {
 class NodeFileHandle implements FileHandle {
   readonly path: string;
   readonly #handle: fs.FileHandle;
-  readonly #syncWriteBytesMax: number;
+  readonly #syncWrites: SyncWriteGate;
 
-  constructor(path: string, handle: fs.FileHandle, syncWriteBytesMax: number) {
+  constructor(path: string, handle: fs.FileHandle, syncWrites: SyncWriteGate) {
     this.path = path;
     this.#handle = handle;
-    this.#syncWriteBytesMax = syncWriteBytesMax;
+    this.#syncWrites = syncWrites;
   }
 
   async writev(buffers: readonly Buffer[], position: number): Promise<void> {
@@ -41,12 +79,14 @@ class NodeFileHandle implements FileHandle {
     let totalBytes = 0;
     for (const b of pending) totalBytes += b.length;
     let at = position;
-    if (totalBytes <= this.#syncWriteBytesMax) {
-      while (pending.length > 0) {
-        const bytesWritten = fsSync.writevSync(this.#handle.fd, pending, at);
-        at += bytesWritten;
-        pending = dropWritten(pending, bytesWritten);
-      }
+    if (this.#syncWrites.allows(totalBytes)) {
+      this.#syncWrites.time(() => {
+        while (pending.length > 0) {
+          const bytesWritten = fsSync.writevSync(this.#handle.fd, pending, at);
+          at += bytesWritten;
+          pending = dropWritten(pending, bytesWritten);
+        }
+      });
       return;
     }
     while (pending.length > 0) {
@@ -93,18 +133,18 @@ function dropWritten(buffers: Buffer[], bytes: number): Buffer[] {
 
 /** The real file system. */
 export class NodeFileSystem implements FileSystem {
-  readonly #syncWriteBytesMax: number;
+  readonly #syncWrites: SyncWriteGate;
 
   constructor(options?: NodeFileSystemOptions) {
     const syncWriteBytesMax = options?.syncWriteBytesMax ?? SYNC_WRITE_BYTES_MAX_DEFAULT;
     if (!Number.isSafeInteger(syncWriteBytesMax) || syncWriteBytesMax < 0) {
       throw new RangeError(`syncWriteBytesMax must be a non-negative integer, got ${syncWriteBytesMax}`);
     }
-    this.#syncWriteBytesMax = syncWriteBytesMax;
+    this.#syncWrites = new SyncWriteGate(syncWriteBytesMax);
   }
 
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
-    return new NodeFileHandle(path, await fs.open(path, flags), this.#syncWriteBytesMax);
+    return new NodeFileHandle(path, await fs.open(path, flags), this.#syncWrites);
   }
 
   async readFile(path: string): Promise<Buffer | null> {

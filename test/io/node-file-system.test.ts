@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../src/io/index.js';
+import { SLOW_SYNC_WRITE_MS, SYNC_WRITE_PAUSE_MS, SyncWriteGate } from '../../src/io/node-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
 describe('NodeFileSystem', () => {
@@ -36,5 +37,22 @@ describe('NodeFileSystem', () => {
     await handle.close();
     await expect(handle.datasync()).rejects.toThrow();
     await expect(handle.writev([Buffer.from('x')], 0)).rejects.toThrow();
+  });
+  it('pauses synchronous writes for a while after one of them stalled, then allows them again', () => {
+    let now = 1000;
+    const gate = new SyncWriteGate(1024, () => now);
+    expect(gate.allows(1024)).toBe(true);
+    expect(gate.allows(1025)).toBe(false);
+    expect(gate.time(() => { now += SLOW_SYNC_WRITE_MS - 1; return 'fast'; })).toBe('fast');
+    expect(gate.allows(10)).toBe(true);
+    gate.time(() => { now += SLOW_SYNC_WRITE_MS; });
+    expect(gate.allows(10)).toBe(false);
+    now += SYNC_WRITE_PAUSE_MS - 1;
+    expect(gate.allows(10)).toBe(false);
+    now += 1;
+    expect(gate.allows(10)).toBe(true);
+    // A write that throws is timed too.
+    expect(() => gate.time(() => { now += 50; throw new Error('EIO'); })).toThrow('EIO');
+    expect(gate.allows(10)).toBe(false);
   });
 });

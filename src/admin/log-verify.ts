@@ -7,15 +7,17 @@
  *
  * Classification follows recovery (DESIGN.md 3.3), so the report says what the next open will do:
  * 1. damage in the last segment of a bucket with no valid batch after it is a `torn-tail` (an
- *    append cut short by a crash; the next open truncates it, losing only unacknowledged writes);
- * 2. any other damage — in a sealed segment, or followed by a valid batch, or a record that does not
- *    decode inside a batch whose checksum matches — is `corrupt` (the next open refuses the bucket
- *    with CORRUPT_MESSAGE).
+ *    append cut short by a crash; the next open truncates it, losing only unacknowledged writes), and
+ *    so is damage there that is a lost sector of the last write round followed by more batches of
+ *    that round (what a power loss leaves; see TailDamage in log/segment-scanner.ts);
+ * 2. any other damage — in a sealed segment, or followed by valid batches otherwise, or a record
+ *    that does not decode inside a batch whose checksum matches — is `corrupt` (the next open refuses
+ *    the bucket with CORRUPT_MESSAGE).
  * After damage the rest of that segment is skipped and the check goes on with the next segment.
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import { DecodeError, decodeBatchRecords, loadChecksum } from '../codec/index.js';
-import { LOG_DEFAULTS, hasValidBatchAfter, scanSegment } from '../log/index.js';
+import { LOG_DEFAULTS, classifyTailDamage, scanSegment } from '../log/index.js';
 import { listSegmentFiles, listSwapLeftovers, liveLockHolder, readStoreLayout, type SegmentFile } from './store-directory.js';
 
 /** One damaged place. */
@@ -168,10 +170,14 @@ async function verifySegment(fs: FileSystem, bucket: number, file: SegmentFile, 
   if (scan.damage !== undefined) {
     const { position, reason } = scan.damage;
     const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
-    const torn = isLast && !(await hasValidBatchAfter(fs, file.path, position, lastValid, LOG_DEFAULTS.batchBytesMax));
+    const damage = isLast ? await classifyTailDamage(fs, file.path, position, lastValid, LOG_DEFAULTS) : undefined;
+    const truncated = `the next open truncates ${scan.fileBytes - position} bytes`;
     problems.push({
-      kind: torn ? 'torn-tail' : 'corrupt', bucket, file: file.path, position, bytesAfter: scan.fileBytes - position,
-      reason: torn ? `${reason}; nothing valid follows (the next open truncates ${scan.fileBytes - position} bytes)` : isLast ? `${reason}; a valid batch follows` : `${reason} (in a sealed segment)`,
+      kind: damage !== undefined && damage.kind !== 'corrupt' ? 'torn-tail' : 'corrupt', bucket, file: file.path, position, bytesAfter: scan.fileBytes - position,
+      reason: damage === undefined ? `${reason} (in a sealed segment)`
+        : damage.kind === 'torn' ? `${reason}; nothing valid follows (${truncated})`
+          : damage.kind === 'torn-round' ? `${reason}; a write round cut short by a crash: a lost sector, then ${damage.batchesAfter} batch(es) of the same unsynced round (${truncated})`
+            : `${reason}; a valid batch follows`,
     });
   }
   return segment;

@@ -32,7 +32,8 @@
  * segment is not preallocated any more: a nearly full disk costs speed, not availability.
  *
  * Recovery (DESIGN.md 3.3) is `Log.open`: every segment is scanned and checked; damage at the tail of
- * the last segment with no valid batch after it is a torn write and is truncated (and reported);
+ * the last segment with no valid batch after it is a torn write and is truncated (and reported), and
+ * so is a write round a power loss kept only some sectors of (segment-scanner.ts, TailDamage);
  * damage anywhere else, and a zero tail in a sealed segment, refuses to open with CORRUPT_MESSAGE
  * naming the file and byte position. A zero tail of the last segment is kept as its preallocation.
  */
@@ -40,7 +41,7 @@ import * as path from 'node:path';
 import { DecodeError, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
-import { hasValidBatchAfter, scanSegment, type BatchVisitor } from './segment-scanner.js';
+import { classifyTailDamage, scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { parseSegmentFileName, segmentFileName } from './segment-name.js';
 import { completeInterruptedSwap, swapSegments, type CleanedSegment } from './segment-swap.js';
 
@@ -177,13 +178,16 @@ export class Log {
       if (scan.damage !== undefined) {
         const { position, reason } = scan.damage;
         const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
-        if (!isLast || (await hasValidBatchAfter(fs, segment.path, position, lastValid, options.batchBytesMax))) {
-          throw corrupt(segment.path, position, reason);
-        }
+        if (!isLast) throw corrupt(segment.path, position, reason);
+        const damage = await classifyTailDamage(fs, segment.path, position, lastValid, options);
+        if (damage.kind === 'corrupt') throw corrupt(segment.path, position, `${reason}; ${damage.batchesAfter} valid batch(es) follow`);
         await truncateFile(fs, segment.path, scan.validBytes);
         lastFileBytes = scan.validBytes;
         report.bytesTruncated += scan.fileBytes - scan.validBytes;
-        report.tornTail = { file: segment.path, position, reason };
+        report.tornTail = {
+          file: segment.path, position,
+          reason: damage.kind === 'torn' ? reason : `${reason}; a write round cut short by a crash (a lost sector, then ${damage.batchesAfter} batch(es) of the same unsynced round, never acknowledged)`,
+        };
       }
       if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
     }

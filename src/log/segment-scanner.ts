@@ -140,24 +140,84 @@ async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch
 }
 
 /**
- * True when some valid batch with a log offset above `previousLogOffset` starts anywhere after
- * `fromPosition` in the file: then damage before it is not a torn tail but corruption.
+ * How damage at `fromPosition` in the last segment of a log is to be read (DESIGN.md 3.3):
+ * - 'torn': no valid batch (with a log offset above `previousLogOffset`) starts after it: a write cut
+ *   short at the end of the log;
+ * - 'torn-round': valid batches follow, but part of the damaged stretch is a lost sector, and every
+ *   batch after it ends within one flush round (`flushBytesMax` plus one batch) of the damage. That
+ *   is what a power loss leaves when the disk kept some sectors of the last, unsynced write round and
+ *   not others: a lost sector reads as the zeros preallocated there (or as nothing past the old end).
+ *   Earlier rounds were fdatasynced before the next began, so only that round, which nobody was told
+ *   about, can be damaged this way. A lost sector is an aligned 512-byte sector whose part inside the
+ *   damaged stretch is all zeros and starts the stretch, or holds the damaged batch's magic byte
+ *   (never 0 in a batch), or is at least 16 bytes long: a flipped bit does not make those (short of
+ *   coincidences as unlikely as bit rot that looks like a torn tail, which 3.3 already truncates);
+ * - 'corrupt': anything else, such as a damaged batch followed by valid ones further away, or damage
+ *   without a zero sector. The store refuses to open rather than drop acknowledged data.
  */
-export async function hasValidBatchAfter(fs: FileSystem, path: string, fromPosition: number, previousLogOffset: number, batchBytesMax: number): Promise<boolean> {
+export type TailDamage = { kind: 'torn' } | { kind: 'torn-round'; batchesAfter: number } | { kind: 'corrupt'; batchesAfter: number };
+
+const SECTOR_BYTES = 512;
+const LOST_SECTOR_BYTES_MIN = 16;
+const MAGIC_AT = 4;
+
+/** Classifies damage at `fromPosition` of a last segment; see TailDamage. Reads only. */
+export async function classifyTailDamage(fs: FileSystem, path: string, fromPosition: number, previousLogOffset: number, limits: { batchBytesMax: number; flushBytesMax: number }): Promise<TailDamage> {
   const fileBytes = (await fs.sizeBytes(path)) ?? 0;
-  const tailBytes = fileBytes - fromPosition - 1;
-  if (tailBytes < 48) return false;
+  const tailBytes = fileBytes - fromPosition;
+  if (tailBytes <= 48) return { kind: 'torn' };
   const handle = await fs.open(path, 'r');
+  let buf: Buffer;
+  let got: number;
   try {
-    const buf = Buffer.allocUnsafe(tailBytes);
-    const got = await handle.read(buf, 0, tailBytes, fromPosition + 1);
-    for (let p = 0; p + 48 <= got; p++) {
-      if (buf[p + 4] !== 1) continue;
-      const check = checkBatch(buf, p, got, batchBytesMax);
-      if (check.kind === 'ok' && check.logOffset > previousLogOffset) return true;
-    }
-    return false;
+    buf = Buffer.allocUnsafe(tailBytes);
+    got = await handle.read(buf, 0, tailBytes, fromPosition);
   } finally {
     await handle.close();
   }
+  // Valid batches after the damage, in order: the first one's start and the last one's end.
+  let firstStart = -1;
+  let lastEnd = -1;
+  let batchesAfter = 0;
+  let previous = previousLogOffset;
+  for (let p = 1; p + 48 <= got;) {
+    if (buf[p + 4] === 1) {
+      const check = checkBatch(buf, p, got, limits.batchBytesMax);
+      if (check.kind === 'ok' && check.logOffset > previous) {
+        if (firstStart < 0) firstStart = p;
+        lastEnd = p + check.sizeBytes;
+        previous = check.logOffset;
+        batchesAfter++;
+        p += check.sizeBytes;
+        continue;
+      }
+    }
+    p++;
+  }
+  if (batchesAfter === 0) return { kind: 'torn' };
+  const withinOneRound = lastEnd <= limits.flushBytesMax + limits.batchBytesMax;
+  return withinOneRound && hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter };
+}
+
+/**
+ * True when the damaged stretch `buf[0, end)` (file position `filePosition` at buf[0]) meets an
+ * aligned sector in a part that is all zeros and starts the stretch, holds the magic byte, or is long
+ * enough (TailDamage).
+ */
+function hasLostSector(buf: Buffer, filePosition: number, end: number): boolean {
+  // Buffer index of the first sector boundary at or before buf[0].
+  for (let sector = -(filePosition % SECTOR_BYTES); sector < end; sector += SECTOR_BYTES) {
+    const from = Math.max(0, sector);
+    const to = Math.min(end, sector + SECTOR_BYTES);
+    if (to - from < LOST_SECTOR_BYTES_MIN && from !== 0 && !(from <= MAGIC_AT && MAGIC_AT < to)) continue;
+    let zero = true;
+    for (let i = from; i < to; i++) {
+      if (buf[i] !== 0) {
+        zero = false;
+        break;
+      }
+    }
+    if (zero) return true;
+  }
+  return false;
 }

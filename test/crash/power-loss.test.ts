@@ -1,0 +1,131 @@
+/**
+ * Power loss: unlike SIGKILL (the page cache survives), a power loss keeps only what reached the
+ * disk. Acknowledged batches were fdatasynced; the last write round was not, and the disk may have
+ * kept any subset of its sectors: on the preallocated zeros, a lost sector reads as zeros, so the
+ * round can come back with a hole followed by intact batches. Recovery must open such a log, keep
+ * every acknowledged batch and every intact batch before the first hole, and drop the rest of the
+ * round; damage that is not a lost sector must still be refused as corruption.
+ *
+ * The disk images are built from real log files: a log appends and acknowledges batches, then the
+ * bytes of one more round are laid over a copy of its segment sector by sector, each sector kept or
+ * lost at random. POWER_LOSS_ROUNDS (default 60) images per run; POWER_LOSS_SEED replays one run.
+ */
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadChecksum, sealBatch } from '../../src/codec/index.js';
+import { isOffsetStoreError } from '../../src/errors/index.js';
+import { Log } from '../../src/log/index.js';
+import { logOptions, readAll, testBatch } from '../support/log-fixtures.js';
+import { seedFrom, seededRandom } from '../support/seeded-random.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const ROUNDS = Number(process.env.POWER_LOSS_ROUNDS ?? 60);
+const SECTOR = 512;
+const SEGMENT_BYTES_MAX = 1 << 20;
+
+beforeAll(() => loadChecksum());
+
+/** A log with `count` acknowledged batches, left open (so its preallocated zeros stay); its segment's bytes. */
+async function ackedLog(random: () => number, count: number): Promise<{ acked: Buffer[]; segment: Buffer; name: string; log: Log }> {
+  const dir = tempDir();
+  const { log } = await Log.open(logOptions(dir, { segmentBytesMax: SEGMENT_BYTES_MAX }));
+  const acked: Buffer[] = [];
+  for (let n = 0; n < count; n++) {
+    const batch = testBatch(n, 1 + Math.floor(random() * 60));
+    expect(await log.append(batch)).toBe(n);
+    acked.push(batch);
+  }
+  const name = readdirSync(dir).find((f) => f.endsWith('.log'))!;
+  return { acked, segment: readFileSync(path.join(dir, name)), name, log };
+}
+
+/** The batches of the round that follows `acked`, sealed with their log offsets. */
+function roundBatches(random: () => number, firstOffset: number): Buffer[] {
+  return Array.from({ length: 2 + Math.floor(random() * 6) }, (_, i) => {
+    const batch = testBatch(firstOffset + i, 1 + Math.floor(random() * 40));
+    sealBatch(batch, firstOffset + i);
+    return batch;
+  });
+}
+
+/** Writes `image` as the only segment of a fresh log directory. */
+function logDirWith(name: string, image: Buffer): string {
+  const dir = tempDir();
+  writeFileSync(path.join(dir, name), image);
+  return dir;
+}
+
+describe('power loss during a write round', () => {
+  it('opens every image of a round that lost random sectors, with every acknowledged batch and the intact batches before the first hole', async () => {
+    const seed = seedFrom('POWER_LOSS_SEED');
+    const random = seededRandom(seed);
+    let holesFollowedByBatches = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const context = `seed ${seed} (POWER_LOSS_SEED=${seed}), image ${round}`;
+      const { acked, segment, name, log } = await ackedLog(random, 1 + Math.floor(random() * 6));
+      await log.close();
+      const ackedEnd = acked.reduce((sum, b) => sum + b.length, 0);
+      const batches = roundBatches(random, acked.length);
+      const roundBytes = Buffer.concat(batches);
+      // The disk after the power loss: the durable prefix and preallocated zeros, with each sector of
+      // the round either written or lost (zeros; past the old end of the file, too).
+      const image = Buffer.alloc(Math.max(segment.length, ackedEnd + roundBytes.length));
+      segment.copy(image, 0, 0, ackedEnd);
+      const lossRate = random() < 0.3 ? 0.1 : 0.5;
+      for (let sector = Math.floor(ackedEnd / SECTOR) * SECTOR; sector < ackedEnd + roundBytes.length; sector += SECTOR) {
+        if (random() < lossRate) continue;
+        const from = Math.max(sector, ackedEnd);
+        const to = Math.min(sector + SECTOR, ackedEnd + roundBytes.length);
+        roundBytes.copy(image, from, from - ackedEnd, to - ackedEnd);
+      }
+      // Which round batches came through whole, and whether a hole is followed by a whole batch.
+      const intact: boolean[] = [];
+      let at = ackedEnd;
+      for (const batch of batches) {
+        intact.push(image.subarray(at, at + batch.length).equals(batch));
+        at += batch.length;
+      }
+      const kept = intact.indexOf(false) < 0 ? batches.length : intact.indexOf(false);
+      if (intact.slice(kept).some((whole) => whole)) holesFollowedByBatches++;
+
+      const recovered = await readAll(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).catch((error: unknown) => {
+        throw new Error(`${context}: the log did not open (intact batches of the round: ${intact.join(',')}): ${(error as Error).message}`);
+      });
+      expect(recovered.batches.map((b) => b.bytes), context).toEqual([...acked, ...batches.slice(0, kept)]);
+      // Reported as torn unless all that is left of the round reads as zeros (a clean zero tail).
+      const keptEnd = ackedEnd + batches.slice(0, kept).reduce((sum, b) => sum + b.length, 0);
+      const restIsZeros = image.subarray(keptEnd).every((byte) => byte === 0);
+      expect(recovered.report.tornTail === undefined, context).toBe(restIsZeros);
+      expect(await recovered.log.append(testBatch(99)), context).toBe(acked.length + kept);
+      await recovered.log.close();
+    }
+    // The images exercised the case that matters: a hole with whole batches after it.
+    expect(holesFollowedByBatches, `seed ${seed}`).toBeGreaterThan(ROUNDS / 10);
+  }, 30_000 + ROUNDS * 100);
+
+  it('still refuses damage that is not a lost sector (a flipped bit) when valid batches follow, and a hole followed by batches beyond one write round', async () => {
+    const random = seededRandom(7);
+    const { acked, segment, name, log } = await ackedLog(random, 3);
+    await log.close();
+    const ackedEnd = acked.reduce((sum, b) => sum + b.length, 0);
+    const batches = roundBatches(random, acked.length);
+    const image = Buffer.concat([segment.subarray(0, ackedEnd), ...batches]);
+    image[ackedEnd + 60]! ^= 0x04; // a flipped bit inside the first batch of the round
+    const flipped = await Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(() => undefined, (e: unknown) => e);
+    expect(isOffsetStoreError(flipped) && flipped.code === 'CORRUPT_MESSAGE', String(flipped)).toBe(true);
+    expect((flipped as Error).message).toContain(`at byte ${ackedEnd}`);
+
+    // A lost sector, but batches after it lie further away than one write round can reach.
+    const holed = Buffer.concat([segment.subarray(0, ackedEnd), ...batches]);
+    holed.fill(0, ackedEnd, (Math.floor(ackedEnd / SECTOR) + 1) * SECTOR); // the rest of the sector the round began in
+    const tinyRounds = { segmentBytesMax: SEGMENT_BYTES_MAX, flushBytesMax: 64, batchBytesMax: 1024 };
+    const far = await Log.open(logOptions(logDirWith(name, holed), tinyRounds)).then(() => undefined, (e: unknown) => e);
+    expect(isOffsetStoreError(far) && far.code === 'CORRUPT_MESSAGE', String(far)).toBe(true);
+    // The same image with real limits is a torn round.
+    const torn = await readAll(logOptions(logDirWith(name, holed), { segmentBytesMax: SEGMENT_BYTES_MAX }));
+    expect(torn.batches.map((b) => b.bytes)).toEqual(acked);
+    expect(torn.report.tornTail?.reason).toMatch(/write round cut short by a crash/);
+    await torn.log.close();
+  });
+});

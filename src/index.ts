@@ -3,14 +3,14 @@
  */
 export { OffsetStore } from './store.js';
 export type {
-  BucketRef, BucketStats, CommitOptions, CompactionOptions, CommittedOffset, FetchOptions, GroupDescription, GroupListing, GroupOptions,
+  BucketRef, BucketStats, CommitOptions, CompactOptions, CompactionOptions, CommittedOffset, FetchOptions, GroupDescription, GroupListing, GroupOptions,
   GroupState, OffsetCommit, OffsetStoreOptions, StoreStats,
 } from './store-options.js';
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOptions } from './kv/index.js';
 export { NodeFileSystem, type FileHandle, type FileSystem, type NodeFileSystemOptions, type OpenFlags } from './io/index.js';
-export type { BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
+export type { BucketCompactedListener, BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
 export {
   GroupMember, RangeAssignor, UniformAssignor, type Assignor, type HeartbeatRequest, type HeartbeatResponse, type MemberDescription,

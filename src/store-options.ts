@@ -4,7 +4,7 @@
  * RangeError); options that contradict the store on disk are checked when it is opened.
  */
 import * as path from 'node:path';
-import type { CompactionStrategy } from './compaction/index.js';
+import type { BucketCompactedListener, CompactionStrategy } from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
@@ -72,6 +72,12 @@ export interface OffsetStoreOptions {
   /** Resolve `open` only once every offsets-bucket has recovered (default true); with false, calls
    * on a bucket still recovering reject with COORDINATOR_LOAD_IN_PROGRESS. */
   awaitRecovery?: boolean;
+}
+
+/** Options of `compact()`. */
+export interface CompactOptions {
+  /** Hears of each offsets-bucket as its compaction finishes: its report, buckets finished, buckets in all. */
+  onBucketCompacted?: BucketCompactedListener;
 }
 
 /** Compaction options. */

@@ -23,7 +23,7 @@ import {
 import type { Timer } from './util/index.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
 import {
-  DEFAULTS, resolveOptions, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type FetchOptions,
+  DEFAULTS, resolveOptions, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
   type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
 } from './store-options.js';
 
@@ -122,10 +122,12 @@ export class OffsetStore {
   }
 
   /** Runs compaction on every offsets-bucket now (whatever its dirty ratio) and reports what it did. */
-  async compact(): Promise<CompactionReport> {
+  async compact(options?: CompactOptions): Promise<CompactionReport> {
     this.#checkOpen();
+    const onBucketCompacted = options?.onBucketCompacted;
+    if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function') throw new TypeError('onBucketCompacted must be a function');
     await this.#recovery;
-    return this.#compactor!.compactNow();
+    return this.#compactor!.compactNow(onBucketCompacted);
   }
 
   async #recoverAll(): Promise<void> {

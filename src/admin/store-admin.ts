@@ -242,9 +242,12 @@ export class StoreAdmin {
     return { groupId, offsetsDeleted: offsets.length };
   }
 
-  /** Compacts every offsets-bucket now with the strategy the admin was opened with. */
-  async compact(): Promise<CompactionReport> {
-    const report = await this.store.compact();
+  /**
+   * Compacts every offsets-bucket now with the strategy the admin was opened with; `onProgress` hears
+   * of each bucket as it finishes (buckets finished, buckets in all).
+   */
+  async compact(onProgress?: (finished: number, total: number) => void): Promise<CompactionReport> {
+    const report = await this.store.compact(onProgress === undefined ? undefined : { onBucketCompacted: (_bucket, finished, total) => onProgress(finished, total) });
     return {
       strategy: report.strategy,
       buckets: report.buckets.map((b) => ({

@@ -53,6 +53,9 @@ export interface CompactorOptions {
   onError: (error: unknown, bucket: number) => void;
 }
 
+/** Hears of each offsets-bucket compacted by `compactNow`: its report, buckets finished so far, buckets in all. */
+export type BucketCompactedListener = (bucket: BucketCompaction, finished: number, total: number) => void;
+
 /** What compaction did to one offsets-bucket. */
 export interface BucketCompaction {
   bucket: number;
@@ -117,11 +120,14 @@ export class Compactor {
     return garbageRatio >= this.#options.minDirtyRatio;
   }
 
-  /** Compacts every offsets-bucket now, whatever its ratio, and reports. */
-  async compactNow(): Promise<CompactionReport> {
+  /**
+   * Compacts every offsets-bucket now, whatever its ratio, and reports; `onBucketCompacted` hears of
+   * each bucket as it finishes, with how many have finished out of how many.
+   */
+  async compactNow(onBucketCompacted?: BucketCompactedListener): Promise<CompactionReport> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'compaction is closed');
     const startedMs = performance.now();
-    const buckets = await this.#runAll(this.#targets);
+    const buckets = await this.#runAll(this.#targets, onBucketCompacted);
     const report: CompactionReport = { strategy: this.#options.strategy, buckets, bytesBefore: 0, bytesAfter: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0 };
     for (const b of buckets) {
       report.bytesBefore += b.bytesBefore;
@@ -134,16 +140,18 @@ export class Compactor {
   }
 
   /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
-  async #runAll(targets: CompactionTarget[]): Promise<BucketCompaction[]> {
+  async #runAll(targets: CompactionTarget[], onBucketCompacted?: BucketCompactedListener): Promise<BucketCompaction[]> {
     const results: BucketCompaction[] = new Array(targets.length);
     const errors: unknown[] = [];
     let next = 0;
+    let finished = 0;
     const lane = async (): Promise<void> => {
       while (next < targets.length && !this.#closed) {
         const i = next++;
         const target = targets[i]!;
         try {
           results[i] = await this.#runOne(target);
+          onBucketCompacted?.(results[i]!, ++finished, targets.length);
         } catch (error) {
           if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);

@@ -27,7 +27,13 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
       await applyHistory(store, history.slice(0, split));
       await store.compact();
       await applyHistory(store, history.slice(split));
-      const report = await store.compact();
+      const heard: [number, number, number][] = [];
+      const report = await store.compact({ onBucketCompacted: (bucket, finished, total) => heard.push([bucket.bucket, finished, total]) });
+      // Each bucket is reported once, as it finishes, with the running count.
+      expect(heard.map(([, finished]) => finished), context).toEqual(report.buckets.map((_, i) => i + 1));
+      expect(heard.map(([bucket]) => bucket).sort((a, b) => a - b), context).toEqual(report.buckets.map((b) => b.bucket).sort((a, b) => a - b));
+      expect(heard.every(([, , total]) => total === report.buckets.length), context).toBe(true);
+      await expect(store.compact({ onBucketCompacted: 'not a function' as never })).rejects.toThrow(TypeError);
       expect(await stateOf(store), context).toEqual(modelOf(history));
       await store.close();
       store = await OffsetStore.open(compactionOptions(dir, strategy));

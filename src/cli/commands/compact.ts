@@ -1,6 +1,6 @@
 /**
  * `offset-store compact`: runs compaction on every offsets-bucket now and prints what it did. On a
- * terminal a spinner shows the elapsed time and the log size as buckets are swapped.
+ * terminal a spinner shows the buckets done, the elapsed time and the log size as buckets are swapped.
  */
 import { StoreAdmin } from '../../admin/index.js';
 import type { CompactionReport, CompactionStrategy } from '../../index.js';
@@ -38,13 +38,16 @@ export const compact: Command = {
     const report = await withAdmin(context, async (admin) => {
       const progress = new Progress(output);
       const before = (await admin.stats()).totals.logBytes;
-      const label = `compacting with ${strategy}`;
-      progress.spin(`${label}  ${formatBytes(before)}`);
+      let buckets = '';
+      const label = (): string => `compacting with ${strategy}${buckets}`;
+      progress.spin(`${label()}  ${formatBytes(before)}`);
       const poll = setInterval(() => {
-        admin.stats().then((s) => progress.spin(`${label}  ${formatDuration(progress.elapsedMs)}  log ${formatBytes(before)} -> ${formatBytes(s.totals.logBytes)}`), () => {});
+        admin.stats().then((s) => progress.spin(`${label()}  ${formatDuration(progress.elapsedMs)}  log ${formatBytes(before)} -> ${formatBytes(s.totals.logBytes)}`), () => {});
       }, STATS_POLL_MS);
       try {
-        return await admin.compact();
+        return await admin.compact((finished, total) => {
+          buckets = `  ${finished}/${total} buckets`;
+        });
       } finally {
         clearInterval(poll);
         progress.stop();

@@ -205,6 +205,14 @@ export class Log {
     }
     nextOffset = Math.max(nextOffset, segments.at(-1)!.baseOffset);
     const active = await fs.open(segments.at(-1)!.path, 'r+');
+    // What a crashed process wrote but never synced may still be only in the page cache: sync it now,
+    // so that after a later power loss only the round in flight then can be damaged (TailDamage).
+    try {
+      await active.datasync();
+    } catch (error) {
+      await active.close();
+      throw error;
+    }
     return { log: new Log(options, segments, active, lastFileBytes, nextOffset), report };
   }
 

@@ -144,72 +144,104 @@ async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch
  * - 'torn': no valid batch (with a log offset above `previousLogOffset`) starts after it: a write cut
  *   short at the end of the log;
  * - 'torn-round': valid batches follow, but part of the damaged stretch is a lost sector, and every
- *   batch after it ends within one flush round (`flushBytesMax` plus one batch) of the damage. That
- *   is what a power loss leaves when the disk kept some sectors of the last, unsynced write round and
- *   not others: a lost sector reads as the zeros preallocated there (or as nothing past the old end).
- *   Earlier rounds were fdatasynced before the next began, so only that round, which nobody was told
- *   about, can be damaged this way. A lost sector is an aligned 512-byte sector whose part inside the
- *   damaged stretch is all zeros and starts the stretch, or holds the damaged batch's magic byte
- *   (never 0 in a batch), or is at least 16 bytes long: a flipped bit does not make those (short of
- *   coincidences as unlikely as bit rot that looks like a torn tail, which 3.3 already truncates);
+ *   batch after it ends within reach of the damage: one flush round (`flushBytesMax` or one batch,
+ *   whichever is larger) with durability 'fsync', the whole tail with 'os'. That is what a power loss
+ *   leaves when the disk kept some sectors of the last, unsynced write round and not others: a lost
+ *   sector reads as the zeros preallocated there (or as nothing past the old end). With 'fsync',
+ *   earlier rounds were fdatasynced before the next began (and `Log.open` fdatasyncs what it found),
+ *   so only that round, which nobody was told about, can be damaged this way. A lost sector is an
+ *   aligned 512-byte sector whose part inside the damaged stretch is all zeros and either starts the
+ *   stretch and covers the damaged batch's magic byte (never 0 in a batch), or does not start it and
+ *   is at least 508 bytes long (shorter, it would have zeroed the magic byte of the valid batch after
+ *   it). A flipped bit makes neither; what still could is a batch whose own bytes hold a whole
+ *   aligned sector of zeros (e.g. metadata of NUL characters) that bit rot damages elsewhere, with
+ *   valid batches following within reach;
  * - 'corrupt': anything else, such as a damaged batch followed by valid ones further away, or damage
- *   without a zero sector. The store refuses to open rather than drop acknowledged data.
+ *   without a lost sector. The store refuses to open rather than drop acknowledged data. This is also
+ *   the answer, on the safe side, for a round that began in the last 1-4 bytes of a lost sector.
+ *
+ * Cost: candidates are checked cheaply (magic, length, log offset in range) before their checksum,
+ * and at most HASHED_BYTES_MAX bytes are checksummed; past that the answer is 'corrupt'.
  */
 export type TailDamage = { kind: 'torn' } | { kind: 'torn-round'; batchesAfter: number } | { kind: 'corrupt'; batchesAfter: number };
 
 const SECTOR_BYTES = 512;
-const LOST_SECTOR_BYTES_MIN = 16;
 const MAGIC_AT = 4;
+/** A lost sector's part that does not start the damaged stretch is at least this long (see TailDamage). */
+const LOST_SECTOR_PART_BYTES_MIN = SECTOR_BYTES - MAGIC_AT;
+const HASHED_BYTES_MAX = 256 * 1024 * 1024;
+const BATCH_HEADER_BYTES_MIN = 48;
 
 /** Classifies damage at `fromPosition` of a last segment; see TailDamage. Reads only. */
-export async function classifyTailDamage(fs: FileSystem, path: string, fromPosition: number, previousLogOffset: number, limits: { batchBytesMax: number; flushBytesMax: number }): Promise<TailDamage> {
+export async function classifyTailDamage(
+  fs: FileSystem, path: string, fromPosition: number, previousLogOffset: number,
+  limits: { batchBytesMax: number; flushBytesMax: number; durability?: 'fsync' | 'os' },
+): Promise<TailDamage> {
   const fileBytes = (await fs.sizeBytes(path)) ?? 0;
   const tailBytes = fileBytes - fromPosition;
-  if (tailBytes <= 48) return { kind: 'torn' };
+  if (tailBytes <= BATCH_HEADER_BYTES_MIN) return { kind: 'torn' };
   const handle = await fs.open(path, 'r');
-  let buf: Buffer;
-  let got: number;
+  const buf = Buffer.allocUnsafe(tailBytes);
+  let got = 0;
   try {
-    buf = Buffer.allocUnsafe(tailBytes);
-    got = await handle.read(buf, 0, tailBytes, fromPosition);
+    while (got < tailBytes) {
+      const n = await handle.read(buf, got, tailBytes - got, fromPosition + got);
+      if (n === 0) break;
+      got += n;
+    }
   } finally {
     await handle.close();
   }
-  // Valid batches after the damage, in order: the first one's start and the last one's end.
+  const reach = limits.durability === 'os' ? Number.POSITIVE_INFINITY : Math.max(limits.flushBytesMax, limits.batchBytesMax);
+  // At most one batch per 48 bytes follows: a log offset beyond that cannot be the next batch's.
+  const logOffsetMax = previousLogOffset + Math.ceil(got / BATCH_HEADER_BYTES_MIN) + 1;
   let firstStart = -1;
-  let lastEnd = -1;
   let batchesAfter = 0;
   let previous = previousLogOffset;
-  for (let p = 1; p + 48 <= got;) {
-    if (buf[p + 4] === 1) {
-      const check = checkBatch(buf, p, got, limits.batchBytesMax);
-      if (check.kind === 'ok' && check.logOffset > previous) {
-        if (firstStart < 0) firstStart = p;
-        lastEnd = p + check.sizeBytes;
-        previous = check.logOffset;
-        batchesAfter++;
-        p += check.sizeBytes;
-        continue;
+  let hashedBytes = 0;
+  for (let p = 1; p + BATCH_HEADER_BYTES_MIN <= got;) {
+    if (buf[p + MAGIC_AT] === 1) {
+      const sizeBytes = buf.readUInt32LE(p) + 4;
+      const logOffset = sizeBytes >= BATCH_HEADER_BYTES_MIN && p + sizeBytes <= got ? readLogOffset(buf, p) : -1;
+      if (logOffset > previous && logOffset <= logOffsetMax) {
+        hashedBytes += sizeBytes;
+        if (hashedBytes > HASHED_BYTES_MAX) return { kind: 'corrupt', batchesAfter };
+        const check = checkBatch(buf, p, got, limits.batchBytesMax);
+        if (check.kind === 'ok') {
+          if (firstStart < 0) firstStart = p;
+          batchesAfter++;
+          // A valid batch beyond reach: not the damaged round's.
+          if (p + check.sizeBytes > reach) return { kind: 'corrupt', batchesAfter };
+          previous = check.logOffset;
+          p += check.sizeBytes;
+          continue;
+        }
       }
     }
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
-  const withinOneRound = lastEnd <= limits.flushBytesMax + limits.batchBytesMax;
-  return withinOneRound && hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter };
+  return hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter };
+}
+
+/** The log offset field of a candidate batch at `buf[p]`, or -1 when it is not a safe integer >= 0. */
+function readLogOffset(buf: Buffer, p: number): number {
+  const high = buf.readInt32LE(p + 13);
+  if (high < 0 || high > 0x1fffff) return -1;
+  return high * 4294967296 + buf.readUInt32LE(p + 9);
 }
 
 /**
  * True when the damaged stretch `buf[0, end)` (file position `filePosition` at buf[0]) meets an
- * aligned sector in a part that is all zeros and starts the stretch, holds the magic byte, or is long
- * enough (TailDamage).
+ * aligned sector in a part that is all zeros and is a lost sector's (TailDamage).
  */
 function hasLostSector(buf: Buffer, filePosition: number, end: number): boolean {
   // Buffer index of the first sector boundary at or before buf[0].
   for (let sector = -(filePosition % SECTOR_BYTES); sector < end; sector += SECTOR_BYTES) {
     const from = Math.max(0, sector);
     const to = Math.min(end, sector + SECTOR_BYTES);
-    if (to - from < LOST_SECTOR_BYTES_MIN && from !== 0 && !(from <= MAGIC_AT && MAGIC_AT < to)) continue;
+    const startsStretch = from === 0;
+    if (startsStretch ? to <= MAGIC_AT : to - from < LOST_SECTOR_PART_BYTES_MIN) continue;
     let zero = true;
     for (let i = from; i < to; i++) {
       if (buf[i] !== 0) {

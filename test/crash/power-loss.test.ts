@@ -13,7 +13,7 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadChecksum, sealBatch } from '../../src/codec/index.js';
+import { buildOffsetBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import { Log } from '../../src/log/index.js';
 import { logOptions, readAll, testBatch } from '../support/log-fixtures.js';
@@ -23,6 +23,7 @@ import { tempDir } from '../support/temp-dir.js';
 const ROUNDS = Number(process.env.POWER_LOSS_ROUNDS ?? 60);
 const SECTOR = 512;
 const SEGMENT_BYTES_MAX = 1 << 20;
+const T0 = 1_700_000_000_000;
 
 beforeAll(() => loadChecksum());
 
@@ -61,6 +62,7 @@ describe('power loss during a write round', () => {
     const seed = seedFrom('POWER_LOSS_SEED');
     const random = seededRandom(seed);
     let holesFollowedByBatches = 0;
+    let refusedOnTheSafeSide = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const context = `seed ${seed} (POWER_LOSS_SEED=${seed}), image ${round}`;
       const { acked, segment, name, log } = await ackedLog(random, 1 + Math.floor(random() * 6));
@@ -73,8 +75,12 @@ describe('power loss during a write round', () => {
       const image = Buffer.alloc(Math.max(segment.length, ackedEnd + roundBytes.length));
       segment.copy(image, 0, 0, ackedEnd);
       const lossRate = random() < 0.3 ? 0.1 : 0.5;
+      const lost = new Set<number>();
       for (let sector = Math.floor(ackedEnd / SECTOR) * SECTOR; sector < ackedEnd + roundBytes.length; sector += SECTOR) {
-        if (random() < lossRate) continue;
+        if (random() < lossRate) {
+          lost.add(sector / SECTOR);
+          continue;
+        }
         const from = Math.max(sector, ackedEnd);
         const to = Math.min(sector + SECTOR, ackedEnd + roundBytes.length);
         roundBytes.copy(image, from, from - ackedEnd, to - ackedEnd);
@@ -89,12 +95,20 @@ describe('power loss during a write round', () => {
       const kept = intact.indexOf(false) < 0 ? batches.length : intact.indexOf(false);
       if (intact.slice(kept).some((whole) => whole)) holesFollowedByBatches++;
 
-      const recovered = await readAll(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).catch((error: unknown) => {
-        throw new Error(`${context}: the log did not open (intact batches of the round: ${intact.join(',')}): ${(error as Error).message}`);
-      });
+      const keptEnd = ackedEnd + batches.slice(0, kept).reduce((sum, b) => sum + b.length, 0);
+      let recovered: Awaited<ReturnType<typeof readAll>>;
+      try {
+        recovered = await readAll(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }));
+      } catch (error) {
+        // The one refusal allowed, on the safe side: the first damaged batch begins in the last 1-4
+        // bytes of a lost sector, where its zeros cannot be told from a flipped bit of its length.
+        const safeSide = isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE' && keptEnd % SECTOR >= SECTOR - 4 && lost.has(Math.floor(keptEnd / SECTOR));
+        if (!safeSide) throw new Error(`${context}: the log did not open (intact batches of the round: ${intact.join(',')}): ${(error as Error).message}`);
+        refusedOnTheSafeSide++;
+        continue;
+      }
       expect(recovered.batches.map((b) => b.bytes), context).toEqual([...acked, ...batches.slice(0, kept)]);
       // Reported as torn unless all that is left of the round reads as zeros (a clean zero tail).
-      const keptEnd = ackedEnd + batches.slice(0, kept).reduce((sum, b) => sum + b.length, 0);
       const restIsZeros = image.subarray(keptEnd).every((byte) => byte === 0);
       expect(recovered.report.tornTail === undefined, context).toBe(restIsZeros);
       expect(await recovered.log.append(testBatch(99)), context).toBe(acked.length + kept);
@@ -102,7 +116,40 @@ describe('power loss during a write round', () => {
     }
     // The images exercised the case that matters: a hole with whole batches after it.
     expect(holesFollowedByBatches, `seed ${seed}`).toBeGreaterThan(ROUNDS / 10);
+    expect(refusedOnTheSafeSide, `seed ${seed}`).toBeLessThanOrEqual(Math.max(1, ROUNDS / 20));
   }, 30_000 + ROUNDS * 100);
+
+  it('refuses a flipped bit in acknowledged batches whose own bytes hold zeros at a sector boundary', async () => {
+    // A batch whose length field's low byte is 0, starting in the last byte of a sector; and a batch
+    // ending in the zeros of a tombstone just past a sector boundary. A flipped bit elsewhere in
+    // either, with acknowledged batches after it, is corruption, not a lost sector.
+    const meta = (n: number, chars: number): Buffer => buildOffsetBatch('group-1', [{ tableId: 7, partitionId: null, bucketId: 3, offset: n, leaderEpoch: 2, metadata: 'x'.repeat(chars) }], T0);
+    const tombstoneEnded = (chars: number): Buffer => buildOffsetBatch('g', [
+      { tableId: 1, partitionId: 0, bucketId: 0, offset: 1, leaderEpoch: 0, metadata: 'y'.repeat(chars) },
+      { tableId: 1, partitionId: 0, bucketId: 0, offset: 0, leaderEpoch: 0, metadata: '', tombstone: true },
+    ], T0);
+    let lowByteZero = 0;
+    while ((meta(0, lowByteZero).length - 4) % 256 !== 0) lowByteZero++;
+    let padTo511 = 0;
+    while (meta(0, padTo511).length % SECTOR !== SECTOR - 1) padTo511++;
+    const pre = meta(0, 10);
+    const cases: { batches: Buffer[]; victim: number; flipAt: number }[] = [
+      { batches: [meta(0, padTo511), meta(1, lowByteZero), meta(2, 5), meta(3, 6)], victim: 1, flipAt: 100 },
+      { batches: [pre, tombstoneEnded(SECTOR + 17 - pre.length - tombstoneEnded(0).length), meta(2, 1), meta(3, 2)], victim: 1, flipAt: 80 },
+    ];
+    for (const { batches, victim, flipAt } of cases) {
+      const dir = tempDir();
+      const { log } = await Log.open(logOptions(dir, { segmentBytesMax: SEGMENT_BYTES_MAX }));
+      for (const [n, batch] of batches.entries()) expect(await log.append(batch)).toBe(n);
+      await log.close();
+      const name = readdirSync(dir).find((f) => f.endsWith('.log'))!;
+      const image = readFileSync(path.join(dir, name));
+      const victimAt = batches.slice(0, victim).reduce((sum, b) => sum + b.length, 0);
+      image[victimAt + flipAt]! ^= 0x10;
+      const error = await Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(() => undefined, (e: unknown) => e);
+      expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', `victim at ${victimAt}: ${String(error)}`).toBe(true);
+    }
+  });
 
   it('still refuses damage that is not a lost sector (a flipped bit) when valid batches follow, and a hole followed by batches beyond one write round', async () => {
     const random = seededRandom(7);

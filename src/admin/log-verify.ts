@@ -170,7 +170,7 @@ async function verifySegment(fs: FileSystem, bucket: number, file: SegmentFile, 
   if (scan.damage !== undefined) {
     const { position, reason } = scan.damage;
     const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
-    const damage = isLast ? await classifyTailDamage(fs, file.path, position, lastValid, LOG_DEFAULTS) : undefined;
+    const damage = isLast ? await classifyTailDamage(fs, file.path, scan.fileBytes, position, lastValid, LOG_DEFAULTS) : undefined;
     const truncated = `the next open truncates ${scan.fileBytes - position} bytes`;
     problems.push({
       kind: damage !== undefined && damage.kind !== 'corrupt' ? 'torn-tail' : 'corrupt', bucket, file: file.path, position, bytesAfter: scan.fileBytes - position,

@@ -1,7 +1,7 @@
 export { loadChecksum, xxh32 } from './checksum.js';
 export { DecodeError } from './binary.js';
 export {
-  BATCH_HEADER_BYTES, BATCH_MAGIC, LENGTH_FIELD_BYTES, checkBatch, forEachRawRecord, readBatchHeader, readBatchLogOffset,
+  BATCH_HEADER_BYTES, BATCH_MAGIC, BATCH_MAGIC_POSITION, LENGTH_FIELD_BYTES, checkBatch, forEachRawRecord, peekBatchLogOffset, readBatchHeader, readBatchLogOffset,
   sealBatch, writeBatchHeader, type BatchCheck, type BatchHeader, type RawRecord,
 } from './record-batch.js';
 export {

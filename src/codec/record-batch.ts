@@ -35,7 +35,8 @@ export const BATCH_HEADER_BYTES = 48;
 /** The only batch format version this store writes and reads. */
 export const BATCH_MAGIC = 1;
 
-const MAGIC_POSITION = 4;
+/** Position of the magic byte in a batch (never 0 in a batch). */
+export const BATCH_MAGIC_POSITION = 4;
 const CHECKSUM_POSITION = 5;
 const CHECKSUMMED_FROM = 9;
 const LOG_OFFSET_POSITION = 9;
@@ -58,7 +59,7 @@ export interface BatchHeader {
 /** Writes the header of a batch of `sizeBytes` total bytes into `buf[0, 48)`; logOffset stays 0. */
 export function writeBatchHeader(buf: Buffer, sizeBytes: number, commitTimestampMs: number, recordCount: number, coordinatorEpoch = 0): void {
   buf.writeUInt32LE(sizeBytes - LENGTH_FIELD_BYTES, 0);
-  buf[MAGIC_POSITION] = BATCH_MAGIC;
+  buf[BATCH_MAGIC_POSITION] = BATCH_MAGIC;
   buf.writeUInt32LE(0, CHECKSUM_POSITION);
   writeInt64(buf, 0, LOG_OFFSET_POSITION);
   writeInt64(buf, commitTimestampMs, TIMESTAMP_POSITION);
@@ -95,7 +96,7 @@ export function checkBatch(buf: Buffer, position: number, end: number, batchByte
   if (sizeBytes < BATCH_HEADER_BYTES) return { kind: 'invalid', reason: `batch length ${sizeBytes} below the header size` };
   if (sizeBytes > batchBytesMax) return { kind: 'invalid', reason: `batch length ${sizeBytes} above the limit ${batchBytesMax}` };
   if (end - position < sizeBytes) return { kind: 'incomplete', reason: `batch of ${sizeBytes} bytes truncated to ${end - position}` };
-  if (buf[position + MAGIC_POSITION] !== BATCH_MAGIC) return { kind: 'invalid', reason: `unknown magic ${buf[position + MAGIC_POSITION]}` };
+  if (buf[position + BATCH_MAGIC_POSITION] !== BATCH_MAGIC) return { kind: 'invalid', reason: `unknown magic ${buf[position + BATCH_MAGIC_POSITION]}` };
   const stored = buf.readUInt32LE(position + CHECKSUM_POSITION);
   const actual = xxh32(buf, position + CHECKSUMMED_FROM, position + sizeBytes);
   if (stored !== actual) return { kind: 'invalid', reason: `checksum mismatch (stored ${stored}, computed ${actual})` };
@@ -117,6 +118,20 @@ export function readBatchHeader(buf: Buffer, position = 0): BatchHeader {
     coordinatorEpoch: buf.readInt32LE(position + COORDINATOR_EPOCH_POSITION),
     recordCount: buf.readInt32LE(position + RECORD_COUNT_POSITION),
   };
+}
+
+/**
+ * The log offset a possible batch at `buf[position]` claims, read without its checksum (a cheap
+ * filter before `checkBatch`): -1 unless the magic is right, its length lies in
+ * [BATCH_HEADER_BYTES, end - position] and its log offset is a safe integer >= 0.
+ */
+export function peekBatchLogOffset(buf: Buffer, position: number, end: number): number {
+  if (end - position < BATCH_HEADER_BYTES || buf[position + BATCH_MAGIC_POSITION] !== BATCH_MAGIC) return -1;
+  const sizeBytes = buf.readUInt32LE(position) + LENGTH_FIELD_BYTES;
+  if (sizeBytes < BATCH_HEADER_BYTES || sizeBytes > end - position) return -1;
+  const high = buf.readInt32LE(position + LOG_OFFSET_POSITION + 4);
+  if (high < 0 || high > 0x1fffff) return -1;
+  return high * 4294967296 + buf.readUInt32LE(position + LOG_OFFSET_POSITION);
 }
 
 /** Reads the log offset of a batch that `checkBatch` accepted. */

@@ -179,7 +179,7 @@ export class Log {
         const { position, reason } = scan.damage;
         const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
         if (!isLast) throw corrupt(segment.path, position, reason);
-        const damage = await classifyTailDamage(fs, segment.path, position, lastValid, options);
+        const damage = await classifyTailDamage(fs, segment.path, scan.fileBytes, position, lastValid, options);
         if (damage.kind === 'corrupt') throw corrupt(segment.path, position, `${reason}; ${damage.batchesAfter} valid batch(es) follow`);
         await truncateFile(fs, segment.path, scan.validBytes);
         lastFileBytes = scan.validBytes;

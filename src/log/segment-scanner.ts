@@ -13,7 +13,7 @@
  * with a zero length. Whether a zero tail is allowed (only in the active segment) is the caller's
  * decision, like damage.
  */
-import { checkBatch } from '../codec/index.js';
+import { BATCH_HEADER_BYTES, BATCH_MAGIC_POSITION, LENGTH_FIELD_BYTES, checkBatch, peekBatchLogOffset } from '../codec/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 
 /** Where and why a segment stops being valid. */
@@ -128,12 +128,18 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
 
 const FILE_SHRANK = 'file shrank during the scan';
 
+/** True when `buf[from, to)` holds only zero bytes. */
+function isZero(buf: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (buf[i] !== 0) return false;
+  return true;
+}
+
 /** True when every byte of the file in [from, end) is zero; reads through `scratch` chunk by chunk. */
 async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch: Buffer): Promise<boolean> {
   for (let at = from; at < end;) {
     const got = await handle.read(scratch, 0, Math.min(scratch.length, end - at), at);
     if (got === 0) return false;
-    for (let i = 0; i < got; i++) if (scratch[i] !== 0) return false;
+    if (!isZero(scratch, 0, got)) return false;
     at += got;
   }
   return true;
@@ -166,20 +172,20 @@ async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch
 export type TailDamage = { kind: 'torn' } | { kind: 'torn-round'; batchesAfter: number } | { kind: 'corrupt'; batchesAfter: number };
 
 const SECTOR_BYTES = 512;
-const MAGIC_AT = 4;
 /** A lost sector's part that does not start the damaged stretch is at least this long (see TailDamage). */
-const LOST_SECTOR_PART_BYTES_MIN = SECTOR_BYTES - MAGIC_AT;
+const LOST_SECTOR_PART_BYTES_MIN = SECTOR_BYTES - BATCH_MAGIC_POSITION;
 const HASHED_BYTES_MAX = 256 * 1024 * 1024;
-const BATCH_HEADER_BYTES_MIN = 48;
 
-/** Classifies damage at `fromPosition` of a last segment; see TailDamage. Reads only. */
+/**
+ * Classifies damage at `fromPosition` of a last segment of `fileBytes` bytes (the size its scan saw,
+ * `SegmentScan.fileBytes`); see TailDamage. Reads only.
+ */
 export async function classifyTailDamage(
-  fs: FileSystem, path: string, fromPosition: number, previousLogOffset: number,
+  fs: FileSystem, path: string, fileBytes: number, fromPosition: number, previousLogOffset: number,
   limits: { batchBytesMax: number; flushBytesMax: number; durability?: 'fsync' | 'os' },
 ): Promise<TailDamage> {
-  const fileBytes = (await fs.sizeBytes(path)) ?? 0;
   const tailBytes = fileBytes - fromPosition;
-  if (tailBytes <= BATCH_HEADER_BYTES_MIN) return { kind: 'torn' };
+  if (tailBytes <= BATCH_HEADER_BYTES) return { kind: 'torn' };
   const handle = await fs.open(path, 'r');
   const buf = Buffer.allocUnsafe(tailBytes);
   let got = 0;
@@ -194,41 +200,31 @@ export async function classifyTailDamage(
   }
   const reach = limits.durability === 'os' ? Number.POSITIVE_INFINITY : Math.max(limits.flushBytesMax, limits.batchBytesMax);
   // At most one batch per 48 bytes follows: a log offset beyond that cannot be the next batch's.
-  const logOffsetMax = previousLogOffset + Math.ceil(got / BATCH_HEADER_BYTES_MIN) + 1;
+  const logOffsetMax = previousLogOffset + Math.ceil(got / BATCH_HEADER_BYTES) + 1;
   let firstStart = -1;
   let batchesAfter = 0;
   let previous = previousLogOffset;
   let hashedBytes = 0;
-  for (let p = 1; p + BATCH_HEADER_BYTES_MIN <= got;) {
-    if (buf[p + MAGIC_AT] === 1) {
-      const sizeBytes = buf.readUInt32LE(p) + 4;
-      const logOffset = sizeBytes >= BATCH_HEADER_BYTES_MIN && p + sizeBytes <= got ? readLogOffset(buf, p) : -1;
-      if (logOffset > previous && logOffset <= logOffsetMax) {
-        hashedBytes += sizeBytes;
-        if (hashedBytes > HASHED_BYTES_MAX) return { kind: 'corrupt', batchesAfter };
-        const check = checkBatch(buf, p, got, limits.batchBytesMax);
-        if (check.kind === 'ok') {
-          if (firstStart < 0) firstStart = p;
-          batchesAfter++;
-          // A valid batch beyond reach: not the damaged round's.
-          if (p + check.sizeBytes > reach) return { kind: 'corrupt', batchesAfter };
-          previous = check.logOffset;
-          p += check.sizeBytes;
-          continue;
-        }
+  for (let p = 1; p + BATCH_HEADER_BYTES <= got;) {
+    const logOffset = peekBatchLogOffset(buf, p, got);
+    if (logOffset > previous && logOffset <= logOffsetMax) {
+      hashedBytes += buf.readUInt32LE(p) + LENGTH_FIELD_BYTES;
+      if (hashedBytes > HASHED_BYTES_MAX) return { kind: 'corrupt', batchesAfter };
+      const check = checkBatch(buf, p, got, limits.batchBytesMax);
+      if (check.kind === 'ok') {
+        if (firstStart < 0) firstStart = p;
+        batchesAfter++;
+        // A valid batch beyond reach: not the damaged round's.
+        if (p + check.sizeBytes > reach) return { kind: 'corrupt', batchesAfter };
+        previous = check.logOffset;
+        p += check.sizeBytes;
+        continue;
       }
     }
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
   return hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter };
-}
-
-/** The log offset field of a candidate batch at `buf[p]`, or -1 when it is not a safe integer >= 0. */
-function readLogOffset(buf: Buffer, p: number): number {
-  const high = buf.readInt32LE(p + 13);
-  if (high < 0 || high > 0x1fffff) return -1;
-  return high * 4294967296 + buf.readUInt32LE(p + 9);
 }
 
 /**
@@ -241,15 +237,8 @@ function hasLostSector(buf: Buffer, filePosition: number, end: number): boolean 
     const from = Math.max(0, sector);
     const to = Math.min(end, sector + SECTOR_BYTES);
     const startsStretch = from === 0;
-    if (startsStretch ? to <= MAGIC_AT : to - from < LOST_SECTOR_PART_BYTES_MIN) continue;
-    let zero = true;
-    for (let i = from; i < to; i++) {
-      if (buf[i] !== 0) {
-        zero = false;
-        break;
-      }
-    }
-    if (zero) return true;
+    if (startsStretch ? to <= BATCH_MAGIC_POSITION : to - from < LOST_SECTOR_PART_BYTES_MIN) continue;
+    if (isZero(buf, from, to)) return true;
   }
   return false;
 }

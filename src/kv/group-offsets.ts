@@ -181,12 +181,17 @@ export class GroupOffsets {
     this.#entries = grown;
   }
 
-  #placeSlot(i: number): void {
-    const slots = this.#slots!;
+  /** The slot entry `i`'s key hashes to (where its probe starts), for a slot table of `mask + 1` slots. */
+  #homeSlot(i: number, mask: number): number {
     const e = this.#entries;
     const p = i * STRIDE;
+    return hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+  }
+
+  #placeSlot(i: number): void {
+    const slots = this.#slots!;
     const mask = slots.length - 1;
-    let s = hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+    let s = this.#homeSlot(i, mask);
     while (slots[s] !== 0) s = (s + 1) & mask;
     slots[s] = i + 1;
   }
@@ -223,10 +228,8 @@ export class GroupOffsets {
 
   #slotOf(i: number): number {
     const slots = this.#slots!;
-    const e = this.#entries;
-    const p = i * STRIDE;
     const mask = slots.length - 1;
-    let s = hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+    let s = this.#homeSlot(i, mask);
     while (slots[s] !== i + 1) s = (s + 1) & mask;
     return s;
   }
@@ -238,13 +241,11 @@ export class GroupOffsets {
   /** Backward-shift deletion of entry `i`'s slot (linear probing without tombstones). */
   #removeSlot(i: number): void {
     const slots = this.#slots!;
-    const e = this.#entries;
     const mask = slots.length - 1;
     let hole = this.#slotOf(i);
     slots[hole] = 0;
     for (let s = (hole + 1) & mask; slots[s] !== 0; s = (s + 1) & mask) {
-      const p = (slots[s]! - 1) * STRIDE;
-      const home = hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+      const home = this.#homeSlot(slots[s]! - 1, mask);
       // Move the entry back if its home is not cyclically within (hole, s].
       const distanceFromHome = (s - home) & mask;
       const distanceFromHole = (s - hole) & mask;

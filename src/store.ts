@@ -29,6 +29,12 @@ import {
 
 const BUCKET_CACHE_SIZE_MAX = 65_536;
 
+/** Sets `key` in a cache bounded to BUCKET_CACHE_SIZE_MAX entries, emptying it first when full. */
+function setBounded<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= BUCKET_CACHE_SIZE_MAX) cache.clear();
+  cache.set(key, value);
+}
+
 /** An offsets-bucket as the store tracks it. */
 interface BucketSlot {
   readonly index: number;
@@ -207,8 +213,7 @@ export class OffsetStore {
     if (cached !== undefined) return cached;
     validateGroupId(groupId);
     const bucket = xxh32(Buffer.from(groupId, 'utf8')) % this.#bucketCount;
-    if (this.#bucketCache.size >= BUCKET_CACHE_SIZE_MAX) this.#bucketCache.clear();
-    this.#bucketCache.set(groupId, bucket);
+    setBounded(this.#bucketCache, groupId, bucket);
     return bucket;
   }
 
@@ -287,12 +292,10 @@ export class OffsetStore {
         return Promise.resolve(state.groupValues(groupId));
       }
       if (!Array.isArray(buckets)) throw new TypeError('buckets must be an array');
+      if (requireStable) return Promise.resolve(state.fetch(groupId, buckets, true));
       const group = state.group(groupId);
-      if (group !== undefined) {
-        if (this.#fetchCache.size >= BUCKET_CACHE_SIZE_MAX) this.#fetchCache.clear();
-        this.#fetchCache.set(groupId, group);
-      }
-      return Promise.resolve(state.fetch(groupId, buckets, requireStable));
+      if (group !== undefined) setBounded(this.#fetchCache, groupId, group);
+      return Promise.resolve(fetchFromGroup(groupId, group, buckets));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -2,9 +2,16 @@
  * Retention and bulk deletes for OffsetStore (DESIGN.md 5.4): tombstones for offsets that expired,
  * written through the normal commit path in bounded batches.
  *
- * Invariants: a key with a commit in flight is never expired (its tombstone would land after the
- * fresher commit); a group with members only loses offsets of tables no member subscribes to; a
- * group left with no offsets and no members is deleted (its snapshot tombstoned).
+ * Invariants:
+ * - A tombstone deletes only the value it was planned against. Every tombstone batch of one delete
+ *   is appended in the same synchronous step as its planning (OffsetsTable.writeOffsetsChunked), so
+ *   a commit issued after the plan is appended after all of them and survives; a commit appended
+ *   before the plan is either applied (its value is what the plan saw) or pending.
+ * - A key with a commit in flight is never expired (its tombstone would land after the fresher
+ *   commit). An explicit delete (deleteOffsets, deleteGroup) does cover keys with a commit in
+ *   flight: it is ordered after that commit, as the log orders them.
+ * - A group with members only loses offsets of tables no member subscribes to; a group left with no
+ *   offsets and no members is deleted (its snapshot tombstoned).
  */
 import type { GroupCoordinator } from './group/index.js';
 import type { BucketKey, OffsetsTable } from './kv/index.js';
@@ -20,6 +27,7 @@ export async function expireOffsets(targets: readonly RetentionTarget[], retenti
   const writes: Promise<unknown>[] = [];
   for (const { table, coordinator } of targets) {
     if (table === undefined || coordinator === undefined || table.log.failed) continue;
+    // Planned and appended in one synchronous pass: see the module's first invariant.
     for (const groupId of [...table.state.groupIds()]) {
       const expired = expiredOffsets(table, coordinator, groupId, retentionMs, nowMs);
       if (expired.length > 0) writes.push(writeTombstones(table, groupId, expired, nowMs));
@@ -63,11 +71,10 @@ const TOMBSTONES_PER_BATCH = 10_000;
 
 /**
  * Deletes the committed offsets of `buckets` in batches of TOMBSTONES_PER_BATCH, so that deleting
- * (or expiring) a group of any size never produces a batch over the log's size limit. Each batch is
- * atomic; a crash between batches leaves a partial delete that repeating the call completes.
+ * (or expiring) a group of any size never produces a batch over the log's size limit. All batches
+ * are appended before this returns its promise (nothing can be appended between them); each is
+ * atomic, and a crash between them leaves a partial delete that repeating the call completes.
  */
-export async function writeTombstones(table: OffsetsTable, groupId: string, buckets: readonly BucketKey[], nowMs: number): Promise<void> {
-  for (let i = 0; i < buckets.length; i += TOMBSTONES_PER_BATCH) {
-    await table.writeOffsets(groupId, buckets.slice(i, i + TOMBSTONES_PER_BATCH).map(tombstone), nowMs);
-  }
+export function writeTombstones(table: OffsetsTable, groupId: string, buckets: readonly BucketKey[], nowMs: number): Promise<void> {
+  return table.writeOffsetsChunked(groupId, buckets.map(tombstone), nowMs, TOMBSTONES_PER_BATCH);
 }

@@ -369,7 +369,8 @@ export class OffsetStore {
         throw new OffsetStoreError('GROUP_SUBSCRIBED_TO_BUCKET', `bucket ${b.tableId}:${b.partitionId ?? ''}:${b.bucketId} of group ${groupId} is assigned to a member`);
       }
     }
-    const present = refs.filter((b) => table.state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null);
+    // A bucket with a commit in flight is deleted too: the tombstone is ordered after that commit.
+    const present = refs.filter((b) => table.state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null || table.state.isPending(groupId, b.tableId, b.partitionId, b.bucketId));
     if (present.length === 0) return;
     await writeTombstones(table, groupId, present, this.#options.clock.nowMs());
   }
@@ -379,11 +380,12 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const { table, coordinator } = this.#slot(groupId);
-    const offsets = table!.state.groupValues(groupId);
+    // Commits in flight are deleted too: the tombstones are ordered after them.
+    const keys = table!.state.committedOrPendingKeys(groupId);
     const known = coordinator!.groupState(groupId) !== null;
-    if (offsets.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+    if (keys.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
     this.#requireNoMembers(coordinator!, groupId, 'delete it');
-    if (offsets.length > 0) await writeTombstones(table!, groupId, offsets, this.#options.clock.nowMs());
+    if (keys.length > 0) await writeTombstones(table!, groupId, keys, this.#options.clock.nowMs());
     if (known) await coordinator!.deleteGroup(groupId);
   }
 

@@ -247,6 +247,27 @@ export class OffsetsTableState {
     return this.#pending.get(groupId)?.has(tableId, partitionId, bucketId) ?? false;
   }
 
+  /**
+   * Every bucket of a group that has a committed offset or a commit in flight, each once: what a
+   * delete of the whole group, ordered after the commits in flight, must tombstone.
+   */
+  committedOrPendingKeys(groupId: string): BucketKey[] {
+    const keys: BucketKey[] = [];
+    const seen = new BucketKeySet(16);
+    const group = this.#groups.get(groupId);
+    if (group !== undefined) {
+      for (let i = 0; i < group.size; i++) {
+        const { tableId, partitionId, bucketId } = group.valueAt(i);
+        seen.add(tableId, partitionId, bucketId);
+        keys.push({ tableId, partitionId, bucketId });
+      }
+    }
+    for (const write of this.#pending.get(groupId)?.writes ?? []) {
+      for (const r of write) if (seen.add(r.tableId, r.partitionId, r.bucketId)) keys.push({ tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId });
+    }
+    return keys;
+  }
+
   /** True when the group has any pending commit. */
   hasPending(groupId: string): boolean {
     return this.#pending.has(groupId);

@@ -106,6 +106,22 @@ export class OffsetsTable {
     return logOffset;
   }
 
+  /**
+   * Writes records of one group as consecutive batches of at most `recordsPerBatch` records. Every
+   * batch is appended synchronously, before this returns, so nothing appended later lands between
+   * them. Each batch is atomic on its own; resolves once all are durable and applied, and rejects
+   * with the first failure once every batch has settled.
+   */
+  async writeOffsetsChunked(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, recordsPerBatch: number): Promise<void> {
+    const writes: Promise<number>[] = [];
+    for (let i = 0; i < records.length; i += recordsPerBatch) {
+      writes.push(this.writeOffsets(groupId, records.slice(i, i + recordsPerBatch), commitTimestampMs));
+    }
+    const results = await Promise.allSettled(writes);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
   /** Writes a group snapshot upsert (or its tombstone for null); resolves once durable. */
   async writeSnapshot(groupId: string, snapshot: unknown, commitTimestampMs: number): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);

@@ -1,0 +1,82 @@
+/**
+ * Deletes and expiries of groups larger than one tombstone batch (10,000 offsets) racing commits:
+ * a tombstone deletes only the value it was planned against. A commit issued after the delete or
+ * expiry began is ordered after every one of its tombstones, so it is never deleted by them, not
+ * even by a later batch of the same delete (also after reopen).
+ */
+import { describe, expect, it } from 'vitest';
+import { ManualClock, type OffsetStore } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+import { HeldDatasyncFileSystem, openStore } from './store-fixtures.js';
+
+const T0 = 1_700_000_000_000;
+const OFFSETS = 25_000;
+const LAST = { tableId: 1, bucketId: OFFSETS - 1 };
+
+async function bigGroup(store: OffsetStore, groupId: string): Promise<void> {
+  await store.commitOffsets(groupId, Array.from({ length: OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i, offset: i })));
+}
+
+/** Reopens `dir` and returns the committed offset of LAST in group `g`, or null. */
+async function lastAfterReopen(dir: string): Promise<number | null> {
+  const reopened = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+  const [value] = await reopened.fetchOffsets('g', [LAST]);
+  await reopened.close();
+  return value?.offset ?? null;
+}
+
+describe('a delete of a group larger than one batch, racing a commit', () => {
+  it('retention never deletes a commit acknowledged after the expiry began', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock(T0);
+    const fs = new HeldDatasyncFileSystem();
+    const store = await openStore(dir, { fs, clock, bucketCount: 1, durability: 'os', offsetsRetentionMs: 1_000, offsetsRetentionCheckIntervalMs: 1_000 });
+    await bigGroup(store, 'g');
+    await store.close();
+    const live = await openStore(dir, { fs, clock, bucketCount: 1, offsetsRetentionMs: 1_000, offsetsRetentionCheckIntervalMs: 1_000 });
+    fs.holding = true;
+    clock.advance(1_000); // the expiry check runs: its first tombstone batch waits in fdatasync
+    await fs.heldCount(1);
+    const fresh = live.commitOffsets('g', [{ ...LAST, offset: 777 }]);
+    fs.holding = false;
+    fs.releaseOne();
+    await fresh;
+    await live.close(); // waits for the expiry pass to finish
+    expect(await lastAfterReopen(dir)).toBe(777);
+  });
+
+  it('deleteGroup never deletes a commit issued after it began', async () => {
+    const dir = tempDir();
+    const fs = new HeldDatasyncFileSystem();
+    const store = await openStore(dir, { fs, bucketCount: 1, clock: new ManualClock(T0) });
+    await bigGroup(store, 'g');
+    fs.holding = true;
+    const deleted = store.deleteGroup('g');
+    await fs.heldCount(1);
+    const fresh = store.commitOffsets('g', [{ ...LAST, offset: 777 }]);
+    fs.holding = false;
+    fs.releaseOne();
+    await Promise.all([deleted, fresh]);
+    expect((await store.fetchOffsets('g', [LAST]))[0]?.offset).toBe(777);
+    expect((await store.stats()).totals.liveOffsets).toBe(1);
+    await store.close();
+    expect(await lastAfterReopen(dir)).toBe(777);
+  });
+
+  it('deleteOffsets never deletes a commit issued after it began', async () => {
+    const dir = tempDir();
+    const fs = new HeldDatasyncFileSystem();
+    const store = await openStore(dir, { fs, bucketCount: 1, clock: new ManualClock(T0) });
+    await bigGroup(store, 'g');
+    fs.holding = true;
+    const deleted = store.deleteOffsets('g', Array.from({ length: OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i })));
+    await fs.heldCount(1);
+    const fresh = store.commitOffsets('g', [{ ...LAST, offset: 777 }]);
+    fs.holding = false;
+    fs.releaseOne();
+    await Promise.all([deleted, fresh]);
+    expect((await store.fetchOffsets('g', [LAST]))[0]?.offset).toBe(777);
+    await store.close();
+    expect(await lastAfterReopen(dir)).toBe(777);
+  });
+});

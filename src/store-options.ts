@@ -94,6 +94,8 @@ export interface CompactionOptions {
   intervalMs?: number;
   /** How long tombstones are kept by the log cleaner; default 24 h. */
   deleteRetentionMs?: number;
+  /** Compact in the background on the clock (default true); with false, only `compact()` does. */
+  background?: boolean;
 }
 
 /** One row of `listGroups`. */
@@ -186,20 +188,26 @@ export interface ResolvedOptions {
   clock: Clock;
   fs: FileSystem;
   awaitRecovery: boolean;
-  compaction: Required<CompactionOptions>;
+  compaction: ResolvedCompaction;
   group: GroupOptions;
   onWarning: (message: string) => void;
 }
 
-function resolveCompaction(options: CompactionOptions | undefined): Required<CompactionOptions> {
-  const strategy = options?.strategy ?? 'log-cleaner';
-  if (strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
+/** Compaction options after validation; `strategy` stays undefined when not given (the store's own is used). */
+export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy'>> & { strategy: CompactionStrategy | undefined };
+
+function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
+  const strategy = options?.strategy;
+  if (strategy !== undefined && strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
     throw new RangeError(`options.compaction.strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
   }
   const minDirtyRatio = options?.minDirtyRatio ?? 0.5;
   if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1)) throw new RangeError(`options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`);
+  const background = options?.background ?? true;
+  if (typeof background !== 'boolean') throw new TypeError(`options.compaction.background must be a boolean, got ${typeof background}`);
   return {
     strategy,
+    background,
     workers: positiveInteger(options?.workers, 'options.compaction.workers', 1),
     minDirtyRatio,
     logBytesMax: options?.logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(options.logBytesMax, 'options.compaction.logBytesMax', 0),

@@ -10,8 +10,8 @@
 import * as path from 'node:path';
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
-import { DirectoryLock, LOG_DEFAULTS, bucketDirName, loadOrCreateManifest } from './log/index.js';
-import { CompactionWorkerPool, Compactor, type CompactionReport } from './compaction/index.js';
+import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
+import { CompactionWorkerPool, Compactor, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
 import {
   OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
   type OffsetsTableRecovery, type ScannerOptions,
@@ -39,6 +39,8 @@ function setBounded<V>(cache: Map<string, V>, key: string, value: V): void {
 interface BucketSlot {
   readonly index: number;
   readonly dir: string;
+  /** What the manifest recorded of its log when the store was opened. */
+  readonly record: BucketLogRecord;
   table: OffsetsTable | undefined;
   coordinator: GroupCoordinator | undefined;
   loadError: unknown;
@@ -62,6 +64,9 @@ export class OffsetStore {
    */
   readonly #fetchCache = new Map<string, GroupOffsets>();
   #lock: DirectoryLock | undefined;
+  #manifest: ManifestFile | undefined;
+  /** The compaction strategy the store runs: the one its manifest records. */
+  #strategy: CompactionStrategy = 'log-cleaner';
   #bucketCount = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -87,11 +92,27 @@ export class OffsetStore {
     await fs.mkdir(dir);
     this.#lock = await DirectoryLock.acquire(fs, dir);
     try {
-      const manifest = await loadOrCreateManifest(fs, dir, this.#options.bucketCount, DEFAULTS.bucketCount, clock.nowMs());
-      this.#bucketCount = manifest.bucketCount;
-      for (let i = 0; i < manifest.bucketCount; i++) {
-        this.#slots.push({ index: i, dir: path.join(dir, 'buckets', bucketDirName(manifest.bucketCount, i)), table: undefined, coordinator: undefined, loadError: undefined, report: undefined });
+      const requested = this.#options.compaction.strategy;
+      this.#manifest = await ManifestFile.openOrCreate(fs, dir, { bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount, compactionStrategy: requested ?? 'log-cleaner', nowMs: clock.nowMs() });
+      const manifest = this.#manifest.manifest;
+      if (this.#options.bucketCount !== undefined && this.#options.bucketCount !== manifest.bucketCount) {
+        throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${this.#options.bucketCount} contradicts the store in ${dir}, created with bucketCount ${manifest.bucketCount}`);
       }
+      this.#strategy = storedStrategy(this.#manifest.path, manifest.compactionStrategy);
+      if (requested !== undefined && requested !== this.#strategy) {
+        throw new OffsetStoreError('INVALID_CONFIG', `compaction.strategy '${requested}' contradicts the store in ${dir}, which uses '${this.#strategy}': omit the option to use the store's, or convert the store (store.convertCompaction('${requested}'), or offset-store compact --strategy ${requested})`);
+      }
+      this.#bucketCount = manifest.bucketCount;
+      const missing = new Set(await missingBucketDirs(fs, dir, manifest.bucketCount));
+      for (let i = 0; i < manifest.bucketCount; i++) {
+        const bucketDir = bucketDirPath(dir, manifest.bucketCount, i);
+        this.#slots.push({
+          index: i, dir: bucketDir, record: manifest.buckets[i]!, table: undefined, coordinator: undefined, report: undefined,
+          loadError: missing.has(i) ? new OffsetStoreError('CORRUPT_MESSAGE', `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`) : undefined,
+        });
+      }
+      // Before anything is written: from now on the logs may grow, so their recorded ends are only lower bounds.
+      if (manifest.buckets.some((b) => b.endExact)) await this.#manifest.update((m) => { for (const b of m.buckets) b.endExact = false; });
       this.#recovery = this.#recoverAll();
       if (this.#options.awaitRecovery) await this.#recovery;
       else this.#recovery.catch(() => {});
@@ -108,9 +129,9 @@ export class OffsetStore {
 
   #startCompaction(): void {
     const { compaction, clock, segmentBytesMax } = this.#options;
-    const pool = compaction.strategy === 'log-cleaner' ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : undefined;
+    const pool = this.#strategy === 'log-cleaner' ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : undefined;
     this.#compactor = new Compactor({
-      strategy: compaction.strategy, clock, pool, workers: compaction.workers, intervalMs: compaction.intervalMs,
+      strategy: this.#strategy, clock, pool, workers: compaction.workers, intervalMs: compaction.intervalMs,
       minDirtyRatio: compaction.minDirtyRatio, logBytesMax: compaction.logBytesMax, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
       batchBytesMax: LOG_DEFAULTS.batchBytesMax,
       onError: (error, bucket) => this.#options.onWarning(`compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`),
@@ -124,7 +145,7 @@ export class OffsetStore {
       },
       batchesSinceCheckpoint: () => slot.table!.batchesSinceCheckpoint,
     })));
-    this.#compactor.start();
+    if (compaction.background) this.#compactor.start();
   }
 
   /** Runs compaction on every offsets-bucket now (whatever its dirty ratio) and reports what it did. */
@@ -136,21 +157,62 @@ export class OffsetStore {
     return this.#compactor!.compactNow(onBucketCompacted);
   }
 
+  /**
+   * Converts the store to another compaction strategy, crash-safely, and records it in the store:
+   * - between 'log-cleaner' and 'none': only the record changes (both keep the whole log);
+   * - to 'checkpoint': each offsets-bucket writes a checkpoint first (an old checkpoint environment
+   *   is removed, since the log cleaner may have dropped tombstones it would need), then the store
+   *   records the strategy; the log is freed below the checkpoints by later compactions;
+   * - from 'checkpoint': each offsets-bucket writes its whole state back into its log as ordinary
+   *   batches from log offset X, then the store records the strategy and X as the log start (recovery
+   *   replays from there), then the log below X and the checkpoints are deleted.
+   * A crash at any step leaves the store usable with the old strategy or the new one. Background
+   * compaction pauses meanwhile. Every offsets-bucket must have recovered.
+   */
+  async convertCompaction(strategy: CompactionStrategy): Promise<void> {
+    this.#checkOpen();
+    if (strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
+      throw new RangeError(`strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
+    }
+    await this.#recovery;
+    if (strategy === this.#strategy) return;
+    const { clock } = this.#options;
+    const tables = this.#slots.map((slot) => slot.table!);
+    await this.#compactor?.close();
+    try {
+      if (strategy === 'checkpoint') {
+        await Promise.all(tables.map((table) => table.enableCheckpoints(clock.nowMs())));
+        await this.#manifest!.update((m) => { m.compactionStrategy = strategy; });
+      } else if (this.#strategy === 'checkpoint') {
+        const starts = await Promise.all(tables.map((table) => table.writeImage(clock.nowMs())));
+        await this.#manifest!.update((m) => {
+          m.compactionStrategy = strategy;
+          starts.forEach((logStart, i) => { m.buckets[i]!.logStart = logStart; });
+        });
+        await Promise.all(tables.map((table, i) => table.dropCheckpoints(starts[i]!)));
+      } else {
+        await this.#manifest!.update((m) => { m.compactionStrategy = strategy; });
+      }
+      this.#strategy = strategy;
+    } finally {
+      if (!this.#closed) this.#startCompaction();
+    }
+  }
+
   async #recoverAll(): Promise<void> {
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < this.#slots.length && !this.#closed) {
         const slot = this.#slots[next++]!;
+        if (slot.loadError !== undefined) continue;
         try {
           const { table, report } = await OffsetsTable.open({
             log: this.#logOptions(slot.dir),
-            useCheckpoints: this.#options.compaction.strategy === 'checkpoint',
+            useCheckpoints: this.#strategy === 'checkpoint',
+            logStart: slot.record.logStart,
+            knownEnd: { logOffset: slot.record.logEnd, exact: slot.record.endExact },
             onWarning: this.#options.onWarning,
           });
-          if (this.#options.compaction.strategy === 'log-cleaner' && table.latestCheckpoint() !== undefined) {
-            await table.close();
-            throw new OffsetStoreError('INVALID_CONFIG', `offsets-bucket ${slot.index} of ${this.#options.dir} uses LMDB checkpoints: compaction.strategy 'log-cleaner' could drop tombstones a checkpoint still needs; open it with 'checkpoint' (or 'none')`);
-          }
           slot.coordinator = this.#openCoordinator(table);
           table.state.onGroupDropped = (groupId) => this.#fetchCache.delete(groupId);
           slot.table = table;
@@ -460,7 +522,7 @@ export class OffsetStore {
       totals.liveOffsets += b.liveOffsets;
       totals.groups += b.groups;
     }
-    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, compactionStrategy: this.#options.compaction.strategy, buckets, totals };
+    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, compactionStrategy: this.#strategy, buckets, totals };
   }
 
   #armRetention(): void {
@@ -494,13 +556,27 @@ export class OffsetStore {
     await this.#compactor?.close();
     await this.#recovery.catch(() => {});
     try {
-      const { compaction, clock } = this.#options;
-      await this.#closeTables(compaction.strategy === 'checkpoint' ? clock.nowMs() : undefined);
+      await this.#closeTables(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
+      await this.#recordLogEnds();
     } finally {
       await this.#lock?.release();
     }
     const failed = scannerResults.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
+  }
+
+  /**
+   * Records in the manifest where each log closed: exactly, for a log closed cleanly (the next open
+   * refuses a log that ends anywhere else), as a lower bound for one a storage failure stopped.
+   */
+  async #recordLogEnds(): Promise<void> {
+    await this.#manifest?.update((m) => {
+      for (const slot of this.#slots) {
+        const log = slot.table?.log;
+        if (log === undefined) continue;
+        m.buckets[slot.index] = { logStart: m.buckets[slot.index]!.logStart, logEnd: log.acknowledgedEnd, endExact: !log.failed };
+      }
+    });
   }
 
   /** Closes every open table; with `checkpointAtMs`, each writes a last checkpoint first. */
@@ -509,6 +585,12 @@ export class OffsetStore {
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }
+}
+
+/** The compaction strategy a manifest records, checked. */
+function storedStrategy(manifestPath: string, value: string): CompactionStrategy {
+  if (value === 'log-cleaner' || value === 'checkpoint' || value === 'none') return value;
+  throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`);
 }
 
 function unstable(groupId: string, bucket: string): OffsetStoreError {

@@ -1,24 +1,23 @@
 /**
- * `verifyLog`: checks every batch of every segment of every offsets-bucket of a store — length,
- * magic, checksum, log-offset order, and the structure of every record — and reports each place
- * where the log stops being valid, with its file and byte position. It reads the segment files
- * directly and never opens the store, because opening repairs: it truncates a torn tail and
- * completes an interrupted compaction swap. Nothing here writes.
- *
- * Classification follows recovery (DESIGN.md 3.3), so the report says what the next open will do:
- * 1. damage in the last segment of a bucket with no valid batch after it is a `torn-tail` (an
- *    append cut short by a crash; the next open truncates it, losing only unacknowledged writes), and
- *    so is damage there that is a lost sector of the last write round followed by more batches of
- *    that round (what a power loss leaves; see TailDamage in log/segment-scanner.ts);
- * 2. any other damage — in a sealed segment, or followed by valid batches otherwise, or a record
- *    that does not decode inside a batch whose checksum matches — is `corrupt` (the next open refuses
- *    the bucket with CORRUPT_MESSAGE).
- * After damage the rest of that segment is skipped and the check goes on with the next segment.
+ * `verifyLog`: checks every offsets-bucket of a store the way recovery reads it — the same
+ * inspection (log/log-inspection.ts), with the same expectations from the manifest and the same
+ * choice of checkpoint (OffsetsTable.inspect) — and also decodes every record of every batch. It
+ * never opens the store, because opening repairs (truncates a torn tail, completes an interrupted
+ * compaction swap); nothing here writes. So its verdict is what the next open will do:
+ * - `ok`: the next open changes nothing but preallocation and swap leftovers;
+ * - `torn-tail`: damage at the end of a bucket's log that a crash or power loss can leave; the next
+ *   open truncates it, losing only writes nobody was told were durable;
+ * - `corrupt`: anything else (a damaged sealed segment, damage to durable data, a missing segment or
+ *   bucket folder, a log that ends before the store last knew it to, an invalid swap intent); the next
+ *   open refuses that offsets-bucket with CORRUPT_MESSAGE.
+ * After damage in a segment the check goes on with the next segment, so one report lists them all.
  */
+import * as path from 'node:path';
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
-import { DecodeError, decodeBatchRecords, loadChecksum } from '../codec/index.js';
-import { LOG_DEFAULTS, classifyTailDamage, scanSegment } from '../log/index.js';
-import { listSegmentFiles, listSwapLeftovers, liveLockHolder, readStoreLayout, type SegmentFile } from './store-directory.js';
+import { decodeBatchRecords, loadChecksum } from '../codec/index.js';
+import { LOG_DEFAULTS, missingBucketDirs, type InspectedSegment } from '../log/index.js';
+import { OffsetsTable } from '../kv/index.js';
+import { listSwapLeftovers, liveLockHolder, readStoreLayout, type StoreLayout } from './store-directory.js';
 
 /** One damaged place. */
 export interface LogProblem {
@@ -82,21 +81,24 @@ export interface VerifyReport {
 export interface VerifyOptions {
   /** Called after each offsets-bucket is checked (progress). */
   onBucketChecked?: (bucket: BucketVerification, bucketCount: number) => void;
+  /** The file-system port to read through (default: the real one). */
+  fs?: FileSystem;
 }
 
 /** Verifies the store in `dir` without modifying anything; INVALID_CONFIG when `dir` holds no store. */
 export async function verifyLog(dir: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   const startedMs = performance.now();
-  const fs = new NodeFileSystem();
-  const layout = await readStoreLayout(fs, dir);
+  const fs = options.fs ?? new NodeFileSystem();
   await loadChecksum();
+  const layout = await readStoreLayout(fs, dir);
   const report: VerifyReport = {
     dir: layout.dir, bucketCount: layout.manifest.bucketCount, ok: true, corruptCount: 0, tornTailCount: 0,
     openByPid: await liveLockHolder(fs, layout.dir),
     totals: { segmentCount: 0, batchCount: 0, recordCount: 0, sizeBytes: 0 }, buckets: [], problems: [], durationMs: 0,
   };
+  const missing = new Set(await missingBucketDirs(fs, layout.dir, layout.manifest.bucketCount));
   for (let bucket = 0; bucket < layout.bucketDirs.length; bucket++) {
-    const result = await verifyBucket(fs, bucket, layout.bucketDirs[bucket]!, report.problems);
+    const result = await verifyBucket(fs, layout, bucket, missing.has(bucket), report.problems);
     report.buckets.push(result);
     report.totals.segmentCount += result.segments.length;
     report.totals.batchCount += result.batchCount;
@@ -111,75 +113,57 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
   return report;
 }
 
-async function verifyBucket(fs: FileSystem, bucket: number, bucketDir: string, problems: LogProblem[]): Promise<BucketVerification> {
-  const files = await listSegmentFiles(fs, bucketDir);
+async function verifyBucket(fs: FileSystem, layout: StoreLayout, bucket: number, missing: boolean, problems: LogProblem[]): Promise<BucketVerification> {
+  const bucketDir = layout.bucketDirs[bucket]!;
   const result: BucketVerification = {
     bucket, dir: bucketDir, status: 'ok', segments: [], batchCount: 0, recordCount: 0, sizeBytes: 0, firstLogOffset: null, lastLogOffset: null,
     swapLeftovers: await listSwapLeftovers(fs, bucketDir),
   };
-  const problemsBefore = problems.length;
-  let previous = -1;
-  for (let i = 0; i < files.length; i++) {
-    const segment = await verifySegment(fs, bucket, files[i]!, previous, i === files.length - 1, problems);
-    result.segments.push(segment);
-    result.batchCount += segment.batchCount;
-    result.recordCount += segment.recordCount;
-    result.sizeBytes += segment.sizeBytes;
-    if (segment.firstLogOffset !== null) result.firstLogOffset ??= segment.firstLogOffset;
-    if (segment.lastLogOffset !== null) {
-      result.lastLogOffset = segment.lastLogOffset;
-      previous = segment.lastLogOffset;
-    }
+  if (missing) {
+    problems.push({ kind: 'corrupt', bucket, file: bucketDir, position: 0, bytesAfter: 0, reason: `${path.basename(bucketDir)} is missing: the folder of offsets-bucket ${bucket} does not exist` });
+    result.status = 'corrupt';
+    return result;
   }
-  const found = problems.slice(problemsBefore);
-  result.status = found.some((p) => p.kind === 'corrupt') ? 'corrupt' : found.length > 0 ? 'torn-tail' : 'ok';
+  const record = layout.manifest.buckets[bucket]!;
+  // [log offset, record count] of every batch, in log order.
+  let records: [number, number][] = [];
+  const { inspection } = await OffsetsTable.inspect({
+    log: { fs, dir: bucketDir, durability: 'fsync', segmentBytesMax: LOG_DEFAULTS.segmentBytesMax, batchBytesMax: LOG_DEFAULTS.batchBytesMax, pendingAppendsMax: 1, flushBytesMax: LOG_DEFAULTS.flushBytesMax },
+    useCheckpoints: layout.manifest.compactionStrategy === 'checkpoint',
+    logStart: record.logStart,
+    knownEnd: { logOffset: record.logEnd, exact: record.endExact },
+    onWarning: () => {},
+  }, () => {
+    records = [];
+    return (buf, position, logOffset) => {
+      let count = 0;
+      decodeBatchRecords(buf, position, () => {
+        count++;
+      });
+      records.push([logOffset, count]);
+    };
+  });
+  let next = 0;
+  for (const segment of inspection.segments) {
+    let recordCount = 0;
+    while (next < records.length && records[next]![0] <= segment.lastLogOffset) recordCount += records[next++]![1];
+    const verified = segmentVerification(segment, recordCount);
+    result.segments.push(verified);
+    result.batchCount += verified.batchCount;
+    result.recordCount += verified.recordCount;
+    result.sizeBytes += verified.sizeBytes;
+    if (verified.firstLogOffset !== null) result.firstLogOffset ??= verified.firstLogOffset;
+    if (verified.lastLogOffset !== null) result.lastLogOffset = verified.lastLogOffset;
+  }
+  for (const damage of inspection.damage) problems.push({ ...damage, bucket });
+  result.status = inspection.damage.some((d) => d.kind === 'corrupt') ? 'corrupt' : inspection.damage.length > 0 ? 'torn-tail' : 'ok';
   return result;
 }
 
-async function verifySegment(fs: FileSystem, bucket: number, file: SegmentFile, previous: number, isLast: boolean, problems: LogProblem[]): Promise<SegmentVerification> {
-  const segment: SegmentVerification = {
-    file: file.path, baseOffset: file.baseOffset, sizeBytes: file.sizeBytes, validBytes: 0, preallocatedBytes: 0, batchCount: 0, recordCount: 0, firstLogOffset: null, lastLogOffset: null,
+function segmentVerification(segment: InspectedSegment, recordCount: number): SegmentVerification {
+  return {
+    file: segment.path, baseOffset: segment.baseOffset, sizeBytes: segment.fileBytes, validBytes: segment.validBytes, preallocatedBytes: segment.zeroTailBytes,
+    batchCount: segment.batchCount, recordCount, firstLogOffset: segment.firstLogOffset < 0 ? null : segment.firstLogOffset,
+    lastLogOffset: segment.lastLogOffset < 0 ? null : segment.lastLogOffset,
   };
-  const badRecords: LogProblem[] = [];
-  const scan = await scanSegment(fs, file.path, { batchBytesMax: LOG_DEFAULTS.batchBytesMax, previousLogOffset: previous, baseOffset: file.baseOffset, endBytes: file.sizeBytes }, (buf, position, logOffset, _sizeBytes, filePosition) => {
-    segment.firstLogOffset ??= logOffset;
-    try {
-      decodeBatchRecords(buf, position, () => {
-        segment.recordCount++;
-      });
-    } catch (error) {
-      if (!(error instanceof DecodeError)) throw error;
-      const at = filePosition + (error.position - position);
-      badRecords.push({
-        kind: 'corrupt', bucket, file: file.path, position: at, bytesAfter: file.sizeBytes - at,
-        reason: `batch ${logOffset}: checksum matches but a record does not decode: ${error.message.replace(/ at byte \d+$/, '')}`,
-      });
-    }
-  });
-  segment.validBytes = scan.validBytes;
-  segment.preallocatedBytes = scan.zeroTailBytes;
-  segment.batchCount = scan.batchCount;
-  segment.lastLogOffset = scan.lastLogOffset >= 0 ? scan.lastLogOffset : null;
-  problems.push(...badRecords);
-  if (scan.zeroTailBytes > 0 && !isLast) {
-    problems.push({
-      kind: 'corrupt', bucket, file: file.path, position: scan.validBytes, bytesAfter: scan.zeroTailBytes,
-      reason: `${scan.zeroTailBytes} zero bytes at the end of a sealed segment (only the active segment is preallocated)`,
-    });
-  }
-  if (scan.damage !== undefined) {
-    const { position, reason } = scan.damage;
-    const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
-    const damage = isLast ? await classifyTailDamage(fs, file.path, scan.fileBytes, position, lastValid, LOG_DEFAULTS) : undefined;
-    const truncated = `the next open truncates ${scan.fileBytes - position} bytes`;
-    problems.push({
-      kind: damage !== undefined && damage.kind !== 'corrupt' ? 'torn-tail' : 'corrupt', bucket, file: file.path, position, bytesAfter: scan.fileBytes - position,
-      reason: damage === undefined ? `${reason} (in a sealed segment)`
-        : damage.kind === 'torn' ? `${reason}; nothing valid follows (${truncated})`
-          : damage.kind === 'torn-round' ? `${reason}; a write round cut short by a crash: a lost sector, then ${damage.batchesAfter} batch(es) of the same unsynced round (${truncated})`
-            : `${reason}; a valid batch follows`,
-    });
-  }
-  return segment;
 }
-

@@ -19,12 +19,10 @@ import {
   type BucketOffset, type BucketSelection, type TableBucket,
 } from './bucket-spec.js';
 import { describeResetTarget, planResetRows, type ResetPlanRow, type ResetRequest } from './reset-plan.js';
-import { hasCheckpoints, readStoreLayout, type StoreLayout } from './store-directory.js';
+import { readStoreLayout, type StoreLayout } from './store-directory.js';
 
 /** Options of `StoreAdmin.open`. */
 export interface StoreAdminOptions {
-  /** Compaction strategy the store runs with; default 'none' (no background work). */
-  compactionStrategy?: CompactionStrategy;
   /** Compaction worker threads; default 1. */
   compactionWorkers?: number;
   /** Receives the store's warnings (an ignored checkpoint, a failed background job). */
@@ -136,19 +134,10 @@ export class StoreAdmin {
     const layout = await readStoreLayout(new NodeFileSystem(), dir);
     const store = await OffsetStore.open({
       dir: layout.dir,
-      compaction: { strategy: options.compactionStrategy ?? 'none', workers: options.compactionWorkers ?? 1 },
+      compaction: { background: false, workers: options.compactionWorkers ?? 1 },
       ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
     });
     return new StoreAdmin(store, layout);
-  }
-
-  /**
-   * The strategy a `compact` of the store in `dir` should use when none is asked for: 'checkpoint'
-   * once checkpoints exist (the store was compacted that way), else 'log-cleaner'.
-   */
-  static async defaultCompactionStrategy(dir: string): Promise<CompactionStrategy> {
-    const fs = new NodeFileSystem();
-    return (await hasCheckpoints(fs, await readStoreLayout(fs, dir))) ? 'checkpoint' : 'log-cleaner';
   }
 
   /** Every group with committed offsets or members, by group id. */

@@ -61,11 +61,3 @@ export async function listSegmentFiles(fs: FileSystem, bucketDir: string): Promi
 export async function listSwapLeftovers(fs: FileSystem, bucketDir: string): Promise<string[]> {
   return (await fs.readdir(bucketDir)).filter((name) => name.endsWith(CLEANED_SUFFIX) || name.endsWith('.tmp') || name === 'compaction.swap').sort();
 }
-
-/** True when any offsets-bucket has a non-empty LMDB checkpoint folder (the checkpoint strategy ran). */
-export async function hasCheckpoints(fs: FileSystem, layout: StoreLayout): Promise<boolean> {
-  for (const bucketDir of layout.bucketDirs) {
-    if ((await fs.readdir(path.join(bucketDir, 'checkpoint'))).length > 0) return true;
-  }
-  return false;
-}

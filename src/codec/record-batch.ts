@@ -14,7 +14,7 @@
  * | 29     | 2    | schemaId (int16, 0)                                       |
  * | 31     | 1    | attributes (0)                                            |
  * | 32     | 8    | writerId (int64, -1 = none)                               |
- * | 40     | 4    | batchSequence (int32, -1 = none)                          |
+ * | 40     | 4    | syncLag (int32, -1 = unknown; see below)                  |
  * | 44     | 4    | recordCount (int32)                                       |
  * | 48     | ...  | records                                                   |
  *
@@ -23,6 +23,12 @@
  *
  * Batches are built with logOffset 0 and an empty checksum; the log assigns the offset when it
  * appends and seals the batch (`sealBatch`), so the checksum is computed exactly once per batch.
+ *
+ * syncLag (Fluss's batchSequence slot; this store has no idempotent writers) is what the log knew
+ * of durability when it wrote the batch: every batch of the log below `logOffset - syncLag` was
+ * durable (fdatasynced) before this batch was written. A write round's first batch after an
+ * fdatasync has syncLag 0. Recovery uses it to tell a power loss (damage only in batches written
+ * after the last completed fdatasync) from damage to durable data (corruption). -1 = unknown.
  * `checkBatch` never trusts a length before comparing it with the bytes present and the size limit.
  */
 import { DecodeError, readInt64, readVarUint, writeInt64, type VarUint } from './binary.js';
@@ -45,7 +51,9 @@ const COORDINATOR_EPOCH_POSITION = 25;
 const SCHEMA_ID_POSITION = 29;
 const ATTRIBUTES_POSITION = 31;
 const WRITER_ID_POSITION = 32;
-const BATCH_SEQUENCE_POSITION = 40;
+const SYNC_LAG_POSITION = 40;
+/** Largest syncLag a batch can carry; a longer lag is stored as this (which claims less durability). */
+export const SYNC_LAG_MAX = 0x7fffffff;
 const RECORD_COUNT_POSITION = 44;
 
 /** Fields of a batch header other than length and checksum. */
@@ -67,14 +75,18 @@ export function writeBatchHeader(buf: Buffer, sizeBytes: number, commitTimestamp
   buf.writeInt16LE(0, SCHEMA_ID_POSITION);
   buf[ATTRIBUTES_POSITION] = 0;
   writeInt64(buf, -1, WRITER_ID_POSITION);
-  buf.writeInt32LE(-1, BATCH_SEQUENCE_POSITION);
+  buf.writeInt32LE(-1, SYNC_LAG_POSITION);
   buf.writeInt32LE(recordCount, RECORD_COUNT_POSITION);
 }
 
-/** Stamps `logOffset` into a built batch (at `buf[start]`) and computes its checksum. */
-export function sealBatch(buf: Buffer, logOffset: number, start = 0): void {
+/**
+ * Stamps `logOffset` (and, when given, `syncLag`, capped at SYNC_LAG_MAX) into a built batch (at
+ * `buf[start]`) and computes its checksum.
+ */
+export function sealBatch(buf: Buffer, logOffset: number, start = 0, syncLag?: number): void {
   const end = start + LENGTH_FIELD_BYTES + buf.readUInt32LE(start);
   writeInt64(buf, logOffset, start + LOG_OFFSET_POSITION);
+  if (syncLag !== undefined) buf.writeInt32LE(Math.min(syncLag, SYNC_LAG_MAX), start + SYNC_LAG_POSITION);
   buf.writeUInt32LE(xxh32(buf, start + CHECKSUMMED_FROM, end), start + CHECKSUM_POSITION);
 }
 
@@ -132,6 +144,15 @@ export function peekBatchLogOffset(buf: Buffer, position: number, end: number): 
   const high = buf.readInt32LE(position + LOG_OFFSET_POSITION + 4);
   if (high < 0 || high > 0x1fffff) return -1;
   return high * 4294967296 + buf.readUInt32LE(position + LOG_OFFSET_POSITION);
+}
+
+/**
+ * The first log offset a checked batch at `buf[position]` did not know to be durable when it was
+ * written (`logOffset - syncLag`), or -1 when it does not say (syncLag -1).
+ */
+export function readBatchDurableBelow(buf: Buffer, position = 0): number {
+  const syncLag = buf.readInt32LE(position + SYNC_LAG_POSITION);
+  return syncLag < 0 ? -1 : readInt64(buf, position + LOG_OFFSET_POSITION) - syncLag;
 }
 
 /** Reads the log offset of a batch that `checkBatch` accepted. */

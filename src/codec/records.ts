@@ -53,6 +53,8 @@ export interface OffsetRecordSpec {
   leaderEpoch: number;
   metadata: string;
   tombstone?: boolean;
+  /** This record's commit time, when it differs from the batch's (an image of the state written back). */
+  commitTimestampMs?: number;
 }
 
 function offsetKeyBytes(groupIdBytes: number): number {
@@ -113,8 +115,10 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
       dv.setInt16(p, VALUE_VERSION, true);
       setInt64(dv, p + 2, r.offset);
       dv.setInt32(p + 10, r.leaderEpoch, true);
-      dv.setUint32(p + 14, timestampLow, true);
-      dv.setInt32(p + 18, timestampHigh, true);
+      if (r.commitTimestampMs === undefined) {
+        dv.setUint32(p + 14, timestampLow, true);
+        dv.setInt32(p + 18, timestampHigh, true);
+      } else setInt64(dv, p + 14, r.commitTimestampMs);
       if (metadataSeen && r.metadata.length > 0) {
         const metadataBytes = Buffer.byteLength(r.metadata);
         p = writeVarUint(buf, metadataBytes, p + 22);

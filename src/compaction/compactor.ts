@@ -10,8 +10,8 @@
  *   the previous checkpoint (through the CompactionTarget port; the checkpoint format belongs to kv).
  * - 'none': nothing; compactNow reports the sizes only.
  *
- * Planning: a bucket is due when it has sealed segments, something new since the last run (sealed
- * segments not yet cleaned; batches not yet checkpointed), and either its estimated garbage ratio,
+ * Planning: a bucket is due when it has something to do (log-cleaner: sealed segments not yet
+ * cleaned; checkpoint: batches not yet checkpointed, or any log left to free), and either its estimated garbage ratio,
  * 1 - liveBytes / logBytes, is at least `minDirtyRatio` or its log is over `logBytesMax`.
  * `compactNow` runs every bucket regardless.
  * Invariant: at most one job per bucket at a time, at most `workers` jobs at once.
@@ -111,9 +111,13 @@ export class Compactor {
 
   #isDue(target: CompactionTarget): boolean {
     if (this.#running.has(target.bucket) || target.log.failed) return false;
-    const sealed = target.log.sealedSegments();
-    if (sealed.length === 0) return false;
-    if (this.#options.strategy === 'checkpoint' ? target.batchesSinceCheckpoint() === 0 : this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
+    if (this.#options.strategy === 'checkpoint') {
+      // Nothing new to checkpoint and no log left to free (a quiet bucket shrinks to nothing).
+      if (target.batchesSinceCheckpoint() === 0 && target.log.sizeBytes === 0) return false;
+    } else {
+      const sealed = target.log.sealedSegments();
+      if (sealed.length === 0 || this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
+    }
     const logBytes = target.log.sizeBytes;
     if (logBytes > this.#options.logBytesMax) return true;
     const garbageRatio = logBytes === 0 ? 0 : 1 - Math.min(1, target.liveBytesEstimate() / logBytes);

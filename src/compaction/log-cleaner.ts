@@ -8,7 +8,12 @@
  * 2. Pass 2 rereads the sealed segments in the same order; a record is kept when its ordinal is the
  *    key's latest and it is not a tombstone older than the horizon. Each batch with kept records is
  *    rewritten with its original log offset, time and epoch (offsets become sparse), re-sealed, and
- *    packed into outputs of at most segmentBytesMax, named by the base offset of their first input.
+ *    packed into outputs of at most segmentBytesMax.
+ *    The outputs keep the log's chain (log-inspection.ts, rule 2), by which recovery notices a
+ *    missing segment: the first output is named by the base offset of the first input, each later
+ *    one by the log offset after the last batch of the one before, and the last batch of the inputs
+ *    is always kept, emptied of records if none of them is kept, so the outputs end right before
+ *    the segment that follows the inputs.
  * 3. Outputs are written under `.cleaned` names and fdatasynced, and the directory fsynced; the
  *    caller swaps them in (log/segment-swap.ts). Nothing here touches a live segment file.
  * Any damage found while reading aborts the job with CORRUPT_MESSAGE: a cleaner never "repairs".
@@ -69,9 +74,12 @@ export async function cleanSegments(fs: FileSystem, job: CleanJob): Promise<Clea
   previous = -1;
   const kept: RawRecord[] = [];
   let firstBaseOffset: number | undefined;
-  for (const segment of job.inputs) {
+  /** The header of the last batch read: the inputs' last batch is kept (see the module comment). */
+  const lastHeader = Buffer.alloc(BATCH_HEADER_BYTES);
+  for (const [i, segment] of job.inputs.entries()) {
     const rebuilt: { batch: Buffer; logOffset: number }[] = [];
     previous = await scanChecked(fs, segment, previous, job.batchBytesMax, (buf, position) => {
+      buf.copy(lastHeader, 0, position, position + BATCH_HEADER_BYTES);
       const header = readBatchHeader(buf, position);
       const dropTombstones = header.commitTimestampMs < job.deleteHorizonMs;
       kept.length = 0;
@@ -90,6 +98,9 @@ export async function cleanSegments(fs: FileSystem, job: CleanJob): Promise<Clea
         rebuilt.push({ batch: rebuildBatch(buf, position, header.logOffset, kept), logOffset: header.logOffset });
       }
     });
+    if (i === job.inputs.length - 1 && rebuilt.at(-1)?.logOffset !== previous) {
+      rebuilt.push({ batch: rebuildBatch(lastHeader, 0, previous, []), logOffset: previous });
+    }
     firstBaseOffset ??= segment.baseOffset;
     await writer.write(rebuilt, firstBaseOffset);
   }
@@ -146,7 +157,7 @@ class OutputWriter {
 
   /**
    * Appends rebuilt batches (with their log offsets) in order; the first output is named by
-   * `firstBaseOffset`, later ones by the log offset of their first batch.
+   * `firstBaseOffset`, each later one by the log offset after the last batch of the one before.
    */
   async write(batches: readonly { batch: Buffer; logOffset: number }[], firstBaseOffset: number): Promise<void> {
     let run: Buffer[] = [];
@@ -157,7 +168,8 @@ class OutputWriter {
         await this.#writeRun(run, runBytes);
         run = [];
         runBytes = 0;
-        await this.#roll(this.#current === undefined && this.#done.length === 0 ? firstBaseOffset : logOffset);
+        const before = this.#current?.segment ?? this.#done.at(-1);
+        await this.#roll(before === undefined ? firstBaseOffset : before.lastLogOffset + 1);
       }
       run.push(batch);
       runBytes += batch.length;

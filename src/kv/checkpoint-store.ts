@@ -98,9 +98,9 @@ export class CheckpointStore {
     this.#db = db;
   }
 
-  /** Opens (creating) the LMDB environment at `path`. */
-  static open(path: string): CheckpointStore {
-    const db = open<Buffer, (string | number)[]>({ path, encoding: 'binary', overlappingSync: false, mapSize: 2 ** 34 });
+  /** Opens (creating, unless `readOnly`) the LMDB environment at `path`. */
+  static open(path: string, options: { readOnly?: boolean } = {}): CheckpointStore {
+    const db = open<Buffer, (string | number)[]>({ path, encoding: 'binary', overlappingSync: false, mapSize: 2 ** 34, readOnly: options.readOnly === true });
     return new CheckpointStore(path, db);
   }
 

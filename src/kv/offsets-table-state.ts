@@ -110,7 +110,10 @@ export class OffsetsTableState {
    * round-trip property test guarantees the encoding loses nothing).
    */
   applyOffsetRecords(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, batch: Buffer, logOffset: number): void {
-    for (let i = 0; i < records.length; i++) this.#applyOffset(groupId, records[i]!, commitTimestampMs, records.length - i);
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      this.#applyOffset(groupId, r, r.commitTimestampMs ?? commitTimestampMs, records.length - i);
+    }
     this.#appliedLogOffset = logOffset;
     this.#appliedBytes += batch.length;
     this.#appliedRecords += records.length;

@@ -6,15 +6,22 @@
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { Log, type LogOptions, type LogRecoveryReport } from '../log/index.js';
+import { Log, inspectLog, type BatchVisitor, type LogInspection, type LogOptions, type LogRecoveryReport } from '../log/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
+
+/** Records per batch when the state is written back into the log (~300 bytes each at most: far below batchBytesMax). */
+const IMAGE_RECORDS_PER_BATCH = 10_000;
 
 /** How to open an offsets table. */
 export interface OffsetsTableOptions {
   log: LogOptions;
-  /** Open (creating) the LMDB checkpoint environment even if none exists yet. */
+  /** Use LMDB checkpoints (the checkpoint strategy): restore the newest, create the environment if none. */
   useCheckpoints: boolean;
+  /** Without a checkpoint, recovery replays the log from here (the manifest's log start). */
+  logStart: number;
+  /** What the manifest knows of the log end (see LogExpectations). */
+  knownEnd?: { logOffset: number; exact: boolean };
   /** Receives recoverable problems (an ignored checkpoint). */
   onWarning: (message: string) => void;
 }
@@ -38,7 +45,9 @@ export interface CheckpointRun {
 export class OffsetsTable {
   readonly log: Log;
   readonly state: OffsetsTableState;
-  readonly #checkpoints: CheckpointStore | undefined;
+  #checkpoints: CheckpointStore | undefined;
+  /** Writes appended and not yet applied or failed. */
+  #writesInFlight = 0;
 
   private constructor(log: Log, state: OffsetsTableState, checkpoints: CheckpointStore | undefined) {
     this.log = log;
@@ -54,8 +63,7 @@ export class OffsetsTable {
   static async open(options: OffsetsTableOptions): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
     const startedMs = performance.now();
     const checkpointDir = path.join(options.log.dir, 'checkpoint');
-    const hasCheckpoints = (await options.log.fs.readdir(checkpointDir)).length > 0;
-    const checkpoints = options.useCheckpoints || hasCheckpoints ? CheckpointStore.open(checkpointDir) : undefined;
+    const checkpoints = options.useCheckpoints ? CheckpointStore.open(checkpointDir) : undefined;
     try {
       const candidates = checkpoints?.list() ?? [];
       for (const candidate of [...candidates, undefined]) {
@@ -71,16 +79,14 @@ export class OffsetsTable {
             continue;
           }
         }
-        const fromLogOffset = candidate?.logOffset ?? 0;
-        const { log, report } = await Log.open(options.log, { fromLogOffset, visit: (buf, position, logOffset) => state.applyBatch(buf, position, logOffset) });
+        // Without a checkpoint the log must hold everything from the store's log start: a log that
+        // begins later lost segments (or the checkpoint they were deleted for), and Log.open refuses it.
+        const fromLogOffset = candidate?.logOffset ?? options.logStart;
+        const { log, report } = await Log.open(options.log, { fromLogOffset, knownEnd: options.knownEnd, visit: (buf, position, logOffset) => state.applyBatch(buf, position, logOffset) });
         if (candidate !== undefined && candidate.logOffset > report.logEndOffset) {
           await log.close();
           options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`);
           continue;
-        }
-        if (candidate === undefined && candidates.length > 0 && report.firstLogOffset > 0) {
-          await log.close();
-          throw new OffsetStoreError('CORRUPT_MESSAGE', `${checkpointDir}: no usable checkpoint, and the log before log offset ${report.firstLogOffset} was already deleted in favour of one`);
         }
         const recovery: OffsetsTableRecovery = { ...report, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
         return { table: new OffsetsTable(log, state, checkpoints), report: recovery };
@@ -91,16 +97,49 @@ export class OffsetsTable {
       throw error;
     }
   }
+  /**
+   * What `open` would find, read only (for `log verify`): the checkpoint it would restore (the
+   * newest one that loads, verified, and does not lie past the log end) and the inspection of the
+   * log from there (log-inspection.ts). Each attempt (one per candidate checkpoint) gets a fresh
+   * visitor from `newVisitor`, which sees every batch of the log.
+   */
+  static async inspect(options: OffsetsTableOptions, newVisitor?: () => BatchVisitor): Promise<{ inspection: LogInspection; checkpointLogOffset: number | undefined }> {
+    const checkpointDir = path.join(options.log.dir, 'checkpoint');
+    const hasEnvironment = options.useCheckpoints && (await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null;
+    const checkpoints = hasEnvironment ? CheckpointStore.open(checkpointDir, { readOnly: true }) : undefined;
+    try {
+      for (const candidate of [...(checkpoints?.list() ?? []), undefined]) {
+        if (candidate !== undefined) {
+          try {
+            checkpoints!.load(candidate);
+          } catch {
+            continue;
+          }
+        }
+        const fromLogOffset = candidate?.logOffset ?? options.logStart;
+        const inspection = await inspectLog(options.log.fs, options.log.dir, options.log, { fromLogOffset, knownEnd: options.knownEnd }, { stopAtCorruption: false, visit: newVisitor?.() });
+        if (candidate !== undefined && candidate.logOffset > inspection.logEnd) continue;
+        return { inspection, checkpointLogOffset: candidate?.logOffset };
+      }
+      throw new OffsetStoreError('CORRUPT_MESSAGE', `${options.log.dir}: unreachable inspection state`);
+    } finally {
+      await checkpoints?.close();
+    }
+  }
+
   /** Writes offset records (values or tombstones) of one group as one batch; resolves once durable and applied. */
   async writeOffsets(groupId: string, records: OffsetRecordSpec[], commitTimestampMs: number): Promise<number> {
     const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
     this.state.markPending(groupId, records);
+    this.#writesInFlight++;
     let logOffset: number;
     try {
       logOffset = await this.log.append(batch);
     } catch (error) {
       this.state.failPendingOffsetWrite(groupId, records);
       throw error;
+    } finally {
+      this.#writesInFlight--;
     }
     this.state.onOffsetCommitAppend(groupId, records, commitTimestampMs, batch, logOffset);
     return logOffset;
@@ -125,24 +164,83 @@ export class OffsetsTable {
   /** Writes a group snapshot upsert (or its tombstone for null); resolves once durable. */
   async writeSnapshot(groupId: string, snapshot: unknown, commitTimestampMs: number): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
-    const logOffset = await this.log.append(batch);
+    this.#writesInFlight++;
+    let logOffset: number;
+    try {
+      logOffset = await this.log.append(batch);
+    } finally {
+      this.#writesInFlight--;
+    }
     this.state.applyBatch(batch, 0, logOffset);
     return logOffset;
   }
 
   /**
-   * Writes a checkpoint of the state as of now (if anything was applied since the last one) and
-   * deletes the sealed segments wholly below the previous checkpoint.
+   * Writes the whole materialized state into the log as ordinary batches (every committed offset
+   * with its own commit time, every group snapshot), starting at the returned log offset X, once no
+   * write is in flight: from X on, the log alone holds the state, so everything below X may go.
+   * The batches are appended in one synchronous step, so no other write lands between them.
+   */
+  async writeImage(nowMs: number): Promise<number> {
+    while (this.#writesInFlight > 0) {
+      await this.log.drain();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    const start = this.log.nextOffset;
+    const writes: Promise<unknown>[] = [];
+    for (const [groupId, offsets] of this.state.groupTables()) {
+      const records: OffsetRecordSpec[] = [];
+      for (let i = 0; i < offsets.size; i++) {
+        const v = offsets.valueAt(i);
+        records.push({ tableId: v.tableId, partitionId: v.partitionId, bucketId: v.bucketId, offset: v.offset, leaderEpoch: v.leaderEpoch, metadata: v.metadata, commitTimestampMs: v.commitTimestampMs });
+      }
+      writes.push(this.writeOffsetsChunked(groupId, records, nowMs, IMAGE_RECORDS_PER_BATCH));
+    }
+    for (const [groupId, snapshot] of this.state.snapshots()) writes.push(this.writeSnapshot(groupId, snapshot, nowMs));
+    await Promise.all(writes);
+    return start;
+  }
+
+  /** Starts using checkpoints: any old environment is removed (it may predate deletes), then one is written. */
+  async enableCheckpoints(nowMs: number): Promise<void> {
+    const dir = path.join(this.log.dir, 'checkpoint');
+    await this.#checkpoints?.close();
+    this.#checkpoints = undefined;
+    await this.log.fs.removeTree(dir);
+    this.#checkpoints = CheckpointStore.open(dir);
+    await this.#writeCheckpoint(nowMs);
+  }
+
+  /** Stops using checkpoints once the log alone holds the state from `logStart` on: frees the log below it and the environment. */
+  async dropCheckpoints(logStart: number): Promise<void> {
+    await this.log.deleteSegmentsBelow(logStart);
+    await this.#checkpoints?.close();
+    this.#checkpoints = undefined;
+    await this.log.fs.removeTree(path.join(this.log.dir, 'checkpoint'));
+  }
+
+  /**
+   * Writes a checkpoint of the state as of now (if anything was applied since the newest one), reads
+   * it back to verify it, and frees the log below it: the sealed segments wholly below it, and, when
+   * it covers the whole log (a quiet bucket), the active segment too, sealed for the purpose.
    */
   async checkpoint(createdAtMs: number): Promise<CheckpointRun> {
-    const checkpoints = this.#checkpoints;
-    if (checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
+    if (this.#checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
+    const { info, bytesWritten } = await this.#writeCheckpoint(createdAtMs);
+    if (this.log.nextOffset === info.logOffset && this.log.segments().at(-1)!.sizeBytes > 0) await this.log.sealActive();
+    const segmentBytesDeleted = await this.log.deleteSegmentsBelow(info.logOffset);
+    return { info, segmentBytesDeleted, bytesWritten };
+  }
+
+  /** The newest checkpoint, written now unless it is already current; a new one is read back and verified. */
+  async #writeCheckpoint(createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
+    const checkpoints = this.#checkpoints!;
     const logOffset = this.state.appliedLogOffset + 1;
     const newest = checkpoints.list()[0];
-    const written = newest?.logOffset === logOffset ? { info: newest, bytesWritten: 0 } : await checkpoints.write(this.state, logOffset, createdAtMs);
-    const previous = checkpoints.list()[1];
-    const segmentBytesDeleted = previous === undefined ? 0 : await this.log.deleteSegmentsBelow(previous.logOffset);
-    return { info: written.info, segmentBytesDeleted, bytesWritten: written.bytesWritten };
+    if (newest?.logOffset === logOffset) return { info: newest, bytesWritten: 0 };
+    const written = await checkpoints.write(this.state, logOffset, createdAtMs);
+    checkpoints.load(written.info);
+    return written;
   }
 
   /** Batches applied since the newest checkpoint (all of them when there is none). */

@@ -31,19 +31,36 @@
  * disk has no room for the zeros (ENOSPC from the writev), the batches are written alone and the
  * segment is not preallocated any more: a nearly full disk costs speed, not availability.
  *
- * Recovery (DESIGN.md 3.3) is `Log.open`: every segment is scanned and checked; damage at the tail of
- * the last segment with no valid batch after it is a torn write and is truncated (and reported), and
- * so is a write round a power loss kept only some sectors of (segment-scanner.ts, TailDamage);
- * damage anywhere else, and a zero tail in a sealed segment, refuses to open with CORRUPT_MESSAGE
- * naming the file and byte position. A zero tail of the last segment is kept as its preallocation.
+ * Durability knowledge: each batch carries its syncLag (record-batch.ts), how many batches before it
+ * were not yet known durable when it was written: a write round's batches count from the last
+ * completed fdatasync ('fsync'), or from the last open, roll or close ('os'). Recovery uses it, with
+ * what the store recorded at its last clean close, to tell damage a power loss can leave (only
+ * after the last fdatasync) from damage to durable data (corruption).
+ *
+ * Recovery is `Log.open`: the directory is inspected (log-inspection.ts: every segment scanned and
+ * checked, the segments chained without a gap from where recovery replays to where the store last
+ * knew the log to end), and only when nothing is corrupt are the repairs applied: a committed
+ * compaction swap completed, leftovers of an uncommitted one deleted, a torn tail (damage that a
+ * crash or power loss can leave, at the end of the last segment) truncated, batches rejected after
+ * a failed write cut off. Corruption refuses to open with CORRUPT_MESSAGE naming the file and byte
+ * position, and nothing is modified. A zero tail of the last segment is kept as its preallocation.
+ *
+ * Failed writes: a run whose write or fdatasync fails is cut back (the segment truncated to where
+ * the run began), so its rejected batches never come back. If the cut-back fails too, the first
+ * rejected batch is recorded in `rejected-batches.json` and recovery cuts the segment there; if even
+ * that record cannot be written, this process refuses to reopen the log (LOG_STORAGE_ERROR) and the
+ * error names the file and byte position to truncate by hand.
  */
 import * as path from 'node:path';
-import { DecodeError, readBatchLogOffset, sealBatch } from '../codec/index.js';
+import { readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
-import { classifyTailDamage, scanSegment, type BatchVisitor } from './segment-scanner.js';
-import { parseSegmentFileName, segmentFileName } from './segment-name.js';
-import { completeInterruptedSwap, swapSegments, type CleanedSegment } from './segment-swap.js';
+import { assert } from '../util/index.js';
+import { REJECTED_FILE, damageError, inspectLog, type LogExpectations, type RejectedBatches } from './log-inspection.js';
+import { scanSegment, type BatchVisitor } from './segment-scanner.js';
+import { segmentFileName } from './segment-name.js';
+import { applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
+import { writeDurably } from './store-manifest.js';
 
 /** When an append is acknowledged. */
 export type Durability = 'fsync' | 'os';
@@ -81,10 +98,10 @@ function zeroBytes(length: number): Buffer {
   return zeros.subarray(0, length);
 }
 
-/** Replays the recovered log from `fromLogOffset` into the caller's state. */
-export interface LogReplay {
-  fromLogOffset: number;
-  visit: BatchVisitor;
+/** What recovery is told: where it replays from, what it knows of the end, who hears each batch. */
+export interface LogRecovery extends LogExpectations {
+  /** Receives every batch at or above `fromLogOffset`, in log order. */
+  visit?: BatchVisitor;
 }
 
 /** What recovery found. */
@@ -92,14 +109,17 @@ export interface LogRecoveryReport {
   segmentCount: number;
   batchCount: number;
   batchesReplayed: number;
-  /** Bytes cut off a torn tail (0 when the log ended cleanly). */
+  /** Bytes cut off a torn tail or a rejected range (0 when the log ended cleanly). */
   bytesTruncated: number;
   /** Base offset of the first segment (0 for a log that never lost a prefix). */
   firstLogOffset: number;
-  /** The log end before `minNextOffset` is applied: after the last batch, or the empty last segment's base. */
+  /** Log offset after the last batch (the empty last segment's base when it has none). */
   logEndOffset: number;
   tornTail?: { file: string; position: number; reason: string };
 }
+
+/** Directories whose rejected batches could neither be cut back nor recorded: not reopened by this process. */
+const unrepairedDirs = new Map<string, string>();
 
 /** A segment as the log tracks it. */
 export interface SegmentInfo {
@@ -128,11 +148,17 @@ export class Log {
   /** A preallocation of the active segment failed for lack of space: none until the next segment. */
   #preallocationRefused = false;
   #nextOffset: number;
+  /** First log offset not known to be durable: every batch below it was fdatasynced. */
+  #durableBelow: number;
+  /** Log offset after the last acknowledged batch. */
+  #acknowledgedEnd: number;
   #queue: PendingAppend[] = [];
   #inFlightCount = 0;
   #flushing: Promise<void> | undefined;
   #failure: OffsetStoreError | undefined;
   #closed = false;
+  /** `sealActive` asked for a roll at the next round boundary. */
+  #sealRequested = false;
 
   private constructor(options: LogOptions, segments: SegmentInfo[], active: FileHandle, activeFileBytes: number, nextOffset: number) {
     this.#options = options;
@@ -140,75 +166,68 @@ export class Log {
     this.#active = active;
     this.#activeFileBytes = activeFileBytes;
     this.#nextOffset = nextOffset;
+    this.#durableBelow = nextOffset;
+    this.#acknowledgedEnd = nextOffset;
   }
 
   /**
-   * Opens (creating if needed) the log in `options.dir`, validating every segment and truncating a
-   * torn tail. `replay` receives every batch at or above its `fromLogOffset`; `minNextOffset` keeps a
-   * log whose segments were all removed (below a checkpoint) from reusing log offsets.
+   * Opens the log in `options.dir` (an existing directory; an empty one gets its first segment):
+   * inspects it, refuses corruption, applies the repairs recovery needs (see the module comment),
+   * and hands every batch at or above `recovery.fromLogOffset` to `recovery.visit`.
    */
-  static async open(options: LogOptions, replay?: LogReplay, minNextOffset = 0): Promise<{ log: Log; report: LogRecoveryReport }> {
+  static async open(options: LogOptions, recovery: LogRecovery = { fromLogOffset: 0 }): Promise<{ log: Log; report: LogRecoveryReport }> {
     const { fs, dir } = options;
-    await fs.mkdir(dir);
-    await completeInterruptedSwap(fs, dir);
-    const segments = await listSegments(fs, dir);
-    const report: LogRecoveryReport = { segmentCount: segments.length, batchCount: 0, batchesReplayed: 0, bytesTruncated: 0, firstLogOffset: segments[0]?.baseOffset ?? 0, logEndOffset: 0 };
-    let previous = -1;
-    let lastFileBytes = 0;
-    for (let i = 0; i < segments.length; i++) {
-      const segment = segments[i]!;
-      const isLast = i === segments.length - 1;
-      const scan = await scanSegment(fs, segment.path, { batchBytesMax: options.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset }, (buf, position, logOffset, sizeBytes, filePosition) => {
-        if (replay === undefined || logOffset < replay.fromLogOffset) return;
-        try {
-          replay.visit(buf, position, logOffset, sizeBytes, filePosition);
-        } catch (error) {
-          if (error instanceof DecodeError) throw corrupt(segment.path, filePosition, `batch ${logOffset}: ${error.message}`, error);
-          throw error;
-        }
-        report.batchesReplayed++;
-      });
-      report.batchCount += scan.batchCount;
-      segment.sizeBytes = scan.validBytes;
-      segment.lastLogOffset = scan.lastLogOffset;
-      lastFileBytes = scan.validBytes + scan.zeroTailBytes;
-      if (scan.zeroTailBytes > 0 && !isLast) {
-        throw corrupt(segment.path, scan.validBytes, `${scan.zeroTailBytes} zero bytes at the end of a sealed segment (only the active segment is preallocated)`);
+    const unrepaired = unrepairedDirs.get(path.resolve(dir));
+    if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
+    let batchesReplayed = 0;
+    const visit = recovery.visit;
+    const inspection = await storageStep(dir, 'reading the log', () => inspectLog(fs, dir, options, recovery, {
+      stopAtCorruption: true,
+      visit: visit === undefined ? undefined : (buf, position, logOffset, sizeBytes, filePosition) => {
+        if (logOffset < recovery.fromLogOffset) return;
+        visit(buf, position, logOffset, sizeBytes, filePosition);
+        batchesReplayed++;
+      },
+    }));
+    const corruption = inspection.damage.find((d) => d.kind === 'corrupt');
+    if (corruption !== undefined) throw damageError(corruption);
+    const segments: SegmentInfo[] = inspection.segments.map((s) => ({ baseOffset: s.baseOffset, path: s.path, sizeBytes: s.validBytes, lastLogOffset: s.lastLogOffset }));
+    const last = inspection.segments.at(-1);
+    const report: LogRecoveryReport = {
+      segmentCount: segments.length, batchCount: inspection.segments.reduce((n, s) => n + s.batchCount, 0), batchesReplayed, bytesTruncated: 0,
+      firstLogOffset: segments[0]?.baseOffset ?? 0, logEndOffset: inspection.logEnd,
+    };
+    let lastFileBytes = last === undefined ? 0 : last.validBytes + last.zeroTailBytes;
+    await storageStep(dir, 'repairing the log', async () => {
+      if (inspection.swap !== undefined) await applySwap(fs, dir, inspection.swap);
+      for (const name of inspection.leftovers) await fs.unlink(path.join(dir, name));
+      if (inspection.leftovers.length > 0) await fs.syncDir(dir);
+      const rejected = inspection.rejected;
+      if (last !== undefined && (inspection.tornTail !== undefined || rejected?.applies === true)) {
+        const onDisk = (await fs.sizeBytes(last.path)) ?? 0;
+        await truncateFile(fs, last.path, last.validBytes);
+        report.bytesTruncated = onDisk - last.validBytes;
+        lastFileBytes = last.validBytes;
+        const torn = inspection.tornTail;
+        report.tornTail = torn !== undefined
+          ? { file: torn.file, position: torn.position, reason: torn.reason }
+          : { file: last.path, position: last.validBytes, reason: 'batches rejected after a failed write were cut off' };
       }
-      if (scan.damage !== undefined) {
-        const { position, reason } = scan.damage;
-        const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
-        if (!isLast) throw corrupt(segment.path, position, reason);
-        const damage = await classifyTailDamage(fs, segment.path, scan.fileBytes, position, lastValid, options);
-        if (damage.kind === 'corrupt') throw corrupt(segment.path, position, `${reason}; ${damage.batchesAfter} valid batch(es) follow`);
-        await truncateFile(fs, segment.path, scan.validBytes);
-        lastFileBytes = scan.validBytes;
-        report.bytesTruncated += scan.fileBytes - scan.validBytes;
-        report.tornTail = {
-          file: segment.path, position,
-          reason: damage.kind === 'torn' ? reason : `${reason}; a write round cut short by a crash (a lost sector, then ${damage.batchesAfter} batch(es) of the same unsynced round, never acknowledged)`,
-        };
+      if (rejected !== undefined) {
+        await fs.unlink(path.join(dir, REJECTED_FILE));
+        await fs.syncDir(dir);
       }
-      if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
-    }
-    const lastSegment = segments.at(-1);
-    report.logEndOffset = Math.max(previous + 1, lastSegment?.baseOffset ?? 0);
-    let nextOffset = Math.max(previous + 1, minNextOffset, lastSegment?.baseOffset ?? 0);
-    if (lastSegment === undefined || (lastSegment.sizeBytes === 0 && lastSegment.baseOffset !== nextOffset)) {
-      // A fresh log, or an empty last segment named below the offsets a checkpoint already covers.
-      if (lastSegment !== undefined) {
-        await fs.unlink(lastSegment.path);
-        segments.pop();
-      }
-      segments.push(await createSegment(fs, dir, nextOffset));
+    });
+    if (last === undefined) {
+      segments.push(await storageStep(dir, 'creating the first segment', () => createSegment(fs, dir, recovery.fromLogOffset)));
       lastFileBytes = 0;
     }
-    nextOffset = Math.max(nextOffset, segments.at(-1)!.baseOffset);
-    const active = await fs.open(segments.at(-1)!.path, 'r+');
+    const nextOffset = Math.max(inspection.logEnd, segments.at(-1)!.baseOffset);
+    const active = await storageStep(dir, 'opening the active segment', () => fs.open(segments.at(-1)!.path, 'r+'));
     // What a crashed process wrote but never synced may still be only in the page cache: sync it now,
-    // so that after a later power loss only the round in flight then can be damaged (TailDamage).
+    // so that after a later power loss only what is written from now on can be damaged.
     try {
-      await active.datasync();
+      await storageStep(dir, 'syncing the active segment', () => active.datasync());
     } catch (error) {
       await active.close();
       throw error;
@@ -221,9 +240,19 @@ export class Log {
     return this.#nextOffset;
   }
 
+  /** Log offset after the last acknowledged batch (the log end of everything a caller was told of). */
+  get acknowledgedEnd(): number {
+    return this.#acknowledgedEnd;
+  }
+
   /** True once a storage failure has fail-stopped this log. */
   get failed(): boolean {
     return this.#failure !== undefined;
+  }
+
+  /** The file-system port the log reads and writes through. */
+  get fs(): FileSystem {
+    return this.#options.fs;
   }
 
   /** The log's directory. */
@@ -271,7 +300,17 @@ export class Log {
   async #flushLoop(): Promise<void> {
     await Promise.resolve();
     try {
-      while (this.#queue.length > 0 && this.#failure === undefined) {
+      while ((this.#queue.length > 0 || this.#sealRequested) && this.#failure === undefined) {
+        if (this.#sealRequested) {
+          this.#sealRequested = false;
+          try {
+            if (this.#segments.at(-1)!.sizeBytes > 0) await this.#roll(this.#nextOffset);
+          } catch (error) {
+            this.#failStop(error, []);
+            return;
+          }
+          continue;
+        }
         const taken = this.#takeRound();
         try {
           await this.#writeRound(taken);
@@ -296,7 +335,10 @@ export class Log {
     }
     const taken = this.#queue.splice(0, count);
     this.#inFlightCount += taken.length;
-    for (const entry of taken) sealBatch(entry.batch, this.#nextOffset++);
+    for (const entry of taken) {
+      const logOffset = this.#nextOffset++;
+      sealBatch(entry.batch, logOffset, 0, logOffset - this.#durableBelow);
+    }
     return taken;
   }
 
@@ -345,11 +387,16 @@ export class Log {
       }
       if (this.#options.durability === 'fsync') await this.#active.datasync();
     } catch (error) {
-      throw await this.#cutBack(startBytes, error);
+      throw await this.#cutBack(startBytes, run[0]!.batch, error);
     }
+    const lastLogOffset = readBatchLogOffset(run.at(-1)!.batch);
+    assert(lastLogOffset === readBatchLogOffset(run[0]!.batch) + run.length - 1, 'a run holds consecutive log offsets');
+    assert(active.lastLogOffset < 0 ? readBatchLogOffset(run[0]!.batch) === active.baseOffset : readBatchLogOffset(run[0]!.batch) === active.lastLogOffset + 1, 'a run continues its segment');
     this.#activeFileBytes = Math.max(this.#activeFileBytes, endBytes + preallocateBytes);
     active.sizeBytes = endBytes;
-    active.lastLogOffset = readBatchLogOffset(run.at(-1)!.batch);
+    active.lastLogOffset = lastLogOffset;
+    this.#acknowledgedEnd = lastLogOffset + 1;
+    if (this.#options.durability === 'fsync') this.#durableBelow = lastLogOffset + 1;
     for (const entry of run) {
       entry.settled = true;
       entry.resolve(readBatchLogOffset(entry.batch));
@@ -363,15 +410,30 @@ export class Log {
     return Math.max(0, Math.min(wanted, this.#options.segmentBytesMax - endBytes));
   }
 
-  /** Truncates the active segment to `sizeBytes` after a failed write; returns the error to raise. */
-  async #cutBack(sizeBytes: number, error: unknown): Promise<unknown> {
+  /**
+   * After a failed write, cuts the active segment back to `sizeBytes`, where the run beginning with
+   * `firstBatch` started; returns the error to raise. If the cut fails, the rejected range is
+   * recorded for recovery to cut (REJECTED_FILE); if that fails too, this process will not reopen
+   * the log, and the error says what to truncate.
+   */
+  async #cutBack(sizeBytes: number, firstBatch: Buffer, error: unknown): Promise<unknown> {
     try {
       this.#activeFileBytes = sizeBytes;
       await this.#active.truncate(sizeBytes);
       await this.#active.datasync();
       return error;
     } catch (cutError) {
-      return new OffsetStoreError('LOG_STORAGE_ERROR', `${(error as Error).message}; cutting the segment back to ${sizeBytes} bytes failed too: ${(cutError as Error).message}`, { cause: error });
+      const segment = path.basename(this.#active.path);
+      const record: RejectedBatches = { segment, position: sizeBytes, checksum: firstBatch.readUInt32LE(5) };
+      const what = `${(error as Error).message}; cutting ${this.#active.path} back to ${sizeBytes} bytes failed too (${(cutError as Error).message})`;
+      try {
+        await writeDurably(this.#options.fs, path.join(this.#options.dir, REJECTED_FILE), Buffer.from(JSON.stringify(record)));
+        return new OffsetStoreError('LOG_STORAGE_ERROR', `${what}; recorded in ${REJECTED_FILE}, the next open cuts the rejected batches off`, { cause: error });
+      } catch (recordError) {
+        const message = `${what}, and recording the rejected batches failed (${(recordError as Error).message}): truncate ${this.#active.path} to ${sizeBytes} bytes before reopening it`;
+        unrepairedDirs.set(path.resolve(this.#options.dir), message);
+        return new OffsetStoreError('LOG_STORAGE_ERROR', message, { cause: error });
+      }
     }
   }
 
@@ -380,6 +442,7 @@ export class Log {
     // The cut is durable before the next segment exists: a sealed segment never has a zero tail.
     await this.#cutPreallocation();
     await this.#active.datasync();
+    this.#durableBelow = baseOffset;
     const segment = await createSegment(this.#options.fs, this.#options.dir, baseOffset);
     const handle = await this.#options.fs.open(segment.path, 'r+');
     await this.#active.close();
@@ -425,6 +488,19 @@ export class Log {
       if (scan.damage !== undefined) throw corrupt(segment.path, scan.damage.position, scan.damage.reason);
       if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
     }
+  }
+
+  /**
+   * Seals the active segment, if it holds a batch, and starts an empty one at the log end: between
+   * two write rounds, so appends go on around it. Lets a checkpoint that covers the whole log free
+   * the whole log (a quiet offsets-bucket shrinks to its live size).
+   */
+  async sealActive(): Promise<void> {
+    this.#checkWritable();
+    this.#sealRequested = true;
+    this.#flushing ??= this.#flushLoop();
+    await this.drain();
+    this.#checkWritable();
   }
 
   /** The sealed segments, oldest first (every segment but the active one). */
@@ -497,15 +573,6 @@ function corrupt(file: string, position: number, reason: string, cause?: unknown
   return new OffsetStoreError('CORRUPT_MESSAGE', `${file} at byte ${position}: ${reason}`, { cause });
 }
 
-async function listSegments(fs: FileSystem, dir: string): Promise<SegmentInfo[]> {
-  const segments: SegmentInfo[] = [];
-  for (const name of await fs.readdir(dir)) {
-    const baseOffset = parseSegmentFileName(name);
-    if (baseOffset !== undefined) segments.push({ baseOffset, path: path.join(dir, name), sizeBytes: 0, lastLogOffset: -1 });
-  }
-  return segments.sort((a, b) => a.baseOffset - b.baseOffset);
-}
-
 async function createSegment(fs: FileSystem, dir: string, baseOffset: number): Promise<SegmentInfo> {
   const segmentPath = path.join(dir, segmentFileName(baseOffset));
   const handle = await fs.open(segmentPath, 'wx');
@@ -524,3 +591,15 @@ async function truncateFile(fs: FileSystem, filePath: string, sizeBytes: number)
   }
 }
 
+/**
+ * Runs one step of opening a log; a failure that is not already an OffsetStoreError (EIO on a read
+ * or an fdatasync, EMFILE, EACCES) becomes LOG_STORAGE_ERROR naming the directory and the step.
+ */
+async function storageStep<T>(dir: string, step: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof OffsetStoreError) throw error;
+    throw new OffsetStoreError('LOG_STORAGE_ERROR', `${dir}: ${step} failed: ${(error as Error).message}`, { cause: error });
+  }
+}

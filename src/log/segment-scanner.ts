@@ -13,7 +13,7 @@
  * with a zero length. Whether a zero tail is allowed (only in the active segment) is the caller's
  * decision, like damage.
  */
-import { BATCH_HEADER_BYTES, BATCH_MAGIC_POSITION, LENGTH_FIELD_BYTES, checkBatch, peekBatchLogOffset } from '../codec/index.js';
+import { BATCH_HEADER_BYTES, BATCH_MAGIC_POSITION, LENGTH_FIELD_BYTES, checkBatch, peekBatchLogOffset, readBatchDurableBelow } from '../codec/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 
 /** Where and why a segment stops being valid. */
@@ -49,6 +49,11 @@ export interface SegmentScanOptions {
   baseOffset: number;
   /** Read at most this many bytes of the file (a size captured earlier); default the whole file. */
   endBytes?: number;
+  /**
+   * Batches must have consecutive log offsets, the first at the segment's base (true of the active
+   * segment, which compaction never rewrites); otherwise they only have to increase.
+   */
+  consecutive?: boolean;
   chunkBytes?: number;
 }
 
@@ -104,11 +109,14 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
       result.damage = { position: filePosition, kind: 'invalid', reason: check.reason };
       break;
     }
-    if (check.logOffset <= previous || check.logOffset < options.baseOffset) {
+    const expected = Math.max(previous + 1, options.baseOffset);
+    if (options.consecutive === true ? check.logOffset !== expected : check.logOffset < expected) {
       result.damage = {
         position: filePosition,
         kind: 'invalid',
-        reason: `log offset ${check.logOffset} out of order (previous ${previous}, segment base ${options.baseOffset})`,
+        reason: options.consecutive === true
+          ? `log offset ${check.logOffset} where ${expected} comes next (previous ${previous}, segment base ${options.baseOffset})`
+          : `log offset ${check.logOffset} out of order (previous ${previous}, segment base ${options.baseOffset})`,
       };
       break;
     }
@@ -146,16 +154,20 @@ async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch
 }
 
 /**
- * How damage at `fromPosition` in the last segment of a log is to be read (DESIGN.md 3.3):
+ * How damage at `fromPosition` in the last segment of a log is to be read (the recovery rules):
+ * - 'corrupt' whenever the damaged batch was known to be durable: its log offset is below
+ *   `durableBelow` (what the store recorded at its last clean close or open), or a valid batch after
+ *   the damage says, through its syncLag (record-batch.ts), that the damaged batch was fdatasynced
+ *   before it was written. A power loss cannot damage durable data, so this is never a torn write;
  * - 'torn': no valid batch (with a log offset above `previousLogOffset`) starts after it: a write cut
  *   short at the end of the log;
- * - 'torn-round': valid batches follow, but part of the damaged stretch is a lost sector, and every
- *   batch after it ends within reach of the damage: one flush round (`flushBytesMax` or one batch,
- *   whichever is larger) with durability 'fsync', the whole tail with 'os'. That is what a power loss
- *   leaves when the disk kept some sectors of the last, unsynced write round and not others: a lost
- *   sector reads as the zeros preallocated there (or as nothing past the old end). With 'fsync',
- *   earlier rounds were fdatasynced before the next began (and `Log.open` fdatasyncs what it found),
- *   so only that round, which nobody was told about, can be damaged this way. A lost sector is an
+ * - 'torn-round': valid batches follow, none of them written after the damaged batch was durable,
+ *   and part of the damaged stretch is a lost sector. That is what a power loss leaves when the disk
+ *   kept some sectors of the last, unsynced writes and not others: a lost sector reads as the zeros
+ *   preallocated there (or as nothing past the old end). Batches whose syncLag is unknown (-1,
+ *   written by an earlier version) must instead end within reach of the damage: one flush round
+ *   (`flushBytesMax` or one batch, whichever is larger) with durability 'fsync', the whole tail with
+ *   'os'. A lost sector is an
  *   aligned 512-byte sector whose part inside the damaged stretch is all zeros and either starts the
  *   stretch and covers the damaged batch's magic byte (never 0 in a batch), or does not start it and
  *   is at least 508 bytes long (shorter, it would have zeroed the magic byte of the valid batch after
@@ -169,7 +181,10 @@ async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch
  * Cost: candidates are checked cheaply (magic, length, log offset in range) before their checksum,
  * and at most HASHED_BYTES_MAX bytes are checksummed; past that the answer is 'corrupt'.
  */
-export type TailDamage = { kind: 'torn' } | { kind: 'torn-round'; batchesAfter: number } | { kind: 'corrupt'; batchesAfter: number };
+export type TailDamage =
+  | { kind: 'torn' }
+  | { kind: 'torn-round'; batchesAfter: number }
+  | { kind: 'corrupt'; batchesAfter: number; reason: string };
 
 const SECTOR_BYTES = 512;
 /** A lost sector's part that does not start the damaged stretch is at least this long (see TailDamage). */
@@ -182,8 +197,12 @@ const HASHED_BYTES_MAX = 256 * 1024 * 1024;
  */
 export async function classifyTailDamage(
   fs: FileSystem, path: string, fileBytes: number, fromPosition: number, previousLogOffset: number,
-  limits: { batchBytesMax: number; flushBytesMax: number; durability?: 'fsync' | 'os' },
+  limits: { batchBytesMax: number; flushBytesMax: number; durability?: 'fsync' | 'os'; durableBelow?: number },
 ): Promise<TailDamage> {
+  const damagedLogOffset = previousLogOffset + 1;
+  if (damagedLogOffset < (limits.durableBelow ?? 0)) {
+    return { kind: 'corrupt', batchesAfter: 0, reason: `batch ${damagedLogOffset} was durable (the log held batches up to ${limits.durableBelow! - 1} when the store last closed or opened)` };
+  }
   const tailBytes = fileBytes - fromPosition;
   if (tailBytes <= BATCH_HEADER_BYTES) return { kind: 'torn' };
   const handle = await fs.open(path, 'r');
@@ -209,13 +228,17 @@ export async function classifyTailDamage(
     const logOffset = peekBatchLogOffset(buf, p, got);
     if (logOffset > previous && logOffset <= logOffsetMax) {
       hashedBytes += buf.readUInt32LE(p) + LENGTH_FIELD_BYTES;
-      if (hashedBytes > HASHED_BYTES_MAX) return { kind: 'corrupt', batchesAfter };
+      if (hashedBytes > HASHED_BYTES_MAX) return { kind: 'corrupt', batchesAfter, reason: `more than ${HASHED_BYTES_MAX} bytes of candidate batches follow` };
       const check = checkBatch(buf, p, got, limits.batchBytesMax);
       if (check.kind === 'ok') {
         if (firstStart < 0) firstStart = p;
         batchesAfter++;
-        // A valid batch beyond reach: not the damaged round's.
-        if (p + check.sizeBytes > reach) return { kind: 'corrupt', batchesAfter };
+        const durableBelow = readBatchDurableBelow(buf, p);
+        if (durableBelow > damagedLogOffset) {
+          return { kind: 'corrupt', batchesAfter, reason: `batch ${check.logOffset} after it was written once batch ${damagedLogOffset} was durable` };
+        }
+        // Without a syncLag, a valid batch beyond reach is not the damaged round's.
+        if (durableBelow < 0 && p + check.sizeBytes > reach) return { kind: 'corrupt', batchesAfter, reason: 'a valid batch follows beyond one write round' };
         previous = check.logOffset;
         p += check.sizeBytes;
         continue;
@@ -224,7 +247,7 @@ export async function classifyTailDamage(
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
-  return hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter };
+  return hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter, reason: `${batchesAfter} valid batch(es) follow` };
 }
 
 /**

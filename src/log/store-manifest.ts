@@ -1,52 +1,57 @@
 /**
- * `store.json`, the manifest that fixes what cannot change after creation:
- * `{ formatVersion: 1, bucketCount, createdAtMs }`. Written once, atomically (temp file, fdatasync,
- * rename, directory fsync), before any bucket exists, so a directory with buckets always has one.
+ * `store.json`, the manifest of a store directory: what cannot change after creation (format
+ * version, bucketCount, creation time), what changes only by an explicit conversion (the compaction
+ * strategy), and what the store knows of each offsets-bucket's log between two runs (where it
+ * starts, where it ended). Every version is written whole and atomically (temp file, fdatasync,
+ * rename, directory fsync), carries a checksum of its content, and is never trusted without it.
+ *
+ * | field              | meaning                                                                   |
+ * |--------------------|---------------------------------------------------------------------------|
+ * | formatVersion      | 2                                                                         |
+ * | bucketCount        | number of offsets-buckets; fixed at creation                              |
+ * | createdAtMs        | creation time                                                             |
+ * | compactionStrategy | the strategy the store runs ('log-cleaner', 'checkpoint', 'none')         |
+ * | buckets[i]         | `{ logStart, logEnd, endExact }` of offsets-bucket i (below)              |
+ * | checksum           | xxh32 of the UTF-8 JSON of every other field, in this order               |
+ *
+ * Per bucket: `logStart`, the log offset below which the log holds nothing it needs (0, or where a
+ * conversion from checkpoints rewrote the state into the log); `logEnd`, the log offset after the
+ * last batch the log held when the store last closed (`endExact`) or opened (a lower bound: a log
+ * never loses durable batches). Open records `endExact: false` for every bucket before anything is
+ * written, and a clean close records each log's exact end; recovery refuses a log that ends
+ * earlier (log-inspection.ts), which is how a missing last segment or cut-off batches are noticed.
+ *
+ * Creation is crash-safe: the bucket folders are made first, the manifest last. A directory with
+ * `buckets/` but no manifest is an interrupted creation when no bucket holds any data (it is
+ * started over), and corruption otherwise.
  */
 import * as path from 'node:path';
+import { loadChecksum, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
+import { parseSegmentFileName } from './segment-name.js';
 
 /** The current on-disk format version. */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
+/** Name of the manifest file inside a store directory. */
+export const MANIFEST_FILE = 'store.json';
+/** Name of the folder holding one folder per offsets-bucket. */
+export const BUCKETS_DIR = 'buckets';
+
+/** What the manifest records of one offsets-bucket's log. */
+export interface BucketLogRecord {
+  logStart: number;
+  logEnd: number;
+  endExact: boolean;
+}
 
 /** The manifest's content. */
 export interface StoreManifest {
   formatVersion: number;
   bucketCount: number;
   createdAtMs: number;
-}
-
-/**
- * Reads the manifest of `dir`, or creates it with `bucketCount` (default when undefined) if the store
- * is new. A requested bucketCount that differs from the stored one is INVALID_CONFIG.
- */
-export async function loadOrCreateManifest(fs: FileSystem, dir: string, requestedBucketCount: number | undefined, defaultBucketCount: number, nowMs: number): Promise<StoreManifest> {
-  const manifestPath = path.join(dir, MANIFEST_FILE);
-  const existing = await readManifest(fs, dir);
-  if (existing === null) {
-    if ((await fs.readdir(path.join(dir, 'buckets'))).length > 0) {
-      throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} is missing but ${dir}/buckets exists`);
-    }
-    const manifest: StoreManifest = { formatVersion: FORMAT_VERSION, bucketCount: requestedBucketCount ?? defaultBucketCount, createdAtMs: nowMs };
-    await writeDurably(fs, manifestPath, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`));
-    return manifest;
-  }
-  const manifest = existing;
-  if (requestedBucketCount !== undefined && requestedBucketCount !== manifest.bucketCount) {
-    throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${requestedBucketCount} contradicts the store in ${dir}, created with bucketCount ${manifest.bucketCount}`);
-  }
-  return manifest;
-}
-
-/** Name of the manifest file inside a store directory. */
-export const MANIFEST_FILE = 'store.json';
-
-/** Reads and checks the manifest of `dir` without creating anything; null when there is none. */
-export async function readManifest(fs: FileSystem, dir: string): Promise<StoreManifest | null> {
-  const manifestPath = path.join(dir, MANIFEST_FILE);
-  const bytes = await fs.readFile(manifestPath);
-  return bytes === null ? null : parseManifest(manifestPath, bytes);
+  compactionStrategy: string;
+  buckets: BucketLogRecord[];
 }
 
 /** Folder name of offsets-bucket `bucket` in a store of `bucketCount` buckets: zero-padded, at least 3 digits. */
@@ -54,21 +59,175 @@ export function bucketDirName(bucketCount: number, bucket: number): string {
   return String(bucket).padStart(Math.max(3, String(bucketCount - 1).length), '0');
 }
 
+/** Folder of offsets-bucket `bucket` of the store in `dir`. */
+export function bucketDirPath(dir: string, bucketCount: number, bucket: number): string {
+  return path.join(dir, BUCKETS_DIR, bucketDirName(bucketCount, bucket));
+}
+
+/** The JSON of a manifest's fields in their fixed order (what the checksum covers). */
+function canonical(m: StoreManifest): string {
+  return JSON.stringify({
+    formatVersion: m.formatVersion, bucketCount: m.bucketCount, createdAtMs: m.createdAtMs, compactionStrategy: m.compactionStrategy,
+    buckets: m.buckets.map((b) => ({ logStart: b.logStart, logEnd: b.logEnd, endExact: b.endExact })),
+  });
+}
+
+function encodeManifest(m: StoreManifest): Buffer {
+  const lines = [
+    '{',
+    `  "formatVersion": ${m.formatVersion},`,
+    `  "bucketCount": ${m.bucketCount},`,
+    `  "createdAtMs": ${m.createdAtMs},`,
+    `  "compactionStrategy": ${JSON.stringify(m.compactionStrategy)},`,
+    '  "buckets": [',
+    ...m.buckets.map((b, i) => `    ${JSON.stringify({ logStart: b.logStart, logEnd: b.logEnd, endExact: b.endExact })}${i < m.buckets.length - 1 ? ',' : ''}`),
+    '  ],',
+    `  "checksum": ${xxh32(Buffer.from(canonical(m), 'utf8'))}`,
+    '}',
+    '',
+  ];
+  return Buffer.from(lines.join('\n'), 'utf8');
+}
+
+function corrupt(manifestPath: string, reason: string, cause?: unknown): OffsetStoreError {
+  return new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath}: ${reason}`, { cause });
+}
+
 function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
   } catch (error) {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} is not valid JSON`, { cause: error });
+    throw corrupt(manifestPath, 'not valid JSON', error);
   }
-  const m = parsed as Partial<StoreManifest> | null;
-  if (m === null || typeof m !== 'object' || !Number.isSafeInteger(m.bucketCount) || (m.bucketCount ?? 0) < 1 || typeof m.formatVersion !== 'number') {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath} lacks a valid formatVersion and bucketCount`);
-  }
+  const m = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  if (typeof m.formatVersion !== 'number') throw corrupt(manifestPath, 'no formatVersion');
   if (m.formatVersion !== FORMAT_VERSION) {
-    throw new OffsetStoreError('INVALID_CONFIG', `${manifestPath} has format version ${m.formatVersion}; this build reads version ${FORMAT_VERSION}`);
+    throw new OffsetStoreError('INVALID_CONFIG', `${manifestPath} has format version ${m.formatVersion}; this build reads version ${FORMAT_VERSION} only (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`);
   }
-  return { formatVersion: m.formatVersion, bucketCount: m.bucketCount!, createdAtMs: m.createdAtMs ?? 0 };
+  const buckets = Array.isArray(m.buckets) ? m.buckets as unknown[] : [];
+  const records: BucketLogRecord[] = buckets.map((b) => {
+    const { logStart, logEnd, endExact } = (typeof b === 'object' && b !== null ? b : {}) as Record<string, unknown>;
+    const offset = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
+    if (!offset(logStart) || !offset(logEnd) || typeof endExact !== 'boolean') throw corrupt(manifestPath, `bucket record ${JSON.stringify(b)} is malformed`);
+    return { logStart: logStart as number, logEnd: logEnd as number, endExact };
+  });
+  const manifest: StoreManifest = {
+    formatVersion: m.formatVersion, bucketCount: m.bucketCount as number, createdAtMs: m.createdAtMs as number,
+    compactionStrategy: m.compactionStrategy as string, buckets: records,
+  };
+  if (!Number.isSafeInteger(manifest.bucketCount) || manifest.bucketCount < 1 || records.length !== manifest.bucketCount
+    || !Number.isSafeInteger(manifest.createdAtMs) || typeof manifest.compactionStrategy !== 'string') {
+    throw corrupt(manifestPath, 'lacks a valid bucketCount, createdAtMs, compactionStrategy or one record per bucket');
+  }
+  if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8'))) throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
+  return manifest;
+}
+
+/** Reads and checks the manifest of `dir` without creating anything; null when there is none. */
+export async function readManifest(fs: FileSystem, dir: string): Promise<StoreManifest | null> {
+  const manifestPath = path.join(dir, MANIFEST_FILE);
+  const bytes = await fs.readFile(manifestPath);
+  await loadChecksum();
+  return bytes === null ? null : parseManifest(manifestPath, bytes);
+}
+
+/** What a new store is created with. */
+export interface ManifestDefaults {
+  bucketCount: number;
+  compactionStrategy: string;
+  nowMs: number;
+}
+
+/**
+ * The manifest of an open store: read (or created) once, then rewritten whole on every update,
+ * one update at a time.
+ */
+export class ManifestFile {
+  readonly path: string;
+  readonly #fs: FileSystem;
+  #manifest: StoreManifest;
+  #writing: Promise<void> = Promise.resolve();
+
+  private constructor(fs: FileSystem, manifestPath: string, manifest: StoreManifest) {
+    this.#fs = fs;
+    this.path = manifestPath;
+    this.#manifest = manifest;
+  }
+
+  /**
+   * Reads the manifest of the store in `dir` (which must exist), or creates the store: its bucket
+   * folders first, the manifest last (see the module comment). The bucket folders are then checked:
+   * one per bucket, none beyond (CORRUPT_MESSAGE otherwise; a missing folder is reported by
+   * `missingBucketDirs` for the caller to fail that bucket alone).
+   */
+  static async openOrCreate(fs: FileSystem, dir: string, defaults: ManifestDefaults): Promise<ManifestFile> {
+    const manifestPath = path.join(dir, MANIFEST_FILE);
+    let manifest = await readManifest(fs, dir);
+    if (manifest === null) {
+      await startOver(fs, dir, manifestPath);
+      manifest = {
+        formatVersion: FORMAT_VERSION, bucketCount: defaults.bucketCount, createdAtMs: defaults.nowMs, compactionStrategy: defaults.compactionStrategy,
+        buckets: Array.from({ length: defaults.bucketCount }, () => ({ logStart: 0, logEnd: 0, endExact: true })),
+      };
+      for (let i = 0; i < manifest.bucketCount; i++) await fs.mkdir(bucketDirPath(dir, manifest.bucketCount, i));
+      await fs.syncDir(path.join(dir, BUCKETS_DIR));
+      await fs.syncDir(dir);
+      await writeDurably(fs, manifestPath, encodeManifest(manifest));
+    }
+    const extra = await strayBucketDirs(fs, dir, manifest.bucketCount);
+    if (extra.length > 0) {
+      throw corrupt(manifestPath, `bucketCount is ${manifest.bucketCount}, but ${path.join(dir, BUCKETS_DIR)} also holds ${extra.join(', ')} (the manifest does not describe this store)`);
+    }
+    return new ManifestFile(fs, manifestPath, manifest);
+  }
+
+  /** The current content (do not modify; use `update`). */
+  get manifest(): Readonly<StoreManifest> {
+    return this.#manifest;
+  }
+
+  /** Applies `change` to a copy and writes it durably; updates run one at a time, in call order. */
+  update(change: (manifest: StoreManifest) => void): Promise<void> {
+    const run = this.#writing.then(async () => {
+      const next: StoreManifest = { ...this.#manifest, buckets: this.#manifest.buckets.map((b) => ({ ...b })) };
+      change(next);
+      await writeDurably(this.#fs, this.path, encodeManifest(next));
+      this.#manifest = next;
+    });
+    this.#writing = run.catch(() => {});
+    return run;
+  }
+}
+
+/** Bucket folders of `dir` that do not exist although the manifest has their buckets. */
+export async function missingBucketDirs(fs: FileSystem, dir: string, bucketCount: number): Promise<number[]> {
+  const present = new Set(await fs.readdir(path.join(dir, BUCKETS_DIR)));
+  const missing: number[] = [];
+  for (let i = 0; i < bucketCount; i++) if (!present.has(bucketDirName(bucketCount, i))) missing.push(i);
+  return missing;
+}
+
+/** Entries of `buckets/` that are not a folder of one of the `bucketCount` buckets. */
+async function strayBucketDirs(fs: FileSystem, dir: string, bucketCount: number): Promise<string[]> {
+  const expected = new Set(Array.from({ length: bucketCount }, (_, i) => bucketDirName(bucketCount, i)));
+  return (await fs.readdir(path.join(dir, BUCKETS_DIR))).filter((name) => !expected.has(name)).sort();
+}
+
+/**
+ * Before creating a store in `dir`: `buckets/` left by an interrupted creation is removed; one that
+ * holds data (a segment with bytes, a checkpoint) means the manifest of a real store is missing.
+ */
+async function startOver(fs: FileSystem, dir: string, manifestPath: string): Promise<void> {
+  const bucketsDir = path.join(dir, BUCKETS_DIR);
+  for (const name of await fs.readdir(bucketsDir)) {
+    const bucketDir = path.join(bucketsDir, name);
+    for (const entry of await fs.readdir(bucketDir)) {
+      const size = parseSegmentFileName(entry) === undefined ? -1 : await fs.sizeBytes(path.join(bucketDir, entry));
+      if (size !== 0) throw corrupt(manifestPath, `missing, but ${bucketDir} holds ${entry}: a store was here`);
+    }
+  }
+  await fs.removeTree(bucketsDir);
 }
 
 /** Writes a whole file so that after a crash it is either absent/old or complete and new. */

@@ -46,7 +46,7 @@ export const SEEDED = {
  * bucket, and two buckets of group `billing`; closes it.
  */
 export async function seedStore(dir: string): Promise<void> {
-  const store = await OffsetStore.open({ dir, bucketCount: 4, segmentBytesMax: 1024, clock: new ManualClock(SEED_TIME_MS), compaction: { strategy: 'none' } });
+  const store = await OffsetStore.open({ dir, bucketCount: 4, segmentBytesMax: 1024, clock: new ManualClock(SEED_TIME_MS), compaction: { background: false } });
   try {
     for (let round = 1; round <= 10; round++) {
       await store.commitOffsets('orders', [0, 1, 2, 3].map((b) => ({ tableId: 1, bucketId: b, offset: round * 100 + b, metadata: round === 10 ? 'host-a' : '' })));

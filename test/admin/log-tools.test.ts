@@ -89,7 +89,7 @@ describe('dumpLog and verifyLog', () => {
     expect(report.ok).toBe(false);
     expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', bucket: ordersBucket, file: victim.file, position: victim.position, reason: expect.stringMatching(/checksum mismatch/) })]);
     expect(report.buckets[ordersBucket]!.status).toBe('corrupt');
-    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } })).rejects.toThrow(`CORRUPT_MESSAGE: ${victim.file} at byte ${victim.position}`);
+    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } })).rejects.toThrow(`CORRUPT_MESSAGE: ${victim.file} at byte ${victim.position}`);
   });
 
   it('reports damage in the last segment with a valid batch after it as corrupt', async () => {
@@ -99,23 +99,35 @@ describe('dumpLog and verifyLog', () => {
     expect(inLast.length).toBeGreaterThan(1);
     flipByte(last, inLast[0]!.position + 30);
     const report = await verifyLog(dir);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: last, position: inLast[0]!.position, reason: expect.stringMatching(/a valid batch follows/) })]);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: last, position: inLast[0]!.position, reason: expect.stringMatching(/was durable/) })]);
   });
 
-  it('reports a cut-off last batch as a torn tail, which the next open truncates exactly there', async () => {
+  it('reports a cut-off batch after the end of the log as a torn tail, which the next open truncates exactly there', async () => {
     const dir = copyOfSeeded();
     const last = segmentPaths(dir, ordersBucket).at(-1)!;
     const lastBatch = batches(await dumpAll(dir, ordersBucket)).at(-1)!;
-    truncateSync(last, lastBatch.position + 30);
+    const end = statSync(last).size;
+    // The first 30 bytes of a copy of the last batch: an append cut short by a crash.
+    appendFileSync(last, readFileSync(last).subarray(lastBatch.position, lastBatch.position + 30));
     const before = snapshotFiles(dir);
     const report = await verifyLog(dir);
     expect(snapshotFiles(dir)).toEqual(before);
     expect(report).toMatchObject({ ok: false, corruptCount: 0, tornTailCount: 1 });
-    expect(report.problems[0]).toMatchObject({ kind: 'torn-tail', bucket: ordersBucket, file: last, position: lastBatch.position, bytesAfter: 30 });
+    expect(report.problems[0]).toMatchObject({ kind: 'torn-tail', bucket: ordersBucket, file: last, position: end, bytesAfter: 30 });
     expect(report.buckets[ordersBucket]!.status).toBe('torn-tail');
-    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
+    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
     await store.close();
-    expect(statSync(last).size).toBe(lastBatch.position);
+    expect(statSync(last).size).toBe(end);
+  });
+
+  it('reports a cut in the last batch of a store closed cleanly as corrupt: that batch was durable', async () => {
+    const dir = copyOfSeeded();
+    const last = segmentPaths(dir, ordersBucket).at(-1)!;
+    const lastBatch = batches(await dumpAll(dir, ordersBucket)).at(-1)!;
+    truncateSync(last, lastBatch.position + 30);
+    const report = await verifyLog(dir);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: last, position: lastBatch.position, reason: expect.stringMatching(/was durable/) })]);
+    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } })).rejects.toThrow(`CORRUPT_MESSAGE: ${last} at byte ${lastBatch.position}`);
   });
 
   it('takes a zero tail of the last segment for preallocation (ok), and one of a sealed segment for corruption', async () => {
@@ -134,7 +146,7 @@ describe('dumpLog and verifyLog', () => {
     const report = await verifyLog(dir);
     expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: first, position: firstSize, bytesAfter: 100, reason: expect.stringMatching(/zero bytes at the end of a sealed segment/) })]);
     expect((await dumpAll(dir, ordersBucket)).filter((e) => e.kind === 'damage')).toEqual([expect.objectContaining({ file: first, position: firstSize })]);
-    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } })).rejects.toThrow(`CORRUPT_MESSAGE: ${first} at byte ${firstSize}`);
+    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } })).rejects.toThrow(`CORRUPT_MESSAGE: ${first} at byte ${firstSize}`);
   });
 
   it('reports a record that does not decode inside a batch with a valid checksum as corrupt', async () => {

@@ -4,7 +4,7 @@
  * own copy of the store (a store is opened by one process at a time). More output variants of the
  * same commands run in-process in cli-in-process.test.ts.
  */
-import { cpSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
@@ -23,7 +23,7 @@ function copy(): string {
 }
 
 async function committed(dir: string, groupId: string) {
-  const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
+  const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
   try {
     return (await store.fetchOffsets(groupId)).map((o) => ({ tableId: o!.tableId, partitionId: o!.partitionId, bucketId: o!.bucketId, offset: o!.offset }));
   } finally {
@@ -34,7 +34,7 @@ async function committed(dir: string, groupId: string) {
 beforeAll(async () => {
   seeded = scratchDir('offset-store-cli-');
   await seedStore(seeded);
-  const store = await OffsetStore.open({ dir: seeded, clock: new ManualClock(), compaction: { strategy: 'none' } });
+  const store = await OffsetStore.open({ dir: seeded, clock: new ManualClock(), compaction: { background: false } });
   ordersBucket = store.bucketFor('orders');
   await store.close();
 });
@@ -124,7 +124,9 @@ describe('offset-store commands as child processes', () => {
     const tornFile = segmentPaths(torn, ordersBucket).at(-1)!;
     const lastBatch = batches.at(-1)!;
     expect(path.basename(lastBatch.file)).toBe(path.basename(tornFile));
-    truncateSync(tornFile, lastBatch.position + 10);
+    // An append cut short by a crash: the first 10 bytes of a batch after the end of the log.
+    const tornAt = readFileSync(tornFile).length;
+    appendFileSync(tornFile, readFileSync(tornFile).subarray(lastBatch.position, lastBatch.position + 10));
     const before = [snapshotFiles(clean), snapshotFiles(corrupt), snapshotFiles(torn)];
 
     const [okRun, corruptRun, tornRun] = await Promise.all([
@@ -144,7 +146,7 @@ describe('offset-store commands as child processes', () => {
 
     expect(tornRun.code).toBe(3);
     expect(tornRun.stdout).toMatch(new RegExp(`\\n\\s*${ordersBucket}\\s+\\d+\\s+.*\\s+torn-tail\\n`));
-    expect(tornRun.stdout).toMatch(new RegExp(`\\ntorn-tail\\s+buckets/00${ordersBucket}/${path.basename(tornFile)}\\s+${lastBatch.position}\\s+10\\s+batch of \\d+ bytes truncated to 10; nothing valid follows`));
+    expect(tornRun.stdout).toMatch(new RegExp(`\\ntorn-tail\\s+buckets/00${ordersBucket}/${path.basename(tornFile)}\\s+${tornAt}\\s+10\\s+batch of \\d+ bytes truncated to 10; nothing valid follows`));
     expect(tornRun.stdout).toContain('TORN TAIL: 1 torn tail(s); the next open truncates them');
   });
 

@@ -31,7 +31,7 @@ describe('offset-store failures', () => {
   it('a store open in another process: STORE_LOCKED, exit 1', async () => {
     const dir = scratchDir();
     cpSync(seeded, dir, { recursive: true });
-    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { strategy: 'none' } });
+    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
     try {
       const run = await runCli(['stats', '--dir', dir]);
       expect(run.code).toBe(1);

@@ -3,13 +3,13 @@
  * option parsing, and the human-output helpers. The commands themselves run as child processes in
  * the other files.
  */
-import { cpSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
 import { formatBytes, formatDuration, formatPercentChange, formatTimestamp, renderTable } from '../../src/cli/output.js';
 import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
-import { StoreAdmin } from '../../src/admin/index.js';
+import { OffsetStore } from '../../src/index.js';
 import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
 
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -141,14 +141,26 @@ describe('command output (in-process)', () => {
     const dir = copy();
     const compacted = await run(['compact', '--dir', dir, '--strategy', 'checkpoint']);
     expect(compacted.code).toBe(0);
-    expect(compacted.stdout).toMatch(/^Compacted 4 offsets-buckets with checkpoint in .*: .* -> .* \(.*%\), \d+ records dropped, .* written\.\n/);
+    expect(compacted.stdout).toMatch(/^Converted the store from log-cleaner to checkpoint\.\nCompacted 4 offsets-buckets with checkpoint in .*: .* -> .* \(.*%\), \d+ records dropped, .* written\.\n/);
     const stats = await run(['stats', '--dir', dir]);
     const lines = stats.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^Store .*: 4 offsets-buckets, created 2023-11-14 22:13:20Z$/);
     expect(lines[2]).toMatch(/^BUCKET\s+STATE\s+LOG\s+SEGMENTS\s+NEXT-LOG-OFFSET\s+LIVE-OFFSETS\s+GROUPS\s+LAST-CHECKPOINT$/);
     expect(lines.slice(3, 7).every((l, i) => new RegExp(`^\\s+${i}\\s+ready\\s+[\\d.]+ (B|KiB)\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\d\\s+log offset \\d+ at \\d{4}-`).test(l))).toBe(true);
-    expect(lines[7]).toMatch(/^ total\s+[\d.]+ KiB\s+\d+\s+7\s+2$/);
-    expect(await StoreAdmin.defaultCompactionStrategy(dir)).toBe('checkpoint');
+    expect(lines[7]).toMatch(/^ total\s+[\d.]+ (B|KiB)\s+\d+\s+7\s+2$/);
+    // The strategy is the store's now: a plain open uses it, and the store converts back on request.
+    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).compactionStrategy).toBe('checkpoint');
+    const store = await OffsetStore.open({ dir });
+    expect((await store.stats()).compactionStrategy).toBe('checkpoint');
+    const image = await store.listGroups();
+    await store.close();
+    const back = await run(['compact', '--dir', dir, '--strategy', 'log-cleaner']);
+    expect(back.code).toBe(0);
+    expect(back.stdout).toMatch(/^Converted the store from checkpoint to log-cleaner\.\nCompacted 4 offsets-buckets with log-cleaner/);
+    const reopened = await OffsetStore.open({ dir });
+    expect(await reopened.listGroups()).toEqual(image);
+    expect((await reopened.stats()).compactionStrategy).toBe('log-cleaner');
+    await reopened.close();
   });
 
   it('demo refuses a non-empty directory that holds no store, and leaves it alone', async () => {

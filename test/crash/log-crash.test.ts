@@ -33,7 +33,10 @@ describe('log crash safety', () => {
       const present = new Map(batches.map((b) => [b.logOffset, b.bytes]));
       for (const [logOffset, n] of acked) {
         const expected = testBatch(n, 1 + (n % 5));
-        sealBatch(expected, logOffset);
+        // Every byte as appended; the syncLag is the log's (how many batches before it were not yet durable).
+        const syncLag = present.get(logOffset)?.readInt32LE(40) ?? -1;
+        expect(syncLag >= 0 && syncLag <= logOffset, `${context}: syncLag ${syncLag} of batch ${logOffset}`).toBe(true);
+        sealBatch(expected, logOffset, 0, syncLag);
         expect(present.get(logOffset)?.equals(expected), `${context}: acknowledged batch ${n} at log offset ${logOffset}`).toBe(true);
       }
       await log.close();

@@ -41,11 +41,14 @@ async function ackedLog(random: () => number, count: number): Promise<{ acked: B
   return { acked, segment: readFileSync(path.join(dir, name)), name, log };
 }
 
-/** The batches of the round that follows `acked`, sealed with their log offsets. */
+/**
+ * The batches of the round that follows `acked`, sealed with their log offsets and, as the log
+ * writes them, each batch's syncLag: the round began once everything before it was durable.
+ */
 function roundBatches(random: () => number, firstOffset: number): Buffer[] {
   return Array.from({ length: 2 + Math.floor(random() * 6) }, (_, i) => {
     const batch = testBatch(firstOffset + i, 1 + Math.floor(random() * 40));
-    sealBatch(batch, firstOffset + i);
+    sealBatch(batch, firstOffset + i, 0, i);
     return batch;
   });
 }
@@ -163,8 +166,15 @@ describe('power loss during a write round', () => {
     expect(isOffsetStoreError(flipped) && flipped.code === 'CORRUPT_MESSAGE', String(flipped)).toBe(true);
     expect((flipped as Error).message).toContain(`at byte ${ackedEnd}`);
 
-    // A lost sector, but batches after it lie further away than one write round can reach.
-    const holed = Buffer.concat([segment.subarray(0, ackedEnd), ...batches]);
+    // A lost sector, but batches after it (written before the log recorded syncLags) lie further
+    // away than one write round can reach.
+    const legacy = batches.map((b, i) => {
+      const copy = Buffer.from(b);
+      copy.writeInt32LE(-1, 40);
+      sealBatch(copy, acked.length + i);
+      return copy;
+    });
+    const holed = Buffer.concat([segment.subarray(0, ackedEnd), ...legacy]);
     holed.fill(0, ackedEnd, (Math.floor(ackedEnd / SECTOR) + 1) * SECTOR); // the rest of the sector the round began in
     const tinyRounds = { segmentBytesMax: SEGMENT_BYTES_MAX, flushBytesMax: 64, batchBytesMax: 1024 };
     const far = await Log.open(logOptions(logDirWith(name, holed), tinyRounds)).then(() => undefined, (e: unknown) => e);
@@ -174,5 +184,18 @@ describe('power loss during a write round', () => {
     expect(torn.batches.map((b) => b.bytes)).toEqual(acked);
     expect(torn.report.tornTail?.reason).toMatch(/write round cut short by a crash/);
     await torn.log.close();
+  });
+
+  it('refuses a lost sector in acknowledged batches when a later round follows: its syncLag says they were durable', async () => {
+    const random = seededRandom(11);
+    const { acked, segment, name, log } = await ackedLog(random, 12);
+    await log.close();
+    const ackedEnd = acked.reduce((sum, b) => sum + b.length, 0);
+    const image = Buffer.concat([segment.subarray(0, ackedEnd), ...roundBatches(random, acked.length)]);
+    const sector = Math.floor(ackedEnd / 2 / SECTOR) * SECTOR;
+    image.fill(0, sector, sector + SECTOR);
+    const error = await Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(() => undefined, (e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/was durable/);
   });
 });

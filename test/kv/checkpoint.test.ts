@@ -1,9 +1,12 @@
 /**
  * LMDB checkpoints (the 'checkpoint' compaction strategy): recovery restores the newest valid one and
- * replays only the tail; a corrupt or "future" checkpoint is ignored with a warning and an older one
- * (or the whole log) is used; a clean close writes a last checkpoint; a checkpointed store refuses
- * the log cleaner, which could drop tombstones a checkpoint still needs.
+ * replays only the tail; a corrupt or "future" checkpoint is ignored with a warning, and the store
+ * refuses to open (CORRUPT_MESSAGE) rather than lose what the log below it held once that is gone; a
+ * clean close writes a last checkpoint; each checkpoint is read back before the log it covers is
+ * deleted, so a quiet offsets-bucket shrinks to its live size; the strategy is the store's own,
+ * recorded in it, and changes only by an explicit conversion, in either direction.
  */
+import { cpSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
@@ -38,12 +41,11 @@ describe('LMDB checkpoints', () => {
     await store.close();
   });
 
-  it('ignores a checkpoint whose content fails its checksum, with a warning, and uses the previous one', async () => {
+  it('ignores a checkpoint whose content fails its checksum with a warning, and refuses to open once the log it covered is gone', async () => {
     const dir = tempDir();
-    const { history } = await checkpointedStore(dir);
+    await checkpointedStore(dir);
     const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
     const metas = [...env.getRange({ start: ['m'], end: ['m', Number.MAX_SAFE_INTEGER] })].map((e) => JSON.parse(Buffer.from(e.value as Buffer).toString()) as { logOffset: number });
-    expect(metas.length).toBe(2);
     const newest = Math.max(...metas.map((m) => m.logOffset));
     const [entry] = [...env.getRange({ start: ['g', newest], end: ['g', newest + 1], limit: 1 })];
     const damaged = Buffer.from(entry!.value as Buffer);
@@ -51,13 +53,33 @@ describe('LMDB checkpoints', () => {
     await env.put(entry!.key, damaged);
     await env.close();
     const warnings: string[] = [];
-    const store = await OffsetStore.open(options(dir, warnings));
+    await expect(OffsetStore.open(options(dir, warnings))).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(/the segments before it are missing/) });
     expect(warnings.join('\n')).toMatch(new RegExp(`ignoring checkpoint at log offset ${newest}: .*checksum`));
-    const report = store.recoveryReports()[0]!;
-    expect(report.checkpointLogOffset).toBeLessThan(newest);
-    expect(report.batchesReplayed).toBeGreaterThan(0);
-    expect(await stateOf(store)).toEqual(modelOf(history));
+  });
+
+  it('uses the whole log when the only checkpoint fails its checksum and nothing was deleted yet', async () => {
+    const dir = tempDir();
+    const history = generateHistory(5, 200);
+    const store = await OffsetStore.open({ ...options(dir), compaction: { strategy: 'log-cleaner', background: false } });
+    await applyHistory(store, history);
+    await store.convertCompaction('checkpoint'); // writes a checkpoint, deletes nothing
+    const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
+    const [entry] = [...env.getRange({ start: ['g'], end: ['h'], limit: 1 })];
+    const damaged = Buffer.from(entry!.value as Buffer);
+    damaged.writeDoubleLE(12345, 8 + 3 * 8);
+    await env.put(entry!.key, damaged);
+    await env.close();
+    const image = await stateOf(store);
+    // A crash: the store is not closed (a clean close would write a fresh checkpoint); its files are copied.
+    const crashed = tempDir();
+    cpSync(dir, crashed, { recursive: true });
     await store.close();
+    const warnings: string[] = [];
+    const reopened = await OffsetStore.open({ dir: crashed, onWarning: (m) => warnings.push(m) });
+    expect(warnings.join('\n')).toMatch(/ignoring checkpoint at log offset \d+: .*checksum/);
+    expect(reopened.recoveryReports()[0]!.checkpointLogOffset).toBeUndefined();
+    expect(await stateOf(reopened)).toEqual(image);
+    await reopened.close();
   });
 
   it('ignores a checkpoint that claims a log offset past the log end', async () => {
@@ -77,12 +99,42 @@ describe('LMDB checkpoints', () => {
     await reopened.close();
   });
 
-  it('refuses to open a checkpointed store with the log cleaner (INVALID_CONFIG), and leaves it intact', async () => {
+  it('frees the whole log of a quiet offsets-bucket: it shrinks to its live size', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({ ...options(dir), compaction: { strategy: 'checkpoint', background: false } });
+    for (let round = 0; round < 40; round++) await store.commitOffsets('quiet', Array.from({ length: 24 }, (_, b) => ({ tableId: 1, bucketId: b, offset: round })));
+    expect((await store.stats()).buckets[0]!.segmentCount).toBeGreaterThan(4);
+    for (let i = 0; i < 4; i++) await store.compact();
+    const stats = (await store.stats()).buckets[0]!;
+    expect(stats).toMatchObject({ segmentCount: 1, logBytes: 0, liveOffsets: 24 });
+    await store.close();
+    const reopened = await OffsetStore.open({ dir });
+    expect((await reopened.fetchOffsets('quiet')).map((o) => o!.offset)).toEqual(Array.from({ length: 24 }, () => 39));
+    await reopened.close();
+  });
+
+  it('records the strategy in the store: a plain open uses it, another one is refused, and conversion goes both ways', async () => {
     const dir = tempDir();
     const { history } = await checkpointedStore(dir);
-    await expect(OffsetStore.open(options(dir, [], 'log-cleaner'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/checkpoints/) });
-    const store = await OffsetStore.open(options(dir, [], 'none'));
-    expect(await stateOf(store)).toEqual(modelOf(history));
-    await store.close();
+    await expect(OffsetStore.open(options(dir, [], 'log-cleaner'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/uses 'checkpoint'.*convert/) });
+    const plain = await OffsetStore.open({ dir });
+    expect((await plain.stats()).compactionStrategy).toBe('checkpoint');
+    expect(await stateOf(plain)).toEqual(modelOf(history));
+    await plain.convertCompaction('log-cleaner');
+    expect((await plain.stats()).compactionStrategy).toBe('log-cleaner');
+    expect(existsSync(path.join(dir, 'buckets/000/checkpoint'))).toBe(false);
+    await plain.compact();
+    expect(await stateOf(plain)).toEqual(modelOf(history));
+    await plain.close();
+    const cleaner = await OffsetStore.open({ dir });
+    expect((await cleaner.stats()).compactionStrategy).toBe('log-cleaner');
+    expect(await stateOf(cleaner)).toEqual(modelOf(history));
+    await cleaner.convertCompaction('checkpoint');
+    await cleaner.compact();
+    await cleaner.close();
+    const again = await OffsetStore.open({ dir });
+    expect((await again.stats()).compactionStrategy).toBe('checkpoint');
+    expect(await stateOf(again)).toEqual(modelOf(history));
+    await again.close();
   });
 });

@@ -28,7 +28,10 @@ describe('manifest', () => {
   it('writes store.json at creation and refuses to reopen with another bucketCount (INVALID_CONFIG), releasing the lock', async () => {
     const dir = tempDir();
     const store = await openStore(dir, { bucketCount: 5, clock: new ManualClock(T0) });
-    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8'))).toEqual({ formatVersion: 1, bucketCount: 5, createdAtMs: T0 });
+    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8'))).toEqual({
+      formatVersion: 2, bucketCount: 5, createdAtMs: T0, compactionStrategy: 'none',
+      buckets: Array.from({ length: 5 }, () => ({ logStart: 0, logEnd: 0, endExact: false })), checksum: expect.any(Number),
+    });
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 9 }]);
     const image = await imageOf(store);
     await store.close();

@@ -2,7 +2,6 @@
  * `offset-store compact`: runs compaction on every offsets-bucket now and prints what it did. On a
  * terminal a spinner shows the buckets done, the elapsed time and the log size as buckets are swapped.
  */
-import { StoreAdmin } from '../../admin/index.js';
 import type { CompactionReport, CompactionStrategy } from '../../index.js';
 import { EXIT, UsageError, integerOption, noPositionals, stringOption, type Command } from '../command.js';
 import { formatBytes, formatCount, formatDuration, formatPercentChange, type Output } from '../output.js';
@@ -18,24 +17,32 @@ export const compact: Command = {
   summary: 'compact every offsets-bucket now; bytes before/after and time',
   description: [
     'Compacts every offsets-bucket now, whatever its dirty ratio, and prints bytes before and after, records',
-    'dropped and time per bucket. --strategy log-cleaner rewrites sealed segments keeping the latest record per',
-    'key; --strategy checkpoint writes the materialized index to LMDB and deletes segments it covers. Default:',
-    'checkpoint if the store already has checkpoints, else log-cleaner. The active segment is never touched.',
+    'dropped and time per bucket, with the strategy the store records (log-cleaner: rewrites sealed segments',
+    'keeping the latest record per key; checkpoint: writes the materialized index to LMDB and deletes the log',
+    'it covers). --strategy converts the store to another strategy first (crash-safe) and records it, so',
+    'later opens use it too.',
   ].join('\n'),
   options: {
-    strategy: { type: 'string', valueName: '<log-cleaner|checkpoint>', description: 'compaction strategy' },
+    strategy: { type: 'string', valueName: '<log-cleaner|checkpoint|none>', description: 'convert the store to this strategy first' },
     workers: { type: 'string', valueName: '<n>', description: 'worker threads / buckets compacted at once (default 1)' },
   },
   examples: ['offset-store compact --dir ./data', 'offset-store compact --dir ./data --strategy checkpoint --json'],
   async run(context) {
     noPositionals(context);
     const requested = stringOption(context, 'strategy');
-    if (requested !== undefined && requested !== 'log-cleaner' && requested !== 'checkpoint') throw new UsageError(`--strategy must be log-cleaner or checkpoint, got ${JSON.stringify(requested)}`);
+    if (requested !== undefined && requested !== 'log-cleaner' && requested !== 'checkpoint' && requested !== 'none') {
+      throw new UsageError(`--strategy must be log-cleaner, checkpoint or none, got ${JSON.stringify(requested)}`);
+    }
     const workers = integerOption(context, 'workers') ?? 1;
     if (workers < 1) throw new UsageError('--workers must be at least 1');
-    const strategy: CompactionStrategy = requested ?? (await StoreAdmin.defaultCompactionStrategy(context.dir));
     const { output } = context;
     const report = await withAdmin(context, async (admin) => {
+      const current = (await admin.store.stats()).compactionStrategy;
+      const strategy: CompactionStrategy = requested ?? current;
+      if (strategy !== current) {
+        await admin.store.convertCompaction(strategy);
+        if (!output.json) output.line(`Converted the store from ${current} to ${strategy}.`);
+      }
       const progress = new Progress(output);
       const before = (await admin.stats()).totals.logBytes;
       let buckets = '';
@@ -52,7 +59,7 @@ export const compact: Command = {
         clearInterval(poll);
         progress.stop();
       }
-    }, { compactionStrategy: strategy, compactionWorkers: workers });
+    }, { compactionWorkers: workers });
     if (output.json) output.result(report);
     else printReport(output, report);
     return EXIT.OK;

@@ -1,0 +1,279 @@
+/**
+ * Reads a log directory and decides what it holds and what recovery must do about it, without
+ * modifying anything. `Log.open` applies the repairs it lists and refuses what it reports as
+ * corrupt; `log verify` reports the same findings. One function, so the two never disagree.
+ *
+ * What a log directory may hold, and how each is read:
+ * - segment files `<20-digit base>.log`: the log, oldest first;
+ * - a swap intent `compaction.swap` with `.cleaned` files (segment-swap.ts): a compaction that
+ *   committed; it is checked against the disk and the segments are read as they will be once it is
+ *   applied. Without an intent, `.cleaned` and `.tmp` files are leftovers of one that did not commit;
+ * - `rejected-batches.json`: batches a failed write left behind after cutting them back failed too
+ *   (log.ts); the segment is read as if cut there when the batch recorded is still there.
+ *
+ * The rules (every violation is damage; all but a torn tail are corruption):
+ * 1. The first segment begins at or below `fromLogOffset`, the log offset recovery replays from (0, the
+ *    store's log start, or a checkpoint's): otherwise the segments before it are missing.
+ * 2. Segments chain: each sealed segment holds at least one batch and its last batch is the one just
+ *    before the next segment's base offset (compaction keeps each segment's last batch, if need be
+ *    emptied of records, for this). A gap is a missing segment or a segment cut short.
+ * 3. Inside a segment, batches are valid (length, magic, checksum, records) with increasing log
+ *    offsets, at or above its base; in the last (active) segment they are consecutive. A sealed
+ *    segment ends exactly at its last batch; only the active one may end in zeros (preallocation).
+ * 4. Damage in the last segment is a torn tail (truncated by open) when it can be what a crash or a
+ *    power loss leaves (segment-scanner.ts, TailDamage), and corruption otherwise.
+ * 5. The log ends at or after `knownEnd` (what the store recorded at its last clean close, or when it
+ *    was last opened), and exactly there when `knownEnd.exact` (nothing was written after a clean
+ *    close). A shorter log lost segments or batches.
+ */
+import * as path from 'node:path';
+import { DecodeError, loadChecksum } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import type { FileSystem } from '../io/index.js';
+import { classifyTailDamage, scanSegment, type BatchVisitor } from './segment-scanner.js';
+import { parseSegmentFileName } from './segment-name.js';
+import { CLEANED_SUFFIX, INTENT_FILE, parseSwapIntent, resolveSwap, type SwapIntent } from './segment-swap.js';
+
+/** Name of the record of rejected batches that could not be cut back (log.ts). */
+export const REJECTED_FILE = 'rejected-batches.json';
+
+/** What the store knows of a log before reading it. */
+export interface LogExpectations {
+  /** Recovery replays from this log offset: the log must hold every batch from here on. */
+  fromLogOffset: number;
+  /** Batches below `logOffset` were durable; with `exact`, the log ends exactly there. */
+  knownEnd?: { logOffset: number; exact: boolean };
+}
+
+/** Limits that shape what a log may hold. */
+export interface LogLimits {
+  batchBytesMax: number;
+  flushBytesMax: number;
+  durability: 'fsync' | 'os';
+}
+
+/** One damaged place. */
+export interface LogDamage {
+  kind: 'corrupt' | 'torn-tail';
+  file: string;
+  /** Byte position of the first byte that is not part of a valid batch (0 for a missing file). */
+  position: number;
+  /** Bytes from `position` to the end of the file. */
+  bytesAfter: number;
+  reason: string;
+}
+
+/** One segment as recovery reads it. */
+export interface InspectedSegment {
+  name: string;
+  baseOffset: number;
+  /** Where its bytes are read from now (a `.cleaned` file until a pending swap is applied). */
+  readPath: string;
+  /** Its path once repairs are applied. */
+  path: string;
+  /** Bytes read (the file, or less where a rejected range is cut off). */
+  fileBytes: number;
+  /** Bytes of valid batches from the start. */
+  validBytes: number;
+  /** Zero bytes after the last batch (preallocation of the active segment). */
+  zeroTailBytes: number;
+  batchCount: number;
+  firstLogOffset: number;
+  /** Log offset of its last valid batch, -1 when it has none. */
+  lastLogOffset: number;
+}
+
+/** The record of batches rejected after a failed write whose cut-back failed too. */
+export interface RejectedBatches {
+  segment: string;
+  position: number;
+  checksum: number;
+}
+
+/** What a log directory holds and what recovery does about it. */
+export interface LogInspection {
+  segments: InspectedSegment[];
+  /** A committed swap to complete. */
+  swap: SwapIntent | undefined;
+  /** Files of a swap that never committed, to delete. */
+  leftovers: string[];
+  /** A rejected-batches record (to delete once its cut is applied). */
+  rejected: { record: RejectedBatches | undefined; applies: boolean } | undefined;
+  /** Every damaged place found (with `stopAtCorruption`, at most the first corrupt one). */
+  damage: LogDamage[];
+  /** The torn tail to truncate: the last segment is cut to `validBytes`. */
+  tornTail: LogDamage | undefined;
+  /** Log offset after the last valid batch (or the empty last segment's base). */
+  logEnd: number;
+}
+
+/** How to read. */
+export interface InspectOptions {
+  /** Stop at the first corruption (recovery); otherwise go on with the next segment (verify). */
+  stopAtCorruption: boolean;
+  /** Receives each valid batch in log order, with its log offset; a DecodeError it throws is damage. */
+  visit?: BatchVisitor;
+}
+
+/** Inspects the log in `dir` (see the module comment). Reads only. */
+export async function inspectLog(fs: FileSystem, dir: string, limits: LogLimits, expectations: LogExpectations, options: InspectOptions): Promise<LogInspection> {
+  await loadChecksum();
+  const names = await fs.readdir(dir);
+  const segmentNames = names.filter((n) => parseSegmentFileName(n) !== undefined).sort();
+  const tempNames = new Set(names.filter((n) => n.endsWith(CLEANED_SUFFIX)));
+  const result: LogInspection = { segments: [], swap: undefined, leftovers: [], rejected: undefined, damage: [], tornTail: undefined, logEnd: 0 };
+  const intentBytes = names.includes(INTENT_FILE) ? await fs.readFile(path.join(dir, INTENT_FILE)) : null;
+  let effective = segmentNames;
+  const readPaths = new Map<string, string>();
+  if (intentBytes !== null) {
+    const file = path.join(dir, INTENT_FILE);
+    try {
+      const intent = parseSwapIntent(file, intentBytes);
+      effective = resolveSwap(file, intent, segmentNames, tempNames, expectations.fromLogOffset);
+      for (const { name, tempName } of intent.outputs) if (tempNames.has(tempName)) readPaths.set(name, path.join(dir, tempName));
+      result.swap = intent;
+    } catch (error) {
+      if (!(error instanceof OffsetStoreError)) throw error;
+      result.damage.push({ kind: 'corrupt', file, position: 0, bytesAfter: intentBytes.length, reason: error.message.slice(file.length + 2) });
+      return result;
+    }
+  } else {
+    result.leftovers = names.filter((n) => n.endsWith(CLEANED_SUFFIX) || n.endsWith('.tmp')).sort();
+  }
+  const endBytes = new Map<string, number>();
+  if (names.includes(REJECTED_FILE)) {
+    const record = parseRejected(await fs.readFile(path.join(dir, REJECTED_FILE)));
+    const applies = record !== undefined && effective.at(-1) === record.segment && (await rejectedBatchPresent(fs, path.join(dir, record.segment), record));
+    if (applies) endBytes.set(record.segment, record.position);
+    result.rejected = { record, applies };
+  }
+  for (const name of effective) {
+    const finalPath = path.join(dir, name);
+    const readPath = readPaths.get(name) ?? finalPath;
+    const fileBytes = endBytes.get(name) ?? (await fs.sizeBytes(readPath)) ?? 0;
+    result.segments.push({
+      name, baseOffset: parseSegmentFileName(name)!, readPath, path: finalPath, fileBytes, validBytes: 0, zeroTailBytes: 0, batchCount: 0, firstLogOffset: -1, lastLogOffset: -1,
+    });
+  }
+  await scanAll(fs, result, limits, expectations, options);
+  return result;
+}
+
+async function scanAll(fs: FileSystem, result: LogInspection, limits: LogLimits, expectations: LogExpectations, options: InspectOptions): Promise<void> {
+  const { segments, damage } = result;
+  const stop = () => options.stopAtCorruption && damage.some((d) => d.kind === 'corrupt');
+  const first = segments[0];
+  if (first !== undefined && first.baseOffset > expectations.fromLogOffset) {
+    damage.push({
+      kind: 'corrupt', file: first.path, position: 0, bytesAfter: first.fileBytes,
+      reason: `the log starts at log offset ${first.baseOffset} (${first.name}), but recovery needs every batch from log offset ${expectations.fromLogOffset}: the segments before it are missing`,
+    });
+    if (stop()) return;
+  }
+  let previous = -1;
+  let previousDamaged = false;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const isLast = i === segments.length - 1;
+    if (i > 0 && !previousDamaged && previous !== segment.baseOffset - 1) {
+      const before = segments[i - 1]!;
+      damage.push({
+        kind: 'corrupt', file: segment.path, position: 0, bytesAfter: segment.fileBytes,
+        reason: previous < segment.baseOffset - 1
+          ? `log offsets ${previous + 1}..${segment.baseOffset - 1} are missing: ${before.name} ends at log offset ${previous} and ${segment.name} begins at ${segment.baseOffset} (a segment is missing or was cut short)`
+          : `${before.name} ends at log offset ${previous}, past the base ${segment.baseOffset} of ${segment.name}`,
+      });
+      if (stop()) return;
+    }
+    previousDamaged = false;
+    const found = await scanOne(fs, segment, isLast, previous, limits, expectations, options);
+    if (found !== undefined) {
+      previousDamaged = true;
+      if (found.kind === 'torn-tail') result.tornTail = found;
+      damage.push(found);
+      if (stop()) return;
+    }
+    if (segment.lastLogOffset >= 0) previous = segment.lastLogOffset;
+  }
+  const last = segments.at(-1);
+  result.logEnd = Math.max(previous + 1, last?.baseOffset ?? 0);
+  const known = expectations.knownEnd;
+  // A damaged last segment is reported as such; its end says nothing more.
+  const lastDamaged = previousDamaged && last !== undefined;
+  if (known !== undefined && !lastDamaged && (known.exact ? result.logEnd !== known.logOffset : result.logEnd < known.logOffset)) {
+    damage.push({
+      kind: 'corrupt', file: last?.path ?? '(no segment)', position: last?.validBytes ?? 0, bytesAfter: 0,
+      reason: `the log ends at log offset ${result.logEnd}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened'} (segments or batches are missing)`,
+    });
+  }
+}
+
+/** Scans one segment into `segment`; returns its damage, if any. */
+async function scanOne(
+  fs: FileSystem, segment: InspectedSegment, isLast: boolean, previous: number, limits: LogLimits, expectations: LogExpectations, options: InspectOptions,
+): Promise<LogDamage | undefined> {
+  let badRecord: LogDamage | undefined;
+  const scan = await scanSegment(fs, segment.readPath, {
+    batchBytesMax: limits.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.fileBytes, consecutive: isLast,
+  }, (buf, position, logOffset, sizeBytes, filePosition) => {
+    if (segment.firstLogOffset < 0) segment.firstLogOffset = logOffset;
+    if (badRecord !== undefined || options.visit === undefined) return;
+    try {
+      options.visit(buf, position, logOffset, sizeBytes, filePosition);
+    } catch (error) {
+      if (!(error instanceof DecodeError)) throw error;
+      const at = filePosition + Math.max(0, error.position - position);
+      badRecord = { kind: 'corrupt', file: segment.path, position: at, bytesAfter: segment.fileBytes - at, reason: `batch ${logOffset}: checksum matches but a record does not decode: ${error.message}` };
+    }
+  });
+  segment.validBytes = scan.validBytes;
+  segment.zeroTailBytes = scan.zeroTailBytes;
+  segment.batchCount = scan.batchCount;
+  segment.lastLogOffset = scan.lastLogOffset;
+  if (badRecord !== undefined) return badRecord;
+  const at = (position: number, reason: string, kind: LogDamage['kind'] = 'corrupt'): LogDamage => ({ kind, file: segment.path, position, bytesAfter: scan.fileBytes - position, reason });
+  if (!isLast) {
+    if (scan.damage !== undefined) return at(scan.damage.position, `${scan.damage.reason} (in a sealed segment)`);
+    if (scan.zeroTailBytes > 0) return at(scan.validBytes, `${scan.zeroTailBytes} zero bytes at the end of a sealed segment (only the active segment is preallocated)`);
+    if (scan.batchCount === 0) return at(0, 'a sealed segment holds no batch');
+    return undefined;
+  }
+  if (scan.damage === undefined) return undefined;
+  const { position, reason } = scan.damage;
+  const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
+  const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, { ...limits, durableBelow: expectations.knownEnd?.logOffset });
+  const truncated = `the next open truncates ${scan.fileBytes - position} bytes`;
+  if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
+  if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows (${truncated})`, 'torn-tail');
+  return at(position, `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync (${truncated})`, 'torn-tail');
+}
+
+function parseRejected(bytes: Buffer | null): RejectedBatches | undefined {
+  if (bytes === null) return undefined;
+  try {
+    const { segment, position, checksum } = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+    if (typeof segment === 'string' && parseSegmentFileName(segment) !== undefined && Number.isSafeInteger(position) && (position as number) >= 0 && Number.isSafeInteger(checksum)) {
+      return { segment, position: position as number, checksum: checksum as number };
+    }
+  } catch {
+    // An unreadable record applies to nothing (it is deleted at open).
+  }
+  return undefined;
+}
+
+/** True when the batch the record names is still at its position (its stored checksum matches). */
+async function rejectedBatchPresent(fs: FileSystem, filePath: string, record: RejectedBatches): Promise<boolean> {
+  const handle = await fs.open(filePath, 'r');
+  try {
+    const header = Buffer.alloc(9);
+    const got = await handle.read(header, 0, 9, record.position);
+    return got === 9 && header.readUInt32LE(5) === record.checksum;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The OffsetStoreError for a damaged place (CORRUPT_MESSAGE, naming file and byte position). */
+export function damageError(damage: LogDamage, cause?: unknown): OffsetStoreError {
+  return new OffsetStoreError('CORRUPT_MESSAGE', `${damage.file} at byte ${damage.position}: ${damage.reason}`, { cause });
+}

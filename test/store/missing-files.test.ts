@@ -1,0 +1,135 @@
+/**
+ * Files that go missing or shrink are noticed. Log offsets run without a gap from the first segment
+ * to the last, starting where the newest checkpoint (or the store's log start) says, and ending where
+ * the last clean close left them; a missing segment, a missing bucket folder, a segment cut at a
+ * batch boundary, zeroed last batches, an edited bucketCount, or a checkpoint gone after the log below
+ * it was deleted is CORRUPT_MESSAGE naming what is missing, in open and in `log verify` alike.
+ */
+import { readFileSync, readdirSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { verifyLog } from '../../src/admin/index.js';
+import { readBatchHeader } from '../../src/codec/index.js';
+import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const OPTIONS = { bucketCount: 2, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { strategy: 'none' as const } };
+
+/** A closed store of 2 offsets-buckets, each with several segments; bucket 0's folder. */
+async function storeWithSegments(options: Partial<OffsetStoreOptions> = {}): Promise<{ dir: string; bucketDir: string; segments: string[] }> {
+  const dir = tempDir();
+  const store = await OffsetStore.open({ dir, ...OPTIONS, ...options });
+  for (let i = 0; i < 120; i++) {
+    for (const g of ['a', 'b', 'c', 'd']) await store.commitOffsets(g, [{ tableId: 1, bucketId: i % 3, offset: i }]);
+  }
+  await store.close();
+  const bucketDir = path.join(dir, 'buckets', '000');
+  const segments = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort().map((f) => path.join(bucketDir, f));
+  expect(segments.length).toBeGreaterThan(4);
+  return { dir, bucketDir, segments };
+}
+
+/** Byte positions of the batches of a segment file. */
+function batchStarts(file: string): number[] {
+  const bytes = readFileSync(file);
+  const starts: number[] = [];
+  for (let p = 0; p + 4 <= bytes.length && bytes.readUInt32LE(p) > 0; p += bytes.readUInt32LE(p) + 4) starts.push(p);
+  void readBatchHeader;
+  return starts;
+}
+
+async function expectRefused(dir: string, what: RegExp, options: Partial<OffsetStoreOptions> = {}): Promise<void> {
+  const warnings: string[] = [];
+  await expect(OffsetStore.open({ dir, ...OPTIONS, ...options, onWarning: (m) => warnings.push(m) })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(what) });
+  const report = await verifyLog(dir);
+  expect(report.ok, 'log verify finds it too').toBe(false);
+  expect(report.corruptCount).toBeGreaterThan(0);
+  expect(report.problems.map((p) => p.reason).join('\n')).toMatch(what);
+}
+
+describe('missing or shortened files', () => {
+  it('the first segment deleted', async () => {
+    const { dir, segments } = await storeWithSegments();
+    unlinkSync(segments[0]!);
+    await expectRefused(dir, /log starts at log offset \d+|missing/);
+  });
+
+  it('a middle segment deleted', async () => {
+    const { dir, segments } = await storeWithSegments();
+    unlinkSync(segments[2]!);
+    await expectRefused(dir, /missing|gap/);
+  });
+
+  it('the last segment deleted', async () => {
+    const { dir, segments } = await storeWithSegments();
+    unlinkSync(segments.at(-1)!);
+    await expectRefused(dir, /ends at log offset \d+|missing|gap/);
+  });
+
+  it('every segment deleted', async () => {
+    const { dir, segments } = await storeWithSegments();
+    for (const s of segments) unlinkSync(s);
+    await expectRefused(dir, /ends at log offset|missing/);
+  });
+
+  it('a whole bucket folder deleted', async () => {
+    const { dir, bucketDir } = await storeWithSegments();
+    rmSync(bucketDir, { recursive: true });
+    await expectRefused(dir, /000.*(missing|does not exist)/);
+  });
+
+  it('a sealed segment cut at a batch boundary', async () => {
+    const { dir, segments } = await storeWithSegments();
+    const starts = batchStarts(segments[1]!);
+    truncateSync(segments[1]!, starts.at(-1)!);
+    await expectRefused(dir, /missing|gap/);
+  });
+
+  it('the active segment cut at a batch boundary', async () => {
+    const { dir, segments } = await storeWithSegments();
+    const starts = batchStarts(segments.at(-1)!);
+    expect(starts.length).toBeGreaterThan(1);
+    truncateSync(segments.at(-1)!, starts.at(-1)!);
+    await expectRefused(dir, /ends at log offset/);
+  });
+
+  it('the last batches zeroed', async () => {
+    const { dir, segments } = await storeWithSegments();
+    const file = segments.at(-1)!;
+    const bytes = readFileSync(file);
+    bytes.fill(0, batchStarts(file).at(-2)!);
+    writeFileSync(file, bytes);
+    await expectRefused(dir, /ends at log offset/);
+  });
+
+  it('store.json edited to another valid bucketCount', async () => {
+    for (const bucketCount of [1, 4]) {
+      const { dir } = await storeWithSegments();
+      const manifestPath = path.join(dir, 'store.json');
+      const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { bucketCount: number };
+      manifest.bucketCount = bucketCount;
+      writeFileSync(manifestPath, JSON.stringify(manifest));
+      await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining('store.json') });
+      await expect(verifyLog(dir)).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    }
+  });
+
+  it('the checkpoints deleted, or data.mdb truncated to 0, after the log below them was deleted', async () => {
+    for (const damage of ['delete', 'truncate'] as const) {
+      const dir = tempDir();
+      const options = { ...OPTIONS, compaction: { strategy: 'checkpoint' as const } };
+      const store = await OffsetStore.open({ dir, ...options });
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 60; i++) for (const g of ['a', 'b']) await store.commitOffsets(g, [{ tableId: 1, bucketId: i % 3, offset: round * 100 + i }]);
+        await store.compact();
+      }
+      await store.close();
+      const bucketDir = path.join(dir, 'buckets', '000');
+      const first = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort()[0]!;
+      expect(first, 'the log below a checkpoint was deleted').not.toBe('00000000000000000000.log');
+      if (damage === 'delete') rmSync(path.join(bucketDir, 'checkpoint'), { recursive: true });
+      else truncateSync(path.join(bucketDir, 'checkpoint', 'data.mdb'), 0);
+      await expectRefused(dir, /log starts at log offset \d+|deleted|missing/, options);
+    }
+  });
+});

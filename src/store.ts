@@ -257,6 +257,7 @@ export class OffsetStore {
     const memberId = options?.memberId;
     if (memberId !== undefined) {
       if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
+      if (!memberId.isWellFormed()) throw new OffsetStoreError('INVALID_REQUEST', 'memberId is not well-formed UTF-16: it holds a lone surrogate, so it names no member');
       const memberEpoch = options?.memberEpoch;
       if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
         throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);

@@ -3,6 +3,8 @@
  *
  * `normalizeHeartbeatRequest` is the only place request fields are checked: wrong types are
  * `TypeError`; values a well-typed caller can still get wrong are `INVALID_REQUEST` naming the field.
+ * Every string here ends up in the group snapshot, so each must be well-formed UTF-16: a lone
+ * surrogate is written as U+FFFD, and two ids that differ only there become one at reload.
  * Everything past it works on a `NormalizedHeartbeat` (nulls instead of optional fields, sorted
  * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
  */
@@ -62,9 +64,16 @@ export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
 /** Longest group id, in UTF-8 bytes. */
 export const GROUP_ID_BYTES_MAX = 255;
 
-/** Checks a group id: a non-empty string of at most 255 UTF-8 bytes (else INVALID_GROUP_ID). */
+/** The end of the message for a string with a lone surrogate (it cannot be stored as UTF-8). */
+const NOT_WELL_FORMED = 'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
+
+/**
+ * Checks a group id: a non-empty, well-formed string of at most 255 UTF-8 bytes (else
+ * INVALID_GROUP_ID). A lone surrogate would be written as U+FFFD and merge groups on reload.
+ */
 export function validateGroupId(groupId: string): void {
   if (typeof groupId !== 'string') throw new TypeError('groupId must be a string');
+  if (!groupId.isWellFormed()) throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
   if (groupId.length === 0 || Buffer.byteLength(groupId, 'utf8') > GROUP_ID_BYTES_MAX) {
     throw new OffsetStoreError('INVALID_GROUP_ID', `groupId must be 1..${GROUP_ID_BYTES_MAX} UTF-8 bytes`);
   }
@@ -89,6 +98,7 @@ export function normalizeHeartbeatRequest(request: HeartbeatRequest, isAssignor:
   const assignor = request.assignor === undefined ? null : request.assignor;
   if (assignor !== null) {
     if (typeof assignor !== 'string') throw new TypeError('assignor must be a string');
+    if (!assignor.isWellFormed()) invalid(`assignor ${NOT_WELL_FORMED}`);
     if (!isAssignor(assignor)) invalid(`assignor '${assignor}' is not registered`);
   }
   return {
@@ -111,6 +121,7 @@ function optionalId(value: unknown, field: string): string | null {
   if (value === undefined) return null;
   if (typeof value !== 'string') throw new TypeError(`${field} must be a string`);
   if (value.length === 0 || value.length > MEMBER_ID_LENGTH_MAX) invalid(`${field} must be 1..${MEMBER_ID_LENGTH_MAX} characters`);
+  if (!value.isWellFormed()) invalid(`${field} ${NOT_WELL_FORMED}`);
   return value;
 }
 

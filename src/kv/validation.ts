@@ -2,7 +2,9 @@
  * Validation at the public edge. Requests are checked completely before anything is written, and
  * normalized (partitionId undefined -> null, leaderEpoch default -1, metadata default ''), so the
  * internals can assert instead of re-validating. Wrong types are programmer errors (TypeError);
- * wrong values are OffsetStoreErrors naming the field and its index in the request.
+ * wrong values are OffsetStoreErrors naming the field and its index in the request. Strings that
+ * reach the disk (group ids, metadata) must be well-formed UTF-16: a lone surrogate has no UTF-8
+ * encoding and would be read back as U+FFFD, a different string.
  */
 import { GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
@@ -14,10 +16,18 @@ const seenScratch = new BucketKeySet(1024);
 
 const INT32_MAX = 2 ** 31 - 1;
 
-/** Checks a group id: a non-empty string of at most 255 UTF-8 bytes. */
+/** The end of the message for a string with a lone surrogate (it cannot be stored as UTF-8). */
+const NOT_WELL_FORMED = 'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
+
+/**
+ * Checks a group id: a non-empty, well-formed string of at most 255 UTF-8 bytes. Well-formed
+ * matters because a lone surrogate has no UTF-8 encoding: written, it would come back from the log
+ * as U+FFFD, merged with every other id that differs from it only there.
+ */
 export function validateGroupId(groupId: unknown): asserts groupId is string {
   if (typeof groupId !== 'string') throw new TypeError(`groupId must be a string, got ${typeof groupId}`);
   if (groupId.length === 0) throw new OffsetStoreError('INVALID_GROUP_ID', 'group id is empty');
+  if (!groupId.isWellFormed()) throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
   if (groupId.length > GROUP_ID_BYTES_MAX / 3 && Buffer.byteLength(groupId) > GROUP_ID_BYTES_MAX) {
     throw new OffsetStoreError('INVALID_GROUP_ID', `group id of ${Buffer.byteLength(groupId)} UTF-8 bytes exceeds ${GROUP_ID_BYTES_MAX}`);
   }
@@ -109,6 +119,7 @@ function checkLeaderEpoch(leaderEpoch: unknown, i: number): number {
 
 function checkMetadata(metadata: unknown, i: number): string {
   if (typeof metadata !== 'string') throw new TypeError(`offsets[${i}].metadata must be a string`);
+  if (!metadata.isWellFormed()) throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].metadata ${NOT_WELL_FORMED}`);
   if (metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(metadata) > METADATA_BYTES_MAX) {
     throw new OffsetStoreError('OFFSET_METADATA_TOO_LARGE', `offsets[${i}].metadata of ${Buffer.byteLength(metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`);
   }

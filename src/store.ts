@@ -13,7 +13,7 @@ import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, bucketDirName, loadOrCreateManifest } from './log/index.js';
 import { CompactionWorkerPool, Compactor, type CompactionReport } from './compaction/index.js';
 import {
-  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
+  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
   type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
 import {
@@ -253,16 +253,10 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
+    const member = normalizeCommitOptions(options);
     const { table, coordinator } = this.#slot(groupId);
-    const memberId = options?.memberId;
-    if (memberId !== undefined) {
-      if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
-      if (!memberId.isWellFormed()) throw new OffsetStoreError('INVALID_REQUEST', 'memberId is not well-formed UTF-16: it holds a lone surrogate, so it names no member');
-      const memberEpoch = options?.memberEpoch;
-      if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
-        throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
-      }
-      coordinator!.validateMemberCommit(groupId, memberId, memberEpoch, specs);
+    if (member !== null) {
+      coordinator!.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
     } else if (coordinator!.hasMembers(groupId)) {
       throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member's memberId and memberEpoch`);
     }

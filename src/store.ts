@@ -17,8 +17,8 @@ import {
   type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
 import {
-  GroupCoordinator, GroupMember, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type MemberOptions, type TableLayoutInput,
+  GroupCoordinator, GroupMember, normalizeTableLayout, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
+  type HeartbeatResponse, type MemberOptions, type TableLayout, type TableLayoutInput,
 } from './group/index.js';
 import type { Timer } from './util/index.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
@@ -52,7 +52,7 @@ export class OffsetStore {
   readonly #scanners = new Set<ScannerOffsets>();
   readonly #members = new Set<GroupMember>();
   /** Table layouts from setTableLayout, applied to every coordinator (also ones still loading). */
-  readonly #layouts = new Map<number, TableLayoutInput>();
+  readonly #layouts = new Map<number, TableLayout>();
   /** groupId -> offsets-bucket; bounded, cleared when full (hashing is cheap, just not free). */
   readonly #bucketCache = new Map<string, number>();
   /**
@@ -399,8 +399,10 @@ export class OffsetStore {
    */
   setTableLayout(tableId: number, layout: TableLayoutInput): void {
     this.#checkOpen();
-    for (const slot of this.#slots) slot.coordinator?.setTableLayout(tableId, layout);
-    this.#layouts.set(tableId, layout);
+    // Read once: every coordinator, and those still loading later, get the same checked copy.
+    const normalized = normalizeTableLayout(tableId, layout);
+    for (const slot of this.#slots) slot.coordinator?.setTableLayout(tableId, normalized);
+    this.#layouts.set(tableId, normalized);
   }
 
   /**

@@ -5,6 +5,7 @@
  * `bucketId 2^31+5` or `tableId -5`, which the store then refused at reopen.
  */
 import { describe, expect, it } from 'vitest';
+import { ManualClock, type HeartbeatRequest } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { openStore } from './store-fixtures.js';
 
@@ -27,6 +28,18 @@ function shifting(fields: Fields, trustedReads = 1): { object: Record<string, un
 /** `reads` with every field read exactly once. */
 function once(fields: Fields): Record<string, number> {
   return Object.fromEntries(Object.keys(fields).map((name) => [name, 1]));
+}
+
+/** An array proxy over `values` counting element reads; element reads after the first answer `later`. */
+function shiftingArray(values: readonly number[], later: number): { array: number[]; reads: () => number } {
+  let reads = 0;
+  const array = new Proxy([...values], {
+    get(target, key, receiver) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) return reads++ < values.length ? Reflect.get(target, key, receiver) : later;
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  return { array, reads: () => reads };
 }
 
 describe('offset commits', () => {
@@ -102,6 +115,79 @@ describe('bucket references', () => {
     await store.deleteOffsets('g', [object] as never);
     expect(reads).toEqual(once(fields));
     expect(await store.fetchOffsets('g')).toMatchObject([{ tableId: 1, partitionId: 3, bucketId: 0, offset: 7 }]);
+    await store.close();
+  });
+});
+
+describe('group membership', () => {
+  it('reads each field of a heartbeat request once, owned buckets included, and the member is what was validated', async () => {
+    const store = await openStore(tempDir());
+    store.setTableLayout(1, { bucketCount: 2 });
+    const fields: Fields = {
+      memberEpoch: [0, 3], memberId: ['m1', 'm2'], instanceId: ['i1', 'i2'], subscribedTableIds: [[1], [-7]], assignor: ['range', 'nope'],
+      sessionTimeoutMs: [6000, 0], rebalanceTimeoutMs: [7000, -1],
+    };
+    const request = shifting(fields);
+    const joined = await store.heartbeat('g', request.object as never);
+    expect(request.reads).toEqual(once(fields));
+    const owned = joined.assignment!.map((ref) => {
+      const bucket = shifting({ tableId: [ref.tableId, -1], partitionId: [ref.partitionId, 9], bucketId: [ref.bucketId, 2 ** 31] });
+      return { ...bucket, object: Object.freeze(bucket.object) };
+    });
+    // Frozen does not mean the values are fixed: a frozen object's getters still run on each read.
+    await store.heartbeat('g', { memberEpoch: joined.memberEpoch, memberId: 'm1', ownedBuckets: owned.map((o) => o.object) as never });
+    for (const o of owned) expect(o.reads).toEqual({ tableId: 1, partitionId: 1, bucketId: 1 });
+    expect((await store.describeGroup('g')).members).toMatchObject([
+      { memberId: 'm1', instanceId: 'i1', subscribedTableIds: [1], sessionTimeoutMs: 6000, rebalanceTimeoutMs: 7000, assignment: joined.assignment },
+    ]);
+    await store.close();
+  });
+
+  it('copies subscribedTableIds once: an array that answers differently on a second pass cannot put a table id the snapshot refuses on disk', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    store.setTableLayout(1, { bucketCount: 2 });
+    const tables = shiftingArray([1], -7);
+    await store.heartbeat('g', { memberEpoch: 0, memberId: 'm', subscribedTableIds: tables.array });
+    expect(tables.reads()).toBe(1);
+    await store.close();
+    const reopened = await openStore(dir);
+    expect((await reopened.describeGroup('g')).members).toMatchObject([{ memberId: 'm', subscribedTableIds: [1] }]);
+    await reopened.close();
+  });
+
+  it('joinGroup copies the member options once: changing them afterwards does not change what the member sends', async () => {
+    const clock = new ManualClock();
+    const store = await openStore(tempDir(), { clock, durability: 'os' });
+    store.setTableLayout(1, { bucketCount: 2 });
+    const sent: HeartbeatRequest[] = [];
+    const heartbeat = store.heartbeat.bind(store);
+    store.heartbeat = (groupId, request) => {
+      sent.push(structuredClone(request));
+      return heartbeat(groupId, request);
+    };
+    const tables = [1];
+    const errors: unknown[] = [];
+    const member = await store.joinGroup('g', { subscribedTableIds: tables, instanceId: 'i1', onError: (error) => errors.push(error) });
+    tables.push(-3);
+    while (sent.length < 4) {
+      clock.advance(5000);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await member.leave();
+    await store.close();
+    expect(errors).toEqual([]);
+    expect(sent.filter((r) => r.subscribedTableIds !== undefined).map((r) => r.subscribedTableIds)).toEqual(sent.slice(0, -1).map(() => [1]));
+  });
+
+  it('setTableLayout reads the layout once and gives every offsets-bucket the same one', async () => {
+    const store = await openStore(tempDir());
+    const fields: Fields = { bucketCount: [3, 8], partitionIds: [undefined, [1, 2]] };
+    const { object, reads } = shifting(fields);
+    store.setTableLayout(1, object as never);
+    expect(reads).toEqual(once(fields));
+    const joined = await store.heartbeat('g', { memberEpoch: 0, memberId: 'm', subscribedTableIds: [1] });
+    expect(joined.assignment).toEqual([0, 1, 2].map((bucketId) => ({ tableId: 1, partitionId: null, bucketId })));
     await store.close();
   });
 });

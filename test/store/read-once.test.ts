@@ -5,7 +5,7 @@
  * `bucketId 2^31+5` or `tableId -5`, which the store then refused at reopen.
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock, type HeartbeatRequest } from '../../src/index.js';
+import { ManualClock, OffsetStore, type HeartbeatRequest } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { openStore } from './store-fixtures.js';
 
@@ -188,6 +188,32 @@ describe('group membership', () => {
     expect(reads).toEqual(once(fields));
     const joined = await store.heartbeat('g', { memberEpoch: 0, memberId: 'm', subscribedTableIds: [1] });
     expect(joined.assignment).toEqual([0, 1, 2].map((bucketId) => ({ tableId: 1, partitionId: null, bucketId })));
+    await store.close();
+  });
+});
+
+describe('options', () => {
+  it('OffsetStore.open reads each option once', async () => {
+    const fields: Fields = {
+      dir: [tempDir(), ''], bucketCount: [2, -1], durability: ['os', 'never'], segmentBytesMax: [4096, 1], offsetsRetentionMs: [60_000, 0],
+      offsetsRetentionCheckIntervalMs: [1000, 0], commitRecordCountMax: [10, 0], pendingCommitsMax: [100, 0], awaitRecovery: [true, false],
+      compaction: [{ strategy: 'none' }, { strategy: 'bogus' }],
+    };
+    const { object, reads } = shifting(fields);
+    const store = await OffsetStore.open(object as never);
+    expect(reads).toEqual(once(fields));
+    expect(store.bucketCount).toBe(2);
+    await store.close();
+  });
+
+  it('a scanner reads its options once', async () => {
+    const store = await openStore(tempDir());
+    const fields: Fields = { autoCommitIntervalMs: [1000, Number.NaN], onMissing: ['earliest', 'error'], onAutoCommitError: [() => {}, 42] };
+    const { object, reads } = shifting(fields);
+    const scanner = store.scanner('g', object as never);
+    await scanner.assign([{ tableId: 1, bucketId: 0 }]);
+    await scanner.close();
+    expect(reads).toEqual(once(fields));
     await store.close();
   });
 });

@@ -197,22 +197,22 @@ export interface ResolvedOptions {
 export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy'>> & { strategy: CompactionStrategy | undefined };
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
-  const strategy = options?.strategy;
+  const { strategy, minDirtyRatio: rawMinDirtyRatio, workers, logBytesMax, intervalMs, deleteRetentionMs, background: rawBackground } = options ?? {};
   if (strategy !== undefined && strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
     throw new RangeError(`options.compaction.strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
   }
-  const minDirtyRatio = options?.minDirtyRatio ?? 0.5;
+  const minDirtyRatio = rawMinDirtyRatio ?? 0.5;
   if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1)) throw new RangeError(`options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`);
-  const background = options?.background ?? true;
+  const background = rawBackground ?? true;
   if (typeof background !== 'boolean') throw new TypeError(`options.compaction.background must be a boolean, got ${typeof background}`);
   return {
     strategy,
     background,
-    workers: positiveInteger(options?.workers, 'options.compaction.workers', 1),
+    workers: positiveInteger(workers, 'options.compaction.workers', 1),
     minDirtyRatio,
-    logBytesMax: options?.logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(options.logBytesMax, 'options.compaction.logBytesMax', 0),
-    intervalMs: positiveInteger(options?.intervalMs, 'options.compaction.intervalMs', 30_000),
-    deleteRetentionMs: positiveInteger(options?.deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
+    logBytesMax: logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(logBytesMax, 'options.compaction.logBytesMax', 0),
+    intervalMs: positiveInteger(intervalMs, 'options.compaction.intervalMs', 30_000),
+    deleteRetentionMs: positiveInteger(deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
   };
 }
 
@@ -223,26 +223,30 @@ function positiveInteger(value: unknown, name: string, fallback: number, min = 1
   return value;
 }
 
-/** Validates options and applies defaults. */
+/** Validates options and applies defaults; each option is read once (a getter is not asked twice). */
 export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
-  if (typeof options.dir !== 'string' || options.dir.length === 0) throw new TypeError('options.dir must be a non-empty string');
-  const durability = options.durability ?? DEFAULTS.durability;
+  const {
+    dir, bucketCount, durability: rawDurability, segmentBytesMax, offsetsRetentionMs, offsetsRetentionCheckIntervalMs, commitRecordCountMax,
+    pendingCommitsMax, group, compaction, onWarning, clock, fs, awaitRecovery,
+  } = options;
+  if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('options.dir must be a non-empty string');
+  const durability = rawDurability ?? DEFAULTS.durability;
   if (durability !== 'fsync' && durability !== 'os') throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
   return {
-    dir: path.resolve(options.dir),
-    bucketCount: options.bucketCount === undefined ? undefined : positiveInteger(options.bucketCount, 'options.bucketCount', 0, 1),
+    dir: path.resolve(dir),
+    bucketCount: bucketCount === undefined ? undefined : positiveInteger(bucketCount, 'options.bucketCount', 0, 1),
     durability,
-    segmentBytesMax: positiveInteger(options.segmentBytesMax, 'options.segmentBytesMax', DEFAULTS.segmentBytesMax, 1024),
-    offsetsRetentionMs: positiveInteger(options.offsetsRetentionMs, 'options.offsetsRetentionMs', DEFAULTS.offsetsRetentionMs),
-    offsetsRetentionCheckIntervalMs: positiveInteger(options.offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs),
-    commitRecordCountMax: positiveInteger(options.commitRecordCountMax, 'options.commitRecordCountMax', DEFAULTS.commitRecordCountMax),
-    pendingCommitsMax: positiveInteger(options.pendingCommitsMax, 'options.pendingCommitsMax', DEFAULTS.pendingCommitsMax),
-    clock: options.clock ?? new SystemClock(),
-    fs: options.fs ?? new NodeFileSystem(),
-    awaitRecovery: options.awaitRecovery ?? true,
-    compaction: resolveCompaction(options.compaction),
-    group: { assignmentIntervalMs: 1000, ...options.group },
-    onWarning: options.onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
+    segmentBytesMax: positiveInteger(segmentBytesMax, 'options.segmentBytesMax', DEFAULTS.segmentBytesMax, 1024),
+    offsetsRetentionMs: positiveInteger(offsetsRetentionMs, 'options.offsetsRetentionMs', DEFAULTS.offsetsRetentionMs),
+    offsetsRetentionCheckIntervalMs: positiveInteger(offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs),
+    commitRecordCountMax: positiveInteger(commitRecordCountMax, 'options.commitRecordCountMax', DEFAULTS.commitRecordCountMax),
+    pendingCommitsMax: positiveInteger(pendingCommitsMax, 'options.pendingCommitsMax', DEFAULTS.pendingCommitsMax),
+    clock: clock ?? new SystemClock(),
+    fs: fs ?? new NodeFileSystem(),
+    awaitRecovery: awaitRecovery ?? true,
+    compaction: resolveCompaction(compaction),
+    group: { assignmentIntervalMs: 1000, ...group },
+    onWarning: onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
 }

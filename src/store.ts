@@ -13,12 +13,12 @@ import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
 import { CompactionWorkerPool, Compactor, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
 import {
-  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
+  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
   type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
 import {
-  GroupCoordinator, GroupMember, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type MemberOptions, type TableLayoutInput,
+  GroupCoordinator, GroupMember, normalizeTableLayout, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
+  type HeartbeatResponse, type MemberOptions, type TableLayout, type TableLayoutInput,
 } from './group/index.js';
 import type { Timer } from './util/index.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
@@ -54,7 +54,7 @@ export class OffsetStore {
   readonly #scanners = new Set<ScannerOffsets>();
   readonly #members = new Set<GroupMember>();
   /** Table layouts from setTableLayout, applied to every coordinator (also ones still loading). */
-  readonly #layouts = new Map<number, TableLayoutInput>();
+  readonly #layouts = new Map<number, TableLayout>();
   /** groupId -> offsets-bucket; bounded, cleared when full (hashing is cheap, just not free). */
   readonly #bucketCache = new Map<string, number>();
   /**
@@ -315,15 +315,10 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
+    const member = normalizeCommitOptions(options);
     const { table, coordinator } = this.#slot(groupId);
-    const memberId = options?.memberId;
-    if (memberId !== undefined) {
-      if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
-      const memberEpoch = options?.memberEpoch;
-      if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
-        throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
-      }
-      coordinator!.validateMemberCommit(groupId, memberId, memberEpoch, specs);
+    if (member !== null) {
+      coordinator!.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
     } else if (coordinator!.hasMembers(groupId)) {
       throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member's memberId and memberEpoch`);
     }
@@ -468,8 +463,10 @@ export class OffsetStore {
    */
   setTableLayout(tableId: number, layout: TableLayoutInput): void {
     this.#checkOpen();
-    for (const slot of this.#slots) slot.coordinator?.setTableLayout(tableId, layout);
-    this.#layouts.set(tableId, layout);
+    // Read once: every coordinator, and those still loading later, get the same checked copy.
+    const normalized = normalizeTableLayout(tableId, layout);
+    for (const slot of this.#slots) slot.coordinator?.setTableLayout(tableId, normalized);
+    this.#layouts.set(tableId, normalized);
   }
 
   /**

@@ -28,12 +28,14 @@ export const BUCKET_ID_MAX = 0x7fffffff;
 
 /**
  * Checks and normalizes a bucket supplied by a caller. Wrong types are a `TypeError`; out-of-range
- * numbers are `INVALID_REQUEST` naming `field`.
+ * numbers are `INVALID_REQUEST` naming `field`. Each field is read once and the result is always a
+ * new frozen ref built from those reads: the caller's object is never kept, since its getters could
+ * answer differently when read again.
  */
 export function normalizeBucketRef(input: BucketRefInput, field = 'bucket'): BucketRef {
   if (typeof input !== 'object' || input === null) throw new TypeError(`${field} must be an object`);
-  const { tableId, bucketId } = input;
-  const partitionId = input.partitionId ?? null;
+  const { tableId, partitionId: rawPartitionId, bucketId } = input;
+  const partitionId = rawPartitionId ?? null;
   if (typeof tableId !== 'number' || typeof bucketId !== 'number') {
     throw new TypeError(`${field}.tableId and ${field}.bucketId must be numbers`);
   }
@@ -49,7 +51,6 @@ export function normalizeBucketRef(input: BucketRefInput, field = 'bucket'): Buc
   if (!Number.isInteger(bucketId) || bucketId < 0 || bucketId > BUCKET_ID_MAX) {
     throw new OffsetStoreError('INVALID_REQUEST', `${field}.bucketId must be an int32 >= 0, got ${bucketId}`);
   }
-  if (Object.isFrozen(input) && input.partitionId === partitionId) return input as BucketRef;
   return Object.freeze({ tableId, partitionId, bucketId });
 }
 

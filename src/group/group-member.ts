@@ -93,10 +93,20 @@ export class GroupMember {
   /**
    * Joins the group and starts the heartbeat loop. Resolves once the first heartbeat succeeded and
    * the buckets it assigned (if any) went through `onAssigned`; rejects if the first heartbeat fails.
+   * The options are copied once, here: every heartbeat sends the same values, whatever the caller's
+   * object (or its subscribedTableIds array) answers later.
    */
   static async join(port: GroupMemberPort, groupId: string, options: MemberOptions): Promise<GroupMember> {
-    if (!Array.isArray(options?.subscribedTableIds)) throw new TypeError('options.subscribedTableIds must be an array');
-    const member = new GroupMember(port, groupId, options);
+    if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+    const {
+      subscribedTableIds, instanceId, memberId, assignor, sessionTimeoutMs, rebalanceTimeoutMs, onAssigned, onRevoked, onLost, onError, clock, retryBackoffMs,
+    } = options;
+    if (!Array.isArray(subscribedTableIds)) throw new TypeError('options.subscribedTableIds must be an array');
+    const copy: MemberOptions = Object.freeze({
+      subscribedTableIds: Object.freeze([...subscribedTableIds]), instanceId, memberId, assignor, sessionTimeoutMs, rebalanceTimeoutMs, onAssigned, onRevoked,
+      onLost, onError, clock, retryBackoffMs,
+    });
+    const member = new GroupMember(port, groupId, copy);
     const response = await port.heartbeat(groupId, member.#request());
     member.#accept(response);
     member.#schedule(member.#heartbeatIntervalMs);

@@ -3,6 +3,8 @@
  *
  * `normalizeHeartbeatRequest` is the only place request fields are checked: wrong types are
  * `TypeError`; values a well-typed caller can still get wrong are `INVALID_REQUEST` naming the field.
+ * Every string here ends up in the group snapshot, so each must be well-formed UTF-16: a lone
+ * surrogate is written as U+FFFD, and two ids that differ only there become one at reload.
  * Everything past it works on a `NormalizedHeartbeat` (nulls instead of optional fields, sorted
  * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
  */
@@ -62,33 +64,45 @@ export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
 /** Longest group id, in UTF-8 bytes. */
 export const GROUP_ID_BYTES_MAX = 255;
 
-/** Checks a group id: a non-empty string of at most 255 UTF-8 bytes (else INVALID_GROUP_ID). */
+/** The end of the message for a string with a lone surrogate (it cannot be stored as UTF-8). */
+const NOT_WELL_FORMED = 'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
+
+/**
+ * Checks a group id: a non-empty, well-formed string of at most 255 UTF-8 bytes (else
+ * INVALID_GROUP_ID). A lone surrogate would be written as U+FFFD and merge groups on reload.
+ */
 export function validateGroupId(groupId: string): void {
   if (typeof groupId !== 'string') throw new TypeError('groupId must be a string');
+  if (!groupId.isWellFormed()) throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
   if (groupId.length === 0 || Buffer.byteLength(groupId, 'utf8') > GROUP_ID_BYTES_MAX) {
     throw new OffsetStoreError('INVALID_GROUP_ID', `groupId must be 1..${GROUP_ID_BYTES_MAX} UTF-8 bytes`);
   }
 }
 
-/** Checks and normalizes a heartbeat request; `isAssignor` tells registered assignor names. */
+/**
+ * Checks and normalizes a heartbeat request; `isAssignor` tells registered assignor names. Each
+ * field (and each element of its arrays) is read once: what is checked is what the coordinator uses.
+ */
 export function normalizeHeartbeatRequest(request: HeartbeatRequest, isAssignor: (name: string) => boolean): NormalizedHeartbeat {
   if (typeof request !== 'object' || request === null) throw new TypeError('heartbeat request must be an object');
-  const { memberEpoch } = request;
+  const { memberEpoch, memberId: rawMemberId, instanceId: rawInstanceId, subscribedTableIds: rawTableIds, ownedBuckets: rawOwned } = request;
+  const { assignor: rawAssignor, rebalanceTimeoutMs, sessionTimeoutMs } = request;
   if (typeof memberEpoch !== 'number') throw new TypeError('memberEpoch must be a number');
   if (!Number.isSafeInteger(memberEpoch) || memberEpoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
     invalid(`memberEpoch must be -2, -1, 0 or a positive integer, got ${memberEpoch}`);
   }
-  const memberId = optionalId(request.memberId, 'memberId');
-  const instanceId = optionalId(request.instanceId, 'instanceId');
+  const memberId = optionalId(rawMemberId, 'memberId');
+  const instanceId = optionalId(rawInstanceId, 'instanceId');
   if (memberEpoch !== 0 && memberId === null) invalid('memberId is required unless memberEpoch is 0');
   if (memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && instanceId === null) invalid('instanceId is required with memberEpoch -2');
-  const subscribedTableIds = request.subscribedTableIds === undefined ? null : tableIds(request.subscribedTableIds);
+  const subscribedTableIds = rawTableIds === undefined ? null : tableIds(rawTableIds);
   if (memberEpoch === 0 && subscribedTableIds === null) invalid('subscribedTableIds is required when joining (memberEpoch 0)');
-  const ownedBuckets = request.ownedBuckets === undefined ? null : owned(request.ownedBuckets);
+  const ownedBuckets = rawOwned === undefined ? null : owned(rawOwned);
   if (memberEpoch === 0 && ownedBuckets !== null && ownedBuckets.size > 0) invalid('ownedBuckets must be empty when joining (memberEpoch 0)');
-  const assignor = request.assignor === undefined ? null : request.assignor;
+  const assignor = rawAssignor === undefined ? null : rawAssignor;
   if (assignor !== null) {
     if (typeof assignor !== 'string') throw new TypeError('assignor must be a string');
+    if (!assignor.isWellFormed()) invalid(`assignor ${NOT_WELL_FORMED}`);
     if (!isAssignor(assignor)) invalid(`assignor '${assignor}' is not registered`);
   }
   return {
@@ -97,8 +111,8 @@ export function normalizeHeartbeatRequest(request: HeartbeatRequest, isAssignor:
     instanceId,
     subscribedTableIds,
     ownedBuckets,
-    rebalanceTimeoutMs: optionalTimeout(request.rebalanceTimeoutMs, 'rebalanceTimeoutMs'),
-    sessionTimeoutMs: optionalTimeout(request.sessionTimeoutMs, 'sessionTimeoutMs'),
+    rebalanceTimeoutMs: optionalTimeout(rebalanceTimeoutMs, 'rebalanceTimeoutMs'),
+    sessionTimeoutMs: optionalTimeout(sessionTimeoutMs, 'sessionTimeoutMs'),
     assignor,
   };
 }
@@ -111,22 +125,31 @@ function optionalId(value: unknown, field: string): string | null {
   if (value === undefined) return null;
   if (typeof value !== 'string') throw new TypeError(`${field} must be a string`);
   if (value.length === 0 || value.length > MEMBER_ID_LENGTH_MAX) invalid(`${field} must be 1..${MEMBER_ID_LENGTH_MAX} characters`);
+  if (!value.isWellFormed()) invalid(`${field} ${NOT_WELL_FORMED}`);
   return value;
 }
 
+/** Copies the ids out of the caller's array (one read per element), then checks the copy. */
 function tableIds(value: readonly number[]): number[] {
   if (!Array.isArray(value)) throw new TypeError('subscribedTableIds must be an array');
-  if (value.length > SUBSCRIBED_TABLES_MAX) invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} tables`);
-  for (const id of value) {
+  const count = value.length;
+  if (count > SUBSCRIBED_TABLES_MAX) invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} tables`);
+  const ids = new Set<number>();
+  for (let i = 0; i < count; i++) {
+    const id: unknown = value[i];
     if (typeof id !== 'number') throw new TypeError('subscribedTableIds must hold numbers');
     if (!Number.isSafeInteger(id) || id < 0) invalid(`subscribedTableIds must hold safe integers >= 0, got ${id}`);
+    ids.add(id);
   }
-  return [...new Set(value)].sort((a, b) => a - b);
+  return [...ids].sort((a, b) => a - b);
 }
 
 function owned(value: readonly BucketRefInput[]): BucketSet {
   if (!Array.isArray(value)) throw new TypeError('ownedBuckets must be an array');
-  return BucketSet.of(value.map((ref, i) => normalizeBucketRef(ref, `ownedBuckets[${i}]`)));
+  const count = value.length;
+  const refs: BucketRef[] = new Array(count);
+  for (let i = 0; i < count; i++) refs[i] = normalizeBucketRef(value[i] as BucketRefInput, `ownedBuckets[${i}]`);
+  return BucketSet.of(refs);
 }
 
 function optionalTimeout(value: unknown, field: string): number | null {

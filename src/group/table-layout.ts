@@ -37,14 +37,15 @@ export function normalizeTableLayout(tableId: number, input: TableLayoutInput): 
     throw new OffsetStoreError('INVALID_REQUEST', `tableId must be a safe integer >= 0, got ${tableId}`);
   }
   if (typeof input !== 'object' || input === null) throw new TypeError('layout must be an object');
-  const { bucketCount } = input;
+  // One read per field; the partition ids are copied (one pass over the caller's array) before checking.
+  const { bucketCount, partitionIds: rawPartitionIds } = input;
   if (typeof bucketCount !== 'number') throw new TypeError('layout.bucketCount must be a number');
   if (!Number.isInteger(bucketCount) || bucketCount < 1 || bucketCount > BUCKET_COUNT_MAX) {
     throw new OffsetStoreError('INVALID_REQUEST', `layout.bucketCount must be an integer in [1, ${BUCKET_COUNT_MAX}], got ${bucketCount}`);
   }
-  if (input.partitionIds === undefined || input.partitionIds === null) return { bucketCount, partitionIds: null };
-  if (!Array.isArray(input.partitionIds)) throw new TypeError('layout.partitionIds must be an array');
-  const partitionIds = [...new Set(input.partitionIds)].sort((a, b) => a - b);
+  if (rawPartitionIds === undefined || rawPartitionIds === null) return { bucketCount, partitionIds: null };
+  if (!Array.isArray(rawPartitionIds)) throw new TypeError('layout.partitionIds must be an array');
+  const partitionIds = [...new Set(rawPartitionIds)].sort((a, b) => a - b);
   for (const id of partitionIds) {
     if (typeof id !== 'number') throw new TypeError('layout.partitionIds must hold numbers');
     if (!Number.isSafeInteger(id) || id < 0) {

@@ -3,4 +3,6 @@ export { CheckpointStore, type CheckpointInfo, type LoadedCheckpoint } from './c
 export { OffsetsTable, type CheckpointRun, type OffsetsTableOptions, type OffsetsTableRecovery } from './offsets-table.js';
 export { OffsetsTableState, fetchFromGroup, type BucketKey } from './offsets-table-state.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOffsetsPort, type ScannerOptions } from './scanner-offsets.js';
-export { bucketKeyString, normalizeBucket, normalizeBuckets, normalizeOffsetCommits, validateGroupId } from './validation.js';
+export {
+  bucketKeyString, normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, validateGroupId, type CommitMember,
+} from './validation.js';

@@ -14,10 +14,9 @@
  */
 import { decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { AssertionError } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
-import { isWellFormedBucket, normalizeBucket } from './validation.js';
+import { invalidBucket, isValidBucket, type BucketFields } from './validation.js';
 
 /** A bucket of a user table, normalized (`partitionId` null when the table is not partitioned). */
 export interface BucketKey {
@@ -290,18 +289,21 @@ export class OffsetsTableState {
  * UNSTABLE_OFFSET_COMMIT.
  */
 export function fetchFromGroup(groupId: string, group: GroupOffsets | undefined, buckets: readonly unknown[], pending?: PendingWrites): (CommittedOffsetValue | null)[] {
-  const results: (CommittedOffsetValue | null)[] = new Array(buckets.length);
-  for (let i = 0; i < buckets.length; i++) {
+  const count = buckets.length;
+  const results: (CommittedOffsetValue | null)[] = new Array(count);
+  for (let i = 0; i < count; i++) {
     const ref = buckets[i];
-    if (!isWellFormedBucket(ref)) {
-      normalizeBucket(ref, `buckets[${i}]`);
-      throw new AssertionError(`buckets[${i}] failed the fast check but passed normalizeBucket`);
+    if (typeof ref !== 'object' || ref === null) throw new TypeError(`buckets[${i}] must be an object`);
+    // One read per field: the lookup uses the values that were checked.
+    const { tableId: t, partitionId: p, bucketId: b } = ref as BucketFields;
+    if (!isValidBucket(t, p, b)) invalidBucket(t, p, b, `buckets[${i}]`);
+    const tableId = t as number;
+    const partitionId = (p ?? null) as number | null;
+    const bucketId = b as number;
+    if (pending !== undefined && pending.has(tableId, partitionId, bucketId)) {
+      throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(tableId, partitionId, bucketId)} in flight; retry`);
     }
-    const partitionId = ref.partitionId ?? null;
-    if (pending !== undefined && pending.has(ref.tableId, partitionId, ref.bucketId)) {
-      throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(ref.tableId, partitionId, ref.bucketId)} in flight; retry`);
-    }
-    const index = group === undefined ? -1 : group.find(ref.tableId, partitionId, ref.bucketId);
+    const index = group === undefined ? -1 : group.find(tableId, partitionId, bucketId);
     results[i] = index < 0 ? null : group!.valueAt(index);
   }
   return results;

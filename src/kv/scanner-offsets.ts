@@ -52,20 +52,26 @@ export class ScannerOffsets {
   readonly groupId: string;
   readonly #port: ScannerOffsetsPort;
   readonly #clock: Clock;
-  readonly #options: ScannerOptions;
+  readonly #onMissing: MissingOffsetPolicy;
+  readonly #autoCommitIntervalMs: number | undefined;
+  readonly #onAutoCommitError: ((error: unknown) => void) | undefined;
   readonly #positions = new Map<string, Position>();
   #commitChain: Promise<void> = Promise.resolve();
   #timer: Timer | undefined;
   #closed = false;
 
   constructor(groupId: string, port: ScannerOffsetsPort, clock: Clock, options: ScannerOptions = {}) {
-    if (options.autoCommitIntervalMs !== undefined && !(Number.isFinite(options.autoCommitIntervalMs) && options.autoCommitIntervalMs > 0)) {
-      throw new RangeError(`autoCommitIntervalMs must be a positive number, got ${options.autoCommitIntervalMs}`);
+    // Each option is read once; the scanner keeps the copies.
+    const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
+    if (autoCommitIntervalMs !== undefined && !(typeof autoCommitIntervalMs === 'number' && Number.isFinite(autoCommitIntervalMs) && autoCommitIntervalMs > 0)) {
+      throw new RangeError(`autoCommitIntervalMs must be a positive number, got ${autoCommitIntervalMs}`);
     }
     this.groupId = groupId;
     this.#port = port;
     this.#clock = clock;
-    this.#options = options;
+    this.#onMissing = onMissing ?? 'earliest';
+    this.#autoCommitIntervalMs = autoCommitIntervalMs;
+    this.#onAutoCommitError = onAutoCommitError;
     this.#armAutoCommit();
   }
 
@@ -94,7 +100,7 @@ export class ScannerOffsets {
   }
 
   async #missing(bucket: BucketKey): Promise<number> {
-    const policy = this.#options.onMissing ?? 'earliest';
+    const policy = this.#onMissing;
     if (policy === 'earliest') return 0;
     if (policy === 'error') {
       throw new OffsetStoreError('INVALID_REQUEST', `group ${this.groupId} has no committed offset for bucket ${bucketKeyString(bucket)}`);
@@ -179,11 +185,11 @@ export class ScannerOffsets {
   }
 
   #armAutoCommit(): void {
-    const intervalMs = this.#options.autoCommitIntervalMs;
+    const intervalMs = this.#autoCommitIntervalMs;
     if (intervalMs === undefined) return;
     this.#timer = this.#clock.setTimer(intervalMs, () => {
       if (this.#closed) return;
-      this.commit().catch((error: unknown) => this.#options.onAutoCommitError?.(error)).finally(() => {
+      this.commit().catch((error: unknown) => this.#onAutoCommitError?.(error)).finally(() => {
         if (!this.#closed) this.#armAutoCommit();
       });
     });

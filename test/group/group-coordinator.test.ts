@@ -65,6 +65,24 @@ describe('join and heartbeat', () => {
     expect(ok.heartbeatIntervalMs).toBe(3000);
   });
 
+  it('rejects strings with a lone surrogate, which the snapshot could not round-trip, naming the field', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const join = { memberEpoch: 0, subscribedTableIds: [1] };
+    for (const [field, request] of [
+      ['memberId', { ...join, memberId: 'm\uD800' }],
+      ['instanceId', { ...join, memberId: 'm', instanceId: '\uDC00i' }],
+      ['assignor', { ...join, assignor: 'uniform\uDBFF' }],
+    ] as const) {
+      const error = await rejectsWith(ctx.heartbeat(request), 'INVALID_REQUEST');
+      expect(error.message).toMatch(new RegExp(`${field} is not well-formed UTF-16`));
+    }
+    await rejectsWith(ctx.coordinator.heartbeat('g\uD800', join), 'INVALID_GROUP_ID');
+    expect(ctx.writer.writes).toEqual([]);
+    // A surrogate pair is one well-formed character and survives the snapshot's round trip.
+    const joined = await ctx.heartbeat({ ...join, memberId: 'm\u{1F600}', instanceId: 'i\uD83D\uDE00' });
+    expect(joined.memberId).toBe('m\u{1F600}');
+  });
+
   it('refuses a join beyond groupMembersMax with GROUP_MAX_SIZE_REACHED', async () => {
     const ctx = new GroupTestContext({ groupMembersMax: 2, layouts: { 1: { bucketCount: 4 } } });
     await ctx.member([1]).beat();

@@ -187,3 +187,118 @@ describe('offset commit validation', () => {
     for (const [what, call] of wrong) expect(await outcome(call), what).toBe('TypeError');
   });
 });
+
+describe('strings that are not well-formed UTF-16', () => {
+  // A lone surrogate has no UTF-8 encoding: written to disk it became U+FFFD, so different ids
+  // came back from a reopen as one id. Every string that reaches the disk is refused instead.
+  const lone = ['g\uD800', 'g\uDBFF', 'g\uDC00', '\uDC00\uD800', 'a\uD83D'];
+  const join = { memberEpoch: 0, subscribedTableIds: [1] };
+
+  it('rejects a group id with a lone surrogate with INVALID_GROUP_ID on every method, saying it is not well-formed', async () => {
+    for (const groupId of lone) {
+      const calls: [string, () => Promise<unknown>][] = [
+        ['commitOffsets', () => store.commitOffsets(groupId, [ok])],
+        ['fetchOffsets', () => store.fetchOffsets(groupId)],
+        ['fetchOffsets with buckets', () => store.fetchOffsets(groupId, [ok])],
+        ['fetchOffsets requireStable', () => store.fetchOffsets(groupId, [ok], { requireStable: true })],
+        ['describeGroup', () => store.describeGroup(groupId)],
+        ['resetOffsets', () => store.resetOffsets(groupId, [ok])],
+        ['deleteOffsets', () => store.deleteOffsets(groupId, [ok])],
+        ['deleteGroup', () => store.deleteGroup(groupId)],
+        ['heartbeat', () => store.heartbeat(groupId, join)],
+        ['joinGroup', () => store.joinGroup(groupId, { subscribedTableIds: [1] })],
+        ['scanner', async () => store.scanner(groupId)],
+        ['bucketFor', async () => store.bucketFor(groupId)],
+      ];
+      for (const [name, call] of calls) {
+        expect(await outcome(call), `${name}(${JSON.stringify(groupId)})`).toBe('INVALID_GROUP_ID');
+      }
+      await expect(store.commitOffsets(groupId, [ok])).rejects.toThrow(/groupId .*not well-formed UTF-16/);
+    }
+  });
+
+  it('no longer merges g\\uD800, g\\uDBFF and g\\uDC00 into one group at reopen: each commit is refused and nothing is written', async () => {
+    const dir = tempDir();
+    const fresh = await openStore(dir);
+    const logBytes = (await fresh.stats()).totals.logBytes;
+    const ids = ['g\uD800', 'g\uDBFF', 'g\uDC00'];
+    for (const [i, groupId] of ids.entries()) {
+      await expect(fresh.commitOffsets(groupId, [{ tableId: 1, bucketId: i, offset: 10 + i }])).rejects.toMatchObject({ code: 'INVALID_GROUP_ID' });
+    }
+    expect((await fresh.stats()).totals.logBytes).toBe(logBytes);
+    await fresh.close();
+    const reopened = await openStore(dir);
+    expect(await reopened.listGroups()).toEqual([]);
+    expect(await reopened.fetchOffsets('g\uFFFD')).toEqual([]);
+    await reopened.close();
+  });
+
+  it('rejects offset metadata with a lone surrogate with INVALID_REQUEST naming offsets[i].metadata', async () => {
+    for (const metadata of ['m\uD800', '\uDFFF', 'x'.repeat(100) + '\uDBFF']) {
+      const request = [ok, { tableId: 2, bucketId: 0, offset: 1, metadata }];
+      await expect(store.commitOffsets('g', request)).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/offsets\[1\]\.metadata .*not well-formed UTF-16/) });
+      await expect(store.resetOffsets('existing', request)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    }
+  });
+
+  it('rejects member ids, instance ids and assignor names with a lone surrogate on heartbeat and joinGroup with INVALID_REQUEST naming the field', async () => {
+    store.setTableLayout(1, { bucketCount: 4 });
+    const requests: [string, Record<string, unknown>][] = [
+      ['memberId', { ...join, memberId: 'm\uD800' }],
+      ['memberId', { ...join, memberId: 'm\uDC00' }],
+      ['instanceId', { ...join, instanceId: 'i\uDBFF' }],
+      ['assignor', { ...join, assignor: 'uniform\uD800' }],
+      ['memberId', { memberEpoch: 3, memberId: '\uDC00' }],
+      ['memberId', { memberEpoch: -1, memberId: 'm\uD800' }],
+      ['instanceId', { memberEpoch: -2, memberId: 'm', instanceId: 'i\uD800' }],
+    ];
+    for (const [field, request] of requests) {
+      await expect(store.heartbeat('g', request as never), JSON.stringify(request))
+        .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(new RegExp(`${field} .*not well-formed UTF-16`)) });
+    }
+    for (const options of [{ memberId: 'm\uD800' }, { instanceId: 'i\uDC00' }, { assignor: 'range\uDBFF' }]) {
+      await expect(store.joinGroup('g', { subscribedTableIds: [1], ...options })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    }
+    await expect(store.commitOffsets('existing', [ok], { memberId: 'm\uD800', memberEpoch: 1 }))
+      .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/memberId .*not well-formed UTF-16/) });
+  });
+
+  it('keeps a bucket openable: members whose ids differ only by a lone surrogate are refused, so the snapshot never holds a member twice', async () => {
+    const dir = tempDir();
+    const fresh = await openStore(dir);
+    fresh.setTableLayout(1, { bucketCount: 4 });
+    await fresh.heartbeat('g', { ...join, memberId: 'm-ok' });
+    for (const memberId of ['m\uD800', 'm\uDC00']) {
+      await expect(fresh.heartbeat('g', { ...join, memberId })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    }
+    for (const instanceId of ['i\uD800', 'i\uDC00']) {
+      await expect(fresh.heartbeat('g', { ...join, memberId: `m-${instanceId.charCodeAt(1)}`, instanceId })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    }
+    await fresh.close();
+    const reopened = await openStore(dir);
+    expect((await reopened.describeGroup('g')).members.map((m) => m.memberId)).toEqual(['m-ok']);
+    await reopened.close();
+  });
+
+  it('accepts well-formed astral characters (surrogate pairs) everywhere and round-trips them across a reopen', async () => {
+    const dir = tempDir();
+    const fresh = await openStore(dir);
+    fresh.setTableLayout(1, { bucketCount: 1 });
+    const groupId = 'g-\u{1F600}';
+    const memberId = 'm-\uD83D\uDE00';
+    const instanceId = 'i-\u{1F680}';
+    const joined = await fresh.heartbeat(groupId, { ...join, memberId, instanceId });
+    expect(joined.memberId).toBe(memberId);
+    const settled = await fresh.heartbeat(groupId, { memberEpoch: joined.memberEpoch, memberId, ownedBuckets: joined.assignment ?? [] });
+    const metadata = 'host \u{1F600} \u{10FFFF}';
+    await fresh.commitOffsets(groupId, [{ tableId: 1, bucketId: 0, offset: 7, metadata }], { memberId, memberEpoch: settled.memberEpoch });
+    await fresh.close();
+    const reopened = await openStore(dir);
+    expect(await reopened.fetchOffsets(groupId, [{ tableId: 1, bucketId: 0 }])).toMatchObject([{ offset: 7, metadata }]);
+    const description = await reopened.describeGroup(groupId);
+    expect(description.groupId).toBe(groupId);
+    expect(description.members).toMatchObject([{ memberId, instanceId }]);
+    expect((await reopened.listGroups()).map((g) => g.groupId)).toEqual([groupId]);
+    await reopened.close();
+  });
+});

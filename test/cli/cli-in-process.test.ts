@@ -159,6 +159,23 @@ describe('command output (in-process)', () => {
     expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* is not empty and holds no offset store/);
     expect(readdirSync(notAStore)).toEqual(['notes.txt']);
   });
+
+  it('demo refuses a store it did not create (a user store with groups), exit 1, and leaves every file as it was', async () => {
+    const userStore = copy();
+    const before = snapshotFiles(userStore);
+    const refused = await run(['demo', '--dir', userStore]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* holds an offset store the demo did not create .*pick another --dir/);
+    expect(refused.stdout).not.toContain('joined');
+    expect(snapshotFiles(userStore)).toEqual(before);
+    expect((await StoreAdmin.open(userStore).then(async (admin) => {
+      try {
+        return await admin.listGroups();
+      } finally {
+        await admin.close();
+      }
+    })).map((g) => g.groupId)).toEqual(['billing', 'orders']);
+  });
 });
 
 describe('human output helpers', () => {

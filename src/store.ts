@@ -18,7 +18,7 @@ import {
 } from './kv/index.js';
 import {
   GroupCoordinator, GroupMember, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type MemberOptions, type TableLayoutInput,
+  type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember, type TableLayoutInput,
 } from './group/index.js';
 import type { Timer } from './util/index.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
@@ -385,6 +385,26 @@ export class OffsetStore {
     this.#requireNoMembers(coordinator!, groupId, 'delete it');
     if (offsets.length > 0) await writeTombstones(table!, groupId, offsets, this.#options.clock.nowMs());
     if (known) await coordinator!.deleteGroup(groupId);
+  }
+
+  /**
+   * Removes members from a group, as Kafka's Admin `removeMembersFromConsumerGroup`: every member
+   * (`{ all: true }`), or those named by `memberIds` or by static `instanceIds`. Each leaves as with
+   * `leave()` (memberEpoch -1): its buckets go to the other members, a static member's instance id is
+   * released. For members that will not come back, such as those of a process that exited without
+   * `leave()`: restored from the group's snapshot, they keep the group non-empty (resetOffsets and
+   * deleteGroup refuse it) until their session times out. Resolves with the removed members, sorted by
+   * id, once the change is durable. GROUP_ID_NOT_FOUND for a group with neither committed offsets nor
+   * members; UNKNOWN_MEMBER_ID, with nothing removed, for an id not in the group.
+   */
+  async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const { table, coordinator } = this.#slot(groupId);
+    if (table!.state.group(groupId) === undefined && coordinator!.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    }
+    return coordinator!.removeMembers(groupId, request);
   }
 
   /**

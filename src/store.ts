@@ -133,6 +133,7 @@ export class OffsetStore {
     const onBucketCompacted = options?.onBucketCompacted;
     if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function') throw new TypeError('onBucketCompacted must be a function');
     await this.#recovery;
+    this.#checkOpen(); // closed while recovery was awaited: there is no compactor to ask
     return this.#compactor!.compactNow(onBucketCompacted);
   }
 

@@ -21,6 +21,7 @@ import {
   type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember, type TableLayoutInput,
 } from './group/index.js';
 import type { Timer } from './util/index.js';
+import { notADirectory, openFailure } from './open-failure.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
 import {
   DEFAULTS, resolveOptions, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
@@ -84,8 +85,12 @@ export class OffsetStore {
   async #open(): Promise<void> {
     const { fs, dir, clock } = this.#options;
     await loadChecksum();
-    await fs.mkdir(dir);
-    this.#lock = await DirectoryLock.acquire(fs, dir);
+    await fs.mkdir(dir).catch((error: unknown) => {
+      throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
+    });
+    this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
+      throw openFailure(error, `cannot lock ${dir}`);
+    });
     try {
       const manifest = await loadOrCreateManifest(fs, dir, this.#options.bucketCount, DEFAULTS.bucketCount, clock.nowMs());
       this.#bucketCount = manifest.bucketCount;
@@ -96,14 +101,28 @@ export class OffsetStore {
       if (this.#options.awaitRecovery) await this.#recovery;
       else this.#recovery.catch(() => {});
     } catch (error) {
-      await this.#closeTables();
-      await this.#lock.release();
-      throw error;
+      await this.#abandonOpen();
+      throw openFailure(error, `cannot open the store in ${dir}`);
     }
     this.#armRetention();
     this.#recovery.then(() => {
       if (!this.#closed) this.#startCompaction();
     }, () => {});
+  }
+
+  /**
+   * After a failed open: closes what it opened, then releases the lock. A failure of either is a
+   * warning, not an error: the caller needs the error that failed the open, not one that followed.
+   */
+  async #abandonOpen(): Promise<void> {
+    const steps: [string, () => Promise<void>][] = [['closing its offsets-buckets', () => this.#closeTables()], ['releasing the lock', () => this.#lock!.release()]];
+    for (const [what, step] of steps) {
+      try {
+        await step();
+      } catch (error) {
+        this.#options.onWarning(`${this.#options.dir}: after the failed open, ${what} failed too: ${(error as Error).message}`);
+      }
+    }
   }
 
   #startCompaction(): void {
@@ -148,11 +167,16 @@ export class OffsetStore {
             useCheckpoints: this.#options.compaction.strategy === 'checkpoint',
             onWarning: this.#options.onWarning,
           });
-          if (this.#options.compaction.strategy === 'log-cleaner' && table.latestCheckpoint() !== undefined) {
-            await table.close();
-            throw new OffsetStoreError('INVALID_CONFIG', `offsets-bucket ${slot.index} of ${this.#options.dir} uses LMDB checkpoints: compaction.strategy 'log-cleaner' could drop tombstones a checkpoint still needs; open it with 'checkpoint' (or 'none')`);
+          try {
+            if (this.#options.compaction.strategy === 'log-cleaner' && table.latestCheckpoint() !== undefined) {
+              throw new OffsetStoreError('INVALID_CONFIG', `offsets-bucket ${slot.index} of ${this.#options.dir} uses LMDB checkpoints: compaction.strategy 'log-cleaner' could drop tombstones a checkpoint still needs; open it with 'checkpoint' (or 'none')`);
+            }
+            slot.coordinator = this.#openCoordinator(table);
+          } catch (error) {
+            // Not yet in the slot, where a failed open would close it. The caller needs `error`, not a close failure.
+            await table.close().catch((closeError: unknown) => this.#options.onWarning(`offsets-bucket ${slot.index}: closing it after it failed to open failed too: ${(closeError as Error).message}`));
+            throw error;
           }
-          slot.coordinator = this.#openCoordinator(table);
           table.state.onGroupDropped = (groupId) => this.#fetchCache.delete(groupId);
           slot.table = table;
           slot.report = report;
@@ -168,7 +192,7 @@ export class OffsetStore {
     };
     await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
-    if (failed !== undefined) throw failed.loadError;
+    if (failed !== undefined) throw openFailure(failed.loadError, `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`, this.#slots.length);
   }
 
   /** The group coordinator of a recovered offsets table, loaded from the table's latest snapshots. */

@@ -21,6 +21,7 @@ import * as path from 'node:path';
 import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
 import { MANIFEST_FILE, liveLockHolder } from '../../admin/index.js';
 import { NodeFileSystem } from '../../io/index.js';
+import { notADirectory, openFailure } from '../../open-failure.js';
 import { ConsumptionLedger, type OffsetRange } from './consumption-ledger.js';
 import { measureBurstCommits, measureFetchLatency } from './demo-measurements.js';
 import { DemoScanner, type BucketPosition, type ScannerEvent } from './demo-scanner.js';
@@ -127,7 +128,9 @@ const DEMO_MARKER_TEXT = 'This store was created by `offset-store demo`; the nex
  */
 export async function prepareDemoDir(dir: string): Promise<void> {
   const fs = new NodeFileSystem();
-  const names = await fs.readdir(dir);
+  const names = await fs.readdir(dir).catch((error: unknown) => {
+    throw notADirectory(error, dir) ?? openFailure(error, `cannot read ${dir}`);
+  });
   if (names.length === 0) return;
   if (!names.includes(DEMO_MARKER_FILE)) {
     const what = names.includes(MANIFEST_FILE) ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)` : 'is not empty and holds no offset store';

@@ -8,14 +8,14 @@
  *   caller named the wrong place;
  * - LOG_STORAGE_ERROR for any other I/O failure, with a hint when the process ran out of file
  *   descriptors (a store keeps one log file open per offsets-bucket).
- * OffsetStoreErrors (CORRUPT_MESSAGE, STORE_LOCKED, ...) pass unchanged.
+ * OffsetStoreErrors (CORRUPT_MESSAGE, STORE_LOCKED, ...) and programmer errors pass unchanged.
  */
 import { OffsetStoreError } from './errors/index.js';
 
-/** The `code` of a Node system error (`'ENOENT'`, ...), or undefined for anything else. */
+/** The `code` of a Node system error (`'ENOENT'`, `'EMFILE'`, ...), or undefined for anything else. */
 export function systemErrorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  return error instanceof Error && !(error instanceof OffsetStoreError) && typeof code === 'string' ? code : undefined;
+  return error instanceof Error && !(error instanceof OffsetStoreError) && typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
 }
 
 /**
@@ -31,13 +31,14 @@ export function notADirectory(error: unknown, dir: string): OffsetStoreError | u
 }
 
 /**
- * The error an open that failed with `error` reports: `error` itself when it is an OffsetStoreError,
- * else LOG_STORAGE_ERROR saying `what` failed (e.g. `offsets-bucket 3 of /srv/offsets failed to
- * open`), with the Node message (which names the file) and, for EMFILE, what to raise.
+ * The error an open that failed with `error` reports: for a Node system error, LOG_STORAGE_ERROR
+ * saying `what` failed (e.g. `offsets-bucket 3 of /srv/offsets failed to open`), with the Node
+ * message (which names the file) and, for EMFILE, what to raise; anything else — an OffsetStoreError,
+ * a TypeError or RangeError for a programmer mistake, an assertion — unchanged.
  */
-export function openFailure(error: unknown, what: string, bucketCount?: number): OffsetStoreError {
-  if (error instanceof OffsetStoreError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+export function openFailure(error: unknown, what: string, bucketCount?: number): unknown {
+  if (systemErrorCode(error) === undefined) return error;
+  const { message } = error as Error;
   const hint = systemErrorCode(error) === 'EMFILE'
     ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
     : '';

@@ -8,7 +8,7 @@ import type { BucketCompactedListener, CompactionStrategy } from './compaction/i
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
-import type { MemberDescription } from './group/index.js';
+import { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings, type MemberDescription } from './group/index.js';
 import { SystemClock, type Clock } from './util/index.js';
 
 /** A bucket of a user table; `partitionId` is null (or omitted) for a non-partitioned table. */
@@ -173,6 +173,9 @@ export const DEFAULTS = {
   recoveryConcurrency: 4,
 };
 
+/** The coordinators' defaults in a store: those of src/group, but assignments paced to one a second. */
+const STORE_GROUP_DEFAULTS: GroupSettings = { ...GROUP_SETTINGS_DEFAULTS, assignmentIntervalMs: 1000 };
+
 /** Options after validation, with defaults applied. */
 export interface ResolvedOptions {
   dir: string;
@@ -187,7 +190,7 @@ export interface ResolvedOptions {
   fs: FileSystem;
   awaitRecovery: boolean;
   compaction: Required<CompactionOptions>;
-  group: GroupOptions;
+  group: GroupSettings;
   onWarning: (message: string) => void;
 }
 
@@ -234,7 +237,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     fs: options.fs ?? new NodeFileSystem(),
     awaitRecovery: options.awaitRecovery ?? true,
     compaction: resolveCompaction(options.compaction),
-    group: { assignmentIntervalMs: 1000, ...options.group },
+    group: resolveGroupSettings(options.group, 'options.group', STORE_GROUP_DEFAULTS),
     onWarning: options.onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
 }

@@ -42,6 +42,7 @@ import type { GroupState } from './group.js';
 import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts, removeMembersByAdmin } from './group-handlers.js';
 import { describeGroup, type GroupDescription } from './group-description.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
+import { resolveGroupSettings, type GroupSettings } from './group-settings.js';
 import type { GroupRecord } from './group-record.js';
 import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
 import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
@@ -54,27 +55,18 @@ import { layoutsChanged } from './target-assignment-builder.js';
 import { layoutsEqual, normalizeTableLayout, type TableLayout, type TableLayoutInput } from './table-layout.js';
 import { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
 
-/** Options of a GroupCoordinator. */
-export interface GroupCoordinatorOptions {
+/**
+ * Options of a GroupCoordinator. The GroupSettings fields (heartbeatIntervalMs, sessionTimeoutMs,
+ * rebalanceTimeoutMs, groupMembersMax, assignmentIntervalMs) default as GROUP_SETTINGS_DEFAULTS
+ * says. With a positive assignmentIntervalMs, changes inside the interval are batched into one
+ * deferred computation (the group is Assigning meanwhile), which keeps a join storm of N members at
+ * a handful of assignor runs instead of N.
+ */
+export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
   /** Where snapshots go; resolves once durable. */
   readonly writer: GroupSnapshotWriter;
   /** Time and timers (default: the system clock). */
   readonly clock?: Clock;
-  /** Sent to members as the interval between heartbeats (default 5000). */
-  readonly heartbeatIntervalMs?: number;
-  /** Session timeout of members that do not ask for one (default 45000). */
-  readonly sessionTimeoutMs?: number;
-  /** Rebalance timeout of members that do not ask for one (default 60000). */
-  readonly rebalanceTimeoutMs?: number;
-  /**
-   * Least time between two target assignment computations of a group (default 0: compute on every
-   * change). With a positive interval, changes inside it are batched into one deferred computation
-   * (the group is Assigning meanwhile), which keeps a join storm of N members at a handful of
-   * assignor runs instead of N.
-   */
-  readonly assignmentIntervalMs?: number;
-  /** Most members one group may have; more joins fail with GROUP_MAX_SIZE_REACHED (default 4096). */
-  readonly groupMembersMax?: number;
   /** Assignors besides the built-in `uniform` and `range` (a same-named one replaces a built-in). */
   readonly assignors?: readonly Assignor[];
   /** Assignor of groups whose members state no preference (default `uniform`). */
@@ -136,7 +128,8 @@ export class GroupCoordinator {
     const defaultAssignor = options.defaultAssignor ?? UNIFORM_ASSIGNOR_NAME;
     if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
     this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
-    this.#assignmentIntervalMs = options.assignmentIntervalMs === 0 || options.assignmentIntervalMs === undefined ? 0 : positiveInt(options.assignmentIntervalMs, 'assignmentIntervalMs');
+    const settings = resolveGroupSettings(options, 'options');
+    this.#assignmentIntervalMs = settings.assignmentIntervalMs;
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#timers = new MemberTimers(this.#clock, {
@@ -155,10 +148,10 @@ export class GroupCoordinator {
       },
       newMemberId: options.newMemberId ?? randomUUID,
       config: {
-        heartbeatIntervalMs: positiveInt(options.heartbeatIntervalMs ?? 5000, 'heartbeatIntervalMs'),
-        sessionTimeoutMs: positiveInt(options.sessionTimeoutMs ?? 45_000, 'sessionTimeoutMs'),
-        rebalanceTimeoutMs: positiveInt(options.rebalanceTimeoutMs ?? 60_000, 'rebalanceTimeoutMs'),
-        groupMembersMax: positiveInt(options.groupMembersMax ?? 4096, 'groupMembersMax'),
+        heartbeatIntervalMs: settings.heartbeatIntervalMs,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+        groupMembersMax: settings.groupMembersMax,
         defaultAssignor,
       },
     };

@@ -3,13 +3,15 @@
  * option parsing, and the human-output helpers. The commands themselves run as child processes in
  * the other files.
  */
-import { cpSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
 import { formatBytes, formatDuration, formatPercentChange, formatTimestamp, renderTable } from '../../src/cli/output.js';
 import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
 import { StoreAdmin } from '../../src/admin/index.js';
+import { prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
+import { OffsetStore } from '../../src/index.js';
 import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
 
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -175,6 +177,27 @@ describe('command output (in-process)', () => {
         await admin.close();
       }
     })).map((g) => g.groupId)).toEqual(['billing', 'orders']);
+  });
+});
+
+describe('demo directory', () => {
+  it('replaces an old demo store whose LOCK file names a live process that holds no lock, and refuses one that is open', async () => {
+    const dir = scratchDir('offset-store-demo-');
+    await seedStore(dir);
+    writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
+    writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`); // a crashed demo's pid, since given to a live process
+    await prepareDemoDir(dir);
+    expect(existsSync(dir)).toBe(false);
+
+    await seedStore(dir);
+    writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
+    const store = await OffsetStore.open({ dir, compaction: { strategy: 'none' } });
+    try {
+      await expect(prepareDemoDir(dir)).rejects.toMatchObject({ code: 'STORE_LOCKED' });
+      expect((await store.listGroups()).map((g) => g.groupId)).toEqual(['billing', 'orders']);
+    } finally {
+      await store.close();
+    }
   });
 });
 

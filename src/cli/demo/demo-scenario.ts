@@ -19,8 +19,9 @@
  */
 import * as path from 'node:path';
 import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
-import { MANIFEST_FILE, liveLockHolder } from '../../admin/index.js';
+import { MANIFEST_FILE } from '../../admin/index.js';
 import { NodeFileSystem } from '../../io/index.js';
+import { DirectoryLock } from '../../log/index.js';
 import { notADirectory, openFailure } from '../../open-failure.js';
 import { ConsumptionLedger, type OffsetRange } from './consumption-ledger.js';
 import { measureBurstCommits, measureFetchLatency } from './demo-measurements.js';
@@ -123,8 +124,8 @@ const DEMO_MARKER_TEXT = 'This store was created by `offset-store demo`; the nex
 
 /**
  * Makes `dir` ready for a fresh demo store: an empty or missing directory is fine; one holding the
- * DEMO marker (an old demo store) is removed unless a live process has it open; anything else is
- * refused with INVALID_CONFIG and left as it is.
+ * DEMO marker (an old demo store) is removed under the store's lock (STORE_LOCKED while it is open);
+ * anything else is refused with INVALID_CONFIG and left as it is.
  */
 export async function prepareDemoDir(dir: string): Promise<void> {
   const fs = new NodeFileSystem();
@@ -136,9 +137,13 @@ export async function prepareDemoDir(dir: string): Promise<void> {
     const what = names.includes(MANIFEST_FILE) ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)` : 'is not empty and holds no offset store';
     throw new OffsetStoreError('INVALID_CONFIG', `${dir} ${what}: the demo only replaces a store it created itself; pick another --dir`);
   }
-  const pid = await liveLockHolder(fs, dir);
-  if (pid !== null) throw new OffsetStoreError('STORE_LOCKED', `${dir} is open by live process ${pid}`);
-  await fs.removeTree(dir);
+  // The store's own lock says whether it is open (STORE_LOCKED), not the pid in its LOCK file.
+  const lock = await DirectoryLock.acquire(fs, dir);
+  try {
+    await fs.removeTree(dir);
+  } finally {
+    await lock.release();
+  }
 }
 
 /** Creates `dir` with the DEMO marker in it, durably, before the store is created there. */

@@ -14,5 +14,5 @@ export type { BucketCompactedListener, BucketCompaction, CompactionReport, Compa
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
 export {
   GroupMember, RangeAssignor, UniformAssignor, type Assignor, type HeartbeatRequest, type HeartbeatResponse, type MemberDescription,
-  type MemberOptions, type TableLayoutInput,
+  type MemberOptions, type RemoveMembersRequest, type RemovedMember, type TableLayoutInput,
 } from './group/index.js';

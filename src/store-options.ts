@@ -8,7 +8,7 @@ import type { BucketCompactedListener, CompactionStrategy } from './compaction/i
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
-import type { MemberDescription } from './group/index.js';
+import { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings, type MemberDescription } from './group/index.js';
 import { SystemClock, type Clock } from './util/index.js';
 
 /** A bucket of a user table; `partitionId` is null (or omitted) for a non-partitioned table. */
@@ -175,6 +175,9 @@ export const DEFAULTS = {
   recoveryConcurrency: 4,
 };
 
+/** The coordinators' defaults in a store: those of src/group, but assignments paced to one a second. */
+const STORE_GROUP_DEFAULTS: GroupSettings = { ...GROUP_SETTINGS_DEFAULTS, assignmentIntervalMs: 1000 };
+
 /** Options after validation, with defaults applied. */
 export interface ResolvedOptions {
   dir: string;
@@ -189,7 +192,7 @@ export interface ResolvedOptions {
   fs: FileSystem;
   awaitRecovery: boolean;
   compaction: ResolvedCompaction;
-  group: GroupOptions;
+  group: GroupSettings;
   onWarning: (message: string) => void;
 }
 
@@ -246,7 +249,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     fs: fs ?? new NodeFileSystem(),
     awaitRecovery: awaitRecovery ?? true,
     compaction: resolveCompaction(compaction),
-    group: { assignmentIntervalMs: 1000, ...group },
+    group: resolveGroupSettings(group, 'options.group', STORE_GROUP_DEFAULTS),
     onWarning: onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
 }

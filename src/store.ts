@@ -18,9 +18,10 @@ import {
 } from './kv/index.js';
 import {
   GroupCoordinator, GroupMember, normalizeTableLayout, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type MemberOptions, type TableLayout, type TableLayoutInput,
+  type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember, type TableLayout, type TableLayoutInput,
 } from './group/index.js';
 import type { Timer } from './util/index.js';
+import { notADirectory, openFailure } from './open-failure.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
 import {
   DEFAULTS, resolveOptions, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
@@ -89,8 +90,12 @@ export class OffsetStore {
   async #open(): Promise<void> {
     const { fs, dir, clock } = this.#options;
     await loadChecksum();
-    await fs.mkdir(dir);
-    this.#lock = await DirectoryLock.acquire(fs, dir);
+    await fs.mkdir(dir).catch((error: unknown) => {
+      throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
+    });
+    this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
+      throw openFailure(error, `cannot lock ${dir}`);
+    });
     try {
       const requested = this.#options.compaction.strategy;
       this.#manifest = await ManifestFile.openOrCreate(fs, dir, { bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount, compactionStrategy: requested ?? 'log-cleaner', nowMs: clock.nowMs() });
@@ -117,14 +122,28 @@ export class OffsetStore {
       if (this.#options.awaitRecovery) await this.#recovery;
       else this.#recovery.catch(() => {});
     } catch (error) {
-      await this.#closeTables();
-      await this.#lock.release();
-      throw error;
+      await this.#abandonOpen();
+      throw openFailure(error, `cannot open the store in ${dir}`);
     }
     this.#armRetention();
     this.#recovery.then(() => {
       if (!this.#closed) this.#startCompaction();
     }, () => {});
+  }
+
+  /**
+   * After a failed open: closes what it opened, then releases the lock. A failure of either is a
+   * warning, not an error: the caller needs the error that failed the open, not one that followed.
+   */
+  async #abandonOpen(): Promise<void> {
+    const steps: [string, () => Promise<void>][] = [['closing its offsets-buckets', () => this.#closeTables()], ['releasing the lock', () => this.#lock!.release()]];
+    for (const [what, step] of steps) {
+      try {
+        await step();
+      } catch (error) {
+        this.#options.onWarning(`${this.#options.dir}: after the failed open, ${what} failed too: ${(error as Error).message}`);
+      }
+    }
   }
 
   #startCompaction(): void {
@@ -154,6 +173,7 @@ export class OffsetStore {
     const onBucketCompacted = options?.onBucketCompacted;
     if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function') throw new TypeError('onBucketCompacted must be a function');
     await this.#recovery;
+    this.#checkOpen(); // closed while recovery was awaited: there is no compactor to ask
     return this.#compactor!.compactNow(onBucketCompacted);
   }
 
@@ -213,7 +233,13 @@ export class OffsetStore {
             knownEnd: { logOffset: slot.record.logEnd, exact: slot.record.endExact },
             onWarning: this.#options.onWarning,
           });
-          slot.coordinator = this.#openCoordinator(table);
+          try {
+            slot.coordinator = this.#openCoordinator(table);
+          } catch (error) {
+            // Not yet in the slot, where a failed open would close it. The caller needs `error`, not a close failure.
+            await table.close().catch((closeError: unknown) => this.#options.onWarning(`offsets-bucket ${slot.index}: closing it after it failed to open failed too: ${(closeError as Error).message}`));
+            throw error;
+          }
           table.state.onGroupDropped = (groupId) => this.#fetchCache.delete(groupId);
           slot.table = table;
           slot.report = report;
@@ -229,7 +255,7 @@ export class OffsetStore {
     };
     await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
-    if (failed !== undefined) throw failed.loadError;
+    if (failed !== undefined) throw openFailure(failed.loadError, `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`, this.#slots.length);
   }
 
   /** The group coordinator of a recovered offsets table, loaded from the table's latest snapshots. */
@@ -444,6 +470,26 @@ export class OffsetStore {
     this.#requireNoMembers(coordinator!, groupId, 'delete it');
     if (keys.length > 0) await writeTombstones(table!, groupId, keys, this.#options.clock.nowMs());
     if (known) await coordinator!.deleteGroup(groupId);
+  }
+
+  /**
+   * Removes members from a group, as Kafka's Admin `removeMembersFromConsumerGroup`: every member
+   * (`{ all: true }`), or those named by `memberIds` or by static `instanceIds`. Each leaves as with
+   * `leave()` (memberEpoch -1): its buckets go to the other members, a static member's instance id is
+   * released. For members that will not come back, such as those of a process that exited without
+   * `leave()`: restored from the group's snapshot, they keep the group non-empty (resetOffsets and
+   * deleteGroup refuse it) until their session times out. Resolves with the removed members, sorted by
+   * id, once the change is durable. GROUP_ID_NOT_FOUND for a group with neither committed offsets nor
+   * members; UNKNOWN_MEMBER_ID, with nothing removed, for an id not in the group.
+   */
+  async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    const { table, coordinator } = this.#slot(groupId);
+    if (table!.state.group(groupId) === undefined && coordinator!.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    }
+    return coordinator!.removeMembers(groupId, request);
   }
 
   /**

@@ -6,7 +6,7 @@
  */
 export {
   StoreAdmin, type BucketReport, type BucketStatsReport, type DeleteGroupResult, type DeleteOffsetsResult, type GroupReport, type MemberReport,
-  type ResetPlan, type StatsReport, type StoreAdminOptions,
+  type RemoveMembersResult, type ResetPlan, type StatsReport, type StoreAdminOptions,
 } from './store-admin.js';
 export { describeResetTarget, planResetRows, type CommittedBucketOffset, type ResetPlanRow, type ResetRequest, type ResetTarget } from './reset-plan.js';
 export {

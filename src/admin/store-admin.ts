@@ -11,7 +11,7 @@
 import { NodeFileSystem } from '../io/index.js';
 import {
   OffsetStore, type CommittedOffset, type CompactionReport, type CompactionStrategy, type GroupListing, type GroupState,
-  type MemberDescription, type OffsetCommit,
+  type MemberDescription, type OffsetCommit, type RemoveMembersRequest, type RemovedMember,
 } from '../index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
@@ -89,6 +89,17 @@ export interface DeleteOffsetsResult {
   groupId: string;
   selection: string;
   deleted: TableBucket[];
+}
+
+/** What `removeMembers` did. */
+export interface RemoveMembersResult {
+  groupId: string;
+  /** The removed members, sorted by id (a static member's instance id is released). */
+  removed: RemovedMember[];
+  /** The group's state afterwards: Empty once no member is left. */
+  state: GroupState;
+  /** Members left in the group. */
+  memberCount: number;
 }
 
 /** What `deleteGroup` did. */
@@ -222,6 +233,18 @@ export class StoreAdmin {
     const doomed = committed.filter((c) => selectionMatches(selection, c)).map(({ tableId, partitionId, bucketId }) => ({ tableId, partitionId, bucketId }));
     if (doomed.length > 0) await this.store.deleteOffsets(groupId, doomed);
     return { groupId, selection: describeSelection(selection), deleted: doomed.sort(compareTableBuckets) };
+  }
+
+  /**
+   * Removes members from a group (Kafka's `removeMembersFromConsumerGroup`): every member, or those
+   * named by member id or static instance id, such as the members a process left behind when it
+   * exited without leaving. GROUP_ID_NOT_FOUND for an unknown group; UNKNOWN_MEMBER_ID, with nothing
+   * removed, for an id not in the group.
+   */
+  async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemoveMembersResult> {
+    const removed = await this.store.removeMembers(groupId, request);
+    const after = await this.store.describeGroup(groupId);
+    return { groupId, removed: removed.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })), state: after.state, memberCount: after.members.length };
   }
 
   /** Deletes a group without members and all its offsets (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND). */

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { CLEANED_SUFFIX, MANIFEST_FILE, bucketDirName, parseSegmentFileName, readManifest, type StoreManifest } from '../log/index.js';
+import { notADirectory, openFailure } from '../open-failure.js';
 
 export { MANIFEST_FILE, bucketDirName, liveLockHolder } from '../log/index.js';
 
@@ -32,11 +33,14 @@ export interface SegmentFile {
 
 /**
  * Reads and checks `<dir>/store.json`. A directory without one is not a store: INVALID_CONFIG (the
- * tools never create a store by accident, unlike `OffsetStore.open`).
+ * tools never create a store by accident, unlike `OffsetStore.open`); so is a `dir` that is not a
+ * directory. Other read failures are LOG_STORAGE_ERROR naming the file.
  */
 export async function readStoreLayout(fs: FileSystem, dir: string): Promise<StoreLayout> {
   const absoluteDir = path.resolve(dir);
-  const manifest = await readManifest(fs, absoluteDir);
+  const manifest = await readManifest(fs, absoluteDir).catch((error: unknown) => {
+    throw notADirectory(error, absoluteDir) ?? openFailure(error, `cannot read ${path.join(absoluteDir, MANIFEST_FILE)}`);
+  });
   if (manifest === null) throw new OffsetStoreError('INVALID_CONFIG', `no offset store in ${absoluteDir}: ${MANIFEST_FILE} not found`);
   const bucketDirs = Array.from({ length: manifest.bucketCount }, (_, i) => path.join(absoluteDir, 'buckets', bucketDirName(manifest.bucketCount, i)));
   return { dir: absoluteDir, manifest, bucketDirs };

@@ -33,6 +33,8 @@ export class UsageError extends Error {
 /** One option of a command. */
 export interface OptionSpec {
   type: 'string' | 'boolean';
+  /** A string option that may be given several times (`--member a --member b`). */
+  multiple?: boolean;
   short?: string;
   /** Placeholder shown in help, e.g. `<n>`. */
   valueName?: string;
@@ -43,7 +45,7 @@ export interface OptionSpec {
 export interface CommandContext {
   /** Positional arguments after the command words. */
   positionals: string[];
-  values: Record<string, string | boolean | undefined>;
+  values: Record<string, string | string[] | boolean | undefined>;
   /** `--dir`, resolved by the dispatcher (the command's default when absent). */
   dir: string;
   output: Output;
@@ -100,6 +102,12 @@ export function commandHelp(command: Command): string {
 export function stringOption(context: CommandContext, name: string): string | undefined {
   const value = context.values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** The values of a string option given `multiple` times, in order (empty when absent). */
+export function stringListOption(context: CommandContext, name: string): string[] {
+  const value = context.values[name];
+  return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
 }
 
 /** An integer option (`allowNegative` for shifts); UsageError for anything else. */

@@ -15,14 +15,16 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { OffsetStoreError } from '../index.js';
 import { COMMANDS } from './commands/index.js';
 import { DemoFailure } from './demo/demo-scenario.js';
-import { EXIT, GLOBAL_OPTIONS, UsageError, commandHelp, type Command, type OptionSpec } from './command.js';
+import { EXIT, GLOBAL_OPTIONS, UsageError, commandHelp, type Command, type CommandContext, type OptionSpec } from './command.js';
 import { Output, type OutputStreams } from './output.js';
 
 type ParseOptions = NonNullable<ParseArgsConfig['options']>;
 
 function parseOptions(specs: Record<string, OptionSpec>): ParseOptions {
   const options: ParseOptions = {};
-  for (const [name, spec] of Object.entries(specs)) options[name] = spec.short === undefined ? { type: spec.type } : { type: spec.type, short: spec.short };
+  for (const [name, spec] of Object.entries(specs)) {
+    options[name] = { type: spec.type, ...(spec.short === undefined ? {} : { short: spec.short }), ...(spec.multiple === true ? { multiple: true } : {}) };
+  }
   return options;
 }
 
@@ -104,7 +106,7 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
     output = new Output(streams, strict.values.json === true);
     const dir = (strict.values.dir as string | undefined) ?? command.defaultDir;
     if (dir === undefined || dir === '') throw new UsageError('--dir <path> is required');
-    return await command.run({ positionals: strict.positionals.slice(command.words.length), values: strict.values as Record<string, string | boolean | undefined>, dir, output });
+    return await command.run({ positionals: strict.positionals.slice(command.words.length), values: strict.values as CommandContext['values'], dir, output });
   } catch (error) {
     return reportFailure(error, command, output, streams);
   }

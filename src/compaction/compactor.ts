@@ -131,7 +131,15 @@ export class Compactor {
   async compactNow(onBucketCompacted?: BucketCompactedListener): Promise<CompactionReport> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'compaction is closed');
     const startedMs = performance.now();
-    const buckets = await this.#runAll(this.#targets, onBucketCompacted);
+    let buckets: BucketCompaction[];
+    try {
+      buckets = await this.#runAll(this.#targets, onBucketCompacted);
+    } catch (error) {
+      if (this.#closed && !(error instanceof OffsetStoreError && error.code === 'STORE_CLOSED')) throw cutShort(error);
+      throw error;
+    }
+    // close() stops the lanes between buckets: a report of part of the buckets would read as done.
+    if (this.#closed) throw cutShort(undefined);
     const report: CompactionReport = { strategy: this.#options.strategy, buckets, bytesBefore: 0, bytesAfter: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0 };
     for (const b of buckets) {
       report.bytesBefore += b.bytesBefore;
@@ -231,4 +239,9 @@ export class Compactor {
     await this.#options.pool?.close();
     await Promise.allSettled([...this.#running.values()]);
   }
+}
+
+/** STORE_CLOSED for a compactNow that close() cut short, with what failed because of it, if anything. */
+function cutShort(cause: unknown): OffsetStoreError {
+  return new OffsetStoreError('STORE_CLOSED', 'compaction was cut short: the store is closing', cause === undefined ? undefined : { cause });
 }

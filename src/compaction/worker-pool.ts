@@ -31,10 +31,16 @@ export class CompactionWorkerPool {
     });
   }
 
-  /** Runs a log-cleaner job on a worker thread. */
+  /** Runs a log-cleaner job on a worker thread; STORE_CLOSED once the pool is closed, also for a job cut short by it. */
   async clean(job: CleanJob): Promise<CleanResult> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
-    return (await this.#pool.run(job)) as CleanResult;
+    try {
+      return (await this.#pool.run(job)) as CleanResult;
+    } catch (error) {
+      // close() terminates the workers, and piscina rejects the job in flight with a plain Error.
+      if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `the compaction worker pool was closed while cleaning ${job.dir}`, { cause: error });
+      throw error;
+    }
   }
 
   /** Number of worker threads alive. */

@@ -7,7 +7,11 @@
  * operation, if the group changed and is now Stable or Empty, its snapshot is written through the
  * GroupSnapshotWriter port and the operation completes only once it is durable. Nothing else is
  * persisted: a crash loses the in-flight rebalance, which recovery aborts (members come back at the
- * snapshot's epochs; a member that shows up with a newer epoch is fenced and rejoins).
+ * snapshot's epochs; a member that shows up with a newer epoch is fenced and rejoins). One exception:
+ * an admin removal of some members of a Stable group leaves the group Reconciling until the others
+ * heartbeat, which members restored in a short-lived admin process never do; so that removal writes
+ * the Stable snapshot it started from, without the removed members, at the new group epoch (recovery
+ * then restores the others at their epochs, Assigning, and their next heartbeat computes the target).
  *
  * Invariants:
  *  - operations of one group never interleave (the lane), so a snapshot is written from a state no
@@ -26,21 +30,24 @@
  *  3. member commits: `validateMemberCommit` before appending; commits without a member only when
  *     `!hasMembers(groupId)`; `deleteOffsets` refuses `isBucketAssigned` buckets; `resetOffsets` and
  *     `deleteGroup` need `!hasMembers`, and deleteGroup also awaits `deleteGroup(groupId)` here;
+ *     `removeMembers` takes out members that will not come back (see member-removal.ts);
  *  4. `setTableLayout` on every bucket's coordinator; `close()` on store close.
  */
 import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
-import { SystemClock, type Clock, type Timer } from '../util/index.js';
+import { SystemClock, assert, type Clock, type Timer } from '../util/index.js';
 import type { Assignor } from './assignor.js';
 import { formatBucketRef, normalizeBucketRef, type BucketRefInput } from './bucket-ref.js';
 import type { GroupState } from './group.js';
-import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts } from './group-handlers.js';
+import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts, removeMembersByAdmin } from './group-handlers.js';
 import { describeGroup, type GroupDescription } from './group-description.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
+import { resolveGroupSettings, type GroupSettings } from './group-settings.js';
 import type { GroupRecord } from './group-record.js';
 import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
 import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
 import { normalizeHeartbeatRequest, validateGroupId, type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
+import { normalizeRemoveMembersRequest, type NormalizedRemoval, type RemoveMembersRequest, type RemovedMember } from './member-removal.js';
 import { MemberTimers } from './member-timers.js';
 import { OperationLane } from './operation-lane.js';
 import { RangeAssignor } from './range-assignor.js';
@@ -48,27 +55,18 @@ import { layoutsChanged } from './target-assignment-builder.js';
 import { layoutsEqual, normalizeTableLayout, type TableLayout, type TableLayoutInput } from './table-layout.js';
 import { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
 
-/** Options of a GroupCoordinator. */
-export interface GroupCoordinatorOptions {
+/**
+ * Options of a GroupCoordinator. The GroupSettings fields (heartbeatIntervalMs, sessionTimeoutMs,
+ * rebalanceTimeoutMs, groupMembersMax, assignmentIntervalMs) default as GROUP_SETTINGS_DEFAULTS
+ * says. With a positive assignmentIntervalMs, changes inside the interval are batched into one
+ * deferred computation (the group is Assigning meanwhile), which keeps a join storm of N members at
+ * a handful of assignor runs instead of N.
+ */
+export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
   /** Where snapshots go; resolves once durable. */
   readonly writer: GroupSnapshotWriter;
   /** Time and timers (default: the system clock). */
   readonly clock?: Clock;
-  /** Sent to members as the interval between heartbeats (default 5000). */
-  readonly heartbeatIntervalMs?: number;
-  /** Session timeout of members that do not ask for one (default 45000). */
-  readonly sessionTimeoutMs?: number;
-  /** Rebalance timeout of members that do not ask for one (default 60000). */
-  readonly rebalanceTimeoutMs?: number;
-  /**
-   * Least time between two target assignment computations of a group (default 0: compute on every
-   * change). With a positive interval, changes inside it are batched into one deferred computation
-   * (the group is Assigning meanwhile), which keeps a join storm of N members at a handful of
-   * assignor runs instead of N.
-   */
-  readonly assignmentIntervalMs?: number;
-  /** Most members one group may have; more joins fail with GROUP_MAX_SIZE_REACHED (default 4096). */
-  readonly groupMembersMax?: number;
   /** Assignors besides the built-in `uniform` and `range` (a same-named one replaces a built-in). */
   readonly assignors?: readonly Assignor[];
   /** Assignor of groups whose members state no preference (default `uniform`). */
@@ -130,7 +128,8 @@ export class GroupCoordinator {
     const defaultAssignor = options.defaultAssignor ?? UNIFORM_ASSIGNOR_NAME;
     if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
     this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
-    this.#assignmentIntervalMs = options.assignmentIntervalMs === 0 || options.assignmentIntervalMs === undefined ? 0 : positiveInt(options.assignmentIntervalMs, 'assignmentIntervalMs');
+    const settings = resolveGroupSettings(options, 'options');
+    this.#assignmentIntervalMs = settings.assignmentIntervalMs;
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#timers = new MemberTimers(this.#clock, {
@@ -149,10 +148,10 @@ export class GroupCoordinator {
       },
       newMemberId: options.newMemberId ?? randomUUID,
       config: {
-        heartbeatIntervalMs: positiveInt(options.heartbeatIntervalMs ?? 5000, 'heartbeatIntervalMs'),
-        sessionTimeoutMs: positiveInt(options.sessionTimeoutMs ?? 45_000, 'sessionTimeoutMs'),
-        rebalanceTimeoutMs: positiveInt(options.rebalanceTimeoutMs ?? 60_000, 'rebalanceTimeoutMs'),
-        groupMembersMax: positiveInt(options.groupMembersMax ?? 4096, 'groupMembersMax'),
+        heartbeatIntervalMs: settings.heartbeatIntervalMs,
+        sessionTimeoutMs: settings.sessionTimeoutMs,
+        rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
+        groupMembersMax: settings.groupMembersMax,
         defaultAssignor,
       },
     };
@@ -354,6 +353,37 @@ export class GroupCoordinator {
     });
   }
 
+  /**
+   * Removes members on an admin's request (Kafka's Admin removeMembersFromConsumerGroup): every
+   * member, or those named by member id or by static instance id (member-removal.ts). Each leaves as
+   * with a heartbeat at memberEpoch -1; a static member's instance id is released. Resolves with the
+   * removed members, sorted by id, once the change is durable (see the module header for a partial
+   * removal from a Stable group). UNKNOWN_MEMBER_ID, with nothing removed, when a named id is not in
+   * the group; `all` on a group this coordinator does not hold resolves with none.
+   */
+  removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
+    let removal: NormalizedRemoval;
+    try {
+      this.#ensureActive();
+      validateGroupId(groupId);
+      removal = normalizeRemoveMembersRequest(request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const runtime = this.#runtime(groupId);
+    return runtime.lane.run(() => {
+      const before = this.#machine.get(groupId);
+      const stableBefore = before?.state() === 'Stable' ? snapshotOf(before) : null;
+      return this.#execute(groupId, runtime, (op) => removeMembersByAdmin(op, groupId, removal), (removed) => {
+        if (stableBefore === null || removed.length === 0) return null;
+        const gone = new Set(removed.map((m) => m.memberId));
+        const group = this.#machine.get(groupId);
+        assert(group !== undefined && group.members.size > 0, `group ${groupId} is not at a generation boundary, so it has members`);
+        return { ...stableBefore, groupEpoch: group.groupEpoch, members: stableBefore.members.filter((m) => !gone.has(m.memberId)) };
+      });
+    });
+  }
+
   /** Cancels all timers; every later call (and every queued operation) fails with STORE_CLOSED. Idempotent. */
   close(): void {
     if (this.#phase === 'closed') return;
@@ -373,7 +403,11 @@ export class GroupCoordinator {
     return runtime.lane.run(() => this.#execute(groupId, runtime, handler));
   }
 
-  #execute<T>(groupId: string, runtime: GroupRuntime, handler: (op: GroupOperation) => T): T | Promise<T> {
+  /**
+   * Runs a handler and writes the group's snapshot if it reached a generation boundary; otherwise,
+   * when `durableView` gives one, that snapshot (the group stays dirty: its state is ahead of it).
+   */
+  #execute<T>(groupId: string, runtime: GroupRuntime, handler: (op: GroupOperation) => T, durableView?: (result: T) => GroupSnapshot | null): T | Promise<T> {
     this.#ensureNotClosed();
     const op = new GroupOperation(this.#env);
     let result: T;
@@ -386,8 +420,14 @@ export class GroupCoordinator {
       }
       if (this.#machine.get(groupId) === undefined) queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
     }
-    const write = this.#writeSnapshotIfBoundary(groupId, runtime);
+    const write = this.#writeSnapshotIfBoundary(groupId, runtime) ?? this.#writeDurableView(groupId, durableView?.(result) ?? null);
     return write === null ? result : write.then(() => result);
+  }
+
+  #writeDurableView(groupId: string, snapshot: GroupSnapshot | null): Promise<void> | null {
+    if (snapshot === null) return null;
+    this.#snapshotsWritten++;
+    return this.#writer.writeSnapshot(groupId, snapshot);
   }
 
   /** Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary). */

@@ -1,6 +1,6 @@
 /**
  * The coordinator's handlers: heartbeat (join, update, leave, static leave), member expiry (session
- * and rebalance timeouts) and layout refresh. Each takes a GroupOperation, validates, plans, and only
+ * and rebalance timeouts), removal of members by an admin and layout refresh. Each takes a GroupOperation, validates, plans, and only
  * then emits records — the KIP-848 heartbeat in three steps:
  *  1. update the member's subscription; bump the group epoch if membership, a subscription, the
  *     preferred assignor or a subscribed table's layout changed;
@@ -35,6 +35,7 @@ import { reconcileMember } from './current-assignment-builder.js';
 import type { Group } from './group.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
 import type { HeartbeatResponse, NormalizedHeartbeat } from './heartbeat.js';
+import type { NormalizedRemoval, RemovedMember } from './member-removal.js';
 import { layoutsChanged, planTargetAssignment, targetRecords, type AssignmentEnvironment, type TargetPlan } from './target-assignment-builder.js';
 
 /** Handles one validated heartbeat. */
@@ -58,6 +59,34 @@ export function expireRebalance(op: GroupOperation, groupId: string, memberId: s
   if (group === undefined || member === undefined) return;
   if (member.state !== 'UNREVOKED_PARTITIONS' || member.memberEpoch !== memberEpoch) return;
   removeMember(op, group, memberId);
+}
+
+/**
+ * Removes members on an admin's request: each leaves exactly as with a heartbeat at memberEpoch -1
+ * (a static member too, whose instance id is released with it). Every named id is checked before
+ * anything is emitted, so an unknown one (UNKNOWN_MEMBER_ID) removes nothing. Returns the removed
+ * members sorted by id; `all` on a group without members (or unknown here) removes none.
+ */
+export function removeMembersByAdmin(op: GroupOperation, groupId: string, removal: NormalizedRemoval): RemovedMember[] {
+  const group = op.env.machine.get(groupId);
+  let memberIds: string[];
+  if (removal.kind === 'all') {
+    memberIds = [...(group?.members.keys() ?? [])];
+  } else if (removal.kind === 'memberIds') {
+    const unknown = removal.ids.find((id) => group?.members.has(id) !== true);
+    if (unknown !== undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${unknown} is not in group ${groupId}; nothing was removed`);
+    memberIds = [...removal.ids];
+  } else {
+    const unknown = removal.ids.find((id) => group?.staticMemberId(id) === undefined);
+    if (unknown !== undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`);
+    memberIds = [...new Set(removal.ids.map((id) => group!.staticMemberId(id)!))];
+  }
+  if (group === undefined || memberIds.length === 0) return [];
+  memberIds.sort();
+  const removed = memberIds.map((memberId) => ({ memberId, instanceId: group.members.get(memberId)!.instanceId }));
+  // Everything that can fail has been checked; from here on only records.
+  for (const memberId of memberIds) removeMember(op, group, memberId);
+  return removed;
 }
 
 /** Bumps the group epoch and recomputes the target when a subscribed table's layout changed. */

@@ -31,5 +31,7 @@ export {
 } from './group-snapshot.js';
 export { type HeartbeatRequest, type HeartbeatResponse, validateGroupId } from './heartbeat.js';
 export { GroupCoordinator, type GroupCoordinatorOptions, type GroupCoordinatorMetrics } from './group-coordinator.js';
+export { type RemoveMembersRequest, type RemovedMember } from './member-removal.js';
+export { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings } from './group-settings.js';
 export { type GroupDescription, type MemberDescription } from './group-description.js';
 export { GroupMember, type GroupMemberPort, type MemberOptions, type MemberCommitOffset } from './group-member.js';

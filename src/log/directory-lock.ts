@@ -4,8 +4,10 @@
  *    first: a second live process in the same network namespace is refused there, whatever the LOCK
  *    file says, and two processes can no longer both take over one stale LOCK file;
  * 2. a `LOCK` file created exclusively, holding the owner's pid: it names the owner in messages and
- *    `log verify`, and it is the only check where the kernel lock is unsupported. A LOCK file whose
- *    pid is no longer alive (the owner crashed) is taken over.
+ *    `log verify`, and it is the only check where the kernel lock is unsupported. Where the kernel
+ *    lock was taken, a LOCK file found is stale whatever pid it names: a live owner would hold the
+ *    kernel lock, and the pid of a crashed owner may since have been given to another process. Where
+ *    it is unsupported, a LOCK file whose pid is no longer alive (the owner crashed) is taken over.
  * Within one process the set of held directories stands in for both, so opening the same directory
  * twice in one process is refused too. A second open while the owner lives fails with STORE_LOCKED.
  *
@@ -61,7 +63,7 @@ export class DirectoryLock {
     }
     const held = kernelLock === 'unsupported' ? undefined : kernelLock;
     try {
-      await DirectoryLock.#takeLockFile(fs, dir, lockPath);
+      await DirectoryLock.#takeLockFile(fs, dir, lockPath, held !== undefined);
     } catch (error) {
       await held?.release();
       throw error;
@@ -70,8 +72,11 @@ export class DirectoryLock {
     return new DirectoryLock(fs, lockPath, held);
   }
 
-  /** Creates the LOCK file with this process's pid, taking over one whose pid is dead. */
-  static async #takeLockFile(fs: FileSystem, dir: string, lockPath: string): Promise<void> {
+  /**
+   * Creates the LOCK file with this process's pid, taking over a stale one: any, when this process
+   * holds the kernel lock (`kernelLockHeld`); else one whose pid is dead.
+   */
+  static async #takeLockFile(fs: FileSystem, dir: string, lockPath: string, kernelLockHeld: boolean): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         const handle = await fs.open(lockPath, 'wx');
@@ -85,9 +90,11 @@ export class DirectoryLock {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      const holder = Number.parseInt((await fs.readFile(lockPath))?.toString('utf8') ?? '', 10);
-      if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) {
-        throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder}`);
+      if (!kernelLockHeld) {
+        const holder = Number.parseInt((await fs.readFile(lockPath))?.toString('utf8') ?? '', 10);
+        if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) {
+          throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder}`);
+        }
       }
       await fs.unlink(lockPath);
     }

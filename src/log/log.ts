@@ -56,7 +56,7 @@ import { readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { assert } from '../util/index.js';
-import { REJECTED_FILE, damageError, inspectLog, type LogExpectations, type RejectedBatches } from './log-inspection.js';
+import { REJECTED_FILE, damageError, inspectLog, type LogExpectations, type LogInspection, type RejectedBatches } from './log-inspection.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
 import { applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
@@ -181,14 +181,14 @@ export class Log {
     if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
     let batchesReplayed = 0;
     const visit = recovery.visit;
-    const inspection = await storageStep(dir, 'reading the log', () => inspectLog(fs, dir, options, recovery, {
+    const inspection = await inspectLog(fs, dir, options, recovery, {
       stopAtCorruption: true,
       visit: visit === undefined ? undefined : (buf, position, logOffset, sizeBytes, filePosition) => {
         if (logOffset < recovery.fromLogOffset) return;
         visit(buf, position, logOffset, sizeBytes, filePosition);
         batchesReplayed++;
       },
-    }));
+    });
     const corruption = inspection.damage.find((d) => d.kind === 'corrupt');
     if (corruption !== undefined) throw damageError(corruption);
     const segments: SegmentInfo[] = inspection.segments.map((s) => ({ baseOffset: s.baseOffset, path: s.path, sizeBytes: s.validBytes, lastLogOffset: s.lastLogOffset }));
@@ -198,36 +198,17 @@ export class Log {
       firstLogOffset: segments[0]?.baseOffset ?? 0, logEndOffset: inspection.logEnd,
     };
     let lastFileBytes = last === undefined ? 0 : last.validBytes + last.zeroTailBytes;
-    await storageStep(dir, 'repairing the log', async () => {
-      if (inspection.swap !== undefined) await applySwap(fs, dir, inspection.swap);
-      for (const name of inspection.leftovers) await fs.unlink(path.join(dir, name));
-      if (inspection.leftovers.length > 0) await fs.syncDir(dir);
-      const rejected = inspection.rejected;
-      if (last !== undefined && (inspection.tornTail !== undefined || rejected?.applies === true)) {
-        const onDisk = (await fs.sizeBytes(last.path)) ?? 0;
-        await truncateFile(fs, last.path, last.validBytes);
-        report.bytesTruncated = onDisk - last.validBytes;
-        lastFileBytes = last.validBytes;
-        const torn = inspection.tornTail;
-        report.tornTail = torn !== undefined
-          ? { file: torn.file, position: torn.position, reason: torn.reason }
-          : { file: last.path, position: last.validBytes, reason: 'batches rejected after a failed write were cut off' };
-      }
-      if (rejected !== undefined) {
-        await fs.unlink(path.join(dir, REJECTED_FILE));
-        await fs.syncDir(dir);
-      }
-    });
+    if (await applyRepairs(fs, dir, inspection, report)) lastFileBytes = last!.validBytes;
     if (last === undefined) {
-      segments.push(await storageStep(dir, 'creating the first segment', () => createSegment(fs, dir, recovery.fromLogOffset)));
+      segments.push(await createSegment(fs, dir, recovery.fromLogOffset));
       lastFileBytes = 0;
     }
     const nextOffset = Math.max(inspection.logEnd, segments.at(-1)!.baseOffset);
-    const active = await storageStep(dir, 'opening the active segment', () => fs.open(segments.at(-1)!.path, 'r+'));
+    const active = await fs.open(segments.at(-1)!.path, 'r+');
     // What a crashed process wrote but never synced may still be only in the page cache: sync it now,
     // so that after a later power loss only what is written from now on can be damaged.
     try {
-      await storageStep(dir, 'syncing the active segment', () => active.datasync());
+      await active.datasync();
     } catch (error) {
       await active.close();
       throw error;
@@ -581,6 +562,33 @@ async function createSegment(fs: FileSystem, dir: string, baseOffset: number): P
   return { baseOffset, path: segmentPath, sizeBytes: 0, lastLogOffset: -1 };
 }
 
+/**
+ * Applies the repairs an inspection found nothing corrupt against (see the module comment); returns
+ * true when the last segment was cut to its valid bytes (a torn tail or rejected batches).
+ */
+async function applyRepairs(fs: FileSystem, dir: string, inspection: LogInspection, report: LogRecoveryReport): Promise<boolean> {
+  if (inspection.swap !== undefined) await applySwap(fs, dir, inspection.swap);
+  for (const name of inspection.leftovers) await fs.unlink(path.join(dir, name));
+  if (inspection.leftovers.length > 0) await fs.syncDir(dir);
+  const last = inspection.segments.at(-1);
+  const { rejected, tornTail } = inspection;
+  let cut = false;
+  if (last !== undefined && (tornTail !== undefined || rejected?.applies === true)) {
+    const onDisk = (await fs.sizeBytes(last.path)) ?? 0;
+    await truncateFile(fs, last.path, last.validBytes);
+    report.bytesTruncated = onDisk - last.validBytes;
+    report.tornTail = tornTail !== undefined
+      ? { file: tornTail.file, position: tornTail.position, reason: tornTail.reason }
+      : { file: last.path, position: last.validBytes, reason: 'batches rejected after a failed write were cut off' };
+    cut = true;
+  }
+  if (rejected !== undefined) {
+    await fs.unlink(path.join(dir, REJECTED_FILE));
+    await fs.syncDir(dir);
+  }
+  return cut;
+}
+
 async function truncateFile(fs: FileSystem, filePath: string, sizeBytes: number): Promise<void> {
   const handle = await fs.open(filePath, 'r+');
   try {
@@ -588,18 +596,5 @@ async function truncateFile(fs: FileSystem, filePath: string, sizeBytes: number)
     await handle.datasync();
   } finally {
     await handle.close();
-  }
-}
-
-/**
- * Runs one step of opening a log; a failure that is not already an OffsetStoreError (EIO on a read
- * or an fdatasync, EMFILE, EACCES) becomes LOG_STORAGE_ERROR naming the directory and the step.
- */
-async function storageStep<T>(dir: string, step: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (error instanceof OffsetStoreError) throw error;
-    throw new OffsetStoreError('LOG_STORAGE_ERROR', `${dir}: ${step} failed: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -162,3 +162,48 @@ describe('offset-store commands as child processes', () => {
     expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
   });
 });
+
+describe('members a process left behind', () => {
+  it('block offsets reset and groups delete until groups remove-members --all takes them out', async () => {
+    const dir = scratchDir('offset-store-cli-');
+    const child = await runCli([dir], { executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')] });
+    expect(child).toMatchObject({ code: 0, stdout: 'ready\n' });
+
+    const described = json(await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json']));
+    expect(described.members.map((m: { instanceId: string | null }) => m.instanceId).sort()).toEqual(['host-b', null]);
+    const refused = await runCli(['offsets', 'reset', 'scanners', '--dir', dir, '--to-offset', '0', '--execute']);
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /) });
+
+    const removal = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all', '--json']);
+    expect(removal.code).toBe(0);
+    expect(json(removal)).toEqual({
+      groupId: 'scanners', state: 'Empty', memberCount: 0,
+      removed: described.members.map((m: { memberId: string; instanceId: string | null }) => ({ memberId: m.memberId, instanceId: m.instanceId })),
+    });
+
+    const reset = await runCli(['offsets', 'reset', 'scanners', '--dir', dir, '--to-offset', '0', '--execute']);
+    expect(reset).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^Reset group scanners to offset 0 \(every bucket\): 4 buckets committed\./) });
+    expect(await runCli(['groups', 'delete', 'scanners', '--dir', dir])).toMatchObject({ code: 0, stdout: 'Deleted group scanners (4 committed offsets).\n' });
+    expect(json(await runCli(['groups', 'list', '--dir', dir, '--json']))).toEqual({ groups: [] });
+  }, 60_000);
+
+  it('groups remove-members by --member and --instance: human output, UNKNOWN_MEMBER_ID, usage errors', async () => {
+    const dir = scratchDir('offset-store-cli-');
+    expect(await runCli([dir], { executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')] })).toMatchObject({ code: 0 });
+    const members: { memberId: string; instanceId: string | null }[] = json(await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json'])).members;
+    const dynamic = members.find((m) => m.instanceId === null)!;
+
+    const usage = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all', '--instance', 'host-b']);
+    expect(usage).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: give exactly one of --all, --member <memberId>\.\.\. or --instance <instanceId>\.\.\.\n/) });
+    const unknown = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--member', dynamic.memberId, '--member', 'ghost']);
+    expect(unknown).toMatchObject({ code: 1, stderr: 'error: UNKNOWN_MEMBER_ID: member ghost is not in group scanners; nothing was removed (errno 25)\n' });
+
+    const byInstance = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--instance', 'host-b']);
+    expect(byInstance.code).toBe(0);
+    expect(byInstance.stdout).toMatch(/^Removed 1 member from group scanners; 1 member left, state (Reconciling|Assigning)\.\n\nMEMBER-ID\s+INSTANCE-ID\n\S+\s+host-b\n$/);
+    // Durable although the remaining member never heartbeats: the next process sees one member.
+    const byMember = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--member', dynamic.memberId]);
+    expect(byMember).toMatchObject({ code: 0, stdout: `Removed 1 member from group scanners; it is now Empty.\n\nMEMBER-ID${' '.repeat(dynamic.memberId.length - 7)}INSTANCE-ID\n${dynamic.memberId}  -\n` });
+    expect(await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all'])).toMatchObject({ code: 0, stdout: 'Group scanners has no members: nothing removed.\n' });
+  }, 60_000);
+});

@@ -1,9 +1,10 @@
 /**
  * The demo (what `npm start` runs) as a child process in a fresh directory: it must finish well
- * under a minute, exit 0, and report that nothing was skipped. Also the `bin/offset-store.js`
- * launcher, which runs the CLI from source when there is no build.
+ * under a minute, exit 0, and report that nothing was skipped; run again in the same directory, it
+ * replaces its own old store. Also the `bin/offset-store.js` launcher, which runs the CLI from source
+ * when there is no build.
  */
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { scratchDir } from '../admin/admin-fixtures.js';
@@ -26,8 +27,18 @@ describe('offset-store demo', () => {
     expect(result.metrics.commits).toBeGreaterThan(0);
     expect(result.compaction.bytesAfter).toBeLessThan(result.compaction.bytesBefore);
     expect(statSync(path.join(dir, 'store.json')).isFile()).toBe(true);
+    expect(statSync(path.join(dir, 'DEMO')).isFile()).toBe(true);
 
-  }, 60_000);
+    // Run again in the same directory (as `npm start` does every time): the old demo store is replaced.
+    const createdAtMs = (): number => JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).createdAtMs;
+    const firstCreatedAtMs = createdAtMs();
+    const again = await runCli(['demo', '--dir', dir, '--json'], { timeoutMs: 55_000 });
+    expect(again.stderr).toBe('');
+    expect(again.code).toBe(0);
+    expect(json(again).verification).toMatchObject({ ok: true, records: 12 * 4000 });
+    expect(createdAtMs(), 'a new store').toBeGreaterThan(firstCreatedAtMs);
+    expect(statSync(path.join(dir, 'DEMO')).isFile()).toBe(true);
+  }, 120_000);
 
   it('bin/offset-store.js is executable and runs the CLI', async () => {
     const bin = path.join(REPO_DIR, 'bin', 'offset-store.js');

@@ -2,12 +2,16 @@
  * Failures of the CLI as a child process: each prints the error code and exits non-zero, and none
  * creates or changes a store it should not touch.
  */
-import { cpSync, existsSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
-import { runCli } from './cli-harness.js';
+import { REPO_DIR, runCli } from './cli-harness.js';
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 let seeded: string;
 let withMember: string;
@@ -57,6 +61,28 @@ describe('offset-store failures', () => {
     expect(dropped.stderr).toBe('error: NON_EMPTY_GROUP: cannot delete it: group busy has 1 member(s) (errno 68)\n');
     expect(snapshotFiles(withMember)).toEqual(before);
   });
+
+  it('a --dir that is a regular file: INVALID_CONFIG naming it, exit 1, for every command that reads a store and for the demo', async () => {
+    const file = path.join(scratchDir(), 'offsets');
+    writeFileSync(file, 'not a store');
+    for (const args of [['groups', 'list'], ['stats'], ['log', 'verify'], ['log', 'dump', '--bucket', '0'], ['demo']]) {
+      const run = await runCli([...args, '--dir', file]);
+      expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 1, stderr: `error: INVALID_CONFIG: ${file} is not a directory: it or a folder on its path is a file (errno 40)\n` });
+    }
+    expect(readFileSync(file, 'utf8')).toBe('not a store');
+  });
+
+  it.runIf(process.platform === 'linux')('a process allowed too few descriptors for the store: LOG_STORAGE_ERROR saying to raise ulimit -n, exit 1', async () => {
+    const dir = scratchDir();
+    await (await OffsetStore.open({ dir, bucketCount: 200, clock: new ManualClock(), compaction: { strategy: 'none' } })).close();
+    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile('bash', ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx "${MAIN}" stats --dir "${dir}"`], { cwd: REPO_DIR, timeout: 60_000 }, (error, _stdout, stderr) => {
+        resolve({ code: error === null ? 0 : (error.code as number), stderr });
+      });
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(new RegExp(`^error: LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files.*: raise its limit \\(ulimit -n\\), or use a store with fewer offsets-buckets \\(errno 1002\\)\n$`));
+  }, 60_000);
 
   it('bad usage: exit 2 with a pointer to --help', async () => {
     const run = await runCli(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', 'ten']);

@@ -3,12 +3,14 @@
  * option parsing, and the human-output helpers. The commands themselves run as child processes in
  * the other files.
  */
-import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
 import { formatBytes, formatDuration, formatPercentChange, formatTimestamp, renderTable } from '../../src/cli/output.js';
 import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
+import { StoreAdmin } from '../../src/admin/index.js';
+import { prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
 import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
 
@@ -170,6 +172,44 @@ describe('command output (in-process)', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* is not empty and holds no offset store/);
     expect(readdirSync(notAStore)).toEqual(['notes.txt']);
+  });
+
+  it('demo refuses a store it did not create (a user store with groups), exit 1, and leaves every file as it was', async () => {
+    const userStore = copy();
+    const before = snapshotFiles(userStore);
+    const refused = await run(['demo', '--dir', userStore]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* holds an offset store the demo did not create .*pick another --dir/);
+    expect(refused.stdout).not.toContain('joined');
+    expect(snapshotFiles(userStore)).toEqual(before);
+    expect((await StoreAdmin.open(userStore).then(async (admin) => {
+      try {
+        return await admin.listGroups();
+      } finally {
+        await admin.close();
+      }
+    })).map((g) => g.groupId)).toEqual(['billing', 'orders']);
+  });
+});
+
+describe('demo directory', () => {
+  it('replaces an old demo store whose LOCK file names a live process that holds no lock, and refuses one that is open', async () => {
+    const dir = scratchDir('offset-store-demo-');
+    await seedStore(dir);
+    writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
+    writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`); // a crashed demo's pid, since given to a live process
+    await prepareDemoDir(dir);
+    expect(existsSync(dir)).toBe(false);
+
+    await seedStore(dir);
+    writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
+    const store = await OffsetStore.open({ dir, compaction: { background: false } });
+    try {
+      await expect(prepareDemoDir(dir)).rejects.toMatchObject({ code: 'STORE_LOCKED' });
+      expect((await store.listGroups()).map((g) => g.groupId)).toEqual(['billing', 'orders']);
+    } finally {
+      await store.close();
+    }
   });
 });
 

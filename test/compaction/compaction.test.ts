@@ -15,6 +15,16 @@ const runs = Number(process.env.COMPACTION_PROPERTY_RUNS ?? 4);
 const strategies: CompactionStrategy[] = ['log-cleaner', 'checkpoint'];
 
 describe.each(strategies)('compaction (%s)', (strategy) => {
+  it('compact() cut short by close() between offsets-buckets rejects with STORE_CLOSED instead of reporting part of the work', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(compactionOptions(dir, strategy, { bucketCount: 4, segmentBytesMax: 1024 }));
+    await applyHistory(store, generateHistory(43, 2000, 20, 40));
+    let closing: Promise<void> | undefined;
+    const compaction = store.compact({ onBucketCompacted: () => void (closing ??= store.close()) });
+    await expect(compaction).rejects.toMatchObject({ name: 'OffsetStoreError', code: 'STORE_CLOSED', errno: 1000 });
+    await closing;
+  });
+
   it('keeps the materialized state equal through compaction and reopen, for random histories', async () => {
     const baseSeed = seedFrom('COMPACTION_SEED');
     for (let run = 0; run < runs; run++) {
@@ -193,13 +203,14 @@ describe('compaction crash safety (in process)', () => {
     const store = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 1024 }));
     await applyHistory(store, history);
     const compaction = store.compact();
-    const settled = compaction.then(() => 'completed', () => 'rejected');
+    const settled = compaction.then(() => 'completed', (error: unknown) => error);
     // Wait until the worker is writing its output, then close: the pool is destroyed mid-job.
     const bucketDir = `${dir}/buckets/000`;
     const { readdirSync } = await import('node:fs');
     while (!readdirSync(bucketDir).some((name) => name.endsWith('.cleaned'))) await new Promise((resolve) => setImmediate(resolve));
     await store.close();
-    expect(await settled, 'the clean in flight was abandoned, not finished').toBe('rejected');
+    // The clean in flight was abandoned, not finished, and compact() says why: the store closed.
+    expect(await settled).toMatchObject({ name: 'OffsetStoreError', code: 'STORE_CLOSED', errno: 1000 });
     const reopened = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1 }));
     expect(await stateOf(reopened)).toEqual(modelOf(history));
     expect(leftoverFiles(dir)).toEqual([]);

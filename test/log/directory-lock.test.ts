@@ -1,8 +1,9 @@
-import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeFileSystem } from '../../src/io/index.js';
+import { ManualClock, OffsetStore } from '../../src/index.js';
+import { NodeFileSystem, type OpenFlags } from '../../src/io/index.js';
 import { DirectoryLock } from '../../src/log/index.js';
 import { exited, forkTs } from '../support/fork-child.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -48,6 +49,41 @@ describe('DirectoryLock', () => {
     await lock.release();
   });
 
+  it.runIf(process.platform === 'linux')('takes over a LOCK file naming a live process that holds no lock (a reused pid): the kernel lock is the truth', async () => {
+    const dir = tempDir();
+    const bystander = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      writeFileSync(path.join(dir, 'LOCK'), `${bystander.pid}\n`);
+      const lock = await DirectoryLock.acquire(new NodeFileSystem(), dir);
+      expect(readFileSync(path.join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
+      await lock.release();
+      // So does a store: it opens although LOCK named a live process.
+      writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`);
+      const store = await OffsetStore.open({ dir, bucketCount: 1, clock: new ManualClock(), compaction: { strategy: 'none' } });
+      await store.close();
+    } finally {
+      bystander.kill('SIGKILL');
+      await exited(bystander);
+    }
+  });
+
+  it('without the kernel lock (a directory with no real path), a LOCK file naming a live process still refuses the open', async () => {
+    const real = tempDir();
+    const bystander = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      writeFileSync(path.join(real, 'LOCK'), `${bystander.pid}\n`);
+      const fs = new RelocatedFileSystem('/offset-store-virtual-dir', real);
+      await expect(DirectoryLock.acquire(fs, '/offset-store-virtual-dir')).rejects.toThrow(new RegExp(`STORE_LOCKED: .* locked by live process ${bystander.pid}`));
+      writeFileSync(path.join(real, 'LOCK'), `${deadPid()}\n`);
+      const lock = await DirectoryLock.acquire(fs, '/offset-store-virtual-dir');
+      expect(readFileSync(path.join(real, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
+      await lock.release();
+    } finally {
+      bystander.kill('SIGKILL');
+      await exited(bystander);
+    }
+  });
+
   it('lets exactly one of several processes racing for the same stale lock in', async () => {
     for (let round = 0; round < 3; round++) {
       const dir = tempDir();
@@ -61,6 +97,30 @@ describe('DirectoryLock', () => {
     }
   });
 });
+
+/**
+ * The real file system seen under another directory name, one that does not exist: the kernel lock
+ * cannot resolve it (as on a platform without one), so only the LOCK file guards it.
+ */
+class RelocatedFileSystem extends NodeFileSystem {
+  constructor(readonly shownDir: string, readonly realDir: string) {
+    super();
+  }
+
+  #real(filePath: string): string {
+    return filePath.startsWith(this.shownDir) ? path.join(this.realDir, filePath.slice(this.shownDir.length)) : filePath;
+  }
+
+  override open(filePath: string, flags: OpenFlags) { return super.open(this.#real(filePath), flags); }
+  override readFile(filePath: string) { return super.readFile(this.#real(filePath)); }
+  override readdir(filePath: string) { return super.readdir(this.#real(filePath)); }
+  override mkdir(filePath: string) { return super.mkdir(this.#real(filePath)); }
+  override rename(fromPath: string, toPath: string) { return super.rename(this.#real(fromPath), this.#real(toPath)); }
+  override unlink(filePath: string) { return super.unlink(this.#real(filePath)); }
+  override removeTree(filePath: string) { return super.removeTree(this.#real(filePath)); }
+  override syncDir(filePath: string) { return super.syncDir(this.#real(filePath)); }
+  override sizeBytes(filePath: string) { return super.sizeBytes(this.#real(filePath)); }
+}
 
 /** The pid of a process that has exited (a short-lived child). */
 function deadPid(): number {

@@ -114,3 +114,61 @@ describe('resetOffsets', () => {
     await reopened.close();
   });
 });
+
+describe('removeMembers', () => {
+  /** A store in `dir` where group g has members a process left behind (closed without leave()), and a commit. */
+  async function leftBehind(dir: string, clock: ManualClock): Promise<void> {
+    const store = await openStore(dir, { clock });
+    store.setTableLayout(1, { bucketCount: 4 });
+    const members = [
+      await store.joinGroup('g', { subscribedTableIds: [1] }),
+      await store.joinGroup('g', { subscribedTableIds: [1], instanceId: 'host-b' }),
+    ];
+    for (let i = 0; i < 100 && !((await store.describeGroup('g')).state === 'Stable' && members.every((m) => m.assignment.length === 2)); i++) {
+      clock.advance(100);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await store.describeGroup('g')).state).toBe('Stable');
+    await members[0]!.commit([{ tableId: 1, bucketId: members[0]!.assignment[0]!.bucketId, offset: 5 }]);
+    await store.close();
+  }
+
+  it('takes out the members a process left behind, durably, so the group can be reset and deleted', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock(T0);
+    await leftBehind(dir, clock);
+
+    const store = await openStore(dir, { clock });
+    const restored = (await store.describeGroup('g')).members;
+    expect(restored).toHaveLength(2);
+    await expect(store.resetOffsets('g', [{ tableId: 1, bucketId: 0, offset: 0 }])).rejects.toMatchObject({ code: 'NON_EMPTY_GROUP' });
+    const removed = await store.removeMembers('g', { all: true });
+    expect(removed).toEqual(restored.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })).sort((a, b) => (a.memberId < b.memberId ? -1 : 1)));
+    expect(removed.map((m) => m.instanceId).sort()).toEqual(['host-b', null]);
+    expect(await store.listGroups()).toEqual([{ groupId: 'g', state: 'Empty', offsetsBucket: store.bucketFor('g') }]);
+    await store.close();
+
+    const reopened = await openStore(dir, { clock });
+    expect((await reopened.describeGroup('g')).state).toBe('Empty');
+    await reopened.resetOffsets('g', [{ tableId: 1, bucketId: 0, offset: 0 }]);
+    await reopened.deleteGroup('g');
+    expect(await reopened.listGroups()).toEqual([]);
+    await reopened.close();
+  });
+
+  it('GROUP_ID_NOT_FOUND for an unknown group, UNKNOWN_MEMBER_ID for an id not in the group (nothing removed)', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock(T0);
+    await leftBehind(dir, clock);
+    const store = await openStore(dir, { clock });
+    await store.commitOffsets('offsets-only', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await expect(store.removeMembers('ghost', { all: true })).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND', errno: 69 });
+    await expect(store.removeMembers('g', { memberIds: ['ghost'] })).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID', errno: 25 });
+    await expect(store.removeMembers('g', { instanceIds: ['host-a'] })).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+    expect(await store.removeMembers('offsets-only', { all: true })).toEqual([]);
+    expect((await store.describeGroup('g')).members).toHaveLength(2);
+    expect(await store.removeMembers('g', { instanceIds: ['host-b'] })).toEqual([{ memberId: expect.any(String), instanceId: 'host-b' }]);
+    expect((await store.describeGroup('g')).members.map((m) => m.instanceId)).toEqual([null]);
+    await store.close();
+  });
+});

@@ -1,7 +1,9 @@
 /**
  * The demo scenario behind `offset-store demo` (and `npm start`): a scanner group over a synthetic
  * table, a member killed mid-way, and the proof that nothing was skipped. Steps:
- * 1. Start fresh in `dir` (an old store there is removed; any other non-empty directory is refused).
+ * 1. Start fresh in `dir`: an empty or missing directory is used as it is; one holding the DEMO marker
+ *    (an old demo store, which the demo marks before creating it) is removed; anything else, a user's
+ *    store above all, is refused untouched.
  * 2. Open a store with a 200 ms heartbeat interval and register table 1 with `bucketCount` buckets.
  * 3. Start `memberCount` scanners one after the other (cooperative rebalances hand buckets over,
  *    each revocation committing first); wait until the group is Stable with every bucket owned.
@@ -17,8 +19,10 @@
  */
 import * as path from 'node:path';
 import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
-import { MANIFEST_FILE, liveLockHolder } from '../../admin/index.js';
+import { MANIFEST_FILE } from '../../admin/index.js';
 import { NodeFileSystem } from '../../io/index.js';
+import { DirectoryLock } from '../../log/index.js';
+import { notADirectory, openFailure } from '../../open-failure.js';
 import { ConsumptionLedger, type OffsetRange } from './consumption-ledger.js';
 import { measureBurstCommits, measureFetchLatency } from './demo-measurements.js';
 import { DemoScanner, type BucketPosition, type ScannerEvent } from './demo-scanner.js';
@@ -109,23 +113,58 @@ export class DemoFailure extends Error {
   }
 }
 
-/** Removes an old demo store in `dir`; refuses a live store and any other non-empty directory. */
+/**
+ * The file the demo writes into a directory before it creates its store there. Only a directory
+ * holding it is ever removed by a later demo run: the demo must not be able to wipe a store it did
+ * not create, whatever that store's contents.
+ */
+export const DEMO_MARKER_FILE = 'DEMO';
+
+const DEMO_MARKER_TEXT = 'This store was created by `offset-store demo`; the next demo run in this directory replaces it.\n';
+
+/**
+ * Makes `dir` ready for a fresh demo store: an empty or missing directory is fine; one holding the
+ * DEMO marker (an old demo store) is removed under the store's lock (STORE_LOCKED while it is open);
+ * anything else is refused with INVALID_CONFIG and left as it is.
+ */
 export async function prepareDemoDir(dir: string): Promise<void> {
   const fs = new NodeFileSystem();
-  const names = await fs.readdir(dir);
+  const names = await fs.readdir(dir).catch((error: unknown) => {
+    throw notADirectory(error, dir) ?? openFailure(error, `cannot read ${dir}`);
+  });
   if (names.length === 0) return;
-  if (!names.includes(MANIFEST_FILE)) {
-    throw new OffsetStoreError('INVALID_CONFIG', `${dir} is not empty and holds no offset store: the demo only replaces an old store; pick another --dir`);
+  if (!names.includes(DEMO_MARKER_FILE)) {
+    const what = names.includes(MANIFEST_FILE) ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)` : 'is not empty and holds no offset store';
+    throw new OffsetStoreError('INVALID_CONFIG', `${dir} ${what}: the demo only replaces a store it created itself; pick another --dir`);
   }
-  const pid = await liveLockHolder(fs, dir);
-  if (pid !== null) throw new OffsetStoreError('STORE_LOCKED', `${dir} is open by live process ${pid}`);
-  await fs.removeTree(dir);
+  // The store's own lock says whether it is open (STORE_LOCKED), not the pid in its LOCK file.
+  const lock = await DirectoryLock.acquire(fs, dir);
+  try {
+    await fs.removeTree(dir);
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Creates `dir` with the DEMO marker in it, durably, before the store is created there. */
+async function markDemoDir(dir: string): Promise<void> {
+  const fs = new NodeFileSystem();
+  await fs.mkdir(dir);
+  const handle = await fs.open(path.join(dir, DEMO_MARKER_FILE), 'w');
+  try {
+    await handle.writev([Buffer.from(DEMO_MARKER_TEXT)], 0);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+  await fs.syncDir(dir);
 }
 
 /** Runs the demo; see the module header. */
 export async function runDemo(options: DemoOptions, onEvent: (event: DemoEvent) => void = () => {}): Promise<DemoResult> {
   const dir = path.resolve(options.dir);
   await prepareDemoDir(dir);
+  await markDemoDir(dir);
   const startedMs = performance.now();
   const store = await OffsetStore.open({
     dir, bucketCount: 8, segmentBytesMax: 16 * 1024, group: { heartbeatIntervalMs: options.heartbeatIntervalMs, assignmentIntervalMs: ASSIGNMENT_INTERVAL_MS },

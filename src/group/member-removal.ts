@@ -1,0 +1,62 @@
+/**
+ * Removal of members by an admin (Kafka's Admin `removeMembersFromConsumerGroup`): every member, or
+ * the members named by member id or by static instance id. It exists for members nobody will hear
+ * from again — a process that exited without leaving leaves its members in the group's snapshot, so
+ * they are restored on every open and keep the group non-empty until their session times out, which
+ * a short-lived admin process never sees.
+ *
+ * `normalizeRemoveMembersRequest` is the only place the request is checked, in the manner of
+ * heartbeat.ts: wrong types are TypeError; a selection a well-typed caller can still get wrong
+ * (none or several of `all`, `memberIds`, `instanceIds`; an empty list; an empty id) is
+ * INVALID_REQUEST. Whether the ids are in the group is the handler's check (UNKNOWN_MEMBER_ID).
+ */
+import { OffsetStoreError } from '../errors/index.js';
+import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
+
+/** Which members to remove: exactly one of the three. */
+export interface RemoveMembersRequest {
+  /** Every member of the group, static members included. */
+  all?: boolean;
+  /** The members with these ids. */
+  memberIds?: readonly string[];
+  /** The static members holding these instance ids. */
+  instanceIds?: readonly string[];
+}
+
+/** A member that was removed. */
+export interface RemovedMember {
+  memberId: string;
+  /** Its static instance id, now released; null for a dynamic member. */
+  instanceId: string | null;
+}
+
+/** A checked request: ids duplicate-free, in request order. */
+export type NormalizedRemoval =
+  | { readonly kind: 'all' }
+  | { readonly kind: 'memberIds'; readonly ids: readonly string[] }
+  | { readonly kind: 'instanceIds'; readonly ids: readonly string[] };
+
+/** Checks and normalizes a removal request; see the module header. */
+export function normalizeRemoveMembersRequest(request: RemoveMembersRequest): NormalizedRemoval {
+  if (typeof request !== 'object' || request === null) throw new TypeError('the removal request must be an object');
+  const { all, memberIds, instanceIds } = request;
+  if (all !== undefined && typeof all !== 'boolean') throw new TypeError('all must be a boolean');
+  const given = [all === true, memberIds !== undefined, instanceIds !== undefined].filter(Boolean).length;
+  if (given !== 1) invalid('give exactly one of all: true, memberIds or instanceIds');
+  if (all === true) return { kind: 'all' };
+  return memberIds !== undefined ? { kind: 'memberIds', ids: idList(memberIds, 'memberIds') } : { kind: 'instanceIds', ids: idList(instanceIds!, 'instanceIds') };
+}
+
+function idList(value: readonly string[], field: string): string[] {
+  if (!Array.isArray(value)) throw new TypeError(`${field} must be an array of strings`);
+  if (value.length === 0) invalid(`${field} must name at least one member`);
+  for (const id of value) {
+    if (typeof id !== 'string') throw new TypeError(`${field} must hold strings`);
+    if (id.length === 0 || id.length > MEMBER_ID_LENGTH_MAX) invalid(`${field} must hold ids of 1..${MEMBER_ID_LENGTH_MAX} characters`);
+  }
+  return [...new Set(value)];
+}
+
+function invalid(message: string): never {
+  throw new OffsetStoreError('INVALID_REQUEST', message);
+}

@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
-import { CompactionWorkerPool, Compactor, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
+import { CompactionWorkerPool, Compactor, InProcessCleanRunner, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
+import { NodeFileSystem } from './io/index.js';
 import {
   OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
   type OffsetsTableRecovery, type ScannerOptions,
@@ -116,11 +117,20 @@ export class OffsetStore {
           loadError: missing.has(i) ? new OffsetStoreError('CORRUPT_MESSAGE', `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`) : undefined,
         });
       }
-      // Before anything is written: from now on the logs may grow, so their recorded ends are only lower bounds.
-      if (manifest.buckets.some((b) => b.endExact)) await this.#manifest.update((m) => { for (const b of m.buckets) b.endExact = false; });
-      this.#recovery = this.#recoverAll();
-      if (this.#options.awaitRecovery) await this.#recovery;
-      else this.#recovery.catch(() => {});
+      // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
+      // then on). Awaiting recovery, only once it succeeded: a store that refuses to open keeps them exact.
+      const endsInexact = async () => {
+        if (manifest.buckets.some((b) => b.endExact)) await this.#manifest!.update((m) => { for (const b of m.buckets) b.endExact = false; });
+      };
+      if (this.#options.awaitRecovery) {
+        this.#recovery = this.#recoverAll();
+        await this.#recovery;
+        await endsInexact();
+      } else {
+        await endsInexact();
+        this.#recovery = this.#recoverAll();
+        this.#recovery.catch(() => {});
+      }
     } catch (error) {
       await this.#abandonOpen();
       throw openFailure(error, `cannot open the store in ${dir}`);
@@ -148,7 +158,9 @@ export class OffsetStore {
 
   #startCompaction(): void {
     const { compaction, clock, segmentBytesMax } = this.#options;
-    const pool = this.#strategy === 'log-cleaner' ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : undefined;
+    const { fs } = this.#options;
+    const pool = this.#strategy !== 'log-cleaner' ? undefined
+      : fs instanceof NodeFileSystem ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : new InProcessCleanRunner(fs);
     this.#compactor = new Compactor({
       strategy: this.#strategy, clock, pool, workers: compaction.workers, intervalMs: compaction.intervalMs,
       minDirtyRatio: compaction.minDirtyRatio, logBytesMax: compaction.logBytesMax, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,

@@ -7,7 +7,7 @@
  * Entries are handed to a visitor as they are decoded, so a dump of a large log runs in bounded
  * memory; each entry is plain JSON-safe data.
  */
-import { NodeFileSystem } from '../io/index.js';
+import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import { DecodeError, decodeBatchRecords, loadChecksum, readBatchHeader, type DecodedRecord } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { LOG_DEFAULTS, scanSegment } from '../log/index.js';
@@ -70,6 +70,8 @@ export type DumpEntry = DumpSegmentEntry | DumpBatchEntry | DumpRecordEntry | Du
 
 /** Options of `dumpLog`. */
 export interface DumpOptions {
+  /** The file-system port to read through (default: the real one). */
+  fs?: FileSystem;
   /** Skip batches below this log offset (default 0). */
   fromOffset?: number;
   /** Decode every record of every batch (default false: headers only). */
@@ -91,7 +93,7 @@ export interface DumpSummary {
  * INVALID_CONFIG when `dir` holds no store; INVALID_REQUEST for a bucket outside [0, bucketCount).
  */
 export async function dumpLog(dir: string, bucket: number, options: DumpOptions, visit: (entry: DumpEntry) => void): Promise<DumpSummary> {
-  const fs = new NodeFileSystem();
+  const fs = options.fs ?? new NodeFileSystem();
   const layout = await readStoreLayout(fs, dir);
   const bucketCount = layout.manifest.bucketCount;
   if (!Number.isSafeInteger(bucket) || bucket < 0 || bucket >= bucketCount) {

@@ -8,7 +8,7 @@
  * mistyped directory (INVALID_CONFIG instead). Unless compaction is asked for, the store is opened
  * without background compaction, so a short admin command does no work it was not asked to do.
  */
-import { NodeFileSystem } from '../io/index.js';
+import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import {
   OffsetStore, type CommittedOffset, type CompactionReport, type CompactionStrategy, type GroupListing, type GroupState,
   type MemberDescription, type OffsetCommit, type RemoveMembersRequest, type RemovedMember,
@@ -23,6 +23,8 @@ import { readStoreLayout, type StoreLayout } from './store-directory.js';
 
 /** Options of `StoreAdmin.open`. */
 export interface StoreAdminOptions {
+  /** The file-system port (default: the real one); the store and every tool read and write through it. */
+  fs?: FileSystem;
   /** Compaction worker threads; default 1. */
   compactionWorkers?: number;
   /** Receives the store's warnings (an ignored checkpoint, a failed background job). */
@@ -142,9 +144,11 @@ export class StoreAdmin {
 
   /** Opens the existing store in `dir` (INVALID_CONFIG when there is none; STORE_LOCKED when it is open elsewhere). */
   static async open(dir: string, options: StoreAdminOptions = {}): Promise<StoreAdmin> {
-    const layout = await readStoreLayout(new NodeFileSystem(), dir);
+    const fs = options.fs ?? new NodeFileSystem();
+    const layout = await readStoreLayout(fs, dir);
     const store = await OffsetStore.open({
       dir: layout.dir,
+      fs,
       compaction: { background: false, workers: options.compactionWorkers ?? 1 },
       ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
     });

@@ -155,6 +155,28 @@ export function readBatchDurableBelow(buf: Buffer, position = 0): number {
   return syncLag < 0 ? -1 : readInt64(buf, position + LOG_OFFSET_POSITION) - syncLag;
 }
 
+/** The record count of a batch at `buf[position]` (its header). */
+export function readBatchRecordCount(buf: Buffer, position = 0): number {
+  return buf.readInt32LE(position + RECORD_COUNT_POSITION);
+}
+
+/** The stored checksum of a sealed batch at `buf[position]`. */
+export function readBatchChecksum(buf: Buffer, position = 0): number {
+  return buf.readUInt32LE(position + CHECKSUM_POSITION);
+}
+
+/** Bytes of a batch header that hold its stored checksum: a header read this far tells it. */
+export const BATCH_CHECKSUM_END = CHECKSUM_POSITION + 4;
+
+/**
+ * Sets the length and record count of a batch built at `buf[0]` by copying another batch's header
+ * (the log cleaner's rewrite); the batch must be sealed again afterwards.
+ */
+export function resizeBatch(buf: Buffer, sizeBytes: number, recordCount: number): void {
+  buf.writeUInt32LE(sizeBytes - LENGTH_FIELD_BYTES, 0);
+  buf.writeInt32LE(recordCount, RECORD_COUNT_POSITION);
+}
+
 /** Reads the log offset of a batch that `checkBatch` accepted. */
 export function readBatchLogOffset(buf: Buffer, position = 0): number {
   return readInt64(buf, position + LOG_OFFSET_POSITION);

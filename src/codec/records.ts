@@ -16,7 +16,7 @@
 import { Packr } from 'msgpackr';
 import { DecodeError, need, readVarUint, varUintSize, writeVarUint, type VarUint } from './binary.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { BATCH_HEADER_BYTES, LENGTH_FIELD_BYTES, checkBatch, readBatchHeader, writeBatchHeader, type BatchHeader, type RawRecord } from './record-batch.js';
+import { BATCH_HEADER_BYTES, LENGTH_FIELD_BYTES, checkBatch, readBatchHeader, readBatchRecordCount, writeBatchHeader, type BatchHeader, type RawRecord } from './record-batch.js';
 
 /** Record type of an offset commit key. */
 export const RECORD_TYPE_OFFSET_COMMIT = 0;
@@ -204,8 +204,8 @@ function newDecodedRecord(): DecodedRecord {
 export function decodeBatchRecords(buf: Buffer, position: number, visit: (record: DecodedRecord, raw: RawRecord) => void): void {
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const batchEnd = position + LENGTH_FIELD_BYTES + dv.getUint32(position, true);
-  const recordCount = dv.getInt32(position + 44, true);
-  if (recordCount < 0) throw new DecodeError(`negative record count ${recordCount}`, position + 44);
+  const recordCount = readBatchRecordCount(buf, position);
+  if (recordCount < 0) throw new DecodeError(`negative record count ${recordCount}`, position);
   const out = newDecodedRecord();
   const raw: RawRecord = { index: 0, start: 0, end: 0, keyStart: 0, keyEnd: 0, valueStart: 0 };
   const varint: VarUint = { value: 0, next: 0 };

@@ -20,7 +20,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { Log } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import type { CleanResult } from './log-cleaner.js';
-import type { CompactionWorkerPool } from './worker-pool.js';
+import type { CleanRunner } from './clean-runner.js';
 
 /** The compaction strategies. */
 export type CompactionStrategy = 'log-cleaner' | 'checkpoint' | 'none';
@@ -41,7 +41,8 @@ export interface CompactionTarget {
 export interface CompactorOptions {
   strategy: CompactionStrategy;
   clock: Clock;
-  pool: CompactionWorkerPool | undefined;
+  /** Runs log-cleaner jobs (undefined for the other strategies). */
+  pool: CleanRunner | undefined;
   workers: number;
   intervalMs: number;
   minDirtyRatio: number;
@@ -178,7 +179,11 @@ export class Compactor {
   #runOne(target: CompactionTarget): Promise<BucketCompaction> {
     const running = this.#running.get(target.bucket);
     if (running !== undefined) return running;
-    const job = this.#compact(target).finally(() => this.#running.delete(target.bucket));
+    const job = this.#compact(target).catch((error: unknown) => {
+      // A raw I/O error (EIO, ENOSPC from the cleaner's output) says which bucket it hit.
+      if (error instanceof OffsetStoreError || !(error instanceof Error) || typeof (error as NodeJS.ErrnoException).code !== 'string') throw error;
+      throw new OffsetStoreError('LOG_STORAGE_ERROR', `compacting offsets-bucket ${target.bucket} failed (nothing was swapped in): ${error.message}`, { cause: error });
+    }).finally(() => this.#running.delete(target.bucket));
     this.#running.set(target.bucket, job);
     return job;
   }
@@ -210,6 +215,7 @@ export class Compactor {
 
   async #clean(target: CompactionTarget): Promise<CleanResult | undefined> {
     const pool = this.#options.pool;
+    await target.log.completeSwap();
     const segments = target.log.segments();
     const inputs = segments.slice(0, -1);
     if (pool === undefined || inputs.length === 0) return undefined;

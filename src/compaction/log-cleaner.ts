@@ -20,7 +20,7 @@
  */
 import * as path from 'node:path';
 import {
-  BATCH_HEADER_BYTES, DecodeError, forEachRawRecord, readBatchHeader, sealBatch, type RawRecord,
+  BATCH_HEADER_BYTES, DecodeError, forEachRawRecord, readBatchHeader, resizeBatch, sealBatch, type RawRecord,
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
@@ -133,8 +133,7 @@ function rebuildBatch(buf: Buffer, position: number, logOffset: number, kept: re
   for (const r of kept) sizeBytes += r.end - r.start;
   const out = Buffer.allocUnsafe(sizeBytes);
   buf.copy(out, 0, position, position + BATCH_HEADER_BYTES);
-  out.writeUInt32LE(sizeBytes - 4, 0);
-  out.writeInt32LE(kept.length, 44);
+  resizeBatch(out, sizeBytes, kept.length);
   let p = BATCH_HEADER_BYTES;
   for (const r of kept) p += buf.copy(out, p, r.start, r.end);
   sealBatch(out, logOffset);

@@ -6,6 +6,7 @@
  */
 import { Piscina } from 'piscina';
 import { OffsetStoreError } from '../errors/index.js';
+import type { CleanRunner } from './clean-runner.js';
 import type { CleanJob, CleanResult } from './log-cleaner.js';
 
 /** Options of the pool. */
@@ -17,7 +18,7 @@ export interface WorkerPoolOptions {
 const fromSource = import.meta.url.endsWith('.ts');
 
 /** A pool of compaction worker threads. */
-export class CompactionWorkerPool {
+export class CompactionWorkerPool implements CleanRunner {
   readonly #pool: Piscina;
   #closed = false;
 

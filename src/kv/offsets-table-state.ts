@@ -12,8 +12,9 @@
  * - Group snapshot records are not interpreted here: the latest one per group is kept as an opaque
  *   value (it is part of the state a checkpoint saves) for the group layer to load after recovery.
  */
-import { decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
+import { decodeBatchRecords, readBatchRecordCount, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
+import { assert } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 import { invalidBucket, isValidBucket, type BucketFields } from './validation.js';
@@ -82,12 +83,14 @@ export class OffsetsTableState {
 
   /** Applies every record of the sealed batch at `buf[position]` (log offset `logOffset`). */
   applyBatch(buf: Buffer, position: number, logOffset: number): void {
+    assert(logOffset > this.#appliedLogOffset, `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`);
     let records = 0;
-    const recordCount = buf.readInt32LE(position + 44);
+    const recordCount = readBatchRecordCount(buf, position);
     decodeBatchRecords(buf, position, (record) => {
       this.#applyRecord(record, recordCount - records);
       records++;
     });
+    assert(records === recordCount, `batch ${logOffset} held the ${recordCount} records its header says`);
     this.#appliedLogOffset = logOffset;
     this.#appliedBytes += buf.readUInt32LE(position) + 4;
     this.#appliedRecords += records;
@@ -109,6 +112,7 @@ export class OffsetsTableState {
    * round-trip property test guarantees the encoding loses nothing).
    */
   applyOffsetRecords(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, batch: Buffer, logOffset: number): void {
+    assert(logOffset > this.#appliedLogOffset, `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`);
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
       this.#applyOffset(groupId, r, r.commitTimestampMs ?? commitTimestampMs, records.length - i);

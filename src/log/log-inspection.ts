@@ -27,7 +27,7 @@
  *    close). A shorter log lost segments or batches.
  */
 import * as path from 'node:path';
-import { DecodeError, loadChecksum } from '../codec/index.js';
+import { BATCH_CHECKSUM_END, DecodeError, loadChecksum, readBatchChecksum } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { classifyTailDamage, scanSegment, type BatchVisitor } from './segment-scanner.js';
@@ -265,9 +265,9 @@ function parseRejected(bytes: Buffer | null): RejectedBatches | undefined {
 async function rejectedBatchPresent(fs: FileSystem, filePath: string, record: RejectedBatches): Promise<boolean> {
   const handle = await fs.open(filePath, 'r');
   try {
-    const header = Buffer.alloc(9);
-    const got = await handle.read(header, 0, 9, record.position);
-    return got === 9 && header.readUInt32LE(5) === record.checksum;
+    const header = Buffer.alloc(BATCH_CHECKSUM_END);
+    const got = await handle.read(header, 0, BATCH_CHECKSUM_END, record.position);
+    return got === BATCH_CHECKSUM_END && readBatchChecksum(header) === record.checksum;
   } finally {
     await handle.close();
   }

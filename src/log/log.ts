@@ -52,7 +52,7 @@
  * error names the file and byte position to truncate by hand.
  */
 import * as path from 'node:path';
-import { readBatchLogOffset, sealBatch } from '../codec/index.js';
+import { readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { assert } from '../util/index.js';
@@ -159,6 +159,8 @@ export class Log {
   #closed = false;
   /** `sealActive` asked for a roll at the next round boundary. */
   #sealRequested = false;
+  /** A swap whose directory operations failed part way (see `completeSwap`). */
+  #pendingSwap: { first: number; inputs: SegmentInfo[]; outputs: CleanedSegment[] } | undefined;
 
   private constructor(options: LogOptions, segments: SegmentInfo[], active: FileHandle, activeFileBytes: number, nextOffset: number) {
     this.#options = options;
@@ -405,7 +407,7 @@ export class Log {
       return error;
     } catch (cutError) {
       const segment = path.basename(this.#active.path);
-      const record: RejectedBatches = { segment, position: sizeBytes, checksum: firstBatch.readUInt32LE(5) };
+      const record: RejectedBatches = { segment, position: sizeBytes, checksum: readBatchChecksum(firstBatch) };
       const what = `${(error as Error).message}; cutting ${this.#active.path} back to ${sizeBytes} bytes failed too (${(cutError as Error).message})`;
       try {
         await writeDurably(this.#options.fs, path.join(this.#options.dir, REJECTED_FILE), Buffer.from(JSON.stringify(record)));
@@ -439,6 +441,8 @@ export class Log {
     if (this.#activeFileBytes === sizeBytes) return;
     await this.#active.truncate(sizeBytes);
     this.#activeFileBytes = sizeBytes;
+    const fileBytes = await this.#active.sizeBytes();
+    assert(fileBytes === sizeBytes, `the active segment is ${fileBytes} bytes after cutting its preallocation, not the ${sizeBytes} written`);
   }
 
   #failStop(error: unknown, taken: PendingAppend[]): void {
@@ -495,14 +499,14 @@ export class Log {
    */
   async replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
     this.#checkWritable();
+    await this.completeSwap();
     const first = this.#segments.findIndex((s) => s.baseOffset === inputs[0]?.baseOffset);
     const current = first < 0 ? [] : this.#segments.slice(first, first + inputs.length);
     const unchanged = current.length === inputs.length && first + inputs.length < this.#segments.length
       && current.every((s, i) => s.baseOffset === inputs[i]!.baseOffset && s.sizeBytes === inputs[i]!.sizeBytes);
     if (!unchanged) throw new OffsetStoreError('INVALID_REQUEST', `segments of ${this.#options.dir} changed while they were compacted`);
-    await swapSegments(this.#options.fs, this.#options.dir, inputs.map((s) => path.basename(s.path)), outputs);
-    const replaced: SegmentInfo[] = outputs.map((o) => ({ baseOffset: o.baseOffset, path: path.join(this.#options.dir, segmentFileName(o.baseOffset)), sizeBytes: o.sizeBytes, lastLogOffset: o.lastLogOffset }));
-    this.#segments.splice(first, inputs.length, ...replaced);
+    this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs] };
+    await this.completeSwap();
   }
 
   /**
@@ -511,6 +515,7 @@ export class Log {
    */
   async deleteSegmentsBelow(logOffset: number): Promise<number> {
     this.#checkWritable();
+    await this.completeSwap();
     let count = 0;
     while (count < this.#segments.length - 1) {
       const next = this.#segments[count + 1]!;
@@ -519,9 +524,31 @@ export class Log {
     }
     if (count === 0) return 0;
     const doomed = this.#segments.slice(0, count);
-    await swapSegments(this.#options.fs, this.#options.dir, doomed.map((s) => path.basename(s.path)), []);
-    this.#segments.splice(0, count);
+    this.#pendingSwap = { first: 0, inputs: doomed, outputs: [] };
+    await this.completeSwap();
     return doomed.reduce((sum, s) => sum + s.sizeBytes, 0);
+  }
+
+  /**
+   * Completes a swap that a failed directory operation left half done (its outputs are durable, so
+   * it is redone whole: intent, renames, unlinks, all idempotent) and only then changes the segment
+   * list. Until it succeeds the list still names the inputs, and every compaction first retries it;
+   * a failure is LOG_STORAGE_ERROR (appends go on: the active segment is not part of a swap). A swap
+   * still pending at close is completed by the next open, from its intent.
+   */
+  async completeSwap(): Promise<void> {
+    const pending = this.#pendingSwap;
+    if (pending === undefined) return;
+    const { fs, dir } = this.#options;
+    try {
+      await swapSegments(fs, dir, pending.inputs.map((s) => path.basename(s.path)), pending.outputs);
+    } catch (error) {
+      throw new OffsetStoreError('LOG_STORAGE_ERROR', `swapping compacted segments into ${dir} failed; it is retried before the next compaction and completed by the next open: ${(error as Error).message}`, { cause: error });
+    }
+    const replaced: SegmentInfo[] = pending.outputs.map((o) => ({ baseOffset: o.baseOffset, path: path.join(dir, segmentFileName(o.baseOffset)), sizeBytes: o.sizeBytes, lastLogOffset: o.lastLogOffset }));
+    assert(this.#segments[pending.first]?.baseOffset === pending.inputs[0]!.baseOffset, 'a pending swap still finds its inputs');
+    this.#segments.splice(pending.first, pending.inputs.length, ...replaced);
+    this.#pendingSwap = undefined;
   }
 
   #checkWritable(): void {

@@ -14,6 +14,12 @@ export interface FaultPlan {
    * then fails with ENOSPC, like a short write on a full file system.
    */
   fileBytesMax?: number;
+  /** Fail every truncate from the Nth on (1-based); undefined = never. */
+  failTruncateAt?: number;
+  /** Fail every read from the Nth on (1-based); undefined = never. */
+  failReadAt?: number;
+  /** Fail writes to files whose name ends with this (e.g. '.cleaned'); undefined = none. */
+  failWritesToSuffix?: string;
 }
 
 /**
@@ -26,6 +32,8 @@ export class FaultyFileSystem implements FileSystem {
   writevCount = 0;
   /** Directory operations so far (rename, unlink, syncDir), for crash-point enumeration. */
   metaOpCount = 0;
+  truncateCount = 0;
+  readCount = 0;
   plan: FaultPlan = {};
 
   #metaOp(what: string): void {
@@ -42,7 +50,7 @@ export class FaultyFileSystem implements FileSystem {
       path: handle.path,
       async writev(buffers, position) {
         self.writevCount++;
-        if (self.plan.failWritevAt !== undefined && self.writevCount >= self.plan.failWritevAt) {
+        if ((self.plan.failWritevAt !== undefined && self.writevCount >= self.plan.failWritevAt) || (self.plan.failWritesToSuffix !== undefined && path.endsWith(self.plan.failWritesToSuffix))) {
           throw Object.assign(new Error('EIO: injected write failure'), { code: 'EIO' });
         }
         const limit = self.plan.fileBytesMax;
@@ -54,7 +62,13 @@ export class FaultyFileSystem implements FileSystem {
         }
         return handle.writev(buffers, position);
       },
-      read: (b, o, l, p) => handle.read(b, o, l, p),
+      async read(b, o, l, p) {
+        self.readCount++;
+        if (self.plan.failReadAt !== undefined && self.readCount >= self.plan.failReadAt) {
+          throw Object.assign(new Error('EIO: injected read failure'), { code: 'EIO' });
+        }
+        return handle.read(b, o, l, p);
+      },
       async datasync() {
         self.datasyncCount++;
         if (self.plan.failDatasyncAt !== undefined && self.datasyncCount === self.plan.failDatasyncAt) {
@@ -62,13 +76,23 @@ export class FaultyFileSystem implements FileSystem {
         }
         return handle.datasync();
       },
-      truncate: (n) => handle.truncate(n),
+      async truncate(n) {
+        self.truncateCount++;
+        if (self.plan.failTruncateAt !== undefined && self.truncateCount >= self.plan.failTruncateAt) {
+          throw Object.assign(new Error('EIO: injected truncate failure'), { code: 'EIO' });
+        }
+        return handle.truncate(n);
+      },
       sizeBytes: () => handle.sizeBytes(),
       close: () => handle.close(),
     };
   }
 
-  readFile(path: string) { return this.inner.readFile(path); }
+  async readFile(path: string) {
+    this.readCount++;
+    if (this.plan.failReadAt !== undefined && this.readCount >= this.plan.failReadAt) throw Object.assign(new Error('EIO: injected read failure'), { code: 'EIO' });
+    return this.inner.readFile(path);
+  }
   readdir(path: string) { return this.inner.readdir(path); }
   mkdir(path: string) { return this.inner.mkdir(path); }
   async rename(from: string, to: string) { this.#metaOp('rename'); return this.inner.rename(from, to); }

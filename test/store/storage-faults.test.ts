@@ -1,0 +1,161 @@
+/**
+ * A failing disk, met through the file-system port by every write, compaction's included: a commit
+ * rejected after a failed fdatasync never comes back, even when cutting it off failed too; a
+ * directory operation failing in the middle of a compaction swap leaves a healthy store (the swap is
+ * retried, or completed by the next open), never one that reports corruption; a failure while the
+ * log cleaner writes its output loses nothing; read and fdatasync failures while opening are
+ * LOG_STORAGE_ERROR; and a swap intent that does not describe the files on disk is refused before
+ * anything is renamed or deleted.
+ */
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { verifyLog } from '../../src/admin/index.js';
+import { xxh32 } from '../../src/codec/index.js';
+import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import { FaultyFileSystem } from '../support/faulty-file-system.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const K = (bucketId: number) => ({ tableId: 1, bucketId });
+
+function options(dir: string, fs: FaultyFileSystem, extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions {
+  return { dir, fs, bucketCount: 1, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { background: false }, ...extra };
+}
+
+/** A store of one offsets-bucket with several sealed segments of overwritten offsets; returns what it holds. */
+async function storeWithGarbage(dir: string, fs: FaultyFileSystem): Promise<OffsetStore> {
+  const store = await OffsetStore.open(options(dir, fs));
+  for (let i = 0; i < 150; i++) await store.commitOffsets('g', [{ ...K(i % 5), offset: i }]);
+  return store;
+}
+
+const offsetsOf = async (store: OffsetStore) => (await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b);
+
+describe('a failing disk', () => {
+  it('never brings back a commit rejected after a failed fdatasync whose cut-back failed too', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    await store.commitOffsets('g', [{ ...K(0), offset: 1 }]);
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1, failTruncateAt: fs.truncateCount + 1 };
+    const rejected = await Promise.allSettled(Array.from({ length: 9 }, (_, i) => store.commitOffsets('g', [{ ...K(i + 1), offset: 100 + i }])));
+    expect(rejected.every((r) => r.status === 'rejected')).toBe(true);
+    expect((rejected[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/cutting .* back .* failed too.*recorded/) });
+    await store.close().catch(() => {});
+    fs.plan = {};
+    const warnings: string[] = [];
+    const reopened = await OffsetStore.open({ ...options(dir, fs), onWarning: (m) => warnings.push(m) });
+    expect(await reopened.fetchOffsets('g')).toEqual([expect.objectContaining({ offset: 1 })]);
+    expect(warnings.join('\n')).toMatch(/rejected after a failed write were cut off/);
+    await reopened.commitOffsets('g', [{ ...K(1), offset: 2 }]);
+    await reopened.close();
+    const again = await OffsetStore.open(options(dir, fs));
+    expect(await offsetsOf(again)).toEqual([1, 2]);
+    await again.close();
+  });
+
+  it('refuses to reopen in this process when the rejected batches could neither be cut back nor recorded', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    await store.commitOffsets('g', [{ ...K(0), offset: 1 }]);
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1, failTruncateAt: fs.truncateCount + 1, failMetaOpAt: fs.metaOpCount + 1 };
+    const error = await store.commitOffsets('g', [{ ...K(1), offset: 7 }]).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/truncate .*00000000000000000000\.log to \d+ bytes before reopening it/) });
+    await store.close().catch(() => {});
+    fs.plan = {};
+    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/before reopening it/) });
+  });
+
+  it('keeps a store healthy when a directory operation fails in the middle of a compaction swap', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await storeWithGarbage(dir, fs);
+    let before = await offsetsOf(store);
+    // Each failure point of the swap: writing its intent, the renames, the unlinks, the directory fsyncs.
+    for (let step = 1; step <= 6; step++) {
+      fs.plan = { failMetaOpAt: fs.metaOpCount + step };
+      await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+      fs.plan = {};
+      expect(await offsetsOf(store)).toEqual(before);
+      await store.commitOffsets('g', [{ ...K(0), offset: 1000 + step }]);
+      before = await offsetsOf(store);
+      expect(before).toContain(1000 + step);
+    }
+    const report = await store.compact();
+    expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
+    expect(await offsetsOf(store)).toEqual(before);
+    await store.close();
+    expect((await verifyLog(dir)).ok).toBe(true);
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual(before);
+    await reopened.close();
+  });
+
+  it('loses nothing when the log cleaner fails writing or syncing its output (compaction meets the injected faults)', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await storeWithGarbage(dir, fs);
+    const before = await offsetsOf(store);
+    fs.plan = { failWritesToSuffix: '.cleaned' };
+    await expect(store.compact()).rejects.toThrow(/EIO: injected write failure/);
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
+    await expect(store.compact()).rejects.toThrow(/EIO: injected fdatasync failure/);
+    fs.plan = {};
+    expect(await offsetsOf(store)).toEqual(before);
+    await store.commitOffsets('g', [{ ...K(9), offset: 9 }]);
+    await store.close();
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual([...before, 9].sort((a, b) => a - b));
+    expect(readdirSync(path.join(dir, 'buckets', '000')).filter((f) => f.endsWith('.cleaned'))).toEqual([]);
+    await reopened.close();
+  });
+
+  it('reports a read failure or an fdatasync failure while opening as LOG_STORAGE_ERROR', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await storeWithGarbage(dir, fs);
+    await store.close();
+    fs.plan = { failReadAt: fs.readCount + 3 };
+    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/EIO: injected read failure/) });
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
+    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/EIO: injected fdatasync failure/) });
+    fs.plan = {};
+    const reopened = await OffsetStore.open(options(dir, fs));
+    expect((await offsetsOf(reopened)).length).toBe(5);
+    await reopened.close();
+  });
+});
+
+describe('a compaction swap intent', () => {
+  /** Writes `intent` (with a valid checksum unless `raw`) into bucket 0 of a closed store with several segments. */
+  async function withIntent(intent: unknown, raw = false): Promise<{ dir: string; bucketDir: string; files: string[] }> {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    await (await storeWithGarbage(dir, fs)).close();
+    const bucketDir = path.join(dir, 'buckets', '000');
+    const body = raw ? JSON.stringify(intent) : JSON.stringify({ ...(intent as object), checksum: xxh32(Buffer.from(JSON.stringify([(intent as { inputs: unknown }).inputs, (intent as { outputs: unknown }).outputs]))) });
+    writeFileSync(path.join(bucketDir, 'compaction.swap'), body);
+    return { dir, bucketDir, files: readdirSync(bucketDir).sort() };
+  }
+
+  it.each([
+    ['a path outside the bucket folder', { inputs: ['../../store.json'], outputs: [] }, false],
+    ['a live segment deleted without outputs', undefined, false],
+    ['null', null, true],
+    ['an empty object', {}, true],
+    ['an edited list (checksum mismatch)', { inputs: ['00000000000000000000.log'], outputs: [], checksum: 1 }, true],
+  ])('refuses %s with CORRUPT_MESSAGE, renaming and deleting nothing', async (_what, intent, raw) => {
+    const segmentZero = '00000000000000000000.log';
+    const { dir, bucketDir, files } = await withIntent(intent ?? { inputs: [segmentZero], outputs: [] }, raw);
+    const manifest = readFileSync(path.join(dir, 'store.json'));
+    const segments = files.filter((f) => f.endsWith('.log'));
+    expect(segments.length).toBeGreaterThan(2);
+    await expect(OffsetStore.open(options(dir, new FaultyFileSystem()))).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining('compaction.swap') });
+    expect(readdirSync(bucketDir).sort()).toEqual(files);
+    expect(readFileSync(path.join(dir, 'store.json')).equals(manifest)).toBe(true);
+    expect(existsSync(path.join(bucketDir, segmentZero))).toBe(true);
+    const report = await verifyLog(dir);
+    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: path.join(bucketDir, 'compaction.swap') })]);
+  });
+});

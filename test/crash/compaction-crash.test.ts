@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { verifyLog } from '../../src/admin/index.js';
 import { OffsetStore, type CompactionStrategy } from '../../src/index.js';
 import { compactionOptions, generateHistory, leftoverFiles, modelOf, stateOf } from '../compaction/compaction-fixtures.js';
 import { exited, forkTs } from '../support/fork-child.js';
@@ -9,7 +10,13 @@ import { tempDir } from '../support/temp-dir.js';
 const rounds = Number(process.env.COMPACTION_CRASH_ROUNDS ?? 6);
 const CHILD = path.join(import.meta.dirname, 'compaction-child.ts');
 
-describe.each(['log-cleaner', 'checkpoint'] as CompactionStrategy[])('compaction crash safety (%s)', (strategy) => {
+/** Options to reopen with: for 'convert', the store's own strategy (whichever the last conversion recorded). */
+function reopenOptions(dir: string, strategy: CompactionStrategy | 'convert') {
+  const options = compactionOptions(dir, strategy === 'convert' ? 'log-cleaner' : strategy, { bucketCount: 1, segmentBytesMax: 1024 });
+  return strategy === 'convert' ? { ...options, compaction: { ...options.compaction, strategy: undefined } } : options;
+}
+
+describe.each(['log-cleaner', 'checkpoint', 'convert'] as const)('compaction crash safety (%s)', (strategy) => {
   it(`keeps the state through ${rounds} SIGKILLs during compaction, leaving no temporary files`, async () => {
     const seed = seedFrom('COMPACTION_CRASH_SEED');
     const random = seededRandom(seed);
@@ -25,14 +32,17 @@ describe.each(['log-cleaner', 'checkpoint'] as CompactionStrategy[])('compaction
       await new Promise((r) => setTimeout(r, random() * 1500));
       child.kill('SIGKILL');
       await exited(child);
-      const store = await OffsetStore.open(compactionOptions(dir, strategy, { bucketCount: 1, segmentBytesMax: 1024 }));
+      // log verify says what open will do: nothing a crash leaves is corruption.
+      const verified = await verifyLog(dir);
+      expect(verified.problems.filter((p) => p.kind === 'corrupt'), context).toEqual([]);
+      const store = await OffsetStore.open(reopenOptions(dir, strategy));
       const state = await stateOf(store);
       state.delete('heartbeat-group');
       expect(state, context).toEqual(expected);
       expect(leftoverFiles(dir), context).toEqual([]);
       await store.close();
     }
-    const store = await OffsetStore.open(compactionOptions(dir, strategy, { bucketCount: 1, segmentBytesMax: 1024 }));
+    const store = await OffsetStore.open(reopenOptions(dir, strategy));
     await store.compact();
     const state = await stateOf(store);
     state.delete('heartbeat-group');

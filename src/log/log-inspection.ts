@@ -144,7 +144,15 @@ export async function inspectLog(fs: FileSystem, dir: string, limits: LogLimits,
   if (names.includes(REJECTED_FILE)) {
     const record = parseRejected(await fs.readFile(path.join(dir, REJECTED_FILE)));
     const applies = record !== undefined && effective.at(-1) === record.segment && (await rejectedBatchPresent(fs, path.join(dir, record.segment), record));
-    if (applies) endBytes.set(record.segment, record.position);
+    if (applies) {
+      endBytes.set(record.segment, record.position);
+      const file = path.join(dir, record.segment);
+      const bytes = (await fs.sizeBytes(file)) ?? record.position;
+      result.damage.push({
+        kind: 'torn-tail', file, position: record.position, bytesAfter: bytes - record.position,
+        reason: `batches rejected after a failed write, which could not be cut back then (recorded in ${REJECTED_FILE}); the next open cuts them off`,
+      });
+    }
     result.rejected = { record, applies };
   }
   for (const name of effective) {

@@ -1,10 +1,27 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
+ * loss, lock), run the CLI as a child process, or build the package. CI (`.ci/run`) runs both.
+ */
+const SLOW = [
+  'test/crash/**/*.test.ts',
+  'test/build/**/*.test.ts',
+  'test/cli/cli-commands.test.ts',
+  'test/cli/cli-demo.test.ts',
+  'test/cli/cli-errors.test.ts',
+  'test/log/directory-lock.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    projects: [
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
+      { extends: true, test: { name: 'slow', include: SLOW } },
+    ],
   },
 });

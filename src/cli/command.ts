@@ -73,6 +73,7 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
   dir: { type: 'string', valueName: '<path>', description: 'store directory' },
   json: { type: 'boolean', description: 'machine-readable JSON output on stdout' },
   help: { type: 'boolean', short: 'h', description: 'show this help' },
+  version: { type: 'boolean', description: "print offset-store's version" },
 };
 
 /** The `--help` text of a command. */

@@ -11,6 +11,7 @@
  * (`offset-store --dir d groups list`): a lenient pass that knows every command's string options
  * finds the words, then a strict pass with the chosen command's options.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { OffsetStoreError } from '../index.js';
 import { COMMANDS } from './commands/index.js';
@@ -84,6 +85,10 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
   const lenient = parseArgs({ args, options: parseOptions(ALL_OPTIONS), strict: false, allowPositionals: true });
   let output = new Output(streams, lenient.values.json === true);
   let words = lenient.positionals;
+  if (lenient.values.version === true) {
+    streams.stdout.write(`${packageVersion()}\n`);
+    return EXIT.OK;
+  }
   const asksHelp = lenient.values.help === true || words[0] === 'help';
   if (words[0] === 'help') words = words.slice(1);
   const command = findCommand(words);
@@ -131,6 +136,11 @@ function reportFailure(error: unknown, command: Command, output: Output, streams
   }
   streams.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.INTERNAL;
+}
+
+/** The package's version, from the package.json two folders up (the same from src/cli and dist/cli). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 function isParseArgsError(error: unknown): boolean {

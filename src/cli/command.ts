@@ -6,6 +6,7 @@
  * Every command accepts the global options `--dir <path>`, `--json` and `--help`.
  */
 import { NodeFileSystem } from '../io/index.js';
+import { OffsetStoreError } from '../errors/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
 import type { Output } from './output.js';
 
@@ -160,7 +161,7 @@ export function selectionOption(context: CommandContext): BucketSelection {
  * Reads an offsets document (see src/admin/bucket-spec.ts): inline JSON when `text` starts with `{`
  * or `[`, otherwise the path of a JSON file (a leading `@` is allowed: `@lag.json`).
  */
-export async function readOffsetsDocument(text: string, optionName: string): Promise<BucketOffset[]> {
+export async function readOffsetsDocument(text: string, optionName: string, groupId?: string): Promise<BucketOffset[]> {
   const trimmed = text.trim();
   const inline = trimmed.startsWith('{') || trimmed.startsWith('[');
   const source = inline ? `--${optionName}` : trimmed.replace(/^@/, '');
@@ -183,5 +184,15 @@ export async function readOffsetsDocument(text: string, optionName: string): Pro
   } catch (error) {
     throw new UsageError(`${inline ? `--${optionName}` : `--${optionName}: ${source}`} is not valid JSON: ${(error as Error).message}`);
   }
-  return parseBucketOffsets(document, source);
+  const planned = (document as { groupId?: unknown } | null)?.groupId;
+  if (groupId !== undefined && typeof planned === 'string' && planned !== groupId) {
+    throw new UsageError(`--${optionName}: ${source} is a plan for group ${JSON.stringify(planned)}, not ${JSON.stringify(groupId)}`);
+  }
+  try {
+    return parseBucketOffsets(document, source);
+  } catch (error) {
+    // A document that does not say what the option needs is bad usage, like one that is not JSON.
+    if (error instanceof OffsetStoreError && error.code === 'INVALID_REQUEST') throw new UsageError(`--${optionName}: ${error.message.replace(/^INVALID_REQUEST: /, '')}`);
+    throw error;
+  }
 }

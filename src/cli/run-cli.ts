@@ -119,7 +119,11 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
 
 function reportFailure(error: unknown, command: Command, output: Output, streams: OutputStreams): number {
   if (error instanceof UsageError || isParseArgsError(error)) {
-    streams.stderr.write(`error: ${(error as Error).message}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`);
+    const unknown = /^Unknown option '(--?[^']+)'/.exec((error as Error).message)?.[1];
+    const suggestion = unknown === undefined ? undefined : closestOption(unknown.replace(/^-+/, ''), Object.keys({ ...command.options, ...GLOBAL_OPTIONS }));
+    const hint = suggestion === undefined ? '' : ` Did you mean --${suggestion}?`;
+    const message = unknown === undefined ? (error as Error).message : `unknown option ${unknown}.`;
+    streams.stderr.write(`error: ${message}${hint}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`);
     return EXIT.USAGE;
   }
   if (error instanceof OffsetStoreError) {
@@ -136,6 +140,31 @@ function reportFailure(error: unknown, command: Command, output: Output, streams
   }
   streams.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   return EXIT.INTERNAL;
+}
+
+/** The option name nearest to `name` (at most 2 edits away, or a prefix of it), if any. */
+function closestOption(name: string, options: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const option of options) {
+    const distance = option.startsWith(name) ? 1 : editDistance(name, option);
+    if (distance < bestDistance) {
+      best = option;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance between two short strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
 }
 
 /** The package's version, from the package.json two folders up (the same from src/cli and dist/cli). */

@@ -48,6 +48,38 @@ describe('offset-store dispatcher', () => {
     }
   });
 
+  it('prints its version, suggests the option meant, and exits 2 for every kind of bad usage', async () => {
+    const version = await run(['--version']);
+    expect(version).toEqual({ code: 0, stdout: `${JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')).version}\n`, stderr: '' });
+    const typo = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-edn', '{}']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^error: unknown option --log-edn\. Did you mean --log-end\?\n/);
+    const malformed = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": 5']);
+    const badKey = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"one:0": 5}']);
+    const negative = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": -5}']);
+    for (const bad of [malformed, badKey, negative]) expect(bad.code).toBe(2);
+    expect(badKey.stderr).toMatch(/^error: --log-end: bucket key "one:0" is not/);
+  });
+
+  it('refuses a reset plan made for another group', async () => {
+    const dir = copy();
+    const plan = await run(['offsets', 'reset', 'billing', '--dir', dir, '--to-offset', '0', '--json']);
+    const file = path.join(scratchDir(), 'plan.json');
+    writeFileSync(file, plan.stdout);
+    const wrong = await run(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', file, '--execute']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/^error: --from-file: .*plan\.json is a plan for group "billing", not "orders"/);
+    const right = await run(['offsets', 'reset', 'billing', '--dir', dir, '--from-file', file, '--execute']);
+    expect(right.code).toBe(0);
+  });
+
+  it('flags a negative lag (the log end given is behind the committed offset)', async () => {
+    const described = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": 900, "1:1": 2000}']);
+    expect(described.code).toBe(0);
+    expect(described.stdout).toMatch(/\n\s+1\s+-\s+0\s+1000\s+900\s+-100 !/);
+    expect(described.stdout + described.stderr).toMatch(/negative lag \(marked !\) in 1 bucket\(s\)/);
+  });
+
   it('lists the commands at the top level and per family', async () => {
     const top = await run(['--help']);
     expect(top.code).toBe(0);
@@ -66,7 +98,7 @@ describe('offset-store dispatcher', () => {
     expect(await run([])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: no command given\n/) });
     expect(await run(['frobnicate', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: unknown command "frobnicate"/) });
     expect(await run(['groups', 'list'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --dir <path> is required\n/) });
-    expect(await run(['groups', 'list', '--dir', seeded, '--bogus'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: Unknown option '--bogus'/) });
+    expect(await run(['groups', 'list', '--dir', seeded, '--bogus'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: unknown option --bogus\.\n/) });
     expect(await run(['groups', 'describe', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: missing <groupId>/) });
     expect(await run(['offsets', 'reset', 'orders', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/exactly one of --to-offset/) });
     expect(await run(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', '1', '--dry-run', '--execute'])).toMatchObject({ code: 2 });
@@ -84,9 +116,9 @@ describe('offset-store dispatcher', () => {
     expect(JSON.parse(plan.stdout).rows).toEqual([{ tableId: 2, partitionId: 7, bucketId: 0, currentOffset: 42, newOffset: 37, clamped: false }]);
   });
 
-  it('reports a bad offsets document with its code', async () => {
+  it('reports a bad offsets document as bad usage, naming the entry', async () => {
     const bad = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": -1}']);
-    expect(bad).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: INVALID_REQUEST: --log-end\["1:0"\] must be a safe integer >= 0/) });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --log-end: --log-end\["1:0"\] must be a safe integer >= 0/) });
   });
 });
 

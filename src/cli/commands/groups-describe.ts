@@ -65,6 +65,11 @@ function printReport(output: Output, report: GroupReport, withLag: boolean): voi
     return;
   }
   printBuckets(output, report.buckets, withLag);
+  const behind = report.buckets.filter((b) => b.lag !== null && b.lag < 0);
+  if (behind.length > 0) {
+    output.line();
+    output.warn(`negative lag (marked !) in ${behind.length} bucket(s): the committed offset is past the log end given; the --log-end offsets are stale, or the group committed offsets beyond the log`);
+  }
 }
 
 function printBuckets(output: Output, buckets: readonly BucketReport[], withLag: boolean): void {
@@ -77,7 +82,7 @@ function printBuckets(output: Output, buckets: readonly BucketReport[], withLag:
   ];
   output.table(columns, buckets.map((b) => [
     String(b.tableId), cell(b.partitionId), String(b.bucketId), cell(b.committedOffset),
-    ...(withLag ? [cell(b.logEndOffset), cell(b.lag)] : []),
+    ...(withLag ? [cell(b.logEndOffset), b.lag !== null && b.lag < 0 ? `${b.lag} !` : cell(b.lag)] : []),
     b.leaderEpoch === null || b.leaderEpoch < 0 ? '-' : String(b.leaderEpoch), formatTimestamp(b.commitTimestampMs), b.memberId ?? '-',
     ...(withMetadata ? [b.metadata ?? ''] : []),
   ]));

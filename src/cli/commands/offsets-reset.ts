@@ -45,7 +45,7 @@ export const offsetsReset: Command = {
   async run(context) {
     const groupId = groupIdArgument(context);
     if (context.values['dry-run'] === true && context.values.execute === true) throw new UsageError('--dry-run and --execute exclude each other');
-    const target = await resetTarget(context);
+    const target = await resetTarget(context, groupId);
     const request = { target, selection: selectionOption(context) };
     const execute = context.values.execute === true;
     const plan = await withAdmin(context, (admin) => (execute ? admin.executeReset(groupId, request) : admin.planReset(groupId, request)));
@@ -55,7 +55,7 @@ export const offsetsReset: Command = {
   },
 };
 
-async function resetTarget(context: CommandContext): Promise<ResetTarget> {
+async function resetTarget(context: CommandContext, groupId: string): Promise<ResetTarget> {
   const toOffset = integerOption(context, 'to-offset');
   const shiftBy = integerOption(context, 'shift-by', { allowNegative: true });
   const fromFile = stringOption(context, 'from-file');
@@ -63,7 +63,7 @@ async function resetTarget(context: CommandContext): Promise<ResetTarget> {
   if (given !== 1) throw new UsageError('give exactly one of --to-offset <n>, --shift-by <n>, --from-file <plan.json>');
   if (toOffset !== undefined) return { kind: 'to-offset', offset: toOffset };
   if (shiftBy !== undefined) return { kind: 'shift-by', delta: shiftBy };
-  return { kind: 'from-file', source: fromFile!, offsets: await readOffsetsDocument(fromFile!, 'from-file') };
+  return { kind: 'from-file', source: fromFile!, offsets: await readOffsetsDocument(fromFile!, 'from-file', groupId) };
 }
 
 function printPlan(output: Output, plan: ResetPlan): void {

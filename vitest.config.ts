@@ -19,6 +19,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
       { extends: true, test: { name: 'slow', include: SLOW } },

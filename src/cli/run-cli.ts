@@ -11,8 +11,9 @@
  * (`offset-store --dir d groups list`): a lenient pass that knows every command's string options
  * finds the words, then a strict pass with the chosen command's options.
  */
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { NodeFileSystem } from '../io/index.js';
 import { OffsetStoreError } from '../index.js';
 import { COMMANDS } from './commands/index.js';
 import { DemoFailure } from './demo/demo-scenario.js';
@@ -86,7 +87,7 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
   let output = new Output(streams, lenient.values.json === true);
   let words = lenient.positionals;
   if (lenient.values.version === true) {
-    streams.stdout.write(`${packageVersion()}\n`);
+    streams.stdout.write(`${await packageVersion()}\n`);
     return EXIT.OK;
   }
   const asksHelp = lenient.values.help === true || words[0] === 'help';
@@ -168,8 +169,9 @@ function editDistance(a: string, b: string): number {
 }
 
 /** The package's version, from the package.json two folders up (the same from src/cli and dist/cli). */
-function packageVersion(): string {
-  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+async function packageVersion(): Promise<string> {
+  const bytes = await new NodeFileSystem().readFile(fileURLToPath(new URL('../../package.json', import.meta.url)));
+  return (JSON.parse(bytes?.toString('utf8') ?? '{}') as { version?: string }).version ?? 'unknown';
 }
 
 function isParseArgsError(error: unknown): boolean {

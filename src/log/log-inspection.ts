@@ -250,10 +250,9 @@ async function scanOne(
   const { position, reason } = scan.damage;
   const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
   const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, { ...limits, durableBelow: expectations.knownEnd?.logOffset });
-  const truncated = `the next open truncates ${scan.fileBytes - position} bytes`;
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
-  if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows (${truncated})`, 'torn-tail');
-  return at(position, `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync (${truncated})`, 'torn-tail');
+  if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');
+  return at(position, `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync`, 'torn-tail');
 }
 
 function parseRejected(bytes: Buffer | null): RejectedBatches | undefined {

@@ -115,9 +115,11 @@ describe('dumpLog and verifyLog', () => {
     expect(report).toMatchObject({ ok: false, corruptCount: 0, tornTailCount: 1 });
     expect(report.problems[0]).toMatchObject({ kind: 'torn-tail', bucket: ordersBucket, file: last, position: end, bytesAfter: 30 });
     expect(report.buckets[ordersBucket]!.status).toBe('torn-tail');
-    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false }, onWarning: (m) => warnings.push(m) });
     await store.close();
     expect(statSync(last).size).toBe(end);
+    expect(warnings).toEqual([expect.stringMatching(/torn write at the end of .*truncated 30 bytes/)]);
   });
 
   it('reports a cut in the last batch of a store closed cleanly as corrupt: that batch was durable', async () => {

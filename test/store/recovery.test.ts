@@ -86,9 +86,12 @@ describe('recovery', () => {
       while (batchEnd > 0 && bytes[batchEnd - 1] === 0) batchEnd--;
       expect(bytes.length).toBeGreaterThan(batchEnd);
       truncateSync(segment, batchEnd - cut);
-      const recovered = await openStore(crashed, { bucketCount: 1 });
+      const warnings: string[] = [];
+      const recovered = await openStore(crashed, { bucketCount: 1, onWarning: (m) => warnings.push(m) });
       expect(await imageOf(recovered), `last batch cut by ${cut} of ${batchBytes} bytes`).toEqual(before);
       expect(recovered.recoveryReports()[0]?.bytesTruncated, `cut ${cut}`).toBe(batchBytes - cut);
+      if (cut === batchBytes) expect(warnings, 'a batch cut whole leaves a clean end').toEqual([]);
+      else expect(warnings, `cut ${cut}`).toEqual([expect.stringMatching(new RegExp(`^offsets-bucket 0: torn write at the end of .*; truncated ${batchBytes - cut} bytes that were never acknowledged$`))]);
       // The recovered store accepts commits again, at the log offset the torn batch had.
       await recovered.commitOffsets('g1', [{ tableId: 3, bucketId: 0, offset: 1 }]);
       await recovered.close();

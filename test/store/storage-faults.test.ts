@@ -9,7 +9,7 @@
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
 import { xxh32 } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
@@ -18,8 +18,14 @@ import { tempDir } from '../support/temp-dir.js';
 
 const K = (bucketId: number) => ({ tableId: 1, bucketId });
 
+/** Warnings the stores of the current test gave (a failed compaction warns as well as rejecting). */
+let warnings: string[] = [];
+beforeEach(() => {
+  warnings = [];
+});
+
 function options(dir: string, fs: FaultyFileSystem, extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions {
-  return { dir, fs, bucketCount: 1, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { background: false }, ...extra };
+  return { dir, fs, bucketCount: 1, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { background: false }, onWarning: (m) => warnings.push(m), ...extra };
 }
 
 /** A store of one offsets-bucket with several sealed segments of overwritten offsets; returns what it holds. */
@@ -43,8 +49,7 @@ describe('a failing disk', () => {
     expect((rejected[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/cutting .* back .* failed too.*recorded/) });
     await store.close().catch(() => {});
     fs.plan = {};
-    const warnings: string[] = [];
-    const reopened = await OffsetStore.open({ ...options(dir, fs), onWarning: (m) => warnings.push(m) });
+    const reopened = await OffsetStore.open(options(dir, fs));
     expect(await reopened.fetchOffsets('g')).toEqual([expect.objectContaining({ offset: 1 })]);
     expect(warnings.join('\n')).toMatch(/rejected after a failed write were cut off/);
     await reopened.commitOffsets('g', [{ ...K(1), offset: 2 }]);
@@ -82,6 +87,8 @@ describe('a failing disk', () => {
       before = await offsetsOf(store);
       expect(before).toContain(1000 + step);
     }
+    expect(warnings.length, 'each failed compaction warned').toBe(6);
+    expect(warnings.every((w) => /compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w))).toBe(true);
     const report = await store.compact();
     expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
     expect(await offsetsOf(store)).toEqual(before);
@@ -101,6 +108,7 @@ describe('a failing disk', () => {
     await expect(store.compact()).rejects.toThrow(/EIO: injected write failure/);
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
     await expect(store.compact()).rejects.toThrow(/EIO: injected fdatasync failure/);
+    expect(warnings).toEqual([expect.stringMatching(/injected write failure/), expect.stringMatching(/injected fdatasync failure/)]);
     fs.plan = {};
     expect(await offsetsOf(store)).toEqual(before);
     await store.commitOffsets('g', [{ ...K(9), offset: 9 }]);

@@ -1,0 +1,23 @@
+/**
+ * Test setup: a store warning (torn tail truncated, checkpoint ignored, background compaction failed)
+ * that reaches process.emitWarning is a test that did not listen for it. Tests that provoke one pass
+ * `onWarning` and assert on what it received; any other fails the test that emitted it, so the test
+ * output carries no expected-warning noise and no warning goes unnoticed.
+ */
+import { afterEach, expect } from 'vitest';
+
+const stray: string[] = [];
+const emitWarning = process.emitWarning.bind(process);
+process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+  const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+  if (type === 'OffsetStoreWarning') {
+    stray.push(String(warning));
+    return;
+  }
+  (emitWarning as (...args: unknown[]) => void)(warning, ...rest);
+}) as typeof process.emitWarning;
+
+afterEach(() => {
+  const warnings = stray.splice(0);
+  expect(warnings, 'store warnings nobody listened for (pass onWarning and assert on it)').toEqual([]);
+});

@@ -27,7 +27,7 @@
  * Run: npx tsx bench/group.bench.ts   (GROUP_BENCH_MEMBERS=1,10,100 to choose sizes)
  */
 import { Bench } from 'tinybench';
-import { GroupCoordinator, type BucketRef, type GroupSnapshot, type GroupSnapshotWriter } from '../src/group/index.js';
+import { GroupCoordinator, type TableBucket, type GroupSnapshot, type GroupSnapshotWriter } from '../src/group/index.js';
 import { ManualClock } from '../src/util/index.js';
 
 const BUCKETS = 10_000;
@@ -44,7 +44,7 @@ class CountingWriter implements GroupSnapshotWriter {
 interface Client {
   memberId: string;
   epoch: number;
-  owned: BucketRef[];
+  owned: TableBucket[];
 }
 
 /** One group under test and its simulated members. */

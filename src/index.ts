@@ -2,8 +2,9 @@
  * offset-store: an embedded, durable consumer-offset store. The public API, named exports only.
  */
 export { OffsetStore } from './store.js';
+export type { BucketRef, TableBucket } from './model/index.js';
 export type {
-  BucketRef, BucketStats, CommitOptions, CompactOptions, CompactionOptions, CommittedOffset, FetchOptions, GroupDescription, GroupListing, GroupOptions,
+  BucketStats, CommitOptions, CompactOptions, CompactionOptions, CommittedOffset, FetchOptions, GroupDescription, GroupListing, GroupOptions,
   GroupState, OffsetCommit, OffsetStoreOptions, StoreStats,
 } from './store-options.js';
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';

@@ -10,13 +10,8 @@ import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
 import { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings, type MemberDescription } from './group/index.js';
 import { SystemClock, type Clock } from './util/index.js';
+import type { BucketRef } from './model/index.js';
 
-/** A bucket of a user table; `partitionId` is null (or omitted) for a non-partitioned table. */
-export interface BucketRef {
-  tableId: number;
-  partitionId?: number | null;
-  bucketId: number;
-}
 
 /** One offset to commit: the next offset the group will read in the bucket. */
 export interface OffsetCommit extends BucketRef {

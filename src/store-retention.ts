@@ -14,7 +14,8 @@
  *   offsets and no members is deleted (its snapshot tombstoned).
  */
 import type { GroupCoordinator } from './group/index.js';
-import type { BucketKey, OffsetsTable } from './kv/index.js';
+import type { OffsetsTable } from './kv/index.js';
+import type { TableBucket } from './model/index.js';
 
 /** What retention needs of an offsets-bucket (either part is undefined while it recovers). */
 export interface RetentionTarget {
@@ -47,12 +48,12 @@ export async function expireOffsets(targets: readonly RetentionTarget[], retenti
   await Promise.allSettled(deletes);
 }
 
-function expiredOffsets(table: OffsetsTable, coordinator: GroupCoordinator, groupId: string, retentionMs: number, nowMs: number): BucketKey[] {
+function expiredOffsets(table: OffsetsTable, coordinator: GroupCoordinator, groupId: string, retentionMs: number, nowMs: number): TableBucket[] {
   const group = table.state.group(groupId)!;
   const subscribed = coordinator.hasMembers(groupId)
     ? new Set(coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [])
     : undefined;
-  const expired: BucketKey[] = [];
+  const expired: TableBucket[] = [];
   for (let i = 0; i < group.size; i++) {
     if (group.timestampAt(i) + retentionMs > nowMs) continue;
     if (subscribed?.has(group.tableIdAt(i)) === true) continue;
@@ -62,7 +63,7 @@ function expiredOffsets(table: OffsetsTable, coordinator: GroupCoordinator, grou
   return expired;
 }
 
-function tombstone(b: BucketKey) {
+function tombstone(b: TableBucket) {
   return { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true };
 }
 
@@ -75,6 +76,6 @@ const TOMBSTONES_PER_BATCH = 10_000;
  * are appended before this returns its promise (nothing can be appended between them); each is
  * atomic, and a crash between them leaves a partial delete that repeating the call completes.
  */
-export function writeTombstones(table: OffsetsTable, groupId: string, buckets: readonly BucketKey[], nowMs: number): Promise<void> {
+export function writeTombstones(table: OffsetsTable, groupId: string, buckets: readonly TableBucket[], nowMs: number): Promise<void> {
   return table.writeOffsetsChunked(groupId, buckets.map(tombstone), nowMs, TOMBSTONES_PER_BATCH);
 }

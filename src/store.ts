@@ -13,8 +13,9 @@ import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
 import { CompactionWorkerPool, Compactor, InProcessCleanRunner, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
 import { NodeFileSystem } from './io/index.js';
+import { validateGroupId, type BucketRef } from './model/index.js';
 import {
-  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, validateGroupId, type GroupOffsets,
+  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets,
   type OffsetsTableRecovery, type ScannerOptions,
 } from './kv/index.js';
 import {
@@ -25,7 +26,7 @@ import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import { expireOffsets, writeTombstones } from './store-retention.js';
 import {
-  DEFAULTS, resolveOptions, type BucketRef, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
+  DEFAULTS, resolveOptions, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
   type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
 } from './store-options.js';
 

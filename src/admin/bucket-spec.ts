@@ -11,14 +11,8 @@
  * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { compareBucketRefs } from '../group/index.js';
+import { bucketKey, compareBucketRefs, type TableBucket } from '../model/index.js';
 
-/** A bucket of a user table with `partitionId` normalized to null when absent. */
-export interface TableBucket {
-  tableId: number;
-  partitionId: number | null;
-  bucketId: number;
-}
 
 /** A bucket and an offset in it (a log-end offset, or an offset to reset to). */
 export interface BucketOffset extends TableBucket {
@@ -35,11 +29,6 @@ export interface BucketSelection {
   bucketId?: number;
 }
 
-/** The key of a bucket: `T:B` or `T:P:B`. */
-export function formatBucketKey(bucket: { tableId: number; partitionId?: number | null; bucketId: number }): string {
-  const partitionId = bucket.partitionId ?? null;
-  return partitionId === null ? `${bucket.tableId}:${bucket.bucketId}` : `${bucket.tableId}:${partitionId}:${bucket.bucketId}`;
-}
 
 /** Parses `T:B` or `T:P:B`; INVALID_REQUEST otherwise. */
 export function parseBucketKey(key: string): TableBucket {
@@ -53,8 +42,6 @@ export function parseBucketKey(key: string): TableBucket {
     : { tableId: numbers[0]!, partitionId: numbers[1]!, bucketId: numbers[2]! };
 }
 
-/** Orders buckets by table, partition (non-partitioned first), bucket: the coordinator's order. */
-export const compareTableBuckets: (a: TableBucket, b: TableBucket) => number = compareBucketRefs;
 
 /** True when `bucket` is one the selection names. */
 export function selectionMatches(selection: BucketSelection, bucket: TableBucket): boolean {
@@ -96,11 +83,11 @@ export function parseBucketOffsets(document: unknown, source: string): BucketOff
   }
   const seen = new Set<string>();
   for (const entry of entries) {
-    const key = formatBucketKey(entry);
+    const key = bucketKey(entry);
     if (seen.has(key)) throw new OffsetStoreError('INVALID_REQUEST', `${source} names bucket ${key} twice`);
     seen.add(key);
   }
-  return entries.sort(compareTableBuckets);
+  return entries.sort(compareBucketRefs);
 }
 
 function entryFromObject(item: unknown, where: string): BucketOffset {

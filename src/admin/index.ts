@@ -10,8 +10,7 @@ export {
 } from './store-admin.js';
 export { describeResetTarget, planResetRows, type CommittedBucketOffset, type ResetPlanRow, type ResetRequest, type ResetTarget } from './reset-plan.js';
 export {
-  compareTableBuckets, describeSelection, formatBucketKey, parseBucketKey, parseBucketOffsets, selectionMatches, validateSelection,
-  type BucketOffset, type BucketSelection, type TableBucket,
+  describeSelection, parseBucketKey, parseBucketOffsets, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
 } from './bucket-spec.js';
 export {
   dumpLog, type DumpBatchEntry, type DumpDamageEntry, type DumpEntry, type DumpOptions, type DumpRecordEntry, type DumpSegmentEntry, type DumpSummary,

@@ -12,9 +12,9 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  compareTableBuckets, describeSelection, formatBucketKey, selectionMatches, validateSelection,
-  type BucketOffset, type BucketSelection, type TableBucket,
+  describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
 } from './bucket-spec.js';
+import { compareBucketRefs, bucketKey, type TableBucket } from '../model/index.js';
 
 /** Where the new offsets come from. */
 export type ResetTarget =
@@ -48,7 +48,7 @@ export function planResetRows(committed: readonly CommittedBucketOffset[], reque
   const selection = request.selection ?? {};
   validateSelection(selection);
   const target = request.target;
-  const current = new Map(committed.map((c) => [formatBucketKey(c), c.offset]));
+  const current = new Map(committed.map((c) => [bucketKey(c), c.offset]));
   let rows: ResetPlanRow[];
   switch (target.kind) {
     case 'to-offset': {
@@ -71,10 +71,10 @@ export function planResetRows(committed: readonly CommittedBucketOffset[], reque
       break;
     }
     case 'from-file':
-      rows = target.offsets.filter((o) => selectionMatches(selection, o)).map((o) => row(o, current.get(formatBucketKey(o)) ?? null, o.offset, false));
+      rows = target.offsets.filter((o) => selectionMatches(selection, o)).map((o) => row(o, current.get(bucketKey(o)) ?? null, o.offset, false));
       break;
   }
-  return rows.sort(compareTableBuckets);
+  return rows.sort(compareBucketRefs);
 }
 
 function row(bucket: TableBucket, currentOffset: number | null, newOffset: number, clamped: boolean): ResetPlanRow {

@@ -15,9 +15,9 @@ import {
 } from '../index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  compareTableBuckets, describeSelection, formatBucketKey, selectionMatches, validateSelection,
-  type BucketOffset, type BucketSelection, type TableBucket,
+  describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
 } from './bucket-spec.js';
+import { compareBucketRefs, bucketKey, type TableBucket } from '../model/index.js';
 import { describeResetTarget, planResetRows, type ResetPlanRow, type ResetRequest } from './reset-plan.js';
 import { readStoreLayout, type StoreLayout } from './store-directory.js';
 
@@ -166,13 +166,13 @@ export class StoreAdmin {
    */
   async describeGroup(groupId: string, logEndOffsets: readonly BucketOffset[] = []): Promise<GroupReport> {
     const description = await this.store.describeGroup(groupId);
-    const logEnds = new Map(logEndOffsets.map((o) => [formatBucketKey(o), o.offset]));
+    const logEnds = new Map(logEndOffsets.map((o) => [bucketKey(o), o.offset]));
     const owners = new Map<string, string>();
-    for (const member of description.members) for (const b of member.assignment) owners.set(formatBucketKey(b), member.memberId);
+    for (const member of description.members) for (const b of member.assignment) owners.set(bucketKey(b), member.memberId);
     const rows = new Map<string, BucketReport>();
-    for (const committed of description.offsets) rows.set(formatBucketKey(committed), bucketReport(committed, committed));
+    for (const committed of description.offsets) rows.set(bucketKey(committed), bucketReport(committed, committed));
     for (const member of description.members) {
-      for (const b of member.assignment) if (!rows.has(formatBucketKey(b))) rows.set(formatBucketKey(b), bucketReport(b, null));
+      for (const b of member.assignment) if (!rows.has(bucketKey(b))) rows.set(bucketKey(b), bucketReport(b, null));
     }
     let totalLag: number | null = null;
     for (const [key, row] of rows) {
@@ -191,7 +191,7 @@ export class StoreAdmin {
       assignmentEpoch: description.assignmentEpoch,
       assignor: description.assignor,
       members: description.members.map(memberReport),
-      buckets: [...rows.values()].sort(compareTableBuckets),
+      buckets: [...rows.values()].sort(compareBucketRefs),
       totalLag,
     };
   }
@@ -215,10 +215,10 @@ export class StoreAdmin {
   async executeReset(groupId: string, request: ResetRequest): Promise<ResetPlan> {
     const plan = await this.planReset(groupId, request);
     if (plan.rows.length === 0) return { ...plan, executed: true };
-    const current = new Map((await this.store.fetchOffsets(groupId)).filter((c) => c !== null).map((c) => [formatBucketKey(c), c]));
+    const current = new Map((await this.store.fetchOffsets(groupId)).filter((c) => c !== null).map((c) => [bucketKey(c), c]));
     const commits: OffsetCommit[] = plan.rows.map((r) => ({
       tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId, offset: r.newOffset, leaderEpoch: -1,
-      metadata: current.get(formatBucketKey(r))?.metadata ?? '',
+      metadata: current.get(bucketKey(r))?.metadata ?? '',
     }));
     await this.store.resetOffsets(groupId, commits);
     const after = await this.store.fetchOffsets(groupId, plan.rows);
@@ -236,7 +236,7 @@ export class StoreAdmin {
     if (!exists) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
     const doomed = committed.filter((c) => selectionMatches(selection, c)).map(({ tableId, partitionId, bucketId }) => ({ tableId, partitionId, bucketId }));
     if (doomed.length > 0) await this.store.deleteOffsets(groupId, doomed);
-    return { groupId, selection: describeSelection(selection), deleted: doomed.sort(compareTableBuckets) };
+    return { groupId, selection: describeSelection(selection), deleted: doomed.sort(compareBucketRefs) };
   }
 
   /**
@@ -331,9 +331,9 @@ function memberReport(m: MemberDescription): MemberReport {
     memberEpoch: m.memberEpoch,
     state: String(m.state),
     subscribedTableIds: [...m.subscribedTableIds],
-    assignment: m.assignment.map(tableBucket).sort(compareTableBuckets),
-    pendingRevocation: m.pendingRevocation.map(tableBucket).sort(compareTableBuckets),
-    targetAssignment: m.targetAssignment.map(tableBucket).sort(compareTableBuckets),
+    assignment: m.assignment.map(tableBucket).sort(compareBucketRefs),
+    pendingRevocation: m.pendingRevocation.map(tableBucket).sort(compareBucketRefs),
+    targetAssignment: m.targetAssignment.map(tableBucket).sort(compareBucketRefs),
     sessionTimeoutMs: m.sessionTimeoutMs,
     rebalanceTimeoutMs: m.rebalanceTimeoutMs,
   };

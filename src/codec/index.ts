@@ -5,6 +5,6 @@ export {
   readBatchRecordCount, resizeBatch, BATCH_CHECKSUM_END, SYNC_LAG_MAX, sealBatch, writeBatchHeader, type BatchCheck, type BatchHeader, type RawRecord,
 } from './record-batch.js';
 export {
-  GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, RECORD_TYPE_GROUP_SNAPSHOT, RECORD_TYPE_OFFSET_COMMIT, buildGroupSnapshotBatch,
+  METADATA_BYTES_MAX, RECORD_TYPE_GROUP_SNAPSHOT, RECORD_TYPE_OFFSET_COMMIT, buildGroupSnapshotBatch,
   buildOffsetBatch, decodeBatch, packSnapshot, unpackSnapshot, decodeBatchRecords, type DecodedRecord, type OffsetRecordSpec,
 } from './records.js';

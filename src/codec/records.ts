@@ -16,14 +16,13 @@
 import { Packr } from 'msgpackr';
 import { DecodeError, need, readVarUint, varUintSize, writeVarUint, type VarUint } from './binary.js';
 import { OffsetStoreError } from '../errors/index.js';
+import { GROUP_ID_BYTES_MAX } from '../model/index.js';
 import { BATCH_HEADER_BYTES, LENGTH_FIELD_BYTES, checkBatch, readBatchHeader, readBatchRecordCount, writeBatchHeader, type BatchHeader, type RawRecord } from './record-batch.js';
 
 /** Record type of an offset commit key. */
 export const RECORD_TYPE_OFFSET_COMMIT = 0;
 /** Record type of a group snapshot key. */
 export const RECORD_TYPE_GROUP_SNAPSHOT = 1;
-/** Longest group id, in UTF-8 bytes. */
-export const GROUP_ID_BYTES_MAX = 255;
 /** Longest offset metadata, in UTF-8 bytes. */
 export const METADATA_BYTES_MAX = 4096;
 

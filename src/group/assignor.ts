@@ -5,7 +5,7 @@
  * (`checkAssignment`) before it turns it into records, so a faulty custom assignor can never make a
  * bucket have two owners or hand a member a table it did not subscribe to.
  */
-import { formatBucketRef, normalizeBucketRef, type BucketRef } from './bucket-ref.js';
+import { formatBucketRef, normalizeBucketRef, type TableBucket } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import { BucketIndexer, type TableLayout } from './table-layout.js';
 
@@ -33,7 +33,7 @@ export interface Assignor {
   /** Name members ask for in `HeartbeatRequest.assignor`. */
   readonly name: string;
   /** Returns each member's new target assignment; members left out get nothing. */
-  assign(input: AssignorInput): Map<string, BucketRef[]>;
+  assign(input: AssignorInput): Map<string, TableBucket[]>;
 }
 
 /**
@@ -44,7 +44,7 @@ export interface Assignor {
 export function checkAssignment(
   assignorName: string,
   input: AssignorInput,
-  output: Map<string, BucketRef[]>,
+  output: Map<string, TableBucket[]>,
 ): Map<string, BucketSet> {
   const indexer = new BucketIndexer(input.tables);
   const byId = new Map(input.members.map((m, i) => [m.memberId, i]));

@@ -9,7 +9,7 @@
  * rebalance touches every bucket of a 10,000-bucket group. Memory is O(highest bucket id) per
  * partition, which is why this backs per-group indexes (bucket owners), not per-member sets.
  */
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 
 /** Identity of a (tableId, partitionId) pair; see `partitionKey`. */
 export type PartitionKey = number | string;
@@ -45,18 +45,18 @@ export class BucketMap<V> {
     return this.#size;
   }
 
-  get(ref: BucketRef): V | undefined {
+  get(ref: TableBucket): V | undefined {
     const slot = this.#slot(ref, false);
     if (slot === undefined) return undefined;
     return ref.bucketId < DENSE_BUCKET_LIMIT ? slot.dense[ref.bucketId] : slot.sparse?.get(ref.bucketId);
   }
 
-  has(ref: BucketRef): boolean {
+  has(ref: TableBucket): boolean {
     return this.get(ref) !== undefined;
   }
 
   /** Sets the value of a bucket; `value` must not be undefined. */
-  set(ref: BucketRef, value: V): void {
+  set(ref: TableBucket, value: V): void {
     const slot = this.#slot(ref, true) as Slot<V>;
     const id = ref.bucketId;
     let had: boolean;
@@ -75,7 +75,7 @@ export class BucketMap<V> {
     }
   }
 
-  delete(ref: BucketRef): boolean {
+  delete(ref: TableBucket): boolean {
     const slot = this.#slot(ref, false);
     if (slot === undefined) return false;
     const id = ref.bucketId;
@@ -94,7 +94,7 @@ export class BucketMap<V> {
     return true;
   }
 
-  #slot(ref: BucketRef, create: boolean): Slot<V> | undefined {
+  #slot(ref: TableBucket, create: boolean): Slot<V> | undefined {
     const key = partitionKey(ref.tableId, ref.partitionId);
     if (key === this.#lastKey) return this.#lastSlot;
     let slot = this.#slots.get(key);

@@ -9,7 +9,7 @@
  * Immutability lets one set be shared by a member, the record that produced it and a replayed copy
  * of the state without copying.
  */
-import { compareBucketRefs, type BucketRef } from './bucket-ref.js';
+import { compareBucketRefs, type TableBucket } from '../model/index.js';
 import { partitionKey, type PartitionKey } from './bucket-map.js';
 
 /** Widest bucket-id span one partition of a set covers with a bitset. */
@@ -22,7 +22,7 @@ interface PartitionBits {
 }
 
 /** An immutable set of buckets. */
-export class BucketSet implements Iterable<BucketRef> {
+export class BucketSet implements Iterable<TableBucket> {
   /**
    * The empty set. Created lazily: a static field initialized with `new BucketSet(...)` is compiled
    * by tsc (this class has a computed `[Symbol.iterator]` member) into an alias of the class that is
@@ -35,18 +35,18 @@ export class BucketSet implements Iterable<BucketRef> {
   static #empty: BucketSet | undefined;
 
   readonly #partitions: ReadonlyMap<PartitionKey, PartitionBits>;
-  readonly #refs: readonly BucketRef[];
+  readonly #refs: readonly TableBucket[];
   #lastKey: PartitionKey | undefined = undefined;
   #lastBits: PartitionBits | undefined = undefined;
 
-  private constructor(partitions: ReadonlyMap<PartitionKey, PartitionBits>, refs: readonly BucketRef[]) {
+  private constructor(partitions: ReadonlyMap<PartitionKey, PartitionBits>, refs: readonly TableBucket[]) {
     this.#partitions = partitions;
     this.#refs = refs;
   }
 
   /** A set of the given normalized refs (duplicates collapse; the first ref of a bucket is kept). */
-  static of(refs: Iterable<BucketRef>): BucketSet {
-    const all = Array.isArray(refs) ? (refs as readonly BucketRef[]) : [...refs];
+  static of(refs: Iterable<TableBucket>): BucketSet {
+    const all = Array.isArray(refs) ? (refs as readonly TableBucket[]) : [...refs];
     if (all.length === 0) return BucketSet.EMPTY;
     // Pass 1: the span of bucket ids per partition.
     const spans = new Map<PartitionKey, { min: number; max: number }>();
@@ -72,7 +72,7 @@ export class BucketSet implements Iterable<BucketRef> {
       partitions.set(key, width <= SPAN_BITS_MAX ? { min, bits: new Uint32Array((width + 31) >>> 5), sparse: null } : { min, bits: null, sparse: new Set() });
     }
     // Pass 2: set bits, keeping the first ref of each bucket.
-    const unique: BucketRef[] = [];
+    const unique: TableBucket[] = [];
     lastKey = undefined;
     let part: PartitionBits | undefined;
     for (const ref of all) {
@@ -92,7 +92,7 @@ export class BucketSet implements Iterable<BucketRef> {
   }
 
   /** True when the set holds the bucket `ref` names. */
-  has(ref: BucketRef): boolean {
+  has(ref: TableBucket): boolean {
     if (this.#refs.length === 0) return false;
     const key = partitionKey(ref.tableId, ref.partitionId);
     let part: PartitionBits | undefined;
@@ -109,7 +109,7 @@ export class BucketSet implements Iterable<BucketRef> {
     return ((part.bits[offset >>> 5] as number) & (1 << (offset & 31))) !== 0;
   }
 
-  [Symbol.iterator](): IterableIterator<BucketRef> {
+  [Symbol.iterator](): IterableIterator<TableBucket> {
     return this.#refs[Symbol.iterator]();
   }
 
@@ -117,7 +117,7 @@ export class BucketSet implements Iterable<BucketRef> {
    * True when `refs` are this set's very ref objects in iteration order. A cheap test (no lookups)
    * that lets an assignor's unchanged output for a member reuse the member's current set.
    */
-  isSameSequence(refs: readonly BucketRef[]): boolean {
+  isSameSequence(refs: readonly TableBucket[]): boolean {
     const own = this.#refs;
     if (refs.length !== own.length) return false;
     for (let i = 0; i < refs.length; i++) if (refs[i] !== own[i]) return false;
@@ -125,7 +125,7 @@ export class BucketSet implements Iterable<BucketRef> {
   }
 
   /** The buckets as a new array in `compareBucketRefs` order. */
-  toArray(): BucketRef[] {
+  toArray(): TableBucket[] {
     return [...this.#refs].sort(compareBucketRefs);
   }
 
@@ -168,7 +168,7 @@ export class BucketSet implements Iterable<BucketRef> {
     return added.length === 0 ? this : BucketSet.of([...this.#refs, ...added]);
   }
 
-  #filter(keep: (ref: BucketRef) => boolean): BucketSet {
+  #filter(keep: (ref: TableBucket) => boolean): BucketSet {
     const kept = this.#refs.filter(keep);
     if (kept.length === this.size) return this;
     return BucketSet.of(kept);

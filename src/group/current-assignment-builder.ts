@@ -17,7 +17,7 @@
  * to the target epoch, gains every target bucket nobody else owns, and is UNRELEASED_PARTITIONS if
  * some target bucket is still owned by another member, else STABLE.
  */
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import type { ConsumerMember, MemberAssignment, MemberState } from './consumer-member.js';
 
@@ -26,7 +26,7 @@ export interface ReconcileInput {
   readonly targetEpoch: number;
   readonly target: BucketSet;
   /** Current owner (member id) of a bucket, if any. */
-  readonly ownerOf: (ref: BucketRef) => string | undefined;
+  readonly ownerOf: (ref: TableBucket) => string | undefined;
   /** Buckets the member reported owning in this heartbeat, or null when it did not report. */
   readonly owned: BucketSet | null;
 }
@@ -50,7 +50,7 @@ function nextAssignment(member: ConsumerMember, input: ReconcileInput, memberEpo
   if (toRevoke.size > 0 && stillOwnsAny(input.owned, toRevoke)) {
     return changed(member, memberEpoch, 'UNREVOKED_PARTITIONS', kept, toRevoke);
   }
-  const free: BucketRef[] = [];
+  const free: TableBucket[] = [];
   let unreleased = false;
   for (const ref of input.target) {
     if (kept.has(ref)) continue;

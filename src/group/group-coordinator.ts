@@ -37,7 +37,7 @@ import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
 import { SystemClock, assert, type Clock, type Timer } from '../util/index.js';
 import type { Assignor } from './assignor.js';
-import { formatBucketRef, normalizeBucketRef, type BucketRefInput } from './bucket-ref.js';
+import { formatBucketRef, normalizeBucketRef, type BucketRef } from '../model/index.js';
 import type { GroupState } from './group.js';
 import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts, removeMembersByAdmin } from './group-handlers.js';
 import { describeGroup, type GroupDescription } from './group-description.js';
@@ -46,7 +46,8 @@ import { resolveGroupSettings, type GroupSettings } from './group-settings.js';
 import type { GroupRecord } from './group-record.js';
 import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
 import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
-import { normalizeHeartbeatRequest, validateGroupId, type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
+import { validateGroupId } from '../model/index.js';
+import { normalizeHeartbeatRequest, type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
 import { normalizeRemoveMembersRequest, type NormalizedRemoval, type RemoveMembersRequest, type RemovedMember } from './member-removal.js';
 import { MemberTimers } from './member-timers.js';
 import { OperationLane } from './operation-lane.js';
@@ -230,7 +231,7 @@ export class GroupCoordinator {
    * STALE_MEMBER_EPOCH for an older epoch, FENCED_MEMBER_EPOCH for a newer one, BUCKET_NOT_ASSIGNED
    * for a bucket it does not own now (owning includes buckets it was asked to release but has not).
    */
-  validateMemberCommit(groupId: string, memberId: string, memberEpoch: number, buckets: readonly BucketRefInput[]): void {
+  validateMemberCommit(groupId: string, memberId: string, memberEpoch: number, buckets: readonly BucketRef[]): void {
     this.#ensureActive();
     const group = this.#machine.get(groupId);
     const member = group?.members.get(memberId);
@@ -258,13 +259,13 @@ export class GroupCoordinator {
   }
 
   /** The member that owns the bucket now, or null. */
-  assignedOwner(groupId: string, bucket: BucketRefInput): string | null {
+  assignedOwner(groupId: string, bucket: BucketRef): string | null {
     this.#ensureActive();
     return this.#machine.get(groupId)?.ownerOf(normalizeBucketRef(bucket)) ?? null;
   }
 
   /** True when a member owns the bucket or is about to (it is in some member's target assignment). */
-  isBucketAssigned(groupId: string, bucket: BucketRefInput): boolean {
+  isBucketAssigned(groupId: string, bucket: BucketRef): boolean {
     this.#ensureActive();
     const group = this.#machine.get(groupId);
     if (group === undefined) return false;

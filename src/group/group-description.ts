@@ -3,7 +3,7 @@
  * surface show (the store adds committed offsets). Plain arrays, numbers, strings and null only;
  * buckets sorted, members sorted by id, so two descriptions of the same state are deep-equal.
  */
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 import type { MemberState } from './consumer-member.js';
 import type { Group, GroupState } from './group.js';
 import { preferredAssignor } from './target-assignment-builder.js';
@@ -16,11 +16,11 @@ export interface MemberDescription {
   state: MemberState;
   subscribedTableIds: number[];
   /** Buckets the member may own now. */
-  assignment: BucketRef[];
+  assignment: TableBucket[];
   /** Buckets the member was asked to release and still owns. */
-  pendingRevocation: BucketRef[];
+  pendingRevocation: TableBucket[];
   /** Buckets the member will own once reconciled. */
-  targetAssignment: BucketRef[];
+  targetAssignment: TableBucket[];
   sessionTimeoutMs: number;
   rebalanceTimeoutMs: number;
 }

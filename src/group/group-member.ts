@@ -17,13 +17,13 @@
  */
 import { isOffsetStoreError } from '../errors/index.js';
 import { SystemClock, type Clock, type Timer } from '../util/index.js';
-import { normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
+import { normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 import type { HeartbeatRequest, HeartbeatResponse } from './heartbeat.js';
 
 /** An offset to commit, as the store's `OffsetCommit`. */
-export interface MemberCommitOffset extends BucketRefInput {
+export interface MemberCommitOffset extends BucketRef {
   readonly offset: number;
   readonly leaderEpoch?: number;
   readonly metadata?: string;
@@ -46,11 +46,11 @@ export interface MemberOptions {
   readonly sessionTimeoutMs?: number;
   readonly rebalanceTimeoutMs?: number;
   /** Called after buckets were added to the member. */
-  readonly onAssigned?: (buckets: BucketRef[]) => void | Promise<void>;
+  readonly onAssigned?: (buckets: TableBucket[]) => void | Promise<void>;
   /** Awaited before buckets are released: commit their offsets here. */
-  readonly onRevoked?: (buckets: BucketRef[]) => void | Promise<void>;
+  readonly onRevoked?: (buckets: TableBucket[]) => void | Promise<void>;
   /** Called when the member was fenced and lost buckets without a chance to commit. */
-  readonly onLost?: (buckets: BucketRef[]) => void | Promise<void>;
+  readonly onLost?: (buckets: TableBucket[]) => void | Promise<void>;
   /** Sees heartbeat failures that are retried and errors thrown by callbacks. */
   readonly onError?: (error: unknown) => void;
   /** Time and timers (default: the system clock). */
@@ -125,7 +125,7 @@ export class GroupMember {
   }
 
   /** Buckets the member owns now, sorted. */
-  get assignment(): BucketRef[] {
+  get assignment(): TableBucket[] {
     return this.#owned.toArray();
   }
 
@@ -279,7 +279,7 @@ export class GroupMember {
     else this.#schedule(0);
   }
 
-  async #callback(callback: ((buckets: BucketRef[]) => void | Promise<void>) | undefined, buckets: BucketSet): Promise<void> {
+  async #callback(callback: ((buckets: TableBucket[]) => void | Promise<void>) | undefined, buckets: BucketSet): Promise<void> {
     if (callback === undefined) return;
     try {
       await callback(buckets.toArray());

@@ -18,7 +18,7 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
-import { BUCKET_ID_MAX, type BucketRef } from './bucket-ref.js';
+import { BUCKET_ID_MAX, type TableBucket } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import type { ConsumerMember } from './consumer-member.js';
 import type { Group } from './group.js';
@@ -135,7 +135,7 @@ export function snapshotToRecords(groupId: string, snapshot: GroupSnapshot): Gro
   return records;
 }
 
-function* expandBuckets(groups: readonly GroupSnapshotBuckets[]): Generator<BucketRef> {
+function* expandBuckets(groups: readonly GroupSnapshotBuckets[]): Generator<TableBucket> {
   for (const g of groups) for (const bucketId of g.bucketIds) yield Object.freeze({ tableId: g.tableId, partitionId: g.partitionId, bucketId });
 }
 

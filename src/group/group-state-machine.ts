@@ -6,7 +6,7 @@
  * as plain data, so tests can check that replaying the emitted records gives the same state.
  */
 import { assert } from '../util/index.js';
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 import type { MemberState } from './consumer-member.js';
 import { Group, type GroupState } from './group.js';
 import type { GroupRecord } from './group-record.js';
@@ -29,9 +29,9 @@ export interface GroupInspection {
     assignor: string | null;
     sessionTimeoutMs: number;
     rebalanceTimeoutMs: number;
-    assigned: BucketRef[];
-    pendingRevocation: BucketRef[];
-    target: BucketRef[];
+    assigned: TableBucket[];
+    pendingRevocation: TableBucket[];
+    target: TableBucket[];
   }>;
 }
 

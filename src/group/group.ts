@@ -13,7 +13,7 @@
  * target assignment epoch), Reconciling (some member not STABLE at the assignment epoch), Stable.
  */
 import { assert } from '../util/index.js';
-import { formatBucketRef, type BucketRef } from './bucket-ref.js';
+import { formatBucketRef, type TableBucket } from '../model/index.js';
 import { BucketMap } from './bucket-map.js';
 import { BucketSet } from './bucket-set.js';
 import { isReconciledTo, JOINING_ASSIGNMENT, type ConsumerMember, type MemberAssignment, type MemberSubscription } from './consumer-member.js';
@@ -72,12 +72,12 @@ export class Group {
   }
 
   /** Member that owns the bucket now (assigned or pending revocation), if any. */
-  ownerOf(ref: BucketRef): string | undefined {
+  ownerOf(ref: TableBucket): string | undefined {
     return this.#owners.get(ref);
   }
 
   /** Member whose target assignment holds the bucket, if any (a scan: for admin checks, not hot paths). */
-  targetOwnerOf(ref: BucketRef): string | undefined {
+  targetOwnerOf(ref: TableBucket): string | undefined {
     for (const [memberId, target] of this.#targets) if (target.has(ref)) return memberId;
     return undefined;
   }
@@ -153,8 +153,8 @@ export class Group {
       pendingRevocation: assignment.pendingRevocation,
     };
     // Update the owner index by difference: a reconciliation step usually changes a few buckets.
-    const ownsAfter = (ref: BucketRef): boolean => member.assigned.has(ref) || member.pendingRevocation.has(ref);
-    const ownedBefore = (ref: BucketRef): boolean => existing.assigned.has(ref) || existing.pendingRevocation.has(ref);
+    const ownsAfter = (ref: TableBucket): boolean => member.assigned.has(ref) || member.pendingRevocation.has(ref);
+    const ownedBefore = (ref: TableBucket): boolean => existing.assigned.has(ref) || existing.pendingRevocation.has(ref);
     for (const set of [existing.assigned, existing.pendingRevocation]) {
       for (const ref of set) if (!ownsAfter(ref) && this.#owners.get(ref) === memberId) this.#owners.delete(ref);
     }

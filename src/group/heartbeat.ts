@@ -9,7 +9,7 @@
  * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { normalizeBucketRef, type BucketRef, type BucketRefInput } from './bucket-ref.js';
+import { NOT_WELL_FORMED, normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 
@@ -24,7 +24,7 @@ export interface HeartbeatRequest {
   /** Required on join; afterwards only when it changes (sending it every time is fine). */
   subscribedTableIds?: readonly number[];
   /** Everything the member owns now; omit when unchanged (revocations then cannot complete). */
-  ownedBuckets?: readonly BucketRefInput[];
+  ownedBuckets?: readonly BucketRef[];
   /** Time to release revoked buckets before being fenced (default 60 s). */
   rebalanceTimeoutMs?: number;
   /** Silence after which the member is removed (default 45 s). */
@@ -40,7 +40,7 @@ export interface HeartbeatResponse {
   /** When to send the next heartbeat. */
   heartbeatIntervalMs: number;
   /** Present when it changed (or the member joined): the buckets the member may own now. */
-  assignment?: BucketRef[];
+  assignment?: TableBucket[];
 }
 
 /** A checked request; see the module header. */
@@ -61,24 +61,6 @@ export const MEMBER_ID_LENGTH_MAX = 255;
 export const SUBSCRIBED_TABLES_MAX = 65_536;
 /** Longest accepted session or rebalance timeout (one day). */
 export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
-/** Longest group id, in UTF-8 bytes. */
-export const GROUP_ID_BYTES_MAX = 255;
-
-/** The end of the message for a string with a lone surrogate (it cannot be stored as UTF-8). */
-const NOT_WELL_FORMED = 'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
-
-/**
- * Checks a group id: a non-empty, well-formed string of at most 255 UTF-8 bytes (else
- * INVALID_GROUP_ID). A lone surrogate would be written as U+FFFD and merge groups on reload.
- */
-export function validateGroupId(groupId: string): void {
-  if (typeof groupId !== 'string') throw new TypeError('groupId must be a string');
-  if (!groupId.isWellFormed()) throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
-  if (groupId.length === 0 || Buffer.byteLength(groupId, 'utf8') > GROUP_ID_BYTES_MAX) {
-    throw new OffsetStoreError('INVALID_GROUP_ID', `groupId must be 1..${GROUP_ID_BYTES_MAX} UTF-8 bytes`);
-  }
-}
-
 /**
  * Checks and normalizes a heartbeat request; `isAssignor` tells registered assignor names. Each
  * field (and each element of its arrays) is read once: what is checked is what the coordinator uses.
@@ -144,11 +126,11 @@ function tableIds(value: readonly number[]): number[] {
   return [...ids].sort((a, b) => a - b);
 }
 
-function owned(value: readonly BucketRefInput[]): BucketSet {
+function owned(value: readonly BucketRef[]): BucketSet {
   if (!Array.isArray(value)) throw new TypeError('ownedBuckets must be an array');
   const count = value.length;
-  const refs: BucketRef[] = new Array(count);
-  for (let i = 0; i < count; i++) refs[i] = normalizeBucketRef(value[i] as BucketRefInput, `ownedBuckets[${i}]`);
+  const refs: TableBucket[] = new Array(count);
+  for (let i = 0; i < count; i++) refs[i] = normalizeBucketRef(value[i] as BucketRef, `ownedBuckets[${i}]`);
   return BucketSet.of(refs);
 }
 

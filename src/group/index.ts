@@ -3,7 +3,7 @@
  * rebalancing, timers and group snapshots (DESIGN.md section 6). This file is the folder's door:
  * other folders import from here only.
  */
-export { type BucketRef, type BucketRefInput, normalizeBucketRef, bucketKey, compareBucketRefs, formatBucketRef } from './bucket-ref.js';
+export { type TableBucket, type BucketRef, normalizeBucketRef, bucketKey, compareBucketRefs, formatBucketRef } from '../model/index.js';
 export { BucketSet } from './bucket-set.js';
 export { BucketMap } from './bucket-map.js';
 export { type TableLayout, type TableLayoutInput, normalizeTableLayout, layoutsEqual, tableBucketTotal } from './table-layout.js';
@@ -29,7 +29,7 @@ export {
   type GroupSnapshotWriter,
   parseGroupSnapshot,
 } from './group-snapshot.js';
-export { type HeartbeatRequest, type HeartbeatResponse, validateGroupId } from './heartbeat.js';
+export { type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
 export { GroupCoordinator, type GroupCoordinatorOptions, type GroupCoordinatorMetrics } from './group-coordinator.js';
 export { type RemoveMembersRequest, type RemovedMember } from './member-removal.js';
 export { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings } from './group-settings.js';

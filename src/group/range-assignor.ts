@@ -8,7 +8,7 @@
  * which is what a join of co-partitioned tables needs. The price is stickiness: a membership change
  * shifts run boundaries, and buckets move even when a smaller move would do.
  */
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 import type { Assignor, AssignorInput } from './assignor.js';
 import { BucketIndexer } from './table-layout.js';
 
@@ -19,8 +19,8 @@ export const RANGE_ASSIGNOR_NAME = 'range';
 export class RangeAssignor implements Assignor {
   readonly name = RANGE_ASSIGNOR_NAME;
 
-  assign(input: AssignorInput): Map<string, BucketRef[]> {
-    const result = new Map<string, BucketRef[]>(input.members.map((m) => [m.memberId, []]));
+  assign(input: AssignorInput): Map<string, TableBucket[]> {
+    const result = new Map<string, TableBucket[]>(input.members.map((m) => [m.memberId, []]));
     const indexer = new BucketIndexer(input.tables);
     indexer.tables.forEach((table, slot) => {
       const subscribers = input.members.filter((m) => m.subscribedTableIds.includes(table.tableId));
@@ -30,7 +30,7 @@ export class RangeAssignor implements Assignor {
       const extra = table.count % n;
       let index = table.base;
       subscribers.forEach((member, k) => {
-        const refs = result.get(member.memberId) as BucketRef[];
+        const refs = result.get(member.memberId) as TableBucket[];
         const end = index + base + (k < extra ? 1 : 0);
         for (; index < end; index++) refs.push(indexer.refAt(slot, index));
       });

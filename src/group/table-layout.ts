@@ -10,7 +10,7 @@
  * `compareBucketRefs` order, which is what lets the assignors work on typed arrays instead of keys.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 
 /** The buckets of one user table. */
 export interface TableLayout {
@@ -73,7 +73,7 @@ export function tableBucketTotal(layout: TableLayout): number {
 }
 
 /** Shared ref objects per layout object (layouts are immutable; a table's new layout is a new object). */
-const layoutRefs = new WeakMap<TableLayout, { tableId: number; refs: (BucketRef | undefined)[] }>();
+const layoutRefs = new WeakMap<TableLayout, { tableId: number; refs: (TableBucket | undefined)[] }>();
 
 /** One table's slice of a `BucketIndexer`. */
 export interface IndexedTable {
@@ -121,7 +121,7 @@ export class BucketIndexer {
   }
 
   /** Index of a bucket, or -1 when it is not part of the indexed layouts. */
-  indexOf(ref: BucketRef): number {
+  indexOf(ref: TableBucket): number {
     const slot = this.#slotByTable.get(ref.tableId);
     if (slot === undefined) return -1;
     const table = this.tables[slot] as IndexedTable;
@@ -137,11 +137,11 @@ export class BucketIndexer {
    * The bucket at `index` of the table in `slot` (index must lie in that table's range). Refs are
    * made once per layout object and shared by every assignment computed against it.
    */
-  refAt(slot: number, index: number): BucketRef {
+  refAt(slot: number, index: number): TableBucket {
     const table = this.tables[slot] as IndexedTable;
     let refs = layoutRefs.get(table.layout);
     if (refs === undefined || refs.tableId !== table.tableId) {
-      refs = { tableId: table.tableId, refs: new Array<BucketRef | undefined>(table.count) };
+      refs = { tableId: table.tableId, refs: new Array<TableBucket | undefined>(table.count) };
       layoutRefs.set(table.layout, refs);
     }
     const offset = index - table.base;

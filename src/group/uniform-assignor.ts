@@ -18,7 +18,7 @@
  *     Each move lowers the sum of squared loads, so the passes end; they leave every table with no
  *     move that would even out loads, which for identical subscriptions is the at-most-1 property.
  */
-import type { BucketRef } from './bucket-ref.js';
+import type { TableBucket } from '../model/index.js';
 import type { Assignor, AssignorInput, AssignorMember } from './assignor.js';
 import { BucketIndexer, type IndexedTable, type TableLayout } from './table-layout.js';
 
@@ -29,23 +29,23 @@ export const UNIFORM_ASSIGNOR_NAME = 'uniform';
 export class UniformAssignor implements Assignor {
   readonly name = UNIFORM_ASSIGNOR_NAME;
 
-  assign(input: AssignorInput): Map<string, BucketRef[]> {
+  assign(input: AssignorInput): Map<string, TableBucket[]> {
     const members = input.members;
-    const result = new Map<string, BucketRef[]>();
+    const result = new Map<string, TableBucket[]>();
     if (members.length === 0) return result;
     const first = members[0] as AssignorMember;
     const homogeneous = members.every((m) => sameTables(m.subscribedTableIds, first.subscribedTableIds));
     const indexer = new BucketIndexer(layoutsOf(input.tables, homogeneous ? first.subscribedTableIds : allSubscribed(members)));
     // Kept buckets are returned as the very ref objects of the current targets, in the same order,
     // so the coordinator recognizes an unchanged target without re-keying it.
-    const refByIndex: (BucketRef | undefined)[] = new Array<BucketRef | undefined>(indexer.total);
+    const refByIndex: (TableBucket | undefined)[] = new Array<TableBucket | undefined>(indexer.total);
     const perMember = homogeneous ? assignHomogeneous(members, indexer, refByIndex) : assignHeterogeneous(members, indexer, refByIndex);
     members.forEach((m, i) => result.set(m.memberId, toRefs(indexer, perMember[i] as number[], refByIndex)));
     return result;
   }
 }
 
-function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (BucketRef | undefined)[]): number[][] {
+function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (TableBucket | undefined)[]): number[][] {
   const n = members.length;
   const total = indexer.total;
   const owner = new Int32Array(total).fill(-1);
@@ -71,7 +71,7 @@ function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIn
   return kept;
 }
 
-function assignHeterogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (BucketRef | undefined)[]): number[][] {
+function assignHeterogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (TableBucket | undefined)[]): number[][] {
   const n = members.length;
   const owner = new Int32Array(indexer.total).fill(-1);
   const subscriptions = members.map((m) => new Set(m.subscribedTableIds));
@@ -94,8 +94,8 @@ function claimCurrent(
   members: readonly AssignorMember[],
   indexer: BucketIndexer,
   owner: Int32Array,
-  refByIndex: (BucketRef | undefined)[],
-  mayOwn: (memberIndex: number, ref: BucketRef) => boolean,
+  refByIndex: (TableBucket | undefined)[],
+  mayOwn: (memberIndex: number, ref: TableBucket) => boolean,
 ): number[][] {
   return members.map((m, i) => {
     const list: number[] = [];
@@ -226,9 +226,9 @@ function layoutsOf(tables: ReadonlyMap<number, TableLayout>, tableIds: readonly 
   return layouts;
 }
 
-function toRefs(indexer: BucketIndexer, indices: number[], refByIndex: readonly (BucketRef | undefined)[]): BucketRef[] {
+function toRefs(indexer: BucketIndexer, indices: number[], refByIndex: readonly (TableBucket | undefined)[]): TableBucket[] {
   indices.sort((a, b) => a - b);
-  const refs: BucketRef[] = new Array<BucketRef>(indices.length);
+  const refs: TableBucket[] = new Array<TableBucket>(indices.length);
   let slot = 0;
   for (let k = 0; k < indices.length; k++) {
     const index = indices[k] as number;

@@ -1,8 +1,8 @@
 export { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 export { CheckpointStore, type CheckpointInfo, type LoadedCheckpoint } from './checkpoint-store.js';
 export { OffsetsTable, type CheckpointRun, type OffsetsTableOptions, type OffsetsTableRecovery } from './offsets-table.js';
-export { OffsetsTableState, fetchFromGroup, type BucketKey } from './offsets-table-state.js';
+export { OffsetsTableState, fetchFromGroup } from './offsets-table-state.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOffsetsPort, type ScannerOptions } from './scanner-offsets.js';
 export {
-  bucketKeyString, normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, validateGroupId, type CommitMember,
+  normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type CommitMember,
 } from './validation.js';

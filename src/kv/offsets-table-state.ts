@@ -17,14 +17,9 @@ import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
-import { invalidBucket, isValidBucket, type BucketFields } from './validation.js';
+import { invalidBucket, isValidBucket, type TableBucket } from '../model/index.js';
+import type { BucketFields } from './validation.js';
 
-/** A bucket of a user table, normalized (`partitionId` null when the table is not partitioned). */
-export interface BucketKey {
-  tableId: number;
-  partitionId: number | null;
-  bucketId: number;
-}
 
 function pendingKey(tableId: number, partitionId: number | null, bucketId: number): string {
   return `${tableId}:${partitionId ?? ''}:${bucketId}`;
@@ -257,8 +252,8 @@ export class OffsetsTableState {
    * Every bucket of a group that has a committed offset or a commit in flight, each once: what a
    * delete of the whole group, ordered after the commits in flight, must tombstone.
    */
-  committedOrPendingKeys(groupId: string): BucketKey[] {
-    const keys: BucketKey[] = [];
+  committedOrPendingKeys(groupId: string): TableBucket[] {
+    const keys: TableBucket[] = [];
     const seen = new BucketKeySet(16);
     const group = this.#groups.get(groupId);
     if (group !== undefined) {

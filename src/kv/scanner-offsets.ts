@@ -17,19 +17,19 @@
 import { OffsetStoreError } from '../errors/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import type { CommittedOffsetValue } from './group-offsets.js';
-import type { BucketKey } from './offsets-table-state.js';
-import { bucketKeyString, normalizeBucket } from './validation.js';
+import { bucketKey, type TableBucket } from '../model/index.js';
+import { normalizeBucket } from './validation.js';
 
 /** What the scanner needs from the store. */
 export interface ScannerOffsetsPort {
   commitOffsets(groupId: string, offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[]): Promise<void>;
-  fetchOffsets(groupId: string, buckets: BucketKey[]): Promise<(CommittedOffsetValue | null)[]>;
+  fetchOffsets(groupId: string, buckets: TableBucket[]): Promise<(CommittedOffsetValue | null)[]>;
   /** Told once the scanner is closed (the store stops tracking it). */
   closed?(scanner: ScannerOffsets): void;
 }
 
 /** Where to start a bucket with no committed offset. */
-export type MissingOffsetPolicy = 'earliest' | 'error' | ((bucket: BucketKey) => number | Promise<number>);
+export type MissingOffsetPolicy = 'earliest' | 'error' | ((bucket: TableBucket) => number | Promise<number>);
 
 /** Options of `OffsetStore.scanner`. */
 export interface ScannerOptions {
@@ -42,7 +42,7 @@ export interface ScannerOptions {
 }
 
 interface Position {
-  bucket: BucketKey;
+  bucket: TableBucket;
   position: number;
   committed: number | undefined;
 }
@@ -82,10 +82,10 @@ export class ScannerOffsets {
   async assign(buckets: readonly unknown[]): Promise<void> {
     this.#checkOpen();
     const normalized = buckets.map((b, i) => normalizeBucket(b, `buckets[${i}]`));
-    const keys = new Set(normalized.map(bucketKeyString));
+    const keys = new Set(normalized.map(bucketKey));
     if (keys.size !== normalized.length) throw new OffsetStoreError('INVALID_REQUEST', 'buckets repeats a bucket');
     // All-or-nothing: every new position is resolved before the assignment changes.
-    const fresh = normalized.filter((b) => !this.#positions.has(bucketKeyString(b)));
+    const fresh = normalized.filter((b) => !this.#positions.has(bucketKey(b)));
     const committed = fresh.length === 0 ? [] : await this.#port.fetchOffsets(this.groupId, fresh);
     const added: Position[] = [];
     for (let i = 0; i < fresh.length; i++) {
@@ -96,22 +96,22 @@ export class ScannerOffsets {
     const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
     if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();
     for (const k of dropped) this.#positions.delete(k);
-    for (const p of added) if (!this.#positions.has(bucketKeyString(p.bucket))) this.#positions.set(bucketKeyString(p.bucket), p);
+    for (const p of added) if (!this.#positions.has(bucketKey(p.bucket))) this.#positions.set(bucketKey(p.bucket), p);
   }
 
-  async #missing(bucket: BucketKey): Promise<number> {
+  async #missing(bucket: TableBucket): Promise<number> {
     const policy = this.#onMissing;
     if (policy === 'earliest') return 0;
     if (policy === 'error') {
-      throw new OffsetStoreError('INVALID_REQUEST', `group ${this.groupId} has no committed offset for bucket ${bucketKeyString(bucket)}`);
+      throw new OffsetStoreError('INVALID_REQUEST', `group ${this.groupId} has no committed offset for bucket ${bucketKey(bucket)}`);
     }
     const position = await policy(bucket);
-    if (!Number.isSafeInteger(position) || position < 0) throw new RangeError(`onMissing returned ${position} for ${bucketKeyString(bucket)}`);
+    if (!Number.isSafeInteger(position) || position < 0) throw new RangeError(`onMissing returned ${position} for ${bucketKey(bucket)}`);
     return position;
   }
 
   /** The buckets currently assigned. */
-  assignment(): BucketKey[] {
+  assignment(): TableBucket[] {
     return [...this.#positions.values()].map((p) => ({ ...p.bucket }));
   }
 
@@ -132,13 +132,13 @@ export class ScannerOffsets {
     const p = this.#get(bucket);
     checkOffset(nextOffset);
     if (nextOffset < p.position) {
-      throw new OffsetStoreError('INVALID_REQUEST', `advance to ${nextOffset} is behind position ${p.position} of ${bucketKeyString(p.bucket)}; use seek to go back`);
+      throw new OffsetStoreError('INVALID_REQUEST', `advance to ${nextOffset} is behind position ${p.position} of ${bucketKey(p.bucket)}; use seek to go back`);
     }
     p.position = nextOffset;
   }
 
   /** Buckets whose position differs from their last committed offset. */
-  movedBuckets(): BucketKey[] {
+  movedBuckets(): TableBucket[] {
     return [...this.#positions.values()].filter((p) => this.#moved(p)).map((p) => ({ ...p.bucket }));
   }
 
@@ -174,7 +174,7 @@ export class ScannerOffsets {
   }
 
   #get(bucket: unknown): Position {
-    const key = bucketKeyString(normalizeBucket(bucket, 'bucket'));
+    const key = bucketKey(normalizeBucket(bucket, 'bucket'));
     const p = this.#positions.get(key);
     if (p === undefined) throw new OffsetStoreError('INVALID_REQUEST', `bucket ${key} is not assigned to this scanner`);
     return p;

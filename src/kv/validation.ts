@@ -10,33 +10,15 @@
  * copy is checked and used: an object whose getters (or a proxy) answer differently when read again
  * cannot get a value past validation into the log, where the store would refuse it at reopen.
  */
-import { GROUP_ID_BYTES_MAX, METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
+import { METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { AssertionError } from '../util/index.js';
+import { bucketKey, checkWellFormed, invalidBucket, isValidBucket, normalizeBucketRef, type TableBucket } from '../model/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
-import type { BucketKey } from './offsets-table-state.js';
 
 /** Scratch set for duplicate detection; validation is synchronous, so one instance serves all calls. */
 const seenScratch = new BucketKeySet(1024);
 
 const INT32_MAX = 2 ** 31 - 1;
-
-/** The end of the message for a string with a lone surrogate (it cannot be stored as UTF-8). */
-const NOT_WELL_FORMED = 'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
-
-/**
- * Checks a group id: a non-empty, well-formed string of at most 255 UTF-8 bytes. Well-formed
- * matters because a lone surrogate has no UTF-8 encoding: written, it would come back from the log
- * as U+FFFD, merged with every other id that differs from it only there.
- */
-export function validateGroupId(groupId: unknown): asserts groupId is string {
-  if (typeof groupId !== 'string') throw new TypeError(`groupId must be a string, got ${typeof groupId}`);
-  if (groupId.length === 0) throw new OffsetStoreError('INVALID_GROUP_ID', 'group id is empty');
-  if (!groupId.isWellFormed()) throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
-  if (groupId.length > GROUP_ID_BYTES_MAX / 3 && Buffer.byteLength(groupId) > GROUP_ID_BYTES_MAX) {
-    throw new OffsetStoreError('INVALID_GROUP_ID', `group id of ${Buffer.byteLength(groupId)} UTF-8 bytes exceeds ${GROUP_ID_BYTES_MAX}`);
-  }
-}
 
 function checkId(value: unknown, field: string, max: number): number {
   if (typeof value !== 'number') throw new TypeError(`${field} must be a number, got ${typeof value}`);
@@ -61,58 +43,24 @@ interface OffsetFields extends BucketFields {
 }
 
 /**
- * The fast check of bucket fields already read, once each, out of a caller's object: true when
- * `normalizeBucket` would accept them. The fetch and commit paths branch on it, build no key object,
- * and call `invalidBucket` only for the error.
- */
-export function isValidBucket(tableId: unknown, partitionId: unknown, bucketId: unknown): boolean {
-  return typeof tableId === 'number' && Number.isSafeInteger(tableId) && tableId >= 0
-    && typeof bucketId === 'number' && (bucketId | 0) === bucketId && bucketId >= 0
-    && (partitionId === undefined || partitionId === null || (typeof partitionId === 'number' && Number.isSafeInteger(partitionId) && partitionId >= 0));
-}
-
-/** Checks bucket fields already read out of a caller's object and normalizes them into a key. */
-function checkBucket(tableId: unknown, partitionId: unknown, bucketId: unknown, where: string): BucketKey {
-  return {
-    tableId: checkId(tableId, `${where}.tableId`, Number.MAX_SAFE_INTEGER),
-    partitionId: partitionId === undefined || partitionId === null ? null : checkId(partitionId, `${where}.partitionId`, Number.MAX_SAFE_INTEGER),
-    bucketId: checkId(bucketId, `${where}.bucketId`, INT32_MAX),
-  };
-}
-
-/** Throws the error for bucket fields that failed `isValidBucket`; `where` names the reference. */
-export function invalidBucket(tableId: unknown, partitionId: unknown, bucketId: unknown, where: string): never {
-  checkBucket(tableId, partitionId, bucketId, where);
-  throw new AssertionError(`${where} failed the fast bucket check but passed the full one`);
-}
-
-/**
  * Checks and normalizes one bucket reference; `where` names it in messages (e.g. "offsets[3]").
- * Each field is read once: the key is built from what was checked, whatever the object's getters
- * would answer next.
+ * Each field is read once (see the model's bucket reference).
  */
-export function normalizeBucket(ref: unknown, where: string): BucketKey {
-  if (typeof ref !== 'object' || ref === null) throw new TypeError(`${where} must be an object`);
-  const { tableId, partitionId, bucketId } = ref as BucketFields;
-  return checkBucket(tableId, partitionId, bucketId, where);
-}
-
-/** A duplicate-detection key for a normalized bucket. */
-export function bucketKeyString(b: BucketKey): string {
-  return `${b.tableId}:${b.partitionId ?? ''}:${b.bucketId}`;
+export function normalizeBucket(ref: unknown, where: string): TableBucket {
+  return normalizeBucketRef(ref, where);
 }
 
 /** Checks a list of buckets (optionally rejecting duplicates) and normalizes it; reads each element once. */
-export function normalizeBuckets(buckets: unknown, what: string, rejectDuplicates: boolean): BucketKey[] {
+export function normalizeBuckets(buckets: unknown, what: string, rejectDuplicates: boolean): TableBucket[] {
   if (!Array.isArray(buckets)) throw new TypeError(`${what} must be an array`);
   const count = buckets.length;
-  const out: BucketKey[] = new Array(count);
+  const out: TableBucket[] = new Array(count);
   const seen = rejectDuplicates && count > 1 ? seenScratch : undefined;
   seen?.clear();
   for (let i = 0; i < count; i++) {
     const b = normalizeBucket(buckets[i], `${what}[${i}]`);
     if (seen !== undefined && !seen.add(b.tableId, b.partitionId, b.bucketId)) {
-      throw new OffsetStoreError('INVALID_REQUEST', `${what}[${i}] repeats bucket ${bucketKeyString(b)}`);
+      throw new OffsetStoreError('INVALID_REQUEST', `${what}[${i}] repeats bucket ${bucketKey(b)}`);
     }
     out[i] = b;
   }
@@ -143,7 +91,7 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
     const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
     const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
     if (seen !== undefined && !seen.add(tableId as number, partitionId, bucketId as number)) {
-      throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}] repeats bucket ${tableId}:${partitionId ?? ''}:${bucketId}`);
+      throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}] repeats bucket ${bucketKey({ tableId: tableId as number, partitionId, bucketId: bucketId as number })}`);
     }
     specs[i] = { tableId: tableId as number, partitionId, bucketId: bucketId as number, offset, leaderEpoch, metadata };
   }
@@ -165,7 +113,7 @@ export function normalizeCommitOptions(options: unknown): CommitMember | null {
   const { memberId, memberEpoch } = options as { memberId?: unknown; memberEpoch?: unknown };
   if (memberId === undefined) return null;
   if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
-  if (!memberId.isWellFormed()) throw new OffsetStoreError('INVALID_REQUEST', `memberId ${NOT_WELL_FORMED}`);
+  checkWellFormed(memberId, 'memberId');
   if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
     throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
   }
@@ -182,7 +130,7 @@ function checkLeaderEpoch(leaderEpoch: unknown, i: number): number {
 
 function checkMetadata(metadata: unknown, i: number): string {
   if (typeof metadata !== 'string') throw new TypeError(`offsets[${i}].metadata must be a string`);
-  if (!metadata.isWellFormed()) throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].metadata ${NOT_WELL_FORMED}`);
+  checkWellFormed(metadata, `offsets[${i}].metadata`);
   if (metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(metadata) > METADATA_BYTES_MAX) {
     throw new OffsetStoreError('OFFSET_METADATA_TOO_LARGE', `offsets[${i}].metadata of ${Buffer.byteLength(metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`);
   }

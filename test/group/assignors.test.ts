@@ -9,17 +9,17 @@ import {
   type Assignor,
   type AssignorInput,
   type AssignorMember,
-  type BucketRef,
+  type TableBucket,
   type TableLayout,
 } from '../../src/group/index.js';
 import { GroupTestContext } from './group-test-context.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
-const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 type Spec = Record<string, number[]>; // memberId -> subscribed table ids
 
-function input(spec: Spec, tables: Record<number, TableLayout>, current: Map<string, BucketRef[]> = new Map()): AssignorInput {
+function input(spec: Spec, tables: Record<number, TableLayout>, current: Map<string, TableBucket[]> = new Map()): AssignorInput {
   const members: AssignorMember[] = Object.keys(spec)
     .sort()
     .map((memberId) => ({
@@ -31,7 +31,7 @@ function input(spec: Spec, tables: Record<number, TableLayout>, current: Map<str
   return { members, tables: new Map(Object.entries(tables).map(([id, l]) => [Number(id), l])) };
 }
 
-function run(assignor: Assignor, spec: Spec, tables: Record<number, TableLayout>, current?: Map<string, BucketRef[]>): Map<string, BucketRef[]> {
+function run(assignor: Assignor, spec: Spec, tables: Record<number, TableLayout>, current?: Map<string, TableBucket[]>): Map<string, TableBucket[]> {
   const i = input(spec, tables, current);
   const out = assignor.assign(i);
   checkAssignment(assignor.name, i, out); // no duplicates, only subscribed, existing buckets
@@ -42,11 +42,11 @@ function table(bucketCount: number, partitionIds: number[] | null = null): Table
   return { bucketCount, partitionIds };
 }
 
-function sizes(out: Map<string, BucketRef[]>): number[] {
+function sizes(out: Map<string, TableBucket[]>): number[] {
   return [...out.values()].map((b) => b.length);
 }
 
-function total(out: Map<string, BucketRef[]>): number {
+function total(out: Map<string, TableBucket[]>): number {
   return sizes(out).reduce((a, b) => a + b, 0);
 }
 
@@ -55,7 +55,7 @@ function members(n: number, tables: number[] = [1]): Spec {
 }
 
 /** Buckets that changed owner between two assignments, not counting buckets of members that left. */
-function moved(before: Map<string, BucketRef[]>, after: Map<string, BucketRef[]>): number {
+function moved(before: Map<string, TableBucket[]>, after: Map<string, TableBucket[]>): number {
   const owner = new Map<string, string>();
   for (const [m, refs] of before) if (after.has(m)) for (const r of refs) owner.set(keyOf(r), m);
   let count = 0;
@@ -117,7 +117,7 @@ describe('uniform assignor', () => {
     expect(sizes(three)).toEqual([6, 6, 6]);
     // a member subscribing to table 2 only: table 1 buckets do not move
     const four = run(uniform, { a: [1], b: [1, 2], c: [2], d: [2] }, { 1: table(9), 2: table(9) }, three);
-    const owner1 = (out: Map<string, BucketRef[]>) =>
+    const owner1 = (out: Map<string, TableBucket[]>) =>
       new Map([...out].flatMap(([m, refs]) => refs.filter((r) => r.tableId === 1).map((r) => [keyOf(r), m] as const)));
     const before1 = owner1(three);
     const after1 = owner1(four);
@@ -143,7 +143,7 @@ describe('uniform assignor', () => {
           const layout = partitions === 0 ? table(Math.max(1, bucketCount)) : table(Math.max(1, bucketCount), Array.from({ length: partitions }, (_, p) => p * 10));
           const spec = members(n);
           const ids = Object.keys(spec).sort();
-          const current = new Map<string, BucketRef[]>();
+          const current = new Map<string, TableBucket[]>();
           currentIds.forEach((bucketId, k) => {
             const m = ids[k % n] as string;
             const ref = { tableId: 1, partitionId: partitions === 0 ? null : ((k % partitions) * 10), bucketId };

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BucketMap, BucketSet, bucketKey, normalizeBucketRef, type BucketRef } from '../../src/group/index.js';
+import { BucketMap, BucketSet, bucketKey, normalizeBucketRef, type TableBucket } from '../../src/group/index.js';
 
 // Small and huge ids, so both packed and string partition keys, bitsets, sparse sets and the
 // BucketMap's dense and sparse storage are exercised.
-const refArb: fc.Arbitrary<BucketRef> = fc
+const refArb: fc.Arbitrary<TableBucket> = fc
   .record({
     tableId: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.constant(40_000), fc.constant(2 ** 40)),
     partitionId: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 2 }), fc.constant(70_000)),
@@ -12,7 +12,7 @@ const refArb: fc.Arbitrary<BucketRef> = fc
   })
   .map((r) => normalizeBucketRef(r));
 
-const keys = (refs: Iterable<BucketRef>) => new Set([...refs].map(bucketKey));
+const keys = (refs: Iterable<TableBucket>) => new Set([...refs].map(bucketKey));
 
 describe('BucketSet and BucketMap', () => {
   it('behave like a Set / Map keyed by bucket (model test)', () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError, OffsetStoreError } from '../../src/errors/index.js';
-import { bucketKey, type BucketRef } from '../../src/group/index.js';
+import { bucketKey, type TableBucket } from '../../src/group/index.js';
 import type { Clock, Timer } from '../../src/util/index.js';
 import { ManualClock } from '../../src/util/index.js';
 import { buckets, GroupTestContext, range } from './group-test-context.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
-const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -21,7 +21,7 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Off
   throw new TypeError(`expected ${code}, but the call succeeded`);
 }
 
-function keys(refs: readonly BucketRef[]): string[] {
+function keys(refs: readonly TableBucket[]): string[] {
   return refs.map(keyOf).sort();
 }
 
@@ -563,17 +563,17 @@ describe('queries, concurrency and lifecycle', () => {
     await b.beat();
     await a.beat({ ownedBuckets: a.owned }); // a: 2 assigned, 2 pending revocation
     const all = buckets(1, range(4));
-    const v = (memberId: string, epoch: number, refs: BucketRef[]) => () => ctx.coordinator.validateMemberCommit('g', memberId, epoch, refs);
+    const v = (memberId: string, epoch: number, refs: TableBucket[]) => () => ctx.coordinator.validateMemberCommit('g', memberId, epoch, refs);
     expect(v('a', 1, all)).not.toThrow();
     expect(v('b', 2, all.slice(0, 1))).toThrow(/BUCKET_NOT_ASSIGNED/);
     expect(v('a', 0, all)).toThrow(/STALE_MEMBER_EPOCH/);
     expect(v('a', 2, all)).toThrow(/FENCED_MEMBER_EPOCH/);
     expect(v('zzz', 1, all)).toThrow(/UNKNOWN_MEMBER_ID/);
-    expect(ctx.coordinator.assignedOwner('g', all[0] as BucketRef)).toBe('a');
+    expect(ctx.coordinator.assignedOwner('g', all[0] as TableBucket)).toBe('a');
     expect(ctx.coordinator.isBucketAssigned('g', { tableId: 1, bucketId: 3 })).toBe(true);
     expect(ctx.coordinator.isBucketAssigned('g', { tableId: 1, bucketId: 4 })).toBe(false);
     await a.beat();
-    const moved = (ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 'b')?.targetAssignment ?? [])[0] as BucketRef;
+    const moved = (ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 'b')?.targetAssignment ?? [])[0] as TableBucket;
     expect(ctx.coordinator.assignedOwner('g', moved)).toBeNull(); // released, b has not picked it up
     expect(ctx.coordinator.isBucketAssigned('g', moved)).toBe(true); // but it is b's target
   });

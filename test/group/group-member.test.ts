@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { bucketKey, GroupMember, type BucketRef, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
+import { bucketKey, GroupMember, type TableBucket, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
 import { GroupTestContext } from './group-test-context.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
-const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 /** Lets every promise chain started by timers run to completion. */
 async function flush(): Promise<void> {
@@ -32,7 +32,7 @@ function harness(bucketCount = 6) {
 
 /** A service consuming its buckets: positions start at the committed offset; revocation commits. */
 class Consumer {
-  readonly positions = new Map<string, { ref: BucketRef; next: number }>();
+  readonly positions = new Map<string, { ref: TableBucket; next: number }>();
   readonly consumed: Array<[string, number]> = [];
   member!: GroupMember;
   readonly events: string[] = [];

@@ -21,12 +21,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError, OffsetStoreError } from '../../src/errors/index.js';
-import { bucketKey, GroupStateMachine, type BucketRef } from '../../src/group/index.js';
+import { bucketKey, GroupStateMachine, type TableBucket } from '../../src/group/index.js';
 import { snapshotToRecords } from '../../src/group/group-snapshot.js';
 import { GroupTestContext, type SimMember } from './group-test-context.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
-const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 type Action =
   | { t: 'join' }

@@ -10,7 +10,7 @@ import {
   bucketKey,
   GroupCoordinator,
   GroupStateMachine,
-  type BucketRef,
+  type TableBucket,
   type GroupCoordinatorOptions,
   type GroupRecord,
   type GroupSnapshot,
@@ -22,7 +22,7 @@ import {
 import { ManualClock, type Clock } from '../../src/util/index.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
-const keyOf = (ref: BucketRef): string => String(bucketKey(ref));
+const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 const packr = new Packr({ useRecords: false });
 
@@ -150,9 +150,9 @@ export class GroupTestContext {
 export class SimMember {
   memberId: string | undefined;
   epoch = 0;
-  owned: BucketRef[] = [];
+  owned: TableBucket[] = [];
   /** Buckets a slow member still holds although its last assignment revoked them. */
-  releasing: BucketRef[] = [];
+  releasing: TableBucket[] = [];
   /** When set, revoked buckets are released only by finishRevocation(). */
   slowRevoke = false;
   readonly #ctx: GroupTestContext;
@@ -232,7 +232,7 @@ export class SimMember {
 }
 
 /** Buckets 0..count-1 of a non-partitioned table. */
-export function buckets(tableId: number, ids: number[]): BucketRef[] {
+export function buckets(tableId: number, ids: number[]): TableBucket[] {
   return ids.map((bucketId) => ({ tableId, partitionId: null, bucketId }));
 }
 

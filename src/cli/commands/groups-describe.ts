@@ -2,8 +2,8 @@
  * `offset-store groups describe <groupId>`: state, epochs, members with their assignment, and one
  * row per bucket the group has committed or assigned; with `--log-end`, log-end offsets and lag.
  */
-import type { BucketReport, GroupReport, TableBucket } from '../../admin/index.js';
-import { formatBucketKey } from '../../admin/index.js';
+import type { BucketReport, GroupReport } from '../../admin/index.js';
+import { bucketKey, type TableBucket } from '../../model/index.js';
 import { EXIT, groupIdArgument, readOffsetsDocument, stringOption, type Command } from '../command.js';
 import { cell, formatDuration, formatTimestamp, type Column, type Output } from '../output.js';
 import { withAdmin } from './with-admin.js';
@@ -42,7 +42,7 @@ export const groupsDescribe: Command = {
 };
 
 function bucketList(buckets: readonly TableBucket[]): string {
-  return buckets.length === 0 ? '-' : buckets.map(formatBucketKey).join(' ');
+  return buckets.length === 0 ? '-' : buckets.map(bucketKey).join(' ');
 }
 
 function printReport(output: Output, report: GroupReport, withLag: boolean): void {

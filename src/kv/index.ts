@@ -1,5 +1,6 @@
 export { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 export { CheckpointStore, type CheckpointInfo, type LoadedCheckpoint } from './checkpoint-store.js';
+export { checkLmdbTrees, lmdbFileChecksum, readLmdbMeta, type LmdbMeta, type LmdbTree } from './lmdb-file.js';
 export { OffsetsTable, type CheckpointRun, type OffsetsTableOptions, type OffsetsTableRecovery } from './offsets-table.js';
 export { OffsetsTableState, fetchFromGroup, type BucketKey } from './offsets-table-state.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOffsetsPort, type ScannerOptions } from './scanner-offsets.js';

@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import { Log, type LogOptions, type LogRecoveryReport } from '../log/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
@@ -55,7 +55,17 @@ export class OffsetsTable {
     const startedMs = performance.now();
     const checkpointDir = path.join(options.log.dir, 'checkpoint');
     const hasCheckpoints = (await options.log.fs.readdir(checkpointDir)).length > 0;
-    const checkpoints = options.useCheckpoints || hasCheckpoints ? CheckpointStore.open(checkpointDir) : undefined;
+    let checkpoints: CheckpointStore | undefined;
+    let damaged = false;
+    if (options.useCheckpoints || hasCheckpoints) {
+      try {
+        checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
+      } catch (error) {
+        if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
+        options.onWarning(`${checkpointDir}: ignoring every checkpoint: ${error.message}`);
+        damaged = true;
+      }
+    }
     try {
       const candidates = checkpoints?.list() ?? [];
       for (const candidate of [...candidates, undefined]) {
@@ -78,9 +88,19 @@ export class OffsetsTable {
           options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`);
           continue;
         }
-        if (candidate === undefined && candidates.length > 0 && report.firstLogOffset > 0) {
+        if (candidate === undefined && (candidates.length > 0 || damaged) && report.firstLogOffset > 0) {
           await log.close();
           throw new OffsetStoreError('CORRUPT_MESSAGE', `${checkpointDir}: no usable checkpoint, and the log before log offset ${report.firstLogOffset} was already deleted in favour of one`);
+        }
+        if (damaged) {
+          // The whole log recovered the state: start a new environment in place of the damaged one.
+          try {
+            await CheckpointStore.setAside(options.log.fs, checkpointDir);
+            if (options.useCheckpoints) checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
+          } catch (error) {
+            await log.close();
+            throw error;
+          }
         }
         const recovery: OffsetsTableRecovery = { ...report, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
         return { table: new OffsetsTable(log, state, checkpoints), report: recovery };

@@ -22,8 +22,8 @@
  * LMDB maps `data.mdb` and trusts it: a truncated or overwritten file crashes the process (SIGBUS,
  * SIGSEGV) rather than failing a read. So `open` checks the file through the FileSystem port before
  * LMDB maps it, and refuses a damaged one with CORRUPT_MESSAGE (the caller then recovers without
- * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its checksum and txnid,
- * stored durably next to it), which the next open checks it against.
+ * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
+ * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  */
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';

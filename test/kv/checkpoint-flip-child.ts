@@ -1,5 +1,5 @@
 /**
- * Child of checkpoint-damage.test.ts: flips one byte at a time in the tree pages of an unsealed copy
+ * Child of checkpoint-damage.test.ts: flips one byte at a time in the pages LMDB reads of an unsealed copy
  * of a checkpointed store and opens each copy, in this one process. argv: base store dir, work dir,
  * seed, flip count, and the history (seed, steps, groups, buckets per table) the base store holds.
  * Prints one line per flip, written synchronously before the open, so that if LMDB crashes on a flip
@@ -20,12 +20,17 @@ const random = seededRandom(Number(seed));
 const model = modelOf(generateHistory(Number(historySeed), Number(steps), Number(groups), Number(bucketsPerTable)));
 const original = readFileSync(path.join(baseDir!, CHECKPOINT, 'data.mdb'));
 
-/** The bytes of a page that LMDB reads: a meta page's header and meta; a tree page's header, pointers and nodes. */
+/**
+ * The bytes of a page that LMDB interprets: a meta page's header and meta; a tree page's header,
+ * pointers and nodes; the header of an overflow run's first page.
+ */
 function usedRanges(page: number): [number, number][] {
   const start = page * PAGE_BYTES;
   const flags = original.readUInt16LE(start + 18);
   if (flags & 0x08) return [[start, start + 24 + 168]];
-  if (flags & 0x03 && original.readBigUInt64LE(start) === BigInt(page)) {
+  if (original.readBigUInt64LE(start) !== BigInt(page)) return [];
+  if (flags & 0x04) return [[start, start + 24]];
+  if (flags & 0x03) {
     const lower = original.readUInt16LE(start + 20);
     const upper = original.readUInt16LE(start + 22);
     return [[start, start + 24 + lower], [start + 24 + upper, start + PAGE_BYTES]];

@@ -1,11 +1,12 @@
 /**
  * The seal of a checkpoint environment. Every file here is sound for LMDB to map (the damage cases,
  * which could crash the process, run in child processes in checkpoint-damage.test.ts): a checkpoint
- * write seals `data.mdb`; a file sealed as it is opens after one checksum; a file not sealed as it is
- * (the seal write failed, the seal is missing or damaged) is checked page by page, restored, and
- * sealed again.
+ * write seals `data.mdb`; a file sealed as it is opens once its pages pass their checks and their
+ * checksum matches the seal, even after a crash left a commit's pages (but not its meta) behind; a
+ * file not sealed as it is (the seal write failed, the seal is missing or damaged) is checked page by
+ * page, restored, and sealed again.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum } from '../../src/codec/index.js';
@@ -36,7 +37,7 @@ async function lmdbTxnid(dir: string): Promise<number> {
 }
 
 describe('checkpoint seal', () => {
-  it('seals data.mdb after each checkpoint write, so the next open checks the file with one checksum', async () => {
+  it('seals data.mdb after each checkpoint write, and the next open finds it sealed', async () => {
     const dir = tempDir();
     const history = generateHistory(3, 200, 8, 40);
     const store = await OffsetStore.open(options(dir));
@@ -48,6 +49,23 @@ describe('checkpoint seal', () => {
     await store.close();
     expect(await readSeal(fs, checkpointDir(dir))).toMatchObject({ txnid: await lmdbTxnid(dir) });
     expect(await inspectCheckpointFile(fs, checkpointDir(dir))).toBe('sealed');
+  });
+
+  it('still finds a file sealed when a crash in an LMDB commit left new pages but no new meta (free pages are not sealed)', async () => {
+    const dir = tempDir();
+    const history = generateHistory(6, 200, 8, 40);
+    const store = await OffsetStore.open(options(dir));
+    await applyHistory(store, history);
+    await store.close();
+    // LMDB writes a commit's pages, then its meta page: a crash in between leaves pages no meta points to.
+    appendFileSync(path.join(checkpointDir(dir), 'data.mdb'), Buffer.alloc(2 * 4096, 0x5a));
+    expect(await inspectCheckpointFile(fs, checkpointDir(dir))).toBe('sealed');
+    const warnings: string[] = [];
+    const reopened = await OffsetStore.open(options(dir, warnings));
+    expect(warnings).toEqual([]);
+    expect(reopened.recoveryReports()[0]!.batchesReplayed).toBe(0);
+    expect(await stateOf(reopened)).toEqual(modelOf(history));
+    await reopened.close();
   });
 
   it('restores a checkpoint whose seal write failed (as after a crash between the LMDB commit and the seal), after checking it page by page, and seals it again', async () => {

@@ -20,7 +20,7 @@
  *    page whose header names the run (its number, the overflow flag, the page count LMDB reads back
  *    when it frees the run).
  * Tree pages are read a batch at a time, concurrently; overflow runs after the walk, in page order,
- * with nearby run heads read together, so the reads stay few and mostly sequential.
+ * with nearby run heads read together and a few reads in flight, so the reads stay few and large.
  *
  * The checksum is the sum (mod 2^32) of the xxh32 of: the bytes LMDB reads of each meta page; each
  * branch and leaf page; and all of each free-page tree overflow run (the page lists LMDB allocates
@@ -48,6 +48,8 @@ const F_DUPDATA = 0x04;
 const TREE_READ_BATCH_PAGES = 64;
 /** Largest single read of overflow runs: run heads this close together are read in one go. */
 const RUN_READ_BYTES_MAX = 1 << 20;
+/** Reads of overflow runs in flight at once (a RUN_READ_BYTES_MAX buffer each). */
+const RUN_READS_IN_FLIGHT = 4;
 
 /** What `checkLmdbTrees` found. */
 export interface LmdbTreeCheck {
@@ -155,8 +157,7 @@ class TreeWalk {
 
   /**
    * Checks each overflow run's header (and hashes all of a free-page tree run), in page order: run
-   * heads less than RUN_READ_BYTES_MAX apart are read in one go, and the next read is in flight while
-   * the current one is checked.
+   * heads less than RUN_READ_BYTES_MAX apart are read in one go, RUN_READS_IN_FLIGHT reads at a time.
    */
   async checkOverflowRuns(): Promise<void> {
     const runs = this.#runs.sort((a, b) => a.first - b.first);
@@ -170,20 +171,21 @@ class TreeWalk {
       reads.push({ start, pages, runs: runs.slice(i, end) });
       i = end;
     }
-    const buffers = [Buffer.allocUnsafe(pagesMax * this.#pageBytes), Buffer.allocUnsafe(pagesMax * this.#pageBytes)];
+    const inFlight = Math.min(RUN_READS_IN_FLIGHT, reads.length);
+    const buffers = Array.from({ length: inFlight }, () => Buffer.allocUnsafe(pagesMax * this.#pageBytes));
     const readAt = (r: number): Promise<number> => {
-      const reading = readFully(this.#file, buffers[r % 2]!, reads[r]!.pages * this.#pageBytes, reads[r]!.start * this.#pageBytes);
+      const reading = readFully(this.#file, buffers[r % inFlight]!, reads[r]!.pages * this.#pageBytes, reads[r]!.start * this.#pageBytes);
       reading.catch(() => undefined); // awaited below; this only keeps a read abandoned by a throw from being unhandled
       return reading;
     };
-    let reading = reads.length > 0 ? readAt(0) : undefined;
+    const readings = Array.from({ length: inFlight }, (_, r) => readAt(r));
     for (let r = 0; r < reads.length; r++) {
       const { start, pages, runs: inRead } = reads[r]!;
-      const buffer = buffers[r % 2]!;
-      if ((await reading!) < pages * this.#pageBytes) throw this.#damage(`overflow pages from ${start} cut short`);
-      reading = r + 1 < reads.length ? readAt(r + 1) : undefined;
+      const buffer = buffers[r % inFlight]!;
+      if ((await readings[r]!) < pages * this.#pageBytes) throw this.#damage(`overflow pages from ${start} cut short`);
       for (const run of inRead) this.#checkRunHead(buffer, (run.first - start) * this.#pageBytes, run);
       if (inRead[0]!.whole) await this.#hashWholeRun(inRead[0]!, buffer, pages);
+      if (r + inFlight < reads.length) readings.push(readAt(r + inFlight));
     }
   }
 

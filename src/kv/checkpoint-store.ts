@@ -18,9 +18,18 @@
  * promise resolves; the two newest checkpoints are kept, so when the newest is unreadable the
  * previous one plus the log tail still recover the state (segments are deleted only below it).
  * The LMDB write itself runs on lmdb-js's own writer thread, off the main thread.
+ *
+ * LMDB maps `data.mdb` and trusts it: a truncated or overwritten file crashes the process (SIGBUS,
+ * SIGSEGV) rather than failing a read. So `open` checks the file through the FileSystem port before
+ * LMDB maps it, and refuses a damaged one with CORRUPT_MESSAGE (the caller then recovers without
+ * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
+ * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  */
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
+import type { FileSystem } from '../io/index.js';
+import { assert } from '../util/index.js';
+import { inspectCheckpointFile, sealCheckpointFile, setAsideCheckpointFile } from './checkpoint-seal.js';
 import { GroupOffsets } from './group-offsets.js';
 import type { OffsetsTableState } from './offsets-table-state.js';
 
@@ -91,17 +100,45 @@ function entryChecksum(groupId: string, value: Uint8Array): number {
 /** The checkpoints of one offsets-bucket. */
 export class CheckpointStore {
   readonly path: string;
+  readonly #fs: FileSystem;
   readonly #db: RootDatabase<Buffer, (string | number)[]>;
+  #writing = false;
 
-  private constructor(path: string, db: RootDatabase<Buffer, (string | number)[]>) {
+  private constructor(fs: FileSystem, path: string, db: RootDatabase<Buffer, (string | number)[]>) {
+    this.#fs = fs;
     this.path = path;
     this.#db = db;
   }
 
-  /** Opens (creating, unless `readOnly`) the LMDB environment at `path`. */
-  static open(path: string, options: { readOnly?: boolean } = {}): CheckpointStore {
-    const db = open<Buffer, (string | number)[]>({ path, encoding: 'binary', overlappingSync: false, mapSize: 2 ** 34, readOnly: options.readOnly === true });
-    return new CheckpointStore(path, db);
+  /**
+   * Opens (creating, unless `readOnly`) the LMDB environment at `path`, after checking its data file
+   * through `fs` without mapping it: a damaged one is refused with OffsetStoreError('CORRUPT_MESSAGE')
+   * saying which file, its size and which check failed. A file that was not sealed as it is now (a
+   * new environment, a crash before the seal, a store written before seals) is sealed once opened,
+   * unless `readOnly` (`log verify` writes nothing).
+   */
+  static async open(fs: FileSystem, path: string, options: { readOnly?: boolean } = {}): Promise<CheckpointStore> {
+    const readOnly = options.readOnly === true;
+    const state = await inspectCheckpointFile(fs, path);
+    const db = open<Buffer, (string | number)[]>({ path, encoding: 'binary', overlappingSync: false, mapSize: 2 ** 34, readOnly });
+    const store = new CheckpointStore(fs, path, db);
+    if (state !== 'sealed' && !readOnly) {
+      try {
+        await sealCheckpointFile(fs, path);
+      } catch (error) {
+        await db.close();
+        throw error;
+      }
+    }
+    return store;
+  }
+
+  /**
+   * Moves the damaged data file of the environment at `path` aside (to `data.mdb.damaged`) so that
+   * the next `open` starts an empty environment; for when recovery no longer needs its checkpoints.
+   */
+  static setAside(fs: FileSystem, path: string): Promise<void> {
+    return setAsideCheckpointFile(fs, path);
   }
 
   /** Every checkpoint's meta, newest first (unparseable metas are skipped). */
@@ -146,10 +183,21 @@ export class CheckpointStore {
 
   /**
    * Writes the state's image as of `logOffset` (= state.appliedLogOffset + 1) in one durable
-   * transaction, then drops all but the two newest checkpoints. Returns the new checkpoint's meta.
-   * The image is taken synchronously, so later commits cannot leak into it.
+   * transaction, then drops all but the two newest checkpoints, then seals the data file. Returns
+   * the new checkpoint's meta. The image is taken synchronously, so later commits cannot leak into
+   * it. One write at a time (the seal reads a file LMDB must not be writing).
    */
   async write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
+    assert(!this.#writing, `${this.path}: one checkpoint write at a time`);
+    this.#writing = true;
+    try {
+      return await this.#write(state, logOffset, createdAtMs);
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  async #write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const X = logOffset;
     const puts: [(string | number)[], Buffer][] = [];
     let checksum = 0;
@@ -188,6 +236,7 @@ export class CheckpointStore {
       });
       await this.#db.flushed;
     }
+    await sealCheckpointFile(this.#fs, this.path);
     return { info, bytesWritten };
   }
 

@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import { Log, inspectLog, type BatchVisitor, type LogInspection, type LogOptions, type LogRecoveryReport } from '../log/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
@@ -63,7 +63,17 @@ export class OffsetsTable {
   static async open(options: OffsetsTableOptions): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
     const startedMs = performance.now();
     const checkpointDir = path.join(options.log.dir, 'checkpoint');
-    const checkpoints = options.useCheckpoints ? CheckpointStore.open(checkpointDir) : undefined;
+    let checkpoints: CheckpointStore | undefined;
+    let damaged = false;
+    if (options.useCheckpoints) {
+      try {
+        checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
+      } catch (error) {
+        if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
+        options.onWarning(`${checkpointDir}: ignoring every checkpoint: ${error.message}`);
+        damaged = true;
+      }
+    }
     try {
       const candidates = checkpoints?.list() ?? [];
       for (const candidate of [...candidates, undefined]) {
@@ -88,6 +98,17 @@ export class OffsetsTable {
           options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`);
           continue;
         }
+        if (damaged) {
+          // The whole log recovered the state (Log.open refused it otherwise: it must start at the
+          // log start): start a new environment in place of the damaged one.
+          try {
+            await CheckpointStore.setAside(options.log.fs, checkpointDir);
+            checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
+          } catch (error) {
+            await log.close();
+            throw error;
+          }
+        }
         const recovery: OffsetsTableRecovery = { ...report, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
         return { table: new OffsetsTable(log, state, checkpoints), report: recovery };
       }
@@ -106,7 +127,12 @@ export class OffsetsTable {
   static async inspect(options: OffsetsTableOptions, newVisitor?: () => BatchVisitor): Promise<{ inspection: LogInspection; checkpointLogOffset: number | undefined }> {
     const checkpointDir = path.join(options.log.dir, 'checkpoint');
     const hasEnvironment = options.useCheckpoints && (await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null;
-    const checkpoints = hasEnvironment ? CheckpointStore.open(checkpointDir, { readOnly: true }) : undefined;
+    let checkpoints: CheckpointStore | undefined;
+    try {
+      checkpoints = hasEnvironment ? await CheckpointStore.open(options.log.fs, checkpointDir, { readOnly: true }) : undefined;
+    } catch (error) {
+      if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error; // a damaged environment: as open, the log alone
+    }
     try {
       for (const candidate of [...(checkpoints?.list() ?? []), undefined]) {
         if (candidate !== undefined) {
@@ -207,7 +233,7 @@ export class OffsetsTable {
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
     await this.log.fs.removeTree(dir);
-    this.#checkpoints = CheckpointStore.open(dir);
+    this.#checkpoints = await CheckpointStore.open(this.log.fs, dir);
     await this.#writeCheckpoint(nowMs);
   }
 

@@ -1,13 +1,14 @@
 /**
- * OffsetStore, the composition root: it opens the manifest, the lock and one offsets table per
- * offsets-bucket, wires the group coordinators, compaction and retention to them, and is the public
- * edge where every request is validated before anything is written.
+ * OffsetStore, the composition root and the public edge. It takes the lock, reads (or creates) the
+ * manifest, loads one OffsetsBucket per offsets-bucket (src/shard: each owns its log, offsets table
+ * and group coordinator, and holds the rules of requests on its groups), runs compaction and
+ * retention over them, and routes each request to its group's bucket (`bucketFor`) after validating
+ * it completely: nothing reaches a bucket, let alone the disk, unless the whole request is valid.
  *
  * Lifecycle: the constructor does no I/O; `open()` recovers every offsets-bucket (a few at a time);
- * `close()` stops timers, scanners and workers, flushes the logs and releases the lock. After close
- * every call rejects with STORE_CLOSED.
+ * `close()` stops timers, scanners and workers, unloads every bucket (flushing its log), records
+ * where each log ended and releases the lock. After close every call rejects with STORE_CLOSED.
  */
-import * as path from 'node:path';
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
@@ -15,16 +16,16 @@ import { CompactionWorkerPool, Compactor, InProcessCleanRunner, type CompactionR
 import { NodeFileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
-  OffsetsTable, ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets,
-  type OffsetsTableRecovery, type ScannerOptions,
+  ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets, type OffsetsTableRecovery,
+  type ScannerOptions,
 } from './kv/index.js';
 import {
-  GroupCoordinator, GroupMember, normalizeTableLayout, type GroupDescription as CoordinatorGroupDescription, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember, type TableLayout, type TableLayoutInput,
+  GroupMember, normalizeTableLayout, type HeartbeatRequest, type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest,
+  type RemovedMember, type TableLayout, type TableLayoutInput,
 } from './group/index.js';
+import { OffsetsBucket } from './shard/index.js';
 import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
-import { expireOffsets, writeTombstones } from './store-retention.js';
 import {
   DEFAULTS, resolveOptions, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
   type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
@@ -44,10 +45,9 @@ interface BucketSlot {
   readonly dir: string;
   /** What the manifest recorded of its log when the store was opened. */
   readonly record: BucketLogRecord;
-  table: OffsetsTable | undefined;
-  coordinator: GroupCoordinator | undefined;
+  /** The loaded bucket; undefined while it recovers, or when it failed to (`loadError`). */
+  bucket: OffsetsBucket | undefined;
   loadError: unknown;
-  report: OffsetsTableRecovery | undefined;
 }
 
 /** The embedded, durable consumer-offset store. */
@@ -114,7 +114,7 @@ export class OffsetStore {
       for (let i = 0; i < manifest.bucketCount; i++) {
         const bucketDir = bucketDirPath(dir, manifest.bucketCount, i);
         this.#slots.push({
-          index: i, dir: bucketDir, record: manifest.buckets[i]!, table: undefined, coordinator: undefined, report: undefined,
+          index: i, dir: bucketDir, record: manifest.buckets[i]!, bucket: undefined,
           loadError: missing.has(i) ? new OffsetStoreError('CORRUPT_MESSAGE', `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`) : undefined,
         });
       }
@@ -147,7 +147,7 @@ export class OffsetStore {
    * warning, not an error: the caller needs the error that failed the open, not one that followed.
    */
   async #abandonOpen(): Promise<void> {
-    const steps: [string, () => Promise<void>][] = [['closing its offsets-buckets', () => this.#closeTables()], ['releasing the lock', () => this.#lock!.release()]];
+    const steps: [string, () => Promise<void>][] = [['closing its offsets-buckets', () => this.#unloadBuckets()], ['releasing the lock', () => this.#lock!.release()]];
     for (const [what, step] of steps) {
       try {
         await step();
@@ -167,16 +167,7 @@ export class OffsetStore {
       minDirtyRatio: compaction.minDirtyRatio, logBytesMax: compaction.logBytesMax, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
       batchBytesMax: LOG_DEFAULTS.batchBytesMax,
       onError: (error, bucket) => this.#options.onWarning(`compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`),
-    }, this.#slots.map((slot) => ({
-      bucket: slot.index,
-      get log() { return slot.table!.log; },
-      liveBytesEstimate: () => slot.table!.state.liveOffsetCount * slot.table!.state.recordBytesAverage,
-      checkpoint: async () => {
-        const run = await slot.table!.checkpoint(clock.nowMs());
-        return { segmentBytesDeleted: run.segmentBytesDeleted, checkpointLogOffset: run.info?.logOffset, bytesWritten: run.bytesWritten };
-      },
-      batchesSinceCheckpoint: () => slot.table!.batchesSinceCheckpoint,
-    })));
+    }, this.#slots.map((slot) => slot.bucket!.compactionTarget()));
     if (compaction.background) this.#compactor.start();
   }
 
@@ -210,7 +201,7 @@ export class OffsetStore {
     await this.#recovery;
     if (strategy === this.#strategy) return;
     const { clock } = this.#options;
-    const tables = this.#slots.map((slot) => slot.table!);
+    const tables = this.#slots.map((slot) => slot.bucket!.table);
     await this.#compactor?.close();
     try {
       if (strategy === 'checkpoint') {
@@ -239,27 +230,11 @@ export class OffsetStore {
         const slot = this.#slots[next++]!;
         if (slot.loadError !== undefined) continue;
         try {
-          const { table, report } = await OffsetsTable.open({
-            log: this.#logOptions(slot.dir),
-            useCheckpoints: this.#strategy === 'checkpoint',
-            logStart: slot.record.logStart,
-            knownEnd: { logOffset: slot.record.logEnd, exact: slot.record.endExact },
-            onWarning: this.#options.onWarning,
+          slot.bucket = await OffsetsBucket.load({
+            index: slot.index, log: this.#logOptions(slot.dir), useCheckpoints: this.#strategy === 'checkpoint', record: slot.record,
+            clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
+            onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
           });
-          try {
-            slot.coordinator = this.#openCoordinator(table);
-          } catch (error) {
-            // Not yet in the slot, where a failed open would close it. The caller needs `error`, not a close failure.
-            await table.close().catch((closeError: unknown) => this.#options.onWarning(`offsets-bucket ${slot.index}: closing it after it failed to open failed too: ${(closeError as Error).message}`));
-            throw error;
-          }
-          table.state.onGroupDropped = (groupId) => this.#fetchCache.delete(groupId);
-          slot.table = table;
-          slot.report = report;
-          if (report.tornTail !== undefined) {
-            const { file, position, reason } = report.tornTail;
-            this.#options.onWarning(`offsets-bucket ${slot.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`);
-          }
         } catch (error) {
           // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
           slot.loadError = error;
@@ -269,21 +244,6 @@ export class OffsetStore {
     await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
     if (failed !== undefined) throw openFailure(failed.loadError, `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`, this.#slots.length);
-  }
-
-  /** The group coordinator of a recovered offsets table, loaded from the table's latest snapshots. */
-  #openCoordinator(table: OffsetsTable): GroupCoordinator {
-    const { clock, group } = this.#options;
-    const coordinator = new GroupCoordinator({
-      writer: { writeSnapshot: async (groupId, snapshot) => { await table.writeSnapshot(groupId, snapshot, clock.nowMs()); } },
-      clock,
-      ...group,
-      onBackgroundError: (error, groupId) => this.#options.onWarning(`group ${groupId}: ${(error as Error).message}`),
-    });
-    for (const [tableId, layout] of this.#layouts) coordinator.setTableLayout(tableId, layout);
-    for (const [groupId, snapshot] of table.state.snapshots()) coordinator.loadSnapshot(groupId, snapshot as GroupSnapshot);
-    coordinator.onLoadComplete();
-    return coordinator;
   }
 
   #logOptions(dir: string) {
@@ -320,24 +280,17 @@ export class OffsetStore {
 
   /** Recovery reports per offsets-bucket (undefined while loading). */
   recoveryReports(): (OffsetsTableRecovery | undefined)[] {
-    return this.#slots.map((s) => s.report);
+    return this.#slots.map((s) => s.bucket?.report);
   }
 
   #checkOpen(): void {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
   }
 
-  #table(groupId: string): OffsetsTable {
-    return this.#slot(groupId).table!;
-  }
-
-  #coordinator(groupId: string): GroupCoordinator {
-    return this.#slot(groupId).coordinator!;
-  }
-
-  #slot(groupId: string): BucketSlot {
+  /** The loaded offsets-bucket of a group (COORDINATOR_LOAD_IN_PROGRESS while it recovers; its load error if that failed). */
+  #bucket(groupId: string): OffsetsBucket {
     const slot = this.#slots[this.bucketFor(groupId)]!;
-    if (slot.table !== undefined) return slot;
+    if (slot.bucket !== undefined) return slot.bucket;
     if (slot.loadError !== undefined) {
       // Not retriable: the bucket will not load until its files are repaired (e.g. CORRUPT_MESSAGE).
       const { code } = slot.loadError instanceof OffsetStoreError ? slot.loadError : { code: 'LOG_STORAGE_ERROR' as const };
@@ -355,13 +308,7 @@ export class OffsetStore {
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
     const member = normalizeCommitOptions(options);
-    const { table, coordinator } = this.#slot(groupId);
-    if (member !== null) {
-      coordinator!.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
-    } else if (coordinator!.hasMembers(groupId)) {
-      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member's memberId and memberEpoch`);
-    }
-    await table!.writeOffsets(groupId, specs, this.#options.clock.nowMs());
+    await this.#bucket(groupId).commit(groupId, specs, member);
   }
 
   /**
@@ -382,14 +329,10 @@ export class OffsetStore {
         }
       }
       validateGroupId(groupId);
-      const state = this.#table(groupId).state;
-      if (buckets === undefined) {
-        if (requireStable && state.hasPending(groupId)) throw unstable(groupId, 'a bucket');
-        return Promise.resolve(state.groupValues(groupId));
-      }
-      if (!Array.isArray(buckets)) throw new TypeError('buckets must be an array');
-      if (requireStable) return Promise.resolve(state.fetch(groupId, buckets, true));
-      const group = state.group(groupId);
+      const bucket = this.#bucket(groupId);
+      if (buckets !== undefined && !Array.isArray(buckets)) throw new TypeError('buckets must be an array');
+      if (buckets === undefined || requireStable) return Promise.resolve(bucket.fetch(groupId, buckets, requireStable));
+      const group = bucket.group(groupId);
       if (group !== undefined) setBounded(this.#fetchCache, groupId, group);
       return Promise.resolve(fetchFromGroup(groupId, group, buckets));
     } catch (error) {
@@ -402,13 +345,11 @@ export class OffsetStore {
     this.#checkOpen();
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
-      const { table, coordinator } = slot;
-      if (table === undefined || coordinator === undefined) {
+      if (slot.bucket === undefined) {
         // A partial listing would hide groups; the caller retries once recovery is done.
         throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} is still recovering; listGroups needs all of them`);
       }
-      const groupIds = new Set([...table.state.groupIds(), ...coordinator.groupIds()]);
-      for (const groupId of groupIds) listings.push({ groupId, state: coordinator.groupState(groupId) ?? 'Empty', offsetsBucket: slot.index });
+      for (const { groupId, state } of slot.bucket.listGroups()) listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index });
     }
     return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
   }
@@ -417,10 +358,7 @@ export class OffsetStore {
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const { table, coordinator } = this.#slot(groupId);
-    const offsets = table!.state.groupValues(groupId);
-    const membership: CoordinatorGroupDescription | null = coordinator!.describe(groupId);
-    if (offsets.length === 0 && membership === null) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    const { membership, offsets } = this.#bucket(groupId).describe(groupId);
     return {
       groupId,
       offsetsBucket: this.bucketFor(groupId),
@@ -438,16 +376,7 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
-    const { table, coordinator } = this.#slot(groupId);
-    this.#requireNoMembers(coordinator!, groupId, 'reset its offsets');
-    await table!.writeOffsets(groupId, specs, this.#options.clock.nowMs());
-  }
-
-  #requireNoMembers(coordinator: GroupCoordinator, groupId: string, action: string): void {
-    if (coordinator.hasMembers(groupId)) {
-      const members = coordinator.describe(groupId)?.members.length ?? 0;
-      throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot ${action}: group ${groupId} has ${members} member(s)`);
-    }
+    await this.#bucket(groupId).reset(groupId, specs);
   }
 
   /** Deletes committed offsets of some buckets (tombstones); refuses buckets assigned to a member. */
@@ -455,34 +384,14 @@ export class OffsetStore {
     this.#checkOpen();
     validateGroupId(groupId);
     const refs = normalizeBuckets(buckets, 'buckets', true);
-    const { table: t, coordinator } = this.#slot(groupId);
-    const table = t!;
-    if (table.state.group(groupId) === undefined && coordinator!.groupState(groupId) === null) {
-      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
-    }
-    for (const b of refs) {
-      if (coordinator!.isBucketAssigned(groupId, b)) {
-        throw new OffsetStoreError('GROUP_SUBSCRIBED_TO_BUCKET', `bucket ${b.tableId}:${b.partitionId ?? ''}:${b.bucketId} of group ${groupId} is assigned to a member`);
-      }
-    }
-    // A bucket with a commit in flight is deleted too: the tombstone is ordered after that commit.
-    const present = refs.filter((b) => table.state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null || table.state.isPending(groupId, b.tableId, b.partitionId, b.bucketId));
-    if (present.length === 0) return;
-    await writeTombstones(table, groupId, present, this.#options.clock.nowMs());
+    await this.#bucket(groupId).deleteOffsets(groupId, refs);
   }
 
   /** Deletes a group without members: all its offsets; it disappears from listGroups. */
   async deleteGroup(groupId: string): Promise<void> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const { table, coordinator } = this.#slot(groupId);
-    // Commits in flight are deleted too: the tombstones are ordered after them.
-    const keys = table!.state.committedOrPendingKeys(groupId);
-    const known = coordinator!.groupState(groupId) !== null;
-    if (keys.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
-    this.#requireNoMembers(coordinator!, groupId, 'delete it');
-    if (keys.length > 0) await writeTombstones(table!, groupId, keys, this.#options.clock.nowMs());
-    if (known) await coordinator!.deleteGroup(groupId);
+    await this.#bucket(groupId).deleteGroup(groupId);
   }
 
   /**
@@ -498,11 +407,7 @@ export class OffsetStore {
   async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const { table, coordinator } = this.#slot(groupId);
-    if (table!.state.group(groupId) === undefined && coordinator!.groupState(groupId) === null) {
-      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
-    }
-    return coordinator!.removeMembers(groupId, request);
+    return this.#bucket(groupId).removeMembers(groupId, request);
   }
 
   /**
@@ -512,7 +417,7 @@ export class OffsetStore {
   async heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
     this.#checkOpen();
     validateGroupId(groupId);
-    return this.#coordinator(groupId).heartbeat(groupId, request);
+    return this.#bucket(groupId).heartbeat(groupId, request);
   }
 
   /**
@@ -524,7 +429,7 @@ export class OffsetStore {
     this.#checkOpen();
     // Read once: every coordinator, and those still loading later, get the same checked copy.
     const normalized = normalizeTableLayout(tableId, layout);
-    for (const slot of this.#slots) slot.coordinator?.setTableLayout(tableId, normalized);
+    for (const slot of this.#slots) slot.bucket?.coordinator.setTableLayout(tableId, normalized);
     this.#layouts.set(tableId, normalized);
   }
 
@@ -560,16 +465,11 @@ export class OffsetStore {
   async stats(): Promise<StoreStats> {
     this.#checkOpen();
     const buckets = this.#slots.map((slot): BucketStats => {
-      const table = slot.table;
-      if (table === undefined) {
+      const bucket = slot.bucket;
+      if (bucket === undefined) {
         return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
       }
-      let groups = 0;
-      for (const _ of table.state.groupIds()) groups++;
-      return {
-        bucket: slot.index, state: 'ready', logBytes: table.log.sizeBytes, segmentCount: table.log.segments().length,
-        nextLogOffset: table.log.nextOffset, liveOffsets: table.state.liveOffsetCount, groups, checkpoint: table.latestCheckpoint(),
-      };
+      return { bucket: slot.index, state: 'ready', ...bucket.figures(), checkpoint: bucket.table.latestCheckpoint() };
     });
     const totals = { logBytes: 0, segmentCount: 0, liveOffsets: 0, groups: 0 };
     for (const b of buckets) {
@@ -591,9 +491,10 @@ export class OffsetStore {
     });
   }
 
-  /** Retention pass over every recovered offsets-bucket (store-retention.ts). */
-  #expireOffsets(): Promise<void> {
-    return expireOffsets(this.#slots, this.#options.offsetsRetentionMs, this.#options.clock.nowMs(), () => this.#closed);
+  /** One retention pass over every recovered offsets-bucket (OffsetsBucket.expire). */
+  async #expireOffsets(): Promise<void> {
+    const nowMs = this.#options.clock.nowMs();
+    await Promise.allSettled(this.#slots.map((slot) => slot.bucket?.expire(this.#options.offsetsRetentionMs, nowMs)));
   }
 
   /** Closes scanners (committing what moved), stops timers, flushes every log, releases the lock. */
@@ -606,13 +507,13 @@ export class OffsetStore {
     const scannerResults = await Promise.allSettled([...this.#scanners].map((s) => s.close()));
     for (const member of this.#members) member.stop();
     this.#closed = true;
-    for (const slot of this.#slots) slot.coordinator?.close();
+    for (const slot of this.#slots) slot.bucket?.stopTimers();
     this.#retentionTimer?.cancel();
     await this.#retentionRun;
     await this.#compactor?.close();
     await this.#recovery.catch(() => {});
     try {
-      await this.#closeTables(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
+      await this.#unloadBuckets(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
       await this.#recordLogEnds();
     } finally {
       await this.#lock?.release();
@@ -628,16 +529,16 @@ export class OffsetStore {
   async #recordLogEnds(): Promise<void> {
     await this.#manifest?.update((m) => {
       for (const slot of this.#slots) {
-        const log = slot.table?.log;
-        if (log === undefined) continue;
-        m.buckets[slot.index] = { logStart: m.buckets[slot.index]!.logStart, logEnd: log.acknowledgedEnd, endExact: !log.failed };
+        const end = slot.bucket?.logEnd();
+        if (end === undefined) continue;
+        m.buckets[slot.index] = { logStart: m.buckets[slot.index]!.logStart, logEnd: end.logOffset, endExact: end.exact };
       }
     });
   }
 
-  /** Closes every open table; with `checkpointAtMs`, each writes a last checkpoint first. */
-  async #closeTables(checkpointAtMs?: number): Promise<void> {
-    const results = await Promise.allSettled(this.#slots.map((s) => s.table?.close(checkpointAtMs)));
+  /** Unloads every loaded offsets-bucket; with `checkpointAtMs`, each writes a last checkpoint first. */
+  async #unloadBuckets(checkpointAtMs?: number): Promise<void> {
+    const results = await Promise.allSettled(this.#slots.map((s) => s.bucket?.unload(checkpointAtMs)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }
@@ -647,8 +548,4 @@ export class OffsetStore {
 function storedStrategy(manifestPath: string, value: string): CompactionStrategy {
   if (value === 'log-cleaner' || value === 'checkpoint' || value === 'none') return value;
   throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`);
-}
-
-function unstable(groupId: string, bucket: string): OffsetStoreError {
-  return new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of ${bucket} in flight; retry`);
 }

@@ -1,0 +1,314 @@
+/**
+ * OffsetsBucket: one offsets-bucket of a store, the unit the store routes requests to (by
+ * `bucketFor(groupId)`) and the unit a cluster will move between nodes. It owns its offsets table
+ * (log + materialized state + checkpoints) and its group coordinator, and holds the rules of every
+ * request on the groups that live in it: commit (fenced by member epoch and bucket ownership),
+ * fetch, reset, deletes, describe, membership, retention, and what compaction and conversions need.
+ *
+ * Lifecycle: `OffsetsBucket.load` recovers it alone (table, then the coordinator from the table's
+ * group snapshots); `unload` closes it (the coordinator's timers, then the table, which flushes and
+ * with the checkpoint strategy writes a last checkpoint). Nothing here knows about other buckets,
+ * the manifest or the lock: that is the store's.
+ *
+ * Requests arrive validated and normalized (the store's public edge); the rules here assert nothing
+ * about input shapes and check only what depends on state (members, ownership, existence).
+ *
+ * Deletes: every tombstone batch of one delete is appended in the same synchronous step as its plan
+ * (OffsetsTable.writeOffsetsChunked), so a commit issued after the delete began lands after all of
+ * them and survives; a commit appended before the plan is either applied (the plan saw its value) or
+ * in flight, and an explicit delete covers keys in flight (it is ordered after them), while expiry
+ * skips them (their fresher value must not be expired).
+ */
+import type { CompactionTarget } from '../compaction/index.js';
+import type { OffsetRecordSpec } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import {
+  GroupCoordinator, type GroupDescription as MembershipDescription, type GroupSettings, type GroupSnapshot, type HeartbeatRequest,
+  type HeartbeatResponse, type RemoveMembersRequest, type RemovedMember, type TableLayout,
+} from '../group/index.js';
+import {
+  OffsetsTable, fetchFromGroup, type CommitMember, type CommittedOffsetValue, type GroupOffsets, type OffsetsTableRecovery,
+} from '../kv/index.js';
+import type { BucketLogRecord, LogOptions } from '../log/index.js';
+import { bucketKey, type TableBucket } from '../model/index.js';
+import type { Clock } from '../util/index.js';
+
+/** How to load an offsets-bucket. */
+export interface OffsetsBucketOptions {
+  /** Its number in the store. */
+  index: number;
+  log: LogOptions;
+  /** Whether the store uses LMDB checkpoints (the 'checkpoint' strategy). */
+  useCheckpoints: boolean;
+  /** What the store's manifest recorded of this bucket's log. */
+  record: BucketLogRecord;
+  clock: Clock;
+  group: GroupSettings;
+  /** Table layouts known so far (setTableLayout), given to the coordinator. */
+  layouts: ReadonlyMap<number, TableLayout>;
+  onWarning: (message: string) => void;
+  /** Hears of each group whose offsets table the state drops (the store's fetch cache forgets it). */
+  onGroupDropped: (groupId: string) => void;
+}
+
+/** What one offsets-bucket reports in stats. */
+export interface OffsetsBucketFigures {
+  logBytes: number;
+  segmentCount: number;
+  nextLogOffset: number;
+  liveOffsets: number;
+  groups: number;
+}
+
+/** A group's membership and committed offsets, as `describe` returns them (the store adds its bucket). */
+export interface BucketGroupDescription {
+  membership: MembershipDescription | null;
+  offsets: CommittedOffsetValue[];
+}
+
+/** Tombstones (or image records) per batch: ~300 bytes each at most, far below the batch size limit. */
+const RECORDS_PER_BULK_BATCH = 10_000;
+
+function tombstone(b: TableBucket): OffsetRecordSpec {
+  return { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true };
+}
+
+/** One offsets-bucket: its table, its coordinator, and the rules of requests on its groups. */
+export class OffsetsBucket {
+  readonly index: number;
+  readonly table: OffsetsTable;
+  readonly coordinator: GroupCoordinator;
+  /** What recovery found when it was loaded. */
+  readonly report: OffsetsTableRecovery;
+  readonly #clock: Clock;
+
+  private constructor(index: number, table: OffsetsTable, coordinator: GroupCoordinator, report: OffsetsTableRecovery, clock: Clock) {
+    this.index = index;
+    this.table = table;
+    this.coordinator = coordinator;
+    this.report = report;
+    this.#clock = clock;
+  }
+
+  /**
+   * Recovers the offsets-bucket: its table (checkpoint, then the log; see OffsetsTable.open), then
+   * its coordinator, from the latest group snapshots. A torn tail truncated is reported to
+   * `onWarning`. On failure, whatever was opened is closed again.
+   */
+  static async load(options: OffsetsBucketOptions): Promise<OffsetsBucket> {
+    const { table, report } = await OffsetsTable.open({
+      log: options.log, useCheckpoints: options.useCheckpoints, logStart: options.record.logStart,
+      knownEnd: { logOffset: options.record.logEnd, exact: options.record.endExact }, onWarning: options.onWarning,
+    });
+    let coordinator: GroupCoordinator;
+    try {
+      coordinator = new GroupCoordinator({
+        writer: { writeSnapshot: async (groupId, snapshot) => { await table.writeSnapshot(groupId, snapshot, options.clock.nowMs()); } },
+        clock: options.clock,
+        ...options.group,
+        onBackgroundError: (error, groupId) => options.onWarning(`group ${groupId}: ${(error as Error).message}`),
+      });
+      for (const [tableId, layout] of options.layouts) coordinator.setTableLayout(tableId, layout);
+      for (const [groupId, snapshot] of table.state.snapshots()) coordinator.loadSnapshot(groupId, snapshot as GroupSnapshot);
+      coordinator.onLoadComplete();
+    } catch (error) {
+      // The caller needs `error`, not a failure to close after it.
+      await table.close().catch((closeError: unknown) => options.onWarning(`offsets-bucket ${options.index}: closing it after it failed to open failed too: ${(closeError as Error).message}`));
+      throw error;
+    }
+    table.state.onGroupDropped = options.onGroupDropped;
+    if (report.tornTail !== undefined) {
+      const { file, position, reason } = report.tornTail;
+      options.onWarning(`offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`);
+    }
+    return new OffsetsBucket(options.index, table, coordinator, report, options.clock);
+  }
+
+  /** OffsetCommit of one group, atomic (one batch); fenced by member epoch and bucket ownership. */
+  async commit(groupId: string, specs: OffsetRecordSpec[], member: CommitMember | null): Promise<void> {
+    if (member !== null) {
+      this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
+    } else if (this.coordinator.hasMembers(groupId)) {
+      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member's memberId and memberEpoch`);
+    }
+    await this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+  }
+
+  /** The offsets table of a group with committed offsets (the store's fetch cache keeps it). */
+  group(groupId: string): GroupOffsets | undefined {
+    return this.table.state.group(groupId);
+  }
+
+  /**
+   * OffsetFetch: one result per bucket (null where nothing is committed), or every committed offset
+   * of the group when `buckets` is undefined. With `requireStable`, a bucket (or, for the whole group,
+   * any bucket) with a commit in flight is UNSTABLE_OFFSET_COMMIT.
+   */
+  fetch(groupId: string, buckets: readonly unknown[] | undefined, requireStable: boolean): (CommittedOffsetValue | null)[] {
+    const state = this.table.state;
+    if (buckets === undefined) {
+      if (requireStable && state.hasPending(groupId)) {
+        throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of a bucket in flight; retry`);
+      }
+      return state.groupValues(groupId);
+    }
+    if (requireStable) return state.fetch(groupId, buckets, true);
+    return fetchFromGroup(groupId, state.group(groupId), buckets);
+  }
+
+  /** Every group with committed offsets or members, with its state. */
+  listGroups(): { groupId: string; state: ReturnType<GroupCoordinator['groupState']> }[] {
+    const groupIds = new Set([...this.table.state.groupIds(), ...this.coordinator.groupIds()]);
+    return [...groupIds].map((groupId) => ({ groupId, state: this.coordinator.groupState(groupId) }));
+  }
+
+  /** Membership and offsets of a group; GROUP_ID_NOT_FOUND when it has neither. */
+  describe(groupId: string): BucketGroupDescription {
+    const offsets = this.table.state.groupValues(groupId);
+    const membership = this.coordinator.describe(groupId);
+    if (offsets.length === 0 && membership === null) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    return { membership, offsets };
+  }
+
+  /** Overwrites committed offsets of a group that has no members (NON_EMPTY_GROUP otherwise). */
+  async reset(groupId: string, specs: OffsetRecordSpec[]): Promise<void> {
+    this.#requireNoMembers(groupId, 'reset its offsets');
+    await this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+  }
+
+  /**
+   * Deletes committed offsets of some buckets (tombstones, ordered after any commit in flight of
+   * them); refuses buckets assigned to a member (GROUP_SUBSCRIBED_TO_BUCKET).
+   */
+  async deleteOffsets(groupId: string, refs: readonly TableBucket[]): Promise<void> {
+    const state = this.table.state;
+    if (state.group(groupId) === undefined && this.coordinator.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
+    }
+    for (const b of refs) {
+      if (this.coordinator.isBucketAssigned(groupId, b)) {
+        throw new OffsetStoreError('GROUP_SUBSCRIBED_TO_BUCKET', `bucket ${bucketKey(b)} of group ${groupId} is assigned to a member`);
+      }
+    }
+    const present = refs.filter((b) => state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null || state.isPending(groupId, b.tableId, b.partitionId, b.bucketId));
+    if (present.length > 0) await this.#writeTombstones(groupId, present);
+  }
+
+  /** Deletes a group without members: every offset (and commit in flight), then its membership record. */
+  async deleteGroup(groupId: string): Promise<void> {
+    const keys = this.table.state.committedOrPendingKeys(groupId);
+    const known = this.coordinator.groupState(groupId) !== null;
+    if (keys.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+    this.#requireNoMembers(groupId, 'delete it');
+    if (keys.length > 0) await this.#writeTombstones(groupId, keys);
+    if (known) await this.coordinator.deleteGroup(groupId);
+  }
+
+  /** Removes members as Kafka's `removeMembersFromConsumerGroup` (see OffsetStore.removeMembers). */
+  removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
+    if (this.table.state.group(groupId) === undefined && this.coordinator.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    }
+    return this.coordinator.removeMembers(groupId, request);
+  }
+
+  /** The group-membership protocol: join, heartbeat, leave. */
+  heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.coordinator.heartbeat(groupId, request);
+  }
+
+  #requireNoMembers(groupId: string, action: string): void {
+    if (this.coordinator.hasMembers(groupId)) {
+      const members = this.coordinator.describe(groupId)?.members.length ?? 0;
+      throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot ${action}: group ${groupId} has ${members} member(s)`);
+    }
+  }
+
+  /** Tombstones of `buckets`, in batches appended in one synchronous step (see the module comment). */
+  #writeTombstones(groupId: string, buckets: readonly TableBucket[]): Promise<void> {
+    return this.table.writeOffsetsChunked(groupId, buckets.map(tombstone), this.#clock.nowMs(), RECORDS_PER_BULK_BATCH);
+  }
+
+  /**
+   * One retention pass (offsets expire `retentionMs` after their commit): planned and appended in
+   * one synchronous step per group. A group without members loses every expired offset, a group with
+   * members only those of tables no member subscribes to; a key with a commit in flight is skipped.
+   * Then every Empty group left with no offsets is deleted. A failed expiry write fail-stops the log,
+   * which every later call on this bucket reports.
+   */
+  async expire(retentionMs: number, nowMs: number): Promise<void> {
+    if (this.table.log.failed) return;
+    const writes: Promise<unknown>[] = [];
+    for (const groupId of [...this.table.state.groupIds()]) {
+      const expired = this.#expiredOffsets(groupId, retentionMs, nowMs);
+      if (expired.length > 0) writes.push(this.#writeTombstones(groupId, expired));
+    }
+    await Promise.allSettled(writes);
+    const deletes: Promise<unknown>[] = [];
+    for (const groupId of this.coordinator.groupIds()) {
+      if (this.coordinator.groupState(groupId) === 'Empty' && !this.coordinator.hasMembers(groupId) && this.table.state.group(groupId) === undefined) {
+        deletes.push(this.coordinator.deleteGroup(groupId));
+      }
+    }
+    await Promise.allSettled(deletes);
+  }
+
+  #expiredOffsets(groupId: string, retentionMs: number, nowMs: number): TableBucket[] {
+    const state = this.table.state;
+    const group = state.group(groupId)!;
+    const subscribed = this.coordinator.hasMembers(groupId)
+      ? new Set(this.coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [])
+      : undefined;
+    const expired: TableBucket[] = [];
+    for (let i = 0; i < group.size; i++) {
+      if (group.timestampAt(i) + retentionMs > nowMs) continue;
+      if (subscribed?.has(group.tableIdAt(i)) === true) continue;
+      const { tableId, partitionId, bucketId } = group.valueAt(i);
+      if (!state.isPending(groupId, tableId, partitionId, bucketId)) expired.push({ tableId, partitionId, bucketId });
+    }
+    return expired;
+  }
+
+  /** What compaction needs of this bucket. */
+  compactionTarget(): CompactionTarget {
+    const { table } = this;
+    const clock = this.#clock;
+    return {
+      bucket: this.index,
+      log: table.log,
+      liveBytesEstimate: () => table.state.liveOffsetCount * table.state.recordBytesAverage,
+      checkpoint: async () => {
+        const run = await table.checkpoint(clock.nowMs());
+        return { segmentBytesDeleted: run.segmentBytesDeleted, checkpointLogOffset: run.info?.logOffset, bytesWritten: run.bytesWritten };
+      },
+      batchesSinceCheckpoint: () => table.batchesSinceCheckpoint,
+    };
+  }
+
+  /** Figures of the bucket for stats. */
+  figures(): OffsetsBucketFigures {
+    let groups = 0;
+    for (const _ of this.table.state.groupIds()) groups++;
+    const { log, state } = this.table;
+    return { logBytes: log.sizeBytes, segmentCount: log.segments().length, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
+  }
+
+  /** Where the log ends, as the manifest records it at a clean close: exactly, or a lower bound after a storage failure. */
+  logEnd(): { logOffset: number; exact: boolean } {
+    return { logOffset: this.table.log.acknowledgedEnd, exact: !this.table.log.failed };
+  }
+
+  /** Stops the coordinator's timers (members' sessions); the bucket still answers until unloaded. */
+  stopTimers(): void {
+    this.coordinator.close();
+  }
+
+  /**
+   * Closes the bucket: its coordinator's timers, then its table (queued writes flushed; with
+   * `checkpointAtMs`, a last checkpoint written first).
+   */
+  async unload(checkpointAtMs?: number): Promise<void> {
+    this.coordinator.close();
+    await this.table.close(checkpointAtMs);
+  }
+}

@@ -9,6 +9,13 @@ import { formatBucketRef, normalizeBucketRef, type TableBucket } from '../model/
 import { BucketSet } from './bucket-set.js';
 import { BucketIndexer, type TableLayout } from './table-layout.js';
 
+
+/**
+ * The name of an assignor: `'uniform'` (the default) or `'range'`, or the name of one registered with
+ * the coordinator (`GroupCoordinatorOptions.assignors`).
+ */
+export type AssignorName = 'uniform' | 'range' | (string & Record<never, never>);
+
 /** One member as an assignor sees it. */
 export interface AssignorMember {
   readonly memberId: string;

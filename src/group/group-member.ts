@@ -18,6 +18,7 @@
 import { isOffsetStoreError } from '../errors/index.js';
 import { SystemClock, type Clock, type Timer } from '../util/index.js';
 import { normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
+import type { AssignorName } from './assignor.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 import type { HeartbeatRequest, HeartbeatResponse } from './heartbeat.js';
@@ -42,7 +43,8 @@ export interface MemberOptions {
   readonly instanceId?: string;
   /** Member id to join with (default: the coordinator generates one). */
   readonly memberId?: string;
-  readonly assignor?: string;
+  /** Preferred assignor (default: the coordinator's, `uniform`). */
+  readonly assignor?: AssignorName;
   readonly sessionTimeoutMs?: number;
   readonly rebalanceTimeoutMs?: number;
   /** Called after buckets were added to the member. */

@@ -10,6 +10,7 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED, normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
+import type { AssignorName } from './assignor.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 
@@ -29,8 +30,8 @@ export interface HeartbeatRequest {
   rebalanceTimeoutMs?: number;
   /** Silence after which the member is removed (default 45 s). */
   sessionTimeoutMs?: number;
-  /** Preferred assignor name (`uniform` or `range` unless more are registered). */
-  assignor?: string;
+  /** Preferred assignor (`uniform` or `range`, or the name of one registered with the coordinator). */
+  assignor?: AssignorName;
 }
 
 /** What the coordinator answers. */

@@ -7,7 +7,7 @@ export { type TableBucket, type BucketRef, normalizeBucketRef, bucketKey, compar
 export { BucketSet } from './bucket-set.js';
 export { BucketMap } from './bucket-map.js';
 export { type TableLayout, type TableLayoutInput, normalizeTableLayout, layoutsEqual, tableBucketTotal } from './table-layout.js';
-export { type Assignor, type AssignorInput, type AssignorMember, checkAssignment } from './assignor.js';
+export { type Assignor, type AssignorInput, type AssignorMember, type AssignorName, checkAssignment } from './assignor.js';
 export { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
 export { RangeAssignor, RANGE_ASSIGNOR_NAME } from './range-assignor.js';
 export {

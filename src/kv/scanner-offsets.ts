@@ -17,7 +17,7 @@
 import { OffsetStoreError } from '../errors/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import type { CommittedOffsetValue } from './group-offsets.js';
-import { bucketKey, type TableBucket } from '../model/index.js';
+import { bucketKey, type BucketRef, type TableBucket } from '../model/index.js';
 import { normalizeBucket } from './validation.js';
 
 /** What the scanner needs from the store. */
@@ -79,7 +79,7 @@ export class ScannerOffsets {
    * Makes `buckets` the assignment: loads their committed offsets (missing ones per `onMissing`).
    * Buckets dropped from the assignment have their moved positions committed first.
    */
-  async assign(buckets: readonly unknown[]): Promise<void> {
+  async assign(buckets: readonly BucketRef[]): Promise<void> {
     this.#checkOpen();
     const normalized = buckets.map((b, i) => normalizeBucket(b, `buckets[${i}]`));
     const keys = new Set(normalized.map(bucketKey));
@@ -116,18 +116,18 @@ export class ScannerOffsets {
   }
 
   /** The next offset to read in an assigned bucket. */
-  position(bucket: unknown): number {
+  position(bucket: BucketRef): number {
     return this.#get(bucket).position;
   }
 
   /** Moves an assigned bucket's position anywhere (backwards to re-read, forwards to skip). */
-  seek(bucket: unknown, offset: number): void {
+  seek(bucket: BucketRef, offset: number): void {
     this.#checkOpen();
     this.#get(bucket).position = checkOffset(offset);
   }
 
   /** Records progress: `nextOffset` (last processed + 1) must not be behind the current position. */
-  advance(bucket: unknown, nextOffset: number): void {
+  advance(bucket: BucketRef, nextOffset: number): void {
     this.#checkOpen();
     const p = this.#get(bucket);
     checkOffset(nextOffset);

@@ -313,31 +313,41 @@ export class OffsetStore {
 
   /**
    * OffsetFetch: one result per requested bucket (null where nothing is committed); without
-   * `buckets`, every committed offset of the group.
+   * `buckets`, every committed offset of the group. The answer comes from memory; this returns it as
+   * a promise (see `fetchOffsetsSync` for the same answer without one).
    */
   fetchOffsets(groupId: string, buckets?: BucketRef[], options?: FetchOptions): Promise<(CommittedOffset | null)[]> {
     // Not async: the hot path saves the extra promise and microtask of an async function.
     try {
-      this.#checkOpen();
-      const requireStable = options?.requireStable === true;
-      if (!requireStable && Array.isArray(buckets)) {
-        // Only strings that passed validateGroupId below are keys of the cache.
-        const cached = this.#fetchCache.get(groupId);
-        if (cached !== undefined) {
-          if (!cached.detached) return Promise.resolve(fetchFromGroup(groupId, cached, buckets));
-          this.#fetchCache.delete(groupId); // do not keep a dropped table alive
-        }
-      }
-      validateGroupId(groupId);
-      const bucket = this.#bucket(groupId);
-      if (buckets !== undefined && !Array.isArray(buckets)) throw new TypeError('buckets must be an array');
-      if (buckets === undefined || requireStable) return Promise.resolve(bucket.fetch(groupId, buckets, requireStable));
-      const group = bucket.group(groupId);
-      if (group !== undefined) setBounded(this.#fetchCache, groupId, group);
-      return Promise.resolve(fetchFromGroup(groupId, group, buckets));
+      return Promise.resolve(this.fetchOffsetsSync(groupId, buckets, options));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * `fetchOffsets`, answered synchronously: the committed offsets are in memory, so a caller on a hot
+   * path need not pay for a promise. Throws what `fetchOffsets` rejects with (COORDINATOR_LOAD_IN_PROGRESS
+   * while the group's offsets-bucket recovers, UNSTABLE_OFFSET_COMMIT with `requireStable`, ...).
+   */
+  fetchOffsetsSync(groupId: string, buckets?: BucketRef[], options?: FetchOptions): (CommittedOffset | null)[] {
+    this.#checkOpen();
+    const requireStable = options?.requireStable === true;
+    if (!requireStable && Array.isArray(buckets)) {
+      // Only strings that passed validateGroupId below are keys of the cache.
+      const cached = this.#fetchCache.get(groupId);
+      if (cached !== undefined) {
+        if (!cached.detached) return fetchFromGroup(groupId, cached, buckets);
+        this.#fetchCache.delete(groupId); // do not keep a dropped table alive
+      }
+    }
+    validateGroupId(groupId);
+    const bucket = this.#bucket(groupId);
+    if (buckets !== undefined && !Array.isArray(buckets)) throw new TypeError('buckets must be an array');
+    if (buckets === undefined || requireStable) return bucket.fetch(groupId, buckets, requireStable);
+    const group = bucket.group(groupId);
+    if (group !== undefined) setBounded(this.#fetchCache, groupId, group);
+    return fetchFromGroup(groupId, group, buckets);
   }
 
   /** Every group with committed offsets or members. */

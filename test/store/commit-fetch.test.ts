@@ -271,3 +271,18 @@ describe('atomicity on a storage failure', () => {
     }
   });
 });
+
+describe('fetchOffsetsSync', () => {
+  it('answers as fetchOffsets does, without a promise, and throws what it would reject with', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5, metadata: 'm' }, { tableId: 1, partitionId: 2, bucketId: 1, offset: 6 }]);
+    const refs = [{ tableId: 1, bucketId: 0 }, { tableId: 1, partitionId: 2, bucketId: 1 }, { tableId: 9, bucketId: 9 }];
+    for (let i = 0; i < 3; i++) expect(store.fetchOffsetsSync('g', refs)).toEqual(await store.fetchOffsets('g', refs)); // cold, then from the cache
+    expect(store.fetchOffsetsSync('g')).toEqual(await store.fetchOffsets('g'));
+    expect(store.fetchOffsetsSync('g', refs, { requireStable: true })).toEqual(await store.fetchOffsets('g', refs));
+    expect(() => store.fetchOffsetsSync('', refs)).toThrow(expect.objectContaining({ code: 'INVALID_GROUP_ID' }));
+    expect(() => store.fetchOffsetsSync('g', [{ tableId: -1, bucketId: 0 }])).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    await store.close();
+    expect(() => store.fetchOffsetsSync('g', refs)).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+  });
+});

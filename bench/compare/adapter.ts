@@ -60,6 +60,12 @@ export interface AdapterSpec {
    * write workloads, since its reads are the base adapter's reads.
    */
   readonly variantOf?: string;
+  /**
+   * Set for the physical floor (adapters/floor-adapter.ts): it writes the same bytes but keeps no
+   * state, so it runs only the workloads that measure commits (`Workload.runsFloor`) and answers no
+   * fetches.
+   */
+  readonly writeOnly?: boolean;
 }
 
 /** Id of the store the comparison is about; every other adapter is a peer. */

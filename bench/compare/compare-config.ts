@@ -16,6 +16,7 @@
  * | COMPARE_MEMORY_OFFSETS | 100000 / 1000000 | live offsets in (f) |
  * | COMPARE_MIXED_SECONDS | 5 / 30 | measured duration of (g) |
  * | COMPARE_MIXED_GROUPS | 10000 | groups in (g) |
+ * | COMPARE_RUNS | 3 | runs of every workload on every store; the report gives medians and ranges |
  */
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -42,6 +43,8 @@ export interface CompareConfig {
   mixedSeconds: number;
   mixedGroups: number;
   mixedWorkers: number;
+  /** How many times every workload runs on every store (the report gives medians and ranges). */
+  runs: number;
 }
 
 /** Root of the repository (two folders above this file). */
@@ -73,6 +76,7 @@ export function readCompareConfig(env: NodeJS.ProcessEnv = process.env): Compare
     mixedSeconds: int(env, 'COMPARE_MIXED_SECONDS', full ? 30 : 5),
     mixedGroups: int(env, 'COMPARE_MIXED_GROUPS', 10_000),
     mixedWorkers: 64,
+    runs: int(env, 'COMPARE_RUNS', 3),
   };
 }
 

@@ -54,23 +54,30 @@ async function main(): Promise<void> {
     for (const u of catalog.unavailable) log(`not run: ${u.id}: ${u.reason}`);
     log(`adapters: ${catalog.specs.map((s) => s.id).join(', ')}; workloads: ${config.workloads.join(', ')}; scale ${config.scale}`);
 
-    const cells: Cell[] = [];
+    const runs: Cell[][] = [];
     const workloads = WORKLOADS.filter((w) => config.workloads.includes(w.id));
-    for (const workload of workloads) {
-      log(`\n(${workload.id}) ${workload.title}`);
-      for (const spec of catalog.specs) {
-        if (spec.variantOf !== undefined && !workload.runsVariants) continue;
-        cells.push(await runCell(workload, spec, config, runDir, log));
+    for (let run = 1; run <= config.runs; run++) {
+      const cells: Cell[] = [];
+      for (const workload of workloads) {
+        log(`\n(${workload.id}) ${workload.title}${config.runs > 1 ? `, run ${run} of ${config.runs}` : ''}`);
+        for (const spec of catalog.specs) {
+          if (spec.variantOf !== undefined && !workload.runsVariants) continue;
+          if (spec.writeOnly === true && workload.runsFloor !== true) continue;
+          cells.push(await runCell(workload, spec, config, runDir, log));
+        }
       }
+      runs.push(cells);
     }
+    const cells = mergeRuns(runs);
 
     const report: CompareReport = {
       createdAt: new Date().toISOString(),
       repoCommit: repoCommit(),
       config,
       machine,
+      runs: config.runs,
       unavailable: catalog.unavailable,
-      workloads: workloads.map((w) => ({ id: w.id, title: w.title, peerRatio: w.peerRatio, ...(w.target === undefined ? {} : { target: w.target }) })),
+      workloads: workloads.map((w) => ({ id: w.id, title: w.title, peerRatio: w.peerRatio, targets: w.targets })),
       cells,
     };
     log(`\n${renderTerminal(report)}`);
@@ -108,6 +115,23 @@ async function runCell(workload: Workload, spec: AdapterSpec, config: CompareCon
   } finally {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * One cell per workload and store from the cells of several runs: the run whose headline is the
+ * median (so its details belong together), with every run's headline value kept in `runValues`.
+ */
+function mergeRuns(runs: readonly Cell[][]): Cell[] {
+  const merged: Cell[] = [];
+  for (const first of runs[0] ?? []) {
+    const same = runs.map((cells) => cells.find((c) => c.workload === first.workload && c.adapterId === first.adapterId));
+    const runValues = same.map((c) => c?.result?.headline.value);
+    const measured = same.filter((c): c is Cell & { result: NonNullable<Cell['result']> } => c?.result !== undefined)
+      .sort((a, b) => a.result.headline.value - b.result.headline.value);
+    const median = measured[(measured.length - 1) >> 1];
+    merged.push(median === undefined ? first : { ...median, runValues });
+  }
+  return merged;
 }
 
 function repoCommit(): string {

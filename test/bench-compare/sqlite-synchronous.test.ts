@@ -3,12 +3,11 @@
  * fdatasync-per-commit against a store that does not sync at commit. better-sqlite3 builds SQLite with
  * SQLITE_DEFAULT_WAL_SYNCHRONOUS=1, so WAL mode alone gives NORMAL.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { SqliteAdapter } from '../../bench/compare/adapters/sqlite-adapter.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const SYNCHRONOUS_NORMAL = 1;
 const SYNCHRONOUS_FULL = 2;
@@ -17,11 +16,7 @@ describe('sqlite adapter durability', () => {
   let dir: string;
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'bench-compare-sqlite-'));
-  });
-
-  afterEach(() => {
-    rmSync(dir, { recursive: true, force: true });
+    dir = tempDir('bench-compare-sqlite-');
   });
 
   it('WAL mode without the pragma runs at NORMAL in this build (the reason the adapter sets FULL)', () => {

@@ -4,6 +4,7 @@
  * reason printed) instead of stopping the peers' run.
  */
 import { SUBJECT_ID, type AdapterSpec } from '../adapter.js';
+import { FloorAdapter } from './floor-adapter.js';
 import { LevelAdapter } from './level-adapter.js';
 import { LmdbAdapter } from './lmdb-adapter.js';
 import { SqliteAdapter } from './sqlite-adapter.js';
@@ -14,6 +15,7 @@ export const PEER_SPECS: readonly AdapterSpec[] = [
   { id: 'lmdb-async', variantOf: 'lmdb', create: () => new LmdbAdapter('transaction') },
   { id: 'sqlite', create: () => new SqliteAdapter() },
   { id: 'level', create: () => new LevelAdapter() },
+  { id: 'floor', writeOnly: true, create: () => new FloorAdapter() },
 ];
 
 /** A store that could not be loaded, and why. */

@@ -19,7 +19,11 @@ export const concurrentCommits: Workload = {
   title: 'small commits (1-10 offsets) from 64 concurrent committers, durable',
   runsVariants: true,
   peerRatio: true,
-  target: { kind: 'vs-peer', peerId: 'lmdb', factor: 10, text: '>= 10x lmdb-js commits/s' },
+  runsFloor: true,
+  targets: [
+    { kind: 'vs-peer', peerId: 'lmdb', factor: 10, text: '>= 10x lmdb-js commits/s' },
+    { kind: 'vs-peer', peerId: 'lmdb-async', factor: 1.5, text: '>= 1.5x lmdb-js async transaction' },
+  ],
   async run(spec, context) {
     const { config } = context;
     return withAdapter(spec, context.freshDir(), async (adapter) => {

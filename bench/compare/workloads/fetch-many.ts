@@ -17,7 +17,7 @@ export const fetchMany: Workload = {
   title: 'fetch of 100 buckets in one call',
   runsVariants: false,
   peerRatio: true,
-  target: { kind: 'vs-peer', peerId: 'lmdb', factor: 10, text: '>= 10x lmdb-js (time per offset)' },
+  targets: [{ kind: 'vs-peer', peerId: 'lmdb', factor: 10, text: '>= 10x lmdb-js (time per offset)' }],
   async run(spec, context) {
     const { config } = context;
     const groups = Math.ceil(config.liveOffsets / config.bucketsPerGroup);

@@ -21,7 +21,7 @@ export const fetchOne: Workload = {
   title: 'fetch of one bucket',
   runsVariants: false,
   peerRatio: true,
-  target: { kind: 'vs-peer', peerId: 'lmdb', factor: 3, text: '>= 3x lmdb-js (time per fetch)' },
+  targets: [{ kind: 'vs-peer', peerId: 'lmdb', factor: 3, text: '>= 3x lmdb-js (time per fetch)' }],
   async run(spec, context) {
     const { config } = context;
     const groups = Math.ceil(config.liveOffsets / config.bucketsPerGroup);

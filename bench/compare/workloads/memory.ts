@@ -24,7 +24,7 @@ export const memory: Workload = {
   title: 'memory per live offset (child process, --expose-gc)',
   runsVariants: false,
   peerRatio: false,
-  target: { kind: 'absolute', max: 80, text: '<= 80 B (heap+external) per live offset' },
+  targets: [{ kind: 'absolute', max: 50, text: '<= 50 B (heap+external) per live offset' }],
   async run(spec, context) {
     const { config } = context;
     const probe = await runProbe(spec.id, config.memoryOffsets, context.freshDir());

@@ -22,6 +22,7 @@ export const mixed: Workload = {
   title: 'mixed: 90% commits over 10k groups, 10% fetches, 64 workers',
   runsVariants: true,
   peerRatio: true,
+  targets: [],
   async run(spec, context) {
     const { config } = context;
     const groups = config.mixedGroups;

@@ -34,7 +34,10 @@ export interface WorkloadContext {
   log(line: string): void;
 }
 
-/** A DESIGN.md section 8 target, checked on the headline. */
+/**
+ * A performance target, checked on the headline: offset-store's advantage over a peer (a fraction
+ * for the floor: offset-store / floor), or an absolute bound.
+ */
 export type Target =
   | { kind: 'vs-peer'; peerId: string; factor: number; text: string }
   | { kind: 'absolute'; max: number; text: string; onlyAtScale?: 'full' };
@@ -47,7 +50,9 @@ export interface Workload {
   runsVariants: boolean;
   /** Whether offset-store/peer ratios are meaningful for the headline. */
   peerRatio: boolean;
-  target?: Target;
+  /** Whether the physical floor runs it too (the commit workloads). */
+  runsFloor?: boolean;
+  targets: Target[];
   run(spec: AdapterSpec, context: WorkloadContext): Promise<WorkloadResult>;
 }
 

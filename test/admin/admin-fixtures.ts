@@ -3,24 +3,9 @@
  * known committed offsets spread over several segments, a store whose group has a member persisted
  * in its snapshot, and helpers to snapshot and damage segment files.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterAll } from 'vitest';
 import { ManualClock, OffsetStore } from '../../src/index.js';
-
-const made: string[] = [];
-
-/** A fresh temporary directory, removed after the test file (so `beforeAll` fixtures can use it). */
-export function scratchDir(prefix = 'offset-store-admin-'): string {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  made.push(dir);
-  return dir;
-}
-
-afterAll(() => {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
 
 /** Commit time of the seeded store's manual clock. */
 export const SEED_TIME_MS = 1_700_000_000_000;

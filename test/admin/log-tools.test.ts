@@ -4,7 +4,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { dumpLog, verifyLog, type DumpBatchEntry, type DumpEntry, type DumpRecordEntry } from '../../src/admin/index.js';
 import { loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
-import { SEEDED, scratchDir, seedStore, segmentPaths, snapshotFiles } from './admin-fixtures.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
+import { SEEDED, seedStore, segmentPaths, snapshotFiles } from './admin-fixtures.js';
 
 async function dumpAll(dir: string, bucket: number, options = { records: true, fromOffset: 0 }): Promise<DumpEntry[]> {
   const entries: DumpEntry[] = [];
@@ -36,13 +37,13 @@ describe('dumpLog and verifyLog', () => {
 
   beforeAll(async () => {
     await loadChecksum();
-    seeded = scratchDir();
+    seeded = fileTempDir();
     await seedStore(seeded);
     ordersBucket = await bucketOf(seeded, 'orders');
   });
 
   function copyOfSeeded(): string {
-    const dir = scratchDir();
+    const dir = tempDir();
     cpSync(seeded, dir, { recursive: true });
     return dir;
   }

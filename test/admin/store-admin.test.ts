@@ -3,20 +3,21 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { StoreAdmin } from '../../src/admin/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
-import { SEEDED, scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from './admin-fixtures.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
+import { SEEDED, seedStore, seedStoreWithMember, snapshotFiles } from './admin-fixtures.js';
 
 describe('StoreAdmin', () => {
   let seeded: string;
   let withMember: string;
 
   beforeAll(async () => {
-    seeded = scratchDir();
-    withMember = scratchDir();
+    seeded = fileTempDir();
+    withMember = fileTempDir();
     await Promise.all([seedStore(seeded), seedStoreWithMember(withMember)]);
   });
 
   function copy(dir: string): string {
-    const target = scratchDir();
+    const target = tempDir();
     cpSync(dir, target, { recursive: true });
     return target;
   }
@@ -31,7 +32,7 @@ describe('StoreAdmin', () => {
   }
 
   it('refuses a directory without a store and does not create one', async () => {
-    const missing = path.join(scratchDir(), 'not-here');
+    const missing = path.join(tempDir(), 'not-here');
     await expect(StoreAdmin.open(missing)).rejects.toThrow(/INVALID_CONFIG: no offset store in .*not-here: store.json not found/);
     expect(existsSync(missing)).toBe(false);
   });

@@ -6,16 +6,12 @@
  * node (no tsx). The shipped source maps carry their sources.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SCRATCH = path.join(tmpdir(), `offset-store-package-test-${process.pid}`);
-
-afterAll(() => rmSync(SCRATCH, { recursive: true, force: true }));
 
 /** Copies the files a clean clone holds (tracked, plus new files not ignored) into `to`. */
 function copyProjectFiles(to: string): void {
@@ -27,9 +23,9 @@ function copyProjectFiles(to: string): void {
   }
 }
 
-/** A consumer project whose node_modules holds the unpacked package and the project's dependencies. */
-function consumerWith(tarball: string): string {
-  const consumer = path.join(SCRATCH, 'consumer');
+/** A consumer project in `scratch` whose node_modules holds the unpacked package and the project's dependencies. */
+function consumerWith(scratch: string, tarball: string): string {
+  const consumer = path.join(scratch, 'consumer');
   const modules = path.join(consumer, 'node_modules');
   mkdirSync(modules, { recursive: true });
   // Its own package.json: without one, 'offset-store' would resolve to this project itself.
@@ -55,15 +51,16 @@ process.stdout.write(String(fetched.offset));
 
 describe('the packed package', () => {
   it('packs with its build, and works from ESM, from CommonJS and through its bin with plain node', async () => {
-    const project = path.join(SCRATCH, 'project');
+    const scratch = tempDir('offset-store-package-');
+    const project = path.join(scratch, 'project');
     copyProjectFiles(project);
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'));
     expect(existsSync(path.join(project, 'dist'))).toBe(false);
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', SCRATCH], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { filename: string; files: { path: string }[] }[];
+    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { filename: string; files: { path: string }[] }[];
     const shipped = packed!.files.map((f) => f.path);
     expect(shipped).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/offset-store.js', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/compaction/compaction-worker.js', 'docs/recovery.md']));
     expect(shipped.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
-    const consumer = consumerWith(path.join(SCRATCH, packed!.filename));
+    const consumer = consumerWith(scratch, path.join(scratch, packed!.filename));
     const installed = path.join(consumer, 'node_modules', 'offset-store');
 
     const esm = execFileSync(process.execPath, ['--input-type=module', '-e', USE("import { OffsetStore } from 'offset-store';"), tempDir()], { cwd: consumer, encoding: 'utf8' });

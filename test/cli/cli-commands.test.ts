@@ -9,7 +9,8 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
-import { SEEDED, scratchDir, seedStore, segmentPaths, snapshotFiles } from '../admin/admin-fixtures.js';
+import { SEEDED, seedStore, segmentPaths, snapshotFiles } from '../admin/admin-fixtures.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { json, runCli } from './cli-harness.js';
 
 let seeded: string;
@@ -17,7 +18,7 @@ let seeded: string;
 let ordersBucket: number;
 
 function copy(): string {
-  const dir = scratchDir('offset-store-cli-');
+  const dir = tempDir('offset-store-cli-');
   cpSync(seeded, dir, { recursive: true });
   return dir;
 }
@@ -32,7 +33,7 @@ async function committed(dir: string, groupId: string) {
 }
 
 beforeAll(async () => {
-  seeded = scratchDir('offset-store-cli-');
+  seeded = fileTempDir('offset-store-cli-');
   await seedStore(seeded);
   const store = await OffsetStore.open({ dir: seeded, clock: new ManualClock(), compaction: { background: false } });
   ordersBucket = store.bucketFor('orders');
@@ -72,7 +73,7 @@ describe('offset-store commands as child processes', () => {
     expect(dry.stdout).toMatch(/TABLE\s+PARTITION\s+BUCKET\s+CURRENT\s+NEW\s+CHANGE\n\s+1\s+-\s+0\s+1000\s+500\s+-500\n/);
     expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
 
-    const planFile = path.join(scratchDir(), 'plan.json');
+    const planFile = path.join(tempDir(), 'plan.json');
     writeFileSync(planFile, JSON.stringify({ '1:0': 7, '1:3': 9, '2:7:0': 40 }));
     const executed = await runCli(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', planFile, '--execute', '--json']);
     expect(executed.code).toBe(0);
@@ -165,7 +166,7 @@ describe('offset-store commands as child processes', () => {
 
 describe('members a process left behind', () => {
   it('block offsets reset and groups delete until groups remove-members --all takes them out', async () => {
-    const dir = scratchDir('offset-store-cli-');
+    const dir = tempDir('offset-store-cli-');
     const child = await runCli([dir], { executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')] });
     expect(child).toMatchObject({ code: 0, stdout: 'ready\n' });
 
@@ -188,7 +189,7 @@ describe('members a process left behind', () => {
   }, 60_000);
 
   it('groups remove-members by --member and --instance: human output, UNKNOWN_MEMBER_ID, usage errors', async () => {
-    const dir = scratchDir('offset-store-cli-');
+    const dir = tempDir('offset-store-cli-');
     expect(await runCli([dir], { executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')] })).toMatchObject({ code: 0 });
     const members: { memberId: string; instanceId: string | null }[] = json(await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json'])).members;
     const dynamic = members.find((m) => m.instanceId === null)!;

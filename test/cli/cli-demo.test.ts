@@ -7,12 +7,12 @@
 import { readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { scratchDir } from '../admin/admin-fixtures.js';
+import { tempDir } from '../support/temp-dir.js';
 import { REPO_DIR, json, runCli } from './cli-harness.js';
 
 describe('offset-store demo', () => {
   it('runs a group, kills a member, verifies at-least-once with nothing skipped, and exits 0', async () => {
-    const dir = path.join(scratchDir('offset-store-demo-'), 'data');
+    const dir = path.join(tempDir('offset-store-demo-'), 'data');
     const startedMs = performance.now();
     const run = await runCli(['demo', '--dir', dir, '--json'], { timeoutMs: 55_000 });
     expect(performance.now() - startedMs).toBeLessThan(55_000);

@@ -8,7 +8,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore } from '../../src/index.js';
-import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { REPO_DIR, runCli } from './cli-harness.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
@@ -17,14 +18,14 @@ let seeded: string;
 let withMember: string;
 
 beforeAll(async () => {
-  seeded = scratchDir('offset-store-cli-');
-  withMember = scratchDir('offset-store-cli-');
+  seeded = fileTempDir('offset-store-cli-');
+  withMember = fileTempDir('offset-store-cli-');
   await Promise.all([seedStore(seeded), seedStoreWithMember(withMember)]);
 });
 
 describe('offset-store failures', () => {
   it('a missing store directory: INVALID_CONFIG, exit 1, and no store is created', async () => {
-    const missing = path.join(scratchDir(), 'no-store-here');
+    const missing = path.join(tempDir(), 'no-store-here');
     const run = await runCli(['groups', 'list', '--dir', missing]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^error: INVALID_CONFIG: no offset store in .*no-store-here: store\.json not found \(errno 40\)\n$/);
@@ -33,7 +34,7 @@ describe('offset-store failures', () => {
   });
 
   it('a store open in another process: STORE_LOCKED, exit 1', async () => {
-    const dir = scratchDir();
+    const dir = tempDir();
     cpSync(seeded, dir, { recursive: true });
     const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
     try {
@@ -63,7 +64,7 @@ describe('offset-store failures', () => {
   });
 
   it('a --dir that is a regular file: INVALID_CONFIG naming it, exit 1, for every command that reads a store and for the demo', async () => {
-    const file = path.join(scratchDir(), 'offsets');
+    const file = path.join(tempDir(), 'offsets');
     writeFileSync(file, 'not a store');
     for (const args of [['groups', 'list'], ['stats'], ['log', 'verify'], ['log', 'dump', '--bucket', '0'], ['demo']]) {
       const run = await runCli([...args, '--dir', file]);
@@ -73,7 +74,7 @@ describe('offset-store failures', () => {
   });
 
   it.runIf(process.platform === 'linux')('a process allowed too few descriptors for the store: LOG_STORAGE_ERROR saying to raise ulimit -n, exit 1', async () => {
-    const dir = scratchDir();
+    const dir = tempDir();
     await (await OffsetStore.open({ dir, bucketCount: 200, clock: new ManualClock(), compaction: { strategy: 'none' } })).close();
     const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       execFile('bash', ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx "${MAIN}" stats --dir "${dir}"`], { cwd: REPO_DIR, timeout: 60_000 }, (error, _stdout, stderr) => {

@@ -12,7 +12,8 @@ import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
 import { StoreAdmin } from '../../src/admin/index.js';
 import { prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
-import { scratchDir, seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
 
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -25,14 +26,14 @@ let seeded: string;
 let withMember: string;
 
 function copy(): string {
-  const dir = scratchDir('offset-store-cli-');
+  const dir = tempDir('offset-store-cli-');
   cpSync(seeded, dir, { recursive: true });
   return dir;
 }
 
 beforeAll(async () => {
-  seeded = scratchDir('offset-store-cli-');
-  withMember = scratchDir('offset-store-cli-');
+  seeded = fileTempDir('offset-store-cli-');
+  withMember = fileTempDir('offset-store-cli-');
   await Promise.all([seedStore(seeded), seedStoreWithMember(withMember)]);
 });
 
@@ -64,7 +65,7 @@ describe('offset-store dispatcher', () => {
   it('refuses a reset plan made for another group', async () => {
     const dir = copy();
     const plan = await run(['offsets', 'reset', 'billing', '--dir', dir, '--to-offset', '0', '--json']);
-    const file = path.join(scratchDir(), 'plan.json');
+    const file = path.join(tempDir(), 'plan.json');
     writeFileSync(file, plan.stdout);
     const wrong = await run(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', file, '--execute']);
     expect(wrong.code).toBe(2);
@@ -109,7 +110,7 @@ describe('offset-store dispatcher', () => {
   });
 
   it('takes negative numbers as option values without `=`, and options before the command words', async () => {
-    const dir = scratchDir('offset-store-cli-');
+    const dir = tempDir('offset-store-cli-');
     cpSync(seeded, dir, { recursive: true });
     const plan = await run(['--dir', dir, '--json', 'offsets', 'reset', 'orders', '--shift-by', '-5', '--table', '2']);
     expect(plan.code).toBe(0);
@@ -124,7 +125,7 @@ describe('offset-store dispatcher', () => {
 
 describe('command output (in-process)', () => {
   it('groups describe: members, assignment, owners, and lag read from a --log-end file', async () => {
-    const logEndFile = path.join(scratchDir(), 'log-end.json');
+    const logEndFile = path.join(tempDir(), 'log-end.json');
     writeFileSync(logEndFile, JSON.stringify([{ tableId: 1, bucketId: 0, offset: 1100 }, { tableId: 2, partitionId: 7, bucketId: 0, offset: 50 }]));
     const orders = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', logEndFile]);
     expect(orders.code).toBe(0);
@@ -145,7 +146,7 @@ describe('command output (in-process)', () => {
     const plan = JSON.parse(dry.stdout);
     expect(plan).toMatchObject({ groupId: 'orders', executed: false, target: 'to offset 7', selection: 'table 1', memberCount: 0 });
     plan.rows[3].newOffset = 9;
-    const planFile = path.join(scratchDir(), 'plan.json');
+    const planFile = path.join(tempDir(), 'plan.json');
     writeFileSync(planFile, JSON.stringify(plan));
     const executed = await run(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', planFile, '--execute']);
     expect(executed.code).toBe(0);
@@ -198,7 +199,7 @@ describe('command output (in-process)', () => {
   });
 
   it('demo refuses a non-empty directory that holds no store, and leaves it alone', async () => {
-    const notAStore = scratchDir('offset-store-demo-');
+    const notAStore = tempDir('offset-store-demo-');
     writeFileSync(path.join(notAStore, 'notes.txt'), 'keep me');
     const refused = await run(['demo', '--dir', notAStore]);
     expect(refused.code).toBe(1);
@@ -226,7 +227,7 @@ describe('command output (in-process)', () => {
 
 describe('demo directory', () => {
   it('replaces an old demo store whose LOCK file names a live process that holds no lock, and refuses one that is open', async () => {
-    const dir = scratchDir('offset-store-demo-');
+    const dir = tempDir('offset-store-demo-');
     await seedStore(dir);
     writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
     writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`); // a crashed demo's pid, since given to a live process

@@ -7,14 +7,13 @@
  * refuses to open with CORRUPT_MESSAGE (and leaves the file as it found it).
  */
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { applyHistory, generateHistory, modelOf, type HistoryStep } from '../compaction/compaction-fixtures.js';
 import { seededRandom, seedFrom } from '../support/seeded-random.js';
-import { tempDir } from '../support/temp-dir.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { PAGE_BYTES, leftmostLeafPage, mainRootPage, newestMetaPage, nodeOf } from './lmdb-pages.js';
 
 const CHILD = path.join(import.meta.dirname, 'checkpoint-damage-child.ts');
@@ -94,7 +93,7 @@ type Shape = 'whole log' | 'log deleted below';
 
 async function buildStore(dir: string, shape: Shape, steps: readonly HistoryStep[]): Promise<void> {
   if (shape === 'whole log') {
-    const live = tempDir();
+    const live = fileTempDir();
     const store = await OffsetStore.open({ ...options(live), compaction: { strategy: 'log-cleaner', background: false } });
     await applyHistory(store, steps);
     await store.convertCompaction('checkpoint');
@@ -160,17 +159,14 @@ function flip(bytes: Buffer, position: number, mask: number): Buffer {
 }
 
 const bases = new Map<Shape, string>();
-const baseRoot = mkdtempSync(path.join(tmpdir(), 'offset-store-damage-'));
 
 beforeAll(async () => {
   for (const shape of ['whole log', 'log deleted below'] as const) {
-    const dir = path.join(baseRoot, shape.replaceAll(' ', '-'));
+    const dir = fileTempDir(`offset-store-damage-${shape.replaceAll(' ', '-')}-`);
     await buildStore(dir, shape, history);
     bases.set(shape, dir);
   }
 });
-
-afterAll(() => rmSync(baseRoot, { recursive: true, force: true }));
 
 /** A copy of the base store of `shape`, with `damage` applied to its data.mdb (and its seal removed if asked). */
 function damagedCopy(shape: Shape, damage: string, { removeSeal = false } = {}): string {

@@ -1,17 +1,40 @@
+/**
+ * Temporary directories for tests, the one place they are made and removed. `tempDir()` belongs to
+ * the test that asks for it and is removed after that test; `fileTempDir()` outlives the tests of a
+ * file, for fixtures built once in `beforeAll` and copied or read by several tests, and is removed
+ * after the file. A directory made by `tempDir()` in `beforeAll` would vanish after the first test,
+ * so that is refused.
+ */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 
-const made: string[] = [];
+const perTest: string[] = [];
+const perFile: string[] = [];
 
-/** A fresh temporary directory, removed after the current test. */
-export function tempDir(prefix = 'offset-store-'): string {
+function make(prefix: string, owners: string[]): string {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
-  made.push(dir);
+  owners.push(dir);
   return dir;
 }
 
-afterEach(() => {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+function remove(dirs: string[]): void {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** A fresh temporary directory, removed after the current test (call it in a test or `beforeEach`). */
+export function tempDir(prefix = 'offset-store-'): string {
+  if (expect.getState().currentTestName === undefined) {
+    throw new TypeError('tempDir() outside a test is removed after the first test; use fileTempDir() for beforeAll fixtures');
+  }
+  return make(prefix, perTest);
+}
+
+/** A fresh temporary directory, removed after the test file: for fixtures built in `beforeAll`. */
+export function fileTempDir(prefix = 'offset-store-'): string {
+  return make(prefix, perFile);
+}
+
+afterEach(() => remove(perTest));
+afterAll(() => remove(perFile));

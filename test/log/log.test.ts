@@ -243,6 +243,39 @@ describe('Log', () => {
     await expect(log.append(testBatch(0))).rejects.toThrow(/STORE_CLOSED/);
   });
 
+  it('rolls a busy log into a segment prepared ahead, so rounds stop growing files; no prepared file outlives close', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 64 << 20 }));
+    const big = (n: number) => testBatch(n, 900); // ~60 KB
+    const written: Buffer[] = [];
+    for (let n = 0; n < 120; n++) {
+      const batch = big(n);
+      expect(await log.append(batch)).toBe(n);
+      written.push(batch);
+    }
+    const segments = log.segments();
+    expect(segments.length, 'rolled into prepared segments of 1, 2, 4 MiB').toBeGreaterThan(2);
+    expect(segments.slice(1, -1).every((s) => s.sizeBytes >= 900 * 1024)).toBe(true);
+    // The active segment was prepared: its file is larger than its batches (zeros written ahead).
+    expect(statSync(segments.at(-1)!.path).size).toBeGreaterThan(segments.at(-1)!.sizeBytes);
+    await log.close();
+    expect(readdirSync(dir).filter((f) => !f.endsWith('.log'))).toEqual([]);
+    for (const s of log.segments()) expect(statSync(s.path).size, 'sealed and closed segments end at their last batch').toBe(s.sizeBytes);
+    const { batches } = await readAll(logOptions(dir, { segmentBytesMax: 64 << 20 }));
+    expect(batches.map((b) => b.logOffset)).toEqual(written.map((_, i) => i));
+  });
+
+  it('deletes a prepared segment file a crash left behind', async () => {
+    const dir = tempDir();
+    await writeLog(dir, 3);
+    writeFileSync(path.join(dir, 'next-segment.tmp'), Buffer.alloc(4096));
+    const { batches, log } = await readAll(logOptions(dir));
+    expect(batches.length).toBe(3);
+    expect(readdirSync(dir).filter((f) => !f.endsWith('.log'))).toEqual([]);
+    await log.close();
+  });
+
   it('bounds the number of pending appends', async () => {
     const dir = tempDir();
     const { log } = await Log.open(logOptions(dir, { pendingAppendsMax: 10 }));

@@ -78,22 +78,41 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
   const count = offsets.length;
   if (count === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
   if (count > recordCountMax) throw new OffsetStoreError('INVALID_REQUEST', `${count} offsets in one commit exceed the limit of ${recordCountMax}`);
-  const seen = count > 1 ? seenScratch : undefined;
-  seen?.clear();
   const specs: OffsetRecordSpec[] = new Array(count);
+  // Duplicates: while the buckets come in strictly increasing (table, partition, bucket) order, as a
+  // caller walking its buckets sends them, none can repeat and no set is needed; from the first one
+  // out of order, every bucket so far goes into the set and the rest are checked against it.
+  let seen: BucketKeySet | undefined;
+  let lastTable = -1;
+  let lastPartition = -2;
+  let lastBucket = -1;
   for (let i = 0; i < count; i++) {
     const o: unknown = offsets[i];
     if (typeof o !== 'object' || o === null) throw new TypeError(`offsets[${i}] must be an object`);
     const { tableId, partitionId: partition, bucketId, offset: value, leaderEpoch: epoch, metadata: text } = o as OffsetFields;
     if (!isValidBucket(tableId, partition, bucketId)) invalidBucket(tableId, partition, bucketId, `offsets[${i}]`);
+    const t = tableId as number;
+    const b = bucketId as number;
     const partitionId = (partition ?? null) as number | null;
     const offset = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : checkId(value, `offsets[${i}].offset`, Number.MAX_SAFE_INTEGER);
     const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
     const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
-    if (seen !== undefined && !seen.add(tableId as number, partitionId, bucketId as number)) {
-      throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}] repeats bucket ${bucketKey({ tableId: tableId as number, partitionId, bucketId: bucketId as number })}`);
+    if (seen === undefined) {
+      const p = partitionId ?? -1;
+      if (t > lastTable || (t === lastTable && (p > lastPartition || (p === lastPartition && b > lastBucket)))) {
+        lastTable = t;
+        lastPartition = p;
+        lastBucket = b;
+      } else {
+        seen = seenScratch;
+        seen.clear();
+        for (let k = 0; k < i; k++) seen.add(specs[k]!.tableId, specs[k]!.partitionId, specs[k]!.bucketId);
+      }
     }
-    specs[i] = { tableId: tableId as number, partitionId, bucketId: bucketId as number, offset, leaderEpoch, metadata };
+    if (seen !== undefined && !seen.add(t, partitionId, b)) {
+      throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}] repeats bucket ${bucketKey({ tableId: t, partitionId, bucketId: b })}`);
+    }
+    specs[i] = { tableId: t, partitionId, bucketId: b, offset, leaderEpoch, metadata };
   }
   return specs;
 }

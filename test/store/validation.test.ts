@@ -141,6 +141,9 @@ describe('offset commit validation', () => {
       [ok, { ...ok, offset: 2 }],
       [{ tableId: 1, bucketId: 0, offset: 1 }, { tableId: 2, bucketId: 0, offset: 1 }, { tableId: 1, partitionId: null, bucketId: 0, offset: 3 }],
       [{ tableId: 1, partitionId: 4, bucketId: 0, offset: 1 }, { tableId: 1, partitionId: 4, bucketId: 0, offset: 1 }],
+      // In order at first (no set needed), then a bucket from before: the set must still see it.
+      [0, 1, 2, 3, 1].map((bucketId) => ({ tableId: 1, bucketId, offset: 1 })),
+      [{ tableId: 1, bucketId: 5, offset: 1 }, { tableId: 2, partitionId: 0, bucketId: 0, offset: 1 }, { tableId: 1, bucketId: 7, offset: 1 }, { tableId: 1, bucketId: 5, offset: 1 }],
     ];
     for (const request of duplicates) {
       await expect(store.commitOffsets('g', request)).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/repeat/) });

@@ -54,7 +54,7 @@ export interface OffsetStoreOptions {
   pendingCommitsMax?: number;
   /** Group coordinator settings. */
   group?: GroupOptions;
-  /** Background compaction; see DESIGN.md 5.5. */
+  /** Compaction: strategy, workers and pacing (defaults in docs/api.md; how it runs in docs/architecture.md). */
   compaction?: CompactionOptions;
   /** Receives recoverable problems (an ignored checkpoint, a failed background compaction); default process.emitWarning. */
   onWarning?: (message: string) => void;
@@ -100,7 +100,7 @@ export interface GroupListing {
   offsetsBucket: number;
 }
 
-/** Group states (DESIGN.md section 6), plus Dead for a deleted group. */
+/** Group states (docs/group-protocol.md, "Group states"), plus Dead, reserved for a deleted group (no call returns it). */
 export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'Dead';
 
 /** What `describeGroup` returns: JSON-safe. */

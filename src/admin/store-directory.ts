@@ -5,7 +5,7 @@
  * tail and completes interrupted compaction swaps, which is exactly what a verifier must not do.
  *
  * The folder naming (`buckets/<nnn>`, nnn zero-padded to at least 3 digits) and the manifest format
- * follow DESIGN.md 3.1.
+ * are those of docs/on-disk-format.md.
  */
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';

@@ -1,6 +1,6 @@
 /**
  * GroupCoordinator: the group coordinator of one offsets-bucket — membership, server-side assignment
- * and cooperative rebalancing for every group that lives in the bucket (DESIGN.md section 6).
+ * and cooperative rebalancing for every group that lives in the bucket (docs/group-protocol.md).
  *
  * How it changes state: every change is a handler (group-handlers.ts) run on the group's
  * OperationLane; the handler emits records, which replay into the GroupStateMachine. After each

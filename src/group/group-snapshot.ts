@@ -1,9 +1,9 @@
 /**
  * GroupSnapshot: the only group state that is persisted. One snapshot per group, written as an
- * upsert keyed by groupId (DESIGN.md record type 1) when the group reaches Stable or becomes Empty,
- * and a tombstone (null) when the group is deleted. It is plain data — numbers, strings, arrays,
- * plain objects and null — so it can be msgpack-encoded with `useRecords: false` and decoded without
- * shared state.
+ * upsert keyed by groupId (record type 1, docs/on-disk-format.md) when the group reaches Stable or
+ * becomes Empty, and a tombstone (null) when the group is deleted. It is plain data — numbers,
+ * strings, arrays, plain objects and null — so it can be msgpack-encoded with `useRecords: false`
+ * and decoded without shared state.
  *
  * Recovery expands the latest snapshot into records (`snapshotToRecords`), so it goes through the
  * same replay path as live changes. `parseGroupSnapshot` checks a decoded value before that and

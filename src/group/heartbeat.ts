@@ -1,5 +1,6 @@
 /**
- * The heartbeat protocol (DESIGN.md section 6) and its validation at the coordinator's edge.
+ * The heartbeat protocol (docs/group-protocol.md, "The heartbeat") and its validation at the
+ * coordinator's edge.
  *
  * `normalizeHeartbeatRequest` is the only place request fields are checked: wrong types are
  * `TypeError`; values a well-typed caller can still get wrong are `INVALID_REQUEST` naming the field.

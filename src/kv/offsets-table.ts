@@ -1,7 +1,8 @@
 /**
- * One offsets-bucket's offsets table: its log and its state machine, joined by the commit path of
- * DESIGN.md 5.1. Requests arrive validated; this class encodes, marks pending, appends, and applies
- * the batch to the state only once the append is durable (or clears the marks if it failed).
+ * One offsets-bucket's offsets table: its log and its state machine, joined by the commit path
+ * (docs/architecture.md, "The commit path"). Requests arrive validated; this class encodes, marks
+ * pending, appends, and applies the batch to the state only once the append is durable (or clears
+ * the marks if it failed).
  */
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';

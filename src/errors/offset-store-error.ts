@@ -13,6 +13,7 @@ export class OffsetStoreError extends Error {
   /** True when the same call may succeed if retried later. */
   readonly retriable: boolean;
 
+  /** `errno` and `retriable` come from the code's row in ERROR_CODES; the message is prefixed with the code. */
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(`${code}: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OffsetStoreError';

@@ -37,6 +37,7 @@ export class Group {
   readonly #subscriberCounts = new Map<number, number>();
   #reconciledCount = 0;
 
+  /** An empty group at epoch 0; only GroupStateMachine creates one, on its first `group-epoch` record. */
   constructor(groupId: string) {
     this.groupId = groupId;
   }

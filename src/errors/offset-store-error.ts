@@ -1,3 +1,7 @@
+/**
+ * OffsetStoreError, the one error class for conditions a caller can handle, and its type guard.
+ * `code`, `errno` and `retriable` come from one row of the error table, so they never disagree.
+ */
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 
 /**

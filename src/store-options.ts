@@ -92,7 +92,10 @@ export interface CompactOptions {
 
 /** Compaction options. */
 export interface CompactionOptions {
-  /** 'log-cleaner' (default), 'checkpoint' or 'none'. */
+  /**
+   * 'log-cleaner', 'checkpoint' or 'none'; default the store's own ('log-cleaner' for a new store). A
+   * different one than the store's is INVALID_CONFIG: convert with `convertCompaction`.
+   */
   strategy?: CompactionStrategy;
   /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
   workers?: number;

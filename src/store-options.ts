@@ -15,8 +15,14 @@ import type { BucketRef } from './model/index.js';
 
 /** One offset to commit: the next offset the group will read in the bucket. */
 export interface OffsetCommit extends BucketRef {
+  /** The next offset the group will read in the bucket (last processed + 1): a safe integer >= 0. */
   offset: number;
+  /** Leader epoch the offset was read under, an integer in [-1, 2^31 - 1]; default -1 (unknown). */
   leaderEpoch?: number;
+  /**
+   * Caller's metadata stored with the offset, at most 4096 UTF-8 bytes (OFFSET_METADATA_TOO_LARGE
+   * beyond); default ''.
+   */
   metadata?: string;
 }
 
@@ -25,7 +31,15 @@ export type CommittedOffset = CommittedOffsetValue;
 
 /** Who commits: omitted for an admin or manual commit. */
 export interface CommitOptions {
+  /**
+   * The committing member; without it the commit is made without membership, refused
+   * (UNKNOWN_MEMBER_ID) while the group has members.
+   */
   memberId?: string;
+  /**
+   * The member's current epoch, required with `memberId`: an older one is STALE_MEMBER_EPOCH, a newer
+   * one FENCED_MEMBER_EPOCH.
+   */
   memberEpoch?: number;
 }
 
@@ -37,6 +51,7 @@ export interface FetchOptions {
 
 /** Options of `OffsetStore.open`. */
 export interface OffsetStoreOptions {
+  /** The store directory (resolved against the working directory); created with its parents if missing. */
   dir: string;
   /** Number of offsets-buckets; default 16; fixed when the store is created. */
   bucketCount?: number;
@@ -54,7 +69,7 @@ export interface OffsetStoreOptions {
   pendingCommitsMax?: number;
   /** Group coordinator settings. */
   group?: GroupOptions;
-  /** Background compaction; see DESIGN.md 5.5. */
+  /** Compaction: strategy, workers and pacing (defaults in docs/api.md; how it runs in docs/architecture.md). */
   compaction?: CompactionOptions;
   /** Receives recoverable problems (an ignored checkpoint, a failed background compaction); default process.emitWarning. */
   onWarning?: (message: string) => void;
@@ -77,7 +92,10 @@ export interface CompactOptions {
 
 /** Compaction options. */
 export interface CompactionOptions {
-  /** 'log-cleaner' (default), 'checkpoint' or 'none'. */
+  /**
+   * 'log-cleaner', 'checkpoint' or 'none'; default the store's own ('log-cleaner' for a new store). A
+   * different one than the store's is INVALID_CONFIG: convert with `convertCompaction`.
+   */
   strategy?: CompactionStrategy;
   /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
   workers?: number;
@@ -95,18 +113,24 @@ export interface CompactionOptions {
 
 /** One row of `listGroups`. */
 export interface GroupListing {
+  /** The group. */
   groupId: string;
+  /** Its state; 'Empty' for a group with committed offsets and no members. */
   state: GroupState;
+  /** The offsets-bucket it lives in (`bucketFor(groupId)`). */
   offsetsBucket: number;
 }
 
-/** Group states (DESIGN.md section 6), plus Dead for a deleted group. */
+/** Group states (docs/group-protocol.md, "Group states"), plus Dead, reserved for a deleted group (no call returns it). */
 export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'Dead';
 
 /** What `describeGroup` returns: JSON-safe. */
 export interface GroupDescription {
+  /** The group. */
   groupId: string;
+  /** The offsets-bucket it lives in. */
   offsetsBucket: number;
+  /** Its state; 'Empty' for a group with committed offsets and no members. */
   state: GroupState;
   /** Group epoch (0 for a group that never had members). */
   groupEpoch: number;
@@ -114,7 +138,9 @@ export interface GroupDescription {
   assignmentEpoch: number;
   /** The assignor the next target assignment uses, if the group has members. */
   assignor: string | null;
+  /** Its members, sorted by id (static members away with epoch -2 included). */
   members: MemberDescription[];
+  /** Every committed offset of the group, in no particular order. */
   offsets: CommittedOffset[];
 }
 
@@ -138,23 +164,40 @@ export interface GroupOptions {
 
 /** Per offsets-bucket figures. */
 export interface BucketStats {
+  /** The offsets-bucket's number. */
   bucket: number;
+  /**
+   * 'loading' while it recovers, 'failed' when recovery failed (its calls get its error), else 'ready';
+   * the figures are 0 unless ready.
+   */
   state: 'loading' | 'ready' | 'failed';
+  /** Bytes of its log's segments (preallocated zeros not counted). */
   logBytes: number;
+  /** Segments of its log, the active one included. */
   segmentCount: number;
+  /** The log offset its next batch gets. */
   nextLogOffset: number;
+  /** Committed offsets held in memory. */
   liveOffsets: number;
+  /** Groups with committed offsets in it. */
   groups: number;
+  /** Its newest checkpoint, or undefined (strategy other than 'checkpoint', or none written yet). */
   checkpoint: CheckpointInfo | undefined;
 }
 
 /** What `stats()` returns. */
 export interface StoreStats {
+  /** The store directory, absolute. */
   dir: string;
+  /** Offsets-buckets, fixed at creation. */
   bucketCount: number;
+  /** The durability of this open. */
   durability: Durability;
+  /** The strategy the store runs (the one recorded in store.json). */
   compactionStrategy: CompactionStrategy;
+  /** One entry per offsets-bucket, in bucket order. */
   buckets: BucketStats[];
+  /** Sums over the buckets that are ready. */
   totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
 }
 
@@ -175,19 +218,33 @@ const STORE_GROUP_DEFAULTS: GroupSettings = { ...GROUP_SETTINGS_DEFAULTS, assign
 
 /** Options after validation, with defaults applied. */
 export interface ResolvedOptions {
+  /** Absolute store directory. */
   dir: string;
+  /** The requested count, or undefined to take the store's (16 for a new store). */
   bucketCount: number | undefined;
+  /** When a commit resolves: after its fdatasync, or after its write. */
   durability: Durability;
+  /** Roll size of every log, in bytes (>= 1024). */
   segmentBytesMax: number;
+  /** How long after its commit an expirable offset is kept, in ms. */
   offsetsRetentionMs: number;
+  /** Pause between two retention passes, in ms. */
   offsetsRetentionCheckIntervalMs: number;
+  /** Most offsets per commit or reset. */
   commitRecordCountMax: number;
+  /** Most appends queued or in flight per offsets-bucket. */
   pendingCommitsMax: number;
+  /** Time and timers. */
   clock: Clock;
+  /** The file-system port. */
   fs: FileSystem;
+  /** Whether `open` waits for every offsets-bucket to recover. */
   awaitRecovery: boolean;
+  /** Compaction settings, checked and with defaults. */
   compaction: ResolvedCompaction;
+  /** Coordinator settings, checked and with the store's defaults (assignments paced to one a second). */
   group: GroupSettings;
+  /** Where recoverable problems are reported. */
   onWarning: (message: string) => void;
 }
 

@@ -421,7 +421,7 @@ export class OffsetStore {
   }
 
   /**
-   * The group-membership protocol (DESIGN.md section 6): join (memberEpoch 0), heartbeat, leave (-1)
+   * The group-membership protocol (docs/group-protocol.md): join (memberEpoch 0), heartbeat, leave (-1)
    * or static temporary leave (-2). The response carries the member's assignment when it changed.
    */
   async heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {

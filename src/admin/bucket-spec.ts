@@ -16,6 +16,7 @@ import { bucketKey, compareBucketRefs, type TableBucket } from '../model/index.j
 
 /** A bucket and an offset in it (a log-end offset, or an offset to reset to). */
 export interface BucketOffset extends TableBucket {
+  /** The offset: a log-end offset (for lag) or the offset to reset to; a safe integer >= 0. */
   offset: number;
 }
 
@@ -24,8 +25,11 @@ export interface BucketOffset extends TableBucket {
  * when `partitionId` or `bucketId` is given.
  */
 export interface BucketSelection {
+  /** Only buckets of this table; required when `partitionId` or `bucketId` is given. */
   tableId?: number;
+  /** Only buckets of this partition (of a partitioned table). */
   partitionId?: number;
+  /** Only the bucket with this id. */
   bucketId?: number;
 }
 

@@ -15,43 +15,65 @@ import { listSegmentFiles, readStoreLayout } from './store-directory.js';
 
 /** A segment file begins. */
 export interface DumpSegmentEntry {
+  /** Discriminant: a segment file begins. */
   kind: 'segment';
+  /** Path of the segment file. */
   file: string;
+  /** Log offset of its first batch, from its name. */
   baseOffset: number;
+  /** Size of the file (preallocated zeros included). */
   sizeBytes: number;
 }
 
 /** One batch. */
 export interface DumpBatchEntry {
+  /** Discriminant: one valid batch. */
   kind: 'batch';
+  /** Path of its segment file. */
   file: string;
   /** Byte position of the batch in its file. */
   position: number;
+  /** The batch's log offset. */
   logOffset: number;
+  /** Bytes of the batch, its length field included. */
   sizeBytes: number;
   /** The stored xxh32, as 8 hex digits (it matched: damaged batches are `damage` entries). */
   checksum: string;
+  /** When the batch was committed, ms since the epoch. */
   commitTimestampMs: number;
+  /** The appender's fencing token (0 in a single-process store). */
   coordinatorEpoch: number;
+  /** Records in the batch. */
   recordCount: number;
 }
 
 /** One record of a batch (with `records: true`). */
 export interface DumpRecordEntry {
+  /** Discriminant: one record of the batch before it. */
   kind: 'record';
+  /** Log offset of its batch. */
   logOffset: number;
+  /** Its index within the batch. */
   index: number;
+  /** Record type 0 (an offset commit) or 1 (a group snapshot). */
   recordType: 'offset-commit' | 'group-snapshot';
+  /** The group it belongs to. */
   groupId: string;
+  /** True for a record without a value: a deleted offset or a deleted group's snapshot. */
   tombstone: boolean;
   /** Offset commits only (null for a snapshot). */
   tableId: number | null;
+  /** Offset commits only: the partition, null for a non-partitioned table (and for a snapshot). */
   partitionId: number | null;
+  /** Offset commits only: the bucket (null for a snapshot). */
   bucketId: number | null;
   /** Offset commit values only (null for a tombstone or a snapshot). */
   offset: number | null;
+  /** Offset commit values only: the leader epoch, -1 when unknown. */
   leaderEpoch: number | null;
+  /** Offset commit values only: when it was committed, ms since the epoch. */
   commitTimestampMs: number | null;
+  /** Offset commit values only: the caller's metadata. */
   metadata: string | null;
   /** Group snapshot values only: the decoded msgpack map. */
   snapshot: unknown;
@@ -59,9 +81,13 @@ export interface DumpRecordEntry {
 
 /** Where the log stops being valid (the rest of that segment is skipped). */
 export interface DumpDamageEntry {
+  /** Discriminant: the segment stops being valid here. */
   kind: 'damage';
+  /** Path of the damaged segment file. */
   file: string;
+  /** Byte position of the first byte that is not part of a valid batch. */
   position: number;
+  /** What is wrong there. */
   reason: string;
 }
 
@@ -80,11 +106,17 @@ export interface DumpOptions {
 
 /** Totals of a dump. */
 export interface DumpSummary {
+  /** The offsets-bucket dumped. */
   bucket: number;
+  /** Its folder. */
   dir: string;
+  /** Segment files of the offsets-bucket (those wholly below `fromOffset` are not read). */
   segmentCount: number;
+  /** Batches emitted (at or above `fromOffset`). */
   batchCount: number;
+  /** Records decoded (0 unless `records` was asked for). */
   recordCount: number;
+  /** Damaged places found (0 for a clean log). */
   damageCount: number;
 }
 

@@ -21,41 +21,64 @@ import { listSwapLeftovers, liveLockHolder, readStoreLayout, type StoreLayout } 
 
 /** One damaged place. */
 export interface LogProblem {
+  /**
+   * 'torn-tail': the next open truncates it, losing only unacknowledged writes; 'corrupt': the next
+   * open refuses the offsets-bucket.
+   */
   kind: 'corrupt' | 'torn-tail';
+  /** The offsets-bucket. */
   bucket: number;
+  /** The damaged (or missing) file. */
   file: string;
   /** Byte position in `file` of the first byte that is not part of a valid batch (or of the bad record). */
   position: number;
   /** Bytes from `position` to the end of the file. */
   bytesAfter: number;
+  /** What is wrong there. */
   reason: string;
 }
 
 /** What the check found in one segment file. */
 export interface SegmentVerification {
+  /** Path of the segment file. */
   file: string;
+  /** Log offset of its first batch, from its name. */
   baseOffset: number;
+  /** Size of the file. */
   sizeBytes: number;
   /** Bytes of valid batches from the start of the file. */
   validBytes: number;
   /** Zero bytes after the last batch of the active segment (written ahead by the log; not damage). */
   preallocatedBytes: number;
+  /** Valid batches in it. */
   batchCount: number;
+  /** Records in those batches, each decoded. */
   recordCount: number;
+  /** Log offset of its first valid batch, null when it has none. */
   firstLogOffset: number | null;
+  /** Log offset of its last valid batch, null when it has none. */
   lastLogOffset: number | null;
 }
 
 /** What the check found in one offsets-bucket. */
 export interface BucketVerification {
+  /** The offsets-bucket. */
   bucket: number;
+  /** Its folder. */
   dir: string;
+  /** The worst problem found: what the next open will do with it. */
   status: 'ok' | 'torn-tail' | 'corrupt';
+  /** Each segment, oldest first. */
   segments: SegmentVerification[];
+  /** Valid batches in all its segments. */
   batchCount: number;
+  /** Records in those batches. */
   recordCount: number;
+  /** Bytes of all its segment files. */
   sizeBytes: number;
+  /** Log offset of its first valid batch, null when it has none. */
   firstLogOffset: number | null;
+  /** Log offset of its last valid batch, null when it has none. */
   lastLogOffset: number | null;
   /** Files an interrupted compaction left (the next open completes or discards the swap). */
   swapLeftovers: string[];
@@ -63,17 +86,25 @@ export interface BucketVerification {
 
 /** What `verifyLog` returns. */
 export interface VerifyReport {
+  /** The store directory, absolute. */
   dir: string;
+  /** Offsets-buckets checked (all of the store's). */
   bucketCount: number;
   /** True when no problem was found. */
   ok: boolean;
+  /** Problems of kind 'corrupt' (the CLI exits 1 when there is any). */
   corruptCount: number;
+  /** Problems of kind 'torn-tail' (the CLI exits 3 when these are the only ones). */
   tornTailCount: number;
   /** Pid of a live process that has the store open (a torn tail may then be an append in flight). */
   openByPid: number | null;
+  /** Sums over every offsets-bucket. */
   totals: { segmentCount: number; batchCount: number; recordCount: number; sizeBytes: number };
+  /** One entry per offsets-bucket, in bucket order. */
   buckets: BucketVerification[];
+  /** Every damaged place, bucket by bucket, in file order. */
   problems: LogProblem[];
+  /** Wall time of the check, in ms. */
   durationMs: number;
 }
 

@@ -24,6 +24,7 @@ export type ResetTarget =
 
 /** What to reset. */
 export interface ResetRequest {
+  /** The new offsets: one offset, a shift of the committed ones, or offsets from a document. */
   target: ResetTarget;
   /** Default: every committed bucket of the group. */
   selection?: BucketSelection;
@@ -33,6 +34,7 @@ export interface ResetRequest {
 export interface ResetPlanRow extends TableBucket {
   /** The committed offset now, null when the bucket has none. */
   currentOffset: number | null;
+  /** The offset the reset commits (>= 0). */
   newOffset: number;
   /** True when `shift-by` went below 0 and was clamped to 0. */
   clamped: boolean;
@@ -40,6 +42,7 @@ export interface ResetPlanRow extends TableBucket {
 
 /** The committed offsets a plan is computed from. */
 export interface CommittedBucketOffset extends TableBucket {
+  /** The committed offset of the bucket. */
   offset: number;
 }
 

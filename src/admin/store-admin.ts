@@ -33,23 +33,37 @@ export interface StoreAdminOptions {
 
 /** One member of a group, as described. */
 export interface MemberReport {
+  /** The member's id. */
   memberId: string;
+  /** Its static instance id, null for a dynamic member. */
   instanceId: string | null;
+  /** Its member epoch (-2 for a static member away). */
   memberEpoch: number;
+  /** Its reconciliation state (STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS). */
   state: string;
+  /** The tables it subscribes to, sorted. */
   subscribedTableIds: number[];
+  /** The buckets it may own now, sorted. */
   assignment: TableBucket[];
+  /** Buckets it was asked to release and still owns. */
   pendingRevocation: TableBucket[];
+  /** The buckets it will own once reconciled. */
   targetAssignment: TableBucket[];
+  /** Its session timeout, in ms. */
   sessionTimeoutMs: number;
+  /** Its rebalance timeout, in ms. */
   rebalanceTimeoutMs: number;
 }
 
 /** One bucket of a described group: committed, assigned, or both. */
 export interface BucketReport extends TableBucket {
+  /** The committed offset, null when the bucket is only assigned. */
   committedOffset: number | null;
+  /** The committed leader epoch, null without a commit. */
   leaderEpoch: number | null;
+  /** The committed metadata, null without a commit. */
   metadata: string | null;
+  /** When it was committed (ms since the epoch), null without a commit. */
   commitTimestampMs: number | null;
   /** Member that owns the bucket now, if any. */
   memberId: string | null;
@@ -61,13 +75,21 @@ export interface BucketReport extends TableBucket {
 
 /** What `describeGroup` returns. */
 export interface GroupReport {
+  /** The group. */
   groupId: string;
+  /** The offsets-bucket it lives in. */
   offsetsBucket: number;
+  /** Its state. */
   state: GroupState;
+  /** Its group epoch (0 for a group that never had members). */
   groupEpoch: number;
+  /** The epoch of its current target assignment. */
   assignmentEpoch: number;
+  /** The assignor its next target uses, null without members. */
   assignor: string | null;
+  /** Its members, sorted by id. */
   members: MemberReport[];
+  /** Every bucket committed or assigned, sorted, with its owner and lag. */
   buckets: BucketReport[];
   /** Sum of the known lags, null when no log-end offset was given. */
   totalLag: number | null;
@@ -75,6 +97,7 @@ export interface GroupReport {
 
 /** A reset plan, before or after it was executed. */
 export interface ResetPlan {
+  /** The group reset. */
   groupId: string;
   /** e.g. `to offset 0`, `shift by -10`, `from plan.json`. */
   target: string;
@@ -82,19 +105,25 @@ export interface ResetPlan {
   selection: string;
   /** Members the group has now: executing needs 0 (NON_EMPTY_GROUP otherwise). */
   memberCount: number;
+  /** False for a dry run; true once the offsets were committed. */
   executed: boolean;
+  /** One row per bucket; after execution, `newOffset` is what was read back. */
   rows: ResetPlanRow[];
 }
 
 /** What `deleteOffsets` did. */
 export interface DeleteOffsetsResult {
+  /** The group. */
   groupId: string;
+  /** The selection, described (e.g. `table 1 bucket 3`). */
   selection: string;
+  /** The buckets whose offsets were deleted, sorted. */
   deleted: TableBucket[];
 }
 
 /** What `removeMembers` did. */
 export interface RemoveMembersResult {
+  /** The group. */
   groupId: string;
   /** The removed members, sorted by id (a static member's instance id is released). */
   removed: RemovedMember[];
@@ -106,28 +135,43 @@ export interface RemoveMembersResult {
 
 /** What `deleteGroup` did. */
 export interface DeleteGroupResult {
+  /** The group deleted. */
   groupId: string;
+  /** Committed offsets it had. */
   offsetsDeleted: number;
 }
 
 /** Per offsets-bucket figures of `stats`. */
 export interface BucketStatsReport {
+  /** The offsets-bucket. */
   bucket: number;
+  /** 'loading', 'ready' or 'failed' (figures are 0 unless ready). */
   state: 'loading' | 'ready' | 'failed';
+  /** Bytes of its log. */
   logBytes: number;
+  /** Segments of its log. */
   segmentCount: number;
+  /** The log offset its next batch gets. */
   nextLogOffset: number;
+  /** Committed offsets in memory. */
   liveOffsets: number;
+  /** Groups with committed offsets. */
   groups: number;
+  /** Its newest checkpoint, null without one. */
   lastCheckpoint: { logOffset: number; liveOffsets: number; createdAtMs: number } | null;
 }
 
 /** What `stats` returns. */
 export interface StatsReport {
+  /** The store directory, absolute. */
   dir: string;
+  /** Offsets-buckets. */
   bucketCount: number;
+  /** When the store was created, ms since the epoch. */
   createdAtMs: number;
+  /** Sums over the offsets-buckets. */
   totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
+  /** One entry per offsets-bucket, in bucket order. */
   buckets: BucketStatsReport[];
 }
 

@@ -5,7 +5,7 @@
  * tail and completes interrupted compaction swaps, which is exactly what a verifier must not do.
  *
  * The folder naming (`buckets/<nnn>`, nnn zero-padded to at least 3 digits) and the manifest format
- * follow DESIGN.md 3.1.
+ * are those of docs/on-disk-format.md.
  */
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
@@ -17,7 +17,9 @@ export { MANIFEST_FILE, bucketDirName, liveLockHolder } from '../log/index.js';
 
 /** What the manifest says plus where the buckets live. */
 export interface StoreLayout {
+  /** The store directory, absolute. */
   dir: string;
+  /** The checked content of `store.json`. */
   manifest: StoreManifest;
   /** Folder of each offsets-bucket, index = bucket number. */
   bucketDirs: string[];
@@ -25,9 +27,13 @@ export interface StoreLayout {
 
 /** One segment file as found on disk. */
 export interface SegmentFile {
+  /** Its file name (20-digit base offset + `.log`). */
   name: string;
+  /** Its path. */
   path: string;
+  /** Log offset of its first batch, from its name. */
   baseOffset: number;
+  /** Size of the file in bytes. */
   sizeBytes: number;
 }
 

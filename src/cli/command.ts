@@ -25,6 +25,7 @@ export const EXIT = {
 
 /** A command-line mistake: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {
+  /** `message` is printed as `error: <message>` with a pointer to the command's `--help`. */
   constructor(message: string) {
     super(message);
     this.name = 'UsageError';
@@ -33,12 +34,15 @@ export class UsageError extends Error {
 
 /** One option of a command. */
 export interface OptionSpec {
+  /** 'string' takes a value (`--dir d`), 'boolean' is a flag. */
   type: 'string' | 'boolean';
   /** A string option that may be given several times (`--member a --member b`). */
   multiple?: boolean;
+  /** One-letter alias, e.g. `h` for `--help`. */
   short?: string;
   /** Placeholder shown in help, e.g. `<n>`. */
   valueName?: string;
+  /** One line for `--help`. */
   description: string;
 }
 
@@ -46,9 +50,14 @@ export interface OptionSpec {
 export interface CommandContext {
   /** Positional arguments after the command words. */
   positionals: string[];
+  /**
+   * Parsed options by name (strings, string arrays for `multiple`, booleans), as the strict parse left
+   * them.
+   */
   values: Record<string, string | string[] | boolean | undefined>;
   /** `--dir`, resolved by the dispatcher (the command's default when absent). */
   dir: string;
+  /** Where the command writes its results (text, or JSON with `--json`). */
   output: Output;
 }
 
@@ -56,12 +65,15 @@ export interface CommandContext {
 export interface Command {
   /** Command words, e.g. `['groups', 'describe']`. */
   words: string[];
+  /** One line for the command list in `--help`. */
   summary: string;
   /** Positional arguments, in order, e.g. `['<groupId>']`. */
   positionals: string[];
   /** Text shown under the usage line in `--help`. */
   description: string;
+  /** The command's own options (the global ones are added by the dispatcher). */
   options: Record<string, OptionSpec>;
+  /** Example command lines shown in `--help`. */
   examples: string[];
   /** Default of `--dir` when absent; undefined = `--dir` is required. */
   defaultDir?: string;

@@ -10,21 +10,27 @@
 
 /** Where output goes; `process.stdout`/`process.stderr` in production, buffers in tests. */
 export interface OutputStreams {
+  /** Results (text or JSON). */
   stdout: { write(text: string): unknown; isTTY?: boolean };
+  /** Warnings, errors and progress. */
   stderr: { write(text: string): unknown; isTTY?: boolean };
 }
 
 /** One column of a table: its header and how its cells align. */
 export interface Column {
+  /** The header text. */
   header: string;
+  /** How cells align; default left. */
   align?: 'left' | 'right';
 }
 
 /** The CLI's writer; see the module header. */
 export class Output {
+  /** True with `--json`: results are JSON, not text. */
   readonly json: boolean;
   readonly #streams: OutputStreams;
 
+  /** Writes to `streams`; with `json`, results go out as JSON. */
   constructor(streams: OutputStreams, json: boolean) {
     this.#streams = streams;
     this.json = json;

@@ -19,6 +19,10 @@ export class Progress {
   #frame = 0;
   #timer: NodeJS.Timeout | undefined;
 
+  /**
+   * Starts drawing at once when stderr is a terminal and the output is not JSON; otherwise every method
+   * is a no-op.
+   */
   constructor(output: Output) {
     this.#output = output;
     this.#enabled = output.interactive && !output.json;

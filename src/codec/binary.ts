@@ -9,7 +9,12 @@ const TWO_POW_32 = 4294967296;
 
 /** A malformed byte sequence at `position`. Internal to the codec; callers see CORRUPT_MESSAGE. */
 export class DecodeError extends RangeError {
+  /**
+   * Byte position in the decoded buffer where the sequence stopped making sense, for the
+   * CORRUPT_MESSAGE that names the file.
+   */
   readonly position: number;
+  /** `message` says what was wrong; " at byte <position>" is appended so every decode error locates itself. */
   constructor(message: string, position: number) {
     super(`${message} at byte ${position}`);
     this.name = 'DecodeError';
@@ -54,7 +59,9 @@ export function writeVarUint(buf: Buffer, value: number, position: number): numb
 
 /** A decoded unsigned LEB128 value and the position after it. */
 export interface VarUint {
+  /** The decoded value (a safe integer; a longer encoding is a DecodeError). */
   value: number;
+  /** Position of the first byte after the encoding, where the caller reads on. */
   next: number;
 }
 

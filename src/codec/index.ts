@@ -1,3 +1,9 @@
+/**
+ * src/codec: the bytes of the on-disk format (docs/on-disk-format.md): the KvRecordBatch header and
+ * its checksum, the record keys and values of offset commits and group snapshots, and xxh32. Pure
+ * functions over buffers, no I/O; a malformed input is a DecodeError the callers turn into
+ * CORRUPT_MESSAGE. This file is the folder's door.
+ */
 export { loadChecksum, xxh32 } from './checksum.js';
 export { DecodeError } from './binary.js';
 export {

@@ -58,9 +58,13 @@ const RECORD_COUNT_POSITION = 44;
 
 /** Fields of a batch header other than length and checksum. */
 export interface BatchHeader {
+  /** The batch's position in its log (0 until the log seals it at append). */
   logOffset: number;
+  /** When the commit was made, ms since the epoch; the log cleaner compares it with the delete horizon. */
   commitTimestampMs: number;
+  /** Fencing token of whoever appended the batch; 0 in a single-process store. */
   coordinatorEpoch: number;
+  /** Records in the batch (0 for a chain-keeping batch the log cleaner emptied). */
   recordCount: number;
 }
 
@@ -190,7 +194,9 @@ export interface RawRecord {
   start: number;
   /** Position after the record. */
   end: number;
+  /** Position of the first key byte (after the LEB128 key length). */
   keyStart: number;
+  /** Position after the last key byte: where the value starts. */
   keyEnd: number;
   /** valueStart === end means a tombstone. */
   valueStart: number;

@@ -45,12 +45,19 @@ export function unpackSnapshot(bytes: Uint8Array): unknown {
 
 /** One offset record to encode: a value, or a tombstone when `tombstone` is true. */
 export interface OffsetRecordSpec {
+  /** User table id, a safe integer >= 0 (checked at the edge). */
   tableId: number;
+  /** Partition id, or null for a non-partitioned table (stored as -1). */
   partitionId: number | null;
+  /** Bucket id, an int32 >= 0. */
   bucketId: number;
+  /** The committed offset: the next offset the group reads. Ignored in a tombstone. */
   offset: number;
+  /** Leader epoch the offset was read under, or -1 when unknown. */
   leaderEpoch: number;
+  /** Caller's metadata, at most METADATA_BYTES_MAX UTF-8 bytes ('' when none). */
   metadata: string;
+  /** True to delete the key instead of setting it: the record is written without a value. */
   tombstone?: boolean;
   /** This record's commit time, when it differs from the batch's (an image of the state written back). */
   commitTimestampMs?: number;
@@ -178,17 +185,29 @@ export function buildGroupSnapshotBatch(groupId: string, snapshot: unknown, comm
  * Offset fields are meaningful for type 0, `snapshot` for type 1; `tombstone` for both.
  */
 export interface DecodedRecord {
+  /** Record type: 0 offset commit, 1 group snapshot. */
   type: 0 | 1;
+  /** Index of the record within its batch (with the batch's log offset, its position in the log). */
   index: number;
+  /** The group the record belongs to. */
   groupId: string;
+  /** Type 0: the user table. */
   tableId: number;
+  /** Type 0: the partition, or null for a non-partitioned table. */
   partitionId: number | null;
+  /** Type 0: the bucket. */
   bucketId: number;
+  /** True when the record has no value: it deletes the offset (type 0) or the group's snapshot (type 1). */
   tombstone: boolean;
+  /** Type 0 value: the committed offset. */
   offset: number;
+  /** Type 0 value: the leader epoch, -1 when unknown. */
   leaderEpoch: number;
+  /** Type 0 value: when the offset was committed, ms since the epoch. */
   commitTimestampMs: number;
+  /** Type 0 value: the caller's metadata. */
   metadata: string;
+  /** Type 1 value: the msgpack-decoded group snapshot, unchecked (the group layer parses it). */
   snapshot: unknown;
 }
 

@@ -22,10 +22,15 @@ export class InProcessCleanRunner implements CleanRunner {
   readonly #fs: FileSystem;
   #closed = false;
 
+  /** Runs every job through `fs`, the store's own port, so its faults (in tests) reach compaction too. */
   constructor(fs: FileSystem) {
     this.#fs = fs;
   }
 
+  /**
+   * Runs the job on this thread; STORE_CLOSED if the runner was closed before or while it ran (its
+   * output is then never swapped in).
+   */
   async clean(job: CleanJob): Promise<CleanResult> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction runner is closed');
     const result = await cleanSegments(this.#fs, job);
@@ -33,6 +38,7 @@ export class InProcessCleanRunner implements CleanRunner {
     return result;
   }
 
+  /** Refuses later jobs; a job in flight finishes its I/O but reports STORE_CLOSED. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
   }

@@ -27,7 +27,12 @@ export type CompactionStrategy = 'log-cleaner' | 'checkpoint' | 'none';
 
 /** What compaction needs of one offsets-bucket (provided by the store). */
 export interface CompactionTarget {
+  /** The offsets-bucket's number, for reports and for `onError`. */
   readonly bucket: number;
+  /**
+   * The bucket's log: sizes and segment lists for planning, and the swap the log cleaner's output goes
+   * through.
+   */
   readonly log: Log;
   /** Estimated bytes the live records would take in a fully compacted log. */
   liveBytesEstimate(): number;
@@ -39,18 +44,30 @@ export interface CompactionTarget {
 
 /** Options of the compactor. */
 export interface CompactorOptions {
+  /** The store's strategy; 'none' never schedules anything. */
   strategy: CompactionStrategy;
+  /** Paces background runs and gives the delete horizon's "now". */
   clock: Clock;
   /** Runs log-cleaner jobs (undefined for the other strategies). */
   pool: CleanRunner | undefined;
+  /** Most buckets compacted at once (>= 1). */
   workers: number;
+  /** Pause between two background passes over the buckets, in ms. */
   intervalMs: number;
+  /** A bucket is due in the background once 1 - liveBytes / logBytes reaches this (0 to 1). */
   minDirtyRatio: number;
   /** A bucket whose log exceeds this many bytes is due whatever its ratio (Infinity = never). */
   logBytesMax: number;
+  /** The log cleaner keeps a tombstone this long after its commit (ms), then drops it with the key. */
   deleteRetentionMs: number;
+  /** Most bytes per cleaned output segment (the log's roll size). */
   segmentBytesMax: number;
+  /** Largest batch a cleaner job accepts when it reads the log (the log's own limit). */
   batchBytesMax: number;
+  /**
+   * Hears of each bucket whose compaction failed (the store turns it into a warning); the next pass
+   * tries again.
+   */
   onError: (error: unknown, bucket: number) => void;
 }
 
@@ -59,26 +76,43 @@ export type BucketCompactedListener = (bucket: BucketCompaction, finished: numbe
 
 /** What compaction did to one offsets-bucket. */
 export interface BucketCompaction {
+  /** The offsets-bucket. */
   bucket: number;
+  /** Bytes of its log before this run. */
   bytesBefore: number;
+  /** Bytes of its log after this run (outputs swapped in, segments below a checkpoint deleted). */
   bytesAfter: number;
+  /** Segments of its log before this run, the active one included. */
   segmentsBefore: number;
+  /** Segments of its log after this run, the active one included. */
   segmentsAfter: number;
+  /** Records the log cleaner read from the sealed segments (0 for the other strategies). */
   recordsRead: number;
+  /** Records the log cleaner dropped: overwritten values and tombstones past the delete horizon. */
   recordsDropped: number;
+  /** Bytes written: cleaned segments, or checkpoint values (0 when the newest checkpoint was current). */
   bytesWritten: number;
+  /** Wall time of this bucket's run, in ms. */
   durationMs: number;
+  /** Checkpoint strategy: the log offset of the checkpoint written (or found current). */
   checkpointLogOffset?: number;
 }
 
 /** What `compact()` returns. */
 export interface CompactionReport {
+  /** The strategy that ran. */
   strategy: CompactionStrategy;
+  /** One entry per offsets-bucket that finished, in bucket order. */
   buckets: BucketCompaction[];
+  /** Sum of the buckets' log bytes before. */
   bytesBefore: number;
+  /** Sum of the buckets' log bytes after. */
   bytesAfter: number;
+  /** Sum of the records the log cleaner dropped. */
   recordsDropped: number;
+  /** Sum of the bytes written (cleaned segments or checkpoints). */
   bytesWritten: number;
+  /** Wall time of the whole run, in ms. */
   durationMs: number;
 }
 
@@ -92,6 +126,10 @@ export class Compactor {
   #timer: Timer | undefined;
   #closed = false;
 
+  /**
+   * Does nothing until `start()` (background) or `compactNow()`; `targets` are the store's
+   * offsets-buckets, in bucket order.
+   */
   constructor(options: CompactorOptions, targets: CompactionTarget[]) {
     this.#options = options;
     this.#targets = targets;

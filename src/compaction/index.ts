@@ -1,3 +1,9 @@
+/**
+ * src/compaction: the scheduler that decides which offsets-buckets to compact and runs the store's
+ * strategy on them, the log cleaner, and where its jobs run (worker threads or in-process). Reaches
+ * an offsets-bucket only through the CompactionTarget port; does not import kv. This file is the
+ * folder's door.
+ */
 export {
   Compactor, type BucketCompactedListener, type BucketCompaction, type CompactionReport, type CompactionStrategy, type CompactionTarget, type CompactorOptions,
 } from './compactor.js';

@@ -28,13 +28,17 @@ import { CLEANED_SUFFIX, scanSegment, segmentFileName, type CleanedSegment } fro
 
 /** One segment file as the job sees it. */
 export interface SegmentRef {
+  /** Absolute path of the segment file. */
   path: string;
+  /** Log offset of its first batch (its file name). */
   baseOffset: number;
+  /** Bytes of batches to read: the size captured when the job was planned, so later appends are not read. */
   sizeBytes: number;
 }
 
 /** A log-cleaner job: plain data, so it crosses to a worker thread. */
 export interface CleanJob {
+  /** The offsets-bucket's log directory, where the `.cleaned` outputs are written. */
   dir: string;
   /** Sealed segments to rewrite, oldest first. */
   inputs: SegmentRef[];
@@ -42,17 +46,28 @@ export interface CleanJob {
   tail: SegmentRef[];
   /** Tombstones whose batch was committed before this time are dropped. */
   deleteHorizonMs: number;
+  /** Most bytes per output segment. */
   segmentBytesMax: number;
+  /** Largest batch accepted while reading; a larger length is damage (CORRUPT_MESSAGE). */
   batchBytesMax: number;
 }
 
 /** What a clean produced. */
 export interface CleanResult {
+  /**
+   * The cleaned segments, written and fdatasynced under temporary names, oldest first, for
+   * Log.replaceSegments.
+   */
   outputs: CleanedSegment[];
+  /** Records read from the inputs. */
   recordsRead: number;
+  /** Records written to the outputs. */
   recordsKept: number;
+  /** Tombstones dropped for being older than the delete horizon. */
   tombstonesDropped: number;
+  /** Bytes of the inputs and the tail the job covered (the sizes captured when it was planned). */
   bytesRead: number;
+  /** Bytes written to the outputs. */
   bytesWritten: number;
 }
 

@@ -11,7 +11,9 @@ import type { CleanJob, CleanResult } from './log-cleaner.js';
 
 /** Options of the pool. */
 export interface WorkerPoolOptions {
+  /** Most worker threads alive at once (one job each). */
   workers: number;
+  /** An idle worker exits after this many ms, so a quiet store holds no threads. */
   idleTimeoutMs: number;
 }
 
@@ -22,6 +24,7 @@ export class CompactionWorkerPool implements CleanRunner {
   readonly #pool: Piscina;
   #closed = false;
 
+  /** Starts no thread yet: workers are created on the first job and exit when idle. */
   constructor(options: WorkerPoolOptions) {
     this.#pool = new Piscina({
       filename: new URL(fromSource ? './compaction-worker.ts' : './compaction-worker.js', import.meta.url).href,

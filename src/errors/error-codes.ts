@@ -5,7 +5,9 @@
 
 /** One row of the error table. */
 export interface ErrorCodeInfo {
+  /** Stable number of the code: Kafka's below 1000 where the meaning is the same; never reused or changed. */
   readonly errno: number;
+  /** True when the same call, unchanged, may succeed later (back off and retry). */
   readonly retriable: boolean;
 }
 

@@ -1,3 +1,7 @@
+/**
+ * OffsetStoreError, the one error class for conditions a caller can handle, and its type guard.
+ * `code`, `errno` and `retriable` come from one row of the error table, so they never disagree.
+ */
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 
 /**
@@ -13,6 +17,7 @@ export class OffsetStoreError extends Error {
   /** True when the same call may succeed if retried later. */
   readonly retriable: boolean;
 
+  /** `errno` and `retriable` come from the code's row in ERROR_CODES; the message is prefixed with the code. */
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(`${code}: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OffsetStoreError';

@@ -18,6 +18,7 @@ export type AssignorName = 'uniform' | 'range' | (string & Record<never, never>)
 
 /** One member as an assignor sees it. */
 export interface AssignorMember {
+  /** The member's id; the key of its entry in the assignor's result. */
   readonly memberId: string;
   /** Static membership id, or null. */
   readonly instanceId: string | null;

@@ -45,12 +45,14 @@ export class BucketMap<V> {
     return this.#size;
   }
 
+  /** The value of a bucket, or undefined; builds no key string. */
   get(ref: TableBucket): V | undefined {
     const slot = this.#slot(ref, false);
     if (slot === undefined) return undefined;
     return ref.bucketId < DENSE_BUCKET_LIMIT ? slot.dense[ref.bucketId] : slot.sparse?.get(ref.bucketId);
   }
 
+  /** True when the bucket has a value. */
   has(ref: TableBucket): boolean {
     return this.get(ref) !== undefined;
   }
@@ -75,6 +77,7 @@ export class BucketMap<V> {
     }
   }
 
+  /** Removes a bucket's value; true when it had one. */
   delete(ref: TableBucket): boolean {
     const slot = this.#slot(ref, false);
     if (slot === undefined) return false;

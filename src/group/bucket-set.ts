@@ -109,6 +109,10 @@ export class BucketSet implements Iterable<TableBucket> {
     return ((part.bits[offset >>> 5] as number) & (1 << (offset & 31))) !== 0;
   }
 
+  /**
+   * The buckets in insertion order (not sorted: use `toArray` for sorted), as the very ref objects the
+   * set was built from.
+   */
   [Symbol.iterator](): IterableIterator<TableBucket> {
     return this.#refs[Symbol.iterator]();
   }

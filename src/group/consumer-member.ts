@@ -19,20 +19,30 @@ export const LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2;
 
 /** What a member asked for: changes to it are what bumps the group epoch. */
 export interface MemberSubscription {
+  /** The member's id, unique in its group. */
   readonly memberId: string;
+  /** Static membership id, or null for a dynamic member. */
   readonly instanceId: string | null;
   /** Sorted, duplicate-free. */
   readonly subscribedTableIds: readonly number[];
   /** Preferred assignor, or null for the coordinator's default. */
   readonly assignor: string | null;
+  /** Silence after which the member is removed, in ms. */
   readonly sessionTimeoutMs: number;
+  /** Time it has to release revoked buckets before it is removed, in ms. */
   readonly rebalanceTimeoutMs: number;
 }
 
 /** Where a member stands in reconciliation towards its target assignment. */
 export interface MemberAssignment {
+  /** 0 joining, -2 a static member away, otherwise the assignment epoch reached (or being revoked towards). */
   readonly memberEpoch: number;
+  /**
+   * The epoch before the last change: a heartbeat at it is accepted when the member owns nothing beyond
+   * `assigned` (its last response was lost).
+   */
   readonly previousMemberEpoch: number;
+  /** Where the member stands in reconciliation (KIP-848). */
   readonly state: MemberState;
   /** Buckets the member may own now. */
   readonly assigned: BucketSet;

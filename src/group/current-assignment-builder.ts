@@ -23,7 +23,9 @@ import type { ConsumerMember, MemberAssignment, MemberState } from './consumer-m
 
 /** What reconciliation needs to know besides the member. */
 export interface ReconcileInput {
+  /** The group's assignment epoch: where the member is heading. */
   readonly targetEpoch: number;
+  /** The member's target assignment at that epoch. */
   readonly target: BucketSet;
   /** Current owner (member id) of a bucket, if any. */
   readonly ownerOf: (ref: TableBucket) => string | undefined;

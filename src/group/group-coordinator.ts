@@ -1,6 +1,6 @@
 /**
  * GroupCoordinator: the group coordinator of one offsets-bucket — membership, server-side assignment
- * and cooperative rebalancing for every group that lives in the bucket (DESIGN.md section 6).
+ * and cooperative rebalancing for every group that lives in the bucket (docs/group-protocol.md).
  *
  * How it changes state: every change is a handler (group-handlers.ts) run on the group's
  * OperationLane; the handler emits records, which replay into the GroupStateMachine. After each
@@ -84,10 +84,15 @@ export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
 
 /** Counters for stats and benchmarks. */
 export interface GroupCoordinatorMetrics {
+  /** Groups the coordinator holds state for. */
   groups: number;
+  /** Members across those groups, static members away included. */
   members: number;
+  /** Records emitted since construction (replays of snapshots at load excluded). */
   recordsEmitted: number;
+  /** Snapshot writes issued since construction (tombstones of deleted groups excluded). */
   snapshotsWritten: number;
+  /** Session and rebalance timers armed now. */
   armedTimers: number;
 }
 
@@ -121,6 +126,10 @@ export class GroupCoordinator {
   #recordsEmitted = 0;
   #snapshotsWritten = 0;
 
+  /**
+   * Starts in the loading phase (only `loadSnapshot` and `setTableLayout`) until `onLoadComplete`.
+   * TypeError without a writer; RangeError for an unknown default assignor or a setting out of range.
+   */
   constructor(options: GroupCoordinatorOptions) {
     if (typeof options?.writer?.writeSnapshot !== 'function') throw new TypeError('options.writer must be a GroupSnapshotWriter');
     this.#writer = options.writer;

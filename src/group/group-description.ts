@@ -10,10 +10,15 @@ import { preferredAssignor } from './target-assignment-builder.js';
 
 /** One member in a GroupDescription. */
 export interface MemberDescription {
+  /** The member's id. */
   memberId: string;
+  /** Its static instance id, or null for a dynamic member. */
   instanceId: string | null;
+  /** Its member epoch (-2 for a static member away). */
   memberEpoch: number;
+  /** Its reconciliation state. */
   state: MemberState;
+  /** The tables it subscribes to, sorted. */
   subscribedTableIds: number[];
   /** Buckets the member may own now. */
   assignment: TableBucket[];
@@ -21,18 +26,25 @@ export interface MemberDescription {
   pendingRevocation: TableBucket[];
   /** Buckets the member will own once reconciled. */
   targetAssignment: TableBucket[];
+  /** Its session timeout, in ms. */
   sessionTimeoutMs: number;
+  /** Its rebalance timeout, in ms. */
   rebalanceTimeoutMs: number;
 }
 
 /** JSON-safe description of a group's membership. */
 export interface GroupDescription {
+  /** The group. */
   groupId: string;
+  /** The derived group state (Empty, Assigning, Reconciling, Stable). */
   state: GroupState;
+  /** Bumped by every change that calls for a new assignment. */
   groupEpoch: number;
+  /** The group epoch the current target assignment was computed at. */
   assignmentEpoch: number;
   /** The assignor the group's next target assignment would use. */
   assignor: string;
+  /** The members, sorted by id, bucket lists sorted. */
   members: MemberDescription[];
 }
 

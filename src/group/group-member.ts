@@ -25,19 +25,25 @@ import type { HeartbeatRequest, HeartbeatResponse } from './heartbeat.js';
 
 /** An offset to commit, as the store's `OffsetCommit`. */
 export interface MemberCommitOffset extends BucketRef {
+  /** The next offset the member will read in the bucket (a safe integer >= 0). */
   readonly offset: number;
+  /** Leader epoch the offset was read under; default -1 (unknown). */
   readonly leaderEpoch?: number;
+  /** Caller's metadata, at most 4096 UTF-8 bytes; default ''. */
   readonly metadata?: string;
 }
 
 /** What a GroupMember needs from the store (or a client of a remote one). */
 export interface GroupMemberPort {
+  /** One heartbeat of the protocol (the store's `heartbeat`). */
   heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
+  /** A commit made as the member, fenced by its epoch and ownership (the store's `commitOffsets`). */
   commit(groupId: string, offsets: readonly MemberCommitOffset[], options: { memberId: string; memberEpoch: number }): Promise<void>;
 }
 
 /** Options of `GroupMember.join` (the store's `joinGroup`). */
 export interface MemberOptions {
+  /** The tables whose buckets the member wants; required. */
   readonly subscribedTableIds: readonly number[];
   /** Static membership: a restart with the same instance id gets the same buckets back. */
   readonly instanceId?: string;
@@ -45,7 +51,15 @@ export interface MemberOptions {
   readonly memberId?: string;
   /** Preferred assignor (default: the coordinator's, `uniform`). */
   readonly assignor?: AssignorName;
+  /**
+   * Silence after which the coordinator removes the member, in ms (default: the store's
+   * `group.sessionTimeoutMs`).
+   */
   readonly sessionTimeoutMs?: number;
+  /**
+   * Time to release revoked buckets before being removed, in ms (default: the store's
+   * `group.rebalanceTimeoutMs`).
+   */
   readonly rebalanceTimeoutMs?: number;
   /** Called after buckets were added to the member. */
   readonly onAssigned?: (buckets: TableBucket[]) => void | Promise<void>;

@@ -14,9 +14,13 @@ import type { TableLayout } from './table-layout.js';
 
 /** Timer actions a handler may take. */
 export interface MemberTimerActions {
+  /** (Re)arms the member's session timer: it expires `delayMs` from now unless re-armed. */
   scheduleSession(groupId: string, memberId: string, delayMs: number): void;
+  /** (Re)arms the member's rebalance timer for its revocation at `memberEpoch`. */
   scheduleRebalance(groupId: string, memberId: string, memberEpoch: number, delayMs: number): void;
+  /** Cancels the member's rebalance timer, if armed (it moved on). */
   cancelRebalance(groupId: string, memberId: string): void;
+  /** Cancels both of the member's timers and forgets it (it left or was removed). */
   cancelMember(groupId: string, memberId: string): void;
   /** True while a session timer is armed for the member (false once it fired or was cancelled). */
   hasSession(groupId: string, memberId: string): boolean;
@@ -38,21 +42,33 @@ export interface AssignmentPacer {
 
 /** Coordinator settings handlers use. */
 export interface HandlerConfig {
+  /** Sent to members in every response, in ms. */
   readonly heartbeatIntervalMs: number;
+  /** Session timeout of a member whose requests ask for none, in ms. */
   readonly sessionTimeoutMs: number;
+  /** Rebalance timeout of a member whose requests ask for none, in ms. */
   readonly rebalanceTimeoutMs: number;
+  /** Most members a group may have; a join beyond is GROUP_MAX_SIZE_REACHED. */
   readonly groupMembersMax: number;
+  /** Assignor of a group whose members state no preference. */
   readonly defaultAssignor: string;
 }
 
 /** Everything a handler may touch. */
 export interface HandlerEnvironment {
+  /** The groups, changed only through `GroupOperation.emit`. */
   readonly machine: GroupStateMachine;
+  /** The registered table layouts. */
   readonly layouts: ReadonlyMap<number, TableLayout>;
+  /** The registered assignors by name. */
   readonly assignors: ReadonlyMap<string, Assignor>;
+  /** The coordinator's settings. */
   readonly config: HandlerConfig;
+  /** Member timers (not state: arming one emits no record). */
   readonly timers: MemberTimerActions;
+  /** Whether a target may be computed now, or must be deferred. */
   readonly pacer: AssignmentPacer;
+  /** Makes the id of a member that joins without one. */
   readonly newMemberId: () => string;
 }
 
@@ -62,6 +78,7 @@ export class GroupOperation {
   readonly env: HandlerEnvironment;
   readonly #records: GroupRecord[] = [];
 
+  /** One per operation; records emitted through it are replayed into `env.machine` at once. */
   constructor(env: HandlerEnvironment) {
     this.env = env;
   }

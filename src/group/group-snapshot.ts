@@ -1,9 +1,9 @@
 /**
  * GroupSnapshot: the only group state that is persisted. One snapshot per group, written as an
- * upsert keyed by groupId (DESIGN.md record type 1) when the group reaches Stable or becomes Empty,
- * and a tombstone (null) when the group is deleted. It is plain data — numbers, strings, arrays,
- * plain objects and null — so it can be msgpack-encoded with `useRecords: false` and decoded without
- * shared state.
+ * upsert keyed by groupId (record type 1, docs/on-disk-format.md) when the group reaches Stable or
+ * becomes Empty, and a tombstone (null) when the group is deleted. It is plain data — numbers,
+ * strings, arrays, plain objects and null — so it can be msgpack-encoded with `useRecords: false`
+ * and decoded without shared state.
  *
  * Recovery expands the latest snapshot into records (`snapshotToRecords`), so it goes through the
  * same replay path as live changes. `parseGroupSnapshot` checks a decoded value before that and
@@ -27,36 +27,58 @@ import { normalizeTableLayout, type TableLayout } from './table-layout.js';
 
 /** The persisted image of a group at a generation boundary. */
 export interface GroupSnapshot {
+  /** The group epoch at the snapshot; epochs continue from it after a restart. */
   readonly groupEpoch: number;
+  /**
+   * The assignment epoch, at most the group epoch; below it when a new target was still due (a group
+   * with members then comes back Assigning).
+   */
   readonly assignmentEpoch: number;
+  /** The layouts the target was computed against, sorted by table id. */
   readonly tableLayouts: readonly GroupSnapshotTableLayout[];
+  /** Every member, with its reconciled assignment (which is also its target). */
   readonly members: readonly GroupSnapshotMember[];
 }
 
 /** A table layout the snapshot's assignment was computed against. */
 export interface GroupSnapshotTableLayout {
+  /** The user table. */
   readonly tableId: number;
+  /** Buckets per partition (>= 1). */
   readonly bucketCount: number;
+  /** Sorted partition ids, or null for a non-partitioned table. */
   readonly partitionIds: readonly number[] | null;
 }
 
 /** One member in a snapshot, with its reconciled assignment. */
 export interface GroupSnapshotMember {
+  /** The member's id. */
   readonly memberId: string;
+  /** Its static instance id, or null. */
   readonly instanceId: string | null;
+  /** Its member epoch, the assignment epoch it had reconciled to; restored as is. */
   readonly memberEpoch: number;
+  /** Its previous member epoch (see MemberAssignment). */
   readonly previousMemberEpoch: number;
+  /** Its subscribed tables. */
   readonly subscribedTableIds: readonly number[];
+  /** Its preferred assignor, or null. */
   readonly assignor: string | null;
+  /** Its session timeout, in ms; re-armed from the end of loading. */
   readonly sessionTimeoutMs: number;
+  /** Its rebalance timeout, in ms. */
   readonly rebalanceTimeoutMs: number;
+  /** Its buckets, one entry per table partition. */
   readonly assignment: readonly GroupSnapshotBuckets[];
 }
 
 /** Buckets of one table partition (`partitionId` null for a non-partitioned table). */
 export interface GroupSnapshotBuckets {
+  /** The user table. */
   readonly tableId: number;
+  /** The partition, or null for a non-partitioned table. */
   readonly partitionId: number | null;
+  /** Bucket ids, sorted; no bucket in two members' lists. */
   readonly bucketIds: readonly number[];
 }
 
@@ -65,6 +87,10 @@ export interface GroupSnapshotBuckets {
  * snapshot (or, for null, the tombstone) is durable; a rejection fails the operation that caused it.
  */
 export interface GroupSnapshotWriter {
+  /**
+   * Persists the group's snapshot (null: its tombstone) and resolves once it is durable; writes of one
+   * group arrive in order.
+   */
   writeSnapshot(groupId: string, snapshot: GroupSnapshot | null): Promise<void>;
 }
 

@@ -14,11 +14,17 @@ import type { TableLayout } from './table-layout.js';
 
 /** A complete, plain-data rendering of one group's state. */
 export interface GroupInspection {
+  /** The group. */
   readonly groupId: string;
+  /** The derived group state. */
   readonly state: GroupState;
+  /** The group epoch. */
   readonly groupEpoch: number;
+  /** The assignment epoch. */
   readonly assignmentEpoch: number;
+  /** The layouts of the current target, sorted by table id. */
   readonly tableLayouts: ReadonlyArray<{ tableId: number; layout: TableLayout }>;
+  /** Every member with its subscription, current assignment, pending revocation and target, sorted by id. */
   readonly members: ReadonlyArray<{
     memberId: string;
     instanceId: string | null;

@@ -20,7 +20,7 @@ import { isReconciledTo, JOINING_ASSIGNMENT, type ConsumerMember, type MemberAss
 import type { GroupRecord } from './group-record.js';
 import type { TableLayout } from './table-layout.js';
 
-/** Derived state of a group (DESIGN.md section 6). */
+/** Derived state of a group (docs/group-protocol.md, "Group states"); see the module header. */
 export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable';
 
 /** One consumer group's state; see the module header for its invariants. */
@@ -37,6 +37,7 @@ export class Group {
   readonly #subscriberCounts = new Map<number, number>();
   #reconciledCount = 0;
 
+  /** An empty group at epoch 0; only GroupStateMachine creates one, on its first `group-epoch` record. */
   constructor(groupId: string) {
     this.groupId = groupId;
   }

@@ -1,5 +1,6 @@
 /**
- * The heartbeat protocol (DESIGN.md section 6) and its validation at the coordinator's edge.
+ * The heartbeat protocol (docs/group-protocol.md, "The heartbeat") and its validation at the
+ * coordinator's edge.
  *
  * `normalizeHeartbeatRequest` is the only place request fields are checked: wrong types are
  * `TypeError`; values a well-typed caller can still get wrong are `INVALID_REQUEST` naming the field.
@@ -36,7 +37,9 @@ export interface HeartbeatRequest {
 
 /** What the coordinator answers. */
 export interface HeartbeatResponse {
+  /** The member's id (the generated one after a first join). */
   memberId: string;
+  /** The member's epoch now: send it in the next heartbeat and in commits; -1 or -2 after a leave. */
   memberEpoch: number;
   /** When to send the next heartbeat. */
   heartbeatIntervalMs: number;
@@ -46,13 +49,24 @@ export interface HeartbeatResponse {
 
 /** A checked request; see the module header. */
 export interface NormalizedHeartbeat {
+  /** The member id, or null on a join without one. */
   readonly memberId: string | null;
+  /** -2, -1, 0 or a positive epoch. */
   readonly memberEpoch: number;
+  /** The static instance id, or null. */
   readonly instanceId: string | null;
+  /** Sorted, duplicate-free table ids, or null when not sent (unchanged). */
   readonly subscribedTableIds: readonly number[] | null;
+  /**
+   * What the member reported owning, or null when it did not report (it is assumed to own everything it
+   * did).
+   */
   readonly ownedBuckets: BucketSet | null;
+  /** The requested rebalance timeout in ms, or null to keep the member's (or the default). */
   readonly rebalanceTimeoutMs: number | null;
+  /** The requested session timeout in ms, or null to keep the member's (or the default). */
   readonly sessionTimeoutMs: number | null;
+  /** The preferred assignor (a registered name), or null to keep the member's. */
   readonly assignor: string | null;
 }
 

@@ -1,6 +1,6 @@
 /**
  * src/group: the group coordinator — membership, server-side assignment, cooperative (incremental)
- * rebalancing, timers and group snapshots (DESIGN.md section 6). This file is the folder's door:
+ * rebalancing, timers and group snapshots (docs/group-protocol.md). This file is the folder's door:
  * other folders import from here only.
  */
 export { type TableBucket, type BucketRef, normalizeBucketRef, bucketKey, compareBucketRefs, formatBucketRef } from '../model/index.js';

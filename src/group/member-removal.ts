@@ -25,6 +25,7 @@ export interface RemoveMembersRequest {
 
 /** A member that was removed. */
 export interface RemovedMember {
+  /** The removed member's id. */
   memberId: string;
   /** Its static instance id, now released; null for a dynamic member. */
   instanceId: string | null;

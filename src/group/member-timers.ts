@@ -11,7 +11,12 @@ import type { MemberTimerActions } from './group-operation.js';
 
 /** What to do when a timer fires (the coordinator queues a handler). */
 export interface MemberTimerCallbacks {
+  /** The member's session timer fired: the coordinator queues its removal. */
   sessionExpired(groupId: string, memberId: string): void;
+  /**
+   * The member's rebalance timer for `memberEpoch` fired: the coordinator queues its removal if it is
+   * still revoking at that epoch.
+   */
   rebalanceExpired(groupId: string, memberId: string, memberEpoch: number): void;
 }
 
@@ -33,11 +38,13 @@ export class MemberTimers implements MemberTimerActions {
   readonly #groups = new Map<string, Map<string, MemberEntry>>();
   #nextToken = 1;
 
+  /** Arms timers on `clock`; `callbacks` hear of the ones that fire and are still current. */
   constructor(clock: Clock, callbacks: MemberTimerCallbacks) {
     this.#clock = clock;
     this.#callbacks = callbacks;
   }
 
+  /** (Re)arms the member's session timer for `delayMs`, replacing any armed one. */
   scheduleSession(groupId: string, memberId: string, delayMs: number): void {
     const entry = this.#entry(groupId, memberId);
     entry.session?.timer.cancel();
@@ -50,6 +57,7 @@ export class MemberTimers implements MemberTimerActions {
     entry.session = { timer, token, deadlineMs: this.#clock.nowMs() + delayMs };
   }
 
+  /** (Re)arms the member's rebalance timer for its revocation at `memberEpoch`, replacing any armed one. */
   scheduleRebalance(groupId: string, memberId: string, memberEpoch: number, delayMs: number): void {
     const entry = this.#entry(groupId, memberId);
     entry.rebalance?.timer.cancel();
@@ -62,6 +70,7 @@ export class MemberTimers implements MemberTimerActions {
     entry.rebalance = { timer, token, deadlineMs: this.#clock.nowMs() + delayMs, memberEpoch };
   }
 
+  /** Cancels the member's rebalance timer, if armed. */
   cancelRebalance(groupId: string, memberId: string): void {
     const entry = this.#groups.get(groupId)?.get(memberId);
     if (entry?.rebalance == null) return;
@@ -69,6 +78,7 @@ export class MemberTimers implements MemberTimerActions {
     entry.rebalance = null;
   }
 
+  /** Cancels both of the member's timers and forgets the member. */
   cancelMember(groupId: string, memberId: string): void {
     const members = this.#groups.get(groupId);
     const entry = members?.get(memberId);
@@ -79,6 +89,7 @@ export class MemberTimers implements MemberTimerActions {
     if (members.size === 0) this.#groups.delete(groupId);
   }
 
+  /** True while a session timer is armed for the member (false once it fired or was cancelled). */
   hasSession(groupId: string, memberId: string): boolean {
     return this.#groups.get(groupId)?.get(memberId)?.session != null;
   }

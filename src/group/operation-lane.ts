@@ -23,6 +23,7 @@ export class OperationLane {
   #busy = false;
   #closedError: unknown = null;
 
+  /** `queuedMax`: most operations that may wait; more are refused with TOO_MANY_PENDING_WRITES. */
   constructor(queuedMax: number) {
     this.#queuedMax = queuedMax;
   }

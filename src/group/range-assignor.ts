@@ -17,8 +17,10 @@ export const RANGE_ASSIGNOR_NAME = 'range';
 
 /** Contiguous, co-partitioned assignment; see the module header. */
 export class RangeAssignor implements Assignor {
+  /** 'range': the name members ask for. */
   readonly name = RANGE_ASSIGNOR_NAME;
 
+  /** Contiguous runs per table for the subscribers sorted by member id; ignores current targets. */
   assign(input: AssignorInput): Map<string, TableBucket[]> {
     const result = new Map<string, TableBucket[]>(input.members.map((m) => [m.memberId, []]));
     const indexer = new BucketIndexer(input.tables);

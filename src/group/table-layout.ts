@@ -14,6 +14,7 @@ import type { TableBucket } from '../model/index.js';
 
 /** The buckets of one user table. */
 export interface TableLayout {
+  /** Buckets per partition (or of the table, when not partitioned): an integer in [1, BUCKET_COUNT_MAX]. */
   readonly bucketCount: number;
   /** Sorted partition ids, or `null` for a non-partitioned table. */
   readonly partitionIds: readonly number[] | null;
@@ -21,7 +22,12 @@ export interface TableLayout {
 
 /** A layout as the embedding service supplies it. */
 export interface TableLayoutInput {
+  /** Buckets per partition (or of the table): an integer in [1, 2^20]. */
   readonly bucketCount: number;
+  /**
+   * Partition ids (safe integers >= 0, any order, duplicates ignored); omit or null for a
+   * non-partitioned table.
+   */
   readonly partitionIds?: readonly number[] | null;
 }
 
@@ -77,7 +83,9 @@ const layoutRefs = new WeakMap<TableLayout, { tableId: number; refs: (TableBucke
 
 /** One table's slice of a `BucketIndexer`. */
 export interface IndexedTable {
+  /** The user table. */
   readonly tableId: number;
+  /** Its layout. */
   readonly layout: TableLayout;
   /** Index of the table's first bucket. */
   readonly base: number;
@@ -97,6 +105,7 @@ export class BucketIndexer {
   readonly #slotByTable = new Map<number, number>();
   readonly #partitionIndex = new Map<number, Map<number, number>>();
 
+  /** Numbers the buckets of `layouts`, table by table in id order. */
   constructor(layouts: ReadonlyMap<number, TableLayout>) {
     const tableIds = [...layouts.keys()].sort((a, b) => a - b);
     const tables: IndexedTable[] = [];

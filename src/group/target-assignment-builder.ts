@@ -20,8 +20,11 @@ import { layoutsEqual, type TableLayout } from './table-layout.js';
 
 /** What the planner needs from the coordinator. */
 export interface AssignmentEnvironment {
+  /** Registered layouts; a table without one falls back to the layout the group's last target used. */
   readonly layouts: ReadonlyMap<number, TableLayout>;
+  /** Registered assignors by name. */
   readonly assignors: ReadonlyMap<string, Assignor>;
+  /** Assignor used when no member states a preference. */
   readonly defaultAssignor: string;
 }
 
@@ -37,8 +40,11 @@ export interface MembershipChange {
 
 /** A checked target assignment, ready to become records. */
 export interface TargetPlan {
+  /** The assignor that computed it. */
   readonly assignorName: string;
+  /** Every member's new target (empty for members that got nothing), checked. */
   readonly targets: ReadonlyMap<string, BucketSet>;
+  /** The layouts it was computed against. */
   readonly tableLayouts: ReadonlyMap<number, TableLayout>;
 }
 

@@ -27,8 +27,10 @@ export const UNIFORM_ASSIGNOR_NAME = 'uniform';
 
 /** Balanced, sticky assignment; see the module header for the algorithm. */
 export class UniformAssignor implements Assignor {
+  /** 'uniform': the name members ask for, and the coordinator's default. */
   readonly name = UNIFORM_ASSIGNOR_NAME;
 
+  /** Balanced and sticky: members keep their current targets up to their quota (see the module header). */
   assign(input: AssignorInput): Map<string, TableBucket[]> {
     const members = input.members;
     const result = new Map<string, TableBucket[]>();

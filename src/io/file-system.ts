@@ -11,6 +11,7 @@ export type OpenFlags = 'r' | 'r+' | 'wx' | 'w';
 
 /** An open file. Positions and sizes are in bytes. */
 export interface FileHandle {
+  /** The path the file was opened with; errors and `rejected-batches.json` name the file by it. */
   readonly path: string;
   /** Writes every byte of `buffers`, in order, starting at `position`. */
   writev(buffers: readonly Buffer[], position: number): Promise<void>;
@@ -22,11 +23,13 @@ export interface FileHandle {
   truncate(sizeBytes: number): Promise<void>;
   /** Current size of the file. */
   sizeBytes(): Promise<number>;
+  /** Closes the handle; it must not be used afterwards. */
   close(): Promise<void>;
 }
 
 /** The directory and file operations this store needs. */
 export interface FileSystem {
+  /** Opens a file with POSIX-like flags (see OpenFlags); rejects like node:fs (ENOENT, EEXIST for 'wx'). */
   open(path: string, flags: OpenFlags): Promise<FileHandle>;
   /** Whole-file read; null when the file does not exist. */
   readFile(path: string): Promise<Buffer | null>;
@@ -34,6 +37,7 @@ export interface FileSystem {
   readdir(path: string): Promise<string[]>;
   /** Creates a directory and its parents; no error if it exists. */
   mkdir(path: string): Promise<void>;
+  /** Renames a file, atomically replacing `toPath` if it exists (durable only after `syncDir`). */
   rename(fromPath: string, toPath: string): Promise<void>;
   /** Removes a file; no error if it does not exist. */
   unlink(path: string): Promise<void>;

@@ -1,3 +1,8 @@
+/**
+ * src/io: the file-system port every byte goes through (so tests can count and fail operations), its
+ * node:fs implementation, and the kernel-held directory lock. The only folder that touches node:fs.
+ * This file is the folder's door.
+ */
 export type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 export { NodeFileSystem, SYNC_WRITE_BYTES_MAX_DEFAULT, type NodeFileSystemOptions } from './node-file-system.js';
 export { holdDirectoryLock, type DirectoryLockResult, type HeldDirectoryLock } from './process-lock.js';

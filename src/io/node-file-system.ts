@@ -35,6 +35,7 @@ export class SyncWriteGate {
   readonly #nowMs: () => number;
   #pausedUntilMs = -Infinity;
 
+  /** `bytesMax`: largest write made synchronously; `nowMs`: a monotonic clock in ms (injectable for tests). */
   constructor(bytesMax: number, nowMs: () => number = () => performance.now()) {
     this.#bytesMax = bytesMax;
     this.#nowMs = nowMs;
@@ -135,6 +136,7 @@ function dropWritten(buffers: Buffer[], bytes: number): Buffer[] {
 export class NodeFileSystem implements FileSystem {
   readonly #syncWrites: SyncWriteGate;
 
+  /** RangeError when `syncWriteBytesMax` is not an integer >= 0. */
   constructor(options?: NodeFileSystemOptions) {
     const syncWriteBytesMax = options?.syncWriteBytesMax ?? SYNC_WRITE_BYTES_MAX_DEFAULT;
     if (!Number.isSafeInteger(syncWriteBytesMax) || syncWriteBytesMax < 0) {
@@ -143,10 +145,12 @@ export class NodeFileSystem implements FileSystem {
     this.#syncWrites = new SyncWriteGate(syncWriteBytesMax);
   }
 
+  /** Opens a file through node:fs; its writes share this file system's synchronous-write gate. */
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
     return new NodeFileHandle(path, await fs.open(path, flags), this.#syncWrites);
   }
 
+  /** Reads a whole file through the thread pool; null when it does not exist. */
   async readFile(path: string): Promise<Buffer | null> {
     try {
       return await fs.readFile(path);
@@ -156,6 +160,7 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** Lists a directory; an empty list when it does not exist. */
   async readdir(path: string): Promise<string[]> {
     try {
       return await fs.readdir(path);
@@ -165,14 +170,17 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** Creates the directory and its parents (`recursive`), succeeding if it exists. */
   async mkdir(path: string): Promise<void> {
     await fs.mkdir(path, { recursive: true });
   }
 
+  /** node:fs rename: atomic, replaces `toPath`; call `syncDir` to make it durable. */
   rename(fromPath: string, toPath: string): Promise<void> {
     return fs.rename(fromPath, toPath);
   }
 
+  /** Removes a file; one already gone is not an error (recovery and swaps redo unlinks). */
   async unlink(path: string): Promise<void> {
     try {
       await fs.unlink(path);
@@ -181,10 +189,12 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** Removes a directory tree (rm -rf); nothing there is not an error. */
   removeTree(path: string): Promise<void> {
     return fs.rm(path, { recursive: true, force: true });
   }
 
+  /** fsyncs the directory, so creations, renames and unlinks in it survive a power loss. */
   async syncDir(path: string): Promise<void> {
     const handle = await fs.open(path, 'r');
     try {
@@ -194,6 +204,7 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** The file's size from stat; null when it does not exist. */
   async sizeBytes(path: string): Promise<number | null> {
     try {
       return (await fs.stat(path)).size;

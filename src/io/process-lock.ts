@@ -22,6 +22,7 @@ import * as net from 'node:net';
 
 /** A held lock; `release()` frees it (idempotent). */
 export interface HeldDirectoryLock {
+  /** Closes the socket, freeing the name for the next owner; idempotent. */
   release(): Promise<void>;
 }
 

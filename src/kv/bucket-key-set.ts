@@ -11,6 +11,7 @@ export class BucketKeySet {
   #slots: Int32Array;
   #size = 0;
 
+  /** `capacity`: keys expected, which sizes the table so that many fit without growing. */
   constructor(capacity = 16) {
     let slotCount = 16;
     while (slotCount < capacity * 2) slotCount *= 2;

@@ -56,6 +56,7 @@ const SEAL_BYTES = 24;
 
 /** What a seal records of the data file. */
 export interface CheckpointSeal {
+  /** txnid of data.mdb's newest meta page when the seal was written; a seal of another txnid says nothing. */
   txnid: number;
   /** Checksum of the bytes LMDB interprets (`checkLmdbTrees`). */
   checksum: number;

@@ -38,18 +38,30 @@ const STRIDE_BYTES = 6 * 8;
 
 /** A checkpoint's meta record. */
 export interface CheckpointInfo {
+  /**
+   * The checkpoint holds the state after every batch below this log offset; recovery replays the log
+   * from here.
+   */
   logOffset: number;
+  /** Groups with committed offsets in it. */
   groupCount: number;
+  /** Group snapshots in it. */
   snapshotCount: number;
+  /** Committed offsets in it. */
   liveOffsets: number;
+  /** Sum mod 2^32 of xxh32(groupId) + xxh32(value) over its entries, checked when it is loaded. */
   checksum: number;
+  /** When it was written, ms since the epoch. */
   createdAtMs: number;
 }
 
 /** A checkpoint read back and verified, ready to restore. */
 export interface LoadedCheckpoint {
+  /** The checkpoint's meta. */
   info: CheckpointInfo;
+  /** Each group's offsets table, decoded. */
   groups: [string, GroupOffsets][];
+  /** Each group's latest snapshot, msgpack-decoded but not parsed (the group layer parses it). */
   snapshots: [string, unknown][];
 }
 
@@ -99,6 +111,7 @@ function entryChecksum(groupId: string, value: Uint8Array): number {
 
 /** The checkpoints of one offsets-bucket. */
 export class CheckpointStore {
+  /** The environment's directory (`<bucket>/checkpoint`). */
   readonly path: string;
   readonly #fs: FileSystem;
   readonly #db: RootDatabase<Buffer, (string | number)[]>;
@@ -246,6 +259,7 @@ export class CheckpointStore {
     return ((stat.treeBranchPageCount ?? 0) + (stat.treeLeafPageCount ?? 0) + (stat.overflowPages ?? 0)) * (stat.pageSize ?? 4096);
   }
 
+  /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */
   close(): Promise<void> {
     return this.#db.close();
   }

@@ -45,12 +45,19 @@ function newEntries(length: number): number[] {
 
 /** A committed offset as the API returns it. */
 export interface CommittedOffsetValue {
+  /** The user table. */
   tableId: number;
+  /** The partition, or null for a non-partitioned table. */
   partitionId: number | null;
+  /** The bucket. */
   bucketId: number;
+  /** The committed offset: the next offset the group will read in the bucket. */
   offset: number;
+  /** The leader epoch committed with it, -1 when unknown. */
   leaderEpoch: number;
+  /** The metadata committed with it ('' when none). */
   metadata: string;
+  /** When it was committed (the store clock), ms since the epoch; retention counts from here. */
   commitTimestampMs: number;
 }
 
@@ -103,6 +110,7 @@ export class GroupOffsets {
   #slots: Int32Array | undefined;
   #metadata: Map<number, string> | undefined;
 
+  /** `capacity`: entries to allocate room for at first (the table grows as needed). */
   constructor(capacity = 2) {
     this.#entries = newEntries(Math.max(1, capacity) * STRIDE);
   }

@@ -1,3 +1,9 @@
+/**
+ * src/kv: the offsets table of one offsets-bucket: the in-memory index of committed offsets (last
+ * write wins, applied only once durable), pending marks, LMDB checkpoints and their checks, the
+ * validation of requests at the public edge, and ScannerOffsets. Does not import compaction. This
+ * file is the folder's door.
+ */
 export { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 export { CheckpointStore, type CheckpointInfo, type LoadedCheckpoint } from './checkpoint-store.js';
 export { SEAL_FILE, inspectCheckpointFile, readSeal, sealCheckpointFile, type CheckpointFileState, type CheckpointSeal } from './checkpoint-seal.js';

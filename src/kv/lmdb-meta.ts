@@ -60,7 +60,9 @@ const NO_PAGE = 0xffffffffffffffffn;
 
 /** Page flags. */
 export const P_BRANCH = 0x01;
+/** Page flag of a leaf page (nodes hold keys and values or overflow page numbers). */
 export const P_LEAF = 0x02;
+/** Page flag of the first page of an overflow run (a value too large for a leaf). */
 export const P_OVERFLOW = 0x04;
 const P_META = 0x08;
 const P_LEAF2 = 0x20;
@@ -85,7 +87,9 @@ const MAP_BYTES_MAX = 2 ** 44;
 
 /** A B-tree as a meta page or a sub-tree node records it. */
 export interface LmdbTree {
+  /** The tree's database flags (duplicate and integer-key flags change how LMDB reads its leaves). */
   flags: number;
+  /** Levels of the tree (1 = the root is a leaf); bounded by LMDB's cursor stack. */
   depth: number;
   /** Root page number; undefined for an empty tree. */
   root: number | undefined;
@@ -93,12 +97,17 @@ export interface LmdbTree {
 
 /** The meta page LMDB opens (the newer of the two). */
 export interface LmdbMeta {
+  /** The environment's page size in bytes. */
   pageBytes: number;
+  /** Number of the last page in use; every page number read must be at most this. */
   lastPage: number;
+  /** Transaction id of this meta page (the newer one); the seal names it. */
   txnid: number;
   /** txnid of the other meta page. */
   previousTxnid: number;
+  /** The free-page tree. */
   freeTree: LmdbTree;
+  /** The main tree, whose entries are the checkpoint's records. */
   mainTree: LmdbTree;
   /** Sum of the xxh32 of the bytes LMDB reads of each meta page (header and meta). */
   metaPagesChecksum: number;

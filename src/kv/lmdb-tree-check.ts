@@ -55,7 +55,9 @@ const RUN_READS_IN_FLIGHT = 4;
 export interface LmdbTreeCheck {
   /** Checksum of the bytes LMDB interprets (see the header). */
   checksum: number;
+  /** Branch and leaf pages reached and checked. */
   treePages: number;
+  /** Overflow runs reached and checked. */
   overflowRuns: number;
 }
 

@@ -1,7 +1,8 @@
 /**
- * One offsets-bucket's offsets table: its log and its state machine, joined by the commit path of
- * DESIGN.md 5.1. Requests arrive validated; this class encodes, marks pending, appends, and applies
- * the batch to the state only once the append is durable (or clears the marks if it failed).
+ * One offsets-bucket's offsets table: its log and its state machine, joined by the commit path
+ * (docs/architecture.md, "The commit path"). Requests arrive validated; this class encodes, marks
+ * pending, appends, and applies the batch to the state only once the append is durable (or clears
+ * the marks if it failed).
  */
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
@@ -15,6 +16,7 @@ const IMAGE_RECORDS_PER_BATCH = 10_000;
 
 /** How to open an offsets table. */
 export interface OffsetsTableOptions {
+  /** Options of the table's log (directory, file system, durability, limits). */
   log: LogOptions;
   /** Use LMDB checkpoints (the checkpoint strategy): restore the newest, create the environment if none. */
   useCheckpoints: boolean;
@@ -30,12 +32,15 @@ export interface OffsetsTableOptions {
 export interface OffsetsTableRecovery extends LogRecoveryReport {
   /** Log offset of the checkpoint restored, if any. */
   checkpointLogOffset: number | undefined;
+  /** Wall time of the recovery, checkpoint restore included, in ms. */
   recoveryMs: number;
 }
 
 /** What one checkpoint run did. */
 export interface CheckpointRun {
+  /** The newest checkpoint after the run; undefined when the table does not use checkpoints. */
   info: CheckpointInfo | undefined;
+  /** Bytes of segments deleted because the checkpoint covers them. */
   segmentBytesDeleted: number;
   /** Bytes of checkpoint values written (0 when the newest checkpoint was already current). */
   bytesWritten: number;
@@ -43,7 +48,9 @@ export interface CheckpointRun {
 
 /** An open offsets table. */
 export class OffsetsTable {
+  /** The table's log; compaction and stats read it, only this class appends to it. */
   readonly log: Log;
+  /** The materialized index and pending marks; reads go straight to it, changes only through this class. */
   readonly state: OffsetsTableState;
   #checkpoints: CheckpointStore | undefined;
   /** Writes appended and not yet applied or failed. */

@@ -22,7 +22,9 @@ import { normalizeBucket } from './validation.js';
 
 /** What the scanner needs from the store. */
 export interface ScannerOffsetsPort {
+  /** Commits without a member (the store's `commitOffsets`); resolves once durable. */
   commitOffsets(groupId: string, offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[]): Promise<void>;
+  /** Fetches committed offsets, one per bucket, null where none (the store's `fetchOffsets`). */
   fetchOffsets(groupId: string, buckets: TableBucket[]): Promise<(CommittedOffsetValue | null)[]>;
   /** Told once the scanner is closed (the store stops tracking it). */
   closed?(scanner: ScannerOffsets): void;
@@ -49,6 +51,7 @@ interface Position {
 
 /** Manual-assignment positions and commits of one scanner in a group. */
 export class ScannerOffsets {
+  /** The group whose offsets this scanner reads and commits. */
   readonly groupId: string;
   readonly #port: ScannerOffsetsPort;
   readonly #clock: Clock;
@@ -60,6 +63,10 @@ export class ScannerOffsets {
   #timer: Timer | undefined;
   #closed = false;
 
+  /**
+   * For the store (`OffsetStore.scanner`); reads each option once and arms auto-commit. RangeError for
+   * an `autoCommitIntervalMs` that is not a positive finite number.
+   */
   constructor(groupId: string, port: ScannerOffsetsPort, clock: Clock, options: ScannerOptions = {}) {
     // Each option is read once; the scanner keeps the copies.
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;

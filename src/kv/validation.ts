@@ -30,8 +30,11 @@ function checkId(value: unknown, field: string, max: number): number {
 
 /** The fields of a bucket reference as a caller's object holds them, not yet checked. */
 export interface BucketFields {
+  /** As the caller's object holds it: anything until checked. */
   readonly tableId?: unknown;
+  /** As the caller's object holds it: anything until checked. */
   readonly partitionId?: unknown;
+  /** As the caller's object holds it: anything until checked. */
   readonly bucketId?: unknown;
 }
 
@@ -119,7 +122,9 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
 
 /** A commit's committing member, checked; see `normalizeCommitOptions`. */
 export interface CommitMember {
+  /** The committing member's id, well-formed UTF-16. */
   readonly memberId: string;
+  /** The epoch it commits at (a safe integer); fencing compares it with the coordinator's. */
   readonly memberEpoch: number;
 }
 

@@ -1,3 +1,8 @@
+/**
+ * src/log: one offsets-bucket's append-only log (segments, group commit, fail-stop, recovery's
+ * inspection, the crash-safe segment swap), plus the store directory's manifest and lock. Knows
+ * batches as sealed buffers, not what their records mean. This file is the folder's door.
+ */
 export { DirectoryLock, liveLockHolder } from './directory-lock.js';
 export { LOG_DEFAULTS, Log, type Durability, type LogOptions, type LogRecovery, type LogRecoveryReport, type SegmentInfo } from './log.js';
 export { REJECTED_FILE, damageError, inspectLog, type InspectOptions, type InspectedSegment, type LogDamage, type LogExpectations, type LogInspection, type LogLimits } from './log-inspection.js';

@@ -47,25 +47,42 @@ export interface LogExpectations {
 
 /** Limits that shape what a log may hold. */
 export interface LogLimits {
+  /** Largest batch a log accepts; a longer length field is damage. */
   batchBytesMax: number;
+  /**
+   * Most bytes of one write round: how far damage after the last fdatasync may reach and still be a
+   * torn write.
+   */
   flushBytesMax: number;
+  /**
+   * The log's durability: with 'os' nothing is known to be fdatasynced, so any tail damage can be a
+   * torn write.
+   */
   durability: 'fsync' | 'os';
 }
 
 /** One damaged place. */
 export interface LogDamage {
+  /**
+   * 'torn-tail': what a crash or power loss can leave, truncated by open; 'corrupt': anything else,
+   * refused.
+   */
   kind: 'corrupt' | 'torn-tail';
+  /** Path of the damaged file (or of the missing one). */
   file: string;
   /** Byte position of the first byte that is not part of a valid batch (0 for a missing file). */
   position: number;
   /** Bytes from `position` to the end of the file. */
   bytesAfter: number;
+  /** What is wrong, for messages and `log verify`. */
   reason: string;
 }
 
 /** One segment as recovery reads it. */
 export interface InspectedSegment {
+  /** The segment's file name (20-digit base offset + `.log`). */
   name: string;
+  /** Log offset of its first batch, from its name. */
   baseOffset: number;
   /** Where its bytes are read from now (a `.cleaned` file until a pending swap is applied). */
   readPath: string;
@@ -77,7 +94,9 @@ export interface InspectedSegment {
   validBytes: number;
   /** Zero bytes after the last batch (preallocation of the active segment). */
   zeroTailBytes: number;
+  /** Valid batches in it. */
   batchCount: number;
+  /** Log offset of its first valid batch, -1 when it has none. */
   firstLogOffset: number;
   /** Log offset of its last valid batch, -1 when it has none. */
   lastLogOffset: number;
@@ -85,13 +104,17 @@ export interface InspectedSegment {
 
 /** The record of batches rejected after a failed write whose cut-back failed too. */
 export interface RejectedBatches {
+  /** File name of the segment the rejected batches were written to. */
   segment: string;
+  /** Byte position where the rejected write began: the segment is cut there. */
   position: number;
+  /** Stored checksum of the first rejected batch: the cut applies only while that batch is still there. */
   checksum: number;
 }
 
 /** What a log directory holds and what recovery does about it. */
 export interface LogInspection {
+  /** The segments as they will be once the repairs are applied, oldest first. */
   segments: InspectedSegment[];
   /** A committed swap to complete. */
   swap: SwapIntent | undefined;

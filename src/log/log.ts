@@ -77,9 +77,16 @@ export type Durability = 'fsync' | 'os';
 
 /** Options of one log. */
 export interface LogOptions {
+  /** The file-system port every byte goes through. */
   fs: FileSystem;
+  /** The log's directory (one offsets-bucket's folder); it must exist. */
   dir: string;
+  /** When an append is acknowledged: after its fdatasync ('fsync') or its write ('os'). */
   durability: Durability;
+  /**
+   * The active segment rolls before it would grow past this many bytes (a larger batch gets a segment
+   * of its own).
+   */
   segmentBytesMax: number;
   /** Largest batch accepted (bytes, including its length field). */
   batchBytesMax: number;
@@ -122,8 +129,11 @@ export interface LogRecovery extends LogExpectations {
 
 /** What recovery found. */
 export interface LogRecoveryReport {
+  /** Segments of the log after recovery. */
   segmentCount: number;
+  /** Valid batches in the log, below the replay start included. */
   batchCount: number;
+  /** Batches at or above the replay start handed to the visitor. */
   batchesReplayed: number;
   /** Bytes cut off a torn tail or a rejected range (0 when the log ended cleanly). */
   bytesTruncated: number;
@@ -131,6 +141,7 @@ export interface LogRecoveryReport {
   firstLogOffset: number;
   /** Log offset after the last batch (the empty last segment's base when it has none). */
   logEndOffset: number;
+  /** Where a torn tail was found and why, when recovery truncated one. */
   tornTail?: { file: string; position: number; reason: string };
 }
 
@@ -139,8 +150,11 @@ const unrepairedDirs = new Map<string, string>();
 
 /** A segment as the log tracks it. */
 export interface SegmentInfo {
+  /** Log offset of its first batch (its file name). */
   baseOffset: number;
+  /** Path of its file. */
   path: string;
+  /** Bytes of batches in it (not counting the active segment's preallocated zeros). */
   sizeBytes: number;
   /** Log offset of its last batch, -1 when empty. */
   lastLogOffset: number;

@@ -22,6 +22,7 @@ export interface SegmentDamage {
   position: number;
   /** 'incomplete': the file ends inside a batch; 'invalid': bytes present but wrong. */
   kind: 'incomplete' | 'invalid';
+  /** What is wrong at `position`, for messages. */
   reason: string;
 }
 
@@ -29,12 +30,15 @@ export interface SegmentDamage {
 export interface SegmentScan {
   /** Bytes of valid batches from the start of the file. */
   validBytes: number;
+  /** Bytes of the file the scan covered: its size, or `endBytes` when that is smaller. */
   fileBytes: number;
+  /** Valid batches from the start of the file. */
   batchCount: number;
   /** Log offset of the last valid batch, or -1 if there is none. */
   lastLogOffset: number;
   /** Zero bytes from `validBytes` to the end of the file (preallocated, never written); 0 if none. */
   zeroTailBytes: number;
+  /** Where and why the file stops being a valid log; absent when it ends at a batch boundary or in zeros. */
   damage?: SegmentDamage;
 }
 
@@ -43,9 +47,14 @@ export type BatchVisitor = (buf: Buffer, position: number, logOffset: number, si
 
 /** Limits and context of a segment scan. */
 export interface SegmentScanOptions {
+  /**
+   * Largest batch accepted; a longer length field is damage, so a damaged length never makes the scan
+   * allocate it.
+   */
   batchBytesMax: number;
   /** Log offset of the last batch before this segment (-1 if none): batches must be above it. */
   previousLogOffset: number;
+  /** The segment's base offset: no batch may lie below it. */
   baseOffset: number;
   /** Read at most this many bytes of the file (a size captured earlier); default the whole file. */
   endBytes?: number;
@@ -54,6 +63,7 @@ export interface SegmentScanOptions {
    * segment, which compaction never rewrites); otherwise they only have to increase.
    */
   consecutive?: boolean;
+  /** Bytes read per read call; default 1 MiB. */
   chunkBytes?: number;
 }
 

@@ -35,10 +35,13 @@ import { writeDurably } from './store-manifest.js';
 
 /** A compacted segment written under its temporary name. */
 export interface CleanedSegment {
+  /** Base offset of the segment once swapped in (its final name). */
   baseOffset: number;
   /** Path of the `.cleaned` file. */
   tempPath: string;
+  /** Bytes of the file. */
   sizeBytes: number;
+  /** Log offset of its last batch. */
   lastLogOffset: number;
 }
 
@@ -49,7 +52,9 @@ export const INTENT_FILE = 'compaction.swap';
 
 /** A validated swap intent. */
 export interface SwapIntent {
+  /** File names of the segments replaced, oldest first: a contiguous run of sealed segments. */
   inputs: string[];
+  /** Each output's final name and temporary (`.cleaned`) name, oldest first; empty for a deletion. */
   outputs: { name: string; tempName: string }[];
 }
 

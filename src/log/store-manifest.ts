@@ -40,17 +40,31 @@ export const BUCKETS_DIR = 'buckets';
 
 /** What the manifest records of one offsets-bucket's log. */
 export interface BucketLogRecord {
+  /**
+   * Recovery without a checkpoint replays from this log offset (0, or where a conversion from
+   * checkpoints rewrote the state).
+   */
   logStart: number;
+  /** The log offset after the last batch the log held when the store last closed or opened. */
   logEnd: number;
+  /**
+   * True after a clean close (the log must end exactly at `logEnd`); false while open or after a crash
+   * (a lower bound).
+   */
   endExact: boolean;
 }
 
 /** The manifest's content. */
 export interface StoreManifest {
+  /** FORMAT_VERSION (2); another is refused with INVALID_CONFIG. */
   formatVersion: number;
+  /** Number of offsets-buckets, fixed at creation. */
   bucketCount: number;
+  /** When the store was created, ms since the epoch. */
   createdAtMs: number;
+  /** The strategy the store runs; checked by the store, changed only by a conversion. */
   compactionStrategy: string;
+  /** One record per offsets-bucket, in bucket order. */
   buckets: BucketLogRecord[];
 }
 
@@ -134,8 +148,11 @@ export async function readManifest(fs: FileSystem, dir: string): Promise<StoreMa
 
 /** What a new store is created with. */
 export interface ManifestDefaults {
+  /** Offsets-buckets of a store created now. */
   bucketCount: number;
+  /** Strategy recorded in a store created now. */
   compactionStrategy: string;
+  /** Creation time to record, ms since the epoch. */
   nowMs: number;
 }
 
@@ -144,6 +161,7 @@ export interface ManifestDefaults {
  * one update at a time.
  */
 export class ManifestFile {
+  /** Path of `store.json`, for messages. */
   readonly path: string;
   readonly #fs: FileSystem;
   #manifest: StoreManifest;

@@ -19,8 +19,11 @@ import { AssertionError } from '../util/index.js';
  * the store gives back (committed offsets, assignments) and uses inside.
  */
 export interface TableBucket {
+  /** The user table, a safe integer >= 0. */
   readonly tableId: number;
+  /** The partition, a safe integer >= 0, or null (never undefined) for a non-partitioned table. */
   readonly partitionId: number | null;
+  /** The bucket, an integer in [0, BUCKET_ID_MAX] (an int32 on disk). */
   readonly bucketId: number;
 }
 
@@ -29,8 +32,11 @@ export interface TableBucket {
  * non-partitioned table. Every TableBucket is one.
  */
 export interface BucketRef {
+  /** The user table, a safe integer >= 0. */
   readonly tableId: number;
+  /** The partition, a safe integer >= 0; omit it (or pass null) for a non-partitioned table. */
   readonly partitionId?: number | null;
+  /** The bucket, an integer in [0, 2^31 - 1]. */
   readonly bucketId: number;
 }
 

@@ -37,15 +37,22 @@ import type { Clock } from '../util/index.js';
 export interface OffsetsBucketOptions {
   /** Its number in the store. */
   index: number;
+  /** Options of its log (directory, file system, durability, limits). */
   log: LogOptions;
   /** Whether the store uses LMDB checkpoints (the 'checkpoint' strategy). */
   useCheckpoints: boolean;
   /** What the store's manifest recorded of this bucket's log. */
   record: BucketLogRecord;
+  /** Time for commit timestamps and the coordinator's timers. */
   clock: Clock;
+  /** The coordinator's settings, already resolved. */
   group: GroupSettings;
   /** Table layouts known so far (setTableLayout), given to the coordinator. */
   layouts: ReadonlyMap<number, TableLayout>;
+  /**
+   * Receives recoverable problems: a torn tail truncated, an ignored checkpoint, a failed background
+   * group operation.
+   */
   onWarning: (message: string) => void;
   /** Hears of each group whose offsets table the state drops (the store's fetch cache forgets it). */
   onGroupDropped: (groupId: string) => void;
@@ -53,16 +60,23 @@ export interface OffsetsBucketOptions {
 
 /** What one offsets-bucket reports in stats. */
 export interface OffsetsBucketFigures {
+  /** Bytes of its log. */
   logBytes: number;
+  /** Segments of its log, the active one included. */
   segmentCount: number;
+  /** The log offset its next batch gets. */
   nextLogOffset: number;
+  /** Committed offsets in memory. */
   liveOffsets: number;
+  /** Groups with committed offsets. */
   groups: number;
 }
 
 /** A group's membership and committed offsets, as `describe` returns them (the store adds its bucket). */
 export interface BucketGroupDescription {
+  /** The coordinator's description, or null when it holds no state for the group. */
   membership: MembershipDescription | null;
+  /** Every committed offset of the group. */
   offsets: CommittedOffsetValue[];
 }
 
@@ -75,8 +89,11 @@ function tombstone(b: TableBucket): OffsetRecordSpec {
 
 /** One offsets-bucket: its table, its coordinator, and the rules of requests on its groups. */
 export class OffsetsBucket {
+  /** Its number in the store (what `bucketFor` returns for its groups). */
   readonly index: number;
+  /** Its offsets table: log, materialized state, checkpoints. */
   readonly table: OffsetsTable;
+  /** The group coordinator of the groups that live in it. */
   readonly coordinator: GroupCoordinator;
   /** What recovery found when it was loaded. */
   readonly report: OffsetsTableRecovery;

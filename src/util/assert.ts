@@ -5,6 +5,10 @@
 
 /** Thrown when an internal invariant does not hold. */
 export class AssertionError extends Error {
+  /**
+   * The message is prefixed with "invariant violated:" so a report shows a bug of the store, not of the
+   * caller.
+   */
   constructor(message: string) {
     super(`invariant violated: ${message}`);
     this.name = 'AssertionError';

@@ -10,6 +10,7 @@
 
 /** A cancellable timer handle. */
 export interface Timer {
+  /** Cancels the timer: its callback will not run (a no-op once it has fired). */
   cancel(): void;
 }
 
@@ -23,10 +24,15 @@ export interface Clock {
 
 /** The real clock: `Date.now()` and unref'd Node timers (they never keep the process alive). */
 export class SystemClock implements Clock {
+  /** `Date.now()`: wall-clock ms since the epoch. */
   nowMs(): number {
     return Date.now();
   }
 
+  /**
+   * An unref'd setTimeout (it never keeps the process alive); a negative delay counts as 0, one above
+   * 2^31 - 1 ms fires at once.
+   */
   setTimer(delayMs: number, callback: () => void): Timer {
     const handle = setTimeout(callback, Math.max(0, delayMs));
     handle.unref();
@@ -47,14 +53,20 @@ export class ManualClock implements Clock {
   #seq = 0;
   #timers: ManualTimer[] = [];
 
+  /** Starts at `startMs` (default 1,700,000,000,000, a fixed instant so test output is reproducible). */
   constructor(startMs = 1_700_000_000_000) {
     this.#nowMs = startMs;
   }
 
+  /** The manual time: moves only by `advance`. */
   nowMs(): number {
     return this.#nowMs;
   }
 
+  /**
+   * Arms a timer due `delayMs` (negative counts as 0) after now; it fires during the `advance` that
+   * reaches its due time.
+   */
   setTimer(delayMs: number, callback: () => void): Timer {
     const timer: ManualTimer = { dueMs: this.#nowMs + Math.max(0, delayMs), seq: this.#seq++, callback, cancelled: false };
     this.#timers.push(timer);

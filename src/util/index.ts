@@ -1,2 +1,7 @@
+/**
+ * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand) and
+ * internal assertions (a failure is a bug of the store, never bad input). This file is the folder's
+ * door.
+ */
 export { assert, unreachable, AssertionError } from './assert.js';
 export { type Clock, type Timer, SystemClock, ManualClock } from './clock.js';

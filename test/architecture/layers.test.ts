@@ -1,5 +1,5 @@
 /**
- * Enforces DESIGN.md section 2 from the import statements of src/:
+ * Enforces the layering of docs/architecture.md ("Layers") from the import statements of src/:
  * - dependencies point one way: errors, util <- model <- codec, io <- log <- kv, compaction <- group
  *   <- shard <- store <- admin <- cli;
  * - kv and compaction do not import each other; group imports only errors, util and model (it

@@ -10,17 +10,23 @@
 
 /** A range of record offsets `[from, to)` of one bucket. */
 export interface OffsetRange {
+  /** The bucket of the synthetic table. */
   bucketId: number;
+  /** First record offset of the range. */
   from: number;
+  /** Record offset after the range (exclusive). */
   to: number;
 }
 
 /** Consumption counts per record; see the module header. */
 export class ConsumptionLedger {
+  /** Buckets of the synthetic table. */
   readonly bucketCount: number;
+  /** Records in each bucket: also each bucket's log end. */
   readonly recordsPerBucket: number;
   readonly #counts: Uint16Array[];
 
+  /** Every count starts at 0 (one 16-bit counter per record). */
   constructor(bucketCount: number, recordsPerBucket: number) {
     this.bucketCount = bucketCount;
     this.recordsPerBucket = recordsPerBucket;

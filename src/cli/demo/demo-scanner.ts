@@ -18,6 +18,7 @@ import type { ConsumptionLedger } from './consumption-ledger.js';
 
 /** A bucket position of a scanner. */
 export interface BucketPosition {
+  /** The bucket of the synthetic table. */
   bucketId: number;
   /** Next record to read. */
   next: number;
@@ -34,20 +35,31 @@ export type ScannerEvent =
 
 /** Options of a demo scanner. */
 export interface DemoScannerOptions {
+  /** The store the scanner joins the group through. */
   store: OffsetStore;
+  /** The scanners' group. */
   groupId: string;
+  /** Name in the demo's timeline (e.g. `scanner-2`). */
   name: string;
+  /** The synthetic table it subscribes to. */
   tableId: number;
+  /** Where it records every record it consumes. */
   ledger: ConsumptionLedger;
+  /** Records read from each owned bucket per poll. */
   chunkRecords: number;
+  /** Pause between two polls, in ms. */
   pollIntervalMs: number;
+  /** How often moved positions are committed, in ms. */
   commitIntervalMs: number;
+  /** Its session timeout, in ms: how long after its kill its buckets move. */
   sessionTimeoutMs: number;
+  /** Hears of its joins, assignments, revocations and losses, for the timeline. */
   onEvent: (event: ScannerEvent) => void;
 }
 
 /** A scanner; see the module header. */
 export class DemoScanner {
+  /** Its name in the timeline. */
   readonly name: string;
   readonly #options: DemoScannerOptions;
   readonly #positions = new Map<number, BucketPosition>();

@@ -29,11 +29,17 @@ import { DemoScanner, type BucketPosition, type ScannerEvent } from './demo-scan
 
 /** Options of the demo. */
 export interface DemoOptions {
+  /** Directory of the demo store: empty, missing, or an old demo store (anything else is refused). */
   dir: string;
+  /** Scanners in the group (one is killed). */
   memberCount: number;
+  /** Buckets of the synthetic table. */
   bucketCount: number;
+  /** Records in each bucket. */
   recordsPerBucket: number;
+  /** Session timeout of the scanners, in ms. */
   sessionTimeoutMs: number;
+  /** Heartbeat interval of the coordinator, in ms. */
   heartbeatIntervalMs: number;
 }
 
@@ -68,13 +74,24 @@ export type DemoEvent =
 
 /** What the demo found and measured. */
 export interface DemoResult {
+  /** The demo store's directory. */
   dir: string;
+  /** The scanners' group. */
   groupId: string;
+  /** The synthetic table. */
   tableId: number;
+  /** Its buckets. */
   bucketCount: number;
+  /** Records per bucket. */
   recordsPerBucket: number;
+  /** Scanners started. */
   memberCount: number;
+  /** Their session timeout, in ms. */
   sessionTimeoutMs: number;
+  /**
+   * The at-least-once check: nothing skipped, every duplicate explained by the killed scanner's
+   * uncommitted reads.
+   */
   verification: {
     ok: boolean;
     records: number;
@@ -86,7 +103,12 @@ export interface DemoResult {
     resumedAtLastCommit: number;
     finalOffsetsAtEnd: boolean;
   };
+  /**
+   * The scanner killed, the buckets it held, and ms from the kill until all of them had resumed with
+   * other scanners (null if they never did).
+   */
   killed: { scanner: string; bucketIds: number[]; rebalanceMs: number | null };
+  /** What the run measured: commits, commit and fetch speed, log size. */
   metrics: {
     runMs: number;
     commits: number;
@@ -100,13 +122,20 @@ export interface DemoResult {
     logBytesBeforeCompaction: number;
     offsetRecordsCommitted: number;
   };
+  /** The compaction run at the end. */
   compaction: CompactionReport;
+  /** Wall time of the whole demo, in ms. */
   durationMs: number;
 }
 
 /** Thrown when the demo's own verification fails (a bug in the store, or a timeout). */
 export class DemoFailure extends Error {
+  /**
+   * A code in the style of the store's error codes, at the head of the message; not in the store's
+   * error table.
+   */
   readonly code = 'DEMO_VERIFICATION_FAILED';
+  /** The message is prefixed with the code; the CLI exits 1. */
   constructor(message: string) {
     super(`DEMO_VERIFICATION_FAILED: ${message}`);
     this.name = 'DemoFailure';

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { ManualClock, OffsetStore } from '../../src/index.js';
+import { settleGroup } from '../support/settle-group.js';
 
 /** Commit time of the seeded store's manual clock. */
 export const SEED_TIME_MS = 1_700_000_000_000;
@@ -53,10 +54,7 @@ export async function seedStoreWithMember(dir: string): Promise<void> {
   try {
     store.setTableLayout(1, { bucketCount: 4 });
     const member = await store.joinGroup('busy', { subscribedTableIds: [1], sessionTimeoutMs: 60_000 });
-    for (let i = 0; i < 50 && (await store.describeGroup('busy')).state !== 'Stable'; i++) {
-      clock.advance(100);
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
+    await settleGroup([member], { clock, describe: (groupId) => store.describeGroup(groupId) });
     await member.commit([{ tableId: 1, bucketId: 0, offset: 5 }]);
   } finally {
     await store.close();

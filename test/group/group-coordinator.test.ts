@@ -172,11 +172,7 @@ describe('reconciliation', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await a.beat();
-    await b.beat();
+    await ctx.settle(a, b);
     const epochBefore = ctx.coordinator.describe('g')?.groupEpoch;
     a.reset();
     const rejoin = await a.beat();
@@ -191,11 +187,7 @@ describe('reconciliation', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await a.beat();
-    await b.beat();
+    await ctx.settle(a, b);
     const response = await b.leave();
     expect(response.memberEpoch).toBe(-1);
     expect(ctx.coordinator.groupState('g')).toBe('Reconciling');
@@ -213,11 +205,7 @@ describe('reconciliation', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const s = ctx.member([1], { memberId: 's1', instanceId: 'inst' });
     const d = ctx.member([1], { memberId: 'd' });
-    await s.beat();
-    await d.beat();
-    await s.beat();
-    await s.beat();
-    await d.beat();
+    await ctx.settle(s, d);
     const kept = s.ownedKeys();
     const epoch = ctx.coordinator.describe('g')?.groupEpoch;
     expect((await s.leave(-2)).memberEpoch).toBe(-2);
@@ -244,11 +232,7 @@ describe('reconciliation', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const s = ctx.member([1], { memberId: 's', instanceId: 'inst' });
     const d = ctx.member([1], { memberId: 'd' });
-    await s.beat();
-    await d.beat();
-    await s.beat();
-    await s.beat();
-    await d.beat();
+    await ctx.settle(s, d);
     await s.leave(-2);
     for (let t = 0; t < 50_000; t += 5000) {
       ctx.clock.advance(5000);
@@ -262,11 +246,7 @@ describe('reconciliation', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await a.beat();
-    await b.beat();
+    await ctx.settle(a, b);
     const [aBefore, bBefore] = [a.ownedKeys(), b.ownedKeys()];
     const epoch = ctx.coordinator.describe('g')?.groupEpoch ?? 0;
     ctx.coordinator.setTableLayout(1, { bucketCount: 4 }); // same layout: nothing happens
@@ -285,12 +265,7 @@ describe('reconciliation', () => {
     ctx.coordinator.setTableLayout(2, { bucketCount: 2, partitionIds: [10, 11] });
     a.tableIds = [1, 2];
     b.tableIds = [1, 2];
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    await ctx.settle(a, b);
     expect(a.owned.length + b.owned.length).toBe(12);
     expect(a.owned.filter((r) => r.tableId === 2).every((r) => r.partitionId === 10 || r.partitionId === 11)).toBe(true);
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
@@ -321,21 +296,11 @@ describe('assignment pacing (assignmentIntervalMs)', () => {
 });
 
 describe('timers', () => {
-  async function twoStableMembers(ctx: GroupTestContext) {
-    const a = ctx.member([1], { memberId: 'a' });
-    const b = ctx.member([1], { memberId: 'b' });
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await a.beat();
-    await b.beat();
-    expect(ctx.coordinator.groupState('g')).toBe('Stable');
-    return [a, b] as const;
-  }
-
   it('a member silent for the session timeout is removed; a heartbeat in time resets it', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
-    const [a, b] = await twoStableMembers(ctx);
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await ctx.settle(a, b);
     ctx.clock.advance(40_000);
     await a.beat();
     await b.beat();
@@ -353,7 +318,9 @@ describe('timers', () => {
 
   it('a member that does not release revoked buckets within its rebalance timeout is fenced', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } } });
-    const [a, b] = await twoStableMembers(ctx);
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await ctx.settle(a, b);
     await a.beat({ rebalanceTimeoutMs: 20_000 }); // no rebalance for a timeout change
     expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(2);
     const c = ctx.member([1], { memberId: 'c' });
@@ -465,11 +432,7 @@ describe('persistence', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await a.beat();
-    await b.beat();
+    await ctx.settle(a, b);
     const before = ctx.coordinator.describe('g');
     ctx.clock.advance(30_000);
     const coordinator = ctx.restart();
@@ -504,11 +467,7 @@ describe('persistence', () => {
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
     const c = ctx.member([1], { memberId: 'c' });
-    await a.beat();
-    await b.beat();
-    await a.beat();
-    await a.beat();
-    await b.beat(); // Stable at 2: snapshot
+    await ctx.settle(a, b); // Stable at 2: snapshot
     await c.beat(); // epoch 3
     await a.beat();
     await a.beat(); // a released one, now at epoch 3

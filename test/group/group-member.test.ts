@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketKey, GroupMember, type TableBucket, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
+import { settleGroup, type SettleGroupOptions } from '../support/settle-group.js';
 import { GroupTestContext } from './group-test-context.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
@@ -29,6 +30,9 @@ function harness(bucketCount = 6) {
   };
   return { ctx, committed, port, advance };
 }
+
+/** Settles the members of the coordinator in `ctx` on its clock. */
+const settling = (ctx: GroupTestContext): SettleGroupOptions => ({ clock: ctx.clock, describe: (groupId) => ctx.coordinator.describe(groupId) });
 
 /** A service consuming its buckets: positions start at the committed offset; revocation commits. */
 class Consumer {
@@ -169,8 +173,7 @@ describe('GroupMember', () => {
     await advance(1000);
     const b = new Consumer('b', committed);
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
-    await advance(10_000);
-    expect(ctx.coordinator.groupState('g')).toBe('Stable'); // epoch 2, snapshot written
+    await settleGroup([a.member, b.member], settling(ctx)); // epoch 2, snapshot written
     gated = true;
     const c = new Consumer('c', committed);
     c.member = await GroupMember.join(port, 'g', c.options({ clock: ctx.clock }));
@@ -195,7 +198,7 @@ describe('GroupMember', () => {
     expect(a.events).toEqual(['assigned 4']);
     const b = new Consumer('b', committed);
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
-    await advance(10_000);
+    await settleGroup([a.member, b.member], settling(ctx));
     const before = a.member.assignment.map(keyOf);
     expect(before).toHaveLength(2);
     await a.member.leave({ temporary: true });

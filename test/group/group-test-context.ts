@@ -1,8 +1,9 @@
 /**
  * Test context for the group coordinator, in the manner of Kafka's GroupMetadataManagerTestContext:
  * a ManualClock, an in-memory snapshot writer that records every write (msgpack round-tripped with
- * `useRecords: false`, as the store's codec will do), the records every operation emitted, and a
- * simulated member that reconciles instantly (drops revoked buckets, adds assigned ones).
+ * `useRecords: false`, as the store's codec will do), the records every operation emitted, a
+ * simulated member that reconciles instantly (drops revoked buckets, adds assigned ones), and
+ * `settle()`, the prelude of most tests: members heartbeat until their group is Stable.
  */
 import { Packr } from 'msgpackr';
 import { expect } from 'vitest';
@@ -25,6 +26,9 @@ import { ManualClock, type Clock } from '../../src/util/index.js';
 const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 const packr = new Packr({ useRecords: false });
+
+/** Rounds of heartbeats settle() allows before it fails. */
+const SETTLE_ROUNDS_MAX = 10;
 
 /** Asserts a value is plain data: null, finite numbers, strings, arrays and plain objects only. */
 function expectPlainData(value: unknown, path: string): void {
@@ -131,6 +135,25 @@ export class GroupTestContext {
     for (const [groupId, snapshot] of this.writer.latest) this.coordinator.loadSnapshot(groupId, snapshot);
     this.coordinator.onLoadComplete();
     return this.coordinator;
+  }
+
+  /**
+   * Heartbeats `members` (all of one group) round by round until the group is Stable, each member
+   * reconciling at once; a member that has not joined yet joins with its first heartbeat, and every
+   * member beats at least once. Then asserts the group is Stable, no bucket has two owners, and each
+   * member owns exactly what the coordinator assigned it. The clock does not move.
+   */
+  async settle(...members: SimMember[]): Promise<void> {
+    const groupId = members[0]?.groupId;
+    if (groupId === undefined || members.some((m) => m.groupId !== groupId)) throw new TypeError('settle() needs members of one group');
+    for (let round = 0; round < SETTLE_ROUNDS_MAX; round++) {
+      for (const m of members) await m.beat();
+      if (this.coordinator.groupState(groupId) === 'Stable') break;
+    }
+    expect(this.coordinator.groupState(groupId), `group ${groupId} after ${SETTLE_ROUNDS_MAX} rounds of heartbeats`).toBe('Stable');
+    this.expectExclusiveOwnership(groupId);
+    const assigned = new Map((this.coordinator.describe(groupId)?.members ?? []).map((m) => [m.memberId, m.assignment.map(keyOf).sort()]));
+    for (const m of members) expect(m.ownedKeys(), `member ${m.memberId} owns its assignment`).toEqual(assigned.get(m.memberId as string));
   }
 
   /** Asserts no bucket is owned (assigned or pending revocation) by two members. */

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError, type OffsetStoreError } from '../../src/errors/index.js';
-import { GroupTestContext, type SimMember } from './group-test-context.js';
+import { GroupTestContext } from './group-test-context.js';
 
 async function rejectsWith(promise: Promise<unknown>, code: string): Promise<OffsetStoreError> {
   try {
@@ -19,18 +19,10 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Off
   throw new TypeError(`expected ${code}, but the call succeeded`);
 }
 
-/** Members beat until the group is Stable (each reconciles instantly). */
-async function settle(ctx: GroupTestContext, members: SimMember[], groupId = 'g'): Promise<void> {
-  for (let round = 0; round < 10 && ctx.coordinator.groupState(groupId) !== 'Stable'; round++) {
-    for (const m of members) await m.beat();
-  }
-  expect(ctx.coordinator.groupState(groupId)).toBe('Stable');
-}
-
 /** A Stable group g of a dynamic member `a` and a static member `s` (instance `inst`), then a restart. */
 async function restoredGroup(): Promise<GroupTestContext> {
   const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
-  await settle(ctx, [ctx.member([1], { memberId: 'a' }), ctx.member([1], { memberId: 's', instanceId: 'inst' })]);
+  await ctx.settle(ctx.member([1], { memberId: 'a' }), ctx.member([1], { memberId: 's', instanceId: 'inst' }));
   ctx.restart(); // the members' process is gone: they come back from the snapshot and never heartbeat
   return ctx;
 }
@@ -68,14 +60,14 @@ describe('removeMembers', () => {
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
     const s = ctx.member([1], { memberId: 's', instanceId: 'inst' });
-    await settle(ctx, [a, b, s]);
+    await ctx.settle(a, b, s);
     await s.leave(-2);
     expect(ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 's')?.memberEpoch).toBe(-2);
 
     expect(await ctx.coordinator.removeMembers('g', { instanceIds: ['inst'] })).toEqual([{ memberId: 's', instanceId: 'inst' }]);
     expect(await ctx.coordinator.removeMembers('g', { memberIds: ['b', 'b'] })).toEqual([{ memberId: 'b', instanceId: null }]);
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']);
-    await settle(ctx, [a]);
+    await ctx.settle(a);
     expect(a.owned).toHaveLength(6);
     ctx.expectExclusiveOwnership();
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
@@ -114,7 +106,7 @@ describe('removeMembers', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });
     const b = ctx.member([1], { memberId: 'b' });
-    await settle(ctx, [a, b]);
+    await ctx.settle(a, b);
     const epoch = ctx.coordinator.describe('g')!.groupEpoch;
     ctx.restart();
 
@@ -129,7 +121,7 @@ describe('removeMembers', () => {
     expect(restored.state).toBe('Assigning');
     expect(restored.members[0]!.assignment).toEqual(b.owned);
     // b comes back at its epoch, gets a's buckets and the group is Stable again.
-    await settle(ctx, [b]);
+    await ctx.settle(b);
     expect(b.owned).toHaveLength(4);
     ctx.expectExclusiveOwnership();
     expect(ctx.writer.latest.get('g')?.members.map((m) => m.memberId)).toEqual(['b']);

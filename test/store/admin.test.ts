@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/index.js';
+import { settleGroup } from '../support/settle-group.js';
 import { tempDir } from '../support/temp-dir.js';
 import { groupsSharingABucket, imageOf, openStore } from './store-fixtures.js';
 
@@ -124,11 +125,7 @@ describe('removeMembers', () => {
       await store.joinGroup('g', { subscribedTableIds: [1] }),
       await store.joinGroup('g', { subscribedTableIds: [1], instanceId: 'host-b' }),
     ];
-    for (let i = 0; i < 100 && !((await store.describeGroup('g')).state === 'Stable' && members.every((m) => m.assignment.length === 2)); i++) {
-      clock.advance(100);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    expect((await store.describeGroup('g')).state).toBe('Stable');
+    await settleGroup(members, { clock, describe: (groupId) => store.describeGroup(groupId) });
     await members[0]!.commit([{ tableId: 1, bucketId: members[0]!.assignment[0]!.bucketId, offset: 5 }]);
     await store.close();
   }

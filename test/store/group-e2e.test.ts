@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore, type GroupMember } from '../../src/index.js';
+import { settleGroup } from '../support/settle-group.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const TABLE = 1;
@@ -66,9 +67,8 @@ describe('group coordinator over a real store', () => {
     store.setTableLayout(TABLE, { bucketCount: BUCKETS });
     const consumers = ['a', 'b', 'c'].map((name) => new Consumer(store, name));
     for (const c of consumers) await c.join();
-    await run(clock, 10_000);
+    await settleGroup(consumers.map((c) => c.member), { clock, describe: (groupId) => store.describeGroup(groupId) });
     expect(consumers.map((c) => c.member.assignment.length).sort()).toEqual([4, 4, 4]);
-    expect((await store.describeGroup('readers')).state).toBe('Stable');
 
     const [a, b, killed] = consumers as [Consumer, Consumer, Consumer];
     const poll = async (who: Consumer[]) => {

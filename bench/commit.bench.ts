@@ -3,7 +3,7 @@
  * options: 16 offsets-buckets, log-cleaner compaction) of 1, 10, 100 and 1000 offsets per commit,
  * with 1 committer and with 64 concurrent committers (64 groups, so the commits spread over the
  * offsets-buckets and group-commit inside each), next to lmdb-js in the same run:
- * `transactionSync` per commit (one durable LMDB commit each, the DESIGN.md section 8 baseline; with
+ * `transactionSync` per commit (one durable LMDB commit each, the baseline of docs/performance.md; with
  * 64 "concurrent" callers it is the same figure, since the call blocks) and the async `transaction`
  * for the concurrent case (lmdb-js batches the queued transactions into one commit).
  * See bench/support/lmdb-offsets.ts for the lmdb-js layout and its durability settings.
@@ -16,7 +16,7 @@
  * the same committers sharing one log), lmdb-js async ~5-30k (one commit for everything queued);
  * 1000 offsets per commit is bound by encoding and bytes written: offset-store ~0.2-1M offsets/s,
  * lmdb-js ~0.05-0.3M (one B-tree put per offset, page copies).
- * DESIGN.md section 8 targets checked at the end: 1000 offsets per commit >= 2.5x lmdb-js's
+ * Targets (docs/performance.md) checked at the end: 1000 offsets per commit >= 2.5x lmdb-js's
  * offsets/s; small commits (1-10 offsets) from 64 committers >= 10x lmdb-js putSync commits/s.
  */
 import { OffsetStore, type OffsetCommit } from '../src/index.js';
@@ -29,7 +29,7 @@ import { advance, groupName, offsetCommits } from './support/workload.js';
 
 const OFFSETS_PER_COMMIT = [1, 10, 100, 1000];
 const CONCURRENT_COMMITTERS = 64;
-/** Commits of at most this many offsets are "small" (DESIGN.md section 8) and also run on one offsets-bucket. */
+/** Commits of at most this many offsets are "small" (docs/performance.md) and also run on one offsets-bucket. */
 const SMALL_COMMIT_OFFSETS_MAX = 10;
 const TIMING: MeasureOptions = atScale({
   quick: { timeMs: 300, warmupMs: 50, rounds: 1 },
@@ -173,7 +173,7 @@ async function main(): Promise<void> {
 
   const batched = ratios.find((r) => r.offsets === 1000)!;
   const small = ratios.filter((r) => r.offsets <= SMALL_COMMIT_OFFSETS_MAX);
-  console.log('\nDESIGN.md section 8 targets');
+  console.log('\nTargets (docs/performance.md)');
   console.log(`- 1000 offsets per commit, 1 committer, >= 2.5x lmdb-js transactionSync offsets/s: ${formatRatio(batched.single)} (${verdict(batched.single >= 2.5)}); 64 committers vs lmdb-js async x64: ${formatRatio(batched.concurrentVsAsync)}`);
   for (const r of small) {
     console.log(`- ${r.offsets} offset(s) per commit, 64 committers, >= 10x lmdb-js sync commits/s: ${formatRatio(r.concurrentVsSync)} (${verdict(r.concurrentVsSync >= 10)}); vs lmdb-js async x64: ${formatRatio(r.concurrentVsAsync)}`);

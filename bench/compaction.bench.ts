@@ -19,7 +19,7 @@
  *    compacting (the store's own background scheduler every 100 ms with minDirtyRatio 0, so a
  *    bucket is compacted as soon as a segment is sealed: with small segments, the busiest
  *    background compaction there is). Commit p50/p99 of the compacting phases vs the idle ones
- *    (DESIGN.md section 8: compaction raises commit p99 by at most 20%). The 'none' row is the
+ *    (docs/performance.md: compaction raises commit p99 by at most 20%). The 'none' row is the
  *    control: nothing runs in its compacting phases, so its change is the noise of the machine.
  * A markdown table for the README is printed at the end.
  *
@@ -264,7 +264,7 @@ async function main(): Promise<void> {
   console.log('\nMarkdown (README):\n');
   console.log(markdownTable(readme, rows));
 
-  console.log('\nDESIGN.md section 8 target: compaction running in the background raises commit p99 by at most 20%');
+  console.log('\ntarget (docs/performance.md): compaction running in the background raises commit p99 by at most 20%');
   for (const r of rows.filter((x) => x.strategy !== 'none')) {
     const control = rows.find((x) => x.workload === r.workload && x.strategy === 'none')!;
     console.log(`- ${name(r)}: ${formatChange(p99Change(r))} (${verdict(p99Change(r) <= 0.2)}; the 'none' control moved ${formatChange(p99Change(control))} between the same kind of phases)`);

@@ -12,7 +12,7 @@
  * Expected order of magnitude: offset-store ~0.3-1 us per 1-bucket fetch (validation, a hash probe,
  * one result object, one awaited promise) and ~20-60 ns per offset at 100 buckets; lmdb-js
  * `getBinary` ~0.5-2 us per get (key encoding, a native call, a B-tree walk, a Buffer copy).
- * DESIGN.md section 8 targets checked at the end: 1-bucket fetch >= 3x lmdb-js; 100-bucket fetch
+ * Targets (docs/performance.md) checked at the end: 1-bucket fetch >= 3x lmdb-js; 100-bucket fetch
  * >= 10x per offset.
  */
 import { OffsetStore, type BucketRef } from '../src/index.js';
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
       const ours = rows.find((r) => r.subject === 'offset-store' && r.buckets === buckets)!;
       return peer(ours).nsPerOffset / ours.nsPerOffset;
     };
-    console.log('\nDESIGN.md section 8 targets');
+    console.log('\nTargets (docs/performance.md)');
     console.log(`- fetch of 1 bucket >= 3x lmdb-js getBinary: ${formatRatio(speedup(1))} (${verdict(speedup(1) >= 3)})`);
     console.log(`- fetch of 100 buckets >= 10x lmdb-js per offset: ${formatRatio(speedup(BUCKETS_PER_GROUP))} (${verdict(speedup(BUCKETS_PER_GROUP) >= 10)})`);
   } finally {

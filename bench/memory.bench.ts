@@ -12,7 +12,7 @@
  * growth slack of each group's table, plus a fixed cost per group (its Map entry, id string and
  * table objects, a few hundred bytes): ~55-80 B/offset at 100-1000 buckets per group, more where
  * groups are small (the per-group cost is shared by only 10 offsets).
- * DESIGN.md section 8 target checked at the end: at most 80 bytes of heap per live offset at 1M.
+ * Target (docs/performance.md) checked at the end: at most 80 bytes of heap per live offset at 1M.
  */
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
     { header: 'heap after reopen', value: (r) => formatBytes(r.reopenedBytes) },
     { header: 'B/offset (reopened)', value: (r) => (r.reopenedBytes / r.reopenedLiveOffsets).toFixed(1) },
   ], rows);
-  console.log('\nDESIGN.md section 8 target');
+  console.log('\nTarget (docs/performance.md)');
   for (const r of rows) {
     const worst = Math.max(r.committedBytes / r.liveOffsets, r.reopenedBytes / r.reopenedLiveOffsets);
     console.log(`- <= 80 B of heap per live offset at ${formatCount(r.liveOffsets)}, ${formatCount(r.groups)} groups x ${r.bucketsPerGroup} buckets: ${worst.toFixed(1)} B worst of the two (${verdict(worst <= 80)})`);

@@ -14,7 +14,7 @@ export { NodeFileSystem, type FileHandle, type FileSystem, type NodeFileSystemOp
 export type { BucketCompactedListener, BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
 export {
-  GroupMember, RangeAssignor, UniformAssignor, type Assignor, type AssignorInput, type AssignorMember, type AssignorName, type HeartbeatRequest,
+  GroupMember, type AssignorName, type HeartbeatRequest,
   type HeartbeatResponse, type MemberCommitOffset, type MemberDescription, type MemberOptions, type MemberState, type RemoveMembersRequest,
   type RemovedMember, type TableLayout, type TableLayoutInput,
 } from './group/index.js';

@@ -4,7 +4,7 @@
  * RangeError); options that contradict the store on disk are checked when it is opened.
  */
 import * as path from 'node:path';
-import type { BucketCompactedListener, CompactionStrategy } from './compaction/index.js';
+import { isCompactionStrategy, type BucketCompactedListener, type CompactionStrategy } from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
@@ -253,7 +253,7 @@ export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy'>> &
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
   const { strategy, minDirtyRatio: rawMinDirtyRatio, workers, logBytesMax, intervalMs, deleteRetentionMs, background: rawBackground } = options ?? {};
-  if (strategy !== undefined && strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
+  if (strategy !== undefined && !isCompactionStrategy(strategy)) {
     throw new RangeError(`options.compaction.strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
   }
   const minDirtyRatio = rawMinDirtyRatio ?? 0.5;
@@ -266,15 +266,21 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     workers: positiveInteger(workers, 'options.compaction.workers', 1),
     minDirtyRatio,
     logBytesMax: logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(logBytesMax, 'options.compaction.logBytesMax', 0),
-    intervalMs: positiveInteger(intervalMs, 'options.compaction.intervalMs', 30_000),
+    intervalMs: positiveInteger(intervalMs, 'options.compaction.intervalMs', 30_000, 1, TIMER_MS_MAX),
     deleteRetentionMs: positiveInteger(deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
   };
 }
 
-function positiveInteger(value: unknown, name: string, fallback: number, min = 1): number {
+/**
+ * The longest timer a Node timer can hold (2^31 - 1 ms, about 24.8 days): a longer delay fires after
+ * 1 ms, so an interval option beyond it would run its work every millisecond.
+ */
+const TIMER_MS_MAX = 0x7fffffff;
+
+function positiveInteger(value: unknown, name: string, fallback: number, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${value}`);
   return value;
 }
 
@@ -294,7 +300,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     durability,
     segmentBytesMax: positiveInteger(segmentBytesMax, 'options.segmentBytesMax', DEFAULTS.segmentBytesMax, 1024),
     offsetsRetentionMs: positiveInteger(offsetsRetentionMs, 'options.offsetsRetentionMs', DEFAULTS.offsetsRetentionMs),
-    offsetsRetentionCheckIntervalMs: positiveInteger(offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs),
+    offsetsRetentionCheckIntervalMs: positiveInteger(offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs, 1, TIMER_MS_MAX),
     commitRecordCountMax: positiveInteger(commitRecordCountMax, 'options.commitRecordCountMax', DEFAULTS.commitRecordCountMax),
     pendingCommitsMax: positiveInteger(pendingCommitsMax, 'options.pendingCommitsMax', DEFAULTS.pendingCommitsMax),
     clock: clock ?? new SystemClock(),

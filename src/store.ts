@@ -12,7 +12,9 @@
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
-import { CompactionWorkerPool, Compactor, InProcessCleanRunner, type CompactionReport, type CompactionStrategy } from './compaction/index.js';
+import {
+  COMPACTION_STRATEGIES, CompactionWorkerPool, Compactor, InProcessCleanRunner, isCompactionStrategy, type CompactionReport, type CompactionStrategy,
+} from './compaction/index.js';
 import { NodeFileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
@@ -195,9 +197,7 @@ export class OffsetStore {
    */
   async convertCompaction(strategy: CompactionStrategy): Promise<void> {
     this.#checkOpen();
-    if (strategy !== 'log-cleaner' && strategy !== 'checkpoint' && strategy !== 'none') {
-      throw new RangeError(`strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
-    }
+    if (!isCompactionStrategy(strategy)) throw new RangeError(`strategy must be one of ${COMPACTION_STRATEGIES.join(', ')}, got ${String(strategy)}`);
     await this.#recovery;
     if (strategy === this.#strategy) return;
     const { clock } = this.#options;
@@ -218,6 +218,8 @@ export class OffsetStore {
         await this.#manifest!.update((m) => { m.compactionStrategy = strategy; });
       }
       this.#strategy = strategy;
+    } catch (error) {
+      throw openFailure(error, `converting the store in ${this.#options.dir} to '${strategy}' failed (it keeps '${this.#strategy}'; a later conversion completes it)`);
     } finally {
       if (!this.#closed) this.#startCompaction();
     }
@@ -289,7 +291,11 @@ export class OffsetStore {
 
   /** The loaded offsets-bucket of a group (COORDINATOR_LOAD_IN_PROGRESS while it recovers; its load error if that failed). */
   #bucket(groupId: string): OffsetsBucket {
-    const slot = this.#slots[this.bucketFor(groupId)]!;
+    return this.#loaded(this.#slots[this.bucketFor(groupId)]!);
+  }
+
+  /** The slot's loaded offsets-bucket, or the error of a bucket recovering (retriable) or failed (not). */
+  #loaded(slot: BucketSlot): OffsetsBucket {
     if (slot.bucket !== undefined) return slot.bucket;
     if (slot.loadError !== undefined) {
       // Not retriable: the bucket will not load until its files are repaired (e.g. CORRUPT_MESSAGE).
@@ -355,11 +361,8 @@ export class OffsetStore {
     this.#checkOpen();
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
-      if (slot.bucket === undefined) {
-        // A partial listing would hide groups; the caller retries once recovery is done.
-        throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} is still recovering; listGroups needs all of them`);
-      }
-      for (const { groupId, state } of slot.bucket.listGroups()) listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index });
+      // A partial listing would hide groups: every bucket must be loaded (retriable while one recovers).
+      for (const { groupId, state } of this.#loaded(slot).listGroups()) listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index });
     }
     return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
   }
@@ -453,6 +456,7 @@ export class OffsetStore {
     const member = await GroupMember.join({
       heartbeat: (g, request) => this.heartbeat(g, request),
       commit: (g, offsets, commitOptions) => this.commitOffsets(g, offsets as OffsetCommit[], commitOptions),
+      stopped: (stopped) => this.#members.delete(stopped),
     }, groupId, { clock: this.#options.clock, ...options });
     this.#members.add(member);
     return member;
@@ -515,7 +519,7 @@ export class OffsetStore {
 
   async #close(): Promise<void> {
     const scannerResults = await Promise.allSettled([...this.#scanners].map((s) => s.close()));
-    for (const member of this.#members) member.stop();
+    for (const member of [...this.#members]) member.stop();
     this.#closed = true;
     for (const slot of this.#slots) slot.bucket?.stopTimers();
     this.#retentionTimer?.cancel();
@@ -525,6 +529,8 @@ export class OffsetStore {
     try {
       await this.#unloadBuckets(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
       await this.#recordLogEnds();
+    } catch (error) {
+      throw openFailure(error, `closing the store in ${this.#options.dir} failed`);
     } finally {
       await this.#lock?.release();
     }
@@ -556,6 +562,6 @@ export class OffsetStore {
 
 /** The compaction strategy a manifest records, checked. */
 function storedStrategy(manifestPath: string, value: string): CompactionStrategy {
-  if (value === 'log-cleaner' || value === 'checkpoint' || value === 'none') return value;
+  if (isCompactionStrategy(value)) return value;
   throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`);
 }

@@ -2,7 +2,7 @@
  * The contract every store in the comparison implements: an "offset store on X" as a competent user
  * would write it, reduced to what the workloads exercise (open, commit, fetch, close).
  *
- * The record shapes mirror DESIGN.md section 4 (`BucketRef`, `OffsetCommit`, `CommittedOffset`) so the
+ * The record shapes mirror the public API (docs/api.md) (`BucketRef`, `OffsetCommit`, `CommittedOffset`) so the
  * offset-store adapter is a thin pass-through and the peers store exactly the same fields: committed
  * offset, leader epoch, commit timestamp and metadata per (groupId, tableId, partitionId, bucketId).
  *

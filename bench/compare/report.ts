@@ -219,7 +219,7 @@ export function renderTerminal(report: CompareReport): string {
 
 /**
  * One row per workload, one column per store: the headline, with offset-store's advantage in
- * parentheses for peers, and the DESIGN.md target's verdict last. Compact enough for the README.
+ * parentheses for peers, and the targets' verdicts last. Compact enough for the README.
  */
 export function summaryTable(report: CompareReport): string[][] {
   const stores: { id: string; name: string }[] = [];

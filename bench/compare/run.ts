@@ -8,7 +8,7 @@
  *   (c) one-bucket fetch                        (d) 100-bucket fetch
  *   (e) reopen with N live offsets              (f) heap/RSS per live offset (child process each)
  *   (g) mixed 90% commit / 10% fetch over 10k groups with p50/p99/p999
- * lmdb-js runs twice for the write workloads: `transactionSync` (what DESIGN.md section 8 compares
+ * lmdb-js runs twice for the write workloads: `transactionSync` (what docs/performance.md compares
  * against; it serializes concurrent committers) and its async `transaction` + `db.flushed` (lmdb-js's
  * own batching, the fair concurrent figure).
  *

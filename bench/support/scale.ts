@@ -2,7 +2,7 @@
  * Benchmark sizes. `BENCH_SCALE` picks them for every bench file:
  * - `quick`: a smoke run of seconds per file (checks that a bench works, figures are noisy);
  * - `default` (unset): each file in about one to two minutes on the 2-core reference machine;
- * - `full`: the sizes the issues and DESIGN.md section 8 name (1M live offsets, 10M log records, ...).
+ * - `full`: the sizes docs/performance.md names (1M live offsets, 10M log records, ...).
  */
 
 /** The scales a bench can run at. */

@@ -25,6 +25,14 @@ import type { CleanRunner } from './clean-runner.js';
 /** The compaction strategies. */
 export type CompactionStrategy = 'log-cleaner' | 'checkpoint' | 'none';
 
+/** Every compaction strategy, in the order they are documented. */
+export const COMPACTION_STRATEGIES: readonly CompactionStrategy[] = ['log-cleaner', 'checkpoint', 'none'];
+
+/** True when `value` names a compaction strategy. */
+export function isCompactionStrategy(value: unknown): value is CompactionStrategy {
+  return (COMPACTION_STRATEGIES as readonly unknown[]).includes(value);
+}
+
 /** What compaction needs of one offsets-bucket (provided by the store). */
 export interface CompactionTarget {
   /** The offsets-bucket's number, for reports and for `onError`. */

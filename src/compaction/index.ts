@@ -5,7 +5,7 @@
  * folder's door.
  */
 export {
-  Compactor, type BucketCompactedListener, type BucketCompaction, type CompactionReport, type CompactionStrategy, type CompactionTarget, type CompactorOptions,
+  COMPACTION_STRATEGIES, Compactor, isCompactionStrategy, type BucketCompactedListener, type BucketCompaction, type CompactionReport, type CompactionStrategy, type CompactionTarget, type CompactorOptions,
 } from './compactor.js';
 export { cleanSegments, type CleanJob, type CleanResult, type SegmentRef } from './log-cleaner.js';
 export { CompactionWorkerPool, type WorkerPoolOptions } from './worker-pool.js';

@@ -11,10 +11,11 @@ import { BucketIndexer, type TableLayout } from './table-layout.js';
 
 
 /**
- * The name of an assignor: `'uniform'` (the default) or `'range'`, or the name of one registered with
- * the coordinator (`GroupCoordinatorOptions.assignors`).
+ * The name of an assignor a member may ask for: `'uniform'` (the default) or `'range'`. (A
+ * coordinator built directly may register more, `GroupCoordinatorOptions.assignors`; the store's
+ * coordinators have these two.)
  */
-export type AssignorName = 'uniform' | 'range' | (string & Record<never, never>);
+export type AssignorName = 'uniform' | 'range';
 
 /** One member as an assignor sees it. */
 export interface AssignorMember {

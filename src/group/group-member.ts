@@ -39,6 +39,8 @@ export interface GroupMemberPort {
   heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
   /** A commit made as the member, fenced by its epoch and ownership (the store's `commitOffsets`). */
   commit(groupId: string, offsets: readonly MemberCommitOffset[], options: { memberId: string; memberEpoch: number }): Promise<void>;
+  /** Hears that the member stopped (left, or stopped heartbeating): the store forgets it. */
+  stopped?(member: GroupMember): void;
 }
 
 /** Options of `GroupMember.join` (the store's `joinGroup`). */
@@ -118,6 +120,9 @@ export class GroupMember {
       subscribedTableIds, instanceId, memberId, assignor, sessionTimeoutMs, rebalanceTimeoutMs, onAssigned, onRevoked, onLost, onError, clock, retryBackoffMs,
     } = options;
     if (!Array.isArray(subscribedTableIds)) throw new TypeError('options.subscribedTableIds must be an array');
+    if (retryBackoffMs !== undefined && !(typeof retryBackoffMs === 'number' && Number.isSafeInteger(retryBackoffMs) && retryBackoffMs >= 1 && retryBackoffMs <= 0x7fffffff)) {
+      throw new RangeError(`options.retryBackoffMs must be an integer in [1, ${0x7fffffff}], got ${String(retryBackoffMs)}`);
+    }
     const copy: MemberOptions = Object.freeze({
       subscribedTableIds: Object.freeze([...subscribedTableIds]), instanceId, memberId, assignor, sessionTimeoutMs, rebalanceTimeoutMs, onAssigned, onRevoked,
       onLost, onError, clock, retryBackoffMs,
@@ -180,6 +185,7 @@ export class GroupMember {
       if (!isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) throw error;
     } finally {
       this.#runState = 'stopped';
+      this.#port.stopped?.(this);
     }
   }
 
@@ -191,6 +197,7 @@ export class GroupMember {
     this.#runState = 'stopped';
     this.#timer?.cancel();
     this.#timer = null;
+    this.#port.stopped?.(this);
   }
 
   #request(): HeartbeatRequest {

@@ -11,7 +11,6 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED, normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
-import type { AssignorName } from './assignor.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 
@@ -32,7 +31,7 @@ export interface HeartbeatRequest {
   /** Silence after which the member is removed (default 45 s). */
   sessionTimeoutMs?: number;
   /** Preferred assignor (`uniform` or `range`, or the name of one registered with the coordinator). */
-  assignor?: AssignorName;
+  assignor?: string;
 }
 
 /** What the coordinator answers. */

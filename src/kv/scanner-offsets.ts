@@ -65,13 +65,14 @@ export class ScannerOffsets {
 
   /**
    * For the store (`OffsetStore.scanner`); reads each option once and arms auto-commit. RangeError for
-   * an `autoCommitIntervalMs` that is not a positive finite number.
+   * an `autoCommitIntervalMs` that is not a positive number of at most 2^31 - 1 ms (a Node timer fires
+   * a longer delay after 1 ms).
    */
   constructor(groupId: string, port: ScannerOffsetsPort, clock: Clock, options: ScannerOptions = {}) {
     // Each option is read once; the scanner keeps the copies.
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
-    if (autoCommitIntervalMs !== undefined && !(typeof autoCommitIntervalMs === 'number' && Number.isFinite(autoCommitIntervalMs) && autoCommitIntervalMs > 0)) {
-      throw new RangeError(`autoCommitIntervalMs must be a positive number, got ${autoCommitIntervalMs}`);
+    if (autoCommitIntervalMs !== undefined && !(typeof autoCommitIntervalMs === 'number' && autoCommitIntervalMs > 0 && autoCommitIntervalMs <= 0x7fffffff)) {
+      throw new RangeError(`autoCommitIntervalMs must be a positive number of at most ${0x7fffffff} ms, got ${autoCommitIntervalMs}`);
     }
     this.groupId = groupId;
     this.#port = port;

@@ -98,13 +98,15 @@ export class OffsetsBucket {
   /** What recovery found when it was loaded. */
   readonly report: OffsetsTableRecovery;
   readonly #clock: Clock;
+  readonly #onWarning: (message: string) => void;
 
-  private constructor(index: number, table: OffsetsTable, coordinator: GroupCoordinator, report: OffsetsTableRecovery, clock: Clock) {
+  private constructor(index: number, table: OffsetsTable, coordinator: GroupCoordinator, report: OffsetsTableRecovery, clock: Clock, onWarning: (message: string) => void) {
     this.index = index;
     this.table = table;
     this.coordinator = coordinator;
     this.report = report;
     this.#clock = clock;
+    this.#onWarning = onWarning;
   }
 
   /**
@@ -138,7 +140,7 @@ export class OffsetsBucket {
       const { file, position, reason } = report.tornTail;
       options.onWarning(`offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`);
     }
-    return new OffsetsBucket(options.index, table, coordinator, report, options.clock);
+    return new OffsetsBucket(options.index, table, coordinator, report, options.clock, options.onWarning);
   }
 
   /** OffsetCommit of one group, atomic (one batch); fenced by member epoch and bucket ownership. */
@@ -250,24 +252,32 @@ export class OffsetsBucket {
    * One retention pass (offsets expire `retentionMs` after their commit): planned and appended in
    * one synchronous step per group. A group without members loses every expired offset, a group with
    * members only those of tables no member subscribes to; a key with a commit in flight is skipped.
-   * Then every Empty group left with no offsets is deleted. A failed expiry write fail-stops the log,
-   * which every later call on this bucket reports.
+   * Then every Empty group left with no offsets is deleted. A failed write is reported to
+   * `onWarning` (it also fail-stops the log, which every later call on this bucket reports).
    */
   async expire(retentionMs: number, nowMs: number): Promise<void> {
     if (this.table.log.failed) return;
-    const writes: Promise<unknown>[] = [];
+    const writes: [string, Promise<unknown>][] = [];
     for (const groupId of [...this.table.state.groupIds()]) {
       const expired = this.#expiredOffsets(groupId, retentionMs, nowMs);
-      if (expired.length > 0) writes.push(this.#writeTombstones(groupId, expired));
+      if (expired.length > 0) writes.push([groupId, this.#writeTombstones(groupId, expired)]);
     }
-    await Promise.allSettled(writes);
-    const deletes: Promise<unknown>[] = [];
+    await this.#reportFailures('expiring the offsets of', writes);
+    const deletes: [string, Promise<unknown>][] = [];
     for (const groupId of this.coordinator.groupIds()) {
       if (this.coordinator.groupState(groupId) === 'Empty' && !this.coordinator.hasMembers(groupId) && this.table.state.group(groupId) === undefined) {
-        deletes.push(this.coordinator.deleteGroup(groupId));
+        deletes.push([groupId, this.coordinator.deleteGroup(groupId)]);
       }
     }
-    await Promise.allSettled(deletes);
+    await this.#reportFailures('deleting the expired', deletes);
+  }
+
+  /** Awaits every write; each failure becomes one warning naming its group (at most a few, then a count). */
+  async #reportFailures(what: string, writes: readonly [string, Promise<unknown>][]): Promise<void> {
+    const results = await Promise.allSettled(writes.map(([, write]) => write));
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [[writes[i]![0], r.reason] as const] : []));
+    for (const [groupId, error] of failed.slice(0, 3)) this.#onWarning(`offsets-bucket ${this.index}: ${what} group ${groupId} failed: ${(error as Error).message}`);
+    if (failed.length > 3) this.#onWarning(`offsets-bucket ${this.index}: ${what} ${failed.length - 3} more group(s) failed too`);
   }
 
   #expiredOffsets(groupId: string, retentionMs: number, nowMs: number): TableBucket[] {

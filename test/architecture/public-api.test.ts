@@ -26,9 +26,6 @@ function publicSurface(): string[] {
 describe('the public API', () => {
   it('exports exactly these names, each of this kind', () => {
     expect(publicSurface()).toEqual([
-      'Assignor: interface',
-      'AssignorInput: interface',
-      'AssignorMember: interface',
       'AssignorName: type',
       'BucketCompactedListener: type',
       'BucketCompaction: interface',
@@ -69,7 +66,6 @@ describe('the public API', () => {
       'OffsetStoreError: class',
       'OffsetStoreOptions: interface',
       'OpenFlags: type',
-      'RangeAssignor: class',
       'RemoveMembersRequest: interface',
       'RemovedMember: interface',
       'ScannerOffsets: class',
@@ -80,7 +76,6 @@ describe('the public API', () => {
       'TableLayout: interface',
       'TableLayoutInput: interface',
       'Timer: interface',
-      'UniformAssignor: class',
       'isOffsetStoreError: function',
     ]);
   });

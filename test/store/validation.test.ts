@@ -1,5 +1,12 @@
+/**
+ * Validation at the store's edge, each rejected request writing nothing and changing nothing (checked
+ * after every test): group ids (INVALID_GROUP_ID; TypeError when not a string), every offset field and
+ * its boundaries (INVALID_REQUEST naming offsets[i].field), metadata over 4096 UTF-8 bytes, a bucket
+ * named twice, a commit too big for one batch, wrong argument types, and strings with a lone surrogate;
+ * surrogate pairs are accepted and round-trip across a reopen.
+ */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { OffsetStore } from '../../src/index.js';
+import type { MemberOptions, OffsetStore } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { imageOf, openStore, type StoreImage } from './store-fixtures.js';
 
@@ -260,7 +267,7 @@ describe('strings that are not well-formed UTF-16', () => {
         .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(new RegExp(`${field} .*not well-formed UTF-16`)) });
     }
     for (const options of [{ memberId: 'm\uD800' }, { instanceId: 'i\uDC00' }, { assignor: 'range\uDBFF' }]) {
-      await expect(store.joinGroup('g', { subscribedTableIds: [1], ...options })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+      await expect(store.joinGroup('g', { subscribedTableIds: [1], ...options } as MemberOptions)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     }
     await expect(store.commitOffsets('existing', [ok], { memberId: 'm\uD800', memberEpoch: 1 }))
       .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/memberId .*not well-formed UTF-16/) });

@@ -11,7 +11,7 @@
  * Expected order of magnitude on a VM disk: ~0.5-1 ms per durable batch, ~1-3 µs per `getSync`.
  *
  * Key bytes: | u8 groupId byte length | groupId UTF-8 | f64 BE tableId | f64 BE partitionId | u32 BE bucketId |
- * (group ids are at most 255 UTF-8 bytes, DESIGN.md section 1).
+ * (group ids are at most 255 UTF-8 bytes, docs/api.md).
  */
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';

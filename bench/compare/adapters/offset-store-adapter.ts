@@ -1,5 +1,5 @@
 /**
- * offset-store itself through its public API (DESIGN.md section 4): `OffsetStore.open({ dir,
+ * offset-store itself through its public API (docs/api.md): `OffsetStore.open({ dir,
  * durability: 'fsync' })`, `commitOffsets`, `fetchOffsets`, `close`. Nothing else is configured, so
  * the comparison measures the defaults a user gets.
  *
@@ -9,7 +9,7 @@
  * The harness loads this module with a dynamic import (`adapters/index.ts`), so the comparison still
  * runs the peers while `src/index.ts` is missing or does not load.
  *
- * Targets (DESIGN.md section 8): >= 2.5x lmdb-js offsets/s on batched commits, >= 10x lmdb-js
+ * Targets (docs/performance.md): >= 2.5x lmdb-js offsets/s on batched commits, >= 10x lmdb-js
  * commits/s with 64 concurrent committers, >= 3x lmdb-js on a one-bucket fetch, >= 10x per offset on
  * a 100-bucket fetch, <= 80 bytes of heap per live offset.
  */

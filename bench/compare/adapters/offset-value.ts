@@ -1,7 +1,7 @@
 /**
  * The value bytes the lmdb-js and classic-level adapters store per committed offset: the encoding a
  * user writing an offset store on a raw KV would pick (fixed header, then metadata), equivalent to
- * offset-store's own record value (DESIGN.md 3.2) minus the version field.
+ * offset-store's own record value (docs/on-disk-format.md) minus the version field.
  *
  * | bytes | field |
  * |---|---|

@@ -3,6 +3,7 @@
  * terminal a spinner shows the buckets done, the elapsed time and the log size as buckets are swapped.
  */
 import type { CompactionReport, CompactionStrategy } from '../../index.js';
+import { COMPACTION_STRATEGIES, isCompactionStrategy } from '../../compaction/index.js';
 import { EXIT, UsageError, integerOption, noPositionals, stringOption, type Command } from '../command.js';
 import { formatBytes, formatCount, formatDuration, formatPercentChange, type Output } from '../output.js';
 import { Progress } from '../progress.js';
@@ -30,8 +31,8 @@ export const compact: Command = {
   async run(context) {
     noPositionals(context);
     const requested = stringOption(context, 'strategy');
-    if (requested !== undefined && requested !== 'log-cleaner' && requested !== 'checkpoint' && requested !== 'none') {
-      throw new UsageError(`--strategy must be log-cleaner, checkpoint or none, got ${JSON.stringify(requested)}`);
+    if (requested !== undefined && !isCompactionStrategy(requested)) {
+      throw new UsageError(`--strategy must be one of ${COMPACTION_STRATEGIES.join(', ')}, got ${JSON.stringify(requested)}`);
     }
     const workers = integerOption(context, 'workers') ?? 1;
     if (workers < 1) throw new UsageError('--workers must be at least 1');

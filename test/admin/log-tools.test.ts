@@ -1,3 +1,10 @@
+/**
+ * The log tools behind `offset-store log dump` and `log verify`, on a seeded store: dumpLog lists
+ * every segment, batch and record of an offsets-bucket, from a log offset on (whole segments below it
+ * skipped); verifyLog judges damage as open does (a flipped byte or a cut in durable data is corrupt,
+ * a cut-off append after the log's end is a torn tail, zeros after the last batch are preallocation,
+ * a record that does not decode is corrupt) and never changes a file.
+ */
 import { appendFileSync, cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';

@@ -1,3 +1,9 @@
+/**
+ * Planning an offsets reset, without a store: the rows a to-offset, shift-by or from-file target gives
+ * for a selection (bucket order, clamped at 0 and marked, a fully named bucket without a commit
+ * included); and the offsets documents the CLI reads from --from-file and --log-end (a key map, an
+ * array, a reset plan's rows), malformed keys, values and duplicates refused naming the entry.
+ */
 import { describe, expect, it } from 'vitest';
 import { parseBucketKey, parseBucketOffsets, planResetRows, type CommittedBucketOffset } from '../../src/admin/index.js';
 

@@ -1,3 +1,10 @@
+/**
+ * StoreAdmin, what the CLI's group and offsets commands run, on seeded store directories: describing a
+ * group (committed offsets, lag from log-end offsets, members and the owner of each bucket), planning a
+ * reset without writing anything and executing it in one commit, refusing to reset or delete a group
+ * with members, deleting offsets and groups, stats per offsets-bucket; and no store created where there
+ * is none.
+ */
 import { cpSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';

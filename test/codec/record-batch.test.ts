@@ -1,3 +1,10 @@
+/**
+ * The KvRecordBatch codec: offset batches (tombstones, unicode group ids, maximal metadata) and group
+ * snapshots round-trip; every single-byte flip and every truncation of an encoded batch is refused with
+ * CORRUPT_MESSAGE, never decoded to something else; an insane length field is refused without being
+ * allocated, and a record whose lengths point outside its batch even when the checksum matches.
+ * CODEC_PROPERTY_RUNS sets the round-trip runs (default 200).
+ */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {

@@ -1,3 +1,11 @@
+/**
+ * Compaction in process, with the log cleaner and with checkpoints: seeded random histories keep their
+ * state through compaction and reopen (COMPACTION_SEED replays one), the active segment is never
+ * rewritten, commits made during a compaction are kept, and close() cuts compact() short with
+ * STORE_CLOSED. The log cleaner keeps each key's latest record and only tombstones younger than the
+ * delete horizon; a failure at any directory operation of its swap, or its worker terminated mid-job,
+ * leaves the old or the new segments, never a mix, and no temporary file.
+ */
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeBatch, loadChecksum } from '../../src/codec/index.js';

@@ -1,3 +1,9 @@
+/**
+ * The log under SIGKILL: a child appends from several concurrent appenders and reports each
+ * acknowledged batch over IPC; it is killed at a random moment, CRASH_ROUNDS times (default 20), and
+ * after each kill the log reads back as a gap-free run of log offsets holding every acknowledged batch
+ * byte for byte. CRASH_SEED replays a run.
+ */
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum, sealBatch } from '../../src/codec/index.js';

@@ -1,3 +1,9 @@
+/**
+ * The store under SIGKILL: a child's concurrent committers make planned multi-bucket commits
+ * (store-commit-plan.ts) and report each acknowledged one; it is killed at a random moment, CRASH_ROUNDS
+ * times (default 10). After each kill no acknowledged commit is lost, no commit is torn across its
+ * buckets, and every value is one a planned commit wrote there. CRASH_SEED replays a run.
+ */
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, type CommittedOffset } from '../../src/index.js';

@@ -1,3 +1,10 @@
+/**
+ * The assignors. Uniform: balanced to within one bucket, every bucket assigned once, sticky on join,
+ * leave and layout change, heterogeneous subscriptions honoured, 10,000 buckets over 1000 members well
+ * under a second, and a property over random members, layouts and targets (GROUP_PROPERTY_SEED
+ * replays). Range: contiguous runs per table, co-partitioned tables, chosen by the members of a group.
+ * checkAssignment refuses a custom assignor's bad output, and the failed join changes nothing.
+ */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

@@ -1,3 +1,7 @@
+/**
+ * BucketSet and BucketMap behave like a Set and a Map keyed by bucket (a model test over small and huge
+ * ids), and a BucketSet recognizes its own refs in order without lookups and sorts on toArray.
+ */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BucketMap, BucketSet, bucketKey, normalizeBucketRef, type TableBucket } from '../../src/group/index.js';

@@ -1,3 +1,10 @@
+/**
+ * The group coordinator, driven through the test context on a manual clock: joins and heartbeats,
+ * reconciliation (a bucket moves only after its owner releases it), epoch fencing, leaves of dynamic and
+ * static members, session and rebalance timeouts, paced target assignment, layout changes, snapshots
+ * written only at Stable or Empty and restored after a restart (a rebalance in flight aborted), commit
+ * fencing, serialized operations; and replaying the emitted records gives the coordinator's state.
+ */
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError, OffsetStoreError } from '../../src/errors/index.js';
 import { bucketKey, type TableBucket } from '../../src/group/index.js';

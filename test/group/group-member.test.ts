@@ -1,3 +1,10 @@
+/**
+ * GroupMember, the client side of the protocol, against a coordinator and an offsets table that fences
+ * commits as the store does: a killed member's buckets move to the survivors after its session
+ * timeout, and they resume from its commits with nothing skipped; onRevoked is awaited before a bucket
+ * is released; a member at an epoch lost in a coordinator restart is told its buckets are lost and
+ * rejoins; a static member leaving temporarily gets the same buckets back.
+ */
 import { describe, expect, it } from 'vitest';
 import { bucketKey, GroupMember, type TableBucket, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
 import { settleGroup, type SettleGroupOptions } from '../support/settle-group.js';

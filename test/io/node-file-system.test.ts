@@ -1,3 +1,9 @@
+/**
+ * NodeFileSystem, the real file-system port: a write of at most syncWriteBytesMax is made on the calling
+ * thread (in the file before the promise settles), larger ones through the thread pool, complete and in
+ * order; after a synchronous write stalls, synchronous writes pause for a while; a closed handle's
+ * datasync and writev reject rather than throw.
+ */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';

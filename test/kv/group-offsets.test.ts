@@ -1,3 +1,10 @@
+/**
+ * GroupOffsets, one group's table of committed offsets: correct through growth past the linear-scan
+ * limit and back, metadata kept through the swap-remove that fills a deleted hole, keys at
+ * MAX_SAFE_INTEGER exact and partitionId null distinct from 0, and equal to a Map model under random,
+ * delete-heavy and dense in-order sequences and through checkpoint images. PROPERTY_RUNS and
+ * PROPERTY_SEED (with PROPERTY_PATH) replay a run.
+ */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GroupOffsets, type CommittedOffsetValue } from '../../src/kv/index.js';

@@ -1,3 +1,9 @@
+/**
+ * OffsetsTableState, the state an offsets-bucket replays its log into: batches apply last-write-wins,
+ * tombstones delete, and a group whose last offset goes vanishes (its table detached and reported
+ * dropped); group snapshots are kept apart from offsets; a key stays pending from markPending until
+ * every in-flight commit of it finished, and a failed write clears its marks and applies nothing.
+ */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildGroupSnapshotBatch, buildOffsetBatch, loadChecksum, sealBatch, type OffsetRecordSpec } from '../../src/codec/index.js';
 import { OffsetsTableState } from '../../src/kv/index.js';

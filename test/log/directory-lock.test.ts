@@ -1,3 +1,9 @@
+/**
+ * DirectoryLock across processes: a second live process is refused with STORE_LOCKED and gets in once
+ * the holder is SIGKILLed; on Linux the kernel lock decides (a removed LOCK file or a dead pid in it
+ * lets no second process in; a LOCK naming a live process that holds no lock is taken over); without a
+ * kernel lock a LOCK naming a live process refuses; of several racers for a stale lock exactly one wins.
+ */
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';

@@ -1,3 +1,10 @@
+/**
+ * The log: batches append and scan back byte for byte across segment rolls; concurrent appends are
+ * group-committed into consecutive log offsets with far fewer fdatasyncs; the active segment's zero
+ * tail is preallocation, a torn or garbage tail is cut at open; a sealed segment ending in zeros, a
+ * flipped byte, or damage followed by a valid batch refuses the open with CORRUPT_MESSAGE; one failed
+ * fdatasync fail-stops the log; batch size and pending appends are bounded.
+ */
 import { copyFileSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync, appendFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';

@@ -1,3 +1,10 @@
+/**
+ * The store's admin operations: listGroups and describeGroup (sorted, each group's offsets-bucket,
+ * JSON-safe); deleteOffsets and deleteGroup remove exactly what was named, durably, leaving neighbours
+ * in the same offsets-bucket alone and writing nothing when nothing matches; resetOffsets of a group
+ * without members; removeMembers takes out members a process left behind, so the group can be reset and
+ * deleted; unknown groups and members are GROUP_ID_NOT_FOUND and UNKNOWN_MEMBER_ID.
+ */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/index.js';
 import { settleGroup } from '../support/settle-group.js';

@@ -1,3 +1,10 @@
+/**
+ * Committing and fetching through the store: a fetch returns every field of a bucket's last commit
+ * (null where none) as a copy; concurrent commits are group-committed; a group lives in offsets-bucket
+ * xxh32(utf8(groupId)) % bucketCount; close flushes commits in flight. requireStable refuses a bucket
+ * with a commit in flight (UNSTABLE_OFFSET_COMMIT); a failed writev or fdatasync rejects its commit with
+ * LOG_STORAGE_ERROR, shows none of it, then or after reopen, and fail-stops the offsets-bucket.
+ */
 import { describe, expect, it } from 'vitest';
 import { loadChecksum, xxh32 } from '../../src/codec/index.js';
 import { ManualClock, type OffsetCommit } from '../../src/index.js';

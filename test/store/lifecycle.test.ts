@@ -1,3 +1,10 @@
+/**
+ * The store's lifecycle: store.json written at creation, a reopen with another bucketCount refused
+ * (INVALID_CONFIG) and the lock released; 16 offsets-buckets by default; a second open in this process
+ * refused with STORE_LOCKED however the path is spelled; close idempotent, keeping every commit, with
+ * every later call rejected with STORE_CLOSED; with awaitRecovery: false, an offsets-bucket still
+ * recovering answers COORDINATOR_LOAD_IN_PROGRESS, then serves its recovered state.
+ */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';

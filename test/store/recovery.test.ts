@@ -1,3 +1,9 @@
+/**
+ * Recovery by replaying the log: a long seeded history (segment rolls, overwrites, deletes, expiry)
+ * reopens to exactly the state before close, and a copy of its directory replays to the same state
+ * (RECOVERY_SEED replays a run); a crash image whose last multi-bucket commit was cut anywhere recovers
+ * to exactly the state before that commit, warns how many bytes it truncated, and takes commits again.
+ */
 import { readdirSync, readFileSync, truncateSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,9 @@
+/**
+ * Offset retention on a manual clock: an offset survives the check at commit + R - 1 and is tombstoned
+ * at the check at commit + R, each offset on its own commit time, its group gone with the last one; a
+ * key whose fresher commit is in flight is not tombstoned; expiry survives a reopen, and offsets that
+ * aged past R while the store was closed expire at the first check after it opens.
+ */
 import { describe, expect, it } from 'vitest';
 import { ManualClock, type OffsetStore } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';

@@ -1,3 +1,10 @@
+/**
+ * ScannerOffsets, the positions of a scanner that assigns itself buckets (no group): assign starts at
+ * the committed offset (or 0, an error, or a resolver's choice) and is all-or-nothing; advance only
+ * moves forward, seek anywhere; commit() writes exactly what moved, as one batch, keeping what a failed
+ * commit could not write for the next; auto-commit on the manual clock; close(), store.close() and a
+ * re-assign commit what moved; after a crash a new scanner resumes at the last commit.
+ */
 import { describe, expect, it } from 'vitest';
 import { ManualClock, type OffsetStore } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';

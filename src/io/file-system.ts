@@ -19,6 +19,12 @@ export interface FileHandle {
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number>;
   /** fdatasync: the written data (and the size) reach stable storage. */
   datasync(): Promise<void>;
+  /**
+   * fdatasync on the calling thread, if this file system allows it now: returns true once the data
+   * is durable, or false, having done nothing (the caller then uses `datasync`). Optional: a port
+   * without it always goes through `datasync`.
+   */
+  datasyncNow?(): boolean;
   /** Cuts the file to `sizeBytes`. */
   truncate(sizeBytes: number): Promise<void>;
   /** Current size of the file. */

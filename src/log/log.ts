@@ -145,6 +145,13 @@ export interface LogRecoveryReport {
   tornTail?: { file: string; position: number; reason: string };
 }
 
+/**
+ * Flush loops running in this process, over every log. A round flushes on the calling thread
+ * (`FileHandle.datasyncNow`) only when its loop is the only one: with other logs flushing, their
+ * fdatasyncs run in parallel through the thread pool instead of one after another on this thread.
+ */
+let flushLoopsRunning = 0;
+
 /** Directories whose rejected batches could neither be cut back nor recorded: not reopened by this process. */
 const unrepairedDirs = new Map<string, string>();
 
@@ -316,6 +323,7 @@ export class Log {
 
   async #flushLoop(): Promise<void> {
     await Promise.resolve();
+    flushLoopsRunning++;
     try {
       while ((this.#queue.length > 0 || this.#sealRequested) && this.#failure === undefined) {
         if (this.#sealRequested) {
@@ -339,6 +347,7 @@ export class Log {
         }
       }
     } finally {
+      flushLoopsRunning--;
       this.#flushing = undefined;
     }
   }
@@ -404,7 +413,7 @@ export class Log {
         preallocateBytes = 0;
         await this.#active.writev(batches, startBytes);
       }
-      if (this.#options.durability === 'fsync') await this.#active.datasync();
+      if (this.#options.durability === 'fsync' && !(flushLoopsRunning === 1 && this.#active.datasyncNow?.() === true)) await this.#active.datasync();
     } catch (error) {
       throw await this.#cutBack(startBytes, run[0]!.batch, error);
     }

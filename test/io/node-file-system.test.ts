@@ -38,6 +38,19 @@ describe('NodeFileSystem', () => {
     expect(() => new NodeFileSystem({ syncWriteBytesMax: 1.5 })).toThrow(/syncWriteBytesMax/);
   });
 
+  it('makes an fdatasync on the calling thread when syncFlushes allows it, and declines (doing nothing) when it does not', async () => {
+    const file = path.join(tempDir(), 'f');
+    const onThread = await new NodeFileSystem().open(file, 'w');
+    await onThread.writev([Buffer.from('abc')], 0);
+    expect(onThread.datasyncNow?.()).toBe(true);
+    await onThread.close();
+    const pooled = await new NodeFileSystem({ syncFlushes: false }).open(file, 'r+');
+    expect(pooled.datasyncNow?.()).toBe(false);
+    await pooled.datasync();
+    await pooled.close();
+    expect(() => new NodeFileSystem({ syncFlushes: 'yes' as unknown as boolean })).toThrow(/syncFlushes must be a boolean/);
+  });
+
   it('rejects (does not throw) a datasync or writev of a closed handle', async () => {
     const handle = await new NodeFileSystem().open(path.join(tempDir(), 'f'), 'w');
     await handle.close();

@@ -23,7 +23,7 @@
 import { apiEntry, API_KEYS } from './api-table.js';
 import { ByteReader } from './byte-reader.js';
 import type { ByteWriter } from './byte-writer.js';
-import { STRING_BYTES_MAX } from './message-codec.js';
+import { STRING_BYTES_MAX } from './schema.js';
 import { inVersions } from './version-range.js';
 
 /** A decoded request header. */

@@ -15,7 +15,8 @@ import { apiEntry, type ApiKey, type RequestInputOf, type RequestOf } from './ap
 import { ByteWriter } from './byte-writer.js';
 import { decodeRequestHeader, measureRequestHeader, writeRequestHeader, type RequestHeader, type RequestHeaderInput } from './headers.js';
 import { KafkaDecodeError } from './kafka-decode-error.js';
-import { decodeMessage, MeasuredMessage } from './message-codec.js';
+import { decodeMessage } from './message-decoder.js';
+import { MeasuredMessage } from './message-encoder.js';
 import { inVersions } from './version-range.js';
 
 /** Bytes of the size field in front of every request and response. */

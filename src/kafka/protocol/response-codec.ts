@@ -14,7 +14,8 @@
 import { apiEntry, type ApiKey, type ResponseInputOf, type ResponseOf } from './api-table.js';
 import { ByteWriter } from './byte-writer.js';
 import { decodeResponseHeader, responseHeaderBytes, writeResponseHeader } from './headers.js';
-import { decodeMessage, MeasuredMessage } from './message-codec.js';
+import { decodeMessage } from './message-decoder.js';
+import { MeasuredMessage } from './message-encoder.js';
 import { FRAME_SIZE_BYTES } from './request-codec.js';
 
 /** What identifies a response: the request's API key and version, and its correlation id. */

@@ -1,9 +1,9 @@
 /**
  * The form of this store's Kafka message schema tables (src/kafka/protocol/schemas/): what a field
  * is, in which versions it exists, is nullable or is tagged, and its default. The tables describe
- * Apache Kafka's protocol; the codec (message-codec.ts) interprets them, and the TypeScript types of
- * decoded and encodable values are derived from them here, so a table is the one place a message is
- * defined.
+ * Apache Kafka's protocol; the codec (message-encoder.ts, message-decoder.ts) interprets them, and
+ * the TypeScript types of decoded and encodable values are derived from them here, so a table is
+ * the one place a message is defined.
  *
  * Rules the tables follow (test/kafka/protocol/schema-tables.test.ts checks them):
  * - a field lists its versions; outside them it is not on the wire, decodes to its default and is
@@ -22,6 +22,9 @@
  * struct of its fields' defaults; `default: null` makes a nullable field default to null.
  */
 import type { VersionRange } from './version-range.js';
+
+/** Kafka's limit on the UTF-8 bytes of a string, in both encodings, on both sides. */
+export const STRING_BYTES_MAX = 0x7fff;
 
 /** A type that is not a collection. */
 export type ScalarType = 'bool' | 'int8' | 'int16' | 'int32' | 'int64' | 'uuid' | 'string' | 'bytes' | 'records';

@@ -51,8 +51,11 @@ export interface StructPlan {
 
 const plans = new WeakMap<MessageSpec, Map<number, StructPlan>>();
 
-/** The plan of `spec` at `version` (which the caller has checked the table describes). */
+/** The plan of `spec` at `version`; a RangeError for a version the table does not describe. */
 export function messagePlan(spec: MessageSpec, version: number): StructPlan {
+  if (!Number.isInteger(version) || !inVersions(spec.versions, version)) {
+    throw new RangeError(`${spec.name} has no version ${version} in this table (versions ${spec.versions})`);
+  }
   let byVersion = plans.get(spec);
   if (byVersion === undefined) {
     byVersion = new Map();

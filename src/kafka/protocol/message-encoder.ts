@@ -1,6 +1,6 @@
 /**
- * The interpreter of the schema tables: encodes a value of a message at a version and decodes one,
- * with the encodings of KIP-482 in flexible versions.
+ * Encodes a message of a table at one version, in two passes over the same plan, with the
+ * encodings of KIP-482 in flexible versions:
  *
  * | type            | non-flexible versions                  | flexible versions                          |
  * |-----------------|----------------------------------------|--------------------------------------------|
@@ -17,28 +17,17 @@
  *
  * Every struct of a flexible version ends with a tagged-field section: the message body, nested
  * structs and each element of a struct array. A tagged field is written only when it differs from
- * its default; on reading, tags this table does not know are skipped by their size, and a known one
- * is read within its size.
+ * its default.
  *
- * Encoding, in two passes over the same plan:
  * 1. Measure: walk the value, validate each field (a TypeError or RangeError names the field: values
  *    come from this process, so a bad one is a programmer's mistake), add up the bytes, and log the
  *    UTF-8 length of each string and the size and count of tagged fields in walk order.
  * 2. Write: allocate the measured bytes once and walk again, taking lengths from the log; the
  *    writer asserts the buffer came out exactly full.
- *
- * Decoding trusts nothing: every length and count is compared with the bytes present before it is
- * used (see byte-reader.ts), strings longer than 32767 bytes are refused as in Kafka, and a message
- * must end exactly where its buffer does. Any failure is a KafkaDecodeError (INVALID_REQUEST).
  */
-import type { MessageInput, MessageSpec, MessageValue, ScalarType } from './schema.js';
-import { ByteReader } from './byte-reader.js';
+import { STRING_BYTES_MAX, type MessageInput, type MessageSpec, type ScalarType } from './schema.js';
 import { ByteWriter, unsignedVarintBytes } from './byte-writer.js';
-import { defaultOf, isDefault, messagePlan, scalarMinBytes, type FieldPlan, type StructPlan } from './struct-plan.js';
-import { inVersions } from './version-range.js';
-
-/** Kafka's limit on the UTF-8 bytes of a string, in both encodings. */
-export const STRING_BYTES_MAX = 0x7fff;
+import { defaultOf, isDefault, messagePlan, type FieldPlan, type StructPlan } from './struct-plan.js';
 
 const INT_BOUNDS = { int8: [-0x80, 0x7f], int16: [-0x8000, 0x7fff], int32: [-0x80000000, 0x7fffffff] } as const;
 const INT64_MIN = -(2n ** 63n);
@@ -52,7 +41,10 @@ interface SizeLog {
   next: number;
 }
 
-/** A message measured and validated, ready to be written into a buffer of its size. */
+/**
+ * A message measured and validated, ready to be written into a buffer of its size. The value must
+ * not change between measuring and writing (the writer's fullness check would catch it).
+ */
 export class MeasuredMessage {
   /** Encoded size of the message body. */
   readonly bytes: number;
@@ -62,7 +54,6 @@ export class MeasuredMessage {
 
   /** Measures `value` as `spec` at `version`; throws TypeError/RangeError for an invalid value. */
   constructor(spec: MessageSpec, version: number, value: object) {
-    checkDescribed(spec, version);
     this.#plan = messagePlan(spec, version);
     this.#log = { values: [], next: 0 };
     this.bytes = measureStruct(this.#plan, value, this.#log, '');
@@ -84,30 +75,10 @@ export function encodeMessage<M extends MessageSpec>(spec: M, version: number, v
   return writer.finish();
 }
 
-/**
- * Decodes the body of a message from `buf[position, end)`, which it must fill exactly. Fields the
- * version lacks come back at their defaults, so one value shape serves every version.
- */
-export function decodeMessage<M extends MessageSpec>(spec: M, version: number, buf: Buffer, position = 0, end = buf.length): MessageValue<M> {
-  checkDescribed(spec, version);
-  const reader = new ByteReader(buf, position, end, `${spec.name} v${version}`);
-  const value = readStruct(messagePlan(spec, version), reader);
-  if (reader.remaining !== 0) reader.fail(`${reader.remaining} bytes left after the message`);
-  return value as MessageValue<M>;
-}
-
-function checkDescribed(spec: MessageSpec, version: number): void {
-  if (!Number.isInteger(version) || !inVersions(spec.versions, version)) {
-    throw new RangeError(`${spec.name} has no version ${version} in this table (versions ${spec.versions})`);
-  }
-}
-
 function fieldValue(f: FieldPlan, struct: Record<string, unknown>): unknown {
   const value = struct[f.name];
   return value === undefined ? defaultOf(f.spec) : value;
 }
-
-// ---- measuring (validates) -------------------------------------------------------------------
 
 function measureStruct(plan: StructPlan, value: unknown, log: SizeLog, path: string): number {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -197,8 +168,6 @@ function mistyped(plan: StructPlan, f: FieldPlan, expected: string, value: unkno
   return new TypeError(`${plan.message}: ${f.path} must be ${expected}, got ${value === null ? 'null' : typeof value}`);
 }
 
-// ---- writing ---------------------------------------------------------------------------------
-
 function writeStruct(plan: StructPlan, struct: Record<string, unknown>, w: ByteWriter, log: SizeLog): void {
   for (const f of plan.ordered) writeField(plan.flexible, f, fieldValue(f, struct), w, log);
   if (!plan.flexible) return;
@@ -261,74 +230,4 @@ function writeScalar(flexible: boolean, type: ScalarType, value: unknown, w: Byt
       return w.bytes(bytes);
     }
   }
-}
-
-// ---- reading ---------------------------------------------------------------------------------
-
-function readStruct(plan: StructPlan, r: ByteReader): Record<string, unknown> {
-  const struct: Record<string, unknown> = {};
-  for (const f of plan.fields) struct[f.name] = f.present && f.tag === undefined ? readField(plan.flexible, f, r) : defaultOf(f.spec);
-  if (plan.flexible) readTagged(plan, struct, r);
-  return struct;
-}
-
-function readTagged(plan: StructPlan, struct: Record<string, unknown>, r: ByteReader): void {
-  const count = r.unsignedVarint('tagged field count');
-  for (let i = 0; i < count; i++) {
-    const tag = r.unsignedVarint('tag');
-    const bytes = r.unsignedVarint(`size of tagged field ${tag}`);
-    const f = plan.byTag.get(tag);
-    if (f === undefined) r.skip(bytes, `unknown tagged field ${tag}`);
-    else struct[f.name] = r.within(bytes, f.path, () => readField(true, f, r));
-  }
-}
-
-function readField(flexible: boolean, f: FieldPlan, r: ByteReader): unknown {
-  if (f.shape === 'struct') {
-    if (f.nullable && r.int8(`${f.path} presence`) < 0) return null;
-    return readStruct(f.struct!, r);
-  }
-  if (f.shape !== 'array') return readScalar(flexible, f.shape, f.nullable, f.path, r);
-  const start = r.position;
-  const count = flexible ? r.unsignedVarint(f.path) - 1 : r.int32(f.path);
-  if (count < 0) return readNull(f.nullable, count, f.path, start, r);
-  r.checkCount(count, f.element === 'struct' ? f.struct!.minBytes : scalarMinBytes(f.element!, flexible), f.path);
-  const elements: unknown[] = [];
-  if (f.element === 'struct') {
-    for (let i = 0; i < count; i++) elements.push(readStruct(f.struct!, r));
-  } else {
-    for (let i = 0; i < count; i++) elements.push(readScalar(flexible, f.element!, false, f.path, r));
-  }
-  return elements;
-}
-
-function readScalar(flexible: boolean, type: ScalarType, nullable: boolean, what: string, r: ByteReader): unknown {
-  switch (type) {
-    case 'bool': return r.bool(what);
-    case 'int8': return r.int8(what);
-    case 'int16': return r.int16(what);
-    case 'int32': return r.int32(what);
-    case 'int64': return r.int64(what);
-    case 'uuid': return r.uuid(what);
-    case 'string': {
-      const start = r.position;
-      const bytes = flexible ? r.unsignedVarint(what) - 1 : r.int16(what);
-      if (bytes < 0) return readNull(nullable, bytes, what, start, r);
-      if (bytes > STRING_BYTES_MAX) r.fail(`${what}: string of ${bytes} bytes, more than ${STRING_BYTES_MAX}`, start);
-      return r.utf8(bytes, what);
-    }
-    case 'bytes':
-    case 'records': {
-      const start = r.position;
-      const bytes = flexible ? r.unsignedVarint(what) - 1 : r.int32(what);
-      if (bytes < 0) return readNull(nullable, bytes, what, start, r);
-      return r.bytes(bytes, what);
-    }
-  }
-}
-
-function readNull(nullable: boolean, length: number, what: string, start: number, r: ByteReader): null {
-  if (length !== -1) r.fail(`${what}: negative length ${length}`, start);
-  if (!nullable) r.fail(`${what}: null, which this version does not allow`, start);
-  return null;
 }

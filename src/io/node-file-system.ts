@@ -17,8 +17,9 @@
  * faster than the disk takes them, and some devices make a write wait for the page's writeback. So a
  * synchronous write that takes SLOW_SYNC_WRITE_MS or more sends every write through the thread pool
  * for the next SYNC_WRITE_PAUSE_MS (SyncWriteGate): one stall costs the event loop once, not on
- * every commit. A slow fdatasync on the calling thread pauses them the same way, through a gate of
- * its own.
+ * every commit. fdatasyncs on the calling thread pause the same way, through a gate of their own,
+ * when a moving average of their durations reaches SLOW_SYNC_WRITE_MS (a device's flushes vary more
+ * than copies into the page cache: one late flush among fast ones is no reason to pause).
  */
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
@@ -34,17 +35,27 @@ export const SYNC_WRITE_BYTES_MAX_DEFAULT = 256 * 1024;
 export const SLOW_SYNC_WRITE_MS = 5;
 /** How long synchronous writes stay paused after a slow one. */
 export const SYNC_WRITE_PAUSE_MS = 5_000;
+/** Weight of the newest fdatasync in the moving average that pauses fdatasyncs on the calling thread. */
+export const FLUSH_SMOOTHING = 1 / 8;
 
-/** Decides which writes are made synchronously: small ones, unless one of them stalled recently. */
+/**
+ * Decides which writes are made synchronously: small ones, unless they stalled recently. With
+ * `smoothing` 1 one slow write pauses them; below 1 the pause follows a moving average of their
+ * durations (each new one weighs `smoothing`), so one late fdatasync among fast ones does not, while
+ * a device that is slow every time, or one very long stall, does.
+ */
 export class SyncWriteGate {
   readonly #bytesMax: number;
   readonly #nowMs: () => number;
+  readonly #smoothing: number;
+  #averageMs = 0;
   #pausedUntilMs = -Infinity;
 
-  /** `bytesMax`: largest write made synchronously; `nowMs`: a monotonic clock in ms (injectable for tests). */
-  constructor(bytesMax: number, nowMs: () => number = () => performance.now()) {
+  /** `bytesMax`: largest write made synchronously; `nowMs`: a monotonic clock in ms (injectable for tests); `smoothing` in (0, 1]. */
+  constructor(bytesMax: number, nowMs: () => number = () => performance.now(), smoothing = 1) {
     this.#bytesMax = bytesMax;
     this.#nowMs = nowMs;
+    this.#smoothing = smoothing;
   }
 
   /** Whether a write of `bytes` should be made on the calling thread now. */
@@ -52,14 +63,18 @@ export class SyncWriteGate {
     return bytes <= this.#bytesMax && this.#nowMs() >= this.#pausedUntilMs;
   }
 
-  /** Runs a synchronous write, timing it; a slow one pauses synchronous writes. */
+  /** Runs a synchronous write, timing it; a slow one (or a slow average) pauses synchronous writes. */
   time<T>(write: () => T): T {
     const startedMs = this.#nowMs();
     try {
       return write();
     } finally {
       const endedMs = this.#nowMs();
-      if (endedMs - startedMs >= SLOW_SYNC_WRITE_MS) this.#pausedUntilMs = endedMs + SYNC_WRITE_PAUSE_MS;
+      this.#averageMs += this.#smoothing * (endedMs - startedMs - this.#averageMs);
+      if (this.#averageMs >= SLOW_SYNC_WRITE_MS) {
+        this.#pausedUntilMs = endedMs + SYNC_WRITE_PAUSE_MS;
+        this.#averageMs = 0;
+      }
     }
   }
 }
@@ -71,9 +86,9 @@ export interface NodeFileSystemOptions {
   /**
    * Let `datasyncNow` make an fdatasync on the calling thread (default true): the log asks for it
    * only when no other log of the process is flushing, where a thread-pool round trip would cost
-   * ~30 us more than the fdatasync itself. One that takes SLOW_SYNC_WRITE_MS or more pauses them
-   * for SYNC_WRITE_PAUSE_MS, like slow synchronous writes. False: every fdatasync goes through the
-   * thread pool.
+   * ~30 us more than the fdatasync itself. When their moving average reaches SLOW_SYNC_WRITE_MS,
+   * they pause for SYNC_WRITE_PAUSE_MS, like slow synchronous writes. False: every fdatasync goes
+   * through the thread pool.
    */
   syncFlushes?: boolean;
 }
@@ -168,7 +183,7 @@ export class NodeFileSystem implements FileSystem {
     const syncFlushes = options?.syncFlushes ?? true;
     if (typeof syncFlushes !== 'boolean') throw new TypeError(`syncFlushes must be a boolean, got ${typeof syncFlushes}`);
     this.#syncWrites = new SyncWriteGate(syncWriteBytesMax);
-    this.#syncFlushes = new SyncWriteGate(syncFlushes ? 0 : -1);
+    this.#syncFlushes = new SyncWriteGate(syncFlushes ? 0 : -1, undefined, FLUSH_SMOOTHING);
   }
 
   /** Opens a file through node:fs; its writes share this file system's synchronous-write gate. */

@@ -34,8 +34,9 @@
  * Preparing the next segment: growing the active segment in place costs the round that does it a
  * write of zeros and a journal commit (~1-2 ms every 16 rounds of a busy log, the largest part of
  * the mean commit time). So once the active segment holds PREPARE_AT_BYTES, the next segment's file
- * is written ahead, off the commit path: zeros of twice the active segment's size (at least
- * PREPARED_BYTES_MIN, at most segmentBytesMax), fdatasynced, under a temporary name (a `.tmp`
+ * is written ahead, off the commit path: zeros of twice the active segment's file size (at least
+ * PREPARED_BYTES_MIN, at most segmentBytesMax; the file, not the batches in it so far, so that each
+ * prepared segment doubles the one before), fdatasynced, under a temporary name (a `.tmp`
  * file, deleted by recovery if a crash leaves it). When a round would then grow the active segment,
  * the log rolls into the prepared file instead (renamed to the new segment's name, its directory
  * fsynced), where every later round overwrites zeros in place. Segments so grow 1, 2, 4, ... MiB up
@@ -430,7 +431,7 @@ export class Log {
       entry.resolve(readBatchLogOffset(entry.batch));
     }
     if (active.sizeBytes >= PREPARE_AT_BYTES && this.#prepared === undefined && this.#preparing === undefined && !this.#preallocationRefused && !this.#closed) {
-      this.#preparing = this.#prepareNext(Math.min(this.#options.segmentBytesMax, Math.max(PREPARED_BYTES_MIN, 2 * active.sizeBytes)))
+      this.#preparing = this.#prepareNext(Math.min(this.#options.segmentBytesMax, Math.max(PREPARED_BYTES_MIN, 2 * this.#activeFileBytes)))
         .finally(() => { this.#preparing = undefined; });
     }
   }
@@ -446,8 +447,11 @@ export class Log {
     try {
       const handle = await fs.open(preparedPath, 'w');
       try {
-        for (let at = 0; at < fileBytes; at += PREALLOCATE_BYTES_MAX) await handle.writev([zeroBytes(Math.min(PREALLOCATE_BYTES_MAX, fileBytes - at))], at);
-        await handle.datasync();
+        // One fdatasync per MiB: a commit's fdatasync then never queues behind megabytes of zeros.
+        for (let at = 0; at < fileBytes; at += PREALLOCATE_BYTES_MAX) {
+          await handle.writev([zeroBytes(Math.min(PREALLOCATE_BYTES_MAX, fileBytes - at))], at);
+          await handle.datasync();
+        }
       } finally {
         await handle.close();
       }

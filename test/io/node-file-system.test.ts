@@ -51,6 +51,24 @@ describe('NodeFileSystem', () => {
     expect(() => new NodeFileSystem({ syncFlushes: 'yes' as unknown as boolean })).toThrow(/syncFlushes must be a boolean/);
   });
 
+  it('with smoothing, pauses on a slow moving average: one late flush among fast ones does not, a slow device or one long stall does', () => {
+    let now = 0;
+    const flush = (ms: number) => gate.time(() => { now += ms; });
+    const gate = new SyncWriteGate(0, () => now, 1 / 8);
+    for (let i = 0; i < 20; i++) flush(0.1);
+    flush(SLOW_SYNC_WRITE_MS + 1);
+    expect(gate.allows(0), 'one late flush').toBe(true);
+    for (let i = 0; i < 20; i++) flush(0.1);
+    let flushes = 0;
+    while (gate.allows(0) && flushes < 100) { flush(2 * SLOW_SYNC_WRITE_MS); flushes++; }
+    expect(gate.allows(0), 'a device slow every time').toBe(false);
+    expect(flushes).toBeLessThan(10);
+    now += SYNC_WRITE_PAUSE_MS;
+    expect(gate.allows(0)).toBe(true);
+    flush(10 * SLOW_SYNC_WRITE_MS);
+    expect(gate.allows(0), 'one long stall').toBe(false);
+  });
+
   it('rejects (does not throw) a datasync or writev of a closed handle', async () => {
     const handle = await new NodeFileSystem().open(path.join(tempDir(), 'f'), 'w');
     await handle.close();

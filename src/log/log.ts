@@ -156,6 +156,16 @@ let flushLoopsRunning = 0;
 /** Directories whose rejected batches could neither be cut back nor recorded: not reopened by this process. */
 const unrepairedDirs = new Map<string, string>();
 
+/**
+ * Forgets what this process knows of its logs beyond their files (directories it will not reopen,
+ * flush loops running), as a restarted process would: for a simulator that abandons logs in a
+ * simulated crash and reopens them in the same process.
+ */
+export function forgetLogProcessState(): void {
+  unrepairedDirs.clear();
+  flushLoopsRunning = 0;
+}
+
 /** A segment as the log tracks it. */
 export interface SegmentInfo {
   /** Log offset of its first batch (its file name). */

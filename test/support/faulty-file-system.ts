@@ -1,4 +1,4 @@
-import type { FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
+import type { DirectoryLockResult, FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 
 /** Which operation to fail and when. */
@@ -100,4 +100,5 @@ export class FaultyFileSystem implements FileSystem {
   removeTree(path: string) { return this.inner.removeTree(path); }
   async syncDir(path: string) { this.#metaOp('syncDir'); return this.inner.syncDir(path); }
   sizeBytes(path: string) { return this.inner.sizeBytes(path); }
+  holdLock(dir: string): Promise<DirectoryLockResult> { return this.inner.holdLock(dir); }
 }

@@ -333,10 +333,13 @@ export class GroupCoordinator {
   // ---- admin and lifecycle ---------------------------------------------------------------------
 
   /**
-   * Deletes a group that has no members: writes its tombstone, then forgets it. Resolves true when
-   * the group existed; NON_EMPTY_GROUP when it has members. If the write fails, nothing changes.
+   * Deletes a group that has no members: in one step of the group's lane (so no join can come
+   * between the check and the deletion), checks it has no members (NON_EMPTY_GROUP otherwise, with
+   * nothing done), calls `deleteOffsets` (which appends the tombstones of the group's offsets, before
+   * it returns), appends the group's own tombstone, and forgets the group once both are durable.
+   * Resolves true when the coordinator knew the group. If a write fails, the group stays as it was.
    */
-  deleteGroup(groupId: string): Promise<boolean> {
+  deleteGroup(groupId: string, deleteOffsets?: () => Promise<unknown> | undefined): Promise<boolean> {
     try {
       this.#ensureActive();
       validateGroupId(groupId);
@@ -347,12 +350,13 @@ export class GroupCoordinator {
     return runtime.lane.run(() => {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
+      if (group !== undefined && group.members.size > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} has ${group.members.size} members`);
+      const offsetsDeleted = deleteOffsets?.();
       if (group === undefined) {
         this.#dropRuntimeIfUnused(groupId);
-        return false;
+        return offsetsDeleted === undefined ? false : offsetsDeleted.then(() => false);
       }
-      if (group.members.size > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} has ${group.members.size} members`);
-      return this.#writer.writeSnapshot(groupId, null).then(() => {
+      return Promise.all([offsetsDeleted, this.#writer.writeSnapshot(groupId, null)]).then(() => {
         const op = new GroupOperation(this.#env);
         op.emit({ type: 'group-tombstone', groupId });
         this.#afterRecords(groupId, op.records);

@@ -213,14 +213,22 @@ export class OffsetsBucket {
     if (present.length > 0) await this.#writeTombstones(groupId, present);
   }
 
-  /** Deletes a group without members: every offset (and commit in flight), then its membership record. */
+  /**
+   * Deletes a group without members: every offset (and commit in flight), then its membership
+   * record, atomically with respect to members joining: the member check and the appends of every
+   * tombstone are one step of the group's lane. That step runs in this call when the lane is idle;
+   * while a membership write of the group is in flight it runs once that write is done (commits made
+   * meanwhile are then deleted too).
+   */
   async deleteGroup(groupId: string): Promise<void> {
-    const keys = this.table.state.committedOrPendingKeys(groupId);
-    const known = this.coordinator.groupState(groupId) !== null;
-    if (keys.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
-    this.#requireNoMembers(groupId, 'delete it');
-    if (keys.length > 0) await this.#writeTombstones(groupId, keys);
-    if (known) await this.coordinator.deleteGroup(groupId);
+    const state = this.table.state;
+    if (state.committedOrPendingKeys(groupId).length === 0 && this.coordinator.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+    }
+    await this.coordinator.deleteGroup(groupId, () => {
+      const keys = state.committedOrPendingKeys(groupId);
+      return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
+    });
   }
 
   /** Removes members as Kafka's `removeMembersFromConsumerGroup` (see OffsetStore.removeMembers). */

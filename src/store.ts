@@ -526,14 +526,20 @@ export class OffsetStore {
     await this.#retentionRun;
     await this.#compactor?.close();
     await this.#recovery.catch(() => {});
+    let failure: unknown;
     try {
       await this.#unloadBuckets(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
       await this.#recordLogEnds();
     } catch (error) {
-      throw openFailure(error, `closing the store in ${this.#options.dir} failed`);
-    } finally {
-      await this.#lock?.release();
+      failure = openFailure(error, `closing the store in ${this.#options.dir} failed`);
     }
+    try {
+      await this.#lock?.release();
+    } catch (error) {
+      // Everything else is closed; a LOCK file left behind is stale, and the next open takes it over.
+      failure ??= openFailure(error, `closing the store in ${this.#options.dir}: its LOCK file could not be removed (the next open takes the stale lock over)`);
+    }
+    if (failure !== undefined) throw failure;
     const failed = scannerResults.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }

@@ -259,10 +259,14 @@ export class Log {
     }
     const nextOffset = Math.max(inspection.logEnd, segments.at(-1)!.baseOffset);
     const active = await fs.open(segments.at(-1)!.path, 'r+');
-    // What a crashed process wrote but never synced may still be only in the page cache: sync it now,
-    // so that after a later power loss only what is written from now on can be damaged.
+    // What a crashed process wrote but never synced may still be only in the page cache: the tail of
+    // the last segment, and the directory entries of segments it created (a crash, or a failed
+    // directory fsync, between creating a segment and fsyncing the directory). Recovery serves them,
+    // so it makes them durable first: after a later power loss only what is written from now on can
+    // be missing or damaged.
     try {
       await active.datasync();
+      await fs.syncDir(dir);
     } catch (error) {
       await active.close();
       throw error;

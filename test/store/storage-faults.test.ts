@@ -135,6 +135,21 @@ describe('a failing disk', () => {
   });
 });
 
+describe('closing on a failing disk', () => {
+  it('reports a LOCK file it could not remove as LOG_STORAGE_ERROR, after closing everything; the next open takes the stale lock over', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    await store.commitOffsets('g', [{ ...K(0), offset: 7 }]);
+    fs.plan = { failUnlinksOfSuffix: 'LOCK' };
+    await expect(store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/LOCK/) });
+    expect(existsSync(path.join(dir, 'LOCK'))).toBe(true);
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual([7]);
+    await reopened.close();
+  });
+});
+
 describe('a compaction swap intent', () => {
   /** Writes `intent` (with a valid checksum unless `raw`) into bucket 0 of a closed store with several segments. */
   async function withIntent(intent: unknown, raw = false): Promise<{ dir: string; bucketDir: string; files: string[] }> {

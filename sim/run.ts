@@ -7,6 +7,8 @@
  *   runs seeds until M minutes have passed.
  * - `--regression` runs every seed in sim/regression-seeds.json, each with the options it was found
  *   with.
+ * - `--ci` runs the regression seeds, then SIM_SEEDS (default 25) random seeds in swarm mode with
+ *   every fault (`--faults all --swarm`, 1000 operations each), from SIM_FROM (default: the time).
  * On a violation it prints the seed, the operation index, the message and the last actions, and exits
  * 1; the seed replays it with `npm run sim -- --seed N` and the same options.
  */
@@ -66,6 +68,15 @@ function report(result: SimResult, options: SimOptions): void {
 
 export async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
+  if (args.has('ci')) {
+    args.set('regression', true);
+    args.set('seeds', process.env.SIM_SEEDS ?? '25');
+    if (process.env.SIM_FROM !== undefined) args.set('from', process.env.SIM_FROM);
+    args.set('swarm', true);
+    if (!args.has('faults')) args.set('faults', 'all');
+    if (!args.has('ops')) args.set('ops', '1000');
+    args.set('keep-going', true);
+  }
   const faults = (args.get('faults') ?? 'crash') as FaultProfileName;
   if (!(faults in FAULT_PROFILES)) throw new RangeError(`--faults must be one of ${Object.keys(FAULT_PROFILES).join(', ')}`);
   const ops = number(args, 'ops', 2000);

@@ -10,12 +10,25 @@ import type { SimRandom } from './sim-random.js';
 
 /** Named fault profiles for `--faults`. */
 export const FAULT_PROFILES = {
-  none: { io: NO_FAULTS, rot: 0, latent: 0 },
-  crash: { io: NO_FAULTS, rot: 0, latent: 0 },
-  io: { io: { writeError: 0.002, readError: 0.001, syncError: 0.002, dirOpError: 0.001, noSpace: 0.001 }, rot: 0, latent: 0 },
-  rest: { io: NO_FAULTS, rot: 0.002, latent: 0.001 },
-  all: { io: { writeError: 0.001, readError: 0.0005, syncError: 0.001, dirOpError: 0.0005, noSpace: 0.0005 }, rot: 0.001, latent: 0.0005 },
-} as const satisfies Record<string, { io: FaultProfile; rot: number; latent: number }>;
+  none: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  crash: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  io: { io: { writeError: 0.002, readError: 0.001, syncError: 0.002, dirOpError: 0.001, noSpace: 0.001 }, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  rest: { io: NO_FAULTS, rot: 0.002, latent: 0.001, lostSector: 0.001, lostFile: 0.0005 },
+  all: { io: { writeError: 0.001, readError: 0.0005, syncError: 0.001, dirOpError: 0.0005, noSpace: 0.0005 }, rot: 0.001, latent: 0.0005, lostSector: 0.0005, lostFile: 0.0002 },
+} as const satisfies Record<string, FaultRates>;
+
+/** Fault probabilities: per I/O operation (`io`), per workload action (the faults at rest). */
+export interface FaultRates {
+  io: FaultProfile;
+  /** A bit flipped in durable data. */
+  rot: number;
+  /** A sector whose reads fail until rewritten. */
+  latent: number;
+  /** A durable sector read back as zeros. */
+  lostSector: number;
+  /** A file gone. */
+  lostFile: number;
+}
 
 /** A fault profile's name. */
 export type FaultProfileName = keyof typeof FAULT_PROFILES;
@@ -60,9 +73,7 @@ export interface SimConfig {
   tableBuckets: [number, number];
   maxInFlight: number;
   weights: ActionWeights;
-  io: FaultProfile;
-  rot: number;
-  latent: number;
+  faults: FaultRates;
 }
 
 const BASE_WEIGHTS: ActionWeights = {
@@ -73,7 +84,7 @@ const BASE_WEIGHTS: ActionWeights = {
 /** The run's configuration: fixed shape with `swarm` false, everything varied per seed with it true. */
 export function configFor(random: SimRandom, faults: FaultProfileName, swarm: boolean): SimConfig {
   const weights = { ...BASE_WEIGHTS };
-  let profile: { io: FaultProfile; rot: number; latent: number } = FAULT_PROFILES[faults];
+  let profile: FaultRates = FAULT_PROFILES[faults];
   if (swarm) {
     for (const key of Object.keys(weights) as (keyof ActionWeights)[]) {
       // Each action off with probability 1/4 (commits and fetches always on), else scaled 0.2x-3x.
@@ -85,6 +96,8 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
       io: Object.fromEntries(Object.entries(profile.io).map(([k, v]) => [k, v * scale])) as unknown as FaultProfile,
       rot: profile.rot * scale,
       latent: profile.latent * scale,
+      lostSector: profile.lostSector * scale,
+      lostFile: profile.lostFile * scale,
     };
   }
   const groupCount = random.int(1, swarm ? 6 : 3);
@@ -105,8 +118,6 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     tableBuckets: [random.int(1, 8), random.int(1, 4)],
     maxInFlight: random.int(1, 12),
     weights,
-    io: profile.io,
-    rot: profile.rot,
-    latent: profile.latent,
+    faults: profile,
   };
 }

@@ -362,6 +362,38 @@ export class SimDisk {
     return record;
   }
 
+  /**
+   * Zeros one durable, unmodified sector of a random file whose path passes `eligible`, as a disk that
+   * lost it (or remapped it to zeros) would read it back: damage a torn write can look like, in data
+   * that was durable.
+   */
+  loseSector(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
+    const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && node.durableSizeBytes > SECTOR_BYTES && eligible(path)) as [string, SimFile][];
+    if (candidates.length === 0) return undefined;
+    const [path, file] = random.pick(candidates);
+    const sector = random.int(0, Math.floor(file.durableSizeBytes / SECTOR_BYTES) - 1);
+    if (file.dirty.has(sector)) return undefined;
+    file.durable.fill(0, sector * SECTOR_BYTES, (sector + 1) * SECTOR_BYTES);
+    file.data.fill(0, sector * SECTOR_BYTES, (sector + 1) * SECTOR_BYTES);
+    const record = { path, position: sector * SECTOR_BYTES };
+    this.rotted.push(record);
+    return record;
+  }
+
+  /** Removes a random file whose path passes `eligible`, durably (an operator's mistake, a file-system bug). */
+  loseFile(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
+    const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && eligible(path));
+    if (candidates.length === 0) return undefined;
+    const [path] = random.pick(candidates);
+    const { dir, name } = this.parentOf(path);
+    dir.entries.delete(name);
+    dir.durableEntries.delete(name);
+    dir.pending = dir.pending.map((changes) => changes.filter(([n]) => n !== name)).filter((changes) => changes.length > 0);
+    const record = { path, position: 0 };
+    this.rotted.push(record);
+    return record;
+  }
+
   /** Makes reads of one sector of a random file fail until it is rewritten. */
   latentSector(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
     const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && node.sizeBytes > 0 && eligible(path)) as [string, SimFile][];
@@ -374,12 +406,15 @@ export class SimDisk {
     return record;
   }
 
-  /** sha256 over every path and file's bytes: equal for byte-identical disks. */
-  digest(): string {
+  /** sha256 over every path (relative to `under`) and file's bytes below `under`: equal for byte-identical trees. */
+  digest(under = '/'): string {
     const hash = createHash('sha256');
-    for (const [path, node] of this.walk()) {
-      hash.update(`${node.kind} ${path}\n`);
-      if (node.kind === 'file') hash.update(node.data.subarray(0, node.sizeBytes));
+    const top = this.lookup(under);
+    if (top?.kind === 'dir') {
+      for (const [path, node] of this.walk(top, '')) {
+        hash.update(`${node.kind} ${path}\n`);
+        if (node.kind === 'file') hash.update(node.data.subarray(0, node.sizeBytes));
+      }
     }
     return hash.digest('hex');
   }

@@ -171,6 +171,29 @@ class Simulation {
     }
   }
 
+  /** Faults at rest, each with its probability per action: rot, latent sectors, lost sectors, lost files. */
+  injectAtRest(): void {
+    const eligible = (p: string) => !isNativePath(p) && !p.endsWith('/LOCK');
+    const rates = this.config.faults;
+    const w = this.workload;
+    if (this.disk.rotted.length === 0 && w.chance(rates.rot)) {
+      const record = this.disk.rot(w, eligible);
+      if (record !== undefined) this.log(`bit rot at byte ${record.position} of ${record.path}`);
+    }
+    if (w.chance(rates.latent)) {
+      const record = this.disk.latentSector(w, eligible);
+      if (record !== undefined) this.log(`latent sector error at byte ${record.position} of ${record.path}`);
+    }
+    if (w.chance(rates.lostSector)) {
+      const record = this.disk.loseSector(w, eligible);
+      if (record !== undefined) this.log(`lost sector (reads as zeros) at byte ${record.position} of ${record.path}`);
+    }
+    if (w.chance(rates.lostFile)) {
+      const record = this.disk.loseFile(w, (p) => eligible(p) && p.endsWith('.log'));
+      if (record !== undefined) this.log(`file lost: ${record.path}`);
+    }
+  }
+
   /** Drives the scheduler until `promise` settles. */
   async settle<T>(promise: Promise<T>, what: string): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
     let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
@@ -192,7 +215,7 @@ class Simulation {
       this.incarnation++;
       forgetHeldDirectories();
       forgetLogProcessState();
-      this.fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(`fs-${this.incarnation}`), this.config.io);
+      this.fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(`fs-${this.incarnation}`), this.config.faults.io);
       this.clock = new SimClock(this.scheduler, SIM_EPOCH_MS);
       const c = this.config;
       const opened = await this.settle(OffsetStore.open({
@@ -540,14 +563,7 @@ class Simulation {
         if (!(await this.act())) return;
         if (this.violation !== undefined || this.detected !== undefined) return;
         await this.scheduler.quiesce();
-        if (this.disk.rotted.length === 0 && this.workload.chance(this.config.rot)) {
-          const record = this.disk.rot(this.workload, (p) => !isNativePath(p) && !p.endsWith('/LOCK'));
-          if (record !== undefined) this.log(`bit rot at byte ${record.position} of ${record.path}`);
-        }
-        if (this.workload.chance(this.config.latent)) {
-          const record = this.disk.latentSector(this.workload, (p) => !isNativePath(p) && !p.endsWith('/LOCK'));
-          if (record !== undefined) this.log(`latent sector error at byte ${record.position} of ${record.path}`);
-        }
+        this.injectAtRest();
       }
       // The end: every call settles, then a clean close and a last recovery check.
       this.opIndex = ops;
@@ -586,7 +602,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     steps: sim.scheduler.steps,
     virtualMs: Math.round(sim.scheduler.nowUs / 1000),
     wallMs: Math.round(performance.now() - started),
-    digest: sim.disk.digest(),
+    digest: sim.disk.digest(sim.dir),
     message: sim.violation ?? sim.detected,
     opIndex: sim.violation !== undefined || sim.detected !== undefined ? sim.opIndex : undefined,
     trace: sim.trace.slice(-TRACE_LINES),

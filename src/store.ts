@@ -128,11 +128,11 @@ export class OffsetStore {
       if (this.#options.awaitRecovery) {
         this.#recovery = this.#recoverAll();
         await this.#recovery;
-        await endsInexact();
+        await this.#raiseLogEnds();
       } else {
         await endsInexact();
         this.#recovery = this.#recoverAll();
-        this.#recovery.catch(() => {});
+        this.#recovery.then(() => this.#raiseLogEnds()).catch(() => {});
       }
     } catch (error) {
       await this.#abandonOpen();
@@ -233,7 +233,7 @@ export class OffsetStore {
         if (slot.loadError !== undefined) continue;
         try {
           slot.bucket = await OffsetsBucket.load({
-            index: slot.index, log: this.#logOptions(slot.dir), useCheckpoints: this.#strategy === 'checkpoint', record: slot.record,
+            index: slot.index, log: this.#logOptions(slot.dir, slot.index), useCheckpoints: this.#strategy === 'checkpoint', record: slot.record,
             clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
           });
@@ -248,8 +248,9 @@ export class OffsetStore {
     if (failed !== undefined) throw openFailure(failed.loadError, `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`, this.#slots.length);
   }
 
-  #logOptions(dir: string) {
+  #logOptions(dir: string, index: number) {
     return {
+      onSegmentStarted: (logEnd: number) => this.#raiseLogEnd(index, logEnd),
       fs: this.#options.fs,
       dir,
       durability: this.#options.durability,
@@ -542,6 +543,34 @@ export class OffsetStore {
     if (failure !== undefined) throw failure;
     const failed = scannerResults.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
+  }
+
+  /**
+   * Records each recovered log's end as a lower bound of where it ends (recovery made what it holds
+   * durable), and every recorded end as a lower bound: a later open that finds a log ending below it
+   * knows segments were lost, even after a crash.
+   */
+  async #raiseLogEnds(): Promise<void> {
+    const ends = this.#slots.map((slot) => slot.bucket?.logEnd().logOffset);
+    if (!this.#manifest!.manifest.buckets.some((b, i) => b.endExact || (ends[i] ?? 0) > b.logEnd)) return;
+    await this.#manifest!.update((m) => {
+      m.buckets.forEach((b, i) => {
+        b.endExact = false;
+        b.logEnd = Math.max(b.logEnd, ends[i] ?? 0);
+      });
+    });
+  }
+
+  /**
+   * Bucket `index`'s log started a new segment and holds batches up to `logEnd - 1`: that is recorded
+   * as a lower bound of where it ends. A failure is a warning (the bound stays lower; nothing is lost).
+   */
+  async #raiseLogEnd(index: number, logEnd: number): Promise<void> {
+    if (this.#manifest === undefined || this.#manifest.manifest.buckets[index]!.logEnd >= logEnd) return;
+    await this.#manifest.update((m) => {
+      const b = m.buckets[index]!;
+      if (b.logEnd < logEnd && !b.endExact) b.logEnd = logEnd;
+    }).catch((error: unknown) => this.#options.onWarning(`recording the log end of offsets-bucket ${index} in ${this.#manifest!.path} failed: ${(error as Error).message}`));
   }
 
   /**

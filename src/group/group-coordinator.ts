@@ -350,7 +350,7 @@ export class GroupCoordinator {
     return runtime.lane.run(() => {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
-      if (group !== undefined && group.members.size > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} has ${group.members.size} members`);
+      if (group !== undefined && group.members.size > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot delete it: group ${groupId} has ${group.members.size} member(s)`);
       const offsetsDeleted = deleteOffsets?.();
       if (group === undefined) {
         this.#dropRuntimeIfUnused(groupId);

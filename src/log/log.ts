@@ -95,6 +95,13 @@ export interface LogOptions {
   pendingAppendsMax: number;
   /** Most bytes written by one flush round. */
   flushBytesMax: number;
+  /**
+   * Awaited once the first batches written into a segment after a roll are durable and acknowledged
+   * (before the log's next write round): the log holds batches up to `logEnd - 1` from now on. The
+   * store records it as a lower bound of where the log ends, so that an open finding the log ending
+   * below it (a lost segment, even after a crash) refuses rather than serve less. Must not reject.
+   */
+  onSegmentStarted?: (logEnd: number) => Promise<void>;
 }
 
 /** Default limits. */
@@ -444,6 +451,7 @@ export class Log {
       entry.settled = true;
       entry.resolve(readBatchLogOffset(entry.batch));
     }
+    if (startBytes === 0 && this.#segments.length > 1) await this.#options.onSegmentStarted?.(lastLogOffset + 1);
     if (active.sizeBytes >= PREPARE_AT_BYTES && this.#prepared === undefined && this.#preparing === undefined && !this.#preallocationRefused && !this.#closed) {
       this.#preparing = this.#prepareNext(Math.min(this.#options.segmentBytesMax, Math.max(PREPARED_BYTES_MIN, 2 * this.#activeFileBytes)))
         .finally(() => { this.#preparing = undefined; });

@@ -87,8 +87,11 @@ describe('a failing disk', () => {
       before = await offsetsOf(store);
       expect(before).toContain(1000 + step);
     }
-    expect(warnings.length, 'each failed compaction warned').toBe(6);
-    expect(warnings.every((w) => /compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w))).toBe(true);
+    // A commit that starts a segment records the log's end in the manifest in the background; a fault
+    // planned for the swap may hit that instead, which only warns.
+    const compactionWarnings = warnings.filter((w) => /^compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w));
+    expect(compactionWarnings.length, 'each failed compaction warned').toBe(6);
+    expect(warnings.filter((w) => !compactionWarnings.includes(w)).every((w) => /^recording the log end of offsets-bucket 0 .* failed: EIO/.test(w))).toBe(true);
     const report = await store.compact();
     expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
     expect(await offsetsOf(store)).toEqual(before);

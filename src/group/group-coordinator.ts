@@ -35,8 +35,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
-import { SystemClock, assert, type Clock, type Timer } from '../util/index.js';
+import { SystemClock, assert, type Clock } from '../util/index.js';
 import type { Assignor } from './assignor.js';
+import { AssignmentPacing } from './assignment-pacing.js';
 import { formatBucketRef, normalizeBucketRef, type BucketRef } from '../model/index.js';
 import type { GroupState } from './group.js';
 import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts, removeMembersByAdmin } from './group-handlers.js';
@@ -100,10 +101,6 @@ interface GroupRuntime {
   readonly lane: OperationLane;
   /** The group changed since its last snapshot write was issued (or that write failed). */
   dirty: boolean;
-  /** When the group's target assignment was last computed (pacing). */
-  lastAssignmentMs: number | null;
-  /** The deferred target computation, when armed. */
-  assignmentTimer: Timer | null;
 }
 
 type Phase = 'loading' | 'active' | 'closed';
@@ -119,7 +116,7 @@ export class GroupCoordinator {
   readonly #timers: MemberTimers;
   readonly #env: HandlerEnvironment;
   readonly #queuedOperationsMax: number;
-  readonly #assignmentIntervalMs: number;
+  readonly #pacing: AssignmentPacing;
   readonly #onRecords: GroupCoordinatorOptions['onRecords'];
   readonly #onBackgroundError: GroupCoordinatorOptions['onBackgroundError'];
   #phase: Phase = 'loading';
@@ -139,7 +136,7 @@ export class GroupCoordinator {
     if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
     this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
     const settings = resolveGroupSettings(options, 'options');
-    this.#assignmentIntervalMs = settings.assignmentIntervalMs;
+    this.#pacing = new AssignmentPacing(this.#clock, settings.assignmentIntervalMs, (groupId) => this.#background(groupId, (op) => assignIfBehind(op, groupId)));
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#timers = new MemberTimers(this.#clock, {
@@ -151,11 +148,7 @@ export class GroupCoordinator {
       layouts: this.#layouts,
       assignors: this.#assignors,
       timers: this.#timers,
-      pacer: {
-        mayAssign: (groupId) => this.#mayAssign(groupId),
-        assigned: (groupId) => this.#assigned(groupId),
-        defer: (groupId) => this.#deferAssignment(groupId),
-      },
+      pacer: this.#pacing,
       newMemberId: options.newMemberId ?? randomUUID,
       config: {
         heartbeatIntervalMs: settings.heartbeatIntervalMs,
@@ -403,11 +396,9 @@ export class GroupCoordinator {
     if (this.#phase === 'closed') return;
     this.#phase = 'closed';
     this.#timers.cancelAll();
+    this.#pacing.cancelAll();
     const error = new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
-    for (const runtime of this.#runtimes.values()) {
-      runtime.assignmentTimer?.cancel();
-      runtime.lane.close(error);
-    }
+    for (const runtime of this.#runtimes.values()) runtime.lane.close(error);
   }
 
   // ---- internals -------------------------------------------------------------------------------
@@ -470,32 +461,10 @@ export class GroupCoordinator {
     });
   }
 
-  #mayAssign(groupId: string): boolean {
-    const last = this.#runtime(groupId).lastAssignmentMs;
-    return this.#assignmentIntervalMs === 0 || last === null || this.#clock.nowMs() - last >= this.#assignmentIntervalMs;
-  }
-
-  #assigned(groupId: string): void {
-    const runtime = this.#runtime(groupId);
-    runtime.lastAssignmentMs = this.#clock.nowMs();
-    runtime.assignmentTimer?.cancel();
-    runtime.assignmentTimer = null;
-  }
-
-  #deferAssignment(groupId: string): void {
-    const runtime = this.#runtime(groupId);
-    if (runtime.assignmentTimer !== null) return;
-    const delayMs = (runtime.lastAssignmentMs ?? 0) + this.#assignmentIntervalMs - this.#clock.nowMs();
-    runtime.assignmentTimer = this.#clock.setTimer(Math.max(0, delayMs), () => {
-      runtime.assignmentTimer = null;
-      this.#background(groupId, (op) => assignIfBehind(op, groupId));
-    });
-  }
-
   #runtime(groupId: string): GroupRuntime {
     let runtime = this.#runtimes.get(groupId);
     if (runtime === undefined) {
-      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false, lastAssignmentMs: null, assignmentTimer: null };
+      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false };
       this.#runtimes.set(groupId, runtime);
     }
     return runtime;
@@ -504,7 +473,7 @@ export class GroupCoordinator {
   #dropRuntimeIfUnused(groupId: string): void {
     const runtime = this.#runtimes.get(groupId);
     if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined) {
-      runtime.assignmentTimer?.cancel();
+      this.#pacing.forget(groupId);
       this.#runtimes.delete(groupId);
     }
   }

@@ -121,8 +121,12 @@ export interface GroupListing {
   offsetsBucket: number;
 }
 
-/** Group states (docs/group-protocol.md, "Group states"), plus Dead, reserved for a deleted group (no call returns it). */
-export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'Dead';
+/**
+ * Group states (docs/group-protocol.md): a consumer group's Empty, Assigning, Reconciling, Stable; a
+ * classic group's Empty, PreparingRebalance, CompletingRebalance, Stable; plus Dead, reserved for a
+ * deleted group (no call returns it).
+ */
+export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'PreparingRebalance' | 'CompletingRebalance' | 'Dead';
 
 /** What `describeGroup` returns: JSON-safe. */
 export interface GroupDescription {

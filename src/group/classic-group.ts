@@ -17,7 +17,7 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
-import { metadataFor, voteOf, type ClassicMember } from './classic-member.js';
+import { memberSnapshotBytes, metadataFor, voteOf, type ClassicMember } from './classic-member.js';
 import type { ClassicGroupFields, ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
 
 /** One member as the leader's JoinGroup response lists it. */
@@ -51,6 +51,7 @@ export class ClassicGroup {
   readonly #protocolCounts = new Map<string, number>();
   #awaitingJoinCount = 0;
   #awaitingSyncCount = 0;
+  #snapshotBytes = 0;
 
   /** An Empty group at generation 0; only ClassicGroupStateMachine creates one. */
   constructor(groupId: string) {
@@ -189,6 +190,11 @@ export class ClassicGroup {
     }
   }
 
+  /** An upper bound of the bytes its members take in a snapshot (see `memberSnapshotBytes`). */
+  get snapshotBytes(): number {
+    return this.#snapshotBytes;
+  }
+
   /** Number of members with a parked SyncGroup. */
   get awaitingSyncCount(): number {
     return this.#awaitingSyncCount;
@@ -240,6 +246,7 @@ export class ClassicGroup {
     for (const p of member.protocols) this.#protocolCounts.set(p.name, (this.#protocolCounts.get(p.name) ?? 0) + 1);
     if (member.awaitingJoin) this.#awaitingJoinCount++;
     if (member.awaitingSync) this.#awaitingSyncCount++;
+    this.#snapshotBytes += memberSnapshotBytes(member);
   }
 
   #unindex(member: ClassicMember): void {
@@ -251,5 +258,6 @@ export class ClassicGroup {
     }
     if (member.awaitingJoin) this.#awaitingJoinCount--;
     if (member.awaitingSync) this.#awaitingSyncCount--;
+    this.#snapshotBytes -= memberSnapshotBytes(member);
   }
 }

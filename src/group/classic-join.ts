@@ -24,9 +24,10 @@
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import type { ClassicGroup } from './classic-group.js';
-import { EMPTY_ASSIGNMENT, protocolsMatch, type ClassicMember } from './classic-member.js';
+import { EMPTY_ASSIGNMENT, memberSnapshotBytes, protocolsMatch, type ClassicMember } from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
-import type { ClassicJoinedGroup, ClassicJoinGroupResult, NormalizedClassicJoin } from './classic-protocol.js';
+import { CLASSIC_SNAPSHOT_BYTES_MAX, type ClassicJoinedGroup, type ClassicJoinGroupResult, type NormalizedClassicJoin } from './classic-protocol.js';
+import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
 import { maybeCompleteJoinPhase, maybePrepareRebalanceOrCompleteJoin, prepareRebalance, removeMember } from './classic-rebalance.js';
 
 type JoinReply = ClassicReply<ClassicJoinGroupResult>;
@@ -54,7 +55,22 @@ export function handleClassicJoin(op: ClassicOperation, groupId: string, request
     else if (memberId !== null && group.pendingMembers.has(memberId)) dropPending(op, group, memberId);
     return fail('GROUP_MAX_SIZE_REACHED', `group ${groupId} already has ${env.config.groupMembersMax} members (groupMembersMax)`);
   }
+  const tooLarge = snapshotTooLarge(group, request);
+  if (tooLarge !== null) return tooLarge;
   return request.memberId === null ? joinNewMember(op, group, request) : joinKnownMember(op, group, request.memberId, request);
+}
+
+/** INVALID_REQUEST when the member the join would add or change takes the group's snapshot past its bound. */
+function snapshotTooLarge(group: ClassicGroup, request: NormalizedClassicJoin): JoinReply | null {
+  if (request.memberId === null && request.groupInstanceId === null && request.requireKnownMemberId) return null; // nobody is added yet
+  const instanceHolder = request.groupInstanceId === null ? undefined : group.staticMemberId(request.groupInstanceId);
+  const replaced = group.members.get(request.memberId ?? instanceHolder ?? '');
+  const bytes = group.snapshotBytes - (replaced === undefined ? 0 : memberSnapshotBytes(replaced)) + memberSnapshotBytes({
+    memberId: request.memberId ?? 'x'.repeat(MEMBER_ID_LENGTH_MAX), groupInstanceId: request.groupInstanceId, clientId: replaced?.clientId ?? request.clientId,
+    clientHost: replaced?.clientHost ?? request.clientHost, protocols: request.protocols, assignment: replaced?.assignment ?? EMPTY_ASSIGNMENT,
+  });
+  if (bytes <= CLASSIC_SNAPSHOT_BYTES_MAX) return null;
+  return fail('INVALID_REQUEST', `with this member's protocols, group ${group.groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`);
 }
 
 /** Kafka's acceptJoiningMember: a parked member or an existing one always, a new one up to groupMembersMax. */

@@ -23,6 +23,12 @@ export const CLASSIC_PROTOCOLS_MAX = 64;
 export const CLASSIC_BYTES_MAX = 1024 * 1024;
 /** Most member assignments in one SyncGroup. */
 export const CLASSIC_ASSIGNMENTS_MAX = 65_536;
+/**
+ * Most bytes a classic group's members may take in its snapshot (an upper bound, see
+ * `memberSnapshotBytes`): a snapshot is one batch, at most 8 MiB encoded; a JoinGroup or a leader's
+ * SyncGroup that would take the group past this is INVALID_REQUEST and changes nothing.
+ */
+export const CLASSIC_SNAPSHOT_BYTES_MAX = 7 * 1024 * 1024;
 
 /** A protocol a member offers, as a caller passes it. */
 export interface ClassicProtocolInput {

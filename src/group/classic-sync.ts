@@ -11,7 +11,8 @@
  *    group Stable and answers every parked SyncGroup once the Stable snapshot is durable;
  *  - Stable: the member's assignment at once.
  * A SyncGroup of a member whose previous one is still parked supersedes it: the previous one is
- * answered REBALANCE_IN_PROGRESS.
+ * answered REBALANCE_IN_PROGRESS. A leader's whose assignments would take the group's snapshot past
+ * CLASSIC_SNAPSHOT_BYTES_MAX is INVALID_REQUEST and changes nothing (the snapshot is one batch).
  *
  * Heartbeat: after the same identity and generation checks, the member's session restarts; during
  * PreparingRebalance the answer is REBALANCE_IN_PROGRESS, which is how members learn to rejoin.
@@ -20,7 +21,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { ClassicGroup } from './classic-group.js';
 import type { ClassicMember } from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
-import type { ClassicSyncGroupResult, NormalizedClassicHeartbeat, NormalizedClassicSync } from './classic-protocol.js';
+import { CLASSIC_SNAPSHOT_BYTES_MAX, type ClassicSyncGroupResult, type NormalizedClassicHeartbeat, type NormalizedClassicSync } from './classic-protocol.js';
 import { rebalanceInProgress, setAssignments } from './classic-rebalance.js';
 
 /** Handles one validated SyncGroup. */
@@ -41,6 +42,13 @@ export function handleClassicSync(op: ClassicOperation, groupId: string, request
       syncReceived(op, g, member.memberId);
       return { value: { protocolType, protocolName, assignment: member.assignment } };
     case 'CompletingRebalance': {
+      if (g.fields.leaderId === member.memberId) {
+        let bytes = g.snapshotBytes;
+        for (const m of g.members.values()) bytes += (request.assignments.get(m.memberId)?.length ?? 0) - m.assignment.length;
+        if (bytes > CLASSIC_SNAPSHOT_BYTES_MAX) {
+          return { error: new OffsetStoreError('INVALID_REQUEST', `with these assignments, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`) };
+        }
+      }
       if (member.awaitingSync) {
         op.answerSync(groupId, member.memberId, { error: new OffsetStoreError('REBALANCE_IN_PROGRESS', `a newer SyncGroup of member ${member.memberId} of group ${groupId} superseded this one`) });
       }

@@ -32,7 +32,7 @@ export interface GroupSettings {
   readonly initialRebalanceDelayMs: number;
   /**
    * Classic groups: how long a new member's JoinGroup may stay parked before the member is removed
-   * (Kafka's `group.classic.new.member.join.timeout.ms`, 5 minutes).
+   * (5 minutes, Kafka's fixed new-member join timeout; a setting here so tests can shorten it).
    */
   readonly newMemberJoinTimeoutMs: number;
 }

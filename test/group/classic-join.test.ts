@@ -189,6 +189,16 @@ describe('who may join', () => {
     expect((await ctx.join({ memberId: 'ghost' }).settled()).code).toBe('UNKNOWN_MEMBER_ID');
   });
 
+  it('refuses a member whose protocols would take the group\'s snapshot past its bound (one batch) with INVALID_REQUEST', async () => {
+    const ctx = new ClassicTestContext();
+    const big = [{ name: 'range', metadata: Buffer.alloc(1024 * 1024) }];
+    const calls = Array.from({ length: 7 }, () => ctx.join({ protocols: big }));
+    await tick();
+    expect(calls.slice(0, 6).map((c) => c.state)).toEqual(new Array(6).fill('pending')); // 6 MiB and a little fit in 7 MiB
+    expect(calls[6]!.code).toBe('INVALID_REQUEST');
+    expect(ctx.inspect()?.members).toHaveLength(6);
+  });
+
   it('refuses a member beyond groupMembersMax with GROUP_MAX_SIZE_REACHED', async () => {
     const ctx = new ClassicTestContext({ groupMembersMax: 2 });
     const calls = [ctx.join(), ctx.join(), ctx.join()];

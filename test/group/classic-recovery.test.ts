@@ -106,6 +106,21 @@ describe('the snapshot', () => {
     expect(parseClassicSnapshot('g', packr.unpack(packr.pack(s)))).toEqual(s);
   });
 
+  it('never takes more bytes than the bound the coordinator checks joins and assignments against', async () => {
+    const ctx = new ClassicTestContext();
+    const calls = ['é', 'client-with-a-longer-id', ''].map((clientId, i) => ctx.join({
+      clientId, clientHost: `10.0.0.${i}`, groupInstanceId: i === 1 ? 'instance-\u{1F600}' : undefined,
+      protocols: [{ name: 'cooperative-sticky', metadata: Buffer.alloc(100 * i) }, { name: 'range', metadata: Buffer.alloc(3) }],
+    }));
+    await ctx.advance(0);
+    await ctx.syncAll(calls.map(joined));
+    const machine = new ClassicGroupStateMachine();
+    for (const record of ctx.records) machine.replay(record);
+    const group = machine.get('g')!;
+    expect(group.members.size).toBe(3);
+    expect(packr.pack(classicSnapshotOf(group)).length).toBeLessThanOrEqual(group.snapshotBytes);
+  });
+
   it('is CORRUPT_MESSAGE when it could not have been written', async () => {
     const s = await snapshot();
     const broken: Array<[string, unknown]> = [

@@ -83,6 +83,20 @@ describe('SyncGroup', () => {
     expect(second.ok.assignment.toString()).toBe('x');
   });
 
+  it('a leader\'s assignments that would take the group\'s snapshot past its bound (one batch) are INVALID_REQUEST and change nothing', async () => {
+    const ctx = new ClassicTestContext();
+    const { leader, followers } = await completingGroup(ctx, 8);
+    const mib = Buffer.alloc(1024 * 1024, 1);
+    const assignments = [leader, ...followers].map((j) => ({ memberId: j.memberId, assignment: mib }));
+    const call = await ctx.sync({ memberId: leader.memberId, generationId: 1, assignments }).settled();
+    expect(call.code).toBe('INVALID_REQUEST');
+    expect(ctx.state()).toBe('CompletingRebalance');
+    expect(ctx.inspect()?.members.every((m) => m.assignment === '' && !m.awaitingSync)).toBe(true);
+    const small = await ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [{ memberId: leader.memberId, assignment: Buffer.from('ok') }] }).settled();
+    expect(small.ok.assignment.toString()).toBe('ok');
+    expect(ctx.writer.writes).toHaveLength(1);
+  });
+
   it('a failed snapshot write fails every answer the assignment would have given; the next operation writes it again', async () => {
     const ctx = new ClassicTestContext();
     const { leader, followers } = await completingGroup(ctx, 2);

@@ -21,7 +21,7 @@ export const groupsList: Command = {
     } else {
       output.table(
         [{ header: 'GROUP' }, { header: 'STATE' }, { header: 'TYPE' }, { header: 'OFFSETS-BUCKET', align: 'right' }],
-        groups.map((g) => [g.groupId, g.state, g.protocolType === '' ? g.groupType : `${g.groupType} (${g.protocolType})`, String(g.offsetsBucket)]),
+        groups.map((g) => [g.groupId, g.state, g.groupType === 'classic' && g.protocolType !== '' ? `classic (${g.protocolType})` : g.groupType, String(g.offsetsBucket)]),
       );
     }
     return EXIT.OK;

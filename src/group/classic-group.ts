@@ -46,7 +46,7 @@ export class ClassicGroup {
   readonly #members = new Map<string, ClassicMember>();
   readonly #staticMembers = new Map<string, string>();
   readonly #pendingJoin = new Set<string>();
-  #pendingSync: ReadonlySet<string> = new Set();
+  readonly #pendingSync = new Set<string>();
   /** Protocol name -> members offering it. */
   readonly #protocolCounts = new Map<string, number>();
   #awaitingJoinCount = 0;
@@ -184,8 +184,11 @@ export class ClassicGroup {
         else this.#pendingJoin.delete(record.memberId);
         return;
       case 'classic-pending-sync':
-        for (const id of record.memberIds) assert(this.#members.has(id), `pending sync of unknown member ${id} of ${this.groupId}`);
-        this.#pendingSync = new Set(record.memberIds);
+        for (const id of record.memberIds) {
+          assert(this.#members.has(id), `pending sync of unknown member ${id} of ${this.groupId}`);
+          if (record.pending) this.#pendingSync.add(id);
+          else this.#pendingSync.delete(id);
+        }
         return;
     }
   }
@@ -238,7 +241,7 @@ export class ClassicGroup {
     assert(existing !== undefined, `removal of unknown member ${memberId} of ${this.groupId}`);
     this.#unindex(existing);
     this.#members.delete(memberId);
-    if (this.#pendingSync.has(memberId)) this.#pendingSync = new Set([...this.#pendingSync].filter((id) => id !== memberId));
+    this.#pendingSync.delete(memberId);
   }
 
   #index(member: ClassicMember): void {

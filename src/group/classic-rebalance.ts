@@ -42,7 +42,7 @@ export function prepareRebalance(op: ClassicOperation, group: ClassicGroup): voi
   const timers = op.env.rebalanceTimers;
   if (group.state === 'CompletingRebalance') resetAssignments(op, group);
   timers.cancelSync(groupId);
-  if (group.pendingSync.size > 0) op.emit({ type: 'classic-pending-sync', groupId, memberIds: [] });
+  if (group.pendingSync.size > 0) op.emit({ type: 'classic-pending-sync', groupId, memberIds: [...group.pendingSync], pending: false });
   const initial = group.state === 'Empty';
   if (initial) {
     const delayMs = op.env.config.initialRebalanceDelayMs;
@@ -91,7 +91,7 @@ export function completeJoin(op: ClassicOperation, group: ClassicGroup): void {
     op.env.sessions.scheduleSession(groupId, member.memberId, member.sessionTimeoutMs);
     if (member.awaitingJoin || member.isNew) op.putMember(groupId, { ...member, awaitingJoin: false, isNew: false });
   }
-  op.emit({ type: 'classic-pending-sync', groupId, memberIds: [...group.members.keys()] });
+  op.emit({ type: 'classic-pending-sync', groupId, memberIds: [...group.members.keys()], pending: true });
   timers.armSync(groupId, group.rebalanceTimeoutMs(), generationId);
 }
 

@@ -76,14 +76,20 @@ export interface ClassicPendingMemberRecord {
   readonly pending: boolean;
 }
 
-/** Sets the members the group waits for a SyncGroup from (the sync phase's deadline removes them). */
+/**
+ * Adds or removes members the group waits for a SyncGroup from (the sync phase's deadline removes
+ * them): all of them when a join phase completes, each as its SyncGroup comes, all when a rebalance
+ * starts.
+ */
 export interface ClassicPendingSyncRecord {
   /** Discriminant. */
   readonly type: 'classic-pending-sync';
   /** The group. */
   readonly groupId: string;
-  /** Every member that has not sent SyncGroup in this generation (replaces the previous set). */
+  /** The members. */
   readonly memberIds: readonly string[];
+  /** True to add them, false to remove them. */
+  readonly pending: boolean;
 }
 
 /** Any record of the classic group state machine. */

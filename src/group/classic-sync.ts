@@ -94,7 +94,7 @@ function checkGeneration(group: ClassicGroup | undefined, groupId: string, membe
 /** The member sent SyncGroup for this generation: it is no longer pending sync; the sync timer stops once none is. */
 function syncReceived(op: ClassicOperation, group: ClassicGroup, memberId: string): void {
   if (!group.pendingSync.has(memberId)) return;
-  op.emit({ type: 'classic-pending-sync', groupId: group.groupId, memberIds: [...group.pendingSync].filter((id) => id !== memberId) });
+  op.emit({ type: 'classic-pending-sync', groupId: group.groupId, memberIds: [memberId], pending: false });
   if (group.pendingSync.size === 0) op.env.rebalanceTimers.cancelSync(group.groupId);
 }
 

@@ -43,6 +43,8 @@ export function handleClassicJoin(op: ClassicOperation, groupId: string, request
   if (group === undefined) {
     if (request.memberId !== null) return fail('UNKNOWN_MEMBER_ID', `member ${request.memberId} is not in group ${groupId}: the group does not exist; join without a member id`);
     if (request.protocolType.length === 0 || request.protocols.length === 0) return inconsistent(groupId);
+    const tooLarge = snapshotTooLarge(groupId, undefined, request);
+    if (tooLarge !== null) return tooLarge;
     if (consumerMembers !== null) env.consumerGroups.dropEmpty(groupId);
     op.emit({ type: 'classic-group', groupId, state: 'Empty', generationId: 0, protocolType: null, protocolName: null, leaderId: null });
     group = env.machine.get(groupId)!;
@@ -55,22 +57,22 @@ export function handleClassicJoin(op: ClassicOperation, groupId: string, request
     else if (memberId !== null && group.pendingMembers.has(memberId)) dropPending(op, group, memberId);
     return fail('GROUP_MAX_SIZE_REACHED', `group ${groupId} already has ${env.config.groupMembersMax} members (groupMembersMax)`);
   }
-  const tooLarge = snapshotTooLarge(group, request);
+  const tooLarge = snapshotTooLarge(groupId, group, request);
   if (tooLarge !== null) return tooLarge;
   return request.memberId === null ? joinNewMember(op, group, request) : joinKnownMember(op, group, request.memberId, request);
 }
 
 /** INVALID_REQUEST when the member the join would add or change takes the group's snapshot past its bound. */
-function snapshotTooLarge(group: ClassicGroup, request: NormalizedClassicJoin): JoinReply | null {
+function snapshotTooLarge(groupId: string, group: ClassicGroup | undefined, request: NormalizedClassicJoin): JoinReply | null {
   if (request.memberId === null && request.groupInstanceId === null && request.requireKnownMemberId) return null; // nobody is added yet
-  const instanceHolder = request.groupInstanceId === null ? undefined : group.staticMemberId(request.groupInstanceId);
-  const replaced = group.members.get(request.memberId ?? instanceHolder ?? '');
-  const bytes = group.snapshotBytes - (replaced === undefined ? 0 : memberSnapshotBytes(replaced)) + memberSnapshotBytes({
+  const instanceHolder = request.groupInstanceId === null ? undefined : group?.staticMemberId(request.groupInstanceId);
+  const replaced = group?.members.get(request.memberId ?? instanceHolder ?? '');
+  const bytes = (group?.snapshotBytes ?? 0) - (replaced === undefined ? 0 : memberSnapshotBytes(replaced)) + memberSnapshotBytes({
     memberId: request.memberId ?? 'x'.repeat(MEMBER_ID_LENGTH_MAX), groupInstanceId: request.groupInstanceId, clientId: replaced?.clientId ?? request.clientId,
     clientHost: replaced?.clientHost ?? request.clientHost, protocols: request.protocols, assignment: replaced?.assignment ?? EMPTY_ASSIGNMENT,
   });
   if (bytes <= CLASSIC_SNAPSHOT_BYTES_MAX) return null;
-  return fail('INVALID_REQUEST', `with this member's protocols, group ${group.groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`);
+  return fail('INVALID_REQUEST', `with this member's protocols, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`);
 }
 
 /** Kafka's acceptJoiningMember: a parked member or an existing one always, a new one up to groupMembersMax. */

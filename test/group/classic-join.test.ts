@@ -197,6 +197,10 @@ describe('who may join', () => {
     expect(calls.slice(0, 6).map((c) => c.state)).toEqual(new Array(6).fill('pending')); // 6 MiB and a little fit in 7 MiB
     expect(calls[6]!.code).toBe('INVALID_REQUEST');
     expect(ctx.inspect()?.members).toHaveLength(6);
+    const huge = Array.from({ length: 8 }, (_, i) => ({ name: `p${i}`, metadata: Buffer.alloc(1024 * 1024) }));
+    expect((await ctx.join({ protocols: huge }, 'other').settled()).code).toBe('INVALID_REQUEST');
+    expect(ctx.inspect('other')).toBeNull(); // refused before the group was created
+    expect(ctx.writer.writes).toEqual([]);
   });
 
   it('refuses a member beyond groupMembersMax with GROUP_MAX_SIZE_REACHED', async () => {

@@ -33,7 +33,7 @@ import {
 } from './classic-protocol.js';
 import { expireJoin, expirePendingSync } from './classic-rebalance.js';
 import { ClassicRebalanceTimers } from './classic-rebalance-timers.js';
-import type { ClassicGroupRecord } from './classic-record.js';
+import type { ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
 import { classicSnapshotOf, classicSnapshotToRecords, type ClassicGroupSnapshot } from './classic-snapshot.js';
 import { ClassicGroupStateMachine, type ClassicGroupInspection } from './classic-state-machine.js';
 import { handleClassicHeartbeat, handleClassicSync } from './classic-sync.js';
@@ -174,6 +174,12 @@ export class ClassicCoordinator {
   /** Members of the classic group (pending members not counted), or null when there is none. */
   memberCount(groupId: string): number | null {
     return this.#machine.get(groupId)?.members.size ?? null;
+  }
+
+  /** The group's state and protocol type (cheap: for listings), or null when there is no classic group of that id. */
+  listing(groupId: string): { state: ClassicGroupState; protocolType: string | null } | null {
+    const group = this.#machine.get(groupId);
+    return group === undefined ? null : { state: group.state, protocolType: group.fields.protocolType };
   }
 
   /** Ids of the classic groups. */

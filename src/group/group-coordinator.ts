@@ -341,7 +341,7 @@ export class GroupCoordinator {
   /** The group's state (a consumer group's or a classic group's), or null when the coordinator holds no state for it. */
   groupState(groupId: string): GroupState | ClassicGroupState | null {
     this.#ensureActive();
-    return this.#machine.get(groupId)?.state() ?? this.classic.describe(groupId)?.state ?? null;
+    return this.#machine.get(groupId)?.state() ?? this.classic.listing(groupId)?.state ?? null;
   }
 
   /** Ids of the groups this coordinator holds, of both types, sorted. */

@@ -205,7 +205,7 @@ export class OffsetsBucket {
     const groupIds = new Set([...this.table.state.groupIds(), ...this.coordinator.groupIds()]);
     return [...groupIds].map((groupId) => {
       const groupType = this.coordinator.groupType(groupId);
-      const protocolType = groupType === 'consumer' ? 'consumer' : (this.coordinator.classic.describe(groupId)?.protocolType ?? '');
+      const protocolType = groupType === 'consumer' ? 'consumer' : (this.coordinator.classic.listing(groupId)?.protocolType ?? '');
       return { groupId, state: this.coordinator.groupState(groupId), groupType: groupType ?? 'classic', protocolType };
     });
   }

@@ -404,7 +404,7 @@ export class GroupCoordinator {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
       const members: number | null = group?.members.size ?? this.classic.memberCount(groupId);
-      if (members !== null && members > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} has ${members} members`);
+      if (members !== null && members > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot delete it: group ${groupId} has ${members} member(s)`);
       const offsetsDeleted = deleteOffsets?.();
       if (members === null) {
         this.#dropRuntimeIfUnused(groupId);

@@ -22,9 +22,10 @@ import {
   type ScannerOptions,
 } from './kv/index.js';
 import {
-  GroupMember, normalizeTableLayout, type HeartbeatRequest, type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest,
-  type RemovedMember, type TableLayout, type TableLayoutInput,
+  GroupMember, normalizeTableLayout, type HeartbeatRequest, type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember,
+  type TableLayout, type TableLayoutInput,
 } from './group/index.js';
+import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket } from './shard/index.js';
 import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
@@ -79,6 +80,15 @@ export class OffsetStore {
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
   #compactor: Compactor | undefined;
+  /**
+   * The classic (JoinGroup/SyncGroup) group protocol, for front ends that speak it on behalf of
+   * Kafka clients: `store.classic.joinGroup(groupId, request)` and so on (see ClassicGroups).
+   */
+  readonly classic: ClassicGroups = new ClassicGroups((groupId) => {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    return this.#bucket(groupId);
+  });
 
   private constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -363,7 +373,9 @@ export class OffsetStore {
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
       // A partial listing would hide groups: every bucket must be loaded (retriable while one recovers).
-      for (const { groupId, state } of this.#loaded(slot).listGroups()) listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index });
+      for (const { groupId, state, groupType, protocolType } of this.#loaded(slot).listGroups()) {
+        listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index, groupType, protocolType });
+      }
     }
     return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
   }
@@ -372,15 +384,18 @@ export class OffsetStore {
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const { membership, offsets } = this.#bucket(groupId).describe(groupId);
+    const { membership, classic, offsets } = this.#bucket(groupId).describe(groupId);
     return {
       groupId,
       offsetsBucket: this.bucketFor(groupId),
-      state: membership?.state ?? 'Empty',
+      state: membership?.state ?? classic?.state ?? 'Empty',
+      groupType: membership !== null ? 'consumer' : 'classic',
+      protocolType: membership !== null ? 'consumer' : (classic?.protocolType ?? ''),
       groupEpoch: membership?.groupEpoch ?? 0,
       assignmentEpoch: membership?.assignmentEpoch ?? 0,
       assignor: membership === null || membership.members.length === 0 ? null : membership.assignor,
       members: membership?.members ?? [],
+      classic,
       offsets,
     };
   }

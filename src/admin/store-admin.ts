@@ -69,7 +69,7 @@ export interface BucketReport extends TableBucket {
   memberId: string | null;
   /** From the caller's log-end offsets, when given for this bucket. */
   logEndOffset: number | null;
-  /** logEndOffset - committedOffset (0 for a bucket with no commit counts from offset 0). */
+  /** logEndOffset - committedOffset (a bucket with no commit counts from offset 0); null without a log-end offset or for a negative committed offset (a sentinel such as -1 latest, -2 earliest). */
   lag: number | null;
 }
 
@@ -224,6 +224,8 @@ export class StoreAdmin {
       const logEnd = logEnds.get(key);
       if (logEnd === undefined) continue;
       row.logEndOffset = logEnd;
+      // A negative committed offset is a sentinel (-1 latest, -2 earliest), not a position: no lag.
+      if (row.committedOffset !== null && row.committedOffset < 0) continue;
       row.lag = logEnd - (row.committedOffset ?? 0);
       totalLag = (totalLag ?? 0) + row.lag;
     }

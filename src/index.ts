@@ -19,3 +19,6 @@ export {
   type RemovedMember, type TableLayout, type TableLayoutInput,
 } from './group/index.js';
 export type { Durability } from './log/index.js';
+export {
+  KafkaServer, startKafkaServer, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats, type TopicSpec,
+} from './kafka/index.js';

@@ -9,10 +9,10 @@
  * without background compaction, so a short admin command does no work it was not asked to do.
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
-import {
-  OffsetStore, type CommittedOffset, type CompactionReport, type CompactionStrategy, type GroupListing, type GroupState,
-  type MemberDescription, type OffsetCommit, type RemoveMembersRequest, type RemovedMember,
-} from '../index.js';
+import { OffsetStore } from '../store.js';
+import type { CommittedOffset, GroupListing, GroupState, OffsetCommit } from '../store-options.js';
+import type { CompactionReport, CompactionStrategy } from '../compaction/index.js';
+import type { MemberDescription, RemoveMembersRequest, RemovedMember } from '../group/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
   describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,

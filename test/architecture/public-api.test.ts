@@ -40,6 +40,7 @@ describe('the public API', () => {
       'CompactionOptions: interface',
       'CompactionReport: interface',
       'CompactionStrategy: type',
+      'ConnectionStats: interface',
       'Durability: type',
       'ERROR_CODES: const',
       'ErrorCode: type',
@@ -53,6 +54,10 @@ describe('the public API', () => {
       'GroupState: type',
       'HeartbeatRequest: interface',
       'HeartbeatResponse: interface',
+      'KafkaServer: class',
+      'KafkaServerCloseOptions: interface',
+      'KafkaServerOptions: interface',
+      'KafkaServerStats: interface',
       'ManualClock: class',
       'MemberCommitOffset: interface',
       'MemberDescription: interface',
@@ -76,7 +81,9 @@ describe('the public API', () => {
       'TableLayout: interface',
       'TableLayoutInput: interface',
       'Timer: interface',
+      'TopicSpec: interface',
       'isOffsetStoreError: function',
+      'startKafkaServer: function',
     ]);
   });
 });

@@ -7,18 +7,31 @@
  * after max_wait_ms (at most fetchWaitMsMax), since the bytes a client waits for never come. An
  * immediate empty answer would make clients spin.
  *
+ * @platformatic/kafka 1.35 writes a topic's id where Fetch v12 carries its name (its v12 encoder
+ * takes the id it uses for v13+); a topic name that is not in the catalog but is the id of a topic
+ * that is, is read as that topic, and the answer names it as the request did, which is how that
+ * client matches the answer up.
+ *
  * Fetch sessions (KIP-227) are not created: the response's session id is 0, so clients send full
  * fetches. A request naming a session (session id != 0) gets FETCH_SESSION_ID_NOT_FOUND, after
  * which a client starts over with a full fetch.
  */
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
+import type { TopicEntry } from '../catalog/index.js';
+import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 
 const FETCH_SESSION_ID_NOT_FOUND = 70;
 const NO_RECORDS = Buffer.alloc(0);
 const NO_ABORTED: [] = [];
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 type FetchResponse = ResponseInputOf<typeof API_KEYS.Fetch>;
+
+/** The catalog topic a Fetch names: by name, or by id where a client wrote the id (see above). */
+function topicNamed(context: HandlerContext, name: string): TopicEntry | undefined {
+  return context.catalog.get(name) ?? (UUID_PATTERN.test(name) ? context.catalog.byTopicId(name) : undefined);
+}
 
 /** Answers a Fetch empty, after its wait. */
 export const handleFetch: RequestHandler<typeof API_KEYS.Fetch> = (context, request) => {
@@ -30,7 +43,7 @@ export const handleFetch: RequestHandler<typeof API_KEYS.Fetch> = (context, requ
     errorCode: KAFKA_ERROR.NONE,
     sessionId: 0,
     responses: request.topics.map((topic) => {
-      const entry = context.catalog.get(topic.topic);
+      const entry = topicNamed(context, topic.topic);
       return {
         topic: topic.topic,
         partitions: topic.partitions.map((p) => {

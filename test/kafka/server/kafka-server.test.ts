@@ -142,6 +142,15 @@ describe('long-polled Fetch', () => {
     expect(unknown.responses[0]!.partitions[0]!.errorCode).toBe(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION);
   });
 
+  it('reads a topic id written where Fetch v12 carries a name (as @platformatic/kafka 1.35 writes it) as that topic, and echoes it', async () => {
+    const t = await start({ server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    const client = await connect(t);
+    const topicId = (await client.send(API_KEYS.Metadata, 12, { topics: null })).topics[0]!.topicId;
+    const response = await client.send(API_KEYS.Fetch, 12, { ...FETCH, minBytes: 0, topics: [{ topic: topicId, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 }] }] });
+    expect(response.responses[0]!.topic).toBe(topicId);
+    expect(response.responses[0]!.partitions[0]!.errorCode).toBe(0);
+  });
+
   it('holds a Fetch at most fetchWaitMsMax, and answers whatever fetch offset it names', async () => {
     const clock = new ManualClock();
     const t = await start({ clock, server: { topics: [{ name: 'orders', partitions: 1 }], fetchWaitMsMax: 100 } });

@@ -18,6 +18,7 @@
  * quarter of it on the server's clock.
  */
 import * as net from 'node:net';
+import { OffsetStoreError } from '../../errors/index.js';
 import type { OffsetStore } from '../../store.js';
 import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
@@ -164,11 +165,13 @@ export class KafkaServer {
   }
 }
 
+/** Listens; a failure (EADDRINUSE, EACCES, EADDRNOTAVAIL...) is INVALID_CONFIG with the Node error as its cause. */
 function listen(server: net.Server, host: string, port: number): Promise<net.AddressInfo> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (error: NodeJS.ErrnoException) => reject(new OffsetStoreError('INVALID_CONFIG', `cannot listen on ${host}:${port}: ${error.code ?? error.message}`, { cause: error }));
+    server.once('error', failed);
     server.listen({ host, port }, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve(server.address() as net.AddressInfo);
     });
   });
@@ -179,8 +182,8 @@ function listen(server: net.Server, host: string, port: number): Promise<net.Add
  * (default 127.0.0.1) and `options.port` (default 0: a free port). Resolves once it listens, with
  * the address bound and the `brokers` a client should bootstrap from. Rejects with the catalog's
  * error (CORRUPT_MESSAGE for a damaged `kafka-topics.json`; INVALID_REQUEST or INVALID_CONFIG for a
- * topic of `options.topics` that cannot be created or would shrink) or the listen error
- * (EADDRINUSE...). See docs/kafka.md.
+ * topic of `options.topics` that cannot be created or would shrink) or INVALID_CONFIG when it
+ * cannot listen (the Node error, EADDRINUSE or the like, is the cause). See docs/kafka.md.
  */
 export function startKafkaServer(options: KafkaServerOptions): Promise<KafkaServer> {
   return KafkaServer.start(options);

@@ -257,6 +257,13 @@ describe('startKafkaServer', () => {
     await store.close();
   });
 
+  it('refuses an address in use with INVALID_CONFIG, the Node error as its cause', async () => {
+    const t = await start();
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    await expect(startKafkaServer({ store, port: t.server.port })).rejects.toMatchObject({ code: 'INVALID_CONFIG', cause: expect.objectContaining({ code: 'EADDRINUSE' }) });
+    await store.close();
+  });
+
   it('creates and grows the topics it is given, registers their layouts with the store, and refuses to shrink one', async () => {
     const dir = tempDir();
     let t = await start({ dir, server: { topics: [{ name: 'orders', partitions: 2 }, { name: 'audit', partitions: 1 }] } });

@@ -11,6 +11,7 @@ const SLOW = [
   'test/cli/cli-commands.test.ts',
   'test/cli/cli-demo.test.ts',
   'test/cli/cli-errors.test.ts',
+  'test/cli/cli-serve.test.ts',
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',
 ];

@@ -25,3 +25,6 @@ export type {
   ClassicSyncGroupRequest, ClassicSyncGroupResult,
 } from './group/index.js';
 export type { Durability } from './log/index.js';
+export {
+  KafkaServer, startKafkaServer, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats, type TopicSpec,
+} from './kafka/index.js';

@@ -15,7 +15,10 @@ import type { BucketRef } from './model/index.js';
 
 /** One offset to commit: the next offset the group will read in the bucket. */
 export interface OffsetCommit extends BucketRef {
-  /** The next offset the group will read in the bucket (last processed + 1): a safe integer >= 0. */
+  /**
+   * The next offset the group will read in the bucket (last processed + 1): any safe integer. Negative
+   * values are kept as they are (Kafka clients commit the sentinels -1 latest and -2 earliest).
+   */
   offset: number;
   /** Leader epoch the offset was read under, an integer in [-1, 2^31 - 1]; default -1 (unknown). */
   leaderEpoch?: number;

@@ -15,7 +15,7 @@ import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucket
 import {
   COMPACTION_STRATEGIES, CompactionWorkerPool, Compactor, InProcessCleanRunner, isCompactionStrategy, type CompactionReport, type CompactionStrategy,
 } from './compaction/index.js';
-import { NodeFileSystem } from './io/index.js';
+import { NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
   ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets, type OffsetsTableRecovery,
@@ -274,6 +274,20 @@ export class OffsetStore {
   /** Resolves once every offsets-bucket has recovered (rejects if one failed to). */
   ready(): Promise<void> {
     return this.#recovery;
+  }
+
+  /** The store directory, absolute. */
+  get dir(): string {
+    return this.#options.dir;
+  }
+
+  /**
+   * The file-system port the store reads and writes through. Companions that keep files of their own
+   * in the store directory (the Kafka topic catalog) go through it too, so an injected port sees every
+   * file; the directory lock the store holds covers them.
+   */
+  get fileSystem(): FileSystem {
+    return this.#options.fs;
   }
 
   /** Number of offsets-buckets, fixed at creation. */

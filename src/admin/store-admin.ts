@@ -9,10 +9,10 @@
  * without background compaction, so a short admin command does no work it was not asked to do.
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
-import {
-  OffsetStore, type ClassicGroupDescription, type CommittedOffset, type CompactionReport, type CompactionStrategy, type GroupDescription, type GroupListing,
-  type GroupState, type GroupType, type MemberDescription, type OffsetCommit, type RemoveMembersRequest, type RemovedMember,
-} from '../index.js';
+import { OffsetStore } from '../store.js';
+import type { CommittedOffset, GroupDescription, GroupListing, GroupState, GroupType, OffsetCommit } from '../store-options.js';
+import type { CompactionReport, CompactionStrategy } from '../compaction/index.js';
+import type { ClassicGroupDescription, MemberDescription, RemoveMembersRequest, RemovedMember } from '../group/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
   describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
@@ -69,7 +69,7 @@ export interface BucketReport extends TableBucket {
   memberId: string | null;
   /** From the caller's log-end offsets, when given for this bucket. */
   logEndOffset: number | null;
-  /** logEndOffset - committedOffset (0 for a bucket with no commit counts from offset 0). */
+  /** logEndOffset - committedOffset (a bucket with no commit counts from offset 0); null without a log-end offset or for a negative committed offset (a sentinel such as -1 latest, -2 earliest). */
   lag: number | null;
 }
 
@@ -264,6 +264,8 @@ export class StoreAdmin {
       const logEnd = logEnds.get(key);
       if (logEnd === undefined) continue;
       row.logEndOffset = logEnd;
+      // A negative committed offset is a sentinel (-1 latest, -2 earliest), not a position: no lag.
+      if (row.committedOffset !== null && row.committedOffset < 0) continue;
       row.lag = logEnd - (row.committedOffset ?? 0);
       totalLag = (totalLag ?? 0) + row.lag;
     }

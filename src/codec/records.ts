@@ -6,8 +6,9 @@
  *   (-1 = null), bucketId int32;
  * - type 1, group snapshot: groupId.
  * Value (starts with int16 value version; absent for a tombstone):
- * - offset commit v0: offset int64, leaderEpoch int32 (-1 = unknown), commitTimestampMs int64,
- *   metadata (LEB128 length + UTF-8, at most 4096 bytes);
+ * - offset commit v0: offset int64 (any safe integer, negative ones included: Kafka clients commit
+ *   -1 and -2 literally), leaderEpoch int32 (-1 = unknown), commitTimestampMs int64, metadata
+ *   (LEB128 length + UTF-8, at most 4096 bytes);
  * - group snapshot v0: a msgpack map (useRecords: false, so it decodes without shared state).
  *
  * The builders size the whole batch first and then write straight into one Buffer: the hot path
@@ -317,11 +318,13 @@ function sameBytes(dv: DataView, a: number, b: number, n: number): boolean {
   return true;
 }
 
-/** Reads a little-endian int64 that must be a safe integer. */
+/** Reads a little-endian int64 that must be a safe integer, -(2^53 - 1) to 2^53 - 1. */
 function getInt64(dv: DataView, position: number): number {
   const high = dv.getInt32(position + 4, true);
-  if (high > 0x1fffff || high < -0x200000) throw new DecodeError('int64 outside the safe integer range', position);
-  return high * TWO_POW_32 + dv.getUint32(position, true);
+  const low = dv.getUint32(position, true);
+  // high in [-2^21, 2^21) covers [-2^53, 2^53); -2^53 itself (high -2^21, low 0) is not safe.
+  if (high > 0x1fffff || high < -0x200000 || (high === -0x200000 && low === 0)) throw new DecodeError('int64 outside the safe integer range', position);
+  return high * TWO_POW_32 + low;
 }
 
 function decodeOffsetKeyRest(dv: DataView, p: number, keyEnd: number, out: DecodedRecord): void {
@@ -349,7 +352,6 @@ function decodeOffsetValue(buf: Buffer, dv: DataView, p: number, end: number, ou
     if (metadataBytes > METADATA_BYTES_MAX || varint.next + metadataBytes !== end) throw new DecodeError(`metadata of ${metadataBytes} bytes does not fill the value`, p + 22);
     out.metadata = metadataBytes === 0 ? '' : buf.toString('utf8', varint.next, end);
   }
-  if (out.offset < 0) throw new DecodeError(`negative committed offset ${out.offset}`, p + 2);
 }
 
 function decodeSnapshotValue(buf: Buffer, p: number, end: number): unknown {

@@ -12,7 +12,8 @@
  *   is still moved, so two commits never race each other.
  * - `assign` is all-or-nothing: if a position cannot be resolved, the assignment stays as it was.
  * - A bucket assigned without a committed offset counts as moved: the next commit records its start
- *   position (as Kafka's consumer does), so a restart resumes there even if nothing was read.
+ *   position (as Kafka's consumer does), so a restart resumes there even if nothing was read. A
+ *   negative committed offset (Kafka's sentinels -1 and -2) counts as none.
  */
 import { OffsetStoreError } from '../errors/index.js';
 import type { Clock, Timer } from '../util/index.js';
@@ -99,7 +100,10 @@ export class ScannerOffsets {
     for (let i = 0; i < fresh.length; i++) {
       const bucket = fresh[i]!;
       const value = committed[i];
-      added.push({ bucket, position: value != null ? value.offset : await this.#missing(bucket), committed: value?.offset });
+      // A negative committed offset (Kafka's sentinels -1 latest, -2 earliest) is no position: as a
+      // Kafka consumer does, resolve the start by the policy (and commit it, since it moved).
+      const usable = value != null && value.offset >= 0;
+      added.push({ bucket, position: usable ? value.offset : await this.#missing(bucket), committed: value?.offset });
     }
     const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
     if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();

@@ -20,14 +20,6 @@ const seenScratch = new BucketKeySet(1024);
 
 const INT32_MAX = 2 ** 31 - 1;
 
-function checkId(value: unknown, field: string, max: number): number {
-  if (typeof value !== 'number') throw new TypeError(`${field} must be a number, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < 0 || value > max) {
-    throw new OffsetStoreError('INVALID_REQUEST', `${field} must be an integer in [0, ${max}], got ${value}`);
-  }
-  return value;
-}
-
 /** The fields of a bucket reference as a caller's object holds them, not yet checked. */
 export interface BucketFields {
   /** As the caller's object holds it: anything until checked. */
@@ -97,7 +89,7 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
     const t = tableId as number;
     const b = bucketId as number;
     const partitionId = (partition ?? null) as number | null;
-    const offset = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : checkId(value, `offsets[${i}].offset`, Number.MAX_SAFE_INTEGER);
+    const offset = typeof value === 'number' && Number.isSafeInteger(value) ? value : checkOffset(value, i);
     const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
     const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
     if (seen === undefined) {
@@ -181,6 +173,15 @@ export function normalizeCommitOptions(options: unknown): CommitMember | null {
     throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
   }
   return { kind: 'consumer', memberId: memberId as string, memberEpoch };
+}
+
+/**
+ * A committed offset is any safe integer: Kafka clients commit the sentinels -1 (latest) and -2
+ * (earliest) literally and read them back unchanged, so negative values are data, not mistakes.
+ */
+function checkOffset(value: unknown, i: number): number {
+  if (typeof value !== 'number') throw new TypeError(`offsets[${i}].offset must be a number, got ${typeof value}`);
+  throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].offset must be a safe integer in [${Number.MIN_SAFE_INTEGER}, ${Number.MAX_SAFE_INTEGER}], got ${value}`);
 }
 
 function checkLeaderEpoch(leaderEpoch: unknown, i: number): number {

@@ -55,6 +55,7 @@ describe('the public API', () => {
       'CompactionOptions: interface',
       'CompactionReport: interface',
       'CompactionStrategy: type',
+      'ConnectionStats: interface',
       'Durability: type',
       'ERROR_CODES: const',
       'ErrorCode: type',
@@ -69,6 +70,10 @@ describe('the public API', () => {
       'GroupType: type',
       'HeartbeatRequest: interface',
       'HeartbeatResponse: interface',
+      'KafkaServer: class',
+      'KafkaServerCloseOptions: interface',
+      'KafkaServerOptions: interface',
+      'KafkaServerStats: interface',
       'ManualClock: class',
       'MemberCommitOffset: interface',
       'MemberDescription: interface',
@@ -92,7 +97,9 @@ describe('the public API', () => {
       'TableLayout: interface',
       'TableLayoutInput: interface',
       'Timer: interface',
+      'TopicSpec: interface',
       'isOffsetStoreError: function',
+      'startKafkaServer: function',
     ]);
   });
 });

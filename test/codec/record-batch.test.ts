@@ -1,6 +1,6 @@
 /**
- * The KvRecordBatch codec: offset batches (tombstones, unicode group ids, maximal metadata) and group
- * snapshots round-trip; every single-byte flip and every truncation of an encoded batch is refused with
+ * The KvRecordBatch codec: offset batches (tombstones, unicode group ids, maximal metadata, negative
+ * offsets down to -(2^53 - 1)) and group snapshots round-trip; every single-byte flip and every truncation of an encoded batch is refused with
  * CORRUPT_MESSAGE, never decoded to something else; an insane length field is refused without being
  * allocated, and a record whose lengths point outside its batch even when the checksum matches.
  * CODEC_PROPERTY_RUNS sets the round-trip runs (default 200).
@@ -27,7 +27,7 @@ const recordArb: fc.Arbitrary<OffsetRecordSpec> = fc.record({
   tableId: fc.oneof(fc.nat(1000), fc.constant(Number.MAX_SAFE_INTEGER)),
   partitionId: fc.oneof(fc.constant(null), fc.nat(1000), fc.constant(Number.MAX_SAFE_INTEGER)),
   bucketId: fc.nat(2 ** 31 - 1),
-  offset: fc.oneof(fc.nat(), fc.constant(Number.MAX_SAFE_INTEGER), fc.constant(0)),
+  offset: fc.oneof(fc.nat(), fc.constant(Number.MAX_SAFE_INTEGER), fc.constant(0), fc.constantFrom(-1, -2, Number.MIN_SAFE_INTEGER), fc.integer({ min: Number.MIN_SAFE_INTEGER, max: -1 })),
   leaderEpoch: fc.integer({ min: -1, max: 2 ** 31 - 1 }),
   metadata: metadataArb,
   tombstone: fc.boolean(),
@@ -123,6 +123,19 @@ describe('KvRecordBatch codec', () => {
     sealBatch(batch, 0);
     batch.writeUInt32LE(0xffffffff, 0);
     expect(checkBatch(batch, 0, batch.length, 8 << 20)).toMatchObject({ kind: 'invalid', reason: expect.stringMatching(/above the limit/) });
+  });
+
+  it('round-trips negative committed offsets down to -(2^53 - 1) and refuses -2^53, which is not a safe integer', () => {
+    const batch = buildOffsetBatch('g', [{ tableId: 2, partitionId: null, bucketId: 3, offset: Number.MIN_SAFE_INTEGER, leaderEpoch: -1, metadata: '', tombstone: false }], 1);
+    sealBatch(batch, 0);
+    expect(decodeBatch(batch).records[0]!.offset).toBe(Number.MIN_SAFE_INTEGER);
+    // MIN_SAFE_INTEGER is high word -2^21, low word 1; -2^53 is the same with low word 0.
+    let position = -1;
+    for (let p = 48; p + 8 <= batch.length; p++) if (batch.readUInt32LE(p) === 1 && batch.readInt32LE(p + 4) === -0x200000) position = p;
+    expect(position).toBeGreaterThan(0);
+    batch.writeUInt32LE(0, position);
+    sealBatch(batch, 0);
+    expect(() => decodeBatch(batch)).toThrow(/CORRUPT_MESSAGE.*safe integer/);
   });
 
   it('rejects a record whose lengths point outside the batch even when the checksum matches', () => {

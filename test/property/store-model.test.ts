@@ -183,13 +183,13 @@ class DeleteGroupCommand implements fc.AsyncCommand<Model, Real> {
 }
 
 class InvalidCommitCommand implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly group: number, readonly entries: Entry[], readonly kind: 'duplicate' | 'negative' | 'metadata') {}
+  constructor(readonly group: number, readonly entries: Entry[], readonly kind: 'duplicate' | 'unsafe' | 'metadata') {}
   check = () => true;
   async run(model: Model, real: Real): Promise<void> {
     const offsets = request(this.entries);
     const last = offsets.length - 1;
     if (this.kind === 'duplicate') offsets.push({ ...offsets[0]!, offset: 1 });
-    else if (this.kind === 'negative') offsets[last] = { ...offsets[last]!, offset: -1 };
+    else if (this.kind === 'unsafe') offsets[last] = { ...offsets[last]!, offset: -(2 ** 53) };
     else offsets[last] = { ...offsets[last]!, metadata: 'µ'.repeat(2049) };
     const logBytes = (await real.store.stats()).totals.logBytes;
     const outcome = await codeOf(real.store.commitOffsets(GROUPS[this.group]!, offsets));
@@ -234,7 +234,7 @@ class ReopenCommand implements fc.AsyncCommand<Model, Real> {
 const group = fc.nat(GROUPS.length - 1);
 const entry: fc.Arbitrary<Entry> = fc.record({
   key: fc.nat(BUCKETS.length - 1),
-  offset: fc.oneof(fc.nat(1000), fc.constant(MAX)),
+  offset: fc.oneof(fc.nat(1000), fc.constant(MAX), fc.constantFrom(-1, -2, Number.MIN_SAFE_INTEGER)),
   leaderEpoch: fc.option(fc.integer({ min: -1, max: 2 ** 31 - 1 }), { nil: undefined }),
   metadata: fc.option(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('ünï✓😀', 'm'.repeat(300))), { nil: undefined }),
 }, { requiredKeys: ['key', 'offset'] }) as fc.Arbitrary<Entry>;
@@ -248,7 +248,7 @@ const commands = [
   fc.tuple(group, fc.option(keys, { nil: undefined }), fc.boolean()).map(([g, k, s]) => new FetchCommand(g, k, s)),
   fc.tuple(group, keys).map(([g, k]) => new DeleteOffsetsCommand(g, k)),
   group.map((g) => new DeleteGroupCommand(g)),
-  fc.tuple(group, entries, fc.constantFrom('duplicate' as const, 'negative' as const, 'metadata' as const)).map(([g, e, kind]) => new InvalidCommitCommand(g, e, kind)),
+  fc.tuple(group, entries, fc.constantFrom('duplicate' as const, 'unsafe' as const, 'metadata' as const)).map(([g, e, kind]) => new InvalidCommitCommand(g, e, kind)),
   fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: RETENTION_MS - 20, max: RETENTION_MS + 20 })).map((ms) => new AdvanceClockCommand(ms)),
   fc.constant(new ReopenCommand()),
 ];

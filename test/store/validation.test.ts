@@ -94,7 +94,7 @@ describe('group id validation', () => {
 describe('offset commit validation', () => {
   const field = (index: number, name: string) => new RegExp(`^INVALID_REQUEST: .*offsets\\[${index}\\]\\.${name}`);
   const cases: [string, Record<string, unknown>, string][] = [
-    ['a negative offset', { offset: -1 }, 'offset'],
+    ['an offset of -2^53 (negative offsets are data, unsafe integers are not)', { offset: -(2 ** 53) }, 'offset'],
     ['an offset of 2^53', { offset: 2 ** 53 }, 'offset'],
     ['a fractional offset', { offset: 1.5 }, 'offset'],
     ['a NaN offset', { offset: Number.NaN }, 'offset'],

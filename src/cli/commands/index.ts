@@ -10,7 +10,8 @@ import { logDump } from './log-dump.js';
 import { logVerify } from './log-verify.js';
 import { offsetsDelete } from './offsets-delete.js';
 import { offsetsReset } from './offsets-reset.js';
+import { serve } from './serve.js';
 import { stats } from './stats.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, demo];
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, demo];

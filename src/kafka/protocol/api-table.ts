@@ -22,12 +22,14 @@
  * | 47  | OffsetDelete            | 0          | -             | 0               | 0                 |
  * | 68  | ConsumerGroupHeartbeat  | 0-1        | -             | 1               | 1                 |
  * | 0   | Produce                 | 3-9        | -             | -               | -                 |
+ * | 69  | ConsumerGroupDescribe   | 0          | -             | -               | -                 |
  *
  * Why these bounds: kafkajs uses only non-flexible versions and picks min(its max, ours) ignoring our
  * minimum; @platformatic/kafka uses only flexible ones; librdkafka speaks both. Fetch stops at 12 and
  * FindCoordinator at 4 because later versions name topics by id (Fetch 13+) or batch keys. Produce is
  * advertised only because librdkafka will not Fetch without Produce >= 3; every produce is answered
- * with an error. ConsumerGroupDescribe (69) is described but not advertised.
+ * with an error. ConsumerGroupDescribe (69) is what Kafka's admin tools send to describe a KIP-848
+ * group; none of the three clients' consumers needs it.
  */
 import type { MessageInput, MessageSpec, MessageValue } from './schema.js';
 import {
@@ -68,7 +70,7 @@ export const KAFKA_APIS = {
   42: { name: 'DeleteGroups', request: DELETE_GROUPS_REQUEST, response: DELETE_GROUPS_RESPONSE, advertised: { min: 0, max: 2 } },
   47: { name: 'OffsetDelete', request: OFFSET_DELETE_REQUEST, response: OFFSET_DELETE_RESPONSE, advertised: { min: 0, max: 0 } },
   68: { name: 'ConsumerGroupHeartbeat', request: CONSUMER_GROUP_HEARTBEAT_REQUEST, response: CONSUMER_GROUP_HEARTBEAT_RESPONSE, advertised: { min: 0, max: 1 } },
-  69: { name: 'ConsumerGroupDescribe', request: CONSUMER_GROUP_DESCRIBE_REQUEST, response: CONSUMER_GROUP_DESCRIBE_RESPONSE, advertised: null },
+  69: { name: 'ConsumerGroupDescribe', request: CONSUMER_GROUP_DESCRIBE_REQUEST, response: CONSUMER_GROUP_DESCRIBE_RESPONSE, advertised: { min: 0, max: 0 } },
 } as const satisfies Record<number, ApiEntry>;
 
 /** An API key this codec describes. */

@@ -27,4 +27,5 @@ export {
 } from './headers.js';
 export { FRAME_SIZE_BYTES, decodeRequest, encodeRequest, type DecodedRequest } from './request-codec.js';
 export { decodeResponse, encodeResponse, type DecodedResponse, type ResponseHeaderInput } from './response-codec.js';
+export { KAFKA_ERROR, type KafkaErrorCode } from './kafka-error-codes.js';
 export * from './schemas/index.js';

@@ -10,10 +10,10 @@ const FLEXIBLE_FROM: Record<number, number | 'none'> = {
   0: 9, 1: 12, 2: 6, 3: 9, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 18: 3, 42: 2, 47: 'none', 68: 0, 69: 0,
 };
 
-/** The advertised ranges the server needs (kafkajs 2.2.4, librdkafka 2.15, @platformatic/kafka 1.35). */
+/** The advertised ranges the server needs (kafkajs 2.2.4, librdkafka 2.15, @platformatic/kafka 1.35), and the describe of KIP-848 groups. */
 const ADVERTISED: Record<number, [number, number]> = {
   18: [0, 3], 3: [0, 12], 10: [0, 4], 11: [0, 6], 14: [0, 4], 12: [0, 4], 13: [0, 4], 8: [2, 9], 9: [1, 9], 2: [1, 6], 1: [4, 12],
-  15: [0, 5], 16: [0, 4], 42: [0, 2], 47: [0, 0], 68: [0, 1], 0: [3, 9],
+  15: [0, 5], 16: [0, 4], 42: [0, 2], 47: [0, 0], 68: [0, 1], 69: [0, 0], 0: [3, 9],
 };
 
 /** True when `inner` lies in `outer` once both are clipped to the versions the message describes. */
@@ -98,8 +98,9 @@ describe('advertised API versions', () => {
     expect(rows.map((r) => r.apiKey)).toEqual([...rows.map((r) => r.apiKey)].sort((a, b) => a - b));
   });
 
-  it('leave out ConsumerGroupDescribe, which is described only', () => {
-    expect(isAdvertised(API_KEYS.ConsumerGroupDescribe, 0)).toBe(false);
+  it('include ConsumerGroupDescribe v0 (the server answers it) and nothing outside the ranges', () => {
+    expect(isAdvertised(API_KEYS.ConsumerGroupDescribe, 0)).toBe(true);
+    expect(isAdvertised(API_KEYS.ConsumerGroupDescribe, 1)).toBe(false);
     expect(isAdvertised(API_KEYS.OffsetCommit, 1)).toBe(false);
     expect(isAdvertised(API_KEYS.OffsetCommit, 2)).toBe(true);
     expect(isAdvertised(API_KEYS.Fetch, 13)).toBe(false);

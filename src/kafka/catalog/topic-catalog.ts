@@ -1,0 +1,210 @@
+/**
+ * The durable topic catalog: which Kafka topic is which table of the store. Topic = table; partition
+ * p = bucket p of that table (no partition id). Each topic has a stable UUID (Metadata v10+ and
+ * consumer-group assignments name topics by it) and a partition count that grows and never
+ * shrinks. The catalog lives in `kafka-topics.json` in the store directory (catalog-file.ts has
+ * the format), read and written through the store's file-system port.
+ *
+ * Invariants:
+ * - a topic is visible (get, byTopicId, byTableId, topics) only once the file naming it is durable,
+ *   so no client is ever told of a topic that a crash could take back;
+ * - changes run one at a time, in call order; each writes the whole catalog (temp file, fdatasync,
+ *   rename, directory fsync), then installs it and tells `onTopicChanged`;
+ * - a failed write fail-stops the catalog: after it, every change is refused with
+ *   LOG_STORAGE_ERROR until the server restarts (what reached the disk is unknown, and a later write
+ *   that "succeeds" proves nothing); lookups go on serving what was installed;
+ * - table ids are never reused: a new topic takes one more than the highest id in the catalog
+ *   (starting at 1).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import * as path from 'node:path';
+import { loadChecksum } from '../../codec/index.js';
+import { OffsetStoreError, type ErrorCode } from '../../errors/index.js';
+import type { FileSystem } from '../../io/index.js';
+import { writeDurably } from '../../log/index.js';
+import { CATALOG_FILE, PARTITION_COUNT_MAX, decodeCatalog, encodeCatalog, type CatalogContent, type TopicEntry } from './catalog-file.js';
+import { collisionKey, topicNameProblem } from './topic-name.js';
+
+/** Why the catalog refused a change. */
+export type TopicRefusal = 'invalid-name' | 'collision' | 'partitions' | 'topics-max' | 'shrink' | 'failed';
+
+/** A change the catalog refused; `refusal` says why, so a Kafka handler can pick the error code. */
+export class TopicCatalogError extends OffsetStoreError {
+  /** Why the change was refused. */
+  readonly refusal: TopicRefusal;
+
+  constructor(code: ErrorCode, refusal: TopicRefusal, message: string, cause?: unknown) {
+    super(code, message, cause === undefined ? undefined : { cause });
+    this.name = 'TopicCatalogError';
+    this.refusal = refusal;
+  }
+}
+
+/** Options of `TopicCatalog.open`. */
+export interface TopicCatalogOptions {
+  /** The store's file-system port. */
+  readonly fs: FileSystem;
+  /** The store directory (the catalog is `kafka-topics.json` in it). */
+  readonly dir: string;
+  /** Most topics the catalog holds. */
+  readonly topicsMax: number;
+  /** The clock's time, ms since the epoch (stamps `createdAtMs`). */
+  readonly nowMs: () => number;
+  /** Hears of every topic created or grown, once it is durable and visible. */
+  readonly onTopicChanged?: (topic: TopicEntry) => void;
+}
+
+/** The topics a Kafka front end serves, and the store tables behind them. */
+export class TopicCatalog {
+  readonly #options: TopicCatalogOptions;
+  readonly #filePath: string;
+  readonly #clusterId: string;
+  #topics: readonly TopicEntry[];
+  readonly #byName = new Map<string, TopicEntry>();
+  readonly #byTopicId = new Map<string, TopicEntry>();
+  readonly #byTableId = new Map<number, TopicEntry>();
+  readonly #collisions = new Set<string>();
+  #changes: Promise<unknown> = Promise.resolve();
+  #failure: unknown;
+
+  private constructor(options: TopicCatalogOptions, filePath: string, content: CatalogContent) {
+    this.#options = options;
+    this.#filePath = filePath;
+    this.#clusterId = content.clusterId;
+    this.#topics = content.topics;
+    for (const topic of content.topics) this.#index(topic);
+  }
+
+  /**
+   * Reads the catalog of the store in `options.dir`, or starts an empty one (written with the first
+   * topic). CORRUPT_MESSAGE for a damaged file, INVALID_CONFIG for another format version.
+   */
+  static async open(options: TopicCatalogOptions): Promise<TopicCatalog> {
+    await loadChecksum();
+    const filePath = path.join(options.dir, CATALOG_FILE);
+    const bytes = await options.fs.readFile(filePath);
+    const content = bytes === null ? { clusterId: randomBytes(16).toString('base64url'), topics: [] } : decodeCatalog(filePath, bytes);
+    return new TopicCatalog(options, filePath, content);
+  }
+
+  /** The path of the catalog file. */
+  get filePath(): string {
+    return this.#filePath;
+  }
+
+  /** The cluster id Metadata reports: fixed when the catalog is first written. */
+  get clusterId(): string {
+    return this.#clusterId;
+  }
+
+  /** Number of topics. */
+  get size(): number {
+    return this.#topics.length;
+  }
+
+  /** Every topic, sorted by name. */
+  topics(): readonly TopicEntry[] {
+    return this.#topics;
+  }
+
+  /** The topic named `name`, if any. */
+  get(name: string): TopicEntry | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** The topic with id `topicId` (lowercase UUID), if any. */
+  byTopicId(topicId: string): TopicEntry | undefined {
+    return this.#byTopicId.get(topicId);
+  }
+
+  /** The topic stored in table `tableId`, if any. */
+  byTableId(tableId: number): TopicEntry | undefined {
+    return this.#byTableId.get(tableId);
+  }
+
+  /** Why `name` cannot be created (an illegal name, or one colliding with a topic's), or null when it can. */
+  nameProblem(name: string): string | null {
+    const problem = topicNameProblem(name);
+    if (problem !== null) return problem;
+    if (!this.#byName.has(name) && this.#collisions.has(collisionKey(name))) return `topic name ${JSON.stringify(name)} collides with an existing topic ('.' and '_' are alike)`;
+    return null;
+  }
+
+  /** Creates `name` with `partitions` partitions unless it exists; resolves with the topic as it is now. */
+  createTopic(name: string, partitions: number): Promise<TopicEntry> {
+    const existing = this.#byName.get(name);
+    if (existing !== undefined) return Promise.resolve(existing);
+    return this.#change(name, partitions, false);
+  }
+
+  /**
+   * Makes `name` exist with exactly `partitions` partitions: creates it, or grows it. A topic with
+   * more is refused (INVALID_CONFIG): partition counts never shrink, since a partition's offsets
+   * would be orphaned.
+   */
+  ensureTopic(name: string, partitions: number): Promise<TopicEntry> {
+    const existing = this.#byName.get(name);
+    if (existing !== undefined && existing.partitions === partitions) return Promise.resolve(existing);
+    return this.#change(name, partitions, true);
+  }
+
+  /** Resolves once every change requested so far has settled. */
+  async idle(): Promise<void> {
+    await this.#changes.catch(() => {});
+  }
+
+  #change(name: string, partitions: number, grow: boolean): Promise<TopicEntry> {
+    const run = this.#changes.catch(() => {}).then(() => this.#apply(name, partitions, grow));
+    this.#changes = run;
+    return run;
+  }
+
+  async #apply(name: string, partitions: number, grow: boolean): Promise<TopicEntry> {
+    if (this.#failure !== undefined) {
+      throw new TopicCatalogError('LOG_STORAGE_ERROR', 'failed', `${this.#filePath}: an earlier write failed; topics cannot change until the server restarts`, this.#failure);
+    }
+    const existing = this.#byName.get(name);
+    if (existing !== undefined && (!grow || existing.partitions === partitions)) return existing;
+    checkPartitions(name, partitions);
+    let entry: TopicEntry;
+    if (existing !== undefined) {
+      if (partitions < existing.partitions) {
+        throw new TopicCatalogError('INVALID_CONFIG', 'shrink', `topic ${name} has ${existing.partitions} partitions; partition counts never shrink (asked for ${partitions})`);
+      }
+      entry = { ...existing, partitions };
+    } else {
+      const problem = this.nameProblem(name);
+      if (problem !== null) throw new TopicCatalogError('INVALID_REQUEST', topicNameProblem(name) === null ? 'collision' : 'invalid-name', problem);
+      if (this.#topics.length >= this.#options.topicsMax) {
+        throw new TopicCatalogError('INVALID_REQUEST', 'topics-max', `the catalog holds ${this.#topics.length} topics, its limit (topicsMax); ${name} was not created`);
+      }
+      let tableId = 1;
+      for (const t of this.#topics) tableId = Math.max(tableId, t.tableId + 1);
+      entry = { name, topicId: randomUUID(), tableId, partitions, createdAtMs: this.#options.nowMs() };
+    }
+    const topics = [...this.#topics.filter((t) => t.name !== name), entry].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    try {
+      await writeDurably(this.#options.fs, this.#filePath, encodeCatalog({ clusterId: this.#clusterId, topics }));
+    } catch (error) {
+      this.#failure = error;
+      throw new TopicCatalogError('LOG_STORAGE_ERROR', 'failed', `${this.#filePath}: writing the catalog failed (${(error as Error).message}); topics cannot change until the server restarts`, error);
+    }
+    this.#topics = topics;
+    this.#index(entry);
+    this.#options.onTopicChanged?.(entry);
+    return entry;
+  }
+
+  #index(topic: TopicEntry): void {
+    this.#byName.set(topic.name, topic);
+    this.#byTopicId.set(topic.topicId, topic);
+    this.#byTableId.set(topic.tableId, topic);
+    this.#collisions.add(collisionKey(topic.name));
+  }
+}
+
+function checkPartitions(name: string, partitions: number): void {
+  if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > PARTITION_COUNT_MAX) {
+    throw new TopicCatalogError('INVALID_REQUEST', 'partitions', `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * ConsumerGroupDescribe (key 69, v0): a consumer group as KIP-848 describes it, from
+ * `store.describeGroup`: state, group and assignment epochs, assignor, and per member its epoch,
+ * instance id, subscribed topic names, current and target assignments (topic id, name and
+ * partitions), and the client id and host of its last heartbeat when the server remembers them.
+ * A group the store does not know is GROUP_ID_NOT_FOUND; an invalid id INVALID_GROUP_ID.
+ */
+import type { TableBucket } from '../../model/index.js';
+import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
+import type { HandlerContext } from './handler-context.js';
+import type { RequestHandler } from './request-handler.js';
+import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
+
+const NO_AUTHORIZED_OPERATIONS = -2147483648;
+
+function assignmentOf(context: HandlerContext, buckets: readonly TableBucket[]) {
+  return { topicPartitions: bucketsByTopic(context.catalog, buckets).map((t) => ({ topicId: t.topic.topicId, topicName: t.topic.name, partitions: t.partitions })) };
+}
+
+async function describeOne(context: HandlerContext, groupId: string) {
+  try {
+    const d = await context.store.describeGroup(groupId);
+    return {
+      errorCode: KAFKA_ERROR.NONE,
+      errorMessage: null,
+      groupId,
+      groupState: d.state,
+      groupEpoch: d.groupEpoch,
+      assignmentEpoch: d.assignmentEpoch,
+      assignorName: d.assignor ?? '',
+      members: d.members.map((m) => {
+        const notes = context.members.get(groupId, m.memberId);
+        return {
+          memberId: m.memberId,
+          instanceId: m.instanceId,
+          rackId: null,
+          memberEpoch: m.memberEpoch,
+          clientId: notes?.clientId ?? '',
+          clientHost: notes?.clientHost ?? '',
+          subscribedTopicNames: notes?.topicNames ?? topicNamesOf(context.catalog, m.subscribedTableIds),
+          subscribedTopicRegex: null,
+          assignment: assignmentOf(context, m.assignment),
+          targetAssignment: assignmentOf(context, m.targetAssignment),
+        };
+      }),
+      authorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    };
+  } catch (error) {
+    return { errorCode: context.errorCodeOf(error, 'ConsumerGroupDescribe'), errorMessage: (error as Error).message, groupId, groupState: 'Dead', members: [] };
+  }
+}
+
+/** Describes each consumer group asked for. */
+export const handleConsumerGroupDescribe: RequestHandler<typeof API_KEYS.ConsumerGroupDescribe> = async (context, request) => ({
+  throttleTimeMs: 0,
+  groups: await Promise.all(request.groupIds.map((groupId) => describeOne(context, groupId))),
+});

@@ -1,0 +1,145 @@
+/**
+ * ConsumerGroupHeartbeat (key 68, v0-1): Kafka's consumer group protocol (KIP-848), served by the
+ * store's own group coordinator (`store.heartbeat`), which implements the same protocol over table
+ * buckets. This handler translates:
+ *
+ * | Kafka request                    | store heartbeat                                             |
+ * |----------------------------------|-------------------------------------------------------------|
+ * | member_id ('' on a v0 join)      | memberId (omitted: the store generates one)                 |
+ * | member_epoch                     | memberEpoch (0 join, -1 leave, -2 static leave, > 0)        |
+ * | instance_id                      | instanceId                                                  |
+ * | rebalance_timeout_ms (-1: same)  | rebalanceTimeoutMs (at most one day)                        |
+ * | subscribed_topic_names (null: same) | subscribedTableIds: the tables of the topics that exist  |
+ * | server_assignor (null: same)     | assignor: 'uniform' or 'range'; others UNSUPPORTED_ASSIGNOR |
+ * | topic_partitions (owned; null: same) | ownedBuckets: bucket p of the topic's table per partition p |
+ *
+ * and back: the member id and epoch, the heartbeat interval, and the assignment (when the store
+ * sends one) as topic ids and partitions. Subscribed names are remembered per member
+ * (consumer-member-directory.ts), so a topic created after a member subscribed to it reaches the
+ * store with the member's next heartbeat even when that heartbeat omits the subscription.
+ *
+ * Requests are checked as Kafka checks them (INVALID_REQUEST with a message): a group id, a member
+ * id except on a v0 join, an instance id if any, a rebalance timeout and a subscription and no
+ * owned partitions on a join, an epoch of -2 or more, -2 only with an instance id. Regular
+ * expression subscriptions (v1) are not served. Store errors go out as Kafka's codes
+ * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...).
+ */
+import type { HeartbeatRequest, HeartbeatResponse } from '../../group/index.js';
+import type { TableBucket } from '../../model/index.js';
+import { KAFKA_ERROR, type API_KEYS, type RequestOf, type ResponseInputOf } from '../protocol/index.js';
+import type { HandlerContext } from './handler-context.js';
+import type { Peer, RequestHandler } from './request-handler.js';
+import { bucketsByTopic } from './topic-mapping.js';
+
+type HeartbeatAnswer = ResponseInputOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
+type KafkaHeartbeat = RequestOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
+
+const ASSIGNORS = new Set(['uniform', 'range']);
+const TIMEOUT_MS_MAX = 86_400_000;
+
+function refused(errorCode: number, errorMessage: string): HeartbeatAnswer {
+  return { throttleTimeMs: 0, errorCode, errorMessage, memberId: null, memberEpoch: 0, heartbeatIntervalMs: 0, assignment: null };
+}
+
+/** Kafka's checks of a heartbeat; the reason it is invalid, or null. */
+function invalidity(request: KafkaHeartbeat, version: number): string | null {
+  const { groupId, memberId, memberEpoch, instanceId } = request;
+  if (groupId === '') return "GroupId can't be empty.";
+  if (instanceId === '') return "InstanceId can't be empty.";
+  if (memberEpoch < -2) return `MemberEpoch ${memberEpoch} is invalid.`;
+  if (memberEpoch === -2 && instanceId === null) return 'InstanceId must be set with MemberEpoch -2.';
+  if (memberId === '' && (memberEpoch !== 0 || version >= 1)) return "MemberId can't be empty.";
+  if (request.subscribedTopicRegex !== null) return 'Subscriptions by regular expression are not supported by this server; subscribe by topic names.';
+  if (memberEpoch === 0) {
+    if (request.rebalanceTimeoutMs === -1) return 'RebalanceTimeoutMs must be provided in first request.';
+    if (request.topicPartitions === null || request.topicPartitions.length > 0) return 'TopicPartitions must be empty when (re-)joining.';
+    if (request.subscribedTopicNames === null) return 'SubscribedTopicNames must be set in first request.';
+  }
+  return null;
+}
+
+/** The table ids of the catalog topics among `names`, sorted. */
+function tableIdsOf(context: HandlerContext, names: readonly string[]): number[] {
+  const ids: number[] = [];
+  for (const name of names) {
+    const topic = context.catalog.get(name);
+    if (topic !== undefined) ids.push(topic.tableId);
+  }
+  return ids.sort((a, b) => a - b);
+}
+
+function sameIds(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((id, i) => id === b[i]);
+}
+
+/** The Kafka assignment of a store assignment: topic ids and partitions. */
+function assignmentOf(context: HandlerContext, assignment: readonly TableBucket[]): HeartbeatAnswer['assignment'] {
+  return { topicPartitions: bucketsByTopic(context.catalog, assignment).map((t) => ({ topicId: t.topic.topicId, partitions: t.partitions })) };
+}
+
+/** Runs one KIP-848 heartbeat through the store's coordinator. */
+export const handleConsumerGroupHeartbeat: RequestHandler<typeof API_KEYS.ConsumerGroupHeartbeat> = async (context, request, header, peer) => {
+  const problem = invalidity(request, header.apiVersion);
+  if (problem !== null) return refused(KAFKA_ERROR.INVALID_REQUEST, problem);
+  const assignor = request.serverAssignor;
+  if (assignor !== null && !ASSIGNORS.has(assignor)) return refused(KAFKA_ERROR.UNSUPPORTED_ASSIGNOR, `Assignor ${assignor} is not supported: this server has 'uniform' and 'range'.`);
+  const { groupId, memberId, memberEpoch } = request;
+  const notes = memberId === '' || memberEpoch === 0 ? undefined : context.members.get(groupId, memberId);
+  const topicNames = request.subscribedTopicNames === null ? notes?.topicNames : [...new Set(request.subscribedTopicNames)].sort();
+  const tableIds = topicNames === undefined ? undefined : tableIdsOf(context, topicNames);
+  const heartbeat: HeartbeatRequest = {
+    memberEpoch,
+    ...(memberId === '' ? {} : { memberId }),
+    ...(request.instanceId === null ? {} : { instanceId: request.instanceId }),
+    // Sent when asked, and when a topic of a remembered subscription appeared (or went) since.
+    ...(tableIds !== undefined && (request.subscribedTopicNames !== null || notes === undefined || !sameIds(tableIds, notes.tableIds)) ? { subscribedTableIds: tableIds } : {}),
+    ...(request.topicPartitions === null ? {} : { ownedBuckets: ownedBuckets(context, request.topicPartitions) }),
+    ...(request.rebalanceTimeoutMs > 0 ? { rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, TIMEOUT_MS_MAX) } : {}),
+    ...(assignor === null ? {} : { assignor }),
+  };
+  let response: HeartbeatResponse;
+  try {
+    response = await context.store.heartbeat(groupId, heartbeat);
+  } catch (error) {
+    const code = context.errorCodeOf(error, 'ConsumerGroupHeartbeat');
+    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID || code === KAFKA_ERROR.FENCED_MEMBER_EPOCH) context.members.delete(groupId, memberId);
+    return refused(code, (error as Error).message);
+  }
+  remember(context, groupId, response, topicNames, tableIds, header.clientId, peer);
+  return {
+    throttleTimeMs: 0,
+    errorCode: KAFKA_ERROR.NONE,
+    errorMessage: null,
+    memberId: response.memberId,
+    memberEpoch: response.memberEpoch,
+    heartbeatIntervalMs: response.heartbeatIntervalMs,
+    assignment: response.assignment === undefined ? null : assignmentOf(context, response.assignment),
+  };
+};
+
+function ownedBuckets(context: HandlerContext, owned: NonNullable<KafkaHeartbeat['topicPartitions']>): { tableId: number; bucketId: number }[] {
+  const buckets: { tableId: number; bucketId: number }[] = [];
+  for (const { topicId, partitions } of owned) {
+    const topic = context.catalog.byTopicId(topicId);
+    if (topic === undefined) continue;
+    for (const p of new Set(partitions)) if (p >= 0 && p < topic.partitions) buckets.push({ tableId: topic.tableId, bucketId: p });
+  }
+  return buckets;
+}
+
+function remember(
+  context: HandlerContext, groupId: string, response: HeartbeatResponse, topicNames: readonly string[] | undefined, tableIds: readonly number[] | undefined,
+  clientId: string | null, peer: Peer,
+): void {
+  if (response.memberEpoch < 0) {
+    context.members.delete(groupId, response.memberId);
+    return;
+  }
+  const previous = context.members.get(groupId, response.memberId);
+  context.members.set(groupId, response.memberId, {
+    topicNames: topicNames ?? previous?.topicNames ?? [],
+    tableIds: tableIds ?? previous?.tableIds ?? [],
+    clientId: clientId ?? '',
+    clientHost: peer.clientHost,
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * The consumer protocol's embedded messages, as DescribeGroups carries them for each member
+ * (Kafka's ConsumerProtocolSubscription and ConsumerProtocolAssignment, version 0; all big-endian):
+ *
+ * | subscription        | bytes                                          |
+ * |---------------------|------------------------------------------------|
+ * | version             | int16: 0                                       |
+ * | topics              | int32 count, then each: int16 length, UTF-8    |
+ * | user data           | int32 length (0), no bytes                     |
+ *
+ * | assignment          | bytes                                          |
+ * |---------------------|------------------------------------------------|
+ * | version             | int16: 0                                       |
+ * | topic partitions    | int32 count, then each: int16 length, UTF-8 topic name, int32 count, int32 partitions |
+ * | user data           | int32 length (0), no bytes                     |
+ *
+ * Topic names are at most 249 ASCII characters (the catalog's rule), so a name's byte length is its
+ * string length.
+ */
+import { ByteWriter } from '../protocol/index.js';
+
+/** One topic's partitions. */
+export interface TopicPartitions {
+  /** The topic's name. */
+  readonly topic: string;
+  /** Its partition indexes, sorted. */
+  readonly partitions: readonly number[];
+}
+
+/** A member's subscription (topic names) in the consumer protocol's v0 format. */
+export function encodeSubscription(topics: readonly string[]): Buffer {
+  let bytes = 2 + 4 + 4;
+  for (const t of topics) bytes += 2 + t.length;
+  const w = new ByteWriter(bytes);
+  w.int16(0);
+  w.int32(topics.length);
+  for (const t of topics) {
+    w.int16(t.length);
+    w.utf8(t, t.length);
+  }
+  w.int32(0);
+  return w.finish();
+}
+
+/** A member's assignment in the consumer protocol's v0 format. */
+export function encodeAssignment(assignment: readonly TopicPartitions[]): Buffer {
+  let bytes = 2 + 4 + 4;
+  for (const a of assignment) bytes += 2 + a.topic.length + 4 + 4 * a.partitions.length;
+  const w = new ByteWriter(bytes);
+  w.int16(0);
+  w.int32(assignment.length);
+  for (const a of assignment) {
+    w.int16(a.topic.length);
+    w.utf8(a.topic, a.topic.length);
+    w.int32(a.partitions.length);
+    for (const p of a.partitions) w.int32(p);
+  }
+  w.int32(0);
+  return w.finish();
+}

@@ -1,0 +1,44 @@
+/**
+ * FindCoordinator (key 10, v0-4): the broker coordinating a group (key type 0), one key in v0-3, a
+ * batch of keys from v4. This server coordinates groups only: a transaction key (type 1) or any
+ * other type is INVALID_REQUEST with a message saying so (non-retriable, so a transactional
+ * producer fails at once instead of retrying forever). A group id the store cannot hold (empty,
+ * over 255 UTF-8 bytes) is INVALID_GROUP_ID.
+ * An answer without a coordinator names node -1 at '' port -1, as Kafka does.
+ */
+import { validateGroupId } from '../../model/index.js';
+import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
+import type { HandlerContext } from './handler-context.js';
+import type { RequestHandler } from './request-handler.js';
+
+const GROUP_KEY_TYPE = 0;
+
+interface Coordinator {
+  readonly errorCode: number;
+  readonly errorMessage: string | null;
+  readonly nodeId: number;
+  readonly host: string;
+  readonly port: number;
+}
+
+function coordinatorOf(context: HandlerContext, key: string, keyType: number): Coordinator {
+  const refused = (errorCode: number, errorMessage: string): Coordinator => ({ errorCode, errorMessage, nodeId: -1, host: '', port: -1 });
+  if (keyType !== GROUP_KEY_TYPE) {
+    return refused(KAFKA_ERROR.INVALID_REQUEST, `key type ${keyType} is not served: this server coordinates consumer groups only (key type 0) and has no transaction coordinator`);
+  }
+  try {
+    validateGroupId(key);
+  } catch (error) {
+    return refused(context.errorCodeOf(error, 'FindCoordinator'), (error as Error).message);
+  }
+  const broker = context.cluster.coordinatorFor(key);
+  return { errorCode: KAFKA_ERROR.NONE, errorMessage: null, nodeId: broker.nodeId, host: broker.host, port: broker.port };
+}
+
+/** Answers FindCoordinator for group keys. */
+export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinator> = (context, request, header) => {
+  if (header.apiVersion >= 4) {
+    return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((key) => ({ key, ...coordinatorOf(context, key, request.keyType) })) };
+  }
+  return { throttleTimeMs: 0, ...coordinatorOf(context, request.key, request.keyType) };
+};

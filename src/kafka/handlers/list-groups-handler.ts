@@ -1,0 +1,27 @@
+/**
+ * ListGroups (key 16, v0-4): every group of the store (`store.listGroups`), as consumer groups
+ * (protocol type 'consumer'), with its state from v4 and, from v4, only the states asked for
+ * (compared without regard to case, as Kafka's coordinator does; an empty filter keeps every
+ * group). While an offsets-bucket is still loading, the answer is COORDINATOR_LOAD_IN_PROGRESS and
+ * no groups: a partial list would hide groups.
+ */
+import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
+import type { RequestHandler } from './request-handler.js';
+
+/** Lists the store's groups. */
+export const handleListGroups: RequestHandler<typeof API_KEYS.ListGroups> = async (context, request) => {
+  let listings;
+  try {
+    listings = await context.store.listGroups();
+  } catch (error) {
+    return { throttleTimeMs: 0, errorCode: context.errorCodeOf(error, 'ListGroups'), groups: [] };
+  }
+  const states = new Set(request.statesFilter.map((s) => s.trim().toLowerCase()));
+  return {
+    throttleTimeMs: 0,
+    errorCode: KAFKA_ERROR.NONE,
+    groups: listings
+      .filter((g) => states.size === 0 || states.has(g.state.toLowerCase()))
+      .map((g) => ({ groupId: g.groupId, protocolType: 'consumer', groupState: g.state })),
+  };
+};

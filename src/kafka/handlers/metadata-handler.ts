@@ -1,0 +1,101 @@
+/**
+ * Metadata (key 3, v0-12): the brokers (this server, at its advertised address: kafkajs matches the
+ * broker to its bootstrap connection by exact host and port), the cluster id, and the topics asked
+ * for (v0: an empty list means all; v1+: null means all) with their partitions, each led by this
+ * server with itself as the only replica. Topic ids from v10; a topic asked for by id (v10+, name
+ * null) that does not exist is UNKNOWN_TOPIC_ID.
+ *
+ * An unknown topic is created (in the durable catalog, before it is named in the answer) when the
+ * request allows it (allow_auto_topic_creation, always in v0-3) and the server does
+ * (autoCreateTopics), with defaultPartitions partitions; otherwise it is UNKNOWN_TOPIC_OR_PARTITION.
+ * An illegal or colliding name is INVALID_TOPIC_EXCEPTION, a full catalog POLICY_VIOLATION, a
+ * catalog that failed to write KAFKA_STORAGE_ERROR.
+ */
+import { KAFKA_ERROR, ZERO_UUID, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
+import { TopicCatalogError, type TopicEntry } from '../catalog/index.js';
+import type { HandlerContext } from './handler-context.js';
+import type { RequestHandler } from './request-handler.js';
+
+type MetadataResponse = ResponseInputOf<typeof API_KEYS.Metadata>;
+type TopicMetadata = NonNullable<MetadataResponse['topics']>[number];
+type PartitionMetadata = NonNullable<TopicMetadata['partitions']>[number];
+
+const NO_AUTHORIZED_OPERATIONS = -2147483648;
+
+/** The partitions of a topic entry, built once per entry (an entry is replaced when the topic grows). */
+const partitionCache = new WeakMap<TopicEntry, PartitionMetadata[]>();
+
+function partitionsOf(context: HandlerContext, topic: TopicEntry): PartitionMetadata[] {
+  let partitions = partitionCache.get(topic);
+  if (partitions === undefined) {
+    partitions = [];
+    for (let p = 0; p < topic.partitions; p++) {
+      const leader = context.cluster.leaderOf(topic.name, p).nodeId;
+      partitions.push({ errorCode: KAFKA_ERROR.NONE, partitionIndex: p, leaderId: leader, leaderEpoch: -1, replicaNodes: [leader], isrNodes: [leader], offlineReplicas: [] });
+    }
+    partitionCache.set(topic, partitions);
+  }
+  return partitions;
+}
+
+function described(context: HandlerContext, topic: TopicEntry): TopicMetadata {
+  return { errorCode: KAFKA_ERROR.NONE, name: topic.name, topicId: topic.topicId, isInternal: false, partitions: partitionsOf(context, topic), topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS };
+}
+
+function failed(errorCode: number, name: string | null, topicId = ZERO_UUID): TopicMetadata {
+  return { errorCode, name, topicId, isInternal: false, partitions: [], topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS };
+}
+
+function creationFailure(context: HandlerContext, name: string, error: unknown): TopicMetadata {
+  if (error instanceof TopicCatalogError) {
+    const code = error.refusal === 'invalid-name' || error.refusal === 'collision' ? KAFKA_ERROR.INVALID_TOPIC_EXCEPTION
+      : error.refusal === 'topics-max' ? KAFKA_ERROR.POLICY_VIOLATION
+      : error.refusal === 'failed' ? KAFKA_ERROR.KAFKA_STORAGE_ERROR : KAFKA_ERROR.INVALID_REQUEST;
+    return failed(code, name);
+  }
+  return failed(context.errorCodeOf(error, `creating topic ${name}`), name);
+}
+
+/** Answers Metadata, creating unknown topics when allowed. */
+export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context, request, header) => {
+  const { catalog, cluster } = context;
+  const base = {
+    throttleTimeMs: 0,
+    brokers: cluster.brokers().map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: null })),
+    clusterId: catalog.clusterId,
+    controllerId: cluster.self.nodeId,
+    clusterAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
+  };
+  const asked = request.topics;
+  if (asked === null || (header.apiVersion === 0 && asked.length === 0)) {
+    return { ...base, topics: catalog.topics().map((t) => described(context, t)) };
+  }
+  const mayCreate = context.settings.autoCreateTopics && (header.apiVersion < 4 || request.allowAutoTopicCreation);
+  const topics: (TopicMetadata | Promise<TopicMetadata>)[] = [];
+  const seen = new Set<string>();
+  let pending = false;
+  for (const { name, topicId } of asked) {
+    const key = name ?? `id:${topicId}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (name === null) {
+      const entry = catalog.byTopicId(topicId);
+      // The response's name is nullable only from v12; v10-11 get an empty one.
+      topics.push(entry === undefined ? failed(KAFKA_ERROR.UNKNOWN_TOPIC_ID, header.apiVersion >= 12 ? null : '', topicId) : described(context, entry));
+      continue;
+    }
+    const entry = catalog.get(name);
+    if (entry !== undefined) {
+      topics.push(described(context, entry));
+    } else if (catalog.nameProblem(name) !== null) {
+      topics.push(failed(KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, name));
+    } else if (!mayCreate) {
+      topics.push(failed(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name));
+    } else {
+      pending = true;
+      topics.push(catalog.createTopic(name, context.settings.defaultPartitions).then((created) => described(context, created), (error: unknown) => creationFailure(context, name, error)));
+    }
+  }
+  if (!pending) return { ...base, topics: topics as TopicMetadata[] };
+  return Promise.all(topics).then((all) => ({ ...base, topics: all }));
+};

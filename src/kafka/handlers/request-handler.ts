@@ -1,0 +1,36 @@
+/**
+ * What a request handler is: a function from a decoded request to the response body of the same API
+ * at the same version (encoded by the server), synchronous when it can be (a fetch of committed
+ * offsets is answered from memory in the same tick) and a promise when it waits for the store.
+ *
+ * A handler answers every error a client can act on inside its response (a per-partition, per-group
+ * or top-level error code, as the API's schema has them) and never rejects for them; a handler that
+ * throws or rejects has a bug, and the server closes that connection and reports it. A handler may
+ * return CLOSE_CONNECTION instead of a body, which is how Kafka answers some requests (an acks=0
+ * produce it refuses): the connection is closed once every earlier response was written.
+ */
+import type { ApiKey, RequestHeader, RequestOf, ResponseInputOf } from '../protocol/index.js';
+import type { HandlerContext } from './handler-context.js';
+
+/** Returned instead of a response body: close the connection after the earlier responses. */
+export const CLOSE_CONNECTION: unique symbol = Symbol('close the connection');
+
+/** Who sent a request: what the server knows of the connection. */
+export interface Peer {
+  /** The client's address as the socket reports it (Kafka's clientHost), e.g. `/127.0.0.1`. */
+  readonly clientHost: string;
+}
+
+/** A handler's answer: the response body, or CLOSE_CONNECTION. */
+export type HandlerResult<K extends ApiKey> = ResponseInputOf<K> | typeof CLOSE_CONNECTION;
+
+/** The handler of API `K`. */
+export type RequestHandler<K extends ApiKey> = (
+  context: HandlerContext,
+  request: RequestOf<K>,
+  header: RequestHeader,
+  peer: Peer,
+) => HandlerResult<K> | Promise<HandlerResult<K>>;
+
+/** A handler for every API the server answers, by API key. */
+export type HandlerTable = { readonly [K in ApiKey]?: RequestHandler<K> };

@@ -1,0 +1,78 @@
+/**
+ * From a request payload to the bytes of its response: decodes the header, checks the API and
+ * version against what the server advertises, decodes the body, asks the API's handler, and encodes
+ * its answer as a framed response (size, header, body) ready for one socket write.
+ *
+ * What Kafka's broker does with a request it cannot serve, this does too:
+ * - an ApiVersions request of a version not advertised: answered in the v0 format with
+ *   UNSUPPORTED_VERSION (35) and the advertised ranges (KIP-511), so the client can pick a version;
+ * - any other API key or version not advertised, a header or body that does not decode: the
+ *   connection is closed (CLOSE_CONNECTION), since no response a client could parse is possible.
+ *
+ * Handler failures (a throw, a rejection, a body the encoder refuses) are bugs: the router reports
+ * them (onWarning) and closes that connection; the server and other connections go on.
+ */
+import {
+  API_KEYS, KAFKA_ERROR, advertisedApis, decodeRequest, decodeRequestHeader, encodeResponse, isAdvertised, type ApiKey, type RequestHeader,
+} from '../protocol/index.js';
+import { CLOSE_CONNECTION, type HandlerContext, type HandlerResult, type HandlerTable, type Peer, type RequestHandler } from '../handlers/index.js';
+
+/** What a request comes to: the framed response, or closing the connection; now or later. */
+export type Routed = Buffer | typeof CLOSE_CONNECTION;
+
+const API_VERSIONS_UNSUPPORTED = { errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION, apiKeys: advertisedApis() };
+
+/** Routes requests to their handlers and encodes the answers. */
+export class RequestRouter {
+  readonly #handlers: HandlerTable;
+  readonly #context: HandlerContext;
+
+  constructor(handlers: HandlerTable, context: HandlerContext) {
+    this.#handlers = handlers;
+    this.#context = context;
+  }
+
+  /** The response to one request payload (the bytes after the frame's size field). */
+  route(payload: Buffer, peer: Peer): Routed | Promise<Routed> {
+    let header: RequestHeader;
+    try {
+      header = decodeRequestHeader(payload);
+    } catch {
+      return CLOSE_CONNECTION;
+    }
+    if (!isAdvertised(header.apiKey, header.apiVersion)) {
+      if (header.apiKey !== API_KEYS.ApiVersions) return CLOSE_CONNECTION;
+      return encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: header.correlationId }, API_VERSIONS_UNSUPPORTED);
+    }
+    const handler = this.#handlers[header.apiKey as ApiKey] as RequestHandler<ApiKey> | undefined;
+    if (handler === undefined) return CLOSE_CONNECTION;
+    let body;
+    try {
+      body = decodeRequest(payload, header).body;
+    } catch {
+      return CLOSE_CONNECTION;
+    }
+    let answer: HandlerResult<ApiKey> | Promise<HandlerResult<ApiKey>>;
+    try {
+      answer = handler(this.#context, body as never, header, peer);
+    } catch (error) {
+      return this.#failed(header, error);
+    }
+    if (answer instanceof Promise) return answer.then((result) => this.#encode(header, result), (error: unknown) => this.#failed(header, error));
+    return this.#encode(header, answer);
+  }
+
+  #encode(header: RequestHeader, result: HandlerResult<ApiKey>): Routed {
+    if (result === CLOSE_CONNECTION) return CLOSE_CONNECTION;
+    try {
+      return encodeResponse({ apiKey: header.apiKey as ApiKey, apiVersion: header.apiVersion, correlationId: header.correlationId }, result as never);
+    } catch (error) {
+      return this.#failed(header, error);
+    }
+  }
+
+  #failed(header: RequestHeader, error: unknown): typeof CLOSE_CONNECTION {
+    this.#context.warn(`kafka server: answering API key ${header.apiKey} v${header.apiVersion} (correlation id ${header.correlationId}) failed; the connection is closed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return CLOSE_CONNECTION;
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * The options of `startKafkaServer`, their defaults, and their checks (a wrong type is a TypeError,
+ * a value out of range a RangeError, both naming the option, before anything is opened or bound).
+ * The defaults follow Kafka's broker where it has the same setting.
+ */
+import type { OffsetStore } from '../../store.js';
+import { SystemClock, type Clock } from '../../util/index.js';
+import { PARTITION_COUNT_MAX } from '../catalog/index.js';
+
+/** A topic to serve: created at start if missing, grown if it has fewer partitions. */
+export interface TopicSpec {
+  /** The topic's name (Kafka's rules: 1 to 249 characters of `[a-zA-Z0-9._-]`). */
+  readonly name: string;
+  /** Its partition count, 1 to 65,536; a topic that has more already is refused (counts never shrink). */
+  readonly partitions: number;
+}
+
+/** Options of `startKafkaServer`. */
+export interface KafkaServerOptions {
+  /** The store to serve; open. The server never closes it unless `close({ closeStore: true })`. */
+  readonly store: OffsetStore;
+  /** Address to listen on; default '127.0.0.1' (loopback: pass another to be reachable from elsewhere). */
+  readonly host?: string;
+  /** Port to listen on; default 0 (a free port, reported by the server's `port`). */
+  readonly port?: number;
+  /** Host clients are told to connect to (Metadata, FindCoordinator); default `host`. Required when `host` is a wildcard address. */
+  readonly advertisedHost?: string;
+  /** Port clients are told to connect to; default the bound port. */
+  readonly advertisedPort?: number;
+  /** This server's node id in Metadata and FindCoordinator; default 0. */
+  readonly nodeId?: number;
+  /** Topics to serve from the start (created, or grown, in the catalog before the server listens). */
+  readonly topics?: readonly TopicSpec[];
+  /** Create an unknown topic a Metadata request asks for, when the request allows it; default true. */
+  readonly autoCreateTopics?: boolean;
+  /** Partitions of a topic created automatically; default 1 (Kafka's num.partitions). */
+  readonly defaultPartitions?: number;
+  /** Most topics in the catalog; default 10,000. */
+  readonly topicsMax?: number;
+  /** Largest request, in bytes; a bigger one closes its connection unread. Default 100 MiB (Kafka's socket.request.max.bytes). */
+  readonly requestBytesMax?: number;
+  /** Most open connections; one more is closed at once. Default 1000. */
+  readonly connectionsMax?: number;
+  /** A connection with nothing in flight and no traffic for this long is closed; default 10 min (Kafka's connections.max.idle.ms). */
+  readonly idleTimeoutMs?: number;
+  /** Most requests of one connection in flight at once (pipelined); past it, the connection is not read. Default 64. */
+  readonly inFlightRequestsMax?: number;
+  /** Bytes of responses waiting in a connection's socket above which it is not read until they drain; default 1 MiB. */
+  readonly pendingResponseBytesMax?: number;
+  /** The longest a Fetch is held, whatever max_wait_ms it asks for; default 30 s. */
+  readonly fetchWaitMsMax?: number;
+  /** How long a closing connection waits for the client to close its side; default 5 s. */
+  readonly closeGraceMs?: number;
+  /** Most consumer-group members whose subscribed topic names and client ids the server remembers; default 65,536. */
+  readonly membersNotedMax?: number;
+  /** Time and timers (held Fetches, idle connections, close grace); default the system clock. */
+  readonly clock?: Clock;
+  /** Receives problems the server survived (a handler's bug, a failed catalog write); default process.emitWarning. */
+  readonly onWarning?: (message: string) => void;
+}
+
+/** Options after checking, with defaults. */
+export interface ResolvedServerOptions {
+  readonly store: OffsetStore;
+  readonly host: string;
+  readonly port: number;
+  readonly advertisedHost: string | undefined;
+  readonly advertisedPort: number | undefined;
+  readonly nodeId: number;
+  readonly topics: readonly TopicSpec[];
+  readonly autoCreateTopics: boolean;
+  readonly defaultPartitions: number;
+  readonly topicsMax: number;
+  readonly requestBytesMax: number;
+  readonly connectionsMax: number;
+  readonly idleTimeoutMs: number;
+  readonly inFlightRequestsMax: number;
+  readonly pendingResponseBytesMax: number;
+  readonly fetchWaitMsMax: number;
+  readonly closeGraceMs: number;
+  readonly membersNotedMax: number;
+  readonly clock: Clock;
+  readonly onWarning: (message: string) => void;
+}
+
+/** The defaults. */
+export const SERVER_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 0,
+  nodeId: 0,
+  autoCreateTopics: true,
+  defaultPartitions: 1,
+  topicsMax: 10_000,
+  requestBytesMax: 100 * 1024 * 1024,
+  connectionsMax: 1000,
+  idleTimeoutMs: 10 * 60 * 1000,
+  inFlightRequestsMax: 64,
+  pendingResponseBytesMax: 1024 * 1024,
+  fetchWaitMsMax: 30_000,
+  closeGraceMs: 5000,
+  membersNotedMax: 65_536,
+} as const;
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
+/** The longest delay a Node timer holds. */
+const TIMER_MS_MAX = 0x7fffffff;
+const INT32_MAX = 0x7fffffff;
+
+function integer(value: unknown, name: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number') throw new TypeError(`options.${name} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`options.${name} must be an integer in [${min}, ${max}], got ${value}`);
+  return value;
+}
+
+function text(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new TypeError(`options.${name} must be a string, got ${typeof value}`);
+  return value;
+}
+
+function flag(value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new TypeError(`options.${name} must be a boolean, got ${typeof value}`);
+  return value;
+}
+
+function topicSpecs(value: unknown): TopicSpec[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new TypeError('options.topics must be an array');
+  return value.map((t: unknown, i) => {
+    const { name, partitions } = (typeof t === 'object' && t !== null ? t : {}) as { name?: unknown; partitions?: unknown };
+    if (typeof name !== 'string') throw new TypeError(`options.topics[${i}].name must be a string`);
+    return { name, partitions: integer(partitions, `topics[${i}].partitions`, 0, 1, PARTITION_COUNT_MAX) };
+  });
+}
+
+/** Checks the options (each read once) and applies the defaults. */
+export function resolveServerOptions(options: KafkaServerOptions): ResolvedServerOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  const {
+    store, host, port, advertisedHost, advertisedPort, nodeId, topics, autoCreateTopics, defaultPartitions, topicsMax, requestBytesMax, connectionsMax,
+    idleTimeoutMs, inFlightRequestsMax, pendingResponseBytesMax, fetchWaitMsMax, closeGraceMs, membersNotedMax, clock, onWarning,
+  } = options;
+  if (typeof store !== 'object' || store === null || typeof store.commitOffsets !== 'function') throw new TypeError('options.store must be an open OffsetStore');
+  const resolved = {
+    store,
+    host: text(host, 'host') ?? SERVER_DEFAULTS.host,
+    port: integer(port, 'port', SERVER_DEFAULTS.port, 0, 65_535),
+    advertisedHost: text(advertisedHost, 'advertisedHost'),
+    advertisedPort: advertisedPort === undefined ? undefined : integer(advertisedPort, 'advertisedPort', 0, 1, 65_535),
+    nodeId: integer(nodeId, 'nodeId', SERVER_DEFAULTS.nodeId, 0, INT32_MAX),
+    topics: topicSpecs(topics),
+    autoCreateTopics: flag(autoCreateTopics, 'autoCreateTopics', SERVER_DEFAULTS.autoCreateTopics),
+    defaultPartitions: integer(defaultPartitions, 'defaultPartitions', SERVER_DEFAULTS.defaultPartitions, 1, PARTITION_COUNT_MAX),
+    topicsMax: integer(topicsMax, 'topicsMax', SERVER_DEFAULTS.topicsMax, 1, 1_000_000),
+    requestBytesMax: integer(requestBytesMax, 'requestBytesMax', SERVER_DEFAULTS.requestBytesMax, 64, INT32_MAX),
+    connectionsMax: integer(connectionsMax, 'connectionsMax', SERVER_DEFAULTS.connectionsMax, 1, 1_000_000),
+    idleTimeoutMs: integer(idleTimeoutMs, 'idleTimeoutMs', SERVER_DEFAULTS.idleTimeoutMs, 1, TIMER_MS_MAX),
+    inFlightRequestsMax: integer(inFlightRequestsMax, 'inFlightRequestsMax', SERVER_DEFAULTS.inFlightRequestsMax, 1, 65_536),
+    pendingResponseBytesMax: integer(pendingResponseBytesMax, 'pendingResponseBytesMax', SERVER_DEFAULTS.pendingResponseBytesMax, 16 * 1024, 2 ** 40),
+    fetchWaitMsMax: integer(fetchWaitMsMax, 'fetchWaitMsMax', SERVER_DEFAULTS.fetchWaitMsMax, 0, TIMER_MS_MAX),
+    closeGraceMs: integer(closeGraceMs, 'closeGraceMs', SERVER_DEFAULTS.closeGraceMs, 0, TIMER_MS_MAX),
+    membersNotedMax: integer(membersNotedMax, 'membersNotedMax', SERVER_DEFAULTS.membersNotedMax, 1, 10_000_000),
+    clock: clock ?? new SystemClock(),
+    onWarning: onWarning ?? ((message: string) => process.emitWarning(message, 'OffsetStoreWarning')),
+  };
+  if (typeof resolved.onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
+  if (resolved.advertisedHost === undefined && WILDCARD_HOSTS.has(resolved.host)) {
+    throw new RangeError(`options.advertisedHost is required when listening on the wildcard address '${resolved.host}': clients must be told an address they can connect to`);
+  }
+  if (resolved.advertisedHost === '') throw new RangeError('options.advertisedHost must not be empty');
+  return resolved;
+}

@@ -1,0 +1,120 @@
+/**
+ * `offset-store serve` as a child process, the way a user runs it: it prints the address it listens
+ * on (port 0 picks a free one; `--json` prints `{"host","port"}`), serves Kafka clients (kafkajs and
+ * @platformatic/kafka here), and on SIGTERM or SIGINT lets requests in flight finish (a held Fetch is
+ * answered), closes the store and exits 0; what clients committed is in the store afterwards.
+ * Usage mistakes exit 2, a topic the catalog refuses or an address in use exit 1.
+ */
+import { Admin } from '@platformatic/kafka';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { OffsetStore } from '../../src/index.js';
+import { CATALOG_FILE } from '../../src/kafka/index.js';
+import { API_KEYS } from '../../src/kafka/protocol/index.js';
+import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
+import { tempDir } from '../support/temp-dir.js';
+import { REPO_DIR, runCli } from './cli-harness.js';
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+
+interface Serving {
+  readonly child: ChildProcess;
+  /** The first line of stdout. */
+  readonly firstLine: string;
+  stdout: string;
+  stderr: string;
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>;
+}
+
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+/** Starts `offset-store serve <args>` and resolves once it printed its first line. */
+function serve(args: readonly string[]): Promise<Serving> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', ...args], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const serving = { child, firstLine: '', stdout: '', stderr: '', exited };
+    child.stderr!.on('data', (chunk: Buffer) => { serving.stderr += chunk.toString(); });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      serving.stdout += chunk.toString();
+      const newline = serving.stdout.indexOf('\n');
+      if (newline >= 0 && serving.firstLine === '') resolve({ ...serving, firstLine: serving.stdout.slice(0, newline), get stdout() { return serving.stdout; }, get stderr() { return serving.stderr; } });
+    });
+    void exited.then((code) => reject(new Error(`serve exited with ${code} before printing its address:\n${serving.stderr}`)));
+  });
+}
+
+describe('offset-store serve', () => {
+  it('--json prints {"host","port"}, serves clients, and on SIGTERM answers the held Fetch, closes the store and exits 0', async () => {
+    const dir = tempDir();
+    const serving = await serve(['--dir', dir, '--listen', '127.0.0.1:0', '--json', '--topic', 'orders:3']);
+    const { host, port } = JSON.parse(serving.firstLine) as { host: string; port: number };
+    expect(host).toBe('127.0.0.1');
+    expect(port).toBeGreaterThan(0);
+
+    const kafka = new Kafka({ clientId: 'serve-test', brokers: [`${host}:${port}`], logLevel: logLevel.NOTHING });
+    const kafkajs = kafka.admin();
+    await kafkajs.connect();
+    expect((await kafkajs.fetchTopicOffsets('orders')).map((p) => p.partition)).toEqual([0, 1, 2]);
+    const plt = new Admin({ clientId: 'serve-test', bootstrapBrokers: [`${host}:${port}`] });
+    await plt.alterConsumerGroupOffsets({ groupId: 'served', topics: [{ name: 'orders', partitionOffsets: [{ partition: 1, offset: 41n }] }] });
+    expect((await kafkajs.fetchOffsets({ groupId: 'served', topics: ['orders'] }))[0]!.partitions[1]!.offset).toBe('41');
+    await plt.close();
+    await kafkajs.disconnect();
+
+    const fetcher = await RawKafkaClient.connect(port);
+    const held = fetcher.send(API_KEYS.Fetch, 11, { maxWaitMs: 60_000, minBytes: 1, topics: [{ topic: 'orders', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1024 }] }] });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    serving.child.kill('SIGTERM');
+    expect((await held).responses[0]!.partitions[0]!.errorCode, 'the held Fetch is answered at once').toBe(0);
+    expect(await serving.exited).toBe(0);
+    expect(serving.stdout.trim()).toBe(serving.firstLine);
+    await fetcher.closed;
+
+    const store = await OffsetStore.open({ dir });
+    expect((await store.fetchOffsets('served', [{ tableId: 1, bucketId: 1 }]))[0]?.offset).toBe(41);
+    await store.close();
+    expect(JSON.parse(readFileSync(path.join(dir, CATALOG_FILE), 'utf8')).topics).toEqual([expect.objectContaining({ name: 'orders', tableId: 1, partitions: 3 })]);
+  });
+
+  it('prints where it listens and stops on SIGINT', async () => {
+    const dir = tempDir();
+    const serving = await serve(['--dir', dir, '--listen', '127.0.0.1:0']);
+    const port = Number(/on 127\.0\.0\.1:(\d+);/.exec(serving.firstLine)?.[1]);
+    expect(port, serving.firstLine).toBeGreaterThan(0);
+    const client = await RawKafkaClient.connect(port);
+    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    serving.child.kill('SIGINT');
+    expect(await serving.exited).toBe(0);
+    expect(serving.stdout).toMatch(/SIGINT: closing[\s\S]*Stopped\./);
+    await client.closed;
+  });
+
+  it('exits 2 for bad usage, 1 for a topic the catalog refuses or an address in use', async () => {
+    const dir = tempDir();
+    for (const args of [['--listen', 'nowhere'], ['--listen', '0.0.0.0:9092'], ['--topic', 'orders'], ['--listen', '127.0.0.1:70000'], ['--default-partitions', '0']]) {
+      const run = await runCli(['serve', '--dir', dir, ...args]);
+      expect([run.code, args.join(' ')]).toEqual([2, args.join(' ')]);
+    }
+    const badTopic = await runCli(['serve', '--dir', dir, '--listen', '127.0.0.1:0', '--topic', 'bad name:2']);
+    expect(badTopic.code).toBe(1);
+    expect(badTopic.stderr).toMatch(/INVALID_REQUEST/);
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const busy = await runCli(['serve', '--dir', dir, '--listen', `127.0.0.1:${(taken.address() as net.AddressInfo).port}`]);
+    taken.close();
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toMatch(/INVALID_CONFIG: cannot listen on .*EADDRINUSE/);
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * The group APIs: ListGroups (every group as a consumer group, states from v4, a case-blind states
+ * filter), DescribeGroups (state, assignor, members with their subscription and assignment in the
+ * consumer protocol's format; an unknown group Dead without error), DeleteGroups (NON_EMPTY_GROUP,
+ * GROUP_ID_NOT_FOUND per group), OffsetDelete (partitions of topics a member subscribes to refused
+ * with GROUP_SUBSCRIBED_TO_TOPIC, the others deleted; group errors at the top level), and the
+ * classic group APIs, answered with UNSUPPORTED_VERSION until they are served.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { CLASSIC_GROUP_PROTOCOL_SERVED } from '../../../src/kafka/handlers/index.js';
+import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
+import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+
+let running: TestServer | undefined;
+let client: RawKafkaClient | undefined;
+
+async function start(): Promise<{ t: TestServer; client: RawKafkaClient }> {
+  running = await startTestServer({ server: { topics: [{ name: 'orders', partitions: 4 }, { name: 'audit', partitions: 2 }] } });
+  client = await RawKafkaClient.connect(running.server.port);
+  return { t: running, client };
+}
+
+afterEach(async () => {
+  await client?.close();
+  await running?.close();
+  expect(running?.warnings ?? []).toEqual([]);
+  running = undefined;
+  client = undefined;
+});
+
+/** A group with offsets only ('idle'), and one with a member subscribed to orders ('live'). */
+async function seed(t: TestServer): Promise<string> {
+  await t.store.commitOffsets('idle', [{ tableId: 1, bucketId: 0, offset: 5 }, { tableId: 2, bucketId: 1, offset: 6 }]);
+  await t.store.commitOffsets('live', [{ tableId: 1, bucketId: 0, offset: 1 }, { tableId: 2, bucketId: 0, offset: 2 }]);
+  const { memberId } = await t.store.heartbeat('live', { memberEpoch: 0, subscribedTableIds: [1] });
+  return memberId;
+}
+
+/** Reads a consumer-protocol subscription (v0): its topic names. */
+function subscribedTopics(bytes: Buffer): string[] {
+  const count = bytes.readInt32BE(2);
+  const topics: string[] = [];
+  for (let i = 0, p = 6; i < count; i++) {
+    const length = bytes.readInt16BE(p);
+    topics.push(bytes.toString('utf8', p + 2, p + 2 + length));
+    p += 2 + length;
+  }
+  return topics;
+}
+
+/** Reads a consumer-protocol assignment (v0): topic name -> partitions. */
+function assignedPartitions(bytes: Buffer): Record<string, number[]> {
+  const count = bytes.readInt32BE(2);
+  const assignment: Record<string, number[]> = {};
+  for (let i = 0, p = 6; i < count; i++) {
+    const length = bytes.readInt16BE(p);
+    const topic = bytes.toString('utf8', p + 2, p + 2 + length);
+    p += 2 + length;
+    const partitions = bytes.readInt32BE(p);
+    assignment[topic] = Array.from({ length: partitions }, (_, k) => bytes.readInt32BE(p + 4 + 4 * k));
+    p += 4 + 4 * partitions;
+  }
+  return assignment;
+}
+
+describe('ListGroups', () => {
+  it('lists every group as a consumer group, with its state from v4, filtered by state without regard to case', async () => {
+    const { t, client } = await start();
+    await seed(t);
+    for (let version = 0; version <= 4; version++) {
+      const response = await client.send(API_KEYS.ListGroups, version, {});
+      expect(response.errorCode).toBe(0);
+      expect(response.groups.map((g) => [g.groupId, g.protocolType, version >= 4 ? g.groupState : '']), `v${version}`)
+        .toEqual([['idle', 'consumer', version >= 4 ? 'Empty' : ''], ['live', 'consumer', version >= 4 ? 'Stable' : '']]);
+    }
+    const filtered = await client.send(API_KEYS.ListGroups, 4, { statesFilter: ['stable', 'PreparingRebalance'] });
+    expect(filtered.groups.map((g) => g.groupId)).toEqual(['live']);
+  });
+});
+
+describe('DescribeGroups', () => {
+  it("describes a group's state, assignor and members with their subscription and assignment; an unknown group is Dead", async () => {
+    const { t, client } = await start();
+    const memberId = await seed(t);
+    for (let version = 0; version <= 5; version++) {
+      const response = await client.send(API_KEYS.DescribeGroups, version, { groups: ['live', 'idle', 'unknown'] });
+      const [live, idle, unknown] = response.groups;
+      expect(live, `v${version}`).toMatchObject({ errorCode: 0, groupId: 'live', groupState: 'Stable', protocolType: 'consumer', protocolData: 'uniform' });
+      expect(live!.members.map((m) => m.memberId)).toEqual([memberId]);
+      expect(subscribedTopics(live!.members[0]!.memberMetadata)).toEqual(['orders']);
+      expect(assignedPartitions(live!.members[0]!.memberAssignment)).toEqual({ orders: [0, 1, 2, 3] });
+      expect(idle, `v${version}`).toMatchObject({ errorCode: 0, groupState: 'Empty', protocolType: 'consumer', protocolData: '', members: [] });
+      expect(unknown, `v${version}`).toMatchObject({ errorCode: 0, groupId: 'unknown', groupState: 'Dead', protocolType: '', members: [] });
+    }
+    expect((await client.send(API_KEYS.DescribeGroups, 5, { groups: [''] })).groups[0]!.errorCode).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
+  });
+});
+
+describe('DeleteGroups', () => {
+  it('deletes a group without members; refuses one with members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND)', async () => {
+    const { t, client } = await start();
+    await seed(t);
+    for (let version = 0; version <= 2; version++) {
+      const response = await client.send(API_KEYS.DeleteGroups, version, { groupsNames: ['idle', 'live', 'unknown', ''] });
+      expect(response.results.map((r) => [r.groupId, r.errorCode]), `v${version}`).toEqual([
+        ['idle', version === 0 ? 0 : KAFKA_ERROR.GROUP_ID_NOT_FOUND], ['live', KAFKA_ERROR.NON_EMPTY_GROUP], ['unknown', KAFKA_ERROR.GROUP_ID_NOT_FOUND], ['', KAFKA_ERROR.INVALID_GROUP_ID],
+      ]);
+    }
+    expect((await t.store.listGroups()).map((g) => g.groupId)).toEqual(['live']);
+  });
+});
+
+describe('OffsetDelete', () => {
+  it('refuses the partitions of topics a member subscribes to, deletes the others, and answers unknown partitions', async () => {
+    const { t, client } = await start();
+    await seed(t);
+    const response = await client.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'live',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }] }, { name: 'audit', partitions: [{ partitionIndex: 0 }, { partitionIndex: 5 }] }, { name: 'nope', partitions: [{ partitionIndex: 0 }] }],
+    });
+    expect(response.errorCode).toBe(0);
+    expect(response.topics.map((topic) => topic.partitions.map((p) => p.errorCode))).toEqual([
+      [KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC], [0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION], [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
+    ]);
+    expect((await t.store.fetchOffsets('live', [{ tableId: 1, bucketId: 0 }, { tableId: 2, bucketId: 0 }])).map((o) => o?.offset ?? null)).toEqual([1, null]);
+    const idle = await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'idle', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }, { partitionIndex: 3 }] }] });
+    expect(idle.topics[0]!.partitions.map((p) => p.errorCode), 'a partition with nothing committed is deleted without error').toEqual([0, 0]);
+    expect((await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'unknown', topics: [] })).errorCode).toBe(KAFKA_ERROR.GROUP_ID_NOT_FOUND);
+  });
+});
+
+describe('the classic group protocol', () => {
+  it.skipIf(CLASSIC_GROUP_PROTOCOL_SERVED)('answers JoinGroup, SyncGroup, Heartbeat and LeaveGroup with UNSUPPORTED_VERSION at the advertised versions until it is served', async () => {
+    const { client } = await start();
+    for (let version = 0; version <= 6; version++) {
+      const join = await client.send(API_KEYS.JoinGroup, version, { groupId: 'g', sessionTimeoutMs: 10_000, memberId: '', protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }] });
+      expect(join.errorCode, `JoinGroup v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
+    }
+    for (let version = 0; version <= 4; version++) {
+      expect((await client.send(API_KEYS.SyncGroup, version, { groupId: 'g', generationId: 1, memberId: 'm', assignments: [] })).errorCode, `SyncGroup v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
+      expect((await client.send(API_KEYS.Heartbeat, version, { groupId: 'g', generationId: 1, memberId: 'm' })).errorCode, `Heartbeat v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
+      expect((await client.send(API_KEYS.LeaveGroup, version, { groupId: 'g', memberId: 'm', members: [{ memberId: 'm' }] })).errorCode, `LeaveGroup v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
+    }
+  });
+});

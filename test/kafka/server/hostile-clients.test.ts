@@ -1,0 +1,211 @@
+/**
+ * Hostile and broken clients on raw sockets: a length prefix of 2^31 - 1 or a negative one, a
+ * truncated frame (with and without the client's FIN), an unknown API key, an unsupported version,
+ * a body that does not decode, random garbage, an acks=0 produce, a client that never reads its
+ * responses, and 1000 connections at once. Each gets an error or a closed connection; the server
+ * stays up and keeps serving another client; nothing reaches the store or the topic catalog; and a
+ * client that does not read costs the server a bounded amount of memory. The garbage test prints
+ * its seed when it fails; KAFKA_GARBAGE_SEED replays it.
+ */
+import { existsSync } from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../src/index.js';
+import { CATALOG_FILE } from '../../../src/kafka/index.js';
+import { API_KEYS, KAFKA_ERROR, encodeRequest } from '../../../src/kafka/protocol/index.js';
+import { seedFrom, seededRandom } from '../../support/seeded-random.js';
+import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+
+let running: TestServer | undefined;
+const clients: RawKafkaClient[] = [];
+
+async function start(options: Parameters<typeof startTestServer>[0] = {}): Promise<TestServer> {
+  running = await startTestServer(options);
+  return running;
+}
+
+async function connect(t: TestServer, options?: { read?: boolean }): Promise<RawKafkaClient> {
+  const client = await RawKafkaClient.connect(t.server.port, options);
+  clients.push(client);
+  return client;
+}
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await running?.close();
+  expect(running?.warnings ?? []).toEqual([]);
+  running = undefined;
+});
+
+/** The server still answers a well-behaved client, and nothing was written to the store or the catalog. */
+async function expectUnharmed(t: TestServer, catalogExisted = false): Promise<void> {
+  const probe = await connect(t);
+  expect((await probe.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+  expect((await t.store.stats()).totals.logBytes, 'nothing written to the store').toBe(0);
+  expect(existsSync(path.join(t.dir, CATALOG_FILE)), 'the catalog untouched').toBe(catalogExisted);
+}
+
+function sizePrefix(size: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(size);
+  return b;
+}
+
+/** A request frame whose header says `apiKey` v`apiVersion` and whose body is `body`. */
+function frameOf(apiKey: number, apiVersion: number, body: Buffer = Buffer.alloc(0)): Buffer {
+  const header = Buffer.alloc(10);
+  header.writeInt16BE(apiKey, 0);
+  header.writeInt16BE(apiVersion, 2);
+  header.writeInt32BE(7, 4);
+  header.writeInt16BE(-1, 8);
+  return Buffer.concat([sizePrefix(header.length + body.length), header, body]);
+}
+
+describe('hostile input on a raw socket', () => {
+  it('closes a connection whose length prefix is 2^31 - 1 or negative, without reading the frame', async () => {
+    const t = await start();
+    for (const size of [2 ** 31 - 1, 100 * 1024 * 1024 + 1, -1, -(2 ** 31)]) {
+      const client = await connect(t);
+      client.write(sizePrefix(size));
+      await client.closed;
+      expect(client.arrivals, String(size)).toEqual([]);
+    }
+    await expectUnharmed(t);
+  });
+
+  it('honours requestBytesMax: a frame one byte over is closed, one at the limit is read', async () => {
+    const t = await start({ server: { requestBytesMax: 64 } });
+    const over = await connect(t);
+    over.write(frameOf(API_KEYS.ApiVersions, 0, Buffer.alloc(65 - 10)));
+    await over.closed;
+    const client = await connect(t);
+    const request = encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 1, clientId: 'x'.repeat(54) }, {});
+    expect(request.length - 4).toBe(64);
+    expect((await client.sendRaw(API_KEYS.ApiVersions, 0, {}, 'x'.repeat(54))).length).toBeGreaterThan(0);
+    await expectUnharmed(t);
+  });
+
+  it('closes a connection that sends half a frame and its FIN; one that sends half a frame and stops is closed when idle', async () => {
+    const clock = new ManualClock();
+    const t = await start({ clock, server: { idleTimeoutMs: 60_000 } });
+    const frame = encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'c' }, {});
+    const ended = await connect(t);
+    ended.write(frame.subarray(0, frame.length - 3));
+    ended.socket.end();
+    await ended.closed;
+    const stalled = await connect(t);
+    stalled.write(frame.subarray(0, 6));
+    await waitFor(() => t.server.stats().connections.some((c) => c.bufferedRequestBytes === 6));
+    clock.advance(75_000);
+    await stalled.closed;
+    expect(stalled.arrivals).toEqual([]);
+    await expectUnharmed(t);
+  });
+
+  it('closes a connection that sends an unknown API key, an API it does not serve, or a version it does not advertise', async () => {
+    const t = await start();
+    const cases: [number, number][] = [[99, 0], [-1, 0], [19, 5], [API_KEYS.OffsetCommit, 1], [API_KEYS.OffsetCommit, 10], [API_KEYS.Fetch, 13], [API_KEYS.Metadata, 13], [API_KEYS.Produce, 2]];
+    for (const [apiKey, version] of cases) {
+      const client = await connect(t);
+      client.write(frameOf(apiKey, version));
+      await client.closed;
+      expect(client.arrivals, `key ${apiKey} v${version}`).toEqual([]);
+    }
+    await expectUnharmed(t);
+  });
+
+  it('closes a connection whose request body does not decode, or whose header is cut short', async () => {
+    const t = await start();
+    const commit = encodeRequest({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 3, clientId: 'c' }, { groupId: 'g', topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n }] }] });
+    const cut = Buffer.concat([sizePrefix(commit.length - 4 - 5), commit.subarray(4, commit.length - 5)]);
+    const extra = Buffer.concat([sizePrefix(commit.length - 4 + 2), commit.subarray(4), Buffer.from([1, 2])]);
+    for (const bytes of [cut, extra, Buffer.concat([sizePrefix(5), Buffer.from([0, 18, 0, 3, 0])]), sizePrefix(0)]) {
+      const client = await connect(t);
+      client.write(bytes);
+      await client.closed;
+      expect(client.arrivals).toEqual([]);
+    }
+    await expectUnharmed(t);
+  });
+
+  it('survives random garbage (seeded; replay with KAFKA_GARBAGE_SEED): every connection gets an error or is closed', async () => {
+    const t = await start();
+    const seed = seedFrom('KAFKA_GARBAGE_SEED');
+    const random = seededRandom(seed);
+    for (let run = 0; run < 40; run++) {
+      const client = await connect(t);
+      const bytes = Buffer.alloc(1 + Math.floor(random() * 300));
+      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(random() * 256);
+      if (run % 2 === 0) bytes.writeInt32BE(Math.max(0, bytes.length - 4), 0); // a plausible size: the header is what is wrong
+      client.write(bytes);
+      client.socket.end();
+      await client.closed;
+      expect(client.arrivals.length, `seed ${seed}, run ${run}: at most one answer (an ApiVersions error)`).toBeLessThanOrEqual(1);
+    }
+    await expectUnharmed(t);
+  });
+
+  it('answers each partition of a produce with an error, and closes the connection of an acks=0 produce', async () => {
+    const t = await start({ server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    const client = await connect(t);
+    const records = Buffer.from('not really a record batch');
+    const response = await client.send(API_KEYS.Produce, 9, { acks: -1, timeoutMs: 1000, topicData: [{ name: 'orders', partitionData: [{ index: 0, records }, { index: 1, records }] }, { name: 'nope', partitionData: [{ index: 0, records }] }] });
+    expect(response.responses.map((r) => r.partitionResponses.map((p) => p.errorCode))).toEqual([[KAFKA_ERROR.INVALID_REQUEST, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION], [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION]]);
+    expect(response.responses[0]!.partitionResponses[0]!.errorMessage).toMatch(/stores no records/);
+    const fireAndForget = await connect(t);
+    fireAndForget.write(encodeRequest({ apiKey: API_KEYS.Produce, apiVersion: 3, correlationId: 1, clientId: 'p' }, { acks: 0, timeoutMs: 1000, topicData: [{ name: 'orders', partitionData: [{ index: 0, records }] }] }));
+    await fireAndForget.closed;
+    await expectUnharmed(t, true);
+  });
+});
+
+describe('resource bounds', () => {
+  it('stops reading from a client that never reads its responses, holding a bounded amount, and answers all once it reads', async () => {
+    const t = await start({ server: { topics: [{ name: 'wide', partitions: 2000 }], pendingResponseBytesMax: 64 * 1024 } });
+    const client = await connect(t, { read: false });
+    const requests = Array.from({ length: 200 }, () => client.sendRaw(API_KEYS.Metadata, 9, { topics: [{ name: 'wide' }] }));
+    await waitFor(() => t.server.stats().connections[0]?.readPaused === true);
+    const paused = t.server.stats().connections[0]!;
+    const responseBytes = (await firstResponseSize(t)) + 4;
+    expect(paused.pendingResponseBytes, 'responses held by the server').toBeLessThanOrEqual(64 * 1024 + responseBytes);
+    expect(paused.inFlightRequests).toBeLessThanOrEqual(1);
+    expect(200 * responseBytes, 'far more than the bound was asked for').toBeGreaterThan(8 * 1024 * 1024);
+    client.socket.resume();
+    await Promise.all(requests);
+    expect(client.arrivals).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+  });
+
+  it('takes 1000 connections at once: those over connectionsMax are closed, the others answered, and the server goes on', async () => {
+    const t = await start({ server: { connectionsMax: 100 } });
+    const request = encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'flood' }, {});
+    const outcomes = await Promise.all(Array.from({ length: 1000 }, () => new Promise<'answered' | 'closed'>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: t.server.port });
+      socket.on('error', () => {});
+      socket.once('data', () => {
+        resolve('answered');
+        socket.destroy();
+      });
+      socket.once('close', () => resolve('closed'));
+      socket.write(request);
+    })));
+    const answered = outcomes.filter((o) => o === 'answered').length;
+    expect(answered).toBeGreaterThan(0);
+    expect(answered + t.server.stats().refusedConnections).toBeGreaterThanOrEqual(1000);
+    await waitFor(() => t.server.connectionCount === 0);
+    await expectUnharmed(t);
+  });
+});
+
+/** The bytes of one Metadata v9 response for the 'wide' topic, asked on a connection of its own. */
+async function firstResponseSize(t: TestServer): Promise<number> {
+  const probe = await connect(t);
+  return (await probe.sendRaw(API_KEYS.Metadata, 9, { topics: [{ name: 'wide' }] })).length;
+}
+
+/** Polls `condition` on the event loop until it holds (network events, not the store's timers). */
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(condition()).toBe(true);
+}

@@ -70,6 +70,17 @@ function withPass(state: IncrementalState, below: number, view: BucketView): [nu
   return passes;
 }
 
+/**
+ * Bytes a rewrite would leave of a segment: its surviving records, plus a batch header for each batch
+ * that keeps one (at most one per surviving record); a batch emptied of records goes with them.
+ */
+function survivingBytesOf(g: SegmentGarbage): number {
+  const survivingRecords = g.records - g.supersededRecords - g.expiredTombstones;
+  const headerBytes = g.batches === 0 ? 0 : (g.sizeBytes - g.recordBytes) / g.batches;
+  const recordBytes = g.recordBytes - g.supersededBytes - g.expiredTombstoneBytes;
+  return Math.max(0, Math.round(recordBytes + headerBytes * Math.min(g.batches, survivingRecords)));
+}
+
 /** Step 3: groups of segments to rewrite. */
 function groupsToRewrite(garbage: readonly SegmentGarbage[], segmentBytesMax: number): number[][] {
   const groups: number[][] = [];
@@ -79,8 +90,8 @@ function groupsToRewrite(garbage: readonly SegmentGarbage[], segmentBytesMax: nu
     current = undefined;
   };
   for (const g of garbage) {
-    const garbageBytes = g.supersededBytes + g.expiredTombstoneBytes;
-    const survivingBytes = Math.max(0, g.sizeBytes - garbageBytes);
+    const survivingBytes = survivingBytesOf(g);
+    const garbageBytes = g.sizeBytes - survivingBytes;
     const dirty = garbageBytes > 0 && garbageBytes >= SEGMENT_GARBAGE_MIN * g.sizeBytes;
     const small = survivingBytes < SMALL_SEGMENT_SHARE * segmentBytesMax;
     if (!dirty && !small) {

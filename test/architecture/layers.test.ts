@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
-const RANK: Record<string, number> = { errors: 0, util: 0, model: 1, codec: 2, io: 2, log: 3, kv: 4, compaction: 4, group: 5, shard: 6, store: 7, admin: 8, kafka: 9, cli: 10 };
+const RANK: Record<string, number> = { errors: 0, util: 0, model: 1, codec: 2, io: 2, log: 3, kv: 4, compaction: 4, group: 5, shard: 6, store: 7, admin: 8, kafka: 9, lab: 9, cli: 10 };
 const ALLOWED_FOR_GROUP = new Set(['errors', 'util', 'model', 'group']);
 
 function sourceFiles(dir: string): string[] {

@@ -30,11 +30,11 @@ export function scriptedHooks(): ScriptedHooks {
  * Options of a one-bucket store with 1 KiB segments, background compaction off, a manual clock and
  * the in-process runner (a FileSystem that is not NodeFileSystem), collecting warnings.
  */
-export function inProcessOptions(dir: string, strategy: string, extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions & { clock: ManualClock; warnings: string[] } {
+export function inProcessOptions(dir: string, strategy: string, extra: Partial<OffsetStoreOptions> & { clock?: ManualClock } = {}): OffsetStoreOptions & { clock: ManualClock; warnings: string[] } {
   const warnings: string[] = [];
   return {
-    dir, bucketCount: 1, segmentBytesMax: 1024, clock: new ManualClock(), fs: new FaultyFileSystem(), durability: 'os',
-    compaction: { strategy, background: false }, onWarning: (m) => warnings.push(m), warnings, ...extra,
+    dir, bucketCount: 1, segmentBytesMax: 1024, fs: new FaultyFileSystem(), durability: 'os',
+    compaction: { strategy, background: false }, onWarning: (m) => warnings.push(m), warnings, ...extra, clock: extra.clock ?? new ManualClock(),
   };
 }
 

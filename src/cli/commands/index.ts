@@ -6,6 +6,7 @@ import { groupsDelete } from './groups-delete.js';
 import { groupsDescribe } from './groups-describe.js';
 import { groupsList } from './groups-list.js';
 import { groupsRemoveMembers } from './groups-remove-members.js';
+import { lab } from './lab.js';
 import { logDump } from './log-dump.js';
 import { logVerify } from './log-verify.js';
 import { offsetsDelete } from './offsets-delete.js';
@@ -13,4 +14,4 @@ import { offsetsReset } from './offsets-reset.js';
 import { stats } from './stats.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, demo];
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, lab, demo];

@@ -190,7 +190,7 @@ export interface BucketStats {
   liveOffsets: number;
   /** Groups with committed offsets in it. */
   groups: number;
-  /** Its newest checkpoint, or undefined (strategy other than 'checkpoint', or none written yet). */
+  /** Its newest checkpoint, or undefined (a strategy without checkpoints, or none written yet). */
   checkpoint: CheckpointInfo | undefined;
 }
 

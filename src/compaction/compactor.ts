@@ -308,11 +308,14 @@ export class Compactor {
     const log = target.log;
     const strategy = this.#options.strategy!;
     const author: PlanAuthor = { strategy: strategy.id, checkpoints: strategy.checkpoints, rewrites: strategy.rewrites };
+    // Before a half-done swap is completed: what it frees is this run's work too.
+    const bytesBefore = log.sizeBytes;
+    const segmentsBefore = log.segments().length;
     await log.completeSwap();
     const segments = log.segments();
     const view = await this.#view(target, forced);
     const result: BucketCompaction = {
-      bucket: target.bucket, startedAtMs, background: !forced, bytesBefore: view.logBytes, bytesAfter: 0, segmentsBefore: segments.length, segmentsAfter: 0,
+      bucket: target.bucket, startedAtMs, background: !forced, bytesBefore, bytesAfter: 0, segmentsBefore, segmentsAfter: 0,
       segmentsRewritten: 0, recordsRead: 0, recordsDropped: 0, bytesRead: 0, bytesWritten: 0, durationMs: 0,
     };
     const job = await this.#plan(target, view, segments, author);

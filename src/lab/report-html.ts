@@ -13,6 +13,7 @@
 import { OffsetStoreError } from '../errors/index.js';
 import type { ChartLibrary } from './chart-library.js';
 import { workloadCharts, type ChartSpec } from './chart-specs.js';
+import { PAGE_LOADER } from './page-loader.js';
 import type { LabResult, WorkloadResult } from './lab.js';
 
 /** One row of the summary table of a workload: strategy label and formatted cells. */
@@ -73,26 +74,6 @@ th:first-child, td:first-child { text-align: left; } .meta { color: #555; } .par
 .chart[data-failed] { color: #b00; }
 `;
 
-const LOADER = `
-(async () => {
-  const charts = JSON.parse(document.getElementById('lab-charts').textContent);
-  let rendered = 0;
-  for (const chart of charts) {
-    const element = document.getElementById(chart.id);
-    try {
-      await vegaEmbed(element, chart.spec, { renderer: 'svg', actions: false });
-      element.dataset.rendered = 'true';
-      rendered++;
-    } catch (error) {
-      console.error('chart ' + chart.id + ' failed to render: ' + error.message);
-      element.dataset.failed = 'true';
-      element.textContent = 'This chart failed to render: ' + error.message;
-    }
-  }
-  document.body.dataset.chartsTotal = String(charts.length);
-  document.body.dataset.chartsRendered = String(rendered);
-})();
-`;
 
 /** The report's HTML (see the module comment). */
 export function renderReport(result: LabResult, libraries: readonly ChartLibrary[]): string {
@@ -132,7 +113,7 @@ Charting: ${libraries.map((l) => `${escapeHtml(l.name)} ${escapeHtml(l.version)}
 <p class="meta">Space amplification = every byte of the store directory / the live offsets encoded as one batch per group. Write amplification = bytes compaction wrote (rewritten segments, checkpoint pages) / bytes the workload's commits appended. Reopen = opening a copy of the store taken after the step (a crash image) until it answers.</p>
 ${sections.join('\n')}
 <script type="application/json" id="lab-charts">${scriptJson(charts.map((c) => ({ id: c.id, spec: c.spec })))}</script>
-<script>${LOADER}</script>
+<script>${PAGE_LOADER}</script>
 </body>
 </html>
 `;

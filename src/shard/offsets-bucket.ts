@@ -39,7 +39,7 @@ export interface OffsetsBucketOptions {
   index: number;
   /** Options of its log (directory, file system, durability, limits). */
   log: LogOptions;
-  /** Whether the store uses LMDB checkpoints (the 'checkpoint' strategy). */
+  /** Whether the store's strategy keeps LMDB checkpoints ('checkpoint', or a module declaring checkpoints). */
   useCheckpoints: boolean;
   /** What the store's manifest recorded of this bucket's log. */
   record: BucketLogRecord;

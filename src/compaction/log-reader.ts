@@ -133,17 +133,15 @@ export class LogReader {
           g.records++;
           g.recordBytes += bytes;
           const newer = latest.get(buf.toString('latin1', r.keyStart, r.keyEnd));
+          const tombstone = r.valueStart === r.end;
+          if (tombstone) g.tombstones++;
           if (newer !== undefined && newer > logOffset) {
             g.supersededRecords++;
             g.supersededBytes += bytes;
-          } else if (r.valueStart === r.end) {
-            g.tombstones++;
-            if (commitTimestampMs < horizonMs && logOffset < tombstonesBelow) {
-              g.expiredTombstones++;
-              g.expiredTombstoneBytes += bytes;
-            }
+          } else if (tombstone && commitTimestampMs < horizonMs && logOffset < tombstonesBelow) {
+            g.expiredTombstones++;
+            g.expiredTombstoneBytes += bytes;
           }
-          if (r.valueStart === r.end && newer !== undefined && newer > logOffset) g.tombstones++;
         });
       });
       if (g.batches === 0) {

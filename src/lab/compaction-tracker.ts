@@ -36,7 +36,9 @@ export interface CompactionRunRecord {
 /** See the module comment. */
 export class CompactionTracker {
   readonly #originMs: number;
+  /** Every finished run, in order of finishing. */
   readonly runs: CompactionRunRecord[] = [];
+  /** The message of every failed run. */
   readonly failures: string[] = [];
   #inFlight = 0;
   #waiters: (() => void)[] = [];

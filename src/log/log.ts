@@ -218,6 +218,8 @@ export class Log {
   #prepared: { path: string; fileBytes: number } | undefined;
   /** The preparation in flight, if any. */
   #preparing: Promise<void> | undefined;
+  /** Bytes of batches appended (durable) since the log was opened. */
+  #appendedBytes = 0;
   /** A swap whose directory operations failed part way (see `completeSwap`). */
   #pendingSwap: { first: number; inputs: SegmentInfo[]; outputs: CleanedSegment[] } | undefined;
 
@@ -309,6 +311,11 @@ export class Log {
   /** A copy of the segment list, oldest first; the last one is active. */
   segments(): SegmentInfo[] {
     return this.#segments.map((s) => ({ ...s }));
+  }
+
+  /** Bytes of batches appended since the log was opened (what commits wrote; compaction not counted). */
+  get appendedBytes(): number {
+    return this.#appendedBytes;
   }
 
   /** Total bytes of all segments. */
@@ -444,6 +451,7 @@ export class Log {
     assert(active.lastLogOffset < 0 ? readBatchLogOffset(run[0]!.batch) === active.baseOffset : readBatchLogOffset(run[0]!.batch) === active.lastLogOffset + 1, 'a run continues its segment');
     this.#activeFileBytes = Math.max(this.#activeFileBytes, endBytes + preallocateBytes);
     active.sizeBytes = endBytes;
+    this.#appendedBytes += runBytes;
     active.lastLogOffset = lastLogOffset;
     this.#acknowledgedEnd = lastLogOffset + 1;
     if (this.#options.durability === 'fsync') this.#durableBelow = lastLogOffset + 1;

@@ -3,7 +3,7 @@
  * wait for quiet before it copies the store), and what each finished one did, with its times relative
  * to the lab run's start.
  */
-import type { CompactionRunEvent } from '../index.js';
+import type { CompactionRunEvent } from '../compaction/index.js';
 
 /** One finished compaction run of one offsets-bucket. */
 export interface CompactionRunRecord {

@@ -19,7 +19,9 @@
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
 import { NodeFileSystem } from '../io/index.js';
-import { ManualClock, OffsetStore, type Durability } from '../index.js';
+import { OffsetStore } from '../store.js';
+import { ManualClock } from '../util/index.js';
+import type { Durability } from '../log/index.js';
 import { CompactionTracker, type CompactionRunRecord } from './compaction-tracker.js';
 import { sampleStore, type LabSample } from './lab-sample.js';
 import { LatencyLog, percentiles, type LatencyWindow, type Percentiles } from './latency-log.js';

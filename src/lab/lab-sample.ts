@@ -10,7 +10,9 @@
  */
 import { buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
 import { NodeFileSystem, copyDirectory, directoryBytes } from '../io/index.js';
-import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../index.js';
+import { OffsetStore } from '../store.js';
+import type { OffsetStoreOptions } from '../store-options.js';
+import { ManualClock } from '../util/index.js';
 import type { CompactionTracker } from './compaction-tracker.js';
 
 /** One sample. */

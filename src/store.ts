@@ -81,6 +81,8 @@ export class OffsetStore {
   #recovery: Promise<void> = Promise.resolve();
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
+  /** Settles once every convertCompaction called so far has. */
+  #conversions: Promise<void> = Promise.resolve();
   #compactor: Compactor | undefined;
   /**
    * The classic (JoinGroup/SyncGroup) group protocol, for front ends that speak it on behalf of
@@ -216,7 +218,15 @@ export class OffsetStore {
    * compaction pauses meanwhile. Every offsets-bucket must have recovered. RangeError for a name that
    * is neither a built-in nor a path; INVALID_CONFIG for a module that is not a strategy.
    */
-  async convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
+  convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
+    // One conversion at a time, and close waits for the one in flight: a close's last checkpoint
+    // racing a conversion's image or checkpoint removal could free log the other still needs.
+    const run = this.#conversions.then(() => this.#convertCompaction(strategy));
+    this.#conversions = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
     this.#checkOpen();
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
     await this.#recovery;
@@ -577,6 +587,7 @@ export class OffsetStore {
     this.#retentionTimer?.cancel();
     await this.#retentionRun;
     await this.#compactor?.close();
+    await this.#conversions;
     await this.#recovery.catch(() => {});
     let failure: unknown;
     try {

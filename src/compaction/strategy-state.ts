@@ -7,7 +7,7 @@
  * two fsyncs per run would compete with the commits' for the disk.
  *
  * The state is advice, never a source of truth: the engine decides alone which records survive. So
- * a missing, damaged or foreign state (another strategy's, after a conversion) reads as none, and
+ * a missing, damaged, unreadable or foreign state (another strategy's, after a conversion) reads as none, and
  * the strategy starts over (the incremental cleaner then treats the whole log as dirty).
  */
 import * as path from 'node:path';
@@ -22,9 +22,15 @@ function checksumOf(strategy: string, state: JsonValue): number {
   return xxh32(Buffer.from(JSON.stringify([strategy, state]), 'utf8'));
 }
 
-/** The state `strategy` stored in `dir`, or undefined (none, damaged, or another strategy's). */
+/** The state `strategy` stored in `dir`, or undefined (none, damaged, unreadable, or another strategy's). */
 export async function readStrategyState(fs: FileSystem, dir: string, strategy: string): Promise<JsonValue | undefined> {
-  const bytes = await fs.readFile(path.join(dir, STATE_FILE));
+  let bytes: Buffer | null;
+  try {
+    bytes = await fs.readFile(path.join(dir, STATE_FILE));
+  } catch {
+    // Unreadable (a failing sector): as damaged. The next run's state is a new file renamed over it.
+    return undefined;
+  }
   if (bytes === null) return undefined;
   try {
     const parsed = JSON.parse(bytes.toString('utf8')) as { strategy?: unknown; state?: JsonValue; checksum?: unknown };

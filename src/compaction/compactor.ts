@@ -342,8 +342,12 @@ export class Compactor {
     if (plan.deleteBelow !== undefined) await target.freeBelow(this.#checkCovered(plan.deleteBelow, target, author, view));
     // Step 7.
     if (plan.state !== undefined) {
-      await writeStrategyState(log.fs, log.dir, strategy.id, plan.state.value);
       this.#states.set(target.bucket, plan.state.value);
+      try {
+        await writeStrategyState(log.fs, log.dir, strategy.id, plan.state.value);
+      } catch (error) {
+        throw new OffsetStoreError('LOG_STORAGE_ERROR', `compacting offsets-bucket ${target.bucket}: writing its strategy state failed (the compaction itself is done and durable; the state is advice, and a later run after a reopen starts from the one it finds): ${(error as Error).message}`, { cause: error });
+      }
     }
     return this.#finish(result, target, startedMs);
   }

@@ -2,10 +2,11 @@
  * offset-store: an embedded, durable consumer-offset store. The public API, named exports only.
  */
 export { OffsetStore } from './store.js';
+export type { ClassicGroups } from './classic-groups.js';
 export type { BucketRef, TableBucket } from './model/index.js';
 export type {
   BucketStats, CommitOptions, CompactOptions, CompactionOptions, CommittedOffset, FetchOptions, GroupDescription, GroupListing, GroupOptions,
-  GroupState, OffsetCommit, OffsetStoreOptions, StoreStats,
+  GroupState, GroupType, OffsetCommit, OffsetStoreOptions, StoreStats,
 } from './store-options.js';
 export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } from './errors/index.js';
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
@@ -17,6 +18,11 @@ export {
   GroupMember, type AssignorName, type HeartbeatRequest,
   type HeartbeatResponse, type MemberCommitOffset, type MemberDescription, type MemberOptions, type MemberState, type RemoveMembersRequest,
   type RemovedMember, type TableLayout, type TableLayoutInput,
+} from './group/index.js';
+export type {
+  ClassicGroupDescription, ClassicGroupState, ClassicHeartbeatRequest, ClassicJoinGroupRequest, ClassicJoinGroupResult, ClassicJoinedGroup,
+  ClassicJoinMember, ClassicLeaveGroupRequest, ClassicLeaveGroupResult, ClassicMemberDescription, ClassicMemberIdRequired, ClassicProtocolInput,
+  ClassicSyncGroupRequest, ClassicSyncGroupResult,
 } from './group/index.js';
 export type { Durability } from './log/index.js';
 export {

@@ -8,7 +8,7 @@ import { isCompactionStrategy, type BucketCompactedListener, type CompactionStra
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
-import { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings, type MemberDescription } from './group/index.js';
+import { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type ClassicGroupDescription, type GroupSettings, type MemberDescription } from './group/index.js';
 import { SystemClock, type Clock } from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
@@ -32,7 +32,11 @@ export interface OffsetCommit extends BucketRef {
 /** A committed offset as fetched. */
 export type CommittedOffset = CommittedOffsetValue;
 
-/** Who commits: omitted for an admin or manual commit. */
+/**
+ * Who commits: omitted for an admin or manual commit. A consumer-protocol member gives `memberId`
+ * and `memberEpoch`; a classic-protocol member `generationId` and `memberId` (and its
+ * `groupInstanceId` if static), as Kafka's OffsetCommit carries them.
+ */
 export interface CommitOptions {
   /**
    * The committing member; without it the commit is made without membership, refused
@@ -40,10 +44,19 @@ export interface CommitOptions {
    */
   memberId?: string;
   /**
-   * The member's current epoch, required with `memberId`: an older one is STALE_MEMBER_EPOCH, a newer
-   * one FENCED_MEMBER_EPOCH.
+   * The consumer-protocol member's current epoch, required with `memberId` unless `generationId` is
+   * given: an older one is STALE_MEMBER_EPOCH, a newer one FENCED_MEMBER_EPOCH.
    */
   memberEpoch?: number;
+  /**
+   * A classic-protocol commit: the member's generation (ILLEGAL_GENERATION unless the group's;
+   * REBALANCE_IN_PROGRESS while the group waits for its leader's assignment). -1 (any negative) with
+   * no `memberId` (or '') and no `groupInstanceId` is a commit without membership, as Kafka's admin
+   * commits are. Not together with `memberEpoch` (INVALID_REQUEST).
+   */
+  generationId?: number;
+  /** With `generationId`: the static member's instance id (FENCED_INSTANCE_ID when another member holds it now). */
+  groupInstanceId?: string | null;
 }
 
 /** Fetch options. */
@@ -122,12 +135,27 @@ export interface GroupListing {
   state: GroupState;
   /** The offsets-bucket it lives in (`bucketFor(groupId)`). */
   offsetsBucket: number;
+  /**
+   * 'consumer' for a group of the consumer protocol (KIP-848 heartbeats), 'classic' for one of the
+   * classic protocol (JoinGroup/SyncGroup) and for a group with committed offsets only (what Kafka
+   * calls a simple group).
+   */
+  groupType: GroupType;
+  /** 'consumer' for a consumer-protocol group; a classic group's members' protocol type; '' for a group with offsets only. */
+  protocolType: string;
 }
 
-/** Group states (docs/group-protocol.md, "Group states"), plus Dead, reserved for a deleted group (no call returns it). */
-export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'Dead';
+/** The protocol a group speaks: a group id has one at a time. */
+export type GroupType = 'consumer' | 'classic';
 
-/** What `describeGroup` returns: JSON-safe. */
+/**
+ * Group states (docs/group-protocol.md): a consumer group's Empty, Assigning, Reconciling, Stable; a
+ * classic group's Empty, PreparingRebalance, CompletingRebalance, Stable; plus Dead, reserved for a
+ * deleted group (no call returns it).
+ */
+export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'PreparingRebalance' | 'CompletingRebalance' | 'Dead';
+
+/** What `describeGroup` returns: JSON-safe, except a classic group's metadata and assignment bytes (Buffers). */
 export interface GroupDescription {
   /** The group. */
   groupId: string;
@@ -135,14 +163,20 @@ export interface GroupDescription {
   offsetsBucket: number;
   /** Its state; 'Empty' for a group with committed offsets and no members. */
   state: GroupState;
-  /** Group epoch (0 for a group that never had members). */
+  /** Its type (see GroupListing). */
+  groupType: GroupType;
+  /** Its protocol type (see GroupListing). */
+  protocolType: string;
+  /** Group epoch of a consumer group (0 for a classic group and for one that never had members). */
   groupEpoch: number;
-  /** Epoch of the current target assignment. */
+  /** Epoch of a consumer group's current target assignment. */
   assignmentEpoch: number;
-  /** The assignor the next target assignment uses, if the group has members. */
+  /** The assignor a consumer group's next target assignment uses, if it has members. */
   assignor: string | null;
-  /** Its members, sorted by id (static members away with epoch -2 included). */
+  /** A consumer group's members, sorted by id (static members away with epoch -2 included); empty for a classic group. */
   members: MemberDescription[];
+  /** A classic group's generation, protocol, leader and members; null for any other group. */
+  classic: ClassicGroupDescription | null;
   /** Every committed offset of the group, in no particular order. */
   offsets: CommittedOffset[];
 }
@@ -163,6 +197,14 @@ export interface GroupOptions {
    * at once, O(members^2) for a storm).
    */
   assignmentIntervalMs?: number;
+  /**
+   * Classic groups: a group's first rebalance (from Empty) waits this long for more members, again
+   * while members keep joining, up to the rebalance timeout; default 3000, as Kafka's
+   * `group.initial.rebalance.delay.ms` (0 = complete it on the next timer turn).
+   */
+  initialRebalanceDelayMs?: number;
+  /** Classic groups: a new member whose JoinGroup stays parked this long is removed; default 300,000 (5 minutes). */
+  newMemberJoinTimeoutMs?: number;
 }
 
 /** Per offsets-bucket figures. */

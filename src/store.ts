@@ -22,9 +22,10 @@ import {
   type ScannerOptions,
 } from './kv/index.js';
 import {
-  GroupMember, normalizeTableLayout, type HeartbeatRequest, type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest,
-  type RemovedMember, type TableLayout, type TableLayoutInput,
+  GroupMember, normalizeTableLayout, type HeartbeatRequest, type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember,
+  type TableLayout, type TableLayoutInput,
 } from './group/index.js';
+import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket } from './shard/index.js';
 import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
@@ -79,6 +80,15 @@ export class OffsetStore {
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
   #compactor: Compactor | undefined;
+  /**
+   * The classic (JoinGroup/SyncGroup) group protocol, for front ends that speak it on behalf of
+   * Kafka clients: `store.classic.joinGroup(groupId, request)` and so on (see ClassicGroups).
+   */
+  readonly classic: ClassicGroups = new ClassicGroups((groupId) => {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    return this.#bucket(groupId);
+  });
 
   private constructor(options: ResolvedOptions) {
     this.#options = options;
@@ -128,11 +138,11 @@ export class OffsetStore {
       if (this.#options.awaitRecovery) {
         this.#recovery = this.#recoverAll();
         await this.#recovery;
-        await endsInexact();
+        await this.#raiseLogEnds();
       } else {
         await endsInexact();
         this.#recovery = this.#recoverAll();
-        this.#recovery.catch(() => {});
+        this.#recovery.then(() => this.#raiseLogEnds()).catch(() => {});
       }
     } catch (error) {
       await this.#abandonOpen();
@@ -233,7 +243,7 @@ export class OffsetStore {
         if (slot.loadError !== undefined) continue;
         try {
           slot.bucket = await OffsetsBucket.load({
-            index: slot.index, log: this.#logOptions(slot.dir), useCheckpoints: this.#strategy === 'checkpoint', record: slot.record,
+            index: slot.index, log: this.#logOptions(slot.dir, slot.index), useCheckpoints: this.#strategy === 'checkpoint', record: slot.record,
             clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
           });
@@ -248,8 +258,9 @@ export class OffsetStore {
     if (failed !== undefined) throw openFailure(failed.loadError, `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`, this.#slots.length);
   }
 
-  #logOptions(dir: string) {
+  #logOptions(dir: string, index: number) {
     return {
+      onSegmentStarted: (logEnd: number) => this.#raiseLogEnd(index, logEnd),
       fs: this.#options.fs,
       dir,
       durability: this.#options.durability,
@@ -376,7 +387,9 @@ export class OffsetStore {
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
       // A partial listing would hide groups: every bucket must be loaded (retriable while one recovers).
-      for (const { groupId, state } of this.#loaded(slot).listGroups()) listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index });
+      for (const { groupId, state, groupType, protocolType } of this.#loaded(slot).listGroups()) {
+        listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index, groupType, protocolType });
+      }
     }
     return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
   }
@@ -385,15 +398,18 @@ export class OffsetStore {
   async describeGroup(groupId: string): Promise<GroupDescription> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const { membership, offsets } = this.#bucket(groupId).describe(groupId);
+    const { membership, classic, offsets } = this.#bucket(groupId).describe(groupId);
     return {
       groupId,
       offsetsBucket: this.bucketFor(groupId),
-      state: membership?.state ?? 'Empty',
+      state: membership?.state ?? classic?.state ?? 'Empty',
+      groupType: membership !== null ? 'consumer' : 'classic',
+      protocolType: membership !== null ? 'consumer' : (classic?.protocolType ?? ''),
       groupEpoch: membership?.groupEpoch ?? 0,
       assignmentEpoch: membership?.assignmentEpoch ?? 0,
       assignor: membership === null || membership.members.length === 0 ? null : membership.assignor,
       members: membership?.members ?? [],
+      classic,
       offsets,
     };
   }
@@ -540,16 +556,50 @@ export class OffsetStore {
     await this.#retentionRun;
     await this.#compactor?.close();
     await this.#recovery.catch(() => {});
+    let failure: unknown;
     try {
       await this.#unloadBuckets(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
       await this.#recordLogEnds();
     } catch (error) {
-      throw openFailure(error, `closing the store in ${this.#options.dir} failed`);
-    } finally {
-      await this.#lock?.release();
+      failure = openFailure(error, `closing the store in ${this.#options.dir} failed`);
     }
+    try {
+      await this.#lock?.release();
+    } catch (error) {
+      // Everything else is closed; a LOCK file left behind is stale, and the next open takes it over.
+      failure ??= openFailure(error, `closing the store in ${this.#options.dir}: its LOCK file could not be removed (the next open takes the stale lock over)`);
+    }
+    if (failure !== undefined) throw failure;
     const failed = scannerResults.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
+  }
+
+  /**
+   * Records each recovered log's end as a lower bound of where it ends (recovery made what it holds
+   * durable), and every recorded end as a lower bound: a later open that finds a log ending below it
+   * knows segments were lost, even after a crash.
+   */
+  async #raiseLogEnds(): Promise<void> {
+    const ends = this.#slots.map((slot) => slot.bucket?.logEnd().logOffset);
+    if (!this.#manifest!.manifest.buckets.some((b, i) => b.endExact || (ends[i] ?? 0) > b.logEnd)) return;
+    await this.#manifest!.update((m) => {
+      m.buckets.forEach((b, i) => {
+        b.endExact = false;
+        b.logEnd = Math.max(b.logEnd, ends[i] ?? 0);
+      });
+    });
+  }
+
+  /**
+   * Bucket `index`'s log started a new segment and holds batches up to `logEnd - 1`: that is recorded
+   * as a lower bound of where it ends. A failure is a warning (the bound stays lower; nothing is lost).
+   */
+  async #raiseLogEnd(index: number, logEnd: number): Promise<void> {
+    if (this.#manifest === undefined || this.#manifest.manifest.buckets[index]!.logEnd >= logEnd) return;
+    await this.#manifest.update((m) => {
+      const b = m.buckets[index]!;
+      if (b.logEnd < logEnd && !b.endExact) b.logEnd = logEnd;
+    }).catch((error: unknown) => this.#options.onWarning(`recording the log end of offsets-bucket ${index} in ${this.#manifest!.path} failed: ${(error as Error).message}`));
   }
 
   /**

@@ -5,7 +5,8 @@
  * folder's door.
  */
 export {
-  StoreAdmin, type BucketReport, type BucketStatsReport, type DeleteGroupResult, type DeleteOffsetsResult, type GroupReport, type MemberReport,
+  StoreAdmin, type BucketReport, type BucketStatsReport, type ClassicGroupReport, type ClassicMemberReport, type DeleteGroupResult, type DeleteOffsetsResult,
+  type GroupReport, type MemberReport,
   type RemoveMembersResult, type ResetPlan, type StatsReport, type StoreAdminOptions,
 } from './store-admin.js';
 export { describeResetTarget, planResetRows, type CommittedBucketOffset, type ResetPlanRow, type ResetRequest, type ResetTarget } from './reset-plan.js';

@@ -10,9 +10,9 @@
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import { OffsetStore } from '../store.js';
-import type { CommittedOffset, GroupListing, GroupState, OffsetCommit } from '../store-options.js';
+import type { CommittedOffset, GroupDescription, GroupListing, GroupState, GroupType, OffsetCommit } from '../store-options.js';
 import type { CompactionReport, CompactionStrategy } from '../compaction/index.js';
-import type { MemberDescription, RemoveMembersRequest, RemovedMember } from '../group/index.js';
+import type { ClassicGroupDescription, MemberDescription, RemoveMembersRequest, RemovedMember } from '../group/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
   describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
@@ -73,6 +73,40 @@ export interface BucketReport extends TableBucket {
   lag: number | null;
 }
 
+/** One member of a classic group, as described (bytes as their sizes: the report is JSON). */
+export interface ClassicMemberReport {
+  /** The member's id. */
+  memberId: string;
+  /** Its static instance id, null for a dynamic member. */
+  groupInstanceId: string | null;
+  /** The client id it joined with. */
+  clientId: string;
+  /** The client host it joined from. */
+  clientHost: string;
+  /** The protocols it offers, in its order of preference. */
+  protocols: string[];
+  /** Bytes of its metadata for the group's protocol. */
+  metadataBytes: number;
+  /** Bytes of its assignment. */
+  assignmentBytes: number;
+  /** Its session timeout, in ms. */
+  sessionTimeoutMs: number;
+  /** Its rebalance timeout, in ms. */
+  rebalanceTimeoutMs: number;
+}
+
+/** What a classic group adds to its report. */
+export interface ClassicGroupReport {
+  /** Its generation. */
+  generationId: number;
+  /** The generation's protocol, null while there is none. */
+  protocolName: string | null;
+  /** The leader's member id, null without members. */
+  leaderId: string | null;
+  /** Its members, sorted by id. */
+  members: ClassicMemberReport[];
+}
+
 /** What `describeGroup` returns. */
 export interface GroupReport {
   /** The group. */
@@ -81,13 +115,19 @@ export interface GroupReport {
   offsetsBucket: number;
   /** Its state. */
   state: GroupState;
+  /** 'consumer' (consumer protocol) or 'classic' (JoinGroup/SyncGroup, or offsets only). */
+  groupType: GroupType;
+  /** 'consumer', a classic group's protocol type, or '' for offsets only. */
+  protocolType: string;
+  /** A classic group's generation, protocol, leader and members; null otherwise. */
+  classic: ClassicGroupReport | null;
   /** Its group epoch (0 for a group that never had members). */
   groupEpoch: number;
   /** The epoch of its current target assignment. */
   assignmentEpoch: number;
   /** The assignor its next target uses, null without members. */
   assignor: string | null;
-  /** Its members, sorted by id. */
+  /** A consumer group's members, sorted by id (a classic group's are in `classic`). */
   members: MemberReport[];
   /** Every bucket committed or assigned, sorted, with its owner and lag. */
   buckets: BucketReport[];
@@ -201,7 +241,7 @@ export class StoreAdmin {
 
   /** Every group with committed offsets or members, by group id. */
   async listGroups(): Promise<GroupListing[]> {
-    return (await this.store.listGroups()).map((g) => ({ groupId: g.groupId, state: g.state, offsetsBucket: g.offsetsBucket }));
+    return (await this.store.listGroups()).map((g) => ({ groupId: g.groupId, state: g.state, offsetsBucket: g.offsetsBucket, groupType: g.groupType, protocolType: g.protocolType }));
   }
 
   /**
@@ -233,6 +273,9 @@ export class StoreAdmin {
       groupId: description.groupId,
       offsetsBucket: description.offsetsBucket,
       state: description.state,
+      groupType: description.groupType,
+      protocolType: description.protocolType,
+      classic: classicReport(description.classic),
       groupEpoch: description.groupEpoch,
       assignmentEpoch: description.assignmentEpoch,
       assignor: description.assignor,
@@ -294,7 +337,7 @@ export class StoreAdmin {
   async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemoveMembersResult> {
     const removed = await this.store.removeMembers(groupId, request);
     const after = await this.store.describeGroup(groupId);
-    return { groupId, removed: removed.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })), state: after.state, memberCount: after.members.length };
+    return { groupId, removed: removed.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })), state: after.state, memberCount: memberCountOf(after) };
   }
 
   /** Deletes a group without members and all its offsets (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND). */
@@ -345,7 +388,7 @@ export class StoreAdmin {
   async #groupOffsets(groupId: string): Promise<{ committed: CommittedOffset[]; memberCount: number; exists: boolean }> {
     try {
       const description = await this.store.describeGroup(groupId);
-      return { committed: description.offsets, memberCount: description.members.length, exists: true };
+      return { committed: description.offsets, memberCount: memberCountOf(description), exists: true };
     } catch (error) {
       if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND') return { committed: [], memberCount: 0, exists: false };
       throw error;
@@ -367,6 +410,24 @@ function bucketReport(bucket: TableBucket | { tableId: number; partitionId?: num
     memberId: null,
     logEndOffset: null,
     lag: null,
+  };
+}
+
+/** Members of a group of either type. */
+function memberCountOf(description: GroupDescription): number {
+  return description.members.length + (description.classic?.members.length ?? 0);
+}
+
+function classicReport(classic: ClassicGroupDescription | null): ClassicGroupReport | null {
+  if (classic === null) return null;
+  return {
+    generationId: classic.generationId,
+    protocolName: classic.protocolName,
+    leaderId: classic.leaderId,
+    members: classic.members.map((m) => ({
+      memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost, protocols: [...m.protocols],
+      metadataBytes: m.metadata.length, assignmentBytes: m.assignment.length, sessionTimeoutMs: m.sessionTimeoutMs, rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+    })),
   };
 }
 

@@ -81,6 +81,10 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
   const prefixBytes = varUintSize(keyBytes) + 2 + varUintSize(groupIdBytes) + groupIdBytes;
   let sizeBytes = BATCH_HEADER_BYTES;
   let metadataSeen = false;
+  // Uniform: every record a value without metadata or a time of its own, of one table, partition and
+  // leader epoch. Such records differ only in bucket id and offset (see fillUniformRecords).
+  const first = records[0];
+  let uniform = first !== undefined;
   for (const r of records) {
     sizeBytes += 4 + prefixBytes + 20;
     if (r.tombstone !== true) {
@@ -88,6 +92,7 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
       if (metadataBytes > 0) metadataSeen = true;
       sizeBytes += 22 + varUintSize(metadataBytes) + metadataBytes;
     }
+    if (uniform && (r.tombstone === true || r.metadata.length > 0 || r.commitTimestampMs !== undefined || r.tableId !== first!.tableId || r.partitionId !== first!.partitionId || r.leaderEpoch !== first!.leaderEpoch)) uniform = false;
   }
   const buf = Buffer.allocUnsafe(sizeBytes);
   writeBatchHeader(buf, sizeBytes, commitTimestampMs, records.length);
@@ -136,8 +141,36 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
       }
     }
     dv.setInt32(lengthAt, p - lengthAt - 4, true);
+    if (uniform && records.length > 1) {
+      fillUniformRecords(buf, dv, records, p - lengthAt);
+      break;
+    }
   }
   return buf;
+}
+
+/**
+ * The records after the first of a uniform batch: the first record (written at BATCH_HEADER_BYTES,
+ * `recordBytes` long) is copied into every slot, doubling the copied span each time (log2(n) memory
+ * copies instead of a dozen field writes per record), and then only each record's bucket id and
+ * offset are written over the copy. Layout of a uniform record from its start: length int32, key
+ * (prefix, tableId int64, partitionId int64, bucketId int32), value (version int16, offset int64, ...).
+ */
+function fillUniformRecords(buf: Buffer, dv: DataView, records: readonly OffsetRecordSpec[], recordBytes: number): void {
+  const start = BATCH_HEADER_BYTES;
+  const count = records.length;
+  for (let copied = 1; copied < count; ) {
+    const k = Math.min(copied, count - copied);
+    buf.copyWithin(start + copied * recordBytes, start, start + k * recordBytes);
+    copied += k;
+  }
+  const valueAt = recordBytes - 23; // version int16, offset int64, leaderEpoch int32, timestamp int64, metadata length 0
+  const bucketAt = valueAt - 4;
+  for (let i = 1, at = start + recordBytes; i < count; i++, at += recordBytes) {
+    const r = records[i]!;
+    dv.setInt32(at + bucketAt, r.bucketId, true);
+    setInt64(dv, at + valueAt + 2, r.offset);
+  }
 }
 
 const TWO_POW_32 = 4294967296;

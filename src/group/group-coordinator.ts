@@ -21,22 +21,34 @@
  *    its caller sees the failure if it persists;
  *  - lifecycle: loading (only loadSnapshot/setTableLayout) -> active -> closed (everything rejects
  *    with STORE_CLOSED; timers are cancelled).
+ *  - a group id has one type at a time: a consumer group here, or a classic (JoinGroup/SyncGroup)
+ *    group in `classic` (classic-coordinator.ts), which shares this coordinator's lanes, phase and
+ *    writer. A join of one protocol takes over an Empty group of the other (it is dropped from memory;
+ *    the new type's first snapshot replaces it on disk) and is INCONSISTENT_GROUP_PROTOCOL for one
+ *    with members.
  *
  * Wiring (the composition root does this, one coordinator per offsets-bucket):
  *  1. construct with a GroupSnapshotWriter that appends a group-snapshot record (type 1, keyed by
  *     groupId; null = tombstone) to the bucket's log and resolves once it is durable;
  *  2. while replaying the log, call `loadSnapshot(groupId, decoded | null)` for every type-1 record,
- *     in log order; then `onLoadComplete()` (also when there was nothing to load);
- *  3. member commits: `validateMemberCommit` before appending; commits without a member only when
- *     `!hasMembers(groupId)`; `deleteOffsets` refuses `isBucketAssigned` buckets; `resetOffsets` and
+ *     in log order (consumer and classic snapshots alike); then `onLoadComplete()` (also when there
+ *     was nothing to load);
+ *  3. member commits: `validateMemberCommit` before appending (a classic member's through
+ *     `classic.commit`, which checks and issues the append on the group's lane); commits without a
+ *     member only when `!hasMembers(groupId)`; `deleteOffsets` refuses `isBucketAssigned` buckets
+ *     (and every bucket of a classic group with members); `resetOffsets` and
  *     `deleteGroup` need `!hasMembers`, and deleteGroup also awaits `deleteGroup(groupId)` here;
  *     `removeMembers` takes out members that will not come back (see member-removal.ts);
  *  4. `setTableLayout` on every bucket's coordinator; `close()` on store close.
  */
 import { randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
-import { SystemClock, assert, type Clock, type Timer } from '../util/index.js';
+import { ClassicCoordinator } from './classic-coordinator.js';
+import type { ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
+import { isClassicSnapshot, parseClassicSnapshot } from './classic-snapshot.js';
+import { SystemClock, assert, type Clock } from '../util/index.js';
 import type { Assignor } from './assignor.js';
+import { AssignmentPacing } from './assignment-pacing.js';
 import { formatBucketRef, normalizeBucketRef, type BucketRef } from '../model/index.js';
 import type { GroupState } from './group.js';
 import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts, removeMembersByAdmin } from './group-handlers.js';
@@ -44,7 +56,7 @@ import { describeGroup, type GroupDescription } from './group-description.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
 import { resolveGroupSettings, type GroupSettings } from './group-settings.js';
 import type { GroupRecord } from './group-record.js';
-import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter } from './group-snapshot.js';
+import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter, type StoredGroupSnapshot } from './group-snapshot.js';
 import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
 import { validateGroupId } from '../model/index.js';
 import { normalizeHeartbeatRequest, type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
@@ -58,7 +70,8 @@ import { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
 
 /**
  * Options of a GroupCoordinator. The GroupSettings fields (heartbeatIntervalMs, sessionTimeoutMs,
- * rebalanceTimeoutMs, groupMembersMax, assignmentIntervalMs) default as GROUP_SETTINGS_DEFAULTS
+ * rebalanceTimeoutMs, groupMembersMax, assignmentIntervalMs, and the classic protocol's
+ * initialRebalanceDelayMs and newMemberJoinTimeoutMs) default as GROUP_SETTINGS_DEFAULTS
  * says. With a positive assignmentIntervalMs, changes inside the interval are batched into one
  * deferred computation (the group is Assigning meanwhile), which keeps a join storm of N members at
  * a handful of assignor runs instead of N.
@@ -74,11 +87,14 @@ export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
   readonly defaultAssignor?: string;
   /** Most operations that may wait per group while a snapshot is written (default 1024). */
   readonly queuedOperationsMax?: number;
-  /** Sees the records of every operation after they were replayed (tests, metrics). */
-  readonly onRecords?: (groupId: string, records: readonly GroupRecord[]) => void;
+  /** Sees the records of every operation after they were replayed, of both group types (tests, metrics). */
+  readonly onRecords?: (groupId: string, records: readonly (GroupRecord | ClassicGroupRecord)[]) => void;
   /** Sees failures of operations nobody awaits (timer expiries, layout refreshes). */
   readonly onBackgroundError?: (error: unknown, groupId: string) => void;
-  /** Generates member ids for joins that bring none (default crypto.randomUUID). */
+  /**
+   * Generates member ids for joins that bring none (default crypto.randomUUID); a classic member's id
+   * is its client id or instance id, '-', and one of these.
+   */
   readonly newMemberId?: () => string;
 }
 
@@ -92,18 +108,16 @@ export interface GroupCoordinatorMetrics {
   recordsEmitted: number;
   /** Snapshot writes issued since construction (tombstones of deleted groups excluded). */
   snapshotsWritten: number;
-  /** Session and rebalance timers armed now. */
+  /** Session and rebalance timers armed now (classic groups' join and sync timers included). */
   armedTimers: number;
+  /** Classic JoinGroup and SyncGroup calls parked now. */
+  parkedCalls: number;
 }
 
 interface GroupRuntime {
   readonly lane: OperationLane;
   /** The group changed since its last snapshot write was issued (or that write failed). */
   dirty: boolean;
-  /** When the group's target assignment was last computed (pacing). */
-  lastAssignmentMs: number | null;
-  /** The deferred target computation, when armed. */
-  assignmentTimer: Timer | null;
 }
 
 type Phase = 'loading' | 'active' | 'closed';
@@ -119,12 +133,14 @@ export class GroupCoordinator {
   readonly #timers: MemberTimers;
   readonly #env: HandlerEnvironment;
   readonly #queuedOperationsMax: number;
-  readonly #assignmentIntervalMs: number;
+  readonly #pacing: AssignmentPacing;
   readonly #onRecords: GroupCoordinatorOptions['onRecords'];
   readonly #onBackgroundError: GroupCoordinatorOptions['onBackgroundError'];
   #phase: Phase = 'loading';
   #recordsEmitted = 0;
   #snapshotsWritten = 0;
+  /** The classic (JoinGroup/SyncGroup) protocol of the same groups; shares their lanes. */
+  readonly classic: ClassicCoordinator;
 
   /**
    * Starts in the loading phase (only `loadSnapshot` and `setTableLayout`) until `onLoadComplete`.
@@ -139,24 +155,37 @@ export class GroupCoordinator {
     if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
     this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
     const settings = resolveGroupSettings(options, 'options');
-    this.#assignmentIntervalMs = settings.assignmentIntervalMs;
+    this.#pacing = new AssignmentPacing(this.#clock, settings.assignmentIntervalMs, (groupId) => this.#background(groupId, (op) => assignIfBehind(op, groupId)));
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#timers = new MemberTimers(this.#clock, {
       sessionExpired: (groupId, memberId) => this.#background(groupId, (op) => expireSession(op, groupId, memberId)),
       rebalanceExpired: (groupId, memberId, epoch) => this.#background(groupId, (op) => expireRebalance(op, groupId, memberId, epoch)),
     });
+    const newMemberId = options.newMemberId ?? randomUUID;
+    this.classic = new ClassicCoordinator({
+      host: {
+        runtime: (groupId) => this.#runtime(groupId),
+        dropRuntimeIfUnused: (groupId) => this.#dropRuntimeIfUnused(groupId),
+        ensureActive: () => this.#ensureActive(),
+        ensureNotClosed: () => this.#ensureNotClosed(),
+        closed: () => this.#phase === 'closed',
+        consumerGroups: { memberCount: (groupId) => this.#machine.get(groupId)?.members.size ?? null, dropEmpty: (groupId) => this.#dropEmptyConsumerGroup(groupId) },
+      },
+      writer: this.#writer,
+      clock: this.#clock,
+      config: { initialRebalanceDelayMs: settings.initialRebalanceDelayMs, newMemberJoinTimeoutMs: settings.newMemberJoinTimeoutMs, groupMembersMax: settings.groupMembersMax },
+      newMemberId,
+      onRecords: (groupId, records) => this.#afterRecords(groupId, records),
+      onBackgroundError: options.onBackgroundError,
+    });
     this.#env = {
       machine: this.#machine,
       layouts: this.#layouts,
       assignors: this.#assignors,
       timers: this.#timers,
-      pacer: {
-        mayAssign: (groupId) => this.#mayAssign(groupId),
-        assigned: (groupId) => this.#assigned(groupId),
-        defer: (groupId) => this.#deferAssignment(groupId),
-      },
-      newMemberId: options.newMemberId ?? randomUUID,
+      pacer: this.#pacing,
+      newMemberId,
       config: {
         heartbeatIntervalMs: settings.heartbeatIntervalMs,
         sessionTimeoutMs: settings.sessionTimeoutMs,
@@ -170,14 +199,18 @@ export class GroupCoordinator {
   // ---- recovery -------------------------------------------------------------------------------
 
   /**
-   * Loads a group snapshot read from the log (latest wins; null = tombstone, the group is removed).
-   * Valid only before `onLoadComplete`. A malformed snapshot is CORRUPT_MESSAGE.
+   * Loads a group snapshot read from the log (latest wins; null = tombstone, the group is removed),
+   * a consumer group's or a classic group's (`protocol: 'classic'`): it replaces whatever was loaded
+   * for the group id before, of either type. Valid only before `onLoadComplete`. A malformed
+   * snapshot is CORRUPT_MESSAGE.
    */
-  loadSnapshot(groupId: string, snapshot: GroupSnapshot | null): void {
+  loadSnapshot(groupId: string, snapshot: StoredGroupSnapshot | null): void {
     if (this.#phase !== 'loading') throw new TypeError('loadSnapshot is only valid before onLoadComplete');
     validateGroupId(groupId);
-    const parsed = snapshot === null ? null : parseGroupSnapshot(groupId, snapshot);
+    const classic = snapshot !== null && isClassicSnapshot(snapshot) ? parseClassicSnapshot(groupId, snapshot) : null;
+    const parsed = snapshot === null || classic !== null ? null : parseGroupSnapshot(groupId, snapshot);
     if (this.#machine.get(groupId) !== undefined) this.#machine.replay({ type: 'group-tombstone', groupId });
+    this.classic.loadSnapshot(groupId, classic);
     if (parsed !== null) for (const record of snapshotToRecords(groupId, parsed)) this.#machine.replay(record);
   }
 
@@ -195,17 +228,25 @@ export class GroupCoordinator {
       for (const member of group.members.values()) this.#timers.scheduleSession(group.groupId, member.memberId, member.sessionTimeoutMs);
       if (group.members.size > 0 && layoutsChanged(group, this.#layouts)) this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
     }
+    this.classic.onLoadComplete();
   }
 
   // ---- the protocol ---------------------------------------------------------------------------
 
-  /** Handles a member's heartbeat (join, update, leave). Resolves once any snapshot it caused is durable. */
+  /**
+   * Handles a member's heartbeat (join, update, leave). Resolves once any snapshot it caused is
+   * durable. A join (epoch 0) of a group id that is a classic group with members is
+   * INCONSISTENT_GROUP_PROTOCOL; a classic group without members is converted (dropped).
+   */
   heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
     try {
       this.#ensureActive();
       validateGroupId(groupId);
       const normalized = normalizeHeartbeatRequest(request, (name) => this.#assignors.has(name));
-      return this.#submit(groupId, (op) => handleHeartbeat(op, groupId, normalized));
+      return this.#submit(groupId, (op) => {
+        if (normalized.memberEpoch === 0) this.#claimFromClassic(groupId);
+        return handleHeartbeat(op, groupId, normalized);
+      });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -261,10 +302,19 @@ export class GroupCoordinator {
     });
   }
 
-  /** True when the group has at least one member (including static members away with epoch -2). */
+  /**
+   * True when the group has at least one member, of either type (a consumer group's static members
+   * away with epoch -2 included; a classic group's pending members, which only got a member id, not).
+   */
   hasMembers(groupId: string): boolean {
     this.#ensureActive();
-    return (this.#machine.get(groupId)?.members.size ?? 0) > 0;
+    return (this.#machine.get(groupId)?.members.size ?? this.classic.memberCount(groupId) ?? 0) > 0;
+  }
+
+  /** The type of the group of that id, or null when the coordinator holds no state for it. */
+  groupType(groupId: string): 'consumer' | 'classic' | null {
+    this.#ensureActive();
+    return this.#machine.get(groupId) !== undefined ? 'consumer' : this.classic.memberCount(groupId) !== null ? 'classic' : null;
   }
 
   /** The member that owns the bucket now, or null. */
@@ -288,16 +338,16 @@ export class GroupCoordinator {
     return [...(this.#machine.get(groupId)?.subscribedTableIds() ?? [])].sort((a, b) => a - b);
   }
 
-  /** The group's state, or null when the coordinator holds no state for it. */
-  groupState(groupId: string): GroupState | null {
+  /** The group's state (a consumer group's or a classic group's), or null when the coordinator holds no state for it. */
+  groupState(groupId: string): GroupState | ClassicGroupState | null {
     this.#ensureActive();
-    return this.#machine.get(groupId)?.state() ?? null;
+    return this.#machine.get(groupId)?.state() ?? this.classic.listing(groupId)?.state ?? null;
   }
 
-  /** Ids of the groups this coordinator holds, sorted. */
+  /** Ids of the groups this coordinator holds, of both types, sorted. */
   groupIds(): string[] {
     this.#ensureActive();
-    return [...this.#machine.groups()].map((g) => g.groupId).sort();
+    return [...[...this.#machine.groups()].map((g) => g.groupId), ...this.classic.groupIds()].sort();
   }
 
   /** A JSON-safe description of the group, or null when the coordinator holds no state for it. */
@@ -319,24 +369,30 @@ export class GroupCoordinator {
 
   /** Counters. */
   metrics(): GroupCoordinatorMetrics {
-    let members = 0;
+    const classic = this.classic.metrics();
+    let members = classic.members;
     for (const g of this.#machine.groups()) members += g.members.size;
     return {
-      groups: this.#machine.size,
+      groups: this.#machine.size + classic.groups,
       members,
       recordsEmitted: this.#recordsEmitted,
-      snapshotsWritten: this.#snapshotsWritten,
-      armedTimers: this.#timers.armedCount,
+      snapshotsWritten: this.#snapshotsWritten + classic.snapshotsWritten,
+      armedTimers: this.#timers.armedCount + classic.armedTimers,
+      parkedCalls: classic.parkedCalls,
     };
   }
 
   // ---- admin and lifecycle ---------------------------------------------------------------------
 
   /**
-   * Deletes a group that has no members: writes its tombstone, then forgets it. Resolves true when
-   * the group existed; NON_EMPTY_GROUP when it has members. If the write fails, nothing changes.
+   * Deletes a group (of either type) that has no members: in one step of the group's lane (so no
+   * join can come between the check and the deletion), checks it has no members (NON_EMPTY_GROUP
+   * otherwise, with nothing done), calls `deleteOffsets` (which appends the tombstones of the group's
+   * offsets, before it returns), appends the group's own tombstone, and forgets the group once both
+   * are durable. Resolves true when the coordinator knew the group. If a write fails, the group stays
+   * as it was.
    */
-  deleteGroup(groupId: string): Promise<boolean> {
+  deleteGroup(groupId: string, deleteOffsets?: () => Promise<unknown> | undefined): Promise<boolean> {
     try {
       this.#ensureActive();
       validateGroupId(groupId);
@@ -347,16 +403,16 @@ export class GroupCoordinator {
     return runtime.lane.run(() => {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
-      if (group === undefined) {
+      const members: number | null = group?.members.size ?? this.classic.memberCount(groupId);
+      if (members !== null && members > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot delete it: group ${groupId} has ${members} member(s)`);
+      const offsetsDeleted = deleteOffsets?.();
+      if (members === null) {
         this.#dropRuntimeIfUnused(groupId);
-        return false;
+        return offsetsDeleted === undefined ? false : offsetsDeleted.then(() => false);
       }
-      if (group.members.size > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} has ${group.members.size} members`);
-      return this.#writer.writeSnapshot(groupId, null).then(() => {
-        const op = new GroupOperation(this.#env);
-        op.emit({ type: 'group-tombstone', groupId });
-        this.#afterRecords(groupId, op.records);
-        this.#timers.cancelGroup(groupId);
+      return Promise.all([offsetsDeleted, this.#writer.writeSnapshot(groupId, null)]).then(() => {
+        if (group !== undefined) this.#dropEmptyConsumerGroup(groupId);
+        else this.classic.forget(groupId);
         queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
         return true;
       });
@@ -369,7 +425,8 @@ export class GroupCoordinator {
    * with a heartbeat at memberEpoch -1; a static member's instance id is released. Resolves with the
    * removed members, sorted by id, once the change is durable (see the module header for a partial
    * removal from a Stable group). UNKNOWN_MEMBER_ID, with nothing removed, when a named id is not in
-   * the group; `all` on a group this coordinator does not hold resolves with none.
+   * the group; `all` on a group this coordinator does not hold resolves with none. A classic group's
+   * members leave as with LeaveGroup (classic-leave.ts).
    */
   removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
     let removal: NormalizedRemoval;
@@ -380,6 +437,7 @@ export class GroupCoordinator {
     } catch (error) {
       return Promise.reject(error);
     }
+    if (this.classic.memberCount(groupId) !== null) return this.classic.removeMembers(groupId, removal);
     const runtime = this.#runtime(groupId);
     return runtime.lane.run(() => {
       const before = this.#machine.get(groupId);
@@ -399,11 +457,10 @@ export class GroupCoordinator {
     if (this.#phase === 'closed') return;
     this.#phase = 'closed';
     this.#timers.cancelAll();
+    this.#pacing.cancelAll();
+    this.classic.close();
     const error = new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
-    for (const runtime of this.#runtimes.values()) {
-      runtime.assignmentTimer?.cancel();
-      runtime.lane.close(error);
-    }
+    for (const runtime of this.#runtimes.values()) runtime.lane.close(error);
   }
 
   // ---- internals -------------------------------------------------------------------------------
@@ -455,7 +512,29 @@ export class GroupCoordinator {
     });
   }
 
-  #afterRecords(groupId: string, records: readonly GroupRecord[]): void {
+  /** A join (epoch 0) takes the group id from a classic group without members; one with members refuses it. */
+  #claimFromClassic(groupId: string): void {
+    const classicMembers = this.classic.memberCount(groupId);
+    if (classicMembers === null) return;
+    if (classicMembers > 0) {
+      throw new OffsetStoreError('INCONSISTENT_GROUP_PROTOCOL', `group ${groupId} is a classic group (JoinGroup/SyncGroup) with ${classicMembers} member(s); a consumer-protocol heartbeat cannot join it`);
+    }
+    this.classic.forget(groupId);
+  }
+
+  /** Forgets a consumer group without members (deleted, or converted by a classic join); run on its lane. */
+  #dropEmptyConsumerGroup(groupId: string): void {
+    const group = this.#machine.get(groupId);
+    if (group === undefined) return;
+    assert(group.members.size === 0, `consumer group ${groupId} dropped with ${group.members.size} members`);
+    const op = new GroupOperation(this.#env);
+    op.emit({ type: 'group-tombstone', groupId });
+    this.#afterRecords(groupId, op.records);
+    this.#timers.cancelGroup(groupId);
+    this.#pacing.forget(groupId);
+  }
+
+  #afterRecords(groupId: string, records: readonly (GroupRecord | ClassicGroupRecord)[]): void {
     this.#recordsEmitted += records.length;
     this.#onRecords?.(groupId, records);
   }
@@ -466,32 +545,10 @@ export class GroupCoordinator {
     });
   }
 
-  #mayAssign(groupId: string): boolean {
-    const last = this.#runtime(groupId).lastAssignmentMs;
-    return this.#assignmentIntervalMs === 0 || last === null || this.#clock.nowMs() - last >= this.#assignmentIntervalMs;
-  }
-
-  #assigned(groupId: string): void {
-    const runtime = this.#runtime(groupId);
-    runtime.lastAssignmentMs = this.#clock.nowMs();
-    runtime.assignmentTimer?.cancel();
-    runtime.assignmentTimer = null;
-  }
-
-  #deferAssignment(groupId: string): void {
-    const runtime = this.#runtime(groupId);
-    if (runtime.assignmentTimer !== null) return;
-    const delayMs = (runtime.lastAssignmentMs ?? 0) + this.#assignmentIntervalMs - this.#clock.nowMs();
-    runtime.assignmentTimer = this.#clock.setTimer(Math.max(0, delayMs), () => {
-      runtime.assignmentTimer = null;
-      this.#background(groupId, (op) => assignIfBehind(op, groupId));
-    });
-  }
-
   #runtime(groupId: string): GroupRuntime {
     let runtime = this.#runtimes.get(groupId);
     if (runtime === undefined) {
-      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false, lastAssignmentMs: null, assignmentTimer: null };
+      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false };
       this.#runtimes.set(groupId, runtime);
     }
     return runtime;
@@ -499,8 +556,8 @@ export class GroupCoordinator {
 
   #dropRuntimeIfUnused(groupId: string): void {
     const runtime = this.#runtimes.get(groupId);
-    if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined) {
-      runtime.assignmentTimer?.cancel();
+    if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined && this.classic.memberCount(groupId) === null) {
+      this.#pacing.forget(groupId);
       this.#runtimes.delete(groupId);
     }
   }

@@ -1,6 +1,7 @@
 /**
  * GroupSettings: the coordinator settings a store or an embedder chooses (heartbeat interval, default
- * session and rebalance timeouts, group size limit, assignment pacing), their defaults and their
+ * session and rebalance timeouts, group size limit, assignment pacing, the classic protocol's initial
+ * rebalance delay and new-member join timeout), their defaults and their
  * rules — in one place. `OffsetStore.open` resolves its `group` option here before it touches the
  * disk, and the GroupCoordinator constructor resolves its own options here too, so both edges
  * apply the same rules.
@@ -23,6 +24,17 @@ export interface GroupSettings {
   readonly groupMembersMax: number;
   /** Least time between two target assignment computations of a group (0 = compute on every change). */
   readonly assignmentIntervalMs: number;
+  /**
+   * Classic groups: how long a group's first rebalance (from Empty) waits for more members, extended
+   * by this much while members keep joining, up to the rebalance timeout (Kafka's
+   * `group.initial.rebalance.delay.ms`; 0 = no wait beyond the current turn of the event loop).
+   */
+  readonly initialRebalanceDelayMs: number;
+  /**
+   * Classic groups: how long a new member's JoinGroup may stay parked before the member is removed
+   * (5 minutes, Kafka's fixed new-member join timeout; a setting here so tests can shorten it).
+   */
+  readonly newMemberJoinTimeoutMs: number;
 }
 
 /** Defaults of the settings. */
@@ -32,6 +44,8 @@ export const GROUP_SETTINGS_DEFAULTS: GroupSettings = Object.freeze({
   rebalanceTimeoutMs: 60_000,
   groupMembersMax: 4096,
   assignmentIntervalMs: 0,
+  initialRebalanceDelayMs: 3000,
+  newMemberJoinTimeoutMs: 300_000,
 });
 
 /**
@@ -54,5 +68,7 @@ export function resolveGroupSettings(options: Partial<GroupSettings> | undefined
     rebalanceTimeoutMs: field('rebalanceTimeoutMs', 1, MEMBER_TIMEOUT_MS_MAX),
     groupMembersMax: field('groupMembersMax', 1, Number.MAX_SAFE_INTEGER),
     assignmentIntervalMs: field('assignmentIntervalMs', 0, MEMBER_TIMEOUT_MS_MAX),
+    initialRebalanceDelayMs: field('initialRebalanceDelayMs', 0, MEMBER_TIMEOUT_MS_MAX),
+    newMemberJoinTimeoutMs: field('newMemberJoinTimeoutMs', 1, MEMBER_TIMEOUT_MS_MAX),
   };
 }

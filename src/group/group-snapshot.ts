@@ -20,6 +20,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import { BUCKET_ID_MAX, type TableBucket } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
+import type { ClassicGroupSnapshot } from './classic-snapshot.js';
 import type { ConsumerMember } from './consumer-member.js';
 import type { Group } from './group.js';
 import type { GroupRecord } from './group-record.js';
@@ -83,6 +84,13 @@ export interface GroupSnapshotBuckets {
 }
 
 /**
+ * What a group's snapshot record holds: a consumer group's snapshot, or a classic group's
+ * (classic-snapshot.ts, told apart by `protocol: 'classic'`). A group id has one type at a time, so
+ * one record per group id serves both.
+ */
+export type StoredGroupSnapshot = GroupSnapshot | ClassicGroupSnapshot;
+
+/**
  * The port through which the coordinator persists snapshots. `writeSnapshot` resolves once the
  * snapshot (or, for null, the tombstone) is durable; a rejection fails the operation that caused it.
  */
@@ -91,7 +99,7 @@ export interface GroupSnapshotWriter {
    * Persists the group's snapshot (null: its tombstone) and resolves once it is durable; writes of one
    * group arrive in order.
    */
-  writeSnapshot(groupId: string, snapshot: GroupSnapshot | null): Promise<void>;
+  writeSnapshot(groupId: string, snapshot: StoredGroupSnapshot | null): Promise<void>;
 }
 
 /** Builds the snapshot of a group that is Stable or Empty. */

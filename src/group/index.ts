@@ -1,6 +1,7 @@
 /**
  * src/group: the group coordinator — membership, server-side assignment, cooperative (incremental)
- * rebalancing, timers and group snapshots (docs/group-protocol.md). This file is the folder's door:
+ * rebalancing, timers and group snapshots (docs/group-protocol.md) — and, beside it, the classic
+ * JoinGroup/SyncGroup protocol (the classic-*.ts files). This file is the folder's door:
  * other folders import from here only.
  */
 export { type TableBucket, type BucketRef, normalizeBucketRef, bucketKey, compareBucketRefs, formatBucketRef } from '../model/index.js';
@@ -35,3 +36,14 @@ export { type RemoveMembersRequest, type RemovedMember } from './member-removal.
 export { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type GroupSettings } from './group-settings.js';
 export { type GroupDescription, type MemberDescription } from './group-description.js';
 export { GroupMember, type GroupMemberPort, type MemberOptions, type MemberCommitOffset } from './group-member.js';
+export { type StoredGroupSnapshot } from './group-snapshot.js';
+export { ClassicCoordinator } from './classic-coordinator.js';
+export { type ClassicGroupState, type ClassicGroupRecord } from './classic-record.js';
+export { type ClassicGroupSnapshot, isClassicSnapshot, parseClassicSnapshot } from './classic-snapshot.js';
+export { type ClassicGroupDescription, type ClassicMemberDescription } from './classic-description.js';
+export { ClassicGroupStateMachine, type ClassicGroupInspection } from './classic-state-machine.js';
+export {
+  type ClassicHeartbeatRequest, type ClassicJoinGroupRequest, type ClassicJoinGroupResult, type ClassicJoinedGroup, type ClassicJoinMember,
+  type ClassicLeaveGroupRequest, type ClassicLeaveGroupResult, type ClassicMemberIdRequired, type ClassicProtocolInput, type ClassicSyncGroupRequest,
+  type ClassicSyncGroupResult,
+} from './classic-protocol.js';

@@ -7,6 +7,8 @@
  */
 
 /** How to open a file. */
+import type { DirectoryLockResult } from './process-lock.js';
+
 export type OpenFlags = 'r' | 'r+' | 'wx' | 'w';
 
 /** An open file. Positions and sizes are in bytes. */
@@ -53,4 +55,10 @@ export interface FileSystem {
   syncDir(path: string): Promise<void>;
   /** Size of a file, or null when it does not exist. */
   sizeBytes(path: string): Promise<number | null>;
+  /**
+   * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
+   * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock
+   * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).
+   */
+  holdLock?(dir: string): Promise<DirectoryLockResult>;
 }

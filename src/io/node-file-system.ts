@@ -24,6 +24,7 @@
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
+import { holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 
 function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
@@ -243,6 +244,11 @@ export class NodeFileSystem implements FileSystem {
     } finally {
       await handle.close();
     }
+  }
+
+  /** The kernel-held lock of `dir` (process-lock.ts). */
+  holdLock(dir: string): Promise<DirectoryLockResult> {
+    return holdDirectoryLock(dir);
   }
 
   /** The file's size from stat; null when it does not exist. */

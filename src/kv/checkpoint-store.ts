@@ -28,7 +28,7 @@
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import type { FileSystem } from '../io/index.js';
-import { assert } from '../util/index.js';
+import { assert, externalWork } from '../util/index.js';
 import { inspectCheckpointFile, sealCheckpointFile, setAsideCheckpointFile } from './checkpoint-seal.js';
 import { GroupOffsets } from './group-offsets.js';
 import type { OffsetsTableState } from './offsets-table-state.js';
@@ -139,7 +139,7 @@ export class CheckpointStore {
       try {
         await sealCheckpointFile(fs, path);
       } catch (error) {
-        await db.close();
+        await externalWork(db.close());
         throw error;
       }
     }
@@ -233,21 +233,21 @@ export class CheckpointStore {
     for (const [, value] of puts) bytesWritten += value.length;
     // Keep the new checkpoint and the newest existing one; drop the rest.
     const drop = this.list().slice(1).map((c) => c.logOffset).filter((logOffset) => logOffset !== X);
-    await this.#db.transaction(() => {
+    await externalWork(this.#db.transaction(() => {
       for (const [key, value] of puts) this.#db.put(key, value);
       this.#db.put(['m', X], Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })));
-    });
-    await this.#db.flushed;
+    }));
+    await externalWork(this.#db.flushed);
     if (drop.length > 0) {
-      await this.#db.transaction(() => {
+      await externalWork(this.#db.transaction(() => {
         for (const old of drop) {
           this.#db.remove(['m', old]);
           for (const prefix of ['g', 's']) {
             for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] })) this.#db.remove(key);
           }
         }
-      });
-      await this.#db.flushed;
+      }));
+      await externalWork(this.#db.flushed);
     }
     await sealCheckpointFile(this.#fs, this.path);
     return { info, bytesWritten };
@@ -261,6 +261,6 @@ export class CheckpointStore {
 
   /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */
   close(): Promise<void> {
-    return this.#db.close();
+    return externalWork(this.#db.close());
   }
 }

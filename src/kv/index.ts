@@ -13,5 +13,5 @@ export { OffsetsTable, type CheckpointRun, type OffsetsTableOptions, type Offset
 export { OffsetsTableState, fetchFromGroup } from './offsets-table-state.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOffsetsPort, type ScannerOptions } from './scanner-offsets.js';
 export {
-  normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type CommitMember,
+  normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type ClassicCommitMember, type CommitMember, type ConsumerCommitMember,
 } from './validation.js';

@@ -112,28 +112,67 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
   return specs;
 }
 
-/** A commit's committing member, checked; see `normalizeCommitOptions`. */
-export interface CommitMember {
+/**
+ * A commit's committing member, checked; see `normalizeCommitOptions`: a consumer-protocol member
+ * (fenced by member epoch) or a classic-protocol member (fenced by generation).
+ */
+export type CommitMember = ConsumerCommitMember | ClassicCommitMember;
+
+/** A consumer-protocol (KIP-848) member committing. */
+export interface ConsumerCommitMember {
+  /** Discriminant. */
+  readonly kind: 'consumer';
   /** The committing member's id, well-formed UTF-16. */
   readonly memberId: string;
   /** The epoch it commits at (a safe integer); fencing compares it with the coordinator's. */
   readonly memberEpoch: number;
 }
 
+/** A classic-protocol (JoinGroup/SyncGroup) member committing. */
+export interface ClassicCommitMember {
+  /** Discriminant. */
+  readonly kind: 'classic';
+  /** The committing member's id ('' when it sent none), well-formed UTF-16. */
+  readonly memberId: string;
+  /** The generation it commits in (a safe integer); fencing compares it with the group's. */
+  readonly generationId: number;
+  /** Its static instance id, or null. */
+  readonly groupInstanceId: string | null;
+}
+
 /**
  * Checks a commit's options (each read once): the member that commits, or null for a commit made
- * without one (admin, scanner). A memberId needs an integer memberEpoch.
+ * without one (admin, scanner). With `generationId` the commit is a classic one: generation -1 (any
+ * negative) with no member id and no instance id is Kafka's admin commit (null here too); anything
+ * else names a classic member. Otherwise a memberId needs an integer memberEpoch. Both a
+ * generationId and a memberEpoch is INVALID_REQUEST.
  */
 export function normalizeCommitOptions(options: unknown): CommitMember | null {
   if (options === undefined || options === null) return null;
-  const { memberId, memberEpoch } = options as { memberId?: unknown; memberEpoch?: unknown };
+  const { memberId, memberEpoch, generationId, groupInstanceId } = options as { memberId?: unknown; memberEpoch?: unknown; generationId?: unknown; groupInstanceId?: unknown };
+  if (memberId !== undefined) {
+    if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
+    checkWellFormed(memberId, 'memberId');
+  }
+  if (generationId !== undefined) {
+    if (memberEpoch !== undefined) throw new OffsetStoreError('INVALID_REQUEST', 'a commit names either a generationId (classic protocol) or a memberEpoch, not both');
+    if (typeof generationId !== 'number') throw new TypeError(`generationId must be a number, got ${typeof generationId}`);
+    if (!Number.isSafeInteger(generationId)) throw new OffsetStoreError('INVALID_REQUEST', `generationId must be an integer, got ${generationId}`);
+    let instanceId: string | null = null;
+    if (groupInstanceId !== undefined && groupInstanceId !== null) {
+      if (typeof groupInstanceId !== 'string') throw new TypeError(`groupInstanceId must be a string, got ${typeof groupInstanceId}`);
+      if (groupInstanceId.length === 0) throw new OffsetStoreError('INVALID_REQUEST', 'groupInstanceId must not be empty');
+      instanceId = checkWellFormed(groupInstanceId, 'groupInstanceId');
+    }
+    const id = (memberId as string | undefined) ?? '';
+    if (generationId < 0 && id === '' && instanceId === null) return null;
+    return { kind: 'classic', memberId: id, generationId, groupInstanceId: instanceId };
+  }
   if (memberId === undefined) return null;
-  if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
-  checkWellFormed(memberId, 'memberId');
   if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
     throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
   }
-  return { memberId, memberEpoch };
+  return { kind: 'consumer', memberId: memberId as string, memberEpoch };
 }
 
 /**

@@ -17,9 +17,17 @@
  */
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
-import { holdDirectoryLock, type FileSystem, type HeldDirectoryLock } from '../io/index.js';
+import type { FileSystem, HeldDirectoryLock } from '../io/index.js';
 
 const heldInThisProcess = new Set<string>();
+
+/**
+ * Forgets the directories this process holds, as a restarted process would have: for a simulator
+ * that abandons a store (a simulated crash) and reopens its directory in the same process.
+ */
+export function forgetHeldDirectories(): void {
+  heldInThisProcess.clear();
+}
 
 function pidAlive(pid: number): boolean {
   if (pid === process.pid) return true;
@@ -56,7 +64,7 @@ export class DirectoryLock {
     if (heldInThisProcess.has(lockPath)) {
       throw new OffsetStoreError('STORE_LOCKED', `${dir} is already open in this process (pid ${process.pid})`);
     }
-    const kernelLock = await holdDirectoryLock(dir);
+    const kernelLock = (await fs.holdLock?.(dir)) ?? 'unsupported';
     if (kernelLock === 'held-elsewhere') {
       const holder = await liveLockHolder(fs, dir);
       throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder ?? '(pid unknown: its LOCK file is gone)'}`);

@@ -3,8 +3,8 @@
  * inspection, the crash-safe segment swap), plus the store directory's manifest and lock. Knows
  * batches as sealed buffers, not what their records mean. This file is the folder's door.
  */
-export { DirectoryLock, liveLockHolder } from './directory-lock.js';
-export { LOG_DEFAULTS, Log, type Durability, type LogOptions, type LogRecovery, type LogRecoveryReport, type SegmentInfo } from './log.js';
+export { DirectoryLock, forgetHeldDirectories, liveLockHolder } from './directory-lock.js';
+export { LOG_DEFAULTS, Log, forgetLogProcessState, type Durability, type LogOptions, type LogRecovery, type LogRecoveryReport, type SegmentInfo } from './log.js';
 export { REJECTED_FILE, damageError, inspectLog, type InspectOptions, type InspectedSegment, type LogDamage, type LogExpectations, type LogInspection, type LogLimits } from './log-inspection.js';
 export { SEGMENT_SUFFIX, parseSegmentFileName, segmentFileName } from './segment-name.js';
 export { classifyTailDamage, scanSegment, type TailDamage, type BatchVisitor, type SegmentDamage, type SegmentScan, type SegmentScanOptions } from './segment-scanner.js';

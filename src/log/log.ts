@@ -95,6 +95,13 @@ export interface LogOptions {
   pendingAppendsMax: number;
   /** Most bytes written by one flush round. */
   flushBytesMax: number;
+  /**
+   * Awaited once the first batches written into a segment after a roll are durable and acknowledged
+   * (before the log's next write round): the log holds batches up to `logEnd - 1` from now on. The
+   * store records it as a lower bound of where the log ends, so that an open finding the log ending
+   * below it (a lost segment, even after a crash) refuses rather than serve less. Must not reject.
+   */
+  onSegmentStarted?: (logEnd: number) => Promise<void>;
 }
 
 /** Default limits. */
@@ -155,6 +162,16 @@ let flushLoopsRunning = 0;
 
 /** Directories whose rejected batches could neither be cut back nor recorded: not reopened by this process. */
 const unrepairedDirs = new Map<string, string>();
+
+/**
+ * Forgets what this process knows of its logs beyond their files (directories it will not reopen,
+ * flush loops running), as a restarted process would: for a simulator that abandons logs in a
+ * simulated crash and reopens them in the same process.
+ */
+export function forgetLogProcessState(): void {
+  unrepairedDirs.clear();
+  flushLoopsRunning = 0;
+}
 
 /** A segment as the log tracks it. */
 export interface SegmentInfo {
@@ -249,10 +266,14 @@ export class Log {
     }
     const nextOffset = Math.max(inspection.logEnd, segments.at(-1)!.baseOffset);
     const active = await fs.open(segments.at(-1)!.path, 'r+');
-    // What a crashed process wrote but never synced may still be only in the page cache: sync it now,
-    // so that after a later power loss only what is written from now on can be damaged.
+    // What a crashed process wrote but never synced may still be only in the page cache: the tail of
+    // the last segment, and the directory entries of segments it created (a crash, or a failed
+    // directory fsync, between creating a segment and fsyncing the directory). Recovery serves them,
+    // so it makes them durable first: after a later power loss only what is written from now on can
+    // be missing or damaged.
     try {
       await active.datasync();
+      await fs.syncDir(dir);
     } catch (error) {
       await active.close();
       throw error;
@@ -430,6 +451,7 @@ export class Log {
       entry.settled = true;
       entry.resolve(readBatchLogOffset(entry.batch));
     }
+    if (startBytes === 0 && this.#segments.length > 1) await this.#options.onSegmentStarted?.(lastLogOffset + 1);
     if (active.sizeBytes >= PREPARE_AT_BYTES && this.#prepared === undefined && this.#preparing === undefined && !this.#preallocationRefused && !this.#closed) {
       this.#preparing = this.#prepareNext(Math.min(this.#options.segmentBytesMax, Math.max(PREPARED_BYTES_MIN, 2 * this.#activeFileBytes)))
         .finally(() => { this.#preparing = undefined; });

@@ -126,7 +126,11 @@ export function parseSwapIntent(file: string, bytes: Buffer): SwapIntent {
  */
 export function resolveSwap(file: string, intent: SwapIntent, segmentNames: readonly string[], tempNames: ReadonlySet<string>, deletableBelow: number): string[] {
   const present = new Set(segmentNames);
-  const all = [...new Set([...segmentNames, ...intent.inputs])].sort();
+  const inputNames = new Set(intent.inputs);
+  // An output already renamed into place lies within the inputs' range: it is not a segment the
+  // inputs must be contiguous around (only an output sharing an input's name is both).
+  const outputOnly = new Set(intent.outputs.map((o) => o.name).filter((name) => !inputNames.has(name)));
+  const all = [...new Set([...segmentNames.filter((name) => !outputOnly.has(name)), ...intent.inputs])].sort();
   const first = all.indexOf(intent.inputs[0]!);
   if (!intent.inputs.every((name, i) => all[first + i] === name)) throw invalid(file, 'its inputs are not a contiguous run of the segments');
   const after = all[first + intent.inputs.length];
@@ -141,8 +145,7 @@ export function resolveSwap(file: string, intent: SwapIntent, segmentNames: read
   if (outputBases.length === 0 && (first !== 0 || parseSegmentFileName(after)! > deletableBelow)) {
     throw invalid(file, `it deletes segments without outputs that recovery still needs (the log must hold every batch from log offset ${deletableBelow})`);
   }
-  const inputs = new Set(intent.inputs);
-  const result = all.filter((name) => !inputs.has(name));
+  const result = all.filter((name) => !inputNames.has(name));
   for (const { name } of intent.outputs) result.push(name);
   return result.sort();
 }

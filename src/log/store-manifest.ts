@@ -191,6 +191,7 @@ export class ManifestFile {
       for (let i = 0; i < manifest.bucketCount; i++) await fs.mkdir(bucketDirPath(dir, manifest.bucketCount, i));
       await fs.syncDir(path.join(dir, BUCKETS_DIR));
       await fs.syncDir(dir);
+      await syncAncestors(fs, dir);
       await writeDurably(fs, manifestPath, encodeManifest(manifest));
     }
     const extra = await strayBucketDirs(fs, dir, manifest.bucketCount);
@@ -246,6 +247,24 @@ async function startOver(fs: FileSystem, dir: string, manifestPath: string): Pro
     }
   }
   await fs.removeTree(bucketsDir);
+}
+
+/**
+ * fsyncs every directory above `dir`, up to the root, so that `dir`'s own entry (and those of any
+ * parents `mkdir` created with it) survive a power loss: without it, a new store's every durable
+ * commit could vanish with the directory that holds it. Once, when a store is created. A directory
+ * this process may not open (EACCES, EPERM) is one it did not create, and is skipped.
+ */
+async function syncAncestors(fs: FileSystem, dir: string): Promise<void> {
+  for (let parent = path.dirname(path.resolve(dir)); ; parent = path.dirname(parent)) {
+    try {
+      await fs.syncDir(parent);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException | null)?.code;
+      if (code !== 'EACCES' && code !== 'EPERM') throw error;
+    }
+    if (path.dirname(parent) === parent) return;
+  }
 }
 
 /** Writes a whole file so that after a crash it is either absent/old or complete and new. */

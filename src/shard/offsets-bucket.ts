@@ -23,8 +23,10 @@ import type { CompactionTarget } from '../compaction/index.js';
 import type { OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  GroupCoordinator, type GroupDescription as MembershipDescription, type GroupSettings, type GroupSnapshot, type HeartbeatRequest,
-  type HeartbeatResponse, type RemoveMembersRequest, type RemovedMember, type TableLayout,
+  GroupCoordinator, type ClassicGroupDescription, type ClassicGroupState, type ClassicHeartbeatRequest, type ClassicJoinGroupRequest,
+  type ClassicJoinGroupResult, type ClassicLeaveGroupRequest, type ClassicLeaveGroupResult, type ClassicSyncGroupRequest, type ClassicSyncGroupResult,
+  type GroupDescription as MembershipDescription, type GroupSettings, type GroupState, type HeartbeatRequest, type HeartbeatResponse,
+  type RemoveMembersRequest, type RemovedMember, type StoredGroupSnapshot, type TableLayout,
 } from '../group/index.js';
 import {
   OffsetsTable, fetchFromGroup, type CommitMember, type CommittedOffsetValue, type GroupOffsets, type OffsetsTableRecovery,
@@ -74,10 +76,24 @@ export interface OffsetsBucketFigures {
 
 /** A group's membership and committed offsets, as `describe` returns them (the store adds its bucket). */
 export interface BucketGroupDescription {
-  /** The coordinator's description, or null when it holds no state for the group. */
+  /** The coordinator's description of a consumer group, or null. */
   membership: MembershipDescription | null;
+  /** The coordinator's description of a classic group, or null. */
+  classic: ClassicGroupDescription | null;
   /** Every committed offset of the group. */
   offsets: CommittedOffsetValue[];
+}
+
+/** One group as `listGroups` reports it. */
+export interface BucketGroupListing {
+  /** The group. */
+  groupId: string;
+  /** Its state; null for a group with committed offsets only. */
+  state: GroupState | ClassicGroupState | null;
+  /** 'consumer', or 'classic' for a classic group and a group with offsets only (Kafka's simple group). */
+  groupType: 'consumer' | 'classic';
+  /** 'consumer' for a consumer group, a classic group's protocol type, '' for offsets only. */
+  protocolType: string;
 }
 
 /** Tombstones (or image records) per batch: ~300 bytes each at most, far below the batch size limit. */
@@ -128,7 +144,7 @@ export class OffsetsBucket {
         onBackgroundError: (error, groupId) => options.onWarning(`group ${groupId}: ${(error as Error).message}`),
       });
       for (const [tableId, layout] of options.layouts) coordinator.setTableLayout(tableId, layout);
-      for (const [groupId, snapshot] of table.state.snapshots()) coordinator.loadSnapshot(groupId, snapshot as GroupSnapshot);
+      for (const [groupId, snapshot] of table.state.snapshots()) coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
       coordinator.onLoadComplete();
     } catch (error) {
       // The caller needs `error`, not a failure to close after it.
@@ -143,14 +159,23 @@ export class OffsetsBucket {
     return new OffsetsBucket(options.index, table, coordinator, report, options.clock, options.onWarning);
   }
 
-  /** OffsetCommit of one group, atomic (one batch); fenced by member epoch and bucket ownership. */
+  /**
+   * OffsetCommit of one group, atomic (one batch): a consumer member's fenced by member epoch and
+   * bucket ownership; a classic member's by generation, checked and appended on the group's lane; one
+   * without a member only while the group (of either type) has none.
+   */
   async commit(groupId: string, specs: OffsetRecordSpec[], member: CommitMember | null): Promise<void> {
+    const write = () => this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+    if (member?.kind === 'classic') {
+      await this.coordinator.classic.commit(groupId, member, write);
+      return;
+    }
     if (member !== null) {
       this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
     } else if (this.coordinator.hasMembers(groupId)) {
-      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member's memberId and memberEpoch`);
+      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`);
     }
-    await this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+    await write();
   }
 
   /** The offsets table of a group with committed offsets (the store's fetch cache keeps it). */
@@ -175,18 +200,23 @@ export class OffsetsBucket {
     return fetchFromGroup(groupId, state.group(groupId), buckets);
   }
 
-  /** Every group with committed offsets or members, with its state. */
-  listGroups(): { groupId: string; state: ReturnType<GroupCoordinator['groupState']> }[] {
+  /** Every group with committed offsets or members, with its state and type. */
+  listGroups(): BucketGroupListing[] {
     const groupIds = new Set([...this.table.state.groupIds(), ...this.coordinator.groupIds()]);
-    return [...groupIds].map((groupId) => ({ groupId, state: this.coordinator.groupState(groupId) }));
+    return [...groupIds].map((groupId) => {
+      const groupType = this.coordinator.groupType(groupId);
+      const protocolType = groupType === 'consumer' ? 'consumer' : (this.coordinator.classic.listing(groupId)?.protocolType ?? '');
+      return { groupId, state: this.coordinator.groupState(groupId), groupType: groupType ?? 'classic', protocolType };
+    });
   }
 
   /** Membership and offsets of a group; GROUP_ID_NOT_FOUND when it has neither. */
   describe(groupId: string): BucketGroupDescription {
     const offsets = this.table.state.groupValues(groupId);
     const membership = this.coordinator.describe(groupId);
-    if (offsets.length === 0 && membership === null) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
-    return { membership, offsets };
+    const classic = this.coordinator.classic.describe(groupId);
+    if (offsets.length === 0 && membership === null && classic === null) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    return { membership, classic, offsets };
   }
 
   /** Overwrites committed offsets of a group that has no members (NON_EMPTY_GROUP otherwise). */
@@ -204,6 +234,10 @@ export class OffsetsBucket {
     if (state.group(groupId) === undefined && this.coordinator.groupState(groupId) === null) {
       throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
     }
+    // A classic group's assignments are opaque bytes: while it has members, no offset of it may go (as Kafka
+    // answers for a classic group whose subscriptions it cannot read).
+    const classicMembers = this.coordinator.classic.memberCount(groupId) ?? 0;
+    if (classicMembers > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} is a classic group with ${classicMembers} member(s)`);
     for (const b of refs) {
       if (this.coordinator.isBucketAssigned(groupId, b)) {
         throw new OffsetStoreError('GROUP_SUBSCRIBED_TO_BUCKET', `bucket ${bucketKey(b)} of group ${groupId} is assigned to a member`);
@@ -213,14 +247,22 @@ export class OffsetsBucket {
     if (present.length > 0) await this.#writeTombstones(groupId, present);
   }
 
-  /** Deletes a group without members: every offset (and commit in flight), then its membership record. */
+  /**
+   * Deletes a group without members: every offset (and commit in flight), then its membership
+   * record, atomically with respect to members joining: the member check and the appends of every
+   * tombstone are one step of the group's lane. That step runs in this call when the lane is idle;
+   * while a membership write of the group is in flight it runs once that write is done (commits made
+   * meanwhile are then deleted too).
+   */
   async deleteGroup(groupId: string): Promise<void> {
-    const keys = this.table.state.committedOrPendingKeys(groupId);
-    const known = this.coordinator.groupState(groupId) !== null;
-    if (keys.length === 0 && !known) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
-    this.#requireNoMembers(groupId, 'delete it');
-    if (keys.length > 0) await this.#writeTombstones(groupId, keys);
-    if (known) await this.coordinator.deleteGroup(groupId);
+    const state = this.table.state;
+    if (state.committedOrPendingKeys(groupId).length === 0 && this.coordinator.groupState(groupId) === null) {
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+    }
+    await this.coordinator.deleteGroup(groupId, () => {
+      const keys = state.committedOrPendingKeys(groupId);
+      return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
+    });
   }
 
   /** Removes members as Kafka's `removeMembersFromConsumerGroup` (see OffsetStore.removeMembers). */
@@ -236,9 +278,29 @@ export class OffsetsBucket {
     return this.coordinator.heartbeat(groupId, request);
   }
 
+  /** The classic protocol's JoinGroup. */
+  classicJoinGroup(groupId: string, request: ClassicJoinGroupRequest): Promise<ClassicJoinGroupResult> {
+    return this.coordinator.classic.joinGroup(groupId, request);
+  }
+
+  /** The classic protocol's SyncGroup. */
+  classicSyncGroup(groupId: string, request: ClassicSyncGroupRequest): Promise<ClassicSyncGroupResult> {
+    return this.coordinator.classic.syncGroup(groupId, request);
+  }
+
+  /** The classic protocol's Heartbeat. */
+  classicHeartbeat(groupId: string, request: ClassicHeartbeatRequest): Promise<void> {
+    return this.coordinator.classic.heartbeat(groupId, request);
+  }
+
+  /** The classic protocol's LeaveGroup. */
+  classicLeaveGroup(groupId: string, request: ClassicLeaveGroupRequest): Promise<ClassicLeaveGroupResult> {
+    return this.coordinator.classic.leaveGroup(groupId, request);
+  }
+
   #requireNoMembers(groupId: string, action: string): void {
     if (this.coordinator.hasMembers(groupId)) {
-      const members = this.coordinator.describe(groupId)?.members.length ?? 0;
+      const members = this.coordinator.describe(groupId)?.members.length ?? this.coordinator.classic.memberCount(groupId) ?? 0;
       throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot ${action}: group ${groupId} has ${members} member(s)`);
     }
   }
@@ -283,6 +345,8 @@ export class OffsetsBucket {
   #expiredOffsets(groupId: string, retentionMs: number, nowMs: number): TableBucket[] {
     const state = this.table.state;
     const group = state.group(groupId)!;
+    // A classic group's subscriptions are opaque: while it has members, none of its offsets expire.
+    if ((this.coordinator.classic.memberCount(groupId) ?? 0) > 0) return [];
     const subscribed = this.coordinator.hasMembers(groupId)
       ? new Set(this.coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [])
       : undefined;

@@ -5,3 +5,4 @@
  */
 export { assert, unreachable, AssertionError } from './assert.js';
 export { type Clock, type Timer, SystemClock, ManualClock } from './clock.js';
+export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';

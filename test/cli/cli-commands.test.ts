@@ -48,8 +48,9 @@ describe('offset-store commands as child processes', () => {
       runCli(['stats', '--dir', copy(), '--json']),
     ]);
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(/^GROUP\s+STATE\s+OFFSETS-BUCKET\nbilling\s+Empty\s+\d\norders\s+Empty\s+\d\n$/);
-    expect(list.stdout).toContain(`orders   Empty               ${ordersBucket}\n`);
+    // Groups with committed offsets only are what Kafka calls simple groups: of the classic type, no protocol type.
+    expect(list.stdout).toMatch(/^GROUP\s+STATE\s+TYPE\s+OFFSETS-BUCKET\nbilling\s+Empty\s+classic\s+\d\norders\s+Empty\s+classic\s+\d\n$/);
+    expect(list.stdout).toContain(`orders   Empty  classic               ${ordersBucket}\n`);
 
     expect(described.code).toBe(0);
     const report = json(described);

@@ -16,6 +16,7 @@ import {
   type GroupRecord,
   type GroupSnapshot,
   type GroupSnapshotWriter,
+  type StoredGroupSnapshot,
   type HeartbeatRequest,
   type HeartbeatResponse,
   type TableLayoutInput,
@@ -30,9 +31,9 @@ const packr = new Packr({ useRecords: false });
 /** Rounds of heartbeats settle() allows before it fails. */
 const SETTLE_ROUNDS_MAX = 10;
 
-/** Asserts a value is plain data: null, finite numbers, strings, arrays and plain objects only. */
+/** Asserts a value is plain data: null, finite numbers, strings, bytes, arrays and plain objects only. */
 function expectPlainData(value: unknown, path: string): void {
-  if (value === null || typeof value === 'string') return;
+  if (value === null || typeof value === 'string' || value instanceof Uint8Array) return;
   if (typeof value === 'number') {
     expect(Number.isFinite(value), `${path} is not a finite number`).toBe(true);
     return;
@@ -47,13 +48,14 @@ function expectPlainData(value: unknown, path: string): void {
 
 /** Records every snapshot write; can be told to fail or to hold writes until released. */
 export class InMemorySnapshotWriter implements GroupSnapshotWriter {
+  /** Every write; typed as consumer snapshots for the consumer tests (a classic test casts). */
   readonly writes: Array<{ groupId: string; snapshot: GroupSnapshot | null }> = [];
   readonly latest = new Map<string, GroupSnapshot | null>();
   failNext: Error | null = null;
   hold = false;
   readonly #held: Array<() => void> = [];
 
-  writeSnapshot(groupId: string, snapshot: GroupSnapshot | null): Promise<void> {
+  writeSnapshot(groupId: string, snapshot: StoredGroupSnapshot | null): Promise<void> {
     if (this.failNext !== null) {
       const error = this.failNext;
       this.failNext = null;
@@ -105,7 +107,9 @@ export class GroupTestContext {
       ...this.#options,
       writer: this.writer,
       clock: this.clock,
-      onRecords: (_groupId, records) => this.records.push(...records),
+      onRecords: (_groupId, records) => {
+        for (const record of records) if (!record.type.startsWith('classic-')) this.records.push(record as GroupRecord);
+      },
       onBackgroundError: (error) => this.backgroundErrors.push(error),
     });
   }

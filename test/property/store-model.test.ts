@@ -64,7 +64,7 @@ function modelImage(model: Model, store: OffsetStore): StoreImage {
     offsets[groupId] = [...model.groups.get(groupId)!.values()].sort(byBucket);
     liveOffsets += offsets[groupId]!.length;
   }
-  return { groups: groupIds.map((groupId) => ({ groupId, state: 'Empty', offsetsBucket: store.bucketFor(groupId) })), offsets, liveOffsets };
+  return { groups: groupIds.map((groupId) => ({ groupId, state: 'Empty', offsetsBucket: store.bucketFor(groupId), groupType: 'classic', protocolType: '' })), offsets, liveOffsets };
 }
 
 async function expectModel(model: Model, real: Real, context: string): Promise<void> {

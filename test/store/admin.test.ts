@@ -21,9 +21,9 @@ describe('listGroups / describeGroup', () => {
     for (const groupId of ['zeta', 'alpha', 'mü', 'beta']) {
       await store.commitOffsets(groupId, [{ tableId: 1, bucketId: 0, offset: groupId.length }, { tableId: 2, partitionId: 3, bucketId: 1, offset: 7, metadata: groupId }]);
     }
-    expect(await store.listGroups()).toEqual(['alpha', 'beta', 'mü', 'zeta'].map((groupId) => ({ groupId, state: 'Empty', offsetsBucket: store.bucketFor(groupId) })));
+    expect(await store.listGroups()).toEqual(['alpha', 'beta', 'mü', 'zeta'].map((groupId) => ({ groupId, state: 'Empty', offsetsBucket: store.bucketFor(groupId), groupType: 'classic', protocolType: '' })));
     const description = await store.describeGroup('mü');
-    expect(description).toMatchObject({ groupId: 'mü', offsetsBucket: store.bucketFor('mü'), state: 'Empty', members: [] });
+    expect(description).toMatchObject({ groupId: 'mü', offsetsBucket: store.bucketFor('mü'), state: 'Empty', members: [], groupType: 'classic', protocolType: '', classic: null });
     expect([...description.offsets].sort((a, b) => a.tableId - b.tableId)).toEqual([
       { tableId: 1, partitionId: null, bucketId: 0, offset: 2, leaderEpoch: -1, metadata: '', commitTimestampMs: T0 },
       { tableId: 2, partitionId: 3, bucketId: 1, offset: 7, leaderEpoch: -1, metadata: 'mü', commitTimestampMs: T0 },
@@ -149,7 +149,7 @@ describe('removeMembers', () => {
     const removed = await store.removeMembers('g', { all: true });
     expect(removed).toEqual(restored.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })).sort((a, b) => (a.memberId < b.memberId ? -1 : 1)));
     expect(removed.map((m) => m.instanceId).sort()).toEqual(['host-b', null]);
-    expect(await store.listGroups()).toEqual([{ groupId: 'g', state: 'Empty', offsetsBucket: store.bucketFor('g') }]);
+    expect(await store.listGroups()).toEqual([{ groupId: 'g', state: 'Empty', offsetsBucket: store.bucketFor('g'), groupType: 'consumer', protocolType: 'consumer' }]);
     await store.close();
 
     const reopened = await openStore(dir, { clock });

@@ -2,7 +2,8 @@
  * Deletes and expiries of groups larger than one tombstone batch (10,000 offsets) racing commits:
  * a tombstone deletes only the value it was planned against. A commit issued after the delete or
  * expiry began is ordered after every one of its tombstones, so it is never deleted by them, not
- * even by a later batch of the same delete (also after reopen).
+ * even by a later batch of the same delete (also after reopen). A delete of a group is atomic with
+ * respect to members joining: it deletes everything or nothing.
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock, type OffsetStore } from '../../src/index.js';
@@ -78,5 +79,23 @@ describe('a delete of a group larger than one batch, racing a commit', () => {
     expect((await store.fetchOffsets('g', [LAST]))[0]?.offset).toBe(777);
     await store.close();
     expect(await lastAfterReopen(dir)).toBe(777);
+  });
+
+  it('deleteGroup racing a member joining either deletes the group and its offsets, or nothing', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    store.setTableLayout(1, { bucketCount: 2 });
+    // A group that had a member, now Empty: the coordinator knows it.
+    await store.heartbeat('g', { memberId: 'first', memberEpoch: 0, subscribedTableIds: [1] });
+    await store.heartbeat('g', { memberId: 'first', memberEpoch: -1 });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    const deleted = store.deleteGroup('g');
+    const joined = store.heartbeat('g', { memberId: 'm', memberEpoch: 0, subscribedTableIds: [1] });
+    const [deleteOutcome, joinOutcome] = await Promise.allSettled([deleted, joined]);
+    expect(joinOutcome.status).toBe('fulfilled');
+    const [offset] = await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]);
+    if (deleteOutcome.status === 'fulfilled') expect(offset, 'the delete succeeded: the offset is gone').toBeNull();
+    else expect(offset?.offset, `the delete failed (${String(deleteOutcome.reason)}): nothing was deleted`).toBe(5);
+    await store.close();
   });
 });

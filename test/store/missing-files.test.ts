@@ -1,11 +1,12 @@
 /**
  * Files that go missing or shrink are noticed. Log offsets run without a gap from the first segment
  * to the last, starting where the newest checkpoint (or the store's log start) says, and ending where
- * the last clean close left them; a missing segment, a missing bucket folder, a segment cut at a
+ * the last clean close left them (or, after a crash, at least where the log was when last opened or
+ * last rolled into a new segment); a missing segment, a missing bucket folder, a segment cut at a
  * batch boundary, zeroed last batches, an edited bucketCount, or a checkpoint gone after the log below
  * it was deleted is CORRUPT_MESSAGE naming what is missing, in open and in `log verify` alike.
  */
-import { readFileSync, readdirSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, readdirSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
@@ -64,6 +65,23 @@ describe('missing or shortened files', () => {
     const { dir, segments } = await storeWithSegments();
     unlinkSync(segments.at(-1)!);
     await expectRefused(dir, /ends at log offset \d+|missing|gap/);
+  });
+
+  it('the last segment deleted after a crash: segments created since the last open count too', async () => {
+    // Opened once, closed cleanly; opened again, written until the log rolled, and "crashed": the
+    // directory is copied while the store still has it open, as a crash would leave it.
+    const { dir } = await storeWithSegments();
+    const store = await OffsetStore.open({ dir, ...OPTIONS });
+    const before = (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount;
+    for (let i = 0; i < 40; i++) await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
+    expect((await store.stats()).buckets[store.bucketFor('a')]!.segmentCount, 'the log rolled').toBeGreaterThan(before);
+    const crashed = tempDir();
+    cpSync(dir, crashed, { recursive: true });
+    await store.close();
+    const bucketDir = path.join(crashed, 'buckets', String(store.bucketFor('a')).padStart(3, '0'));
+    const segments = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort();
+    unlinkSync(path.join(bucketDir, segments.at(-1)!));
+    await expectRefused(crashed, /ends at log offset \d+|missing|gap/);
   });
 
   it('every segment deleted', async () => {

@@ -87,8 +87,11 @@ describe('a failing disk', () => {
       before = await offsetsOf(store);
       expect(before).toContain(1000 + step);
     }
-    expect(warnings.length, 'each failed compaction warned').toBe(6);
-    expect(warnings.every((w) => /compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w))).toBe(true);
+    // A commit that starts a segment records the log's end in the manifest in the background; a fault
+    // planned for the swap may hit that instead, which only warns.
+    const compactionWarnings = warnings.filter((w) => /^compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w));
+    expect(compactionWarnings.length, 'each failed compaction warned').toBe(6);
+    expect(warnings.filter((w) => !compactionWarnings.includes(w)).every((w) => /^recording the log end of offsets-bucket 0 .* failed: EIO/.test(w))).toBe(true);
     const report = await store.compact();
     expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
     expect(await offsetsOf(store)).toEqual(before);
@@ -131,6 +134,21 @@ describe('a failing disk', () => {
     fs.plan = {};
     const reopened = await OffsetStore.open(options(dir, fs));
     expect((await offsetsOf(reopened)).length).toBe(5);
+    await reopened.close();
+  });
+});
+
+describe('closing on a failing disk', () => {
+  it('reports a LOCK file it could not remove as LOG_STORAGE_ERROR, after closing everything; the next open takes the stale lock over', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    await store.commitOffsets('g', [{ ...K(0), offset: 7 }]);
+    fs.plan = { failUnlinksOfSuffix: 'LOCK' };
+    await expect(store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/LOCK/) });
+    expect(existsSync(path.join(dir, 'LOCK'))).toBe(true);
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual([7]);
     await reopened.close();
   });
 });

@@ -1,4 +1,4 @@
-import type { FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
+import type { DirectoryLockResult, FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 
 /** Which operation to fail and when. */
@@ -20,6 +20,8 @@ export interface FaultPlan {
   failReadAt?: number;
   /** Fail writes to files whose name ends with this (e.g. '.cleaned'); undefined = none. */
   failWritesToSuffix?: string;
+  /** Fail unlinks of files whose name ends with this (e.g. 'LOCK'); undefined = none. */
+  failUnlinksOfSuffix?: string;
 }
 
 /**
@@ -96,8 +98,13 @@ export class FaultyFileSystem implements FileSystem {
   readdir(path: string) { return this.inner.readdir(path); }
   mkdir(path: string) { return this.inner.mkdir(path); }
   async rename(from: string, to: string) { this.#metaOp('rename'); return this.inner.rename(from, to); }
-  async unlink(path: string) { this.#metaOp('unlink'); return this.inner.unlink(path); }
+  async unlink(path: string) {
+    this.#metaOp('unlink');
+    if (this.plan.failUnlinksOfSuffix !== undefined && path.endsWith(this.plan.failUnlinksOfSuffix)) throw Object.assign(new Error('EIO: injected unlink failure'), { code: 'EIO' });
+    return this.inner.unlink(path);
+  }
   removeTree(path: string) { return this.inner.removeTree(path); }
   async syncDir(path: string) { this.#metaOp('syncDir'); return this.inner.syncDir(path); }
   sizeBytes(path: string) { return this.inner.sizeBytes(path); }
+  holdLock(dir: string): Promise<DirectoryLockResult> { return this.inner.holdLock(dir); }
 }

@@ -1,6 +1,7 @@
 /**
- * `offset-store groups describe <groupId>`: state, epochs, members with their assignment, and one
- * row per bucket the group has committed or assigned; with `--log-end`, log-end offsets and lag.
+ * `offset-store groups describe <groupId>`: state, epochs (a classic group: generation, protocol,
+ * leader), members with their assignment, and one row per bucket the group has committed or
+ * assigned; with `--log-end`, log-end offsets and lag.
  */
 import type { BucketReport, GroupReport } from '../../admin/index.js';
 import { bucketKey, type TableBucket } from '../../model/index.js';
@@ -48,15 +49,27 @@ function bucketList(buckets: readonly TableBucket[]): string {
 function printReport(output: Output, report: GroupReport, withLag: boolean): void {
   output.line(`Group ${report.groupId}`);
   output.line(`  state           ${report.state}`);
-  output.line(`  group epoch     ${report.groupEpoch}   assignment epoch ${report.assignmentEpoch}${report.assignor === null ? '' : `   assignor ${report.assignor}`}`);
+  const classic = report.classic;
+  if (classic === null) {
+    output.line(`  group epoch     ${report.groupEpoch}   assignment epoch ${report.assignmentEpoch}${report.assignor === null ? '' : `   assignor ${report.assignor}`}`);
+  } else {
+    output.line(`  type            classic (${report.protocolType || 'no protocol type'})   generation ${classic.generationId}${classic.protocolName === null ? '' : `   protocol ${classic.protocolName}`}${classic.leaderId === null ? '' : `   leader ${classic.leaderId}`}`);
+  }
   output.line(`  offsets-bucket  ${report.offsetsBucket}`);
-  output.line(`  members         ${report.members.length}`);
+  output.line(`  members         ${report.members.length + (classic?.members.length ?? 0)}`);
   if (withLag) output.line(`  total lag       ${cell(report.totalLag)}`);
   output.line();
   if (report.members.length > 0) {
     output.table(
       [{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }, { header: 'EPOCH', align: 'right' }, { header: 'STATE' }, { header: 'SESSION', align: 'right' }, { header: 'TABLES' }, { header: 'ASSIGNMENT' }, { header: 'PENDING-REVOCATION' }],
       report.members.map((m) => [m.memberId, m.instanceId ?? '-', String(m.memberEpoch), m.state, formatDuration(m.sessionTimeoutMs), m.subscribedTableIds.join(',') || '-', bucketList(m.assignment), bucketList(m.pendingRevocation)]),
+    );
+    output.line();
+  }
+  if (classic !== null && classic.members.length > 0) {
+    output.table(
+      [{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }, { header: 'CLIENT-ID' }, { header: 'HOST' }, { header: 'SESSION', align: 'right' }, { header: 'PROTOCOLS' }, { header: 'ASSIGNMENT', align: 'right' }],
+      classic.members.map((m) => [m.memberId, m.groupInstanceId ?? '-', m.clientId || '-', m.clientHost || '-', formatDuration(m.sessionTimeoutMs), m.protocols.join(','), `${m.assignmentBytes} bytes`]),
     );
     output.line();
   }

@@ -63,8 +63,12 @@ function formatRecord(r: DumpRecordEntry): string {
   const head = `record ${r.index} group=${JSON.stringify(r.groupId)}`;
   if (r.recordType === 'group-snapshot') {
     if (r.tombstone) return `${head} snapshot TOMBSTONE (group deleted)`;
-    const s = r.snapshot as { groupEpoch?: unknown; assignmentEpoch?: unknown; members?: unknown[] } | null;
-    return `${head} snapshot groupEpoch=${String(s?.groupEpoch)} assignmentEpoch=${String(s?.assignmentEpoch)} members=${Array.isArray(s?.members) ? s.members.length : '?'}`;
+    const s = r.snapshot as { protocol?: unknown; generationId?: unknown; protocolType?: unknown; protocolName?: unknown; leaderId?: unknown; groupEpoch?: unknown; assignmentEpoch?: unknown; members?: unknown[] } | null;
+    const members = Array.isArray(s?.members) ? s.members.length : '?';
+    if (s?.protocol === 'classic') {
+      return `${head} snapshot classic generation=${String(s.generationId)} protocol=${String(s.protocolType)}/${String(s.protocolName)} leader=${String(s.leaderId)} members=${members}`;
+    }
+    return `${head} snapshot groupEpoch=${String(s?.groupEpoch)} assignmentEpoch=${String(s?.assignmentEpoch)} members=${members}`;
   }
   const bucket = `table=${r.tableId}${r.partitionId === null ? '' : ` partition=${r.partitionId}`} bucket=${r.bucketId}`;
   if (r.tombstone) return `${head} ${bucket} TOMBSTONE`;

@@ -1,0 +1,123 @@
+/**
+ * What one simulation runs: the store's configuration, the workload's mix and the faults, all drawn
+ * from the seed. In swarm mode (as in TigerBeetle's VOPR) the seed also draws which operations and
+ * faults are enabled and how likely each is, so that different seeds explore different corners
+ * (a run of only commits and power losses finds other bugs than one heavy on rebalances).
+ */
+import type { CompactionStrategy } from '../src/index.js';
+import { NO_FAULTS, type FaultProfile } from './sim-file-system.js';
+import type { SimRandom } from './sim-random.js';
+
+/** Named fault profiles for `--faults`. */
+export const FAULT_PROFILES = {
+  none: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  crash: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  io: { io: { writeError: 0.002, readError: 0.001, syncError: 0.002, dirOpError: 0.001, noSpace: 0.001 }, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  rest: { io: NO_FAULTS, rot: 0.002, latent: 0.001, lostSector: 0.001, lostFile: 0.0005 },
+  all: { io: { writeError: 0.001, readError: 0.0005, syncError: 0.001, dirOpError: 0.0005, noSpace: 0.0005 }, rot: 0.001, latent: 0.0005, lostSector: 0.0005, lostFile: 0.0002 },
+} as const satisfies Record<string, FaultRates>;
+
+/** Fault probabilities: per I/O operation (`io`), per workload action (the faults at rest). */
+export interface FaultRates {
+  io: FaultProfile;
+  /** A bit flipped in durable data. */
+  rot: number;
+  /** A sector whose reads fail until rewritten. */
+  latent: number;
+  /** A durable sector read back as zeros. */
+  lostSector: number;
+  /** A file gone. */
+  lostFile: number;
+}
+
+/** A fault profile's name. */
+export type FaultProfileName = keyof typeof FAULT_PROFILES;
+
+/** Relative weights of the workload's actions. */
+export interface ActionWeights {
+  commit: number;
+  bigCommit: number;
+  fetch: number;
+  reset: number;
+  deleteOffsets: number;
+  deleteGroup: number;
+  join: number;
+  leave: number;
+  silence: number;
+  zombieCommit: number;
+  memberCommit: number;
+  compact: number;
+  advanceTime: number;
+  crash: number;
+  powerLoss: number;
+  restart: number;
+}
+
+/** Everything a run does, from its seed. */
+export interface SimConfig {
+  bucketCount: number;
+  segmentBytesMax: number;
+  strategy: CompactionStrategy;
+  compactionIntervalMs: number;
+  minDirtyRatio: number;
+  deleteRetentionMs: number;
+  retentionMs: number;
+  retentionCheckMs: number;
+  sessionTimeoutMs: number;
+  heartbeatIntervalMs: number;
+  assignmentIntervalMs: number;
+  /** Groups committed to by an admin (no members) and groups with members. */
+  adminGroups: string[];
+  memberGroups: string[];
+  /** Buckets per table for tables 1 and 2 (the ones members subscribe to). */
+  tableBuckets: [number, number];
+  maxInFlight: number;
+  weights: ActionWeights;
+  faults: FaultRates;
+}
+
+const BASE_WEIGHTS: ActionWeights = {
+  commit: 30, bigCommit: 1.5, fetch: 20, reset: 2, deleteOffsets: 2, deleteGroup: 0.7, join: 2, leave: 1, silence: 0.7,
+  zombieCommit: 2, memberCommit: 12, compact: 1.5, advanceTime: 6, crash: 0.6, powerLoss: 0.6, restart: 0.4,
+};
+
+/** The run's configuration: fixed shape with `swarm` false, everything varied per seed with it true. */
+export function configFor(random: SimRandom, faults: FaultProfileName, swarm: boolean): SimConfig {
+  const weights = { ...BASE_WEIGHTS };
+  let profile: FaultRates = FAULT_PROFILES[faults];
+  if (swarm) {
+    for (const key of Object.keys(weights) as (keyof ActionWeights)[]) {
+      // Each action off with probability 1/4 (commits and fetches always on), else scaled 0.2x-3x.
+      if (key !== 'commit' && key !== 'fetch' && random.chance(0.25)) weights[key] = 0;
+      else weights[key] *= 0.2 + random.float() * 2.8;
+    }
+    const scale = random.float() * 2;
+    profile = {
+      io: Object.fromEntries(Object.entries(profile.io).map(([k, v]) => [k, v * scale])) as unknown as FaultProfile,
+      rot: profile.rot * scale,
+      latent: profile.latent * scale,
+      lostSector: profile.lostSector * scale,
+      lostFile: profile.lostFile * scale,
+    };
+  }
+  const groupCount = random.int(1, swarm ? 6 : 3);
+  return {
+    bucketCount: random.pick([1, 2, 4, 8]),
+    segmentBytesMax: random.pick([1024, 4096, 16384, 65536]),
+    strategy: random.pick<CompactionStrategy>(['log-cleaner', 'log-cleaner', 'checkpoint', 'none']),
+    compactionIntervalMs: random.int(500, 20_000),
+    minDirtyRatio: random.pick([0.05, 0.2, 0.5]),
+    deleteRetentionMs: random.pick([0, 1000, 60_000]),
+    retentionMs: random.pick([30_000, 120_000, 600_000]),
+    retentionCheckMs: random.pick([1000, 5000]),
+    sessionTimeoutMs: random.pick([6000, 10_000]),
+    heartbeatIntervalMs: random.pick([1000, 2000]),
+    assignmentIntervalMs: random.pick([0, 0, 1000]),
+    adminGroups: Array.from({ length: groupCount }, (_, i) => `admin-${i}`),
+    memberGroups: Array.from({ length: random.int(1, 2) }, (_, i) => `team-${i}`),
+    tableBuckets: [random.int(1, 8), random.int(1, 4)],
+    maxInFlight: random.int(1, 12),
+    weights,
+    faults: profile,
+  };
+}

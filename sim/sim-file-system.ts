@@ -1,0 +1,335 @@
+/**
+ * The FileSystem port over a SimDisk, for one simulated process. Each call becomes an I/O event of
+ * the scheduler, due after a seed-drawn latency; the operation takes effect on the disk when its
+ * event runs (so calls in flight together complete, and land, in an order the seed chooses), and
+ * may fail there with a fault the seed injects (FaultProfile: EIO on a write, read, fdatasync or
+ * directory operation; ENOSPC after a short write).
+ *
+ * `kill()` ends the process: its calls in flight never complete (each pending write is applied to
+ * the page cache or not, by the seed, as a write racing a SIGKILL), and calls made later hang. The
+ * store object that used it is then abandoned by the simulator.
+ *
+ * Checkpoint environments (paths with a `checkpoint` directory) are LMDB's: it maps their files
+ * itself, so they live on the real disk, in a temporary directory at the same absolute path, and
+ * calls on them go to the real file system as external work (sim-scheduler.ts). Power loss and
+ * faults do not reach them; LMDB's own durability is trusted there.
+ */
+import { appendFileSync } from 'node:fs';
+import { NodeFileSystem, type FileHandle, type FileSystem, type OpenFlags } from '../src/io/index.js';
+import { SimDisk, fsError, type SimFile } from './sim-disk.js';
+import type { SimRandom } from './sim-random.js';
+import type { SimScheduler } from './sim-scheduler.js';
+
+/** Probabilities of injected faults, per operation. */
+export interface FaultProfile {
+  writeError: number;
+  readError: number;
+  syncError: number;
+  dirOpError: number;
+  /** A write that fails with ENOSPC after writing part of its bytes. */
+  noSpace: number;
+}
+
+/** No injected I/O faults. */
+export const NO_FAULTS: FaultProfile = { writeError: 0, readError: 0, syncError: 0, dirOpError: 0, noSpace: 0 };
+
+/** Typical latencies (µs) of each kind of operation on the simulated device. */
+const LATENCY_US = { write: 20, read: 15, sync: 150, dir: 60, meta: 10 } as const;
+
+/** Whether a path is inside a checkpoint environment (LMDB's own files, kept on the real disk). */
+export function isNativePath(path: string): boolean {
+  return /\/checkpoint(\/|$)/.test(path);
+}
+
+interface InFlight {
+  kind: string;
+  path: string;
+  /** For a write: applies it (used when the process dies with it in flight). */
+  applyOnDeath?: () => void;
+}
+
+/** One process's view of the simulated disk. */
+export class SimFileSystem implements FileSystem {
+  readonly disk: SimDisk;
+  readonly #scheduler: SimScheduler;
+  readonly #random: SimRandom;
+  readonly #faults: FaultProfile;
+  readonly #native = new NodeFileSystem({ syncWriteBytesMax: 0, syncFlushes: false });
+  readonly #inFlight = new Set<InFlight>();
+  readonly #nativeHandles = new Set<FileHandle>();
+  #dead = false;
+  /** Faults injected in this process, for the checker and the trace. */
+  readonly injected: string[] = [];
+  /** Operations completed. */
+  operationCount = 0;
+
+  constructor(disk: SimDisk, scheduler: SimScheduler, random: SimRandom, faults: FaultProfile) {
+    this.disk = disk;
+    this.#scheduler = scheduler;
+    this.#random = random;
+    this.#faults = faults;
+  }
+
+  /** The process died: calls in flight never complete; pending writes land in the page cache or not. */
+  kill(): void {
+    this.#dead = true;
+    // The kernel closes a dead process's files.
+    for (const handle of this.#nativeHandles) void handle.close().catch(() => {});
+    this.#nativeHandles.clear();
+    for (const op of [...this.#inFlight].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+      if (op.applyOnDeath !== undefined && this.#random.chance(0.5)) op.applyOnDeath();
+    }
+    this.#inFlight.clear();
+  }
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  /**
+   * Schedules `operation` as an I/O completion after a latency of kind `kind`; rejects with the
+   * fault when one is injected (`fault` returns the error to raise, or undefined).
+   */
+  #io<T>(kind: keyof typeof LATENCY_US, path: string, operation: () => T, fault?: () => NodeJS.ErrnoException | undefined, applyOnDeath?: () => void): Promise<T> {
+    if (this.#dead) return new Promise<T>(() => {});
+    return new Promise<T>((resolve, reject) => {
+      const entry: InFlight = { kind, path, applyOnDeath };
+      this.#inFlight.add(entry);
+      const latency = this.#random.latencyUs(LATENCY_US[kind]);
+      if (process.env.SIM_TRACE_FILE !== undefined) appendFileSync(process.env.SIM_TRACE_FILE, `   io ${kind} ${path.replace(/offset-store-sim-[A-Za-z0-9]+/, 'X')} +${latency} @${this.#scheduler.nowUs}\n`);
+      this.#scheduler.schedule(latency, () => {
+        if (this.#dead || !this.#inFlight.delete(entry)) return;
+        this.operationCount++;
+        try {
+          const error = fault?.();
+          if (error !== undefined) {
+            this.injected.push(`${error.code} on ${kind} of ${path}`);
+            throw error;
+          }
+          resolve(operation());
+        } catch (error) {
+          reject(error);
+        }
+      });
+    });
+  }
+
+  #native$<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#dead) return new Promise<T>(() => {});
+    return this.#scheduler.deterministic(work());
+  }
+
+  #maybe(p: number, code: string, message: string): () => NodeJS.ErrnoException | undefined {
+    return () => (this.#random.chance(p) ? fsError(code, `injected: ${message}`) : undefined);
+  }
+
+  async open(path: string, flags: OpenFlags): Promise<FileHandle> {
+    if (isNativePath(path)) {
+      const handle = await this.#native$(() => this.#native.open(path, flags));
+      this.#nativeHandles.add(handle);
+      return new NativeHandle(handle, (work) => this.#native$(work), () => this.#nativeHandles.delete(handle));
+    }
+    const file = await this.#io('meta', path, () => {
+      if (flags === 'w' || flags === 'wx') return this.disk.createFile(path, flags === 'wx');
+      return this.disk.file(path);
+    });
+    return new SimHandle(this, path, file, flags === 'r');
+  }
+
+  readFile(path: string): Promise<Buffer | null> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.readFile(path));
+    return this.#io('read', path, () => {
+      const node = this.disk.lookup(path);
+      if (node === undefined) return null;
+      if (node.kind !== 'file') throw fsError('EISDIR', `is a directory: ${path}`);
+      const out = Buffer.alloc(node.sizeBytes);
+      node.read(out, 0, node.sizeBytes, 0);
+      return out;
+    }, this.#maybe(this.#faults.readError, 'EIO', `read of ${path}`));
+  }
+
+  readdir(path: string): Promise<string[]> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.readdir(path));
+    return this.#io('meta', path, () => {
+      const node = this.disk.lookup(path);
+      if (node === undefined) return [];
+      if (node.kind !== 'dir') throw fsError('ENOTDIR', `not a directory: ${path}`);
+      // In a seed-chosen order: nothing may depend on the order a file system lists names in.
+      const names = [...node.entries.keys()].sort();
+      for (let i = names.length - 1; i > 0; i--) {
+        const j = this.#random.int(0, i);
+        [names[i], names[j]] = [names[j]!, names[i]!];
+      }
+      return names;
+    });
+  }
+
+  mkdir(path: string): Promise<void> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.mkdir(path));
+    return this.#io('dir', path, () => this.disk.mkdirp(path), this.#maybe(this.#faults.dirOpError, 'EIO', `mkdir ${path}`));
+  }
+
+  rename(fromPath: string, toPath: string): Promise<void> {
+    if (isNativePath(fromPath) || isNativePath(toPath)) return this.#native$(() => this.#native.rename(fromPath, toPath));
+    return this.#io('dir', fromPath, () => this.disk.rename(fromPath, toPath), this.#maybe(this.#faults.dirOpError, 'EIO', `rename ${fromPath}`));
+  }
+
+  unlink(path: string): Promise<void> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.unlink(path));
+    return this.#io('dir', path, () => this.disk.unlink(path), this.#maybe(this.#faults.dirOpError, 'EIO', `unlink ${path}`));
+  }
+
+  removeTree(path: string): Promise<void> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.removeTree(path));
+    // A tree holding a checkpoint environment goes on the real disk too.
+    return this.#io('dir', path, () => this.disk.removeTree(path)).then(() => this.#native$(() => this.#native.removeTree(path)));
+  }
+
+  syncDir(path: string): Promise<void> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.syncDir(path));
+    return this.#io('sync', path, () => this.disk.syncDir(path), this.#maybe(this.#faults.dirOpError, 'EIO', `fsync of directory ${path}`));
+  }
+
+  sizeBytes(path: string): Promise<number | null> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.sizeBytes(path));
+    return this.#io('meta', path, () => {
+      const node = this.disk.lookup(path);
+      if (node === undefined) return null;
+      if (node.kind !== 'file') throw fsError('EISDIR', `is a directory: ${path}`);
+      return node.sizeBytes;
+    });
+  }
+
+  /** @internal A handle's operations, scheduled like the file system's. */
+  handleIo<T>(kind: 'write' | 'read' | 'sync' | 'meta', path: string, operation: () => T, fault?: () => NodeJS.ErrnoException | undefined, applyOnDeath?: () => void): Promise<T> {
+    return this.#io(kind, path, operation, fault, applyOnDeath);
+  }
+
+  /** @internal */
+  faultFor(kind: 'write' | 'read' | 'sync', path: string): (() => NodeJS.ErrnoException | undefined) | undefined {
+    const p = kind === 'write' ? this.#faults.writeError : kind === 'read' ? this.#faults.readError : this.#faults.syncError;
+    return p > 0 ? this.#maybe(p, 'EIO', `${kind} of ${path}`) : undefined;
+  }
+
+  /** @internal Whether this write runs out of space: the bytes that still fit, or undefined. */
+  noSpace(totalBytes: number): number | undefined {
+    return this.#faults.noSpace > 0 && totalBytes > 0 && this.#random.chance(this.#faults.noSpace) ? this.#random.int(0, totalBytes - 1) : undefined;
+  }
+}
+
+/** An open simulated file. */
+class SimHandle implements FileHandle {
+  readonly path: string;
+  readonly #fs: SimFileSystem;
+  readonly #file: SimFile;
+  readonly #readOnly: boolean;
+  #closed = false;
+
+  constructor(fs: SimFileSystem, path: string, file: SimFile, readOnly: boolean) {
+    this.#fs = fs;
+    this.path = path;
+    this.#file = file;
+    this.#readOnly = readOnly;
+  }
+
+  #check(): void {
+    if (this.#closed) throw fsError('EBADF', `closed: ${this.path}`);
+  }
+
+  writev(buffers: readonly Buffer[], position: number): Promise<void> {
+    try {
+      this.#check();
+      if (this.#readOnly) throw fsError('EBADF', `opened read-only: ${this.path}`);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const bytes = Buffer.concat(buffers as Buffer[]);
+    const fits = this.#fs.noSpace(bytes.length);
+    const write = () => this.#file.write(bytes, position);
+    return this.#fs.handleIo('write', this.path, () => {
+      if (fits !== undefined) {
+        this.#file.write(bytes.subarray(0, fits), position);
+        this.#fs.injected.push(`ENOSPC after ${fits} of ${bytes.length} bytes written to ${this.path}`);
+        throw fsError('ENOSPC', `injected: no space left writing ${this.path}`);
+      }
+      write();
+    }, this.#fs.faultFor('write', this.path), write);
+  }
+
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
+    try {
+      this.#check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#fs.handleIo('read', this.path, () => this.#file.read(buffer, offset, length, position), this.#fs.faultFor('read', this.path));
+  }
+
+  datasync(): Promise<void> {
+    try {
+      this.#check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#fs.handleIo('sync', this.path, () => this.#file.sync(), this.#fs.faultFor('sync', this.path));
+  }
+
+  truncate(sizeBytes: number): Promise<void> {
+    try {
+      this.#check();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#fs.handleIo('meta', this.path, () => this.#file.truncate(sizeBytes), this.#fs.faultFor('write', this.path));
+  }
+
+  sizeBytes(): Promise<number> {
+    return this.#fs.handleIo('meta', this.path, () => this.#file.sizeBytes);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+}
+
+/** A real file of a checkpoint environment; every call is external work. */
+class NativeHandle implements FileHandle {
+  readonly path: string;
+  readonly #inner: FileHandle;
+  readonly #external: <T>(work: () => Promise<T>) => Promise<T>;
+  readonly #onClose: () => void;
+
+  constructor(inner: FileHandle, external: <T>(work: () => Promise<T>) => Promise<T>, onClose: () => void) {
+    this.path = inner.path;
+    this.#inner = inner;
+    this.#external = external;
+    this.#onClose = onClose;
+  }
+
+  writev(buffers: readonly Buffer[], position: number): Promise<void> {
+    return this.#external(() => this.#inner.writev(buffers, position));
+  }
+
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
+    return this.#external(() => this.#inner.read(buffer, offset, length, position));
+  }
+
+  datasync(): Promise<void> {
+    return this.#external(() => this.#inner.datasync());
+  }
+
+  truncate(sizeBytes: number): Promise<void> {
+    return this.#external(() => this.#inner.truncate(sizeBytes));
+  }
+
+  sizeBytes(): Promise<number> {
+    return this.#external(() => this.#inner.sizeBytes());
+  }
+
+  close(): Promise<void> {
+    this.#onClose();
+    return this.#external(() => this.#inner.close());
+  }
+}
+
+export { SimDisk };

@@ -1,0 +1,201 @@
+/**
+ * The reference model of committed offsets, and the checks a fetch's answer must pass against it.
+ *
+ * Every write the workload issues (a commit, a reset, a delete of offsets or of a group) is a Write
+ * of one value per key: an offset, or null for "absent". Offsets are unique over a run, so a value
+ * names the write it came from. Per key the model keeps `base`, the write whose value the key holds
+ * as far as anyone could know (the last acknowledged one, or the last one a fetch saw), and
+ * `candidates`, writes that may still turn out to be the key's value:
+ * - pending: issued in this process, not settled. Calls on a group reach its log in the order they
+ *   are made, so when a write is acknowledged it becomes `base` unless a later-issued write already
+ *   is, and only writes issued after it may still land after it.
+ * - unknown: pending when its process died. It may or may not have reached the log; the first fetch
+ *   after recovery decides (if it shows the value, the write is there: it becomes `base`; if it shows
+ *   the base, the write is gone for good).
+ * A rejected write is dropped: its value must never be seen. So a fetch may show exactly `base` or a
+ * candidate, and "absent" when an expiry was due (retention); anything else is a violation: a lost
+ * acknowledged commit, a resurrected rejected one, a value never written, or (with `base` moved by a
+ * fetch) a value served and later lost.
+ */
+
+/** One issued write of one key. */
+export interface Write {
+  readonly seq: number;
+  /** The offset written, or null for a delete. */
+  readonly value: number | null;
+  /** Store-clock time when it was issued. */
+  readonly issuedMs: number;
+  /** What it is: 'commit', 'reset', 'delete', 'expiry', ... (for messages). */
+  readonly what: string;
+  /**
+   * It may take effect later than its call, after writes called while it was in flight (a
+   * deleteGroup waiting for a membership write): it may be ordered after any write issued before it
+   * was acknowledged.
+   */
+  readonly floating?: boolean;
+  /** The model's sequence counter when it was acknowledged. */
+  ackSeq?: number;
+  state: 'pending' | 'acked' | 'unknown' | 'failed';
+}
+
+interface KeyState {
+  base: Write | null;
+  candidates: Write[];
+}
+
+/** A key: group, then table:partition:bucket. */
+export function keyOf(groupId: string, tableId: number, partitionId: number | null, bucketId: number): string {
+  return `${groupId}|${tableId}:${partitionId ?? ''}:${bucketId}`;
+}
+
+/** A violation of the model: what was seen, and what was allowed. */
+export class ModelViolation extends Error {
+  /** The key it is about. */
+  readonly key: string;
+
+  constructor(key: string, message: string) {
+    super(message);
+    this.name = 'ModelViolation';
+    this.key = key;
+  }
+}
+
+/** The model of every key's value. */
+export class OffsetsModel {
+  readonly #keys = new Map<string, KeyState>();
+  readonly #groupKeys = new Map<string, Set<string>>();
+  #seq = 0;
+
+  #state(key: string): KeyState {
+    let state = this.#keys.get(key);
+    if (state === undefined) {
+      state = { base: null, candidates: [] };
+      this.#keys.set(key, state);
+      const groupId = key.slice(0, key.indexOf('|'));
+      let keys = this.#groupKeys.get(groupId);
+      if (keys === undefined) this.#groupKeys.set(groupId, (keys = new Set()));
+      keys.add(key);
+    }
+    return state;
+  }
+
+  /** Keys the model knows of a group. */
+  keysOf(groupId: string): string[] {
+    return [...(this.#groupKeys.get(groupId) ?? [])];
+  }
+
+  /** Issues writes, one per key: returns them, pending. */
+  issue(entries: readonly [key: string, value: number | null][], issuedMs: number, what: string, floating = false): Write[] {
+    const writes: Write[] = [];
+    for (const [key, value] of entries) {
+      const write: Write = { seq: ++this.#seq, value, issuedMs, what, floating, state: 'pending' };
+      this.#state(key).candidates.push(write);
+      writes.push(write);
+    }
+    return writes;
+  }
+
+  /** A write of no key yet, to `extend` later (a delete of a group with no known keys). */
+  template(value: number | null, issuedMs: number, what: string, floating: boolean): Write {
+    return { seq: ++this.#seq, value, issuedMs, what, floating, state: 'pending' };
+  }
+
+  /** One more key for a floating write in flight (a key first written while it waits): same place in the order. */
+  extend(like: Write, key: string): Write {
+    const write: Write = { seq: like.seq, value: like.value, issuedMs: like.issuedMs, what: like.what, floating: like.floating, state: 'pending' };
+    this.#state(key).candidates.push(write);
+    return write;
+  }
+
+  /**
+   * The writes were acknowledged. Calls on one group are appended to its log in the order they are
+   * made (the store appends synchronously, in the call), so the log order is the issue order, `seq`;
+   * acknowledgements of one flush may arrive in another order (a multi-batch delete resolves after a
+   * later single-batch commit of the same round).
+   */
+  acknowledge(keys: readonly string[], writes: readonly Write[]): void {
+    const ackSeq = this.#seq;
+    keys.forEach((key, i) => {
+      const write = writes[i]!;
+      write.state = 'acked';
+      write.ackSeq = ackSeq;
+      const state = this.#state(key);
+      const keep: Write[] = [];
+      const previous = state.base;
+      if (previous === null || write.seq > previous.seq) {
+        state.base = write;
+        // A floating write acknowledged before may still have taken effect after this one.
+        if (previous?.floating === true && write.seq < (previous.ackSeq ?? 0)) keep.push(previous);
+      } else if (write.floating === true) {
+        keep.push(write); // it may have taken effect after the base
+      }
+      const after = state.base!.seq;
+      state.candidates = [...keep, ...state.candidates.filter((c) => c !== write && c.seq > after && c.state !== 'acked')];
+    });
+  }
+
+  /** The writes were rejected: their values must never be seen. */
+  reject(keys: readonly string[], writes: readonly Write[]): void {
+    keys.forEach((key, i) => {
+      const write = writes[i]!;
+      write.state = 'failed';
+      const state = this.#state(key);
+      state.candidates = state.candidates.filter((c) => c !== write);
+    });
+  }
+
+  /** The process died: whatever was pending may or may not have landed. */
+  crash(): void {
+    for (const state of this.#keys.values()) for (const c of state.candidates) if (c.state === 'pending') c.state = 'unknown';
+  }
+
+  /** What a key may show now, for messages. */
+  describe(key: string): string {
+    const state = this.#keys.get(key);
+    if (state === undefined) return 'never written';
+    const show = (w: Write | null) => (w === null ? 'absent (never written)' : `${w.value ?? 'absent'} (${w.what} #${w.seq}, ${w.state})`);
+    return `base ${show(state.base)}; candidates [${state.candidates.map(show).join(', ')}]`;
+  }
+
+  /**
+   * Checks what a fetch showed for `key` (`value` null = absent) at store time `nowMs`, and moves the
+   * key's base to the write it came from. `mayHaveExpired(w)`: whether the value of write `w` may have
+   * been expired by now (it was past retention at a time its table had no subscribed member).
+   */
+  observe(key: string, value: number | null, nowMs: number, mayHaveExpired: (w: Write) => boolean): void {
+    const state = this.#keys.get(key);
+    if (state === undefined) {
+      if (value !== null) throw new ModelViolation(key, `${key} shows ${value}, a value never written`);
+      return;
+    }
+    const baseValue = state.base?.value ?? null;
+    if (value === baseValue) {
+      state.candidates = state.candidates.filter((c) => c.state === 'pending');
+      return;
+    }
+    const from = state.candidates.find((c) => c.value === value);
+    if (from !== undefined) {
+      state.base = from;
+      state.candidates = state.candidates.filter((c) => c !== from && c.state === 'pending');
+      return;
+    }
+    const expired = value === null ? this.#expired(state, mayHaveExpired) : undefined;
+    if (expired !== undefined) {
+      // The store's expiry follows the value it expired and precedes every write issued after it
+      // (a key with a write in flight is not expired): it takes the place just after `expired`.
+      state.base = { seq: expired.seq + 0.5, value: null, issuedMs: nowMs, what: 'expiry', state: 'acked' };
+      state.candidates = state.candidates.filter((c) => c.state === 'pending');
+      return;
+    }
+    throw new ModelViolation(key, `${key} shows ${value ?? 'absent'} at ${nowMs}; the model allows ${this.describe(key)}`);
+  }
+
+  /**
+   * Whether the value the key holds now may have expired: it is `base` or an unknown write (a pending
+   * one is not visible before it is acknowledged), and one of those may have expired.
+   */
+  #expired(state: KeyState, mayHaveExpired: (w: Write) => boolean): Write | undefined {
+    const visible = [state.base, ...state.candidates.filter((c) => c.state === 'unknown')];
+    return visible.find((w): w is Write => w !== null && w.value !== null && mayHaveExpired(w));
+  }
+}

@@ -1,0 +1,614 @@
+/**
+ * One simulation: the real OffsetStore on a simulated disk and clock, driven by a seeded workload
+ * and checked against the reference model after every fetch and every recovery.
+ *
+ * Loop (one iteration per operation index):
+ * 1. The seed picks an action by the config's weights: start a workload call (commit, fetch, reset,
+ *    delete, a member joining, leaving, going silent, committing), run a compaction, let time pass,
+ *    or end the process (crash, power loss, clean restart).
+ * 2. Between actions the scheduler runs I/O completions and timers in virtual-time order; every
+ *    settled call updates the model (sim-model.ts), and every answer is checked against it.
+ * 3. After a crash or power loss a new process (new file-system view and clock over the same disk)
+ *    reopens the store; the whole state is then fetched and checked, and groups must come back
+ *    Stable or Empty.
+ * A violation stops the run with the operation index and the trace; damage the store reports
+ * (CORRUPT_MESSAGE, LOG_STORAGE_ERROR) ends it as "detected" when a fault was injected that explains
+ * it, and is a violation when none was.
+ */
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { isOffsetStoreError, OffsetStore, type CommittedOffset, type OffsetCommit } from '../src/index.js';
+import { loadChecksum } from '../src/codec/index.js';
+import { forgetHeldDirectories, forgetLogProcessState } from '../src/log/index.js';
+import { observeExternalWork } from '../src/util/index.js';
+import { configFor, type ActionWeights, type FaultProfileName, type SimConfig } from './sim-config.js';
+import { SimDisk } from './sim-disk.js';
+import { NO_FAULTS, SimFileSystem, isNativePath } from './sim-file-system.js';
+import { dumpLog } from '../src/admin/index.js';
+import { SimMembers } from './sim-members.js';
+import { ModelViolation, OffsetsModel, keyOf, type Write } from './sim-model.js';
+import { SimRandom } from './sim-random.js';
+import { SimClock, SimScheduler } from './sim-scheduler.js';
+
+/** The store clock's time when a simulation begins. */
+export const SIM_EPOCH_MS = 1_700_000_000_000;
+const TRACE_LINES = 60;
+
+/** How to run a simulation. */
+export interface SimOptions {
+  seed: number;
+  /** Workload actions to run; default 2000. */
+  ops?: number;
+  /** Fault profile; default 'crash' (crashes and power losses, no injected I/O errors). */
+  faults?: FaultProfileName;
+  /** Vary the workload mix and fault rates per seed. */
+  swarm?: boolean;
+  /** Print each action as it happens. */
+  verbose?: boolean;
+}
+
+/** What a simulation did and found. */
+export interface SimResult {
+  seed: number;
+  ok: boolean;
+  /** 'violation' (a bug), 'detected' (damage injected and reported), 'completed'. */
+  outcome: 'completed' | 'detected' | 'violation';
+  ops: number;
+  crashes: number;
+  powerLosses: number;
+  restarts: number;
+  steps: number;
+  virtualMs: number;
+  wallMs: number;
+  /** sha256 of the simulated disk at the end: equal for runs of the same seed. */
+  digest: string;
+  message?: string;
+  opIndex?: number;
+  trace: string[];
+  /** On a violation about one key: its every record in the logs at the end. */
+  history: string[];
+  config: SimConfig;
+}
+
+const names = (weights: ActionWeights) => Object.keys(weights) as (keyof ActionWeights)[];
+
+class Simulation {
+  readonly seed: number;
+  readonly random: SimRandom;
+  readonly workload: SimRandom;
+  readonly config: SimConfig;
+  readonly disk = new SimDisk();
+  readonly scheduler = new SimScheduler();
+  readonly model: OffsetsModel;
+  readonly members: SimMembers;
+  readonly realRoot: string;
+  readonly dir: string;
+  readonly trace: string[] = [];
+  readonly verbose: boolean;
+  fs!: SimFileSystem;
+  clock!: SimClock;
+  store: OffsetStore | undefined;
+  incarnation = 0;
+  inFlight = 0;
+  nextOffset = 1;
+  opIndex = 0;
+  crashes = 0;
+  powerLosses = 0;
+  restarts = 0;
+  violation: string | undefined;
+  violationKey: string | undefined;
+  history: string[] = [];
+  detected: string | undefined;
+
+  constructor(options: SimOptions) {
+    this.seed = options.seed >>> 0;
+    this.random = new SimRandom(this.seed);
+    this.workload = this.random.fork('workload');
+    this.config = configFor(this.random.fork('config'), options.faults ?? 'crash', options.swarm === true);
+    this.model = new OffsetsModel();
+    this.scheduler.afterStep = () => this.members.sample(this.nowMs());
+    this.members = new SimMembers(this.config, this.random.fork('members'));
+    this.verbose = options.verbose === true;
+    this.realRoot = mkdtempSync(path.join(tmpdir(), 'offset-store-sim-'));
+    this.dir = path.join(this.realRoot, 'store');
+    // The directory the store is created in exists, durably, before the store does.
+    this.disk.mkdirp(this.realRoot);
+    for (let p = this.realRoot; ; p = path.dirname(p)) {
+      this.disk.syncDir(p);
+      if (p === '/') break;
+    }
+  }
+
+  log(line: string): void {
+    const entry = `#${this.opIndex} t=${(this.scheduler.nowUs / 1e6).toFixed(3)}s p${this.incarnation}${process.env.SIM_TRACE_FILE !== undefined ? ` e${this.scheduler.steps}/${this.scheduler.scheduledCount}/${this.scheduler.nowUs}` : ""} ${line}`;
+    this.trace.push(entry);
+    if (process.env.SIM_TRACE_FILE !== undefined) appendFileSync(process.env.SIM_TRACE_FILE, `${entry}\n`);
+    if (this.trace.length > TRACE_LINES * 4) this.trace.splice(0, this.trace.length - TRACE_LINES);
+    if (this.verbose) console.log(entry);
+  }
+
+  nowMs(): number {
+    return SIM_EPOCH_MS + Math.floor(this.scheduler.nowUs / 1000);
+  }
+
+  fail(message: string): void {
+    this.violation ??= message;
+    this.log(`VIOLATION ${message}`);
+  }
+
+  /** Whether an I/O error was injected (in this process or an earlier one). */
+  ioFaultInjected(): boolean {
+    return this.fs.injected.length > 0 || this.injectedBefore > 0;
+  }
+
+  /** Whether damage at rest was injected: what may make the store refuse to open for good. */
+  restFaultInjected(): boolean {
+    return this.disk.rotted.length > 0 || this.disk.latentSectors.length > 0;
+  }
+
+  injectedBefore = 0;
+  /** deleteGroup calls in flight, whose place in the order is not fixed (see Write.floating). */
+  readonly floatingDeletes = new Set<{ groupId: string; keys: string[]; writes: Write[]; like: Write }>();
+  /** A storage error fail-stopped a log: the process is to be restarted, as an operator would. */
+  restartWanted = false;
+
+  /**
+   * Classifies a storage error: after an injected I/O error, LOG_STORAGE_ERROR is expected (the log
+   * fail-stops) and the process is restarted; damage reported after damage at rest was injected ends
+   * the run as detected; anything else is a violation.
+   */
+  storageError(context: string, error: unknown): void {
+    const code = isOffsetStoreError(error) ? error.code : undefined;
+    if ((code === 'CORRUPT_MESSAGE' || code === 'LOG_STORAGE_ERROR') && this.restFaultInjected()) {
+      this.detected ??= `${context}: ${(error as Error).message}`;
+      this.log(`detected ${context}: ${(error as Error).message}`);
+    } else if (code === 'LOG_STORAGE_ERROR' && this.ioFaultInjected()) {
+      this.log(`${context}: ${(error as Error).message} (restarting)`);
+      this.restartWanted = true;
+    } else {
+      this.fail(`${context}: ${(error as Error).stack ?? String(error)}`);
+    }
+  }
+
+  /** Faults at rest, each with its probability per action: rot, latent sectors, lost sectors, lost files. */
+  injectAtRest(): void {
+    const eligible = (p: string) => !isNativePath(p) && !p.endsWith('/LOCK');
+    const rates = this.config.faults;
+    const w = this.workload;
+    if (this.disk.rotted.length === 0 && w.chance(rates.rot)) {
+      const record = this.disk.rot(w, eligible);
+      if (record !== undefined) this.log(`bit rot at byte ${record.position} of ${record.path}`);
+    }
+    if (w.chance(rates.latent)) {
+      const record = this.disk.latentSector(w, eligible);
+      if (record !== undefined) this.log(`latent sector error at byte ${record.position} of ${record.path}`);
+    }
+    if (w.chance(rates.lostSector)) {
+      const record = this.disk.loseSector(w, eligible);
+      if (record !== undefined) this.log(`lost sector (reads as zeros) at byte ${record.position} of ${record.path}`);
+    }
+    if (w.chance(rates.lostFile)) {
+      const record = this.disk.loseFile(w, (p) => eligible(p) && p.endsWith('.log'));
+      if (record !== undefined) this.log(`file lost: ${record.path}`);
+    }
+  }
+
+  /** Drives the scheduler until `promise` settles. */
+  async settle<T>(promise: Promise<T>, what: string): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+    promise.then((value) => { outcome = { ok: true, value }; }, (error: unknown) => { outcome = { ok: false, error }; });
+    await this.scheduler.quiesce();
+    while (outcome === undefined) {
+      if (!(await this.scheduler.step())) {
+        this.fail(`${what} never completes: nothing left to happen (a lost wake-up or an unawaited I/O)`);
+        return { ok: false, error: new Error('deadlock') };
+      }
+    }
+    return outcome;
+  }
+
+  // ---- processes -----------------------------------------------------------------------------
+
+  async open(): Promise<boolean> {
+    for (let attempt = 0; attempt < 4; attempt++) {
+      this.incarnation++;
+      forgetHeldDirectories();
+      forgetLogProcessState();
+      this.fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(`fs-${this.incarnation}`), this.config.faults.io);
+      this.clock = new SimClock(this.scheduler, SIM_EPOCH_MS);
+      const c = this.config;
+      const opened = await this.settle(OffsetStore.open({
+        dir: this.dir, fs: this.fs, clock: this.clock, bucketCount: c.bucketCount, segmentBytesMax: c.segmentBytesMax,
+        offsetsRetentionMs: c.retentionMs, offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
+        compaction: { strategy: c.strategy, intervalMs: c.compactionIntervalMs, minDirtyRatio: c.minDirtyRatio, deleteRetentionMs: c.deleteRetentionMs },
+        group: { sessionTimeoutMs: c.sessionTimeoutMs, heartbeatIntervalMs: c.heartbeatIntervalMs, assignmentIntervalMs: c.assignmentIntervalMs },
+        onWarning: (message) => this.log(`warning: ${message}`),
+      }), 'OffsetStore.open');
+      if (this.violation !== undefined) return false;
+      if (opened.ok) {
+        this.store = opened.value;
+        this.store.setTableLayout(1, { bucketCount: c.tableBuckets[0] });
+        this.store.setTableLayout(2, { bucketCount: c.tableBuckets[1] });
+        this.members.reopened(this);
+        this.log(`opened (${this.fs.operationCount} I/O operations)`);
+        await this.checkAll('after recovery');
+        return this.violation === undefined && this.detected === undefined;
+      }
+      const error = opened.error;
+      this.log(`open failed: ${(error as Error).message}`);
+      const transient = this.fs.injected.length > 0 && !this.restFaultInjected();
+      this.injectedBefore += this.fs.injected.length;
+      this.fs.kill();
+      this.clock.stop();
+      if (!transient) {
+        this.storageError('open', error);
+        if (this.violation === undefined && this.detected === undefined) this.fail(`open failed and the simulation cannot go on: ${(error as Error).message}`);
+        return false;
+      }
+    }
+    this.storageError('open (4 attempts)', new Error('open failed four times in a row'));
+    return false;
+  }
+
+  /** Ends the process: a crash (page cache kept) or a power loss (only what is durable, and what the seed keeps). */
+  async endProcess(kind: 'crash' | 'powerLoss' | 'restart'): Promise<boolean> {
+    if (kind === 'restart') {
+      this.restarts++;
+      this.log('clean close');
+      const closed = await this.settle(this.store!.close(), 'close');
+      if (!closed.ok && this.violation === undefined) this.storageError('close', closed.error);
+      if (this.violation !== undefined || this.detected !== undefined) return false;
+    } else {
+      if (kind === 'crash') this.crashes++;
+      else this.powerLosses++;
+      this.log(kind === 'crash' ? 'process crash' : 'power loss');
+    }
+    this.injectedBefore += this.fs.injected.length;
+    this.fs.kill();
+    this.clock.stop();
+    this.store = undefined;
+    this.inFlight = 0;
+    this.floatingDeletes.clear();
+    this.model.crash();
+    this.members.crashed();
+    if (kind === 'powerLoss') this.disk.powerLoss(this.random.fork(`power-${this.powerLosses}`));
+    // The next process starts a little later.
+    await this.scheduler.advance(this.workload.int(1, 2000) * 1000);
+    return this.open();
+  }
+
+  // ---- checks --------------------------------------------------------------------------------
+
+  /** Fetches every group's offsets and checks them all; checks the groups' states. */
+  async checkAll(when: string): Promise<void> {
+    const store = this.store!;
+    for (const groupId of [...this.config.adminGroups, ...this.config.memberGroups]) {
+      let rows: CommittedOffset[];
+      try {
+        rows = store.fetchOffsetsSync(groupId) as CommittedOffset[];
+      } catch (error) {
+        this.storageError(`fetch of ${groupId} ${when}`, error);
+        return;
+      }
+      this.checkRows(groupId, rows, null, when);
+      if (this.violation !== undefined) return;
+    }
+    for (const groupId of this.config.memberGroups) {
+      const described = await this.settle(store.describeGroup(groupId), 'describeGroup');
+      if (!described.ok) {
+        if (isOffsetStoreError(described.error, 'GROUP_ID_NOT_FOUND')) continue;
+        this.storageError(`describeGroup(${groupId}) ${when}`, described.error);
+        return;
+      }
+      const { state, members } = described.value;
+      if (when === 'after recovery' && state !== 'Stable' && state !== 'Empty' && !this.members.removedByAdmin(groupId)) {
+        this.fail(`group ${groupId} recovered ${state}, not Stable or Empty (members ${members.map((m) => `${m.memberId}@${m.memberEpoch}`).join(', ')})`);
+        return;
+      }
+    }
+  }
+
+  /** Checks fetched rows of a group: `asked` the keys requested (null = every key of the group). */
+  checkRows(groupId: string, rows: readonly (CommittedOffset | null)[], asked: readonly string[] | null, when: string): void {
+    const nowMs = this.nowMs();
+    // Offsets expire in a group without members, and in any group for tables no member subscribes to:
+    // a value may be gone if, once past retention, its table was without a certain subscriber.
+    const mayExpire = (key: string) => {
+      const tableId = Number(key.slice(key.indexOf('|') + 1).split(':')[0]);
+      return (w: Write) => nowMs - w.issuedMs >= this.config.retentionMs && this.members.unsubscribedSinceMs(groupId, tableId, w.issuedMs + this.config.retentionMs, nowMs);
+    };
+    try {
+      if (asked !== null) {
+        asked.forEach((key, i) => this.model.observe(key, rows[i]?.offset ?? null, nowMs, mayExpire(key)));
+        return;
+      }
+      const seen = new Set<string>();
+      for (const row of rows) {
+        if (row === null) continue;
+        const key = keyOf(groupId, row.tableId, row.partitionId, row.bucketId);
+        seen.add(key);
+        this.model.observe(key, row.offset, nowMs, mayExpire(key));
+      }
+      for (const key of this.model.keysOf(groupId)) if (!seen.has(key)) this.model.observe(key, null, nowMs, mayExpire(key));
+    } catch (error) {
+      if (!(error instanceof ModelViolation)) throw error;
+      this.fail(`${when}: ${error.message}`);
+      this.violationKey = error.key;
+    }
+  }
+
+  /** Every record of `key` in the logs on the disk now, in log order: what to read first on a violation. */
+  async keyHistory(key: string): Promise<string[]> {
+    const groupId = key.slice(0, key.indexOf('|'));
+    const [tableId, partition, bucketId] = key.slice(key.indexOf('|') + 1).split(':');
+    const fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork('history'), NO_FAULTS);
+    const lines: string[] = [];
+    for (let bucket = 0; bucket < this.config.bucketCount; bucket++) {
+      let segment = '';
+      const dumped = await this.settle(dumpLog(this.dir, bucket, { fs, records: true }, (entry) => {
+        if (entry.kind === 'segment') segment = path.basename(entry.file);
+        if (entry.kind === 'damage') lines.push(`bucket ${bucket} ${segment}: damage ${entry.reason}`);
+        if (entry.kind !== 'record' || entry.groupId !== groupId) return;
+        if (entry.recordType === 'group-snapshot') return;
+        if (entry.tableId !== Number(tableId) || entry.bucketId !== Number(bucketId) || (entry.partitionId ?? '') !== (partition === '' ? '' : Number(partition))) return;
+        lines.push(`bucket ${bucket} ${segment} log offset ${entry.logOffset}: ${entry.tombstone ? 'tombstone' : entry.offset} (committed at ${entry.commitTimestampMs})`);
+      }), 'dumpLog');
+      if (!dumped.ok) lines.push(`bucket ${bucket}: dump failed: ${(dumped.error as Error).message}`);
+    }
+    return lines;
+  }
+
+  // ---- workload ------------------------------------------------------------------------------
+
+  /** Starts a call; its settlement is handled by `onSettled`, checked against the model. */
+  track<T>(what: string, call: () => Promise<T>, onSettled: (outcome: { ok: true; value: T } | { ok: false; error: unknown }) => void): void {
+    const store = this.store;
+    const incarnation = this.incarnation;
+    this.inFlight++;
+    let promise: Promise<T>;
+    try {
+      promise = call();
+    } catch (error) {
+      promise = Promise.reject(error);
+    }
+    promise.then(
+      (value) => {
+        if (this.store !== store || this.incarnation !== incarnation) return;
+        this.inFlight--;
+        if (!what.startsWith('heartbeat')) this.log(`${what} done`);
+        onSettled({ ok: true, value });
+      },
+      (error: unknown) => {
+        if (this.store !== store || this.incarnation !== incarnation) return;
+        this.inFlight--;
+        this.log(`${what} rejected: ${(error as Error).message}`);
+        onSettled({ ok: false, error });
+      },
+    );
+  }
+
+  /** A commit (or reset) of `offsets` to `groupId`, with the model's writes. */
+  commit(kind: 'commit' | 'reset', groupId: string, offsets: OffsetCommit[], member?: { memberId: string; memberEpoch: number; zombie: boolean }): void {
+    const store = this.store!;
+    const keys = offsets.map((o) => keyOf(groupId, o.tableId, o.partitionId ?? null, o.bucketId));
+    this.coverByFloatingDeletes(groupId, keys);
+    const issuedMs = this.nowMs();
+    const writes = this.model.issue(keys.map((key, i) => [key, offsets[i]!.offset]), issuedMs, kind);
+    const what = `${kind} ${groupId} ${offsets.length} offsets${member === undefined ? '' : ` as ${member.memberId}@${member.memberEpoch}${member.zombie ? ' (silent)' : ''}`} [${writes[0]!.seq}..]`;
+    this.log(what);
+    this.track(what, () => (kind === 'reset' ? store.resetOffsets(groupId, offsets) : store.commitOffsets(groupId, offsets, member === undefined ? undefined : { memberId: member.memberId, memberEpoch: member.memberEpoch })), (outcome) => {
+      if (outcome.ok) {
+        this.model.acknowledge(keys, writes);
+        if (member !== undefined) {
+          const fenced = this.members.fencedAt(member.memberId, member.memberEpoch, issuedMs);
+          if (fenced !== undefined) this.fail(`commit of ${member.memberId}@${member.memberEpoch} issued at ${issuedMs} accepted, but ${fenced}`);
+        }
+      } else {
+        this.rejected(what, keys, writes, outcome.error);
+      }
+    });
+  }
+
+  /** A rejected write: never to be seen, unless the store could not take it back. */
+  rejected(what: string, keys: string[], writes: Write[], error: unknown): void {
+    const message = (error as Error).message;
+    if (isOffsetStoreError(error) && error.code === 'LOG_STORAGE_ERROR') {
+      // The write may have reached the log before its fdatasync failed; the log cut it back, or
+      // recorded it as rejected. If it could do neither, it says so: then only a new process knows.
+      if (!this.ioFaultInjected()) this.fail(`${what}: LOG_STORAGE_ERROR with no fault injected: ${message}`);
+      this.restartWanted = true;
+      if (/could neither|truncate by hand|cannot be cut/i.test(message)) {
+        for (const w of writes) w.state = 'unknown';
+        return;
+      }
+    } else if (!isOffsetStoreError(error)) {
+      this.fail(`${what} rejected with a non-OffsetStoreError: ${(error as Error).stack ?? message}`);
+      return;
+    }
+    this.model.reject(keys, writes);
+  }
+
+  offsetsFor(count: number, tables: readonly number[], dense: boolean): OffsetCommit[] {
+    const w = this.workload;
+    const used = new Set<string>();
+    const offsets: OffsetCommit[] = [];
+    const first = w.int(0, 50);
+    for (let i = 0; offsets.length < count && i < count * 4; i++) {
+      const tableId = dense ? 3 : w.pick(tables);
+      const bucketId = dense ? first + i : w.int(0, tableId === 1 ? this.config.tableBuckets[0] * 2 : tableId === 2 ? this.config.tableBuckets[1] * 2 : 4000);
+      const k = `${tableId}:${bucketId}`;
+      if (used.has(k)) continue;
+      used.add(k);
+      offsets.push({ tableId, bucketId, offset: this.nextOffset++, leaderEpoch: w.chance(0.3) ? w.int(0, 9) : undefined, metadata: w.chance(0.1) ? `m${this.nextOffset}` : undefined });
+    }
+    return offsets;
+  }
+
+  fetch(): void {
+    const w = this.workload;
+    const store = this.store!;
+    const groupId = w.pick([...this.config.adminGroups, ...this.config.memberGroups]);
+    const requireStable = w.chance(0.2);
+    const whole = w.chance(0.3);
+    const asked = whole ? null : this.offsetsFor(w.int(1, 8), [1, 2, 3], false).map((o) => ({ tableId: o.tableId, bucketId: o.bucketId }));
+    const keys = asked?.map((b) => keyOf(groupId, b.tableId, null, b.bucketId)) ?? null;
+    let rows: (CommittedOffset | null)[];
+    try {
+      rows = asked === null ? store.fetchOffsetsSync(groupId, undefined, { requireStable }) : store.fetchOffsetsSync(groupId, asked, { requireStable });
+    } catch (error) {
+      if (isOffsetStoreError(error, 'UNSTABLE_OFFSET_COMMIT') && requireStable) return;
+      this.storageError(`fetch of ${groupId}`, error);
+      return;
+    }
+    this.checkRows(groupId, rows, keys, `fetch of ${groupId}${requireStable ? ' (requireStable)' : ''}`);
+  }
+
+  deleteOffsets(): void {
+    const w = this.workload;
+    const store = this.store!;
+    const groupId = w.pick([...this.config.adminGroups, ...this.config.memberGroups]);
+    const known = this.model.keysOf(groupId);
+    if (known.length === 0) return;
+    const keys = [...new Set(Array.from({ length: w.int(1, 5) }, () => w.pick(known)))];
+    const buckets = keys.map((key) => {
+      const [tableId, , bucketId] = key.slice(key.indexOf('|') + 1).split(':');
+      return { tableId: Number(tableId), bucketId: Number(bucketId) };
+    });
+    const writes = this.model.issue(keys.map((key) => [key, null]), this.nowMs(), 'delete');
+    const what = `deleteOffsets ${groupId} ${keys.length} keys [${writes[0]!.seq}..]`;
+    this.log(what);
+    this.track(what, () => store.deleteOffsets(groupId, buckets), (outcome) => {
+      if (outcome.ok) this.model.acknowledge(keys, writes);
+      else this.rejected(what, keys, writes, outcome.error);
+    });
+  }
+
+  deleteGroup(): void {
+    const store = this.store!;
+    const groupId = this.workload.pick([...this.config.adminGroups, ...this.config.memberGroups]);
+    const keys = this.model.keysOf(groupId);
+    const writes = this.model.issue(keys.map((key) => [key, null]), this.nowMs(), 'deleteGroup', true);
+    const pending = { groupId, keys, writes, like: writes[0] ?? this.model.template(null, this.nowMs(), 'deleteGroup', true) };
+    this.floatingDeletes.add(pending);
+    const what = `deleteGroup ${groupId} (${keys.length} known keys)`;
+    this.log(what);
+    this.track(what, () => store.deleteGroup(groupId), (outcome) => {
+      this.floatingDeletes.delete(pending);
+      if (outcome.ok) this.model.acknowledge(pending.keys, pending.writes);
+      else this.rejected(what, pending.keys, pending.writes, outcome.error);
+    });
+  }
+
+  /** A write of `keys` of `groupId` is being issued: deletes of the group in flight may cover them too. */
+  coverByFloatingDeletes(groupId: string, keys: readonly string[]): void {
+    for (const pending of this.floatingDeletes) {
+      if (pending.groupId !== groupId) continue;
+      for (const key of keys) {
+        if (pending.keys.includes(key)) continue;
+        pending.keys.push(key);
+        pending.writes.push(this.model.extend(pending.like, key));
+      }
+    }
+  }
+
+  compact(): void {
+    const store = this.store!;
+    this.log('compact');
+    this.track('compact', () => store.compact(), (outcome) => {
+      if (!outcome.ok && !isOffsetStoreError(outcome.error, 'STORE_CLOSED')) this.storageError('compact', outcome.error);
+    });
+  }
+
+  /** One workload action, chosen by the weights. */
+  async act(): Promise<boolean> {
+    const w = this.workload;
+    const weights = { ...this.config.weights };
+    if (this.inFlight >= this.config.maxInFlight) {
+      for (const key of names(weights)) if (!['advanceTime', 'crash', 'powerLoss', 'restart', 'fetch'].includes(key)) weights[key] = 0;
+    }
+    const action = names(weights)[w.weighted(names(weights).map((k) => weights[k]))]!;
+    switch (action) {
+      case 'commit': this.commit('commit', w.pick(this.config.adminGroups), this.offsetsFor(w.int(1, 10), [1, 2, 3], false)); break;
+      case 'bigCommit': this.commit('commit', w.pick(this.config.adminGroups), this.offsetsFor(w.chance(0.1) ? w.int(2000, 10_000) : w.int(100, 1000), [3], true)); break;
+      case 'reset': this.commit('reset', w.pick(this.config.adminGroups), this.offsetsFor(w.int(1, 6), [1, 2, 3], false)); break;
+      case 'fetch': this.fetch(); break;
+      case 'deleteOffsets': this.deleteOffsets(); break;
+      case 'deleteGroup': this.deleteGroup(); break;
+      case 'join': case 'leave': case 'silence': case 'memberCommit': case 'zombieCommit':
+        this.members.act(action, this);
+        break;
+      case 'compact': this.compact(); break;
+      case 'advanceTime': await this.scheduler.advance(w.chance(0.8) ? w.int(1, 3000) * 1000 : w.int(3, 400) * 1_000_000); break;
+      case 'crash': case 'powerLoss': case 'restart':
+        return this.endProcess(action);
+    }
+    return true;
+  }
+
+  async run(ops: number): Promise<void> {
+    await loadChecksum();
+    const previous = observeExternalWork((work) => this.scheduler.deterministic(work));
+    try {
+      if (!(await this.open())) return;
+      for (this.opIndex = 0; this.opIndex < ops; this.opIndex++) {
+        // Let some I/O complete between actions, as much as the seed says.
+        for (let n = this.workload.int(0, 6); n > 0 && this.scheduler.pending; n--) await this.scheduler.step();
+        if (this.violation !== undefined || this.detected !== undefined) return;
+        if (this.restartWanted) {
+          this.restartWanted = false;
+          if (!(await this.endProcess('crash'))) return;
+          continue;
+        }
+        if (!(await this.act())) return;
+        if (this.violation !== undefined || this.detected !== undefined) return;
+        await this.scheduler.quiesce();
+        this.injectAtRest();
+      }
+      // The end: every call settles, then a clean close and a last recovery check.
+      this.opIndex = ops;
+      while (this.inFlight > 0 && this.scheduler.pending && this.violation === undefined) await this.scheduler.step();
+      if (this.violation === undefined && this.detected === undefined) await this.endProcess('restart');
+      if (this.violation === undefined && this.detected === undefined && this.store !== undefined) {
+        const closed = await this.settle(this.store.close(), 'final close');
+        if (!closed.ok && this.violation === undefined) this.storageError('final close', closed.error);
+      }
+    } catch (error) {
+      this.fail(`the simulator itself failed: ${(error as Error).stack ?? String(error)}`);
+    } finally {
+      if (this.violationKey !== undefined) {
+        this.history = await this.keyHistory(this.violationKey).catch((error: unknown) => [`history unavailable: ${(error as Error).message}`]);
+      }
+      observeExternalWork(previous);
+      rmSync(this.realRoot, { recursive: true, force: true });
+    }
+  }
+}
+
+/** Runs one simulation to its end. */
+export async function simulate(options: SimOptions): Promise<SimResult> {
+  const started = performance.now();
+  const sim = new Simulation(options);
+  await sim.run(options.ops ?? 2000);
+  const outcome = sim.violation !== undefined ? 'violation' : sim.detected !== undefined ? 'detected' : 'completed';
+  return {
+    seed: sim.seed,
+    ok: outcome !== 'violation',
+    outcome,
+    ops: sim.opIndex,
+    crashes: sim.crashes,
+    powerLosses: sim.powerLosses,
+    restarts: sim.restarts,
+    steps: sim.scheduler.steps,
+    virtualMs: Math.round(sim.scheduler.nowUs / 1000),
+    wallMs: Math.round(performance.now() - started),
+    digest: sim.disk.digest(sim.dir),
+    message: sim.violation ?? sim.detected,
+    opIndex: sim.violation !== undefined || sim.detected !== undefined ? sim.opIndex : undefined,
+    trace: sim.trace.slice(-TRACE_LINES),
+    history: sim.history,
+    config: sim.config,
+  };
+}
+
+export type { Simulation };

@@ -1,0 +1,214 @@
+/**
+ * The classic protocol's JoinGroup, driven through the test context on a manual clock: the initial
+ * rebalance delay and its extension, KIP-394's MEMBER_ID_REQUIRED and pending members, the join
+ * barrier of a rebalance (complete when every member rejoined, or at the rebalance timeout, which
+ * removes the members that did not), leader election, protocol selection by votes and
+ * INCONSISTENT_GROUP_PROTOCOL, answers to members already in the generation, a JoinGroup superseding
+ * a parked one, the group size limit; and replaying the emitted records gives the coordinator's
+ * state.
+ */
+import { describe, expect, it } from 'vitest';
+import { ClassicTestContext, joined, protocols, tick } from './classic-test-context.js';
+
+describe('the initial rebalance', () => {
+  it('waits the initial delay for more members, then answers every member; the leader gets every member\'s metadata', async () => {
+    const ctx = new ClassicTestContext({ initialRebalanceDelayMs: 3000 });
+    const a = ctx.join({ clientId: 'client-a', protocols: protocols(['range'], 'meta-a') });
+    await ctx.advance(1000);
+    const b = ctx.join({ clientId: 'client-b', protocols: protocols(['range'], 'meta-b') });
+    expect(ctx.state()).toBe('PreparingRebalance');
+    await ctx.advance(1999);
+    expect([a.state, b.state]).toEqual(['pending', 'pending']);
+    await ctx.advance(1); // the first delay ended, but a member joined during it: another delay
+    expect(a.state).toBe('pending');
+    await ctx.advance(3000);
+    const [ja, jb] = [joined(a), joined(b)];
+    expect(ja).toMatchObject({ memberId: 'client-a-m1', generationId: 1, protocolType: 'consumer', protocolName: 'range', leader: 'client-a-m1', skipAssignment: false });
+    expect(ja.members.map((m) => [m.memberId, m.metadata.toString()])).toEqual([['client-a-m1', 'meta-a'], ['client-b-m2', 'meta-b']]);
+    expect(jb).toMatchObject({ memberId: 'client-b-m2', generationId: 1, leader: 'client-a-m1', members: [] });
+    expect(ctx.state()).toBe('CompletingRebalance');
+    expect(ctx.writer.writes).toEqual([]);
+    expect(ctx.replayed()).toEqual(ctx.inspect());
+  });
+
+  it('never waits longer than the rebalance timeout however many members keep coming', async () => {
+    const ctx = new ClassicTestContext({ initialRebalanceDelayMs: 3000 });
+    const first = ctx.join({ rebalanceTimeoutMs: 7000 });
+    for (let t = 0; t < 4; t++) {
+      await ctx.advance(1500);
+      ctx.join({ rebalanceTimeoutMs: 7000 });
+    }
+    // Delays of 3000, 3000 and 1000 ms (what is left of the 7000 ms rebalance timeout): done at 7000.
+    await ctx.advance(6999 - 6000);
+    expect(first.state).toBe('pending');
+    await ctx.advance(1);
+    expect(joined(first)).toMatchObject({ generationId: 1 });
+    expect(joined(first).members).toHaveLength(5);
+  });
+
+  it('KIP-394: a new dynamic member that asks for it gets MEMBER_ID_REQUIRED and an id; the barrier waits for it until it joins or its session passes', async () => {
+    const ctx = new ClassicTestContext({ initialRebalanceDelayMs: 0 });
+    const first = ctx.join({ clientId: 'c', requireKnownMemberId: true });
+    await tick();
+    expect(first.ok).toEqual({ outcome: 'member-id-required', memberId: 'c-m1' });
+    expect(ctx.inspect()).toMatchObject({ state: 'Empty', pendingMembers: ['c-m1'], members: [] });
+    expect(ctx.writer.writes.map((w) => w.groupId)).toEqual(['g']); // the new group's Empty snapshot, once
+    const again = ctx.join({ memberId: 'c-m1', requireKnownMemberId: true });
+    await ctx.advance(0);
+    expect(joined(again)).toMatchObject({ memberId: 'c-m1', generationId: 1, leader: 'c-m1' });
+
+    await ctx.syncAll([joined(again)]);
+    // In a rebalance, a pending member holds the barrier until its session timeout (10 s here) passes.
+    const pending = ctx.join({ clientId: 'late', requireKnownMemberId: true });
+    await tick();
+    expect(pending.ok).toEqual({ outcome: 'member-id-required', memberId: 'late-m2' });
+    expect(ctx.state()).toBe('Stable');
+    const rejoin = ctx.join({ memberId: 'c-m1' });
+    await tick();
+    expect(rejoin.state).toBe('pending');
+    await ctx.advance(9999);
+    expect(rejoin.state).toBe('pending');
+    await ctx.advance(1);
+    expect(joined(rejoin)).toMatchObject({ generationId: 2, members: [{ memberId: 'c-m1' }] });
+    expect(ctx.writer.writes).toHaveLength(2); // Empty when created, Stable after the first SyncGroup
+  });
+
+  it('without requireKnownMemberId (JoinGroup v0-3) a new member gets its id in the joined answer', async () => {
+    const ctx = new ClassicTestContext();
+    const call = ctx.join({ clientId: 'old-client' });
+    await ctx.advance(0);
+    expect(joined(call).memberId).toBe('old-client-m1');
+    expect(ctx.inspect()?.pendingMembers).toEqual([]);
+  });
+});
+
+describe('protocols', () => {
+  it('selects the protocol every member offers that most members prefer', async () => {
+    const ctx = new ClassicTestContext();
+    const calls = [
+      ctx.join({ protocols: protocols(['range', 'roundrobin']) }),
+      ctx.join({ protocols: protocols(['roundrobin', 'range']) }),
+      ctx.join({ protocols: protocols(['roundrobin', 'range', 'sticky']) }),
+    ];
+    await ctx.advance(0);
+    expect(calls.map((c) => joined(c).protocolName)).toEqual(['roundrobin', 'roundrobin', 'roundrobin']);
+    expect(joined(calls[0]!).members.map((m) => m.metadata.toString())).toEqual(['sub:roundrobin', 'sub:roundrobin', 'sub:roundrobin']);
+  });
+
+  it('refuses a member whose type differs, or who offers no protocol every member offers, with INCONSISTENT_GROUP_PROTOCOL', async () => {
+    const ctx = new ClassicTestContext();
+    expect((await ctx.join({ protocolType: '' }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect((await ctx.join({ protocols: [] }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(ctx.inspect()).toBeNull(); // a refused first join creates no group
+    ctx.join({ protocols: protocols(['range', 'sticky']) });
+    expect((await ctx.join({ protocolType: 'connect', protocols: protocols(['range']) }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect((await ctx.join({ protocols: protocols(['roundrobin']) }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    const ok = ctx.join({ protocols: protocols(['sticky']) });
+    await ctx.advance(0);
+    expect(joined(ok).protocolName).toBe('sticky');
+  });
+});
+
+describe('rebalancing a Stable group', () => {
+  it('the leader rejoining starts a rebalance: others learn it from their heartbeat, and the join completes once all rejoined', async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b, c] = await ctx.stableGroup(3);
+    const leader = [a!, b!, c!].find((j) => j.memberId === j.leader)!;
+    const followers = [a!, b!, c!].filter((j) => j !== leader);
+    const leaderJoin = ctx.join({ memberId: leader.memberId });
+    await tick();
+    expect(ctx.state()).toBe('PreparingRebalance');
+    for (const f of followers) expect((await ctx.heartbeat({ memberId: f.memberId, generationId: 1 }).settled()).code).toBe('REBALANCE_IN_PROGRESS');
+    const rejoins = followers.map((f) => ctx.join({ memberId: f.memberId }));
+    await tick(); // no timer: the last rejoin completed the join phase
+    expect([leaderJoin, ...rejoins].map((call) => joined(call).generationId)).toEqual([2, 2, 2]);
+    expect(joined(leaderJoin).members).toHaveLength(3);
+    expect(ctx.state()).toBe('CompletingRebalance');
+  });
+
+  it('at the rebalance timeout, dynamic members that did not rejoin are removed and a member that did becomes leader', async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b, c] = await ctx.stableGroup(3, 'g', { rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000 });
+    const leaderId = a!.leader;
+    const rejoining = [a!, b!, c!].filter((j) => j.memberId !== leaderId)[0]!;
+    // A follower with new metadata starts the rebalance; the others never rejoin.
+    const call = ctx.join({ memberId: rejoining.memberId, rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000, protocols: protocols(['range'], 'more topics') });
+    await ctx.advance(4999);
+    expect(call.state).toBe('pending');
+    await ctx.advance(1);
+    expect(joined(call)).toMatchObject({ generationId: 2, leader: rejoining.memberId, members: [{ memberId: rejoining.memberId }] });
+    expect(ctx.inspect()?.members.map((m) => m.memberId)).toEqual([rejoining.memberId]);
+    expect(ctx.replayed()).toEqual(ctx.inspect());
+  });
+
+  it('a follower rejoining with the same protocols gets the current generation at once; with new metadata it starts a rebalance', async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b] = await ctx.stableGroup(2);
+    const follower = [a!, b!].find((j) => j.memberId !== j.leader)!;
+    const same = ctx.join({ memberId: follower.memberId });
+    await tick();
+    expect(joined(same)).toMatchObject({ generationId: 1, members: [], leader: follower.leader });
+    expect(ctx.state()).toBe('Stable');
+    const changed = ctx.join({ memberId: follower.memberId, protocols: protocols(['range'], 'new-subscription') });
+    await tick();
+    expect(changed.state).toBe('pending');
+    expect(ctx.state()).toBe('PreparingRebalance');
+  });
+
+  it('a member that lost its JoinGroup answer gets it again while the group completes the rebalance (the leader with every member)', async () => {
+    const ctx = new ClassicTestContext();
+    const calls = [ctx.join(), ctx.join()];
+    await ctx.advance(0);
+    const leader = joined(calls[0]!);
+    const again = ctx.join({ memberId: leader.memberId });
+    await tick();
+    expect(joined(again)).toEqual(leader);
+    expect(ctx.state()).toBe('CompletingRebalance');
+  });
+
+  it('a JoinGroup of a member whose previous one is still parked supersedes it: the previous one is answered REBALANCE_IN_PROGRESS', async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b] = await ctx.stableGroup(2);
+    const first = ctx.join({ memberId: a!.memberId });
+    const second = ctx.join({ memberId: a!.memberId });
+    await tick();
+    expect(first.code).toBe('REBALANCE_IN_PROGRESS');
+    expect(second.state).toBe('pending');
+    ctx.join({ memberId: b!.memberId });
+    await tick();
+    expect(joined(second).generationId).toBe(2);
+  });
+});
+
+describe('who may join', () => {
+  it('a member id the group does not know is UNKNOWN_MEMBER_ID, also for a group that does not exist (which it does not create)', async () => {
+    const ctx = new ClassicTestContext();
+    expect((await ctx.join({ memberId: 'ghost' }).settled()).code).toBe('UNKNOWN_MEMBER_ID');
+    expect(ctx.inspect()).toBeNull();
+    await ctx.stableGroup(1);
+    expect((await ctx.join({ memberId: 'ghost' }).settled()).code).toBe('UNKNOWN_MEMBER_ID');
+  });
+
+  it('refuses a member whose protocols would take the group\'s snapshot past its bound (one batch) with INVALID_REQUEST', async () => {
+    const ctx = new ClassicTestContext();
+    const big = [{ name: 'range', metadata: Buffer.alloc(1024 * 1024) }];
+    const calls = Array.from({ length: 7 }, () => ctx.join({ protocols: big }));
+    await tick();
+    expect(calls.slice(0, 6).map((c) => c.state)).toEqual(new Array(6).fill('pending')); // 6 MiB and a little fit in 7 MiB
+    expect(calls[6]!.code).toBe('INVALID_REQUEST');
+    expect(ctx.inspect()?.members).toHaveLength(6);
+    const huge = Array.from({ length: 8 }, (_, i) => ({ name: `p${i}`, metadata: Buffer.alloc(1024 * 1024) }));
+    expect((await ctx.join({ protocols: huge }, 'other').settled()).code).toBe('INVALID_REQUEST');
+    expect(ctx.inspect('other')).toBeNull(); // refused before the group was created
+    expect(ctx.writer.writes).toEqual([]);
+  });
+
+  it('refuses a member beyond groupMembersMax with GROUP_MAX_SIZE_REACHED', async () => {
+    const ctx = new ClassicTestContext({ groupMembersMax: 2 });
+    const calls = [ctx.join(), ctx.join(), ctx.join()];
+    await tick();
+    expect(calls[2]!.code).toBe('GROUP_MAX_SIZE_REACHED');
+    await ctx.advance(0);
+    expect(calls.slice(0, 2).map((c) => joined(c).generationId)).toEqual([1, 1]);
+  });
+});

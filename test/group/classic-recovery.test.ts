@@ -1,0 +1,141 @@
+/**
+ * Classic groups across a restart: a Stable group comes back Stable at the same generation, leader
+ * and assignments, and its members' next heartbeats and syncs succeed, their sessions counted from
+ * the reload; a group caught mid-rebalance comes back at its last snapshot; an Empty group keeps its
+ * generation. Snapshots survive msgpack, and a snapshot no writer could have produced is
+ * CORRUPT_MESSAGE.
+ */
+import { Packr } from 'msgpackr';
+import { describe, expect, it } from 'vitest';
+import { classicSnapshotOf, type ClassicGroupSnapshot } from '../../src/group/classic-snapshot.js';
+import { ClassicGroupStateMachine, GroupCoordinator, parseClassicSnapshot } from '../../src/group/index.js';
+import { ClassicTestContext, joined, tick } from './classic-test-context.js';
+import { InMemorySnapshotWriter } from './group-test-context.js';
+
+describe('restart', () => {
+  it('restores a Stable group as Stable with its generation, leader and assignments; members carry on without a rebalance', async () => {
+    const ctx = new ClassicTestContext();
+    const members = await ctx.stableGroup(3, 'g', { groupInstanceId: undefined, sessionTimeoutMs: 20_000 });
+    const before = ctx.inspect();
+    await ctx.advance(15_000);
+    ctx.restart();
+    expect(ctx.inspect()).toEqual(before);
+    for (const m of members) {
+      // Sessions start at the reload, not at the members' last heartbeat before it.
+      expect(ctx.classic.sessionDeadlineMs('g', m.memberId)).toBe(ctx.clock.nowMs() + 20_000);
+      const beat = ctx.heartbeat({ memberId: m.memberId, generationId: 1 });
+      const sync = ctx.sync({ memberId: m.memberId, generationId: 1 });
+      await tick();
+      expect(beat.state).toBe('fulfilled');
+      expect(sync.ok.assignment.toString()).toBe(`a:${m.memberId}`);
+    }
+    expect(ctx.state()).toBe('Stable');
+  });
+
+  it('a group in the middle of a rebalance comes back at its last snapshot', async () => {
+    const ctx = new ClassicTestContext();
+    const [a] = await ctx.stableGroup(2);
+    ctx.join({ memberId: a!.leader });
+    ctx.join({ clientId: 'newcomer' });
+    await tick();
+    expect(ctx.state()).toBe('PreparingRebalance');
+    ctx.restart();
+    expect(ctx.inspect()).toMatchObject({ state: 'Stable', generationId: 1 });
+    expect(ctx.inspect()?.members).toHaveLength(2);
+    const late = ctx.join({ memberId: 'newcomer-m3' });
+    await late.promise.catch(() => {});
+    expect(late.code).toBe('UNKNOWN_MEMBER_ID');
+  });
+
+  it('an Empty group keeps its generation and protocol type; the next member continues from it', async () => {
+    const ctx = new ClassicTestContext();
+    const [a] = await ctx.stableGroup(1);
+    ctx.leave({ members: [{ memberId: a!.memberId }] });
+    await tick();
+    ctx.restart();
+    expect(ctx.inspect()).toMatchObject({ state: 'Empty', generationId: 2, protocolType: 'consumer', members: [] });
+    const again = ctx.join();
+    await ctx.advance(0);
+    expect(joined(again).generationId).toBe(3);
+  });
+
+  it('replaying a snapshot\'s records gives the state the live records built', async () => {
+    const ctx = new ClassicTestContext();
+    await ctx.stableGroup(3, 'g', { groupInstanceId: undefined });
+    const group = ctx.inspect('g');
+    const fresh = new GroupCoordinator({ writer: new InMemorySnapshotWriter() });
+    fresh.loadSnapshot('g', ctx.writer.latest.get('g')!);
+    fresh.onLoadComplete();
+    expect(fresh.classic.inspect('g')).toEqual(group);
+    fresh.close();
+    expect(new ClassicGroupStateMachine().inspect('g')).toBeNull();
+  });
+});
+
+describe('loading', () => {
+  it('a later record of the same group id replaces an earlier one of either type', async () => {
+    const ctx = new ClassicTestContext();
+    await ctx.stableGroup(2, 'g', { groupInstanceId: undefined });
+    const classic = ctx.writer.latest.get('g')!;
+    const consumer = { groupEpoch: 3, assignmentEpoch: 3, tableLayouts: [], members: [] };
+    const fresh = new GroupCoordinator({ writer: new InMemorySnapshotWriter() });
+    fresh.loadSnapshot('g', classic);
+    fresh.loadSnapshot('g', consumer);
+    fresh.loadSnapshot('h', consumer);
+    fresh.loadSnapshot('h', classic);
+    fresh.loadSnapshot('i', classic);
+    fresh.loadSnapshot('i', null);
+    fresh.onLoadComplete();
+    expect([fresh.groupType('g'), fresh.groupType('h'), fresh.groupType('i')]).toEqual(['consumer', 'classic', null]);
+    expect(fresh.classic.inspect('h')?.members).toHaveLength(2);
+    fresh.close();
+  });
+});
+
+describe('the snapshot', () => {
+  const packr = new Packr({ useRecords: false });
+
+  async function snapshot(): Promise<ClassicGroupSnapshot> {
+    const ctx = new ClassicTestContext();
+    await ctx.stableGroup(2, 'g', { groupInstanceId: undefined });
+    return ctx.writer.latest.get('g') as unknown as ClassicGroupSnapshot;
+  }
+
+  it('round-trips through msgpack and parses back to itself', async () => {
+    const s = await snapshot();
+    expect(parseClassicSnapshot('g', packr.unpack(packr.pack(s)))).toEqual(s);
+  });
+
+  it('never takes more bytes than the bound the coordinator checks joins and assignments against', async () => {
+    const ctx = new ClassicTestContext();
+    const calls = ['é', 'client-with-a-longer-id', ''].map((clientId, i) => ctx.join({
+      clientId, clientHost: `10.0.0.${i}`, groupInstanceId: i === 1 ? 'instance-\u{1F600}' : undefined,
+      protocols: [{ name: 'cooperative-sticky', metadata: Buffer.alloc(100 * i) }, { name: 'range', metadata: Buffer.alloc(3) }],
+    }));
+    await ctx.advance(0);
+    await ctx.syncAll(calls.map(joined));
+    const machine = new ClassicGroupStateMachine();
+    for (const record of ctx.records) machine.replay(record);
+    const group = machine.get('g')!;
+    expect(group.members.size).toBe(3);
+    expect(packr.pack(classicSnapshotOf(group)).length).toBeLessThanOrEqual(group.snapshotBytes);
+  });
+
+  it('is CORRUPT_MESSAGE when it could not have been written', async () => {
+    const s = await snapshot();
+    const broken: Array<[string, unknown]> = [
+      ['version', { ...s, version: 1 }],
+      ['generation', { ...s, generationId: -1 }],
+      ['leader', { ...s, leaderId: 'nobody' }],
+      ['member twice', { ...s, members: [s.members[0], s.members[0]] }],
+      ['protocol not offered', { ...s, protocolName: 'roundrobin' }],
+      ['bytes', { ...s, members: [{ ...s.members[0], assignment: 'text' }, s.members[1]] }],
+      ['empty with a leader', { ...s, members: [] }],
+      ['not a map', [s]],
+    ];
+    for (const [what, value] of broken) {
+      expect(() => parseClassicSnapshot('g', value), what).toThrow(expect.objectContaining({ code: 'CORRUPT_MESSAGE' }));
+    }
+    expect(() => classicSnapshotOf({ state: 'PreparingRebalance', groupId: 'g' } as never)).toThrow(/invariant violated/);
+  });
+});

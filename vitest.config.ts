@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * Two tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
- * loss, lock), run the CLI as a child process, or build the package. CI (`.ci/run`) runs both.
+ * loss, lock), run the CLI as a child process, build the package, or wait out a real client's own
+ * multi-second timers (kafkajs's admin setOffsets). CI (`.ci/run`) runs both.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -12,6 +13,7 @@ const SLOW = [
   'test/cli/cli-demo.test.ts',
   'test/cli/cli-errors.test.ts',
   'test/cli/cli-serve.test.ts',
+  'test/kafka/clients/kafkajs-admin-offsets.test.ts',
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',
 ];

@@ -18,6 +18,13 @@ const SLOW = [
   'test/kv/checkpoint-damage.test.ts',
 ];
 
+/**
+ * `npm run test:librdkafka` runs `librdkafka`: librdkafka through @confluentinc/kafka-javascript, a
+ * native addon built into test/librdkafka/node_modules by test/librdkafka/install.sh (not a
+ * dependency of the package). CI runs it too.
+ */
+const LIBRDKAFKA = ['test/librdkafka/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -25,8 +32,9 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...LIBRDKAFKA] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'librdkafka', include: LIBRDKAFKA } },
     ],
   },
 });

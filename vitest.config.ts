@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
  * loss, lock), run the CLI as a child process, build the package, or wait out a real client's own
- * multi-second timers (kafkajs's admin setOffsets). CI (`.ci/run`) runs both.
+ * multi-second timers (kafkajs's admin setOffsets). `npm run test:browser` runs `browser`: the
+ * lab's HTML report in headless chromium; `npm run test:librdkafka` the `librdkafka` tier below.
+ * CI (`.ci/run`) runs all four.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -17,6 +19,8 @@ const SLOW = [
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',
 ];
+
+const BROWSER = ['test/browser/**/*.test.ts'];
 
 /**
  * `npm run test:librdkafka` runs `librdkafka`: librdkafka through @confluentinc/kafka-javascript, a
@@ -32,8 +36,9 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...LIBRDKAFKA] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...BROWSER, ...LIBRDKAFKA] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },
       { extends: true, test: { name: 'librdkafka', include: LIBRDKAFKA } },
     ],
   },

@@ -31,7 +31,7 @@ import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
   DEFAULTS, resolveOptions, resolveStrategyOption, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
-  type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
+  type GroupDescription, type GroupListing, type GroupType, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
 } from './store-options.js';
 
 const BUCKET_CACHE_SIZE_MAX = 65_536;
@@ -410,6 +410,19 @@ export class OffsetStore {
     const group = bucket.group(groupId);
     if (group !== undefined) setBounded(this.#fetchCache, groupId, group);
     return fetchFromGroup(groupId, group, buckets);
+  }
+
+  /**
+   * The protocol of the group of that id: `'consumer'` or `'classic'` while its coordinator holds
+   * state for it (members, or an Empty group it still keeps), null otherwise (no group, or offsets
+   * only). Synchronous, from memory: a wire front end uses it to read a commit's generation field
+   * as a consumer-protocol member epoch or a classic generation (Kafka's OffsetCommit v9 carries
+   * either). Throws like `fetchOffsetsSync` (STORE_CLOSED, INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS).
+   */
+  groupType(groupId: string): GroupType | null {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    return this.#bucket(groupId).coordinator.groupType(groupId);
   }
 
   /** Every group with committed offsets or members. */

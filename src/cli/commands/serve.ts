@@ -18,12 +18,14 @@ export const serve: Command = {
   summary: "serve the store over Kafka's wire protocol (group coordinator and offsets)",
   description: [
     'Opens the store and serves it to Kafka clients as their group coordinator and offset store:',
-    'OffsetCommit, OffsetFetch, the consumer group protocol (KIP-848), group admin, and the Metadata,',
-    'ListOffsets and Fetch answers consumers need (no records are stored: every partition is empty).',
+    'OffsetCommit, OffsetFetch, the classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)',
+    'and the consumer group protocol (KIP-848), group admin, and the Metadata, ListOffsets and Fetch',
+    'answers consumers need (no records are stored: every partition is empty).',
     'Topics are tables of the store (partition p = bucket p), kept in kafka-topics.json in the store',
     'directory; a topic a client asks for is created with --default-partitions unless --no-auto-create.',
     'Prints the address once listening (--json: {"host","port"}); stops on SIGINT or SIGTERM, letting',
-    'requests in flight finish and closing the store. See docs/kafka.md.',
+    'requests in flight finish (held JoinGroup and SyncGroup requests are answered at once) and closing',
+    'the store. See docs/kafka.md.',
   ].join('\n'),
   options: {
     listen: { type: 'string', valueName: '<host:port>', description: `address to listen on (default ${DEFAULT_LISTEN}; port 0 picks a free one)` },

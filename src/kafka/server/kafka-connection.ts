@@ -19,7 +19,10 @@
  *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses);
  * - `close()` (server shutdown) dispatches nothing new, lets dispatched requests finish and their
  *   responses be written, then ends the socket: at once if the client is not reading them, else
- *   once the client closes too, or after `closeGraceMs` on the server's clock.
+ *   once the client closes too, or after `closeGraceMs` on the server's clock. Requests whose
+ *   handlers hold their answer (a JoinGroup at the join barrier, a SyncGroup waiting for the
+ *   leader) are told through the peer's `closing` signal, aborted on `close()` and when the socket
+ *   closes, and answer at once, so neither a closing server nor a closed connection waits on them.
  *
  * Steps for each socket read: 1. buffer the chunk (FrameReader); 2. while under the bounds, cut out
  * the next complete payload and dispatch it: take a slot, route it, and fill the slot now (a
@@ -74,6 +77,8 @@ export class KafkaConnection {
   readonly #clock: Clock;
   readonly #reader: FrameReader;
   readonly #peer: Peer;
+  /** Aborted when the connection closes or starts closing (the peer's `closing`): held answers stop waiting. */
+  readonly #heldAnswers = new AbortController();
   /** Dispatched requests, in order; the head is the next to be written. */
   readonly #slots: Slot[] = [];
   /** How many of #slots are OffsetCommits. */
@@ -93,10 +98,11 @@ export class KafkaConnection {
     this.#limits = limits;
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
-    this.#peer = { clientHost: `/${socket.remoteAddress ?? 'unknown'}` };
+    this.#peer = { clientHost: `/${socket.remoteAddress ?? 'unknown'}`, closing: this.#heldAnswers.signal };
     this.#lastActivityMs = clock.nowMs();
     this.#done = new Promise<void>((resolve) => socket.once('close', () => {
       this.#closed = true;
+      this.#heldAnswers.abort();
       this.#graceTimer?.cancel();
       this.#reader.clear();
       this.#slots.length = 0;
@@ -151,6 +157,7 @@ export class KafkaConnection {
       this.#closing = true;
       this.#reader.clear();
       this.#pauseReading();
+      this.#heldAnswers.abort();
       this.#finishIfDone();
     }
     return this.#done;

@@ -33,7 +33,7 @@ import {
 } from '../kv/index.js';
 import type { BucketLogRecord, LogOptions } from '../log/index.js';
 import { bucketKey, type TableBucket } from '../model/index.js';
-import type { Clock } from '../util/index.js';
+import { assert, type Clock } from '../util/index.js';
 
 /** How to load an offsets-bucket. */
 export interface OffsetsBucketOptions {
@@ -364,9 +364,11 @@ export class OffsetsBucket {
   compactionTarget(): CompactionTarget {
     const { table } = this;
     const clock = this.#clock;
+    const log = table.segmentLog;
+    assert(log !== undefined, 'compaction runs on offsets-buckets whose log is local segments');
     return {
       bucket: this.index,
-      log: table.log,
+      log,
       liveBytesEstimate: () => table.state.liveOffsetCount * table.state.recordBytesAverage,
       checkpoint: async () => {
         const run = await table.checkpoint(clock.nowMs());
@@ -380,8 +382,8 @@ export class OffsetsBucket {
   figures(): OffsetsBucketFigures {
     let groups = 0;
     for (const _ of this.table.state.groupIds()) groups++;
-    const { log, state } = this.table;
-    return { logBytes: log.sizeBytes, segmentCount: log.segments().length, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
+    const { log, segmentLog, state } = this.table;
+    return { logBytes: log.sizeBytes, segmentCount: segmentLog?.segments().length ?? 0, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
   }
 
   /** Where the log ends, as the manifest records it at a clean close: exactly, or a lower bound after a storage failure. */

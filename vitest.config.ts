@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * Three tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
- * loss, lock), run the CLI as a child process, or build the package. CI (`.ci/run`) runs both.
+ * loss, lock), run the CLI as a child process, or build the package. `npm run test:cluster` runs
+ * `cluster`: tests against real etcd clusters (the `etcd` binary, started and stopped by each test
+ * file), one file at a time. CI (`.ci/run`) runs all three.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -16,6 +18,8 @@ const SLOW = [
   'test/kv/checkpoint-damage.test.ts',
 ];
 
+const CLUSTER = ['test/cluster/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -23,8 +27,9 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
     ],
   },
 });

@@ -141,9 +141,10 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
         const twins = await Promise.all(Array.from({ length: 8 }, () => handle.reopen()));
         const results = await Promise.allSettled(twins.map((t, i) => t.append(testBatch(200 + i))));
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
-        const found = await scanAll(twins[0]!);
-        expect(found.map((f) => f.logOffset)).toEqual([0, 1]);
-        for (const t of twins) await t.close();
+        const reader = await handle.reopen();
+        expect((await scanAll(reader)).map((f) => f.logOffset)).toEqual([0, 1]);
+        for (const loser of twins.filter((_, i) => results[i]!.status === 'rejected')) expect(loser.failed).toBe(true);
+        for (const t of [...twins, reader]) await t.close();
       } finally {
         await handle.cleanup();
       }

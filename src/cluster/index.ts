@@ -1,0 +1,10 @@
+/**
+ * src/cluster: cluster mode on etcd. Offsets-buckets are owned by nodes and their logs replicated
+ * through etcd (EtcdLog, a LogPort); ownership is fenced by a coordinator epoch in an ownership key
+ * attached to the owner's lease. This file is the folder's door.
+ */
+export { BucketKeys, ClusterKeys, DEFAULT_CLUSTER_PREFIX, prefixEnd } from './cluster-keys.js';
+export { EtcdConnection, ETCD_CALL_TIMEOUT_MS, etcdError, outcomeUnknown, type EtcdConnectionOptions } from './etcd-connection.js';
+export { ETCD_LOG_DEFAULTS, EtcdLog, type EtcdLogOptions, type EtcdLogRecovery } from './etcd-log.js';
+export { claimBucket, currentOwner, releaseBucket } from './bucket-claim.js';
+export { ownerToken, parseOwnerToken, type OwnerToken } from './owner-token.js';

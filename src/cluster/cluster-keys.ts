@@ -6,14 +6,15 @@
  * |---|---|---|
  * | `<prefix>config` | JSON `{ bucketCount }`, written once by the first node | none |
  * | `<prefix>nodes/<nodeId>` | JSON NodeInfo: the node's Kafka id and address | the node's |
- * | `<prefix>buckets/<nnnnn>/owner` | JSON `{ nodeId, epoch }`: the fencing token | the owner's |
+ * | `<prefix>owners/<nnnnn>` | JSON `{ nodeId, epoch }`: the bucket's fencing token | the owner's |
  * | `<prefix>buckets/<nnnnn>/epoch` | the last coordinator epoch given out (decimal) | none |
  * | `<prefix>buckets/<nnnnn>/next` | the log offset the next batch gets (decimal) | none |
  * | `<prefix>buckets/<nnnnn>/log/<20 digits>` | one sealed KvRecordBatch at that log offset | none |
  * | `<prefix>buckets/<nnnnn>/checkpoint` | JSON CheckpointPointer: the live checkpoint | none |
  * | `<prefix>buckets/<nnnnn>/checkpoints/<id>/<6 digits>` | one chunk of a checkpoint image | none |
  *
- * Log keys sort by log offset (zero-padded), so a range read returns batches in log order.
+ * Log keys sort by log offset (zero-padded), so a range read returns batches in log order. Owners
+ * have a prefix of their own, so one range read lists every bucket's owner.
  */
 
 /** The default key prefix of a cluster. */
@@ -57,24 +58,33 @@ export class ClusterKeys {
     return `${this.nodes}${nodeId}`;
   }
 
+  /** Prefix of every bucket's ownership key. */
+  get owners(): string {
+    return `${this.prefix}owners/`;
+  }
+
+  /** The bucket an ownership key names. */
+  bucketOfOwnerKey(key: Buffer): number {
+    return Number(key.subarray(Buffer.byteLength(this.owners)).toString());
+  }
+
   /** The keys of one offsets-bucket. */
   bucket(index: number): BucketKeys {
-    return new BucketKeys(`${this.prefix}buckets/${String(index).padStart(5, '0')}/`);
+    const name = String(index).padStart(5, '0');
+    return new BucketKeys(`${this.prefix}buckets/${name}/`, `${this.owners}${name}`);
   }
 }
 
 /** The keys of one offsets-bucket. */
 export class BucketKeys {
-  /** Prefix of all of the bucket's keys. */
+  /** Prefix of the bucket's keys (its ownership key excepted). */
   readonly prefix: string;
-
-  constructor(prefix: string) {
-    this.prefix = prefix;
-  }
-
   /** The ownership key (the fencing token), attached to the owner's lease. */
-  get owner(): string {
-    return `${this.prefix}owner`;
+  readonly owner: string;
+
+  constructor(prefix: string, owner: string) {
+    this.prefix = prefix;
+    this.owner = owner;
   }
 
   /** The last coordinator epoch given out. */

@@ -8,3 +8,7 @@ export { EtcdConnection, ETCD_CALL_TIMEOUT_MS, etcdError, outcomeUnknown, type E
 export { ETCD_LOG_DEFAULTS, EtcdLog, type EtcdLogOptions, type EtcdLogRecovery } from './etcd-log.js';
 export { claimBucket, currentOwner, releaseBucket } from './bucket-claim.js';
 export { ownerToken, parseOwnerToken, type OwnerToken } from './owner-token.js';
+export { CHECKPOINT_CHUNK_BYTES, readEtcdCheckpoint, writeEtcdCheckpoint, type CheckpointPointer, type LoadedEtcdCheckpoint } from './etcd-checkpoint.js';
+export { ClusterNode, clusterStatus, type BucketStatus, type ClusterNodeOptions, type NodeInfo } from './cluster-node.js';
+export { NodeLease, type NodeLeaseOptions } from './node-lease.js';
+export { rendezvousOwner } from './rendezvous.js';

@@ -135,6 +135,15 @@ export class OffsetsBucket {
       log: options.log, useCheckpoints: options.useCheckpoints, logStart: options.record.logStart,
       knownEnd: { logOffset: options.record.logEnd, exact: options.record.endExact }, onWarning: options.onWarning,
     });
+    return OffsetsBucket.fromTable(options, table, report);
+  }
+
+  /**
+   * The offsets-bucket over a table recovered already (a local one by `load`; one over a replicated
+   * log by a cluster node, from its checkpoint and log): restores the coordinator from the table's
+   * group snapshots, every group Stable or Empty, and takes the table over (closing it on failure).
+   */
+  static async fromTable(options: Pick<OffsetsBucketOptions, 'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped'>, table: OffsetsTable, report: OffsetsTableRecovery): Promise<OffsetsBucket> {
     let coordinator: GroupCoordinator;
     try {
       coordinator = new GroupCoordinator({

@@ -25,6 +25,7 @@
  * 4. Checkpoint each owned bucket whose log holds `checkpointBatches` batches or more past its
  *    checkpoint, then truncate its log below the checkpoint.
  */
+import { loadChecksum } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { OffsetsTable, OffsetsTableState, type OffsetsTableRecovery } from '../kv/index.js';
 import type { OffsetStore } from '../store.js';
@@ -91,6 +92,18 @@ export interface BucketStatus {
   nextLogOffset: number;
   /** Log offset of its checkpoint (replay starts there). */
   checkpointLogOffset: number;
+  /** Batches of its log in etcd (those at or above the checkpoint, until the next truncation). */
+  logBatches: number;
+}
+
+/** The state of a cluster as `offset-store cluster status` shows it. */
+export interface ClusterStatus {
+  /** Its offsets-buckets, fixed at creation (0 when no node ever joined). */
+  bucketCount: number;
+  /** The live nodes. */
+  nodes: NodeInfo[];
+  /** Every bucket. */
+  buckets: BucketStatus[];
 }
 
 /** A node of a cluster. */
@@ -218,7 +231,7 @@ export class ClusterNode {
       try {
         await this.#take(bucket);
       } catch (error) {
-        this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
+        if (!this.#closed) this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
       }
     }
     for (const [bucket, owned] of this.#owned) {
@@ -296,9 +309,9 @@ export class ClusterNode {
     await owned.log.truncateBelow(pointer.logOffset);
   }
 
-  /** Figures of every bucket, read from etcd (for `offset-store cluster status`). */
-  async status(): Promise<BucketStatus[]> {
-    return clusterStatus(this.#connection, this.#keys, this.#options.store.bucketCount);
+  /** The cluster's nodes and buckets, read from etcd. */
+  async status(): Promise<ClusterStatus> {
+    return clusterStatus(this.#connection, this.#keys);
   }
 
   #warn(message: string): void {
@@ -330,23 +343,33 @@ export class ClusterNode {
   }
 }
 
-/** Every bucket's owner, rendezvous assignment, log end and checkpoint, read from etcd. */
-export async function clusterStatus(connection: EtcdConnection, keys: ClusterKeys, bucketCount: number): Promise<BucketStatus[]> {
-  const nodes = await connection.range({ key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) }, 'listing nodes');
-  const live = nodes.kvs.map((kv) => (JSON.parse(kv.value.toString()) as NodeInfo).nodeId);
-  const result: BucketStatus[] = [];
+/** The cluster's live nodes and every bucket's owner, placement, log end, checkpoint and log length, read from etcd. */
+export async function clusterStatus(connection: EtcdConnection, keys: ClusterKeys): Promise<ClusterStatus> {
+  await loadChecksum(); // rendezvous hashing uses xxh32
+  const config = await connection.range({ key: Buffer.from(keys.config) }, 'reading the cluster configuration');
+  const bucketCount = config.kvs[0] === undefined ? 0 : (JSON.parse(config.kvs[0].value.toString()) as { bucketCount: number }).bucketCount;
+  const listed = await connection.range({ key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) }, 'listing nodes');
+  const nodes = listed.kvs.map((kv) => JSON.parse(kv.value.toString()) as NodeInfo).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+  const live = nodes.map((n) => n.nodeId);
+  const buckets: BucketStatus[] = [];
   for (let bucket = 0; bucket < bucketCount; bucket++) {
     const b = keys.bucket(bucket);
-    const res = await connection.txn({ success: [{ request_range: { key: Buffer.from(b.owner) } }, { request_range: { key: Buffer.from(b.next) } }, { request_range: { key: Buffer.from(b.checkpoint) } }] }, `reading offsets-bucket ${bucket}`);
-    const [owner, next, checkpoint] = res.responses.map((r) => r.response_range.kvs[0]);
+    const res = await connection.txn({
+      success: [
+        { request_range: { key: Buffer.from(b.owner) } }, { request_range: { key: Buffer.from(b.next) } }, { request_range: { key: Buffer.from(b.checkpoint) } },
+        { request_range: { key: Buffer.from(b.log), range_end: prefixEnd(b.log), count_only: true } },
+      ],
+    }, `reading offsets-bucket ${bucket}`);
+    const [owner, next, checkpoint] = res.responses.slice(0, 3).map((r) => r.response_range.kvs[0]);
     const token = owner === undefined ? undefined : parseOwnerToken(owner.value);
-    result.push({
+    buckets.push({
       bucket,
       owner: token === undefined ? undefined : { nodeId: token.nodeId, epoch: token.epoch },
       assignedTo: rendezvousOwner(bucket, live),
       nextLogOffset: next === undefined ? 0 : Number(next.value.toString()),
       checkpointLogOffset: checkpoint === undefined ? 0 : (JSON.parse(checkpoint.value.toString()) as { logOffset: number }).logOffset,
+      logBatches: Number(res.responses[3]!.response_range.count),
     });
   }
-  return result;
+  return { bucketCount, nodes, buckets };
 }

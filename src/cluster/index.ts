@@ -9,6 +9,8 @@ export { ETCD_LOG_DEFAULTS, EtcdLog, type EtcdLogOptions, type EtcdLogRecovery }
 export { claimBucket, currentOwner, releaseBucket } from './bucket-claim.js';
 export { ownerToken, parseOwnerToken, type OwnerToken } from './owner-token.js';
 export { CHECKPOINT_CHUNK_BYTES, readEtcdCheckpoint, writeEtcdCheckpoint, type CheckpointPointer, type LoadedEtcdCheckpoint } from './etcd-checkpoint.js';
-export { ClusterNode, clusterStatus, type BucketStatus, type ClusterNodeOptions, type NodeInfo } from './cluster-node.js';
+export { ClusterNode, clusterStatus, type BucketStatus, type ClusterNodeOptions, type ClusterStatus, type NodeInfo } from './cluster-node.js';
 export { NodeLease, type NodeLeaseOptions } from './node-lease.js';
 export { rendezvousOwner } from './rendezvous.js';
+export { NodeClusterView } from './node-cluster-view.js';
+export { startClusterServer, type ClusterServer, type ClusterServerOptions } from './cluster-server.js';

@@ -145,7 +145,12 @@ describe('cluster nodes on a 3-member etcd', () => {
       connection.close();
       expect(checkpointed).toBeGreaterThan(0);
       const status = await first[0]!.node.status();
-      expect(status.some((s) => s.checkpointLogOffset > 0)).toBe(true);
+      expect(status.bucketCount).toBe(BUCKETS);
+      expect(status.nodes.map((n) => n.nodeId)).toEqual(['n1']);
+      const checkpointedBucket = status.buckets.find((s) => s.checkpointLogOffset > 0)!;
+      expect(checkpointedBucket.owner?.nodeId).toBe('n1');
+      // Truncated below its checkpoint: etcd holds only the batches from the checkpoint on.
+      expect(checkpointedBucket.logBatches).toBe(checkpointedBucket.nextLogOffset - checkpointedBucket.checkpointLogOffset);
     } finally {
       await stopAll(first);
     }

@@ -32,6 +32,7 @@ describe('the public API', () => {
       'BucketRecoveryReport: interface',
       'BucketRef: interface',
       'BucketStats: interface',
+      'BucketStatus: interface',
       'CheckpointInfo: interface',
       'ClassicGroupDescription: interface',
       'ClassicGroupState: type',
@@ -49,6 +50,9 @@ describe('the public API', () => {
       'ClassicSyncGroupRequest: interface',
       'ClassicSyncGroupResult: interface',
       'Clock: interface',
+      'ClusterServer: interface',
+      'ClusterServerOptions: interface',
+      'ClusterStatus: interface',
       'CommitOptions: interface',
       'CommittedOffset: type',
       'CompactOptions: interface',
@@ -82,6 +86,7 @@ describe('the public API', () => {
       'MissingOffsetPolicy: type',
       'NodeFileSystem: class',
       'NodeFileSystemOptions: interface',
+      'NodeInfo: interface',
       'OffsetCommit: interface',
       'OffsetStore: class',
       'OffsetStoreError: class',
@@ -99,6 +104,7 @@ describe('the public API', () => {
       'Timer: interface',
       'TopicSpec: interface',
       'isOffsetStoreError: function',
+      'startClusterServer: function',
       'startKafkaServer: function',
     ]);
   });

@@ -1,11 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
  * loss, lock), run the CLI as a child process, or build the package. `npm run test:cluster` runs
  * `cluster`: tests against real etcd clusters (the `etcd` binary, started and stopped by each test
- * file), one file at a time. CI (`.ci/run`) runs all three.
+ * file), one file at a time. `npm run test:browser` runs `browser`: the lab's HTML report in
+ * headless chromium. CI (`.ci/run`) runs all four.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -19,6 +20,7 @@ const SLOW = [
 ];
 
 const CLUSTER = ['test/cluster/**/*.test.ts'];
+const BROWSER = ['test/browser/**/*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -27,9 +29,10 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER, ...BROWSER] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
       { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
+      { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },
     ],
   },
 });

@@ -25,7 +25,7 @@
  * 4. Checkpoint each owned bucket whose log holds `checkpointBatches` batches or more past its
  *    checkpoint, then truncate its log below the checkpoint.
  */
-import { loadChecksum } from '../codec/index.js';
+import { loadChecksum, readBatchRecordCount } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { OffsetsTable, OffsetsTableState, type OffsetsTableRecovery } from '../kv/index.js';
 import type { OffsetStore } from '../store.js';
@@ -267,16 +267,18 @@ export class ClusterNode {
       const state = checkpoint?.state ?? new OffsetsTableState();
       const fromLogOffset = checkpoint?.pointer.logOffset ?? 0;
       let replayed = 0;
+      let recordsReplayed = 0;
       const log = await EtcdLog.open({ connection: this.#connection, keys, owner: token }, {
         fromLogOffset,
         visit: (buf, position, logOffset) => {
           state.applyBatch(buf, position, logOffset);
           replayed++;
+          recordsReplayed += readBatchRecordCount(buf, position);
         },
       });
       const table = OffsetsTable.over(log, state);
       const report: OffsetsTableRecovery = {
-        segmentCount: 0, batchCount: replayed, batchesReplayed: replayed, bytesTruncated: 0, firstLogOffset: log.firstOffset,
+        segmentCount: 0, batchCount: replayed, batchesReplayed: replayed, recordsReplayed, bytesTruncated: 0, firstLogOffset: log.firstOffset,
         logEndOffset: log.nextOffset, checkpointLogOffset: checkpoint?.pointer.logOffset, recoveryMs: performance.now() - startedMs,
       };
       if (this.#closed || this.#lease?.valid() !== true) {

@@ -112,6 +112,7 @@ export class EtcdLog implements LogPort {
   /** Bytes of each batch from #firstOffset on. */
   #entryBytes: number[];
   #sizeBytes: number;
+  #appendedBytes = 0;
   #queue: PendingAppend[] = [];
   #inFlightCount = 0;
   #flushing: Promise<void> | undefined;
@@ -184,6 +185,11 @@ export class EtcdLog implements LogPort {
   /** Bytes of the batches still in etcd. */
   get sizeBytes(): number {
     return this.#sizeBytes;
+  }
+
+  /** Bytes of batches appended (acknowledged) since the log was opened. */
+  get appendedBytes(): number {
+    return this.#appendedBytes;
   }
 
   /** Rounds whose transaction got no answer and were resolved by the fence-and-read-back protocol. */
@@ -294,6 +300,7 @@ export class EtcdLog implements LogPort {
     for (const entry of round) {
       this.#entryBytes.push(entry.batch.length);
       this.#sizeBytes += entry.batch.length;
+      this.#appendedBytes += entry.batch.length;
     }
     for (let i = 0; i < round.length; i++) round[i]!.resolve(start + i);
     if (this.#failure !== undefined) this.#failStop(this.#failure, []);

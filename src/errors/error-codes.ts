@@ -42,7 +42,8 @@ export const ERROR_CODES = {
   GROUP_SUBSCRIBED_TO_BUCKET: { errno: 1003, retriable: false },
   BUCKET_NOT_ASSIGNED: { errno: 1004, retriable: false },
   TOO_MANY_PENDING_WRITES: { errno: 1005, retriable: true },
-  REPLICA_NO_SPACE: { errno: 1006, retriable: true },
+  INVALID_COMPACTION_PLAN: { errno: 1006, retriable: false },
+  REPLICA_NO_SPACE: { errno: 1007, retriable: true },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** The name of an error code, e.g. `'CORRUPT_MESSAGE'`. */

@@ -35,6 +35,8 @@ export interface LogPort {
   readonly failed: boolean;
   /** Bytes the log holds (batches only). */
   readonly sizeBytes: number;
+  /** Bytes of batches appended (acknowledged) since the log was opened. */
+  readonly appendedBytes: number;
   /**
    * Appends one unsealed batch under this log's coordinator epoch; resolves with its log offset once
    * it is durable. The buffer is stamped and sealed in place and must not be modified afterwards.

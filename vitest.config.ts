@@ -4,9 +4,10 @@ import { defineConfig } from 'vitest/config';
  * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
  * loss, lock), run the CLI as a child process, build the package, or wait out a real client's own
- * multi-second timers (kafkajs's admin setOffsets). `npm run test:browser` runs `browser`: the
- * lab's HTML report in headless chromium; `npm run test:librdkafka` the `librdkafka` tier below.
- * CI (`.ci/run`) runs all four.
+ * multi-second timers (kafkajs's admin setOffsets). `npm run test:cluster` runs `cluster`: tests
+ * against real etcd clusters (the `etcd` binary, started and stopped by each test file), one file at
+ * a time. `npm run test:browser` runs `browser`: the lab's HTML report in headless chromium;
+ * `npm run test:librdkafka` the `librdkafka` tier below. CI (`.ci/run`) runs all five.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -20,6 +21,7 @@ const SLOW = [
   'test/kv/checkpoint-damage.test.ts',
 ];
 
+const CLUSTER = ['test/cluster/**/*.test.ts'];
 const BROWSER = ['test/browser/**/*.test.ts'];
 
 /**
@@ -36,8 +38,9 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...BROWSER, ...LIBRDKAFKA] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
       { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },
       { extends: true, test: { name: 'librdkafka', include: LIBRDKAFKA } },
     ],

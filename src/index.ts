@@ -31,3 +31,6 @@ export type { Durability } from './log/index.js';
 export {
   KafkaServer, startKafkaServer, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats, type TopicSpec,
 } from './kafka/index.js';
+export {
+  startClusterServer, type BucketStatus, type ClusterServer, type ClusterServerOptions, type ClusterStatus, type NodeInfo,
+} from './cluster/index.js';

@@ -8,3 +8,4 @@ export {
   KafkaServer, SERVER_DEFAULTS, startKafkaServer, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats, type TopicSpec,
 } from './server/index.js';
 export { CATALOG_FILE, type TopicEntry } from './catalog/index.js';
+export type { BrokerEndpoint, ClusterView } from './handlers/index.js';

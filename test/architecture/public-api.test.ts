@@ -32,6 +32,7 @@ describe('the public API', () => {
       'BucketRecoveryReport: interface',
       'BucketRef: interface',
       'BucketStats: interface',
+      'BucketStatus: interface',
       'BucketView: interface',
       'CheckpointInfo: interface',
       'CheckpointView: interface',
@@ -51,6 +52,9 @@ describe('the public API', () => {
       'ClassicSyncGroupRequest: interface',
       'ClassicSyncGroupResult: interface',
       'Clock: interface',
+      'ClusterServer: interface',
+      'ClusterServerOptions: interface',
+      'ClusterStatus: interface',
       'CommitOptions: interface',
       'CommittedOffset: type',
       'CompactOptions: interface',
@@ -91,6 +95,7 @@ describe('the public API', () => {
       'MissingOffsetPolicy: type',
       'NodeFileSystem: class',
       'NodeFileSystemOptions: interface',
+      'NodeInfo: interface',
       'OffsetCommit: interface',
       'OffsetStore: class',
       'OffsetStoreError: class',
@@ -111,6 +116,7 @@ describe('the public API', () => {
       'Timer: interface',
       'TopicSpec: interface',
       'isOffsetStoreError: function',
+      'startClusterServer: function',
       'startKafkaServer: function',
     ]);
   });

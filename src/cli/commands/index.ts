@@ -1,5 +1,6 @@
 /** Every command of the CLI, in the order `--help` lists them. */
 import type { Command } from '../command.js';
+import { clusterStatusCommand } from './cluster-status.js';
 import { compact } from './compact.js';
 import { demo } from './demo.js';
 import { groupsDelete } from './groups-delete.js';
@@ -15,4 +16,4 @@ import { serve } from './serve.js';
 import { stats } from './stats.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, lab, demo];
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, clusterStatusCommand, lab, demo];

@@ -82,7 +82,8 @@ export class KafkaServer {
     for (const topic of resolved.topics) await catalog.ensureTopic(topic.name, topic.partitions);
     const server = net.createServer();
     const address = await listen(server, resolved.host, resolved.port);
-    const cluster = new SingleNodeCluster({ nodeId: resolved.nodeId, host: resolved.advertisedHost ?? address.address, port: resolved.advertisedPort ?? address.port });
+    const self = { nodeId: resolved.nodeId, host: resolved.advertisedHost ?? address.address, port: resolved.advertisedPort ?? address.port };
+    const cluster = resolved.clusterView?.(self) ?? new SingleNodeCluster(self);
     const context = new HandlerContext({
       store, catalog, cluster, clock,
       members: new ConsumerMemberDirectory(resolved.membersNotedMax),

@@ -12,7 +12,7 @@
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, readBatchRecordCount, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
-import { Log, inspectLog, type BatchVisitor, type LogInspection, type LogOptions, type LogPort, type LogRecoveryReport } from '../log/index.js';
+import { Log, inspectLog, type BatchVisitor, type Durability, type LogInspection, type LogOptions, type LogPort, type LogRecoveryReport } from '../log/index.js';
 import { assert } from '../util/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
@@ -55,6 +55,20 @@ export interface CheckpointRun {
 }
 
 /** An open offsets table. */
+/** Where a log is known to end (see LogExpectations.knownEnd). */
+type KnownEnd = { logOffset: number; exact: boolean };
+
+/**
+ * The log end a recovery may rely on: what the manifest recorded, raised to the checkpoint's log
+ * offset when the log is fdatasynced (a checkpoint is written only of applied batches, which were
+ * durable, so a log ending below it lost acknowledged batches: damage to report, not a torn tail to
+ * cut). With durability 'os' the log may lawfully have lost what a checkpoint covers.
+ */
+function knownEndWith(known: KnownEnd | undefined, checkpoint: CheckpointInfo | undefined, durability: Durability): KnownEnd | undefined {
+  if (checkpoint === undefined || durability !== 'fsync' || (known !== undefined && known.logOffset >= checkpoint.logOffset)) return known;
+  return { logOffset: checkpoint.logOffset, exact: false };
+}
+
 export class OffsetsTable {
   /** The table's log port: only this class appends to it; stats and compaction read its figures. */
   readonly log: LogPort;
@@ -122,7 +136,7 @@ export class OffsetsTable {
         const fromLogOffset = candidate?.logOffset ?? options.logStart;
         let recordsReplayed = 0;
         const { log, report } = await Log.open(options.log, {
-          fromLogOffset, knownEnd: options.knownEnd,
+          fromLogOffset, knownEnd: knownEndWith(options.knownEnd, candidate, options.log.durability),
           visit: (buf, position, logOffset) => {
             state.applyBatch(buf, position, logOffset);
             recordsReplayed += readBatchRecordCount(buf, position);

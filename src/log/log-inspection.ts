@@ -234,7 +234,7 @@ async function scanAll(fs: FileSystem, result: LogInspection, limits: LogLimits,
   if (known !== undefined && !lastDamaged && (known.exact ? result.logEnd !== known.logOffset : result.logEnd < known.logOffset)) {
     damage.push({
       kind: 'corrupt', file: last?.path ?? '(no segment)', position: last?.validBytes ?? 0, bytesAfter: 0,
-      reason: `the log ends at log offset ${result.logEnd}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened'} (segments or batches are missing)`,
+      reason: `the log ends at log offset ${result.logEnd}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`,
     });
   }
 }

@@ -211,7 +211,7 @@ export async function classifyTailDamage(
 ): Promise<TailDamage> {
   const damagedLogOffset = previousLogOffset + 1;
   if (damagedLogOffset < (limits.durableBelow ?? 0)) {
-    return { kind: 'corrupt', batchesAfter: 0, reason: `batch ${damagedLogOffset} was durable (the log held batches up to ${limits.durableBelow! - 1} when the store last closed or opened)` };
+    return { kind: 'corrupt', batchesAfter: 0, reason: `batch ${damagedLogOffset} was durable (the store knew the log held batches up to ${limits.durableBelow! - 1}: from its manifest, or a checkpoint covering them)` };
   }
   const tailBytes = fileBytes - fromPosition;
   if (tailBytes <= BATCH_HEADER_BYTES) return { kind: 'torn' };

@@ -82,21 +82,27 @@ describe('LMDB checkpoints', () => {
     await reopened.close();
   });
 
-  it('ignores a checkpoint that claims a log offset past the log end', async () => {
-    const dir = tempDir();
-    const history = generateHistory(9, 60);
-    const store = await OffsetStore.open(options(dir));
-    await applyHistory(store, history);
-    await store.close();
-    const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
-    const future = 1_000_000;
-    await env.put(['m', future], Buffer.from(JSON.stringify({ formatVersion: 1, logOffset: future, groupCount: 0, snapshotCount: 0, liveOffsets: 0, checksum: 0, createdAtMs: 0 })));
-    await env.close();
-    const warnings: string[] = [];
-    const reopened = await OffsetStore.open(options(dir, warnings));
-    expect(warnings.join('\n')).toMatch(/ignoring checkpoint at log offset 1000000: past the log end/);
-    expect(await stateOf(reopened)).toEqual(modelOf(history));
-    await reopened.close();
+  it('refuses an fdatasynced log that ends below a checkpoint (it lost batches the checkpoint saw durable); with durability os, ignores the checkpoint', async () => {
+    for (const durability of ['fsync', 'os'] as const) {
+      const dir = tempDir();
+      const history = generateHistory(9, 60);
+      const store = await OffsetStore.open({ ...options(dir), durability });
+      await applyHistory(store, history);
+      await store.close();
+      const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
+      const future = 1_000_000;
+      await env.put(['m', future], Buffer.from(JSON.stringify({ formatVersion: 1, logOffset: future, groupCount: 0, snapshotCount: 0, liveOffsets: 0, checksum: 0, createdAtMs: 0 })));
+      await env.close();
+      const warnings: string[] = [];
+      if (durability === 'fsync') {
+        await expect(OffsetStore.open({ ...options(dir, warnings), durability })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(/held batches up to log offset 999999 .*\(segments or batches are missing\)/) });
+        continue;
+      }
+      const reopened = await OffsetStore.open({ ...options(dir, warnings), durability });
+      expect(warnings.join('\n')).toMatch(/ignoring checkpoint at log offset 1000000: past the log end/);
+      expect(await stateOf(reopened)).toEqual(modelOf(history));
+      await reopened.close();
+    }
   });
 
   it('frees the whole log of a quiet offsets-bucket: it shrinks to its live size', async () => {

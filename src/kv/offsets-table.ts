@@ -99,8 +99,9 @@ export class OffsetsTable {
 
   /**
    * Opens the table: restores the newest valid checkpoint (if any), then replays the log from its
-   * log offset. A checkpoint that fails verification or claims a log offset past the log end is
-   * ignored with a warning and the next older one (or the whole log) is used instead.
+   * log offset. A checkpoint that fails verification is ignored with a warning and the next older
+   * one (or the whole log) is used instead; so is one past the log end when the log is not
+   * fdatasynced (an fdatasynced log ending below a checkpoint lost batches: CORRUPT_MESSAGE).
    */
   static async open(options: OffsetsTableOptions): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
     const startedMs = performance.now();
@@ -169,7 +170,8 @@ export class OffsetsTable {
   }
   /**
    * What `open` would find, read only (for `log verify`): the checkpoint it would restore (the
-   * newest one that loads, verified, and does not lie past the log end) and the inspection of the
+   * newest one that loads, verified, and does not lie past the end of a log that may lawfully have
+   * lost its tail: durability 'os'; see knownEndWith) and the inspection of the
    * log from there (log-inspection.ts). Each attempt (one per candidate checkpoint) gets a fresh
    * visitor from `newVisitor`, which sees every batch of the log.
    */
@@ -192,7 +194,8 @@ export class OffsetsTable {
           }
         }
         const fromLogOffset = candidate?.logOffset ?? options.logStart;
-        const inspection = await inspectLog(options.log.fs, options.log.dir, options.log, { fromLogOffset, knownEnd: options.knownEnd }, { stopAtCorruption: false, visit: newVisitor?.() });
+        const knownEnd = knownEndWith(options.knownEnd, candidate, options.log.durability);
+        const inspection = await inspectLog(options.log.fs, options.log.dir, options.log, { fromLogOffset, knownEnd }, { stopAtCorruption: false, visit: newVisitor?.() });
         if (candidate !== undefined && candidate.logOffset > inspection.logEnd) continue;
         return { inspection, checkpointLogOffset: candidate?.logOffset };
       }

@@ -26,5 +26,6 @@ export type {
 } from './group/index.js';
 export type { Durability } from './log/index.js';
 export {
-  KafkaServer, startKafkaServer, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats, type TopicSpec,
+  KafkaServer, startKafkaServer, type AclBinding, type BoundListener, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats,
+  type ListenerOptions, type ListenerTlsOptions, type SaslMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type TopicSpec,
 } from './kafka/index.js';

@@ -26,7 +26,9 @@ function publicSurface(): string[] {
 describe('the public API', () => {
   it('exports exactly these names, each of this kind', () => {
     expect(publicSurface()).toEqual([
+      'AclBinding: interface',
       'AssignorName: type',
+      'BoundListener: interface',
       'BucketCompactedListener: type',
       'BucketCompaction: interface',
       'BucketRecoveryReport: interface',
@@ -74,6 +76,8 @@ describe('the public API', () => {
       'KafkaServerCloseOptions: interface',
       'KafkaServerOptions: interface',
       'KafkaServerStats: interface',
+      'ListenerOptions: interface',
+      'ListenerTlsOptions: interface',
       'ManualClock: class',
       'MemberCommitOffset: interface',
       'MemberDescription: interface',
@@ -89,8 +93,12 @@ describe('the public API', () => {
       'OpenFlags: type',
       'RemoveMembersRequest: interface',
       'RemovedMember: interface',
+      'SaslMechanism: type',
       'ScannerOffsets: class',
       'ScannerOptions: interface',
+      'SecurityOptions: interface',
+      'SecurityProtocol: type',
+      'SecurityStats: interface',
       'StoreStats: interface',
       'SystemClock: class',
       'TableBucket: interface',

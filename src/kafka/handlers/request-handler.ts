@@ -19,6 +19,14 @@ export const CLOSE_CONNECTION: unique symbol = Symbol('close the connection');
 export interface Peer {
   /** The client's address as the socket reports it (Kafka's clientHost), e.g. `/127.0.0.1`. */
   readonly clientHost: string;
+  /** The listener the connection came in on (Metadata and FindCoordinator answer its advertised address); absent: the only one. */
+  readonly listenerName?: string;
+  /** Who the client is, Kafka-style (`User:alice`, `User:CN=host1`, `User:ANONYMOUS`); absent: anonymous. */
+  readonly principal?: string;
+  /** Whether a request of `apiKey` may be served now (false before a SASL connection authenticated); absent: always. */
+  mayServe?(apiKey: number): boolean;
+  /** True when the connection must close once the answer being written is out (a failed authentication). */
+  readonly closeRequested?: boolean;
 }
 
 /** A handler's answer: the response body, or CLOSE_CONNECTION. */

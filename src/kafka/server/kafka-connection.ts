@@ -16,7 +16,8 @@
  *   reading from the socket (TCP then pushes back on the client) until responses drain. A client
  *   that never reads its responses therefore costs a bounded amount of memory;
  * - a frame over `requestBytesMax`, a request the router cannot answer, or a handler's
- *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses);
+ *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses); so
+ *   does an answer written while the peer asks for it (`closeRequested`: a failed authentication);
  * - `close()` (server shutdown) dispatches nothing new, lets dispatched requests finish and their
  *   responses be written, then ends the socket: at once if the client is not reading them, else
  *   once the client closes too, or after `closeGraceMs` on the server's clock.
@@ -87,13 +88,14 @@ export class KafkaConnection {
   #lastActivityMs: number;
   readonly #done: Promise<void>;
 
-  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock) {
+  /** `peer`: who the client is (the server's security gives one per connection); default an anonymous peer at the socket's address. */
+  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock, peer?: Peer) {
     this.#socket = socket;
     this.#router = router;
     this.#limits = limits;
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
-    this.#peer = { clientHost: `/${socket.remoteAddress ?? 'unknown'}` };
+    this.#peer = peer ?? { clientHost: `/${socket.remoteAddress ?? 'unknown'}` };
     this.#lastActivityMs = clock.nowMs();
     this.#done = new Promise<void>((resolve) => socket.once('close', () => {
       this.#closed = true;
@@ -239,6 +241,15 @@ export class KafkaConnection {
         corked = true;
       }
       socket.write(routed);
+      if (this.#peer.closeRequested === true) {
+        // A failed authentication: its answer goes out, then the connection ends (Kafka's behaviour).
+        if (corked) socket.uncork();
+        this.#closing = true;
+        this.#slots.length = 0;
+        this.#commitSlots = 0;
+        this.#end();
+        return;
+      }
     }
     if (corked) socket.uncork();
     this.#lastActivityMs = this.#clock.nowMs();

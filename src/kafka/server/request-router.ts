@@ -7,7 +7,10 @@
  * - an ApiVersions request of a version not advertised: answered in the v0 format with
  *   UNSUPPORTED_VERSION (35) and the advertised ranges (KIP-511), so the client can pick a version;
  * - any other API key or version not advertised, a header or body that does not decode: the
- *   connection is closed (CLOSE_CONNECTION), since no response a client could parse is possible.
+ *   connection is closed (CLOSE_CONNECTION), since no response a client could parse is possible;
+ * - a request the connection may not make yet (`peer.mayServe`: anything but ApiVersions and the
+ *   SASL requests before a SASL connection authenticated): the connection is closed, before the
+ *   body is decoded or a handler runs.
  *
  * Handler failures (a throw, a rejection, a body the encoder refuses) are bugs: the router reports
  * them (onWarning) and closes that connection; the server and other connections go on.
@@ -44,6 +47,8 @@ export class RequestRouter {
       if (header.apiKey !== API_KEYS.ApiVersions) return CLOSE_CONNECTION;
       return encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: header.correlationId }, API_VERSIONS_UNSUPPORTED);
     }
+    // Before a SASL connection authenticated, anything but ApiVersions and SASL closes it (Kafka's rule).
+    if (peer.mayServe !== undefined && !peer.mayServe(header.apiKey)) return CLOSE_CONNECTION;
     const handler = this.#handlers[header.apiKey as ApiKey] as RequestHandler<ApiKey> | undefined;
     if (handler === undefined) return CLOSE_CONNECTION;
     let body;

@@ -20,3 +20,4 @@ export { SCRAM_ITERATIONS_MIN, SCRAM_MECHANISMS, ScramServerExchange, scramPassw
 export { ServerSecurity, resolveSecurityOptions, type ResolvedSecurityOptions, type SecurityOptions, type SecurityStats } from './server-security.js';
 export { USERS_FILE, UserCredentials, userNameProblem, type UserListing } from './user-credentials.js';
 export { certificatePrincipal } from './certificate-principal.js';
+export { authorizingHandlers } from './authorizing-handlers.js';

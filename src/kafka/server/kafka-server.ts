@@ -25,7 +25,7 @@ import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
 import { ConsumerMemberDirectory, HANDLERS, HandlerContext, LongPolls, SingleNodeCluster, type BrokerEndpoint, type HandlerTable } from '../handlers/index.js';
 import {
-  ConnectionSession, ServerSecurity, certificatePrincipal, saslHandlers, usesTls,
+  ConnectionSession, ServerSecurity, authorizingHandlers, certificatePrincipal, saslHandlers, usesTls,
   type ResolvedListener, type SecurityProtocol, type SecurityStats,
 } from '../security/index.js';
 import { KafkaConnection, type ConnectionLimits, type ConnectionStats } from './kafka-connection.js';
@@ -176,7 +176,8 @@ export class KafkaServer {
 
   #handlers(): HandlerTable {
     const sasl = saslHandlers(this.#security);
-    return { ...HANDLERS, [API_KEYS.SaslHandshake]: sasl.handshake, [API_KEYS.SaslAuthenticate]: sasl.authenticate };
+    const handlers: HandlerTable = { ...HANDLERS, [API_KEYS.SaslHandshake]: sasl.handshake, [API_KEYS.SaslAuthenticate]: sasl.authenticate };
+    return this.#options.security.authorizer === undefined ? handlers : authorizingHandlers(handlers, this.#security);
   }
 
   #accept(): void {

@@ -11,6 +11,6 @@ export {
 export {
   ACLS_FILE, ACL_OPERATIONS, AclSet, SASL_MECHANISMS, SCRAM_MECHANISMS, USERS_FILE, UserCredentials, aclProblem, parseListenerAddress, userNameProblem,
   type AclBinding, type AclOperation, type AclPatternType, type AclPermission, type AclResourceType, type ListenerOptions, type ListenerTlsOptions,
-  type SaslMechanism, type ScramMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type UserListing,
+  type QuotaLimits, type QuotaOptions, type SaslMechanism, type ScramMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type UserListing,
 } from './security/index.js';
 export { CATALOG_FILE, type TopicEntry } from './catalog/index.js';

@@ -27,6 +27,10 @@ export interface Peer {
   mayServe?(apiKey: number): boolean;
   /** True when the connection must close once the answer being written is out (a failed authentication). */
   readonly closeRequested?: boolean;
+  /** Until when (server clock, ms) the connection is muted for going over its quota; absent: never. */
+  readonly mutedUntilMs?: number;
+  /** Mutes the connection until `untilMs` (a quota's throttle). */
+  muteUntil?(untilMs: number): void;
 }
 
 /** A handler's answer: the response body, or CLOSE_CONNECTION. */

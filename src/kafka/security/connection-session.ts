@@ -43,6 +43,8 @@ export class ConnectionSession implements Peer {
   scram: ScramServerExchange | undefined;
   /** True while this connection counts against its address's authentications in progress. */
   throttled = false;
+  /** Until when the connection is muted for going over its quota. */
+  mutedUntilMs: number | undefined;
 
   constructor(address: string, listener: ResolvedListener, certificatePrincipal: string | undefined) {
     this.address = address;
@@ -77,6 +79,10 @@ export class ConnectionSession implements Peer {
       case 'authenticate': return apiKey === API_KEYS.ApiVersions || apiKey === API_KEYS.SaslAuthenticate;
       case 'closing': return false;
     }
+  }
+
+  muteUntil(untilMs: number): void {
+    this.mutedUntilMs = Math.max(this.mutedUntilMs ?? 0, untilMs);
   }
 
   /** SaslHandshake accepted `mechanism`. */

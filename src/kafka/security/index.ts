@@ -21,3 +21,4 @@ export { ServerSecurity, resolveSecurityOptions, type ResolvedSecurityOptions, t
 export { USERS_FILE, UserCredentials, userNameProblem, type UserListing } from './user-credentials.js';
 export { certificatePrincipal } from './certificate-principal.js';
 export { authorizingHandlers } from './authorizing-handlers.js';
+export { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';

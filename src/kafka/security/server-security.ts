@@ -1,7 +1,7 @@
 /**
  * Everything a server's security holds, one per server: the SASL users and the ACLs (read from the
  * store directory at start and again on `reload()`), the authorizer (when enabled), the login
- * throttle, the connections per address, and the audit log. The server builds it at start and
+ * throttle, the connections per address, the client quotas, and the audit log. The server builds it at start and
  * closes it at close; handlers reach it through the closures that security's handlers are made
  * with, never through the handler context.
  */
@@ -10,6 +10,7 @@ import type { FileSystem } from '../../io/index.js';
 import type { Clock } from '../../util/index.js';
 import { AclSet } from './acl.js';
 import { AuditLog, type AuditEvent } from './audit-log.js';
+import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';
 import { Authorizer } from './authorizer.js';
 import type { ConnectionSession } from './connection-session.js';
 import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
@@ -38,6 +39,8 @@ export interface SecurityOptions {
   readonly authenticationsPerAddressMax?: number;
   /** Connections of one address open at once; one more is closed at once. Default 100 (Kafka's max.connections.per.ip is unlimited by default). */
   readonly connectionsPerAddressMax?: number;
+  /** Client quotas (bytes/s, request time %), by principal, client id or default; none by default. */
+  readonly quotas?: QuotaOptions;
 }
 
 /** Security options after checking, with defaults. */
@@ -48,6 +51,27 @@ export interface ResolvedSecurityOptions {
   readonly authFailureDelayMsMax: number;
   readonly authenticationsPerAddressMax: number;
   readonly connectionsPerAddressMax: number;
+  readonly quotas: QuotaOptions;
+}
+
+function limits(value: unknown, name: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null) throw new TypeError(`options.security.${name} must be an object`);
+  const { bytesPerSecond, requestPercentage } = value as QuotaLimits;
+  for (const [field, v] of [['bytesPerSecond', bytesPerSecond], ['requestPercentage', requestPercentage]] as const) {
+    if (v !== undefined && (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v))) throw new RangeError(`options.security.${name}.${field} must be a positive number, got ${String(v)}`);
+  }
+}
+
+function resolveQuotas(value: QuotaOptions | undefined): QuotaOptions {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null) throw new TypeError('options.security.quotas must be an object');
+  limits(value.default, 'quotas.default');
+  for (const [k, v] of Object.entries(value.principals ?? {})) limits(v, `quotas.principals[${JSON.stringify(k)}]`);
+  for (const [k, v] of Object.entries(value.clientIds ?? {})) limits(v, `quotas.clientIds[${JSON.stringify(k)}]`);
+  integer(value.windowCount, 'quotas.windowCount', 11, 2, 1000);
+  integer(value.windowMs, 'quotas.windowMs', 1000, 1, 3_600_000);
+  return value;
 }
 
 function integer(value: unknown, name: string, fallback: number, min: number, max: number): number {
@@ -73,6 +97,7 @@ export function resolveSecurityOptions(options: SecurityOptions | undefined): Re
     authFailureDelayMsMax: integer(o.authFailureDelayMsMax, 'authFailureDelayMsMax', LOGIN_THROTTLE_DEFAULTS.failureDelayMsMax, 0, 600_000),
     authenticationsPerAddressMax: integer(o.authenticationsPerAddressMax, 'authenticationsPerAddressMax', LOGIN_THROTTLE_DEFAULTS.handshakesPerAddressMax, 1, 1_000_000),
     connectionsPerAddressMax: integer(o.connectionsPerAddressMax, 'connectionsPerAddressMax', 100, 1, 1_000_000),
+    quotas: resolveQuotas(o.quotas),
   };
   if (resolved.authFailureDelayMsMax < resolved.authFailureDelayMs) throw new RangeError('options.security.authFailureDelayMsMax must be at least authFailureDelayMs');
   return resolved;
@@ -88,6 +113,8 @@ export interface SecurityStats {
   readonly refusedConnectionsPerAddress: number;
   /** Requests refused by an ACL (per group or topic). */
   readonly deniedOperations: number;
+  /** Responses that carried a quota's throttle time (their connection muted). */
+  readonly throttledResponses: number;
 }
 
 /** One server's security state. */
@@ -95,6 +122,8 @@ export class ServerSecurity {
   readonly options: ResolvedSecurityOptions;
   readonly clock: Clock;
   readonly throttle: LoginThrottle;
+  /** Client quotas; `enabled` false when none is set. */
+  readonly quotas: ClientQuotas;
   /** Key of the fake salts SCRAM gives unknown users. */
   readonly decoySecret = randomBytes(32);
   /** A verifier PLAIN checks unknown users against, so they cost the same time. */
@@ -117,6 +146,7 @@ export class ServerSecurity {
     this.#auditLog = fields.auditLog;
     this.decoyVerifier = fields.decoyVerifier;
     this.#authorizer = fields.options.authorizer === undefined ? undefined : new Authorizer(fields.options.authorizer, fields.acls);
+    this.quotas = new ClientQuotas(fields.options.quotas, fields.clock);
     this.throttle = new LoginThrottle({
       failureDelayMs: fields.options.authFailureDelayMs, failureDelayMsMax: fields.options.authFailureDelayMsMax, handshakesPerAddressMax: fields.options.authenticationsPerAddressMax,
     }, fields.clock);
@@ -192,6 +222,7 @@ export class ServerSecurity {
       refusedAuthentications: this.throttle.refusedCount,
       refusedConnectionsPerAddress: this.#refusedConnections,
       deniedOperations: this.#denied,
+      throttledResponses: this.quotas.throttledCount,
     };
   }
 

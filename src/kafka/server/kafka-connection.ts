@@ -22,6 +22,9 @@
  *   responses be written, then ends the socket: at once if the client is not reading them, else
  *   once the client closes too, or after `closeGraceMs` on the server's clock.
  *
+ * A peer over its quota is muted (`mutedUntilMs`): the connection neither dispatches nor reads
+ * until then, so the client is slowed and the server is not.
+ *
  * Steps for each socket read: 1. buffer the chunk (FrameReader); 2. while under the bounds, cut out
  * the next complete payload and dispatch it: take a slot, route it, and fill the slot now (a
  * synchronous answer) or when its promise settles; 3. write every filled slot from the head, corked
@@ -85,6 +88,7 @@ export class KafkaConnection {
   #ending = false;
   #closed = false;
   #graceTimer: Timer | undefined;
+  #muteTimer: Timer | undefined;
   #lastActivityMs: number;
   readonly #done: Promise<void>;
 
@@ -100,6 +104,7 @@ export class KafkaConnection {
     this.#done = new Promise<void>((resolve) => socket.once('close', () => {
       this.#closed = true;
       this.#graceTimer?.cancel();
+      this.#muteTimer?.cancel();
       this.#reader.clear();
       this.#slots.length = 0;
       this.#commitSlots = 0;
@@ -167,6 +172,7 @@ export class KafkaConnection {
 
   /** Dispatches buffered requests while under the bounds; pauses or resumes reading to match. */
   #pump(): void {
+    if (this.#muted()) return;
     while (!this.#closing && !this.#writeBlocked && this.#slots.length < this.#limits.inFlightRequestsMax) {
       let payload: Buffer | null;
       try {
@@ -284,6 +290,25 @@ export class KafkaConnection {
     this.#socket.end();
     this.#resumeReading();
     this.#graceTimer = this.#clock.setTimer(this.#limits.closeGraceMs, () => this.#socket.destroy());
+  }
+
+  /**
+   * True while the peer is muted for going over its quota (`peer.mutedUntilMs`, KIP-219): nothing is
+   * dispatched and the socket is not read until then; a timer on the server's clock pumps again.
+   */
+  #muted(): boolean {
+    const untilMs = this.#peer.mutedUntilMs;
+    if (untilMs === undefined || this.#closing) return false;
+    const waitMs = untilMs - this.#clock.nowMs();
+    if (waitMs <= 0) return false;
+    this.#pauseReading();
+    if (this.#muteTimer === undefined) {
+      this.#muteTimer = this.#clock.setTimer(waitMs, () => {
+        this.#muteTimer = undefined;
+        this.#pump();
+      });
+    }
+    return true;
   }
 
   #pauseReading(): void {

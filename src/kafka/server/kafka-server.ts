@@ -182,7 +182,7 @@ export class KafkaServer {
 
   #accept(): void {
     const { clock, idleTimeoutMs } = this.#options;
-    const router = new RequestRouter(this.#handlers(), this.#context);
+    const router = new RequestRouter(this.#handlers(), this.#context, this.#security.quotas.enabled ? this.#security.quotas : undefined);
     const limits: ConnectionLimits = {
       requestBytesMax: this.#options.requestBytesMax,
       inFlightRequestsMax: this.#options.inFlightRequestsMax,

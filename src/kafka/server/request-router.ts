@@ -23,16 +23,27 @@ import { CLOSE_CONNECTION, type HandlerContext, type HandlerResult, type Handler
 /** What a request comes to: the framed response, or closing the connection; now or later. */
 export type Routed = Buffer | typeof CLOSE_CONNECTION;
 
+/**
+ * Accounts each answered request to its client and says how long to throttle it (client quotas):
+ * `bytes` in and out, `timeMs` the server spent on it.
+ */
+export interface QuotaMeter {
+  record(principal: string, clientId: string, bytes: number, timeMs: number): number;
+}
+
 const API_VERSIONS_UNSUPPORTED = { errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION, apiKeys: advertisedApis() };
 
 /** Routes requests to their handlers and encodes the answers. */
 export class RequestRouter {
   readonly #handlers: HandlerTable;
   readonly #context: HandlerContext;
+  readonly #quotas: QuotaMeter | undefined;
 
-  constructor(handlers: HandlerTable, context: HandlerContext) {
+  /** `quotas`: when given, every answer is accounted, and a client over its quota throttled (throttle_time_ms, muted). */
+  constructor(handlers: HandlerTable, context: HandlerContext, quotas?: QuotaMeter) {
     this.#handlers = handlers;
     this.#context = context;
+    this.#quotas = quotas;
   }
 
   /** The response to one request payload (the bytes after the frame's size field). */
@@ -57,20 +68,33 @@ export class RequestRouter {
     } catch {
       return CLOSE_CONNECTION;
     }
+    const startedMs = this.#quotas === undefined ? 0 : performance.now();
     let answer: HandlerResult<ApiKey> | Promise<HandlerResult<ApiKey>>;
     try {
       answer = handler(this.#context, body as never, header, peer);
     } catch (error) {
       return this.#failed(header, error);
     }
-    if (answer instanceof Promise) return answer.then((result) => this.#encode(header, result), (error: unknown) => this.#failed(header, error));
-    return this.#encode(header, answer);
+    if (answer instanceof Promise) {
+      const syncMs = this.#quotas === undefined ? 0 : performance.now() - startedMs;
+      return answer.then((result) => this.#encode(header, result, peer, payload.length, syncMs, performance.now()), (error: unknown) => this.#failed(header, error));
+    }
+    return this.#encode(header, answer, peer, payload.length, 0, startedMs);
   }
 
-  #encode(header: RequestHeader, result: HandlerResult<ApiKey>): Routed {
+  /** Encodes an answer; with quotas, accounts it and, over the quota, sets its throttle time and mutes the peer. */
+  #encode(header: RequestHeader, result: HandlerResult<ApiKey>, peer: Peer, requestBytes: number, earlierMs: number, startedMs: number): Routed {
     if (result === CLOSE_CONNECTION) return CLOSE_CONNECTION;
+    const responseHeader = { apiKey: header.apiKey as ApiKey, apiVersion: header.apiVersion, correlationId: header.correlationId };
     try {
-      return encodeResponse({ apiKey: header.apiKey as ApiKey, apiVersion: header.apiVersion, correlationId: header.correlationId }, result as never);
+      const encoded = encodeResponse(responseHeader, result as never);
+      if (this.#quotas === undefined) return encoded;
+      const timeMs = earlierMs + performance.now() - startedMs;
+      const throttleMs = this.#quotas.record(peer.principal ?? 'User:ANONYMOUS', header.clientId ?? '', requestBytes + encoded.length, timeMs);
+      if (throttleMs <= 0) return encoded;
+      peer.muteUntil?.(this.#context.clock.nowMs() + throttleMs);
+      // Responses without a throttle_time_ms field (in this version) leave it out when encoded.
+      return encodeResponse(responseHeader, { ...(result as object), throttleTimeMs: throttleMs } as never);
     } catch (error) {
       return this.#failed(header, error);
     }

@@ -89,6 +89,9 @@ export class KafkaConnection {
   #closed = false;
   #graceTimer: Timer | undefined;
   #muteTimer: Timer | undefined;
+  /** True for TLS sockets: see #onData. */
+  readonly #coalesceReads: boolean;
+  #pumpScheduled = false;
   #lastActivityMs: number;
   readonly #done: Promise<void>;
 
@@ -100,6 +103,7 @@ export class KafkaConnection {
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
     this.#peer = peer ?? { clientHost: `/${socket.remoteAddress ?? 'unknown'}` };
+    this.#coalesceReads = 'encrypted' in socket && (socket as { encrypted?: boolean }).encrypted === true;
     this.#lastActivityMs = clock.nowMs();
     this.#done = new Promise<void>((resolve) => socket.once('close', () => {
       this.#closed = true;
@@ -167,7 +171,18 @@ export class KafkaConnection {
     if (this.#closing) return;
     this.#lastActivityMs = this.#clock.nowMs();
     this.#reader.push(chunk);
-    this.#pump();
+    if (!this.#coalesceReads) {
+      this.#pump();
+    } else if (!this.#pumpScheduled) {
+      // A TLS socket hands over one record (<= 16 KiB) per 'data' event, several per TCP read:
+      // dispatching once they are all in lets pipelined commits share one fdatasync, as they do
+      // over plain TCP, where one event carries the whole read.
+      this.#pumpScheduled = true;
+      setImmediate(() => {
+        this.#pumpScheduled = false;
+        this.#pump();
+      });
+    }
   }
 
   /** Dispatches buffered requests while under the bounds; pauses or resumes reading to match. */

@@ -220,7 +220,11 @@ function offsetFetchV8(inner: RequestHandler<typeof API_KEYS.OffsetFetch>, check
   });
 }
 
-/** The handlers with the ACL checks of the table above in front of them. */
+/**
+ * The handlers with the ACL checks of the table above in front of them. Installed when an
+ * authorizer or an audit log is configured; without an authorizer every check allows, and the
+ * wrappers only audit the administrative requests.
+ */
 export function authorizingHandlers(inner: HandlerTable, security: ServerSecurity): HandlerTable {
   const table: Record<number, unknown> = { ...inner };
   for (const [key, wrapper] of Object.entries(WRAPPERS) as [string, Wrapper<ApiKey>][]) {
@@ -228,7 +232,7 @@ export function authorizingHandlers(inner: HandlerTable, security: ServerSecurit
     if (handler === undefined) continue;
     const api = apiName(Number(key));
     table[Number(key)] = ((context, request, header, peer) => {
-      if (security.authorizer === undefined) return handler(context, request, header, peer);
+      if (security.authorizer === undefined && !security.auditing) return handler(context, request, header, peer);
       return wrapper(handler, new Check(security, peer, api), context, request, header, peer);
     }) as RequestHandler<ApiKey>;
   }

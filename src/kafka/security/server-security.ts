@@ -180,6 +180,11 @@ export class ServerSecurity {
     this.#authorizer = this.#authorizer?.withAcls(acls);
   }
 
+  /** True when an audit log is configured. */
+  get auditing(): boolean {
+    return this.#auditLog !== undefined;
+  }
+
   /** Records an event in the audit log (if one is configured). */
   audit(event: { peer: { principal?: string; clientHost: string; listenerName?: string }; api: string; outcome: 'allowed' | 'denied'; reason?: string; resource?: string; operation?: string; user?: string }): void {
     if (event.outcome === 'denied' && event.resource !== undefined) this.#denied++;

@@ -177,7 +177,8 @@ export class KafkaServer {
   #handlers(): HandlerTable {
     const sasl = saslHandlers(this.#security);
     const handlers: HandlerTable = { ...HANDLERS, [API_KEYS.SaslHandshake]: sasl.handshake, [API_KEYS.SaslAuthenticate]: sasl.authenticate };
-    return this.#options.security.authorizer === undefined ? handlers : authorizingHandlers(handlers, this.#security);
+    const { authorizer, auditLogFile } = this.#options.security;
+    return authorizer === undefined && auditLogFile === undefined ? handlers : authorizingHandlers(handlers, this.#security);
   }
 
   #accept(): void {

@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * Three tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
- * loss, lock), run the CLI as a child process, or build the package. CI (`.ci/run`) runs both.
+ * loss, lock), run the CLI as a child process, or build the package. `npm run test:browser` runs
+ * `browser`: the lab's HTML report in headless chromium. CI (`.ci/run`) runs all three.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -17,6 +18,8 @@ const SLOW = [
   'test/kv/checkpoint-damage.test.ts',
 ];
 
+const BROWSER = ['test/browser/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -24,8 +27,9 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: SLOW } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...BROWSER] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },
     ],
   },
 });

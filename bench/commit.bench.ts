@@ -37,7 +37,7 @@ const TIMING: MeasureOptions = atScale({
   full: { timeMs: 12_000, warmupMs: 1000, rounds: 6 },
 });
 
-type Subject = 'offset-store' | 'offset-store, 1 offsets-bucket' | 'lmdb transactionSync' | 'lmdb transaction (async)';
+type Subject = 'offset-store' | 'offset-store, 1 offsets-bucket' | 'offset-store, spread-built input' | 'lmdb transactionSync' | 'lmdb transaction (async)';
 
 interface Row extends TaskResult {
   subject: Subject;
@@ -57,23 +57,30 @@ interface Prepared {
   close(): Promise<void>;
 }
 
-async function offsetStoreTask(offsets: number, committers: number, bucketCount?: number): Promise<Prepared> {
+/**
+ * `spread`: each commit's input is built the way much user code builds it, a fresh object per offset
+ * with object spread (`refs.map((r) => ({ ...r, offset }))`), instead of one array advanced in place.
+ */
+async function offsetStoreTask(offsets: number, committers: number, bucketCount?: number, spread = false): Promise<Prepared> {
   const dir = createTempDir('commit');
   const store = await OffsetStore.open({ dir, durability: 'fsync', bucketCount });
   const perGroup = committerOffsets(committers, offsets);
   const groups = perGroup.map((_, i) => groupName(i));
   let next = 0;
+  let offset = 1_000;
   return {
-    subject: bucketCount === 1 ? 'offset-store, 1 offsets-bucket' : 'offset-store',
+    subject: spread ? 'offset-store, spread-built input' : bucketCount === 1 ? 'offset-store, 1 offsets-bucket' : 'offset-store',
     offsets,
     spec: {
-      name: `offset-store commitOffsets, ${offsets} offsets, ${committers} committer${committers > 1 ? 's' : ''}${bucketCount === 1 ? ', bucketCount 1' : ''}, fsync`,
+      name: `offset-store commitOffsets, ${offsets} offsets, ${committers} committer${committers > 1 ? 's' : ''}${bucketCount === 1 ? ', bucketCount 1' : ''}${spread ? ', input built by spread' : ''}, fsync`,
       async: true,
       concurrency: committers,
       unitsPerCall: offsets,
       fn: () => {
         const g = next++ % committers;
-        return store.commitOffsets(groups[g]!, advance(perGroup[g]!));
+        if (!spread) return store.commitOffsets(groups[g]!, advance(perGroup[g]!));
+        offset++;
+        return store.commitOffsets(groups[g]!, perGroup[g]!.map((r) => ({ ...r, offset })));
       },
     },
     close: async () => {
@@ -130,6 +137,7 @@ async function measureSize(offsets: number): Promise<Row[]> {
     lmdbTask(offsets, CONCURRENT_COMMITTERS, 'async'),
   ];
   if (offsets <= SMALL_COMMIT_OFFSETS_MAX) prepared.push(await offsetStoreTask(offsets, CONCURRENT_COMMITTERS, 1));
+  if (offsets === 1000) prepared.push(await offsetStoreTask(offsets, 1, undefined, true));
   try {
     const results = await measureInterleaved(prepared.map((p) => p.spec), TIMING);
     return results.map((r, i) => ({ ...r, subject: prepared[i]!.subject, offsets }));
@@ -171,6 +179,8 @@ async function main(): Promise<void> {
     { header: 'same, bucketCount 1', value: (r) => formatRatio(r.oneBucketVsAsync) },
   ], ratios);
 
+  const spreadBuilt = find('offset-store, spread-built input', 1000, 1)!;
+  console.log(`Input built by object spread, 1000 offsets, 1 committer: ${formatCount(spreadBuilt.unitsPerSec)} offsets/s, ${formatRatio(spreadBuilt.unitsPerSec / find('offset-store', 1000, 1)!.unitsPerSec)} of the same commits from an array advanced in place.`);
   const batched = ratios.find((r) => r.offsets === 1000)!;
   const small = ratios.filter((r) => r.offsets <= SMALL_COMMIT_OFFSETS_MAX);
   console.log('\nTargets (docs/performance.md)');

@@ -1,5 +1,6 @@
 /**
- * Compaction strategies side by side ('log-cleaner', 'checkpoint', 'none'), on two workloads:
+ * Compaction strategies side by side ('log-cleaner', 'incremental', 'checkpoint', 'none'), on two
+ * workloads (the lab, `offset-store lab` and docs/compaction.md, compares them on seven, over time):
  * - overwrite: G groups repeatedly committing the same 50 buckets (every record but the last per
  *   key is garbage; overwrite ratio = rounds, 40 by default);
  * - distinct: G groups each round committing 50 new buckets (every record stays live).
@@ -42,7 +43,7 @@ import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { groupName, offsetCommits } from './support/workload.js';
 
-const STRATEGIES: CompactionStrategy[] = ['log-cleaner', 'checkpoint', 'none'];
+const STRATEGIES: CompactionStrategy[] = ['log-cleaner', 'incremental', 'checkpoint', 'none'];
 const BUCKETS_PER_COMMIT = 50;
 const SIZES = atScale({
   quick: { groups: 50, rounds: 20, segmentBytesMax: 64 * 1024, phaseMs: 500, phasePairs: 2 },
@@ -208,7 +209,7 @@ async function run(workload: Workload, strategy: CompactionStrategy): Promise<Ro
 }
 
 async function main(): Promise<void> {
-  printBanner('compaction: log-cleaner vs checkpoint vs none', [
+  printBanner('compaction: log-cleaner vs incremental vs checkpoint vs none', [
     `${SIZES.groups} groups x ${BUCKETS_PER_COMMIT} buckets per commit, ${SIZES.rounds} + ${EXTRA_ROUNDS} rounds; segmentBytesMax ${formatBytes(SIZES.segmentBytesMax)}; default compaction workers (1)`,
     `latency: ${LATENCY_COMMITTERS} committers x ${LATENCY_OFFSETS_PER_COMMIT} offsets, durability fsync, ${SIZES.phasePairs} x (idle, compacting) phases of ${SIZES.phaseMs} ms each`,
   ]);

@@ -14,7 +14,9 @@ export const FAULT_PROFILES = {
   crash: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
   io: { io: { writeError: 0.002, readError: 0.001, syncError: 0.002, dirOpError: 0.001, noSpace: 0.001 }, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
   rest: { io: NO_FAULTS, rot: 0.002, latent: 0.001, lostSector: 0.001, lostFile: 0.0005 },
-  all: { io: { writeError: 0.001, readError: 0.0005, syncError: 0.001, dirOpError: 0.0005, noSpace: 0.0005 }, rot: 0.001, latent: 0.0005, lostSector: 0.0005, lostFile: 0.0002 },
+  // Faults at rest end a run once detected, so they are rarer here than I/O errors, which the
+  // store survives by restarting.
+  all: { io: { writeError: 0.001, readError: 0.0005, syncError: 0.001, dirOpError: 0.0005, noSpace: 0.0005 }, rot: 0.0002, latent: 0.0001, lostSector: 0.0001, lostFile: 0.00004 },
 } as const satisfies Record<string, FaultRates>;
 
 /** Fault probabilities: per I/O operation (`io`), per workload action (the faults at rest). */
@@ -47,6 +49,8 @@ export interface ActionWeights {
   zombieCommit: number;
   memberCommit: number;
   compact: number;
+  /** store.convertCompaction to a random built-in strategy. */
+  convert: number;
   advanceTime: number;
   crash: number;
   powerLoss: number;
@@ -78,7 +82,7 @@ export interface SimConfig {
 
 const BASE_WEIGHTS: ActionWeights = {
   commit: 30, bigCommit: 1.5, fetch: 20, reset: 2, deleteOffsets: 2, deleteGroup: 0.7, join: 2, leave: 1, silence: 0.7,
-  zombieCommit: 2, memberCommit: 12, compact: 1.5, advanceTime: 6, crash: 0.6, powerLoss: 0.6, restart: 0.4,
+  zombieCommit: 2, memberCommit: 12, compact: 1.5, convert: 0.3, advanceTime: 6, crash: 0.6, powerLoss: 0.6, restart: 0.4,
 };
 
 /** The run's configuration: fixed shape with `swarm` false, everything varied per seed with it true. */
@@ -91,20 +95,22 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
       if (key !== 'commit' && key !== 'fetch' && random.chance(0.25)) weights[key] = 0;
       else weights[key] *= 0.2 + random.float() * 2.8;
     }
+    // Each kind of fault on with probability 1/2, then all scaled 0-2x together.
     const scale = random.float() * 2;
+    const rate = (p: number): number => (random.chance(0.5) ? p * scale : 0);
     profile = {
-      io: Object.fromEntries(Object.entries(profile.io).map(([k, v]) => [k, v * scale])) as unknown as FaultProfile,
-      rot: profile.rot * scale,
-      latent: profile.latent * scale,
-      lostSector: profile.lostSector * scale,
-      lostFile: profile.lostFile * scale,
+      io: Object.fromEntries(Object.entries(profile.io).map(([k, v]) => [k, rate(v)])) as unknown as FaultProfile,
+      rot: rate(profile.rot),
+      latent: rate(profile.latent),
+      lostSector: rate(profile.lostSector),
+      lostFile: rate(profile.lostFile),
     };
   }
   const groupCount = random.int(1, swarm ? 6 : 3);
   return {
     bucketCount: random.pick([1, 2, 4, 8]),
     segmentBytesMax: random.pick([1024, 4096, 16384, 65536]),
-    strategy: random.pick<CompactionStrategy>(['log-cleaner', 'log-cleaner', 'checkpoint', 'none']),
+    strategy: random.pick<CompactionStrategy>(['log-cleaner', 'log-cleaner', 'incremental', 'incremental', 'checkpoint', 'none']),
     compactionIntervalMs: random.int(500, 20_000),
     minDirtyRatio: random.pick([0.05, 0.2, 0.5]),
     deleteRetentionMs: random.pick([0, 1000, 60_000]),

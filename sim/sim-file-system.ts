@@ -125,8 +125,13 @@ export class SimFileSystem implements FileSystem {
 
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
     if (isNativePath(path)) {
-      const handle = await this.#native$(() => this.#native.open(path, flags));
-      this.#nativeHandles.add(handle);
+      const handle = await this.#native$(async () => {
+        const opened = await this.#native.open(path, flags);
+        // An open that finishes after the process died is closed with it, as the kernel would.
+        if (this.#dead) await opened.close().catch(() => {});
+        else this.#nativeHandles.add(opened);
+        return opened;
+      });
       return new NativeHandle(handle, (work) => this.#native$(work), () => this.#nativeHandles.delete(handle));
     }
     const file = await this.#io('meta', path, () => {

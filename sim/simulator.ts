@@ -18,7 +18,7 @@
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { isOffsetStoreError, OffsetStore, type CommittedOffset, type OffsetCommit } from '../src/index.js';
+import { isOffsetStoreError, OffsetStore, type CommittedOffset, type CompactionStrategy, type OffsetCommit } from '../src/index.js';
 import { loadChecksum } from '../src/codec/index.js';
 import { forgetHeldDirectories, forgetLogProcessState } from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
@@ -221,7 +221,9 @@ class Simulation {
       const opened = await this.settle(OffsetStore.open({
         dir: this.dir, fs: this.fs, clock: this.clock, bucketCount: c.bucketCount, segmentBytesMax: c.segmentBytesMax,
         offsetsRetentionMs: c.retentionMs, offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
-        compaction: { strategy: c.strategy, intervalMs: c.compactionIntervalMs, minDirtyRatio: c.minDirtyRatio, deleteRetentionMs: c.deleteRetentionMs },
+        // The strategy is chosen when the store is created; later opens use the one it records,
+        // which convertCompaction may have changed.
+        compaction: { strategy: this.incarnation === 1 ? c.strategy : undefined, intervalMs: c.compactionIntervalMs, minDirtyRatio: c.minDirtyRatio, deleteRetentionMs: c.deleteRetentionMs },
         group: { sessionTimeoutMs: c.sessionTimeoutMs, heartbeatIntervalMs: c.heartbeatIntervalMs, assignmentIntervalMs: c.assignmentIntervalMs },
         onWarning: (message) => this.log(`warning: ${message}`),
       }), 'OffsetStore.open');
@@ -520,6 +522,15 @@ class Simulation {
     });
   }
 
+  convert(): void {
+    const store = this.store!;
+    const strategy = this.workload.pick<CompactionStrategy>(['log-cleaner', 'incremental', 'checkpoint', 'none']);
+    this.log(`convertCompaction ${strategy}`);
+    this.track(`convertCompaction ${strategy}`, () => store.convertCompaction(strategy), (outcome) => {
+      if (!outcome.ok && !isOffsetStoreError(outcome.error, 'STORE_CLOSED')) this.storageError(`convertCompaction ${strategy}`, outcome.error);
+    });
+  }
+
   /** One workload action, chosen by the weights. */
   async act(): Promise<boolean> {
     const w = this.workload;
@@ -539,6 +550,7 @@ class Simulation {
         this.members.act(action, this);
         break;
       case 'compact': this.compact(); break;
+      case 'convert': this.convert(); break;
       case 'advanceTime': await this.scheduler.advance(w.chance(0.8) ? w.int(1, 3000) * 1000 : w.int(3, 400) * 1_000_000); break;
       case 'crash': case 'powerLoss': case 'restart':
         return this.endProcess(action);

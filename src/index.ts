@@ -12,7 +12,10 @@ export { ERROR_CODES, OffsetStoreError, isOffsetStoreError, type ErrorCode } fro
 export { ManualClock, SystemClock, type Clock, type Timer } from './util/index.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOptions } from './kv/index.js';
 export { NodeFileSystem, type FileHandle, type FileSystem, type NodeFileSystemOptions, type OpenFlags } from './io/index.js';
-export type { BucketCompactedListener, BucketCompaction, CompactionReport, CompactionStrategy } from './compaction/index.js';
+export type {
+  BucketCompactedListener, BucketCompaction, BucketView, CheckpointView, CompactionPlan, CompactionReport, CompactionRunEvent, CompactionRunListener,
+  CompactionStrategy, CompactionStrategyDefinition, GarbageQuery, JsonValue, LogInspector, SegmentGarbage, SegmentView, StrategySettings,
+} from './compaction/index.js';
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
 export {
   GroupMember, type AssignorName, type HeartbeatRequest,

@@ -4,7 +4,9 @@
  * RangeError); options that contradict the store on disk are checked when it is opened.
  */
 import * as path from 'node:path';
-import { isCompactionStrategy, type BucketCompactedListener, type CompactionStrategy } from './compaction/index.js';
+import {
+  isCompactionStrategy, isStrategyModulePath, strategyModuleUrl, type BucketCompactedListener, type CompactionRunListener, type CompactionStrategy, type StrategyRef,
+} from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
@@ -109,10 +111,13 @@ export interface CompactOptions {
 /** Compaction options. */
 export interface CompactionOptions {
   /**
-   * 'log-cleaner', 'checkpoint' or 'none'; default the store's own ('log-cleaner' for a new store). A
-   * different one than the store's is INVALID_CONFIG: convert with `convertCompaction`.
+   * A built-in strategy ('log-cleaner', 'incremental', 'checkpoint', 'none') or the path of a
+   * strategy module (docs/compaction.md), resolved against the working directory; default the
+   * store's own ('log-cleaner' for a new store; a store compacted by a module opens with compaction
+   * off unless its module is given). A different one than the store's is INVALID_CONFIG: convert with
+   * `convertCompaction`.
    */
-  strategy?: CompactionStrategy;
+  strategy?: CompactionStrategy | string;
   /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
   workers?: number;
   /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
@@ -125,6 +130,8 @@ export interface CompactionOptions {
   deleteRetentionMs?: number;
   /** Compact in the background on the clock (default true); with false, only `compact()` does. */
   background?: boolean;
+  /** Hears of every compaction run of one offsets-bucket (background or `compact()`): started, finished with its report, or failed. */
+  onRun?: CompactionRunListener;
 }
 
 /** One row of `listGroups`. */
@@ -218,6 +225,8 @@ export interface BucketStats {
   state: 'loading' | 'ready' | 'failed';
   /** Bytes of its log's segments (preallocated zeros not counted). */
   logBytes: number;
+  /** Bytes of batches appended to its log since the store was opened (what commits, deletes and snapshots wrote). */
+  appendedBytes: number;
   /** Segments of its log, the active one included. */
   segmentCount: number;
   /** The log offset its next batch gets. */
@@ -226,7 +235,7 @@ export interface BucketStats {
   liveOffsets: number;
   /** Groups with committed offsets in it. */
   groups: number;
-  /** Its newest checkpoint, or undefined (strategy other than 'checkpoint', or none written yet). */
+  /** Its newest checkpoint, or undefined (a strategy without checkpoints, or none written yet). */
   checkpoint: CheckpointInfo | undefined;
 }
 
@@ -238,12 +247,12 @@ export interface StoreStats {
   bucketCount: number;
   /** The durability of this open. */
   durability: Durability;
-  /** The strategy the store runs (the one recorded in store.json). */
-  compactionStrategy: CompactionStrategy;
+  /** The strategy the store runs, as store.json records it: a built-in's name or `module:<name>` (docs/compaction.md). */
+  compactionStrategy: string;
   /** One entry per offsets-bucket, in bucket order. */
   buckets: BucketStats[];
   /** Sums over the buckets that are ready. */
-  totals: { logBytes: number; segmentCount: number; liveOffsets: number; groups: number };
+  totals: { logBytes: number; appendedBytes: number; segmentCount: number; liveOffsets: number; groups: number };
 }
 
 /** Defaults of the options. */
@@ -294,19 +303,26 @@ export interface ResolvedOptions {
 }
 
 /** Compaction options after validation; `strategy` stays undefined when not given (the store's own is used). */
-export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy'>> & { strategy: CompactionStrategy | undefined };
+export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy' | 'onRun'>> & { strategy: StrategyRef | undefined; onRun: CompactionRunListener | undefined };
+
+/** A strategy option as a reference: a built-in, or a module path resolved against the working directory. */
+export function resolveStrategyOption(strategy: unknown, name: string): StrategyRef {
+  if (isCompactionStrategy(strategy)) return { builtIn: strategy };
+  if (typeof strategy === 'string' && isStrategyModulePath(strategy)) return { moduleUrl: strategyModuleUrl(strategy, process.cwd()) };
+  throw new RangeError(`${name} must be 'log-cleaner', 'incremental', 'checkpoint', 'none' or the path of a strategy module ('./my-strategy.js'), got ${String(strategy)}`);
+}
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
-  const { strategy, minDirtyRatio: rawMinDirtyRatio, workers, logBytesMax, intervalMs, deleteRetentionMs, background: rawBackground } = options ?? {};
-  if (strategy !== undefined && !isCompactionStrategy(strategy)) {
-    throw new RangeError(`options.compaction.strategy must be 'log-cleaner', 'checkpoint' or 'none', got ${String(strategy)}`);
-  }
+  const { strategy, minDirtyRatio: rawMinDirtyRatio, workers, logBytesMax, intervalMs, deleteRetentionMs, background: rawBackground, onRun } = options ?? {};
+  const ref = strategy === undefined ? undefined : resolveStrategyOption(strategy, 'options.compaction.strategy');
+  if (onRun !== undefined && typeof onRun !== 'function') throw new TypeError('options.compaction.onRun must be a function');
   const minDirtyRatio = rawMinDirtyRatio ?? 0.5;
   if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1)) throw new RangeError(`options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`);
   const background = rawBackground ?? true;
   if (typeof background !== 'boolean') throw new TypeError(`options.compaction.background must be a boolean, got ${typeof background}`);
   return {
-    strategy,
+    strategy: ref,
+    onRun,
     background,
     workers: positiveInteger(workers, 'options.compaction.workers', 1),
     minDirtyRatio,

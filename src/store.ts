@@ -13,7 +13,7 @@ import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
 import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
 import {
-  COMPACTION_STRATEGIES, CompactionWorkerPool, Compactor, InProcessCleanRunner, isCompactionStrategy, type CompactionReport, type CompactionStrategy,
+  CompactionWorkerPool, Compactor, InProcessRunner, loadStrategy, recordedStrategy, type CompactionReport, type CompactionStrategy, type LoadedStrategy,
 } from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
@@ -30,7 +30,7 @@ import { OffsetsBucket } from './shard/index.js';
 import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
-  DEFAULTS, resolveOptions, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
+  DEFAULTS, resolveOptions, resolveStrategyOption, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
   type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
 } from './store-options.js';
 
@@ -71,14 +71,18 @@ export class OffsetStore {
   readonly #fetchCache = new Map<string, GroupOffsets>();
   #lock: DirectoryLock | undefined;
   #manifest: ManifestFile | undefined;
-  /** The compaction strategy the store runs: the one its manifest records. */
-  #strategy: CompactionStrategy = 'log-cleaner';
+  /** The compaction strategy the store runs, as its manifest records it. */
+  #recorded = 'log-cleaner';
+  /** That strategy, loaded; undefined for a module strategy whose module was not given (compaction off). */
+  #strategy: LoadedStrategy | undefined;
   #bucketCount = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
   #recovery: Promise<void> = Promise.resolve();
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
+  /** Settles once every convertCompaction called so far has. */
+  #conversions: Promise<void> = Promise.resolve();
   #compactor: Compactor | undefined;
   /**
    * The classic (JoinGroup/SyncGroup) group protocol, for front ends that speak it on behalf of
@@ -104,6 +108,8 @@ export class OffsetStore {
   async #open(): Promise<void> {
     const { fs, dir, clock } = this.#options;
     await loadChecksum();
+    // A strategy module that cannot be one fails the open before anything touches the directory.
+    const requested = this.#options.compaction.strategy === undefined ? undefined : await loadStrategy(this.#options.compaction.strategy);
     await fs.mkdir(dir).catch((error: unknown) => {
       throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
     });
@@ -111,16 +117,18 @@ export class OffsetStore {
       throw openFailure(error, `cannot lock ${dir}`);
     });
     try {
-      const requested = this.#options.compaction.strategy;
-      this.#manifest = await ManifestFile.openOrCreate(fs, dir, { bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount, compactionStrategy: requested ?? 'log-cleaner', nowMs: clock.nowMs() });
+      this.#manifest = await ManifestFile.openOrCreate(fs, dir, { bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount, compactionStrategy: requested?.id ?? 'log-cleaner', nowMs: clock.nowMs() });
       const manifest = this.#manifest.manifest;
       if (this.#options.bucketCount !== undefined && this.#options.bucketCount !== manifest.bucketCount) {
         throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${this.#options.bucketCount} contradicts the store in ${dir}, created with bucketCount ${manifest.bucketCount}`);
       }
-      this.#strategy = storedStrategy(this.#manifest.path, manifest.compactionStrategy);
-      if (requested !== undefined && requested !== this.#strategy) {
-        throw new OffsetStoreError('INVALID_CONFIG', `compaction.strategy '${requested}' contradicts the store in ${dir}, which uses '${this.#strategy}': omit the option to use the store's, or convert the store (store.convertCompaction('${requested}'), or offset-store compact --strategy ${requested})`);
+      const recorded = storedStrategy(this.#manifest.path, manifest.compactionStrategy);
+      if (requested !== undefined && requested.id !== recorded.id) {
+        const asked = 'builtIn' in requested.ref ? requested.id : `${requested.ref.moduleUrl} (${requested.id})`;
+        throw new OffsetStoreError('INVALID_CONFIG', `compaction.strategy ${asked} contradicts the store in ${dir}, which uses '${recorded.id}': omit the option to use the store's, or convert the store (store.convertCompaction, or offset-store compact --strategy)`);
       }
+      this.#recorded = recorded.id;
+      this.#strategy = requested ?? (recorded.builtIn === undefined ? undefined : await loadStrategy({ builtIn: recorded.builtIn }));
       this.#bucketCount = manifest.bucketCount;
       const missing = new Set(await missingBucketDirs(fs, dir, manifest.bucketCount));
       for (let i = 0; i < manifest.bucketCount; i++) {
@@ -170,16 +178,16 @@ export class OffsetStore {
   }
 
   #startCompaction(): void {
-    const { compaction, clock, segmentBytesMax } = this.#options;
-    const { fs } = this.#options;
-    const pool = this.#strategy !== 'log-cleaner' ? undefined
-      : fs instanceof NodeFileSystem ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : new InProcessCleanRunner(fs);
+    const { compaction, clock, segmentBytesMax, fs } = this.#options;
+    const strategy = this.#strategy;
+    const runner = strategy === undefined || !strategy.rewrites ? undefined
+      : fs instanceof NodeFileSystem ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : new InProcessRunner(fs);
     this.#compactor = new Compactor({
-      strategy: this.#strategy, clock, pool, workers: compaction.workers, intervalMs: compaction.intervalMs,
+      strategy, recordedStrategy: this.#recorded, clock, runner, workers: compaction.workers, intervalMs: compaction.intervalMs,
       minDirtyRatio: compaction.minDirtyRatio, logBytesMax: compaction.logBytesMax, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
-      batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+      batchBytesMax: LOG_DEFAULTS.batchBytesMax, onRun: compaction.onRun,
       onError: (error, bucket) => this.#options.onWarning(`compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`),
-    }, this.#slots.map((slot) => slot.bucket!.compactionTarget()));
+    }, this.#slots.map((slot) => slot.bucket!.compactionTarget(() => this.#manifest!.manifest.buckets[slot.index]!.logStart)));
     if (compaction.background) this.#compactor.start();
   }
 
@@ -194,42 +202,65 @@ export class OffsetStore {
   }
 
   /**
-   * Converts the store to another compaction strategy, crash-safely, and records it in the store:
-   * - between 'log-cleaner' and 'none': only the record changes (both keep the whole log);
-   * - to 'checkpoint': each offsets-bucket writes a checkpoint first (an old checkpoint environment
-   *   is removed, since the log cleaner may have dropped tombstones it would need), then the store
+   * Converts the store to another compaction strategy (a built-in's name, or a strategy module's
+   * path), crash-safely, and records it in the store. What happens depends on whether each strategy
+   * keeps checkpoints:
+   * - neither does (e.g. 'log-cleaner', 'incremental', 'none', a module without checkpoints): only the
+   *   record changes (all keep the whole state in the log);
+   * - to one that does: each offsets-bucket writes a checkpoint first (an old checkpoint environment
+   *   is removed, since a log cleaner may have dropped tombstones it would need), then the store
    *   records the strategy; the log is freed below the checkpoints by later compactions;
-   * - from 'checkpoint': each offsets-bucket writes its whole state back into its log as ordinary
+   * - from one that does: each offsets-bucket writes its whole state back into its log as ordinary
    *   batches from log offset X, then the store records the strategy and X as the log start (recovery
-   *   replays from there), then the log below X and the checkpoints are deleted.
+   *   replays from there), then the log below X and the checkpoints are deleted;
+   * - both do: only the record changes.
    * A crash at any step leaves the store usable with the old strategy or the new one. Background
-   * compaction pauses meanwhile. Every offsets-bucket must have recovered.
+   * compaction pauses meanwhile. Every offsets-bucket must have recovered. RangeError for a name that
+   * is neither a built-in nor a path; INVALID_CONFIG for a module that is not a strategy.
    */
-  async convertCompaction(strategy: CompactionStrategy): Promise<void> {
+  convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
+    // One conversion at a time, and close waits for the one in flight: a close's last checkpoint
+    // racing a conversion's image or checkpoint removal could free log the other still needs.
+    const run = this.#conversions.then(() => this.#convertCompaction(strategy));
+    this.#conversions = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
     this.#checkOpen();
-    if (!isCompactionStrategy(strategy)) throw new RangeError(`strategy must be one of ${COMPACTION_STRATEGIES.join(', ')}, got ${String(strategy)}`);
+    const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
     await this.#recovery;
-    if (strategy === this.#strategy) return;
+    if (loaded.id === this.#recorded) {
+      // The store's own strategy: a store opened without its module gets it now, and compacts again.
+      if (this.#strategy === undefined) {
+        await this.#compactor?.close();
+        this.#strategy = loaded;
+        if (!this.#closed) this.#startCompaction();
+      }
+      return;
+    }
     const { clock } = this.#options;
     const tables = this.#slots.map((slot) => slot.bucket!.table);
+    const fromCheckpoints = recordedStrategy(this.#recorded)!.checkpoints;
     await this.#compactor?.close();
     try {
-      if (strategy === 'checkpoint') {
+      if (loaded.checkpoints && !fromCheckpoints) {
         await Promise.all(tables.map((table) => table.enableCheckpoints(clock.nowMs())));
-        await this.#manifest!.update((m) => { m.compactionStrategy = strategy; });
-      } else if (this.#strategy === 'checkpoint') {
+        await this.#manifest!.update((m) => { m.compactionStrategy = loaded.id; });
+      } else if (fromCheckpoints && !loaded.checkpoints) {
         const starts = await Promise.all(tables.map((table) => table.writeImage(clock.nowMs())));
         await this.#manifest!.update((m) => {
-          m.compactionStrategy = strategy;
+          m.compactionStrategy = loaded.id;
           starts.forEach((logStart, i) => { m.buckets[i]!.logStart = logStart; });
         });
         await Promise.all(tables.map((table, i) => table.dropCheckpoints(starts[i]!)));
       } else {
-        await this.#manifest!.update((m) => { m.compactionStrategy = strategy; });
+        await this.#manifest!.update((m) => { m.compactionStrategy = loaded.id; });
       }
-      this.#strategy = strategy;
+      this.#recorded = loaded.id;
+      this.#strategy = loaded;
     } catch (error) {
-      throw openFailure(error, `converting the store in ${this.#options.dir} to '${strategy}' failed (it keeps '${this.#strategy}'; a later conversion completes it)`);
+      throw openFailure(error, `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it)`);
     } finally {
       if (!this.#closed) this.#startCompaction();
     }
@@ -243,7 +274,7 @@ export class OffsetStore {
         if (slot.loadError !== undefined) continue;
         try {
           slot.bucket = await OffsetsBucket.load({
-            index: slot.index, log: this.#logOptions(slot.dir, slot.index), useCheckpoints: this.#strategy === 'checkpoint', record: slot.record,
+            index: slot.index, log: this.#logOptions(slot.dir, slot.index), useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints, record: slot.record,
             clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
           });
@@ -511,18 +542,19 @@ export class OffsetStore {
     const buckets = this.#slots.map((slot): BucketStats => {
       const bucket = slot.bucket;
       if (bucket === undefined) {
-        return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
+        return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, appendedBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
       }
       return { bucket: slot.index, state: 'ready', ...bucket.figures(), checkpoint: bucket.table.latestCheckpoint() };
     });
-    const totals = { logBytes: 0, segmentCount: 0, liveOffsets: 0, groups: 0 };
+    const totals = { logBytes: 0, appendedBytes: 0, segmentCount: 0, liveOffsets: 0, groups: 0 };
     for (const b of buckets) {
       totals.logBytes += b.logBytes;
+      totals.appendedBytes += b.appendedBytes;
       totals.segmentCount += b.segmentCount;
       totals.liveOffsets += b.liveOffsets;
       totals.groups += b.groups;
     }
-    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, compactionStrategy: this.#strategy, buckets, totals };
+    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, compactionStrategy: this.#recorded, buckets, totals };
   }
 
   #armRetention(): void {
@@ -555,10 +587,11 @@ export class OffsetStore {
     this.#retentionTimer?.cancel();
     await this.#retentionRun;
     await this.#compactor?.close();
+    await this.#conversions;
     await this.#recovery.catch(() => {});
     let failure: unknown;
     try {
-      await this.#unloadBuckets(this.#strategy === 'checkpoint' ? this.#options.clock.nowMs() : undefined);
+      await this.#unloadBuckets(recordedStrategy(this.#recorded)!.checkpoints ? this.#options.clock.nowMs() : undefined);
       await this.#recordLogEnds();
     } catch (error) {
       failure = openFailure(error, `closing the store in ${this.#options.dir} failed`);
@@ -624,8 +657,9 @@ export class OffsetStore {
   }
 }
 
-/** The compaction strategy a manifest records, checked. */
-function storedStrategy(manifestPath: string, value: string): CompactionStrategy {
-  if (isCompactionStrategy(value)) return value;
+/** The compaction strategy a manifest records, checked: a built-in's name or `module:<name>[+checkpoints]`. */
+function storedStrategy(manifestPath: string, value: string): { id: string; builtIn: CompactionStrategy | undefined } {
+  const recorded = recordedStrategy(value);
+  if (recorded !== undefined) return { id: value, builtIn: recorded.builtIn };
   throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`);
 }

@@ -17,6 +17,7 @@ import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import { decodeBatchRecords, loadChecksum } from '../codec/index.js';
 import { LOG_DEFAULTS, missingBucketDirs, type InspectedSegment } from '../log/index.js';
 import { OffsetsTable } from '../kv/index.js';
+import { recordedStrategy } from '../compaction/index.js';
 import { listSwapLeftovers, liveLockHolder, readStoreLayout, type StoreLayout } from './store-directory.js';
 
 /** One damaged place. */
@@ -160,7 +161,7 @@ async function verifyBucket(fs: FileSystem, layout: StoreLayout, bucket: number,
   let records: [number, number][] = [];
   const { inspection } = await OffsetsTable.inspect({
     log: { fs, dir: bucketDir, durability: 'fsync', segmentBytesMax: LOG_DEFAULTS.segmentBytesMax, batchBytesMax: LOG_DEFAULTS.batchBytesMax, pendingAppendsMax: 1, flushBytesMax: LOG_DEFAULTS.flushBytesMax },
-    useCheckpoints: layout.manifest.compactionStrategy === 'checkpoint',
+    useCheckpoints: recordedStrategy(layout.manifest.compactionStrategy)?.checkpoints === true,
     logStart: record.logStart,
     knownEnd: { logOffset: record.logEnd, exact: record.endExact },
     onWarning: () => {},

@@ -355,11 +355,7 @@ export class StoreAdmin {
     const report = await this.store.compact(onProgress === undefined ? undefined : { onBucketCompacted: (_bucket, finished, total) => onProgress(finished, total) });
     return {
       strategy: report.strategy,
-      buckets: report.buckets.map((b) => ({
-        bucket: b.bucket, bytesBefore: b.bytesBefore, bytesAfter: b.bytesAfter, segmentsBefore: b.segmentsBefore, segmentsAfter: b.segmentsAfter,
-        recordsRead: b.recordsRead, recordsDropped: b.recordsDropped, bytesWritten: b.bytesWritten, durationMs: b.durationMs,
-        ...(b.checkpointLogOffset === undefined ? {} : { checkpointLogOffset: b.checkpointLogOffset }),
-      })),
+      buckets: report.buckets.map((b) => JSON.parse(JSON.stringify(b)) as typeof b),
       bytesBefore: report.bytesBefore, bytesAfter: report.bytesAfter, recordsDropped: report.recordsDropped, bytesWritten: report.bytesWritten, durationMs: report.durationMs,
     };
   }

@@ -1,91 +1,113 @@
 /**
- * The compaction scheduler: decides which offsets-buckets need compacting, runs the configured
- * strategy on them with bounded concurrency, and reports what it did. It runs at its own pace on
- * the clock (every `intervalMs`) or when asked (`compactNow`), never on the commit path.
+ * The compaction engine's scheduler: shows the store's strategy each offsets-bucket (a BucketView),
+ * runs what it plans, and reports what happened. It runs at its own pace on the clock (every
+ * `intervalMs`, for the buckets the strategy's `due` accepts) or when asked (`compactNow`, every
+ * bucket), never on the commit path.
  *
- * Strategies:
- * - 'log-cleaner': a worker rewrites the sealed segments (log-cleaner.ts), then the main thread
- *   swaps the outputs in (Log.replaceSegments, crash-safe).
- * - 'checkpoint': the target writes its materialized state to LMDB and deletes sealed segments below
- *   the previous checkpoint (through the CompactionTarget port; the checkpoint format belongs to kv).
- * - 'none': nothing; compactNow reports the sizes only.
- *
- * Planning: a bucket is due when it has something to do (log-cleaner: sealed segments not yet
- * cleaned; checkpoint: batches not yet checkpointed, or any log left to free), and either its estimated garbage ratio,
- * 1 - liveBytes / logBytes, is at least `minDirtyRatio` or its log is over `logBytesMax`.
- * `compactNow` runs every bucket regardless.
- * Invariant: at most one job per bucket at a time, at most `workers` jobs at once.
+ * A run of one bucket, step by step:
+ * 1. Complete a swap a failed directory operation left half done (Log.completeSwap).
+ * 2. Build the view: segments, sizes and log offsets, live-key counts and the dirty estimate, the
+ *    newest checkpoint, the strategy's stored state.
+ * 3. Plan: on the runner (a worker thread, or in-process on a port other than NodeFileSystem) the
+ *    strategy plans with a LogInspector and the engine rewrites the planned groups into `.cleaned`
+ *    files (compaction-job.ts); a strategy that declares `rewrites: false` plans here instead.
+ * 4. Check: the plan again against the view, and every output against its group
+ *    (plan-validation.ts): a wrong or unsafe plan is INVALID_COMPACTION_PLAN and nothing changes.
+ * 5. Swap the outputs in, one crash-safe swap per group, in log order (Log.replaceSegments).
+ * 6. Write the checkpoint the plan asked for; delete below the safe point, checked once more
+ *    against the newest checkpoint.
+ * 7. Store the strategy's new state (strategy-state.ts), and report.
+ * Invariants: at most one run per bucket at a time, at most `workers` runs at once; a run the store's
+ * close interrupts swaps nothing in (its outputs are deleted by the next open).
  */
 import { OffsetStoreError } from '../errors/index.js';
-import type { Log } from '../log/index.js';
+import type { Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
-import type { CleanResult } from './log-cleaner.js';
-import type { CleanRunner } from './clean-runner.js';
-
-/** The compaction strategies. */
-export type CompactionStrategy = 'log-cleaner' | 'checkpoint' | 'none';
-
-/** Every compaction strategy, in the order they are documented. */
-export const COMPACTION_STRATEGIES: readonly CompactionStrategy[] = ['log-cleaner', 'checkpoint', 'none'];
-
-/** True when `value` names a compaction strategy. */
-export function isCompactionStrategy(value: unknown): value is CompactionStrategy {
-  return (COMPACTION_STRATEGIES as readonly unknown[]).includes(value);
-}
+import { jobError, type CompactionJobResult } from './compaction-job.js';
+import type { CompactionRunner } from './job-runner.js';
+import { checkOutputs, validatePlan, type PlanAuthor, type ValidatedPlan } from './plan-validation.js';
+import { dueByGarbageRatio } from './strategies/garbage-ratio.js';
+import type { LoadedStrategy } from './strategy-registry.js';
+import { readStrategyState, writeStrategyState } from './strategy-state.js';
+import type { BucketView, CheckpointView, JsonValue } from './strategy.js';
 
 /** What compaction needs of one offsets-bucket (provided by the store). */
 export interface CompactionTarget {
   /** The offsets-bucket's number, for reports and for `onError`. */
   readonly bucket: number;
-  /**
-   * The bucket's log: sizes and segment lists for planning, and the swap the log cleaner's output goes
-   * through.
-   */
+  /** The bucket's log: sizes and segment lists for planning, and the swap outputs go through. */
   readonly log: Log;
   /** Estimated bytes the live records would take in a fully compacted log. */
   liveBytesEstimate(): number;
-  /** Checkpoint strategy: writes a checkpoint and deletes covered segments. */
-  checkpoint(): Promise<{ segmentBytesDeleted: number; checkpointLogOffset: number | undefined; bytesWritten: number }>;
-  /** Checkpoint strategy: batches applied since the newest checkpoint. */
+  /** Committed offsets in the materialized index. */
+  liveOffsets(): number;
+  /** Group snapshots in the materialized index. */
+  liveSnapshots(): number;
+  /** Without a checkpoint, recovery replays from this log offset (the manifest's log start). */
+  logStart(): number;
+  /** The newest checkpoint, if the bucket keeps checkpoints and one exists. */
+  newestCheckpoint(): CheckpointView | undefined;
+  /** Batches applied since the newest checkpoint (all of them when there is none). */
   batchesSinceCheckpoint(): number;
+  /** Writes a checkpoint of the state as of now (unless the newest is current); read back and verified. */
+  writeCheckpoint(): Promise<{ logOffset: number; bytesWritten: number }>;
+  /**
+   * Deletes the sealed segments wholly below `logOffset` (a checkpoint covers them: the compactor
+   * checked), sealing the active segment first when `logOffset` is the log end; returns bytes freed.
+   */
+  freeBelow(logOffset: number): Promise<number>;
 }
 
 /** Options of the compactor. */
 export interface CompactorOptions {
-  /** The store's strategy; 'none' never schedules anything. */
-  strategy: CompactionStrategy;
-  /** Paces background runs and gives the delete horizon's "now". */
+  /** The store's strategy; undefined when its module was not given (compaction is then off). */
+  strategy: LoadedStrategy | undefined;
+  /** What the store records as its strategy (for reports and messages). */
+  recordedStrategy: string;
+  /** Paces background runs and gives the strategy's "now". */
   clock: Clock;
-  /** Runs log-cleaner jobs (undefined for the other strategies). */
-  pool: CleanRunner | undefined;
+  /** Runs compaction jobs; undefined for a strategy that never rewrites. */
+  runner: CompactionRunner | undefined;
   /** Most buckets compacted at once (>= 1). */
   workers: number;
   /** Pause between two background passes over the buckets, in ms. */
   intervalMs: number;
-  /** A bucket is due in the background once 1 - liveBytes / logBytes reaches this (0 to 1). */
+  /** Shown to the strategy: a bucket is worth compacting once this share of its log is garbage. */
   minDirtyRatio: number;
-  /** A bucket whose log exceeds this many bytes is due whatever its ratio (Infinity = never). */
+  /** Shown to the strategy: a log larger than this is worth compacting whatever its ratio (Infinity = never). */
   logBytesMax: number;
-  /** The log cleaner keeps a tombstone this long after its commit (ms), then drops it with the key. */
+  /** Tombstones younger than this (ms) are never dropped. */
   deleteRetentionMs: number;
-  /** Most bytes per cleaned output segment (the log's roll size). */
+  /** Most bytes per output segment (the log's roll size). */
   segmentBytesMax: number;
-  /** Largest batch a cleaner job accepts when it reads the log (the log's own limit). */
+  /** Largest batch a job accepts when it reads the log (the log's own limit). */
   batchBytesMax: number;
-  /**
-   * Hears of each bucket whose compaction failed (the store turns it into a warning); the next pass
-   * tries again.
-   */
+  /** Hears of each bucket whose compaction failed (the store turns it into a warning); the next pass tries again. */
   onError: (error: unknown, bucket: number) => void;
+  /** Hears of each run of one bucket: started, finished (with its report) or failed. */
+  onRun?: CompactionRunListener;
 }
 
 /** Hears of each offsets-bucket compacted by `compactNow`: its report, buckets finished so far, buckets in all. */
 export type BucketCompactedListener = (bucket: BucketCompaction, finished: number, total: number) => void;
 
+/** A compaction run of one offsets-bucket, as `compaction.onRun` hears of it. */
+export type CompactionRunEvent =
+  | { kind: 'started'; bucket: number; startedAtMs: number; background: boolean }
+  | { kind: 'finished'; report: BucketCompaction }
+  | { kind: 'failed'; bucket: number; startedAtMs: number; background: boolean; error: unknown };
+
+/** Hears of compaction runs (`compaction.onRun`). */
+export type CompactionRunListener = (event: CompactionRunEvent) => void;
+
 /** What compaction did to one offsets-bucket. */
 export interface BucketCompaction {
   /** The offsets-bucket. */
   bucket: number;
+  /** When the run started: wall-clock ms since the epoch (performance.timeOrigin + performance.now()). */
+  startedAtMs: number;
+  /** True for a background run, false for one `compact()` asked for. */
+  background: boolean;
   /** Bytes of its log before this run. */
   bytesBefore: number;
   /** Bytes of its log after this run (outputs swapped in, segments below a checkpoint deleted). */
@@ -94,34 +116,51 @@ export interface BucketCompaction {
   segmentsBefore: number;
   /** Segments of its log after this run, the active one included. */
   segmentsAfter: number;
-  /** Records the log cleaner read from the sealed segments (0 for the other strategies). */
+  /** Sealed segments rewritten (replaced by outputs). */
+  segmentsRewritten: number;
+  /** Records the rewrite read from the segments it replaced (0 without a rewrite). */
   recordsRead: number;
-  /** Records the log cleaner dropped: overwritten values and tombstones past the delete horizon. */
+  /** Records the rewrite dropped: superseded values and tombstones past their time. */
   recordsDropped: number;
-  /** Bytes written: cleaned segments, or checkpoint values (0 when the newest checkpoint was current). */
+  /** Bytes read from the log by the plan's inspection and the rewrite. */
+  bytesRead: number;
+  /** Bytes written: rewritten segments plus checkpoint pages (0 when nothing was written). */
   bytesWritten: number;
   /** Wall time of this bucket's run, in ms. */
   durationMs: number;
-  /** Checkpoint strategy: the log offset of the checkpoint written (or found current). */
+  /** The log offset of the newest checkpoint after the run, when the strategy keeps checkpoints. */
   checkpointLogOffset?: number;
+  /** CPU time the worker thread spent on the run, ms (undefined in-process or where unknown). */
+  workerCpuMs?: number;
+  /** Heap of the worker thread at the end of the run, bytes (undefined in-process). */
+  workerHeapBytes?: number;
 }
 
 /** What `compact()` returns. */
 export interface CompactionReport {
-  /** The strategy that ran. */
-  strategy: CompactionStrategy;
+  /** The strategy that ran, as the store records it. */
+  strategy: string;
   /** One entry per offsets-bucket that finished, in bucket order. */
   buckets: BucketCompaction[];
   /** Sum of the buckets' log bytes before. */
   bytesBefore: number;
   /** Sum of the buckets' log bytes after. */
   bytesAfter: number;
-  /** Sum of the records the log cleaner dropped. */
+  /** Sum of the records dropped. */
   recordsDropped: number;
-  /** Sum of the bytes written (cleaned segments or checkpoints). */
+  /** Sum of the bytes written (rewritten segments and checkpoints). */
   bytesWritten: number;
   /** Wall time of the whole run, in ms. */
   durationMs: number;
+}
+
+const NO_INSPECTOR = {
+  segmentGarbage: () => Promise.reject(new OffsetStoreError('INVALID_COMPACTION_PLAN', 'a strategy that declares rewrites: false plans on the main thread and cannot read the log')),
+};
+
+/** Wall-clock ms with sub-ms precision. */
+function wallClockMs(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** Schedules and runs compaction over a set of offsets-buckets. */
@@ -129,8 +168,8 @@ export class Compactor {
   readonly #options: CompactorOptions;
   readonly #targets: CompactionTarget[];
   readonly #running = new Map<number, Promise<BucketCompaction>>();
-  /** Per bucket: the sealed segment count right after its last clean (nothing new = not due). */
-  readonly #cleanedSealedCount = new Map<number, number>();
+  /** The strategy's state per bucket, once read from disk. */
+  readonly #states = new Map<number, JsonValue | undefined>();
   #timer: Timer | undefined;
   #closed = false;
 
@@ -143,32 +182,27 @@ export class Compactor {
     this.#targets = targets;
   }
 
-  /** Starts background compaction on the clock (no-op for 'none'). */
+  /** Starts background compaction on the clock (no-op for 'none' or without the strategy's module). */
   start(): void {
-    if (this.#options.strategy === 'none' || this.#closed) return;
+    const strategy = this.#options.strategy;
+    if (strategy === undefined || strategy.id === 'none' || this.#closed) return;
     this.#timer = this.#options.clock.setTimer(this.#options.intervalMs, () => {
       this.#runDue().finally(() => this.start());
     });
   }
 
   async #runDue(): Promise<void> {
-    const due = this.#targets.filter((t) => this.#isDue(t));
-    await this.#runAll(due).catch(() => {});
-  }
-
-  #isDue(target: CompactionTarget): boolean {
-    if (this.#running.has(target.bucket) || target.log.failed) return false;
-    if (this.#options.strategy === 'checkpoint') {
-      // Nothing new to checkpoint and no log left to free (a quiet bucket shrinks to nothing).
-      if (target.batchesSinceCheckpoint() === 0 && target.log.sizeBytes === 0) return false;
-    } else {
-      const sealed = target.log.sealedSegments();
-      if (sealed.length === 0 || this.#cleanedSealedCount.get(target.bucket) === sealed.length) return false;
+    const due: CompactionTarget[] = [];
+    for (const target of this.#targets) {
+      if (this.#running.has(target.bucket) || target.log.failed) continue;
+      try {
+        const view = await this.#view(target, false);
+        if ((this.#options.strategy!.definition.due ?? dueByGarbageRatio)(view)) due.push(target);
+      } catch (error) {
+        if (!this.#closed) this.#options.onError(error, target.bucket);
+      }
     }
-    const logBytes = target.log.sizeBytes;
-    if (logBytes > this.#options.logBytesMax) return true;
-    const garbageRatio = logBytes === 0 ? 0 : 1 - Math.min(1, target.liveBytesEstimate() / logBytes);
-    return garbageRatio >= this.#options.minDirtyRatio;
+    await this.#runAll(due, false).catch(() => {});
   }
 
   /**
@@ -177,17 +211,20 @@ export class Compactor {
    */
   async compactNow(onBucketCompacted?: BucketCompactedListener): Promise<CompactionReport> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'compaction is closed');
+    if (this.#options.strategy === undefined) {
+      throw new OffsetStoreError('INVALID_CONFIG', `the store is compacted by '${this.#options.recordedStrategy}': open it with compaction.strategy set to that module's path to compact it`);
+    }
     const startedMs = performance.now();
     let buckets: BucketCompaction[];
     try {
-      buckets = await this.#runAll(this.#targets, onBucketCompacted);
+      buckets = await this.#runAll(this.#targets, true, onBucketCompacted);
     } catch (error) {
       if (this.#closed && !(error instanceof OffsetStoreError && error.code === 'STORE_CLOSED')) throw cutShort(error);
       throw error;
     }
     // close() stops the lanes between buckets: a report of part of the buckets would read as done.
     if (this.#closed) throw cutShort(undefined);
-    const report: CompactionReport = { strategy: this.#options.strategy, buckets, bytesBefore: 0, bytesAfter: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0 };
+    const report: CompactionReport = { strategy: this.#options.strategy.id, buckets, bytesBefore: 0, bytesAfter: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0 };
     for (const b of buckets) {
       report.bytesBefore += b.bytesBefore;
       report.bytesAfter += b.bytesAfter;
@@ -199,7 +236,7 @@ export class Compactor {
   }
 
   /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
-  async #runAll(targets: CompactionTarget[], onBucketCompacted?: BucketCompactedListener): Promise<BucketCompaction[]> {
+  async #runAll(targets: CompactionTarget[], forced: boolean, onBucketCompacted?: BucketCompactedListener): Promise<BucketCompaction[]> {
     const results: BucketCompaction[] = new Array(targets.length);
     const errors: unknown[] = [];
     let next = 0;
@@ -209,7 +246,7 @@ export class Compactor {
         const i = next++;
         const target = targets[i]!;
         try {
-          results[i] = await this.#runOne(target);
+          results[i] = await this.#runOne(target, forced);
           onBucketCompacted?.(results[i]!, ++finished, targets.length);
         } catch (error) {
           if (!this.#closed) this.#options.onError(error, target.bucket);
@@ -222,75 +259,153 @@ export class Compactor {
     return results.filter((r) => r !== undefined);
   }
 
-  #runOne(target: CompactionTarget): Promise<BucketCompaction> {
+  #runOne(target: CompactionTarget, forced: boolean): Promise<BucketCompaction> {
     const running = this.#running.get(target.bucket);
     if (running !== undefined) return running;
-    const job = this.#compact(target).catch((error: unknown) => {
-      // A raw I/O error (EIO, ENOSPC from the cleaner's output) says which bucket it hit.
-      if (error instanceof OffsetStoreError || !(error instanceof Error) || typeof (error as NodeJS.ErrnoException).code !== 'string') throw error;
-      throw new OffsetStoreError('LOG_STORAGE_ERROR', `compacting offsets-bucket ${target.bucket} failed (nothing was swapped in): ${error.message}`, { cause: error });
+    const startedAtMs = wallClockMs();
+    const background = !forced;
+    this.#options.onRun?.({ kind: 'started', bucket: target.bucket, startedAtMs, background });
+    const job = this.#compact(target, forced, startedAtMs).then((report) => {
+      this.#options.onRun?.({ kind: 'finished', report });
+      return report;
+    }, (error: unknown) => {
+      this.#options.onRun?.({ kind: 'failed', bucket: target.bucket, startedAtMs, background, error });
+      throw error;
     }).finally(() => this.#running.delete(target.bucket));
     this.#running.set(target.bucket, job);
     return job;
   }
 
-  async #compact(target: CompactionTarget): Promise<BucketCompaction> {
+  /** The strategy's state for a bucket, read from disk the first time. */
+  async #state(target: CompactionTarget): Promise<JsonValue | undefined> {
+    if (!this.#states.has(target.bucket)) {
+      this.#states.set(target.bucket, await readStrategyState(target.log.fs, target.log.dir, this.#options.strategy!.id));
+    }
+    return this.#states.get(target.bucket);
+  }
+
+  /** Step 2: what the strategy is shown. */
+  async #view(target: CompactionTarget, forced: boolean): Promise<BucketView> {
+    const state = await this.#state(target);
+    const log = target.log;
+    const segments = log.segments();
+    const logBytes = segments.reduce((sum, s) => sum + s.sizeBytes, 0);
+    const liveBytesEstimate = target.liveBytesEstimate();
+    const o = this.#options;
+    return {
+      bucket: target.bucket, strategy: o.strategy!.id, nowMs: o.clock.nowMs(), forced,
+      segments: segments.map((s, i) => ({ baseOffset: s.baseOffset, lastLogOffset: s.lastLogOffset, sizeBytes: s.sizeBytes, sealed: i < segments.length - 1 })),
+      logBytes, logEndOffset: log.nextOffset, logStartOffset: target.logStart(),
+      liveOffsets: target.liveOffsets(), liveSnapshots: target.liveSnapshots(), liveBytesEstimate,
+      garbageRatioEstimate: logBytes === 0 ? 0 : 1 - Math.min(1, liveBytesEstimate / logBytes),
+      checkpoint: target.newestCheckpoint(), batchesSinceCheckpoint: target.batchesSinceCheckpoint(), state,
+      settings: { minDirtyRatio: o.minDirtyRatio, logBytesMax: o.logBytesMax, segmentBytesMax: o.segmentBytesMax, deleteRetentionMs: o.deleteRetentionMs },
+    };
+  }
+
+  async #compact(target: CompactionTarget, forced: boolean, startedAtMs: number): Promise<BucketCompaction> {
     const startedMs = performance.now();
     const log = target.log;
+    const strategy = this.#options.strategy!;
+    const author: PlanAuthor = { strategy: strategy.id, checkpoints: strategy.checkpoints, rewrites: strategy.rewrites };
+    // Before a half-done swap is completed: what it frees is this run's work too.
+    const bytesBefore = log.sizeBytes;
+    const segmentsBefore = log.segments().length;
+    await log.completeSwap();
+    const segments = log.segments();
+    const view = await this.#view(target, forced);
     const result: BucketCompaction = {
-      bucket: target.bucket, bytesBefore: log.sizeBytes, bytesAfter: 0, segmentsBefore: log.segments().length, segmentsAfter: 0,
-      recordsRead: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0,
+      bucket: target.bucket, startedAtMs, background: !forced, bytesBefore, bytesAfter: 0, segmentsBefore, segmentsAfter: 0,
+      segmentsRewritten: 0, recordsRead: 0, recordsDropped: 0, bytesRead: 0, bytesWritten: 0, durationMs: 0,
     };
-    if (this.#options.strategy === 'log-cleaner') {
-      const clean = await this.#clean(target);
-      if (clean !== undefined) {
-        result.recordsRead = clean.recordsRead;
-        result.recordsDropped = clean.recordsRead - clean.recordsKept;
-        result.bytesWritten = clean.bytesWritten;
-      }
-    } else if (this.#options.strategy === 'checkpoint') {
-      const run = await target.checkpoint();
-      result.checkpointLogOffset = run.checkpointLogOffset;
-      result.bytesWritten = run.bytesWritten;
+    const job = await this.#plan(target, view, segments, author);
+    if (job.failure !== undefined) throw jobError(job.failure);
+    result.workerCpuMs = job.workerCpuMs;
+    result.workerHeapBytes = job.workerHeapBytes;
+    result.bytesRead = job.bytesRead;
+    // Step 4: never trust what came back: the plan again, then every output against its group.
+    const plan = job.plan === null ? null : validatePlan(planOf(job.plan), view, author);
+    const groups = (plan?.groups ?? []).map((bases) => bases.map((base) => segments.find((s) => s.baseOffset === base)!));
+    checkOutputs(log.dir, groups.map((g) => ({ bases: g.map((s) => s.baseOffset), lastLogOffset: g.at(-1)!.lastLogOffset })), job.outputs, author, view);
+    if (this.#closed || plan === null) return this.#finish(result, target, startedMs);
+    if (plan.deleteBelow !== undefined && !plan.checkpoint) this.#checkCovered(plan.deleteBelow, target, author, view);
+    // Step 5: in log order, so a tombstone dropped by a later group never outlives the older records an earlier group drops.
+    for (const [g, inputs] of groups.entries()) {
+      await log.replaceSegments(inputs, job.outputs[g]!);
+      result.segmentsRewritten += inputs.length;
     }
-    result.bytesAfter = log.sizeBytes;
-    result.segmentsAfter = log.segments().length;
+    result.recordsRead = job.recordsRead;
+    result.recordsDropped = job.recordsRead - job.recordsKept;
+    result.bytesWritten = job.bytesWritten;
+    // Step 6.
+    if (plan.checkpoint) result.bytesWritten += (await target.writeCheckpoint()).bytesWritten;
+    if (plan.deleteBelow !== undefined) await target.freeBelow(this.#checkCovered(plan.deleteBelow, target, author, view));
+    // Step 7.
+    if (plan.state !== undefined) {
+      await writeStrategyState(log.fs, log.dir, strategy.id, plan.state.value);
+      this.#states.set(target.bucket, plan.state.value);
+    }
+    return this.#finish(result, target, startedMs);
+  }
+
+  /** Step 3: the job, on the runner, or here for a strategy that never rewrites. */
+  async #plan(target: CompactionTarget, view: BucketView, segments: SegmentInfo[], author: PlanAuthor): Promise<CompactionJobResult> {
+    const strategy = this.#options.strategy!;
+    const runner = this.#options.runner;
+    if (strategy.rewrites && runner !== undefined) {
+      return runner.run({
+        dir: target.log.dir, strategy: strategy.ref, view, batchBytesMax: this.#options.batchBytesMax,
+        segments: segments.map((s) => ({ path: s.path, baseOffset: s.baseOffset, lastLogOffset: s.lastLogOffset, sizeBytes: s.sizeBytes })),
+      });
+    }
+    const empty: CompactionJobResult = { plan: null, outputs: [], recordsRead: 0, recordsKept: 0, tombstonesDropped: 0, inputBytes: 0, bytesWritten: 0, bytesRead: 0 };
+    try {
+      empty.plan = validatePlan(await strategy.definition.plan(view, NO_INSPECTOR), view, author);
+    } catch (error) {
+      if (error instanceof OffsetStoreError) throw error;
+      throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${(error as Error).message}; nothing was changed`, { cause: error });
+    }
+    return empty;
+  }
+
+  /** The log offset to delete below, once the newest checkpoint is known to cover it (INVALID_COMPACTION_PLAN otherwise). */
+  #checkCovered(deleteBelow: number | 'checkpoint', target: CompactionTarget, author: PlanAuthor, view: BucketView): number {
+    const newest = target.newestCheckpoint();
+    const logOffset = deleteBelow === 'checkpoint' ? newest?.logOffset : deleteBelow;
+    if (newest === undefined || logOffset === undefined || logOffset > newest.logOffset) {
+      throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `strategy '${author.strategy}' planned for offsets-bucket ${view.bucket}: deleting segments below log offset ${String(logOffset ?? deleteBelow)} would drop live records no checkpoint covers (the newest checkpoint is at ${newest?.logOffset ?? 'none'}); refused, nothing was deleted`);
+    }
+    return logOffset;
+  }
+
+  #finish(result: BucketCompaction, target: CompactionTarget, startedMs: number): BucketCompaction {
+    result.bytesAfter = target.log.sizeBytes;
+    result.segmentsAfter = target.log.segments().length;
+    result.checkpointLogOffset = target.newestCheckpoint()?.logOffset;
     result.durationMs = performance.now() - startedMs;
     return result;
   }
 
-  async #clean(target: CompactionTarget): Promise<CleanResult | undefined> {
-    const pool = this.#options.pool;
-    await target.log.completeSwap();
-    const segments = target.log.segments();
-    const inputs = segments.slice(0, -1);
-    if (pool === undefined || inputs.length === 0) return undefined;
-    const ref = (s: { path: string; baseOffset: number; sizeBytes: number }) => ({ path: s.path, baseOffset: s.baseOffset, sizeBytes: s.sizeBytes });
-    const clean = await pool.clean({
-      dir: target.log.dir,
-      inputs: inputs.map(ref),
-      tail: segments.slice(-1).map(ref),
-      deleteHorizonMs: this.#options.clock.nowMs() - this.#options.deleteRetentionMs,
-      segmentBytesMax: this.#options.segmentBytesMax,
-      batchBytesMax: this.#options.batchBytesMax,
-    });
-    if (this.#closed) return undefined;
-    await target.log.replaceSegments(inputs, clean.outputs);
-    this.#cleanedSealedCount.set(target.bucket, target.log.sealedSegments().length);
-    return clean;
-  }
-
   /**
-   * Stops scheduling and terminates the workers, abandoning a clean in flight (its `.cleaned` output
-   * is never swapped in, and the next open deletes it); then waits for running jobs to settle, so a
-   * swap or checkpoint already under way on the main thread completes before the logs close.
+   * Stops scheduling and terminates the workers, abandoning a job in flight (its `.cleaned` outputs
+   * are never swapped in, and the next open deletes them); then waits for running jobs to settle, so
+   * a swap or checkpoint already under way on the main thread completes before the logs close.
    */
   async close(): Promise<void> {
     this.#closed = true;
     this.#timer?.cancel();
-    await this.#options.pool?.close();
+    await this.#options.runner?.close();
     await Promise.allSettled([...this.#running.values()]);
   }
+}
+
+/** A validated plan in CompactionPlan form again, to validate on this side of the thread boundary. */
+function planOf(plan: ValidatedPlan): Record<string, unknown> {
+  return {
+    rewrite: plan.groups, mapFrom: plan.mapFrom, tombstonesBelow: plan.tombstonesBelow, checkpoint: plan.checkpoint,
+    ...(plan.deleteBelow === undefined ? {} : { deleteBelow: plan.deleteBelow }),
+    ...(plan.state === undefined ? {} : { state: plan.state.value }),
+  };
 }
 
 /** STORE_CLOSED for a compactNow that close() cut short, with what failed because of it, if anything. */

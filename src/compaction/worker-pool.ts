@@ -6,8 +6,8 @@
  */
 import { Piscina } from 'piscina';
 import { OffsetStoreError } from '../errors/index.js';
-import type { CleanRunner } from './clean-runner.js';
-import type { CleanJob, CleanResult } from './log-cleaner.js';
+import type { CompactionJob, CompactionJobResult } from './compaction-job.js';
+import type { CompactionRunner } from './job-runner.js';
 
 /** Options of the pool. */
 export interface WorkerPoolOptions {
@@ -20,7 +20,7 @@ export interface WorkerPoolOptions {
 const fromSource = import.meta.url.endsWith('.ts');
 
 /** A pool of compaction worker threads. */
-export class CompactionWorkerPool implements CleanRunner {
+export class CompactionWorkerPool implements CompactionRunner {
   readonly #pool: Piscina;
   #closed = false;
 
@@ -35,14 +35,14 @@ export class CompactionWorkerPool implements CleanRunner {
     });
   }
 
-  /** Runs a log-cleaner job on a worker thread; STORE_CLOSED once the pool is closed, also for a job cut short by it. */
-  async clean(job: CleanJob): Promise<CleanResult> {
+  /** Runs a compaction job on a worker thread; STORE_CLOSED once the pool is closed, also for a job cut short by it. */
+  async run(job: CompactionJob): Promise<CompactionJobResult> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
     try {
-      return (await this.#pool.run(job)) as CleanResult;
+      return (await this.#pool.run(job)) as CompactionJobResult;
     } catch (error) {
       // close() terminates the workers, and piscina rejects the job in flight with a plain Error.
-      if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `the compaction worker pool was closed while cleaning ${job.dir}`, { cause: error });
+      if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `the compaction worker pool was closed while compacting ${job.dir}`, { cause: error });
       throw error;
     }
   }

@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   GROUP_SUBSCRIBED_TO_BUCKET: { errno: 1003, retriable: false },
   BUCKET_NOT_ASSIGNED: { errno: 1004, retriable: false },
   TOO_MANY_PENDING_WRITES: { errno: 1005, retriable: true },
+  INVALID_COMPACTION_PLAN: { errno: 1006, retriable: false },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** The name of an error code, e.g. `'CORRUPT_MESSAGE'`. */

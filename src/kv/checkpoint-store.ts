@@ -229,15 +229,19 @@ export class CheckpointStore {
       snapshotCount++;
     }
     const info: CheckpointInfo = { logOffset: X, groupCount: puts.length - snapshotCount, snapshotCount, liveOffsets, checksum, createdAtMs };
-    let bytesWritten = 0;
-    for (const [, value] of puts) bytesWritten += value.length;
+    let valueBytes = 0;
+    for (const [, value] of puts) valueBytes += value.length;
     // Keep the new checkpoint and the newest existing one; drop the rest.
     const drop = this.list().slice(1).map((c) => c.logOffset).filter((logOffset) => logOffset !== X);
+    const pagesBefore = this.sizeBytes();
     await externalWork(this.#db.transaction(() => {
       for (const [key, value] of puts) this.#db.put(key, value);
       this.#db.put(['m', X], Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })));
     }));
     await externalWork(this.#db.flushed);
+    // LMDB copies on write, so the transaction wrote at least the pages the new checkpoint added to
+    // the tree; the values alone undercount it (page headers, keys, branch pages).
+    const bytesWritten = Math.max(valueBytes, this.sizeBytes() - pagesBefore);
     if (drop.length > 0) {
       await externalWork(this.#db.transaction(() => {
         for (const old of drop) {

@@ -167,6 +167,11 @@ export class OffsetsTableState {
     return this.#groups.entries();
   }
 
+  /** Group snapshots held (live snapshot keys). */
+  get snapshotCount(): number {
+    return this.#snapshots.size;
+  }
+
   /** Every group's latest snapshot. */
   snapshots(): IterableIterator<[string, unknown]> {
     return this.#snapshots.entries();

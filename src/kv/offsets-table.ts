@@ -5,11 +5,12 @@
  * the marks if it failed).
  */
 import * as path from 'node:path';
-import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
+import { buildGroupSnapshotBatch, buildOffsetBatch, readBatchRecordCount, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import { Log, inspectLog, type BatchVisitor, type LogInspection, type LogOptions, type LogRecoveryReport } from '../log/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
+import { assert } from '../util/index.js';
 
 /** Records per batch when the state is written back into the log (~300 bytes each at most: far below batchBytesMax). */
 const IMAGE_RECORDS_PER_BATCH = 10_000;
@@ -32,6 +33,8 @@ export interface OffsetsTableOptions {
 export interface OffsetsTableRecovery extends LogRecoveryReport {
   /** Log offset of the checkpoint restored, if any. */
   checkpointLogOffset: number | undefined;
+  /** Records in the batches replayed (what recovery applied on top of the checkpoint, if any). */
+  recordsReplayed: number;
   /** Wall time of the recovery, checkpoint restore included, in ms. */
   recoveryMs: number;
 }
@@ -99,7 +102,14 @@ export class OffsetsTable {
         // Without a checkpoint the log must hold everything from the store's log start: a log that
         // begins later lost segments (or the checkpoint they were deleted for), and Log.open refuses it.
         const fromLogOffset = candidate?.logOffset ?? options.logStart;
-        const { log, report } = await Log.open(options.log, { fromLogOffset, knownEnd: options.knownEnd, visit: (buf, position, logOffset) => state.applyBatch(buf, position, logOffset) });
+        let recordsReplayed = 0;
+        const { log, report } = await Log.open(options.log, {
+          fromLogOffset, knownEnd: options.knownEnd,
+          visit: (buf, position, logOffset) => {
+            state.applyBatch(buf, position, logOffset);
+            recordsReplayed += readBatchRecordCount(buf, position);
+          },
+        });
         if (candidate !== undefined && candidate.logOffset > report.logEndOffset) {
           await log.close();
           options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`);
@@ -116,7 +126,7 @@ export class OffsetsTable {
             throw error;
           }
         }
-        const recovery: OffsetsTableRecovery = { ...report, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
+        const recovery: OffsetsTableRecovery = { ...report, recordsReplayed, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
         return { table: new OffsetsTable(log, state, checkpoints), report: recovery };
       }
       throw new OffsetStoreError('CORRUPT_MESSAGE', `${options.log.dir}: unreachable recovery state`);
@@ -260,9 +270,28 @@ export class OffsetsTable {
   async checkpoint(createdAtMs: number): Promise<CheckpointRun> {
     if (this.#checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
     const { info, bytesWritten } = await this.#writeCheckpoint(createdAtMs);
-    if (this.log.nextOffset === info.logOffset && this.log.segments().at(-1)!.sizeBytes > 0) await this.log.sealActive();
-    const segmentBytesDeleted = await this.log.deleteSegmentsBelow(info.logOffset);
+    const segmentBytesDeleted = await this.freeBelow(info.logOffset);
     return { info, segmentBytesDeleted, bytesWritten };
+  }
+
+  /**
+   * Writes a checkpoint of the state as of now, unless the newest one is current; it is read back and
+   * verified. Undefined when the table does not use checkpoints.
+   */
+  async writeCheckpoint(createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number } | undefined> {
+    return this.#checkpoints === undefined ? undefined : this.#writeCheckpoint(createdAtMs);
+  }
+
+  /**
+   * Deletes the sealed segments wholly below `logOffset`, which the newest checkpoint must cover; when
+   * `logOffset` is the log end (a quiet bucket), the active segment is sealed first and freed too.
+   * Returns the bytes freed.
+   */
+  async freeBelow(logOffset: number): Promise<number> {
+    const newest = this.latestCheckpoint();
+    assert(newest !== undefined && logOffset <= newest.logOffset, `${this.log.dir}: segments below ${logOffset} are freed only under a checkpoint covering them`);
+    if (this.log.nextOffset === logOffset && this.log.segments().at(-1)!.sizeBytes > 0) await this.log.sealActive();
+    return this.log.deleteSegmentsBelow(logOffset);
   }
 
   /** The newest checkpoint, written now unless it is already current; a new one is read back and verified. */

@@ -218,8 +218,12 @@ export class Log {
   #prepared: { path: string; fileBytes: number } | undefined;
   /** The preparation in flight, if any. */
   #preparing: Promise<void> | undefined;
+  /** Bytes of batches appended (durable) since the log was opened. */
+  #appendedBytes = 0;
   /** A swap whose directory operations failed part way (see `completeSwap`). */
   #pendingSwap: { first: number; inputs: SegmentInfo[]; outputs: CleanedSegment[] } | undefined;
+  /** Settles once every change of the segment list called so far has (see #swapping). */
+  #swapQueue: Promise<void> = Promise.resolve();
 
   private constructor(options: LogOptions, segments: SegmentInfo[], active: FileHandle, activeFileBytes: number, nextOffset: number) {
     this.#options = options;
@@ -309,6 +313,11 @@ export class Log {
   /** A copy of the segment list, oldest first; the last one is active. */
   segments(): SegmentInfo[] {
     return this.#segments.map((s) => ({ ...s }));
+  }
+
+  /** Bytes of batches appended since the log was opened (what commits wrote; compaction not counted). */
+  get appendedBytes(): number {
+    return this.#appendedBytes;
   }
 
   /** Total bytes of all segments. */
@@ -444,6 +453,7 @@ export class Log {
     assert(active.lastLogOffset < 0 ? readBatchLogOffset(run[0]!.batch) === active.baseOffset : readBatchLogOffset(run[0]!.batch) === active.lastLogOffset + 1, 'a run continues its segment');
     this.#activeFileBytes = Math.max(this.#activeFileBytes, endBytes + preallocateBytes);
     active.sizeBytes = endBytes;
+    this.#appendedBytes += runBytes;
     active.lastLogOffset = lastLogOffset;
     this.#acknowledgedEnd = lastLogOffset + 1;
     if (this.#options.durability === 'fsync') this.#durableBelow = lastLogOffset + 1;
@@ -605,25 +615,33 @@ export class Log {
    * Replaces the sealed segments `inputs` (contiguous, unchanged since they were read) by cleaned
    * segments already written and fdatasynced under temporary names. Crash-safe: see segment-swap.ts.
    */
-  async replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
+  replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
+    return this.#swapping(() => this.#replaceSegments(inputs, outputs));
+  }
+
+  async #replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
     this.#checkWritable();
-    await this.completeSwap();
+    await this.#completeSwap();
     const first = this.#segments.findIndex((s) => s.baseOffset === inputs[0]?.baseOffset);
     const current = first < 0 ? [] : this.#segments.slice(first, first + inputs.length);
     const unchanged = current.length === inputs.length && first + inputs.length < this.#segments.length
       && current.every((s, i) => s.baseOffset === inputs[i]!.baseOffset && s.sizeBytes === inputs[i]!.sizeBytes);
     if (!unchanged) throw new OffsetStoreError('INVALID_REQUEST', `segments of ${this.#options.dir} changed while they were compacted`);
     this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs] };
-    await this.completeSwap();
+    await this.#completeSwap();
   }
 
   /**
    * Deletes the sealed segments whose batches all lie below `logOffset` (they are covered by a
    * durable checkpoint); returns the bytes freed.
    */
-  async deleteSegmentsBelow(logOffset: number): Promise<number> {
+  deleteSegmentsBelow(logOffset: number): Promise<number> {
+    return this.#swapping(() => this.#deleteSegmentsBelow(logOffset));
+  }
+
+  async #deleteSegmentsBelow(logOffset: number): Promise<number> {
     this.#checkWritable();
-    await this.completeSwap();
+    await this.#completeSwap();
     let count = 0;
     while (count < this.#segments.length - 1) {
       const next = this.#segments[count + 1]!;
@@ -633,7 +651,7 @@ export class Log {
     if (count === 0) return 0;
     const doomed = this.#segments.slice(0, count);
     this.#pendingSwap = { first: 0, inputs: doomed, outputs: [] };
-    await this.completeSwap();
+    await this.#completeSwap();
     return doomed.reduce((sum, s) => sum + s.sizeBytes, 0);
   }
 
@@ -644,7 +662,22 @@ export class Log {
    * a failure is LOG_STORAGE_ERROR (appends go on: the active segment is not part of a swap). A swap
    * still pending at close is completed by the next open, from its intent.
    */
-  async completeSwap(): Promise<void> {
+  completeSwap(): Promise<void> {
+    return this.#swapping(() => this.#completeSwap());
+  }
+
+  /**
+   * Runs one change of the segment list after every earlier one has settled: two swaps carried out
+   * at once (a checkpoint's deletion at close racing a conversion's) would both apply one pending
+   * intent, and one would find the other's files already gone.
+   */
+  #swapping<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.#swapQueue.then(change);
+    this.#swapQueue = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  async #completeSwap(): Promise<void> {
     const pending = this.#pendingSwap;
     if (pending === undefined) return;
     const { fs, dir } = this.#options;

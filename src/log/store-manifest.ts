@@ -10,7 +10,7 @@
  * | formatVersion      | 2                                                                         |
  * | bucketCount        | number of offsets-buckets; fixed at creation                              |
  * | createdAtMs        | creation time                                                             |
- * | compactionStrategy | the strategy the store runs ('log-cleaner', 'checkpoint', 'none')         |
+ * | compactionStrategy | the strategy the store runs: a built-in's name, or `module:<name>` (+checkpoints) |
  * | buckets[i]         | `{ logStart, logEnd, endExact }` of offsets-bucket i (below)              |
  * | checksum           | xxh32 of the UTF-8 JSON of every other field, in this order               |
  *

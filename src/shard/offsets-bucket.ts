@@ -41,7 +41,7 @@ export interface OffsetsBucketOptions {
   index: number;
   /** Options of its log (directory, file system, durability, limits). */
   log: LogOptions;
-  /** Whether the store uses LMDB checkpoints (the 'checkpoint' strategy). */
+  /** Whether the store's strategy keeps LMDB checkpoints ('checkpoint', or a module declaring checkpoints). */
   useCheckpoints: boolean;
   /** What the store's manifest recorded of this bucket's log. */
   record: BucketLogRecord;
@@ -64,6 +64,8 @@ export interface OffsetsBucketOptions {
 export interface OffsetsBucketFigures {
   /** Bytes of its log. */
   logBytes: number;
+  /** Bytes of batches appended to its log since it was loaded. */
+  appendedBytes: number;
   /** Segments of its log, the active one included. */
   segmentCount: number;
   /** The log offset its next batch gets. */
@@ -360,19 +362,31 @@ export class OffsetsBucket {
     return expired;
   }
 
-  /** What compaction needs of this bucket. */
-  compactionTarget(): CompactionTarget {
+  /**
+   * What compaction needs of this bucket; `logStart` reads the manifest's current log start for it
+   * (a conversion moves it).
+   */
+  compactionTarget(logStart: () => number): CompactionTarget {
     const { table } = this;
     const clock = this.#clock;
     return {
       bucket: this.index,
       log: table.log,
       liveBytesEstimate: () => table.state.liveOffsetCount * table.state.recordBytesAverage,
-      checkpoint: async () => {
-        const run = await table.checkpoint(clock.nowMs());
-        return { segmentBytesDeleted: run.segmentBytesDeleted, checkpointLogOffset: run.info?.logOffset, bytesWritten: run.bytesWritten };
+      liveOffsets: () => table.state.liveOffsetCount,
+      liveSnapshots: () => table.state.snapshotCount,
+      logStart,
+      newestCheckpoint: () => {
+        const info = table.latestCheckpoint();
+        return info === undefined ? undefined : { logOffset: info.logOffset, liveOffsets: info.liveOffsets, createdAtMs: info.createdAtMs };
       },
       batchesSinceCheckpoint: () => table.batchesSinceCheckpoint,
+      writeCheckpoint: async () => {
+        const written = await table.writeCheckpoint(clock.nowMs());
+        if (written === undefined) throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `offsets-bucket ${this.index} keeps no checkpoints`);
+        return { logOffset: written.info.logOffset, bytesWritten: written.bytesWritten };
+      },
+      freeBelow: (logOffset) => table.freeBelow(logOffset),
     };
   }
 
@@ -381,7 +395,7 @@ export class OffsetsBucket {
     let groups = 0;
     for (const _ of this.table.state.groupIds()) groups++;
     const { log, state } = this.table;
-    return { logBytes: log.sizeBytes, segmentCount: log.segments().length, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
+    return { logBytes: log.sizeBytes, appendedBytes: log.appendedBytes, segmentCount: log.segments().length, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
   }
 
   /** Where the log ends, as the manifest records it at a clean close: exactly, or a lower bound after a storage failure. */

@@ -20,7 +20,7 @@ import { NodeFileSystem } from '../../src/io/index.js';
 beforeAll(() => loadChecksum());
 
 const runs = Number(process.env.COMPACTION_PROPERTY_RUNS ?? 4);
-const strategies: CompactionStrategy[] = ['log-cleaner', 'checkpoint'];
+const strategies: CompactionStrategy[] = ['log-cleaner', 'incremental', 'checkpoint'];
 
 describe.each(strategies)('compaction (%s)', (strategy) => {
   it('compact() cut short by close() between offsets-buckets rejects with STORE_CLOSED instead of reporting part of the work', async () => {

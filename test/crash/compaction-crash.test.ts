@@ -22,7 +22,7 @@ function reopenOptions(dir: string, strategy: CompactionStrategy | 'convert') {
   return strategy === 'convert' ? { ...options, compaction: { ...options.compaction, strategy: undefined } } : options;
 }
 
-describe.each(['log-cleaner', 'checkpoint', 'convert'] as const)('compaction crash safety (%s)', (strategy) => {
+describe.each(['log-cleaner', 'incremental', 'checkpoint', 'convert'] as const)('compaction crash safety (%s)', (strategy) => {
   it(`keeps the state through ${rounds} SIGKILLs during compaction, leaving no temporary files`, async () => {
     const seed = seedFrom('COMPACTION_CRASH_SEED');
     const random = seededRandom(seed);

@@ -137,4 +137,20 @@ describe('LMDB checkpoints', () => {
     expect(await stateOf(again)).toEqual(modelOf(history));
     await again.close();
   });
+  it('close waits for a conversion in flight, in either direction: everything is there after reopen', async () => {
+    for (const [from, to] of [['checkpoint', 'log-cleaner'], ['log-cleaner', 'checkpoint']] as const) {
+      const dir = tempDir();
+      const history = generateHistory(7, 300);
+      const store = await OffsetStore.open(options(dir, [], from));
+      await applyHistory(store, history);
+      await store.compact();
+      const conversion = store.convertCompaction(to);
+      await store.close();
+      await conversion;
+      const reopened = await OffsetStore.open({ dir });
+      expect((await reopened.stats()).compactionStrategy, `${from} -> ${to}`).toBe(to);
+      expect(await stateOf(reopened), `${from} -> ${to}`).toEqual(modelOf(history));
+      await reopened.close();
+    }
+  });
 });

@@ -296,6 +296,27 @@ describe('Log', () => {
     for (const r of rejected) expect(isOffsetStoreError((r as PromiseRejectedResult).reason, 'TOO_MANY_PENDING_WRITES')).toBe(true);
     await log.close();
   });
+
+  it('carries out segment deletions called at the same time one after the other (a checkpoint at close racing a conversion)', async () => {
+    const dir = tempDir();
+    const written = await writeLog(dir, 120);
+    const { log } = await Log.open(logOptions(dir));
+    const sealed = log.sealedSegments();
+    expect(sealed.length).toBeGreaterThan(3);
+    const below = sealed[2]!.baseOffset;
+    const results = await Promise.allSettled([log.deleteSegmentsBelow(below), log.deleteSegmentsBelow(sealed.at(-1)!.baseOffset), log.deleteSegmentsBelow(below)]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expect(log.sealedSegments()[0]!.baseOffset).toBe(sealed.at(-1)!.baseOffset);
+    await log.close();
+    const firstKept = sealed.at(-1)!.baseOffset;
+    const batches: Buffer[] = [];
+    const reopened = await Log.open(logOptions(dir), {
+      fromLogOffset: firstKept,
+      visit: (buf, position, logOffset, sizeBytes) => { batches[logOffset - firstKept] = Buffer.from(buf.subarray(position, position + sizeBytes)); },
+    });
+    expect(batches).toEqual(written.slice(firstKept));
+    await reopened.log.close();
+  });
 });
 
 function batchBoundaries(bytes: Buffer): number[] {

@@ -2,8 +2,8 @@
  * `offset-store compact`: runs compaction on every offsets-bucket now and prints what it did. On a
  * terminal a spinner shows the buckets done, the elapsed time and the log size as buckets are swapped.
  */
-import type { CompactionReport, CompactionStrategy } from '../../index.js';
-import { COMPACTION_STRATEGIES, isCompactionStrategy } from '../../compaction/index.js';
+import type { CompactionReport } from '../../index.js';
+import { COMPACTION_STRATEGIES, isCompactionStrategy, isStrategyModulePath } from '../../compaction/index.js';
 import { EXIT, UsageError, integerOption, noPositionals, stringOption, type Command } from '../command.js';
 import { formatBytes, formatCount, formatDuration, formatPercentChange, type Output } from '../output.js';
 import { Progress } from '../progress.js';
@@ -18,32 +18,35 @@ export const compact: Command = {
   summary: 'compact every offsets-bucket now; bytes before/after and time',
   description: [
     'Compacts every offsets-bucket now, whatever its dirty ratio, and prints bytes before and after, records',
-    'dropped and time per bucket, with the strategy the store records (log-cleaner: rewrites sealed segments',
-    'keeping the latest record per key; checkpoint: writes the materialized index to LMDB and deletes the log',
-    'it covers). --strategy converts the store to another strategy first (crash-safe) and records it, so',
-    'later opens use it too.',
+    'dropped and time per bucket, with the strategy the store records (log-cleaner: rewrites every sealed segment',
+    'keeping the latest record per key; incremental: rewrites only segments that hold garbage; checkpoint: writes',
+    'the materialized index to LMDB and deletes the log it covers; or a strategy module, docs/compaction.md).',
+    '--strategy converts the store to another strategy first (crash-safe) and records it, so later opens use it',
+    'too; for a store compacted by a module, --strategy <its path> gives the module to compact with.',
   ].join('\n'),
   options: {
-    strategy: { type: 'string', valueName: '<log-cleaner|checkpoint|none>', description: 'convert the store to this strategy first' },
+    strategy: { type: 'string', valueName: '<log-cleaner|incremental|checkpoint|none|./module.js>', description: 'convert the store to this strategy first (or give its module)' },
     workers: { type: 'string', valueName: '<n>', description: 'worker threads / buckets compacted at once (default 1)' },
   },
   examples: ['offset-store compact --dir ./data', 'offset-store compact --dir ./data --strategy checkpoint --json'],
   async run(context) {
     noPositionals(context);
     const requested = stringOption(context, 'strategy');
-    if (requested !== undefined && !isCompactionStrategy(requested)) {
-      throw new UsageError(`--strategy must be one of ${COMPACTION_STRATEGIES.join(', ')}, got ${JSON.stringify(requested)}`);
+    if (requested !== undefined && !isCompactionStrategy(requested) && !isStrategyModulePath(requested)) {
+      throw new UsageError(`--strategy must be one of ${COMPACTION_STRATEGIES.join(', ')} or the path of a strategy module, got ${JSON.stringify(requested)}`);
     }
     const workers = integerOption(context, 'workers') ?? 1;
     if (workers < 1) throw new UsageError('--workers must be at least 1');
     const { output } = context;
     const report = await withAdmin(context, async (admin) => {
       const current = (await admin.store.stats()).compactionStrategy;
-      const strategy: CompactionStrategy = requested ?? current;
-      if (strategy !== current) {
-        await admin.store.convertCompaction(strategy);
-        if (!output.json) output.line(`Converted the store from ${current} to ${strategy}.`);
+      if (requested !== undefined) {
+        // The store's own module strategy is attached; any other strategy is converted to first.
+        await admin.store.convertCompaction(requested);
+        const now = (await admin.store.stats()).compactionStrategy;
+        if (now !== current && !output.json) output.line(`Converted the store from ${current} to ${now}.`);
       }
+      const strategy = (await admin.store.stats()).compactionStrategy;
       const progress = new Progress(output);
       const before = (await admin.stats()).totals.logBytes;
       let buckets = '';

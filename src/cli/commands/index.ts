@@ -7,6 +7,7 @@ import { groupsDelete } from './groups-delete.js';
 import { groupsDescribe } from './groups-describe.js';
 import { groupsList } from './groups-list.js';
 import { groupsRemoveMembers } from './groups-remove-members.js';
+import { lab } from './lab.js';
 import { logDump } from './log-dump.js';
 import { logVerify } from './log-verify.js';
 import { offsetsDelete } from './offsets-delete.js';
@@ -16,4 +17,4 @@ import { stats } from './stats.js';
 import { usersAdd, usersList, usersRemove } from './users.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, usersAdd, usersRemove, usersList, aclsAdd, aclsRemove, aclsList, demo];
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, usersAdd, usersRemove, usersList, aclsAdd, aclsRemove, aclsList, lab, demo];

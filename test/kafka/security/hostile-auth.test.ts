@@ -51,6 +51,14 @@ async function start(security: Record<string, number> = {}, clock = new ManualCl
   return running;
 }
 
+/** Waits (on real time: the sockets are real) until `condition` holds, at most 10 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let waited = 0; !condition(); waited += 5) {
+    if (waited > 10_000) throw new TypeError('condition not met within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 async function logBytes(t: TestServer): Promise<number> {
   return (await t.store.stats()).buckets.reduce((sum, b) => sum + b.logBytes, 0);
 }
@@ -163,14 +171,17 @@ describe('slow-loris', () => {
       socket.on('error', () => {});
       sockets.push(socket);
     });
-    const loris = await Promise.all(Array.from({ length: 50 }, (_, i) => open(i % 2 === 0 ? port : t.server.port)));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const alive = loris.filter((s) => !s.destroyed && s.readyState === 'open');
-    expect(alive.length).toBe(10);
+    const closedByServer = new Set<net.Socket>();
+    const loris = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+      const socket = await open(i % 2 === 0 ? port : t.server.port);
+      socket.once('close', () => closedByServer.add(socket));
+      return socket;
+    }));
+    await until(() => closedByServer.size === 40);
     expect(t.server.stats().security.refusedConnectionsPerAddress).toBe(40);
     expect(t.server.connectionCount).toBeLessThanOrEqual(10);
     for (const s of loris) s.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await until(() => t.server.connectionCount === 0);
     const client = await RawKafkaClient.connect(plainPort);
     expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
     await client.close();

@@ -1,0 +1,116 @@
+/**
+ * Names and loading of compaction strategies: the built-ins, and a user's module given by path.
+ *
+ * What the store records in store.json (`compactionStrategy`), and why:
+ * - a built-in: its name (`'log-cleaner'`, `'incremental'`, `'checkpoint'`, `'none'`), as before;
+ * - a user module: `module:<name>`, or `module:<name>+checkpoints` when it declares checkpoints,
+ *   where `<name>` is the name the module declares, not its path (a path moves with deployments; a
+ *   name says which strategy shaped the files). Whether checkpoints are used is part of the record
+ *   because recovery, `log verify` and conversions must know it without loading any user code.
+ *   Opening such a store needs the module again (its path in `compaction.strategy`); without it the
+ *   store opens with compaction off.
+ *
+ * A strategy crosses to a worker thread as a `StrategyRef` (plain data): the worker loads it itself.
+ */
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { OffsetStoreError } from '../errors/index.js';
+import { checkpointStrategy } from './strategies/checkpoint.js';
+import { incrementalStrategy } from './strategies/incremental-cleaner.js';
+import { logCleanerStrategy } from './strategies/log-cleaner.js';
+import { noneStrategy } from './strategies/none.js';
+import type { CompactionStrategyDefinition } from './strategy.js';
+
+/** The built-in compaction strategies. */
+export type CompactionStrategy = 'log-cleaner' | 'incremental' | 'checkpoint' | 'none';
+
+/** Every built-in strategy, in the order they are documented. */
+export const COMPACTION_STRATEGIES: readonly CompactionStrategy[] = ['log-cleaner', 'incremental', 'checkpoint', 'none'];
+
+const BUILT_INS: Record<CompactionStrategy, CompactionStrategyDefinition> = {
+  'log-cleaner': logCleanerStrategy,
+  incremental: incrementalStrategy,
+  checkpoint: checkpointStrategy,
+  none: noneStrategy,
+};
+
+/** True when `value` names a built-in compaction strategy. */
+export function isCompactionStrategy(value: unknown): value is CompactionStrategy {
+  return (COMPACTION_STRATEGIES as readonly unknown[]).includes(value);
+}
+
+/** True when `value` reads as a module path (relative, absolute, file: URL, or a .js/.mjs/.cjs/.ts/.mts file). */
+export function isStrategyModulePath(value: string): boolean {
+  return /^(\.{1,2}[\\/]|\/|file:)/.test(value) || /[\\/]/.test(value) || /\.(m?js|cjs|m?ts)$/.test(value);
+}
+
+/** A strategy as plain data, for a worker thread. */
+export type StrategyRef = { builtIn: CompactionStrategy } | { moduleUrl: string };
+
+/** The file URL of a strategy module path, resolved against `cwd`. */
+export function strategyModuleUrl(modulePath: string, cwd: string): string {
+  return modulePath.startsWith('file:') ? modulePath : pathToFileURL(path.resolve(cwd, modulePath)).href;
+}
+
+/** A strategy loaded and checked. */
+export interface LoadedStrategy {
+  /** How to load it again (in a worker). */
+  ref: StrategyRef;
+  /** Its definition. */
+  definition: CompactionStrategyDefinition;
+  /** What the store records: the built-in name or `module:<name>[+checkpoints]`. */
+  id: string;
+  /** It may write checkpoints (recovery restores them). */
+  checkpoints: boolean;
+  /** It may rewrite segments (its plan runs where the rewrite runs). */
+  rewrites: boolean;
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+const loaded = new Map<string, Promise<CompactionStrategyDefinition>>();
+
+/** Loads (once per module, per thread) and checks a strategy; INVALID_CONFIG for a module that cannot be one. */
+export async function loadStrategy(ref: StrategyRef): Promise<LoadedStrategy> {
+  const definition = 'builtIn' in ref ? BUILT_INS[ref.builtIn] : await loadModule(ref.moduleUrl);
+  const checkpoints = definition.checkpoints === true;
+  const id = 'builtIn' in ref ? ref.builtIn : `module:${definition.name}${checkpoints ? '+checkpoints' : ''}`;
+  return { ref, definition, id, checkpoints, rewrites: definition.rewrites !== false };
+}
+
+function loadModule(url: string): Promise<CompactionStrategyDefinition> {
+  let promise = loaded.get(url);
+  if (promise === undefined) {
+    promise = import(url).then(
+      (module: { default?: unknown }) => checkDefinition(module.default, url),
+      (error: unknown) => {
+        throw new OffsetStoreError('INVALID_CONFIG', `cannot load the compaction strategy module ${url}: ${(error as Error).message}`, { cause: error });
+      },
+    );
+    loaded.set(url, promise);
+    promise.catch(() => loaded.delete(url));
+  }
+  return promise;
+}
+
+/** Checks that a module's default export is a CompactionStrategyDefinition. */
+export function checkDefinition(value: unknown, where: string): CompactionStrategyDefinition {
+  const bad = (reason: string) => new OffsetStoreError('INVALID_CONFIG', `${where} is not a compaction strategy: ${reason} (see docs/compaction.md)`);
+  if (typeof value !== 'object' || value === null) throw bad('its default export must be an object with name and plan');
+  const d = value as Record<string, unknown>;
+  if (typeof d.name !== 'string' || !NAME_PATTERN.test(d.name)) throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(d.name)}`);
+  if (typeof d.plan !== 'function') throw bad('plan must be a function');
+  if (d.due !== undefined && typeof d.due !== 'function') throw bad('due must be a function');
+  if (d.checkpoints !== undefined && typeof d.checkpoints !== 'boolean') throw bad('checkpoints must be a boolean');
+  if (d.rewrites !== undefined && typeof d.rewrites !== 'boolean') throw bad('rewrites must be a boolean');
+  return value as CompactionStrategyDefinition;
+}
+
+/**
+ * What a recorded strategy id says without loading anything: whether it uses checkpoints, and the
+ * built-in it names (undefined for a module). Undefined for an id that is neither (damage).
+ */
+export function recordedStrategy(id: string): { checkpoints: boolean; builtIn: CompactionStrategy | undefined } | undefined {
+  if (isCompactionStrategy(id)) return { checkpoints: BUILT_INS[id].checkpoints === true, builtIn: id };
+  const match = /^module:([A-Za-z0-9._-]{1,64})(\+checkpoints)?$/.exec(id);
+  return match === null ? undefined : { checkpoints: match[2] !== undefined, builtIn: undefined };
+}

@@ -1,0 +1,387 @@
+/**
+ * One lab run: one strategy on one workload, on a fresh store.
+ *
+ * 1. Open a store with the strategy, background compaction on, its clock a ManualClock the lab moves:
+ *    in real time while operations run ('real'), or by the compaction interval after each step
+ *    ('step', for tests), and forward by the workload's own clock moves (retention).
+ * 2. Per step: run its operations (OPS_CONCURRENCY at a time), timing each commit and fetch; stop the
+ *    clock; wait until no compaction run is in flight; sample (lab-sample.ts): disk and live bytes,
+ *    write amplification so far, and the time and records to reopen a copy of the store.
+ * 3. Check that the store holds exactly what the operations left (offsets of expired groups may be
+ *    gone), and close it. A run that fails the check fails the lab.
+ * 4. Latency phases, as docs/performance.md measures the compaction target: pairs of an idle phase
+ *    (the store reopened with background compaction off) and a compacting phase (reopened with the
+ *    store's own scheduler every LATENCY_INTERVAL_MS and minDirtyRatio 0: every bucket compacted as
+ *    soon as a segment is sealed, the busiest background compaction there is), each after an
+ *    untimed compact() that catches up, each with LATENCY_COMMITTERS committers of 10 offsets,
+ *    durable; the commit percentiles of the two kinds. Then the store is deleted.
+ */
+import * as path from 'node:path';
+import { OffsetStoreError } from '../errors/index.js';
+import { NodeFileSystem } from '../io/index.js';
+import { OffsetStore } from '../store.js';
+import { ManualClock } from '../util/index.js';
+import type { Durability } from '../log/index.js';
+import { CompactionTracker, type CompactionRunRecord } from './compaction-tracker.js';
+import { sampleStore, type LabSample } from './lab-sample.js';
+import { LatencyLog, percentiles, type LatencyWindow, type Percentiles } from './latency-log.js';
+import type { LabScale, WorkloadDefinition, WorkloadOp } from './workloads/index.js';
+
+const OPS_CONCURRENCY = 64;
+const LATENCY_COMMITTERS = 16;
+const LATENCY_OFFSETS_PER_COMMIT = 10;
+/** The store's clock starts here (a fixed instant: reports are reproducible). */
+const CLOCK_START_MS = 1_800_000_000_000;
+const REAL_CLOCK_TICK_MS = 20;
+/** Background compaction pace in the compacting latency phases (store clock ms). */
+const LATENCY_INTERVAL_MS = 100;
+
+/** Store and run settings of the lab, the same for every strategy of a lab. */
+export interface LabSettings {
+  /** Offsets-buckets of each store. */
+  bucketCount: number;
+  /** Segment roll size: small enough that compaction has sealed segments to work on. */
+  segmentBytesMax: number;
+  /** Durability of commits. */
+  durability: Durability;
+  /** Background compaction pace (store clock ms). */
+  intervalMs: number;
+  /** compaction.minDirtyRatio. */
+  minDirtyRatio: number;
+  /** compaction.deleteRetentionMs. */
+  deleteRetentionMs: number;
+  /** Reopen a copy of the store at every Nth sample (and at the last). */
+  reopenEvery: number;
+  /** Pairs of (idle, compacting) latency phases. */
+  latencyPhasePairs: number;
+  /** Length of each latency phase, ms. */
+  latencyPhaseMs: number;
+  /** Width of a window of the latency timeline, ms. */
+  latencyWindowMs: number;
+  /** How the store's clock moves: in real time, or one interval per step (tests). */
+  clockMode: 'real' | 'step';
+}
+
+/** The lab settings at a scale. */
+export function labSettings(scale: LabScale): LabSettings {
+  const common = { durability: 'fsync' as const, intervalMs: 1000, minDirtyRatio: 0.5, deleteRetentionMs: 60_000, clockMode: 'real' as 'real' | 'step' };
+  // Small runs take milliseconds a step: the clock moves one compaction interval per step instead.
+  // Segments hold a tenth of a bucket's live records or so: a clean section of a few segments only
+  // would leave an incremental strategy nothing to skip.
+  if (scale === 'small') return { ...common, clockMode: 'step', bucketCount: 2, segmentBytesMax: 4 * 1024, reopenEvery: 1, latencyPhasePairs: 1, latencyPhaseMs: 300, latencyWindowMs: 100 };
+  if (scale === 'default') return { ...common, bucketCount: 4, segmentBytesMax: 128 * 1024, reopenEvery: 1, latencyPhasePairs: 8, latencyPhaseMs: 1500, latencyWindowMs: 500 };
+  return { ...common, bucketCount: 8, segmentBytesMax: 512 * 1024, reopenEvery: 4, latencyPhasePairs: 8, latencyPhaseMs: 3000, latencyWindowMs: 1000 };
+}
+
+/** What one strategy did on one workload. */
+export interface StrategyRun {
+  /** The strategy as given (a built-in name or a module path). */
+  strategy: string;
+  /** What the store recorded (a built-in name or `module:<name>`). */
+  recorded: string;
+  /** One sample per step. */
+  samples: LabSample[];
+  /** Every compaction run of one offsets-bucket, in order of finishing. */
+  compactions: CompactionRunRecord[];
+  /** The commit latency timeline. */
+  windows: LatencyWindow[];
+  /** Commit latency in the idle and the compacting latency phases, and p99's change. */
+  latency: { idle: Percentiles; compacting: Percentiles; p99ChangePct: number };
+  /** Commit latency during the workload, split by whether a compaction run overlapped the commit. */
+  workloadLatency: { overlappingCompaction: Percentiles; outsideCompaction: Percentiles; fetch: Percentiles };
+  /** Totals of the run. */
+  totals: RunTotals;
+  /** Warnings the store gave (torn tails in copies are expected: a copy is a crash image). */
+  warnings: string[];
+}
+
+/** Totals of one run. */
+export interface RunTotals {
+  /** Bytes the workload's commits appended. */
+  committedBytes: number;
+  /** Bytes compaction wrote. */
+  compactionBytesWritten: number;
+  /** Compaction runs of one bucket that did something or were asked for. */
+  compactionRuns: number;
+  /** Runs that rewrote or wrote anything. */
+  writingRuns: number;
+  /** Mean bytes written per writing run. */
+  bytesWrittenPerRun: number;
+  /** compactionBytesWritten / committedBytes. */
+  writeAmplification: number;
+  /** Space amplification at the last sample. */
+  finalSpaceAmplification: number;
+  /** Mean space amplification over the samples after the first. */
+  meanSpaceAmplification: number;
+  /** Time to reopen a copy at the last sample, ms. */
+  finalReopenMs: number;
+  /** Records replayed by that reopen. */
+  finalRecordsReplayed: number;
+  /** Worker CPU of all compaction runs, ms. */
+  workerCpuMs: number;
+  /** The process's CPU over the workload (all threads), ms. */
+  processCpuMs: number;
+  /** Most heap (used + external) of the main thread at a sample, bytes. */
+  peakHeapBytes: number;
+  /** Most heap of a compaction worker at the end of a run, bytes. */
+  workerHeapBytesMax: number;
+  /** Wall time of the run, ms. */
+  durationMs: number;
+  /** Live offsets at the end of the workload. */
+  liveOffsets: number;
+}
+
+/** How to run one strategy on one workload. */
+export interface LabRunOptions {
+  /** Scratch directory: the store is created in a folder under it and deleted afterwards. */
+  dir: string;
+  /** A built-in strategy's name or a strategy module's path. */
+  strategy: string;
+  /** The workload. */
+  workload: WorkloadDefinition;
+  /** Its scale. */
+  scale: LabScale;
+  /** Its seed. */
+  seed: number;
+  /** Store and run settings. */
+  settings: LabSettings;
+  /** Hears of each step done, and of the latency phases. */
+  onProgress?: (what: string) => void;
+}
+
+/** The model: what the operations left, per group and bucket key, with the commit's clock time. */
+type Model = Map<string, Map<number, { offset: number; atMs: number }>>;
+const bucketKey = (tableId: number, bucketId: number) => tableId * 10_000_000 + bucketId;
+
+/** Runs one strategy on one workload (see the module comment). */
+export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> {
+  const { settings, workload } = options;
+  const plan = workload.create(options.scale, options.seed);
+  const startedMs = performance.now();
+  const clock = new ManualClock(CLOCK_START_MS);
+  const tracker = new CompactionTracker(performance.timeOrigin + startedMs);
+  const latency = new LatencyLog(startedMs);
+  const warnings: string[] = [];
+  const storeDir = path.join(options.dir, `${workload.name}-${safeName(options.strategy)}-${process.pid}-${Math.floor(startedMs)}`);
+  const storeOptions = {
+    dir: storeDir, bucketCount: settings.bucketCount, segmentBytesMax: settings.segmentBytesMax, durability: settings.durability, clock, ...plan.storeOptions,
+    onWarning: (message: string) => warnings.push(message),
+  };
+  const compaction = { strategy: options.strategy, deleteRetentionMs: settings.deleteRetentionMs, onRun: tracker.listener };
+  let store = await OffsetStore.open({ ...storeOptions, compaction: { ...compaction, intervalMs: settings.intervalMs, minDirtyRatio: settings.minDirtyRatio } });
+  const model: Model = new Map();
+  const driver = new ClockDriver(clock, settings);
+  const cpuStart = process.cpuUsage();
+  const samples: LabSample[] = [];
+  try {
+    const recorded = (await store.stats()).compactionStrategy;
+    for (let i = 0; i < plan.steps; i++) {
+      const step = plan.step(i);
+      if (step.advanceClockMs !== undefined && step.advanceClockMs > 0) clock.advance(step.advanceClockMs);
+      driver.run();
+      await runOps(store, step.ops, model, latency, clock);
+      driver.stop();
+      await settle(tracker);
+      const cpu = process.cpuUsage(cpuStart);
+      samples.push(await sampleStore(store, {
+        step: i, steps: plan.steps, elapsedMs: performance.now() - startedMs, tracker, processCpuMs: (cpu.user + cpu.system) / 1000,
+        reopen: i % settings.reopenEvery === settings.reopenEvery - 1 || i === plan.steps - 1
+          ? { storeOptions, strategy: options.strategy, nowMs: clock.nowMs() }
+          : undefined,
+      }));
+      options.onProgress?.(`step ${i + 1}/${plan.steps}`);
+    }
+    const cpu = process.cpuUsage(cpuStart);
+    const processCpuMs = (cpu.user + cpu.system) / 1000;
+    const workloadEndMs = performance.now() - startedMs;
+    await verify(store, model, clock.nowMs(), plan.storeOptions?.offsetsRetentionMs, plan.storeOptions?.offsetsRetentionCheckIntervalMs ?? 60_000);
+    await store.close();
+    const phases = await latencyPhases((phase) => {
+      const background = phase === 'idle' ? { background: false } : { intervalMs: LATENCY_INTERVAL_MS, minDirtyRatio: 0 };
+      return OffsetStore.open({ ...storeOptions, compaction: { ...compaction, ...background } }).then((opened) => (store = opened));
+    }, settings, latency, tracker, driver, options.onProgress);
+    const intervals = tracker.runs.map((r): [number, number] => [r.startMs, r.startMs + r.durationMs]);
+    const workloadRuns = tracker.runs.filter((r) => r.startMs < workloadEndMs);
+    return {
+      strategy: options.strategy,
+      recorded,
+      samples,
+      compactions: tracker.runs,
+      windows: latency.windows(settings.latencyWindowMs),
+      latency: phases,
+      workloadLatency: {
+        overlappingCompaction: percentiles(latency.commits('workload', { intervals, overlapping: true })),
+        outsideCompaction: percentiles(latency.commits('workload', { intervals, overlapping: false })),
+        fetch: percentiles(latency.fetches()),
+      },
+      totals: totals(samples, workloadRuns, processCpuMs, performance.now() - startedMs),
+      warnings: [...new Set(warnings.map((w) => w.replace(/\d+/g, 'N')))].slice(0, 20),
+    };
+  } finally {
+    driver.stop();
+    await store.close().catch(() => {});
+    await settle(tracker);
+    await new NodeFileSystem().removeTree(storeDir);
+  }
+}
+
+function safeName(strategy: string): string {
+  return path.basename(strategy).replace(/\.[cm]?[jt]s$/, '').replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+/** Moves the ManualClock in real time while operations run ('real'), or by one interval per step ('step'). */
+class ClockDriver {
+  readonly #clock: ManualClock;
+  readonly #settings: LabSettings;
+  #timer: NodeJS.Timeout | undefined;
+  #lastMs = 0;
+
+  constructor(clock: ManualClock, settings: LabSettings) {
+    this.#clock = clock;
+    this.#settings = settings;
+  }
+
+  run(): void {
+    if (this.#settings.clockMode === 'step') return;
+    this.#lastMs = performance.now();
+    this.#timer = setInterval(() => {
+      const nowMs = performance.now();
+      this.#clock.advance(nowMs - this.#lastMs);
+      this.#lastMs = nowMs;
+    }, REAL_CLOCK_TICK_MS);
+  }
+
+  stop(): void {
+    if (this.#settings.clockMode === 'step') {
+      if (this.#timer === undefined) this.#clock.advance(this.#settings.intervalMs);
+      return;
+    }
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/** Waits until the compaction runs the clock started are over (a timer's pass starts its runs a few turns after it fires). */
+async function settle(tracker: CompactionTracker): Promise<void> {
+  for (let quiet = 0; quiet < 3;) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (tracker.inFlight === 0) {
+      quiet++;
+    } else {
+      quiet = 0;
+      await tracker.idle();
+    }
+  }
+}
+
+async function runOps(store: OffsetStore, ops: readonly WorkloadOp[], model: Model, latency: LatencyLog, clock: ManualClock): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < ops.length) {
+      const op = ops[next++]!;
+      const startMs = performance.now();
+      if (op.kind === 'commit') {
+        await store.commitOffsets(op.groupId, op.offsets);
+        latency.commit(startMs, performance.now() - startMs, 'workload');
+        let group = model.get(op.groupId);
+        if (group === undefined) model.set(op.groupId, (group = new Map()));
+        for (const o of op.offsets) group.set(bucketKey(o.tableId, o.bucketId), { offset: o.offset, atMs: clock.nowMs() });
+      } else if (op.kind === 'deleteGroup') {
+        await store.deleteGroup(op.groupId).catch((error: unknown) => {
+          // A group retention already expired is gone: nothing to delete.
+          if (!(error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND')) throw error;
+        });
+        model.delete(op.groupId);
+      } else {
+        await store.fetchOffsets(op.groupId, op.buckets);
+        latency.fetch(performance.now() - startMs);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: OPS_CONCURRENCY }, worker));
+}
+
+/** Step 4: idle and compacting phases, alternating, each on the store reopened by `open`. */
+async function latencyPhases(
+  open: (phase: 'idle' | 'compacting') => Promise<OffsetStore>, settings: LabSettings, latency: LatencyLog, tracker: CompactionTracker, driver: ClockDriver,
+  onProgress?: (what: string) => void,
+): Promise<StrategyRun['latency']> {
+  const offsets = Array.from({ length: LATENCY_COMMITTERS }, () => Array.from({ length: LATENCY_OFFSETS_PER_COMMIT }, (_, b) => ({ tableId: 99, bucketId: b, offset: 0 })));
+  const idle: number[] = [];
+  const compacting: number[] = [];
+  for (let pair = 0; pair < settings.latencyPhasePairs; pair++) {
+    for (const phase of ['idle', 'compacting'] as const) {
+      const store = await open(phase);
+      try {
+        // Untimed: starts the worker thread and catches up, so that a phase measures steady state.
+        await store.compact();
+        await settle(tracker);
+        if (phase === 'compacting') driver.run();
+        const endMs = performance.now() + settings.latencyPhaseMs;
+        await Promise.all(offsets.map(async (mine, c) => {
+          while (performance.now() < endMs) {
+            for (const o of mine) o.offset++;
+            const startMs = performance.now();
+            await store.commitOffsets(`lab-latency-${c}`, mine);
+            const durationMs = performance.now() - startMs;
+            latency.commit(startMs, durationMs, phase);
+            (phase === 'idle' ? idle : compacting).push(durationMs);
+          }
+        }));
+        driver.stop();
+        await settle(tracker);
+      } finally {
+        await store.close();
+      }
+      onProgress?.(`latency ${phase} ${pair + 1}/${settings.latencyPhasePairs}`);
+    }
+  }
+  const i = percentiles(idle);
+  const c = percentiles(compacting);
+  return { idle: i, compacting: c, p99ChangePct: i.p99Ms === 0 ? 0 : (c.p99Ms / i.p99Ms - 1) * 100 };
+}
+
+/**
+ * Step 3: every offset the operations left is there with its value, but an offset old enough to have
+ * expired may be gone; no group is there that the operations did not leave.
+ */
+async function verify(store: OffsetStore, model: Model, nowMs: number, retentionMs: number | undefined, checkIntervalMs: number): Promise<void> {
+  const mayExpire = (atMs: number) => retentionMs !== undefined && atMs + retentionMs <= nowMs + checkIntervalMs;
+  const listed = new Set((await store.listGroups()).map((g) => g.groupId).filter((g) => !g.startsWith('lab-latency-')));
+  for (const groupId of listed) if (!model.has(groupId)) throw new OffsetStoreError('CORRUPT_MESSAGE', `lab check: the store holds group ${groupId}, which the workload deleted or never wrote`);
+  for (const [groupId, group] of model) {
+    const stored = new Map((await store.fetchOffsets(groupId)).map((o) => [bucketKey(o!.tableId, o!.bucketId), o!.offset]));
+    for (const [key, { offset, atMs }] of group) {
+      const got = stored.get(key);
+      if (got === offset || (got === undefined && mayExpire(atMs))) continue;
+      throw new OffsetStoreError('CORRUPT_MESSAGE', `lab check: group ${groupId}, bucket key ${key}: the store holds ${String(got)}, the workload left ${offset}`);
+    }
+    if (stored.size > group.size) throw new OffsetStoreError('CORRUPT_MESSAGE', `lab check: group ${groupId} holds ${stored.size} offsets, the workload left ${group.size}`);
+  }
+}
+
+function totals(samples: readonly LabSample[], runs: readonly CompactionRunRecord[], processCpuMs: number, durationMs: number): RunTotals {
+  const last = samples.at(-1)!;
+  const writing = runs.filter((r) => r.bytesWritten > 0);
+  const written = runs.reduce((n, r) => n + r.bytesWritten, 0);
+  const later = samples.slice(1);
+  const reopened = [...samples].reverse().find((s) => s.reopenMs !== undefined);
+  return {
+    committedBytes: last.committedBytes,
+    compactionBytesWritten: written,
+    compactionRuns: runs.length,
+    writingRuns: writing.length,
+    bytesWrittenPerRun: writing.length === 0 ? 0 : written / writing.length,
+    writeAmplification: last.committedBytes === 0 ? 0 : written / last.committedBytes,
+    finalSpaceAmplification: last.spaceAmplification,
+    meanSpaceAmplification: later.length === 0 ? last.spaceAmplification : later.reduce((n, s) => n + s.spaceAmplification, 0) / later.length,
+    finalReopenMs: reopened?.reopenMs ?? 0,
+    finalRecordsReplayed: reopened?.recordsReplayed ?? 0,
+    workerCpuMs: runs.reduce((n, r) => n + (r.workerCpuMs ?? 0), 0),
+    processCpuMs,
+    peakHeapBytes: Math.max(...samples.map((s) => s.heapBytes)),
+    workerHeapBytesMax: Math.max(0, ...runs.map((r) => r.workerHeapBytes ?? 0)),
+    durationMs,
+    liveOffsets: last.liveOffsets,
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * `offset-store lab` (in-process): a small run writes lab-result.json and a lab-report.html that
+ * inlines its charting library, prints a summary table per workload with every strategy and the
+ * control, and deletes its scratch stores; unknown workloads, strategies and scales are usage errors
+ * (exit 2) that write nothing.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/run-cli.js';
+import { tempDir } from '../support/temp-dir.js';
+
+async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } });
+  return { code, stdout, stderr };
+}
+
+describe('offset-store lab', () => {
+  it('runs the strategies on a workload, writes the JSON and the HTML report, and prints a summary table', async () => {
+    const dir = tempDir();
+    const out = path.join(dir, 'out');
+    const scratch = path.join(dir, 'scratch');
+    const result = await run(['lab', '--strategies', 'incremental,log-cleaner', '--workload', 'all-distinct', '--scale', 'small', '--out', out, '--dir', scratch, '--seed', '4']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines[0]).toMatch(/^all-distinct \(small\): /);
+    expect(lines[1]).toMatch(/^STRATEGY\s+SPACE AMP \(END\)\s+SPACE AMP \(MEAN\)\s+WRITE AMP/);
+    expect(lines.slice(2, 5).map((l) => l.split(/\s+/)[0])).toEqual(['incremental', 'log-cleaner', 'none']);
+    expect(result.stdout).toMatch(/Lab done in .*lab-report\.html \(charts\) and .*lab-result\.json\./);
+    const json = JSON.parse(readFileSync(path.join(out, 'lab-result.json'), 'utf8')) as { seed: number; workloads: { name: string; runs: unknown[] }[] };
+    expect(json.seed).toBe(4);
+    expect(json.workloads.map((w) => [w.name, w.runs.length])).toEqual([['all-distinct', 3]]);
+    expect(readFileSync(path.join(out, 'lab-report.html'), 'utf8')).toContain('data-library="vega-embed@');
+    expect(readdirSync(scratch), 'the scratch stores are deleted').toEqual([]);
+  });
+
+  it('refuses an unknown workload, strategy or scale with exit code 2, writing nothing', async () => {
+    const dir = tempDir();
+    const out = path.join(dir, 'out');
+    for (const [args, message] of [
+      [['--workload', 'hot'], /unknown workload "hot"/],
+      [['--strategies', 'cleaner'], /unknown strategy "cleaner"/],
+      [['--scale', 'huge'], /--scale must be one of small, default, full/],
+    ] as const) {
+      const result = await run(['lab', ...args, '--out', out, '--dir', path.join(dir, 'scratch')]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(message);
+    }
+    expect(existsSync(out)).toBe(false);
+  });
+});

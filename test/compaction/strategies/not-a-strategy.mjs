@@ -1,0 +1,2 @@
+// Not a strategy: no plan.
+export default { name: 'not-a-strategy' };

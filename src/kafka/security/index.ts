@@ -22,3 +22,4 @@ export { USERS_FILE, UserCredentials, userNameProblem, type UserListing } from '
 export { certificatePrincipal } from './certificate-principal.js';
 export { authorizingHandlers } from './authorizing-handlers.js';
 export { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';
+export { GroupLimits, groupLimitHandlers } from './group-limits.js';

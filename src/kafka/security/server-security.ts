@@ -11,6 +11,7 @@ import type { Clock } from '../../util/index.js';
 import { AclSet } from './acl.js';
 import { AuditLog, type AuditEvent } from './audit-log.js';
 import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';
+import { GroupLimits } from './group-limits.js';
 import { Authorizer } from './authorizer.js';
 import type { ConnectionSession } from './connection-session.js';
 import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
@@ -41,6 +42,8 @@ export interface SecurityOptions {
   readonly connectionsPerAddressMax?: number;
   /** Client quotas (bytes/s, request time %), by principal, client id or default; none by default. */
   readonly quotas?: QuotaOptions;
+  /** Most groups one principal may create through the server (counted since it started); default unlimited. */
+  readonly groupsPerPrincipalMax?: number;
 }
 
 /** Security options after checking, with defaults. */
@@ -52,6 +55,7 @@ export interface ResolvedSecurityOptions {
   readonly authenticationsPerAddressMax: number;
   readonly connectionsPerAddressMax: number;
   readonly quotas: QuotaOptions;
+  readonly groupsPerPrincipalMax: number | undefined;
 }
 
 function limits(value: unknown, name: string): void {
@@ -98,6 +102,7 @@ export function resolveSecurityOptions(options: SecurityOptions | undefined): Re
     authenticationsPerAddressMax: integer(o.authenticationsPerAddressMax, 'authenticationsPerAddressMax', LOGIN_THROTTLE_DEFAULTS.handshakesPerAddressMax, 1, 1_000_000),
     connectionsPerAddressMax: integer(o.connectionsPerAddressMax, 'connectionsPerAddressMax', 100, 1, 1_000_000),
     quotas: resolveQuotas(o.quotas),
+    groupsPerPrincipalMax: o.groupsPerPrincipalMax === undefined ? undefined : integer(o.groupsPerPrincipalMax, 'groupsPerPrincipalMax', 0, 1, 10_000_000),
   };
   if (resolved.authFailureDelayMsMax < resolved.authFailureDelayMs) throw new RangeError('options.security.authFailureDelayMsMax must be at least authFailureDelayMs');
   return resolved;
@@ -115,6 +120,8 @@ export interface SecurityStats {
   readonly deniedOperations: number;
   /** Responses that carried a quota's throttle time (their connection muted). */
   readonly throttledResponses: number;
+  /** Requests refused because their principal had created groupsPerPrincipalMax groups. */
+  readonly refusedGroupCreations: number;
 }
 
 /** One server's security state. */
@@ -124,6 +131,8 @@ export class ServerSecurity {
   readonly throttle: LoginThrottle;
   /** Client quotas; `enabled` false when none is set. */
   readonly quotas: ClientQuotas;
+  /** Groups created per principal; undefined without groupsPerPrincipalMax. */
+  readonly groupLimits: GroupLimits | undefined;
   /** Key of the fake salts SCRAM gives unknown users. */
   readonly decoySecret = randomBytes(32);
   /** A verifier PLAIN checks unknown users against, so they cost the same time. */
@@ -147,6 +156,7 @@ export class ServerSecurity {
     this.decoyVerifier = fields.decoyVerifier;
     this.#authorizer = fields.options.authorizer === undefined ? undefined : new Authorizer(fields.options.authorizer, fields.acls);
     this.quotas = new ClientQuotas(fields.options.quotas, fields.clock);
+    this.groupLimits = fields.options.groupsPerPrincipalMax === undefined ? undefined : new GroupLimits(fields.options.groupsPerPrincipalMax);
     this.throttle = new LoginThrottle({
       failureDelayMs: fields.options.authFailureDelayMs, failureDelayMsMax: fields.options.authFailureDelayMsMax, handshakesPerAddressMax: fields.options.authenticationsPerAddressMax,
     }, fields.clock);
@@ -228,6 +238,7 @@ export class ServerSecurity {
       refusedConnectionsPerAddress: this.#refusedConnections,
       deniedOperations: this.#denied,
       throttledResponses: this.quotas.throttledCount,
+      refusedGroupCreations: this.groupLimits?.refusedCount ?? 0,
     };
   }
 

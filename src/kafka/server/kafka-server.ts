@@ -25,7 +25,7 @@ import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
 import { ConsumerMemberDirectory, HANDLERS, HandlerContext, LongPolls, SingleNodeCluster, type BrokerEndpoint, type HandlerTable } from '../handlers/index.js';
 import {
-  ConnectionSession, ServerSecurity, authorizingHandlers, certificatePrincipal, saslHandlers, usesTls,
+  ConnectionSession, ServerSecurity, authorizingHandlers, certificatePrincipal, groupLimitHandlers, saslHandlers, usesTls,
   type ResolvedListener, type SecurityProtocol, type SecurityStats,
 } from '../security/index.js';
 import { KafkaConnection, type ConnectionLimits, type ConnectionStats } from './kafka-connection.js';
@@ -178,7 +178,10 @@ export class KafkaServer {
     const sasl = saslHandlers(this.#security);
     const handlers: HandlerTable = { ...HANDLERS, [API_KEYS.SaslHandshake]: sasl.handshake, [API_KEYS.SaslAuthenticate]: sasl.authenticate };
     const { authorizer, auditLogFile } = this.#options.security;
-    return authorizer === undefined && auditLogFile === undefined ? handlers : authorizingHandlers(handlers, this.#security);
+    const limits = this.#security.groupLimits;
+    // The group limit runs after the ACL checks: a request refused by an ACL counts no group.
+    const limited = limits === undefined ? handlers : groupLimitHandlers(handlers, this.#security, limits, authorizer?.superUsers ?? []);
+    return authorizer === undefined && auditLogFile === undefined ? limited : authorizingHandlers(limited, this.#security);
   }
 
   #accept(): void {

@@ -1,10 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
  * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
- * loss, lock), run the CLI as a child process, or build the package. `npm run test:browser` runs
- * `browser`: the lab's HTML report in headless chromium. CI (`.ci/run`) runs all three.
+ * loss, lock), run the CLI as a child process, build the package, or wait out a real client's own
+ * multi-second timers (kafkajs's admin setOffsets). `npm run test:cluster` runs `cluster`: tests
+ * against real etcd clusters (the `etcd` binary, started and stopped by each test file), one file at
+ * a time. `npm run test:browser` runs `browser`: the lab's HTML report in headless chromium;
+ * `npm run test:librdkafka` the `librdkafka` tier below. CI (`.ci/run`) runs all five.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -14,11 +17,20 @@ const SLOW = [
   'test/cli/cli-errors.test.ts',
   'test/cli/cli-serve.test.ts',
   'test/cli/cli-security.test.ts',
+  'test/kafka/clients/kafkajs-admin-offsets.test.ts',
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',
 ];
 
+const CLUSTER = ['test/cluster/**/*.test.ts'];
 const BROWSER = ['test/browser/**/*.test.ts'];
+
+/**
+ * `npm run test:librdkafka` runs `librdkafka`: librdkafka through @confluentinc/kafka-javascript, a
+ * native addon built into test/librdkafka/node_modules by test/librdkafka/install.sh (not a
+ * dependency of the package). CI runs it too.
+ */
+const LIBRDKAFKA = ['test/librdkafka/**/*.test.ts'];
 
 export default defineConfig({
   test: {
@@ -27,9 +39,11 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...BROWSER] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
+      { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
       { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },
+      { extends: true, test: { name: 'librdkafka', include: LIBRDKAFKA } },
     ],
   },
 });

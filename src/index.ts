@@ -32,3 +32,6 @@ export {
   KafkaServer, startKafkaServer, type AclBinding, type BoundListener, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats,
   type ListenerOptions, type ListenerTlsOptions, type SaslMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type TopicSpec,
 } from './kafka/index.js';
+export {
+  startClusterServer, type BucketStatus, type ClusterServer, type ClusterServerOptions, type ClusterStatus, type NodeInfo,
+} from './cluster/index.js';

@@ -219,10 +219,11 @@ export interface BucketStats {
   /** The offsets-bucket's number. */
   bucket: number;
   /**
-   * 'loading' while it recovers, 'failed' when recovery failed (its calls get its error), else 'ready';
-   * the figures are 0 unless ready.
+   * 'loading' while it recovers, 'failed' when recovery failed (its calls get its error),
+   * 'not-owned' in a hosting store for a bucket another node serves, else 'ready'; the figures are 0
+   * unless ready.
    */
-  state: 'loading' | 'ready' | 'failed';
+  state: 'loading' | 'ready' | 'failed' | 'not-owned';
   /** Bytes of its log's segments (preallocated zeros not counted). */
   logBytes: number;
   /** Bytes of batches appended to its log since the store was opened (what commits, deletes and snapshots wrote). */

@@ -18,7 +18,7 @@ import {
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
-  ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets, type OffsetsTableRecovery,
+  ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets, type OffsetsTable, type OffsetsTableRecovery,
   type ScannerOptions,
 } from './kv/index.js';
 import {
@@ -31,7 +31,7 @@ import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
   DEFAULTS, resolveOptions, resolveStrategyOption, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
-  type GroupDescription, type GroupListing, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
+  type GroupDescription, type GroupListing, type GroupType, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
 } from './store-options.js';
 
 const BUCKET_CACHE_SIZE_MAX = 65_536;
@@ -51,6 +51,8 @@ interface BucketSlot {
   /** The loaded bucket; undefined while it recovers, or when it failed to (`loadError`). */
   bucket: OffsetsBucket | undefined;
   loadError: unknown;
+  /** Hosted mode: this node does not own the bucket now (its calls get NOT_COORDINATOR). */
+  notOwned: boolean;
 }
 
 /** The embedded, durable consumer-offset store. */
@@ -105,6 +107,76 @@ export class OffsetStore {
     return store;
   }
 
+  /**
+   * Opens a store whose offsets-buckets are hosted: none is loaded from `options.dir` (which keeps
+   * only the lock, the manifest and companions' files such as the Kafka topic catalog); a cluster
+   * node hands each bucket it comes to own to `hostBucket`, over a log replicated elsewhere, and
+   * takes it back with `unhostBucket`. A call on a group whose bucket is not hosted here is
+   * NOT_COORDINATOR (retriable: find the coordinator again). No compaction runs: the host
+   * checkpoints its buckets itself.
+   */
+  static async openHosted(options: OffsetStoreOptions): Promise<OffsetStore> {
+    const store = new OffsetStore(resolveOptions({ ...options, compaction: { ...options.compaction, strategy: 'none' } }));
+    store.#hosted = true;
+    await store.#open();
+    return store;
+  }
+
+  /** True for a store opened with `openHosted`. */
+  #hosted = false;
+  /** Hosted mode: false while the host may not serve (its lease is not confirmed); every call is then NOT_COORDINATOR. */
+  #servingGuard: (() => boolean) | undefined;
+
+  /**
+   * Hosted mode: `guard` is asked before every call reaches a bucket; while it returns false every
+   * call is NOT_COORDINATOR (a node whose lease may have expired must not answer, even from memory).
+   */
+  setServingGuard(guard: () => boolean): void {
+    if (!this.#hosted) throw new RangeError('only a hosting store has a serving guard');
+    this.#servingGuard = guard;
+  }
+
+  /**
+   * Hosted mode: serves offsets-bucket `index` from `table` (recovered by the caller, through its
+   * log port): the group coordinator is restored from the table's group snapshots (every group
+   * Stable or Empty) before the first request reaches it.
+   */
+  async hostBucket(index: number, table: OffsetsTable, report: OffsetsTableRecovery): Promise<void> {
+    this.#checkOpen();
+    const slot = this.#slots[index];
+    if (!this.#hosted || slot === undefined || slot.bucket !== undefined) throw new RangeError(`offsets-bucket ${index} cannot be hosted here`);
+    const bucket = await OffsetsBucket.fromTable({
+      index, clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
+      onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
+    }, table, report);
+    if (this.#closed) {
+      await bucket.unload();
+      throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
+    }
+    this.#fetchCache.clear();
+    slot.bucket = bucket;
+    slot.notOwned = false;
+  }
+
+  /**
+   * Hosted mode: stops serving offsets-bucket `index` at once (every later call on its groups is
+   * NOT_COORDINATOR), then unloads it: its timers stop and its log settles what is in flight.
+   */
+  async unhostBucket(index: number): Promise<void> {
+    const slot = this.#slots[index];
+    if (!this.#hosted || slot === undefined) throw new RangeError(`offsets-bucket ${index} is not hosted here`);
+    const bucket = slot.bucket;
+    slot.bucket = undefined;
+    slot.notOwned = true;
+    this.#fetchCache.clear();
+    await bucket?.unload();
+  }
+
+  /** Hosted mode: the offsets-buckets served here now. */
+  hostedBuckets(): number[] {
+    return this.#slots.filter((s) => s.bucket !== undefined).map((s) => s.index);
+  }
+
   async #open(): Promise<void> {
     const { fs, dir, clock } = this.#options;
     await loadChecksum();
@@ -134,8 +206,8 @@ export class OffsetStore {
       for (let i = 0; i < manifest.bucketCount; i++) {
         const bucketDir = bucketDirPath(dir, manifest.bucketCount, i);
         this.#slots.push({
-          index: i, dir: bucketDir, record: manifest.buckets[i]!, bucket: undefined,
-          loadError: missing.has(i) ? new OffsetStoreError('CORRUPT_MESSAGE', `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`) : undefined,
+          index: i, dir: bucketDir, record: manifest.buckets[i]!, bucket: undefined, notOwned: this.#hosted,
+          loadError: missing.has(i) && !this.#hosted ? new OffsetStoreError('CORRUPT_MESSAGE', `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`) : undefined,
         });
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
@@ -143,7 +215,9 @@ export class OffsetStore {
       const endsInexact = async () => {
         if (manifest.buckets.some((b) => b.endExact)) await this.#manifest!.update((m) => { for (const b of m.buckets) b.endExact = false; });
       };
-      if (this.#options.awaitRecovery) {
+      if (this.#hosted) {
+        this.#recovery = Promise.resolve();
+      } else if (this.#options.awaitRecovery) {
         this.#recovery = this.#recoverAll();
         await this.#recovery;
         await this.#raiseLogEnds();
@@ -158,7 +232,7 @@ export class OffsetStore {
     }
     this.#armRetention();
     this.#recovery.then(() => {
-      if (!this.#closed) this.#startCompaction();
+      if (!this.#closed && !this.#hosted) this.#startCompaction();
     }, () => {});
   }
 
@@ -194,6 +268,7 @@ export class OffsetStore {
   /** Runs compaction on every offsets-bucket now (whatever its dirty ratio) and reports what it did. */
   async compact(options?: CompactOptions): Promise<CompactionReport> {
     this.#checkOpen();
+    if (this.#hosted) throw new OffsetStoreError('INVALID_REQUEST', 'a hosting store does not compact: its host checkpoints each bucket');
     const onBucketCompacted = options?.onBucketCompacted;
     if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function') throw new TypeError('onBucketCompacted must be a function');
     await this.#recovery;
@@ -228,6 +303,7 @@ export class OffsetStore {
 
   async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
     this.#checkOpen();
+    if (this.#hosted) throw new OffsetStoreError('INVALID_REQUEST', 'a hosting store does not compact: its host checkpoints each bucket');
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
     await this.#recovery;
     if (loaded.id === this.#recorded) {
@@ -352,7 +428,13 @@ export class OffsetStore {
 
   /** The slot's loaded offsets-bucket, or the error of a bucket recovering (retriable) or failed (not). */
   #loaded(slot: BucketSlot): OffsetsBucket {
-    if (slot.bucket !== undefined) return slot.bucket;
+    if (slot.bucket !== undefined) {
+      if (this.#servingGuard !== undefined && !this.#servingGuard()) {
+        throw new OffsetStoreError('NOT_COORDINATOR', `offsets-bucket ${slot.index}: this node's lease is not confirmed, so it serves nothing: find the coordinator again`);
+      }
+      return slot.bucket;
+    }
+    if (slot.notOwned) throw new OffsetStoreError('NOT_COORDINATOR', `offsets-bucket ${slot.index} is not served by this node: find its coordinator again`);
     if (slot.loadError !== undefined) {
       // Not retriable: the bucket will not load until its files are repaired (e.g. CORRUPT_MESSAGE).
       const { code } = slot.loadError instanceof OffsetStoreError ? slot.loadError : { code: 'LOG_STORAGE_ERROR' as const };
@@ -395,8 +477,9 @@ export class OffsetStore {
   fetchOffsetsSync(groupId: string, buckets?: BucketRef[], options?: FetchOptions): (CommittedOffset | null)[] {
     this.#checkOpen();
     const requireStable = options?.requireStable === true;
-    if (!requireStable && Array.isArray(buckets)) {
-      // Only strings that passed validateGroupId below are keys of the cache.
+    if (!requireStable && Array.isArray(buckets) && !this.#hosted) {
+      // Only strings that passed validateGroupId below are keys of the cache (a hosting store has
+      // none: each fetch must ask whether this node still owns the bucket).
       const cached = this.#fetchCache.get(groupId);
       if (cached !== undefined) {
         if (!cached.detached) return fetchFromGroup(groupId, cached, buckets);
@@ -412,12 +495,27 @@ export class OffsetStore {
     return fetchFromGroup(groupId, group, buckets);
   }
 
+  /**
+   * The protocol of the group of that id: `'consumer'` or `'classic'` while its coordinator holds
+   * state for it (members, or an Empty group it still keeps), null otherwise (no group, or offsets
+   * only). Synchronous, from memory: a wire front end uses it to read a commit's generation field
+   * as a consumer-protocol member epoch or a classic generation (Kafka's OffsetCommit v9 carries
+   * either). Throws like `fetchOffsetsSync` (STORE_CLOSED, INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS).
+   */
+  groupType(groupId: string): GroupType | null {
+    this.#checkOpen();
+    validateGroupId(groupId);
+    return this.#bucket(groupId).coordinator.groupType(groupId);
+  }
+
   /** Every group with committed offsets or members. */
   async listGroups(): Promise<GroupListing[]> {
     this.#checkOpen();
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
       // A partial listing would hide groups: every bucket must be loaded (retriable while one recovers).
+      // A hosting node lists the groups it coordinates, as each Kafka broker does.
+      if (slot.notOwned) continue;
       for (const { groupId, state, groupType, protocolType } of this.#loaded(slot).listGroups()) {
         listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index, groupType, protocolType });
       }
@@ -542,6 +640,7 @@ export class OffsetStore {
     const buckets = this.#slots.map((slot): BucketStats => {
       const bucket = slot.bucket;
       if (bucket === undefined) {
+        if (slot.notOwned) return { bucket: slot.index, state: 'not-owned', logBytes: 0, appendedBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
         return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, appendedBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
       }
       return { bucket: slot.index, state: 'ready', ...bucket.figures(), checkpoint: bucket.table.latestCheckpoint() };
@@ -640,6 +739,7 @@ export class OffsetStore {
    * refuses a log that ends anywhere else), as a lower bound for one a storage failure stopped.
    */
   async #recordLogEnds(): Promise<void> {
+    if (this.#hosted) return; // hosted logs are not in this directory
     await this.#manifest?.update((m) => {
       for (const slot of this.#slots) {
         const end = slot.bucket?.logEnd();

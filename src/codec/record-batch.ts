@@ -84,6 +84,22 @@ export function writeBatchHeader(buf: Buffer, sizeBytes: number, commitTimestamp
 }
 
 /**
+ * Stamps who appends a built batch: the appender's coordinator epoch (its fencing token) and its
+ * writer id (unique per log writer, so that a writer can recognise its own batch when it reads back
+ * an append whose outcome it does not know). A replicated log calls this before `sealBatch`; the
+ * local log never does (its batches keep epoch 0 and writer -1).
+ */
+export function stampBatchWriter(buf: Buffer, coordinatorEpoch: number, writerId: number): void {
+  buf.writeInt32LE(coordinatorEpoch, COORDINATOR_EPOCH_POSITION);
+  writeInt64(buf, writerId, WRITER_ID_POSITION);
+}
+
+/** The writer id stamped into a batch (-1 = none). */
+export function readBatchWriterId(buf: Buffer, position = 0): number {
+  return readInt64(buf, position + WRITER_ID_POSITION);
+}
+
+/**
  * Stamps `logOffset` (and, when given, `syncLag`, capped at SYNC_LAG_MAX) into a built batch (at
  * `buf[start]`) and computes its checksum.
  */

@@ -196,7 +196,8 @@ export class Compactor {
     for (const target of this.#targets) {
       if (this.#running.has(target.bucket) || target.log.failed) continue;
       try {
-        const view = await this.#view(target, false);
+        const state = await this.#state(target);
+        const view = this.#view(target, false, state, target.log.segments());
         if ((this.#options.strategy!.definition.due ?? dueByGarbageRatio)(view)) due.push(target);
       } catch (error) {
         if (!this.#closed) this.#options.onError(error, target.bucket);
@@ -284,11 +285,12 @@ export class Compactor {
     return this.#states.get(target.bucket);
   }
 
-  /** Step 2: what the strategy is shown. */
-  async #view(target: CompactionTarget, forced: boolean): Promise<BucketView> {
-    const state = await this.#state(target);
+  /**
+   * Step 2: what the strategy is shown, from `segments`, the same list the job reads (taken after the
+   * last await: a log that rolled in between would show the strategy segments the job cannot find).
+   */
+  #view(target: CompactionTarget, forced: boolean, state: JsonValue | undefined, segments: SegmentInfo[]): BucketView {
     const log = target.log;
-    const segments = log.segments();
     const logBytes = segments.reduce((sum, s) => sum + s.sizeBytes, 0);
     const liveBytesEstimate = target.liveBytesEstimate();
     const o = this.#options;
@@ -312,8 +314,9 @@ export class Compactor {
     const bytesBefore = log.sizeBytes;
     const segmentsBefore = log.segments().length;
     await log.completeSwap();
+    const state = await this.#state(target);
     const segments = log.segments();
-    const view = await this.#view(target, forced);
+    const view = this.#view(target, forced, state, segments);
     const result: BucketCompaction = {
       bucket: target.bucket, startedAtMs, background: !forced, bytesBefore, bytesAfter: 0, segmentsBefore, segmentsAfter: 0,
       segmentsRewritten: 0, recordsRead: 0, recordsDropped: 0, bytesRead: 0, bytesWritten: 0, durationMs: 0,
@@ -342,8 +345,12 @@ export class Compactor {
     if (plan.deleteBelow !== undefined) await target.freeBelow(this.#checkCovered(plan.deleteBelow, target, author, view));
     // Step 7.
     if (plan.state !== undefined) {
-      await writeStrategyState(log.fs, log.dir, strategy.id, plan.state.value);
       this.#states.set(target.bucket, plan.state.value);
+      try {
+        await writeStrategyState(log.fs, log.dir, strategy.id, plan.state.value);
+      } catch (error) {
+        throw new OffsetStoreError('LOG_STORAGE_ERROR', `compacting offsets-bucket ${target.bucket}: writing its strategy state failed (the compaction itself is done and durable; the state is advice, and a later run after a reopen starts from the one it finds): ${(error as Error).message}`, { cause: error });
+      }
     }
     return this.#finish(result, target, startedMs);
   }

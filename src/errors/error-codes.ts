@@ -14,8 +14,11 @@ export interface ErrorCodeInfo {
 /** Every error code this store raises, with its stable number and whether retrying can succeed. */
 export const ERROR_CODES = {
   CORRUPT_MESSAGE: { errno: 2, retriable: false },
+  REQUEST_TIMED_OUT: { errno: 7, retriable: true },
   OFFSET_METADATA_TOO_LARGE: { errno: 12, retriable: false },
   COORDINATOR_LOAD_IN_PROGRESS: { errno: 14, retriable: true },
+  COORDINATOR_NOT_AVAILABLE: { errno: 15, retriable: true },
+  NOT_COORDINATOR: { errno: 16, retriable: true },
   ILLEGAL_GENERATION: { errno: 22, retriable: false },
   INCONSISTENT_GROUP_PROTOCOL: { errno: 23, retriable: false },
   INVALID_GROUP_ID: { errno: 24, retriable: false },
@@ -41,6 +44,7 @@ export const ERROR_CODES = {
   BUCKET_NOT_ASSIGNED: { errno: 1004, retriable: false },
   TOO_MANY_PENDING_WRITES: { errno: 1005, retriable: true },
   INVALID_COMPACTION_PLAN: { errno: 1006, retriable: false },
+  REPLICA_NO_SPACE: { errno: 1007, retriable: true },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** The name of an error code, e.g. `'CORRUPT_MESSAGE'`. */

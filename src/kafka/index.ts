@@ -14,3 +14,4 @@ export {
   type QuotaLimits, type QuotaOptions, type SaslMechanism, type ScramMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type UserListing,
 } from './security/index.js';
 export { CATALOG_FILE, type TopicEntry } from './catalog/index.js';
+export type { BrokerEndpoint, ClusterView } from './handlers/index.js';

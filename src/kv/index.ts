@@ -11,6 +11,7 @@ export { readLmdbMeta, type LmdbMeta, type LmdbTree } from './lmdb-meta.js';
 export { checkLmdbTrees, type LmdbTreeCheck } from './lmdb-tree-check.js';
 export { OffsetsTable, type CheckpointRun, type OffsetsTableOptions, type OffsetsTableRecovery } from './offsets-table.js';
 export { OffsetsTableState, fetchFromGroup } from './offsets-table-state.js';
+export { restoreStateImage, stateImage } from './state-image.js';
 export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOffsetsPort, type ScannerOptions } from './scanner-offsets.js';
 export {
   normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type ClassicCommitMember, type CommitMember, type ConsumerCommitMember,

@@ -3,14 +3,19 @@
  * (docs/architecture.md, "The commit path"). Requests arrive validated; this class encodes, marks
  * pending, appends, and applies the batch to the state only once the append is durable (or clears
  * the marks if it failed).
+ *
+ * Every write and every truncation goes through the log port (LogPort): the local segmented log of
+ * a single-process store, or a replicated log in a cluster (`OffsetsTable.over`). Only what exists
+ * for local segments alone (LMDB checkpoints beside them, the log cleaner's segment lists) uses
+ * `segmentLog`, which is undefined for any other log.
  */
 import * as path from 'node:path';
 import { buildGroupSnapshotBatch, buildOffsetBatch, readBatchRecordCount, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
-import { Log, inspectLog, type BatchVisitor, type LogInspection, type LogOptions, type LogRecoveryReport } from '../log/index.js';
+import { Log, inspectLog, type BatchVisitor, type LogInspection, type LogOptions, type LogPort, type LogRecoveryReport } from '../log/index.js';
+import { assert } from '../util/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
-import { assert } from '../util/index.js';
 
 /** Records per batch when the state is written back into the log (~300 bytes each at most: far below batchBytesMax). */
 const IMAGE_RECORDS_PER_BATCH = 10_000;
@@ -51,18 +56,31 @@ export interface CheckpointRun {
 
 /** An open offsets table. */
 export class OffsetsTable {
-  /** The table's log; compaction and stats read it, only this class appends to it. */
-  readonly log: Log;
+  /** The table's log port: only this class appends to it; stats and compaction read its figures. */
+  readonly log: LogPort;
+  /** The same log when it is local segment files (the log cleaner and LMDB checkpoints need them); else undefined. */
+  readonly segmentLog: Log | undefined;
   /** The materialized index and pending marks; reads go straight to it, changes only through this class. */
   readonly state: OffsetsTableState;
   #checkpoints: CheckpointStore | undefined;
   /** Writes appended and not yet applied or failed. */
   #writesInFlight = 0;
 
-  private constructor(log: Log, state: OffsetsTableState, checkpoints: CheckpointStore | undefined) {
+  private constructor(log: LogPort, state: OffsetsTableState, checkpoints: CheckpointStore | undefined) {
     this.log = log;
+    this.segmentLog = log instanceof Log ? log : undefined;
     this.state = state;
     this.#checkpoints = checkpoints;
+  }
+
+  /**
+   * A table over a log its owner opened and replayed into `state` already (a replicated log: the
+   * owner restored its checkpoint and replayed the tail). No LMDB checkpoints: `checkpoint` does
+   * nothing, and whoever checkpoints the state elsewhere frees the log through `log.truncateBelow`.
+   */
+  static over(log: LogPort, state: OffsetsTableState): OffsetsTable {
+    assert(state.appliedLogOffset < log.nextOffset, 'the state was replayed from this log, not past its end');
+    return new OffsetsTable(log, state, undefined);
   }
 
   /**
@@ -246,20 +264,28 @@ export class OffsetsTable {
 
   /** Starts using checkpoints: any old environment is removed (it may predate deletes), then one is written. */
   async enableCheckpoints(nowMs: number): Promise<void> {
-    const dir = path.join(this.log.dir, 'checkpoint');
+    const local = this.#local();
+    const dir = path.join(local.dir, 'checkpoint');
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
-    await this.log.fs.removeTree(dir);
-    this.#checkpoints = await CheckpointStore.open(this.log.fs, dir);
+    await local.fs.removeTree(dir);
+    this.#checkpoints = await CheckpointStore.open(local.fs, dir);
     await this.#writeCheckpoint(nowMs);
   }
 
   /** Stops using checkpoints once the log alone holds the state from `logStart` on: frees the log below it and the environment. */
   async dropCheckpoints(logStart: number): Promise<void> {
-    await this.log.deleteSegmentsBelow(logStart);
+    const local = this.#local();
+    await local.deleteSegmentsBelow(logStart);
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
-    await this.log.fs.removeTree(path.join(this.log.dir, 'checkpoint'));
+    await local.fs.removeTree(path.join(local.dir, 'checkpoint'));
+  }
+
+  /** The local segmented log, for what only it has (LMDB checkpoints live in its directory). */
+  #local(): Log {
+    assert(this.segmentLog !== undefined, 'LMDB checkpoints exist only beside a local segmented log');
+    return this.segmentLog;
   }
 
   /**
@@ -289,9 +315,8 @@ export class OffsetsTable {
    */
   async freeBelow(logOffset: number): Promise<number> {
     const newest = this.latestCheckpoint();
-    assert(newest !== undefined && logOffset <= newest.logOffset, `${this.log.dir}: segments below ${logOffset} are freed only under a checkpoint covering them`);
-    if (this.log.nextOffset === logOffset && this.log.segments().at(-1)!.sizeBytes > 0) await this.log.sealActive();
-    return this.log.deleteSegmentsBelow(logOffset);
+    assert(newest !== undefined && logOffset <= newest.logOffset, `segments below ${logOffset} are freed only under a checkpoint covering them`);
+    return this.log.truncateBelow(logOffset);
   }
 
   /** The newest checkpoint, written now unless it is already current; a new one is read back and verified. */

@@ -39,10 +39,21 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The pid a LOCK file's bytes name, or undefined for a torn one: the file is written as `<pid>\n`, so
+ * one without its newline was cut short, and the digits it has may be another process's pid.
+ */
+function lockPid(bytes: Buffer | null): number | undefined {
+  const text = bytes?.toString('utf8') ?? '';
+  if (!/^[0-9]+\n$/.test(text)) return undefined;
+  const pid = Number.parseInt(text, 10);
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+}
+
 /** The pid in `<dir>/LOCK` if that process is alive (the store is open there), else null. Reads only. */
 export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
-  const pid = Number.parseInt((await fs.readFile(path.resolve(dir, 'LOCK')))?.toString('utf8') ?? '', 10);
-  return Number.isSafeInteger(pid) && pid > 0 && pidAlive(pid) ? pid : null;
+  const pid = lockPid(await fs.readFile(path.resolve(dir, 'LOCK')));
+  return pid !== undefined && pidAlive(pid) ? pid : null;
 }
 
 /** A held directory lock; `release()` removes it. */
@@ -91,16 +102,21 @@ export class DirectoryLock {
         try {
           await handle.writev([Buffer.from(`${process.pid}\n`)], 0);
           await handle.datasync();
-        } finally {
-          await handle.close();
+        } catch (error) {
+          // The file is this process's (created exclusively): a torn one must not stay to be read
+          // as some other process's pid.
+          await handle.close().catch(() => {});
+          await fs.unlink(lockPath).catch(() => {});
+          throw error;
         }
+        await handle.close();
         return;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       if (!kernelLockHeld) {
-        const holder = Number.parseInt((await fs.readFile(lockPath))?.toString('utf8') ?? '', 10);
-        if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && pidAlive(holder)) {
+        const holder = lockPid(await fs.readFile(lockPath));
+        if (holder !== undefined && holder !== process.pid && pidAlive(holder)) {
           throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder}`);
         }
       }

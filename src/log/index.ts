@@ -4,6 +4,7 @@
  * batches as sealed buffers, not what their records mean. This file is the folder's door.
  */
 export { DirectoryLock, forgetHeldDirectories, liveLockHolder } from './directory-lock.js';
+export type { LogPort } from './log-port.js';
 export { LOG_DEFAULTS, Log, forgetLogProcessState, type Durability, type LogOptions, type LogRecovery, type LogRecoveryReport, type SegmentInfo } from './log.js';
 export { REJECTED_FILE, damageError, inspectLog, type InspectOptions, type InspectedSegment, type LogDamage, type LogExpectations, type LogInspection, type LogLimits } from './log-inspection.js';
 export { SEGMENT_SUFFIX, parseSegmentFileName, segmentFileName } from './segment-name.js';

@@ -271,7 +271,9 @@ async function scanOne(
   }
   if (scan.damage === undefined) return undefined;
   const { position, reason } = scan.damage;
-  const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : previous;
+  // With no intact batch in it, the damaged one is the segment's first: its log offset is the base
+  // (`previous` is -1 when no segment precedes it, as after a checkpoint freed them all).
+  const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : segment.baseOffset - 1;
   const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, { ...limits, durableBelow: expectations.knownEnd?.logOffset });
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
   if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');

@@ -68,6 +68,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { assert } from '../util/index.js';
 import { REJECTED_FILE, damageError, inspectLog, type LogExpectations, type LogInspection, type RejectedBatches } from './log-inspection.js';
+import type { LogPort } from './log-port.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
 import { applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
@@ -193,8 +194,8 @@ interface PendingAppend {
   reject: (error: unknown) => void;
 }
 
-/** One offsets-bucket's append-only log. */
-export class Log {
+/** One offsets-bucket's append-only log in local segment files: the LogPort of a single-process store. */
+export class Log implements LogPort {
   readonly #options: LogOptions;
   readonly #segments: SegmentInfo[];
   #active: FileHandle;
@@ -283,6 +284,11 @@ export class Log {
       throw error;
     }
     return { log: new Log(options, segments, active, lastFileBytes, nextOffset), report };
+  }
+
+  /** Always 0: a single-process store has no other writer to fence (the batch header keeps 0). */
+  get coordinatorEpoch(): number {
+    return 0;
   }
 
   /** The log offset the next appended batch gets (the log end offset). */
@@ -653,6 +659,15 @@ export class Log {
     this.#pendingSwap = { first: 0, inputs: doomed, outputs: [] };
     await this.#completeSwap();
     return doomed.reduce((sum, s) => sum + s.sizeBytes, 0);
+  }
+
+  /**
+   * LogPort's truncation: when `logOffset` covers every batch (a quiet bucket), the active segment is
+   * sealed first so that it can go too; then the sealed segments wholly below `logOffset` are deleted.
+   */
+  async truncateBelow(logOffset: number): Promise<number> {
+    if (logOffset >= this.#nextOffset && this.#segments.at(-1)!.sizeBytes > 0) await this.sealActive();
+    return this.deleteSegmentsBelow(logOffset);
   }
 
   /**

@@ -33,7 +33,7 @@ import {
 } from '../kv/index.js';
 import type { BucketLogRecord, LogOptions } from '../log/index.js';
 import { bucketKey, type TableBucket } from '../model/index.js';
-import type { Clock } from '../util/index.js';
+import { assert, type Clock } from '../util/index.js';
 
 /** How to load an offsets-bucket. */
 export interface OffsetsBucketOptions {
@@ -137,6 +137,15 @@ export class OffsetsBucket {
       log: options.log, useCheckpoints: options.useCheckpoints, logStart: options.record.logStart,
       knownEnd: { logOffset: options.record.logEnd, exact: options.record.endExact }, onWarning: options.onWarning,
     });
+    return OffsetsBucket.fromTable(options, table, report);
+  }
+
+  /**
+   * The offsets-bucket over a table recovered already (a local one by `load`; one over a replicated
+   * log by a cluster node, from its checkpoint and log): restores the coordinator from the table's
+   * group snapshots, every group Stable or Empty, and takes the table over (closing it on failure).
+   */
+  static async fromTable(options: Pick<OffsetsBucketOptions, 'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped'>, table: OffsetsTable, report: OffsetsTableRecovery): Promise<OffsetsBucket> {
     let coordinator: GroupCoordinator;
     try {
       coordinator = new GroupCoordinator({
@@ -369,9 +378,11 @@ export class OffsetsBucket {
   compactionTarget(logStart: () => number): CompactionTarget {
     const { table } = this;
     const clock = this.#clock;
+    const log = table.segmentLog;
+    assert(log !== undefined, 'compaction runs on offsets-buckets whose log is local segments');
     return {
       bucket: this.index,
-      log: table.log,
+      log,
       liveBytesEstimate: () => table.state.liveOffsetCount * table.state.recordBytesAverage,
       liveOffsets: () => table.state.liveOffsetCount,
       liveSnapshots: () => table.state.snapshotCount,
@@ -394,8 +405,8 @@ export class OffsetsBucket {
   figures(): OffsetsBucketFigures {
     let groups = 0;
     for (const _ of this.table.state.groupIds()) groups++;
-    const { log, state } = this.table;
-    return { logBytes: log.sizeBytes, appendedBytes: log.appendedBytes, segmentCount: log.segments().length, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
+    const { log, segmentLog, state } = this.table;
+    return { logBytes: log.sizeBytes, appendedBytes: log.appendedBytes, segmentCount: segmentLog?.segments().length ?? 0, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
   }
 
   /** Where the log ends, as the manifest records it at a clean close: exactly, or a lower bound after a storage failure. */

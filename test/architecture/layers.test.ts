@@ -1,7 +1,7 @@
 /**
  * Enforces the layering of docs/architecture.md ("Layers") from the import statements of src/:
  * - dependencies point one way: errors, util <- model <- codec, io <- log <- kv, compaction <- group
- *   <- shard <- store <- admin <- kafka <- root <- cli, where root is the package root src/index.ts
+ *   <- shard <- store <- admin <- kafka <- cluster <- root <- cli, where root is the package root src/index.ts
  *   (it re-exports the public API of every layer below it, the Kafka server included);
  * - kv and compaction do not import each other; group imports only errors, util and model (it
  *   writes through a port, not the log);
@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
-const RANK: Record<string, number> = { errors: 0, util: 0, model: 1, codec: 2, io: 2, log: 3, kv: 4, compaction: 4, group: 5, shard: 6, store: 7, admin: 8, kafka: 9, lab: 9, root: 10, cli: 11 };
+const RANK: Record<string, number> = { errors: 0, util: 0, model: 1, codec: 2, io: 2, log: 3, kv: 4, compaction: 4, group: 5, shard: 6, store: 7, admin: 8, kafka: 9, lab: 9, cluster: 10, root: 11, cli: 12 };
 const ROOT = path.join(SRC, 'index.ts');
 const ALLOWED_FOR_GROUP = new Set(['errors', 'util', 'model', 'group']);
 

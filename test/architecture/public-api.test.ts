@@ -34,6 +34,7 @@ describe('the public API', () => {
       'BucketRecoveryReport: interface',
       'BucketRef: interface',
       'BucketStats: interface',
+      'BucketStatus: interface',
       'BucketView: interface',
       'CheckpointInfo: interface',
       'CheckpointView: interface',
@@ -53,6 +54,9 @@ describe('the public API', () => {
       'ClassicSyncGroupRequest: interface',
       'ClassicSyncGroupResult: interface',
       'Clock: interface',
+      'ClusterServer: interface',
+      'ClusterServerOptions: interface',
+      'ClusterStatus: interface',
       'CommitOptions: interface',
       'CommittedOffset: type',
       'CompactOptions: interface',
@@ -95,6 +99,7 @@ describe('the public API', () => {
       'MissingOffsetPolicy: type',
       'NodeFileSystem: class',
       'NodeFileSystemOptions: interface',
+      'NodeInfo: interface',
       'OffsetCommit: interface',
       'OffsetStore: class',
       'OffsetStoreError: class',
@@ -119,6 +124,7 @@ describe('the public API', () => {
       'Timer: interface',
       'TopicSpec: interface',
       'isOffsetStoreError: function',
+      'startClusterServer: function',
       'startKafkaServer: function',
     ]);
   });

@@ -297,6 +297,25 @@ describe('Log', () => {
     await log.close();
   });
 
+  it('takes a torn first batch of a log whose earlier segments were freed for a torn write, not for damage to durable batches', async () => {
+    const dir = tempDir();
+    await writeLog(dir, 40);
+    const { log } = await Log.open(logOptions(dir), { fromLogOffset: 0 });
+    await log.sealActive();
+    const start = log.nextOffset;
+    await log.deleteSegmentsBelow(start);
+    expect(segmentFiles(dir)).toHaveLength(1);
+    await log.append(testBatch(start));
+    await log.close();
+    const only = path.join(dir, segmentFiles(dir)[0]!);
+    truncateSync(only, statSync(only).size - 3);
+    // The store knew batches below `start` were durable; the one at `start` was the write a crash tore.
+    const reopened = await Log.open(logOptions(dir), { fromLogOffset: start, knownEnd: { logOffset: start, exact: false } });
+    expect(reopened.log.nextOffset).toBe(start);
+    expect(reopened.report.bytesTruncated).toBeGreaterThan(0);
+    await reopened.log.close();
+  });
+
   it('carries out segment deletions called at the same time one after the other (a checkpoint at close racing a conversion)', async () => {
     const dir = tempDir();
     const written = await writeLog(dir, 120);

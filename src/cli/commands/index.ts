@@ -1,6 +1,7 @@
 /** Every command of the CLI, in the order `--help` lists them. */
 import type { Command } from '../command.js';
 import { aclsAdd, aclsList, aclsRemove } from './acls.js';
+import { clusterStatusCommand } from './cluster-status.js';
 import { compact } from './compact.js';
 import { demo } from './demo.js';
 import { groupsDelete } from './groups-delete.js';
@@ -17,4 +18,4 @@ import { stats } from './stats.js';
 import { usersAdd, usersList, usersRemove } from './users.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, usersAdd, usersRemove, usersList, aclsAdd, aclsRemove, aclsList, lab, demo];
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, usersAdd, usersRemove, usersList, aclsAdd, aclsRemove, aclsList, clusterStatusCommand, lab, demo];

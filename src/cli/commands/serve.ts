@@ -7,8 +7,10 @@
  */
 import { NodeFileSystem } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
+import { startClusterServer } from '../../cluster/index.js';
 import {
-  SASL_MECHANISMS, SERVER_DEFAULTS, parseListenerAddress, startKafkaServer, type ListenerOptions, type SaslMechanism, type SecurityOptions, type SecurityProtocol, type TopicSpec,
+  SASL_MECHANISMS, SERVER_DEFAULTS, parseListenerAddress, startKafkaServer, type KafkaServer, type ListenerOptions, type SaslMechanism, type SecurityOptions,
+  type SecurityProtocol, type TopicSpec,
 } from '../../kafka/index.js';
 import { EXIT, UsageError, integerOption, noPositionals, stringListOption, stringOption, type Command, type CommandContext } from '../command.js';
 
@@ -21,13 +23,20 @@ export const serve: Command = {
   summary: "serve the store over Kafka's wire protocol (group coordinator and offsets)",
   description: [
     'Opens the store and serves it to Kafka clients as their group coordinator and offset store:',
-    'OffsetCommit, OffsetFetch, the consumer group protocol (KIP-848), group admin, and the Metadata,',
-    'ListOffsets and Fetch answers consumers need (no records are stored: every partition is empty).',
+    'OffsetCommit, OffsetFetch, the classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)',
+    'and the consumer group protocol (KIP-848), group admin, and the Metadata, ListOffsets and Fetch',
+    'answers consumers need (no records are stored: every partition is empty).',
     'Topics are tables of the store (partition p = bucket p), kept in kafka-topics.json in the store',
     'directory; a topic a client asks for is created with --default-partitions unless --no-auto-create.',
     'Prints the address once listening (--json: {"host","port","listeners"}); stops on SIGINT or SIGTERM,',
-    'letting requests in flight finish and closing the store; re-reads users and ACLs on SIGHUP.',
-    'Listeners may use TLS and SASL, and an authorizer may enforce ACLs. See docs/kafka.md, docs/security.md.',
+    'letting requests in flight finish (held JoinGroup and SyncGroup requests are answered at once) and',
+    'closing the store; re-reads users and ACLs on SIGHUP. Listeners may use TLS and SASL, and an',
+    'authorizer may enforce ACLs. See docs/kafka.md and docs/security.md.',
+    '',
+    'With --etcd, the server is one node of a cluster (docs/cluster.md): the offsets live in etcd, the',
+    'offsets-buckets are spread over the live nodes, and --dir keeps only this node\'s lock, manifest',
+    'and topic catalog. Give every node the same --topic list and --no-auto-create, so that topics',
+    'name the same tables everywhere.',
   ].join('\n'),
   options: {
     listen: { type: 'string', multiple: true, valueName: '<[PROTOCOL://]host:port>', description: `listener (repeatable): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; host:port alone is PLAINTEXT (default ${DEFAULT_LISTEN}; port 0 picks a free one)` },
@@ -46,28 +55,45 @@ export const serve: Command = {
     topic: { type: 'string', multiple: true, valueName: '<name:partitions>', description: 'a topic to serve, created or grown at start (repeatable)' },
     'default-partitions': { type: 'string', valueName: '<n>', description: `partitions of a topic created when a client asks for it (default ${SERVER_DEFAULTS.defaultPartitions})` },
     'no-auto-create': { type: 'boolean', description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)' },
+    etcd: { type: 'string', valueName: '<urls>', description: 'cluster mode: etcd client URLs, comma-separated' },
+    'node-id': { type: 'string', valueName: '<id>', description: 'cluster mode: this node\'s id, unique in the cluster (required with --etcd)' },
+    'broker-id': { type: 'string', valueName: '<n>', description: 'cluster mode: Kafka broker id (default the digits ending --node-id)' },
+    'bucket-count': { type: 'string', valueName: '<n>', description: 'cluster mode: offsets-buckets of a new cluster (default 16; an existing cluster keeps its own)' },
+    'etcd-prefix': { type: 'string', valueName: '<prefix>', description: 'cluster mode: key prefix of the cluster in etcd (default /offset-store/)' },
+    'lease-ttl': { type: 'string', valueName: '<seconds>', description: 'cluster mode: lease TTL; failover takes about this long (default 3)' },
   },
   examples: [
     'offset-store serve --dir ./offsets',
     'offset-store serve --dir ./offsets --listen 127.0.0.1:0 --json',
     'offset-store serve --dir ./offsets --listen 0.0.0.0:9092 --advertise kafka-offsets.internal:9092 --topic orders:12',
     'offset-store serve --dir ./offsets --listen PLAINTEXT://127.0.0.1:9092 --listen SASL_SSL://127.0.0.1:9093 --tls-cert server.pem --tls-key server.key --authorizer --super-user User:admin',
+    'offset-store serve --dir ./n1 --etcd http://127.0.0.1:2379 --node-id n1 --listen 127.0.0.1:9092 --topic orders:12 --no-auto-create',
   ],
   async run(context) {
     noPositionals(context);
     const settings = await serveOptions(context);
     const { output } = context;
-    const store = await OffsetStore.open({ dir: context.dir, onWarning: (message) => output.warn(message) });
-    let server;
-    try {
-      server = await startKafkaServer({
-        store, listeners: settings.listeners, security: settings.security, topics: settings.topics, autoCreateTopics: settings.autoCreateTopics,
-        ...(settings.defaultPartitions === undefined ? {} : { defaultPartitions: settings.defaultPartitions }),
-        onWarning: (message) => output.warn(message),
-      });
-    } catch (error) {
-      await store.close();
-      throw error;
+    const serverOptions = {
+      listeners: settings.listeners, security: settings.security, topics: settings.topics, autoCreateTopics: settings.autoCreateTopics,
+      ...(settings.defaultPartitions === undefined ? {} : { defaultPartitions: settings.defaultPartitions }),
+      onWarning: (message: string) => output.warn(message),
+    };
+    let server: KafkaServer;
+    let close: () => Promise<void>;
+    const cluster = clusterOptions(context);
+    if (cluster !== undefined) {
+      const node = await startClusterServer({ ...serverOptions, ...cluster, dir: context.dir });
+      server = node.server;
+      close = () => node.close();
+    } else {
+      const store = await OffsetStore.open({ dir: context.dir, onWarning: (message) => output.warn(message) });
+      try {
+        server = await startKafkaServer({ ...serverOptions, store });
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+      close = () => server.close({ closeStore: true });
     }
     const running = server;
     const reload = () => {
@@ -85,7 +111,7 @@ export const serve: Command = {
         output.jsonLine({ host: server.host, port: server.port, listeners: server.listeners.map((l) => ({ name: l.name, securityProtocol: l.securityProtocol, host: l.host, port: l.port })) });
       } else {
         for (const l of server.listeners) {
-          output.line(`Serving ${store.dir} over the Kafka protocol on ${l.securityProtocol === 'PLAINTEXT' ? '' : `${l.securityProtocol}://`}${formatAddress(l.host, l.port)}; clients bootstrap from ${l.brokers.join(', ')}.`);
+          output.line(`Serving ${context.dir}${cluster === undefined ? '' : ` as node ${cluster.nodeId} of the cluster in ${cluster.etcdEndpoints.join(',')}`} over the Kafka protocol on ${l.securityProtocol === 'PLAINTEXT' ? '' : `${l.securityProtocol}://`}${formatAddress(l.host, l.port)}; clients bootstrap from ${l.brokers.join(', ')}.`);
         }
         const topics = server.stats().topics;
         output.line(`${topics} ${topics === 1 ? 'topic' : 'topics'} in the catalog. Stop with Ctrl-C (SIGINT) or SIGTERM.`);
@@ -93,11 +119,40 @@ export const serve: Command = {
     });
     process.off('SIGHUP', reload);
     if (!output.json) output.line(`${signal}: closing (requests in flight finish, the store is closed).`);
-    await server.close({ closeStore: true });
+    await close();
     if (!output.json) output.line('Stopped.');
     return EXIT.OK;
   },
 };
+
+/** The cluster-mode options, when --etcd is given. */
+function clusterOptions(context: CommandContext) {
+  const etcd = stringOption(context, 'etcd');
+  const nodeId = stringOption(context, 'node-id');
+  if (etcd === undefined) {
+    for (const name of ['node-id', 'broker-id', 'bucket-count', 'etcd-prefix', 'lease-ttl']) {
+      if (context.values[name] !== undefined) throw new UsageError(`--${name} needs --etcd`);
+    }
+    return undefined;
+  }
+  if (nodeId === undefined || !/^[A-Za-z0-9._-]{1,64}$/.test(nodeId)) throw new UsageError('--node-id <id> (1-64 of [A-Za-z0-9._-]) is required with --etcd');
+  const digits = /(\d+)$/.exec(nodeId)?.[1];
+  const brokerId = integerOption(context, 'broker-id') ?? (digits === undefined ? undefined : Number(digits));
+  if (brokerId === undefined || brokerId < 0 || brokerId > 0x7fffffff) throw new UsageError('--broker-id <n> (0 or more) is required when --node-id does not end in digits');
+  const bucketCount = integerOption(context, 'bucket-count');
+  if (bucketCount !== undefined && bucketCount < 1) throw new UsageError('--bucket-count must be at least 1');
+  const leaseTtlSeconds = integerOption(context, 'lease-ttl');
+  if (leaseTtlSeconds !== undefined && leaseTtlSeconds < 2) throw new UsageError('--lease-ttl must be at least 2 seconds');
+  const etcdEndpoints = etcd.split(',').map((u) => u.trim()).filter((u) => u.length > 0);
+  if (etcdEndpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u))) throw new UsageError(`--etcd must be http(s)://host:port URLs, comma-separated, got ${JSON.stringify(etcd)}`);
+  const prefix = stringOption(context, 'etcd-prefix');
+  return {
+    etcdEndpoints, nodeId, brokerId,
+    ...(bucketCount === undefined ? {} : { bucketCount }),
+    ...(leaseTtlSeconds === undefined ? {} : { leaseTtlSeconds }),
+    ...(prefix === undefined ? {} : { prefix }),
+  };
+}
 
 interface ServeSettings {
   listeners: ListenerOptions[];

@@ -21,7 +21,7 @@
  * Requests are checked as Kafka checks them (INVALID_REQUEST with a message): a group id, a member
  * id except on a v0 join, an instance id if any, a rebalance timeout and a subscription and no
  * owned partitions on a join, an epoch of -2 or more, -2 only with an instance id. Regular
- * expression subscriptions (v1) are not served. Store errors go out as Kafka's codes
+ * expression subscriptions (v1) are not served; an empty regex is none, as Kafka reads it. Store errors go out as Kafka's codes
  * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...).
  */
 import type { HeartbeatRequest, HeartbeatResponse } from '../../group/index.js';
@@ -49,7 +49,8 @@ function invalidity(request: KafkaHeartbeat, version: number): string | null {
   if (memberEpoch < -2) return `MemberEpoch ${memberEpoch} is invalid.`;
   if (memberEpoch === -2 && instanceId === null) return 'InstanceId must be set with MemberEpoch -2.';
   if (memberId === '' && (memberEpoch !== 0 || version >= 1)) return "MemberId can't be empty.";
-  if (request.subscribedTopicRegex !== null) return 'Subscriptions by regular expression are not supported by this server; subscribe by topic names.';
+  // An empty regex is none, as in Kafka's coordinator (librdkafka 2.15 sends '' beside its topic names).
+  if (request.subscribedTopicRegex !== null && request.subscribedTopicRegex !== '') return 'Subscriptions by regular expression are not supported by this server; subscribe by topic names.';
   if (memberEpoch === 0) {
     if (request.rebalanceTimeoutMs === -1) return 'RebalanceTimeoutMs must be provided in first request.';
     if (request.topicPartitions === null || request.topicPartitions.length > 0) return 'TopicPartitions must be empty when (re-)joining.';

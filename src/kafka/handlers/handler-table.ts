@@ -4,13 +4,15 @@
  */
 import { API_KEYS } from '../protocol/index.js';
 import { handleApiVersions } from './api-versions-handler.js';
-import { handleHeartbeat, handleJoinGroup, handleLeaveGroup, handleSyncGroup } from './classic-group-handlers.js';
 import { handleConsumerGroupDescribe } from './consumer-group-describe-handler.js';
 import { handleConsumerGroupHeartbeat } from './consumer-group-heartbeat-handler.js';
 import { handleDeleteGroups } from './delete-groups-handler.js';
 import { handleDescribeGroups } from './describe-groups-handler.js';
 import { handleFetch } from './fetch-handler.js';
 import { handleFindCoordinator } from './find-coordinator-handler.js';
+import { handleHeartbeat } from './heartbeat-handler.js';
+import { handleJoinGroup } from './join-group-handler.js';
+import { handleLeaveGroup } from './leave-group-handler.js';
 import { handleListGroups } from './list-groups-handler.js';
 import { handleListOffsets } from './list-offsets-handler.js';
 import { handleMetadata } from './metadata-handler.js';
@@ -18,6 +20,7 @@ import { handleOffsetCommit } from './offset-commit-handler.js';
 import { handleOffsetDelete } from './offset-delete-handler.js';
 import { handleOffsetFetch } from './offset-fetch-handler.js';
 import { handleProduce } from './produce-handler.js';
+import { handleSyncGroup } from './sync-group-handler.js';
 import type { HandlerTable } from './request-handler.js';
 
 /** The handler of every API the server answers. */

@@ -5,7 +5,6 @@
  * door.
  */
 export { SingleNodeCluster, type BrokerEndpoint, type ClusterView } from './cluster-view.js';
-export { CLASSIC_GROUP_PROTOCOL_SERVED } from './classic-group-handlers.js';
 export { ConsumerMemberDirectory, type MemberNotes } from './consumer-member-directory.js';
 export { HandlerContext, type HandlerSettings } from './handler-context.js';
 export { HANDLERS } from './handler-table.js';

@@ -7,6 +7,7 @@
  * |------------------------------|--------------------------------|------------------------------------------------------|
  * | STORE_CLOSED                 | COORDINATOR_NOT_AVAILABLE (15) | the server is shutting down: find the coordinator again |
  * | TOO_MANY_PENDING_WRITES      | COORDINATOR_NOT_AVAILABLE (15) | retriable overload, as Kafka's coordinator reports it |
+ * | REPLICA_NO_SPACE             | COORDINATOR_NOT_AVAILABLE (15) | a cluster's etcd is out of space: retriable once an operator frees it |
  * | LOG_STORAGE_ERROR            | KAFKA_STORAGE_ERROR (56)       | the offsets-bucket's log failed (a broker's disk error) |
  * | CORRUPT_MESSAGE              | KAFKA_STORAGE_ERROR (56)       | an offsets-bucket refused to load: a disk problem, not a bad request |
  * | GROUP_SUBSCRIBED_TO_BUCKET   | GROUP_SUBSCRIBED_TO_TOPIC (86) | same rule, Kafka's name                              |
@@ -21,6 +22,7 @@ import { KAFKA_ERROR } from '../protocol/index.js';
 const MAPPED: Partial<Record<ErrorCode, number>> = {
   STORE_CLOSED: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
   TOO_MANY_PENDING_WRITES: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+  REPLICA_NO_SPACE: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
   LOG_STORAGE_ERROR: KAFKA_ERROR.KAFKA_STORAGE_ERROR,
   CORRUPT_MESSAGE: KAFKA_ERROR.KAFKA_STORAGE_ERROR,
   GROUP_SUBSCRIBED_TO_BUCKET: KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC,

@@ -1,7 +1,8 @@
 /**
- * ListGroups (key 16, v0-4): every group of the store (`store.listGroups`), as consumer groups
- * (protocol type 'consumer'), with its state from v4 and, from v4, only the states asked for
- * (compared without regard to case, as Kafka's coordinator does; an empty filter keeps every
+ * ListGroups (key 16, v0-4): every group of the store (`store.listGroups`) with its protocol type
+ * ('consumer' for a consumer-protocol group, a classic group's members' protocol type, '' for a
+ * group with committed offsets only), with its state from v4 and, from v4, only the states asked
+ * for (compared without regard to case, as Kafka's coordinator does; an empty filter keeps every
  * group). While an offsets-bucket is still loading, the answer is COORDINATOR_LOAD_IN_PROGRESS and
  * no groups: a partial list would hide groups.
  */
@@ -22,6 +23,6 @@ export const handleListGroups: RequestHandler<typeof API_KEYS.ListGroups> = asyn
     errorCode: KAFKA_ERROR.NONE,
     groups: listings
       .filter((g) => states.size === 0 || states.has(g.state.toLowerCase()))
-      .map((g) => ({ groupId: g.groupId, protocolType: 'consumer', groupState: g.state })),
+      .map((g) => ({ groupId: g.groupId, protocolType: g.protocolType, groupState: g.state })),
   };
 };

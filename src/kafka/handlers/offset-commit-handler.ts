@@ -6,8 +6,13 @@
  * - generation -1 with an empty member id: a commit without membership (an admin tool, a consumer
  *   that assigns partitions by hand); the store refuses it while the group has members
  *   (UNKNOWN_MEMBER_ID, as Kafka does);
- * - otherwise the member id and the generation (v9: the member epoch of a consumer-group member) go
- *   to the store as `{ memberId, memberEpoch }`, which fences the commit.
+ * - otherwise a member, fenced by the store. The group's type says how to read the generation field
+ *   (v9 carries either): in a consumer-protocol group it is the member epoch
+ *   (`{ memberId, memberEpoch }`); in a classic group the generation (`{ generationId, memberId,
+ *   groupInstanceId }`: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
+ *   REBALANCE_IN_PROGRESS while the group waits for its leader's assignment). For a group id with no
+ *   group, v9 reads a member epoch and v2-8 a generation, so the refusal is the one the client's
+ *   protocol expects.
  *
  * Per partition, checked before anything is written: a partition the catalog does not have is
  * UNKNOWN_TOPIC_OR_PARTITION, metadata over 4096 UTF-8 bytes OFFSET_METADATA_TOO_LARGE, an offset
@@ -19,8 +24,9 @@
  * retention_time_ms (v2-4) is ignored: the store's offsetsRetentionMs applies.
  */
 import { validateGroupId } from '../../model/index.js';
-import type { OffsetCommit } from '../../store-options.js';
-import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
+import type { CommitOptions, OffsetCommit } from '../../store-options.js';
+import { KAFKA_ERROR, type API_KEYS, type RequestOf, type ResponseInputOf } from '../protocol/index.js';
+import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 
 const METADATA_BYTES_MAX = 4096;
@@ -36,7 +42,7 @@ interface PartitionResult {
 }
 
 /** Commits the offsets of a request. */
-export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = (context, request) => {
+export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = (context, request, header) => {
   const { groupId, memberId, generationIdOrMemberEpoch: generation } = request;
   let groupError: number = KAFKA_ERROR.NONE;
   try {
@@ -91,13 +97,31 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
     }),
   };
   if (commits.length === 0) return response;
-  const member = generation === -1 && memberId === '' ? undefined : { memberId, memberEpoch: generation };
+  let member: CommitOptions | undefined;
+  try {
+    member = committingMember(context, request, header.apiVersion);
+  } catch (error) {
+    const code = context.errorCodeOf(error, 'OffsetCommit');
+    for (const result of accepted) result.errorCode = code;
+    return response;
+  }
   return context.store.commitOffsets(groupId, commits, member).then(() => response, (error: unknown) => {
     const code = context.errorCodeOf(error, 'OffsetCommit');
     for (const result of accepted) result.errorCode = code;
     return response;
   });
 };
+
+/** OffsetCommit v9 is the first whose generation field may be a consumer-protocol member epoch (KIP-848). */
+const MEMBER_EPOCH_FROM_VERSION = 9;
+
+/** The committing member as the store's CommitOptions, or undefined for a commit without one. */
+function committingMember(context: HandlerContext, request: RequestOf<typeof API_KEYS.OffsetCommit>, version: number): CommitOptions | undefined {
+  const { groupId, memberId, generationIdOrMemberEpoch: generation, groupInstanceId } = request;
+  if (generation === -1 && memberId === '') return undefined;
+  const type = context.store.groupType(groupId) ?? (version >= MEMBER_EPOCH_FROM_VERSION ? 'consumer' : 'classic');
+  return type === 'consumer' ? { memberId, memberEpoch: generation } : { generationId: generation, memberId, groupInstanceId };
+}
 
 /** A map from (table, partition) key to index, for the commits so far. */
 function indexCommits(commits: readonly OffsetCommit[]): Map<number, number> {

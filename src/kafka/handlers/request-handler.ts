@@ -19,6 +19,11 @@ export const CLOSE_CONNECTION: unique symbol = Symbol('close the connection');
 export interface Peer {
   /** The client's address as the socket reports it (Kafka's clientHost), e.g. `/127.0.0.1`. */
   readonly clientHost: string;
+  /**
+   * Aborted when the connection closes or the server starts closing it: a handler holding its
+   * answer (a parked JoinGroup or SyncGroup) answers at once then, so neither waits on it.
+   */
+  readonly closing: AbortSignal;
   /** The listener the connection came in on (Metadata and FindCoordinator answer its advertised address); absent: the only one. */
   readonly listenerName?: string;
   /** Who the client is, Kafka-style (`User:alice`, `User:CN=host1`, `User:ANONYMOUS`); absent: anonymous. */

@@ -1,9 +1,10 @@
 /**
  * Big-endian writes into one buffer sized in advance. Encoders measure a whole message first (and
  * validate every value while doing so), then allocate exactly that many bytes and write them here, so
- * a message is one allocation and one socket write. Writing past the end is a bug in the measuring,
- * reported by Buffer's own RangeError; `finish()` asserts that every byte was written, so no
- * uninitialised memory of an unsafe allocation can leave the process.
+ * a message is one allocation and one socket write. Writing past the end is a bug in the measuring:
+ * Buffer's own RangeError reports it, or (for the integers stored byte by byte) `finish()`, which
+ * asserts that exactly every byte was written, so no uninitialised memory of an unsafe allocation
+ * can leave the process.
  */
 import { assert } from '../../util/index.js';
 
@@ -53,20 +54,41 @@ export class ByteWriter {
     return this.#position;
   }
 
+  // int8/16/32 store bytes directly: the measuring pass validated every value, and Buffer's write
+  // methods would check the range and bounds again (a fifth of the cost of encoding a response). A
+  // store past the end is dropped by the typed array, and finish() then finds the buffer not full.
   int8(value: number): void {
-    this.#position = this.#buf.writeInt8(value, this.#position);
+    this.#buf[this.#position++] = value;
   }
 
   int16(value: number): void {
-    this.#position = this.#buf.writeInt16BE(value, this.#position);
+    const b = this.#buf;
+    const p = this.#position;
+    b[p] = value >>> 8;
+    b[p + 1] = value;
+    this.#position = p + 2;
   }
 
   int32(value: number): void {
-    this.#position = this.#buf.writeInt32BE(value, this.#position);
+    const b = this.#buf;
+    const p = this.#position;
+    b[p] = value >>> 24;
+    b[p + 1] = value >>> 16;
+    b[p + 2] = value >>> 8;
+    b[p + 3] = value;
+    this.#position = p + 4;
   }
 
   int64(value: bigint): void {
-    this.#position = this.#buf.writeBigInt64BE(value, this.#position);
+    const n = Number(value);
+    if (!Number.isSafeInteger(n)) {
+      this.#position = this.#buf.writeBigInt64BE(value, this.#position);
+      return;
+    }
+    // A safe integer splits into two exact 32-bit halves without BigInt arithmetic.
+    const high = Math.floor(n / 4294967296);
+    this.int32(high | 0);
+    this.int32((n - high * 4294967296) | 0);
   }
 
   bool(value: boolean): void {
@@ -103,6 +125,7 @@ export class ByteWriter {
 
   /** Writes `value` as UTF-8; `bytes` is its byte length, measured beforehand. */
   utf8(value: string, bytes: number): void {
+    if (bytes === 0) return;
     const written = this.#buf.write(value, this.#position, bytes, 'utf8');
     assert(written === bytes, `string of ${bytes} UTF-8 bytes wrote ${written}`);
     this.#position += bytes;

@@ -45,6 +45,7 @@ export class ConnectionSession implements Peer {
   throttled = false;
   /** Until when the connection is muted for going over its quota. */
   mutedUntilMs: number | undefined;
+  #closing: AbortSignal | undefined;
 
   constructor(address: string, listener: ResolvedListener, certificatePrincipal: string | undefined) {
     this.address = address;
@@ -52,6 +53,18 @@ export class ConnectionSession implements Peer {
     this.listener = listener;
     this.#principal = certificatePrincipal ?? ANONYMOUS;
     this.#state = usesSasl(listener.securityProtocol) ? 'handshake' : 'authenticated';
+  }
+
+  /** Aborted when the connection closes (set by `attach`). */
+  get closing(): AbortSignal {
+    this.#closing ??= new AbortController().signal;
+    return this.#closing;
+  }
+
+  /** Takes the connection's closing signal; returns this session, as the connection's peer. */
+  attach(closing: AbortSignal): this {
+    this.#closing = closing;
+    return this;
   }
 
   get listenerName(): string {

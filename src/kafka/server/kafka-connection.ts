@@ -20,7 +20,10 @@
  *   does an answer written while the peer asks for it (`closeRequested`: a failed authentication);
  * - `close()` (server shutdown) dispatches nothing new, lets dispatched requests finish and their
  *   responses be written, then ends the socket: at once if the client is not reading them, else
- *   once the client closes too, or after `closeGraceMs` on the server's clock.
+ *   once the client closes too, or after `closeGraceMs` on the server's clock. Requests whose
+ *   handlers hold their answer (a JoinGroup at the join barrier, a SyncGroup waiting for the
+ *   leader) are told through the peer's `closing` signal, aborted on `close()` and when the socket
+ *   closes, and answer at once, so neither a closing server nor a closed connection waits on them.
  *
  * A peer over its quota is muted (`mutedUntilMs`): the connection neither dispatches nor reads
  * until then, so the client is slowed and the server is not.
@@ -78,6 +81,8 @@ export class KafkaConnection {
   readonly #clock: Clock;
   readonly #reader: FrameReader;
   readonly #peer: Peer;
+  /** Aborted when the connection closes or starts closing (the peer's `closing`): held answers stop waiting. */
+  readonly #heldAnswers = new AbortController();
   /** Dispatched requests, in order; the head is the next to be written. */
   readonly #slots: Slot[] = [];
   /** How many of #slots are OffsetCommits. */
@@ -95,18 +100,22 @@ export class KafkaConnection {
   #lastActivityMs: number;
   readonly #done: Promise<void>;
 
-  /** `peer`: who the client is (the server's security gives one per connection); default an anonymous peer at the socket's address. */
-  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock, peer?: Peer) {
+  /**
+   * `peer`: makes who the client is (the server's security gives one per connection), given the
+   * signal aborted when the connection closes; default an anonymous peer at the socket's address.
+   */
+  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock, peer?: (closing: AbortSignal) => Peer) {
     this.#socket = socket;
     this.#router = router;
     this.#limits = limits;
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
-    this.#peer = peer ?? { clientHost: `/${socket.remoteAddress ?? 'unknown'}` };
+    this.#peer = peer?.(this.#heldAnswers.signal) ?? { clientHost: `/${socket.remoteAddress ?? 'unknown'}`, closing: this.#heldAnswers.signal };
     this.#coalesceReads = 'encrypted' in socket && (socket as { encrypted?: boolean }).encrypted === true;
     this.#lastActivityMs = clock.nowMs();
     this.#done = new Promise<void>((resolve) => socket.once('close', () => {
       this.#closed = true;
+      this.#heldAnswers.abort();
       this.#graceTimer?.cancel();
       this.#muteTimer?.cancel();
       this.#reader.clear();
@@ -162,6 +171,7 @@ export class KafkaConnection {
       this.#closing = true;
       this.#reader.clear();
       this.#pauseReading();
+      this.#heldAnswers.abort();
       this.#finishIfDone();
     }
     return this.#done;

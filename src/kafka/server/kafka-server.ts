@@ -130,7 +130,8 @@ export class KafkaServer {
     const endpoints = new Map<string, BrokerEndpoint>(resolved.listeners.map((l, i) => [l.name, {
       nodeId: resolved.nodeId, host: l.advertisedHost ?? addresses[i]!.address, port: l.advertisedPort ?? addresses[i]!.port,
     }]));
-    const cluster = new SingleNodeCluster(endpoints.get(resolved.listeners[0]!.name)!, endpoints);
+    const self = endpoints.get(resolved.listeners[0]!.name)!;
+    const cluster = resolved.clusterView?.(self) ?? new SingleNodeCluster(self, endpoints);
     const context = new HandlerContext({
       store, catalog, cluster, clock,
       members: new ConsumerMemberDirectory(resolved.membersNotedMax),
@@ -232,7 +233,7 @@ export class KafkaServer {
       return;
     }
     const session = new ConnectionSession(address, listener, principal);
-    const connection = new KafkaConnection(socket, router, limits, this.#options.clock, session);
+    const connection = new KafkaConnection(socket, router, limits, this.#options.clock, (closing) => session.attach(closing));
     this.#connections.add(connection);
     void connection.closed.then(() => {
       this.#connections.delete(connection);

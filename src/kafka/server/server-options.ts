@@ -7,6 +7,7 @@ import type { OffsetStore } from '../../store.js';
 import { SystemClock, type Clock } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
 import { resolveListener, resolveSecurityOptions, type ListenerOptions, type ResolvedListener, type ResolvedSecurityOptions, type SecurityOptions } from '../security/index.js';
+import type { BrokerEndpoint, ClusterView } from '../handlers/index.js';
 
 /** A topic to serve: created at start if missing, grown if it has fewer partitions. */
 export interface TopicSpec {
@@ -67,6 +68,12 @@ export interface KafkaServerOptions {
   readonly clock?: Clock;
   /** Receives problems the server survived (a handler's bug, a failed catalog write); default process.emitWarning. */
   readonly onWarning?: (message: string) => void;
+  /**
+   * Who serves what, when this server is one node of a cluster: called once the server is bound,
+   * with its own endpoint; Metadata and FindCoordinator answer from the view it returns. Default: a
+   * cluster of one (this server coordinates every group).
+   */
+  readonly clusterView?: (self: BrokerEndpoint) => ClusterView;
 }
 
 /** Options after checking, with defaults. */
@@ -75,6 +82,7 @@ export interface ResolvedServerOptions {
   /** At least one; the first is the one `host`, `port` and `brokers` of the server report. */
   readonly listeners: readonly ResolvedListener[];
   readonly security: ResolvedSecurityOptions;
+  readonly clusterView: ((self: BrokerEndpoint) => ClusterView) | undefined;
   readonly host: string;
   readonly port: number;
   readonly advertisedHost: string | undefined;
@@ -153,13 +161,15 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
   const {
     store, listeners, security, host, port, advertisedHost, advertisedPort, nodeId, topics, autoCreateTopics, defaultPartitions, topicsMax, requestBytesMax, connectionsMax,
-    idleTimeoutMs, inFlightRequestsMax, pendingResponseBytesMax, fetchWaitMsMax, closeGraceMs, membersNotedMax, clock, onWarning,
+    idleTimeoutMs, inFlightRequestsMax, pendingResponseBytesMax, fetchWaitMsMax, closeGraceMs, membersNotedMax, clock, onWarning, clusterView,
   } = options;
+  if (clusterView !== undefined && typeof clusterView !== 'function') throw new TypeError('options.clusterView must be a function');
   if (typeof store !== 'object' || store === null || typeof store.commitOffsets !== 'function') throw new TypeError('options.store must be an open OffsetStore');
   const resolved = {
     store,
     listeners: [] as ResolvedListener[],
     security: resolveSecurityOptions(security),
+    clusterView,
     host: text(host, 'host') ?? SERVER_DEFAULTS.host,
     port: integer(port, 'port', SERVER_DEFAULTS.port, 0, 65_535),
     advertisedHost: text(advertisedHost, 'advertisedHost'),

@@ -2,13 +2,12 @@
  * kafkajs 2.2.4's admin client against the server on port 0, unmodified: listGroups,
  * describeGroups, fetchOffsets (every partition of the topic as Metadata reports it, negative
  * offsets as kafkajs's strings), fetchTopicOffsets (0 and 0: no records are stored) and
- * deleteGroups (refusing a group with members). kafkajs's setOffsets and resetOffsets run a
- * classic-protocol consumer (JoinGroup, SyncGroup), so they are exercised once the classic group
- * protocol is served (CLASSIC_GROUP_PROTOCOL_SERVED); until then they are skipped.
+ * deleteGroups (refusing a group with members). setOffsets and resetOffsets, which run a
+ * classic-protocol consumer and wait out its 5 s fetch wait each, are in the slow tier
+ * (kafkajs-admin-offsets.test.ts).
  */
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLASSIC_GROUP_PROTOCOL_SERVED } from '../../../src/kafka/handlers/index.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
@@ -43,10 +42,10 @@ describe('kafkajs 2.2.4 admin', () => {
   it('listGroups and describeGroups', async () => {
     const { t, admin } = await start();
     await seed(t);
-    expect((await admin.listGroups()).groups).toEqual([{ groupId: 'busy', protocolType: 'consumer' }, { groupId: 'readers', protocolType: 'consumer' }]);
+    expect((await admin.listGroups()).groups).toEqual([{ groupId: 'busy', protocolType: 'consumer' }, { groupId: 'readers', protocolType: '' }]);
     const { groups } = await admin.describeGroups(['readers', 'busy', 'nobody']);
     expect(groups.map((g) => [g.groupId, (g as typeof g & { errorCode: number }).errorCode, g.state, g.protocolType])).toEqual([
-      ['readers', 0, 'Empty', 'consumer'], ['busy', 0, 'Stable', 'consumer'], ['nobody', 0, 'Dead', ''],
+      ['readers', 0, 'Empty', ''], ['busy', 0, 'Stable', 'consumer'], ['nobody', 0, 'Dead', ''],
     ]);
     expect(groups[1]!.members).toHaveLength(1);
   });
@@ -75,17 +74,5 @@ describe('kafkajs 2.2.4 admin', () => {
     await admin.deleteGroups(['readers']);
     expect((await admin.listGroups()).groups.map((g) => g.groupId)).toEqual(['busy']);
     await expect(admin.deleteGroups(['busy'])).rejects.toMatchObject({ name: 'KafkaJSDeleteGroupsError', groups: [expect.objectContaining({ groupId: 'busy', errorCode: 68 })] });
-  });
-
-  describe.skipIf(!CLASSIC_GROUP_PROTOCOL_SERVED)('with the classic group protocol', () => {
-    it('setOffsets commits the given offsets; resetOffsets commits the sentinels -2 (earliest) and -1 (latest) literally', async () => {
-      const { admin } = await start();
-      await admin.setOffsets({ groupId: 'seeded', topic: 'orders', partitions: [{ partition: 0, offset: '25' }, { partition: 2, offset: '7' }] });
-      expect((await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map((p) => p.offset)).toEqual(['25', '-1', '7']);
-      await admin.resetOffsets({ groupId: 'seeded', topic: 'orders', earliest: true });
-      expect((await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map((p) => p.offset)).toEqual(['-2', '-2', '-2']);
-      await admin.resetOffsets({ groupId: 'seeded', topic: 'orders', earliest: false });
-      expect((await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map((p) => p.offset)).toEqual(['-1', '-1', '-1']);
-    });
   });
 });

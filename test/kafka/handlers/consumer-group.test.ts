@@ -60,6 +60,14 @@ describe('ConsumerGroupHeartbeat', () => {
     expect((await t.store.describeGroup('g')).members).toEqual([]);
   });
 
+  it('reads an empty subscribed_topic_regex as no regular expression, as Kafka does (librdkafka 2.15.1 sends "" with its topic names)', async () => {
+    const { client } = await start();
+    const ids = await topicIds(client);
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'librdkafka-member', subscribedTopicRegex: '' });
+    expect(joined).toMatchObject({ errorCode: 0, memberId: 'librdkafka-member' });
+    expect(partitionsOf(joined, ids.orders!)).toEqual([0, 1, 2, 3]);
+  });
+
   it('splits partitions between two v1 members cooperatively: a partition moves only once its owner released it', async () => {
     const { client } = await start();
     const ids = await topicIds(client);

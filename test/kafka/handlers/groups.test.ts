@@ -2,12 +2,11 @@
  * The group APIs: ListGroups (every group as a consumer group, states from v4, a case-blind states
  * filter), DescribeGroups (state, assignor, members with their subscription and assignment in the
  * consumer protocol's format; an unknown group Dead without error), DeleteGroups (NON_EMPTY_GROUP,
- * GROUP_ID_NOT_FOUND per group), OffsetDelete (partitions of topics a member subscribes to refused
- * with GROUP_SUBSCRIBED_TO_TOPIC, the others deleted; group errors at the top level), and the
- * classic group APIs, answered with UNSUPPORTED_VERSION until they are served.
+ * GROUP_ID_NOT_FOUND per group), and OffsetDelete (partitions of topics a member subscribes to
+ * refused with GROUP_SUBSCRIBED_TO_TOPIC, the others deleted; group errors at the top level). The
+ * classic group APIs are specified in classic-groups.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLASSIC_GROUP_PROTOCOL_SERVED } from '../../../src/kafka/handlers/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
@@ -65,14 +64,14 @@ function assignedPartitions(bytes: Buffer): Record<string, number[]> {
 }
 
 describe('ListGroups', () => {
-  it('lists every group as a consumer group, with its state from v4, filtered by state without regard to case', async () => {
+  it("lists every group with its protocol type ('' for offsets only), with its state from v4, filtered by state without regard to case", async () => {
     const { t, client } = await start();
     await seed(t);
     for (let version = 0; version <= 4; version++) {
       const response = await client.send(API_KEYS.ListGroups, version, {});
       expect(response.errorCode).toBe(0);
       expect(response.groups.map((g) => [g.groupId, g.protocolType, version >= 4 ? g.groupState : '']), `v${version}`)
-        .toEqual([['idle', 'consumer', version >= 4 ? 'Empty' : ''], ['live', 'consumer', version >= 4 ? 'Stable' : '']]);
+        .toEqual([['idle', '', version >= 4 ? 'Empty' : ''], ['live', 'consumer', version >= 4 ? 'Stable' : '']]);
     }
     const filtered = await client.send(API_KEYS.ListGroups, 4, { statesFilter: ['stable', 'PreparingRebalance'] });
     expect(filtered.groups.map((g) => g.groupId)).toEqual(['live']);
@@ -90,7 +89,7 @@ describe('DescribeGroups', () => {
       expect(live!.members.map((m) => m.memberId)).toEqual([memberId]);
       expect(subscribedTopics(live!.members[0]!.memberMetadata)).toEqual(['orders']);
       expect(assignedPartitions(live!.members[0]!.memberAssignment)).toEqual({ orders: [0, 1, 2, 3] });
-      expect(idle, `v${version}`).toMatchObject({ errorCode: 0, groupState: 'Empty', protocolType: 'consumer', protocolData: '', members: [] });
+      expect(idle, `v${version}`).toMatchObject({ errorCode: 0, groupState: 'Empty', protocolType: '', protocolData: '', members: [] });
       expect(unknown, `v${version}`).toMatchObject({ errorCode: 0, groupId: 'unknown', groupState: 'Dead', protocolType: '', members: [] });
     }
     expect((await client.send(API_KEYS.DescribeGroups, 5, { groups: [''] })).groups[0]!.errorCode).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
@@ -127,20 +126,5 @@ describe('OffsetDelete', () => {
     const idle = await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'idle', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }, { partitionIndex: 3 }] }] });
     expect(idle.topics[0]!.partitions.map((p) => p.errorCode), 'a partition with nothing committed is deleted without error').toEqual([0, 0]);
     expect((await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'unknown', topics: [] })).errorCode).toBe(KAFKA_ERROR.GROUP_ID_NOT_FOUND);
-  });
-});
-
-describe('the classic group protocol', () => {
-  it.skipIf(CLASSIC_GROUP_PROTOCOL_SERVED)('answers JoinGroup, SyncGroup, Heartbeat and LeaveGroup with UNSUPPORTED_VERSION at the advertised versions until it is served', async () => {
-    const { client } = await start();
-    for (let version = 0; version <= 6; version++) {
-      const join = await client.send(API_KEYS.JoinGroup, version, { groupId: 'g', sessionTimeoutMs: 10_000, memberId: '', protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }] });
-      expect(join.errorCode, `JoinGroup v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
-    }
-    for (let version = 0; version <= 4; version++) {
-      expect((await client.send(API_KEYS.SyncGroup, version, { groupId: 'g', generationId: 1, memberId: 'm', assignments: [] })).errorCode, `SyncGroup v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
-      expect((await client.send(API_KEYS.Heartbeat, version, { groupId: 'g', generationId: 1, memberId: 'm' })).errorCode, `Heartbeat v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
-      expect((await client.send(API_KEYS.LeaveGroup, version, { groupId: 'g', memberId: 'm', members: [{ memberId: 'm' }] })).errorCode, `LeaveGroup v${version}`).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
-    }
   });
 });

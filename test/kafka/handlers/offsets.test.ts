@@ -88,12 +88,13 @@ describe('OffsetCommit and OffsetFetch', () => {
     expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 2 }]))[0]?.offset).toBe(3);
   });
 
-  it('gives every partition the error of the commit: INVALID_GROUP_ID, UNKNOWN_MEMBER_ID for a member the group lacks or an admin commit to a group with members', async () => {
+  it('gives every partition the error of the commit: INVALID_GROUP_ID; for a member of a group id with no group ILLEGAL_GENERATION (v2-8, a classic generation) or UNKNOWN_MEMBER_ID (v9, a member epoch); UNKNOWN_MEMBER_ID for an admin commit to a group with members', async () => {
     const { t, client } = await start();
     const partitions = { orders: [{ partitionIndex: 0, committedOffset: 1n }, { partitionIndex: 1, committedOffset: 1n }] };
     const codes = async (request: CommitRequest, version = 8) => (await client.send(API_KEYS.OffsetCommit, version, request)).topics[0]!.partitions.map((p) => p.errorCode);
     expect(await codes(adminCommit('', partitions))).toEqual([KAFKA_ERROR.INVALID_GROUP_ID, KAFKA_ERROR.INVALID_GROUP_ID]);
-    expect(await codes({ ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' }, 5)).toEqual([25, 25]);
+    expect(await codes({ ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' }, 5)).toEqual([22, 22]);
+    expect(await codes({ ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' }, 9)).toEqual([25, 25]);
     await t.store.heartbeat('busy', { memberEpoch: 0, subscribedTableIds: [1] });
     expect(await codes(adminCommit('busy', partitions))).toEqual([25, 25]);
     expect((await t.store.stats()).totals.liveOffsets, 'none of it was written').toBe(0);

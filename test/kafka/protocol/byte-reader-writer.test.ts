@@ -53,6 +53,37 @@ describe('varints', () => {
   });
 });
 
+describe('fixed-width integers', () => {
+  it('round-trip over their whole ranges, byte for byte as Buffer writes them (int64 on both sides of the safe-integer range)', () => {
+    const int64 = fc.oneof(
+      fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+      fc.bigInt({ min: -(2n ** 53n) - 2n, max: -(2n ** 53n) + 2n }),
+      fc.bigInt({ min: 2n ** 53n - 2n, max: 2n ** 53n + 2n }),
+      fc.constantFrom(0n, -1n, -2n, 2n ** 32n - 1n, 2n ** 32n, -(2n ** 32n)),
+    );
+    fc.assert(fc.property(
+      fc.integer({ min: -128, max: 127 }), fc.integer({ min: -32768, max: 32767 }), fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), int64,
+      (a, b, c, d) => {
+        const buf = written(15, (w) => { w.int8(a); w.int16(b); w.int32(c); w.int64(d); });
+        const expected = Buffer.alloc(15);
+        expected.writeInt8(a, 0);
+        expected.writeInt16BE(b, 1);
+        expected.writeInt32BE(c, 3);
+        expected.writeBigInt64BE(d, 7);
+        expect(buf).toEqual(expected);
+        const r = reader(buf);
+        expect([r.int8('a'), r.int16('b'), r.int32('c'), r.int64('d'), r.remaining]).toEqual([a, b, c, d, 0]);
+      },
+    ), propertyParameters(1000));
+  });
+
+  it('a write past the measured end is caught by finish()', () => {
+    const w = new ByteWriter(3);
+    w.int32(1);
+    expect(() => w.finish()).toThrow(/wrote 4 of 3 measured bytes/);
+  });
+});
+
 describe('ByteReader', () => {
   it('reads big-endian integers, bools (any non-zero is true), and uuids as lowercase 8-4-4-4-12', () => {
     const r = reader(hex`ff 8000 7fffffff 8000000000000000 02 00 0123456789ABCDEF0011223344556677`);

@@ -110,6 +110,17 @@ describe('librdkafka 2.15: flexible versions where offered (ApiVersions v3, head
     expect(decoded(API_KEYS.Metadata, 12, Buffer.concat([header(3, 12), hex`00 00 00 00`]))).toMatchObject({ topics: null, allowAutoTopicCreation: false });
   });
 
+  it('Metadata v12 for all topics as librdkafka 2.15.1 really sends it: a 4-byte placeholder of zeros where the compact null belongs, read as null', () => {
+    // rd_kafka_MetadataRequest0 (rdkafka_request.c) reserves an int32 for the topic count and, for
+    // all topics at v9+, leaves it as 00000000 ("varint encoded null") instead of one 00 byte;
+    // captured from a librdkafka 2.15.1 consumer.
+    const payload = Buffer.concat([header(3, 12), hex`00000000 # topics: null, 4 bytes
+      01 # allowAutoTopicCreation
+      00 # includeTopicAuthorizedOperations
+      00 # tags`]);
+    expect(decoded(API_KEYS.Metadata, 12, payload)).toMatchObject({ topics: null, allowAutoTopicCreation: true, includeTopicAuthorizedOperations: false });
+  });
+
   it('admin fetchOffsets: OffsetFetch v8 with require_stable and topics null', () => {
     const fetch = decoded(API_KEYS.OffsetFetch, 8, Buffer.concat([header(9, 8), hex`
       02                 # groups: 1

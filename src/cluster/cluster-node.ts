@@ -1,0 +1,377 @@
+/**
+ * ClusterNode: one node of a cluster. It registers itself in etcd under a lease, spreads the
+ * offsets-buckets over the live nodes by rendezvous hashing, claims the buckets that fall to it,
+ * recovers each (checkpoint, then the log in etcd) into the hosting OffsetStore it serves from, and
+ * gives up the buckets that fall to another node.
+ *
+ * Invariants:
+ * - A bucket has at most one owner at a time: a claim succeeds only while its ownership key is
+ *   absent (released, or deleted by etcd when the owner's lease expired), and every write of an owner
+ *   compares the key with its token. A paused owner's late writes fail their compare.
+ * - A node serves a bucket only while it owns it and its lease is confirmed (NodeLease.valid): the
+ *   hosting store's serving guard asks, so after a pause past the lease not even a fetch from memory
+ *   is answered.
+ * - A bucket is served only after it is fully recovered: checkpoint restored, log replayed, groups
+ *   back in Stable or Empty (OffsetsBucket.fromTable).
+ * - When the lease is lost every bucket stops at once (its log fail-stops with NOT_COORDINATOR, the
+ *   store unhosts it); the node then registers again with a new lease and claims anew.
+ *
+ * Reconciling, every `reconcileIntervalMs` (a step at a time, so one bucket's failure does not stop
+ * the others):
+ * 1. Read the live nodes and every bucket's owner (two range reads).
+ * 2. Give up each owned bucket that rendezvous hashing puts elsewhere, or whose log failed:
+ *    unhost it (requests get NOT_COORDINATOR), then delete its ownership key.
+ * 3. Claim each unowned bucket that falls to this node, recover it and host it.
+ * 4. Checkpoint each owned bucket whose log holds `checkpointBatches` batches or more past its
+ *    checkpoint, then truncate its log below the checkpoint.
+ */
+import { loadChecksum, readBatchRecordCount } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import { OffsetsTable, OffsetsTableState, type OffsetsTableRecovery } from '../kv/index.js';
+import type { OffsetStore } from '../store.js';
+import { claimBucket, releaseBucket } from './bucket-claim.js';
+import { ClusterKeys, prefixEnd } from './cluster-keys.js';
+import { readEtcdCheckpoint, writeEtcdCheckpoint } from './etcd-checkpoint.js';
+import { EtcdConnection } from './etcd-connection.js';
+import { EtcdLog } from './etcd-log.js';
+import { NodeLease } from './node-lease.js';
+import { parseOwnerToken, type OwnerToken } from './owner-token.js';
+import { rendezvousOwner } from './rendezvous.js';
+
+/** What a node publishes about itself. */
+export interface NodeInfo {
+  /** The node's id (unique in the cluster). */
+  nodeId: string;
+  /** Its Kafka broker id (Metadata, FindCoordinator). */
+  brokerId: number;
+  /** Host its Kafka clients connect to. */
+  host: string;
+  /** Port its Kafka clients connect to. */
+  port: number;
+}
+
+/** Options of a cluster node. */
+export interface ClusterNodeOptions {
+  /** etcd client URLs. */
+  endpoints: readonly string[];
+  /** Key prefix of the cluster in etcd; default `/offset-store/`. */
+  prefix?: string;
+  /** What this node publishes. */
+  node: NodeInfo;
+  /** The hosting store (OffsetStore.openHosted) the node serves its buckets from. */
+  store: OffsetStore;
+  /** Lease TTL, seconds; default 3. Failover takes about this long plus one reconcile interval. */
+  leaseTtlSeconds?: number;
+  /** How often the node reconciles ownership, ms; default 250. */
+  reconcileIntervalMs?: number;
+  /** Deadline of every etcd call, ms; default 2000. */
+  callTimeoutMs?: number;
+  /** Batches past the checkpoint at which a bucket is checkpointed; default 10,000. */
+  checkpointBatches?: number;
+  /** Receives problems the node survived. */
+  onWarning?: (message: string) => void;
+}
+
+interface OwnedBucket {
+  bucket: number;
+  token: OwnerToken;
+  log: EtcdLog;
+  table: OffsetsTable;
+  checkpointLogOffset: number;
+}
+
+/** What `status` reports of one bucket. */
+export interface BucketStatus {
+  /** The bucket. */
+  bucket: number;
+  /** Its owner's node id and epoch, if it has one. */
+  owner: { nodeId: string; epoch: number } | undefined;
+  /** The node rendezvous hashing puts it on. */
+  assignedTo: string | undefined;
+  /** Its next log offset. */
+  nextLogOffset: number;
+  /** Log offset of its checkpoint (replay starts there). */
+  checkpointLogOffset: number;
+  /** Batches of its log in etcd (those at or above the checkpoint, until the next truncation). */
+  logBatches: number;
+}
+
+/** The state of a cluster as `offset-store cluster status` shows it. */
+export interface ClusterStatus {
+  /** Its offsets-buckets, fixed at creation (0 when no node ever joined). */
+  bucketCount: number;
+  /** The live nodes. */
+  nodes: NodeInfo[];
+  /** Every bucket. */
+  buckets: BucketStatus[];
+}
+
+/** A node of a cluster. */
+export class ClusterNode {
+  readonly #options: ClusterNodeOptions;
+  readonly #connection: EtcdConnection;
+  readonly #keys: ClusterKeys;
+  readonly #owned = new Map<number, OwnedBucket>();
+  #lease: NodeLease | undefined;
+  #nodes: NodeInfo[] = [];
+  #owners = new Map<number, OwnerToken>();
+  #timer: NodeJS.Timeout | undefined;
+  #reconciling: Promise<void> | undefined;
+  #closed = false;
+
+  private constructor(options: ClusterNodeOptions) {
+    this.#options = options;
+    this.#connection = new EtcdConnection({ endpoints: options.endpoints, callTimeoutMs: options.callTimeoutMs });
+    this.#keys = new ClusterKeys(options.prefix);
+  }
+
+  /** Joins the cluster: checks its configuration, registers, and starts reconciling (buckets arrive over the next intervals). */
+  static async start(options: ClusterNodeOptions): Promise<ClusterNode> {
+    const node = new ClusterNode(options);
+    try {
+      await node.#checkConfig();
+      options.store.setServingGuard(() => node.#lease?.valid() === true);
+      await node.#register();
+      await node.reconcile();
+    } catch (error) {
+      await node.close().catch(() => {});
+      throw error;
+    }
+    node.#arm();
+    return node;
+  }
+
+  /** This node's id. */
+  get nodeId(): string {
+    return this.#options.node.nodeId;
+  }
+
+  /** The live nodes as of the last reconcile. */
+  liveNodes(): readonly NodeInfo[] {
+    return this.#nodes;
+  }
+
+  /** The node that owns `bucket` as of the last reconcile (this node's own buckets as of now). */
+  ownerOf(bucket: number): NodeInfo | undefined {
+    if (this.#owned.has(bucket)) return this.#nodes.find((n) => n.nodeId === this.nodeId) ?? this.#options.node;
+    const owner = this.#owners.get(bucket);
+    return owner === undefined ? undefined : this.#nodes.find((n) => n.nodeId === owner.nodeId);
+  }
+
+  /** The buckets this node serves now. */
+  ownedBuckets(): number[] {
+    return [...this.#owned.keys()].sort((a, b) => a - b);
+  }
+
+  /** The epoch under which this node owns `bucket`, if it does. */
+  epochOf(bucket: number): number | undefined {
+    return this.#owned.get(bucket)?.token.epoch;
+  }
+
+  async #checkConfig(): Promise<void> {
+    const bucketCount = this.#options.store.bucketCount;
+    const value = Buffer.from(JSON.stringify({ bucketCount }));
+    const res = await this.#connection.txn({
+      compare: [{ key: Buffer.from(this.#keys.config), target: 'Create', result: 'Equal', create_revision: 0 }],
+      success: [{ request_put: { key: Buffer.from(this.#keys.config), value } }],
+      failure: [{ request_range: { key: Buffer.from(this.#keys.config) } }],
+    }, 'reading the cluster configuration');
+    if (res.succeeded) return;
+    const existing = res.responses[0]?.response_range?.kvs[0]?.value.toString() ?? '';
+    const parsed = JSON.parse(existing) as { bucketCount?: number };
+    if (parsed.bucketCount !== bucketCount) {
+      throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${bucketCount} contradicts the cluster under ${this.#keys.prefix}, created with bucketCount ${parsed.bucketCount}`);
+    }
+  }
+
+  async #register(): Promise<void> {
+    const lease = await NodeLease.grant(this.#connection, { ttlSeconds: this.#options.leaseTtlSeconds ?? 3, onLost: (reason) => this.#onLeaseLost(reason) });
+    this.#lease = lease;
+    await this.#connection.txn({
+      success: [{ request_put: { key: Buffer.from(this.#keys.node(this.nodeId)), value: Buffer.from(JSON.stringify(this.#options.node)), lease: lease.id } }],
+    }, `registering node ${this.nodeId}`);
+  }
+
+  /** The lease is gone: every bucket stops now; the next reconcile registers again. */
+  #onLeaseLost(reason: string): void {
+    this.#warn(`node ${this.nodeId} lost its lease (${reason}): it stops serving its ${this.#owned.size} bucket(s)`);
+    for (const [bucket, owned] of this.#owned) {
+      owned.log.abandon(new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} lost its lease: it no longer owns offsets-bucket ${bucket}`));
+      this.#owned.delete(bucket);
+      this.#options.store.unhostBucket(bucket).catch((error: unknown) => this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`));
+    }
+  }
+
+  #arm(): void {
+    if (this.#closed) return;
+    this.#timer = setTimeout(() => {
+      this.reconcile().catch((error: unknown) => this.#warn(`reconciling: ${(error as Error).message}`)).finally(() => this.#arm());
+    }, this.#options.reconcileIntervalMs ?? 250);
+  }
+
+  /** One reconcile pass (see the module comment); runs one at a time. */
+  reconcile(): Promise<void> {
+    this.#reconciling ??= this.#reconcile().finally(() => {
+      this.#reconciling = undefined;
+    });
+    return this.#reconciling;
+  }
+
+  async #reconcile(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#lease === undefined || this.#lease.lost) await this.#register();
+    await this.#readView();
+    const live = this.#nodes.map((n) => n.nodeId);
+    for (const [bucket, owned] of [...this.#owned]) {
+      if (rendezvousOwner(bucket, live) !== this.nodeId || owned.log.failed) await this.#giveUp(bucket, owned);
+    }
+    if (this.#lease?.valid() !== true) return;
+    for (let bucket = 0; bucket < this.#options.store.bucketCount && !this.#closed; bucket++) {
+      if (this.#owned.has(bucket) || this.#owners.has(bucket) || rendezvousOwner(bucket, live) !== this.nodeId) continue;
+      try {
+        await this.#take(bucket);
+      } catch (error) {
+        if (!this.#closed) this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
+      }
+    }
+    for (const [bucket, owned] of this.#owned) {
+      if (owned.log.nextOffset - owned.checkpointLogOffset < (this.#options.checkpointBatches ?? 10_000)) continue;
+      try {
+        await this.#checkpoint(owned);
+      } catch (error) {
+        this.#warn(`checkpointing offsets-bucket ${bucket}: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  async #readView(): Promise<void> {
+    const nodes = await this.#connection.range({ key: Buffer.from(this.#keys.nodes), range_end: prefixEnd(this.#keys.nodes) }, 'listing nodes');
+    this.#nodes = nodes.kvs.map((kv) => JSON.parse(kv.value.toString()) as NodeInfo).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    const owners = await this.#connection.range({ key: Buffer.from(this.#keys.owners), range_end: prefixEnd(this.#keys.owners) }, 'listing owners');
+    const view = new Map<number, OwnerToken>();
+    for (const kv of owners.kvs) {
+      const token = parseOwnerToken(kv.value);
+      if (token !== undefined) view.set(this.#keys.bucketOfOwnerKey(kv.key), token);
+    }
+    this.#owners = view;
+  }
+
+  /** Claims, recovers and hosts `bucket`; if anything fails after the claim, releases it again. */
+  async #take(bucket: number): Promise<void> {
+    const keys = this.#keys.bucket(bucket);
+    const token = await claimBucket(this.#connection, keys, this.nodeId, this.#lease!.id);
+    if (token === undefined) return;
+    try {
+      const startedMs = performance.now();
+      const checkpoint = await readEtcdCheckpoint(this.#connection, keys);
+      const state = checkpoint?.state ?? new OffsetsTableState();
+      const fromLogOffset = checkpoint?.pointer.logOffset ?? 0;
+      let replayed = 0;
+      let recordsReplayed = 0;
+      const log = await EtcdLog.open({ connection: this.#connection, keys, owner: token }, {
+        fromLogOffset,
+        visit: (buf, position, logOffset) => {
+          state.applyBatch(buf, position, logOffset);
+          replayed++;
+          recordsReplayed += readBatchRecordCount(buf, position);
+        },
+      });
+      const table = OffsetsTable.over(log, state);
+      const report: OffsetsTableRecovery = {
+        segmentCount: 0, batchCount: replayed, batchesReplayed: replayed, recordsReplayed, bytesTruncated: 0, firstLogOffset: log.firstOffset,
+        logEndOffset: log.nextOffset, checkpointLogOffset: checkpoint?.pointer.logOffset, recoveryMs: performance.now() - startedMs,
+      };
+      if (this.#closed || this.#lease?.valid() !== true) {
+        await log.close();
+        throw new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} stopped or lost its lease while recovering offsets-bucket ${bucket}`);
+      }
+      await this.#options.store.hostBucket(bucket, table, report);
+      this.#owned.set(bucket, { bucket, token, log, table, checkpointLogOffset: fromLogOffset });
+    } catch (error) {
+      await releaseBucket(this.#connection, keys, token).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Stops serving `bucket` (requests get NOT_COORDINATOR at once), lets its log settle, and releases it. */
+  async #giveUp(bucket: number, owned: OwnedBucket): Promise<void> {
+    this.#owned.delete(bucket);
+    try {
+      await this.#options.store.unhostBucket(bucket);
+    } catch (error) {
+      this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`);
+    }
+    await releaseBucket(this.#connection, this.#keys.bucket(bucket), owned.token).catch((error: unknown) => this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`));
+  }
+
+  async #checkpoint(owned: OwnedBucket): Promise<void> {
+    await owned.log.drain();
+    const pointer = await writeEtcdCheckpoint(this.#connection, this.#keys.bucket(owned.bucket), owned.token, owned.table.state, Date.now());
+    owned.checkpointLogOffset = pointer.logOffset;
+    await owned.log.truncateBelow(pointer.logOffset);
+  }
+
+  /** The cluster's nodes and buckets, read from etcd. */
+  async status(): Promise<ClusterStatus> {
+    return clusterStatus(this.#connection, this.#keys);
+  }
+
+  #warn(message: string): void {
+    (this.#options.onWarning ?? ((m: string) => process.emitWarning(m, 'OffsetStoreWarning')))(message);
+  }
+
+  /**
+   * Leaves the cluster: stops reconciling, gives every bucket up (flushing its log), deregisters
+   * (revoking the lease deletes the registration) and closes the connection. The store stays open.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    await this.#reconciling?.catch(() => {});
+    for (const [bucket, owned] of [...this.#owned]) await this.#giveUp(bucket, owned);
+    await this.#lease?.stop(true);
+    this.#connection.close();
+  }
+
+  /** Stops as a crash would: no release, no revoke; the lease expires in etcd on its own (for tests). */
+  abandon(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    void this.#lease?.stop(false);
+    for (const owned of this.#owned.values()) owned.log.abandon(new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} stopped`));
+    this.#owned.clear();
+    this.#connection.close();
+  }
+}
+
+/** The cluster's live nodes and every bucket's owner, placement, log end, checkpoint and log length, read from etcd. */
+export async function clusterStatus(connection: EtcdConnection, keys: ClusterKeys): Promise<ClusterStatus> {
+  await loadChecksum(); // rendezvous hashing uses xxh32
+  const config = await connection.range({ key: Buffer.from(keys.config) }, 'reading the cluster configuration');
+  const bucketCount = config.kvs[0] === undefined ? 0 : (JSON.parse(config.kvs[0].value.toString()) as { bucketCount: number }).bucketCount;
+  const listed = await connection.range({ key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) }, 'listing nodes');
+  const nodes = listed.kvs.map((kv) => JSON.parse(kv.value.toString()) as NodeInfo).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+  const live = nodes.map((n) => n.nodeId);
+  const buckets: BucketStatus[] = [];
+  for (let bucket = 0; bucket < bucketCount; bucket++) {
+    const b = keys.bucket(bucket);
+    const res = await connection.txn({
+      success: [
+        { request_range: { key: Buffer.from(b.owner) } }, { request_range: { key: Buffer.from(b.next) } }, { request_range: { key: Buffer.from(b.checkpoint) } },
+        { request_range: { key: Buffer.from(b.log), range_end: prefixEnd(b.log), count_only: true } },
+      ],
+    }, `reading offsets-bucket ${bucket}`);
+    const [owner, next, checkpoint] = res.responses.slice(0, 3).map((r) => r.response_range.kvs[0]);
+    const token = owner === undefined ? undefined : parseOwnerToken(owner.value);
+    buckets.push({
+      bucket,
+      owner: token === undefined ? undefined : { nodeId: token.nodeId, epoch: token.epoch },
+      assignedTo: rendezvousOwner(bucket, live),
+      nextLogOffset: next === undefined ? 0 : Number(next.value.toString()),
+      checkpointLogOffset: checkpoint === undefined ? 0 : (JSON.parse(checkpoint.value.toString()) as { logOffset: number }).logOffset,
+      logBatches: Number(res.responses[3]!.response_range.count),
+    });
+  }
+  return { bucketCount, nodes, buckets };
+}

@@ -1,0 +1,108 @@
+/**
+ * startClusterServer: one node of a cluster as a Kafka server, the composition `offset-store serve
+ * --etcd` runs. A hosting OffsetStore in `dir` (it keeps the lock, the manifest and the Kafka topic
+ * catalog there; no offsets), a Kafka server whose Metadata and FindCoordinator answer from the
+ * cluster, and a ClusterNode that publishes the server's advertised address and hosts the buckets
+ * it comes to own.
+ *
+ * Order: the server binds first (its advertised address is what the node publishes), then the node
+ * joins. Closing goes the other way: the node gives its buckets up (so successors need not wait for
+ * its lease), then the server closes with the store.
+ */
+import { startKafkaServer, type KafkaServer, type KafkaServerOptions } from '../kafka/index.js';
+import { OffsetStore } from '../store.js';
+import { ClusterKeys } from './cluster-keys.js';
+import { ClusterNode } from './cluster-node.js';
+import { EtcdConnection } from './etcd-connection.js';
+import { NodeClusterView } from './node-cluster-view.js';
+
+/** Options of a cluster node's server. */
+export interface ClusterServerOptions extends Omit<KafkaServerOptions, 'store' | 'clusterView' | 'nodeId'> {
+  /** The node's local directory (lock, manifest, topic catalog). */
+  dir: string;
+  /** etcd client URLs. */
+  etcdEndpoints: readonly string[];
+  /** The node's id in the cluster. */
+  nodeId: string;
+  /** Its Kafka broker id; unique in the cluster. */
+  brokerId: number;
+  /** Offsets-buckets of the cluster (fixed when the cluster is created); default 16. */
+  bucketCount?: number;
+  /** Key prefix of the cluster in etcd. */
+  prefix?: string;
+  /** Lease TTL, seconds; default 3. */
+  leaseTtlSeconds?: number;
+  /** Reconcile interval, ms; default 250. */
+  reconcileIntervalMs?: number;
+  /** Deadline of every etcd call, ms; default 2000. */
+  callTimeoutMs?: number;
+}
+
+/** A running cluster node with its Kafka server. */
+export interface ClusterServer {
+  /** The Kafka server. */
+  readonly server: KafkaServer;
+  /** The cluster node. */
+  readonly node: ClusterNode;
+  /** The hosting store. */
+  readonly store: OffsetStore;
+  /** Leaves the cluster (buckets released), then closes the server and the store. */
+  close(): Promise<void>;
+}
+
+/** Starts a node of a cluster with its Kafka server. */
+export async function startClusterServer(options: ClusterServerOptions): Promise<ClusterServer> {
+  const { dir, etcdEndpoints, nodeId, brokerId, bucketCount, prefix, leaseTtlSeconds, reconcileIntervalMs, callTimeoutMs, ...serverOptions } = options;
+  const existing = await clusterBucketCount(etcdEndpoints, prefix, callTimeoutMs);
+  const store = await OffsetStore.openHosted({ dir, bucketCount: bucketCount ?? existing ?? 16, ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }) });
+  let view: NodeClusterView | undefined;
+  let server: KafkaServer;
+  try {
+    server = await startKafkaServer({
+      ...serverOptions, store, nodeId: brokerId,
+      clusterView: (self) => {
+        view = new NodeClusterView(self, store);
+        return view;
+      },
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  let node: ClusterNode;
+  try {
+    const [host, port] = splitAddress(server.brokers[0]!);
+    node = await ClusterNode.start({
+      endpoints: etcdEndpoints, prefix, store, leaseTtlSeconds, reconcileIntervalMs, callTimeoutMs, onWarning: options.onWarning,
+      node: { nodeId, brokerId, host, port },
+    });
+  } catch (error) {
+    await server.close({ closeStore: true });
+    throw error;
+  }
+  view!.attach(node);
+  return {
+    server, node, store,
+    close: async () => {
+      await node.close();
+      await server.close({ closeStore: true });
+    },
+  };
+}
+
+/** The bucket count of the cluster, if one was created under `prefix`. */
+async function clusterBucketCount(endpoints: readonly string[], prefix: string | undefined, callTimeoutMs: number | undefined): Promise<number | undefined> {
+  const connection = new EtcdConnection({ endpoints, callTimeoutMs });
+  try {
+    const res = await connection.range({ key: Buffer.from(new ClusterKeys(prefix).config) }, 'reading the cluster configuration');
+    const value = res.kvs[0]?.value;
+    return value === undefined ? undefined : (JSON.parse(value.toString()) as { bucketCount: number }).bucketCount;
+  } finally {
+    connection.close();
+  }
+}
+
+function splitAddress(address: string): [string, number] {
+  const colon = address.lastIndexOf(':');
+  return [address.slice(0, colon).replace(/^\[|\]$/g, ''), Number(address.slice(colon + 1))];
+}

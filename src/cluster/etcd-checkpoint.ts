@@ -1,0 +1,117 @@
+/**
+ * Checkpoints of an offsets-bucket's materialized index in etcd, so that its log there stays
+ * short: the state's image (kv's stateImage: the live offsets and group snapshots as
+ * KvRecordBatches) is written in chunks, then one pointer key is switched to it atomically, then
+ * the older checkpoint's chunks and the log below the new one are deleted.
+ *
+ * | key | value |
+ * |---|---|
+ * | `buckets/<nnnnn>/checkpoints/<id>/<6 digits>` | bytes [i * chunkBytes, (i + 1) * chunkBytes) of the image |
+ * | `buckets/<nnnnn>/checkpoint` | JSON CheckpointPointer |
+ *
+ * The image is the batches one after the other (each starts with its length field).
+ *
+ * Invariants:
+ * - The pointer names only a checkpoint whose chunks are all written: chunks first, pointer after,
+ *   and a reader checks the chunk count, the byte count and the xxh32 of the image.
+ * - Every write (chunks, pointer switch, deletes) compares the ownership key with the writer's
+ *   token: a fenced owner changes nothing a new owner reads.
+ * - The log is truncated only below a checkpoint the pointer names.
+ * - Each request stays within etcd's limits: one chunk (1 MiB at most) per transaction.
+ */
+import { xxh32 } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import { restoreStateImage, stateImage, type OffsetsTableState } from '../kv/index.js';
+import { prefixEnd, type BucketKeys } from './cluster-keys.js';
+import type { EtcdConnection } from './etcd-connection.js';
+import { kvOf, notOwner, ownerCompare, rangeOp } from './etcd-log.js';
+import type { OwnerToken } from './owner-token.js';
+
+/** Bytes per checkpoint chunk (etcd refuses requests over 1.5 MiB). */
+export const CHECKPOINT_CHUNK_BYTES = 1024 * 1024;
+
+/** What the pointer key holds. */
+export interface CheckpointPointer {
+  /** The checkpoint's id (its chunks' key prefix). */
+  id: string;
+  /** The log offset replay continues from: the image holds every batch below it. */
+  logOffset: number;
+  /** Chunks of the image. */
+  chunkCount: number;
+  /** Bytes of the image. */
+  imageBytes: number;
+  /** xxh32 of the image. */
+  checksum: number;
+  /** Epoch of the owner that wrote it. */
+  epoch: number;
+}
+
+/** A checkpoint read back. */
+export interface LoadedEtcdCheckpoint {
+  /** Its pointer. */
+  pointer: CheckpointPointer;
+  /** The state it holds (applied up to `pointer.logOffset - 1`). */
+  state: OffsetsTableState;
+}
+
+/** Writes a checkpoint of `state` (at its applied log offset + 1) and switches the pointer to it; returns the pointer. */
+export async function writeEtcdCheckpoint(connection: EtcdConnection, keys: BucketKeys, owner: OwnerToken, state: OffsetsTableState, nowMs: number): Promise<CheckpointPointer> {
+  const logOffset = state.appliedLogOffset + 1;
+  const image = Buffer.concat(stateImage(state, nowMs));
+  const id = `${owner.epoch}-${logOffset}-${nowMs}`;
+  const chunkCount = Math.ceil(image.length / CHECKPOINT_CHUNK_BYTES);
+  for (let i = 0; i < chunkCount; i++) {
+    const chunk = image.subarray(i * CHECKPOINT_CHUNK_BYTES, (i + 1) * CHECKPOINT_CHUNK_BYTES);
+    await fencedWrite(connection, keys, owner, [{ request_put: { key: Buffer.from(keys.checkpointChunk(id, i)), value: chunk } }], 'writing a checkpoint chunk');
+  }
+  const pointer: CheckpointPointer = { id, logOffset, chunkCount, imageBytes: image.length, checksum: xxh32(image, 0, image.length), epoch: owner.epoch };
+  const previous = await readPointer(connection, keys);
+  await fencedWrite(connection, keys, owner, [{ request_put: { key: Buffer.from(keys.checkpoint), value: Buffer.from(JSON.stringify(pointer)) } }], 'switching the checkpoint pointer');
+  if (previous !== undefined && previous.id !== id) {
+    const chunks = keys.checkpointChunks(previous.id);
+    await fencedWrite(connection, keys, owner, [{ request_delete_range: { key: Buffer.from(chunks), range_end: prefixEnd(chunks) } }], 'deleting the previous checkpoint');
+  }
+  return pointer;
+}
+
+/** The live checkpoint, verified, or undefined when the bucket has none. A damaged one is CORRUPT_MESSAGE. */
+export async function readEtcdCheckpoint(connection: EtcdConnection, keys: BucketKeys): Promise<LoadedEtcdCheckpoint | undefined> {
+  const pointer = await readPointer(connection, keys);
+  if (pointer === undefined) return undefined;
+  const chunks: Buffer[] = [];
+  const prefix = keys.checkpointChunks(pointer.id);
+  let cursor = Buffer.from(keys.checkpointChunk(pointer.id, 0));
+  for (;;) {
+    const res = await connection.range({ key: cursor, range_end: prefixEnd(prefix), limit: 2 }, `reading checkpoint ${pointer.id} of ${keys.prefix}`);
+    for (const kv of res.kvs) chunks.push(kv.value);
+    if (!res.more || res.kvs.length === 0) break;
+    cursor = Buffer.concat([res.kvs.at(-1)!.key, Buffer.from([0])]);
+  }
+  const image = Buffer.concat(chunks);
+  if (chunks.length !== pointer.chunkCount || image.length !== pointer.imageBytes || xxh32(image, 0, image.length) !== pointer.checksum) {
+    throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: checkpoint ${pointer.id} does not match its pointer (${chunks.length} of ${pointer.chunkCount} chunks, ${image.length} of ${pointer.imageBytes} bytes, or its checksum)`);
+  }
+  const batches: Buffer[] = [];
+  for (let position = 0; position < image.length;) {
+    const sizeBytes = image.readUInt32LE(position) + 4;
+    batches.push(image.subarray(position, position + sizeBytes));
+    position += sizeBytes;
+  }
+  return { pointer, state: restoreStateImage(batches, pointer.logOffset) };
+}
+
+async function readPointer(connection: EtcdConnection, keys: BucketKeys): Promise<CheckpointPointer | undefined> {
+  const res = await connection.range({ key: Buffer.from(keys.checkpoint) }, `reading the checkpoint pointer of ${keys.prefix}`);
+  const kv = res.kvs[0];
+  if (kv === undefined) return undefined;
+  try {
+    return JSON.parse(kv.value.toString()) as CheckpointPointer;
+  } catch (error) {
+    throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: not a checkpoint pointer`, { cause: error });
+  }
+}
+
+async function fencedWrite(connection: EtcdConnection, keys: BucketKeys, owner: OwnerToken, success: Parameters<EtcdConnection['txn']>[0]['success'], what: string): Promise<void> {
+  const res = await connection.txn({ compare: [ownerCompare(keys, owner)], success, failure: [rangeOp(keys.owner)] }, `${what} of ${keys.prefix}`);
+  if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
+}

@@ -1,0 +1,491 @@
+/**
+ * EtcdLog: one offsets-bucket's log replicated through etcd, a LogPort (src/log/log-port.ts). Each
+ * batch is one etcd key, `buckets/<nnnnn>/log/<20-digit log offset>`, holding the sealed
+ * KvRecordBatch bytes, unchanged from the local format; `buckets/<nnnnn>/next` holds the next log
+ * offset. etcd acknowledges a transaction only once a quorum of members has it in its fsynced WAL,
+ * so an append resolved here survives the loss of any etcd minority.
+ *
+ * Invariants:
+ * - Only the owner appends: every append transaction compares the bucket's ownership key with this
+ *   log's owner token (its value holds the coordinator epoch, which is also stamped into every batch
+ *   header) and compares `next`'s modification revision with the one this log last wrote or read.
+ *   A transaction whose compare fails applies nothing: a fenced writer's batches never land, and
+ *   with the revision compare not even a writer holding the same token (a twin) can write a log
+ *   offset twice.
+ * - Log offsets are dense: a round writes offsets [start, end) and sets `next` to end, atomically.
+ * - An append resolves once its transaction succeeded; appends resolve in log-offset order.
+ * - An unknown outcome (deadline passed, leader lost) is resolved, never guessed: a fence
+ *   transaction rewrites `next` (same value, new revision) if `next` is still where the round found
+ *   it, which makes the lost transaction unable to land ever after (it compares the old revision),
+ *   so the round did not land; else the round's first log key is read back and compared with this
+ *   writer's id (stamped in the batch header): it landed, or another writer's batch is there and
+ *   this log is fenced. Until the fence transaction gets an answer it is retried, up to
+ *   `resolveTimeoutMs`; past it the log fail-stops with COORDINATOR_NOT_AVAILABLE and its owner
+ *   must reload the bucket (which replays what really landed).
+ * - A fence (NOT_COORDINATOR) fail-stops the log: the round, everything queued and every later
+ *   append reject with it. A refusal etcd gives before applying anything (REPLICA_NO_SPACE: the
+ *   NOSPACE alarm; INVALID_REQUEST: over etcd's limits) rejects the round only, and the log goes on.
+ *
+ * Group commit, step by step:
+ * 1. `append` checks the size, stamps nothing yet, queues the batch, and starts the flush loop if it
+ *    is not running; appends made while a round is in flight join the next round.
+ * 2. A round takes queued batches up to `roundBatchesMax` (etcd allows 128 operations per
+ *    transaction; one is `next`) and `roundBytesMax` (etcd refuses requests over 1.5 MiB), stamps
+ *    each with the epoch and writer id, seals it at its log offset, and sends one transaction.
+ * 3. On success the round's appends resolve in order and the loop takes the next round; one round
+ *    is in flight at a time, because each round's compare needs the previous round's revision.
+ *
+ * Truncation deletes the keys below a checkpoint's log offset in one fenced transaction, then
+ * compacts etcd's history to that revision, so etcd's size follows the live log.
+ */
+import { randomInt } from 'node:crypto';
+import type { IKeyValue, IRequestOp, IResponseOp, ITxnResponse } from 'etcd3';
+import { checkBatch, loadChecksum, readBatchWriterId, sealBatch, stampBatchWriter } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import type { BatchVisitor, LogPort } from '../log/index.js';
+import { assert } from '../util/index.js';
+import { prefixEnd, type BucketKeys } from './cluster-keys.js';
+import { outcomeUnknown, type EtcdConnection } from './etcd-connection.js';
+import type { OwnerToken } from './owner-token.js';
+
+/** Options of an etcd log. */
+export interface EtcdLogOptions {
+  /** The etcd connection (shared; the log never closes it). */
+  connection: EtcdConnection;
+  /** The bucket's keys. */
+  keys: BucketKeys;
+  /** The ownership this log appends under (see bucket-claim.ts). */
+  owner: OwnerToken;
+  /** Largest batch accepted, bytes; default 1 MiB (etcd's request limit is 1.5 MiB). */
+  batchBytesMax?: number;
+  /** Most bytes of batches in one transaction; default 1 MiB. */
+  roundBytesMax?: number;
+  /** Most batches in one transaction; default 120 (etcd's default limit is 128 operations). */
+  roundBatchesMax?: number;
+  /** Most appends queued or in flight; beyond it appends reject with TOO_MANY_PENDING_WRITES. Default 65,536. */
+  pendingAppendsMax?: number;
+  /** How long an append whose outcome is unknown may take to resolve, ms; default 30 s. */
+  resolveTimeoutMs?: number;
+}
+
+/** What opening the log found. */
+export interface EtcdLogRecovery {
+  /** Replay starts here (a checkpoint's log offset, or 0). */
+  fromLogOffset: number;
+  /** Receives every batch at or above `fromLogOffset`, in log order. */
+  visit?: BatchVisitor;
+}
+
+/** Defaults of the limits. */
+export const ETCD_LOG_DEFAULTS = {
+  batchBytesMax: 1024 * 1024,
+  roundBytesMax: 1024 * 1024,
+  roundBatchesMax: 120,
+  pendingAppendsMax: 65_536,
+  resolveTimeoutMs: 30_000,
+} as const;
+
+/** Log entries per range read. */
+const PAGE_ENTRIES = 256;
+
+interface PendingAppend {
+  batch: Buffer;
+  resolve: (logOffset: number) => void;
+  reject: (error: unknown) => void;
+}
+
+type Limits = Required<Pick<EtcdLogOptions, 'batchBytesMax' | 'roundBytesMax' | 'roundBatchesMax' | 'pendingAppendsMax' | 'resolveTimeoutMs'>>;
+
+/** An offsets-bucket's log in etcd. */
+export class EtcdLog implements LogPort {
+  readonly #connection: EtcdConnection;
+  readonly #keys: BucketKeys;
+  readonly #owner: OwnerToken;
+  readonly #limits: Limits;
+  /** Unique per opened log: a batch read back with this id was appended by this log. */
+  readonly #writerId = randomInt(1, 2 ** 47);
+  #nextOffset: number;
+  /** Modification revision of `next` as this log last wrote or read it (0: the key does not exist). */
+  #nextRevision: string;
+  /** First log offset still in etcd. */
+  #firstOffset: number;
+  /** Bytes of each batch from #firstOffset on. */
+  #entryBytes: number[];
+  #sizeBytes: number;
+  #appendedBytes = 0;
+  #queue: PendingAppend[] = [];
+  #inFlightCount = 0;
+  #flushing: Promise<void> | undefined;
+  #failure: OffsetStoreError | undefined;
+  #closed = false;
+  #unknownOutcomes = 0;
+
+  private constructor(options: EtcdLogOptions, nextOffset: number, nextRevision: string, firstOffset: number, entryBytes: number[]) {
+    this.#connection = options.connection;
+    this.#keys = options.keys;
+    this.#owner = options.owner;
+    this.#limits = { ...ETCD_LOG_DEFAULTS, ...definedOnly(options) };
+    this.#nextOffset = nextOffset;
+    this.#nextRevision = nextRevision;
+    this.#firstOffset = firstOffset;
+    this.#entryBytes = entryBytes;
+    this.#sizeBytes = entryBytes.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Opens the log of a bucket this process owns (NOT_COORDINATOR if the ownership key does not hold
+   * `options.owner`), reads it once, checking every batch, and hands each batch at or above
+   * `recovery.fromLogOffset` to `recovery.visit`.
+   */
+  static async open(options: EtcdLogOptions, recovery: EtcdLogRecovery = { fromLogOffset: 0 }): Promise<EtcdLog> {
+    const { connection, keys, owner } = options;
+    await loadChecksum();
+    const res = await connection.txn({
+      compare: [ownerCompare(keys, owner)],
+      success: [rangeOp(keys.next)],
+      failure: [rangeOp(keys.owner)],
+    }, `opening the log of ${keys.prefix}`);
+    if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
+    const next = kvOf(res.responses[0]);
+    const nextOffset = next === undefined ? 0 : Number(next.value.toString());
+    const nextRevision = next === undefined ? '0' : String(next.mod_revision);
+    const entries: { logOffset: number; bytes: number }[] = [];
+    const batchBytesMax = options.batchBytesMax ?? ETCD_LOG_DEFAULTS.batchBytesMax;
+    await readEntries(connection, keys, 0, nextOffset, batchBytesMax, (buf, logOffset) => {
+      entries.push({ logOffset, bytes: buf.length });
+      if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
+    }, Number(res.header.revision));
+    const firstOffset = entries[0]?.logOffset ?? nextOffset;
+    if (recovery.fromLogOffset < firstOffset && recovery.fromLogOffset < nextOffset) {
+      throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.log}: replay must start at log offset ${recovery.fromLogOffset}, but the log starts at ${firstOffset}`);
+    }
+    return new EtcdLog(options, nextOffset, nextRevision, firstOffset, entries.map((e) => e.bytes));
+  }
+
+  /** The epoch of the owner token: stamped into every batch this log appends. */
+  get coordinatorEpoch(): number {
+    return this.#owner.epoch;
+  }
+
+  /** The log offset the next appended batch gets. */
+  get nextOffset(): number {
+    return this.#nextOffset;
+  }
+
+  /** Log offset after the last acknowledged batch (one round is acknowledged as a whole). */
+  get acknowledgedEnd(): number {
+    return this.#nextOffset;
+  }
+
+  /** True once a fence or an unresolved outcome has fail-stopped the log. */
+  get failed(): boolean {
+    return this.#failure !== undefined;
+  }
+
+  /** Bytes of the batches still in etcd. */
+  get sizeBytes(): number {
+    return this.#sizeBytes;
+  }
+
+  /** Bytes of batches appended (acknowledged) since the log was opened. */
+  get appendedBytes(): number {
+    return this.#appendedBytes;
+  }
+
+  /** Rounds whose transaction got no answer and were resolved by the fence-and-read-back protocol. */
+  get unknownOutcomes(): number {
+    return this.#unknownOutcomes;
+  }
+
+  /** First log offset still in etcd (the rest was truncated below a checkpoint). */
+  get firstOffset(): number {
+    return this.#firstOffset;
+  }
+
+  /** Appends one unsealed batch; resolves with its log offset once etcd has committed it. */
+  append(batch: Buffer): Promise<number> {
+    if (this.#closed) return Promise.reject(new OffsetStoreError('STORE_CLOSED', `log ${this.#keys.log} is closed`));
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (batch.length > this.#limits.batchBytesMax) {
+      return Promise.reject(new OffsetStoreError('INVALID_REQUEST', `batch of ${batch.length} bytes exceeds the limit of ${this.#limits.batchBytesMax} bytes of a log in etcd`));
+    }
+    if (this.#queue.length + this.#inFlightCount >= this.#limits.pendingAppendsMax) {
+      return Promise.reject(new OffsetStoreError('TOO_MANY_PENDING_WRITES', `${this.#limits.pendingAppendsMax} appends are already pending on ${this.#keys.log}`));
+    }
+    return new Promise<number>((resolve, reject) => {
+      this.#queue.push({ batch, resolve, reject });
+      this.#flushing ??= this.#flushLoop();
+    });
+  }
+
+  async #flushLoop(): Promise<void> {
+    try {
+      await Promise.resolve(); // appends made in the same tick join the first round
+      while (this.#queue.length > 0) {
+        const round = this.#takeRound();
+        this.#inFlightCount = round.length;
+        try {
+          await this.#writeRound(round);
+        } catch (error) {
+          // A bug, not etcd (its errors are settled in #writeRound): nothing may be left hanging.
+          this.#failStop(error instanceof OffsetStoreError ? error : new OffsetStoreError('LOG_STORAGE_ERROR', `${this.#keys.log}: ${(error as Error).message}`, { cause: error }), round);
+        } finally {
+          this.#inFlightCount = 0;
+        }
+      }
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  #takeRound(): PendingAppend[] {
+    const { roundBatchesMax, roundBytesMax } = this.#limits;
+    let count = 0;
+    let bytes = 0;
+    while (count < this.#queue.length && count < roundBatchesMax) {
+      const next = this.#queue[count]!.batch.length;
+      if (count > 0 && bytes + next > roundBytesMax) break;
+      bytes += next;
+      count++;
+    }
+    return this.#queue.splice(0, count);
+  }
+
+  async #writeRound(round: PendingAppend[]): Promise<void> {
+    if (this.#failure !== undefined) {
+      for (const entry of round) entry.reject(this.#failure);
+      return;
+    }
+    const start = this.#nextOffset;
+    const end = start + round.length;
+    const puts: IRequestOp[] = [];
+    for (let i = 0; i < round.length; i++) {
+      const batch = round[i]!.batch;
+      stampBatchWriter(batch, this.#owner.epoch, this.#writerId);
+      sealBatch(batch, start + i);
+      puts.push({ request_put: { key: Buffer.from(this.#keys.logEntry(start + i)), value: batch } });
+    }
+    puts.push({ request_put: { key: Buffer.from(this.#keys.next), value: Buffer.from(String(end)) } });
+    let landed: boolean;
+    let revision: string | undefined;
+    try {
+      const res = await this.#connection.txn({ compare: this.#compares(), success: puts, failure: this.#probes(start) }, `appending to ${this.#keys.log}`);
+      if (res.succeeded) {
+        landed = true;
+        revision = String(res.header.revision);
+      } else {
+        landed = this.#landedOrFenced(res, start, end);
+      }
+    } catch (error) {
+      if (!outcomeUnknown(error)) {
+        // etcd refused the round before applying it (NOSPACE, limits): nothing landed, the log goes on.
+        for (const entry of round) entry.reject(error);
+        return;
+      }
+      this.#unknownOutcomes++;
+      try {
+        landed = await this.#resolveUnknown(start, end, error as OffsetStoreError);
+      } catch (failure) {
+        this.#failStop(failure as OffsetStoreError, round);
+        return;
+      }
+    }
+    if (!landed) {
+      const error = this.#failure ?? new OffsetStoreError('REQUEST_TIMED_OUT', `append to ${this.#keys.log} timed out and was fenced off: it did not land and never will; retry`);
+      for (const entry of round) entry.reject(error);
+      return;
+    }
+    if (revision !== undefined) this.#nextRevision = revision;
+    this.#nextOffset = end;
+    for (const entry of round) {
+      this.#entryBytes.push(entry.batch.length);
+      this.#sizeBytes += entry.batch.length;
+      this.#appendedBytes += entry.batch.length;
+    }
+    for (let i = 0; i < round.length; i++) round[i]!.resolve(start + i);
+    if (this.#failure !== undefined) this.#failStop(this.#failure, []);
+  }
+
+  /** The compares of every write: the owner token, and `next` unchanged since this log last saw it. */
+  #compares() {
+    return [ownerCompare(this.#keys, this.#owner), { key: Buffer.from(this.#keys.next), target: 'Mod' as const, result: 'Equal' as const, mod_revision: this.#nextRevision }];
+  }
+
+  /** What a failed compare reads instead: the owner, `next`, and the key a round would have written first. */
+  #probes(start: number): IRequestOp[] {
+    return [rangeOp(this.#keys.owner), rangeOp(this.#keys.next), rangeOp(this.#keys.logEntry(start))];
+  }
+
+  /**
+   * After a failed compare: true if this writer's round [start, end) is in etcd (a round whose
+   * answer was lost, then retried); else the log is fenced (someone else owns the bucket or wrote at
+   * `start`), which fail-stops it. A landed round under a token that is gone since still resolves
+   * (it was committed under a valid token), and the log fail-stops after it.
+   */
+  #landedOrFenced(res: ITxnResponse, start: number, end: number): boolean {
+    const [owner, next, first] = res.responses.map(kvOf);
+    const ours = first !== undefined && readBatchWriterId(first.value) === this.#writerId;
+    const stillOwner = owner !== undefined && owner.value.equals(this.#owner.value);
+    if (ours && stillOwner && next !== undefined && Number(next.value.toString()) === end) {
+      this.#nextRevision = String(next.mod_revision);
+      return true;
+    }
+    const fence = stillOwner
+      ? new OffsetStoreError('NOT_COORDINATOR', `${this.#keys.log}: another writer under the same token appended at log offset ${start}; this log stops`)
+      : notOwner(this.#keys, this.#owner, owner);
+    this.#failure ??= fence;
+    return ours;
+  }
+
+  /**
+   * Resolves a round whose transaction got no answer: retries a fence transaction (see the module
+   * comment) until one gets an answer or `resolveTimeoutMs` passes. True if the round landed.
+   */
+  async #resolveUnknown(start: number, end: number, cause: OffsetStoreError): Promise<boolean> {
+    const deadlineMs = Date.now() + this.#limits.resolveTimeoutMs;
+    let delayMs = 25;
+    let last: unknown = cause;
+    while (Date.now() < deadlineMs && !this.#closedHard) {
+      try {
+        const res = await this.#connection.txn({
+          compare: this.#compares(),
+          success: [{ request_put: { key: Buffer.from(this.#keys.next), value: Buffer.from(String(start)) } }],
+          failure: this.#probes(start),
+        }, `resolving an append to ${this.#keys.log}`);
+        if (res.succeeded) {
+          this.#nextRevision = String(res.header.revision);
+          return false;
+        }
+        return this.#landedOrFenced(res, start, end);
+      } catch (error) {
+        last = error;
+        if (!outcomeUnknown(error)) break; // etcd answers but refuses writes (NOSPACE): reading cannot settle it
+      }
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      delayMs = Math.min(delayMs * 2, 500);
+    }
+    throw new OffsetStoreError('COORDINATOR_NOT_AVAILABLE', `${this.#keys.log}: an append's outcome is unknown and etcd did not answer within ${this.#limits.resolveTimeoutMs} ms; the bucket must be reloaded to learn it: ${(last as Error).message}`, { cause: last });
+  }
+
+  /** Set by `abandon`: stop resolving, the owner is gone. */
+  #closedHard = false;
+
+  #failStop(error: OffsetStoreError, round: PendingAppend[]): void {
+    this.#failure ??= error;
+    const queued = this.#queue;
+    this.#queue = [];
+    for (const entry of [...round, ...queued]) entry.reject(this.#failure);
+  }
+
+  /**
+   * Fail-stops the log at once with `error` (its owner lost the bucket's lease): queued appends
+   * reject, a round in flight settles as etcd decides (its compare fails if the lease is gone).
+   */
+  abandon(error: OffsetStoreError): void {
+    this.#closedHard = true;
+    this.#failStop(error, []);
+  }
+
+  /** Visits every batch at or above `fromLogOffset` and below the log end, in order. */
+  async scan(fromLogOffset: number, visit: BatchVisitor): Promise<void> {
+    const end = this.#nextOffset;
+    await readEntries(this.#connection, this.#keys, Math.max(fromLogOffset, this.#firstOffset), end, this.#limits.batchBytesMax, (buf, logOffset) => visit(buf, 0, logOffset, buf.length, 0));
+  }
+
+  /**
+   * Deletes the batches below `logOffset` in one fenced transaction, then compacts etcd's history to
+   * that revision; returns the bytes freed.
+   */
+  async truncateBelow(logOffset: number): Promise<number> {
+    if (this.#failure !== undefined) throw this.#failure;
+    const upTo = Math.min(logOffset, this.#nextOffset);
+    if (upTo <= this.#firstOffset) return 0;
+    const res = await this.#connection.txn({
+      compare: [ownerCompare(this.#keys, this.#owner)],
+      success: [{ request_delete_range: { key: Buffer.from(this.#keys.logEntry(this.#firstOffset)), range_end: Buffer.from(this.#keys.logEntry(upTo)) } }],
+      failure: [rangeOp(this.#keys.owner)],
+    }, `truncating ${this.#keys.log}`);
+    if (!res.succeeded) {
+      const fence = notOwner(this.#keys, this.#owner, kvOf(res.responses[0]));
+      this.#failStop(fence, []);
+      throw fence;
+    }
+    const count = upTo - this.#firstOffset;
+    const freed = this.#entryBytes.splice(0, count).reduce((a, b) => a + b, 0);
+    this.#sizeBytes -= freed;
+    this.#firstOffset = upTo;
+    await this.#connection.compact(res.header.revision, `compacting etcd after truncating ${this.#keys.log}`);
+    return freed;
+  }
+
+  /** Waits until every append made so far has settled. */
+  async drain(): Promise<void> {
+    while (this.#flushing !== undefined) await this.#flushing;
+  }
+
+  /** Settles queued appends, then refuses later ones with STORE_CLOSED. Does not close the connection. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.drain();
+  }
+}
+
+/** The options that were given (undefined ones keep their defaults). */
+function definedOnly(options: EtcdLogOptions): Partial<Limits> {
+  const out: Partial<Limits> = {};
+  for (const key of Object.keys(ETCD_LOG_DEFAULTS) as (keyof Limits)[]) {
+    const value = options[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/** The compare that holds while `owner` owns the bucket. */
+export function ownerCompare(keys: BucketKeys, owner: OwnerToken) {
+  return { key: Buffer.from(keys.owner), target: 'Value' as const, result: 'Equal' as const, value: owner.value };
+}
+
+/** A read of one key inside a transaction. */
+export function rangeOp(key: string): IRequestOp {
+  return { request_range: { key: Buffer.from(key) } };
+}
+
+/** The key a range response inside a transaction found, if any. */
+export function kvOf(response: IResponseOp | undefined): IKeyValue | undefined {
+  return response?.response_range?.kvs[0];
+}
+
+/** NOT_COORDINATOR for `owner`, naming the current owner. */
+export function notOwner(keys: BucketKeys, owner: OwnerToken, current: IKeyValue | undefined): OffsetStoreError {
+  const now = current === undefined ? 'nobody (its lease is gone or it was released)' : current.value.toString();
+  return new OffsetStoreError('NOT_COORDINATOR', `${keys.prefix}: this node (${owner.value.toString()}) no longer owns the bucket; its owner is ${now}`);
+}
+
+/**
+ * Reads the log keys [from, end) in pages, checks each batch (whole, at the offset its key names,
+ * dense) and visits it. A gap or a damaged batch is CORRUPT_MESSAGE.
+ */
+async function readEntries(connection: EtcdConnection, keys: BucketKeys, from: number, end: number, batchBytesMax: number, visit: (buf: Buffer, logOffset: number) => void, revision?: number): Promise<void> {
+  let expected: number | undefined;
+  let cursor = from;
+  const rangeEnd = prefixEnd(keys.log);
+  while (cursor < end) {
+    const res = await connection.range({ key: Buffer.from(keys.logEntry(cursor)), range_end: rangeEnd, limit: PAGE_ENTRIES, revision }, `reading ${keys.log}`);
+    for (const kv of res.kvs) {
+      const logOffset = keys.logOffsetOf(kv.key);
+      if (logOffset >= end) return;
+      if (expected !== undefined && logOffset !== expected) throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.log}: log offset ${expected} is missing (the next batch is ${logOffset})`);
+      const check = checkBatch(kv.value, 0, kv.value.length, batchBytesMax);
+      if (check.kind !== 'ok' || check.sizeBytes !== kv.value.length || check.logOffset !== logOffset) {
+        throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.logEntry(logOffset)}: not the batch at log offset ${logOffset}: ${check.kind === 'ok' ? `it says ${check.logOffset}, ${check.sizeBytes} bytes of ${kv.value.length}` : check.reason}`);
+      }
+      visit(kv.value, logOffset);
+      expected = logOffset + 1;
+      cursor = expected;
+    }
+    if (!res.more || res.kvs.length === 0) break;
+  }
+  if (expected !== undefined && expected < end) throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.log}: the log ends at ${expected}, but next says ${end}`);
+  assert(cursor <= end || expected === undefined || expected <= end, 'reads stop at the log end');
+}

@@ -1,0 +1,41 @@
+/**
+ * LeaveGroup (key 13, v0-4): members leave a classic group through `store.classic.leaveGroup`;
+ * the group rebalances without them at once instead of after their session timeout.
+ *
+ * v0-2 name one member (member_id) and get its outcome as the error code; v3+ name a batch
+ * (members[], a static member possibly by its instance id alone) and get one answer per member,
+ * the top-level error being 0 unless the group itself failed (UNKNOWN_MEMBER_ID for a group id with
+ * no classic group, as Kafka's coordinator answers; the store's others mapped as
+ * kafka-error-code.ts says).
+ */
+import type { ClassicLeaveGroupResult } from '../../group/index.js';
+import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
+import type { RequestHandler } from './request-handler.js';
+
+type LeaveResponse = ResponseInputOf<typeof API_KEYS.LeaveGroup>;
+
+/** LeaveGroup v3 is the first to name a batch of members. */
+const BATCHED_FROM_VERSION = 3;
+
+/** A member's outcome as a Kafka error code. */
+function memberErrorCode(errorCode: ClassicLeaveGroupResult['members'][number]['errorCode']): number {
+  return errorCode === null ? KAFKA_ERROR.NONE : KAFKA_ERROR[errorCode];
+}
+
+/** Removes the members named. */
+export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = async (context, request, header) => {
+  const batched = header.apiVersion >= BATCHED_FROM_VERSION;
+  const members = batched ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId })) : [{ memberId: request.memberId }];
+  let result: ClassicLeaveGroupResult;
+  try {
+    result = await context.store.classic.leaveGroup(request.groupId, { members });
+  } catch (error) {
+    return { throttleTimeMs: 0, errorCode: context.errorCodeOf(error, 'LeaveGroup'), members: [] };
+  }
+  const response: LeaveResponse = {
+    throttleTimeMs: 0,
+    errorCode: batched ? KAFKA_ERROR.NONE : memberErrorCode(result.members[0]!.errorCode),
+    members: result.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode: memberErrorCode(m.errorCode) })),
+  };
+  return response;
+};

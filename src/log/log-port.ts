@@ -1,0 +1,56 @@
+/**
+ * LogPort: what the offsets table, the group coordinator's writer (through the table) and the
+ * checkpoint strategy of compaction write through. One offsets-bucket has one log; the local
+ * segmented log (log.ts) is one implementation, a log replicated through etcd (src/cluster) another.
+ * Both store the same KvRecordBatch bytes; a conformance suite (test/log-port/) runs against each.
+ *
+ * Invariants every implementation keeps:
+ * - Log offsets are dense and increasing as appended: the batch appended after the one at log offset
+ *   n gets n + 1 (compaction or truncation may remove batches later; survivors keep their offsets).
+ * - An append resolves, with the batch's log offset, only once the batch is durable under the
+ *   implementation's promise (fdatasync, or a quorum of replicas); appends resolve in log-offset
+ *   order, and a batch is never visible to `scan` before it is durable.
+ * - Every appended batch carries `coordinatorEpoch` in its header, stamped by the log: the fencing
+ *   token of the writer. A fenced append (the writer's epoch is no longer the owner's) rejects with
+ *   NOT_COORDINATOR and its batch never lands, nor does anything queued behind it.
+ * - An append whose outcome is unknown (a timeout, a lost connection) is resolved before it settles:
+ *   it resolves if the batch landed and rejects if it did not; it is never guessed.
+ * - After a storage failure or a fence the log is fail-stopped (`failed`): every later append
+ *   rejects with the same error until the log is reopened (by its new owner, in a cluster).
+ * - `truncateBelow(x)` removes only batches below x, and only once the caller holds a durable image
+ *   of the state at x (a checkpoint); `scan` from x still returns every batch at or above x.
+ * - `close` waits for queued appends to settle, then rejects later ones with STORE_CLOSED.
+ */
+import type { BatchVisitor } from './segment-scanner.js';
+
+/** The interface a log of KvRecordBatches offers to the offsets table above it. */
+export interface LogPort {
+  /** The fencing token stamped into the header of every batch this log appends (0 for a single-process store). */
+  readonly coordinatorEpoch: number;
+  /** The log offset the next appended batch gets (the log end offset). */
+  readonly nextOffset: number;
+  /** Log offset after the last acknowledged batch. */
+  readonly acknowledgedEnd: number;
+  /** True once a storage failure or a fence has fail-stopped the log. */
+  readonly failed: boolean;
+  /** Bytes the log holds (batches only). */
+  readonly sizeBytes: number;
+  /** Bytes of batches appended (acknowledged) since the log was opened. */
+  readonly appendedBytes: number;
+  /**
+   * Appends one unsealed batch under this log's coordinator epoch; resolves with its log offset once
+   * it is durable. The buffer is stamped and sealed in place and must not be modified afterwards.
+   */
+  append(batch: Buffer): Promise<number>;
+  /** Visits every durable batch at or above `fromLogOffset`, in log order. */
+  scan(fromLogOffset: number, visit: BatchVisitor): Promise<void>;
+  /**
+   * Removes batches below `logOffset` (a durable checkpoint covers them); returns the bytes freed.
+   * An implementation may keep some of them (a local log frees whole segments only).
+   */
+  truncateBelow(logOffset: number): Promise<number>;
+  /** Waits until every append made so far has settled. */
+  drain(): Promise<void>;
+  /** Settles queued appends, then closes; later appends reject with STORE_CLOSED. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,169 @@
+/**
+ * Cluster nodes in one process over a real 3-member etcd: buckets spread over the live nodes and
+ * owned once each, requests on a bucket served only by its owner (NOT_COORDINATOR elsewhere), a
+ * crashed node's buckets taken over after its lease expires with every acknowledged commit there,
+ * checkpoints that keep the log in etcd short and recover the same state.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClusterNode, ClusterKeys, EtcdConnection, readEtcdCheckpoint, rendezvousOwner } from '../../src/cluster/index.js';
+import { isOffsetStoreError } from '../../src/errors/index.js';
+import { OffsetStore } from '../../src/index.js';
+import { EtcdCluster } from '../support/etcd-cluster.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const BUCKETS = 8;
+let etcd: EtcdCluster;
+let clusters = 0;
+
+beforeAll(async () => {
+  etcd = await EtcdCluster.start({ members: 3 });
+});
+
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+interface TestNode {
+  node: ClusterNode;
+  store: OffsetStore;
+}
+
+async function startNodes(prefix: string, ids: string[], warnings: string[], overrides: { checkpointBatches?: number } = {}): Promise<TestNode[]> {
+  const nodes: TestNode[] = [];
+  for (const [i, nodeId] of ids.entries()) {
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    const node = await ClusterNode.start({
+      endpoints: etcd.endpoints, prefix, node: { nodeId, brokerId: i + 1, host: '127.0.0.1', port: 9000 + i }, store,
+      leaseTtlSeconds: 2, reconcileIntervalMs: 100, onWarning: (m) => warnings.push(m), ...overrides,
+    });
+    nodes.push({ node, store });
+  }
+  return nodes;
+}
+
+/** Waits until every bucket is owned by the node that rendezvous hashing assigns it to, and served there. */
+async function settled(nodes: TestNode[], timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const owned = nodes.flatMap((n) => n.node.ownedBuckets());
+    const ids = nodes.map((n) => n.node.nodeId);
+    const placed = nodes.every((n) => n.node.ownedBuckets().every((b) => rendezvousOwner(b, ids) === n.node.nodeId));
+    if (owned.length === BUCKETS && new Set(owned).size === BUCKETS && placed) return;
+    if (Date.now() > deadline) throw new Error(`buckets not settled: ${JSON.stringify(nodes.map((n) => [n.node.nodeId, n.node.ownedBuckets()]))}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function ownerOf(nodes: TestNode[], store: OffsetStore, groupId: string): TestNode {
+  const bucket = store.bucketFor(groupId);
+  const owner = nodes.find((n) => n.node.ownedBuckets().includes(bucket));
+  if (owner === undefined) throw new Error(`nobody owns bucket ${bucket}`);
+  return owner;
+}
+
+async function stopAll(nodes: TestNode[]): Promise<void> {
+  for (const n of nodes) {
+    await n.node.close();
+    await n.store.close();
+  }
+}
+
+describe('cluster nodes on a 3-member etcd', () => {
+  it('own every bucket exactly once, spread over the nodes; only the owner serves a group, the others say NOT_COORDINATOR', async () => {
+    const warnings: string[] = [];
+    const nodes = await startNodes(`/nodes-${clusters++}/`, ['n1', 'n2', 'n3'], warnings);
+    try {
+      await settled(nodes);
+      for (const n of nodes) expect(n.node.ownedBuckets().length).toBeGreaterThan(0);
+      for (let g = 0; g < 20; g++) {
+        const groupId = `group-${g}`;
+        const owner = ownerOf(nodes, nodes[0]!.store, groupId);
+        await owner.store.commitOffsets(groupId, [{ tableId: 1, bucketId: g, offset: 100 + g }]);
+        expect((await owner.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: g }]))[0]?.offset).toBe(100 + g);
+        for (const other of nodes.filter((n) => n !== owner)) {
+          await expect(other.store.commitOffsets(groupId, [{ tableId: 1, bucketId: g, offset: 1 }])).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
+          await expect(other.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: g }])).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
+        }
+      }
+    } finally {
+      await stopAll(nodes);
+    }
+    expect(warnings).toEqual([]);
+  });
+
+  it('moves a crashed node\'s buckets to the others once its lease expires, with every acknowledged commit', async () => {
+    const warnings: string[] = [];
+    const nodes = await startNodes(`/nodes-${clusters++}/`, ['n1', 'n2', 'n3'], warnings);
+    try {
+      await settled(nodes);
+      const acknowledged = new Map<string, number>();
+      for (let round = 0; round < 5; round++) {
+        for (let g = 0; g < 16; g++) {
+          const groupId = `group-${g}`;
+          const owner = ownerOf(nodes, nodes[0]!.store, groupId);
+          await owner.store.commitOffsets(groupId, [{ tableId: 7, bucketId: 0, offset: round * 100 + g }]);
+          acknowledged.set(groupId, round * 100 + g);
+        }
+      }
+      const victim = nodes[1]!;
+      const moved = victim.node.ownedBuckets();
+      expect(moved.length).toBeGreaterThan(0);
+      const crashedAt = performance.now();
+      victim.node.abandon();
+      const survivors = nodes.filter((n) => n !== victim);
+      await settled(survivors);
+      const failoverMs = performance.now() - crashedAt;
+      expect(failoverMs).toBeLessThan(10_000);
+      for (const [groupId, offset] of acknowledged) {
+        const owner = ownerOf(survivors, survivors[0]!.store, groupId);
+        expect((await owner.store.fetchOffsets(groupId, [{ tableId: 7, bucketId: 0 }]))[0]?.offset, groupId).toBe(offset);
+      }
+      await victim.store.close();
+      nodes.splice(1, 1);
+    } finally {
+      await stopAll(nodes);
+    }
+  });
+
+  it('checkpoints each bucket into etcd and truncates its log there; a new owner recovers the same offsets from checkpoint and log', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const first = await startNodes(prefix, ['n1'], warnings, { checkpointBatches: 20 });
+    const expected = new Map<string, number>();
+    try {
+      await settled(first);
+      for (let i = 0; i < 200; i++) {
+        const groupId = `g${i % 10}`;
+        await first[0]!.store.commitOffsets(groupId, [{ tableId: 1, bucketId: i % 3, offset: i }]);
+        expected.set(`${groupId}/${i % 3}`, i);
+      }
+      await first[0]!.node.reconcile();
+      const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+      const keys = new ClusterKeys(prefix);
+      let checkpointed = 0;
+      for (let b = 0; b < BUCKETS; b++) if ((await readEtcdCheckpoint(connection, keys.bucket(b))) !== undefined) checkpointed++;
+      connection.close();
+      expect(checkpointed).toBeGreaterThan(0);
+      const status = await first[0]!.node.status();
+      expect(status.bucketCount).toBe(BUCKETS);
+      expect(status.nodes.map((n) => n.nodeId)).toEqual(['n1']);
+      const checkpointedBucket = status.buckets.find((s) => s.checkpointLogOffset > 0)!;
+      expect(checkpointedBucket.owner?.nodeId).toBe('n1');
+      // Truncated below its checkpoint: etcd holds only the batches from the checkpoint on.
+      expect(checkpointedBucket.logBatches).toBe(checkpointedBucket.nextLogOffset - checkpointedBucket.checkpointLogOffset);
+    } finally {
+      await stopAll(first);
+    }
+    const second = await startNodes(prefix, ['n9'], warnings, { checkpointBatches: 20 });
+    try {
+      await settled(second);
+      for (const [key, offset] of expected) {
+        const [groupId, bucketId] = key.split('/');
+        expect((await second[0]!.store.fetchOffsets(groupId!, [{ tableId: 1, bucketId: Number(bucketId) }]))[0]?.offset, key).toBe(offset);
+      }
+    } finally {
+      await stopAll(second);
+    }
+    expect(warnings).toEqual([]);
+  });
+});

@@ -16,6 +16,7 @@ const SLOW = [
   'test/cli/cli-demo.test.ts',
   'test/cli/cli-errors.test.ts',
   'test/cli/cli-serve.test.ts',
+  'test/cli/cli-security.test.ts',
   'test/kafka/clients/kafkajs-admin-offsets.test.ts',
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',

@@ -29,7 +29,8 @@ export type {
 } from './group/index.js';
 export type { Durability } from './log/index.js';
 export {
-  KafkaServer, startKafkaServer, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats, type TopicSpec,
+  KafkaServer, startKafkaServer, type AclBinding, type BoundListener, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats,
+  type ListenerOptions, type ListenerTlsOptions, type SaslMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type TopicSpec,
 } from './kafka/index.js';
 export {
   startClusterServer, type BucketStatus, type ClusterServer, type ClusterServerOptions, type ClusterStatus, type NodeInfo,

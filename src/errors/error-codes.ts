@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   REBALANCE_IN_PROGRESS: { errno: 27, retriable: true },
   INVALID_CONFIG: { errno: 40, retriable: false },
   INVALID_REQUEST: { errno: 42, retriable: false },
+  SASL_AUTHENTICATION_FAILED: { errno: 58, retriable: false },
   NON_EMPTY_GROUP: { errno: 68, retriable: false },
   GROUP_ID_NOT_FOUND: { errno: 69, retriable: false },
   MEMBER_ID_REQUIRED: { errno: 79, retriable: false },

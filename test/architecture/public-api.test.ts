@@ -26,7 +26,9 @@ function publicSurface(): string[] {
 describe('the public API', () => {
   it('exports exactly these names, each of this kind', () => {
     expect(publicSurface()).toEqual([
+      'AclBinding: interface',
       'AssignorName: type',
+      'BoundListener: interface',
       'BucketCompactedListener: type',
       'BucketCompaction: interface',
       'BucketRecoveryReport: interface',
@@ -86,6 +88,8 @@ describe('the public API', () => {
       'KafkaServerCloseOptions: interface',
       'KafkaServerOptions: interface',
       'KafkaServerStats: interface',
+      'ListenerOptions: interface',
+      'ListenerTlsOptions: interface',
       'LogInspector: interface',
       'ManualClock: class',
       'MemberCommitOffset: interface',
@@ -103,8 +107,12 @@ describe('the public API', () => {
       'OpenFlags: type',
       'RemoveMembersRequest: interface',
       'RemovedMember: interface',
+      'SaslMechanism: type',
       'ScannerOffsets: class',
       'ScannerOptions: interface',
+      'SecurityOptions: interface',
+      'SecurityProtocol: type',
+      'SecurityStats: interface',
       'SegmentGarbage: interface',
       'SegmentView: interface',
       'StoreStats: interface',

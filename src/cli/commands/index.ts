@@ -1,5 +1,6 @@
 /** Every command of the CLI, in the order `--help` lists them. */
 import type { Command } from '../command.js';
+import { aclsAdd, aclsList, aclsRemove } from './acls.js';
 import { clusterStatusCommand } from './cluster-status.js';
 import { compact } from './compact.js';
 import { demo } from './demo.js';
@@ -14,6 +15,7 @@ import { offsetsDelete } from './offsets-delete.js';
 import { offsetsReset } from './offsets-reset.js';
 import { serve } from './serve.js';
 import { stats } from './stats.js';
+import { usersAdd, usersList, usersRemove } from './users.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, clusterStatusCommand, lab, demo];
+export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, usersAdd, usersRemove, usersList, aclsAdd, aclsRemove, aclsList, clusterStatusCommand, lab, demo];

@@ -5,9 +5,13 @@
  * does (`--json`: one line `{"host","port"}`), so a script can start it on port 0 and read the port.
  * Listens on loopback unless told otherwise.
  */
+import { NodeFileSystem } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
 import { startClusterServer } from '../../cluster/index.js';
-import { SERVER_DEFAULTS, startKafkaServer, type KafkaServer, type TopicSpec } from '../../kafka/index.js';
+import {
+  SASL_MECHANISMS, SERVER_DEFAULTS, parseListenerAddress, startKafkaServer, type KafkaServer, type ListenerOptions, type SaslMechanism, type SecurityOptions,
+  type SecurityProtocol, type TopicSpec,
+} from '../../kafka/index.js';
 import { EXIT, UsageError, integerOption, noPositionals, stringListOption, stringOption, type Command, type CommandContext } from '../command.js';
 
 const DEFAULT_LISTEN = '127.0.0.1:9092';
@@ -24,9 +28,10 @@ export const serve: Command = {
     'answers consumers need (no records are stored: every partition is empty).',
     'Topics are tables of the store (partition p = bucket p), kept in kafka-topics.json in the store',
     'directory; a topic a client asks for is created with --default-partitions unless --no-auto-create.',
-    'Prints the address once listening (--json: {"host","port"}); stops on SIGINT or SIGTERM, letting',
-    'requests in flight finish (held JoinGroup and SyncGroup requests are answered at once) and closing',
-    'the store. See docs/kafka.md.',
+    'Prints the address once listening (--json: {"host","port","listeners"}); stops on SIGINT or SIGTERM,',
+    'letting requests in flight finish (held JoinGroup and SyncGroup requests are answered at once) and',
+    'closing the store; re-reads users and ACLs on SIGHUP. Listeners may use TLS and SASL, and an',
+    'authorizer may enforce ACLs. See docs/kafka.md and docs/security.md.',
     '',
     'With --etcd, the server is one node of a cluster (docs/cluster.md): the offsets live in etcd, the',
     'offsets-buckets are spread over the live nodes, and --dir keeps only this node\'s lock, manifest',
@@ -34,8 +39,19 @@ export const serve: Command = {
     'name the same tables everywhere.',
   ].join('\n'),
   options: {
-    listen: { type: 'string', valueName: '<host:port>', description: `address to listen on (default ${DEFAULT_LISTEN}; port 0 picks a free one)` },
-    advertise: { type: 'string', valueName: '<host:port>', description: 'address clients are told to connect to (default the listening one; required with 0.0.0.0)' },
+    listen: { type: 'string', multiple: true, valueName: '<[PROTOCOL://]host:port>', description: `listener (repeatable): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; host:port alone is PLAINTEXT (default ${DEFAULT_LISTEN}; port 0 picks a free one)` },
+    advertise: { type: 'string', multiple: true, valueName: '<[PROTOCOL://]host:port>', description: 'address clients of a listener are told (repeatable, matched by protocol; host:port alone: the first listener; required with 0.0.0.0)' },
+    'tls-cert': { type: 'string', valueName: '<file>', description: 'PEM certificate chain of SSL and SASL_SSL listeners' },
+    'tls-key': { type: 'string', valueName: '<file>', description: 'PEM private key of SSL and SASL_SSL listeners' },
+    'tls-ca': { type: 'string', valueName: '<file>', description: 'PEM CA certificates that sign client certificates' },
+    'tls-client-auth': { type: 'string', valueName: '<none|requested|required>', description: 'client certificates: none, requested (verified when given) or required (default none; requested with --tls-ca)' },
+    'sasl-mechanism': { type: 'string', multiple: true, valueName: '<mechanism>', description: `SASL mechanisms of SASL_* listeners (repeatable; ${SASL_MECHANISMS.join(', ')}; default all, PLAIN on SASL_SSL only)` },
+    'allow-plain-without-tls': { type: 'boolean', description: 'allow PLAIN on SASL_PLAINTEXT (passwords cross the network in clear)' },
+    authorizer: { type: 'boolean', description: 'enforce the ACLs of offset-store acls (without it every client may do everything)' },
+    'super-user': { type: 'string', multiple: true, valueName: '<User:name>', description: 'principal allowed everything (repeatable)' },
+    'allow-everyone-if-no-acl-found': { type: 'boolean', description: 'allow what a resource without any ACL is asked (default: refuse)' },
+    'audit-log': { type: 'string', valueName: '<file>', description: 'append a JSON line per denied or administrative request to this file' },
+    'connections-per-address-max': { type: 'string', valueName: '<n>', description: 'connections one client address may hold open (default 100)' },
     topic: { type: 'string', multiple: true, valueName: '<name:partitions>', description: 'a topic to serve, created or grown at start (repeatable)' },
     'default-partitions': { type: 'string', valueName: '<n>', description: `partitions of a topic created when a client asks for it (default ${SERVER_DEFAULTS.defaultPartitions})` },
     'no-auto-create': { type: 'boolean', description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)' },
@@ -50,15 +66,15 @@ export const serve: Command = {
     'offset-store serve --dir ./offsets',
     'offset-store serve --dir ./offsets --listen 127.0.0.1:0 --json',
     'offset-store serve --dir ./offsets --listen 0.0.0.0:9092 --advertise kafka-offsets.internal:9092 --topic orders:12',
+    'offset-store serve --dir ./offsets --listen PLAINTEXT://127.0.0.1:9092 --listen SASL_SSL://127.0.0.1:9093 --tls-cert server.pem --tls-key server.key --authorizer --super-user User:admin',
     'offset-store serve --dir ./n1 --etcd http://127.0.0.1:2379 --node-id n1 --listen 127.0.0.1:9092 --topic orders:12 --no-auto-create',
   ],
   async run(context) {
     noPositionals(context);
-    const settings = serveOptions(context);
+    const settings = await serveOptions(context);
     const { output } = context;
     const serverOptions = {
-      host: settings.listen.host, port: settings.listen.port, topics: settings.topics, autoCreateTopics: settings.autoCreateTopics,
-      ...(settings.advertise === undefined ? {} : { advertisedHost: settings.advertise.host, advertisedPort: settings.advertise.port }),
+      listeners: settings.listeners, security: settings.security, topics: settings.topics, autoCreateTopics: settings.autoCreateTopics,
       ...(settings.defaultPartitions === undefined ? {} : { defaultPartitions: settings.defaultPartitions }),
       onWarning: (message: string) => output.warn(message),
     };
@@ -79,18 +95,29 @@ export const serve: Command = {
       }
       close = () => server.close({ closeStore: true });
     }
+    const running = server;
+    const reload = () => {
+      running.reloadSecurity().then(
+        () => (output.json ? output.jsonLine({ event: 'reloaded' }) : output.line('SIGHUP: users and ACLs re-read.')),
+        (error: unknown) => output.warn(`SIGHUP: users and ACLs not re-read, the previous ones stay: ${error instanceof Error ? error.message : String(error)}`),
+      );
+    };
+    process.on('SIGHUP', reload);
     const signal = await new Promise<string>((resolve) => {
       const stop = (name: string) => () => resolve(name);
       process.once('SIGINT', stop('SIGINT'));
       process.once('SIGTERM', stop('SIGTERM'));
       if (output.json) {
-        output.jsonLine({ host: server.host, port: server.port });
+        output.jsonLine({ host: server.host, port: server.port, listeners: server.listeners.map((l) => ({ name: l.name, securityProtocol: l.securityProtocol, host: l.host, port: l.port })) });
       } else {
-        output.line(`Serving ${context.dir}${cluster === undefined ? '' : ` as node ${cluster.nodeId} of the cluster in ${cluster.etcdEndpoints.join(',')}`} over the Kafka protocol on ${formatAddress(server.host, server.port)}; clients bootstrap from ${server.brokers.join(', ')}.`);
+        for (const l of server.listeners) {
+          output.line(`Serving ${context.dir}${cluster === undefined ? '' : ` as node ${cluster.nodeId} of the cluster in ${cluster.etcdEndpoints.join(',')}`} over the Kafka protocol on ${l.securityProtocol === 'PLAINTEXT' ? '' : `${l.securityProtocol}://`}${formatAddress(l.host, l.port)}; clients bootstrap from ${l.brokers.join(', ')}.`);
+        }
         const topics = server.stats().topics;
         output.line(`${topics} ${topics === 1 ? 'topic' : 'topics'} in the catalog. Stop with Ctrl-C (SIGINT) or SIGTERM.`);
       }
     });
+    process.off('SIGHUP', reload);
     if (!output.json) output.line(`${signal}: closing (requests in flight finish, the store is closed).`);
     await close();
     if (!output.json) output.line('Stopped.');
@@ -128,25 +155,84 @@ function clusterOptions(context: CommandContext) {
 }
 
 interface ServeSettings {
-  listen: { host: string; port: number };
-  advertise: { host: string; port: number } | undefined;
+  listeners: ListenerOptions[];
+  security: SecurityOptions;
   topics: TopicSpec[];
   defaultPartitions: number | undefined;
   autoCreateTopics: boolean;
 }
 
-function serveOptions(context: CommandContext): ServeSettings {
-  const listen = parseAddress(stringOption(context, 'listen') ?? DEFAULT_LISTEN, '--listen', 0);
-  const advertiseText = stringOption(context, 'advertise');
-  const advertise = advertiseText === undefined ? undefined : parseAddress(advertiseText, '--advertise', 1);
-  if (advertise === undefined && (listen.host === '0.0.0.0' || listen.host === '::')) {
-    throw new UsageError(`--advertise <host:port> is required with --listen ${listen.host}: clients must be told an address they can reach`);
+async function readPem(fs: NodeFileSystem, file: string | undefined, option: string): Promise<Buffer | undefined> {
+  if (file === undefined) return undefined;
+  const bytes = await fs.readFile(file);
+  if (bytes === null) throw new UsageError(`${option}: no file ${file}`);
+  return bytes;
+}
+
+async function serveOptions(context: CommandContext): Promise<ServeSettings> {
+  const listenTexts = stringListOption(context, 'listen');
+  const listens = (listenTexts.length === 0 ? [DEFAULT_LISTEN] : listenTexts).map((text) => {
+    const parsed = parseListenerAddress(text);
+    if (parsed === null) throw new UsageError(`--listen must be [PROTOCOL://]<host>:<port> (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; port 0-65535; IPv6 as [addr]:port), got ${JSON.stringify(text)}`);
+    return parsed;
+  });
+  if (new Set(listens.map((l) => l.securityProtocol)).size !== listens.length) throw new UsageError('--listen: at most one listener per protocol');
+  const advertised = new Map<SecurityProtocol, { host: string; port: number }>();
+  for (const text of stringListOption(context, 'advertise')) {
+    const parsed = text.includes('://') ? parseListenerAddress(text) : { ...parseAddress(text, '--advertise', 1), securityProtocol: listens[0]!.securityProtocol };
+    if (parsed === null || parsed.port < 1) throw new UsageError(`--advertise must be [PROTOCOL://]<host>:<port>, got ${JSON.stringify(text)}`);
+    if (!listens.some((l) => l.securityProtocol === parsed.securityProtocol)) throw new UsageError(`--advertise ${text}: no ${parsed.securityProtocol} listener`);
+    advertised.set(parsed.securityProtocol, parsed);
   }
+  const fs = new NodeFileSystem();
+  const cert = await readPem(fs, stringOption(context, 'tls-cert'), '--tls-cert');
+  const key = await readPem(fs, stringOption(context, 'tls-key'), '--tls-key');
+  const ca = await readPem(fs, stringOption(context, 'tls-ca'), '--tls-ca');
+  const clientAuth = stringOption(context, 'tls-client-auth') ?? (ca === undefined ? 'none' : 'requested');
+  if (!['none', 'requested', 'required'].includes(clientAuth)) throw new UsageError(`--tls-client-auth must be none, requested or required, got ${JSON.stringify(clientAuth)}`);
+  if (clientAuth !== 'none' && ca === undefined) throw new UsageError('--tls-client-auth requested or required needs --tls-ca');
+  const mechanisms = stringListOption(context, 'sasl-mechanism').map((m) => {
+    const upper = m.toUpperCase() as SaslMechanism;
+    if (!SASL_MECHANISMS.includes(upper)) throw new UsageError(`--sasl-mechanism must be one of ${SASL_MECHANISMS.join(', ')}, got ${JSON.stringify(m)}`);
+    return upper;
+  });
+  const allowPlainWithoutTls = context.values['allow-plain-without-tls'] === true;
+  const listeners = listens.map(({ securityProtocol, host, port }): ListenerOptions => {
+    const advertise = advertised.get(securityProtocol);
+    if (advertise === undefined && (host === '0.0.0.0' || host === '::')) {
+      throw new UsageError(`--advertise is required with --listen on ${host}: clients must be told an address they can reach`);
+    }
+    const usesTls = securityProtocol === 'SSL' || securityProtocol === 'SASL_SSL';
+    const usesSasl = securityProtocol === 'SASL_PLAINTEXT' || securityProtocol === 'SASL_SSL';
+    if (usesTls && (cert === undefined || key === undefined)) throw new UsageError(`a ${securityProtocol} listener needs --tls-cert and --tls-key`);
+    const plainAllowed = securityProtocol === 'SASL_SSL' || allowPlainWithoutTls;
+    const saslMechanisms = mechanisms.length === 0 ? undefined : mechanisms.filter((m) => m !== 'PLAIN' || plainAllowed);
+    if (usesSasl && saslMechanisms !== undefined && saslMechanisms.length === 0) throw new UsageError(`the ${securityProtocol} listener is left with no SASL mechanism (PLAIN needs TLS or --allow-plain-without-tls)`);
+    return {
+      securityProtocol, host, port,
+      ...(advertise === undefined ? {} : { advertisedHost: advertise.host, advertisedPort: advertise.port }),
+      ...(usesTls ? { tls: { cert: cert!, key: key!, ...(ca === undefined ? {} : { ca }), requireClientCertificate: clientAuth === 'required' } } : {}),
+      ...(usesSasl && saslMechanisms !== undefined ? { saslMechanisms } : {}),
+      ...(usesSasl ? { allowPlainWithoutTls } : {}),
+    };
+  });
+  const superUsers = stringListOption(context, 'super-user');
+  for (const u of superUsers) if (!/^User:.+$/.test(u)) throw new UsageError(`--super-user must be User:<name>, got ${JSON.stringify(u)}`);
+  const authorizer = context.values.authorizer === true;
+  if (!authorizer && (superUsers.length > 0 || context.values['allow-everyone-if-no-acl-found'] === true)) throw new UsageError('--super-user and --allow-everyone-if-no-acl-found need --authorizer');
+  const connectionsPerAddressMax = integerOption(context, 'connections-per-address-max');
+  if (connectionsPerAddressMax !== undefined && connectionsPerAddressMax < 1) throw new UsageError('--connections-per-address-max must be at least 1');
+  const auditLogFile = stringOption(context, 'audit-log');
+  const security: SecurityOptions = {
+    ...(authorizer ? { authorizer: { superUsers, allowEveryoneIfNoAclFound: context.values['allow-everyone-if-no-acl-found'] === true } } : {}),
+    ...(auditLogFile === undefined ? {} : { auditLogFile }),
+    ...(connectionsPerAddressMax === undefined ? {} : { connectionsPerAddressMax }),
+  };
   const defaultPartitions = integerOption(context, 'default-partitions');
   if (defaultPartitions !== undefined && defaultPartitions < 1) throw new UsageError('--default-partitions must be at least 1');
   return {
-    listen,
-    advertise,
+    listeners,
+    security,
     topics: stringListOption(context, 'topic').map(parseTopic),
     defaultPartitions,
     autoCreateTopics: context.values['no-auto-create'] !== true,

@@ -3,6 +3,10 @@
  * which one coordinates a group. A single server answers it itself (SingleNodeCluster: one broker,
  * this server's advertised address, coordinator of every group and leader of every partition); a
  * cluster of servers would answer it from its membership instead, without the handlers changing.
+ *
+ * A server with several listeners (PLAINTEXT and SASL_SSL side by side) advertises one address per
+ * listener; a broker is named to a client at the address of the listener its request came in on
+ * (`listenerName`), as Kafka's Metadata does. Without a listener name, the first listener's.
  */
 
 /** A broker as Metadata and FindCoordinator name it. */
@@ -19,10 +23,10 @@ export interface BrokerEndpoint {
 export interface ClusterView {
   /** This server. */
   readonly self: BrokerEndpoint;
-  /** Every live broker, this one included. */
-  brokers(): readonly BrokerEndpoint[];
-  /** The broker coordinating `groupId`. */
-  coordinatorFor(groupId: string): BrokerEndpoint;
+  /** Every live broker, this one included, at their addresses on listener `listenerName`. */
+  brokers(listenerName?: string): readonly BrokerEndpoint[];
+  /** The broker coordinating `groupId`, at its address on listener `listenerName`. */
+  coordinatorFor(groupId: string, listenerName?: string): BrokerEndpoint;
   /** The broker leading every partition of the topics this server serves. */
   leaderOf(topic: string, partition: number): BrokerEndpoint;
 }
@@ -31,18 +35,24 @@ export interface ClusterView {
 export class SingleNodeCluster implements ClusterView {
   readonly self: BrokerEndpoint;
   readonly #brokers: readonly BrokerEndpoint[];
+  readonly #byListener = new Map<string, { self: BrokerEndpoint; brokers: readonly BrokerEndpoint[] }>();
 
-  constructor(self: BrokerEndpoint) {
+  /** `self`: this server at its first listener's address; `listeners`: its address on each listener, by name. */
+  constructor(self: BrokerEndpoint, listeners: ReadonlyMap<string, BrokerEndpoint> = new Map()) {
     this.self = Object.freeze({ ...self });
     this.#brokers = Object.freeze([this.self]);
+    for (const [name, endpoint] of listeners) {
+      const frozen = Object.freeze({ ...endpoint });
+      this.#byListener.set(name, { self: frozen, brokers: Object.freeze([frozen]) });
+    }
   }
 
-  brokers(): readonly BrokerEndpoint[] {
-    return this.#brokers;
+  brokers(listenerName?: string): readonly BrokerEndpoint[] {
+    return (listenerName === undefined ? undefined : this.#byListener.get(listenerName)?.brokers) ?? this.#brokers;
   }
 
-  coordinatorFor(): BrokerEndpoint {
-    return this.self;
+  coordinatorFor(_groupId?: string, listenerName?: string): BrokerEndpoint {
+    return (listenerName === undefined ? undefined : this.#byListener.get(listenerName)?.self) ?? this.self;
   }
 
   leaderOf(): BrokerEndpoint {

@@ -4,7 +4,8 @@
  * other type is INVALID_REQUEST with a message saying so (non-retriable, so a transactional
  * producer fails at once instead of retrying forever). A group id the store cannot hold (empty,
  * over 255 UTF-8 bytes) is INVALID_GROUP_ID.
- * An answer without a coordinator names node -1 at '' port -1, as Kafka does.
+ * The coordinator is named at the address of the listener the request came in on. An answer
+ * without a coordinator names node -1 at '' port -1, as Kafka does.
  */
 import { validateGroupId } from '../../model/index.js';
 import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
@@ -21,7 +22,7 @@ interface Coordinator {
   readonly port: number;
 }
 
-function coordinatorOf(context: HandlerContext, key: string, keyType: number): Coordinator {
+function coordinatorOf(context: HandlerContext, key: string, keyType: number, listenerName: string | undefined): Coordinator {
   const refused = (errorCode: number, errorMessage: string): Coordinator => ({ errorCode, errorMessage, nodeId: -1, host: '', port: -1 });
   if (keyType !== GROUP_KEY_TYPE) {
     return refused(KAFKA_ERROR.INVALID_REQUEST, `key type ${keyType} is not served: this server coordinates consumer groups only (key type 0) and has no transaction coordinator`);
@@ -31,14 +32,14 @@ function coordinatorOf(context: HandlerContext, key: string, keyType: number): C
   } catch (error) {
     return refused(context.errorCodeOf(error, 'FindCoordinator'), (error as Error).message);
   }
-  const broker = context.cluster.coordinatorFor(key);
+  const broker = context.cluster.coordinatorFor(key, listenerName);
   return { errorCode: KAFKA_ERROR.NONE, errorMessage: null, nodeId: broker.nodeId, host: broker.host, port: broker.port };
 }
 
 /** Answers FindCoordinator for group keys. */
-export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinator> = (context, request, header) => {
+export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinator> = (context, request, header, peer) => {
   if (header.apiVersion >= 4) {
-    return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((key) => ({ key, ...coordinatorOf(context, key, request.keyType) })) };
+    return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((key) => ({ key, ...coordinatorOf(context, key, request.keyType, peer.listenerName) })) };
   }
-  return { throttleTimeMs: 0, ...coordinatorOf(context, request.key, request.keyType) };
+  return { throttleTimeMs: 0, ...coordinatorOf(context, request.key, request.keyType, peer.listenerName) };
 };

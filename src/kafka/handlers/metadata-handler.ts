@@ -1,6 +1,6 @@
 /**
- * Metadata (key 3, v0-12): the brokers (this server, at its advertised address: kafkajs matches the
- * broker to its bootstrap connection by exact host and port), the cluster id, and the topics asked
+ * Metadata (key 3, v0-12): the brokers (this server, at the advertised address of the listener the
+ * request came in on: kafkajs matches the broker to its bootstrap connection by exact host and port), the cluster id, and the topics asked
  * for (v0: an empty list means all; v1+: null means all) with their partitions, each led by this
  * server with itself as the only replica. Topic ids from v10; a topic asked for by id (v10+, name
  * null) that does not exist is UNKNOWN_TOPIC_ID.
@@ -57,11 +57,11 @@ function creationFailure(context: HandlerContext, name: string, error: unknown):
 }
 
 /** Answers Metadata, creating unknown topics when allowed. */
-export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context, request, header) => {
+export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context, request, header, peer) => {
   const { catalog, cluster } = context;
   const base = {
     throttleTimeMs: 0,
-    brokers: cluster.brokers().map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: null })),
+    brokers: cluster.brokers(peer.listenerName).map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: null })),
     clusterId: catalog.clusterId,
     controllerId: cluster.self.nodeId,
     clusterAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,

@@ -24,6 +24,18 @@ export interface Peer {
    * answer (a parked JoinGroup or SyncGroup) answers at once then, so neither waits on it.
    */
   readonly closing: AbortSignal;
+  /** The listener the connection came in on (Metadata and FindCoordinator answer its advertised address); absent: the only one. */
+  readonly listenerName?: string;
+  /** Who the client is, Kafka-style (`User:alice`, `User:CN=host1`, `User:ANONYMOUS`); absent: anonymous. */
+  readonly principal?: string;
+  /** Whether a request of `apiKey` may be served now (false before a SASL connection authenticated); absent: always. */
+  mayServe?(apiKey: number): boolean;
+  /** True when the connection must close once the answer being written is out (a failed authentication). */
+  readonly closeRequested?: boolean;
+  /** Until when (server clock, ms) the connection is muted for going over its quota; absent: never. */
+  readonly mutedUntilMs?: number;
+  /** Mutes the connection until `untilMs` (a quota's throttle). */
+  muteUntil?(untilMs: number): void;
 }
 
 /** A handler's answer: the response body, or CLOSE_CONNECTION. */

@@ -23,13 +23,16 @@
  * | 68  | ConsumerGroupHeartbeat  | 0-1        | -             | 1               | 1                 |
  * | 0   | Produce                 | 3-9        | -             | -               | -                 |
  * | 69  | ConsumerGroupDescribe   | 0          | -             | -               | -                 |
+ * | 17  | SaslHandshake           | 1          | 1             | 1               | 1                 |
+ * | 36  | SaslAuthenticate        | 0-2        | 1             | 2               | 2                 |
  *
  * Why these bounds: kafkajs uses only non-flexible versions and picks min(its max, ours) ignoring our
  * minimum; @platformatic/kafka uses only flexible ones; librdkafka speaks both. Fetch stops at 12 and
  * FindCoordinator at 4 because later versions name topics by id (Fetch 13+) or batch keys. Produce is
  * advertised only because librdkafka will not Fetch without Produce >= 3; every produce is answered
  * with an error. ConsumerGroupDescribe (69) is what Kafka's admin tools send to describe a KIP-848
- * group; none of the three clients' consumers needs it.
+ * group; none of the three clients' consumers needs it. SaslHandshake is advertised at v1 only: v0
+ * would make the tokens that follow bare frames instead of SaslAuthenticate requests (KIP-152).
  */
 import type { MessageInput, MessageSpec, MessageValue } from './schema.js';
 import {
@@ -40,7 +43,8 @@ import {
   LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE, LIST_GROUPS_REQUEST, LIST_GROUPS_RESPONSE, LIST_OFFSETS_REQUEST,
   LIST_OFFSETS_RESPONSE, METADATA_REQUEST, METADATA_RESPONSE, OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE,
   OFFSET_DELETE_REQUEST, OFFSET_DELETE_RESPONSE, OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE, PRODUCE_REQUEST,
-  PRODUCE_RESPONSE, SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE,
+  PRODUCE_RESPONSE, SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE, SASL_HANDSHAKE_REQUEST, SASL_HANDSHAKE_RESPONSE,
+  SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE,
 } from './schemas/index.js';
 
 /** One API: its tables and the versions advertised (null: described, not advertised). */
@@ -66,7 +70,9 @@ export const KAFKA_APIS = {
   14: { name: 'SyncGroup', request: SYNC_GROUP_REQUEST, response: SYNC_GROUP_RESPONSE, advertised: { min: 0, max: 4 } },
   15: { name: 'DescribeGroups', request: DESCRIBE_GROUPS_REQUEST, response: DESCRIBE_GROUPS_RESPONSE, advertised: { min: 0, max: 5 } },
   16: { name: 'ListGroups', request: LIST_GROUPS_REQUEST, response: LIST_GROUPS_RESPONSE, advertised: { min: 0, max: 4 } },
+  17: { name: 'SaslHandshake', request: SASL_HANDSHAKE_REQUEST, response: SASL_HANDSHAKE_RESPONSE, advertised: { min: 1, max: 1 } },
   18: { name: 'ApiVersions', request: API_VERSIONS_REQUEST, response: API_VERSIONS_RESPONSE, advertised: { min: 0, max: 3 } },
+  36: { name: 'SaslAuthenticate', request: SASL_AUTHENTICATE_REQUEST, response: SASL_AUTHENTICATE_RESPONSE, advertised: { min: 0, max: 2 } },
   42: { name: 'DeleteGroups', request: DELETE_GROUPS_REQUEST, response: DELETE_GROUPS_RESPONSE, advertised: { min: 0, max: 2 } },
   47: { name: 'OffsetDelete', request: OFFSET_DELETE_REQUEST, response: OFFSET_DELETE_RESPONSE, advertised: { min: 0, max: 0 } },
   68: { name: 'ConsumerGroupHeartbeat', request: CONSUMER_GROUP_HEARTBEAT_REQUEST, response: CONSUMER_GROUP_HEARTBEAT_RESPONSE, advertised: { min: 0, max: 1 } },
@@ -79,7 +85,8 @@ export type ApiKey = keyof typeof KAFKA_APIS;
 /** API keys by name, for readable switches: `case API_KEYS.OffsetCommit:`. */
 export const API_KEYS = {
   Produce: 0, Fetch: 1, ListOffsets: 2, Metadata: 3, OffsetCommit: 8, OffsetFetch: 9, FindCoordinator: 10, JoinGroup: 11,
-  Heartbeat: 12, LeaveGroup: 13, SyncGroup: 14, DescribeGroups: 15, ListGroups: 16, ApiVersions: 18, DeleteGroups: 42,
+  Heartbeat: 12, LeaveGroup: 13, SyncGroup: 14, DescribeGroups: 15, ListGroups: 16, SaslHandshake: 17, ApiVersions: 18,
+  SaslAuthenticate: 36, DeleteGroups: 42,
   OffsetDelete: 47, ConsumerGroupHeartbeat: 68, ConsumerGroupDescribe: 69,
 } as const satisfies Record<string, ApiKey>;
 

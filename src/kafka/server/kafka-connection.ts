@@ -16,13 +16,17 @@
  *   reading from the socket (TCP then pushes back on the client) until responses drain. A client
  *   that never reads its responses therefore costs a bounded amount of memory;
  * - a frame over `requestBytesMax`, a request the router cannot answer, or a handler's
- *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses);
+ *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses); so
+ *   does an answer written while the peer asks for it (`closeRequested`: a failed authentication);
  * - `close()` (server shutdown) dispatches nothing new, lets dispatched requests finish and their
  *   responses be written, then ends the socket: at once if the client is not reading them, else
  *   once the client closes too, or after `closeGraceMs` on the server's clock. Requests whose
  *   handlers hold their answer (a JoinGroup at the join barrier, a SyncGroup waiting for the
  *   leader) are told through the peer's `closing` signal, aborted on `close()` and when the socket
  *   closes, and answer at once, so neither a closing server nor a closed connection waits on them.
+ *
+ * A peer over its quota is muted (`mutedUntilMs`): the connection neither dispatches nor reads
+ * until then, so the client is slowed and the server is not.
  *
  * Steps for each socket read: 1. buffer the chunk (FrameReader); 2. while under the bounds, cut out
  * the next complete payload and dispatch it: take a slot, route it, and fill the slot now (a
@@ -89,21 +93,31 @@ export class KafkaConnection {
   #ending = false;
   #closed = false;
   #graceTimer: Timer | undefined;
+  #muteTimer: Timer | undefined;
+  /** True for TLS sockets: see #onData. */
+  readonly #coalesceReads: boolean;
+  #pumpScheduled = false;
   #lastActivityMs: number;
   readonly #done: Promise<void>;
 
-  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock) {
+  /**
+   * `peer`: makes who the client is (the server's security gives one per connection), given the
+   * signal aborted when the connection closes; default an anonymous peer at the socket's address.
+   */
+  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock, peer?: (closing: AbortSignal) => Peer) {
     this.#socket = socket;
     this.#router = router;
     this.#limits = limits;
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
-    this.#peer = { clientHost: `/${socket.remoteAddress ?? 'unknown'}`, closing: this.#heldAnswers.signal };
+    this.#peer = peer?.(this.#heldAnswers.signal) ?? { clientHost: `/${socket.remoteAddress ?? 'unknown'}`, closing: this.#heldAnswers.signal };
+    this.#coalesceReads = 'encrypted' in socket && (socket as { encrypted?: boolean }).encrypted === true;
     this.#lastActivityMs = clock.nowMs();
     this.#done = new Promise<void>((resolve) => socket.once('close', () => {
       this.#closed = true;
       this.#heldAnswers.abort();
       this.#graceTimer?.cancel();
+      this.#muteTimer?.cancel();
       this.#reader.clear();
       this.#slots.length = 0;
       this.#commitSlots = 0;
@@ -167,11 +181,23 @@ export class KafkaConnection {
     if (this.#closing) return;
     this.#lastActivityMs = this.#clock.nowMs();
     this.#reader.push(chunk);
-    this.#pump();
+    if (!this.#coalesceReads) {
+      this.#pump();
+    } else if (!this.#pumpScheduled) {
+      // A TLS socket hands over one record (<= 16 KiB) per 'data' event, several per TCP read:
+      // dispatching once they are all in lets pipelined commits share one fdatasync, as they do
+      // over plain TCP, where one event carries the whole read.
+      this.#pumpScheduled = true;
+      setImmediate(() => {
+        this.#pumpScheduled = false;
+        this.#pump();
+      });
+    }
   }
 
   /** Dispatches buffered requests while under the bounds; pauses or resumes reading to match. */
   #pump(): void {
+    if (this.#muted()) return;
     while (!this.#closing && !this.#writeBlocked && this.#slots.length < this.#limits.inFlightRequestsMax) {
       let payload: Buffer | null;
       try {
@@ -246,6 +272,15 @@ export class KafkaConnection {
         corked = true;
       }
       socket.write(routed);
+      if (this.#peer.closeRequested === true) {
+        // A failed authentication: its answer goes out, then the connection ends (Kafka's behaviour).
+        if (corked) socket.uncork();
+        this.#closing = true;
+        this.#slots.length = 0;
+        this.#commitSlots = 0;
+        this.#end();
+        return;
+      }
     }
     if (corked) socket.uncork();
     this.#lastActivityMs = this.#clock.nowMs();
@@ -280,6 +315,25 @@ export class KafkaConnection {
     this.#socket.end();
     this.#resumeReading();
     this.#graceTimer = this.#clock.setTimer(this.#limits.closeGraceMs, () => this.#socket.destroy());
+  }
+
+  /**
+   * True while the peer is muted for going over its quota (`peer.mutedUntilMs`, KIP-219): nothing is
+   * dispatched and the socket is not read until then; a timer on the server's clock pumps again.
+   */
+  #muted(): boolean {
+    const untilMs = this.#peer.mutedUntilMs;
+    if (untilMs === undefined || this.#closing) return false;
+    const waitMs = untilMs - this.#clock.nowMs();
+    if (waitMs <= 0) return false;
+    this.#pauseReading();
+    if (this.#muteTimer === undefined) {
+      this.#muteTimer = this.#clock.setTimer(waitMs, () => {
+        this.#muteTimer = undefined;
+        this.#pump();
+      });
+    }
+    return true;
   }
 
   #pauseReading(): void {

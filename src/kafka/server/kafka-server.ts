@@ -18,13 +18,19 @@
  * quarter of it on the server's clock.
  */
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import { OffsetStoreError } from '../../errors/index.js';
 import type { OffsetStore } from '../../store.js';
 import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
-import { ConsumerMemberDirectory, HANDLERS, HandlerContext, LongPolls, SingleNodeCluster } from '../handlers/index.js';
+import { ConsumerMemberDirectory, HANDLERS, HandlerContext, LongPolls, SingleNodeCluster, type BrokerEndpoint, type HandlerTable } from '../handlers/index.js';
+import {
+  ConnectionSession, ServerSecurity, authorizingHandlers, certificatePrincipal, groupLimitHandlers, saslHandlers, usesTls,
+  type ResolvedListener, type SecurityProtocol, type SecurityStats,
+} from '../security/index.js';
 import { KafkaConnection, type ConnectionLimits, type ConnectionStats } from './kafka-connection.js';
 import { RequestRouter } from './request-router.js';
+import { API_KEYS } from '../protocol/index.js';
 import { resolveServerOptions, type KafkaServerOptions, type ResolvedServerOptions } from './server-options.js';
 
 /** Options of `KafkaServer.close`. */
@@ -33,8 +39,27 @@ export interface KafkaServerCloseOptions {
   readonly closeStore?: boolean;
 }
 
+/** A listener the server listens on. */
+export interface BoundListener {
+  /** Its name. */
+  readonly name: string;
+  /** Its security protocol. */
+  readonly securityProtocol: SecurityProtocol;
+  /** The address it is bound to. */
+  readonly host: string;
+  /** The port it is bound to. */
+  readonly port: number;
+  /** The `host:port` its clients are told to connect to. */
+  readonly brokers: readonly string[];
+}
+
+/** How long a TLS client has to finish its handshake. */
+const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** What `KafkaServer.stats()` reports. */
 export interface KafkaServerStats {
+  /** Authentication, connection-limit and authorization counters. */
+  readonly security: SecurityStats;
   /** Connections closed at once because `connectionsMax` were open (or the server was closing). */
   readonly refusedConnections: number;
   /** Fetch requests being held for their max_wait_ms. */
@@ -51,23 +76,31 @@ export class KafkaServer {
   readonly host: string;
   /** The port it listens on (the one picked when asked for port 0). */
   readonly port: number;
-  /** The `host:port` clients are told to connect to: what a client's bootstrap list should hold. */
+  /** The `host:port` clients are told to connect to: what a client's bootstrap list should hold (the first listener's). */
   readonly brokers: readonly string[];
+  /** Every listener, in the order of the options. */
+  readonly listeners: readonly BoundListener[];
   readonly #options: ResolvedServerOptions;
-  readonly #server: net.Server;
+  readonly #servers: readonly net.Server[];
   readonly #context: HandlerContext;
+  readonly #security: ServerSecurity;
   readonly #connections = new Set<KafkaConnection>();
   #sweepTimer: Timer | undefined;
   #closing: Promise<void> | undefined;
   #refusedConnections = 0;
 
-  private constructor(options: ResolvedServerOptions, server: net.Server, context: HandlerContext, address: net.AddressInfo) {
+  private constructor(options: ResolvedServerOptions, servers: readonly net.Server[], context: HandlerContext, security: ServerSecurity, addresses: readonly net.AddressInfo[]) {
     this.#options = options;
-    this.#server = server;
+    this.#servers = servers;
     this.#context = context;
-    this.host = address.address;
-    this.port = address.port;
+    this.#security = security;
+    this.host = addresses[0]!.address;
+    this.port = addresses[0]!.port;
     this.brokers = Object.freeze(context.cluster.brokers().map((b) => `${b.host}:${b.port}`));
+    this.listeners = Object.freeze(options.listeners.map((l, i) => Object.freeze({
+      name: l.name, securityProtocol: l.securityProtocol, host: addresses[i]!.address, port: addresses[i]!.port,
+      brokers: Object.freeze(context.cluster.brokers(l.name).map((b) => `${b.host}:${b.port}`)),
+    })));
   }
 
   /** Starts a server; see `startKafkaServer`. */
@@ -80,10 +113,25 @@ export class KafkaServer {
     });
     for (const topic of catalog.topics()) store.setTableLayout(topic.tableId, { bucketCount: topic.partitions });
     for (const topic of resolved.topics) await catalog.ensureTopic(topic.name, topic.partitions);
-    const server = net.createServer();
-    const address = await listen(server, resolved.host, resolved.port);
-    const self = { nodeId: resolved.nodeId, host: resolved.advertisedHost ?? address.address, port: resolved.advertisedPort ?? address.port };
-    const cluster = resolved.clusterView?.(self) ?? new SingleNodeCluster(self);
+    const security = await ServerSecurity.open({ options: resolved.security, clock, fs: store.fileSystem, dir: store.dir, onWarning: resolved.onWarning });
+    const servers: net.Server[] = [];
+    const addresses: net.AddressInfo[] = [];
+    try {
+      for (const listener of resolved.listeners) {
+        const server = createListenerServer(listener);
+        servers.push(server);
+        addresses.push(await listen(server, listener.host, listener.port));
+      }
+    } catch (error) {
+      for (const server of servers) server.close();
+      await security.close();
+      throw error;
+    }
+    const endpoints = new Map<string, BrokerEndpoint>(resolved.listeners.map((l, i) => [l.name, {
+      nodeId: resolved.nodeId, host: l.advertisedHost ?? addresses[i]!.address, port: l.advertisedPort ?? addresses[i]!.port,
+    }]));
+    const self = endpoints.get(resolved.listeners[0]!.name)!;
+    const cluster = resolved.clusterView?.(self) ?? new SingleNodeCluster(self, endpoints);
     const context = new HandlerContext({
       store, catalog, cluster, clock,
       members: new ConsumerMemberDirectory(resolved.membersNotedMax),
@@ -91,7 +139,7 @@ export class KafkaServer {
       settings: { autoCreateTopics: resolved.autoCreateTopics, defaultPartitions: resolved.defaultPartitions, fetchWaitMsMax: resolved.fetchWaitMsMax },
       onWarning: resolved.onWarning,
     });
-    const kafkaServer = new KafkaServer(resolved, server, context, address);
+    const kafkaServer = new KafkaServer(resolved, servers, context, security, addresses);
     kafkaServer.#accept();
     return kafkaServer;
   }
@@ -104,6 +152,7 @@ export class KafkaServer {
   /** Connections, held Fetches, and what each connection holds now. */
   stats(): KafkaServerStats {
     return {
+      security: this.#security.stats(),
       refusedConnections: this.#refusedConnections,
       heldFetches: this.#context.longPolls.size,
       topics: this.#context.catalog.size,
@@ -116,25 +165,58 @@ export class KafkaServer {
     return this.#options.store;
   }
 
+  /**
+   * Reads the SASL users and the ACLs from the store directory again, after `offset-store users` or
+   * `offset-store acls` changed them (`offset-store serve` does this on SIGHUP). Connections keep
+   * the principal they authenticated as; every later request is authorized against the new ACLs.
+   * Rejects (and changes nothing) when a file is damaged.
+   */
+  reloadSecurity(): Promise<void> {
+    return this.#security.reload();
+  }
+
+  #handlers(): HandlerTable {
+    const sasl = saslHandlers(this.#security);
+    const handlers: HandlerTable = { ...HANDLERS, [API_KEYS.SaslHandshake]: sasl.handshake, [API_KEYS.SaslAuthenticate]: sasl.authenticate };
+    const { authorizer, auditLogFile } = this.#options.security;
+    const limits = this.#security.groupLimits;
+    // The group limit runs after the ACL checks: a request refused by an ACL counts no group.
+    const limited = limits === undefined ? handlers : groupLimitHandlers(handlers, this.#security, limits, authorizer?.superUsers ?? []);
+    return authorizer === undefined && auditLogFile === undefined ? limited : authorizingHandlers(limited, this.#security);
+  }
+
   #accept(): void {
-    const { clock, idleTimeoutMs, connectionsMax } = this.#options;
-    const router = new RequestRouter(HANDLERS, this.#context);
+    const { clock, idleTimeoutMs } = this.#options;
+    const router = new RequestRouter(this.#handlers(), this.#context, this.#security.quotas.enabled ? this.#security.quotas : undefined);
     const limits: ConnectionLimits = {
       requestBytesMax: this.#options.requestBytesMax,
       inFlightRequestsMax: this.#options.inFlightRequestsMax,
       pendingResponseBytesMax: this.#options.pendingResponseBytesMax,
       closeGraceMs: this.#options.closeGraceMs,
     };
-    this.#server.on('connection', (socket) => {
-      if (this.#closing !== undefined || this.#connections.size >= connectionsMax) {
-        this.#refusedConnections++;
+    this.#options.listeners.forEach((listener, i) => {
+      const server = this.#servers[i]!;
+      // Every TCP connection, TLS or not, counts against its address from its first byte on, so a
+      // client holding connections open (a slow TLS handshake, a silent SASL client) hits its
+      // address's limit, not the server's.
+      server.on('connection', (socket: net.Socket) => {
         socket.on('error', () => {});
-        socket.destroy();
-        return;
+        const address = socket.remoteAddress ?? 'unknown';
+        if (this.#closing !== undefined || this.#connections.size >= this.#options.connectionsMax || !this.#security.connectionOpened(address)) {
+          this.#refusedConnections++;
+          socket.destroy();
+          return;
+        }
+        socket.once('close', () => this.#security.connectionReleased(address));
+        if (!usesTls(listener.securityProtocol)) this.#serve(socket, listener, address, router, limits, undefined);
+      });
+      if (usesTls(listener.securityProtocol)) {
+        server.on('secureConnection', (socket: tls.TLSSocket) => {
+          const subject = socket.authorized ? socket.getPeerCertificate().subject : undefined;
+          this.#serve(socket, listener, socket.remoteAddress ?? 'unknown', router, limits, certificatePrincipal(subject as unknown as Record<string, string> | undefined));
+        });
+        server.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());
       }
-      const connection = new KafkaConnection(socket, router, limits, clock);
-      this.#connections.add(connection);
-      void connection.closed.then(() => this.#connections.delete(connection));
     });
     const sweepMs = Math.max(1, Math.floor(idleTimeoutMs / 4));
     const sweep = () => {
@@ -143,6 +225,20 @@ export class KafkaServer {
       if (this.#closing === undefined) this.#sweepTimer = clock.setTimer(sweepMs, sweep);
     };
     this.#sweepTimer = clock.setTimer(sweepMs, sweep);
+  }
+
+  #serve(socket: net.Socket, listener: ResolvedListener, address: string, router: RequestRouter, limits: ConnectionLimits, principal: string | undefined): void {
+    if (socket.destroyed || this.#closing !== undefined) {
+      socket.destroy();
+      return;
+    }
+    const session = new ConnectionSession(address, listener, principal);
+    const connection = new KafkaConnection(socket, router, limits, this.#options.clock, (closing) => session.attach(closing));
+    this.#connections.add(connection);
+    void connection.closed.then(() => {
+      this.#connections.delete(connection);
+      this.#security.sessionClosed(session);
+    });
   }
 
   /**
@@ -157,13 +253,27 @@ export class KafkaServer {
 
   async #close(closeStore: boolean): Promise<void> {
     this.#sweepTimer?.cancel();
-    const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    const stopped = Promise.all(this.#servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
     this.#context.longPolls.releaseAll();
     await Promise.all([...this.#connections].map((c) => c.close()));
     await stopped;
     await this.#context.catalog.idle();
+    await this.#security.close();
     if (closeStore) await this.#options.store.close();
   }
+}
+
+/** A node:net server, or a node:tls one for SSL and SASL_SSL (client certificates verified against `ca`). */
+function createListenerServer(listener: ResolvedListener): net.Server {
+  const material = listener.tls;
+  if (material === undefined) return net.createServer();
+  return tls.createServer({
+    cert: material.cert, key: material.key, ca: material.ca,
+    requestCert: material.ca !== undefined,
+    rejectUnauthorized: material.requireClientCertificate === true,
+    handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
+    minVersion: 'TLSv1.2',
+  });
 }
 
 /** Listens; a failure (EADDRINUSE, EACCES, EADDRNOTAVAIL...) is INVALID_CONFIG with the Node error as its cause. */

@@ -7,7 +7,10 @@
  * - an ApiVersions request of a version not advertised: answered in the v0 format with
  *   UNSUPPORTED_VERSION (35) and the advertised ranges (KIP-511), so the client can pick a version;
  * - any other API key or version not advertised, a header or body that does not decode: the
- *   connection is closed (CLOSE_CONNECTION), since no response a client could parse is possible.
+ *   connection is closed (CLOSE_CONNECTION), since no response a client could parse is possible;
+ * - a request the connection may not make yet (`peer.mayServe`: anything but ApiVersions and the
+ *   SASL requests before a SASL connection authenticated): the connection is closed, before the
+ *   body is decoded or a handler runs.
  *
  * Handler failures (a throw, a rejection, a body the encoder refuses) are bugs: the router reports
  * them (onWarning) and closes that connection; the server and other connections go on.
@@ -20,16 +23,27 @@ import { CLOSE_CONNECTION, type HandlerContext, type HandlerResult, type Handler
 /** What a request comes to: the framed response, or closing the connection; now or later. */
 export type Routed = Buffer | typeof CLOSE_CONNECTION;
 
+/**
+ * Accounts each answered request to its client and says how long to throttle it (client quotas):
+ * `bytes` in and out, `timeMs` the server spent on it.
+ */
+export interface QuotaMeter {
+  record(principal: string, clientId: string, bytes: number, timeMs: number): number;
+}
+
 const API_VERSIONS_UNSUPPORTED = { errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION, apiKeys: advertisedApis() };
 
 /** Routes requests to their handlers and encodes the answers. */
 export class RequestRouter {
   readonly #handlers: HandlerTable;
   readonly #context: HandlerContext;
+  readonly #quotas: QuotaMeter | undefined;
 
-  constructor(handlers: HandlerTable, context: HandlerContext) {
+  /** `quotas`: when given, every answer is accounted, and a client over its quota throttled (throttle_time_ms, muted). */
+  constructor(handlers: HandlerTable, context: HandlerContext, quotas?: QuotaMeter) {
     this.#handlers = handlers;
     this.#context = context;
+    this.#quotas = quotas;
   }
 
   /** The response to one request payload (the bytes after the frame's size field). */
@@ -44,6 +58,8 @@ export class RequestRouter {
       if (header.apiKey !== API_KEYS.ApiVersions) return CLOSE_CONNECTION;
       return encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: header.correlationId }, API_VERSIONS_UNSUPPORTED);
     }
+    // Before a SASL connection authenticated, anything but ApiVersions and SASL closes it (Kafka's rule).
+    if (peer.mayServe !== undefined && !peer.mayServe(header.apiKey)) return CLOSE_CONNECTION;
     const handler = this.#handlers[header.apiKey as ApiKey] as RequestHandler<ApiKey> | undefined;
     if (handler === undefined) return CLOSE_CONNECTION;
     let body;
@@ -52,20 +68,33 @@ export class RequestRouter {
     } catch {
       return CLOSE_CONNECTION;
     }
+    const startedMs = this.#quotas === undefined ? 0 : performance.now();
     let answer: HandlerResult<ApiKey> | Promise<HandlerResult<ApiKey>>;
     try {
       answer = handler(this.#context, body as never, header, peer);
     } catch (error) {
       return this.#failed(header, error);
     }
-    if (answer instanceof Promise) return answer.then((result) => this.#encode(header, result), (error: unknown) => this.#failed(header, error));
-    return this.#encode(header, answer);
+    if (answer instanceof Promise) {
+      const syncMs = this.#quotas === undefined ? 0 : performance.now() - startedMs;
+      return answer.then((result) => this.#encode(header, result, peer, payload.length, syncMs, performance.now()), (error: unknown) => this.#failed(header, error));
+    }
+    return this.#encode(header, answer, peer, payload.length, 0, startedMs);
   }
 
-  #encode(header: RequestHeader, result: HandlerResult<ApiKey>): Routed {
+  /** Encodes an answer; with quotas, accounts it and, over the quota, sets its throttle time and mutes the peer. */
+  #encode(header: RequestHeader, result: HandlerResult<ApiKey>, peer: Peer, requestBytes: number, earlierMs: number, startedMs: number): Routed {
     if (result === CLOSE_CONNECTION) return CLOSE_CONNECTION;
+    const responseHeader = { apiKey: header.apiKey as ApiKey, apiVersion: header.apiVersion, correlationId: header.correlationId };
     try {
-      return encodeResponse({ apiKey: header.apiKey as ApiKey, apiVersion: header.apiVersion, correlationId: header.correlationId }, result as never);
+      const encoded = encodeResponse(responseHeader, result as never);
+      if (this.#quotas === undefined) return encoded;
+      const timeMs = earlierMs + performance.now() - startedMs;
+      const throttleMs = this.#quotas.record(peer.principal ?? 'User:ANONYMOUS', header.clientId ?? '', requestBytes + encoded.length, timeMs);
+      if (throttleMs <= 0) return encoded;
+      peer.muteUntil?.(this.#context.clock.nowMs() + throttleMs);
+      // Responses without a throttle_time_ms field (in this version) leave it out when encoded.
+      return encodeResponse(responseHeader, { ...(result as object), throttleTimeMs: throttleMs } as never);
     } catch (error) {
       return this.#failed(header, error);
     }

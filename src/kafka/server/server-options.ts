@@ -6,6 +6,7 @@
 import type { OffsetStore } from '../../store.js';
 import { SystemClock, type Clock } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
+import { resolveListener, resolveSecurityOptions, type ListenerOptions, type ResolvedListener, type ResolvedSecurityOptions, type SecurityOptions } from '../security/index.js';
 import type { BrokerEndpoint, ClusterView } from '../handlers/index.js';
 
 /** A topic to serve: created at start if missing, grown if it has fewer partitions. */
@@ -20,6 +21,15 @@ export interface TopicSpec {
 export interface KafkaServerOptions {
   /** The store to serve; open. The server never closes it unless `close({ closeStore: true })`. */
   readonly store: OffsetStore;
+  /**
+   * Listeners, each with its security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), address,
+   * advertised address, TLS material and SASL mechanisms (docs/security.md). Default: one PLAINTEXT
+   * listener from `host`, `port`, `advertisedHost` and `advertisedPort`, which must then be left
+   * out.
+   */
+  readonly listeners?: readonly ListenerOptions[];
+  /** Authorization, login throttling, connections per address, audit log (docs/security.md). */
+  readonly security?: SecurityOptions;
   /** Address to listen on; default '127.0.0.1' (loopback: pass another to be reachable from elsewhere). */
   readonly host?: string;
   /** Port to listen on; default 0 (a free port, reported by the server's `port`). */
@@ -69,6 +79,9 @@ export interface KafkaServerOptions {
 /** Options after checking, with defaults. */
 export interface ResolvedServerOptions {
   readonly store: OffsetStore;
+  /** At least one; the first is the one `host`, `port` and `brokers` of the server report. */
+  readonly listeners: readonly ResolvedListener[];
+  readonly security: ResolvedSecurityOptions;
   readonly clusterView: ((self: BrokerEndpoint) => ClusterView) | undefined;
   readonly host: string;
   readonly port: number;
@@ -147,13 +160,15 @@ function topicSpecs(value: unknown): TopicSpec[] {
 export function resolveServerOptions(options: KafkaServerOptions): ResolvedServerOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
   const {
-    store, host, port, advertisedHost, advertisedPort, nodeId, topics, autoCreateTopics, defaultPartitions, topicsMax, requestBytesMax, connectionsMax,
+    store, listeners, security, host, port, advertisedHost, advertisedPort, nodeId, topics, autoCreateTopics, defaultPartitions, topicsMax, requestBytesMax, connectionsMax,
     idleTimeoutMs, inFlightRequestsMax, pendingResponseBytesMax, fetchWaitMsMax, closeGraceMs, membersNotedMax, clock, onWarning, clusterView,
   } = options;
   if (clusterView !== undefined && typeof clusterView !== 'function') throw new TypeError('options.clusterView must be a function');
   if (typeof store !== 'object' || store === null || typeof store.commitOffsets !== 'function') throw new TypeError('options.store must be an open OffsetStore');
   const resolved = {
     store,
+    listeners: [] as ResolvedListener[],
+    security: resolveSecurityOptions(security),
     clusterView,
     host: text(host, 'host') ?? SERVER_DEFAULTS.host,
     port: integer(port, 'port', SERVER_DEFAULTS.port, 0, 65_535),
@@ -176,9 +191,20 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
     onWarning: onWarning ?? ((message: string) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
   if (typeof resolved.onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
+  if (listeners !== undefined) {
+    if (host !== undefined || port !== undefined || advertisedHost !== undefined || advertisedPort !== undefined) {
+      throw new TypeError('options.host, port, advertisedHost and advertisedPort cannot be given with options.listeners: give them per listener');
+    }
+    if (!Array.isArray(listeners) || listeners.length === 0) throw new TypeError('options.listeners must be a non-empty array');
+    resolved.listeners = listeners.map((l, i) => resolveListener(l, `listeners[${i}]`));
+    const names = new Set(resolved.listeners.map((l) => l.name));
+    if (names.size !== resolved.listeners.length) throw new RangeError('options.listeners: listener names must be unique (two of the same protocol need a name each)');
+    return resolved;
+  }
   if (resolved.advertisedHost === undefined && WILDCARD_HOSTS.has(resolved.host)) {
     throw new RangeError(`options.advertisedHost is required when listening on the wildcard address '${resolved.host}': clients must be told an address they can connect to`);
   }
   if (resolved.advertisedHost === '') throw new RangeError('options.advertisedHost must not be empty');
+  resolved.listeners = [resolveListener({ host: resolved.host, port: resolved.port, advertisedHost: resolved.advertisedHost, advertisedPort: resolved.advertisedPort }, 'listeners[0]')];
   return resolved;
 }

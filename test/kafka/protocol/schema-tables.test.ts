@@ -7,13 +7,14 @@ const APIS = Object.entries(KAFKA_APIS).map(([key, entry]) => ({ apiKey: Number(
 
 /** Where flexible versions start, per API (Kafka's schemas; also the research note's version matrix). */
 const FLEXIBLE_FROM: Record<number, number | 'none'> = {
-  0: 9, 1: 12, 2: 6, 3: 9, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 18: 3, 42: 2, 47: 'none', 68: 0, 69: 0,
+  0: 9, 1: 12, 2: 6, 3: 9, 8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 17: 'none', 18: 3, 36: 2, 42: 2, 47: 'none', 68: 0, 69: 0,
 };
 
-/** The advertised ranges the server needs (kafkajs 2.2.4, librdkafka 2.15, @platformatic/kafka 1.35), and the describe of KIP-848 groups. */
+/** The advertised ranges the server needs (kafkajs 2.2.4, librdkafka 2.15, @platformatic/kafka 1.35), the describe of KIP-848 groups, and SASL (handshake v1 only: v0 sends bare tokens). */
 const ADVERTISED: Record<number, [number, number]> = {
   18: [0, 3], 3: [0, 12], 10: [0, 4], 11: [0, 6], 14: [0, 4], 12: [0, 4], 13: [0, 4], 8: [2, 9], 9: [1, 9], 2: [1, 6], 1: [4, 12],
   15: [0, 5], 16: [0, 4], 42: [0, 2], 47: [0, 0], 68: [0, 1], 69: [0, 0], 0: [3, 9],
+  17: [1, 1], 36: [0, 2],
 };
 
 /** True when `inner` lies in `outer` once both are clipped to the versions the message describes. */

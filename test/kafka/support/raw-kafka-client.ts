@@ -45,6 +45,11 @@ export class RawKafkaClient {
     });
   }
 
+  /** Wraps a socket already connected (a TLS one, say). */
+  static over(socket: net.Socket): RawKafkaClient {
+    return new RawKafkaClient(socket);
+  }
+
   /** Sends a request and resolves with its decoded response. */
   async send<K extends ApiKey>(apiKey: K, apiVersion: number, body: RequestInputOf<K>, clientId: string | null = 'raw-test'): Promise<ResponseOf<K>> {
     return this.decode(apiKey, apiVersion, await this.sendRaw(apiKey, apiVersion, body, clientId));

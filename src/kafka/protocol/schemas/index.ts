@@ -20,4 +20,6 @@ export * from './offset-commit.js';
 export * from './offset-delete.js';
 export * from './offset-fetch.js';
 export * from './produce.js';
+export * from './sasl-authenticate.js';
+export * from './sasl-handshake.js';
 export * from './sync-group.js';

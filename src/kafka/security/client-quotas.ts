@@ -1,0 +1,147 @@
+/**
+ * Client quotas, as Kafka's ClientQuotaManager applies them: a client that uses more than its quota
+ * is slowed down, not refused and not allowed to slow the server. Per (principal, client id), two
+ * measures over a sliding window of `windowCount` samples of `windowMs` each (Kafka's
+ * quota.window.num = 11, quota.window.size.seconds = 1):
+ * - bytes: request plus response bytes per second (`bytesPerSecond`);
+ * - request time: the server's time spent handling the client's requests, as a percentage of one
+ *   thread (`requestPercentage`, Kafka's request quota; 100 = one thread's whole time).
+ *
+ * When a measure's rate is over its bound, the client's response carries `throttle_time_ms` =
+ * (rate - bound) / bound * window, capped at one window span (Kafka's formula), and its connection
+ * is muted (not read) for that long (KIP-219: the response goes out at once, the client is expected
+ * to wait, and the server stops reading in case it does not). The quota of a client is the first
+ * of: its principal's, its client id's, the default; none means unlimited. At most `keysMax`
+ * (principal, client id) pairs are tracked; past it the idle-longest is forgotten.
+ */
+import type { Clock } from '../../util/index.js';
+
+/** Limits of one client. */
+export interface QuotaLimits {
+  /** Request plus response bytes per second. */
+  readonly bytesPerSecond?: number;
+  /** Server time handling the client's requests, percent of one thread. */
+  readonly requestPercentage?: number;
+}
+
+/** Quotas of a server. */
+export interface QuotaOptions {
+  /** For every client without one of its own. */
+  readonly default?: QuotaLimits;
+  /** By principal (`User:alice`); wins over clientIds and default. */
+  readonly principals?: Readonly<Record<string, QuotaLimits>>;
+  /** By client id; wins over default. */
+  readonly clientIds?: Readonly<Record<string, QuotaLimits>>;
+  /** Samples in the window; default 11. */
+  readonly windowCount?: number;
+  /** Length of a sample; default 1000 ms. */
+  readonly windowMs?: number;
+}
+
+const KEYS_MAX = 10_000;
+
+/** A rate over a sliding window of samples. */
+class Rate {
+  readonly #windowMs: number;
+  readonly #samples: { startMs: number; value: number }[] = [];
+  readonly #count: number;
+
+  constructor(windowMs: number, count: number) {
+    this.#windowMs = windowMs;
+    this.#count = count;
+  }
+
+  record(nowMs: number, value: number): void {
+    const last = this.#samples[this.#samples.length - 1];
+    if (last !== undefined && nowMs - last.startMs < this.#windowMs) {
+      last.value += value;
+    } else {
+      this.#samples.push({ startMs: nowMs, value });
+      if (this.#samples.length > this.#count) this.#samples.shift();
+    }
+  }
+
+  /** Per second, over the samples still in the window (the span counts at least all but the current sample in full, as Kafka's Rate does). */
+  perSecond(nowMs: number): number {
+    const oldest = nowMs - this.#windowMs * this.#count;
+    while (this.#samples.length > 0 && this.#samples[0]!.startMs + this.#windowMs <= oldest) this.#samples.shift();
+    if (this.#samples.length === 0) return 0;
+    const total = this.#samples.reduce((sum, s) => sum + s.value, 0);
+    const spanMs = Math.max(nowMs - this.#samples[0]!.startMs, this.#windowMs * (this.#count - 1));
+    return (total * 1000) / spanMs;
+  }
+
+  get spanMs(): number {
+    return this.#windowMs * this.#count;
+  }
+}
+
+interface ClientUsage {
+  readonly bytes: Rate;
+  readonly timeMs: Rate;
+}
+
+/** Per-client usage and throttling. */
+export class ClientQuotas {
+  readonly #options: QuotaOptions;
+  readonly #clock: Clock;
+  readonly #windowMs: number;
+  readonly #windowCount: number;
+  readonly #usage = new Map<string, ClientUsage>();
+  #throttled = 0;
+
+  constructor(options: QuotaOptions, clock: Clock) {
+    this.#options = options;
+    this.#clock = clock;
+    this.#windowMs = options.windowMs ?? 1000;
+    this.#windowCount = options.windowCount ?? 11;
+  }
+
+  /** Responses that carried a throttle time. */
+  get throttledCount(): number {
+    return this.#throttled;
+  }
+
+  /** True when some quota is set (else the server skips the accounting). */
+  get enabled(): boolean {
+    const { default: d, principals, clientIds } = this.#options;
+    return d !== undefined || Object.keys(principals ?? {}).length > 0 || Object.keys(clientIds ?? {}).length > 0;
+  }
+
+  #limits(principal: string, clientId: string): QuotaLimits | undefined {
+    return this.#options.principals?.[principal] ?? this.#options.clientIds?.[clientId] ?? this.#options.default;
+  }
+
+  /**
+   * Records one request of a client (`bytes` in and out, `timeMs` of handling) and returns how long
+   * it must be throttled (0: not at all).
+   */
+  record(principal: string, clientId: string, bytes: number, timeMs: number): number {
+    const limits = this.#limits(principal, clientId);
+    if (limits === undefined) return 0;
+    const key = `${principal}\0${clientId}`;
+    let usage = this.#usage.get(key);
+    if (usage === undefined) {
+      if (this.#usage.size >= KEYS_MAX) this.#usage.delete(this.#usage.keys().next().value!);
+      usage = { bytes: new Rate(this.#windowMs, this.#windowCount), timeMs: new Rate(this.#windowMs, this.#windowCount) };
+    } else {
+      this.#usage.delete(key);
+    }
+    this.#usage.set(key, usage);
+    const nowMs = this.#clock.nowMs();
+    usage.bytes.record(nowMs, bytes);
+    usage.timeMs.record(nowMs, timeMs);
+    let throttleMs = 0;
+    if (limits.bytesPerSecond !== undefined) throttleMs = Math.max(throttleMs, throttleFor(usage.bytes, nowMs, limits.bytesPerSecond));
+    if (limits.requestPercentage !== undefined) throttleMs = Math.max(throttleMs, throttleFor(usage.timeMs, nowMs, limits.requestPercentage * 10));
+    if (throttleMs > 0) this.#throttled++;
+    return throttleMs;
+  }
+}
+
+/** Kafka's throttle time: (rate - bound) / bound * window, capped at the window span. */
+function throttleFor(rate: Rate, nowMs: number, bound: number): number {
+  const observed = rate.perSecond(nowMs);
+  if (observed <= bound) return 0;
+  return Math.min(rate.spanMs, Math.ceil(((observed - bound) / bound) * rate.spanMs));
+}

@@ -1,0 +1,159 @@
+/**
+ * Listeners: where the server accepts connections and what each connection must do before it is
+ * served, in Kafka's terms. A listener has a name (default: its security protocol, as Kafka's
+ * `listeners=PLAINTEXT://...` does), a security protocol, an address to bind, the address clients
+ * are told (Metadata and FindCoordinator answer with the advertised address of the listener the
+ * request came in on), TLS material for SSL and SASL_SSL, and the SASL mechanisms of SASL_*.
+ *
+ * | protocol        | transport | who the client is                                        |
+ * |-----------------|-----------|----------------------------------------------------------|
+ * | PLAINTEXT       | TCP       | User:ANONYMOUS                                           |
+ * | SSL             | TLS       | User:<subject of the client certificate> or User:ANONYMOUS |
+ * | SASL_PLAINTEXT  | TCP       | User:<SASL user>, after SaslHandshake + SaslAuthenticate |
+ * | SASL_SSL        | TLS       | User:<SASL user>, after SaslHandshake + SaslAuthenticate |
+ *
+ * Checks at the edge: PLAIN sends the password itself, so it is refused on a SASL_PLAINTEXT
+ * listener unless `allowPlainWithoutTls`; TLS material is required exactly where TLS is used.
+ */
+import type { ScramMechanism } from './scram.js';
+
+/** Kafka's security protocols. */
+export type SecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
+
+/** Every security protocol. */
+export const SECURITY_PROTOCOLS: readonly SecurityProtocol[] = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'];
+
+/** The SASL mechanisms served. */
+export type SaslMechanism = 'PLAIN' | ScramMechanism;
+
+/** Every SASL mechanism, in the order a listener offers them by default. */
+export const SASL_MECHANISMS: readonly SaslMechanism[] = ['SCRAM-SHA-512', 'SCRAM-SHA-256', 'PLAIN'];
+
+/** TLS material of a listener (PEM text or bytes, as node:tls takes them). */
+export interface ListenerTlsOptions {
+  /** The server's certificate chain. */
+  readonly cert: string | Buffer;
+  /** The server's private key. */
+  readonly key: string | Buffer;
+  /** CAs that sign client certificates; needed to verify them. */
+  readonly ca?: string | Buffer;
+  /** Refuse a TLS client without a certificate signed by `ca` (Kafka's ssl.client.auth=required); default false. */
+  readonly requireClientCertificate?: boolean;
+}
+
+/** One listener of `startKafkaServer({ listeners })`. */
+export interface ListenerOptions {
+  /** Its name (unique); default the security protocol. */
+  readonly name?: string;
+  /** Default 'PLAINTEXT'. */
+  readonly securityProtocol?: SecurityProtocol;
+  /** Address to bind; default '127.0.0.1'. */
+  readonly host?: string;
+  /** Port to bind; default 0 (a free one). */
+  readonly port?: number;
+  /** Host clients of this listener are told; default `host` (required for a wildcard host). */
+  readonly advertisedHost?: string;
+  /** Port clients of this listener are told; default the bound port. */
+  readonly advertisedPort?: number;
+  /** Required for SSL and SASL_SSL. */
+  readonly tls?: ListenerTlsOptions;
+  /** Mechanisms of a SASL_* listener; default SCRAM-SHA-512, SCRAM-SHA-256, and PLAIN on SASL_SSL only. */
+  readonly saslMechanisms?: readonly SaslMechanism[];
+  /** Allow PLAIN on SASL_PLAINTEXT (the password crosses the network in clear); default false. */
+  readonly allowPlainWithoutTls?: boolean;
+}
+
+/** A listener after checking, with defaults. */
+export interface ResolvedListener {
+  readonly name: string;
+  readonly securityProtocol: SecurityProtocol;
+  readonly host: string;
+  readonly port: number;
+  readonly advertisedHost: string | undefined;
+  readonly advertisedPort: number | undefined;
+  readonly tls: ListenerTlsOptions | undefined;
+  /** Empty unless SASL_*. */
+  readonly saslMechanisms: readonly SaslMechanism[];
+}
+
+/** True for SASL_PLAINTEXT and SASL_SSL. */
+export function usesSasl(protocol: SecurityProtocol): boolean {
+  return protocol === 'SASL_PLAINTEXT' || protocol === 'SASL_SSL';
+}
+
+/** True for SSL and SASL_SSL. */
+export function usesTls(protocol: SecurityProtocol): boolean {
+  return protocol === 'SSL' || protocol === 'SASL_SSL';
+}
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
+
+/**
+ * Parses Kafka's listener form `PROTOCOL://host:port` (`[ipv6]:port`), or a bare `host:port`
+ * meaning PLAINTEXT; null when it is neither.
+ */
+export function parseListenerAddress(text: string): { securityProtocol: SecurityProtocol; host: string; port: number } | null {
+  const match = /^(?:([A-Z_]+):\/\/)?(?:\[([^\]]+)\]|([^:[\]/]+)):(\d{1,5})$/.exec(text);
+  if (match === null) return null;
+  const protocol = (match[1] ?? 'PLAINTEXT') as SecurityProtocol;
+  const port = Number(match[4]);
+  if (!SECURITY_PROTOCOLS.includes(protocol) || port > 65_535) return null;
+  return { securityProtocol: protocol, host: match[2] ?? match[3]!, port };
+}
+
+function port(value: unknown, name: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number') throw new TypeError(`options.${name} must be a number, got ${typeof value}`);
+  if (!Number.isInteger(value) || value < min || value > 65_535) throw new RangeError(`options.${name} must be an integer in [${min}, 65535], got ${value}`);
+  return value;
+}
+
+function text(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new TypeError(`options.${name} must be a string, got ${typeof value}`);
+  return value;
+}
+
+/** Checks one listener's options and applies the defaults. */
+export function resolveListener(options: ListenerOptions, where: string): ResolvedListener {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`options.${where} must be an object`);
+  const securityProtocol = options.securityProtocol ?? 'PLAINTEXT';
+  if (!SECURITY_PROTOCOLS.includes(securityProtocol)) throw new RangeError(`options.${where}.securityProtocol must be one of ${SECURITY_PROTOCOLS.join(', ')}, got ${String(securityProtocol)}`);
+  const host = text(options.host, `${where}.host`) ?? '127.0.0.1';
+  const advertisedHost = text(options.advertisedHost, `${where}.advertisedHost`);
+  if (advertisedHost === undefined && WILDCARD_HOSTS.has(host)) {
+    throw new RangeError(`options.${where}.advertisedHost is required when listening on the wildcard address '${host}': clients must be told an address they can connect to`);
+  }
+  if (advertisedHost === '') throw new RangeError(`options.${where}.advertisedHost must not be empty`);
+  const tls = options.tls;
+  if (usesTls(securityProtocol)) {
+    if (typeof tls !== 'object' || tls === null || tls.cert === undefined || tls.key === undefined) {
+      throw new TypeError(`options.${where}.tls with cert and key is required for a ${securityProtocol} listener`);
+    }
+    if (tls.requireClientCertificate === true && tls.ca === undefined) throw new TypeError(`options.${where}.tls.ca is required with requireClientCertificate (client certificates are verified against it)`);
+  } else if (tls !== undefined) {
+    throw new RangeError(`options.${where}.tls is given but a ${securityProtocol} listener does not use TLS`);
+  }
+  let saslMechanisms: readonly SaslMechanism[] = [];
+  if (usesSasl(securityProtocol)) {
+    const plainAllowed = securityProtocol === 'SASL_SSL' || options.allowPlainWithoutTls === true;
+    saslMechanisms = options.saslMechanisms ?? SASL_MECHANISMS.filter((m) => m !== 'PLAIN' || plainAllowed);
+    if (!Array.isArray(saslMechanisms) || saslMechanisms.length === 0) throw new RangeError(`options.${where}.saslMechanisms must be a non-empty array`);
+    for (const mechanism of saslMechanisms) {
+      if (!SASL_MECHANISMS.includes(mechanism)) throw new RangeError(`options.${where}.saslMechanisms: unknown mechanism ${String(mechanism)} (served: ${SASL_MECHANISMS.join(', ')})`);
+      if (mechanism === 'PLAIN' && !plainAllowed) throw new RangeError(`options.${where}: PLAIN on a SASL_PLAINTEXT listener sends passwords in clear; set allowPlainWithoutTls to allow it`);
+    }
+  } else if (options.saslMechanisms !== undefined) {
+    throw new RangeError(`options.${where}.saslMechanisms is given but a ${securityProtocol} listener does not use SASL`);
+  }
+  return {
+    name: text(options.name, `${where}.name`) ?? securityProtocol,
+    securityProtocol,
+    host,
+    port: port(options.port, `${where}.port`, 0) ?? 0,
+    advertisedHost,
+    advertisedPort: port(options.advertisedPort, `${where}.advertisedPort`, 1),
+    tls: usesTls(securityProtocol) ? tls : undefined,
+    saslMechanisms,
+  };
+}

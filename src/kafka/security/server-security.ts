@@ -1,0 +1,254 @@
+/**
+ * Everything a server's security holds, one per server: the SASL users and the ACLs (read from the
+ * store directory at start and again on `reload()`), the authorizer (when enabled), the login
+ * throttle, the connections per address, the client quotas, and the audit log. The server builds it at start and
+ * closes it at close; handlers reach it through the closures that security's handlers are made
+ * with, never through the handler context.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FileSystem } from '../../io/index.js';
+import type { Clock } from '../../util/index.js';
+import { AclSet } from './acl.js';
+import { AuditLog, type AuditEvent } from './audit-log.js';
+import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';
+import { GroupLimits } from './group-limits.js';
+import { Authorizer } from './authorizer.js';
+import type { ConnectionSession } from './connection-session.js';
+import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
+import { scramVerifier, type ScramVerifier } from './scram.js';
+import { UserCredentials } from './user-credentials.js';
+
+/** The security options of `startKafkaServer`. */
+export interface SecurityOptions {
+  /**
+   * Check every request against the ACLs in the store directory (`offset-store acls`). Off by
+   * default: then every authenticated principal may do everything.
+   */
+  readonly authorizer?: {
+    /** Principals allowed everything, e.g. `['User:admin']`. */
+    readonly superUsers?: readonly string[];
+    /** Allow what a resource without any ACL is asked; default false (Kafka's allow.everyone.if.no.acl.found). */
+    readonly allowEveryoneIfNoAclFound?: boolean;
+  };
+  /** Append a JSON line per denied or administrative request to this file (see docs/security.md). */
+  readonly auditLogFile?: string;
+  /** Delay of the answer to an address's first failed authentication (doubling per failure); default 100 ms. */
+  readonly authFailureDelayMs?: number;
+  /** The longest such delay; default 5000 ms. */
+  readonly authFailureDelayMsMax?: number;
+  /** Authentications of one address in progress at once; default 16. */
+  readonly authenticationsPerAddressMax?: number;
+  /** Connections of one address open at once; one more is closed at once. Default 100 (Kafka's max.connections.per.ip is unlimited by default). */
+  readonly connectionsPerAddressMax?: number;
+  /** Client quotas (bytes/s, request time %), by principal, client id or default; none by default. */
+  readonly quotas?: QuotaOptions;
+  /** Most groups one principal may create through the server (counted since it started); default unlimited. */
+  readonly groupsPerPrincipalMax?: number;
+}
+
+/** Security options after checking, with defaults. */
+export interface ResolvedSecurityOptions {
+  readonly authorizer: { readonly superUsers: readonly string[]; readonly allowEveryoneIfNoAclFound: boolean } | undefined;
+  readonly auditLogFile: string | undefined;
+  readonly authFailureDelayMs: number;
+  readonly authFailureDelayMsMax: number;
+  readonly authenticationsPerAddressMax: number;
+  readonly connectionsPerAddressMax: number;
+  readonly quotas: QuotaOptions;
+  readonly groupsPerPrincipalMax: number | undefined;
+}
+
+function limits(value: unknown, name: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'object' || value === null) throw new TypeError(`options.security.${name} must be an object`);
+  const { bytesPerSecond, requestPercentage } = value as QuotaLimits;
+  for (const [field, v] of [['bytesPerSecond', bytesPerSecond], ['requestPercentage', requestPercentage]] as const) {
+    if (v !== undefined && (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v))) throw new RangeError(`options.security.${name}.${field} must be a positive number, got ${String(v)}`);
+  }
+}
+
+function resolveQuotas(value: QuotaOptions | undefined): QuotaOptions {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null) throw new TypeError('options.security.quotas must be an object');
+  limits(value.default, 'quotas.default');
+  for (const [k, v] of Object.entries(value.principals ?? {})) limits(v, `quotas.principals[${JSON.stringify(k)}]`);
+  for (const [k, v] of Object.entries(value.clientIds ?? {})) limits(v, `quotas.clientIds[${JSON.stringify(k)}]`);
+  integer(value.windowCount, 'quotas.windowCount', 11, 2, 1000);
+  integer(value.windowMs, 'quotas.windowMs', 1000, 1, 3_600_000);
+  return value;
+}
+
+function integer(value: unknown, name: string, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number') throw new TypeError(`options.security.${name} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`options.security.${name} must be an integer in [${min}, ${max}], got ${value}`);
+  return value;
+}
+
+/** Checks the security options and applies the defaults. */
+export function resolveSecurityOptions(options: SecurityOptions | undefined): ResolvedSecurityOptions {
+  const o = options ?? {};
+  if (typeof o !== 'object' || o === null) throw new TypeError('options.security must be an object');
+  const authorizer = o.authorizer;
+  if (authorizer !== undefined && (typeof authorizer !== 'object' || authorizer === null)) throw new TypeError('options.security.authorizer must be an object');
+  const superUsers = authorizer?.superUsers ?? [];
+  if (!Array.isArray(superUsers) || superUsers.some((u) => typeof u !== 'string' || !u.startsWith('User:'))) throw new TypeError('options.security.authorizer.superUsers must be an array of User:<name> strings');
+  if (o.auditLogFile !== undefined && (typeof o.auditLogFile !== 'string' || o.auditLogFile === '')) throw new TypeError('options.security.auditLogFile must be a non-empty string');
+  const resolved = {
+    authorizer: authorizer === undefined ? undefined : { superUsers: [...superUsers], allowEveryoneIfNoAclFound: authorizer.allowEveryoneIfNoAclFound === true },
+    auditLogFile: o.auditLogFile,
+    authFailureDelayMs: integer(o.authFailureDelayMs, 'authFailureDelayMs', LOGIN_THROTTLE_DEFAULTS.failureDelayMs, 0, 60_000),
+    authFailureDelayMsMax: integer(o.authFailureDelayMsMax, 'authFailureDelayMsMax', LOGIN_THROTTLE_DEFAULTS.failureDelayMsMax, 0, 600_000),
+    authenticationsPerAddressMax: integer(o.authenticationsPerAddressMax, 'authenticationsPerAddressMax', LOGIN_THROTTLE_DEFAULTS.handshakesPerAddressMax, 1, 1_000_000),
+    connectionsPerAddressMax: integer(o.connectionsPerAddressMax, 'connectionsPerAddressMax', 100, 1, 1_000_000),
+    quotas: resolveQuotas(o.quotas),
+    groupsPerPrincipalMax: o.groupsPerPrincipalMax === undefined ? undefined : integer(o.groupsPerPrincipalMax, 'groupsPerPrincipalMax', 0, 1, 10_000_000),
+  };
+  if (resolved.authFailureDelayMsMax < resolved.authFailureDelayMs) throw new RangeError('options.security.authFailureDelayMsMax must be at least authFailureDelayMs');
+  return resolved;
+}
+
+/** What `ServerSecurity.stats()` reports. */
+export interface SecurityStats {
+  /** Failed authentications. */
+  readonly failedAuthentications: number;
+  /** Authentications refused at once (too many in progress from one address). */
+  readonly refusedAuthentications: number;
+  /** Connections closed at once (too many from one address). */
+  readonly refusedConnectionsPerAddress: number;
+  /** Requests refused by an ACL (per group or topic). */
+  readonly deniedOperations: number;
+  /** Responses that carried a quota's throttle time (their connection muted). */
+  readonly throttledResponses: number;
+  /** Requests refused because their principal had created groupsPerPrincipalMax groups. */
+  readonly refusedGroupCreations: number;
+}
+
+/** One server's security state. */
+export class ServerSecurity {
+  readonly options: ResolvedSecurityOptions;
+  readonly clock: Clock;
+  readonly throttle: LoginThrottle;
+  /** Client quotas; `enabled` false when none is set. */
+  readonly quotas: ClientQuotas;
+  /** Groups created per principal; undefined without groupsPerPrincipalMax. */
+  readonly groupLimits: GroupLimits | undefined;
+  /** Key of the fake salts SCRAM gives unknown users. */
+  readonly decoySecret = randomBytes(32);
+  /** A verifier PLAIN checks unknown users against, so they cost the same time. */
+  readonly decoyVerifier: ScramVerifier;
+  readonly #fs: FileSystem;
+  readonly #dir: string;
+  readonly #auditLog: AuditLog | undefined;
+  #users: UserCredentials;
+  #authorizer: Authorizer | undefined;
+  readonly #connectionsByAddress = new Map<string, number>();
+  #refusedConnections = 0;
+  #denied = 0;
+
+  private constructor(fields: { options: ResolvedSecurityOptions; clock: Clock; fs: FileSystem; dir: string; users: UserCredentials; acls: AclSet; auditLog: AuditLog | undefined; decoyVerifier: ScramVerifier }) {
+    this.options = fields.options;
+    this.clock = fields.clock;
+    this.#fs = fields.fs;
+    this.#dir = fields.dir;
+    this.#users = fields.users;
+    this.#auditLog = fields.auditLog;
+    this.decoyVerifier = fields.decoyVerifier;
+    this.#authorizer = fields.options.authorizer === undefined ? undefined : new Authorizer(fields.options.authorizer, fields.acls);
+    this.quotas = new ClientQuotas(fields.options.quotas, fields.clock);
+    this.groupLimits = fields.options.groupsPerPrincipalMax === undefined ? undefined : new GroupLimits(fields.options.groupsPerPrincipalMax);
+    this.throttle = new LoginThrottle({
+      failureDelayMs: fields.options.authFailureDelayMs, failureDelayMsMax: fields.options.authFailureDelayMsMax, handshakesPerAddressMax: fields.options.authenticationsPerAddressMax,
+    }, fields.clock);
+  }
+
+  /** Reads the users and ACLs of the store in `dir` and opens the audit log. */
+  static async open(fields: { options: ResolvedSecurityOptions; clock: Clock; fs: FileSystem; dir: string; onWarning: (message: string) => void }): Promise<ServerSecurity> {
+    const { options, clock, fs, dir } = fields;
+    const users = await UserCredentials.load(fs, dir);
+    const acls = await AclSet.load(fs, dir);
+    const decoyVerifier = await scramVerifier('SCRAM-SHA-256', randomBytes(16).toString('base64'));
+    const auditLog = options.auditLogFile === undefined ? undefined : await AuditLog.open(fs, options.auditLogFile, () => clock.nowMs(), fields.onWarning);
+    return new ServerSecurity({ options, clock, fs, dir, users, acls, auditLog, decoyVerifier });
+  }
+
+  /** The SASL users. */
+  get users(): UserCredentials {
+    return this.#users;
+  }
+
+  /** The authorizer; undefined when ACLs are not enforced. */
+  get authorizer(): Authorizer | undefined {
+    return this.#authorizer;
+  }
+
+  /** Reads the users and ACLs again (after `offset-store users` or `acls` changed them). Nothing changes when either file is damaged. */
+  async reload(): Promise<void> {
+    const users = await UserCredentials.load(this.#fs, this.#dir);
+    const acls = await AclSet.load(this.#fs, this.#dir);
+    this.#users = users;
+    this.#authorizer = this.#authorizer?.withAcls(acls);
+  }
+
+  /** True when an audit log is configured. */
+  get auditing(): boolean {
+    return this.#auditLog !== undefined;
+  }
+
+  /** Records an event in the audit log (if one is configured). */
+  audit(event: { peer: { principal?: string; clientHost: string; listenerName?: string }; api: string; outcome: 'allowed' | 'denied'; reason?: string; resource?: string; operation?: string; user?: string }): void {
+    if (event.outcome === 'denied' && event.resource !== undefined) this.#denied++;
+    if (this.#auditLog === undefined) return;
+    const { peer, ...rest } = event;
+    const line: AuditEvent = { principal: peer.principal ?? 'User:ANONYMOUS', clientHost: peer.clientHost, listener: peer.listenerName ?? 'PLAINTEXT', ...rest };
+    this.#auditLog.record(line);
+  }
+
+  /** Counts a new connection of `address`; false (not counted) when the address has too many. */
+  connectionOpened(address: string): boolean {
+    const count = this.#connectionsByAddress.get(address) ?? 0;
+    if (count >= this.options.connectionsPerAddressMax) {
+      this.#refusedConnections++;
+      return false;
+    }
+    this.#connectionsByAddress.set(address, count + 1);
+    return true;
+  }
+
+  /** Forgets a connection counted by `connectionOpened`. */
+  connectionReleased(address: string): void {
+    const count = this.#connectionsByAddress.get(address) ?? 0;
+    if (count <= 1) this.#connectionsByAddress.delete(address);
+    else this.#connectionsByAddress.set(address, count - 1);
+  }
+
+  /** Ends any authentication a closed connection had in progress. */
+  sessionClosed(session: ConnectionSession): void {
+    if (session.throttled) {
+      session.throttled = false;
+      this.throttle.end(session.address);
+    }
+  }
+
+  /** Counters. */
+  stats(): SecurityStats {
+    return {
+      failedAuthentications: this.throttle.failedCount,
+      refusedAuthentications: this.throttle.refusedCount,
+      refusedConnectionsPerAddress: this.#refusedConnections,
+      deniedOperations: this.#denied,
+      throttledResponses: this.quotas.throttledCount,
+      refusedGroupCreations: this.groupLimits?.refusedCount ?? 0,
+    };
+  }
+
+  /** Waits for the audit log's writes. */
+  async idle(): Promise<void> {
+    await this.#auditLog?.idle();
+  }
+
+  /** Closes the audit log. */
+  async close(): Promise<void> {
+    await this.#auditLog?.close();
+  }
+}

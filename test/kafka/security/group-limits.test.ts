@@ -1,0 +1,58 @@
+/**
+ * groupsPerPrincipalMax: a principal that has created as many groups as allowed gets
+ * POLICY_VIOLATION (44) for the next new group, with nothing written, while groups that exist
+ * already (whoever made them) and the ones it created stay open to it, and another principal has
+ * its own count.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { NodeFileSystem } from '../../../src/io/index.js';
+import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
+import { UserCredentials } from '../../../src/kafka/security/index.js';
+import { tempDir } from '../../support/temp-dir.js';
+import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { loginPlain } from '../support/sasl-login.js';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+
+let running: TestServer | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+function commit(client: RawKafkaClient, groupId: string) {
+  return client.send(API_KEYS.OffsetCommit, 8, {
+    groupId, generationIdOrMemberEpoch: -1, memberId: '',
+    topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 9n, committedLeaderEpoch: -1, committedMetadata: '' }] }],
+  }).then((r) => r.topics[0]!.partitions[0]!.errorCode);
+}
+
+describe('groups per principal', () => {
+  it('refuses a principal its third new group and writes nothing, but not existing groups or another principal', async () => {
+    const dir = tempDir();
+    const fs = new NodeFileSystem();
+    await UserCredentials.addUser(fs, dir, 'alice', 'a');
+    await UserCredentials.addUser(fs, dir, 'bob', 'b');
+    running = await startTestServer({
+      dir,
+      server: {
+        topics: [{ name: 'orders', partitions: 1 }],
+        listeners: [{ securityProtocol: 'SASL_PLAINTEXT', saslMechanisms: ['PLAIN'], allowPlainWithoutTls: true }],
+        security: { groupsPerPrincipalMax: 2 },
+      },
+    });
+    await running.store.commitOffsets('shared', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    const alice = await RawKafkaClient.connect(running.server.port);
+    expect(await loginPlain(alice, 'alice', 'a')).toBe(0);
+    expect(await Promise.all([commit(alice, 'a1'), commit(alice, 'a2'), commit(alice, 'a3')])).toEqual([0, 0, KAFKA_ERROR.POLICY_VIOLATION]);
+    expect(await running.store.fetchOffsets('a3', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
+    expect(await commit(alice, 'a1')).toBe(0);
+    expect(await commit(alice, 'shared')).toBe(0);
+    const bob = await RawKafkaClient.connect(running.server.port);
+    expect(await loginPlain(bob, 'bob', 'b')).toBe(0);
+    expect(await commit(bob, 'b1')).toBe(0);
+    expect(await commit(bob, 'a3')).toBe(0);
+    expect(running.server.stats().security.refusedGroupCreations).toBe(1);
+    await alice.close();
+    await bob.close();
+  });
+});

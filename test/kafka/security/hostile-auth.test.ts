@@ -1,0 +1,197 @@
+/**
+ * Hostile clients against a SASL listener:
+ * - before authenticating, a request of every advertised API other than ApiVersions and the SASL
+ *   ones closes the connection unanswered, and the store is untouched (its log bytes and groups
+ *   are what they were);
+ * - 10,000 failed logins in a loop are throttled: failures are held on the server's clock, at most
+ *   `authenticationsPerAddressMax` are in progress per address and the rest are refused before any
+ *   password is checked, while an authenticated client keeps being served; once the attacker stops,
+ *   the user logs in;
+ * - a slow-loris client holding connections open (TCP and TLS, never finishing) hits the
+ *   per-address connection limit, not the server's, and its connections are freed when it goes.
+ */
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../src/index.js';
+import { NodeFileSystem } from '../../../src/io/index.js';
+import { API_KEYS, advertisedApis, encodeRequest, type ApiKey } from '../../../src/kafka/protocol/index.js';
+import { UserCredentials } from '../../../src/kafka/security/index.js';
+import { tempDir } from '../../support/temp-dir.js';
+import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { loginPlain, loginScram } from '../support/sasl-login.js';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+import { testCertificates } from '../support/test-certificates.js';
+
+let running: TestServer | undefined;
+const sockets: net.Socket[] = [];
+
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await running?.close();
+  running = undefined;
+});
+
+async function start(security: Record<string, number> = {}, clock = new ManualClock()): Promise<TestServer> {
+  const dir = tempDir();
+  await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
+  const certs = testCertificates();
+  running = await startTestServer({
+    dir, clock,
+    server: {
+      topics: [{ name: 'orders', partitions: 1 }],
+      listeners: [
+        { securityProtocol: 'SASL_PLAINTEXT', saslMechanisms: ['PLAIN', 'SCRAM-SHA-256'], allowPlainWithoutTls: true },
+        { securityProtocol: 'SASL_SSL', tls: { cert: certs.serverCert, key: certs.serverKey } },
+        { securityProtocol: 'PLAINTEXT' },
+      ],
+      security,
+    },
+  });
+  return running;
+}
+
+/** Waits (on real time: the sockets are real) until `condition` holds, at most 10 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let waited = 0; !condition(); waited += 5) {
+    if (waited > 10_000) throw new TypeError('condition not met within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+async function logBytes(t: TestServer): Promise<number> {
+  return (await t.store.stats()).buckets.reduce((sum, b) => sum + b.logBytes, 0);
+}
+
+describe('unauthenticated requests', () => {
+  it('close the connection for every API key but ApiVersions and SASL, and touch nothing', async () => {
+    const t = await start();
+    await t.store.commitOffsets('existing', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    const bytesBefore = await logBytes(t);
+    const refused: number[] = [];
+    for (const api of advertisedApis()) {
+      if (api.apiKey === API_KEYS.ApiVersions || api.apiKey === API_KEYS.SaslHandshake || api.apiKey === API_KEYS.SaslAuthenticate) continue;
+      for (const version of new Set([api.minVersion, api.maxVersion])) {
+        const client = await RawKafkaClient.connect(t.server.port);
+        // A body of every field's default: a well-formed request, e.g. an OffsetCommit of no partitions, or a DeleteGroups.
+        const body = api.apiKey === API_KEYS.DeleteGroups ? { groupsNames: ['existing'] } : {};
+        client.write(encodeRequest({ apiKey: api.apiKey as ApiKey, apiVersion: version, correlationId: 7, clientId: 'intruder' }, body as never));
+        await client.closed;
+        expect(client.arrivals, `API ${api.apiKey} v${version} was answered`).toEqual([]);
+        refused.push(api.apiKey);
+      }
+    }
+    expect(new Set(refused).size).toBe(advertisedApis().length - 3);
+    expect(await logBytes(t)).toBe(bytesBefore);
+    expect((await t.store.listGroups()).map((g) => g.groupId)).toEqual(['existing']);
+    expect(t.server.stats().topics).toBe(1);
+  });
+
+  it('answer ApiVersions, and close after a SaslAuthenticate out of turn or an unknown mechanism', async () => {
+    const t = await start();
+    const client = await RawKafkaClient.connect(t.server.port);
+    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect((await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'GSSAPI' })).mechanisms).toEqual(['PLAIN', 'SCRAM-SHA-256']);
+    await client.closed;
+    const early = await RawKafkaClient.connect(t.server.port);
+    early.write(encodeRequest({ apiKey: API_KEYS.SaslAuthenticate, apiVersion: 2, correlationId: 1, clientId: 'x' }, { authBytes: Buffer.from('\0alice\0alice-pw') }));
+    await early.closed;
+    expect(early.arrivals).toEqual([]);
+  });
+});
+
+describe('failed logins', () => {
+  it('10,000 in a loop are throttled per address while the server keeps serving an authenticated client', async () => {
+    const clock = new ManualClock();
+    const t = await start({ authenticationsPerAddressMax: 16, connectionsPerAddressMax: 1000, authFailureDelayMs: 100, authFailureDelayMsMax: 5000 }, clock);
+    const user = await RawKafkaClient.connect(t.server.port);
+    expect(await loginScram(user, 'SCRAM-SHA-256', 'alice', 'alice-pw')).toBe(0);
+    const handshake = encodeRequest({ apiKey: API_KEYS.SaslHandshake, apiVersion: 1, correlationId: 1, clientId: 'x' }, { mechanism: 'PLAIN' });
+    const guess = (i: number) => encodeRequest({ apiKey: API_KEYS.SaslAuthenticate, apiVersion: 2, correlationId: 2, clientId: 'x' }, { authBytes: Buffer.from(`\0alice\0guess-${i}`) });
+    const attempt = (i: number) => new Promise<void>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: t.server.port }, () => socket.write(Buffer.concat([handshake, guess(i)])));
+      sockets.push(socket);
+      socket.on('error', () => {});
+      // Refused attempts are closed unanswered; the ones let through get their SaslHandshake answer,
+      // and then the answer to their guess waits on the server's clock.
+      socket.once('data', () => resolve());
+      socket.once('close', () => resolve());
+    });
+    const ATTEMPTS = 10_000;
+    const BATCH = 100;
+    let served = 0;
+    for (let i = 0; i < ATTEMPTS; i += BATCH) {
+      await Promise.all(Array.from({ length: BATCH }, (_, j) => attempt(i + j)));
+      if (i % 2000 === 0) {
+        const fetched = await user.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId: 'g', topics: null }], requireStable: false });
+        expect(fetched.groups[0]!.errorCode).toBe(0);
+        served++;
+      }
+      for (const s of sockets.splice(0)) if (s.destroyed) continue; else sockets.push(s);
+    }
+    expect(served).toBe(5);
+    const stats = t.server.stats().security;
+    expect(stats.failedAuthentications, 'passwords checked').toBeLessThanOrEqual(16);
+    expect(stats.refusedAuthentications + stats.failedAuthentications).toBeGreaterThanOrEqual(ATTEMPTS - 16);
+    for (const s of sockets.splice(0)) s.destroy();
+    clock.advance(10_000);
+    const later = await RawKafkaClient.connect(t.server.port);
+    expect(await loginPlain(later, 'alice', 'alice-pw')).toBe(0);
+    await later.close();
+    await user.close();
+  });
+
+  it('doubles the delay of each failure of an address, up to the maximum', async () => {
+    const clock = new ManualClock();
+    const t = await start({ authFailureDelayMs: 100, authFailureDelayMsMax: 300 }, clock);
+    const expected = [100, 200, 300, 300];
+    for (let i = 0; i < expected.length; i++) {
+      const client = await RawKafkaClient.connect(t.server.port);
+      let answered = false;
+      const outcome = loginPlain(client, 'alice', 'wrong').then((code) => { answered = true; return code; });
+      // The failure is recorded (and its timer armed) once PBKDF2 has checked the password.
+      while (t.server.stats().security.failedAuthentications === i) await new Promise((resolve) => setTimeout(resolve, 2));
+      clock.advance(expected[i]! - 1);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(answered, `failure ${i + 1} answered before ${expected[i]} ms`).toBe(false);
+      clock.advance(1);
+      expect(await outcome).toBe(58);
+      await client.closed;
+    }
+  });
+});
+
+describe('slow-loris', () => {
+  it('hits the per-address connection limit, not the server, and frees it when it goes', async () => {
+    const t = await start({ connectionsPerAddressMax: 10 });
+    const port = t.server.listeners.find((l) => l.name === 'SASL_SSL')!.port;
+    const plainPort = t.server.listeners.find((l) => l.name === 'PLAINTEXT')!.port;
+    const open = (p: number) => new Promise<net.Socket>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: p }, () => resolve(socket));
+      socket.on('error', () => {});
+      sockets.push(socket);
+    });
+    const closedByServer = new Set<net.Socket>();
+    const loris = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
+      const socket = await open(i % 2 === 0 ? port : t.server.port);
+      socket.once('close', () => closedByServer.add(socket));
+      return socket;
+    }));
+    await until(() => closedByServer.size === 40);
+    expect(t.server.stats().security.refusedConnectionsPerAddress).toBe(40);
+    expect(t.server.connectionCount).toBeLessThanOrEqual(10);
+    for (const s of loris) s.destroy();
+    await until(() => t.server.connectionCount === 0);
+    const client = await RawKafkaClient.connect(plainPort);
+    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    await client.close();
+    // A TLS client that does finish its handshake is served once there is room again.
+    const certs = testCertificates();
+    const secure = tls.connect({ host: '127.0.0.1', port, ca: certs.caCert, servername: 'localhost' });
+    sockets.push(secure);
+    await new Promise<void>((resolve, reject) => { secure.once('secureConnect', () => resolve()); secure.once('error', reject); });
+    const tlsClient = RawKafkaClient.over(secure);
+    expect((await tlsClient.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect(await loginScram(tlsClient, 'SCRAM-SHA-512', 'alice', 'alice-pw')).toBe(0);
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Client quotas as Kafka applies them: a client over its bytes/s quota gets its response with
+ * throttle_time_ms and its connection is muted for that long on the server's clock (the next
+ * request waits, unread), while another client id with its own quota goes on unthrottled; a
+ * principal's quota wins over the default. And the rate arithmetic on its own.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../src/index.js';
+import { API_KEYS } from '../../../src/kafka/protocol/index.js';
+import { ClientQuotas } from '../../../src/kafka/security/index.js';
+import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+
+let running: TestServer | undefined;
+
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+/** Lets the event loop turn a few times (the server is in this process). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 2));
+}
+
+describe('client quotas over the wire', () => {
+  it('throttles a client over its bytes/s quota and mutes its connection, not the others', async () => {
+    const clock = new ManualClock();
+    running = await startTestServer({ clock, server: { security: { quotas: { default: { bytesPerSecond: 2000 }, windowMs: 1000, windowCount: 2 } } } });
+    const greedy = await RawKafkaClient.connect(running.server.port);
+    const polite = await RawKafkaClient.connect(running.server.port);
+    let throttleMs = 0;
+    let requests = 0;
+    while (throttleMs === 0 && requests < 100) {
+      throttleMs = (await greedy.send(API_KEYS.ApiVersions, 3, {}, 'greedy')).throttleTimeMs;
+      requests++;
+    }
+    expect(requests, 'a few hundred bytes each: throttled once past 2000 bytes in the window').toBeGreaterThan(3);
+    expect(throttleMs).toBeGreaterThan(0);
+    const waiting = greedy.send(API_KEYS.ApiVersions, 3, {}, 'greedy');
+    await settle();
+    expect(greedy.pendingCount, 'muted: the next request is not read').toBe(1);
+    expect((await polite.send(API_KEYS.ApiVersions, 3, {}, 'polite')).throttleTimeMs, 'another client id has its own usage').toBe(0);
+    clock.advance(throttleMs);
+    await waiting;
+    expect(running.server.stats().security.throttledResponses).toBeGreaterThanOrEqual(1);
+    await greedy.close();
+    await polite.close();
+  });
+});
+
+describe('ClientQuotas', () => {
+  it("throttles by Kafka's formula, (rate - bound) / bound * window, and forgets usage as the window slides", () => {
+    const clock = new ManualClock();
+    const quotas = new ClientQuotas({ default: { bytesPerSecond: 100 }, windowMs: 1000, windowCount: 2 }, clock);
+    expect(quotas.record('User:a', 'c', 100, 0)).toBe(0);
+    // 300 bytes over a 1 s span = 300/s, twice the bound over: 2 * 2000 ms, capped at the 2000 ms window.
+    expect(quotas.record('User:a', 'c', 200, 0)).toBe(2000);
+    clock.advance(5000);
+    expect(quotas.record('User:a', 'c', 50, 0)).toBe(0);
+  });
+
+  it('takes the principal quota over the client id one over the default, and counts request time', () => {
+    const clock = new ManualClock();
+    const quotas = new ClientQuotas({ default: { bytesPerSecond: 10 }, clientIds: { batch: { bytesPerSecond: 1000 } }, principals: { 'User:ops': { requestPercentage: 10 } } }, clock);
+    expect(quotas.record('User:x', 'batch', 500, 0)).toBe(0);
+    expect(quotas.record('User:x', 'other', 500, 0)).toBeGreaterThan(0);
+    expect(quotas.record('User:ops', 'other', 10_000, 50)).toBe(0); // 50 ms over a 10 s span = 0.5% of a thread
+    expect(quotas.record('User:ops', 'other', 0, 2000)).toBeGreaterThan(0); // 2050 ms over 10 s = 20.5% > 10%
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * An SSL listener that requires client certificates: a client with a certificate signed by the
+ * listener's CA is `User:<subject, RFC 2253>` (as Kafka's default principal builder names it) and
+ * ACLs on that principal apply; a certificate from another CA, or none, fails the TLS handshake.
+ */
+import * as tls from 'node:tls';
+import { afterEach, describe, expect, it } from 'vitest';
+import { NodeFileSystem } from '../../../src/io/index.js';
+import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
+import { AclSet, certificatePrincipal } from '../../../src/kafka/security/index.js';
+import { tempDir } from '../../support/temp-dir.js';
+import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+import { testCertificates } from '../support/test-certificates.js';
+
+const ALICE = 'User:CN=alice,OU=readers,O=offset-store-test';
+let running: TestServer | undefined;
+const sockets: tls.TLSSocket[] = [];
+
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await running?.close();
+  running = undefined;
+});
+
+function connect(port: number, identity: { cert?: string; key?: string }): Promise<tls.TLSSocket> {
+  const certs = testCertificates();
+  const socket = tls.connect({ host: '127.0.0.1', port, ca: certs.caCert, servername: 'localhost', ...identity });
+  sockets.push(socket);
+  return new Promise((resolve, reject) => {
+    socket.once('secureConnect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+describe('client certificates', () => {
+  it('name the principal by the subject, and the ACLs on it apply', async () => {
+    const certs = testCertificates();
+    const dir = tempDir();
+    await AclSet.add(new NodeFileSystem(), dir, [{ principal: ALICE, host: '*', operation: 'Describe', permission: 'ALLOW', resourceType: 'Group', patternType: 'LITERAL', name: 'alices' }]);
+    running = await startTestServer({
+      dir,
+      server: {
+        listeners: [{ securityProtocol: 'SSL', tls: { cert: certs.serverCert, key: certs.serverKey, ca: certs.caCert, requireClientCertificate: true } }],
+        security: { authorizer: {} },
+      },
+    });
+    const client = RawKafkaClient.over(await connect(running.server.port, { cert: certs.clientCert, key: certs.clientKey }));
+    const described = await client.send(API_KEYS.DescribeGroups, 5, { groups: ['alices', 'bobs'], includeAuthorizedOperations: false });
+    expect(described.groups.map((g) => g.errorCode)).toEqual([0, KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]);
+
+    // A certificate of another CA, and none at all, do not get through the handshake (or are cut right after it).
+    for (const identity of [{ cert: certs.strangerCert, key: certs.strangerKey }, {}]) {
+      const refused = await connect(running.server.port, identity).then(
+        (socket) => new Promise<boolean>((resolve) => { socket.once('close', () => resolve(true)); socket.once('error', () => resolve(true)); socket.write(Buffer.alloc(4)); }),
+        () => true,
+      );
+      expect(refused).toBe(true);
+    }
+    expect(running.server.connectionCount).toBe(1);
+  });
+
+  it('write the subject most specific first, escaping what RFC 2253 escapes', () => {
+    expect(certificatePrincipal({ C: 'US', O: 'Acme, Inc.', CN: 'host-1' })).toBe('User:CN=host-1,O=Acme\\, Inc.,C=US');
+    expect(certificatePrincipal({ OU: ['a', 'b'], CN: 'x' })).toBe('User:CN=x,OU=b,OU=a');
+    expect(certificatePrincipal({})).toBeUndefined();
+  });
+});

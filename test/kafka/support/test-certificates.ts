@@ -1,0 +1,72 @@
+/**
+ * TLS material for tests, made with the `openssl` command line at test time (Node cannot create
+ * X.509 certificates itself) in a temporary directory, once per test process: a CA, a server
+ * certificate for 127.0.0.1 and localhost signed by it, and client certificates (CN=alice, and one
+ * from another CA that the server must refuse). EC P-256 keys, so making them takes milliseconds.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileTempDir } from '../../support/temp-dir.js';
+
+/** PEM text of every piece. */
+export interface TestCertificates {
+  readonly caCert: string;
+  readonly serverCert: string;
+  readonly serverKey: string;
+  /** CN=alice,OU=readers,O=offset-store-test, signed by the CA. */
+  readonly clientCert: string;
+  readonly clientKey: string;
+  /** CN=mallory, signed by a CA the server does not know. */
+  readonly strangerCert: string;
+  readonly strangerKey: string;
+}
+
+let made: TestCertificates | undefined;
+
+function openssl(dir: string, args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+}
+
+function keyPair(dir: string, name: string): void {
+  openssl(dir, ['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', `${name}.key`]);
+}
+
+function signed(dir: string, name: string, subject: string, ca: string, extensions: string): void {
+  keyPair(dir, name);
+  openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', subject, '-out', `${name}.csr`]);
+  writeFileSync(path.join(dir, `${name}.ext`), extensions);
+  openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '3650', '-extfile', `${name}.ext`, '-out', `${name}.crt`]);
+}
+
+function selfSignedCa(dir: string, name: string, subject: string): void {
+  keyPair(dir, name);
+  openssl(dir, ['req', '-x509', '-new', '-key', `${name}.key`, '-subj', subject, '-days', '3650', '-out', `${name}.crt`]);
+}
+
+/** True when the `openssl` command is there. */
+export function hasOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'pipe' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The test certificates (made on the first call). */
+export function testCertificates(): TestCertificates {
+  if (made !== undefined) return made;
+  const dir = fileTempDir('offset-store-tls-');
+  selfSignedCa(dir, 'ca', '/CN=offset-store test CA');
+  selfSignedCa(dir, 'other-ca', '/CN=someone else');
+  signed(dir, 'server', '/CN=localhost', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  signed(dir, 'client', '/O=offset-store-test/OU=readers/CN=alice', 'ca', 'extendedKeyUsage=clientAuth\n');
+  signed(dir, 'stranger', '/CN=mallory', 'other-ca', 'extendedKeyUsage=clientAuth\n');
+  const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
+  made = {
+    caCert: read('ca.crt'), serverCert: read('server.crt'), serverKey: read('server.key'),
+    clientCert: read('client.crt'), clientKey: read('client.key'), strangerCert: read('stranger.crt'), strangerKey: read('stranger.key'),
+  };
+  return made;
+}

@@ -21,7 +21,14 @@ import { buildOffsetBatch, loadChecksum } from '../src/codec/index.js';
 import { OffsetStore, type OffsetCommit } from '../src/index.js';
 import { EtcdCluster, etcdAvailable } from '../test/support/etcd-cluster.js';
 import { percentiles } from './support/measure.js';
-import { formatCount, formatMs, formatRatio, printBanner, printTable, type Column } from './support/report.js';
+import {
+  formatCount,
+  formatMs,
+  formatRatio,
+  printBanner,
+  printTable,
+  type Column,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 
@@ -40,23 +47,42 @@ interface Row {
 }
 
 /** Runs `committers` loops of `once` for DURATION_MS; returns what they did. */
-async function timed(task: string, committers: number, offsetsPerCommit: number, bytesPerCommit: number, once: (committer: number, n: number) => Promise<void>): Promise<Row> {
+async function timed(
+  task: string,
+  committers: number,
+  offsetsPerCommit: number,
+  bytesPerCommit: number,
+  once: (committer: number, n: number) => Promise<void>,
+): Promise<Row> {
   const latenciesMs: number[] = [];
   let commits = 0;
   const started = performance.now();
   const end = started + DURATION_MS;
-  await Promise.all(Array.from({ length: committers }, async (_, c) => {
-    for (let n = 0; performance.now() < end; n++) {
-      const t = performance.now();
-      await once(c, n);
-      latenciesMs.push(performance.now() - t);
-      commits++;
-    }
-  }));
-  return { task, commits, offsetsPerCommit, bytesPerCommit, elapsedMs: performance.now() - started, latenciesMs };
+  await Promise.all(
+    Array.from({ length: committers }, async (_, c) => {
+      for (let n = 0; performance.now() < end; n++) {
+        const t = performance.now();
+        await once(c, n);
+        latenciesMs.push(performance.now() - t);
+        commits++;
+      }
+    }),
+  );
+  return {
+    task,
+    commits,
+    offsetsPerCommit,
+    bytesPerCommit,
+    elapsedMs: performance.now() - started,
+    latenciesMs,
+  };
 }
 
-async function startNodes(etcd: EtcdCluster, count: number, prefix: string): Promise<{ nodes: ClusterNode[]; stores: OffsetStore[]; dirs: string[] }> {
+async function startNodes(
+  etcd: EtcdCluster,
+  count: number,
+  prefix: string,
+): Promise<{ nodes: ClusterNode[]; stores: OffsetStore[]; dirs: string[] }> {
   const nodes: ClusterNode[] = [];
   const stores: OffsetStore[] = [];
   const dirs: string[] = [];
@@ -65,10 +91,23 @@ async function startNodes(etcd: EtcdCluster, count: number, prefix: string): Pro
     dirs.push(dir);
     const store = await OffsetStore.openHosted({ dir, bucketCount: 16 });
     stores.push(store);
-    nodes.push(await ClusterNode.start({ endpoints: etcd.endpoints, prefix, store, node: { nodeId: `n${i + 1}`, brokerId: i + 1, host: '127.0.0.1', port: 9000 + i }, checkpointBatches: 50_000 }));
+    nodes.push(
+      await ClusterNode.start({
+        endpoints: etcd.endpoints,
+        prefix,
+        store,
+        node: { nodeId: `n${i + 1}`, brokerId: i + 1, host: '127.0.0.1', port: 9000 + i },
+        checkpointBatches: 50_000,
+      }),
+    );
   }
   // Settled: every bucket owned by some node.
-  for (let attempt = 0; attempt < 200 && nodes.reduce((n, node) => n + node.ownedBuckets().length, 0) < 16; attempt++) await new Promise((r) => setTimeout(r, 50));
+  for (
+    let attempt = 0;
+    attempt < 200 && nodes.reduce((n, node) => n + node.ownedBuckets().length, 0) < 16;
+    attempt++
+  )
+    await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 1500)); // hand-offs after the first node took everything
   return { nodes, stores, dirs };
 }
@@ -82,17 +121,53 @@ function ownerStore(nodes: ClusterNode[], stores: OffsetStore[], groupId: string
 async function storeRows(etcd: EtcdCluster, nodeCount: number): Promise<Row[]> {
   const { nodes, stores, dirs } = await startNodes(etcd, nodeCount, `/bench-${nodeCount}/`);
   try {
-    const batch: OffsetCommit[] = Array.from({ length: BATCH_OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i, offset: 1 }));
-    const batchBytes = buildOffsetBatch('batch-group-0', batch.map((o) => ({ tableId: 1, partitionId: null, bucketId: o.bucketId, offset: 1, leaderEpoch: -1, metadata: '' })), 0).length;
-    const smallBytes = buildOffsetBatch('small-group-0', [{ tableId: 1, partitionId: null, bucketId: 0, offset: 1, leaderEpoch: -1, metadata: '' }], 0).length;
-    const small = await timed(`store, ${nodeCount} node(s): ${SMALL_COMMITTERS} committers x 1 offset`, SMALL_COMMITTERS, 1, smallBytes, async (c, n) => {
-      const groupId = `small-group-${c}`;
-      await ownerStore(nodes, stores, groupId).commitOffsets(groupId, [{ tableId: 1, bucketId: 0, offset: n + 1 }]);
-    });
-    const batched = await timed(`store, ${nodeCount} node(s): ${BATCH_COMMITTERS} committers x ${BATCH_OFFSETS} offsets`, BATCH_COMMITTERS, BATCH_OFFSETS, batchBytes, async (c, n) => {
-      const groupId = `batch-group-${c}`;
-      await ownerStore(nodes, stores, groupId).commitOffsets(groupId, batch.map((o) => ({ ...o, offset: n + 1 })));
-    });
+    const batch: OffsetCommit[] = Array.from({ length: BATCH_OFFSETS }, (_, i) => ({
+      tableId: 1,
+      bucketId: i,
+      offset: 1,
+    }));
+    const batchBytes = buildOffsetBatch(
+      'batch-group-0',
+      batch.map((o) => ({
+        tableId: 1,
+        partitionId: null,
+        bucketId: o.bucketId,
+        offset: 1,
+        leaderEpoch: -1,
+        metadata: '',
+      })),
+      0,
+    ).length;
+    const smallBytes = buildOffsetBatch(
+      'small-group-0',
+      [{ tableId: 1, partitionId: null, bucketId: 0, offset: 1, leaderEpoch: -1, metadata: '' }],
+      0,
+    ).length;
+    const small = await timed(
+      `store, ${nodeCount} node(s): ${SMALL_COMMITTERS} committers x 1 offset`,
+      SMALL_COMMITTERS,
+      1,
+      smallBytes,
+      async (c, n) => {
+        const groupId = `small-group-${c}`;
+        await ownerStore(nodes, stores, groupId).commitOffsets(groupId, [
+          { tableId: 1, bucketId: 0, offset: n + 1 },
+        ]);
+      },
+    );
+    const batched = await timed(
+      `store, ${nodeCount} node(s): ${BATCH_COMMITTERS} committers x ${BATCH_OFFSETS} offsets`,
+      BATCH_COMMITTERS,
+      BATCH_OFFSETS,
+      batchBytes,
+      async (c, n) => {
+        const groupId = `batch-group-${c}`;
+        await ownerStore(nodes, stores, groupId).commitOffsets(
+          groupId,
+          batch.map((o) => ({ ...o, offset: n + 1 })),
+        );
+      },
+    );
     return [small, batched];
   } finally {
     for (const node of nodes) await node.close();
@@ -101,16 +176,36 @@ async function storeRows(etcd: EtcdCluster, nodeCount: number): Promise<Row[]> {
   }
 }
 
-async function floorRows(etcd: EtcdCluster, smallBytes: number, batchBytes: number): Promise<Row[]> {
+async function floorRows(
+  etcd: EtcdCluster,
+  smallBytes: number,
+  batchBytes: number,
+): Promise<Row[]> {
   const connection = new EtcdConnection({ endpoints: etcd.endpoints });
   try {
-    const put = (key: string, bytes: number) => connection.txn({ success: [{ request_put: { key: Buffer.from(key), value: Buffer.alloc(bytes, 7) } }] }, 'bench');
-    const small = await timed(`raw etcd txn: ${SMALL_COMMITTERS} writers x ${smallBytes} B`, SMALL_COMMITTERS, 1, smallBytes, async (c, n) => {
-      await put(`/floor/small/${c}/${n}`, smallBytes);
-    });
-    const batched = await timed(`raw etcd txn: ${BATCH_COMMITTERS} writers x ${batchBytes} B`, BATCH_COMMITTERS, BATCH_OFFSETS, batchBytes, async (c, n) => {
-      await put(`/floor/batch/${c}/${n}`, batchBytes);
-    });
+    const put = (key: string, bytes: number) =>
+      connection.txn(
+        { success: [{ request_put: { key: Buffer.from(key), value: Buffer.alloc(bytes, 7) } }] },
+        'bench',
+      );
+    const small = await timed(
+      `raw etcd txn: ${SMALL_COMMITTERS} writers x ${smallBytes} B`,
+      SMALL_COMMITTERS,
+      1,
+      smallBytes,
+      async (c, n) => {
+        await put(`/floor/small/${c}/${n}`, smallBytes);
+      },
+    );
+    const batched = await timed(
+      `raw etcd txn: ${BATCH_COMMITTERS} writers x ${batchBytes} B`,
+      BATCH_COMMITTERS,
+      BATCH_OFFSETS,
+      batchBytes,
+      async (c, n) => {
+        await put(`/floor/batch/${c}/${n}`, batchBytes);
+      },
+    );
     return [small, batched];
   } finally {
     connection.close();
@@ -136,11 +231,27 @@ async function main(): Promise<void> {
     const columns: Column<Row>[] = [
       { header: 'task', value: (r) => r.task },
       { header: 'commits/s', align: 'right', value: (r) => formatCount(rate(r)) },
-      { header: 'offsets/s', align: 'right', value: (r) => formatCount(rate(r) * r.offsetsPerCommit) },
-      { header: 'MB/s', align: 'right', value: (r) => ((rate(r) * r.bytesPerCommit) / 1e6).toFixed(2) },
+      {
+        header: 'offsets/s',
+        align: 'right',
+        value: (r) => formatCount(rate(r) * r.offsetsPerCommit),
+      },
+      {
+        header: 'MB/s',
+        align: 'right',
+        value: (r) => ((rate(r) * r.bytesPerCommit) / 1e6).toFixed(2),
+      },
       { header: 'p50', align: 'right', value: (r) => formatMs(percentiles(r.latenciesMs).p50Ms) },
       { header: 'p99', align: 'right', value: (r) => formatMs(percentiles(r.latenciesMs).p99Ms) },
-      { header: 'bytes/s vs floor', align: 'right', value: (r) => formatRatio((rate(r) * r.bytesPerCommit) / (rate(r.offsetsPerCommit === 1 ? floor[0]! : floor[1]!) * r.bytesPerCommit)) },
+      {
+        header: 'bytes/s vs floor',
+        align: 'right',
+        value: (r) =>
+          formatRatio(
+            (rate(r) * r.bytesPerCommit) /
+              (rate(r.offsetsPerCommit === 1 ? floor[0]! : floor[1]!) * r.bytesPerCommit),
+          ),
+      },
     ];
     printTable('commits', columns, rows);
   } finally {

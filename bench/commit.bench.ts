@@ -21,8 +21,21 @@
  */
 import { OffsetStore, type OffsetCommit } from '../src/index.js';
 import { LmdbOffsets } from './support/lmdb-offsets.js';
-import { measureInterleaved, type MeasureOptions, type TaskResult, type TaskSpec } from './support/measure.js';
-import { formatCount, formatMs, formatRatio, printBanner, printTable, verdict, type Column } from './support/report.js';
+import {
+  measureInterleaved,
+  type MeasureOptions,
+  type TaskResult,
+  type TaskSpec,
+} from './support/measure.js';
+import {
+  formatCount,
+  formatMs,
+  formatRatio,
+  printBanner,
+  printTable,
+  verdict,
+  type Column,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { advance, groupName, offsetCommits } from './support/workload.js';
@@ -37,7 +50,12 @@ const TIMING: MeasureOptions = atScale({
   full: { timeMs: 12_000, warmupMs: 1000, rounds: 6 },
 });
 
-type Subject = 'offset-store' | 'offset-store, 1 offsets-bucket' | 'offset-store, spread-built input' | 'lmdb transactionSync' | 'lmdb transaction (async)';
+type Subject =
+  | 'offset-store'
+  | 'offset-store, 1 offsets-bucket'
+  | 'offset-store, spread-built input'
+  | 'lmdb transactionSync'
+  | 'lmdb transaction (async)';
 
 interface Row extends TaskResult {
   subject: Subject;
@@ -61,7 +79,12 @@ interface Prepared {
  * `spread`: each commit's input is built the way much user code builds it, a fresh object per offset
  * with object spread (`refs.map((r) => ({ ...r, offset }))`), instead of one array advanced in place.
  */
-async function offsetStoreTask(offsets: number, committers: number, bucketCount?: number, spread = false): Promise<Prepared> {
+async function offsetStoreTask(
+  offsets: number,
+  committers: number,
+  bucketCount?: number,
+  spread = false,
+): Promise<Prepared> {
   const dir = createTempDir('commit');
   const store = await OffsetStore.open({ dir, durability: 'fsync', bucketCount });
   const perGroup = committerOffsets(committers, offsets);
@@ -69,7 +92,11 @@ async function offsetStoreTask(offsets: number, committers: number, bucketCount?
   let next = 0;
   let offset = 1_000;
   return {
-    subject: spread ? 'offset-store, spread-built input' : bucketCount === 1 ? 'offset-store, 1 offsets-bucket' : 'offset-store',
+    subject: spread
+      ? 'offset-store, spread-built input'
+      : bucketCount === 1
+        ? 'offset-store, 1 offsets-bucket'
+        : 'offset-store',
     offsets,
     spec: {
       name: `offset-store commitOffsets, ${offsets} offsets, ${committers} committer${committers > 1 ? 's' : ''}${bucketCount === 1 ? ', bucketCount 1' : ''}${spread ? ', input built by spread' : ''}, fsync`,
@@ -80,7 +107,10 @@ async function offsetStoreTask(offsets: number, committers: number, bucketCount?
         const g = next++ % committers;
         if (!spread) return store.commitOffsets(groups[g]!, advance(perGroup[g]!));
         offset++;
-        return store.commitOffsets(groups[g]!, perGroup[g]!.map((r) => ({ ...r, offset })));
+        return store.commitOffsets(
+          groups[g]!,
+          perGroup[g]!.map((r) => ({ ...r, offset })),
+        );
       },
     },
     close: async () => {
@@ -97,26 +127,27 @@ function lmdbTask(offsets: number, committers: number, mode: 'sync' | 'async'): 
   const groups = perGroup.map((_, i) => groupName(i));
   let next = 0;
   const who = `${committers} committer${committers > 1 ? 's' : ''}`;
-  const spec: TaskSpec = mode === 'sync'
-    ? {
-      name: `lmdb-js transactionSync, ${offsets} offsets, ${who}, fdatasync`,
-      async: false,
-      unitsPerCall: offsets,
-      fn: () => {
-        const g = next++ % committers;
-        db.commitSync(groups[g]!, advance(perGroup[g]!));
-      },
-    }
-    : {
-      name: `lmdb-js transaction (async), ${offsets} offsets, ${who}, fdatasync`,
-      async: true,
-      concurrency: committers,
-      unitsPerCall: offsets,
-      fn: () => {
-        const g = next++ % committers;
-        return db.commitAsync(groups[g]!, advance(perGroup[g]!));
-      },
-    };
+  const spec: TaskSpec =
+    mode === 'sync'
+      ? {
+          name: `lmdb-js transactionSync, ${offsets} offsets, ${who}, fdatasync`,
+          async: false,
+          unitsPerCall: offsets,
+          fn: () => {
+            const g = next++ % committers;
+            db.commitSync(groups[g]!, advance(perGroup[g]!));
+          },
+        }
+      : {
+          name: `lmdb-js transaction (async), ${offsets} offsets, ${who}, fdatasync`,
+          async: true,
+          concurrency: committers,
+          unitsPerCall: offsets,
+          fn: () => {
+            const g = next++ % committers;
+            return db.commitAsync(groups[g]!, advance(perGroup[g]!));
+          },
+        };
   return {
     subject: mode === 'sync' ? 'lmdb transactionSync' : 'lmdb transaction (async)',
     offsets,
@@ -136,10 +167,14 @@ async function measureSize(offsets: number): Promise<Row[]> {
     await offsetStoreTask(offsets, CONCURRENT_COMMITTERS),
     lmdbTask(offsets, CONCURRENT_COMMITTERS, 'async'),
   ];
-  if (offsets <= SMALL_COMMIT_OFFSETS_MAX) prepared.push(await offsetStoreTask(offsets, CONCURRENT_COMMITTERS, 1));
+  if (offsets <= SMALL_COMMIT_OFFSETS_MAX)
+    prepared.push(await offsetStoreTask(offsets, CONCURRENT_COMMITTERS, 1));
   if (offsets === 1000) prepared.push(await offsetStoreTask(offsets, 1, undefined, true));
   try {
-    const results = await measureInterleaved(prepared.map((p) => p.spec), TIMING);
+    const results = await measureInterleaved(
+      prepared.map((p) => p.spec),
+      TIMING,
+    );
     return results.map((r, i) => ({ ...r, subject: prepared[i]!.subject, offsets }));
   } finally {
     for (const p of prepared) await p.close();
@@ -152,7 +187,10 @@ async function main(): Promise<void> {
   ]);
   const rows: Row[] = [];
   for (const offsets of OFFSETS_PER_COMMIT) rows.push(...(await measureSize(offsets)));
-  const find = (subject: Subject, offsets: number, committers: number) => rows.find((r) => r.subject === subject && r.offsets === offsets && r.concurrency === committers);
+  const find = (subject: Subject, offsets: number, committers: number) =>
+    rows.find(
+      (r) => r.subject === subject && r.offsets === offsets && r.concurrency === committers,
+    );
   const lmdbSync = (offsets: number) => find('lmdb transactionSync', offsets, 1)!;
   const columns: Column<Row>[] = [
     { header: 'task', value: (r) => r.name },
@@ -160,33 +198,55 @@ async function main(): Promise<void> {
     { header: 'offsets/s', value: (r) => formatCount(r.unitsPerSec) },
     { header: 'p50', value: (r) => formatMs(r.p50Ms) },
     { header: 'p99', value: (r) => formatMs(r.p99Ms) },
-    { header: 'vs lmdb transactionSync', value: (r) => formatRatio(r.callsPerSec / lmdbSync(r.offsets).callsPerSec) },
+    {
+      header: 'vs lmdb transactionSync',
+      value: (r) => formatRatio(r.callsPerSec / lmdbSync(r.offsets).callsPerSec),
+    },
   ];
   printTable('Durable commit: commits/s, offsets/s, latency per commit', columns, rows);
 
   const ratios = OFFSETS_PER_COMMIT.map((offsets) => ({
     offsets,
     single: find('offset-store', offsets, 1)!.unitsPerSec / lmdbSync(offsets).unitsPerSec,
-    concurrentVsSync: find('offset-store', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec / lmdbSync(offsets).unitsPerSec,
-    concurrentVsAsync: find('offset-store', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec / find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec,
-    oneBucketVsAsync: (find('offset-store, 1 offsets-bucket', offsets, CONCURRENT_COMMITTERS)?.unitsPerSec ?? NaN) / find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec,
+    concurrentVsSync:
+      find('offset-store', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec /
+      lmdbSync(offsets).unitsPerSec,
+    concurrentVsAsync:
+      find('offset-store', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec /
+      find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec,
+    oneBucketVsAsync:
+      (find('offset-store, 1 offsets-bucket', offsets, CONCURRENT_COMMITTERS)?.unitsPerSec ?? NaN) /
+      find('lmdb transaction (async)', offsets, CONCURRENT_COMMITTERS)!.unitsPerSec,
   }));
-  printTable('Ratios offset-store / lmdb-js (offsets/s, = commits/s at equal offsets per commit)', [
-    { header: 'offsets/commit', value: (r) => String(r.offsets) },
-    { header: '1 committer / transactionSync', value: (r) => formatRatio(r.single) },
-    { header: '64 committers / transactionSync', value: (r) => formatRatio(r.concurrentVsSync) },
-    { header: '64 committers / async transaction x64', value: (r) => formatRatio(r.concurrentVsAsync) },
-    { header: 'same, bucketCount 1', value: (r) => formatRatio(r.oneBucketVsAsync) },
-  ], ratios);
+  printTable(
+    'Ratios offset-store / lmdb-js (offsets/s, = commits/s at equal offsets per commit)',
+    [
+      { header: 'offsets/commit', value: (r) => String(r.offsets) },
+      { header: '1 committer / transactionSync', value: (r) => formatRatio(r.single) },
+      { header: '64 committers / transactionSync', value: (r) => formatRatio(r.concurrentVsSync) },
+      {
+        header: '64 committers / async transaction x64',
+        value: (r) => formatRatio(r.concurrentVsAsync),
+      },
+      { header: 'same, bucketCount 1', value: (r) => formatRatio(r.oneBucketVsAsync) },
+    ],
+    ratios,
+  );
 
   const spreadBuilt = find('offset-store, spread-built input', 1000, 1)!;
-  console.log(`Input built by object spread, 1000 offsets, 1 committer: ${formatCount(spreadBuilt.unitsPerSec)} offsets/s, ${formatRatio(spreadBuilt.unitsPerSec / find('offset-store', 1000, 1)!.unitsPerSec)} of the same commits from an array advanced in place.`);
+  console.log(
+    `Input built by object spread, 1000 offsets, 1 committer: ${formatCount(spreadBuilt.unitsPerSec)} offsets/s, ${formatRatio(spreadBuilt.unitsPerSec / find('offset-store', 1000, 1)!.unitsPerSec)} of the same commits from an array advanced in place.`,
+  );
   const batched = ratios.find((r) => r.offsets === 1000)!;
   const small = ratios.filter((r) => r.offsets <= SMALL_COMMIT_OFFSETS_MAX);
   console.log('\nTargets (docs/performance.md)');
-  console.log(`- 1000 offsets per commit, 1 committer, >= 2.5x lmdb-js transactionSync offsets/s: ${formatRatio(batched.single)} (${verdict(batched.single >= 2.5)}); 64 committers vs lmdb-js async x64: ${formatRatio(batched.concurrentVsAsync)}`);
+  console.log(
+    `- 1000 offsets per commit, 1 committer, >= 2.5x lmdb-js transactionSync offsets/s: ${formatRatio(batched.single)} (${verdict(batched.single >= 2.5)}); 64 committers vs lmdb-js async x64: ${formatRatio(batched.concurrentVsAsync)}`,
+  );
   for (const r of small) {
-    console.log(`- ${r.offsets} offset(s) per commit, 64 committers, >= 10x lmdb-js sync commits/s: ${formatRatio(r.concurrentVsSync)} (${verdict(r.concurrentVsSync >= 10)}); vs lmdb-js async x64: ${formatRatio(r.concurrentVsAsync)}`);
+    console.log(
+      `- ${r.offsets} offset(s) per commit, 64 committers, >= 10x lmdb-js sync commits/s: ${formatRatio(r.concurrentVsSync)} (${verdict(r.concurrentVsSync >= 10)}); vs lmdb-js async x64: ${formatRatio(r.concurrentVsAsync)}`,
+    );
   }
 }
 

@@ -35,10 +35,24 @@
  * Commit p99 under durable load: a few ms to tens of ms on a virtual disk.
  */
 import { buildOffsetBatch } from '../src/codec/index.js';
-import { OffsetStore, type CompactionReport, type CompactionStrategy, type OffsetStoreOptions } from '../src/index.js';
+import {
+  OffsetStore,
+  type CompactionReport,
+  type CompactionStrategy,
+  type OffsetStoreOptions,
+} from '../src/index.js';
 import { dirBytes, processWriteBytes, segmentBytes } from './support/disk.js';
 import { percentiles } from './support/measure.js';
-import { formatBytes, formatChange, formatMs, markdownTable, printBanner, printTable, verdict, type Column } from './support/report.js';
+import {
+  formatBytes,
+  formatChange,
+  formatMs,
+  markdownTable,
+  printBanner,
+  printTable,
+  verdict,
+  type Column,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { groupName, offsetCommits } from './support/workload.js';
@@ -85,15 +99,22 @@ function roundOffsets(workload: Workload, round: number): ReturnType<typeof offs
   return offsetCommits(BUCKETS_PER_COMMIT, 1_000 + round, first);
 }
 
-async function commitRounds(store: OffsetStore, workload: Workload, fromRound: number, toRound: number): Promise<void> {
+async function commitRounds(
+  store: OffsetStore,
+  workload: Workload,
+  fromRound: number,
+  toRound: number,
+): Promise<void> {
   for (let round = fromRound; round < toRound; round++) {
     let next = 0;
-    await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, async () => {
-      while (next < SIZES.groups) {
-        const g = next++;
-        await store.commitOffsets(groupName(g), roundOffsets(workload, round));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: LOAD_CONCURRENCY }, async () => {
+        while (next < SIZES.groups) {
+          const g = next++;
+          await store.commitOffsets(groupName(g), roundOffsets(workload, round));
+        }
+      }),
+    );
   }
 }
 
@@ -102,14 +123,21 @@ function liveBytes(workload: Workload, rounds: number): number {
   const livePerGroup = workload === 'overwrite' ? BUCKETS_PER_COMMIT : BUCKETS_PER_COMMIT * rounds;
   let total = 0;
   for (let g = 0; g < SIZES.groups; g++) {
-    const records = offsetCommits(livePerGroup, 1_000 + rounds).map((o) => ({ ...o, partitionId: null, leaderEpoch: 0, metadata: '' }));
+    const records = offsetCommits(livePerGroup, 1_000 + rounds).map((o) => ({
+      ...o,
+      partitionId: null,
+      leaderEpoch: 0,
+      metadata: '',
+    }));
     total += buildOffsetBatch(groupName(g), records, Date.now()).length;
   }
   return total;
 }
 
 /** Runs `compact()` and counts what the process wrote meanwhile. */
-async function compactCounting(store: OffsetStore): Promise<{ report: CompactionReport; writtenBytes: number }> {
+async function compactCounting(
+  store: OffsetStore,
+): Promise<{ report: CompactionReport; writtenBytes: number }> {
   const before = processWriteBytes();
   const report = await store.compact();
   return { report, writtenBytes: processWriteBytes() - before };
@@ -122,17 +150,22 @@ interface Phase {
 }
 
 /** 16 committers, 10 offsets each, durability fsync, for `phaseMs`. */
-async function commitPhase(store: OffsetStore, offsets: ReturnType<typeof offsetCommits>[]): Promise<Phase> {
+async function commitPhase(
+  store: OffsetStore,
+  offsets: ReturnType<typeof offsetCommits>[],
+): Promise<Phase> {
   const samplesMs: number[] = [];
   const endMs = performance.now() + SIZES.phaseMs;
-  await Promise.all(offsets.map(async (mine, c) => {
-    while (performance.now() < endMs) {
-      for (const o of mine) o.offset++;
-      const startedMs = performance.now();
-      await store.commitOffsets(groupName(c), mine);
-      samplesMs.push(performance.now() - startedMs);
-    }
-  }));
+  await Promise.all(
+    offsets.map(async (mine, c) => {
+      while (performance.now() < endMs) {
+        for (const o of mine) o.offset++;
+        const startedMs = performance.now();
+        await store.commitOffsets(groupName(c), mine);
+        samplesMs.push(performance.now() - startedMs);
+      }
+    }),
+  );
   return { samplesMs, logBytesAtEnd: (await store.stats()).totals.logBytes };
 }
 
@@ -141,16 +174,27 @@ async function commitPhase(store: OffsetStore, offsets: ReturnType<typeof offset
  * store's own scheduler every BACKGROUND_INTERVAL_MS with minDirtyRatio 0, so every bucket with a
  * newly sealed segment is compacted as soon as it is found).
  */
-async function commitLatency(dir: string, strategy: CompactionStrategy): Promise<{ idle: Phase[]; compacting: Phase[] }> {
+async function commitLatency(
+  dir: string,
+  strategy: CompactionStrategy,
+): Promise<{ idle: Phase[]; compacting: Phase[] }> {
   const idle: Phase[] = [];
   const compacting: Phase[] = [];
-  const offsets = Array.from({ length: LATENCY_COMMITTERS }, () => offsetCommits(LATENCY_OFFSETS_PER_COMMIT, 1_000_000));
+  const offsets = Array.from({ length: LATENCY_COMMITTERS }, () =>
+    offsetCommits(LATENCY_OFFSETS_PER_COMMIT, 1_000_000),
+  );
   for (let i = 0; i < 2 * SIZES.phasePairs; i++) {
     const phase = i % 2 === 0 ? 'idle' : 'compacting';
-    const compaction = phase === 'idle'
-      ? { strategy, intervalMs: PARKED_INTERVAL_MS }
-      : { strategy, intervalMs: BACKGROUND_INTERVAL_MS, minDirtyRatio: 0 };
-    const store = await OffsetStore.open({ dir, durability: 'fsync', segmentBytesMax: SIZES.segmentBytesMax, compaction });
+    const compaction =
+      phase === 'idle'
+        ? { strategy, intervalMs: PARKED_INTERVAL_MS }
+        : { strategy, intervalMs: BACKGROUND_INTERVAL_MS, minDirtyRatio: 0 };
+    const store = await OffsetStore.open({
+      dir,
+      durability: 'fsync',
+      segmentBytesMax: SIZES.segmentBytesMax,
+      compaction,
+    });
     try {
       // Untimed: starts the log cleaner's worker thread (and catches up), so that a phase measures
       // compaction in its steady state, not a worker starting; done before idle phases too, alike.
@@ -166,7 +210,10 @@ async function commitLatency(dir: string, strategy: CompactionStrategy): Promise
 async function run(workload: Workload, strategy: CompactionStrategy): Promise<Row> {
   const dir = createTempDir(`compaction-${strategy}`);
   const options = (durability: 'fsync' | 'os'): OffsetStoreOptions => ({
-    dir, durability, segmentBytesMax: SIZES.segmentBytesMax, compaction: { strategy, intervalMs: PARKED_INTERVAL_MS },
+    dir,
+    durability,
+    segmentBytesMax: SIZES.segmentBytesMax,
+    compaction: { strategy, intervalMs: PARKED_INTERVAL_MS },
   });
   try {
     let store = await OffsetStore.open(options('os'));
@@ -191,10 +238,15 @@ async function run(workload: Workload, strategy: CompactionStrategy): Promise<Ro
 
     const latency = await commitLatency(dir, strategy);
     return {
-      workload, strategy, committedBytes,
+      workload,
+      strategy,
+      committedBytes,
       liveBeforeBytes: liveBytes(workload, SIZES.rounds),
       liveBytes: liveBytes(workload, SIZES.rounds + EXTRA_ROUNDS),
-      diskBeforeBytes, diskAfterPass1Bytes, diskAfterBytes, logAfterBytes,
+      diskBeforeBytes,
+      diskAfterPass1Bytes,
+      diskAfterBytes,
+      logAfterBytes,
       compactionWrittenBytes: pass1.writtenBytes + pass2.writtenBytes,
       compactionMs,
       reopenMs,
@@ -223,52 +275,74 @@ async function main(): Promise<void> {
   const p99Change = (r: Row) => r.latencyCompacting.p99Ms / r.latencyIdle.p99Ms - 1;
   const name = (r: Row) => `${r.workload}, ${r.strategy}`;
 
-  printTable('Space and write amplification (disk = segments + checkpoints)', [
-    { header: 'workload, strategy', value: name },
-    { header: 'committed', value: (r) => formatBytes(r.committedBytes) },
-    { header: 'live before', value: (r) => formatBytes(r.liveBeforeBytes) },
-    { header: 'live after', value: (r) => formatBytes(r.liveBytes) },
-    { header: 'disk before', value: (r) => formatBytes(r.diskBeforeBytes) },
-    { header: 'after pass 1', value: (r) => formatBytes(r.diskAfterPass1Bytes) },
-    { header: 'after pass 2', value: (r) => formatBytes(r.diskAfterBytes) },
-    { header: 'of it log', value: (r) => formatBytes(r.logAfterBytes) },
-    { header: 'space amp before', value: (r) => `${spaceBefore(r).toFixed(2)}x` },
-    { header: 'space amp after', value: (r) => `${spaceAfter(r).toFixed(2)}x` },
-    { header: 'compaction wrote', value: (r) => formatBytes(r.compactionWrittenBytes) },
-    { header: 'write amp', value: (r) => writeAmp(r).toFixed(2) },
-    { header: 'compaction time (pass 1 + 2)', value: (r) => `${formatMs(r.compactionMs[0])} + ${formatMs(r.compactionMs[1])}` },
-    { header: 'reopen', value: (r) => formatMs(r.reopenMs) },
-  ], rows);
+  printTable(
+    'Space and write amplification (disk = segments + checkpoints)',
+    [
+      { header: 'workload, strategy', value: name },
+      { header: 'committed', value: (r) => formatBytes(r.committedBytes) },
+      { header: 'live before', value: (r) => formatBytes(r.liveBeforeBytes) },
+      { header: 'live after', value: (r) => formatBytes(r.liveBytes) },
+      { header: 'disk before', value: (r) => formatBytes(r.diskBeforeBytes) },
+      { header: 'after pass 1', value: (r) => formatBytes(r.diskAfterPass1Bytes) },
+      { header: 'after pass 2', value: (r) => formatBytes(r.diskAfterBytes) },
+      { header: 'of it log', value: (r) => formatBytes(r.logAfterBytes) },
+      { header: 'space amp before', value: (r) => `${spaceBefore(r).toFixed(2)}x` },
+      { header: 'space amp after', value: (r) => `${spaceAfter(r).toFixed(2)}x` },
+      { header: 'compaction wrote', value: (r) => formatBytes(r.compactionWrittenBytes) },
+      { header: 'write amp', value: (r) => writeAmp(r).toFixed(2) },
+      {
+        header: 'compaction time (pass 1 + 2)',
+        value: (r) => `${formatMs(r.compactionMs[0])} + ${formatMs(r.compactionMs[1])}`,
+      },
+      { header: 'reopen', value: (r) => formatMs(r.reopenMs) },
+    ],
+    rows,
+  );
 
-  printTable(`Commit latency (fsync): background compaction parked vs running (every ${BACKGROUND_INTERVAL_MS} ms, minDirtyRatio 0)`, [
-    { header: 'workload, strategy', value: name },
-    { header: 'commits idle', value: (r) => String(r.latencyIdle.count) },
-    { header: 'commits compacting', value: (r) => String(r.latencyCompacting.count) },
-    { header: 'log at end idle', value: (r) => formatBytes(r.logBytesIdle) },
-    { header: 'log at end compacting', value: (r) => formatBytes(r.logBytesCompacting) },
-    { header: 'p50 idle', value: (r) => formatMs(r.latencyIdle.p50Ms) },
-    { header: 'p50 compacting', value: (r) => formatMs(r.latencyCompacting.p50Ms) },
-    { header: 'p99 idle', value: (r) => formatMs(r.latencyIdle.p99Ms) },
-    { header: 'p99 compacting', value: (r) => formatMs(r.latencyCompacting.p99Ms) },
-    { header: 'p99 change', value: (r) => formatChange(p99Change(r)) },
-  ], rows);
+  printTable(
+    `Commit latency (fsync): background compaction parked vs running (every ${BACKGROUND_INTERVAL_MS} ms, minDirtyRatio 0)`,
+    [
+      { header: 'workload, strategy', value: name },
+      { header: 'commits idle', value: (r) => String(r.latencyIdle.count) },
+      { header: 'commits compacting', value: (r) => String(r.latencyCompacting.count) },
+      { header: 'log at end idle', value: (r) => formatBytes(r.logBytesIdle) },
+      { header: 'log at end compacting', value: (r) => formatBytes(r.logBytesCompacting) },
+      { header: 'p50 idle', value: (r) => formatMs(r.latencyIdle.p50Ms) },
+      { header: 'p50 compacting', value: (r) => formatMs(r.latencyCompacting.p50Ms) },
+      { header: 'p99 idle', value: (r) => formatMs(r.latencyIdle.p99Ms) },
+      { header: 'p99 compacting', value: (r) => formatMs(r.latencyCompacting.p99Ms) },
+      { header: 'p99 change', value: (r) => formatChange(p99Change(r)) },
+    ],
+    rows,
+  );
 
   const readme: Column<Row>[] = [
     { header: 'workload', value: (r) => r.workload },
     { header: 'strategy', value: (r) => r.strategy },
-    { header: 'space amp before -> after', value: (r) => `${spaceBefore(r).toFixed(1)}x -> ${spaceAfter(r).toFixed(1)}x` },
+    {
+      header: 'space amp before -> after',
+      value: (r) => `${spaceBefore(r).toFixed(1)}x -> ${spaceAfter(r).toFixed(1)}x`,
+    },
     { header: 'write amp', value: (r) => writeAmp(r).toFixed(2) },
     { header: 'compaction time', value: (r) => formatMs(r.compactionMs[0] + r.compactionMs[1]) },
     { header: 'reopen', value: (r) => formatMs(r.reopenMs) },
-    { header: 'commit p99 idle -> compacting', value: (r) => `${formatMs(r.latencyIdle.p99Ms)} -> ${formatMs(r.latencyCompacting.p99Ms)} (${formatChange(p99Change(r))})` },
+    {
+      header: 'commit p99 idle -> compacting',
+      value: (r) =>
+        `${formatMs(r.latencyIdle.p99Ms)} -> ${formatMs(r.latencyCompacting.p99Ms)} (${formatChange(p99Change(r))})`,
+    },
   ];
   console.log('\nMarkdown (README):\n');
   console.log(markdownTable(readme, rows));
 
-  console.log('\ntarget (docs/performance.md): compaction running in the background raises commit p99 by at most 20%');
+  console.log(
+    '\ntarget (docs/performance.md): compaction running in the background raises commit p99 by at most 20%',
+  );
   for (const r of rows.filter((x) => x.strategy !== 'none')) {
     const control = rows.find((x) => x.workload === r.workload && x.strategy === 'none')!;
-    console.log(`- ${name(r)}: ${formatChange(p99Change(r))} (${verdict(p99Change(r) <= 0.2)}; the 'none' control moved ${formatChange(p99Change(control))} between the same kind of phases)`);
+    console.log(
+      `- ${name(r)}: ${formatChange(p99Change(r))} (${verdict(p99Change(r) <= 0.2)}; the 'none' control moved ${formatChange(p99Change(control))} between the same kind of phases)`,
+    );
   }
 }
 

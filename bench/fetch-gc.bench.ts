@@ -21,7 +21,14 @@ import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { OffsetStore, type BucketRef } from '../src/index.js';
 import { measureInterleaved, type MeasureOptions } from './support/measure.js';
-import { formatNs, formatRatio, printBanner, printTable, verdict, type Column } from './support/report.js';
+import {
+  formatNs,
+  formatRatio,
+  printBanner,
+  printTable,
+  verdict,
+  type Column,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { bucketRefs, groupName, offsetCommits, prng } from './support/workload.js';
@@ -49,42 +56,59 @@ interface Row {
 
 async function load(store: OffsetStore, from: number, to: number): Promise<void> {
   let next = from;
-  await Promise.all(Array.from({ length: 64 }, async () => {
-    while (next < to) {
-      const g = next++;
-      await store.commitOffsets(groupName(g), offsetCommits(BUCKETS_PER_GROUP, 1_000_000 + g));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (next < to) {
+        const g = next++;
+        await store.commitOffsets(groupName(g), offsetCommits(BUCKETS_PER_GROUP, 1_000_000 + g));
+      }
+    }),
+  );
 }
 
-function requests(buckets: number, groups: number, seed: number): { groupIds: string[]; refs: BucketRef[][] } {
+function requests(
+  buckets: number,
+  groups: number,
+  seed: number,
+): { groupIds: string[]; refs: BucketRef[][] } {
   const random = prng(seed);
   const groupIds: string[] = [];
   const refs: BucketRef[][] = [];
   for (let i = 0; i < SEQUENCE_LENGTH; i++) {
     groupIds.push(groupName(Math.floor(random() * groups)));
-    const first = buckets === BUCKETS_PER_GROUP ? 0 : Math.floor(random() * (BUCKETS_PER_GROUP - buckets + 1));
+    const first =
+      buckets === BUCKETS_PER_GROUP ? 0 : Math.floor(random() * (BUCKETS_PER_GROUP - buckets + 1));
     refs.push(bucketRefs(buckets, first));
   }
   return { groupIds, refs };
 }
 
 /** Mean ns per fetch of `buckets` buckets over `groups` groups, through fetchOffsetsSync. */
-async function timeFetch(store: OffsetStore, buckets: number, groups: number, label: string): Promise<Row> {
+async function timeFetch(
+  store: OffsetStore,
+  buckets: number,
+  groups: number,
+  label: string,
+): Promise<Row> {
   const { groupIds, refs } = requests(buckets, groups, buckets * 7919 + groups);
   const fetches = FETCHES_PER_CALL[buckets]!;
   let a = 0;
-  const [result] = await measureInterleaved([{
-    name: label,
-    async: false,
-    unitsPerCall: fetches,
-    fn: () => {
-      for (let k = 0; k < fetches; k++) {
-        const i = a++ % SEQUENCE_LENGTH;
-        store.fetchOffsetsSync(groupIds[i]!, refs[i]!);
-      }
-    },
-  }], TIMING);
+  const [result] = await measureInterleaved(
+    [
+      {
+        name: label,
+        async: false,
+        unitsPerCall: fetches,
+        fn: () => {
+          for (let k = 0; k < fetches; k++) {
+            const i = a++ % SEQUENCE_LENGTH;
+            store.fetchOffsetsSync(groupIds[i]!, refs[i]!);
+          }
+        },
+      },
+    ],
+    TIMING,
+  );
   return { name: label, nsPerFetch: (result!.meanMs * 1e6) / fetches };
 }
 
@@ -95,7 +119,10 @@ function provokePretenuring(store: OffsetStore, groups: number): unknown[] {
   // A ring of the latest results, refilled for a while: every scavenge finds nearly all of the
   // youngest results alive, which is what makes V8 pretenure an allocation site.
   for (let i = 0; i < RETAINED_RESULTS * 10; i++) {
-    kept[i % RETAINED_RESULTS] = store.fetchOffsetsSync(groupIds[i % SEQUENCE_LENGTH]!, refs[i % SEQUENCE_LENGTH]!);
+    kept[i % RETAINED_RESULTS] = store.fetchOffsetsSync(
+      groupIds[i % SEQUENCE_LENGTH]!,
+      refs[i % SEQUENCE_LENGTH]!,
+    );
     if (i % 50_000 === 0) gc({ type: 'minor' });
   }
   gc({ type: 'minor' });
@@ -108,21 +135,52 @@ async function main(): Promise<void> {
     `${GROUPS} groups x ${BUCKETS_PER_GROUP} buckets = ${GROUPS * BUCKETS_PER_GROUP} live offsets (100k first); ${RETAINED_RESULTS} results kept alive through forced collections`,
   ]);
   const dir = createTempDir('fetch-gc');
-  const store = await OffsetStore.open({ dir, durability: 'os', compaction: { background: false } });
+  const store = await OffsetStore.open({
+    dir,
+    durability: 'os',
+    compaction: { background: false },
+  });
   const rows: Row[] = [];
   try {
     await load(store, 0, SMALL_GROUPS);
-    const small = await timeFetch(store, 1, SMALL_GROUPS, `1 bucket at ${SMALL_GROUPS * BUCKETS_PER_GROUP} live offsets`);
+    const small = await timeFetch(
+      store,
+      1,
+      SMALL_GROUPS,
+      `1 bucket at ${SMALL_GROUPS * BUCKETS_PER_GROUP} live offsets`,
+    );
     rows.push(small);
     const loadStartedMs = performance.now();
     await load(store, SMALL_GROUPS, GROUPS);
-    console.log(`loaded ${GROUPS * BUCKETS_PER_GROUP} offsets in ${((performance.now() - loadStartedMs) / 1000).toFixed(1)} s`);
+    console.log(
+      `loaded ${GROUPS * BUCKETS_PER_GROUP} offsets in ${((performance.now() - loadStartedMs) / 1000).toFixed(1)} s`,
+    );
     gc({ type: 'major' });
-    const before1 = await timeFetch(store, 1, GROUPS, `1 bucket at ${GROUPS * BUCKETS_PER_GROUP}, before`);
-    const before100 = await timeFetch(store, 100, GROUPS, `100 buckets at ${GROUPS * BUCKETS_PER_GROUP}, before`);
+    const before1 = await timeFetch(
+      store,
+      1,
+      GROUPS,
+      `1 bucket at ${GROUPS * BUCKETS_PER_GROUP}, before`,
+    );
+    const before100 = await timeFetch(
+      store,
+      100,
+      GROUPS,
+      `100 buckets at ${GROUPS * BUCKETS_PER_GROUP}, before`,
+    );
     const kept = provokePretenuring(store, GROUPS);
-    const after1 = await timeFetch(store, 1, GROUPS, `1 bucket at ${GROUPS * BUCKETS_PER_GROUP}, after GC with ${kept.length} results alive`);
-    const after100 = await timeFetch(store, 100, GROUPS, `100 buckets at ${GROUPS * BUCKETS_PER_GROUP}, after GC with ${kept.length} results alive`);
+    const after1 = await timeFetch(
+      store,
+      1,
+      GROUPS,
+      `1 bucket at ${GROUPS * BUCKETS_PER_GROUP}, after GC with ${kept.length} results alive`,
+    );
+    const after100 = await timeFetch(
+      store,
+      100,
+      GROUPS,
+      `100 buckets at ${GROUPS * BUCKETS_PER_GROUP}, after GC with ${kept.length} results alive`,
+    );
     rows.push(before1, after1, before100, after100);
     const columns: Column<Row>[] = [
       { header: 'fetch (fetchOffsetsSync)', value: (r) => r.name },
@@ -133,9 +191,15 @@ async function main(): Promise<void> {
     const cliff100 = after100.nsPerFetch / before100.nsPerFetch;
     const size = before1.nsPerFetch / small.nsPerFetch;
     console.log('\nTargets');
-    console.log(`- single fetch after the trigger within 2x of before: ${formatRatio(cliff1)} (${verdict(cliff1 <= 2)})`);
-    console.log(`- 100-bucket fetch after the trigger within 2x of before: ${formatRatio(cliff100)} (${verdict(cliff100 <= 2)})`);
-    console.log(`- single fetch at ${GROUPS * BUCKETS_PER_GROUP} within 1.5x of 100k: ${formatRatio(size)} (${verdict(size <= 1.5)})`);
+    console.log(
+      `- single fetch after the trigger within 2x of before: ${formatRatio(cliff1)} (${verdict(cliff1 <= 2)})`,
+    );
+    console.log(
+      `- 100-bucket fetch after the trigger within 2x of before: ${formatRatio(cliff100)} (${verdict(cliff100 <= 2)})`,
+    );
+    console.log(
+      `- single fetch at ${GROUPS * BUCKETS_PER_GROUP} within 1.5x of 100k: ${formatRatio(size)} (${verdict(size <= 1.5)})`,
+    );
     if (kept.length === 0) console.log('(unreachable)');
   } finally {
     await store.close();

@@ -17,8 +17,21 @@
  */
 import { OffsetStore, type BucketRef } from '../src/index.js';
 import { LmdbOffsets } from './support/lmdb-offsets.js';
-import { measureInterleaved, type MeasureOptions, type TaskResult, type TaskSpec } from './support/measure.js';
-import { formatCount, formatNs, formatRatio, printBanner, printTable, verdict, type Column } from './support/report.js';
+import {
+  measureInterleaved,
+  type MeasureOptions,
+  type TaskResult,
+  type TaskSpec,
+} from './support/measure.js';
+import {
+  formatCount,
+  formatNs,
+  formatRatio,
+  printBanner,
+  printTable,
+  verdict,
+  type Column,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { bucketRefs, groupName, offsetCommits, prng } from './support/workload.js';
@@ -50,7 +63,8 @@ function requests(buckets: number): { groupIds: string[]; refs: BucketRef[][] } 
   const refs: BucketRef[][] = [];
   for (let i = 0; i < SEQUENCE_LENGTH; i++) {
     groupIds.push(groupName(Math.floor(random() * GROUPS)));
-    const first = buckets === BUCKETS_PER_GROUP ? 0 : Math.floor(random() * (BUCKETS_PER_GROUP - buckets + 1));
+    const first =
+      buckets === BUCKETS_PER_GROUP ? 0 : Math.floor(random() * (BUCKETS_PER_GROUP - buckets + 1));
     refs.push(bucketRefs(buckets, first));
   }
   return { groupIds, refs };
@@ -58,17 +72,20 @@ function requests(buckets: number): { groupIds: string[]; refs: BucketRef[][] } 
 
 async function loadOffsetStore(store: OffsetStore): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, async () => {
-    while (next < GROUPS) {
-      const g = next++;
-      await store.commitOffsets(groupName(g), offsetCommits(BUCKETS_PER_GROUP, 1_000_000 + g));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: LOAD_CONCURRENCY }, async () => {
+      while (next < GROUPS) {
+        const g = next++;
+        await store.commitOffsets(groupName(g), offsetCommits(BUCKETS_PER_GROUP, 1_000_000 + g));
+      }
+    }),
+  );
 }
 
 async function loadLmdb(db: LmdbOffsets): Promise<void> {
   const writes: Promise<unknown>[] = [];
-  for (let g = 0; g < GROUPS; g++) writes.push(db.commitAsync(groupName(g), offsetCommits(BUCKETS_PER_GROUP, 1_000_000 + g)));
+  for (let g = 0; g < GROUPS; g++)
+    writes.push(db.commitAsync(groupName(g), offsetCommits(BUCKETS_PER_GROUP, 1_000_000 + g)));
   await Promise.all(writes);
 }
 
@@ -90,7 +107,9 @@ async function main(): Promise<void> {
     const loadStartedMs = performance.now();
     await loadOffsetStore(store);
     await loadLmdb(db);
-    console.log(`loaded both stores in ${((performance.now() - loadStartedMs) / 1000).toFixed(1)} s`);
+    console.log(
+      `loaded both stores in ${((performance.now() - loadStartedMs) / 1000).toFixed(1)} s`,
+    );
 
     const rows: Row[] = [];
     for (const buckets of [1, BUCKETS_PER_GROUP]) {
@@ -134,7 +153,10 @@ async function main(): Promise<void> {
       { header: 'per offset', value: (r) => formatNs(r.nsPerOffset) },
       { header: 'fetches/s', value: (r) => formatCount(1e9 / r.nsPerFetch) },
       { header: 'offsets/s', value: (r) => formatCount(1e9 / r.nsPerOffset) },
-      { header: 'speedup vs lmdb-js', value: (r) => formatRatio(peer(r).nsPerOffset / r.nsPerOffset) },
+      {
+        header: 'speedup vs lmdb-js',
+        value: (r) => formatRatio(peer(r).nsPerOffset / r.nsPerOffset),
+      },
     ];
     printTable('Fetch (mean per fetch and per offset)', columns, rows);
 
@@ -143,8 +165,12 @@ async function main(): Promise<void> {
       return peer(ours).nsPerOffset / ours.nsPerOffset;
     };
     console.log('\nTargets (docs/performance.md)');
-    console.log(`- fetch of 1 bucket >= 3x lmdb-js getBinary: ${formatRatio(speedup(1))} (${verdict(speedup(1) >= 3)})`);
-    console.log(`- fetch of 100 buckets >= 10x lmdb-js per offset: ${formatRatio(speedup(BUCKETS_PER_GROUP))} (${verdict(speedup(BUCKETS_PER_GROUP) >= 10)})`);
+    console.log(
+      `- fetch of 1 bucket >= 3x lmdb-js getBinary: ${formatRatio(speedup(1))} (${verdict(speedup(1) >= 3)})`,
+    );
+    console.log(
+      `- fetch of 100 buckets >= 10x lmdb-js per offset: ${formatRatio(speedup(BUCKETS_PER_GROUP))} (${verdict(speedup(BUCKETS_PER_GROUP) >= 10)})`,
+    );
   } finally {
     await store.close();
     await db.close();

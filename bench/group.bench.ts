@@ -27,7 +27,12 @@
  * Run: npx tsx bench/group.bench.ts   (GROUP_BENCH_MEMBERS=1,10,100 to choose sizes)
  */
 import { Bench } from 'tinybench';
-import { GroupCoordinator, type TableBucket, type GroupSnapshot, type GroupSnapshotWriter } from '../src/group/index.js';
+import {
+  GroupCoordinator,
+  type TableBucket,
+  type GroupSnapshot,
+  type GroupSnapshotWriter,
+} from '../src/group/index.js';
 import { ManualClock } from '../src/util/index.js';
 
 const BUCKETS = 10_000;
@@ -57,15 +62,28 @@ class Rig {
   #nextId = 0;
 
   constructor(readonly assignmentIntervalMs: number) {
-    this.coordinator = new GroupCoordinator({ writer: this.writer, clock: this.clock, assignmentIntervalMs, groupMembersMax: 10_000 });
+    this.coordinator = new GroupCoordinator({
+      writer: this.writer,
+      clock: this.clock,
+      assignmentIntervalMs,
+      groupMembersMax: 10_000,
+    });
     this.coordinator.onLoadComplete();
     this.coordinator.setTableLayout(1, { bucketCount: BUCKETS });
   }
 
   async join(): Promise<void> {
-    const response = await this.coordinator.heartbeat('g', { memberId: `member-${this.#nextId++}`, memberEpoch: 0, subscribedTableIds: [1] });
+    const response = await this.coordinator.heartbeat('g', {
+      memberId: `member-${this.#nextId++}`,
+      memberEpoch: 0,
+      subscribedTableIds: [1],
+    });
     this.heartbeats++;
-    this.clients.push({ memberId: response.memberId, epoch: response.memberEpoch, owned: response.assignment ?? [] });
+    this.clients.push({
+      memberId: response.memberId,
+      epoch: response.memberEpoch,
+      owned: response.assignment ?? [],
+    });
   }
 
   async leave(index: number): Promise<void> {
@@ -76,7 +94,11 @@ class Rig {
   }
 
   async beat(client: Client): Promise<void> {
-    const response = await this.coordinator.heartbeat('g', { memberId: client.memberId, memberEpoch: client.epoch, ownedBuckets: client.owned });
+    const response = await this.coordinator.heartbeat('g', {
+      memberId: client.memberId,
+      memberEpoch: client.epoch,
+      ownedBuckets: client.owned,
+    });
     this.heartbeats++;
     client.epoch = response.memberEpoch;
     if (response.assignment !== undefined) client.owned = response.assignment;
@@ -112,7 +134,14 @@ async function measure(
   hooks: { beforeEach?: () => Promise<void> | void; beforeAll?: () => Promise<void> | void } = {},
 ): Promise<void> {
   const totals = { runs: 0, heartbeats: 0, records: 0, snapshots: 0 };
-  const bench = new Bench({ time: 200, iterations, warmup: true, warmupIterations: Math.min(3, iterations), warmupTime: 0, throws: true });
+  const bench = new Bench({
+    time: 200,
+    iterations,
+    warmup: true,
+    warmupIterations: Math.min(3, iterations),
+    warmupTime: 0,
+    throws: true,
+  });
   bench.add(
     name,
     async () => {
@@ -123,13 +152,18 @@ async function measure(
       totals.records += counts.records;
       totals.snapshots += counts.snapshots;
     },
-    { ...(hooks.beforeEach === undefined ? {} : { beforeEach: hooks.beforeEach }), ...(hooks.beforeAll === undefined ? {} : { beforeAll: hooks.beforeAll }) },
+    {
+      ...(hooks.beforeEach === undefined ? {} : { beforeEach: hooks.beforeEach }),
+      ...(hooks.beforeAll === undefined ? {} : { beforeAll: hooks.beforeAll }),
+    },
   );
   await bench.run();
   const task = bench.tasks[0];
   const result = task?.result;
-  if (result === undefined || !('latency' in result)) throw new RangeError(`${name}: no result (${result?.state})`);
-  const per = (n: number) => (totals.runs === 0 ? '-' : (n / totals.runs).toFixed(n / totals.runs < 10 ? 2 : 0));
+  if (result === undefined || !('latency' in result))
+    throw new RangeError(`${name}: no result (${result?.state})`);
+  const per = (n: number) =>
+    totals.runs === 0 ? '-' : (n / totals.runs).toFixed(n / totals.runs < 10 ? 2 : 0);
   rows.push({
     task: name,
     'mean ms': result.latency.mean.toFixed(3),
@@ -152,7 +186,11 @@ function counted(rig: Rig, before: { heartbeats: number; records: number; snapsh
 }
 
 function mark(rig: Rig) {
-  return { heartbeats: rig.heartbeats, records: rig.coordinator.metrics().recordsEmitted, snapshots: rig.writer.writes };
+  return {
+    heartbeats: rig.heartbeats,
+    records: rig.coordinator.metrics().recordsEmitted,
+    snapshots: rig.writer.writes,
+  };
 }
 
 for (const intervalMs of [0, 1000]) {
@@ -168,7 +206,11 @@ for (const intervalMs of [0, 1000]) {
         await rig.settle();
         return counted(rig, before);
       },
-      { beforeEach: () => { rig = new Rig(intervalMs); } },
+      {
+        beforeEach: () => {
+          rig = new Rig(intervalMs);
+        },
+      },
     );
   }
 }

@@ -24,11 +24,35 @@
  * times, each on fresh stores; tables show the median and [min-max] over the runs, and the targets
  * are judged on the medians (a shared host's noise moves single runs by tens of percent).
  */
-import { OffsetStore, startKafkaServer, type KafkaServer, type OffsetCommit } from '../src/index.js';
-import { API_KEYS, decodeRequest, encodeRequest, encodeResponse, type RequestInputOf } from '../src/kafka/protocol/index.js';
+import {
+  OffsetStore,
+  startKafkaServer,
+  type KafkaServer,
+  type OffsetCommit,
+} from '../src/index.js';
+import {
+  API_KEYS,
+  decodeRequest,
+  encodeRequest,
+  encodeResponse,
+  type RequestInputOf,
+} from '../src/kafka/protocol/index.js';
 import { PipelinedConnection } from './support/kafka-pipeline.js';
-import { measureInterleaved, type MeasureOptions, type TaskResult, type TaskSpec } from './support/measure.js';
-import { formatCount, formatMs, formatNs, formatRatio, printBanner, printTable, verdict } from './support/report.js';
+import {
+  measureInterleaved,
+  type MeasureOptions,
+  type TaskResult,
+  type TaskSpec,
+} from './support/measure.js';
+import {
+  formatCount,
+  formatMs,
+  formatNs,
+  formatRatio,
+  printBanner,
+  printTable,
+  verdict,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { advance, bucketRefs, groupName, offsetCommits } from './support/workload.js';
@@ -72,20 +96,51 @@ interface Served {
 async function serve(label: string): Promise<Served> {
   const dir = createTempDir(label);
   const store = await OffsetStore.open({ dir, durability: 'fsync' });
-  const server = await startKafkaServer({ store, topics: [{ name: TOPIC, partitions: PARTITIONS }] });
-  return { store, server, close: async () => { await server.close({ closeStore: true }); await removeTempDir(dir); } };
+  const server = await startKafkaServer({
+    store,
+    topics: [{ name: TOPIC, partitions: PARTITIONS }],
+  });
+  return {
+    store,
+    server,
+    close: async () => {
+      await server.close({ closeStore: true });
+      await removeTempDir(dir);
+    },
+  };
 }
 
-function commitRequest(groupId: string, partitions: number, offset: number): RequestInputOf<typeof API_KEYS.OffsetCommit> {
+function commitRequest(
+  groupId: string,
+  partitions: number,
+  offset: number,
+): RequestInputOf<typeof API_KEYS.OffsetCommit> {
   return {
-    groupId, generationIdOrMemberEpoch: -1, memberId: '',
-    topics: [{ name: TOPIC, partitions: Array.from({ length: partitions }, (_, p) => ({ partitionIndex: p, committedOffset: BigInt(offset), committedLeaderEpoch: 0, committedMetadata: '' })) }],
+    groupId,
+    generationIdOrMemberEpoch: -1,
+    memberId: '',
+    topics: [
+      {
+        name: TOPIC,
+        partitions: Array.from({ length: partitions }, (_, p) => ({
+          partitionIndex: p,
+          committedOffset: BigInt(offset),
+          committedLeaderEpoch: 0,
+          committedMetadata: '',
+        })),
+      },
+    ],
   };
 }
 
 /** `VARIANTS` encoded OffsetCommit v8 frames for a group, with increasing offsets. */
 function commitFrames(groupId: string, partitions: number): Buffer[] {
-  return Array.from({ length: VARIANTS }, (_, v) => encodeRequest({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: v, clientId: 'bench' }, commitRequest(groupId, partitions, 1000 + v)));
+  return Array.from({ length: VARIANTS }, (_, v) =>
+    encodeRequest(
+      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: v, clientId: 'bench' },
+      commitRequest(groupId, partitions, 1000 + v),
+    ),
+  );
 }
 
 interface Prepared {
@@ -95,7 +150,11 @@ interface Prepared {
 
 async function wireCommits(shape: Shape): Promise<Prepared> {
   const served = await serve('kafka-wire');
-  const connections = await Promise.all(Array.from({ length: shape.connections }, () => PipelinedConnection.connect(served.server.port)));
+  const connections = await Promise.all(
+    Array.from({ length: shape.connections }, () =>
+      PipelinedConnection.connect(served.server.port),
+    ),
+  );
   const frames = connections.map((_, c) => commitFrames(groupName(c), shape.partitions));
   let next = 0;
   return {
@@ -121,7 +180,10 @@ async function inProcessCommits(shape: Shape): Promise<Prepared> {
   const dir = createTempDir('kafka-api');
   const store = await OffsetStore.open({ dir, durability: 'fsync' });
   const groups = Array.from({ length: shape.connections }, (_, c) => groupName(c));
-  const offsets: OffsetCommit[][] = Array.from({ length: shape.connections * shape.pipelined }, () => offsetCommits(shape.partitions, 1000));
+  const offsets: OffsetCommit[][] = Array.from(
+    { length: shape.connections * shape.pipelined },
+    () => offsetCommits(shape.partitions, 1000),
+  );
   let next = 0;
   return {
     spec: {
@@ -131,7 +193,10 @@ async function inProcessCommits(shape: Shape): Promise<Prepared> {
       unitsPerCall: shape.partitions,
       fn: () => {
         const n = next++;
-        return store.commitOffsets(groups[n % shape.connections]!, advance(offsets[n % offsets.length]!));
+        return store.commitOffsets(
+          groups[n % shape.connections]!,
+          advance(offsets[n % offsets.length]!),
+        );
       },
     },
     close: async () => {
@@ -151,7 +216,10 @@ async function measureCommits(): Promise<CommitRow[]> {
   for (const shape of COMMIT_SHAPES) {
     const prepared = [await wireCommits(shape), await inProcessCommits(shape)];
     try {
-      const [wire, api] = await measureInterleaved(prepared.map((p) => p.spec), TIMING);
+      const [wire, api] = await measureInterleaved(
+        prepared.map((p) => p.spec),
+        TIMING,
+      );
       rows.push({ ...wire!, shape, via: 'wire' }, { ...api!, shape, via: 'in-process' });
     } finally {
       for (const p of prepared) await p.close();
@@ -168,21 +236,50 @@ interface FetchRow extends TaskResult {
 async function measureFetches(): Promise<FetchRow[]> {
   const served = await serve('kafka-fetch');
   const { store } = served;
-  for (let g = 0; g < 64; g++) await store.commitOffsets(groupName(g), offsetCommits(PARTITIONS, 5000 + g));
+  for (let g = 0; g < 64; g++)
+    await store.commitOffsets(groupName(g), offsetCommits(PARTITIONS, 5000 + g));
   const connection = await PipelinedConnection.connect(served.server.port);
   const rows: FetchRow[] = [];
   try {
     for (const partitions of [1, 100]) {
-      const frames = Array.from({ length: 64 }, (_, g) => encodeRequest({ apiKey: API_KEYS.OffsetFetch, apiVersion: 8, correlationId: g, clientId: 'bench' }, {
-        groups: [{ groupId: groupName(g), topics: [{ name: TOPIC, partitionIndexes: Array.from({ length: partitions }, (_, p) => p) }] }],
-      }));
+      const frames = Array.from({ length: 64 }, (_, g) =>
+        encodeRequest(
+          { apiKey: API_KEYS.OffsetFetch, apiVersion: 8, correlationId: g, clientId: 'bench' },
+          {
+            groups: [
+              {
+                groupId: groupName(g),
+                topics: [
+                  {
+                    name: TOPIC,
+                    partitionIndexes: Array.from({ length: partitions }, (_, p) => p),
+                  },
+                ],
+              },
+            ],
+          },
+        ),
+      );
       const refs = bucketRefs(partitions);
       let wireNext = 0;
       let apiNext = 0;
-      const [wire, api] = await measureInterleaved([
-        { name: `wire OffsetFetch v8, ${partitions} partition(s), 1 connection, one at a time`, async: true, unitsPerCall: partitions, fn: () => connection.request(frames[wireNext++ % 64]!) },
-        { name: `in-process fetchOffsets, ${partitions} bucket(s), awaited`, async: true, unitsPerCall: partitions, fn: () => store.fetchOffsets(groupName(apiNext++ % 64), refs) },
-      ], TIMING);
+      const [wire, api] = await measureInterleaved(
+        [
+          {
+            name: `wire OffsetFetch v8, ${partitions} partition(s), 1 connection, one at a time`,
+            async: true,
+            unitsPerCall: partitions,
+            fn: () => connection.request(frames[wireNext++ % 64]!),
+          },
+          {
+            name: `in-process fetchOffsets, ${partitions} bucket(s), awaited`,
+            async: true,
+            unitsPerCall: partitions,
+            fn: () => store.fetchOffsets(groupName(apiNext++ % 64), refs),
+          },
+        ],
+        TIMING,
+      );
       rows.push({ ...wire!, partitions, via: 'wire' }, { ...api!, partitions, via: 'in-process' });
     }
   } finally {
@@ -199,26 +296,79 @@ interface CodecRow extends TaskResult {
 /** Decoding each request and encoding its response, alone (what the server adds per request besides the socket). */
 async function measureCodec(): Promise<CodecRow[]> {
   const commit = (partitions: number) => {
-    const payload = encodeRequest({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'bench' }, commitRequest('group-000001', partitions, 1234)).subarray(4);
-    const response = { topics: [{ name: TOPIC, partitions: Array.from({ length: partitions }, (_, p) => ({ partitionIndex: p, errorCode: 0 })) }] };
+    const payload = encodeRequest(
+      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'bench' },
+      commitRequest('group-000001', partitions, 1234),
+    ).subarray(4);
+    const response = {
+      topics: [
+        {
+          name: TOPIC,
+          partitions: Array.from({ length: partitions }, (_, p) => ({
+            partitionIndex: p,
+            errorCode: 0,
+          })),
+        },
+      ],
+    };
     return () => {
       decodeRequest(payload);
       encodeResponse({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1 }, response);
     };
   };
   const fetch = (partitions: number) => {
-    const payload = encodeRequest({ apiKey: API_KEYS.OffsetFetch, apiVersion: 8, correlationId: 1, clientId: 'bench' }, { groups: [{ groupId: 'group-000001', topics: [{ name: TOPIC, partitionIndexes: Array.from({ length: partitions }, (_, p) => p) }] }] }).subarray(4);
-    const response = { groups: [{ groupId: 'group-000001', topics: [{ name: TOPIC, partitions: Array.from({ length: partitions }, (_, p) => ({ partitionIndex: p, committedOffset: 5000n, committedLeaderEpoch: 0, metadata: '', errorCode: 0 })) }], errorCode: 0 }] };
+    const payload = encodeRequest(
+      { apiKey: API_KEYS.OffsetFetch, apiVersion: 8, correlationId: 1, clientId: 'bench' },
+      {
+        groups: [
+          {
+            groupId: 'group-000001',
+            topics: [
+              { name: TOPIC, partitionIndexes: Array.from({ length: partitions }, (_, p) => p) },
+            ],
+          },
+        ],
+      },
+    ).subarray(4);
+    const response = {
+      groups: [
+        {
+          groupId: 'group-000001',
+          topics: [
+            {
+              name: TOPIC,
+              partitions: Array.from({ length: partitions }, (_, p) => ({
+                partitionIndex: p,
+                committedOffset: 5000n,
+                committedLeaderEpoch: 0,
+                metadata: '',
+                errorCode: 0,
+              })),
+            },
+          ],
+          errorCode: 0,
+        },
+      ],
+    };
     return () => {
       decodeRequest(payload);
       encodeResponse({ apiKey: API_KEYS.OffsetFetch, apiVersion: 8, correlationId: 1 }, response);
     };
   };
   const tasks = [
-    { what: 'OffsetCommit v8, 1 partition', fn: commit(1) }, { what: 'OffsetCommit v8, 100 partitions', fn: commit(100) },
-    { what: 'OffsetFetch v8, 1 partition', fn: fetch(1) }, { what: 'OffsetFetch v8, 100 partitions', fn: fetch(100) },
+    { what: 'OffsetCommit v8, 1 partition', fn: commit(1) },
+    { what: 'OffsetCommit v8, 100 partitions', fn: commit(100) },
+    { what: 'OffsetFetch v8, 1 partition', fn: fetch(1) },
+    { what: 'OffsetFetch v8, 100 partitions', fn: fetch(100) },
   ];
-  const results = await measureInterleaved(tasks.map((t) => ({ name: `decode request + encode response, ${t.what}`, async: false, fn: t.fn })), CODEC_TIMING);
+  const results = await measureInterleaved(
+    tasks.map((t) => ({
+      name: `decode request + encode response, ${t.what}`,
+      async: false,
+      fn: t.fn,
+    })),
+    CODEC_TIMING,
+  );
   return results.map((r, i) => ({ ...r, what: tasks[i]!.what }));
 }
 
@@ -226,12 +376,16 @@ async function measureCodec(): Promise<CodecRow[]> {
 function spread(values: readonly number[], format: (value: number) => string): string {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = median(sorted);
-  return sorted.length === 1 ? format(middle) : `${format(middle)} [${format(sorted[0]!)}-${format(sorted[sorted.length - 1]!)}]`;
+  return sorted.length === 1
+    ? format(middle)
+    : `${format(middle)} [${format(sorted[0]!)}-${format(sorted[sorted.length - 1]!)}]`;
 }
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  return sorted.length % 2 === 1
+    ? sorted[(sorted.length - 1) / 2]!
+    : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
 }
 
 /** One task over the runs: its result in each run, and (wire commits) its ratio to in-process in each run. */
@@ -247,45 +401,114 @@ async function main(): Promise<void> {
     'figures: median [min-max] over the runs',
   ]);
   const runs: { commits: CommitRow[]; fetches: FetchRow[] }[] = [];
-  for (let run = 0; run < RUNS; run++) runs.push({ commits: await measureCommits(), fetches: await measureFetches() });
+  for (let run = 0; run < RUNS; run++)
+    runs.push({ commits: await measureCommits(), fetches: await measureFetches() });
   const codec = await measureCodec();
 
   const commits: Across<CommitRow>[] = runs[0]!.commits.map((first, i) => ({
     name: first.name,
     runs: runs.map((r) => r.commits[i]!),
-    ratios: first.via === 'wire' ? runs.map((r) => r.commits[i]!.unitsPerSec / r.commits[i + 1]!.unitsPerSec) : [],
+    ratios:
+      first.via === 'wire'
+        ? runs.map((r) => r.commits[i]!.unitsPerSec / r.commits[i + 1]!.unitsPerSec)
+        : [],
   }));
-  const fetches: Across<FetchRow>[] = runs[0]!.fetches.map((first, i) => ({ name: first.name, runs: runs.map((r) => r.fetches[i]!), ratios: [] }));
+  const fetches: Across<FetchRow>[] = runs[0]!.fetches.map((first, i) => ({
+    name: first.name,
+    runs: runs.map((r) => r.fetches[i]!),
+    ratios: [],
+  }));
 
-  printTable('OffsetCommit: offsets/s, latency per request', [
-    { header: 'task', value: (r: Across<CommitRow>) => r.name },
-    { header: 'offsets/s', value: (r) => spread(r.runs.map((x) => x.unitsPerSec), formatCount) },
-    { header: 'p50', value: (r) => spread(r.runs.map((x) => x.p50Ms), formatMs) },
-    { header: 'p99', value: (r) => spread(r.runs.map((x) => x.p99Ms), formatMs) },
-    { header: 'wire / in-process', value: (r) => (r.ratios.length > 0 ? spread(r.ratios, formatRatio) : '') },
-  ], commits);
-  printTable('OffsetFetch: latency per request, one at a time', [
-    { header: 'task', value: (r: Across<FetchRow>) => r.name },
-    { header: 'requests/s', value: (r) => spread(r.runs.map((x) => x.callsPerSec), formatCount) },
-    { header: 'p50', value: (r) => spread(r.runs.map((x) => x.p50Ms), formatMs) },
-    { header: 'p99', value: (r) => spread(r.runs.map((x) => x.p99Ms), formatMs) },
-  ], fetches);
-  printTable('Codec alone: decode the request and encode the response', [
-    { header: 'request', value: (r: CodecRow) => r.what },
-    { header: 'per request', value: (r) => formatNs(r.meanMs * 1e6) },
-    { header: 'p99', value: (r) => formatMs(r.p99Ms) },
-  ], codec);
+  printTable(
+    'OffsetCommit: offsets/s, latency per request',
+    [
+      { header: 'task', value: (r: Across<CommitRow>) => r.name },
+      {
+        header: 'offsets/s',
+        value: (r) =>
+          spread(
+            r.runs.map((x) => x.unitsPerSec),
+            formatCount,
+          ),
+      },
+      {
+        header: 'p50',
+        value: (r) =>
+          spread(
+            r.runs.map((x) => x.p50Ms),
+            formatMs,
+          ),
+      },
+      {
+        header: 'p99',
+        value: (r) =>
+          spread(
+            r.runs.map((x) => x.p99Ms),
+            formatMs,
+          ),
+      },
+      {
+        header: 'wire / in-process',
+        value: (r) => (r.ratios.length > 0 ? spread(r.ratios, formatRatio) : ''),
+      },
+    ],
+    commits,
+  );
+  printTable(
+    'OffsetFetch: latency per request, one at a time',
+    [
+      { header: 'task', value: (r: Across<FetchRow>) => r.name },
+      {
+        header: 'requests/s',
+        value: (r) =>
+          spread(
+            r.runs.map((x) => x.callsPerSec),
+            formatCount,
+          ),
+      },
+      {
+        header: 'p50',
+        value: (r) =>
+          spread(
+            r.runs.map((x) => x.p50Ms),
+            formatMs,
+          ),
+      },
+      {
+        header: 'p99',
+        value: (r) =>
+          spread(
+            r.runs.map((x) => x.p99Ms),
+            formatMs,
+          ),
+      },
+    ],
+    fetches,
+  );
+  printTable(
+    'Codec alone: decode the request and encode the response',
+    [
+      { header: 'request', value: (r: CodecRow) => r.what },
+      { header: 'per request', value: (r) => formatNs(r.meanMs * 1e6) },
+      { header: 'p99', value: (r) => formatMs(r.p99Ms) },
+    ],
+    codec,
+  );
 
   console.log('\nTargets (medians over the runs)');
   for (const row of commits.filter((r) => r.ratios.length > 0)) {
     const shape = row.runs[0]!.shape;
     const ratio = median(row.ratios);
     const batched = shape.partitions === PARTITIONS;
-    console.log(`- OffsetCommit, ${shape.partitions} partition(s), ${shape.connections} connection(s): wire ${formatCount(median(row.runs.map((x) => x.unitsPerSec)))} offsets/s = ${formatRatio(ratio)} of in-process${batched ? ` (target >= 0.7: ${verdict(ratio >= 0.7)})` : ''}`);
+    console.log(
+      `- OffsetCommit, ${shape.partitions} partition(s), ${shape.connections} connection(s): wire ${formatCount(median(row.runs.map((x) => x.unitsPerSec)))} offsets/s = ${formatRatio(ratio)} of in-process${batched ? ` (target >= 0.7: ${verdict(ratio >= 0.7)})` : ''}`,
+    );
   }
   for (const row of fetches.filter((r) => r.runs[0]!.via === 'wire')) {
     const p99 = median(row.runs.map((x) => x.p99Ms));
-    console.log(`- OffsetFetch, ${row.runs[0]!.partitions} partition(s), wire p99 ${formatMs(p99)} (target < 1 ms: ${verdict(p99 < 1)})`);
+    console.log(
+      `- OffsetFetch, ${row.runs[0]!.partitions} partition(s), wire p99 ${formatMs(p99)} (target < 1 ms: ${verdict(p99 < 1)})`,
+    );
   }
 }
 

@@ -23,8 +23,20 @@ import * as path from 'node:path';
 import { buildOffsetBatch, loadChecksum } from '../src/codec/index.js';
 import { NodeFileSystem } from '../src/io/index.js';
 import { LOG_DEFAULTS, Log } from '../src/log/index.js';
-import { measureInterleaved, type MeasureOptions, type TaskResult, type TaskSpec } from './support/measure.js';
-import { formatCount, formatMs, formatRatio, printBanner, printTable, type Column } from './support/report.js';
+import {
+  measureInterleaved,
+  type MeasureOptions,
+  type TaskResult,
+  type TaskSpec,
+} from './support/measure.js';
+import {
+  formatCount,
+  formatMs,
+  formatRatio,
+  printBanner,
+  printTable,
+  type Column,
+} from './support/report.js';
 import { atScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { groupName, offsetCommits } from './support/workload.js';
@@ -46,7 +58,16 @@ interface Row extends TaskResult {
 
 /** A batch of `records` offset records as the commit path would encode it. */
 function encodedBatch(records: number): Buffer {
-  return buildOffsetBatch(groupName(0), offsetCommits(records, 1_000_000).map((o) => ({ ...o, partitionId: null, leaderEpoch: 0, metadata: '' })), Date.now());
+  return buildOffsetBatch(
+    groupName(0),
+    offsetCommits(records, 1_000_000).map((o) => ({
+      ...o,
+      partitionId: null,
+      leaderEpoch: 0,
+      metadata: '',
+    })),
+    Date.now(),
+  );
 }
 
 /** Copies of a batch, enough that none is reused while its append is still in flight. */
@@ -105,7 +126,10 @@ async function rawTask(records: number, writers: number): Promise<Prepared> {
     records,
     batchBytes: bytes.length,
     spec: {
-      name: writers === 1 ? `raw write+fdatasync, ${records} rec, 1 writer` : `raw write+fdatasync, ${records} rec, ${writers} writers each fsync`,
+      name:
+        writers === 1
+          ? `raw write+fdatasync, ${records} rec, 1 writer`
+          : `raw write+fdatasync, ${records} rec, ${writers} writers each fsync`,
       async: true,
       concurrency: writers,
       unitsPerCall: records,
@@ -128,8 +152,16 @@ async function measureBatchSize(records: number): Promise<Row[]> {
   const prepared = [await rawTask(records, 1), await rawTask(records, RAW_CONCURRENT_WRITERS)];
   for (const appenders of APPENDERS) prepared.push(await logTask(records, appenders));
   try {
-    const results = await measureInterleaved(prepared.map((p) => p.spec), TIMING);
-    return results.map((r, i) => ({ ...r, kind: prepared[i]!.kind, records, batchBytes: prepared[i]!.batchBytes }));
+    const results = await measureInterleaved(
+      prepared.map((p) => p.spec),
+      TIMING,
+    );
+    return results.map((r, i) => ({
+      ...r,
+      kind: prepared[i]!.kind,
+      records,
+      batchBytes: prepared[i]!.batchBytes,
+    }));
   } finally {
     for (const p of prepared) await p.close();
   }
@@ -142,8 +174,10 @@ async function main(): Promise<void> {
   await loadChecksum();
   const rows: Row[] = [];
   for (const records of BATCH_RECORDS) rows.push(...(await measureBatchSize(records)));
-  const rawSequential = (records: number) => rows.find((r) => r.kind === 'raw' && r.records === records && r.concurrency === 1)!;
-  const rawConcurrent = (records: number) => rows.find((r) => r.kind === 'raw' && r.records === records && r.concurrency > 1)!;
+  const rawSequential = (records: number) =>
+    rows.find((r) => r.kind === 'raw' && r.records === records && r.concurrency === 1)!;
+  const rawConcurrent = (records: number) =>
+    rows.find((r) => r.kind === 'raw' && r.records === records && r.concurrency > 1)!;
   const columns: Column<Row>[] = [
     { header: 'task', value: (r) => r.name },
     { header: 'batch bytes', value: (r) => String(r.batchBytes) },
@@ -152,22 +186,51 @@ async function main(): Promise<void> {
     { header: 'MB/s', value: (r) => ((r.callsPerSec * r.batchBytes) / 1e6).toFixed(1) },
     { header: 'p50', value: (r) => formatMs(r.p50Ms) },
     { header: 'p99', value: (r) => formatMs(r.p99Ms) },
-    { header: 'vs raw 1 writer', value: (r) => formatRatio(r.callsPerSec / rawSequential(r.records).callsPerSec) },
-    { header: 'vs raw 64 writers', value: (r) => formatRatio(r.callsPerSec / rawConcurrent(r.records).callsPerSec) },
+    {
+      header: 'vs raw 1 writer',
+      value: (r) => formatRatio(r.callsPerSec / rawSequential(r.records).callsPerSec),
+    },
+    {
+      header: 'vs raw 64 writers',
+      value: (r) => formatRatio(r.callsPerSec / rawConcurrent(r.records).callsPerSec),
+    },
   ];
   printTable('Durable append (fsync): batches/s, records/s, latency per append', columns, rows);
 
   const summary = BATCH_RECORDS.map((records) => {
-    const log = (n: number) => rows.find((r) => r.kind === 'log' && r.records === records && r.concurrency === n)!;
-    return { records, log1: log(1), log64: log(64), raw1: rawSequential(records), raw64: rawConcurrent(records) };
+    const log = (n: number) =>
+      rows.find((r) => r.kind === 'log' && r.records === records && r.concurrency === n)!;
+    return {
+      records,
+      log1: log(1),
+      log64: log(64),
+      raw1: rawSequential(records),
+      raw64: rawConcurrent(records),
+    };
   });
-  printTable('Ratios (batches/s)', [
-    { header: 'records/batch', value: (s) => String(s.records) },
-    { header: 'log 1 / raw 1 writer', value: (s) => formatRatio(s.log1.callsPerSec / s.raw1.callsPerSec) },
-    { header: 'log 64 / raw 64 writers', value: (s) => formatRatio(s.log64.callsPerSec / s.raw64.callsPerSec) },
-    { header: 'log 64 / log 1 (group commit gain)', value: (s) => formatRatio(s.log64.callsPerSec / s.log1.callsPerSec) },
-    { header: 'raw 64 / raw 1', value: (s) => formatRatio(s.raw64.callsPerSec / s.raw1.callsPerSec) },
-  ], summary);
+  printTable(
+    'Ratios (batches/s)',
+    [
+      { header: 'records/batch', value: (s) => String(s.records) },
+      {
+        header: 'log 1 / raw 1 writer',
+        value: (s) => formatRatio(s.log1.callsPerSec / s.raw1.callsPerSec),
+      },
+      {
+        header: 'log 64 / raw 64 writers',
+        value: (s) => formatRatio(s.log64.callsPerSec / s.raw64.callsPerSec),
+      },
+      {
+        header: 'log 64 / log 1 (group commit gain)',
+        value: (s) => formatRatio(s.log64.callsPerSec / s.log1.callsPerSec),
+      },
+      {
+        header: 'raw 64 / raw 1',
+        value: (s) => formatRatio(s.raw64.callsPerSec / s.raw1.callsPerSec),
+      },
+    ],
+    summary,
+  );
 }
 
 await main();

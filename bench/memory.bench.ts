@@ -18,7 +18,14 @@ import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { OffsetStore } from '../src/index.js';
 import { reportToParent, runChild } from './support/child.js';
-import { formatBytes, formatCount, formatMs, printBanner, printTable, verdict } from './support/report.js';
+import {
+  formatBytes,
+  formatCount,
+  formatMs,
+  printBanner,
+  printTable,
+  verdict,
+} from './support/report.js';
 import { atScale, benchScale } from './support/scale.js';
 import { createTempDir, removeTempDir } from './support/temp-dir.js';
 import { groupName, offsetCommits } from './support/workload.js';
@@ -53,12 +60,14 @@ async function loadAndMeasure(dir: string, groups: number, bucketsPerGroup: numb
   const baseline = heapBytes();
   const loadStartedMs = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, async () => {
-    while (next < groups) {
-      const g = next++;
-      await store.commitOffsets(groupName(g), offsetCommits(bucketsPerGroup, 1_000_000 + g));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: LOAD_CONCURRENCY }, async () => {
+      while (next < groups) {
+        const g = next++;
+        await store.commitOffsets(groupName(g), offsetCommits(bucketsPerGroup, 1_000_000 + g));
+      }
+    }),
+  );
   const loadMs = performance.now() - loadStartedMs;
   const committedBytes = heapBytes() - baseline;
   const liveOffsets = (await store.stats()).totals.liveOffsets;
@@ -85,7 +94,9 @@ async function measureInChild(dir: string, groups: number, bucketsPerGroup: numb
   const empty = await reopenAndMeasure(emptyDir);
   await fs.promises.rm(emptyDir, { recursive: true, force: true });
   reportToParent({
-    groups, bucketsPerGroup, ...loaded,
+    groups,
+    bucketsPerGroup,
+    ...loaded,
     reopenedBytes: reopened.reopenedBytes - empty.reopenedBytes,
     reopenedLiveOffsets: reopened.reopenedLiveOffsets,
   } satisfies Measured);
@@ -100,29 +111,51 @@ async function main(): Promise<void> {
     const dir = createTempDir('memory');
     try {
       const groups = OFFSETS / bucketsPerGroup;
-      rows.push(await runChild<Measured>(SELF, ['--measure', dir, String(groups), String(bucketsPerGroup)], {
-        execArgv: ['--expose-gc'],
-        env: { ...process.env, BENCH_SCALE: benchScale() },
-      }));
+      rows.push(
+        await runChild<Measured>(
+          SELF,
+          ['--measure', dir, String(groups), String(bucketsPerGroup)],
+          {
+            execArgv: ['--expose-gc'],
+            env: { ...process.env, BENCH_SCALE: benchScale() },
+          },
+        ),
+      );
     } finally {
       await removeTempDir(dir);
     }
   }
-  printTable('Heap per live offset', [
-    { header: 'distribution', value: (r) => `${formatCount(r.groups)} groups x ${r.bucketsPerGroup} buckets` },
-    { header: 'live offsets', value: (r) => formatCount(r.liveOffsets) },
-    { header: 'load (os)', value: (r) => formatMs(r.loadMs) },
-    { header: 'heap after commits', value: (r) => formatBytes(r.committedBytes) },
-    { header: 'B/offset', value: (r) => (r.committedBytes / r.liveOffsets).toFixed(1) },
-    { header: 'heap after reopen', value: (r) => formatBytes(r.reopenedBytes) },
-    { header: 'B/offset (reopened)', value: (r) => (r.reopenedBytes / r.reopenedLiveOffsets).toFixed(1) },
-  ], rows);
+  printTable(
+    'Heap per live offset',
+    [
+      {
+        header: 'distribution',
+        value: (r) => `${formatCount(r.groups)} groups x ${r.bucketsPerGroup} buckets`,
+      },
+      { header: 'live offsets', value: (r) => formatCount(r.liveOffsets) },
+      { header: 'load (os)', value: (r) => formatMs(r.loadMs) },
+      { header: 'heap after commits', value: (r) => formatBytes(r.committedBytes) },
+      { header: 'B/offset', value: (r) => (r.committedBytes / r.liveOffsets).toFixed(1) },
+      { header: 'heap after reopen', value: (r) => formatBytes(r.reopenedBytes) },
+      {
+        header: 'B/offset (reopened)',
+        value: (r) => (r.reopenedBytes / r.reopenedLiveOffsets).toFixed(1),
+      },
+    ],
+    rows,
+  );
   console.log('\nTarget (docs/performance.md)');
   for (const r of rows) {
-    const worst = Math.max(r.committedBytes / r.liveOffsets, r.reopenedBytes / r.reopenedLiveOffsets);
-    console.log(`- <= 80 B of heap per live offset at ${formatCount(r.liveOffsets)}, ${formatCount(r.groups)} groups x ${r.bucketsPerGroup} buckets: ${worst.toFixed(1)} B worst of the two (${verdict(worst <= 80)})`);
+    const worst = Math.max(
+      r.committedBytes / r.liveOffsets,
+      r.reopenedBytes / r.reopenedLiveOffsets,
+    );
+    console.log(
+      `- <= 80 B of heap per live offset at ${formatCount(r.liveOffsets)}, ${formatCount(r.groups)} groups x ${r.bucketsPerGroup} buckets: ${worst.toFixed(1)} B worst of the two (${verdict(worst <= 80)})`,
+    );
   }
 }
 
-if (process.argv[2] === '--measure') await measureInChild(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]));
+if (process.argv[2] === '--measure')
+  await measureInChild(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]));
 else await main();

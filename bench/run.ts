@@ -21,7 +21,8 @@ const SUFFIX = '.bench.ts';
 
 /** Every bench file, by name (`commit` for `commit.bench.ts`), in alphabetical order. */
 function benchFiles(): { name: string; file: string }[] {
-  return fs.readdirSync(BENCH_DIR)
+  return fs
+    .readdirSync(BENCH_DIR)
     .filter((entry) => entry.endsWith(SUFFIX))
     .sort()
     .map((entry) => ({ name: entry.slice(0, -SUFFIX.length), file: path.join(BENCH_DIR, entry) }));
@@ -36,7 +37,11 @@ function filters(args: readonly string[]): string[] {
 
 function runOne(file: string): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: REPO_DIR, stdio: 'inherit', env: process.env });
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: REPO_DIR,
+      stdio: 'inherit',
+      env: process.env,
+    });
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal }));
   });
@@ -50,23 +55,34 @@ async function main(): Promise<number> {
     return 0;
   }
   const wanted = filters(args);
-  const selected = wanted.length === 0 ? all : all.filter((b) => wanted.some((w) => b.name.includes(w)));
+  const selected =
+    wanted.length === 0 ? all : all.filter((b) => wanted.some((w) => b.name.includes(w)));
   const unmatched = wanted.filter((w) => !all.some((b) => b.name.includes(w)));
-  if (unmatched.length > 0) console.error(`no bench matches: ${unmatched.join(', ')} (have: ${all.map((b) => b.name).join(', ')})`);
+  if (unmatched.length > 0)
+    console.error(
+      `no bench matches: ${unmatched.join(', ')} (have: ${all.map((b) => b.name).join(', ')})`,
+    );
   if (selected.length === 0) return 1;
 
-  console.log(`running ${selected.length} bench file(s): ${selected.map((b) => b.name).join(', ')}; BENCH_SCALE=${process.env.BENCH_SCALE ?? 'default'}`);
+  console.log(
+    `running ${selected.length} bench file(s): ${selected.map((b) => b.name).join(', ')}; BENCH_SCALE=${process.env.BENCH_SCALE ?? 'default'}`,
+  );
   const summary: { name: string; seconds: string; result: string }[] = [];
   for (const bench of selected) {
     console.log(`\n========== ${path.relative(REPO_DIR, bench.file)} ==========`);
     const startedMs = performance.now();
     const { code, signal } = await runOne(bench.file);
     const result = code === 0 ? 'ok' : `FAILED (${signal ?? `exit ${code}`})`;
-    summary.push({ name: bench.name, seconds: ((performance.now() - startedMs) / 1000).toFixed(1), result });
+    summary.push({
+      name: bench.name,
+      seconds: ((performance.now() - startedMs) / 1000).toFixed(1),
+      result,
+    });
   }
   console.log('\n========== summary ==========');
   const width = Math.max(...summary.map((s) => s.name.length));
-  for (const s of summary) console.log(`${s.name.padEnd(width)}  ${s.seconds.padStart(7)} s  ${s.result}`);
+  for (const s of summary)
+    console.log(`${s.name.padEnd(width)}  ${s.seconds.padStart(7)} s  ${s.result}`);
   return summary.every((s) => s.result === 'ok') ? (unmatched.length > 0 ? 1 : 0) : 1;
 }
 

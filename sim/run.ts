@@ -42,7 +42,8 @@ function number(args: Map<string, string | true>, name: string, fallback: number
   const value = args.get(name);
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`--${name} needs a non-negative integer, got ${String(value)}`);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new RangeError(`--${name} needs a non-negative integer, got ${String(value)}`);
   return n;
 }
 
@@ -56,7 +57,9 @@ function report(result: SimResult, options: SimOptions): void {
   console.log(line);
   if (result.outcome === 'detected') console.log(`  detected: ${result.message}`);
   if (!result.ok) {
-    console.log(`\nVIOLATION at operation ${result.opIndex} of seed ${result.seed}:\n  ${result.message}\n\nconfig: ${JSON.stringify({ ...result.config, weights: undefined })}\n\nlast actions:`);
+    console.log(
+      `\nVIOLATION at operation ${result.opIndex} of seed ${result.seed}:\n  ${result.message}\n\nconfig: ${JSON.stringify({ ...result.config, weights: undefined })}\n\nlast actions:`,
+    );
     for (const entry of result.trace) console.log(`  ${entry}`);
     if (result.history.length > 0) {
       console.log('\nthe key in the logs now:');
@@ -78,14 +81,16 @@ export async function main(argv: string[]): Promise<number> {
     args.set('keep-going', true);
   }
   const faults = (args.get('faults') ?? 'crash') as FaultProfileName;
-  if (!(faults in FAULT_PROFILES)) throw new RangeError(`--faults must be one of ${Object.keys(FAULT_PROFILES).join(', ')}`);
+  if (!(faults in FAULT_PROFILES))
+    throw new RangeError(`--faults must be one of ${Object.keys(FAULT_PROFILES).join(', ')}`);
   const ops = number(args, 'ops', 2000);
   const swarm = args.has('swarm');
   const verbose = args.has('verbose');
   const runs: SimOptions[] = [];
   if (args.has('regression')) {
     const file = path.join(path.dirname(fileURLToPath(import.meta.url)), 'regression-seeds.json');
-    for (const entry of JSON.parse(readFileSync(file, 'utf8')) as RegressionSeed[]) runs.push({ seed: entry.seed, ops: entry.ops, faults: entry.faults, swarm: entry.swarm });
+    for (const entry of JSON.parse(readFileSync(file, 'utf8')) as RegressionSeed[])
+      runs.push({ seed: entry.seed, ops: entry.ops, faults: entry.faults, swarm: entry.swarm });
   } else if (args.has('seed')) {
     runs.push({ seed: number(args, 'seed', 0), ops, faults, swarm, verbose });
   }
@@ -113,13 +118,23 @@ export async function main(argv: string[]): Promise<number> {
     await runOne({ seed: (from + i) >>> 0, ops, faults, swarm, verbose });
     if (failures > 0 && !args.has('keep-going')) break;
   }
-  console.log(`\n${seeds} seeds, ${failures} failed; ${totalOps} ops and ${totalCrashes} process ends in ${(totalMs / 1000).toFixed(1)} s (${Math.round(totalOps / (totalMs / 1000))} ops/s, ${(totalCrashes / (totalMs / 1000)).toFixed(1)} process ends/s)`);
+  console.log(
+    `\n${seeds} seeds, ${failures} failed; ${totalOps} ops and ${totalCrashes} process ends in ${(totalMs / 1000).toFixed(1)} s (${Math.round(totalOps / (totalMs / 1000))} ops/s, ${(totalCrashes / (totalMs / 1000)).toFixed(1)} process ends/s)`,
+  );
   return failures === 0 ? 0 : 1;
 }
 
-if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  main(process.argv.slice(2)).then((code) => { process.exitCode = code; }, (error: unknown) => {
-    console.error(error);
-    process.exitCode = 2;
-  });
+if (
+  process.argv[1] !== undefined &&
+  fileURLToPath(import.meta.url) === path.resolve(process.argv[1])
+) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      console.error(error);
+      process.exitCode = 2;
+    },
+  );
 }

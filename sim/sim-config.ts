@@ -12,11 +12,35 @@ import type { SimRandom } from './sim-random.js';
 export const FAULT_PROFILES = {
   none: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
   crash: { io: NO_FAULTS, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
-  io: { io: { writeError: 0.002, readError: 0.001, syncError: 0.002, dirOpError: 0.001, noSpace: 0.001 }, rot: 0, latent: 0, lostSector: 0, lostFile: 0 },
+  io: {
+    io: {
+      writeError: 0.002,
+      readError: 0.001,
+      syncError: 0.002,
+      dirOpError: 0.001,
+      noSpace: 0.001,
+    },
+    rot: 0,
+    latent: 0,
+    lostSector: 0,
+    lostFile: 0,
+  },
   rest: { io: NO_FAULTS, rot: 0.002, latent: 0.001, lostSector: 0.001, lostFile: 0.0005 },
   // Faults at rest end a run once detected, so they are rarer here than I/O errors, which the
   // store survives by restarting.
-  all: { io: { writeError: 0.001, readError: 0.0005, syncError: 0.001, dirOpError: 0.0005, noSpace: 0.0005 }, rot: 0.0002, latent: 0.0001, lostSector: 0.0001, lostFile: 0.00004 },
+  all: {
+    io: {
+      writeError: 0.001,
+      readError: 0.0005,
+      syncError: 0.001,
+      dirOpError: 0.0005,
+      noSpace: 0.0005,
+    },
+    rot: 0.0002,
+    latent: 0.0001,
+    lostSector: 0.0001,
+    lostFile: 0.00004,
+  },
 } as const satisfies Record<string, FaultRates>;
 
 /** Fault probabilities: per I/O operation (`io`), per workload action (the faults at rest). */
@@ -81,8 +105,23 @@ export interface SimConfig {
 }
 
 const BASE_WEIGHTS: ActionWeights = {
-  commit: 30, bigCommit: 1.5, fetch: 20, reset: 2, deleteOffsets: 2, deleteGroup: 0.7, join: 2, leave: 1, silence: 0.7,
-  zombieCommit: 2, memberCommit: 12, compact: 1.5, convert: 0.3, advanceTime: 6, crash: 0.6, powerLoss: 0.6, restart: 0.4,
+  commit: 30,
+  bigCommit: 1.5,
+  fetch: 20,
+  reset: 2,
+  deleteOffsets: 2,
+  deleteGroup: 0.7,
+  join: 2,
+  leave: 1,
+  silence: 0.7,
+  zombieCommit: 2,
+  memberCommit: 12,
+  compact: 1.5,
+  convert: 0.3,
+  advanceTime: 6,
+  crash: 0.6,
+  powerLoss: 0.6,
+  restart: 0.4,
 };
 
 /** The run's configuration: fixed shape with `swarm` false, everything varied per seed with it true. */
@@ -99,7 +138,9 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     const scale = random.float() * 2;
     const rate = (p: number): number => (random.chance(0.5) ? p * scale : 0);
     profile = {
-      io: Object.fromEntries(Object.entries(profile.io).map(([k, v]) => [k, rate(v)])) as unknown as FaultProfile,
+      io: Object.fromEntries(
+        Object.entries(profile.io).map(([k, v]) => [k, rate(v)]),
+      ) as unknown as FaultProfile,
       rot: rate(profile.rot),
       latent: rate(profile.latent),
       lostSector: rate(profile.lostSector),
@@ -110,7 +151,14 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
   return {
     bucketCount: random.pick([1, 2, 4, 8]),
     segmentBytesMax: random.pick([1024, 4096, 16384, 65536]),
-    strategy: random.pick<CompactionStrategy>(['log-cleaner', 'log-cleaner', 'incremental', 'incremental', 'checkpoint', 'none']),
+    strategy: random.pick<CompactionStrategy>([
+      'log-cleaner',
+      'log-cleaner',
+      'incremental',
+      'incremental',
+      'checkpoint',
+      'none',
+    ]),
     compactionIntervalMs: random.int(500, 20_000),
     minDirtyRatio: random.pick([0.05, 0.2, 0.5]),
     deleteRetentionMs: random.pick([0, 1000, 60_000]),

@@ -64,7 +64,11 @@ export class SimFile {
     if (position > this.sizeBytes) this.data.fill(0, this.sizeBytes, position);
     bytes.copy(this.data, position);
     this.sizeBytes = Math.max(this.sizeBytes, position + bytes.length);
-    for (let s = Math.floor(position / SECTOR_BYTES); s * SECTOR_BYTES < position + bytes.length; s++) {
+    for (
+      let s = Math.floor(position / SECTOR_BYTES);
+      s * SECTOR_BYTES < position + bytes.length;
+      s++
+    ) {
       this.dirty.add(s);
       this.latent.delete(s);
     }
@@ -74,7 +78,8 @@ export class SimFile {
     const end = Math.min(this.sizeBytes, position + length);
     if (end <= position) return 0;
     for (let s = Math.floor(position / SECTOR_BYTES); s * SECTOR_BYTES < end; s++) {
-      if (this.latent.has(s)) throw fsError('EIO', `latent sector error at byte ${s * SECTOR_BYTES} of file #${this.id}`);
+      if (this.latent.has(s))
+        throw fsError('EIO', `latent sector error at byte ${s * SECTOR_BYTES} of file #${this.id}`);
     }
     this.data.copy(into, offset, position, end);
     return end - position;
@@ -83,11 +88,13 @@ export class SimFile {
   truncate(sizeBytes: number): void {
     if (sizeBytes < this.sizeBytes) {
       this.data.fill(0, sizeBytes, this.sizeBytes);
-      for (let s = Math.floor(sizeBytes / SECTOR_BYTES); s * SECTOR_BYTES < this.sizeBytes; s++) this.dirty.add(s);
+      for (let s = Math.floor(sizeBytes / SECTOR_BYTES); s * SECTOR_BYTES < this.sizeBytes; s++)
+        this.dirty.add(s);
     } else if (sizeBytes > this.sizeBytes) {
       this.#reserve(sizeBytes);
       this.data.fill(0, this.sizeBytes, sizeBytes);
-      for (let s = Math.floor(this.sizeBytes / SECTOR_BYTES); s * SECTOR_BYTES < sizeBytes; s++) this.dirty.add(s);
+      for (let s = Math.floor(this.sizeBytes / SECTOR_BYTES); s * SECTOR_BYTES < sizeBytes; s++)
+        this.dirty.add(s);
     }
     this.sizeBytes = sizeBytes;
   }
@@ -104,7 +111,8 @@ export class SimFile {
       if (start >= this.sizeBytes) continue;
       this.data.copy(this.durable, start, start, Math.min(this.sizeBytes, start + SECTOR_BYTES));
     }
-    if (this.durableSizeBytes > this.sizeBytes) this.durable.fill(0, this.sizeBytes, this.durableSizeBytes);
+    if (this.durableSizeBytes > this.sizeBytes)
+      this.durable.fill(0, this.sizeBytes, this.durableSizeBytes);
     this.durableSizeBytes = this.sizeBytes;
     this.dirty.clear();
   }
@@ -112,7 +120,10 @@ export class SimFile {
   /** The file after a power loss: durable bytes, plus a seed-chosen fate for each dirty sector. */
   powerLoss(random: SimRandom): void {
     if (this.dirty.size === 0 && this.sizeBytes === this.durableSizeBytes) return;
-    const size = this.sizeBytes === this.durableSizeBytes || random.chance(0.5) ? this.durableSizeBytes : this.sizeBytes;
+    const size =
+      this.sizeBytes === this.durableSizeBytes || random.chance(0.5)
+        ? this.durableSizeBytes
+        : this.sizeBytes;
     const next = Buffer.alloc(Math.max(size, 1));
     this.durable.copy(next, 0, 0, Math.min(size, this.durableSizeBytes));
     for (const s of [...this.dirty].sort((a, b) => a - b)) {
@@ -121,7 +132,8 @@ export class SimFile {
       const end = Math.min(size, start + SECTOR_BYTES);
       // Each sector is written whole or not at all (devices make a sector's write atomic): it holds
       // its new bytes, or its old ones (zeros past the durable size).
-      if (random.chance(0.5) && start < this.sizeBytes) this.data.copy(next, start, start, Math.min(end, this.sizeBytes));
+      if (random.chance(0.5) && start < this.sizeBytes)
+        this.data.copy(next, start, start, Math.min(end, this.sizeBytes));
     }
     this.data = Buffer.from(next);
     this.durable = next;
@@ -170,13 +182,18 @@ export class SimDir {
   *nodes(): Generator<SimNode> {
     yield* this.entries.values();
     yield* this.durableEntries.values();
-    for (const changes of this.pending) for (const [, node] of changes) if (node !== null) yield node;
+    for (const changes of this.pending)
+      for (const [, node] of changes) if (node !== null) yield node;
   }
 
   /** Keeps the durable entries plus a seed-chosen prefix of the pending operations. */
   powerLoss(random: SimRandom): void {
     if (this.pending.length === 0) return;
-    const kept = random.chance(0.3) ? 0 : random.chance(0.3) ? this.pending.length : random.int(0, this.pending.length);
+    const kept = random.chance(0.3)
+      ? 0
+      : random.chance(0.3)
+        ? this.pending.length
+        : random.int(0, this.pending.length);
     const entries = new Map(this.durableEntries);
     for (const changes of this.pending.slice(0, kept)) {
       for (const [name, node] of changes) {
@@ -283,9 +300,16 @@ export class SimDisk {
     if (node === undefined) throw fsError('ENOENT', `no such file: ${fromPath}`);
     const to = this.parentOf(toPath);
     const target = to.dir.entries.get(to.name);
-    if (target !== undefined && target.kind !== node.kind) throw fsError(target.kind === 'dir' ? 'EISDIR' : 'ENOTDIR', `cannot rename ${fromPath} over ${toPath}`);
+    if (target !== undefined && target.kind !== node.kind)
+      throw fsError(
+        target.kind === 'dir' ? 'EISDIR' : 'ENOTDIR',
+        `cannot rename ${fromPath} over ${toPath}`,
+      );
     if (from.dir === to.dir) {
-      from.dir.apply([[from.name, null], [to.name, node]]);
+      from.dir.apply([
+        [from.name, null],
+        [to.name, node],
+      ]);
     } else {
       // Across directories each side is its own operation: a power loss can keep either.
       from.dir.link(from.name, null);
@@ -349,7 +373,9 @@ export class SimDisk {
 
   /** Flips one bit of a random durable, unmodified sector of a file whose path passes `eligible`. */
   rot(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
-    const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && node.durableSizeBytes > 0 && eligible(path)) as [string, SimFile][];
+    const candidates = [...this.walk()].filter(
+      ([path, node]) => node.kind === 'file' && node.durableSizeBytes > 0 && eligible(path),
+    ) as [string, SimFile][];
     if (candidates.length === 0) return undefined;
     const [path, file] = random.pick(candidates);
     const position = random.int(0, file.durableSizeBytes - 1);
@@ -368,7 +394,10 @@ export class SimDisk {
    * that was durable.
    */
   loseSector(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
-    const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && node.durableSizeBytes > SECTOR_BYTES && eligible(path)) as [string, SimFile][];
+    const candidates = [...this.walk()].filter(
+      ([path, node]) =>
+        node.kind === 'file' && node.durableSizeBytes > SECTOR_BYTES && eligible(path),
+    ) as [string, SimFile][];
     if (candidates.length === 0) return undefined;
     const [path, file] = random.pick(candidates);
     const sector = random.int(0, Math.floor(file.durableSizeBytes / SECTOR_BYTES) - 1);
@@ -382,13 +411,17 @@ export class SimDisk {
 
   /** Removes a random file whose path passes `eligible`, durably (an operator's mistake, a file-system bug). */
   loseFile(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
-    const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && eligible(path));
+    const candidates = [...this.walk()].filter(
+      ([path, node]) => node.kind === 'file' && eligible(path),
+    );
     if (candidates.length === 0) return undefined;
     const [path] = random.pick(candidates);
     const { dir, name } = this.parentOf(path);
     dir.entries.delete(name);
     dir.durableEntries.delete(name);
-    dir.pending = dir.pending.map((changes) => changes.filter(([n]) => n !== name)).filter((changes) => changes.length > 0);
+    dir.pending = dir.pending
+      .map((changes) => changes.filter(([n]) => n !== name))
+      .filter((changes) => changes.length > 0);
     const record = { path, position: 0 };
     this.rotted.push(record);
     return record;
@@ -396,7 +429,9 @@ export class SimDisk {
 
   /** Makes reads of one sector of a random file fail until it is rewritten. */
   latentSector(random: SimRandom, eligible: (path: string) => boolean): RotRecord | undefined {
-    const candidates = [...this.walk()].filter(([path, node]) => node.kind === 'file' && node.sizeBytes > 0 && eligible(path)) as [string, SimFile][];
+    const candidates = [...this.walk()].filter(
+      ([path, node]) => node.kind === 'file' && node.sizeBytes > 0 && eligible(path),
+    ) as [string, SimFile][];
     if (candidates.length === 0) return undefined;
     const [path, file] = random.pick(candidates);
     const sector = random.int(0, Math.ceil(file.sizeBytes / SECTOR_BYTES) - 1);

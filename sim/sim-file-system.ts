@@ -15,7 +15,12 @@
  * faults do not reach them; LMDB's own durability is trusted there.
  */
 import { appendFileSync } from 'node:fs';
-import { NodeFileSystem, type FileHandle, type FileSystem, type OpenFlags } from '../src/io/index.js';
+import {
+  NodeFileSystem,
+  type FileHandle,
+  type FileSystem,
+  type OpenFlags,
+} from '../src/io/index.js';
 import { SimDisk, fsError, type SimFile } from './sim-disk.js';
 import type { SimRandom } from './sim-random.js';
 import type { SimScheduler } from './sim-scheduler.js';
@@ -31,7 +36,13 @@ export interface FaultProfile {
 }
 
 /** No injected I/O faults. */
-export const NO_FAULTS: FaultProfile = { writeError: 0, readError: 0, syncError: 0, dirOpError: 0, noSpace: 0 };
+export const NO_FAULTS: FaultProfile = {
+  writeError: 0,
+  readError: 0,
+  syncError: 0,
+  dirOpError: 0,
+  noSpace: 0,
+};
 
 /** Typical latencies (µs) of each kind of operation on the simulated device. */
 const LATENCY_US = { write: 20, read: 15, sync: 150, dir: 60, meta: 10 } as const;
@@ -76,7 +87,9 @@ export class SimFileSystem implements FileSystem {
     // The kernel closes a dead process's files.
     for (const handle of this.#nativeHandles) void handle.close().catch(() => {});
     this.#nativeHandles.clear();
-    for (const op of [...this.#inFlight].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    for (const op of [...this.#inFlight].sort((a, b) =>
+      a.path < b.path ? -1 : a.path > b.path ? 1 : 0,
+    )) {
       if (op.applyOnDeath !== undefined && this.#random.chance(0.5)) op.applyOnDeath();
     }
     this.#inFlight.clear();
@@ -90,13 +103,23 @@ export class SimFileSystem implements FileSystem {
    * Schedules `operation` as an I/O completion after a latency of kind `kind`; rejects with the
    * fault when one is injected (`fault` returns the error to raise, or undefined).
    */
-  #io<T>(kind: keyof typeof LATENCY_US, path: string, operation: () => T, fault?: () => NodeJS.ErrnoException | undefined, applyOnDeath?: () => void): Promise<T> {
+  #io<T>(
+    kind: keyof typeof LATENCY_US,
+    path: string,
+    operation: () => T,
+    fault?: () => NodeJS.ErrnoException | undefined,
+    applyOnDeath?: () => void,
+  ): Promise<T> {
     if (this.#dead) return new Promise<T>(() => {});
     return new Promise<T>((resolve, reject) => {
       const entry: InFlight = { kind, path, applyOnDeath };
       this.#inFlight.add(entry);
       const latency = this.#random.latencyUs(LATENCY_US[kind]);
-      if (process.env.SIM_TRACE_FILE !== undefined) appendFileSync(process.env.SIM_TRACE_FILE, `   io ${kind} ${path.replace(/offset-store-sim-[A-Za-z0-9]+/, 'X')} +${latency} @${this.#scheduler.nowUs}\n`);
+      if (process.env.SIM_TRACE_FILE !== undefined)
+        appendFileSync(
+          process.env.SIM_TRACE_FILE,
+          `   io ${kind} ${path.replace(/offset-store-sim-[A-Za-z0-9]+/, 'X')} +${latency} @${this.#scheduler.nowUs}\n`,
+        );
       this.#scheduler.schedule(latency, () => {
         if (this.#dead || !this.#inFlight.delete(entry)) return;
         this.operationCount++;
@@ -132,7 +155,11 @@ export class SimFileSystem implements FileSystem {
         else this.#nativeHandles.add(opened);
         return opened;
       });
-      return new NativeHandle(handle, (work) => this.#native$(work), () => this.#nativeHandles.delete(handle));
+      return new NativeHandle(
+        handle,
+        (work) => this.#native$(work),
+        () => this.#nativeHandles.delete(handle),
+      );
     }
     const file = await this.#io('meta', path, () => {
       if (flags === 'w' || flags === 'wx') return this.disk.createFile(path, flags === 'wx');
@@ -143,14 +170,19 @@ export class SimFileSystem implements FileSystem {
 
   readFile(path: string): Promise<Buffer | null> {
     if (isNativePath(path)) return this.#native$(() => this.#native.readFile(path));
-    return this.#io('read', path, () => {
-      const node = this.disk.lookup(path);
-      if (node === undefined) return null;
-      if (node.kind !== 'file') throw fsError('EISDIR', `is a directory: ${path}`);
-      const out = Buffer.alloc(node.sizeBytes);
-      node.read(out, 0, node.sizeBytes, 0);
-      return out;
-    }, this.#maybe(this.#faults.readError, 'EIO', `read of ${path}`));
+    return this.#io(
+      'read',
+      path,
+      () => {
+        const node = this.disk.lookup(path);
+        if (node === undefined) return null;
+        if (node.kind !== 'file') throw fsError('EISDIR', `is a directory: ${path}`);
+        const out = Buffer.alloc(node.sizeBytes);
+        node.read(out, 0, node.sizeBytes, 0);
+        return out;
+      },
+      this.#maybe(this.#faults.readError, 'EIO', `read of ${path}`),
+    );
   }
 
   readdir(path: string): Promise<string[]> {
@@ -171,28 +203,51 @@ export class SimFileSystem implements FileSystem {
 
   mkdir(path: string): Promise<void> {
     if (isNativePath(path)) return this.#native$(() => this.#native.mkdir(path));
-    return this.#io('dir', path, () => this.disk.mkdirp(path), this.#maybe(this.#faults.dirOpError, 'EIO', `mkdir ${path}`));
+    return this.#io(
+      'dir',
+      path,
+      () => this.disk.mkdirp(path),
+      this.#maybe(this.#faults.dirOpError, 'EIO', `mkdir ${path}`),
+    );
   }
 
   rename(fromPath: string, toPath: string): Promise<void> {
-    if (isNativePath(fromPath) || isNativePath(toPath)) return this.#native$(() => this.#native.rename(fromPath, toPath));
-    return this.#io('dir', fromPath, () => this.disk.rename(fromPath, toPath), this.#maybe(this.#faults.dirOpError, 'EIO', `rename ${fromPath}`));
+    if (isNativePath(fromPath) || isNativePath(toPath))
+      return this.#native$(() => this.#native.rename(fromPath, toPath));
+    return this.#io(
+      'dir',
+      fromPath,
+      () => this.disk.rename(fromPath, toPath),
+      this.#maybe(this.#faults.dirOpError, 'EIO', `rename ${fromPath}`),
+    );
   }
 
   unlink(path: string): Promise<void> {
     if (isNativePath(path)) return this.#native$(() => this.#native.unlink(path));
-    return this.#io('dir', path, () => this.disk.unlink(path), this.#maybe(this.#faults.dirOpError, 'EIO', `unlink ${path}`));
+    return this.#io(
+      'dir',
+      path,
+      () => this.disk.unlink(path),
+      this.#maybe(this.#faults.dirOpError, 'EIO', `unlink ${path}`),
+    );
   }
 
   removeTree(path: string): Promise<void> {
     if (isNativePath(path)) return this.#native$(() => this.#native.removeTree(path));
     // A tree holding a checkpoint environment goes on the real disk too.
-    return this.#io('dir', path, () => this.disk.removeTree(path)).then(() => this.#native$(() => this.#native.removeTree(path)));
+    return this.#io('dir', path, () => this.disk.removeTree(path)).then(() =>
+      this.#native$(() => this.#native.removeTree(path)),
+    );
   }
 
   syncDir(path: string): Promise<void> {
     if (isNativePath(path)) return this.#native$(() => this.#native.syncDir(path));
-    return this.#io('sync', path, () => this.disk.syncDir(path), this.#maybe(this.#faults.dirOpError, 'EIO', `fsync of directory ${path}`));
+    return this.#io(
+      'sync',
+      path,
+      () => this.disk.syncDir(path),
+      this.#maybe(this.#faults.dirOpError, 'EIO', `fsync of directory ${path}`),
+    );
   }
 
   sizeBytes(path: string): Promise<number | null> {
@@ -206,19 +261,35 @@ export class SimFileSystem implements FileSystem {
   }
 
   /** @internal A handle's operations, scheduled like the file system's. */
-  handleIo<T>(kind: 'write' | 'read' | 'sync' | 'meta', path: string, operation: () => T, fault?: () => NodeJS.ErrnoException | undefined, applyOnDeath?: () => void): Promise<T> {
+  handleIo<T>(
+    kind: 'write' | 'read' | 'sync' | 'meta',
+    path: string,
+    operation: () => T,
+    fault?: () => NodeJS.ErrnoException | undefined,
+    applyOnDeath?: () => void,
+  ): Promise<T> {
     return this.#io(kind, path, operation, fault, applyOnDeath);
   }
 
   /** @internal */
-  faultFor(kind: 'write' | 'read' | 'sync', path: string): (() => NodeJS.ErrnoException | undefined) | undefined {
-    const p = kind === 'write' ? this.#faults.writeError : kind === 'read' ? this.#faults.readError : this.#faults.syncError;
+  faultFor(
+    kind: 'write' | 'read' | 'sync',
+    path: string,
+  ): (() => NodeJS.ErrnoException | undefined) | undefined {
+    const p =
+      kind === 'write'
+        ? this.#faults.writeError
+        : kind === 'read'
+          ? this.#faults.readError
+          : this.#faults.syncError;
     return p > 0 ? this.#maybe(p, 'EIO', `${kind} of ${path}`) : undefined;
   }
 
   /** @internal Whether this write runs out of space: the bytes that still fit, or undefined. */
   noSpace(totalBytes: number): number | undefined {
-    return this.#faults.noSpace > 0 && totalBytes > 0 && this.#random.chance(this.#faults.noSpace) ? this.#random.int(0, totalBytes - 1) : undefined;
+    return this.#faults.noSpace > 0 && totalBytes > 0 && this.#random.chance(this.#faults.noSpace)
+      ? this.#random.int(0, totalBytes - 1)
+      : undefined;
   }
 }
 
@@ -251,14 +322,22 @@ class SimHandle implements FileHandle {
     const bytes = Buffer.concat(buffers as Buffer[]);
     const fits = this.#fs.noSpace(bytes.length);
     const write = () => this.#file.write(bytes, position);
-    return this.#fs.handleIo('write', this.path, () => {
-      if (fits !== undefined) {
-        this.#file.write(bytes.subarray(0, fits), position);
-        this.#fs.injected.push(`ENOSPC after ${fits} of ${bytes.length} bytes written to ${this.path}`);
-        throw fsError('ENOSPC', `injected: no space left writing ${this.path}`);
-      }
-      write();
-    }, this.#fs.faultFor('write', this.path), write);
+    return this.#fs.handleIo(
+      'write',
+      this.path,
+      () => {
+        if (fits !== undefined) {
+          this.#file.write(bytes.subarray(0, fits), position);
+          this.#fs.injected.push(
+            `ENOSPC after ${fits} of ${bytes.length} bytes written to ${this.path}`,
+          );
+          throw fsError('ENOSPC', `injected: no space left writing ${this.path}`);
+        }
+        write();
+      },
+      this.#fs.faultFor('write', this.path),
+      write,
+    );
   }
 
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
@@ -267,7 +346,12 @@ class SimHandle implements FileHandle {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#fs.handleIo('read', this.path, () => this.#file.read(buffer, offset, length, position), this.#fs.faultFor('read', this.path));
+    return this.#fs.handleIo(
+      'read',
+      this.path,
+      () => this.#file.read(buffer, offset, length, position),
+      this.#fs.faultFor('read', this.path),
+    );
   }
 
   datasync(): Promise<void> {
@@ -276,7 +360,12 @@ class SimHandle implements FileHandle {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#fs.handleIo('sync', this.path, () => this.#file.sync(), this.#fs.faultFor('sync', this.path));
+    return this.#fs.handleIo(
+      'sync',
+      this.path,
+      () => this.#file.sync(),
+      this.#fs.faultFor('sync', this.path),
+    );
   }
 
   truncate(sizeBytes: number): Promise<void> {
@@ -285,7 +374,12 @@ class SimHandle implements FileHandle {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#fs.handleIo('meta', this.path, () => this.#file.truncate(sizeBytes), this.#fs.faultFor('write', this.path));
+    return this.#fs.handleIo(
+      'meta',
+      this.path,
+      () => this.#file.truncate(sizeBytes),
+      this.#fs.faultFor('write', this.path),
+    );
   }
 
   sizeBytes(): Promise<number> {
@@ -304,7 +398,11 @@ class NativeHandle implements FileHandle {
   readonly #external: <T>(work: () => Promise<T>) => Promise<T>;
   readonly #onClose: () => void;
 
-  constructor(inner: FileHandle, external: <T>(work: () => Promise<T>) => Promise<T>, onClose: () => void) {
+  constructor(
+    inner: FileHandle,
+    external: <T>(work: () => Promise<T>) => Promise<T>,
+    onClose: () => void,
+  ) {
     this.path = inner.path;
     this.#inner = inner;
     this.#external = external;

@@ -62,7 +62,14 @@ export class SimMembers {
     const incarnation = sim.incarnation;
     m.nextHeartbeatMs = sim.nowMs() + delayMs;
     sim.clock.setTimer(delayMs, () => {
-      if (sim.incarnation === incarnation && sim.store !== undefined && m.alive && m.joined && !m.heartbeatInFlight) this.#heartbeat(sim, m, false);
+      if (
+        sim.incarnation === incarnation &&
+        sim.store !== undefined &&
+        m.alive &&
+        m.joined &&
+        !m.heartbeatInFlight
+      )
+        this.#heartbeat(sim, m, false);
     });
   }
 
@@ -76,14 +83,23 @@ export class SimMembers {
 
   /** A live member subscribed to `tableId` heartbeated within its session: the table's offsets do not expire. */
   certainlySubscribed(groupId: string, tableId: number, nowMs: number): boolean {
-    return this.#members.some((m) => m.groupId === groupId && m.joined && m.alive && m.epoch > 0 && m.tables.includes(tableId) && nowMs - m.lastHeartbeatMs < this.#config.sessionTimeoutMs - SESSION_SLACK_MS);
+    return this.#members.some(
+      (m) =>
+        m.groupId === groupId &&
+        m.joined &&
+        m.alive &&
+        m.epoch > 0 &&
+        m.tables.includes(tableId) &&
+        nowMs - m.lastHeartbeatMs < this.#config.sessionTimeoutMs - SESSION_SLACK_MS,
+    );
   }
 
   /** Records, at every event, which (group, table) pairs may be without a subscriber. */
   sample(nowMs: number): void {
     for (const groupId of this.#config.memberGroups) {
       for (const tableId of [1, 2, 3]) {
-        if (!this.certainlySubscribed(groupId, tableId, nowMs)) this.#unsubscribed.set(`${groupId}|${tableId}`, nowMs);
+        if (!this.certainlySubscribed(groupId, tableId, nowMs))
+          this.#unsubscribed.set(`${groupId}|${tableId}`, nowMs);
       }
     }
   }
@@ -93,7 +109,11 @@ export class SimMembers {
    * the group (for a group that never has members: always).
    */
   unsubscribedSinceMs(groupId: string, tableId: number, fromMs: number, nowMs: number): boolean {
-    if (!this.#config.memberGroups.includes(groupId) || !this.certainlySubscribed(groupId, tableId, nowMs)) return true;
+    if (
+      !this.#config.memberGroups.includes(groupId) ||
+      !this.certainlySubscribed(groupId, tableId, nowMs)
+    )
+      return true;
     return (this.#unsubscribed.get(`${groupId}|${tableId}`) ?? -Infinity) >= fromMs;
   }
 
@@ -118,8 +138,17 @@ export class SimMembers {
       case 'join': {
         if (this.#members.filter((m) => m.alive).length >= 8) return;
         const member: SimMember = {
-          id: `member-${this.#next++}`, groupId: w.pick(this.#config.memberGroups), tables: w.chance(0.5) ? [1] : [1, 2],
-          epoch: 0, assignment: [], alive: true, joined: true, heartbeatInFlight: false, nextHeartbeatMs: 0, lastHeartbeatMs: sim.nowMs(), fenced: undefined,
+          id: `member-${this.#next++}`,
+          groupId: w.pick(this.#config.memberGroups),
+          tables: w.chance(0.5) ? [1] : [1, 2],
+          epoch: 0,
+          assignment: [],
+          alive: true,
+          joined: true,
+          heartbeatInFlight: false,
+          nextHeartbeatMs: 0,
+          lastHeartbeatMs: sim.nowMs(),
+          fenced: undefined,
         };
         this.#members.push(member);
         this.#heartbeat(sim, member, false);
@@ -139,12 +168,32 @@ export class SimMembers {
       }
       case 'memberCommit':
       case 'zombieCommit': {
-        const pool = this.#members.filter((m) => m.joined && m.epoch > 0 && m.assignment.length > 0 && (action === 'zombieCommit' ? !m.alive : m.alive));
+        const pool = this.#members.filter(
+          (m) =>
+            m.joined &&
+            m.epoch > 0 &&
+            m.assignment.length > 0 &&
+            (action === 'zombieCommit' ? !m.alive : m.alive),
+        );
         if (pool.length === 0) return;
         const m = w.pick(pool);
-        const buckets = [...new Set(Array.from({ length: w.int(1, Math.min(4, m.assignment.length)) }, () => w.pick(m.assignment)))];
-        const offsets = buckets.map((b) => ({ tableId: b.tableId, bucketId: b.bucketId, offset: sim.nextOffset++ }));
-        sim.commit('commit', m.groupId, offsets, { memberId: m.id, memberEpoch: m.epoch, zombie: !m.alive });
+        const buckets = [
+          ...new Set(
+            Array.from({ length: w.int(1, Math.min(4, m.assignment.length)) }, () =>
+              w.pick(m.assignment),
+            ),
+          ),
+        ];
+        const offsets = buckets.map((b) => ({
+          tableId: b.tableId,
+          bucketId: b.bucketId,
+          offset: sim.nextOffset++,
+        }));
+        sim.commit('commit', m.groupId, offsets, {
+          memberId: m.id,
+          memberEpoch: m.epoch,
+          zombie: !m.alive,
+        });
         return;
       }
       default:
@@ -164,75 +213,106 @@ export class SimMembers {
 
   /** The coordinator's own view: no bucket owned (assigned or still being revoked) by two members. */
   #checkCoordinator(sim: Simulation, groupId: string): void {
-    sim.store!.describeGroup(groupId).then((group) => {
-      const owners = new Map<string, string>();
-      for (const member of group.members) {
-        for (const b of [...member.assignment, ...member.pendingRevocation]) {
-          const key = `${b.tableId}:${b.partitionId ?? ''}:${b.bucketId}`;
-          const owner = owners.get(key);
-          if (owner !== undefined && owner !== member.memberId) sim.fail(`the coordinator has bucket ${key} of ${groupId} owned by ${owner} and by ${member.memberId}`);
-          owners.set(key, member.memberId);
+    sim.store!.describeGroup(groupId).then(
+      (group) => {
+        const owners = new Map<string, string>();
+        for (const member of group.members) {
+          for (const b of [...member.assignment, ...member.pendingRevocation]) {
+            const key = `${b.tableId}:${b.partitionId ?? ''}:${b.bucketId}`;
+            const owner = owners.get(key);
+            if (owner !== undefined && owner !== member.memberId)
+              sim.fail(
+                `the coordinator has bucket ${key} of ${groupId} owned by ${owner} and by ${member.memberId}`,
+              );
+            owners.set(key, member.memberId);
+          }
         }
-      }
-    }, () => {});
+      },
+      () => {},
+    );
   }
 
   #heartbeat(sim: Simulation, m: SimMember, leave: boolean): void {
     const store = sim.store!;
     const sentEpoch = leave ? -1 : m.epoch;
-    const request = m.epoch === 0 && !leave
-      ? { memberId: m.id, memberEpoch: 0, subscribedTableIds: m.tables, sessionTimeoutMs: this.#config.sessionTimeoutMs }
-      : { memberId: m.id, memberEpoch: sentEpoch, ownedBuckets: leave ? undefined : m.assignment };
+    const request =
+      m.epoch === 0 && !leave
+        ? {
+            memberId: m.id,
+            memberEpoch: 0,
+            subscribedTableIds: m.tables,
+            sessionTimeoutMs: this.#config.sessionTimeoutMs,
+          }
+        : {
+            memberId: m.id,
+            memberEpoch: sentEpoch,
+            ownedBuckets: leave ? undefined : m.assignment,
+          };
     const issuedMs = sim.nowMs();
     m.heartbeatInFlight = true;
     m.lastHeartbeatMs = issuedMs;
     const what = `heartbeat ${m.id}@${sentEpoch}${leave ? ' (leave)' : ''}`;
     sim.log(what);
-    sim.track(what, () => store.heartbeat(m.groupId, request), (outcome) => {
-      m.heartbeatInFlight = false;
-      const nowMs = sim.nowMs();
-      if (!outcome.ok) {
-        const error = outcome.error;
-        if (isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') || isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) {
-          // Drop everything and rejoin at epoch 0 with the same id, as a KIP-848 consumer does.
-          m.fenced = { atMs: issuedMs, epoch: Math.max(m.epoch, m.fenced?.epoch ?? 0) };
-          m.epoch = 0;
-          m.assignment = [];
-          if (leave) m.joined = false;
-          else if (m.alive) this.#schedule(sim, m, 0);
-        } else if (isOffsetStoreError(error)) {
-          if (leave) m.joined = false;
-          else if (m.alive) this.#schedule(sim, m, this.#config.heartbeatIntervalMs);
-        } else {
-          sim.fail(`${what} rejected with a non-OffsetStoreError: ${(error as Error).stack ?? String(error)}`);
+    sim.track(
+      what,
+      () => store.heartbeat(m.groupId, request),
+      (outcome) => {
+        m.heartbeatInFlight = false;
+        const nowMs = sim.nowMs();
+        if (!outcome.ok) {
+          const error = outcome.error;
+          if (
+            isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') ||
+            isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')
+          ) {
+            // Drop everything and rejoin at epoch 0 with the same id, as a KIP-848 consumer does.
+            m.fenced = { atMs: issuedMs, epoch: Math.max(m.epoch, m.fenced?.epoch ?? 0) };
+            m.epoch = 0;
+            m.assignment = [];
+            if (leave) m.joined = false;
+            else if (m.alive) this.#schedule(sim, m, 0);
+          } else if (isOffsetStoreError(error)) {
+            if (leave) m.joined = false;
+            else if (m.alive) this.#schedule(sim, m, this.#config.heartbeatIntervalMs);
+          } else {
+            sim.fail(
+              `${what} rejected with a non-OffsetStoreError: ${(error as Error).stack ?? String(error)}`,
+            );
+          }
+          return;
         }
-        return;
-      }
-      const response = outcome.value;
-      if (leave) {
-        m.joined = false;
-        m.alive = false;
+        const response = outcome.value;
+        if (leave) {
+          m.joined = false;
+          m.alive = false;
+          m.epoch = response.memberEpoch;
+          return;
+        }
+        m.fenced = undefined;
         m.epoch = response.memberEpoch;
-        return;
-      }
-      m.fenced = undefined;
-      m.epoch = response.memberEpoch;
-      if (response.assignment !== undefined) m.assignment = response.assignment.map((b) => ({ ...b }));
-      if (m.alive) this.#schedule(sim, m, response.heartbeatIntervalMs);
-      // Within one process, no two members that may still believe in their assignments hold a
-      // bucket at the same epoch. (Across a restart the group's epochs restart from its snapshot,
-      // so a zombie of the old process may hold an epoch handed out again; the coordinator no
-      // longer knows it, which the coordinator-side check and the commit fencing check cover.)
-      for (const b of m.assignment) {
-        const key = `${sim.incarnation}|${m.groupId}|${m.epoch}|${b.tableId}:${b.bucketId}`;
-        const owner = this.#owners.get(key);
-        const other = owner === undefined || owner === m.id ? undefined : this.#members.find((x) => x.id === owner);
-        if (other !== undefined && this.#claims(other, m.epoch, nowMs)) {
-          sim.fail(`bucket ${b.tableId}:${b.bucketId} of ${m.groupId} owned at epoch ${m.epoch} by ${owner} and by ${m.id}`);
+        if (response.assignment !== undefined)
+          m.assignment = response.assignment.map((b) => ({ ...b }));
+        if (m.alive) this.#schedule(sim, m, response.heartbeatIntervalMs);
+        // Within one process, no two members that may still believe in their assignments hold a
+        // bucket at the same epoch. (Across a restart the group's epochs restart from its snapshot,
+        // so a zombie of the old process may hold an epoch handed out again; the coordinator no
+        // longer knows it, which the coordinator-side check and the commit fencing check cover.)
+        for (const b of m.assignment) {
+          const key = `${sim.incarnation}|${m.groupId}|${m.epoch}|${b.tableId}:${b.bucketId}`;
+          const owner = this.#owners.get(key);
+          const other =
+            owner === undefined || owner === m.id
+              ? undefined
+              : this.#members.find((x) => x.id === owner);
+          if (other !== undefined && this.#claims(other, m.epoch, nowMs)) {
+            sim.fail(
+              `bucket ${b.tableId}:${b.bucketId} of ${m.groupId} owned at epoch ${m.epoch} by ${owner} and by ${m.id}`,
+            );
+          }
+          this.#owners.set(key, m.id);
         }
-        this.#owners.set(key, m.id);
-      }
-      this.#checkCoordinator(sim, m.groupId);
-    });
+        this.#checkCoordinator(sim, m.groupId);
+      },
+    );
   }
 }

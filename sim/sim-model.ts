@@ -44,7 +44,12 @@ interface KeyState {
 }
 
 /** A key: group, then table:partition:bucket. */
-export function keyOf(groupId: string, tableId: number, partitionId: number | null, bucketId: number): string {
+export function keyOf(
+  groupId: string,
+  tableId: number,
+  partitionId: number | null,
+  bucketId: number,
+): string {
   return `${groupId}|${tableId}:${partitionId ?? ''}:${bucketId}`;
 }
 
@@ -85,7 +90,12 @@ export class OffsetsModel {
   }
 
   /** Issues writes, one per key: returns them, pending. */
-  issue(entries: readonly [key: string, value: number | null][], issuedMs: number, what: string, floating = false): Write[] {
+  issue(
+    entries: readonly [key: string, value: number | null][],
+    issuedMs: number,
+    what: string,
+    floating = false,
+  ): Write[] {
     const writes: Write[] = [];
     for (const [key, value] of entries) {
       const write: Write = { seq: ++this.#seq, value, issuedMs, what, floating, state: 'pending' };
@@ -102,7 +112,14 @@ export class OffsetsModel {
 
   /** One more key for a floating write in flight (a key first written while it waits): same place in the order. */
   extend(like: Write, key: string): Write {
-    const write: Write = { seq: like.seq, value: like.value, issuedMs: like.issuedMs, what: like.what, floating: like.floating, state: 'pending' };
+    const write: Write = {
+      seq: like.seq,
+      value: like.value,
+      issuedMs: like.issuedMs,
+      what: like.what,
+      floating: like.floating,
+      state: 'pending',
+    };
     this.#state(key).candidates.push(write);
     return write;
   }
@@ -130,7 +147,10 @@ export class OffsetsModel {
         keep.push(write); // it may have taken effect after the base
       }
       const after = state.base!.seq;
-      state.candidates = [...keep, ...state.candidates.filter((c) => c !== write && c.seq > after && c.state !== 'acked')];
+      state.candidates = [
+        ...keep,
+        ...state.candidates.filter((c) => c !== write && c.seq > after && c.state !== 'acked'),
+      ];
     });
   }
 
@@ -146,14 +166,18 @@ export class OffsetsModel {
 
   /** The process died: whatever was pending may or may not have landed. */
   crash(): void {
-    for (const state of this.#keys.values()) for (const c of state.candidates) if (c.state === 'pending') c.state = 'unknown';
+    for (const state of this.#keys.values())
+      for (const c of state.candidates) if (c.state === 'pending') c.state = 'unknown';
   }
 
   /** What a key may show now, for messages. */
   describe(key: string): string {
     const state = this.#keys.get(key);
     if (state === undefined) return 'never written';
-    const show = (w: Write | null) => (w === null ? 'absent (never written)' : `${w.value ?? 'absent'} (${w.what} #${w.seq}, ${w.state})`);
+    const show = (w: Write | null) =>
+      w === null
+        ? 'absent (never written)'
+        : `${w.value ?? 'absent'} (${w.what} #${w.seq}, ${w.state})`;
     return `base ${show(state.base)}; candidates [${state.candidates.map(show).join(', ')}]`;
   }
 
@@ -162,10 +186,16 @@ export class OffsetsModel {
    * key's base to the write it came from. `mayHaveExpired(w)`: whether the value of write `w` may have
    * been expired by now (it was past retention at a time its table had no subscribed member).
    */
-  observe(key: string, value: number | null, nowMs: number, mayHaveExpired: (w: Write) => boolean): void {
+  observe(
+    key: string,
+    value: number | null,
+    nowMs: number,
+    mayHaveExpired: (w: Write) => boolean,
+  ): void {
     const state = this.#keys.get(key);
     if (state === undefined) {
-      if (value !== null) throw new ModelViolation(key, `${key} shows ${value}, a value never written`);
+      if (value !== null)
+        throw new ModelViolation(key, `${key} shows ${value}, a value never written`);
       return;
     }
     const baseValue = state.base?.value ?? null;
@@ -183,11 +213,20 @@ export class OffsetsModel {
     if (expired !== undefined) {
       // The store's expiry follows the value it expired and precedes every write issued after it
       // (a key with a write in flight is not expired): it takes the place just after `expired`.
-      state.base = { seq: expired.seq + 0.5, value: null, issuedMs: nowMs, what: 'expiry', state: 'acked' };
+      state.base = {
+        seq: expired.seq + 0.5,
+        value: null,
+        issuedMs: nowMs,
+        what: 'expiry',
+        state: 'acked',
+      };
       state.candidates = state.candidates.filter((c) => c.state === 'pending');
       return;
     }
-    throw new ModelViolation(key, `${key} shows ${value ?? 'absent'} at ${nowMs}; the model allows ${this.describe(key)}`);
+    throw new ModelViolation(
+      key,
+      `${key} shows ${value ?? 'absent'} at ${nowMs}; the model allows ${this.describe(key)}`,
+    );
   }
 
   /**

@@ -98,6 +98,9 @@ export class SimRandom {
    */
   latencyUs(typicalUs: number, tailOneIn = 50, tailFactor = 40): number {
     const base = typicalUs / 2 + this.float() * typicalUs;
-    return Math.max(1, Math.round(this.chance(1 / tailOneIn) ? base * (1 + this.float() * tailFactor) : base));
+    return Math.max(
+      1,
+      Math.round(this.chance(1 / tailOneIn) ? base * (1 + this.float() * tailFactor) : base),
+    );
   }
 }

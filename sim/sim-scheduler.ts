@@ -93,17 +93,28 @@ export class SimScheduler {
 
   /** Schedules `run` `delayUs` from now; returns a handle to cancel it. */
   schedule(delayUs: number, run: () => void): { cancel(): void } {
-    const event: SimEvent = { dueUs: this.nowUs + Math.max(0, Math.round(delayUs)), seq: this.#seq++, run, cancelled: false };
+    const event: SimEvent = {
+      dueUs: this.nowUs + Math.max(0, Math.round(delayUs)),
+      seq: this.#seq++,
+      run,
+      cancelled: false,
+    };
     this.#events.push(event);
     this.scheduledCount++;
-    return { cancel: () => { event.cancelled = true; } };
+    return {
+      cancel: () => {
+        event.cancelled = true;
+      },
+    };
   }
 
   /** Registers real work the store awaits outside the simulated ports; quiescence waits for it. */
   trackExternal<T>(work: Promise<T>): Promise<T> {
     this.#external.add(work);
     this.scheduledCount++;
-    const forget = () => { this.#external.delete(work); };
+    const forget = () => {
+      this.#external.delete(work);
+    };
     work.then(forget, forget);
     return work;
   }
@@ -116,10 +127,22 @@ export class SimScheduler {
    */
   deterministic<T>(work: Promise<T>): Promise<T> {
     let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
-    this.trackExternal(work.then((value) => { outcome = { ok: true, value }; }, (error: unknown) => { outcome = { ok: false, error }; }));
+    this.trackExternal(
+      work.then(
+        (value) => {
+          outcome = { ok: true, value };
+        },
+        (error: unknown) => {
+          outcome = { ok: false, error };
+        },
+      ),
+    );
     return new Promise<T>((resolve, reject) => {
       this.schedule(0, () => {
-        if (outcome === undefined) throw new Error('simulator: real work handed over before it finished (an event ran without quiescence)');
+        if (outcome === undefined)
+          throw new Error(
+            'simulator: real work handed over before it finished (an event ran without quiescence)',
+          );
         if (outcome.ok) resolve(outcome.value);
         else reject(outcome.error);
       });
@@ -201,7 +224,12 @@ export class SimClock implements Clock {
       if (!this.#stopped) callback();
     });
     this.#timers.add(handle);
-    return { cancel: () => { handle.cancel(); this.#timers.delete(handle); } };
+    return {
+      cancel: () => {
+        handle.cancel();
+        this.#timers.delete(handle);
+      },
+    };
   }
 
   /** The process this clock served is gone: none of its timers fires again. */

@@ -18,11 +18,22 @@
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { isOffsetStoreError, OffsetStore, type CommittedOffset, type CompactionStrategy, type OffsetCommit } from '../src/index.js';
+import {
+  isOffsetStoreError,
+  OffsetStore,
+  type CommittedOffset,
+  type CompactionStrategy,
+  type OffsetCommit,
+} from '../src/index.js';
 import { loadChecksum } from '../src/codec/index.js';
 import { forgetHeldDirectories, forgetLogProcessState } from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
-import { configFor, type ActionWeights, type FaultProfileName, type SimConfig } from './sim-config.js';
+import {
+  configFor,
+  type ActionWeights,
+  type FaultProfileName,
+  type SimConfig,
+} from './sim-config.js';
 import { SimDisk } from './sim-disk.js';
 import { NO_FAULTS, SimFileSystem, isNativePath } from './sim-file-system.js';
 import { dumpLog } from '../src/admin/index.js';
@@ -105,7 +116,11 @@ class Simulation {
     this.seed = options.seed >>> 0;
     this.random = new SimRandom(this.seed);
     this.workload = this.random.fork('workload');
-    this.config = configFor(this.random.fork('config'), options.faults ?? 'crash', options.swarm === true);
+    this.config = configFor(
+      this.random.fork('config'),
+      options.faults ?? 'crash',
+      options.swarm === true,
+    );
     this.model = new OffsetsModel();
     this.scheduler.afterStep = () => this.members.sample(this.nowMs());
     this.members = new SimMembers(this.config, this.random.fork('members'));
@@ -121,9 +136,10 @@ class Simulation {
   }
 
   log(line: string): void {
-    const entry = `#${this.opIndex} t=${(this.scheduler.nowUs / 1e6).toFixed(3)}s p${this.incarnation}${process.env.SIM_TRACE_FILE !== undefined ? ` e${this.scheduler.steps}/${this.scheduler.scheduledCount}/${this.scheduler.nowUs}` : ""} ${line}`;
+    const entry = `#${this.opIndex} t=${(this.scheduler.nowUs / 1e6).toFixed(3)}s p${this.incarnation}${process.env.SIM_TRACE_FILE !== undefined ? ` e${this.scheduler.steps}/${this.scheduler.scheduledCount}/${this.scheduler.nowUs}` : ''} ${line}`;
     this.trace.push(entry);
-    if (process.env.SIM_TRACE_FILE !== undefined) appendFileSync(process.env.SIM_TRACE_FILE, `${entry}\n`);
+    if (process.env.SIM_TRACE_FILE !== undefined)
+      appendFileSync(process.env.SIM_TRACE_FILE, `${entry}\n`);
     if (this.trace.length > TRACE_LINES * 4) this.trace.splice(0, this.trace.length - TRACE_LINES);
     if (this.verbose) console.log(entry);
   }
@@ -149,7 +165,12 @@ class Simulation {
 
   injectedBefore = 0;
   /** deleteGroup calls in flight, whose place in the order is not fixed (see Write.floating). */
-  readonly floatingDeletes = new Set<{ groupId: string; keys: string[]; writes: Write[]; like: Write }>();
+  readonly floatingDeletes = new Set<{
+    groupId: string;
+    keys: string[];
+    writes: Write[];
+    like: Write;
+  }>();
   /** A storage error fail-stopped a log: the process is to be restarted, as an operator would. */
   restartWanted = false;
 
@@ -182,11 +203,13 @@ class Simulation {
     }
     if (w.chance(rates.latent)) {
       const record = this.disk.latentSector(w, eligible);
-      if (record !== undefined) this.log(`latent sector error at byte ${record.position} of ${record.path}`);
+      if (record !== undefined)
+        this.log(`latent sector error at byte ${record.position} of ${record.path}`);
     }
     if (w.chance(rates.lostSector)) {
       const record = this.disk.loseSector(w, eligible);
-      if (record !== undefined) this.log(`lost sector (reads as zeros) at byte ${record.position} of ${record.path}`);
+      if (record !== undefined)
+        this.log(`lost sector (reads as zeros) at byte ${record.position} of ${record.path}`);
     }
     if (w.chance(rates.lostFile)) {
       const record = this.disk.loseFile(w, (p) => eligible(p) && p.endsWith('.log'));
@@ -195,13 +218,25 @@ class Simulation {
   }
 
   /** Drives the scheduler until `promise` settles. */
-  async settle<T>(promise: Promise<T>, what: string): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  async settle<T>(
+    promise: Promise<T>,
+    what: string,
+  ): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
     let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
-    promise.then((value) => { outcome = { ok: true, value }; }, (error: unknown) => { outcome = { ok: false, error }; });
+    promise.then(
+      (value) => {
+        outcome = { ok: true, value };
+      },
+      (error: unknown) => {
+        outcome = { ok: false, error };
+      },
+    );
     await this.scheduler.quiesce();
     while (outcome === undefined) {
       if (!(await this.scheduler.step())) {
-        this.fail(`${what} never completes: nothing left to happen (a lost wake-up or an unawaited I/O)`);
+        this.fail(
+          `${what} never completes: nothing left to happen (a lost wake-up or an unawaited I/O)`,
+        );
         return { ok: false, error: new Error('deadlock') };
       }
     }
@@ -215,18 +250,40 @@ class Simulation {
       this.incarnation++;
       forgetHeldDirectories();
       forgetLogProcessState();
-      this.fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(`fs-${this.incarnation}`), this.config.faults.io);
+      this.fs = new SimFileSystem(
+        this.disk,
+        this.scheduler,
+        this.random.fork(`fs-${this.incarnation}`),
+        this.config.faults.io,
+      );
       this.clock = new SimClock(this.scheduler, SIM_EPOCH_MS);
       const c = this.config;
-      const opened = await this.settle(OffsetStore.open({
-        dir: this.dir, fs: this.fs, clock: this.clock, bucketCount: c.bucketCount, segmentBytesMax: c.segmentBytesMax,
-        offsetsRetentionMs: c.retentionMs, offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
-        // The strategy is chosen when the store is created; later opens use the one it records,
-        // which convertCompaction may have changed.
-        compaction: { strategy: this.incarnation === 1 ? c.strategy : undefined, intervalMs: c.compactionIntervalMs, minDirtyRatio: c.minDirtyRatio, deleteRetentionMs: c.deleteRetentionMs },
-        group: { sessionTimeoutMs: c.sessionTimeoutMs, heartbeatIntervalMs: c.heartbeatIntervalMs, assignmentIntervalMs: c.assignmentIntervalMs },
-        onWarning: (message) => this.log(`warning: ${message}`),
-      }), 'OffsetStore.open');
+      const opened = await this.settle(
+        OffsetStore.open({
+          dir: this.dir,
+          fs: this.fs,
+          clock: this.clock,
+          bucketCount: c.bucketCount,
+          segmentBytesMax: c.segmentBytesMax,
+          offsetsRetentionMs: c.retentionMs,
+          offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
+          // The strategy is chosen when the store is created; later opens use the one it records,
+          // which convertCompaction may have changed.
+          compaction: {
+            strategy: this.incarnation === 1 ? c.strategy : undefined,
+            intervalMs: c.compactionIntervalMs,
+            minDirtyRatio: c.minDirtyRatio,
+            deleteRetentionMs: c.deleteRetentionMs,
+          },
+          group: {
+            sessionTimeoutMs: c.sessionTimeoutMs,
+            heartbeatIntervalMs: c.heartbeatIntervalMs,
+            assignmentIntervalMs: c.assignmentIntervalMs,
+          },
+          onWarning: (message) => this.log(`warning: ${message}`),
+        }),
+        'OffsetStore.open',
+      );
       if (this.violation !== undefined) return false;
       if (opened.ok) {
         this.store = opened.value;
@@ -245,7 +302,8 @@ class Simulation {
       this.clock.stop();
       if (!transient) {
         this.storageError('open', error);
-        if (this.violation === undefined && this.detected === undefined) this.fail(`open failed and the simulation cannot go on: ${(error as Error).message}`);
+        if (this.violation === undefined && this.detected === undefined)
+          this.fail(`open failed and the simulation cannot go on: ${(error as Error).message}`);
         return false;
       }
     }
@@ -304,25 +362,46 @@ class Simulation {
         return;
       }
       const { state, members } = described.value;
-      if (when === 'after recovery' && state !== 'Stable' && state !== 'Empty' && !this.members.removedByAdmin(groupId)) {
-        this.fail(`group ${groupId} recovered ${state}, not Stable or Empty (members ${members.map((m) => `${m.memberId}@${m.memberEpoch}`).join(', ')})`);
+      if (
+        when === 'after recovery' &&
+        state !== 'Stable' &&
+        state !== 'Empty' &&
+        !this.members.removedByAdmin(groupId)
+      ) {
+        this.fail(
+          `group ${groupId} recovered ${state}, not Stable or Empty (members ${members.map((m) => `${m.memberId}@${m.memberEpoch}`).join(', ')})`,
+        );
         return;
       }
     }
   }
 
   /** Checks fetched rows of a group: `asked` the keys requested (null = every key of the group). */
-  checkRows(groupId: string, rows: readonly (CommittedOffset | null)[], asked: readonly string[] | null, when: string): void {
+  checkRows(
+    groupId: string,
+    rows: readonly (CommittedOffset | null)[],
+    asked: readonly string[] | null,
+    when: string,
+  ): void {
     const nowMs = this.nowMs();
     // Offsets expire in a group without members, and in any group for tables no member subscribes to:
     // a value may be gone if, once past retention, its table was without a certain subscriber.
     const mayExpire = (key: string) => {
       const tableId = Number(key.slice(key.indexOf('|') + 1).split(':')[0]);
-      return (w: Write) => nowMs - w.issuedMs >= this.config.retentionMs && this.members.unsubscribedSinceMs(groupId, tableId, w.issuedMs + this.config.retentionMs, nowMs);
+      return (w: Write) =>
+        nowMs - w.issuedMs >= this.config.retentionMs &&
+        this.members.unsubscribedSinceMs(
+          groupId,
+          tableId,
+          w.issuedMs + this.config.retentionMs,
+          nowMs,
+        );
     };
     try {
       if (asked !== null) {
-        asked.forEach((key, i) => this.model.observe(key, rows[i]?.offset ?? null, nowMs, mayExpire(key)));
+        asked.forEach((key, i) =>
+          this.model.observe(key, rows[i]?.offset ?? null, nowMs, mayExpire(key)),
+        );
         return;
       }
       const seen = new Set<string>();
@@ -332,7 +411,8 @@ class Simulation {
         seen.add(key);
         this.model.observe(key, row.offset, nowMs, mayExpire(key));
       }
-      for (const key of this.model.keysOf(groupId)) if (!seen.has(key)) this.model.observe(key, null, nowMs, mayExpire(key));
+      for (const key of this.model.keysOf(groupId))
+        if (!seen.has(key)) this.model.observe(key, null, nowMs, mayExpire(key));
     } catch (error) {
       if (!(error instanceof ModelViolation)) throw error;
       this.fail(`${when}: ${error.message}`);
@@ -348,15 +428,27 @@ class Simulation {
     const lines: string[] = [];
     for (let bucket = 0; bucket < this.config.bucketCount; bucket++) {
       let segment = '';
-      const dumped = await this.settle(dumpLog(this.dir, bucket, { fs, records: true }, (entry) => {
-        if (entry.kind === 'segment') segment = path.basename(entry.file);
-        if (entry.kind === 'damage') lines.push(`bucket ${bucket} ${segment}: damage ${entry.reason}`);
-        if (entry.kind !== 'record' || entry.groupId !== groupId) return;
-        if (entry.recordType === 'group-snapshot') return;
-        if (entry.tableId !== Number(tableId) || entry.bucketId !== Number(bucketId) || (entry.partitionId ?? '') !== (partition === '' ? '' : Number(partition))) return;
-        lines.push(`bucket ${bucket} ${segment} log offset ${entry.logOffset}: ${entry.tombstone ? 'tombstone' : entry.offset} (committed at ${entry.commitTimestampMs})`);
-      }), 'dumpLog');
-      if (!dumped.ok) lines.push(`bucket ${bucket}: dump failed: ${(dumped.error as Error).message}`);
+      const dumped = await this.settle(
+        dumpLog(this.dir, bucket, { fs, records: true }, (entry) => {
+          if (entry.kind === 'segment') segment = path.basename(entry.file);
+          if (entry.kind === 'damage')
+            lines.push(`bucket ${bucket} ${segment}: damage ${entry.reason}`);
+          if (entry.kind !== 'record' || entry.groupId !== groupId) return;
+          if (entry.recordType === 'group-snapshot') return;
+          if (
+            entry.tableId !== Number(tableId) ||
+            entry.bucketId !== Number(bucketId) ||
+            (entry.partitionId ?? '') !== (partition === '' ? '' : Number(partition))
+          )
+            return;
+          lines.push(
+            `bucket ${bucket} ${segment} log offset ${entry.logOffset}: ${entry.tombstone ? 'tombstone' : entry.offset} (committed at ${entry.commitTimestampMs})`,
+          );
+        }),
+        'dumpLog',
+      );
+      if (!dumped.ok)
+        lines.push(`bucket ${bucket}: dump failed: ${(dumped.error as Error).message}`);
     }
     return lines;
   }
@@ -364,7 +456,11 @@ class Simulation {
   // ---- workload ------------------------------------------------------------------------------
 
   /** Starts a call; its settlement is handled by `onSettled`, checked against the model. */
-  track<T>(what: string, call: () => Promise<T>, onSettled: (outcome: { ok: true; value: T } | { ok: false; error: unknown }) => void): void {
+  track<T>(
+    what: string,
+    call: () => Promise<T>,
+    onSettled: (outcome: { ok: true; value: T } | { ok: false; error: unknown }) => void,
+  ): void {
     const store = this.store;
     const incarnation = this.incarnation;
     this.inFlight++;
@@ -391,25 +487,50 @@ class Simulation {
   }
 
   /** A commit (or reset) of `offsets` to `groupId`, with the model's writes. */
-  commit(kind: 'commit' | 'reset', groupId: string, offsets: OffsetCommit[], member?: { memberId: string; memberEpoch: number; zombie: boolean }): void {
+  commit(
+    kind: 'commit' | 'reset',
+    groupId: string,
+    offsets: OffsetCommit[],
+    member?: { memberId: string; memberEpoch: number; zombie: boolean },
+  ): void {
     const store = this.store!;
     const keys = offsets.map((o) => keyOf(groupId, o.tableId, o.partitionId ?? null, o.bucketId));
     this.coverByFloatingDeletes(groupId, keys);
     const issuedMs = this.nowMs();
-    const writes = this.model.issue(keys.map((key, i) => [key, offsets[i]!.offset]), issuedMs, kind);
+    const writes = this.model.issue(
+      keys.map((key, i) => [key, offsets[i]!.offset]),
+      issuedMs,
+      kind,
+    );
     const what = `${kind} ${groupId} ${offsets.length} offsets${member === undefined ? '' : ` as ${member.memberId}@${member.memberEpoch}${member.zombie ? ' (silent)' : ''}`} [${writes[0]!.seq}..]`;
     this.log(what);
-    this.track(what, () => (kind === 'reset' ? store.resetOffsets(groupId, offsets) : store.commitOffsets(groupId, offsets, member === undefined ? undefined : { memberId: member.memberId, memberEpoch: member.memberEpoch })), (outcome) => {
-      if (outcome.ok) {
-        this.model.acknowledge(keys, writes);
-        if (member !== undefined) {
-          const fenced = this.members.fencedAt(member.memberId, member.memberEpoch, issuedMs);
-          if (fenced !== undefined) this.fail(`commit of ${member.memberId}@${member.memberEpoch} issued at ${issuedMs} accepted, but ${fenced}`);
+    this.track(
+      what,
+      () =>
+        kind === 'reset'
+          ? store.resetOffsets(groupId, offsets)
+          : store.commitOffsets(
+              groupId,
+              offsets,
+              member === undefined
+                ? undefined
+                : { memberId: member.memberId, memberEpoch: member.memberEpoch },
+            ),
+      (outcome) => {
+        if (outcome.ok) {
+          this.model.acknowledge(keys, writes);
+          if (member !== undefined) {
+            const fenced = this.members.fencedAt(member.memberId, member.memberEpoch, issuedMs);
+            if (fenced !== undefined)
+              this.fail(
+                `commit of ${member.memberId}@${member.memberEpoch} issued at ${issuedMs} accepted, but ${fenced}`,
+              );
+          }
+        } else {
+          this.rejected(what, keys, writes, outcome.error);
         }
-      } else {
-        this.rejected(what, keys, writes, outcome.error);
-      }
-    });
+      },
+    );
   }
 
   /** A rejected write: never to be seen, unless the store could not take it back. */
@@ -418,14 +539,17 @@ class Simulation {
     if (isOffsetStoreError(error) && error.code === 'LOG_STORAGE_ERROR') {
       // The write may have reached the log before its fdatasync failed; the log cut it back, or
       // recorded it as rejected. If it could do neither, it says so: then only a new process knows.
-      if (!this.ioFaultInjected()) this.fail(`${what}: LOG_STORAGE_ERROR with no fault injected: ${message}`);
+      if (!this.ioFaultInjected())
+        this.fail(`${what}: LOG_STORAGE_ERROR with no fault injected: ${message}`);
       this.restartWanted = true;
       if (/could neither|truncate by hand|cannot be cut/i.test(message)) {
         for (const w of writes) w.state = 'unknown';
         return;
       }
     } else if (!isOffsetStoreError(error)) {
-      this.fail(`${what} rejected with a non-OffsetStoreError: ${(error as Error).stack ?? message}`);
+      this.fail(
+        `${what} rejected with a non-OffsetStoreError: ${(error as Error).stack ?? message}`,
+      );
       return;
     }
     this.model.reject(keys, writes);
@@ -438,11 +562,26 @@ class Simulation {
     const first = w.int(0, 50);
     for (let i = 0; offsets.length < count && i < count * 4; i++) {
       const tableId = dense ? 3 : w.pick(tables);
-      const bucketId = dense ? first + i : w.int(0, tableId === 1 ? this.config.tableBuckets[0] * 2 : tableId === 2 ? this.config.tableBuckets[1] * 2 : 4000);
+      const bucketId = dense
+        ? first + i
+        : w.int(
+            0,
+            tableId === 1
+              ? this.config.tableBuckets[0] * 2
+              : tableId === 2
+                ? this.config.tableBuckets[1] * 2
+                : 4000,
+          );
       const k = `${tableId}:${bucketId}`;
       if (used.has(k)) continue;
       used.add(k);
-      offsets.push({ tableId, bucketId, offset: this.nextOffset++, leaderEpoch: w.chance(0.3) ? w.int(0, 9) : undefined, metadata: w.chance(0.1) ? `m${this.nextOffset}` : undefined });
+      offsets.push({
+        tableId,
+        bucketId,
+        offset: this.nextOffset++,
+        leaderEpoch: w.chance(0.3) ? w.int(0, 9) : undefined,
+        metadata: w.chance(0.1) ? `m${this.nextOffset}` : undefined,
+      });
     }
     return offsets;
   }
@@ -453,17 +592,30 @@ class Simulation {
     const groupId = w.pick([...this.config.adminGroups, ...this.config.memberGroups]);
     const requireStable = w.chance(0.2);
     const whole = w.chance(0.3);
-    const asked = whole ? null : this.offsetsFor(w.int(1, 8), [1, 2, 3], false).map((o) => ({ tableId: o.tableId, bucketId: o.bucketId }));
+    const asked = whole
+      ? null
+      : this.offsetsFor(w.int(1, 8), [1, 2, 3], false).map((o) => ({
+          tableId: o.tableId,
+          bucketId: o.bucketId,
+        }));
     const keys = asked?.map((b) => keyOf(groupId, b.tableId, null, b.bucketId)) ?? null;
     let rows: (CommittedOffset | null)[];
     try {
-      rows = asked === null ? store.fetchOffsetsSync(groupId, undefined, { requireStable }) : store.fetchOffsetsSync(groupId, asked, { requireStable });
+      rows =
+        asked === null
+          ? store.fetchOffsetsSync(groupId, undefined, { requireStable })
+          : store.fetchOffsetsSync(groupId, asked, { requireStable });
     } catch (error) {
       if (isOffsetStoreError(error, 'UNSTABLE_OFFSET_COMMIT') && requireStable) return;
       this.storageError(`fetch of ${groupId}`, error);
       return;
     }
-    this.checkRows(groupId, rows, keys, `fetch of ${groupId}${requireStable ? ' (requireStable)' : ''}`);
+    this.checkRows(
+      groupId,
+      rows,
+      keys,
+      `fetch of ${groupId}${requireStable ? ' (requireStable)' : ''}`,
+    );
   }
 
   deleteOffsets(): void {
@@ -477,29 +629,51 @@ class Simulation {
       const [tableId, , bucketId] = key.slice(key.indexOf('|') + 1).split(':');
       return { tableId: Number(tableId), bucketId: Number(bucketId) };
     });
-    const writes = this.model.issue(keys.map((key) => [key, null]), this.nowMs(), 'delete');
+    const writes = this.model.issue(
+      keys.map((key) => [key, null]),
+      this.nowMs(),
+      'delete',
+    );
     const what = `deleteOffsets ${groupId} ${keys.length} keys [${writes[0]!.seq}..]`;
     this.log(what);
-    this.track(what, () => store.deleteOffsets(groupId, buckets), (outcome) => {
-      if (outcome.ok) this.model.acknowledge(keys, writes);
-      else this.rejected(what, keys, writes, outcome.error);
-    });
+    this.track(
+      what,
+      () => store.deleteOffsets(groupId, buckets),
+      (outcome) => {
+        if (outcome.ok) this.model.acknowledge(keys, writes);
+        else this.rejected(what, keys, writes, outcome.error);
+      },
+    );
   }
 
   deleteGroup(): void {
     const store = this.store!;
     const groupId = this.workload.pick([...this.config.adminGroups, ...this.config.memberGroups]);
     const keys = this.model.keysOf(groupId);
-    const writes = this.model.issue(keys.map((key) => [key, null]), this.nowMs(), 'deleteGroup', true);
-    const pending = { groupId, keys, writes, like: writes[0] ?? this.model.template(null, this.nowMs(), 'deleteGroup', true) };
+    const writes = this.model.issue(
+      keys.map((key) => [key, null]),
+      this.nowMs(),
+      'deleteGroup',
+      true,
+    );
+    const pending = {
+      groupId,
+      keys,
+      writes,
+      like: writes[0] ?? this.model.template(null, this.nowMs(), 'deleteGroup', true),
+    };
     this.floatingDeletes.add(pending);
     const what = `deleteGroup ${groupId} (${keys.length} known keys)`;
     this.log(what);
-    this.track(what, () => store.deleteGroup(groupId), (outcome) => {
-      this.floatingDeletes.delete(pending);
-      if (outcome.ok) this.model.acknowledge(pending.keys, pending.writes);
-      else this.rejected(what, pending.keys, pending.writes, outcome.error);
-    });
+    this.track(
+      what,
+      () => store.deleteGroup(groupId),
+      (outcome) => {
+        this.floatingDeletes.delete(pending);
+        if (outcome.ok) this.model.acknowledge(pending.keys, pending.writes);
+        else this.rejected(what, pending.keys, pending.writes, outcome.error);
+      },
+    );
   }
 
   /** A write of `keys` of `groupId` is being issued: deletes of the group in flight may cover them too. */
@@ -517,18 +691,33 @@ class Simulation {
   compact(): void {
     const store = this.store!;
     this.log('compact');
-    this.track('compact', () => store.compact(), (outcome) => {
-      if (!outcome.ok && !isOffsetStoreError(outcome.error, 'STORE_CLOSED')) this.storageError('compact', outcome.error);
-    });
+    this.track(
+      'compact',
+      () => store.compact(),
+      (outcome) => {
+        if (!outcome.ok && !isOffsetStoreError(outcome.error, 'STORE_CLOSED'))
+          this.storageError('compact', outcome.error);
+      },
+    );
   }
 
   convert(): void {
     const store = this.store!;
-    const strategy = this.workload.pick<CompactionStrategy>(['log-cleaner', 'incremental', 'checkpoint', 'none']);
+    const strategy = this.workload.pick<CompactionStrategy>([
+      'log-cleaner',
+      'incremental',
+      'checkpoint',
+      'none',
+    ]);
     this.log(`convertCompaction ${strategy}`);
-    this.track(`convertCompaction ${strategy}`, () => store.convertCompaction(strategy), (outcome) => {
-      if (!outcome.ok && !isOffsetStoreError(outcome.error, 'STORE_CLOSED')) this.storageError(`convertCompaction ${strategy}`, outcome.error);
-    });
+    this.track(
+      `convertCompaction ${strategy}`,
+      () => store.convertCompaction(strategy),
+      (outcome) => {
+        if (!outcome.ok && !isOffsetStoreError(outcome.error, 'STORE_CLOSED'))
+          this.storageError(`convertCompaction ${strategy}`, outcome.error);
+      },
+    );
   }
 
   /** One workload action, chosen by the weights. */
@@ -536,23 +725,63 @@ class Simulation {
     const w = this.workload;
     const weights = { ...this.config.weights };
     if (this.inFlight >= this.config.maxInFlight) {
-      for (const key of names(weights)) if (!['advanceTime', 'crash', 'powerLoss', 'restart', 'fetch'].includes(key)) weights[key] = 0;
+      for (const key of names(weights))
+        if (!['advanceTime', 'crash', 'powerLoss', 'restart', 'fetch'].includes(key))
+          weights[key] = 0;
     }
     const action = names(weights)[w.weighted(names(weights).map((k) => weights[k]))]!;
     switch (action) {
-      case 'commit': this.commit('commit', w.pick(this.config.adminGroups), this.offsetsFor(w.int(1, 10), [1, 2, 3], false)); break;
-      case 'bigCommit': this.commit('commit', w.pick(this.config.adminGroups), this.offsetsFor(w.chance(0.1) ? w.int(2000, 10_000) : w.int(100, 1000), [3], true)); break;
-      case 'reset': this.commit('reset', w.pick(this.config.adminGroups), this.offsetsFor(w.int(1, 6), [1, 2, 3], false)); break;
-      case 'fetch': this.fetch(); break;
-      case 'deleteOffsets': this.deleteOffsets(); break;
-      case 'deleteGroup': this.deleteGroup(); break;
-      case 'join': case 'leave': case 'silence': case 'memberCommit': case 'zombieCommit':
+      case 'commit':
+        this.commit(
+          'commit',
+          w.pick(this.config.adminGroups),
+          this.offsetsFor(w.int(1, 10), [1, 2, 3], false),
+        );
+        break;
+      case 'bigCommit':
+        this.commit(
+          'commit',
+          w.pick(this.config.adminGroups),
+          this.offsetsFor(w.chance(0.1) ? w.int(2000, 10_000) : w.int(100, 1000), [3], true),
+        );
+        break;
+      case 'reset':
+        this.commit(
+          'reset',
+          w.pick(this.config.adminGroups),
+          this.offsetsFor(w.int(1, 6), [1, 2, 3], false),
+        );
+        break;
+      case 'fetch':
+        this.fetch();
+        break;
+      case 'deleteOffsets':
+        this.deleteOffsets();
+        break;
+      case 'deleteGroup':
+        this.deleteGroup();
+        break;
+      case 'join':
+      case 'leave':
+      case 'silence':
+      case 'memberCommit':
+      case 'zombieCommit':
         this.members.act(action, this);
         break;
-      case 'compact': this.compact(); break;
-      case 'convert': this.convert(); break;
-      case 'advanceTime': await this.scheduler.advance(w.chance(0.8) ? w.int(1, 3000) * 1000 : w.int(3, 400) * 1_000_000); break;
-      case 'crash': case 'powerLoss': case 'restart':
+      case 'compact':
+        this.compact();
+        break;
+      case 'convert':
+        this.convert();
+        break;
+      case 'advanceTime':
+        await this.scheduler.advance(
+          w.chance(0.8) ? w.int(1, 3000) * 1000 : w.int(3, 400) * 1_000_000,
+        );
+        break;
+      case 'crash':
+      case 'powerLoss':
+      case 'restart':
         return this.endProcess(action);
     }
     return true;
@@ -565,7 +794,8 @@ class Simulation {
       if (!(await this.open())) return;
       for (this.opIndex = 0; this.opIndex < ops; this.opIndex++) {
         // Let some I/O complete between actions, as much as the seed says.
-        for (let n = this.workload.int(0, 6); n > 0 && this.scheduler.pending; n--) await this.scheduler.step();
+        for (let n = this.workload.int(0, 6); n > 0 && this.scheduler.pending; n--)
+          await this.scheduler.step();
         if (this.violation !== undefined || this.detected !== undefined) return;
         if (this.restartWanted) {
           this.restartWanted = false;
@@ -579,17 +809,22 @@ class Simulation {
       }
       // The end: every call settles, then a clean close and a last recovery check.
       this.opIndex = ops;
-      while (this.inFlight > 0 && this.scheduler.pending && this.violation === undefined) await this.scheduler.step();
-      if (this.violation === undefined && this.detected === undefined) await this.endProcess('restart');
+      while (this.inFlight > 0 && this.scheduler.pending && this.violation === undefined)
+        await this.scheduler.step();
+      if (this.violation === undefined && this.detected === undefined)
+        await this.endProcess('restart');
       if (this.violation === undefined && this.detected === undefined && this.store !== undefined) {
         const closed = await this.settle(this.store.close(), 'final close');
-        if (!closed.ok && this.violation === undefined) this.storageError('final close', closed.error);
+        if (!closed.ok && this.violation === undefined)
+          this.storageError('final close', closed.error);
       }
     } catch (error) {
       this.fail(`the simulator itself failed: ${(error as Error).stack ?? String(error)}`);
     } finally {
       if (this.violationKey !== undefined) {
-        this.history = await this.keyHistory(this.violationKey).catch((error: unknown) => [`history unavailable: ${(error as Error).message}`]);
+        this.history = await this.keyHistory(this.violationKey).catch((error: unknown) => [
+          `history unavailable: ${(error as Error).message}`,
+        ]);
       }
       observeExternalWork(previous);
       rmSync(this.realRoot, { recursive: true, force: true });
@@ -602,7 +837,12 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   const started = performance.now();
   const sim = new Simulation(options);
   await sim.run(options.ops ?? 2000);
-  const outcome = sim.violation !== undefined ? 'violation' : sim.detected !== undefined ? 'detected' : 'completed';
+  const outcome =
+    sim.violation !== undefined
+      ? 'violation'
+      : sim.detected !== undefined
+        ? 'detected'
+        : 'completed';
   return {
     seed: sim.seed,
     ok: outcome !== 'violation',

@@ -10,7 +10,12 @@
  * whose coordinator runs it on the group's operation lane (src/group/classic-coordinator.ts).
  */
 import type {
-  ClassicHeartbeatRequest, ClassicJoinGroupRequest, ClassicJoinGroupResult, ClassicLeaveGroupRequest, ClassicLeaveGroupResult, ClassicSyncGroupRequest,
+  ClassicHeartbeatRequest,
+  ClassicJoinGroupRequest,
+  ClassicJoinGroupResult,
+  ClassicLeaveGroupRequest,
+  ClassicLeaveGroupResult,
+  ClassicSyncGroupRequest,
   ClassicSyncGroupResult,
 } from './group/index.js';
 import type { OffsetsBucket } from './shard/index.js';
@@ -33,7 +38,10 @@ export class ClassicGroups {
    * static instance id (FENCED_INSTANCE_ID), superseded by its own next JoinGroup
    * (REBALANCE_IN_PROGRESS), or the store closes (STORE_CLOSED).
    */
-  async joinGroup(groupId: string, request: ClassicJoinGroupRequest): Promise<ClassicJoinGroupResult> {
+  async joinGroup(
+    groupId: string,
+    request: ClassicJoinGroupRequest,
+  ): Promise<ClassicJoinGroupResult> {
     return this.#bucket(groupId).classicJoinGroup(groupId, request);
   }
 
@@ -42,7 +50,10 @@ export class ClassicGroups {
    * group's Stable snapshot is durable. Followers wait for the leader's; a parked SyncGroup is
    * settled like a parked JoinGroup.
    */
-  async syncGroup(groupId: string, request: ClassicSyncGroupRequest): Promise<ClassicSyncGroupResult> {
+  async syncGroup(
+    groupId: string,
+    request: ClassicSyncGroupRequest,
+  ): Promise<ClassicSyncGroupResult> {
     return this.#bucket(groupId).classicSyncGroup(groupId, request);
   }
 
@@ -56,7 +67,10 @@ export class ClassicGroups {
   }
 
   /** LeaveGroup: one answer per named member (v0-2 name one member, v3+ a batch). */
-  async leaveGroup(groupId: string, request: ClassicLeaveGroupRequest): Promise<ClassicLeaveGroupResult> {
+  async leaveGroup(
+    groupId: string,
+    request: ClassicLeaveGroupRequest,
+  ): Promise<ClassicLeaveGroupResult> {
     return this.#bucket(groupId).classicLeaveGroup(groupId, request);
   }
 }

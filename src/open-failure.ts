@@ -15,7 +15,12 @@ import { OffsetStoreError } from './errors/index.js';
 /** The `code` of a Node system error (`'ENOENT'`, `'EMFILE'`, ...), or undefined for anything else. */
 export function systemErrorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  return error instanceof Error && !(error instanceof OffsetStoreError) && typeof code === 'string' && /^E[A-Z0-9]+$/.test(code) ? code : undefined;
+  return error instanceof Error &&
+    !(error instanceof OffsetStoreError) &&
+    typeof code === 'string' &&
+    /^E[A-Z0-9]+$/.test(code)
+    ? code
+    : undefined;
 }
 
 /**
@@ -25,8 +30,14 @@ export function systemErrorCode(error: unknown): string | undefined {
  */
 export function notADirectory(error: unknown, dir: string): OffsetStoreError | undefined {
   const code = systemErrorCode(error);
-  if (code === 'EEXIST') return new OffsetStoreError('INVALID_CONFIG', `${dir} is not a directory`, { cause: error });
-  if (code === 'ENOTDIR') return new OffsetStoreError('INVALID_CONFIG', `${dir} is not a directory: it or a folder on its path is a file`, { cause: error });
+  if (code === 'EEXIST')
+    return new OffsetStoreError('INVALID_CONFIG', `${dir} is not a directory`, { cause: error });
+  if (code === 'ENOTDIR')
+    return new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${dir} is not a directory: it or a folder on its path is a file`,
+      { cause: error },
+    );
   return undefined;
 }
 
@@ -39,8 +50,9 @@ export function notADirectory(error: unknown, dir: string): OffsetStoreError | u
 export function openFailure(error: unknown, what: string, bucketCount?: number): unknown {
   if (systemErrorCode(error) === undefined) return error;
   const { message } = error as Error;
-  const hint = systemErrorCode(error) === 'EMFILE'
-    ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
-    : '';
+  const hint =
+    systemErrorCode(error) === 'EMFILE'
+      ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
+      : '';
   return new OffsetStoreError('LOG_STORAGE_ERROR', `${what}: ${message}${hint}`, { cause: error });
 }

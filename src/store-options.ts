@@ -5,15 +5,26 @@
  */
 import * as path from 'node:path';
 import {
-  isCompactionStrategy, isStrategyModulePath, strategyModuleUrl, type BucketCompactedListener, type CompactionRunListener, type CompactionStrategy, type StrategyRef,
+  isCompactionStrategy,
+  isStrategyModulePath,
+  strategyModuleUrl,
+  type BucketCompactedListener,
+  type CompactionRunListener,
+  type CompactionStrategy,
+  type StrategyRef,
 } from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
-import { GROUP_SETTINGS_DEFAULTS, resolveGroupSettings, type ClassicGroupDescription, type GroupSettings, type MemberDescription } from './group/index.js';
+import {
+  GROUP_SETTINGS_DEFAULTS,
+  resolveGroupSettings,
+  type ClassicGroupDescription,
+  type GroupSettings,
+  type MemberDescription,
+} from './group/index.js';
 import { SystemClock, type Clock } from './util/index.js';
 import type { BucketRef } from './model/index.js';
-
 
 /** One offset to commit: the next offset the group will read in the bucket. */
 export interface OffsetCommit extends BucketRef {
@@ -160,7 +171,14 @@ export type GroupType = 'consumer' | 'classic';
  * classic group's Empty, PreparingRebalance, CompletingRebalance, Stable; plus Dead, reserved for a
  * deleted group (no call returns it).
  */
-export type GroupState = 'Empty' | 'Assigning' | 'Reconciling' | 'Stable' | 'PreparingRebalance' | 'CompletingRebalance' | 'Dead';
+export type GroupState =
+  | 'Empty'
+  | 'Assigning'
+  | 'Reconciling'
+  | 'Stable'
+  | 'PreparingRebalance'
+  | 'CompletingRebalance'
+  | 'Dead';
 
 /** What `describeGroup` returns: JSON-safe, except a classic group's metadata and assignment bytes (Buffers). */
 export interface GroupDescription {
@@ -253,7 +271,13 @@ export interface StoreStats {
   /** One entry per offsets-bucket, in bucket order. */
   buckets: BucketStats[];
   /** Sums over the buckets that are ready. */
-  totals: { logBytes: number; appendedBytes: number; segmentCount: number; liveOffsets: number; groups: number };
+  totals: {
+    logBytes: number;
+    appendedBytes: number;
+    segmentCount: number;
+    liveOffsets: number;
+    groups: number;
+  };
 }
 
 /** Defaults of the options. */
@@ -269,7 +293,10 @@ export const DEFAULTS = {
 };
 
 /** The coordinators' defaults in a store: those of src/group, but assignments paced to one a second. */
-const STORE_GROUP_DEFAULTS: GroupSettings = { ...GROUP_SETTINGS_DEFAULTS, assignmentIntervalMs: 1000 };
+const STORE_GROUP_DEFAULTS: GroupSettings = {
+  ...GROUP_SETTINGS_DEFAULTS,
+  assignmentIntervalMs: 1000,
+};
 
 /** Options after validation, with defaults applied. */
 export interface ResolvedOptions {
@@ -304,32 +331,71 @@ export interface ResolvedOptions {
 }
 
 /** Compaction options after validation; `strategy` stays undefined when not given (the store's own is used). */
-export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy' | 'onRun'>> & { strategy: StrategyRef | undefined; onRun: CompactionRunListener | undefined };
+export type ResolvedCompaction = Required<Omit<CompactionOptions, 'strategy' | 'onRun'>> & {
+  strategy: StrategyRef | undefined;
+  onRun: CompactionRunListener | undefined;
+};
 
 /** A strategy option as a reference: a built-in, or a module path resolved against the working directory. */
 export function resolveStrategyOption(strategy: unknown, name: string): StrategyRef {
   if (isCompactionStrategy(strategy)) return { builtIn: strategy };
-  if (typeof strategy === 'string' && isStrategyModulePath(strategy)) return { moduleUrl: strategyModuleUrl(strategy, process.cwd()) };
-  throw new RangeError(`${name} must be 'log-cleaner', 'incremental', 'checkpoint', 'none' or the path of a strategy module ('./my-strategy.js'), got ${String(strategy)}`);
+  if (typeof strategy === 'string' && isStrategyModulePath(strategy))
+    return { moduleUrl: strategyModuleUrl(strategy, process.cwd()) };
+  throw new RangeError(
+    `${name} must be 'log-cleaner', 'incremental', 'checkpoint', 'none' or the path of a strategy module ('./my-strategy.js'), got ${String(strategy)}`,
+  );
 }
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
-  const { strategy, minDirtyRatio: rawMinDirtyRatio, workers, logBytesMax, intervalMs, deleteRetentionMs, background: rawBackground, onRun } = options ?? {};
-  const ref = strategy === undefined ? undefined : resolveStrategyOption(strategy, 'options.compaction.strategy');
-  if (onRun !== undefined && typeof onRun !== 'function') throw new TypeError('options.compaction.onRun must be a function');
+  const {
+    strategy,
+    minDirtyRatio: rawMinDirtyRatio,
+    workers,
+    logBytesMax,
+    intervalMs,
+    deleteRetentionMs,
+    background: rawBackground,
+    onRun,
+  } = options ?? {};
+  const ref =
+    strategy === undefined
+      ? undefined
+      : resolveStrategyOption(strategy, 'options.compaction.strategy');
+  if (onRun !== undefined && typeof onRun !== 'function')
+    throw new TypeError('options.compaction.onRun must be a function');
   const minDirtyRatio = rawMinDirtyRatio ?? 0.5;
-  if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1)) throw new RangeError(`options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`);
+  if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1))
+    throw new RangeError(
+      `options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`,
+    );
   const background = rawBackground ?? true;
-  if (typeof background !== 'boolean') throw new TypeError(`options.compaction.background must be a boolean, got ${typeof background}`);
+  if (typeof background !== 'boolean')
+    throw new TypeError(
+      `options.compaction.background must be a boolean, got ${typeof background}`,
+    );
   return {
     strategy: ref,
     onRun,
     background,
     workers: positiveInteger(workers, 'options.compaction.workers', 1),
     minDirtyRatio,
-    logBytesMax: logBytesMax === undefined ? Number.POSITIVE_INFINITY : positiveInteger(logBytesMax, 'options.compaction.logBytesMax', 0),
-    intervalMs: positiveInteger(intervalMs, 'options.compaction.intervalMs', 30_000, 1, TIMER_MS_MAX),
-    deleteRetentionMs: positiveInteger(deleteRetentionMs, 'options.compaction.deleteRetentionMs', 24 * 3600 * 1000, 0),
+    logBytesMax:
+      logBytesMax === undefined
+        ? Number.POSITIVE_INFINITY
+        : positiveInteger(logBytesMax, 'options.compaction.logBytesMax', 0),
+    intervalMs: positiveInteger(
+      intervalMs,
+      'options.compaction.intervalMs',
+      30_000,
+      1,
+      TIMER_MS_MAX,
+    ),
+    deleteRetentionMs: positiveInteger(
+      deleteRetentionMs,
+      'options.compaction.deleteRetentionMs',
+      24 * 3600 * 1000,
+      0,
+    ),
   };
 }
 
@@ -339,32 +405,81 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
  */
 const TIMER_MS_MAX = 0x7fffffff;
 
-function positiveInteger(value: unknown, name: string, fallback: number, min = 1, max = Number.MAX_SAFE_INTEGER): number {
+function positiveInteger(
+  value: unknown,
+  name: string,
+  fallback: number,
+  min = 1,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`${name} must be a number, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${value}`);
+  if (typeof value !== 'number')
+    throw new TypeError(`${name} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    throw new RangeError(`${name} must be an integer in [${min}, ${max}], got ${value}`);
   return value;
 }
 
 /** Validates options and applies defaults; each option is read once (a getter is not asked twice). */
 export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object');
   const {
-    dir, bucketCount, durability: rawDurability, segmentBytesMax, offsetsRetentionMs, offsetsRetentionCheckIntervalMs, commitRecordCountMax,
-    pendingCommitsMax, group, compaction, onWarning, clock, fs, awaitRecovery,
+    dir,
+    bucketCount,
+    durability: rawDurability,
+    segmentBytesMax,
+    offsetsRetentionMs,
+    offsetsRetentionCheckIntervalMs,
+    commitRecordCountMax,
+    pendingCommitsMax,
+    group,
+    compaction,
+    onWarning,
+    clock,
+    fs,
+    awaitRecovery,
   } = options;
-  if (typeof dir !== 'string' || dir.length === 0) throw new TypeError('options.dir must be a non-empty string');
+  if (typeof dir !== 'string' || dir.length === 0)
+    throw new TypeError('options.dir must be a non-empty string');
   const durability = rawDurability ?? DEFAULTS.durability;
-  if (durability !== 'fsync' && durability !== 'os') throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
+  if (durability !== 'fsync' && durability !== 'os')
+    throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
   return {
     dir: path.resolve(dir),
-    bucketCount: bucketCount === undefined ? undefined : positiveInteger(bucketCount, 'options.bucketCount', 0, 1),
+    bucketCount:
+      bucketCount === undefined
+        ? undefined
+        : positiveInteger(bucketCount, 'options.bucketCount', 0, 1),
     durability,
-    segmentBytesMax: positiveInteger(segmentBytesMax, 'options.segmentBytesMax', DEFAULTS.segmentBytesMax, 1024),
-    offsetsRetentionMs: positiveInteger(offsetsRetentionMs, 'options.offsetsRetentionMs', DEFAULTS.offsetsRetentionMs),
-    offsetsRetentionCheckIntervalMs: positiveInteger(offsetsRetentionCheckIntervalMs, 'options.offsetsRetentionCheckIntervalMs', DEFAULTS.offsetsRetentionCheckIntervalMs, 1, TIMER_MS_MAX),
-    commitRecordCountMax: positiveInteger(commitRecordCountMax, 'options.commitRecordCountMax', DEFAULTS.commitRecordCountMax),
-    pendingCommitsMax: positiveInteger(pendingCommitsMax, 'options.pendingCommitsMax', DEFAULTS.pendingCommitsMax),
+    segmentBytesMax: positiveInteger(
+      segmentBytesMax,
+      'options.segmentBytesMax',
+      DEFAULTS.segmentBytesMax,
+      1024,
+    ),
+    offsetsRetentionMs: positiveInteger(
+      offsetsRetentionMs,
+      'options.offsetsRetentionMs',
+      DEFAULTS.offsetsRetentionMs,
+    ),
+    offsetsRetentionCheckIntervalMs: positiveInteger(
+      offsetsRetentionCheckIntervalMs,
+      'options.offsetsRetentionCheckIntervalMs',
+      DEFAULTS.offsetsRetentionCheckIntervalMs,
+      1,
+      TIMER_MS_MAX,
+    ),
+    commitRecordCountMax: positiveInteger(
+      commitRecordCountMax,
+      'options.commitRecordCountMax',
+      DEFAULTS.commitRecordCountMax,
+    ),
+    pendingCommitsMax: positiveInteger(
+      pendingCommitsMax,
+      'options.pendingCommitsMax',
+      DEFAULTS.pendingCommitsMax,
+    ),
     clock: clock ?? new SystemClock(),
     fs: fs ?? new NodeFileSystem(),
     awaitRecovery: awaitRecovery ?? true,

@@ -11,27 +11,68 @@
  */
 import { loadChecksum, xxh32 } from './codec/index.js';
 import { OffsetStoreError } from './errors/index.js';
-import { DirectoryLock, LOG_DEFAULTS, ManifestFile, bucketDirPath, missingBucketDirs, type BucketLogRecord } from './log/index.js';
 import {
-  CompactionWorkerPool, Compactor, InProcessRunner, loadStrategy, recordedStrategy, type CompactionReport, type CompactionStrategy, type LoadedStrategy,
+  DirectoryLock,
+  LOG_DEFAULTS,
+  ManifestFile,
+  bucketDirPath,
+  missingBucketDirs,
+  type BucketLogRecord,
+} from './log/index.js';
+import {
+  CompactionWorkerPool,
+  Compactor,
+  InProcessRunner,
+  loadStrategy,
+  recordedStrategy,
+  type CompactionReport,
+  type CompactionStrategy,
+  type LoadedStrategy,
 } from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
-  ScannerOffsets, fetchFromGroup, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type GroupOffsets, type OffsetsTable, type OffsetsTableRecovery,
+  ScannerOffsets,
+  fetchFromGroup,
+  normalizeBuckets,
+  normalizeCommitOptions,
+  normalizeOffsetCommits,
+  type GroupOffsets,
+  type OffsetsTable,
+  type OffsetsTableRecovery,
   type ScannerOptions,
 } from './kv/index.js';
 import {
-  GroupMember, normalizeTableLayout, type HeartbeatRequest, type HeartbeatResponse, type MemberOptions, type RemoveMembersRequest, type RemovedMember,
-  type TableLayout, type TableLayoutInput,
+  GroupMember,
+  normalizeTableLayout,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type MemberOptions,
+  type RemoveMembersRequest,
+  type RemovedMember,
+  type TableLayout,
+  type TableLayoutInput,
 } from './group/index.js';
 import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket } from './shard/index.js';
 import type { Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
-  DEFAULTS, resolveOptions, resolveStrategyOption, type BucketStats, type CommitOptions, type CommittedOffset, type CompactOptions, type FetchOptions,
-  type GroupDescription, type GroupListing, type GroupType, type OffsetCommit, type OffsetStoreOptions, type ResolvedOptions, type StoreStats,
+  DEFAULTS,
+  resolveOptions,
+  resolveStrategyOption,
+  type BucketStats,
+  type CommitOptions,
+  type CommittedOffset,
+  type CompactOptions,
+  type FetchOptions,
+  type GroupDescription,
+  type GroupListing,
+  type GroupType,
+  type OffsetCommit,
+  type OffsetStoreOptions,
+  type ResolvedOptions,
+  type StoreStats,
 } from './store-options.js';
 
 const BUCKET_CACHE_SIZE_MAX = 65_536;
@@ -116,7 +157,9 @@ export class OffsetStore {
    * checkpoints its buckets itself.
    */
   static async openHosted(options: OffsetStoreOptions): Promise<OffsetStore> {
-    const store = new OffsetStore(resolveOptions({ ...options, compaction: { ...options.compaction, strategy: 'none' } }));
+    const store = new OffsetStore(
+      resolveOptions({ ...options, compaction: { ...options.compaction, strategy: 'none' } }),
+    );
     store.#hosted = true;
     await store.#open();
     return store;
@@ -141,14 +184,27 @@ export class OffsetStore {
    * log port): the group coordinator is restored from the table's group snapshots (every group
    * Stable or Empty) before the first request reaches it.
    */
-  async hostBucket(index: number, table: OffsetsTable, report: OffsetsTableRecovery): Promise<void> {
+  async hostBucket(
+    index: number,
+    table: OffsetsTable,
+    report: OffsetsTableRecovery,
+  ): Promise<void> {
     this.#checkOpen();
     const slot = this.#slots[index];
-    if (!this.#hosted || slot === undefined || slot.bucket !== undefined) throw new RangeError(`offsets-bucket ${index} cannot be hosted here`);
-    const bucket = await OffsetsBucket.fromTable({
-      index, clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
-      onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
-    }, table, report);
+    if (!this.#hosted || slot === undefined || slot.bucket !== undefined)
+      throw new RangeError(`offsets-bucket ${index} cannot be hosted here`);
+    const bucket = await OffsetsBucket.fromTable(
+      {
+        index,
+        clock: this.#options.clock,
+        group: this.#options.group,
+        layouts: this.#layouts,
+        onWarning: this.#options.onWarning,
+        onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
+      },
+      table,
+      report,
+    );
     if (this.#closed) {
       await bucket.unload();
       throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
@@ -164,7 +220,8 @@ export class OffsetStore {
    */
   async unhostBucket(index: number): Promise<void> {
     const slot = this.#slots[index];
-    if (!this.#hosted || slot === undefined) throw new RangeError(`offsets-bucket ${index} is not hosted here`);
+    if (!this.#hosted || slot === undefined)
+      throw new RangeError(`offsets-bucket ${index} is not hosted here`);
     const bucket = slot.bucket;
     slot.bucket = undefined;
     slot.notOwned = true;
@@ -181,7 +238,10 @@ export class OffsetStore {
     const { fs, dir, clock } = this.#options;
     await loadChecksum();
     // A strategy module that cannot be one fails the open before anything touches the directory.
-    const requested = this.#options.compaction.strategy === undefined ? undefined : await loadStrategy(this.#options.compaction.strategy);
+    const requested =
+      this.#options.compaction.strategy === undefined
+        ? undefined
+        : await loadStrategy(this.#options.compaction.strategy);
     await fs.mkdir(dir).catch((error: unknown) => {
       throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
     });
@@ -189,31 +249,64 @@ export class OffsetStore {
       throw openFailure(error, `cannot lock ${dir}`);
     });
     try {
-      this.#manifest = await ManifestFile.openOrCreate(fs, dir, { bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount, compactionStrategy: requested?.id ?? 'log-cleaner', nowMs: clock.nowMs() });
+      this.#manifest = await ManifestFile.openOrCreate(fs, dir, {
+        bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount,
+        compactionStrategy: requested?.id ?? 'log-cleaner',
+        nowMs: clock.nowMs(),
+      });
       const manifest = this.#manifest.manifest;
-      if (this.#options.bucketCount !== undefined && this.#options.bucketCount !== manifest.bucketCount) {
-        throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${this.#options.bucketCount} contradicts the store in ${dir}, created with bucketCount ${manifest.bucketCount}`);
+      if (
+        this.#options.bucketCount !== undefined &&
+        this.#options.bucketCount !== manifest.bucketCount
+      ) {
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `bucketCount ${this.#options.bucketCount} contradicts the store in ${dir}, created with bucketCount ${manifest.bucketCount}`,
+        );
       }
       const recorded = storedStrategy(this.#manifest.path, manifest.compactionStrategy);
       if (requested !== undefined && requested.id !== recorded.id) {
-        const asked = 'builtIn' in requested.ref ? requested.id : `${requested.ref.moduleUrl} (${requested.id})`;
-        throw new OffsetStoreError('INVALID_CONFIG', `compaction.strategy ${asked} contradicts the store in ${dir}, which uses '${recorded.id}': omit the option to use the store's, or convert the store (store.convertCompaction, or offset-store compact --strategy)`);
+        const asked =
+          'builtIn' in requested.ref
+            ? requested.id
+            : `${requested.ref.moduleUrl} (${requested.id})`;
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `compaction.strategy ${asked} contradicts the store in ${dir}, which uses '${recorded.id}': omit the option to use the store's, or convert the store (store.convertCompaction, or offset-store compact --strategy)`,
+        );
       }
       this.#recorded = recorded.id;
-      this.#strategy = requested ?? (recorded.builtIn === undefined ? undefined : await loadStrategy({ builtIn: recorded.builtIn }));
+      this.#strategy =
+        requested ??
+        (recorded.builtIn === undefined
+          ? undefined
+          : await loadStrategy({ builtIn: recorded.builtIn }));
       this.#bucketCount = manifest.bucketCount;
       const missing = new Set(await missingBucketDirs(fs, dir, manifest.bucketCount));
       for (let i = 0; i < manifest.bucketCount; i++) {
         const bucketDir = bucketDirPath(dir, manifest.bucketCount, i);
         this.#slots.push({
-          index: i, dir: bucketDir, record: manifest.buckets[i]!, bucket: undefined, notOwned: this.#hosted,
-          loadError: missing.has(i) && !this.#hosted ? new OffsetStoreError('CORRUPT_MESSAGE', `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`) : undefined,
+          index: i,
+          dir: bucketDir,
+          record: manifest.buckets[i]!,
+          bucket: undefined,
+          notOwned: this.#hosted,
+          loadError:
+            missing.has(i) && !this.#hosted
+              ? new OffsetStoreError(
+                  'CORRUPT_MESSAGE',
+                  `${bucketDir} is missing: the folder of offsets-bucket ${i} does not exist`,
+                )
+              : undefined,
         });
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
       // then on). Awaiting recovery, only once it succeeded: a store that refuses to open keeps them exact.
       const endsInexact = async () => {
-        if (manifest.buckets.some((b) => b.endExact)) await this.#manifest!.update((m) => { for (const b of m.buckets) b.endExact = false; });
+        if (manifest.buckets.some((b) => b.endExact))
+          await this.#manifest!.update((m) => {
+            for (const b of m.buckets) b.endExact = false;
+          });
       };
       if (this.#hosted) {
         this.#recovery = Promise.resolve();
@@ -231,9 +324,12 @@ export class OffsetStore {
       throw openFailure(error, `cannot open the store in ${dir}`);
     }
     this.#armRetention();
-    this.#recovery.then(() => {
-      if (!this.#closed && !this.#hosted) this.#startCompaction();
-    }, () => {});
+    this.#recovery.then(
+      () => {
+        if (!this.#closed && !this.#hosted) this.#startCompaction();
+      },
+      () => {},
+    );
   }
 
   /**
@@ -241,12 +337,17 @@ export class OffsetStore {
    * warning, not an error: the caller needs the error that failed the open, not one that followed.
    */
   async #abandonOpen(): Promise<void> {
-    const steps: [string, () => Promise<void>][] = [['closing its offsets-buckets', () => this.#unloadBuckets()], ['releasing the lock', () => this.#lock!.release()]];
+    const steps: [string, () => Promise<void>][] = [
+      ['closing its offsets-buckets', () => this.#unloadBuckets()],
+      ['releasing the lock', () => this.#lock!.release()],
+    ];
     for (const [what, step] of steps) {
       try {
         await step();
       } catch (error) {
-        this.#options.onWarning(`${this.#options.dir}: after the failed open, ${what} failed too: ${(error as Error).message}`);
+        this.#options.onWarning(
+          `${this.#options.dir}: after the failed open, ${what} failed too: ${(error as Error).message}`,
+        );
       }
     }
   }
@@ -254,23 +355,49 @@ export class OffsetStore {
   #startCompaction(): void {
     const { compaction, clock, segmentBytesMax, fs } = this.#options;
     const strategy = this.#strategy;
-    const runner = strategy === undefined || !strategy.rewrites ? undefined
-      : fs instanceof NodeFileSystem ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 }) : new InProcessRunner(fs);
-    this.#compactor = new Compactor({
-      strategy, recordedStrategy: this.#recorded, clock, runner, workers: compaction.workers, intervalMs: compaction.intervalMs,
-      minDirtyRatio: compaction.minDirtyRatio, logBytesMax: compaction.logBytesMax, deleteRetentionMs: compaction.deleteRetentionMs, segmentBytesMax,
-      batchBytesMax: LOG_DEFAULTS.batchBytesMax, onRun: compaction.onRun,
-      onError: (error, bucket) => this.#options.onWarning(`compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`),
-    }, this.#slots.map((slot) => slot.bucket!.compactionTarget(() => this.#manifest!.manifest.buckets[slot.index]!.logStart)));
+    const runner =
+      strategy === undefined || !strategy.rewrites
+        ? undefined
+        : fs instanceof NodeFileSystem
+          ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 })
+          : new InProcessRunner(fs);
+    this.#compactor = new Compactor(
+      {
+        strategy,
+        recordedStrategy: this.#recorded,
+        clock,
+        runner,
+        workers: compaction.workers,
+        intervalMs: compaction.intervalMs,
+        minDirtyRatio: compaction.minDirtyRatio,
+        logBytesMax: compaction.logBytesMax,
+        deleteRetentionMs: compaction.deleteRetentionMs,
+        segmentBytesMax,
+        batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+        onRun: compaction.onRun,
+        onError: (error, bucket) =>
+          this.#options.onWarning(
+            `compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`,
+          ),
+      },
+      this.#slots.map((slot) =>
+        slot.bucket!.compactionTarget(() => this.#manifest!.manifest.buckets[slot.index]!.logStart),
+      ),
+    );
     if (compaction.background) this.#compactor.start();
   }
 
   /** Runs compaction on every offsets-bucket now (whatever its dirty ratio) and reports what it did. */
   async compact(options?: CompactOptions): Promise<CompactionReport> {
     this.#checkOpen();
-    if (this.#hosted) throw new OffsetStoreError('INVALID_REQUEST', 'a hosting store does not compact: its host checkpoints each bucket');
+    if (this.#hosted)
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        'a hosting store does not compact: its host checkpoints each bucket',
+      );
     const onBucketCompacted = options?.onBucketCompacted;
-    if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function') throw new TypeError('onBucketCompacted must be a function');
+    if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function')
+      throw new TypeError('onBucketCompacted must be a function');
     await this.#recovery;
     this.#checkOpen(); // closed while recovery was awaited: there is no compactor to ask
     return this.#compactor!.compactNow(onBucketCompacted);
@@ -297,13 +424,20 @@ export class OffsetStore {
     // One conversion at a time, and close waits for the one in flight: a close's last checkpoint
     // racing a conversion's image or checkpoint removal could free log the other still needs.
     const run = this.#conversions.then(() => this.#convertCompaction(strategy));
-    this.#conversions = run.then(() => undefined, () => undefined);
+    this.#conversions = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
   async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
     this.#checkOpen();
-    if (this.#hosted) throw new OffsetStoreError('INVALID_REQUEST', 'a hosting store does not compact: its host checkpoints each bucket');
+    if (this.#hosted)
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        'a hosting store does not compact: its host checkpoints each bucket',
+      );
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
     await this.#recovery;
     if (loaded.id === this.#recorded) {
@@ -322,21 +456,30 @@ export class OffsetStore {
     try {
       if (loaded.checkpoints && !fromCheckpoints) {
         await Promise.all(tables.map((table) => table.enableCheckpoints(clock.nowMs())));
-        await this.#manifest!.update((m) => { m.compactionStrategy = loaded.id; });
+        await this.#manifest!.update((m) => {
+          m.compactionStrategy = loaded.id;
+        });
       } else if (fromCheckpoints && !loaded.checkpoints) {
         const starts = await Promise.all(tables.map((table) => table.writeImage(clock.nowMs())));
         await this.#manifest!.update((m) => {
           m.compactionStrategy = loaded.id;
-          starts.forEach((logStart, i) => { m.buckets[i]!.logStart = logStart; });
+          starts.forEach((logStart, i) => {
+            m.buckets[i]!.logStart = logStart;
+          });
         });
         await Promise.all(tables.map((table, i) => table.dropCheckpoints(starts[i]!)));
       } else {
-        await this.#manifest!.update((m) => { m.compactionStrategy = loaded.id; });
+        await this.#manifest!.update((m) => {
+          m.compactionStrategy = loaded.id;
+        });
       }
       this.#recorded = loaded.id;
       this.#strategy = loaded;
     } catch (error) {
-      throw openFailure(error, `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it)`);
+      throw openFailure(
+        error,
+        `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it)`,
+      );
     } finally {
       if (!this.#closed) this.#startCompaction();
     }
@@ -350,8 +493,14 @@ export class OffsetStore {
         if (slot.loadError !== undefined) continue;
         try {
           slot.bucket = await OffsetsBucket.load({
-            index: slot.index, log: this.#logOptions(slot.dir, slot.index), useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints, record: slot.record,
-            clock: this.#options.clock, group: this.#options.group, layouts: this.#layouts, onWarning: this.#options.onWarning,
+            index: slot.index,
+            log: this.#logOptions(slot.dir, slot.index),
+            useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints,
+            record: slot.record,
+            clock: this.#options.clock,
+            group: this.#options.group,
+            layouts: this.#layouts,
+            onWarning: this.#options.onWarning,
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
           });
         } catch (error) {
@@ -360,9 +509,16 @@ export class OffsetStore {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker));
+    await Promise.all(
+      Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker),
+    );
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
-    if (failed !== undefined) throw openFailure(failed.loadError, `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`, this.#slots.length);
+    if (failed !== undefined)
+      throw openFailure(
+        failed.loadError,
+        `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`,
+        this.#slots.length,
+      );
   }
 
   #logOptions(dir: string, index: number) {
@@ -418,7 +574,8 @@ export class OffsetStore {
   }
 
   #checkOpen(): void {
-    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
+    if (this.#closed)
+      throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
   }
 
   /** The loaded offsets-bucket of a group (COORDINATOR_LOAD_IN_PROGRESS while it recovers; its load error if that failed). */
@@ -430,24 +587,45 @@ export class OffsetStore {
   #loaded(slot: BucketSlot): OffsetsBucket {
     if (slot.bucket !== undefined) {
       if (this.#servingGuard !== undefined && !this.#servingGuard()) {
-        throw new OffsetStoreError('NOT_COORDINATOR', `offsets-bucket ${slot.index}: this node's lease is not confirmed, so it serves nothing: find the coordinator again`);
+        throw new OffsetStoreError(
+          'NOT_COORDINATOR',
+          `offsets-bucket ${slot.index}: this node's lease is not confirmed, so it serves nothing: find the coordinator again`,
+        );
       }
       return slot.bucket;
     }
-    if (slot.notOwned) throw new OffsetStoreError('NOT_COORDINATOR', `offsets-bucket ${slot.index} is not served by this node: find its coordinator again`);
+    if (slot.notOwned)
+      throw new OffsetStoreError(
+        'NOT_COORDINATOR',
+        `offsets-bucket ${slot.index} is not served by this node: find its coordinator again`,
+      );
     if (slot.loadError !== undefined) {
       // Not retriable: the bucket will not load until its files are repaired (e.g. CORRUPT_MESSAGE).
-      const { code } = slot.loadError instanceof OffsetStoreError ? slot.loadError : { code: 'LOG_STORAGE_ERROR' as const };
-      throw new OffsetStoreError(code, `offsets-bucket ${slot.index} failed to load: ${(slot.loadError as Error).message}`, { cause: slot.loadError });
+      const { code } =
+        slot.loadError instanceof OffsetStoreError
+          ? slot.loadError
+          : { code: 'LOG_STORAGE_ERROR' as const };
+      throw new OffsetStoreError(
+        code,
+        `offsets-bucket ${slot.index} failed to load: ${(slot.loadError as Error).message}`,
+        { cause: slot.loadError },
+      );
     }
-    throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', `offsets-bucket ${slot.index} is still recovering`);
+    throw new OffsetStoreError(
+      'COORDINATOR_LOAD_IN_PROGRESS',
+      `offsets-bucket ${slot.index} is still recovering`,
+    );
   }
 
   /**
    * OffsetCommit: commits `offsets` of one group atomically (one batch); resolves once durable.
    * Nothing is written when any part of the request is invalid.
    */
-  async commitOffsets(groupId: string, offsets: OffsetCommit[], options?: CommitOptions): Promise<void> {
+  async commitOffsets(
+    groupId: string,
+    offsets: OffsetCommit[],
+    options?: CommitOptions,
+  ): Promise<void> {
     this.#checkOpen();
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
@@ -460,7 +638,11 @@ export class OffsetStore {
    * `buckets`, every committed offset of the group. The answer comes from memory; this returns it as
    * a promise (see `fetchOffsetsSync` for the same answer without one).
    */
-  fetchOffsets(groupId: string, buckets?: BucketRef[], options?: FetchOptions): Promise<(CommittedOffset | null)[]> {
+  fetchOffsets(
+    groupId: string,
+    buckets?: BucketRef[],
+    options?: FetchOptions,
+  ): Promise<(CommittedOffset | null)[]> {
     // Not async: the hot path saves the extra promise and microtask of an async function.
     try {
       return Promise.resolve(this.fetchOffsetsSync(groupId, buckets, options));
@@ -474,7 +656,11 @@ export class OffsetStore {
    * path need not pay for a promise. Throws what `fetchOffsets` rejects with (COORDINATOR_LOAD_IN_PROGRESS
    * while the group's offsets-bucket recovers, UNSTABLE_OFFSET_COMMIT with `requireStable`, ...).
    */
-  fetchOffsetsSync(groupId: string, buckets?: BucketRef[], options?: FetchOptions): (CommittedOffset | null)[] {
+  fetchOffsetsSync(
+    groupId: string,
+    buckets?: BucketRef[],
+    options?: FetchOptions,
+  ): (CommittedOffset | null)[] {
     this.#checkOpen();
     const requireStable = options?.requireStable === true;
     if (!requireStable && Array.isArray(buckets) && !this.#hosted) {
@@ -488,8 +674,10 @@ export class OffsetStore {
     }
     validateGroupId(groupId);
     const bucket = this.#bucket(groupId);
-    if (buckets !== undefined && !Array.isArray(buckets)) throw new TypeError('buckets must be an array');
-    if (buckets === undefined || requireStable) return bucket.fetch(groupId, buckets, requireStable);
+    if (buckets !== undefined && !Array.isArray(buckets))
+      throw new TypeError('buckets must be an array');
+    if (buckets === undefined || requireStable)
+      return bucket.fetch(groupId, buckets, requireStable);
     const group = bucket.group(groupId);
     if (group !== undefined) setBounded(this.#fetchCache, groupId, group);
     return fetchFromGroup(groupId, group, buckets);
@@ -517,7 +705,13 @@ export class OffsetStore {
       // A hosting node lists the groups it coordinates, as each Kafka broker does.
       if (slot.notOwned) continue;
       for (const { groupId, state, groupType, protocolType } of this.#loaded(slot).listGroups()) {
-        listings.push({ groupId, state: state ?? 'Empty', offsetsBucket: slot.index, groupType, protocolType });
+        listings.push({
+          groupId,
+          state: state ?? 'Empty',
+          offsetsBucket: slot.index,
+          groupType,
+          protocolType,
+        });
       }
     }
     return listings.sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
@@ -612,11 +806,16 @@ export class OffsetStore {
   async joinGroup(groupId: string, options: MemberOptions): Promise<GroupMember> {
     this.#checkOpen();
     validateGroupId(groupId);
-    const member = await GroupMember.join({
-      heartbeat: (g, request) => this.heartbeat(g, request),
-      commit: (g, offsets, commitOptions) => this.commitOffsets(g, offsets as OffsetCommit[], commitOptions),
-      stopped: (stopped) => this.#members.delete(stopped),
-    }, groupId, { clock: this.#options.clock, ...options });
+    const member = await GroupMember.join(
+      {
+        heartbeat: (g, request) => this.heartbeat(g, request),
+        commit: (g, offsets, commitOptions) =>
+          this.commitOffsets(g, offsets as OffsetCommit[], commitOptions),
+        stopped: (stopped) => this.#members.delete(stopped),
+      },
+      groupId,
+      { clock: this.#options.clock, ...options },
+    );
     this.#members.add(member);
     return member;
   }
@@ -625,11 +824,16 @@ export class OffsetStore {
   scanner(groupId: string, options?: ScannerOptions): ScannerOffsets {
     this.#checkOpen();
     validateGroupId(groupId);
-    const scanner = new ScannerOffsets(groupId, {
-      commitOffsets: (g, offsets) => this.commitOffsets(g, offsets),
-      fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
-      closed: (closed) => this.#scanners.delete(closed),
-    }, this.#options.clock, options);
+    const scanner = new ScannerOffsets(
+      groupId,
+      {
+        commitOffsets: (g, offsets) => this.commitOffsets(g, offsets),
+        fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
+        closed: (closed) => this.#scanners.delete(closed),
+      },
+      this.#options.clock,
+      options,
+    );
     this.#scanners.add(scanner);
     return scanner;
   }
@@ -640,10 +844,36 @@ export class OffsetStore {
     const buckets = this.#slots.map((slot): BucketStats => {
       const bucket = slot.bucket;
       if (bucket === undefined) {
-        if (slot.notOwned) return { bucket: slot.index, state: 'not-owned', logBytes: 0, appendedBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
-        return { bucket: slot.index, state: slot.loadError === undefined ? 'loading' : 'failed', logBytes: 0, appendedBytes: 0, segmentCount: 0, nextLogOffset: 0, liveOffsets: 0, groups: 0, checkpoint: undefined };
+        if (slot.notOwned)
+          return {
+            bucket: slot.index,
+            state: 'not-owned',
+            logBytes: 0,
+            appendedBytes: 0,
+            segmentCount: 0,
+            nextLogOffset: 0,
+            liveOffsets: 0,
+            groups: 0,
+            checkpoint: undefined,
+          };
+        return {
+          bucket: slot.index,
+          state: slot.loadError === undefined ? 'loading' : 'failed',
+          logBytes: 0,
+          appendedBytes: 0,
+          segmentCount: 0,
+          nextLogOffset: 0,
+          liveOffsets: 0,
+          groups: 0,
+          checkpoint: undefined,
+        };
       }
-      return { bucket: slot.index, state: 'ready', ...bucket.figures(), checkpoint: bucket.table.latestCheckpoint() };
+      return {
+        bucket: slot.index,
+        state: 'ready',
+        ...bucket.figures(),
+        checkpoint: bucket.table.latestCheckpoint(),
+      };
     });
     const totals = { logBytes: 0, appendedBytes: 0, segmentCount: 0, liveOffsets: 0, groups: 0 };
     for (const b of buckets) {
@@ -653,23 +883,35 @@ export class OffsetStore {
       totals.liveOffsets += b.liveOffsets;
       totals.groups += b.groups;
     }
-    return { dir: this.#options.dir, bucketCount: this.#bucketCount, durability: this.#options.durability, compactionStrategy: this.#recorded, buckets, totals };
+    return {
+      dir: this.#options.dir,
+      bucketCount: this.#bucketCount,
+      durability: this.#options.durability,
+      compactionStrategy: this.#recorded,
+      buckets,
+      totals,
+    };
   }
 
   #armRetention(): void {
     if (this.#closed) return;
-    this.#retentionTimer = this.#options.clock.setTimer(this.#options.offsetsRetentionCheckIntervalMs, () => {
-      this.#retentionRun = this.#expireOffsets().finally(() => {
-        this.#retentionRun = undefined;
-        this.#armRetention();
-      });
-    });
+    this.#retentionTimer = this.#options.clock.setTimer(
+      this.#options.offsetsRetentionCheckIntervalMs,
+      () => {
+        this.#retentionRun = this.#expireOffsets().finally(() => {
+          this.#retentionRun = undefined;
+          this.#armRetention();
+        });
+      },
+    );
   }
 
   /** One retention pass over every recovered offsets-bucket (OffsetsBucket.expire). */
   async #expireOffsets(): Promise<void> {
     const nowMs = this.#options.clock.nowMs();
-    await Promise.allSettled(this.#slots.map((slot) => slot.bucket?.expire(this.#options.offsetsRetentionMs, nowMs)));
+    await Promise.allSettled(
+      this.#slots.map((slot) => slot.bucket?.expire(this.#options.offsetsRetentionMs, nowMs)),
+    );
   }
 
   /** Closes scanners (committing what moved), stops timers, flushes every log, releases the lock. */
@@ -690,7 +932,9 @@ export class OffsetStore {
     await this.#recovery.catch(() => {});
     let failure: unknown;
     try {
-      await this.#unloadBuckets(recordedStrategy(this.#recorded)!.checkpoints ? this.#options.clock.nowMs() : undefined);
+      await this.#unloadBuckets(
+        recordedStrategy(this.#recorded)!.checkpoints ? this.#options.clock.nowMs() : undefined,
+      );
       await this.#recordLogEnds();
     } catch (error) {
       failure = openFailure(error, `closing the store in ${this.#options.dir} failed`);
@@ -699,7 +943,10 @@ export class OffsetStore {
       await this.#lock?.release();
     } catch (error) {
       // Everything else is closed; a LOCK file left behind is stale, and the next open takes it over.
-      failure ??= openFailure(error, `closing the store in ${this.#options.dir}: its LOCK file could not be removed (the next open takes the stale lock over)`);
+      failure ??= openFailure(
+        error,
+        `closing the store in ${this.#options.dir}: its LOCK file could not be removed (the next open takes the stale lock over)`,
+      );
     }
     if (failure !== undefined) throw failure;
     const failed = scannerResults.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -713,7 +960,8 @@ export class OffsetStore {
    */
   async #raiseLogEnds(): Promise<void> {
     const ends = this.#slots.map((slot) => slot.bucket?.logEnd().logOffset);
-    if (!this.#manifest!.manifest.buckets.some((b, i) => b.endExact || (ends[i] ?? 0) > b.logEnd)) return;
+    if (!this.#manifest!.manifest.buckets.some((b, i) => b.endExact || (ends[i] ?? 0) > b.logEnd))
+      return;
     await this.#manifest!.update((m) => {
       m.buckets.forEach((b, i) => {
         b.endExact = false;
@@ -727,11 +975,18 @@ export class OffsetStore {
    * as a lower bound of where it ends. A failure is a warning (the bound stays lower; nothing is lost).
    */
   async #raiseLogEnd(index: number, logEnd: number): Promise<void> {
-    if (this.#manifest === undefined || this.#manifest.manifest.buckets[index]!.logEnd >= logEnd) return;
-    await this.#manifest.update((m) => {
-      const b = m.buckets[index]!;
-      if (b.logEnd < logEnd && !b.endExact) b.logEnd = logEnd;
-    }).catch((error: unknown) => this.#options.onWarning(`recording the log end of offsets-bucket ${index} in ${this.#manifest!.path} failed: ${(error as Error).message}`));
+    if (this.#manifest === undefined || this.#manifest.manifest.buckets[index]!.logEnd >= logEnd)
+      return;
+    await this.#manifest
+      .update((m) => {
+        const b = m.buckets[index]!;
+        if (b.logEnd < logEnd && !b.endExact) b.logEnd = logEnd;
+      })
+      .catch((error: unknown) =>
+        this.#options.onWarning(
+          `recording the log end of offsets-bucket ${index} in ${this.#manifest!.path} failed: ${(error as Error).message}`,
+        ),
+      );
   }
 
   /**
@@ -744,22 +999,34 @@ export class OffsetStore {
       for (const slot of this.#slots) {
         const end = slot.bucket?.logEnd();
         if (end === undefined) continue;
-        m.buckets[slot.index] = { logStart: m.buckets[slot.index]!.logStart, logEnd: end.logOffset, endExact: end.exact };
+        m.buckets[slot.index] = {
+          logStart: m.buckets[slot.index]!.logStart,
+          logEnd: end.logOffset,
+          endExact: end.exact,
+        };
       }
     });
   }
 
   /** Unloads every loaded offsets-bucket; with `checkpointAtMs`, each writes a last checkpoint first. */
   async #unloadBuckets(checkpointAtMs?: number): Promise<void> {
-    const results = await Promise.allSettled(this.#slots.map((s) => s.bucket?.unload(checkpointAtMs)));
+    const results = await Promise.allSettled(
+      this.#slots.map((s) => s.bucket?.unload(checkpointAtMs)),
+    );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }
 }
 
 /** The compaction strategy a manifest records, checked: a built-in's name or `module:<name>[+checkpoints]`. */
-function storedStrategy(manifestPath: string, value: string): { id: string; builtIn: CompactionStrategy | undefined } {
+function storedStrategy(
+  manifestPath: string,
+  value: string,
+): { id: string; builtIn: CompactionStrategy | undefined } {
   const recorded = recordedStrategy(value);
   if (recorded !== undefined) return { id: value, builtIn: recorded.builtIn };
-  throw new OffsetStoreError('CORRUPT_MESSAGE', `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`);
+  throw new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`,
+  );
 }

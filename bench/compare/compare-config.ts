@@ -53,11 +53,18 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Reads the configuration from `env`. */
 export function readCompareConfig(env: NodeJS.ProcessEnv = process.env): CompareConfig {
   const full = env['COMPARE_SCALE'] === 'full';
-  if (env['COMPARE_SCALE'] !== undefined && env['COMPARE_SCALE'] !== 'full' && env['COMPARE_SCALE'] !== 'default') {
-    throw new RangeError(`COMPARE_SCALE must be 'default' or 'full', got '${env['COMPARE_SCALE']}'`);
+  if (
+    env['COMPARE_SCALE'] !== undefined &&
+    env['COMPARE_SCALE'] !== 'full' &&
+    env['COMPARE_SCALE'] !== 'default'
+  ) {
+    throw new RangeError(
+      `COMPARE_SCALE must be 'default' or 'full', got '${env['COMPARE_SCALE']}'`,
+    );
   }
   const workloads = list(env['COMPARE_WORKLOADS'])?.map((w) => {
-    if (!(ALL_WORKLOADS as readonly string[]).includes(w)) throw new RangeError(`unknown workload '${w}' in COMPARE_WORKLOADS`);
+    if (!(ALL_WORKLOADS as readonly string[]).includes(w))
+      throw new RangeError(`unknown workload '${w}' in COMPARE_WORKLOADS`);
     return w as WorkloadId;
   });
   return {
@@ -82,13 +89,17 @@ export function readCompareConfig(env: NodeJS.ProcessEnv = process.env): Compare
 
 function list(value: string | undefined): string[] | undefined {
   if (value === undefined || value.trim() === '') return undefined;
-  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value <= 0) throw new RangeError(`${name} must be a positive integer, got '${raw}'`);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new RangeError(`${name} must be a positive integer, got '${raw}'`);
   return value;
 }

@@ -33,8 +33,11 @@ function dsyncFds(): number[] {
   const fds: number[] = [];
   for (const name of readdirSync('/proc/self/fdinfo')) {
     try {
-      const flags = /flags:\s*([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${name}`, 'utf8'))?.[1];
-      if (flags !== undefined && (Number.parseInt(flags, 8) & O_DSYNC) !== 0) fds.push(Number(name));
+      const flags = /flags:\s*([0-7]+)/.exec(
+        readFileSync(`/proc/self/fdinfo/${name}`, 'utf8'),
+      )?.[1];
+      if (flags !== undefined && (Number.parseInt(flags, 8) & O_DSYNC) !== 0)
+        fds.push(Number(name));
     } catch {
       // The descriptor closed while we listed it.
     }
@@ -43,7 +46,12 @@ function dsyncFds(): number[] {
 }
 
 function offsets(round: number): OffsetCommit[] {
-  return Array.from({ length: OFFSETS_PER_COMMIT }, (_, bucketId) => ({ tableId: 1, partitionId: null, bucketId, offset: round }));
+  return Array.from({ length: OFFSETS_PER_COMMIT }, (_, bucketId) => ({
+    tableId: 1,
+    partitionId: null,
+    bucketId,
+    offset: round,
+  }));
 }
 
 function send(message: object): void {
@@ -52,7 +60,12 @@ function send(message: object): void {
 
 async function main(): Promise<void> {
   const [adapterId, dir, commitsArg, committersArg] = process.argv.slice(2);
-  if (adapterId === undefined || dir === undefined || commitsArg === undefined || committersArg === undefined) {
+  if (
+    adapterId === undefined ||
+    dir === undefined ||
+    commitsArg === undefined ||
+    committersArg === undefined
+  ) {
     throw new Error('usage: durability-child.ts <adapterId> <dir> <commits> <committers>');
   }
   const commits = Number(commitsArg);
@@ -60,7 +73,8 @@ async function main(): Promise<void> {
   const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   const expect = async (word: string): Promise<void> => {
     const line = await lines.next();
-    if (line.done === true || line.value.trim() !== word) throw new Error(`expected '${word}' on stdin`);
+    if (line.done === true || line.value.trim() !== word)
+      throw new Error(`expected '${word}' on stdin`);
   };
 
   const adapter = (await loadAdapterSpec(adapterId)).create();
@@ -79,14 +93,16 @@ async function main(): Promise<void> {
     }
   } else {
     let started = 0;
-    await Promise.all(Array.from({ length: committers }, async (_, k) => {
-      while (started < commits) {
-        const i = started++;
-        mark(`begin-${i}`);
-        await adapter.commit(`committer-${k}`, offsets(i));
-        mark(`ack-${i}`);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: committers }, async (_, k) => {
+        while (started < commits) {
+          const i = started++;
+          mark(`begin-${i}`);
+          await adapter.commit(`committer-${k}`, offsets(i));
+          mark(`ack-${i}`);
+        }
+      }),
+    );
   }
   mark('end');
   send({ event: 'committed', commits, ms: performance.now() - t0 });
@@ -98,6 +114,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(
+    `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -6,7 +6,16 @@
  * Expected floor: ~0.2-2 ms per write+fdatasync on a VM or SSD; ~µs on tmpfs (where fsync is a no-op
  * and the comparison is meaningless, hence the warning).
  */
-import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, realpathSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { LatencyHistogram } from './latency-histogram.js';
@@ -54,9 +63,11 @@ export function describeMachine(dataDir: string, floorMs: number): MachineDescri
 
 /** One line for terminal and markdown headers. */
 export function machineLine(m: MachineDescription): string {
-  return `${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform} ${m.kernel}, Node ${m.node}, load ${m.loadAverage} at start, ` +
+  return (
+    `${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform} ${m.kernel}, Node ${m.node}, load ${m.loadAverage} at start, ` +
     `stores on ${m.fileSystem}; disk floor ${m.diskFloor.meanUs.toFixed(0)} µs per 4 KiB write+fdatasync ` +
-    `(${Math.round(m.diskFloor.syncsPerSecond)}/s, p99 ${m.diskFloor.p99Us.toFixed(0)} µs)`;
+    `(${Math.round(m.diskFloor.syncsPerSecond)}/s, p99 ${m.diskFloor.p99Us.toFixed(0)} µs)`
+  );
 }
 
 /** The file system type and device of the mount holding `dir`, from /proc/mounts. */
@@ -72,8 +83,11 @@ export function fileSystemOf(dir: string): string {
   for (const line of mounts.split('\n')) {
     const [device, mountPoint, type] = line.split(' ');
     if (device === undefined || mountPoint === undefined || type === undefined) continue;
-    const inside = path === mountPoint || path.startsWith(mountPoint.endsWith('/') ? mountPoint : `${mountPoint}/`);
-    if (inside && (best === undefined || mountPoint.length > best.mountPoint.length)) best = { mountPoint, type, device };
+    const inside =
+      path === mountPoint ||
+      path.startsWith(mountPoint.endsWith('/') ? mountPoint : `${mountPoint}/`);
+    if (inside && (best === undefined || mountPoint.length > best.mountPoint.length))
+      best = { mountPoint, type, device };
   }
   return best === undefined ? 'unknown' : `${best.type} (${best.device} at ${best.mountPoint})`;
 }

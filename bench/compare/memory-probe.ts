@@ -62,7 +62,15 @@ async function main(): Promise<void> {
   let adapter = spec.create();
   await adapter.open(dir);
   for (let g = 0; g < WARMUP_GROUPS; g++) {
-    await adapter.commit(`warmup${g}`, Array.from({ length: BUCKETS_PER_GROUP }, (_, bucketId) => ({ tableId: 1, partitionId: null, bucketId, offset: 1 })));
+    await adapter.commit(
+      `warmup${g}`,
+      Array.from({ length: BUCKETS_PER_GROUP }, (_, bucketId) => ({
+        tableId: 1,
+        partitionId: null,
+        bucketId,
+        offset: 1,
+      })),
+    );
   }
   const base = await collect();
   await populate(adapter, groups, BUCKETS_PER_GROUP);
@@ -90,6 +98,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(
+    `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 });

@@ -36,7 +36,15 @@ import { recovery } from './workloads/recovery.js';
 import { formatValue } from './report.js';
 import type { Workload, WorkloadContext } from './workloads/workload.js';
 
-const WORKLOADS: readonly Workload[] = [batchedCommit, concurrentCommits, fetchOne, fetchMany, recovery, memory, mixed];
+const WORKLOADS: readonly Workload[] = [
+  batchedCommit,
+  concurrentCommits,
+  fetchOne,
+  fetchMany,
+  recovery,
+  memory,
+  mixed,
+];
 
 async function main(): Promise<void> {
   const config = readCompareConfig();
@@ -48,18 +56,28 @@ async function main(): Promise<void> {
   try {
     const machine = describeMachine(runDir, config.scale === 'full' ? 3000 : 1000);
     log(`machine: ${machineLine(machine)}`);
-    if (machine.fileSystem.startsWith('tmpfs')) log('WARNING: the data directory is on tmpfs, where fsync costs nothing: set COMPARE_DIR to a disk.');
-    if (machine.loadAverage > machine.cores / 2) log(`WARNING: load average ${machine.loadAverage} on ${machine.cores} cores: other work is running and will skew the numbers.`);
+    if (machine.fileSystem.startsWith('tmpfs'))
+      log(
+        'WARNING: the data directory is on tmpfs, where fsync costs nothing: set COMPARE_DIR to a disk.',
+      );
+    if (machine.loadAverage > machine.cores / 2)
+      log(
+        `WARNING: load average ${machine.loadAverage} on ${machine.cores} cores: other work is running and will skew the numbers.`,
+      );
     const catalog = await loadAdapterSpecs(config.adapterIds);
     for (const u of catalog.unavailable) log(`not run: ${u.id}: ${u.reason}`);
-    log(`adapters: ${catalog.specs.map((s) => s.id).join(', ')}; workloads: ${config.workloads.join(', ')}; scale ${config.scale}`);
+    log(
+      `adapters: ${catalog.specs.map((s) => s.id).join(', ')}; workloads: ${config.workloads.join(', ')}; scale ${config.scale}`,
+    );
 
     const runs: Cell[][] = [];
     const workloads = WORKLOADS.filter((w) => config.workloads.includes(w.id));
     for (let run = 1; run <= config.runs; run++) {
       const cells: Cell[] = [];
       for (const workload of workloads) {
-        log(`\n(${workload.id}) ${workload.title}${config.runs > 1 ? `, run ${run} of ${config.runs}` : ''}`);
+        log(
+          `\n(${workload.id}) ${workload.title}${config.runs > 1 ? `, run ${run} of ${config.runs}` : ''}`,
+        );
         for (const spec of catalog.specs) {
           if (spec.variantOf !== undefined && !workload.runsVariants) continue;
           if (spec.writeOnly === true && workload.runsFloor !== true) continue;
@@ -77,7 +95,12 @@ async function main(): Promise<void> {
       machine,
       runs: config.runs,
       unavailable: catalog.unavailable,
-      workloads: workloads.map((w) => ({ id: w.id, title: w.title, peerRatio: w.peerRatio, targets: w.targets })),
+      workloads: workloads.map((w) => ({
+        id: w.id,
+        title: w.title,
+        peerRatio: w.peerRatio,
+        targets: w.targets,
+      })),
       cells,
     };
     log(`\n${renderTerminal(report)}`);
@@ -88,9 +111,20 @@ async function main(): Promise<void> {
   }
 }
 
-async function runCell(workload: Workload, spec: AdapterSpec, config: CompareConfig, runDir: string, log: (line: string) => void): Promise<Cell> {
+async function runCell(
+  workload: Workload,
+  spec: AdapterSpec,
+  config: CompareConfig,
+  runDir: string,
+  log: (line: string) => void,
+): Promise<Cell> {
   const probe = spec.create();
-  const base = { workload: workload.id, adapterId: spec.id, adapterName: probe.name, durability: probe.durability };
+  const base = {
+    workload: workload.id,
+    adapterId: spec.id,
+    adapterName: probe.name,
+    durability: probe.durability,
+  };
   const dirs: string[] = [];
   const context: WorkloadContext = {
     config,
@@ -106,7 +140,9 @@ async function runCell(workload: Workload, spec: AdapterSpec, config: CompareCon
   try {
     const result = await workload.run(spec, context);
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
-    log(`  ${probe.name.padEnd(26)} ${formatValue(result.headline.value, result.headline.unit).padStart(9)} ${result.headline.label}  (${seconds} s; ${result.notes.join('; ')})`);
+    log(
+      `  ${probe.name.padEnd(26)} ${formatValue(result.headline.value, result.headline.unit).padStart(9)} ${result.headline.label}  (${seconds} s; ${result.notes.join('; ')})`,
+    );
     return { ...base, result };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
@@ -124,9 +160,12 @@ async function runCell(workload: Workload, spec: AdapterSpec, config: CompareCon
 function mergeRuns(runs: readonly Cell[][]): Cell[] {
   const merged: Cell[] = [];
   for (const first of runs[0] ?? []) {
-    const same = runs.map((cells) => cells.find((c) => c.workload === first.workload && c.adapterId === first.adapterId));
+    const same = runs.map((cells) =>
+      cells.find((c) => c.workload === first.workload && c.adapterId === first.adapterId),
+    );
     const runValues = same.map((c) => c?.result?.headline.value);
-    const measured = same.filter((c): c is Cell & { result: NonNullable<Cell['result']> } => c?.result !== undefined)
+    const measured = same
+      .filter((c): c is Cell & { result: NonNullable<Cell['result']> } => c?.result !== undefined)
       .sort((a, b) => a.result.headline.value - b.result.headline.value);
     const median = measured[(measured.length - 1) >> 1];
     merged.push(median === undefined ? first : { ...median, runValues });
@@ -136,8 +175,15 @@ function mergeRuns(runs: readonly Cell[][]): Cell[] {
 
 function repoCommit(): string {
   try {
-    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim() !== '';
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    }).trim();
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+      }).trim() !== '';
     return dirty ? `${head} + uncommitted changes` : head;
   } catch {
     return 'unknown';
@@ -145,6 +191,8 @@ function repoCommit(): string {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(
+    `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 });

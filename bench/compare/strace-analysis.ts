@@ -16,16 +16,31 @@
 export const MARK_PREFIX = '/nonexistent-offset-store-durability-mark';
 
 /** Kinds of flush the analysis tells apart. */
-export type FlushKind = 'fdatasync' | 'fsync' | 'sync_file_range' | 'msync' | 'dsync_write' | 'io_uring_enter';
+export type FlushKind =
+  'fdatasync' | 'fsync' | 'sync_file_range' | 'msync' | 'dsync_write' | 'io_uring_enter';
 
-export const FLUSH_KINDS: readonly FlushKind[] = ['fdatasync', 'fsync', 'sync_file_range', 'msync', 'dsync_write', 'io_uring_enter'];
+export const FLUSH_KINDS: readonly FlushKind[] = [
+  'fdatasync',
+  'fsync',
+  'sync_file_range',
+  'msync',
+  'dsync_write',
+  'io_uring_enter',
+];
 
 /** Count per flush kind. */
 export type FlushCounts = Record<FlushKind, number>;
 
 /** A zeroed count per flush kind. */
 export function zeroCounts(): FlushCounts {
-  return { fdatasync: 0, fsync: 0, sync_file_range: 0, msync: 0, dsync_write: 0, io_uring_enter: 0 };
+  return {
+    fdatasync: 0,
+    fsync: 0,
+    sync_file_range: 0,
+    msync: 0,
+    dsync_write: 0,
+    io_uring_enter: 0,
+  };
 }
 
 /** Calls per syscall from an `strace -c` summary (empty when nothing was called). */
@@ -79,12 +94,26 @@ export function completedSyscalls(text: string): Completed[] {
       const key = `${resumed[1]}:${resumed[2]}`;
       const start = pending.get(key);
       pending.delete(key);
-      done.push({ pid: Number(resumed[1]), name: resumed[2]!, args: `${start?.args ?? ''}${resumed[3]!}`, result: Number(resumed[4]), startLine: start?.startLine ?? i, endLine: i });
+      done.push({
+        pid: Number(resumed[1]),
+        name: resumed[2]!,
+        args: `${start?.args ?? ''}${resumed[3]!}`,
+        result: Number(resumed[4]),
+        startLine: start?.startLine ?? i,
+        endLine: i,
+      });
       continue;
     }
     const whole = /^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\d+)/.exec(line);
     if (whole !== null) {
-      done.push({ pid: Number(whole[1]), name: whole[2]!, args: whole[3]!, result: Number(whole[4]), startLine: i, endLine: i });
+      done.push({
+        pid: Number(whole[1]),
+        name: whole[2]!,
+        args: whole[3]!,
+        result: Number(whole[4]),
+        startLine: i,
+        endLine: i,
+      });
     }
   }
   return done;
@@ -96,20 +125,33 @@ const WRITE_CALLS = new Set(['write', 'pwrite64', 'writev', 'pwritev', 'pwritev2
  * Analyses a full trace: `dsyncFds` are the O_DSYNC descriptors open before tracing started;
  * `markPrefix` the path prefix of the stat() markers.
  */
-export function analyseOrder(text: string, dsyncFds: readonly number[], markPrefix: string): OrderAnalysis {
+export function analyseOrder(
+  text: string,
+  dsyncFds: readonly number[],
+  markPrefix: string,
+): OrderAnalysis {
   const dsync = new Set(dsyncFds);
   const marks = new Map<string, number>();
   const flushes: { kind: FlushKind; startLine: number; endLine: number }[] = [];
   for (const call of completedSyscalls(text)) {
     const fd = Number(/^(\d+)/.exec(call.args)?.[1] ?? Number.NaN);
-    if ((call.name === 'statx' || call.name === 'newfstatat' || call.name === 'stat') && call.args.includes(markPrefix)) {
+    if (
+      (call.name === 'statx' || call.name === 'newfstatat' || call.name === 'stat') &&
+      call.args.includes(markPrefix)
+    ) {
       const name = new RegExp(`${markPrefix}/([\\w-]+)`).exec(call.args)?.[1];
       if (name !== undefined) marks.set(name, call.endLine);
     } else if (call.name === 'openat' && call.result >= 0 && /O_DSYNC|O_SYNC/.test(call.args)) {
       dsync.add(call.result);
     } else if (call.name === 'close' && dsync.has(fd)) {
       dsync.delete(fd);
-    } else if ((call.name === 'fdatasync' || call.name === 'fsync' || call.name === 'sync_file_range' || call.name === 'io_uring_enter') && call.result >= 0) {
+    } else if (
+      (call.name === 'fdatasync' ||
+        call.name === 'fsync' ||
+        call.name === 'sync_file_range' ||
+        call.name === 'io_uring_enter') &&
+      call.result >= 0
+    ) {
       flushes.push({ kind: call.name, startLine: call.startLine, endLine: call.endLine });
     } else if (call.name === 'msync' && call.args.includes('MS_SYNC') && call.result >= 0) {
       flushes.push({ kind: 'msync', startLine: call.startLine, endLine: call.endLine });

@@ -47,7 +47,15 @@ import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { loadAdapterSpecs } from './adapters/index.js';
 import { REPO_ROOT, readCompareConfig } from './compare-config.js';
-import { FLUSH_KINDS, MARK_PREFIX, analyseOrder, parseStraceSummary, zeroCounts, type FlushCounts, type OrderAnalysis } from './strace-analysis.js';
+import {
+  FLUSH_KINDS,
+  MARK_PREFIX,
+  analyseOrder,
+  parseStraceSummary,
+  zeroCounts,
+  type FlushCounts,
+  type OrderAnalysis,
+} from './strace-analysis.js';
 
 const STRACE = '/usr/bin/strace';
 const CHILD = fileURLToPath(new URL('./durability-child.ts', import.meta.url));
@@ -87,7 +95,11 @@ class TracedChild {
   #stderr = '';
 
   constructor(adapterId: string, dir: string, commits: number, committers: number) {
-    this.#child = spawn(process.execPath, ['--import', 'tsx', CHILD, adapterId, dir, String(commits), String(committers)], { cwd: REPO_ROOT });
+    this.#child = spawn(
+      process.execPath,
+      ['--import', 'tsx', CHILD, adapterId, dir, String(commits), String(committers)],
+      { cwd: REPO_ROOT },
+    );
     this.#child.stderr.on('data', (chunk: Buffer) => {
       this.#stderr += chunk.toString();
     });
@@ -108,11 +120,18 @@ class TracedChild {
     for (;;) {
       const message = this.#messages.shift();
       if (message !== undefined) {
-        if (message.event !== event) throw new Error(`child sent '${message.event}', expected '${event}'`);
+        if (message.event !== event)
+          throw new Error(`child sent '${message.event}', expected '${event}'`);
         return message;
       }
-      if (this.#child.exitCode !== null) throw new Error(`child exited (${this.#child.exitCode}) before '${event}': ${this.#stderr.trim()}`);
-      if (Date.now() > deadline) throw new Error(`child did not send '${event}' within ${timeoutMs} ms: ${this.#stderr.trim()}`);
+      if (this.#child.exitCode !== null)
+        throw new Error(
+          `child exited (${this.#child.exitCode}) before '${event}': ${this.#stderr.trim()}`,
+        );
+      if (Date.now() > deadline)
+        throw new Error(
+          `child did not send '${event}' within ${timeoutMs} ms: ${this.#stderr.trim()}`,
+        );
       await new Promise<void>((resolve) => {
         this.#waiter = resolve;
         setTimeout(resolve, 1000);
@@ -126,7 +145,8 @@ class TracedChild {
   }
 
   async finish(): Promise<void> {
-    if (this.#child.exitCode === null) await new Promise((resolve) => this.#child.once('exit', resolve));
+    if (this.#child.exitCode === null)
+      await new Promise((resolve) => this.#child.once('exit', resolve));
   }
 
   kill(): void {
@@ -135,7 +155,12 @@ class TracedChild {
 }
 
 /** Runs `strace <args> -p pid -o out` until `body` resolves; returns the output file's text. */
-async function traced(pid: number, straceArgs: string[], out: string, body: () => Promise<void>): Promise<string> {
+async function traced(
+  pid: number,
+  straceArgs: string[],
+  out: string,
+  body: () => Promise<void>,
+): Promise<string> {
   const strace = spawn(STRACE, [...straceArgs, '-o', out, '-p', String(pid)]);
   let stderr = '';
   await new Promise<void>((resolve, reject) => {
@@ -143,7 +168,9 @@ async function traced(pid: number, straceArgs: string[], out: string, body: () =
       stderr += chunk.toString();
       if (/attached/.test(stderr)) resolve();
     });
-    strace.on('exit', (code) => reject(new Error(`strace exited (${code}) before attaching: ${stderr.trim()}`)));
+    strace.on('exit', (code) =>
+      reject(new Error(`strace exited (${code}) before attaching: ${stderr.trim()}`)),
+    );
   });
   try {
     await body();
@@ -162,7 +189,10 @@ async function runChild(
   committers: number,
   straceArgs: string[],
 ): Promise<{ text: string; dsyncFds: number[] }> {
-  const dir = join(runDir, `${adapterId}-${committers}-${straceArgs.includes('-c') ? 'count' : 'order'}`);
+  const dir = join(
+    runDir,
+    `${adapterId}-${committers}-${straceArgs.includes('-c') ? 'count' : 'order'}`,
+  );
   mkdirSync(dir, { recursive: true });
   const child = new TracedChild(adapterId, dir, commits, committers);
   try {
@@ -189,27 +219,80 @@ function perCommit(calls: Map<string, number>, commits: number): FlushCounts {
 }
 
 function describeCounts(counts: FlushCounts, digits = 2): string {
-  const parts = FLUSH_KINDS.filter((k) => counts[k] > 0).map((k) => `${k === 'dsync_write' ? 'O_DSYNC write' : k} ${counts[k].toFixed(digits)}`);
+  const parts = FLUSH_KINDS.filter((k) => counts[k] > 0).map(
+    (k) => `${k === 'dsync_write' ? 'O_DSYNC write' : k} ${counts[k].toFixed(digits)}`,
+  );
   return parts.length === 0 ? 'none' : parts.join(' + ');
 }
 
-async function verify(adapterId: string, name: string, durability: string, runDir: string, commits: number, concurrentCommits: number): Promise<AdapterDurability> {
-  const base = { adapterId, name, durability, sequentialCommits: commits, concurrentCommits, concurrentCommitters: 64 };
+async function verify(
+  adapterId: string,
+  name: string,
+  durability: string,
+  runDir: string,
+  commits: number,
+  concurrentCommits: number,
+): Promise<AdapterDurability> {
+  const base = {
+    adapterId,
+    name,
+    durability,
+    sequentialCommits: commits,
+    concurrentCommits,
+    concurrentCommitters: 64,
+  };
   try {
-    const count = await runChild(adapterId, runDir, commits, 1, ['-f', '-c', '-e', `trace=${SYNC_CALLS}`]);
-    const order = await runChild(adapterId, runDir, commits, 1, ['-f', '-e', `trace=${ORDER_CALLS}`, '-e', 'signal=none']);
-    const concurrent = await runChild(adapterId, runDir, concurrentCommits, 64, ['-f', '-c', '-e', `trace=${SYNC_CALLS}`]);
-    const concurrentOrder = await runChild(adapterId, runDir, concurrentCommits, 64, ['-f', '-e', `trace=${ORDER_CALLS}`, '-e', 'signal=none']);
+    const count = await runChild(adapterId, runDir, commits, 1, [
+      '-f',
+      '-c',
+      '-e',
+      `trace=${SYNC_CALLS}`,
+    ]);
+    const order = await runChild(adapterId, runDir, commits, 1, [
+      '-f',
+      '-e',
+      `trace=${ORDER_CALLS}`,
+      '-e',
+      'signal=none',
+    ]);
+    const concurrent = await runChild(adapterId, runDir, concurrentCommits, 64, [
+      '-f',
+      '-c',
+      '-e',
+      `trace=${SYNC_CALLS}`,
+    ]);
+    const concurrentOrder = await runChild(adapterId, runDir, concurrentCommits, 64, [
+      '-f',
+      '-e',
+      `trace=${ORDER_CALLS}`,
+      '-e',
+      'signal=none',
+    ]);
     return {
       ...base,
       syncCallsPerCommit: perCommit(parseStraceSummary(count.text), commits),
       order: analyseOrder(order.text, order.dsyncFds, MARK_PREFIX),
-      concurrentSyncCallsPerCommit: perCommit(parseStraceSummary(concurrent.text), concurrentCommits),
+      concurrentSyncCallsPerCommit: perCommit(
+        parseStraceSummary(concurrent.text),
+        concurrentCommits,
+      ),
       concurrentOrder: analyseOrder(concurrentOrder.text, concurrentOrder.dsyncFds, MARK_PREFIX),
     };
   } catch (error) {
-    const none: OrderAnalysis = { commits: 0, flushedBeforeAck: 0, inWindows: zeroCounts(), outsideWindows: zeroCounts() };
-    return { ...base, syncCallsPerCommit: zeroCounts(), order: none, concurrentSyncCallsPerCommit: zeroCounts(), concurrentOrder: none, error: error instanceof Error ? error.message : String(error) };
+    const none: OrderAnalysis = {
+      commits: 0,
+      flushedBeforeAck: 0,
+      inWindows: zeroCounts(),
+      outsideWindows: zeroCounts(),
+    };
+    return {
+      ...base,
+      syncCallsPerCommit: zeroCounts(),
+      order: none,
+      concurrentSyncCallsPerCommit: zeroCounts(),
+      concurrentOrder: none,
+      error: error instanceof Error ? error.message : String(error),
+    };
   }
 }
 
@@ -217,7 +300,8 @@ function rows(results: AdapterDurability[]): string[][] {
   return results.map((r) => {
     if (r.error !== undefined) return [r.name, r.durability, `error: ${r.error}`, '', '', '', ''];
     const inWindows = zeroCounts();
-    for (const kind of FLUSH_KINDS) inWindows[kind] = r.order.inWindows[kind] / Math.max(1, r.order.commits);
+    for (const kind of FLUSH_KINDS)
+      inWindows[kind] = r.order.inWindows[kind] / Math.max(1, r.order.commits);
     return [
       r.name,
       r.durability,
@@ -230,15 +314,34 @@ function rows(results: AdapterDurability[]): string[][] {
   });
 }
 
-const HEADERS = ['store', 'durability', 'strace -c: sync calls per commit', 'acked after own flush', 'flushes per commit before ack (incl. O_DSYNC writes)', '64 committers: sync calls per commit', '64 committers: acked after a flush'];
+const HEADERS = [
+  'store',
+  'durability',
+  'strace -c: sync calls per commit',
+  'acked after own flush',
+  'flushes per commit before ack (incl. O_DSYNC writes)',
+  '64 committers: sync calls per commit',
+  '64 committers: acked after a flush',
+];
 
 function renderTerminal(results: AdapterDurability[]): string {
   const table = [HEADERS, ...rows(results)];
   const widths = HEADERS.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
-  return table.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
+  return table
+    .map((row) =>
+      row
+        .map((cell, c) => cell.padEnd(widths[c]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
-function renderMarkdown(results: AdapterDurability[], commits: number, concurrentCommits: number): string {
+function renderMarkdown(
+  results: AdapterDurability[],
+  commits: number,
+  concurrentCommits: number,
+): string {
   const escape = (s: string): string => s.replaceAll('|', '\\|');
   return [
     `### Durability check (${new Date().toISOString().slice(0, 10)})`,
@@ -255,7 +358,9 @@ function renderMarkdown(results: AdapterDurability[], commits: number, concurren
 
 async function main(): Promise<void> {
   if (!existsSync(STRACE)) {
-    process.stdout.write(`${STRACE} not found: cannot verify durability on this machine. Install strace, or check by hand that each adapter flushes before it acknowledges.\n`);
+    process.stdout.write(
+      `${STRACE} not found: cannot verify durability on this machine. Install strace, or check by hand that each adapter flushes before it acknowledges.\n`,
+    );
     return;
   }
   const config = readCompareConfig();
@@ -270,30 +375,48 @@ async function main(): Promise<void> {
     for (const spec of catalog.specs) {
       const adapter = spec.create();
       process.stdout.write(`tracing ${adapter.name} ...\n`);
-      results.push(await verify(spec.id, adapter.name, adapter.durability, runDir, commits, concurrentCommits));
+      results.push(
+        await verify(spec.id, adapter.name, adapter.durability, runDir, commits, concurrentCommits),
+      );
     }
   } finally {
     rmSync(runDir, { recursive: true, force: true });
   }
   process.stdout.write(`\n${renderTerminal(results)}\n`);
   for (const r of results) {
-    for (const [what, order] of [['sequential', r.order], ['concurrent', r.concurrentOrder]] as const) {
+    for (const [what, order] of [
+      ['sequential', r.order],
+      ['concurrent', r.concurrentOrder],
+    ] as const) {
       if (r.error === undefined && order.flushedBeforeAck < order.commits) {
-        process.stdout.write(`WARNING: ${r.name}: ${order.commits - order.flushedBeforeAck} of ${order.commits} ${what} commits were acknowledged without a flush that started after they began.\n`);
+        process.stdout.write(
+          `WARNING: ${r.name}: ${order.commits - order.flushedBeforeAck} of ${order.commits} ${what} commits were acknowledged without a flush that started after they began.\n`,
+        );
       }
     }
   }
   const resultsDir = join(REPO_ROOT, 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
   const stamp = new Date().toISOString().slice(0, 16).replace(':', '').replace('T', '-');
-  writeFileSync(join(resultsDir, `durability-${stamp}.json`), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(resultsDir, `durability-${stamp}.md`), renderMarkdown(results, commits, concurrentCommits));
+  writeFileSync(
+    join(resultsDir, `durability-${stamp}.json`),
+    `${JSON.stringify(results, null, 2)}\n`,
+  );
+  writeFileSync(
+    join(resultsDir, `durability-${stamp}.md`),
+    renderMarkdown(results, commits, concurrentCommits),
+  );
   process.stdout.write(`\nwrote ${join(resultsDir, `durability-${stamp}.json`)} and .md\n`);
   const unflushed = (o: OrderAnalysis): boolean => o.flushedBeforeAck < o.commits;
-  if (results.some((r) => r.error !== undefined || unflushed(r.order) || unflushed(r.concurrentOrder))) process.exitCode = 1;
+  if (
+    results.some((r) => r.error !== undefined || unflushed(r.order) || unflushed(r.concurrentOrder))
+  )
+    process.exitCode = 1;
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(
+    `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 });

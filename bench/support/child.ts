@@ -16,12 +16,20 @@ export interface ChildOptions {
 }
 
 /** Runs `node --import tsx <file> ...args` and resolves with the JSON the child reported. */
-export function runChild<T>(file: string, args: readonly string[], options: ChildOptions = {}): Promise<T> {
+export function runChild<T>(
+  file: string,
+  args: readonly string[],
+  options: ChildOptions = {},
+): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...(options.execArgv ?? []), file, ...args], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: options.env ?? process.env,
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', ...(options.execArgv ?? []), file, ...args],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: options.env ?? process.env,
+      },
+    );
     let out = '';
     let result: T | undefined;
     let found = false;
@@ -43,7 +51,12 @@ export function runChild<T>(file: string, args: readonly string[], options: Chil
     child.on('error', reject);
     child.on('close', (code, signal) => {
       if (code === 0 && found) resolve(result as T);
-      else reject(new Error(`child ${file} ${args.join(' ')} exited with ${signal ?? code}${found ? '' : ' without a result'}`));
+      else
+        reject(
+          new Error(
+            `child ${file} ${args.join(' ')} exited with ${signal ?? code}${found ? '' : ' without a result'}`,
+          ),
+        );
     });
   });
 }

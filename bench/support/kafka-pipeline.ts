@@ -23,7 +23,9 @@ export class PipelinedConnection {
   /** Connects to 127.0.0.1:`port`. */
   static connect(port: number): Promise<PipelinedConnection> {
     return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: '127.0.0.1', port }, () => resolve(new PipelinedConnection(socket)));
+      const socket = net.connect({ host: '127.0.0.1', port }, () =>
+        resolve(new PipelinedConnection(socket)),
+      );
       socket.once('error', reject);
     });
   }

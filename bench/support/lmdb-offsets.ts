@@ -26,12 +26,17 @@ export class LmdbOffsets {
 
   /** Opens (creating) the environment in `dir`; 'os' turns LMDB's syncs off (for fast loading). */
   static open(dir: string, durability: 'fsync' | 'os' = 'fsync'): LmdbOffsets {
-    return new LmdbOffsets(open({ path: dir, overlappingSync: false, noSync: durability === 'os', maxDbs: 4 }));
+    return new LmdbOffsets(
+      open({ path: dir, overlappingSync: false, noSync: durability === 'os', maxDbs: 4 }),
+    );
   }
 
   #put(groupId: string, offsets: readonly OffsetCommit[], nowMs: number): void {
     for (const o of offsets) {
-      this.#db.put([groupId, o.tableId, o.partitionId ?? -1, o.bucketId], encodeOffsetValue(o.offset, o.leaderEpoch ?? -1, nowMs, o.metadata ?? ''));
+      this.#db.put(
+        [groupId, o.tableId, o.partitionId ?? -1, o.bucketId],
+        encodeOffsetValue(o.offset, o.leaderEpoch ?? -1, nowMs, o.metadata ?? ''),
+      );
     }
   }
 

@@ -59,7 +59,12 @@ interface RoundResult {
   samplesMs: number[];
 }
 
-async function runRound(spec: TaskSpec, timeMs: number, warmupMs: number, minCalls: number): Promise<RoundResult> {
+async function runRound(
+  spec: TaskSpec,
+  timeMs: number,
+  warmupMs: number,
+  minCalls: number,
+): Promise<RoundResult> {
   const concurrency = spec.concurrency ?? 1;
   const concurrent = concurrency > 1;
   let counting = false;
@@ -82,13 +87,13 @@ async function runRound(spec: TaskSpec, timeMs: number, warmupMs: number, minCal
   const call = spec.fn;
   const counted = spec.async
     ? async () => {
-      await call();
-      if (counting) calls++;
-    }
+        await call();
+        if (counting) calls++;
+      }
     : () => {
-      call();
-      if (counting) calls++;
-    };
+        call();
+        if (counting) calls++;
+      };
   bench.add(spec.name, counted, {
     async: spec.async,
     beforeAll(mode) {
@@ -105,7 +110,8 @@ async function runRound(spec: TaskSpec, timeMs: number, warmupMs: number, minCal
   await bench.run();
   const result = bench.tasks[0]!.result;
   if (result.state === 'errored') throw result.error;
-  if (result.state !== 'completed') throw new Error(`task ${spec.name} ended in state ${result.state}`);
+  if (result.state !== 'completed')
+    throw new Error(`task ${spec.name} ended in state ${result.state}`);
   return { calls, wallMs, samplesMs: Array.from(result.latency.samples ?? []) };
 }
 
@@ -115,13 +121,23 @@ export async function measure(spec: TaskSpec, options: MeasureOptions): Promise<
 }
 
 /** Measures tasks side by side, taking turns over `options.rounds` rounds; results in input order. */
-export async function measureInterleaved(specs: readonly TaskSpec[], options: MeasureOptions): Promise<TaskResult[]> {
+export async function measureInterleaved(
+  specs: readonly TaskSpec[],
+  options: MeasureOptions,
+): Promise<TaskResult[]> {
   const rounds = Math.max(1, options.rounds ?? 1);
   const perRound: RoundResult[][] = specs.map(() => []);
   for (let round = 0; round < rounds; round++) {
     for (let k = 0; k < specs.length; k++) {
       const i = (k + round) % specs.length;
-      perRound[i]!.push(await runRound(specs[i]!, options.timeMs / rounds, round === 0 ? options.warmupMs : 0, options.minCalls ?? 16));
+      perRound[i]!.push(
+        await runRound(
+          specs[i]!,
+          options.timeMs / rounds,
+          round === 0 ? options.warmupMs : 0,
+          options.minCalls ?? 16,
+        ),
+      );
     }
   }
   return specs.map((spec, i) => {
@@ -149,10 +165,25 @@ export async function measureInterleaved(specs: readonly TaskSpec[], options: Me
  * Latency percentiles of a sample (milliseconds), for the benches that collect latencies themselves
  * (commits racing a background compaction, where tinybench's one-task-at-a-time model does not fit).
  */
-export function percentiles(samplesMs: readonly number[]): { count: number; meanMs: number; p50Ms: number; p99Ms: number; maxMs: number } {
+export function percentiles(samplesMs: readonly number[]): {
+  count: number;
+  meanMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+} {
   const sorted = Float64Array.from(samplesMs).sort();
-  const at = (q: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!);
+  const at = (q: number) =>
+    sorted.length === 0
+      ? NaN
+      : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
   let sum = 0;
   for (const v of sorted) sum += v;
-  return { count: sorted.length, meanMs: sorted.length === 0 ? NaN : sum / sorted.length, p50Ms: at(0.5), p99Ms: at(0.99), maxMs: at(1) };
+  return {
+    count: sorted.length,
+    meanMs: sorted.length === 0 ? NaN : sum / sorted.length,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    maxMs: at(1),
+  };
 }

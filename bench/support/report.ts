@@ -17,24 +17,35 @@ export interface Column<R> {
 export function printBanner(title: string, notes: readonly string[] = []): void {
   const cpus = os.cpus();
   console.log(`\n## ${title}`);
-  console.log(`node ${process.version}, ${cpus.length} x ${cpus[0]?.model.trim() ?? 'unknown cpu'}, tmpdir ${os.tmpdir()}, BENCH_SCALE=${benchScale()}`);
+  console.log(
+    `node ${process.version}, ${cpus.length} x ${cpus[0]?.model.trim() ?? 'unknown cpu'}, tmpdir ${os.tmpdir()}, BENCH_SCALE=${benchScale()}`,
+  );
   for (const note of notes) console.log(note);
 }
 
 function aligned<R>(columns: readonly Column<R>[], rows: readonly R[]): string[] {
   const cells = rows.map((row) => columns.map((c) => c.value(row)));
-  const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i]!.length)));
+  const widths = columns.map((c, i) =>
+    Math.max(c.header.length, ...cells.map((r) => r[i]!.length)),
+  );
   const pad = (text: string, i: number) => {
     const left = (columns[i]!.align ?? (i === 0 ? 'left' : 'right')) === 'left';
     return left ? text.padEnd(widths[i]!) : text.padStart(widths[i]!);
   };
-  const lines = [columns.map((c, i) => pad(c.header, i)).join('  '), widths.map((w) => '-'.repeat(w)).join('  ')];
+  const lines = [
+    columns.map((c, i) => pad(c.header, i)).join('  '),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+  ];
   for (const row of cells) lines.push(row.map(pad).join('  '));
   return lines;
 }
 
 /** Prints an aligned text table under a title. */
-export function printTable<R>(title: string, columns: readonly Column<R>[], rows: readonly R[]): void {
+export function printTable<R>(
+  title: string,
+  columns: readonly Column<R>[],
+  rows: readonly R[],
+): void {
   console.log(`\n${title}`);
   for (const line of aligned(columns, rows)) console.log(line);
 }
@@ -55,7 +66,14 @@ export function formatCount(value: number): string {
   if (!Number.isFinite(value)) return String(value);
   const abs = Math.abs(value);
   if (abs < 1000 && Number.isInteger(value)) return String(value);
-  const [scaled, suffix] = abs >= 1e9 ? [value / 1e9, 'G'] : abs >= 1e6 ? [value / 1e6, 'M'] : abs >= 1e3 ? [value / 1e3, 'k'] : [value, ''];
+  const [scaled, suffix] =
+    abs >= 1e9
+      ? [value / 1e9, 'G']
+      : abs >= 1e6
+        ? [value / 1e6, 'M']
+        : abs >= 1e3
+          ? [value / 1e3, 'k']
+          : [value, ''];
   return `${significant(scaled)}${suffix}`;
 }
 

@@ -14,12 +14,27 @@ export function groupName(index: number): string {
 
 /** Buckets `first` .. `first + count - 1` of a non-partitioned table. */
 export function bucketRefs(count: number, first = 0, tableId = TABLE_ID): BucketRef[] {
-  return Array.from({ length: count }, (_, i) => ({ tableId, partitionId: null, bucketId: first + i }));
+  return Array.from({ length: count }, (_, i) => ({
+    tableId,
+    partitionId: null,
+    bucketId: first + i,
+  }));
 }
 
 /** Offsets for `count` buckets (from `first`), all at `offset`. */
-export function offsetCommits(count: number, offset: number, first = 0, tableId = TABLE_ID): OffsetCommit[] {
-  return Array.from({ length: count }, (_, i) => ({ tableId, partitionId: null, bucketId: first + i, offset, leaderEpoch: 0 }));
+export function offsetCommits(
+  count: number,
+  offset: number,
+  first = 0,
+  tableId = TABLE_ID,
+): OffsetCommit[] {
+  return Array.from({ length: count }, (_, i) => ({
+    tableId,
+    partitionId: null,
+    bucketId: first + i,
+    offset,
+    leaderEpoch: 0,
+  }));
 }
 
 /** Moves every offset of a commit forward by one, in place (a scanner that kept reading). */

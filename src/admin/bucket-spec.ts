@@ -13,7 +13,6 @@
 import { OffsetStoreError } from '../errors/index.js';
 import { bucketKey, compareBucketRefs, type TableBucket } from '../model/index.js';
 
-
 /** A bucket and an offset in it (a log-end offset, or an offset to reset to). */
 export interface BucketOffset extends TableBucket {
   /** The offset: a log-end offset (for lag) or the offset to reset to; a safe integer >= 0. */
@@ -33,12 +32,14 @@ export interface BucketSelection {
   bucketId?: number;
 }
 
-
 /** Parses `T:B` or `T:P:B`; INVALID_REQUEST otherwise. */
 export function parseBucketKey(key: string): TableBucket {
   const parts = key.split(':');
   if (parts.length < 2 || parts.length > 3 || parts.some((p) => !/^\d+$/.test(p))) {
-    throw new OffsetStoreError('INVALID_REQUEST', `bucket key ${JSON.stringify(key)} is not <tableId>:<bucketId> or <tableId>:<partitionId>:<bucketId>`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `bucket key ${JSON.stringify(key)} is not <tableId>:<bucketId> or <tableId>:<partitionId>:<bucketId>`,
+    );
   }
   const numbers = parts.map((p) => checkedNumber(Number(p), `bucket key ${key}`));
   return parts.length === 2
@@ -46,12 +47,13 @@ export function parseBucketKey(key: string): TableBucket {
     : { tableId: numbers[0]!, partitionId: numbers[1]!, bucketId: numbers[2]! };
 }
 
-
 /** True when `bucket` is one the selection names. */
 export function selectionMatches(selection: BucketSelection, bucket: TableBucket): boolean {
-  return (selection.tableId === undefined || selection.tableId === bucket.tableId)
-    && (selection.partitionId === undefined || selection.partitionId === bucket.partitionId)
-    && (selection.bucketId === undefined || selection.bucketId === bucket.bucketId);
+  return (
+    (selection.tableId === undefined || selection.tableId === bucket.tableId) &&
+    (selection.partitionId === undefined || selection.partitionId === bucket.partitionId) &&
+    (selection.bucketId === undefined || selection.bucketId === bucket.bucketId)
+  );
 }
 
 /** Checks the shape of a selection: table required for partition/bucket; ids safe integers >= 0. */
@@ -60,7 +62,10 @@ export function validateSelection(selection: BucketSelection): void {
     const value = selection[field];
     if (value !== undefined) checkedNumber(value, field);
   }
-  if (selection.tableId === undefined && (selection.partitionId !== undefined || selection.bucketId !== undefined)) {
+  if (
+    selection.tableId === undefined &&
+    (selection.partitionId !== undefined || selection.bucketId !== undefined)
+  ) {
     throw new OffsetStoreError('INVALID_REQUEST', 'a partition or bucket selection needs a table');
   }
 }
@@ -68,7 +73,8 @@ export function validateSelection(selection: BucketSelection): void {
 /** Describes a selection for messages, e.g. `table 1 bucket 3`, or `every bucket`. */
 export function describeSelection(selection: BucketSelection): string {
   if (selection.tableId === undefined) return 'every bucket';
-  const partition = selection.partitionId === undefined ? '' : ` partition ${selection.partitionId}`;
+  const partition =
+    selection.partitionId === undefined ? '' : ` partition ${selection.partitionId}`;
   const bucket = selection.bucketId === undefined ? '' : ` bucket ${selection.bucketId}`;
   return `table ${selection.tableId}${partition}${bucket}`;
 }
@@ -79,28 +85,40 @@ export function parseBucketOffsets(document: unknown, source: string): BucketOff
   if (Array.isArray(document)) {
     entries = document.map((item, i) => entryFromObject(item, `${source}[${i}]`));
   } else if (document !== null && typeof document === 'object') {
-    const nested = (document as Record<string, unknown>).rows ?? (document as Record<string, unknown>).offsets;
+    const nested =
+      (document as Record<string, unknown>).rows ?? (document as Record<string, unknown>).offsets;
     if (Array.isArray(nested)) return parseBucketOffsets(nested, source);
-    entries = Object.entries(document as Record<string, unknown>).map(([key, value]) => ({ ...parseBucketKey(key), offset: checkedNumber(value, `${source}["${key}"]`) }));
+    entries = Object.entries(document as Record<string, unknown>).map(([key, value]) => ({
+      ...parseBucketKey(key),
+      offset: checkedNumber(value, `${source}["${key}"]`),
+    }));
   } else {
-    throw new OffsetStoreError('INVALID_REQUEST', `${source} must be a JSON object {"<tableId>:<bucketId>": offset} or an array of {tableId, partitionId, bucketId, offset}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${source} must be a JSON object {"<tableId>:<bucketId>": offset} or an array of {tableId, partitionId, bucketId, offset}`,
+    );
   }
   const seen = new Set<string>();
   for (const entry of entries) {
     const key = bucketKey(entry);
-    if (seen.has(key)) throw new OffsetStoreError('INVALID_REQUEST', `${source} names bucket ${key} twice`);
+    if (seen.has(key))
+      throw new OffsetStoreError('INVALID_REQUEST', `${source} names bucket ${key} twice`);
     seen.add(key);
   }
   return entries.sort(compareBucketRefs);
 }
 
 function entryFromObject(item: unknown, where: string): BucketOffset {
-  if (item === null || typeof item !== 'object') throw new OffsetStoreError('INVALID_REQUEST', `${where} must be an object`);
+  if (item === null || typeof item !== 'object')
+    throw new OffsetStoreError('INVALID_REQUEST', `${where} must be an object`);
   const o = item as Record<string, unknown>;
   const value = o.offset ?? o.newOffset ?? o.logEndOffset;
   return {
     tableId: checkedNumber(o.tableId, `${where}.tableId`),
-    partitionId: o.partitionId === undefined || o.partitionId === null ? null : checkedNumber(o.partitionId, `${where}.partitionId`),
+    partitionId:
+      o.partitionId === undefined || o.partitionId === null
+        ? null
+        : checkedNumber(o.partitionId, `${where}.partitionId`),
     bucketId: checkedNumber(o.bucketId, `${where}.bucketId`),
     offset: checkedNumber(value, `${where}.offset`),
   };
@@ -108,7 +126,10 @@ function entryFromObject(item: unknown, where: string): BucketOffset {
 
 function checkedNumber(value: unknown, where: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new OffsetStoreError('INVALID_REQUEST', `${where} must be a safe integer >= 0, got ${JSON.stringify(value)}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${where} must be a safe integer >= 0, got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }

@@ -5,16 +5,58 @@
  * folder's door.
  */
 export {
-  StoreAdmin, type BucketReport, type BucketStatsReport, type ClassicGroupReport, type ClassicMemberReport, type DeleteGroupResult, type DeleteOffsetsResult,
-  type GroupReport, type MemberReport,
-  type RemoveMembersResult, type ResetPlan, type StatsReport, type StoreAdminOptions,
+  StoreAdmin,
+  type BucketReport,
+  type BucketStatsReport,
+  type ClassicGroupReport,
+  type ClassicMemberReport,
+  type DeleteGroupResult,
+  type DeleteOffsetsResult,
+  type GroupReport,
+  type MemberReport,
+  type RemoveMembersResult,
+  type ResetPlan,
+  type StatsReport,
+  type StoreAdminOptions,
 } from './store-admin.js';
-export { describeResetTarget, planResetRows, type CommittedBucketOffset, type ResetPlanRow, type ResetRequest, type ResetTarget } from './reset-plan.js';
 export {
-  describeSelection, parseBucketKey, parseBucketOffsets, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
+  describeResetTarget,
+  planResetRows,
+  type CommittedBucketOffset,
+  type ResetPlanRow,
+  type ResetRequest,
+  type ResetTarget,
+} from './reset-plan.js';
+export {
+  describeSelection,
+  parseBucketKey,
+  parseBucketOffsets,
+  selectionMatches,
+  validateSelection,
+  type BucketOffset,
+  type BucketSelection,
 } from './bucket-spec.js';
 export {
-  dumpLog, type DumpBatchEntry, type DumpDamageEntry, type DumpEntry, type DumpOptions, type DumpRecordEntry, type DumpSegmentEntry, type DumpSummary,
+  dumpLog,
+  type DumpBatchEntry,
+  type DumpDamageEntry,
+  type DumpEntry,
+  type DumpOptions,
+  type DumpRecordEntry,
+  type DumpSegmentEntry,
+  type DumpSummary,
 } from './log-dump.js';
-export { verifyLog, type BucketVerification, type LogProblem, type SegmentVerification, type VerifyOptions, type VerifyReport } from './log-verify.js';
-export { MANIFEST_FILE, liveLockHolder, readStoreLayout, type StoreLayout } from './store-directory.js';
+export {
+  verifyLog,
+  type BucketVerification,
+  type LogProblem,
+  type SegmentVerification,
+  type VerifyOptions,
+  type VerifyReport,
+} from './log-verify.js';
+export {
+  MANIFEST_FILE,
+  liveLockHolder,
+  readStoreLayout,
+  type StoreLayout,
+} from './store-directory.js';

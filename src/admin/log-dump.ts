@@ -8,7 +8,13 @@
  * memory; each entry is plain JSON-safe data.
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
-import { DecodeError, decodeBatchRecords, loadChecksum, readBatchHeader, type DecodedRecord } from '../codec/index.js';
+import {
+  DecodeError,
+  decodeBatchRecords,
+  loadChecksum,
+  readBatchHeader,
+  type DecodedRecord,
+} from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { LOG_DEFAULTS, scanSegment } from '../log/index.js';
 import { listSegmentFiles, readStoreLayout } from './store-directory.js';
@@ -124,48 +130,119 @@ export interface DumpSummary {
  * Dumps offsets-bucket `bucket` of the store in `dir`, calling `visit` for each entry in log order.
  * INVALID_CONFIG when `dir` holds no store; INVALID_REQUEST for a bucket outside [0, bucketCount).
  */
-export async function dumpLog(dir: string, bucket: number, options: DumpOptions, visit: (entry: DumpEntry) => void): Promise<DumpSummary> {
+export async function dumpLog(
+  dir: string,
+  bucket: number,
+  options: DumpOptions,
+  visit: (entry: DumpEntry) => void,
+): Promise<DumpSummary> {
   const fs = options.fs ?? new NodeFileSystem();
   const layout = await readStoreLayout(fs, dir);
   const bucketCount = layout.manifest.bucketCount;
   if (!Number.isSafeInteger(bucket) || bucket < 0 || bucket >= bucketCount) {
-    throw new OffsetStoreError('INVALID_REQUEST', `bucket must be in [0, ${bucketCount - 1}], got ${bucket}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `bucket must be in [0, ${bucketCount - 1}], got ${bucket}`,
+    );
   }
   const fromOffset = options.fromOffset ?? 0;
-  if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) throw new OffsetStoreError('INVALID_REQUEST', `fromOffset must be a safe integer >= 0, got ${fromOffset}`);
+  if (!Number.isSafeInteger(fromOffset) || fromOffset < 0)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `fromOffset must be a safe integer >= 0, got ${fromOffset}`,
+    );
   await loadChecksum();
   const bucketDir = layout.bucketDirs[bucket]!;
   const segments = await listSegmentFiles(fs, bucketDir);
-  const summary: DumpSummary = { bucket, dir: bucketDir, segmentCount: segments.length, batchCount: 0, recordCount: 0, damageCount: 0 };
+  const summary: DumpSummary = {
+    bucket,
+    dir: bucketDir,
+    segmentCount: segments.length,
+    batchCount: 0,
+    recordCount: 0,
+    damageCount: 0,
+  };
   let previous = -1;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
     const next = segments[i + 1];
     if (next !== undefined && next.baseOffset <= fromOffset) continue;
-    visit({ kind: 'segment', file: segment.path, baseOffset: segment.baseOffset, sizeBytes: segment.sizeBytes });
-    const scan = await scanSegment(fs, segment.path, { batchBytesMax: LOG_DEFAULTS.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.sizeBytes }, (buf, position, logOffset, sizeBytes, filePosition) => {
-      if (logOffset < fromOffset) return;
-      const header = readBatchHeader(buf, position);
-      summary.batchCount++;
-      visit({
-        kind: 'batch', file: segment.path, position: filePosition, logOffset, sizeBytes, checksum: buf.readUInt32LE(position + 5).toString(16).padStart(8, '0'),
-        commitTimestampMs: header.commitTimestampMs, coordinatorEpoch: header.coordinatorEpoch, recordCount: header.recordCount,
-      });
-      if (options.records === true) summary.recordCount += visitRecords(buf, position, logOffset, segment.path, filePosition, visit, summary);
+    visit({
+      kind: 'segment',
+      file: segment.path,
+      baseOffset: segment.baseOffset,
+      sizeBytes: segment.sizeBytes,
     });
+    const scan = await scanSegment(
+      fs,
+      segment.path,
+      {
+        batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+        previousLogOffset: previous,
+        baseOffset: segment.baseOffset,
+        endBytes: segment.sizeBytes,
+      },
+      (buf, position, logOffset, sizeBytes, filePosition) => {
+        if (logOffset < fromOffset) return;
+        const header = readBatchHeader(buf, position);
+        summary.batchCount++;
+        visit({
+          kind: 'batch',
+          file: segment.path,
+          position: filePosition,
+          logOffset,
+          sizeBytes,
+          checksum: buf
+            .readUInt32LE(position + 5)
+            .toString(16)
+            .padStart(8, '0'),
+          commitTimestampMs: header.commitTimestampMs,
+          coordinatorEpoch: header.coordinatorEpoch,
+          recordCount: header.recordCount,
+        });
+        if (options.records === true)
+          summary.recordCount += visitRecords(
+            buf,
+            position,
+            logOffset,
+            segment.path,
+            filePosition,
+            visit,
+            summary,
+          );
+      },
+    );
     if (scan.damage !== undefined) {
       summary.damageCount++;
-      visit({ kind: 'damage', file: segment.path, position: scan.damage.position, reason: scan.damage.reason });
+      visit({
+        kind: 'damage',
+        file: segment.path,
+        position: scan.damage.position,
+        reason: scan.damage.reason,
+      });
     } else if (scan.zeroTailBytes > 0 && next !== undefined) {
       summary.damageCount++;
-      visit({ kind: 'damage', file: segment.path, position: scan.validBytes, reason: `${scan.zeroTailBytes} zero bytes at the end of a sealed segment` });
+      visit({
+        kind: 'damage',
+        file: segment.path,
+        position: scan.validBytes,
+        reason: `${scan.zeroTailBytes} zero bytes at the end of a sealed segment`,
+      });
     }
     if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
   }
   return summary;
 }
 
-function visitRecords(buf: Buffer, position: number, logOffset: number, file: string, filePosition: number, visit: (entry: DumpEntry) => void, summary: DumpSummary): number {
+function visitRecords(
+  buf: Buffer,
+  position: number,
+  logOffset: number,
+  file: string,
+  filePosition: number,
+  visit: (entry: DumpEntry) => void,
+  summary: DumpSummary,
+): number {
   let count = 0;
   try {
     decodeBatchRecords(buf, position, (record) => {
@@ -175,7 +252,12 @@ function visitRecords(buf: Buffer, position: number, logOffset: number, file: st
   } catch (error) {
     if (!(error instanceof DecodeError)) throw error;
     summary.damageCount++;
-    visit({ kind: 'damage', file, position: filePosition + (error.position - position), reason: `batch ${logOffset}: ${error.message.replace(/ at byte \d+$/, '')}` });
+    visit({
+      kind: 'damage',
+      file,
+      position: filePosition + (error.position - position),
+      reason: `batch ${logOffset}: ${error.message.replace(/ at byte \d+$/, '')}`,
+    });
   }
   return count;
 }

@@ -18,7 +18,12 @@ import { decodeBatchRecords, loadChecksum } from '../codec/index.js';
 import { LOG_DEFAULTS, missingBucketDirs, type InspectedSegment } from '../log/index.js';
 import { OffsetsTable } from '../kv/index.js';
 import { recordedStrategy } from '../compaction/index.js';
-import { listSwapLeftovers, liveLockHolder, readStoreLayout, type StoreLayout } from './store-directory.js';
+import {
+  listSwapLeftovers,
+  liveLockHolder,
+  readStoreLayout,
+  type StoreLayout,
+} from './store-directory.js';
 
 /** One damaged place. */
 export interface LogProblem {
@@ -124,9 +129,16 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
   await loadChecksum();
   const layout = await readStoreLayout(fs, dir);
   const report: VerifyReport = {
-    dir: layout.dir, bucketCount: layout.manifest.bucketCount, ok: true, corruptCount: 0, tornTailCount: 0,
+    dir: layout.dir,
+    bucketCount: layout.manifest.bucketCount,
+    ok: true,
+    corruptCount: 0,
+    tornTailCount: 0,
     openByPid: await liveLockHolder(fs, layout.dir),
-    totals: { segmentCount: 0, batchCount: 0, recordCount: 0, sizeBytes: 0 }, buckets: [], problems: [], durationMs: 0,
+    totals: { segmentCount: 0, batchCount: 0, recordCount: 0, sizeBytes: 0 },
+    buckets: [],
+    problems: [],
+    durationMs: 0,
   };
   const missing = new Set(await missingBucketDirs(fs, layout.dir, layout.manifest.bucketCount));
   for (let bucket = 0; bucket < layout.bucketDirs.length; bucket++) {
@@ -145,40 +157,73 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
   return report;
 }
 
-async function verifyBucket(fs: FileSystem, layout: StoreLayout, bucket: number, missing: boolean, problems: LogProblem[]): Promise<BucketVerification> {
+async function verifyBucket(
+  fs: FileSystem,
+  layout: StoreLayout,
+  bucket: number,
+  missing: boolean,
+  problems: LogProblem[],
+): Promise<BucketVerification> {
   const bucketDir = layout.bucketDirs[bucket]!;
   const result: BucketVerification = {
-    bucket, dir: bucketDir, status: 'ok', segments: [], batchCount: 0, recordCount: 0, sizeBytes: 0, firstLogOffset: null, lastLogOffset: null,
+    bucket,
+    dir: bucketDir,
+    status: 'ok',
+    segments: [],
+    batchCount: 0,
+    recordCount: 0,
+    sizeBytes: 0,
+    firstLogOffset: null,
+    lastLogOffset: null,
     swapLeftovers: await listSwapLeftovers(fs, bucketDir),
   };
   if (missing) {
-    problems.push({ kind: 'corrupt', bucket, file: bucketDir, position: 0, bytesAfter: 0, reason: `${path.basename(bucketDir)} is missing: the folder of offsets-bucket ${bucket} does not exist` });
+    problems.push({
+      kind: 'corrupt',
+      bucket,
+      file: bucketDir,
+      position: 0,
+      bytesAfter: 0,
+      reason: `${path.basename(bucketDir)} is missing: the folder of offsets-bucket ${bucket} does not exist`,
+    });
     result.status = 'corrupt';
     return result;
   }
   const record = layout.manifest.buckets[bucket]!;
   // [log offset, record count] of every batch, in log order.
   let records: [number, number][] = [];
-  const { inspection } = await OffsetsTable.inspect({
-    log: { fs, dir: bucketDir, durability: 'fsync', segmentBytesMax: LOG_DEFAULTS.segmentBytesMax, batchBytesMax: LOG_DEFAULTS.batchBytesMax, pendingAppendsMax: 1, flushBytesMax: LOG_DEFAULTS.flushBytesMax },
-    useCheckpoints: recordedStrategy(layout.manifest.compactionStrategy)?.checkpoints === true,
-    logStart: record.logStart,
-    knownEnd: { logOffset: record.logEnd, exact: record.endExact },
-    onWarning: () => {},
-  }, () => {
-    records = [];
-    return (buf, position, logOffset) => {
-      let count = 0;
-      decodeBatchRecords(buf, position, () => {
-        count++;
-      });
-      records.push([logOffset, count]);
-    };
-  });
+  const { inspection } = await OffsetsTable.inspect(
+    {
+      log: {
+        fs,
+        dir: bucketDir,
+        durability: 'fsync',
+        segmentBytesMax: LOG_DEFAULTS.segmentBytesMax,
+        batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+        pendingAppendsMax: 1,
+        flushBytesMax: LOG_DEFAULTS.flushBytesMax,
+      },
+      useCheckpoints: recordedStrategy(layout.manifest.compactionStrategy)?.checkpoints === true,
+      logStart: record.logStart,
+      knownEnd: { logOffset: record.logEnd, exact: record.endExact },
+      onWarning: () => {},
+    },
+    () => {
+      records = [];
+      return (buf, position, logOffset) => {
+        let count = 0;
+        decodeBatchRecords(buf, position, () => {
+          count++;
+        });
+        records.push([logOffset, count]);
+      };
+    },
+  );
   let next = 0;
   for (const segment of inspection.segments) {
     let recordCount = 0;
-    while (next < records.length && records[next]![0] <= segment.lastLogOffset) recordCount += records[next++]![1];
+    while (next < records.length && records[next]![0] <= segment.lastLogOffset)
+      recordCount += records[next++]![1];
     const verified = segmentVerification(segment, recordCount);
     result.segments.push(verified);
     result.batchCount += verified.batchCount;
@@ -188,14 +233,24 @@ async function verifyBucket(fs: FileSystem, layout: StoreLayout, bucket: number,
     if (verified.lastLogOffset !== null) result.lastLogOffset = verified.lastLogOffset;
   }
   for (const damage of inspection.damage) problems.push({ ...damage, bucket });
-  result.status = inspection.damage.some((d) => d.kind === 'corrupt') ? 'corrupt' : inspection.damage.length > 0 ? 'torn-tail' : 'ok';
+  result.status = inspection.damage.some((d) => d.kind === 'corrupt')
+    ? 'corrupt'
+    : inspection.damage.length > 0
+      ? 'torn-tail'
+      : 'ok';
   return result;
 }
 
 function segmentVerification(segment: InspectedSegment, recordCount: number): SegmentVerification {
   return {
-    file: segment.path, baseOffset: segment.baseOffset, sizeBytes: segment.fileBytes, validBytes: segment.validBytes, preallocatedBytes: segment.zeroTailBytes,
-    batchCount: segment.batchCount, recordCount, firstLogOffset: segment.firstLogOffset < 0 ? null : segment.firstLogOffset,
+    file: segment.path,
+    baseOffset: segment.baseOffset,
+    sizeBytes: segment.fileBytes,
+    validBytes: segment.validBytes,
+    preallocatedBytes: segment.zeroTailBytes,
+    batchCount: segment.batchCount,
+    recordCount,
+    firstLogOffset: segment.firstLogOffset < 0 ? null : segment.firstLogOffset,
     lastLogOffset: segment.lastLogOffset < 0 ? null : segment.lastLogOffset,
   };
 }

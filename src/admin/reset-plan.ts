@@ -12,7 +12,11 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
+  describeSelection,
+  selectionMatches,
+  validateSelection,
+  type BucketOffset,
+  type BucketSelection,
 } from './bucket-spec.js';
 import { compareBucketRefs, bucketKey, type TableBucket } from '../model/index.js';
 
@@ -47,7 +51,10 @@ export interface CommittedBucketOffset extends TableBucket {
 }
 
 /** Computes the rows of a reset plan from the group's committed offsets; see the module header. */
-export function planResetRows(committed: readonly CommittedBucketOffset[], request: ResetRequest): ResetPlanRow[] {
+export function planResetRows(
+  committed: readonly CommittedBucketOffset[],
+  request: ResetRequest,
+): ResetPlanRow[] {
   const selection = request.selection ?? {};
   validateSelection(selection);
   const target = request.target;
@@ -56,43 +63,94 @@ export function planResetRows(committed: readonly CommittedBucketOffset[], reque
   switch (target.kind) {
     case 'to-offset': {
       checkOffset(target.offset, 'to-offset');
-      rows = committed.filter((c) => selectionMatches(selection, c)).map((c) => row(c, c.offset, target.offset, false));
-      if (rows.length === 0 && selection.tableId !== undefined && selection.bucketId !== undefined) {
-        rows = [row({ tableId: selection.tableId, partitionId: selection.partitionId ?? null, bucketId: selection.bucketId }, null, target.offset, false)];
+      rows = committed
+        .filter((c) => selectionMatches(selection, c))
+        .map((c) => row(c, c.offset, target.offset, false));
+      if (
+        rows.length === 0 &&
+        selection.tableId !== undefined &&
+        selection.bucketId !== undefined
+      ) {
+        rows = [
+          row(
+            {
+              tableId: selection.tableId,
+              partitionId: selection.partitionId ?? null,
+              bucketId: selection.bucketId,
+            },
+            null,
+            target.offset,
+            false,
+          ),
+        ];
       }
       break;
     }
     case 'shift-by': {
-      if (!Number.isSafeInteger(target.delta)) throw new OffsetStoreError('INVALID_REQUEST', `shift-by must be a safe integer, got ${target.delta}`);
-      rows = committed.filter((c) => selectionMatches(selection, c)).map((c) => {
-        const shifted = c.offset + target.delta;
-        return row(c, c.offset, Math.max(0, shifted), shifted < 0);
-      });
-      if (rows.length === 0 && selection.tableId !== undefined && selection.bucketId !== undefined) {
-        throw new OffsetStoreError('INVALID_REQUEST', `${describeSelection(selection)} has no committed offset to shift`);
+      if (!Number.isSafeInteger(target.delta))
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          `shift-by must be a safe integer, got ${target.delta}`,
+        );
+      rows = committed
+        .filter((c) => selectionMatches(selection, c))
+        .map((c) => {
+          const shifted = c.offset + target.delta;
+          return row(c, c.offset, Math.max(0, shifted), shifted < 0);
+        });
+      if (
+        rows.length === 0 &&
+        selection.tableId !== undefined &&
+        selection.bucketId !== undefined
+      ) {
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          `${describeSelection(selection)} has no committed offset to shift`,
+        );
       }
       break;
     }
     case 'from-file':
-      rows = target.offsets.filter((o) => selectionMatches(selection, o)).map((o) => row(o, current.get(bucketKey(o)) ?? null, o.offset, false));
+      rows = target.offsets
+        .filter((o) => selectionMatches(selection, o))
+        .map((o) => row(o, current.get(bucketKey(o)) ?? null, o.offset, false));
       break;
   }
   return rows.sort(compareBucketRefs);
 }
 
-function row(bucket: TableBucket, currentOffset: number | null, newOffset: number, clamped: boolean): ResetPlanRow {
-  return { tableId: bucket.tableId, partitionId: bucket.partitionId, bucketId: bucket.bucketId, currentOffset, newOffset, clamped };
+function row(
+  bucket: TableBucket,
+  currentOffset: number | null,
+  newOffset: number,
+  clamped: boolean,
+): ResetPlanRow {
+  return {
+    tableId: bucket.tableId,
+    partitionId: bucket.partitionId,
+    bucketId: bucket.bucketId,
+    currentOffset,
+    newOffset,
+    clamped,
+  };
 }
 
 function checkOffset(value: number, what: string): void {
-  if (!Number.isSafeInteger(value) || value < 0) throw new OffsetStoreError('INVALID_REQUEST', `${what} must be a safe integer >= 0, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${what} must be a safe integer >= 0, got ${value}`,
+    );
 }
 
 /** A short description of a reset target, e.g. `to offset 100`. */
 export function describeResetTarget(target: ResetTarget): string {
   switch (target.kind) {
-    case 'to-offset': return `to offset ${target.offset}`;
-    case 'shift-by': return `shift by ${target.delta}`;
-    case 'from-file': return `from ${target.source}`;
+    case 'to-offset':
+      return `to offset ${target.offset}`;
+    case 'shift-by':
+      return `shift by ${target.delta}`;
+    case 'from-file':
+      return `from ${target.source}`;
   }
 }

@@ -10,15 +10,36 @@
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import { OffsetStore } from '../store.js';
-import type { CommittedOffset, GroupDescription, GroupListing, GroupState, GroupType, OffsetCommit } from '../store-options.js';
+import type {
+  CommittedOffset,
+  GroupDescription,
+  GroupListing,
+  GroupState,
+  GroupType,
+  OffsetCommit,
+} from '../store-options.js';
 import type { CompactionReport, CompactionStrategy } from '../compaction/index.js';
-import type { ClassicGroupDescription, MemberDescription, RemoveMembersRequest, RemovedMember } from '../group/index.js';
+import type {
+  ClassicGroupDescription,
+  MemberDescription,
+  RemoveMembersRequest,
+  RemovedMember,
+} from '../group/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  describeSelection, selectionMatches, validateSelection, type BucketOffset, type BucketSelection,
+  describeSelection,
+  selectionMatches,
+  validateSelection,
+  type BucketOffset,
+  type BucketSelection,
 } from './bucket-spec.js';
 import { compareBucketRefs, bucketKey, type TableBucket } from '../model/index.js';
-import { describeResetTarget, planResetRows, type ResetPlanRow, type ResetRequest } from './reset-plan.js';
+import {
+  describeResetTarget,
+  planResetRows,
+  type ResetPlanRow,
+  type ResetRequest,
+} from './reset-plan.js';
 import { readStoreLayout, type StoreLayout } from './store-directory.js';
 
 /** Options of `StoreAdmin.open`. */
@@ -241,22 +262,34 @@ export class StoreAdmin {
 
   /** Every group with committed offsets or members, by group id. */
   async listGroups(): Promise<GroupListing[]> {
-    return (await this.store.listGroups()).map((g) => ({ groupId: g.groupId, state: g.state, offsetsBucket: g.offsetsBucket, groupType: g.groupType, protocolType: g.protocolType }));
+    return (await this.store.listGroups()).map((g) => ({
+      groupId: g.groupId,
+      state: g.state,
+      offsetsBucket: g.offsetsBucket,
+      groupType: g.groupType,
+      protocolType: g.protocolType,
+    }));
   }
 
   /**
    * A group's state, members and buckets (committed and/or assigned), with lag where `logEndOffsets`
    * gives the bucket's log end. GROUP_ID_NOT_FOUND for an unknown group.
    */
-  async describeGroup(groupId: string, logEndOffsets: readonly BucketOffset[] = []): Promise<GroupReport> {
+  async describeGroup(
+    groupId: string,
+    logEndOffsets: readonly BucketOffset[] = [],
+  ): Promise<GroupReport> {
     const description = await this.store.describeGroup(groupId);
     const logEnds = new Map(logEndOffsets.map((o) => [bucketKey(o), o.offset]));
     const owners = new Map<string, string>();
-    for (const member of description.members) for (const b of member.assignment) owners.set(bucketKey(b), member.memberId);
+    for (const member of description.members)
+      for (const b of member.assignment) owners.set(bucketKey(b), member.memberId);
     const rows = new Map<string, BucketReport>();
-    for (const committed of description.offsets) rows.set(bucketKey(committed), bucketReport(committed, committed));
+    for (const committed of description.offsets)
+      rows.set(bucketKey(committed), bucketReport(committed, committed));
     for (const member of description.members) {
-      for (const b of member.assignment) if (!rows.has(bucketKey(b))) rows.set(bucketKey(b), bucketReport(b, null));
+      for (const b of member.assignment)
+        if (!rows.has(bucketKey(b))) rows.set(bucketKey(b), bucketReport(b, null));
     }
     let totalLag: number | null = null;
     for (const [key, row] of rows) {
@@ -293,8 +326,19 @@ export class StoreAdmin {
   async planReset(groupId: string, request: ResetRequest): Promise<ResetPlan> {
     const { committed, memberCount, exists } = await this.#groupOffsets(groupId);
     const rows = planResetRows(committed, request);
-    if (!exists && rows.length === 0) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
-    return { groupId, target: describeResetTarget(request.target), selection: describeSelection(request.selection ?? {}), memberCount, executed: false, rows };
+    if (!exists && rows.length === 0)
+      throw new OffsetStoreError(
+        'GROUP_ID_NOT_FOUND',
+        `group ${groupId} has no committed offsets and no members`,
+      );
+    return {
+      groupId,
+      target: describeResetTarget(request.target),
+      selection: describeSelection(request.selection ?? {}),
+      memberCount,
+      executed: false,
+      rows,
+    };
   }
 
   /**
@@ -304,14 +348,26 @@ export class StoreAdmin {
   async executeReset(groupId: string, request: ResetRequest): Promise<ResetPlan> {
     const plan = await this.planReset(groupId, request);
     if (plan.rows.length === 0) return { ...plan, executed: true };
-    const current = new Map((await this.store.fetchOffsets(groupId)).filter((c) => c !== null).map((c) => [bucketKey(c), c]));
+    const current = new Map(
+      (await this.store.fetchOffsets(groupId))
+        .filter((c) => c !== null)
+        .map((c) => [bucketKey(c), c]),
+    );
     const commits: OffsetCommit[] = plan.rows.map((r) => ({
-      tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId, offset: r.newOffset, leaderEpoch: -1,
+      tableId: r.tableId,
+      partitionId: r.partitionId,
+      bucketId: r.bucketId,
+      offset: r.newOffset,
+      leaderEpoch: -1,
       metadata: current.get(bucketKey(r))?.metadata ?? '',
     }));
     await this.store.resetOffsets(groupId, commits);
     const after = await this.store.fetchOffsets(groupId, plan.rows);
-    return { ...plan, executed: true, rows: plan.rows.map((r, i) => ({ ...r, newOffset: after[i]?.offset ?? r.newOffset })) };
+    return {
+      ...plan,
+      executed: true,
+      rows: plan.rows.map((r, i) => ({ ...r, newOffset: after[i]?.offset ?? r.newOffset })),
+    };
   }
 
   /**
@@ -322,10 +378,20 @@ export class StoreAdmin {
   async deleteOffsets(groupId: string, selection: BucketSelection): Promise<DeleteOffsetsResult> {
     validateSelection(selection);
     const { committed, exists } = await this.#groupOffsets(groupId);
-    if (!exists) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
-    const doomed = committed.filter((c) => selectionMatches(selection, c)).map(({ tableId, partitionId, bucketId }) => ({ tableId, partitionId, bucketId }));
+    if (!exists)
+      throw new OffsetStoreError(
+        'GROUP_ID_NOT_FOUND',
+        `group ${groupId} has no committed offsets and no members`,
+      );
+    const doomed = committed
+      .filter((c) => selectionMatches(selection, c))
+      .map(({ tableId, partitionId, bucketId }) => ({ tableId, partitionId, bucketId }));
     if (doomed.length > 0) await this.store.deleteOffsets(groupId, doomed);
-    return { groupId, selection: describeSelection(selection), deleted: doomed.sort(compareBucketRefs) };
+    return {
+      groupId,
+      selection: describeSelection(selection),
+      deleted: doomed.sort(compareBucketRefs),
+    };
   }
 
   /**
@@ -334,10 +400,18 @@ export class StoreAdmin {
    * exited without leaving. GROUP_ID_NOT_FOUND for an unknown group; UNKNOWN_MEMBER_ID, with nothing
    * removed, for an id not in the group.
    */
-  async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemoveMembersResult> {
+  async removeMembers(
+    groupId: string,
+    request: RemoveMembersRequest,
+  ): Promise<RemoveMembersResult> {
     const removed = await this.store.removeMembers(groupId, request);
     const after = await this.store.describeGroup(groupId);
-    return { groupId, removed: removed.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })), state: after.state, memberCount: memberCountOf(after) };
+    return {
+      groupId,
+      removed: removed.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })),
+      state: after.state,
+      memberCount: memberCountOf(after),
+    };
   }
 
   /** Deletes a group without members and all its offsets (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND). */
@@ -352,11 +426,19 @@ export class StoreAdmin {
    * of each bucket as it finishes (buckets finished, buckets in all).
    */
   async compact(onProgress?: (finished: number, total: number) => void): Promise<CompactionReport> {
-    const report = await this.store.compact(onProgress === undefined ? undefined : { onBucketCompacted: (_bucket, finished, total) => onProgress(finished, total) });
+    const report = await this.store.compact(
+      onProgress === undefined
+        ? undefined
+        : { onBucketCompacted: (_bucket, finished, total) => onProgress(finished, total) },
+    );
     return {
       strategy: report.strategy,
       buckets: report.buckets.map((b) => JSON.parse(JSON.stringify(b)) as typeof b),
-      bytesBefore: report.bytesBefore, bytesAfter: report.bytesAfter, recordsDropped: report.recordsDropped, bytesWritten: report.bytesWritten, durationMs: report.durationMs,
+      bytesBefore: report.bytesBefore,
+      bytesAfter: report.bytesAfter,
+      recordsDropped: report.recordsDropped,
+      bytesWritten: report.bytesWritten,
+      durationMs: report.durationMs,
     };
   }
 
@@ -369,9 +451,21 @@ export class StoreAdmin {
       createdAtMs: this.#layout.manifest.createdAtMs,
       totals: { ...stats.totals },
       buckets: stats.buckets.map((b) => ({
-        bucket: b.bucket, state: b.state, logBytes: b.logBytes, segmentCount: b.segmentCount, nextLogOffset: b.nextLogOffset,
-        liveOffsets: b.liveOffsets, groups: b.groups,
-        lastCheckpoint: b.checkpoint === undefined ? null : { logOffset: b.checkpoint.logOffset, liveOffsets: b.checkpoint.liveOffsets, createdAtMs: b.checkpoint.createdAtMs },
+        bucket: b.bucket,
+        state: b.state,
+        logBytes: b.logBytes,
+        segmentCount: b.segmentCount,
+        nextLogOffset: b.nextLogOffset,
+        liveOffsets: b.liveOffsets,
+        groups: b.groups,
+        lastCheckpoint:
+          b.checkpoint === undefined
+            ? null
+            : {
+                logOffset: b.checkpoint.logOffset,
+                liveOffsets: b.checkpoint.liveOffsets,
+                createdAtMs: b.checkpoint.createdAtMs,
+              },
       })),
     };
   }
@@ -381,22 +475,36 @@ export class StoreAdmin {
     return this.store.close();
   }
 
-  async #groupOffsets(groupId: string): Promise<{ committed: CommittedOffset[]; memberCount: number; exists: boolean }> {
+  async #groupOffsets(
+    groupId: string,
+  ): Promise<{ committed: CommittedOffset[]; memberCount: number; exists: boolean }> {
     try {
       const description = await this.store.describeGroup(groupId);
-      return { committed: description.offsets, memberCount: memberCountOf(description), exists: true };
+      return {
+        committed: description.offsets,
+        memberCount: memberCountOf(description),
+        exists: true,
+      };
     } catch (error) {
-      if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND') return { committed: [], memberCount: 0, exists: false };
+      if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND')
+        return { committed: [], memberCount: 0, exists: false };
       throw error;
     }
   }
 }
 
-function tableBucket(b: { tableId: number; partitionId?: number | null; bucketId: number }): TableBucket {
+function tableBucket(b: {
+  tableId: number;
+  partitionId?: number | null;
+  bucketId: number;
+}): TableBucket {
   return { tableId: b.tableId, partitionId: b.partitionId ?? null, bucketId: b.bucketId };
 }
 
-function bucketReport(bucket: TableBucket | { tableId: number; partitionId?: number | null; bucketId: number }, committed: CommittedOffset | null): BucketReport {
+function bucketReport(
+  bucket: TableBucket | { tableId: number; partitionId?: number | null; bucketId: number },
+  committed: CommittedOffset | null,
+): BucketReport {
   return {
     ...tableBucket(bucket),
     committedOffset: committed?.offset ?? null,
@@ -421,8 +529,15 @@ function classicReport(classic: ClassicGroupDescription | null): ClassicGroupRep
     protocolName: classic.protocolName,
     leaderId: classic.leaderId,
     members: classic.members.map((m) => ({
-      memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost, protocols: [...m.protocols],
-      metadataBytes: m.metadata.length, assignmentBytes: m.assignment.length, sessionTimeoutMs: m.sessionTimeoutMs, rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      protocols: [...m.protocols],
+      metadataBytes: m.metadata.length,
+      assignmentBytes: m.assignment.length,
+      sessionTimeoutMs: m.sessionTimeoutMs,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
     })),
   };
 }

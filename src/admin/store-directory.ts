@@ -10,7 +10,14 @@
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
-import { CLEANED_SUFFIX, MANIFEST_FILE, bucketDirName, parseSegmentFileName, readManifest, type StoreManifest } from '../log/index.js';
+import {
+  CLEANED_SUFFIX,
+  MANIFEST_FILE,
+  bucketDirName,
+  parseSegmentFileName,
+  readManifest,
+  type StoreManifest,
+} from '../log/index.js';
 import { notADirectory, openFailure } from '../open-failure.js';
 
 export { MANIFEST_FILE, bucketDirName, liveLockHolder } from '../log/index.js';
@@ -45,10 +52,19 @@ export interface SegmentFile {
 export async function readStoreLayout(fs: FileSystem, dir: string): Promise<StoreLayout> {
   const absoluteDir = path.resolve(dir);
   const manifest = await readManifest(fs, absoluteDir).catch((error: unknown) => {
-    throw notADirectory(error, absoluteDir) ?? openFailure(error, `cannot read ${path.join(absoluteDir, MANIFEST_FILE)}`);
+    throw (
+      notADirectory(error, absoluteDir) ??
+      openFailure(error, `cannot read ${path.join(absoluteDir, MANIFEST_FILE)}`)
+    );
   });
-  if (manifest === null) throw new OffsetStoreError('INVALID_CONFIG', `no offset store in ${absoluteDir}: ${MANIFEST_FILE} not found`);
-  const bucketDirs = Array.from({ length: manifest.bucketCount }, (_, i) => path.join(absoluteDir, 'buckets', bucketDirName(manifest.bucketCount, i)));
+  if (manifest === null)
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `no offset store in ${absoluteDir}: ${MANIFEST_FILE} not found`,
+    );
+  const bucketDirs = Array.from({ length: manifest.bucketCount }, (_, i) =>
+    path.join(absoluteDir, 'buckets', bucketDirName(manifest.bucketCount, i)),
+  );
   return { dir: absoluteDir, manifest, bucketDirs };
 }
 
@@ -59,7 +75,12 @@ export async function listSegmentFiles(fs: FileSystem, bucketDir: string): Promi
     const baseOffset = parseSegmentFileName(name);
     if (baseOffset === undefined) continue;
     const filePath = path.join(bucketDir, name);
-    segments.push({ name, path: filePath, baseOffset, sizeBytes: (await fs.sizeBytes(filePath)) ?? 0 });
+    segments.push({
+      name,
+      path: filePath,
+      baseOffset,
+      sizeBytes: (await fs.sizeBytes(filePath)) ?? 0,
+    });
   }
   return segments.sort((a, b) => a.baseOffset - b.baseOffset);
 }
@@ -69,5 +90,10 @@ export async function listSegmentFiles(fs: FileSystem, bucketDir: string): Promi
  * `compaction.swap` intent, `.tmp` files). The next open completes or discards them.
  */
 export async function listSwapLeftovers(fs: FileSystem, bucketDir: string): Promise<string[]> {
-  return (await fs.readdir(bucketDir)).filter((name) => name.endsWith(CLEANED_SUFFIX) || name.endsWith('.tmp') || name === 'compaction.swap').sort();
+  return (await fs.readdir(bucketDir))
+    .filter(
+      (name) =>
+        name.endsWith(CLEANED_SUFFIX) || name.endsWith('.tmp') || name === 'compaction.swap',
+    )
+    .sort();
 }

@@ -94,7 +94,10 @@ export function commandHelp(command: Command): string {
   const options = { ...command.options, ...GLOBAL_OPTIONS };
   const optionLines = Object.entries(options).map(([name, spec]) => {
     const flag = `${spec.short === undefined ? '    ' : `-${spec.short}, `}--${name}${spec.valueName === undefined ? '' : ` ${spec.valueName}`}`;
-    const description = name === 'dir' && command.defaultDir !== undefined ? `${spec.description} (default ${command.defaultDir})` : spec.description;
+    const description =
+      name === 'dir' && command.defaultDir !== undefined
+        ? `${spec.description} (default ${command.defaultDir})`
+        : spec.description;
     return { flag, description };
   });
   const width = Math.max(...optionLines.map((l) => l.flag.length));
@@ -125,13 +128,19 @@ export function stringListOption(context: CommandContext, name: string): string[
 }
 
 /** An integer option (`allowNegative` for shifts); UsageError for anything else. */
-export function integerOption(context: CommandContext, name: string, options: { allowNegative?: boolean } = {}): number | undefined {
+export function integerOption(
+  context: CommandContext,
+  name: string,
+  options: { allowNegative?: boolean } = {},
+): number | undefined {
   const text = stringOption(context, name);
   if (text === undefined) return undefined;
   const pattern = options.allowNegative === true ? /^-?\d+$/ : /^\d+$/;
   const value = Number(text);
   if (!pattern.test(text) || !Number.isSafeInteger(value)) {
-    throw new UsageError(`--${name} must be ${options.allowNegative === true ? 'an integer' : 'an integer >= 0'}, got ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `--${name} must be ${options.allowNegative === true ? 'an integer' : 'an integer >= 0'}, got ${JSON.stringify(text)}`,
+    );
   }
   return value;
 }
@@ -146,14 +155,23 @@ export function groupIdArgument(context: CommandContext): string {
 
 /** Rejects positional arguments a command does not take. */
 export function noPositionals(context: CommandContext): void {
-  if (context.positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
+  if (context.positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(context.positionals[0])}`);
 }
 
 /** Options selecting buckets: `--table`, `--partition`, `--bucket`. */
 export const SELECTION_OPTIONS: Record<string, OptionSpec> = {
   table: { type: 'string', valueName: '<tableId>', description: 'only buckets of this table' },
-  partition: { type: 'string', valueName: '<partitionId>', description: 'only this partition (needs --table)' },
-  bucket: { type: 'string', valueName: '<bucketId>', description: 'only this bucket (needs --table)' },
+  partition: {
+    type: 'string',
+    valueName: '<partitionId>',
+    description: 'only this partition (needs --table)',
+  },
+  bucket: {
+    type: 'string',
+    valueName: '<bucketId>',
+    description: 'only this bucket (needs --table)',
+  },
 };
 
 /** The bucket selection given by `--table`, `--partition`, `--bucket`. */
@@ -161,7 +179,8 @@ export function selectionOption(context: CommandContext): BucketSelection {
   const tableId = integerOption(context, 'table');
   const partitionId = integerOption(context, 'partition');
   const bucketId = integerOption(context, 'bucket');
-  if (tableId === undefined && (partitionId !== undefined || bucketId !== undefined)) throw new UsageError('--partition and --bucket need --table');
+  if (tableId === undefined && (partitionId !== undefined || bucketId !== undefined))
+    throw new UsageError('--partition and --bucket need --table');
   return {
     ...(tableId === undefined ? {} : { tableId }),
     ...(partitionId === undefined ? {} : { partitionId }),
@@ -173,7 +192,11 @@ export function selectionOption(context: CommandContext): BucketSelection {
  * Reads an offsets document (see src/admin/bucket-spec.ts): inline JSON when `text` starts with `{`
  * or `[`, otherwise the path of a JSON file (a leading `@` is allowed: `@lag.json`).
  */
-export async function readOffsetsDocument(text: string, optionName: string, groupId?: string): Promise<BucketOffset[]> {
+export async function readOffsetsDocument(
+  text: string,
+  optionName: string,
+  groupId?: string,
+): Promise<BucketOffset[]> {
   const trimmed = text.trim();
   const inline = trimmed.startsWith('{') || trimmed.startsWith('[');
   const source = inline ? `--${optionName}` : trimmed.replace(/^@/, '');
@@ -187,24 +210,30 @@ export async function readOffsetsDocument(text: string, optionName: string, grou
     } catch (error) {
       throw new UsageError(`--${optionName}: cannot read ${source}: ${(error as Error).message}`);
     }
-    if (bytes === null) throw new UsageError(`--${optionName}: cannot read ${source}: no such file`);
+    if (bytes === null)
+      throw new UsageError(`--${optionName}: cannot read ${source}: no such file`);
     json = bytes.toString('utf8');
   }
   let document: unknown;
   try {
     document = JSON.parse(json);
   } catch (error) {
-    throw new UsageError(`${inline ? `--${optionName}` : `--${optionName}: ${source}`} is not valid JSON: ${(error as Error).message}`);
+    throw new UsageError(
+      `${inline ? `--${optionName}` : `--${optionName}: ${source}`} is not valid JSON: ${(error as Error).message}`,
+    );
   }
   const planned = (document as { groupId?: unknown } | null)?.groupId;
   if (groupId !== undefined && typeof planned === 'string' && planned !== groupId) {
-    throw new UsageError(`--${optionName}: ${source} is a plan for group ${JSON.stringify(planned)}, not ${JSON.stringify(groupId)}`);
+    throw new UsageError(
+      `--${optionName}: ${source} is a plan for group ${JSON.stringify(planned)}, not ${JSON.stringify(groupId)}`,
+    );
   }
   try {
     return parseBucketOffsets(document, source);
   } catch (error) {
     // A document that does not say what the option needs is bad usage, like one that is not JSON.
-    if (error instanceof OffsetStoreError && error.code === 'INVALID_REQUEST') throw new UsageError(`--${optionName}: ${error.message.replace(/^INVALID_REQUEST: /, '')}`);
+    if (error instanceof OffsetStoreError && error.code === 'INVALID_REQUEST')
+      throw new UsageError(`--${optionName}: ${error.message.replace(/^INVALID_REQUEST: /, '')}`);
     throw error;
   }
 }

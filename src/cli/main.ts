@@ -14,9 +14,15 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 // Node exits with 13 when the top-level await below can never settle (nothing left to wake it up):
 // say so instead of exiting silently.
 process.on('exit', (code) => {
-  if (code === 13) process.stderr.write('internal error: the command stopped before finishing (it awaited something that can never happen)\n');
+  if (code === 13)
+    process.stderr.write(
+      'internal error: the command stopped before finishing (it awaited something that can never happen)\n',
+    );
 });
 
-const exitCode = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
+const exitCode = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+});
 await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
 process.exit(exitCode);

@@ -73,15 +73,21 @@ export class Output {
 }
 
 /** Renders a table as lines: headers, then rows, columns separated by two spaces, no trailing blanks. */
-export function renderTable(columns: readonly Column[], rows: readonly (readonly string[])[]): string[] {
-  const widths = columns.map((c, i) => Math.max(c.header.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const render = (cells: readonly string[]): string => columns
-    .map((c, i) => {
-      const cell = cells[i] ?? '';
-      return c.align === 'right' ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!);
-    })
-    .join('  ')
-    .trimEnd();
+export function renderTable(
+  columns: readonly Column[],
+  rows: readonly (readonly string[])[],
+): string[] {
+  const widths = columns.map((c, i) =>
+    Math.max(c.header.length, ...rows.map((r) => (r[i] ?? '').length)),
+  );
+  const render = (cells: readonly string[]): string =>
+    columns
+      .map((c, i) => {
+        const cell = cells[i] ?? '';
+        return c.align === 'right' ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!);
+      })
+      .join('  ')
+      .trimEnd();
   return [render(columns.map((c) => c.header)), ...rows.map(render)];
 }
 
@@ -103,7 +109,8 @@ export function formatBytes(bytes: number): string {
 export function formatDuration(ms: number): string {
   if (ms < 1) return `${ms.toFixed(2)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return Number.isInteger(ms / 1000) ? `${ms / 1000} s` : `${(ms / 1000).toFixed(2)} s`;
+  if (ms < 60_000)
+    return Number.isInteger(ms / 1000) ? `${ms / 1000} s` : `${(ms / 1000).toFixed(2)} s`;
   const minutes = Math.floor(ms / 60_000);
   return `${minutes} min ${String(Math.round((ms - minutes * 60_000) / 1000)).padStart(2, '0')} s`;
 }

@@ -10,15 +10,19 @@ import { UsageError } from './command.js';
 const PASSWORD_BYTES_MAX = 1024;
 
 /** The first line of stdin. */
-export async function passwordFromStdin(stdin: NodeJS.ReadableStream = process.stdin): Promise<string> {
+export async function passwordFromStdin(
+  stdin: NodeJS.ReadableStream = process.stdin,
+): Promise<string> {
   let text = '';
   for await (const chunk of stdin) {
     text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
     if (text.includes('\n') || Buffer.byteLength(text) > PASSWORD_BYTES_MAX) break;
   }
   const line = text.split(/\r?\n/)[0] ?? '';
-  if (Buffer.byteLength(line) > PASSWORD_BYTES_MAX) throw new UsageError(`the password must be at most ${PASSWORD_BYTES_MAX} bytes`);
-  if (line === '') throw new UsageError('no password on stdin (--password-stdin reads its first line)');
+  if (Buffer.byteLength(line) > PASSWORD_BYTES_MAX)
+    throw new UsageError(`the password must be at most ${PASSWORD_BYTES_MAX} bytes`);
+  if (line === '')
+    throw new UsageError('no password on stdin (--password-stdin reads its first line)');
   return line;
 }
 
@@ -53,7 +57,8 @@ function promptHidden(prompt: string, stderr: NodeJS.WriteStream): Promise<strin
 
 /** Asks for a password twice at the terminal; a UsageError when stdin is not one. */
 export async function passwordFromTerminal(name: string): Promise<string> {
-  if (process.stdin.isTTY !== true) throw new UsageError('stdin is not a terminal: pipe the password in with --password-stdin');
+  if (process.stdin.isTTY !== true)
+    throw new UsageError('stdin is not a terminal: pipe the password in with --password-stdin');
   const first = await promptHidden(`Password for ${name}: `, process.stderr);
   const second = await promptHidden('Again: ', process.stderr);
   if (first !== second) throw new UsageError('the two passwords differ');

@@ -17,7 +17,15 @@ import { NodeFileSystem } from '../io/index.js';
 import { OffsetStoreError } from '../index.js';
 import { COMMANDS } from './commands/index.js';
 import { DemoFailure } from './demo/demo-scenario.js';
-import { EXIT, GLOBAL_OPTIONS, UsageError, commandHelp, type Command, type CommandContext, type OptionSpec } from './command.js';
+import {
+  EXIT,
+  GLOBAL_OPTIONS,
+  UsageError,
+  commandHelp,
+  type Command,
+  type CommandContext,
+  type OptionSpec,
+} from './command.js';
 import { Output, type OutputStreams } from './output.js';
 
 type ParseOptions = NonNullable<ParseArgsConfig['options']>;
@@ -25,7 +33,11 @@ type ParseOptions = NonNullable<ParseArgsConfig['options']>;
 function parseOptions(specs: Record<string, OptionSpec>): ParseOptions {
   const options: ParseOptions = {};
   for (const [name, spec] of Object.entries(specs)) {
-    options[name] = { type: spec.type, ...(spec.short === undefined ? {} : { short: spec.short }), ...(spec.multiple === true ? { multiple: true } : {}) };
+    options[name] = {
+      type: spec.type,
+      ...(spec.short === undefined ? {} : { short: spec.short }),
+      ...(spec.multiple === true ? { multiple: true } : {}),
+    };
   }
   return options;
 }
@@ -34,7 +46,11 @@ function parseOptions(specs: Record<string, OptionSpec>): ParseOptions {
  * Every option of every command, for the lenient pass. An option name has one type across all
  * commands (checked by the tests), so the lenient pass consumes the same values as the strict one.
  */
-export const ALL_OPTIONS: Record<string, OptionSpec> = Object.assign({}, ...COMMANDS.map((c) => c.options), GLOBAL_OPTIONS);
+export const ALL_OPTIONS: Record<string, OptionSpec> = Object.assign(
+  {},
+  ...COMMANDS.map((c) => c.options),
+  GLOBAL_OPTIONS,
+);
 
 /**
  * Joins `--name -5` into `--name=-5` for string options, so negative numbers (`--shift-by -10`)
@@ -45,7 +61,12 @@ function joinNegativeValues(argv: readonly string[]): string[] {
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]!;
     const next = argv[i + 1];
-    if (token.startsWith('--') && ALL_OPTIONS[token.slice(2)]?.type === 'string' && next !== undefined && /^-\d+$/.test(next)) {
+    if (
+      token.startsWith('--') &&
+      ALL_OPTIONS[token.slice(2)]?.type === 'string' &&
+      next !== undefined &&
+      /^-\d+$/.test(next)
+    ) {
       out.push(`${token}=${next}`);
       i++;
     } else {
@@ -83,7 +104,12 @@ function overviewHelp(prefix: readonly string[] = []): string {
 /** Runs the CLI on `argv` (without node and script); returns the exit code. Never throws. */
 export async function runCli(argv: readonly string[], streams: OutputStreams): Promise<number> {
   const args = joinNegativeValues(argv);
-  const lenient = parseArgs({ args, options: parseOptions(ALL_OPTIONS), strict: false, allowPositionals: true });
+  const lenient = parseArgs({
+    args,
+    options: parseOptions(ALL_OPTIONS),
+    strict: false,
+    allowPositionals: true,
+  });
   let output = new Output(streams, lenient.values.json === true);
   let words = lenient.positionals;
   if (lenient.values.version === true) {
@@ -100,7 +126,9 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
       streams.stdout.write(overviewHelp(prefix));
       return EXIT.OK;
     }
-    streams.stderr.write(`${words.length === 0 ? 'error: no command given' : `error: unknown command ${JSON.stringify(words.join(' '))}`}\n\n${overviewHelp(prefix)}`);
+    streams.stderr.write(
+      `${words.length === 0 ? 'error: no command given' : `error: unknown command ${JSON.stringify(words.join(' '))}`}\n\n${overviewHelp(prefix)}`,
+    );
     return EXIT.USAGE;
   }
   if (asksHelp) {
@@ -108,30 +136,57 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
     return EXIT.OK;
   }
   try {
-    const strict = parseArgs({ args, options: parseOptions({ ...command.options, ...GLOBAL_OPTIONS }), strict: true, allowPositionals: true });
+    const strict = parseArgs({
+      args,
+      options: parseOptions({ ...command.options, ...GLOBAL_OPTIONS }),
+      strict: true,
+      allowPositionals: true,
+    });
     output = new Output(streams, strict.values.json === true);
     const dir = (strict.values.dir as string | undefined) ?? command.defaultDir;
     if (dir === undefined || dir === '') throw new UsageError('--dir <path> is required');
-    return await command.run({ positionals: strict.positionals.slice(command.words.length), values: strict.values as CommandContext['values'], dir, output });
+    return await command.run({
+      positionals: strict.positionals.slice(command.words.length),
+      values: strict.values as CommandContext['values'],
+      dir,
+      output,
+    });
   } catch (error) {
     return reportFailure(error, command, output, streams);
   }
 }
 
-function reportFailure(error: unknown, command: Command, output: Output, streams: OutputStreams): number {
+function reportFailure(
+  error: unknown,
+  command: Command,
+  output: Output,
+  streams: OutputStreams,
+): number {
   if (error instanceof UsageError || isParseArgsError(error)) {
     const unknown = /^Unknown option '(--?[^']+)'/.exec((error as Error).message)?.[1];
-    const suggestion = unknown === undefined ? undefined : closestOption(unknown.replace(/^-+/, ''), Object.keys({ ...command.options, ...GLOBAL_OPTIONS }));
+    const suggestion =
+      unknown === undefined
+        ? undefined
+        : closestOption(
+            unknown.replace(/^-+/, ''),
+            Object.keys({ ...command.options, ...GLOBAL_OPTIONS }),
+          );
     const hint = suggestion === undefined ? '' : ` Did you mean --${suggestion}?`;
     const message = unknown === undefined ? (error as Error).message : `unknown option ${unknown}.`;
-    streams.stderr.write(`error: ${message}${hint}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`);
+    streams.stderr.write(
+      `error: ${message}${hint}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`,
+    );
     return EXIT.USAGE;
   }
   if (error instanceof OffsetStoreError) {
     if (output.json) {
-      streams.stderr.write(`${JSON.stringify({ error: { code: error.code, errno: error.errno, retriable: error.retriable, message: error.message } })}\n`);
+      streams.stderr.write(
+        `${JSON.stringify({ error: { code: error.code, errno: error.errno, retriable: error.retriable, message: error.message } })}\n`,
+      );
     } else {
-      streams.stderr.write(`error: ${error.message} (errno ${error.errno}${error.retriable ? ', retriable' : ''})\n`);
+      streams.stderr.write(
+        `error: ${error.message} (errno ${error.errno}${error.retriable ? ', retriable' : ''})\n`,
+      );
     }
     return EXIT.FAILED;
   }
@@ -139,7 +194,9 @@ function reportFailure(error: unknown, command: Command, output: Output, streams
     streams.stderr.write(`error: ${error.message}\n`);
     return EXIT.FAILED;
   }
-  streams.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  streams.stderr.write(
+    `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   return EXIT.INTERNAL;
 }
 
@@ -162,7 +219,12 @@ function editDistance(a: string, b: string): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
     previous = current;
   }
   return previous[b.length]!;
@@ -170,7 +232,9 @@ function editDistance(a: string, b: string): number {
 
 /** The package's version, from the package.json two folders up (the same from src/cli and dist/cli). */
 async function packageVersion(): Promise<string> {
-  const bytes = await new NodeFileSystem().readFile(fileURLToPath(new URL('../../package.json', import.meta.url)));
+  const bytes = await new NodeFileSystem().readFile(
+    fileURLToPath(new URL('../../package.json', import.meta.url)),
+  );
   return (JSON.parse(bytes?.toString('utf8') ?? '{}') as { version?: string }).version ?? 'unknown';
 }
 

@@ -39,7 +39,8 @@ export class ClusterKeys {
   readonly prefix: string;
 
   constructor(prefix = DEFAULT_CLUSTER_PREFIX) {
-    if (!prefix.endsWith('/')) throw new RangeError(`cluster key prefix must end with '/': ${JSON.stringify(prefix)}`);
+    if (!prefix.endsWith('/'))
+      throw new RangeError(`cluster key prefix must end with '/': ${JSON.stringify(prefix)}`);
     this.prefix = prefix;
   }
 

@@ -121,7 +121,10 @@ export class ClusterNode {
 
   private constructor(options: ClusterNodeOptions) {
     this.#options = options;
-    this.#connection = new EtcdConnection({ endpoints: options.endpoints, callTimeoutMs: options.callTimeoutMs });
+    this.#connection = new EtcdConnection({
+      endpoints: options.endpoints,
+      callTimeoutMs: options.callTimeoutMs,
+    });
     this.#keys = new ClusterKeys(options.prefix);
   }
 
@@ -153,7 +156,8 @@ export class ClusterNode {
 
   /** The node that owns `bucket` as of the last reconcile (this node's own buckets as of now). */
   ownerOf(bucket: number): NodeInfo | undefined {
-    if (this.#owned.has(bucket)) return this.#nodes.find((n) => n.nodeId === this.nodeId) ?? this.#options.node;
+    if (this.#owned.has(bucket))
+      return this.#nodes.find((n) => n.nodeId === this.nodeId) ?? this.#options.node;
     const owner = this.#owners.get(bucket);
     return owner === undefined ? undefined : this.#nodes.find((n) => n.nodeId === owner.nodeId);
   }
@@ -171,41 +175,81 @@ export class ClusterNode {
   async #checkConfig(): Promise<void> {
     const bucketCount = this.#options.store.bucketCount;
     const value = Buffer.from(JSON.stringify({ bucketCount }));
-    const res = await this.#connection.txn({
-      compare: [{ key: Buffer.from(this.#keys.config), target: 'Create', result: 'Equal', create_revision: 0 }],
-      success: [{ request_put: { key: Buffer.from(this.#keys.config), value } }],
-      failure: [{ request_range: { key: Buffer.from(this.#keys.config) } }],
-    }, 'reading the cluster configuration');
+    const res = await this.#connection.txn(
+      {
+        compare: [
+          {
+            key: Buffer.from(this.#keys.config),
+            target: 'Create',
+            result: 'Equal',
+            create_revision: 0,
+          },
+        ],
+        success: [{ request_put: { key: Buffer.from(this.#keys.config), value } }],
+        failure: [{ request_range: { key: Buffer.from(this.#keys.config) } }],
+      },
+      'reading the cluster configuration',
+    );
     if (res.succeeded) return;
     const existing = res.responses[0]?.response_range?.kvs[0]?.value.toString() ?? '';
     const parsed = JSON.parse(existing) as { bucketCount?: number };
     if (parsed.bucketCount !== bucketCount) {
-      throw new OffsetStoreError('INVALID_CONFIG', `bucketCount ${bucketCount} contradicts the cluster under ${this.#keys.prefix}, created with bucketCount ${parsed.bucketCount}`);
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `bucketCount ${bucketCount} contradicts the cluster under ${this.#keys.prefix}, created with bucketCount ${parsed.bucketCount}`,
+      );
     }
   }
 
   async #register(): Promise<void> {
-    const lease = await NodeLease.grant(this.#connection, { ttlSeconds: this.#options.leaseTtlSeconds ?? 3, onLost: (reason) => this.#onLeaseLost(reason) });
+    const lease = await NodeLease.grant(this.#connection, {
+      ttlSeconds: this.#options.leaseTtlSeconds ?? 3,
+      onLost: (reason) => this.#onLeaseLost(reason),
+    });
     this.#lease = lease;
-    await this.#connection.txn({
-      success: [{ request_put: { key: Buffer.from(this.#keys.node(this.nodeId)), value: Buffer.from(JSON.stringify(this.#options.node)), lease: lease.id } }],
-    }, `registering node ${this.nodeId}`);
+    await this.#connection.txn(
+      {
+        success: [
+          {
+            request_put: {
+              key: Buffer.from(this.#keys.node(this.nodeId)),
+              value: Buffer.from(JSON.stringify(this.#options.node)),
+              lease: lease.id,
+            },
+          },
+        ],
+      },
+      `registering node ${this.nodeId}`,
+    );
   }
 
   /** The lease is gone: every bucket stops now; the next reconcile registers again. */
   #onLeaseLost(reason: string): void {
-    this.#warn(`node ${this.nodeId} lost its lease (${reason}): it stops serving its ${this.#owned.size} bucket(s)`);
+    this.#warn(
+      `node ${this.nodeId} lost its lease (${reason}): it stops serving its ${this.#owned.size} bucket(s)`,
+    );
     for (const [bucket, owned] of this.#owned) {
-      owned.log.abandon(new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} lost its lease: it no longer owns offsets-bucket ${bucket}`));
+      owned.log.abandon(
+        new OffsetStoreError(
+          'NOT_COORDINATOR',
+          `node ${this.nodeId} lost its lease: it no longer owns offsets-bucket ${bucket}`,
+        ),
+      );
       this.#owned.delete(bucket);
-      this.#options.store.unhostBucket(bucket).catch((error: unknown) => this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`));
+      this.#options.store
+        .unhostBucket(bucket)
+        .catch((error: unknown) =>
+          this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`),
+        );
     }
   }
 
   #arm(): void {
     if (this.#closed) return;
     this.#timer = setTimeout(() => {
-      this.reconcile().catch((error: unknown) => this.#warn(`reconciling: ${(error as Error).message}`)).finally(() => this.#arm());
+      this.reconcile()
+        .catch((error: unknown) => this.#warn(`reconciling: ${(error as Error).message}`))
+        .finally(() => this.#arm());
     }, this.#options.reconcileIntervalMs ?? 250);
   }
 
@@ -223,19 +267,30 @@ export class ClusterNode {
     await this.#readView();
     const live = this.#nodes.map((n) => n.nodeId);
     for (const [bucket, owned] of [...this.#owned]) {
-      if (rendezvousOwner(bucket, live) !== this.nodeId || owned.log.failed) await this.#giveUp(bucket, owned);
+      if (rendezvousOwner(bucket, live) !== this.nodeId || owned.log.failed)
+        await this.#giveUp(bucket, owned);
     }
     if (this.#lease?.valid() !== true) return;
     for (let bucket = 0; bucket < this.#options.store.bucketCount && !this.#closed; bucket++) {
-      if (this.#owned.has(bucket) || this.#owners.has(bucket) || rendezvousOwner(bucket, live) !== this.nodeId) continue;
+      if (
+        this.#owned.has(bucket) ||
+        this.#owners.has(bucket) ||
+        rendezvousOwner(bucket, live) !== this.nodeId
+      )
+        continue;
       try {
         await this.#take(bucket);
       } catch (error) {
-        if (!this.#closed) this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
+        if (!this.#closed)
+          this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
       }
     }
     for (const [bucket, owned] of this.#owned) {
-      if (owned.log.nextOffset - owned.checkpointLogOffset < (this.#options.checkpointBatches ?? 10_000)) continue;
+      if (
+        owned.log.nextOffset - owned.checkpointLogOffset <
+        (this.#options.checkpointBatches ?? 10_000)
+      )
+        continue;
       try {
         await this.#checkpoint(owned);
       } catch (error) {
@@ -245,9 +300,17 @@ export class ClusterNode {
   }
 
   async #readView(): Promise<void> {
-    const nodes = await this.#connection.range({ key: Buffer.from(this.#keys.nodes), range_end: prefixEnd(this.#keys.nodes) }, 'listing nodes');
-    this.#nodes = nodes.kvs.map((kv) => JSON.parse(kv.value.toString()) as NodeInfo).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
-    const owners = await this.#connection.range({ key: Buffer.from(this.#keys.owners), range_end: prefixEnd(this.#keys.owners) }, 'listing owners');
+    const nodes = await this.#connection.range(
+      { key: Buffer.from(this.#keys.nodes), range_end: prefixEnd(this.#keys.nodes) },
+      'listing nodes',
+    );
+    this.#nodes = nodes.kvs
+      .map((kv) => JSON.parse(kv.value.toString()) as NodeInfo)
+      .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    const owners = await this.#connection.range(
+      { key: Buffer.from(this.#keys.owners), range_end: prefixEnd(this.#keys.owners) },
+      'listing owners',
+    );
     const view = new Map<number, OwnerToken>();
     for (const kv of owners.kvs) {
       const token = parseOwnerToken(kv.value);
@@ -268,22 +331,35 @@ export class ClusterNode {
       const fromLogOffset = checkpoint?.pointer.logOffset ?? 0;
       let replayed = 0;
       let recordsReplayed = 0;
-      const log = await EtcdLog.open({ connection: this.#connection, keys, owner: token }, {
-        fromLogOffset,
-        visit: (buf, position, logOffset) => {
-          state.applyBatch(buf, position, logOffset);
-          replayed++;
-          recordsReplayed += readBatchRecordCount(buf, position);
+      const log = await EtcdLog.open(
+        { connection: this.#connection, keys, owner: token },
+        {
+          fromLogOffset,
+          visit: (buf, position, logOffset) => {
+            state.applyBatch(buf, position, logOffset);
+            replayed++;
+            recordsReplayed += readBatchRecordCount(buf, position);
+          },
         },
-      });
+      );
       const table = OffsetsTable.over(log, state);
       const report: OffsetsTableRecovery = {
-        segmentCount: 0, batchCount: replayed, batchesReplayed: replayed, recordsReplayed, bytesTruncated: 0, firstLogOffset: log.firstOffset,
-        logEndOffset: log.nextOffset, checkpointLogOffset: checkpoint?.pointer.logOffset, recoveryMs: performance.now() - startedMs,
+        segmentCount: 0,
+        batchCount: replayed,
+        batchesReplayed: replayed,
+        recordsReplayed,
+        bytesTruncated: 0,
+        firstLogOffset: log.firstOffset,
+        logEndOffset: log.nextOffset,
+        checkpointLogOffset: checkpoint?.pointer.logOffset,
+        recoveryMs: performance.now() - startedMs,
       };
       if (this.#closed || this.#lease?.valid() !== true) {
         await log.close();
-        throw new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} stopped or lost its lease while recovering offsets-bucket ${bucket}`);
+        throw new OffsetStoreError(
+          'NOT_COORDINATOR',
+          `node ${this.nodeId} stopped or lost its lease while recovering offsets-bucket ${bucket}`,
+        );
       }
       await this.#options.store.hostBucket(bucket, table, report);
       this.#owned.set(bucket, { bucket, token, log, table, checkpointLogOffset: fromLogOffset });
@@ -301,12 +377,21 @@ export class ClusterNode {
     } catch (error) {
       this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`);
     }
-    await releaseBucket(this.#connection, this.#keys.bucket(bucket), owned.token).catch((error: unknown) => this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`));
+    await releaseBucket(this.#connection, this.#keys.bucket(bucket), owned.token).catch(
+      (error: unknown) =>
+        this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`),
+    );
   }
 
   async #checkpoint(owned: OwnedBucket): Promise<void> {
     await owned.log.drain();
-    const pointer = await writeEtcdCheckpoint(this.#connection, this.#keys.bucket(owned.bucket), owned.token, owned.table.state, Date.now());
+    const pointer = await writeEtcdCheckpoint(
+      this.#connection,
+      this.#keys.bucket(owned.bucket),
+      owned.token,
+      owned.table.state,
+      Date.now(),
+    );
     owned.checkpointLogOffset = pointer.logOffset;
     await owned.log.truncateBelow(pointer.logOffset);
   }
@@ -317,7 +402,9 @@ export class ClusterNode {
   }
 
   #warn(message: string): void {
-    (this.#options.onWarning ?? ((m: string) => process.emitWarning(m, 'OffsetStoreWarning')))(message);
+    (this.#options.onWarning ?? ((m: string) => process.emitWarning(m, 'OffsetStoreWarning')))(
+      message,
+    );
   }
 
   /**
@@ -339,29 +426,55 @@ export class ClusterNode {
     this.#closed = true;
     clearTimeout(this.#timer);
     void this.#lease?.stop(false);
-    for (const owned of this.#owned.values()) owned.log.abandon(new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} stopped`));
+    for (const owned of this.#owned.values())
+      owned.log.abandon(new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} stopped`));
     this.#owned.clear();
     this.#connection.close();
   }
 }
 
 /** The cluster's live nodes and every bucket's owner, placement, log end, checkpoint and log length, read from etcd. */
-export async function clusterStatus(connection: EtcdConnection, keys: ClusterKeys): Promise<ClusterStatus> {
+export async function clusterStatus(
+  connection: EtcdConnection,
+  keys: ClusterKeys,
+): Promise<ClusterStatus> {
   await loadChecksum(); // rendezvous hashing uses xxh32
-  const config = await connection.range({ key: Buffer.from(keys.config) }, 'reading the cluster configuration');
-  const bucketCount = config.kvs[0] === undefined ? 0 : (JSON.parse(config.kvs[0].value.toString()) as { bucketCount: number }).bucketCount;
-  const listed = await connection.range({ key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) }, 'listing nodes');
-  const nodes = listed.kvs.map((kv) => JSON.parse(kv.value.toString()) as NodeInfo).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+  const config = await connection.range(
+    { key: Buffer.from(keys.config) },
+    'reading the cluster configuration',
+  );
+  const bucketCount =
+    config.kvs[0] === undefined
+      ? 0
+      : (JSON.parse(config.kvs[0].value.toString()) as { bucketCount: number }).bucketCount;
+  const listed = await connection.range(
+    { key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) },
+    'listing nodes',
+  );
+  const nodes = listed.kvs
+    .map((kv) => JSON.parse(kv.value.toString()) as NodeInfo)
+    .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
   const live = nodes.map((n) => n.nodeId);
   const buckets: BucketStatus[] = [];
   for (let bucket = 0; bucket < bucketCount; bucket++) {
     const b = keys.bucket(bucket);
-    const res = await connection.txn({
-      success: [
-        { request_range: { key: Buffer.from(b.owner) } }, { request_range: { key: Buffer.from(b.next) } }, { request_range: { key: Buffer.from(b.checkpoint) } },
-        { request_range: { key: Buffer.from(b.log), range_end: prefixEnd(b.log), count_only: true } },
-      ],
-    }, `reading offsets-bucket ${bucket}`);
+    const res = await connection.txn(
+      {
+        success: [
+          { request_range: { key: Buffer.from(b.owner) } },
+          { request_range: { key: Buffer.from(b.next) } },
+          { request_range: { key: Buffer.from(b.checkpoint) } },
+          {
+            request_range: {
+              key: Buffer.from(b.log),
+              range_end: prefixEnd(b.log),
+              count_only: true,
+            },
+          },
+        ],
+      },
+      `reading offsets-bucket ${bucket}`,
+    );
     const [owner, next, checkpoint] = res.responses.slice(0, 3).map((r) => r.response_range.kvs[0]);
     const token = owner === undefined ? undefined : parseOwnerToken(owner.value);
     buckets.push({
@@ -369,7 +482,10 @@ export async function clusterStatus(connection: EtcdConnection, keys: ClusterKey
       owner: token === undefined ? undefined : { nodeId: token.nodeId, epoch: token.epoch },
       assignedTo: rendezvousOwner(bucket, live),
       nextLogOffset: next === undefined ? 0 : Number(next.value.toString()),
-      checkpointLogOffset: checkpoint === undefined ? 0 : (JSON.parse(checkpoint.value.toString()) as { logOffset: number }).logOffset,
+      checkpointLogOffset:
+        checkpoint === undefined
+          ? 0
+          : (JSON.parse(checkpoint.value.toString()) as { logOffset: number }).logOffset,
       logBatches: Number(res.responses[3]!.response_range.count),
     });
   }

@@ -17,7 +17,10 @@ import { EtcdConnection } from './etcd-connection.js';
 import { NodeClusterView } from './node-cluster-view.js';
 
 /** Options of a cluster node's server. */
-export interface ClusterServerOptions extends Omit<KafkaServerOptions, 'store' | 'clusterView' | 'nodeId'> {
+export interface ClusterServerOptions extends Omit<
+  KafkaServerOptions,
+  'store' | 'clusterView' | 'nodeId'
+> {
   /** The node's local directory (lock, manifest, topic catalog). */
   dir: string;
   /** etcd client URLs. */
@@ -52,14 +55,31 @@ export interface ClusterServer {
 
 /** Starts a node of a cluster with its Kafka server. */
 export async function startClusterServer(options: ClusterServerOptions): Promise<ClusterServer> {
-  const { dir, etcdEndpoints, nodeId, brokerId, bucketCount, prefix, leaseTtlSeconds, reconcileIntervalMs, callTimeoutMs, ...serverOptions } = options;
+  const {
+    dir,
+    etcdEndpoints,
+    nodeId,
+    brokerId,
+    bucketCount,
+    prefix,
+    leaseTtlSeconds,
+    reconcileIntervalMs,
+    callTimeoutMs,
+    ...serverOptions
+  } = options;
   const existing = await clusterBucketCount(etcdEndpoints, prefix, callTimeoutMs);
-  const store = await OffsetStore.openHosted({ dir, bucketCount: bucketCount ?? existing ?? 16, ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }) });
+  const store = await OffsetStore.openHosted({
+    dir,
+    bucketCount: bucketCount ?? existing ?? 16,
+    ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+  });
   let view: NodeClusterView | undefined;
   let server: KafkaServer;
   try {
     server = await startKafkaServer({
-      ...serverOptions, store, nodeId: brokerId,
+      ...serverOptions,
+      store,
+      nodeId: brokerId,
       clusterView: (self) => {
         view = new NodeClusterView(self, store);
         return view;
@@ -73,7 +93,13 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
   try {
     const [host, port] = splitAddress(server.brokers[0]!);
     node = await ClusterNode.start({
-      endpoints: etcdEndpoints, prefix, store, leaseTtlSeconds, reconcileIntervalMs, callTimeoutMs, onWarning: options.onWarning,
+      endpoints: etcdEndpoints,
+      prefix,
+      store,
+      leaseTtlSeconds,
+      reconcileIntervalMs,
+      callTimeoutMs,
+      onWarning: options.onWarning,
       node: { nodeId, brokerId, host, port },
     });
   } catch (error) {
@@ -82,7 +108,9 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
   }
   view!.attach(node);
   return {
-    server, node, store,
+    server,
+    node,
+    store,
     close: async () => {
       await node.close();
       await server.close({ closeStore: true });
@@ -91,12 +119,21 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
 }
 
 /** The bucket count of the cluster, if one was created under `prefix`. */
-async function clusterBucketCount(endpoints: readonly string[], prefix: string | undefined, callTimeoutMs: number | undefined): Promise<number | undefined> {
+async function clusterBucketCount(
+  endpoints: readonly string[],
+  prefix: string | undefined,
+  callTimeoutMs: number | undefined,
+): Promise<number | undefined> {
   const connection = new EtcdConnection({ endpoints, callTimeoutMs });
   try {
-    const res = await connection.range({ key: Buffer.from(new ClusterKeys(prefix).config) }, 'reading the cluster configuration');
+    const res = await connection.range(
+      { key: Buffer.from(new ClusterKeys(prefix).config) },
+      'reading the cluster configuration',
+    );
     const value = res.kvs[0]?.value;
-    return value === undefined ? undefined : (JSON.parse(value.toString()) as { bucketCount: number }).bucketCount;
+    return value === undefined
+      ? undefined
+      : (JSON.parse(value.toString()) as { bucketCount: number }).bucketCount;
   } finally {
     connection.close();
   }

@@ -55,41 +55,92 @@ export interface LoadedEtcdCheckpoint {
 }
 
 /** Writes a checkpoint of `state` (at its applied log offset + 1) and switches the pointer to it; returns the pointer. */
-export async function writeEtcdCheckpoint(connection: EtcdConnection, keys: BucketKeys, owner: OwnerToken, state: OffsetsTableState, nowMs: number): Promise<CheckpointPointer> {
+export async function writeEtcdCheckpoint(
+  connection: EtcdConnection,
+  keys: BucketKeys,
+  owner: OwnerToken,
+  state: OffsetsTableState,
+  nowMs: number,
+): Promise<CheckpointPointer> {
   const logOffset = state.appliedLogOffset + 1;
   const image = Buffer.concat(stateImage(state, nowMs));
   const id = `${owner.epoch}-${logOffset}-${nowMs}`;
   const chunkCount = Math.ceil(image.length / CHECKPOINT_CHUNK_BYTES);
   for (let i = 0; i < chunkCount; i++) {
     const chunk = image.subarray(i * CHECKPOINT_CHUNK_BYTES, (i + 1) * CHECKPOINT_CHUNK_BYTES);
-    await fencedWrite(connection, keys, owner, [{ request_put: { key: Buffer.from(keys.checkpointChunk(id, i)), value: chunk } }], 'writing a checkpoint chunk');
+    await fencedWrite(
+      connection,
+      keys,
+      owner,
+      [{ request_put: { key: Buffer.from(keys.checkpointChunk(id, i)), value: chunk } }],
+      'writing a checkpoint chunk',
+    );
   }
-  const pointer: CheckpointPointer = { id, logOffset, chunkCount, imageBytes: image.length, checksum: xxh32(image, 0, image.length), epoch: owner.epoch };
+  const pointer: CheckpointPointer = {
+    id,
+    logOffset,
+    chunkCount,
+    imageBytes: image.length,
+    checksum: xxh32(image, 0, image.length),
+    epoch: owner.epoch,
+  };
   const previous = await readPointer(connection, keys);
-  await fencedWrite(connection, keys, owner, [{ request_put: { key: Buffer.from(keys.checkpoint), value: Buffer.from(JSON.stringify(pointer)) } }], 'switching the checkpoint pointer');
+  await fencedWrite(
+    connection,
+    keys,
+    owner,
+    [
+      {
+        request_put: {
+          key: Buffer.from(keys.checkpoint),
+          value: Buffer.from(JSON.stringify(pointer)),
+        },
+      },
+    ],
+    'switching the checkpoint pointer',
+  );
   if (previous !== undefined && previous.id !== id) {
     const chunks = keys.checkpointChunks(previous.id);
-    await fencedWrite(connection, keys, owner, [{ request_delete_range: { key: Buffer.from(chunks), range_end: prefixEnd(chunks) } }], 'deleting the previous checkpoint');
+    await fencedWrite(
+      connection,
+      keys,
+      owner,
+      [{ request_delete_range: { key: Buffer.from(chunks), range_end: prefixEnd(chunks) } }],
+      'deleting the previous checkpoint',
+    );
   }
   return pointer;
 }
 
 /** The live checkpoint, verified, or undefined when the bucket has none. A damaged one is CORRUPT_MESSAGE. */
-export async function readEtcdCheckpoint(connection: EtcdConnection, keys: BucketKeys): Promise<LoadedEtcdCheckpoint | undefined> {
+export async function readEtcdCheckpoint(
+  connection: EtcdConnection,
+  keys: BucketKeys,
+): Promise<LoadedEtcdCheckpoint | undefined> {
   const pointer = await readPointer(connection, keys);
   if (pointer === undefined) return undefined;
   const chunks: Buffer[] = [];
   const prefix = keys.checkpointChunks(pointer.id);
   let cursor = Buffer.from(keys.checkpointChunk(pointer.id, 0));
   for (;;) {
-    const res = await connection.range({ key: cursor, range_end: prefixEnd(prefix), limit: 2 }, `reading checkpoint ${pointer.id} of ${keys.prefix}`);
+    const res = await connection.range(
+      { key: cursor, range_end: prefixEnd(prefix), limit: 2 },
+      `reading checkpoint ${pointer.id} of ${keys.prefix}`,
+    );
     for (const kv of res.kvs) chunks.push(kv.value);
     if (!res.more || res.kvs.length === 0) break;
     cursor = Buffer.concat([res.kvs.at(-1)!.key, Buffer.from([0])]);
   }
   const image = Buffer.concat(chunks);
-  if (chunks.length !== pointer.chunkCount || image.length !== pointer.imageBytes || xxh32(image, 0, image.length) !== pointer.checksum) {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: checkpoint ${pointer.id} does not match its pointer (${chunks.length} of ${pointer.chunkCount} chunks, ${image.length} of ${pointer.imageBytes} bytes, or its checksum)`);
+  if (
+    chunks.length !== pointer.chunkCount ||
+    image.length !== pointer.imageBytes ||
+    xxh32(image, 0, image.length) !== pointer.checksum
+  ) {
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `${keys.checkpoint}: checkpoint ${pointer.id} does not match its pointer (${chunks.length} of ${pointer.chunkCount} chunks, ${image.length} of ${pointer.imageBytes} bytes, or its checksum)`,
+    );
   }
   const batches: Buffer[] = [];
   for (let position = 0; position < image.length;) {
@@ -100,18 +151,35 @@ export async function readEtcdCheckpoint(connection: EtcdConnection, keys: Bucke
   return { pointer, state: restoreStateImage(batches, pointer.logOffset) };
 }
 
-async function readPointer(connection: EtcdConnection, keys: BucketKeys): Promise<CheckpointPointer | undefined> {
-  const res = await connection.range({ key: Buffer.from(keys.checkpoint) }, `reading the checkpoint pointer of ${keys.prefix}`);
+async function readPointer(
+  connection: EtcdConnection,
+  keys: BucketKeys,
+): Promise<CheckpointPointer | undefined> {
+  const res = await connection.range(
+    { key: Buffer.from(keys.checkpoint) },
+    `reading the checkpoint pointer of ${keys.prefix}`,
+  );
   const kv = res.kvs[0];
   if (kv === undefined) return undefined;
   try {
     return JSON.parse(kv.value.toString()) as CheckpointPointer;
   } catch (error) {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: not a checkpoint pointer`, { cause: error });
+    throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: not a checkpoint pointer`, {
+      cause: error,
+    });
   }
 }
 
-async function fencedWrite(connection: EtcdConnection, keys: BucketKeys, owner: OwnerToken, success: Parameters<EtcdConnection['txn']>[0]['success'], what: string): Promise<void> {
-  const res = await connection.txn({ compare: [ownerCompare(keys, owner)], success, failure: [rangeOp(keys.owner)] }, `${what} of ${keys.prefix}`);
+async function fencedWrite(
+  connection: EtcdConnection,
+  keys: BucketKeys,
+  owner: OwnerToken,
+  success: Parameters<EtcdConnection['txn']>[0]['success'],
+  what: string,
+): Promise<void> {
+  const res = await connection.txn(
+    { compare: [ownerCompare(keys, owner)], success, failure: [rangeOp(keys.owner)] },
+    `${what} of ${keys.prefix}`,
+  );
   if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
 }

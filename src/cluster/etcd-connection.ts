@@ -12,7 +12,16 @@
  *   or may not have been applied. `outcomeUnknown(error)` is true for those; a writer resolves them
  *   by reading back, never by guessing.
  */
-import { Etcd3, type IRangeRequest, type IRangeResponse, type ITxnRequest, type ITxnResponse, type IDeleteRangeRequest, type IDeleteRangeResponse, type Lease } from 'etcd3';
+import {
+  Etcd3,
+  type IRangeRequest,
+  type IRangeResponse,
+  type ITxnRequest,
+  type ITxnResponse,
+  type IDeleteRangeRequest,
+  type IDeleteRangeResponse,
+  type Lease,
+} from 'etcd3';
 import { noop } from 'cockatiel';
 import { OffsetStoreError } from '../errors/index.js';
 
@@ -34,7 +43,11 @@ const UNKNOWN = Symbol('outcomeUnknown');
 
 /** True when `error` came from an etcd call whose outcome is unknown (it may have been applied). */
 export function outcomeUnknown(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { [UNKNOWN]?: boolean })[UNKNOWN] === true;
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { [UNKNOWN]?: boolean })[UNKNOWN] === true
+  );
 }
 
 /** An etcd error as an OffsetStoreError, `what` saying which call failed. */
@@ -42,12 +55,24 @@ export function etcdError(error: unknown, what: string): OffsetStoreError {
   if (error instanceof OffsetStoreError) return error;
   const message = error instanceof Error ? error.message : String(error);
   if (/database space exceeded|NOSPACE/i.test(message)) {
-    return new OffsetStoreError('REPLICA_NO_SPACE', `${what}: etcd is out of space (its NOSPACE alarm is raised: compact, defragment and disarm it): ${message}`, { cause: error });
+    return new OffsetStoreError(
+      'REPLICA_NO_SPACE',
+      `${what}: etcd is out of space (its NOSPACE alarm is raised: compact, defragment and disarm it): ${message}`,
+      { cause: error },
+    );
   }
   if (/request is too large|too many operations/i.test(message)) {
-    return new OffsetStoreError('INVALID_REQUEST', `${what}: etcd refused the request: ${message}`, { cause: error });
+    return new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${what}: etcd refused the request: ${message}`,
+      { cause: error },
+    );
   }
-  const unknown = new OffsetStoreError('REQUEST_TIMED_OUT', `${what}: no answer from etcd, outcome unknown: ${message}`, { cause: error });
+  const unknown = new OffsetStoreError(
+    'REQUEST_TIMED_OUT',
+    `${what}: no answer from etcd, outcome unknown: ${message}`,
+    { cause: error },
+  );
   (unknown as unknown as { [UNKNOWN]: boolean })[UNKNOWN] = true;
   return unknown;
 }
@@ -60,13 +85,15 @@ export class EtcdConnection {
   readonly callTimeoutMs: number;
 
   constructor(options: EtcdConnectionOptions) {
-    if (options.endpoints.length === 0) throw new RangeError('at least one etcd endpoint is needed');
+    if (options.endpoints.length === 0)
+      throw new RangeError('at least one etcd endpoint is needed');
     this.callTimeoutMs = options.callTimeoutMs ?? ETCD_CALL_TIMEOUT_MS;
     this.client = new Etcd3({
       hosts: [...options.endpoints],
       dialTimeout: options.dialTimeoutMs ?? ETCD_CALL_TIMEOUT_MS,
       faultHandling: { host: () => noop, global: noop },
-      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + this.callTimeoutMs }),
+      defaultCallOptions: (context) =>
+        context.isStream ? {} : { deadline: Date.now() + this.callTimeoutMs },
     });
   }
 
@@ -109,7 +136,11 @@ export class EtcdConnection {
     try {
       await this.client.kv.compact({ revision, physical: false }, this.#deadline());
     } catch (error) {
-      if (error instanceof Error && /required revision has been compacted|revision has been compacted/.test(error.message)) return;
+      if (
+        error instanceof Error &&
+        /required revision has been compacted|revision has been compacted/.test(error.message)
+      )
+        return;
       throw etcdError(error, what);
     }
   }

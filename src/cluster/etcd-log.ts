@@ -40,7 +40,13 @@
  */
 import { randomInt } from 'node:crypto';
 import type { IKeyValue, IRequestOp, IResponseOp, ITxnResponse } from 'etcd3';
-import { checkBatch, loadChecksum, readBatchWriterId, sealBatch, stampBatchWriter } from '../codec/index.js';
+import {
+  checkBatch,
+  loadChecksum,
+  readBatchWriterId,
+  sealBatch,
+  stampBatchWriter,
+} from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { BatchVisitor, LogPort } from '../log/index.js';
 import { assert } from '../util/index.js';
@@ -94,7 +100,12 @@ interface PendingAppend {
   reject: (error: unknown) => void;
 }
 
-type Limits = Required<Pick<EtcdLogOptions, 'batchBytesMax' | 'roundBytesMax' | 'roundBatchesMax' | 'pendingAppendsMax' | 'resolveTimeoutMs'>>;
+type Limits = Required<
+  Pick<
+    EtcdLogOptions,
+    'batchBytesMax' | 'roundBytesMax' | 'roundBatchesMax' | 'pendingAppendsMax' | 'resolveTimeoutMs'
+  >
+>;
 
 /** An offsets-bucket's log in etcd. */
 export class EtcdLog implements LogPort {
@@ -120,7 +131,13 @@ export class EtcdLog implements LogPort {
   #closed = false;
   #unknownOutcomes = 0;
 
-  private constructor(options: EtcdLogOptions, nextOffset: number, nextRevision: string, firstOffset: number, entryBytes: number[]) {
+  private constructor(
+    options: EtcdLogOptions,
+    nextOffset: number,
+    nextRevision: string,
+    firstOffset: number,
+    entryBytes: number[],
+  ) {
     this.#connection = options.connection;
     this.#keys = options.keys;
     this.#owner = options.owner;
@@ -137,29 +154,52 @@ export class EtcdLog implements LogPort {
    * `options.owner`), reads it once, checking every batch, and hands each batch at or above
    * `recovery.fromLogOffset` to `recovery.visit`.
    */
-  static async open(options: EtcdLogOptions, recovery: EtcdLogRecovery = { fromLogOffset: 0 }): Promise<EtcdLog> {
+  static async open(
+    options: EtcdLogOptions,
+    recovery: EtcdLogRecovery = { fromLogOffset: 0 },
+  ): Promise<EtcdLog> {
     const { connection, keys, owner } = options;
     await loadChecksum();
-    const res = await connection.txn({
-      compare: [ownerCompare(keys, owner)],
-      success: [rangeOp(keys.next)],
-      failure: [rangeOp(keys.owner)],
-    }, `opening the log of ${keys.prefix}`);
+    const res = await connection.txn(
+      {
+        compare: [ownerCompare(keys, owner)],
+        success: [rangeOp(keys.next)],
+        failure: [rangeOp(keys.owner)],
+      },
+      `opening the log of ${keys.prefix}`,
+    );
     if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
     const next = kvOf(res.responses[0]);
     const nextOffset = next === undefined ? 0 : Number(next.value.toString());
     const nextRevision = next === undefined ? '0' : String(next.mod_revision);
     const entries: { logOffset: number; bytes: number }[] = [];
     const batchBytesMax = options.batchBytesMax ?? ETCD_LOG_DEFAULTS.batchBytesMax;
-    await readEntries(connection, keys, 0, nextOffset, batchBytesMax, (buf, logOffset) => {
-      entries.push({ logOffset, bytes: buf.length });
-      if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
-    }, Number(res.header.revision));
+    await readEntries(
+      connection,
+      keys,
+      0,
+      nextOffset,
+      batchBytesMax,
+      (buf, logOffset) => {
+        entries.push({ logOffset, bytes: buf.length });
+        if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
+      },
+      Number(res.header.revision),
+    );
     const firstOffset = entries[0]?.logOffset ?? nextOffset;
     if (recovery.fromLogOffset < firstOffset && recovery.fromLogOffset < nextOffset) {
-      throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.log}: replay must start at log offset ${recovery.fromLogOffset}, but the log starts at ${firstOffset}`);
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${keys.log}: replay must start at log offset ${recovery.fromLogOffset}, but the log starts at ${firstOffset}`,
+      );
     }
-    return new EtcdLog(options, nextOffset, nextRevision, firstOffset, entries.map((e) => e.bytes));
+    return new EtcdLog(
+      options,
+      nextOffset,
+      nextRevision,
+      firstOffset,
+      entries.map((e) => e.bytes),
+    );
   }
 
   /** The epoch of the owner token: stamped into every batch this log appends. */
@@ -204,13 +244,26 @@ export class EtcdLog implements LogPort {
 
   /** Appends one unsealed batch; resolves with its log offset once etcd has committed it. */
   append(batch: Buffer): Promise<number> {
-    if (this.#closed) return Promise.reject(new OffsetStoreError('STORE_CLOSED', `log ${this.#keys.log} is closed`));
+    if (this.#closed)
+      return Promise.reject(
+        new OffsetStoreError('STORE_CLOSED', `log ${this.#keys.log} is closed`),
+      );
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     if (batch.length > this.#limits.batchBytesMax) {
-      return Promise.reject(new OffsetStoreError('INVALID_REQUEST', `batch of ${batch.length} bytes exceeds the limit of ${this.#limits.batchBytesMax} bytes of a log in etcd`));
+      return Promise.reject(
+        new OffsetStoreError(
+          'INVALID_REQUEST',
+          `batch of ${batch.length} bytes exceeds the limit of ${this.#limits.batchBytesMax} bytes of a log in etcd`,
+        ),
+      );
     }
     if (this.#queue.length + this.#inFlightCount >= this.#limits.pendingAppendsMax) {
-      return Promise.reject(new OffsetStoreError('TOO_MANY_PENDING_WRITES', `${this.#limits.pendingAppendsMax} appends are already pending on ${this.#keys.log}`));
+      return Promise.reject(
+        new OffsetStoreError(
+          'TOO_MANY_PENDING_WRITES',
+          `${this.#limits.pendingAppendsMax} appends are already pending on ${this.#keys.log}`,
+        ),
+      );
     }
     return new Promise<number>((resolve, reject) => {
       this.#queue.push({ batch, resolve, reject });
@@ -228,7 +281,16 @@ export class EtcdLog implements LogPort {
           await this.#writeRound(round);
         } catch (error) {
           // A bug, not etcd (its errors are settled in #writeRound): nothing may be left hanging.
-          this.#failStop(error instanceof OffsetStoreError ? error : new OffsetStoreError('LOG_STORAGE_ERROR', `${this.#keys.log}: ${(error as Error).message}`, { cause: error }), round);
+          this.#failStop(
+            error instanceof OffsetStoreError
+              ? error
+              : new OffsetStoreError(
+                  'LOG_STORAGE_ERROR',
+                  `${this.#keys.log}: ${(error as Error).message}`,
+                  { cause: error },
+                ),
+            round,
+          );
         } finally {
           this.#inFlightCount = 0;
         }
@@ -263,13 +325,20 @@ export class EtcdLog implements LogPort {
       const batch = round[i]!.batch;
       stampBatchWriter(batch, this.#owner.epoch, this.#writerId);
       sealBatch(batch, start + i);
-      puts.push({ request_put: { key: Buffer.from(this.#keys.logEntry(start + i)), value: batch } });
+      puts.push({
+        request_put: { key: Buffer.from(this.#keys.logEntry(start + i)), value: batch },
+      });
     }
-    puts.push({ request_put: { key: Buffer.from(this.#keys.next), value: Buffer.from(String(end)) } });
+    puts.push({
+      request_put: { key: Buffer.from(this.#keys.next), value: Buffer.from(String(end)) },
+    });
     let landed: boolean;
     let revision: string | undefined;
     try {
-      const res = await this.#connection.txn({ compare: this.#compares(), success: puts, failure: this.#probes(start) }, `appending to ${this.#keys.log}`);
+      const res = await this.#connection.txn(
+        { compare: this.#compares(), success: puts, failure: this.#probes(start) },
+        `appending to ${this.#keys.log}`,
+      );
       if (res.succeeded) {
         landed = true;
         revision = String(res.header.revision);
@@ -291,7 +360,12 @@ export class EtcdLog implements LogPort {
       }
     }
     if (!landed) {
-      const error = this.#failure ?? new OffsetStoreError('REQUEST_TIMED_OUT', `append to ${this.#keys.log} timed out and was fenced off: it did not land and never will; retry`);
+      const error =
+        this.#failure ??
+        new OffsetStoreError(
+          'REQUEST_TIMED_OUT',
+          `append to ${this.#keys.log} timed out and was fenced off: it did not land and never will; retry`,
+        );
       for (const entry of round) entry.reject(error);
       return;
     }
@@ -308,12 +382,24 @@ export class EtcdLog implements LogPort {
 
   /** The compares of every write: the owner token, and `next` unchanged since this log last saw it. */
   #compares() {
-    return [ownerCompare(this.#keys, this.#owner), { key: Buffer.from(this.#keys.next), target: 'Mod' as const, result: 'Equal' as const, mod_revision: this.#nextRevision }];
+    return [
+      ownerCompare(this.#keys, this.#owner),
+      {
+        key: Buffer.from(this.#keys.next),
+        target: 'Mod' as const,
+        result: 'Equal' as const,
+        mod_revision: this.#nextRevision,
+      },
+    ];
   }
 
   /** What a failed compare reads instead: the owner, `next`, and the key a round would have written first. */
   #probes(start: number): IRequestOp[] {
-    return [rangeOp(this.#keys.owner), rangeOp(this.#keys.next), rangeOp(this.#keys.logEntry(start))];
+    return [
+      rangeOp(this.#keys.owner),
+      rangeOp(this.#keys.next),
+      rangeOp(this.#keys.logEntry(start)),
+    ];
   }
 
   /**
@@ -331,7 +417,10 @@ export class EtcdLog implements LogPort {
       return true;
     }
     const fence = stillOwner
-      ? new OffsetStoreError('NOT_COORDINATOR', `${this.#keys.log}: another writer under the same token appended at log offset ${start}; this log stops`)
+      ? new OffsetStoreError(
+          'NOT_COORDINATOR',
+          `${this.#keys.log}: another writer under the same token appended at log offset ${start}; this log stops`,
+        )
       : notOwner(this.#keys, this.#owner, owner);
     this.#failure ??= fence;
     return ours;
@@ -347,11 +436,21 @@ export class EtcdLog implements LogPort {
     let last: unknown = cause;
     while (Date.now() < deadlineMs && !this.#closedHard) {
       try {
-        const res = await this.#connection.txn({
-          compare: this.#compares(),
-          success: [{ request_put: { key: Buffer.from(this.#keys.next), value: Buffer.from(String(start)) } }],
-          failure: this.#probes(start),
-        }, `resolving an append to ${this.#keys.log}`);
+        const res = await this.#connection.txn(
+          {
+            compare: this.#compares(),
+            success: [
+              {
+                request_put: {
+                  key: Buffer.from(this.#keys.next),
+                  value: Buffer.from(String(start)),
+                },
+              },
+            ],
+            failure: this.#probes(start),
+          },
+          `resolving an append to ${this.#keys.log}`,
+        );
         if (res.succeeded) {
           this.#nextRevision = String(res.header.revision);
           return false;
@@ -364,7 +463,11 @@ export class EtcdLog implements LogPort {
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       delayMs = Math.min(delayMs * 2, 500);
     }
-    throw new OffsetStoreError('COORDINATOR_NOT_AVAILABLE', `${this.#keys.log}: an append's outcome is unknown and etcd did not answer within ${this.#limits.resolveTimeoutMs} ms; the bucket must be reloaded to learn it: ${(last as Error).message}`, { cause: last });
+    throw new OffsetStoreError(
+      'COORDINATOR_NOT_AVAILABLE',
+      `${this.#keys.log}: an append's outcome is unknown and etcd did not answer within ${this.#limits.resolveTimeoutMs} ms; the bucket must be reloaded to learn it: ${(last as Error).message}`,
+      { cause: last },
+    );
   }
 
   /** Set by `abandon`: stop resolving, the owner is gone. */
@@ -389,7 +492,14 @@ export class EtcdLog implements LogPort {
   /** Visits every batch at or above `fromLogOffset` and below the log end, in order. */
   async scan(fromLogOffset: number, visit: BatchVisitor): Promise<void> {
     const end = this.#nextOffset;
-    await readEntries(this.#connection, this.#keys, Math.max(fromLogOffset, this.#firstOffset), end, this.#limits.batchBytesMax, (buf, logOffset) => visit(buf, 0, logOffset, buf.length, 0));
+    await readEntries(
+      this.#connection,
+      this.#keys,
+      Math.max(fromLogOffset, this.#firstOffset),
+      end,
+      this.#limits.batchBytesMax,
+      (buf, logOffset) => visit(buf, 0, logOffset, buf.length, 0),
+    );
   }
 
   /**
@@ -400,11 +510,21 @@ export class EtcdLog implements LogPort {
     if (this.#failure !== undefined) throw this.#failure;
     const upTo = Math.min(logOffset, this.#nextOffset);
     if (upTo <= this.#firstOffset) return 0;
-    const res = await this.#connection.txn({
-      compare: [ownerCompare(this.#keys, this.#owner)],
-      success: [{ request_delete_range: { key: Buffer.from(this.#keys.logEntry(this.#firstOffset)), range_end: Buffer.from(this.#keys.logEntry(upTo)) } }],
-      failure: [rangeOp(this.#keys.owner)],
-    }, `truncating ${this.#keys.log}`);
+    const res = await this.#connection.txn(
+      {
+        compare: [ownerCompare(this.#keys, this.#owner)],
+        success: [
+          {
+            request_delete_range: {
+              key: Buffer.from(this.#keys.logEntry(this.#firstOffset)),
+              range_end: Buffer.from(this.#keys.logEntry(upTo)),
+            },
+          },
+        ],
+        failure: [rangeOp(this.#keys.owner)],
+      },
+      `truncating ${this.#keys.log}`,
+    );
     if (!res.succeeded) {
       const fence = notOwner(this.#keys, this.#owner, kvOf(res.responses[0]));
       this.#failStop(fence, []);
@@ -414,7 +534,10 @@ export class EtcdLog implements LogPort {
     const freed = this.#entryBytes.splice(0, count).reduce((a, b) => a + b, 0);
     this.#sizeBytes -= freed;
     this.#firstOffset = upTo;
-    await this.#connection.compact(res.header.revision, `compacting etcd after truncating ${this.#keys.log}`);
+    await this.#connection.compact(
+      res.header.revision,
+      `compacting etcd after truncating ${this.#keys.log}`,
+    );
     return freed;
   }
 
@@ -443,7 +566,12 @@ function definedOnly(options: EtcdLogOptions): Partial<Limits> {
 
 /** The compare that holds while `owner` owns the bucket. */
 export function ownerCompare(keys: BucketKeys, owner: OwnerToken) {
-  return { key: Buffer.from(keys.owner), target: 'Value' as const, result: 'Equal' as const, value: owner.value };
+  return {
+    key: Buffer.from(keys.owner),
+    target: 'Value' as const,
+    result: 'Equal' as const,
+    value: owner.value,
+  };
 }
 
 /** A read of one key inside a transaction. */
@@ -457,28 +585,65 @@ export function kvOf(response: IResponseOp | undefined): IKeyValue | undefined {
 }
 
 /** NOT_COORDINATOR for `owner`, naming the current owner. */
-export function notOwner(keys: BucketKeys, owner: OwnerToken, current: IKeyValue | undefined): OffsetStoreError {
-  const now = current === undefined ? 'nobody (its lease is gone or it was released)' : current.value.toString();
-  return new OffsetStoreError('NOT_COORDINATOR', `${keys.prefix}: this node (${owner.value.toString()}) no longer owns the bucket; its owner is ${now}`);
+export function notOwner(
+  keys: BucketKeys,
+  owner: OwnerToken,
+  current: IKeyValue | undefined,
+): OffsetStoreError {
+  const now =
+    current === undefined
+      ? 'nobody (its lease is gone or it was released)'
+      : current.value.toString();
+  return new OffsetStoreError(
+    'NOT_COORDINATOR',
+    `${keys.prefix}: this node (${owner.value.toString()}) no longer owns the bucket; its owner is ${now}`,
+  );
 }
 
 /**
  * Reads the log keys [from, end) in pages, checks each batch (whole, at the offset its key names,
  * dense) and visits it. A gap or a damaged batch is CORRUPT_MESSAGE.
  */
-async function readEntries(connection: EtcdConnection, keys: BucketKeys, from: number, end: number, batchBytesMax: number, visit: (buf: Buffer, logOffset: number) => void, revision?: number): Promise<void> {
+async function readEntries(
+  connection: EtcdConnection,
+  keys: BucketKeys,
+  from: number,
+  end: number,
+  batchBytesMax: number,
+  visit: (buf: Buffer, logOffset: number) => void,
+  revision?: number,
+): Promise<void> {
   let expected: number | undefined;
   let cursor = from;
   const rangeEnd = prefixEnd(keys.log);
   while (cursor < end) {
-    const res = await connection.range({ key: Buffer.from(keys.logEntry(cursor)), range_end: rangeEnd, limit: PAGE_ENTRIES, revision }, `reading ${keys.log}`);
+    const res = await connection.range(
+      {
+        key: Buffer.from(keys.logEntry(cursor)),
+        range_end: rangeEnd,
+        limit: PAGE_ENTRIES,
+        revision,
+      },
+      `reading ${keys.log}`,
+    );
     for (const kv of res.kvs) {
       const logOffset = keys.logOffsetOf(kv.key);
       if (logOffset >= end) return;
-      if (expected !== undefined && logOffset !== expected) throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.log}: log offset ${expected} is missing (the next batch is ${logOffset})`);
+      if (expected !== undefined && logOffset !== expected)
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${keys.log}: log offset ${expected} is missing (the next batch is ${logOffset})`,
+        );
       const check = checkBatch(kv.value, 0, kv.value.length, batchBytesMax);
-      if (check.kind !== 'ok' || check.sizeBytes !== kv.value.length || check.logOffset !== logOffset) {
-        throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.logEntry(logOffset)}: not the batch at log offset ${logOffset}: ${check.kind === 'ok' ? `it says ${check.logOffset}, ${check.sizeBytes} bytes of ${kv.value.length}` : check.reason}`);
+      if (
+        check.kind !== 'ok' ||
+        check.sizeBytes !== kv.value.length ||
+        check.logOffset !== logOffset
+      ) {
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${keys.logEntry(logOffset)}: not the batch at log offset ${logOffset}: ${check.kind === 'ok' ? `it says ${check.logOffset}, ${check.sizeBytes} bytes of ${kv.value.length}` : check.reason}`,
+        );
       }
       visit(kv.value, logOffset);
       expected = logOffset + 1;
@@ -486,6 +651,10 @@ async function readEntries(connection: EtcdConnection, keys: BucketKeys, from: n
     }
     if (!res.more || res.kvs.length === 0) break;
   }
-  if (expected !== undefined && expected < end) throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.log}: the log ends at ${expected}, but next says ${end}`);
+  if (expected !== undefined && expected < end)
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `${keys.log}: the log ends at ${expected}, but next says ${end}`,
+    );
   assert(cursor <= end || expected === undefined || expected <= end, 'reads stop at the log end');
 }

@@ -43,8 +43,12 @@ export class NodeClusterView implements ClusterView {
     if (this.#node === undefined) return this.self;
     const bucket = this.#store.bucketFor(groupId);
     const owner = this.#node.ownerOf(bucket);
-    if (owner !== undefined) return owner.nodeId === this.#node.nodeId ? this.self : endpoint(owner);
-    const placed = rendezvousOwner(bucket, this.#node.liveNodes().map((n) => n.nodeId));
+    if (owner !== undefined)
+      return owner.nodeId === this.#node.nodeId ? this.self : endpoint(owner);
+    const placed = rendezvousOwner(
+      bucket,
+      this.#node.liveNodes().map((n) => n.nodeId),
+    );
     const info = this.#node.liveNodes().find((n) => n.nodeId === placed);
     return info === undefined || info.nodeId === this.#node.nodeId ? this.self : endpoint(info);
   }

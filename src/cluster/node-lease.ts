@@ -50,7 +50,11 @@ export class NodeLease {
   static async grant(connection: EtcdConnection, options: NodeLeaseOptions): Promise<NodeLease> {
     const lease = new NodeLease(connection, options);
     const sentMs = performance.now();
-    lease.id = await withDeadline(lease.#lease.grant(), connection.callTimeoutMs, 'granting a lease').catch((error: unknown) => {
+    lease.id = await withDeadline(
+      lease.#lease.grant(),
+      connection.callTimeoutMs,
+      'granting a lease',
+    ).catch((error: unknown) => {
       throw etcdError(error, 'granting a lease');
     });
     lease.#confirmedUntilMs = sentMs + options.ttlSeconds * 1000;
@@ -79,17 +83,24 @@ export class NodeLease {
 
   async #keepAlive(): Promise<void> {
     if (this.#stopped || this.#lost) return;
-    if (performance.now() >= this.#confirmedUntilMs) return this.#lose('no keepalive was answered before the lease ran out');
+    if (performance.now() >= this.#confirmedUntilMs)
+      return this.#lose('no keepalive was answered before the lease ran out');
     const sentMs = performance.now();
     try {
-      const res = await withDeadline(this.#lease.keepaliveOnce({ deadline: Date.now() + this.#connection.callTimeoutMs }), this.#connection.callTimeoutMs, 'keeping the lease alive');
+      const res = await withDeadline(
+        this.#lease.keepaliveOnce({ deadline: Date.now() + this.#connection.callTimeoutMs }),
+        this.#connection.callTimeoutMs,
+        'keeping the lease alive',
+      );
       if (Number(res.TTL) <= 0) return this.#lose('etcd says the lease expired');
       this.#confirmedUntilMs = Math.max(this.#confirmedUntilMs, sentMs + Number(res.TTL) * 1000);
     } catch (error) {
-      if (/lease.*(not found|expired)|requested lease not found/i.test((error as Error).message)) return this.#lose(`etcd refused the keepalive: ${(error as Error).message}`);
+      if (/lease.*(not found|expired)|requested lease not found/i.test((error as Error).message))
+        return this.#lose(`etcd refused the keepalive: ${(error as Error).message}`);
       // no answer: try again; the lease runs out on its own if none comes
     }
-    if (performance.now() >= this.#confirmedUntilMs) return this.#lose('no keepalive was answered before the lease ran out');
+    if (performance.now() >= this.#confirmedUntilMs)
+      return this.#lose('no keepalive was answered before the lease ran out');
     this.#schedule();
   }
 
@@ -104,7 +115,12 @@ export class NodeLease {
   async stop(revoke: boolean): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    if (revoke && !this.#lost) await withDeadline(this.#lease.revoke(), this.#connection.callTimeoutMs, 'revoking the lease').catch(() => {});
+    if (revoke && !this.#lost)
+      await withDeadline(
+        this.#lease.revoke(),
+        this.#connection.callTimeoutMs,
+        'revoking the lease',
+      ).catch(() => {});
     else this.#lease.release();
   }
 }
@@ -113,9 +129,21 @@ export class NodeLease {
 async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new OffsetStoreError('REQUEST_TIMED_OUT', `${what}: no answer from etcd in ${timeoutMs} ms`)), timeoutMs);
-    })]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new OffsetStoreError(
+                'REQUEST_TIMED_OUT',
+                `${what}: no answer from etcd in ${timeoutMs} ms`,
+              ),
+            ),
+          timeoutMs,
+        );
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }

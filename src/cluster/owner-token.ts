@@ -17,7 +17,8 @@ export interface OwnerToken {
 
 /** The token of `nodeId` owning a bucket at `epoch`. */
 export function ownerToken(nodeId: string, epoch: number): OwnerToken {
-  if (!Number.isSafeInteger(epoch) || epoch < 1 || epoch > 0x7fffffff) throw new RangeError(`coordinator epoch out of range: ${epoch}`);
+  if (!Number.isSafeInteger(epoch) || epoch < 1 || epoch > 0x7fffffff)
+    throw new RangeError(`coordinator epoch out of range: ${epoch}`);
   return { nodeId, epoch, value: Buffer.from(JSON.stringify({ nodeId, epoch })) };
 }
 

@@ -32,7 +32,8 @@ export function writeInt64(buf: Buffer, value: number, position: number): void {
 /** Reads a little-endian int64 that must be a safe integer. */
 export function readInt64(buf: Buffer, position: number): number {
   const high = buf.readInt32LE(position + 4);
-  if (high > 0x1fffff || high < -0x200000) throw new DecodeError('int64 outside the safe integer range', position);
+  if (high > 0x1fffff || high < -0x200000)
+    throw new DecodeError('int64 outside the safe integer range', position);
   return high * TWO_POW_32 + buf.readUInt32LE(position);
 }
 

@@ -69,7 +69,13 @@ export interface BatchHeader {
 }
 
 /** Writes the header of a batch of `sizeBytes` total bytes into `buf[0, 48)`; logOffset stays 0. */
-export function writeBatchHeader(buf: Buffer, sizeBytes: number, commitTimestampMs: number, recordCount: number, coordinatorEpoch = 0): void {
+export function writeBatchHeader(
+  buf: Buffer,
+  sizeBytes: number,
+  commitTimestampMs: number,
+  recordCount: number,
+  coordinatorEpoch = 0,
+): void {
   buf.writeUInt32LE(sizeBytes - LENGTH_FIELD_BYTES, 0);
   buf[BATCH_MAGIC_POSITION] = BATCH_MAGIC;
   buf.writeUInt32LE(0, CHECKSUM_POSITION);
@@ -106,7 +112,8 @@ export function readBatchWriterId(buf: Buffer, position = 0): number {
 export function sealBatch(buf: Buffer, logOffset: number, start = 0, syncLag?: number): void {
   const end = start + LENGTH_FIELD_BYTES + buf.readUInt32LE(start);
   writeInt64(buf, logOffset, start + LOG_OFFSET_POSITION);
-  if (syncLag !== undefined) buf.writeInt32LE(Math.min(syncLag, SYNC_LAG_MAX), start + SYNC_LAG_POSITION);
+  if (syncLag !== undefined)
+    buf.writeInt32LE(Math.min(syncLag, SYNC_LAG_MAX), start + SYNC_LAG_POSITION);
   buf.writeUInt32LE(xxh32(buf, start + CHECKSUMMED_FROM, end), start + CHECKSUM_POSITION);
 }
 
@@ -122,16 +129,33 @@ export type BatchCheck =
  * Examines the batch starting at `buf[position]`, with `end` the end of the valid bytes and
  * `batchBytesMax` the largest batch this store ever writes. Never allocates from the length field.
  */
-export function checkBatch(buf: Buffer, position: number, end: number, batchBytesMax: number): BatchCheck {
-  if (end - position < LENGTH_FIELD_BYTES) return { kind: 'incomplete', reason: 'truncated length field' };
+export function checkBatch(
+  buf: Buffer,
+  position: number,
+  end: number,
+  batchBytesMax: number,
+): BatchCheck {
+  if (end - position < LENGTH_FIELD_BYTES)
+    return { kind: 'incomplete', reason: 'truncated length field' };
   const sizeBytes = buf.readUInt32LE(position) + LENGTH_FIELD_BYTES;
-  if (sizeBytes < BATCH_HEADER_BYTES) return { kind: 'invalid', reason: `batch length ${sizeBytes} below the header size` };
-  if (sizeBytes > batchBytesMax) return { kind: 'invalid', reason: `batch length ${sizeBytes} above the limit ${batchBytesMax}` };
-  if (end - position < sizeBytes) return { kind: 'incomplete', reason: `batch of ${sizeBytes} bytes truncated to ${end - position}` };
-  if (buf[position + BATCH_MAGIC_POSITION] !== BATCH_MAGIC) return { kind: 'invalid', reason: `unknown magic ${buf[position + BATCH_MAGIC_POSITION]}` };
+  if (sizeBytes < BATCH_HEADER_BYTES)
+    return { kind: 'invalid', reason: `batch length ${sizeBytes} below the header size` };
+  if (sizeBytes > batchBytesMax)
+    return {
+      kind: 'invalid',
+      reason: `batch length ${sizeBytes} above the limit ${batchBytesMax}`,
+    };
+  if (end - position < sizeBytes)
+    return {
+      kind: 'incomplete',
+      reason: `batch of ${sizeBytes} bytes truncated to ${end - position}`,
+    };
+  if (buf[position + BATCH_MAGIC_POSITION] !== BATCH_MAGIC)
+    return { kind: 'invalid', reason: `unknown magic ${buf[position + BATCH_MAGIC_POSITION]}` };
   const stored = buf.readUInt32LE(position + CHECKSUM_POSITION);
   const actual = xxh32(buf, position + CHECKSUMMED_FROM, position + sizeBytes);
-  if (stored !== actual) return { kind: 'invalid', reason: `checksum mismatch (stored ${stored}, computed ${actual})` };
+  if (stored !== actual)
+    return { kind: 'invalid', reason: `checksum mismatch (stored ${stored}, computed ${actual})` };
   let logOffset: number;
   try {
     logOffset = readInt64(buf, position + LOG_OFFSET_POSITION);
@@ -158,7 +182,8 @@ export function readBatchHeader(buf: Buffer, position = 0): BatchHeader {
  * [BATCH_HEADER_BYTES, end - position] and its log offset is a safe integer >= 0.
  */
 export function peekBatchLogOffset(buf: Buffer, position: number, end: number): number {
-  if (end - position < BATCH_HEADER_BYTES || buf[position + BATCH_MAGIC_POSITION] !== BATCH_MAGIC) return -1;
+  if (end - position < BATCH_HEADER_BYTES || buf[position + BATCH_MAGIC_POSITION] !== BATCH_MAGIC)
+    return -1;
   const sizeBytes = buf.readUInt32LE(position) + LENGTH_FIELD_BYTES;
   if (sizeBytes < BATCH_HEADER_BYTES || sizeBytes > end - position) return -1;
   const high = buf.readInt32LE(position + LOG_OFFSET_POSITION + 4);
@@ -222,10 +247,15 @@ export interface RawRecord {
  * Visits every record of a checked batch at `buf[position]`, bound-checking each length against the
  * batch end. Throws DecodeError on a malformed record or a record count that does not match.
  */
-export function forEachRawRecord(buf: Buffer, position: number, visit: (record: RawRecord) => void): void {
+export function forEachRawRecord(
+  buf: Buffer,
+  position: number,
+  visit: (record: RawRecord) => void,
+): void {
   const batchEnd = position + LENGTH_FIELD_BYTES + buf.readUInt32LE(position);
   const recordCount = buf.readInt32LE(position + RECORD_COUNT_POSITION);
-  if (recordCount < 0) throw new DecodeError(`negative record count ${recordCount}`, position + RECORD_COUNT_POSITION);
+  if (recordCount < 0)
+    throw new DecodeError(`negative record count ${recordCount}`, position + RECORD_COUNT_POSITION);
   const record: RawRecord = { index: 0, start: 0, end: 0, keyStart: 0, keyEnd: 0, valueStart: 0 };
   const varint: VarUint = { value: 0, next: 0 };
   let p = position + BATCH_HEADER_BYTES;
@@ -233,10 +263,12 @@ export function forEachRawRecord(buf: Buffer, position: number, visit: (record: 
     if (p + 4 > batchEnd) throw new DecodeError(`record ${i} of ${recordCount} missing`, p);
     const bodyBytes = buf.readInt32LE(p);
     const end = p + 4 + bodyBytes;
-    if (bodyBytes < 1 || end > batchEnd) throw new DecodeError(`record length ${bodyBytes} out of bounds`, p);
+    if (bodyBytes < 1 || end > batchEnd)
+      throw new DecodeError(`record length ${bodyBytes} out of bounds`, p);
     readVarUint(buf, p + 4, end, varint);
     const keyEnd = varint.next + varint.value;
-    if (varint.value < 2 || keyEnd > end) throw new DecodeError(`key length ${varint.value} out of bounds`, p + 4);
+    if (varint.value < 2 || keyEnd > end)
+      throw new DecodeError(`key length ${varint.value} out of bounds`, p + 4);
     record.index = i;
     record.start = p;
     record.end = end;

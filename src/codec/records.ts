@@ -15,10 +15,26 @@
  * allocates nothing per record beyond that buffer. Arguments are assumed validated at the public edge.
  */
 import { Packr } from 'msgpackr';
-import { DecodeError, need, readVarUint, varUintSize, writeVarUint, type VarUint } from './binary.js';
+import {
+  DecodeError,
+  need,
+  readVarUint,
+  varUintSize,
+  writeVarUint,
+  type VarUint,
+} from './binary.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { GROUP_ID_BYTES_MAX } from '../model/index.js';
-import { BATCH_HEADER_BYTES, LENGTH_FIELD_BYTES, checkBatch, readBatchHeader, readBatchRecordCount, writeBatchHeader, type BatchHeader, type RawRecord } from './record-batch.js';
+import {
+  BATCH_HEADER_BYTES,
+  LENGTH_FIELD_BYTES,
+  checkBatch,
+  readBatchHeader,
+  readBatchRecordCount,
+  writeBatchHeader,
+  type BatchHeader,
+  type RawRecord,
+} from './record-batch.js';
 
 /** Record type of an offset commit key. */
 export const RECORD_TYPE_OFFSET_COMMIT = 0;
@@ -75,7 +91,11 @@ function offsetKeyBytes(groupIdBytes: number): number {
  * Hot path: the key prefix (length varint, record type, group id) is the same for every record, so
  * it is encoded once and copied; fixed-width fields go through one DataView.
  */
-export function buildOffsetBatch(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number): Buffer {
+export function buildOffsetBatch(
+  groupId: string,
+  records: readonly OffsetRecordSpec[],
+  commitTimestampMs: number,
+): Buffer {
   const groupIdBytes = Buffer.byteLength(groupId);
   const keyBytes = offsetKeyBytes(groupIdBytes);
   const prefixBytes = varUintSize(keyBytes) + 2 + varUintSize(groupIdBytes) + groupIdBytes;
@@ -92,7 +112,16 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
       if (metadataBytes > 0) metadataSeen = true;
       sizeBytes += 22 + varUintSize(metadataBytes) + metadataBytes;
     }
-    if (uniform && (r.tombstone === true || r.metadata.length > 0 || r.commitTimestampMs !== undefined || r.tableId !== first!.tableId || r.partitionId !== first!.partitionId || r.leaderEpoch !== first!.leaderEpoch)) uniform = false;
+    if (
+      uniform &&
+      (r.tombstone === true ||
+        r.metadata.length > 0 ||
+        r.commitTimestampMs !== undefined ||
+        r.tableId !== first!.tableId ||
+        r.partitionId !== first!.partitionId ||
+        r.leaderEpoch !== first!.leaderEpoch)
+    )
+      uniform = false;
   }
   const buf = Buffer.allocUnsafe(sizeBytes);
   writeBatchHeader(buf, sizeBytes, commitTimestampMs, records.length);
@@ -156,10 +185,15 @@ export function buildOffsetBatch(groupId: string, records: readonly OffsetRecord
  * offset are written over the copy. Layout of a uniform record from its start: length int32, key
  * (prefix, tableId int64, partitionId int64, bucketId int32), value (version int16, offset int64, ...).
  */
-function fillUniformRecords(buf: Buffer, dv: DataView, records: readonly OffsetRecordSpec[], recordBytes: number): void {
+function fillUniformRecords(
+  buf: Buffer,
+  dv: DataView,
+  records: readonly OffsetRecordSpec[],
+  recordBytes: number,
+): void {
   const start = BATCH_HEADER_BYTES;
   const count = records.length;
-  for (let copied = 1; copied < count; ) {
+  for (let copied = 1; copied < count;) {
     const k = Math.min(copied, count - copied);
     buf.copyWithin(start + copied * recordBytes, start, start + k * recordBytes);
     copied += k;
@@ -193,7 +227,11 @@ function setInt64(dv: DataView, position: number, value: number): void {
 }
 
 /** Builds one batch holding a group snapshot upsert, or its tombstone when `snapshot` is null. */
-export function buildGroupSnapshotBatch(groupId: string, snapshot: unknown, commitTimestampMs: number): Buffer {
+export function buildGroupSnapshotBatch(
+  groupId: string,
+  snapshot: unknown,
+  commitTimestampMs: number,
+): Buffer {
   const groupIdBytes = Buffer.byteLength(groupId);
   const keyBytes = 2 + varUintSize(groupIdBytes) + groupIdBytes;
   const packed = snapshot === null ? undefined : packr.pack(snapshot);
@@ -246,14 +284,31 @@ export interface DecodedRecord {
 }
 
 function newDecodedRecord(): DecodedRecord {
-  return { type: 0, index: 0, groupId: '', tableId: 0, partitionId: null, bucketId: 0, tombstone: false, offset: 0, leaderEpoch: -1, commitTimestampMs: 0, metadata: '', snapshot: null };
+  return {
+    type: 0,
+    index: 0,
+    groupId: '',
+    tableId: 0,
+    partitionId: null,
+    bucketId: 0,
+    tombstone: false,
+    offset: 0,
+    leaderEpoch: -1,
+    commitTimestampMs: 0,
+    metadata: '',
+    snapshot: null,
+  };
 }
 
 /**
  * Decodes every record of a checked batch at `buf[position]`. Consecutive records of the same group
  * share one decoded group id string. Throws DecodeError on any malformed key or value.
  */
-export function decodeBatchRecords(buf: Buffer, position: number, visit: (record: DecodedRecord, raw: RawRecord) => void): void {
+export function decodeBatchRecords(
+  buf: Buffer,
+  position: number,
+  visit: (record: DecodedRecord, raw: RawRecord) => void,
+): void {
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const batchEnd = position + LENGTH_FIELD_BYTES + dv.getUint32(position, true);
   const recordCount = readBatchRecordCount(buf, position);
@@ -268,17 +323,20 @@ export function decodeBatchRecords(buf: Buffer, position: number, visit: (record
     if (p + 4 > batchEnd) throw new DecodeError(`record ${i} of ${recordCount} missing`, p);
     const bodyBytes = dv.getInt32(p, true);
     const end = p + 4 + bodyBytes;
-    if (bodyBytes < 1 || end > batchEnd) throw new DecodeError(`record length ${bodyBytes} out of bounds`, p);
+    if (bodyBytes < 1 || end > batchEnd)
+      throw new DecodeError(`record length ${bodyBytes} out of bounds`, p);
     readVarUint(buf, p + 4, end, varint);
     const keyStart = varint.next;
     const keyEnd = keyStart + varint.value;
-    if (varint.value < 2 || keyEnd > end) throw new DecodeError(`key length ${varint.value} out of bounds`, p + 4);
+    if (varint.value < 2 || keyEnd > end)
+      throw new DecodeError(`key length ${varint.value} out of bounds`, p + 4);
     const type = dv.getInt16(keyStart, true);
     readVarUint(buf, keyStart + 2, keyEnd, varint);
     const groupStart = varint.next;
     const groupBytes = varint.value;
     need(groupStart, groupBytes, keyEnd, 'group id');
-    if (groupBytes === 0 || groupBytes > GROUP_ID_BYTES_MAX) throw new DecodeError(`group id of ${groupBytes} bytes`, keyStart);
+    if (groupBytes === 0 || groupBytes > GROUP_ID_BYTES_MAX)
+      throw new DecodeError(`group id of ${groupBytes} bytes`, keyStart);
     if (groupBytes !== lastGroupBytes || !sameBytes(dv, lastGroupStart, groupStart, groupBytes)) {
       out.groupId = buf.toString('utf8', groupStart, groupStart + groupBytes);
     }
@@ -291,7 +349,8 @@ export function decodeBatchRecords(buf: Buffer, position: number, visit: (record
       decodeOffsetKeyRest(dv, afterGroup, keyEnd, out);
       if (!out.tombstone) decodeOffsetValue(buf, dv, keyEnd, end, out, varint);
     } else if (type === RECORD_TYPE_GROUP_SNAPSHOT) {
-      if (afterGroup !== keyEnd) throw new DecodeError('trailing bytes in a group snapshot key', afterGroup);
+      if (afterGroup !== keyEnd)
+        throw new DecodeError('trailing bytes in a group snapshot key', afterGroup);
       out.type = 1;
       out.snapshot = out.tombstone ? null : decodeSnapshotValue(buf, keyEnd, end);
     } else {
@@ -323,7 +382,8 @@ function getInt64(dv: DataView, position: number): number {
   const high = dv.getInt32(position + 4, true);
   const low = dv.getUint32(position, true);
   // high in [-2^21, 2^21) covers [-2^53, 2^53); -2^53 itself (high -2^21, low 0) is not safe.
-  if (high > 0x1fffff || high < -0x200000 || (high === -0x200000 && low === 0)) throw new DecodeError('int64 outside the safe integer range', position);
+  if (high > 0x1fffff || high < -0x200000 || (high === -0x200000 && low === 0))
+    throw new DecodeError('int64 outside the safe integer range', position);
   return high * TWO_POW_32 + low;
 }
 
@@ -334,13 +394,22 @@ function decodeOffsetKeyRest(dv: DataView, p: number, keyEnd: number, out: Decod
   const partitionId = getInt64(dv, p + 8);
   out.partitionId = partitionId === -1 ? null : partitionId;
   out.bucketId = dv.getInt32(p + 16, true);
-  if (out.tableId < 0 || partitionId < -1 || out.bucketId < 0) throw new DecodeError('negative id in an offset commit key', p);
+  if (out.tableId < 0 || partitionId < -1 || out.bucketId < 0)
+    throw new DecodeError('negative id in an offset commit key', p);
 }
 
-function decodeOffsetValue(buf: Buffer, dv: DataView, p: number, end: number, out: DecodedRecord, varint: VarUint): void {
+function decodeOffsetValue(
+  buf: Buffer,
+  dv: DataView,
+  p: number,
+  end: number,
+  out: DecodedRecord,
+  varint: VarUint,
+): void {
   need(p, 23, end, 'offset commit value');
   const version = dv.getInt16(p, true);
-  if (version !== VALUE_VERSION) throw new DecodeError(`unknown offset value version ${version}`, p);
+  if (version !== VALUE_VERSION)
+    throw new DecodeError(`unknown offset value version ${version}`, p);
   out.offset = getInt64(dv, p + 2);
   out.leaderEpoch = dv.getInt32(p + 10, true);
   out.commitTimestampMs = getInt64(dv, p + 14);
@@ -349,7 +418,8 @@ function decodeOffsetValue(buf: Buffer, dv: DataView, p: number, end: number, ou
   } else {
     readVarUint(buf, p + 22, end, varint);
     const metadataBytes = varint.value;
-    if (metadataBytes > METADATA_BYTES_MAX || varint.next + metadataBytes !== end) throw new DecodeError(`metadata of ${metadataBytes} bytes does not fill the value`, p + 22);
+    if (metadataBytes > METADATA_BYTES_MAX || varint.next + metadataBytes !== end)
+      throw new DecodeError(`metadata of ${metadataBytes} bytes does not fill the value`, p + 22);
     out.metadata = metadataBytes === 0 ? '' : buf.toString('utf8', varint.next, end);
   }
 }
@@ -357,7 +427,8 @@ function decodeOffsetValue(buf: Buffer, dv: DataView, p: number, end: number, ou
 function decodeSnapshotValue(buf: Buffer, p: number, end: number): unknown {
   need(p, 2, end, 'group snapshot value');
   const version = buf.readInt16LE(p);
-  if (version !== VALUE_VERSION) throw new DecodeError(`unknown group snapshot version ${version}`, p);
+  if (version !== VALUE_VERSION)
+    throw new DecodeError(`unknown group snapshot version ${version}`, p);
   try {
     return packr.unpack(buf.subarray(p + 2, end));
   } catch (error) {
@@ -369,14 +440,22 @@ function decodeSnapshotValue(buf: Buffer, p: number, end: number): unknown {
  * Checks and decodes one whole batch at `buf[position]` (tests and tools): the header and a copy of
  * every record. Anything but a complete valid batch raises CORRUPT_MESSAGE.
  */
-export function decodeBatch(buf: Buffer, position = 0, batchBytesMax = buf.length - position): { header: BatchHeader; records: DecodedRecord[] } {
+export function decodeBatch(
+  buf: Buffer,
+  position = 0,
+  batchBytesMax = buf.length - position,
+): { header: BatchHeader; records: DecodedRecord[] } {
   const check = checkBatch(buf, position, buf.length, batchBytesMax);
-  if (check.kind !== 'ok') throw new OffsetStoreError('CORRUPT_MESSAGE', `batch at byte ${position}: ${check.reason}`);
+  if (check.kind !== 'ok')
+    throw new OffsetStoreError('CORRUPT_MESSAGE', `batch at byte ${position}: ${check.reason}`);
   const records: DecodedRecord[] = [];
   try {
     decodeBatchRecords(buf, position, (r) => records.push({ ...r }));
   } catch (error) {
-    if (error instanceof DecodeError) throw new OffsetStoreError('CORRUPT_MESSAGE', `batch at byte ${position}: ${error.message}`, { cause: error });
+    if (error instanceof DecodeError)
+      throw new OffsetStoreError('CORRUPT_MESSAGE', `batch at byte ${position}: ${error.message}`, {
+        cause: error,
+      });
     throw error;
   }
   return { header: readBatchHeader(buf, position), records };

@@ -57,15 +57,33 @@ export interface CompactionJobResult {
 }
 
 /** Runs `job` through `fs` (see the module comment). */
-export async function runCompactionJob(fs: FileSystem, job: CompactionJob): Promise<CompactionJobResult> {
-  const result: CompactionJobResult = { plan: null, outputs: [], recordsRead: 0, recordsKept: 0, tombstonesDropped: 0, inputBytes: 0, bytesWritten: 0, bytesRead: 0 };
+export async function runCompactionJob(
+  fs: FileSystem,
+  job: CompactionJob,
+): Promise<CompactionJobResult> {
+  const result: CompactionJobResult = {
+    plan: null,
+    outputs: [],
+    recordsRead: 0,
+    recordsKept: 0,
+    tombstonesDropped: 0,
+    inputBytes: 0,
+    bytesWritten: 0,
+    bytesRead: 0,
+  };
   const reader = new LogReader(fs, job.segments, job.batchBytesMax);
   try {
     const strategy = await loadStrategy(job.strategy);
     const view = job.view;
     const horizonMs = view.nowMs - view.settings.deleteRetentionMs;
-    const inspector: LogInspector = { segmentGarbage: (query = {}) => reader.segmentGarbage(query, horizonMs) };
-    const plan = validatePlan(await strategy.definition.plan(view, inspector), view, { strategy: strategy.id, checkpoints: strategy.checkpoints, rewrites: strategy.rewrites });
+    const inspector: LogInspector = {
+      segmentGarbage: (query = {}) => reader.segmentGarbage(query, horizonMs),
+    };
+    const plan = validatePlan(await strategy.definition.plan(view, inspector), view, {
+      strategy: strategy.id,
+      checkpoints: strategy.checkpoints,
+      rewrites: strategy.rewrites,
+    });
     result.plan = plan;
     if (plan !== null && plan.groups.length > 0) {
       const rewrite = await rewriteSegments(fs, job.dir, reader, {
@@ -91,12 +109,19 @@ export async function runCompactionJob(fs: FileSystem, job: CompactionJob): Prom
 }
 
 function failureOf(error: unknown, job: CompactionJob): { code: ErrorCode; message: string } {
-  if (error instanceof OffsetStoreError) return { code: error.code, message: error.message.replace(/^[A-Z_]+: /, '') };
+  if (error instanceof OffsetStoreError)
+    return { code: error.code, message: error.message.replace(/^[A-Z_]+: /, '') };
   if (error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string') {
-    return { code: 'LOG_STORAGE_ERROR', message: `compacting offsets-bucket ${job.view.bucket} failed (nothing was swapped in): ${error.message}` };
+    return {
+      code: 'LOG_STORAGE_ERROR',
+      message: `compacting offsets-bucket ${job.view.bucket} failed (nothing was swapped in): ${error.message}`,
+    };
   }
   // A strategy's own bug (a TypeError in its plan): reported as its failure, not the engine's.
-  return { code: 'INVALID_COMPACTION_PLAN', message: `strategy '${'builtIn' in job.strategy ? job.strategy.builtIn : job.strategy.moduleUrl}' failed while planning for offsets-bucket ${job.view.bucket}: ${error instanceof Error ? error.message : String(error)}; nothing was changed` };
+  return {
+    code: 'INVALID_COMPACTION_PLAN',
+    message: `strategy '${'builtIn' in job.strategy ? job.strategy.builtIn : job.strategy.moduleUrl}' failed while planning for offsets-bucket ${job.view.bucket}: ${error instanceof Error ? error.message : String(error)}; nothing was changed`,
+  };
 }
 
 /** The OffsetStoreError of a failed job. */

@@ -6,7 +6,11 @@
 import { getHeapStatistics } from 'node:v8';
 import { loadChecksum } from '../codec/index.js';
 import { NodeFileSystem, threadCpuMs } from '../io/index.js';
-import { runCompactionJob, type CompactionJob, type CompactionJobResult } from './compaction-job.js';
+import {
+  runCompactionJob,
+  type CompactionJob,
+  type CompactionJobResult,
+} from './compaction-job.js';
 
 const fs = new NodeFileSystem();
 
@@ -16,7 +20,8 @@ export default async function runJob(job: CompactionJob): Promise<CompactionJobR
   const cpuStartMs = threadCpuMs();
   const result = await runCompactionJob(fs, job);
   const cpuEndMs = threadCpuMs();
-  if (cpuStartMs !== undefined && cpuEndMs !== undefined) result.workerCpuMs = cpuEndMs - cpuStartMs;
+  if (cpuStartMs !== undefined && cpuEndMs !== undefined)
+    result.workerCpuMs = cpuEndMs - cpuStartMs;
   result.workerHeapBytes = getHeapStatistics().used_heap_size;
   return result;
 }

@@ -25,7 +25,12 @@ import type { Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import { jobError, type CompactionJobResult } from './compaction-job.js';
 import type { CompactionRunner } from './job-runner.js';
-import { checkOutputs, validatePlan, type PlanAuthor, type ValidatedPlan } from './plan-validation.js';
+import {
+  checkOutputs,
+  validatePlan,
+  type PlanAuthor,
+  type ValidatedPlan,
+} from './plan-validation.js';
 import { dueByGarbageRatio } from './strategies/garbage-ratio.js';
 import type { LoadedStrategy } from './strategy-registry.js';
 import { readStrategyState, writeStrategyState } from './strategy-state.js';
@@ -89,7 +94,11 @@ export interface CompactorOptions {
 }
 
 /** Hears of each offsets-bucket compacted by `compactNow`: its report, buckets finished so far, buckets in all. */
-export type BucketCompactedListener = (bucket: BucketCompaction, finished: number, total: number) => void;
+export type BucketCompactedListener = (
+  bucket: BucketCompaction,
+  finished: number,
+  total: number,
+) => void;
 
 /** A compaction run of one offsets-bucket, as `compaction.onRun` hears of it. */
 export type CompactionRunEvent =
@@ -155,7 +164,13 @@ export interface CompactionReport {
 }
 
 const NO_INSPECTOR = {
-  segmentGarbage: () => Promise.reject(new OffsetStoreError('INVALID_COMPACTION_PLAN', 'a strategy that declares rewrites: false plans on the main thread and cannot read the log')),
+  segmentGarbage: () =>
+    Promise.reject(
+      new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        'a strategy that declares rewrites: false plans on the main thread and cannot read the log',
+      ),
+    ),
 };
 
 /** Wall-clock ms with sub-ms precision. */
@@ -213,19 +228,31 @@ export class Compactor {
   async compactNow(onBucketCompacted?: BucketCompactedListener): Promise<CompactionReport> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'compaction is closed');
     if (this.#options.strategy === undefined) {
-      throw new OffsetStoreError('INVALID_CONFIG', `the store is compacted by '${this.#options.recordedStrategy}': open it with compaction.strategy set to that module's path to compact it`);
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `the store is compacted by '${this.#options.recordedStrategy}': open it with compaction.strategy set to that module's path to compact it`,
+      );
     }
     const startedMs = performance.now();
     let buckets: BucketCompaction[];
     try {
       buckets = await this.#runAll(this.#targets, true, onBucketCompacted);
     } catch (error) {
-      if (this.#closed && !(error instanceof OffsetStoreError && error.code === 'STORE_CLOSED')) throw cutShort(error);
+      if (this.#closed && !(error instanceof OffsetStoreError && error.code === 'STORE_CLOSED'))
+        throw cutShort(error);
       throw error;
     }
     // close() stops the lanes between buckets: a report of part of the buckets would read as done.
     if (this.#closed) throw cutShort(undefined);
-    const report: CompactionReport = { strategy: this.#options.strategy.id, buckets, bytesBefore: 0, bytesAfter: 0, recordsDropped: 0, bytesWritten: 0, durationMs: 0 };
+    const report: CompactionReport = {
+      strategy: this.#options.strategy.id,
+      buckets,
+      bytesBefore: 0,
+      bytesAfter: 0,
+      recordsDropped: 0,
+      bytesWritten: 0,
+      durationMs: 0,
+    };
     for (const b of buckets) {
       report.bytesBefore += b.bytesBefore;
       report.bytesAfter += b.bytesAfter;
@@ -237,7 +264,11 @@ export class Compactor {
   }
 
   /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
-  async #runAll(targets: CompactionTarget[], forced: boolean, onBucketCompacted?: BucketCompactedListener): Promise<BucketCompaction[]> {
+  async #runAll(
+    targets: CompactionTarget[],
+    forced: boolean,
+    onBucketCompacted?: BucketCompactedListener,
+  ): Promise<BucketCompaction[]> {
     const results: BucketCompaction[] = new Array(targets.length);
     const errors: unknown[] = [];
     let next = 0;
@@ -255,7 +286,9 @@ export class Compactor {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(this.#options.workers, targets.length)) }, lane));
+    await Promise.all(
+      Array.from({ length: Math.max(1, Math.min(this.#options.workers, targets.length)) }, lane),
+    );
     if (errors.length > 0) throw errors[0];
     return results.filter((r) => r !== undefined);
   }
@@ -266,13 +299,24 @@ export class Compactor {
     const startedAtMs = wallClockMs();
     const background = !forced;
     this.#options.onRun?.({ kind: 'started', bucket: target.bucket, startedAtMs, background });
-    const job = this.#compact(target, forced, startedAtMs).then((report) => {
-      this.#options.onRun?.({ kind: 'finished', report });
-      return report;
-    }, (error: unknown) => {
-      this.#options.onRun?.({ kind: 'failed', bucket: target.bucket, startedAtMs, background, error });
-      throw error;
-    }).finally(() => this.#running.delete(target.bucket));
+    const job = this.#compact(target, forced, startedAtMs)
+      .then(
+        (report) => {
+          this.#options.onRun?.({ kind: 'finished', report });
+          return report;
+        },
+        (error: unknown) => {
+          this.#options.onRun?.({
+            kind: 'failed',
+            bucket: target.bucket,
+            startedAtMs,
+            background,
+            error,
+          });
+          throw error;
+        },
+      )
+      .finally(() => this.#running.delete(target.bucket));
     this.#running.set(target.bucket, job);
     return job;
   }
@@ -280,7 +324,10 @@ export class Compactor {
   /** The strategy's state for a bucket, read from disk the first time. */
   async #state(target: CompactionTarget): Promise<JsonValue | undefined> {
     if (!this.#states.has(target.bucket)) {
-      this.#states.set(target.bucket, await readStrategyState(target.log.fs, target.log.dir, this.#options.strategy!.id));
+      this.#states.set(
+        target.bucket,
+        await readStrategyState(target.log.fs, target.log.dir, this.#options.strategy!.id),
+      );
     }
     return this.#states.get(target.bucket);
   }
@@ -289,27 +336,59 @@ export class Compactor {
    * Step 2: what the strategy is shown, from `segments`, the same list the job reads (taken after the
    * last await: a log that rolled in between would show the strategy segments the job cannot find).
    */
-  #view(target: CompactionTarget, forced: boolean, state: JsonValue | undefined, segments: SegmentInfo[]): BucketView {
+  #view(
+    target: CompactionTarget,
+    forced: boolean,
+    state: JsonValue | undefined,
+    segments: SegmentInfo[],
+  ): BucketView {
     const log = target.log;
     const logBytes = segments.reduce((sum, s) => sum + s.sizeBytes, 0);
     const liveBytesEstimate = target.liveBytesEstimate();
     const o = this.#options;
     return {
-      bucket: target.bucket, strategy: o.strategy!.id, nowMs: o.clock.nowMs(), forced,
-      segments: segments.map((s, i) => ({ baseOffset: s.baseOffset, lastLogOffset: s.lastLogOffset, sizeBytes: s.sizeBytes, sealed: i < segments.length - 1 })),
-      logBytes, logEndOffset: log.nextOffset, logStartOffset: target.logStart(),
-      liveOffsets: target.liveOffsets(), liveSnapshots: target.liveSnapshots(), liveBytesEstimate,
+      bucket: target.bucket,
+      strategy: o.strategy!.id,
+      nowMs: o.clock.nowMs(),
+      forced,
+      segments: segments.map((s, i) => ({
+        baseOffset: s.baseOffset,
+        lastLogOffset: s.lastLogOffset,
+        sizeBytes: s.sizeBytes,
+        sealed: i < segments.length - 1,
+      })),
+      logBytes,
+      logEndOffset: log.nextOffset,
+      logStartOffset: target.logStart(),
+      liveOffsets: target.liveOffsets(),
+      liveSnapshots: target.liveSnapshots(),
+      liveBytesEstimate,
       garbageRatioEstimate: logBytes === 0 ? 0 : 1 - Math.min(1, liveBytesEstimate / logBytes),
-      checkpoint: target.newestCheckpoint(), batchesSinceCheckpoint: target.batchesSinceCheckpoint(), state,
-      settings: { minDirtyRatio: o.minDirtyRatio, logBytesMax: o.logBytesMax, segmentBytesMax: o.segmentBytesMax, deleteRetentionMs: o.deleteRetentionMs },
+      checkpoint: target.newestCheckpoint(),
+      batchesSinceCheckpoint: target.batchesSinceCheckpoint(),
+      state,
+      settings: {
+        minDirtyRatio: o.minDirtyRatio,
+        logBytesMax: o.logBytesMax,
+        segmentBytesMax: o.segmentBytesMax,
+        deleteRetentionMs: o.deleteRetentionMs,
+      },
     };
   }
 
-  async #compact(target: CompactionTarget, forced: boolean, startedAtMs: number): Promise<BucketCompaction> {
+  async #compact(
+    target: CompactionTarget,
+    forced: boolean,
+    startedAtMs: number,
+  ): Promise<BucketCompaction> {
     const startedMs = performance.now();
     const log = target.log;
     const strategy = this.#options.strategy!;
-    const author: PlanAuthor = { strategy: strategy.id, checkpoints: strategy.checkpoints, rewrites: strategy.rewrites };
+    const author: PlanAuthor = {
+      strategy: strategy.id,
+      checkpoints: strategy.checkpoints,
+      rewrites: strategy.rewrites,
+    };
     // Before a half-done swap is completed: what it frees is this run's work too.
     const bytesBefore = log.sizeBytes;
     const segmentsBefore = log.segments().length;
@@ -318,8 +397,19 @@ export class Compactor {
     const segments = log.segments();
     const view = this.#view(target, forced, state, segments);
     const result: BucketCompaction = {
-      bucket: target.bucket, startedAtMs, background: !forced, bytesBefore, bytesAfter: 0, segmentsBefore, segmentsAfter: 0,
-      segmentsRewritten: 0, recordsRead: 0, recordsDropped: 0, bytesRead: 0, bytesWritten: 0, durationMs: 0,
+      bucket: target.bucket,
+      startedAtMs,
+      background: !forced,
+      bytesBefore,
+      bytesAfter: 0,
+      segmentsBefore,
+      segmentsAfter: 0,
+      segmentsRewritten: 0,
+      recordsRead: 0,
+      recordsDropped: 0,
+      bytesRead: 0,
+      bytesWritten: 0,
+      durationMs: 0,
     };
     const job = await this.#plan(target, view, segments, author);
     if (job.failure !== undefined) throw jobError(job.failure);
@@ -328,10 +418,22 @@ export class Compactor {
     result.bytesRead = job.bytesRead;
     // Step 4: never trust what came back: the plan again, then every output against its group.
     const plan = job.plan === null ? null : validatePlan(planOf(job.plan), view, author);
-    const groups = (plan?.groups ?? []).map((bases) => bases.map((base) => segments.find((s) => s.baseOffset === base)!));
-    checkOutputs(log.dir, groups.map((g) => ({ bases: g.map((s) => s.baseOffset), lastLogOffset: g.at(-1)!.lastLogOffset })), job.outputs, author, view);
+    const groups = (plan?.groups ?? []).map((bases) =>
+      bases.map((base) => segments.find((s) => s.baseOffset === base)!),
+    );
+    checkOutputs(
+      log.dir,
+      groups.map((g) => ({
+        bases: g.map((s) => s.baseOffset),
+        lastLogOffset: g.at(-1)!.lastLogOffset,
+      })),
+      job.outputs,
+      author,
+      view,
+    );
     if (this.#closed || plan === null) return this.#finish(result, target, startedMs);
-    if (plan.deleteBelow !== undefined && !plan.checkpoint) this.#checkCovered(plan.deleteBelow, target, author, view);
+    if (plan.deleteBelow !== undefined && !plan.checkpoint)
+      this.#checkCovered(plan.deleteBelow, target, author, view);
     // Step 5: in log order, so a tombstone dropped by a later group never outlives the older records an earlier group drops.
     for (const [g, inputs] of groups.entries()) {
       await log.replaceSegments(inputs, job.outputs[g]!);
@@ -342,45 +444,84 @@ export class Compactor {
     result.bytesWritten = job.bytesWritten;
     // Step 6.
     if (plan.checkpoint) result.bytesWritten += (await target.writeCheckpoint()).bytesWritten;
-    if (plan.deleteBelow !== undefined) await target.freeBelow(this.#checkCovered(plan.deleteBelow, target, author, view));
+    if (plan.deleteBelow !== undefined)
+      await target.freeBelow(this.#checkCovered(plan.deleteBelow, target, author, view));
     // Step 7.
     if (plan.state !== undefined) {
       this.#states.set(target.bucket, plan.state.value);
       try {
         await writeStrategyState(log.fs, log.dir, strategy.id, plan.state.value);
       } catch (error) {
-        throw new OffsetStoreError('LOG_STORAGE_ERROR', `compacting offsets-bucket ${target.bucket}: writing its strategy state failed (the compaction itself is done and durable; the state is advice, and a later run after a reopen starts from the one it finds): ${(error as Error).message}`, { cause: error });
+        throw new OffsetStoreError(
+          'LOG_STORAGE_ERROR',
+          `compacting offsets-bucket ${target.bucket}: writing its strategy state failed (the compaction itself is done and durable; the state is advice, and a later run after a reopen starts from the one it finds): ${(error as Error).message}`,
+          { cause: error },
+        );
       }
     }
     return this.#finish(result, target, startedMs);
   }
 
   /** Step 3: the job, on the runner, or here for a strategy that never rewrites. */
-  async #plan(target: CompactionTarget, view: BucketView, segments: SegmentInfo[], author: PlanAuthor): Promise<CompactionJobResult> {
+  async #plan(
+    target: CompactionTarget,
+    view: BucketView,
+    segments: SegmentInfo[],
+    author: PlanAuthor,
+  ): Promise<CompactionJobResult> {
     const strategy = this.#options.strategy!;
     const runner = this.#options.runner;
     if (strategy.rewrites && runner !== undefined) {
       return runner.run({
-        dir: target.log.dir, strategy: strategy.ref, view, batchBytesMax: this.#options.batchBytesMax,
-        segments: segments.map((s) => ({ path: s.path, baseOffset: s.baseOffset, lastLogOffset: s.lastLogOffset, sizeBytes: s.sizeBytes })),
+        dir: target.log.dir,
+        strategy: strategy.ref,
+        view,
+        batchBytesMax: this.#options.batchBytesMax,
+        segments: segments.map((s) => ({
+          path: s.path,
+          baseOffset: s.baseOffset,
+          lastLogOffset: s.lastLogOffset,
+          sizeBytes: s.sizeBytes,
+        })),
       });
     }
-    const empty: CompactionJobResult = { plan: null, outputs: [], recordsRead: 0, recordsKept: 0, tombstonesDropped: 0, inputBytes: 0, bytesWritten: 0, bytesRead: 0 };
+    const empty: CompactionJobResult = {
+      plan: null,
+      outputs: [],
+      recordsRead: 0,
+      recordsKept: 0,
+      tombstonesDropped: 0,
+      inputBytes: 0,
+      bytesWritten: 0,
+      bytesRead: 0,
+    };
     try {
       empty.plan = validatePlan(await strategy.definition.plan(view, NO_INSPECTOR), view, author);
     } catch (error) {
       if (error instanceof OffsetStoreError) throw error;
-      throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${(error as Error).message}; nothing was changed`, { cause: error });
+      throw new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${(error as Error).message}; nothing was changed`,
+        { cause: error },
+      );
     }
     return empty;
   }
 
   /** The log offset to delete below, once the newest checkpoint is known to cover it (INVALID_COMPACTION_PLAN otherwise). */
-  #checkCovered(deleteBelow: number | 'checkpoint', target: CompactionTarget, author: PlanAuthor, view: BucketView): number {
+  #checkCovered(
+    deleteBelow: number | 'checkpoint',
+    target: CompactionTarget,
+    author: PlanAuthor,
+    view: BucketView,
+  ): number {
     const newest = target.newestCheckpoint();
     const logOffset = deleteBelow === 'checkpoint' ? newest?.logOffset : deleteBelow;
     if (newest === undefined || logOffset === undefined || logOffset > newest.logOffset) {
-      throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `strategy '${author.strategy}' planned for offsets-bucket ${view.bucket}: deleting segments below log offset ${String(logOffset ?? deleteBelow)} would drop live records no checkpoint covers (the newest checkpoint is at ${newest?.logOffset ?? 'none'}); refused, nothing was deleted`);
+      throw new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        `strategy '${author.strategy}' planned for offsets-bucket ${view.bucket}: deleting segments below log offset ${String(logOffset ?? deleteBelow)} would drop live records no checkpoint covers (the newest checkpoint is at ${newest?.logOffset ?? 'none'}); refused, nothing was deleted`,
+      );
     }
     return logOffset;
   }
@@ -409,7 +550,10 @@ export class Compactor {
 /** A validated plan in CompactionPlan form again, to validate on this side of the thread boundary. */
 function planOf(plan: ValidatedPlan): Record<string, unknown> {
   return {
-    rewrite: plan.groups, mapFrom: plan.mapFrom, tombstonesBelow: plan.tombstonesBelow, checkpoint: plan.checkpoint,
+    rewrite: plan.groups,
+    mapFrom: plan.mapFrom,
+    tombstonesBelow: plan.tombstonesBelow,
+    checkpoint: plan.checkpoint,
     ...(plan.deleteBelow === undefined ? {} : { deleteBelow: plan.deleteBelow }),
     ...(plan.state === undefined ? {} : { state: plan.state.value }),
   };
@@ -417,5 +561,9 @@ function planOf(plan: ValidatedPlan): Record<string, unknown> {
 
 /** STORE_CLOSED for a compactNow that close() cut short, with what failed because of it, if anything. */
 function cutShort(cause: unknown): OffsetStoreError {
-  return new OffsetStoreError('STORE_CLOSED', 'compaction was cut short: the store is closing', cause === undefined ? undefined : { cause });
+  return new OffsetStoreError(
+    'STORE_CLOSED',
+    'compaction was cut short: the store is closing',
+    cause === undefined ? undefined : { cause },
+  );
 }

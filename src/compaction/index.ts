@@ -7,17 +7,44 @@
  * through the CompactionTarget port; does not import kv. This file is the folder's door.
  */
 export {
-  Compactor, type BucketCompactedListener, type BucketCompaction, type CompactionReport, type CompactionRunEvent, type CompactionRunListener,
-  type CompactionTarget, type CompactorOptions,
+  Compactor,
+  type BucketCompactedListener,
+  type BucketCompaction,
+  type CompactionReport,
+  type CompactionRunEvent,
+  type CompactionRunListener,
+  type CompactionTarget,
+  type CompactorOptions,
 } from './compactor.js';
 export {
-  COMPACTION_STRATEGIES, checkDefinition, isCompactionStrategy, isStrategyModulePath, loadStrategy, recordedStrategy, strategyModuleUrl,
-  type CompactionStrategy, type LoadedStrategy, type StrategyRef,
+  COMPACTION_STRATEGIES,
+  checkDefinition,
+  isCompactionStrategy,
+  isStrategyModulePath,
+  loadStrategy,
+  recordedStrategy,
+  strategyModuleUrl,
+  type CompactionStrategy,
+  type LoadedStrategy,
+  type StrategyRef,
 } from './strategy-registry.js';
 export type {
-  BucketView, CheckpointView, CompactionPlan, CompactionStrategyDefinition, GarbageQuery, JsonValue, LogInspector, SegmentGarbage, SegmentView, StrategySettings,
+  BucketView,
+  CheckpointView,
+  CompactionPlan,
+  CompactionStrategyDefinition,
+  GarbageQuery,
+  JsonValue,
+  LogInspector,
+  SegmentGarbage,
+  SegmentView,
+  StrategySettings,
 } from './strategy.js';
-export { runCompactionJob, type CompactionJob, type CompactionJobResult } from './compaction-job.js';
+export {
+  runCompactionJob,
+  type CompactionJob,
+  type CompactionJobResult,
+} from './compaction-job.js';
 export { CompactionWorkerPool, type WorkerPoolOptions } from './worker-pool.js';
 export { InProcessRunner, type CompactionRunner } from './job-runner.js';
 export { STATE_FILE } from './strategy-state.js';

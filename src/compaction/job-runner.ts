@@ -8,7 +8,11 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
-import { runCompactionJob, type CompactionJob, type CompactionJobResult } from './compaction-job.js';
+import {
+  runCompactionJob,
+  type CompactionJob,
+  type CompactionJobResult,
+} from './compaction-job.js';
 
 /** Runs compaction jobs. */
 export interface CompactionRunner {
@@ -35,7 +39,11 @@ export class InProcessRunner implements CompactionRunner {
   async run(job: CompactionJob): Promise<CompactionJobResult> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction runner is closed');
     const result = await runCompactionJob(this.#fs, job);
-    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `the compaction runner was closed while compacting ${job.dir}`);
+    if (this.#closed)
+      throw new OffsetStoreError(
+        'STORE_CLOSED',
+        `the compaction runner was closed while compacting ${job.dir}`,
+      );
     return result;
   }
 

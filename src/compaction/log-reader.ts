@@ -32,7 +32,12 @@ export interface SegmentRef {
 }
 
 /** Receives one batch and its header fields; `buf` is reused after return. */
-export type BatchReader = (buf: Buffer, position: number, logOffset: number, commitTimestampMs: number) => void;
+export type BatchReader = (
+  buf: Buffer,
+  position: number,
+  logOffset: number,
+  commitTimestampMs: number,
+) => void;
 
 /** Checked reads of the segments of one job; see the module comment. */
 export class LogReader {
@@ -58,23 +63,44 @@ export class LogReader {
     const previous = index > 0 ? this.segments[index - 1]!.lastLogOffset : -1;
     let filePositionOf = 0;
     try {
-      const scan = await scanSegment(this.#fs, segment.path, { batchBytesMax: this.#batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.sizeBytes }, (buf, position, logOffset, _size, filePosition) => {
-        filePositionOf = filePosition;
-        visit(buf, position, logOffset, readBatchHeader(buf, position).commitTimestampMs);
-      });
+      const scan = await scanSegment(
+        this.#fs,
+        segment.path,
+        {
+          batchBytesMax: this.#batchBytesMax,
+          previousLogOffset: previous,
+          baseOffset: segment.baseOffset,
+          endBytes: segment.sizeBytes,
+        },
+        (buf, position, logOffset, _size, filePosition) => {
+          filePositionOf = filePosition;
+          visit(buf, position, logOffset, readBatchHeader(buf, position).commitTimestampMs);
+        },
+      );
       if (scan.damage !== undefined || scan.validBytes !== segment.sizeBytes) {
         const where = scan.damage?.position ?? scan.validBytes;
-        throw new OffsetStoreError('CORRUPT_MESSAGE', `${segment.path} at byte ${where}: ${scan.damage?.reason ?? 'shorter than expected'}`);
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${segment.path} at byte ${where}: ${scan.damage?.reason ?? 'shorter than expected'}`,
+        );
       }
     } catch (error) {
-      if (error instanceof DecodeError) throw new OffsetStoreError('CORRUPT_MESSAGE', `${segment.path} at byte ${filePositionOf}: ${error.message}`, { cause: error });
+      if (error instanceof DecodeError)
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${segment.path} at byte ${filePositionOf}: ${error.message}`,
+          { cause: error },
+        );
       throw error;
     }
     this.bytesRead += segment.sizeBytes;
   }
 
   /** Visits every record of every batch of `segment`, with its batch's log offset and time. */
-  async scanRecords(segment: SegmentRef, visit: (buf: Buffer, record: RawRecord, logOffset: number, commitTimestampMs: number) => void): Promise<void> {
+  async scanRecords(
+    segment: SegmentRef,
+    visit: (buf: Buffer, record: RawRecord, logOffset: number, commitTimestampMs: number) => void,
+  ): Promise<void> {
     await this.scan(segment, (buf, position, logOffset, commitTimestampMs) => {
       forEachRawRecord(buf, position, (r) => visit(buf, r, logOffset, commitTimestampMs));
     });
@@ -92,7 +118,9 @@ export class LogReader {
       if (segment.lastLogOffset < mapFrom) continue;
       await this.scan(segment, (buf, position, logOffset) => {
         if (logOffset < mapFrom) return;
-        forEachRawRecord(buf, position, (r) => latest.set(buf.toString('latin1', r.keyStart, r.keyEnd), logOffset));
+        forEachRawRecord(buf, position, (r) =>
+          latest.set(buf.toString('latin1', r.keyStart, r.keyEnd), logOffset),
+        );
       });
     }
     this.#map = { mapFrom, latest };
@@ -108,21 +136,42 @@ export class LogReader {
   /** LogInspector.segmentGarbage for this job: `horizonMs` is now - deleteRetentionMs. */
   async segmentGarbage(query: GarbageQuery, horizonMs: number): Promise<SegmentGarbage[]> {
     const sealed = this.segments.slice(0, -1);
-    const asked = query.segments === undefined ? sealed : query.segments.map((base) => {
-      const segment = this.sealed(base);
-      if (segment === undefined) throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `segmentGarbage: ${base} is not the base offset of a sealed segment`);
-      return segment;
-    });
+    const asked =
+      query.segments === undefined
+        ? sealed
+        : query.segments.map((base) => {
+            const segment = this.sealed(base);
+            if (segment === undefined)
+              throw new OffsetStoreError(
+                'INVALID_COMPACTION_PLAN',
+                `segmentGarbage: ${base} is not the base offset of a sealed segment`,
+              );
+            return segment;
+          });
     if (asked.length === 0) return [];
     const mapFrom = query.mapFrom ?? asked[0]!.baseOffset;
-    if (!Number.isSafeInteger(mapFrom) || mapFrom < 0) throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `segmentGarbage: mapFrom must be a log offset, got ${String(mapFrom)}`);
+    if (!Number.isSafeInteger(mapFrom) || mapFrom < 0)
+      throw new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        `segmentGarbage: mapFrom must be a log offset, got ${String(mapFrom)}`,
+      );
     const tombstonesBelow = query.tombstonesBelow ?? Number.POSITIVE_INFINITY;
     const latest = await this.keyMap(mapFrom);
     const results: SegmentGarbage[] = [];
     for (const segment of asked) {
       const g: SegmentGarbage = {
-        baseOffset: segment.baseOffset, sizeBytes: segment.sizeBytes, batches: 0, records: 0, recordBytes: 0, supersededRecords: 0, supersededBytes: 0,
-        tombstones: 0, expiredTombstones: 0, expiredTombstoneBytes: 0, oldestCommitMs: Number.POSITIVE_INFINITY, newestCommitMs: Number.NEGATIVE_INFINITY,
+        baseOffset: segment.baseOffset,
+        sizeBytes: segment.sizeBytes,
+        batches: 0,
+        records: 0,
+        recordBytes: 0,
+        supersededRecords: 0,
+        supersededBytes: 0,
+        tombstones: 0,
+        expiredTombstones: 0,
+        expiredTombstoneBytes: 0,
+        oldestCommitMs: Number.POSITIVE_INFINITY,
+        newestCommitMs: Number.NEGATIVE_INFINITY,
       };
       await this.scan(segment, (buf, position, logOffset, commitTimestampMs) => {
         g.batches++;

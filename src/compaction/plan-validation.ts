@@ -29,7 +29,14 @@ import type { BucketView, JsonValue } from './strategy.js';
 /** Most bytes of a strategy's state (JSON, UTF-8) per bucket. */
 export const STATE_BYTES_MAX = 64 * 1024;
 
-const PLAN_FIELDS = new Set(['rewrite', 'mapFrom', 'tombstonesBelow', 'checkpoint', 'deleteBelow', 'state']);
+const PLAN_FIELDS = new Set([
+  'rewrite',
+  'mapFrom',
+  'tombstonesBelow',
+  'checkpoint',
+  'deleteBelow',
+  'state',
+]);
 
 /** A plan that passed validation, normalized. */
 export interface ValidatedPlan {
@@ -58,7 +65,10 @@ export interface PlanAuthor {
 }
 
 function refuse(author: PlanAuthor, view: BucketView, reason: string): OffsetStoreError {
-  return new OffsetStoreError('INVALID_COMPACTION_PLAN', `strategy '${author.strategy}' planned for offsets-bucket ${view.bucket}: ${reason}; refused, nothing was changed`);
+  return new OffsetStoreError(
+    'INVALID_COMPACTION_PLAN',
+    `strategy '${author.strategy}' planned for offsets-bucket ${view.bucket}: ${reason}; refused, nothing was changed`,
+  );
 }
 
 function isLogOffset(value: unknown): value is number {
@@ -66,21 +76,51 @@ function isLogOffset(value: unknown): value is number {
 }
 
 /** Checks `plan` against `view` (rules 1-4); null when it asks for nothing. */
-export function validatePlan(plan: unknown, view: BucketView, author: PlanAuthor): ValidatedPlan | null {
+export function validatePlan(
+  plan: unknown,
+  view: BucketView,
+  author: PlanAuthor,
+): ValidatedPlan | null {
   if (plan === null || plan === undefined) return null;
-  if (typeof plan !== 'object' || Array.isArray(plan) || Object.getPrototypeOf(plan) !== Object.prototype) throw refuse(author, view, 'a plan must be a plain object, null or undefined');
+  if (
+    typeof plan !== 'object' ||
+    Array.isArray(plan) ||
+    Object.getPrototypeOf(plan) !== Object.prototype
+  )
+    throw refuse(author, view, 'a plan must be a plain object, null or undefined');
   const fields = plan as Record<string, unknown>;
   const unknown = Object.keys(fields).filter((k) => !PLAN_FIELDS.has(k));
-  if (unknown.length > 0) throw refuse(author, view, `unknown plan field(s) ${unknown.join(', ')} (known: ${[...PLAN_FIELDS].join(', ')})`);
+  if (unknown.length > 0)
+    throw refuse(
+      author,
+      view,
+      `unknown plan field(s) ${unknown.join(', ')} (known: ${[...PLAN_FIELDS].join(', ')})`,
+    );
   const groups = validateGroups(fields.rewrite, view, author);
   const { mapFrom, tombstonesBelow, checkpoint, deleteBelow } = fields;
-  if (mapFrom !== undefined && !isLogOffset(mapFrom)) throw refuse(author, view, `mapFrom must be a log offset, got ${String(mapFrom)}`);
-  if (tombstonesBelow !== undefined && !isLogOffset(tombstonesBelow) && tombstonesBelow !== Number.POSITIVE_INFINITY) {
-    throw refuse(author, view, `tombstonesBelow must be a log offset or Infinity, got ${String(tombstonesBelow)}`);
+  if (mapFrom !== undefined && !isLogOffset(mapFrom))
+    throw refuse(author, view, `mapFrom must be a log offset, got ${String(mapFrom)}`);
+  if (
+    tombstonesBelow !== undefined &&
+    !isLogOffset(tombstonesBelow) &&
+    tombstonesBelow !== Number.POSITIVE_INFINITY
+  ) {
+    throw refuse(
+      author,
+      view,
+      `tombstonesBelow must be a log offset or Infinity, got ${String(tombstonesBelow)}`,
+    );
   }
-  if (checkpoint !== undefined && typeof checkpoint !== 'boolean') throw refuse(author, view, 'checkpoint must be a boolean');
-  if (checkpoint === true && !author.checkpoints) throw refuse(author, view, 'it asks for a checkpoint, but the strategy does not declare checkpoints: true (recovery would not restore it)');
-  if (deleteBelow !== undefined) validateDeleteBelow(deleteBelow, checkpoint === true, view, author);
+  if (checkpoint !== undefined && typeof checkpoint !== 'boolean')
+    throw refuse(author, view, 'checkpoint must be a boolean');
+  if (checkpoint === true && !author.checkpoints)
+    throw refuse(
+      author,
+      view,
+      'it asks for a checkpoint, but the strategy does not declare checkpoints: true (recovery would not restore it)',
+    );
+  if (deleteBelow !== undefined)
+    validateDeleteBelow(deleteBelow, checkpoint === true, view, author);
   let state: ValidatedPlan['state'];
   if (fields.state !== undefined) {
     let text: string | undefined;
@@ -90,7 +130,12 @@ export function validatePlan(plan: unknown, view: BucketView, author: PlanAuthor
       throw refuse(author, view, `state is not JSON: ${(error as Error).message}`);
     }
     if (text === undefined) throw refuse(author, view, 'state is not JSON');
-    if (Buffer.byteLength(text) > STATE_BYTES_MAX) throw refuse(author, view, `state is ${Buffer.byteLength(text)} bytes of JSON, more than ${STATE_BYTES_MAX}`);
+    if (Buffer.byteLength(text) > STATE_BYTES_MAX)
+      throw refuse(
+        author,
+        view,
+        `state is ${Buffer.byteLength(text)} bytes of JSON, more than ${STATE_BYTES_MAX}`,
+      );
     state = { value: JSON.parse(text) as JsonValue };
   }
   return {
@@ -105,27 +150,56 @@ export function validatePlan(plan: unknown, view: BucketView, author: PlanAuthor
 
 function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor): number[][] {
   if (rewrite === undefined) return [];
-  if (!Array.isArray(rewrite)) throw refuse(author, view, 'rewrite must be an array of groups (arrays of segment base offsets)');
-  if (rewrite.length > 0 && !author.rewrites) throw refuse(author, view, 'it asks for a rewrite, but the strategy declares rewrites: false');
+  if (!Array.isArray(rewrite))
+    throw refuse(
+      author,
+      view,
+      'rewrite must be an array of groups (arrays of segment base offsets)',
+    );
+  if (rewrite.length > 0 && !author.rewrites)
+    throw refuse(author, view, 'it asks for a rewrite, but the strategy declares rewrites: false');
   const index = new Map(view.segments.map((s, i) => [s.baseOffset, i]));
   const activeIndex = view.segments.length - 1;
   let previousEnd = -1;
   const groups: number[][] = [];
   for (const [g, group] of (rewrite as unknown[]).entries()) {
-    if (!Array.isArray(group) || group.length === 0) throw refuse(author, view, `rewrite group ${g} must be a non-empty array of segment base offsets`);
+    if (!Array.isArray(group) || group.length === 0)
+      throw refuse(
+        author,
+        view,
+        `rewrite group ${g} must be a non-empty array of segment base offsets`,
+      );
     const positions = group.map((base: unknown) => {
       const i = typeof base === 'number' ? index.get(base) : undefined;
-      if (i === undefined) throw refuse(author, view, `rewrite group ${g} names ${String(base)}, which is not the base offset of a segment of the log`);
-      if (i === activeIndex) throw refuse(author, view, `rewrite group ${g} names the active segment ${base}, which is never compacted`);
+      if (i === undefined)
+        throw refuse(
+          author,
+          view,
+          `rewrite group ${g} names ${String(base)}, which is not the base offset of a segment of the log`,
+        );
+      if (i === activeIndex)
+        throw refuse(
+          author,
+          view,
+          `rewrite group ${g} names the active segment ${base}, which is never compacted`,
+        );
       return i;
     });
     for (let k = 1; k < positions.length; k++) {
       if (positions[k] !== positions[k - 1]! + 1) {
-        throw refuse(author, view, `rewrite group ${g} is not a run of adjacent segments (${group[k - 1]} is followed by ${view.segments[positions[k - 1]! + 1]?.baseOffset}, not ${group[k]}): its output would break the chain of log offsets`);
+        throw refuse(
+          author,
+          view,
+          `rewrite group ${g} is not a run of adjacent segments (${group[k - 1]} is followed by ${view.segments[positions[k - 1]! + 1]?.baseOffset}, not ${group[k]}): its output would break the chain of log offsets`,
+        );
       }
     }
     if (positions[0]! <= previousEnd) {
-      throw refuse(author, view, `rewrite group ${g} overlaps or precedes group ${g - 1} (groups must be in log order and share no segment: overlapping outputs)`);
+      throw refuse(
+        author,
+        view,
+        `rewrite group ${g} overlaps or precedes group ${g - 1} (groups must be in log order and share no segment: overlapping outputs)`,
+      );
     }
     previousEnd = positions.at(-1)!;
     groups.push(group as number[]);
@@ -133,18 +207,41 @@ function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor):
   return groups;
 }
 
-function validateDeleteBelow(deleteBelow: unknown, writesCheckpoint: boolean, view: BucketView, author: PlanAuthor): void {
-  if (deleteBelow !== 'checkpoint' && !isLogOffset(deleteBelow)) throw refuse(author, view, `deleteBelow must be a log offset or 'checkpoint', got ${String(deleteBelow)}`);
+function validateDeleteBelow(
+  deleteBelow: unknown,
+  writesCheckpoint: boolean,
+  view: BucketView,
+  author: PlanAuthor,
+): void {
+  if (deleteBelow !== 'checkpoint' && !isLogOffset(deleteBelow))
+    throw refuse(
+      author,
+      view,
+      `deleteBelow must be a log offset or 'checkpoint', got ${String(deleteBelow)}`,
+    );
   if (!author.checkpoints) {
-    throw refuse(author, view, `deleting segments below ${String(deleteBelow)} would drop records no checkpoint covers (the strategy does not declare checkpoints: true)`);
+    throw refuse(
+      author,
+      view,
+      `deleting segments below ${String(deleteBelow)} would drop records no checkpoint covers (the strategy does not declare checkpoints: true)`,
+    );
   }
   if (deleteBelow === 'checkpoint') {
-    if (!writesCheckpoint && view.checkpoint === undefined) throw refuse(author, view, "deleteBelow 'checkpoint' without a checkpoint: nothing covers the segments");
+    if (!writesCheckpoint && view.checkpoint === undefined)
+      throw refuse(
+        author,
+        view,
+        "deleteBelow 'checkpoint' without a checkpoint: nothing covers the segments",
+      );
     return;
   }
   const covered = writesCheckpoint ? view.logEndOffset : (view.checkpoint?.logOffset ?? -1);
   if ((deleteBelow as number) > covered) {
-    throw refuse(author, view, `deleting segments below log offset ${deleteBelow as number} would drop live records no checkpoint covers (the newest ${writesCheckpoint ? 'possible checkpoint is at the log end' : 'checkpoint is at'} ${covered < 0 ? 'none' : covered})`);
+    throw refuse(
+      author,
+      view,
+      `deleting segments below log offset ${deleteBelow as number} would drop live records no checkpoint covers (the newest ${writesCheckpoint ? 'possible checkpoint is at the log end' : 'checkpoint is at'} ${covered < 0 ? 'none' : covered})`,
+    );
   }
 }
 
@@ -160,20 +257,49 @@ export interface PlannedGroup {
 }
 
 /** Rule 5: each group's outputs chain from its first base offset to its last batch, in `dir`. */
-export function checkOutputs(dir: string, groups: readonly PlannedGroup[], outputs: readonly (readonly CleanedSegment[])[], author: PlanAuthor, view: BucketView): void {
-  if (outputs.length !== groups.length) throw refuse(author, view, `the rewrite returned outputs for ${outputs.length} group(s), not ${groups.length}`);
+export function checkOutputs(
+  dir: string,
+  groups: readonly PlannedGroup[],
+  outputs: readonly (readonly CleanedSegment[])[],
+  author: PlanAuthor,
+  view: BucketView,
+): void {
+  if (outputs.length !== groups.length)
+    throw refuse(
+      author,
+      view,
+      `the rewrite returned outputs for ${outputs.length} group(s), not ${groups.length}`,
+    );
   for (const [g, group] of groups.entries()) {
     const produced = outputs[g]!;
     let expectedBase = group.bases[0]!;
     for (const o of produced) {
       const where = `output ${segmentFileName(o.baseOffset)} of rewrite group ${g}`;
-      if (o.baseOffset !== expectedBase) throw refuse(author, view, `${where} starts at ${o.baseOffset}, not ${expectedBase}: outputs must chain without gap or overlap`);
-      if (path.resolve(o.tempPath) !== path.resolve(dir, segmentFileName(o.baseOffset) + CLEANED_SUFFIX)) throw refuse(author, view, `${where} is not written as ${segmentFileName(o.baseOffset)}${CLEANED_SUFFIX} in ${dir}`);
-      if (!(o.sizeBytes > 0) || !(o.lastLogOffset >= o.baseOffset)) throw refuse(author, view, `${where} holds no batch`);
+      if (o.baseOffset !== expectedBase)
+        throw refuse(
+          author,
+          view,
+          `${where} starts at ${o.baseOffset}, not ${expectedBase}: outputs must chain without gap or overlap`,
+        );
+      if (
+        path.resolve(o.tempPath) !==
+        path.resolve(dir, segmentFileName(o.baseOffset) + CLEANED_SUFFIX)
+      )
+        throw refuse(
+          author,
+          view,
+          `${where} is not written as ${segmentFileName(o.baseOffset)}${CLEANED_SUFFIX} in ${dir}`,
+        );
+      if (!(o.sizeBytes > 0) || !(o.lastLogOffset >= o.baseOffset))
+        throw refuse(author, view, `${where} holds no batch`);
       expectedBase = o.lastLogOffset + 1;
     }
     if (produced.length === 0 || produced.at(-1)!.lastLogOffset !== group.lastLogOffset) {
-      throw refuse(author, view, `the outputs of rewrite group ${g} end at log offset ${produced.at(-1)?.lastLogOffset ?? 'none'}, not at its last batch ${group.lastLogOffset}: the chain of log offsets would break`);
+      throw refuse(
+        author,
+        view,
+        `the outputs of rewrite group ${g} end at log offset ${produced.at(-1)?.lastLogOffset ?? 'none'}, not at its last batch ${group.lastLogOffset}: the chain of log offsets would break`,
+      );
     }
   }
 }

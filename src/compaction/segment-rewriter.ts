@@ -25,7 +25,13 @@
  * Nothing here touches a live segment file: the main thread swaps the outputs in.
  */
 import * as path from 'node:path';
-import { BATCH_HEADER_BYTES, forEachRawRecord, resizeBatch, sealBatch, type RawRecord } from '../codec/index.js';
+import {
+  BATCH_HEADER_BYTES,
+  forEachRawRecord,
+  resizeBatch,
+  sealBatch,
+  type RawRecord,
+} from '../codec/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { CLEANED_SUFFIX, segmentFileName, type CleanedSegment } from '../log/index.js';
 import type { LogReader, SegmentRef } from './log-reader.js';
@@ -63,8 +69,20 @@ export interface RewriteResult {
 }
 
 /** Rewrites the groups of `request` (see the module comment). */
-export async function rewriteSegments(fs: FileSystem, dir: string, reader: LogReader, request: RewriteRequest): Promise<RewriteResult> {
-  const result: RewriteResult = { outputs: [], recordsRead: 0, recordsKept: 0, tombstonesDropped: 0, inputBytes: 0, bytesWritten: 0 };
+export async function rewriteSegments(
+  fs: FileSystem,
+  dir: string,
+  reader: LogReader,
+  request: RewriteRequest,
+): Promise<RewriteResult> {
+  const result: RewriteResult = {
+    outputs: [],
+    recordsRead: 0,
+    recordsKept: 0,
+    tombstonesDropped: 0,
+    inputBytes: 0,
+    bytesWritten: 0,
+  };
   if (request.groups.length === 0) return result;
   const latest = await reader.keyMap(request.mapFrom);
   const superseded = (key: string, logOffset: number): boolean => {
@@ -93,7 +111,8 @@ export async function rewriteSegments(fs: FileSystem, dir: string, reader: LogRe
           kept.push({ ...r });
         });
         result.recordsKept += kept.length;
-        if (kept.length > 0 || (last && logOffset === segment.lastLogOffset)) rebuilt.push({ batch: rebuildBatch(buf, position, logOffset, kept), logOffset });
+        if (kept.length > 0 || (last && logOffset === segment.lastLogOffset))
+          rebuilt.push({ batch: rebuildBatch(buf, position, logOffset, kept), logOffset });
       });
       await writer.write(rebuilt);
     }
@@ -108,7 +127,11 @@ export async function rewriteSegments(fs: FileSystem, dir: string, reader: LogRe
  * Rule 2: the tombstones of the groups that may be dropped, as key -> log offset. Candidates are
  * found in the groups; (d) is then checked against the log up to the last group.
  */
-async function droppableTombstones(reader: LogReader, request: RewriteRequest, superseded: (key: string, logOffset: number) => boolean): Promise<Map<string, number>> {
+async function droppableTombstones(
+  reader: LogReader,
+  request: RewriteRequest,
+  superseded: (key: string, logOffset: number) => boolean,
+): Promise<Map<string, number>> {
   const candidates = new Map<string, number>();
   if (request.keepTombstones) return candidates;
   const groupSegments = new Set(request.groups.flat());
@@ -128,7 +151,12 @@ async function droppableTombstones(reader: LogReader, request: RewriteRequest, s
     if (segment.baseOffset > lastGroupSegment.baseOffset) break;
     const inGroup = groupSegments.has(segment);
     // A group segment can only hold older records that survive for tombstones below mapFrom.
-    if (inGroup && segment.baseOffset >= request.mapFrom && ![...candidates.values()].some((t) => t < request.mapFrom)) continue;
+    if (
+      inGroup &&
+      segment.baseOffset >= request.mapFrom &&
+      ![...candidates.values()].some((t) => t < request.mapFrom)
+    )
+      continue;
     await reader.scan(segment, (buf, position, logOffset) => {
       forEachRawRecord(buf, position, (r) => {
         const key = buf.toString('latin1', r.keyStart, r.keyEnd);
@@ -142,7 +170,12 @@ async function droppableTombstones(reader: LogReader, request: RewriteRequest, s
 }
 
 /** A copy of the batch at `buf[position]` holding only `kept` records, re-sealed at `logOffset`. */
-function rebuildBatch(buf: Buffer, position: number, logOffset: number, kept: readonly RawRecord[]): Buffer {
+function rebuildBatch(
+  buf: Buffer,
+  position: number,
+  logOffset: number,
+  kept: readonly RawRecord[],
+): Buffer {
   let sizeBytes = BATCH_HEADER_BYTES;
   for (const r of kept) sizeBytes += r.end - r.start;
   const out = Buffer.allocUnsafe(sizeBytes);
@@ -182,7 +215,10 @@ class OutputWriter {
     let runBytes = 0;
     for (const { batch, logOffset } of batches) {
       const size = (this.#current?.segment.sizeBytes ?? 0) + runBytes;
-      if (this.#current === undefined || (size > 0 && size + batch.length > this.#segmentBytesMax)) {
+      if (
+        this.#current === undefined ||
+        (size > 0 && size + batch.length > this.#segmentBytesMax)
+      ) {
         await this.#writeRun(run, runBytes);
         run = [];
         runBytes = 0;
@@ -205,7 +241,10 @@ class OutputWriter {
     await this.#closeCurrent();
     const baseOffset = this.#nextBaseOffset;
     const tempPath = path.join(this.#dir, segmentFileName(baseOffset) + CLEANED_SUFFIX);
-    this.#current = { segment: { baseOffset, tempPath, sizeBytes: 0, lastLogOffset: -1 }, handle: await this.#fs.open(tempPath, 'w') };
+    this.#current = {
+      segment: { baseOffset, tempPath, sizeBytes: 0, lastLogOffset: -1 },
+      handle: await this.#fs.open(tempPath, 'w'),
+    };
     this.#wroteAny = true;
   }
 

@@ -25,7 +25,12 @@ import type { CompactionStrategyDefinition } from './strategy.js';
 export type CompactionStrategy = 'log-cleaner' | 'incremental' | 'checkpoint' | 'none';
 
 /** Every built-in strategy, in the order they are documented. */
-export const COMPACTION_STRATEGIES: readonly CompactionStrategy[] = ['log-cleaner', 'incremental', 'checkpoint', 'none'];
+export const COMPACTION_STRATEGIES: readonly CompactionStrategy[] = [
+  'log-cleaner',
+  'incremental',
+  'checkpoint',
+  'none',
+];
 
 const BUILT_INS: Record<CompactionStrategy, CompactionStrategyDefinition> = {
   'log-cleaner': logCleanerStrategy,
@@ -41,7 +46,11 @@ export function isCompactionStrategy(value: unknown): value is CompactionStrateg
 
 /** True when `value` reads as a module path (relative, absolute, file: URL, or a .js/.mjs/.cjs/.ts/.mts file). */
 export function isStrategyModulePath(value: string): boolean {
-  return /^(\.{1,2}[\\/]|\/|file:)/.test(value) || /[\\/]/.test(value) || /\.(m?js|cjs|m?ts)$/.test(value);
+  return (
+    /^(\.{1,2}[\\/]|\/|file:)/.test(value) ||
+    /[\\/]/.test(value) ||
+    /\.(m?js|cjs|m?ts)$/.test(value)
+  );
 }
 
 /** A strategy as plain data, for a worker thread. */
@@ -49,7 +58,9 @@ export type StrategyRef = { builtIn: CompactionStrategy } | { moduleUrl: string 
 
 /** The file URL of a strategy module path, resolved against `cwd`. */
 export function strategyModuleUrl(modulePath: string, cwd: string): string {
-  return modulePath.startsWith('file:') ? modulePath : pathToFileURL(path.resolve(cwd, modulePath)).href;
+  return modulePath.startsWith('file:')
+    ? modulePath
+    : pathToFileURL(path.resolve(cwd, modulePath)).href;
 }
 
 /** A strategy loaded and checked. */
@@ -73,7 +84,10 @@ const loaded = new Map<string, Promise<CompactionStrategyDefinition>>();
 export async function loadStrategy(ref: StrategyRef): Promise<LoadedStrategy> {
   const definition = 'builtIn' in ref ? BUILT_INS[ref.builtIn] : await loadModule(ref.moduleUrl);
   const checkpoints = definition.checkpoints === true;
-  const id = 'builtIn' in ref ? ref.builtIn : `module:${definition.name}${checkpoints ? '+checkpoints' : ''}`;
+  const id =
+    'builtIn' in ref
+      ? ref.builtIn
+      : `module:${definition.name}${checkpoints ? '+checkpoints' : ''}`;
   return { ref, definition, id, checkpoints, rewrites: definition.rewrites !== false };
 }
 
@@ -83,7 +97,11 @@ function loadModule(url: string): Promise<CompactionStrategyDefinition> {
     promise = import(url).then(
       (module: { default?: unknown }) => checkDefinition(module.default, url),
       (error: unknown) => {
-        throw new OffsetStoreError('INVALID_CONFIG', `cannot load the compaction strategy module ${url}: ${(error as Error).message}`, { cause: error });
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `cannot load the compaction strategy module ${url}: ${(error as Error).message}`,
+          { cause: error },
+        );
       },
     );
     loaded.set(url, promise);
@@ -94,14 +112,22 @@ function loadModule(url: string): Promise<CompactionStrategyDefinition> {
 
 /** Checks that a module's default export is a CompactionStrategyDefinition. */
 export function checkDefinition(value: unknown, where: string): CompactionStrategyDefinition {
-  const bad = (reason: string) => new OffsetStoreError('INVALID_CONFIG', `${where} is not a compaction strategy: ${reason} (see docs/compaction.md)`);
-  if (typeof value !== 'object' || value === null) throw bad('its default export must be an object with name and plan');
+  const bad = (reason: string) =>
+    new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${where} is not a compaction strategy: ${reason} (see docs/compaction.md)`,
+    );
+  if (typeof value !== 'object' || value === null)
+    throw bad('its default export must be an object with name and plan');
   const d = value as Record<string, unknown>;
-  if (typeof d.name !== 'string' || !NAME_PATTERN.test(d.name)) throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(d.name)}`);
+  if (typeof d.name !== 'string' || !NAME_PATTERN.test(d.name))
+    throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(d.name)}`);
   if (typeof d.plan !== 'function') throw bad('plan must be a function');
   if (d.due !== undefined && typeof d.due !== 'function') throw bad('due must be a function');
-  if (d.checkpoints !== undefined && typeof d.checkpoints !== 'boolean') throw bad('checkpoints must be a boolean');
-  if (d.rewrites !== undefined && typeof d.rewrites !== 'boolean') throw bad('rewrites must be a boolean');
+  if (d.checkpoints !== undefined && typeof d.checkpoints !== 'boolean')
+    throw bad('checkpoints must be a boolean');
+  if (d.rewrites !== undefined && typeof d.rewrites !== 'boolean')
+    throw bad('rewrites must be a boolean');
   return value as CompactionStrategyDefinition;
 }
 
@@ -109,8 +135,11 @@ export function checkDefinition(value: unknown, where: string): CompactionStrate
  * What a recorded strategy id says without loading anything: whether it uses checkpoints, and the
  * built-in it names (undefined for a module). Undefined for an id that is neither (damage).
  */
-export function recordedStrategy(id: string): { checkpoints: boolean; builtIn: CompactionStrategy | undefined } | undefined {
-  if (isCompactionStrategy(id)) return { checkpoints: BUILT_INS[id].checkpoints === true, builtIn: id };
+export function recordedStrategy(
+  id: string,
+): { checkpoints: boolean; builtIn: CompactionStrategy | undefined } | undefined {
+  if (isCompactionStrategy(id))
+    return { checkpoints: BUILT_INS[id].checkpoints === true, builtIn: id };
   const match = /^module:([A-Za-z0-9._-]{1,64})(\+checkpoints)?$/.exec(id);
   return match === null ? undefined : { checkpoints: match[2] !== undefined, builtIn: undefined };
 }

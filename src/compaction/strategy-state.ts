@@ -23,7 +23,11 @@ function checksumOf(strategy: string, state: JsonValue): number {
 }
 
 /** The state `strategy` stored in `dir`, or undefined (none, damaged, unreadable, or another strategy's). */
-export async function readStrategyState(fs: FileSystem, dir: string, strategy: string): Promise<JsonValue | undefined> {
+export async function readStrategyState(
+  fs: FileSystem,
+  dir: string,
+  strategy: string,
+): Promise<JsonValue | undefined> {
   let bytes: Buffer | null;
   try {
     bytes = await fs.readFile(path.join(dir, STATE_FILE));
@@ -33,8 +37,17 @@ export async function readStrategyState(fs: FileSystem, dir: string, strategy: s
   }
   if (bytes === null) return undefined;
   try {
-    const parsed = JSON.parse(bytes.toString('utf8')) as { strategy?: unknown; state?: JsonValue; checksum?: unknown };
-    if (parsed.strategy !== strategy || parsed.state === undefined || parsed.checksum !== checksumOf(strategy, parsed.state)) return undefined;
+    const parsed = JSON.parse(bytes.toString('utf8')) as {
+      strategy?: unknown;
+      state?: JsonValue;
+      checksum?: unknown;
+    };
+    if (
+      parsed.strategy !== strategy ||
+      parsed.state === undefined ||
+      parsed.checksum !== checksumOf(strategy, parsed.state)
+    )
+      return undefined;
     return parsed.state;
   } catch {
     // Damaged: as none (see the module comment).
@@ -43,7 +56,12 @@ export async function readStrategyState(fs: FileSystem, dir: string, strategy: s
 }
 
 /** Stores `state` of `strategy` in `dir` (whole, not fdatasynced: see the module comment). */
-export async function writeStrategyState(fs: FileSystem, dir: string, strategy: string, state: JsonValue): Promise<void> {
+export async function writeStrategyState(
+  fs: FileSystem,
+  dir: string,
+  strategy: string,
+  state: JsonValue,
+): Promise<void> {
   const text = JSON.stringify({ strategy, state, checksum: checksumOf(strategy, state) });
   const target = path.join(dir, STATE_FILE);
   const handle = await fs.open(`${target}.tmp`, 'w');

@@ -25,7 +25,8 @@
  */
 
 /** A JSON value: what a strategy may keep as its state. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonValue =
+  null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 /** One segment of the log, as a strategy sees it. */
 export interface SegmentView {
@@ -191,5 +192,8 @@ export interface CompactionStrategyDefinition {
    */
   due?(view: BucketView): boolean;
   /** What to do with this bucket now; null, undefined or `{}` for nothing. May read the log through `inspector`. */
-  plan(view: BucketView, inspector: LogInspector): CompactionPlan | null | undefined | Promise<CompactionPlan | null | undefined>;
+  plan(
+    view: BucketView,
+    inspector: LogInspector,
+  ): CompactionPlan | null | undefined | Promise<CompactionPlan | null | undefined>;
 }

@@ -27,7 +27,10 @@ export class CompactionWorkerPool implements CompactionRunner {
   /** Starts no thread yet: workers are created on the first job and exit when idle. */
   constructor(options: WorkerPoolOptions) {
     this.#pool = new Piscina({
-      filename: new URL(fromSource ? './compaction-worker.ts' : './compaction-worker.js', import.meta.url).href,
+      filename: new URL(
+        fromSource ? './compaction-worker.ts' : './compaction-worker.js',
+        import.meta.url,
+      ).href,
       minThreads: 0,
       maxThreads: options.workers,
       idleTimeout: options.idleTimeoutMs,
@@ -37,12 +40,18 @@ export class CompactionWorkerPool implements CompactionRunner {
 
   /** Runs a compaction job on a worker thread; STORE_CLOSED once the pool is closed, also for a job cut short by it. */
   async run(job: CompactionJob): Promise<CompactionJobResult> {
-    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
+    if (this.#closed)
+      throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
     try {
       return (await this.#pool.run(job)) as CompactionJobResult;
     } catch (error) {
       // close() terminates the workers, and piscina rejects the job in flight with a plain Error.
-      if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `the compaction worker pool was closed while compacting ${job.dir}`, { cause: error });
+      if (this.#closed)
+        throw new OffsetStoreError(
+          'STORE_CLOSED',
+          `the compaction worker pool was closed while compacting ${job.dir}`,
+          { cause: error },
+        );
       throw error;
     }
   }

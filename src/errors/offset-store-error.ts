@@ -19,7 +19,10 @@ export class OffsetStoreError extends Error {
 
   /** `errno` and `retriable` come from the code's row in ERROR_CODES; the message is prefixed with the code. */
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`${code}: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      `${code}: ${message}`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'OffsetStoreError';
     this.code = code;
     this.errno = ERROR_CODES[code].errno;

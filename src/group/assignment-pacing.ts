@@ -31,7 +31,9 @@ export class AssignmentPacing implements AssignmentPacer {
   /** True when a target may be computed now. */
   mayAssign(groupId: string): boolean {
     const last = this.#groups.get(groupId)?.lastAssignmentMs ?? null;
-    return this.#intervalMs === 0 || last === null || this.#clock.nowMs() - last >= this.#intervalMs;
+    return (
+      this.#intervalMs === 0 || last === null || this.#clock.nowMs() - last >= this.#intervalMs
+    );
   }
 
   /** Records that a target was just computed (cancels a deferred computation). */

@@ -9,7 +9,6 @@ import { formatBucketRef, normalizeBucketRef, type TableBucket } from '../model/
 import { BucketSet } from './bucket-set.js';
 import { BucketIndexer, type TableLayout } from './table-layout.js';
 
-
 /**
  * The name of an assignor a member may ask for: `'uniform'` (the default) or `'range'`. (A
  * coordinator built directly may register more, `GroupCoordinatorOptions.assignors`; the store's
@@ -61,7 +60,10 @@ export function checkAssignment(
   const result = new Map<string, BucketSet>();
   for (const [memberId, refs] of output) {
     const position = byId.get(memberId);
-    if (position === undefined) throw new TypeError(`assignor '${assignorName}' assigned buckets to unknown member ${memberId}`);
+    if (position === undefined)
+      throw new TypeError(
+        `assignor '${assignorName}' assigned buckets to unknown member ${memberId}`,
+      );
     const member = input.members[position] as AssignorMember;
     // An unchanged target is the member's current set's own refs, normalized when they entered it.
     const unchanged = member.currentTarget.isSameSequence(refs);
@@ -69,12 +71,16 @@ export function checkAssignment(
       const ref = unchanged ? raw : normalizeBucketRef(raw, `assignment of ${memberId}`);
       const index = indexer.indexOf(ref);
       if (index < 0 || !member.subscribedTableIds.includes(ref.tableId)) {
-        throw new TypeError(`assignor '${assignorName}' gave member ${memberId} ${formatBucketRef(ref)}, which it cannot own`);
+        throw new TypeError(
+          `assignor '${assignorName}' gave member ${memberId} ${formatBucketRef(ref)}, which it cannot own`,
+        );
       }
       const previous = ownerByIndex[index] as number;
       if (previous !== -1) {
         const other = (input.members[previous] as AssignorMember).memberId;
-        throw new TypeError(`assignor '${assignorName}' gave ${formatBucketRef(ref)} to both ${other} and ${memberId}`);
+        throw new TypeError(
+          `assignor '${assignorName}' gave ${formatBucketRef(ref)} to both ${other} and ${memberId}`,
+        );
       }
       ownerByIndex[index] = position;
       return ref;

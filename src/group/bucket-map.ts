@@ -21,7 +21,10 @@ export const DENSE_BUCKET_LIMIT = 1 << 16;
 
 /** A small integer (or, for huge ids, a string) naming a table partition. */
 export function partitionKey(tableId: number, partitionId: number | null): PartitionKey {
-  if (tableId < TABLE_PACKED_LIMIT && (partitionId === null || partitionId < PARTITION_PACKED_LIMIT)) {
+  if (
+    tableId < TABLE_PACKED_LIMIT &&
+    (partitionId === null || partitionId < PARTITION_PACKED_LIMIT)
+  ) {
     return tableId * TABLE_PACKED_LIMIT + (partitionId === null ? 0 : partitionId + 1);
   }
   return `${tableId}:${partitionId ?? ''}`;
@@ -49,7 +52,9 @@ export class BucketMap<V> {
   get(ref: TableBucket): V | undefined {
     const slot = this.#slot(ref, false);
     if (slot === undefined) return undefined;
-    return ref.bucketId < DENSE_BUCKET_LIMIT ? slot.dense[ref.bucketId] : slot.sparse?.get(ref.bucketId);
+    return ref.bucketId < DENSE_BUCKET_LIMIT
+      ? slot.dense[ref.bucketId]
+      : slot.sparse?.get(ref.bucketId);
   }
 
   /** True when the bucket has a value. */
@@ -113,7 +118,9 @@ export class BucketMap<V> {
 }
 
 function grow<V>(dense: (V | undefined)[], minLength: number): (V | undefined)[] {
-  const next = new Array<V | undefined>(Math.min(DENSE_BUCKET_LIMIT, Math.max(minLength, dense.length * 2, 16)));
+  const next = new Array<V | undefined>(
+    Math.min(DENSE_BUCKET_LIMIT, Math.max(minLength, dense.length * 2, 16)),
+  );
   for (let i = 0; i < dense.length; i++) next[i] = dense[i];
   return next;
 }

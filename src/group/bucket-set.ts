@@ -39,7 +39,10 @@ export class BucketSet implements Iterable<TableBucket> {
   #lastKey: PartitionKey | undefined = undefined;
   #lastBits: PartitionBits | undefined = undefined;
 
-  private constructor(partitions: ReadonlyMap<PartitionKey, PartitionBits>, refs: readonly TableBucket[]) {
+  private constructor(
+    partitions: ReadonlyMap<PartitionKey, PartitionBits>,
+    refs: readonly TableBucket[],
+  ) {
     this.#partitions = partitions;
     this.#refs = refs;
   }
@@ -69,7 +72,12 @@ export class BucketSet implements Iterable<TableBucket> {
     const partitions = new Map<PartitionKey, PartitionBits>();
     for (const [key, { min, max }] of spans) {
       const width = max - min + 1;
-      partitions.set(key, width <= SPAN_BITS_MAX ? { min, bits: new Uint32Array((width + 31) >>> 5), sparse: null } : { min, bits: null, sparse: new Set() });
+      partitions.set(
+        key,
+        width <= SPAN_BITS_MAX
+          ? { min, bits: new Uint32Array((width + 31) >>> 5), sparse: null }
+          : { min, bits: null, sparse: new Set() },
+      );
     }
     // Pass 2: set bits, keeping the first ref of each bucket.
     const unique: TableBucket[] = [];

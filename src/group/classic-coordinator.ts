@@ -25,16 +25,39 @@ import { OffsetStoreError } from '../errors/index.js';
 import { assert, type Clock } from '../util/index.js';
 import { describeClassicGroup, type ClassicGroupDescription } from './classic-description.js';
 import { handleClassicJoin } from './classic-join.js';
-import { expireClassicSession, handleClassicLeave, removeClassicMembersByAdmin } from './classic-leave.js';
-import { ClassicOperation, type ClassicConfig, type ClassicEnvironment, type ClassicReply, type ConsumerGroupsView } from './classic-operation.js';
 import {
-  normalizeClassicHeartbeat, normalizeClassicJoin, normalizeClassicLeave, normalizeClassicSync, type ClassicHeartbeatRequest, type ClassicJoinGroupRequest,
-  type ClassicJoinGroupResult, type ClassicLeaveGroupRequest, type ClassicLeaveGroupResult, type ClassicSyncGroupRequest, type ClassicSyncGroupResult,
+  expireClassicSession,
+  handleClassicLeave,
+  removeClassicMembersByAdmin,
+} from './classic-leave.js';
+import {
+  ClassicOperation,
+  type ClassicConfig,
+  type ClassicEnvironment,
+  type ClassicReply,
+  type ConsumerGroupsView,
+} from './classic-operation.js';
+import {
+  normalizeClassicHeartbeat,
+  normalizeClassicJoin,
+  normalizeClassicLeave,
+  normalizeClassicSync,
+  type ClassicHeartbeatRequest,
+  type ClassicJoinGroupRequest,
+  type ClassicJoinGroupResult,
+  type ClassicLeaveGroupRequest,
+  type ClassicLeaveGroupResult,
+  type ClassicSyncGroupRequest,
+  type ClassicSyncGroupResult,
 } from './classic-protocol.js';
 import { expireJoin, expirePendingSync } from './classic-rebalance.js';
 import { ClassicRebalanceTimers } from './classic-rebalance-timers.js';
 import type { ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
-import { classicSnapshotOf, classicSnapshotToRecords, type ClassicGroupSnapshot } from './classic-snapshot.js';
+import {
+  classicSnapshotOf,
+  classicSnapshotToRecords,
+  type ClassicGroupSnapshot,
+} from './classic-snapshot.js';
 import { ClassicGroupStateMachine, type ClassicGroupInspection } from './classic-state-machine.js';
 import { handleClassicHeartbeat, handleClassicSync } from './classic-sync.js';
 import { WaiterSet } from './classic-waiters.js';
@@ -107,17 +130,26 @@ export class ClassicCoordinator {
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#sessions = new MemberTimers(options.clock, {
-      sessionExpired: (groupId, memberId) => this.#background(groupId, (op) => expireClassicSession(op, groupId, memberId)),
-      rebalanceExpired: () => assert(false, 'classic members have no rebalance timers of their own'),
+      sessionExpired: (groupId, memberId) =>
+        this.#background(groupId, (op) => expireClassicSession(op, groupId, memberId)),
+      rebalanceExpired: () =>
+        assert(false, 'classic members have no rebalance timers of their own'),
     });
     this.#rebalanceTimers = new ClassicRebalanceTimers(options.clock, {
-      joinExpired: (groupId, action) => this.#background(groupId, (op) => expireJoin(op, groupId, action)),
-      syncExpired: (groupId, generationId) => this.#background(groupId, (op) => expirePendingSync(op, groupId, generationId)),
+      joinExpired: (groupId, action) =>
+        this.#background(groupId, (op) => expireJoin(op, groupId, action)),
+      syncExpired: (groupId, generationId) =>
+        this.#background(groupId, (op) => expirePendingSync(op, groupId, generationId)),
     });
     const newMemberId = options.newMemberId;
     this.#env = {
-      machine: this.#machine, sessions: this.#sessions, rebalanceTimers: this.#rebalanceTimers, joins: new WaiterSet(), syncs: new WaiterSet(),
-      config: options.config, consumerGroups: options.host.consumerGroups,
+      machine: this.#machine,
+      sessions: this.#sessions,
+      rebalanceTimers: this.#rebalanceTimers,
+      joins: new WaiterSet(),
+      syncs: new WaiterSet(),
+      config: options.config,
+      consumerGroups: options.host.consumerGroups,
       newMemberId: (prefix) => `${prefix.slice(0, MEMBER_ID_PREFIX_LENGTH_MAX)}-${newMemberId()}`,
     };
   }
@@ -126,22 +158,38 @@ export class ClassicCoordinator {
 
   /** JoinGroup: resolves when Kafka would answer (the join phase completed, or at once); see classic-join.ts. */
   joinGroup(groupId: string, request: ClassicJoinGroupRequest): Promise<ClassicJoinGroupResult> {
-    return this.#call(groupId, () => normalizeClassicJoin(request), (op, normalized) => handleClassicJoin(op, groupId, normalized));
+    return this.#call(
+      groupId,
+      () => normalizeClassicJoin(request),
+      (op, normalized) => handleClassicJoin(op, groupId, normalized),
+    );
   }
 
   /** SyncGroup: resolves with the member's assignment once the leader's is durable; see classic-sync.ts. */
   syncGroup(groupId: string, request: ClassicSyncGroupRequest): Promise<ClassicSyncGroupResult> {
-    return this.#call(groupId, () => normalizeClassicSync(request), (op, normalized) => handleClassicSync(op, groupId, normalized));
+    return this.#call(
+      groupId,
+      () => normalizeClassicSync(request),
+      (op, normalized) => handleClassicSync(op, groupId, normalized),
+    );
   }
 
   /** Heartbeat: resolves when the member is in the current generation and no rebalance runs. */
   heartbeat(groupId: string, request: ClassicHeartbeatRequest): Promise<void> {
-    return this.#call(groupId, () => normalizeClassicHeartbeat(request), (op, normalized) => handleClassicHeartbeat(op, groupId, normalized));
+    return this.#call(
+      groupId,
+      () => normalizeClassicHeartbeat(request),
+      (op, normalized) => handleClassicHeartbeat(op, groupId, normalized),
+    );
   }
 
   /** LeaveGroup: one answer per named member; see classic-leave.ts. */
   leaveGroup(groupId: string, request: ClassicLeaveGroupRequest): Promise<ClassicLeaveGroupResult> {
-    return this.#call(groupId, () => normalizeClassicLeave(request), (op, normalized) => handleClassicLeave(op, groupId, normalized));
+    return this.#call(
+      groupId,
+      () => normalizeClassicLeave(request),
+      (op, normalized) => handleClassicLeave(op, groupId, normalized),
+    );
   }
 
   /**
@@ -151,22 +199,37 @@ export class ClassicCoordinator {
    * that does not exist), and the group not waiting for the leader's assignment
    * (REBALANCE_IN_PROGRESS). `write` is issued inside the check, and awaited outside the lane.
    */
-  commit(groupId: string, member: { memberId: string; generationId: number; groupInstanceId: string | null }, write: () => Promise<unknown>): Promise<void> {
+  commit(
+    groupId: string,
+    member: { memberId: string; generationId: number; groupInstanceId: string | null },
+    write: () => Promise<unknown>,
+  ): Promise<void> {
     const runtime = this.#host.runtime(groupId);
-    return runtime.lane.run(() => {
-      try {
-        this.#host.ensureActive();
-        this.#validateCommit(groupId, member.memberId, member.generationId, member.groupInstanceId);
-        return { written: write() };
-      } finally {
-        if (this.#machine.get(groupId) === undefined) queueMicrotask(() => this.#host.dropRuntimeIfUnused(groupId));
-      }
-    }).then(({ written }) => written).then(() => undefined);
+    return runtime.lane
+      .run(() => {
+        try {
+          this.#host.ensureActive();
+          this.#validateCommit(
+            groupId,
+            member.memberId,
+            member.generationId,
+            member.groupInstanceId,
+          );
+          return { written: write() };
+        } finally {
+          if (this.#machine.get(groupId) === undefined)
+            queueMicrotask(() => this.#host.dropRuntimeIfUnused(groupId));
+        }
+      })
+      .then(({ written }) => written)
+      .then(() => undefined);
   }
 
   /** Removes members on an admin's request (see classic-leave.ts); resolves once any snapshot it caused is durable. */
   removeMembers(groupId: string, removal: NormalizedRemoval): Promise<RemovedMember[]> {
-    return this.#run(groupId, (op) => ({ value: removeClassicMembersByAdmin(op, groupId, removal) }));
+    return this.#run(groupId, (op) => ({
+      value: removeClassicMembersByAdmin(op, groupId, removal),
+    }));
   }
 
   // ---- queries and loading (synchronous; the owner checks the phase) -----------------------------
@@ -179,7 +242,9 @@ export class ClassicCoordinator {
   /** The group's state and protocol type (cheap: for listings), or null when there is no classic group of that id. */
   listing(groupId: string): { state: ClassicGroupState; protocolType: string | null } | null {
     const group = this.#machine.get(groupId);
-    return group === undefined ? null : { state: group.state, protocolType: group.fields.protocolType };
+    return group === undefined
+      ? null
+      : { state: group.state, protocolType: group.fields.protocolType };
   }
 
   /** Ids of the classic groups. */
@@ -204,11 +269,23 @@ export class ClassicCoordinator {
   }
 
   /** Counters: groups, members, parked calls, armed timers, snapshots written. */
-  metrics(): { groups: number; members: number; parkedCalls: number; armedTimers: number; snapshotsWritten: number } {
+  metrics(): {
+    groups: number;
+    members: number;
+    parkedCalls: number;
+    armedTimers: number;
+    snapshotsWritten: number;
+  } {
     let members = 0;
     for (const g of this.#machine.groups()) members += g.members.size;
     const parkedCalls = this.#env.joins.size + this.#env.syncs.size;
-    return { groups: this.#machine.size, members, parkedCalls, armedTimers: this.#sessions.armedCount + this.#rebalanceTimers.armedCount, snapshotsWritten: this.#snapshotsWritten };
+    return {
+      groups: this.#machine.size,
+      members,
+      parkedCalls,
+      armedTimers: this.#sessions.armedCount + this.#rebalanceTimers.armedCount,
+      snapshotsWritten: this.#snapshotsWritten,
+    };
   }
 
   /**
@@ -216,7 +293,8 @@ export class ClassicCoordinator {
    * loaded for the group id before (its latest record was a tombstone, or another type's snapshot).
    */
   loadSnapshot(groupId: string, snapshot: ClassicGroupSnapshot | null): void {
-    if (this.#machine.get(groupId) !== undefined) this.#machine.replay({ type: 'classic-group-tombstone', groupId });
+    if (this.#machine.get(groupId) !== undefined)
+      this.#machine.replay({ type: 'classic-group-tombstone', groupId });
     if (snapshot === null) return;
     for (const record of classicSnapshotToRecords(groupId, snapshot)) this.#machine.replay(record);
     this.#machine.get(groupId)!.checkInvariants();
@@ -226,7 +304,8 @@ export class ClassicCoordinator {
   onLoadComplete(): void {
     for (const group of this.#machine.groups()) {
       this.#host.runtime(group.groupId).dirty = false;
-      for (const m of group.members.values()) this.#sessions.scheduleSession(group.groupId, m.memberId, m.sessionTimeoutMs);
+      for (const m of group.members.values())
+        this.#sessions.scheduleSession(group.groupId, m.memberId, m.sessionTimeoutMs);
     }
   }
 
@@ -237,7 +316,10 @@ export class ClassicCoordinator {
   forget(groupId: string): void {
     const group = this.#machine.get(groupId);
     if (group === undefined) return;
-    assert(group.members.size === 0, `classic group ${groupId} forgotten with ${group.members.size} members`);
+    assert(
+      group.members.size === 0,
+      `classic group ${groupId} forgotten with ${group.members.size} members`,
+    );
     this.#sessions.cancelGroup(groupId);
     this.#rebalanceTimers.cancelGroup(groupId);
     const records: ClassicGroupRecord[] = [{ type: 'classic-group-tombstone', groupId }];
@@ -256,23 +338,45 @@ export class ClassicCoordinator {
 
   // ---- internals -------------------------------------------------------------------------------
 
-  #validateCommit(groupId: string, memberId: string, generationId: number, groupInstanceId: string | null): void {
+  #validateCommit(
+    groupId: string,
+    memberId: string,
+    generationId: number,
+    groupInstanceId: string | null,
+  ): void {
     const group = this.#machine.get(groupId);
     if (group === undefined) {
       if (this.#host.consumerGroups.memberCount(groupId) !== null) {
-        throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} is a consumer group: commit with memberId and memberEpoch`);
+        throw new OffsetStoreError(
+          'UNKNOWN_MEMBER_ID',
+          `group ${groupId} is a consumer group: commit with memberId and memberEpoch`,
+        );
       }
-      throw new OffsetStoreError('ILLEGAL_GENERATION', `commit for generation ${generationId} of group ${groupId}, which has no generation`);
+      throw new OffsetStoreError(
+        'ILLEGAL_GENERATION',
+        `commit for generation ${generationId} of group ${groupId}, which has no generation`,
+      );
     }
     group.validateMember(memberId, groupInstanceId);
     if (generationId !== group.fields.generationId) {
-      throw new OffsetStoreError('ILLEGAL_GENERATION', `commit for generation ${generationId}, group ${groupId} is at ${group.fields.generationId}`);
+      throw new OffsetStoreError(
+        'ILLEGAL_GENERATION',
+        `commit for generation ${generationId}, group ${groupId} is at ${group.fields.generationId}`,
+      );
     }
-    if (group.state === 'CompletingRebalance') throw new OffsetStoreError('REBALANCE_IN_PROGRESS', `group ${groupId} waits for its leader's assignment`);
+    if (group.state === 'CompletingRebalance')
+      throw new OffsetStoreError(
+        'REBALANCE_IN_PROGRESS',
+        `group ${groupId} waits for its leader's assignment`,
+      );
   }
 
   /** Validates at the edge, then runs the handler on the lane. */
-  #call<N, T>(groupId: string, normalize: () => N, handler: (op: ClassicOperation, normalized: N) => ClassicReply<T>): Promise<T> {
+  #call<N, T>(
+    groupId: string,
+    normalize: () => N,
+    handler: (op: ClassicOperation, normalized: N) => ClassicReply<T>,
+  ): Promise<T> {
     let normalized: N;
     try {
       this.#host.ensureActive();
@@ -286,7 +390,9 @@ export class ClassicCoordinator {
   #run<T>(groupId: string, handler: (op: ClassicOperation) => ClassicReply<T>): Promise<T> {
     const runtime = this.#host.runtime(groupId);
     let reply: ClassicReply<T> | undefined;
-    const done = runtime.lane.run(() => this.#execute(groupId, runtime, (op) => (reply = handler(op))));
+    const done = runtime.lane.run(() =>
+      this.#execute(groupId, runtime, (op) => (reply = handler(op))),
+    );
     return done.then(
       () => answer(reply!),
       (error: unknown) => {
@@ -296,7 +402,11 @@ export class ClassicCoordinator {
     );
   }
 
-  #execute(groupId: string, runtime: ClassicRuntime, handler: (op: ClassicOperation) => unknown): Promise<void> | undefined {
+  #execute(
+    groupId: string,
+    runtime: ClassicRuntime,
+    handler: (op: ClassicOperation) => unknown,
+  ): Promise<void> | undefined {
     this.#host.ensureNotClosed();
     const op = new ClassicOperation(this.#env);
     try {
@@ -312,10 +422,13 @@ export class ClassicCoordinator {
       op.deliver();
       return undefined;
     }
-    return write.then(() => op.deliver(), (error: unknown) => {
-      op.deliver(error);
-      throw error;
-    });
+    return write.then(
+      () => op.deliver(),
+      (error: unknown) => {
+        op.deliver(error);
+        throw error;
+      },
+    );
   }
 
   #afterOperation(groupId: string, runtime: ClassicRuntime, op: ClassicOperation): void {
@@ -329,14 +442,25 @@ export class ClassicCoordinator {
       return;
     }
     group.checkInvariants();
-    assert(this.#env.joins.countIn(groupId) === group.awaitingJoinCount, `group ${groupId}: ${this.#env.joins.countIn(groupId)} parked joins, ${group.awaitingJoinCount} members awaiting join`);
-    assert(this.#env.syncs.countIn(groupId) === group.awaitingSyncCount, `group ${groupId}: ${this.#env.syncs.countIn(groupId)} parked syncs, ${group.awaitingSyncCount} members awaiting sync`);
+    assert(
+      this.#env.joins.countIn(groupId) === group.awaitingJoinCount,
+      `group ${groupId}: ${this.#env.joins.countIn(groupId)} parked joins, ${group.awaitingJoinCount} members awaiting join`,
+    );
+    assert(
+      this.#env.syncs.countIn(groupId) === group.awaitingSyncCount,
+      `group ${groupId}: ${this.#env.syncs.countIn(groupId)} parked syncs, ${group.awaitingSyncCount} members awaiting sync`,
+    );
   }
 
   /** Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary). */
   #writeSnapshotIfBoundary(groupId: string, runtime: ClassicRuntime): Promise<void> | null {
     const group = this.#machine.get(groupId);
-    if (group === undefined || !runtime.dirty || (group.state !== 'Stable' && group.state !== 'Empty')) return null;
+    if (
+      group === undefined ||
+      !runtime.dirty ||
+      (group.state !== 'Stable' && group.state !== 'Empty')
+    )
+      return null;
     const snapshot = classicSnapshotOf(group);
     runtime.dirty = false;
     this.#snapshotsWritten++;

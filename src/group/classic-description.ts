@@ -50,9 +50,15 @@ export interface ClassicGroupDescription {
 export function describeClassicGroup(group: ClassicGroup): ClassicGroupDescription {
   const { state, generationId, protocolType, protocolName, leaderId } = group.fields;
   const members = [...group.members.values()].map((m) => ({
-    memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost,
-    sessionTimeoutMs: m.sessionTimeoutMs, rebalanceTimeoutMs: m.rebalanceTimeoutMs, protocols: m.protocols.map((p) => p.name),
-    metadata: Buffer.from(metadataFor(m, protocolName)), assignment: Buffer.from(m.assignment),
+    memberId: m.memberId,
+    groupInstanceId: m.groupInstanceId,
+    clientId: m.clientId,
+    clientHost: m.clientHost,
+    sessionTimeoutMs: m.sessionTimeoutMs,
+    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+    protocols: m.protocols.map((p) => p.name),
+    metadata: Buffer.from(metadataFor(m, protocolName)),
+    assignment: Buffer.from(m.assignment),
   }));
   members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
   return { state, generationId, protocolType, protocolName, leaderId, members };

@@ -18,7 +18,11 @@
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import { memberSnapshotBytes, metadataFor, voteOf, type ClassicMember } from './classic-member.js';
-import type { ClassicGroupFields, ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
+import type {
+  ClassicGroupFields,
+  ClassicGroupRecord,
+  ClassicGroupState,
+} from './classic-record.js';
 
 /** One member as the leader's JoinGroup response lists it. */
 export interface ClassicJoinMember {
@@ -41,7 +45,13 @@ const NEXT_STATES: Record<ClassicGroupState, readonly ClassicGroupState[]> = {
 export class ClassicGroup {
   /** The group's id. */
   readonly groupId: string;
-  #fields: ClassicGroupFields = { state: 'Empty', generationId: 0, protocolType: null, protocolName: null, leaderId: null };
+  #fields: ClassicGroupFields = {
+    state: 'Empty',
+    generationId: 0,
+    protocolType: null,
+    protocolName: null,
+    leaderId: null,
+  };
   #previousState: ClassicGroupState = 'Empty';
   readonly #members = new Map<string, ClassicMember>();
   readonly #staticMembers = new Map<string, string>();
@@ -123,7 +133,10 @@ export class ClassicGroup {
   supportsProtocols(protocolType: string, names: readonly string[]): boolean {
     if (this.state === 'Empty') return protocolType.length > 0 && names.length > 0;
     const size = this.#members.size;
-    return this.#fields.protocolType === protocolType && names.some((name) => (this.#protocolCounts.get(name) ?? 0) === size);
+    return (
+      this.#fields.protocolType === protocolType &&
+      names.some((name) => (this.#protocolCounts.get(name) ?? 0) === size)
+    );
   }
 
   /**
@@ -134,11 +147,16 @@ export class ClassicGroup {
   selectProtocol(): string | undefined {
     const size = this.#members.size;
     if (size === 0) return undefined;
-    const candidates = new Set([...this.#protocolCounts].filter(([, count]) => count === size).map(([name]) => name));
+    const candidates = new Set(
+      [...this.#protocolCounts].filter(([, count]) => count === size).map(([name]) => name),
+    );
     const votes = new Map<string, number>();
     for (const member of this.#members.values()) {
       const vote = voteOf(member, candidates);
-      assert(vote !== undefined, `member ${member.memberId} of ${this.groupId} offers none of the group's protocols`);
+      assert(
+        vote !== undefined,
+        `member ${member.memberId} of ${this.groupId} offers none of the group's protocols`,
+      );
       votes.set(vote, (votes.get(vote) ?? 0) + 1);
     }
     return [...votes].sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))[0]![0];
@@ -152,25 +170,46 @@ export class ClassicGroup {
   validateMember(memberId: string, groupInstanceId: string | null): ClassicMember {
     if (groupInstanceId !== null) {
       const holder = this.#staticMembers.get(groupInstanceId);
-      if (holder === undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `no member of group ${this.groupId} holds instance id '${groupInstanceId}'`);
+      if (holder === undefined)
+        throw new OffsetStoreError(
+          'UNKNOWN_MEMBER_ID',
+          `no member of group ${this.groupId} holds instance id '${groupInstanceId}'`,
+        );
       if (holder !== memberId) {
-        throw new OffsetStoreError('FENCED_INSTANCE_ID', `instance id '${groupInstanceId}' of group ${this.groupId} is now held by member ${holder}, not ${memberId}`);
+        throw new OffsetStoreError(
+          'FENCED_INSTANCE_ID',
+          `instance id '${groupInstanceId}' of group ${this.groupId} is now held by member ${holder}, not ${memberId}`,
+        );
       }
     }
     const member = this.#members.get(memberId);
-    if (member === undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} is not in group ${this.groupId}; rejoin`);
+    if (member === undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${memberId} is not in group ${this.groupId}; rejoin`,
+      );
     return member;
   }
 
   /** Every member with its metadata for the selected protocol, as the leader's JoinGroup response lists them. */
   joinMembers(): ClassicJoinMember[] {
     const protocolName = this.#fields.protocolName;
-    return [...this.#members.values()].map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: metadataFor(m, protocolName) }));
+    return [...this.#members.values()].map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      metadata: metadataFor(m, protocolName),
+    }));
   }
 
   /** Applies one record of this group. Only ClassicGroupStateMachine calls this. */
-  replay(record: Exclude<ClassicGroupRecord, { type: 'classic-group-tombstone' }>, creates: boolean): void {
-    assert(record.groupId === this.groupId, `record for ${record.groupId} replayed on ${this.groupId}`);
+  replay(
+    record: Exclude<ClassicGroupRecord, { type: 'classic-group-tombstone' }>,
+    creates: boolean,
+  ): void {
+    assert(
+      record.groupId === this.groupId,
+      `record for ${record.groupId} replayed on ${this.groupId}`,
+    );
     switch (record.type) {
       case 'classic-group':
         return this.#applyFields(record, creates);
@@ -179,7 +218,10 @@ export class ClassicGroup {
       case 'classic-member-tombstone':
         return this.#removeMember(record.memberId);
       case 'classic-pending-member':
-        assert(!this.#members.has(record.memberId), `pending member ${record.memberId} of ${this.groupId} is a member`);
+        assert(
+          !this.#members.has(record.memberId),
+          `pending member ${record.memberId} of ${this.groupId} is a member`,
+        );
         if (record.pending) this.#pendingJoin.add(record.memberId);
         else this.#pendingJoin.delete(record.memberId);
         return;
@@ -206,32 +248,74 @@ export class ClassicGroup {
   /** Asserts what must hold between operations, in constant time (see the module header). */
   checkInvariants(): void {
     const { state, leaderId, protocolName } = this.#fields;
-    assert((leaderId === null) === (this.#members.size === 0), `leader ${leaderId} of ${this.groupId} with ${this.#members.size} members`);
-    assert(leaderId === null || this.#members.has(leaderId), `leader ${leaderId} of ${this.groupId} is not a member`);
-    assert(state === 'Empty' || this.#members.size > 0 || state === 'PreparingRebalance', `${this.groupId} is ${state} without members`);
-    if (state === 'CompletingRebalance' || state === 'Stable') assert(protocolName !== null && this.#members.size > 0, `${this.groupId} is ${state} with protocol ${protocolName}`);
-    if (state === 'Empty') assert(protocolName === null, `${this.groupId} is Empty with protocol ${protocolName}`);
-    assert(state === 'CompletingRebalance' || this.#awaitingSyncCount === 0, `${this.groupId} is ${state} with parked SyncGroups`);
-    assert(state === 'PreparingRebalance' || this.#awaitingJoinCount === 0, `${this.groupId} is ${state} with parked JoinGroups`);
+    assert(
+      (leaderId === null) === (this.#members.size === 0),
+      `leader ${leaderId} of ${this.groupId} with ${this.#members.size} members`,
+    );
+    assert(
+      leaderId === null || this.#members.has(leaderId),
+      `leader ${leaderId} of ${this.groupId} is not a member`,
+    );
+    assert(
+      state === 'Empty' || this.#members.size > 0 || state === 'PreparingRebalance',
+      `${this.groupId} is ${state} without members`,
+    );
+    if (state === 'CompletingRebalance' || state === 'Stable')
+      assert(
+        protocolName !== null && this.#members.size > 0,
+        `${this.groupId} is ${state} with protocol ${protocolName}`,
+      );
+    if (state === 'Empty')
+      assert(protocolName === null, `${this.groupId} is Empty with protocol ${protocolName}`);
+    assert(
+      state === 'CompletingRebalance' || this.#awaitingSyncCount === 0,
+      `${this.groupId} is ${state} with parked SyncGroups`,
+    );
+    assert(
+      state === 'PreparingRebalance' || this.#awaitingJoinCount === 0,
+      `${this.groupId} is ${state} with parked JoinGroups`,
+    );
   }
 
   #applyFields(fields: ClassicGroupFields, creates: boolean): void {
     const current = this.#fields;
-    assert(fields.generationId >= current.generationId, `generation of ${this.groupId} went back to ${fields.generationId}`);
+    assert(
+      fields.generationId >= current.generationId,
+      `generation of ${this.groupId} went back to ${fields.generationId}`,
+    );
     if (fields.state !== current.state) {
-      assert(creates || NEXT_STATES[current.state].includes(fields.state), `${this.groupId} cannot go from ${current.state} to ${fields.state}`);
+      assert(
+        creates || NEXT_STATES[current.state].includes(fields.state),
+        `${this.groupId} cannot go from ${current.state} to ${fields.state}`,
+      );
       this.#previousState = current.state;
     }
-    this.#fields = { state: fields.state, generationId: fields.generationId, protocolType: fields.protocolType, protocolName: fields.protocolName, leaderId: fields.leaderId };
+    this.#fields = {
+      state: fields.state,
+      generationId: fields.generationId,
+      protocolType: fields.protocolType,
+      protocolName: fields.protocolName,
+      leaderId: fields.leaderId,
+    };
   }
 
   #applyMember(member: ClassicMember): void {
     const existing = this.#members.get(member.memberId);
-    assert(this.#fields.protocolType === member.protocolType, `member ${member.memberId} of ${this.groupId} has protocol type ${member.protocolType}, the group ${this.#fields.protocolType}`);
-    assert(!this.#pendingJoin.has(member.memberId), `member ${member.memberId} of ${this.groupId} is still pending`);
+    assert(
+      this.#fields.protocolType === member.protocolType,
+      `member ${member.memberId} of ${this.groupId} has protocol type ${member.protocolType}, the group ${this.#fields.protocolType}`,
+    );
+    assert(
+      !this.#pendingJoin.has(member.memberId),
+      `member ${member.memberId} of ${this.groupId} is still pending`,
+    );
     if (existing !== undefined) this.#unindex(existing);
-    const holder = member.groupInstanceId === null ? undefined : this.#staticMembers.get(member.groupInstanceId);
-    assert(holder === undefined, `instance id ${member.groupInstanceId} of ${this.groupId} is held by ${holder}`);
+    const holder =
+      member.groupInstanceId === null ? undefined : this.#staticMembers.get(member.groupInstanceId);
+    assert(
+      holder === undefined,
+      `instance id ${member.groupInstanceId} of ${this.groupId} is held by ${holder}`,
+    );
     this.#members.set(member.memberId, member);
     this.#index(member);
   }
@@ -245,8 +329,10 @@ export class ClassicGroup {
   }
 
   #index(member: ClassicMember): void {
-    if (member.groupInstanceId !== null) this.#staticMembers.set(member.groupInstanceId, member.memberId);
-    for (const p of member.protocols) this.#protocolCounts.set(p.name, (this.#protocolCounts.get(p.name) ?? 0) + 1);
+    if (member.groupInstanceId !== null)
+      this.#staticMembers.set(member.groupInstanceId, member.memberId);
+    for (const p of member.protocols)
+      this.#protocolCounts.set(p.name, (this.#protocolCounts.get(p.name) ?? 0) + 1);
     if (member.awaitingJoin) this.#awaitingJoinCount++;
     if (member.awaitingSync) this.#awaitingSyncCount++;
     this.#snapshotBytes += memberSnapshotBytes(member);

@@ -24,59 +24,121 @@
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import type { ClassicGroup } from './classic-group.js';
-import { EMPTY_ASSIGNMENT, memberSnapshotBytes, protocolsMatch, type ClassicMember } from './classic-member.js';
+import {
+  EMPTY_ASSIGNMENT,
+  memberSnapshotBytes,
+  protocolsMatch,
+  type ClassicMember,
+} from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
-import { CLASSIC_SNAPSHOT_BYTES_MAX, type ClassicJoinedGroup, type ClassicJoinGroupResult, type NormalizedClassicJoin } from './classic-protocol.js';
+import {
+  CLASSIC_SNAPSHOT_BYTES_MAX,
+  type ClassicJoinedGroup,
+  type ClassicJoinGroupResult,
+  type NormalizedClassicJoin,
+} from './classic-protocol.js';
 import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
-import { maybeCompleteJoinPhase, maybePrepareRebalanceOrCompleteJoin, prepareRebalance, removeMember } from './classic-rebalance.js';
+import {
+  maybeCompleteJoinPhase,
+  maybePrepareRebalanceOrCompleteJoin,
+  prepareRebalance,
+  removeMember,
+} from './classic-rebalance.js';
 
 type JoinReply = ClassicReply<ClassicJoinGroupResult>;
 
 /** Handles one validated JoinGroup. */
-export function handleClassicJoin(op: ClassicOperation, groupId: string, request: NormalizedClassicJoin): JoinReply {
+export function handleClassicJoin(
+  op: ClassicOperation,
+  groupId: string,
+  request: NormalizedClassicJoin,
+): JoinReply {
   const env = op.env;
   const consumerMembers = env.consumerGroups.memberCount(groupId);
   if (consumerMembers !== null && consumerMembers > 0) {
-    return fail('INCONSISTENT_GROUP_PROTOCOL', `group ${groupId} is a consumer group (KIP-848 heartbeat protocol) with ${consumerMembers} member(s); a classic JoinGroup cannot join it`);
+    return fail(
+      'INCONSISTENT_GROUP_PROTOCOL',
+      `group ${groupId} is a consumer group (KIP-848 heartbeat protocol) with ${consumerMembers} member(s); a classic JoinGroup cannot join it`,
+    );
   }
   let group = env.machine.get(groupId);
   if (group === undefined) {
-    if (request.memberId !== null) return fail('UNKNOWN_MEMBER_ID', `member ${request.memberId} is not in group ${groupId}: the group does not exist; join without a member id`);
-    if (request.protocolType.length === 0 || request.protocols.length === 0) return inconsistent(groupId);
+    if (request.memberId !== null)
+      return fail(
+        'UNKNOWN_MEMBER_ID',
+        `member ${request.memberId} is not in group ${groupId}: the group does not exist; join without a member id`,
+      );
+    if (request.protocolType.length === 0 || request.protocols.length === 0)
+      return inconsistent(groupId);
     const tooLarge = snapshotTooLarge(groupId, undefined, request);
     if (tooLarge !== null) return tooLarge;
     if (consumerMembers !== null) env.consumerGroups.dropEmpty(groupId);
-    op.emit({ type: 'classic-group', groupId, state: 'Empty', generationId: 0, protocolType: null, protocolName: null, leaderId: null });
+    op.emit({
+      type: 'classic-group',
+      groupId,
+      state: 'Empty',
+      generationId: 0,
+      protocolType: null,
+      protocolName: null,
+      leaderId: null,
+    });
     group = env.machine.get(groupId)!;
   } else {
     assert(consumerMembers === null, `group ${groupId} is of both types`);
   }
   if (!acceptsJoiningMember(op, group, request.memberId)) {
     const memberId = request.memberId;
-    if (memberId !== null && group.members.has(memberId)) removeMember(op, group, memberId, 'the group is full');
-    else if (memberId !== null && group.pendingMembers.has(memberId)) dropPending(op, group, memberId);
-    return fail('GROUP_MAX_SIZE_REACHED', `group ${groupId} already has ${env.config.groupMembersMax} members (groupMembersMax)`);
+    if (memberId !== null && group.members.has(memberId))
+      removeMember(op, group, memberId, 'the group is full');
+    else if (memberId !== null && group.pendingMembers.has(memberId))
+      dropPending(op, group, memberId);
+    return fail(
+      'GROUP_MAX_SIZE_REACHED',
+      `group ${groupId} already has ${env.config.groupMembersMax} members (groupMembersMax)`,
+    );
   }
   const tooLarge = snapshotTooLarge(groupId, group, request);
   if (tooLarge !== null) return tooLarge;
-  return request.memberId === null ? joinNewMember(op, group, request) : joinKnownMember(op, group, request.memberId, request);
+  return request.memberId === null
+    ? joinNewMember(op, group, request)
+    : joinKnownMember(op, group, request.memberId, request);
 }
 
 /** INVALID_REQUEST when the member the join would add or change takes the group's snapshot past its bound. */
-function snapshotTooLarge(groupId: string, group: ClassicGroup | undefined, request: NormalizedClassicJoin): JoinReply | null {
-  if (request.memberId === null && request.groupInstanceId === null && request.requireKnownMemberId) return null; // nobody is added yet
-  const instanceHolder = request.groupInstanceId === null ? undefined : group?.staticMemberId(request.groupInstanceId);
+function snapshotTooLarge(
+  groupId: string,
+  group: ClassicGroup | undefined,
+  request: NormalizedClassicJoin,
+): JoinReply | null {
+  if (request.memberId === null && request.groupInstanceId === null && request.requireKnownMemberId)
+    return null; // nobody is added yet
+  const instanceHolder =
+    request.groupInstanceId === null ? undefined : group?.staticMemberId(request.groupInstanceId);
   const replaced = group?.members.get(request.memberId ?? instanceHolder ?? '');
-  const bytes = (group?.snapshotBytes ?? 0) - (replaced === undefined ? 0 : memberSnapshotBytes(replaced)) + memberSnapshotBytes({
-    memberId: request.memberId ?? 'x'.repeat(MEMBER_ID_LENGTH_MAX), groupInstanceId: request.groupInstanceId, clientId: replaced?.clientId ?? request.clientId,
-    clientHost: replaced?.clientHost ?? request.clientHost, protocols: request.protocols, assignment: replaced?.assignment ?? EMPTY_ASSIGNMENT,
-  });
+  const bytes =
+    (group?.snapshotBytes ?? 0) -
+    (replaced === undefined ? 0 : memberSnapshotBytes(replaced)) +
+    memberSnapshotBytes({
+      memberId: request.memberId ?? 'x'.repeat(MEMBER_ID_LENGTH_MAX),
+      groupInstanceId: request.groupInstanceId,
+      clientId: replaced?.clientId ?? request.clientId,
+      clientHost: replaced?.clientHost ?? request.clientHost,
+      protocols: request.protocols,
+      assignment: replaced?.assignment ?? EMPTY_ASSIGNMENT,
+    });
   if (bytes <= CLASSIC_SNAPSHOT_BYTES_MAX) return null;
-  return fail('INVALID_REQUEST', `with this member's protocols, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`);
+  return fail(
+    'INVALID_REQUEST',
+    `with this member's protocols, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`,
+  );
 }
 
 /** Kafka's acceptJoiningMember: a parked member or an existing one always, a new one up to groupMembersMax. */
-function acceptsJoiningMember(op: ClassicOperation, group: ClassicGroup, memberId: string | null): boolean {
+function acceptsJoiningMember(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  memberId: string | null,
+): boolean {
   const max = op.env.config.groupMembersMax;
   const member = memberId === null ? undefined : group.members.get(memberId);
   switch (group.state) {
@@ -89,27 +151,57 @@ function acceptsJoiningMember(op: ClassicOperation, group: ClassicGroup, memberI
   }
 }
 
-function joinNewMember(op: ClassicOperation, group: ClassicGroup, request: NormalizedClassicJoin): JoinReply {
+function joinNewMember(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  request: NormalizedClassicJoin,
+): JoinReply {
   const env = op.env;
-  if (!group.supportsProtocols(request.protocolType, request.protocols.map((p) => p.name))) return inconsistent(group.groupId);
+  if (
+    !group.supportsProtocols(
+      request.protocolType,
+      request.protocols.map((p) => p.name),
+    )
+  )
+    return inconsistent(group.groupId);
   const memberId = env.newMemberId(request.groupInstanceId ?? request.clientId);
   if (request.groupInstanceId !== null) {
     const existing = group.staticMemberId(request.groupInstanceId);
-    return existing === undefined ? addMember(op, group, memberId, request) : replaceStaticMember(op, group, existing, memberId, request);
+    return existing === undefined
+      ? addMember(op, group, memberId, request)
+      : replaceStaticMember(op, group, existing, memberId, request);
   }
   if (!request.requireKnownMemberId) return addMember(op, group, memberId, request);
   if (group.pendingMembers.size >= env.config.groupMembersMax) {
-    return fail('GROUP_MAX_SIZE_REACHED', `group ${group.groupId} already has ${group.pendingMembers.size} members about to join (groupMembersMax)`);
+    return fail(
+      'GROUP_MAX_SIZE_REACHED',
+      `group ${group.groupId} already has ${group.pendingMembers.size} members about to join (groupMembersMax)`,
+    );
   }
   op.emit({ type: 'classic-pending-member', groupId: group.groupId, memberId, pending: true });
   env.sessions.scheduleSession(group.groupId, memberId, request.sessionTimeoutMs);
   return { value: { outcome: 'member-id-required', memberId } };
 }
 
-function joinKnownMember(op: ClassicOperation, group: ClassicGroup, memberId: string, request: NormalizedClassicJoin): JoinReply {
-  if (!group.supportsProtocols(request.protocolType, request.protocols.map((p) => p.name))) return inconsistent(group.groupId);
+function joinKnownMember(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  memberId: string,
+  request: NormalizedClassicJoin,
+): JoinReply {
+  if (
+    !group.supportsProtocols(
+      request.protocolType,
+      request.protocols.map((p) => p.name),
+    )
+  )
+    return inconsistent(group.groupId);
   if (group.pendingMembers.has(memberId)) {
-    if (request.groupInstanceId !== null) return fail('INVALID_REQUEST', `member ${memberId} got its id with MEMBER_ID_REQUIRED, which a static member never does; join without a member id`);
+    if (request.groupInstanceId !== null)
+      return fail(
+        'INVALID_REQUEST',
+        `member ${memberId} got its id with MEMBER_ID_REQUIRED, which a static member never does; join without a member id`,
+      );
     return addMember(op, group, memberId, request);
   }
   let member: ClassicMember;
@@ -124,9 +216,12 @@ function joinKnownMember(op: ClassicOperation, group: ClassicGroup, memberId: st
       return updateMemberAndRebalance(op, group, member, request);
     case 'CompletingRebalance':
       // The same metadata: it probably lost the JoinGroup answer; give it again.
-      return same ? { value: currentGeneration(group, memberId, true) } : updateMemberAndRebalance(op, group, member, request);
+      return same
+        ? { value: currentGeneration(group, memberId, true) }
+        : updateMemberAndRebalance(op, group, member, request);
     case 'Stable':
-      if (group.fields.leaderId === memberId || !same) return updateMemberAndRebalance(op, group, member, request);
+      if (group.fields.leaderId === memberId || !same)
+        return updateMemberAndRebalance(op, group, member, request);
       return { value: currentGeneration(group, memberId, false) };
     case 'Empty':
       return fail('UNKNOWN_MEMBER_ID', `group ${group.groupId} is Empty; join without a member id`);
@@ -134,16 +229,33 @@ function joinKnownMember(op: ClassicOperation, group: ClassicGroup, memberId: st
 }
 
 /** Adds a new member, parks its join, and starts a rebalance or joins the one in progress. */
-function addMember(op: ClassicOperation, group: ClassicGroup, memberId: string, request: NormalizedClassicJoin): JoinReply {
+function addMember(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  memberId: string,
+  request: NormalizedClassicJoin,
+): JoinReply {
   const { groupId } = group;
   const env = op.env;
-  if (group.state === 'PreparingRebalance' && group.previousState === 'Empty') env.rebalanceTimers.setNewMemberAdded(groupId, true);
-  if (group.pendingMembers.has(memberId)) op.emit({ type: 'classic-pending-member', groupId, memberId, pending: false });
-  if (group.members.size === 0 && group.fields.protocolType !== request.protocolType) op.setGroup(group, { protocolType: request.protocolType });
+  if (group.state === 'PreparingRebalance' && group.previousState === 'Empty')
+    env.rebalanceTimers.setNewMemberAdded(groupId, true);
+  if (group.pendingMembers.has(memberId))
+    op.emit({ type: 'classic-pending-member', groupId, memberId, pending: false });
+  if (group.members.size === 0 && group.fields.protocolType !== request.protocolType)
+    op.setGroup(group, { protocolType: request.protocolType });
   op.putMember(groupId, {
-    memberId, groupInstanceId: request.groupInstanceId, clientId: request.clientId, clientHost: request.clientHost, rebalanceTimeoutMs: request.rebalanceTimeoutMs,
-    sessionTimeoutMs: request.sessionTimeoutMs, protocolType: request.protocolType, protocols: request.protocols, assignment: EMPTY_ASSIGNMENT,
-    awaitingJoin: true, awaitingSync: false, isNew: true,
+    memberId,
+    groupInstanceId: request.groupInstanceId,
+    clientId: request.clientId,
+    clientHost: request.clientHost,
+    rebalanceTimeoutMs: request.rebalanceTimeoutMs,
+    sessionTimeoutMs: request.sessionTimeoutMs,
+    protocolType: request.protocolType,
+    protocols: request.protocols,
+    assignment: EMPTY_ASSIGNMENT,
+    awaitingJoin: true,
+    awaitingSync: false,
+    isNew: true,
   });
   if (group.fields.leaderId === null) op.setGroup(group, { leaderId: memberId });
   const parked = env.joins.park(groupId, memberId);
@@ -154,10 +266,22 @@ function addMember(op: ClassicOperation, group: ClassicGroup, memberId: string, 
 }
 
 /** Parks a known member's join with its new protocols and timeouts, superseding a join of it still parked. */
-function updateMemberAndRebalance(op: ClassicOperation, group: ClassicGroup, member: ClassicMember, request: NormalizedClassicJoin): JoinReply {
+function updateMemberAndRebalance(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  member: ClassicMember,
+  request: NormalizedClassicJoin,
+): JoinReply {
   const { groupId } = group;
-  if (member.awaitingJoin) op.answerJoin(groupId, member.memberId, { error: superseded(groupId, member.memberId) });
-  op.putMember(groupId, { ...member, protocols: request.protocols, rebalanceTimeoutMs: request.rebalanceTimeoutMs, sessionTimeoutMs: request.sessionTimeoutMs, awaitingJoin: true });
+  if (member.awaitingJoin)
+    op.answerJoin(groupId, member.memberId, { error: superseded(groupId, member.memberId) });
+  op.putMember(groupId, {
+    ...member,
+    protocols: request.protocols,
+    rebalanceTimeoutMs: request.rebalanceTimeoutMs,
+    sessionTimeoutMs: request.sessionTimeoutMs,
+    awaitingJoin: true,
+  });
   const parked = op.env.joins.park(groupId, member.memberId);
   maybePrepareRebalanceOrCompleteJoin(op, group);
   return { parked: parked.promise };
@@ -168,19 +292,34 @@ function updateMemberAndRebalance(op: ClassicOperation, group: ClassicGroup, mem
  * In a Stable group whose selected protocol stays the same, nothing rebalances: the member is
  * answered with the current generation once the group's snapshot (with the new id) is durable.
  */
-function replaceStaticMember(op: ClassicOperation, group: ClassicGroup, oldMemberId: string, memberId: string, request: NormalizedClassicJoin): JoinReply {
+function replaceStaticMember(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  oldMemberId: string,
+  memberId: string,
+  request: NormalizedClassicJoin,
+): JoinReply {
   const { groupId } = group;
   const env = op.env;
   const old = group.members.get(oldMemberId)!;
   const previousLeader = group.fields.leaderId!;
-  const fenced = new OffsetStoreError('FENCED_INSTANCE_ID', `instance id '${request.groupInstanceId}' of group ${groupId} rejoined as member ${memberId}, which replaces ${oldMemberId}`);
+  const fenced = new OffsetStoreError(
+    'FENCED_INSTANCE_ID',
+    `instance id '${request.groupInstanceId}' of group ${groupId} rejoined as member ${memberId}, which replaces ${oldMemberId}`,
+  );
   op.answerJoin(groupId, oldMemberId, { error: fenced });
   op.answerSync(groupId, oldMemberId, { error: fenced });
   env.sessions.cancelMember(groupId, oldMemberId);
   op.emit({ type: 'classic-member-tombstone', groupId, memberId: oldMemberId });
   const replaced: ClassicMember = {
-    ...old, memberId, protocols: request.protocols, rebalanceTimeoutMs: request.rebalanceTimeoutMs, sessionTimeoutMs: request.sessionTimeoutMs,
-    awaitingJoin: true, awaitingSync: false, isNew: false,
+    ...old,
+    memberId,
+    protocols: request.protocols,
+    rebalanceTimeoutMs: request.rebalanceTimeoutMs,
+    sessionTimeoutMs: request.sessionTimeoutMs,
+    awaitingJoin: true,
+    awaitingSync: false,
+    isNew: false,
   };
   op.putMember(groupId, replaced);
   if (previousLeader === oldMemberId) op.setGroup(group, { leaderId: memberId });
@@ -216,10 +355,20 @@ function replaceStaticMember(op: ClassicOperation, group: ClassicGroup, oldMembe
 }
 
 /** The current generation as a JoinGroup answer; with `leaderMembers`, the leader gets every member. */
-function currentGeneration(group: ClassicGroup, memberId: string, leaderMembers: boolean): ClassicJoinedGroup {
+function currentGeneration(
+  group: ClassicGroup,
+  memberId: string,
+  leaderMembers: boolean,
+): ClassicJoinedGroup {
   const { generationId, protocolType, protocolName, leaderId } = group.fields;
   return {
-    outcome: 'joined', memberId, generationId, protocolType: protocolType!, protocolName: protocolName!, leader: leaderId!, skipAssignment: false,
+    outcome: 'joined',
+    memberId,
+    generationId,
+    protocolType: protocolType!,
+    protocolName: protocolName!,
+    leader: leaderId!,
+    skipAssignment: false,
     members: leaderMembers && leaderId === memberId ? group.joinMembers() : [],
   };
 }
@@ -230,13 +379,26 @@ function dropPending(op: ClassicOperation, group: ClassicGroup, memberId: string
 }
 
 function superseded(groupId: string, memberId: string): OffsetStoreError {
-  return new OffsetStoreError('REBALANCE_IN_PROGRESS', `a newer JoinGroup of member ${memberId} of group ${groupId} superseded this one`);
+  return new OffsetStoreError(
+    'REBALANCE_IN_PROGRESS',
+    `a newer JoinGroup of member ${memberId} of group ${groupId} superseded this one`,
+  );
 }
 
 function inconsistent(groupId: string): JoinReply {
-  return fail('INCONSISTENT_GROUP_PROTOCOL', `the protocol type or protocols do not match those of group ${groupId} (an empty type or no protocol never do)`);
+  return fail(
+    'INCONSISTENT_GROUP_PROTOCOL',
+    `the protocol type or protocols do not match those of group ${groupId} (an empty type or no protocol never do)`,
+  );
 }
 
-function fail(code: 'INCONSISTENT_GROUP_PROTOCOL' | 'UNKNOWN_MEMBER_ID' | 'GROUP_MAX_SIZE_REACHED' | 'INVALID_REQUEST', message: string): JoinReply {
+function fail(
+  code:
+    | 'INCONSISTENT_GROUP_PROTOCOL'
+    | 'UNKNOWN_MEMBER_ID'
+    | 'GROUP_MAX_SIZE_REACHED'
+    | 'INVALID_REQUEST',
+  message: string,
+): JoinReply {
   return { error: new OffsetStoreError(code, message) };
 }

@@ -13,17 +13,37 @@ import type { ClassicGroup } from './classic-group.js';
 import { hasSatisfiedHeartbeat } from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
 import type { ClassicLeaveGroupResult, NormalizedClassicLeave } from './classic-protocol.js';
-import { completeJoin, maybeCompleteJoinPhase, maybePrepareRebalanceOrCompleteJoin, removeMember, removeMemberAndRebalance } from './classic-rebalance.js';
+import {
+  completeJoin,
+  maybeCompleteJoinPhase,
+  maybePrepareRebalanceOrCompleteJoin,
+  removeMember,
+  removeMemberAndRebalance,
+} from './classic-rebalance.js';
 import type { NormalizedRemoval, RemovedMember } from './member-removal.js';
 
 /** Handles one validated LeaveGroup. */
-export function handleClassicLeave(op: ClassicOperation, groupId: string, request: NormalizedClassicLeave): ClassicReply<ClassicLeaveGroupResult> {
+export function handleClassicLeave(
+  op: ClassicOperation,
+  groupId: string,
+  request: NormalizedClassicLeave,
+): ClassicReply<ClassicLeaveGroupResult> {
   const group = op.env.machine.get(groupId);
-  if (group === undefined) return { error: new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has no classic group of that id`) };
+  if (group === undefined)
+    return {
+      error: new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `group ${groupId} has no classic group of that id`,
+      ),
+    };
   const answers: ClassicLeaveGroupResult['members'] = [];
   let left = false;
   for (const { memberId, groupInstanceId } of request.members) {
-    const answer = { memberId, groupInstanceId, errorCode: null as ClassicLeaveGroupResult['members'][number]['errorCode'] };
+    const answer = {
+      memberId,
+      groupInstanceId,
+      errorCode: null as ClassicLeaveGroupResult['members'][number]['errorCode'],
+    };
     if (memberId === '') {
       const holder = group.staticMemberId(groupInstanceId!);
       if (holder === undefined) answer.errorCode = 'UNKNOWN_MEMBER_ID';
@@ -36,7 +56,8 @@ export function handleClassicLeave(op: ClassicOperation, groupId: string, reques
         group.validateMember(memberId, groupInstanceId);
         removeMember(op, group, memberId, 'it left the group');
       } catch (error) {
-        answer.errorCode = (error as OffsetStoreError).code as 'UNKNOWN_MEMBER_ID' | 'FENCED_INSTANCE_ID';
+        answer.errorCode = (error as OffsetStoreError).code as
+          'UNKNOWN_MEMBER_ID' | 'FENCED_INSTANCE_ID';
       }
     }
     left ||= answer.errorCode === null;
@@ -47,18 +68,30 @@ export function handleClassicLeave(op: ClassicOperation, groupId: string, reques
 }
 
 /** A member's session timer fired: a pending member stops being waited for; a silent member is removed. */
-export function expireClassicSession(op: ClassicOperation, groupId: string, memberId: string): void {
+export function expireClassicSession(
+  op: ClassicOperation,
+  groupId: string,
+  memberId: string,
+): void {
   const group = op.env.machine.get(groupId);
   if (group === undefined || op.env.sessions.hasSession(groupId, memberId)) return;
   if (group.pendingMembers.has(memberId)) {
     op.emit({ type: 'classic-pending-member', groupId, memberId, pending: false });
-    if (group.state === 'PreparingRebalance' && group.hasAllMembersJoined()) completeJoin(op, group);
+    if (group.state === 'PreparingRebalance' && group.hasAllMembersJoined())
+      completeJoin(op, group);
     return;
   }
   const member = group.members.get(memberId);
   // A member parked in a JoinGroup or SyncGroup waits on the coordinator; its session restarts when answered.
   if (member === undefined || hasSatisfiedHeartbeat(member)) return;
-  removeMemberAndRebalance(op, group, memberId, member.isNew ? 'its JoinGroup was not answered within newMemberJoinTimeoutMs' : 'its session timed out');
+  removeMemberAndRebalance(
+    op,
+    group,
+    memberId,
+    member.isNew
+      ? 'its JoinGroup was not answered within newMemberJoinTimeoutMs'
+      : 'its session timed out',
+  );
 }
 
 /**
@@ -66,29 +99,45 @@ export function expireClassicSession(op: ClassicOperation, groupId: string, memb
  * those named by member id or instance id, each checked before anything changes (UNKNOWN_MEMBER_ID,
  * nothing removed). Returns them sorted by id.
  */
-export function removeClassicMembersByAdmin(op: ClassicOperation, groupId: string, removal: NormalizedRemoval): RemovedMember[] {
+export function removeClassicMembersByAdmin(
+  op: ClassicOperation,
+  groupId: string,
+  removal: NormalizedRemoval,
+): RemovedMember[] {
   const group = op.env.machine.get(groupId);
   let memberIds: string[];
   if (removal.kind === 'all') {
     memberIds = [...(group?.members.keys() ?? [])];
   } else if (removal.kind === 'memberIds') {
     const unknown = removal.ids.find((id) => group?.members.has(id) !== true);
-    if (unknown !== undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${unknown} is not in group ${groupId}; nothing was removed`);
+    if (unknown !== undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${unknown} is not in group ${groupId}; nothing was removed`,
+      );
     memberIds = [...removal.ids];
   } else {
     const unknown = removal.ids.find((id) => group?.staticMemberId(id) === undefined);
-    if (unknown !== undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`);
+    if (unknown !== undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`,
+      );
     memberIds = [...new Set(removal.ids.map((id) => group!.staticMemberId(id)!))];
   }
   if (group === undefined || memberIds.length === 0) return [];
   memberIds.sort();
-  const removed = memberIds.map((memberId) => ({ memberId, instanceId: group.members.get(memberId)!.groupInstanceId }));
+  const removed = memberIds.map((memberId) => ({
+    memberId,
+    instanceId: group.members.get(memberId)!.groupInstanceId,
+  }));
   for (const memberId of memberIds) removeMember(op, group, memberId, 'an admin removed it');
   afterRemoval(op, group);
   return removed;
 }
 
 function afterRemoval(op: ClassicOperation, group: ClassicGroup): void {
-  if (group.state === 'Stable' || group.state === 'CompletingRebalance') maybePrepareRebalanceOrCompleteJoin(op, group);
+  if (group.state === 'Stable' || group.state === 'CompletingRebalance')
+    maybePrepareRebalanceOrCompleteJoin(op, group);
   else if (group.state === 'PreparingRebalance') maybeCompleteJoinPhase(op, group);
 }

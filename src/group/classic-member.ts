@@ -54,8 +54,20 @@ export interface ClassicMember {
  * per UTF-16 code unit, byte arrays as they are; the field names and framing of a member map take
  * under 192 bytes, of a protocol map under 40).
  */
-export function memberSnapshotBytes(member: Pick<ClassicMember, 'memberId' | 'groupInstanceId' | 'clientId' | 'clientHost' | 'protocols' | 'assignment'>): number {
-  let bytes = 192 + 3 * (member.memberId.length + (member.groupInstanceId?.length ?? 0) + member.clientId.length + member.clientHost.length) + member.assignment.length;
+export function memberSnapshotBytes(
+  member: Pick<
+    ClassicMember,
+    'memberId' | 'groupInstanceId' | 'clientId' | 'clientHost' | 'protocols' | 'assignment'
+  >,
+): number {
+  let bytes =
+    192 +
+    3 *
+      (member.memberId.length +
+        (member.groupInstanceId?.length ?? 0) +
+        member.clientId.length +
+        member.clientHost.length) +
+    member.assignment.length;
   for (const p of member.protocols) bytes += 40 + 3 * p.name.length + p.metadata.length;
   return bytes;
 }
@@ -64,8 +76,14 @@ export function memberSnapshotBytes(member: Pick<ClassicMember, 'memberId' | 'gr
 export const EMPTY_ASSIGNMENT: Buffer = Buffer.alloc(0);
 
 /** True when two protocol lists are equal: same names, same metadata bytes, same order (Kafka's `matches`). */
-export function protocolsMatch(a: readonly ClassicProtocol[], b: readonly ClassicProtocol[]): boolean {
-  return a.length === b.length && a.every((p, i) => p.name === b[i]!.name && p.metadata.equals(b[i]!.metadata));
+export function protocolsMatch(
+  a: readonly ClassicProtocol[],
+  b: readonly ClassicProtocol[],
+): boolean {
+  return (
+    a.length === b.length &&
+    a.every((p, i) => p.name === b[i]!.name && p.metadata.equals(b[i]!.metadata))
+  );
 }
 
 /** The member's metadata for a protocol, or empty bytes when it does not offer it. */

@@ -15,7 +15,11 @@ import type { OffsetStoreError } from '../errors/index.js';
 import type { ClassicGroup } from './classic-group.js';
 import type { ClassicMember } from './classic-member.js';
 import type { ClassicJoinGroupResult, ClassicSyncGroupResult } from './classic-protocol.js';
-import { isTransientRecord, type ClassicGroupFields, type ClassicGroupRecord } from './classic-record.js';
+import {
+  isTransientRecord,
+  type ClassicGroupFields,
+  type ClassicGroupRecord,
+} from './classic-record.js';
 import type { ClassicGroupStateMachine } from './classic-state-machine.js';
 import type { WaiterSet } from './classic-waiters.js';
 import type { MemberTimerActions } from './group-operation.js';
@@ -95,7 +99,10 @@ interface Delivery {
   readonly settle: (writeError: unknown) => void;
 }
 
-function delivery<T>(waiter: { resolve(value: T): void; reject(error: unknown): void }, outcome: ClassicOutcome<T>): Delivery {
+function delivery<T>(
+  waiter: { resolve(value: T): void; reject(error: unknown): void },
+  outcome: ClassicOutcome<T>,
+): Delivery {
   return {
     settle: (writeError) => {
       if ('error' in outcome) waiter.reject(outcome.error);
@@ -146,13 +153,21 @@ export class ClassicOperation {
   }
 
   /** Takes the member's parked JoinGroup out, if any, and queues its answer. */
-  answerJoin(groupId: string, memberId: string, outcome: ClassicOutcome<ClassicJoinGroupResult>): void {
+  answerJoin(
+    groupId: string,
+    memberId: string,
+    outcome: ClassicOutcome<ClassicJoinGroupResult>,
+  ): void {
     const waiter = this.env.joins.take(groupId, memberId);
     if (waiter !== undefined) this.#deliveries.push(delivery(waiter, outcome));
   }
 
   /** Takes the member's parked SyncGroup out, if any, and queues its answer. */
-  answerSync(groupId: string, memberId: string, outcome: ClassicOutcome<ClassicSyncGroupResult>): void {
+  answerSync(
+    groupId: string,
+    memberId: string,
+    outcome: ClassicOutcome<ClassicSyncGroupResult>,
+  ): void {
     const waiter = this.env.syncs.take(groupId, memberId);
     if (waiter !== undefined) this.#deliveries.push(delivery(waiter, outcome));
   }

@@ -144,7 +144,11 @@ export interface ClassicLeaveGroupRequest {
 /** What a LeaveGroup resolves with: one answer per member, in request order. */
 export interface ClassicLeaveGroupResult {
   /** The answers. */
-  members: { memberId: string; groupInstanceId: string | null; errorCode: 'UNKNOWN_MEMBER_ID' | 'FENCED_INSTANCE_ID' | null }[];
+  members: {
+    memberId: string;
+    groupInstanceId: string | null;
+    errorCode: 'UNKNOWN_MEMBER_ID' | 'FENCED_INSTANCE_ID' | null;
+  }[];
 }
 
 /** A checked JoinGroup. */
@@ -200,15 +204,32 @@ export interface NormalizedClassicHeartbeat {
 /** A checked LeaveGroup. */
 export interface NormalizedClassicLeave {
   /** In request order; memberId '' names a static member by instance id. */
-  readonly members: readonly { readonly memberId: string; readonly groupInstanceId: string | null }[];
+  readonly members: readonly {
+    readonly memberId: string;
+    readonly groupInstanceId: string | null;
+  }[];
 }
 
 /** Checks and normalizes a JoinGroup; see the module header. */
 export function normalizeClassicJoin(request: ClassicJoinGroupRequest): NormalizedClassicJoin {
   const r = object(request, 'the JoinGroup request');
-  const { memberId, groupInstanceId, protocolType, protocols, sessionTimeoutMs, rebalanceTimeoutMs, requireKnownMemberId, supportsSkipAssignment, clientId, clientHost } = r;
+  const {
+    memberId,
+    groupInstanceId,
+    protocolType,
+    protocols,
+    sessionTimeoutMs,
+    rebalanceTimeoutMs,
+    requireKnownMemberId,
+    supportsSkipAssignment,
+    clientId,
+    clientHost,
+  } = r;
   const session = timeout(sessionTimeoutMs, 'sessionTimeoutMs', 'INVALID_SESSION_TIMEOUT');
-  const rebalance = rebalanceTimeoutMs === undefined || rebalanceTimeoutMs === -1 ? session : timeout(rebalanceTimeoutMs, 'rebalanceTimeoutMs', 'INVALID_REQUEST');
+  const rebalance =
+    rebalanceTimeoutMs === undefined || rebalanceTimeoutMs === -1
+      ? session
+      : timeout(rebalanceTimeoutMs, 'rebalanceTimeoutMs', 'INVALID_REQUEST');
   const id = string(memberId ?? '', 'memberId', MEMBER_ID_LENGTH_MAX);
   return {
     memberId: id === '' ? null : id,
@@ -226,30 +247,43 @@ export function normalizeClassicJoin(request: ClassicJoinGroupRequest): Normaliz
 
 /** Checks and normalizes a SyncGroup. */
 export function normalizeClassicSync(request: ClassicSyncGroupRequest): NormalizedClassicSync {
-  const { memberId, generationId, groupInstanceId, protocolType, protocolName, assignments } = object(request, 'the SyncGroup request');
+  const { memberId, generationId, groupInstanceId, protocolType, protocolName, assignments } =
+    object(request, 'the SyncGroup request');
   const list = assignments ?? [];
   if (!Array.isArray(list)) throw new TypeError('assignments must be an array');
   const count = list.length;
-  if (count > CLASSIC_ASSIGNMENTS_MAX) invalid(`assignments holds more than ${CLASSIC_ASSIGNMENTS_MAX} entries`);
+  if (count > CLASSIC_ASSIGNMENTS_MAX)
+    invalid(`assignments holds more than ${CLASSIC_ASSIGNMENTS_MAX} entries`);
   const map = new Map<string, Buffer>();
   for (let i = 0; i < count; i++) {
     const { memberId: id, assignment } = object(list[i], `assignments[${i}]`);
-    map.set(string(id, `assignments[${i}].memberId`, MEMBER_ID_LENGTH_MAX), bytes(assignment, `assignments[${i}].assignment`));
+    map.set(
+      string(id, `assignments[${i}].memberId`, MEMBER_ID_LENGTH_MAX),
+      bytes(assignment, `assignments[${i}].assignment`),
+    );
   }
   return {
     memberId: string(memberId, 'memberId', MEMBER_ID_LENGTH_MAX),
     generationId: generation(generationId),
     groupInstanceId: instanceId(groupInstanceId),
-    protocolType: protocolType == null ? null : string(protocolType, 'protocolType', CLASSIC_NAME_LENGTH_MAX),
-    protocolName: protocolName == null ? null : string(protocolName, 'protocolName', CLASSIC_NAME_LENGTH_MAX),
+    protocolType:
+      protocolType == null ? null : string(protocolType, 'protocolType', CLASSIC_NAME_LENGTH_MAX),
+    protocolName:
+      protocolName == null ? null : string(protocolName, 'protocolName', CLASSIC_NAME_LENGTH_MAX),
     assignments: map,
   };
 }
 
 /** Checks and normalizes a Heartbeat. */
-export function normalizeClassicHeartbeat(request: ClassicHeartbeatRequest): NormalizedClassicHeartbeat {
+export function normalizeClassicHeartbeat(
+  request: ClassicHeartbeatRequest,
+): NormalizedClassicHeartbeat {
   const { memberId, generationId, groupInstanceId } = object(request, 'the Heartbeat request');
-  return { memberId: string(memberId, 'memberId', MEMBER_ID_LENGTH_MAX), generationId: generation(generationId), groupInstanceId: instanceId(groupInstanceId) };
+  return {
+    memberId: string(memberId, 'memberId', MEMBER_ID_LENGTH_MAX),
+    generationId: generation(generationId),
+    groupInstanceId: instanceId(groupInstanceId),
+  };
 }
 
 /** Checks and normalizes a LeaveGroup. */
@@ -257,12 +291,17 @@ export function normalizeClassicLeave(request: ClassicLeaveGroupRequest): Normal
   const { members } = object(request, 'the LeaveGroup request');
   if (!Array.isArray(members)) throw new TypeError('members must be an array');
   const count = members.length;
-  if (count === 0 || count > CLASSIC_ASSIGNMENTS_MAX) invalid(`members must name 1 to ${CLASSIC_ASSIGNMENTS_MAX} members`);
+  if (count === 0 || count > CLASSIC_ASSIGNMENTS_MAX)
+    invalid(`members must name 1 to ${CLASSIC_ASSIGNMENTS_MAX} members`);
   const out: { memberId: string; groupInstanceId: string | null }[] = [];
   for (let i = 0; i < count; i++) {
     const { memberId, groupInstanceId } = object(members[i], `members[${i}]`);
-    const entry = { memberId: string(memberId ?? '', `members[${i}].memberId`, MEMBER_ID_LENGTH_MAX), groupInstanceId: instanceId(groupInstanceId, `members[${i}].groupInstanceId`) };
-    if (entry.memberId === '' && entry.groupInstanceId === null) invalid(`members[${i}] names neither a member id nor an instance id`);
+    const entry = {
+      memberId: string(memberId ?? '', `members[${i}].memberId`, MEMBER_ID_LENGTH_MAX),
+      groupInstanceId: instanceId(groupInstanceId, `members[${i}].groupInstanceId`),
+    };
+    if (entry.memberId === '' && entry.groupInstanceId === null)
+      invalid(`members[${i}] names neither a member id nor an instance id`);
     out.push(entry);
   }
   return { members: out };
@@ -303,24 +342,33 @@ function generation(value: unknown): number {
   return value;
 }
 
-function timeout(value: unknown, field: string, code: 'INVALID_SESSION_TIMEOUT' | 'INVALID_REQUEST'): number {
+function timeout(
+  value: unknown,
+  field: string,
+  code: 'INVALID_SESSION_TIMEOUT' | 'INVALID_REQUEST',
+): number {
   if (typeof value !== 'number') throw new TypeError(`${field} must be a number`);
   if (!Number.isInteger(value) || value < 1 || value > MEMBER_TIMEOUT_MS_MAX) {
-    throw new OffsetStoreError(code, `${field} must be an integer in [1, ${MEMBER_TIMEOUT_MS_MAX}], got ${value}`);
+    throw new OffsetStoreError(
+      code,
+      `${field} must be an integer in [1, ${MEMBER_TIMEOUT_MS_MAX}], got ${value}`,
+    );
   }
   return value;
 }
 
 function bytes(value: unknown, field: string): Buffer {
   if (!(value instanceof Uint8Array)) throw new TypeError(`${field} must be a Uint8Array`);
-  if (value.length > CLASSIC_BYTES_MAX) invalid(`${field} holds ${value.length} bytes, more than ${CLASSIC_BYTES_MAX}`);
+  if (value.length > CLASSIC_BYTES_MAX)
+    invalid(`${field} holds ${value.length} bytes, more than ${CLASSIC_BYTES_MAX}`);
   return Buffer.from(value);
 }
 
 function protocolList(value: unknown): ClassicProtocol[] {
   if (!Array.isArray(value)) throw new TypeError('protocols must be an array');
   const count = value.length;
-  if (count > CLASSIC_PROTOCOLS_MAX) invalid(`protocols holds more than ${CLASSIC_PROTOCOLS_MAX} protocols`);
+  if (count > CLASSIC_PROTOCOLS_MAX)
+    invalid(`protocols holds more than ${CLASSIC_PROTOCOLS_MAX} protocols`);
   const names = new Set<string>();
   const out: ClassicProtocol[] = [];
   for (let i = 0; i < count; i++) {

@@ -120,7 +120,8 @@ export class ClassicRebalanceTimers implements ClassicRebalanceTimerActions {
   /** Number of armed timers (for tests and stats). */
   get armedCount(): number {
     let count = 0;
-    for (const e of this.#groups.values()) count += Number(e.join !== null) + Number(e.sync !== null);
+    for (const e of this.#groups.values())
+      count += Number(e.join !== null) + Number(e.sync !== null);
     return count;
   }
 

@@ -31,7 +31,10 @@ export function rebalanceInProgress(groupId: string): OffsetStoreError {
 }
 
 /** Starts a rebalance when the state allows one, else tries to complete the join phase. */
-export function maybePrepareRebalanceOrCompleteJoin(op: ClassicOperation, group: ClassicGroup): void {
+export function maybePrepareRebalanceOrCompleteJoin(
+  op: ClassicOperation,
+  group: ClassicGroup,
+): void {
   if (group.canRebalance()) prepareRebalance(op, group);
   else maybeCompleteJoinPhase(op, group);
 }
@@ -42,12 +45,22 @@ export function prepareRebalance(op: ClassicOperation, group: ClassicGroup): voi
   const timers = op.env.rebalanceTimers;
   if (group.state === 'CompletingRebalance') resetAssignments(op, group);
   timers.cancelSync(groupId);
-  if (group.pendingSync.size > 0) op.emit({ type: 'classic-pending-sync', groupId, memberIds: [...group.pendingSync], pending: false });
+  if (group.pendingSync.size > 0)
+    op.emit({
+      type: 'classic-pending-sync',
+      groupId,
+      memberIds: [...group.pendingSync],
+      pending: false,
+    });
   const initial = group.state === 'Empty';
   if (initial) {
     const delayMs = op.env.config.initialRebalanceDelayMs;
     timers.setNewMemberAdded(groupId, false);
-    timers.armJoin(groupId, delayMs, { kind: 'initial-delay', delayMs, remainingMs: Math.max(group.rebalanceTimeoutMs() - delayMs, 0) });
+    timers.armJoin(groupId, delayMs, {
+      kind: 'initial-delay',
+      delayMs,
+      remainingMs: Math.max(group.rebalanceTimeoutMs() - delayMs, 0),
+    });
   }
   op.setGroup(group, { state: 'PreparingRebalance' });
   if (initial) return;
@@ -57,7 +70,12 @@ export function prepareRebalance(op: ClassicOperation, group: ClassicGroup): voi
 
 /** Completes the join phase if every member has rejoined, unless this is the initial rebalance (its delay decides). */
 export function maybeCompleteJoinPhase(op: ClassicOperation, group: ClassicGroup): void {
-  if (group.state !== 'PreparingRebalance' || group.previousState === 'Empty' || !group.hasAllMembersJoined()) return;
+  if (
+    group.state !== 'PreparingRebalance' ||
+    group.previousState === 'Empty' ||
+    !group.hasAllMembersJoined()
+  )
+    return;
   completeJoin(op, group);
 }
 
@@ -67,7 +85,13 @@ export function completeJoin(op: ClassicOperation, group: ClassicGroup): void {
   const timers = op.env.rebalanceTimers;
   timers.cancelJoin(groupId);
   for (const member of [...group.members.values()]) {
-    if (!member.awaitingJoin && member.groupInstanceId === null) removeMember(op, group, member.memberId, `it did not rejoin group ${groupId} within the rebalance timeout`);
+    if (!member.awaitingJoin && member.groupInstanceId === null)
+      removeMember(
+        op,
+        group,
+        member.memberId,
+        `it did not rejoin group ${groupId} within the rebalance timeout`,
+      );
   }
   if (!electJoinedLeader(op, group) && group.members.size > 0) {
     // Only static members that have not rejoined are left: wait for them (or their sessions) longer.
@@ -79,19 +103,35 @@ export function completeJoin(op: ClassicOperation, group: ClassicGroup): void {
     op.setGroup(group, { generationId, protocolName: null, state: 'Empty' });
     return;
   }
-  op.setGroup(group, { generationId, protocolName: group.selectProtocol()!, state: 'CompletingRebalance' });
+  op.setGroup(group, {
+    generationId,
+    protocolName: group.selectProtocol()!,
+    state: 'CompletingRebalance',
+  });
   const { protocolType, protocolName, leaderId } = group.fields;
   const leaderMembers = group.joinMembers();
   for (const member of [...group.members.values()]) {
     const joined: ClassicJoinedGroup = {
-      outcome: 'joined', memberId: member.memberId, generationId, protocolType: protocolType!, protocolName: protocolName!, leader: leaderId!,
-      skipAssignment: false, members: member.memberId === leaderId ? leaderMembers : [],
+      outcome: 'joined',
+      memberId: member.memberId,
+      generationId,
+      protocolType: protocolType!,
+      protocolName: protocolName!,
+      leader: leaderId!,
+      skipAssignment: false,
+      members: member.memberId === leaderId ? leaderMembers : [],
     };
     if (member.awaitingJoin) op.answerJoin(groupId, member.memberId, { value: joined });
     op.env.sessions.scheduleSession(groupId, member.memberId, member.sessionTimeoutMs);
-    if (member.awaitingJoin || member.isNew) op.putMember(groupId, { ...member, awaitingJoin: false, isNew: false });
+    if (member.awaitingJoin || member.isNew)
+      op.putMember(groupId, { ...member, awaitingJoin: false, isNew: false });
   }
-  op.emit({ type: 'classic-pending-sync', groupId, memberIds: [...group.members.keys()], pending: true });
+  op.emit({
+    type: 'classic-pending-sync',
+    groupId,
+    memberIds: [...group.members.keys()],
+    pending: true,
+  });
   timers.armSync(groupId, group.rebalanceTimeoutMs(), generationId);
 }
 
@@ -114,7 +154,8 @@ function resetAssignments(op: ClassicOperation, group: ClassicGroup): void {
       op.answerSync(groupId, member.memberId, { error: rebalanceInProgress(groupId) });
       op.env.sessions.scheduleSession(groupId, member.memberId, member.sessionTimeoutMs);
     }
-    if (member.awaitingSync || member.assignment.length > 0) op.putMember(groupId, { ...member, assignment: EMPTY_ASSIGNMENT, awaitingSync: false });
+    if (member.awaitingSync || member.assignment.length > 0)
+      op.putMember(groupId, { ...member, assignment: EMPTY_ASSIGNMENT, awaitingSync: false });
   }
 }
 
@@ -122,13 +163,19 @@ function resetAssignments(op: ClassicOperation, group: ClassicGroup): void {
  * Gives every member its assignment from the leader's SyncGroup (none named: empty) and answers the
  * parked SyncGroups (their sessions restart from now).
  */
-export function setAssignments(op: ClassicOperation, group: ClassicGroup, assignments: ReadonlyMap<string, Buffer>): void {
+export function setAssignments(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  assignments: ReadonlyMap<string, Buffer>,
+): void {
   const { groupId } = group;
   const { protocolType, protocolName } = group.fields;
   for (const member of [...group.members.values()]) {
     const assignment = assignments.get(member.memberId) ?? EMPTY_ASSIGNMENT;
     if (member.awaitingSync) {
-      op.answerSync(groupId, member.memberId, { value: { protocolType, protocolName, assignment } });
+      op.answerSync(groupId, member.memberId, {
+        value: { protocolType, protocolName, assignment },
+      });
       op.env.sessions.scheduleSession(groupId, member.memberId, member.sessionTimeoutMs);
     }
     op.putMember(groupId, { ...member, assignment, awaitingSync: false });
@@ -140,41 +187,86 @@ export function setAssignments(op: ClassicOperation, group: ClassicGroup, assign
  * why), its session timer cancelled, and the leadership passes to the first remaining member.
  * Nothing else: the caller decides what the group does next.
  */
-export function removeMember(op: ClassicOperation, group: ClassicGroup, memberId: string, why: string): void {
+export function removeMember(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  memberId: string,
+  why: string,
+): void {
   const { groupId } = group;
-  const error = new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} was removed from group ${groupId}: ${why}`);
+  const error = new OffsetStoreError(
+    'UNKNOWN_MEMBER_ID',
+    `member ${memberId} was removed from group ${groupId}: ${why}`,
+  );
   op.answerJoin(groupId, memberId, { error });
   op.answerSync(groupId, memberId, { error });
   op.env.sessions.cancelMember(groupId, memberId);
   op.emit({ type: 'classic-member-tombstone', groupId, memberId });
-  if (group.fields.leaderId === memberId) op.setGroup(group, { leaderId: group.members.keys().next().value ?? null });
+  if (group.fields.leaderId === memberId)
+    op.setGroup(group, { leaderId: group.members.keys().next().value ?? null });
 }
 
 /** Removes a member whose session expired or that left, then rebalances or completes the join (Kafka's removeMemberAndUpdateClassicGroup). */
-export function removeMemberAndRebalance(op: ClassicOperation, group: ClassicGroup, memberId: string, why: string): void {
+export function removeMemberAndRebalance(
+  op: ClassicOperation,
+  group: ClassicGroup,
+  memberId: string,
+  why: string,
+): void {
   removeMember(op, group, memberId, why);
-  if (group.state === 'Stable' || group.state === 'CompletingRebalance') maybePrepareRebalanceOrCompleteJoin(op, group);
-  else if (group.state === 'PreparingRebalance' && group.hasAllMembersJoined()) completeJoin(op, group);
+  if (group.state === 'Stable' || group.state === 'CompletingRebalance')
+    maybePrepareRebalanceOrCompleteJoin(op, group);
+  else if (group.state === 'PreparingRebalance' && group.hasAllMembersJoined())
+    completeJoin(op, group);
 }
 
 /** The sync timer of `generationId` fired: members that did not send SyncGroup are removed and the group rebalances. */
-export function expirePendingSync(op: ClassicOperation, groupId: string, generationId: number): void {
+export function expirePendingSync(
+  op: ClassicOperation,
+  groupId: string,
+  generationId: number,
+): void {
   const group = op.env.machine.get(groupId);
-  if (group === undefined || group.fields.generationId !== generationId || group.pendingSync.size === 0 || op.env.rebalanceTimers.syncArmed(groupId)) return;
+  if (
+    group === undefined ||
+    group.fields.generationId !== generationId ||
+    group.pendingSync.size === 0 ||
+    op.env.rebalanceTimers.syncArmed(groupId)
+  )
+    return;
   if (group.state !== 'CompletingRebalance' && group.state !== 'Stable') return;
-  for (const memberId of [...group.pendingSync]) removeMember(op, group, memberId, `it did not send SyncGroup for generation ${generationId} within the rebalance timeout`);
+  for (const memberId of [...group.pendingSync])
+    removeMember(
+      op,
+      group,
+      memberId,
+      `it did not send SyncGroup for generation ${generationId} within the rebalance timeout`,
+    );
   prepareRebalance(op, group);
 }
 
 /** The join timer fired (its action says which); a timer re-armed meanwhile makes this one stale. */
-export function expireJoin(op: ClassicOperation, groupId: string, action: ClassicJoinTimerAction): void {
+export function expireJoin(
+  op: ClassicOperation,
+  groupId: string,
+  action: ClassicJoinTimerAction,
+): void {
   const group = op.env.machine.get(groupId);
   const timers = op.env.rebalanceTimers;
-  if (group === undefined || group.state !== 'PreparingRebalance' || timers.joinArmed(groupId)) return;
-  if (action.kind === 'initial-delay' && timers.newMemberAdded(groupId) && action.remainingMs !== 0) {
+  if (group === undefined || group.state !== 'PreparingRebalance' || timers.joinArmed(groupId))
+    return;
+  if (
+    action.kind === 'initial-delay' &&
+    timers.newMemberAdded(groupId) &&
+    action.remainingMs !== 0
+  ) {
     timers.setNewMemberAdded(groupId, false);
     const delayMs = Math.min(op.env.config.initialRebalanceDelayMs, action.remainingMs);
-    timers.armJoin(groupId, delayMs, { kind: 'initial-delay', delayMs, remainingMs: Math.max(action.remainingMs - action.delayMs, 0) });
+    timers.armJoin(groupId, delayMs, {
+      kind: 'initial-delay',
+      delayMs,
+      remainingMs: Math.max(action.remainingMs - action.delayMs, 0),
+    });
     return;
   }
   completeJoin(op, group);

@@ -65,31 +65,72 @@ export interface ClassicSnapshotMember {
 
 /** True when a decoded snapshot value is a classic group's (else it is a consumer group's). */
 export function isClassicSnapshot(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && (value as { protocol?: unknown }).protocol === 'classic';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { protocol?: unknown }).protocol === 'classic'
+  );
 }
 
 /** The snapshot of a classic group that is Stable or Empty. */
 export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
-  assert(group.state === 'Stable' || group.state === 'Empty', `snapshot of classic group ${group.groupId} taken while ${group.state}`);
+  assert(
+    group.state === 'Stable' || group.state === 'Empty',
+    `snapshot of classic group ${group.groupId} taken while ${group.state}`,
+  );
   const { generationId, protocolType, protocolName, leaderId } = group.fields;
   const members = [...group.members.values()].map((m) => ({
-    memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost, rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-    sessionTimeoutMs: m.sessionTimeoutMs, protocols: m.protocols.map((p) => ({ name: p.name, metadata: p.metadata })), assignment: m.assignment,
+    memberId: m.memberId,
+    groupInstanceId: m.groupInstanceId,
+    clientId: m.clientId,
+    clientHost: m.clientHost,
+    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+    sessionTimeoutMs: m.sessionTimeoutMs,
+    protocols: m.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
+    assignment: m.assignment,
   }));
-  return { protocol: 'classic', version: CLASSIC_SNAPSHOT_VERSION, generationId, protocolType, protocolName, leaderId, members };
+  return {
+    protocol: 'classic',
+    version: CLASSIC_SNAPSHOT_VERSION,
+    generationId,
+    protocolType,
+    protocolName,
+    leaderId,
+    members,
+  };
 }
 
 /** The records that rebuild a classic group from its snapshot (the group must not exist yet). */
-export function classicSnapshotToRecords(groupId: string, snapshot: ClassicGroupSnapshot): ClassicGroupRecord[] {
+export function classicSnapshotToRecords(
+  groupId: string,
+  snapshot: ClassicGroupSnapshot,
+): ClassicGroupRecord[] {
   const { generationId, protocolType, protocolName, leaderId } = snapshot;
   const records: ClassicGroupRecord[] = [
-    { type: 'classic-group', groupId, state: snapshot.members.length > 0 ? 'Stable' : 'Empty', generationId, protocolType, protocolName, leaderId },
+    {
+      type: 'classic-group',
+      groupId,
+      state: snapshot.members.length > 0 ? 'Stable' : 'Empty',
+      generationId,
+      protocolType,
+      protocolName,
+      leaderId,
+    },
   ];
   for (const m of snapshot.members) {
     const member: ClassicMember = {
-      memberId: m.memberId, groupInstanceId: m.groupInstanceId, clientId: m.clientId, clientHost: m.clientHost, rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-      sessionTimeoutMs: m.sessionTimeoutMs, protocolType: protocolType!, protocols: m.protocols.map((p) => ({ name: p.name, metadata: Buffer.from(p.metadata) })),
-      assignment: Buffer.from(m.assignment), awaitingJoin: false, awaitingSync: false, isNew: false,
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+      sessionTimeoutMs: m.sessionTimeoutMs,
+      protocolType: protocolType!,
+      protocols: m.protocols.map((p) => ({ name: p.name, metadata: Buffer.from(p.metadata) })),
+      assignment: Buffer.from(m.assignment),
+      awaitingJoin: false,
+      awaitingSync: false,
+      isNew: false,
     };
     records.push({ type: 'classic-member', groupId, member });
   }
@@ -103,7 +144,10 @@ export function classicSnapshotToRecords(groupId: string, snapshot: ClassicGroup
  */
 export function parseClassicSnapshot(groupId: string, value: unknown): ClassicGroupSnapshot {
   const fail = (what: string): never => {
-    throw new OffsetStoreError('CORRUPT_MESSAGE', `classic group snapshot of '${groupId}': ${what}`);
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `classic group snapshot of '${groupId}': ${what}`,
+    );
   };
   const obj = map(value, 'snapshot', fail);
   if (obj.protocol !== 'classic') fail('protocol is not classic');
@@ -118,39 +162,70 @@ export function parseClassicSnapshot(groupId: string, value: unknown): ClassicGr
   const members = (obj.members as unknown[]).map((raw, i): ClassicSnapshotMember => {
     const m = map(raw, `members[${i}]`, fail);
     const memberId = str(m.memberId, `members[${i}].memberId`, fail);
-    if (memberId.length === 0 || memberIds.has(memberId)) fail(`members[${i}].memberId is empty or repeated`);
+    if (memberId.length === 0 || memberIds.has(memberId))
+      fail(`members[${i}].memberId is empty or repeated`);
     memberIds.add(memberId);
     const groupInstanceId = nullable(m.groupInstanceId, `members[${i}].groupInstanceId`, fail);
     if (groupInstanceId !== null) {
       if (instanceIds.has(groupInstanceId)) fail(`instance id ${groupInstanceId} appears twice`);
       instanceIds.add(groupInstanceId);
     }
-    if (!Array.isArray(m.protocols) || m.protocols.length === 0) fail(`members[${i}].protocols is not a non-empty array`);
+    if (!Array.isArray(m.protocols) || m.protocols.length === 0)
+      fail(`members[${i}].protocols is not a non-empty array`);
     const protocols = (m.protocols as unknown[]).map((p, k) => {
       const entry = map(p, `members[${i}].protocols[${k}]`, fail);
-      return { name: str(entry.name, `members[${i}].protocols[${k}].name`, fail), metadata: bytes(entry.metadata, `members[${i}].protocols[${k}].metadata`, fail) };
+      return {
+        name: str(entry.name, `members[${i}].protocols[${k}].name`, fail),
+        metadata: bytes(entry.metadata, `members[${i}].protocols[${k}].metadata`, fail),
+      };
     });
-    if (!protocols.some((p) => p.name === protocolName)) fail(`member ${memberId} does not offer the group's protocol ${protocolName}`);
+    if (!protocols.some((p) => p.name === protocolName))
+      fail(`member ${memberId} does not offer the group's protocol ${protocolName}`);
     return {
-      memberId, groupInstanceId, clientId: str(m.clientId, `members[${i}].clientId`, fail), clientHost: str(m.clientHost, `members[${i}].clientHost`, fail),
-      rebalanceTimeoutMs: int(m.rebalanceTimeoutMs, `members[${i}].rebalanceTimeoutMs`, 1, fail), sessionTimeoutMs: int(m.sessionTimeoutMs, `members[${i}].sessionTimeoutMs`, 1, fail),
-      protocols, assignment: bytes(m.assignment, `members[${i}].assignment`, fail),
+      memberId,
+      groupInstanceId,
+      clientId: str(m.clientId, `members[${i}].clientId`, fail),
+      clientHost: str(m.clientHost, `members[${i}].clientHost`, fail),
+      rebalanceTimeoutMs: int(m.rebalanceTimeoutMs, `members[${i}].rebalanceTimeoutMs`, 1, fail),
+      sessionTimeoutMs: int(m.sessionTimeoutMs, `members[${i}].sessionTimeoutMs`, 1, fail),
+      protocols,
+      assignment: bytes(m.assignment, `members[${i}].assignment`, fail),
     };
   });
-  if (members.length > 0 && (protocolType === null || leaderId === null || !memberIds.has(leaderId))) fail('a group with members needs a protocol type and a leader among them');
-  if (members.length === 0 && (protocolName !== null || leaderId !== null)) fail('an Empty group has no protocol name and no leader');
-  return { protocol: 'classic', version: CLASSIC_SNAPSHOT_VERSION, generationId, protocolType, protocolName, leaderId, members };
+  if (
+    members.length > 0 &&
+    (protocolType === null || leaderId === null || !memberIds.has(leaderId))
+  )
+    fail('a group with members needs a protocol type and a leader among them');
+  if (members.length === 0 && (protocolName !== null || leaderId !== null))
+    fail('an Empty group has no protocol name and no leader');
+  return {
+    protocol: 'classic',
+    version: CLASSIC_SNAPSHOT_VERSION,
+    generationId,
+    protocolType,
+    protocolName,
+    leaderId,
+    members,
+  };
 }
 
 type Fail = (what: string) => never;
 
 function map(value: unknown, field: string, fail: Fail): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof Uint8Array) fail(`${field} is not a map`);
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    Array.isArray(value) ||
+    value instanceof Uint8Array
+  )
+    fail(`${field} is not a map`);
   return value as Record<string, unknown>;
 }
 
 function int(value: unknown, field: string, min: number, fail: Fail): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) fail(`${field} is not a safe integer >= ${min}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
+    fail(`${field} is not a safe integer >= ${min}`);
   return value as number;
 }
 

@@ -59,7 +59,10 @@ export class ClassicGroupStateMachine {
     let group = this.#groups.get(record.groupId);
     const creates = group === undefined;
     if (group === undefined) {
-      assert(record.type === 'classic-group', `${record.type} record for missing classic group ${record.groupId}`);
+      assert(
+        record.type === 'classic-group',
+        `${record.type} record for missing classic group ${record.groupId}`,
+      );
       group = new ClassicGroup(record.groupId);
       this.#groups.set(record.groupId, group);
     }
@@ -100,6 +103,12 @@ export class ClassicGroupStateMachine {
         awaitingSync: m.awaitingSync,
         isNew: m.isNew,
       }));
-    return { groupId, ...group.fields, members, pendingMembers: [...group.pendingMembers].sort(), pendingSync: [...group.pendingSync].sort() };
+    return {
+      groupId,
+      ...group.fields,
+      members,
+      pendingMembers: [...group.pendingMembers].sort(),
+      pendingSync: [...group.pendingSync].sort(),
+    };
   }
 }

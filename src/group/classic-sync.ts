@@ -21,19 +21,42 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { ClassicGroup } from './classic-group.js';
 import type { ClassicMember } from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
-import { CLASSIC_SNAPSHOT_BYTES_MAX, type ClassicSyncGroupResult, type NormalizedClassicHeartbeat, type NormalizedClassicSync } from './classic-protocol.js';
+import {
+  CLASSIC_SNAPSHOT_BYTES_MAX,
+  type ClassicSyncGroupResult,
+  type NormalizedClassicHeartbeat,
+  type NormalizedClassicSync,
+} from './classic-protocol.js';
 import { rebalanceInProgress, setAssignments } from './classic-rebalance.js';
 
 /** Handles one validated SyncGroup. */
-export function handleClassicSync(op: ClassicOperation, groupId: string, request: NormalizedClassicSync): ClassicReply<ClassicSyncGroupResult> {
+export function handleClassicSync(
+  op: ClassicOperation,
+  groupId: string,
+  request: NormalizedClassicSync,
+): ClassicReply<ClassicSyncGroupResult> {
   const group = op.env.machine.get(groupId);
-  const checked = checkGeneration(group, groupId, request.memberId, request.groupInstanceId, request.generationId);
+  const checked = checkGeneration(
+    group,
+    groupId,
+    request.memberId,
+    request.groupInstanceId,
+    request.generationId,
+  );
   if ('error' in checked) return checked;
   const { member } = checked;
   const g = group!;
   const { protocolType, protocolName } = g.fields;
-  if (inconsistent(request.protocolType, protocolType) || inconsistent(request.protocolName, protocolName)) {
-    return { error: new OffsetStoreError('INCONSISTENT_GROUP_PROTOCOL', `SyncGroup names protocol ${request.protocolType}/${request.protocolName}, group ${groupId} uses ${protocolType}/${protocolName}`) };
+  if (
+    inconsistent(request.protocolType, protocolType) ||
+    inconsistent(request.protocolName, protocolName)
+  ) {
+    return {
+      error: new OffsetStoreError(
+        'INCONSISTENT_GROUP_PROTOCOL',
+        `SyncGroup names protocol ${request.protocolType}/${request.protocolName}, group ${groupId} uses ${protocolType}/${protocolName}`,
+      ),
+    };
   }
   switch (g.state) {
     case 'PreparingRebalance':
@@ -44,13 +67,24 @@ export function handleClassicSync(op: ClassicOperation, groupId: string, request
     case 'CompletingRebalance': {
       if (g.fields.leaderId === member.memberId) {
         let bytes = g.snapshotBytes;
-        for (const m of g.members.values()) bytes += (request.assignments.get(m.memberId)?.length ?? 0) - m.assignment.length;
+        for (const m of g.members.values())
+          bytes += (request.assignments.get(m.memberId)?.length ?? 0) - m.assignment.length;
         if (bytes > CLASSIC_SNAPSHOT_BYTES_MAX) {
-          return { error: new OffsetStoreError('INVALID_REQUEST', `with these assignments, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`) };
+          return {
+            error: new OffsetStoreError(
+              'INVALID_REQUEST',
+              `with these assignments, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`,
+            ),
+          };
         }
       }
       if (member.awaitingSync) {
-        op.answerSync(groupId, member.memberId, { error: new OffsetStoreError('REBALANCE_IN_PROGRESS', `a newer SyncGroup of member ${member.memberId} of group ${groupId} superseded this one`) });
+        op.answerSync(groupId, member.memberId, {
+          error: new OffsetStoreError(
+            'REBALANCE_IN_PROGRESS',
+            `a newer SyncGroup of member ${member.memberId} of group ${groupId} superseded this one`,
+          ),
+        });
       }
       const parked = op.env.syncs.park(groupId, member.memberId);
       op.putMember(groupId, { ...member, awaitingSync: true });
@@ -67,18 +101,44 @@ export function handleClassicSync(op: ClassicOperation, groupId: string, request
 }
 
 /** Handles one validated Heartbeat. */
-export function handleClassicHeartbeat(op: ClassicOperation, groupId: string, request: NormalizedClassicHeartbeat): ClassicReply<void> {
+export function handleClassicHeartbeat(
+  op: ClassicOperation,
+  groupId: string,
+  request: NormalizedClassicHeartbeat,
+): ClassicReply<void> {
   const group = op.env.machine.get(groupId);
-  const checked = checkGeneration(group, groupId, request.memberId, request.groupInstanceId, request.generationId);
+  const checked = checkGeneration(
+    group,
+    groupId,
+    request.memberId,
+    request.groupInstanceId,
+    request.generationId,
+  );
   if ('error' in checked) return checked;
-  op.env.sessions.scheduleSession(groupId, checked.member.memberId, checked.member.sessionTimeoutMs);
+  op.env.sessions.scheduleSession(
+    groupId,
+    checked.member.memberId,
+    checked.member.sessionTimeoutMs,
+  );
   if (group!.state === 'PreparingRebalance') return { error: rebalanceInProgress(groupId) };
   return { value: undefined };
 }
 
 /** The member, if the group exists, holds it under that identity, and is at that generation. */
-function checkGeneration(group: ClassicGroup | undefined, groupId: string, memberId: string, groupInstanceId: string | null, generationId: number): { member: ClassicMember } | { error: OffsetStoreError } {
-  if (group === undefined) return { error: new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} is not in group ${groupId}: no classic group of that id`) };
+function checkGeneration(
+  group: ClassicGroup | undefined,
+  groupId: string,
+  memberId: string,
+  groupInstanceId: string | null,
+  generationId: number,
+): { member: ClassicMember } | { error: OffsetStoreError } {
+  if (group === undefined)
+    return {
+      error: new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${memberId} is not in group ${groupId}: no classic group of that id`,
+      ),
+    };
   let member: ClassicMember;
   try {
     member = group.validateMember(memberId, groupInstanceId);
@@ -86,7 +146,12 @@ function checkGeneration(group: ClassicGroup | undefined, groupId: string, membe
     return { error: error as OffsetStoreError };
   }
   if (generationId !== group.fields.generationId) {
-    return { error: new OffsetStoreError('ILLEGAL_GENERATION', `member ${memberId} sent generation ${generationId}, group ${groupId} is at ${group.fields.generationId}; rejoin`) };
+    return {
+      error: new OffsetStoreError(
+        'ILLEGAL_GENERATION',
+        `member ${memberId} sent generation ${generationId}, group ${groupId} is at ${group.fields.generationId}; rejoin`,
+      ),
+    };
   }
   return { member };
 }
@@ -94,7 +159,12 @@ function checkGeneration(group: ClassicGroup | undefined, groupId: string, membe
 /** The member sent SyncGroup for this generation: it is no longer pending sync; the sync timer stops once none is. */
 function syncReceived(op: ClassicOperation, group: ClassicGroup, memberId: string): void {
   if (!group.pendingSync.has(memberId)) return;
-  op.emit({ type: 'classic-pending-sync', groupId: group.groupId, memberIds: [memberId], pending: false });
+  op.emit({
+    type: 'classic-pending-sync',
+    groupId: group.groupId,
+    memberIds: [memberId],
+    pending: false,
+  });
   if (group.pendingSync.size === 0) op.env.rebalanceTimers.cancelSync(group.groupId);
 }
 

@@ -37,7 +37,9 @@ export interface ReconcileInput {
 export function reconcileMember(member: ConsumerMember, input: ReconcileInput): MemberAssignment {
   switch (member.state) {
     case 'STABLE':
-      return member.memberEpoch === input.targetEpoch ? member : nextAssignment(member, input, member.memberEpoch);
+      return member.memberEpoch === input.targetEpoch
+        ? member
+        : nextAssignment(member, input, member.memberEpoch);
     case 'UNREVOKED_PARTITIONS':
       if (stillOwnsAny(input.owned, member.pendingRevocation)) return member;
       return nextAssignment(member, input, Math.min(member.memberEpoch + 1, input.targetEpoch));
@@ -46,7 +48,11 @@ export function reconcileMember(member: ConsumerMember, input: ReconcileInput): 
   }
 }
 
-function nextAssignment(member: ConsumerMember, input: ReconcileInput, memberEpoch: number): MemberAssignment {
+function nextAssignment(
+  member: ConsumerMember,
+  input: ReconcileInput,
+  memberEpoch: number,
+): MemberAssignment {
   const kept = member.assigned.intersect(input.target);
   const toRevoke = member.assigned.difference(kept);
   if (toRevoke.size > 0 && stillOwnsAny(input.owned, toRevoke)) {
@@ -62,8 +68,19 @@ function nextAssignment(member: ConsumerMember, input: ReconcileInput, memberEpo
     else unreleased = true;
   }
   // Fully reconciled, the assigned set is the target set itself: share it instead of building a copy.
-  const assigned = free.length === 0 ? kept : kept.size + free.length === input.target.size ? input.target : BucketSet.of([...kept, ...free]);
-  return changed(member, input.targetEpoch, unreleased ? 'UNRELEASED_PARTITIONS' : 'STABLE', assigned, BucketSet.EMPTY);
+  const assigned =
+    free.length === 0
+      ? kept
+      : kept.size + free.length === input.target.size
+        ? input.target
+        : BucketSet.of([...kept, ...free]);
+  return changed(
+    member,
+    input.targetEpoch,
+    unreleased ? 'UNRELEASED_PARTITIONS' : 'STABLE',
+    assigned,
+    BucketSet.EMPTY,
+  );
 }
 
 function changed(
@@ -83,7 +100,8 @@ function changed(
   }
   return {
     memberEpoch,
-    previousMemberEpoch: memberEpoch === member.memberEpoch ? member.previousMemberEpoch : member.memberEpoch,
+    previousMemberEpoch:
+      memberEpoch === member.memberEpoch ? member.previousMemberEpoch : member.memberEpoch,
     state,
     assigned,
     pendingRevocation,

@@ -51,21 +51,49 @@ import type { Assignor } from './assignor.js';
 import { AssignmentPacing } from './assignment-pacing.js';
 import { formatBucketRef, normalizeBucketRef, type BucketRef } from '../model/index.js';
 import type { GroupState } from './group.js';
-import { assignIfBehind, expireRebalance, expireSession, handleHeartbeat, refreshLayouts, removeMembersByAdmin } from './group-handlers.js';
+import {
+  assignIfBehind,
+  expireRebalance,
+  expireSession,
+  handleHeartbeat,
+  refreshLayouts,
+  removeMembersByAdmin,
+} from './group-handlers.js';
 import { describeGroup, type GroupDescription } from './group-description.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
 import { resolveGroupSettings, type GroupSettings } from './group-settings.js';
 import type { GroupRecord } from './group-record.js';
-import { parseGroupSnapshot, snapshotOf, snapshotToRecords, type GroupSnapshot, type GroupSnapshotWriter, type StoredGroupSnapshot } from './group-snapshot.js';
+import {
+  parseGroupSnapshot,
+  snapshotOf,
+  snapshotToRecords,
+  type GroupSnapshot,
+  type GroupSnapshotWriter,
+  type StoredGroupSnapshot,
+} from './group-snapshot.js';
 import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
 import { validateGroupId } from '../model/index.js';
-import { normalizeHeartbeatRequest, type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
-import { normalizeRemoveMembersRequest, type NormalizedRemoval, type RemoveMembersRequest, type RemovedMember } from './member-removal.js';
+import {
+  normalizeHeartbeatRequest,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+} from './heartbeat.js';
+import {
+  normalizeRemoveMembersRequest,
+  type NormalizedRemoval,
+  type RemoveMembersRequest,
+  type RemovedMember,
+} from './member-removal.js';
 import { MemberTimers } from './member-timers.js';
 import { OperationLane } from './operation-lane.js';
 import { RangeAssignor } from './range-assignor.js';
 import { layoutsChanged } from './target-assignment-builder.js';
-import { layoutsEqual, normalizeTableLayout, type TableLayout, type TableLayoutInput } from './table-layout.js';
+import {
+  layoutsEqual,
+  normalizeTableLayout,
+  type TableLayout,
+  type TableLayoutInput,
+} from './table-layout.js';
 import { UniformAssignor, UNIFORM_ASSIGNOR_NAME } from './uniform-assignor.js';
 
 /**
@@ -88,7 +116,10 @@ export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
   /** Most operations that may wait per group while a snapshot is written (default 1024). */
   readonly queuedOperationsMax?: number;
   /** Sees the records of every operation after they were replayed, of both group types (tests, metrics). */
-  readonly onRecords?: (groupId: string, records: readonly (GroupRecord | ClassicGroupRecord)[]) => void;
+  readonly onRecords?: (
+    groupId: string,
+    records: readonly (GroupRecord | ClassicGroupRecord)[],
+  ) => void;
   /** Sees failures of operations nobody awaits (timer expiries, layout refreshes). */
   readonly onBackgroundError?: (error: unknown, groupId: string) => void;
   /**
@@ -147,20 +178,34 @@ export class GroupCoordinator {
    * TypeError without a writer; RangeError for an unknown default assignor or a setting out of range.
    */
   constructor(options: GroupCoordinatorOptions) {
-    if (typeof options?.writer?.writeSnapshot !== 'function') throw new TypeError('options.writer must be a GroupSnapshotWriter');
+    if (typeof options?.writer?.writeSnapshot !== 'function')
+      throw new TypeError('options.writer must be a GroupSnapshotWriter');
     this.#writer = options.writer;
     this.#clock = options.clock ?? new SystemClock();
-    for (const assignor of [new UniformAssignor(), new RangeAssignor(), ...(options.assignors ?? [])]) this.#assignors.set(assignor.name, assignor);
+    for (const assignor of [
+      new UniformAssignor(),
+      new RangeAssignor(),
+      ...(options.assignors ?? []),
+    ])
+      this.#assignors.set(assignor.name, assignor);
     const defaultAssignor = options.defaultAssignor ?? UNIFORM_ASSIGNOR_NAME;
-    if (!this.#assignors.has(defaultAssignor)) throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
-    this.#queuedOperationsMax = positiveInt(options.queuedOperationsMax ?? 1024, 'queuedOperationsMax');
+    if (!this.#assignors.has(defaultAssignor))
+      throw new RangeError(`defaultAssignor '${defaultAssignor}' is not registered`);
+    this.#queuedOperationsMax = positiveInt(
+      options.queuedOperationsMax ?? 1024,
+      'queuedOperationsMax',
+    );
     const settings = resolveGroupSettings(options, 'options');
-    this.#pacing = new AssignmentPacing(this.#clock, settings.assignmentIntervalMs, (groupId) => this.#background(groupId, (op) => assignIfBehind(op, groupId)));
+    this.#pacing = new AssignmentPacing(this.#clock, settings.assignmentIntervalMs, (groupId) =>
+      this.#background(groupId, (op) => assignIfBehind(op, groupId)),
+    );
     this.#onRecords = options.onRecords;
     this.#onBackgroundError = options.onBackgroundError;
     this.#timers = new MemberTimers(this.#clock, {
-      sessionExpired: (groupId, memberId) => this.#background(groupId, (op) => expireSession(op, groupId, memberId)),
-      rebalanceExpired: (groupId, memberId, epoch) => this.#background(groupId, (op) => expireRebalance(op, groupId, memberId, epoch)),
+      sessionExpired: (groupId, memberId) =>
+        this.#background(groupId, (op) => expireSession(op, groupId, memberId)),
+      rebalanceExpired: (groupId, memberId, epoch) =>
+        this.#background(groupId, (op) => expireRebalance(op, groupId, memberId, epoch)),
     });
     const newMemberId = options.newMemberId ?? randomUUID;
     this.classic = new ClassicCoordinator({
@@ -170,11 +215,18 @@ export class GroupCoordinator {
         ensureActive: () => this.#ensureActive(),
         ensureNotClosed: () => this.#ensureNotClosed(),
         closed: () => this.#phase === 'closed',
-        consumerGroups: { memberCount: (groupId) => this.#machine.get(groupId)?.members.size ?? null, dropEmpty: (groupId) => this.#dropEmptyConsumerGroup(groupId) },
+        consumerGroups: {
+          memberCount: (groupId) => this.#machine.get(groupId)?.members.size ?? null,
+          dropEmpty: (groupId) => this.#dropEmptyConsumerGroup(groupId),
+        },
       },
       writer: this.#writer,
       clock: this.#clock,
-      config: { initialRebalanceDelayMs: settings.initialRebalanceDelayMs, newMemberJoinTimeoutMs: settings.newMemberJoinTimeoutMs, groupMembersMax: settings.groupMembersMax },
+      config: {
+        initialRebalanceDelayMs: settings.initialRebalanceDelayMs,
+        newMemberJoinTimeoutMs: settings.newMemberJoinTimeoutMs,
+        groupMembersMax: settings.groupMembersMax,
+      },
       newMemberId,
       onRecords: (groupId, records) => this.#afterRecords(groupId, records),
       onBackgroundError: options.onBackgroundError,
@@ -205,13 +257,20 @@ export class GroupCoordinator {
    * snapshot is CORRUPT_MESSAGE.
    */
   loadSnapshot(groupId: string, snapshot: StoredGroupSnapshot | null): void {
-    if (this.#phase !== 'loading') throw new TypeError('loadSnapshot is only valid before onLoadComplete');
+    if (this.#phase !== 'loading')
+      throw new TypeError('loadSnapshot is only valid before onLoadComplete');
     validateGroupId(groupId);
-    const classic = snapshot !== null && isClassicSnapshot(snapshot) ? parseClassicSnapshot(groupId, snapshot) : null;
-    const parsed = snapshot === null || classic !== null ? null : parseGroupSnapshot(groupId, snapshot);
-    if (this.#machine.get(groupId) !== undefined) this.#machine.replay({ type: 'group-tombstone', groupId });
+    const classic =
+      snapshot !== null && isClassicSnapshot(snapshot)
+        ? parseClassicSnapshot(groupId, snapshot)
+        : null;
+    const parsed =
+      snapshot === null || classic !== null ? null : parseGroupSnapshot(groupId, snapshot);
+    if (this.#machine.get(groupId) !== undefined)
+      this.#machine.replay({ type: 'group-tombstone', groupId });
     this.classic.loadSnapshot(groupId, classic);
-    if (parsed !== null) for (const record of snapshotToRecords(groupId, parsed)) this.#machine.replay(record);
+    if (parsed !== null)
+      for (const record of snapshotToRecords(groupId, parsed)) this.#machine.replay(record);
   }
 
   /**
@@ -225,8 +284,10 @@ export class GroupCoordinator {
     this.#phase = 'active';
     for (const group of this.#machine.groups()) {
       this.#runtime(group.groupId).dirty = false;
-      for (const member of group.members.values()) this.#timers.scheduleSession(group.groupId, member.memberId, member.sessionTimeoutMs);
-      if (group.members.size > 0 && layoutsChanged(group, this.#layouts)) this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
+      for (const member of group.members.values())
+        this.#timers.scheduleSession(group.groupId, member.memberId, member.sessionTimeoutMs);
+      if (group.members.size > 0 && layoutsChanged(group, this.#layouts))
+        this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
     }
     this.classic.onLoadComplete();
   }
@@ -263,7 +324,11 @@ export class GroupCoordinator {
     this.#layouts.set(tableId, normalized);
     if (this.#phase !== 'active') return;
     for (const group of [...this.#machine.groups()]) {
-      if (group.members.size > 0 && group.subscribesTable(tableId) && !layoutsEqual(group.tableLayouts.get(tableId), normalized)) {
+      if (
+        group.members.size > 0 &&
+        group.subscribesTable(tableId) &&
+        !layoutsEqual(group.tableLayouts.get(tableId), normalized)
+      ) {
         this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
       }
     }
@@ -281,23 +346,40 @@ export class GroupCoordinator {
    * STALE_MEMBER_EPOCH for an older epoch, FENCED_MEMBER_EPOCH for a newer one, BUCKET_NOT_ASSIGNED
    * for a bucket it does not own now (owning includes buckets it was asked to release but has not).
    */
-  validateMemberCommit(groupId: string, memberId: string, memberEpoch: number, buckets: readonly BucketRef[]): void {
+  validateMemberCommit(
+    groupId: string,
+    memberId: string,
+    memberEpoch: number,
+    buckets: readonly BucketRef[],
+  ): void {
     this.#ensureActive();
     const group = this.#machine.get(groupId);
     const member = group?.members.get(memberId);
     if (group === undefined || member === undefined) {
-      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} is not in group ${groupId}`);
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${memberId} is not in group ${groupId}`,
+      );
     }
     if (memberEpoch < member.memberEpoch) {
-      throw new OffsetStoreError('STALE_MEMBER_EPOCH', `commit with member epoch ${memberEpoch}, the member is at ${member.memberEpoch}`);
+      throw new OffsetStoreError(
+        'STALE_MEMBER_EPOCH',
+        `commit with member epoch ${memberEpoch}, the member is at ${member.memberEpoch}`,
+      );
     }
     if (memberEpoch > member.memberEpoch) {
-      throw new OffsetStoreError('FENCED_MEMBER_EPOCH', `commit with member epoch ${memberEpoch}, newer than the member's ${member.memberEpoch}`);
+      throw new OffsetStoreError(
+        'FENCED_MEMBER_EPOCH',
+        `commit with member epoch ${memberEpoch}, newer than the member's ${member.memberEpoch}`,
+      );
     }
     buckets.forEach((raw, i) => {
       const ref = normalizeBucketRef(raw, `offsets[${i}]`);
       if (group.ownerOf(ref) !== memberId) {
-        throw new OffsetStoreError('BUCKET_NOT_ASSIGNED', `member ${memberId} of group ${groupId} does not own ${formatBucketRef(ref)}`);
+        throw new OffsetStoreError(
+          'BUCKET_NOT_ASSIGNED',
+          `member ${memberId} of group ${groupId} does not own ${formatBucketRef(ref)}`,
+        );
       }
     });
   }
@@ -314,7 +396,11 @@ export class GroupCoordinator {
   /** The type of the group of that id, or null when the coordinator holds no state for it. */
   groupType(groupId: string): 'consumer' | 'classic' | null {
     this.#ensureActive();
-    return this.#machine.get(groupId) !== undefined ? 'consumer' : this.classic.memberCount(groupId) !== null ? 'classic' : null;
+    return this.#machine.get(groupId) !== undefined
+      ? 'consumer'
+      : this.classic.memberCount(groupId) !== null
+        ? 'classic'
+        : null;
   }
 
   /** The member that owns the bucket now, or null. */
@@ -347,7 +433,10 @@ export class GroupCoordinator {
   /** Ids of the groups this coordinator holds, of both types, sorted. */
   groupIds(): string[] {
     this.#ensureActive();
-    return [...[...this.#machine.groups()].map((g) => g.groupId), ...this.classic.groupIds()].sort();
+    return [
+      ...[...this.#machine.groups()].map((g) => g.groupId),
+      ...this.classic.groupIds(),
+    ].sort();
   }
 
   /** A JSON-safe description of the group, or null when the coordinator holds no state for it. */
@@ -392,7 +481,10 @@ export class GroupCoordinator {
    * are durable. Resolves true when the coordinator knew the group. If a write fails, the group stays
    * as it was.
    */
-  deleteGroup(groupId: string, deleteOffsets?: () => Promise<unknown> | undefined): Promise<boolean> {
+  deleteGroup(
+    groupId: string,
+    deleteOffsets?: () => Promise<unknown> | undefined,
+  ): Promise<boolean> {
     try {
       this.#ensureActive();
       validateGroupId(groupId);
@@ -404,7 +496,11 @@ export class GroupCoordinator {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
       const members: number | null = group?.members.size ?? this.classic.memberCount(groupId);
-      if (members !== null && members > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot delete it: group ${groupId} has ${members} member(s)`);
+      if (members !== null && members > 0)
+        throw new OffsetStoreError(
+          'NON_EMPTY_GROUP',
+          `cannot delete it: group ${groupId} has ${members} member(s)`,
+        );
       const offsetsDeleted = deleteOffsets?.();
       if (members === null) {
         this.#dropRuntimeIfUnused(groupId);
@@ -437,18 +533,31 @@ export class GroupCoordinator {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.classic.memberCount(groupId) !== null) return this.classic.removeMembers(groupId, removal);
+    if (this.classic.memberCount(groupId) !== null)
+      return this.classic.removeMembers(groupId, removal);
     const runtime = this.#runtime(groupId);
     return runtime.lane.run(() => {
       const before = this.#machine.get(groupId);
       const stableBefore = before?.state() === 'Stable' ? snapshotOf(before) : null;
-      return this.#execute(groupId, runtime, (op) => removeMembersByAdmin(op, groupId, removal), (removed) => {
-        if (stableBefore === null || removed.length === 0) return null;
-        const gone = new Set(removed.map((m) => m.memberId));
-        const group = this.#machine.get(groupId);
-        assert(group !== undefined && group.members.size > 0, `group ${groupId} is not at a generation boundary, so it has members`);
-        return { ...stableBefore, groupEpoch: group.groupEpoch, members: stableBefore.members.filter((m) => !gone.has(m.memberId)) };
-      });
+      return this.#execute(
+        groupId,
+        runtime,
+        (op) => removeMembersByAdmin(op, groupId, removal),
+        (removed) => {
+          if (stableBefore === null || removed.length === 0) return null;
+          const gone = new Set(removed.map((m) => m.memberId));
+          const group = this.#machine.get(groupId);
+          assert(
+            group !== undefined && group.members.size > 0,
+            `group ${groupId} is not at a generation boundary, so it has members`,
+          );
+          return {
+            ...stableBefore,
+            groupEpoch: group.groupEpoch,
+            members: stableBefore.members.filter((m) => !gone.has(m.memberId)),
+          };
+        },
+      );
     });
   }
 
@@ -474,7 +583,12 @@ export class GroupCoordinator {
    * Runs a handler and writes the group's snapshot if it reached a generation boundary; otherwise,
    * when `durableView` gives one, that snapshot (the group stays dirty: its state is ahead of it).
    */
-  #execute<T>(groupId: string, runtime: GroupRuntime, handler: (op: GroupOperation) => T, durableView?: (result: T) => GroupSnapshot | null): T | Promise<T> {
+  #execute<T>(
+    groupId: string,
+    runtime: GroupRuntime,
+    handler: (op: GroupOperation) => T,
+    durableView?: (result: T) => GroupSnapshot | null,
+  ): T | Promise<T> {
     this.#ensureNotClosed();
     const op = new GroupOperation(this.#env);
     let result: T;
@@ -485,9 +599,12 @@ export class GroupCoordinator {
         runtime.dirty = true;
         this.#afterRecords(groupId, op.records);
       }
-      if (this.#machine.get(groupId) === undefined) queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
+      if (this.#machine.get(groupId) === undefined)
+        queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
     }
-    const write = this.#writeSnapshotIfBoundary(groupId, runtime) ?? this.#writeDurableView(groupId, durableView?.(result) ?? null);
+    const write =
+      this.#writeSnapshotIfBoundary(groupId, runtime) ??
+      this.#writeDurableView(groupId, durableView?.(result) ?? null);
     return write === null ? result : write.then(() => result);
   }
 
@@ -517,7 +634,10 @@ export class GroupCoordinator {
     const classicMembers = this.classic.memberCount(groupId);
     if (classicMembers === null) return;
     if (classicMembers > 0) {
-      throw new OffsetStoreError('INCONSISTENT_GROUP_PROTOCOL', `group ${groupId} is a classic group (JoinGroup/SyncGroup) with ${classicMembers} member(s); a consumer-protocol heartbeat cannot join it`);
+      throw new OffsetStoreError(
+        'INCONSISTENT_GROUP_PROTOCOL',
+        `group ${groupId} is a classic group (JoinGroup/SyncGroup) with ${classicMembers} member(s); a consumer-protocol heartbeat cannot join it`,
+      );
     }
     this.classic.forget(groupId);
   }
@@ -526,7 +646,10 @@ export class GroupCoordinator {
   #dropEmptyConsumerGroup(groupId: string): void {
     const group = this.#machine.get(groupId);
     if (group === undefined) return;
-    assert(group.members.size === 0, `consumer group ${groupId} dropped with ${group.members.size} members`);
+    assert(
+      group.members.size === 0,
+      `consumer group ${groupId} dropped with ${group.members.size} members`,
+    );
     const op = new GroupOperation(this.#env);
     op.emit({ type: 'group-tombstone', groupId });
     this.#afterRecords(groupId, op.records);
@@ -556,24 +679,35 @@ export class GroupCoordinator {
 
   #dropRuntimeIfUnused(groupId: string): void {
     const runtime = this.#runtimes.get(groupId);
-    if (runtime !== undefined && runtime.lane.idle && this.#machine.get(groupId) === undefined && this.classic.memberCount(groupId) === null) {
+    if (
+      runtime !== undefined &&
+      runtime.lane.idle &&
+      this.#machine.get(groupId) === undefined &&
+      this.classic.memberCount(groupId) === null
+    ) {
       this.#pacing.forget(groupId);
       this.#runtimes.delete(groupId);
     }
   }
 
   #ensureNotClosed(): void {
-    if (this.#phase === 'closed') throw new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
+    if (this.#phase === 'closed')
+      throw new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
   }
 
   #ensureActive(): void {
     this.#ensureNotClosed();
-    if (this.#phase === 'loading') throw new OffsetStoreError('COORDINATOR_LOAD_IN_PROGRESS', 'the group coordinator is still loading');
+    if (this.#phase === 'loading')
+      throw new OffsetStoreError(
+        'COORDINATOR_LOAD_IN_PROGRESS',
+        'the group coordinator is still loading',
+      );
   }
 }
 
 function positiveInt(value: number, name: string): number {
   if (typeof value !== 'number') throw new TypeError(`${name} must be a number`);
-  if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw new RangeError(`${name} must be a positive integer, got ${value}`);
   return value;
 }

@@ -63,6 +63,14 @@ export function describeGroup(group: Group, defaultAssignor: string): GroupDescr
     rebalanceTimeoutMs: m.rebalanceTimeoutMs,
   }));
   members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
-  const assignor = preferredAssignor([...group.members.values()].map((m) => m.assignor)) ?? defaultAssignor;
-  return { groupId: group.groupId, state: group.state(), groupEpoch: group.groupEpoch, assignmentEpoch: group.assignmentEpoch, assignor, members };
+  const assignor =
+    preferredAssignor([...group.members.values()].map((m) => m.assignor)) ?? defaultAssignor;
+  return {
+    groupId: group.groupId,
+    state: group.state(),
+    groupEpoch: group.groupEpoch,
+    assignmentEpoch: group.assignmentEpoch,
+    assignor,
+    members,
+  };
 }

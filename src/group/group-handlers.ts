@@ -36,12 +36,23 @@ import type { Group } from './group.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
 import type { HeartbeatResponse, NormalizedHeartbeat } from './heartbeat.js';
 import type { NormalizedRemoval, RemovedMember } from './member-removal.js';
-import { layoutsChanged, planTargetAssignment, targetRecords, type AssignmentEnvironment, type TargetPlan } from './target-assignment-builder.js';
+import {
+  layoutsChanged,
+  planTargetAssignment,
+  targetRecords,
+  type AssignmentEnvironment,
+  type TargetPlan,
+} from './target-assignment-builder.js';
 
 /** Handles one validated heartbeat. */
-export function handleHeartbeat(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+export function handleHeartbeat(
+  op: GroupOperation,
+  groupId: string,
+  request: NormalizedHeartbeat,
+): HeartbeatResponse {
   if (request.memberEpoch === LEAVE_GROUP_MEMBER_EPOCH) return leave(op, groupId, request);
-  if (request.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) return staticLeave(op, groupId, request);
+  if (request.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+    return staticLeave(op, groupId, request);
   return joinOrHeartbeat(op, groupId, request);
 }
 
@@ -53,7 +64,12 @@ export function expireSession(op: GroupOperation, groupId: string, memberId: str
 }
 
 /** Fences a member that did not release revoked buckets in time, if it is still in that situation. */
-export function expireRebalance(op: GroupOperation, groupId: string, memberId: string, memberEpoch: number): void {
+export function expireRebalance(
+  op: GroupOperation,
+  groupId: string,
+  memberId: string,
+  memberEpoch: number,
+): void {
   const group = op.env.machine.get(groupId);
   const member = group?.members.get(memberId);
   if (group === undefined || member === undefined) return;
@@ -67,23 +83,38 @@ export function expireRebalance(op: GroupOperation, groupId: string, memberId: s
  * anything is emitted, so an unknown one (UNKNOWN_MEMBER_ID) removes nothing. Returns the removed
  * members sorted by id; `all` on a group without members (or unknown here) removes none.
  */
-export function removeMembersByAdmin(op: GroupOperation, groupId: string, removal: NormalizedRemoval): RemovedMember[] {
+export function removeMembersByAdmin(
+  op: GroupOperation,
+  groupId: string,
+  removal: NormalizedRemoval,
+): RemovedMember[] {
   const group = op.env.machine.get(groupId);
   let memberIds: string[];
   if (removal.kind === 'all') {
     memberIds = [...(group?.members.keys() ?? [])];
   } else if (removal.kind === 'memberIds') {
     const unknown = removal.ids.find((id) => group?.members.has(id) !== true);
-    if (unknown !== undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${unknown} is not in group ${groupId}; nothing was removed`);
+    if (unknown !== undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${unknown} is not in group ${groupId}; nothing was removed`,
+      );
     memberIds = [...removal.ids];
   } else {
     const unknown = removal.ids.find((id) => group?.staticMemberId(id) === undefined);
-    if (unknown !== undefined) throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`);
+    if (unknown !== undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`,
+      );
     memberIds = [...new Set(removal.ids.map((id) => group!.staticMemberId(id)!))];
   }
   if (group === undefined || memberIds.length === 0) return [];
   memberIds.sort();
-  const removed = memberIds.map((memberId) => ({ memberId, instanceId: group.members.get(memberId)!.instanceId }));
+  const removed = memberIds.map((memberId) => ({
+    memberId,
+    instanceId: group.members.get(memberId)!.instanceId,
+  }));
   // Everything that can fail has been checked; from here on only records.
   for (const memberId of memberIds) removeMember(op, group, memberId);
   return removed;
@@ -92,8 +123,11 @@ export function removeMembersByAdmin(op: GroupOperation, groupId: string, remova
 /** Bumps the group epoch and recomputes the target when a subscribed table's layout changed. */
 export function refreshLayouts(op: GroupOperation, groupId: string): void {
   const group = op.env.machine.get(groupId);
-  if (group === undefined || group.members.size === 0 || !layoutsChanged(group, op.env.layouts)) return;
-  const plan = op.env.pacer.mayAssign(groupId) ? planTargetAssignment(group, {}, assignmentEnv(op.env)) : null;
+  if (group === undefined || group.members.size === 0 || !layoutsChanged(group, op.env.layouts))
+    return;
+  const plan = op.env.pacer.mayAssign(groupId)
+    ? planTargetAssignment(group, {}, assignmentEnv(op.env))
+    : null;
   const groupEpoch = group.groupEpoch + 1;
   op.emit({ type: 'group-epoch', groupId, groupEpoch });
   emitTarget(op, group, groupEpoch, plan);
@@ -107,7 +141,12 @@ export function assignIfBehind(op: GroupOperation, groupId: string): void {
 }
 
 /** Emits a planned target at `groupEpoch`, or, without a plan (paced), arms the deferred computation. */
-function emitTarget(op: GroupOperation, group: Group, groupEpoch: number, plan: TargetPlan | null): void {
+function emitTarget(
+  op: GroupOperation,
+  group: Group,
+  groupEpoch: number,
+  plan: TargetPlan | null,
+): void {
   if (plan === null) {
     op.env.pacer.defer(group.groupId);
     return;
@@ -126,7 +165,11 @@ interface ResolvedMember {
   readonly inheritFrom?: ConsumerMember;
 }
 
-function joinOrHeartbeat(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+function joinOrHeartbeat(
+  op: GroupOperation,
+  groupId: string,
+  request: NormalizedHeartbeat,
+): HeartbeatResponse {
   const env = op.env;
   const group = env.machine.get(groupId);
   const resolved = resolveMember(env, group, request);
@@ -137,16 +180,32 @@ function joinOrHeartbeat(op: GroupOperation, groupId: string, request: Normalize
     instanceId: request.instanceId ?? base?.instanceId ?? null,
     subscribedTableIds: request.subscribedTableIds ?? base?.subscribedTableIds ?? [],
     assignor: request.assignor ?? base?.assignor ?? null,
-    sessionTimeoutMs: request.sessionTimeoutMs ?? base?.sessionTimeoutMs ?? env.config.sessionTimeoutMs,
-    rebalanceTimeoutMs: request.rebalanceTimeoutMs ?? base?.rebalanceTimeoutMs ?? env.config.rebalanceTimeoutMs,
+    sessionTimeoutMs:
+      request.sessionTimeoutMs ?? base?.sessionTimeoutMs ?? env.config.sessionTimeoutMs,
+    rebalanceTimeoutMs:
+      request.rebalanceTimeoutMs ?? base?.rebalanceTimeoutMs ?? env.config.rebalanceTimeoutMs,
   };
-  let bump = base === undefined || !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds) || base.assignor !== subscription.assignor;
+  let bump =
+    base === undefined ||
+    !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds) ||
+    base.assignor !== subscription.assignor;
   if (!bump && group !== undefined && layoutsChanged(group, env.layouts)) bump = true;
   const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
-  const change = { upsert: subscription, ...(inheritFrom === undefined || inheritFrom.memberId === memberId ? {} : { inheritFrom: inheritFrom.memberId }) };
+  const change = {
+    upsert: subscription,
+    ...(inheritFrom === undefined || inheritFrom.memberId === memberId
+      ? {}
+      : { inheritFrom: inheritFrom.memberId }),
+  };
   const targetBehind = groupEpoch > (group?.assignmentEpoch ?? 0);
-  const plan = targetBehind && env.pacer.mayAssign(groupId) ? planTargetAssignment(group, change, assignmentEnv(env)) : null;
-  const inheritedTarget = inheritFrom === undefined ? BucketSet.EMPTY : (group?.targetOf(inheritFrom.memberId) ?? BucketSet.EMPTY);
+  const plan =
+    targetBehind && env.pacer.mayAssign(groupId)
+      ? planTargetAssignment(group, change, assignmentEnv(env))
+      : null;
+  const inheritedTarget =
+    inheritFrom === undefined
+      ? BucketSet.EMPTY
+      : (group?.targetOf(inheritFrom.memberId) ?? BucketSet.EMPTY);
 
   // Everything that can fail has been checked; from here on only records.
   if (group === undefined) op.emit({ type: 'group-epoch', groupId, groupEpoch: 0 });
@@ -155,11 +214,23 @@ function joinOrHeartbeat(op: GroupOperation, groupId: string, request: Normalize
     op.emit({ type: 'member-tombstone', groupId, memberId: inheritFrom.memberId });
     op.emit({ type: 'target-member-tombstone', groupId, memberId: inheritFrom.memberId });
   }
-  if (existing === undefined || !subscriptionsEqual(existing, subscription)) op.emit({ type: 'member-subscription', groupId, subscription });
-  if (resolved.rejoin === true) op.emit({ type: 'member-assignment', groupId, memberId, assignment: JOINING_ASSIGNMENT });
+  if (existing === undefined || !subscriptionsEqual(existing, subscription))
+    op.emit({ type: 'member-subscription', groupId, subscription });
+  if (resolved.rejoin === true)
+    op.emit({ type: 'member-assignment', groupId, memberId, assignment: JOINING_ASSIGNMENT });
   if (inheritFrom !== undefined) {
-    op.emit({ type: 'member-assignment', groupId, memberId, assignment: { ...JOINING_ASSIGNMENT, previousMemberEpoch: inheritFrom.memberEpoch, assigned: inheritFrom.assigned } });
-    if (plan === null && inheritFrom.memberId !== memberId) op.emit({ type: 'target-member', groupId, memberId, buckets: inheritedTarget });
+    op.emit({
+      type: 'member-assignment',
+      groupId,
+      memberId,
+      assignment: {
+        ...JOINING_ASSIGNMENT,
+        previousMemberEpoch: inheritFrom.memberEpoch,
+        assigned: inheritFrom.assigned,
+      },
+    });
+    if (plan === null && inheritFrom.memberId !== memberId)
+      op.emit({ type: 'target-member', groupId, memberId, buckets: inheritedTarget });
   }
   if (bump) op.emit({ type: 'group-epoch', groupId, groupEpoch });
   const current = env.machine.get(groupId);
@@ -168,20 +239,37 @@ function joinOrHeartbeat(op: GroupOperation, groupId: string, request: Normalize
   const member = reconcile(op, current, memberId, request.ownedBuckets);
   env.timers.scheduleSession(groupId, memberId, member.sessionTimeoutMs);
 
-  const response: HeartbeatResponse = { memberId, memberEpoch: member.memberEpoch, heartbeatIntervalMs: env.config.heartbeatIntervalMs };
-  const assignmentChanged = existing === undefined || resolved.rejoin === true || !existing.assigned.equals(member.assigned);
-  const memberBehind = request.memberEpoch !== member.memberEpoch || (request.ownedBuckets !== null && !request.ownedBuckets.equals(member.assigned));
-  if (request.memberEpoch === 0 || assignmentChanged || memberBehind) response.assignment = member.assigned.toArray();
+  const response: HeartbeatResponse = {
+    memberId,
+    memberEpoch: member.memberEpoch,
+    heartbeatIntervalMs: env.config.heartbeatIntervalMs,
+  };
+  const assignmentChanged =
+    existing === undefined ||
+    resolved.rejoin === true ||
+    !existing.assigned.equals(member.assigned);
+  const memberBehind =
+    request.memberEpoch !== member.memberEpoch ||
+    (request.ownedBuckets !== null && !request.ownedBuckets.equals(member.assigned));
+  if (request.memberEpoch === 0 || assignmentChanged || memberBehind)
+    response.assignment = member.assigned.toArray();
   return response;
 }
 
-function resolveMember(env: HandlerEnvironment, group: Group | undefined, request: NormalizedHeartbeat): ResolvedMember {
+function resolveMember(
+  env: HandlerEnvironment,
+  group: Group | undefined,
+  request: NormalizedHeartbeat,
+): ResolvedMember {
   if (request.memberEpoch !== 0) {
     assert(request.memberId !== null, 'memberId checked at the edge');
     const existing = group?.members.get(request.memberId);
     if (existing === undefined) throw unknownMember(request.memberId, group);
     if (request.instanceId !== null && existing.instanceId !== request.instanceId) {
-      throw new OffsetStoreError('INVALID_REQUEST', `instanceId '${request.instanceId}' does not match member ${existing.memberId}`);
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `instanceId '${request.instanceId}' does not match member ${existing.memberId}`,
+      );
     }
     checkMemberEpoch(existing, request);
     return { memberId: existing.memberId, existing };
@@ -190,7 +278,10 @@ function resolveMember(env: HandlerEnvironment, group: Group | undefined, reques
   const existing = group?.members.get(memberId);
   if (request.instanceId === null) {
     if (existing !== undefined && existing.instanceId !== null) {
-      throw new OffsetStoreError('INVALID_REQUEST', `member ${memberId} is static; rejoin with its instanceId '${existing.instanceId}'`);
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `member ${memberId} is static; rejoin with its instanceId '${existing.instanceId}'`,
+      );
     }
     if (existing === undefined) checkGroupSize(env, group);
     return existing === undefined ? { memberId } : { memberId, existing, rejoin: true };
@@ -198,14 +289,19 @@ function resolveMember(env: HandlerEnvironment, group: Group | undefined, reques
   const holderId = group?.staticMemberId(request.instanceId);
   const holder = holderId === undefined ? undefined : group?.members.get(holderId);
   if (existing !== undefined && existing !== holder) {
-    throw new OffsetStoreError('INVALID_REQUEST', `memberId ${memberId} is in use by another member of group ${group?.groupId}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `memberId ${memberId} is in use by another member of group ${group?.groupId}`,
+    );
   }
   if (holder === undefined) {
     checkGroupSize(env, group);
     return { memberId };
   }
   if (holder.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
-    return holder.memberId === memberId ? { memberId, existing: holder, inheritFrom: holder } : { memberId, inheritFrom: holder };
+    return holder.memberId === memberId
+      ? { memberId, existing: holder, inheritFrom: holder }
+      : { memberId, inheritFrom: holder };
   }
   if (holder.memberId === memberId) return { memberId, existing: holder, rejoin: true };
   throw new OffsetStoreError(
@@ -226,7 +322,11 @@ function checkMemberEpoch(member: ConsumerMember, request: NormalizedHeartbeat):
     // The response that carried the bumped epoch may have been lost: accept the previous epoch as long
     // as the member owns nothing it is not assigned now.
     const owned = request.ownedBuckets;
-    if (received !== member.previousMemberEpoch || owned === null || !owned.isSubsetOf(member.assigned)) {
+    if (
+      received !== member.previousMemberEpoch ||
+      owned === null ||
+      !owned.isSubsetOf(member.assigned)
+    ) {
       throw new OffsetStoreError(
         'FENCED_MEMBER_EPOCH',
         `member ${member.memberId} sent epoch ${received}, older than the coordinator's ${member.memberEpoch}; abandon all buckets and rejoin with epoch 0`,
@@ -237,17 +337,28 @@ function checkMemberEpoch(member: ConsumerMember, request: NormalizedHeartbeat):
 
 function checkGroupSize(env: HandlerEnvironment, group: Group | undefined): void {
   if (group !== undefined && group.members.size >= env.config.groupMembersMax) {
-    throw new OffsetStoreError('GROUP_MAX_SIZE_REACHED', `group ${group.groupId} already has ${group.members.size} members (groupMembersMax)`);
+    throw new OffsetStoreError(
+      'GROUP_MAX_SIZE_REACHED',
+      `group ${group.groupId} already has ${group.members.size} members (groupMembersMax)`,
+    );
   }
 }
 
 function unknownMember(memberId: string, group: Group | undefined): OffsetStoreError {
   const where = group === undefined ? 'an unknown group' : `group ${group.groupId}`;
-  return new OffsetStoreError('UNKNOWN_MEMBER_ID', `member ${memberId} is not in ${where}; rejoin with epoch 0`);
+  return new OffsetStoreError(
+    'UNKNOWN_MEMBER_ID',
+    `member ${memberId} is not in ${where}; rejoin with epoch 0`,
+  );
 }
 
 /** Step 3: one reconciliation step for the heartbeating member, plus its rebalance timer. */
-function reconcile(op: GroupOperation, group: Group, memberId: string, owned: BucketSet | null): ConsumerMember {
+function reconcile(
+  op: GroupOperation,
+  group: Group,
+  memberId: string,
+  owned: BucketSet | null,
+): ConsumerMember {
   const before = group.members.get(memberId);
   assert(before !== undefined, `member ${memberId} missing before reconciliation`);
   const next = reconcileMember(before, {
@@ -258,18 +369,36 @@ function reconcile(op: GroupOperation, group: Group, memberId: string, owned: Bu
   });
   if (next === before) return before;
   op.emit({ type: 'member-assignment', groupId: group.groupId, memberId, assignment: next });
-  if (next.state === 'UNREVOKED_PARTITIONS') op.env.timers.scheduleRebalance(group.groupId, memberId, next.memberEpoch, before.rebalanceTimeoutMs);
+  if (next.state === 'UNREVOKED_PARTITIONS')
+    op.env.timers.scheduleRebalance(
+      group.groupId,
+      memberId,
+      next.memberEpoch,
+      before.rebalanceTimeoutMs,
+    );
   else op.env.timers.cancelRebalance(group.groupId, memberId);
   return group.members.get(memberId) as ConsumerMember;
 }
 
-function leave(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+function leave(
+  op: GroupOperation,
+  groupId: string,
+  request: NormalizedHeartbeat,
+): HeartbeatResponse {
   const member = leavingMember(op, groupId, request);
   removeMember(op, op.env.machine.get(groupId) as Group, member.memberId);
-  return { memberId: member.memberId, memberEpoch: LEAVE_GROUP_MEMBER_EPOCH, heartbeatIntervalMs: 0 };
+  return {
+    memberId: member.memberId,
+    memberEpoch: LEAVE_GROUP_MEMBER_EPOCH,
+    heartbeatIntervalMs: 0,
+  };
 }
 
-function staticLeave(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): HeartbeatResponse {
+function staticLeave(
+  op: GroupOperation,
+  groupId: string,
+  request: NormalizedHeartbeat,
+): HeartbeatResponse {
   const member = leavingMember(op, groupId, request);
   if (member.memberEpoch !== LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
     // It keeps its assignment for its instance id; buckets it was asked to revoke are released now.
@@ -277,24 +406,44 @@ function staticLeave(op: GroupOperation, groupId: string, request: NormalizedHea
       type: 'member-assignment',
       groupId,
       memberId: member.memberId,
-      assignment: { memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, previousMemberEpoch: member.memberEpoch, state: 'STABLE', assigned: member.assigned, pendingRevocation: BucketSet.EMPTY },
+      assignment: {
+        memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+        previousMemberEpoch: member.memberEpoch,
+        state: 'STABLE',
+        assigned: member.assigned,
+        pendingRevocation: BucketSet.EMPTY,
+      },
     });
   }
   op.env.timers.cancelRebalance(groupId, member.memberId);
   op.env.timers.scheduleSession(groupId, member.memberId, member.sessionTimeoutMs);
-  return { memberId: member.memberId, memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH, heartbeatIntervalMs: 0 };
+  return {
+    memberId: member.memberId,
+    memberEpoch: LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    heartbeatIntervalMs: 0,
+  };
 }
 
-function leavingMember(op: GroupOperation, groupId: string, request: NormalizedHeartbeat): ConsumerMember {
+function leavingMember(
+  op: GroupOperation,
+  groupId: string,
+  request: NormalizedHeartbeat,
+): ConsumerMember {
   assert(request.memberId !== null, 'memberId checked at the edge');
   const group = op.env.machine.get(groupId);
   const member = group?.members.get(request.memberId);
   if (member === undefined) throw unknownMember(request.memberId, group);
   if (request.instanceId !== null && member.instanceId !== request.instanceId) {
-    throw new OffsetStoreError('INVALID_REQUEST', `instanceId '${request.instanceId}' does not match member ${member.memberId}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `instanceId '${request.instanceId}' does not match member ${member.memberId}`,
+    );
   }
   if (request.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && member.instanceId === null) {
-    throw new OffsetStoreError('INVALID_REQUEST', `member ${member.memberId} is not static; leave with memberEpoch -1`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `member ${member.memberId} is not static; leave with memberEpoch -1`,
+    );
   }
   return member;
 }
@@ -302,7 +451,9 @@ function leavingMember(op: GroupOperation, groupId: string, request: NormalizedH
 /** Removes a member: its buckets are released, the group epoch bumps and a new target is computed. */
 function removeMember(op: GroupOperation, group: Group, memberId: string): void {
   const groupId = group.groupId;
-  const plan = op.env.pacer.mayAssign(groupId) ? planTargetAssignment(group, { remove: memberId }, assignmentEnv(op.env)) : null;
+  const plan = op.env.pacer.mayAssign(groupId)
+    ? planTargetAssignment(group, { remove: memberId }, assignmentEnv(op.env))
+    : null;
   op.env.timers.cancelMember(groupId, memberId);
   op.emit({ type: 'member-tombstone', groupId, memberId });
   op.emit({ type: 'target-member-tombstone', groupId, memberId });
@@ -312,5 +463,9 @@ function removeMember(op: GroupOperation, group: Group, memberId: string): void 
 }
 
 function assignmentEnv(env: HandlerEnvironment): AssignmentEnvironment {
-  return { layouts: env.layouts, assignors: env.assignors, defaultAssignor: env.config.defaultAssignor };
+  return {
+    layouts: env.layouts,
+    assignors: env.assignors,
+    defaultAssignor: env.config.defaultAssignor,
+  };
 }

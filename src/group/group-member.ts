@@ -38,7 +38,11 @@ export interface GroupMemberPort {
   /** One heartbeat of the protocol (the store's `heartbeat`). */
   heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse>;
   /** A commit made as the member, fenced by its epoch and ownership (the store's `commitOffsets`). */
-  commit(groupId: string, offsets: readonly MemberCommitOffset[], options: { memberId: string; memberEpoch: number }): Promise<void>;
+  commit(
+    groupId: string,
+    offsets: readonly MemberCommitOffset[],
+    options: { memberId: string; memberEpoch: number },
+  ): Promise<void>;
   /** Hears that the member stopped (left, or stopped heartbeating): the store forgets it. */
   stopped?(member: GroupMember): void;
 }
@@ -114,18 +118,55 @@ export class GroupMember {
    * The options are copied once, here: every heartbeat sends the same values, whatever the caller's
    * object (or its subscribedTableIds array) answers later.
    */
-  static async join(port: GroupMemberPort, groupId: string, options: MemberOptions): Promise<GroupMember> {
-    if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  static async join(
+    port: GroupMemberPort,
+    groupId: string,
+    options: MemberOptions,
+  ): Promise<GroupMember> {
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('options must be an object');
     const {
-      subscribedTableIds, instanceId, memberId, assignor, sessionTimeoutMs, rebalanceTimeoutMs, onAssigned, onRevoked, onLost, onError, clock, retryBackoffMs,
+      subscribedTableIds,
+      instanceId,
+      memberId,
+      assignor,
+      sessionTimeoutMs,
+      rebalanceTimeoutMs,
+      onAssigned,
+      onRevoked,
+      onLost,
+      onError,
+      clock,
+      retryBackoffMs,
     } = options;
-    if (!Array.isArray(subscribedTableIds)) throw new TypeError('options.subscribedTableIds must be an array');
-    if (retryBackoffMs !== undefined && !(typeof retryBackoffMs === 'number' && Number.isSafeInteger(retryBackoffMs) && retryBackoffMs >= 1 && retryBackoffMs <= 0x7fffffff)) {
-      throw new RangeError(`options.retryBackoffMs must be an integer in [1, ${0x7fffffff}], got ${String(retryBackoffMs)}`);
+    if (!Array.isArray(subscribedTableIds))
+      throw new TypeError('options.subscribedTableIds must be an array');
+    if (
+      retryBackoffMs !== undefined &&
+      !(
+        typeof retryBackoffMs === 'number' &&
+        Number.isSafeInteger(retryBackoffMs) &&
+        retryBackoffMs >= 1 &&
+        retryBackoffMs <= 0x7fffffff
+      )
+    ) {
+      throw new RangeError(
+        `options.retryBackoffMs must be an integer in [1, ${0x7fffffff}], got ${String(retryBackoffMs)}`,
+      );
     }
     const copy: MemberOptions = Object.freeze({
-      subscribedTableIds: Object.freeze([...subscribedTableIds]), instanceId, memberId, assignor, sessionTimeoutMs, rebalanceTimeoutMs, onAssigned, onRevoked,
-      onLost, onError, clock, retryBackoffMs,
+      subscribedTableIds: Object.freeze([...subscribedTableIds]),
+      instanceId,
+      memberId,
+      assignor,
+      sessionTimeoutMs,
+      rebalanceTimeoutMs,
+      onAssigned,
+      onRevoked,
+      onLost,
+      onError,
+      clock,
+      retryBackoffMs,
     });
     const member = new GroupMember(port, groupId, copy);
     const response = await port.heartbeat(groupId, member.#request());
@@ -157,7 +198,10 @@ export class GroupMember {
 
   /** Commits offsets as this member (fenced by member epoch and bucket ownership). */
   commit(offsets: readonly MemberCommitOffset[]): Promise<void> {
-    return this.#port.commit(this.groupId, offsets, { memberId: this.memberId, memberEpoch: this.#memberEpoch });
+    return this.#port.commit(this.groupId, offsets, {
+      memberId: this.memberId,
+      memberEpoch: this.#memberEpoch,
+    });
   }
 
   /**
@@ -166,7 +210,8 @@ export class GroupMember {
    */
   async leave(options: { temporary?: boolean } = {}): Promise<void> {
     if (this.#runState !== 'running') return;
-    if (options.temporary === true && this.#options.instanceId === undefined) throw new TypeError('a temporary leave needs an instanceId');
+    if (options.temporary === true && this.#options.instanceId === undefined)
+      throw new TypeError('a temporary leave needs an instanceId');
     this.#runState = 'leaving';
     this.#timer?.cancel();
     await this.#inFlight;
@@ -177,7 +222,8 @@ export class GroupMember {
     try {
       await this.#port.heartbeat(this.groupId, {
         memberId: this.memberId,
-        memberEpoch: options.temporary === true ? LEAVE_GROUP_STATIC_MEMBER_EPOCH : LEAVE_GROUP_MEMBER_EPOCH,
+        memberEpoch:
+          options.temporary === true ? LEAVE_GROUP_STATIC_MEMBER_EPOCH : LEAVE_GROUP_MEMBER_EPOCH,
         ...(this.#options.instanceId === undefined ? {} : { instanceId: this.#options.instanceId }),
       });
     } catch (error) {
@@ -219,7 +265,9 @@ export class GroupMember {
     this.#memberEpoch = response.memberEpoch;
     this.#heartbeatIntervalMs = response.heartbeatIntervalMs;
     if (response.assignment !== undefined) {
-      this.#pendingTarget = BucketSet.of(response.assignment.map((ref) => normalizeBucketRef(ref, 'assignment')));
+      this.#pendingTarget = BucketSet.of(
+        response.assignment.map((ref) => normalizeBucketRef(ref, 'assignment')),
+      );
       this.#reconciling ??= this.#reconcile().finally(() => {
         this.#reconciling = null;
       });
@@ -253,7 +301,10 @@ export class GroupMember {
       response = await this.#port.heartbeat(this.groupId, this.#request());
     } catch (error) {
       if (this.#runState !== 'running') return 0;
-      if (isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') || isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) {
+      if (
+        isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') ||
+        isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')
+      ) {
         await this.#loseAll();
         return 0;
       }
@@ -302,7 +353,10 @@ export class GroupMember {
     else this.#schedule(0);
   }
 
-  async #callback(callback: ((buckets: TableBucket[]) => void | Promise<void>) | undefined, buckets: BucketSet): Promise<void> {
+  async #callback(
+    callback: ((buckets: TableBucket[]) => void | Promise<void>) | undefined,
+    buckets: BucketSet,
+  ): Promise<void> {
     if (callback === undefined) return;
     try {
       await callback(buckets.toArray());

@@ -52,13 +52,21 @@ export const GROUP_SETTINGS_DEFAULTS: GroupSettings = Object.freeze({
  * Checks `options` (undefined = all defaults) and fills in `defaults`; `name` is how errors call the
  * options object, e.g. `options.group`.
  */
-export function resolveGroupSettings(options: Partial<GroupSettings> | undefined, name: string, defaults: GroupSettings = GROUP_SETTINGS_DEFAULTS): GroupSettings {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) throw new TypeError(`${name} must be an object`);
+export function resolveGroupSettings(
+  options: Partial<GroupSettings> | undefined,
+  name: string,
+  defaults: GroupSettings = GROUP_SETTINGS_DEFAULTS,
+): GroupSettings {
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    throw new TypeError(`${name} must be an object`);
   const field = <K extends keyof GroupSettings>(key: K, min: number, max: number): number => {
     const value: unknown = options?.[key] === undefined ? defaults[key] : options[key];
-    if (typeof value !== 'number') throw new TypeError(`${name}.${key} must be a number, got ${typeof value}`);
+    if (typeof value !== 'number')
+      throw new TypeError(`${name}.${key} must be a number, got ${typeof value}`);
     if (!Number.isSafeInteger(value) || value < min || value > max) {
-      throw new RangeError(`${name}.${key} must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`}, got ${value}`);
+      throw new RangeError(
+        `${name}.${key} must be an integer ${max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in [${min}, ${max}]`}, got ${value}`,
+      );
     }
     return value;
   };

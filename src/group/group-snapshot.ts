@@ -105,12 +105,24 @@ export interface GroupSnapshotWriter {
 /** Builds the snapshot of a group that is Stable or Empty. */
 export function snapshotOf(group: Group): GroupSnapshot {
   const state = group.state();
-  assert(state === 'Stable' || state === 'Empty', `snapshot of ${group.groupId} taken while ${state}`);
+  assert(
+    state === 'Stable' || state === 'Empty',
+    `snapshot of ${group.groupId} taken while ${state}`,
+  );
   const members = [...group.members.values()].map(snapshotMember);
   const tableLayouts = [...group.tableLayouts]
     .sort(([a], [b]) => a - b)
-    .map(([tableId, layout]) => ({ tableId, bucketCount: layout.bucketCount, partitionIds: layout.partitionIds === null ? null : [...layout.partitionIds] }));
-  return { groupEpoch: group.groupEpoch, assignmentEpoch: group.assignmentEpoch, tableLayouts, members };
+    .map(([tableId, layout]) => ({
+      tableId,
+      bucketCount: layout.bucketCount,
+      partitionIds: layout.partitionIds === null ? null : [...layout.partitionIds],
+    }));
+  return {
+    groupEpoch: group.groupEpoch,
+    assignmentEpoch: group.assignmentEpoch,
+    tableLayouts,
+    members,
+  };
 }
 
 function snapshotMember(member: ConsumerMember): GroupSnapshotMember {
@@ -139,7 +151,9 @@ function snapshotMember(member: ConsumerMember): GroupSnapshotMember {
 
 /** The records that rebuild a group from its snapshot (the group must not exist yet). */
 export function snapshotToRecords(groupId: string, snapshot: GroupSnapshot): GroupRecord[] {
-  const records: GroupRecord[] = [{ type: 'group-epoch', groupId, groupEpoch: snapshot.groupEpoch }];
+  const records: GroupRecord[] = [
+    { type: 'group-epoch', groupId, groupEpoch: snapshot.groupEpoch },
+  ];
   for (const m of snapshot.members) {
     const assigned = BucketSet.of(expandBuckets(m.assignment));
     records.push(
@@ -159,18 +173,33 @@ export function snapshotToRecords(groupId: string, snapshot: GroupSnapshot): Gro
         type: 'member-assignment',
         groupId,
         memberId: m.memberId,
-        assignment: { memberEpoch: m.memberEpoch, previousMemberEpoch: m.previousMemberEpoch, state: 'STABLE', assigned, pendingRevocation: BucketSet.EMPTY },
+        assignment: {
+          memberEpoch: m.memberEpoch,
+          previousMemberEpoch: m.previousMemberEpoch,
+          state: 'STABLE',
+          assigned,
+          pendingRevocation: BucketSet.EMPTY,
+        },
       },
       { type: 'target-member', groupId, memberId: m.memberId, buckets: assigned },
     );
   }
-  const tableLayouts = new Map<number, TableLayout>(snapshot.tableLayouts.map((l) => [l.tableId, normalizeTableLayout(l.tableId, l)]));
-  records.push({ type: 'target-epoch', groupId, assignmentEpoch: snapshot.assignmentEpoch, tableLayouts });
+  const tableLayouts = new Map<number, TableLayout>(
+    snapshot.tableLayouts.map((l) => [l.tableId, normalizeTableLayout(l.tableId, l)]),
+  );
+  records.push({
+    type: 'target-epoch',
+    groupId,
+    assignmentEpoch: snapshot.assignmentEpoch,
+    tableLayouts,
+  });
   return records;
 }
 
 function* expandBuckets(groups: readonly GroupSnapshotBuckets[]): Generator<TableBucket> {
-  for (const g of groups) for (const bucketId of g.bucketIds) yield Object.freeze({ tableId: g.tableId, partitionId: g.partitionId, bucketId });
+  for (const g of groups)
+    for (const bucketId of g.bucketIds)
+      yield Object.freeze({ tableId: g.tableId, partitionId: g.partitionId, bucketId });
 }
 
 /**
@@ -185,12 +214,22 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
   const obj = record(value, 'snapshot', fail);
   const groupEpoch = int(obj.groupEpoch, 'groupEpoch', 0, fail);
   const assignmentEpoch = int(obj.assignmentEpoch, 'assignmentEpoch', 0, fail);
-  if (assignmentEpoch > groupEpoch) fail(`assignmentEpoch ${assignmentEpoch} > groupEpoch ${groupEpoch}`);
+  if (assignmentEpoch > groupEpoch)
+    fail(`assignmentEpoch ${assignmentEpoch} > groupEpoch ${groupEpoch}`);
   const tableLayouts = array(obj.tableLayouts, 'tableLayouts', fail).map((raw, i) => {
     const l = record(raw, `tableLayouts[${i}]`, fail);
     const tableId = int(l.tableId, `tableLayouts[${i}].tableId`, 0, fail);
-    const partitionIds = l.partitionIds === null ? null : array(l.partitionIds, `tableLayouts[${i}].partitionIds`, fail).map((p, k) => int(p, `tableLayouts[${i}].partitionIds[${k}]`, 0, fail));
-    const layout = { tableId, bucketCount: int(l.bucketCount, `tableLayouts[${i}].bucketCount`, 1, fail), partitionIds };
+    const partitionIds =
+      l.partitionIds === null
+        ? null
+        : array(l.partitionIds, `tableLayouts[${i}].partitionIds`, fail).map((p, k) =>
+            int(p, `tableLayouts[${i}].partitionIds[${k}]`, 0, fail),
+          );
+    const layout = {
+      tableId,
+      bucketCount: int(l.bucketCount, `tableLayouts[${i}].bucketCount`, 1, fail),
+      partitionIds,
+    };
     try {
       normalizeTableLayout(tableId, layout);
     } catch (error) {
@@ -204,7 +243,8 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
   const members = array(obj.members, 'members', fail).map((raw, i): GroupSnapshotMember => {
     const m = record(raw, `members[${i}]`, fail);
     const memberId = str(m.memberId, `members[${i}].memberId`, fail);
-    const instanceId = m.instanceId === null ? null : str(m.instanceId, `members[${i}].instanceId`, fail);
+    const instanceId =
+      m.instanceId === null ? null : str(m.instanceId, `members[${i}].instanceId`, fail);
     if (memberIds.has(memberId)) fail(`member ${memberId} appears twice`);
     memberIds.add(memberId);
     if (instanceId !== null) {
@@ -212,28 +252,47 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
       instanceIds.add(instanceId);
     }
     const memberEpoch = int(m.memberEpoch, `members[${i}].memberEpoch`, 0, fail);
-    if (memberEpoch > groupEpoch) fail(`member ${memberId} epoch ${memberEpoch} > groupEpoch ${groupEpoch}`);
-    const assignment = array(m.assignment, `members[${i}].assignment`, fail).map((rawBuckets, k) => {
-      const b = record(rawBuckets, `members[${i}].assignment[${k}]`, fail);
-      const tableId = int(b.tableId, `members[${i}].assignment[${k}].tableId`, 0, fail);
-      const partitionId = b.partitionId === null ? null : int(b.partitionId, `members[${i}].assignment[${k}].partitionId`, 0, fail);
-      const bucketIds = array(b.bucketIds, `members[${i}].assignment[${k}].bucketIds`, fail).map((id) => {
-        const bucketId = int(id, `members[${i}].assignment[${k}].bucketIds`, 0, fail);
-        if (bucketId > BUCKET_ID_MAX) fail(`bucket id ${bucketId} out of range`);
-        const key = `${tableId}:${partitionId ?? ''}:${bucketId}`;
-        if (owned.has(key)) fail(`table ${tableId} bucket ${bucketId} is assigned to two members`);
-        owned.add(key);
-        return bucketId;
-      });
-      return { tableId, partitionId, bucketIds };
-    });
-    const assignorValue = m.assignor === null ? null : str(m.assignor, `members[${i}].assignor`, fail);
+    if (memberEpoch > groupEpoch)
+      fail(`member ${memberId} epoch ${memberEpoch} > groupEpoch ${groupEpoch}`);
+    const assignment = array(m.assignment, `members[${i}].assignment`, fail).map(
+      (rawBuckets, k) => {
+        const b = record(rawBuckets, `members[${i}].assignment[${k}]`, fail);
+        const tableId = int(b.tableId, `members[${i}].assignment[${k}].tableId`, 0, fail);
+        const partitionId =
+          b.partitionId === null
+            ? null
+            : int(b.partitionId, `members[${i}].assignment[${k}].partitionId`, 0, fail);
+        const bucketIds = array(b.bucketIds, `members[${i}].assignment[${k}].bucketIds`, fail).map(
+          (id) => {
+            const bucketId = int(id, `members[${i}].assignment[${k}].bucketIds`, 0, fail);
+            if (bucketId > BUCKET_ID_MAX) fail(`bucket id ${bucketId} out of range`);
+            const key = `${tableId}:${partitionId ?? ''}:${bucketId}`;
+            if (owned.has(key))
+              fail(`table ${tableId} bucket ${bucketId} is assigned to two members`);
+            owned.add(key);
+            return bucketId;
+          },
+        );
+        return { tableId, partitionId, bucketIds };
+      },
+    );
+    const assignorValue =
+      m.assignor === null ? null : str(m.assignor, `members[${i}].assignor`, fail);
     return {
       memberId,
       instanceId,
       memberEpoch,
-      previousMemberEpoch: int(m.previousMemberEpoch, `members[${i}].previousMemberEpoch`, -2, fail),
-      subscribedTableIds: sortedIds(array(m.subscribedTableIds, `members[${i}].subscribedTableIds`, fail).map((t) => int(t, `members[${i}].subscribedTableIds`, 0, fail))),
+      previousMemberEpoch: int(
+        m.previousMemberEpoch,
+        `members[${i}].previousMemberEpoch`,
+        -2,
+        fail,
+      ),
+      subscribedTableIds: sortedIds(
+        array(m.subscribedTableIds, `members[${i}].subscribedTableIds`, fail).map((t) =>
+          int(t, `members[${i}].subscribedTableIds`, 0, fail),
+        ),
+      ),
       assignor: assignorValue,
       sessionTimeoutMs: int(m.sessionTimeoutMs, `members[${i}].sessionTimeoutMs`, 1, fail),
       rebalanceTimeoutMs: int(m.rebalanceTimeoutMs, `members[${i}].rebalanceTimeoutMs`, 1, fail),
@@ -246,7 +305,8 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
 type Fail = (what: string) => never;
 
 function record(value: unknown, field: string, fail: Fail): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(`${field} is not a map`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    fail(`${field} is not a map`);
   return value as Record<string, unknown>;
 }
 
@@ -256,7 +316,8 @@ function array(value: unknown, field: string, fail: Fail): unknown[] {
 }
 
 function int(value: unknown, field: string, min: number, fail: Fail): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) fail(`${field} is not a safe integer >= ${min}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
+    fail(`${field} is not a safe integer >= ${min}`);
   return value as number;
 }
 

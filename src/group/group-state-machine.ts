@@ -53,7 +53,10 @@ export class GroupStateMachine {
     }
     let group = this.#groups.get(record.groupId);
     if (group === undefined) {
-      assert(record.type === 'group-epoch', `${record.type} record for missing group ${record.groupId}`);
+      assert(
+        record.type === 'group-epoch',
+        `${record.type} record for missing group ${record.groupId}`,
+      );
       group = new Group(record.groupId);
       this.#groups.set(record.groupId, group);
     }
@@ -95,7 +98,16 @@ export class GroupStateMachine {
         pendingRevocation: m.pendingRevocation.toArray(),
         target: group.targetOf(m.memberId).toArray(),
       }));
-    const tableLayouts = [...group.tableLayouts].sort(([a], [b]) => a - b).map(([tableId, layout]) => ({ tableId, layout }));
-    return { groupId, state: group.state(), groupEpoch: group.groupEpoch, assignmentEpoch: group.assignmentEpoch, tableLayouts, members };
+    const tableLayouts = [...group.tableLayouts]
+      .sort(([a], [b]) => a - b)
+      .map(([tableId, layout]) => ({ tableId, layout }));
+    return {
+      groupId,
+      state: group.state(),
+      groupEpoch: group.groupEpoch,
+      assignmentEpoch: group.assignmentEpoch,
+      tableLayouts,
+      members,
+    };
   }
 }

@@ -16,7 +16,13 @@ import { assert } from '../util/index.js';
 import { formatBucketRef, type TableBucket } from '../model/index.js';
 import { BucketMap } from './bucket-map.js';
 import { BucketSet } from './bucket-set.js';
-import { isReconciledTo, JOINING_ASSIGNMENT, type ConsumerMember, type MemberAssignment, type MemberSubscription } from './consumer-member.js';
+import {
+  isReconciledTo,
+  JOINING_ASSIGNMENT,
+  type ConsumerMember,
+  type MemberAssignment,
+  type MemberSubscription,
+} from './consumer-member.js';
 import type { GroupRecord } from './group-record.js';
 import type { TableLayout } from './table-layout.js';
 
@@ -102,10 +108,16 @@ export class Group {
 
   /** Applies one record of this group. Only GroupStateMachine calls this. */
   replay(record: Exclude<GroupRecord, { type: 'group-tombstone' }>): void {
-    assert(record.groupId === this.groupId, `record for ${record.groupId} replayed on ${this.groupId}`);
+    assert(
+      record.groupId === this.groupId,
+      `record for ${record.groupId} replayed on ${this.groupId}`,
+    );
     switch (record.type) {
       case 'group-epoch':
-        assert(record.groupEpoch >= this.#groupEpoch, `group epoch of ${this.groupId} went back to ${record.groupEpoch}`);
+        assert(
+          record.groupEpoch >= this.#groupEpoch,
+          `group epoch of ${this.groupId} went back to ${record.groupEpoch}`,
+        );
         this.#groupEpoch = record.groupEpoch;
         return;
       case 'member-subscription':
@@ -121,11 +133,15 @@ export class Group {
         this.#targets.delete(record.memberId);
         return;
       case 'target-epoch':
-        assert(record.assignmentEpoch <= this.#groupEpoch, `assignment epoch ${record.assignmentEpoch} ahead of group epoch`);
+        assert(
+          record.assignmentEpoch <= this.#groupEpoch,
+          `assignment epoch ${record.assignmentEpoch} ahead of group epoch`,
+        );
         this.#assignmentEpoch = record.assignmentEpoch;
         this.#tableLayouts = record.tableLayouts;
         this.#reconciledCount = 0;
-        for (const m of this.#members.values()) if (isReconciledTo(m, this.#assignmentEpoch)) this.#reconciledCount++;
+        for (const m of this.#members.values())
+          if (isReconciledTo(m, this.#assignmentEpoch)) this.#reconciledCount++;
         return;
     }
   }
@@ -133,13 +149,21 @@ export class Group {
   #applySubscription(subscription: MemberSubscription): void {
     const existing = this.#members.get(subscription.memberId);
     if (existing !== undefined) this.#unindexSubscription(existing);
-    const instanceHolder = subscription.instanceId === null ? undefined : this.#staticMembers.get(subscription.instanceId);
-    assert(instanceHolder === undefined, `instance id ${subscription.instanceId} of ${this.groupId} held by ${instanceHolder}`);
+    const instanceHolder =
+      subscription.instanceId === null
+        ? undefined
+        : this.#staticMembers.get(subscription.instanceId);
+    assert(
+      instanceHolder === undefined,
+      `instance id ${subscription.instanceId} of ${this.groupId} held by ${instanceHolder}`,
+    );
     const member: ConsumerMember = { ...(existing ?? JOINING_ASSIGNMENT), ...subscription };
     this.#members.set(member.memberId, member);
-    if (existing === undefined && isReconciledTo(member, this.#assignmentEpoch)) this.#reconciledCount++;
+    if (existing === undefined && isReconciledTo(member, this.#assignmentEpoch))
+      this.#reconciledCount++;
     if (member.instanceId !== null) this.#staticMembers.set(member.instanceId, member.memberId);
-    for (const tableId of member.subscribedTableIds) this.#subscriberCounts.set(tableId, (this.#subscriberCounts.get(tableId) ?? 0) + 1);
+    for (const tableId of member.subscribedTableIds)
+      this.#subscriberCounts.set(tableId, (this.#subscriberCounts.get(tableId) ?? 0) + 1);
   }
 
   #applyAssignment(memberId: string, assignment: MemberAssignment): void {
@@ -154,22 +178,30 @@ export class Group {
       pendingRevocation: assignment.pendingRevocation,
     };
     // Update the owner index by difference: a reconciliation step usually changes a few buckets.
-    const ownsAfter = (ref: TableBucket): boolean => member.assigned.has(ref) || member.pendingRevocation.has(ref);
-    const ownedBefore = (ref: TableBucket): boolean => existing.assigned.has(ref) || existing.pendingRevocation.has(ref);
+    const ownsAfter = (ref: TableBucket): boolean =>
+      member.assigned.has(ref) || member.pendingRevocation.has(ref);
+    const ownedBefore = (ref: TableBucket): boolean =>
+      existing.assigned.has(ref) || existing.pendingRevocation.has(ref);
     for (const set of [existing.assigned, existing.pendingRevocation]) {
-      for (const ref of set) if (!ownsAfter(ref) && this.#owners.get(ref) === memberId) this.#owners.delete(ref);
+      for (const ref of set)
+        if (!ownsAfter(ref) && this.#owners.get(ref) === memberId) this.#owners.delete(ref);
     }
     for (const set of [member.assigned, member.pendingRevocation]) {
       if (set === existing.assigned || set === existing.pendingRevocation) continue;
       for (const ref of set) {
         if (ownedBefore(ref)) continue;
         const owner = this.#owners.get(ref);
-        assert(owner === undefined, `${formatBucketRef(ref)} of ${this.groupId} would have two owners: ${owner} and ${memberId}`);
+        assert(
+          owner === undefined,
+          `${formatBucketRef(ref)} of ${this.groupId} would have two owners: ${owner} and ${memberId}`,
+        );
         this.#owners.set(ref, memberId);
       }
     }
     this.#members.set(memberId, member);
-    this.#reconciledCount += Number(isReconciledTo(member, this.#assignmentEpoch)) - Number(isReconciledTo(existing, this.#assignmentEpoch));
+    this.#reconciledCount +=
+      Number(isReconciledTo(member, this.#assignmentEpoch)) -
+      Number(isReconciledTo(existing, this.#assignmentEpoch));
   }
 
   #removeMember(memberId: string): void {
@@ -183,7 +215,8 @@ export class Group {
 
   #releaseOwnership(member: ConsumerMember): void {
     for (const set of [member.assigned, member.pendingRevocation]) {
-      for (const ref of set) if (this.#owners.get(ref) === member.memberId) this.#owners.delete(ref);
+      for (const ref of set)
+        if (this.#owners.get(ref) === member.memberId) this.#owners.delete(ref);
     }
   }
 

@@ -10,7 +10,12 @@
  * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { NOT_WELL_FORMED, normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
+import {
+  NOT_WELL_FORMED,
+  normalizeBucketRef,
+  type TableBucket,
+  type BucketRef,
+} from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 
@@ -79,9 +84,19 @@ export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
  * Checks and normalizes a heartbeat request; `isAssignor` tells registered assignor names. Each
  * field (and each element of its arrays) is read once: what is checked is what the coordinator uses.
  */
-export function normalizeHeartbeatRequest(request: HeartbeatRequest, isAssignor: (name: string) => boolean): NormalizedHeartbeat {
-  if (typeof request !== 'object' || request === null) throw new TypeError('heartbeat request must be an object');
-  const { memberEpoch, memberId: rawMemberId, instanceId: rawInstanceId, subscribedTableIds: rawTableIds, ownedBuckets: rawOwned } = request;
+export function normalizeHeartbeatRequest(
+  request: HeartbeatRequest,
+  isAssignor: (name: string) => boolean,
+): NormalizedHeartbeat {
+  if (typeof request !== 'object' || request === null)
+    throw new TypeError('heartbeat request must be an object');
+  const {
+    memberEpoch,
+    memberId: rawMemberId,
+    instanceId: rawInstanceId,
+    subscribedTableIds: rawTableIds,
+    ownedBuckets: rawOwned,
+  } = request;
   const { assignor: rawAssignor, rebalanceTimeoutMs, sessionTimeoutMs } = request;
   if (typeof memberEpoch !== 'number') throw new TypeError('memberEpoch must be a number');
   if (!Number.isSafeInteger(memberEpoch) || memberEpoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH) {
@@ -89,12 +104,16 @@ export function normalizeHeartbeatRequest(request: HeartbeatRequest, isAssignor:
   }
   const memberId = optionalId(rawMemberId, 'memberId');
   const instanceId = optionalId(rawInstanceId, 'instanceId');
-  if (memberEpoch !== 0 && memberId === null) invalid('memberId is required unless memberEpoch is 0');
-  if (memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && instanceId === null) invalid('instanceId is required with memberEpoch -2');
+  if (memberEpoch !== 0 && memberId === null)
+    invalid('memberId is required unless memberEpoch is 0');
+  if (memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && instanceId === null)
+    invalid('instanceId is required with memberEpoch -2');
   const subscribedTableIds = rawTableIds === undefined ? null : tableIds(rawTableIds);
-  if (memberEpoch === 0 && subscribedTableIds === null) invalid('subscribedTableIds is required when joining (memberEpoch 0)');
+  if (memberEpoch === 0 && subscribedTableIds === null)
+    invalid('subscribedTableIds is required when joining (memberEpoch 0)');
   const ownedBuckets = rawOwned === undefined ? null : owned(rawOwned);
-  if (memberEpoch === 0 && ownedBuckets !== null && ownedBuckets.size > 0) invalid('ownedBuckets must be empty when joining (memberEpoch 0)');
+  if (memberEpoch === 0 && ownedBuckets !== null && ownedBuckets.size > 0)
+    invalid('ownedBuckets must be empty when joining (memberEpoch 0)');
   const assignor = rawAssignor === undefined ? null : rawAssignor;
   if (assignor !== null) {
     if (typeof assignor !== 'string') throw new TypeError('assignor must be a string');
@@ -120,7 +139,8 @@ function invalid(message: string): never {
 function optionalId(value: unknown, field: string): string | null {
   if (value === undefined) return null;
   if (typeof value !== 'string') throw new TypeError(`${field} must be a string`);
-  if (value.length === 0 || value.length > MEMBER_ID_LENGTH_MAX) invalid(`${field} must be 1..${MEMBER_ID_LENGTH_MAX} characters`);
+  if (value.length === 0 || value.length > MEMBER_ID_LENGTH_MAX)
+    invalid(`${field} must be 1..${MEMBER_ID_LENGTH_MAX} characters`);
   if (!value.isWellFormed()) invalid(`${field} ${NOT_WELL_FORMED}`);
   return value;
 }
@@ -129,12 +149,14 @@ function optionalId(value: unknown, field: string): string | null {
 function tableIds(value: readonly number[]): number[] {
   if (!Array.isArray(value)) throw new TypeError('subscribedTableIds must be an array');
   const count = value.length;
-  if (count > SUBSCRIBED_TABLES_MAX) invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} tables`);
+  if (count > SUBSCRIBED_TABLES_MAX)
+    invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} tables`);
   const ids = new Set<number>();
   for (let i = 0; i < count; i++) {
     const id: unknown = value[i];
     if (typeof id !== 'number') throw new TypeError('subscribedTableIds must hold numbers');
-    if (!Number.isSafeInteger(id) || id < 0) invalid(`subscribedTableIds must hold safe integers >= 0, got ${id}`);
+    if (!Number.isSafeInteger(id) || id < 0)
+      invalid(`subscribedTableIds must hold safe integers >= 0, got ${id}`);
     ids.add(id);
   }
   return [...ids].sort((a, b) => a - b);
@@ -144,13 +166,15 @@ function owned(value: readonly BucketRef[]): BucketSet {
   if (!Array.isArray(value)) throw new TypeError('ownedBuckets must be an array');
   const count = value.length;
   const refs: TableBucket[] = new Array(count);
-  for (let i = 0; i < count; i++) refs[i] = normalizeBucketRef(value[i] as BucketRef, `ownedBuckets[${i}]`);
+  for (let i = 0; i < count; i++)
+    refs[i] = normalizeBucketRef(value[i] as BucketRef, `ownedBuckets[${i}]`);
   return BucketSet.of(refs);
 }
 
 function optionalTimeout(value: unknown, field: string): number | null {
   if (value === undefined) return null;
   if (typeof value !== 'number') throw new TypeError(`${field} must be a number`);
-  if (!Number.isInteger(value) || value < 1 || value > MEMBER_TIMEOUT_MS_MAX) invalid(`${field} must be an integer in [1, ${MEMBER_TIMEOUT_MS_MAX}]`);
+  if (!Number.isInteger(value) || value < 1 || value > MEMBER_TIMEOUT_MS_MAX)
+    invalid(`${field} must be an integer in [1, ${MEMBER_TIMEOUT_MS_MAX}]`);
   return value;
 }

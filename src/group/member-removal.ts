@@ -39,13 +39,18 @@ export type NormalizedRemoval =
 
 /** Checks and normalizes a removal request; see the module header. */
 export function normalizeRemoveMembersRequest(request: RemoveMembersRequest): NormalizedRemoval {
-  if (typeof request !== 'object' || request === null) throw new TypeError('the removal request must be an object');
+  if (typeof request !== 'object' || request === null)
+    throw new TypeError('the removal request must be an object');
   const { all, memberIds, instanceIds } = request;
   if (all !== undefined && typeof all !== 'boolean') throw new TypeError('all must be a boolean');
-  const given = [all === true, memberIds !== undefined, instanceIds !== undefined].filter(Boolean).length;
+  const given = [all === true, memberIds !== undefined, instanceIds !== undefined].filter(
+    Boolean,
+  ).length;
   if (given !== 1) invalid('give exactly one of all: true, memberIds or instanceIds');
   if (all === true) return { kind: 'all' };
-  return memberIds !== undefined ? { kind: 'memberIds', ids: idList(memberIds, 'memberIds') } : { kind: 'instanceIds', ids: idList(instanceIds!, 'instanceIds') };
+  return memberIds !== undefined
+    ? { kind: 'memberIds', ids: idList(memberIds, 'memberIds') }
+    : { kind: 'instanceIds', ids: idList(instanceIds!, 'instanceIds') };
 }
 
 function idList(value: readonly string[], field: string): string[] {
@@ -53,7 +58,8 @@ function idList(value: readonly string[], field: string): string[] {
   if (value.length === 0) invalid(`${field} must name at least one member`);
   for (const id of value) {
     if (typeof id !== 'string') throw new TypeError(`${field} must hold strings`);
-    if (id.length === 0 || id.length > MEMBER_ID_LENGTH_MAX) invalid(`${field} must hold ids of 1..${MEMBER_ID_LENGTH_MAX} characters`);
+    if (id.length === 0 || id.length > MEMBER_ID_LENGTH_MAX)
+      invalid(`${field} must hold ids of 1..${MEMBER_ID_LENGTH_MAX} characters`);
   }
   return [...new Set(value)];
 }

@@ -50,7 +50,8 @@ export class MemberTimers implements MemberTimerActions {
     entry.session?.timer.cancel();
     const token = this.#nextToken++;
     const timer = this.#clock.setTimer(delayMs, () => {
-      if (entry.session?.token !== token || this.#groups.get(groupId)?.get(memberId) !== entry) return;
+      if (entry.session?.token !== token || this.#groups.get(groupId)?.get(memberId) !== entry)
+        return;
       entry.session = null;
       this.#callbacks.sessionExpired(groupId, memberId);
     });
@@ -63,7 +64,8 @@ export class MemberTimers implements MemberTimerActions {
     entry.rebalance?.timer.cancel();
     const token = this.#nextToken++;
     const timer = this.#clock.setTimer(delayMs, () => {
-      if (entry.rebalance?.token !== token || this.#groups.get(groupId)?.get(memberId) !== entry) return;
+      if (entry.rebalance?.token !== token || this.#groups.get(groupId)?.get(memberId) !== entry)
+        return;
       entry.rebalance = null;
       this.#callbacks.rebalanceExpired(groupId, memberId, memberEpoch);
     });
@@ -106,7 +108,8 @@ export class MemberTimers implements MemberTimerActions {
 
   /** Cancels every timer of a group. */
   cancelGroup(groupId: string): void {
-    for (const memberId of [...(this.#groups.get(groupId)?.keys() ?? [])]) this.cancelMember(groupId, memberId);
+    for (const memberId of [...(this.#groups.get(groupId)?.keys() ?? [])])
+      this.cancelMember(groupId, memberId);
   }
 
   /** Cancels every timer. */
@@ -117,7 +120,9 @@ export class MemberTimers implements MemberTimerActions {
   /** Number of armed timers (for tests and stats). */
   get armedCount(): number {
     let count = 0;
-    for (const members of this.#groups.values()) for (const e of members.values()) count += Number(e.session !== null) + Number(e.rebalance !== null);
+    for (const members of this.#groups.values())
+      for (const e of members.values())
+        count += Number(e.session !== null) + Number(e.rebalance !== null);
     return count;
   }
 

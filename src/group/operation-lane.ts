@@ -38,7 +38,12 @@ export class OperationLane {
     if (this.#closedError !== null) return Promise.reject(this.#closedError);
     if (this.idle) return this.#start(operation);
     if (this.#waiting.length >= this.#queuedMax) {
-      return Promise.reject(new OffsetStoreError('TOO_MANY_PENDING_WRITES', `${this.#waiting.length} operations already wait for this group`));
+      return Promise.reject(
+        new OffsetStoreError(
+          'TOO_MANY_PENDING_WRITES',
+          `${this.#waiting.length} operations already wait for this group`,
+        ),
+      );
     }
     return new Promise<T>((resolve, reject) => {
       this.#waiting.push({ start: () => this.#start(operation).then(resolve, reject), reject });

@@ -40,26 +40,39 @@ export const TABLE_BUCKETS_MAX = 1 << 24;
 export function normalizeTableLayout(tableId: number, input: TableLayoutInput): TableLayout {
   if (typeof tableId !== 'number') throw new TypeError('tableId must be a number');
   if (!Number.isSafeInteger(tableId) || tableId < 0) {
-    throw new OffsetStoreError('INVALID_REQUEST', `tableId must be a safe integer >= 0, got ${tableId}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `tableId must be a safe integer >= 0, got ${tableId}`,
+    );
   }
   if (typeof input !== 'object' || input === null) throw new TypeError('layout must be an object');
   // One read per field; the partition ids are copied (one pass over the caller's array) before checking.
   const { bucketCount, partitionIds: rawPartitionIds } = input;
   if (typeof bucketCount !== 'number') throw new TypeError('layout.bucketCount must be a number');
   if (!Number.isInteger(bucketCount) || bucketCount < 1 || bucketCount > BUCKET_COUNT_MAX) {
-    throw new OffsetStoreError('INVALID_REQUEST', `layout.bucketCount must be an integer in [1, ${BUCKET_COUNT_MAX}], got ${bucketCount}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `layout.bucketCount must be an integer in [1, ${BUCKET_COUNT_MAX}], got ${bucketCount}`,
+    );
   }
-  if (rawPartitionIds === undefined || rawPartitionIds === null) return { bucketCount, partitionIds: null };
+  if (rawPartitionIds === undefined || rawPartitionIds === null)
+    return { bucketCount, partitionIds: null };
   if (!Array.isArray(rawPartitionIds)) throw new TypeError('layout.partitionIds must be an array');
   const partitionIds = [...new Set(rawPartitionIds)].sort((a, b) => a - b);
   for (const id of partitionIds) {
     if (typeof id !== 'number') throw new TypeError('layout.partitionIds must hold numbers');
     if (!Number.isSafeInteger(id) || id < 0) {
-      throw new OffsetStoreError('INVALID_REQUEST', `layout.partitionIds must hold safe integers >= 0, got ${id}`);
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `layout.partitionIds must hold safe integers >= 0, got ${id}`,
+      );
     }
   }
   if (partitionIds.length * bucketCount > TABLE_BUCKETS_MAX) {
-    throw new OffsetStoreError('INVALID_REQUEST', `table ${tableId} would have more than ${TABLE_BUCKETS_MAX} buckets`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `table ${tableId} would have more than ${TABLE_BUCKETS_MAX} buckets`,
+    );
   }
   return { bucketCount, partitionIds: Object.freeze(partitionIds) };
 }
@@ -79,7 +92,10 @@ export function tableBucketTotal(layout: TableLayout): number {
 }
 
 /** Shared ref objects per layout object (layouts are immutable; a table's new layout is a new object). */
-const layoutRefs = new WeakMap<TableLayout, { tableId: number; refs: (TableBucket | undefined)[] }>();
+const layoutRefs = new WeakMap<
+  TableLayout,
+  { tableId: number; refs: (TableBucket | undefined)[] }
+>();
 
 /** One table's slice of a `BucketIndexer`. */
 export interface IndexedTable {
@@ -139,7 +155,9 @@ export class BucketIndexer {
     if (partitionIds === null) return ref.partitionId === null ? table.base + ref.bucketId : -1;
     if (ref.partitionId === null) return -1;
     const partitionIndex = this.#partitionIndex.get(ref.tableId)?.get(ref.partitionId);
-    return partitionIndex === undefined ? -1 : table.base + partitionIndex * bucketCount + ref.bucketId;
+    return partitionIndex === undefined
+      ? -1
+      : table.base + partitionIndex * bucketCount + ref.bucketId;
   }
 
   /**
@@ -160,7 +178,11 @@ export class BucketIndexer {
       ref =
         partitionIds === null
           ? Object.freeze({ tableId: table.tableId, partitionId: null, bucketId: offset })
-          : Object.freeze({ tableId: table.tableId, partitionId: partitionIds[Math.floor(offset / bucketCount)] as number, bucketId: offset % bucketCount });
+          : Object.freeze({
+              tableId: table.tableId,
+              partitionId: partitionIds[Math.floor(offset / bucketCount)] as number,
+              bucketId: offset % bucketCount,
+            });
       refs.refs[offset] = ref;
     }
     return ref;

@@ -49,13 +49,22 @@ export interface TargetPlan {
 }
 
 /** Computes the target assignment of `group` (undefined = a group about to be created) after `change`. */
-export function planTargetAssignment(group: Group | undefined, change: MembershipChange, env: AssignmentEnvironment): TargetPlan {
+export function planTargetAssignment(
+  group: Group | undefined,
+  change: MembershipChange,
+  env: AssignmentEnvironment,
+): TargetPlan {
   const members: AssignorMember[] = [];
   const preferences: (string | null)[] = [];
   const skip = new Set([change.remove, change.inheritFrom, change.upsert?.memberId]);
   for (const m of group?.members.values() ?? []) {
     if (skip.has(m.memberId)) continue;
-    members.push({ memberId: m.memberId, instanceId: m.instanceId, subscribedTableIds: m.subscribedTableIds, currentTarget: group?.targetOf(m.memberId) ?? BucketSet.EMPTY });
+    members.push({
+      memberId: m.memberId,
+      instanceId: m.instanceId,
+      subscribedTableIds: m.subscribedTableIds,
+      currentTarget: group?.targetOf(m.memberId) ?? BucketSet.EMPTY,
+    });
     preferences.push(m.assignor);
   }
   if (change.upsert !== undefined) {
@@ -82,7 +91,12 @@ export function planTargetAssignment(group: Group | undefined, change: Membershi
 }
 
 /** Records that move the group's target to `plan` at `assignmentEpoch` (changed members only). */
-export function targetRecords(group: Group | undefined, groupId: string, assignmentEpoch: number, plan: TargetPlan): GroupRecord[] {
+export function targetRecords(
+  group: Group | undefined,
+  groupId: string,
+  assignmentEpoch: number,
+  plan: TargetPlan,
+): GroupRecord[] {
   const records: GroupRecord[] = [];
   for (const [memberId, buckets] of plan.targets) {
     const current = group?.targetOf(memberId) ?? BucketSet.EMPTY;
@@ -113,7 +127,8 @@ export function preferredAssignor(preferences: Iterable<string | null>): string 
 export function layoutsChanged(group: Group, layouts: ReadonlyMap<number, TableLayout>): boolean {
   for (const tableId of group.subscribedTableIds()) {
     const registered = layouts.get(tableId);
-    if (registered !== undefined && !layoutsEqual(registered, group.tableLayouts.get(tableId))) return true;
+    if (registered !== undefined && !layoutsEqual(registered, group.tableLayouts.get(tableId)))
+      return true;
   }
   return false;
 }

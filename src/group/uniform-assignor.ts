@@ -36,25 +36,41 @@ export class UniformAssignor implements Assignor {
     const result = new Map<string, TableBucket[]>();
     if (members.length === 0) return result;
     const first = members[0] as AssignorMember;
-    const homogeneous = members.every((m) => sameTables(m.subscribedTableIds, first.subscribedTableIds));
-    const indexer = new BucketIndexer(layoutsOf(input.tables, homogeneous ? first.subscribedTableIds : allSubscribed(members)));
+    const homogeneous = members.every((m) =>
+      sameTables(m.subscribedTableIds, first.subscribedTableIds),
+    );
+    const indexer = new BucketIndexer(
+      layoutsOf(input.tables, homogeneous ? first.subscribedTableIds : allSubscribed(members)),
+    );
     // Kept buckets are returned as the very ref objects of the current targets, in the same order,
     // so the coordinator recognizes an unchanged target without re-keying it.
-    const refByIndex: (TableBucket | undefined)[] = new Array<TableBucket | undefined>(indexer.total);
-    const perMember = homogeneous ? assignHomogeneous(members, indexer, refByIndex) : assignHeterogeneous(members, indexer, refByIndex);
-    members.forEach((m, i) => result.set(m.memberId, toRefs(indexer, perMember[i] as number[], refByIndex)));
+    const refByIndex: (TableBucket | undefined)[] = new Array<TableBucket | undefined>(
+      indexer.total,
+    );
+    const perMember = homogeneous
+      ? assignHomogeneous(members, indexer, refByIndex)
+      : assignHeterogeneous(members, indexer, refByIndex);
+    members.forEach((m, i) =>
+      result.set(m.memberId, toRefs(indexer, perMember[i] as number[], refByIndex)),
+    );
     return result;
   }
 }
 
-function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (TableBucket | undefined)[]): number[][] {
+function assignHomogeneous(
+  members: readonly AssignorMember[],
+  indexer: BucketIndexer,
+  refByIndex: (TableBucket | undefined)[],
+): number[][] {
   const n = members.length;
   const total = indexer.total;
   const owner = new Int32Array(total).fill(-1);
   const kept = claimCurrent(members, indexer, owner, refByIndex, () => true);
   const base = Math.floor(total / n);
   let extra = total % n;
-  const order = [...kept.keys()].sort((a, b) => (kept[b] as number[]).length - (kept[a] as number[]).length || a - b);
+  const order = [...kept.keys()].sort(
+    (a, b) => (kept[b] as number[]).length - (kept[a] as number[]).length || a - b,
+  );
   const quota = new Int32Array(n);
   for (const i of order) quota[i] = base + (extra-- > 0 ? 1 : 0);
   for (let i = 0; i < n; i++) {
@@ -73,21 +89,42 @@ function assignHomogeneous(members: readonly AssignorMember[], indexer: BucketIn
   return kept;
 }
 
-function assignHeterogeneous(members: readonly AssignorMember[], indexer: BucketIndexer, refByIndex: (TableBucket | undefined)[]): number[][] {
+function assignHeterogeneous(
+  members: readonly AssignorMember[],
+  indexer: BucketIndexer,
+  refByIndex: (TableBucket | undefined)[],
+): number[][] {
   const n = members.length;
   const owner = new Int32Array(indexer.total).fill(-1);
   const subscriptions = members.map((m) => new Set(m.subscribedTableIds));
-  const kept = claimCurrent(members, indexer, owner, refByIndex, (i, ref) => (subscriptions[i] as Set<number>).has(ref.tableId));
+  const kept = claimCurrent(members, indexer, owner, refByIndex, (i, ref) =>
+    (subscriptions[i] as Set<number>).has(ref.tableId),
+  );
   const load = new Int32Array(n);
-  kept.forEach((list, i) => { load[i] = list.length; });
-  const subscribers = indexer.tables.map((t) => members.flatMap((_, i) => ((subscriptions[i] as Set<number>).has(t.tableId) ? [i] : [])));
+  kept.forEach((list, i) => {
+    load[i] = list.length;
+  });
+  const subscribers = indexer.tables.map((t) =>
+    members.flatMap((_, i) => ((subscriptions[i] as Set<number>).has(t.tableId) ? [i] : [])),
+  );
   // bucketsOf[slot][i]: buckets of table `slot` held by member i
   const bucketsOf = indexer.tables.map(() => new Map<number, number[]>());
-  for (let i = 0; i < n; i++) for (const index of kept[i] as number[]) push(bucketsOf[indexer.slotAt(index)] as Map<number, number[]>, i, index);
-  indexer.tables.forEach((table, slot) => fillTable(table, subscribers[slot] as number[], owner, load, bucketsOf[slot] as Map<number, number[]>));
+  for (let i = 0; i < n; i++)
+    for (const index of kept[i] as number[])
+      push(bucketsOf[indexer.slotAt(index)] as Map<number, number[]>, i, index);
+  indexer.tables.forEach((table, slot) =>
+    fillTable(
+      table,
+      subscribers[slot] as number[],
+      owner,
+      load,
+      bucketsOf[slot] as Map<number, number[]>,
+    ),
+  );
   balance(indexer.tables.length, subscribers, load, bucketsOf);
   const perMember: number[][] = members.map(() => []);
-  for (const byMember of bucketsOf) for (const [i, list] of byMember) (perMember[i] as number[]).push(...list);
+  for (const byMember of bucketsOf)
+    for (const [i, list] of byMember) (perMember[i] as number[]).push(...list);
   return perMember;
 }
 
@@ -114,7 +151,13 @@ function claimCurrent(
 }
 
 /** Gives each free bucket of one table to its least-loaded subscriber. */
-function fillTable(table: IndexedTable, subscribers: number[], owner: Int32Array, load: Int32Array, held: Map<number, number[]>): void {
+function fillTable(
+  table: IndexedTable,
+  subscribers: number[],
+  owner: Int32Array,
+  load: Int32Array,
+  held: Map<number, number[]>,
+): void {
   const heap = new LoadHeap(load);
   for (const i of subscribers) heap.push(i);
   for (let index = table.base; index < table.base + table.count; index++) {
@@ -128,8 +171,13 @@ function fillTable(table: IndexedTable, subscribers: number[], owner: Int32Array
 }
 
 /** Step 3 of the heterogeneous path; the sum of squared loads falls with every move. */
-function balance(tableCount: number, subscribers: number[][], load: Int32Array, bucketsOf: Map<number, number[]>[]): void {
-  for (let moved = true; moved; ) {
+function balance(
+  tableCount: number,
+  subscribers: number[][],
+  load: Int32Array,
+  bucketsOf: Map<number, number[]>[],
+): void {
+  for (let moved = true; moved;) {
     moved = false;
     for (let slot = 0; slot < tableCount; slot++) {
       const subs = subscribers[slot] as number[];
@@ -139,7 +187,11 @@ function balance(tableCount: number, subscribers: number[][], load: Int32Array, 
         let heaviest = -1;
         for (const i of subs) {
           if (lightest < 0 || (load[i] as number) < (load[lightest] as number)) lightest = i;
-          if ((held.get(i)?.length ?? 0) > 0 && (heaviest < 0 || (load[i] as number) > (load[heaviest] as number))) heaviest = i;
+          if (
+            (held.get(i)?.length ?? 0) > 0 &&
+            (heaviest < 0 || (load[i] as number) > (load[heaviest] as number))
+          )
+            heaviest = i;
         }
         const gap = heaviest < 0 ? 0 : (load[heaviest] as number) - (load[lightest] as number);
         if (gap <= 1) break;
@@ -182,7 +234,7 @@ class LoadHeap {
     const last = items.pop() as number;
     if (items.length > 0) {
       items[0] = last;
-      for (let k = 0; ; ) {
+      for (let k = 0; ;) {
         const l = 2 * k + 1;
         const r = l + 1;
         let m = k;
@@ -219,7 +271,10 @@ function allSubscribed(members: readonly AssignorMember[]): number[] {
   return [...ids];
 }
 
-function layoutsOf(tables: ReadonlyMap<number, TableLayout>, tableIds: readonly number[]): Map<number, TableLayout> {
+function layoutsOf(
+  tables: ReadonlyMap<number, TableLayout>,
+  tableIds: readonly number[],
+): Map<number, TableLayout> {
   const layouts = new Map<number, TableLayout>();
   for (const id of tableIds) {
     const layout = tables.get(id);
@@ -228,13 +283,21 @@ function layoutsOf(tables: ReadonlyMap<number, TableLayout>, tableIds: readonly 
   return layouts;
 }
 
-function toRefs(indexer: BucketIndexer, indices: number[], refByIndex: readonly (TableBucket | undefined)[]): TableBucket[] {
+function toRefs(
+  indexer: BucketIndexer,
+  indices: number[],
+  refByIndex: readonly (TableBucket | undefined)[],
+): TableBucket[] {
   indices.sort((a, b) => a - b);
   const refs: TableBucket[] = new Array<TableBucket>(indices.length);
   let slot = 0;
   for (let k = 0; k < indices.length; k++) {
     const index = indices[k] as number;
-    while (index >= (indexer.tables[slot] as IndexedTable).base + (indexer.tables[slot] as IndexedTable).count) slot++;
+    while (
+      index >=
+      (indexer.tables[slot] as IndexedTable).base + (indexer.tables[slot] as IndexedTable).count
+    )
+      slot++;
     refs[k] = refByIndex[index] ?? indexer.refAt(slot, index);
   }
   return refs;

@@ -4,7 +4,15 @@
  * This file is the folder's door.
  */
 export type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
-export { NodeFileSystem, SYNC_WRITE_BYTES_MAX_DEFAULT, type NodeFileSystemOptions } from './node-file-system.js';
+export {
+  NodeFileSystem,
+  SYNC_WRITE_BYTES_MAX_DEFAULT,
+  type NodeFileSystemOptions,
+} from './node-file-system.js';
 export { copyDirectory, directoryBytes } from './directory-tree.js';
 export { threadCpuMs } from './thread-usage.js';
-export { holdDirectoryLock, type DirectoryLockResult, type HeldDirectoryLock } from './process-lock.js';
+export {
+  holdDirectoryLock,
+  type DirectoryLockResult,
+  type HeldDirectoryLock,
+} from './process-lock.js';

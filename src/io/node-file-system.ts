@@ -100,7 +100,12 @@ class NodeFileHandle implements FileHandle {
   readonly #syncWrites: SyncWriteGate;
   readonly #syncFlushes: SyncWriteGate;
 
-  constructor(path: string, handle: fs.FileHandle, syncWrites: SyncWriteGate, syncFlushes: SyncWriteGate) {
+  constructor(
+    path: string,
+    handle: fs.FileHandle,
+    syncWrites: SyncWriteGate,
+    syncFlushes: SyncWriteGate,
+  ) {
     this.path = path;
     this.#handle = handle;
     this.#syncWrites = syncWrites;
@@ -179,17 +184,25 @@ export class NodeFileSystem implements FileSystem {
   constructor(options?: NodeFileSystemOptions) {
     const syncWriteBytesMax = options?.syncWriteBytesMax ?? SYNC_WRITE_BYTES_MAX_DEFAULT;
     if (!Number.isSafeInteger(syncWriteBytesMax) || syncWriteBytesMax < 0) {
-      throw new RangeError(`syncWriteBytesMax must be a non-negative integer, got ${syncWriteBytesMax}`);
+      throw new RangeError(
+        `syncWriteBytesMax must be a non-negative integer, got ${syncWriteBytesMax}`,
+      );
     }
     const syncFlushes = options?.syncFlushes ?? true;
-    if (typeof syncFlushes !== 'boolean') throw new TypeError(`syncFlushes must be a boolean, got ${typeof syncFlushes}`);
+    if (typeof syncFlushes !== 'boolean')
+      throw new TypeError(`syncFlushes must be a boolean, got ${typeof syncFlushes}`);
     this.#syncWrites = new SyncWriteGate(syncWriteBytesMax);
     this.#syncFlushes = new SyncWriteGate(syncFlushes ? 0 : -1, undefined, FLUSH_SMOOTHING);
   }
 
   /** Opens a file through node:fs; its writes share this file system's synchronous-write gate. */
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
-    return new NodeFileHandle(path, await fs.open(path, flags), this.#syncWrites, this.#syncFlushes);
+    return new NodeFileHandle(
+      path,
+      await fs.open(path, flags),
+      this.#syncWrites,
+      this.#syncFlushes,
+    );
   }
 
   /** Reads a whole file through the thread pool; null when it does not exist. */

@@ -49,7 +49,13 @@ export async function holdDirectoryLock(dir: string): Promise<DirectoryLockResul
   return new Promise<DirectoryLockResult>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE') resolve('held-elsewhere');
-      else if (error.code === 'EINVAL' || error.code === 'EAFNOSUPPORT' || error.code === 'EPERM' || error.code === 'EACCES') resolve('unsupported');
+      else if (
+        error.code === 'EINVAL' ||
+        error.code === 'EAFNOSUPPORT' ||
+        error.code === 'EPERM' ||
+        error.code === 'EACCES'
+      )
+        resolve('unsupported');
       else reject(error);
     });
     server.listen({ path: name, exclusive: true }, () => {

@@ -5,13 +5,42 @@
  * use.
  */
 export {
-  KafkaServer, SERVER_DEFAULTS, startKafkaServer, type BoundListener, type ConnectionStats, type KafkaServerCloseOptions, type KafkaServerOptions, type KafkaServerStats,
+  KafkaServer,
+  SERVER_DEFAULTS,
+  startKafkaServer,
+  type BoundListener,
+  type ConnectionStats,
+  type KafkaServerCloseOptions,
+  type KafkaServerOptions,
+  type KafkaServerStats,
   type TopicSpec,
 } from './server/index.js';
 export {
-  ACLS_FILE, ACL_OPERATIONS, AclSet, SASL_MECHANISMS, SCRAM_MECHANISMS, USERS_FILE, UserCredentials, aclProblem, parseListenerAddress, userNameProblem,
-  type AclBinding, type AclOperation, type AclPatternType, type AclPermission, type AclResourceType, type ListenerOptions, type ListenerTlsOptions,
-  type QuotaLimits, type QuotaOptions, type SaslMechanism, type ScramMechanism, type SecurityOptions, type SecurityProtocol, type SecurityStats, type UserListing,
+  ACLS_FILE,
+  ACL_OPERATIONS,
+  AclSet,
+  SASL_MECHANISMS,
+  SCRAM_MECHANISMS,
+  USERS_FILE,
+  UserCredentials,
+  aclProblem,
+  parseListenerAddress,
+  userNameProblem,
+  type AclBinding,
+  type AclOperation,
+  type AclPatternType,
+  type AclPermission,
+  type AclResourceType,
+  type ListenerOptions,
+  type ListenerTlsOptions,
+  type QuotaLimits,
+  type QuotaOptions,
+  type SaslMechanism,
+  type ScramMechanism,
+  type SecurityOptions,
+  type SecurityProtocol,
+  type SecurityStats,
+  type UserListing,
 } from './security/index.js';
 export { CATALOG_FILE, type TopicEntry } from './catalog/index.js';
 export type { BrokerEndpoint, ClusterView } from './handlers/index.js';

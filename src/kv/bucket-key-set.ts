@@ -42,7 +42,8 @@ export class BucketKeySet {
         return true;
       }
       const p = (slot - 1) * 3;
-      if (keys[p + 2] === bucketId && keys[p] === tableId && keys[p + 1] === partition) return false;
+      if (keys[p + 2] === bucketId && keys[p] === tableId && keys[p + 1] === partition)
+        return false;
     }
   }
 

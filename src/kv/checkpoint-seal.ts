@@ -76,7 +76,12 @@ function encodeSeal(seal: CheckpointSeal): Buffer {
 }
 
 function decodeSeal(bytes: Buffer): CheckpointSeal | undefined {
-  if (bytes.length !== SEAL_BYTES || bytes.readUInt32LE(0) !== SEAL_MAGIC || bytes.readUInt32LE(4) !== SEAL_FORMAT_VERSION) return undefined;
+  if (
+    bytes.length !== SEAL_BYTES ||
+    bytes.readUInt32LE(0) !== SEAL_MAGIC ||
+    bytes.readUInt32LE(4) !== SEAL_FORMAT_VERSION
+  )
+    return undefined;
   if (bytes.readUInt32LE(20) !== xxh32(bytes, 0, 20)) return undefined;
   return { txnid: Number(bytes.readBigUInt64LE(8)), checksum: bytes.readUInt32LE(16) };
 }
@@ -91,7 +96,10 @@ export async function readSeal(fs: FileSystem, dir: string): Promise<CheckpointS
  * Checks the data file of the LMDB environment in `dir` before it is opened (see the header);
  * throws OffsetStoreError('CORRUPT_MESSAGE') naming the file, its size and what is wrong.
  */
-export async function inspectCheckpointFile(fs: FileSystem, dir: string): Promise<CheckpointFileState> {
+export async function inspectCheckpointFile(
+  fs: FileSystem,
+  dir: string,
+): Promise<CheckpointFileState> {
   const dataPath = path.join(dir, LMDB_DATA_FILE);
   const seal = await readSeal(fs, dir);
   const sizeBytes = await fs.sizeBytes(dataPath);
@@ -99,14 +107,23 @@ export async function inspectCheckpointFile(fs: FileSystem, dir: string): Promis
     if (seal === undefined) return 'new';
     throw lmdbFileDamage(dataPath, 0, `missing, but sealed for LMDB transaction ${seal.txnid}`);
   }
-  if (sizeBytes === 0) throw lmdbFileDamage(dataPath, 0, seal === undefined ? 'empty' : `empty, but sealed for LMDB transaction ${seal.txnid}`);
+  if (sizeBytes === 0)
+    throw lmdbFileDamage(
+      dataPath,
+      0,
+      seal === undefined ? 'empty' : `empty, but sealed for LMDB transaction ${seal.txnid}`,
+    );
   const file = await fs.open(dataPath, 'r');
   try {
     const meta = await readLmdbMeta(file, sizeBytes);
     const { checksum } = await checkLmdbTrees(file, sizeBytes, meta);
     if (seal?.txnid !== meta.txnid) return 'checked';
     if (checksum !== seal.checksum) {
-      throw lmdbFileDamage(dataPath, sizeBytes, `its structure's checksum ${checksum} differs from the seal's ${seal.checksum} for LMDB transaction ${seal.txnid} (its pages pass every check: remove ${SEAL_FILE} to open it on those checks alone)`);
+      throw lmdbFileDamage(
+        dataPath,
+        sizeBytes,
+        `its structure's checksum ${checksum} differs from the seal's ${seal.checksum} for LMDB transaction ${seal.txnid} (its pages pass every check: remove ${SEAL_FILE} to open it on those checks alone)`,
+      );
     }
     return 'sealed';
   } finally {
@@ -126,7 +143,10 @@ export async function sealCheckpointFile(fs: FileSystem, dir: string): Promise<C
     const sizeBytes = await file.sizeBytes();
     const meta = await readLmdbMeta(file, sizeBytes);
     seal = { txnid: meta.txnid, checksum: (await checkLmdbTrees(file, sizeBytes, meta)).checksum };
-    assert((await readLmdbMeta(file, await file.sizeBytes())).txnid === meta.txnid, `${file.path} changed while it was sealed`);
+    assert(
+      (await readLmdbMeta(file, await file.sizeBytes())).txnid === meta.txnid,
+      `${file.path} changed while it was sealed`,
+    );
   } finally {
     await file.close();
   }
@@ -143,7 +163,8 @@ export const DAMAGED_SUFFIX = '.damaged';
  */
 export async function setAsideCheckpointFile(fs: FileSystem, dir: string): Promise<void> {
   const dataPath = path.join(dir, LMDB_DATA_FILE);
-  if ((await fs.sizeBytes(dataPath)) !== null) await fs.rename(dataPath, `${dataPath}${DAMAGED_SUFFIX}`);
+  if ((await fs.sizeBytes(dataPath)) !== null)
+    await fs.rename(dataPath, `${dataPath}${DAMAGED_SUFFIX}`);
   await fs.unlink(path.join(dir, SEAL_FILE));
   await fs.unlink(path.join(dir, LMDB_LOCK_FILE));
   await fs.syncDir(dir);

@@ -29,7 +29,11 @@ import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import type { FileSystem } from '../io/index.js';
 import { assert, externalWork } from '../util/index.js';
-import { inspectCheckpointFile, sealCheckpointFile, setAsideCheckpointFile } from './checkpoint-seal.js';
+import {
+  inspectCheckpointFile,
+  sealCheckpointFile,
+  setAsideCheckpointFile,
+} from './checkpoint-seal.js';
 import { GroupOffsets } from './group-offsets.js';
 import type { OffsetsTableState } from './offsets-table-state.js';
 
@@ -97,7 +101,8 @@ function decodeGroup(value: Buffer): GroupOffsets {
     if (p + 8 > value.length) throw new RangeError('group image metadata truncated');
     const i = value.readUInt32LE(p);
     const length = value.readUInt32LE(p + 4);
-    if (i >= count || p + 8 + length > value.length) throw new RangeError('group image metadata out of bounds');
+    if (i >= count || p + 8 + length > value.length)
+      throw new RangeError('group image metadata out of bounds');
     metadata.push([i, value.toString('utf8', p + 8, p + 8 + length)]);
     p += 8 + length;
   }
@@ -130,10 +135,20 @@ export class CheckpointStore {
    * new environment, a crash before the seal, a store written before seals) is sealed once opened,
    * unless `readOnly` (`log verify` writes nothing).
    */
-  static async open(fs: FileSystem, path: string, options: { readOnly?: boolean } = {}): Promise<CheckpointStore> {
+  static async open(
+    fs: FileSystem,
+    path: string,
+    options: { readOnly?: boolean } = {},
+  ): Promise<CheckpointStore> {
     const readOnly = options.readOnly === true;
     const state = await inspectCheckpointFile(fs, path);
-    const db = open<Buffer, (string | number)[]>({ path, encoding: 'binary', overlappingSync: false, mapSize: 2 ** 34, readOnly });
+    const db = open<Buffer, (string | number)[]>({
+      path,
+      encoding: 'binary',
+      overlappingSync: false,
+      mapSize: 2 ** 34,
+      readOnly,
+    });
     const store = new CheckpointStore(fs, path, db);
     if (state !== 'sealed' && !readOnly) {
       try {
@@ -157,10 +172,19 @@ export class CheckpointStore {
   /** Every checkpoint's meta, newest first (unparseable metas are skipped). */
   list(): CheckpointInfo[] {
     const infos: CheckpointInfo[] = [];
-    for (const { value } of this.#db.getRange({ start: ['m'], end: ['m', Number.MAX_SAFE_INTEGER] })) {
+    for (const { value } of this.#db.getRange({
+      start: ['m'],
+      end: ['m', Number.MAX_SAFE_INTEGER],
+    })) {
       try {
-        const meta = JSON.parse(Buffer.from(value).toString('utf8')) as CheckpointInfo & { formatVersion: number };
-        if (meta.formatVersion === CHECKPOINT_FORMAT_VERSION && Number.isSafeInteger(meta.logOffset)) infos.push(meta);
+        const meta = JSON.parse(Buffer.from(value).toString('utf8')) as CheckpointInfo & {
+          formatVersion: number;
+        };
+        if (
+          meta.formatVersion === CHECKPOINT_FORMAT_VERSION &&
+          Number.isSafeInteger(meta.logOffset)
+        )
+          infos.push(meta);
       } catch {
         // An unreadable meta makes that checkpoint invisible; `load` reports the others.
       }
@@ -187,10 +211,19 @@ export class CheckpointStore {
       checksum = (checksum + entryChecksum(groupId, value)) >>> 0;
       snapshots.push([groupId, unpackSnapshot(value)]);
     }
-    if (groups.length !== info.groupCount || snapshots.length !== info.snapshotCount || liveOffsets !== info.liveOffsets) {
-      throw new RangeError(`checkpoint at log offset ${X} is incomplete: ${groups.length}/${info.groupCount} groups, ${snapshots.length}/${info.snapshotCount} snapshots, ${liveOffsets}/${info.liveOffsets} offsets`);
+    if (
+      groups.length !== info.groupCount ||
+      snapshots.length !== info.snapshotCount ||
+      liveOffsets !== info.liveOffsets
+    ) {
+      throw new RangeError(
+        `checkpoint at log offset ${X} is incomplete: ${groups.length}/${info.groupCount} groups, ${snapshots.length}/${info.snapshotCount} snapshots, ${liveOffsets}/${info.liveOffsets} offsets`,
+      );
     }
-    if (checksum !== info.checksum) throw new RangeError(`checkpoint at log offset ${X} fails its checksum (${checksum} != ${info.checksum})`);
+    if (checksum !== info.checksum)
+      throw new RangeError(
+        `checkpoint at log offset ${X} fails its checksum (${checksum} != ${info.checksum})`,
+      );
     return { info, groups, snapshots };
   }
 
@@ -200,7 +233,11 @@ export class CheckpointStore {
    * the new checkpoint's meta. The image is taken synchronously, so later commits cannot leak into
    * it. One write at a time (the seal reads a file LMDB must not be writing).
    */
-  async write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
+  async write(
+    state: OffsetsTableState,
+    logOffset: number,
+    createdAtMs: number,
+  ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     assert(!this.#writing, `${this.path}: one checkpoint write at a time`);
     this.#writing = true;
     try {
@@ -210,7 +247,11 @@ export class CheckpointStore {
     }
   }
 
-  async #write(state: OffsetsTableState, logOffset: number, createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
+  async #write(
+    state: OffsetsTableState,
+    logOffset: number,
+    createdAtMs: number,
+  ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const X = logOffset;
     const puts: [(string | number)[], Buffer][] = [];
     let checksum = 0;
@@ -228,29 +269,47 @@ export class CheckpointStore {
       puts.push([['s', X, groupId], value]);
       snapshotCount++;
     }
-    const info: CheckpointInfo = { logOffset: X, groupCount: puts.length - snapshotCount, snapshotCount, liveOffsets, checksum, createdAtMs };
+    const info: CheckpointInfo = {
+      logOffset: X,
+      groupCount: puts.length - snapshotCount,
+      snapshotCount,
+      liveOffsets,
+      checksum,
+      createdAtMs,
+    };
     let valueBytes = 0;
     for (const [, value] of puts) valueBytes += value.length;
     // Keep the new checkpoint and the newest existing one; drop the rest.
-    const drop = this.list().slice(1).map((c) => c.logOffset).filter((logOffset) => logOffset !== X);
+    const drop = this.list()
+      .slice(1)
+      .map((c) => c.logOffset)
+      .filter((logOffset) => logOffset !== X);
     const pagesBefore = this.sizeBytes();
-    await externalWork(this.#db.transaction(() => {
-      for (const [key, value] of puts) this.#db.put(key, value);
-      this.#db.put(['m', X], Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })));
-    }));
+    await externalWork(
+      this.#db.transaction(() => {
+        for (const [key, value] of puts) this.#db.put(key, value);
+        this.#db.put(
+          ['m', X],
+          Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })),
+        );
+      }),
+    );
     await externalWork(this.#db.flushed);
     // LMDB copies on write, so the transaction wrote at least the pages the new checkpoint added to
     // the tree; the values alone undercount it (page headers, keys, branch pages).
     const bytesWritten = Math.max(valueBytes, this.sizeBytes() - pagesBefore);
     if (drop.length > 0) {
-      await externalWork(this.#db.transaction(() => {
-        for (const old of drop) {
-          this.#db.remove(['m', old]);
-          for (const prefix of ['g', 's']) {
-            for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] })) this.#db.remove(key);
+      await externalWork(
+        this.#db.transaction(() => {
+          for (const old of drop) {
+            this.#db.remove(['m', old]);
+            for (const prefix of ['g', 's']) {
+              for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] }))
+                this.#db.remove(key);
+            }
           }
-        }
-      }));
+        }),
+      );
       await externalWork(this.#db.flushed);
     }
     await sealCheckpointFile(this.#fs, this.path);
@@ -259,8 +318,18 @@ export class CheckpointStore {
 
   /** Bytes used by the environment's data file. */
   sizeBytes(): number {
-    const stat = this.#db.getStats() as { treeBranchPageCount?: number; treeLeafPageCount?: number; overflowPages?: number; pageSize?: number };
-    return ((stat.treeBranchPageCount ?? 0) + (stat.treeLeafPageCount ?? 0) + (stat.overflowPages ?? 0)) * (stat.pageSize ?? 4096);
+    const stat = this.#db.getStats() as {
+      treeBranchPageCount?: number;
+      treeLeafPageCount?: number;
+      overflowPages?: number;
+      pageSize?: number;
+    };
+    return (
+      ((stat.treeBranchPageCount ?? 0) +
+        (stat.treeLeafPageCount ?? 0) +
+        (stat.overflowPages ?? 0)) *
+      (stat.pageSize ?? 4096)
+    );
   }
 
   /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */

@@ -76,7 +76,15 @@ export class CommittedOffsetRecord implements CommittedOffsetValue {
   metadata: string;
   commitTimestampMs: number;
 
-  constructor(tableId: number, partitionId: number | null, bucketId: number, offset: number, leaderEpoch: number, metadata: string, commitTimestampMs: number) {
+  constructor(
+    tableId: number,
+    partitionId: number | null,
+    bucketId: number,
+    offset: number,
+    leaderEpoch: number,
+    metadata: string,
+    commitTimestampMs: number,
+  ) {
     this.tableId = tableId;
     this.partitionId = partitionId;
     this.bucketId = bucketId;
@@ -123,12 +131,22 @@ export class GroupOffsets {
   /** Index of the entry for the key, or -1. */
   find(tableId: number, partitionId: number | null, bucketId: number): number {
     const partition = partitionId ?? -1;
-    if (bucketId < this.#denseCount && tableId === this.#denseTable && partition === this.#densePartition) return bucketId;
+    if (
+      bucketId < this.#denseCount &&
+      tableId === this.#denseTable &&
+      partition === this.#densePartition
+    )
+      return bucketId;
     const e = this.#entries;
     const slots = this.#slots;
     if (slots === undefined) {
       for (let i = this.#denseCount, p = i * STRIDE; i < this.#size; i++, p += STRIDE) {
-        if (e[p + F_BUCKET] === bucketId && e[p + F_TABLE] === tableId && e[p + F_PARTITION] === partition) return i;
+        if (
+          e[p + F_BUCKET] === bucketId &&
+          e[p + F_TABLE] === tableId &&
+          e[p + F_PARTITION] === partition
+        )
+          return i;
       }
       return -1;
     }
@@ -137,7 +155,12 @@ export class GroupOffsets {
       const slot = slots[s]!;
       if (slot === 0) return -1;
       const p = (slot - 1) * STRIDE;
-      if (e[p + F_BUCKET] === bucketId && e[p + F_TABLE] === tableId && e[p + F_PARTITION] === partition) return slot - 1;
+      if (
+        e[p + F_BUCKET] === bucketId &&
+        e[p + F_TABLE] === tableId &&
+        e[p + F_PARTITION] === partition
+      )
+        return slot - 1;
     }
   }
 
@@ -147,7 +170,13 @@ export class GroupOffsets {
     const p = i * STRIDE;
     const partition = e[p + F_PARTITION]!;
     return new CommittedOffsetRecord(
-      e[p + F_TABLE]!, partition === -1 ? null : partition, e[p + F_BUCKET]!, e[p + F_OFFSET]!, e[p + F_EPOCH]!, this.#metadata?.get(i) ?? '', e[p + F_TIMESTAMP]!,
+      e[p + F_TABLE]!,
+      partition === -1 ? null : partition,
+      e[p + F_BUCKET]!,
+      e[p + F_OFFSET]!,
+      e[p + F_EPOCH]!,
+      this.#metadata?.get(i) ?? '',
+      e[p + F_TIMESTAMP]!,
     );
   }
 
@@ -162,7 +191,15 @@ export class GroupOffsets {
   }
 
   /** Inserts or overwrites the committed offset of a key. */
-  set(tableId: number, partitionId: number | null, bucketId: number, offset: number, leaderEpoch: number, commitTimestampMs: number, metadata: string): void {
+  set(
+    tableId: number,
+    partitionId: number | null,
+    bucketId: number,
+    offset: number,
+    leaderEpoch: number,
+    commitTimestampMs: number,
+    metadata: string,
+  ): void {
     let i = this.find(tableId, partitionId, bucketId);
     if (i < 0) i = this.#insert(tableId, partitionId ?? -1, bucketId);
     const e = this.#entries;
@@ -182,12 +219,17 @@ export class GroupOffsets {
     this.#entries[p + F_PARTITION] = partition;
     this.#entries[p + F_BUCKET] = bucketId;
     this.#size = i + 1;
-    if (this.#denseCount === i && bucketId === i && (i === 0 || (tableId === this.#denseTable && partition === this.#densePartition))) {
+    if (
+      this.#denseCount === i &&
+      bucketId === i &&
+      (i === 0 || (tableId === this.#denseTable && partition === this.#densePartition))
+    ) {
       this.#denseTable = tableId;
       this.#densePartition = partition;
       this.#denseCount = i + 1;
     }
-    if (this.#slots !== undefined && this.#size * 4 > this.#slots.length * 3) this.#rebuildSlots(this.#slots.length * 2);
+    if (this.#slots !== undefined && this.#size * 4 > this.#slots.length * 3)
+      this.#rebuildSlots(this.#slots.length * 2);
     else if (this.#slots !== undefined) this.#placeSlot(i);
     else this.#indexIfSparse();
     return i;
@@ -290,7 +332,10 @@ export class GroupOffsets {
    * non-empty metadata by entry index. `fromImage` rebuilds an equal table.
    */
   toImage(): { entries: Float64Array; metadata: [number, string][] } {
-    return { entries: Float64Array.from(this.#entries.slice(0, this.#size * STRIDE)), metadata: this.#metadata === undefined ? [] : [...this.#metadata] };
+    return {
+      entries: Float64Array.from(this.#entries.slice(0, this.#size * STRIDE)),
+      metadata: this.#metadata === undefined ? [] : [...this.#metadata],
+    };
   }
 
   /** Rebuilds a table from `toImage()` output. */
@@ -303,7 +348,13 @@ export class GroupOffsets {
     table.#size = entries.length / STRIDE;
     for (const [i, text] of metadata) (table.#metadata ??= new Map()).set(i, text);
     let dense = 0;
-    while (dense < table.#size && copy[dense * STRIDE + F_BUCKET] === dense && copy[dense * STRIDE + F_TABLE] === copy[F_TABLE] && copy[dense * STRIDE + F_PARTITION] === copy[F_PARTITION]) dense++;
+    while (
+      dense < table.#size &&
+      copy[dense * STRIDE + F_BUCKET] === dense &&
+      copy[dense * STRIDE + F_TABLE] === copy[F_TABLE] &&
+      copy[dense * STRIDE + F_PARTITION] === copy[F_PARTITION]
+    )
+      dense++;
     if (dense > 0) {
       table.#denseTable = copy[F_TABLE]!;
       table.#densePartition = copy[F_PARTITION]!;

@@ -6,13 +6,36 @@
  */
 export { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 export { CheckpointStore, type CheckpointInfo, type LoadedCheckpoint } from './checkpoint-store.js';
-export { SEAL_FILE, inspectCheckpointFile, readSeal, sealCheckpointFile, type CheckpointFileState, type CheckpointSeal } from './checkpoint-seal.js';
+export {
+  SEAL_FILE,
+  inspectCheckpointFile,
+  readSeal,
+  sealCheckpointFile,
+  type CheckpointFileState,
+  type CheckpointSeal,
+} from './checkpoint-seal.js';
 export { readLmdbMeta, type LmdbMeta, type LmdbTree } from './lmdb-meta.js';
 export { checkLmdbTrees, type LmdbTreeCheck } from './lmdb-tree-check.js';
-export { OffsetsTable, type CheckpointRun, type OffsetsTableOptions, type OffsetsTableRecovery } from './offsets-table.js';
+export {
+  OffsetsTable,
+  type CheckpointRun,
+  type OffsetsTableOptions,
+  type OffsetsTableRecovery,
+} from './offsets-table.js';
 export { OffsetsTableState, fetchFromGroup } from './offsets-table-state.js';
 export { restoreStateImage, stateImage } from './state-image.js';
-export { ScannerOffsets, type MissingOffsetPolicy, type ScannerOffsetsPort, type ScannerOptions } from './scanner-offsets.js';
 export {
-  normalizeBucket, normalizeBuckets, normalizeCommitOptions, normalizeOffsetCommits, type ClassicCommitMember, type CommitMember, type ConsumerCommitMember,
+  ScannerOffsets,
+  type MissingOffsetPolicy,
+  type ScannerOffsetsPort,
+  type ScannerOptions,
+} from './scanner-offsets.js';
+export {
+  normalizeBucket,
+  normalizeBuckets,
+  normalizeCommitOptions,
+  normalizeOffsetCommits,
+  type ClassicCommitMember,
+  type CommitMember,
+  type ConsumerCommitMember,
 } from './validation.js';

@@ -114,12 +114,24 @@ export interface LmdbMeta {
 }
 
 /** The error for a damaged data file. */
-export function lmdbFileDamage(filePath: string, sizeBytes: number, what: string): OffsetStoreError {
-  return new OffsetStoreError('CORRUPT_MESSAGE', `${filePath} (${sizeBytes} bytes) is damaged: ${what}`);
+export function lmdbFileDamage(
+  filePath: string,
+  sizeBytes: number,
+  what: string,
+): OffsetStoreError {
+  return new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${filePath} (${sizeBytes} bytes) is damaged: ${what}`,
+  );
 }
 
 /** Reads up to `length` bytes at `position`, looping over short reads; returns the bytes read. */
-export async function readFully(file: FileHandle, buffer: Buffer, length: number, position: number): Promise<number> {
+export async function readFully(
+  file: FileHandle,
+  buffer: Buffer,
+  length: number,
+  position: number,
+): Promise<number> {
   let done = 0;
   while (done < length) {
     const bytes = await file.read(buffer, done, length - done, position + done);
@@ -139,11 +151,13 @@ export function readU64(bytes: Buffer, at: number): number | undefined {
 export function parseTree(page: Buffer, at: number): LmdbTree | string {
   const flags = page.readUInt16LE(at + 4);
   const depth = page.readUInt16LE(at + 6);
-  if (page.readBigUInt64LE(at + 40) === NO_PAGE) return depth === 0 ? { flags, depth, root: undefined } : `an empty tree of depth ${depth}`;
+  if (page.readBigUInt64LE(at + 40) === NO_PAGE)
+    return depth === 0 ? { flags, depth, root: undefined } : `an empty tree of depth ${depth}`;
   const root = readU64(page, at + 40);
   if (root === undefined) return `root page ${page.readBigUInt64LE(at + 40)} out of range`;
   if (depth < 1 || depth > TREE_DEPTH_MAX) return `a tree of depth ${depth}`;
-  if ((flags & DUPLICATE_TREE_FLAGS) !== 0) return `tree flags 0x${flags.toString(16)} (duplicates are never written here)`;
+  if ((flags & DUPLICATE_TREE_FLAGS) !== 0)
+    return `tree flags 0x${flags.toString(16)} (duplicates are never written here)`;
   return { flags, depth, root };
 }
 
@@ -151,15 +165,24 @@ type ParsedMeta = Omit<LmdbMeta, 'previousTxnid' | 'metaPagesChecksum'>;
 
 function parseMeta(page: Buffer, which: number): ParsedMeta | string {
   const flags = page.readUInt16LE(18);
-  if ((flags & PAGE_TYPE_FLAGS) !== P_META) return `page ${which} is not a meta page (flags 0x${flags.toString(16)})`;
+  if ((flags & PAGE_TYPE_FLAGS) !== P_META)
+    return `page ${which} is not a meta page (flags 0x${flags.toString(16)})`;
   const magic = page.readUInt32LE(24);
-  if (magic !== LMDB_MAGIC) return `meta page ${which} has magic 0x${magic.toString(16)}, not 0xbeefc0de`;
+  if (magic !== LMDB_MAGIC)
+    return `meta page ${which} has magic 0x${magic.toString(16)}, not 0xbeefc0de`;
   const version = page.readUInt32LE(28) & 0xffff;
-  if (version !== LMDB_DATA_VERSION) return `meta page ${which} has data format version ${version}, not ${LMDB_DATA_VERSION}`;
+  if (version !== LMDB_DATA_VERSION)
+    return `meta page ${which} has data format version ${version}, not ${LMDB_DATA_VERSION}`;
   const pageBytes = page.readUInt32LE(48);
-  if (pageBytes < PAGE_BYTES_MIN || pageBytes > PAGE_BYTES_MAX || (pageBytes & (pageBytes - 1)) !== 0) return `meta page ${which} has page size ${pageBytes}`;
+  if (
+    pageBytes < PAGE_BYTES_MIN ||
+    pageBytes > PAGE_BYTES_MAX ||
+    (pageBytes & (pageBytes - 1)) !== 0
+  )
+    return `meta page ${which} has page size ${pageBytes}`;
   const envFlags = page.readUInt16LE(52);
-  if ((envFlags & ~HARMLESS_ENV_FLAGS) !== MDB_INTEGERKEY) return `meta page ${which} has LMDB flags 0x${envFlags.toString(16)}`;
+  if ((envFlags & ~HARMLESS_ENV_FLAGS) !== MDB_INTEGERKEY)
+    return `meta page ${which} has LMDB flags 0x${envFlags.toString(16)}`;
   const mapBytes = page.readBigUInt64LE(40);
   if (mapBytes > BigInt(MAP_BYTES_MAX)) return `meta page ${which} has map size ${mapBytes}`;
   const lastPage = readU64(page, 144);
@@ -183,12 +206,14 @@ function parseMeta(page: Buffer, which: number): ParsedMeta | string {
  */
 export async function readLmdbMeta(file: FileHandle, sizeBytes: number): Promise<LmdbMeta> {
   const page = Buffer.alloc(META_BYTES);
-  if (sizeBytes < 2 * PAGE_BYTES_MIN) throw lmdbFileDamage(file.path, sizeBytes, `shorter than two meta pages`);
+  if (sizeBytes < 2 * PAGE_BYTES_MIN)
+    throw lmdbFileDamage(file.path, sizeBytes, `shorter than two meta pages`);
   const metas: ParsedMeta[] = [];
   let metaPagesChecksum = 0;
   let position = 0;
   for (const which of [0, 1]) {
-    if ((await readFully(file, page, META_BYTES, position)) < META_BYTES) throw lmdbFileDamage(file.path, sizeBytes, `meta page ${which} cut short`);
+    if ((await readFully(file, page, META_BYTES, position)) < META_BYTES)
+      throw lmdbFileDamage(file.path, sizeBytes, `meta page ${which} cut short`);
     const meta = parseMeta(page, which);
     if (typeof meta === 'string') throw lmdbFileDamage(file.path, sizeBytes, meta);
     metas.push(meta);
@@ -196,9 +221,27 @@ export async function readLmdbMeta(file: FileHandle, sizeBytes: number): Promise
     position += meta.pageBytes;
   }
   const [meta0, meta1] = metas as [ParsedMeta, ParsedMeta];
-  if (meta0.pageBytes !== meta1.pageBytes) throw lmdbFileDamage(file.path, sizeBytes, `meta pages disagree on the page size (${meta0.pageBytes}, ${meta1.pageBytes})`);
-  if (sizeBytes % meta0.pageBytes !== 0) throw lmdbFileDamage(file.path, sizeBytes, `not a whole number of ${meta0.pageBytes}-byte pages`);
+  if (meta0.pageBytes !== meta1.pageBytes)
+    throw lmdbFileDamage(
+      file.path,
+      sizeBytes,
+      `meta pages disagree on the page size (${meta0.pageBytes}, ${meta1.pageBytes})`,
+    );
+  if (sizeBytes % meta0.pageBytes !== 0)
+    throw lmdbFileDamage(
+      file.path,
+      sizeBytes,
+      `not a whole number of ${meta0.pageBytes}-byte pages`,
+    );
   const [newest, other] = meta1.txnid > meta0.txnid ? [meta1, meta0] : [meta0, meta1];
   const { pageBytes, lastPage, txnid, freeTree, mainTree } = newest;
-  return { pageBytes, lastPage, txnid, previousTxnid: other.txnid, freeTree, mainTree, metaPagesChecksum };
+  return {
+    pageBytes,
+    lastPage,
+    txnid,
+    previousTxnid: other.txnid,
+    freeTree,
+    mainTree,
+    metaPagesChecksum,
+  };
 }

@@ -35,8 +35,18 @@ import { xxh32 } from '../codec/index.js';
 import type { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle } from '../io/index.js';
 import {
-  PAGE_HEADER_BYTES, PAGE_TYPE_FLAGS, P_BRANCH, P_LEAF, P_OVERFLOW, TREE_RECORD_BYTES,
-  lmdbFileDamage, parseTree, readFully, readU64, type LmdbMeta, type LmdbTree,
+  PAGE_HEADER_BYTES,
+  PAGE_TYPE_FLAGS,
+  P_BRANCH,
+  P_LEAF,
+  P_OVERFLOW,
+  TREE_RECORD_BYTES,
+  lmdbFileDamage,
+  parseTree,
+  readFully,
+  readU64,
+  type LmdbMeta,
+  type LmdbTree,
 } from './lmdb-meta.js';
 
 const NODE_HEADER_BYTES = 8;
@@ -96,7 +106,11 @@ interface OverflowRun {
  * OffsetStoreError('CORRUPT_MESSAGE') at the first problem. Memory: a bitmap of one bit per page of
  * the file, the list of overflow runs, and buffers of TREE_READ_BATCH_PAGES pages and 1 MiB.
  */
-export async function checkLmdbTrees(file: FileHandle, sizeBytes: number, meta: LmdbMeta): Promise<LmdbTreeCheck> {
+export async function checkLmdbTrees(
+  file: FileHandle,
+  sizeBytes: number,
+  meta: LmdbMeta,
+): Promise<LmdbTreeCheck> {
   const walk = new TreeWalk(file, sizeBytes, meta);
   walk.push(meta.freeTree, 'free-page tree', 1, true);
   walk.push(meta.mainTree, 'main tree', 2, false);
@@ -132,20 +146,31 @@ class TreeWalk {
   }
 
   push(tree: LmdbTree, name: string, branchKeysMin: number, isFreeTree: boolean): void {
-    if (tree.root !== undefined) this.#pending.push({ pgno: tree.root, level: 1, tree, branchKeysMin, name, isFreeTree });
+    if (tree.root !== undefined)
+      this.#pending.push({ pgno: tree.root, level: 1, tree, branchKeysMin, name, isFreeTree });
   }
 
   result(): LmdbTreeCheck {
-    return { checksum: this.#checksum, treePages: this.#treePages, overflowRuns: this.#runs.length };
+    return {
+      checksum: this.#checksum,
+      treePages: this.#treePages,
+      overflowRuns: this.#runs.length,
+    };
   }
 
   /** Checks the tree pages, TREE_READ_BATCH_PAGES at a time, each batch read concurrently. */
   async walkTrees(): Promise<void> {
-    const buffers = Array.from({ length: TREE_READ_BATCH_PAGES }, () => Buffer.allocUnsafe(this.#pageBytes));
+    const buffers = Array.from({ length: TREE_READ_BATCH_PAGES }, () =>
+      Buffer.allocUnsafe(this.#pageBytes),
+    );
     while (this.#pending.length > 0) {
       const batch = this.#pending.splice(Math.max(0, this.#pending.length - TREE_READ_BATCH_PAGES));
       for (const next of batch) this.#claim(next.pgno, 1, next.name);
-      const lengths = await Promise.all(batch.map((next, i) => readFully(this.#file, buffers[i]!, this.#pageBytes, next.pgno * this.#pageBytes)));
+      const lengths = await Promise.all(
+        batch.map((next, i) =>
+          readFully(this.#file, buffers[i]!, this.#pageBytes, next.pgno * this.#pageBytes),
+        ),
+      );
       batch.forEach((next, i) => {
         const where = `${next.name} page ${next.pgno}`;
         if (lengths[i]! < this.#pageBytes) throw this.#damage(`${where} cut short`);
@@ -165,18 +190,31 @@ class TreeWalk {
     const runs = this.#runs.sort((a, b) => a.first - b.first);
     const pagesMax = Math.max(1, Math.floor(RUN_READ_BYTES_MAX / this.#pageBytes));
     const reads: RunRead[] = [];
-    for (let i = 0; i < runs.length; ) {
+    for (let i = 0; i < runs.length;) {
       const start = runs[i]!.first;
       let end = i + 1;
       let pages = runs[i]!.whole ? Math.min(runs[i]!.count, pagesMax) : 1;
-      while (end < runs.length && !runs[end - 1]!.whole && !runs[end]!.whole && runs[end]!.first - start < pagesMax) pages = runs[end++]!.first - start + 1;
+      while (
+        end < runs.length &&
+        !runs[end - 1]!.whole &&
+        !runs[end]!.whole &&
+        runs[end]!.first - start < pagesMax
+      )
+        pages = runs[end++]!.first - start + 1;
       reads.push({ start, pages, runs: runs.slice(i, end) });
       i = end;
     }
     const inFlight = Math.min(RUN_READS_IN_FLIGHT, reads.length);
-    const buffers = Array.from({ length: inFlight }, () => Buffer.allocUnsafe(pagesMax * this.#pageBytes));
+    const buffers = Array.from({ length: inFlight }, () =>
+      Buffer.allocUnsafe(pagesMax * this.#pageBytes),
+    );
     const readAt = (r: number): Promise<number> => {
-      const reading = readFully(this.#file, buffers[r % inFlight]!, reads[r]!.pages * this.#pageBytes, reads[r]!.start * this.#pageBytes);
+      const reading = readFully(
+        this.#file,
+        buffers[r % inFlight]!,
+        reads[r]!.pages * this.#pageBytes,
+        reads[r]!.start * this.#pageBytes,
+      );
       reading.catch(() => undefined); // awaited below; this only keeps a read abandoned by a throw from being unhandled
       return reading;
     };
@@ -184,8 +222,10 @@ class TreeWalk {
     for (let r = 0; r < reads.length; r++) {
       const { start, pages, runs: inRead } = reads[r]!;
       const buffer = buffers[r % inFlight]!;
-      if ((await readings[r]!) < pages * this.#pageBytes) throw this.#damage(`overflow pages from ${start} cut short`);
-      for (const run of inRead) this.#checkRunHead(buffer, (run.first - start) * this.#pageBytes, run);
+      if ((await readings[r]!) < pages * this.#pageBytes)
+        throw this.#damage(`overflow pages from ${start} cut short`);
+      for (const run of inRead)
+        this.#checkRunHead(buffer, (run.first - start) * this.#pageBytes, run);
       if (inRead[0]!.whole) await this.#hashWholeRun(inRead[0]!, buffer, pages);
       if (r + inFlight < reads.length) readings.push(readAt(r + inFlight));
     }
@@ -199,24 +239,37 @@ class TreeWalk {
   #claim(first: number, count: number, what: string): void {
     if (first < 2 || count < 1 || first + count > this.#pageEnd) {
       const pages = count === 1 ? `page ${first}` : `pages ${first}..${first + count - 1}`;
-      throw this.#damage(`${what} at ${pages} is not among the data pages 2..${this.#pageEnd - 1} (the file holds ${this.#filePages} pages, the meta's last page is ${this.#lastPage})`);
+      throw this.#damage(
+        `${what} at ${pages} is not among the data pages 2..${this.#pageEnd - 1} (the file holds ${this.#filePages} pages, the meta's last page is ${this.#lastPage})`,
+      );
     }
     for (let p = first; p < first + count; p++) {
-      if ((this.#seen[p >> 3]! & (1 << (p & 7))) !== 0) throw this.#damage(`${what} at page ${first} reuses page ${p}, already reached`);
+      if ((this.#seen[p >> 3]! & (1 << (p & 7))) !== 0)
+        throw this.#damage(`${what} at page ${first} reuses page ${p}, already reached`);
       this.#seen[p >> 3]! |= 1 << (p & 7);
     }
   }
 
   /** Checks a branch or leaf page's header; returns the start of its node area (from byte 24). */
-  #checkHeader(page: Buffer, { pgno, level, tree, branchKeysMin }: PendingPage, where: string): number {
-    if (readU64(page, 0) !== pgno) throw this.#damage(`${where} holds page number ${page.readBigUInt64LE(0)}`);
+  #checkHeader(
+    page: Buffer,
+    { pgno, level, tree, branchKeysMin }: PendingPage,
+    where: string,
+  ): number {
+    if (readU64(page, 0) !== pgno)
+      throw this.#damage(`${where} holds page number ${page.readBigUInt64LE(0)}`);
     const isLeaf = level === tree.depth;
     const flags = page.readUInt16LE(18) & PAGE_TYPE_FLAGS;
-    if (flags !== (isLeaf ? P_LEAF : P_BRANCH)) throw this.#damage(`${where} at depth ${level} of ${tree.depth} has page flags 0x${flags.toString(16)}`);
+    if (flags !== (isLeaf ? P_LEAF : P_BRANCH))
+      throw this.#damage(
+        `${where} at depth ${level} of ${tree.depth} has page flags 0x${flags.toString(16)}`,
+      );
     const lower = page.readUInt16LE(20);
     const upper = page.readUInt16LE(22);
-    if ((lower & 1) !== 0 || lower > upper || PAGE_HEADER_BYTES + upper > this.#pageBytes) throw this.#damage(`${where} has free space bounds ${lower}..${upper}`);
-    if (lower >> 1 < (isLeaf ? 1 : branchKeysMin)) throw this.#damage(`${where} has ${lower >> 1} nodes`);
+    if ((lower & 1) !== 0 || lower > upper || PAGE_HEADER_BYTES + upper > this.#pageBytes)
+      throw this.#damage(`${where} has free space bounds ${lower}..${upper}`);
+    if (lower >> 1 < (isLeaf ? 1 : branchKeysMin))
+      throw this.#damage(`${where} has ${lower >> 1} nodes`);
     return upper;
   }
 
@@ -229,33 +282,48 @@ class TreeWalk {
     const nodeCount = page.readUInt16LE(20) >> 1;
     for (let i = 0; i < nodeCount; i++) {
       const node = PAGE_HEADER_BYTES + page.readUInt16LE(PAGE_HEADER_BYTES + 2 * i);
-      if (node < PAGE_HEADER_BYTES + upper || node + NODE_HEADER_BYTES > pageBytes) throw this.#damage(`${where} node ${i} at byte ${node} is outside the node area`);
+      if (node < PAGE_HEADER_BYTES + upper || node + NODE_HEADER_BYTES > pageBytes)
+        throw this.#damage(`${where} node ${i} at byte ${node} is outside the node area`);
       const lo = page.readUInt16LE(node);
       const hi = page.readUInt16LE(node + 2);
       const nodeFlags = page.readUInt16LE(node + 4);
       const keyEnd = node + NODE_HEADER_BYTES + page.readUInt16LE(node + 6);
       const dataBytes = lo + hi * 0x10000;
-      const nodeEnd = isLeaf ? keyEnd + ((nodeFlags & F_BIGDATA) !== 0 ? OVERFLOW_REF_BYTES : dataBytes) : keyEnd;
+      const nodeEnd = isLeaf
+        ? keyEnd + ((nodeFlags & F_BIGDATA) !== 0 ? OVERFLOW_REF_BYTES : dataBytes)
+        : keyEnd;
       if (nodeEnd > pageBytes) throw this.#damage(`${where} node ${i} overruns the page`);
       extents.push(node * 0x20000 + nodeEnd + (nodeEnd & 1));
       if (!isLeaf) {
-        this.#pending.push({ ...next, pgno: lo + hi * 0x10000 + nodeFlags * 0x100000000, level: next.level + 1 });
+        this.#pending.push({
+          ...next,
+          pgno: lo + hi * 0x10000 + nodeFlags * 0x100000000,
+          level: next.level + 1,
+        });
       } else if ((nodeFlags & F_DUPDATA) !== 0) {
         throw this.#damage(`${where} node ${i} has duplicates, which are never written here`);
       } else if ((nodeFlags & F_BIGDATA) !== 0) {
         const first = readU64(page, keyEnd) ?? -1;
         const count = readU64(page, keyEnd + 16) ?? -1;
         const needed = Math.floor((PAGE_HEADER_BYTES - 1 + dataBytes) / pageBytes) + 1;
-        if (count < needed) throw this.#damage(`${where} node ${i}: a value of ${dataBytes} bytes in an overflow run of ${count} pages`);
+        if (count < needed)
+          throw this.#damage(
+            `${where} node ${i}: a value of ${dataBytes} bytes in an overflow run of ${count} pages`,
+          );
         this.#claim(first, count, `${where} node ${i}'s overflow run`);
         this.#runs.push({ first, count, whole: next.isFreeTree, leafPgno: next.pgno, node: i });
       } else if ((nodeFlags & F_SUBDATA) !== 0) {
-        const sub = dataBytes === TREE_RECORD_BYTES ? parseTree(page, keyEnd) : `a sub-tree record of ${dataBytes} bytes`;
+        const sub =
+          dataBytes === TREE_RECORD_BYTES
+            ? parseTree(page, keyEnd)
+            : `a sub-tree record of ${dataBytes} bytes`;
         if (typeof sub === 'string') throw this.#damage(`${where} node ${i}: ${sub}`);
         this.push(sub, `sub-tree of ${where}`, 2, false);
       }
     }
-    checkNodesPacked(extents, PAGE_HEADER_BYTES + upper, pageBytes, (what) => this.#damage(`${where}: ${what}`));
+    checkNodesPacked(extents, PAGE_HEADER_BYTES + upper, pageBytes, (what) =>
+      this.#damage(`${where}: ${what}`),
+    );
   }
 
   /**
@@ -268,18 +336,35 @@ class TreeWalk {
     const flags = buffer.readUInt16LE(offset + 18) & PAGE_TYPE_FLAGS;
     const count = buffer.readUInt32LE(offset + 20);
     if (storedPgno !== run.first || flags !== P_OVERFLOW || count !== run.count) {
-      throw this.#damage(`the overflow run at page ${run.first} (${run.count} pages, from node ${run.node} of page ${run.leafPgno}) has a header for page ${storedPgno}, flags 0x${flags.toString(16)}, ${count} pages`);
+      throw this.#damage(
+        `the overflow run at page ${run.first} (${run.count} pages, from node ${run.node} of page ${run.leafPgno}) has a header for page ${storedPgno}, flags 0x${flags.toString(16)}, ${count} pages`,
+      );
     }
   }
 
   /** Adds every page of a free-page tree run to the checksum; its first `pagesRead` pages are in `buffer`. */
   async #hashWholeRun(run: OverflowRun, buffer: Buffer, pagesRead: number): Promise<void> {
     const pagesMax = buffer.length / this.#pageBytes;
-    for (let done = 0, pages = pagesRead; done < run.count; done += pages, pages = Math.min(pagesMax, run.count - done)) {
-      if (done > 0 && (await readFully(this.#file, buffer, pages * this.#pageBytes, (run.first + done) * this.#pageBytes)) < pages * this.#pageBytes) {
+    for (
+      let done = 0, pages = pagesRead;
+      done < run.count;
+      done += pages, pages = Math.min(pagesMax, run.count - done)
+    ) {
+      if (
+        done > 0 &&
+        (await readFully(
+          this.#file,
+          buffer,
+          pages * this.#pageBytes,
+          (run.first + done) * this.#pageBytes,
+        )) <
+          pages * this.#pageBytes
+      ) {
         throw this.#damage(`the overflow run at page ${run.first} is cut short`);
       }
-      for (let p = 0; p < pages; p++) this.#checksum = (this.#checksum + xxh32(buffer, p * this.#pageBytes, (p + 1) * this.#pageBytes)) >>> 0;
+      for (let p = 0; p < pages; p++)
+        this.#checksum =
+          (this.#checksum + xxh32(buffer, p * this.#pageBytes, (p + 1) * this.#pageBytes)) >>> 0;
     }
   }
 }
@@ -290,13 +375,20 @@ class TreeWalk {
  * next write to the page move the wrong bytes (heap corruption in the writer). So the nodes must
  * tile the node area exactly.
  */
-function checkNodesPacked(extents: number[], areaStart: number, pageBytes: number, damage: (what: string) => OffsetStoreError): void {
+function checkNodesPacked(
+  extents: number[],
+  areaStart: number,
+  pageBytes: number,
+  damage: (what: string) => OffsetStoreError,
+): void {
   extents.sort((a, b) => a - b);
   let expected = areaStart;
   for (const extent of extents) {
     const start = Math.floor(extent / 0x20000);
-    if (start !== expected) throw damage(`a node at byte ${start} where the node area continues at byte ${expected}`);
+    if (start !== expected)
+      throw damage(`a node at byte ${start} where the node area continues at byte ${expected}`);
     expected = extent % 0x20000;
   }
-  if (expected !== pageBytes) throw damage(`its nodes end at byte ${expected}, not at the page end`);
+  if (expected !== pageBytes)
+    throw damage(`its nodes end at byte ${expected}, not at the page end`);
 }

@@ -12,14 +12,18 @@
  * - Group snapshot records are not interpreted here: the latest one per group is kept as an opaque
  *   value (it is part of the state a checkpoint saves) for the group layer to load after recovery.
  */
-import { decodeBatchRecords, readBatchRecordCount, type DecodedRecord, type OffsetRecordSpec } from '../codec/index.js';
+import {
+  decodeBatchRecords,
+  readBatchRecordCount,
+  type DecodedRecord,
+  type OffsetRecordSpec,
+} from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 import { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 import { invalidBucket, isValidBucket, type TableBucket } from '../model/index.js';
 import type { BucketFields } from './validation.js';
-
 
 function pendingKey(tableId: number, partitionId: number | null, bucketId: number): string {
   return `${tableId}:${partitionId ?? ''}:${bucketId}`;
@@ -37,7 +41,8 @@ class PendingWrites {
   has(tableId: number, partitionId: number | null, bucketId: number): boolean {
     if (this.#keys === undefined) {
       const keys = new BucketKeySet(16);
-      for (const write of this.writes) for (const r of write) keys.add(r.tableId, r.partitionId, r.bucketId);
+      for (const write of this.writes)
+        for (const r of write) keys.add(r.tableId, r.partitionId, r.bucketId);
       this.#keys = keys;
     }
     return this.#keys.has(tableId, partitionId, bucketId);
@@ -78,14 +83,20 @@ export class OffsetsTableState {
 
   /** Applies every record of the sealed batch at `buf[position]` (log offset `logOffset`). */
   applyBatch(buf: Buffer, position: number, logOffset: number): void {
-    assert(logOffset > this.#appliedLogOffset, `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`);
+    assert(
+      logOffset > this.#appliedLogOffset,
+      `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`,
+    );
     let records = 0;
     const recordCount = readBatchRecordCount(buf, position);
     decodeBatchRecords(buf, position, (record) => {
       this.#applyRecord(record, recordCount - records);
       records++;
     });
-    assert(records === recordCount, `batch ${logOffset} held the ${recordCount} records its header says`);
+    assert(
+      records === recordCount,
+      `batch ${logOffset} held the ${recordCount} records its header says`,
+    );
     this.#appliedLogOffset = logOffset;
     this.#appliedBytes += buf.readUInt32LE(position) + 4;
     this.#appliedRecords += records;
@@ -106,8 +117,17 @@ export class OffsetsTableState {
    * recovery decodes from the log, so live and recovered state agree by construction; the codec's
    * round-trip property test guarantees the encoding loses nothing).
    */
-  applyOffsetRecords(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, batch: Buffer, logOffset: number): void {
-    assert(logOffset > this.#appliedLogOffset, `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`);
+  applyOffsetRecords(
+    groupId: string,
+    records: readonly OffsetRecordSpec[],
+    commitTimestampMs: number,
+    batch: Buffer,
+    logOffset: number,
+  ): void {
+    assert(
+      logOffset > this.#appliedLogOffset,
+      `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`,
+    );
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
       this.#applyOffset(groupId, r, r.commitTimestampMs ?? commitTimestampMs, records.length - i);
@@ -117,7 +137,12 @@ export class OffsetsTableState {
     this.#appliedRecords += records.length;
   }
 
-  #applyOffset(groupId: string, r: OffsetRecordSpec, commitTimestampMs: number, recordsLeft: number): void {
+  #applyOffset(
+    groupId: string,
+    r: OffsetRecordSpec,
+    commitTimestampMs: number,
+    recordsLeft: number,
+  ): void {
     let group = this.#groups.get(groupId);
     if (r.tombstone === true) {
       if (group !== undefined && group.delete(r.tableId, r.partitionId, r.bucketId)) {
@@ -135,7 +160,15 @@ export class OffsetsTableState {
       this.#groups.set(groupId, group);
     }
     const before = group.size;
-    group.set(r.tableId, r.partitionId, r.bucketId, r.offset, r.leaderEpoch, commitTimestampMs, r.metadata);
+    group.set(
+      r.tableId,
+      r.partitionId,
+      r.bucketId,
+      r.offset,
+      r.leaderEpoch,
+      commitTimestampMs,
+      r.metadata,
+    );
     this.#liveOffsetCount += group.size - before;
   }
 
@@ -183,7 +216,12 @@ export class OffsetsTableState {
   }
 
   /** The committed offset of one bucket, or null. */
-  get(groupId: string, tableId: number, partitionId: number | null, bucketId: number): CommittedOffsetValue | null {
+  get(
+    groupId: string,
+    tableId: number,
+    partitionId: number | null,
+    bucketId: number,
+  ): CommittedOffsetValue | null {
     const group = this.#groups.get(groupId);
     if (group === undefined) return null;
     const i = group.find(tableId, partitionId, bucketId);
@@ -195,8 +233,17 @@ export class OffsetsTableState {
    * beyond the results). With `requireStable`, a bucket with a pending commit throws
    * UNSTABLE_OFFSET_COMMIT.
    */
-  fetch(groupId: string, buckets: readonly unknown[], requireStable: boolean): (CommittedOffsetValue | null)[] {
-    return fetchFromGroup(groupId, this.#groups.get(groupId), buckets, requireStable ? this.#pending.get(groupId) : undefined);
+  fetch(
+    groupId: string,
+    buckets: readonly unknown[],
+    requireStable: boolean,
+  ): (CommittedOffsetValue | null)[] {
+    return fetchFromGroup(
+      groupId,
+      this.#groups.get(groupId),
+      buckets,
+      requireStable ? this.#pending.get(groupId) : undefined,
+    );
   }
 
   /** The offsets table of a group, if it has any committed offset. */
@@ -238,7 +285,13 @@ export class OffsetsTableState {
   }
 
   /** The commit's batch is durable: apply it and clear its pending marks. */
-  onOffsetCommitAppend(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, batch: Buffer, logOffset: number): void {
+  onOffsetCommitAppend(
+    groupId: string,
+    records: readonly OffsetRecordSpec[],
+    commitTimestampMs: number,
+    batch: Buffer,
+    logOffset: number,
+  ): void {
     this.applyOffsetRecords(groupId, records, commitTimestampMs, batch, logOffset);
     this.#unmark(groupId, records);
   }
@@ -249,7 +302,12 @@ export class OffsetsTableState {
   }
 
   /** True when a commit of this bucket is appended but not yet durable. */
-  isPending(groupId: string, tableId: number, partitionId: number | null, bucketId: number): boolean {
+  isPending(
+    groupId: string,
+    tableId: number,
+    partitionId: number | null,
+    bucketId: number,
+  ): boolean {
     return this.#pending.get(groupId)?.has(tableId, partitionId, bucketId) ?? false;
   }
 
@@ -269,7 +327,9 @@ export class OffsetsTableState {
       }
     }
     for (const write of this.#pending.get(groupId)?.writes ?? []) {
-      for (const r of write) if (seen.add(r.tableId, r.partitionId, r.bucketId)) keys.push({ tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId });
+      for (const r of write)
+        if (seen.add(r.tableId, r.partitionId, r.bucketId))
+          keys.push({ tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId });
     }
     return keys;
   }
@@ -292,12 +352,18 @@ export class OffsetsTableState {
  * reference; with `pending` (requireStable), a bucket with a commit in flight rejects with
  * UNSTABLE_OFFSET_COMMIT.
  */
-export function fetchFromGroup(groupId: string, group: GroupOffsets | undefined, buckets: readonly unknown[], pending?: PendingWrites): (CommittedOffsetValue | null)[] {
+export function fetchFromGroup(
+  groupId: string,
+  group: GroupOffsets | undefined,
+  buckets: readonly unknown[],
+  pending?: PendingWrites,
+): (CommittedOffsetValue | null)[] {
   const count = buckets.length;
   const results: (CommittedOffsetValue | null)[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const ref = buckets[i];
-    if (typeof ref !== 'object' || ref === null) throw new TypeError(`buckets[${i}] must be an object`);
+    if (typeof ref !== 'object' || ref === null)
+      throw new TypeError(`buckets[${i}] must be an object`);
     // One read per field: the lookup uses the values that were checked.
     const { tableId: t, partitionId: p, bucketId: b } = ref as BucketFields;
     if (!isValidBucket(t, p, b)) invalidBucket(t, p, b, `buckets[${i}]`);
@@ -305,7 +371,10 @@ export function fetchFromGroup(groupId: string, group: GroupOffsets | undefined,
     const partitionId = (p ?? null) as number | null;
     const bucketId = b as number;
     if (pending !== undefined && pending.has(tableId, partitionId, bucketId)) {
-      throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of bucket ${pendingKey(tableId, partitionId, bucketId)} in flight; retry`);
+      throw new OffsetStoreError(
+        'UNSTABLE_OFFSET_COMMIT',
+        `group ${groupId} has a commit of bucket ${pendingKey(tableId, partitionId, bucketId)} in flight; retry`,
+      );
     }
     const index = group === undefined ? -1 : group.find(tableId, partitionId, bucketId);
     results[i] = index < 0 ? null : group!.valueAt(index);

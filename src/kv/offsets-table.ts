@@ -10,9 +10,23 @@
  * `segmentLog`, which is undefined for any other log.
  */
 import * as path from 'node:path';
-import { buildGroupSnapshotBatch, buildOffsetBatch, readBatchRecordCount, type OffsetRecordSpec } from '../codec/index.js';
+import {
+  buildGroupSnapshotBatch,
+  buildOffsetBatch,
+  readBatchRecordCount,
+  type OffsetRecordSpec,
+} from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
-import { Log, inspectLog, type BatchVisitor, type Durability, type LogInspection, type LogOptions, type LogPort, type LogRecoveryReport } from '../log/index.js';
+import {
+  Log,
+  inspectLog,
+  type BatchVisitor,
+  type Durability,
+  type LogInspection,
+  type LogOptions,
+  type LogPort,
+  type LogRecoveryReport,
+} from '../log/index.js';
 import { assert } from '../util/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
@@ -64,8 +78,17 @@ type KnownEnd = { logOffset: number; exact: boolean };
  * durable, so a log ending below it lost acknowledged batches: damage to report, not a torn tail to
  * cut). With durability 'os' the log may lawfully have lost what a checkpoint covers.
  */
-function knownEndWith(known: KnownEnd | undefined, checkpoint: CheckpointInfo | undefined, durability: Durability): KnownEnd | undefined {
-  if (checkpoint === undefined || durability !== 'fsync' || (known !== undefined && known.logOffset >= checkpoint.logOffset)) return known;
+function knownEndWith(
+  known: KnownEnd | undefined,
+  checkpoint: CheckpointInfo | undefined,
+  durability: Durability,
+): KnownEnd | undefined {
+  if (
+    checkpoint === undefined ||
+    durability !== 'fsync' ||
+    (known !== undefined && known.logOffset >= checkpoint.logOffset)
+  )
+    return known;
   return { logOffset: checkpoint.logOffset, exact: false };
 }
 
@@ -80,7 +103,11 @@ export class OffsetsTable {
   /** Writes appended and not yet applied or failed. */
   #writesInFlight = 0;
 
-  private constructor(log: LogPort, state: OffsetsTableState, checkpoints: CheckpointStore | undefined) {
+  private constructor(
+    log: LogPort,
+    state: OffsetsTableState,
+    checkpoints: CheckpointStore | undefined,
+  ) {
     this.log = log;
     this.segmentLog = log instanceof Log ? log : undefined;
     this.state = state;
@@ -93,7 +120,10 @@ export class OffsetsTable {
    * nothing, and whoever checkpoints the state elsewhere frees the log through `log.truncateBelow`.
    */
   static over(log: LogPort, state: OffsetsTableState): OffsetsTable {
-    assert(state.appliedLogOffset < log.nextOffset, 'the state was replayed from this log, not past its end');
+    assert(
+      state.appliedLogOffset < log.nextOffset,
+      'the state was replayed from this log, not past its end',
+    );
     return new OffsetsTable(log, state, undefined);
   }
 
@@ -103,7 +133,9 @@ export class OffsetsTable {
    * one (or the whole log) is used instead; so is one past the log end when the log is not
    * fdatasynced (an fdatasynced log ending below a checkpoint lost batches: CORRUPT_MESSAGE).
    */
-  static async open(options: OffsetsTableOptions): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
+  static async open(
+    options: OffsetsTableOptions,
+  ): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
     const startedMs = performance.now();
     const checkpointDir = path.join(options.log.dir, 'checkpoint');
     let checkpoints: CheckpointStore | undefined;
@@ -125,10 +157,13 @@ export class OffsetsTable {
           try {
             const loaded = checkpoints!.load(candidate);
             for (const [groupId, offsets] of loaded.groups) state.restoreGroup(groupId, offsets);
-            for (const [groupId, snapshot] of loaded.snapshots) state.restoreSnapshot(groupId, snapshot);
+            for (const [groupId, snapshot] of loaded.snapshots)
+              state.restoreSnapshot(groupId, snapshot);
             state.restoreAppliedLogOffset(candidate.logOffset - 1);
           } catch (error) {
-            options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: ${(error as Error).message}`);
+            options.onWarning(
+              `${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: ${(error as Error).message}`,
+            );
             continue;
           }
         }
@@ -137,7 +172,8 @@ export class OffsetsTable {
         const fromLogOffset = candidate?.logOffset ?? options.logStart;
         let recordsReplayed = 0;
         const { log, report } = await Log.open(options.log, {
-          fromLogOffset, knownEnd: knownEndWith(options.knownEnd, candidate, options.log.durability),
+          fromLogOffset,
+          knownEnd: knownEndWith(options.knownEnd, candidate, options.log.durability),
           visit: (buf, position, logOffset) => {
             state.applyBatch(buf, position, logOffset);
             recordsReplayed += readBatchRecordCount(buf, position);
@@ -145,7 +181,9 @@ export class OffsetsTable {
         });
         if (candidate !== undefined && candidate.logOffset > report.logEndOffset) {
           await log.close();
-          options.onWarning(`${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`);
+          options.onWarning(
+            `${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`,
+          );
           continue;
         }
         if (damaged) {
@@ -159,10 +197,18 @@ export class OffsetsTable {
             throw error;
           }
         }
-        const recovery: OffsetsTableRecovery = { ...report, recordsReplayed, checkpointLogOffset: candidate?.logOffset, recoveryMs: performance.now() - startedMs };
+        const recovery: OffsetsTableRecovery = {
+          ...report,
+          recordsReplayed,
+          checkpointLogOffset: candidate?.logOffset,
+          recoveryMs: performance.now() - startedMs,
+        };
         return { table: new OffsetsTable(log, state, checkpoints), report: recovery };
       }
-      throw new OffsetStoreError('CORRUPT_MESSAGE', `${options.log.dir}: unreachable recovery state`);
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${options.log.dir}: unreachable recovery state`,
+      );
     } catch (error) {
       await checkpoints?.close();
       throw error;
@@ -175,12 +221,19 @@ export class OffsetsTable {
    * log from there (log-inspection.ts). Each attempt (one per candidate checkpoint) gets a fresh
    * visitor from `newVisitor`, which sees every batch of the log.
    */
-  static async inspect(options: OffsetsTableOptions, newVisitor?: () => BatchVisitor): Promise<{ inspection: LogInspection; checkpointLogOffset: number | undefined }> {
+  static async inspect(
+    options: OffsetsTableOptions,
+    newVisitor?: () => BatchVisitor,
+  ): Promise<{ inspection: LogInspection; checkpointLogOffset: number | undefined }> {
     const checkpointDir = path.join(options.log.dir, 'checkpoint');
-    const hasEnvironment = options.useCheckpoints && (await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null;
+    const hasEnvironment =
+      options.useCheckpoints &&
+      (await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null;
     let checkpoints: CheckpointStore | undefined;
     try {
-      checkpoints = hasEnvironment ? await CheckpointStore.open(options.log.fs, checkpointDir, { readOnly: true }) : undefined;
+      checkpoints = hasEnvironment
+        ? await CheckpointStore.open(options.log.fs, checkpointDir, { readOnly: true })
+        : undefined;
     } catch (error) {
       if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error; // a damaged environment: as open, the log alone
     }
@@ -195,18 +248,31 @@ export class OffsetsTable {
         }
         const fromLogOffset = candidate?.logOffset ?? options.logStart;
         const knownEnd = knownEndWith(options.knownEnd, candidate, options.log.durability);
-        const inspection = await inspectLog(options.log.fs, options.log.dir, options.log, { fromLogOffset, knownEnd }, { stopAtCorruption: false, visit: newVisitor?.() });
+        const inspection = await inspectLog(
+          options.log.fs,
+          options.log.dir,
+          options.log,
+          { fromLogOffset, knownEnd },
+          { stopAtCorruption: false, visit: newVisitor?.() },
+        );
         if (candidate !== undefined && candidate.logOffset > inspection.logEnd) continue;
         return { inspection, checkpointLogOffset: candidate?.logOffset };
       }
-      throw new OffsetStoreError('CORRUPT_MESSAGE', `${options.log.dir}: unreachable inspection state`);
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${options.log.dir}: unreachable inspection state`,
+      );
     } finally {
       await checkpoints?.close();
     }
   }
 
   /** Writes offset records (values or tombstones) of one group as one batch; resolves once durable and applied. */
-  async writeOffsets(groupId: string, records: OffsetRecordSpec[], commitTimestampMs: number): Promise<number> {
+  async writeOffsets(
+    groupId: string,
+    records: OffsetRecordSpec[],
+    commitTimestampMs: number,
+  ): Promise<number> {
     const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
     this.state.markPending(groupId, records);
     this.#writesInFlight++;
@@ -229,10 +295,17 @@ export class OffsetsTable {
    * them. Each batch is atomic on its own; resolves once all are durable and applied, and rejects
    * with the first failure once every batch has settled.
    */
-  async writeOffsetsChunked(groupId: string, records: readonly OffsetRecordSpec[], commitTimestampMs: number, recordsPerBatch: number): Promise<void> {
+  async writeOffsetsChunked(
+    groupId: string,
+    records: readonly OffsetRecordSpec[],
+    commitTimestampMs: number,
+    recordsPerBatch: number,
+  ): Promise<void> {
     const writes: Promise<number>[] = [];
     for (let i = 0; i < records.length; i += recordsPerBatch) {
-      writes.push(this.writeOffsets(groupId, records.slice(i, i + recordsPerBatch), commitTimestampMs));
+      writes.push(
+        this.writeOffsets(groupId, records.slice(i, i + recordsPerBatch), commitTimestampMs),
+      );
     }
     const results = await Promise.allSettled(writes);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -240,7 +313,11 @@ export class OffsetsTable {
   }
 
   /** Writes a group snapshot upsert (or its tombstone for null); resolves once durable. */
-  async writeSnapshot(groupId: string, snapshot: unknown, commitTimestampMs: number): Promise<number> {
+  async writeSnapshot(
+    groupId: string,
+    snapshot: unknown,
+    commitTimestampMs: number,
+  ): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
     this.#writesInFlight++;
     let logOffset: number;
@@ -270,11 +347,20 @@ export class OffsetsTable {
       const records: OffsetRecordSpec[] = [];
       for (let i = 0; i < offsets.size; i++) {
         const v = offsets.valueAt(i);
-        records.push({ tableId: v.tableId, partitionId: v.partitionId, bucketId: v.bucketId, offset: v.offset, leaderEpoch: v.leaderEpoch, metadata: v.metadata, commitTimestampMs: v.commitTimestampMs });
+        records.push({
+          tableId: v.tableId,
+          partitionId: v.partitionId,
+          bucketId: v.bucketId,
+          offset: v.offset,
+          leaderEpoch: v.leaderEpoch,
+          metadata: v.metadata,
+          commitTimestampMs: v.commitTimestampMs,
+        });
       }
       writes.push(this.writeOffsetsChunked(groupId, records, nowMs, IMAGE_RECORDS_PER_BATCH));
     }
-    for (const [groupId, snapshot] of this.state.snapshots()) writes.push(this.writeSnapshot(groupId, snapshot, nowMs));
+    for (const [groupId, snapshot] of this.state.snapshots())
+      writes.push(this.writeSnapshot(groupId, snapshot, nowMs));
     await Promise.all(writes);
     return start;
   }
@@ -301,7 +387,10 @@ export class OffsetsTable {
 
   /** The local segmented log, for what only it has (LMDB checkpoints live in its directory). */
   #local(): Log {
-    assert(this.segmentLog !== undefined, 'LMDB checkpoints exist only beside a local segmented log');
+    assert(
+      this.segmentLog !== undefined,
+      'LMDB checkpoints exist only beside a local segmented log',
+    );
     return this.segmentLog;
   }
 
@@ -311,7 +400,8 @@ export class OffsetsTable {
    * it covers the whole log (a quiet bucket), the active segment too, sealed for the purpose.
    */
   async checkpoint(createdAtMs: number): Promise<CheckpointRun> {
-    if (this.#checkpoints === undefined) return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
+    if (this.#checkpoints === undefined)
+      return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
     const { info, bytesWritten } = await this.#writeCheckpoint(createdAtMs);
     const segmentBytesDeleted = await this.freeBelow(info.logOffset);
     return { info, segmentBytesDeleted, bytesWritten };
@@ -321,7 +411,9 @@ export class OffsetsTable {
    * Writes a checkpoint of the state as of now, unless the newest one is current; it is read back and
    * verified. Undefined when the table does not use checkpoints.
    */
-  async writeCheckpoint(createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number } | undefined> {
+  async writeCheckpoint(
+    createdAtMs: number,
+  ): Promise<{ info: CheckpointInfo; bytesWritten: number } | undefined> {
     return this.#checkpoints === undefined ? undefined : this.#writeCheckpoint(createdAtMs);
   }
 
@@ -332,12 +424,17 @@ export class OffsetsTable {
    */
   async freeBelow(logOffset: number): Promise<number> {
     const newest = this.latestCheckpoint();
-    assert(newest !== undefined && logOffset <= newest.logOffset, `segments below ${logOffset} are freed only under a checkpoint covering them`);
+    assert(
+      newest !== undefined && logOffset <= newest.logOffset,
+      `segments below ${logOffset} are freed only under a checkpoint covering them`,
+    );
     return this.log.truncateBelow(logOffset);
   }
 
   /** The newest checkpoint, written now unless it is already current; a new one is read back and verified. */
-  async #writeCheckpoint(createdAtMs: number): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
+  async #writeCheckpoint(
+    createdAtMs: number,
+  ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const checkpoints = this.#checkpoints!;
     const logOffset = this.state.appliedLogOffset + 1;
     const newest = checkpoints.list()[0];

@@ -24,7 +24,10 @@ import { normalizeBucket } from './validation.js';
 /** What the scanner needs from the store. */
 export interface ScannerOffsetsPort {
   /** Commits without a member (the store's `commitOffsets`); resolves once durable. */
-  commitOffsets(groupId: string, offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[]): Promise<void>;
+  commitOffsets(
+    groupId: string,
+    offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[],
+  ): Promise<void>;
   /** Fetches committed offsets, one per bucket, null where none (the store's `fetchOffsets`). */
   fetchOffsets(groupId: string, buckets: TableBucket[]): Promise<(CommittedOffsetValue | null)[]>;
   /** Told once the scanner is closed (the store stops tracking it). */
@@ -32,7 +35,8 @@ export interface ScannerOffsetsPort {
 }
 
 /** Where to start a bucket with no committed offset. */
-export type MissingOffsetPolicy = 'earliest' | 'error' | ((bucket: TableBucket) => number | Promise<number>);
+export type MissingOffsetPolicy =
+  'earliest' | 'error' | ((bucket: TableBucket) => number | Promise<number>);
 
 /** Options of `OffsetStore.scanner`. */
 export interface ScannerOptions {
@@ -69,11 +73,25 @@ export class ScannerOffsets {
    * an `autoCommitIntervalMs` that is not a positive number of at most 2^31 - 1 ms (a Node timer fires
    * a longer delay after 1 ms).
    */
-  constructor(groupId: string, port: ScannerOffsetsPort, clock: Clock, options: ScannerOptions = {}) {
+  constructor(
+    groupId: string,
+    port: ScannerOffsetsPort,
+    clock: Clock,
+    options: ScannerOptions = {},
+  ) {
     // Each option is read once; the scanner keeps the copies.
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
-    if (autoCommitIntervalMs !== undefined && !(typeof autoCommitIntervalMs === 'number' && autoCommitIntervalMs > 0 && autoCommitIntervalMs <= 0x7fffffff)) {
-      throw new RangeError(`autoCommitIntervalMs must be a positive number of at most ${0x7fffffff} ms, got ${autoCommitIntervalMs}`);
+    if (
+      autoCommitIntervalMs !== undefined &&
+      !(
+        typeof autoCommitIntervalMs === 'number' &&
+        autoCommitIntervalMs > 0 &&
+        autoCommitIntervalMs <= 0x7fffffff
+      )
+    ) {
+      throw new RangeError(
+        `autoCommitIntervalMs must be a positive number of at most ${0x7fffffff} ms, got ${autoCommitIntervalMs}`,
+      );
     }
     this.groupId = groupId;
     this.#port = port;
@@ -92,7 +110,8 @@ export class ScannerOffsets {
     this.#checkOpen();
     const normalized = buckets.map((b, i) => normalizeBucket(b, `buckets[${i}]`));
     const keys = new Set(normalized.map(bucketKey));
-    if (keys.size !== normalized.length) throw new OffsetStoreError('INVALID_REQUEST', 'buckets repeats a bucket');
+    if (keys.size !== normalized.length)
+      throw new OffsetStoreError('INVALID_REQUEST', 'buckets repeats a bucket');
     // All-or-nothing: every new position is resolved before the assignment changes.
     const fresh = normalized.filter((b) => !this.#positions.has(bucketKey(b)));
     const committed = fresh.length === 0 ? [] : await this.#port.fetchOffsets(this.groupId, fresh);
@@ -103,22 +122,31 @@ export class ScannerOffsets {
       // A negative committed offset (Kafka's sentinels -1 latest, -2 earliest) is no position: as a
       // Kafka consumer does, resolve the start by the policy (and commit it, since it moved).
       const usable = value != null && value.offset >= 0;
-      added.push({ bucket, position: usable ? value.offset : await this.#missing(bucket), committed: value?.offset });
+      added.push({
+        bucket,
+        position: usable ? value.offset : await this.#missing(bucket),
+        committed: value?.offset,
+      });
     }
     const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
     if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();
     for (const k of dropped) this.#positions.delete(k);
-    for (const p of added) if (!this.#positions.has(bucketKey(p.bucket))) this.#positions.set(bucketKey(p.bucket), p);
+    for (const p of added)
+      if (!this.#positions.has(bucketKey(p.bucket))) this.#positions.set(bucketKey(p.bucket), p);
   }
 
   async #missing(bucket: TableBucket): Promise<number> {
     const policy = this.#onMissing;
     if (policy === 'earliest') return 0;
     if (policy === 'error') {
-      throw new OffsetStoreError('INVALID_REQUEST', `group ${this.groupId} has no committed offset for bucket ${bucketKey(bucket)}`);
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `group ${this.groupId} has no committed offset for bucket ${bucketKey(bucket)}`,
+      );
     }
     const position = await policy(bucket);
-    if (!Number.isSafeInteger(position) || position < 0) throw new RangeError(`onMissing returned ${position} for ${bucketKey(bucket)}`);
+    if (!Number.isSafeInteger(position) || position < 0)
+      throw new RangeError(`onMissing returned ${position} for ${bucketKey(bucket)}`);
     return position;
   }
 
@@ -144,14 +172,19 @@ export class ScannerOffsets {
     const p = this.#get(bucket);
     checkOffset(nextOffset);
     if (nextOffset < p.position) {
-      throw new OffsetStoreError('INVALID_REQUEST', `advance to ${nextOffset} is behind position ${p.position} of ${bucketKey(p.bucket)}; use seek to go back`);
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `advance to ${nextOffset} is behind position ${p.position} of ${bucketKey(p.bucket)}; use seek to go back`,
+      );
     }
     p.position = nextOffset;
   }
 
   /** Buckets whose position differs from their last committed offset. */
   movedBuckets(): TableBucket[] {
-    return [...this.#positions.values()].filter((p) => this.#moved(p)).map((p) => ({ ...p.bucket }));
+    return [...this.#positions.values()]
+      .filter((p) => this.#moved(p))
+      .map((p) => ({ ...p.bucket }));
   }
 
   /** Commits every moved position in one atomic commit; resolves once durable. */
@@ -166,7 +199,9 @@ export class ScannerOffsets {
     if (moved.length === 0) return;
     const snapshot = moved.map((p) => ({ ...p.bucket, offset: p.position }));
     await this.#port.commitOffsets(this.groupId, snapshot);
-    moved.forEach((p, i) => { p.committed = snapshot[i]!.offset; });
+    moved.forEach((p, i) => {
+      p.committed = snapshot[i]!.offset;
+    });
   }
 
   /** Stops auto-commit and commits what moved; later calls throw STORE_CLOSED. Idempotent. */
@@ -188,12 +223,17 @@ export class ScannerOffsets {
   #get(bucket: unknown): Position {
     const key = bucketKey(normalizeBucket(bucket, 'bucket'));
     const p = this.#positions.get(key);
-    if (p === undefined) throw new OffsetStoreError('INVALID_REQUEST', `bucket ${key} is not assigned to this scanner`);
+    if (p === undefined)
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `bucket ${key} is not assigned to this scanner`,
+      );
     return p;
   }
 
   #checkOpen(): void {
-    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `scanner of group ${this.groupId} is closed`);
+    if (this.#closed)
+      throw new OffsetStoreError('STORE_CLOSED', `scanner of group ${this.groupId} is closed`);
   }
 
   #armAutoCommit(): void {
@@ -201,15 +241,22 @@ export class ScannerOffsets {
     if (intervalMs === undefined) return;
     this.#timer = this.#clock.setTimer(intervalMs, () => {
       if (this.#closed) return;
-      this.commit().catch((error: unknown) => this.#onAutoCommitError?.(error)).finally(() => {
-        if (!this.#closed) this.#armAutoCommit();
-      });
+      this.commit()
+        .catch((error: unknown) => this.#onAutoCommitError?.(error))
+        .finally(() => {
+          if (!this.#closed) this.#armAutoCommit();
+        });
     });
   }
 }
 
 function checkOffset(offset: number): number {
-  if (typeof offset !== 'number') throw new TypeError(`offset must be a number, got ${typeof offset}`);
-  if (!Number.isSafeInteger(offset) || offset < 0) throw new OffsetStoreError('INVALID_REQUEST', `offset must be a safe integer >= 0, got ${offset}`);
+  if (typeof offset !== 'number')
+    throw new TypeError(`offset must be a number, got ${typeof offset}`);
+  if (!Number.isSafeInteger(offset) || offset < 0)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `offset must be a safe integer >= 0, got ${offset}`,
+    );
   return offset;
 }

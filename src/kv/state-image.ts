@@ -8,7 +8,11 @@
  * times, metadata and snapshots (the fetch results and the coordinator's input are equal); the image
  * batches are never appended to a log, so their own log offsets mean nothing (0).
  */
-import { buildGroupSnapshotBatch, buildOffsetBatch, type OffsetRecordSpec } from '../codec/index.js';
+import {
+  buildGroupSnapshotBatch,
+  buildOffsetBatch,
+  type OffsetRecordSpec,
+} from '../codec/index.js';
 import { OffsetsTableState } from './offsets-table-state.js';
 
 /** Records per image batch (~300 bytes each at most). */
@@ -21,7 +25,15 @@ export function stateImage(state: OffsetsTableState, nowMs: number): Buffer[] {
     let records: OffsetRecordSpec[] = [];
     for (let i = 0; i < offsets.size; i++) {
       const v = offsets.valueAt(i);
-      records.push({ tableId: v.tableId, partitionId: v.partitionId, bucketId: v.bucketId, offset: v.offset, leaderEpoch: v.leaderEpoch, metadata: v.metadata, commitTimestampMs: v.commitTimestampMs });
+      records.push({
+        tableId: v.tableId,
+        partitionId: v.partitionId,
+        bucketId: v.bucketId,
+        offset: v.offset,
+        leaderEpoch: v.leaderEpoch,
+        metadata: v.metadata,
+        commitTimestampMs: v.commitTimestampMs,
+      });
       if (records.length === IMAGE_RECORDS_PER_BATCH) {
         batches.push(buildOffsetBatch(groupId, records, nowMs));
         records = [];
@@ -29,12 +41,16 @@ export function stateImage(state: OffsetsTableState, nowMs: number): Buffer[] {
     }
     if (records.length > 0) batches.push(buildOffsetBatch(groupId, records, nowMs));
   }
-  for (const [groupId, snapshot] of state.snapshots()) batches.push(buildGroupSnapshotBatch(groupId, snapshot, nowMs));
+  for (const [groupId, snapshot] of state.snapshots())
+    batches.push(buildGroupSnapshotBatch(groupId, snapshot, nowMs));
   return batches;
 }
 
 /** A state restored from an image taken at `logOffset`: replay continues at `logOffset`. */
-export function restoreStateImage(batches: readonly Buffer[], logOffset: number): OffsetsTableState {
+export function restoreStateImage(
+  batches: readonly Buffer[],
+  logOffset: number,
+): OffsetsTableState {
   const state = new OffsetsTableState();
   // Positions in the image only order its batches; the applied log offset is the image's own after.
   for (let i = 0; i < batches.length; i++) state.applyBatch(batches[i]!, 0, i);

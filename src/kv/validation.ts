@@ -12,7 +12,14 @@
  */
 import { METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { bucketKey, checkWellFormed, invalidBucket, isValidBucket, normalizeBucketRef, type TableBucket } from '../model/index.js';
+import {
+  bucketKey,
+  checkWellFormed,
+  invalidBucket,
+  isValidBucket,
+  normalizeBucketRef,
+  type TableBucket,
+} from '../model/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 
 /** Scratch set for duplicate detection; validation is synchronous, so one instance serves all calls. */
@@ -46,7 +53,11 @@ export function normalizeBucket(ref: unknown, where: string): TableBucket {
 }
 
 /** Checks a list of buckets (optionally rejecting duplicates) and normalizes it; reads each element once. */
-export function normalizeBuckets(buckets: unknown, what: string, rejectDuplicates: boolean): TableBucket[] {
+export function normalizeBuckets(
+  buckets: unknown,
+  what: string,
+  rejectDuplicates: boolean,
+): TableBucket[] {
   if (!Array.isArray(buckets)) throw new TypeError(`${what} must be an array`);
   const count = buckets.length;
   const out: TableBucket[] = new Array(count);
@@ -68,11 +79,18 @@ export function normalizeBuckets(buckets: unknown, what: string, rejectDuplicate
  * use only those copies, so an object whose getters answer differently on a second read cannot get
  * a value past validation into the log.
  */
-export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number): OffsetRecordSpec[] {
+export function normalizeOffsetCommits(
+  offsets: unknown,
+  recordCountMax: number,
+): OffsetRecordSpec[] {
   if (!Array.isArray(offsets)) throw new TypeError('offsets must be an array');
   const count = offsets.length;
   if (count === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
-  if (count > recordCountMax) throw new OffsetStoreError('INVALID_REQUEST', `${count} offsets in one commit exceed the limit of ${recordCountMax}`);
+  if (count > recordCountMax)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${count} offsets in one commit exceed the limit of ${recordCountMax}`,
+    );
   const specs: OffsetRecordSpec[] = new Array(count);
   // Duplicates: while the buckets come in strictly increasing (table, partition, bucket) order, as a
   // caller walking its buckets sends them, none can repeat and no set is needed; from the first one
@@ -84,28 +102,44 @@ export function normalizeOffsetCommits(offsets: unknown, recordCountMax: number)
   for (let i = 0; i < count; i++) {
     const o: unknown = offsets[i];
     if (typeof o !== 'object' || o === null) throw new TypeError(`offsets[${i}] must be an object`);
-    const { tableId, partitionId: partition, bucketId, offset: value, leaderEpoch: epoch, metadata: text } = o as OffsetFields;
-    if (!isValidBucket(tableId, partition, bucketId)) invalidBucket(tableId, partition, bucketId, `offsets[${i}]`);
+    const {
+      tableId,
+      partitionId: partition,
+      bucketId,
+      offset: value,
+      leaderEpoch: epoch,
+      metadata: text,
+    } = o as OffsetFields;
+    if (!isValidBucket(tableId, partition, bucketId))
+      invalidBucket(tableId, partition, bucketId, `offsets[${i}]`);
     const t = tableId as number;
     const b = bucketId as number;
     const partitionId = (partition ?? null) as number | null;
-    const offset = typeof value === 'number' && Number.isSafeInteger(value) ? value : checkOffset(value, i);
+    const offset =
+      typeof value === 'number' && Number.isSafeInteger(value) ? value : checkOffset(value, i);
     const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
     const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
     if (seen === undefined) {
       const p = partitionId ?? -1;
-      if (t > lastTable || (t === lastTable && (p > lastPartition || (p === lastPartition && b > lastBucket)))) {
+      if (
+        t > lastTable ||
+        (t === lastTable && (p > lastPartition || (p === lastPartition && b > lastBucket)))
+      ) {
         lastTable = t;
         lastPartition = p;
         lastBucket = b;
       } else {
         seen = seenScratch;
         seen.clear();
-        for (let k = 0; k < i; k++) seen.add(specs[k]!.tableId, specs[k]!.partitionId, specs[k]!.bucketId);
+        for (let k = 0; k < i; k++)
+          seen.add(specs[k]!.tableId, specs[k]!.partitionId, specs[k]!.bucketId);
       }
     }
     if (seen !== undefined && !seen.add(t, partitionId, b)) {
-      throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}] repeats bucket ${bucketKey({ tableId: t, partitionId, bucketId: b })}`);
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `offsets[${i}] repeats bucket ${bucketKey({ tableId: t, partitionId, bucketId: b })}`,
+      );
     }
     specs[i] = { tableId: t, partitionId, bucketId: b, offset, leaderEpoch, metadata };
   }
@@ -149,19 +183,36 @@ export interface ClassicCommitMember {
  */
 export function normalizeCommitOptions(options: unknown): CommitMember | null {
   if (options === undefined || options === null) return null;
-  const { memberId, memberEpoch, generationId, groupInstanceId } = options as { memberId?: unknown; memberEpoch?: unknown; generationId?: unknown; groupInstanceId?: unknown };
+  const { memberId, memberEpoch, generationId, groupInstanceId } = options as {
+    memberId?: unknown;
+    memberEpoch?: unknown;
+    generationId?: unknown;
+    groupInstanceId?: unknown;
+  };
   if (memberId !== undefined) {
-    if (typeof memberId !== 'string') throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
+    if (typeof memberId !== 'string')
+      throw new TypeError(`memberId must be a string, got ${typeof memberId}`);
     checkWellFormed(memberId, 'memberId');
   }
   if (generationId !== undefined) {
-    if (memberEpoch !== undefined) throw new OffsetStoreError('INVALID_REQUEST', 'a commit names either a generationId (classic protocol) or a memberEpoch, not both');
-    if (typeof generationId !== 'number') throw new TypeError(`generationId must be a number, got ${typeof generationId}`);
-    if (!Number.isSafeInteger(generationId)) throw new OffsetStoreError('INVALID_REQUEST', `generationId must be an integer, got ${generationId}`);
+    if (memberEpoch !== undefined)
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        'a commit names either a generationId (classic protocol) or a memberEpoch, not both',
+      );
+    if (typeof generationId !== 'number')
+      throw new TypeError(`generationId must be a number, got ${typeof generationId}`);
+    if (!Number.isSafeInteger(generationId))
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `generationId must be an integer, got ${generationId}`,
+      );
     let instanceId: string | null = null;
     if (groupInstanceId !== undefined && groupInstanceId !== null) {
-      if (typeof groupInstanceId !== 'string') throw new TypeError(`groupInstanceId must be a string, got ${typeof groupInstanceId}`);
-      if (groupInstanceId.length === 0) throw new OffsetStoreError('INVALID_REQUEST', 'groupInstanceId must not be empty');
+      if (typeof groupInstanceId !== 'string')
+        throw new TypeError(`groupInstanceId must be a string, got ${typeof groupInstanceId}`);
+      if (groupInstanceId.length === 0)
+        throw new OffsetStoreError('INVALID_REQUEST', 'groupInstanceId must not be empty');
       instanceId = checkWellFormed(groupInstanceId, 'groupInstanceId');
     }
     const id = (memberId as string | undefined) ?? '';
@@ -170,7 +221,10 @@ export function normalizeCommitOptions(options: unknown): CommitMember | null {
   }
   if (memberId === undefined) return null;
   if (typeof memberEpoch !== 'number' || !Number.isSafeInteger(memberEpoch)) {
-    throw new OffsetStoreError('INVALID_REQUEST', `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `a commit with memberId needs an integer memberEpoch, got ${String(memberEpoch)}`,
+    );
   }
   return { kind: 'consumer', memberId: memberId as string, memberEpoch };
 }
@@ -180,14 +234,22 @@ export function normalizeCommitOptions(options: unknown): CommitMember | null {
  * (earliest) literally and read them back unchanged, so negative values are data, not mistakes.
  */
 function checkOffset(value: unknown, i: number): number {
-  if (typeof value !== 'number') throw new TypeError(`offsets[${i}].offset must be a number, got ${typeof value}`);
-  throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].offset must be a safe integer in [${Number.MIN_SAFE_INTEGER}, ${Number.MAX_SAFE_INTEGER}], got ${value}`);
+  if (typeof value !== 'number')
+    throw new TypeError(`offsets[${i}].offset must be a number, got ${typeof value}`);
+  throw new OffsetStoreError(
+    'INVALID_REQUEST',
+    `offsets[${i}].offset must be a safe integer in [${Number.MIN_SAFE_INTEGER}, ${Number.MAX_SAFE_INTEGER}], got ${value}`,
+  );
 }
 
 function checkLeaderEpoch(leaderEpoch: unknown, i: number): number {
-  if (typeof leaderEpoch !== 'number') throw new TypeError(`offsets[${i}].leaderEpoch must be a number`);
+  if (typeof leaderEpoch !== 'number')
+    throw new TypeError(`offsets[${i}].leaderEpoch must be a number`);
   if (!Number.isInteger(leaderEpoch) || leaderEpoch < -1 || leaderEpoch > INT32_MAX) {
-    throw new OffsetStoreError('INVALID_REQUEST', `offsets[${i}].leaderEpoch must be an integer in [-1, ${INT32_MAX}], got ${leaderEpoch}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `offsets[${i}].leaderEpoch must be an integer in [-1, ${INT32_MAX}], got ${leaderEpoch}`,
+    );
   }
   return leaderEpoch;
 }
@@ -195,8 +257,14 @@ function checkLeaderEpoch(leaderEpoch: unknown, i: number): number {
 function checkMetadata(metadata: unknown, i: number): string {
   if (typeof metadata !== 'string') throw new TypeError(`offsets[${i}].metadata must be a string`);
   checkWellFormed(metadata, `offsets[${i}].metadata`);
-  if (metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(metadata) > METADATA_BYTES_MAX) {
-    throw new OffsetStoreError('OFFSET_METADATA_TOO_LARGE', `offsets[${i}].metadata of ${Buffer.byteLength(metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`);
+  if (
+    metadata.length > METADATA_BYTES_MAX / 3 &&
+    Buffer.byteLength(metadata) > METADATA_BYTES_MAX
+  ) {
+    throw new OffsetStoreError(
+      'OFFSET_METADATA_TOO_LARGE',
+      `offsets[${i}].metadata of ${Buffer.byteLength(metadata)} UTF-8 bytes exceeds ${METADATA_BYTES_MAX}`,
+    );
   }
   return metadata;
 }

@@ -18,7 +18,11 @@ export interface ChartLibrary {
   code: string;
 }
 
-const BUILDS: readonly [string, string][] = [['vega', 'vega.min.js'], ['vega-lite', 'vega-lite.min.js'], ['vega-embed', 'vega-embed.min.js']];
+const BUILDS: readonly [string, string][] = [
+  ['vega', 'vega.min.js'],
+  ['vega-lite', 'vega-lite.min.js'],
+  ['vega-embed', 'vega-embed.min.js'],
+];
 
 /** Reads the three builds, in the order they must load. */
 export async function loadChartLibraries(): Promise<ChartLibrary[]> {
@@ -30,8 +34,16 @@ export async function loadChartLibraries(): Promise<ChartLibrary[]> {
     const buildDir = path.dirname(require.resolve(name));
     const code = await fs.readFile(path.join(buildDir, file));
     const manifest = await fs.readFile(path.join(buildDir, '..', 'package.json'));
-    if (code === null || manifest === null) throw new OffsetStoreError('INVALID_CONFIG', `the charting library ${name} has no ${file} in ${buildDir}: reinstall the package's dependencies`);
-    libraries.push({ name, version: (JSON.parse(manifest.toString('utf8')) as { version: string }).version, code: code.toString('utf8') });
+    if (code === null || manifest === null)
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `the charting library ${name} has no ${file} in ${buildDir}: reinstall the package's dependencies`,
+      );
+    libraries.push({
+      name,
+      version: (JSON.parse(manifest.toString('utf8')) as { version: string }).version,
+      code: code.toString('utf8'),
+    });
   }
   return libraries;
 }

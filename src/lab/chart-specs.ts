@@ -35,7 +35,9 @@ const HEIGHT = 200;
 const MIB = 1024 * 1024;
 
 function labelOf(run: WorkloadResult['runs'][number]): string {
-  return run.recorded.startsWith('module:') ? run.recorded.slice('module:'.length).replace(/\+checkpoints$/, '') : run.recorded;
+  return run.recorded.startsWith('module:')
+    ? run.recorded.slice('module:'.length).replace(/\+checkpoints$/, '')
+    : run.recorded;
 }
 
 function colorScale(strategies: readonly string[]): Record<string, unknown> {
@@ -50,90 +52,242 @@ function round(value: number, digits = 3): number {
 /** The charts of one workload (see the module comment). */
 export function workloadCharts(workload: WorkloadResult, index: number): ChartSpec[] {
   const strategies = workload.runs.map(labelOf);
-  const color = { field: 'strategy', type: 'nominal', title: 'strategy', scale: colorScale(strategies) };
-  const samples = workload.runs.flatMap((run) => run.samples.map((s) => ({
-    strategy: labelOf(run), progressPct: round(s.progress * 100, 1), elapsedS: round(s.elapsedMs / 1000, 2), spaceAmplification: round(s.spaceAmplification),
-    diskMiB: round(s.diskBytes / MIB), liveMiB: round(s.liveBytes / MIB), writeAmplification: round(s.writeAmplification),
-    reopenMs: s.reopenMs === undefined ? null : round(s.reopenMs, 1), recordsReplayed: s.recordsReplayed ?? null, heapMiB: round(s.heapBytes / MIB, 1),
-  })));
-  const live = (workload.runs[0]?.samples ?? []).map((s) => ({ strategy: 'live bytes', progressPct: round(s.progress * 100, 1), diskMiB: round(s.liveBytes / MIB) }));
+  const color = {
+    field: 'strategy',
+    type: 'nominal',
+    title: 'strategy',
+    scale: colorScale(strategies),
+  };
+  const samples = workload.runs.flatMap((run) =>
+    run.samples.map((s) => ({
+      strategy: labelOf(run),
+      progressPct: round(s.progress * 100, 1),
+      elapsedS: round(s.elapsedMs / 1000, 2),
+      spaceAmplification: round(s.spaceAmplification),
+      diskMiB: round(s.diskBytes / MIB),
+      liveMiB: round(s.liveBytes / MIB),
+      writeAmplification: round(s.writeAmplification),
+      reopenMs: s.reopenMs === undefined ? null : round(s.reopenMs, 1),
+      recordsReplayed: s.recordsReplayed ?? null,
+      heapMiB: round(s.heapBytes / MIB, 1),
+    })),
+  );
+  const live = (workload.runs[0]?.samples ?? []).map((s) => ({
+    strategy: 'live bytes',
+    progressPct: round(s.progress * 100, 1),
+    diskMiB: round(s.liveBytes / MIB),
+  }));
   const totals = workload.runs.map((run) => ({
-    strategy: labelOf(run), writeAmplification: round(run.totals.writeAmplification), bytesWrittenPerRunKiB: round(run.totals.bytesWrittenPerRun / 1024, 1),
-    writingRuns: run.totals.writingRuns, finalReopenMs: round(run.totals.finalReopenMs, 1), workerCpuS: round(run.totals.workerCpuMs / 1000, 2),
+    strategy: labelOf(run),
+    writeAmplification: round(run.totals.writeAmplification),
+    bytesWrittenPerRunKiB: round(run.totals.bytesWrittenPerRun / 1024, 1),
+    writingRuns: run.totals.writingRuns,
+    finalReopenMs: round(run.totals.finalReopenMs, 1),
+    workerCpuS: round(run.totals.workerCpuMs / 1000, 2),
   }));
   const timeline = workload.runs.flatMap((run) => [
-    ...run.windows.map((w) => ({ strategy: labelOf(run), kind: 'window', t: round(w.startMs / 1000, 2), p99Ms: round(w.p99Ms, 2), phase: w.phase })),
-    ...run.compactions.filter((c) => c.bytesWritten > 0 || c.segmentsRewritten > 0).map((c) => ({ strategy: labelOf(run), kind: 'run', t: round(c.startMs / 1000, 2), tEnd: round((c.startMs + Math.max(c.durationMs, 20)) / 1000, 2), bucket: c.bucket, writtenKiB: round(c.bytesWritten / 1024, 1) })),
+    ...run.windows.map((w) => ({
+      strategy: labelOf(run),
+      kind: 'window',
+      t: round(w.startMs / 1000, 2),
+      p99Ms: round(w.p99Ms, 2),
+      phase: w.phase,
+    })),
+    ...run.compactions
+      .filter((c) => c.bytesWritten > 0 || c.segmentsRewritten > 0)
+      .map((c) => ({
+        strategy: labelOf(run),
+        kind: 'run',
+        t: round(c.startMs / 1000, 2),
+        tEnd: round((c.startMs + Math.max(c.durationMs, 20)) / 1000, 2),
+        bucket: c.bucket,
+        writtenKiB: round(c.bytesWritten / 1024, 1),
+      })),
   ]);
-  const phases = workload.runs.flatMap((run) => (['idle', 'compacting'] as const).flatMap((phase) => {
-    const p = run.latency[phase];
-    return [['p50', p.p50Ms], ['p99', p.p99Ms], ['p99.9', p.p999Ms]].map(([percentile, ms]) => ({ strategy: labelOf(run), phase, percentile, ms: round(ms as number, 2) }));
-  }));
+  const phases = workload.runs.flatMap((run) =>
+    (['idle', 'compacting'] as const).flatMap((phase) => {
+      const p = run.latency[phase];
+      return [
+        ['p50', p.p50Ms],
+        ['p99', p.p99Ms],
+        ['p99.9', p.p999Ms],
+      ].map(([percentile, ms]) => ({
+        strategy: labelOf(run),
+        phase,
+        percentile,
+        ms: round(ms as number, 2),
+      }));
+    }),
+  );
   const progress = { field: 'progressPct', type: 'quantitative', title: 'workload done (%)' };
   const id = (name: string) => `w${index}-${name}`;
-  const line = (field: string, axis: string, extra: Record<string, unknown> = {}): VegaLiteSpec => ({
-    $schema: SCHEMA, width: WIDTH, height: HEIGHT, data: { values: samples },
+  const line = (
+    field: string,
+    axis: string,
+    extra: Record<string, unknown> = {},
+  ): VegaLiteSpec => ({
+    $schema: SCHEMA,
+    width: WIDTH,
+    height: HEIGHT,
+    data: { values: samples },
     mark: { type: 'line', point: true, tooltip: true },
     encoding: { x: progress, y: { field, type: 'quantitative', title: axis, ...extra }, color },
   });
   const bars = (field: string, axis: string, values: unknown[]): VegaLiteSpec => ({
-    $schema: SCHEMA, width: WIDTH, height: HEIGHT, data: { values },
+    $schema: SCHEMA,
+    width: WIDTH,
+    height: HEIGHT,
+    data: { values },
     mark: { type: 'bar', tooltip: true },
-    encoding: { x: { field: 'strategy', type: 'nominal', sort: strategies, title: null }, y: { field, type: 'quantitative', title: axis }, color },
+    encoding: {
+      x: { field: 'strategy', type: 'nominal', sort: strategies, title: null },
+      y: { field, type: 'quantitative', title: axis },
+      color,
+    },
   });
   return [
-    { id: id('space'), title: 'Space amplification over the workload (bytes on disk / live bytes)', spec: line('spaceAmplification', 'disk / live bytes') },
     {
-      id: id('disk'), title: 'Bytes on disk over the workload, and the live bytes',
+      id: id('space'),
+      title: 'Space amplification over the workload (bytes on disk / live bytes)',
+      spec: line('spaceAmplification', 'disk / live bytes'),
+    },
+    {
+      id: id('disk'),
+      title: 'Bytes on disk over the workload, and the live bytes',
       spec: {
-        $schema: SCHEMA, width: WIDTH, height: HEIGHT, data: { values: [...samples, ...live] },
+        $schema: SCHEMA,
+        width: WIDTH,
+        height: HEIGHT,
+        data: { values: [...samples, ...live] },
         mark: { type: 'line', point: true, tooltip: true },
         encoding: {
-          x: progress, y: { field: 'diskMiB', type: 'quantitative', title: 'MiB' },
-          color: { field: 'strategy', type: 'nominal', title: 'strategy', scale: { domain: [...strategies, 'live bytes'], scheme: 'tableau10' } },
-          strokeDash: { condition: { test: "datum.strategy === 'live bytes'", value: [4, 3] }, value: [1, 0] },
+          x: progress,
+          y: { field: 'diskMiB', type: 'quantitative', title: 'MiB' },
+          color: {
+            field: 'strategy',
+            type: 'nominal',
+            title: 'strategy',
+            scale: { domain: [...strategies, 'live bytes'], scheme: 'tableau10' },
+          },
+          strokeDash: {
+            condition: { test: "datum.strategy === 'live bytes'", value: [4, 3] },
+            value: [1, 0],
+          },
         },
       },
     },
     {
-      id: id('latency-timeline'), title: 'Commit p99 per window over time; shaded: compaction runs that wrote (workload, then idle and compacting latency phases)',
+      id: id('latency-timeline'),
+      title:
+        'Commit p99 per window over time; shaded: compaction runs that wrote (workload, then idle and compacting latency phases)',
       spec: {
-        $schema: SCHEMA, data: { values: timeline },
+        $schema: SCHEMA,
+        data: { values: timeline },
         facet: { row: { field: 'strategy', type: 'nominal', sort: strategies, title: null } },
         spec: {
-          width: WIDTH * 2, height: 90,
+          width: WIDTH * 2,
+          height: 90,
           layer: [
-            { transform: [{ filter: "datum.kind === 'run'" }], mark: { type: 'rect', opacity: 0.25, color: '#e45756' }, encoding: { x: { field: 't', type: 'quantitative', title: 'seconds since the run started' }, x2: { field: 'tEnd' }, tooltip: [{ field: 'bucket' }, { field: 'writtenKiB', title: 'KiB written' }] } },
-            { transform: [{ filter: "datum.kind === 'window'" }], mark: { type: 'line', color: '#888', strokeWidth: 1 }, encoding: { x: { field: 't', type: 'quantitative' }, y: { field: 'p99Ms', type: 'quantitative', title: 'p99 ms', scale: { type: 'log' } } } },
-            { transform: [{ filter: "datum.kind === 'window'" }], mark: { type: 'point', filled: true, size: 14, tooltip: true }, encoding: { x: { field: 't', type: 'quantitative' }, y: { field: 'p99Ms', type: 'quantitative' }, color: { field: 'phase', type: 'nominal', scale: { domain: ['workload', 'idle', 'compacting'], range: ['#4c78a8', '#54a24b', '#f58518'] } } } },
+            {
+              transform: [{ filter: "datum.kind === 'run'" }],
+              mark: { type: 'rect', opacity: 0.25, color: '#e45756' },
+              encoding: {
+                x: { field: 't', type: 'quantitative', title: 'seconds since the run started' },
+                x2: { field: 'tEnd' },
+                tooltip: [{ field: 'bucket' }, { field: 'writtenKiB', title: 'KiB written' }],
+              },
+            },
+            {
+              transform: [{ filter: "datum.kind === 'window'" }],
+              mark: { type: 'line', color: '#888', strokeWidth: 1 },
+              encoding: {
+                x: { field: 't', type: 'quantitative' },
+                y: {
+                  field: 'p99Ms',
+                  type: 'quantitative',
+                  title: 'p99 ms',
+                  scale: { type: 'log' },
+                },
+              },
+            },
+            {
+              transform: [{ filter: "datum.kind === 'window'" }],
+              mark: { type: 'point', filled: true, size: 14, tooltip: true },
+              encoding: {
+                x: { field: 't', type: 'quantitative' },
+                y: { field: 'p99Ms', type: 'quantitative' },
+                color: {
+                  field: 'phase',
+                  type: 'nominal',
+                  scale: {
+                    domain: ['workload', 'idle', 'compacting'],
+                    range: ['#4c78a8', '#54a24b', '#f58518'],
+                  },
+                },
+              },
+            },
           ],
         },
         resolve: { scale: { y: 'independent' } },
       },
     },
-    { id: id('write-amp'), title: 'Write amplification: bytes compaction wrote per byte committed', spec: bars('writeAmplification', 'bytes written / bytes committed', totals) },
-    { id: id('bytes-per-run'), title: 'Bytes written per compaction run (mean over runs that wrote)', spec: bars('bytesWrittenPerRunKiB', 'KiB per run', totals) },
-    { id: id('reopen'), title: 'Time to reopen a copy of the store at the end of the workload', spec: bars('finalReopenMs', 'ms', totals) },
     {
-      id: id('replayed'), title: 'Records replayed to reopen, over the workload',
-      spec: { ...line('recordsReplayed', 'records replayed'), transform: [{ filter: 'datum.recordsReplayed !== null' }] },
+      id: id('write-amp'),
+      title: 'Write amplification: bytes compaction wrote per byte committed',
+      spec: bars('writeAmplification', 'bytes written / bytes committed', totals),
     },
     {
-      id: id('latency-phases'), title: 'Commit latency: idle phases against phases with compaction running (compact() in a loop)',
+      id: id('bytes-per-run'),
+      title: 'Bytes written per compaction run (mean over runs that wrote)',
+      spec: bars('bytesWrittenPerRunKiB', 'KiB per run', totals),
+    },
+    {
+      id: id('reopen'),
+      title: 'Time to reopen a copy of the store at the end of the workload',
+      spec: bars('finalReopenMs', 'ms', totals),
+    },
+    {
+      id: id('replayed'),
+      title: 'Records replayed to reopen, over the workload',
       spec: {
-        $schema: SCHEMA, data: { values: phases },
+        ...line('recordsReplayed', 'records replayed'),
+        transform: [{ filter: 'datum.recordsReplayed !== null' }],
+      },
+    },
+    {
+      id: id('latency-phases'),
+      title:
+        'Commit latency: idle phases against phases with compaction running (compact() in a loop)',
+      spec: {
+        $schema: SCHEMA,
+        data: { values: phases },
         facet: { column: { field: 'strategy', type: 'nominal', sort: strategies, title: null } },
         spec: {
-          width: 120, height: HEIGHT, mark: { type: 'bar', tooltip: true },
+          width: 120,
+          height: HEIGHT,
+          mark: { type: 'bar', tooltip: true },
           encoding: {
-            x: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'], title: null }, xOffset: { field: 'phase', sort: ['idle', 'compacting'] },
+            x: { field: 'percentile', type: 'nominal', sort: ['p50', 'p99', 'p99.9'], title: null },
+            xOffset: { field: 'phase', sort: ['idle', 'compacting'] },
             y: { field: 'ms', type: 'quantitative', title: 'commit latency, ms' },
-            color: { field: 'phase', type: 'nominal', scale: { domain: ['idle', 'compacting'], range: ['#54a24b', '#f58518'] } },
+            color: {
+              field: 'phase',
+              type: 'nominal',
+              scale: { domain: ['idle', 'compacting'], range: ['#54a24b', '#f58518'] },
+            },
           },
         },
       },
     },
-    { id: id('worker-cpu'), title: 'CPU of the compaction worker threads over the workload', spec: bars('workerCpuS', 'CPU seconds', totals) },
-    { id: id('heap'), title: 'Main-thread heap (used + external) over the workload', spec: line('heapMiB', 'MiB') },
+    {
+      id: id('worker-cpu'),
+      title: 'CPU of the compaction worker threads over the workload',
+      spec: bars('workerCpuS', 'CPU seconds', totals),
+    },
+    {
+      id: id('heap'),
+      title: 'Main-thread heap (used + external) over the workload',
+      spec: line('heapMiB', 'MiB'),
+    },
   ];
 }

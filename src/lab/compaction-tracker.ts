@@ -60,9 +60,18 @@ export class CompactionTracker {
     } else {
       const r = event.report;
       this.runs.push({
-        bucket: r.bucket, startMs: r.startedAtMs - this.#originMs, durationMs: r.durationMs, background: r.background, bytesWritten: r.bytesWritten,
-        bytesRead: r.bytesRead, segmentsRewritten: r.segmentsRewritten, recordsDropped: r.recordsDropped, bytesBefore: r.bytesBefore, bytesAfter: r.bytesAfter,
-        ...(r.workerCpuMs === undefined ? {} : { workerCpuMs: r.workerCpuMs }), ...(r.workerHeapBytes === undefined ? {} : { workerHeapBytes: r.workerHeapBytes }),
+        bucket: r.bucket,
+        startMs: r.startedAtMs - this.#originMs,
+        durationMs: r.durationMs,
+        background: r.background,
+        bytesWritten: r.bytesWritten,
+        bytesRead: r.bytesRead,
+        segmentsRewritten: r.segmentsRewritten,
+        recordsDropped: r.recordsDropped,
+        bytesBefore: r.bytesBefore,
+        bytesAfter: r.bytesAfter,
+        ...(r.workerCpuMs === undefined ? {} : { workerCpuMs: r.workerCpuMs }),
+        ...(r.workerHeapBytes === undefined ? {} : { workerHeapBytes: r.workerHeapBytes }),
       });
     }
     if (this.#inFlight === 0) for (const wake of this.#waiters.splice(0)) wake();
@@ -75,6 +84,8 @@ export class CompactionTracker {
 
   /** Resolves once no run is in flight. */
   idle(): Promise<void> {
-    return this.#inFlight === 0 ? Promise.resolve() : new Promise((resolve) => this.#waiters.push(resolve));
+    return this.#inFlight === 0
+      ? Promise.resolve()
+      : new Promise((resolve) => this.#waiters.push(resolve));
   }
 }

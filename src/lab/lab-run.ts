@@ -64,13 +64,46 @@ export interface LabSettings {
 
 /** The lab settings at a scale. */
 export function labSettings(scale: LabScale): LabSettings {
-  const common = { durability: 'fsync' as const, intervalMs: 1000, minDirtyRatio: 0.5, deleteRetentionMs: 60_000, clockMode: 'real' as 'real' | 'step' };
+  const common = {
+    durability: 'fsync' as const,
+    intervalMs: 1000,
+    minDirtyRatio: 0.5,
+    deleteRetentionMs: 60_000,
+    clockMode: 'real' as 'real' | 'step',
+  };
   // Small runs take milliseconds a step: the clock moves one compaction interval per step instead.
   // Segments hold a tenth of a bucket's live records or so: a clean section of a few segments only
   // would leave an incremental strategy nothing to skip.
-  if (scale === 'small') return { ...common, clockMode: 'step', bucketCount: 2, segmentBytesMax: 4 * 1024, reopenEvery: 1, latencyPhasePairs: 1, latencyPhaseMs: 300, latencyWindowMs: 100 };
-  if (scale === 'default') return { ...common, bucketCount: 4, segmentBytesMax: 128 * 1024, reopenEvery: 1, latencyPhasePairs: 8, latencyPhaseMs: 1500, latencyWindowMs: 500 };
-  return { ...common, bucketCount: 8, segmentBytesMax: 512 * 1024, reopenEvery: 4, latencyPhasePairs: 8, latencyPhaseMs: 3000, latencyWindowMs: 1000 };
+  if (scale === 'small')
+    return {
+      ...common,
+      clockMode: 'step',
+      bucketCount: 2,
+      segmentBytesMax: 4 * 1024,
+      reopenEvery: 1,
+      latencyPhasePairs: 1,
+      latencyPhaseMs: 300,
+      latencyWindowMs: 100,
+    };
+  if (scale === 'default')
+    return {
+      ...common,
+      bucketCount: 4,
+      segmentBytesMax: 128 * 1024,
+      reopenEvery: 1,
+      latencyPhasePairs: 8,
+      latencyPhaseMs: 1500,
+      latencyWindowMs: 500,
+    };
+  return {
+    ...common,
+    bucketCount: 8,
+    segmentBytesMax: 512 * 1024,
+    reopenEvery: 4,
+    latencyPhasePairs: 8,
+    latencyPhaseMs: 3000,
+    latencyWindowMs: 1000,
+  };
 }
 
 /** What one strategy did on one workload. */
@@ -88,7 +121,11 @@ export interface StrategyRun {
   /** Commit latency in the idle and the compacting latency phases, and p99's change. */
   latency: { idle: Percentiles; compacting: Percentiles; p99ChangePct: number };
   /** Commit latency during the workload, split by whether a compaction run overlapped the commit. */
-  workloadLatency: { overlappingCompaction: Percentiles; outsideCompaction: Percentiles; fetch: Percentiles };
+  workloadLatency: {
+    overlappingCompaction: Percentiles;
+    outsideCompaction: Percentiles;
+    fetch: Percentiles;
+  };
   /** Totals of the run. */
   totals: RunTotals;
   /** Warnings the store gave (torn tails in copies are expected: a copy is a crash image). */
@@ -162,13 +199,32 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
   const tracker = new CompactionTracker(performance.timeOrigin + startedMs);
   const latency = new LatencyLog(startedMs);
   const warnings: string[] = [];
-  const storeDir = path.join(options.dir, `${workload.name}-${safeName(options.strategy)}-${process.pid}-${Math.floor(startedMs)}`);
+  const storeDir = path.join(
+    options.dir,
+    `${workload.name}-${safeName(options.strategy)}-${process.pid}-${Math.floor(startedMs)}`,
+  );
   const storeOptions = {
-    dir: storeDir, bucketCount: settings.bucketCount, segmentBytesMax: settings.segmentBytesMax, durability: settings.durability, clock, ...plan.storeOptions,
+    dir: storeDir,
+    bucketCount: settings.bucketCount,
+    segmentBytesMax: settings.segmentBytesMax,
+    durability: settings.durability,
+    clock,
+    ...plan.storeOptions,
     onWarning: (message: string) => warnings.push(message),
   };
-  const compaction = { strategy: options.strategy, deleteRetentionMs: settings.deleteRetentionMs, onRun: tracker.listener };
-  let store = await OffsetStore.open({ ...storeOptions, compaction: { ...compaction, intervalMs: settings.intervalMs, minDirtyRatio: settings.minDirtyRatio } });
+  const compaction = {
+    strategy: options.strategy,
+    deleteRetentionMs: settings.deleteRetentionMs,
+    onRun: tracker.listener,
+  };
+  let store = await OffsetStore.open({
+    ...storeOptions,
+    compaction: {
+      ...compaction,
+      intervalMs: settings.intervalMs,
+      minDirtyRatio: settings.minDirtyRatio,
+    },
+  });
   const model: Model = new Map();
   const driver = new ClockDriver(clock, settings);
   const cpuStart = process.cpuUsage();
@@ -177,30 +233,60 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
     const recorded = (await store.stats()).compactionStrategy;
     for (let i = 0; i < plan.steps; i++) {
       const step = plan.step(i);
-      if (step.advanceClockMs !== undefined && step.advanceClockMs > 0) clock.advance(step.advanceClockMs);
+      if (step.advanceClockMs !== undefined && step.advanceClockMs > 0)
+        clock.advance(step.advanceClockMs);
       driver.run();
       await runOps(store, step.ops, model, latency, clock);
       driver.stop();
       await settle(tracker);
       const cpu = process.cpuUsage(cpuStart);
-      samples.push(await sampleStore(store, {
-        step: i, steps: plan.steps, elapsedMs: performance.now() - startedMs, tracker, processCpuMs: (cpu.user + cpu.system) / 1000,
-        reopen: i % settings.reopenEvery === settings.reopenEvery - 1 || i === plan.steps - 1
-          ? { storeOptions, strategy: options.strategy, nowMs: clock.nowMs() }
-          : undefined,
-      }));
+      samples.push(
+        await sampleStore(store, {
+          step: i,
+          steps: plan.steps,
+          elapsedMs: performance.now() - startedMs,
+          tracker,
+          processCpuMs: (cpu.user + cpu.system) / 1000,
+          reopen:
+            i % settings.reopenEvery === settings.reopenEvery - 1 || i === plan.steps - 1
+              ? { storeOptions, strategy: options.strategy, nowMs: clock.nowMs() }
+              : undefined,
+        }),
+      );
       options.onProgress?.(`step ${i + 1}/${plan.steps}`);
     }
     const cpu = process.cpuUsage(cpuStart);
     const processCpuMs = (cpu.user + cpu.system) / 1000;
     const workloadEndMs = performance.now() - startedMs;
-    await verify(store, model, clock.nowMs(), plan.storeOptions?.offsetsRetentionMs, plan.storeOptions?.offsetsRetentionCheckIntervalMs ?? 60_000);
+    await verify(
+      store,
+      model,
+      clock.nowMs(),
+      plan.storeOptions?.offsetsRetentionMs,
+      plan.storeOptions?.offsetsRetentionCheckIntervalMs ?? 60_000,
+    );
     await store.close();
-    const phases = await latencyPhases((phase) => {
-      const background = phase === 'idle' ? { background: false } : { intervalMs: LATENCY_INTERVAL_MS, minDirtyRatio: 0 };
-      return OffsetStore.open({ ...storeOptions, compaction: { ...compaction, ...background } }).then((opened) => (store = opened));
-    }, settings, latency, tracker, driver, options.onProgress);
-    const intervals = tracker.runs.map((r): [number, number] => [r.startMs, r.startMs + r.durationMs]);
+    const phases = await latencyPhases(
+      (phase) => {
+        const background =
+          phase === 'idle'
+            ? { background: false }
+            : { intervalMs: LATENCY_INTERVAL_MS, minDirtyRatio: 0 };
+        return OffsetStore.open({
+          ...storeOptions,
+          compaction: { ...compaction, ...background },
+        }).then((opened) => (store = opened));
+      },
+      settings,
+      latency,
+      tracker,
+      driver,
+      options.onProgress,
+    );
+    const intervals = tracker.runs.map((r): [number, number] => [
+      r.startMs,
+      r.startMs + r.durationMs,
+    ]);
     const workloadRuns = tracker.runs.filter((r) => r.startMs < workloadEndMs);
     return {
       strategy: options.strategy,
@@ -210,8 +296,12 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
       windows: latency.windows(settings.latencyWindowMs),
       latency: phases,
       workloadLatency: {
-        overlappingCompaction: percentiles(latency.commits('workload', { intervals, overlapping: true })),
-        outsideCompaction: percentiles(latency.commits('workload', { intervals, overlapping: false })),
+        overlappingCompaction: percentiles(
+          latency.commits('workload', { intervals, overlapping: true }),
+        ),
+        outsideCompaction: percentiles(
+          latency.commits('workload', { intervals, overlapping: false }),
+        ),
         fetch: percentiles(latency.fetches()),
       },
       totals: totals(samples, workloadRuns, processCpuMs, performance.now() - startedMs),
@@ -226,7 +316,10 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
 }
 
 function safeName(strategy: string): string {
-  return path.basename(strategy).replace(/\.[cm]?[jt]s$/, '').replace(/[^A-Za-z0-9_-]/g, '_');
+  return path
+    .basename(strategy)
+    .replace(/\.[cm]?[jt]s$/, '')
+    .replace(/[^A-Za-z0-9_-]/g, '_');
 }
 
 /** Moves the ManualClock in real time while operations run ('real'), or by one interval per step ('step'). */
@@ -274,7 +367,13 @@ async function settle(tracker: CompactionTracker): Promise<void> {
   }
 }
 
-async function runOps(store: OffsetStore, ops: readonly WorkloadOp[], model: Model, latency: LatencyLog, clock: ManualClock): Promise<void> {
+async function runOps(
+  store: OffsetStore,
+  ops: readonly WorkloadOp[],
+  model: Model,
+  latency: LatencyLog,
+  clock: ManualClock,
+): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < ops.length) {
@@ -285,11 +384,13 @@ async function runOps(store: OffsetStore, ops: readonly WorkloadOp[], model: Mod
         latency.commit(startMs, performance.now() - startMs, 'workload');
         let group = model.get(op.groupId);
         if (group === undefined) model.set(op.groupId, (group = new Map()));
-        for (const o of op.offsets) group.set(bucketKey(o.tableId, o.bucketId), { offset: o.offset, atMs: clock.nowMs() });
+        for (const o of op.offsets)
+          group.set(bucketKey(o.tableId, o.bucketId), { offset: o.offset, atMs: clock.nowMs() });
       } else if (op.kind === 'deleteGroup') {
         await store.deleteGroup(op.groupId).catch((error: unknown) => {
           // A group retention already expired is gone: nothing to delete.
-          if (!(error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND')) throw error;
+          if (!(error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND'))
+            throw error;
         });
         model.delete(op.groupId);
       } else {
@@ -303,10 +404,20 @@ async function runOps(store: OffsetStore, ops: readonly WorkloadOp[], model: Mod
 
 /** Step 4: idle and compacting phases, alternating, each on the store reopened by `open`. */
 async function latencyPhases(
-  open: (phase: 'idle' | 'compacting') => Promise<OffsetStore>, settings: LabSettings, latency: LatencyLog, tracker: CompactionTracker, driver: ClockDriver,
+  open: (phase: 'idle' | 'compacting') => Promise<OffsetStore>,
+  settings: LabSettings,
+  latency: LatencyLog,
+  tracker: CompactionTracker,
+  driver: ClockDriver,
   onProgress?: (what: string) => void,
 ): Promise<StrategyRun['latency']> {
-  const offsets = Array.from({ length: LATENCY_COMMITTERS }, () => Array.from({ length: LATENCY_OFFSETS_PER_COMMIT }, (_, b) => ({ tableId: 99, bucketId: b, offset: 0 })));
+  const offsets = Array.from({ length: LATENCY_COMMITTERS }, () =>
+    Array.from({ length: LATENCY_OFFSETS_PER_COMMIT }, (_, b) => ({
+      tableId: 99,
+      bucketId: b,
+      offset: 0,
+    })),
+  );
   const idle: number[] = [];
   const compacting: number[] = [];
   for (let pair = 0; pair < settings.latencyPhasePairs; pair++) {
@@ -318,16 +429,18 @@ async function latencyPhases(
         await settle(tracker);
         if (phase === 'compacting') driver.run();
         const endMs = performance.now() + settings.latencyPhaseMs;
-        await Promise.all(offsets.map(async (mine, c) => {
-          while (performance.now() < endMs) {
-            for (const o of mine) o.offset++;
-            const startMs = performance.now();
-            await store.commitOffsets(`lab-latency-${c}`, mine);
-            const durationMs = performance.now() - startMs;
-            latency.commit(startMs, durationMs, phase);
-            (phase === 'idle' ? idle : compacting).push(durationMs);
-          }
-        }));
+        await Promise.all(
+          offsets.map(async (mine, c) => {
+            while (performance.now() < endMs) {
+              for (const o of mine) o.offset++;
+              const startMs = performance.now();
+              await store.commitOffsets(`lab-latency-${c}`, mine);
+              const durationMs = performance.now() - startMs;
+              latency.commit(startMs, durationMs, phase);
+              (phase === 'idle' ? idle : compacting).push(durationMs);
+            }
+          }),
+        );
         driver.stop();
         await settle(tracker);
       } finally {
@@ -338,29 +451,64 @@ async function latencyPhases(
   }
   const i = percentiles(idle);
   const c = percentiles(compacting);
-  return { idle: i, compacting: c, p99ChangePct: i.p99Ms === 0 ? 0 : (c.p99Ms / i.p99Ms - 1) * 100 };
+  return {
+    idle: i,
+    compacting: c,
+    p99ChangePct: i.p99Ms === 0 ? 0 : (c.p99Ms / i.p99Ms - 1) * 100,
+  };
 }
 
 /**
  * Step 3: every offset the operations left is there with its value, but an offset old enough to have
  * expired may be gone; no group is there that the operations did not leave.
  */
-async function verify(store: OffsetStore, model: Model, nowMs: number, retentionMs: number | undefined, checkIntervalMs: number): Promise<void> {
-  const mayExpire = (atMs: number) => retentionMs !== undefined && atMs + retentionMs <= nowMs + checkIntervalMs;
-  const listed = new Set((await store.listGroups()).map((g) => g.groupId).filter((g) => !g.startsWith('lab-latency-')));
-  for (const groupId of listed) if (!model.has(groupId)) throw new OffsetStoreError('CORRUPT_MESSAGE', `lab check: the store holds group ${groupId}, which the workload deleted or never wrote`);
+async function verify(
+  store: OffsetStore,
+  model: Model,
+  nowMs: number,
+  retentionMs: number | undefined,
+  checkIntervalMs: number,
+): Promise<void> {
+  const mayExpire = (atMs: number) =>
+    retentionMs !== undefined && atMs + retentionMs <= nowMs + checkIntervalMs;
+  const listed = new Set(
+    (await store.listGroups()).map((g) => g.groupId).filter((g) => !g.startsWith('lab-latency-')),
+  );
+  for (const groupId of listed)
+    if (!model.has(groupId))
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `lab check: the store holds group ${groupId}, which the workload deleted or never wrote`,
+      );
   for (const [groupId, group] of model) {
-    const stored = new Map((await store.fetchOffsets(groupId)).map((o) => [bucketKey(o!.tableId, o!.bucketId), o!.offset]));
+    const stored = new Map(
+      (await store.fetchOffsets(groupId)).map((o) => [
+        bucketKey(o!.tableId, o!.bucketId),
+        o!.offset,
+      ]),
+    );
     for (const [key, { offset, atMs }] of group) {
       const got = stored.get(key);
       if (got === offset || (got === undefined && mayExpire(atMs))) continue;
-      throw new OffsetStoreError('CORRUPT_MESSAGE', `lab check: group ${groupId}, bucket key ${key}: the store holds ${String(got)}, the workload left ${offset}`);
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `lab check: group ${groupId}, bucket key ${key}: the store holds ${String(got)}, the workload left ${offset}`,
+      );
     }
-    if (stored.size > group.size) throw new OffsetStoreError('CORRUPT_MESSAGE', `lab check: group ${groupId} holds ${stored.size} offsets, the workload left ${group.size}`);
+    if (stored.size > group.size)
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `lab check: group ${groupId} holds ${stored.size} offsets, the workload left ${group.size}`,
+      );
   }
 }
 
-function totals(samples: readonly LabSample[], runs: readonly CompactionRunRecord[], processCpuMs: number, durationMs: number): RunTotals {
+function totals(
+  samples: readonly LabSample[],
+  runs: readonly CompactionRunRecord[],
+  processCpuMs: number,
+  durationMs: number,
+): RunTotals {
   const last = samples.at(-1)!;
   const writing = runs.filter((r) => r.bytesWritten > 0);
   const written = runs.reduce((n, r) => n + r.bytesWritten, 0);
@@ -374,7 +522,10 @@ function totals(samples: readonly LabSample[], runs: readonly CompactionRunRecor
     bytesWrittenPerRun: writing.length === 0 ? 0 : written / writing.length,
     writeAmplification: last.committedBytes === 0 ? 0 : written / last.committedBytes,
     finalSpaceAmplification: last.spaceAmplification,
-    meanSpaceAmplification: later.length === 0 ? last.spaceAmplification : later.reduce((n, s) => n + s.spaceAmplification, 0) / later.length,
+    meanSpaceAmplification:
+      later.length === 0
+        ? last.spaceAmplification
+        : later.reduce((n, s) => n + s.spaceAmplification, 0) / later.length,
     finalReopenMs: reopened?.reopenMs ?? 0,
     finalRecordsReplayed: reopened?.recordsReplayed ?? 0,
     workerCpuMs: runs.reduce((n, r) => n + (r.workerCpuMs ?? 0), 0),

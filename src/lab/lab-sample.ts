@@ -66,7 +66,11 @@ export interface SampleContext {
   /** CPU of the process since the run started, ms. */
   processCpuMs: number;
   /** When set, a copy is reopened: the options the store was opened with, its strategy, its clock's time. */
-  reopen?: { storeOptions: Omit<OffsetStoreOptions, 'compaction'>; strategy: string; nowMs: number };
+  reopen?: {
+    storeOptions: Omit<OffsetStoreOptions, 'compaction'>;
+    strategy: string;
+    nowMs: number;
+  };
 }
 
 /** Takes a sample (see the module comment). */
@@ -77,8 +81,14 @@ export async function sampleStore(store: OffsetStore, context: SampleContext): P
   const written = context.tracker.runs.reduce((n, r) => n + r.bytesWritten, 0);
   const memory = process.memoryUsage();
   const sample: LabSample = {
-    step: context.step, progress: (context.step + 1) / context.steps, elapsedMs: context.elapsedMs,
-    committedBytes: stats.totals.appendedBytes, diskBytes, logBytes: stats.totals.logBytes, liveBytes, liveOffsets: stats.totals.liveOffsets,
+    step: context.step,
+    progress: (context.step + 1) / context.steps,
+    elapsedMs: context.elapsedMs,
+    committedBytes: stats.totals.appendedBytes,
+    diskBytes,
+    logBytes: stats.totals.logBytes,
+    liveBytes,
+    liveOffsets: stats.totals.liveOffsets,
     spaceAmplification: liveBytes === 0 ? 0 : diskBytes / liveBytes,
     compactionBytesWritten: written,
     writeAmplification: stats.totals.appendedBytes === 0 ? 0 : written / stats.totals.appendedBytes,
@@ -86,7 +96,8 @@ export async function sampleStore(store: OffsetStore, context: SampleContext): P
     processCpuMs: context.processCpuMs,
     workerCpuMs: context.tracker.runs.reduce((n, r) => n + (r.workerCpuMs ?? 0), 0),
   };
-  if (context.reopen !== undefined) Object.assign(sample, await reopenCopy(stats.dir, context.reopen));
+  if (context.reopen !== undefined)
+    Object.assign(sample, await reopenCopy(stats.dir, context.reopen));
   return sample;
 }
 
@@ -97,14 +108,22 @@ async function liveBytesOf(store: OffsetStore): Promise<number> {
     const offsets = await store.fetchOffsets(groupId);
     if (offsets.length === 0) continue;
     const specs: OffsetRecordSpec[] = offsets.map((o) => ({
-      tableId: o!.tableId, partitionId: o!.partitionId ?? null, bucketId: o!.bucketId, offset: o!.offset, leaderEpoch: o!.leaderEpoch, metadata: o!.metadata,
+      tableId: o!.tableId,
+      partitionId: o!.partitionId ?? null,
+      bucketId: o!.bucketId,
+      offset: o!.offset,
+      leaderEpoch: o!.leaderEpoch,
+      metadata: o!.metadata,
     }));
     total += buildOffsetBatch(groupId, specs, 0).length;
   }
   return total;
 }
 
-async function reopenCopy(dir: string, reopen: NonNullable<SampleContext['reopen']>): Promise<Pick<LabSample, 'reopenMs' | 'recordsReplayed' | 'batchesReplayed'>> {
+async function reopenCopy(
+  dir: string,
+  reopen: NonNullable<SampleContext['reopen']>,
+): Promise<Pick<LabSample, 'reopenMs' | 'recordsReplayed' | 'batchesReplayed'>> {
   const copy = `${dir}-reopen`;
   const fs = new NodeFileSystem();
   await fs.removeTree(copy);
@@ -112,7 +131,10 @@ async function reopenCopy(dir: string, reopen: NonNullable<SampleContext['reopen
   try {
     const startedMs = performance.now();
     const reopened = await OffsetStore.open({
-      ...reopen.storeOptions, dir: copy, clock: new ManualClock(reopen.nowMs), onWarning: () => {},
+      ...reopen.storeOptions,
+      dir: copy,
+      clock: new ManualClock(reopen.nowMs),
+      onWarning: () => {},
       compaction: { strategy: reopen.strategy, background: false },
     });
     const reopenMs = performance.now() - startedMs;

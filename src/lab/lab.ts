@@ -25,7 +25,13 @@ export interface LabResult {
   /** The seed of every workload. */
   seed: number;
   /** Where it ran. */
-  machine: { cpuModel: string; cpus: number; node: string; platform: string; totalMemoryBytes: number };
+  machine: {
+    cpuModel: string;
+    cpus: number;
+    node: string;
+    platform: string;
+    totalMemoryBytes: number;
+  };
   /** Store and run settings. */
   settings: LabSettings;
   /** One entry per workload, in the order asked. */
@@ -65,16 +71,27 @@ export interface LabOptions {
 }
 
 /** Checks the options; RangeError for an unknown workload or strategy name. */
-export function checkLabOptions(options: LabOptions): { workloads: typeof WORKLOADS[number][]; strategies: string[] } {
-  const names = options.workloads.includes('all') ? WORKLOADS.map((w) => w.name) : options.workloads;
+export function checkLabOptions(options: LabOptions): {
+  workloads: (typeof WORKLOADS)[number][];
+  strategies: string[];
+} {
+  const names = options.workloads.includes('all')
+    ? WORKLOADS.map((w) => w.name)
+    : options.workloads;
   const workloads = names.map((name) => {
     const found = WORKLOADS.find((w) => w.name === name);
-    if (found === undefined) throw new RangeError(`unknown workload ${JSON.stringify(name)}; known: ${WORKLOADS.map((w) => w.name).join(', ')}, all`);
+    if (found === undefined)
+      throw new RangeError(
+        `unknown workload ${JSON.stringify(name)}; known: ${WORKLOADS.map((w) => w.name).join(', ')}, all`,
+      );
     return found;
   });
   if (workloads.length === 0) throw new RangeError('no workload given');
   for (const s of options.strategies) {
-    if (!isCompactionStrategy(s) && !isStrategyModulePath(s)) throw new RangeError(`unknown strategy ${JSON.stringify(s)}: a built-in name or a module path ('./my-strategy.js')`);
+    if (!isCompactionStrategy(s) && !isStrategyModulePath(s))
+      throw new RangeError(
+        `unknown strategy ${JSON.stringify(s)}: a built-in name or a module path ('./my-strategy.js')`,
+      );
   }
   const strategies = [...new Set(options.strategies)];
   if (options.control !== false && !strategies.includes('none')) strategies.push('none');
@@ -87,21 +104,50 @@ export async function runLab(options: LabOptions): Promise<LabResult> {
   const { workloads, strategies } = checkLabOptions(options);
   const settings: LabSettings = { ...labSettings(options.scale), ...options.settings };
   await new NodeFileSystem().mkdir(options.dir);
-  const total = workloads.reduce((n, w) => n + strategies.length * (w.create(options.scale, options.seed).steps + 2 * settings.latencyPhasePairs), 0);
+  const total = workloads.reduce(
+    (n, w) =>
+      n +
+      strategies.length *
+        (w.create(options.scale, options.seed).steps + 2 * settings.latencyPhasePairs),
+    0,
+  );
   let done = 0;
   const result: LabResult = {
-    formatVersion: 1, createdAt: new Date().toISOString(), scale: options.scale, seed: options.seed,
-    machine: { cpuModel: os.cpus()[0]?.model ?? 'unknown', cpus: os.cpus().length, node: process.version, platform: `${process.platform} ${os.release()}`, totalMemoryBytes: os.totalmem() },
-    settings, workloads: [],
+    formatVersion: 1,
+    createdAt: new Date().toISOString(),
+    scale: options.scale,
+    seed: options.seed,
+    machine: {
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      cpus: os.cpus().length,
+      node: process.version,
+      platform: `${process.platform} ${os.release()}`,
+      totalMemoryBytes: os.totalmem(),
+    },
+    settings,
+    workloads: [],
   };
   for (const workload of workloads) {
-    const entry: WorkloadResult = { name: workload.name, description: workload.description, parameters: workload.create(options.scale, options.seed).parameters, runs: [] };
+    const entry: WorkloadResult = {
+      name: workload.name,
+      description: workload.description,
+      parameters: workload.create(options.scale, options.seed).parameters,
+      runs: [],
+    };
     for (const strategy of strategies) {
       options.onProgress?.(done, total, `${workload.name} / ${strategy}`);
-      entry.runs.push(await runStrategy({
-        dir: options.dir, strategy, workload, scale: options.scale, seed: options.seed, settings,
-        onProgress: (what) => options.onProgress?.(++done, total, `${workload.name} / ${strategy}: ${what}`),
-      }));
+      entry.runs.push(
+        await runStrategy({
+          dir: options.dir,
+          strategy,
+          workload,
+          scale: options.scale,
+          seed: options.seed,
+          settings,
+          onProgress: (what) =>
+            options.onProgress?.(++done, total, `${workload.name} / ${strategy}: ${what}`),
+        }),
+      );
     }
     result.workloads.push(entry);
   }

@@ -42,7 +42,13 @@ export function percentiles(values: readonly number[]): Percentiles {
   if (values.length === 0) return { count: 0, p50Ms: 0, p99Ms: 0, p999Ms: 0, maxMs: 0 };
   const sorted = Float64Array.from(values).sort();
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { count: sorted.length, p50Ms: at(0.5), p99Ms: at(0.99), p999Ms: at(0.999), maxMs: sorted[sorted.length - 1]! };
+  return {
+    count: sorted.length,
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    p999Ms: at(0.999),
+    maxMs: sorted[sorted.length - 1]!,
+  };
 }
 
 /** The latencies of one run. */
@@ -71,7 +77,10 @@ export class LatencyLog {
   }
 
   /** Commit latencies of a phase; with `during`, only those overlapping (true) or not overlapping (false) those intervals (ms since the run started). */
-  commits(phase: LatencyPhase, during?: { intervals: readonly [number, number][]; overlapping: boolean }): number[] {
+  commits(
+    phase: LatencyPhase,
+    during?: { intervals: readonly [number, number][]; overlapping: boolean },
+  ): number[] {
     const code = PHASES.indexOf(phase);
     const out: number[] = [];
     for (let i = 0; i < this.#starts.length; i++) {
@@ -102,10 +111,12 @@ export class LatencyLog {
       bin.durations.push(this.#durations[i]!);
       bin.phases[this.#phases[i]!]!++;
     }
-    return [...byWindow.entries()].sort((a, b) => a[0] - b[0]).map(([w, bin]) => {
-      const p = percentiles(bin.durations);
-      const phase = PHASES[bin.phases.indexOf(Math.max(...bin.phases))]!;
-      return { startMs: w * windowMs, phase, count: p.count, p50Ms: p.p50Ms, p99Ms: p.p99Ms };
-    });
+    return [...byWindow.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([w, bin]) => {
+        const p = percentiles(bin.durations);
+        const phase = PHASES[bin.phases.indexOf(Math.max(...bin.phases))]!;
+        return { startMs: w * windowMs, phase, count: p.count, p50Ms: p.p50Ms, p99Ms: p.p99Ms };
+      });
   }
 }

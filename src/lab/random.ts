@@ -24,7 +24,8 @@ export class ZipfSampler {
 
   /** `n` ranks (>= 1), exponent `s` (> 0), uniform draws from `random`. */
   constructor(n: number, s: number, random: () => number) {
-    if (!(Number.isSafeInteger(n) && n >= 1)) throw new RangeError(`a Zipf sampler needs n >= 1, got ${n}`);
+    if (!(Number.isSafeInteger(n) && n >= 1))
+      throw new RangeError(`a Zipf sampler needs n >= 1, got ${n}`);
     this.#cumulative = new Float64Array(n);
     let sum = 0;
     for (let k = 0; k < n; k++) {

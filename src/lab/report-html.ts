@@ -25,14 +25,29 @@ export interface SummaryRow {
 }
 
 /** Columns of the summary table (HTML report and terminal). */
-export const SUMMARY_COLUMNS = ['strategy', 'space amp (end)', 'space amp (mean)', 'write amp', 'written / run', 'runs', 'reopen', 'replayed', 'commit p99 idle -> compacting', 'worker CPU'];
+export const SUMMARY_COLUMNS = [
+  'strategy',
+  'space amp (end)',
+  'space amp (mean)',
+  'write amp',
+  'written / run',
+  'runs',
+  'reopen',
+  'replayed',
+  'commit p99 idle -> compacting',
+  'worker CPU',
+];
 
 function mib(bytes: number): string {
-  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${(bytes / 1024).toFixed(1)} KiB`;
+  return bytes >= 1024 * 1024
+    ? `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+    : `${(bytes / 1024).toFixed(1)} KiB`;
 }
 
 function ms(value: number): string {
-  return value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(value < 10 ? 2 : 1)} ms`;
+  return value >= 1000
+    ? `${(value / 1000).toFixed(2)} s`
+    : `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 }
 
 /** The summary rows of a workload. */
@@ -44,24 +59,43 @@ export function summaryRows(workload: WorkloadResult): SummaryRow[] {
     return {
       strategy: run.recorded,
       cells: [
-        run.recorded, `${t.finalSpaceAmplification.toFixed(2)}x`, `${t.meanSpaceAmplification.toFixed(2)}x`, t.writeAmplification.toFixed(2), mib(t.bytesWrittenPerRun),
-        String(t.writingRuns), ms(t.finalReopenMs), t.finalRecordsReplayed.toLocaleString('en-US'), `${ms(l.idle.p99Ms)} -> ${ms(l.compacting.p99Ms)} (${change})`, ms(t.workerCpuMs),
+        run.recorded,
+        `${t.finalSpaceAmplification.toFixed(2)}x`,
+        `${t.meanSpaceAmplification.toFixed(2)}x`,
+        t.writeAmplification.toFixed(2),
+        mib(t.bytesWrittenPerRun),
+        String(t.writingRuns),
+        ms(t.finalReopenMs),
+        t.finalRecordsReplayed.toLocaleString('en-US'),
+        `${ms(l.idle.p99Ms)} -> ${ms(l.compacting.p99Ms)} (${change})`,
+        ms(t.workerCpuMs),
       ],
     };
   });
 }
 
 function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
 }
 
 /** JSON safe inside a <script> element. */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 function inlineLibrary(library: ChartLibrary): string {
-  if (/<\/script|<!--/i.test(library.code)) throw new OffsetStoreError('INVALID_CONFIG', `${library.name} ${library.version} holds text that would end an inline script; it cannot be inlined`);
+  if (/<\/script|<!--/i.test(library.code))
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${library.name} ${library.version} holds text that would end an inline script; it cannot be inlined`,
+    );
   return `<script data-library="${escapeHtml(library.name)}@${escapeHtml(library.version)}">${library.code}</script>`;
 }
 
@@ -74,16 +108,24 @@ th:first-child, td:first-child { text-align: left; } .meta { color: #555; } .par
 .chart[data-failed] { color: #b00; }
 `;
 
-
 /** The report's HTML (see the module comment). */
 export function renderReport(result: LabResult, libraries: readonly ChartLibrary[]): string {
   const charts: ChartSpec[] = [];
   const sections = result.workloads.map((workload, index) => {
     const specs = workloadCharts(workload, index);
     charts.push(...specs);
-    const params = Object.entries(workload.parameters).map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(String(v))}</td></tr>`).join('');
-    const rows = summaryRows(workload).map((r) => `<tr>${r.cells.map((c) => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`).join('');
-    const figures = specs.map((c) => `<figure><figcaption>${escapeHtml(c.title)}</figcaption><div class="chart" id="${c.id}"></div></figure>`).join('\n');
+    const params = Object.entries(workload.parameters)
+      .map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(String(v))}</td></tr>`)
+      .join('');
+    const rows = summaryRows(workload)
+      .map((r) => `<tr>${r.cells.map((c) => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`)
+      .join('');
+    const figures = specs
+      .map(
+        (c) =>
+          `<figure><figcaption>${escapeHtml(c.title)}</figcaption><div class="chart" id="${c.id}"></div></figure>`,
+      )
+      .join('\n');
     return `<section id="workload-${escapeHtml(workload.name)}">
 <h2>${escapeHtml(workload.name)}</h2>
 <p>${escapeHtml(workload.description)}.</p>

@@ -7,12 +7,19 @@ import type { LabResult } from './lab.js';
 import { renderReport } from './report-html.js';
 
 /** Writes the JSON result and the HTML report into `outDir` (created); returns their paths. */
-export async function writeLabReport(result: LabResult, outDir: string): Promise<{ json: string; html: string }> {
+export async function writeLabReport(
+  result: LabResult,
+  outDir: string,
+): Promise<{ json: string; html: string }> {
   const fs = new NodeFileSystem();
   await fs.mkdir(outDir);
   const json = path.join(outDir, 'lab-result.json');
   const html = path.join(outDir, 'lab-report.html');
   await writeDurably(fs, json, Buffer.from(`${JSON.stringify(result, null, 1)}\n`, 'utf8'));
-  await writeDurably(fs, html, Buffer.from(renderReport(result, await loadChartLibraries()), 'utf8'));
+  await writeDurably(
+    fs,
+    html,
+    Buffer.from(renderReport(result, await loadChartLibraries()), 'utf8'),
+  );
   return { json, html };
 }

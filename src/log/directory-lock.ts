@@ -73,12 +73,18 @@ export class DirectoryLock {
   static async acquire(fs: FileSystem, dir: string): Promise<DirectoryLock> {
     const lockPath = path.resolve(dir, 'LOCK');
     if (heldInThisProcess.has(lockPath)) {
-      throw new OffsetStoreError('STORE_LOCKED', `${dir} is already open in this process (pid ${process.pid})`);
+      throw new OffsetStoreError(
+        'STORE_LOCKED',
+        `${dir} is already open in this process (pid ${process.pid})`,
+      );
     }
     const kernelLock = (await fs.holdLock?.(dir)) ?? 'unsupported';
     if (kernelLock === 'held-elsewhere') {
       const holder = await liveLockHolder(fs, dir);
-      throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder ?? '(pid unknown: its LOCK file is gone)'}`);
+      throw new OffsetStoreError(
+        'STORE_LOCKED',
+        `${dir} is locked by live process ${holder ?? '(pid unknown: its LOCK file is gone)'}`,
+      );
     }
     const held = kernelLock === 'unsupported' ? undefined : kernelLock;
     try {
@@ -95,7 +101,12 @@ export class DirectoryLock {
    * Creates the LOCK file with this process's pid, taking over a stale one: any, when this process
    * holds the kernel lock (`kernelLockHeld`); else one whose pid is dead.
    */
-  static async #takeLockFile(fs: FileSystem, dir: string, lockPath: string, kernelLockHeld: boolean): Promise<void> {
+  static async #takeLockFile(
+    fs: FileSystem,
+    dir: string,
+    lockPath: string,
+    kernelLockHeld: boolean,
+  ): Promise<void> {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         const handle = await fs.open(lockPath, 'wx');

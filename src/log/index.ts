@@ -5,12 +5,49 @@
  */
 export { DirectoryLock, forgetHeldDirectories, liveLockHolder } from './directory-lock.js';
 export type { LogPort } from './log-port.js';
-export { LOG_DEFAULTS, Log, forgetLogProcessState, type Durability, type LogOptions, type LogRecovery, type LogRecoveryReport, type SegmentInfo } from './log.js';
-export { REJECTED_FILE, damageError, inspectLog, type InspectOptions, type InspectedSegment, type LogDamage, type LogExpectations, type LogInspection, type LogLimits } from './log-inspection.js';
-export { SEGMENT_SUFFIX, parseSegmentFileName, segmentFileName } from './segment-name.js';
-export { classifyTailDamage, scanSegment, type TailDamage, type BatchVisitor, type SegmentDamage, type SegmentScan, type SegmentScanOptions } from './segment-scanner.js';
 export {
-  BUCKETS_DIR, FORMAT_VERSION, MANIFEST_FILE, ManifestFile, bucketDirName, bucketDirPath, missingBucketDirs, readManifest, writeDurably,
-  type BucketLogRecord, type ManifestDefaults, type StoreManifest,
+  LOG_DEFAULTS,
+  Log,
+  forgetLogProcessState,
+  type Durability,
+  type LogOptions,
+  type LogRecovery,
+  type LogRecoveryReport,
+  type SegmentInfo,
+} from './log.js';
+export {
+  REJECTED_FILE,
+  damageError,
+  inspectLog,
+  type InspectOptions,
+  type InspectedSegment,
+  type LogDamage,
+  type LogExpectations,
+  type LogInspection,
+  type LogLimits,
+} from './log-inspection.js';
+export { SEGMENT_SUFFIX, parseSegmentFileName, segmentFileName } from './segment-name.js';
+export {
+  classifyTailDamage,
+  scanSegment,
+  type TailDamage,
+  type BatchVisitor,
+  type SegmentDamage,
+  type SegmentScan,
+  type SegmentScanOptions,
+} from './segment-scanner.js';
+export {
+  BUCKETS_DIR,
+  FORMAT_VERSION,
+  MANIFEST_FILE,
+  ManifestFile,
+  bucketDirName,
+  bucketDirPath,
+  missingBucketDirs,
+  readManifest,
+  writeDurably,
+  type BucketLogRecord,
+  type ManifestDefaults,
+  type StoreManifest,
 } from './store-manifest.js';
 export { CLEANED_SUFFIX, INTENT_FILE, type CleanedSegment } from './segment-swap.js';

@@ -27,12 +27,23 @@
  *    close). A shorter log lost segments or batches.
  */
 import * as path from 'node:path';
-import { BATCH_CHECKSUM_END, DecodeError, loadChecksum, readBatchChecksum } from '../codec/index.js';
+import {
+  BATCH_CHECKSUM_END,
+  DecodeError,
+  loadChecksum,
+  readBatchChecksum,
+} from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { classifyTailDamage, scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { parseSegmentFileName } from './segment-name.js';
-import { CLEANED_SUFFIX, INTENT_FILE, parseSwapIntent, resolveSwap, type SwapIntent } from './segment-swap.js';
+import {
+  CLEANED_SUFFIX,
+  INTENT_FILE,
+  parseSwapIntent,
+  resolveSwap,
+  type SwapIntent,
+} from './segment-swap.js';
 
 /** Name of the record of rejected batches that could not be cut back (log.ts). */
 export const REJECTED_FILE = 'rejected-batches.json';
@@ -139,13 +150,29 @@ export interface InspectOptions {
 }
 
 /** Inspects the log in `dir` (see the module comment). Reads only. */
-export async function inspectLog(fs: FileSystem, dir: string, limits: LogLimits, expectations: LogExpectations, options: InspectOptions): Promise<LogInspection> {
+export async function inspectLog(
+  fs: FileSystem,
+  dir: string,
+  limits: LogLimits,
+  expectations: LogExpectations,
+  options: InspectOptions,
+): Promise<LogInspection> {
   await loadChecksum();
   const names = await fs.readdir(dir);
   const segmentNames = names.filter((n) => parseSegmentFileName(n) !== undefined).sort();
   const tempNames = new Set(names.filter((n) => n.endsWith(CLEANED_SUFFIX)));
-  const result: LogInspection = { segments: [], swap: undefined, leftovers: [], rejected: undefined, damage: [], tornTail: undefined, logEnd: 0 };
-  const intentBytes = names.includes(INTENT_FILE) ? await fs.readFile(path.join(dir, INTENT_FILE)) : null;
+  const result: LogInspection = {
+    segments: [],
+    swap: undefined,
+    leftovers: [],
+    rejected: undefined,
+    damage: [],
+    tornTail: undefined,
+    logEnd: 0,
+  };
+  const intentBytes = names.includes(INTENT_FILE)
+    ? await fs.readFile(path.join(dir, INTENT_FILE))
+    : null;
   let effective = segmentNames;
   const readPaths = new Map<string, string>();
   if (intentBytes !== null) {
@@ -153,11 +180,18 @@ export async function inspectLog(fs: FileSystem, dir: string, limits: LogLimits,
     try {
       const intent = parseSwapIntent(file, intentBytes);
       effective = resolveSwap(file, intent, segmentNames, tempNames, expectations.fromLogOffset);
-      for (const { name, tempName } of intent.outputs) if (tempNames.has(tempName)) readPaths.set(name, path.join(dir, tempName));
+      for (const { name, tempName } of intent.outputs)
+        if (tempNames.has(tempName)) readPaths.set(name, path.join(dir, tempName));
       result.swap = intent;
     } catch (error) {
       if (!(error instanceof OffsetStoreError)) throw error;
-      result.damage.push({ kind: 'corrupt', file, position: 0, bytesAfter: intentBytes.length, reason: error.message.slice(file.length + 2) });
+      result.damage.push({
+        kind: 'corrupt',
+        file,
+        position: 0,
+        bytesAfter: intentBytes.length,
+        reason: error.message.slice(file.length + 2),
+      });
       return result;
     }
   } else {
@@ -166,13 +200,19 @@ export async function inspectLog(fs: FileSystem, dir: string, limits: LogLimits,
   const endBytes = new Map<string, number>();
   if (names.includes(REJECTED_FILE)) {
     const record = parseRejected(await fs.readFile(path.join(dir, REJECTED_FILE)));
-    const applies = record !== undefined && effective.at(-1) === record.segment && (await rejectedBatchPresent(fs, path.join(dir, record.segment), record));
+    const applies =
+      record !== undefined &&
+      effective.at(-1) === record.segment &&
+      (await rejectedBatchPresent(fs, path.join(dir, record.segment), record));
     if (applies) {
       endBytes.set(record.segment, record.position);
       const file = path.join(dir, record.segment);
       const bytes = (await fs.sizeBytes(file)) ?? record.position;
       result.damage.push({
-        kind: 'torn-tail', file, position: record.position, bytesAfter: bytes - record.position,
+        kind: 'torn-tail',
+        file,
+        position: record.position,
+        bytesAfter: bytes - record.position,
         reason: `batches rejected after a failed write, which could not be cut back then (recorded in ${REJECTED_FILE}); the next open cuts them off`,
       });
     }
@@ -183,20 +223,38 @@ export async function inspectLog(fs: FileSystem, dir: string, limits: LogLimits,
     const readPath = readPaths.get(name) ?? finalPath;
     const fileBytes = endBytes.get(name) ?? (await fs.sizeBytes(readPath)) ?? 0;
     result.segments.push({
-      name, baseOffset: parseSegmentFileName(name)!, readPath, path: finalPath, fileBytes, validBytes: 0, zeroTailBytes: 0, batchCount: 0, firstLogOffset: -1, lastLogOffset: -1,
+      name,
+      baseOffset: parseSegmentFileName(name)!,
+      readPath,
+      path: finalPath,
+      fileBytes,
+      validBytes: 0,
+      zeroTailBytes: 0,
+      batchCount: 0,
+      firstLogOffset: -1,
+      lastLogOffset: -1,
     });
   }
   await scanAll(fs, result, limits, expectations, options);
   return result;
 }
 
-async function scanAll(fs: FileSystem, result: LogInspection, limits: LogLimits, expectations: LogExpectations, options: InspectOptions): Promise<void> {
+async function scanAll(
+  fs: FileSystem,
+  result: LogInspection,
+  limits: LogLimits,
+  expectations: LogExpectations,
+  options: InspectOptions,
+): Promise<void> {
   const { segments, damage } = result;
   const stop = () => options.stopAtCorruption && damage.some((d) => d.kind === 'corrupt');
   const first = segments[0];
   if (first !== undefined && first.baseOffset > expectations.fromLogOffset) {
     damage.push({
-      kind: 'corrupt', file: first.path, position: 0, bytesAfter: first.fileBytes,
+      kind: 'corrupt',
+      file: first.path,
+      position: 0,
+      bytesAfter: first.fileBytes,
       reason: `the log starts at log offset ${first.baseOffset} (${first.name}), but recovery needs every batch from log offset ${expectations.fromLogOffset}: the segments before it are missing`,
     });
     if (stop()) return;
@@ -209,10 +267,14 @@ async function scanAll(fs: FileSystem, result: LogInspection, limits: LogLimits,
     if (i > 0 && !previousDamaged && previous !== segment.baseOffset - 1) {
       const before = segments[i - 1]!;
       damage.push({
-        kind: 'corrupt', file: segment.path, position: 0, bytesAfter: segment.fileBytes,
-        reason: previous < segment.baseOffset - 1
-          ? `log offsets ${previous + 1}..${segment.baseOffset - 1} are missing: ${before.name} ends at log offset ${previous} and ${segment.name} begins at ${segment.baseOffset} (a segment is missing or was cut short)`
-          : `${before.name} ends at log offset ${previous}, past the base ${segment.baseOffset} of ${segment.name}`,
+        kind: 'corrupt',
+        file: segment.path,
+        position: 0,
+        bytesAfter: segment.fileBytes,
+        reason:
+          previous < segment.baseOffset - 1
+            ? `log offsets ${previous + 1}..${segment.baseOffset - 1} are missing: ${before.name} ends at log offset ${previous} and ${segment.name} begins at ${segment.baseOffset} (a segment is missing or was cut short)`
+            : `${before.name} ends at log offset ${previous}, past the base ${segment.baseOffset} of ${segment.name}`,
       });
       if (stop()) return;
     }
@@ -231,9 +293,16 @@ async function scanAll(fs: FileSystem, result: LogInspection, limits: LogLimits,
   const known = expectations.knownEnd;
   // A damaged last segment is reported as such; its end says nothing more.
   const lastDamaged = previousDamaged && last !== undefined;
-  if (known !== undefined && !lastDamaged && (known.exact ? result.logEnd !== known.logOffset : result.logEnd < known.logOffset)) {
+  if (
+    known !== undefined &&
+    !lastDamaged &&
+    (known.exact ? result.logEnd !== known.logOffset : result.logEnd < known.logOffset)
+  ) {
     damage.push({
-      kind: 'corrupt', file: last?.path ?? '(no segment)', position: last?.validBytes ?? 0, bytesAfter: 0,
+      kind: 'corrupt',
+      file: last?.path ?? '(no segment)',
+      position: last?.validBytes ?? 0,
+      bytesAfter: 0,
       reason: `the log ends at log offset ${result.logEnd}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`,
     });
   }
@@ -241,31 +310,67 @@ async function scanAll(fs: FileSystem, result: LogInspection, limits: LogLimits,
 
 /** Scans one segment into `segment`; returns its damage, if any. */
 async function scanOne(
-  fs: FileSystem, segment: InspectedSegment, isLast: boolean, previous: number, limits: LogLimits, expectations: LogExpectations, options: InspectOptions,
+  fs: FileSystem,
+  segment: InspectedSegment,
+  isLast: boolean,
+  previous: number,
+  limits: LogLimits,
+  expectations: LogExpectations,
+  options: InspectOptions,
 ): Promise<LogDamage | undefined> {
   let badRecord: LogDamage | undefined;
-  const scan = await scanSegment(fs, segment.readPath, {
-    batchBytesMax: limits.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.fileBytes, consecutive: isLast,
-  }, (buf, position, logOffset, sizeBytes, filePosition) => {
-    if (segment.firstLogOffset < 0) segment.firstLogOffset = logOffset;
-    if (badRecord !== undefined || options.visit === undefined) return;
-    try {
-      options.visit(buf, position, logOffset, sizeBytes, filePosition);
-    } catch (error) {
-      if (!(error instanceof DecodeError)) throw error;
-      const at = filePosition + Math.max(0, error.position - position);
-      badRecord = { kind: 'corrupt', file: segment.path, position: at, bytesAfter: segment.fileBytes - at, reason: `batch ${logOffset}: checksum matches but a record does not decode: ${error.message}` };
-    }
-  });
+  const scan = await scanSegment(
+    fs,
+    segment.readPath,
+    {
+      batchBytesMax: limits.batchBytesMax,
+      previousLogOffset: previous,
+      baseOffset: segment.baseOffset,
+      endBytes: segment.fileBytes,
+      consecutive: isLast,
+    },
+    (buf, position, logOffset, sizeBytes, filePosition) => {
+      if (segment.firstLogOffset < 0) segment.firstLogOffset = logOffset;
+      if (badRecord !== undefined || options.visit === undefined) return;
+      try {
+        options.visit(buf, position, logOffset, sizeBytes, filePosition);
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        const at = filePosition + Math.max(0, error.position - position);
+        badRecord = {
+          kind: 'corrupt',
+          file: segment.path,
+          position: at,
+          bytesAfter: segment.fileBytes - at,
+          reason: `batch ${logOffset}: checksum matches but a record does not decode: ${error.message}`,
+        };
+      }
+    },
+  );
   segment.validBytes = scan.validBytes;
   segment.zeroTailBytes = scan.zeroTailBytes;
   segment.batchCount = scan.batchCount;
   segment.lastLogOffset = scan.lastLogOffset;
   if (badRecord !== undefined) return badRecord;
-  const at = (position: number, reason: string, kind: LogDamage['kind'] = 'corrupt'): LogDamage => ({ kind, file: segment.path, position, bytesAfter: scan.fileBytes - position, reason });
+  const at = (
+    position: number,
+    reason: string,
+    kind: LogDamage['kind'] = 'corrupt',
+  ): LogDamage => ({
+    kind,
+    file: segment.path,
+    position,
+    bytesAfter: scan.fileBytes - position,
+    reason,
+  });
   if (!isLast) {
-    if (scan.damage !== undefined) return at(scan.damage.position, `${scan.damage.reason} (in a sealed segment)`);
-    if (scan.zeroTailBytes > 0) return at(scan.validBytes, `${scan.zeroTailBytes} zero bytes at the end of a sealed segment (only the active segment is preallocated)`);
+    if (scan.damage !== undefined)
+      return at(scan.damage.position, `${scan.damage.reason} (in a sealed segment)`);
+    if (scan.zeroTailBytes > 0)
+      return at(
+        scan.validBytes,
+        `${scan.zeroTailBytes} zero bytes at the end of a sealed segment (only the active segment is preallocated)`,
+      );
     if (scan.batchCount === 0) return at(0, 'a sealed segment holds no batch');
     return undefined;
   }
@@ -274,17 +379,33 @@ async function scanOne(
   // With no intact batch in it, the damaged one is the segment's first: its log offset is the base
   // (`previous` is -1 when no segment precedes it, as after a checkpoint freed them all).
   const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : segment.baseOffset - 1;
-  const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, { ...limits, durableBelow: expectations.knownEnd?.logOffset });
+  const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, {
+    ...limits,
+    durableBelow: expectations.knownEnd?.logOffset,
+  });
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
   if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');
-  return at(position, `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync`, 'torn-tail');
+  return at(
+    position,
+    `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync`,
+    'torn-tail',
+  );
 }
 
 function parseRejected(bytes: Buffer | null): RejectedBatches | undefined {
   if (bytes === null) return undefined;
   try {
-    const { segment, position, checksum } = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
-    if (typeof segment === 'string' && parseSegmentFileName(segment) !== undefined && Number.isSafeInteger(position) && (position as number) >= 0 && Number.isSafeInteger(checksum)) {
+    const { segment, position, checksum } = JSON.parse(bytes.toString('utf8')) as Record<
+      string,
+      unknown
+    >;
+    if (
+      typeof segment === 'string' &&
+      parseSegmentFileName(segment) !== undefined &&
+      Number.isSafeInteger(position) &&
+      (position as number) >= 0 &&
+      Number.isSafeInteger(checksum)
+    ) {
       return { segment, position: position as number, checksum: checksum as number };
     }
   } catch {
@@ -294,7 +415,11 @@ function parseRejected(bytes: Buffer | null): RejectedBatches | undefined {
 }
 
 /** True when the batch the record names is still at its position (its stored checksum matches). */
-async function rejectedBatchPresent(fs: FileSystem, filePath: string, record: RejectedBatches): Promise<boolean> {
+async function rejectedBatchPresent(
+  fs: FileSystem,
+  filePath: string,
+  record: RejectedBatches,
+): Promise<boolean> {
   const handle = await fs.open(filePath, 'r');
   try {
     const header = Buffer.alloc(BATCH_CHECKSUM_END);
@@ -307,5 +432,9 @@ async function rejectedBatchPresent(fs: FileSystem, filePath: string, record: Re
 
 /** The OffsetStoreError for a damaged place (CORRUPT_MESSAGE, naming file and byte position). */
 export function damageError(damage: LogDamage, cause?: unknown): OffsetStoreError {
-  return new OffsetStoreError('CORRUPT_MESSAGE', `${damage.file} at byte ${damage.position}: ${damage.reason}`, { cause });
+  return new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${damage.file} at byte ${damage.position}: ${damage.reason}`,
+    { cause },
+  );
 }

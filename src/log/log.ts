@@ -67,7 +67,14 @@ import { readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { assert } from '../util/index.js';
-import { REJECTED_FILE, damageError, inspectLog, type LogExpectations, type LogInspection, type RejectedBatches } from './log-inspection.js';
+import {
+  REJECTED_FILE,
+  damageError,
+  inspectLog,
+  type LogExpectations,
+  type LogInspection,
+  type RejectedBatches,
+} from './log-inspection.js';
 import type { LogPort } from './log-port.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
@@ -226,7 +233,13 @@ export class Log implements LogPort {
   /** Settles once every change of the segment list called so far has (see #swapping). */
   #swapQueue: Promise<void> = Promise.resolve();
 
-  private constructor(options: LogOptions, segments: SegmentInfo[], active: FileHandle, activeFileBytes: number, nextOffset: number) {
+  private constructor(
+    options: LogOptions,
+    segments: SegmentInfo[],
+    active: FileHandle,
+    activeFileBytes: number,
+    nextOffset: number,
+  ) {
     this.#options = options;
     this.#segments = segments;
     this.#active = active;
@@ -241,7 +254,10 @@ export class Log implements LogPort {
    * inspects it, refuses corruption, applies the repairs recovery needs (see the module comment),
    * and hands every batch at or above `recovery.fromLogOffset` to `recovery.visit`.
    */
-  static async open(options: LogOptions, recovery: LogRecovery = { fromLogOffset: 0 }): Promise<{ log: Log; report: LogRecoveryReport }> {
+  static async open(
+    options: LogOptions,
+    recovery: LogRecovery = { fromLogOffset: 0 },
+  ): Promise<{ log: Log; report: LogRecoveryReport }> {
     const { fs, dir } = options;
     const unrepaired = unrepairedDirs.get(path.resolve(dir));
     if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
@@ -249,19 +265,31 @@ export class Log implements LogPort {
     const visit = recovery.visit;
     const inspection = await inspectLog(fs, dir, options, recovery, {
       stopAtCorruption: true,
-      visit: visit === undefined ? undefined : (buf, position, logOffset, sizeBytes, filePosition) => {
-        if (logOffset < recovery.fromLogOffset) return;
-        visit(buf, position, logOffset, sizeBytes, filePosition);
-        batchesReplayed++;
-      },
+      visit:
+        visit === undefined
+          ? undefined
+          : (buf, position, logOffset, sizeBytes, filePosition) => {
+              if (logOffset < recovery.fromLogOffset) return;
+              visit(buf, position, logOffset, sizeBytes, filePosition);
+              batchesReplayed++;
+            },
     });
     const corruption = inspection.damage.find((d) => d.kind === 'corrupt');
     if (corruption !== undefined) throw damageError(corruption);
-    const segments: SegmentInfo[] = inspection.segments.map((s) => ({ baseOffset: s.baseOffset, path: s.path, sizeBytes: s.validBytes, lastLogOffset: s.lastLogOffset }));
+    const segments: SegmentInfo[] = inspection.segments.map((s) => ({
+      baseOffset: s.baseOffset,
+      path: s.path,
+      sizeBytes: s.validBytes,
+      lastLogOffset: s.lastLogOffset,
+    }));
     const last = inspection.segments.at(-1);
     const report: LogRecoveryReport = {
-      segmentCount: segments.length, batchCount: inspection.segments.reduce((n, s) => n + s.batchCount, 0), batchesReplayed, bytesTruncated: 0,
-      firstLogOffset: segments[0]?.baseOffset ?? 0, logEndOffset: inspection.logEnd,
+      segmentCount: segments.length,
+      batchCount: inspection.segments.reduce((n, s) => n + s.batchCount, 0),
+      batchesReplayed,
+      bytesTruncated: 0,
+      firstLogOffset: segments[0]?.baseOffset ?? 0,
+      logEndOffset: inspection.logEnd,
     };
     let lastFileBytes = last === undefined ? 0 : last.validBytes + last.zeroTailBytes;
     if (await applyRepairs(fs, dir, inspection, report)) lastFileBytes = last!.validBytes;
@@ -347,13 +375,20 @@ export class Log implements LogPort {
   }
 
   #refusal(batch: Buffer): OffsetStoreError | undefined {
-    if (this.#closed) return new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
+    if (this.#closed)
+      return new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
     if (this.#failure !== undefined) return this.#failure;
     if (batch.length > this.#options.batchBytesMax) {
-      return new OffsetStoreError('INVALID_REQUEST', `batch of ${batch.length} bytes exceeds the limit of ${this.#options.batchBytesMax} bytes`);
+      return new OffsetStoreError(
+        'INVALID_REQUEST',
+        `batch of ${batch.length} bytes exceeds the limit of ${this.#options.batchBytesMax} bytes`,
+      );
     }
     if (this.#queue.length + this.#inFlightCount >= this.#options.pendingAppendsMax) {
-      return new OffsetStoreError('TOO_MANY_PENDING_WRITES', `${this.#options.pendingAppendsMax} appends already pending on ${this.#options.dir}`);
+      return new OffsetStoreError(
+        'TOO_MANY_PENDING_WRITES',
+        `${this.#options.pendingAppendsMax} appends already pending on ${this.#options.dir}`,
+      );
     }
     return undefined;
   }
@@ -377,7 +412,10 @@ export class Log implements LogPort {
         try {
           await this.#writeRound(taken);
         } catch (error) {
-          this.#failStop(error, taken.filter((entry) => !entry.settled));
+          this.#failStop(
+            error,
+            taken.filter((entry) => !entry.settled),
+          );
           return;
         } finally {
           this.#inFlightCount -= taken.length;
@@ -392,7 +430,10 @@ export class Log implements LogPort {
   #takeRound(): PendingAppend[] {
     let bytes = 0;
     let count = 0;
-    while (count < this.#queue.length && (count === 0 || bytes + this.#queue[count]!.batch.length <= this.#options.flushBytesMax)) {
+    while (
+      count < this.#queue.length &&
+      (count === 0 || bytes + this.#queue[count]!.batch.length <= this.#options.flushBytesMax)
+    ) {
       bytes += this.#queue[count]!.batch.length;
       count++;
     }
@@ -413,7 +454,11 @@ export class Log implements LogPort {
       const active = this.#segments.at(-1)!;
       const endBytes = active.sizeBytes + runBytes + entry.batch.length;
       // Full, or it would have to grow while a prepared segment waits: roll.
-      if (active.sizeBytes + runBytes > 0 && (endBytes > this.#options.segmentBytesMax || (this.#prepared !== undefined && endBytes > this.#activeFileBytes))) {
+      if (
+        active.sizeBytes + runBytes > 0 &&
+        (endBytes > this.#options.segmentBytesMax ||
+          (this.#prepared !== undefined && endBytes > this.#activeFileBytes))
+      ) {
         await this.#writeRun(run, runBytes);
         run = [];
         runBytes = 0;
@@ -436,12 +481,17 @@ export class Log implements LogPort {
     const startBytes = active.sizeBytes;
     const endBytes = startBytes + runBytes;
     const batches = run.map((entry) => entry.batch);
-    let preallocateBytes = endBytes > this.#activeFileBytes ? this.#preallocationAfter(endBytes) : 0;
+    let preallocateBytes =
+      endBytes > this.#activeFileBytes ? this.#preallocationAfter(endBytes) : 0;
     try {
       try {
-        await this.#active.writev(preallocateBytes > 0 ? [...batches, zeroBytes(preallocateBytes)] : batches, startBytes);
+        await this.#active.writev(
+          preallocateBytes > 0 ? [...batches, zeroBytes(preallocateBytes)] : batches,
+          startBytes,
+        );
       } catch (error) {
-        if (preallocateBytes === 0 || (error as NodeJS.ErrnoException | null)?.code !== 'ENOSPC') throw error;
+        if (preallocateBytes === 0 || (error as NodeJS.ErrnoException | null)?.code !== 'ENOSPC')
+          throw error;
         // The disk has room for the batches perhaps, but not for the zeros: drop whatever reached
         // past the old file end, stop preallocating this segment, and write the batches alone (they
         // rewrite every byte the failed write may have changed before the old end).
@@ -450,13 +500,25 @@ export class Log implements LogPort {
         preallocateBytes = 0;
         await this.#active.writev(batches, startBytes);
       }
-      if (this.#options.durability === 'fsync' && !(flushLoopsRunning === 1 && this.#active.datasyncNow?.() === true)) await this.#active.datasync();
+      if (
+        this.#options.durability === 'fsync' &&
+        !(flushLoopsRunning === 1 && this.#active.datasyncNow?.() === true)
+      )
+        await this.#active.datasync();
     } catch (error) {
       throw await this.#cutBack(startBytes, run[0]!.batch, error);
     }
     const lastLogOffset = readBatchLogOffset(run.at(-1)!.batch);
-    assert(lastLogOffset === readBatchLogOffset(run[0]!.batch) + run.length - 1, 'a run holds consecutive log offsets');
-    assert(active.lastLogOffset < 0 ? readBatchLogOffset(run[0]!.batch) === active.baseOffset : readBatchLogOffset(run[0]!.batch) === active.lastLogOffset + 1, 'a run continues its segment');
+    assert(
+      lastLogOffset === readBatchLogOffset(run[0]!.batch) + run.length - 1,
+      'a run holds consecutive log offsets',
+    );
+    assert(
+      active.lastLogOffset < 0
+        ? readBatchLogOffset(run[0]!.batch) === active.baseOffset
+        : readBatchLogOffset(run[0]!.batch) === active.lastLogOffset + 1,
+      'a run continues its segment',
+    );
     this.#activeFileBytes = Math.max(this.#activeFileBytes, endBytes + preallocateBytes);
     active.sizeBytes = endBytes;
     this.#appendedBytes += runBytes;
@@ -467,10 +529,23 @@ export class Log implements LogPort {
       entry.settled = true;
       entry.resolve(readBatchLogOffset(entry.batch));
     }
-    if (startBytes === 0 && this.#segments.length > 1) await this.#options.onSegmentStarted?.(lastLogOffset + 1);
-    if (active.sizeBytes >= PREPARE_AT_BYTES && this.#prepared === undefined && this.#preparing === undefined && !this.#preallocationRefused && !this.#closed) {
-      this.#preparing = this.#prepareNext(Math.min(this.#options.segmentBytesMax, Math.max(PREPARED_BYTES_MIN, 2 * this.#activeFileBytes)))
-        .finally(() => { this.#preparing = undefined; });
+    if (startBytes === 0 && this.#segments.length > 1)
+      await this.#options.onSegmentStarted?.(lastLogOffset + 1);
+    if (
+      active.sizeBytes >= PREPARE_AT_BYTES &&
+      this.#prepared === undefined &&
+      this.#preparing === undefined &&
+      !this.#preallocationRefused &&
+      !this.#closed
+    ) {
+      this.#preparing = this.#prepareNext(
+        Math.min(
+          this.#options.segmentBytesMax,
+          Math.max(PREPARED_BYTES_MIN, 2 * this.#activeFileBytes),
+        ),
+      ).finally(() => {
+        this.#preparing = undefined;
+      });
     }
   }
 
@@ -503,7 +578,10 @@ export class Log implements LogPort {
   /** Zeros to write after a run that ends at `endBytes`, past the active segment's file end. */
   #preallocationAfter(endBytes: number): number {
     if (this.#preallocationRefused) return 0;
-    const wanted = Math.min(PREALLOCATE_BYTES_MAX, Math.max(PREALLOCATE_BYTES_MIN, Math.floor(endBytes / 4)));
+    const wanted = Math.min(
+      PREALLOCATE_BYTES_MAX,
+      Math.max(PREALLOCATE_BYTES_MIN, Math.floor(endBytes / 4)),
+    );
     return Math.max(0, Math.min(wanted, this.#options.segmentBytesMax - endBytes));
   }
 
@@ -521,11 +599,23 @@ export class Log implements LogPort {
       return error;
     } catch (cutError) {
       const segment = path.basename(this.#active.path);
-      const record: RejectedBatches = { segment, position: sizeBytes, checksum: readBatchChecksum(firstBatch) };
+      const record: RejectedBatches = {
+        segment,
+        position: sizeBytes,
+        checksum: readBatchChecksum(firstBatch),
+      };
       const what = `${(error as Error).message}; cutting ${this.#active.path} back to ${sizeBytes} bytes failed too (${(cutError as Error).message})`;
       try {
-        await writeDurably(this.#options.fs, path.join(this.#options.dir, REJECTED_FILE), Buffer.from(JSON.stringify(record)));
-        return new OffsetStoreError('LOG_STORAGE_ERROR', `${what}; recorded in ${REJECTED_FILE}, the next open cuts the rejected batches off`, { cause: error });
+        await writeDurably(
+          this.#options.fs,
+          path.join(this.#options.dir, REJECTED_FILE),
+          Buffer.from(JSON.stringify(record)),
+        );
+        return new OffsetStoreError(
+          'LOG_STORAGE_ERROR',
+          `${what}; recorded in ${REJECTED_FILE}, the next open cuts the rejected batches off`,
+          { cause: error },
+        );
       } catch (recordError) {
         const message = `${what}, and recording the rejected batches failed (${(recordError as Error).message}): truncate ${this.#active.path} to ${sizeBytes} bytes before reopening it`;
         unrepairedDirs.set(path.resolve(this.#options.dir), message);
@@ -542,7 +632,10 @@ export class Log implements LogPort {
     this.#durableBelow = baseOffset;
     const prepared = this.#prepared;
     this.#prepared = undefined;
-    const segment = prepared === undefined ? await createSegment(this.#options.fs, this.#options.dir, baseOffset) : await this.#usePrepared(prepared.path, baseOffset);
+    const segment =
+      prepared === undefined
+        ? await createSegment(this.#options.fs, this.#options.dir, baseOffset)
+        : await this.#usePrepared(prepared.path, baseOffset);
     const handle = await this.#options.fs.open(segment.path, 'r+');
     await this.#active.close();
     this.#active = handle;
@@ -566,11 +659,18 @@ export class Log implements LogPort {
     await this.#active.truncate(sizeBytes);
     this.#activeFileBytes = sizeBytes;
     const fileBytes = await this.#active.sizeBytes();
-    assert(fileBytes === sizeBytes, `the active segment is ${fileBytes} bytes after cutting its preallocation, not the ${sizeBytes} written`);
+    assert(
+      fileBytes === sizeBytes,
+      `the active segment is ${fileBytes} bytes after cutting its preallocation, not the ${sizeBytes} written`,
+    );
   }
 
   #failStop(error: unknown, taken: PendingAppend[]): void {
-    const failure = new OffsetStoreError('LOG_STORAGE_ERROR', `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${(error as Error).message}`, { cause: error });
+    const failure = new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${(error as Error).message}`,
+      { cause: error },
+    );
     this.#failure = failure;
     const queued = this.#queue;
     this.#queue = [];
@@ -591,10 +691,21 @@ export class Log implements LogPort {
         previous = segment.lastLogOffset;
         continue;
       }
-      const scan = await scanSegment(this.#options.fs, segment.path, { batchBytesMax: this.#options.batchBytesMax, previousLogOffset: previous, baseOffset: segment.baseOffset, endBytes: segment.sizeBytes }, (buf, position, logOffset, sizeBytes, filePosition) => {
-        if (logOffset >= fromLogOffset) visit(buf, position, logOffset, sizeBytes, filePosition);
-      });
-      if (scan.damage !== undefined) throw corrupt(segment.path, scan.damage.position, scan.damage.reason);
+      const scan = await scanSegment(
+        this.#options.fs,
+        segment.path,
+        {
+          batchBytesMax: this.#options.batchBytesMax,
+          previousLogOffset: previous,
+          baseOffset: segment.baseOffset,
+          endBytes: segment.sizeBytes,
+        },
+        (buf, position, logOffset, sizeBytes, filePosition) => {
+          if (logOffset >= fromLogOffset) visit(buf, position, logOffset, sizeBytes, filePosition);
+        },
+      );
+      if (scan.damage !== undefined)
+        throw corrupt(segment.path, scan.damage.position, scan.damage.reason);
       if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
     }
   }
@@ -621,18 +732,32 @@ export class Log implements LogPort {
    * Replaces the sealed segments `inputs` (contiguous, unchanged since they were read) by cleaned
    * segments already written and fdatasynced under temporary names. Crash-safe: see segment-swap.ts.
    */
-  replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
+  replaceSegments(
+    inputs: readonly SegmentInfo[],
+    outputs: readonly CleanedSegment[],
+  ): Promise<void> {
     return this.#swapping(() => this.#replaceSegments(inputs, outputs));
   }
 
-  async #replaceSegments(inputs: readonly SegmentInfo[], outputs: readonly CleanedSegment[]): Promise<void> {
+  async #replaceSegments(
+    inputs: readonly SegmentInfo[],
+    outputs: readonly CleanedSegment[],
+  ): Promise<void> {
     this.#checkWritable();
     await this.#completeSwap();
     const first = this.#segments.findIndex((s) => s.baseOffset === inputs[0]?.baseOffset);
     const current = first < 0 ? [] : this.#segments.slice(first, first + inputs.length);
-    const unchanged = current.length === inputs.length && first + inputs.length < this.#segments.length
-      && current.every((s, i) => s.baseOffset === inputs[i]!.baseOffset && s.sizeBytes === inputs[i]!.sizeBytes);
-    if (!unchanged) throw new OffsetStoreError('INVALID_REQUEST', `segments of ${this.#options.dir} changed while they were compacted`);
+    const unchanged =
+      current.length === inputs.length &&
+      first + inputs.length < this.#segments.length &&
+      current.every(
+        (s, i) => s.baseOffset === inputs[i]!.baseOffset && s.sizeBytes === inputs[i]!.sizeBytes,
+      );
+    if (!unchanged)
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `segments of ${this.#options.dir} changed while they were compacted`,
+      );
     this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs] };
     await this.#completeSwap();
   }
@@ -666,7 +791,8 @@ export class Log implements LogPort {
    * sealed first so that it can go too; then the sealed segments wholly below `logOffset` are deleted.
    */
   async truncateBelow(logOffset: number): Promise<number> {
-    if (logOffset >= this.#nextOffset && this.#segments.at(-1)!.sizeBytes > 0) await this.sealActive();
+    if (logOffset >= this.#nextOffset && this.#segments.at(-1)!.sizeBytes > 0)
+      await this.sealActive();
     return this.deleteSegmentsBelow(logOffset);
   }
 
@@ -688,7 +814,10 @@ export class Log implements LogPort {
    */
   #swapping<T>(change: () => Promise<T>): Promise<T> {
     const run = this.#swapQueue.then(change);
-    this.#swapQueue = run.then(() => undefined, () => undefined);
+    this.#swapQueue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -697,18 +826,36 @@ export class Log implements LogPort {
     if (pending === undefined) return;
     const { fs, dir } = this.#options;
     try {
-      await swapSegments(fs, dir, pending.inputs.map((s) => path.basename(s.path)), pending.outputs);
+      await swapSegments(
+        fs,
+        dir,
+        pending.inputs.map((s) => path.basename(s.path)),
+        pending.outputs,
+      );
     } catch (error) {
-      throw new OffsetStoreError('LOG_STORAGE_ERROR', `swapping compacted segments into ${dir} failed; it is retried before the next compaction and completed by the next open: ${(error as Error).message}`, { cause: error });
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `swapping compacted segments into ${dir} failed; it is retried before the next compaction and completed by the next open: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
-    const replaced: SegmentInfo[] = pending.outputs.map((o) => ({ baseOffset: o.baseOffset, path: path.join(dir, segmentFileName(o.baseOffset)), sizeBytes: o.sizeBytes, lastLogOffset: o.lastLogOffset }));
-    assert(this.#segments[pending.first]?.baseOffset === pending.inputs[0]!.baseOffset, 'a pending swap still finds its inputs');
+    const replaced: SegmentInfo[] = pending.outputs.map((o) => ({
+      baseOffset: o.baseOffset,
+      path: path.join(dir, segmentFileName(o.baseOffset)),
+      sizeBytes: o.sizeBytes,
+      lastLogOffset: o.lastLogOffset,
+    }));
+    assert(
+      this.#segments[pending.first]?.baseOffset === pending.inputs[0]!.baseOffset,
+      'a pending swap still finds its inputs',
+    );
     this.#segments.splice(pending.first, pending.inputs.length, ...replaced);
     this.#pendingSwap = undefined;
   }
 
   #checkWritable(): void {
-    if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
+    if (this.#closed)
+      throw new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
     if (this.#failure !== undefined) throw this.#failure;
   }
 
@@ -737,11 +884,22 @@ export class Log implements LogPort {
   }
 }
 
-function corrupt(file: string, position: number, reason: string, cause?: unknown): OffsetStoreError {
-  return new OffsetStoreError('CORRUPT_MESSAGE', `${file} at byte ${position}: ${reason}`, { cause });
+function corrupt(
+  file: string,
+  position: number,
+  reason: string,
+  cause?: unknown,
+): OffsetStoreError {
+  return new OffsetStoreError('CORRUPT_MESSAGE', `${file} at byte ${position}: ${reason}`, {
+    cause,
+  });
 }
 
-async function createSegment(fs: FileSystem, dir: string, baseOffset: number): Promise<SegmentInfo> {
+async function createSegment(
+  fs: FileSystem,
+  dir: string,
+  baseOffset: number,
+): Promise<SegmentInfo> {
   const segmentPath = path.join(dir, segmentFileName(baseOffset));
   const handle = await fs.open(segmentPath, 'wx');
   await handle.close();
@@ -753,7 +911,12 @@ async function createSegment(fs: FileSystem, dir: string, baseOffset: number): P
  * Applies the repairs an inspection found nothing corrupt against (see the module comment); returns
  * true when the last segment was cut to its valid bytes (a torn tail or rejected batches).
  */
-async function applyRepairs(fs: FileSystem, dir: string, inspection: LogInspection, report: LogRecoveryReport): Promise<boolean> {
+async function applyRepairs(
+  fs: FileSystem,
+  dir: string,
+  inspection: LogInspection,
+  report: LogRecoveryReport,
+): Promise<boolean> {
   if (inspection.swap !== undefined) await applySwap(fs, dir, inspection.swap);
   for (const name of inspection.leftovers) await fs.unlink(path.join(dir, name));
   if (inspection.leftovers.length > 0) await fs.syncDir(dir);
@@ -764,9 +927,14 @@ async function applyRepairs(fs: FileSystem, dir: string, inspection: LogInspecti
     const onDisk = (await fs.sizeBytes(last.path)) ?? 0;
     await truncateFile(fs, last.path, last.validBytes);
     report.bytesTruncated = onDisk - last.validBytes;
-    report.tornTail = tornTail !== undefined
-      ? { file: tornTail.file, position: tornTail.position, reason: tornTail.reason }
-      : { file: last.path, position: last.validBytes, reason: 'batches rejected after a failed write were cut off' };
+    report.tornTail =
+      tornTail !== undefined
+        ? { file: tornTail.file, position: tornTail.position, reason: tornTail.reason }
+        : {
+            file: last.path,
+            position: last.validBytes,
+            reason: 'batches rejected after a failed write were cut off',
+          };
     cut = true;
   }
   if (rejected !== undefined) {

@@ -13,7 +13,14 @@
  * with a zero length. Whether a zero tail is allowed (only in the active segment) is the caller's
  * decision, like damage.
  */
-import { BATCH_HEADER_BYTES, BATCH_MAGIC_POSITION, LENGTH_FIELD_BYTES, checkBatch, peekBatchLogOffset, readBatchDurableBelow } from '../codec/index.js';
+import {
+  BATCH_HEADER_BYTES,
+  BATCH_MAGIC_POSITION,
+  LENGTH_FIELD_BYTES,
+  checkBatch,
+  peekBatchLogOffset,
+  readBatchDurableBelow,
+} from '../codec/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 
 /** Where and why a segment stops being valid. */
@@ -43,7 +50,13 @@ export interface SegmentScan {
 }
 
 /** Receives each valid batch: `buf[position, position + sizeBytes)`; `buf` is reused after return. */
-export type BatchVisitor = (buf: Buffer, position: number, logOffset: number, sizeBytes: number, filePosition: number) => void;
+export type BatchVisitor = (
+  buf: Buffer,
+  position: number,
+  logOffset: number,
+  sizeBytes: number,
+  filePosition: number,
+) => void;
 
 /** Limits and context of a segment scan. */
 export interface SegmentScanOptions {
@@ -70,7 +83,12 @@ export interface SegmentScanOptions {
 const CHUNK_BYTES_DEFAULT = 1 << 20;
 
 /** Scans the segment at `path`, visiting each valid batch in order. */
-export async function scanSegment(fs: FileSystem, path: string, options: SegmentScanOptions, visit?: BatchVisitor): Promise<SegmentScan> {
+export async function scanSegment(
+  fs: FileSystem,
+  path: string,
+  options: SegmentScanOptions,
+  visit?: BatchVisitor,
+): Promise<SegmentScan> {
   const handle = await fs.open(path, 'r');
   try {
     return await scanHandle(handle, options, visit);
@@ -79,14 +97,26 @@ export async function scanSegment(fs: FileSystem, path: string, options: Segment
   }
 }
 
-async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit?: BatchVisitor): Promise<SegmentScan> {
+async function scanHandle(
+  handle: FileHandle,
+  options: SegmentScanOptions,
+  visit?: BatchVisitor,
+): Promise<SegmentScan> {
   const fileBytes = Math.min(await handle.sizeBytes(), options.endBytes ?? Number.MAX_SAFE_INTEGER);
-  let buf = Buffer.allocUnsafe(Math.min(options.chunkBytes ?? CHUNK_BYTES_DEFAULT, Math.max(fileBytes, 64)));
+  let buf = Buffer.allocUnsafe(
+    Math.min(options.chunkBytes ?? CHUNK_BYTES_DEFAULT, Math.max(fileBytes, 64)),
+  );
   let bufStart = 0; // file position of buf[0]
   let bufEnd = 0; // valid bytes in buf
   let p = 0; // position in buf of the next batch
   let previous = options.previousLogOffset;
-  const result: SegmentScan = { validBytes: 0, fileBytes, batchCount: 0, lastLogOffset: -1, zeroTailBytes: 0 };
+  const result: SegmentScan = {
+    validBytes: 0,
+    fileBytes,
+    batchCount: 0,
+    lastLogOffset: -1,
+    zeroTailBytes: 0,
+  };
   for (;;) {
     const filePosition = bufStart + p;
     if (filePosition >= fileBytes) break;
@@ -102,7 +132,9 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
       bufEnd -= p;
       p = 0;
       if (neededBytes > buf.length) {
-        const grown = Buffer.allocUnsafe(Math.min(Math.max(neededBytes, buf.length * 2), options.batchBytesMax));
+        const grown = Buffer.allocUnsafe(
+          Math.min(Math.max(neededBytes, buf.length * 2), options.batchBytesMax),
+        );
         buf.copy(grown, 0, 0, bufEnd);
         buf = grown;
       }
@@ -124,9 +156,10 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
       result.damage = {
         position: filePosition,
         kind: 'invalid',
-        reason: options.consecutive === true
-          ? `log offset ${check.logOffset} where ${expected} comes next (previous ${previous}, segment base ${options.baseOffset})`
-          : `log offset ${check.logOffset} out of order (previous ${previous}, segment base ${options.baseOffset})`,
+        reason:
+          options.consecutive === true
+            ? `log offset ${check.logOffset} where ${expected} comes next (previous ${previous}, segment base ${options.baseOffset})`
+            : `log offset ${check.logOffset} out of order (previous ${previous}, segment base ${options.baseOffset})`,
       };
       break;
     }
@@ -137,7 +170,11 @@ async function scanHandle(handle: FileHandle, options: SegmentScanOptions, visit
     p += check.sizeBytes;
     result.validBytes = bufStart + p;
   }
-  if (result.damage !== undefined && result.damage.reason !== FILE_SHRANK && (await isZeroFrom(handle, result.validBytes, fileBytes, buf))) {
+  if (
+    result.damage !== undefined &&
+    result.damage.reason !== FILE_SHRANK &&
+    (await isZeroFrom(handle, result.validBytes, fileBytes, buf))
+  ) {
     result.zeroTailBytes = fileBytes - result.validBytes;
     delete result.damage;
   }
@@ -153,7 +190,12 @@ function isZero(buf: Buffer, from: number, to: number): boolean {
 }
 
 /** True when every byte of the file in [from, end) is zero; reads through `scratch` chunk by chunk. */
-async function isZeroFrom(handle: FileHandle, from: number, end: number, scratch: Buffer): Promise<boolean> {
+async function isZeroFrom(
+  handle: FileHandle,
+  from: number,
+  end: number,
+  scratch: Buffer,
+): Promise<boolean> {
   for (let at = from; at < end;) {
     const got = await handle.read(scratch, 0, Math.min(scratch.length, end - at), at);
     if (got === 0) return false;
@@ -206,12 +248,25 @@ const HASHED_BYTES_MAX = 256 * 1024 * 1024;
  * `SegmentScan.fileBytes`); see TailDamage. Reads only.
  */
 export async function classifyTailDamage(
-  fs: FileSystem, path: string, fileBytes: number, fromPosition: number, previousLogOffset: number,
-  limits: { batchBytesMax: number; flushBytesMax: number; durability?: 'fsync' | 'os'; durableBelow?: number },
+  fs: FileSystem,
+  path: string,
+  fileBytes: number,
+  fromPosition: number,
+  previousLogOffset: number,
+  limits: {
+    batchBytesMax: number;
+    flushBytesMax: number;
+    durability?: 'fsync' | 'os';
+    durableBelow?: number;
+  },
 ): Promise<TailDamage> {
   const damagedLogOffset = previousLogOffset + 1;
   if (damagedLogOffset < (limits.durableBelow ?? 0)) {
-    return { kind: 'corrupt', batchesAfter: 0, reason: `batch ${damagedLogOffset} was durable (the store knew the log held batches up to ${limits.durableBelow! - 1}: from its manifest, or a checkpoint covering them)` };
+    return {
+      kind: 'corrupt',
+      batchesAfter: 0,
+      reason: `batch ${damagedLogOffset} was durable (the store knew the log held batches up to ${limits.durableBelow! - 1}: from its manifest, or a checkpoint covering them)`,
+    };
   }
   const tailBytes = fileBytes - fromPosition;
   if (tailBytes <= BATCH_HEADER_BYTES) return { kind: 'torn' };
@@ -227,7 +282,10 @@ export async function classifyTailDamage(
   } finally {
     await handle.close();
   }
-  const reach = limits.durability === 'os' ? Number.POSITIVE_INFINITY : Math.max(limits.flushBytesMax, limits.batchBytesMax);
+  const reach =
+    limits.durability === 'os'
+      ? Number.POSITIVE_INFINITY
+      : Math.max(limits.flushBytesMax, limits.batchBytesMax);
   // At most one batch per 48 bytes follows: a log offset beyond that cannot be the next batch's.
   const logOffsetMax = previousLogOffset + Math.ceil(got / BATCH_HEADER_BYTES) + 1;
   let firstStart = -1;
@@ -238,17 +296,31 @@ export async function classifyTailDamage(
     const logOffset = peekBatchLogOffset(buf, p, got);
     if (logOffset > previous && logOffset <= logOffsetMax) {
       hashedBytes += buf.readUInt32LE(p) + LENGTH_FIELD_BYTES;
-      if (hashedBytes > HASHED_BYTES_MAX) return { kind: 'corrupt', batchesAfter, reason: `more than ${HASHED_BYTES_MAX} bytes of candidate batches follow` };
+      if (hashedBytes > HASHED_BYTES_MAX)
+        return {
+          kind: 'corrupt',
+          batchesAfter,
+          reason: `more than ${HASHED_BYTES_MAX} bytes of candidate batches follow`,
+        };
       const check = checkBatch(buf, p, got, limits.batchBytesMax);
       if (check.kind === 'ok') {
         if (firstStart < 0) firstStart = p;
         batchesAfter++;
         const durableBelow = readBatchDurableBelow(buf, p);
         if (durableBelow > damagedLogOffset) {
-          return { kind: 'corrupt', batchesAfter, reason: `batch ${check.logOffset} after it was written once batch ${damagedLogOffset} was durable` };
+          return {
+            kind: 'corrupt',
+            batchesAfter,
+            reason: `batch ${check.logOffset} after it was written once batch ${damagedLogOffset} was durable`,
+          };
         }
         // Without a syncLag, a valid batch beyond reach is not the damaged round's.
-        if (durableBelow < 0 && p + check.sizeBytes > reach) return { kind: 'corrupt', batchesAfter, reason: 'a valid batch follows beyond one write round' };
+        if (durableBelow < 0 && p + check.sizeBytes > reach)
+          return {
+            kind: 'corrupt',
+            batchesAfter,
+            reason: 'a valid batch follows beyond one write round',
+          };
         previous = check.logOffset;
         p += check.sizeBytes;
         continue;
@@ -257,7 +329,9 @@ export async function classifyTailDamage(
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
-  return hasLostSector(buf, fromPosition, firstStart) ? { kind: 'torn-round', batchesAfter } : { kind: 'corrupt', batchesAfter, reason: `${batchesAfter} valid batch(es) follow` };
+  return hasLostSector(buf, fromPosition, firstStart)
+    ? { kind: 'torn-round', batchesAfter }
+    : { kind: 'corrupt', batchesAfter, reason: `${batchesAfter} valid batch(es) follow` };
 }
 
 /**
@@ -270,7 +344,8 @@ function hasLostSector(buf: Buffer, filePosition: number, end: number): boolean 
     const from = Math.max(0, sector);
     const to = Math.min(end, sector + SECTOR_BYTES);
     const startsStretch = from === 0;
-    if (startsStretch ? to <= BATCH_MAGIC_POSITION : to - from < LOST_SECTOR_PART_BYTES_MIN) continue;
+    if (startsStretch ? to <= BATCH_MAGIC_POSITION : to - from < LOST_SECTOR_PART_BYTES_MIN)
+      continue;
     if (isZero(buf, from, to)) return true;
   }
   return false;

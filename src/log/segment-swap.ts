@@ -63,29 +63,46 @@ function intentChecksum(intent: SwapIntent): number {
 }
 
 /** Swaps `inputNames` (files in `dir`) for `outputs`, per the protocol above (steps 2-4). */
-export async function swapSegments(fs: FileSystem, dir: string, inputNames: readonly string[], outputs: readonly CleanedSegment[]): Promise<void> {
+export async function swapSegments(
+  fs: FileSystem,
+  dir: string,
+  inputNames: readonly string[],
+  outputs: readonly CleanedSegment[],
+): Promise<void> {
   const intent: SwapIntent = {
     inputs: [...inputNames],
-    outputs: outputs.map((o) => ({ name: segmentFileName(o.baseOffset), tempName: path.basename(o.tempPath) })),
+    outputs: outputs.map((o) => ({
+      name: segmentFileName(o.baseOffset),
+      tempName: path.basename(o.tempPath),
+    })),
   };
-  await writeDurably(fs, path.join(dir, INTENT_FILE), Buffer.from(JSON.stringify({ ...intent, checksum: intentChecksum(intent) })));
+  await writeDurably(
+    fs,
+    path.join(dir, INTENT_FILE),
+    Buffer.from(JSON.stringify({ ...intent, checksum: intentChecksum(intent) })),
+  );
   await applySwap(fs, dir, intent);
 }
 
 /** Step 3 and 4 of the protocol; idempotent. */
 export async function applySwap(fs: FileSystem, dir: string, intent: SwapIntent): Promise<void> {
   for (const { name, tempName } of intent.outputs) {
-    if ((await fs.sizeBytes(path.join(dir, tempName))) !== null) await fs.rename(path.join(dir, tempName), path.join(dir, name));
+    if ((await fs.sizeBytes(path.join(dir, tempName))) !== null)
+      await fs.rename(path.join(dir, tempName), path.join(dir, name));
   }
   const outputNames = new Set(intent.outputs.map((o) => o.name));
-  for (const name of intent.inputs) if (!outputNames.has(name)) await fs.unlink(path.join(dir, name));
+  for (const name of intent.inputs)
+    if (!outputNames.has(name)) await fs.unlink(path.join(dir, name));
   await fs.syncDir(dir);
   await fs.unlink(path.join(dir, INTENT_FILE));
   await fs.syncDir(dir);
 }
 
 function invalid(file: string, reason: string): OffsetStoreError {
-  return new OffsetStoreError('CORRUPT_MESSAGE', `${file}: ${reason}; nothing was renamed or deleted`);
+  return new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${file}: ${reason}; nothing was renamed or deleted`,
+  );
 }
 
 /** Parses and checks the shape of an intent file's bytes (not yet against the disk). */
@@ -94,26 +111,44 @@ export function parseSwapIntent(file: string, bytes: Buffer): SwapIntent {
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
-    throw invalid(file, 'not valid JSON (writeDurably renames an intent into place whole, so this is damage)');
+    throw invalid(
+      file,
+      'not valid JSON (writeDurably renames an intent into place whole, so this is damage)',
+    );
   }
   if (typeof parsed !== 'object' || parsed === null) throw invalid(file, 'not a JSON object');
   const { inputs, outputs, checksum } = parsed as Record<string, unknown>;
-  if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((n) => typeof n === 'string' && parseSegmentFileName(n) !== undefined)) {
+  if (
+    !Array.isArray(inputs) ||
+    inputs.length === 0 ||
+    !inputs.every((n) => typeof n === 'string' && parseSegmentFileName(n) !== undefined)
+  ) {
     throw invalid(file, 'inputs must be a non-empty list of segment file names');
   }
   if (!Array.isArray(outputs)) throw invalid(file, 'outputs must be a list');
   const checked: SwapIntent['outputs'] = [];
   for (const o of outputs as unknown[]) {
-    const { name, tempName } = (typeof o === 'object' && o !== null ? o : {}) as Record<string, unknown>;
-    if (typeof name !== 'string' || parseSegmentFileName(name) === undefined || tempName !== `${name}${CLEANED_SUFFIX}`) {
-      throw invalid(file, `output ${JSON.stringify(o)} is not a segment file name with its ${CLEANED_SUFFIX} temporary name`);
+    const { name, tempName } = (typeof o === 'object' && o !== null ? o : {}) as Record<
+      string,
+      unknown
+    >;
+    if (
+      typeof name !== 'string' ||
+      parseSegmentFileName(name) === undefined ||
+      tempName !== `${name}${CLEANED_SUFFIX}`
+    ) {
+      throw invalid(
+        file,
+        `output ${JSON.stringify(o)} is not a segment file name with its ${CLEANED_SUFFIX} temporary name`,
+      );
     }
     checked.push({ name, tempName });
   }
   const intent: SwapIntent = { inputs: inputs as string[], outputs: checked };
   const bases = (names: readonly string[]) => names.map((n) => parseSegmentFileName(n)!);
   const increasing = (values: number[]) => values.every((v, i) => i === 0 || v > values[i - 1]!);
-  if (!increasing(bases(intent.inputs)) || !increasing(bases(intent.outputs.map((o) => o.name)))) throw invalid(file, 'inputs and outputs must be in log order');
+  if (!increasing(bases(intent.inputs)) || !increasing(bases(intent.outputs.map((o) => o.name))))
+    throw invalid(file, 'inputs and outputs must be in log order');
   if (checksum !== intentChecksum(intent)) throw invalid(file, 'checksum mismatch');
   return intent;
 }
@@ -124,26 +159,45 @@ export function parseSwapIntent(file: string, bytes: Buffer): SwapIntent {
  * `deletableBelow` bounds a deletion (no outputs): the first segment left must begin at or below
  * it (the log offset recovery replays from, which a checkpoint covers).
  */
-export function resolveSwap(file: string, intent: SwapIntent, segmentNames: readonly string[], tempNames: ReadonlySet<string>, deletableBelow: number): string[] {
+export function resolveSwap(
+  file: string,
+  intent: SwapIntent,
+  segmentNames: readonly string[],
+  tempNames: ReadonlySet<string>,
+  deletableBelow: number,
+): string[] {
   const present = new Set(segmentNames);
   const inputNames = new Set(intent.inputs);
   // An output already renamed into place lies within the inputs' range: it is not a segment the
   // inputs must be contiguous around (only an output sharing an input's name is both).
-  const outputOnly = new Set(intent.outputs.map((o) => o.name).filter((name) => !inputNames.has(name)));
-  const all = [...new Set([...segmentNames.filter((name) => !outputOnly.has(name)), ...intent.inputs])].sort();
+  const outputOnly = new Set(
+    intent.outputs.map((o) => o.name).filter((name) => !inputNames.has(name)),
+  );
+  const all = [
+    ...new Set([...segmentNames.filter((name) => !outputOnly.has(name)), ...intent.inputs]),
+  ].sort();
   const first = all.indexOf(intent.inputs[0]!);
-  if (!intent.inputs.every((name, i) => all[first + i] === name)) throw invalid(file, 'its inputs are not a contiguous run of the segments');
+  if (!intent.inputs.every((name, i) => all[first + i] === name))
+    throw invalid(file, 'its inputs are not a contiguous run of the segments');
   const after = all[first + intent.inputs.length];
   if (after === undefined) throw invalid(file, 'its inputs include the last (active) segment');
   for (const { name, tempName } of intent.outputs) {
-    if (!tempNames.has(tempName) && !present.has(name)) throw invalid(file, `output ${name} exists neither as ${tempName} nor under its own name`);
+    if (!tempNames.has(tempName) && !present.has(name))
+      throw invalid(file, `output ${name} exists neither as ${tempName} nor under its own name`);
   }
   const outputBases = intent.outputs.map((o) => parseSegmentFileName(o.name)!);
-  if (outputBases.length > 0 && (outputBases[0] !== parseSegmentFileName(intent.inputs[0]!) || outputBases.at(-1)! >= parseSegmentFileName(after)!)) {
+  if (
+    outputBases.length > 0 &&
+    (outputBases[0] !== parseSegmentFileName(intent.inputs[0]!) ||
+      outputBases.at(-1)! >= parseSegmentFileName(after)!)
+  ) {
     throw invalid(file, 'its outputs do not lie within the range of its inputs');
   }
   if (outputBases.length === 0 && (first !== 0 || parseSegmentFileName(after)! > deletableBelow)) {
-    throw invalid(file, `it deletes segments without outputs that recovery still needs (the log must hold every batch from log offset ${deletableBelow})`);
+    throw invalid(
+      file,
+      `it deletes segments without outputs that recovery still needs (the log must hold every batch from log offset ${deletableBelow})`,
+    );
   }
   const result = all.filter((name) => !inputNames.has(name));
   for (const { name } of intent.outputs) result.push(name);

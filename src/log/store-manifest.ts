@@ -81,8 +81,15 @@ export function bucketDirPath(dir: string, bucketCount: number, bucket: number):
 /** The JSON of a manifest's fields in their fixed order (what the checksum covers). */
 function canonical(m: StoreManifest): string {
   return JSON.stringify({
-    formatVersion: m.formatVersion, bucketCount: m.bucketCount, createdAtMs: m.createdAtMs, compactionStrategy: m.compactionStrategy,
-    buckets: m.buckets.map((b) => ({ logStart: b.logStart, logEnd: b.logEnd, endExact: b.endExact })),
+    formatVersion: m.formatVersion,
+    bucketCount: m.bucketCount,
+    createdAtMs: m.createdAtMs,
+    compactionStrategy: m.compactionStrategy,
+    buckets: m.buckets.map((b) => ({
+      logStart: b.logStart,
+      logEnd: b.logEnd,
+      endExact: b.endExact,
+    })),
   });
 }
 
@@ -94,7 +101,10 @@ function encodeManifest(m: StoreManifest): Buffer {
     `  "createdAtMs": ${m.createdAtMs},`,
     `  "compactionStrategy": ${JSON.stringify(m.compactionStrategy)},`,
     '  "buckets": [',
-    ...m.buckets.map((b, i) => `    ${JSON.stringify({ logStart: b.logStart, logEnd: b.logEnd, endExact: b.endExact })}${i < m.buckets.length - 1 ? ',' : ''}`),
+    ...m.buckets.map(
+      (b, i) =>
+        `    ${JSON.stringify({ logStart: b.logStart, logEnd: b.logEnd, endExact: b.endExact })}${i < m.buckets.length - 1 ? ',' : ''}`,
+    ),
     '  ],',
     `  "checksum": ${xxh32(Buffer.from(canonical(m), 'utf8'))}`,
     '}',
@@ -114,27 +124,49 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
   } catch (error) {
     throw corrupt(manifestPath, 'not valid JSON', error);
   }
-  const m = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const m = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<
+    string,
+    unknown
+  >;
   if (typeof m.formatVersion !== 'number') throw corrupt(manifestPath, 'no formatVersion');
   if (m.formatVersion !== FORMAT_VERSION) {
-    throw new OffsetStoreError('INVALID_CONFIG', `${manifestPath} has format version ${m.formatVersion}; this build reads version ${FORMAT_VERSION} only (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`);
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${manifestPath} has format version ${m.formatVersion}; this build reads version ${FORMAT_VERSION} only (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`,
+    );
   }
-  const buckets = Array.isArray(m.buckets) ? m.buckets as unknown[] : [];
+  const buckets = Array.isArray(m.buckets) ? (m.buckets as unknown[]) : [];
   const records: BucketLogRecord[] = buckets.map((b) => {
-    const { logStart, logEnd, endExact } = (typeof b === 'object' && b !== null ? b : {}) as Record<string, unknown>;
+    const { logStart, logEnd, endExact } = (typeof b === 'object' && b !== null ? b : {}) as Record<
+      string,
+      unknown
+    >;
     const offset = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
-    if (!offset(logStart) || !offset(logEnd) || typeof endExact !== 'boolean') throw corrupt(manifestPath, `bucket record ${JSON.stringify(b)} is malformed`);
+    if (!offset(logStart) || !offset(logEnd) || typeof endExact !== 'boolean')
+      throw corrupt(manifestPath, `bucket record ${JSON.stringify(b)} is malformed`);
     return { logStart: logStart as number, logEnd: logEnd as number, endExact };
   });
   const manifest: StoreManifest = {
-    formatVersion: m.formatVersion, bucketCount: m.bucketCount as number, createdAtMs: m.createdAtMs as number,
-    compactionStrategy: m.compactionStrategy as string, buckets: records,
+    formatVersion: m.formatVersion,
+    bucketCount: m.bucketCount as number,
+    createdAtMs: m.createdAtMs as number,
+    compactionStrategy: m.compactionStrategy as string,
+    buckets: records,
   };
-  if (!Number.isSafeInteger(manifest.bucketCount) || manifest.bucketCount < 1 || records.length !== manifest.bucketCount
-    || !Number.isSafeInteger(manifest.createdAtMs) || typeof manifest.compactionStrategy !== 'string') {
-    throw corrupt(manifestPath, 'lacks a valid bucketCount, createdAtMs, compactionStrategy or one record per bucket');
+  if (
+    !Number.isSafeInteger(manifest.bucketCount) ||
+    manifest.bucketCount < 1 ||
+    records.length !== manifest.bucketCount ||
+    !Number.isSafeInteger(manifest.createdAtMs) ||
+    typeof manifest.compactionStrategy !== 'string'
+  ) {
+    throw corrupt(
+      manifestPath,
+      'lacks a valid bucketCount, createdAtMs, compactionStrategy or one record per bucket',
+    );
   }
-  if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8'))) throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
+  if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8')))
+    throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
   return manifest;
 }
 
@@ -179,16 +211,28 @@ export class ManifestFile {
    * one per bucket, none beyond (CORRUPT_MESSAGE otherwise; a missing folder is reported by
    * `missingBucketDirs` for the caller to fail that bucket alone).
    */
-  static async openOrCreate(fs: FileSystem, dir: string, defaults: ManifestDefaults): Promise<ManifestFile> {
+  static async openOrCreate(
+    fs: FileSystem,
+    dir: string,
+    defaults: ManifestDefaults,
+  ): Promise<ManifestFile> {
     const manifestPath = path.join(dir, MANIFEST_FILE);
     let manifest = await readManifest(fs, dir);
     if (manifest === null) {
       await startOver(fs, dir, manifestPath);
       manifest = {
-        formatVersion: FORMAT_VERSION, bucketCount: defaults.bucketCount, createdAtMs: defaults.nowMs, compactionStrategy: defaults.compactionStrategy,
-        buckets: Array.from({ length: defaults.bucketCount }, () => ({ logStart: 0, logEnd: 0, endExact: true })),
+        formatVersion: FORMAT_VERSION,
+        bucketCount: defaults.bucketCount,
+        createdAtMs: defaults.nowMs,
+        compactionStrategy: defaults.compactionStrategy,
+        buckets: Array.from({ length: defaults.bucketCount }, () => ({
+          logStart: 0,
+          logEnd: 0,
+          endExact: true,
+        })),
       };
-      for (let i = 0; i < manifest.bucketCount; i++) await fs.mkdir(bucketDirPath(dir, manifest.bucketCount, i));
+      for (let i = 0; i < manifest.bucketCount; i++)
+        await fs.mkdir(bucketDirPath(dir, manifest.bucketCount, i));
       await fs.syncDir(path.join(dir, BUCKETS_DIR));
       await fs.syncDir(dir);
       await syncAncestors(fs, dir);
@@ -196,7 +240,10 @@ export class ManifestFile {
     }
     const extra = await strayBucketDirs(fs, dir, manifest.bucketCount);
     if (extra.length > 0) {
-      throw corrupt(manifestPath, `bucketCount is ${manifest.bucketCount}, but ${path.join(dir, BUCKETS_DIR)} also holds ${extra.join(', ')} (the manifest does not describe this store)`);
+      throw corrupt(
+        manifestPath,
+        `bucketCount is ${manifest.bucketCount}, but ${path.join(dir, BUCKETS_DIR)} also holds ${extra.join(', ')} (the manifest does not describe this store)`,
+      );
     }
     return new ManifestFile(fs, manifestPath, manifest);
   }
@@ -209,7 +256,10 @@ export class ManifestFile {
   /** Applies `change` to a copy and writes it durably; updates run one at a time, in call order. */
   update(change: (manifest: StoreManifest) => void): Promise<void> {
     const run = this.#writing.then(async () => {
-      const next: StoreManifest = { ...this.#manifest, buckets: this.#manifest.buckets.map((b) => ({ ...b })) };
+      const next: StoreManifest = {
+        ...this.#manifest,
+        buckets: this.#manifest.buckets.map((b) => ({ ...b })),
+      };
       change(next);
       await writeDurably(this.#fs, this.path, encodeManifest(next));
       this.#manifest = next;
@@ -220,17 +270,30 @@ export class ManifestFile {
 }
 
 /** Bucket folders of `dir` that do not exist although the manifest has their buckets. */
-export async function missingBucketDirs(fs: FileSystem, dir: string, bucketCount: number): Promise<number[]> {
+export async function missingBucketDirs(
+  fs: FileSystem,
+  dir: string,
+  bucketCount: number,
+): Promise<number[]> {
   const present = new Set(await fs.readdir(path.join(dir, BUCKETS_DIR)));
   const missing: number[] = [];
-  for (let i = 0; i < bucketCount; i++) if (!present.has(bucketDirName(bucketCount, i))) missing.push(i);
+  for (let i = 0; i < bucketCount; i++)
+    if (!present.has(bucketDirName(bucketCount, i))) missing.push(i);
   return missing;
 }
 
 /** Entries of `buckets/` that are not a folder of one of the `bucketCount` buckets. */
-async function strayBucketDirs(fs: FileSystem, dir: string, bucketCount: number): Promise<string[]> {
-  const expected = new Set(Array.from({ length: bucketCount }, (_, i) => bucketDirName(bucketCount, i)));
-  return (await fs.readdir(path.join(dir, BUCKETS_DIR))).filter((name) => !expected.has(name)).sort();
+async function strayBucketDirs(
+  fs: FileSystem,
+  dir: string,
+  bucketCount: number,
+): Promise<string[]> {
+  const expected = new Set(
+    Array.from({ length: bucketCount }, (_, i) => bucketDirName(bucketCount, i)),
+  );
+  return (await fs.readdir(path.join(dir, BUCKETS_DIR)))
+    .filter((name) => !expected.has(name))
+    .sort();
 }
 
 /**
@@ -242,8 +305,12 @@ async function startOver(fs: FileSystem, dir: string, manifestPath: string): Pro
   for (const name of await fs.readdir(bucketsDir)) {
     const bucketDir = path.join(bucketsDir, name);
     for (const entry of await fs.readdir(bucketDir)) {
-      const size = parseSegmentFileName(entry) === undefined ? -1 : await fs.sizeBytes(path.join(bucketDir, entry));
-      if (size !== 0) throw corrupt(manifestPath, `missing, but ${bucketDir} holds ${entry}: a store was here`);
+      const size =
+        parseSegmentFileName(entry) === undefined
+          ? -1
+          : await fs.sizeBytes(path.join(bucketDir, entry));
+      if (size !== 0)
+        throw corrupt(manifestPath, `missing, but ${bucketDir} holds ${entry}: a store was here`);
     }
   }
   await fs.removeTree(bucketsDir);

@@ -45,30 +45,55 @@ export const BUCKET_ID_MAX = 0x7fffffff;
 
 /** True when fields already read out of a caller's object make a valid bucket reference. */
 export function isValidBucket(tableId: unknown, partitionId: unknown, bucketId: unknown): boolean {
-  return typeof tableId === 'number' && Number.isSafeInteger(tableId) && tableId >= 0
-    && typeof bucketId === 'number' && (bucketId | 0) === bucketId && bucketId >= 0
-    && (partitionId === undefined || partitionId === null || (typeof partitionId === 'number' && Number.isSafeInteger(partitionId) && partitionId >= 0));
+  return (
+    typeof tableId === 'number' &&
+    Number.isSafeInteger(tableId) &&
+    tableId >= 0 &&
+    typeof bucketId === 'number' &&
+    (bucketId | 0) === bucketId &&
+    bucketId >= 0 &&
+    (partitionId === undefined ||
+      partitionId === null ||
+      (typeof partitionId === 'number' && Number.isSafeInteger(partitionId) && partitionId >= 0))
+  );
 }
 
 function checkId(value: unknown, field: string, max: number): number {
-  if (typeof value !== 'number') throw new TypeError(`${field} must be a number, got ${typeof value}`);
+  if (typeof value !== 'number')
+    throw new TypeError(`${field} must be a number, got ${typeof value}`);
   if (!Number.isSafeInteger(value) || value < 0 || value > max) {
-    throw new OffsetStoreError('INVALID_REQUEST', `${field} must be an integer in [0, ${max}], got ${value}`);
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${field} must be an integer in [0, ${max}], got ${value}`,
+    );
   }
   return value;
 }
 
 /** Checks fields already read out of a caller's object and normalizes them; `where` names the reference. */
-export function checkBucket(tableId: unknown, partitionId: unknown, bucketId: unknown, where: string): TableBucket {
+export function checkBucket(
+  tableId: unknown,
+  partitionId: unknown,
+  bucketId: unknown,
+  where: string,
+): TableBucket {
   return {
     tableId: checkId(tableId, `${where}.tableId`, Number.MAX_SAFE_INTEGER),
-    partitionId: partitionId === undefined || partitionId === null ? null : checkId(partitionId, `${where}.partitionId`, Number.MAX_SAFE_INTEGER),
+    partitionId:
+      partitionId === undefined || partitionId === null
+        ? null
+        : checkId(partitionId, `${where}.partitionId`, Number.MAX_SAFE_INTEGER),
     bucketId: checkId(bucketId, `${where}.bucketId`, BUCKET_ID_MAX),
   };
 }
 
 /** Throws the error for fields that failed `isValidBucket` (TypeError or INVALID_REQUEST naming `where`). */
-export function invalidBucket(tableId: unknown, partitionId: unknown, bucketId: unknown, where: string): never {
+export function invalidBucket(
+  tableId: unknown,
+  partitionId: unknown,
+  bucketId: unknown,
+  where: string,
+): never {
   checkBucket(tableId, partitionId, bucketId, where);
   throw new AssertionError(`${where} failed the fast bucket check but passed the full one`);
 }
@@ -78,8 +103,13 @@ export function invalidBucket(tableId: unknown, partitionId: unknown, bucketId: 
  * names it in messages (e.g. `offsets[3]`). The result is a new frozen object, never the caller's.
  */
 export function normalizeBucketRef(input: unknown, where = 'bucket'): TableBucket {
-  if (typeof input !== 'object' || input === null) throw new TypeError(`${where} must be an object`);
-  const { tableId, partitionId, bucketId } = input as { tableId?: unknown; partitionId?: unknown; bucketId?: unknown };
+  if (typeof input !== 'object' || input === null)
+    throw new TypeError(`${where} must be an object`);
+  const { tableId, partitionId, bucketId } = input as {
+    tableId?: unknown;
+    partitionId?: unknown;
+    bucketId?: unknown;
+  };
   return Object.freeze(checkBucket(tableId, partitionId, bucketId, where));
 }
 
@@ -89,7 +119,9 @@ export function normalizeBucketRef(input: unknown, where = 'bucket'): TableBucke
  * the command line reads and prints).
  */
 export function bucketKey(ref: TableBucket): string {
-  return ref.partitionId === null ? `${ref.tableId}:${ref.bucketId}` : `${ref.tableId}:${ref.partitionId}:${ref.bucketId}`;
+  return ref.partitionId === null
+    ? `${ref.tableId}:${ref.bucketId}`
+    : `${ref.tableId}:${ref.partitionId}:${ref.bucketId}`;
 }
 
 /** Total order on buckets: by table, then partition (non-partitioned first), then bucket id. */

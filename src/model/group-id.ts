@@ -11,21 +11,28 @@ import { OffsetStoreError } from '../errors/index.js';
 export const GROUP_ID_BYTES_MAX = 255;
 
 /** The end of the message for a string with a lone surrogate. */
-export const NOT_WELL_FORMED = 'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
+export const NOT_WELL_FORMED =
+  'is not well-formed UTF-16: it holds a lone surrogate, which has no UTF-8 encoding';
 
 /** Checks a group id (TypeError for a non-string; INVALID_GROUP_ID for an empty, ill-formed or too long one). */
 export function validateGroupId(groupId: unknown): asserts groupId is string {
-  if (typeof groupId !== 'string') throw new TypeError(`groupId must be a string, got ${typeof groupId}`);
+  if (typeof groupId !== 'string')
+    throw new TypeError(`groupId must be a string, got ${typeof groupId}`);
   if (groupId.length === 0) throw new OffsetStoreError('INVALID_GROUP_ID', 'groupId is empty');
-  if (!groupId.isWellFormed()) throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
+  if (!groupId.isWellFormed())
+    throw new OffsetStoreError('INVALID_GROUP_ID', `groupId ${NOT_WELL_FORMED}`);
   // At most 3 UTF-8 bytes per UTF-16 code unit: only a long id needs its bytes counted.
   if (groupId.length > GROUP_ID_BYTES_MAX / 3 && Buffer.byteLength(groupId) > GROUP_ID_BYTES_MAX) {
-    throw new OffsetStoreError('INVALID_GROUP_ID', `groupId of ${Buffer.byteLength(groupId)} UTF-8 bytes exceeds ${GROUP_ID_BYTES_MAX}`);
+    throw new OffsetStoreError(
+      'INVALID_GROUP_ID',
+      `groupId of ${Buffer.byteLength(groupId)} UTF-8 bytes exceeds ${GROUP_ID_BYTES_MAX}`,
+    );
   }
 }
 
 /** INVALID_REQUEST unless `value` is well-formed UTF-16; `field` names it in the message. */
 export function checkWellFormed(value: string, field: string): string {
-  if (!value.isWellFormed()) throw new OffsetStoreError('INVALID_REQUEST', `${field} ${NOT_WELL_FORMED}`);
+  if (!value.isWellFormed())
+    throw new OffsetStoreError('INVALID_REQUEST', `${field} ${NOT_WELL_FORMED}`);
   return value;
 }

@@ -23,13 +23,33 @@ import type { CompactionTarget } from '../compaction/index.js';
 import type { OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  GroupCoordinator, type ClassicGroupDescription, type ClassicGroupState, type ClassicHeartbeatRequest, type ClassicJoinGroupRequest,
-  type ClassicJoinGroupResult, type ClassicLeaveGroupRequest, type ClassicLeaveGroupResult, type ClassicSyncGroupRequest, type ClassicSyncGroupResult,
-  type GroupDescription as MembershipDescription, type GroupSettings, type GroupState, type HeartbeatRequest, type HeartbeatResponse,
-  type RemoveMembersRequest, type RemovedMember, type StoredGroupSnapshot, type TableLayout,
+  GroupCoordinator,
+  type ClassicGroupDescription,
+  type ClassicGroupState,
+  type ClassicHeartbeatRequest,
+  type ClassicJoinGroupRequest,
+  type ClassicJoinGroupResult,
+  type ClassicLeaveGroupRequest,
+  type ClassicLeaveGroupResult,
+  type ClassicSyncGroupRequest,
+  type ClassicSyncGroupResult,
+  type GroupDescription as MembershipDescription,
+  type GroupSettings,
+  type GroupState,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type RemoveMembersRequest,
+  type RemovedMember,
+  type StoredGroupSnapshot,
+  type TableLayout,
 } from '../group/index.js';
 import {
-  OffsetsTable, fetchFromGroup, type CommitMember, type CommittedOffsetValue, type GroupOffsets, type OffsetsTableRecovery,
+  OffsetsTable,
+  fetchFromGroup,
+  type CommitMember,
+  type CommittedOffsetValue,
+  type GroupOffsets,
+  type OffsetsTableRecovery,
 } from '../kv/index.js';
 import type { BucketLogRecord, LogOptions } from '../log/index.js';
 import { bucketKey, type TableBucket } from '../model/index.js';
@@ -102,7 +122,15 @@ export interface BucketGroupListing {
 const RECORDS_PER_BULK_BATCH = 10_000;
 
 function tombstone(b: TableBucket): OffsetRecordSpec {
-  return { tableId: b.tableId, partitionId: b.partitionId, bucketId: b.bucketId, offset: 0, leaderEpoch: -1, metadata: '', tombstone: true };
+  return {
+    tableId: b.tableId,
+    partitionId: b.partitionId,
+    bucketId: b.bucketId,
+    offset: 0,
+    leaderEpoch: -1,
+    metadata: '',
+    tombstone: true,
+  };
 }
 
 /** One offsets-bucket: its table, its coordinator, and the rules of requests on its groups. */
@@ -118,7 +146,14 @@ export class OffsetsBucket {
   readonly #clock: Clock;
   readonly #onWarning: (message: string) => void;
 
-  private constructor(index: number, table: OffsetsTable, coordinator: GroupCoordinator, report: OffsetsTableRecovery, clock: Clock, onWarning: (message: string) => void) {
+  private constructor(
+    index: number,
+    table: OffsetsTable,
+    coordinator: GroupCoordinator,
+    report: OffsetsTableRecovery,
+    clock: Clock,
+    onWarning: (message: string) => void,
+  ) {
     this.index = index;
     this.table = table;
     this.coordinator = coordinator;
@@ -134,8 +169,11 @@ export class OffsetsBucket {
    */
   static async load(options: OffsetsBucketOptions): Promise<OffsetsBucket> {
     const { table, report } = await OffsetsTable.open({
-      log: options.log, useCheckpoints: options.useCheckpoints, logStart: options.record.logStart,
-      knownEnd: { logOffset: options.record.logEnd, exact: options.record.endExact }, onWarning: options.onWarning,
+      log: options.log,
+      useCheckpoints: options.useCheckpoints,
+      logStart: options.record.logStart,
+      knownEnd: { logOffset: options.record.logEnd, exact: options.record.endExact },
+      onWarning: options.onWarning,
     });
     return OffsetsBucket.fromTable(options, table, report);
   }
@@ -145,29 +183,57 @@ export class OffsetsBucket {
    * log by a cluster node, from its checkpoint and log): restores the coordinator from the table's
    * group snapshots, every group Stable or Empty, and takes the table over (closing it on failure).
    */
-  static async fromTable(options: Pick<OffsetsBucketOptions, 'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped'>, table: OffsetsTable, report: OffsetsTableRecovery): Promise<OffsetsBucket> {
+  static async fromTable(
+    options: Pick<
+      OffsetsBucketOptions,
+      'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped'
+    >,
+    table: OffsetsTable,
+    report: OffsetsTableRecovery,
+  ): Promise<OffsetsBucket> {
     let coordinator: GroupCoordinator;
     try {
       coordinator = new GroupCoordinator({
-        writer: { writeSnapshot: async (groupId, snapshot) => { await table.writeSnapshot(groupId, snapshot, options.clock.nowMs()); } },
+        writer: {
+          writeSnapshot: async (groupId, snapshot) => {
+            await table.writeSnapshot(groupId, snapshot, options.clock.nowMs());
+          },
+        },
         clock: options.clock,
         ...options.group,
-        onBackgroundError: (error, groupId) => options.onWarning(`group ${groupId}: ${(error as Error).message}`),
+        onBackgroundError: (error, groupId) =>
+          options.onWarning(`group ${groupId}: ${(error as Error).message}`),
       });
       for (const [tableId, layout] of options.layouts) coordinator.setTableLayout(tableId, layout);
-      for (const [groupId, snapshot] of table.state.snapshots()) coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
+      for (const [groupId, snapshot] of table.state.snapshots())
+        coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
       coordinator.onLoadComplete();
     } catch (error) {
       // The caller needs `error`, not a failure to close after it.
-      await table.close().catch((closeError: unknown) => options.onWarning(`offsets-bucket ${options.index}: closing it after it failed to open failed too: ${(closeError as Error).message}`));
+      await table
+        .close()
+        .catch((closeError: unknown) =>
+          options.onWarning(
+            `offsets-bucket ${options.index}: closing it after it failed to open failed too: ${(closeError as Error).message}`,
+          ),
+        );
       throw error;
     }
     table.state.onGroupDropped = options.onGroupDropped;
     if (report.tornTail !== undefined) {
       const { file, position, reason } = report.tornTail;
-      options.onWarning(`offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`);
+      options.onWarning(
+        `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`,
+      );
     }
-    return new OffsetsBucket(options.index, table, coordinator, report, options.clock, options.onWarning);
+    return new OffsetsBucket(
+      options.index,
+      table,
+      coordinator,
+      report,
+      options.clock,
+      options.onWarning,
+    );
   }
 
   /**
@@ -175,7 +241,11 @@ export class OffsetsBucket {
    * bucket ownership; a classic member's by generation, checked and appended on the group's lane; one
    * without a member only while the group (of either type) has none.
    */
-  async commit(groupId: string, specs: OffsetRecordSpec[], member: CommitMember | null): Promise<void> {
+  async commit(
+    groupId: string,
+    specs: OffsetRecordSpec[],
+    member: CommitMember | null,
+  ): Promise<void> {
     const write = () => this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
     if (member?.kind === 'classic') {
       await this.coordinator.classic.commit(groupId, member, write);
@@ -184,7 +254,10 @@ export class OffsetsBucket {
     if (member !== null) {
       this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
     } else if (this.coordinator.hasMembers(groupId)) {
-      throw new OffsetStoreError('UNKNOWN_MEMBER_ID', `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`);
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
+      );
     }
     await write();
   }
@@ -199,11 +272,18 @@ export class OffsetsBucket {
    * of the group when `buckets` is undefined. With `requireStable`, a bucket (or, for the whole group,
    * any bucket) with a commit in flight is UNSTABLE_OFFSET_COMMIT.
    */
-  fetch(groupId: string, buckets: readonly unknown[] | undefined, requireStable: boolean): (CommittedOffsetValue | null)[] {
+  fetch(
+    groupId: string,
+    buckets: readonly unknown[] | undefined,
+    requireStable: boolean,
+  ): (CommittedOffsetValue | null)[] {
     const state = this.table.state;
     if (buckets === undefined) {
       if (requireStable && state.hasPending(groupId)) {
-        throw new OffsetStoreError('UNSTABLE_OFFSET_COMMIT', `group ${groupId} has a commit of a bucket in flight; retry`);
+        throw new OffsetStoreError(
+          'UNSTABLE_OFFSET_COMMIT',
+          `group ${groupId} has a commit of a bucket in flight; retry`,
+        );
       }
       return state.groupValues(groupId);
     }
@@ -216,8 +296,16 @@ export class OffsetsBucket {
     const groupIds = new Set([...this.table.state.groupIds(), ...this.coordinator.groupIds()]);
     return [...groupIds].map((groupId) => {
       const groupType = this.coordinator.groupType(groupId);
-      const protocolType = groupType === 'consumer' ? 'consumer' : (this.coordinator.classic.listing(groupId)?.protocolType ?? '');
-      return { groupId, state: this.coordinator.groupState(groupId), groupType: groupType ?? 'classic', protocolType };
+      const protocolType =
+        groupType === 'consumer'
+          ? 'consumer'
+          : (this.coordinator.classic.listing(groupId)?.protocolType ?? '');
+      return {
+        groupId,
+        state: this.coordinator.groupState(groupId),
+        groupType: groupType ?? 'classic',
+        protocolType,
+      };
     });
   }
 
@@ -226,7 +314,11 @@ export class OffsetsBucket {
     const offsets = this.table.state.groupValues(groupId);
     const membership = this.coordinator.describe(groupId);
     const classic = this.coordinator.classic.describe(groupId);
-    if (offsets.length === 0 && membership === null && classic === null) throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    if (offsets.length === 0 && membership === null && classic === null)
+      throw new OffsetStoreError(
+        'GROUP_ID_NOT_FOUND',
+        `group ${groupId} has no committed offsets and no members`,
+      );
     return { membership, classic, offsets };
   }
 
@@ -248,13 +340,24 @@ export class OffsetsBucket {
     // A classic group's assignments are opaque bytes: while it has members, no offset of it may go (as Kafka
     // answers for a classic group whose subscriptions it cannot read).
     const classicMembers = this.coordinator.classic.memberCount(groupId) ?? 0;
-    if (classicMembers > 0) throw new OffsetStoreError('NON_EMPTY_GROUP', `group ${groupId} is a classic group with ${classicMembers} member(s)`);
+    if (classicMembers > 0)
+      throw new OffsetStoreError(
+        'NON_EMPTY_GROUP',
+        `group ${groupId} is a classic group with ${classicMembers} member(s)`,
+      );
     for (const b of refs) {
       if (this.coordinator.isBucketAssigned(groupId, b)) {
-        throw new OffsetStoreError('GROUP_SUBSCRIBED_TO_BUCKET', `bucket ${bucketKey(b)} of group ${groupId} is assigned to a member`);
+        throw new OffsetStoreError(
+          'GROUP_SUBSCRIBED_TO_BUCKET',
+          `bucket ${bucketKey(b)} of group ${groupId} is assigned to a member`,
+        );
       }
     }
-    const present = refs.filter((b) => state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null || state.isPending(groupId, b.tableId, b.partitionId, b.bucketId));
+    const present = refs.filter(
+      (b) =>
+        state.get(groupId, b.tableId, b.partitionId, b.bucketId) !== null ||
+        state.isPending(groupId, b.tableId, b.partitionId, b.bucketId),
+    );
     if (present.length > 0) await this.#writeTombstones(groupId, present);
   }
 
@@ -267,7 +370,10 @@ export class OffsetsBucket {
    */
   async deleteGroup(groupId: string): Promise<void> {
     const state = this.table.state;
-    if (state.committedOrPendingKeys(groupId).length === 0 && this.coordinator.groupState(groupId) === null) {
+    if (
+      state.committedOrPendingKeys(groupId).length === 0 &&
+      this.coordinator.groupState(groupId) === null
+    ) {
       throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
     }
     await this.coordinator.deleteGroup(groupId, () => {
@@ -278,8 +384,14 @@ export class OffsetsBucket {
 
   /** Removes members as Kafka's `removeMembersFromConsumerGroup` (see OffsetStore.removeMembers). */
   removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
-    if (this.table.state.group(groupId) === undefined && this.coordinator.groupState(groupId) === null) {
-      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets and no members`);
+    if (
+      this.table.state.group(groupId) === undefined &&
+      this.coordinator.groupState(groupId) === null
+    ) {
+      throw new OffsetStoreError(
+        'GROUP_ID_NOT_FOUND',
+        `group ${groupId} has no committed offsets and no members`,
+      );
     }
     return this.coordinator.removeMembers(groupId, request);
   }
@@ -290,12 +402,18 @@ export class OffsetsBucket {
   }
 
   /** The classic protocol's JoinGroup. */
-  classicJoinGroup(groupId: string, request: ClassicJoinGroupRequest): Promise<ClassicJoinGroupResult> {
+  classicJoinGroup(
+    groupId: string,
+    request: ClassicJoinGroupRequest,
+  ): Promise<ClassicJoinGroupResult> {
     return this.coordinator.classic.joinGroup(groupId, request);
   }
 
   /** The classic protocol's SyncGroup. */
-  classicSyncGroup(groupId: string, request: ClassicSyncGroupRequest): Promise<ClassicSyncGroupResult> {
+  classicSyncGroup(
+    groupId: string,
+    request: ClassicSyncGroupRequest,
+  ): Promise<ClassicSyncGroupResult> {
     return this.coordinator.classic.syncGroup(groupId, request);
   }
 
@@ -305,20 +423,34 @@ export class OffsetsBucket {
   }
 
   /** The classic protocol's LeaveGroup. */
-  classicLeaveGroup(groupId: string, request: ClassicLeaveGroupRequest): Promise<ClassicLeaveGroupResult> {
+  classicLeaveGroup(
+    groupId: string,
+    request: ClassicLeaveGroupRequest,
+  ): Promise<ClassicLeaveGroupResult> {
     return this.coordinator.classic.leaveGroup(groupId, request);
   }
 
   #requireNoMembers(groupId: string, action: string): void {
     if (this.coordinator.hasMembers(groupId)) {
-      const members = this.coordinator.describe(groupId)?.members.length ?? this.coordinator.classic.memberCount(groupId) ?? 0;
-      throw new OffsetStoreError('NON_EMPTY_GROUP', `cannot ${action}: group ${groupId} has ${members} member(s)`);
+      const members =
+        this.coordinator.describe(groupId)?.members.length ??
+        this.coordinator.classic.memberCount(groupId) ??
+        0;
+      throw new OffsetStoreError(
+        'NON_EMPTY_GROUP',
+        `cannot ${action}: group ${groupId} has ${members} member(s)`,
+      );
     }
   }
 
   /** Tombstones of `buckets`, in batches appended in one synchronous step (see the module comment). */
   #writeTombstones(groupId: string, buckets: readonly TableBucket[]): Promise<void> {
-    return this.table.writeOffsetsChunked(groupId, buckets.map(tombstone), this.#clock.nowMs(), RECORDS_PER_BULK_BATCH);
+    return this.table.writeOffsetsChunked(
+      groupId,
+      buckets.map(tombstone),
+      this.#clock.nowMs(),
+      RECORDS_PER_BULK_BATCH,
+    );
   }
 
   /**
@@ -338,7 +470,11 @@ export class OffsetsBucket {
     await this.#reportFailures('expiring the offsets of', writes);
     const deletes: [string, Promise<unknown>][] = [];
     for (const groupId of this.coordinator.groupIds()) {
-      if (this.coordinator.groupState(groupId) === 'Empty' && !this.coordinator.hasMembers(groupId) && this.table.state.group(groupId) === undefined) {
+      if (
+        this.coordinator.groupState(groupId) === 'Empty' &&
+        !this.coordinator.hasMembers(groupId) &&
+        this.table.state.group(groupId) === undefined
+      ) {
         deletes.push([groupId, this.coordinator.deleteGroup(groupId)]);
       }
     }
@@ -346,11 +482,22 @@ export class OffsetsBucket {
   }
 
   /** Awaits every write; each failure becomes one warning naming its group (at most a few, then a count). */
-  async #reportFailures(what: string, writes: readonly [string, Promise<unknown>][]): Promise<void> {
+  async #reportFailures(
+    what: string,
+    writes: readonly [string, Promise<unknown>][],
+  ): Promise<void> {
     const results = await Promise.allSettled(writes.map(([, write]) => write));
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [[writes[i]![0], r.reason] as const] : []));
-    for (const [groupId, error] of failed.slice(0, 3)) this.#onWarning(`offsets-bucket ${this.index}: ${what} group ${groupId} failed: ${(error as Error).message}`);
-    if (failed.length > 3) this.#onWarning(`offsets-bucket ${this.index}: ${what} ${failed.length - 3} more group(s) failed too`);
+    const failed = results.flatMap((r, i) =>
+      r.status === 'rejected' ? [[writes[i]![0], r.reason] as const] : [],
+    );
+    for (const [groupId, error] of failed.slice(0, 3))
+      this.#onWarning(
+        `offsets-bucket ${this.index}: ${what} group ${groupId} failed: ${(error as Error).message}`,
+      );
+    if (failed.length > 3)
+      this.#onWarning(
+        `offsets-bucket ${this.index}: ${what} ${failed.length - 3} more group(s) failed too`,
+      );
   }
 
   #expiredOffsets(groupId: string, retentionMs: number, nowMs: number): TableBucket[] {
@@ -359,14 +506,17 @@ export class OffsetsBucket {
     // A classic group's subscriptions are opaque: while it has members, none of its offsets expire.
     if ((this.coordinator.classic.memberCount(groupId) ?? 0) > 0) return [];
     const subscribed = this.coordinator.hasMembers(groupId)
-      ? new Set(this.coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [])
+      ? new Set(
+          this.coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [],
+        )
       : undefined;
     const expired: TableBucket[] = [];
     for (let i = 0; i < group.size; i++) {
       if (group.timestampAt(i) + retentionMs > nowMs) continue;
       if (subscribed?.has(group.tableIdAt(i)) === true) continue;
       const { tableId, partitionId, bucketId } = group.valueAt(i);
-      if (!state.isPending(groupId, tableId, partitionId, bucketId)) expired.push({ tableId, partitionId, bucketId });
+      if (!state.isPending(groupId, tableId, partitionId, bucketId))
+        expired.push({ tableId, partitionId, bucketId });
     }
     return expired;
   }
@@ -389,12 +539,22 @@ export class OffsetsBucket {
       logStart,
       newestCheckpoint: () => {
         const info = table.latestCheckpoint();
-        return info === undefined ? undefined : { logOffset: info.logOffset, liveOffsets: info.liveOffsets, createdAtMs: info.createdAtMs };
+        return info === undefined
+          ? undefined
+          : {
+              logOffset: info.logOffset,
+              liveOffsets: info.liveOffsets,
+              createdAtMs: info.createdAtMs,
+            };
       },
       batchesSinceCheckpoint: () => table.batchesSinceCheckpoint,
       writeCheckpoint: async () => {
         const written = await table.writeCheckpoint(clock.nowMs());
-        if (written === undefined) throw new OffsetStoreError('INVALID_COMPACTION_PLAN', `offsets-bucket ${this.index} keeps no checkpoints`);
+        if (written === undefined)
+          throw new OffsetStoreError(
+            'INVALID_COMPACTION_PLAN',
+            `offsets-bucket ${this.index} keeps no checkpoints`,
+          );
         return { logOffset: written.info.logOffset, bytesWritten: written.bytesWritten };
       },
       freeBelow: (logOffset) => table.freeBelow(logOffset),
@@ -406,7 +566,14 @@ export class OffsetsBucket {
     let groups = 0;
     for (const _ of this.table.state.groupIds()) groups++;
     const { log, segmentLog, state } = this.table;
-    return { logBytes: log.sizeBytes, appendedBytes: log.appendedBytes, segmentCount: segmentLog?.segments().length ?? 0, nextLogOffset: log.nextOffset, liveOffsets: state.liveOffsetCount, groups };
+    return {
+      logBytes: log.sizeBytes,
+      appendedBytes: log.appendedBytes,
+      segmentCount: segmentLog?.segments().length ?? 0,
+      nextLogOffset: log.nextOffset,
+      liveOffsets: state.liveOffsetCount,
+      groups,
+    };
   }
 
   /** Where the log ends, as the manifest records it at a clean close: exactly, or a lower bound after a storage failure. */

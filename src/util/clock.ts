@@ -68,9 +68,18 @@ export class ManualClock implements Clock {
    * reaches its due time.
    */
   setTimer(delayMs: number, callback: () => void): Timer {
-    const timer: ManualTimer = { dueMs: this.#nowMs + Math.max(0, delayMs), seq: this.#seq++, callback, cancelled: false };
+    const timer: ManualTimer = {
+      dueMs: this.#nowMs + Math.max(0, delayMs),
+      seq: this.#seq++,
+      callback,
+      cancelled: false,
+    };
     this.#timers.push(timer);
-    return { cancel: () => { timer.cancelled = true; } };
+    return {
+      cancel: () => {
+        timer.cancelled = true;
+      },
+    };
   }
 
   /** Number of armed, not yet fired or cancelled timers. */
@@ -97,7 +106,12 @@ export class ManualClock implements Clock {
     let best: ManualTimer | undefined;
     for (const t of this.#timers) {
       if (t.dueMs > targetMs) continue;
-      if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.seq < best.seq)) best = t;
+      if (
+        best === undefined ||
+        t.dueMs < best.dueMs ||
+        (t.dueMs === best.dueMs && t.seq < best.seq)
+      )
+        best = t;
     }
     return best;
   }

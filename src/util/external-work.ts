@@ -21,7 +21,9 @@ export function externalWork<T>(work: Promise<T>): Promise<T> {
 }
 
 /** Installs `observe` (undefined removes it); returns the previous observer. */
-export function observeExternalWork(observe: ExternalWorkObserver | undefined): ExternalWorkObserver | undefined {
+export function observeExternalWork(
+  observe: ExternalWorkObserver | undefined,
+): ExternalWorkObserver | undefined {
   const previous = observer;
   observer = observe;
   return previous;

@@ -32,10 +32,24 @@ export const SEEDED = {
  * bucket, and two buckets of group `billing`; closes it.
  */
 export async function seedStore(dir: string): Promise<void> {
-  const store = await OffsetStore.open({ dir, bucketCount: 4, segmentBytesMax: 1024, clock: new ManualClock(SEED_TIME_MS), compaction: { background: false } });
+  const store = await OffsetStore.open({
+    dir,
+    bucketCount: 4,
+    segmentBytesMax: 1024,
+    clock: new ManualClock(SEED_TIME_MS),
+    compaction: { background: false },
+  });
   try {
     for (let round = 1; round <= 10; round++) {
-      await store.commitOffsets('orders', [0, 1, 2, 3].map((b) => ({ tableId: 1, bucketId: b, offset: round * 100 + b, metadata: round === 10 ? 'host-a' : '' })));
+      await store.commitOffsets(
+        'orders',
+        [0, 1, 2, 3].map((b) => ({
+          tableId: 1,
+          bucketId: b,
+          offset: round * 100 + b,
+          metadata: round === 10 ? 'host-a' : '',
+        })),
+      );
     }
     await store.commitOffsets('orders', [{ tableId: 2, partitionId: 7, bucketId: 0, offset: 42 }]);
     await store.commitOffsets('billing', SEEDED.billing);
@@ -50,10 +64,18 @@ export async function seedStore(dir: string): Promise<void> {
  */
 export async function seedStoreWithMember(dir: string): Promise<void> {
   const clock = new ManualClock(SEED_TIME_MS);
-  const store = await OffsetStore.open({ dir, bucketCount: 4, clock, compaction: { strategy: 'none' } });
+  const store = await OffsetStore.open({
+    dir,
+    bucketCount: 4,
+    clock,
+    compaction: { strategy: 'none' },
+  });
   try {
     store.setTableLayout(1, { bucketCount: 4 });
-    const member = await store.joinGroup('busy', { subscribedTableIds: [1], sessionTimeoutMs: 60_000 });
+    const member = await store.joinGroup('busy', {
+      subscribedTableIds: [1],
+      sessionTimeoutMs: 60_000,
+    });
     await settleGroup([member], { clock, describe: (groupId) => store.describeGroup(groupId) });
     await member.commit([{ tableId: 1, bucketId: 0, offset: 5 }]);
   } finally {
@@ -78,5 +100,8 @@ export function snapshotFiles(dir: string): Map<string, Buffer> {
 /** The segment files of offsets-bucket `bucket`, oldest first, as absolute paths. */
 export function segmentPaths(dir: string, bucket: number): string[] {
   const bucketDir = path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
-  return readdirSync(bucketDir).filter((n) => n.endsWith('.log')).sort().map((n) => path.join(bucketDir, n));
+  return readdirSync(bucketDir)
+    .filter((n) => n.endsWith('.log'))
+    .sort()
+    .map((n) => path.join(bucketDir, n));
 }

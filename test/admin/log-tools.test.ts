@@ -5,16 +5,33 @@
  * a cut-off append after the log's end is a torn tail, zeros after the last batch are preallocation,
  * a record that does not decode is corrupt) and never changes a file.
  */
-import { appendFileSync, cpSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { dumpLog, verifyLog, type DumpBatchEntry, type DumpEntry, type DumpRecordEntry } from '../../src/admin/index.js';
+import {
+  dumpLog,
+  verifyLog,
+  type DumpBatchEntry,
+  type DumpEntry,
+  type DumpRecordEntry,
+} from '../../src/admin/index.js';
 import { loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { SEEDED, seedStore, segmentPaths, snapshotFiles } from './admin-fixtures.js';
 
-async function dumpAll(dir: string, bucket: number, options = { records: true, fromOffset: 0 }): Promise<DumpEntry[]> {
+async function dumpAll(
+  dir: string,
+  bucket: number,
+  options = { records: true, fromOffset: 0 },
+): Promise<DumpEntry[]> {
   const entries: DumpEntry[] = [];
   await dumpLog(dir, bucket, options, (e) => entries.push(structuredClone(e)));
   return entries;
@@ -23,7 +40,8 @@ async function dumpAll(dir: string, bucket: number, options = { records: true, f
 /** The offsets-bucket holding `groupId`, found from the dumped records. */
 async function bucketOf(dir: string, groupId: string): Promise<number> {
   for (let bucket = 0; bucket < 4; bucket++) {
-    if ((await dumpAll(dir, bucket)).some((e) => e.kind === 'record' && e.groupId === groupId)) return bucket;
+    if ((await dumpAll(dir, bucket)).some((e) => e.kind === 'record' && e.groupId === groupId))
+      return bucket;
   }
   throw new TypeError(`no bucket holds ${groupId}`);
 }
@@ -60,10 +78,25 @@ describe('dumpLog and verifyLog', () => {
     expect(entries.filter((e) => e.kind === 'segment').length).toBeGreaterThan(1);
     expect(batches(entries).map((b) => b.logOffset)).toEqual(batches(entries).map((_, i) => i));
     const latest = new Map<string, DumpRecordEntry>();
-    for (const e of entries) if (e.kind === 'record' && e.groupId === 'orders') latest.set(`${e.tableId}:${e.partitionId}:${e.bucketId}`, e);
-    expect([...latest.values()].map((r) => ({ tableId: r.tableId, partitionId: r.partitionId, bucketId: r.bucketId, offset: r.offset })).sort((a, b) => a.tableId! - b.tableId! || a.bucketId! - b.bucketId!))
-      .toEqual(SEEDED.orders);
-    expect(latest.get('1:null:0')).toMatchObject({ recordType: 'offset-commit', tombstone: false, metadata: 'host-a', leaderEpoch: -1 });
+    for (const e of entries)
+      if (e.kind === 'record' && e.groupId === 'orders')
+        latest.set(`${e.tableId}:${e.partitionId}:${e.bucketId}`, e);
+    expect(
+      [...latest.values()]
+        .map((r) => ({
+          tableId: r.tableId,
+          partitionId: r.partitionId,
+          bucketId: r.bucketId,
+          offset: r.offset,
+        }))
+        .sort((a, b) => a.tableId! - b.tableId! || a.bucketId! - b.bucketId!),
+    ).toEqual(SEEDED.orders);
+    expect(latest.get('1:null:0')).toMatchObject({
+      recordType: 'offset-commit',
+      tombstone: false,
+      metadata: 'host-a',
+      leaderEpoch: -1,
+    });
   });
 
   it('starts at --from-offset and skips whole segments below it', async () => {
@@ -72,32 +105,61 @@ describe('dumpLog and verifyLog', () => {
     expect(entries.some((e) => e.kind === 'record')).toBe(false);
     const all = batches(await dumpAll(seeded, ordersBucket));
     const segmentsHolding7AndUp = new Set(all.filter((b) => b.logOffset >= 7).map((b) => b.file));
-    expect(entries.filter((e) => e.kind === 'segment').map((e) => (e as { file: string }).file)).toEqual([...segmentsHolding7AndUp]);
+    expect(
+      entries.filter((e) => e.kind === 'segment').map((e) => (e as { file: string }).file),
+    ).toEqual([...segmentsHolding7AndUp]);
   });
 
   it('rejects a bucket out of range and a directory without a store', async () => {
-    await expect(dumpLog(seeded, 4, {}, () => {})).rejects.toThrow(/INVALID_REQUEST: bucket must be in \[0, 3\]/);
-    await expect(verifyLog(path.join(seeded, 'nope'))).rejects.toThrow(/INVALID_CONFIG: no offset store/);
+    await expect(dumpLog(seeded, 4, {}, () => {})).rejects.toThrow(
+      /INVALID_REQUEST: bucket must be in \[0, 3\]/,
+    );
+    await expect(verifyLog(path.join(seeded, 'nope'))).rejects.toThrow(
+      /INVALID_CONFIG: no offset store/,
+    );
   });
 
   it('finds nothing wrong in a clean store and agrees with the dump', async () => {
     const report = await verifyLog(seeded);
-    expect(report).toMatchObject({ ok: true, corruptCount: 0, tornTailCount: 0, bucketCount: 4, problems: [], openByPid: null });
+    expect(report).toMatchObject({
+      ok: true,
+      corruptCount: 0,
+      tornTailCount: 0,
+      bucketCount: 4,
+      problems: [],
+      openByPid: null,
+    });
     const dumped = batches(await dumpAll(seeded, ordersBucket));
-    expect(report.buckets[ordersBucket]).toMatchObject({ status: 'ok', batchCount: dumped.length, lastLogOffset: dumped.at(-1)!.logOffset });
+    expect(report.buckets[ordersBucket]).toMatchObject({
+      status: 'ok',
+      batchCount: dumped.length,
+      lastLogOffset: dumped.at(-1)!.logOffset,
+    });
   });
 
   it('reports a flipped byte in a sealed segment as corrupt at the damaged batch, like recovery, and modifies nothing', async () => {
     const dir = copyOfSeeded();
-    const victim = batches(await dumpAll(dir, ordersBucket)).filter((b) => b.file === segmentPaths(dir, ordersBucket)[0])[1]!;
+    const victim = batches(await dumpAll(dir, ordersBucket)).filter(
+      (b) => b.file === segmentPaths(dir, ordersBucket)[0],
+    )[1]!;
     flipByte(victim.file, victim.position + 20);
     const before = snapshotFiles(dir);
     const report = await verifyLog(dir);
     expect(snapshotFiles(dir)).toEqual(before);
     expect(report.ok).toBe(false);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', bucket: ordersBucket, file: victim.file, position: victim.position, reason: expect.stringMatching(/checksum mismatch/) })]);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        bucket: ordersBucket,
+        file: victim.file,
+        position: victim.position,
+        reason: expect.stringMatching(/checksum mismatch/),
+      }),
+    ]);
     expect(report.buckets[ordersBucket]!.status).toBe('corrupt');
-    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } })).rejects.toThrow(`CORRUPT_MESSAGE: ${victim.file} at byte ${victim.position}`);
+    await expect(
+      OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } }),
+    ).rejects.toThrow(`CORRUPT_MESSAGE: ${victim.file} at byte ${victim.position}`);
   });
 
   it('reports damage in the last segment with a valid batch after it as corrupt', async () => {
@@ -107,7 +169,14 @@ describe('dumpLog and verifyLog', () => {
     expect(inLast.length).toBeGreaterThan(1);
     flipByte(last, inLast[0]!.position + 30);
     const report = await verifyLog(dir);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: last, position: inLast[0]!.position, reason: expect.stringMatching(/was durable/) })]);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        file: last,
+        position: inLast[0]!.position,
+        reason: expect.stringMatching(/was durable/),
+      }),
+    ]);
   });
 
   it('reports a cut-off batch after the end of the log as a torn tail, which the next open truncates exactly there', async () => {
@@ -121,13 +190,26 @@ describe('dumpLog and verifyLog', () => {
     const report = await verifyLog(dir);
     expect(snapshotFiles(dir)).toEqual(before);
     expect(report).toMatchObject({ ok: false, corruptCount: 0, tornTailCount: 1 });
-    expect(report.problems[0]).toMatchObject({ kind: 'torn-tail', bucket: ordersBucket, file: last, position: end, bytesAfter: 30 });
+    expect(report.problems[0]).toMatchObject({
+      kind: 'torn-tail',
+      bucket: ordersBucket,
+      file: last,
+      position: end,
+      bytesAfter: 30,
+    });
     expect(report.buckets[ordersBucket]!.status).toBe('torn-tail');
     const warnings: string[] = [];
-    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false }, onWarning: (m) => warnings.push(m) });
+    const store = await OffsetStore.open({
+      dir,
+      clock: new ManualClock(),
+      compaction: { background: false },
+      onWarning: (m) => warnings.push(m),
+    });
     await store.close();
     expect(statSync(last).size).toBe(end);
-    expect(warnings).toEqual([expect.stringMatching(/torn write at the end of .*truncated 30 bytes/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/torn write at the end of .*truncated 30 bytes/),
+    ]);
   });
 
   it('reports a cut in the last batch of a store closed cleanly as corrupt: that batch was durable', async () => {
@@ -136,8 +218,17 @@ describe('dumpLog and verifyLog', () => {
     const lastBatch = batches(await dumpAll(dir, ordersBucket)).at(-1)!;
     truncateSync(last, lastBatch.position + 30);
     const report = await verifyLog(dir);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: last, position: lastBatch.position, reason: expect.stringMatching(/was durable/) })]);
-    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } })).rejects.toThrow(`CORRUPT_MESSAGE: ${last} at byte ${lastBatch.position}`);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        file: last,
+        position: lastBatch.position,
+        reason: expect.stringMatching(/was durable/),
+      }),
+    ]);
+    await expect(
+      OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } }),
+    ).rejects.toThrow(`CORRUPT_MESSAGE: ${last} at byte ${lastBatch.position}`);
   });
 
   it('takes a zero tail of the last segment for preallocation (ok), and one of a sealed segment for corruption', async () => {
@@ -148,15 +239,30 @@ describe('dumpLog and verifyLog', () => {
     appendFileSync(last, Buffer.alloc(4096));
     const preallocated = await verifyLog(dir);
     expect(preallocated).toMatchObject({ ok: true, problems: [] });
-    expect(preallocated.buckets[ordersBucket]!.segments.at(-1)).toMatchObject({ validBytes: lastSize, preallocatedBytes: 4096 });
+    expect(preallocated.buckets[ordersBucket]!.segments.at(-1)).toMatchObject({
+      validBytes: lastSize,
+      preallocatedBytes: 4096,
+    });
     expect((await dumpAll(dir, ordersBucket)).filter((e) => e.kind === 'damage')).toEqual([]);
 
     const firstSize = statSync(first!).size;
     appendFileSync(first!, Buffer.alloc(100));
     const report = await verifyLog(dir);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: first, position: firstSize, bytesAfter: 100, reason: expect.stringMatching(/zero bytes at the end of a sealed segment/) })]);
-    expect((await dumpAll(dir, ordersBucket)).filter((e) => e.kind === 'damage')).toEqual([expect.objectContaining({ file: first, position: firstSize })]);
-    await expect(OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } })).rejects.toThrow(`CORRUPT_MESSAGE: ${first} at byte ${firstSize}`);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        file: first,
+        position: firstSize,
+        bytesAfter: 100,
+        reason: expect.stringMatching(/zero bytes at the end of a sealed segment/),
+      }),
+    ]);
+    expect((await dumpAll(dir, ordersBucket)).filter((e) => e.kind === 'damage')).toEqual([
+      expect.objectContaining({ file: first, position: firstSize }),
+    ]);
+    await expect(
+      OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } }),
+    ).rejects.toThrow(`CORRUPT_MESSAGE: ${first} at byte ${firstSize}`);
   });
 
   it('reports a record that does not decode inside a batch with a valid checksum as corrupt', async () => {
@@ -168,9 +274,22 @@ describe('dumpLog and verifyLog', () => {
     sealBatch(bytes, target.logOffset, target.position);
     writeFileSync(target.file, bytes);
     const report = await verifyLog(dir);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: target.file, reason: expect.stringMatching(/checksum matches but a record does not decode: unknown record type 9/) })]);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        file: target.file,
+        reason: expect.stringMatching(
+          /checksum matches but a record does not decode: unknown record type 9/,
+        ),
+      }),
+    ]);
     expect(report.problems[0]!.position).toBeGreaterThan(target.position);
     const dumped = await dumpAll(dir, ordersBucket);
-    expect(dumped.filter((e) => e.kind === 'damage')).toEqual([expect.objectContaining({ file: target.file, reason: expect.stringMatching(/unknown record type 9/) })]);
+    expect(dumped.filter((e) => e.kind === 'damage')).toEqual([
+      expect.objectContaining({
+        file: target.file,
+        reason: expect.stringMatching(/unknown record type 9/),
+      }),
+    ]);
   });
 });

@@ -5,7 +5,12 @@
  * array, a reset plan's rows), malformed keys, values and duplicates refused naming the entry.
  */
 import { describe, expect, it } from 'vitest';
-import { parseBucketKey, parseBucketOffsets, planResetRows, type CommittedBucketOffset } from '../../src/admin/index.js';
+import {
+  parseBucketKey,
+  parseBucketOffsets,
+  planResetRows,
+  type CommittedBucketOffset,
+} from '../../src/admin/index.js';
 
 const committed: CommittedBucketOffset[] = [
   { tableId: 1, partitionId: null, bucketId: 0, offset: 100 },
@@ -15,50 +20,136 @@ const committed: CommittedBucketOffset[] = [
 
 describe('planResetRows', () => {
   it('to-offset covers every committed bucket by default, in bucket order', () => {
-    const rows = planResetRows([...committed].reverse(), { target: { kind: 'to-offset', offset: 0 } });
-    expect(rows.map((r) => [r.tableId, r.partitionId, r.bucketId, r.currentOffset, r.newOffset])).toEqual([
-      [1, null, 0, 100, 0], [1, null, 1, 5, 0], [2, 7, 0, 42, 0],
+    const rows = planResetRows([...committed].reverse(), {
+      target: { kind: 'to-offset', offset: 0 },
+    });
+    expect(
+      rows.map((r) => [r.tableId, r.partitionId, r.bucketId, r.currentOffset, r.newOffset]),
+    ).toEqual([
+      [1, null, 0, 100, 0],
+      [1, null, 1, 5, 0],
+      [2, 7, 0, 42, 0],
     ]);
   });
 
   it('narrows to the selection, and sets a fully named bucket that has no commit yet', () => {
-    expect(planResetRows(committed, { target: { kind: 'to-offset', offset: 9 }, selection: { tableId: 2 } }).map((r) => r.bucketId)).toEqual([0]);
-    expect(planResetRows(committed, { target: { kind: 'to-offset', offset: 9 }, selection: { tableId: 1, bucketId: 8 } }))
-      .toEqual([{ tableId: 1, partitionId: null, bucketId: 8, currentOffset: null, newOffset: 9, clamped: false }]);
-    expect(planResetRows(committed, { target: { kind: 'to-offset', offset: 9 }, selection: { tableId: 3 } })).toEqual([]);
+    expect(
+      planResetRows(committed, {
+        target: { kind: 'to-offset', offset: 9 },
+        selection: { tableId: 2 },
+      }).map((r) => r.bucketId),
+    ).toEqual([0]);
+    expect(
+      planResetRows(committed, {
+        target: { kind: 'to-offset', offset: 9 },
+        selection: { tableId: 1, bucketId: 8 },
+      }),
+    ).toEqual([
+      {
+        tableId: 1,
+        partitionId: null,
+        bucketId: 8,
+        currentOffset: null,
+        newOffset: 9,
+        clamped: false,
+      },
+    ]);
+    expect(
+      planResetRows(committed, {
+        target: { kind: 'to-offset', offset: 9 },
+        selection: { tableId: 3 },
+      }),
+    ).toEqual([]);
   });
 
   it('shift-by moves committed offsets and clamps at 0, marking the clamped rows', () => {
     const rows = planResetRows(committed, { target: { kind: 'shift-by', delta: -10 } });
-    expect(rows.map((r) => [r.newOffset, r.clamped])).toEqual([[90, false], [0, true], [32, false]]);
-    expect(() => planResetRows(committed, { target: { kind: 'shift-by', delta: 1 }, selection: { tableId: 1, bucketId: 8 } })).toThrow(/INVALID_REQUEST.*no committed offset/);
+    expect(rows.map((r) => [r.newOffset, r.clamped])).toEqual([
+      [90, false],
+      [0, true],
+      [32, false],
+    ]);
+    expect(() =>
+      planResetRows(committed, {
+        target: { kind: 'shift-by', delta: 1 },
+        selection: { tableId: 1, bucketId: 8 },
+      }),
+    ).toThrow(/INVALID_REQUEST.*no committed offset/);
   });
 
   it('from-file takes the buckets the file names, with their current offsets where committed', () => {
-    const offsets = [{ tableId: 1, partitionId: null, bucketId: 1, offset: 50 }, { tableId: 1, partitionId: null, bucketId: 9, offset: 1 }, { tableId: 2, partitionId: 7, bucketId: 0, offset: 7 }];
-    const rows = planResetRows(committed, { target: { kind: 'from-file', source: 'plan.json', offsets }, selection: { tableId: 1 } });
-    expect(rows.map((r) => [r.bucketId, r.currentOffset, r.newOffset])).toEqual([[1, 5, 50], [9, null, 1]]);
+    const offsets = [
+      { tableId: 1, partitionId: null, bucketId: 1, offset: 50 },
+      { tableId: 1, partitionId: null, bucketId: 9, offset: 1 },
+      { tableId: 2, partitionId: 7, bucketId: 0, offset: 7 },
+    ];
+    const rows = planResetRows(committed, {
+      target: { kind: 'from-file', source: 'plan.json', offsets },
+      selection: { tableId: 1 },
+    });
+    expect(rows.map((r) => [r.bucketId, r.currentOffset, r.newOffset])).toEqual([
+      [1, 5, 50],
+      [9, null, 1],
+    ]);
   });
 
   it('rejects a bucket selection without a table and negative offsets', () => {
-    expect(() => planResetRows(committed, { target: { kind: 'to-offset', offset: 0 }, selection: { bucketId: 1 } })).toThrow(/INVALID_REQUEST/);
-    expect(() => planResetRows(committed, { target: { kind: 'to-offset', offset: -1 } })).toThrow(/INVALID_REQUEST/);
+    expect(() =>
+      planResetRows(committed, {
+        target: { kind: 'to-offset', offset: 0 },
+        selection: { bucketId: 1 },
+      }),
+    ).toThrow(/INVALID_REQUEST/);
+    expect(() => planResetRows(committed, { target: { kind: 'to-offset', offset: -1 } })).toThrow(
+      /INVALID_REQUEST/,
+    );
   });
 });
 
 describe('offsets documents', () => {
   it('accept a key map, an array, and the rows of a reset plan', () => {
-    const expected = [{ tableId: 1, partitionId: null, bucketId: 0, offset: 500 }, { tableId: 2, partitionId: 7, bucketId: 3, offset: 20 }];
+    const expected = [
+      { tableId: 1, partitionId: null, bucketId: 0, offset: 500 },
+      { tableId: 2, partitionId: 7, bucketId: 3, offset: 20 },
+    ];
     expect(parseBucketOffsets({ '2:7:3': 20, '1:0': 500 }, 'x')).toEqual(expected);
-    expect(parseBucketOffsets([{ tableId: 1, bucketId: 0, offset: 500 }, { tableId: 2, partitionId: 7, bucketId: 3, logEndOffset: 20 }], 'x')).toEqual(expected);
-    expect(parseBucketOffsets({ rows: [{ tableId: 1, partitionId: null, bucketId: 0, currentOffset: 3, newOffset: 500 }, { tableId: 2, partitionId: 7, bucketId: 3, newOffset: 20 }] }, 'x')).toEqual(expected);
+    expect(
+      parseBucketOffsets(
+        [
+          { tableId: 1, bucketId: 0, offset: 500 },
+          { tableId: 2, partitionId: 7, bucketId: 3, logEndOffset: 20 },
+        ],
+        'x',
+      ),
+    ).toEqual(expected);
+    expect(
+      parseBucketOffsets(
+        {
+          rows: [
+            { tableId: 1, partitionId: null, bucketId: 0, currentOffset: 3, newOffset: 500 },
+            { tableId: 2, partitionId: 7, bucketId: 3, newOffset: 20 },
+          ],
+        },
+        'x',
+      ),
+    ).toEqual(expected);
   });
 
   it('reject malformed keys, values and duplicates, naming the entry', () => {
     expect(() => parseBucketOffsets({ '1': 5 }, 'f')).toThrow(/INVALID_REQUEST: bucket key "1"/);
-    expect(() => parseBucketOffsets({ '1:0': -5 }, 'f')).toThrow(/f\["1:0"\] must be a safe integer >= 0/);
+    expect(() => parseBucketOffsets({ '1:0': -5 }, 'f')).toThrow(
+      /f\["1:0"\] must be a safe integer >= 0/,
+    );
     expect(() => parseBucketOffsets([{ tableId: 1, bucketId: 0 }], 'f')).toThrow(/f\[0\]\.offset/);
-    expect(() => parseBucketOffsets([{ tableId: 1, bucketId: 0, offset: 1 }, { tableId: 1, partitionId: null, bucketId: 0, offset: 2 }], 'f')).toThrow(/names bucket 1:0 twice/);
+    expect(() =>
+      parseBucketOffsets(
+        [
+          { tableId: 1, bucketId: 0, offset: 1 },
+          { tableId: 1, partitionId: null, bucketId: 0, offset: 2 },
+        ],
+        'f',
+      ),
+    ).toThrow(/names bucket 1:0 twice/);
     expect(() => parseBucketOffsets('nope', 'f')).toThrow(/INVALID_REQUEST/);
     expect(() => parseBucketKey('1:x')).toThrow(/INVALID_REQUEST/);
     expect(parseBucketKey('3:4:5')).toEqual({ tableId: 3, partitionId: 4, bucketId: 5 });

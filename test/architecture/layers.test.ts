@@ -14,7 +14,25 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
-const RANK: Record<string, number> = { errors: 0, util: 0, model: 1, codec: 2, io: 2, log: 3, kv: 4, compaction: 4, group: 5, shard: 6, store: 7, admin: 8, kafka: 9, lab: 9, cluster: 10, root: 11, cli: 12 };
+const RANK: Record<string, number> = {
+  errors: 0,
+  util: 0,
+  model: 1,
+  codec: 2,
+  io: 2,
+  log: 3,
+  kv: 4,
+  compaction: 4,
+  group: 5,
+  shard: 6,
+  store: 7,
+  admin: 8,
+  kafka: 9,
+  lab: 9,
+  cluster: 10,
+  root: 11,
+  cli: 12,
+};
 const ROOT = path.join(SRC, 'index.ts');
 const ALLOWED_FOR_GROUP = new Set(['errors', 'util', 'model', 'group']);
 
@@ -36,7 +54,8 @@ function layerOf(file: string): string {
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   const found: string[] = [];
-  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g)) found.push(m[1]!);
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g))
+    found.push(m[1]!);
   for (const m of text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)) found.push(m[1]!);
   return found;
 }
@@ -49,7 +68,7 @@ describe('architecture', () => {
     for (const file of files) expect(Object.keys(RANK), file).toContain(layerOf(file));
   });
 
-  it('keeps dependencies pointing one way, through each folder\'s index.ts', () => {
+  it("keeps dependencies pointing one way, through each folder's index.ts", () => {
     const violations: string[] = [];
     for (const file of files) {
       const from = layerOf(file);
@@ -60,8 +79,10 @@ describe('architecture', () => {
         const where = `${path.relative(SRC, file)} imports ${specifier}`;
         if (to === from) continue;
         if (RANK[to]! >= RANK[from]!) violations.push(`${where}: ${from} may not depend on ${to}`);
-        if (from === 'group' && !ALLOWED_FOR_GROUP.has(to)) violations.push(`${where}: group writes through a port, not ${to}`);
-        if (to !== 'store' && path.basename(target) !== 'index.ts') violations.push(`${where}: enter ${to} through its index.ts`);
+        if (from === 'group' && !ALLOWED_FOR_GROUP.has(to))
+          violations.push(`${where}: group writes through a port, not ${to}`);
+        if (to !== 'store' && path.basename(target) !== 'index.ts')
+          violations.push(`${where}: enter ${to} through its index.ts`);
       }
     }
     expect(violations).toEqual([]);
@@ -72,11 +93,18 @@ describe('architecture', () => {
     for (const file of files) {
       const layer = layerOf(file);
       const text = readFileSync(file, 'utf8');
-      if (layer !== 'io' && /from\s+['"](node:)?fs(\/promises)?['"]/.test(text)) violations.push(`${path.relative(SRC, file)} imports node:fs`);
+      if (layer !== 'io' && /from\s+['"](node:)?fs(\/promises)?['"]/.test(text))
+        violations.push(`${path.relative(SRC, file)} imports node:fs`);
       // The lab report page's script runs in the browser; it reports a chart that fails on the page's console.
       const pageScript = path.relative(SRC, file) === path.join('lab', 'page-loader.ts');
-      if (layer !== 'cli' && !pageScript && /\bconsole\.(log|error|warn|info)\(|process\.exit\(|process\.stdout\.write\(/.test(text)) violations.push(`${path.relative(SRC, file)} prints or exits`);
-      if (/throw new Error\(/.test(text)) violations.push(`${path.relative(SRC, file)} throws a bare Error`);
+      if (
+        layer !== 'cli' &&
+        !pageScript &&
+        /\bconsole\.(log|error|warn|info)\(|process\.exit\(|process\.stdout\.write\(/.test(text)
+      )
+        violations.push(`${path.relative(SRC, file)} prints or exits`);
+      if (/throw new Error\(/.test(text))
+        violations.push(`${path.relative(SRC, file)} throws a bare Error`);
     }
     expect(violations).toEqual([]);
   });

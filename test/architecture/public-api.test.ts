@@ -11,16 +11,35 @@ const ENTRY = path.resolve(import.meta.dirname, '../../src/index.ts');
 
 /** `name: kind` for every export of the package root, sorted. */
 function publicSurface(): string[] {
-  const program = ts.createProgram([ENTRY], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true });
+  const program = ts.createProgram([ENTRY], {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+  });
   const checker = program.getTypeChecker();
   const module = checker.getSymbolAtLocation(program.getSourceFile(ENTRY)!)!;
-  return checker.getExportsOfModule(module).map((exported) => {
-    const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
-    const f = symbol.flags;
-    const kind = f & ts.SymbolFlags.Class ? 'class' : f & ts.SymbolFlags.Function ? 'function' : f & ts.SymbolFlags.Variable ? 'const'
-      : f & ts.SymbolFlags.Interface ? 'interface' : f & ts.SymbolFlags.TypeAlias ? 'type' : 'other';
-    return `${exported.name}: ${kind}`;
-  }).sort();
+  return checker
+    .getExportsOfModule(module)
+    .map((exported) => {
+      const symbol =
+        exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
+      const f = symbol.flags;
+      const kind =
+        f & ts.SymbolFlags.Class
+          ? 'class'
+          : f & ts.SymbolFlags.Function
+            ? 'function'
+            : f & ts.SymbolFlags.Variable
+              ? 'const'
+              : f & ts.SymbolFlags.Interface
+                ? 'interface'
+                : f & ts.SymbolFlags.TypeAlias
+                  ? 'type'
+                  : 'other';
+      return `${exported.name}: ${kind}`;
+    })
+    .sort();
 }
 
 describe('the public API', () => {

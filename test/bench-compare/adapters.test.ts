@@ -13,7 +13,9 @@ import type { AdapterSpec, OffsetStoreAdapter } from '../../bench/compare/adapte
 import { PEER_SPECS, loadSubjectSpec } from '../../bench/compare/adapters/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
-const subjectSourcePresent = existsSync(fileURLToPath(new URL('../../src/index.ts', import.meta.url)));
+const subjectSourcePresent = existsSync(
+  fileURLToPath(new URL('../../src/index.ts', import.meta.url)),
+);
 const subject = subjectSourcePresent ? await loadSubjectSpec() : undefined;
 
 interface Case {
@@ -23,8 +25,16 @@ interface Case {
 }
 
 const cases: Case[] = [
-  { id: 'offset-store', spec: subject !== undefined && 'create' in subject ? subject : undefined, skip: !subjectSourcePresent },
-  ...PEER_SPECS.filter((spec) => spec.writeOnly !== true).map((spec) => ({ id: spec.id, spec, skip: false })),
+  {
+    id: 'offset-store',
+    spec: subject !== undefined && 'create' in subject ? subject : undefined,
+    skip: !subjectSourcePresent,
+  },
+  ...PEER_SPECS.filter((spec) => spec.writeOnly !== true).map((spec) => ({
+    id: spec.id,
+    spec,
+    skip: false,
+  })),
 ];
 
 describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
@@ -33,7 +43,10 @@ describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
 
   beforeEach(async () => {
     if (skip) return;
-    if (spec === undefined) throw new Error(`${id} adapter did not load: ${subject !== undefined && 'reason' in subject ? subject.reason : 'unknown'}`);
+    if (spec === undefined)
+      throw new Error(
+        `${id} adapter did not load: ${subject !== undefined && 'reason' in subject ? subject.reason : 'unknown'}`,
+      );
     dir = tempDir(`bench-compare-${id}-`);
     adapter = spec.create();
     await adapter.open(dir);
@@ -48,7 +61,14 @@ describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
     const before = Date.now();
     await adapter.commit('orders', [
       { tableId: 1, partitionId: null, bucketId: 0, offset: 42 },
-      { tableId: 1, partitionId: 7, bucketId: 3, offset: 2 ** 40, leaderEpoch: 5, metadata: 'host-a ✓' },
+      {
+        tableId: 1,
+        partitionId: 7,
+        bucketId: 3,
+        offset: 2 ** 40,
+        leaderEpoch: 5,
+        metadata: 'host-a ✓',
+      },
     ]);
     const after = Date.now();
 
@@ -58,8 +78,21 @@ describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
     ]);
 
     expect(fetched).toHaveLength(2);
-    expect(fetched[0]).toMatchObject({ tableId: 1, partitionId: 7, bucketId: 3, offset: 2 ** 40, leaderEpoch: 5, metadata: 'host-a ✓' });
-    expect(fetched[1]).toMatchObject({ tableId: 1, bucketId: 0, offset: 42, leaderEpoch: -1, metadata: '' });
+    expect(fetched[0]).toMatchObject({
+      tableId: 1,
+      partitionId: 7,
+      bucketId: 3,
+      offset: 2 ** 40,
+      leaderEpoch: 5,
+      metadata: 'host-a ✓',
+    });
+    expect(fetched[1]).toMatchObject({
+      tableId: 1,
+      bucketId: 0,
+      offset: 42,
+      leaderEpoch: -1,
+      metadata: '',
+    });
     expect(fetched[1]?.partitionId ?? null).toBeNull();
     for (const offset of fetched) {
       expect(offset?.commitTimestampMs).toBeGreaterThanOrEqual(before);
@@ -67,24 +100,37 @@ describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
     }
   });
 
-  it.skipIf(skip)('a later commit overwrites the offset of the same bucket and leaves the others', async () => {
-    await adapter.commit('orders', [
-      { tableId: 1, bucketId: 0, offset: 10 },
-      { tableId: 1, bucketId: 1, offset: 20 },
-    ]);
-    await adapter.commit('orders', [{ tableId: 1, bucketId: 0, offset: 11, leaderEpoch: 2, metadata: 'm' }]);
+  it.skipIf(skip)(
+    'a later commit overwrites the offset of the same bucket and leaves the others',
+    async () => {
+      await adapter.commit('orders', [
+        { tableId: 1, bucketId: 0, offset: 10 },
+        { tableId: 1, bucketId: 1, offset: 20 },
+      ]);
+      await adapter.commit('orders', [
+        { tableId: 1, bucketId: 0, offset: 11, leaderEpoch: 2, metadata: 'm' },
+      ]);
 
-    const [b0, b1] = await adapter.fetch('orders', [{ tableId: 1, bucketId: 0 }, { tableId: 1, bucketId: 1 }]);
+      const [b0, b1] = await adapter.fetch('orders', [
+        { tableId: 1, bucketId: 0 },
+        { tableId: 1, bucketId: 1 },
+      ]);
 
-    expect(b0).toMatchObject({ offset: 11, leaderEpoch: 2, metadata: 'm' });
-    expect(b1).toMatchObject({ offset: 20 });
-  });
+      expect(b0).toMatchObject({ offset: 11, leaderEpoch: 2, metadata: 'm' });
+      expect(b1).toMatchObject({ offset: 20 });
+    },
+  );
 
   it.skipIf(skip)('returns null for a bucket or a group that has nothing committed', async () => {
     await adapter.commit('orders', [{ tableId: 1, bucketId: 0, offset: 1 }]);
 
-    expect(await adapter.fetch('orders', [{ tableId: 1, bucketId: 1 }, { tableId: 2, bucketId: 0 }, { tableId: 1, partitionId: 0, bucketId: 0 }]))
-      .toEqual([null, null, null]);
+    expect(
+      await adapter.fetch('orders', [
+        { tableId: 1, bucketId: 1 },
+        { tableId: 2, bucketId: 0 },
+        { tableId: 1, partitionId: 0, bucketId: 0 },
+      ]),
+    ).toEqual([null, null, null]);
     expect(await adapter.fetch('nobody', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
   });
 
@@ -101,7 +147,10 @@ describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
 
   it.skipIf(skip)('keeps every committed offset across close and reopen', async () => {
     const buckets = Array.from({ length: 100 }, (_, bucketId) => ({ tableId: 3, bucketId }));
-    await adapter.commit('g', buckets.map((b) => ({ ...b, offset: b.bucketId * 1000 })));
+    await adapter.commit(
+      'g',
+      buckets.map((b) => ({ ...b, offset: b.bucketId * 1000 })),
+    );
     await adapter.commit('g', [{ tableId: 3, bucketId: 7, offset: 7777, metadata: 'last' }]);
     await adapter.close();
 
@@ -109,16 +158,27 @@ describe.each(cases)('$id adapter', ({ id, spec, skip }) => {
     await adapter.open(dir);
     const fetched = await adapter.fetch('g', buckets);
 
-    expect(fetched.map((o) => o?.offset)).toEqual(buckets.map((b) => (b.bucketId === 7 ? 7777 : b.bucketId * 1000)));
+    expect(fetched.map((o) => o?.offset)).toEqual(
+      buckets.map((b) => (b.bucketId === 7 ? 7777 : b.bucketId * 1000)),
+    );
     expect(fetched[7]?.metadata).toBe('last');
   });
 
   it.skipIf(skip)('serves 64 concurrent committers without losing a commit', async () => {
-    await Promise.all(Array.from({ length: 64 }, (_, c) =>
-      adapter.commit(`c${c}`, [{ tableId: 1, bucketId: 0, offset: c }, { tableId: 1, bucketId: 1, offset: c + 1 }])));
+    await Promise.all(
+      Array.from({ length: 64 }, (_, c) =>
+        adapter.commit(`c${c}`, [
+          { tableId: 1, bucketId: 0, offset: c },
+          { tableId: 1, bucketId: 1, offset: c + 1 },
+        ]),
+      ),
+    );
 
     for (let c = 0; c < 64; c++) {
-      const fetched = await adapter.fetch(`c${c}`, [{ tableId: 1, bucketId: 0 }, { tableId: 1, bucketId: 1 }]);
+      const fetched = await adapter.fetch(`c${c}`, [
+        { tableId: 1, bucketId: 0 },
+        { tableId: 1, bucketId: 1 },
+      ]);
       expect(fetched.map((o) => o?.offset)).toEqual([c, c + 1]);
     }
   });

@@ -39,7 +39,8 @@ describe('sqlite adapter durability', () => {
       await adapter.commit('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
       expect(adapter.synchronousLevel()).toBe(SYNCHRONOUS_FULL);
 
-      for (let i = 0; i < 50; i++) await adapter.commit(`g${i}`, [{ tableId: 1, bucketId: i, offset: i }]);
+      for (let i = 0; i < 50; i++)
+        await adapter.commit(`g${i}`, [{ tableId: 1, bucketId: i, offset: i }]);
       expect(adapter.synchronousLevel()).toBe(SYNCHRONOUS_FULL);
 
       await adapter.close();

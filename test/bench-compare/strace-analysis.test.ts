@@ -4,9 +4,14 @@
  * check that a commit acknowledged before any flush of its own is caught.
  */
 import { describe, expect, it } from 'vitest';
-import { MARK_PREFIX, analyseOrder, parseStraceSummary } from '../../bench/compare/strace-analysis.js';
+import {
+  MARK_PREFIX,
+  analyseOrder,
+  parseStraceSummary,
+} from '../../bench/compare/strace-analysis.js';
 
-const mark = (pid: number, name: string): string => `${pid} statx(AT_FDCWD, "${MARK_PREFIX}/${name}", AT_STATX_SYNC_AS_STAT, STATX_ALL, 0x7ffd) = -1 ENOENT (No such file or directory)`;
+const mark = (pid: number, name: string): string =>
+  `${pid} statx(AT_FDCWD, "${MARK_PREFIX}/${name}", AT_STATX_SYNC_AS_STAT, STATX_ALL, 0x7ffd) = -1 ENOENT (No such file or directory)`;
 
 describe('parseStraceSummary', () => {
   it('reads calls per syscall, with and without an errors column, and skips the total', () => {

@@ -22,11 +22,17 @@ let browser: Browser;
 
 function chromiumPath(): string {
   if (process.env.CHROMIUM_PATH !== undefined) return process.env.CHROMIUM_PATH;
-  return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], { encoding: 'utf8' }).trim();
+  return execFileSync('sh', ['-c', 'command -v chromium || command -v chromium-browser'], {
+    encoding: 'utf8',
+  }).trim();
 }
 
 beforeAll(async () => {
-  browser = await puppeteer.launch({ executablePath: chromiumPath(), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  browser = await puppeteer.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
 });
 
 afterAll(async () => {
@@ -37,7 +43,14 @@ interface Rendered {
   messages: string[];
   total: number;
   rendered: number;
-  charts: { id: string; width: number; height: number; marks: number; failed: boolean; text: string }[];
+  charts: {
+    id: string;
+    width: number;
+    height: number;
+    marks: number;
+    failed: boolean;
+    text: string;
+  }[];
 }
 
 /** Opens `file` and waits for the loader to finish; every console message of type error or warning is kept. */
@@ -51,7 +64,9 @@ async function render(file: string, screenshot: string): Promise<Rendered> {
   page.on('requestfailed', (r) => messages.push(`requestfailed: ${r.url()}`));
   await page.setViewport({ width: 1200, height: 1000 });
   await page.goto(`file://${file}`, { waitUntil: 'load' });
-  await page.waitForFunction(() => document.body.dataset.chartsRendered !== undefined, { timeout: 90_000 });
+  await page.waitForFunction(() => document.body.dataset.chartsRendered !== undefined, {
+    timeout: 90_000,
+  });
   const result = await page.evaluate(() => ({
     total: Number(document.body.dataset.chartsTotal),
     rendered: Number(document.body.dataset.chartsRendered),
@@ -59,8 +74,15 @@ async function render(file: string, screenshot: string): Promise<Rendered> {
       const svg = el.querySelector('svg');
       const box = svg?.getBoundingClientRect();
       return {
-        id: el.id, width: box?.width ?? 0, height: box?.height ?? 0, failed: el.dataset.failed === 'true', text: el.textContent?.slice(0, 200) ?? '',
-        marks: svg?.querySelectorAll('g.mark-line path, g.mark-symbol path, g.mark-rect path, g.mark-area path').length ?? 0,
+        id: el.id,
+        width: box?.width ?? 0,
+        height: box?.height ?? 0,
+        failed: el.dataset.failed === 'true',
+        text: el.textContent?.slice(0, 200) ?? '',
+        marks:
+          svg?.querySelectorAll(
+            'g.mark-line path, g.mark-symbol path, g.mark-rect path, g.mark-area path',
+          ).length ?? 0,
       };
     }),
   }));
@@ -87,27 +109,42 @@ describe('the lab report in a browser', () => {
   it('renders the committed default-scale report: every chart, no console error', async () => {
     const file = path.join(ROOT, 'docs', 'lab', 'lab-report.html');
     expect(existsSync(file)).toBe(true);
-    expectAllRendered(await render(file, path.join(os.tmpdir(), 'offset-store-lab-report-committed.png')));
+    expectAllRendered(
+      await render(file, path.join(os.tmpdir(), 'offset-store-lab-report-committed.png')),
+    );
   });
 
   it('renders a report freshly written from a small lab run', async () => {
     const out = tempDir();
     const result = await runLab({
-      strategies: ['incremental', path.join(ROOT, 'examples', 'compaction', 'cost-benefit.mjs')], workloads: ['mixed'], scale: 'small', seed: 2, dir: path.join(out, 'stores'),
+      strategies: ['incremental', path.join(ROOT, 'examples', 'compaction', 'cost-benefit.mjs')],
+      workloads: ['mixed'],
+      scale: 'small',
+      seed: 2,
+      dir: path.join(out, 'stores'),
       settings: { durability: 'os', latencyPhaseMs: 60 },
     });
     const { html } = await writeLabReport(result, out);
-    expectAllRendered(await render(html, path.join(os.tmpdir(), 'offset-store-lab-report-small.png')));
+    expectAllRendered(
+      await render(html, path.join(os.tmpdir(), 'offset-store-lab-report-small.png')),
+    );
   });
 
   it('shows a chart whose spec is broken as failed, on the page and on the console', async () => {
     const out = tempDir();
-    const html = renderReport(syntheticResult(), await loadChartLibraries()).replace('"mark":{"type":"bar"', '"mark":{"type":"no-such-mark"');
+    const html = renderReport(syntheticResult(), await loadChartLibraries()).replace(
+      '"mark":{"type":"bar"',
+      '"mark":{"type":"no-such-mark"',
+    );
     const file = path.join(out, 'broken.html');
     writeFileSync(file, html);
     const r = await render(file, path.join(os.tmpdir(), 'offset-store-lab-report-broken.png'));
     expect(r.rendered).toBe(r.total - 1);
-    expect(r.charts.filter((c) => c.failed).map((c) => [c.id, c.text])).toEqual([['w0-write-amp', expect.stringMatching(/^This chart failed to render: .+/)]]);
-    expect(r.messages).toEqual([expect.stringMatching(/^error: chart w0-write-amp failed to render/)]);
+    expect(r.charts.filter((c) => c.failed).map((c) => [c.id, c.text])).toEqual([
+      ['w0-write-amp', expect.stringMatching(/^This chart failed to render: .+/)],
+    ]);
+    expect(r.messages).toEqual([
+      expect.stringMatching(/^error: chart w0-write-amp failed to render/),
+    ]);
   });
 });

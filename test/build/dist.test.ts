@@ -18,14 +18,34 @@ afterAll(() => rmSync(OUT, { recursive: true, force: true }));
 
 describe('compiled package', () => {
   it('builds, loads, commits and compacts on a worker thread from dist', async () => {
-    execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', OUT], { cwd: ROOT, stdio: 'pipe' });
-    const api = (await import(pathToFileURL(path.join(OUT, 'index.js')).href)) as typeof import('../../src/index.js');
+    execFileSync(
+      process.execPath,
+      [
+        path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '-p',
+        path.join(ROOT, 'tsconfig.build.json'),
+        '--outDir',
+        OUT,
+      ],
+      { cwd: ROOT, stdio: 'pipe' },
+    );
+    const api = (await import(
+      pathToFileURL(path.join(OUT, 'index.js')).href
+    )) as typeof import('../../src/index.js');
     const dir = tempDir();
-    const store = await api.OffsetStore.open({ dir, bucketCount: 1, segmentBytesMax: 1024, compaction: { strategy: 'log-cleaner' } });
-    for (let i = 0; i < 60; i++) await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+    const store = await api.OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'log-cleaner' },
+    });
+    for (let i = 0; i < 60; i++)
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
     const report = await store.compact();
     expect(report.recordsDropped).toBeGreaterThan(0);
-    expect(await store.fetchOffsets('g', [{ tableId: 1, bucketId: 2 }])).toMatchObject([{ offset: 59 }]);
+    expect(await store.fetchOffsets('g', [{ tableId: 1, bucketId: 2 }])).toMatchObject([
+      { offset: 59 },
+    ]);
     await store.close();
   });
 });

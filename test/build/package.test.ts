@@ -6,7 +6,15 @@
  * node (no tsx). The shipped source maps carry their sources.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/temp-dir.js';
@@ -15,7 +23,12 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** Copies the files a clean clone holds (tracked, plus new files not ignored) into `to`. */
 function copyProjectFiles(to: string): void {
-  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter((f) => f.length > 0);
+  const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  })
+    .split('\n')
+    .filter((f) => f.length > 0);
   for (const file of files) {
     if (!existsSync(path.join(ROOT, file))) continue;
     mkdirSync(path.dirname(path.join(to, file)), { recursive: true });
@@ -29,13 +42,22 @@ function consumerWith(scratch: string, tarball: string): string {
   const modules = path.join(consumer, 'node_modules');
   mkdirSync(modules, { recursive: true });
   // Its own package.json: without one, 'offset-store' would resolve to this project itself.
-  writeFileSync(path.join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  writeFileSync(
+    path.join(consumer, 'package.json'),
+    JSON.stringify({ name: 'consumer', private: true }),
+  );
   for (const entry of readdirSync(path.join(ROOT, 'node_modules'))) {
     if (entry === 'offset-store' || entry === '.bin') continue;
     symlinkSync(path.join(ROOT, 'node_modules', entry), path.join(modules, entry));
   }
   mkdirSync(path.join(modules, 'offset-store'));
-  execFileSync('tar', ['-xzf', tarball, '-C', path.join(modules, 'offset-store'), '--strip-components=1']);
+  execFileSync('tar', [
+    '-xzf',
+    tarball,
+    '-C',
+    path.join(modules, 'offset-store'),
+    '--strip-components=1',
+  ]);
   return consumer;
 }
 
@@ -56,28 +78,77 @@ describe('the packed package', () => {
     copyProjectFiles(project);
     symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'));
     expect(existsSync(path.join(project, 'dist'))).toBe(false);
-    const [packed] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], { cwd: project, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })) as { filename: string; files: { path: string }[] }[];
+    const [packed] = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--pack-destination', scratch], {
+        cwd: project,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }),
+    ) as { filename: string; files: { path: string }[] }[];
     const shipped = packed!.files.map((f) => f.path);
-    expect(shipped).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/offset-store.js', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/compaction/compaction-worker.js', 'docs/recovery.md']));
+    expect(shipped).toEqual(
+      expect.arrayContaining([
+        'LICENSE',
+        'README.md',
+        'package.json',
+        'bin/offset-store.js',
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/cli/main.js',
+        'dist/compaction/compaction-worker.js',
+        'docs/recovery.md',
+      ]),
+    );
     expect(shipped.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
     const consumer = consumerWith(scratch, path.join(scratch, packed!.filename));
     const installed = path.join(consumer, 'node_modules', 'offset-store');
 
-    const esm = execFileSync(process.execPath, ['--input-type=module', '-e', USE("import { OffsetStore } from 'offset-store';"), tempDir()], { cwd: consumer, encoding: 'utf8' });
+    const esm = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', USE("import { OffsetStore } from 'offset-store';"), tempDir()],
+      { cwd: consumer, encoding: 'utf8' },
+    );
     expect(esm).toBe('42');
-    const requireFlag = Number(process.versions.node.split('.')[0]) < 22 ? ['--experimental-require-module', '--no-warnings'] : [];
-    const cjs = execFileSync(process.execPath, [...requireFlag, '-e', `(async () => { ${USE("const { OffsetStore } = require('offset-store');")} })()`, tempDir()], { cwd: consumer, encoding: 'utf8' });
+    const requireFlag =
+      Number(process.versions.node.split('.')[0]) < 22
+        ? ['--experimental-require-module', '--no-warnings']
+        : [];
+    const cjs = execFileSync(
+      process.execPath,
+      [
+        ...requireFlag,
+        '-e',
+        `(async () => { ${USE("const { OffsetStore } = require('offset-store');")} })()`,
+        tempDir(),
+      ],
+      { cwd: consumer, encoding: 'utf8' },
+    );
     expect(cjs).toBe('42');
 
     const dir = tempDir();
-    execFileSync(process.execPath, ['--input-type=module', '-e', USE("import { OffsetStore } from 'offset-store';"), dir], { cwd: consumer });
+    execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', USE("import { OffsetStore } from 'offset-store';"), dir],
+      { cwd: consumer },
+    );
     const bin = path.join(installed, 'bin', 'offset-store.js');
-    const listed = execFileSync(process.execPath, [bin, 'groups', 'list', '--dir', dir, '--json'], { cwd: consumer, encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    const listed = execFileSync(process.execPath, [bin, 'groups', 'list', '--dir', dir, '--json'], {
+      cwd: consumer,
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '' },
+    });
     expect(JSON.parse(listed)).toMatchObject({ groups: [{ groupId: 'g' }] });
-    const version = execFileSync(process.execPath, [bin, '--version'], { cwd: consumer, encoding: 'utf8' });
-    expect(version.trim()).toBe(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version);
+    const version = execFileSync(process.execPath, [bin, '--version'], {
+      cwd: consumer,
+      encoding: 'utf8',
+    });
+    expect(version.trim()).toBe(
+      JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version,
+    );
 
-    const map = JSON.parse(readFileSync(path.join(installed, 'dist', 'store.js.map'), 'utf8')) as { sourcesContent?: string[] };
+    const map = JSON.parse(readFileSync(path.join(installed, 'dist', 'store.js.map'), 'utf8')) as {
+      sourcesContent?: string[];
+    };
     expect(map.sourcesContent?.[0]).toContain('class OffsetStore');
   }, 180_000);
 });

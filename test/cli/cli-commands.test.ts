@@ -24,9 +24,18 @@ function copy(): string {
 }
 
 async function committed(dir: string, groupId: string) {
-  const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
+  const store = await OffsetStore.open({
+    dir,
+    clock: new ManualClock(),
+    compaction: { background: false },
+  });
   try {
-    return (await store.fetchOffsets(groupId)).map((o) => ({ tableId: o!.tableId, partitionId: o!.partitionId, bucketId: o!.bucketId, offset: o!.offset }));
+    return (await store.fetchOffsets(groupId)).map((o) => ({
+      tableId: o!.tableId,
+      partitionId: o!.partitionId,
+      bucketId: o!.bucketId,
+      offset: o!.offset,
+    }));
   } finally {
     await store.close();
   }
@@ -35,7 +44,11 @@ async function committed(dir: string, groupId: string) {
 beforeAll(async () => {
   seeded = fileTempDir('offset-store-cli-');
   await seedStore(seeded);
-  const store = await OffsetStore.open({ dir: seeded, clock: new ManualClock(), compaction: { background: false } });
+  const store = await OffsetStore.open({
+    dir: seeded,
+    clock: new ManualClock(),
+    compaction: { background: false },
+  });
   ordersBucket = store.bucketFor('orders');
   await store.close();
 });
@@ -44,69 +57,191 @@ describe('offset-store commands as child processes', () => {
   it('groups list, groups describe --log-end, stats', async () => {
     const [list, described, stats] = await Promise.all([
       runCli(['groups', 'list', '--dir', copy()]),
-      runCli(['groups', 'describe', 'orders', '--dir', copy(), '--json', '--log-end', '{"1:1": 1201, "2:7:0": 42}']),
+      runCli([
+        'groups',
+        'describe',
+        'orders',
+        '--dir',
+        copy(),
+        '--json',
+        '--log-end',
+        '{"1:1": 1201, "2:7:0": 42}',
+      ]),
       runCli(['stats', '--dir', copy(), '--json']),
     ]);
     expect(list.code).toBe(0);
     // Groups with committed offsets only are what Kafka calls simple groups: of the classic type, no protocol type.
-    expect(list.stdout).toMatch(/^GROUP\s+STATE\s+TYPE\s+OFFSETS-BUCKET\nbilling\s+Empty\s+classic\s+\d\norders\s+Empty\s+classic\s+\d\n$/);
+    expect(list.stdout).toMatch(
+      /^GROUP\s+STATE\s+TYPE\s+OFFSETS-BUCKET\nbilling\s+Empty\s+classic\s+\d\norders\s+Empty\s+classic\s+\d\n$/,
+    );
     expect(list.stdout).toContain(`orders   Empty  classic               ${ordersBucket}\n`);
 
     expect(described.code).toBe(0);
     const report = json(described);
-    expect(report).toMatchObject({ groupId: 'orders', state: 'Empty', offsetsBucket: ordersBucket, groupEpoch: 0, members: [], totalLag: 200 });
-    expect(report.buckets.map((b: any) => [b.tableId, b.partitionId, b.bucketId, b.committedOffset, b.logEndOffset, b.lag])).toEqual([
-      [1, null, 0, 1000, null, null], [1, null, 1, 1001, 1201, 200], [1, null, 2, 1002, null, null], [1, null, 3, 1003, null, null], [2, 7, 0, 42, 42, 0],
+    expect(report).toMatchObject({
+      groupId: 'orders',
+      state: 'Empty',
+      offsetsBucket: ordersBucket,
+      groupEpoch: 0,
+      members: [],
+      totalLag: 200,
+    });
+    expect(
+      report.buckets.map((b: any) => [
+        b.tableId,
+        b.partitionId,
+        b.bucketId,
+        b.committedOffset,
+        b.logEndOffset,
+        b.lag,
+      ]),
+    ).toEqual([
+      [1, null, 0, 1000, null, null],
+      [1, null, 1, 1001, 1201, 200],
+      [1, null, 2, 1002, null, null],
+      [1, null, 3, 1003, null, null],
+      [2, 7, 0, 42, 42, 0],
     ]);
 
     expect(stats.code).toBe(0);
     expect(json(stats)).toMatchObject({ bucketCount: 4, totals: { liveOffsets: 7, groups: 2 } });
-    expect(json(stats).buckets[ordersBucket]).toMatchObject({ bucket: ordersBucket, state: 'ready', liveOffsets: 5, groups: 1, lastCheckpoint: null });
+    expect(json(stats).buckets[ordersBucket]).toMatchObject({
+      bucket: ordersBucket,
+      state: 'ready',
+      liveOffsets: 5,
+      groups: 1,
+      lastCheckpoint: null,
+    });
   });
 
   it('offsets reset: a dry run writes nothing; a plan file with --execute commits it', async () => {
     const dir = copy();
     const before = snapshotFiles(dir);
-    const dry = await runCli(['offsets', 'reset', 'orders', '--dir', dir, '--shift-by', '-500', '--table', '1']);
+    const dry = await runCli([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      dir,
+      '--shift-by',
+      '-500',
+      '--table',
+      '1',
+    ]);
     expect(snapshotFiles(dir)).toEqual(before);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toContain('Dry run: reset group orders shift by -500 (table 1), 4 buckets. Nothing was written; add --execute to apply.');
-    expect(dry.stdout).toMatch(/TABLE\s+PARTITION\s+BUCKET\s+CURRENT\s+NEW\s+CHANGE\n\s+1\s+-\s+0\s+1000\s+500\s+-500\n/);
+    expect(dry.stdout).toContain(
+      'Dry run: reset group orders shift by -500 (table 1), 4 buckets. Nothing was written; add --execute to apply.',
+    );
+    expect(dry.stdout).toMatch(
+      /TABLE\s+PARTITION\s+BUCKET\s+CURRENT\s+NEW\s+CHANGE\n\s+1\s+-\s+0\s+1000\s+500\s+-500\n/,
+    );
     expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
 
     const planFile = path.join(tempDir(), 'plan.json');
     writeFileSync(planFile, JSON.stringify({ '1:0': 7, '1:3': 9, '2:7:0': 40 }));
-    const executed = await runCli(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', planFile, '--execute', '--json']);
+    const executed = await runCli([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      dir,
+      '--from-file',
+      planFile,
+      '--execute',
+      '--json',
+    ]);
     expect(executed.code).toBe(0);
-    expect(json(executed)).toMatchObject({ groupId: 'orders', executed: true, target: `from ${planFile}`, memberCount: 0 });
-    expect(json(executed).rows.map((r: any) => [r.tableId, r.bucketId, r.currentOffset, r.newOffset])).toEqual([[1, 0, 1000, 7], [1, 3, 1003, 9], [2, 0, 42, 40]]);
+    expect(json(executed)).toMatchObject({
+      groupId: 'orders',
+      executed: true,
+      target: `from ${planFile}`,
+      memberCount: 0,
+    });
+    expect(
+      json(executed).rows.map((r: any) => [r.tableId, r.bucketId, r.currentOffset, r.newOffset]),
+    ).toEqual([
+      [1, 0, 1000, 7],
+      [1, 3, 1003, 9],
+      [2, 0, 42, 40],
+    ]);
     expect(await committed(dir, 'orders')).toEqual([
-      { tableId: 1, partitionId: null, bucketId: 0, offset: 7 }, SEEDED.orders[1], SEEDED.orders[2],
-      { tableId: 1, partitionId: null, bucketId: 3, offset: 9 }, { tableId: 2, partitionId: 7, bucketId: 0, offset: 40 },
+      { tableId: 1, partitionId: null, bucketId: 0, offset: 7 },
+      SEEDED.orders[1],
+      SEEDED.orders[2],
+      { tableId: 1, partitionId: null, bucketId: 3, offset: 9 },
+      { tableId: 2, partitionId: 7, bucketId: 0, offset: 40 },
     ]);
   });
 
   it('offsets delete and groups delete', async () => {
     const dir = copy();
-    const deleted = await runCli(['offsets', 'delete', 'orders', '--dir', dir, '--table', '1', '--bucket', '2', '--json']);
+    const deleted = await runCli([
+      'offsets',
+      'delete',
+      'orders',
+      '--dir',
+      dir,
+      '--table',
+      '1',
+      '--bucket',
+      '2',
+      '--json',
+    ]);
     expect(deleted.code).toBe(0);
-    expect(json(deleted)).toEqual({ groupId: 'orders', selection: 'table 1 bucket 2', deleted: [{ tableId: 1, partitionId: null, bucketId: 2 }] });
-    expect((await committed(dir, 'orders')).map((o) => `${o.tableId}:${o.bucketId}`).sort()).toEqual(['1:0', '1:1', '1:3', '2:0']);
+    expect(json(deleted)).toEqual({
+      groupId: 'orders',
+      selection: 'table 1 bucket 2',
+      deleted: [{ tableId: 1, partitionId: null, bucketId: 2 }],
+    });
+    expect(
+      (await committed(dir, 'orders')).map((o) => `${o.tableId}:${o.bucketId}`).sort(),
+    ).toEqual(['1:0', '1:1', '1:3', '2:0']);
     const dropped = await runCli(['groups', 'delete', 'billing', '--dir', dir]);
-    expect(dropped).toMatchObject({ code: 0, stdout: 'Deleted group billing (2 committed offsets).\n' });
+    expect(dropped).toMatchObject({
+      code: 0,
+      stdout: 'Deleted group billing (2 committed offsets).\n',
+    });
     expect(await committed(dir, 'billing')).toEqual([]);
   });
 
   it('log dump --records --json: NDJSON, one object per segment, batch and record, then a summary', async () => {
-    const run = await runCli(['log', 'dump', '--dir', copy(), '--bucket', String(ordersBucket), '--records', '--json']);
+    const run = await runCli([
+      'log',
+      'dump',
+      '--dir',
+      copy(),
+      '--bucket',
+      String(ordersBucket),
+      '--records',
+      '--json',
+    ]);
     expect(run.code).toBe(0);
-    const lines = run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     const orders = lines.filter((e) => e.kind === 'record' && e.groupId === 'orders');
     expect(orders).toHaveLength(10 * 4 + 1);
-    expect(orders.at(-1)).toMatchObject({ recordType: 'offset-commit', tableId: 2, partitionId: 7, bucketId: 0, offset: 42, tombstone: false, metadata: '' });
+    expect(orders.at(-1)).toMatchObject({
+      recordType: 'offset-commit',
+      tableId: 2,
+      partitionId: 7,
+      bucketId: 0,
+      offset: 42,
+      tombstone: false,
+      metadata: '',
+    });
     expect(lines.filter((e) => e.kind === 'segment').length).toBeGreaterThan(1);
-    expect(lines.filter((e) => e.kind === 'batch').map((b) => b.logOffset)).toEqual(lines.filter((e) => e.kind === 'batch').map((_, i) => i));
-    expect(lines.at(-1)).toMatchObject({ kind: 'summary', bucket: ordersBucket, damageCount: 0, recordCount: lines.filter((e) => e.kind === 'record').length });
+    expect(lines.filter((e) => e.kind === 'batch').map((b) => b.logOffset)).toEqual(
+      lines.filter((e) => e.kind === 'batch').map((_, i) => i),
+    );
+    expect(lines.at(-1)).toMatchObject({
+      kind: 'summary',
+      bucket: ordersBucket,
+      damageCount: 0,
+      recordCount: lines.filter((e) => e.kind === 'record').length,
+    });
   });
 
   it('log verify: clean exits 0; a flipped byte is corrupt (exit 1, file and position); a torn tail exits 3; nothing is modified', async () => {
@@ -128,7 +263,10 @@ describe('offset-store commands as child processes', () => {
     expect(path.basename(lastBatch.file)).toBe(path.basename(tornFile));
     // An append cut short by a crash: the first 10 bytes of a batch after the end of the log.
     const tornAt = readFileSync(tornFile).length;
-    appendFileSync(tornFile, readFileSync(tornFile).subarray(lastBatch.position, lastBatch.position + 10));
+    appendFileSync(
+      tornFile,
+      readFileSync(tornFile).subarray(lastBatch.position, lastBatch.position + 10),
+    );
     const before = [snapshotFiles(clean), snapshotFiles(corrupt), snapshotFiles(torn)];
 
     const [okRun, corruptRun, tornRun] = await Promise.all([
@@ -138,17 +276,35 @@ describe('offset-store commands as child processes', () => {
     ]);
     expect([snapshotFiles(clean), snapshotFiles(corrupt), snapshotFiles(torn)]).toEqual(before);
     expect(okRun.code).toBe(0);
-    expect(okRun.stdout).toMatch(/^Checked 4 offsets-buckets of .*: \d+ segments, .* batches, .* records in /);
+    expect(okRun.stdout).toMatch(
+      /^Checked 4 offsets-buckets of .*: \d+ segments, .* batches, .* records in /,
+    );
     expect(okRun.stdout).toContain('OK: every batch and record is valid.');
 
     expect(corruptRun.code).toBe(1);
-    expect(JSON.parse(corruptRun.stderr).error).toMatchObject({ code: 'CORRUPT_MESSAGE', errno: 2 });
+    expect(JSON.parse(corruptRun.stderr).error).toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      errno: 2,
+    });
     expect(json(corruptRun)).toMatchObject({ ok: false, corruptCount: 1, tornTailCount: 0 });
-    expect(json(corruptRun).problems).toEqual([expect.objectContaining({ kind: 'corrupt', bucket: ordersBucket, file: corruptFile, position: victim.position })]);
+    expect(json(corruptRun).problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        bucket: ordersBucket,
+        file: corruptFile,
+        position: victim.position,
+      }),
+    ]);
 
     expect(tornRun.code).toBe(3);
-    expect(tornRun.stdout).toMatch(new RegExp(`\\n\\s*${ordersBucket}\\s+\\d+\\s+.*\\s+torn-tail\\n`));
-    expect(tornRun.stdout).toMatch(new RegExp(`\\ntorn-tail\\s+buckets/00${ordersBucket}/${path.basename(tornFile)}\\s+${tornAt}\\s+10\\s+batch of \\d+ bytes truncated to 10; nothing valid follows`));
+    expect(tornRun.stdout).toMatch(
+      new RegExp(`\\n\\s*${ordersBucket}\\s+\\d+\\s+.*\\s+torn-tail\\n`),
+    );
+    expect(tornRun.stdout).toMatch(
+      new RegExp(
+        `\\ntorn-tail\\s+buckets/00${ordersBucket}/${path.basename(tornFile)}\\s+${tornAt}\\s+10\\s+batch of \\d+ bytes truncated to 10; nothing valid follows`,
+      ),
+    );
     expect(tornRun.stdout).toContain('TORN TAIL: 1 torn tail(s); the next open truncates them');
   });
 
@@ -168,44 +324,150 @@ describe('offset-store commands as child processes', () => {
 describe('members a process left behind', () => {
   it('block offsets reset and groups delete until groups remove-members --all takes them out', async () => {
     const dir = tempDir('offset-store-cli-');
-    const child = await runCli([dir], { executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')] });
+    const child = await runCli([dir], {
+      executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')],
+    });
     expect(child).toMatchObject({ code: 0, stdout: 'ready\n' });
 
-    const described = json(await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json']));
-    expect(described.members.map((m: { instanceId: string | null }) => m.instanceId).sort()).toEqual(['host-b', null]);
-    const refused = await runCli(['offsets', 'reset', 'scanners', '--dir', dir, '--to-offset', '0', '--execute']);
-    expect(refused).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /) });
-
-    const removal = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all', '--json']);
-    expect(removal.code).toBe(0);
-    expect(json(removal)).toEqual({
-      groupId: 'scanners', state: 'Empty', memberCount: 0,
-      removed: described.members.map((m: { memberId: string; instanceId: string | null }) => ({ memberId: m.memberId, instanceId: m.instanceId })),
+    const described = json(
+      await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json']),
+    );
+    expect(
+      described.members.map((m: { instanceId: string | null }) => m.instanceId).sort(),
+    ).toEqual(['host-b', null]);
+    const refused = await runCli([
+      'offsets',
+      'reset',
+      'scanners',
+      '--dir',
+      dir,
+      '--to-offset',
+      '0',
+      '--execute',
+    ]);
+    expect(refused).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /),
     });
 
-    const reset = await runCli(['offsets', 'reset', 'scanners', '--dir', dir, '--to-offset', '0', '--execute']);
-    expect(reset).toMatchObject({ code: 0, stderr: '', stdout: expect.stringMatching(/^Reset group scanners to offset 0 \(every bucket\): 4 buckets committed\./) });
-    expect(await runCli(['groups', 'delete', 'scanners', '--dir', dir])).toMatchObject({ code: 0, stdout: 'Deleted group scanners (4 committed offsets).\n' });
+    const removal = await runCli([
+      'groups',
+      'remove-members',
+      'scanners',
+      '--dir',
+      dir,
+      '--all',
+      '--json',
+    ]);
+    expect(removal.code).toBe(0);
+    expect(json(removal)).toEqual({
+      groupId: 'scanners',
+      state: 'Empty',
+      memberCount: 0,
+      removed: described.members.map((m: { memberId: string; instanceId: string | null }) => ({
+        memberId: m.memberId,
+        instanceId: m.instanceId,
+      })),
+    });
+
+    const reset = await runCli([
+      'offsets',
+      'reset',
+      'scanners',
+      '--dir',
+      dir,
+      '--to-offset',
+      '0',
+      '--execute',
+    ]);
+    expect(reset).toMatchObject({
+      code: 0,
+      stderr: '',
+      stdout: expect.stringMatching(
+        /^Reset group scanners to offset 0 \(every bucket\): 4 buckets committed\./,
+      ),
+    });
+    expect(await runCli(['groups', 'delete', 'scanners', '--dir', dir])).toMatchObject({
+      code: 0,
+      stdout: 'Deleted group scanners (4 committed offsets).\n',
+    });
     expect(json(await runCli(['groups', 'list', '--dir', dir, '--json']))).toEqual({ groups: [] });
   }, 60_000);
 
   it('groups remove-members by --member and --instance: human output, UNKNOWN_MEMBER_ID, usage errors', async () => {
     const dir = tempDir('offset-store-cli-');
-    expect(await runCli([dir], { executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')] })).toMatchObject({ code: 0 });
-    const members: { memberId: string; instanceId: string | null }[] = json(await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json'])).members;
+    expect(
+      await runCli([dir], {
+        executable: ['--import', 'tsx', path.join(import.meta.dirname, 'join-and-exit-child.ts')],
+      }),
+    ).toMatchObject({ code: 0 });
+    const members: { memberId: string; instanceId: string | null }[] = json(
+      await runCli(['groups', 'describe', 'scanners', '--dir', dir, '--json']),
+    ).members;
     const dynamic = members.find((m) => m.instanceId === null)!;
 
-    const usage = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all', '--instance', 'host-b']);
-    expect(usage).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: give exactly one of --all, --member <memberId>\.\.\. or --instance <instanceId>\.\.\.\n/) });
-    const unknown = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--member', dynamic.memberId, '--member', 'ghost']);
-    expect(unknown).toMatchObject({ code: 1, stderr: 'error: UNKNOWN_MEMBER_ID: member ghost is not in group scanners; nothing was removed (errno 25)\n' });
+    const usage = await runCli([
+      'groups',
+      'remove-members',
+      'scanners',
+      '--dir',
+      dir,
+      '--all',
+      '--instance',
+      'host-b',
+    ]);
+    expect(usage).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(
+        /^error: give exactly one of --all, --member <memberId>\.\.\. or --instance <instanceId>\.\.\.\n/,
+      ),
+    });
+    const unknown = await runCli([
+      'groups',
+      'remove-members',
+      'scanners',
+      '--dir',
+      dir,
+      '--member',
+      dynamic.memberId,
+      '--member',
+      'ghost',
+    ]);
+    expect(unknown).toMatchObject({
+      code: 1,
+      stderr:
+        'error: UNKNOWN_MEMBER_ID: member ghost is not in group scanners; nothing was removed (errno 25)\n',
+    });
 
-    const byInstance = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--instance', 'host-b']);
+    const byInstance = await runCli([
+      'groups',
+      'remove-members',
+      'scanners',
+      '--dir',
+      dir,
+      '--instance',
+      'host-b',
+    ]);
     expect(byInstance.code).toBe(0);
-    expect(byInstance.stdout).toMatch(/^Removed 1 member from group scanners; 1 member left, state (Reconciling|Assigning)\.\n\nMEMBER-ID\s+INSTANCE-ID\n\S+\s+host-b\n$/);
+    expect(byInstance.stdout).toMatch(
+      /^Removed 1 member from group scanners; 1 member left, state (Reconciling|Assigning)\.\n\nMEMBER-ID\s+INSTANCE-ID\n\S+\s+host-b\n$/,
+    );
     // Durable although the remaining member never heartbeats: the next process sees one member.
-    const byMember = await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--member', dynamic.memberId]);
-    expect(byMember).toMatchObject({ code: 0, stdout: `Removed 1 member from group scanners; it is now Empty.\n\nMEMBER-ID${' '.repeat(dynamic.memberId.length - 7)}INSTANCE-ID\n${dynamic.memberId}  -\n` });
-    expect(await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all'])).toMatchObject({ code: 0, stdout: 'Group scanners has no members: nothing removed.\n' });
+    const byMember = await runCli([
+      'groups',
+      'remove-members',
+      'scanners',
+      '--dir',
+      dir,
+      '--member',
+      dynamic.memberId,
+    ]);
+    expect(byMember).toMatchObject({
+      code: 0,
+      stdout: `Removed 1 member from group scanners; it is now Empty.\n\nMEMBER-ID${' '.repeat(dynamic.memberId.length - 7)}INSTANCE-ID\n${dynamic.memberId}  -\n`,
+    });
+    expect(
+      await runCli(['groups', 'remove-members', 'scanners', '--dir', dir, '--all']),
+    ).toMatchObject({ code: 0, stdout: 'Group scanners has no members: nothing removed.\n' });
   }, 60_000);
 });

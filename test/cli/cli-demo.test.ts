@@ -20,9 +20,17 @@ describe('offset-store demo', () => {
     expect(run.code).toBe(0);
     const result = json(run);
     expect(result.verification).toMatchObject({
-      ok: true, records: 12 * 4000, skipped: [], unexplainedDuplicates: 0, finalOffsetsAtEnd: true, movedBuckets: 3, resumedAtLastCommit: 3,
+      ok: true,
+      records: 12 * 4000,
+      skipped: [],
+      unexplainedDuplicates: 0,
+      finalOffsetsAtEnd: true,
+      movedBuckets: 3,
+      resumedAtLastCommit: 3,
     });
-    expect(result.verification.consumedTotal).toBe(result.verification.records + result.verification.duplicates);
+    expect(result.verification.consumedTotal).toBe(
+      result.verification.records + result.verification.duplicates,
+    );
     expect(result.killed.rebalanceMs).toBeGreaterThanOrEqual(result.sessionTimeoutMs - 500);
     expect(result.metrics.commits).toBeGreaterThan(0);
     expect(result.compaction.bytesAfter).toBeLessThan(result.compaction.bytesBefore);
@@ -30,7 +38,8 @@ describe('offset-store demo', () => {
     expect(statSync(path.join(dir, 'DEMO')).isFile()).toBe(true);
 
     // Run again in the same directory (as `npm start` does every time): the old demo store is replaced.
-    const createdAtMs = (): number => JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).createdAtMs;
+    const createdAtMs = (): number =>
+      JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).createdAtMs;
     const firstCreatedAtMs = createdAtMs();
     const again = await runCli(['demo', '--dir', dir, '--json'], { timeoutMs: 55_000 });
     expect(again.stderr).toBe('');

@@ -28,7 +28,9 @@ describe('offset-store failures', () => {
     const missing = path.join(tempDir(), 'no-store-here');
     const run = await runCli(['groups', 'list', '--dir', missing]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^error: INVALID_CONFIG: no offset store in .*no-store-here: store\.json not found \(errno 40\)\n$/);
+    expect(run.stderr).toMatch(
+      /^error: INVALID_CONFIG: no offset store in .*no-store-here: store\.json not found \(errno 40\)\n$/,
+    );
     expect(run.stdout).toBe('');
     expect(existsSync(missing)).toBe(false);
   });
@@ -36,11 +38,19 @@ describe('offset-store failures', () => {
   it('a store open in another process: STORE_LOCKED, exit 1', async () => {
     const dir = tempDir();
     cpSync(seeded, dir, { recursive: true });
-    const store = await OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } });
+    const store = await OffsetStore.open({
+      dir,
+      clock: new ManualClock(),
+      compaction: { background: false },
+    });
     try {
       const run = await runCli(['stats', '--dir', dir]);
       expect(run.code).toBe(1);
-      expect(run.stderr).toMatch(new RegExp(`^error: STORE_LOCKED: .* is locked by live process ${process.pid} \\(errno 1001\\)\\n$`));
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^error: STORE_LOCKED: .* is locked by live process ${process.pid} \\(errno 1001\\)\\n$`,
+        ),
+      );
     } finally {
       await store.close();
     }
@@ -51,7 +61,12 @@ describe('offset-store failures', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(JSON.parse(run.stderr)).toEqual({
-      error: { code: 'GROUP_ID_NOT_FOUND', errno: 69, retriable: false, message: 'GROUP_ID_NOT_FOUND: group ghost has no committed offsets and no members' },
+      error: {
+        code: 'GROUP_ID_NOT_FOUND',
+        errno: 69,
+        retriable: false,
+        message: 'GROUP_ID_NOT_FOUND: group ghost has no committed offsets and no members',
+      },
     });
   });
 
@@ -59,35 +74,72 @@ describe('offset-store failures', () => {
     const before = snapshotFiles(withMember);
     const dropped = await runCli(['groups', 'delete', 'busy', '--dir', withMember]);
     expect(dropped.code).toBe(1);
-    expect(dropped.stderr).toBe('error: NON_EMPTY_GROUP: cannot delete it: group busy has 1 member(s) (errno 68)\n');
+    expect(dropped.stderr).toBe(
+      'error: NON_EMPTY_GROUP: cannot delete it: group busy has 1 member(s) (errno 68)\n',
+    );
     expect(snapshotFiles(withMember)).toEqual(before);
   });
 
   it('a --dir that is a regular file: INVALID_CONFIG naming it, exit 1, for every command that reads a store and for the demo', async () => {
     const file = path.join(tempDir(), 'offsets');
     writeFileSync(file, 'not a store');
-    for (const args of [['groups', 'list'], ['stats'], ['log', 'verify'], ['log', 'dump', '--bucket', '0'], ['demo']]) {
+    for (const args of [
+      ['groups', 'list'],
+      ['stats'],
+      ['log', 'verify'],
+      ['log', 'dump', '--bucket', '0'],
+      ['demo'],
+    ]) {
       const run = await runCli([...args, '--dir', file]);
-      expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 1, stderr: `error: INVALID_CONFIG: ${file} is not a directory: it or a folder on its path is a file (errno 40)\n` });
+      expect({ args, code: run.code, stderr: run.stderr }).toEqual({
+        args,
+        code: 1,
+        stderr: `error: INVALID_CONFIG: ${file} is not a directory: it or a folder on its path is a file (errno 40)\n`,
+      });
     }
     expect(readFileSync(file, 'utf8')).toBe('not a store');
   });
 
-  it.runIf(process.platform === 'linux')('a process allowed too few descriptors for the store: LOG_STORAGE_ERROR saying to raise ulimit -n, exit 1', async () => {
-    const dir = tempDir();
-    await (await OffsetStore.open({ dir, bucketCount: 200, clock: new ManualClock(), compaction: { strategy: 'none' } })).close();
-    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile('bash', ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx "${MAIN}" stats --dir "${dir}"`], { cwd: REPO_DIR, timeout: 60_000 }, (error, _stdout, stderr) => {
-        resolve({ code: error === null ? 0 : (error.code as number), stderr });
+  it.runIf(process.platform === 'linux')(
+    'a process allowed too few descriptors for the store: LOG_STORAGE_ERROR saying to raise ulimit -n, exit 1',
+    async () => {
+      const dir = tempDir();
+      await (
+        await OffsetStore.open({
+          dir,
+          bucketCount: 200,
+          clock: new ManualClock(),
+          compaction: { strategy: 'none' },
+        })
+      ).close();
+      const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        execFile(
+          'bash',
+          [
+            '-c',
+            `ulimit -n 64 && exec "${process.execPath}" --import tsx "${MAIN}" stats --dir "${dir}"`,
+          ],
+          { cwd: REPO_DIR, timeout: 60_000 },
+          (error, _stdout, stderr) => {
+            resolve({ code: error === null ? 0 : (error.code as number), stderr });
+          },
+        );
       });
-    });
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(new RegExp(`^error: LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files.*: raise its limit \\(ulimit -n\\), or use a store with fewer offsets-buckets \\(errno 1002\\)\n$`));
-  }, 60_000);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^error: LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files.*: raise its limit \\(ulimit -n\\), or use a store with fewer offsets-buckets \\(errno 1002\\)\n$`,
+        ),
+      );
+    },
+    60_000,
+  );
 
   it('bad usage: exit 2 with a pointer to --help', async () => {
     const run = await runCli(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', 'ten']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toBe(`error: --to-offset must be an integer >= 0, got "ten"\nRun 'offset-store offsets reset --help' for usage.\n`);
+    expect(run.stderr).toBe(
+      `error: --to-offset must be an integer >= 0, got "ten"\nRun 'offset-store offsets reset --help' for usage.\n`,
+    );
   });
 });

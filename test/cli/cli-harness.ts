@@ -17,13 +17,21 @@ export interface CliRun {
 }
 
 /** Runs `offset-store <args>` from source; resolves (never rejects) with the exit code and output. */
-export function runCli(args: readonly string[], options: { timeoutMs?: number; executable?: string[] } = {}): Promise<CliRun> {
+export function runCli(
+  args: readonly string[],
+  options: { timeoutMs?: number; executable?: string[] } = {},
+): Promise<CliRun> {
   const command = options.executable ?? ['--import', 'tsx', MAIN];
   return new Promise((resolve) => {
-    execFile(process.execPath, [...command, ...args], { cwd: REPO_DIR, timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [...command, ...args],
+      { cwd: REPO_DIR, timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -32,6 +40,8 @@ export function json<T = any>(run: CliRun): T {
   try {
     return JSON.parse(run.stdout) as T;
   } catch {
-    throw new TypeError(`stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`);
+    throw new TypeError(
+      `stdout is not JSON (exit ${run.code}):\n${run.stdout}\nstderr:\n${run.stderr}`,
+    );
   }
 }

@@ -7,7 +7,13 @@ import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'no
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
-import { formatBytes, formatDuration, formatPercentChange, formatTimestamp, renderTable } from '../../src/cli/output.js';
+import {
+  formatBytes,
+  formatDuration,
+  formatPercentChange,
+  formatTimestamp,
+  renderTable,
+} from '../../src/cli/output.js';
 import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
 import { StoreAdmin } from '../../src/admin/index.js';
 import { prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
@@ -18,7 +24,10 @@ import { fileTempDir, tempDir } from '../support/temp-dir.js';
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } });
+  const code = await runCli(args, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: (t: string) => (stderr += t) },
+  });
   return { code, stdout, stderr };
 }
 
@@ -42,8 +51,13 @@ describe('offset-store dispatcher', () => {
     for (const command of COMMANDS) {
       const help = await run([...command.words, '--help']);
       expect(help.code).toBe(0);
-      expect(help.stdout.startsWith(`Usage: offset-store ${[...command.words, ...command.positionals].join(' ')} `)).toBe(true);
-      for (const name of [...Object.keys(command.options), 'dir', 'json', 'help']) expect(help.stdout).toContain(`--${name}`);
+      expect(
+        help.stdout.startsWith(
+          `Usage: offset-store ${[...command.words, ...command.positionals].join(' ')} `,
+        ),
+      ).toBe(true);
+      for (const name of [...Object.keys(command.options), 'dir', 'json', 'help'])
+        expect(help.stdout).toContain(`--${name}`);
       expect(help.stdout).toContain('Examples:\n  ');
       expect(await run(['help', ...command.words])).toEqual(help);
     }
@@ -51,124 +65,347 @@ describe('offset-store dispatcher', () => {
 
   it('prints its version, suggests the option meant, and exits 2 for every kind of bad usage', async () => {
     const version = await run(['--version']);
-    expect(version).toEqual({ code: 0, stdout: `${JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')).version}\n`, stderr: '' });
+    expect(version).toEqual({
+      code: 0,
+      stdout: `${JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')).version}\n`,
+      stderr: '',
+    });
     const typo = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-edn', '{}']);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toMatch(/^error: unknown option --log-edn\. Did you mean --log-end\?\n/);
-    const malformed = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": 5']);
-    const badKey = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"one:0": 5}']);
-    const negative = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": -5}']);
+    const malformed = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      seeded,
+      '--log-end',
+      '{"1:0": 5',
+    ]);
+    const badKey = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      seeded,
+      '--log-end',
+      '{"one:0": 5}',
+    ]);
+    const negative = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      seeded,
+      '--log-end',
+      '{"1:0": -5}',
+    ]);
     for (const bad of [malformed, badKey, negative]) expect(bad.code).toBe(2);
     expect(badKey.stderr).toMatch(/^error: --log-end: bucket key "one:0" is not/);
   });
 
   it('refuses a reset plan made for another group', async () => {
     const dir = copy();
-    const plan = await run(['offsets', 'reset', 'billing', '--dir', dir, '--to-offset', '0', '--json']);
+    const plan = await run([
+      'offsets',
+      'reset',
+      'billing',
+      '--dir',
+      dir,
+      '--to-offset',
+      '0',
+      '--json',
+    ]);
     const file = path.join(tempDir(), 'plan.json');
     writeFileSync(file, plan.stdout);
-    const wrong = await run(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', file, '--execute']);
+    const wrong = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      dir,
+      '--from-file',
+      file,
+      '--execute',
+    ]);
     expect(wrong.code).toBe(2);
-    expect(wrong.stderr).toMatch(/^error: --from-file: .*plan\.json is a plan for group "billing", not "orders"/);
-    const right = await run(['offsets', 'reset', 'billing', '--dir', dir, '--from-file', file, '--execute']);
+    expect(wrong.stderr).toMatch(
+      /^error: --from-file: .*plan\.json is a plan for group "billing", not "orders"/,
+    );
+    const right = await run([
+      'offsets',
+      'reset',
+      'billing',
+      '--dir',
+      dir,
+      '--from-file',
+      file,
+      '--execute',
+    ]);
     expect(right.code).toBe(0);
   });
 
   it('flags a negative lag (the log end given is behind the committed offset)', async () => {
-    const described = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": 900, "1:1": 2000}']);
+    const described = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      seeded,
+      '--log-end',
+      '{"1:0": 900, "1:1": 2000}',
+    ]);
     expect(described.code).toBe(0);
     expect(described.stdout).toMatch(/\n\s+1\s+-\s+0\s+1000\s+900\s+-100 !/);
-    expect(described.stdout + described.stderr).toMatch(/negative lag \(marked !\) in 1 bucket\(s\)/);
+    expect(described.stdout + described.stderr).toMatch(
+      /negative lag \(marked !\) in 1 bucket\(s\)/,
+    );
   });
 
   it('lists the commands at the top level and per family', async () => {
     const top = await run(['--help']);
     expect(top.code).toBe(0);
-    for (const command of COMMANDS) expect(top.stdout).toContain(`  ${[...command.words, ...command.positionals].join(' ')} `);
+    for (const command of COMMANDS)
+      expect(top.stdout).toContain(`  ${[...command.words, ...command.positionals].join(' ')} `);
     const family = await run(['log', '--help']);
     expect(family.stdout).toMatch(/Commands:\n {2}log dump .*\n {2}log verify .*\n\n/);
   });
 
   it('gives every option one type across commands, so the first parsing pass agrees with the second', () => {
     for (const command of COMMANDS) {
-      for (const [name, spec] of Object.entries(command.options)) expect([command.words.join(' '), name, spec.type]).toEqual([command.words.join(' '), name, ALL_OPTIONS[name]!.type]);
+      for (const [name, spec] of Object.entries(command.options))
+        expect([command.words.join(' '), name, spec.type]).toEqual([
+          command.words.join(' '),
+          name,
+          ALL_OPTIONS[name]!.type,
+        ]);
     }
   });
 
   it('exits 2 on usage errors', async () => {
-    expect(await run([])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: no command given\n/) });
-    expect(await run(['frobnicate', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: unknown command "frobnicate"/) });
-    expect(await run(['groups', 'list'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --dir <path> is required\n/) });
-    expect(await run(['groups', 'list', '--dir', seeded, '--bogus'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: unknown option --bogus\.\n/) });
-    expect(await run(['groups', 'describe', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: missing <groupId>/) });
-    expect(await run(['offsets', 'reset', 'orders', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/exactly one of --to-offset/) });
-    expect(await run(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', '1', '--dry-run', '--execute'])).toMatchObject({ code: 2 });
-    expect(await run(['offsets', 'delete', 'orders', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/either --table .* or --all/) });
-    expect(await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": '])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --log-end is not valid JSON/) });
-    expect(await run(['log', 'dump', '--dir', seeded])).toMatchObject({ code: 2, stderr: expect.stringMatching(/--bucket <n> is required/) });
-    expect(await run(['compact', '--dir', seeded, '--strategy', 'vacuum'])).toMatchObject({ code: 2 });
+    expect(await run([])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: no command given\n/),
+    });
+    expect(await run(['frobnicate', '--dir', seeded])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: unknown command "frobnicate"/),
+    });
+    expect(await run(['groups', 'list'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: --dir <path> is required\n/),
+    });
+    expect(await run(['groups', 'list', '--dir', seeded, '--bogus'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: unknown option --bogus\.\n/),
+    });
+    expect(await run(['groups', 'describe', '--dir', seeded])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: missing <groupId>/),
+    });
+    expect(await run(['offsets', 'reset', 'orders', '--dir', seeded])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/exactly one of --to-offset/),
+    });
+    expect(
+      await run([
+        'offsets',
+        'reset',
+        'orders',
+        '--dir',
+        seeded,
+        '--to-offset',
+        '1',
+        '--dry-run',
+        '--execute',
+      ]),
+    ).toMatchObject({ code: 2 });
+    expect(await run(['offsets', 'delete', 'orders', '--dir', seeded])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/either --table .* or --all/),
+    });
+    expect(
+      await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": ']),
+    ).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: --log-end is not valid JSON/),
+    });
+    expect(await run(['log', 'dump', '--dir', seeded])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/--bucket <n> is required/),
+    });
+    expect(await run(['compact', '--dir', seeded, '--strategy', 'vacuum'])).toMatchObject({
+      code: 2,
+    });
   });
 
   it('takes negative numbers as option values without `=`, and options before the command words', async () => {
     const dir = tempDir('offset-store-cli-');
     cpSync(seeded, dir, { recursive: true });
-    const plan = await run(['--dir', dir, '--json', 'offsets', 'reset', 'orders', '--shift-by', '-5', '--table', '2']);
+    const plan = await run([
+      '--dir',
+      dir,
+      '--json',
+      'offsets',
+      'reset',
+      'orders',
+      '--shift-by',
+      '-5',
+      '--table',
+      '2',
+    ]);
     expect(plan.code).toBe(0);
-    expect(JSON.parse(plan.stdout).rows).toEqual([{ tableId: 2, partitionId: 7, bucketId: 0, currentOffset: 42, newOffset: 37, clamped: false }]);
+    expect(JSON.parse(plan.stdout).rows).toEqual([
+      { tableId: 2, partitionId: 7, bucketId: 0, currentOffset: 42, newOffset: 37, clamped: false },
+    ]);
   });
 
   it('reports a bad offsets document as bad usage, naming the entry', async () => {
-    const bad = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": -1}']);
-    expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/^error: --log-end: --log-end\["1:0"\] must be a safe integer >= 0/) });
+    const bad = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      seeded,
+      '--log-end',
+      '{"1:0": -1}',
+    ]);
+    expect(bad).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(
+        /^error: --log-end: --log-end\["1:0"\] must be a safe integer >= 0/,
+      ),
+    });
   });
 });
 
 describe('command output (in-process)', () => {
   it('groups describe: members, assignment, owners, and lag read from a --log-end file', async () => {
     const logEndFile = path.join(tempDir(), 'log-end.json');
-    writeFileSync(logEndFile, JSON.stringify([{ tableId: 1, bucketId: 0, offset: 1100 }, { tableId: 2, partitionId: 7, bucketId: 0, offset: 50 }]));
-    const orders = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', logEndFile]);
+    writeFileSync(
+      logEndFile,
+      JSON.stringify([
+        { tableId: 1, bucketId: 0, offset: 1100 },
+        { tableId: 2, partitionId: 7, bucketId: 0, offset: 50 },
+      ]),
+    );
+    const orders = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      seeded,
+      '--log-end',
+      logEndFile,
+    ]);
     expect(orders.code).toBe(0);
     expect(orders.stdout).toContain('  total lag       108\n');
-    expect(orders.stdout).toMatch(/TABLE\s+PARTITION\s+BUCKET\s+COMMITTED\s+LOG-END\s+LAG\s+LEADER-EPOCH\s+COMMITTED-AT\s+MEMBER-ID\s+METADATA\n/);
-    expect(orders.stdout).toMatch(/\n\s+1\s+-\s+0\s+1000\s+1100\s+100\s+-\s+2023-11-14 22:13:20Z\s+-\s+host-a\n/);
+    expect(orders.stdout).toMatch(
+      /TABLE\s+PARTITION\s+BUCKET\s+COMMITTED\s+LOG-END\s+LAG\s+LEADER-EPOCH\s+COMMITTED-AT\s+MEMBER-ID\s+METADATA\n/,
+    );
+    expect(orders.stdout).toMatch(
+      /\n\s+1\s+-\s+0\s+1000\s+1100\s+100\s+-\s+2023-11-14 22:13:20Z\s+-\s+host-a\n/,
+    );
     expect(orders.stdout).toMatch(/\n\s+2\s+7\s+0\s+42\s+50\s+8\s/);
     const busy = await run(['groups', 'describe', 'busy', '--dir', withMember]);
     expect(busy.stdout).toMatch(/state {11}Stable\n/);
-    expect(busy.stdout).toMatch(/MEMBER-ID\s+INSTANCE-ID\s+EPOCH\s+STATE\s+SESSION\s+TABLES\s+ASSIGNMENT\s+PENDING-REVOCATION\n\S+\s+-\s+\d+\s+\S+\s+1 min 00 s\s+1\s+1:0 1:1 1:2 1:3\s+-\n/);
+    expect(busy.stdout).toMatch(
+      /MEMBER-ID\s+INSTANCE-ID\s+EPOCH\s+STATE\s+SESSION\s+TABLES\s+ASSIGNMENT\s+PENDING-REVOCATION\n\S+\s+-\s+\d+\s+\S+\s+1 min 00 s\s+1\s+1:0 1:1 1:2 1:3\s+-\n/,
+    );
   });
 
   it('offsets reset: the --json plan of a dry run, edited, is a valid --from-file plan; members block --execute', async () => {
     const dir = copy();
     const before = snapshotFiles(dir);
-    const dry = await run(['offsets', 'reset', 'orders', '--dir', dir, '--to-offset', '7', '--table', '1', '--json']);
+    const dry = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      dir,
+      '--to-offset',
+      '7',
+      '--table',
+      '1',
+      '--json',
+    ]);
     expect(snapshotFiles(dir)).toEqual(before);
     const plan = JSON.parse(dry.stdout);
-    expect(plan).toMatchObject({ groupId: 'orders', executed: false, target: 'to offset 7', selection: 'table 1', memberCount: 0 });
+    expect(plan).toMatchObject({
+      groupId: 'orders',
+      executed: false,
+      target: 'to offset 7',
+      selection: 'table 1',
+      memberCount: 0,
+    });
     plan.rows[3].newOffset = 9;
     const planFile = path.join(tempDir(), 'plan.json');
     writeFileSync(planFile, JSON.stringify(plan));
-    const executed = await run(['offsets', 'reset', 'orders', '--dir', dir, '--from-file', planFile, '--execute']);
+    const executed = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      dir,
+      '--from-file',
+      planFile,
+      '--execute',
+    ]);
     expect(executed.code).toBe(0);
-    expect(executed.stdout).toMatch(new RegExp(`^Reset group orders from ${planFile} \\(every bucket\\): 4 buckets committed\\.\n`));
+    expect(executed.stdout).toMatch(
+      new RegExp(
+        `^Reset group orders from ${planFile} \\(every bucket\\): 4 buckets committed\\.\n`,
+      ),
+    );
     expect(executed.stdout).toMatch(/PREVIOUS\s+NEW\s+CHANGE\n\s+1\s+-\s+0\s+1000\s+7\s+-993\n/);
-    const blocked = await run(['offsets', 'reset', 'busy', '--dir', withMember, '--to-offset', '0']);
-    expect(blocked.stderr).toBe('warning: group busy has 1 member(s): --execute is refused with NON_EMPTY_GROUP until they leave\n');
-    expect(await run(['offsets', 'reset', 'busy', '--dir', withMember, '--to-offset', '0', '--execute'])).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /) });
+    const blocked = await run([
+      'offsets',
+      'reset',
+      'busy',
+      '--dir',
+      withMember,
+      '--to-offset',
+      '0',
+    ]);
+    expect(blocked.stderr).toBe(
+      'warning: group busy has 1 member(s): --execute is refused with NON_EMPTY_GROUP until they leave\n',
+    );
+    expect(
+      await run(['offsets', 'reset', 'busy', '--dir', withMember, '--to-offset', '0', '--execute']),
+    ).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /) });
   });
 
   it('log dump: the human lines follow the JSON entries one for one', async () => {
     const args = ['log', 'dump', '--dir', seeded, '--bucket', '0', '--records'];
     const [human, machine] = [await run(args), await run([...args, '--json'])];
-    const entries = machine.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const entries = machine.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     const lines = human.stdout.trim().split('\n');
     expect(lines).toHaveLength(entries.length);
     entries.forEach((entry, i) => {
       const line = lines[i]!;
-      if (entry.kind === 'segment') expect(line).toBe(`segment ${path.relative(seeded, entry.file)} baseOffset=${entry.baseOffset} size=${formatBytes(entry.sizeBytes)}`);
-      if (entry.kind === 'batch') expect(line).toMatch(new RegExp(`^batch logOffset=${entry.logOffset} position=${entry.position} size=${entry.sizeBytes} records=${entry.recordCount} checksum=${entry.checksum} time=2023-11-14 22:13:20Z coordinatorEpoch=0$`));
-      if (entry.kind === 'record') expect(line).toMatch(new RegExp(`^  record ${entry.index} group="${entry.groupId}" table=${entry.tableId} bucket=${entry.bucketId} offset=${entry.offset} `));
-      if (entry.kind === 'summary') expect(line).toMatch(/^\d+ batches, \d+ records, 0 damaged place\(s\) in \d+ segment\(s\) of buckets\/000$/);
+      if (entry.kind === 'segment')
+        expect(line).toBe(
+          `segment ${path.relative(seeded, entry.file)} baseOffset=${entry.baseOffset} size=${formatBytes(entry.sizeBytes)}`,
+        );
+      if (entry.kind === 'batch')
+        expect(line).toMatch(
+          new RegExp(
+            `^batch logOffset=${entry.logOffset} position=${entry.position} size=${entry.sizeBytes} records=${entry.recordCount} checksum=${entry.checksum} time=2023-11-14 22:13:20Z coordinatorEpoch=0$`,
+          ),
+        );
+      if (entry.kind === 'record')
+        expect(line).toMatch(
+          new RegExp(
+            `^  record ${entry.index} group="${entry.groupId}" table=${entry.tableId} bucket=${entry.bucketId} offset=${entry.offset} `,
+          ),
+        );
+      if (entry.kind === 'summary')
+        expect(line).toMatch(
+          /^\d+ batches, \d+ records, 0 damaged place\(s\) in \d+ segment\(s\) of buckets\/000$/,
+        );
     });
   });
 
@@ -176,22 +413,38 @@ describe('command output (in-process)', () => {
     const dir = copy();
     const compacted = await run(['compact', '--dir', dir, '--strategy', 'checkpoint']);
     expect(compacted.code).toBe(0);
-    expect(compacted.stdout).toMatch(/^Converted the store from log-cleaner to checkpoint\.\nCompacted 4 offsets-buckets with checkpoint in .*: .* -> .* \(.*%\), \d+ records dropped, .* written\.\n/);
+    expect(compacted.stdout).toMatch(
+      /^Converted the store from log-cleaner to checkpoint\.\nCompacted 4 offsets-buckets with checkpoint in .*: .* -> .* \(.*%\), \d+ records dropped, .* written\.\n/,
+    );
     const stats = await run(['stats', '--dir', dir]);
     const lines = stats.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^Store .*: 4 offsets-buckets, created 2023-11-14 22:13:20Z$/);
-    expect(lines[2]).toMatch(/^BUCKET\s+STATE\s+LOG\s+SEGMENTS\s+NEXT-LOG-OFFSET\s+LIVE-OFFSETS\s+GROUPS\s+LAST-CHECKPOINT$/);
-    expect(lines.slice(3, 7).every((l, i) => new RegExp(`^\\s+${i}\\s+ready\\s+[\\d.]+ (B|KiB)\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\d\\s+log offset \\d+ at \\d{4}-`).test(l))).toBe(true);
+    expect(lines[2]).toMatch(
+      /^BUCKET\s+STATE\s+LOG\s+SEGMENTS\s+NEXT-LOG-OFFSET\s+LIVE-OFFSETS\s+GROUPS\s+LAST-CHECKPOINT$/,
+    );
+    expect(
+      lines
+        .slice(3, 7)
+        .every((l, i) =>
+          new RegExp(
+            `^\\s+${i}\\s+ready\\s+[\\d.]+ (B|KiB)\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\d\\s+log offset \\d+ at \\d{4}-`,
+          ).test(l),
+        ),
+    ).toBe(true);
     expect(lines[7]).toMatch(/^ total\s+[\d.]+ (B|KiB)\s+\d+\s+7\s+2$/);
     // The strategy is the store's now: a plain open uses it, and the store converts back on request.
-    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).compactionStrategy).toBe('checkpoint');
+    expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).compactionStrategy).toBe(
+      'checkpoint',
+    );
     const store = await OffsetStore.open({ dir });
     expect((await store.stats()).compactionStrategy).toBe('checkpoint');
     const image = await store.listGroups();
     await store.close();
     const back = await run(['compact', '--dir', dir, '--strategy', 'log-cleaner']);
     expect(back.code).toBe(0);
-    expect(back.stdout).toMatch(/^Converted the store from checkpoint to log-cleaner\.\nCompacted 4 offsets-buckets with log-cleaner/);
+    expect(back.stdout).toMatch(
+      /^Converted the store from checkpoint to log-cleaner\.\nCompacted 4 offsets-buckets with log-cleaner/,
+    );
     const reopened = await OffsetStore.open({ dir });
     expect(await reopened.listGroups()).toEqual(image);
     expect((await reopened.stats()).compactionStrategy).toBe('log-cleaner');
@@ -203,7 +456,9 @@ describe('command output (in-process)', () => {
     writeFileSync(path.join(notAStore, 'notes.txt'), 'keep me');
     const refused = await run(['demo', '--dir', notAStore]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* is not empty and holds no offset store/);
+    expect(refused.stderr).toMatch(
+      /^error: INVALID_CONFIG: .* is not empty and holds no offset store/,
+    );
     expect(readdirSync(notAStore)).toEqual(['notes.txt']);
   });
 
@@ -212,16 +467,22 @@ describe('command output (in-process)', () => {
     const before = snapshotFiles(userStore);
     const refused = await run(['demo', '--dir', userStore]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* holds an offset store the demo did not create .*pick another --dir/);
+    expect(refused.stderr).toMatch(
+      /^error: INVALID_CONFIG: .* holds an offset store the demo did not create .*pick another --dir/,
+    );
     expect(refused.stdout).not.toContain('joined');
     expect(snapshotFiles(userStore)).toEqual(before);
-    expect((await StoreAdmin.open(userStore).then(async (admin) => {
-      try {
-        return await admin.listGroups();
-      } finally {
-        await admin.close();
-      }
-    })).map((g) => g.groupId)).toEqual(['billing', 'orders']);
+    expect(
+      (
+        await StoreAdmin.open(userStore).then(async (admin) => {
+          try {
+            return await admin.listGroups();
+          } finally {
+            await admin.close();
+          }
+        })
+      ).map((g) => g.groupId),
+    ).toEqual(['billing', 'orders']);
   });
 });
 
@@ -248,17 +509,30 @@ describe('demo directory', () => {
 
 describe('human output helpers', () => {
   it('formats sizes, durations, changes and times', () => {
-    expect([0, 1023, 1024, 1536, 10 * 1024 * 1024, 300 * 1024 * 1024 * 1024].map(formatBytes)).toEqual(['0 B', '1023 B', '1.0 KiB', '1.5 KiB', '10.0 MiB', '300 GiB']);
-    expect([0.25, 12.4, 1500, 45_000, 61_000, 125_000].map(formatDuration)).toEqual(['0.25 ms', '12 ms', '1.50 s', '45 s', '1 min 01 s', '2 min 05 s']);
+    expect(
+      [0, 1023, 1024, 1536, 10 * 1024 * 1024, 300 * 1024 * 1024 * 1024].map(formatBytes),
+    ).toEqual(['0 B', '1023 B', '1.0 KiB', '1.5 KiB', '10.0 MiB', '300 GiB']);
+    expect([0.25, 12.4, 1500, 45_000, 61_000, 125_000].map(formatDuration)).toEqual([
+      '0.25 ms',
+      '12 ms',
+      '1.50 s',
+      '45 s',
+      '1 min 01 s',
+      '2 min 05 s',
+    ]);
     expect(formatPercentChange(200, 50)).toBe('-75.0%');
     expect(formatTimestamp(1_700_000_000_000)).toBe('2023-11-14 22:13:20Z');
   });
 
   it('aligns table columns, numbers to the right, without trailing blanks', () => {
-    expect(renderTable([{ header: 'NAME' }, { header: 'N', align: 'right' }, { header: 'NOTE' }], [['a', '10', ''], ['bbbbbb', '7', 'x']])).toEqual([
-      'NAME     N  NOTE',
-      'a       10',
-      'bbbbbb   7  x',
-    ]);
+    expect(
+      renderTable(
+        [{ header: 'NAME' }, { header: 'N', align: 'right' }, { header: 'NOTE' }],
+        [
+          ['a', '10', ''],
+          ['bbbbbb', '7', 'x'],
+        ],
+      ),
+    ).toEqual(['NAME     N  NOTE', 'a       10', 'bbbbbb   7  x']);
   });
 });

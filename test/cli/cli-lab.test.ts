@@ -13,7 +13,10 @@ import { tempDir } from '../support/temp-dir.js';
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } });
+  const code = await runCli(args, {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: (t: string) => (stderr += t) },
+  });
   return { code, stdout, stderr };
 }
 
@@ -22,18 +25,43 @@ describe('offset-store lab', () => {
     const dir = tempDir();
     const out = path.join(dir, 'out');
     const scratch = path.join(dir, 'scratch');
-    const result = await run(['lab', '--strategies', 'incremental,log-cleaner', '--workload', 'all-distinct', '--scale', 'small', '--out', out, '--dir', scratch, '--seed', '4']);
+    const result = await run([
+      'lab',
+      '--strategies',
+      'incremental,log-cleaner',
+      '--workload',
+      'all-distinct',
+      '--scale',
+      'small',
+      '--out',
+      out,
+      '--dir',
+      scratch,
+      '--seed',
+      '4',
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const lines = result.stdout.split('\n');
     expect(lines[0]).toMatch(/^all-distinct \(small\): /);
     expect(lines[1]).toMatch(/^STRATEGY\s+SPACE AMP \(END\)\s+SPACE AMP \(MEAN\)\s+WRITE AMP/);
-    expect(lines.slice(2, 5).map((l) => l.split(/\s+/)[0])).toEqual(['incremental', 'log-cleaner', 'none']);
-    expect(result.stdout).toMatch(/Lab done in .*lab-report\.html \(charts\) and .*lab-result\.json\./);
-    const json = JSON.parse(readFileSync(path.join(out, 'lab-result.json'), 'utf8')) as { seed: number; workloads: { name: string; runs: unknown[] }[] };
+    expect(lines.slice(2, 5).map((l) => l.split(/\s+/)[0])).toEqual([
+      'incremental',
+      'log-cleaner',
+      'none',
+    ]);
+    expect(result.stdout).toMatch(
+      /Lab done in .*lab-report\.html \(charts\) and .*lab-result\.json\./,
+    );
+    const json = JSON.parse(readFileSync(path.join(out, 'lab-result.json'), 'utf8')) as {
+      seed: number;
+      workloads: { name: string; runs: unknown[] }[];
+    };
     expect(json.seed).toBe(4);
     expect(json.workloads.map((w) => [w.name, w.runs.length])).toEqual([['all-distinct', 3]]);
-    expect(readFileSync(path.join(out, 'lab-report.html'), 'utf8')).toContain('data-library="vega-embed@');
+    expect(readFileSync(path.join(out, 'lab-report.html'), 'utf8')).toContain(
+      'data-library="vega-embed@',
+    );
     expect(readdirSync(scratch), 'the scratch stores are deleted').toEqual([]);
   });
 

@@ -25,12 +25,22 @@ afterEach(() => {
 });
 
 /** Runs the CLI with `input` on stdin. */
-function runWithStdin(args: string[], input: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: REPO_DIR, stdio: ['pipe', 'pipe', 'pipe'] });
+function runWithStdin(
+  args: string[],
+  input: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    cwd: REPO_DIR,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
   child.stdin.end(input);
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
 }
@@ -50,14 +60,19 @@ function lineMatching(child: ChildProcess, pattern: RegExp): Promise<string> {
       const line = seen.split('\n').find((l) => pattern.test(l));
       if (line !== undefined) resolve(line);
     });
-    child.once('exit', (code) => reject(new Error(`exited ${code} before printing ${pattern}: ${seen}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`exited ${code} before printing ${pattern}: ${seen}`)),
+    );
   });
 }
 
 describe('offset-store users and acls', () => {
   it('users add reads the password from stdin and stores only SCRAM verifiers; list and remove', async () => {
     const dir = await newStore();
-    const added = await runWithStdin(['users', 'add', 'alice', '--dir', dir, '--password-stdin'], 'a-long-Secret-42\n');
+    const added = await runWithStdin(
+      ['users', 'add', 'alice', '--dir', dir, '--password-stdin'],
+      'a-long-Secret-42\n',
+    );
     expect(added.code, added.stderr).toBe(0);
     const noTty = await runWithStdin(['users', 'add', 'bob', '--dir', dir], 'typed\n');
     expect(noTty.code).toBe(2);
@@ -67,7 +82,15 @@ describe('offset-store users and acls', () => {
     expect(file).not.toContain(Buffer.from('a-long-Secret-42').toString('base64'));
     expect(file).toContain('storedKey');
     const listed = json(await runCli(['users', 'list', '--dir', dir, '--json']));
-    expect(listed.users).toEqual([{ name: 'alice', mechanisms: [{ mechanism: 'SCRAM-SHA-256', iterations: 4096 }, { mechanism: 'SCRAM-SHA-512', iterations: 4096 }] }]);
+    expect(listed.users).toEqual([
+      {
+        name: 'alice',
+        mechanisms: [
+          { mechanism: 'SCRAM-SHA-256', iterations: 4096 },
+          { mechanism: 'SCRAM-SHA-512', iterations: 4096 },
+        ],
+      },
+    ]);
     expect((await runCli(['users', 'remove', 'alice', '--dir', dir])).code).toBe(0);
     expect((await runCli(['users', 'remove', 'alice', '--dir', dir])).code).toBe(1);
     expect((await runCli(['users', 'list', '--dir', tempDir()])).code).toBe(2);
@@ -75,16 +98,91 @@ describe('offset-store users and acls', () => {
 
   it('acls add, list and remove with Kafka-like flags', async () => {
     const dir = await newStore();
-    const added = await runCli(['acls', 'add', '--dir', dir, '--allow-principal', 'User:alice', '--operation', 'Read', '--operation', 'Describe', '--group', 'team-', '--resource-pattern-type', 'prefixed']);
+    const added = await runCli([
+      'acls',
+      'add',
+      '--dir',
+      dir,
+      '--allow-principal',
+      'User:alice',
+      '--operation',
+      'Read',
+      '--operation',
+      'Describe',
+      '--group',
+      'team-',
+      '--resource-pattern-type',
+      'prefixed',
+    ]);
     expect(added.code, added.stderr).toBe(0);
     const listed = json(await runCli(['acls', 'list', '--dir', dir, '--json']));
     expect(listed.acls).toEqual([
-      { principal: 'User:alice', host: '*', operation: 'Read', permission: 'ALLOW', resourceType: 'Group', patternType: 'PREFIXED', name: 'team-' },
-      { principal: 'User:alice', host: '*', operation: 'Describe', permission: 'ALLOW', resourceType: 'Group', patternType: 'PREFIXED', name: 'team-' },
+      {
+        principal: 'User:alice',
+        host: '*',
+        operation: 'Read',
+        permission: 'ALLOW',
+        resourceType: 'Group',
+        patternType: 'PREFIXED',
+        name: 'team-',
+      },
+      {
+        principal: 'User:alice',
+        host: '*',
+        operation: 'Describe',
+        permission: 'ALLOW',
+        resourceType: 'Group',
+        patternType: 'PREFIXED',
+        name: 'team-',
+      },
     ]);
-    expect((await runCli(['acls', 'add', '--dir', dir, '--allow-principal', 'alice', '--operation', 'Read', '--group', 'g'])).code).toBe(2);
-    expect((await runCli(['acls', 'add', '--dir', dir, '--allow-principal', 'User:a', '--operation', 'Write', '--group', 'g'])).code).toBe(2);
-    const removed = await runCli(['acls', 'remove', '--dir', dir, '--allow-principal', 'User:alice', '--operation', 'Describe', '--group', 'team-', '--resource-pattern-type', 'prefixed', '--json']);
+    expect(
+      (
+        await runCli([
+          'acls',
+          'add',
+          '--dir',
+          dir,
+          '--allow-principal',
+          'alice',
+          '--operation',
+          'Read',
+          '--group',
+          'g',
+        ])
+      ).code,
+    ).toBe(2);
+    expect(
+      (
+        await runCli([
+          'acls',
+          'add',
+          '--dir',
+          dir,
+          '--allow-principal',
+          'User:a',
+          '--operation',
+          'Write',
+          '--group',
+          'g',
+        ])
+      ).code,
+    ).toBe(2);
+    const removed = await runCli([
+      'acls',
+      'remove',
+      '--dir',
+      dir,
+      '--allow-principal',
+      'User:alice',
+      '--operation',
+      'Describe',
+      '--group',
+      'team-',
+      '--resource-pattern-type',
+      'prefixed',
+      '--json',
+    ]);
     expect(json(removed)).toEqual({ removed: 1 });
     expect(json(await runCli(['acls', 'list', '--dir', dir, '--json'])).acls).toHaveLength(1);
   });
@@ -94,21 +192,112 @@ describe('offset-store users and acls', () => {
     const certs = testCertificates();
     writeFileSync(path.join(dir, 'server.pem'), certs.serverCert);
     writeFileSync(path.join(dir, 'server.key'), certs.serverKey);
-    expect((await runWithStdin(['users', 'add', 'alice', '--dir', dir, '--password-stdin'], 'alice-pw\n')).code).toBe(0);
-    expect((await runCli(['acls', 'add', '--dir', dir, '--allow-principal', 'User:alice', '--operation', 'All', '--group', 'team-', '--resource-pattern-type', 'prefixed'])).code).toBe(0);
-    expect((await runCli(['acls', 'add', '--dir', dir, '--allow-principal', 'User:alice', '--operation', 'Read', '--topic', '*'])).code).toBe(0);
+    expect(
+      (
+        await runWithStdin(
+          ['users', 'add', 'alice', '--dir', dir, '--password-stdin'],
+          'alice-pw\n',
+        )
+      ).code,
+    ).toBe(0);
+    expect(
+      (
+        await runCli([
+          'acls',
+          'add',
+          '--dir',
+          dir,
+          '--allow-principal',
+          'User:alice',
+          '--operation',
+          'All',
+          '--group',
+          'team-',
+          '--resource-pattern-type',
+          'prefixed',
+        ])
+      ).code,
+    ).toBe(0);
+    expect(
+      (
+        await runCli([
+          'acls',
+          'add',
+          '--dir',
+          dir,
+          '--allow-principal',
+          'User:alice',
+          '--operation',
+          'Read',
+          '--topic',
+          '*',
+        ])
+      ).code,
+    ).toBe(0);
     const audit = path.join(dir, 'audit.jsonl');
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--dir', dir, '--json', '--topic', 'orders:2',
-      '--listen', 'PLAINTEXT://127.0.0.1:0', '--listen', 'SASL_SSL://127.0.0.1:0', '--tls-cert', path.join(dir, 'server.pem'), '--tls-key', path.join(dir, 'server.key'),
-      '--authorizer', '--super-user', 'User:admin', '--audit-log', audit], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        MAIN,
+        'serve',
+        '--dir',
+        dir,
+        '--json',
+        '--topic',
+        'orders:2',
+        '--listen',
+        'PLAINTEXT://127.0.0.1:0',
+        '--listen',
+        'SASL_SSL://127.0.0.1:0',
+        '--tls-cert',
+        path.join(dir, 'server.pem'),
+        '--tls-key',
+        path.join(dir, 'server.key'),
+        '--authorizer',
+        '--super-user',
+        'User:admin',
+        '--audit-log',
+        audit,
+      ],
+      { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     children.push(child);
-    const started = JSON.parse(await lineMatching(child, /^\{/)) as { listeners: { name: string; port: number }[] };
+    const started = JSON.parse(await lineMatching(child, /^\{/)) as {
+      listeners: { name: string; port: number }[];
+    };
     const saslPort = started.listeners.find((l) => l.name === 'SASL_SSL')!.port;
-    const admin = new Admin({ clientId: 'cli-sec', bootstrapBrokers: [`127.0.0.1:${saslPort}`], retries: 0, tls: { ca: certs.caCert }, sasl: { mechanism: 'SCRAM-SHA-256', username: 'alice', password: 'alice-pw' } });
-    const commit = (groupId: string) => admin.alterConsumerGroupOffsets({ groupId, topics: [{ name: 'orders', partitionOffsets: [{ partition: 0, offset: 3n }] }] });
+    const admin = new Admin({
+      clientId: 'cli-sec',
+      bootstrapBrokers: [`127.0.0.1:${saslPort}`],
+      retries: 0,
+      tls: { ca: certs.caCert },
+      sasl: { mechanism: 'SCRAM-SHA-256', username: 'alice', password: 'alice-pw' },
+    });
+    const commit = (groupId: string) =>
+      admin.alterConsumerGroupOffsets({
+        groupId,
+        topics: [{ name: 'orders', partitionOffsets: [{ partition: 0, offset: 3n }] }],
+      });
     await commit('team-a');
     await expect(commit('elsewhere')).rejects.toThrow();
-    expect((await runCli(['acls', 'add', '--dir', dir, '--allow-principal', 'User:alice', '--operation', 'Read', '--group', 'elsewhere'])).code).toBe(0);
+    expect(
+      (
+        await runCli([
+          'acls',
+          'add',
+          '--dir',
+          dir,
+          '--allow-principal',
+          'User:alice',
+          '--operation',
+          'Read',
+          '--group',
+          'elsewhere',
+        ])
+      ).code,
+    ).toBe(0);
     const reloaded = lineMatching(child, /"reloaded"/);
     child.kill('SIGHUP');
     await reloaded;
@@ -116,12 +305,33 @@ describe('offset-store users and acls', () => {
     await admin.close();
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
-    const lines = readFileSync(audit, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, string>);
+    const lines = readFileSync(audit, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, string>);
     // The client asks FindCoordinator first, which needs Describe on the group: that is where it is stopped.
-    expect(lines).toContainEqual(expect.objectContaining({ principal: 'User:alice', clientHost: '/127.0.0.1', api: 'FindCoordinator', resource: 'Group:elsewhere', operation: 'Describe', outcome: 'denied', listener: 'SASL_SSL' }));
-    expect(lines).toContainEqual(expect.objectContaining({ principal: 'User:alice', api: 'SaslAuthenticate', outcome: 'allowed' }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        principal: 'User:alice',
+        clientHost: '/127.0.0.1',
+        api: 'FindCoordinator',
+        resource: 'Group:elsewhere',
+        operation: 'Describe',
+        outcome: 'denied',
+        listener: 'SASL_SSL',
+      }),
+    );
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        principal: 'User:alice',
+        api: 'SaslAuthenticate',
+        outcome: 'allowed',
+      }),
+    );
     const store = await OffsetStore.open({ dir });
-    expect((await store.fetchOffsets('elsewhere', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(3);
+    expect((await store.fetchOffsets('elsewhere', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(
+      3,
+    );
     await store.close();
   });
 });

@@ -40,44 +40,95 @@ afterEach(() => {
 
 /** Starts `offset-store serve <args>` and resolves once it printed its first line. */
 function serve(args: readonly string[]): Promise<Serving> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', ...args], { cwd: REPO_DIR, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', ...args], {
+    cwd: REPO_DIR,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   return new Promise((resolve, reject) => {
     const serving = { child, firstLine: '', stdout: '', stderr: '', exited };
-    child.stderr!.on('data', (chunk: Buffer) => { serving.stderr += chunk.toString(); });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      serving.stderr += chunk.toString();
+    });
     child.stdout!.on('data', (chunk: Buffer) => {
       serving.stdout += chunk.toString();
       const newline = serving.stdout.indexOf('\n');
-      if (newline >= 0 && serving.firstLine === '') resolve({ ...serving, firstLine: serving.stdout.slice(0, newline), get stdout() { return serving.stdout; }, get stderr() { return serving.stderr; } });
+      if (newline >= 0 && serving.firstLine === '')
+        resolve({
+          ...serving,
+          firstLine: serving.stdout.slice(0, newline),
+          get stdout() {
+            return serving.stdout;
+          },
+          get stderr() {
+            return serving.stderr;
+          },
+        });
     });
-    void exited.then((code) => reject(new Error(`serve exited with ${code} before printing its address:\n${serving.stderr}`)));
+    void exited.then((code) =>
+      reject(
+        new Error(`serve exited with ${code} before printing its address:\n${serving.stderr}`),
+      ),
+    );
   });
 }
 
 describe('offset-store serve', () => {
   it('--json prints {"host","port"}, serves clients, and on SIGTERM answers the held Fetch, closes the store and exits 0', async () => {
     const dir = tempDir();
-    const serving = await serve(['--dir', dir, '--listen', '127.0.0.1:0', '--json', '--topic', 'orders:3']);
+    const serving = await serve([
+      '--dir',
+      dir,
+      '--listen',
+      '127.0.0.1:0',
+      '--json',
+      '--topic',
+      'orders:3',
+    ]);
     const { host, port } = JSON.parse(serving.firstLine) as { host: string; port: number };
     expect(host).toBe('127.0.0.1');
     expect(port).toBeGreaterThan(0);
 
-    const kafka = new Kafka({ clientId: 'serve-test', brokers: [`${host}:${port}`], logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({
+      clientId: 'serve-test',
+      brokers: [`${host}:${port}`],
+      logLevel: logLevel.NOTHING,
+    });
     const kafkajs = kafka.admin();
     await kafkajs.connect();
     expect((await kafkajs.fetchTopicOffsets('orders')).map((p) => p.partition)).toEqual([0, 1, 2]);
     const plt = new Admin({ clientId: 'serve-test', bootstrapBrokers: [`${host}:${port}`] });
-    await plt.alterConsumerGroupOffsets({ groupId: 'served', topics: [{ name: 'orders', partitionOffsets: [{ partition: 1, offset: 41n }] }] });
-    expect((await kafkajs.fetchOffsets({ groupId: 'served', topics: ['orders'] }))[0]!.partitions[1]!.offset).toBe('41');
+    await plt.alterConsumerGroupOffsets({
+      groupId: 'served',
+      topics: [{ name: 'orders', partitionOffsets: [{ partition: 1, offset: 41n }] }],
+    });
+    expect(
+      (await kafkajs.fetchOffsets({ groupId: 'served', topics: ['orders'] }))[0]!.partitions[1]!
+        .offset,
+    ).toBe('41');
     await plt.close();
     await kafkajs.disconnect();
 
     const fetcher = await RawKafkaClient.connect(port);
-    const held = fetcher.send(API_KEYS.Fetch, 11, { maxWaitMs: 60_000, minBytes: 1, topics: [{ topic: 'orders', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1024 }] }] });
+    const held = fetcher.send(API_KEYS.Fetch, 11, {
+      maxWaitMs: 60_000,
+      minBytes: 1,
+      topics: [
+        {
+          topic: 'orders',
+          partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1024 }],
+        },
+      ],
+    });
     await new Promise((resolve) => setTimeout(resolve, 100));
     serving.child.kill('SIGTERM');
-    expect((await held).responses[0]!.partitions[0]!.errorCode, 'the held Fetch is answered at once').toBe(0);
+    expect(
+      (await held).responses[0]!.partitions[0]!.errorCode,
+      'the held Fetch is answered at once',
+    ).toBe(0);
     expect(await serving.exited).toBe(0);
     expect(serving.stdout.trim()).toBe(serving.firstLine);
     await fetcher.closed;
@@ -85,7 +136,9 @@ describe('offset-store serve', () => {
     const store = await OffsetStore.open({ dir });
     expect((await store.fetchOffsets('served', [{ tableId: 1, bucketId: 1 }]))[0]?.offset).toBe(41);
     await store.close();
-    expect(JSON.parse(readFileSync(path.join(dir, CATALOG_FILE), 'utf8')).topics).toEqual([expect.objectContaining({ name: 'orders', tableId: 1, partitions: 3 })]);
+    expect(JSON.parse(readFileSync(path.join(dir, CATALOG_FILE), 'utf8')).topics).toEqual([
+      expect.objectContaining({ name: 'orders', tableId: 1, partitions: 3 }),
+    ]);
   });
 
   it('prints where it listens and stops on SIGINT', async () => {
@@ -103,16 +156,36 @@ describe('offset-store serve', () => {
 
   it('exits 2 for bad usage, 1 for a topic the catalog refuses or an address in use', async () => {
     const dir = tempDir();
-    for (const args of [['--listen', 'nowhere'], ['--listen', '0.0.0.0:9092'], ['--topic', 'orders'], ['--listen', '127.0.0.1:70000'], ['--default-partitions', '0']]) {
+    for (const args of [
+      ['--listen', 'nowhere'],
+      ['--listen', '0.0.0.0:9092'],
+      ['--topic', 'orders'],
+      ['--listen', '127.0.0.1:70000'],
+      ['--default-partitions', '0'],
+    ]) {
       const run = await runCli(['serve', '--dir', dir, ...args]);
       expect([run.code, args.join(' ')]).toEqual([2, args.join(' ')]);
     }
-    const badTopic = await runCli(['serve', '--dir', dir, '--listen', '127.0.0.1:0', '--topic', 'bad name:2']);
+    const badTopic = await runCli([
+      'serve',
+      '--dir',
+      dir,
+      '--listen',
+      '127.0.0.1:0',
+      '--topic',
+      'bad name:2',
+    ]);
     expect(badTopic.code).toBe(1);
     expect(badTopic.stderr).toMatch(/INVALID_REQUEST/);
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    const busy = await runCli(['serve', '--dir', dir, '--listen', `127.0.0.1:${(taken.address() as net.AddressInfo).port}`]);
+    const busy = await runCli([
+      'serve',
+      '--dir',
+      dir,
+      '--listen',
+      `127.0.0.1:${(taken.address() as net.AddressInfo).port}`,
+    ]);
     taken.close();
     expect(busy.code).toBe(1);
     expect(busy.stderr).toMatch(/INVALID_CONFIG: cannot listen on .*EADDRINUSE/);

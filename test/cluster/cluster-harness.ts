@@ -10,7 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
-import { ClusterKeys, EtcdConnection, clusterStatus, type ClusterStatus } from '../../src/cluster/index.js';
+import {
+  ClusterKeys,
+  EtcdConnection,
+  clusterStatus,
+  type ClusterStatus,
+} from '../../src/cluster/index.js';
 import { loadChecksum, readBatchHeader, xxh32 } from '../../src/codec/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../src/kafka/protocol/index.js';
 import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
@@ -28,23 +33,57 @@ export interface NodeProcess {
 }
 
 /** Starts node `nodeId` as a child process and resolves once it listens. */
-export async function startNode(nodeId: string, endpoints: readonly string[], prefix: string, dir: string): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [
-    '--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), 'serve', '--dir', dir, '--etcd', endpoints.join(','), '--node-id', nodeId,
-    '--listen', '127.0.0.1:0', '--json', '--topic', `${TOPIC}:8`, '--no-auto-create', '--lease-ttl', '2', '--etcd-prefix', prefix, '--bucket-count', String(BUCKET_COUNT),
-  ], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startNode(
+  nodeId: string,
+  endpoints: readonly string[],
+  prefix: string,
+  dir: string,
+): Promise<NodeProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      path.join(REPO, 'src/cli/main.ts'),
+      'serve',
+      '--dir',
+      dir,
+      '--etcd',
+      endpoints.join(','),
+      '--node-id',
+      nodeId,
+      '--listen',
+      '127.0.0.1:0',
+      '--json',
+      '--topic',
+      `${TOPIC}:8`,
+      '--no-auto-create',
+      '--lease-ttl',
+      '2',
+      '--etcd-prefix',
+      prefix,
+      '--bucket-count',
+      String(BUCKET_COUNT),
+    ],
+    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const stderr: string[] = [];
   child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
   const line = await new Promise<string>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`node ${nodeId} exited (${code}) before listening: ${stderr.join('')}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`node ${nodeId} exited (${code}) before listening: ${stderr.join('')}`)),
+    );
   });
   return { nodeId, port: (JSON.parse(line) as { port: number }).port, child, stderr };
 }
 
 /** Stops a node process (SIGCONT first, in case it is stopped) and waits for it to exit. */
-export async function stopNode(node: NodeProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stopNode(
+  node: NodeProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (node.child.exitCode !== null || node.child.signalCode !== null) return;
   const exited = new Promise((resolve) => node.child.once('exit', resolve));
   node.child.kill('SIGCONT');
@@ -57,7 +96,10 @@ export async function stopNode(node: NodeProcess, signal: NodeJS.Signals = 'SIGT
 /** A temporary directory per node. */
 export function nodeDirs(count: number): { dirs: string[]; remove: () => void } {
   const root = mkdtempSync(path.join(tmpdir(), 'offset-store-nodes-'));
-  return { dirs: Array.from({ length: count }, (_, i) => path.join(root, `n${i + 1}`)), remove: () => rmSync(root, { recursive: true, force: true }) };
+  return {
+    dirs: Array.from({ length: count }, (_, i) => path.join(root, `n${i + 1}`)),
+    remove: () => rmSync(root, { recursive: true, force: true }),
+  };
 }
 
 /** The offsets-bucket of a group (as the store computes it). */
@@ -77,17 +119,28 @@ export async function status(endpoints: readonly string[], prefix: string): Prom
 }
 
 /** Waits until every bucket is owned by the node it is placed on, among `nodeIds`. */
-export async function waitSettled(endpoints: readonly string[], prefix: string, nodeIds: readonly string[], timeoutMs = 20_000): Promise<ClusterStatus> {
+export async function waitSettled(
+  endpoints: readonly string[],
+  prefix: string,
+  nodeIds: readonly string[],
+  timeoutMs = 20_000,
+): Promise<ClusterStatus> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       const s = await status(endpoints, prefix);
       const live = s.nodes.map((n) => n.nodeId).sort();
-      if (live.join() === [...nodeIds].sort().join() && s.buckets.length === BUCKET_COUNT && s.buckets.every((b) => b.owner?.nodeId === b.assignedTo)) return s;
+      if (
+        live.join() === [...nodeIds].sort().join() &&
+        s.buckets.length === BUCKET_COUNT &&
+        s.buckets.every((b) => b.owner?.nodeId === b.assignedTo)
+      )
+        return s;
     } catch {
       // etcd busy or failing over: ask again
     }
-    if (Date.now() > deadline) throw new Error(`cluster not settled on ${nodeIds.join(',')} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`cluster not settled on ${nodeIds.join(',')} after ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -96,20 +149,32 @@ export async function waitSettled(endpoints: readonly string[], prefix: string, 
  * Every batch of a bucket's log in etcd, with the coordinator epoch stamped in it, in log order
  * (the part still in etcd: at or above the checkpoint).
  */
-export async function logEpochs(endpoints: readonly string[], prefix: string, bucket: number): Promise<{ logOffset: number; epoch: number }[]> {
+export async function logEpochs(
+  endpoints: readonly string[],
+  prefix: string,
+  bucket: number,
+): Promise<{ logOffset: number; epoch: number }[]> {
   const connection = new EtcdConnection({ endpoints });
   try {
     const keys = new ClusterKeys(prefix).bucket(bucket);
     const end = Buffer.from(keys.log);
     end[end.length - 1]!++;
     const res = await connection.range({ key: Buffer.from(keys.log), range_end: end }, 'test');
-    return res.kvs.map((kv) => ({ logOffset: keys.logOffsetOf(kv.key), epoch: readBatchHeader(kv.value).coordinatorEpoch }));
+    return res.kvs.map((kv) => ({
+      logOffset: keys.logOffsetOf(kv.key),
+      epoch: readBatchHeader(kv.value).coordinatorEpoch,
+    }));
   } finally {
     connection.close();
   }
 }
 
-const RETRIABLE = new Set<number>([KAFKA_ERROR.NOT_COORDINATOR, KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE, KAFKA_ERROR.COORDINATOR_LOAD_IN_PROGRESS, 7 /* REQUEST_TIMED_OUT */]);
+const RETRIABLE = new Set<number>([
+  KAFKA_ERROR.NOT_COORDINATOR,
+  KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+  KAFKA_ERROR.COORDINATOR_LOAD_IN_PROGRESS,
+  7 /* REQUEST_TIMED_OUT */,
+]);
 
 /** What the committers saw. */
 export interface CommitHistory {
@@ -129,7 +194,14 @@ export interface CommitHistory {
 
 /** Committers over a set of groups, each group committed by one loop, in order. */
 export class Committers {
-  readonly history: CommitHistory = { acknowledged: new Map(), attempted: new Map(), acks: [], staleReads: [], fatal: [], retried: new Map() };
+  readonly history: CommitHistory = {
+    acknowledged: new Map(),
+    attempted: new Map(),
+    acks: [],
+    staleReads: [],
+    fatal: [],
+    retried: new Map(),
+  };
   readonly #clients = new Map<number, Promise<RawKafkaClient>>();
   #ports: () => number[];
   #stopped = false;
@@ -152,7 +224,11 @@ export class Committers {
 
   /** Closes every connection. */
   async close(): Promise<void> {
-    for (const client of this.#clients.values()) await client.then((c) => c.close(), () => {});
+    for (const client of this.#clients.values())
+      await client.then(
+        (c) => c.close(),
+        () => {},
+      );
     this.#clients.clear();
   }
 
@@ -161,7 +237,10 @@ export class Committers {
     if (client === undefined) {
       client = RawKafkaClient.connect(port);
       this.#clients.set(port, client);
-      client.then((c) => c.closed.then(() => this.#clients.delete(port)), () => this.#clients.delete(port));
+      client.then(
+        (c) => c.closed.then(() => this.#clients.delete(port)),
+        () => this.#clients.delete(port),
+      );
     }
     return client;
   }
@@ -171,7 +250,10 @@ export class Committers {
     for (const port of this.#ports()) {
       try {
         const client = await withTimeout(this.#client(port), 1000);
-        const res = await withTimeout(client.send(API_KEYS.FindCoordinator, 3, { key: groupId, keyType: 0 }), 2000);
+        const res = await withTimeout(
+          client.send(API_KEYS.FindCoordinator, 3, { key: groupId, keyType: 0 }),
+          2000,
+        );
         if (res.errorCode === 0) return res.port;
       } catch {
         this.#clients.delete(port);
@@ -189,9 +271,22 @@ export class Committers {
       if (port !== undefined) {
         try {
           const client = await withTimeout(this.#client(port), 1000);
-          const res = await withTimeout(client.send(API_KEYS.OffsetCommit, 8, {
-            groupId, generationIdOrMemberEpoch: -1, memberId: '', topics: [{ name: TOPIC, partitions: [{ partitionIndex: 0, committedOffset: offset, committedMetadata: null }] }],
-          }), 3000);
+          const res = await withTimeout(
+            client.send(API_KEYS.OffsetCommit, 8, {
+              groupId,
+              generationIdOrMemberEpoch: -1,
+              memberId: '',
+              topics: [
+                {
+                  name: TOPIC,
+                  partitions: [
+                    { partitionIndex: 0, committedOffset: offset, committedMetadata: null },
+                  ],
+                },
+              ],
+            }),
+            3000,
+          );
           const code = res.topics[0]!.partitions[0]!.errorCode;
           if (code === 0) {
             this.history.acknowledged.set(groupId, offset);
@@ -215,11 +310,19 @@ export class Committers {
 
   async #checkFetch(client: RawKafkaClient, groupId: string, offset: bigint): Promise<void> {
     try {
-      const res = await withTimeout(client.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }] }), 5000);
+      const res = await withTimeout(
+        client.send(API_KEYS.OffsetFetch, 8, {
+          groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+        }),
+        5000,
+      );
       const group = res.groups[0]!;
       if (group.errorCode !== 0) return; // moved away meanwhile: nothing was served
       const partition = group.topics[0]!.partitions[0]!;
-      if (partition.errorCode === 0 && partition.committedOffset < offset) this.history.staleReads.push(`${groupId}: fetched ${partition.committedOffset} after ${offset} was acknowledged`);
+      if (partition.errorCode === 0 && partition.committedOffset < offset)
+        this.history.staleReads.push(
+          `${groupId}: fetched ${partition.committedOffset} after ${offset} was acknowledged`,
+        );
     } catch {
       // no answer: nothing was served
     }
@@ -237,16 +340,23 @@ export class Committers {
 async function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
-    })]);
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer in ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** Fetches every group's committed offset from its coordinator (retrying until one answers). */
-export async function fetchAll(committers: Committers, ports: () => number[], groupIds: readonly string[]): Promise<Map<string, bigint>> {
+export async function fetchAll(
+  committers: Committers,
+  ports: () => number[],
+  groupIds: readonly string[],
+): Promise<Map<string, bigint>> {
   const found = new Map<string, bigint>();
   for (const groupId of groupIds) {
     for (let attempt = 0; attempt < 200; attempt++) {
@@ -254,7 +364,12 @@ export async function fetchAll(committers: Committers, ports: () => number[], gr
       if (port !== undefined) {
         try {
           const client = await RawKafkaClient.connect(port);
-          const res = await withTimeout(client.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }] }), 5000);
+          const res = await withTimeout(
+            client.send(API_KEYS.OffsetFetch, 8, {
+              groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+            }),
+            5000,
+          );
           await client.close();
           if (res.groups[0]!.errorCode === 0) {
             found.set(groupId, res.groups[0]!.topics[0]!.partitions[0]!.committedOffset);

@@ -5,7 +5,13 @@
  * checkpoints that keep the log in etcd short and recover the same state.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClusterNode, ClusterKeys, EtcdConnection, readEtcdCheckpoint, rendezvousOwner } from '../../src/cluster/index.js';
+import {
+  ClusterNode,
+  ClusterKeys,
+  EtcdConnection,
+  readEtcdCheckpoint,
+  rendezvousOwner,
+} from '../../src/cluster/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import { OffsetStore } from '../../src/index.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
@@ -28,13 +34,24 @@ interface TestNode {
   store: OffsetStore;
 }
 
-async function startNodes(prefix: string, ids: string[], warnings: string[], overrides: { checkpointBatches?: number } = {}): Promise<TestNode[]> {
+async function startNodes(
+  prefix: string,
+  ids: string[],
+  warnings: string[],
+  overrides: { checkpointBatches?: number } = {},
+): Promise<TestNode[]> {
   const nodes: TestNode[] = [];
   for (const [i, nodeId] of ids.entries()) {
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
     const node = await ClusterNode.start({
-      endpoints: etcd.endpoints, prefix, node: { nodeId, brokerId: i + 1, host: '127.0.0.1', port: 9000 + i }, store,
-      leaseTtlSeconds: 2, reconcileIntervalMs: 100, onWarning: (m) => warnings.push(m), ...overrides,
+      endpoints: etcd.endpoints,
+      prefix,
+      node: { nodeId, brokerId: i + 1, host: '127.0.0.1', port: 9000 + i },
+      store,
+      leaseTtlSeconds: 2,
+      reconcileIntervalMs: 100,
+      onWarning: (m) => warnings.push(m),
+      ...overrides,
     });
     nodes.push({ node, store });
   }
@@ -47,9 +64,14 @@ async function settled(nodes: TestNode[], timeoutMs = 15_000): Promise<void> {
   for (;;) {
     const owned = nodes.flatMap((n) => n.node.ownedBuckets());
     const ids = nodes.map((n) => n.node.nodeId);
-    const placed = nodes.every((n) => n.node.ownedBuckets().every((b) => rendezvousOwner(b, ids) === n.node.nodeId));
+    const placed = nodes.every((n) =>
+      n.node.ownedBuckets().every((b) => rendezvousOwner(b, ids) === n.node.nodeId),
+    );
     if (owned.length === BUCKETS && new Set(owned).size === BUCKETS && placed) return;
-    if (Date.now() > deadline) throw new Error(`buckets not settled: ${JSON.stringify(nodes.map((n) => [n.node.nodeId, n.node.ownedBuckets()]))}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `buckets not settled: ${JSON.stringify(nodes.map((n) => [n.node.nodeId, n.node.ownedBuckets()]))}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -79,10 +101,16 @@ describe('cluster nodes on a 3-member etcd', () => {
         const groupId = `group-${g}`;
         const owner = ownerOf(nodes, nodes[0]!.store, groupId);
         await owner.store.commitOffsets(groupId, [{ tableId: 1, bucketId: g, offset: 100 + g }]);
-        expect((await owner.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: g }]))[0]?.offset).toBe(100 + g);
+        expect(
+          (await owner.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: g }]))[0]?.offset,
+        ).toBe(100 + g);
         for (const other of nodes.filter((n) => n !== owner)) {
-          await expect(other.store.commitOffsets(groupId, [{ tableId: 1, bucketId: g, offset: 1 }])).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
-          await expect(other.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: g }])).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
+          await expect(
+            other.store.commitOffsets(groupId, [{ tableId: 1, bucketId: g, offset: 1 }]),
+          ).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
+          await expect(
+            other.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: g }]),
+          ).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
         }
       }
     } finally {
@@ -91,7 +119,7 @@ describe('cluster nodes on a 3-member etcd', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('moves a crashed node\'s buckets to the others once its lease expires, with every acknowledged commit', async () => {
+  it("moves a crashed node's buckets to the others once its lease expires, with every acknowledged commit", async () => {
     const warnings: string[] = [];
     const nodes = await startNodes(`/nodes-${clusters++}/`, ['n1', 'n2', 'n3'], warnings);
     try {
@@ -101,7 +129,9 @@ describe('cluster nodes on a 3-member etcd', () => {
         for (let g = 0; g < 16; g++) {
           const groupId = `group-${g}`;
           const owner = ownerOf(nodes, nodes[0]!.store, groupId);
-          await owner.store.commitOffsets(groupId, [{ tableId: 7, bucketId: 0, offset: round * 100 + g }]);
+          await owner.store.commitOffsets(groupId, [
+            { tableId: 7, bucketId: 0, offset: round * 100 + g },
+          ]);
           acknowledged.set(groupId, round * 100 + g);
         }
       }
@@ -116,7 +146,10 @@ describe('cluster nodes on a 3-member etcd', () => {
       expect(failoverMs).toBeLessThan(10_000);
       for (const [groupId, offset] of acknowledged) {
         const owner = ownerOf(survivors, survivors[0]!.store, groupId);
-        expect((await owner.store.fetchOffsets(groupId, [{ tableId: 7, bucketId: 0 }]))[0]?.offset, groupId).toBe(offset);
+        expect(
+          (await owner.store.fetchOffsets(groupId, [{ tableId: 7, bucketId: 0 }]))[0]?.offset,
+          groupId,
+        ).toBe(offset);
       }
       await victim.store.close();
       nodes.splice(1, 1);
@@ -141,7 +174,8 @@ describe('cluster nodes on a 3-member etcd', () => {
       const connection = new EtcdConnection({ endpoints: etcd.endpoints });
       const keys = new ClusterKeys(prefix);
       let checkpointed = 0;
-      for (let b = 0; b < BUCKETS; b++) if ((await readEtcdCheckpoint(connection, keys.bucket(b))) !== undefined) checkpointed++;
+      for (let b = 0; b < BUCKETS; b++)
+        if ((await readEtcdCheckpoint(connection, keys.bucket(b))) !== undefined) checkpointed++;
       connection.close();
       expect(checkpointed).toBeGreaterThan(0);
       const status = await first[0]!.node.status();
@@ -150,7 +184,9 @@ describe('cluster nodes on a 3-member etcd', () => {
       const checkpointedBucket = status.buckets.find((s) => s.checkpointLogOffset > 0)!;
       expect(checkpointedBucket.owner?.nodeId).toBe('n1');
       // Truncated below its checkpoint: etcd holds only the batches from the checkpoint on.
-      expect(checkpointedBucket.logBatches).toBe(checkpointedBucket.nextLogOffset - checkpointedBucket.checkpointLogOffset);
+      expect(checkpointedBucket.logBatches).toBe(
+        checkpointedBucket.nextLogOffset - checkpointedBucket.checkpointLogOffset,
+      );
     } finally {
       await stopAll(first);
     }
@@ -159,7 +195,14 @@ describe('cluster nodes on a 3-member etcd', () => {
       await settled(second);
       for (const [key, offset] of expected) {
         const [groupId, bucketId] = key.split('/');
-        expect((await second[0]!.store.fetchOffsets(groupId!, [{ tableId: 1, bucketId: Number(bucketId) }]))[0]?.offset, key).toBe(offset);
+        expect(
+          (
+            await second[0]!.store.fetchOffsets(groupId!, [
+              { tableId: 1, bucketId: Number(bucketId) },
+            ])
+          )[0]?.offset,
+          key,
+        ).toBe(offset);
       }
     } finally {
       await stopAll(second);

@@ -6,7 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isOffsetStoreError } from '../../src/errors/index.js';
-import { ClusterKeys, EtcdConnection, EtcdLog, claimBucket, releaseBucket, type OwnerToken } from '../../src/cluster/index.js';
+import {
+  ClusterKeys,
+  EtcdConnection,
+  EtcdLog,
+  claimBucket,
+  releaseBucket,
+  type OwnerToken,
+} from '../../src/cluster/index.js';
 import { testBatch } from '../support/log-fixtures.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { describeLogPort, scanAll } from '../log-port/log-port-conformance.js';
@@ -75,7 +82,9 @@ describe('etcd log', () => {
     const second = await claimed(keys, 'n2');
     expect(second.epoch).toBe(2);
     expect(await releaseBucket(connection, keys.bucket(0), first)).toBe(false);
-    await expect(EtcdLog.open({ connection, keys: keys.bucket(0), owner: first })).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
+    await expect(
+      EtcdLog.open({ connection, keys: keys.bucket(0), owner: first }),
+    ).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
   });
 
   it('resolves appends whose answer is lost by reading back: each lands exactly once or is rejected, and the log goes on densely', async () => {
@@ -83,16 +92,27 @@ describe('etcd log', () => {
     const token = await claimed(keys, 'n1');
     const impatient = new EtcdConnection({ endpoints: etcd.endpoints, callTimeoutMs: 150 });
     try {
-      const log = await EtcdLog.open({ connection: impatient, keys: keys.bucket(0), owner: token, resolveTimeoutMs: 20_000 });
+      const log = await EtcdLog.open({
+        connection: impatient,
+        keys: keys.bucket(0),
+        owner: token,
+        resolveTimeoutMs: 20_000,
+      });
       expect(await log.append(testBatch(0))).toBe(0);
       etcd.kill('e1', 'SIGSTOP');
       const pending = Array.from({ length: 5 }, (_, n) => log.append(testBatch(1 + n)));
       await new Promise((resolve) => setTimeout(resolve, 600));
       etcd.kill('e1', 'SIGCONT');
       const results = await Promise.allSettled(pending);
-      const resolved = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value);
+      const resolved = results
+        .filter((r) => r.status === 'fulfilled')
+        .map((r) => (r as PromiseFulfilledResult<number>).value);
       for (const r of results) {
-        if (r.status === 'rejected') expect(isOffsetStoreError(r.reason, 'REQUEST_TIMED_OUT') && r.reason.retriable, String(r.reason)).toBe(true);
+        if (r.status === 'rejected')
+          expect(
+            isOffsetStoreError(r.reason, 'REQUEST_TIMED_OUT') && r.reason.retriable,
+            String(r.reason),
+          ).toBe(true);
       }
       expect(log.failed).toBe(false);
       expect(log.unknownOutcomes).toBeGreaterThanOrEqual(1);
@@ -102,7 +122,9 @@ describe('etcd log', () => {
       // Every resolved append is there once, byte for byte; every rejected one is nowhere.
       const contents = found.map((f) => f.bytes);
       for (let n = 0; n < 5; n++) {
-        const matching = contents.filter((b) => b.subarray(48).equals(testBatch(1 + n).subarray(48)));
+        const matching = contents.filter((b) =>
+          b.subarray(48).equals(testBatch(1 + n).subarray(48)),
+        );
         expect(matching.length, `batch ${1 + n}`).toBe(results[n]!.status === 'fulfilled' ? 1 : 0);
       }
       expect(resolved).toEqual([...resolved].sort((a, b) => a - b));
@@ -113,15 +135,21 @@ describe('etcd log', () => {
     }
   });
 
-  it('refuses a batch over etcd\'s request limit before sending anything', async () => {
+  it("refuses a batch over etcd's request limit before sending anything", async () => {
     const keys = freshKeys();
-    const log = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: await claimed(keys, 'n1') });
-    await expect(log.append(Buffer.alloc(2 * 1024 * 1024))).rejects.toSatisfy((e) => isOffsetStoreError(e, 'INVALID_REQUEST'));
+    const log = await EtcdLog.open({
+      connection,
+      keys: keys.bucket(0),
+      owner: await claimed(keys, 'n1'),
+    });
+    await expect(log.append(Buffer.alloc(2 * 1024 * 1024))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'INVALID_REQUEST'),
+    );
     expect(await log.append(testBatch(0))).toBe(0);
     await log.close();
   });
 
-  it('truncates below a checkpoint and compacts etcd\'s history, so the deleted batches take no space', async () => {
+  it("truncates below a checkpoint and compacts etcd's history, so the deleted batches take no space", async () => {
     const keys = freshKeys();
     const token = await claimed(keys, 'n1');
     const log = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: token });
@@ -130,10 +158,17 @@ describe('etcd log', () => {
     const freed = await log.truncateBelow(8);
     expect(freed).toBeGreaterThan(0);
     expect((await scanAll(log)).map((f) => f.logOffset)).toEqual([8, 9]);
-    await expect(connection.range({ key: Buffer.from(keys.bucket(0).logEntry(0)), revision: Number(before.header.revision) }, 'test'))
-      .rejects.toThrow(/compacted/);
+    await expect(
+      connection.range(
+        { key: Buffer.from(keys.bucket(0).logEntry(0)), revision: Number(before.header.revision) },
+        'test',
+      ),
+    ).rejects.toThrow(/compacted/);
     await releaseBucket(connection, keys.bucket(0), token);
-    const reopened = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: await claimed(keys, 'n2') }, { fromLogOffset: 8 });
+    const reopened = await EtcdLog.open(
+      { connection, keys: keys.bucket(0), owner: await claimed(keys, 'n2') },
+      { fromLogOffset: 8 },
+    );
     expect(reopened.nextOffset).toBe(10);
     expect(reopened.firstOffset).toBe(8);
     await log.close();
@@ -141,7 +176,7 @@ describe('etcd log', () => {
   });
 });
 
-describe('etcd log at etcd\'s space quota', () => {
+describe("etcd log at etcd's space quota", () => {
   let small: EtcdCluster;
   let smallConnection: EtcdConnection;
   beforeAll(async () => {
@@ -156,7 +191,11 @@ describe('etcd log at etcd\'s space quota', () => {
   it('turns the NOSPACE alarm into a retriable REPLICA_NO_SPACE that rejects the round only, landing nothing', async () => {
     const keys = new ClusterKeys('/quota/');
     const token = await claimBucket(smallConnection, keys.bucket(0), 'n1', undefined);
-    const log = await EtcdLog.open({ connection: smallConnection, keys: keys.bucket(0), owner: token! });
+    const log = await EtcdLog.open({
+      connection: smallConnection,
+      keys: keys.bucket(0),
+      owner: token!,
+    });
     const big = () => {
       const batch = testBatch(1, 1);
       const padded = Buffer.alloc(512 * 1024);

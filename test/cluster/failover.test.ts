@@ -13,7 +13,16 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import {
-  Committers, bucketOf, fetchAll, logEpochs, nodeDirs, startNode, status, stopNode, waitSettled, type NodeProcess,
+  Committers,
+  bucketOf,
+  fetchAll,
+  logEpochs,
+  nodeDirs,
+  startNode,
+  status,
+  stopNode,
+  waitSettled,
+  type NodeProcess,
 } from './cluster-harness.js';
 
 let etcd: EtcdCluster;
@@ -35,11 +44,14 @@ afterEach(async () => {
 async function startCluster(prefix: string): Promise<void> {
   const made = nodeDirs(3);
   removeDirs = made.remove;
-  nodes = await Promise.all(['n1', 'n2', 'n3'].map((id, i) => startNode(id, etcd.endpoints, prefix, made.dirs[i]!)));
+  nodes = await Promise.all(
+    ['n1', 'n2', 'n3'].map((id, i) => startNode(id, etcd.endpoints, prefix, made.dirs[i]!)),
+  );
   await waitSettled(etcd.endpoints, prefix, ['n1', 'n2', 'n3']);
 }
 
-const livePorts = () => nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null).map((n) => n.port);
+const livePorts = () =>
+  nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null).map((n) => n.port);
 const GROUPS = Array.from({ length: 12 }, (_, i) => `group-${i}`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -52,7 +64,9 @@ async function expectAllAcknowledged(committers: Committers): Promise<void> {
   const found = await fetchAll(committers, livePorts, GROUPS);
   for (const [groupId, offset] of committers.history.acknowledged) {
     expect(found.get(groupId), groupId).toBeGreaterThanOrEqual(offset);
-    expect(found.get(groupId), groupId).toBeLessThanOrEqual(committers.history.attempted.get(groupId)!);
+    expect(found.get(groupId), groupId).toBeLessThanOrEqual(
+      committers.history.attempted.get(groupId)!,
+    );
   }
   expect(committers.history.staleReads).toEqual([]);
   expect(committers.history.fatal).toEqual([]);
@@ -67,7 +81,7 @@ async function expectEpochsMonotonic(prefix: string): Promise<void> {
 }
 
 describe('failover of a 3-node cluster on a 3-member etcd', () => {
-  it('moves a SIGKILLed owner\'s buckets to the survivors, keeps every acknowledged commit, and resumes within 5 s', async () => {
+  it("moves a SIGKILLed owner's buckets to the survivors, keeps every acknowledged commit, and resumes within 5 s", async () => {
     const prefix = `/failover-${prefixes++}/`;
     await startCluster(prefix);
     const committers = new Committers(livePorts);
@@ -85,12 +99,20 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
       victim.child.kill('SIGKILL');
       const survivors = nodes.filter((n) => n !== victim).map((n) => n.nodeId);
       const after = await waitSettled(etcd.endpoints, prefix, survivors);
-      for (const b of moved) expect(after.buckets[b]!.owner!.epoch).toBeGreaterThan(before.buckets[b]!.owner!.epoch);
+      for (const b of moved)
+        expect(after.buckets[b]!.owner!.epoch).toBeGreaterThan(before.buckets[b]!.owner!.epoch);
       await sleep(1000);
-      const resumed = committers.history.acks.find((a) => a.startedAtMs > killedAt && movedGroups.has(a.groupId));
-      expect(resumed, 'a commit on a moved bucket, begun after the kill, was acknowledged').toBeDefined();
+      const resumed = committers.history.acks.find(
+        (a) => a.startedAtMs > killedAt && movedGroups.has(a.groupId),
+      );
+      expect(
+        resumed,
+        'a commit on a moved bucket, begun after the kill, was acknowledged',
+      ).toBeDefined();
       const resumptionMs = resumed!.atMs - killedAt;
-      console.log(`failover after SIGKILL: commits on the moved buckets resumed after ${resumptionMs.toFixed(0)} ms (lease TTL 2 s); ${committers.history.acks.length} commits acknowledged`);
+      console.log(
+        `failover after SIGKILL: commits on the moved buckets resumed after ${resumptionMs.toFixed(0)} ms (lease TTL 2 s); ${committers.history.acks.length} commits acknowledged`,
+      );
       expect(resumptionMs).toBeLessThan(5000);
     } finally {
       await committers.stop();
@@ -124,7 +146,12 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
         await sleep(100);
       }
       const ackedBefore = committers.history.acknowledged.get('group-1') ?? 0n;
-      for (let i = 0; i < 200 && (committers.history.acknowledged.get('group-1') ?? 0n) <= ackedBefore; i++) await sleep(50);
+      for (
+        let i = 0;
+        i < 200 && (committers.history.acknowledged.get('group-1') ?? 0n) <= ackedBefore;
+        i++
+      )
+        await sleep(50);
       expect(committers.history.acknowledged.get('group-1')).toBeGreaterThan(ackedBefore);
       victim.child.kill('SIGCONT');
       // Straight to the old owner, as a client with a stale coordinator would: refused, never served.
@@ -132,10 +159,22 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
       const stale = await RawKafkaClient.connect(victim.port);
       const { API_KEYS } = await import('../../src/kafka/protocol/index.js');
       const commit = await stale.send(API_KEYS.OffsetCommit, 8, {
-        groupId: 'group-1', generationIdOrMemberEpoch: -1, memberId: '', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 1_000_000n, committedMetadata: null }] }],
+        groupId: 'group-1',
+        generationIdOrMemberEpoch: -1,
+        memberId: '',
+        topics: [
+          {
+            name: 'orders',
+            partitions: [
+              { partitionIndex: 0, committedOffset: 1_000_000n, committedMetadata: null },
+            ],
+          },
+        ],
       });
       expect(commit.topics[0]!.partitions[0]!.errorCode).toBe(16);
-      const fetched = await stale.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId: 'group-1', topics: [{ name: 'orders', partitionIndexes: [0] }] }] });
+      const fetched = await stale.send(API_KEYS.OffsetFetch, 8, {
+        groups: [{ groupId: 'group-1', topics: [{ name: 'orders', partitionIndexes: [0] }] }],
+      });
       expect(fetched.groups[0]!.errorCode).toBe(16);
       await stale.close();
       await sleep(1500); // the old node notices, registers again, and the cluster settles back
@@ -148,7 +187,7 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
     await committers.close();
   });
 
-  it('loses no acknowledged commit when etcd\'s leader is killed, nor when a majority is, and serves again once quorum is back', async () => {
+  it("loses no acknowledged commit when etcd's leader is killed, nor when a majority is, and serves again once quorum is back", async () => {
     const prefix = `/failover-${prefixes++}/`;
     await startCluster(prefix);
     const committers = new Committers(livePorts);
@@ -160,10 +199,17 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
       const killedAt = performance.now();
       // etcd elects a new leader (election timeout 1 s); a node whose keepalives failed meanwhile may
       // lose its 2 s lease, and its buckets then move as after a node failure.
-      for (let i = 0; i < 200 && !committers.history.acks.some((a) => a.startedAtMs > killedAt); i++) await sleep(50);
+      for (
+        let i = 0;
+        i < 200 && !committers.history.acks.some((a) => a.startedAtMs > killedAt);
+        i++
+      )
+        await sleep(50);
       const resumed = committers.history.acks.find((a) => a.startedAtMs > killedAt);
       expect(resumed, 'commits go on with two etcd members').toBeDefined();
-      console.log(`etcd leader killed: the first commit begun after it was acknowledged ${(resumed!.atMs - killedAt).toFixed(0)} ms after the kill`);
+      console.log(
+        `etcd leader killed: the first commit begun after it was acknowledged ${(resumed!.atMs - killedAt).toFixed(0)} ms after the kill`,
+      );
       await sleep(1000);
       etcd.restart(leader);
       await etcd.waitHealthy();
@@ -174,13 +220,20 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
       await sleep(1500);
       const ackedDuringOutage = committers.history.acks.length;
       await sleep(2000);
-      expect(committers.history.acks.length - ackedDuringOutage, 'no commit acknowledged without quorum').toBe(0);
+      expect(
+        committers.history.acks.length - ackedDuringOutage,
+        'no commit acknowledged without quorum',
+      ).toBe(0);
       etcd.restart(a!);
       etcd.restart(b!);
       await etcd.waitHealthy();
       const backAt = performance.now();
-      for (let i = 0; i < 300 && !committers.history.acks.some((x) => x.atMs > backAt); i++) await sleep(100);
-      expect(committers.history.acks.some((x) => x.atMs > backAt), 'commits resume with quorum').toBe(true);
+      for (let i = 0; i < 300 && !committers.history.acks.some((x) => x.atMs > backAt); i++)
+        await sleep(100);
+      expect(
+        committers.history.acks.some((x) => x.atMs > backAt),
+        'commits resume with quorum',
+      ).toBe(true);
       await sleep(1000);
     } finally {
       await committers.stop();

@@ -15,15 +15,27 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { seededRandom } from '../support/seeded-random.js';
-import { Committers, fetchAll, logEpochs, nodeDirs, startNode, stopNode, waitSettled, type NodeProcess } from './cluster-harness.js';
+import {
+  Committers,
+  fetchAll,
+  logEpochs,
+  nodeDirs,
+  startNode,
+  stopNode,
+  waitSettled,
+  type NodeProcess,
+} from './cluster-harness.js';
 
 const GROUPS = Array.from({ length: 8 }, (_, i) => `fault-group-${i}`);
 const STEPS = 6;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const seeds = process.env.CLUSTER_SEED !== undefined
-  ? [Number(process.env.CLUSTER_SEED)]
-  : Array.from({ length: Number(process.env.CLUSTER_SEEDS ?? 1) }, () => Math.floor(Math.random() * 2 ** 31));
+const seeds =
+  process.env.CLUSTER_SEED !== undefined
+    ? [Number(process.env.CLUSTER_SEED)]
+    : Array.from({ length: Number(process.env.CLUSTER_SEEDS ?? 1) }, () =>
+        Math.floor(Math.random() * 2 ** 31),
+      );
 
 let etcd: EtcdCluster | undefined;
 let nodes: NodeProcess[] = [];
@@ -47,9 +59,14 @@ describe('a seeded random fault schedule', () => {
       const made = nodeDirs(3);
       removeDirs = made.remove;
       const ids = ['n1', 'n2', 'n3'];
-      nodes = await Promise.all(ids.map((id, i) => startNode(id, etcd!.endpoints, prefix, made.dirs[i]!)));
+      nodes = await Promise.all(
+        ids.map((id, i) => startNode(id, etcd!.endpoints, prefix, made.dirs[i]!)),
+      );
       await waitSettled(etcd.endpoints, prefix, ids);
-      const alive = () => nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null).map((n) => n.port);
+      const alive = () =>
+        nodes
+          .filter((n) => n.child.exitCode === null && n.child.signalCode === null)
+          .map((n) => n.port);
       const committers = new Committers(alive);
       committers.start(GROUPS);
       const schedule: string[] = [];
@@ -89,7 +106,9 @@ describe('a seeded random fault schedule', () => {
       const found = await fetchAll(committers, alive, GROUPS);
       for (const [groupId, offset] of committers.history.acknowledged) {
         expect(found.get(groupId), `${groupId}, ${where}`).toBeGreaterThanOrEqual(offset);
-        expect(found.get(groupId), `${groupId}, ${where}`).toBeLessThanOrEqual(committers.history.attempted.get(groupId)!);
+        expect(found.get(groupId), `${groupId}, ${where}`).toBeLessThanOrEqual(
+          committers.history.attempted.get(groupId)!,
+        );
       }
       expect(committers.history.staleReads, where).toEqual([]);
       expect(committers.history.fatal, where).toEqual([]);

@@ -11,7 +11,12 @@ export interface HistoryStep {
 }
 
 /** A seeded history with heavy overwriting, partitioned and plain tables, and some deletes. */
-export function generateHistory(seed: number, steps: number, groups = 6, bucketsPerTable = 6): HistoryStep[] {
+export function generateHistory(
+  seed: number,
+  steps: number,
+  groups = 6,
+  bucketsPerTable = 6,
+): HistoryStep[] {
   const random = seededRandom(seed);
   const history: HistoryStep[] = [];
   for (let i = 0; i < steps; i++) {
@@ -22,9 +27,18 @@ export function generateHistory(seed: number, steps: number, groups = 6, buckets
       const tableId = Math.floor(random() * 2);
       const partitionId = tableId === 1 ? Math.floor(random() * 2) : null;
       const bucketId = Math.floor(random() * bucketsPerTable);
-      chosen.set(`${tableId}:${partitionId}:${bucketId}`, { tableId, partitionId, bucketId, offset: i * 10 + k });
+      chosen.set(`${tableId}:${partitionId}:${bucketId}`, {
+        tableId,
+        partitionId,
+        bucketId,
+        offset: i * 10 + k,
+      });
     }
-    history.push({ groupId, kind: random() < 0.1 ? 'delete' : 'commit', buckets: [...chosen.values()] });
+    history.push({
+      groupId,
+      kind: random() < 0.1 ? 'delete' : 'commit',
+      buckets: [...chosen.values()],
+    });
   }
   return history;
 }
@@ -46,7 +60,10 @@ export function modelOf(history: readonly HistoryStep[]): Map<string, Map<string
 }
 
 /** Applies a history through the public API (commits of one step are one atomic commit). */
-export async function applyHistory(store: OffsetStore, history: readonly HistoryStep[]): Promise<void> {
+export async function applyHistory(
+  store: OffsetStore,
+  history: readonly HistoryStep[],
+): Promise<void> {
   for (const step of history) {
     if (step.kind === 'commit') {
       await store.commitOffsets(step.groupId, step.buckets);
@@ -64,14 +81,30 @@ export async function stateOf(store: OffsetStore): Promise<Map<string, Map<strin
   for (const { groupId } of await store.listGroups()) {
     const offsets = await store.fetchOffsets(groupId);
     if (offsets.length === 0) continue;
-    state.set(groupId, new Map(offsets.map((o) => [`${o!.tableId}:${o!.partitionId ?? ''}:${o!.bucketId}`, o!.offset])));
+    state.set(
+      groupId,
+      new Map(
+        offsets.map((o) => [`${o!.tableId}:${o!.partitionId ?? ''}:${o!.bucketId}`, o!.offset]),
+      ),
+    );
   }
   return state;
 }
 
 /** Store options for compaction tests: small segments, one worker, background compaction off the clock. */
-export function compactionOptions(dir: string, strategy: CompactionStrategy, extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions {
-  return { dir, bucketCount: 2, segmentBytesMax: 2048, compaction: { strategy, workers: 1, intervalMs: 3_600_000 }, onWarning: () => {}, ...extra };
+export function compactionOptions(
+  dir: string,
+  strategy: CompactionStrategy,
+  extra: Partial<OffsetStoreOptions> = {},
+): OffsetStoreOptions {
+  return {
+    dir,
+    bucketCount: 2,
+    segmentBytesMax: 2048,
+    compaction: { strategy, workers: 1, intervalMs: 3_600_000 },
+    onWarning: () => {},
+    ...extra,
+  };
 }
 
 /** Files a crash or an aborted compaction must not leave behind once the store reopened. */
@@ -79,7 +112,8 @@ export function leftoverFiles(dir: string): string[] {
   const found: string[] = [];
   for (const bucket of readdirSync(path.join(dir, 'buckets'))) {
     for (const name of readdirSync(path.join(dir, 'buckets', bucket))) {
-      if (name.endsWith('.cleaned') || name.endsWith('.tmp') || name === 'compaction.swap') found.push(path.join(bucket, name));
+      if (name.endsWith('.cleaned') || name.endsWith('.tmp') || name === 'compaction.swap')
+        found.push(path.join(bucket, name));
     }
   }
   return found;

@@ -28,18 +28,32 @@ describe('a compaction run', () => {
     const fs = new HeldStateFileSystem();
     const opened = inProcessOptions(tempDir(), 'log-cleaner', { fs, segmentBytesMax: 1024 });
     const store = await OffsetStore.open(opened);
-    for (let i = 0; i < 60; i++) await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 8, offset: i }]);
+    for (let i = 0; i < 60; i++)
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 8, offset: i }]);
     let release!: () => void;
-    fs.held = new Promise((resolve) => { release = resolve; });
-    const reading = new Promise<void>((resolve) => { fs.reading = resolve; });
+    fs.held = new Promise((resolve) => {
+      release = resolve;
+    });
+    const reading = new Promise<void>((resolve) => {
+      fs.reading = resolve;
+    });
     const run = store.compact();
     await reading;
     const segmentsBefore = (await store.stats()).totals.segmentCount;
-    for (let i = 0; i < 4; i++) await store.commitOffsets('big', Array.from({ length: 40 }, (_, b) => ({ tableId: 2, bucketId: b, offset: i })));
-    expect((await store.stats()).totals.segmentCount, 'the log rolled at least twice meanwhile').toBeGreaterThanOrEqual(segmentsBefore + 2);
+    for (let i = 0; i < 4; i++)
+      await store.commitOffsets(
+        'big',
+        Array.from({ length: 40 }, (_, b) => ({ tableId: 2, bucketId: b, offset: i })),
+      );
+    expect(
+      (await store.stats()).totals.segmentCount,
+      'the log rolled at least twice meanwhile',
+    ).toBeGreaterThanOrEqual(segmentsBefore + 2);
     release();
     await run;
-    expect((await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b)).toEqual([52, 53, 54, 55, 56, 57, 58, 59]);
+    expect((await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b)).toEqual([
+      52, 53, 54, 55, 56, 57, 58, 59,
+    ]);
     await store.close();
   });
 });

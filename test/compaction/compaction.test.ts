@@ -14,7 +14,14 @@ import { OffsetStore, type CompactionStrategy } from '../../src/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { seedFrom } from '../support/seeded-random.js';
 import { tempDir } from '../support/temp-dir.js';
-import { applyHistory, compactionOptions, generateHistory, leftoverFiles, modelOf, stateOf } from './compaction-fixtures.js';
+import {
+  applyHistory,
+  compactionOptions,
+  generateHistory,
+  leftoverFiles,
+  modelOf,
+  stateOf,
+} from './compaction-fixtures.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 
 beforeAll(() => loadChecksum());
@@ -25,11 +32,17 @@ const strategies: CompactionStrategy[] = ['log-cleaner', 'incremental', 'checkpo
 describe.each(strategies)('compaction (%s)', (strategy) => {
   it('compact() cut short by close() between offsets-buckets rejects with STORE_CLOSED instead of reporting part of the work', async () => {
     const dir = tempDir();
-    const store = await OffsetStore.open(compactionOptions(dir, strategy, { bucketCount: 4, segmentBytesMax: 1024 }));
+    const store = await OffsetStore.open(
+      compactionOptions(dir, strategy, { bucketCount: 4, segmentBytesMax: 1024 }),
+    );
     await applyHistory(store, generateHistory(43, 2000, 20, 40));
     let closing: Promise<void> | undefined;
     const compaction = store.compact({ onBucketCompacted: () => void (closing ??= store.close()) });
-    await expect(compaction).rejects.toMatchObject({ name: 'OffsetStoreError', code: 'STORE_CLOSED', errno: 1000 });
+    await expect(compaction).rejects.toMatchObject({
+      name: 'OffsetStoreError',
+      code: 'STORE_CLOSED',
+      errno: 1000,
+    });
     await closing;
   });
 
@@ -46,12 +59,26 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
       await store.compact();
       await applyHistory(store, history.slice(split));
       const heard: [number, number, number][] = [];
-      const report = await store.compact({ onBucketCompacted: (bucket, finished, total) => heard.push([bucket.bucket, finished, total]) });
+      const report = await store.compact({
+        onBucketCompacted: (bucket, finished, total) =>
+          heard.push([bucket.bucket, finished, total]),
+      });
       // Each bucket is reported once, as it finishes, with the running count.
-      expect(heard.map(([, finished]) => finished), context).toEqual(report.buckets.map((_, i) => i + 1));
-      expect(heard.map(([bucket]) => bucket).sort((a, b) => a - b), context).toEqual(report.buckets.map((b) => b.bucket).sort((a, b) => a - b));
-      expect(heard.every(([, , total]) => total === report.buckets.length), context).toBe(true);
-      await expect(store.compact({ onBucketCompacted: 'not a function' as never })).rejects.toThrow(TypeError);
+      expect(
+        heard.map(([, finished]) => finished),
+        context,
+      ).toEqual(report.buckets.map((_, i) => i + 1));
+      expect(
+        heard.map(([bucket]) => bucket).sort((a, b) => a - b),
+        context,
+      ).toEqual(report.buckets.map((b) => b.bucket).sort((a, b) => a - b));
+      expect(
+        heard.every(([, , total]) => total === report.buckets.length),
+        context,
+      ).toBe(true);
+      await expect(store.compact({ onBucketCompacted: 'not a function' as never })).rejects.toThrow(
+        TypeError,
+      );
       expect(await stateOf(store), context).toEqual(modelOf(history));
       await store.close();
       store = await OffsetStore.open(compactionOptions(dir, strategy));
@@ -90,7 +117,11 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
     const history = generateHistory(11, 300);
     await applyHistory(store, history);
     const during = store.compact();
-    const extra = generateHistory(12, 80).map((step) => ({ ...step, groupId: `during-${step.groupId}`, kind: 'commit' as const }));
+    const extra = generateHistory(12, 80).map((step) => ({
+      ...step,
+      groupId: `during-${step.groupId}`,
+      kind: 'commit' as const,
+    }));
     const fetched = await store.fetchOffsets('group-1');
     expect(fetched.length).toBeGreaterThan(0);
     await applyHistory(store, extra);
@@ -108,23 +139,34 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
 async function listSegments(dir: string): Promise<string[]> {
   const { readdirSync } = await import('node:fs');
   const bucketDir = `${dir}/buckets/000`;
-  return readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort().map((f) => `${bucketDir}/${f}`);
+  return readdirSync(bucketDir)
+    .filter((f) => f.endsWith('.log'))
+    .sort()
+    .map((f) => `${bucketDir}/${f}`);
 }
 
 describe('log cleaner output', () => {
-  it('keeps every key\'s latest record and tombstones younger than the delete horizon, and drops older ones', async () => {
+  it("keeps every key's latest record and tombstones younger than the delete horizon, and drops older ones", async () => {
     const dir = tempDir();
     const options = compactionOptions(dir, 'log-cleaner', { bucketCount: 1 });
-    const store = await OffsetStore.open({ ...options, compaction: { ...options.compaction, deleteRetentionMs: 3_600_000 } });
+    const store = await OffsetStore.open({
+      ...options,
+      compaction: { ...options.compaction, deleteRetentionMs: 3_600_000 },
+    });
     const history = generateHistory(21, 200);
     await applyHistory(store, history);
-    for (let i = 0; i < 40; i++) await store.commitOffsets('filler', [{ tableId: 9, bucketId: i % 3, offset: i }]);
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets('filler', [{ tableId: 9, bucketId: i % 3, offset: i }]);
     await store.compact();
     await store.close();
     // Every deleted key's tombstone is younger than an hour: all of them must still be in the log.
     const records = await readAllRecords(`${dir}/buckets/000`);
     const latest = new Map<string, { tombstone: boolean; offset: number }>();
-    for (const r of records) latest.set(`${r.groupId}/${r.tableId}:${r.partitionId ?? ''}:${r.bucketId}`, { tombstone: r.tombstone, offset: r.offset });
+    for (const r of records)
+      latest.set(`${r.groupId}/${r.tableId}:${r.partitionId ?? ''}:${r.bucketId}`, {
+        tombstone: r.tombstone,
+        offset: r.offset,
+      });
     const model = modelOf(history);
     const deletedKeys = new Set<string>();
     for (const step of history) {
@@ -134,7 +176,8 @@ describe('log cleaner output', () => {
       }
     }
     for (const [groupId, offsets] of model) {
-      for (const [bucket, offset] of offsets) expect(latest.get(`${groupId}/${bucket}`)).toEqual({ tombstone: false, offset });
+      for (const [bucket, offset] of offsets)
+        expect(latest.get(`${groupId}/${bucket}`)).toEqual({ tombstone: false, offset });
     }
     const seenKeys = new Map<string, number>();
     for (const r of records) {
@@ -146,8 +189,12 @@ describe('log cleaner output', () => {
     expect(repeated).toBeLessThanOrEqual(3);
 
     // With a zero horizon, every old tombstone goes.
-    const store2 = await OffsetStore.open({ ...options, compaction: { ...options.compaction, deleteRetentionMs: 0 } });
-    for (let i = 0; i < 40; i++) await store2.commitOffsets('filler', [{ tableId: 9, bucketId: i % 3, offset: 100 + i }]);
+    const store2 = await OffsetStore.open({
+      ...options,
+      compaction: { ...options.compaction, deleteRetentionMs: 0 },
+    });
+    for (let i = 0; i < 40; i++)
+      await store2.commitOffsets('filler', [{ tableId: 9, bucketId: i % 3, offset: 100 + i }]);
     await store2.compact();
     await store2.close();
     const sealedRecords = await readAllRecords(`${dir}/buckets/000`, { sealedOnly: true });
@@ -159,8 +206,18 @@ describe('log cleaner output', () => {
 async function readAllRecords(bucketDir: string, options: { sealedOnly?: boolean } = {}) {
   const fs = new NodeFileSystem();
   const { readdirSync } = await import('node:fs');
-  const names = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort();
-  const { log } = await Log.open({ fs, dir: bucketDir, durability: 'os', segmentBytesMax: 2048, batchBytesMax: LOG_DEFAULTS.batchBytesMax, pendingAppendsMax: 100, flushBytesMax: 1 << 20 });
+  const names = readdirSync(bucketDir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
+  const { log } = await Log.open({
+    fs,
+    dir: bucketDir,
+    durability: 'os',
+    segmentBytesMax: 2048,
+    batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+    pendingAppendsMax: 100,
+    flushBytesMax: 1 << 20,
+  });
   const activeBase = Number(names.at(-1)!.slice(0, 20));
   const records: ReturnType<typeof decodeBatch>['records'] = [];
   await log.scan(0, (buf, position, logOffset, sizeBytes) => {
@@ -175,22 +232,31 @@ describe('compaction crash safety (in process)', () => {
   it('leaves the old or the new segment set at every failure point of the swap, never a mix', async () => {
     const source = tempDir();
     const history = generateHistory(31, 200);
-    const setup = await OffsetStore.open(compactionOptions(source, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 6144 }));
+    const setup = await OffsetStore.open(
+      compactionOptions(source, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 6144 }),
+    );
     await applyHistory(setup, history);
     await setup.close();
     const expected = modelOf(history);
     const { cpSync } = await import('node:fs');
     let failAt = 1;
-    for (;; failAt++) {
+    for (; ; failAt++) {
       const dir = tempDir();
       cpSync(source, dir, { recursive: true });
       const fs = new FaultyFileSystem();
-      const store = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 6144, fs }));
+      const store = await OffsetStore.open(
+        compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 6144, fs }),
+      );
       fs.plan = { failMetaOpAt: fs.metaOpCount + failAt };
-      const outcome = await store.compact().then(() => 'done', () => 'failed');
+      const outcome = await store.compact().then(
+        () => 'done',
+        () => 'failed',
+      );
       fs.plan = {};
       await store.close().catch(() => {});
-      const reopened = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1 }));
+      const reopened = await OffsetStore.open(
+        compactionOptions(dir, 'log-cleaner', { bucketCount: 1 }),
+      );
       expect(await stateOf(reopened), `failure at directory operation ${failAt}`).toEqual(expected);
       expect(leftoverFiles(dir)).toEqual([]);
       if (outcome === 'done' || failAt % 4 === 0) {
@@ -208,18 +274,30 @@ describe('compaction crash safety (in process)', () => {
   it('survives terminating the worker mid-job: state unchanged, no temporary files after reopen', async () => {
     const dir = tempDir();
     const history = generateHistory(41, 3000, 40, 40);
-    const store = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 1024 }));
+    const store = await OffsetStore.open(
+      compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 1024 }),
+    );
     await applyHistory(store, history);
     const compaction = store.compact();
-    const settled = compaction.then(() => 'completed', (error: unknown) => error);
+    const settled = compaction.then(
+      () => 'completed',
+      (error: unknown) => error,
+    );
     // Wait until the worker is writing its output, then close: the pool is destroyed mid-job.
     const bucketDir = `${dir}/buckets/000`;
     const { readdirSync } = await import('node:fs');
-    while (!readdirSync(bucketDir).some((name) => name.endsWith('.cleaned'))) await new Promise((resolve) => setImmediate(resolve));
+    while (!readdirSync(bucketDir).some((name) => name.endsWith('.cleaned')))
+      await new Promise((resolve) => setImmediate(resolve));
     await store.close();
     // The clean in flight was abandoned, not finished, and compact() says why: the store closed.
-    expect(await settled).toMatchObject({ name: 'OffsetStoreError', code: 'STORE_CLOSED', errno: 1000 });
-    const reopened = await OffsetStore.open(compactionOptions(dir, 'log-cleaner', { bucketCount: 1 }));
+    expect(await settled).toMatchObject({
+      name: 'OffsetStoreError',
+      code: 'STORE_CLOSED',
+      errno: 1000,
+    });
+    const reopened = await OffsetStore.open(
+      compactionOptions(dir, 'log-cleaner', { bucketCount: 1 }),
+    );
     expect(await stateOf(reopened)).toEqual(modelOf(history));
     expect(leftoverFiles(dir)).toEqual([]);
     await reopened.compact();

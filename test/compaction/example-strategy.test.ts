@@ -15,19 +15,29 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const EXAMPLE = path.join(ROOT, 'examples', 'compaction', 'cost-benefit.mjs');
 
 async function overwrite(store: OffsetStore): Promise<void> {
-  for (let i = 0; i < 150; i++) await store.commitOffsets(`g${i % 3}`, [{ tableId: 1, bucketId: i % 5, offset: i }, { tableId: 2, bucketId: i, offset: i }]);
+  for (let i = 0; i < 150; i++)
+    await store.commitOffsets(`g${i % 3}`, [
+      { tableId: 1, bucketId: i % 5, offset: i },
+      { tableId: 2, bucketId: i, offset: i },
+    ]);
 }
 
 describe('the docs example strategy (cost-benefit)', () => {
   it('is the code docs/compaction.md shows', () => {
     const docs = readFileSync(path.join(ROOT, 'docs', 'compaction.md'), 'utf8');
-    const block = /<!-- example: examples\/compaction\/cost-benefit\.mjs -->\n```js\n([\s\S]*?)```/.exec(docs)?.[1];
+    const block =
+      /<!-- example: examples\/compaction\/cost-benefit\.mjs -->\n```js\n([\s\S]*?)```/.exec(
+        docs,
+      )?.[1];
     expect(block).toBe(readFileSync(EXAMPLE, 'utf8'));
   });
 
   it('compacts on the worker threads within its budget and keeps the state through reopen', async () => {
     const dir = tempDir();
-    const options = compactionOptions(dir, EXAMPLE as never, { bucketCount: 1, segmentBytesMax: 1024 });
+    const options = compactionOptions(dir, EXAMPLE as never, {
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+    });
     const store = await OffsetStore.open(options);
     await overwrite(store);
     const expected = await stateOf(store);

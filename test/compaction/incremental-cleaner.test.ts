@@ -22,7 +22,16 @@ const RETENTION_MS = 10_000;
 type Model = Map<string, Map<string, number>>;
 
 function options(dir: string, extra: Parameters<typeof inProcessOptions>[2] = {}) {
-  return inProcessOptions(dir, 'incremental', { compaction: { strategy: 'incremental', background: true, intervalMs: 1000, minDirtyRatio: 0.2, deleteRetentionMs: RETENTION_MS }, ...extra });
+  return inProcessOptions(dir, 'incremental', {
+    compaction: {
+      strategy: 'incremental',
+      background: true,
+      intervalMs: 1000,
+      minDirtyRatio: 0.2,
+      deleteRetentionMs: RETENTION_MS,
+    },
+    ...extra,
+  });
 }
 
 describe('incremental cleaner', () => {
@@ -46,15 +55,27 @@ describe('incremental cleaner', () => {
           // A commit, skewed so that a few buckets are hot.
           const count = 1 + Math.floor(random() * 3);
           const offsets = new Map<number, number>();
-          for (let k = 0; k < count; k++) offsets.set(Math.floor(random() ** 3 * 12), step * 10 + k);
-          await store.commitOffsets(groupId, [...offsets].map(([bucketId, offset]) => ({ tableId, bucketId, offset })));
+          for (let k = 0; k < count; k++)
+            offsets.set(Math.floor(random() ** 3 * 12), step * 10 + k);
+          await store.commitOffsets(
+            groupId,
+            [...offsets].map(([bucketId, offset]) => ({ tableId, bucketId, offset })),
+          );
           const group = model.get(groupId) ?? new Map<string, number>();
           for (const [bucketId, offset] of offsets) group.set(key(tableId, bucketId), offset);
           model.set(groupId, group);
         } else if (roll < 0.8) {
-          const present = [...(model.get(groupId) ?? new Map()).keys()].filter(() => random() < 0.5);
+          const present = [...(model.get(groupId) ?? new Map()).keys()].filter(
+            () => random() < 0.5,
+          );
           if (present.length > 0) {
-            await store.deleteOffsets(groupId, present.map((k) => ({ tableId: Number(k.split('::')[0]), bucketId: Number(k.split('::')[1]) })));
+            await store.deleteOffsets(
+              groupId,
+              present.map((k) => ({
+                tableId: Number(k.split('::')[0]),
+                bucketId: Number(k.split('::')[1]),
+              })),
+            );
             const group = model.get(groupId)!;
             for (const k of present) group.delete(k);
             if (group.size === 0) model.delete(groupId);
@@ -89,18 +110,27 @@ describe('incremental cleaner', () => {
 
   it('rewrites only segments that hold garbage, writing less than the whole-log cleaner on the same log', async () => {
     const dir = tempDir();
-    const store = await OffsetStore.open(options(dir, { compaction: { strategy: 'incremental', background: false } }));
+    const store = await OffsetStore.open(
+      options(dir, { compaction: { strategy: 'incremental', background: false } }),
+    );
     // Cold: distinct keys, never written again. Then hot: a few keys overwritten over and over.
-    for (let i = 0; i < 60; i++) await store.commitOffsets(`cold-${i}`, [{ tableId: 1, bucketId: i, offset: i }, { tableId: 2, bucketId: i, offset: i }]);
+    for (let i = 0; i < 60; i++)
+      await store.commitOffsets(`cold-${i}`, [
+        { tableId: 1, bucketId: i, offset: i },
+        { tableId: 2, bucketId: i, offset: i },
+      ]);
     const coldSegment = path.join(dir, 'buckets', '000', '00000000000000000000.log');
     const coldBytes = readFileSync(coldSegment);
     const coldInode = statSync(coldSegment).ino;
-    for (let i = 0; i < 200; i++) await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+    for (let i = 0; i < 200; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 3, offset: i }]);
     await store.close();
     const copy = tempDir();
     cpSync(dir, copy, { recursive: true });
 
-    const incremental = await OffsetStore.open(options(dir, { compaction: { strategy: 'incremental', background: false } }));
+    const incremental = await OffsetStore.open(
+      options(dir, { compaction: { strategy: 'incremental', background: false } }),
+    );
     const expected = await stateOf(incremental);
     const report = await incremental.compact();
     expect(statSync(coldSegment).ino, 'a segment without garbage keeps its file').toBe(coldInode);
@@ -109,7 +139,11 @@ describe('incremental cleaner', () => {
     expect(await stateOf(incremental)).toEqual(expected);
     await incremental.close();
 
-    const whole = await OffsetStore.open(inProcessOptions(copy, 'incremental', { compaction: { strategy: 'incremental', background: false } }));
+    const whole = await OffsetStore.open(
+      inProcessOptions(copy, 'incremental', {
+        compaction: { strategy: 'incremental', background: false },
+      }),
+    );
     await whole.convertCompaction('log-cleaner');
     const wholeReport = await whole.compact();
     await whole.close();
@@ -120,9 +154,15 @@ describe('incremental cleaner', () => {
 
   it('merges small adjacent segments', async () => {
     const dir = tempDir();
-    const store = await OffsetStore.open(options(dir, { segmentBytesMax: 4096, compaction: { strategy: 'incremental', background: false } }));
+    const store = await OffsetStore.open(
+      options(dir, {
+        segmentBytesMax: 4096,
+        compaction: { strategy: 'incremental', background: false },
+      }),
+    );
     // Overwrites only: after a clean, every sealed segment shrinks to a few records and they merge.
-    for (let i = 0; i < 400; i++) await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    for (let i = 0; i < 400; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
     const before = (await store.stats()).buckets[0]!.segmentCount;
     const report = await store.compact();
     const after = (await store.stats()).buckets[0]!.segmentCount;
@@ -134,12 +174,16 @@ describe('incremental cleaner', () => {
 
   it('keeps tombstones for deleteRetentionMs past the clean point, then drops them; the clean point survives a reopen', async () => {
     const dir = tempDir();
-    const opened = options(dir, { compaction: { strategy: 'incremental', background: false, deleteRetentionMs: RETENTION_MS } });
+    const opened = options(dir, {
+      compaction: { strategy: 'incremental', background: false, deleteRetentionMs: RETENTION_MS },
+    });
     const store = await OffsetStore.open(opened);
     const clock = opened.clock;
-    for (let i = 0; i < 40; i++) await store.commitOffsets(`doomed-${i}`, [{ tableId: 1, bucketId: 0, offset: i }]);
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets(`doomed-${i}`, [{ tableId: 1, bucketId: 0, offset: i }]);
     for (let i = 0; i < 40; i++) await store.deleteGroup(`doomed-${i}`);
-    for (let i = 0; i < 30; i++) await store.commitOffsets('filler', [{ tableId: 1, bucketId: i % 2, offset: i }]);
+    for (let i = 0; i < 30; i++)
+      await store.commitOffsets('filler', [{ tableId: 1, bucketId: i % 2, offset: i }]);
     const tombstones = async () => (await store.stats()).totals.logBytes;
     // Older than the retention already, but the clean point has not passed them yet.
     clock.advance(2 * RETENTION_MS);
@@ -147,15 +191,27 @@ describe('incremental cleaner', () => {
     const afterFirst = await tombstones();
     clock.advance(RETENTION_MS / 2);
     await store.compact();
-    expect(await tombstones(), 'half the retention past the clean point: tombstones kept').toBe(afterFirst);
+    expect(await tombstones(), 'half the retention past the clean point: tombstones kept').toBe(
+      afterFirst,
+    );
     await store.close();
-    const state = JSON.parse(readFileSync(path.join(dir, 'buckets', '000', 'compaction-state.json'), 'utf8')) as { strategy: string; state: { cleanPoint: number } };
+    const state = JSON.parse(
+      readFileSync(path.join(dir, 'buckets', '000', 'compaction-state.json'), 'utf8'),
+    ) as { strategy: string; state: { cleanPoint: number } };
     expect(state.strategy).toBe('incremental');
     expect(state.state.cleanPoint).toBeGreaterThan(0);
-    const reopened = await OffsetStore.open(options(dir, { clock, compaction: { strategy: 'incremental', background: false, deleteRetentionMs: RETENTION_MS } }));
+    const reopened = await OffsetStore.open(
+      options(dir, {
+        clock,
+        compaction: { strategy: 'incremental', background: false, deleteRetentionMs: RETENTION_MS },
+      }),
+    );
     clock.advance(RETENTION_MS);
     const report = await reopened.compact();
-    expect(report.recordsDropped, 'a retention past the clean point: tombstones dropped').toBeGreaterThanOrEqual(40);
+    expect(
+      report.recordsDropped,
+      'a retention past the clean point: tombstones dropped',
+    ).toBeGreaterThanOrEqual(40);
     expect((await reopened.stats()).totals.logBytes).toBeLessThan(afterFirst);
     expect(await reopened.fetchOffsets('doomed-0', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
     expect((await reopened.listGroups()).map((g) => g.groupId)).toEqual(['filler']);
@@ -163,37 +219,57 @@ describe('incremental cleaner', () => {
   });
   it('takes a state file it cannot read (a failing sector) for none, as a damaged one, and cleans the whole log again', async () => {
     const dir = tempDir();
-    const opened = options(dir, { segmentBytesMax: 4096, compaction: { strategy: 'incremental', background: false } });
+    const opened = options(dir, {
+      segmentBytesMax: 4096,
+      compaction: { strategy: 'incremental', background: false },
+    });
     const store = await OffsetStore.open(opened);
-    for (let i = 0; i < 200; i++) await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    for (let i = 0; i < 200; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
     await store.compact();
     await store.close();
     const fs = opened.fs as FaultyFileSystem;
     const read = fs.readFile.bind(fs);
-    fs.readFile = (filePath: string) => (filePath.endsWith('compaction-state.json') ? Promise.reject(Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' })) : read(filePath));
+    fs.readFile = (filePath: string) =>
+      filePath.endsWith('compaction-state.json')
+        ? Promise.reject(Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' }))
+        : read(filePath);
     const reopened = await OffsetStore.open({ ...opened, fs });
-    for (let i = 200; i < 400; i++) await reopened.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    for (let i = 200; i < 400; i++)
+      await reopened.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
     const report = await reopened.compact();
     expect(report.buckets[0]!.segmentsRewritten).toBeGreaterThan(0);
-    expect((await reopened.fetchOffsets('hot')).map((o) => o!.offset)).toEqual([396, 397, 398, 399]);
+    expect((await reopened.fetchOffsets('hot')).map((o) => o!.offset)).toEqual([
+      396, 397, 398, 399,
+    ]);
     await reopened.close();
   });
   it('reports a state file it cannot write as LOG_STORAGE_ERROR, with the compaction done and every offset kept', async () => {
     const dir = tempDir();
-    const opened = options(dir, { segmentBytesMax: 4096, compaction: { strategy: 'incremental', background: false } });
+    const opened = options(dir, {
+      segmentBytesMax: 4096,
+      compaction: { strategy: 'incremental', background: false },
+    });
     const store = await OffsetStore.open(opened);
-    for (let i = 0; i < 200; i++) await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    for (let i = 0; i < 200; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
     const fs = opened.fs as FaultyFileSystem;
     fs.plan = { failWritesToSuffix: 'compaction-state.json.tmp' };
     const before = (await store.stats()).totals.logBytes;
-    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/strategy state/) });
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/strategy state/),
+    });
     expect((await store.stats()).totals.logBytes, 'the segments were swapped').toBeLessThan(before);
     fs.plan = {};
-    for (let i = 200; i < 300; i++) await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    for (let i = 200; i < 300; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: i % 4, offset: i }]);
     await store.compact();
     await store.close();
     const reopened = await OffsetStore.open({ ...opened, fs: new FaultyFileSystem() });
-    expect((await reopened.fetchOffsets('hot')).map((o) => o!.offset)).toEqual([296, 297, 298, 299]);
+    expect((await reopened.fetchOffsets('hot')).map((o) => o!.offset)).toEqual([
+      296, 297, 298, 299,
+    ]);
     await reopened.close();
   });
 });

@@ -7,7 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+async function until(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 20_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -15,30 +19,47 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20
   }
 }
 
-async function overwriteHeavy(options: OffsetStoreOptions): Promise<{ store: OffsetStore; clock: ManualClock; logBytes: () => Promise<number> }> {
+async function overwriteHeavy(
+  options: OffsetStoreOptions,
+): Promise<{ store: OffsetStore; clock: ManualClock; logBytes: () => Promise<number> }> {
   const clock = options.clock as ManualClock;
   const store = await OffsetStore.open(options);
-  for (let i = 0; i < 150; i++) await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 2, offset: i }]);
+  for (let i = 0; i < 150; i++)
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 2, offset: i }]);
   return { store, clock, logBytes: async () => (await store.stats()).totals.logBytes };
 }
 
 describe('background compaction', () => {
   it('cleans a bucket whose garbage ratio reaches minDirtyRatio when the interval elapses, not before', async () => {
     const clock = new ManualClock();
-    const { store, logBytes } = await overwriteHeavy({ dir: tempDir(), bucketCount: 1, segmentBytesMax: 1024, clock, compaction: { strategy: 'log-cleaner', intervalMs: 5_000, minDirtyRatio: 0.5 } });
+    const { store, logBytes } = await overwriteHeavy({
+      dir: tempDir(),
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      clock,
+      compaction: { strategy: 'log-cleaner', intervalMs: 5_000, minDirtyRatio: 0.5 },
+    });
     const before = await logBytes();
     clock.advance(4_999);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(await logBytes(), 'nothing runs before the interval').toBe(before);
     clock.advance(1);
     await until('the log to shrink', async () => (await logBytes()) < before / 2);
-    expect(await store.fetchOffsets('g', [{ tableId: 1, bucketId: 1 }])).toMatchObject([{ offset: 149 }]);
+    expect(await store.fetchOffsets('g', [{ tableId: 1, bucketId: 1 }])).toMatchObject([
+      { offset: 149 },
+    ]);
     await store.close();
   });
 
   it('leaves a bucket below minDirtyRatio alone, unless its log passes logBytesMax', async () => {
     const clock = new ManualClock();
-    const idle = await overwriteHeavy({ dir: tempDir(), bucketCount: 1, segmentBytesMax: 1024, clock, compaction: { strategy: 'log-cleaner', intervalMs: 1_000, minDirtyRatio: 1 } });
+    const idle = await overwriteHeavy({
+      dir: tempDir(),
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      clock,
+      compaction: { strategy: 'log-cleaner', intervalMs: 1_000, minDirtyRatio: 1 },
+    });
     const before = await idle.logBytes();
     clock.advance(3_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -46,11 +67,25 @@ describe('background compaction', () => {
     await idle.store.close();
 
     const clock2 = new ManualClock();
-    const capped = await overwriteHeavy({ dir: tempDir(), bucketCount: 1, segmentBytesMax: 1024, clock: clock2, compaction: { strategy: 'log-cleaner', intervalMs: 1_000, minDirtyRatio: 1, logBytesMax: 4096 } });
+    const capped = await overwriteHeavy({
+      dir: tempDir(),
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      clock: clock2,
+      compaction: {
+        strategy: 'log-cleaner',
+        intervalMs: 1_000,
+        minDirtyRatio: 1,
+        logBytesMax: 4096,
+      },
+    });
     const cappedBefore = await capped.logBytes();
     expect(cappedBefore).toBeGreaterThan(4096);
     clock2.advance(1_000);
-    await until('the capped log to shrink', async () => (await capped.logBytes()) < cappedBefore / 2);
+    await until(
+      'the capped log to shrink',
+      async () => (await capped.logBytes()) < cappedBefore / 2,
+    );
     await capped.store.close();
   });
 });

@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { ManualClock, OffsetStore, type BucketView, type CompactionPlan, type LogInspector, type OffsetStoreOptions } from '../../src/index.js';
+import {
+  ManualClock,
+  OffsetStore,
+  type BucketView,
+  type CompactionPlan,
+  type LogInspector,
+  type OffsetStoreOptions,
+} from '../../src/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 
 /** Paths of the test strategy modules. */
@@ -14,7 +21,10 @@ export const STRATEGY_MODULES = {
 
 /** The hooks of scripted.mjs: the plan it returns next, and the views it was shown. */
 export interface ScriptedHooks {
-  plan: (view: BucketView, inspector: LogInspector) => CompactionPlan | null | unknown | Promise<unknown>;
+  plan: (
+    view: BucketView,
+    inspector: LogInspector,
+  ) => CompactionPlan | null | unknown | Promise<unknown>;
   views: BucketView[];
 }
 
@@ -30,18 +40,33 @@ export function scriptedHooks(): ScriptedHooks {
  * Options of a one-bucket store with 1 KiB segments, background compaction off, a manual clock and
  * the in-process runner (a FileSystem that is not NodeFileSystem), collecting warnings.
  */
-export function inProcessOptions(dir: string, strategy: string, extra: Partial<OffsetStoreOptions> & { clock?: ManualClock } = {}): OffsetStoreOptions & { clock: ManualClock; warnings: string[] } {
+export function inProcessOptions(
+  dir: string,
+  strategy: string,
+  extra: Partial<OffsetStoreOptions> & { clock?: ManualClock } = {},
+): OffsetStoreOptions & { clock: ManualClock; warnings: string[] } {
   const warnings: string[] = [];
   return {
-    dir, bucketCount: 1, segmentBytesMax: 1024, fs: new FaultyFileSystem(), durability: 'os',
-    compaction: { strategy, background: false }, onWarning: (m) => warnings.push(m), warnings, ...extra, clock: extra.clock ?? new ManualClock(),
+    dir,
+    bucketCount: 1,
+    segmentBytesMax: 1024,
+    fs: new FaultyFileSystem(),
+    durability: 'os',
+    compaction: { strategy, background: false },
+    onWarning: (m) => warnings.push(m),
+    warnings,
+    ...extra,
+    clock: extra.clock ?? new ManualClock(),
   };
 }
 
 /** Commits enough distinct and overwritten offsets to seal a few segments. */
 export async function fillSegments(store: OffsetStore, commits = 60): Promise<void> {
   for (let i = 0; i < commits; i++) {
-    await store.commitOffsets(`group-${i % 5}`, [{ tableId: 1, bucketId: i % 7, offset: i }, { tableId: 2, bucketId: i, offset: i }]);
+    await store.commitOffsets(`group-${i % 5}`, [
+      { tableId: 1, bucketId: i % 7, offset: i },
+      { tableId: 2, bucketId: i, offset: i },
+    ]);
   }
 }
 

@@ -11,7 +11,12 @@ import { describe, expect, it } from 'vitest';
 import { OffsetStore, type BucketView } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { stateOf } from './compaction-fixtures.js';
-import { STRATEGY_MODULES, fillSegments, inProcessOptions, scriptedHooks } from './strategy-fixtures.js';
+import {
+  STRATEGY_MODULES,
+  fillSegments,
+  inProcessOptions,
+  scriptedHooks,
+} from './strategy-fixtures.js';
 
 describe('a strategy module', () => {
   it('is shown each bucket as a view of its segments, live keys and its own state, and its rewrite keeps the state', async () => {
@@ -24,7 +29,10 @@ describe('a strategy module', () => {
     const expected = await stateOf(store);
     hooks.plan = (view: BucketView) => {
       const sealed = view.segments.filter((s) => s.sealed).map((s) => s.baseOffset);
-      return { rewrite: [sealed.slice(0, 3)], state: { runs: ((view.state as { runs?: number } | undefined)?.runs ?? 0) + 1 } };
+      return {
+        rewrite: [sealed.slice(0, 3)],
+        state: { runs: ((view.state as { runs?: number } | undefined)?.runs ?? 0) + 1 },
+      };
     };
     const report = await store.compact();
     const view = hooks.views.at(-1)!;
@@ -34,7 +42,10 @@ describe('a strategy module', () => {
     expect(view.state).toBeUndefined();
     expect(view.segments.filter((s) => !s.sealed)).toHaveLength(1);
     expect(view.segments.at(-1)!.sealed).toBe(false);
-    for (let i = 1; i < view.segments.length; i++) expect(view.segments[i]!.baseOffset, 'sealed segments chain').toBe(view.segments[i - 1]!.lastLogOffset + 1);
+    for (let i = 1; i < view.segments.length; i++)
+      expect(view.segments[i]!.baseOffset, 'sealed segments chain').toBe(
+        view.segments[i - 1]!.lastLogOffset + 1,
+      );
     expect(view.logBytes).toBe(view.segments.reduce((sum, s) => sum + s.sizeBytes, 0));
     expect(view.liveOffsets).toBe(stats.totals.liveOffsets);
     expect(view.garbageRatioEstimate).toBeGreaterThan(0);
@@ -46,10 +57,14 @@ describe('a strategy module', () => {
     expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
     expect(await stateOf(store)).toEqual(expected);
     await store.compact();
-    expect(hooks.views.at(-1)!.state, 'the state of the last plan is shown back').toEqual({ runs: 1 });
+    expect(hooks.views.at(-1)!.state, 'the state of the last plan is shown back').toEqual({
+      runs: 1,
+    });
     await store.close();
 
-    const manifest = JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')) as { compactionStrategy: string };
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')) as {
+      compactionStrategy: string;
+    };
     expect(manifest.compactionStrategy).toBe('module:scripted');
     const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
     await reopened.compact();
@@ -63,7 +78,8 @@ describe('a strategy module', () => {
     const hooks = scriptedHooks();
     const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
     // One key committed 40 times: every record but the newest is superseded.
-    for (let i = 0; i < 40; i++) await store.commitOffsets('hot', [{ tableId: 1, bucketId: 0, offset: i }]);
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: 0, offset: i }]);
     let counted: Awaited<ReturnType<Parameters<typeof hooks.plan>[1]['segmentGarbage']>> = [];
     hooks.plan = async (_view, inspector) => {
       counted = await inspector.segmentGarbage();
@@ -72,7 +88,10 @@ describe('a strategy module', () => {
     await store.compact();
     expect(counted.length).toBeGreaterThan(1);
     const records = counted.reduce((n, g) => n + g.records, 0);
-    expect(counted.reduce((n, g) => n + g.supersededRecords, 0), 'every sealed record is superseded by a newer one').toBe(records);
+    expect(
+      counted.reduce((n, g) => n + g.supersededRecords, 0),
+      'every sealed record is superseded by a newer one',
+    ).toBe(records);
     for (const g of counted) expect(g.supersededBytes).toBe(g.recordBytes);
     await store.close();
   });
@@ -82,21 +101,40 @@ describe('a strategy module', () => {
     const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
     await fillSegments(store, 10);
     await store.close();
-    const { compaction: _ignored, ...withoutStrategy } = inProcessOptions(dir, STRATEGY_MODULES.scripted);
+    const { compaction: _ignored, ...withoutStrategy } = inProcessOptions(
+      dir,
+      STRATEGY_MODULES.scripted,
+    );
     const bare = await OffsetStore.open(withoutStrategy);
     expect((await bare.stats()).compactionStrategy).toBe('module:scripted');
-    await expect(bare.compact()).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/module:scripted.*compaction\.strategy/) });
+    await expect(bare.compact()).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/module:scripted.*compaction\.strategy/),
+    });
     // Giving the module to convertCompaction attaches it without converting anything.
     await bare.convertCompaction(STRATEGY_MODULES.scripted);
     expect((await bare.compact()).strategy).toBe('module:scripted');
     await bare.close();
-    await expect(OffsetStore.open(inProcessOptions(dir, 'incremental'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining("uses 'module:scripted'") });
+    await expect(OffsetStore.open(inProcessOptions(dir, 'incremental'))).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining("uses 'module:scripted'"),
+    });
   });
 
   it('is refused with INVALID_CONFIG before the directory is touched when the module is not a strategy, and a bare unknown name is a RangeError', async () => {
     const dir = path.join(tempDir(), 'store');
-    await expect(OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.notAStrategy))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining('plan must be a function') });
-    await expect(OffsetStore.open(inProcessOptions(dir, './no/such/module.mjs'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining('cannot load') });
+    await expect(
+      OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.notAStrategy)),
+    ).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('plan must be a function'),
+    });
+    await expect(
+      OffsetStore.open(inProcessOptions(dir, './no/such/module.mjs')),
+    ).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('cannot load'),
+    });
     await expect(OffsetStore.open(inProcessOptions(dir, 'log-cleanr'))).rejects.toThrow(RangeError);
     const { existsSync } = await import('node:fs');
     expect(existsSync(dir)).toBe(false);
@@ -113,9 +151,14 @@ describe('a strategy module', () => {
     const report = await store.compact();
     expect(report.strategy).toBe('module:scripted+checkpoints');
     expect(report.buckets[0]!.checkpointLogOffset).toBeGreaterThan(0);
-    expect((await store.stats()).buckets[0]!.segmentCount, 'the log below the checkpoint is deleted').toBeLessThanOrEqual(2);
+    expect(
+      (await store.stats()).buckets[0]!.segmentCount,
+      'the log below the checkpoint is deleted',
+    ).toBeLessThanOrEqual(2);
     await store.close();
-    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scriptedCheckpoints));
+    const reopened = await OffsetStore.open(
+      inProcessOptions(dir, STRATEGY_MODULES.scriptedCheckpoints),
+    );
     expect(reopened.recoveryReports()[0]!.checkpointLogOffset).toBeGreaterThan(0);
     expect(await stateOf(reopened)).toEqual(expected);
     // Converting to a strategy without checkpoints writes the state back into the log first.

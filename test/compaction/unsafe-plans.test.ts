@@ -13,45 +13,116 @@ import { checkOutputs } from '../../src/compaction/plan-validation.js';
 import { OffsetStore, type BucketView } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { compactionOptions, stateOf } from './compaction-fixtures.js';
-import { STRATEGY_MODULES, fillSegments, folderSnapshot, inProcessOptions, scriptedHooks } from './strategy-fixtures.js';
+import {
+  STRATEGY_MODULES,
+  fillSegments,
+  folderSnapshot,
+  inProcessOptions,
+  scriptedHooks,
+} from './strategy-fixtures.js';
 
 type PlanOf = (view: BucketView) => unknown;
 const sealed = (view: BucketView) => view.segments.filter((s) => s.sealed).map((s) => s.baseOffset);
 const active = (view: BucketView) => view.segments.at(-1)!.baseOffset;
 
 const unsafe: [string, PlanOf, RegExp, boolean?][] = [
-  ['overlapping groups', (v) => ({ rewrite: [[sealed(v)[0], sealed(v)[1]], [sealed(v)[1]]] }), /overlaps or precedes group 0 .*overlapping outputs/],
-  ['a group with a gap (its output would break the chain)', (v) => ({ rewrite: [[sealed(v)[0], sealed(v)[2]]] }), /not a run of adjacent segments.*break the chain of log offsets/],
-  ['groups out of log order', (v) => ({ rewrite: [[sealed(v)[2]], [sealed(v)[0]]] }), /overlaps or precedes/],
-  ['the active segment', (v) => ({ rewrite: [[active(v)]] }), /the active segment .* is never compacted/],
-  ['a segment that does not exist', () => ({ rewrite: [[987_654]] }), /987654, which is not the base offset of a segment/],
-  ['a deletion without checkpoints', (v) => ({ deleteBelow: sealed(v)[2] }), /would drop records no checkpoint covers/],
-  ['a checkpoint from a strategy that does not declare checkpoints', () => ({ checkpoint: true }), /does not declare checkpoints: true/],
-  ['a deletion above the newest checkpoint', (v) => ({ deleteBelow: v.logEndOffset }), /would drop live records no checkpoint covers \(the newest checkpoint is at none\)/, true],
-  ["a deletion below 'checkpoint' when there is none", () => ({ deleteBelow: 'checkpoint' }), /without a checkpoint: nothing covers the segments/, true],
+  [
+    'overlapping groups',
+    (v) => ({ rewrite: [[sealed(v)[0], sealed(v)[1]], [sealed(v)[1]]] }),
+    /overlaps or precedes group 0 .*overlapping outputs/,
+  ],
+  [
+    'a group with a gap (its output would break the chain)',
+    (v) => ({ rewrite: [[sealed(v)[0], sealed(v)[2]]] }),
+    /not a run of adjacent segments.*break the chain of log offsets/,
+  ],
+  [
+    'groups out of log order',
+    (v) => ({ rewrite: [[sealed(v)[2]], [sealed(v)[0]]] }),
+    /overlaps or precedes/,
+  ],
+  [
+    'the active segment',
+    (v) => ({ rewrite: [[active(v)]] }),
+    /the active segment .* is never compacted/,
+  ],
+  [
+    'a segment that does not exist',
+    () => ({ rewrite: [[987_654]] }),
+    /987654, which is not the base offset of a segment/,
+  ],
+  [
+    'a deletion without checkpoints',
+    (v) => ({ deleteBelow: sealed(v)[2] }),
+    /would drop records no checkpoint covers/,
+  ],
+  [
+    'a checkpoint from a strategy that does not declare checkpoints',
+    () => ({ checkpoint: true }),
+    /does not declare checkpoints: true/,
+  ],
+  [
+    'a deletion above the newest checkpoint',
+    (v) => ({ deleteBelow: v.logEndOffset }),
+    /would drop live records no checkpoint covers \(the newest checkpoint is at none\)/,
+    true,
+  ],
+  [
+    "a deletion below 'checkpoint' when there is none",
+    () => ({ deleteBelow: 'checkpoint' }),
+    /without a checkpoint: nothing covers the segments/,
+    true,
+  ],
   ['an unknown plan field', () => ({ rewrites: [] }), /unknown plan field\(s\) rewrites/],
   ['a plan that is not an object', () => 42, /a plan must be a plain object/],
-  ['a map start that is not a log offset', (v) => ({ rewrite: [[sealed(v)[0]]], mapFrom: -1 }), /mapFrom must be a log offset/],
+  [
+    'a map start that is not a log offset',
+    (v) => ({ rewrite: [[sealed(v)[0]]], mapFrom: -1 }),
+    /mapFrom must be a log offset/,
+  ],
   ['a state that is not JSON', () => ({ state: { n: 1n } }), /state is not JSON/],
-  ['a state over 64 KiB', () => ({ state: 'x'.repeat(70_000) }), /state is 70002 bytes of JSON, more than 65536/],
-  ['a plan that throws', () => { throw new TypeError('oops'); }, /failed while planning for offsets-bucket 0: oops/],
+  [
+    'a state over 64 KiB',
+    () => ({ state: 'x'.repeat(70_000) }),
+    /state is 70002 bytes of JSON, more than 65536/,
+  ],
+  [
+    'a plan that throws',
+    () => {
+      throw new TypeError('oops');
+    },
+    /failed while planning for offsets-bucket 0: oops/,
+  ],
 ];
 
 describe('unsafe plans are refused', () => {
   for (const [what, planOf, message, checkpoints] of unsafe) {
     it(`refuses ${what}, changing nothing`, async () => {
       const dir = tempDir();
-      const options = inProcessOptions(dir, checkpoints === true ? STRATEGY_MODULES.scriptedCheckpoints : STRATEGY_MODULES.scripted);
+      const options = inProcessOptions(
+        dir,
+        checkpoints === true ? STRATEGY_MODULES.scriptedCheckpoints : STRATEGY_MODULES.scripted,
+      );
       const store = await OffsetStore.open(options);
       await fillSegments(store);
       const before = folderSnapshot(path.join(dir, 'buckets', '000'));
       const state = await stateOf(store);
       scriptedHooks().plan = planOf;
-      const refused = await store.compact().then(() => undefined, (error: unknown) => error);
-      expect(refused).toMatchObject({ name: 'OffsetStoreError', code: 'INVALID_COMPACTION_PLAN', errno: 1006, message: expect.stringMatching(message) });
+      const refused = await store.compact().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toMatchObject({
+        name: 'OffsetStoreError',
+        code: 'INVALID_COMPACTION_PLAN',
+        errno: 1006,
+        message: expect.stringMatching(message),
+      });
       expect((refused as Error).message).toMatch(/offsets-bucket 0/);
       expect(options.warnings.join('\n')).toContain('INVALID_COMPACTION_PLAN');
-      expect(folderSnapshot(path.join(dir, 'buckets', '000')), 'not a byte changed').toEqual(before);
+      expect(folderSnapshot(path.join(dir, 'buckets', '000')), 'not a byte changed').toEqual(
+        before,
+      );
       await store.commitOffsets('after', [{ tableId: 1, bucketId: 0, offset: 1 }]);
       expect(await stateOf(store)).toEqual(new Map([...state, ['after', new Map([['1::0', 1]])]]));
       await store.close();
@@ -61,20 +132,36 @@ describe('unsafe plans are refused', () => {
   it('refuses overlapping outputs planned on a worker thread, with the same code', async () => {
     const dir = tempDir();
     const warnings: string[] = [];
-    const store = await OffsetStore.open({ ...compactionOptions(dir, STRATEGY_MODULES.overlapping as never, { bucketCount: 1, segmentBytesMax: 1024 }), onWarning: (m) => warnings.push(m) });
+    const store = await OffsetStore.open({
+      ...compactionOptions(dir, STRATEGY_MODULES.overlapping as never, {
+        bucketCount: 1,
+        segmentBytesMax: 1024,
+      }),
+      onWarning: (m) => warnings.push(m),
+    });
     await fillSegments(store);
     const before = folderSnapshot(path.join(dir, 'buckets', '000'));
-    await expect(store.compact()).rejects.toMatchObject({ code: 'INVALID_COMPACTION_PLAN', message: expect.stringMatching(/strategy 'module:overlapping'.*overlapping outputs/) });
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'INVALID_COMPACTION_PLAN',
+      message: expect.stringMatching(/strategy 'module:overlapping'.*overlapping outputs/),
+    });
     expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
     await store.close();
   });
 
-  it('refuses rewrite outputs that do not chain from their group\'s first base offset to its last batch', () => {
+  it("refuses rewrite outputs that do not chain from their group's first base offset to its last batch", () => {
     const author = { strategy: 'x', checkpoints: false, rewrites: true };
     const view = { bucket: 3 } as BucketView;
     const group = { bases: [100, 120], lastLogOffset: 139 };
-    const output = (baseOffset: number, lastLogOffset: number, name = baseOffset) => ({ baseOffset, lastLogOffset, sizeBytes: 10, tempPath: `/d/${String(name).padStart(20, '0')}.log.cleaned` });
-    expect(() => checkOutputs('/d', [group], [[output(100, 110), output(111, 139)]], author, view)).not.toThrow();
+    const output = (baseOffset: number, lastLogOffset: number, name = baseOffset) => ({
+      baseOffset,
+      lastLogOffset,
+      sizeBytes: 10,
+      tempPath: `/d/${String(name).padStart(20, '0')}.log.cleaned`,
+    });
+    expect(() =>
+      checkOutputs('/d', [group], [[output(100, 110), output(111, 139)]], author, view),
+    ).not.toThrow();
     const cases: [unknown[], RegExp][] = [
       [[output(101, 139)], /starts at 101, not 100/],
       [[output(100, 110), output(115, 139)], /starts at 115, not 111/],
@@ -86,14 +173,18 @@ describe('unsafe plans are refused', () => {
     for (const [outputs, message] of cases) {
       expect(() => checkOutputs('/d', [group], [outputs as never], author, view)).toThrow(message);
     }
-    expect(() => checkOutputs('/d', [group], [], author, view)).toThrow(/outputs for 0 group\(s\), not 1/);
+    expect(() => checkOutputs('/d', [group], [], author, view)).toThrow(
+      /outputs for 0 group\(s\), not 1/,
+    );
   });
 });
 
 describe('the engine decides which records survive', () => {
   it('keeps a tombstone while an older record of its key remains in a segment the plan does not rewrite', async () => {
     const dir = tempDir();
-    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, { compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 } });
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 },
+    });
     const store = await OffsetStore.open(options);
     await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
     await fillSegments(store, 20);
@@ -112,7 +203,10 @@ describe('the engine decides which records survive', () => {
     expect(tombstoneSegment).toBeGreaterThan(sealedOf(hooks.views.at(-1)!)[0]!);
     await store.close();
     const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
-    expect(await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]), 'the deleted offset does not come back').toEqual([null]);
+    expect(
+      await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
+      'the deleted offset does not come back',
+    ).toEqual([null]);
     // Rewriting the whole sealed log with a full key map drops the old value and then the tombstone.
     hooks.plan = (view: BucketView) => ({ rewrite: [sealedOf(view)], mapFrom: 0 });
     const report = await reopened.compact();
@@ -124,9 +218,14 @@ describe('the engine decides which records survive', () => {
   it('never drops a record that nothing supersedes, whatever the plan asks', async () => {
     const dir = tempDir();
     const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
-    for (let i = 0; i < 80; i++) await store.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: i, offset: i }]);
+    for (let i = 0; i < 80; i++)
+      await store.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: i, offset: i }]);
     const expected = await stateOf(store);
-    scriptedHooks().plan = (view: BucketView) => ({ rewrite: [sealedOf(view)], mapFrom: 0, tombstonesBelow: Number.POSITIVE_INFINITY });
+    scriptedHooks().plan = (view: BucketView) => ({
+      rewrite: [sealedOf(view)],
+      mapFrom: 0,
+      tombstonesBelow: Number.POSITIVE_INFINITY,
+    });
     const report = await store.compact();
     expect(report.recordsDropped).toBe(0);
     expect(report.buckets[0]!.segmentsRewritten).toBeGreaterThan(2);

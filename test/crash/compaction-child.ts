@@ -5,13 +5,23 @@
  * apply (0/1).
  */
 import { OffsetStore, type CompactionStrategy } from '../../src/index.js';
-import { applyHistory, compactionOptions, generateHistory } from '../compaction/compaction-fixtures.js';
+import {
+  applyHistory,
+  compactionOptions,
+  generateHistory,
+} from '../compaction/compaction-fixtures.js';
 
 const [dir, strategy, seed, apply] = process.argv.slice(2);
 const converting = strategy === 'convert';
-const options = compactionOptions(dir!, converting ? 'log-cleaner' : strategy as CompactionStrategy, { bucketCount: 1, segmentBytesMax: 1024 });
+const options = compactionOptions(
+  dir!,
+  converting ? 'log-cleaner' : (strategy as CompactionStrategy),
+  { bucketCount: 1, segmentBytesMax: 1024 },
+);
 // Converting, the store's own strategy is whichever the last conversion recorded.
-const store = await OffsetStore.open(converting ? { ...options, compaction: { ...options.compaction, strategy: undefined } } : options);
+const store = await OffsetStore.open(
+  converting ? { ...options, compaction: { ...options.compaction, strategy: undefined } } : options,
+);
 if (apply === '1') await applyHistory(store, generateHistory(Number(seed), 600, 20, 8));
 process.send!({ type: 'compacting' });
 for (let i = 0; ; i++) {

@@ -35,15 +35,23 @@ describe('log crash safety', () => {
       await exited(child);
       const context = `seed ${seed} (replay with CRASH_SEED=${seed}), round ${round}`;
       const { batches, log } = await readAll(logOptions(dir, { segmentBytesMax: 8192 }));
-      batches.forEach((b, i) => expect(b.logOffset, `${context}: log offsets are a gap-free prefix`).toBe(i));
+      batches.forEach((b, i) =>
+        expect(b.logOffset, `${context}: log offsets are a gap-free prefix`).toBe(i),
+      );
       const present = new Map(batches.map((b) => [b.logOffset, b.bytes]));
       for (const [logOffset, n] of acked) {
         const expected = testBatch(n, 1 + (n % 5));
         // Every byte as appended; the syncLag is the log's (how many batches before it were not yet durable).
         const syncLag = present.get(logOffset)?.readInt32LE(40) ?? -1;
-        expect(syncLag >= 0 && syncLag <= logOffset, `${context}: syncLag ${syncLag} of batch ${logOffset}`).toBe(true);
+        expect(
+          syncLag >= 0 && syncLag <= logOffset,
+          `${context}: syncLag ${syncLag} of batch ${logOffset}`,
+        ).toBe(true);
         sealBatch(expected, logOffset, 0, syncLag);
-        expect(present.get(logOffset)?.equals(expected), `${context}: acknowledged batch ${n} at log offset ${logOffset}`).toBe(true);
+        expect(
+          present.get(logOffset)?.equals(expected),
+          `${context}: acknowledged batch ${n} at log offset ${logOffset}`,
+        ).toBe(true);
       }
       await log.close();
       nextBatch += 1_000_000;

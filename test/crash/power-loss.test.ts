@@ -28,7 +28,10 @@ const T0 = 1_700_000_000_000;
 beforeAll(() => loadChecksum());
 
 /** A log with `count` acknowledged batches, left open (so its preallocated zeros stay); its segment's bytes. */
-async function ackedLog(random: () => number, count: number): Promise<{ acked: Buffer[]; segment: Buffer; name: string; log: Log }> {
+async function ackedLog(
+  random: () => number,
+  count: number,
+): Promise<{ acked: Buffer[]; segment: Buffer; name: string; log: Log }> {
   const dir = tempDir();
   const { log } = await Log.open(logOptions(dir, { segmentBytesMax: SEGMENT_BYTES_MAX }));
   const acked: Buffer[] = [];
@@ -61,84 +64,151 @@ function logDirWith(name: string, image: Buffer): string {
 }
 
 describe('power loss during a write round', () => {
-  it('opens every image of a round that lost random sectors, with every acknowledged batch and the intact batches before the first hole', async () => {
-    const seed = seedFrom('POWER_LOSS_SEED');
-    const random = seededRandom(seed);
-    let holesFollowedByBatches = 0;
-    let refusedOnTheSafeSide = 0;
-    for (let round = 0; round < ROUNDS; round++) {
-      const context = `seed ${seed} (POWER_LOSS_SEED=${seed}), image ${round}`;
-      const { acked, segment, name, log } = await ackedLog(random, 1 + Math.floor(random() * 6));
-      await log.close();
-      const ackedEnd = acked.reduce((sum, b) => sum + b.length, 0);
-      const batches = roundBatches(random, acked.length);
-      const roundBytes = Buffer.concat(batches);
-      // The disk after the power loss: the durable prefix and preallocated zeros, with each sector of
-      // the round either written or lost (zeros; past the old end of the file, too).
-      const image = Buffer.alloc(Math.max(segment.length, ackedEnd + roundBytes.length));
-      segment.copy(image, 0, 0, ackedEnd);
-      const lossRate = random() < 0.3 ? 0.1 : 0.5;
-      const lost = new Set<number>();
-      for (let sector = Math.floor(ackedEnd / SECTOR) * SECTOR; sector < ackedEnd + roundBytes.length; sector += SECTOR) {
-        if (random() < lossRate) {
-          lost.add(sector / SECTOR);
+  it(
+    'opens every image of a round that lost random sectors, with every acknowledged batch and the intact batches before the first hole',
+    async () => {
+      const seed = seedFrom('POWER_LOSS_SEED');
+      const random = seededRandom(seed);
+      let holesFollowedByBatches = 0;
+      let refusedOnTheSafeSide = 0;
+      for (let round = 0; round < ROUNDS; round++) {
+        const context = `seed ${seed} (POWER_LOSS_SEED=${seed}), image ${round}`;
+        const { acked, segment, name, log } = await ackedLog(random, 1 + Math.floor(random() * 6));
+        await log.close();
+        const ackedEnd = acked.reduce((sum, b) => sum + b.length, 0);
+        const batches = roundBatches(random, acked.length);
+        const roundBytes = Buffer.concat(batches);
+        // The disk after the power loss: the durable prefix and preallocated zeros, with each sector of
+        // the round either written or lost (zeros; past the old end of the file, too).
+        const image = Buffer.alloc(Math.max(segment.length, ackedEnd + roundBytes.length));
+        segment.copy(image, 0, 0, ackedEnd);
+        const lossRate = random() < 0.3 ? 0.1 : 0.5;
+        const lost = new Set<number>();
+        for (
+          let sector = Math.floor(ackedEnd / SECTOR) * SECTOR;
+          sector < ackedEnd + roundBytes.length;
+          sector += SECTOR
+        ) {
+          if (random() < lossRate) {
+            lost.add(sector / SECTOR);
+            continue;
+          }
+          const from = Math.max(sector, ackedEnd);
+          const to = Math.min(sector + SECTOR, ackedEnd + roundBytes.length);
+          roundBytes.copy(image, from, from - ackedEnd, to - ackedEnd);
+        }
+        // Which round batches came through whole, and whether a hole is followed by a whole batch.
+        const intact: boolean[] = [];
+        let at = ackedEnd;
+        for (const batch of batches) {
+          intact.push(image.subarray(at, at + batch.length).equals(batch));
+          at += batch.length;
+        }
+        const kept = intact.indexOf(false) < 0 ? batches.length : intact.indexOf(false);
+        if (intact.slice(kept).some((whole) => whole)) holesFollowedByBatches++;
+
+        const keptEnd = ackedEnd + batches.slice(0, kept).reduce((sum, b) => sum + b.length, 0);
+        let recovered: Awaited<ReturnType<typeof readAll>>;
+        try {
+          recovered = await readAll(
+            logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
+          );
+        } catch (error) {
+          // The one refusal allowed, on the safe side: the first damaged batch begins in the last 1-4
+          // bytes of a lost sector, where its zeros cannot be told from a flipped bit of its length.
+          const safeSide =
+            isOffsetStoreError(error) &&
+            error.code === 'CORRUPT_MESSAGE' &&
+            keptEnd % SECTOR >= SECTOR - 4 &&
+            lost.has(Math.floor(keptEnd / SECTOR));
+          if (!safeSide)
+            throw new Error(
+              `${context}: the log did not open (intact batches of the round: ${intact.join(',')}): ${(error as Error).message}`,
+            );
+          refusedOnTheSafeSide++;
           continue;
         }
-        const from = Math.max(sector, ackedEnd);
-        const to = Math.min(sector + SECTOR, ackedEnd + roundBytes.length);
-        roundBytes.copy(image, from, from - ackedEnd, to - ackedEnd);
+        expect(
+          recovered.batches.map((b) => b.bytes),
+          context,
+        ).toEqual([...acked, ...batches.slice(0, kept)]);
+        // Reported as torn unless all that is left of the round reads as zeros (a clean zero tail).
+        const restIsZeros = image.subarray(keptEnd).every((byte) => byte === 0);
+        expect(recovered.report.tornTail === undefined, context).toBe(restIsZeros);
+        expect(await recovered.log.append(testBatch(99)), context).toBe(acked.length + kept);
+        await recovered.log.close();
       }
-      // Which round batches came through whole, and whether a hole is followed by a whole batch.
-      const intact: boolean[] = [];
-      let at = ackedEnd;
-      for (const batch of batches) {
-        intact.push(image.subarray(at, at + batch.length).equals(batch));
-        at += batch.length;
-      }
-      const kept = intact.indexOf(false) < 0 ? batches.length : intact.indexOf(false);
-      if (intact.slice(kept).some((whole) => whole)) holesFollowedByBatches++;
-
-      const keptEnd = ackedEnd + batches.slice(0, kept).reduce((sum, b) => sum + b.length, 0);
-      let recovered: Awaited<ReturnType<typeof readAll>>;
-      try {
-        recovered = await readAll(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }));
-      } catch (error) {
-        // The one refusal allowed, on the safe side: the first damaged batch begins in the last 1-4
-        // bytes of a lost sector, where its zeros cannot be told from a flipped bit of its length.
-        const safeSide = isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE' && keptEnd % SECTOR >= SECTOR - 4 && lost.has(Math.floor(keptEnd / SECTOR));
-        if (!safeSide) throw new Error(`${context}: the log did not open (intact batches of the round: ${intact.join(',')}): ${(error as Error).message}`);
-        refusedOnTheSafeSide++;
-        continue;
-      }
-      expect(recovered.batches.map((b) => b.bytes), context).toEqual([...acked, ...batches.slice(0, kept)]);
-      // Reported as torn unless all that is left of the round reads as zeros (a clean zero tail).
-      const restIsZeros = image.subarray(keptEnd).every((byte) => byte === 0);
-      expect(recovered.report.tornTail === undefined, context).toBe(restIsZeros);
-      expect(await recovered.log.append(testBatch(99)), context).toBe(acked.length + kept);
-      await recovered.log.close();
-    }
-    // The images exercised the case that matters: a hole with whole batches after it.
-    expect(holesFollowedByBatches, `seed ${seed}`).toBeGreaterThan(ROUNDS / 10);
-    expect(refusedOnTheSafeSide, `seed ${seed}`).toBeLessThanOrEqual(Math.max(1, ROUNDS / 20));
-  }, 30_000 + ROUNDS * 100);
+      // The images exercised the case that matters: a hole with whole batches after it.
+      expect(holesFollowedByBatches, `seed ${seed}`).toBeGreaterThan(ROUNDS / 10);
+      expect(refusedOnTheSafeSide, `seed ${seed}`).toBeLessThanOrEqual(Math.max(1, ROUNDS / 20));
+    },
+    30_000 + ROUNDS * 100,
+  );
 
   it('refuses a flipped bit in acknowledged batches whose own bytes hold zeros at a sector boundary', async () => {
     // A batch whose length field's low byte is 0, starting in the last byte of a sector; and a batch
     // ending in the zeros of a tombstone just past a sector boundary. A flipped bit elsewhere in
     // either, with acknowledged batches after it, is corruption, not a lost sector.
-    const meta = (n: number, chars: number): Buffer => buildOffsetBatch('group-1', [{ tableId: 7, partitionId: null, bucketId: 3, offset: n, leaderEpoch: 2, metadata: 'x'.repeat(chars) }], T0);
-    const tombstoneEnded = (chars: number): Buffer => buildOffsetBatch('g', [
-      { tableId: 1, partitionId: 0, bucketId: 0, offset: 1, leaderEpoch: 0, metadata: 'y'.repeat(chars) },
-      { tableId: 1, partitionId: 0, bucketId: 0, offset: 0, leaderEpoch: 0, metadata: '', tombstone: true },
-    ], T0);
+    const meta = (n: number, chars: number): Buffer =>
+      buildOffsetBatch(
+        'group-1',
+        [
+          {
+            tableId: 7,
+            partitionId: null,
+            bucketId: 3,
+            offset: n,
+            leaderEpoch: 2,
+            metadata: 'x'.repeat(chars),
+          },
+        ],
+        T0,
+      );
+    const tombstoneEnded = (chars: number): Buffer =>
+      buildOffsetBatch(
+        'g',
+        [
+          {
+            tableId: 1,
+            partitionId: 0,
+            bucketId: 0,
+            offset: 1,
+            leaderEpoch: 0,
+            metadata: 'y'.repeat(chars),
+          },
+          {
+            tableId: 1,
+            partitionId: 0,
+            bucketId: 0,
+            offset: 0,
+            leaderEpoch: 0,
+            metadata: '',
+            tombstone: true,
+          },
+        ],
+        T0,
+      );
     let lowByteZero = 0;
     while ((meta(0, lowByteZero).length - 4) % 256 !== 0) lowByteZero++;
     let padTo511 = 0;
     while (meta(0, padTo511).length % SECTOR !== SECTOR - 1) padTo511++;
     const pre = meta(0, 10);
     const cases: { batches: Buffer[]; victim: number; flipAt: number }[] = [
-      { batches: [meta(0, padTo511), meta(1, lowByteZero), meta(2, 5), meta(3, 6)], victim: 1, flipAt: 100 },
-      { batches: [pre, tombstoneEnded(SECTOR + 17 - pre.length - tombstoneEnded(0).length), meta(2, 1), meta(3, 2)], victim: 1, flipAt: 80 },
+      {
+        batches: [meta(0, padTo511), meta(1, lowByteZero), meta(2, 5), meta(3, 6)],
+        victim: 1,
+        flipAt: 100,
+      },
+      {
+        batches: [
+          pre,
+          tombstoneEnded(SECTOR + 17 - pre.length - tombstoneEnded(0).length),
+          meta(2, 1),
+          meta(3, 2),
+        ],
+        victim: 1,
+        flipAt: 80,
+      },
     ];
     for (const { batches, victim, flipAt } of cases) {
       const dir = tempDir();
@@ -149,8 +219,16 @@ describe('power loss during a write round', () => {
       const image = readFileSync(path.join(dir, name));
       const victimAt = batches.slice(0, victim).reduce((sum, b) => sum + b.length, 0);
       image[victimAt + flipAt]! ^= 0x10;
-      const error = await Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(() => undefined, (e: unknown) => e);
-      expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', `victim at ${victimAt}: ${String(error)}`).toBe(true);
+      const error = await Log.open(
+        logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
+      ).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(
+        isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE',
+        `victim at ${victimAt}: ${String(error)}`,
+      ).toBe(true);
     }
   });
 
@@ -162,8 +240,15 @@ describe('power loss during a write round', () => {
     const batches = roundBatches(random, acked.length);
     const image = Buffer.concat([segment.subarray(0, ackedEnd), ...batches]);
     image[ackedEnd + 60]! ^= 0x04; // a flipped bit inside the first batch of the round
-    const flipped = await Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(() => undefined, (e: unknown) => e);
-    expect(isOffsetStoreError(flipped) && flipped.code === 'CORRUPT_MESSAGE', String(flipped)).toBe(true);
+    const flipped = await Log.open(
+      logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isOffsetStoreError(flipped) && flipped.code === 'CORRUPT_MESSAGE', String(flipped)).toBe(
+      true,
+    );
     expect((flipped as Error).message).toContain(`at byte ${ackedEnd}`);
 
     // A lost sector, but batches after it (written before the log recorded syncLags) lie further
@@ -176,11 +261,20 @@ describe('power loss during a write round', () => {
     });
     const holed = Buffer.concat([segment.subarray(0, ackedEnd), ...legacy]);
     holed.fill(0, ackedEnd, (Math.floor(ackedEnd / SECTOR) + 1) * SECTOR); // the rest of the sector the round began in
-    const tinyRounds = { segmentBytesMax: SEGMENT_BYTES_MAX, flushBytesMax: 64, batchBytesMax: 1024 };
-    const far = await Log.open(logOptions(logDirWith(name, holed), tinyRounds)).then(() => undefined, (e: unknown) => e);
+    const tinyRounds = {
+      segmentBytesMax: SEGMENT_BYTES_MAX,
+      flushBytesMax: 64,
+      batchBytesMax: 1024,
+    };
+    const far = await Log.open(logOptions(logDirWith(name, holed), tinyRounds)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isOffsetStoreError(far) && far.code === 'CORRUPT_MESSAGE', String(far)).toBe(true);
     // The same image with real limits is a torn round.
-    const torn = await readAll(logOptions(logDirWith(name, holed), { segmentBytesMax: SEGMENT_BYTES_MAX }));
+    const torn = await readAll(
+      logOptions(logDirWith(name, holed), { segmentBytesMax: SEGMENT_BYTES_MAX }),
+    );
     expect(torn.batches.map((b) => b.bytes)).toEqual(acked);
     expect(torn.report.tornTail?.reason).toMatch(/write round cut short by a crash/);
     await torn.log.close();
@@ -191,10 +285,18 @@ describe('power loss during a write round', () => {
     const { acked, segment, name, log } = await ackedLog(random, 12);
     await log.close();
     const ackedEnd = acked.reduce((sum, b) => sum + b.length, 0);
-    const image = Buffer.concat([segment.subarray(0, ackedEnd), ...roundBatches(random, acked.length)]);
+    const image = Buffer.concat([
+      segment.subarray(0, ackedEnd),
+      ...roundBatches(random, acked.length),
+    ]);
     const sector = Math.floor(ackedEnd / 2 / SECTOR) * SECTOR;
     image.fill(0, sector, sector + SECTOR);
-    const error = await Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(() => undefined, (e: unknown) => e);
+    const error = await Log.open(
+      logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(true);
     expect((error as Error).message).toMatch(/was durable/);
   });

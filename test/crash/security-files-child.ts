@@ -32,6 +32,17 @@ const fs: FileSystem = {
 
 for (let i = 0; ; i++) {
   if (kind === 'users') await UserCredentials.addUser(fs, dir, `user-${i}`, `pw-${i}`);
-  else await AclSet.add(fs, dir, [{ principal: `User:u${i}`, host: '*', operation: 'Read', permission: 'ALLOW', resourceType: 'Group', patternType: 'LITERAL', name: `g${i}` }]);
+  else
+    await AclSet.add(fs, dir, [
+      {
+        principal: `User:u${i}`,
+        host: '*',
+        operation: 'Read',
+        permission: 'ALLOW',
+        resourceType: 'Group',
+        patternType: 'LITERAL',
+        name: `g${i}`,
+      },
+    ]);
   process.send!({ done: i });
 }

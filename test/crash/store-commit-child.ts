@@ -9,7 +9,12 @@ import { BUCKET_COUNT, COMMITTERS, plannedCommit } from './store-commit-plan.js'
 const [dir, seedArg, baseArg] = process.argv.slice(2);
 const seed = Number(seedArg);
 const base = Number(baseArg);
-const store = await OffsetStore.open({ dir: dir!, bucketCount: BUCKET_COUNT, segmentBytesMax: 16_384, compaction: { strategy: 'none' } });
+const store = await OffsetStore.open({
+  dir: dir!,
+  bucketCount: BUCKET_COUNT,
+  segmentBytesMax: 16_384,
+  compaction: { strategy: 'none' },
+});
 process.send!({ type: 'ready' });
 
 async function committer(j: number): Promise<void> {

@@ -16,8 +16,16 @@ export const BUCKET_COUNT = 4;
 export const ROUND_STRIDE = 1_000_000;
 
 const POOL = [
-  ...Array.from({ length: 16 }, (_, b) => ({ tableId: 1, partitionId: null as number | null, bucketId: b })),
-  ...Array.from({ length: 24 }, (_, i) => ({ tableId: 2, partitionId: (i % 3) as number | null, bucketId: Math.floor(i / 3) })),
+  ...Array.from({ length: 16 }, (_, b) => ({
+    tableId: 1,
+    partitionId: null as number | null,
+    bucketId: b,
+  })),
+  ...Array.from({ length: 24 }, (_, i) => ({
+    tableId: 2,
+    partitionId: (i % 3) as number | null,
+    bucketId: Math.floor(i / 3),
+  })),
 ];
 
 export function groupName(index: number): string {
@@ -27,7 +35,14 @@ export function groupName(index: number): string {
 export interface PlannedCommit {
   n: number;
   groupId: string;
-  offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number; leaderEpoch: number; metadata: string }[];
+  offsets: {
+    tableId: number;
+    partitionId: number | null;
+    bucketId: number;
+    offset: number;
+    leaderEpoch: number;
+    metadata: string;
+  }[];
 }
 
 export function plannedCommit(seed: number, n: number): PlannedCommit {

@@ -10,16 +10,29 @@ import { OffsetStore, type CommittedOffset } from '../../src/index.js';
 import { exited, forkTs } from '../support/fork-child.js';
 import { seededRandom, seedFrom } from '../support/seeded-random.js';
 import { tempDir } from '../support/temp-dir.js';
-import { BUCKET_COUNT, GROUP_COUNT, ROUND_STRIDE, groupName, plannedCommit } from './store-commit-plan.js';
+import {
+  BUCKET_COUNT,
+  GROUP_COUNT,
+  ROUND_STRIDE,
+  groupName,
+  plannedCommit,
+} from './store-commit-plan.js';
 
 const rounds = Number(process.env.CRASH_ROUNDS ?? 10);
 const CHILD = path.join(import.meta.dirname, 'store-commit-child.ts');
 
-const keyOf = (groupId: string, b: { tableId: number; partitionId: number | null; bucketId: number }) => `${groupId}|${b.tableId}/${b.partitionId}/${b.bucketId}`;
+const keyOf = (
+  groupId: string,
+  b: { tableId: number; partitionId: number | null; bucketId: number },
+) => `${groupId}|${b.tableId}/${b.partitionId}/${b.bucketId}`;
 
 /** Every committed offset of every group the child writes, by group and bucket. */
 async function fetchAll(dir: string): Promise<Map<string, CommittedOffset>> {
-  const store = await OffsetStore.open({ dir, bucketCount: BUCKET_COUNT, compaction: { strategy: 'none' } });
+  const store = await OffsetStore.open({
+    dir,
+    bucketCount: BUCKET_COUNT,
+    compaction: { strategy: 'none' },
+  });
   try {
     const all = new Map<string, CommittedOffset>();
     for (let g = 0; g < GROUP_COUNT; g++) {
@@ -58,8 +71,14 @@ describe('store crash safety', () => {
       for (const [key, value] of fetched) {
         const commit = plannedCommit(seed, value.offset);
         const planned = commit.offsets.find((o) => keyOf(commit.groupId, o) === key);
-        if (planned === undefined || value.metadata !== planned.metadata || value.leaderEpoch !== planned.leaderEpoch) {
-          problems.push(`${key} holds ${JSON.stringify(value)}, which commit ${value.offset} did not write there`);
+        if (
+          planned === undefined ||
+          value.metadata !== planned.metadata ||
+          value.leaderEpoch !== planned.leaderEpoch
+        ) {
+          problems.push(
+            `${key} holds ${JSON.stringify(value)}, which commit ${value.offset} did not write there`,
+          );
         }
       }
       // All-or-nothing: a commit visible at one key is visible (or superseded by a later commit) at all of its keys.
@@ -67,7 +86,8 @@ describe('store crash safety', () => {
         const commit = plannedCommit(seed, n);
         for (const o of commit.offsets) {
           const offset = fetched.get(keyOf(commit.groupId, o))?.offset;
-          if (offset === undefined || offset < n) problems.push(`commit ${n} is torn: ${keyOf(commit.groupId, o)} holds ${offset}`);
+          if (offset === undefined || offset < n)
+            problems.push(`commit ${n} is torn: ${keyOf(commit.groupId, o)} holds ${offset}`);
         }
       }
       // No acknowledged commit is lost: each of its keys holds it, or a later commit of that key.
@@ -75,11 +95,16 @@ describe('store crash safety', () => {
         const commit = plannedCommit(seed, n);
         for (const o of commit.offsets) {
           const offset = fetched.get(keyOf(commit.groupId, o))?.offset;
-          if (offset === undefined || offset < n) problems.push(`acknowledged commit ${n} lost at ${keyOf(commit.groupId, o)} (holds ${offset})`);
+          if (offset === undefined || offset < n)
+            problems.push(
+              `acknowledged commit ${n} lost at ${keyOf(commit.groupId, o)} (holds ${offset})`,
+            );
         }
       }
       expect(problems.slice(0, 20), context).toEqual([]);
     }
-    expect(acked.length, `seed ${seed}: the child got commits acknowledged`).toBeGreaterThan(rounds * 5);
+    expect(acked.length, `seed ${seed}: the child got commits acknowledged`).toBeGreaterThan(
+      rounds * 5,
+    );
   });
 });

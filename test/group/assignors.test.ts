@@ -26,7 +26,11 @@ const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
 
 type Spec = Record<string, number[]>; // memberId -> subscribed table ids
 
-function input(spec: Spec, tables: Record<number, TableLayout>, current: Map<string, TableBucket[]> = new Map()): AssignorInput {
+function input(
+  spec: Spec,
+  tables: Record<number, TableLayout>,
+  current: Map<string, TableBucket[]> = new Map(),
+): AssignorInput {
   const members: AssignorMember[] = Object.keys(spec)
     .sort()
     .map((memberId) => ({
@@ -38,7 +42,12 @@ function input(spec: Spec, tables: Record<number, TableLayout>, current: Map<str
   return { members, tables: new Map(Object.entries(tables).map(([id, l]) => [Number(id), l])) };
 }
 
-function run(assignor: Assignor, spec: Spec, tables: Record<number, TableLayout>, current?: Map<string, TableBucket[]>): Map<string, TableBucket[]> {
+function run(
+  assignor: Assignor,
+  spec: Spec,
+  tables: Record<number, TableLayout>,
+  current?: Map<string, TableBucket[]>,
+): Map<string, TableBucket[]> {
   const i = input(spec, tables, current);
   const out = assignor.assign(i);
   checkAssignment(assignor.name, i, out); // no duplicates, only subscribed, existing buckets
@@ -58,7 +67,9 @@ function total(out: Map<string, TableBucket[]>): number {
 }
 
 function members(n: number, tables: number[] = [1]): Spec {
-  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`m${String(i).padStart(4, '0')}`, tables]));
+  return Object.fromEntries(
+    Array.from({ length: n }, (_, i) => [`m${String(i).padStart(4, '0')}`, tables]),
+  );
 }
 
 /** Buckets that changed owner between two assignments, not counting buckets of members that left. */
@@ -66,7 +77,8 @@ function moved(before: Map<string, TableBucket[]>, after: Map<string, TableBucke
   const owner = new Map<string, string>();
   for (const [m, refs] of before) if (after.has(m)) for (const r of refs) owner.set(keyOf(r), m);
   let count = 0;
-  for (const [m, refs] of after) for (const r of refs) if (owner.has(keyOf(r)) && owner.get(keyOf(r)) !== m) count++;
+  for (const [m, refs] of after)
+    for (const r of refs) if (owner.has(keyOf(r)) && owner.get(keyOf(r)) !== m) count++;
   return count;
 }
 
@@ -75,7 +87,13 @@ const rangeAssignor = new RangeAssignor();
 
 describe('uniform assignor', () => {
   it('balances identical subscriptions to within one bucket and assigns every bucket once', () => {
-    for (const [n, buckets] of [[1, 10], [3, 10], [7, 100], [10, 10], [16, 1000]] as const) {
+    for (const [n, buckets] of [
+      [1, 10],
+      [3, 10],
+      [7, 100],
+      [10, 10],
+      [16, 1000],
+    ] as const) {
       const out = run(uniform, members(n), { 1: table(buckets) });
       expect(total(out)).toBe(buckets);
       expect(Math.max(...sizes(out)) - Math.min(...sizes(out))).toBeLessThanOrEqual(1);
@@ -123,9 +141,18 @@ describe('uniform assignor', () => {
     const three = run(uniform, { a: [1], b: [1, 2], c: [2] }, { 1: table(9), 2: table(9) });
     expect(sizes(three)).toEqual([6, 6, 6]);
     // a member subscribing to table 2 only: table 1 buckets do not move
-    const four = run(uniform, { a: [1], b: [1, 2], c: [2], d: [2] }, { 1: table(9), 2: table(9) }, three);
+    const four = run(
+      uniform,
+      { a: [1], b: [1, 2], c: [2], d: [2] },
+      { 1: table(9), 2: table(9) },
+      three,
+    );
     const owner1 = (out: Map<string, TableBucket[]>) =>
-      new Map([...out].flatMap(([m, refs]) => refs.filter((r) => r.tableId === 1).map((r) => [keyOf(r), m] as const)));
+      new Map(
+        [...out].flatMap(([m, refs]) =>
+          refs.filter((r) => r.tableId === 1).map((r) => [keyOf(r), m] as const),
+        ),
+      );
     const before1 = owner1(three);
     const after1 = owner1(four);
     let movedTable1 = 0;
@@ -147,18 +174,32 @@ describe('uniform assignor', () => {
         fc.array(fc.integer({ min: 0, max: 70 }), { maxLength: 80 }),
         fc.integer({ min: 0, max: 3 }),
         (n, bucketCount, currentIds, partitions) => {
-          const layout = partitions === 0 ? table(Math.max(1, bucketCount)) : table(Math.max(1, bucketCount), Array.from({ length: partitions }, (_, p) => p * 10));
+          const layout =
+            partitions === 0
+              ? table(Math.max(1, bucketCount))
+              : table(
+                  Math.max(1, bucketCount),
+                  Array.from({ length: partitions }, (_, p) => p * 10),
+                );
           const spec = members(n);
           const ids = Object.keys(spec).sort();
           const current = new Map<string, TableBucket[]>();
           currentIds.forEach((bucketId, k) => {
             const m = ids[k % n] as string;
-            const ref = { tableId: 1, partitionId: partitions === 0 ? null : ((k % partitions) * 10), bucketId };
+            const ref = {
+              tableId: 1,
+              partitionId: partitions === 0 ? null : (k % partitions) * 10,
+              bucketId,
+            };
             current.set(m, [...(current.get(m) ?? []), ref]);
           });
           // the current target the coordinator passes is always disjoint; emulate that
           const seen = new Set<string>();
-          for (const [m, refs] of current) current.set(m, refs.filter((r) => !seen.has(keyOf(r)) && seen.add(keyOf(r))));
+          for (const [m, refs] of current)
+            current.set(
+              m,
+              refs.filter((r) => !seen.has(keyOf(r)) && seen.add(keyOf(r))),
+            );
           const out = run(uniform, spec, { 1: layout }, current);
           const totalBuckets = layout.bucketCount * (layout.partitionIds?.length ?? 1);
           expect(total(out)).toBe(totalBuckets);
@@ -167,7 +208,9 @@ describe('uniform assignor', () => {
           for (const [m, refs] of current) {
             const valid = refs.filter((r) => r.bucketId < layout.bucketCount).length;
             const keptKeys = new Set((out.get(m) ?? []).map(keyOf));
-            expect(refs.filter((r) => keptKeys.has(keyOf(r))).length).toBeGreaterThanOrEqual(Math.min(valid, base));
+            expect(refs.filter((r) => keptKeys.has(keyOf(r))).length).toBeGreaterThanOrEqual(
+              Math.min(valid, base),
+            );
           }
         },
       ),
@@ -188,7 +231,11 @@ describe('uniform assignor', () => {
 
 describe('range assignor', () => {
   it('gives contiguous runs per table and co-partitions tables with the same layout', () => {
-    const out = run(rangeAssignor, { a: [1, 2], b: [1, 2], c: [1, 2] }, { 1: table(8), 2: table(8) });
+    const out = run(
+      rangeAssignor,
+      { a: [1, 2], b: [1, 2], c: [1, 2] },
+      { 1: table(8), 2: table(8) },
+    );
     expect(sizes(out)).toEqual([6, 6, 4]);
     for (const [, refs] of out) {
       const t1 = refs.filter((r) => r.tableId === 1).map((r) => r.bucketId);
@@ -196,10 +243,16 @@ describe('range assignor', () => {
       expect(t1).toEqual(t2); // co-partitioned
       expect(t1).toEqual(Array.from({ length: t1.length }, (_, i) => (t1[0] as number) + i)); // contiguous
     }
-    const partitioned = run(rangeAssignor, { a: [1, 2], b: [1, 2] }, { 1: table(2, [5, 6]), 2: table(2, [5, 6]) });
+    const partitioned = run(
+      rangeAssignor,
+      { a: [1, 2], b: [1, 2] },
+      { 1: table(2, [5, 6]), 2: table(2, [5, 6]) },
+    );
     for (const [, refs] of partitioned) {
       const t1 = refs.filter((r) => r.tableId === 1).map((r) => `${r.partitionId}/${r.bucketId}`);
-      expect(refs.filter((r) => r.tableId === 2).map((r) => `${r.partitionId}/${r.bucketId}`)).toEqual(t1);
+      expect(
+        refs.filter((r) => r.tableId === 2).map((r) => `${r.partitionId}/${r.bucketId}`),
+      ).toEqual(t1);
     }
     const mixed = run(rangeAssignor, { a: [1], b: [1, 2] }, { 1: table(4), 2: table(3) });
     expect(mixed.get('a')?.every((r) => r.tableId === 1)).toBe(true);
@@ -214,7 +267,12 @@ describe('range assignor', () => {
     await b.beat({ assignor: 'range' });
     await ctx.settle(a, b);
     expect(ctx.coordinator.describe('g')?.assignor).toBe('range');
-    expect(a.owned.map((r) => `${r.tableId}/${r.bucketId}`).sort()).toEqual(['1/0', '1/1', '2/0', '2/1']);
+    expect(a.owned.map((r) => `${r.tableId}/${r.bucketId}`).sort()).toEqual([
+      '1/0',
+      '1/1',
+      '2/0',
+      '2/1',
+    ]);
   });
 });
 
@@ -222,15 +280,29 @@ describe('assignor port', () => {
   it('checkAssignment refuses duplicate, unknown and unsubscribed buckets from a custom assignor', async () => {
     const i = input({ a: [1], b: [1] }, { 1: table(2), 2: table(2) });
     const ref = (tableId: number, bucketId: number) => ({ tableId, partitionId: null, bucketId });
-    expect(() => checkAssignment('x', i, new Map([['a', [ref(1, 0)]], ['b', [ref(1, 0)]]]))).toThrow(/both a and b/);
+    expect(() =>
+      checkAssignment(
+        'x',
+        i,
+        new Map([
+          ['a', [ref(1, 0)]],
+          ['b', [ref(1, 0)]],
+        ]),
+      ),
+    ).toThrow(/both a and b/);
     expect(() => checkAssignment('x', i, new Map([['a', [ref(1, 5)]]]))).toThrow(TypeError);
     expect(() => checkAssignment('x', i, new Map([['a', [ref(2, 0)]]]))).toThrow(TypeError);
     expect(() => checkAssignment('x', i, new Map([['zz', []]]))).toThrow(/unknown member/);
 
-    const broken: Assignor = { name: 'broken', assign: (inp) => new Map(inp.members.map((m) => [m.memberId, [ref(1, 0)]])) };
+    const broken: Assignor = {
+      name: 'broken',
+      assign: (inp) => new Map(inp.members.map((m) => [m.memberId, [ref(1, 0)]])),
+    };
     const ctx = new GroupTestContext({ assignors: [broken], layouts: { 1: { bucketCount: 2 } } });
     await ctx.member([1], { memberId: 'a' }).beat({ assignor: 'broken' });
-    await expect(ctx.member([1], { memberId: 'b' }).beat({ assignor: 'broken' })).rejects.toThrow(/both a and b/);
+    await expect(ctx.member([1], { memberId: 'b' }).beat({ assignor: 'broken' })).rejects.toThrow(
+      /both a and b/,
+    );
     // the failed join changed nothing
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']);
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));

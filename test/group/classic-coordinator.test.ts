@@ -27,13 +27,15 @@ describe('one type per group id', () => {
     await join.promise.catch(() => {});
     expect(join.code).toBe('INCONSISTENT_GROUP_PROTOCOL');
     await ctx.stableGroup(1, 'classics');
-    expect(await code(ctx.coordinator.heartbeat('classics', CONSUMER_JOIN))).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(await code(ctx.coordinator.heartbeat('classics', CONSUMER_JOIN))).toBe(
+      'INCONSISTENT_GROUP_PROTOCOL',
+    );
     expect(ctx.coordinator.groupType('consumers')).toBe('consumer');
     expect(ctx.coordinator.groupType('classics')).toBe('classic');
     expect(ctx.coordinator.groupIds()).toEqual(['classics', 'consumers']);
   });
 
-  it('an Empty group of either type is taken over by the other protocol\'s join', async () => {
+  it("an Empty group of either type is taken over by the other protocol's join", async () => {
     const ctx = new ClassicTestContext();
     const joinedConsumer = await ctx.coordinator.heartbeat('g', CONSUMER_JOIN);
     await ctx.coordinator.heartbeat('g', { memberId: joinedConsumer.memberId, memberEpoch: -1 });
@@ -60,7 +62,11 @@ describe('commits of classic members', () => {
     const calls = [ctx.join({ groupInstanceId: 'i-1' }), ctx.join()];
     await ctx.advance(0);
     const [a, b] = calls.map(joined);
-    const commit = (memberId: string, generationId: number, groupInstanceId: string | null = null) => code(ctx.classic.commit('g', { memberId, generationId, groupInstanceId }, write));
+    const commit = (
+      memberId: string,
+      generationId: number,
+      groupInstanceId: string | null = null,
+    ) => code(ctx.classic.commit('g', { memberId, generationId, groupInstanceId }, write));
     expect(await commit(a!.memberId, 1, 'i-1')).toBe('REBALANCE_IN_PROGRESS'); // CompletingRebalance
     await ctx.syncAll([a!, b!]);
     expect(await commit(a!.memberId, 1, 'i-1')).toBe('OK');
@@ -69,9 +75,25 @@ describe('commits of classic members', () => {
     expect(await commit('ghost', 1)).toBe('UNKNOWN_MEMBER_ID');
     expect(await commit(b!.memberId, 1, 'i-1')).toBe('FENCED_INSTANCE_ID');
     expect(await commit(b!.memberId, 1, 'i-9')).toBe('UNKNOWN_MEMBER_ID');
-    expect(await code(ctx.classic.commit('nothing-here', { memberId: 'm', generationId: 3, groupInstanceId: null }, write))).toBe('ILLEGAL_GENERATION');
+    expect(
+      await code(
+        ctx.classic.commit(
+          'nothing-here',
+          { memberId: 'm', generationId: 3, groupInstanceId: null },
+          write,
+        ),
+      ),
+    ).toBe('ILLEGAL_GENERATION');
     await ctx.coordinator.heartbeat('consumers', CONSUMER_JOIN);
-    expect(await code(ctx.classic.commit('consumers', { memberId: 'm', generationId: 1, groupInstanceId: null }, write))).toBe('UNKNOWN_MEMBER_ID');
+    expect(
+      await code(
+        ctx.classic.commit(
+          'consumers',
+          { memberId: 'm', generationId: 1, groupInstanceId: null },
+          write,
+        ),
+      ),
+    ).toBe('UNKNOWN_MEMBER_ID');
     ctx.join({ memberId: a!.leader });
     await tick();
     expect(ctx.state()).toBe('PreparingRebalance');
@@ -88,10 +110,14 @@ describe('commits of classic members', () => {
     ctx.writer.hold = true;
     ctx.sync({ memberId: a!.leader, generationId: 2, assignments: [] });
     const order: string[] = [];
-    const committed = ctx.classic.commit('g', { memberId: a!.memberId, generationId: 2, groupInstanceId: null }, () => {
-      order.push('commit issued');
-      return Promise.resolve();
-    });
+    const committed = ctx.classic.commit(
+      'g',
+      { memberId: a!.memberId, generationId: 2, groupInstanceId: null },
+      () => {
+        order.push('commit issued');
+        return Promise.resolve();
+      },
+    );
     await tick();
     expect(order).toEqual([]); // the Stable snapshot is not durable yet
     ctx.writer.release();
@@ -127,21 +153,55 @@ describe('admin and lifecycle', () => {
     await tick();
     expect(parkedJoin.code).toBe('STORE_CLOSED');
     expect(parkedSync.code).toBe('STORE_CLOSED');
-    expect(await code(ctx.classic.joinGroup('g', { protocolType: 'consumer', protocols: [], sessionTimeoutMs: 1000 }))).toBe('STORE_CLOSED');
+    expect(
+      await code(
+        ctx.classic.joinGroup('g', {
+          protocolType: 'consumer',
+          protocols: [],
+          sessionTimeoutMs: 1000,
+        }),
+      ),
+    ).toBe('STORE_CLOSED');
     expect(ctx.clock.pendingTimerCount).toBe(0);
     expect(ctx.coordinator.metrics().parkedCalls).toBe(0);
   });
 
   it('validates requests at the edge: types are TypeErrors, values INVALID_REQUEST or INVALID_SESSION_TIMEOUT', async () => {
     const ctx = new ClassicTestContext();
-    const base = { protocolType: 'consumer', protocols: [{ name: 'range', metadata: Buffer.alloc(0) }], sessionTimeoutMs: 1000 };
-    expect(await code(ctx.classic.joinGroup('g', { ...base, sessionTimeoutMs: 0 }))).toBe('INVALID_SESSION_TIMEOUT');
-    expect(await code(ctx.classic.joinGroup('g', { ...base, rebalanceTimeoutMs: 0 }))).toBe('INVALID_REQUEST');
-    expect(await code(ctx.classic.joinGroup('g', { ...base, groupInstanceId: '' }))).toBe('INVALID_REQUEST');
-    expect(await code(ctx.classic.joinGroup('g', { ...base, protocols: [base.protocols[0]!, base.protocols[0]!] }))).toBe('INVALID_REQUEST');
-    expect(await code(ctx.classic.joinGroup('g', { ...base, memberId: 'm\uD800' }))).toBe('INVALID_REQUEST');
-    await expect(ctx.classic.joinGroup('g', { ...base, protocols: [{ name: 'range', metadata: 'text' as never }] })).rejects.toBeInstanceOf(TypeError);
-    await expect(ctx.classic.syncGroup('g', { memberId: 'm', generationId: '1' as never })).rejects.toBeInstanceOf(TypeError);
+    const base = {
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+      sessionTimeoutMs: 1000,
+    };
+    expect(await code(ctx.classic.joinGroup('g', { ...base, sessionTimeoutMs: 0 }))).toBe(
+      'INVALID_SESSION_TIMEOUT',
+    );
+    expect(await code(ctx.classic.joinGroup('g', { ...base, rebalanceTimeoutMs: 0 }))).toBe(
+      'INVALID_REQUEST',
+    );
+    expect(await code(ctx.classic.joinGroup('g', { ...base, groupInstanceId: '' }))).toBe(
+      'INVALID_REQUEST',
+    );
+    expect(
+      await code(
+        ctx.classic.joinGroup('g', {
+          ...base,
+          protocols: [base.protocols[0]!, base.protocols[0]!],
+        }),
+      ),
+    ).toBe('INVALID_REQUEST');
+    expect(await code(ctx.classic.joinGroup('g', { ...base, memberId: 'm\uD800' }))).toBe(
+      'INVALID_REQUEST',
+    );
+    await expect(
+      ctx.classic.joinGroup('g', {
+        ...base,
+        protocols: [{ name: 'range', metadata: 'text' as never }],
+      }),
+    ).rejects.toBeInstanceOf(TypeError);
+    await expect(
+      ctx.classic.syncGroup('g', { memberId: 'm', generationId: '1' as never }),
+    ).rejects.toBeInstanceOf(TypeError);
     expect(await code(ctx.classic.leaveGroup('g', { members: [] }))).toBe('INVALID_REQUEST');
     expect(await code(ctx.classic.leaveGroup('g', { members: [{}] }))).toBe('INVALID_REQUEST');
     expect(ctx.inspect()).toBeNull();

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { ClassicTestContext, joined, protocols, tick } from './classic-test-context.js';
 
 describe('the initial rebalance', () => {
-  it('waits the initial delay for more members, then answers every member; the leader gets every member\'s metadata', async () => {
+  it("waits the initial delay for more members, then answers every member; the leader gets every member's metadata", async () => {
     const ctx = new ClassicTestContext({ initialRebalanceDelayMs: 3000 });
     const a = ctx.join({ clientId: 'client-a', protocols: protocols(['range'], 'meta-a') });
     await ctx.advance(1000);
@@ -23,9 +23,24 @@ describe('the initial rebalance', () => {
     expect(a.state).toBe('pending');
     await ctx.advance(3000);
     const [ja, jb] = [joined(a), joined(b)];
-    expect(ja).toMatchObject({ memberId: 'client-a-m1', generationId: 1, protocolType: 'consumer', protocolName: 'range', leader: 'client-a-m1', skipAssignment: false });
-    expect(ja.members.map((m) => [m.memberId, m.metadata.toString()])).toEqual([['client-a-m1', 'meta-a'], ['client-b-m2', 'meta-b']]);
-    expect(jb).toMatchObject({ memberId: 'client-b-m2', generationId: 1, leader: 'client-a-m1', members: [] });
+    expect(ja).toMatchObject({
+      memberId: 'client-a-m1',
+      generationId: 1,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      leader: 'client-a-m1',
+      skipAssignment: false,
+    });
+    expect(ja.members.map((m) => [m.memberId, m.metadata.toString()])).toEqual([
+      ['client-a-m1', 'meta-a'],
+      ['client-b-m2', 'meta-b'],
+    ]);
+    expect(jb).toMatchObject({
+      memberId: 'client-b-m2',
+      generationId: 1,
+      leader: 'client-a-m1',
+      members: [],
+    });
     expect(ctx.state()).toBe('CompletingRebalance');
     expect(ctx.writer.writes).toEqual([]);
     expect(ctx.replayed()).toEqual(ctx.inspect());
@@ -91,18 +106,32 @@ describe('protocols', () => {
       ctx.join({ protocols: protocols(['roundrobin', 'range', 'sticky']) }),
     ];
     await ctx.advance(0);
-    expect(calls.map((c) => joined(c).protocolName)).toEqual(['roundrobin', 'roundrobin', 'roundrobin']);
-    expect(joined(calls[0]!).members.map((m) => m.metadata.toString())).toEqual(['sub:roundrobin', 'sub:roundrobin', 'sub:roundrobin']);
+    expect(calls.map((c) => joined(c).protocolName)).toEqual([
+      'roundrobin',
+      'roundrobin',
+      'roundrobin',
+    ]);
+    expect(joined(calls[0]!).members.map((m) => m.metadata.toString())).toEqual([
+      'sub:roundrobin',
+      'sub:roundrobin',
+      'sub:roundrobin',
+    ]);
   });
 
   it('refuses a member whose type differs, or who offers no protocol every member offers, with INCONSISTENT_GROUP_PROTOCOL', async () => {
     const ctx = new ClassicTestContext();
-    expect((await ctx.join({ protocolType: '' }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect((await ctx.join({ protocolType: '' }).settled()).code).toBe(
+      'INCONSISTENT_GROUP_PROTOCOL',
+    );
     expect((await ctx.join({ protocols: [] }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
     expect(ctx.inspect()).toBeNull(); // a refused first join creates no group
     ctx.join({ protocols: protocols(['range', 'sticky']) });
-    expect((await ctx.join({ protocolType: 'connect', protocols: protocols(['range']) }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
-    expect((await ctx.join({ protocols: protocols(['roundrobin']) }).settled()).code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(
+      (await ctx.join({ protocolType: 'connect', protocols: protocols(['range']) }).settled()).code,
+    ).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect((await ctx.join({ protocols: protocols(['roundrobin']) }).settled()).code).toBe(
+      'INCONSISTENT_GROUP_PROTOCOL',
+    );
     const ok = ctx.join({ protocols: protocols(['sticky']) });
     await ctx.advance(0);
     expect(joined(ok).protocolName).toBe('sticky');
@@ -118,7 +147,10 @@ describe('rebalancing a Stable group', () => {
     const leaderJoin = ctx.join({ memberId: leader.memberId });
     await tick();
     expect(ctx.state()).toBe('PreparingRebalance');
-    for (const f of followers) expect((await ctx.heartbeat({ memberId: f.memberId, generationId: 1 }).settled()).code).toBe('REBALANCE_IN_PROGRESS');
+    for (const f of followers)
+      expect((await ctx.heartbeat({ memberId: f.memberId, generationId: 1 }).settled()).code).toBe(
+        'REBALANCE_IN_PROGRESS',
+      );
     const rejoins = followers.map((f) => ctx.join({ memberId: f.memberId }));
     await tick(); // no timer: the last rejoin completed the join phase
     expect([leaderJoin, ...rejoins].map((call) => joined(call).generationId)).toEqual([2, 2, 2]);
@@ -128,15 +160,27 @@ describe('rebalancing a Stable group', () => {
 
   it('at the rebalance timeout, dynamic members that did not rejoin are removed and a member that did becomes leader', async () => {
     const ctx = new ClassicTestContext();
-    const [a, b, c] = await ctx.stableGroup(3, 'g', { rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000 });
+    const [a, b, c] = await ctx.stableGroup(3, 'g', {
+      rebalanceTimeoutMs: 5000,
+      sessionTimeoutMs: 60_000,
+    });
     const leaderId = a!.leader;
     const rejoining = [a!, b!, c!].filter((j) => j.memberId !== leaderId)[0]!;
     // A follower with new metadata starts the rebalance; the others never rejoin.
-    const call = ctx.join({ memberId: rejoining.memberId, rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000, protocols: protocols(['range'], 'more topics') });
+    const call = ctx.join({
+      memberId: rejoining.memberId,
+      rebalanceTimeoutMs: 5000,
+      sessionTimeoutMs: 60_000,
+      protocols: protocols(['range'], 'more topics'),
+    });
     await ctx.advance(4999);
     expect(call.state).toBe('pending');
     await ctx.advance(1);
-    expect(joined(call)).toMatchObject({ generationId: 2, leader: rejoining.memberId, members: [{ memberId: rejoining.memberId }] });
+    expect(joined(call)).toMatchObject({
+      generationId: 2,
+      leader: rejoining.memberId,
+      members: [{ memberId: rejoining.memberId }],
+    });
     expect(ctx.inspect()?.members.map((m) => m.memberId)).toEqual([rejoining.memberId]);
     expect(ctx.replayed()).toEqual(ctx.inspect());
   });
@@ -149,7 +193,10 @@ describe('rebalancing a Stable group', () => {
     await tick();
     expect(joined(same)).toMatchObject({ generationId: 1, members: [], leader: follower.leader });
     expect(ctx.state()).toBe('Stable');
-    const changed = ctx.join({ memberId: follower.memberId, protocols: protocols(['range'], 'new-subscription') });
+    const changed = ctx.join({
+      memberId: follower.memberId,
+      protocols: protocols(['range'], 'new-subscription'),
+    });
     await tick();
     expect(changed.state).toBe('pending');
     expect(ctx.state()).toBe('PreparingRebalance');
@@ -189,7 +236,7 @@ describe('who may join', () => {
     expect((await ctx.join({ memberId: 'ghost' }).settled()).code).toBe('UNKNOWN_MEMBER_ID');
   });
 
-  it('refuses a member whose protocols would take the group\'s snapshot past its bound (one batch) with INVALID_REQUEST', async () => {
+  it("refuses a member whose protocols would take the group's snapshot past its bound (one batch) with INVALID_REQUEST", async () => {
     const ctx = new ClassicTestContext();
     const big = [{ name: 'range', metadata: Buffer.alloc(1024 * 1024) }];
     const calls = Array.from({ length: 7 }, () => ctx.join({ protocols: big }));
@@ -197,7 +244,10 @@ describe('who may join', () => {
     expect(calls.slice(0, 6).map((c) => c.state)).toEqual(new Array(6).fill('pending')); // 6 MiB and a little fit in 7 MiB
     expect(calls[6]!.code).toBe('INVALID_REQUEST');
     expect(ctx.inspect()?.members).toHaveLength(6);
-    const huge = Array.from({ length: 8 }, (_, i) => ({ name: `p${i}`, metadata: Buffer.alloc(1024 * 1024) }));
+    const huge = Array.from({ length: 8 }, (_, i) => ({
+      name: `p${i}`,
+      metadata: Buffer.alloc(1024 * 1024),
+    }));
     expect((await ctx.join({ protocols: huge }, 'other').settled()).code).toBe('INVALID_REQUEST');
     expect(ctx.inspect('other')).toBeNull(); // refused before the group was created
     expect(ctx.writer.writes).toEqual([]);

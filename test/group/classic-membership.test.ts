@@ -13,7 +13,13 @@ describe('LeaveGroup', () => {
   it('answers every named member; the ones that left start a rebalance, the last one leaving makes the group Empty at a new generation', async () => {
     const ctx = new ClassicTestContext();
     const [a, b, c] = await ctx.stableGroup(3, 'g', { groupInstanceId: undefined });
-    const call = ctx.leave({ members: [{ memberId: a!.memberId }, { memberId: 'ghost' }, { memberId: b!.memberId, groupInstanceId: 'not-its-id' }] });
+    const call = ctx.leave({
+      members: [
+        { memberId: a!.memberId },
+        { memberId: 'ghost' },
+        { memberId: b!.memberId, groupInstanceId: 'not-its-id' },
+      ],
+    });
     await tick();
     expect(call.ok.members).toEqual([
       { memberId: a!.memberId, groupInstanceId: null, errorCode: null },
@@ -24,8 +30,18 @@ describe('LeaveGroup', () => {
     const rest = ctx.leave({ members: [{ memberId: b!.memberId }, { memberId: c!.memberId }] });
     await tick();
     expect(rest.ok.members.map((m) => m.errorCode)).toEqual([null, null]);
-    expect(ctx.inspect()).toMatchObject({ state: 'Empty', generationId: 2, protocolName: null, leaderId: null, members: [] });
-    expect(ctx.writer.latest.get('g')).toMatchObject({ protocol: 'classic', generationId: 2, members: [] });
+    expect(ctx.inspect()).toMatchObject({
+      state: 'Empty',
+      generationId: 2,
+      protocolName: null,
+      leaderId: null,
+      members: [],
+    });
+    expect(ctx.writer.latest.get('g')).toMatchObject({
+      protocol: 'classic',
+      generationId: 2,
+      members: [],
+    });
     const gone = ctx.leave({ members: [{ memberId: 'x' }] }, 'no-such-group');
     await gone.promise.catch(() => {});
     expect(gone.code).toBe('UNKNOWN_MEMBER_ID');
@@ -37,7 +53,10 @@ describe('LeaveGroup', () => {
     const joinA = ctx.join({ memberId: a!.leader === a!.memberId ? a!.memberId : b!.memberId });
     await tick();
     const other = a!.leader === a!.memberId ? b! : a!;
-    const parkedOther = ctx.join({ memberId: other.memberId, protocols: protocols(['range'], 'changed') });
+    const parkedOther = ctx.join({
+      memberId: other.memberId,
+      protocols: protocols(['range'], 'changed'),
+    });
     await tick();
     expect(parkedOther.state).toBe('fulfilled'); // both rejoined: generation 2
     const [g2Leader] = [joined(joinA)];
@@ -53,7 +72,10 @@ describe('LeaveGroup', () => {
 
 describe('static membership', () => {
   async function staticGroup(ctx: ClassicTestContext, sessionTimeoutMs = 10_000) {
-    const calls = [ctx.join({ groupInstanceId: 'i-1', clientId: 'c1', sessionTimeoutMs }), ctx.join({ groupInstanceId: 'i-2', clientId: 'c2', sessionTimeoutMs })];
+    const calls = [
+      ctx.join({ groupInstanceId: 'i-1', clientId: 'c1', sessionTimeoutMs }),
+      ctx.join({ groupInstanceId: 'i-2', clientId: 'c2', sessionTimeoutMs }),
+    ];
     await ctx.advance(0);
     const all = calls.map(joined);
     await ctx.syncAll(all);
@@ -70,17 +92,32 @@ describe('static membership', () => {
     const rejoin = ctx.join({ groupInstanceId: instanceId });
     await tick();
     const answer = joined(rejoin);
-    expect(answer).toMatchObject({ generationId: 1, members: [], leader: follower.leader, skipAssignment: false });
+    expect(answer).toMatchObject({
+      generationId: 1,
+      members: [],
+      leader: follower.leader,
+      skipAssignment: false,
+    });
     expect(answer.memberId).not.toBe(follower.memberId);
     expect(ctx.state()).toBe('Stable');
     expect(ctx.writer.writes.length).toBe(writesBefore + 1); // the new member id is durable before the answer
-    const old = ctx.heartbeat({ memberId: follower.memberId, generationId: 1, groupInstanceId: instanceId });
-    const fresh = ctx.sync({ memberId: answer.memberId, generationId: 1, groupInstanceId: instanceId });
+    const old = ctx.heartbeat({
+      memberId: follower.memberId,
+      generationId: 1,
+      groupInstanceId: instanceId,
+    });
+    const fresh = ctx.sync({
+      memberId: answer.memberId,
+      generationId: 1,
+      groupInstanceId: instanceId,
+    });
     await tick();
     expect(old.code).toBe('FENCED_INSTANCE_ID');
     expect(fresh.ok.assignment.toString()).toBe(`a:${follower.memberId}`); // the old id's assignment
     const snapshot = ctx.writer.latest.get('g') as unknown as ClassicGroupSnapshot;
-    expect(snapshot.members.map((m) => m.memberId).sort()).toEqual([follower.leader, answer.memberId].sort());
+    expect(snapshot.members.map((m) => m.memberId).sort()).toEqual(
+      [follower.leader, answer.memberId].sort(),
+    );
   });
 
   it('a static leader rejoining is told the old leader id before JoinGroup v9, and to skip the assignment from v9', async () => {
@@ -91,14 +128,20 @@ describe('static membership', () => {
       const rejoin = ctx.join({ groupInstanceId: leaderInstance, supportsSkipAssignment });
       await tick();
       const answer = joined(rejoin);
-      if (supportsSkipAssignment) expect(answer).toMatchObject({ leader: answer.memberId, skipAssignment: true, members: [{}, {}] });
-      else expect(answer).toMatchObject({ leader: one!.leader, skipAssignment: false, members: [] });
+      if (supportsSkipAssignment)
+        expect(answer).toMatchObject({
+          leader: answer.memberId,
+          skipAssignment: true,
+          members: [{}, {}],
+        });
+      else
+        expect(answer).toMatchObject({ leader: one!.leader, skipAssignment: false, members: [] });
       expect(ctx.inspect()?.leaderId).toBe(answer.memberId);
       expect(ctx.state()).toBe('Stable');
     }
   });
 
-  it('a static member rejoining with protocols that change the group\'s selection starts a rebalance', async () => {
+  it("a static member rejoining with protocols that change the group's selection starts a rebalance", async () => {
     const ctx = new ClassicTestContext();
     const calls = [ctx.join({ groupInstanceId: 'i-1', protocols: protocols(['range', 'sticky']) })];
     await ctx.advance(0);
@@ -121,7 +164,10 @@ describe('static membership', () => {
     expect(parked.code).toBe('FENCED_INSTANCE_ID');
     expect(replacement.state).toBe('pending');
     const follower = one!.memberId === leaderId ? two! : one!;
-    ctx.join({ memberId: follower.memberId, groupInstanceId: leaderInstance === 'i-1' ? 'i-2' : 'i-1' });
+    ctx.join({
+      memberId: follower.memberId,
+      groupInstanceId: leaderInstance === 'i-1' ? 'i-2' : 'i-1',
+    });
     await tick();
     expect(joined(replacement).leader).toBe(joined(replacement).memberId);
   });
@@ -131,12 +177,22 @@ describe('static membership', () => {
     const [one, two] = await staticGroup(ctx, 60_000);
     const follower = one!.memberId === one!.leader ? two! : one!;
     const leaderInstance = follower === one ? 'i-2' : 'i-1';
-    const rejoin = ctx.join({ memberId: one!.leader, groupInstanceId: leaderInstance, sessionTimeoutMs: 60_000 });
+    const rejoin = ctx.join({
+      memberId: one!.leader,
+      groupInstanceId: leaderInstance,
+      sessionTimeoutMs: 60_000,
+    });
     await ctx.advance(29_999);
     expect(rejoin.state).toBe('pending');
     await ctx.advance(1); // the rebalance timeout: the follower did not rejoin, but it is static
-    expect(joined(rejoin).members.map((m) => m.memberId).sort()).toEqual([one!.memberId, two!.memberId].sort());
-    const left = ctx.leave({ members: [{ groupInstanceId: follower === one ? 'i-1' : 'i-2' }, { groupInstanceId: 'i-9' }] });
+    expect(
+      joined(rejoin)
+        .members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([one!.memberId, two!.memberId].sort());
+    const left = ctx.leave({
+      members: [{ groupInstanceId: follower === one ? 'i-1' : 'i-2' }, { groupInstanceId: 'i-9' }],
+    });
     await tick();
     expect(left.ok.members).toEqual([
       { memberId: '', groupInstanceId: follower === one ? 'i-1' : 'i-2', errorCode: null },
@@ -147,11 +203,15 @@ describe('static membership', () => {
 });
 
 describe('sessions', () => {
-  it('a member parked in JoinGroup is not expired by its session; a new member\'s JoinGroup has its own deadline; a silent member is removed', async () => {
+  it("a member parked in JoinGroup is not expired by its session; a new member's JoinGroup has its own deadline; a silent member is removed", async () => {
     const ctx = new ClassicTestContext({ newMemberJoinTimeoutMs: 20_000 });
     const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 60_000 };
     const [a, b] = await ctx.stableGroup(2, 'g', timeouts);
-    const rejoin = ctx.join({ memberId: a!.memberId, ...timeouts, protocols: protocols(['range'], 'changed') });
+    const rejoin = ctx.join({
+      memberId: a!.memberId,
+      ...timeouts,
+      protocols: protocols(['range'], 'changed'),
+    });
     const newcomer = ctx.join({ clientId: 'new', ...timeouts });
     const beatB = async () => {
       const call = ctx.heartbeat({ memberId: b!.memberId, generationId: 1 });
@@ -163,7 +223,12 @@ describe('sessions', () => {
       await beatB();
     }
     // 19,999 ms: a's session passed long ago, but it waits in JoinGroup; so does the newcomer.
-    expect(ctx.inspect()?.members.map((m) => m.memberId).sort()).toEqual([a!.memberId, b!.memberId, 'new-m3'].sort());
+    expect(
+      ctx
+        .inspect()
+        ?.members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([a!.memberId, b!.memberId, 'new-m3'].sort());
     expect([rejoin.state, newcomer.state]).toEqual(['pending', 'pending']);
     await ctx.advance(1);
     expect(newcomer.code).toBe('UNKNOWN_MEMBER_ID');
@@ -178,7 +243,9 @@ describe('removal by an admin', () => {
   it('removes named members (all checked first) or all of them; removing all makes the group Empty and durable', async () => {
     const ctx = new ClassicTestContext();
     const [a, b] = await ctx.stableGroup(2, 'g', { groupInstanceId: undefined });
-    await expect(ctx.coordinator.removeMembers('g', { memberIds: [a!.memberId, 'ghost'] })).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+    await expect(
+      ctx.coordinator.removeMembers('g', { memberIds: [a!.memberId, 'ghost'] }),
+    ).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
     expect(ctx.inspect()?.members).toHaveLength(2);
     const removed = await ctx.coordinator.removeMembers('g', { all: true });
     expect(removed.map((m) => m.memberId)).toEqual([a!.memberId, b!.memberId].sort());

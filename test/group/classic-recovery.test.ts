@@ -8,14 +8,21 @@
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { classicSnapshotOf, type ClassicGroupSnapshot } from '../../src/group/classic-snapshot.js';
-import { ClassicGroupStateMachine, GroupCoordinator, parseClassicSnapshot } from '../../src/group/index.js';
+import {
+  ClassicGroupStateMachine,
+  GroupCoordinator,
+  parseClassicSnapshot,
+} from '../../src/group/index.js';
 import { ClassicTestContext, joined, tick } from './classic-test-context.js';
 import { InMemorySnapshotWriter } from './group-test-context.js';
 
 describe('restart', () => {
   it('restores a Stable group as Stable with its generation, leader and assignments; members carry on without a rebalance', async () => {
     const ctx = new ClassicTestContext();
-    const members = await ctx.stableGroup(3, 'g', { groupInstanceId: undefined, sessionTimeoutMs: 20_000 });
+    const members = await ctx.stableGroup(3, 'g', {
+      groupInstanceId: undefined,
+      sessionTimeoutMs: 20_000,
+    });
     const before = ctx.inspect();
     await ctx.advance(15_000);
     ctx.restart();
@@ -53,13 +60,18 @@ describe('restart', () => {
     ctx.leave({ members: [{ memberId: a!.memberId }] });
     await tick();
     ctx.restart();
-    expect(ctx.inspect()).toMatchObject({ state: 'Empty', generationId: 2, protocolType: 'consumer', members: [] });
+    expect(ctx.inspect()).toMatchObject({
+      state: 'Empty',
+      generationId: 2,
+      protocolType: 'consumer',
+      members: [],
+    });
     const again = ctx.join();
     await ctx.advance(0);
     expect(joined(again).generationId).toBe(3);
   });
 
-  it('replaying a snapshot\'s records gives the state the live records built', async () => {
+  it("replaying a snapshot's records gives the state the live records built", async () => {
     const ctx = new ClassicTestContext();
     await ctx.stableGroup(3, 'g', { groupInstanceId: undefined });
     const group = ctx.inspect('g');
@@ -86,7 +98,11 @@ describe('loading', () => {
     fresh.loadSnapshot('i', classic);
     fresh.loadSnapshot('i', null);
     fresh.onLoadComplete();
-    expect([fresh.groupType('g'), fresh.groupType('h'), fresh.groupType('i')]).toEqual(['consumer', 'classic', null]);
+    expect([fresh.groupType('g'), fresh.groupType('h'), fresh.groupType('i')]).toEqual([
+      'consumer',
+      'classic',
+      null,
+    ]);
     expect(fresh.classic.inspect('h')?.members).toHaveLength(2);
     fresh.close();
   });
@@ -108,10 +124,17 @@ describe('the snapshot', () => {
 
   it('never takes more bytes than the bound the coordinator checks joins and assignments against', async () => {
     const ctx = new ClassicTestContext();
-    const calls = ['é', 'client-with-a-longer-id', ''].map((clientId, i) => ctx.join({
-      clientId, clientHost: `10.0.0.${i}`, groupInstanceId: i === 1 ? 'instance-\u{1F600}' : undefined,
-      protocols: [{ name: 'cooperative-sticky', metadata: Buffer.alloc(100 * i) }, { name: 'range', metadata: Buffer.alloc(3) }],
-    }));
+    const calls = ['é', 'client-with-a-longer-id', ''].map((clientId, i) =>
+      ctx.join({
+        clientId,
+        clientHost: `10.0.0.${i}`,
+        groupInstanceId: i === 1 ? 'instance-\u{1F600}' : undefined,
+        protocols: [
+          { name: 'cooperative-sticky', metadata: Buffer.alloc(100 * i) },
+          { name: 'range', metadata: Buffer.alloc(3) },
+        ],
+      }),
+    );
     await ctx.advance(0);
     await ctx.syncAll(calls.map(joined));
     const machine = new ClassicGroupStateMachine();
@@ -134,8 +157,12 @@ describe('the snapshot', () => {
       ['not a map', [s]],
     ];
     for (const [what, value] of broken) {
-      expect(() => parseClassicSnapshot('g', value), what).toThrow(expect.objectContaining({ code: 'CORRUPT_MESSAGE' }));
+      expect(() => parseClassicSnapshot('g', value), what).toThrow(
+        expect.objectContaining({ code: 'CORRUPT_MESSAGE' }),
+      );
     }
-    expect(() => classicSnapshotOf({ state: 'PreparingRebalance', groupId: 'g' } as never)).toThrow(/invariant violated/);
+    expect(() => classicSnapshotOf({ state: 'PreparingRebalance', groupId: 'g' } as never)).toThrow(
+      /invariant violated/,
+    );
   });
 });

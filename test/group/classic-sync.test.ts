@@ -27,26 +27,47 @@ describe('SyncGroup', () => {
     await tick();
     expect(early.state).toBe('pending');
     ctx.writer.hold = true;
-    const own = ctx.sync({ memberId: leader.memberId, generationId: 1, protocolType: 'consumer', protocolName: 'range', assignments: [
-      { memberId: leader.memberId, assignment: Buffer.from('L') },
-      { memberId: f1!.memberId, assignment: Buffer.from('F1') },
-      { memberId: 'not-a-member', assignment: Buffer.from('ignored') },
-    ] });
+    const own = ctx.sync({
+      memberId: leader.memberId,
+      generationId: 1,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments: [
+        { memberId: leader.memberId, assignment: Buffer.from('L') },
+        { memberId: f1!.memberId, assignment: Buffer.from('F1') },
+        { memberId: 'not-a-member', assignment: Buffer.from('ignored') },
+      ],
+    });
     await tick();
     expect(ctx.state()).toBe('Stable');
     expect([early.state, own.state]).toEqual(['pending', 'pending']); // the snapshot is not durable yet
     ctx.writer.release();
     await tick();
-    expect(own.ok).toEqual({ protocolType: 'consumer', protocolName: 'range', assignment: Buffer.from('L') });
+    expect(own.ok).toEqual({
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignment: Buffer.from('L'),
+    });
     expect(early.ok.assignment.toString()).toBe('F1');
     const late = ctx.sync({ memberId: f2!.memberId, generationId: 1 });
     await tick();
     expect(late.ok.assignment).toEqual(Buffer.alloc(0)); // the leader named no assignment for it
     const snapshot = ctx.writer.latest.get('g') as unknown as ClassicGroupSnapshot;
-    expect(snapshot).toMatchObject({ protocol: 'classic', version: 0, generationId: 1, protocolType: 'consumer', protocolName: 'range', leaderId: leader.memberId });
-    expect(snapshot.members.map((m) => [m.memberId, Buffer.from(m.assignment).toString()])).toEqual([
-      [leader.memberId, 'L'], [f1!.memberId, 'F1'], [f2!.memberId, ''],
-    ]);
+    expect(snapshot).toMatchObject({
+      protocol: 'classic',
+      version: 0,
+      generationId: 1,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      leaderId: leader.memberId,
+    });
+    expect(snapshot.members.map((m) => [m.memberId, Buffer.from(m.assignment).toString()])).toEqual(
+      [
+        [leader.memberId, 'L'],
+        [f1!.memberId, 'F1'],
+        [f2!.memberId, ''],
+      ],
+    );
     expect(ctx.writer.writes).toHaveLength(1); // the late follower's SyncGroup wrote nothing
     expect(ctx.replayed()).toEqual(ctx.inspect());
   });
@@ -58,16 +79,32 @@ describe('SyncGroup', () => {
       await call.promise.catch(() => {});
       return call.code;
     };
-    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 2 }))).toBe('ILLEGAL_GENERATION');
-    expect(await settle(ctx.sync({ memberId: 'ghost', generationId: 1 }))).toBe('UNKNOWN_MEMBER_ID');
-    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 1 }, 'other-group'))).toBe('UNKNOWN_MEMBER_ID');
-    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 1, protocolName: 'roundrobin' }))).toBe('INCONSISTENT_GROUP_PROTOCOL');
-    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 1, protocolType: 'connect' }))).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 2 }))).toBe(
+      'ILLEGAL_GENERATION',
+    );
+    expect(await settle(ctx.sync({ memberId: 'ghost', generationId: 1 }))).toBe(
+      'UNKNOWN_MEMBER_ID',
+    );
+    expect(
+      await settle(ctx.sync({ memberId: leader.memberId, generationId: 1 }, 'other-group')),
+    ).toBe('UNKNOWN_MEMBER_ID');
+    expect(
+      await settle(
+        ctx.sync({ memberId: leader.memberId, generationId: 1, protocolName: 'roundrobin' }),
+      ),
+    ).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(
+      await settle(
+        ctx.sync({ memberId: leader.memberId, generationId: 1, protocolType: 'connect' }),
+      ),
+    ).toBe('INCONSISTENT_GROUP_PROTOCOL');
     const parked = ctx.sync({ memberId: followers[0]!.memberId, generationId: 1 });
     ctx.join({ clientId: 'newcomer' }); // a new member: CompletingRebalance -> PreparingRebalance
     await tick();
     expect(parked.code).toBe('REBALANCE_IN_PROGRESS');
-    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 1 }))).toBe('REBALANCE_IN_PROGRESS');
+    expect(await settle(ctx.sync({ memberId: leader.memberId, generationId: 1 }))).toBe(
+      'REBALANCE_IN_PROGRESS',
+    );
     expect(ctx.inspect()?.members.every((m) => m.assignment === '' && !m.awaitingSync)).toBe(true);
   });
 
@@ -78,21 +115,36 @@ describe('SyncGroup', () => {
     const second = ctx.sync({ memberId: followers[0]!.memberId, generationId: 1 });
     await tick();
     expect(first.code).toBe('REBALANCE_IN_PROGRESS');
-    ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [{ memberId: followers[0]!.memberId, assignment: Buffer.from('x') }] });
+    ctx.sync({
+      memberId: leader.memberId,
+      generationId: 1,
+      assignments: [{ memberId: followers[0]!.memberId, assignment: Buffer.from('x') }],
+    });
     await tick();
     expect(second.ok.assignment.toString()).toBe('x');
   });
 
-  it('a leader\'s assignments that would take the group\'s snapshot past its bound (one batch) are INVALID_REQUEST and change nothing', async () => {
+  it("a leader's assignments that would take the group's snapshot past its bound (one batch) are INVALID_REQUEST and change nothing", async () => {
     const ctx = new ClassicTestContext();
     const { leader, followers } = await completingGroup(ctx, 8);
     const mib = Buffer.alloc(1024 * 1024, 1);
-    const assignments = [leader, ...followers].map((j) => ({ memberId: j.memberId, assignment: mib }));
-    const call = await ctx.sync({ memberId: leader.memberId, generationId: 1, assignments }).settled();
+    const assignments = [leader, ...followers].map((j) => ({
+      memberId: j.memberId,
+      assignment: mib,
+    }));
+    const call = await ctx
+      .sync({ memberId: leader.memberId, generationId: 1, assignments })
+      .settled();
     expect(call.code).toBe('INVALID_REQUEST');
     expect(ctx.state()).toBe('CompletingRebalance');
     expect(ctx.inspect()?.members.every((m) => m.assignment === '' && !m.awaitingSync)).toBe(true);
-    const small = await ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [{ memberId: leader.memberId, assignment: Buffer.from('ok') }] }).settled();
+    const small = await ctx
+      .sync({
+        memberId: leader.memberId,
+        generationId: 1,
+        assignments: [{ memberId: leader.memberId, assignment: Buffer.from('ok') }],
+      })
+      .settled();
     expect(small.ok.assignment.toString()).toBe('ok');
     expect(ctx.writer.writes).toHaveLength(1);
   });
@@ -116,7 +168,10 @@ describe('SyncGroup', () => {
 
   it('members that do not sync within the rebalance timeout are removed and the group rebalances; a parked follower is told to rejoin', async () => {
     const ctx = new ClassicTestContext();
-    const { leader, followers } = await completingGroup(ctx, 3, { rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000 });
+    const { leader, followers } = await completingGroup(ctx, 3, {
+      rebalanceTimeoutMs: 5000,
+      sessionTimeoutMs: 60_000,
+    });
     const parked = ctx.sync({ memberId: followers[0]!.memberId, generationId: 1 });
     await ctx.advance(4999);
     expect(parked.state).toBe('pending');
@@ -125,7 +180,11 @@ describe('SyncGroup', () => {
     expect(ctx.inspect()?.members.map((m) => m.memberId)).toEqual([followers[0]!.memberId]);
     expect(ctx.state()).toBe('PreparingRebalance');
     expect(ctx.inspect()?.members.some((m) => m.memberId === leader.memberId)).toBe(false);
-    const rejoin = ctx.join({ memberId: followers[0]!.memberId, rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000 });
+    const rejoin = ctx.join({
+      memberId: followers[0]!.memberId,
+      rebalanceTimeoutMs: 5000,
+      sessionTimeoutMs: 60_000,
+    });
     await tick();
     expect(joined(rejoin)).toMatchObject({ generationId: 2, leader: followers[0]!.memberId });
   });
@@ -145,7 +204,9 @@ describe('Heartbeat', () => {
     expect(ctx.classic.sessionDeadlineMs('g', a!.memberId)).toBe(ctx.clock.nowMs() + 10_000);
     expect(await beat({ memberId: a!.memberId, generationId: 0 })).toBe('ILLEGAL_GENERATION');
     expect(await beat({ memberId: 'ghost', generationId: 1 })).toBe('UNKNOWN_MEMBER_ID');
-    expect(await beat({ memberId: a!.memberId, generationId: 1 }, 'nope')).toBe('UNKNOWN_MEMBER_ID');
+    expect(await beat({ memberId: a!.memberId, generationId: 1 }, 'nope')).toBe(
+      'UNKNOWN_MEMBER_ID',
+    );
     await ctx.advance(1000); // b did not beat: its session (10 s) passed, so the group rebalances
     expect(ctx.inspect()?.members.map((m) => m.memberId)).toEqual([a!.memberId]);
     expect(await beat({ memberId: b!.memberId, generationId: 1 })).toBe('UNKNOWN_MEMBER_ID');

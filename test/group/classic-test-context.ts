@@ -10,9 +10,20 @@
 import { expect } from 'vitest';
 import { isOffsetStoreError, type OffsetStoreError } from '../../src/errors/index.js';
 import {
-  ClassicGroupStateMachine, GroupCoordinator, type ClassicCoordinator, type ClassicGroupInspection, type ClassicGroupRecord,
-  type ClassicHeartbeatRequest, type ClassicJoinGroupRequest, type ClassicJoinGroupResult, type ClassicJoinedGroup, type ClassicLeaveGroupRequest,
-  type ClassicLeaveGroupResult, type ClassicSyncGroupRequest, type ClassicSyncGroupResult, type GroupCoordinatorOptions,
+  ClassicGroupStateMachine,
+  GroupCoordinator,
+  type ClassicCoordinator,
+  type ClassicGroupInspection,
+  type ClassicGroupRecord,
+  type ClassicHeartbeatRequest,
+  type ClassicJoinGroupRequest,
+  type ClassicJoinGroupResult,
+  type ClassicJoinedGroup,
+  type ClassicLeaveGroupRequest,
+  type ClassicLeaveGroupResult,
+  type ClassicSyncGroupRequest,
+  type ClassicSyncGroupResult,
+  type GroupCoordinatorOptions,
 } from '../../src/group/index.js';
 import { ManualClock } from '../../src/util/index.js';
 import { InMemorySnapshotWriter } from './group-test-context.js';
@@ -65,11 +76,16 @@ export function tick(): Promise<void> {
 }
 
 /** Protocols of a consumer: each name with `metadata` (default: the name's bytes). */
-export function protocols(names: readonly string[], metadata?: string): { name: string; metadata: Buffer }[] {
+export function protocols(
+  names: readonly string[],
+  metadata?: string,
+): { name: string; metadata: Buffer }[] {
   return names.map((name) => ({ name, metadata: Buffer.from(metadata ?? `sub:${name}`) }));
 }
 
-export interface ClassicContextOptions extends Partial<Omit<GroupCoordinatorOptions, 'writer' | 'clock' | 'onRecords'>> {}
+export interface ClassicContextOptions extends Partial<
+  Omit<GroupCoordinatorOptions, 'writer' | 'clock' | 'onRecords'>
+> {}
 
 /** A coordinator under test, driven through its classic protocol. */
 export class ClassicTestContext {
@@ -94,7 +110,8 @@ export class ClassicTestContext {
       writer: this.writer,
       clock: this.clock,
       onRecords: (_groupId, records) => {
-        for (const record of records) if (record.type.startsWith('classic-')) this.records.push(record as ClassicGroupRecord);
+        for (const record of records)
+          if (record.type.startsWith('classic-')) this.records.push(record as ClassicGroupRecord);
       },
       onBackgroundError: (error) => this.backgroundErrors.push(error),
     });
@@ -104,8 +121,19 @@ export class ClassicTestContext {
     return this.coordinator.classic;
   }
 
-  join(request: Partial<ClassicJoinGroupRequest> = {}, groupId = 'g'): Call<ClassicJoinGroupResult> {
-    return new Call(this.classic.joinGroup(groupId, { protocolType: 'consumer', protocols: protocols(['range']), sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 30_000, ...request }));
+  join(
+    request: Partial<ClassicJoinGroupRequest> = {},
+    groupId = 'g',
+  ): Call<ClassicJoinGroupResult> {
+    return new Call(
+      this.classic.joinGroup(groupId, {
+        protocolType: 'consumer',
+        protocols: protocols(['range']),
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 30_000,
+        ...request,
+      }),
+    );
   }
 
   sync(request: ClassicSyncGroupRequest, groupId = 'g'): Call<ClassicSyncGroupResult> {
@@ -146,7 +174,8 @@ export class ClassicTestContext {
     this.coordinator.close();
     this.records.length = 0;
     this.coordinator = this.#create();
-    for (const [groupId, snapshot] of this.writer.latest) this.coordinator.loadSnapshot(groupId, snapshot);
+    for (const [groupId, snapshot] of this.writer.latest)
+      this.coordinator.loadSnapshot(groupId, snapshot);
     this.coordinator.onLoadComplete();
   }
 
@@ -154,7 +183,11 @@ export class ClassicTestContext {
    * Joins `count` dynamic members, completes the join phase, syncs them with the leader handing each
    * member the assignment `a:<memberId>`, and returns them Stable.
    */
-  async stableGroup(count: number, groupId = 'g', extra: Partial<ClassicJoinGroupRequest> = {}): Promise<ClassicJoinedGroup[]> {
+  async stableGroup(
+    count: number,
+    groupId = 'g',
+    extra: Partial<ClassicJoinGroupRequest> = {},
+  ): Promise<ClassicJoinedGroup[]> {
     const joins = Array.from({ length: count }, () => this.join(extra, groupId));
     await this.advance(0);
     const joined = joins.map((j) => j.ok as ClassicJoinedGroup);
@@ -166,12 +199,21 @@ export class ClassicTestContext {
   /** Syncs every member of a generation (followers first, then the leader) and checks each got `a:<memberId>`. */
   async syncAll(joined: readonly ClassicJoinedGroup[], groupId = 'g'): Promise<void> {
     const leader = joined.find((j) => j.memberId === j.leader)!;
-    const followers = joined.filter((j) => j !== leader).map((j) => this.sync({ memberId: j.memberId, generationId: j.generationId }, groupId));
-    const assignments = leader.members.map((m) => ({ memberId: m.memberId, assignment: Buffer.from(`a:${m.memberId}`) }));
-    const own = this.sync({ memberId: leader.memberId, generationId: leader.generationId, assignments }, groupId);
+    const followers = joined
+      .filter((j) => j !== leader)
+      .map((j) => this.sync({ memberId: j.memberId, generationId: j.generationId }, groupId));
+    const assignments = leader.members.map((m) => ({
+      memberId: m.memberId,
+      assignment: Buffer.from(`a:${m.memberId}`),
+    }));
+    const own = this.sync(
+      { memberId: leader.memberId, generationId: leader.generationId, assignments },
+      groupId,
+    );
     await tick();
     for (const [i, call] of [...followers, own].entries()) {
-      const memberId = i < followers.length ? joined.filter((j) => j !== leader)[i]!.memberId : leader.memberId;
+      const memberId =
+        i < followers.length ? joined.filter((j) => j !== leader)[i]!.memberId : leader.memberId;
       expect(call.ok.assignment.toString()).toBe(`a:${memberId}`);
     }
   }

@@ -57,16 +57,34 @@ describe('join and heartbeat', () => {
   });
 
   it('rejects malformed requests with INVALID_REQUEST / INVALID_GROUP_ID / TypeError', async () => {
-    const ctx = new GroupTestContext({ heartbeatIntervalMs: 3000, layouts: { 1: { bucketCount: 4 } } });
+    const ctx = new GroupTestContext({
+      heartbeatIntervalMs: 3000,
+      layouts: { 1: { bucketCount: 4 } },
+    });
     await rejectsWith(ctx.heartbeat({ memberEpoch: 0 }), 'INVALID_REQUEST');
     await rejectsWith(ctx.heartbeat({ memberEpoch: -3, memberId: 'x' }), 'INVALID_REQUEST');
     await rejectsWith(ctx.heartbeat({ memberEpoch: 2 }), 'INVALID_REQUEST');
-    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], assignor: 'sticky' }), 'INVALID_REQUEST');
-    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], ownedBuckets: buckets(1, [0]) }), 'INVALID_REQUEST');
-    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [-1] }), 'INVALID_REQUEST');
-    await rejectsWith(ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], sessionTimeoutMs: 0 }), 'INVALID_REQUEST');
+    await rejectsWith(
+      ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], assignor: 'sticky' }),
+      'INVALID_REQUEST',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], ownedBuckets: buckets(1, [0]) }),
+      'INVALID_REQUEST',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [-1] }),
+      'INVALID_REQUEST',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1], sessionTimeoutMs: 0 }),
+      'INVALID_REQUEST',
+    );
     await rejectsWith(ctx.heartbeat({ memberEpoch: -2, memberId: 'x' }), 'INVALID_REQUEST');
-    await rejectsWith(ctx.coordinator.heartbeat('', { memberEpoch: 0, subscribedTableIds: [1] }), 'INVALID_GROUP_ID');
+    await rejectsWith(
+      ctx.coordinator.heartbeat('', { memberEpoch: 0, subscribedTableIds: [1] }),
+      'INVALID_GROUP_ID',
+    );
     await expect(ctx.heartbeat({ memberEpoch: '1' } as never)).rejects.toBeInstanceOf(TypeError);
     const ok = await ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [1, 1] });
     expect(ok.heartbeatIntervalMs).toBe(3000);
@@ -86,7 +104,11 @@ describe('join and heartbeat', () => {
     await rejectsWith(ctx.coordinator.heartbeat('g\uD800', join), 'INVALID_GROUP_ID');
     expect(ctx.writer.writes).toEqual([]);
     // A surrogate pair is one well-formed character and survives the snapshot's round trip.
-    const joined = await ctx.heartbeat({ ...join, memberId: 'm\u{1F600}', instanceId: 'i\uD83D\uDE00' });
+    const joined = await ctx.heartbeat({
+      ...join,
+      memberId: 'm\u{1F600}',
+      instanceId: 'i\uD83D\uDE00',
+    });
     expect(joined.memberId).toBe('m\u{1F600}');
   });
 
@@ -112,13 +134,17 @@ describe('reconciliation', () => {
     await b.beat();
     expect(b.epoch).toBe(2);
     expect(b.owned).toEqual([]);
-    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'b')?.state).toBe('UNRELEASED_PARTITIONS');
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'b')?.state).toBe(
+      'UNRELEASED_PARTITIONS',
+    );
     expect(ctx.coordinator.groupState('g')).toBe('Reconciling');
     // a is asked to revoke three: it stays at epoch 1 until it reports releasing them.
     const revoke = await a.beat({ ownedBuckets: a.owned });
     expect(revoke.memberEpoch).toBe(1);
     expect(revoke.assignment).toHaveLength(3);
-    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'a')?.state).toBe('UNREVOKED_PARTITIONS');
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'a')?.state).toBe(
+      'UNREVOKED_PARTITIONS',
+    );
     await b.beat();
     expect(b.owned).toEqual([]);
     ctx.expectExclusiveOwnership();
@@ -140,7 +166,9 @@ describe('reconciliation', () => {
     await a.beat(); // a releases
     await c.beat();
     expect(c.owned).toHaveLength(1);
-    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'c')?.state).toBe('UNRELEASED_PARTITIONS');
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'c')?.state).toBe(
+      'UNRELEASED_PARTITIONS',
+    );
     ctx.expectExclusiveOwnership();
     await b.beat(); // b releases
     await c.beat();
@@ -161,18 +189,30 @@ describe('reconciliation', () => {
     expect(lost.memberEpoch).toBe(2);
     expect(a.epoch).toBe(1);
 
-    await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: 3, ownedBuckets: a.owned }), 'FENCED_MEMBER_EPOCH');
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'a', memberEpoch: 3, ownedBuckets: a.owned }),
+      'FENCED_MEMBER_EPOCH',
+    );
     // previous epoch, but still claiming a bucket it no longer has
-    await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: buckets(1, range(4)) }), 'FENCED_MEMBER_EPOCH');
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: buckets(1, range(4)) }),
+      'FENCED_MEMBER_EPOCH',
+    );
     // previous epoch without owned buckets: cannot prove the subset
     await rejectsWith(ctx.heartbeat({ memberId: 'a', memberEpoch: 1 }), 'FENCED_MEMBER_EPOCH');
     const accepted = await a.beat();
     expect(accepted.memberEpoch).toBe(2);
     expect(accepted.assignment).toHaveLength(2);
     // the previous epoch stays acceptable while the member owns nothing beyond its assignment
-    expect((await ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: a.owned.slice(0, 1) })).memberEpoch).toBe(2);
+    expect(
+      (await ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: a.owned.slice(0, 1) }))
+        .memberEpoch,
+    ).toBe(2);
     await rejectsWith(ctx.heartbeat({ memberId: 'nobody', memberEpoch: 2 }), 'UNKNOWN_MEMBER_ID');
-    await rejectsWith(ctx.coordinator.heartbeat('other', { memberId: 'a', memberEpoch: 2 }), 'UNKNOWN_MEMBER_ID');
+    await rejectsWith(
+      ctx.coordinator.heartbeat('other', { memberId: 'a', memberEpoch: 2 }),
+      'UNKNOWN_MEMBER_ID',
+    );
   });
 
   it('a fenced member rejoins with epoch 0 under its member id and gets its target back', async () => {
@@ -220,7 +260,10 @@ describe('reconciliation', () => {
     await d.beat();
     expect(d.owned).toHaveLength(2); // d does not get the away member's buckets
     await rejectsWith(ctx.heartbeat({ memberId: 'x', memberEpoch: -2 }), 'INVALID_REQUEST'); // -2 needs an instance id
-    await rejectsWith(ctx.heartbeat({ memberId: 'd', memberEpoch: -2, instanceId: 'inst' }), 'INVALID_REQUEST');
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'd', memberEpoch: -2, instanceId: 'inst' }),
+      'INVALID_REQUEST',
+    );
 
     const s2 = ctx.member([1], { memberId: 's2', instanceId: 'inst' });
     const back = await s2.beat();
@@ -230,8 +273,14 @@ describe('reconciliation', () => {
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d', 's2']);
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
     // the instance id is now held by a live member: another join with it is refused
-    await rejectsWith(ctx.member([1], { memberId: 's3', instanceId: 'inst' }).beat(), 'UNRELEASED_INSTANCE_ID');
-    await rejectsWith(ctx.heartbeat({ memberId: 's1', memberEpoch: epoch ?? 0 }), 'UNKNOWN_MEMBER_ID');
+    await rejectsWith(
+      ctx.member([1], { memberId: 's3', instanceId: 'inst' }).beat(),
+      'UNRELEASED_INSTANCE_ID',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 's1', memberEpoch: epoch ?? 0 }),
+      'UNKNOWN_MEMBER_ID',
+    );
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });
 
@@ -274,14 +323,21 @@ describe('reconciliation', () => {
     b.tableIds = [1, 2];
     await ctx.settle(a, b);
     expect(a.owned.length + b.owned.length).toBe(12);
-    expect(a.owned.filter((r) => r.tableId === 2).every((r) => r.partitionId === 10 || r.partitionId === 11)).toBe(true);
+    expect(
+      a.owned
+        .filter((r) => r.tableId === 2)
+        .every((r) => r.partitionId === 10 || r.partitionId === 11),
+    ).toBe(true);
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });
 });
 
 describe('assignment pacing (assignmentIntervalMs)', () => {
   it('batches the changes inside the interval into one deferred target computation', async () => {
-    const ctx = new GroupTestContext({ assignmentIntervalMs: 1000, layouts: { 1: { bucketCount: 6 } } });
+    const ctx = new GroupTestContext({
+      assignmentIntervalMs: 1000,
+      layouts: { 1: { bucketCount: 6 } },
+    });
     const targetRuns = () => ctx.records.filter((r) => r.type === 'target-epoch').length;
     const a = ctx.member([1], { memberId: 'a' });
     await a.beat(); // first computation: immediate
@@ -290,7 +346,10 @@ describe('assignment pacing (assignmentIntervalMs)', () => {
     for (const m of joiners) await m.beat();
     expect(ctx.coordinator.groupState('g')).toBe('Assigning');
     expect(ctx.coordinator.describe('g')).toMatchObject({ groupEpoch: 3, assignmentEpoch: 1 });
-    expect(joiners.map((m) => [m.epoch, m.owned.length])).toEqual([[1, 0], [1, 0]]); // at the old target epoch, nothing yet
+    expect(joiners.map((m) => [m.epoch, m.owned.length])).toEqual([
+      [1, 0],
+      [1, 0],
+    ]); // at the old target epoch, nothing yet
     expect(targetRuns()).toBe(1);
     ctx.clock.advance(1000);
     expect(targetRuns()).toBe(2);
@@ -401,8 +460,15 @@ describe('persistence', () => {
     await a.beat(); // Stable at 3
     await a.leave(); // Empty at 4
     const writes = ctx.writer.writesFor('g');
-    expect(writes.map((s) => [s?.groupEpoch, s?.members.length])).toEqual([[1, 1], [2, 2], [3, 1], [4, 0]]);
-    for (const snapshot of writes) for (const m of snapshot?.members ?? []) expect(m.memberEpoch).toBe(snapshot?.assignmentEpoch);
+    expect(writes.map((s) => [s?.groupEpoch, s?.members.length])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 1],
+      [4, 0],
+    ]);
+    for (const snapshot of writes)
+      for (const m of snapshot?.members ?? [])
+        expect(m.memberEpoch).toBe(snapshot?.assignmentEpoch);
     expect(await ctx.coordinator.deleteGroup('g')).toBe(true);
     expect(ctx.writer.writesFor('g')).toHaveLength(5);
     expect(ctx.writer.latest.get('g')).toBeNull();
@@ -485,8 +551,12 @@ describe('persistence', () => {
     expect(coordinator.groupState('g')).toBe('Stable');
     expect(coordinator.describe('g')?.groupEpoch).toBe(2);
     // c's and a's commits from the lost generation are refused
-    expect(() => coordinator.validateMemberCommit('g', 'c', 3, c.owned)).toThrow(/UNKNOWN_MEMBER_ID/);
-    expect(() => coordinator.validateMemberCommit('g', 'a', 3, a.owned)).toThrow(/FENCED_MEMBER_EPOCH/);
+    expect(() => coordinator.validateMemberCommit('g', 'c', 3, c.owned)).toThrow(
+      /UNKNOWN_MEMBER_ID/,
+    );
+    expect(() => coordinator.validateMemberCommit('g', 'a', 3, a.owned)).toThrow(
+      /FENCED_MEMBER_EPOCH/,
+    );
     await rejectsWith(a.beat(), 'FENCED_MEMBER_EPOCH');
     await rejectsWith(c.beat(), 'UNKNOWN_MEMBER_ID');
     a.reset();
@@ -505,17 +575,32 @@ describe('persistence', () => {
   it('recovery rejects malformed snapshots with CORRUPT_MESSAGE', () => {
     const ctx = new GroupTestContext();
     ctx.coordinator.close();
-    const fresh = new (ctx.coordinator.constructor as typeof import('../../src/group/index.js').GroupCoordinator)({ writer: ctx.writer });
+    const fresh = new (
+      ctx.coordinator.constructor as typeof import('../../src/group/index.js').GroupCoordinator
+    )({ writer: ctx.writer });
     const good = { groupEpoch: 1, assignmentEpoch: 1, tableLayouts: [], members: [] };
     fresh.loadSnapshot('g', good);
     expect(() => fresh.loadSnapshot('g', { ...good, groupEpoch: -1 })).toThrow(/CORRUPT_MESSAGE/);
-    expect(() => fresh.loadSnapshot('g', { ...good, assignmentEpoch: 2 })).toThrow(/CORRUPT_MESSAGE/);
+    expect(() => fresh.loadSnapshot('g', { ...good, assignmentEpoch: 2 })).toThrow(
+      /CORRUPT_MESSAGE/,
+    );
     const member = {
-      memberId: 'a', instanceId: null, memberEpoch: 1, previousMemberEpoch: 0, subscribedTableIds: [1], assignor: null,
-      sessionTimeoutMs: 45_000, rebalanceTimeoutMs: 60_000, assignment: [{ tableId: 1, partitionId: null, bucketIds: [0, 1] }],
+      memberId: 'a',
+      instanceId: null,
+      memberEpoch: 1,
+      previousMemberEpoch: 0,
+      subscribedTableIds: [1],
+      assignor: null,
+      sessionTimeoutMs: 45_000,
+      rebalanceTimeoutMs: 60_000,
+      assignment: [{ tableId: 1, partitionId: null, bucketIds: [0, 1] }],
     };
-    expect(() => fresh.loadSnapshot('g', { ...good, members: [member, { ...member, memberId: 'b' }] })).toThrow(/two members/);
-    expect(() => fresh.loadSnapshot('g', { ...good, members: [{ ...member, memberId: 7 }] } as never)).toThrow(/CORRUPT_MESSAGE/);
+    expect(() =>
+      fresh.loadSnapshot('g', { ...good, members: [member, { ...member, memberId: 'b' }] }),
+    ).toThrow(/two members/);
+    expect(() =>
+      fresh.loadSnapshot('g', { ...good, members: [{ ...member, memberId: 7 }] } as never),
+    ).toThrow(/CORRUPT_MESSAGE/);
     expect(() => fresh.loadSnapshot('g', [] as never)).toThrow(/CORRUPT_MESSAGE/);
   });
 });
@@ -529,7 +614,8 @@ describe('queries, concurrency and lifecycle', () => {
     await b.beat();
     await a.beat({ ownedBuckets: a.owned }); // a: 2 assigned, 2 pending revocation
     const all = buckets(1, range(4));
-    const v = (memberId: string, epoch: number, refs: TableBucket[]) => () => ctx.coordinator.validateMemberCommit('g', memberId, epoch, refs);
+    const v = (memberId: string, epoch: number, refs: TableBucket[]) => () =>
+      ctx.coordinator.validateMemberCommit('g', memberId, epoch, refs);
     expect(v('a', 1, all)).not.toThrow();
     expect(v('b', 2, all.slice(0, 1))).toThrow(/BUCKET_NOT_ASSIGNED/);
     expect(v('a', 0, all)).toThrow(/STALE_MEMBER_EPOCH/);
@@ -539,7 +625,8 @@ describe('queries, concurrency and lifecycle', () => {
     expect(ctx.coordinator.isBucketAssigned('g', { tableId: 1, bucketId: 3 })).toBe(true);
     expect(ctx.coordinator.isBucketAssigned('g', { tableId: 1, bucketId: 4 })).toBe(false);
     await a.beat();
-    const moved = (ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 'b')?.targetAssignment ?? [])[0] as TableBucket;
+    const moved = (ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 'b')
+      ?.targetAssignment ?? [])[0] as TableBucket;
     expect(ctx.coordinator.assignedOwner('g', moved)).toBeNull(); // released, b has not picked it up
     expect(ctx.coordinator.isBucketAssigned('g', moved)).toBe(true); // but it is b's target
   });
@@ -550,8 +637,24 @@ describe('queries, concurrency and lifecycle', () => {
     const description = ctx.coordinator.describe('g');
     expect(JSON.parse(JSON.stringify(description))).toEqual(description);
     expect(description).toMatchObject({
-      groupId: 'g', state: 'Stable', groupEpoch: 1, assignmentEpoch: 1, assignor: 'range',
-      members: [{ memberId: 'a', instanceId: 'i', memberEpoch: 1, state: 'STABLE', subscribedTableIds: [1], assignment: [{ tableId: 1, partitionId: 5, bucketId: 0 }, { tableId: 1, partitionId: 5, bucketId: 1 }] }],
+      groupId: 'g',
+      state: 'Stable',
+      groupEpoch: 1,
+      assignmentEpoch: 1,
+      assignor: 'range',
+      members: [
+        {
+          memberId: 'a',
+          instanceId: 'i',
+          memberEpoch: 1,
+          state: 'STABLE',
+          subscribedTableIds: [1],
+          assignment: [
+            { tableId: 1, partitionId: 5, bucketId: 0 },
+            { tableId: 1, partitionId: 5, bucketId: 1 },
+          ],
+        },
+      ],
     });
     expect(ctx.coordinator.subscribedTableIds('g')).toEqual([1]);
     expect(ctx.coordinator.subscribedTableIds('nope')).toEqual([]);
@@ -563,8 +666,12 @@ describe('queries, concurrency and lifecycle', () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     ctx.writer.hold = true;
     const order: string[] = [];
-    const first = ctx.heartbeat({ memberId: 'a', memberEpoch: 0, subscribedTableIds: [1] }).then(() => order.push('a'));
-    const second = ctx.heartbeat({ memberId: 'b', memberEpoch: 0, subscribedTableIds: [1] }).then(() => order.push('b'));
+    const first = ctx
+      .heartbeat({ memberId: 'a', memberEpoch: 0, subscribedTableIds: [1] })
+      .then(() => order.push('a'));
+    const second = ctx
+      .heartbeat({ memberId: 'b', memberEpoch: 0, subscribedTableIds: [1] })
+      .then(() => order.push('b'));
     await Promise.resolve();
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']); // b waits
     ctx.writer.hold = false;
@@ -583,8 +690,13 @@ describe('queries, concurrency and lifecycle', () => {
     expect(clock.pendingTimerCount).toBe(0);
     await rejectsWith(ctx.member([1]).beat(), 'STORE_CLOSED');
     expect(() => ctx.coordinator.hasMembers('g')).toThrow(/STORE_CLOSED/);
-    const loading = new (ctx.coordinator.constructor as typeof import('../../src/group/index.js').GroupCoordinator)({ writer: ctx.writer, clock });
-    await rejectsWith(loading.heartbeat('g', { memberEpoch: 0, subscribedTableIds: [1] }), 'COORDINATOR_LOAD_IN_PROGRESS');
+    const loading = new (
+      ctx.coordinator.constructor as typeof import('../../src/group/index.js').GroupCoordinator
+    )({ writer: ctx.writer, clock });
+    await rejectsWith(
+      loading.heartbeat('g', { memberEpoch: 0, subscribedTableIds: [1] }),
+      'COORDINATOR_LOAD_IN_PROGRESS',
+    );
     loading.onLoadComplete();
     expect(() => loading.loadSnapshot('g', null)).toThrow(TypeError);
   });

@@ -6,7 +6,13 @@
  * rejoins; a static member leaving temporarily gets the same buckets back.
  */
 import { describe, expect, it } from 'vitest';
-import { bucketKey, GroupMember, type TableBucket, type GroupMemberPort, type MemberOptions } from '../../src/group/index.js';
+import {
+  bucketKey,
+  GroupMember,
+  type TableBucket,
+  type GroupMemberPort,
+  type MemberOptions,
+} from '../../src/group/index.js';
 import { settleGroup, type SettleGroupOptions } from '../support/settle-group.js';
 import { GroupTestContext } from './group-test-context.js';
 
@@ -26,7 +32,11 @@ function harness(bucketCount = 6) {
     heartbeat: (groupId, request) => ctx.coordinator.heartbeat(groupId, request),
     commit: async (groupId, offsets, { memberId, memberEpoch }) => {
       ctx.coordinator.validateMemberCommit(groupId, memberId, memberEpoch, offsets);
-      for (const o of offsets) committed.set(keyOf({ tableId: o.tableId, partitionId: o.partitionId ?? null, bucketId: o.bucketId }), o.offset);
+      for (const o of offsets)
+        committed.set(
+          keyOf({ tableId: o.tableId, partitionId: o.partitionId ?? null, bucketId: o.bucketId }),
+          o.offset,
+        );
     },
   };
   const advance = async (ms: number, stepMs = 1000): Promise<void> => {
@@ -39,7 +49,10 @@ function harness(bucketCount = 6) {
 }
 
 /** Settles the members of the coordinator in `ctx` on its clock. */
-const settling = (ctx: GroupTestContext): SettleGroupOptions => ({ clock: ctx.clock, describe: (groupId) => ctx.coordinator.describe(groupId) });
+const settling = (ctx: GroupTestContext): SettleGroupOptions => ({
+  clock: ctx.clock,
+  describe: (groupId) => ctx.coordinator.describe(groupId),
+});
 
 /** A service consuming its buckets: positions start at the committed offset; revocation commits. */
 class Consumer {
@@ -58,7 +71,8 @@ class Consumer {
       subscribedTableIds: [1],
       onAssigned: (buckets) => {
         this.events.push(`assigned ${buckets.length}`);
-        for (const ref of buckets) this.positions.set(keyOf(ref), { ref, next: this.committed.get(keyOf(ref)) ?? 0 });
+        for (const ref of buckets)
+          this.positions.set(keyOf(ref), { ref, next: this.committed.get(keyOf(ref)) ?? 0 });
       },
       onRevoked: async (buckets) => {
         this.events.push(`revoked ${buckets.length}`);
@@ -88,7 +102,7 @@ class Consumer {
 }
 
 describe('GroupMember', () => {
-  it('a killed member\'s buckets move to the survivors after the session timeout; they resume from its commits', async () => {
+  it("a killed member's buckets move to the survivors after the session timeout; they resume from its commits", async () => {
     const { ctx, committed, port, advance } = harness(6);
     const consumers = ['a', 'b', 'c'].map((name) => new Consumer(name, committed));
     for (const c of consumers) {
@@ -116,16 +130,24 @@ describe('GroupMember', () => {
     for (let i = 0; i < 44; i++) await tick(survivors);
     expect(ctx.coordinator.describe('g')?.members).toHaveLength(3); // not yet: 44 s of silence
     for (let i = 0; i < 10; i++) await tick(survivors);
-    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId).sort()).toEqual([a.member.memberId, b.member.memberId].sort());
+    expect(
+      ctx.coordinator
+        .describe('g')
+        ?.members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([a.member.memberId, b.member.memberId].sort());
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
     expect(survivors.map((s) => s.member.assignment.length)).toEqual([3, 3]);
     // nothing skipped: per bucket, the offsets read form an unbroken run from 0
     const read = new Map<string, Set<number>>();
-    for (const s of consumers) for (const [key, offset] of s.consumed) read.set(key, (read.get(key) ?? new Set()).add(offset));
+    for (const s of consumers)
+      for (const [key, offset] of s.consumed)
+        read.set(key, (read.get(key) ?? new Set()).add(offset));
     expect(read.size).toBe(6);
     for (const [key, offsets] of read) {
       const max = Math.max(...offsets);
-      for (let o = 0; o <= max; o++) expect(offsets.has(o), `${key} offset ${o} skipped`).toBe(true);
+      for (let o = 0; o <= max; o++)
+        expect(offsets.has(o), `${key} offset ${o} skipped`).toBe(true);
     }
     // and the zombie cannot commit any more
     await expect(c.commit()).rejects.toThrow(/UNKNOWN_MEMBER_ID/);
@@ -137,16 +159,22 @@ describe('GroupMember', () => {
     const { ctx, committed, port, advance } = harness(2);
     const slow = new Consumer('slow', committed);
     let finishRevoke: () => void = () => undefined;
-    const revoking = new Promise<void>((resolve) => { finishRevoke = resolve; });
-    slow.member = await GroupMember.join(port, 'g', slow.options({
-      clock: ctx.clock,
-      onRevoked: async (buckets) => {
-        slow.events.push(`revoking ${buckets.length}`);
-        await revoking;
-        await slow.commit(buckets.map(keyOf));
-        for (const ref of buckets) slow.positions.delete(keyOf(ref));
-      },
-    }));
+    const revoking = new Promise<void>((resolve) => {
+      finishRevoke = resolve;
+    });
+    slow.member = await GroupMember.join(
+      port,
+      'g',
+      slow.options({
+        clock: ctx.clock,
+        onRevoked: async (buckets) => {
+          slow.events.push(`revoking ${buckets.length}`);
+          await revoking;
+          await slow.commit(buckets.map(keyOf));
+          for (const ref of buckets) slow.positions.delete(keyOf(ref));
+        },
+      }),
+    );
     await advance(1000);
     expect(slow.member.assignment).toHaveLength(2);
     const fresh = new Consumer('fresh', committed);
@@ -166,17 +194,23 @@ describe('GroupMember', () => {
   it('after a coordinator restart a member at a lost epoch is told its buckets are lost and rejoins', async () => {
     const { ctx, committed, port, advance } = harness(6);
     let openGate: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { openGate = resolve; });
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
     let gated = false;
     const a = new Consumer('a', committed);
-    a.member = await GroupMember.join(port, 'g', a.options({
-      clock: ctx.clock,
-      onRevoked: async (buckets) => {
-        a.events.push(`revoked ${buckets.length}`);
-        if (gated) await gate; // a is slow to revoke: it stays at epoch 2 while b moves on
-        for (const ref of buckets) a.positions.delete(keyOf(ref));
-      },
-    }));
+    a.member = await GroupMember.join(
+      port,
+      'g',
+      a.options({
+        clock: ctx.clock,
+        onRevoked: async (buckets) => {
+          a.events.push(`revoked ${buckets.length}`);
+          if (gated) await gate; // a is slow to revoke: it stays at epoch 2 while b moves on
+          for (const ref of buckets) a.positions.delete(keyOf(ref));
+        },
+      }),
+    );
     await advance(1000);
     const b = new Consumer('b', committed);
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
@@ -200,7 +234,11 @@ describe('GroupMember', () => {
   it('a static member leaving temporarily gets the same buckets back when it returns', async () => {
     const { ctx, committed, port, advance } = harness(4);
     const a = new Consumer('a', committed);
-    a.member = await GroupMember.join(port, 'g', a.options({ clock: ctx.clock, instanceId: 'host-a' }));
+    a.member = await GroupMember.join(
+      port,
+      'g',
+      a.options({ clock: ctx.clock, instanceId: 'host-a' }),
+    );
     expect(a.member.assignment).toHaveLength(4); // join resolves with the first assignment in place
     expect(a.events).toEqual(['assigned 4']);
     const b = new Consumer('b', committed);
@@ -213,7 +251,11 @@ describe('GroupMember', () => {
     await advance(10_000);
     expect(b.member.assignment).toHaveLength(2); // kept for host-a
     const a2 = new Consumer('a2', committed);
-    a2.member = await GroupMember.join(port, 'g', a2.options({ clock: ctx.clock, instanceId: 'host-a' }));
+    a2.member = await GroupMember.join(
+      port,
+      'g',
+      a2.options({ clock: ctx.clock, instanceId: 'host-a' }),
+    );
     await advance(1000);
     expect(a2.member.assignment.map(keyOf)).toEqual(before);
     expect(ctx.coordinator.groupState('g')).toBe('Stable');

@@ -47,10 +47,20 @@ const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 5, arbitrary: fc.nat(20).map<Action>((i) => ({ t: 'revoke', i })) },
   { weight: 1, arbitrary: fc.nat(20).map<Action>((i) => ({ t: 'leave', i })) },
   { weight: 1, arbitrary: fc.nat(20).map<Action>((i) => ({ t: 'kill', i })) },
-  { weight: 2, arbitrary: fc.constantFrom(1000, 5000, 20_000, 50_000).map<Action>((ms) => ({ t: 'advance', ms })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom(1000, 5000, 20_000, 50_000)
+      .map<Action>((ms) => ({ t: 'advance', ms })),
+  },
   { weight: 1, arbitrary: fc.constant<Action>({ t: 'crash' }) },
   { weight: 1, arbitrary: fc.constant<Action>({ t: 'failWrite' }) },
-  { weight: 1, arbitrary: fc.integer({ min: 1, max: 12 }).map<Action>((bucketCount) => ({ t: 'layout', bucketCount })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: 1, max: 12 })
+      .map<Action>((bucketCount) => ({ t: 'layout', bucketCount })),
+  },
 );
 
 interface Client {
@@ -62,7 +72,11 @@ class Model {
   readonly ctx: GroupTestContext;
 
   constructor(assignmentIntervalMs: number) {
-    this.ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } }, rebalanceTimeoutMs: 30_000, assignmentIntervalMs });
+    this.ctx = new GroupTestContext({
+      layouts: { 1: { bucketCount: 6 } },
+      rebalanceTimeoutMs: 30_000,
+      assignmentIntervalMs,
+    });
   }
 
   readonly clients: Client[] = [];
@@ -79,7 +93,11 @@ class Model {
     try {
       await client.sim.beat({}, { lose });
     } catch (error) {
-      if (isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') || isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) client.sim.reset();
+      if (
+        isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') ||
+        isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')
+      )
+        client.sim.reset();
       else if (!isOffsetStoreError(error, 'LOG_STORAGE_ERROR')) throw error; // a failed write is a lost response
     }
   }
@@ -89,7 +107,10 @@ class Model {
     switch (a.t) {
       case 'join': {
         if (this.clients.filter((c) => c.alive).length >= 8) return;
-        const client = { sim: ctx.member([1], { memberId: `m${this.clients.length}` }), alive: true };
+        const client = {
+          sim: ctx.member([1], { memberId: `m${this.clients.length}` }),
+          alive: true,
+        };
         client.sim.slowRevoke = true;
         this.clients.push(client);
         return this.beat(client);
@@ -107,7 +128,11 @@ class Model {
         if (client === undefined || client.sim.memberId === undefined) return;
         client.alive = false;
         await client.sim.leave().catch((error: unknown) => {
-          if (!isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID') && !isOffsetStoreError(error, 'LOG_STORAGE_ERROR')) throw error;
+          if (
+            !isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID') &&
+            !isOffsetStoreError(error, 'LOG_STORAGE_ERROR')
+          )
+            throw error;
         });
         return;
       }
@@ -143,13 +168,20 @@ class Model {
       if (member === undefined || member.memberEpoch !== sim.epoch || sim.epoch <= 0) continue;
       const attributed = new Set([...member.assigned, ...member.pendingRevocation].map(keyOf));
       for (const key of sim.ownedKeys()) {
-        expect(attributed.has(key), `${sim.memberId} owns ${key} at epoch ${sim.epoch} without the coordinator knowing`).toBe(true);
-        expect(goodStanding.get(key), `${key} owned by ${goodStanding.get(key)} and ${sim.memberId}`).toBeUndefined();
+        expect(
+          attributed.has(key),
+          `${sim.memberId} owns ${key} at epoch ${sim.epoch} without the coordinator knowing`,
+        ).toBe(true);
+        expect(
+          goodStanding.get(key),
+          `${key} owned by ${goodStanding.get(key)} and ${sim.memberId}`,
+        ).toBeUndefined();
         goodStanding.set(key, sim.memberId as string);
       }
     }
     const machine = new GroupStateMachine();
-    if (this.restoredFrom != null) for (const r of snapshotToRecords('g', this.restoredFrom)) machine.replay(r);
+    if (this.restoredFrom != null)
+      for (const r of snapshotToRecords('g', this.restoredFrom)) machine.replay(r);
     for (const r of ctx.records) machine.replay(r);
     expect(machine.inspect('g')).toEqual(ctx.coordinator.inspect('g'));
   }
@@ -186,20 +218,26 @@ describe('group coordinator property', () => {
   it('random membership, time, crash and failure sequences never give a bucket two owners, and settle balanced', async () => {
     const seed = Number(process.env.GROUP_PROPERTY_SEED ?? Date.now() % 1_000_000);
     const numRuns = Number(process.env.GROUP_PROPERTY_RUNS ?? 40);
-    console.log(`group coordinator property: seed=${seed} runs=${numRuns} (replay with GROUP_PROPERTY_SEED=${seed})`);
+    console.log(
+      `group coordinator property: seed=${seed} runs=${numRuns} (replay with GROUP_PROPERTY_SEED=${seed})`,
+    );
     await fc.assert(
-      fc.asyncProperty(fc.array(action, { minLength: 1, maxLength: 60 }), fc.constantFrom(0, 3000), async (actions, assignmentIntervalMs) => {
-        const model = new Model(assignmentIntervalMs);
-        try {
-          for (const a of actions) {
-            await model.step(a);
-            model.check();
+      fc.asyncProperty(
+        fc.array(action, { minLength: 1, maxLength: 60 }),
+        fc.constantFrom(0, 3000),
+        async (actions, assignmentIntervalMs) => {
+          const model = new Model(assignmentIntervalMs);
+          try {
+            for (const a of actions) {
+              await model.step(a);
+              model.check();
+            }
+            await model.settle();
+          } finally {
+            model.ctx.coordinator.close();
           }
-          await model.settle();
-        } finally {
-          model.ctx.coordinator.close();
-        }
-      }),
+        },
+      ),
       { seed, numRuns },
     );
   });

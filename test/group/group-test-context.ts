@@ -42,7 +42,10 @@ function expectPlainData(value: unknown, path: string): void {
     value.forEach((v, i) => expectPlainData(v, `${path}[${i}]`));
     return;
   }
-  expect(typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype, `${path} is not a plain object`).toBe(true);
+  expect(
+    typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype,
+    `${path} is not a plain object`,
+  ).toBe(true);
   for (const [k, v] of Object.entries(value as object)) expectPlainData(v, `${path}.${k}`);
 }
 
@@ -62,7 +65,8 @@ export class InMemorySnapshotWriter implements GroupSnapshotWriter {
       return Promise.reject(error);
     }
     if (snapshot !== null) expectPlainData(snapshot, 'snapshot');
-    const decoded = snapshot === null ? null : (packr.unpack(packr.pack(snapshot)) as GroupSnapshot);
+    const decoded =
+      snapshot === null ? null : (packr.unpack(packr.pack(snapshot)) as GroupSnapshot);
     if (snapshot !== null) expect(decoded).toStrictEqual(snapshot);
     this.writes.push({ groupId, snapshot: decoded });
     this.latest.set(groupId, decoded);
@@ -80,7 +84,9 @@ export class InMemorySnapshotWriter implements GroupSnapshotWriter {
   }
 }
 
-export interface ContextOptions extends Partial<Omit<GroupCoordinatorOptions, 'writer' | 'clock' | 'onRecords'>> {
+export interface ContextOptions extends Partial<
+  Omit<GroupCoordinatorOptions, 'writer' | 'clock' | 'onRecords'>
+> {
   layouts?: Record<number, TableLayoutInput>;
   clock?: Clock & { advance?(ms: number): void };
 }
@@ -99,7 +105,8 @@ export class GroupTestContext {
     this.clock = (options.clock as ManualClock | undefined) ?? new ManualClock();
     this.coordinator = this.#create();
     this.coordinator.onLoadComplete();
-    for (const [tableId, layout] of Object.entries(options.layouts ?? {})) this.coordinator.setTableLayout(Number(tableId), layout);
+    for (const [tableId, layout] of Object.entries(options.layouts ?? {}))
+      this.coordinator.setTableLayout(Number(tableId), layout);
   }
 
   #create(): GroupCoordinator {
@@ -108,7 +115,8 @@ export class GroupTestContext {
       writer: this.writer,
       clock: this.clock,
       onRecords: (_groupId, records) => {
-        for (const record of records) if (!record.type.startsWith('classic-')) this.records.push(record as GroupRecord);
+        for (const record of records)
+          if (!record.type.startsWith('classic-')) this.records.push(record as GroupRecord);
       },
       onBackgroundError: (error) => this.backgroundErrors.push(error),
     });
@@ -119,7 +127,10 @@ export class GroupTestContext {
   }
 
   /** A simulated member of `groupId` subscribed to `tableIds`. */
-  member(tableIds: number[], options: { groupId?: string; instanceId?: string; memberId?: string } = {}): SimMember {
+  member(
+    tableIds: number[],
+    options: { groupId?: string; instanceId?: string; memberId?: string } = {},
+  ): SimMember {
     return new SimMember(this, options.groupId ?? 'g', tableIds, options);
   }
 
@@ -131,12 +142,16 @@ export class GroupTestContext {
   }
 
   /** Simulates a crash and restart: a new coordinator loads the latest snapshots, then completes loading. */
-  restart(layouts: Record<number, TableLayoutInput> = this.#options.layouts ?? {}): GroupCoordinator {
+  restart(
+    layouts: Record<number, TableLayoutInput> = this.#options.layouts ?? {},
+  ): GroupCoordinator {
     this.coordinator.close();
     this.records.length = 0;
     this.coordinator = this.#create();
-    for (const [tableId, layout] of Object.entries(layouts)) this.coordinator.setTableLayout(Number(tableId), layout);
-    for (const [groupId, snapshot] of this.writer.latest) this.coordinator.loadSnapshot(groupId, snapshot);
+    for (const [tableId, layout] of Object.entries(layouts))
+      this.coordinator.setTableLayout(Number(tableId), layout);
+    for (const [groupId, snapshot] of this.writer.latest)
+      this.coordinator.loadSnapshot(groupId, snapshot);
     this.coordinator.onLoadComplete();
     return this.coordinator;
   }
@@ -149,15 +164,27 @@ export class GroupTestContext {
    */
   async settle(...members: SimMember[]): Promise<void> {
     const groupId = members[0]?.groupId;
-    if (groupId === undefined || members.some((m) => m.groupId !== groupId)) throw new TypeError('settle() needs members of one group');
+    if (groupId === undefined || members.some((m) => m.groupId !== groupId))
+      throw new TypeError('settle() needs members of one group');
     for (let round = 0; round < SETTLE_ROUNDS_MAX; round++) {
       for (const m of members) await m.beat();
       if (this.coordinator.groupState(groupId) === 'Stable') break;
     }
-    expect(this.coordinator.groupState(groupId), `group ${groupId} after ${SETTLE_ROUNDS_MAX} rounds of heartbeats`).toBe('Stable');
+    expect(
+      this.coordinator.groupState(groupId),
+      `group ${groupId} after ${SETTLE_ROUNDS_MAX} rounds of heartbeats`,
+    ).toBe('Stable');
     this.expectExclusiveOwnership(groupId);
-    const assigned = new Map((this.coordinator.describe(groupId)?.members ?? []).map((m) => [m.memberId, m.assignment.map(keyOf).sort()]));
-    for (const m of members) expect(m.ownedKeys(), `member ${m.memberId} owns its assignment`).toEqual(assigned.get(m.memberId as string));
+    const assigned = new Map(
+      (this.coordinator.describe(groupId)?.members ?? []).map((m) => [
+        m.memberId,
+        m.assignment.map(keyOf).sort(),
+      ]),
+    );
+    for (const m of members)
+      expect(m.ownedKeys(), `member ${m.memberId} owns its assignment`).toEqual(
+        assigned.get(m.memberId as string),
+      );
   }
 
   /** Asserts no bucket is owned (assigned or pending revocation) by two members. */
@@ -166,7 +193,10 @@ export class GroupTestContext {
     for (const m of this.coordinator.inspect(groupId)?.members ?? []) {
       for (const ref of [...m.assigned, ...m.pendingRevocation]) {
         const key = keyOf(ref);
-        expect(seen.get(key), `bucket ${key} owned by ${seen.get(key)} and ${m.memberId}`).toBeUndefined();
+        expect(
+          seen.get(key),
+          `bucket ${key} owned by ${seen.get(key)} and ${m.memberId}`,
+        ).toBeUndefined();
         seen.set(key, m.memberId);
       }
     }
@@ -187,7 +217,12 @@ export class SimMember {
   tableIds: number[];
   readonly instanceId: string | undefined;
 
-  constructor(ctx: GroupTestContext, groupId: string, tableIds: number[], options: { instanceId?: string; memberId?: string }) {
+  constructor(
+    ctx: GroupTestContext,
+    groupId: string,
+    tableIds: number[],
+    options: { instanceId?: string; memberId?: string },
+  ) {
     this.#ctx = ctx;
     this.groupId = groupId;
     this.tableIds = tableIds;
@@ -207,7 +242,10 @@ export class SimMember {
   }
 
   /** Heartbeats and applies the response (unless `lose` simulates a lost response). */
-  async beat(extra: Partial<HeartbeatRequest> = {}, options: { lose?: boolean } = {}): Promise<HeartbeatResponse> {
+  async beat(
+    extra: Partial<HeartbeatRequest> = {},
+    options: { lose?: boolean } = {},
+  ): Promise<HeartbeatResponse> {
     const response = await this.#ctx.heartbeat(this.request(extra), this.groupId);
     if (options.lose !== true) this.apply(response);
     return response;
@@ -244,7 +282,11 @@ export class SimMember {
 
   async leave(memberEpoch = -1): Promise<HeartbeatResponse> {
     const response = await this.#ctx.heartbeat(
-      { memberId: this.memberId as string, memberEpoch, ...(this.instanceId === undefined ? {} : { instanceId: this.instanceId }) },
+      {
+        memberId: this.memberId as string,
+        memberEpoch,
+        ...(this.instanceId === undefined ? {} : { instanceId: this.instanceId }),
+      },
       this.groupId,
     );
     this.owned = [];

@@ -22,7 +22,10 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Off
 /** A Stable group g of a dynamic member `a` and a static member `s` (instance `inst`), then a restart. */
 async function restoredGroup(): Promise<GroupTestContext> {
   const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
-  await ctx.settle(ctx.member([1], { memberId: 'a' }), ctx.member([1], { memberId: 's', instanceId: 'inst' }));
+  await ctx.settle(
+    ctx.member([1], { memberId: 'a' }),
+    ctx.member([1], { memberId: 's', instanceId: 'inst' }),
+  );
   ctx.restart(); // the members' process is gone: they come back from the snapshot and never heartbeat
   return ctx;
 }
@@ -34,7 +37,10 @@ describe('removeMembers', () => {
 
     const removed = await ctx.coordinator.removeMembers('g', { all: true });
 
-    expect(removed).toEqual([{ memberId: 'a', instanceId: null }, { memberId: 's', instanceId: 'inst' }]);
+    expect(removed).toEqual([
+      { memberId: 'a', instanceId: null },
+      { memberId: 's', instanceId: 'inst' },
+    ]);
     expect(ctx.coordinator.groupState('g')).toBe('Empty');
     expect(ctx.coordinator.hasMembers('g')).toBe(false);
     expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(epoch + 2);
@@ -62,10 +68,16 @@ describe('removeMembers', () => {
     const s = ctx.member([1], { memberId: 's', instanceId: 'inst' });
     await ctx.settle(a, b, s);
     await s.leave(-2);
-    expect(ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 's')?.memberEpoch).toBe(-2);
+    expect(
+      ctx.coordinator.describe('g')?.members.find((m) => m.memberId === 's')?.memberEpoch,
+    ).toBe(-2);
 
-    expect(await ctx.coordinator.removeMembers('g', { instanceIds: ['inst'] })).toEqual([{ memberId: 's', instanceId: 'inst' }]);
-    expect(await ctx.coordinator.removeMembers('g', { memberIds: ['b', 'b'] })).toEqual([{ memberId: 'b', instanceId: null }]);
+    expect(await ctx.coordinator.removeMembers('g', { instanceIds: ['inst'] })).toEqual([
+      { memberId: 's', instanceId: 'inst' },
+    ]);
+    expect(await ctx.coordinator.removeMembers('g', { memberIds: ['b', 'b'] })).toEqual([
+      { memberId: 'b', instanceId: null },
+    ]);
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']);
     await ctx.settle(a);
     expect(a.owned).toHaveLength(6);
@@ -79,10 +91,19 @@ describe('removeMembers', () => {
     const before = ctx.coordinator.inspect('g');
     const records = ctx.records.length;
     const writes = ctx.writer.writes.length;
-    const unknown = await rejectsWith(ctx.coordinator.removeMembers('g', { memberIds: ['a', 'ghost'] }), 'UNKNOWN_MEMBER_ID');
+    const unknown = await rejectsWith(
+      ctx.coordinator.removeMembers('g', { memberIds: ['a', 'ghost'] }),
+      'UNKNOWN_MEMBER_ID',
+    );
     expect(unknown.message).toMatch(/ghost/);
-    await rejectsWith(ctx.coordinator.removeMembers('g', { instanceIds: ['inst', 'nope'] }), 'UNKNOWN_MEMBER_ID');
-    await rejectsWith(ctx.coordinator.removeMembers('other', { memberIds: ['a'] }), 'UNKNOWN_MEMBER_ID');
+    await rejectsWith(
+      ctx.coordinator.removeMembers('g', { instanceIds: ['inst', 'nope'] }),
+      'UNKNOWN_MEMBER_ID',
+    );
+    await rejectsWith(
+      ctx.coordinator.removeMembers('other', { memberIds: ['a'] }),
+      'UNKNOWN_MEMBER_ID',
+    );
     expect(await ctx.coordinator.removeMembers('other', { all: true })).toEqual([]);
     expect(ctx.coordinator.inspect('g')).toEqual(before);
     expect(ctx.records).toHaveLength(records);
@@ -92,11 +113,26 @@ describe('removeMembers', () => {
 
   it('rejects a malformed request: INVALID_REQUEST for a wrong selection, TypeError for wrong types', async () => {
     const ctx = await restoredGroup();
-    for (const request of [{}, { all: false }, { all: true, memberIds: ['a'] }, { memberIds: ['a'], instanceIds: ['inst'] }, { memberIds: [] }, { instanceIds: [''] }]) {
+    for (const request of [
+      {},
+      { all: false },
+      { all: true, memberIds: ['a'] },
+      { memberIds: ['a'], instanceIds: ['inst'] },
+      { memberIds: [] },
+      { instanceIds: [''] },
+    ]) {
       await rejectsWith(ctx.coordinator.removeMembers('g', request), 'INVALID_REQUEST');
     }
-    for (const request of [null, { all: 'yes' }, { memberIds: 'a' }, { memberIds: [7] }, { instanceIds: [null] }]) {
-      await expect(ctx.coordinator.removeMembers('g', request as never)).rejects.toBeInstanceOf(TypeError);
+    for (const request of [
+      null,
+      { all: 'yes' },
+      { memberIds: 'a' },
+      { memberIds: [7] },
+      { instanceIds: [null] },
+    ]) {
+      await expect(ctx.coordinator.removeMembers('g', request as never)).rejects.toBeInstanceOf(
+        TypeError,
+      );
     }
     await rejectsWith(ctx.coordinator.removeMembers('', { all: true }), 'INVALID_GROUP_ID');
     expect(ctx.coordinator.describe('g')?.members).toHaveLength(2);
@@ -110,7 +146,9 @@ describe('removeMembers', () => {
     const epoch = ctx.coordinator.describe('g')!.groupEpoch;
     ctx.restart();
 
-    expect(await ctx.coordinator.removeMembers('g', { memberIds: ['a'] })).toEqual([{ memberId: 'a', instanceId: null }]);
+    expect(await ctx.coordinator.removeMembers('g', { memberIds: ['a'] })).toEqual([
+      { memberId: 'a', instanceId: null },
+    ]);
     expect(ctx.coordinator.groupState('g')).toBe('Reconciling'); // b has yet to take a's buckets
 
     // The process ends here: the restart must not bring a back.

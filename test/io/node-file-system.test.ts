@@ -8,7 +8,11 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../src/io/index.js';
-import { SLOW_SYNC_WRITE_MS, SYNC_WRITE_PAUSE_MS, SyncWriteGate } from '../../src/io/node-file-system.js';
+import {
+  SLOW_SYNC_WRITE_MS,
+  SYNC_WRITE_PAUSE_MS,
+  SyncWriteGate,
+} from '../../src/io/node-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
 describe('NodeFileSystem', () => {
@@ -48,19 +52,27 @@ describe('NodeFileSystem', () => {
     expect(pooled.datasyncNow?.()).toBe(false);
     await pooled.datasync();
     await pooled.close();
-    expect(() => new NodeFileSystem({ syncFlushes: 'yes' as unknown as boolean })).toThrow(/syncFlushes must be a boolean/);
+    expect(() => new NodeFileSystem({ syncFlushes: 'yes' as unknown as boolean })).toThrow(
+      /syncFlushes must be a boolean/,
+    );
   });
 
   it('with smoothing, pauses on a slow moving average: one late flush among fast ones does not, a slow device or one long stall does', () => {
     let now = 0;
-    const flush = (ms: number) => gate.time(() => { now += ms; });
+    const flush = (ms: number) =>
+      gate.time(() => {
+        now += ms;
+      });
     const gate = new SyncWriteGate(0, () => now, 1 / 8);
     for (let i = 0; i < 20; i++) flush(0.1);
     flush(SLOW_SYNC_WRITE_MS + 1);
     expect(gate.allows(0), 'one late flush').toBe(true);
     for (let i = 0; i < 20; i++) flush(0.1);
     let flushes = 0;
-    while (gate.allows(0) && flushes < 100) { flush(2 * SLOW_SYNC_WRITE_MS); flushes++; }
+    while (gate.allows(0) && flushes < 100) {
+      flush(2 * SLOW_SYNC_WRITE_MS);
+      flushes++;
+    }
     expect(gate.allows(0), 'a device slow every time').toBe(false);
     expect(flushes).toBeLessThan(10);
     now += SYNC_WRITE_PAUSE_MS;
@@ -80,16 +92,28 @@ describe('NodeFileSystem', () => {
     const gate = new SyncWriteGate(1024, () => now);
     expect(gate.allows(1024)).toBe(true);
     expect(gate.allows(1025)).toBe(false);
-    expect(gate.time(() => { now += SLOW_SYNC_WRITE_MS - 1; return 'fast'; })).toBe('fast');
+    expect(
+      gate.time(() => {
+        now += SLOW_SYNC_WRITE_MS - 1;
+        return 'fast';
+      }),
+    ).toBe('fast');
     expect(gate.allows(10)).toBe(true);
-    gate.time(() => { now += SLOW_SYNC_WRITE_MS; });
+    gate.time(() => {
+      now += SLOW_SYNC_WRITE_MS;
+    });
     expect(gate.allows(10)).toBe(false);
     now += SYNC_WRITE_PAUSE_MS - 1;
     expect(gate.allows(10)).toBe(false);
     now += 1;
     expect(gate.allows(10)).toBe(true);
     // A write that throws is timed too.
-    expect(() => gate.time(() => { now += 50; throw new Error('EIO'); })).toThrow('EIO');
+    expect(() =>
+      gate.time(() => {
+        now += 50;
+        throw new Error('EIO');
+      }),
+    ).toThrow('EIO');
     expect(gate.allows(10)).toBe(false);
   });
 });

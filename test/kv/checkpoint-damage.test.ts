@@ -7,14 +7,33 @@
  * refuses to open with CORRUPT_MESSAGE (and leaves the file as it found it).
  */
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
-import { applyHistory, generateHistory, modelOf, type HistoryStep } from '../compaction/compaction-fixtures.js';
+import {
+  applyHistory,
+  generateHistory,
+  modelOf,
+  type HistoryStep,
+} from '../compaction/compaction-fixtures.js';
 import { seededRandom, seedFrom } from '../support/seeded-random.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
-import { PAGE_BYTES, leftmostLeafPage, mainRootPage, newestMetaPage, nodeOf } from './lmdb-pages.js';
+import {
+  PAGE_BYTES,
+  leftmostLeafPage,
+  mainRootPage,
+  newestMetaPage,
+  nodeOf,
+} from './lmdb-pages.js';
 
 const CHILD = path.join(import.meta.dirname, 'checkpoint-damage-child.ts');
 const FLIP_CHILD = path.join(import.meta.dirname, 'checkpoint-flip-child.ts');
@@ -26,7 +45,17 @@ const CHILDREN_AT_ONCE = 2;
 
 /** What the child printed. */
 type Outcome =
-  | { kind: 'opened'; warnings: string[]; report: { checkpointLogOffset?: number; batchesReplayed: number; batchCount: number; firstLogOffset: number }; state: [string, [string, number][]][] }
+  | {
+      kind: 'opened';
+      warnings: string[];
+      report: {
+        checkpointLogOffset?: number;
+        batchesReplayed: number;
+        batchCount: number;
+        firstLogOffset: number;
+      };
+      state: [string, [string, number][]][];
+    }
   | { kind: 'rejected'; warnings: string[]; code: string | undefined; message: string };
 
 interface ChildRun {
@@ -36,9 +65,19 @@ interface ChildRun {
   outcome: Outcome | undefined;
 }
 
-function runChild(script: string, args: string[]): Promise<{ exitCode: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+function runChild(
+  script: string,
+  args: string[],
+): Promise<{
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -58,22 +97,35 @@ async function openInChild(dir: string): Promise<ChildRun> {
 async function inBatches<T>(tasks: (() => Promise<T>)[]): Promise<T[]> {
   const results: T[] = new Array(tasks.length);
   let next = 0;
-  await Promise.all(Array.from({ length: CHILDREN_AT_ONCE }, async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      results[i] = await tasks[i]!();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CHILDREN_AT_ONCE }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        results[i] = await tasks[i]!();
+      }
+    }),
+  );
   return results;
 }
 
 function options(dir: string): OffsetStoreOptions {
-  return { dir, bucketCount: 1, segmentBytesMax: 2048, compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 }, onWarning: () => {} };
+  return {
+    dir,
+    bucketCount: 1,
+    segmentBytesMax: 2048,
+    compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 },
+    onWarning: () => {},
+  };
 }
 
 /** Groups of up to 120 buckets: group images of several KiB, so the file has overflow pages too. */
 const HISTORY = { seed: 17, steps: 400, groups: 8, bucketsPerTable: 40 };
-const history = generateHistory(HISTORY.seed, HISTORY.steps, HISTORY.groups, HISTORY.bucketsPerTable);
+const history = generateHistory(
+  HISTORY.seed,
+  HISTORY.steps,
+  HISTORY.groups,
+  HISTORY.bucketsPerTable,
+);
 const model = modelOf(history);
 
 /** The child's state (pairs, as JSON carries them) as the model's maps. */
@@ -94,7 +146,10 @@ type Shape = 'whole log' | 'log deleted below';
 async function buildStore(dir: string, shape: Shape, steps: readonly HistoryStep[]): Promise<void> {
   if (shape === 'whole log') {
     const live = fileTempDir();
-    const store = await OffsetStore.open({ ...options(live), compaction: { strategy: 'log-cleaner', background: false } });
+    const store = await OffsetStore.open({
+      ...options(live),
+      compaction: { strategy: 'log-cleaner', background: false },
+    });
     await applyHistory(store, steps);
     await store.convertCompaction('checkpoint');
     cpSync(live, dir, { recursive: true });
@@ -119,8 +174,15 @@ async function buildStore(dir: string, shape: Shape, steps: readonly HistoryStep
 type Expected = 'damaged' | 'opens' | 'either';
 
 const seed = seedFrom('CHECKPOINT_DAMAGE_SEED');
-const damages: Record<string, { apply: (bytes: Buffer) => Buffer; sealed: Expected; unsealed: Expected }> = {
-  'truncated to 8 KiB': { apply: (bytes) => bytes.subarray(0, 8192), sealed: 'damaged', unsealed: 'damaged' },
+const damages: Record<
+  string,
+  { apply: (bytes: Buffer) => Buffer; sealed: Expected; unsealed: Expected }
+> = {
+  'truncated to 8 KiB': {
+    apply: (bytes) => bytes.subarray(0, 8192),
+    sealed: 'damaged',
+    unsealed: 'damaged',
+  },
   'truncated to 0 bytes': { apply: () => Buffer.alloc(0), sealed: 'damaged', unsealed: 'damaged' },
   'overwritten with random bytes': {
     apply: (bytes) => {
@@ -130,7 +192,11 @@ const damages: Record<string, { apply: (bytes: Buffer) => Buffer; sealed: Expect
     sealed: 'damaged',
     unsealed: 'damaged',
   },
-  "the main tree's root page zeroed": { apply: (bytes) => zeroPage(bytes, mainRootPage(bytes)), sealed: 'damaged', unsealed: 'damaged' },
+  "the main tree's root page zeroed": {
+    apply: (bytes) => zeroPage(bytes, mainRootPage(bytes)),
+    sealed: 'damaged',
+    unsealed: 'damaged',
+  },
   'a byte of the newest meta page flipped (its main tree root)': {
     apply: (bytes) => flip(bytes, newestMetaPage(bytes) * PAGE_BYTES + 136, 0x40),
     sealed: 'damaged',
@@ -143,7 +209,11 @@ const damages: Record<string, { apply: (bytes: Buffer) => Buffer; sealed: Expect
     unsealed: 'opens',
   },
   // A tree page, a value's overflow page, or a free page: a refusal, a fallback, or nothing to see.
-  'a page in the middle zeroed': { apply: (bytes) => zeroPage(bytes, Math.floor(bytes.length / PAGE_BYTES / 2)), sealed: 'either', unsealed: 'either' },
+  'a page in the middle zeroed': {
+    apply: (bytes) => zeroPage(bytes, Math.floor(bytes.length / PAGE_BYTES / 2)),
+    sealed: 'either',
+    unsealed: 'either',
+  },
 };
 
 function zeroPage(bytes: Buffer, page: number): Buffer {
@@ -178,7 +248,10 @@ function damagedCopy(shape: Shape, damage: string, { removeSeal = false } = {}):
   return dir;
 }
 
-function expectNoCrash(run: ChildRun, context: string): asserts run is ChildRun & { outcome: Outcome } {
+function expectNoCrash(
+  run: ChildRun,
+  context: string,
+): asserts run is ChildRun & { outcome: Outcome } {
   expect(run.signal, `${context}: killed by a signal; stderr: ${run.stderr}`).toBeNull();
   expect(run.exitCode, `${context}: exit code; stderr: ${run.stderr}`).toBe(0);
   expect(run.outcome, `${context}: printed an outcome`).toBeDefined();
@@ -206,7 +279,9 @@ function expectRefused(run: ChildRun, context: string): void {
 }
 
 function cases(): { damage: string; shape: Shape }[] {
-  return Object.keys(damages).flatMap((damage) => (['whole log', 'log deleted below'] as const).map((shape) => ({ damage, shape })));
+  return Object.keys(damages).flatMap((damage) =>
+    (['whole log', 'log deleted below'] as const).map((shape) => ({ damage, shape })),
+  );
 }
 
 function expectOutcome(run: ChildRun, expected: Expected, shape: Shape, context: string): void {
@@ -222,21 +297,34 @@ function expectOutcome(run: ChildRun, expected: Expected, shape: Shape, context:
     if (outcome.kind === 'opened') expect(stateMap(outcome.state), context).toEqual(model);
   } else {
     expect(outcome, context).toMatchObject({ kind: 'rejected', code: 'CORRUPT_MESSAGE' });
-    expect(shape, `${context}: only a deleted log below can leave nothing to recover from`).toBe('log deleted below');
+    expect(shape, `${context}: only a deleted log below can leave nothing to recover from`).toBe(
+      'log deleted below',
+    );
   }
 }
 
 describe(`a damaged checkpoint file (seed ${seed}, replay with CHECKPOINT_DAMAGE_SEED=${seed})`, () => {
   it('as sealed by the store, is refused or recovered from for each kind of damage, never crashing the process', async () => {
-    const runs = await inBatches(cases().map(({ damage, shape }) => async () => {
-      const dir = damagedCopy(shape, damage);
-      const damagedBytes = readFileSync(path.join(dir, DATA_FILE));
-      const first = await openInChild(dir);
-      // After recovering from the log, the store writes a fresh checkpoint and the next open uses it.
-      const second = shape === 'whole log' ? await openInChild(dir) : undefined;
-      const kept = (file: string): boolean => existsSync(path.join(dir, file)) && readFileSync(path.join(dir, file)).equals(damagedBytes);
-      return { damage, shape, first, second, untouched: kept(DATA_FILE), setAside: kept(`${DATA_FILE}.damaged`) };
-    }));
+    const runs = await inBatches(
+      cases().map(({ damage, shape }) => async () => {
+        const dir = damagedCopy(shape, damage);
+        const damagedBytes = readFileSync(path.join(dir, DATA_FILE));
+        const first = await openInChild(dir);
+        // After recovering from the log, the store writes a fresh checkpoint and the next open uses it.
+        const second = shape === 'whole log' ? await openInChild(dir) : undefined;
+        const kept = (file: string): boolean =>
+          existsSync(path.join(dir, file)) &&
+          readFileSync(path.join(dir, file)).equals(damagedBytes);
+        return {
+          damage,
+          shape,
+          first,
+          second,
+          untouched: kept(DATA_FILE),
+          setAside: kept(`${DATA_FILE}.damaged`),
+        };
+      }),
+    );
     for (const { damage, shape, first, second, untouched, setAside } of runs) {
       const context = `${damage}, ${shape}`;
       expectOutcome(first, damages[damage]!.sealed, shape, context);
@@ -244,8 +332,15 @@ describe(`a damaged checkpoint file (seed ${seed}, replay with CHECKPOINT_DAMAGE
       if (shape === 'whole log') {
         expect(setAside, `${context}: the damaged file is kept as data.mdb.damaged`).toBe(true);
         expectNoCrash(second!, `${context}, second open`);
-        expect(second!.outcome, `${context}, second open`).toMatchObject({ kind: 'opened', warnings: [], report: { batchesReplayed: 0 } });
-        expect(stateMap((second!.outcome as Outcome & { kind: 'opened' }).state), `${context}, second open`).toEqual(model);
+        expect(second!.outcome, `${context}, second open`).toMatchObject({
+          kind: 'opened',
+          warnings: [],
+          report: { batchesReplayed: 0 },
+        });
+        expect(
+          stateMap((second!.outcome as Outcome & { kind: 'opened' }).state),
+          `${context}, second open`,
+        ).toEqual(model);
       } else {
         expect(untouched, `${context}: the refused file is left as it was`).toBe(true);
       }
@@ -253,24 +348,46 @@ describe(`a damaged checkpoint file (seed ${seed}, replay with CHECKPOINT_DAMAGE
   });
 
   it('without a seal (a store written before seals, or a crash before the seal was written) is checked page by page, never crashing', async () => {
-    const runs = await inBatches(cases().map(({ damage, shape }) => async () => ({ damage, shape, run: await openInChild(damagedCopy(shape, damage, { removeSeal: true })) })));
-    for (const { damage, shape, run } of runs) expectOutcome(run, damages[damage]!.unsealed, shape, `${damage}, ${shape}, no seal`);
+    const runs = await inBatches(
+      cases().map(({ damage, shape }) => async () => ({
+        damage,
+        shape,
+        run: await openInChild(damagedCopy(shape, damage, { removeSeal: true })),
+      })),
+    );
+    for (const { damage, shape, run } of runs)
+      expectOutcome(run, damages[damage]!.unsealed, shape, `${damage}, ${shape}, no seal`);
   });
 
   it('without a seal, with one byte flipped in a page LMDB reads, is refused or recovered from, never crashing the process', async () => {
     const flips = Number(process.env.CHECKPOINT_FLIPS ?? 40);
     for (const shape of ['whole log', 'log deleted below'] as const) {
       const workDir = tempDir();
-      const args = [bases.get(shape)!, workDir, String(seed), String(flips), ...Object.values(HISTORY).map(String)];
+      const args = [
+        bases.get(shape)!,
+        workDir,
+        String(seed),
+        String(flips),
+        ...Object.values(HISTORY).map(String),
+      ];
       const { exitCode, signal, stdout, stderr } = await runChild(FLIP_CHILD, args);
       const lines = stdout.trim().split('\n');
       const context = `${shape}, seed ${seed}: last ${lines.findLast((l) => l.startsWith('flip')) ?? 'none'}`;
       expect(signal, `${context}: killed by a signal; stderr: ${stderr}`).toBeNull();
       expect(exitCode, `${context}: exit code; stderr: ${stderr}`).toBe(0);
-      const outcomes = lines.flatMap((line, i) => (line.startsWith('flip') ? [] : [`${lines[i - 1]}: ${line}`]));
+      const outcomes = lines.flatMap((line, i) =>
+        line.startsWith('flip') ? [] : [`${lines[i - 1]}: ${line}`],
+      );
       expect(outcomes, context).toHaveLength(flips);
-      expect(outcomes.filter((o) => o.includes(': bad')), context).toEqual([]);
-      if (shape === 'whole log') expect(outcomes.filter((o) => o.endsWith('ok refused')), `${context}: the whole log always recovers`).toEqual([]);
+      expect(
+        outcomes.filter((o) => o.includes(': bad')),
+        context,
+      ).toEqual([]);
+      if (shape === 'whole log')
+        expect(
+          outcomes.filter((o) => o.endsWith('ok refused')),
+          `${context}: the whole log always recovers`,
+        ).toEqual([]);
     }
   });
 });
@@ -282,19 +399,33 @@ describe('a damaged lock.mdb', () => {
       'truncated to 100 bytes': (file) => truncateSync(file, 100),
       'overwritten with random bytes': (file) => {
         const random = seededRandom(seed);
-        writeFileSync(file, Buffer.from(Array.from({ length: statSync(file).size }, () => Math.floor(random() * 256))));
+        writeFileSync(
+          file,
+          Buffer.from(
+            Array.from({ length: statSync(file).size }, () => Math.floor(random() * 256)),
+          ),
+        );
       },
     };
-    const runs = await inBatches(Object.entries(lockDamages).map(([damage, apply]) => async () => {
-      const dir = tempDir();
-      cpSync(bases.get('log deleted below')!, dir, { recursive: true });
-      apply(path.join(dir, LOCK_FILE));
-      return { damage, run: await openInChild(dir) };
-    }));
+    const runs = await inBatches(
+      Object.entries(lockDamages).map(([damage, apply]) => async () => {
+        const dir = tempDir();
+        cpSync(bases.get('log deleted below')!, dir, { recursive: true });
+        apply(path.join(dir, LOCK_FILE));
+        return { damage, run: await openInChild(dir) };
+      }),
+    );
     for (const { damage, run } of runs) {
       expectNoCrash(run, `lock.mdb ${damage}`);
-      expect(run.outcome, `lock.mdb ${damage}`).toMatchObject({ kind: 'opened', warnings: [], report: { batchesReplayed: 0 } });
-      expect(stateMap((run.outcome as Outcome & { kind: 'opened' }).state), `lock.mdb ${damage}`).toEqual(model);
+      expect(run.outcome, `lock.mdb ${damage}`).toMatchObject({
+        kind: 'opened',
+        warnings: [],
+        report: { batchesReplayed: 0 },
+      });
+      expect(
+        stateMap((run.outcome as Outcome & { kind: 'opened' }).state),
+        `lock.mdb ${damage}`,
+      ).toEqual(model);
     }
   });
 });

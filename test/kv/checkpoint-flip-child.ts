@@ -13,11 +13,14 @@ import { generateHistory, modelOf, stateOf } from '../compaction/compaction-fixt
 import { seededRandom } from '../support/seeded-random.js';
 import { isDeepStrictEqual } from 'node:util';
 
-const [baseDir, workDir, seed, count, historySeed, steps, groups, bucketsPerTable] = process.argv.slice(2);
+const [baseDir, workDir, seed, count, historySeed, steps, groups, bucketsPerTable] =
+  process.argv.slice(2);
 const PAGE_BYTES = 4096;
 const CHECKPOINT = 'buckets/000/checkpoint';
 const random = seededRandom(Number(seed));
-const model = modelOf(generateHistory(Number(historySeed), Number(steps), Number(groups), Number(bucketsPerTable)));
+const model = modelOf(
+  generateHistory(Number(historySeed), Number(steps), Number(groups), Number(bucketsPerTable)),
+);
 const original = readFileSync(path.join(baseDir!, CHECKPOINT, 'data.mdb'));
 
 /**
@@ -33,13 +36,17 @@ function usedRanges(page: number): [number, number][] {
   if (flags & 0x03) {
     const lower = original.readUInt16LE(start + 20);
     const upper = original.readUInt16LE(start + 22);
-    return [[start, start + 24 + lower], [start + 24 + upper, start + PAGE_BYTES]];
+    return [
+      [start, start + 24 + lower],
+      [start + 24 + upper, start + PAGE_BYTES],
+    ];
   }
   return [];
 }
 
 const candidates: [number, number][] = [];
-for (let page = 0; page < original.length / PAGE_BYTES; page++) candidates.push(...usedRanges(page));
+for (let page = 0; page < original.length / PAGE_BYTES; page++)
+  candidates.push(...usedRanges(page));
 const say = (line: string): void => void writeSync(1, `${line}\n`);
 
 for (let i = 0; i < Number(count); i++) {
@@ -52,9 +59,17 @@ for (let i = 0; i < Number(count); i++) {
   const bytes = Buffer.from(original);
   bytes[position] = bytes[position]! ^ xor;
   writeFileSync(path.join(dir, CHECKPOINT, 'data.mdb'), bytes);
-  say(`flip ${i} page ${Math.floor(position / PAGE_BYTES)} byte ${position % PAGE_BYTES} xor ${xor}`);
+  say(
+    `flip ${i} page ${Math.floor(position / PAGE_BYTES)} byte ${position % PAGE_BYTES} xor ${xor}`,
+  );
   try {
-    const store = await OffsetStore.open({ dir, bucketCount: 1, segmentBytesMax: 2048, compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 }, onWarning: () => {} });
+    const store = await OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      segmentBytesMax: 2048,
+      compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 },
+      onWarning: () => {},
+    });
     const state = await stateOf(store);
     await store.close();
     say(isDeepStrictEqual(state, model) ? 'ok opened' : 'bad opened with a different state');

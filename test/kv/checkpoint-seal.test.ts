@@ -13,7 +13,12 @@ import { loadChecksum } from '../../src/codec/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { SEAL_FILE, inspectCheckpointFile, readLmdbMeta, readSeal } from '../../src/kv/index.js';
-import { applyHistory, generateHistory, modelOf, stateOf } from '../compaction/compaction-fixtures.js';
+import {
+  applyHistory,
+  generateHistory,
+  modelOf,
+  stateOf,
+} from '../compaction/compaction-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -21,8 +26,19 @@ beforeAll(() => loadChecksum());
 
 const fs = new NodeFileSystem();
 
-function options(dir: string, warnings: string[] = [], extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions {
-  return { dir, bucketCount: 1, segmentBytesMax: 2048, compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 }, onWarning: (m) => warnings.push(m), ...extra };
+function options(
+  dir: string,
+  warnings: string[] = [],
+  extra: Partial<OffsetStoreOptions> = {},
+): OffsetStoreOptions {
+  return {
+    dir,
+    bucketCount: 1,
+    segmentBytesMax: 2048,
+    compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 },
+    onWarning: (m) => warnings.push(m),
+    ...extra,
+  };
 }
 
 const checkpointDir = (dir: string): string => path.join(dir, 'buckets/000/checkpoint');

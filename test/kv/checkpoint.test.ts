@@ -11,11 +11,26 @@ import * as path from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
-import { applyHistory, generateHistory, modelOf, stateOf } from '../compaction/compaction-fixtures.js';
+import {
+  applyHistory,
+  generateHistory,
+  modelOf,
+  stateOf,
+} from '../compaction/compaction-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
-function options(dir: string, warnings: string[] = [], strategy: 'checkpoint' | 'log-cleaner' | 'none' = 'checkpoint'): OffsetStoreOptions {
-  return { dir, bucketCount: 1, segmentBytesMax: 2048, compaction: { strategy, intervalMs: 3_600_000 }, onWarning: (m) => warnings.push(m) };
+function options(
+  dir: string,
+  warnings: string[] = [],
+  strategy: 'checkpoint' | 'log-cleaner' | 'none' = 'checkpoint',
+): OffsetStoreOptions {
+  return {
+    dir,
+    bucketCount: 1,
+    segmentBytesMax: 2048,
+    compaction: { strategy, intervalMs: 3_600_000 },
+    onWarning: (m) => warnings.push(m),
+  };
 }
 
 async function checkpointedStore(dir: string) {
@@ -45,7 +60,9 @@ describe('LMDB checkpoints', () => {
     const dir = tempDir();
     await checkpointedStore(dir);
     const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
-    const metas = [...env.getRange({ start: ['m'], end: ['m', Number.MAX_SAFE_INTEGER] })].map((e) => JSON.parse(Buffer.from(e.value as Buffer).toString()) as { logOffset: number });
+    const metas = [...env.getRange({ start: ['m'], end: ['m', Number.MAX_SAFE_INTEGER] })].map(
+      (e) => JSON.parse(Buffer.from(e.value as Buffer).toString()) as { logOffset: number },
+    );
     const newest = Math.max(...metas.map((m) => m.logOffset));
     const [entry] = [...env.getRange({ start: ['g', newest], end: ['g', newest + 1], limit: 1 })];
     const damaged = Buffer.from(entry!.value as Buffer);
@@ -53,14 +70,22 @@ describe('LMDB checkpoints', () => {
     await env.put(entry!.key, damaged);
     await env.close();
     const warnings: string[] = [];
-    await expect(OffsetStore.open(options(dir, warnings))).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(/the segments before it are missing/) });
-    expect(warnings.join('\n')).toMatch(new RegExp(`ignoring checkpoint at log offset ${newest}: .*checksum`));
+    await expect(OffsetStore.open(options(dir, warnings))).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/the segments before it are missing/),
+    });
+    expect(warnings.join('\n')).toMatch(
+      new RegExp(`ignoring checkpoint at log offset ${newest}: .*checksum`),
+    );
   });
 
   it('uses the whole log when the only checkpoint fails its checksum and nothing was deleted yet', async () => {
     const dir = tempDir();
     const history = generateHistory(5, 200);
-    const store = await OffsetStore.open({ ...options(dir), compaction: { strategy: 'log-cleaner', background: false } });
+    const store = await OffsetStore.open({
+      ...options(dir),
+      compaction: { strategy: 'log-cleaner', background: false },
+    });
     await applyHistory(store, history);
     await store.convertCompaction('checkpoint'); // writes a checkpoint, deletes nothing
     const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
@@ -91,15 +116,37 @@ describe('LMDB checkpoints', () => {
       await store.close();
       const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
       const future = 1_000_000;
-      await env.put(['m', future], Buffer.from(JSON.stringify({ formatVersion: 1, logOffset: future, groupCount: 0, snapshotCount: 0, liveOffsets: 0, checksum: 0, createdAtMs: 0 })));
+      await env.put(
+        ['m', future],
+        Buffer.from(
+          JSON.stringify({
+            formatVersion: 1,
+            logOffset: future,
+            groupCount: 0,
+            snapshotCount: 0,
+            liveOffsets: 0,
+            checksum: 0,
+            createdAtMs: 0,
+          }),
+        ),
+      );
       await env.close();
       const warnings: string[] = [];
       if (durability === 'fsync') {
-        await expect(OffsetStore.open({ ...options(dir, warnings), durability })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(/held batches up to log offset 999999 .*\(segments or batches are missing\)/) });
+        await expect(
+          OffsetStore.open({ ...options(dir, warnings), durability }),
+        ).rejects.toMatchObject({
+          code: 'CORRUPT_MESSAGE',
+          message: expect.stringMatching(
+            /held batches up to log offset 999999 .*\(segments or batches are missing\)/,
+          ),
+        });
         continue;
       }
       const reopened = await OffsetStore.open({ ...options(dir, warnings), durability });
-      expect(warnings.join('\n')).toMatch(/ignoring checkpoint at log offset 1000000: past the log end/);
+      expect(warnings.join('\n')).toMatch(
+        /ignoring checkpoint at log offset 1000000: past the log end/,
+      );
       expect(await stateOf(reopened)).toEqual(modelOf(history));
       await reopened.close();
     }
@@ -107,22 +154,34 @@ describe('LMDB checkpoints', () => {
 
   it('frees the whole log of a quiet offsets-bucket: it shrinks to its live size', async () => {
     const dir = tempDir();
-    const store = await OffsetStore.open({ ...options(dir), compaction: { strategy: 'checkpoint', background: false } });
-    for (let round = 0; round < 40; round++) await store.commitOffsets('quiet', Array.from({ length: 24 }, (_, b) => ({ tableId: 1, bucketId: b, offset: round })));
+    const store = await OffsetStore.open({
+      ...options(dir),
+      compaction: { strategy: 'checkpoint', background: false },
+    });
+    for (let round = 0; round < 40; round++)
+      await store.commitOffsets(
+        'quiet',
+        Array.from({ length: 24 }, (_, b) => ({ tableId: 1, bucketId: b, offset: round })),
+      );
     expect((await store.stats()).buckets[0]!.segmentCount).toBeGreaterThan(4);
     for (let i = 0; i < 4; i++) await store.compact();
     const stats = (await store.stats()).buckets[0]!;
     expect(stats).toMatchObject({ segmentCount: 1, logBytes: 0, liveOffsets: 24 });
     await store.close();
     const reopened = await OffsetStore.open({ dir });
-    expect((await reopened.fetchOffsets('quiet')).map((o) => o!.offset)).toEqual(Array.from({ length: 24 }, () => 39));
+    expect((await reopened.fetchOffsets('quiet')).map((o) => o!.offset)).toEqual(
+      Array.from({ length: 24 }, () => 39),
+    );
     await reopened.close();
   });
 
   it('records the strategy in the store: a plain open uses it, another one is refused, and conversion goes both ways', async () => {
     const dir = tempDir();
     const { history } = await checkpointedStore(dir);
-    await expect(OffsetStore.open(options(dir, [], 'log-cleaner'))).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/uses 'checkpoint'.*convert/) });
+    await expect(OffsetStore.open(options(dir, [], 'log-cleaner'))).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/uses 'checkpoint'.*convert/),
+    });
     const plain = await OffsetStore.open({ dir });
     expect((await plain.stats()).compactionStrategy).toBe('checkpoint');
     expect(await stateOf(plain)).toEqual(modelOf(history));
@@ -144,7 +203,10 @@ describe('LMDB checkpoints', () => {
     await again.close();
   });
   it('close waits for a conversion in flight, in either direction: everything is there after reopen', async () => {
-    for (const [from, to] of [['checkpoint', 'log-cleaner'], ['log-cleaner', 'checkpoint']] as const) {
+    for (const [from, to] of [
+      ['checkpoint', 'log-cleaner'],
+      ['log-cleaner', 'checkpoint'],
+    ] as const) {
       const dir = tempDir();
       const history = generateHistory(7, 300);
       const store = await OffsetStore.open(options(dir, [], from));

@@ -10,16 +10,35 @@ import { describe, expect, it } from 'vitest';
 import { GroupOffsets, type CommittedOffsetValue } from '../../src/kv/index.js';
 
 const runs = Number(process.env.PROPERTY_RUNS ?? 100);
-const seedOption = process.env.PROPERTY_SEED === undefined ? {} : { seed: Number(process.env.PROPERTY_SEED), path: process.env.PROPERTY_PATH };
+const seedOption =
+  process.env.PROPERTY_SEED === undefined
+    ? {}
+    : { seed: Number(process.env.PROPERTY_SEED), path: process.env.PROPERTY_PATH };
 
 type Key = [tableId: number, partitionId: number | null, bucketId: number];
 
 function value(key: Key, n: number, metadata = ''): CommittedOffsetValue {
-  return { tableId: key[0], partitionId: key[1], bucketId: key[2], offset: n, leaderEpoch: n % 7, metadata, commitTimestampMs: 1_700_000_000_000 + n };
+  return {
+    tableId: key[0],
+    partitionId: key[1],
+    bucketId: key[2],
+    offset: n,
+    leaderEpoch: n % 7,
+    metadata,
+    commitTimestampMs: 1_700_000_000_000 + n,
+  };
 }
 
 function put(g: GroupOffsets, v: CommittedOffsetValue): void {
-  g.set(v.tableId, v.partitionId, v.bucketId, v.offset, v.leaderEpoch, v.commitTimestampMs, v.metadata);
+  g.set(
+    v.tableId,
+    v.partitionId,
+    v.bucketId,
+    v.offset,
+    v.leaderEpoch,
+    v.commitTimestampMs,
+    v.metadata,
+  );
 }
 
 function lookup(g: GroupOffsets, key: Key): CommittedOffsetValue | null {
@@ -34,31 +53,52 @@ function contents(g: GroupOffsets): Map<string, CommittedOffsetValue> {
     const v = g.valueAt(i);
     const k = `${v.tableId}/${v.partitionId}/${v.bucketId}`;
     if (out.has(k)) throw new Error(`entry ${k} listed twice`);
-    if (g.timestampAt(i) !== v.commitTimestampMs || g.tableIdAt(i) !== v.tableId) throw new Error(`accessors of entry ${i} disagree with valueAt`);
+    if (g.timestampAt(i) !== v.commitTimestampMs || g.tableIdAt(i) !== v.tableId)
+      throw new Error(`accessors of entry ${i} disagree with valueAt`);
     out.set(k, v);
   }
   return out;
 }
 
 /** Size, iteration and a lookup of every key of `universe` agree with the model. */
-function expectMatches(g: GroupOffsets, model: Map<string, CommittedOffsetValue>, universe: readonly Key[], context: string): void {
+function expectMatches(
+  g: GroupOffsets,
+  model: Map<string, CommittedOffsetValue>,
+  universe: readonly Key[],
+  context: string,
+): void {
   const listed = contents(g);
   const problems: string[] = [];
   if (g.size !== model.size) problems.push(`size ${g.size}, model ${model.size}`);
-  for (const [k, v] of model) if (!sameValue(listed.get(k) ?? null, v)) problems.push(`iteration has ${k} = ${JSON.stringify(listed.get(k))}, model ${JSON.stringify(v)}`);
-  for (const k of listed.keys()) if (!model.has(k)) problems.push(`iteration has ${k}, model does not`);
+  for (const [k, v] of model)
+    if (!sameValue(listed.get(k) ?? null, v))
+      problems.push(
+        `iteration has ${k} = ${JSON.stringify(listed.get(k))}, model ${JSON.stringify(v)}`,
+      );
+  for (const k of listed.keys())
+    if (!model.has(k)) problems.push(`iteration has ${k}, model does not`);
   for (const key of universe) {
     const got = lookup(g, key);
     const expected = model.get(keyString(key)) ?? null;
-    if (!sameValue(got, expected)) problems.push(`lookup ${keyString(key)} = ${JSON.stringify(got)}, model ${JSON.stringify(expected)}`);
+    if (!sameValue(got, expected))
+      problems.push(
+        `lookup ${keyString(key)} = ${JSON.stringify(got)}, model ${JSON.stringify(expected)}`,
+      );
   }
   expect(problems, context).toEqual([]);
 }
 
 function sameValue(a: CommittedOffsetValue | null, b: CommittedOffsetValue | null): boolean {
   if (a === null || b === null) return a === b;
-  return a.tableId === b.tableId && a.partitionId === b.partitionId && a.bucketId === b.bucketId && a.offset === b.offset
-    && a.leaderEpoch === b.leaderEpoch && a.metadata === b.metadata && a.commitTimestampMs === b.commitTimestampMs;
+  return (
+    a.tableId === b.tableId &&
+    a.partitionId === b.partitionId &&
+    a.bucketId === b.bucketId &&
+    a.offset === b.offset &&
+    a.leaderEpoch === b.leaderEpoch &&
+    a.metadata === b.metadata &&
+    a.commitTimestampMs === b.commitTimestampMs
+  );
 }
 
 const keyString = (key: Key) => `${key[0]}/${key[1]}/${key[2]}`;
@@ -66,7 +106,11 @@ const keyString = (key: Key) => `${key[0]}/${key[1]}/${key[2]}`;
 describe('GroupOffsets', () => {
   it('inserts, overwrites and deletes correctly while growing past the linear-scan limit of 8 and shrinking back', () => {
     const g = new GroupOffsets();
-    const universe: Key[] = Array.from({ length: 40 }, (_, i) => [i % 3, i % 2 === 0 ? null : i % 5, i]);
+    const universe: Key[] = Array.from({ length: 40 }, (_, i) => [
+      i % 3,
+      i % 2 === 0 ? null : i % 5,
+      i,
+    ]);
     const model = new Map<string, CommittedOffsetValue>();
     universe.forEach((key, n) => {
       put(g, value(key, n, n % 3 === 0 ? `meta-${n}` : ''));
@@ -95,13 +139,15 @@ describe('GroupOffsets', () => {
     expectMatches(g, model, universe, 'after growing again');
   });
 
-  it('keeps each entry\'s metadata through the swap-remove that fills a deleted hole', () => {
+  it("keeps each entry's metadata through the swap-remove that fills a deleted hole", () => {
     for (const count of [3, 8, 9, 20]) {
       const g = new GroupOffsets();
       const keys: Key[] = Array.from({ length: count }, (_, i) => [7, null, i]);
       // Alternate empty and non-empty metadata so a hole gets filled from both kinds.
       keys.forEach((key, i) => put(g, value(key, i, i % 2 === 0 ? `m${i}-✓` : '')));
-      const model = new Map(keys.map((key, i) => [keyString(key), value(key, i, i % 2 === 0 ? `m${i}-✓` : '')]));
+      const model = new Map(
+        keys.map((key, i) => [keyString(key), value(key, i, i % 2 === 0 ? `m${i}-✓` : '')]),
+      );
       for (const victim of [0, Math.floor(count / 2), 1]) {
         const key = keys[victim]!;
         if (!model.has(keyString(key))) continue;
@@ -122,10 +168,20 @@ describe('GroupOffsets', () => {
   it('keeps keys at Number.MAX_SAFE_INTEGER exact and partitionId null distinct from 0', () => {
     const max = Number.MAX_SAFE_INTEGER;
     const keys: Key[] = [
-      [max, null, 0], [max, 0, 0], [max, max, 2 ** 31 - 1], [0, null, 0], [0, 0, 0], [max - 1, null, 0],
-      [2 ** 32, null, 0], [0, 2 ** 32, 0], [2 ** 32 + 1, 1, 1], [1, null, 0], [1, 0, 0],
+      [max, null, 0],
+      [max, 0, 0],
+      [max, max, 2 ** 31 - 1],
+      [0, null, 0],
+      [0, 0, 0],
+      [max - 1, null, 0],
+      [2 ** 32, null, 0],
+      [0, 2 ** 32, 0],
+      [2 ** 32 + 1, 1, 1],
+      [1, null, 0],
+      [1, 0, 0],
     ];
-    for (const size of [keys.length - 3, keys.length]) { // linear-scan and hashed
+    for (const size of [keys.length - 3, keys.length]) {
+      // linear-scan and hashed
       const g = new GroupOffsets();
       const model = new Map<string, CommittedOffsetValue>();
       keys.slice(0, size).forEach((key, n) => {
@@ -150,43 +206,64 @@ describe('GroupOffsets', () => {
     const tableIds = [0, 1, 2 ** 32, 2 ** 32 + 1, Number.MAX_SAFE_INTEGER];
     const partitionIds = [null, 0, 1, 2 ** 32];
     const universe: Key[] = [];
-    for (const t of tableIds) for (const p of partitionIds) for (let b = 0; b < 8; b++) universe.push([t, p, b]);
-    const setOp = fc.record({ kind: fc.constant('set' as const), key: fc.nat(universe.length - 1), offset: fc.maxSafeNat(), metadata: fc.constantFrom('', '', 'a', 'ünïcode-✓') });
+    for (const t of tableIds)
+      for (const p of partitionIds) for (let b = 0; b < 8; b++) universe.push([t, p, b]);
+    const setOp = fc.record({
+      kind: fc.constant('set' as const),
+      key: fc.nat(universe.length - 1),
+      offset: fc.maxSafeNat(),
+      metadata: fc.constantFrom('', '', 'a', 'ünïcode-✓'),
+    });
     const op = fc.oneof(
       { arbitrary: setOp, weight: 2 },
-      { arbitrary: fc.record({ kind: fc.constant('delete' as const), key: fc.nat(universe.length - 1) }), weight: 1 },
+      {
+        arbitrary: fc.record({
+          kind: fc.constant('delete' as const),
+          key: fc.nat(universe.length - 1),
+        }),
+        weight: 1,
+      },
       // Delete a key known to be present: keeps deletions frequent even when the table is sparse.
-      { arbitrary: fc.record({ kind: fc.constant('deletePresent' as const), pick: fc.nat() }), weight: 3 },
+      {
+        arbitrary: fc.record({ kind: fc.constant('deletePresent' as const), pick: fc.nat() }),
+        weight: 3,
+      },
     );
     // A growth phase (up to the whole key space, far past the linear-scan limit), then a
     // delete-heavy phase that drains the table back through it.
     fc.assert(
-      fc.property(fc.array(setOp, { maxLength: 250, size: 'max' }), fc.array(op, { maxLength: 400, size: 'max' }), (growth, mixed) => {
-        const g = new GroupOffsets();
-        const model = new Map<string, CommittedOffsetValue>();
-        [...growth, ...mixed].forEach((o, step) => {
-          if (o.kind === 'set') {
-            const key = universe[o.key]!;
-            const v = { ...value(key, step, o.metadata), offset: o.offset };
-            put(g, v);
-            model.set(keyString(key), v);
-          } else {
-            let key: Key;
-            if (o.kind === 'delete') key = universe[o.key]!;
-            else {
-              const present = [...model.values()];
-              if (present.length === 0) return;
-              const v = present[o.pick % present.length]!;
-              key = [v.tableId, v.partitionId, v.bucketId];
+      fc.property(
+        fc.array(setOp, { maxLength: 250, size: 'max' }),
+        fc.array(op, { maxLength: 400, size: 'max' }),
+        (growth, mixed) => {
+          const g = new GroupOffsets();
+          const model = new Map<string, CommittedOffsetValue>();
+          [...growth, ...mixed].forEach((o, step) => {
+            if (o.kind === 'set') {
+              const key = universe[o.key]!;
+              const v = { ...value(key, step, o.metadata), offset: o.offset };
+              put(g, v);
+              model.set(keyString(key), v);
+            } else {
+              let key: Key;
+              if (o.kind === 'delete') key = universe[o.key]!;
+              else {
+                const present = [...model.values()];
+                if (present.length === 0) return;
+                const v = present[o.pick % present.length]!;
+                key = [v.tableId, v.partitionId, v.bucketId];
+              }
+              const deleted = g.delete(...key);
+              if (deleted !== model.delete(keyString(key)))
+                expect.fail(`step ${step}: delete ${keyString(key)} returned ${deleted}`);
             }
-            const deleted = g.delete(...key);
-            if (deleted !== model.delete(keyString(key))) expect.fail(`step ${step}: delete ${keyString(key)} returned ${deleted}`);
-          }
-          if (g.size !== model.size) expect.fail(`step ${step}: size ${g.size}, model ${model.size}`);
-          if (step % 10 === 0) expectMatches(g, model, universe, `step ${step}`);
-        });
-        expectMatches(g, model, universe, 'end of sequence');
-      }),
+            if (g.size !== model.size)
+              expect.fail(`step ${step}: size ${g.size}, model ${model.size}`);
+            if (step % 10 === 0) expectMatches(g, model, universe, `step ${step}`);
+          });
+          expectMatches(g, model, universe, 'end of sequence');
+        },
+      ),
       { numRuns: runs, ...seedOption },
     );
   });
@@ -198,42 +275,54 @@ describe('GroupOffsets', () => {
     const universe: Key[] = [];
     for (let b = 0; b < 60; b++) universe.push([7, null, b]);
     for (let b = 0; b < 25; b++) universe.push([7, 0, b], [8, null, b]);
-    const setOp = fc.record({ kind: fc.constant('set' as const), key: fc.nat(universe.length - 1), offset: fc.maxSafeNat(), metadata: fc.constantFrom('', '', 'm') });
+    const setOp = fc.record({
+      kind: fc.constant('set' as const),
+      key: fc.nat(universe.length - 1),
+      offset: fc.maxSafeNat(),
+      metadata: fc.constantFrom('', '', 'm'),
+    });
     const op = fc.oneof(
       { arbitrary: setOp, weight: 2 },
-      { arbitrary: fc.record({ kind: fc.constant('deletePresent' as const), pick: fc.nat() }), weight: 2 },
+      {
+        arbitrary: fc.record({ kind: fc.constant('deletePresent' as const), pick: fc.nat() }),
+        weight: 2,
+      },
       { arbitrary: fc.record({ kind: fc.constant('image' as const) }), weight: 1 },
     );
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 60 }), fc.array(op, { maxLength: 300, size: 'max' }), (inOrder, mixed) => {
-        let g = new GroupOffsets();
-        const model = new Map<string, CommittedOffsetValue>();
-        for (let b = 0; b < inOrder; b++) {
-          const v = value([7, null, b], b);
-          put(g, v);
-          model.set(keyString([7, null, b]), v);
-        }
-        expectMatches(g, model, universe, `after ${inOrder} in-order buckets`);
-        mixed.forEach((o, step) => {
-          if (o.kind === 'image') {
-            const image = g.toImage();
-            g = GroupOffsets.fromImage(image.entries, image.metadata);
-          } else if (o.kind === 'set') {
-            const key = universe[o.key]!;
-            const v = { ...value(key, step, o.metadata), offset: o.offset };
+      fc.property(
+        fc.integer({ min: 0, max: 60 }),
+        fc.array(op, { maxLength: 300, size: 'max' }),
+        (inOrder, mixed) => {
+          let g = new GroupOffsets();
+          const model = new Map<string, CommittedOffsetValue>();
+          for (let b = 0; b < inOrder; b++) {
+            const v = value([7, null, b], b);
             put(g, v);
-            model.set(keyString(key), v);
-          } else {
-            const present = [...model.values()];
-            if (present.length === 0) return;
-            const v = present[o.pick % present.length]!;
-            expect(g.delete(v.tableId, v.partitionId, v.bucketId)).toBe(true);
-            model.delete(keyString([v.tableId, v.partitionId, v.bucketId]));
+            model.set(keyString([7, null, b]), v);
           }
-          if (step % 5 === 0) expectMatches(g, model, universe, `step ${step}`);
-        });
-        expectMatches(g, model, universe, 'end of sequence');
-      }),
+          expectMatches(g, model, universe, `after ${inOrder} in-order buckets`);
+          mixed.forEach((o, step) => {
+            if (o.kind === 'image') {
+              const image = g.toImage();
+              g = GroupOffsets.fromImage(image.entries, image.metadata);
+            } else if (o.kind === 'set') {
+              const key = universe[o.key]!;
+              const v = { ...value(key, step, o.metadata), offset: o.offset };
+              put(g, v);
+              model.set(keyString(key), v);
+            } else {
+              const present = [...model.values()];
+              if (present.length === 0) return;
+              const v = present[o.pick % present.length]!;
+              expect(g.delete(v.tableId, v.partitionId, v.bucketId)).toBe(true);
+              model.delete(keyString([v.tableId, v.partitionId, v.bucketId]));
+            }
+            if (step % 5 === 0) expectMatches(g, model, universe, `step ${step}`);
+          });
+          expectMatches(g, model, universe, 'end of sequence');
+        },
+      ),
       { numRuns: runs, ...seedOption },
     );
   });

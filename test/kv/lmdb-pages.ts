@@ -15,11 +15,21 @@ export function mainRootPage(bytes: Buffer): number {
 }
 
 /** Node `i` of a branch or leaf page: where it starts, its flags, key and data sizes. */
-export function nodeOf(bytes: Buffer, page: number, i: number): { start: number; flags: number; keyBytes: number; dataBytes: number; keyEnd: number } {
+export function nodeOf(
+  bytes: Buffer,
+  page: number,
+  i: number,
+): { start: number; flags: number; keyBytes: number; dataBytes: number; keyEnd: number } {
   const base = page * PAGE_BYTES;
   const start = base + 24 + bytes.readUInt16LE(base + 24 + 2 * i);
   const keyBytes = bytes.readUInt16LE(start + 6);
-  return { start, flags: bytes.readUInt16LE(start + 4), keyBytes, dataBytes: bytes.readUInt16LE(start) + bytes.readUInt16LE(start + 2) * 0x10000, keyEnd: start + 8 + keyBytes };
+  return {
+    start,
+    flags: bytes.readUInt16LE(start + 4),
+    keyBytes,
+    dataBytes: bytes.readUInt16LE(start) + bytes.readUInt16LE(start + 2) * 0x10000,
+    keyEnd: start + 8 + keyBytes,
+  };
 }
 
 /** The main tree's leftmost leaf page (following each branch's first child). */
@@ -27,7 +37,10 @@ export function leftmostLeafPage(bytes: Buffer): number {
   let page = mainRootPage(bytes);
   while ((bytes.readUInt16LE(page * PAGE_BYTES + 18) & 0x01) !== 0) {
     const { start } = nodeOf(bytes, page, 0);
-    page = bytes.readUInt16LE(start) + bytes.readUInt16LE(start + 2) * 0x10000 + bytes.readUInt16LE(start + 4) * 0x100000000;
+    page =
+      bytes.readUInt16LE(start) +
+      bytes.readUInt16LE(start + 2) * 0x10000 +
+      bytes.readUInt16LE(start + 4) * 0x100000000;
   }
   return page;
 }

@@ -21,7 +21,12 @@ beforeAll(() => loadChecksum());
 const fs = new NodeFileSystem();
 
 function options(dir: string): OffsetStoreOptions {
-  return { dir, bucketCount: 1, segmentBytesMax: 2048, compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 } };
+  return {
+    dir,
+    bucketCount: 1,
+    segmentBytesMax: 2048,
+    compaction: { strategy: 'checkpoint', intervalMs: 3_600_000 },
+  };
 }
 
 async function check(dataPath: string): Promise<LmdbTreeCheck> {
@@ -45,10 +50,16 @@ describe('LMDB tree check', () => {
       // Alternate many small groups (values inside leaf pages) and few large ones (overflow runs).
       const groups = round % 2 === 0 ? 200 : 6;
       const buckets = round % 2 === 0 ? 2 : 60;
-      await applyHistory(store, generateHistory(Math.floor(random() * 2 ** 31), 150, groups, buckets));
+      await applyHistory(
+        store,
+        generateHistory(Math.floor(random() * 2 ** 31), 150, groups, buckets),
+      );
       await store.compact();
       const result = await check(dataPath);
-      expect(result.treePages, `seed ${seed} (replay with CHECKPOINT_WALK_SEED=${seed}), round ${round}`).toBeGreaterThan(0);
+      expect(
+        result.treePages,
+        `seed ${seed} (replay with CHECKPOINT_WALK_SEED=${seed}), round ${round}`,
+      ).toBeGreaterThan(0);
     }
     await store.close();
   });
@@ -79,6 +90,14 @@ describe('LMDB tree check', () => {
     const pageCountByte = firstOverflowRun(runHeaderChanged) * PAGE_BYTES + 20;
     runHeaderChanged[pageCountByte] = runHeaderChanged[pageCountByte]! ^ 0x01;
     writeFileSync(dataPath, runHeaderChanged);
-    await expect(check(dataPath), 'an overflow run header with the wrong page count').rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(/overflow run at page \d+ \(\d+ pages, from node \d+ of page \d+\) has a header/) });
+    await expect(
+      check(dataPath),
+      'an overflow run header with the wrong page count',
+    ).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /overflow run at page \d+ \(\d+ pages, from node \d+ of page \d+\) has a header/,
+      ),
+    });
   });
 });

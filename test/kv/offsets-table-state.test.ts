@@ -5,23 +5,44 @@
  * every in-flight commit of it finished, and a failed write clears its marks and applies nothing.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildGroupSnapshotBatch, buildOffsetBatch, loadChecksum, sealBatch, type OffsetRecordSpec } from '../../src/codec/index.js';
+import {
+  buildGroupSnapshotBatch,
+  buildOffsetBatch,
+  loadChecksum,
+  sealBatch,
+  type OffsetRecordSpec,
+} from '../../src/codec/index.js';
 import { OffsetsTableState } from '../../src/kv/index.js';
 
 beforeAll(() => loadChecksum());
 
 const T0 = 1_700_000_000_000;
 
-function spec(tableId: number, partitionId: number | null, bucketId: number, offset: number, metadata = ''): OffsetRecordSpec {
+function spec(
+  tableId: number,
+  partitionId: number | null,
+  bucketId: number,
+  offset: number,
+  metadata = '',
+): OffsetRecordSpec {
   return { tableId, partitionId, bucketId, offset, leaderEpoch: -1, metadata };
 }
 
-function tombstone(tableId: number, partitionId: number | null, bucketId: number): OffsetRecordSpec {
+function tombstone(
+  tableId: number,
+  partitionId: number | null,
+  bucketId: number,
+): OffsetRecordSpec {
   return { ...spec(tableId, partitionId, bucketId, 0), tombstone: true };
 }
 
 /** A sealed batch as the log would hand it to replay. */
-function batch(groupId: string, records: OffsetRecordSpec[], logOffset: number, timestampMs = T0 + logOffset): Buffer {
+function batch(
+  groupId: string,
+  records: OffsetRecordSpec[],
+  logOffset: number,
+  timestampMs = T0 + logOffset,
+): Buffer {
   const buf = buildOffsetBatch(groupId, records, timestampMs);
   sealBatch(buf, logOffset);
   return buf;
@@ -30,14 +51,30 @@ function batch(groupId: string, records: OffsetRecordSpec[], logOffset: number, 
 describe('OffsetsTableState', () => {
   it('applies batches last-write-wins (within a batch and across batches), tombstones delete, empty groups vanish', () => {
     const state = new OffsetsTableState();
-    state.applyBatch(batch('g1', [spec(1, null, 0, 10, 'a'), spec(1, 0, 0, 11), spec(1, null, 0, 12, 'b')], 0), 0, 0);
-    expect(state.get('g1', 1, null, 0)).toEqual({ tableId: 1, partitionId: null, bucketId: 0, offset: 12, leaderEpoch: -1, metadata: 'b', commitTimestampMs: T0 });
+    state.applyBatch(
+      batch('g1', [spec(1, null, 0, 10, 'a'), spec(1, 0, 0, 11), spec(1, null, 0, 12, 'b')], 0),
+      0,
+      0,
+    );
+    expect(state.get('g1', 1, null, 0)).toEqual({
+      tableId: 1,
+      partitionId: null,
+      bucketId: 0,
+      offset: 12,
+      leaderEpoch: -1,
+      metadata: 'b',
+      commitTimestampMs: T0,
+    });
     expect(state.get('g1', 1, 0, 0)?.offset).toBe(11);
     expect(state.liveOffsetCount).toBe(2);
     expect(state.appliedLogOffset).toBe(0);
 
     state.applyBatch(batch('g2', [spec(2, 5, 1, 100)], 1), 0, 1);
-    state.applyBatch(batch('g1', [spec(1, 0, 0, 20), tombstone(1, null, 0), tombstone(9, null, 9)], 2), 0, 2);
+    state.applyBatch(
+      batch('g1', [spec(1, 0, 0, 20), tombstone(1, null, 0), tombstone(9, null, 9)], 2),
+      0,
+      2,
+    );
     expect(state.get('g1', 1, null, 0)).toBeNull();
     expect(state.get('g1', 1, 0, 0)).toMatchObject({ offset: 20, commitTimestampMs: T0 + 2 });
     expect(state.liveOffsetCount).toBe(2);
@@ -51,7 +88,7 @@ describe('OffsetsTableState', () => {
     expect(state.appliedLogOffset).toBe(3);
   });
 
-  it('marks a group\'s table detached and reports it dropped when its last offset goes, so that no cached reference outlives it', () => {
+  it("marks a group's table detached and reports it dropped when its last offset goes, so that no cached reference outlives it", () => {
     const state = new OffsetsTableState();
     const dropped: string[] = [];
     state.onGroupDropped = (groupId) => dropped.push(groupId);
@@ -83,7 +120,9 @@ describe('OffsetsTableState', () => {
     expect(state.liveOffsetCount).toBe(1);
     apply(null, 3);
     expect(state.snapshot('g')).toBeUndefined();
-    expect(state.get('g', 1, null, 0)?.offset, 'the snapshot tombstone leaves offsets alone').toBe(5);
+    expect(state.get('g', 1, null, 0)?.offset, 'the snapshot tombstone leaves offsets alone').toBe(
+      5,
+    );
   });
 
   it('keeps a key pending from markPending until its commit is applied, applying the batch only on success', () => {
@@ -126,7 +165,10 @@ describe('OffsetsTableState', () => {
     state.markPending('g', first);
     state.markPending('g', second);
     state.onOffsetCommitAppend('g', first, T0, batch('g', first, 0), 0);
-    expect(state.isPending('g', 1, null, 0), 'the second commit of the key is still in flight').toBe(true);
+    expect(
+      state.isPending('g', 1, null, 0),
+      'the second commit of the key is still in flight',
+    ).toBe(true);
     expect(state.isPending('g', 2, null, 0)).toBe(true);
     expect(state.get('g', 1, null, 0)?.offset).toBe(10);
     state.failPendingOffsetWrite('g', second);

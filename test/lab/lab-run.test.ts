@@ -13,22 +13,47 @@ const EXAMPLE = path.resolve(import.meta.dirname, '../../examples/compaction/cos
 const FAST = { durability: 'os' as const, latencyPhaseMs: 60, latencyPhasePairs: 1 };
 
 describe('lab workloads', () => {
-  it.each(WORKLOADS.map((w) => [w.name, w] as const))('%s issues the same operations for the same seed', (_name, workload) => {
-    const ops = (seed: number) => {
-      const plan = workload.create('small', seed);
-      return JSON.stringify(Array.from({ length: plan.steps }, (_, i) => plan.step(i)));
-    };
-    expect(ops(7)).toBe(ops(7));
-    expect(ops(7).length).toBeGreaterThan(100);
-    const plan = workload.create('small', 7);
-    expect(plan.steps).toBeGreaterThan(3);
-    expect(Object.keys(plan.parameters).length).toBeGreaterThan(1);
-  });
+  it.each(WORKLOADS.map((w) => [w.name, w] as const))(
+    '%s issues the same operations for the same seed',
+    (_name, workload) => {
+      const ops = (seed: number) => {
+        const plan = workload.create('small', seed);
+        return JSON.stringify(Array.from({ length: plan.steps }, (_, i) => plan.step(i)));
+      };
+      expect(ops(7)).toBe(ops(7));
+      expect(ops(7).length).toBeGreaterThan(100);
+      const plan = workload.create('small', 7);
+      expect(plan.steps).toBeGreaterThan(3);
+      expect(Object.keys(plan.parameters).length).toBeGreaterThan(1);
+    },
+  );
 
   it('refuses an unknown workload or strategy, and adds the none control', () => {
-    expect(() => checkLabOptions({ strategies: ['incremental'], workloads: ['hot'], scale: 'small', seed: 1, dir: '/x' })).toThrow(/unknown workload "hot"/);
-    expect(() => checkLabOptions({ strategies: ['incremental', 'cleaner'], workloads: ['all'], scale: 'small', seed: 1, dir: '/x' })).toThrow(/unknown strategy "cleaner"/);
-    const checked = checkLabOptions({ strategies: ['incremental'], workloads: ['all'], scale: 'small', seed: 1, dir: '/x' });
+    expect(() =>
+      checkLabOptions({
+        strategies: ['incremental'],
+        workloads: ['hot'],
+        scale: 'small',
+        seed: 1,
+        dir: '/x',
+      }),
+    ).toThrow(/unknown workload "hot"/);
+    expect(() =>
+      checkLabOptions({
+        strategies: ['incremental', 'cleaner'],
+        workloads: ['all'],
+        scale: 'small',
+        seed: 1,
+        dir: '/x',
+      }),
+    ).toThrow(/unknown strategy "cleaner"/);
+    const checked = checkLabOptions({
+      strategies: ['incremental'],
+      workloads: ['all'],
+      scale: 'small',
+      seed: 1,
+      dir: '/x',
+    });
     expect(checked.strategies).toEqual(['incremental', 'none']);
     expect(checked.workloads).toHaveLength(WORKLOADS.length);
   });
@@ -38,16 +63,33 @@ describe('a lab run', () => {
   it('runs a built-in and the example strategy module side by side on hot-overwrite, measuring each over time', async () => {
     const progress: number[] = [];
     const result = await runLab({
-      strategies: ['incremental', EXAMPLE], workloads: ['hot-overwrite'], scale: 'small', seed: 3, dir: tempDir(), settings: FAST,
+      strategies: ['incremental', EXAMPLE],
+      workloads: ['hot-overwrite'],
+      scale: 'small',
+      seed: 3,
+      dir: tempDir(),
+      settings: FAST,
       onProgress: (done) => progress.push(done),
     });
     const [workload] = result.workloads;
-    expect(workload!.runs.map((r) => r.recorded)).toEqual(['incremental', 'module:cost-benefit', 'none']);
+    expect(workload!.runs.map((r) => r.recorded)).toEqual([
+      'incremental',
+      'module:cost-benefit',
+      'none',
+    ]);
     const steps = WORKLOADS[0]!.create('small', 3).steps;
     for (const run of workload!.runs) {
       expect(run.samples.map((s) => s.step)).toEqual(Array.from({ length: steps }, (_, i) => i));
       expect(run.samples.at(-1)!.progress).toBe(1);
-      expect(run.samples.every((s) => s.reopenMs !== undefined && s.recordsReplayed! > 0 && s.diskBytes > 0 && s.liveBytes > 0)).toBe(true);
+      expect(
+        run.samples.every(
+          (s) =>
+            s.reopenMs !== undefined &&
+            s.recordsReplayed! > 0 &&
+            s.diskBytes > 0 &&
+            s.liveBytes > 0,
+        ),
+      ).toBe(true);
       expect(run.latency.idle.count).toBeGreaterThan(0);
       expect(run.latency.compacting.count).toBeGreaterThan(0);
       expect(run.windows.length).toBeGreaterThan(0);
@@ -57,15 +99,28 @@ describe('a lab run', () => {
     expect(byName.get('none')!.totals.compactionBytesWritten).toBe(0);
     for (const name of ['incremental', 'module:cost-benefit']) {
       const run = byName.get(name)!;
-      expect(run.compactions.some((c) => c.background && c.segmentsRewritten > 0), `${name} compacted in the background`).toBe(true);
-      expect(run.totals.finalSpaceAmplification, name).toBeLessThan(byName.get('none')!.totals.finalSpaceAmplification);
+      expect(
+        run.compactions.some((c) => c.background && c.segmentsRewritten > 0),
+        `${name} compacted in the background`,
+      ).toBe(true);
+      expect(run.totals.finalSpaceAmplification, name).toBeLessThan(
+        byName.get('none')!.totals.finalSpaceAmplification,
+      );
     }
     expect(progress.at(-1)).toBe(3 * (steps + 2));
     expect(JSON.parse(JSON.stringify(result))).toEqual(result);
   });
 
   it('drives the store clock through retention and deletes groups through churn, and the stores still hold what the operations left', async () => {
-    const result = await runLab({ strategies: ['incremental'], workloads: ['retention-heavy', 'group-churn'], scale: 'small', seed: 5, dir: tempDir(), settings: FAST, control: false });
+    const result = await runLab({
+      strategies: ['incremental'],
+      workloads: ['retention-heavy', 'group-churn'],
+      scale: 'small',
+      seed: 5,
+      dir: tempDir(),
+      settings: FAST,
+      control: false,
+    });
     const [retention, churn] = result.workloads;
     // Offsets expired: fewer are live at the end than were committed.
     const committedOffsets = 10 * 20 * 20;

@@ -5,7 +5,13 @@
  * summary table reads without scripts. Whether the charts render is the browser tier's test.
  */
 import { describe, expect, it } from 'vitest';
-import { loadChartLibraries, renderReport, scriptJson, summaryRows, workloadCharts } from '../../src/lab/index.js';
+import {
+  loadChartLibraries,
+  renderReport,
+  scriptJson,
+  summaryRows,
+  workloadCharts,
+} from '../../src/lab/index.js';
 import { syntheticResult } from './lab-fixtures.js';
 
 function fieldsOf(encoding: Record<string, unknown> | undefined): string[] {
@@ -20,7 +26,8 @@ describe('the lab report', () => {
     const libraries = await loadChartLibraries();
     expect(libraries.map((l) => l.name)).toEqual(['vega', 'vega-lite', 'vega-embed']);
     const html = renderReport(syntheticResult(), libraries);
-    for (const library of libraries) expect(html).toContain(`data-library="${library.name}@${library.version}"`);
+    for (const library of libraries)
+      expect(html).toContain(`data-library="${library.name}@${library.version}"`);
     // The markup outside the inline scripts (the libraries' own strings are not markup).
     const markup = html.replace(/(<script[^>]*>)[\s\S]*?<\/script>/g, '$1</script>');
     expect(markup.match(/<script/g)?.length).toBe(libraries.length + 2);
@@ -32,7 +39,9 @@ describe('the lab report', () => {
   it('has an element and a spec for every chart, each spec encoding only fields its data has', () => {
     const result = syntheticResult();
     const html = renderReport(result, []);
-    const charts = JSON.parse(/<script type="application\/json" id="lab-charts">(.*?)<\/script>/s.exec(html)![1]!) as { id: string; spec: Record<string, unknown> }[];
+    const charts = JSON.parse(
+      /<script type="application\/json" id="lab-charts">(.*?)<\/script>/s.exec(html)![1]!,
+    ) as { id: string; spec: Record<string, unknown> }[];
     expect(charts).toHaveLength(2 * workloadCharts(result.workloads[0]!, 0).length);
     expect(new Set(charts.map((c) => c.id)).size).toBe(charts.length);
     for (const { id, spec } of charts) {
@@ -40,24 +49,54 @@ describe('the lab report', () => {
       const values = (spec.data as { values: Record<string, unknown>[] }).values;
       expect(values.length, id).toBeGreaterThan(0);
       const present = new Set(values.flatMap((row) => Object.keys(row)));
-      const inner = (spec.spec ?? spec) as { encoding?: Record<string, unknown>; layer?: { encoding?: Record<string, unknown> }[] };
-      const encoded = [...fieldsOf(inner.encoding), ...(inner.layer ?? []).flatMap((l) => fieldsOf(l.encoding)), ...fieldsOf(spec.facet as Record<string, unknown>)];
+      const inner = (spec.spec ?? spec) as {
+        encoding?: Record<string, unknown>;
+        layer?: { encoding?: Record<string, unknown> }[];
+      };
+      const encoded = [
+        ...fieldsOf(inner.encoding),
+        ...(inner.layer ?? []).flatMap((l) => fieldsOf(l.encoding)),
+        ...fieldsOf(spec.facet as Record<string, unknown>),
+      ];
       expect(encoded.length, id).toBeGreaterThan(0);
       for (const field of encoded) expect(present, `${id} encodes ${field}`).toContain(field);
     }
   });
 
   it('escapes text from results: a description holding </script> cannot end a script or add markup', () => {
-    const html = renderReport(syntheticResult('evil </script><script>alert(1)</script> <b>bold</b>'), []);
+    const html = renderReport(
+      syntheticResult('evil </script><script>alert(1)</script> <b>bold</b>'),
+      [],
+    );
     expect(html).not.toContain('<script>alert(1)');
-    expect(html).toContain('evil &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &lt;b&gt;bold&lt;/b&gt;');
+    expect(html).toContain(
+      'evil &lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &lt;b&gt;bold&lt;/b&gt;',
+    );
     expect(scriptJson({ text: '</script>' })).toBe('{"text":"\\u003c/script>"}');
-    expect(JSON.parse(scriptJson({ text: '</script>\u2028' }))).toEqual({ text: '</script>\u2028' });
+    expect(JSON.parse(scriptJson({ text: '</script>\u2028' }))).toEqual({
+      text: '</script>\u2028',
+    });
   });
 
   it('has a summary row per strategy: space and write amplification, bytes per run, reopen, commit p99 idle -> compacting', () => {
     const rows = summaryRows(syntheticResult().workloads[0]!);
-    expect(rows.map((r) => r.strategy)).toEqual(['log-cleaner', 'incremental', 'module:cost-benefit', 'none']);
-    expect(rows[1]!.cells).toEqual(['incremental', '4.80x', '0.80x', '0.08', '244.1 KiB', '2', '12.0 ms', '5,000', '4.00 ms -> 4.40 ms (+10.0%)', '90.0 ms']);
+    expect(rows.map((r) => r.strategy)).toEqual([
+      'log-cleaner',
+      'incremental',
+      'module:cost-benefit',
+      'none',
+    ]);
+    expect(rows[1]!.cells).toEqual([
+      'incremental',
+      '4.80x',
+      '0.80x',
+      '0.08',
+      '244.1 KiB',
+      '2',
+      '12.0 ms',
+      '5,000',
+      '4.00 ms -> 4.40 ms (+10.0%)',
+      '90.0 ms',
+    ]);
   });
 });

@@ -27,7 +27,10 @@ interface RdKafka {
   consumer(config: Record<string, unknown>): RdConsumer;
 }
 interface RdModule {
-  KafkaJS: { Kafka: new (config: Record<string, unknown>) => RdKafka; logLevel: { NOTHING: number } };
+  KafkaJS: {
+    Kafka: new (config: Record<string, unknown>) => RdKafka;
+    logLevel: { NOTHING: number };
+  };
 }
 
 const { KafkaJS } = createRequire(import.meta.url)('@confluentinc/kafka-javascript') as RdModule;
@@ -45,16 +48,33 @@ afterEach(async () => {
 async function start(): Promise<TestServer> {
   running = await startTestServer({
     clock: new SystemClock(),
-    store: { group: { assignmentIntervalMs: 0, initialRebalanceDelayMs: 0, heartbeatIntervalMs: 200 } },
+    store: {
+      group: { assignmentIntervalMs: 0, initialRebalanceDelayMs: 0, heartbeatIntervalMs: 200 },
+    },
     server: { topics: [{ name: 'orders', partitions: 4 }] },
   });
   return running;
 }
 
-async function consumerOf(t: TestServer, groupId: string, clientId: string, config: Record<string, unknown>): Promise<RdConsumer> {
-  const kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: [...t.server.brokers], clientId, logLevel: KafkaJS.logLevel.NOTHING } });
+async function consumerOf(
+  t: TestServer,
+  groupId: string,
+  clientId: string,
+  config: Record<string, unknown>,
+): Promise<RdConsumer> {
+  const kafka = new KafkaJS.Kafka({
+    kafkaJS: { brokers: [...t.server.brokers], clientId, logLevel: KafkaJS.logLevel.NOTHING },
+  });
   const { kafkaJS: kafkaJSConfig, ...rdkafkaConfig } = config;
-  const consumer = kafka.consumer({ ...rdkafkaConfig, kafkaJS: { groupId, fromBeginning: true, autoCommit: false, ...(kafkaJSConfig as object | undefined) } });
+  const consumer = kafka.consumer({
+    ...rdkafkaConfig,
+    kafkaJS: {
+      groupId,
+      fromBeginning: true,
+      autoCommit: false,
+      ...(kafkaJSConfig as object | undefined),
+    },
+  });
   consumers.push(consumer);
   await consumer.connect();
   await consumer.subscribe({ topics: ['orders'] });
@@ -62,26 +82,40 @@ async function consumerOf(t: TestServer, groupId: string, clientId: string, conf
   return consumer;
 }
 
-const owned = (c: RdConsumer) => c.assignment().map((a) => a.partition).sort((x, y) => x - y);
+const owned = (c: RdConsumer) =>
+  c
+    .assignment()
+    .map((a) => a.partition)
+    .sort((x, y) => x - y);
 
 /** Waits (real time: the clients' and the store's timers run on it) until `condition` holds. */
 async function eventually(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 600 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+  for (let i = 0; i < 600 && !condition(); i++)
+    await new Promise((resolve) => setTimeout(resolve, 25));
   expect(condition(), what).toBe(true);
 }
 
-async function splitAndCommit(t: TestServer, groupId: string, config: Record<string, unknown>): Promise<void> {
+async function splitAndCommit(
+  t: TestServer,
+  groupId: string,
+  config: Record<string, unknown>,
+): Promise<void> {
   const first = await consumerOf(t, groupId, `${groupId}-first`, config);
   await eventually(() => owned(first).length === 4, 'the first consumer owns all 4 partitions');
   const second = await consumerOf(t, groupId, `${groupId}-second`, config);
-  await eventually(() => owned(first).length === 2 && owned(second).length === 2, 'two partitions each');
+  await eventually(
+    () => owned(first).length === 2 && owned(second).length === 2,
+    'two partitions each',
+  );
   expect([...owned(first), ...owned(second)].sort()).toEqual([0, 1, 2, 3]);
   const partition = owned(second)[0]!;
   await second.commitOffsets([{ topic: 'orders', partition, offset: '42' }]);
   // This client's commitOffsets may resolve before the broker answers: wait for the store to have it.
   let stored: number | undefined;
   await eventually(() => {
-    void t.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: partition }]).then(([o]) => { stored = o?.offset; });
+    void t.store.fetchOffsets(groupId, [{ tableId: 1, bucketId: partition }]).then(([o]) => {
+      stored = o?.offset;
+    });
     return stored === 42;
   }, 'the commit reached the store');
 }
@@ -89,8 +123,13 @@ async function splitAndCommit(t: TestServer, groupId: string, config: Record<str
 describe('librdkafka 2.15.1 consumers', () => {
   it('of the classic protocol join, split the partitions and commit under their generation', async () => {
     const t = await start();
-    await splitAndCommit(t, 'rdk-classic', { kafkaJS: { sessionTimeout: 6_000, heartbeatInterval: 100 } });
-    expect((await t.store.describeGroup('rdk-classic')).classic).toMatchObject({ state: 'Stable', protocolType: 'consumer' });
+    await splitAndCommit(t, 'rdk-classic', {
+      kafkaJS: { sessionTimeout: 6_000, heartbeatInterval: 100 },
+    });
+    expect((await t.store.describeGroup('rdk-classic')).classic).toMatchObject({
+      state: 'Stable',
+      protocolType: 'consumer',
+    });
   });
 
   it('of group.protocol=consumer (KIP-848) join, split the partitions and commit under their member epoch', async () => {

@@ -31,10 +31,17 @@ export interface LogPortHandle {
 }
 
 /** Every batch at or above `from`: its log offset, epoch and bytes from the length field on. */
-export async function scanAll(log: LogPort, from = 0): Promise<{ logOffset: number; coordinatorEpoch: number; bytes: Buffer }[]> {
+export async function scanAll(
+  log: LogPort,
+  from = 0,
+): Promise<{ logOffset: number; coordinatorEpoch: number; bytes: Buffer }[]> {
   const found: { logOffset: number; coordinatorEpoch: number; bytes: Buffer }[] = [];
   await log.scan(from, (buf, position, logOffset, sizeBytes) => {
-    found.push({ logOffset, coordinatorEpoch: readBatchHeader(buf, position).coordinatorEpoch, bytes: Buffer.from(buf.subarray(position, position + sizeBytes)) });
+    found.push({
+      logOffset,
+      coordinatorEpoch: readBatchHeader(buf, position).coordinatorEpoch,
+      bytes: Buffer.from(buf.subarray(position, position + sizeBytes)),
+    });
   });
   return found;
 }
@@ -51,65 +58,79 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
   }
 
   describe(`LogPort conformance: ${name}`, () => {
-    it('gives dense, increasing log offsets from 0, in append order, to concurrent appends', () => withLog(async ({ log }) => {
-      expect(log.nextOffset).toBe(0);
-      const offsets = await Promise.all(Array.from({ length: 20 }, (_, n) => log.append(testBatch(n))));
-      expect(offsets).toEqual(Array.from({ length: 20 }, (_, n) => n));
-      expect(log.nextOffset).toBe(20);
-      expect(log.acknowledgedEnd).toBe(20);
-      expect(await log.append(testBatch(20))).toBe(20);
-    }));
+    it('gives dense, increasing log offsets from 0, in append order, to concurrent appends', () =>
+      withLog(async ({ log }) => {
+        expect(log.nextOffset).toBe(0);
+        const offsets = await Promise.all(
+          Array.from({ length: 20 }, (_, n) => log.append(testBatch(n))),
+        );
+        expect(offsets).toEqual(Array.from({ length: 20 }, (_, n) => n));
+        expect(log.nextOffset).toBe(20);
+        expect(log.acknowledgedEnd).toBe(20);
+        expect(await log.append(testBatch(20))).toBe(20);
+      }));
 
-    it('resolves appends in log-offset order', () => withLog(async ({ log }) => {
-      const order: number[] = [];
-      await Promise.all(Array.from({ length: 30 }, (_, n) => log.append(testBatch(n)).then((o) => order.push(o))));
-      expect(order).toEqual([...order].sort((a, b) => a - b));
-    }));
+    it('resolves appends in log-offset order', () =>
+      withLog(async ({ log }) => {
+        const order: number[] = [];
+        await Promise.all(
+          Array.from({ length: 30 }, (_, n) => log.append(testBatch(n)).then((o) => order.push(o))),
+        );
+        expect(order).toEqual([...order].sort((a, b) => a - b));
+      }));
 
-    it('scans from any log offset every acknowledged batch, byte for byte, stamped with its offset and the log\'s epoch', () => withLog(async ({ log }) => {
-      const sent = Array.from({ length: 12 }, (_, n) => testBatch(n, 1 + (n % 4)));
-      await Promise.all(sent.map((b) => log.append(b)));
-      for (const from of [0, 1, 5, 11, 12]) {
-        const found = await scanAll(log, from);
-        expect(found.map((f) => f.logOffset)).toEqual(Array.from({ length: 12 - from }, (_, i) => from + i));
-        for (const f of found) {
-          expect(f.bytes.equals(sent[f.logOffset]!), `batch ${f.logOffset}`).toBe(true);
-          expect(readBatchHeader(f.bytes).logOffset).toBe(f.logOffset);
-          expect(f.coordinatorEpoch).toBe(log.coordinatorEpoch);
+    it("scans from any log offset every acknowledged batch, byte for byte, stamped with its offset and the log's epoch", () =>
+      withLog(async ({ log }) => {
+        const sent = Array.from({ length: 12 }, (_, n) => testBatch(n, 1 + (n % 4)));
+        await Promise.all(sent.map((b) => log.append(b)));
+        for (const from of [0, 1, 5, 11, 12]) {
+          const found = await scanAll(log, from);
+          expect(found.map((f) => f.logOffset)).toEqual(
+            Array.from({ length: 12 - from }, (_, i) => from + i),
+          );
+          for (const f of found) {
+            expect(f.bytes.equals(sent[f.logOffset]!), `batch ${f.logOffset}`).toBe(true);
+            expect(readBatchHeader(f.bytes).logOffset).toBe(f.logOffset);
+            expect(f.coordinatorEpoch).toBe(log.coordinatorEpoch);
+          }
         }
-      }
-    }));
+      }));
 
-    it('keeps every acknowledged batch for the next opener, who continues at the next log offset', () => withLog(async (handle) => {
-      await Promise.all(Array.from({ length: 7 }, (_, n) => handle.log.append(testBatch(n))));
-      await handle.log.close();
-      const reopened = await handle.reopen();
-      expect(reopened.nextOffset).toBe(7);
-      expect((await scanAll(reopened)).map((f) => f.logOffset)).toEqual([0, 1, 2, 3, 4, 5, 6]);
-      expect(await reopened.append(testBatch(7))).toBe(7);
-      await reopened.close();
-    }));
+    it('keeps every acknowledged batch for the next opener, who continues at the next log offset', () =>
+      withLog(async (handle) => {
+        await Promise.all(Array.from({ length: 7 }, (_, n) => handle.log.append(testBatch(n))));
+        await handle.log.close();
+        const reopened = await handle.reopen();
+        expect(reopened.nextOffset).toBe(7);
+        expect((await scanAll(reopened)).map((f) => f.logOffset)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+        expect(await reopened.append(testBatch(7))).toBe(7);
+        await reopened.close();
+      }));
 
-    it('truncates below a log offset without losing any batch at or above it, and frees bytes', () => withLog(async ({ log }) => {
-      for (let n = 0; n < 40; n++) await log.append(testBatch(n, 20));
-      const before = log.sizeBytes;
-      await log.truncateBelow(40);
-      expect(log.sizeBytes).toBeLessThan(before);
-      expect(await scanAll(log, 40)).toEqual([]);
-      expect(await log.append(testBatch(40))).toBe(40);
-      expect((await scanAll(log, 40)).map((f) => f.logOffset)).toEqual([40]);
-      for (let n = 41; n < 50; n++) await log.append(testBatch(n, 20));
-      await log.truncateBelow(45);
-      expect((await scanAll(log, 45)).map((f) => f.logOffset)).toEqual([45, 46, 47, 48, 49]);
-    }));
+    it('truncates below a log offset without losing any batch at or above it, and frees bytes', () =>
+      withLog(async ({ log }) => {
+        for (let n = 0; n < 40; n++) await log.append(testBatch(n, 20));
+        const before = log.sizeBytes;
+        await log.truncateBelow(40);
+        expect(log.sizeBytes).toBeLessThan(before);
+        expect(await scanAll(log, 40)).toEqual([]);
+        expect(await log.append(testBatch(40))).toBe(40);
+        expect((await scanAll(log, 40)).map((f) => f.logOffset)).toEqual([40]);
+        for (let n = 41; n < 50; n++) await log.append(testBatch(n, 20));
+        await log.truncateBelow(45);
+        expect((await scanAll(log, 45)).map((f) => f.logOffset)).toEqual([45, 46, 47, 48, 49]);
+      }));
 
-    it('settles queued appends at close and rejects later ones with STORE_CLOSED; close is idempotent', () => withLog(async ({ log }) => {
-      const queued = Array.from({ length: 5 }, (_, n) => log.append(testBatch(n)));
-      await log.close();
-      expect(await Promise.all(queued)).toEqual([0, 1, 2, 3, 4]);
-      await expect(log.append(testBatch(5))).rejects.toSatisfy((e) => isOffsetStoreError(e, 'STORE_CLOSED'));
-      await log.close();
-    }));
+    it('settles queued appends at close and rejects later ones with STORE_CLOSED; close is idempotent', () =>
+      withLog(async ({ log }) => {
+        const queued = Array.from({ length: 5 }, (_, n) => log.append(testBatch(n)));
+        await log.close();
+        expect(await Promise.all(queued)).toEqual([0, 1, 2, 3, 4]);
+        await expect(log.append(testBatch(5))).rejects.toSatisfy((e) =>
+          isOffsetStoreError(e, 'STORE_CLOSED'),
+        );
+        await log.close();
+      }));
 
     if (!subject.fences) return;
 
@@ -121,13 +142,25 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
         const successor = await handle.takeOver!();
         expect(successor.coordinatorEpoch).toBeGreaterThan(old.coordinatorEpoch);
         expect(successor.nextOffset).toBe(1);
-        const stale = await Promise.allSettled([old.append(testBatch(100)), old.append(testBatch(101))]);
-        for (const r of stale) expect(r.status === 'rejected' && isOffsetStoreError(r.reason, 'NOT_COORDINATOR'), String((r as PromiseRejectedResult).reason)).toBe(true);
+        const stale = await Promise.allSettled([
+          old.append(testBatch(100)),
+          old.append(testBatch(101)),
+        ]);
+        for (const r of stale)
+          expect(
+            r.status === 'rejected' && isOffsetStoreError(r.reason, 'NOT_COORDINATOR'),
+            String((r as PromiseRejectedResult).reason),
+          ).toBe(true);
         expect(old.failed).toBe(true);
-        await expect(old.append(testBatch(102))).rejects.toSatisfy((e) => isOffsetStoreError(e, 'NOT_COORDINATOR'));
+        await expect(old.append(testBatch(102))).rejects.toSatisfy((e) =>
+          isOffsetStoreError(e, 'NOT_COORDINATOR'),
+        );
         expect(await successor.append(testBatch(1))).toBe(1);
         const found = await scanAll(successor);
-        expect(found.map((f) => [f.logOffset, f.coordinatorEpoch])).toEqual([[0, old.coordinatorEpoch], [1, successor.coordinatorEpoch]]);
+        expect(found.map((f) => [f.logOffset, f.coordinatorEpoch])).toEqual([
+          [0, old.coordinatorEpoch],
+          [1, successor.coordinatorEpoch],
+        ]);
         await successor.close();
       } finally {
         await handle.cleanup();
@@ -143,7 +176,8 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
         const reader = await handle.reopen();
         expect((await scanAll(reader)).map((f) => f.logOffset)).toEqual([0, 1]);
-        for (const loser of twins.filter((_, i) => results[i]!.status === 'rejected')) expect(loser.failed).toBe(true);
+        for (const loser of twins.filter((_, i) => results[i]!.status === 'rejected'))
+          expect(loser.failed).toBe(true);
         for (const t of [...twins, reader]) await t.close();
       } finally {
         await handle.cleanup();

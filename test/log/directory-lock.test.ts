@@ -28,50 +28,67 @@ describe('DirectoryLock', () => {
     const second = forkTs(CHILD, [dir]);
     expect(await firstMessage(second)).toEqual({ type: 'refused', code: 'STORE_LOCKED' });
     await exited(second);
-    await expect(DirectoryLock.acquire(new NodeFileSystem(), dir)).rejects.toThrow(/STORE_LOCKED: .* locked by live process/);
+    await expect(DirectoryLock.acquire(new NodeFileSystem(), dir)).rejects.toThrow(
+      /STORE_LOCKED: .* locked by live process/,
+    );
     holder.kill('SIGKILL');
     await exited(holder);
     const lock = await DirectoryLock.acquire(new NodeFileSystem(), dir);
-    await expect(DirectoryLock.acquire(new NodeFileSystem(), dir)).rejects.toThrow(/STORE_LOCKED: .* already open in this process/);
+    await expect(DirectoryLock.acquire(new NodeFileSystem(), dir)).rejects.toThrow(
+      /STORE_LOCKED: .* already open in this process/,
+    );
     await lock.release();
     await (await DirectoryLock.acquire(new NodeFileSystem(), dir)).release();
   });
-  it.runIf(process.platform === 'linux')('refuses a second process while the holder lives even when the LOCK file is gone or names a dead pid (the kernel holds the lock)', async () => {
-    const dir = tempDir();
-    const holder = forkTs(CHILD, [dir]);
-    expect(await firstMessage(holder)).toEqual({ type: 'locked' });
-    const lockFile = path.join(dir, 'LOCK');
-    // What a racing takeover of a stale pid file would do: remove the LOCK file, or leave a dead pid in it.
-    rmSync(lockFile);
-    await expect(DirectoryLock.acquire(new NodeFileSystem(), dir)).rejects.toThrow(/STORE_LOCKED: .* locked by live process \(pid unknown/);
-    writeFileSync(lockFile, `${deadPid()}\n`);
-    const second = forkTs(CHILD, [dir]);
-    expect(await firstMessage(second)).toEqual({ type: 'refused', code: 'STORE_LOCKED' });
-    await exited(second);
-    holder.kill('SIGKILL');
-    await exited(holder);
-    // The kernel dropped the dead holder's lock; the stale LOCK file is taken over.
-    const lock = await DirectoryLock.acquire(new NodeFileSystem(), dir);
-    await lock.release();
-  });
-
-  it.runIf(process.platform === 'linux')('takes over a LOCK file naming a live process that holds no lock (a reused pid): the kernel lock is the truth', async () => {
-    const dir = tempDir();
-    const bystander = spawn('sleep', ['60'], { stdio: 'ignore' });
-    try {
-      writeFileSync(path.join(dir, 'LOCK'), `${bystander.pid}\n`);
+  it.runIf(process.platform === 'linux')(
+    'refuses a second process while the holder lives even when the LOCK file is gone or names a dead pid (the kernel holds the lock)',
+    async () => {
+      const dir = tempDir();
+      const holder = forkTs(CHILD, [dir]);
+      expect(await firstMessage(holder)).toEqual({ type: 'locked' });
+      const lockFile = path.join(dir, 'LOCK');
+      // What a racing takeover of a stale pid file would do: remove the LOCK file, or leave a dead pid in it.
+      rmSync(lockFile);
+      await expect(DirectoryLock.acquire(new NodeFileSystem(), dir)).rejects.toThrow(
+        /STORE_LOCKED: .* locked by live process \(pid unknown/,
+      );
+      writeFileSync(lockFile, `${deadPid()}\n`);
+      const second = forkTs(CHILD, [dir]);
+      expect(await firstMessage(second)).toEqual({ type: 'refused', code: 'STORE_LOCKED' });
+      await exited(second);
+      holder.kill('SIGKILL');
+      await exited(holder);
+      // The kernel dropped the dead holder's lock; the stale LOCK file is taken over.
       const lock = await DirectoryLock.acquire(new NodeFileSystem(), dir);
-      expect(readFileSync(path.join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
       await lock.release();
-      // So does a store: it opens although LOCK named a live process.
-      writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`);
-      const store = await OffsetStore.open({ dir, bucketCount: 1, clock: new ManualClock(), compaction: { strategy: 'none' } });
-      await store.close();
-    } finally {
-      bystander.kill('SIGKILL');
-      await exited(bystander);
-    }
-  });
+    },
+  );
+
+  it.runIf(process.platform === 'linux')(
+    'takes over a LOCK file naming a live process that holds no lock (a reused pid): the kernel lock is the truth',
+    async () => {
+      const dir = tempDir();
+      const bystander = spawn('sleep', ['60'], { stdio: 'ignore' });
+      try {
+        writeFileSync(path.join(dir, 'LOCK'), `${bystander.pid}\n`);
+        const lock = await DirectoryLock.acquire(new NodeFileSystem(), dir);
+        expect(readFileSync(path.join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
+        await lock.release();
+        // So does a store: it opens although LOCK named a live process.
+        writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`);
+        const store = await OffsetStore.open({
+          dir,
+          bucketCount: 1,
+          clock: new ManualClock(),
+          compaction: { strategy: 'none' },
+        });
+        await store.close();
+      } finally {
+        bystander.kill('SIGKILL');
+        await exited(bystander);
+      }
+    },
+  );
 
   it('without the kernel lock (a directory with no real path), a LOCK file naming a live process still refuses the open', async () => {
     const real = tempDir();
@@ -79,7 +96,9 @@ describe('DirectoryLock', () => {
     try {
       writeFileSync(path.join(real, 'LOCK'), `${bystander.pid}\n`);
       const fs = new RelocatedFileSystem('/offset-store-virtual-dir', real);
-      await expect(DirectoryLock.acquire(fs, '/offset-store-virtual-dir')).rejects.toThrow(new RegExp(`STORE_LOCKED: .* locked by live process ${bystander.pid}`));
+      await expect(DirectoryLock.acquire(fs, '/offset-store-virtual-dir')).rejects.toThrow(
+        new RegExp(`STORE_LOCKED: .* locked by live process ${bystander.pid}`),
+      );
       writeFileSync(path.join(real, 'LOCK'), `${deadPid()}\n`);
       const lock = await DirectoryLock.acquire(fs, '/offset-store-virtual-dir');
       expect(readFileSync(path.join(real, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
@@ -96,8 +115,13 @@ describe('DirectoryLock', () => {
       writeFileSync(path.join(dir, 'LOCK'), `${deadPid()}\n`);
       const racers = Array.from({ length: 4 }, () => forkTs(CHILD, [dir]));
       const outcomes = await Promise.all(racers.map(firstMessage));
-      expect(outcomes.filter((o) => o.type === 'locked'), `round ${round}: ${JSON.stringify(outcomes)}`).toHaveLength(1);
-      expect(outcomes.filter((o) => o.type === 'refused').every((o) => o.code === 'STORE_LOCKED')).toBe(true);
+      expect(
+        outcomes.filter((o) => o.type === 'locked'),
+        `round ${round}: ${JSON.stringify(outcomes)}`,
+      ).toHaveLength(1);
+      expect(
+        outcomes.filter((o) => o.type === 'refused').every((o) => o.code === 'STORE_LOCKED'),
+      ).toBe(true);
       for (const racer of racers) racer.kill('SIGKILL');
       await Promise.all(racers.map(exited));
     }
@@ -109,23 +133,46 @@ describe('DirectoryLock', () => {
  * cannot resolve it (as on a platform without one), so only the LOCK file guards it.
  */
 class RelocatedFileSystem extends NodeFileSystem {
-  constructor(readonly shownDir: string, readonly realDir: string) {
+  constructor(
+    readonly shownDir: string,
+    readonly realDir: string,
+  ) {
     super();
   }
 
   #real(filePath: string): string {
-    return filePath.startsWith(this.shownDir) ? path.join(this.realDir, filePath.slice(this.shownDir.length)) : filePath;
+    return filePath.startsWith(this.shownDir)
+      ? path.join(this.realDir, filePath.slice(this.shownDir.length))
+      : filePath;
   }
 
-  override open(filePath: string, flags: OpenFlags) { return super.open(this.#real(filePath), flags); }
-  override readFile(filePath: string) { return super.readFile(this.#real(filePath)); }
-  override readdir(filePath: string) { return super.readdir(this.#real(filePath)); }
-  override mkdir(filePath: string) { return super.mkdir(this.#real(filePath)); }
-  override rename(fromPath: string, toPath: string) { return super.rename(this.#real(fromPath), this.#real(toPath)); }
-  override unlink(filePath: string) { return super.unlink(this.#real(filePath)); }
-  override removeTree(filePath: string) { return super.removeTree(this.#real(filePath)); }
-  override syncDir(filePath: string) { return super.syncDir(this.#real(filePath)); }
-  override sizeBytes(filePath: string) { return super.sizeBytes(this.#real(filePath)); }
+  override open(filePath: string, flags: OpenFlags) {
+    return super.open(this.#real(filePath), flags);
+  }
+  override readFile(filePath: string) {
+    return super.readFile(this.#real(filePath));
+  }
+  override readdir(filePath: string) {
+    return super.readdir(this.#real(filePath));
+  }
+  override mkdir(filePath: string) {
+    return super.mkdir(this.#real(filePath));
+  }
+  override rename(fromPath: string, toPath: string) {
+    return super.rename(this.#real(fromPath), this.#real(toPath));
+  }
+  override unlink(filePath: string) {
+    return super.unlink(this.#real(filePath));
+  }
+  override removeTree(filePath: string) {
+    return super.removeTree(this.#real(filePath));
+  }
+  override syncDir(filePath: string) {
+    return super.syncDir(this.#real(filePath));
+  }
+  override sizeBytes(filePath: string) {
+    return super.sizeBytes(this.#real(filePath));
+  }
 }
 
 /** The pid of a process that has exited (a short-lived child). */

@@ -6,7 +6,13 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeFileSystem, type DirectoryLockResult, type FileHandle, type FileSystem, type OpenFlags } from '../../src/io/index.js';
+import {
+  NodeFileSystem,
+  type DirectoryLockResult,
+  type FileHandle,
+  type FileSystem,
+  type OpenFlags,
+} from '../../src/io/index.js';
 import { DirectoryLock, forgetHeldDirectories } from '../../src/log/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -27,7 +33,9 @@ class PidFileOnlyFileSystem extends NodeFileSystem {
       writev: async (buffers, position) => {
         if (!this.full) return handle.writev(buffers, position);
         await handle.writev([buffers[0]!.subarray(0, 1)], position);
-        throw Object.assign(new Error('ENOSPC: injected, no space left on device'), { code: 'ENOSPC' });
+        throw Object.assign(new Error('ENOSPC: injected, no space left on device'), {
+          code: 'ENOSPC',
+        });
       },
       datasync: () => handle.datasync(),
       close: () => handle.close(),
@@ -43,7 +51,9 @@ describe('the LOCK file without a kernel lock', () => {
     const dir = tempDir();
     const fs = new PidFileOnlyFileSystem();
     fs.full = true;
-    await expect(DirectoryLock.acquire(fs as FileSystem, dir)).rejects.toMatchObject({ code: 'ENOSPC' });
+    await expect(DirectoryLock.acquire(fs as FileSystem, dir)).rejects.toMatchObject({
+      code: 'ENOSPC',
+    });
     expect(existsSync(path.join(dir, 'LOCK'))).toBe(false);
     fs.full = false;
     const lock = await DirectoryLock.acquire(fs as FileSystem, dir);

@@ -5,7 +5,15 @@
  * flipped byte, or damage followed by a valid batch refuses the open with CORRUPT_MESSAGE; one failed
  * fdatasync fail-stops the log; batch size and pending appends are bounded.
  */
-import { copyFileSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync, appendFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  appendFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum } from '../../src/codec/index.js';
@@ -30,7 +38,9 @@ async function writeLog(dir: string, count: number): Promise<Buffer[]> {
 }
 
 function segmentFiles(dir: string): string[] {
-  return readdirSync(dir).filter((f) => f.endsWith('.log')).sort();
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
 }
 
 describe('Log', () => {
@@ -38,7 +48,8 @@ describe('Log', () => {
     const dir = tempDir();
     const written = await writeLog(dir, 120);
     expect(segmentFiles(dir).length).toBeGreaterThan(3);
-    for (const file of segmentFiles(dir)) expect(statSync(path.join(dir, file)).size).toBeLessThanOrEqual(4096);
+    for (const file of segmentFiles(dir))
+      expect(statSync(path.join(dir, file)).size).toBeLessThanOrEqual(4096);
     const { batches, log } = await readAll(logOptions(dir));
     expect(batches.map((b) => b.logOffset)).toEqual(written.map((_, i) => i));
     batches.forEach((b, i) => expect(b.bytes.equals(written[i]!)).toBe(true));
@@ -74,7 +85,11 @@ describe('Log', () => {
     const torn = testBatch(5);
     const partlyWritten = Buffer.concat([torn.subarray(0, 30), Buffer.alloc(500)]);
     const noise = Buffer.from('not a batch at all, just noise '.repeat(5));
-    for (const tail of [noise, partlyWritten, Buffer.concat([Buffer.alloc(100), noise, Buffer.alloc(100)])]) {
+    for (const tail of [
+      noise,
+      partlyWritten,
+      Buffer.concat([Buffer.alloc(100), noise, Buffer.alloc(100)]),
+    ]) {
       const dir = tempDir();
       await writeLog(dir, 5);
       appendFileSync(path.join(dir, segmentFiles(dir).at(-1)!), tail);
@@ -94,7 +109,9 @@ describe('Log', () => {
       const file = path.join(dir, segmentFiles(dir).at(-1)!);
       const logicalBytes = statSync(file).size;
       appendFileSync(file, Buffer.alloc(zeros));
-      const { batches, log, bytesTruncated, report } = await readAll(logOptions(dir, { segmentBytesMax: 1 << 20 }));
+      const { batches, log, bytesTruncated, report } = await readAll(
+        logOptions(dir, { segmentBytesMax: 1 << 20 }),
+      );
       expect(batches, `${zeros} zeros`).toHaveLength(5);
       expect(bytesTruncated).toBe(0);
       expect(report.tornTail).toBeUndefined();
@@ -102,7 +119,11 @@ describe('Log', () => {
       expect(await log.append(next)).toBe(5);
       // Written where the log ended, over the zeros, without growing the file when it fits.
       if (zeros >= next.length) expect(statSync(file).size).toBe(logicalBytes + zeros);
-      expect(readFileSync(file).subarray(logicalBytes, logicalBytes + next.length).equals(next)).toBe(true);
+      expect(
+        readFileSync(file)
+          .subarray(logicalBytes, logicalBytes + next.length)
+          .equals(next),
+      ).toBe(true);
       await log.close();
       expect(statSync(file).size, 'close cuts the zero tail').toBe(logicalBytes + next.length);
       const again = await readAll(logOptions(dir));
@@ -122,7 +143,11 @@ describe('Log', () => {
     expect(fs.datasyncCount - datasyncsBefore).toBe(1);
     const firstBytes = log.sizeBytes;
     expect(statSync(active()).size, 'zeros written ahead').toBe(firstBytes + 64 * 1024);
-    expect(readFileSync(active()).subarray(firstBytes).every((b) => b === 0)).toBe(true);
+    expect(
+      readFileSync(active())
+        .subarray(firstBytes)
+        .every((b) => b === 0),
+    ).toBe(true);
     // Appends within the zeros do not grow the file.
     for (let n = 1; n < 20; n++) expect(await log.append(testBatch(n))).toBe(n);
     expect(statSync(active()).size).toBe(firstBytes + 64 * 1024);
@@ -134,7 +159,8 @@ describe('Log', () => {
     for (const [i, segment] of log.sealedSegments().entries()) {
       expect(statSync(path.join(dir, files[i]!)).size).toBe(segment.sizeBytes);
     }
-    for (const f of files) expect(statSync(path.join(dir, f)).size).toBeLessThanOrEqual(segmentBytesMax);
+    for (const f of files)
+      expect(statSync(path.join(dir, f)).size).toBeLessThanOrEqual(segmentBytesMax);
     await log.close();
     const { batches, log: reopened } = await readAll(logOptions(dir, { segmentBytesMax }));
     expect(batches.map((b) => b.logOffset)).toEqual(Array.from({ length: n }, (_, i) => i));
@@ -159,11 +185,17 @@ describe('Log', () => {
       expect(await log.append(batch)).toBe(n);
       written.push(batch);
       end += batch.length;
-      expect(statSync(active).size, 'no zeros past the batches once the disk refused them').toBe(end);
+      expect(statSync(active).size, 'no zeros past the batches once the disk refused them').toBe(
+        end,
+      );
     }
     expect(written.length).toBeGreaterThan(3);
     await log.close();
-    const { batches, log: reopened, report } = await readAll(logOptions(dir, { segmentBytesMax: 1 << 20 }));
+    const {
+      batches,
+      log: reopened,
+      report,
+    } = await readAll(logOptions(dir, { segmentBytesMax: 1 << 20 }));
     expect(batches.map((b) => b.bytes)).toEqual(written);
     expect(report.tornTail).toBeUndefined();
     await reopened.close();
@@ -175,7 +207,10 @@ describe('Log', () => {
     const first = path.join(dir, segmentFiles(dir)[0]!);
     const size = statSync(first).size;
     appendFileSync(first, Buffer.alloc(200));
-    const error = await Log.open(logOptions(dir)).then(() => undefined, (e: unknown) => e);
+    const error = await Log.open(logOptions(dir)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE').toBe(true);
     expect((error as Error).message).toContain(`${first} at byte ${size}`);
     expect((error as Error).message).toContain('sealed segment');
@@ -188,7 +223,9 @@ describe('Log', () => {
     const bytes = readFileSync(first);
     bytes[100]! ^= 0x10;
     writeFileSync(first, bytes);
-    await expect(readAll(logOptions(dir))).rejects.toThrow(new RegExp(`CORRUPT_MESSAGE: ${first.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte \\d+`));
+    await expect(readAll(logOptions(dir))).rejects.toThrow(
+      new RegExp(`CORRUPT_MESSAGE: ${first.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} at byte \\d+`),
+    );
   });
 
   it('refuses to open when damage in the last segment is followed by a valid batch', async () => {
@@ -200,7 +237,9 @@ describe('Log', () => {
     expect(boundaries.length).toBeGreaterThan(2);
     bytes[boundaries[0]! + 20]! ^= 0xff; // inside the second batch of the segment
     writeFileSync(last, bytes);
-    await expect(readAll(logOptions(dir))).rejects.toSatisfy((e) => isOffsetStoreError(e, 'CORRUPT_MESSAGE'));
+    await expect(readAll(logOptions(dir))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'CORRUPT_MESSAGE'),
+    );
   });
 
   it('rejects an insane length field in a sealed segment without allocating it', async () => {
@@ -210,7 +249,9 @@ describe('Log', () => {
     const bytes = readFileSync(first);
     bytes.writeUInt32LE(0xffffffff, 0);
     writeFileSync(first, bytes);
-    await expect(readAll(logOptions(dir))).rejects.toThrow(/CORRUPT_MESSAGE.*at byte 0: batch length 4294967299 above the limit/);
+    await expect(readAll(logOptions(dir))).rejects.toThrow(
+      /CORRUPT_MESSAGE.*at byte 0: batch length 4294967299 above the limit/,
+    );
   });
 
   it('group-commits 1000 concurrent appends into consecutive offsets with far fewer fdatasyncs', async () => {
@@ -219,7 +260,12 @@ describe('Log', () => {
     const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 64 << 20 }));
     fs.datasyncCount = 0;
     const resolved: number[] = [];
-    const appends = Array.from({ length: 1000 }, (_, n) => log.append(testBatch(n)).then((o) => { resolved.push(o); return o; }));
+    const appends = Array.from({ length: 1000 }, (_, n) =>
+      log.append(testBatch(n)).then((o) => {
+        resolved.push(o);
+        return o;
+      }),
+    );
     const offsets = await Promise.all(appends);
     expect(offsets).toEqual(Array.from({ length: 1000 }, (_, i) => i));
     expect(resolved).toEqual(offsets);
@@ -234,9 +280,13 @@ describe('Log', () => {
     const { log } = await Log.open(logOptions(dir, { fs }));
     expect(await log.append(testBatch(0))).toBe(0);
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
-    await expect(log.append(testBatch(1))).rejects.toSatisfy((e) => isOffsetStoreError(e, 'LOG_STORAGE_ERROR'));
+    await expect(log.append(testBatch(1))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'LOG_STORAGE_ERROR'),
+    );
     fs.plan = {};
-    await expect(log.append(testBatch(2))).rejects.toSatisfy((e) => isOffsetStoreError(e, 'LOG_STORAGE_ERROR'));
+    await expect(log.append(testBatch(2))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'LOG_STORAGE_ERROR'),
+    );
     expect(log.failed).toBe(true);
     await log.close();
   });
@@ -244,7 +294,9 @@ describe('Log', () => {
   it('rejects a batch above batchBytesMax before writing anything, and appends after close', async () => {
     const dir = tempDir();
     const { log } = await Log.open(logOptions(dir, { batchBytesMax: 200 }));
-    await expect(log.append(testBatch(0, 20))).rejects.toThrow(/INVALID_REQUEST: batch of \d+ bytes exceeds the limit of 200 bytes/);
+    await expect(log.append(testBatch(0, 20))).rejects.toThrow(
+      /INVALID_REQUEST: batch of \d+ bytes exceeds the limit of 200 bytes/,
+    );
     expect(log.sizeBytes).toBe(0);
     await log.close();
     await expect(log.append(testBatch(0))).rejects.toThrow(/STORE_CLOSED/);
@@ -266,13 +318,17 @@ describe('Log', () => {
     expect(segments.slice(1, -1).every((s) => s.sizeBytes >= 900 * 1024)).toBe(true);
     // Each prepared segment is twice the one before (1, 2, 4 MiB ...): ~7 MB take a few rolls, not one per MiB.
     const sealed = segments.slice(1, -1).map((s) => s.sizeBytes);
-    for (let i = 1; i < sealed.length; i++) expect(sealed[i], `segment sizes ${sealed.join(', ')}`).toBeGreaterThan(1.5 * sealed[i - 1]!);
+    for (let i = 1; i < sealed.length; i++)
+      expect(sealed[i], `segment sizes ${sealed.join(', ')}`).toBeGreaterThan(1.5 * sealed[i - 1]!);
     expect(segments.length).toBeLessThanOrEqual(5);
     // The active segment was prepared: its file is larger than its batches (zeros written ahead).
     expect(statSync(segments.at(-1)!.path).size).toBeGreaterThan(segments.at(-1)!.sizeBytes);
     await log.close();
     expect(readdirSync(dir).filter((f) => !f.endsWith('.log'))).toEqual([]);
-    for (const s of log.segments()) expect(statSync(s.path).size, 'sealed and closed segments end at their last batch').toBe(s.sizeBytes);
+    for (const s of log.segments())
+      expect(statSync(s.path).size, 'sealed and closed segments end at their last batch').toBe(
+        s.sizeBytes,
+      );
     const { batches } = await readAll(logOptions(dir, { segmentBytesMax: 64 << 20 }));
     expect(batches.map((b) => b.logOffset)).toEqual(written.map((_, i) => i));
   });
@@ -290,10 +346,15 @@ describe('Log', () => {
   it('bounds the number of pending appends', async () => {
     const dir = tempDir();
     const { log } = await Log.open(logOptions(dir, { pendingAppendsMax: 10 }));
-    const results = await Promise.allSettled(Array.from({ length: 30 }, (_, n) => log.append(testBatch(n))));
+    const results = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, n) => log.append(testBatch(n))),
+    );
     const rejected = results.filter((r) => r.status === 'rejected');
     expect(rejected.length).toBeGreaterThan(0);
-    for (const r of rejected) expect(isOffsetStoreError((r as PromiseRejectedResult).reason, 'TOO_MANY_PENDING_WRITES')).toBe(true);
+    for (const r of rejected)
+      expect(
+        isOffsetStoreError((r as PromiseRejectedResult).reason, 'TOO_MANY_PENDING_WRITES'),
+      ).toBe(true);
     await log.close();
   });
 
@@ -310,7 +371,10 @@ describe('Log', () => {
     const only = path.join(dir, segmentFiles(dir)[0]!);
     truncateSync(only, statSync(only).size - 3);
     // The store knew batches below `start` were durable; the one at `start` was the write a crash tore.
-    const reopened = await Log.open(logOptions(dir), { fromLogOffset: start, knownEnd: { logOffset: start, exact: false } });
+    const reopened = await Log.open(logOptions(dir), {
+      fromLogOffset: start,
+      knownEnd: { logOffset: start, exact: false },
+    });
     expect(reopened.log.nextOffset).toBe(start);
     expect(reopened.report.bytesTruncated).toBeGreaterThan(0);
     await reopened.log.close();
@@ -323,7 +387,11 @@ describe('Log', () => {
     const sealed = log.sealedSegments();
     expect(sealed.length).toBeGreaterThan(3);
     const below = sealed[2]!.baseOffset;
-    const results = await Promise.allSettled([log.deleteSegmentsBelow(below), log.deleteSegmentsBelow(sealed.at(-1)!.baseOffset), log.deleteSegmentsBelow(below)]);
+    const results = await Promise.allSettled([
+      log.deleteSegmentsBelow(below),
+      log.deleteSegmentsBelow(sealed.at(-1)!.baseOffset),
+      log.deleteSegmentsBelow(below),
+    ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     expect(log.sealedSegments()[0]!.baseOffset).toBe(sealed.at(-1)!.baseOffset);
     await log.close();
@@ -331,7 +399,9 @@ describe('Log', () => {
     const batches: Buffer[] = [];
     const reopened = await Log.open(logOptions(dir), {
       fromLogOffset: firstKept,
-      visit: (buf, position, logOffset, sizeBytes) => { batches[logOffset - firstKept] = Buffer.from(buf.subarray(position, position + sizeBytes)); },
+      visit: (buf, position, logOffset, sizeBytes) => {
+        batches[logOffset - firstKept] = Buffer.from(buf.subarray(position, position + sizeBytes));
+      },
     });
     expect(batches).toEqual(written.slice(firstKept));
     await reopened.log.close();

@@ -11,14 +11,34 @@ import { ManualClock } from '../../src/util/index.js';
 import { logOptions } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
-function options(dir: string, clock: ManualClock, record = { logStart: 0, logEnd: 0, endExact: false }): OffsetsBucketOptions {
+function options(
+  dir: string,
+  clock: ManualClock,
+  record = { logStart: 0, logEnd: 0, endExact: false },
+): OffsetsBucketOptions {
   return {
-    index: 3, log: logOptions(dir), useCheckpoints: false, record, clock, group: { ...GROUP_SETTINGS_DEFAULTS, assignmentIntervalMs: 0 },
-    layouts: new Map([[1, { bucketCount: 4, partitionIds: null }]]) as OffsetsBucketOptions['layouts'], onWarning: () => {}, onGroupDropped: () => {},
+    index: 3,
+    log: logOptions(dir),
+    useCheckpoints: false,
+    record,
+    clock,
+    group: { ...GROUP_SETTINGS_DEFAULTS, assignmentIntervalMs: 0 },
+    layouts: new Map([
+      [1, { bucketCount: 4, partitionIds: null }],
+    ]) as OffsetsBucketOptions['layouts'],
+    onWarning: () => {},
+    onGroupDropped: () => {},
   };
 }
 
-const spec = (bucketId: number, offset: number) => ({ tableId: 1, partitionId: null, bucketId, offset, leaderEpoch: -1, metadata: '' });
+const spec = (bucketId: number, offset: number) => ({
+  tableId: 1,
+  partitionId: null,
+  bucketId,
+  offset,
+  leaderEpoch: -1,
+  metadata: '',
+});
 
 describe('an offsets-bucket on its own', () => {
   it('loads alone, serves, unloads, and loads again to the same state', async () => {
@@ -31,16 +51,31 @@ describe('an offsets-bucket on its own', () => {
     await bucket.deleteOffsets('g', [{ tableId: 1, partitionId: null, bucketId: 1 }]);
     const joined = await bucket.heartbeat('m', { memberEpoch: 0, subscribedTableIds: [1] });
     expect(joined.memberEpoch).toBeGreaterThan(0);
-    await expect(bucket.commit('m', [spec(0, 1)], null)).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
-    expect(bucket.fetch('g', undefined, false)).toEqual([expect.objectContaining({ bucketId: 0, offset: 10 })]);
+    await expect(bucket.commit('m', [spec(0, 1)], null)).rejects.toMatchObject({
+      code: 'UNKNOWN_MEMBER_ID',
+    });
+    expect(bucket.fetch('g', undefined, false)).toEqual([
+      expect.objectContaining({ bucketId: 0, offset: 10 }),
+    ]);
     const end = bucket.logEnd();
     expect(end.exact).toBe(true);
     await bucket.unload();
 
-    const again = await OffsetsBucket.load(options(dir, clock, { logStart: 0, logEnd: end.logOffset, endExact: true }));
-    expect(again.fetch('g', undefined, false)).toEqual([expect.objectContaining({ bucketId: 0, offset: 10 })]);
-    expect(again.fetch('h', [{ tableId: 1, bucketId: 0 }], false)).toEqual([expect.objectContaining({ offset: 5 })]);
-    expect(again.listGroups().map((g) => g.groupId).sort()).toEqual(['g', 'h', 'm']);
+    const again = await OffsetsBucket.load(
+      options(dir, clock, { logStart: 0, logEnd: end.logOffset, endExact: true }),
+    );
+    expect(again.fetch('g', undefined, false)).toEqual([
+      expect.objectContaining({ bucketId: 0, offset: 10 }),
+    ]);
+    expect(again.fetch('h', [{ tableId: 1, bucketId: 0 }], false)).toEqual([
+      expect.objectContaining({ offset: 5 }),
+    ]);
+    expect(
+      again
+        .listGroups()
+        .map((g) => g.groupId)
+        .sort(),
+    ).toEqual(['g', 'h', 'm']);
     expect(again.figures()).toMatchObject({ liveOffsets: 2, groups: 2 });
     await again.unload();
   });

@@ -25,7 +25,9 @@ describe('SimDisk', () => {
     for (let seed = 0; seed < 50; seed++) {
       const disk = diskWithFile(bytes, true);
       disk.powerLoss(new SimRandom(seed));
-      expect(disk.file('/d/f').data.subarray(0, disk.file('/d/f').sizeBytes).equals(bytes)).toBe(true);
+      expect(disk.file('/d/f').data.subarray(0, disk.file('/d/f').sizeBytes).equals(bytes)).toBe(
+        true,
+      );
     }
   });
 
@@ -37,13 +39,21 @@ describe('SimDisk', () => {
       disk.powerLoss(new SimRandom(seed));
       const file = disk.file('/d/f');
       const data = file.data.subarray(0, file.sizeBytes);
-      expect(data.subarray(0, 100).equals(Buffer.alloc(100, 1)), `seed ${seed}: durable bytes kept`).toBe(true);
+      expect(
+        data.subarray(0, 100).equals(Buffer.alloc(100, 1)),
+        `seed ${seed}: durable bytes kept`,
+      ).toBe(true);
       for (let sector = 0; sector * SECTOR_BYTES < data.length; sector++) {
         const from = Math.max(100, sector * SECTOR_BYTES);
         const part = data.subarray(from, Math.min(data.length, (sector + 1) * SECTOR_BYTES));
-        expect(part.every((b) => b === part[0]), `seed ${seed}: sector ${sector} is whole`).toBe(true);
+        expect(
+          part.every((b) => b === part[0]),
+          `seed ${seed}: sector ${sector} is whole`,
+        ).toBe(true);
       }
-      outcomes.add(`${file.sizeBytes}:${[...data.subarray(100)].join('').replace(/(.)\1*/g, '$1')}`);
+      outcomes.add(
+        `${file.sizeBytes}:${[...data.subarray(100)].join('').replace(/(.)\1*/g, '$1')}`,
+      );
     }
     expect(outcomes.size, 'different seeds keep different sectors').toBeGreaterThan(2);
   });
@@ -55,7 +65,9 @@ describe('SimDisk', () => {
       disk.createFile('/d/g', true).sync();
       disk.rename('/d/f', '/d/h');
       disk.powerLoss(new SimRandom(seed));
-      const names = [...(disk.lookup('/d') as { entries: Map<string, unknown> }).entries.keys()].sort();
+      const names = [
+        ...(disk.lookup('/d') as { entries: Map<string, unknown> }).entries.keys(),
+      ].sort();
       // g's creation comes first, the rename second: never the rename without the creation, never both f and h.
       expect([['f'], ['f', 'g'], ['g', 'h']]).toContainEqual(names);
       if (names.length === 1) lost++;

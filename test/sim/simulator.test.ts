@@ -23,12 +23,18 @@ describe('the simulator', () => {
     expect(first.steps).toBe(second.steps);
   });
 
-  it.each(['crash', 'io', 'rest'] as const)('finds nothing in a run with the %s fault profile', async (faults) => {
-    const options: SimOptions = { seed: FIRST + faults.length, ops: 400, faults };
-    const result = await simulate(options);
-    expect(result.ok, `${result.message}\n${result.trace.join('\n')}\nreplay: ${replay(options)}`).toBe(true);
-    expect(result.ops + result.crashes + result.powerLosses).toBeGreaterThan(0);
-  });
+  it.each(['crash', 'io', 'rest'] as const)(
+    'finds nothing in a run with the %s fault profile',
+    async (faults) => {
+      const options: SimOptions = { seed: FIRST + faults.length, ops: 400, faults };
+      const result = await simulate(options);
+      expect(
+        result.ok,
+        `${result.message}\n${result.trace.join('\n')}\nreplay: ${replay(options)}`,
+      ).toBe(true);
+      expect(result.ops + result.crashes + result.powerLosses).toBeGreaterThan(0);
+    },
+  );
 });
 
 function withoutTempDir(line: string): string {

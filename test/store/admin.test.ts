@@ -19,14 +19,49 @@ describe('listGroups / describeGroup', () => {
     const store = await openStore(tempDir(), { clock, bucketCount: 3 });
     expect(await store.listGroups()).toEqual([]);
     for (const groupId of ['zeta', 'alpha', 'mü', 'beta']) {
-      await store.commitOffsets(groupId, [{ tableId: 1, bucketId: 0, offset: groupId.length }, { tableId: 2, partitionId: 3, bucketId: 1, offset: 7, metadata: groupId }]);
+      await store.commitOffsets(groupId, [
+        { tableId: 1, bucketId: 0, offset: groupId.length },
+        { tableId: 2, partitionId: 3, bucketId: 1, offset: 7, metadata: groupId },
+      ]);
     }
-    expect(await store.listGroups()).toEqual(['alpha', 'beta', 'mü', 'zeta'].map((groupId) => ({ groupId, state: 'Empty', offsetsBucket: store.bucketFor(groupId), groupType: 'classic', protocolType: '' })));
+    expect(await store.listGroups()).toEqual(
+      ['alpha', 'beta', 'mü', 'zeta'].map((groupId) => ({
+        groupId,
+        state: 'Empty',
+        offsetsBucket: store.bucketFor(groupId),
+        groupType: 'classic',
+        protocolType: '',
+      })),
+    );
     const description = await store.describeGroup('mü');
-    expect(description).toMatchObject({ groupId: 'mü', offsetsBucket: store.bucketFor('mü'), state: 'Empty', members: [], groupType: 'classic', protocolType: '', classic: null });
+    expect(description).toMatchObject({
+      groupId: 'mü',
+      offsetsBucket: store.bucketFor('mü'),
+      state: 'Empty',
+      members: [],
+      groupType: 'classic',
+      protocolType: '',
+      classic: null,
+    });
     expect([...description.offsets].sort((a, b) => a.tableId - b.tableId)).toEqual([
-      { tableId: 1, partitionId: null, bucketId: 0, offset: 2, leaderEpoch: -1, metadata: '', commitTimestampMs: T0 },
-      { tableId: 2, partitionId: 3, bucketId: 1, offset: 7, leaderEpoch: -1, metadata: 'mü', commitTimestampMs: T0 },
+      {
+        tableId: 1,
+        partitionId: null,
+        bucketId: 0,
+        offset: 2,
+        leaderEpoch: -1,
+        metadata: '',
+        commitTimestampMs: T0,
+      },
+      {
+        tableId: 2,
+        partitionId: 3,
+        bucketId: 1,
+        offset: 7,
+        leaderEpoch: -1,
+        metadata: 'mü',
+        commitTimestampMs: T0,
+      },
     ]);
     expect(JSON.parse(JSON.stringify(description)), 'JSON-safe').toEqual(description);
     expect((await store.stats()).totals).toMatchObject({ liveOffsets: 8, groups: 4 });
@@ -36,9 +71,16 @@ describe('listGroups / describeGroup', () => {
   it('reject unknown groups with GROUP_ID_NOT_FOUND for describe, deleteGroup and deleteOffsets', async () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('known', [{ tableId: 1, bucketId: 0, offset: 1 }]);
-    await expect(store.describeGroup('unknown')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND', errno: 69 });
-    await expect(store.deleteGroup('unknown')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
-    await expect(store.deleteOffsets('unknown', [{ tableId: 1, bucketId: 0 }])).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
+    await expect(store.describeGroup('unknown')).rejects.toMatchObject({
+      code: 'GROUP_ID_NOT_FOUND',
+      errno: 69,
+    });
+    await expect(store.deleteGroup('unknown')).rejects.toMatchObject({
+      code: 'GROUP_ID_NOT_FOUND',
+    });
+    await expect(
+      store.deleteOffsets('unknown', [{ tableId: 1, bucketId: 0 }]),
+    ).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
     await store.close();
   });
 });
@@ -48,16 +90,39 @@ describe('deleteOffsets', () => {
     const dir = tempDir();
     const store = await openStore(dir);
     const { a, b } = groupsSharingABucket(store);
-    const buckets = [{ tableId: 1, bucketId: 0 }, { tableId: 1, partitionId: 0, bucketId: 0 }, { tableId: 2, bucketId: 5 }];
-    await store.commitOffsets(a, buckets.map((x) => ({ ...x, offset: 10 })));
-    await store.commitOffsets(b, buckets.map((x) => ({ ...x, offset: 20 })));
+    const buckets = [
+      { tableId: 1, bucketId: 0 },
+      { tableId: 1, partitionId: 0, bucketId: 0 },
+      { tableId: 2, bucketId: 5 },
+    ];
+    await store.commitOffsets(
+      a,
+      buckets.map((x) => ({ ...x, offset: 10 })),
+    );
+    await store.commitOffsets(
+      b,
+      buckets.map((x) => ({ ...x, offset: 20 })),
+    );
 
-    await store.deleteOffsets(a, [{ tableId: 1, partitionId: null, bucketId: 0 }, { tableId: 9, bucketId: 9 }]);
-    expect((await store.fetchOffsets(a, buckets)).map((o) => o?.offset ?? null)).toEqual([null, 10, 10]);
-    expect((await store.fetchOffsets(b, buckets)).map((o) => o?.offset ?? null), 'the other group is untouched').toEqual([20, 20, 20]);
+    await store.deleteOffsets(a, [
+      { tableId: 1, partitionId: null, bucketId: 0 },
+      { tableId: 9, bucketId: 9 },
+    ]);
+    expect((await store.fetchOffsets(a, buckets)).map((o) => o?.offset ?? null)).toEqual([
+      null,
+      10,
+      10,
+    ]);
+    expect(
+      (await store.fetchOffsets(b, buckets)).map((o) => o?.offset ?? null),
+      'the other group is untouched',
+    ).toEqual([20, 20, 20]);
     expect((await store.describeGroup(a)).offsets).toHaveLength(2);
 
-    await store.deleteOffsets(a, [{ tableId: 1, partitionId: 0, bucketId: 0 }, { tableId: 2, bucketId: 5 }]);
+    await store.deleteOffsets(a, [
+      { tableId: 1, partitionId: 0, bucketId: 0 },
+      { tableId: 2, bucketId: 5 },
+    ]);
     expect((await store.listGroups()).map((g) => g.groupId)).toEqual([b]);
     expect(await store.fetchOffsets(a)).toEqual([]);
     await expect(store.describeGroup(a)).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
@@ -73,7 +138,10 @@ describe('deleteOffsets', () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
     const before = (await store.stats()).totals.logBytes;
-    await store.deleteOffsets('g', [{ tableId: 1, bucketId: 1 }, { tableId: 1, partitionId: 0, bucketId: 0 }]);
+    await store.deleteOffsets('g', [
+      { tableId: 1, bucketId: 1 },
+      { tableId: 1, partitionId: 0, bucketId: 0 },
+    ]);
     await store.deleteOffsets('g', []);
     expect((await store.stats()).totals.logBytes).toBe(before);
     expect((await store.fetchOffsets('g'))[0]?.offset).toBe(1);
@@ -87,14 +155,19 @@ describe('deleteGroup', () => {
     const clock = new ManualClock(T0);
     const store = await openStore(dir, { clock });
     const { a, b } = groupsSharingABucket(store);
-    await store.commitOffsets(a, Array.from({ length: 12 }, (_, i) => ({ tableId: 1, bucketId: i, offset: i })));
+    await store.commitOffsets(
+      a,
+      Array.from({ length: 12 }, (_, i) => ({ tableId: 1, bucketId: i, offset: i })),
+    );
     await store.commitOffsets(b, [{ tableId: 1, bucketId: 0, offset: 99 }]);
     await store.deleteGroup(a);
     expect((await store.listGroups()).map((g) => g.groupId)).toEqual([b]);
     expect(await store.fetchOffsets(a)).toEqual([]);
     expect(await store.fetchOffsets(a, [{ tableId: 1, bucketId: 3 }])).toEqual([null]);
     expect((await store.stats()).totals.liveOffsets).toBe(1);
-    await expect(store.deleteGroup(a), 'a deleted group is unknown').rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
+    await expect(store.deleteGroup(a), 'a deleted group is unknown').rejects.toMatchObject({
+      code: 'GROUP_ID_NOT_FOUND',
+    });
     await store.close();
 
     const reopened = await openStore(dir, { clock });
@@ -102,7 +175,17 @@ describe('deleteGroup', () => {
     expect(await reopened.fetchOffsets(a)).toEqual([]);
     clock.advance(5);
     await reopened.commitOffsets(a, [{ tableId: 1, bucketId: 3, offset: 1000 }]);
-    expect(await reopened.fetchOffsets(a)).toEqual([{ tableId: 1, partitionId: null, bucketId: 3, offset: 1000, leaderEpoch: -1, metadata: '', commitTimestampMs: T0 + 5 }]);
+    expect(await reopened.fetchOffsets(a)).toEqual([
+      {
+        tableId: 1,
+        partitionId: null,
+        bucketId: 3,
+        offset: 1000,
+        leaderEpoch: -1,
+        metadata: '',
+        commitTimestampMs: T0 + 5,
+      },
+    ]);
     await reopened.close();
   });
 });
@@ -111,11 +194,28 @@ describe('resetOffsets', () => {
   it('overwrites the given buckets of a group without members and leaves the others', async () => {
     const dir = tempDir();
     const store = await openStore(dir);
-    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 500 }, { tableId: 1, bucketId: 1, offset: 500 }]);
-    await store.resetOffsets('g', [{ tableId: 1, bucketId: 0, offset: 3, metadata: 'rewound' }, { tableId: 1, bucketId: 2, offset: 0 }]);
-    const expected = [[1, 0, 3, 'rewound'], [1, 1, 500, ''], [1, 2, 0, '']];
-    const fetched = () => store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }, { tableId: 1, bucketId: 1 }, { tableId: 1, bucketId: 2 }]);
-    expect((await fetched()).map((o) => [o!.tableId, o!.bucketId, o!.offset, o!.metadata])).toEqual(expected);
+    await store.commitOffsets('g', [
+      { tableId: 1, bucketId: 0, offset: 500 },
+      { tableId: 1, bucketId: 1, offset: 500 },
+    ]);
+    await store.resetOffsets('g', [
+      { tableId: 1, bucketId: 0, offset: 3, metadata: 'rewound' },
+      { tableId: 1, bucketId: 2, offset: 0 },
+    ]);
+    const expected = [
+      [1, 0, 3, 'rewound'],
+      [1, 1, 500, ''],
+      [1, 2, 0, ''],
+    ];
+    const fetched = () =>
+      store.fetchOffsets('g', [
+        { tableId: 1, bucketId: 0 },
+        { tableId: 1, bucketId: 1 },
+        { tableId: 1, bucketId: 2 },
+      ]);
+    expect((await fetched()).map((o) => [o!.tableId, o!.bucketId, o!.offset, o!.metadata])).toEqual(
+      expected,
+    );
     await store.close();
     const reopened = await openStore(dir);
     expect((await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(3);
@@ -133,7 +233,9 @@ describe('removeMembers', () => {
       await store.joinGroup('g', { subscribedTableIds: [1], instanceId: 'host-b' }),
     ];
     await settleGroup(members, { clock, describe: (groupId) => store.describeGroup(groupId) });
-    await members[0]!.commit([{ tableId: 1, bucketId: members[0]!.assignment[0]!.bucketId, offset: 5 }]);
+    await members[0]!.commit([
+      { tableId: 1, bucketId: members[0]!.assignment[0]!.bucketId, offset: 5 },
+    ]);
     await store.close();
   }
 
@@ -145,11 +247,25 @@ describe('removeMembers', () => {
     const store = await openStore(dir, { clock });
     const restored = (await store.describeGroup('g')).members;
     expect(restored).toHaveLength(2);
-    await expect(store.resetOffsets('g', [{ tableId: 1, bucketId: 0, offset: 0 }])).rejects.toMatchObject({ code: 'NON_EMPTY_GROUP' });
+    await expect(
+      store.resetOffsets('g', [{ tableId: 1, bucketId: 0, offset: 0 }]),
+    ).rejects.toMatchObject({ code: 'NON_EMPTY_GROUP' });
     const removed = await store.removeMembers('g', { all: true });
-    expect(removed).toEqual(restored.map((m) => ({ memberId: m.memberId, instanceId: m.instanceId })).sort((a, b) => (a.memberId < b.memberId ? -1 : 1)));
+    expect(removed).toEqual(
+      restored
+        .map((m) => ({ memberId: m.memberId, instanceId: m.instanceId }))
+        .sort((a, b) => (a.memberId < b.memberId ? -1 : 1)),
+    );
     expect(removed.map((m) => m.instanceId).sort()).toEqual(['host-b', null]);
-    expect(await store.listGroups()).toEqual([{ groupId: 'g', state: 'Empty', offsetsBucket: store.bucketFor('g'), groupType: 'consumer', protocolType: 'consumer' }]);
+    expect(await store.listGroups()).toEqual([
+      {
+        groupId: 'g',
+        state: 'Empty',
+        offsetsBucket: store.bucketFor('g'),
+        groupType: 'consumer',
+        protocolType: 'consumer',
+      },
+    ]);
     await store.close();
 
     const reopened = await openStore(dir, { clock });
@@ -166,12 +282,22 @@ describe('removeMembers', () => {
     await leftBehind(dir, clock);
     const store = await openStore(dir, { clock });
     await store.commitOffsets('offsets-only', [{ tableId: 1, bucketId: 0, offset: 1 }]);
-    await expect(store.removeMembers('ghost', { all: true })).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND', errno: 69 });
-    await expect(store.removeMembers('g', { memberIds: ['ghost'] })).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID', errno: 25 });
-    await expect(store.removeMembers('g', { instanceIds: ['host-a'] })).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+    await expect(store.removeMembers('ghost', { all: true })).rejects.toMatchObject({
+      code: 'GROUP_ID_NOT_FOUND',
+      errno: 69,
+    });
+    await expect(store.removeMembers('g', { memberIds: ['ghost'] })).rejects.toMatchObject({
+      code: 'UNKNOWN_MEMBER_ID',
+      errno: 25,
+    });
+    await expect(store.removeMembers('g', { instanceIds: ['host-a'] })).rejects.toMatchObject({
+      code: 'UNKNOWN_MEMBER_ID',
+    });
     expect(await store.removeMembers('offsets-only', { all: true })).toEqual([]);
     expect((await store.describeGroup('g')).members).toHaveLength(2);
-    expect(await store.removeMembers('g', { instanceIds: ['host-b'] })).toEqual([{ memberId: expect.any(String), instanceId: 'host-b' }]);
+    expect(await store.removeMembers('g', { instanceIds: ['host-b'] })).toEqual([
+      { memberId: expect.any(String), instanceId: 'host-b' },
+    ]);
     expect((await store.describeGroup('g')).members.map((m) => m.instanceId)).toEqual([null]);
     await store.close();
   });

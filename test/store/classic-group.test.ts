@@ -7,7 +7,12 @@
  * id, and the admin rules (commits, resets, deletes) against classic members.
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock, OffsetStore, type ClassicJoinedGroup, type ClassicJoinGroupRequest } from '../../src/index.js';
+import {
+  ManualClock,
+  OffsetStore,
+  type ClassicJoinedGroup,
+  type ClassicJoinGroupRequest,
+} from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const TABLE = 7;
@@ -33,12 +38,23 @@ class ClassicClient {
   memberId = '';
   generationId = -1;
   buckets: number[] = [];
-  constructor(readonly store: OffsetStore, readonly clientId: string, readonly extra: Partial<ClassicJoinGroupRequest> = {}) {}
+  constructor(
+    readonly store: OffsetStore,
+    readonly clientId: string,
+    readonly extra: Partial<ClassicJoinGroupRequest> = {},
+  ) {}
 
   request(): ClassicJoinGroupRequest {
     return {
-      memberId: this.memberId, clientId: this.clientId, clientHost: '127.0.0.1', protocolType: 'consumer', sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 20_000,
-      requireKnownMemberId: true, protocols: [{ name: 'range', metadata: Buffer.from(JSON.stringify({ tables: [TABLE] })) }], ...this.extra,
+      memberId: this.memberId,
+      clientId: this.clientId,
+      clientHost: '127.0.0.1',
+      protocolType: 'consumer',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 20_000,
+      requireKnownMemberId: true,
+      protocols: [{ name: 'range', metadata: Buffer.from(JSON.stringify({ tables: [TABLE] })) }],
+      ...this.extra,
     };
   }
 
@@ -59,30 +75,55 @@ class ClassicClient {
   async sync(joined: ClassicJoinedGroup): Promise<void> {
     const assignments = joined.members.map((m, i) => ({
       memberId: m.memberId,
-      assignment: Buffer.from(JSON.stringify(Array.from({ length: BUCKETS }, (_, b) => b).filter((b) => b % joined.members.length === i))),
+      assignment: Buffer.from(
+        JSON.stringify(
+          Array.from({ length: BUCKETS }, (_, b) => b).filter(
+            (b) => b % joined.members.length === i,
+          ),
+        ),
+      ),
     }));
-    const result = await this.store.classic.syncGroup(GROUP, { memberId: this.memberId, generationId: this.generationId, protocolType: 'consumer', protocolName: 'range', assignments });
+    const result = await this.store.classic.syncGroup(GROUP, {
+      memberId: this.memberId,
+      generationId: this.generationId,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments,
+    });
     this.buckets = JSON.parse(result.assignment.toString() || '[]') as number[];
   }
 
   heartbeat(): Promise<void> {
-    return this.store.classic.heartbeat(GROUP, { memberId: this.memberId, generationId: this.generationId, groupInstanceId: this.extra.groupInstanceId ?? null });
+    return this.store.classic.heartbeat(GROUP, {
+      memberId: this.memberId,
+      generationId: this.generationId,
+      groupInstanceId: this.extra.groupInstanceId ?? null,
+    });
   }
 
   commit(offset: number, generationId = this.generationId): Promise<void> {
     const offsets = this.buckets.map((bucketId) => ({ tableId: TABLE, bucketId, offset }));
-    return this.store.commitOffsets(GROUP, offsets.length > 0 ? offsets : [{ tableId: TABLE, bucketId: 99, offset }], { generationId, memberId: this.memberId });
+    return this.store.commitOffsets(
+      GROUP,
+      offsets.length > 0 ? offsets : [{ tableId: TABLE, bucketId: 99, offset }],
+      { generationId, memberId: this.memberId },
+    );
   }
 }
 
 /** Joins and syncs `clients` into one generation: joins run together, the leader syncs last. */
-async function rebalance(clock: ManualClock, clients: readonly ClassicClient[]): Promise<ClassicJoinedGroup[]> {
+async function rebalance(
+  clock: ManualClock,
+  clients: readonly ClassicClient[],
+): Promise<ClassicJoinedGroup[]> {
   const joins = clients.map((c) => c.join());
   await drain();
   clock.advance(0); // the initial delay (0 here) ends on a timer
   const joined = await Promise.all(joins);
   const leaderIndex = joined.findIndex((j) => j.memberId === j.leader);
-  const followerSyncs = clients.map((c, i) => (i === leaderIndex ? null : c.sync(joined[i]!))).filter((p) => p !== null);
+  const followerSyncs = clients
+    .map((c, i) => (i === leaderIndex ? null : c.sync(joined[i]!)))
+    .filter((p) => p !== null);
   await drain();
   await clients[leaderIndex]!.sync(joined[leaderIndex]!);
   await Promise.all(followerSyncs);
@@ -90,11 +131,17 @@ async function rebalance(clock: ManualClock, clients: readonly ClassicClient[]):
 }
 
 async function openStore(dir: string, clock: ManualClock): Promise<OffsetStore> {
-  return OffsetStore.open({ dir, clock, durability: 'os', bucketCount: 4, group: { initialRebalanceDelayMs: 0 } });
+  return OffsetStore.open({
+    dir,
+    clock,
+    durability: 'os',
+    bucketCount: 4,
+    group: { initialRebalanceDelayMs: 0 },
+  });
 }
 
 describe('the classic protocol over a real store', () => {
-  it('joins, syncs, commits fenced by generation, survives a member\'s death and a leave, and comes back Stable after a reopen', async () => {
+  it("joins, syncs, commits fenced by generation, survives a member's death and a leave, and comes back Stable after a reopen", async () => {
     const dir = tempDir();
     const clock = new ManualClock();
     let store = await openStore(dir, clock);
@@ -104,22 +151,62 @@ describe('the classic protocol over a real store', () => {
     expect(clients.flatMap((c) => c.buckets).sort()).toEqual([0, 1, 2, 3, 4, 5]);
 
     const description = await store.describeGroup(GROUP);
-    expect(description).toMatchObject({ state: 'Stable', groupType: 'classic', protocolType: 'consumer', members: [] });
-    expect(description.classic).toMatchObject({ generationId: 1, protocolName: 'range', leaderId: gen1[0]!.leader });
-    expect(description.classic!.members.map((m) => [m.clientId, m.clientHost])).toEqual(clients.map((c) => [c.clientId, '127.0.0.1']).sort((x, y) => (x[0]! < y[0]! ? -1 : 1)));
-    expect(await store.listGroups()).toEqual([{ groupId: GROUP, state: 'Stable', offsetsBucket: store.bucketFor(GROUP), groupType: 'classic', protocolType: 'consumer' }]);
+    expect(description).toMatchObject({
+      state: 'Stable',
+      groupType: 'classic',
+      protocolType: 'consumer',
+      members: [],
+    });
+    expect(description.classic).toMatchObject({
+      generationId: 1,
+      protocolName: 'range',
+      leaderId: gen1[0]!.leader,
+    });
+    expect(description.classic!.members.map((m) => [m.clientId, m.clientHost])).toEqual(
+      clients.map((c) => [c.clientId, '127.0.0.1']).sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
+    );
+    expect(await store.listGroups()).toEqual([
+      {
+        groupId: GROUP,
+        state: 'Stable',
+        offsetsBucket: store.bucketFor(GROUP),
+        groupType: 'classic',
+        protocolType: 'consumer',
+      },
+    ]);
 
     // Commits are fenced by generation and member; admin operations need an Empty group.
     for (const c of clients) await c.commit(10);
     const [a, b, c] = clients as [ClassicClient, ClassicClient, ClassicClient];
     expect(await code(a.commit(11, 0))).toBe('ILLEGAL_GENERATION');
-    expect(await code(store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], { generationId: 1, memberId: 'ghost' }))).toBe('UNKNOWN_MEMBER_ID');
-    expect(await code(store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }]))).toBe('UNKNOWN_MEMBER_ID');
-    expect(await code(store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], { generationId: -1 }))).toBe('UNKNOWN_MEMBER_ID');
-    expect(await code(store.resetOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 0 }]))).toBe('NON_EMPTY_GROUP');
-    expect(await code(store.deleteOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }]))).toBe('NON_EMPTY_GROUP');
+    expect(
+      await code(
+        store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], {
+          generationId: 1,
+          memberId: 'ghost',
+        }),
+      ),
+    ).toBe('UNKNOWN_MEMBER_ID');
+    expect(
+      await code(store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }])),
+    ).toBe('UNKNOWN_MEMBER_ID');
+    expect(
+      await code(
+        store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], {
+          generationId: -1,
+        }),
+      ),
+    ).toBe('UNKNOWN_MEMBER_ID');
+    expect(
+      await code(store.resetOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 0 }])),
+    ).toBe('NON_EMPTY_GROUP');
+    expect(await code(store.deleteOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }]))).toBe(
+      'NON_EMPTY_GROUP',
+    );
     expect(await code(store.deleteGroup(GROUP))).toBe('NON_EMPTY_GROUP');
-    expect(await code(store.heartbeat(GROUP, { memberEpoch: 0, subscribedTableIds: [TABLE] }))).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(
+      await code(store.heartbeat(GROUP, { memberEpoch: 0, subscribedTableIds: [TABLE] })),
+    ).toBe('INCONSISTENT_GROUP_PROTOCOL');
 
     // c dies: the others heartbeat; at c's session timeout the group rebalances without it.
     for (let t = 0; t < 3; t++) {
@@ -139,7 +226,9 @@ describe('the classic protocol over a real store', () => {
 
     // b leaves; a rejoins alone.
     const left = await store.classic.leaveGroup(GROUP, { members: [{ memberId: b.memberId }] });
-    expect(left.members).toEqual([{ memberId: b.memberId, groupInstanceId: null, errorCode: null }]);
+    expect(left.members).toEqual([
+      { memberId: b.memberId, groupInstanceId: null, errorCode: null },
+    ]);
     expect(await code(a.heartbeat())).toBe('REBALANCE_IN_PROGRESS');
     await rebalance(clock, [a]);
     expect(a.generationId).toBe(3);
@@ -150,21 +239,37 @@ describe('the classic protocol over a real store', () => {
     // Reopened: Stable at generation 3, the same leader and assignment; a carries on without rejoining.
     store = await openStore(dir, clock);
     const restored = await store.describeGroup(GROUP);
-    expect(restored).toMatchObject({ state: 'Stable', groupType: 'classic', classic: { generationId: 3, leaderId: a.memberId } });
-    const reborn = Object.assign(new ClassicClient(store, 'client-a'), { memberId: a.memberId, generationId: 3 });
+    expect(restored).toMatchObject({
+      state: 'Stable',
+      groupType: 'classic',
+      classic: { generationId: 3, leaderId: a.memberId },
+    });
+    const reborn = Object.assign(new ClassicClient(store, 'client-a'), {
+      memberId: a.memberId,
+      generationId: 3,
+    });
     await reborn.heartbeat();
     const synced = await store.classic.syncGroup(GROUP, { memberId: a.memberId, generationId: 3 });
     expect(JSON.parse(synced.assignment.toString())).toEqual([0, 1, 2, 3, 4, 5]);
     reborn.buckets = [0, 1];
     await reborn.commit(21);
-    expect((await store.fetchOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }, { tableId: TABLE, bucketId: 5 }])).map((o) => o?.offset)).toEqual([21, 20]);
+    expect(
+      (
+        await store.fetchOffsets(GROUP, [
+          { tableId: TABLE, bucketId: 0 },
+          { tableId: TABLE, bucketId: 5 },
+        ])
+      ).map((o) => o?.offset),
+    ).toEqual([21, 20]);
 
     // Nobody heartbeats: after the session timeout the group is Empty, and the admin rules let go.
     clock.advance(10_000);
     await drain();
     expect((await store.describeGroup(GROUP)).state).toBe('Empty');
     await store.resetOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 0 }]);
-    await store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], { generationId: -1 });
+    await store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], {
+      generationId: -1,
+    });
     await store.deleteGroup(GROUP);
     expect(await store.listGroups()).toEqual([]);
     await store.close();
@@ -173,7 +278,13 @@ describe('the classic protocol over a real store', () => {
   it('a static member restarting rejoins under a new member id with its assignment, without a rebalance; its old id is fenced', async () => {
     const clock = new ManualClock();
     const store = await openStore(tempDir(), clock);
-    const clients = ['a', 'b'].map((id) => new ClassicClient(store, `client-${id}`, { groupInstanceId: `instance-${id}`, requireKnownMemberId: false }));
+    const clients = ['a', 'b'].map(
+      (id) =>
+        new ClassicClient(store, `client-${id}`, {
+          groupInstanceId: `instance-${id}`,
+          requireKnownMemberId: false,
+        }),
+    );
     const joined = await rebalance(clock, clients);
     const follower = clients[joined.findIndex((j) => j.memberId !== j.leader)]!;
     const oldId = follower.memberId;
@@ -185,22 +296,44 @@ describe('the classic protocol over a real store', () => {
     await restarted.sync(rejoined);
     expect(restarted.buckets).toEqual(before);
     expect(await code(follower.heartbeat())).toBe('FENCED_INSTANCE_ID');
-    expect(await code(store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: before[0]!, offset: 5 }], { generationId: 1, memberId: oldId, groupInstanceId: follower.extra.groupInstanceId! }))).toBe('FENCED_INSTANCE_ID');
+    expect(
+      await code(
+        store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: before[0]!, offset: 5 }], {
+          generationId: 1,
+          memberId: oldId,
+          groupInstanceId: follower.extra.groupInstanceId!,
+        }),
+      ),
+    ).toBe('FENCED_INSTANCE_ID');
     expect((await store.describeGroup(GROUP)).state).toBe('Stable');
     await store.close();
   });
 
   it('closing the store settles parked JoinGroup and SyncGroup calls with STORE_CLOSED', async () => {
     const clock = new ManualClock();
-    const store = await OffsetStore.open({ dir: tempDir(), clock, durability: 'os', bucketCount: 1, group: { initialRebalanceDelayMs: 3000 } });
+    const store = await OffsetStore.open({
+      dir: tempDir(),
+      clock,
+      durability: 'os',
+      bucketCount: 1,
+      group: { initialRebalanceDelayMs: 3000 },
+    });
     const request = new ClassicClient(store, 'x', { requireKnownMemberId: false }).request();
-    const [j1, j2] = [store.classic.joinGroup(GROUP, request), store.classic.joinGroup(GROUP, request)];
+    const [j1, j2] = [
+      store.classic.joinGroup(GROUP, request),
+      store.classic.joinGroup(GROUP, request),
+    ];
     await drain();
     clock.advance(3000); // the second member joined during the first delay: one more delay
     clock.advance(3000);
     const joined = [await j1, await j2] as ClassicJoinedGroup[];
     const follower = joined.find((j) => j.memberId !== j.leader)!;
-    const parkedSync = code(store.classic.syncGroup(GROUP, { memberId: follower.memberId, generationId: follower.generationId }));
+    const parkedSync = code(
+      store.classic.syncGroup(GROUP, {
+        memberId: follower.memberId,
+        generationId: follower.generationId,
+      }),
+    );
     const parkedJoin = code(store.classic.joinGroup('waiting', request));
     await drain();
     await store.close();
@@ -219,7 +352,11 @@ describe('the classic protocol over a real store', () => {
     await store.heartbeat(GROUP, { memberId: member.memberId, memberEpoch: -1 });
     expect((await store.listGroups())[0]).toMatchObject({ groupType: 'consumer', state: 'Empty' });
     await rebalance(clock, [client]);
-    expect((await store.listGroups())[0]).toMatchObject({ groupType: 'classic', state: 'Stable', protocolType: 'consumer' });
+    expect((await store.listGroups())[0]).toMatchObject({
+      groupType: 'classic',
+      state: 'Stable',
+      protocolType: 'consumer',
+    });
     const removed = await store.removeMembers(GROUP, { all: true });
     expect(removed.map((m) => m.memberId)).toEqual([client.memberId]);
     expect((await store.describeGroup(GROUP)).state).toBe('Empty');

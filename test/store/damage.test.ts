@@ -33,13 +33,24 @@ describe('a store over damaged files', () => {
     const probe = await OffsetStore.open({ dir });
     const bucket = probe.bucketFor(damaged);
     await probe.close();
-    const segments = readdirSync(bucketDir(dir, bucket)).filter((f) => f.endsWith('.log')).sort();
-    appendFileSync(path.join(bucketDir(dir, bucket), segments.at(-1)!), Buffer.from([0x30, 0, 0, 0, 1, 2, 3]));
+    const segments = readdirSync(bucketDir(dir, bucket))
+      .filter((f) => f.endsWith('.log'))
+      .sort();
+    appendFileSync(
+      path.join(bucketDir(dir, bucket), segments.at(-1)!),
+      Buffer.from([0x30, 0, 0, 0, 1, 2, 3]),
+    );
     const warnings: string[] = [];
     const store = await OffsetStore.open({ dir, onWarning: (m) => warnings.push(m) });
-    expect(warnings.join('\n')).toMatch(new RegExp(`offsets-bucket ${bucket}: torn write at the end of .*${segments.at(-1)!.replace('.', '\\.')} .*truncated 7 bytes`));
+    expect(warnings.join('\n')).toMatch(
+      new RegExp(
+        `offsets-bucket ${bucket}: torn write at the end of .*${segments.at(-1)!.replace('.', '\\.')} .*truncated 7 bytes`,
+      ),
+    );
     expect(store.recoveryReports()[bucket]!.bytesTruncated).toBe(7);
-    expect((await store.fetchOffsets(damaged)).map((o) => o!.offset).sort((a, b) => a - b)).toEqual([56, 57, 58, 59]);
+    expect((await store.fetchOffsets(damaged)).map((o) => o!.offset).sort((a, b) => a - b)).toEqual(
+      [56, 57, 58, 59],
+    );
     await store.close();
   });
 
@@ -49,16 +60,29 @@ describe('a store over damaged files', () => {
     const probe = await OffsetStore.open({ dir });
     const bucket = probe.bucketFor(damaged);
     await probe.close();
-    const first = path.join(bucketDir(dir, bucket), readdirSync(bucketDir(dir, bucket)).filter((f) => f.endsWith('.log')).sort()[0]!);
+    const first = path.join(
+      bucketDir(dir, bucket),
+      readdirSync(bucketDir(dir, bucket))
+        .filter((f) => f.endsWith('.log'))
+        .sort()[0]!,
+    );
     const bytes = readFileSync(first);
     bytes[60]! ^= 0x40;
     writeFileSync(first, bytes);
-    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining(first) });
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining(first),
+    });
     const store = await OffsetStore.open({ dir, awaitRecovery: false });
     await expect(store.ready()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
-    await expect(store.fetchOffsets(damaged)).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', retriable: false });
-    await expect(store.commitOffsets(damaged, [{ tableId: 1, bucketId: 0, offset: 1 }])).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    await expect(store.fetchOffsets(damaged)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      retriable: false,
+    });
+    await expect(
+      store.commitOffsets(damaged, [{ tableId: 1, bucketId: 0, offset: 1 }]),
+    ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
     expect(readFileSync(first).equals(bytes), 'a refused bucket is left untouched').toBe(true);
     await store.close();
   });

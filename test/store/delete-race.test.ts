@@ -15,7 +15,10 @@ const OFFSETS = 25_000;
 const LAST = { tableId: 1, bucketId: OFFSETS - 1 };
 
 async function bigGroup(store: OffsetStore, groupId: string): Promise<void> {
-  await store.commitOffsets(groupId, Array.from({ length: OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i, offset: i })));
+  await store.commitOffsets(
+    groupId,
+    Array.from({ length: OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i, offset: i })),
+  );
 }
 
 /** Reopens `dir` and returns the committed offset of LAST in group `g`, or null. */
@@ -31,10 +34,23 @@ describe('a delete of a group larger than one batch, racing a commit', () => {
     const dir = tempDir();
     const clock = new ManualClock(T0);
     const fs = new HeldDatasyncFileSystem();
-    const store = await openStore(dir, { fs, clock, bucketCount: 1, durability: 'os', offsetsRetentionMs: 1_000, offsetsRetentionCheckIntervalMs: 1_000 });
+    const store = await openStore(dir, {
+      fs,
+      clock,
+      bucketCount: 1,
+      durability: 'os',
+      offsetsRetentionMs: 1_000,
+      offsetsRetentionCheckIntervalMs: 1_000,
+    });
     await bigGroup(store, 'g');
     await store.close();
-    const live = await openStore(dir, { fs, clock, bucketCount: 1, offsetsRetentionMs: 1_000, offsetsRetentionCheckIntervalMs: 1_000 });
+    const live = await openStore(dir, {
+      fs,
+      clock,
+      bucketCount: 1,
+      offsetsRetentionMs: 1_000,
+      offsetsRetentionCheckIntervalMs: 1_000,
+    });
     fs.holding = true;
     clock.advance(1_000); // the expiry check runs: its first tombstone batch waits in fdatasync
     await fs.heldCount(1);
@@ -70,7 +86,10 @@ describe('a delete of a group larger than one batch, racing a commit', () => {
     const store = await openStore(dir, { fs, bucketCount: 1, clock: new ManualClock(T0) });
     await bigGroup(store, 'g');
     fs.holding = true;
-    const deleted = store.deleteOffsets('g', Array.from({ length: OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i })));
+    const deleted = store.deleteOffsets(
+      'g',
+      Array.from({ length: OFFSETS }, (_, i) => ({ tableId: 1, bucketId: i })),
+    );
     await fs.heldCount(1);
     const fresh = store.commitOffsets('g', [{ ...LAST, offset: 777 }]);
     fs.holding = false;
@@ -94,8 +113,13 @@ describe('a delete of a group larger than one batch, racing a commit', () => {
     const [deleteOutcome, joinOutcome] = await Promise.allSettled([deleted, joined]);
     expect(joinOutcome.status).toBe('fulfilled');
     const [offset] = await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]);
-    if (deleteOutcome.status === 'fulfilled') expect(offset, 'the delete succeeded: the offset is gone').toBeNull();
-    else expect(offset?.offset, `the delete failed (${String(deleteOutcome.reason)}): nothing was deleted`).toBe(5);
+    if (deleteOutcome.status === 'fulfilled')
+      expect(offset, 'the delete succeeded: the offset is gone').toBeNull();
+    else
+      expect(
+        offset?.offset,
+        `the delete failed (${String(deleteOutcome.reason)}): nothing was deleted`,
+      ).toBe(5);
     await store.close();
   });
 });

@@ -18,7 +18,10 @@ class Consumer {
   readonly consumed = new Map<number, number[]>();
   positions = new Map<number, number>();
   member!: GroupMember;
-  constructor(readonly store: OffsetStore, readonly name: string) {}
+  constructor(
+    readonly store: OffsetStore,
+    readonly name: string,
+  ) {}
 
   async join(): Promise<void> {
     this.member = await this.store.joinGroup('readers', {
@@ -46,7 +49,9 @@ class Consumer {
   }
 
   async commit(bucketIds = [...this.positions.keys()]): Promise<void> {
-    const offsets = bucketIds.filter((b) => this.positions.has(b)).map((bucketId) => ({ tableId: TABLE, bucketId, offset: this.positions.get(bucketId)! }));
+    const offsets = bucketIds
+      .filter((b) => this.positions.has(b))
+      .map((bucketId) => ({ tableId: TABLE, bucketId, offset: this.positions.get(bucketId)! }));
     if (offsets.length > 0) await this.member.commit(offsets);
   }
 }
@@ -60,14 +65,22 @@ async function run(clock: ManualClock, ms: number, each?: () => Promise<void>): 
 }
 
 describe('group coordinator over a real store', () => {
-  it('moves a killed member\'s buckets to the survivors, who resume from its commits with nothing skipped', async () => {
+  it("moves a killed member's buckets to the survivors, who resume from its commits with nothing skipped", async () => {
     const dir = tempDir();
     const clock = new ManualClock();
-    const store = await OffsetStore.open({ dir, clock, durability: 'os', group: { heartbeatIntervalMs: 1000 } });
+    const store = await OffsetStore.open({
+      dir,
+      clock,
+      durability: 'os',
+      group: { heartbeatIntervalMs: 1000 },
+    });
     store.setTableLayout(TABLE, { bucketCount: BUCKETS });
     const consumers = ['a', 'b', 'c'].map((name) => new Consumer(store, name));
     for (const c of consumers) await c.join();
-    await settleGroup(consumers.map((c) => c.member), { clock, describe: (groupId) => store.describeGroup(groupId) });
+    await settleGroup(
+      consumers.map((c) => c.member),
+      { clock, describe: (groupId) => store.describeGroup(groupId) },
+    );
     expect(consumers.map((c) => c.member.assignment.length).sort()).toEqual([4, 4, 4]);
 
     const [a, b, killed] = consumers as [Consumer, Consumer, Consumer];
@@ -88,12 +101,20 @@ describe('group coordinator over a real store', () => {
     expect(description.members).toHaveLength(2);
     expect(description.state).toBe('Stable');
     for (let bucketId = 0; bucketId < BUCKETS; bucketId++) {
-      const all = [...(a.consumed.get(bucketId) ?? []), ...(b.consumed.get(bucketId) ?? []), ...(killed.consumed.get(bucketId) ?? [])];
+      const all = [
+        ...(a.consumed.get(bucketId) ?? []),
+        ...(b.consumed.get(bucketId) ?? []),
+        ...(killed.consumed.get(bucketId) ?? []),
+      ];
       const distinct = new Set(all);
       expect(distinct.size, `bucket ${bucketId}: every record consumed`).toBe(RECORDS_PER_BUCKET);
       const duplicates = all.length - distinct.size;
       if (!killedBuckets.includes(bucketId)) expect(duplicates, `bucket ${bucketId}`).toBe(0);
-      else expect(duplicates, `bucket ${bucketId}: only the uncommitted tail is re-read`).toBeLessThanOrEqual(3);
+      else
+        expect(
+          duplicates,
+          `bucket ${bucketId}: only the uncommitted tail is re-read`,
+        ).toBeLessThanOrEqual(3);
     }
     const committed = await store.fetchOffsets('readers');
     expect(committed.map((o) => o!.offset)).toEqual(new Array(BUCKETS).fill(RECORDS_PER_BUCKET));
@@ -101,22 +122,42 @@ describe('group coordinator over a real store', () => {
     // Admin rules against live members, and fencing by epoch and by ownership.
     const owned = a.member.assignment[0]!;
     const notOwned = b.member.assignment[0]!;
-    await expect(store.resetOffsets('readers', [{ ...owned, offset: 0 }])).rejects.toMatchObject({ code: 'NON_EMPTY_GROUP' });
+    await expect(store.resetOffsets('readers', [{ ...owned, offset: 0 }])).rejects.toMatchObject({
+      code: 'NON_EMPTY_GROUP',
+    });
     await expect(store.deleteGroup('readers')).rejects.toMatchObject({ code: 'NON_EMPTY_GROUP' });
-    await expect(store.deleteOffsets('readers', [owned])).rejects.toMatchObject({ code: 'GROUP_SUBSCRIBED_TO_BUCKET' });
-    await expect(store.commitOffsets('readers', [{ ...owned, offset: 1 }])).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+    await expect(store.deleteOffsets('readers', [owned])).rejects.toMatchObject({
+      code: 'GROUP_SUBSCRIBED_TO_BUCKET',
+    });
+    await expect(store.commitOffsets('readers', [{ ...owned, offset: 1 }])).rejects.toMatchObject({
+      code: 'UNKNOWN_MEMBER_ID',
+    });
     const memberId = a.member.memberId;
     const memberEpoch = a.member.memberEpoch;
-    await expect(store.commitOffsets('readers', [{ ...notOwned, offset: 1 }], { memberId, memberEpoch })).rejects.toMatchObject({ code: 'BUCKET_NOT_ASSIGNED' });
-    await expect(store.commitOffsets('readers', [{ ...owned, offset: 1 }], { memberId, memberEpoch: memberEpoch - 1 })).rejects.toMatchObject({ code: 'STALE_MEMBER_EPOCH' });
-    await expect(store.commitOffsets('readers', [{ ...owned, offset: 1 }], { memberId: 'nobody', memberEpoch })).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+    await expect(
+      store.commitOffsets('readers', [{ ...notOwned, offset: 1 }], { memberId, memberEpoch }),
+    ).rejects.toMatchObject({ code: 'BUCKET_NOT_ASSIGNED' });
+    await expect(
+      store.commitOffsets('readers', [{ ...owned, offset: 1 }], {
+        memberId,
+        memberEpoch: memberEpoch - 1,
+      }),
+    ).rejects.toMatchObject({ code: 'STALE_MEMBER_EPOCH' });
+    await expect(
+      store.commitOffsets('readers', [{ ...owned, offset: 1 }], {
+        memberId: 'nobody',
+        memberEpoch,
+      }),
+    ).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
     await store.close();
 
     // The Stable snapshot comes back on reopen: same members and epochs, sessions re-armed.
     const reopened = await OffsetStore.open({ dir, clock, durability: 'os' });
     const restored = await reopened.describeGroup('readers');
     expect(restored.state).toBe('Stable');
-    expect(restored.members.map((m) => [m.memberId, m.memberEpoch]).sort()).toEqual(description.members.map((m) => [m.memberId, m.memberEpoch]).sort());
+    expect(restored.members.map((m) => [m.memberId, m.memberEpoch]).sort()).toEqual(
+      description.members.map((m) => [m.memberId, m.memberEpoch]).sort(),
+    );
     expect(restored.groupEpoch).toBe(description.groupEpoch);
     // Nobody heartbeats: after the session timeout the members are gone and the group is Empty.
     await run(clock, 10_000);

@@ -13,7 +13,10 @@ const GROUP = `huge-${'x'.repeat(195)}`;
 
 async function bigGroup(store: OffsetStore): Promise<void> {
   for (let start = 0; start < OFFSETS; start += CHUNK) {
-    await store.commitOffsets(GROUP, Array.from({ length: CHUNK }, (_, i) => ({ tableId: 1, bucketId: start + i, offset: i })));
+    await store.commitOffsets(
+      GROUP,
+      Array.from({ length: CHUNK }, (_, i) => ({ tableId: 1, bucketId: start + i, offset: i })),
+    );
   }
 }
 
@@ -31,10 +34,18 @@ describe('a group beyond one batch', () => {
   it('retention expires 200k offsets of a group in bounded batches', async () => {
     const clock = new ManualClock();
     const dir = tempDir();
-    const store = await OffsetStore.open({ dir, bucketCount: 1, durability: 'os', clock, offsetsRetentionMs: 1_000, offsetsRetentionCheckIntervalMs: 1_000 });
+    const store = await OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      durability: 'os',
+      clock,
+      offsetsRetentionMs: 1_000,
+      offsetsRetentionCheckIntervalMs: 1_000,
+    });
     await bigGroup(store);
     clock.advance(1_000);
-    for (let i = 0; i < 200 && (await store.stats()).totals.liveOffsets > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 200 && (await store.stats()).totals.liveOffsets > 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect((await store.stats()).totals.liveOffsets).toBe(0);
     await store.close();
     const reopened = await OffsetStore.open({ dir, durability: 'os', clock });

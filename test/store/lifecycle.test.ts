@@ -26,7 +26,8 @@ class GatedFileSystem extends NodeFileSystem {
   }
 
   override async readdir(dirPath: string): Promise<string[]> {
-    if (!this.#open && dirPath.includes(`${path.sep}buckets${path.sep}`)) await new Promise<void>((resume) => this.#waiting.push(resume));
+    if (!this.#open && dirPath.includes(`${path.sep}buckets${path.sep}`))
+      await new Promise<void>((resume) => this.#waiting.push(resume));
     return super.readdir(dirPath);
   }
 }
@@ -36,15 +37,25 @@ describe('manifest', () => {
     const dir = tempDir();
     const store = await openStore(dir, { bucketCount: 5, clock: new ManualClock(T0) });
     expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8'))).toEqual({
-      formatVersion: 2, bucketCount: 5, createdAtMs: T0, compactionStrategy: 'none',
-      buckets: Array.from({ length: 5 }, () => ({ logStart: 0, logEnd: 0, endExact: false })), checksum: expect.any(Number),
+      formatVersion: 2,
+      bucketCount: 5,
+      createdAtMs: T0,
+      compactionStrategy: 'none',
+      buckets: Array.from({ length: 5 }, () => ({ logStart: 0, logEnd: 0, endExact: false })),
+      checksum: expect.any(Number),
     });
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 9 }]);
     const image = await imageOf(store);
     await store.close();
 
-    await expect(openStore(dir, { bucketCount: 4 })).rejects.toMatchObject({ code: 'INVALID_CONFIG', errno: 40, message: expect.stringMatching(/bucketCount/) });
-    await expect(openStore(dir, { bucketCount: 16 })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(openStore(dir, { bucketCount: 4 })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      errno: 40,
+      message: expect.stringMatching(/bucketCount/),
+    });
+    await expect(openStore(dir, { bucketCount: 16 })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+    });
     expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')).bucketCount).toBe(5);
 
     const again = await openStore(dir, { bucketCount: undefined });
@@ -70,8 +81,13 @@ describe('lock', () => {
     const store = await openStore(dir);
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
     await expect(openStore(dir)).rejects.toMatchObject({ code: 'STORE_LOCKED', errno: 1001 });
-    await expect(openStore(path.join(dir, '.', 'buckets', '..'))).rejects.toMatchObject({ code: 'STORE_LOCKED' });
-    expect((await store.fetchOffsets('g'))[0]?.offset, 'the refused open did not disturb the open store').toBe(1);
+    await expect(openStore(path.join(dir, '.', 'buckets', '..'))).rejects.toMatchObject({
+      code: 'STORE_LOCKED',
+    });
+    expect(
+      (await store.fetchOffsets('g'))[0]?.offset,
+      'the refused open did not disturb the open store',
+    ).toBe(1);
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 2 }]);
     await store.close();
     const reopened = await openStore(dir);
@@ -127,7 +143,8 @@ describe('close', () => {
   it('releases the directory and keeps everything committed', async () => {
     const dir = tempDir();
     const store = await openStore(dir);
-    for (let i = 0; i < 30; i++) await store.commitOffsets(`g${i % 3}`, [{ tableId: 1, bucketId: i, offset: i }]);
+    for (let i = 0; i < 30; i++)
+      await store.commitOffsets(`g${i % 3}`, [{ tableId: 1, bucketId: i, offset: i }]);
     const image = await imageOf(store);
     await store.close();
     const reopened = await openStore(dir);
@@ -145,9 +162,17 @@ describe('recovery in the background', () => {
 
     const fs = new GatedFileSystem();
     const store = await openStore(dir, { bucketCount: 2, fs, awaitRecovery: false });
-    await expect(store.fetchOffsets('g')).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS', errno: 14, retriable: true });
-    await expect(store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 43 }])).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS' });
-    await expect(store.describeGroup('g')).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS' });
+    await expect(store.fetchOffsets('g')).rejects.toMatchObject({
+      code: 'COORDINATOR_LOAD_IN_PROGRESS',
+      errno: 14,
+      retriable: true,
+    });
+    await expect(
+      store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 43 }]),
+    ).rejects.toMatchObject({ code: 'COORDINATOR_LOAD_IN_PROGRESS' });
+    await expect(store.describeGroup('g')).rejects.toMatchObject({
+      code: 'COORDINATOR_LOAD_IN_PROGRESS',
+    });
     expect((await store.stats()).buckets.map((b) => b.state)).toEqual(['loading', 'loading']);
 
     fs.release();

@@ -6,7 +6,15 @@
  * batch boundary, zeroed last batches, an edited bucketCount, or a checkpoint gone after the log below
  * it was deleted is CORRUPT_MESSAGE naming what is missing, in open and in `log verify` alike.
  */
-import { cpSync, readFileSync, readdirSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
@@ -14,18 +22,29 @@ import { readBatchHeader } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
-const OPTIONS = { bucketCount: 2, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { strategy: 'none' as const } };
+const OPTIONS = {
+  bucketCount: 2,
+  segmentBytesMax: 1024,
+  clock: new ManualClock(),
+  compaction: { strategy: 'none' as const },
+};
 
 /** A closed store of 2 offsets-buckets, each with several segments; bucket 0's folder. */
-async function storeWithSegments(options: Partial<OffsetStoreOptions> = {}): Promise<{ dir: string; bucketDir: string; segments: string[] }> {
+async function storeWithSegments(
+  options: Partial<OffsetStoreOptions> = {},
+): Promise<{ dir: string; bucketDir: string; segments: string[] }> {
   const dir = tempDir();
   const store = await OffsetStore.open({ dir, ...OPTIONS, ...options });
   for (let i = 0; i < 120; i++) {
-    for (const g of ['a', 'b', 'c', 'd']) await store.commitOffsets(g, [{ tableId: 1, bucketId: i % 3, offset: i }]);
+    for (const g of ['a', 'b', 'c', 'd'])
+      await store.commitOffsets(g, [{ tableId: 1, bucketId: i % 3, offset: i }]);
   }
   await store.close();
   const bucketDir = path.join(dir, 'buckets', '000');
-  const segments = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort().map((f) => path.join(bucketDir, f));
+  const segments = readdirSync(bucketDir)
+    .filter((f) => f.endsWith('.log'))
+    .sort()
+    .map((f) => path.join(bucketDir, f));
   expect(segments.length).toBeGreaterThan(4);
   return { dir, bucketDir, segments };
 }
@@ -34,14 +53,25 @@ async function storeWithSegments(options: Partial<OffsetStoreOptions> = {}): Pro
 function batchStarts(file: string): number[] {
   const bytes = readFileSync(file);
   const starts: number[] = [];
-  for (let p = 0; p + 4 <= bytes.length && bytes.readUInt32LE(p) > 0; p += bytes.readUInt32LE(p) + 4) starts.push(p);
+  for (
+    let p = 0;
+    p + 4 <= bytes.length && bytes.readUInt32LE(p) > 0;
+    p += bytes.readUInt32LE(p) + 4
+  )
+    starts.push(p);
   void readBatchHeader;
   return starts;
 }
 
-async function expectRefused(dir: string, what: RegExp, options: Partial<OffsetStoreOptions> = {}): Promise<void> {
+async function expectRefused(
+  dir: string,
+  what: RegExp,
+  options: Partial<OffsetStoreOptions> = {},
+): Promise<void> {
   const warnings: string[] = [];
-  await expect(OffsetStore.open({ dir, ...OPTIONS, ...options, onWarning: (m) => warnings.push(m) })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(what) });
+  await expect(
+    OffsetStore.open({ dir, ...OPTIONS, ...options, onWarning: (m) => warnings.push(m) }),
+  ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(what) });
   const report = await verifyLog(dir);
   expect(report.ok, 'log verify finds it too').toBe(false);
   expect(report.corruptCount).toBeGreaterThan(0);
@@ -73,13 +103,19 @@ describe('missing or shortened files', () => {
     const { dir } = await storeWithSegments();
     const store = await OffsetStore.open({ dir, ...OPTIONS });
     const before = (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount;
-    for (let i = 0; i < 40; i++) await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
-    expect((await store.stats()).buckets[store.bucketFor('a')]!.segmentCount, 'the log rolled').toBeGreaterThan(before);
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
+    expect(
+      (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount,
+      'the log rolled',
+    ).toBeGreaterThan(before);
     const crashed = tempDir();
     cpSync(dir, crashed, { recursive: true });
     await store.close();
     const bucketDir = path.join(crashed, 'buckets', String(store.bucketFor('a')).padStart(3, '0'));
-    const segments = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort();
+    const segments = readdirSync(bucketDir)
+      .filter((f) => f.endsWith('.log'))
+      .sort();
     unlinkSync(path.join(bucketDir, segments.at(-1)!));
     await expectRefused(crashed, /ends at log offset \d+|missing|gap/);
   });
@@ -127,7 +163,10 @@ describe('missing or shortened files', () => {
       const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as { bucketCount: number };
       manifest.bucketCount = bucketCount;
       writeFileSync(manifestPath, JSON.stringify(manifest));
-      await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining('store.json') });
+      await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringContaining('store.json'),
+      });
       await expect(verifyLog(dir)).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
     }
   });
@@ -138,12 +177,18 @@ describe('missing or shortened files', () => {
       const options = { ...OPTIONS, compaction: { strategy: 'checkpoint' as const } };
       const store = await OffsetStore.open({ dir, ...options });
       for (let round = 0; round < 3; round++) {
-        for (let i = 0; i < 60; i++) for (const g of ['a', 'b']) await store.commitOffsets(g, [{ tableId: 1, bucketId: i % 3, offset: round * 100 + i }]);
+        for (let i = 0; i < 60; i++)
+          for (const g of ['a', 'b'])
+            await store.commitOffsets(g, [
+              { tableId: 1, bucketId: i % 3, offset: round * 100 + i },
+            ]);
         await store.compact();
       }
       await store.close();
       const bucketDir = path.join(dir, 'buckets', '000');
-      const first = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort()[0]!;
+      const first = readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort()[0]!;
       expect(first, 'the log below a checkpoint was deleted').not.toBe('00000000000000000000.log');
       if (damage === 'delete') rmSync(path.join(bucketDir, 'checkpoint'), { recursive: true });
       else truncateSync(path.join(bucketDir, 'checkpoint', 'data.mdb'), 0);

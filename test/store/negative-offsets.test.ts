@@ -19,7 +19,9 @@ const SENTINELS: OffsetCommit[] = [
   { tableId: 1, bucketId: 3, offset: -(2 ** 32) - 5 },
 ];
 
-async function offsetsOf(store: Awaited<ReturnType<typeof openStore>>): Promise<(number | undefined)[]> {
+async function offsetsOf(
+  store: Awaited<ReturnType<typeof openStore>>,
+): Promise<(number | undefined)[]> {
   return (await store.fetchOffsets('g', SENTINELS)).map((c) => c?.offset);
 }
 
@@ -28,7 +30,12 @@ describe('negative committed offsets', () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('g', SENTINELS);
     const fetched = await store.fetchOffsets('g', SENTINELS);
-    expect(fetched.map((c) => c?.offset)).toEqual([-1, -2, Number.MIN_SAFE_INTEGER, -(2 ** 32) - 5]);
+    expect(fetched.map((c) => c?.offset)).toEqual([
+      -1,
+      -2,
+      Number.MIN_SAFE_INTEGER,
+      -(2 ** 32) - 5,
+    ]);
     expect(fetched[0]).toMatchObject({ leaderEpoch: 4, metadata: 'latest' });
     expect(fetched[1]).toMatchObject({ leaderEpoch: -1, metadata: 'earliest' });
     await store.resetOffsets('other', [{ tableId: 1, bucketId: 0, offset: -2 }]);
@@ -39,8 +46,13 @@ describe('negative committed offsets', () => {
   it('refuses an offset below -(2^53 - 1) with INVALID_REQUEST naming it, writing nothing', async () => {
     const store = await openStore(tempDir());
     for (const offset of [-(2 ** 53), -(2 ** 60), Number.NEGATIVE_INFINITY, -1.5]) {
-      await expect(store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset }]), String(offset))
-        .rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining('offsets[0].offset') });
+      await expect(
+        store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset }]),
+        String(offset),
+      ).rejects.toMatchObject({
+        code: 'INVALID_REQUEST',
+        message: expect.stringContaining('offsets[0].offset'),
+      });
     }
     expect((await store.stats()).totals.logBytes).toBe(0);
     await store.close();
@@ -52,7 +64,8 @@ describe('negative committed offsets', () => {
     let store = await openStore(dir, cleaner);
     await store.commitOffsets('g', SENTINELS);
     // Enough later commits of other groups to seal segments (1 KiB each) under the sentinels.
-    for (let i = 0; i < 40; i++) await store.commitOffsets(`filler-${i % 3}`, [{ tableId: 9, bucketId: 0, offset: i }]);
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets(`filler-${i % 3}`, [{ tableId: 9, bucketId: 0, offset: i }]);
     await store.close();
     store = await openStore(dir, cleaner);
     expect(await offsetsOf(store)).toEqual([-1, -2, Number.MIN_SAFE_INTEGER, -(2 ** 32) - 5]);
@@ -72,32 +85,55 @@ describe('negative committed offsets', () => {
     expect(report.buckets.some((b) => b.checkpointLogOffset !== undefined)).toBe(true);
     await store.close();
     store = await openStore(dir, { compaction: { strategy: 'checkpoint', background: false } });
-    expect(store.recoveryReports().some((r) => r?.checkpointLogOffset !== undefined), 'recovered from a checkpoint').toBe(true);
+    expect(
+      store.recoveryReports().some((r) => r?.checkpointLogOffset !== undefined),
+      'recovered from a checkpoint',
+    ).toBe(true);
     expect(await offsetsOf(store)).toEqual([-1, -2, Number.MIN_SAFE_INTEGER, -(2 ** 32) - 5]);
     await store.close();
   });
 
   it('a scanner treats a negative committed offset as none: onMissing decides the position', async () => {
     const store = await openStore(tempDir());
-    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: -1 }, { tableId: 1, bucketId: 1, offset: 42 }]);
+    await store.commitOffsets('g', [
+      { tableId: 1, bucketId: 0, offset: -1 },
+      { tableId: 1, bucketId: 1, offset: 42 },
+    ]);
     const scanner = store.scanner('g', { onMissing: (bucket) => 1000 + bucket.bucketId });
-    await scanner.assign([{ tableId: 1, bucketId: 0 }, { tableId: 1, bucketId: 1 }]);
+    await scanner.assign([
+      { tableId: 1, bucketId: 0 },
+      { tableId: 1, bucketId: 1 },
+    ]);
     expect(scanner.position({ tableId: 1, bucketId: 0 })).toBe(1000);
     expect(scanner.position({ tableId: 1, bucketId: 1 })).toBe(42);
-    await expect(store.scanner('g', { onMissing: 'error' }).assign([{ tableId: 1, bucketId: 0 }])).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await expect(
+      store.scanner('g', { onMissing: 'error' }).assign([{ tableId: 1, bucketId: 0 }]),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     await scanner.close();
-    expect((await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset, 'the resolved start was committed').toBe(1000);
+    expect(
+      (await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+      'the resolved start was committed',
+    ).toBe(1000);
     await store.close();
   });
 
   it('the admin report gives a bucket with a negative committed offset no lag and leaves it out of the total', async () => {
     const dir = tempDir();
     const store = await openStore(dir);
-    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: -2 }, { tableId: 1, bucketId: 1, offset: 40 }]);
+    await store.commitOffsets('g', [
+      { tableId: 1, bucketId: 0, offset: -2 },
+      { tableId: 1, bucketId: 1, offset: 40 },
+    ]);
     await store.close();
     const admin = await StoreAdmin.open(dir);
-    const report = await admin.describeGroup('g', [{ tableId: 1, partitionId: null, bucketId: 0, offset: 100 }, { tableId: 1, partitionId: null, bucketId: 1, offset: 100 }]);
-    expect(report.buckets.map((b) => [b.committedOffset, b.lag])).toEqual([[-2, null], [40, 60]]);
+    const report = await admin.describeGroup('g', [
+      { tableId: 1, partitionId: null, bucketId: 0, offset: 100 },
+      { tableId: 1, partitionId: null, bucketId: 1, offset: 100 },
+    ]);
+    expect(report.buckets.map((b) => [b.committedOffset, b.lag])).toEqual([
+      [-2, null],
+      [40, 60],
+    ]);
     expect(report.totalLag).toBe(60);
     await admin.close();
   });

@@ -18,7 +18,11 @@ try {
   const store = await OffsetStore.open({ dir, bucketCount: 200 });
   await store.close();
 } catch (error) {
-  failure = { name: (error as Error).name, code: (error as { code?: unknown }).code, message: (error as Error).message };
+  failure = {
+    name: (error as Error).name,
+    code: (error as { code?: unknown }).code,
+    message: (error as Error).message,
+  };
 }
 const descriptorsAfter = openDescriptors();
 const lockFileLeft = existsSync(path.join(dir, 'LOCK'));
@@ -29,4 +33,6 @@ try {
 } catch (error) {
   relock = String((error as Error).message);
 }
-process.stdout.write(`${JSON.stringify({ failure, descriptorsBefore, descriptorsAfter, lockFileLeft, relock })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ failure, descriptorsBefore, descriptorsAfter, lockFileLeft, relock })}\n`,
+);

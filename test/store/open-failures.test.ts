@@ -19,7 +19,9 @@ const CHILD = path.join(import.meta.dirname, 'open-emfile-child.ts');
 
 /** The real file system, with an error injected where `fail` says so (by operation and path). */
 class RefusingFileSystem extends NodeFileSystem {
-  constructor(readonly fail: (operation: string, filePath: string) => NodeJS.ErrnoException | undefined) {
+  constructor(
+    readonly fail: (operation: string, filePath: string) => NodeJS.ErrnoException | undefined,
+  ) {
     super();
   }
 
@@ -37,7 +39,10 @@ class RefusingFileSystem extends NodeFileSystem {
 }
 
 function errnoError(code: string, operation: string, filePath: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`${code}: injected, ${operation} '${filePath}'`), { code, path: filePath });
+  return Object.assign(new Error(`${code}: injected, ${operation} '${filePath}'`), {
+    code,
+    path: filePath,
+  });
 }
 
 describe('OffsetStore.open failures', () => {
@@ -45,56 +50,107 @@ describe('OffsetStore.open failures', () => {
     const file = path.join(tempDir(), 'offsets');
     writeFileSync(file, 'not a store');
     await expect(OffsetStore.open({ dir: file })).rejects.toMatchObject({
-      name: 'OffsetStoreError', code: 'INVALID_CONFIG', message: `INVALID_CONFIG: ${file} is not a directory`,
+      name: 'OffsetStoreError',
+      code: 'INVALID_CONFIG',
+      message: `INVALID_CONFIG: ${file} is not a directory`,
     });
     await expect(OffsetStore.open({ dir: path.join(file, 'sub') })).rejects.toMatchObject({
-      name: 'OffsetStoreError', code: 'INVALID_CONFIG', message: `INVALID_CONFIG: ${path.join(file, 'sub')} is not a directory: it or a folder on its path is a file`,
+      name: 'OffsetStoreError',
+      code: 'INVALID_CONFIG',
+      message: `INVALID_CONFIG: ${path.join(file, 'sub')} is not a directory: it or a folder on its path is a file`,
     });
     expect(readdirSync(path.dirname(file))).toEqual(['offsets']);
   });
 
-  it.runIf(process.platform === 'linux')('running out of descriptors is LOG_STORAGE_ERROR naming the limit; everything opened is closed and the lock released', async () => {
-    const dir = tempDir();
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile('bash', ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx "${CHILD}" "${dir}"`], { timeout: 60_000 }, (error, out, err) => {
-        if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
-        else resolve(out);
+  it.runIf(process.platform === 'linux')(
+    'running out of descriptors is LOG_STORAGE_ERROR naming the limit; everything opened is closed and the lock released',
+    async () => {
+      const dir = tempDir();
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(
+          'bash',
+          ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx "${CHILD}" "${dir}"`],
+          { timeout: 60_000 },
+          (error, out, err) => {
+            if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
+            else resolve(out);
+          },
+        );
       });
-    });
-    const report = JSON.parse(stdout);
-    expect(report.failure).toMatchObject({ name: 'OffsetStoreError', code: 'LOG_STORAGE_ERROR' });
-    expect(report.failure.message).toMatch(new RegExp(`^LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files, .*${dir}/buckets/\\d{3}.*: the process may open too few files for 200 offsets-buckets \\(one log file each\\): raise its limit \\(ulimit -n\\)`));
-    expect(report.descriptorsAfter, 'every descriptor the open took is closed').toBe(report.descriptorsBefore);
-    expect(report.lockFileLeft).toBe(false);
-    expect(report.relock).toBe('ok');
-  }, 60_000);
+      const report = JSON.parse(stdout);
+      expect(report.failure).toMatchObject({ name: 'OffsetStoreError', code: 'LOG_STORAGE_ERROR' });
+      expect(report.failure.message).toMatch(
+        new RegExp(
+          `^LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files, .*${dir}/buckets/\\d{3}.*: the process may open too few files for 200 offsets-buckets \\(one log file each\\): raise its limit \\(ulimit -n\\)`,
+        ),
+      );
+      expect(report.descriptorsAfter, 'every descriptor the open took is closed').toBe(
+        report.descriptorsBefore,
+      );
+      expect(report.lockFileLeft).toBe(false);
+      expect(report.relock).toBe('ok');
+    },
+    60_000,
+  );
 
-  it.runIf(process.platform === 'linux')('a malformed group snapshot: CORRUPT_MESSAGE, and the offsets-bucket it was read from is closed', async () => {
-    const dir = tempDir();
-    await (await OffsetStore.open({ dir, bucketCount: 1 })).close();
-    // A valid batch whose group snapshot no writer of this store could have produced.
-    const { table } = await OffsetsTable.open({ log: logOptions(path.join(dir, 'buckets', '000')), useCheckpoints: false, logStart: 0, onWarning: () => {} });
-    await table.writeSnapshot('g', { groupEpoch: -1, assignmentEpoch: 0, tableLayouts: [], members: [] }, 0);
-    await table.close();
-    // The manifest records where the log ended; the batch written behind the store's back moved it.
-    const manifest = await ManifestFile.openOrCreate(new NodeFileSystem(), dir, { bucketCount: 1, compactionStrategy: 'log-cleaner', nowMs: 0 });
-    await manifest.update((m) => { m.buckets[0]!.logEnd = 1; });
-    const descriptors = (): number => readdirSync('/proc/self/fd').length;
-    const before = descriptors();
-    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringMatching(/group snapshot of 'g'/) });
-    expect(descriptors()).toBe(before);
-  });
+  it.runIf(process.platform === 'linux')(
+    'a malformed group snapshot: CORRUPT_MESSAGE, and the offsets-bucket it was read from is closed',
+    async () => {
+      const dir = tempDir();
+      await (await OffsetStore.open({ dir, bucketCount: 1 })).close();
+      // A valid batch whose group snapshot no writer of this store could have produced.
+      const { table } = await OffsetsTable.open({
+        log: logOptions(path.join(dir, 'buckets', '000')),
+        useCheckpoints: false,
+        logStart: 0,
+        onWarning: () => {},
+      });
+      await table.writeSnapshot(
+        'g',
+        { groupEpoch: -1, assignmentEpoch: 0, tableLayouts: [], members: [] },
+        0,
+      );
+      await table.close();
+      // The manifest records where the log ended; the batch written behind the store's back moved it.
+      const manifest = await ManifestFile.openOrCreate(new NodeFileSystem(), dir, {
+        bucketCount: 1,
+        compactionStrategy: 'log-cleaner',
+        nowMs: 0,
+      });
+      await manifest.update((m) => {
+        m.buckets[0]!.logEnd = 1;
+      });
+      const descriptors = (): number => readdirSync('/proc/self/fd').length;
+      const before = descriptors();
+      await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringMatching(/group snapshot of 'g'/),
+      });
+      expect(descriptors()).toBe(before);
+    },
+  );
 
   it('a failure creating the store reaches the caller, not the failure to remove LOCK after it', async () => {
     const dir = tempDir();
     const warnings: string[] = [];
     const fs = new FaultyFileSystem();
     fs.plan = { failMetaOpAt: 1 }; // the fsync of buckets/ before store.json is written, and every directory operation after it (the LOCK unlink)
-    const failure = await OffsetStore.open({ dir, fs, onWarning: (m) => warnings.push(m) }).catch((error: unknown) => error);
-    expect(failure).toMatchObject({ name: 'OffsetStoreError', code: 'LOG_STORAGE_ERROR', message: `LOG_STORAGE_ERROR: cannot open the store in ${dir}: EIO: injected syncDir failure` });
-    expect((failure as Error).cause).toMatchObject({ code: 'EIO', message: 'EIO: injected syncDir failure' });
+    const failure = await OffsetStore.open({ dir, fs, onWarning: (m) => warnings.push(m) }).catch(
+      (error: unknown) => error,
+    );
+    expect(failure).toMatchObject({
+      name: 'OffsetStoreError',
+      code: 'LOG_STORAGE_ERROR',
+      message: `LOG_STORAGE_ERROR: cannot open the store in ${dir}: EIO: injected syncDir failure`,
+    });
+    expect((failure as Error).cause).toMatchObject({
+      code: 'EIO',
+      message: 'EIO: injected syncDir failure',
+    });
     expect(existsSync(path.join(dir, 'store.json')), 'the manifest is written last').toBe(false);
-    expect(warnings).toEqual([`${dir}: after the failed open, releasing the lock failed too: EIO: injected unlink failure`]);
+    expect(warnings).toEqual([
+      `${dir}: after the failed open, releasing the lock failed too: EIO: injected unlink failure`,
+    ]);
     // The kernel lock and this process's hold were dropped all the same: a new open takes over the LOCK file.
     fs.plan = {};
     const store = await OffsetStore.open({ dir, fs });
@@ -107,14 +163,27 @@ describe('OffsetStore.open failures', () => {
     let refusing = true;
     const fs = new RefusingFileSystem((operation, filePath) => {
       if (!refusing) return undefined;
-      if (operation === 'mkdir' && filePath.includes(`${path.sep}buckets${path.sep}`)) return errnoError('ENOSPC', 'mkdir', filePath);
-      if (operation === 'unlink' && path.basename(filePath) === 'LOCK') return errnoError('EACCES', 'unlink', filePath);
+      if (operation === 'mkdir' && filePath.includes(`${path.sep}buckets${path.sep}`))
+        return errnoError('ENOSPC', 'mkdir', filePath);
+      if (operation === 'unlink' && path.basename(filePath) === 'LOCK')
+        return errnoError('EACCES', 'unlink', filePath);
       return undefined;
     });
-    const failure = await OffsetStore.open({ dir, fs, bucketCount: 2, onWarning: (m) => warnings.push(m) }).catch((error: unknown) => error);
+    const failure = await OffsetStore.open({
+      dir,
+      fs,
+      bucketCount: 2,
+      onWarning: (m) => warnings.push(m),
+    }).catch((error: unknown) => error);
     expect(failure).toMatchObject({ name: 'OffsetStoreError', code: 'LOG_STORAGE_ERROR' });
-    expect((failure as Error).message).toMatch(new RegExp(`^LOG_STORAGE_ERROR: cannot open the store in ${dir}: ENOSPC: injected, mkdir '${dir}/buckets/000'$`));
-    expect(warnings).toEqual([expect.stringMatching(/releasing the lock failed too: EACCES: injected, unlink '.*LOCK'$/)]);
+    expect((failure as Error).message).toMatch(
+      new RegExp(
+        `^LOG_STORAGE_ERROR: cannot open the store in ${dir}: ENOSPC: injected, mkdir '${dir}/buckets/000'$`,
+      ),
+    );
+    expect(warnings).toEqual([
+      expect.stringMatching(/releasing the lock failed too: EACCES: injected, unlink '.*LOCK'$/),
+    ]);
     expect(existsSync(path.join(dir, 'LOCK')), 'the unlink really failed').toBe(true);
     refusing = false;
     // The creation never reached its commit point (store.json): the next open starts it over.

@@ -15,12 +15,18 @@ type Fields = Record<string, readonly [first: unknown, later: unknown]>;
  * An object whose fields are enumerable getters counting their reads: the first `trustedReads`
  * reads of a field answer `first`, every later read answers `later`.
  */
-function shifting(fields: Fields, trustedReads = 1): { object: Record<string, unknown>; reads: Record<string, number> } {
+function shifting(
+  fields: Fields,
+  trustedReads = 1,
+): { object: Record<string, unknown>; reads: Record<string, number> } {
   const object: Record<string, unknown> = {};
   const reads: Record<string, number> = {};
   for (const [name, [first, later]] of Object.entries(fields)) {
     reads[name] = 0;
-    Object.defineProperty(object, name, { enumerable: true, get: () => (reads[name]!++ < trustedReads ? first : later) });
+    Object.defineProperty(object, name, {
+      enumerable: true,
+      get: () => (reads[name]!++ < trustedReads ? first : later),
+    });
   }
   return { object, reads };
 }
@@ -31,11 +37,15 @@ function once(fields: Fields): Record<string, number> {
 }
 
 /** An array proxy over `values` counting element reads; element reads after the first answer `later`. */
-function shiftingArray(values: readonly number[], later: number): { array: number[]; reads: () => number } {
+function shiftingArray(
+  values: readonly number[],
+  later: number,
+): { array: number[]; reads: () => number } {
   let reads = 0;
   const array = new Proxy([...values], {
     get(target, key, receiver) {
-      if (typeof key === 'string' && /^\d+$/.test(key)) return reads++ < values.length ? Reflect.get(target, key, receiver) : later;
+      if (typeof key === 'string' && /^\d+$/.test(key))
+        return reads++ < values.length ? Reflect.get(target, key, receiver) : later;
       return Reflect.get(target, key, receiver);
     },
   });
@@ -45,14 +55,26 @@ function shiftingArray(values: readonly number[], later: number): { array: numbe
 describe('offset commits', () => {
   it('reads each field of each offset once and stores exactly the values it validated', async () => {
     const store = await openStore(tempDir());
-    const first: Fields = { tableId: [1, -5], partitionId: [2, -1], bucketId: [3, 2 ** 31 + 5], offset: [10, -1], leaderEpoch: [4, -9], metadata: ['m', 7] };
+    const first: Fields = {
+      tableId: [1, -5],
+      partitionId: [2, -1],
+      bucketId: [3, 2 ** 31 + 5],
+      offset: [10, -1],
+      leaderEpoch: [4, -9],
+      metadata: ['m', 7],
+    };
     const second: Fields = { tableId: [1, 2 ** 60], bucketId: [4, -1], offset: [11, 2 ** 60] };
     const a = shifting(first);
     const b = shifting(second);
     await store.commitOffsets('g', [a.object, b.object] as never);
     expect(a.reads).toEqual(once(first));
     expect(b.reads).toEqual(once(second));
-    expect(await store.fetchOffsets('g', [{ tableId: 1, partitionId: 2, bucketId: 3 }, { tableId: 1, bucketId: 4 }])).toMatchObject([
+    expect(
+      await store.fetchOffsets('g', [
+        { tableId: 1, partitionId: 2, bucketId: 3 },
+        { tableId: 1, bucketId: 4 },
+      ]),
+    ).toMatchObject([
       { tableId: 1, partitionId: 2, bucketId: 3, offset: 10, leaderEpoch: 4, metadata: 'm' },
       { tableId: 1, partitionId: null, bucketId: 4, offset: 11, leaderEpoch: -1, metadata: '' },
     ]);
@@ -76,7 +98,9 @@ describe('offset commits', () => {
     await store.close();
     const reopened = await openStore(dir);
     for (const [name] of cases) {
-      expect(await reopened.fetchOffsets(name), name).toMatchObject([{ tableId: 1, bucketId: 0, offset: 10 }]);
+      expect(await reopened.fetchOffsets(name), name).toMatchObject([
+        { tableId: 1, bucketId: 0, offset: 10 },
+      ]);
     }
     await reopened.close();
   });
@@ -84,9 +108,20 @@ describe('offset commits', () => {
   it('reads the commit options once', async () => {
     const store = await openStore(tempDir());
     store.setTableLayout(1, { bucketCount: 1 });
-    const joined = await store.heartbeat('g', { memberEpoch: 0, memberId: 'm', subscribedTableIds: [1] });
-    const stable = await store.heartbeat('g', { memberEpoch: joined.memberEpoch, memberId: 'm', ownedBuckets: joined.assignment! });
-    const fields: Fields = { memberId: ['m', 'other'], memberEpoch: [stable.memberEpoch, stable.memberEpoch + 7] };
+    const joined = await store.heartbeat('g', {
+      memberEpoch: 0,
+      memberId: 'm',
+      subscribedTableIds: [1],
+    });
+    const stable = await store.heartbeat('g', {
+      memberEpoch: joined.memberEpoch,
+      memberId: 'm',
+      ownedBuckets: joined.assignment!,
+    });
+    const fields: Fields = {
+      memberId: ['m', 'other'],
+      memberEpoch: [stable.memberEpoch, stable.memberEpoch + 7],
+    };
     const { object, reads } = shifting(fields);
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }], object as never);
     expect(reads).toEqual(once(fields));
@@ -101,7 +136,9 @@ describe('bucket references', () => {
     const fields: Fields = { tableId: [1, -5], partitionId: [null, 3], bucketId: [0, 2 ** 31 + 5] };
     for (const options of [undefined, undefined, { requireStable: true }]) {
       const { object, reads } = shifting(fields);
-      expect(await store.fetchOffsets('g', [object] as never, options)).toMatchObject([{ tableId: 1, partitionId: null, bucketId: 0, offset: 100 }]);
+      expect(await store.fetchOffsets('g', [object] as never, options)).toMatchObject([
+        { tableId: 1, partitionId: null, bucketId: 0, offset: 100 },
+      ]);
       expect(reads).toEqual(once(fields));
     }
     await store.close();
@@ -109,12 +146,17 @@ describe('bucket references', () => {
 
   it('reads each field of a deleted bucket once and deletes the bucket it validated', async () => {
     const store = await openStore(tempDir());
-    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 100 }, { tableId: 1, partitionId: 3, bucketId: 0, offset: 7 }]);
+    await store.commitOffsets('g', [
+      { tableId: 1, bucketId: 0, offset: 100 },
+      { tableId: 1, partitionId: 3, bucketId: 0, offset: 7 },
+    ]);
     const fields: Fields = { tableId: [1, 1], partitionId: [null, 3], bucketId: [0, 0] };
     const { object, reads } = shifting(fields);
     await store.deleteOffsets('g', [object] as never);
     expect(reads).toEqual(once(fields));
-    expect(await store.fetchOffsets('g')).toMatchObject([{ tableId: 1, partitionId: 3, bucketId: 0, offset: 7 }]);
+    expect(await store.fetchOffsets('g')).toMatchObject([
+      { tableId: 1, partitionId: 3, bucketId: 0, offset: 7 },
+    ]);
     await store.close();
   });
 });
@@ -124,21 +166,41 @@ describe('group membership', () => {
     const store = await openStore(tempDir());
     store.setTableLayout(1, { bucketCount: 2 });
     const fields: Fields = {
-      memberEpoch: [0, 3], memberId: ['m1', 'm2'], instanceId: ['i1', 'i2'], subscribedTableIds: [[1], [-7]], assignor: ['range', 'nope'],
-      sessionTimeoutMs: [6000, 0], rebalanceTimeoutMs: [7000, -1],
+      memberEpoch: [0, 3],
+      memberId: ['m1', 'm2'],
+      instanceId: ['i1', 'i2'],
+      subscribedTableIds: [[1], [-7]],
+      assignor: ['range', 'nope'],
+      sessionTimeoutMs: [6000, 0],
+      rebalanceTimeoutMs: [7000, -1],
     };
     const request = shifting(fields);
     const joined = await store.heartbeat('g', request.object as never);
     expect(request.reads).toEqual(once(fields));
     const owned = joined.assignment!.map((ref) => {
-      const bucket = shifting({ tableId: [ref.tableId, -1], partitionId: [ref.partitionId, 9], bucketId: [ref.bucketId, 2 ** 31] });
+      const bucket = shifting({
+        tableId: [ref.tableId, -1],
+        partitionId: [ref.partitionId, 9],
+        bucketId: [ref.bucketId, 2 ** 31],
+      });
       return { ...bucket, object: Object.freeze(bucket.object) };
     });
     // Frozen does not mean the values are fixed: a frozen object's getters still run on each read.
-    await store.heartbeat('g', { memberEpoch: joined.memberEpoch, memberId: 'm1', ownedBuckets: owned.map((o) => o.object) as never });
+    await store.heartbeat('g', {
+      memberEpoch: joined.memberEpoch,
+      memberId: 'm1',
+      ownedBuckets: owned.map((o) => o.object) as never,
+    });
     for (const o of owned) expect(o.reads).toEqual({ tableId: 1, partitionId: 1, bucketId: 1 });
     expect((await store.describeGroup('g')).members).toMatchObject([
-      { memberId: 'm1', instanceId: 'i1', subscribedTableIds: [1], sessionTimeoutMs: 6000, rebalanceTimeoutMs: 7000, assignment: joined.assignment },
+      {
+        memberId: 'm1',
+        instanceId: 'i1',
+        subscribedTableIds: [1],
+        sessionTimeoutMs: 6000,
+        rebalanceTimeoutMs: 7000,
+        assignment: joined.assignment,
+      },
     ]);
     await store.close();
   });
@@ -152,7 +214,9 @@ describe('group membership', () => {
     expect(tables.reads()).toBe(1);
     await store.close();
     const reopened = await openStore(dir);
-    expect((await reopened.describeGroup('g')).members).toMatchObject([{ memberId: 'm', subscribedTableIds: [1] }]);
+    expect((await reopened.describeGroup('g')).members).toMatchObject([
+      { memberId: 'm', subscribedTableIds: [1] },
+    ]);
     await reopened.close();
   });
 
@@ -168,7 +232,11 @@ describe('group membership', () => {
     };
     const tables = [1];
     const errors: unknown[] = [];
-    const member = await store.joinGroup('g', { subscribedTableIds: tables, instanceId: 'i1', onError: (error) => errors.push(error) });
+    const member = await store.joinGroup('g', {
+      subscribedTableIds: tables,
+      instanceId: 'i1',
+      onError: (error) => errors.push(error),
+    });
     tables.push(-3);
     while (sent.length < 4) {
       clock.advance(5000);
@@ -177,7 +245,9 @@ describe('group membership', () => {
     await member.leave();
     await store.close();
     expect(errors).toEqual([]);
-    expect(sent.filter((r) => r.subscribedTableIds !== undefined).map((r) => r.subscribedTableIds)).toEqual(sent.slice(0, -1).map(() => [1]));
+    expect(
+      sent.filter((r) => r.subscribedTableIds !== undefined).map((r) => r.subscribedTableIds),
+    ).toEqual(sent.slice(0, -1).map(() => [1]));
   });
 
   it('setTableLayout reads the layout once and gives every offsets-bucket the same one', async () => {
@@ -186,8 +256,14 @@ describe('group membership', () => {
     const { object, reads } = shifting(fields);
     store.setTableLayout(1, object as never);
     expect(reads).toEqual(once(fields));
-    const joined = await store.heartbeat('g', { memberEpoch: 0, memberId: 'm', subscribedTableIds: [1] });
-    expect(joined.assignment).toEqual([0, 1, 2].map((bucketId) => ({ tableId: 1, partitionId: null, bucketId })));
+    const joined = await store.heartbeat('g', {
+      memberEpoch: 0,
+      memberId: 'm',
+      subscribedTableIds: [1],
+    });
+    expect(joined.assignment).toEqual(
+      [0, 1, 2].map((bucketId) => ({ tableId: 1, partitionId: null, bucketId })),
+    );
     await store.close();
   });
 });
@@ -195,8 +271,15 @@ describe('group membership', () => {
 describe('options', () => {
   it('OffsetStore.open reads each option once', async () => {
     const fields: Fields = {
-      dir: [tempDir(), ''], bucketCount: [2, -1], durability: ['os', 'never'], segmentBytesMax: [4096, 1], offsetsRetentionMs: [60_000, 0],
-      offsetsRetentionCheckIntervalMs: [1000, 0], commitRecordCountMax: [10, 0], pendingCommitsMax: [100, 0], awaitRecovery: [true, false],
+      dir: [tempDir(), ''],
+      bucketCount: [2, -1],
+      durability: ['os', 'never'],
+      segmentBytesMax: [4096, 1],
+      offsetsRetentionMs: [60_000, 0],
+      offsetsRetentionCheckIntervalMs: [1000, 0],
+      commitRecordCountMax: [10, 0],
+      pendingCommitsMax: [100, 0],
+      awaitRecovery: [true, false],
       compaction: [{ strategy: 'none' }, { strategy: 'bogus' }],
     };
     const { object, reads } = shifting(fields);
@@ -208,7 +291,11 @@ describe('options', () => {
 
   it('a scanner reads its options once', async () => {
     const store = await openStore(tempDir());
-    const fields: Fields = { autoCommitIntervalMs: [1000, Number.NaN], onMissing: ['earliest', 'error'], onAutoCommitError: [() => {}, 42] };
+    const fields: Fields = {
+      autoCommitIntervalMs: [1000, Number.NaN],
+      onMissing: ['earliest', 'error'],
+      onAutoCommitError: [() => {}, 42],
+    };
     const { object, reads } = shifting(fields);
     const scanner = store.scanner('g', object as never);
     await scanner.assign([{ tableId: 1, bucketId: 0 }]);

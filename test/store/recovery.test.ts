@@ -16,12 +16,19 @@ const T0 = 1_700_000_000_000;
 
 function lastSegment(dir: string, bucket: number): string {
   const bucketDir = path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
-  const segments = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort();
+  const segments = readdirSync(bucketDir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
   return path.join(bucketDir, segments.at(-1)!);
 }
 
 /** A seeded history of commits, overwrites, deletes, group deletes and expiries. */
-async function randomHistory(store: OffsetStore, clock: ManualClock, fs: TrackingFileSystem, seed: number): Promise<void> {
+async function randomHistory(
+  store: OffsetStore,
+  clock: ManualClock,
+  fs: TrackingFileSystem,
+  seed: number,
+): Promise<void> {
   const random = seededRandom(seed);
   const pick = (n: number) => Math.floor(random() * n);
   for (let step = 0; step < 250; step++) {
@@ -29,14 +36,33 @@ async function randomHistory(store: OffsetStore, clock: ManualClock, fs: Trackin
     const roll = random();
     if (roll < 0.75) {
       const count = 1 + pick(15);
-      const buckets = new Map<string, { tableId: number; partitionId: number | null; bucketId: number }>();
+      const buckets = new Map<
+        string,
+        { tableId: number; partitionId: number | null; bucketId: number }
+      >();
       for (let i = 0; i < count; i++) {
-        const b = { tableId: 1 + pick(2), partitionId: random() < 0.5 ? null : pick(3), bucketId: pick(6) };
+        const b = {
+          tableId: 1 + pick(2),
+          partitionId: random() < 0.5 ? null : pick(3),
+          bucketId: pick(6),
+        };
         buckets.set(`${b.tableId}/${b.partitionId}/${b.bucketId}`, b);
       }
-      await store.commitOffsets(groupId, [...buckets.values()].map((b) => ({ ...b, offset: step, metadata: random() < 0.3 ? `s${step}` : undefined })));
+      await store.commitOffsets(
+        groupId,
+        [...buckets.values()].map((b) => ({
+          ...b,
+          offset: step,
+          metadata: random() < 0.3 ? `s${step}` : undefined,
+        })),
+      );
     } else if (roll < 0.85) {
-      await store.deleteOffsets(groupId, [{ tableId: 1, bucketId: pick(6) }, { tableId: 2, partitionId: pick(3), bucketId: pick(6) }]).catch(() => {});
+      await store
+        .deleteOffsets(groupId, [
+          { tableId: 1, bucketId: pick(6) },
+          { tableId: 2, partitionId: pick(3), bucketId: pick(6) },
+        ])
+        .catch(() => {});
     } else if (roll < 0.9) {
       await store.deleteGroup(groupId).catch(() => {});
     } else {
@@ -53,11 +79,19 @@ describe('recovery', () => {
     const dir = tempDir();
     const clock = new ManualClock(T0);
     const fs = new TrackingFileSystem();
-    const options = { clock, bucketCount: 3, offsetsRetentionMs: 1000, offsetsRetentionCheckIntervalMs: 50 };
+    const options = {
+      clock,
+      bucketCount: 3,
+      offsetsRetentionMs: 1000,
+      offsetsRetentionCheckIntervalMs: 50,
+    };
     const store = await openStore(dir, { ...options, fs });
     await randomHistory(store, clock, fs, seed);
     const before = await imageOf(store);
-    expect((await store.stats()).totals.segmentCount, `${context}: segments rolled`).toBeGreaterThan(10);
+    expect(
+      (await store.stats()).totals.segmentCount,
+      `${context}: segments rolled`,
+    ).toBeGreaterThan(10);
     await store.close();
 
     const copy = tempDir();
@@ -75,14 +109,38 @@ describe('recovery', () => {
     // One segment: the first batches of a new segment are recorded in the manifest as held once
     // acknowledged, so tearing them in a copy made afterwards is damage the open refuses, not a crash.
     const store = await openStore(dir, { bucketCount: 1, segmentBytesMax: 1 << 20 });
-    for (let n = 0; n < 40; n++) await store.commitOffsets(`g${n % 3}`, [{ tableId: 1, bucketId: n % 7, offset: n }, { tableId: 2, partitionId: n % 2, bucketId: 0, offset: n }]);
+    for (let n = 0; n < 40; n++)
+      await store.commitOffsets(`g${n % 3}`, [
+        { tableId: 1, bucketId: n % 7, offset: n },
+        { tableId: 2, partitionId: n % 2, bucketId: 0, offset: n },
+      ]);
     const before = await imageOf(store);
     const bytesBefore = (await store.stats()).buckets[0]!.logBytes;
-    await store.commitOffsets('g1', Array.from({ length: 10 }, (_, i) => ({ tableId: 3, bucketId: i, offset: 1000, metadata: 'torn?' })));
+    await store.commitOffsets(
+      'g1',
+      Array.from({ length: 10 }, (_, i) => ({
+        tableId: 3,
+        bucketId: i,
+        offset: 1000,
+        metadata: 'torn?',
+      })),
+    );
     const batchBytes = (await store.stats()).buckets[0]!.logBytes - bytesBefore;
     const after = await imageOf(store);
 
-    const cuts = [1, 2, 4, 8, 47, 48, 52, Math.floor(batchBytes / 2), batchBytes - 2, batchBytes - 1, batchBytes]; // header, records, and the whole batch
+    const cuts = [
+      1,
+      2,
+      4,
+      8,
+      47,
+      48,
+      52,
+      Math.floor(batchBytes / 2),
+      batchBytes - 2,
+      batchBytes - 1,
+      batchBytes,
+    ]; // header, records, and the whole batch
     for (const cut of cuts) {
       const crashed = tempDir();
       copyStoreDir(dir, crashed);
@@ -95,11 +153,24 @@ describe('recovery', () => {
       expect(bytes.length).toBeGreaterThan(batchEnd);
       truncateSync(segment, batchEnd - cut);
       const warnings: string[] = [];
-      const recovered = await openStore(crashed, { bucketCount: 1, segmentBytesMax: 1 << 20, onWarning: (m) => warnings.push(m) });
-      expect(await imageOf(recovered), `last batch cut by ${cut} of ${batchBytes} bytes`).toEqual(before);
+      const recovered = await openStore(crashed, {
+        bucketCount: 1,
+        segmentBytesMax: 1 << 20,
+        onWarning: (m) => warnings.push(m),
+      });
+      expect(await imageOf(recovered), `last batch cut by ${cut} of ${batchBytes} bytes`).toEqual(
+        before,
+      );
       expect(recovered.recoveryReports()[0]?.bytesTruncated, `cut ${cut}`).toBe(batchBytes - cut);
       if (cut === batchBytes) expect(warnings, 'a batch cut whole leaves a clean end').toEqual([]);
-      else expect(warnings, `cut ${cut}`).toEqual([expect.stringMatching(new RegExp(`^offsets-bucket 0: torn write at the end of .*; truncated ${batchBytes - cut} bytes that were never acknowledged$`))]);
+      else
+        expect(warnings, `cut ${cut}`).toEqual([
+          expect.stringMatching(
+            new RegExp(
+              `^offsets-bucket 0: torn write at the end of .*; truncated ${batchBytes - cut} bytes that were never acknowledged$`,
+            ),
+          ),
+        ]);
       // The recovered store accepts commits again, at the log offset the torn batch had.
       await recovered.commitOffsets('g1', [{ tableId: 3, bucketId: 0, offset: 1 }]);
       await recovered.close();

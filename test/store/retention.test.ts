@@ -16,9 +16,18 @@ const RETENTION_MS = 1000;
  * A one-bucket store whose retention check runs every millisecond, so that after each
  * `step(ms)` a check has run at exactly the new time and its tombstones (if any) are applied.
  */
-async function retentionStore(dir: string, clock: ManualClock): Promise<{ store: OffsetStore; step: (ms: number) => Promise<void>; fs: TrackingFileSystem }> {
+async function retentionStore(
+  dir: string,
+  clock: ManualClock,
+): Promise<{ store: OffsetStore; step: (ms: number) => Promise<void>; fs: TrackingFileSystem }> {
   const fs = new TrackingFileSystem();
-  const store = await openStore(dir, { fs, clock, bucketCount: 1, offsetsRetentionMs: RETENTION_MS, offsetsRetentionCheckIntervalMs: 1 });
+  const store = await openStore(dir, {
+    fs,
+    clock,
+    bucketCount: 1,
+    offsetsRetentionMs: RETENTION_MS,
+    offsetsRetentionCheckIntervalMs: 1,
+  });
   const step = async (ms: number) => {
     for (let i = 0; i < ms; i++) {
       clock.advance(1);
@@ -50,16 +59,28 @@ describe('retention on a manual clock', () => {
     expect(clock.nowMs()).toBe(T0 + RETENTION_MS);
     expect(await store.fetchOffsets('g', [K0]), 'expired at commit + R').toEqual([null]);
     expect(await store.fetchOffsets('g')).toEqual([]);
-    expect((await store.listGroups()).map((g) => g.groupId), 'a group with nothing left disappears').toEqual(['keeper']);
+    expect(
+      (await store.listGroups()).map((g) => g.groupId),
+      'a group with nothing left disappears',
+    ).toEqual(['keeper']);
     await expect(store.describeGroup('g')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
-    expect((await store.fetchOffsets('keeper'))[0]?.offset, 'a recommitted offset lives on').toBe(2);
+    expect((await store.fetchOffsets('keeper'))[0]?.offset, 'a recommitted offset lives on').toBe(
+      2,
+    );
     const stats = (await store.stats()).buckets[0]!;
-    expect(stats.nextLogOffset, 'expiry wrote tombstones through the log').toBeGreaterThan(logOffsetBefore + 1);
+    expect(stats.nextLogOffset, 'expiry wrote tombstones through the log').toBeGreaterThan(
+      logOffsetBefore + 1,
+    );
     expect(stats.liveOffsets).toBe(1);
     await store.close();
 
     // Reopened on a clock set back to the commit time: nothing would expire now, so absence proves tombstones.
-    const reopened = await openStore(dir, { clock: new ManualClock(T0), bucketCount: 1, offsetsRetentionMs: RETENTION_MS, offsetsRetentionCheckIntervalMs: 1 });
+    const reopened = await openStore(dir, {
+      clock: new ManualClock(T0),
+      bucketCount: 1,
+      offsetsRetentionMs: RETENTION_MS,
+      offsetsRetentionCheckIntervalMs: 1,
+    });
     expect(await reopened.fetchOffsets('g')).toEqual([]);
     expect((await reopened.listGroups()).map((g) => g.groupId)).toEqual(['keeper']);
     expect((await reopened.fetchOffsets('keeper'))[0]?.offset).toBe(2);
@@ -69,11 +90,17 @@ describe('retention on a manual clock', () => {
   it('expires each offset of a group on its own commit time; the group disappears with its last offset', async () => {
     const clock = new ManualClock(T0);
     const { store, step } = await retentionStore(tempDir(), clock);
-    await store.commitOffsets('g', [{ ...K0, offset: 1 }, { ...K1, offset: 1 }]);
+    await store.commitOffsets('g', [
+      { ...K0, offset: 1 },
+      { ...K1, offset: 1 },
+    ]);
     await step(400);
     await store.commitOffsets('g', [{ ...K1, offset: 2 }]);
     await step(RETENTION_MS - 400);
-    expect(await store.fetchOffsets('g', [K0, K1])).toEqual([null, expect.objectContaining({ offset: 2, commitTimestampMs: T0 + 400 })]);
+    expect(await store.fetchOffsets('g', [K0, K1])).toEqual([
+      null,
+      expect.objectContaining({ offset: 2, commitTimestampMs: T0 + 400 }),
+    ]);
     expect((await store.listGroups()).map((g) => g.groupId)).toEqual(['g']);
     await step(399);
     expect((await store.fetchOffsets('g', [K1]))[0]?.offset).toBe(2);
@@ -93,7 +120,10 @@ describe('retention on a manual clock', () => {
     clock.advance(1); // the check at commit + R runs while the fresher commit is pending
     await fresher;
     await ioIdle(fs);
-    expect((await store.fetchOffsets('g', [K0]))[0]).toMatchObject({ offset: 2, commitTimestampMs: T0 + RETENTION_MS - 1 });
+    expect((await store.fetchOffsets('g', [K0]))[0]).toMatchObject({
+      offset: 2,
+      commitTimestampMs: T0 + RETENTION_MS - 1,
+    });
     await step(RETENTION_MS - 2);
     expect((await store.fetchOffsets('g', [K0]))[0]?.offset).toBe(2);
     await step(1);

@@ -21,27 +21,41 @@ async function batches(store: OffsetStore): Promise<number> {
   return (await store.stats()).buckets.reduce((n, b) => n + b.nextLogOffset, 0);
 }
 
-async function committed(store: OffsetStore, groupId: string, buckets: object[]): Promise<(number | null)[]> {
+async function committed(
+  store: OffsetStore,
+  groupId: string,
+  buckets: object[],
+): Promise<(number | null)[]> {
   return (await store.fetchOffsets(groupId, buckets as never)).map((o) => o?.offset ?? null);
 }
 
 describe('ScannerOffsets', () => {
   it('assign loads committed offsets; a missing one starts at 0 by default ("earliest")', async () => {
     const store = await openStore(tempDir());
-    await store.commitOffsets('g', [{ ...B0, offset: 100 }, { ...B2, offset: 7 }]);
+    await store.commitOffsets('g', [
+      { ...B0, offset: 100 },
+      { ...B2, offset: 7 },
+    ]);
     const scanner = store.scanner('g');
     await scanner.assign([B0, B1, B2]);
     expect([scanner.position(B0), scanner.position(B1), scanner.position(B2)]).toEqual([100, 0, 7]);
-    expect(scanner.position({ tableId: 1, partitionId: null, bucketId: 0 }), 'null and omitted partition are one bucket').toBe(100);
+    expect(
+      scanner.position({ tableId: 1, partitionId: null, bucketId: 0 }),
+      'null and omitted partition are one bucket',
+    ).toBe(100);
     expect(scanner.assignment()).toHaveLength(3);
-    expect(() => scanner.position(B3)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.position(B3)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
     await store.close();
   });
 
   it("onMissing 'error' rejects assign with INVALID_REQUEST naming the bucket; a resolver function decides the start", async () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('g', [{ ...B0, offset: 100 }]);
-    await expect(store.scanner('g', { onMissing: 'error' }).assign([B0, B2])).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringMatching(/2:0:0|2\/0\/0|tableId.*2/) });
+    await expect(store.scanner('g', { onMissing: 'error' }).assign([B0, B2])).rejects.toMatchObject(
+      { code: 'INVALID_REQUEST', message: expect.stringMatching(/2:0:0|2\/0\/0|tableId.*2/) },
+    );
     const strict = store.scanner('g', { onMissing: 'error' });
     await strict.assign([B0]);
     expect(strict.position(B0)).toBe(100);
@@ -54,22 +68,34 @@ describe('ScannerOffsets', () => {
       },
     });
     await resolving.assign([B0, B1, B3]);
-    expect([resolving.position(B0), resolving.position(B1), resolving.position(B3)]).toEqual([100, 1500, 2001]);
-    expect(asked).toEqual([{ tableId: 1, partitionId: null, bucketId: 1 }, { tableId: 2, partitionId: 1, bucketId: 0 }]);
-    await expect(store.scanner('g', { onMissing: () => -1 }).assign([B1])).rejects.toThrow(RangeError);
+    expect([resolving.position(B0), resolving.position(B1), resolving.position(B3)]).toEqual([
+      100, 1500, 2001,
+    ]);
+    expect(asked).toEqual([
+      { tableId: 1, partitionId: null, bucketId: 1 },
+      { tableId: 2, partitionId: 1, bucketId: 0 },
+    ]);
+    await expect(store.scanner('g', { onMissing: () => -1 }).assign([B1])).rejects.toThrow(
+      RangeError,
+    );
     await store.close();
   });
 
   it('assign is all-or-nothing: when a new position cannot be resolved, the assignment stays as it was', async () => {
     const store = await openStore(tempDir());
-    await store.commitOffsets('g', [{ ...B0, offset: 100 }, { ...B2, offset: 7 }]);
+    await store.commitOffsets('g', [
+      { ...B0, offset: 100 },
+      { ...B2, offset: 7 },
+    ]);
     const scanner = store.scanner('g', { onMissing: 'error' });
     await scanner.assign([B2]);
     scanner.advance(B2, 9);
     await expect(scanner.assign([B0, B1])).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     expect(scanner.assignment()).toEqual([{ tableId: 2, partitionId: 0, bucketId: 0 }]);
     expect(scanner.position(B2)).toBe(9);
-    expect(await committed(store, 'g', [B2]), 'nothing was committed by the failed assign').toEqual([7]);
+    expect(await committed(store, 'g', [B2]), 'nothing was committed by the failed assign').toEqual(
+      [7],
+    );
     await store.close();
   });
 
@@ -80,24 +106,37 @@ describe('ScannerOffsets', () => {
     scanner.advance(B0, 10);
     scanner.advance(B0, 10);
     expect(scanner.position(B0)).toBe(10);
-    expect(() => scanner.advance(B0, 9)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.advance(B0, 9)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
     scanner.seek(B0, 3);
     expect(scanner.position(B0)).toBe(3);
     scanner.seek(B0, 50);
     expect(scanner.position(B0)).toBe(50);
-    expect(() => scanner.seek(B0, -1)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
-    expect(() => scanner.advance(B0, 2 ** 53)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
-    expect(() => scanner.advance(B1, 60)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.seek(B0, -1)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
+    expect(() => scanner.advance(B0, 2 ** 53)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
+    expect(() => scanner.advance(B1, 60)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
     expect(() => scanner.seek(B0, '7' as never)).toThrow(TypeError);
     expect(scanner.position(B0)).toBe(50);
-    await expect(scanner.assign([B0, { ...B0, partitionId: null }])).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await expect(scanner.assign([B0, { ...B0, partitionId: null }])).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    });
     await store.close();
   });
 
   it('commit() commits exactly the positions that moved, as one batch, and is a no-op when nothing moved', async () => {
     const clock = new ManualClock(T0);
     const store = await openStore(tempDir(), { clock, bucketCount: 1 });
-    await store.commitOffsets('g', [B0, B1, B2, B3].map((b) => ({ ...b, offset: 10 })));
+    await store.commitOffsets(
+      'g',
+      [B0, B1, B2, B3].map((b) => ({ ...b, offset: 10 })),
+    );
     const scanner = store.scanner('g');
     await scanner.assign([B0, B1, B2, B3]);
     const start = await batches(store);
@@ -108,11 +147,19 @@ describe('ScannerOffsets', () => {
     scanner.advance(B1, 15);
     scanner.seek(B3, 4);
     scanner.advance(B0, 10); // not a move
-    expect(scanner.movedBuckets()).toEqual([{ tableId: 1, partitionId: null, bucketId: 1 }, { tableId: 2, partitionId: 1, bucketId: 0 }]);
+    expect(scanner.movedBuckets()).toEqual([
+      { tableId: 1, partitionId: null, bucketId: 1 },
+      { tableId: 2, partitionId: 1, bucketId: 0 },
+    ]);
     await scanner.commit();
     expect(await batches(store), 'one atomic commit').toBe(start + 1);
     const fetched = await store.fetchOffsets('g', [B0, B1, B2, B3]);
-    expect(fetched.map((o) => [o?.offset, o?.commitTimestampMs])).toEqual([[10, T0], [15, T0 + 1000], [10, T0], [4, T0 + 1000]]);
+    expect(fetched.map((o) => [o?.offset, o?.commitTimestampMs])).toEqual([
+      [10, T0],
+      [15, T0 + 1000],
+      [10, T0],
+      [4, T0 + 1000],
+    ]);
     expect(scanner.movedBuckets()).toEqual([]);
     await scanner.commit();
     expect(await batches(store)).toBe(start + 1);
@@ -128,12 +175,18 @@ describe('ScannerOffsets', () => {
   it('keeps the positions of a failed commit pending and commits them with the next one', async () => {
     // With room for one pending commit, a commit issued while another is in flight fails (retriably).
     const store = await openStore(tempDir(), { bucketCount: 1, pendingCommitsMax: 1 });
-    await store.commitOffsets('g', [{ ...B0, offset: 0 }, { ...B1, offset: 0 }]);
+    await store.commitOffsets('g', [
+      { ...B0, offset: 0 },
+      { ...B1, offset: 0 },
+    ]);
     const scanner = store.scanner('g');
     await scanner.assign([B0, B1]);
     scanner.advance(B0, 5);
     const blocker = store.commitOffsets('other', [{ ...B0, offset: 1 }]);
-    await expect(scanner.commit()).rejects.toMatchObject({ code: 'TOO_MANY_PENDING_WRITES', retriable: true });
+    await expect(scanner.commit()).rejects.toMatchObject({
+      code: 'TOO_MANY_PENDING_WRITES',
+      retriable: true,
+    });
     await blocker;
     expect(await committed(store, 'g', [B0])).toEqual([0]);
     expect(scanner.movedBuckets()).toEqual([{ tableId: 1, partitionId: null, bucketId: 0 }]);
@@ -149,7 +202,10 @@ describe('ScannerOffsets', () => {
     const fs = new TrackingFileSystem();
     const store = await openStore(tempDir(), { clock, fs, bucketCount: 1, pendingCommitsMax: 1 });
     const errors: unknown[] = [];
-    const scanner = store.scanner('g', { autoCommitIntervalMs: 100, onAutoCommitError: (e) => errors.push(e) });
+    const scanner = store.scanner('g', {
+      autoCommitIntervalMs: 100,
+      onAutoCommitError: (e) => errors.push(e),
+    });
     await scanner.assign([B0]);
     scanner.advance(B0, 1);
     clock.advance(99);
@@ -173,7 +229,10 @@ describe('ScannerOffsets', () => {
     expect(await committed(store, 'g', [B0])).toEqual([1]);
     clock.advance(100);
     await ioIdle(fs);
-    expect(await committed(store, 'g', [B0]), 'the next auto-commit carries the pending position').toEqual([2]);
+    expect(
+      await committed(store, 'g', [B0]),
+      'the next auto-commit carries the pending position',
+    ).toEqual([2]);
     await scanner.close();
     scanner.position(B0);
     clock.advance(1000); // closed: no more auto-commits
@@ -211,7 +270,9 @@ describe('ScannerOffsets', () => {
     await scanner.close();
     expect(await committed(store, 'g', [B1])).toEqual([33]);
     await scanner.close();
-    expect(() => scanner.advance(B1, 40)).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+    expect(() => scanner.advance(B1, 40)).toThrow(
+      expect.objectContaining({ code: 'STORE_CLOSED' }),
+    );
     expect(() => scanner.seek(B1, 40)).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
     await expect(scanner.assign([B0])).rejects.toMatchObject({ code: 'STORE_CLOSED' });
     await store.close();
@@ -244,7 +305,9 @@ describe('ScannerOffsets', () => {
     expect(await committed(store, 'g', [B0])).toEqual([8]);
     expect(scanner.position(B1)).toBe(60);
     expect(scanner.position(B2)).toBe(0);
-    expect(() => scanner.position(B0)).toThrow(expect.objectContaining({ code: 'INVALID_REQUEST' }));
+    expect(() => scanner.position(B0)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    );
     await scanner.commit();
     expect(await committed(store, 'g', [B1])).toEqual([60]);
     await store.close();

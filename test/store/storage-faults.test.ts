@@ -24,8 +24,21 @@ beforeEach(() => {
   warnings = [];
 });
 
-function options(dir: string, fs: FaultyFileSystem, extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions {
-  return { dir, fs, bucketCount: 1, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { background: false }, onWarning: (m) => warnings.push(m), ...extra };
+function options(
+  dir: string,
+  fs: FaultyFileSystem,
+  extra: Partial<OffsetStoreOptions> = {},
+): OffsetStoreOptions {
+  return {
+    dir,
+    fs,
+    bucketCount: 1,
+    segmentBytesMax: 1024,
+    clock: new ManualClock(),
+    compaction: { background: false },
+    onWarning: (m) => warnings.push(m),
+    ...extra,
+  };
 }
 
 /** A store of one offsets-bucket with several sealed segments of overwritten offsets; returns what it holds. */
@@ -35,7 +48,8 @@ async function storeWithGarbage(dir: string, fs: FaultyFileSystem): Promise<Offs
   return store;
 }
 
-const offsetsOf = async (store: OffsetStore) => (await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b);
+const offsetsOf = async (store: OffsetStore) =>
+  (await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b);
 
 describe('a failing disk', () => {
   it('never brings back a commit rejected after a failed fdatasync whose cut-back failed too', async () => {
@@ -44,9 +58,16 @@ describe('a failing disk', () => {
     const store = await OffsetStore.open(options(dir, fs));
     await store.commitOffsets('g', [{ ...K(0), offset: 1 }]);
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1, failTruncateAt: fs.truncateCount + 1 };
-    const rejected = await Promise.allSettled(Array.from({ length: 9 }, (_, i) => store.commitOffsets('g', [{ ...K(i + 1), offset: 100 + i }])));
+    const rejected = await Promise.allSettled(
+      Array.from({ length: 9 }, (_, i) =>
+        store.commitOffsets('g', [{ ...K(i + 1), offset: 100 + i }]),
+      ),
+    );
     expect(rejected.every((r) => r.status === 'rejected')).toBe(true);
-    expect((rejected[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/cutting .* back .* failed too.*recorded/) });
+    expect((rejected[0] as PromiseRejectedResult).reason).toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/cutting .* back .* failed too.*recorded/),
+    });
     await store.close().catch(() => {});
     fs.plan = {};
     const reopened = await OffsetStore.open(options(dir, fs));
@@ -64,12 +85,24 @@ describe('a failing disk', () => {
     const fs = new FaultyFileSystem();
     const store = await OffsetStore.open(options(dir, fs));
     await store.commitOffsets('g', [{ ...K(0), offset: 1 }]);
-    fs.plan = { failDatasyncAt: fs.datasyncCount + 1, failTruncateAt: fs.truncateCount + 1, failMetaOpAt: fs.metaOpCount + 1 };
+    fs.plan = {
+      failDatasyncAt: fs.datasyncCount + 1,
+      failTruncateAt: fs.truncateCount + 1,
+      failMetaOpAt: fs.metaOpCount + 1,
+    };
     const error = await store.commitOffsets('g', [{ ...K(1), offset: 7 }]).catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/truncate .*00000000000000000000\.log to \d+ bytes before reopening it/) });
+    expect(error).toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(
+        /truncate .*00000000000000000000\.log to \d+ bytes before reopening it/,
+      ),
+    });
     await store.close().catch(() => {});
     fs.plan = {};
-    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/before reopening it/) });
+    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/before reopening it/),
+    });
   });
 
   it('keeps a store healthy when a directory operation fails in the middle of a compaction swap', async () => {
@@ -89,9 +122,15 @@ describe('a failing disk', () => {
     }
     // A commit that starts a segment records the log's end in the manifest in the background; a fault
     // planned for the swap may hit that instead, which only warns.
-    const compactionWarnings = warnings.filter((w) => /^compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w));
+    const compactionWarnings = warnings.filter((w) =>
+      /^compaction of offsets-bucket 0 failed: LOG_STORAGE_ERROR/.test(w),
+    );
     expect(compactionWarnings.length, 'each failed compaction warned').toBe(6);
-    expect(warnings.filter((w) => !compactionWarnings.includes(w)).every((w) => /^recording the log end of offsets-bucket 0 .* failed: EIO/.test(w))).toBe(true);
+    expect(
+      warnings
+        .filter((w) => !compactionWarnings.includes(w))
+        .every((w) => /^recording the log end of offsets-bucket 0 .* failed: EIO/.test(w)),
+    ).toBe(true);
     const report = await store.compact();
     expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
     expect(await offsetsOf(store)).toEqual(before);
@@ -111,14 +150,19 @@ describe('a failing disk', () => {
     await expect(store.compact()).rejects.toThrow(/EIO: injected write failure/);
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
     await expect(store.compact()).rejects.toThrow(/EIO: injected fdatasync failure/);
-    expect(warnings).toEqual([expect.stringMatching(/injected write failure/), expect.stringMatching(/injected fdatasync failure/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(/injected write failure/),
+      expect.stringMatching(/injected fdatasync failure/),
+    ]);
     fs.plan = {};
     expect(await offsetsOf(store)).toEqual(before);
     await store.commitOffsets('g', [{ ...K(9), offset: 9 }]);
     await store.close();
     const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
     expect(await offsetsOf(reopened)).toEqual([...before, 9].sort((a, b) => a - b));
-    expect(readdirSync(path.join(dir, 'buckets', '000')).filter((f) => f.endsWith('.cleaned'))).toEqual([]);
+    expect(
+      readdirSync(path.join(dir, 'buckets', '000')).filter((f) => f.endsWith('.cleaned')),
+    ).toEqual([]);
     await reopened.close();
   });
 
@@ -128,9 +172,15 @@ describe('a failing disk', () => {
     const store = await storeWithGarbage(dir, fs);
     await store.close();
     fs.plan = { failReadAt: fs.readCount + 3 };
-    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/EIO: injected read failure/) });
+    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/EIO: injected read failure/),
+    });
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
-    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/EIO: injected fdatasync failure/) });
+    await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/EIO: injected fdatasync failure/),
+    });
     fs.plan = {};
     const reopened = await OffsetStore.open(options(dir, fs));
     expect((await offsetsOf(reopened)).length).toBe(5);
@@ -145,7 +195,10 @@ describe('closing on a failing disk', () => {
     const store = await OffsetStore.open(options(dir, fs));
     await store.commitOffsets('g', [{ ...K(0), offset: 7 }]);
     fs.plan = { failUnlinksOfSuffix: 'LOCK' };
-    await expect(store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', message: expect.stringMatching(/LOCK/) });
+    await expect(store.close()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/LOCK/),
+    });
     expect(existsSync(path.join(dir, 'LOCK'))).toBe(true);
     const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
     expect(await offsetsOf(reopened)).toEqual([7]);
@@ -155,12 +208,27 @@ describe('closing on a failing disk', () => {
 
 describe('a compaction swap intent', () => {
   /** Writes `intent` (with a valid checksum unless `raw`) into bucket 0 of a closed store with several segments. */
-  async function withIntent(intent: unknown, raw = false): Promise<{ dir: string; bucketDir: string; files: string[] }> {
+  async function withIntent(
+    intent: unknown,
+    raw = false,
+  ): Promise<{ dir: string; bucketDir: string; files: string[] }> {
     const dir = tempDir();
     const fs = new FaultyFileSystem();
     await (await storeWithGarbage(dir, fs)).close();
     const bucketDir = path.join(dir, 'buckets', '000');
-    const body = raw ? JSON.stringify(intent) : JSON.stringify({ ...(intent as object), checksum: xxh32(Buffer.from(JSON.stringify([(intent as { inputs: unknown }).inputs, (intent as { outputs: unknown }).outputs]))) });
+    const body = raw
+      ? JSON.stringify(intent)
+      : JSON.stringify({
+          ...(intent as object),
+          checksum: xxh32(
+            Buffer.from(
+              JSON.stringify([
+                (intent as { inputs: unknown }).inputs,
+                (intent as { outputs: unknown }).outputs,
+              ]),
+            ),
+          ),
+        });
     writeFileSync(path.join(bucketDir, 'compaction.swap'), body);
     return { dir, bucketDir, files: readdirSync(bucketDir).sort() };
   }
@@ -170,18 +238,33 @@ describe('a compaction swap intent', () => {
     ['a live segment deleted without outputs', undefined, false],
     ['null', null, true],
     ['an empty object', {}, true],
-    ['an edited list (checksum mismatch)', { inputs: ['00000000000000000000.log'], outputs: [], checksum: 1 }, true],
-  ])('refuses %s with CORRUPT_MESSAGE, renaming and deleting nothing', async (_what, intent, raw) => {
-    const segmentZero = '00000000000000000000.log';
-    const { dir, bucketDir, files } = await withIntent(intent ?? { inputs: [segmentZero], outputs: [] }, raw);
-    const manifest = readFileSync(path.join(dir, 'store.json'));
-    const segments = files.filter((f) => f.endsWith('.log'));
-    expect(segments.length).toBeGreaterThan(2);
-    await expect(OffsetStore.open(options(dir, new FaultyFileSystem()))).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining('compaction.swap') });
-    expect(readdirSync(bucketDir).sort()).toEqual(files);
-    expect(readFileSync(path.join(dir, 'store.json')).equals(manifest)).toBe(true);
-    expect(existsSync(path.join(bucketDir, segmentZero))).toBe(true);
-    const report = await verifyLog(dir);
-    expect(report.problems).toEqual([expect.objectContaining({ kind: 'corrupt', file: path.join(bucketDir, 'compaction.swap') })]);
-  });
+    [
+      'an edited list (checksum mismatch)',
+      { inputs: ['00000000000000000000.log'], outputs: [], checksum: 1 },
+      true,
+    ],
+  ])(
+    'refuses %s with CORRUPT_MESSAGE, renaming and deleting nothing',
+    async (_what, intent, raw) => {
+      const segmentZero = '00000000000000000000.log';
+      const { dir, bucketDir, files } = await withIntent(
+        intent ?? { inputs: [segmentZero], outputs: [] },
+        raw,
+      );
+      const manifest = readFileSync(path.join(dir, 'store.json'));
+      const segments = files.filter((f) => f.endsWith('.log'));
+      expect(segments.length).toBeGreaterThan(2);
+      await expect(OffsetStore.open(options(dir, new FaultyFileSystem()))).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringContaining('compaction.swap'),
+      });
+      expect(readdirSync(bucketDir).sort()).toEqual(files);
+      expect(readFileSync(path.join(dir, 'store.json')).equals(manifest)).toBe(true);
+      expect(existsSync(path.join(bucketDir, segmentZero))).toBe(true);
+      const report = await verifyLog(dir);
+      expect(report.problems).toEqual([
+        expect.objectContaining({ kind: 'corrupt', file: path.join(bucketDir, 'compaction.swap') }),
+      ]);
+    },
+  );
 });

@@ -4,7 +4,13 @@
  * without sleeping.
  */
 import { cpSync } from 'node:fs';
-import { ManualClock, OffsetStore, type CommittedOffset, type GroupListing, type OffsetStoreOptions } from '../../src/index.js';
+import {
+  ManualClock,
+  OffsetStore,
+  type CommittedOffset,
+  type GroupListing,
+  type OffsetStoreOptions,
+} from '../../src/index.js';
 import type { FileHandle, OpenFlags } from '../../src/io/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 
@@ -12,12 +18,25 @@ import { FaultyFileSystem } from '../support/faulty-file-system.js';
  * Opens a store in `dir` on a fresh ManualClock with 4 offsets-buckets, small segments and no
  * background compaction (compaction has its own suite); `overrides` replace any of these.
  */
-export function openStore(dir: string, overrides: Partial<OffsetStoreOptions> = {}): Promise<OffsetStore> {
-  return OffsetStore.open({ dir, bucketCount: 4, segmentBytesMax: 1024, clock: new ManualClock(), compaction: { strategy: 'none' }, ...overrides });
+export function openStore(
+  dir: string,
+  overrides: Partial<OffsetStoreOptions> = {},
+): Promise<OffsetStore> {
+  return OffsetStore.open({
+    dir,
+    bucketCount: 4,
+    segmentBytesMax: 1024,
+    clock: new ManualClock(),
+    compaction: { strategy: 'none' },
+    ...overrides,
+  });
 }
 
 /** Two group ids that live in the same offsets-bucket of `store`, and one that lives elsewhere. */
-export function groupsSharingABucket(store: OffsetStore, prefix = 'group'): { a: string; b: string; elsewhere: string } {
+export function groupsSharingABucket(
+  store: OffsetStore,
+  prefix = 'group',
+): { a: string; b: string; elsewhere: string } {
   const byBucket = new Map<number, string>();
   let elsewhere: string | undefined;
   for (let i = 0; ; i++) {
@@ -33,12 +52,23 @@ export function groupsSharingABucket(store: OffsetStore, prefix = 'group'): { a:
 }
 
 /** Stable order of committed offsets: by table, partition (null first), bucket. */
-export function byBucket(a: { tableId: number; partitionId?: number | null; bucketId: number }, b: { tableId: number; partitionId?: number | null; bucketId: number }): number {
-  return a.tableId - b.tableId || (a.partitionId ?? -1) - (b.partitionId ?? -1) || a.bucketId - b.bucketId;
+export function byBucket(
+  a: { tableId: number; partitionId?: number | null; bucketId: number },
+  b: { tableId: number; partitionId?: number | null; bucketId: number },
+): number {
+  return (
+    a.tableId - b.tableId ||
+    (a.partitionId ?? -1) - (b.partitionId ?? -1) ||
+    a.bucketId - b.bucketId
+  );
 }
 
 /** A key for a bucket reference, with null and omitted partitions alike. */
-export function bucketKey(b: { tableId: number; partitionId?: number | null; bucketId: number }): string {
+export function bucketKey(b: {
+  tableId: number;
+  partitionId?: number | null;
+  bucketId: number;
+}): string {
   return `${b.tableId}/${b.partitionId ?? 'null'}/${b.bucketId}`;
 }
 
@@ -50,7 +80,10 @@ export interface StoreImage {
 }
 
 /** The observable committed state: listGroups, every group's offsets (sorted) and the live-offset total. */
-export async function imageOf(store: OffsetStore, alsoGroups: readonly string[] = []): Promise<StoreImage> {
+export async function imageOf(
+  store: OffsetStore,
+  alsoGroups: readonly string[] = [],
+): Promise<StoreImage> {
   const groups = await store.listGroups();
   const offsets: Record<string, CommittedOffset[]> = {};
   for (const groupId of new Set([...groups.map((g) => g.groupId), ...alsoGroups])) {
@@ -78,7 +111,9 @@ export class TrackingFileSystem extends FaultyFileSystem {
   #track<T>(operation: Promise<T>): Promise<T> {
     this.inFlight++;
     this.started++;
-    return operation.finally(() => { this.inFlight--; });
+    return operation.finally(() => {
+      this.inFlight--;
+    });
   }
 
   override async open(path: string, flags: OpenFlags): Promise<FileHandle> {
@@ -141,7 +176,8 @@ export async function ioIdle(fs: TrackingFileSystem): Promise<void> {
   // Bounded by time, not turns: on a loaded machine one fdatasync can outlast 100,000 turns.
   const giveUpAtMs = performance.now() + 60_000;
   while (quietTurns < 2) {
-    if (performance.now() > giveUpAtMs) throw new Error(`I/O never became idle (${fs.inFlight} operations in flight)`);
+    if (performance.now() > giveUpAtMs)
+      throw new Error(`I/O never became idle (${fs.inFlight} operations in flight)`);
     await turn();
     if (fs.inFlight === 0 && fs.started === lastStarted) quietTurns++;
     else quietTurns = 0;
@@ -160,7 +196,8 @@ export class HeldDatasyncFileSystem extends FaultyFileSystem {
 
   /** Resolves once at least `count` fdatasyncs are being held. */
   async heldCount(count: number): Promise<void> {
-    while (this.#held.length < count) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    while (this.#held.length < count)
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
   }
 
   /** Lets the oldest held fdatasync proceed. */

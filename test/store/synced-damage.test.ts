@@ -17,13 +17,18 @@ const SECTOR = 512;
 
 /** `count` single-offset commits of group 'g', each awaited (each its own write round). */
 async function commitMany(store: OffsetStore, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 50, offset: i, metadata: 'x'.repeat(i % 40) }]);
+  for (let i = 0; i < count; i++)
+    await store.commitOffsets('g', [
+      { tableId: 1, bucketId: i % 50, offset: i, metadata: 'x'.repeat(i % 40) },
+    ]);
 }
 
 /** Zeroes one aligned sector in the middle of the only segment of bucket 0; returns the segment path. */
 function zeroMiddleSector(dir: string): string {
   const bucketDir = path.join(dir, 'buckets', '000');
-  const segments = readdirSync(bucketDir).filter((f) => f.endsWith('.log')).sort();
+  const segments = readdirSync(bucketDir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
   const file = path.join(bucketDir, segments.at(-1)!);
   const bytes = readFileSync(file);
   const at = Math.floor(bytes.length / 2 / SECTOR) * SECTOR;
@@ -34,7 +39,9 @@ function zeroMiddleSector(dir: string): string {
 
 async function expectCorrupt(dir: string, file: string): Promise<void> {
   const warnings: string[] = [];
-  await expect(openStore(dir, { bucketCount: 1, onWarning: (m) => warnings.push(m) })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining(file) });
+  await expect(
+    openStore(dir, { bucketCount: 1, onWarning: (m) => warnings.push(m) }),
+  ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining(file) });
   expect(warnings).toEqual([]);
   const report = await verifyLog(dir);
   expect(report.corruptCount).toBe(1);
@@ -52,7 +59,11 @@ describe('a zeroed sector inside acknowledged data of the active segment', () =>
 
   it("is corruption after a clean close with durability 'os'", async () => {
     const dir = tempDir();
-    const store = await openStore(dir, { bucketCount: 1, segmentBytesMax: 64 << 20, durability: 'os' });
+    const store = await openStore(dir, {
+      bucketCount: 1,
+      segmentBytesMax: 64 << 20,
+      durability: 'os',
+    });
     await commitMany(store, 2_000);
     await store.close();
     await expectCorrupt(dir, zeroMiddleSector(dir));

@@ -61,7 +61,14 @@ export class EtcdCluster {
     const root = mkdtempSync(path.join(tmpdir(), 'offset-store-etcd-'));
     const members: Member[] = [];
     for (let i = 1; i <= options.members; i++) {
-      members.push({ name: `e${i}`, clientPort: await freePort(), peerPort: await freePort(), dataDir: path.join(root, `e${i}`), process: undefined, log: [] });
+      members.push({
+        name: `e${i}`,
+        clientPort: await freePort(),
+        peerPort: await freePort(),
+        dataDir: path.join(root, `e${i}`),
+        process: undefined,
+        log: [],
+      });
     }
     const cluster = new EtcdCluster(members, root, options);
     try {
@@ -85,15 +92,37 @@ export class EtcdCluster {
   }
 
   #spawn(member: Member, state: 'new' | 'existing'): void {
-    const initialCluster = this.#members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',');
+    const initialCluster = this.#members
+      .map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`)
+      .join(',');
     const args = [
-      '--name', member.name, '--data-dir', member.dataDir,
-      '--listen-client-urls', `http://127.0.0.1:${member.clientPort}`, '--advertise-client-urls', `http://127.0.0.1:${member.clientPort}`,
-      '--listen-peer-urls', `http://127.0.0.1:${member.peerPort}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${member.peerPort}`,
-      '--initial-cluster', initialCluster, '--initial-cluster-state', state, '--initial-cluster-token', path.basename(this.#root),
-      '--heartbeat-interval', '100', '--election-timeout', '1000', '--log-level', 'warn',
+      '--name',
+      member.name,
+      '--data-dir',
+      member.dataDir,
+      '--listen-client-urls',
+      `http://127.0.0.1:${member.clientPort}`,
+      '--advertise-client-urls',
+      `http://127.0.0.1:${member.clientPort}`,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${member.peerPort}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${member.peerPort}`,
+      '--initial-cluster',
+      initialCluster,
+      '--initial-cluster-state',
+      state,
+      '--initial-cluster-token',
+      path.basename(this.#root),
+      '--heartbeat-interval',
+      '100',
+      '--election-timeout',
+      '1000',
+      '--log-level',
+      'warn',
     ];
-    if (this.#options.quotaBackendBytes !== undefined) args.push('--quota-backend-bytes', String(this.#options.quotaBackendBytes));
+    if (this.#options.quotaBackendBytes !== undefined)
+      args.push('--quota-backend-bytes', String(this.#options.quotaBackendBytes));
     const child = spawn('etcd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.on('data', (chunk: Buffer) => {
       member.log.push(chunk.toString());
@@ -108,15 +137,23 @@ export class EtcdCluster {
     for (const member of this.#members) {
       if (member.process === undefined) continue;
       for (;;) {
-        if (member.process.exitCode !== null) throw new Error(`etcd member ${member.name} exited (${member.process.exitCode}): ${member.log.join('').slice(-2000)}`);
+        if (member.process.exitCode !== null)
+          throw new Error(
+            `etcd member ${member.name} exited (${member.process.exitCode}): ${member.log.join('').slice(-2000)}`,
+          );
         try {
-          const res = await fetch(`http://127.0.0.1:${member.clientPort}/health`, { signal: AbortSignal.timeout(1000) });
+          const res = await fetch(`http://127.0.0.1:${member.clientPort}/health`, {
+            signal: AbortSignal.timeout(1000),
+          });
           const body = (await res.json()) as { health?: string };
           if (body.health === 'true') break;
         } catch {
           // not up yet
         }
-        if (Date.now() > deadline) throw new Error(`etcd member ${member.name} not healthy after ${timeoutMs} ms: ${member.log.join('').slice(-2000)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `etcd member ${member.name} not healthy after ${timeoutMs} ms: ${member.log.join('').slice(-2000)}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     }
@@ -127,10 +164,17 @@ export class EtcdCluster {
     for (const member of this.#members) {
       if (member.process === undefined) continue;
       try {
-        const res = await fetch(`http://127.0.0.1:${member.clientPort}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+        const res = await fetch(`http://127.0.0.1:${member.clientPort}/v3/maintenance/status`, {
+          method: 'POST',
+          body: '{}',
+          signal: AbortSignal.timeout(1000),
+        });
         const body = (await res.json()) as { header: { member_id: string }; leader: string };
         if (body.leader === body.header.member_id) return member.name;
-        const members = await fetch(`http://127.0.0.1:${member.clientPort}/v3/cluster/member/list`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+        const members = await fetch(
+          `http://127.0.0.1:${member.clientPort}/v3/cluster/member/list`,
+          { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) },
+        );
         const list = (await members.json()) as { members: { ID: string; name: string }[] };
         const found = list.members.find((m) => m.ID === body.leader);
         if (found !== undefined) return found.name;

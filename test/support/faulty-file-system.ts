@@ -52,7 +52,11 @@ export class FaultyFileSystem implements FileSystem {
       path: handle.path,
       async writev(buffers, position) {
         self.writevCount++;
-        if ((self.plan.failWritevAt !== undefined && self.writevCount >= self.plan.failWritevAt) || (self.plan.failWritesToSuffix !== undefined && path.endsWith(self.plan.failWritesToSuffix))) {
+        if (
+          (self.plan.failWritevAt !== undefined && self.writevCount >= self.plan.failWritevAt) ||
+          (self.plan.failWritesToSuffix !== undefined &&
+            path.endsWith(self.plan.failWritesToSuffix))
+        ) {
           throw Object.assign(new Error('EIO: injected write failure'), { code: 'EIO' });
         }
         const limit = self.plan.fileBytesMax;
@@ -60,7 +64,9 @@ export class FaultyFileSystem implements FileSystem {
         if (limit !== undefined && position + totalBytes > limit) {
           const fits = Buffer.concat(buffers).subarray(0, Math.max(0, limit - position));
           if (fits.length > 0) await handle.writev([fits], position);
-          throw Object.assign(new Error('ENOSPC: no space left on device (injected)'), { code: 'ENOSPC' });
+          throw Object.assign(new Error('ENOSPC: no space left on device (injected)'), {
+            code: 'ENOSPC',
+          });
         }
         return handle.writev(buffers, position);
       },
@@ -73,14 +79,20 @@ export class FaultyFileSystem implements FileSystem {
       },
       async datasync() {
         self.datasyncCount++;
-        if (self.plan.failDatasyncAt !== undefined && self.datasyncCount === self.plan.failDatasyncAt) {
+        if (
+          self.plan.failDatasyncAt !== undefined &&
+          self.datasyncCount === self.plan.failDatasyncAt
+        ) {
           throw Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
         }
         return handle.datasync();
       },
       async truncate(n) {
         self.truncateCount++;
-        if (self.plan.failTruncateAt !== undefined && self.truncateCount >= self.plan.failTruncateAt) {
+        if (
+          self.plan.failTruncateAt !== undefined &&
+          self.truncateCount >= self.plan.failTruncateAt
+        ) {
           throw Object.assign(new Error('EIO: injected truncate failure'), { code: 'EIO' });
         }
         return handle.truncate(n);
@@ -92,19 +104,37 @@ export class FaultyFileSystem implements FileSystem {
 
   async readFile(path: string) {
     this.readCount++;
-    if (this.plan.failReadAt !== undefined && this.readCount >= this.plan.failReadAt) throw Object.assign(new Error('EIO: injected read failure'), { code: 'EIO' });
+    if (this.plan.failReadAt !== undefined && this.readCount >= this.plan.failReadAt)
+      throw Object.assign(new Error('EIO: injected read failure'), { code: 'EIO' });
     return this.inner.readFile(path);
   }
-  readdir(path: string) { return this.inner.readdir(path); }
-  mkdir(path: string) { return this.inner.mkdir(path); }
-  async rename(from: string, to: string) { this.#metaOp('rename'); return this.inner.rename(from, to); }
+  readdir(path: string) {
+    return this.inner.readdir(path);
+  }
+  mkdir(path: string) {
+    return this.inner.mkdir(path);
+  }
+  async rename(from: string, to: string) {
+    this.#metaOp('rename');
+    return this.inner.rename(from, to);
+  }
   async unlink(path: string) {
     this.#metaOp('unlink');
-    if (this.plan.failUnlinksOfSuffix !== undefined && path.endsWith(this.plan.failUnlinksOfSuffix)) throw Object.assign(new Error('EIO: injected unlink failure'), { code: 'EIO' });
+    if (this.plan.failUnlinksOfSuffix !== undefined && path.endsWith(this.plan.failUnlinksOfSuffix))
+      throw Object.assign(new Error('EIO: injected unlink failure'), { code: 'EIO' });
     return this.inner.unlink(path);
   }
-  removeTree(path: string) { return this.inner.removeTree(path); }
-  async syncDir(path: string) { this.#metaOp('syncDir'); return this.inner.syncDir(path); }
-  sizeBytes(path: string) { return this.inner.sizeBytes(path); }
-  holdLock(dir: string): Promise<DirectoryLockResult> { return this.inner.holdLock(dir); }
+  removeTree(path: string) {
+    return this.inner.removeTree(path);
+  }
+  async syncDir(path: string) {
+    this.#metaOp('syncDir');
+    return this.inner.syncDir(path);
+  }
+  sizeBytes(path: string) {
+    return this.inner.sizeBytes(path);
+  }
+  holdLock(dir: string): Promise<DirectoryLockResult> {
+    return this.inner.holdLock(dir);
+  }
 }

@@ -19,12 +19,24 @@ export function logOptions(dir: string, overrides: Partial<LogOptions> = {}): Lo
 
 /** A small batch whose content identifies `n`. */
 export function testBatch(n: number, records = 2): Buffer {
-  const specs = Array.from({ length: records }, (_, i) => ({ tableId: n, partitionId: null, bucketId: i, offset: n * 10 + i, leaderEpoch: -1, metadata: `m${n}` }));
+  const specs = Array.from({ length: records }, (_, i) => ({
+    tableId: n,
+    partitionId: null,
+    bucketId: i,
+    offset: n * 10 + i,
+    leaderEpoch: -1,
+    metadata: `m${n}`,
+  }));
   return buildOffsetBatch(`group-${n % 7}`, specs, 1_700_000_000_000 + n);
 }
 
 /** Every batch of a reopened log as (log offset, bytes). */
-export async function readAll(options: LogOptions): Promise<{ batches: { logOffset: number; bytes: Buffer }[]; log: Log; bytesTruncated: number; report: LogRecoveryReport }> {
+export async function readAll(options: LogOptions): Promise<{
+  batches: { logOffset: number; bytes: Buffer }[];
+  log: Log;
+  bytesTruncated: number;
+  report: LogRecoveryReport;
+}> {
   const batches: { logOffset: number; bytes: Buffer }[] = [];
   const { log, report } = await Log.open(options, {
     fromLogOffset: 0,

@@ -9,7 +9,8 @@ import { afterEach, expect } from 'vitest';
 const stray: string[] = [];
 const emitWarning = process.emitWarning.bind(process);
 process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-  const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
+  const type =
+    typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
   if (type === 'OffsetStoreWarning') {
     stray.push(String(warning));
     return;
@@ -19,5 +20,7 @@ process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
 
 afterEach(() => {
   const warnings = stray.splice(0);
-  expect(warnings, 'store warnings nobody listened for (pass onWarning and assert on it)').toEqual([]);
+  expect(warnings, 'store warnings nobody listened for (pass onWarning and assert on it)').toEqual(
+    [],
+  );
 });

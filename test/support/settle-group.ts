@@ -25,7 +25,8 @@ export interface SettleGroupOptions {
   timeMsMax?: number;
 }
 
-const keysOf = (refs: readonly TableBucket[]): string[] => refs.map((r) => `${r.tableId}/${r.partitionId}/${r.bucketId}`).sort();
+const keysOf = (refs: readonly TableBucket[]): string[] =>
+  refs.map((r) => `${r.tableId}/${r.partitionId}/${r.bucketId}`).sort();
 
 function assignedTo(view: GroupView | null, member: GroupMember): string[] | undefined {
   const described = view?.members.find((m) => m.memberId === member.memberId);
@@ -33,17 +34,26 @@ function assignedTo(view: GroupView | null, member: GroupMember): string[] | und
 }
 
 function isSettled(view: GroupView | null, members: readonly GroupMember[]): boolean {
-  return view?.state === 'Stable' && members.every((m) => JSON.stringify(assignedTo(view, m)) === JSON.stringify(keysOf(m.assignment)));
+  return (
+    view?.state === 'Stable' &&
+    members.every(
+      (m) => JSON.stringify(assignedTo(view, m)) === JSON.stringify(keysOf(m.assignment)),
+    )
+  );
 }
 
 /**
  * Advances `clock` until the group of `members` (all of one group) is Stable and each member holds
  * exactly its assignment; asserts it got there within `timeMsMax` of clock time.
  */
-export async function settleGroup(members: readonly GroupMember[], options: SettleGroupOptions): Promise<void> {
+export async function settleGroup(
+  members: readonly GroupMember[],
+  options: SettleGroupOptions,
+): Promise<void> {
   const { clock, describe, stepMs = 100, timeMsMax = 30_000 } = options;
   const groupId = members[0]?.groupId;
-  if (groupId === undefined || members.some((m) => m.groupId !== groupId)) throw new TypeError('settleGroup() needs members of one group');
+  if (groupId === undefined || members.some((m) => m.groupId !== groupId))
+    throw new TypeError('settleGroup() needs members of one group');
   let view = await describe(groupId);
   for (let spentMs = 0; spentMs < timeMsMax && !isSettled(view, members); spentMs += stepMs) {
     clock.advance(stepMs);
@@ -51,5 +61,8 @@ export async function settleGroup(members: readonly GroupMember[], options: Sett
     view = await describe(groupId);
   }
   expect(view?.state, `group ${groupId} after up to ${timeMsMax} ms`).toBe('Stable');
-  for (const m of members) expect(assignedTo(view, m), `member ${m.memberId} holds its assignment`).toEqual(keysOf(m.assignment));
+  for (const m of members)
+    expect(assignedTo(view, m), `member ${m.memberId} holds its assignment`).toEqual(
+      keysOf(m.assignment),
+    );
 }

@@ -26,7 +26,9 @@ function remove(dirs: string[]): void {
 /** A fresh temporary directory, removed after the current test (call it in a test or `beforeEach`). */
 export function tempDir(prefix = 'offset-store-'): string {
   if (expect.getState().currentTestName === undefined) {
-    throw new TypeError('tempDir() outside a test is removed after the first test; use fileTempDir() for beforeAll fixtures');
+    throw new TypeError(
+      'tempDir() outside a test is removed after the first test; use fileTempDir() for beforeAll fixtures',
+    );
   }
   return make(prefix, perTest);
 }

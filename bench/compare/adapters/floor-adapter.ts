@@ -20,7 +20,8 @@ const FILE_BYTES = 256 * 1024 * 1024;
 /** The floor "adapter"; see the module header. */
 export class FloorAdapter implements OffsetStoreAdapter {
   readonly name = 'write+fdatasync floor';
-  readonly durability = 'writeSync + fdatasyncSync of the same bytes, one per group of pending commits';
+  readonly durability =
+    'writeSync + fdatasyncSync of the same bytes, one per group of pending commits';
   #fd: number | undefined;
   #position = 0;
   /** An encoded batch per (group id length, offsets) shape: the bytes a commit of that shape writes. */
@@ -32,7 +33,8 @@ export class FloorAdapter implements OffsetStoreAdapter {
     await loadChecksum();
     this.#fd = fs.openSync(path.join(dir, 'floor.log'), 'w+');
     const zeros = Buffer.alloc(8 * 1024 * 1024);
-    for (let at = 0; at < FILE_BYTES; at += zeros.length) fs.writeSync(this.#fd, zeros, 0, zeros.length, at);
+    for (let at = 0; at < FILE_BYTES; at += zeros.length)
+      fs.writeSync(this.#fd, zeros, 0, zeros.length, at);
     fs.fsyncSync(this.#fd);
   }
 
@@ -40,7 +42,18 @@ export class FloorAdapter implements OffsetStoreAdapter {
     const key = `${Buffer.byteLength(groupId)}:${offsets.length}:${offsets.reduce((n, o) => n + (o.metadata?.length ?? 0), 0)}`;
     let bytes = this.#batches.get(key);
     if (bytes === undefined) {
-      bytes = buildOffsetBatch(groupId, offsets.map((o) => ({ tableId: o.tableId, partitionId: o.partitionId ?? null, bucketId: o.bucketId, offset: o.offset, leaderEpoch: o.leaderEpoch ?? -1, metadata: o.metadata ?? '' })), Date.now());
+      bytes = buildOffsetBatch(
+        groupId,
+        offsets.map((o) => ({
+          tableId: o.tableId,
+          partitionId: o.partitionId ?? null,
+          bucketId: o.bucketId,
+          offset: o.offset,
+          leaderEpoch: o.leaderEpoch ?? -1,
+          metadata: o.metadata ?? '',
+        })),
+        Date.now(),
+      );
       this.#batches.set(key, bytes);
     }
     const written = bytes;
@@ -71,7 +84,10 @@ export class FloorAdapter implements OffsetStoreAdapter {
     }
   }
 
-  async fetch(_groupId: string, buckets: readonly BucketRef[]): Promise<(CommittedOffset | null)[]> {
+  async fetch(
+    _groupId: string,
+    buckets: readonly BucketRef[],
+  ): Promise<(CommittedOffset | null)[]> {
     return buckets.map(() => null);
   }
 

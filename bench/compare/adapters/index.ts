@@ -39,9 +39,10 @@ export async function loadSubjectSpec(): Promise<AdapterSpec | UnavailableAdapte
     return { id: SUBJECT_ID, create: () => new module.OffsetStoreAdapterImpl() };
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    const reason = code === 'ERR_MODULE_NOT_FOUND'
-      ? `src/index.ts not loadable yet (${(error as Error).message.split('\n')[0]})`
-      : `offset-store adapter failed to load: ${String(error)}`;
+    const reason =
+      code === 'ERR_MODULE_NOT_FOUND'
+        ? `src/index.ts not loadable yet (${(error as Error).message.split('\n')[0]})`
+        : `offset-store adapter failed to load: ${String(error)}`;
     return { id: SUBJECT_ID, reason };
   }
 }
@@ -65,6 +66,8 @@ export async function loadAdapterSpec(id: string): Promise<AdapterSpec> {
   const { specs, unavailable } = await loadAdapterSpecs([id]);
   const spec = specs[0];
   if (spec !== undefined) return spec;
-  const why = unavailable[0]?.reason ?? `unknown adapter id '${id}' (known: ${[SUBJECT_ID, ...PEER_SPECS.map((s) => s.id)].join(', ')})`;
+  const why =
+    unavailable[0]?.reason ??
+    `unknown adapter id '${id}' (known: ${[SUBJECT_ID, ...PEER_SPECS.map((s) => s.id)].join(', ')})`;
   throw new Error(why);
 }

@@ -28,7 +28,10 @@ export class LevelAdapter implements OffsetStoreAdapter {
 
   async open(dir: string): Promise<void> {
     if (this.#db !== undefined) throw new Error('level adapter is already open');
-    const db: LevelDb = new ClassicLevel<Buffer, Buffer>(join(dir, 'level'), { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const db: LevelDb = new ClassicLevel<Buffer, Buffer>(join(dir, 'level'), {
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+    });
     await db.open();
     this.#db = db;
   }

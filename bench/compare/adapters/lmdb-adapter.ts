@@ -35,10 +35,12 @@ export class LmdbAdapter implements OffsetStoreAdapter {
 
   constructor(writeMode: LmdbWriteMode = 'transactionSync') {
     this.#writeMode = writeMode;
-    this.name = writeMode === 'transactionSync' ? 'lmdb-js transactionSync' : 'lmdb-js async transaction';
-    this.durability = writeMode === 'transactionSync'
-      ? 'LMDB default sync: fdatasync + O_DSYNC meta write per commit'
-      : 'LMDB default sync per batched txn, then await db.flushed';
+    this.name =
+      writeMode === 'transactionSync' ? 'lmdb-js transactionSync' : 'lmdb-js async transaction';
+    this.durability =
+      writeMode === 'transactionSync'
+        ? 'LMDB default sync: fdatasync + O_DSYNC meta write per commit'
+        : 'LMDB default sync per batched txn, then await db.flushed';
   }
 
   async open(dir: string): Promise<void> {
@@ -53,7 +55,10 @@ export class LmdbAdapter implements OffsetStoreAdapter {
     // makes lmdb-js treat the transaction as still running.
     const write = (): void => {
       for (const o of offsets) {
-        db.put(keyOf(groupId, o), encodeOffsetValue(o.offset, o.leaderEpoch ?? -1, commitTimestampMs, o.metadata ?? ''));
+        db.put(
+          keyOf(groupId, o),
+          encodeOffsetValue(o.offset, o.leaderEpoch ?? -1, commitTimestampMs, o.metadata ?? ''),
+        );
       }
     };
     if (this.#writeMode === 'transactionSync') {

@@ -18,7 +18,12 @@ const HEADER_BYTES = 20;
 const TWO_POW_32 = 2 ** 32;
 
 /** Encodes one committed offset's value. */
-export function encodeOffsetValue(offset: number, leaderEpoch: number, commitTimestampMs: number, metadata: string): Buffer {
+export function encodeOffsetValue(
+  offset: number,
+  leaderEpoch: number,
+  commitTimestampMs: number,
+  metadata: string,
+): Buffer {
   const metadataBytes = metadata.length === 0 ? 0 : Buffer.byteLength(metadata, 'utf8');
   const buf = Buffer.allocUnsafe(HEADER_BYTES + metadataBytes);
   buf.writeUInt32LE(Math.floor(offset / TWO_POW_32), 0);
@@ -31,9 +36,15 @@ export function encodeOffsetValue(offset: number, leaderEpoch: number, commitTim
 }
 
 /** Decodes a value written by `encodeOffsetValue` into the offset of `bucket`. */
-export function decodeOffsetValue(bucket: BucketRef, value: Uint8Array): CommittedOffset & { partitionId: number | null } {
-  const buf = Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  if (buf.length < HEADER_BYTES) throw new RangeError(`offset value of ${buf.length} bytes, expected at least ${HEADER_BYTES}`);
+export function decodeOffsetValue(
+  bucket: BucketRef,
+  value: Uint8Array,
+): CommittedOffset & { partitionId: number | null } {
+  const buf = Buffer.isBuffer(value)
+    ? value
+    : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  if (buf.length < HEADER_BYTES)
+    throw new RangeError(`offset value of ${buf.length} bytes, expected at least ${HEADER_BYTES}`);
   return {
     tableId: bucket.tableId,
     partitionId: bucket.partitionId ?? null,

@@ -66,7 +66,8 @@ export class SqliteAdapter implements OffsetStoreAdapter {
     const db = new Database(join(dir, 'offsets.sqlite'));
     try {
       const journalMode = db.pragma('journal_mode = WAL', { simple: true });
-      if (journalMode !== 'wal') throw new Error(`sqlite refused WAL mode (journal_mode=${String(journalMode)})`);
+      if (journalMode !== 'wal')
+        throw new Error(`sqlite refused WAL mode (journal_mode=${String(journalMode)})`);
       db.pragma('synchronous = FULL');
       db.exec(SCHEMA);
       this.#prepared = prepare(db);
@@ -83,7 +84,10 @@ export class SqliteAdapter implements OffsetStoreAdapter {
     if (!this.#synchronousVerified) {
       prepared.db.pragma('synchronous = FULL');
       const level = this.synchronousLevel();
-      if (level !== SYNCHRONOUS_FULL) throw new Error(`sqlite synchronous is ${level} after the first write, expected ${SYNCHRONOUS_FULL} (FULL)`);
+      if (level !== SYNCHRONOUS_FULL)
+        throw new Error(
+          `sqlite synchronous is ${level} after the first write, expected ${SYNCHRONOUS_FULL} (FULL)`,
+        );
       this.#synchronousVerified = true;
     }
   }
@@ -92,7 +96,12 @@ export class SqliteAdapter implements OffsetStoreAdapter {
     const prepared = this.#open();
     if (buckets.length === 1) {
       const bucket = buckets[0]!;
-      return [toCommitted(bucket, prepared.select.get(groupId, bucket.tableId, bucket.partitionId ?? -1, bucket.bucketId))];
+      return [
+        toCommitted(
+          bucket,
+          prepared.select.get(groupId, bucket.tableId, bucket.partitionId ?? -1, bucket.bucketId),
+        ),
+      ];
     }
     return prepared.fetchMany(groupId, buckets);
   }
@@ -115,15 +124,33 @@ export class SqliteAdapter implements OffsetStoreAdapter {
 }
 
 function prepare(db: Database.Database): Prepared {
-  const upsert = db.prepare<[string, number, number, number, number, number, number, string]>(UPSERT);
+  const upsert =
+    db.prepare<[string, number, number, number, number, number, number, string]>(UPSERT);
   const select = db.prepare<[string, number, number, number], OffsetRow>(SELECT);
-  const commit = db.transaction((groupId: string, offsets: readonly OffsetCommit[], commitTimestampMs: number) => {
-    for (const o of offsets) {
-      upsert.run(groupId, o.tableId, o.partitionId ?? -1, o.bucketId, o.offset, o.leaderEpoch ?? -1, commitTimestampMs, o.metadata ?? '');
-    }
-  });
+  const commit = db.transaction(
+    (groupId: string, offsets: readonly OffsetCommit[], commitTimestampMs: number) => {
+      for (const o of offsets) {
+        upsert.run(
+          groupId,
+          o.tableId,
+          o.partitionId ?? -1,
+          o.bucketId,
+          o.offset,
+          o.leaderEpoch ?? -1,
+          commitTimestampMs,
+          o.metadata ?? '',
+        );
+      }
+    },
+  );
   const fetchMany = db.transaction((groupId: string, buckets: readonly BucketRef[]) =>
-    buckets.map((bucket) => toCommitted(bucket, select.get(groupId, bucket.tableId, bucket.partitionId ?? -1, bucket.bucketId))));
+    buckets.map((bucket) =>
+      toCommitted(
+        bucket,
+        select.get(groupId, bucket.tableId, bucket.partitionId ?? -1, bucket.bucketId),
+      ),
+    ),
+  );
   return { db, commit, select, fetchMany };
 }
 

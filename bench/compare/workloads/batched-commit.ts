@@ -28,13 +28,35 @@ export const batchedCommit: Workload = {
       const prepare = (): void => {
         round += 1;
         offsets = new Array(OFFSETS_PER_COMMIT);
-        for (let b = 0; b < OFFSETS_PER_COMMIT; b++) offsets[b] = { tableId: 1, partitionId: null, bucketId: b, offset: round * OFFSETS_PER_COMMIT + b };
+        for (let b = 0; b < OFFSETS_PER_COMMIT; b++)
+          offsets[b] = {
+            tableId: 1,
+            partitionId: null,
+            bucketId: b,
+            offset: round * OFFSETS_PER_COMMIT + b,
+          };
       };
-      const stats = await tinybench(`${spec.id} commit ${OFFSETS_PER_COMMIT} offsets`, () => adapter.commit('batch-group', offsets), context.config.benchMs, prepare);
-      const last = await adapter.fetch('batch-group', [{ tableId: 1, partitionId: null, bucketId: OFFSETS_PER_COMMIT - 1 }]);
-      if (spec.writeOnly !== true && last[0]?.offset !== round * OFFSETS_PER_COMMIT + OFFSETS_PER_COMMIT - 1) throw new Error(`last commit not readable back (got ${String(last[0]?.offset)})`);
+      const stats = await tinybench(
+        `${spec.id} commit ${OFFSETS_PER_COMMIT} offsets`,
+        () => adapter.commit('batch-group', offsets),
+        context.config.benchMs,
+        prepare,
+      );
+      const last = await adapter.fetch('batch-group', [
+        { tableId: 1, partitionId: null, bucketId: OFFSETS_PER_COMMIT - 1 },
+      ]);
+      if (
+        spec.writeOnly !== true &&
+        last[0]?.offset !== round * OFFSETS_PER_COMMIT + OFFSETS_PER_COMMIT - 1
+      )
+        throw new Error(`last commit not readable back (got ${String(last[0]?.offset)})`);
       return {
-        headline: { label: 'offsets/s', value: (OFFSETS_PER_COMMIT * 1000) / stats.meanMs, unit: 'ops/s', better: 'higher' },
+        headline: {
+          label: 'offsets/s',
+          value: (OFFSETS_PER_COMMIT * 1000) / stats.meanMs,
+          unit: 'ops/s',
+          better: 'higher',
+        },
         details: [
           { label: 'commits/s', value: 1000 / stats.meanMs, unit: 'ops/s', better: 'higher' },
           { label: 'commit p50', value: stats.p50Ms * 1e6, unit: 'ns', better: 'lower' },

@@ -17,7 +17,9 @@ export const fetchMany: Workload = {
   title: 'fetch of 100 buckets in one call',
   runsVariants: false,
   peerRatio: true,
-  targets: [{ kind: 'vs-peer', peerId: 'lmdb', factor: 10, text: '>= 10x lmdb-js (time per offset)' }],
+  targets: [
+    { kind: 'vs-peer', peerId: 'lmdb', factor: 10, text: '>= 10x lmdb-js (time per offset)' },
+  ],
   async run(spec, context) {
     const { config } = context;
     const groups = Math.ceil(config.liveOffsets / config.bucketsPerGroup);
@@ -28,13 +30,23 @@ export const fetchMany: Workload = {
       const picks = Array.from({ length: PICKS }, () => groupName(random.int(0, groups - 1)));
       const buckets = groupBuckets(config.bucketsPerGroup);
       let next = 0;
-      const stats = await tinybench(`${spec.id} fetch ${buckets.length} buckets`, async () => {
-        const result = await adapter.fetch(picks[next++ & (PICKS - 1)]!, buckets);
-        if (result[buckets.length - 1] === null) throw new Error('fetch returned null for a populated bucket');
-      }, config.benchMs);
+      const stats = await tinybench(
+        `${spec.id} fetch ${buckets.length} buckets`,
+        async () => {
+          const result = await adapter.fetch(picks[next++ & (PICKS - 1)]!, buckets);
+          if (result[buckets.length - 1] === null)
+            throw new Error('fetch returned null for a populated bucket');
+        },
+        config.benchMs,
+      );
       const nsPerCall = stats.meanMs * 1e6;
       return {
-        headline: { label: 'per offset', value: nsPerCall / buckets.length, unit: 'ns', better: 'lower' },
+        headline: {
+          label: 'per offset',
+          value: nsPerCall / buckets.length,
+          unit: 'ns',
+          better: 'lower',
+        },
         details: [
           { label: 'per call', value: nsPerCall, unit: 'ns', better: 'lower' },
           { label: 'call p99', value: stats.p99Ms * 1e6, unit: 'ns', better: 'lower' },

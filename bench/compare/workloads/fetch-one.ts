@@ -31,22 +31,33 @@ export const fetchOne: Workload = {
       const random = new Random(config.seed);
       const picks = Array.from({ length: PICKS }, () => ({
         groupId: groupName(random.int(0, groups - 1)),
-        buckets: [{ tableId: 1, partitionId: null, bucketId: random.int(0, config.bucketsPerGroup - 1) }] as BucketRef[],
+        buckets: [
+          { tableId: 1, partitionId: null, bucketId: random.int(0, config.bucketsPerGroup - 1) },
+        ] as BucketRef[],
       }));
       let next = 0;
-      const stats = await tinybench(`${spec.id} fetch 1 bucket x${FETCHES_PER_SAMPLE}`, async () => {
-        for (let i = 0; i < FETCHES_PER_SAMPLE; i++) {
-          const pick = picks[next++ & (PICKS - 1)]!;
-          const result = await adapter.fetch(pick.groupId, pick.buckets);
-          if (result[0] === null) throw new Error(`fetch of ${pick.groupId} returned null`);
-        }
-      }, config.benchMs);
+      const stats = await tinybench(
+        `${spec.id} fetch 1 bucket x${FETCHES_PER_SAMPLE}`,
+        async () => {
+          for (let i = 0; i < FETCHES_PER_SAMPLE; i++) {
+            const pick = picks[next++ & (PICKS - 1)]!;
+            const result = await adapter.fetch(pick.groupId, pick.buckets);
+            if (result[0] === null) throw new Error(`fetch of ${pick.groupId} returned null`);
+          }
+        },
+        config.benchMs,
+      );
       const nsPerFetch = (stats.meanMs * 1e6) / FETCHES_PER_SAMPLE;
       return {
         headline: { label: 'per fetch', value: nsPerFetch, unit: 'ns', better: 'lower' },
         details: [
           { label: 'fetches/s', value: 1e9 / nsPerFetch, unit: 'ops/s', better: 'higher' },
-          { label: `p99 per fetch (${FETCHES_PER_SAMPLE}-fetch samples)`, value: (stats.p99Ms * 1e6) / FETCHES_PER_SAMPLE, unit: 'ns', better: 'lower' },
+          {
+            label: `p99 per fetch (${FETCHES_PER_SAMPLE}-fetch samples)`,
+            value: (stats.p99Ms * 1e6) / FETCHES_PER_SAMPLE,
+            unit: 'ns',
+            better: 'lower',
+          },
         ],
         notes: [`${config.liveOffsets} live offsets in ${groups} groups`],
       };

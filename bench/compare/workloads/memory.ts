@@ -28,7 +28,10 @@ export const memory: Workload = {
   async run(spec, context) {
     const { config } = context;
     const probe = await runProbe(spec.id, config.memoryOffsets, context.freshDir());
-    const worst = Math.max(probe.heapAfterWrites + probe.externalAfterWrites, probe.heapAfterReopen + probe.externalAfterReopen);
+    const worst = Math.max(
+      probe.heapAfterWrites + probe.externalAfterWrites,
+      probe.heapAfterReopen + probe.externalAfterReopen,
+    );
     return {
       headline: { label: 'heap+external per offset', value: worst, unit: 'B', better: 'lower' },
       details: [
@@ -39,26 +42,37 @@ export const memory: Workload = {
         { label: 'external', value: probe.externalAfterReopen, unit: 'B', better: 'lower' },
         { label: 'RSS', value: probe.rssAfterReopen, unit: 'B', better: 'lower' },
       ],
-      notes: [`${probe.liveOffsets} live offsets; headline = larger of after-writes and after-reopen`],
+      notes: [
+        `${probe.liveOffsets} live offsets; headline = larger of after-writes and after-reopen`,
+      ],
     };
   },
 };
 
 function runProbe(adapterId: string, liveOffsets: number, dir: string): Promise<MemoryProbeResult> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--expose-gc', '--import', 'tsx', PROBE, adapterId, String(liveOffsets), dir],
+    execFile(
+      process.execPath,
+      ['--expose-gc', '--import', 'tsx', PROBE, adapterId, String(liveOffsets), dir],
       { cwd: REPO_ROOT, maxBuffer: 16 * 2 ** 20, timeout: 30 * 60_000 },
       (error, stdout, stderr) => {
         if (error !== null) {
-          reject(new Error(`memory probe for ${adapterId} failed: ${stderr.trim() || error.message}`));
+          reject(
+            new Error(`memory probe for ${adapterId} failed: ${stderr.trim() || error.message}`),
+          );
           return;
         }
         const line = stdout.trim().split('\n').pop() ?? '';
         try {
           resolve(JSON.parse(line) as MemoryProbeResult);
         } catch {
-          reject(new Error(`memory probe for ${adapterId} printed no result: ${stdout.trim()} ${stderr.trim()}`));
+          reject(
+            new Error(
+              `memory probe for ${adapterId} printed no result: ${stdout.trim()} ${stderr.trim()}`,
+            ),
+          );
         }
-      });
+      },
+    );
   });
 }

@@ -29,18 +29,30 @@ export const mixed: Workload = {
     return withAdapter(spec, context.freshDir(), async (adapter) => {
       const prefillStart = performance.now();
       let nextGroup = 0;
-      await Promise.all(Array.from({ length: PREFILL_WRITERS }, async () => {
-        for (let g = nextGroup++; g < groups; g = nextGroup++) {
-          const offsets: OffsetCommit[] = Array.from({ length: BUCKETS_PER_GROUP }, (_, bucketId) => ({ tableId: 1, partitionId: null, bucketId, offset: 0 }));
-          await adapter.commit(`m${g}`, offsets);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: PREFILL_WRITERS }, async () => {
+          for (let g = nextGroup++; g < groups; g = nextGroup++) {
+            const offsets: OffsetCommit[] = Array.from(
+              { length: BUCKETS_PER_GROUP },
+              (_, bucketId) => ({ tableId: 1, partitionId: null, bucketId, offset: 0 }),
+            );
+            await adapter.commit(`m${g}`, offsets);
+          }
+        }),
+      );
       const prefillMs = performance.now() - prefillStart;
 
-      const randoms = Array.from({ length: config.mixedWorkers }, (_, k) => new Random(config.seed * 7919 + k));
+      const randoms = Array.from(
+        { length: config.mixedWorkers },
+        (_, k) => new Random(config.seed * 7919 + k),
+      );
       let offset = 0;
       const result = await closedLoop(
-        { workers: config.mixedWorkers, warmupMs: config.warmupSeconds * 1000, measureMs: config.mixedSeconds * 1000 },
+        {
+          workers: config.mixedWorkers,
+          warmupMs: config.warmupSeconds * 1000,
+          measureMs: config.mixedSeconds * 1000,
+        },
         async (k) => {
           const random = randoms[k]!;
           const groupId = `m${random.int(0, groups - 1)}`;
@@ -49,14 +61,26 @@ export const mixed: Workload = {
           if (random.next() < COMMIT_SHARE) {
             offset += 1;
             const offsets: OffsetCommit[] = new Array(count);
-            for (let i = 0; i < count; i++) offsets[i] = { tableId: 1, partitionId: null, bucketId: (first + i) % BUCKETS_PER_GROUP, offset };
+            for (let i = 0; i < count; i++)
+              offsets[i] = {
+                tableId: 1,
+                partitionId: null,
+                bucketId: (first + i) % BUCKETS_PER_GROUP,
+                offset,
+              };
             await adapter.commit(groupId, offsets);
             return 'commit';
           }
           const buckets: BucketRef[] = new Array(count);
-          for (let i = 0; i < count; i++) buckets[i] = { tableId: 1, partitionId: null, bucketId: (first + i) % BUCKETS_PER_GROUP };
+          for (let i = 0; i < count; i++)
+            buckets[i] = {
+              tableId: 1,
+              partitionId: null,
+              bucketId: (first + i) % BUCKETS_PER_GROUP,
+            };
           const fetched = await adapter.fetch(groupId, buckets);
-          if (fetched[0] === null) throw new Error(`fetch of prefilled group ${groupId} returned null`);
+          if (fetched[0] === null)
+            throw new Error(`fetch of prefilled group ${groupId} returned null`);
           return 'fetch';
         },
       );
@@ -68,11 +92,18 @@ export const mixed: Workload = {
       return {
         headline: { label: 'ops/s', value: ops / seconds, unit: 'ops/s', better: 'higher' },
         details: [
-          { label: 'commits/s', value: (commits?.count ?? 0) / seconds, unit: 'ops/s', better: 'higher' },
+          {
+            label: 'commits/s',
+            value: (commits?.count ?? 0) / seconds,
+            unit: 'ops/s',
+            better: 'higher',
+          },
           ...latencyMetrics('commit', commits),
           ...latencyMetrics('fetch', fetches),
         ],
-        notes: [`${groups} groups prefilled in ${(prefillMs / 1000).toFixed(1)} s; ${ops} ops in ${seconds} s`],
+        notes: [
+          `${groups} groups prefilled in ${(prefillMs / 1000).toFixed(1)} s; ${ops} ops in ${seconds} s`,
+        ],
       };
     });
   },

@@ -15,7 +15,11 @@ export function groupName(i: number): string {
 
 /** The buckets of every populated group. */
 export function groupBuckets(bucketsPerGroup: number): BucketRef[] {
-  return Array.from({ length: bucketsPerGroup }, (_, bucketId) => ({ tableId: 1, partitionId: null, bucketId }));
+  return Array.from({ length: bucketsPerGroup }, (_, bucketId) => ({
+    tableId: 1,
+    partitionId: null,
+    bucketId,
+  }));
 }
 
 /** The offset `populate` commits for group `i`, bucket `bucketId`. */
@@ -24,13 +28,18 @@ export function expectedOffset(i: number, bucketId: number): number {
 }
 
 /** Commits `groups * bucketsPerGroup` live offsets; returns the elapsed milliseconds. */
-export async function populate(adapter: OffsetStoreAdapter, groups: number, bucketsPerGroup: number): Promise<number> {
+export async function populate(
+  adapter: OffsetStoreAdapter,
+  groups: number,
+  bucketsPerGroup: number,
+): Promise<number> {
   const t0 = performance.now();
   let next = 0;
   const writer = async (): Promise<void> => {
     for (let i = next++; i < groups; i = next++) {
       const offsets: OffsetCommit[] = new Array(bucketsPerGroup);
-      for (let b = 0; b < bucketsPerGroup; b++) offsets[b] = { tableId: 1, partitionId: null, bucketId: b, offset: expectedOffset(i, b) };
+      for (let b = 0; b < bucketsPerGroup; b++)
+        offsets[b] = { tableId: 1, partitionId: null, bucketId: b, offset: expectedOffset(i, b) };
       await adapter.commit(groupName(i), offsets);
     }
   };
@@ -39,10 +48,17 @@ export async function populate(adapter: OffsetStoreAdapter, groups: number, buck
 }
 
 /** Throws unless `adapter` returns the populated offsets of group `i`. */
-export async function checkPopulated(adapter: OffsetStoreAdapter, i: number, bucketsPerGroup: number): Promise<void> {
+export async function checkPopulated(
+  adapter: OffsetStoreAdapter,
+  i: number,
+  bucketsPerGroup: number,
+): Promise<void> {
   const fetched = await adapter.fetch(groupName(i), groupBuckets(bucketsPerGroup));
   for (let b = 0; b < bucketsPerGroup; b++) {
     const got = fetched[b]?.offset;
-    if (got !== expectedOffset(i, b)) throw new Error(`group ${groupName(i)} bucket ${b}: expected offset ${expectedOffset(i, b)}, got ${String(got)}`);
+    if (got !== expectedOffset(i, b))
+      throw new Error(
+        `group ${groupName(i)} bucket ${b}: expected offset ${expectedOffset(i, b)}, got ${String(got)}`,
+      );
   }
 }

@@ -18,7 +18,9 @@ export const recovery: Workload = {
   title: 'reopen with live offsets, until the first fetch answers',
   runsVariants: false,
   peerRatio: true,
-  targets: [{ kind: 'absolute', max: 1000, text: '< 1000 ms at 1M live offsets', onlyAtScale: 'full' }],
+  targets: [
+    { kind: 'absolute', max: 1000, text: '< 1000 ms at 1M live offsets', onlyAtScale: 'full' },
+  ],
   async run(spec, context) {
     const { config } = context;
     const groups = Math.ceil(config.liveOffsets / config.bucketsPerGroup);
@@ -50,9 +52,16 @@ export const recovery: Workload = {
       headline: { label: 'reopen (median)', value: median, unit: 'ms', better: 'lower' },
       details: [
         { label: 'reopen (min)', value: sorted[0]!, unit: 'ms', better: 'lower' },
-        { label: 'live offsets/s recovered', value: (liveOffsets * 1000) / median, unit: 'ops/s', better: 'higher' },
+        {
+          label: 'live offsets/s recovered',
+          value: (liveOffsets * 1000) / median,
+          unit: 'ops/s',
+          better: 'higher',
+        },
       ],
-      notes: [`${liveOffsets} live offsets; populated in ${(populateMs / 1000).toFixed(1)} s; reopens ${reopenMs.map((ms) => ms.toFixed(1)).join(', ')} ms`],
+      notes: [
+        `${liveOffsets} live offsets; populated in ${(populateMs / 1000).toFixed(1)} s; reopens ${reopenMs.map((ms) => ms.toFixed(1)).join(', ')} ms`,
+      ],
     };
   },
 };

@@ -57,7 +57,11 @@ export interface Workload {
 }
 
 /** Opens a fresh adapter of `spec` on `dir`, runs `body`, and closes it whatever happens. */
-export async function withAdapter<T>(spec: AdapterSpec, dir: string, body: (adapter: OffsetStoreAdapter) => Promise<T>): Promise<T> {
+export async function withAdapter<T>(
+  spec: AdapterSpec,
+  dir: string,
+  body: (adapter: OffsetStoreAdapter) => Promise<T>,
+): Promise<T> {
   const adapter = spec.create();
   await adapter.open(dir);
   try {
@@ -76,15 +80,34 @@ export interface TinybenchStats {
 }
 
 /** Times `fn` with tinybench for `timeMs` (plus a short warmup); `beforeEach` runs outside the timing. */
-export async function tinybench(name: string, fn: Fn, timeMs: number, beforeEach?: FnHook): Promise<TinybenchStats> {
-  const bench = new Bench({ name, time: timeMs, warmupTime: Math.min(500, Math.ceil(timeMs / 3)), iterations: 10, throws: true });
+export async function tinybench(
+  name: string,
+  fn: Fn,
+  timeMs: number,
+  beforeEach?: FnHook,
+): Promise<TinybenchStats> {
+  const bench = new Bench({
+    name,
+    time: timeMs,
+    warmupTime: Math.min(500, Math.ceil(timeMs / 3)),
+    iterations: 10,
+    throws: true,
+  });
   bench.add(name, fn, beforeEach === undefined ? {} : { beforeEach });
   await bench.run();
   const result = bench.tasks[0]?.result;
-  if (result === undefined || (result.state !== 'completed' && result.state !== 'aborted-with-statistics')) {
+  if (
+    result === undefined ||
+    (result.state !== 'completed' && result.state !== 'aborted-with-statistics')
+  ) {
     throw new Error(`tinybench task '${name}' did not complete (${result?.state ?? 'no result'})`);
   }
-  return { meanMs: result.latency.mean, p50Ms: result.latency.p50, p99Ms: result.latency.p99, samples: result.latency.samplesCount };
+  return {
+    meanMs: result.latency.mean,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    samples: result.latency.samplesCount,
+  };
 }
 
 /** Outcome of a closed-loop run: the measured window and one histogram per operation kind. */
@@ -125,7 +148,16 @@ export async function closedLoop(
 /** Latency quantiles of `histogram` as metrics named `${prefix} p50` etc., in nanoseconds. */
 export function latencyMetrics(prefix: string, histogram: LatencyHistogram | undefined): Metric[] {
   if (histogram === undefined || histogram.count === 0) return [];
-  return ([['p50', 0.5], ['p99', 0.99], ['p999', 0.999]] as const).map(([name, q]) => ({
-    label: `${prefix} ${name}`, value: histogram.quantileNs(q), unit: 'ns' as const, better: 'lower' as const,
+  return (
+    [
+      ['p50', 0.5],
+      ['p99', 0.99],
+      ['p999', 0.999],
+    ] as const
+  ).map(([name, q]) => ({
+    label: `${prefix} ${name}`,
+    value: histogram.quantileNs(q),
+    unit: 'ns' as const,
+    better: 'lower' as const,
   }));
 }

@@ -9,43 +9,112 @@
 import * as path from 'node:path';
 import { NodeFileSystem } from '../../io/index.js';
 import { MANIFEST_FILE } from '../../log/index.js';
-import { ACL_OPERATIONS, AclSet, aclProblem, type AclBinding, type AclOperation, type AclPatternType } from '../../kafka/index.js';
-import { EXIT, UsageError, noPositionals, stringListOption, stringOption, type Command, type CommandContext, type OptionSpec } from '../command.js';
+import {
+  ACL_OPERATIONS,
+  AclSet,
+  aclProblem,
+  type AclBinding,
+  type AclOperation,
+  type AclPatternType,
+} from '../../kafka/index.js';
+import {
+  EXIT,
+  UsageError,
+  noPositionals,
+  stringListOption,
+  stringOption,
+  type Command,
+  type CommandContext,
+  type OptionSpec,
+} from '../command.js';
 
 const ACL_OPTIONS: Record<string, OptionSpec> = {
-  'allow-principal': { type: 'string', multiple: true, valueName: '<User:name>', description: 'principal the ACL allows (repeatable; User:* for everyone)' },
-  'deny-principal': { type: 'string', multiple: true, valueName: '<User:name>', description: 'principal the ACL denies (repeatable)' },
-  'allow-host': { type: 'string', valueName: '<ip|*>', description: 'host the allow ACLs apply to (default *)' },
-  'deny-host': { type: 'string', valueName: '<ip|*>', description: 'host the deny ACLs apply to (default *)' },
-  operation: { type: 'string', multiple: true, valueName: '<Read|Describe|Delete|All>', description: 'operation (repeatable)' },
-  group: { type: 'string', multiple: true, valueName: '<name>', description: 'group resource (repeatable; * for every group)' },
-  topic: { type: 'string', multiple: true, valueName: '<name>', description: 'topic resource (repeatable; * for every topic)' },
-  'resource-pattern-type': { type: 'string', valueName: '<literal|prefixed>', description: 'how --group and --topic names match (default literal)' },
+  'allow-principal': {
+    type: 'string',
+    multiple: true,
+    valueName: '<User:name>',
+    description: 'principal the ACL allows (repeatable; User:* for everyone)',
+  },
+  'deny-principal': {
+    type: 'string',
+    multiple: true,
+    valueName: '<User:name>',
+    description: 'principal the ACL denies (repeatable)',
+  },
+  'allow-host': {
+    type: 'string',
+    valueName: '<ip|*>',
+    description: 'host the allow ACLs apply to (default *)',
+  },
+  'deny-host': {
+    type: 'string',
+    valueName: '<ip|*>',
+    description: 'host the deny ACLs apply to (default *)',
+  },
+  operation: {
+    type: 'string',
+    multiple: true,
+    valueName: '<Read|Describe|Delete|All>',
+    description: 'operation (repeatable)',
+  },
+  group: {
+    type: 'string',
+    multiple: true,
+    valueName: '<name>',
+    description: 'group resource (repeatable; * for every group)',
+  },
+  topic: {
+    type: 'string',
+    multiple: true,
+    valueName: '<name>',
+    description: 'topic resource (repeatable; * for every topic)',
+  },
+  'resource-pattern-type': {
+    type: 'string',
+    valueName: '<literal|prefixed>',
+    description: 'how --group and --topic names match (default literal)',
+  },
 };
 
 async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
-  if (await fs.sizeBytes(path.join(dir, MANIFEST_FILE)) === null) throw new UsageError(`${dir} holds no store (no ${MANIFEST_FILE})`);
+  if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
+    throw new UsageError(`${dir} holds no store (no ${MANIFEST_FILE})`);
 }
 
 function operationOf(text: string): AclOperation {
   const found = ACL_OPERATIONS.find((o) => o.toLowerCase() === text.toLowerCase());
-  if (found === undefined) throw new UsageError(`--operation must be one of ${ACL_OPERATIONS.join(', ')}, got ${JSON.stringify(text)}`);
+  if (found === undefined)
+    throw new UsageError(
+      `--operation must be one of ${ACL_OPERATIONS.join(', ')}, got ${JSON.stringify(text)}`,
+    );
   return found;
 }
 
 function principalOf(text: string): string {
-  if (!/^User:.+$/.test(text)) throw new UsageError(`a principal is User:<name> (or User:*), got ${JSON.stringify(text)}`);
+  if (!/^User:.+$/.test(text))
+    throw new UsageError(`a principal is User:<name> (or User:*), got ${JSON.stringify(text)}`);
   return text;
 }
 
 /** Every ACL the flags name. */
 function aclsOf(context: CommandContext): AclBinding[] {
   const patternText = (stringOption(context, 'resource-pattern-type') ?? 'literal').toLowerCase();
-  if (patternText !== 'literal' && patternText !== 'prefixed') throw new UsageError(`--resource-pattern-type must be literal or prefixed, got ${JSON.stringify(patternText)}`);
+  if (patternText !== 'literal' && patternText !== 'prefixed')
+    throw new UsageError(
+      `--resource-pattern-type must be literal or prefixed, got ${JSON.stringify(patternText)}`,
+    );
   const patternType = patternText.toUpperCase() as AclPatternType;
   const permissions = [
-    ...stringListOption(context, 'allow-principal').map((p) => ({ principal: principalOf(p), permission: 'ALLOW' as const, host: stringOption(context, 'allow-host') ?? '*' })),
-    ...stringListOption(context, 'deny-principal').map((p) => ({ principal: principalOf(p), permission: 'DENY' as const, host: stringOption(context, 'deny-host') ?? '*' })),
+    ...stringListOption(context, 'allow-principal').map((p) => ({
+      principal: principalOf(p),
+      permission: 'ALLOW' as const,
+      host: stringOption(context, 'allow-host') ?? '*',
+    })),
+    ...stringListOption(context, 'deny-principal').map((p) => ({
+      principal: principalOf(p),
+      permission: 'DENY' as const,
+      host: stringOption(context, 'deny-host') ?? '*',
+    })),
   ];
   const operations = stringListOption(context, 'operation').map(operationOf);
   const resources = [
@@ -56,7 +125,9 @@ function aclsOf(context: CommandContext): AclBinding[] {
   if (operations.length === 0) throw new UsageError('give --operation');
   if (resources.length === 0) throw new UsageError('give --group or --topic');
   const acls: AclBinding[] = [];
-  for (const p of permissions) for (const operation of operations) for (const r of resources) acls.push({ ...p, operation, ...r, patternType });
+  for (const p of permissions)
+    for (const operation of operations)
+      for (const r of resources) acls.push({ ...p, operation, ...r, patternType });
   for (const acl of acls) {
     const problem = aclProblem(acl);
     if (problem !== null) throw new UsageError(problem);
@@ -65,17 +136,32 @@ function aclsOf(context: CommandContext): AclBinding[] {
 }
 
 function describe(acl: AclBinding): string[] {
-  return [acl.principal, acl.permission, acl.operation, `${acl.resourceType}:${acl.name}`, acl.patternType, acl.host];
+  return [
+    acl.principal,
+    acl.permission,
+    acl.operation,
+    `${acl.resourceType}:${acl.name}`,
+    acl.patternType,
+    acl.host,
+  ];
 }
 
-const COLUMNS = [{ header: 'PRINCIPAL' }, { header: 'PERMISSION' }, { header: 'OPERATION' }, { header: 'RESOURCE' }, { header: 'PATTERN' }, { header: 'HOST' }];
+const COLUMNS = [
+  { header: 'PRINCIPAL' },
+  { header: 'PERMISSION' },
+  { header: 'OPERATION' },
+  { header: 'RESOURCE' },
+  { header: 'PATTERN' },
+  { header: 'HOST' },
+];
 
 /** The `acls add` command. */
 export const aclsAdd: Command = {
   words: ['acls', 'add'],
   positionals: [],
   summary: 'add ACLs (Kafka kafka-acls.sh flags) for offset-store serve --authorizer',
-  description: 'Adds one ACL per principal, operation and resource given to kafka-acls.json. A running server reads the change on SIGHUP. See docs/security.md.',
+  description:
+    'Adds one ACL per principal, operation and resource given to kafka-acls.json. A running server reads the change on SIGHUP. See docs/security.md.',
   options: ACL_OPTIONS,
   examples: [
     'offset-store acls add --dir ./offsets --allow-principal User:alice --operation Read --group team- --resource-pattern-type prefixed',
@@ -98,9 +184,12 @@ export const aclsRemove: Command = {
   words: ['acls', 'remove'],
   positionals: [],
   summary: 'remove ACLs',
-  description: 'Removes the ACLs the flags name (exactly: principal, permission, host, operation, resource and pattern type). A running server reads the change on SIGHUP.',
+  description:
+    'Removes the ACLs the flags name (exactly: principal, permission, host, operation, resource and pattern type). A running server reads the change on SIGHUP.',
   options: ACL_OPTIONS,
-  examples: ['offset-store acls remove --dir ./offsets --allow-principal User:alice --operation Read --group team- --resource-pattern-type prefixed'],
+  examples: [
+    'offset-store acls remove --dir ./offsets --allow-principal User:alice --operation Read --group team- --resource-pattern-type prefixed',
+  ],
   async run(context) {
     noPositionals(context);
     const acls = aclsOf(context);
@@ -118,17 +207,25 @@ export const aclsList: Command = {
   words: ['acls', 'list'],
   positionals: [],
   summary: 'list the ACLs',
-  description: 'Lists the ACLs of kafka-acls.json, optionally only those on the given --group or --topic names.',
+  description:
+    'Lists the ACLs of kafka-acls.json, optionally only those on the given --group or --topic names.',
   options: { group: ACL_OPTIONS.group!, topic: ACL_OPTIONS.topic! },
-  examples: ['offset-store acls list --dir ./offsets', 'offset-store acls list --dir ./offsets --group team-a --json'],
+  examples: [
+    'offset-store acls list --dir ./offsets',
+    'offset-store acls list --dir ./offsets --group team-a --json',
+  ],
   async run(context) {
     noPositionals(context);
     const fs = new NodeFileSystem();
     await requireStore(fs, context.dir);
     const groups = stringListOption(context, 'group');
     const topics = stringListOption(context, 'topic');
-    const acls = (await AclSet.load(fs, context.dir)).acls.filter((a) => (groups.length === 0 && topics.length === 0)
-      || (a.resourceType === 'Group' && groups.includes(a.name)) || (a.resourceType === 'Topic' && topics.includes(a.name)));
+    const acls = (await AclSet.load(fs, context.dir)).acls.filter(
+      (a) =>
+        (groups.length === 0 && topics.length === 0) ||
+        (a.resourceType === 'Group' && groups.includes(a.name)) ||
+        (a.resourceType === 'Topic' && topics.includes(a.name)),
+    );
     if (context.output.json) context.output.result({ acls });
     else if (acls.length === 0) context.output.line('No ACLs.');
     else context.output.table(COLUMNS, acls.map(describe));

@@ -8,35 +8,73 @@ export const clusterStatusCommand: Command = {
   positionals: [],
   summary: "a cluster's nodes, and each offsets-bucket's owner, epoch and log in etcd",
   description: [
-    'Reads a cluster\'s state from etcd (nothing is changed): the live nodes with their Kafka addresses,',
+    "Reads a cluster's state from etcd (nothing is changed): the live nodes with their Kafka addresses,",
     'and per offsets-bucket its owner and coordinator epoch (none while it moves between nodes), the node',
-    'rendezvous hashing places it on, its next log offset, its checkpoint\'s log offset and the batches of',
+    "rendezvous hashing places it on, its next log offset, its checkpoint's log offset and the batches of",
     'its log still in etcd. --dir is not used. See docs/cluster.md.',
   ].join('\n'),
   options: {
-    etcd: { type: 'string', valueName: '<urls>', description: 'etcd client URLs, comma-separated (required)' },
-    'etcd-prefix': { type: 'string', valueName: '<prefix>', description: 'key prefix of the cluster in etcd (default /offset-store/)' },
+    etcd: {
+      type: 'string',
+      valueName: '<urls>',
+      description: 'etcd client URLs, comma-separated (required)',
+    },
+    'etcd-prefix': {
+      type: 'string',
+      valueName: '<prefix>',
+      description: 'key prefix of the cluster in etcd (default /offset-store/)',
+    },
   },
-  examples: ['offset-store cluster status --etcd http://127.0.0.1:2379', 'offset-store cluster status --etcd http://127.0.0.1:2379 --json'],
+  examples: [
+    'offset-store cluster status --etcd http://127.0.0.1:2379',
+    'offset-store cluster status --etcd http://127.0.0.1:2379 --json',
+  ],
   defaultDir: '.',
   async run(context) {
     noPositionals(context);
     const etcd = stringOption(context, 'etcd');
     if (etcd === undefined) throw new UsageError('--etcd <urls> is required');
-    const connection = new EtcdConnection({ endpoints: etcd.split(',').map((u) => u.trim()).filter((u) => u.length > 0) });
+    const connection = new EtcdConnection({
+      endpoints: etcd
+        .split(',')
+        .map((u) => u.trim())
+        .filter((u) => u.length > 0),
+    });
     try {
-      const status = await clusterStatus(connection, new ClusterKeys(stringOption(context, 'etcd-prefix')));
+      const status = await clusterStatus(
+        connection,
+        new ClusterKeys(stringOption(context, 'etcd-prefix')),
+      );
       const { output } = context;
       if (output.json) {
         output.result(status);
         return EXIT.OK;
       }
       output.line(`${status.nodes.length} live node(s), ${status.bucketCount} offsets-buckets`);
-      output.table([{ header: 'NODE' }, { header: 'BROKER-ID', align: 'right' }, { header: 'ADDRESS' }], status.nodes.map((n) => [n.nodeId, String(n.brokerId), `${n.host}:${n.port}`]));
+      output.table(
+        [{ header: 'NODE' }, { header: 'BROKER-ID', align: 'right' }, { header: 'ADDRESS' }],
+        status.nodes.map((n) => [n.nodeId, String(n.brokerId), `${n.host}:${n.port}`]),
+      );
       output.line();
       output.table(
-        [{ header: 'BUCKET', align: 'right' }, { header: 'OWNER' }, { header: 'EPOCH', align: 'right' }, { header: 'PLACED-ON' }, { header: 'NEXT-LOG-OFFSET', align: 'right' }, { header: 'CHECKPOINT', align: 'right' }, { header: 'LOG-BATCHES', align: 'right' }],
-        status.buckets.map((b) => [String(b.bucket), b.owner?.nodeId ?? '-', b.owner === undefined ? '-' : String(b.owner.epoch), b.assignedTo ?? '-', String(b.nextLogOffset), String(b.checkpointLogOffset), String(b.logBatches)]),
+        [
+          { header: 'BUCKET', align: 'right' },
+          { header: 'OWNER' },
+          { header: 'EPOCH', align: 'right' },
+          { header: 'PLACED-ON' },
+          { header: 'NEXT-LOG-OFFSET', align: 'right' },
+          { header: 'CHECKPOINT', align: 'right' },
+          { header: 'LOG-BATCHES', align: 'right' },
+        ],
+        status.buckets.map((b) => [
+          String(b.bucket),
+          b.owner?.nodeId ?? '-',
+          b.owner === undefined ? '-' : String(b.owner.epoch),
+          b.assignedTo ?? '-',
+          String(b.nextLogOffset),
+          String(b.checkpointLogOffset),
+          String(b.logBatches),
+        ]),
       );
       return EXIT.OK;
     } finally {

@@ -4,8 +4,21 @@
  * when the verification holds.
  */
 import { DEMO_DEFAULTS, runDemo, type DemoEvent, type DemoResult } from '../demo/demo-scenario.js';
-import { EXIT, UsageError, integerOption, noPositionals, type Command, type CommandContext } from '../command.js';
-import { formatBytes, formatCount, formatDuration, formatPercentChange, type Output } from '../output.js';
+import {
+  EXIT,
+  UsageError,
+  integerOption,
+  noPositionals,
+  type Command,
+  type CommandContext,
+} from '../command.js';
+import {
+  formatBytes,
+  formatCount,
+  formatDuration,
+  formatPercentChange,
+  type Output,
+} from '../output.js';
 
 /** The `demo` command. */
 export const demo: Command = {
@@ -24,19 +37,41 @@ export const demo: Command = {
     'fetch latency, records written and a compaction result.',
   ].join('\n'),
   options: {
-    members: { type: 'string', valueName: '<n>', description: `scanners in the group (default ${DEMO_DEFAULTS.memberCount}, at least 2)` },
-    buckets: { type: 'string', valueName: '<n>', description: `buckets of the synthetic table (default ${DEMO_DEFAULTS.bucketCount})` },
-    'records-per-bucket': { type: 'string', valueName: '<n>', description: `records in each bucket (default ${DEMO_DEFAULTS.recordsPerBucket})` },
-    'session-timeout-ms': { type: 'string', valueName: '<ms>', description: `session timeout of the scanners (default ${DEMO_DEFAULTS.sessionTimeoutMs})` },
+    members: {
+      type: 'string',
+      valueName: '<n>',
+      description: `scanners in the group (default ${DEMO_DEFAULTS.memberCount}, at least 2)`,
+    },
+    buckets: {
+      type: 'string',
+      valueName: '<n>',
+      description: `buckets of the synthetic table (default ${DEMO_DEFAULTS.bucketCount})`,
+    },
+    'records-per-bucket': {
+      type: 'string',
+      valueName: '<n>',
+      description: `records in each bucket (default ${DEMO_DEFAULTS.recordsPerBucket})`,
+    },
+    'session-timeout-ms': {
+      type: 'string',
+      valueName: '<ms>',
+      description: `session timeout of the scanners (default ${DEMO_DEFAULTS.sessionTimeoutMs})`,
+    },
   },
-  examples: ['npm start', 'offset-store demo --dir /tmp/offset-demo', 'offset-store demo --members 6 --buckets 24 --json'],
+  examples: [
+    'npm start',
+    'offset-store demo --dir /tmp/offset-demo',
+    'offset-store demo --members 6 --buckets 24 --json',
+  ],
   async run(context) {
     noPositionals(context);
     const options = demoOptions(context);
     const { output } = context;
     if (!output.json) {
       output.line(`offset-store demo in ${options.dir}`);
-      output.line(`  table 1: ${options.bucketCount} buckets x ${formatCount(options.recordsPerBucket)} records; group demo-scanners: ${options.memberCount} scanners, session timeout ${formatDuration(options.sessionTimeoutMs)}, heartbeat every ${formatDuration(options.heartbeatIntervalMs)}, commit every 100 ms`);
+      output.line(
+        `  table 1: ${options.bucketCount} buckets x ${formatCount(options.recordsPerBucket)} records; group demo-scanners: ${options.memberCount} scanners, session timeout ${formatDuration(options.sessionTimeoutMs)}, heartbeat every ${formatDuration(options.heartbeatIntervalMs)}, commit every 100 ms`,
+      );
       output.line();
     }
     const result = await runDemo(options, (event) => {
@@ -57,14 +92,20 @@ function demoOptions(context: CommandContext) {
     dir: context.dir,
     memberCount: integerOption(context, 'members') ?? DEMO_DEFAULTS.memberCount,
     bucketCount: integerOption(context, 'buckets') ?? DEMO_DEFAULTS.bucketCount,
-    recordsPerBucket: integerOption(context, 'records-per-bucket') ?? DEMO_DEFAULTS.recordsPerBucket,
-    sessionTimeoutMs: integerOption(context, 'session-timeout-ms') ?? DEMO_DEFAULTS.sessionTimeoutMs,
+    recordsPerBucket:
+      integerOption(context, 'records-per-bucket') ?? DEMO_DEFAULTS.recordsPerBucket,
+    sessionTimeoutMs:
+      integerOption(context, 'session-timeout-ms') ?? DEMO_DEFAULTS.sessionTimeoutMs,
     heartbeatIntervalMs: DEMO_DEFAULTS.heartbeatIntervalMs,
   };
-  if (options.memberCount < 2 || options.memberCount > 64) throw new UsageError('--members must be in [2, 64]');
-  if (options.bucketCount < 1 || options.bucketCount > 1024) throw new UsageError('--buckets must be in [1, 1024]');
-  if (options.recordsPerBucket < 100 || options.recordsPerBucket > 1_000_000) throw new UsageError('--records-per-bucket must be in [100, 1000000]');
-  if (options.sessionTimeoutMs < 500 || options.sessionTimeoutMs > 30_000) throw new UsageError('--session-timeout-ms must be in [500, 30000]');
+  if (options.memberCount < 2 || options.memberCount > 64)
+    throw new UsageError('--members must be in [2, 64]');
+  if (options.bucketCount < 1 || options.bucketCount > 1024)
+    throw new UsageError('--buckets must be in [1, 1024]');
+  if (options.recordsPerBucket < 100 || options.recordsPerBucket > 1_000_000)
+    throw new UsageError('--records-per-bucket must be in [100, 1000000]');
+  if (options.sessionTimeoutMs < 500 || options.sessionTimeoutMs > 30_000)
+    throw new UsageError('--session-timeout-ms must be in [500, 30000]');
   return options;
 }
 
@@ -84,7 +125,9 @@ function formatEvent(event: DemoEvent): string {
     case 'lost':
       return `${time} ${event.scanner} was fenced and lost buckets [${list(event.bucketIds)}]`;
     case 'stable':
-      return `${time} group Stable at epoch ${event.groupEpoch}: ${Object.entries(event.owners).map(([name, ids]) => `${name} [${list(ids)}]`).join(', ')}`;
+      return `${time} group Stable at epoch ${event.groupEpoch}: ${Object.entries(event.owners)
+        .map(([name, ids]) => `${name} [${list(ids)}]`)
+        .join(', ')}`;
     case 'killed':
       return `${time} KILL ${event.scanner}: stops heartbeating without leaving. Its buckets [${list(event.positions.map((p) => p.bucketId))}] were read to [${list(event.positions.map((p) => p.next))}], last committed [${list(event.positions.map((p) => p.committed))}]`;
     case 'resumed':
@@ -100,22 +143,52 @@ function printResult(output: Output, r: DemoResult): void {
   const v = r.verification;
   output.line();
   output.line('Verification');
-  output.line(`  ${v.skipped.length === 0 ? 'OK  ' : 'FAIL'} nothing skipped: ${formatCount(r.bucketCount * r.recordsPerBucket)} records in ${r.bucketCount} buckets, each consumed at least once${v.skipped.length === 0 ? '' : `; skipped: ${v.skipped.map((s) => `bucket ${s.bucketId} [${s.from}, ${s.to})`).join(', ')}`}`);
-  output.line(`  ${v.resumedAtLastCommit === v.movedBuckets ? 'OK  ' : 'FAIL'} ${v.resumedAtLastCommit}/${v.movedBuckets} buckets of the killed scanner resumed exactly at its last committed offset (moved after ${r.killed.rebalanceMs === null ? '-' : formatDuration(r.killed.rebalanceMs)}, session timeout ${formatDuration(r.sessionTimeoutMs)})`);
-  output.line(`  ${v.finalOffsetsAtEnd ? 'OK  ' : 'FAIL'} every committed offset is at the end of its bucket (${formatCount(r.recordsPerBucket)})`);
-  output.line(`  INFO ${formatCount(v.duplicates)} duplicate reads (at-least-once): ${v.unexplainedDuplicates === 0 ? 'all of them records the killed scanner had read but not yet committed' : `${formatCount(v.unexplainedDuplicates)} outside the killed scanner's uncommitted ranges`}`);
+  output.line(
+    `  ${v.skipped.length === 0 ? 'OK  ' : 'FAIL'} nothing skipped: ${formatCount(r.bucketCount * r.recordsPerBucket)} records in ${r.bucketCount} buckets, each consumed at least once${v.skipped.length === 0 ? '' : `; skipped: ${v.skipped.map((s) => `bucket ${s.bucketId} [${s.from}, ${s.to})`).join(', ')}`}`,
+  );
+  output.line(
+    `  ${v.resumedAtLastCommit === v.movedBuckets ? 'OK  ' : 'FAIL'} ${v.resumedAtLastCommit}/${v.movedBuckets} buckets of the killed scanner resumed exactly at its last committed offset (moved after ${r.killed.rebalanceMs === null ? '-' : formatDuration(r.killed.rebalanceMs)}, session timeout ${formatDuration(r.sessionTimeoutMs)})`,
+  );
+  output.line(
+    `  ${v.finalOffsetsAtEnd ? 'OK  ' : 'FAIL'} every committed offset is at the end of its bucket (${formatCount(r.recordsPerBucket)})`,
+  );
+  output.line(
+    `  INFO ${formatCount(v.duplicates)} duplicate reads (at-least-once): ${v.unexplainedDuplicates === 0 ? 'all of them records the killed scanner had read but not yet committed' : `${formatCount(v.unexplainedDuplicates)} outside the killed scanner's uncommitted ranges`}`,
+  );
   output.line();
   const m = r.metrics;
   const c = r.compaction;
-  const errors = Object.entries(m.commitErrors).map(([code, n]) => `${n} ${code}`).join(', ');
-  output.table([{ header: 'SUMMARY' }, { header: 'VALUE' }], [
-    ['scanner commits', `${formatCount(m.commits)} in ${formatDuration(m.runMs)} = ${m.commitsPerSecond.toFixed(0)} commits/s (every 100 ms per scanner)${errors === '' ? '' : `; refused during rebalances: ${errors}`}`],
-    ['durable commits/s', `${formatCount(Math.round(m.burstCommitsPerSecond))} commits/s from ${m.burstCommitters} concurrent committers (fsync, group commit)`],
-    ['fetch latency (1 bucket)', `p50 ${m.fetchP50Us.toFixed(1)} us, p99 ${m.fetchP99Us.toFixed(1)} us`],
-    ['records written', `${formatCount(m.offsetRecordsCommitted)} offset records in ${formatCount(m.logBatches)} batches, ${formatBytes(m.logBytesBeforeCompaction)} of log`],
-    [`compaction (${c.strategy})`, `${formatBytes(c.bytesBefore)} -> ${formatBytes(c.bytesAfter)} (${formatPercentChange(c.bytesBefore, c.bytesAfter)}), ${formatCount(c.recordsDropped)} records dropped, ${formatDuration(c.durationMs)}`],
-    ['demo time', formatDuration(r.durationMs)],
-  ]);
+  const errors = Object.entries(m.commitErrors)
+    .map(([code, n]) => `${n} ${code}`)
+    .join(', ');
+  output.table(
+    [{ header: 'SUMMARY' }, { header: 'VALUE' }],
+    [
+      [
+        'scanner commits',
+        `${formatCount(m.commits)} in ${formatDuration(m.runMs)} = ${m.commitsPerSecond.toFixed(0)} commits/s (every 100 ms per scanner)${errors === '' ? '' : `; refused during rebalances: ${errors}`}`,
+      ],
+      [
+        'durable commits/s',
+        `${formatCount(Math.round(m.burstCommitsPerSecond))} commits/s from ${m.burstCommitters} concurrent committers (fsync, group commit)`,
+      ],
+      [
+        'fetch latency (1 bucket)',
+        `p50 ${m.fetchP50Us.toFixed(1)} us, p99 ${m.fetchP99Us.toFixed(1)} us`,
+      ],
+      [
+        'records written',
+        `${formatCount(m.offsetRecordsCommitted)} offset records in ${formatCount(m.logBatches)} batches, ${formatBytes(m.logBytesBeforeCompaction)} of log`,
+      ],
+      [
+        `compaction (${c.strategy})`,
+        `${formatBytes(c.bytesBefore)} -> ${formatBytes(c.bytesAfter)} (${formatPercentChange(c.bytesBefore, c.bytesAfter)}), ${formatCount(c.recordsDropped)} records dropped, ${formatDuration(c.durationMs)}`,
+      ],
+      ['demo time', formatDuration(r.durationMs)],
+    ],
+  );
   output.line();
-  output.line(`Look around: offset-store groups describe ${r.groupId} --dir ${r.dir}  (also: groups list, stats, log verify, log dump --bucket N --records)`);
+  output.line(
+    `Look around: offset-store groups describe ${r.groupId} --dir ${r.dir}  (also: groups list, stats, log verify, log dump --bucket N --records)`,
+  );
 }

@@ -17,7 +17,10 @@ export const groupsDelete: Command = {
     const groupId = groupIdArgument(context);
     const result = await withAdmin(context, (admin) => admin.deleteGroup(groupId));
     if (context.output.json) context.output.result(result);
-    else context.output.line(`Deleted group ${result.groupId} (${result.offsetsDeleted} committed offset${result.offsetsDeleted === 1 ? '' : 's'}).`);
+    else
+      context.output.line(
+        `Deleted group ${result.groupId} (${result.offsetsDeleted} committed offset${result.offsetsDeleted === 1 ? '' : 's'}).`,
+      );
     return EXIT.OK;
   },
 };

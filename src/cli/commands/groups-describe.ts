@@ -5,7 +5,13 @@
  */
 import type { BucketReport, GroupReport } from '../../admin/index.js';
 import { bucketKey, type TableBucket } from '../../model/index.js';
-import { EXIT, groupIdArgument, readOffsetsDocument, stringOption, type Command } from '../command.js';
+import {
+  EXIT,
+  groupIdArgument,
+  readOffsetsDocument,
+  stringOption,
+  type Command,
+} from '../command.js';
 import { cell, formatDuration, formatTimestamp, type Column, type Output } from '../output.js';
 import { withAdmin } from './with-admin.js';
 
@@ -24,7 +30,11 @@ export const groupsDescribe: Command = {
     'or an array of {"tableId", "partitionId", "bucketId", "offset"}.',
   ].join('\n'),
   options: {
-    'log-end': { type: 'string', valueName: '<json|file>', description: 'log-end offsets per bucket, to show lag' },
+    'log-end': {
+      type: 'string',
+      valueName: '<json|file>',
+      description: 'log-end offsets per bucket, to show lag',
+    },
   },
   examples: [
     'offset-store groups describe scanners --dir ./data',
@@ -51,9 +61,13 @@ function printReport(output: Output, report: GroupReport, withLag: boolean): voi
   output.line(`  state           ${report.state}`);
   const classic = report.classic;
   if (classic === null) {
-    output.line(`  group epoch     ${report.groupEpoch}   assignment epoch ${report.assignmentEpoch}${report.assignor === null ? '' : `   assignor ${report.assignor}`}`);
+    output.line(
+      `  group epoch     ${report.groupEpoch}   assignment epoch ${report.assignmentEpoch}${report.assignor === null ? '' : `   assignor ${report.assignor}`}`,
+    );
   } else {
-    output.line(`  type            classic (${report.protocolType || 'no protocol type'})   generation ${classic.generationId}${classic.protocolName === null ? '' : `   protocol ${classic.protocolName}`}${classic.leaderId === null ? '' : `   leader ${classic.leaderId}`}`);
+    output.line(
+      `  type            classic (${report.protocolType || 'no protocol type'})   generation ${classic.generationId}${classic.protocolName === null ? '' : `   protocol ${classic.protocolName}`}${classic.leaderId === null ? '' : `   leader ${classic.leaderId}`}`,
+    );
   }
   output.line(`  offsets-bucket  ${report.offsetsBucket}`);
   output.line(`  members         ${report.members.length + (classic?.members.length ?? 0)}`);
@@ -61,15 +75,49 @@ function printReport(output: Output, report: GroupReport, withLag: boolean): voi
   output.line();
   if (report.members.length > 0) {
     output.table(
-      [{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }, { header: 'EPOCH', align: 'right' }, { header: 'STATE' }, { header: 'SESSION', align: 'right' }, { header: 'TABLES' }, { header: 'ASSIGNMENT' }, { header: 'PENDING-REVOCATION' }],
-      report.members.map((m) => [m.memberId, m.instanceId ?? '-', String(m.memberEpoch), m.state, formatDuration(m.sessionTimeoutMs), m.subscribedTableIds.join(',') || '-', bucketList(m.assignment), bucketList(m.pendingRevocation)]),
+      [
+        { header: 'MEMBER-ID' },
+        { header: 'INSTANCE-ID' },
+        { header: 'EPOCH', align: 'right' },
+        { header: 'STATE' },
+        { header: 'SESSION', align: 'right' },
+        { header: 'TABLES' },
+        { header: 'ASSIGNMENT' },
+        { header: 'PENDING-REVOCATION' },
+      ],
+      report.members.map((m) => [
+        m.memberId,
+        m.instanceId ?? '-',
+        String(m.memberEpoch),
+        m.state,
+        formatDuration(m.sessionTimeoutMs),
+        m.subscribedTableIds.join(',') || '-',
+        bucketList(m.assignment),
+        bucketList(m.pendingRevocation),
+      ]),
     );
     output.line();
   }
   if (classic !== null && classic.members.length > 0) {
     output.table(
-      [{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }, { header: 'CLIENT-ID' }, { header: 'HOST' }, { header: 'SESSION', align: 'right' }, { header: 'PROTOCOLS' }, { header: 'ASSIGNMENT', align: 'right' }],
-      classic.members.map((m) => [m.memberId, m.groupInstanceId ?? '-', m.clientId || '-', m.clientHost || '-', formatDuration(m.sessionTimeoutMs), m.protocols.join(','), `${m.assignmentBytes} bytes`]),
+      [
+        { header: 'MEMBER-ID' },
+        { header: 'INSTANCE-ID' },
+        { header: 'CLIENT-ID' },
+        { header: 'HOST' },
+        { header: 'SESSION', align: 'right' },
+        { header: 'PROTOCOLS' },
+        { header: 'ASSIGNMENT', align: 'right' },
+      ],
+      classic.members.map((m) => [
+        m.memberId,
+        m.groupInstanceId ?? '-',
+        m.clientId || '-',
+        m.clientHost || '-',
+        formatDuration(m.sessionTimeoutMs),
+        m.protocols.join(','),
+        `${m.assignmentBytes} bytes`,
+      ]),
     );
     output.line();
   }
@@ -81,22 +129,44 @@ function printReport(output: Output, report: GroupReport, withLag: boolean): voi
   const behind = report.buckets.filter((b) => b.lag !== null && b.lag < 0);
   if (behind.length > 0) {
     output.line();
-    output.warn(`negative lag (marked !) in ${behind.length} bucket(s): the committed offset is past the log end given; the --log-end offsets are stale, or the group committed offsets beyond the log`);
+    output.warn(
+      `negative lag (marked !) in ${behind.length} bucket(s): the committed offset is past the log end given; the --log-end offsets are stale, or the group committed offsets beyond the log`,
+    );
   }
 }
 
 function printBuckets(output: Output, buckets: readonly BucketReport[], withLag: boolean): void {
   const withMetadata = buckets.some((b) => b.metadata !== null && b.metadata !== '');
   const columns: Column[] = [
-    { header: 'TABLE', align: 'right' }, { header: 'PARTITION', align: 'right' }, { header: 'BUCKET', align: 'right' }, { header: 'COMMITTED', align: 'right' },
-    ...(withLag ? [{ header: 'LOG-END', align: 'right' as const }, { header: 'LAG', align: 'right' as const }] : []),
-    { header: 'LEADER-EPOCH', align: 'right' }, { header: 'COMMITTED-AT' }, { header: 'MEMBER-ID' },
+    { header: 'TABLE', align: 'right' },
+    { header: 'PARTITION', align: 'right' },
+    { header: 'BUCKET', align: 'right' },
+    { header: 'COMMITTED', align: 'right' },
+    ...(withLag
+      ? [
+          { header: 'LOG-END', align: 'right' as const },
+          { header: 'LAG', align: 'right' as const },
+        ]
+      : []),
+    { header: 'LEADER-EPOCH', align: 'right' },
+    { header: 'COMMITTED-AT' },
+    { header: 'MEMBER-ID' },
     ...(withMetadata ? [{ header: 'METADATA' }] : []),
   ];
-  output.table(columns, buckets.map((b) => [
-    String(b.tableId), cell(b.partitionId), String(b.bucketId), cell(b.committedOffset),
-    ...(withLag ? [cell(b.logEndOffset), b.lag !== null && b.lag < 0 ? `${b.lag} !` : cell(b.lag)] : []),
-    b.leaderEpoch === null || b.leaderEpoch < 0 ? '-' : String(b.leaderEpoch), formatTimestamp(b.commitTimestampMs), b.memberId ?? '-',
-    ...(withMetadata ? [b.metadata ?? ''] : []),
-  ]));
+  output.table(
+    columns,
+    buckets.map((b) => [
+      String(b.tableId),
+      cell(b.partitionId),
+      String(b.bucketId),
+      cell(b.committedOffset),
+      ...(withLag
+        ? [cell(b.logEndOffset), b.lag !== null && b.lag < 0 ? `${b.lag} !` : cell(b.lag)]
+        : []),
+      b.leaderEpoch === null || b.leaderEpoch < 0 ? '-' : String(b.leaderEpoch),
+      formatTimestamp(b.commitTimestampMs),
+      b.memberId ?? '-',
+      ...(withMetadata ? [b.metadata ?? ''] : []),
+    ]),
+  );
 }

@@ -7,9 +7,13 @@ export const groupsList: Command = {
   words: ['groups', 'list'],
   positionals: [],
   summary: 'list the groups (state, offsets-bucket)',
-  description: 'Lists every group that has committed offsets or members, with its state, its type (consumer or classic, with the protocol type) and the offsets-bucket it lives in.',
+  description:
+    'Lists every group that has committed offsets or members, with its state, its type (consumer or classic, with the protocol type) and the offsets-bucket it lives in.',
   options: {},
-  examples: ['offset-store groups list --dir ./data', 'offset-store groups list --dir ./data --json'],
+  examples: [
+    'offset-store groups list --dir ./data',
+    'offset-store groups list --dir ./data --json',
+  ],
   async run(context) {
     noPositionals(context);
     const groups = await withAdmin(context, (admin) => admin.listGroups());
@@ -20,8 +24,20 @@ export const groupsList: Command = {
       output.line('No groups.');
     } else {
       output.table(
-        [{ header: 'GROUP' }, { header: 'STATE' }, { header: 'TYPE' }, { header: 'OFFSETS-BUCKET', align: 'right' }],
-        groups.map((g) => [g.groupId, g.state, g.groupType === 'classic' && g.protocolType !== '' ? `classic (${g.protocolType})` : g.groupType, String(g.offsetsBucket)]),
+        [
+          { header: 'GROUP' },
+          { header: 'STATE' },
+          { header: 'TYPE' },
+          { header: 'OFFSETS-BUCKET', align: 'right' },
+        ],
+        groups.map((g) => [
+          g.groupId,
+          g.state,
+          g.groupType === 'classic' && g.protocolType !== ''
+            ? `classic (${g.protocolType})`
+            : g.groupType,
+          String(g.offsetsBucket),
+        ]),
       );
     }
     return EXIT.OK;

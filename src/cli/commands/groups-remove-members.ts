@@ -22,8 +22,18 @@ export const groupsRemoveMembers: Command = {
   ].join('\n'),
   options: {
     all: { type: 'boolean', description: 'every member of the group, static members included' },
-    member: { type: 'string', multiple: true, valueName: '<memberId>', description: 'the member with this id (repeatable)' },
-    instance: { type: 'string', multiple: true, valueName: '<instanceId>', description: 'the static member with this instance id (repeatable)' },
+    member: {
+      type: 'string',
+      multiple: true,
+      valueName: '<memberId>',
+      description: 'the member with this id (repeatable)',
+    },
+    instance: {
+      type: 'string',
+      multiple: true,
+      valueName: '<instanceId>',
+      description: 'the static member with this instance id (repeatable)',
+    },
   },
   examples: [
     'offset-store groups remove-members scanners --dir ./data --all',
@@ -36,7 +46,9 @@ export const groupsRemoveMembers: Command = {
     const memberIds = stringListOption(context, 'member');
     const instanceIds = stringListOption(context, 'instance');
     if ([all, memberIds.length > 0, instanceIds.length > 0].filter(Boolean).length !== 1) {
-      throw new UsageError('give exactly one of --all, --member <memberId>... or --instance <instanceId>...');
+      throw new UsageError(
+        'give exactly one of --all, --member <memberId>... or --instance <instanceId>...',
+      );
     }
     const request = all ? { all: true } : memberIds.length > 0 ? { memberIds } : { instanceIds };
     const result = await withAdmin(context, (admin) => admin.removeMembers(groupId, request));
@@ -47,10 +59,16 @@ export const groupsRemoveMembers: Command = {
       output.line(`Group ${groupId} has no members: nothing removed.`);
     } else {
       const count = `${result.removed.length} member${result.removed.length === 1 ? '' : 's'}`;
-      const left = result.memberCount === 0 ? 'it is now Empty' : `${result.memberCount} member${result.memberCount === 1 ? '' : 's'} left, state ${result.state}`;
+      const left =
+        result.memberCount === 0
+          ? 'it is now Empty'
+          : `${result.memberCount} member${result.memberCount === 1 ? '' : 's'} left, state ${result.state}`;
       output.line(`Removed ${count} from group ${groupId}; ${left}.`);
       output.line();
-      output.table([{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }], result.removed.map((m) => [m.memberId, cell(m.instanceId)]));
+      output.table(
+        [{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }],
+        result.removed.map((m) => [m.memberId, cell(m.instanceId)]),
+      );
     }
     return EXIT.OK;
   },

@@ -18,4 +18,25 @@ import { stats } from './stats.js';
 import { usersAdd, usersList, usersRemove } from './users.js';
 
 /** The command table. */
-export const COMMANDS: readonly Command[] = [groupsList, groupsDescribe, groupsRemoveMembers, groupsDelete, offsetsReset, offsetsDelete, logDump, logVerify, compact, stats, serve, usersAdd, usersRemove, usersList, aclsAdd, aclsRemove, aclsList, clusterStatusCommand, lab, demo];
+export const COMMANDS: readonly Command[] = [
+  groupsList,
+  groupsDescribe,
+  groupsRemoveMembers,
+  groupsDelete,
+  offsetsReset,
+  offsetsDelete,
+  logDump,
+  logVerify,
+  compact,
+  stats,
+  serve,
+  usersAdd,
+  usersRemove,
+  usersList,
+  aclsAdd,
+  aclsRemove,
+  aclsList,
+  clusterStatusCommand,
+  lab,
+  demo,
+];

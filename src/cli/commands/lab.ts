@@ -3,8 +3,24 @@
  * lab's standard workloads, writes lab-result.json and a self-contained lab-report.html with charts to
  * --out, and prints a summary table per workload. A progress bar runs on a terminal.
  */
-import { LAB_SCALES, SUMMARY_COLUMNS, WORKLOADS, checkLabOptions, runLab, summaryRows, writeLabReport, type LabScale } from '../../lab/index.js';
-import { EXIT, UsageError, integerOption, noPositionals, stringOption, type Command } from '../command.js';
+import {
+  LAB_SCALES,
+  SUMMARY_COLUMNS,
+  WORKLOADS,
+  checkLabOptions,
+  runLab,
+  summaryRows,
+  writeLabReport,
+  type LabScale,
+} from '../../lab/index.js';
+import {
+  EXIT,
+  UsageError,
+  integerOption,
+  noPositionals,
+  stringOption,
+  type Command,
+} from '../command.js';
 import { formatDuration } from '../output.js';
 import { Progress } from '../progress.js';
 
@@ -12,7 +28,8 @@ import { Progress } from '../progress.js';
 export const lab: Command = {
   words: ['lab'],
   positionals: [],
-  summary: 'compare compaction strategies on standard workloads; JSON and an HTML report with charts',
+  summary:
+    'compare compaction strategies on standard workloads; JSON and an HTML report with charts',
   description: [
     'Runs each strategy (built-in names, or paths of strategy modules: docs/compaction.md) on the chosen workloads,',
     'each on a fresh store under --dir (deleted after its run), with the same seeded operations, and measures over',
@@ -24,10 +41,26 @@ export const lab: Command = {
   ].join('\n'),
   defaultDir: '.offset-store-lab',
   options: {
-    strategies: { type: 'string', valueName: '<a,b,...>', description: 'strategies to compare (default log-cleaner,incremental,checkpoint)' },
-    workload: { type: 'string', valueName: '<name[,name]|all>', description: 'workloads (default hot-overwrite)' },
-    scale: { type: 'string', valueName: '<small|default|full>', description: 'size of every workload (default default)' },
-    out: { type: 'string', valueName: '<dir>', description: 'where the JSON and HTML go (default lab-results)' },
+    strategies: {
+      type: 'string',
+      valueName: '<a,b,...>',
+      description: 'strategies to compare (default log-cleaner,incremental,checkpoint)',
+    },
+    workload: {
+      type: 'string',
+      valueName: '<name[,name]|all>',
+      description: 'workloads (default hot-overwrite)',
+    },
+    scale: {
+      type: 'string',
+      valueName: '<small|default|full>',
+      description: 'size of every workload (default default)',
+    },
+    out: {
+      type: 'string',
+      valueName: '<dir>',
+      description: 'where the JSON and HTML go (default lab-results)',
+    },
     seed: { type: 'string', valueName: '<n>', description: 'seed of the workloads (default 1)' },
   },
   examples: [
@@ -36,10 +69,19 @@ export const lab: Command = {
   ],
   async run(context) {
     noPositionals(context);
-    const strategies = (stringOption(context, 'strategies') ?? 'log-cleaner,incremental,checkpoint').split(',').map((s) => s.trim()).filter((s) => s !== '');
-    const workloads = (stringOption(context, 'workload') ?? 'hot-overwrite').split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const strategies = (stringOption(context, 'strategies') ?? 'log-cleaner,incremental,checkpoint')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    const workloads = (stringOption(context, 'workload') ?? 'hot-overwrite')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
     const scale = stringOption(context, 'scale') ?? 'default';
-    if (!(LAB_SCALES as readonly string[]).includes(scale)) throw new UsageError(`--scale must be one of ${LAB_SCALES.join(', ')}, got ${JSON.stringify(scale)}`);
+    if (!(LAB_SCALES as readonly string[]).includes(scale))
+      throw new UsageError(
+        `--scale must be one of ${LAB_SCALES.join(', ')}, got ${JSON.stringify(scale)}`,
+      );
     const seed = integerOption(context, 'seed') ?? 1;
     const out = stringOption(context, 'out') ?? 'lab-results';
     const options = { strategies, workloads, scale: scale as LabScale, seed, dir: context.dir };
@@ -52,21 +94,38 @@ export const lab: Command = {
     const progress = new Progress(output);
     let result;
     try {
-      result = await runLab({ ...options, onProgress: (done, total, what) => progress.bar(done, total, what) });
+      result = await runLab({
+        ...options,
+        onProgress: (done, total, what) => progress.bar(done, total, what),
+      });
     } finally {
       progress.stop();
     }
     const written = await writeLabReport(result, out);
     if (output.json) {
-      output.result({ ...written, workloads: result.workloads.map((w) => ({ name: w.name, runs: w.runs.map((r) => ({ strategy: r.recorded, totals: r.totals, latency: r.latency })) })) });
+      output.result({
+        ...written,
+        workloads: result.workloads.map((w) => ({
+          name: w.name,
+          runs: w.runs.map((r) => ({ strategy: r.recorded, totals: r.totals, latency: r.latency })),
+        })),
+      });
       return EXIT.OK;
     }
     for (const workload of result.workloads) {
       output.line(`${workload.name} (${result.scale}): ${workload.description}`);
-      output.table(SUMMARY_COLUMNS.map((header, i) => ({ header: header.toUpperCase(), align: i === 0 ? 'left' as const : 'right' as const })), summaryRows(workload).map((r) => r.cells));
+      output.table(
+        SUMMARY_COLUMNS.map((header, i) => ({
+          header: header.toUpperCase(),
+          align: i === 0 ? ('left' as const) : ('right' as const),
+        })),
+        summaryRows(workload).map((r) => r.cells),
+      );
       output.line();
     }
-    output.line(`Lab done in ${formatDuration(progress.elapsedMs)}: ${written.html} (charts) and ${written.json}.`);
+    output.line(
+      `Lab done in ${formatDuration(progress.elapsedMs)}: ${written.html} (charts) and ${written.json}.`,
+    );
     return EXIT.OK;
   },
 };

@@ -20,8 +20,16 @@ export const logDump: Command = {
     'a line and the dump goes on with the next segment. With --json: NDJSON, one object per line.',
   ].join('\n'),
   options: {
-    bucket: { type: 'string', valueName: '<n>', description: 'the offsets-bucket (required; see `stats`)' },
-    'from-offset': { type: 'string', valueName: '<logOffset>', description: 'skip batches below this log offset' },
+    bucket: {
+      type: 'string',
+      valueName: '<n>',
+      description: 'the offsets-bucket (required; see `stats`)',
+    },
+    'from-offset': {
+      type: 'string',
+      valueName: '<logOffset>',
+      description: 'skip batches below this log offset',
+    },
     records: { type: 'boolean', description: 'decode every record' },
   },
   examples: [
@@ -36,12 +44,20 @@ export const logDump: Command = {
     const fromOffset = integerOption(context, 'from-offset') ?? 0;
     const { output } = context;
     const storeDir = path.resolve(context.dir);
-    const summary = await dumpLog(context.dir, bucket, { fromOffset, records: context.values.records === true }, (entry) => {
-      if (output.json) output.jsonLine(entry);
-      else output.line(formatEntry(entry, storeDir));
-    });
+    const summary = await dumpLog(
+      context.dir,
+      bucket,
+      { fromOffset, records: context.values.records === true },
+      (entry) => {
+        if (output.json) output.jsonLine(entry);
+        else output.line(formatEntry(entry, storeDir));
+      },
+    );
     if (output.json) output.jsonLine({ kind: 'summary', ...summary });
-    else output.line(`${formatCount(summary.batchCount)} batches, ${formatCount(summary.recordCount)} records, ${summary.damageCount} damaged place(s) in ${summary.segmentCount} segment(s) of ${path.relative(storeDir, summary.dir)}`);
+    else
+      output.line(
+        `${formatCount(summary.batchCount)} batches, ${formatCount(summary.recordCount)} records, ${summary.damageCount} damaged place(s) in ${summary.segmentCount} segment(s) of ${path.relative(storeDir, summary.dir)}`,
+      );
     return EXIT.OK;
   },
 };
@@ -63,7 +79,16 @@ function formatRecord(r: DumpRecordEntry): string {
   const head = `record ${r.index} group=${JSON.stringify(r.groupId)}`;
   if (r.recordType === 'group-snapshot') {
     if (r.tombstone) return `${head} snapshot TOMBSTONE (group deleted)`;
-    const s = r.snapshot as { protocol?: unknown; generationId?: unknown; protocolType?: unknown; protocolName?: unknown; leaderId?: unknown; groupEpoch?: unknown; assignmentEpoch?: unknown; members?: unknown[] } | null;
+    const s = r.snapshot as {
+      protocol?: unknown;
+      generationId?: unknown;
+      protocolType?: unknown;
+      protocolName?: unknown;
+      leaderId?: unknown;
+      groupEpoch?: unknown;
+      assignmentEpoch?: unknown;
+      members?: unknown[];
+    } | null;
     const members = Array.isArray(s?.members) ? s.members.length : '?';
     if (s?.protocol === 'classic') {
       return `${head} snapshot classic generation=${String(s.generationId)} protocol=${String(s.protocolType)}/${String(s.protocolName)} leader=${String(s.leaderId)} members=${members}`;

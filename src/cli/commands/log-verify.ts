@@ -33,15 +33,24 @@ export const logVerify: Command = {
     let report: VerifyReport;
     let checked = 0;
     try {
-      report = await verifyLog(context.dir, { onBucketChecked: (_bucket, total) => progress.bar(++checked, total, 'offsets-buckets checked') });
+      report = await verifyLog(context.dir, {
+        onBucketChecked: (_bucket, total) =>
+          progress.bar(++checked, total, 'offsets-buckets checked'),
+      });
     } finally {
       progress.stop();
     }
     if (output.json) output.result(report);
     else printReport(output, report);
     if (report.corruptCount > 0) {
-      if (!output.json) output.stderr(`error: CORRUPT_MESSAGE: ${report.corruptCount} corrupt place(s) in ${report.dir}\n`);
-      else output.stderr(`${JSON.stringify({ error: { code: 'CORRUPT_MESSAGE', errno: 2, retriable: false, message: `CORRUPT_MESSAGE: ${report.corruptCount} corrupt place(s) in ${report.dir}` } })}\n`);
+      if (!output.json)
+        output.stderr(
+          `error: CORRUPT_MESSAGE: ${report.corruptCount} corrupt place(s) in ${report.dir}\n`,
+        );
+      else
+        output.stderr(
+          `${JSON.stringify({ error: { code: 'CORRUPT_MESSAGE', errno: 2, retriable: false, message: `CORRUPT_MESSAGE: ${report.corruptCount} corrupt place(s) in ${report.dir}` } })}\n`,
+        );
       return EXIT.FAILED;
     }
     return report.tornTailCount > 0 ? EXIT.TORN_TAIL : EXIT.OK;
@@ -50,13 +59,30 @@ export const logVerify: Command = {
 
 function printReport(output: Output, report: VerifyReport): void {
   const t = report.totals;
-  output.line(`Checked ${report.bucketCount} offsets-buckets of ${report.dir}: ${formatCount(t.segmentCount)} segments, ${formatBytes(t.sizeBytes)}, ${formatCount(t.batchCount)} batches, ${formatCount(t.recordCount)} records in ${formatDuration(report.durationMs)}.`);
-  if (report.openByPid !== null) output.warn(`the store is open by live process ${report.openByPid}: a torn tail may be an append in progress`);
+  output.line(
+    `Checked ${report.bucketCount} offsets-buckets of ${report.dir}: ${formatCount(t.segmentCount)} segments, ${formatBytes(t.sizeBytes)}, ${formatCount(t.batchCount)} batches, ${formatCount(t.recordCount)} records in ${formatDuration(report.durationMs)}.`,
+  );
+  if (report.openByPid !== null)
+    output.warn(
+      `the store is open by live process ${report.openByPid}: a torn tail may be an append in progress`,
+    );
   output.line();
   output.table(
-    [{ header: 'BUCKET', align: 'right' }, { header: 'SEGMENTS', align: 'right' }, { header: 'SIZE', align: 'right' }, { header: 'BATCHES', align: 'right' }, { header: 'RECORDS', align: 'right' }, { header: 'LOG-OFFSETS' }, { header: 'STATUS' }],
+    [
+      { header: 'BUCKET', align: 'right' },
+      { header: 'SEGMENTS', align: 'right' },
+      { header: 'SIZE', align: 'right' },
+      { header: 'BATCHES', align: 'right' },
+      { header: 'RECORDS', align: 'right' },
+      { header: 'LOG-OFFSETS' },
+      { header: 'STATUS' },
+    ],
     report.buckets.map((b) => [
-      String(b.bucket), String(b.segments.length), formatBytes(b.sizeBytes), formatCount(b.batchCount), formatCount(b.recordCount),
+      String(b.bucket),
+      String(b.segments.length),
+      formatBytes(b.sizeBytes),
+      formatCount(b.batchCount),
+      formatCount(b.recordCount),
       b.firstLogOffset === null ? '-' : `${b.firstLogOffset}..${cell(b.lastLogOffset)}`,
       `${b.status}${b.swapLeftovers.length > 0 ? ' (interrupted compaction swap; completed on next open)' : ''}`,
     ]),
@@ -67,10 +93,28 @@ function printReport(output: Output, report: VerifyReport): void {
     return;
   }
   output.table(
-    [{ header: 'KIND' }, { header: 'FILE' }, { header: 'POSITION', align: 'right' }, { header: 'BYTES-AFTER', align: 'right' }, { header: 'REASON' }],
-    report.problems.map((p) => [p.kind, path.relative(report.dir, p.file), String(p.position), String(p.bytesAfter), p.reason]),
+    [
+      { header: 'KIND' },
+      { header: 'FILE' },
+      { header: 'POSITION', align: 'right' },
+      { header: 'BYTES-AFTER', align: 'right' },
+      { header: 'REASON' },
+    ],
+    report.problems.map((p) => [
+      p.kind,
+      path.relative(report.dir, p.file),
+      String(p.position),
+      String(p.bytesAfter),
+      p.reason,
+    ]),
   );
   output.line();
-  if (report.corruptCount > 0) output.line(`CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail with CORRUPT_MESSAGE for the affected offsets-buckets.`);
-  if (report.tornTailCount > 0) output.line(`TORN TAIL: ${report.tornTailCount} torn tail(s); the next open truncates them (only unacknowledged writes are lost).`);
+  if (report.corruptCount > 0)
+    output.line(
+      `CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail with CORRUPT_MESSAGE for the affected offsets-buckets.`,
+    );
+  if (report.tornTailCount > 0)
+    output.line(
+      `TORN TAIL: ${report.tornTailCount} torn tail(s); the next open truncates them (only unacknowledged writes are lost).`,
+    );
 }

@@ -1,5 +1,12 @@
 /** `offset-store offsets delete <groupId>`: deletes committed offsets of some (or all) buckets. */
-import { EXIT, SELECTION_OPTIONS, UsageError, groupIdArgument, selectionOption, type Command } from '../command.js';
+import {
+  EXIT,
+  SELECTION_OPTIONS,
+  UsageError,
+  groupIdArgument,
+  selectionOption,
+  type Command,
+} from '../command.js';
 import { cell } from '../output.js';
 import { withAdmin } from './with-admin.js';
 
@@ -25,16 +32,28 @@ export const offsetsDelete: Command = {
     const groupId = groupIdArgument(context);
     const selection = selectionOption(context);
     const all = context.values.all === true;
-    if (all === (selection.tableId !== undefined)) throw new UsageError('give either --table (with optional --partition/--bucket) or --all');
+    if (all === (selection.tableId !== undefined))
+      throw new UsageError('give either --table (with optional --partition/--bucket) or --all');
     const result = await withAdmin(context, (admin) => admin.deleteOffsets(groupId, selection));
     const { output } = context;
     if (output.json) {
       output.result(result);
     } else if (result.deleted.length === 0) {
-      output.line(`Nothing to delete: group ${groupId} has no committed offset in ${result.selection}.`);
+      output.line(
+        `Nothing to delete: group ${groupId} has no committed offset in ${result.selection}.`,
+      );
     } else {
-      output.line(`Deleted the committed offsets of ${result.deleted.length} bucket${result.deleted.length === 1 ? '' : 's'} of group ${groupId} (${result.selection}).`);
-      output.table([{ header: 'TABLE', align: 'right' }, { header: 'PARTITION', align: 'right' }, { header: 'BUCKET', align: 'right' }], result.deleted.map((b) => [String(b.tableId), cell(b.partitionId), String(b.bucketId)]));
+      output.line(
+        `Deleted the committed offsets of ${result.deleted.length} bucket${result.deleted.length === 1 ? '' : 's'} of group ${groupId} (${result.selection}).`,
+      );
+      output.table(
+        [
+          { header: 'TABLE', align: 'right' },
+          { header: 'PARTITION', align: 'right' },
+          { header: 'BUCKET', align: 'right' },
+        ],
+        result.deleted.map((b) => [String(b.tableId), cell(b.partitionId), String(b.bucketId)]),
+      );
     }
     return EXIT.OK;
   },

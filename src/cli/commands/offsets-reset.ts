@@ -5,7 +5,16 @@
  */
 import type { ResetPlan, ResetTarget } from '../../admin/index.js';
 import {
-  EXIT, SELECTION_OPTIONS, UsageError, groupIdArgument, integerOption, readOffsetsDocument, selectionOption, stringOption, type Command, type CommandContext,
+  EXIT,
+  SELECTION_OPTIONS,
+  UsageError,
+  groupIdArgument,
+  integerOption,
+  readOffsetsDocument,
+  selectionOption,
+  stringOption,
+  type Command,
+  type CommandContext,
 } from '../command.js';
 import { cell, type Output } from '../output.js';
 import { withAdmin } from './with-admin.js';
@@ -30,8 +39,16 @@ export const offsetsReset: Command = {
   ].join('\n'),
   options: {
     'to-offset': { type: 'string', valueName: '<n>', description: 'reset to this offset' },
-    'shift-by': { type: 'string', valueName: '<n>', description: 'shift committed offsets by n (may be negative)' },
-    'from-file': { type: 'string', valueName: '<plan.json>', description: 'reset to the offsets in a JSON file' },
+    'shift-by': {
+      type: 'string',
+      valueName: '<n>',
+      description: 'shift committed offsets by n (may be negative)',
+    },
+    'from-file': {
+      type: 'string',
+      valueName: '<plan.json>',
+      description: 'reset to the offsets in a JSON file',
+    },
     ...SELECTION_OPTIONS,
     'dry-run': { type: 'boolean', description: 'only show the plan (the default)' },
     execute: { type: 'boolean', description: 'write the plan' },
@@ -44,11 +61,14 @@ export const offsetsReset: Command = {
   ],
   async run(context) {
     const groupId = groupIdArgument(context);
-    if (context.values['dry-run'] === true && context.values.execute === true) throw new UsageError('--dry-run and --execute exclude each other');
+    if (context.values['dry-run'] === true && context.values.execute === true)
+      throw new UsageError('--dry-run and --execute exclude each other');
     const target = await resetTarget(context, groupId);
     const request = { target, selection: selectionOption(context) };
     const execute = context.values.execute === true;
-    const plan = await withAdmin(context, (admin) => (execute ? admin.executeReset(groupId, request) : admin.planReset(groupId, request)));
+    const plan = await withAdmin(context, (admin) =>
+      execute ? admin.executeReset(groupId, request) : admin.planReset(groupId, request),
+    );
     if (context.output.json) context.output.result(plan);
     else printPlan(context.output, plan);
     return EXIT.OK;
@@ -60,31 +80,57 @@ async function resetTarget(context: CommandContext, groupId: string): Promise<Re
   const shiftBy = integerOption(context, 'shift-by', { allowNegative: true });
   const fromFile = stringOption(context, 'from-file');
   const given = [toOffset, shiftBy, fromFile].filter((v) => v !== undefined).length;
-  if (given !== 1) throw new UsageError('give exactly one of --to-offset <n>, --shift-by <n>, --from-file <plan.json>');
+  if (given !== 1)
+    throw new UsageError(
+      'give exactly one of --to-offset <n>, --shift-by <n>, --from-file <plan.json>',
+    );
   if (toOffset !== undefined) return { kind: 'to-offset', offset: toOffset };
   if (shiftBy !== undefined) return { kind: 'shift-by', delta: shiftBy };
-  return { kind: 'from-file', source: fromFile!, offsets: await readOffsetsDocument(fromFile!, 'from-file', groupId) };
+  return {
+    kind: 'from-file',
+    source: fromFile!,
+    offsets: await readOffsetsDocument(fromFile!, 'from-file', groupId),
+  };
 }
 
 function printPlan(output: Output, plan: ResetPlan): void {
   const buckets = `${plan.rows.length} bucket${plan.rows.length === 1 ? '' : 's'}`;
   if (plan.rows.length === 0) {
-    output.line(`Nothing to reset: group ${plan.groupId} has no committed offset in ${plan.selection}.`);
+    output.line(
+      `Nothing to reset: group ${plan.groupId} has no committed offset in ${plan.selection}.`,
+    );
     return;
   }
-  output.line(plan.executed
-    ? `Reset group ${plan.groupId} ${plan.target} (${plan.selection}): ${buckets} committed.`
-    : `Dry run: reset group ${plan.groupId} ${plan.target} (${plan.selection}), ${buckets}. Nothing was written; add --execute to apply.`);
+  output.line(
+    plan.executed
+      ? `Reset group ${plan.groupId} ${plan.target} (${plan.selection}): ${buckets} committed.`
+      : `Dry run: reset group ${plan.groupId} ${plan.target} (${plan.selection}), ${buckets}. Nothing was written; add --execute to apply.`,
+  );
   output.line();
   output.table(
-    [{ header: 'TABLE', align: 'right' }, { header: 'PARTITION', align: 'right' }, { header: 'BUCKET', align: 'right' }, { header: plan.executed ? 'PREVIOUS' : 'CURRENT', align: 'right' }, { header: 'NEW', align: 'right' }, { header: 'CHANGE', align: 'right' }],
+    [
+      { header: 'TABLE', align: 'right' },
+      { header: 'PARTITION', align: 'right' },
+      { header: 'BUCKET', align: 'right' },
+      { header: plan.executed ? 'PREVIOUS' : 'CURRENT', align: 'right' },
+      { header: 'NEW', align: 'right' },
+      { header: 'CHANGE', align: 'right' },
+    ],
     plan.rows.map((r) => [
-      String(r.tableId), cell(r.partitionId), String(r.bucketId), cell(r.currentOffset), `${r.newOffset}${r.clamped ? ' (clamped)' : ''}`,
-      r.currentOffset === null ? 'new' : `${r.newOffset - r.currentOffset >= 0 ? '+' : ''}${r.newOffset - r.currentOffset}`,
+      String(r.tableId),
+      cell(r.partitionId),
+      String(r.bucketId),
+      cell(r.currentOffset),
+      `${r.newOffset}${r.clamped ? ' (clamped)' : ''}`,
+      r.currentOffset === null
+        ? 'new'
+        : `${r.newOffset - r.currentOffset >= 0 ? '+' : ''}${r.newOffset - r.currentOffset}`,
     ]),
   );
   if (!plan.executed && plan.memberCount > 0) {
     output.line();
-    output.warn(`group ${plan.groupId} has ${plan.memberCount} member(s): --execute is refused with NON_EMPTY_GROUP until they leave`);
+    output.warn(
+      `group ${plan.groupId} has ${plan.memberCount} member(s): --execute is refused with NON_EMPTY_GROUP until they leave`,
+    );
   }
 }

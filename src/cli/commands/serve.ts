@@ -9,10 +9,27 @@ import { NodeFileSystem } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
 import { startClusterServer } from '../../cluster/index.js';
 import {
-  SASL_MECHANISMS, SERVER_DEFAULTS, parseListenerAddress, startKafkaServer, type KafkaServer, type ListenerOptions, type SaslMechanism, type SecurityOptions,
-  type SecurityProtocol, type TopicSpec,
+  SASL_MECHANISMS,
+  SERVER_DEFAULTS,
+  parseListenerAddress,
+  startKafkaServer,
+  type KafkaServer,
+  type ListenerOptions,
+  type SaslMechanism,
+  type SecurityOptions,
+  type SecurityProtocol,
+  type TopicSpec,
 } from '../../kafka/index.js';
-import { EXIT, UsageError, integerOption, noPositionals, stringListOption, stringOption, type Command, type CommandContext } from '../command.js';
+import {
+  EXIT,
+  UsageError,
+  integerOption,
+  noPositionals,
+  stringListOption,
+  stringOption,
+  type Command,
+  type CommandContext,
+} from '../command.js';
 
 const DEFAULT_LISTEN = '127.0.0.1:9092';
 
@@ -34,33 +51,126 @@ export const serve: Command = {
     'authorizer may enforce ACLs. See docs/kafka.md and docs/security.md.',
     '',
     'With --etcd, the server is one node of a cluster (docs/cluster.md): the offsets live in etcd, the',
-    'offsets-buckets are spread over the live nodes, and --dir keeps only this node\'s lock, manifest',
+    "offsets-buckets are spread over the live nodes, and --dir keeps only this node's lock, manifest",
     'and topic catalog. Give every node the same --topic list and --no-auto-create, so that topics',
     'name the same tables everywhere.',
   ].join('\n'),
   options: {
-    listen: { type: 'string', multiple: true, valueName: '<[PROTOCOL://]host:port>', description: `listener (repeatable): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; host:port alone is PLAINTEXT (default ${DEFAULT_LISTEN}; port 0 picks a free one)` },
-    advertise: { type: 'string', multiple: true, valueName: '<[PROTOCOL://]host:port>', description: 'address clients of a listener are told (repeatable, matched by protocol; host:port alone: the first listener; required with 0.0.0.0)' },
-    'tls-cert': { type: 'string', valueName: '<file>', description: 'PEM certificate chain of SSL and SASL_SSL listeners' },
-    'tls-key': { type: 'string', valueName: '<file>', description: 'PEM private key of SSL and SASL_SSL listeners' },
-    'tls-ca': { type: 'string', valueName: '<file>', description: 'PEM CA certificates that sign client certificates' },
-    'tls-client-auth': { type: 'string', valueName: '<none|requested|required>', description: 'client certificates: none, requested (verified when given) or required (default none; requested with --tls-ca)' },
-    'sasl-mechanism': { type: 'string', multiple: true, valueName: '<mechanism>', description: `SASL mechanisms of SASL_* listeners (repeatable; ${SASL_MECHANISMS.join(', ')}; default all, PLAIN on SASL_SSL only)` },
-    'allow-plain-without-tls': { type: 'boolean', description: 'allow PLAIN on SASL_PLAINTEXT (passwords cross the network in clear)' },
-    authorizer: { type: 'boolean', description: 'enforce the ACLs of offset-store acls (without it every client may do everything)' },
-    'super-user': { type: 'string', multiple: true, valueName: '<User:name>', description: 'principal allowed everything (repeatable)' },
-    'allow-everyone-if-no-acl-found': { type: 'boolean', description: 'allow what a resource without any ACL is asked (default: refuse)' },
-    'audit-log': { type: 'string', valueName: '<file>', description: 'append a JSON line per denied or administrative request to this file' },
-    'connections-per-address-max': { type: 'string', valueName: '<n>', description: 'connections one client address may hold open (default 100)' },
-    topic: { type: 'string', multiple: true, valueName: '<name:partitions>', description: 'a topic to serve, created or grown at start (repeatable)' },
-    'default-partitions': { type: 'string', valueName: '<n>', description: `partitions of a topic created when a client asks for it (default ${SERVER_DEFAULTS.defaultPartitions})` },
-    'no-auto-create': { type: 'boolean', description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)' },
-    etcd: { type: 'string', valueName: '<urls>', description: 'cluster mode: etcd client URLs, comma-separated' },
-    'node-id': { type: 'string', valueName: '<id>', description: 'cluster mode: this node\'s id, unique in the cluster (required with --etcd)' },
-    'broker-id': { type: 'string', valueName: '<n>', description: 'cluster mode: Kafka broker id (default the digits ending --node-id)' },
-    'bucket-count': { type: 'string', valueName: '<n>', description: 'cluster mode: offsets-buckets of a new cluster (default 16; an existing cluster keeps its own)' },
-    'etcd-prefix': { type: 'string', valueName: '<prefix>', description: 'cluster mode: key prefix of the cluster in etcd (default /offset-store/)' },
-    'lease-ttl': { type: 'string', valueName: '<seconds>', description: 'cluster mode: lease TTL; failover takes about this long (default 3)' },
+    listen: {
+      type: 'string',
+      multiple: true,
+      valueName: '<[PROTOCOL://]host:port>',
+      description: `listener (repeatable): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; host:port alone is PLAINTEXT (default ${DEFAULT_LISTEN}; port 0 picks a free one)`,
+    },
+    advertise: {
+      type: 'string',
+      multiple: true,
+      valueName: '<[PROTOCOL://]host:port>',
+      description:
+        'address clients of a listener are told (repeatable, matched by protocol; host:port alone: the first listener; required with 0.0.0.0)',
+    },
+    'tls-cert': {
+      type: 'string',
+      valueName: '<file>',
+      description: 'PEM certificate chain of SSL and SASL_SSL listeners',
+    },
+    'tls-key': {
+      type: 'string',
+      valueName: '<file>',
+      description: 'PEM private key of SSL and SASL_SSL listeners',
+    },
+    'tls-ca': {
+      type: 'string',
+      valueName: '<file>',
+      description: 'PEM CA certificates that sign client certificates',
+    },
+    'tls-client-auth': {
+      type: 'string',
+      valueName: '<none|requested|required>',
+      description:
+        'client certificates: none, requested (verified when given) or required (default none; requested with --tls-ca)',
+    },
+    'sasl-mechanism': {
+      type: 'string',
+      multiple: true,
+      valueName: '<mechanism>',
+      description: `SASL mechanisms of SASL_* listeners (repeatable; ${SASL_MECHANISMS.join(', ')}; default all, PLAIN on SASL_SSL only)`,
+    },
+    'allow-plain-without-tls': {
+      type: 'boolean',
+      description: 'allow PLAIN on SASL_PLAINTEXT (passwords cross the network in clear)',
+    },
+    authorizer: {
+      type: 'boolean',
+      description:
+        'enforce the ACLs of offset-store acls (without it every client may do everything)',
+    },
+    'super-user': {
+      type: 'string',
+      multiple: true,
+      valueName: '<User:name>',
+      description: 'principal allowed everything (repeatable)',
+    },
+    'allow-everyone-if-no-acl-found': {
+      type: 'boolean',
+      description: 'allow what a resource without any ACL is asked (default: refuse)',
+    },
+    'audit-log': {
+      type: 'string',
+      valueName: '<file>',
+      description: 'append a JSON line per denied or administrative request to this file',
+    },
+    'connections-per-address-max': {
+      type: 'string',
+      valueName: '<n>',
+      description: 'connections one client address may hold open (default 100)',
+    },
+    topic: {
+      type: 'string',
+      multiple: true,
+      valueName: '<name:partitions>',
+      description: 'a topic to serve, created or grown at start (repeatable)',
+    },
+    'default-partitions': {
+      type: 'string',
+      valueName: '<n>',
+      description: `partitions of a topic created when a client asks for it (default ${SERVER_DEFAULTS.defaultPartitions})`,
+    },
+    'no-auto-create': {
+      type: 'boolean',
+      description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)',
+    },
+    etcd: {
+      type: 'string',
+      valueName: '<urls>',
+      description: 'cluster mode: etcd client URLs, comma-separated',
+    },
+    'node-id': {
+      type: 'string',
+      valueName: '<id>',
+      description: "cluster mode: this node's id, unique in the cluster (required with --etcd)",
+    },
+    'broker-id': {
+      type: 'string',
+      valueName: '<n>',
+      description: 'cluster mode: Kafka broker id (default the digits ending --node-id)',
+    },
+    'bucket-count': {
+      type: 'string',
+      valueName: '<n>',
+      description:
+        'cluster mode: offsets-buckets of a new cluster (default 16; an existing cluster keeps its own)',
+    },
+    'etcd-prefix': {
+      type: 'string',
+      valueName: '<prefix>',
+      description: 'cluster mode: key prefix of the cluster in etcd (default /offset-store/)',
+    },
+    'lease-ttl': {
+      type: 'string',
+      valueName: '<seconds>',
+      description: 'cluster mode: lease TTL; failover takes about this long (default 3)',
+    },
   },
   examples: [
     'offset-store serve --dir ./offsets',
@@ -74,8 +184,13 @@ export const serve: Command = {
     const settings = await serveOptions(context);
     const { output } = context;
     const serverOptions = {
-      listeners: settings.listeners, security: settings.security, topics: settings.topics, autoCreateTopics: settings.autoCreateTopics,
-      ...(settings.defaultPartitions === undefined ? {} : { defaultPartitions: settings.defaultPartitions }),
+      listeners: settings.listeners,
+      security: settings.security,
+      topics: settings.topics,
+      autoCreateTopics: settings.autoCreateTopics,
+      ...(settings.defaultPartitions === undefined
+        ? {}
+        : { defaultPartitions: settings.defaultPartitions }),
       onWarning: (message: string) => output.warn(message),
     };
     let server: KafkaServer;
@@ -86,7 +201,10 @@ export const serve: Command = {
       server = node.server;
       close = () => node.close();
     } else {
-      const store = await OffsetStore.open({ dir: context.dir, onWarning: (message) => output.warn(message) });
+      const store = await OffsetStore.open({
+        dir: context.dir,
+        onWarning: (message) => output.warn(message),
+      });
       try {
         server = await startKafkaServer({ ...serverOptions, store });
       } catch (error) {
@@ -98,8 +216,14 @@ export const serve: Command = {
     const running = server;
     const reload = () => {
       running.reloadSecurity().then(
-        () => (output.json ? output.jsonLine({ event: 'reloaded' }) : output.line('SIGHUP: users and ACLs re-read.')),
-        (error: unknown) => output.warn(`SIGHUP: users and ACLs not re-read, the previous ones stay: ${error instanceof Error ? error.message : String(error)}`),
+        () =>
+          output.json
+            ? output.jsonLine({ event: 'reloaded' })
+            : output.line('SIGHUP: users and ACLs re-read.'),
+        (error: unknown) =>
+          output.warn(
+            `SIGHUP: users and ACLs not re-read, the previous ones stay: ${error instanceof Error ? error.message : String(error)}`,
+          ),
       );
     };
     process.on('SIGHUP', reload);
@@ -108,17 +232,31 @@ export const serve: Command = {
       process.once('SIGINT', stop('SIGINT'));
       process.once('SIGTERM', stop('SIGTERM'));
       if (output.json) {
-        output.jsonLine({ host: server.host, port: server.port, listeners: server.listeners.map((l) => ({ name: l.name, securityProtocol: l.securityProtocol, host: l.host, port: l.port })) });
+        output.jsonLine({
+          host: server.host,
+          port: server.port,
+          listeners: server.listeners.map((l) => ({
+            name: l.name,
+            securityProtocol: l.securityProtocol,
+            host: l.host,
+            port: l.port,
+          })),
+        });
       } else {
         for (const l of server.listeners) {
-          output.line(`Serving ${context.dir}${cluster === undefined ? '' : ` as node ${cluster.nodeId} of the cluster in ${cluster.etcdEndpoints.join(',')}`} over the Kafka protocol on ${l.securityProtocol === 'PLAINTEXT' ? '' : `${l.securityProtocol}://`}${formatAddress(l.host, l.port)}; clients bootstrap from ${l.brokers.join(', ')}.`);
+          output.line(
+            `Serving ${context.dir}${cluster === undefined ? '' : ` as node ${cluster.nodeId} of the cluster in ${cluster.etcdEndpoints.join(',')}`} over the Kafka protocol on ${l.securityProtocol === 'PLAINTEXT' ? '' : `${l.securityProtocol}://`}${formatAddress(l.host, l.port)}; clients bootstrap from ${l.brokers.join(', ')}.`,
+          );
         }
         const topics = server.stats().topics;
-        output.line(`${topics} ${topics === 1 ? 'topic' : 'topics'} in the catalog. Stop with Ctrl-C (SIGINT) or SIGTERM.`);
+        output.line(
+          `${topics} ${topics === 1 ? 'topic' : 'topics'} in the catalog. Stop with Ctrl-C (SIGINT) or SIGTERM.`,
+        );
       }
     });
     process.off('SIGHUP', reload);
-    if (!output.json) output.line(`${signal}: closing (requests in flight finish, the store is closed).`);
+    if (!output.json)
+      output.line(`${signal}: closing (requests in flight finish, the store is closed).`);
     await close();
     if (!output.json) output.line('Stopped.');
     return EXIT.OK;
@@ -135,19 +273,34 @@ function clusterOptions(context: CommandContext) {
     }
     return undefined;
   }
-  if (nodeId === undefined || !/^[A-Za-z0-9._-]{1,64}$/.test(nodeId)) throw new UsageError('--node-id <id> (1-64 of [A-Za-z0-9._-]) is required with --etcd');
+  if (nodeId === undefined || !/^[A-Za-z0-9._-]{1,64}$/.test(nodeId))
+    throw new UsageError('--node-id <id> (1-64 of [A-Za-z0-9._-]) is required with --etcd');
   const digits = /(\d+)$/.exec(nodeId)?.[1];
-  const brokerId = integerOption(context, 'broker-id') ?? (digits === undefined ? undefined : Number(digits));
-  if (brokerId === undefined || brokerId < 0 || brokerId > 0x7fffffff) throw new UsageError('--broker-id <n> (0 or more) is required when --node-id does not end in digits');
+  const brokerId =
+    integerOption(context, 'broker-id') ?? (digits === undefined ? undefined : Number(digits));
+  if (brokerId === undefined || brokerId < 0 || brokerId > 0x7fffffff)
+    throw new UsageError(
+      '--broker-id <n> (0 or more) is required when --node-id does not end in digits',
+    );
   const bucketCount = integerOption(context, 'bucket-count');
-  if (bucketCount !== undefined && bucketCount < 1) throw new UsageError('--bucket-count must be at least 1');
+  if (bucketCount !== undefined && bucketCount < 1)
+    throw new UsageError('--bucket-count must be at least 1');
   const leaseTtlSeconds = integerOption(context, 'lease-ttl');
-  if (leaseTtlSeconds !== undefined && leaseTtlSeconds < 2) throw new UsageError('--lease-ttl must be at least 2 seconds');
-  const etcdEndpoints = etcd.split(',').map((u) => u.trim()).filter((u) => u.length > 0);
-  if (etcdEndpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u))) throw new UsageError(`--etcd must be http(s)://host:port URLs, comma-separated, got ${JSON.stringify(etcd)}`);
+  if (leaseTtlSeconds !== undefined && leaseTtlSeconds < 2)
+    throw new UsageError('--lease-ttl must be at least 2 seconds');
+  const etcdEndpoints = etcd
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u.length > 0);
+  if (etcdEndpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u)))
+    throw new UsageError(
+      `--etcd must be http(s)://host:port URLs, comma-separated, got ${JSON.stringify(etcd)}`,
+    );
   const prefix = stringOption(context, 'etcd-prefix');
   return {
-    etcdEndpoints, nodeId, brokerId,
+    etcdEndpoints,
+    nodeId,
+    brokerId,
     ...(bucketCount === undefined ? {} : { bucketCount }),
     ...(leaseTtlSeconds === undefined ? {} : { leaseTtlSeconds }),
     ...(prefix === undefined ? {} : { prefix }),
@@ -162,7 +315,11 @@ interface ServeSettings {
   autoCreateTopics: boolean;
 }
 
-async function readPem(fs: NodeFileSystem, file: string | undefined, option: string): Promise<Buffer | undefined> {
+async function readPem(
+  fs: NodeFileSystem,
+  file: string | undefined,
+  option: string,
+): Promise<Buffer | undefined> {
   if (file === undefined) return undefined;
   const bytes = await fs.readFile(file);
   if (bytes === null) throw new UsageError(`${option}: no file ${file}`);
@@ -173,63 +330,116 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
   const listenTexts = stringListOption(context, 'listen');
   const listens = (listenTexts.length === 0 ? [DEFAULT_LISTEN] : listenTexts).map((text) => {
     const parsed = parseListenerAddress(text);
-    if (parsed === null) throw new UsageError(`--listen must be [PROTOCOL://]<host>:<port> (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; port 0-65535; IPv6 as [addr]:port), got ${JSON.stringify(text)}`);
+    if (parsed === null)
+      throw new UsageError(
+        `--listen must be [PROTOCOL://]<host>:<port> (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; port 0-65535; IPv6 as [addr]:port), got ${JSON.stringify(text)}`,
+      );
     return parsed;
   });
-  if (new Set(listens.map((l) => l.securityProtocol)).size !== listens.length) throw new UsageError('--listen: at most one listener per protocol');
+  if (new Set(listens.map((l) => l.securityProtocol)).size !== listens.length)
+    throw new UsageError('--listen: at most one listener per protocol');
   const advertised = new Map<SecurityProtocol, { host: string; port: number }>();
   for (const text of stringListOption(context, 'advertise')) {
-    const parsed = text.includes('://') ? parseListenerAddress(text) : { ...parseAddress(text, '--advertise', 1), securityProtocol: listens[0]!.securityProtocol };
-    if (parsed === null || parsed.port < 1) throw new UsageError(`--advertise must be [PROTOCOL://]<host>:<port>, got ${JSON.stringify(text)}`);
-    if (!listens.some((l) => l.securityProtocol === parsed.securityProtocol)) throw new UsageError(`--advertise ${text}: no ${parsed.securityProtocol} listener`);
+    const parsed = text.includes('://')
+      ? parseListenerAddress(text)
+      : { ...parseAddress(text, '--advertise', 1), securityProtocol: listens[0]!.securityProtocol };
+    if (parsed === null || parsed.port < 1)
+      throw new UsageError(
+        `--advertise must be [PROTOCOL://]<host>:<port>, got ${JSON.stringify(text)}`,
+      );
+    if (!listens.some((l) => l.securityProtocol === parsed.securityProtocol))
+      throw new UsageError(`--advertise ${text}: no ${parsed.securityProtocol} listener`);
     advertised.set(parsed.securityProtocol, parsed);
   }
   const fs = new NodeFileSystem();
   const cert = await readPem(fs, stringOption(context, 'tls-cert'), '--tls-cert');
   const key = await readPem(fs, stringOption(context, 'tls-key'), '--tls-key');
   const ca = await readPem(fs, stringOption(context, 'tls-ca'), '--tls-ca');
-  const clientAuth = stringOption(context, 'tls-client-auth') ?? (ca === undefined ? 'none' : 'requested');
-  if (!['none', 'requested', 'required'].includes(clientAuth)) throw new UsageError(`--tls-client-auth must be none, requested or required, got ${JSON.stringify(clientAuth)}`);
-  if (clientAuth !== 'none' && ca === undefined) throw new UsageError('--tls-client-auth requested or required needs --tls-ca');
+  const clientAuth =
+    stringOption(context, 'tls-client-auth') ?? (ca === undefined ? 'none' : 'requested');
+  if (!['none', 'requested', 'required'].includes(clientAuth))
+    throw new UsageError(
+      `--tls-client-auth must be none, requested or required, got ${JSON.stringify(clientAuth)}`,
+    );
+  if (clientAuth !== 'none' && ca === undefined)
+    throw new UsageError('--tls-client-auth requested or required needs --tls-ca');
   const mechanisms = stringListOption(context, 'sasl-mechanism').map((m) => {
     const upper = m.toUpperCase() as SaslMechanism;
-    if (!SASL_MECHANISMS.includes(upper)) throw new UsageError(`--sasl-mechanism must be one of ${SASL_MECHANISMS.join(', ')}, got ${JSON.stringify(m)}`);
+    if (!SASL_MECHANISMS.includes(upper))
+      throw new UsageError(
+        `--sasl-mechanism must be one of ${SASL_MECHANISMS.join(', ')}, got ${JSON.stringify(m)}`,
+      );
     return upper;
   });
   const allowPlainWithoutTls = context.values['allow-plain-without-tls'] === true;
   const listeners = listens.map(({ securityProtocol, host, port }): ListenerOptions => {
     const advertise = advertised.get(securityProtocol);
     if (advertise === undefined && (host === '0.0.0.0' || host === '::')) {
-      throw new UsageError(`--advertise is required with --listen on ${host}: clients must be told an address they can reach`);
+      throw new UsageError(
+        `--advertise is required with --listen on ${host}: clients must be told an address they can reach`,
+      );
     }
     const usesTls = securityProtocol === 'SSL' || securityProtocol === 'SASL_SSL';
     const usesSasl = securityProtocol === 'SASL_PLAINTEXT' || securityProtocol === 'SASL_SSL';
-    if (usesTls && (cert === undefined || key === undefined)) throw new UsageError(`a ${securityProtocol} listener needs --tls-cert and --tls-key`);
+    if (usesTls && (cert === undefined || key === undefined))
+      throw new UsageError(`a ${securityProtocol} listener needs --tls-cert and --tls-key`);
     const plainAllowed = securityProtocol === 'SASL_SSL' || allowPlainWithoutTls;
-    const saslMechanisms = mechanisms.length === 0 ? undefined : mechanisms.filter((m) => m !== 'PLAIN' || plainAllowed);
-    if (usesSasl && saslMechanisms !== undefined && saslMechanisms.length === 0) throw new UsageError(`the ${securityProtocol} listener is left with no SASL mechanism (PLAIN needs TLS or --allow-plain-without-tls)`);
+    const saslMechanisms =
+      mechanisms.length === 0 ? undefined : mechanisms.filter((m) => m !== 'PLAIN' || plainAllowed);
+    if (usesSasl && saslMechanisms !== undefined && saslMechanisms.length === 0)
+      throw new UsageError(
+        `the ${securityProtocol} listener is left with no SASL mechanism (PLAIN needs TLS or --allow-plain-without-tls)`,
+      );
     return {
-      securityProtocol, host, port,
-      ...(advertise === undefined ? {} : { advertisedHost: advertise.host, advertisedPort: advertise.port }),
-      ...(usesTls ? { tls: { cert: cert!, key: key!, ...(ca === undefined ? {} : { ca }), requireClientCertificate: clientAuth === 'required' } } : {}),
+      securityProtocol,
+      host,
+      port,
+      ...(advertise === undefined
+        ? {}
+        : { advertisedHost: advertise.host, advertisedPort: advertise.port }),
+      ...(usesTls
+        ? {
+            tls: {
+              cert: cert!,
+              key: key!,
+              ...(ca === undefined ? {} : { ca }),
+              requireClientCertificate: clientAuth === 'required',
+            },
+          }
+        : {}),
       ...(usesSasl && saslMechanisms !== undefined ? { saslMechanisms } : {}),
       ...(usesSasl ? { allowPlainWithoutTls } : {}),
     };
   });
   const superUsers = stringListOption(context, 'super-user');
-  for (const u of superUsers) if (!/^User:.+$/.test(u)) throw new UsageError(`--super-user must be User:<name>, got ${JSON.stringify(u)}`);
+  for (const u of superUsers)
+    if (!/^User:.+$/.test(u))
+      throw new UsageError(`--super-user must be User:<name>, got ${JSON.stringify(u)}`);
   const authorizer = context.values.authorizer === true;
-  if (!authorizer && (superUsers.length > 0 || context.values['allow-everyone-if-no-acl-found'] === true)) throw new UsageError('--super-user and --allow-everyone-if-no-acl-found need --authorizer');
+  if (
+    !authorizer &&
+    (superUsers.length > 0 || context.values['allow-everyone-if-no-acl-found'] === true)
+  )
+    throw new UsageError('--super-user and --allow-everyone-if-no-acl-found need --authorizer');
   const connectionsPerAddressMax = integerOption(context, 'connections-per-address-max');
-  if (connectionsPerAddressMax !== undefined && connectionsPerAddressMax < 1) throw new UsageError('--connections-per-address-max must be at least 1');
+  if (connectionsPerAddressMax !== undefined && connectionsPerAddressMax < 1)
+    throw new UsageError('--connections-per-address-max must be at least 1');
   const auditLogFile = stringOption(context, 'audit-log');
   const security: SecurityOptions = {
-    ...(authorizer ? { authorizer: { superUsers, allowEveryoneIfNoAclFound: context.values['allow-everyone-if-no-acl-found'] === true } } : {}),
+    ...(authorizer
+      ? {
+          authorizer: {
+            superUsers,
+            allowEveryoneIfNoAclFound: context.values['allow-everyone-if-no-acl-found'] === true,
+          },
+        }
+      : {}),
     ...(auditLogFile === undefined ? {} : { auditLogFile }),
     ...(connectionsPerAddressMax === undefined ? {} : { connectionsPerAddressMax }),
   };
   const defaultPartitions = integerOption(context, 'default-partitions');
-  if (defaultPartitions !== undefined && defaultPartitions < 1) throw new UsageError('--default-partitions must be at least 1');
+  if (defaultPartitions !== undefined && defaultPartitions < 1)
+    throw new UsageError('--default-partitions must be at least 1');
   return {
     listeners,
     security,
@@ -240,11 +450,17 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
 }
 
 /** `host:port` or `[ipv6]:port`. */
-function parseAddress(text: string, option: string, portMin: number): { host: string; port: number } {
+function parseAddress(
+  text: string,
+  option: string,
+  portMin: number,
+): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);
   if (match === null || port < portMin || port > 65_535) {
-    throw new UsageError(`${option} must be <host>:<port> (port ${portMin}-65535; IPv6 as [addr]:port), got ${JSON.stringify(text)}`);
+    throw new UsageError(
+      `${option} must be <host>:<port> (port ${portMin}-65535; IPv6 as [addr]:port), got ${JSON.stringify(text)}`,
+    );
   }
   return { host: match[1] ?? match[2]!, port };
 }
@@ -252,7 +468,10 @@ function parseAddress(text: string, option: string, portMin: number): { host: st
 /** `name:partitions`. */
 function parseTopic(text: string): TopicSpec {
   const match = /^(.+):(\d+)$/.exec(text);
-  if (match === null || Number(match[2]) < 1) throw new UsageError(`--topic must be <name>:<partitions> (partitions >= 1), got ${JSON.stringify(text)}`);
+  if (match === null || Number(match[2]) < 1)
+    throw new UsageError(
+      `--topic must be <name>:<partitions> (partitions >= 1), got ${JSON.stringify(text)}`,
+    );
   return { name: match[1]!, partitions: Number(match[2]) };
 }
 

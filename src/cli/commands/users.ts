@@ -7,13 +7,29 @@
 import * as path from 'node:path';
 import { NodeFileSystem } from '../../io/index.js';
 import { MANIFEST_FILE } from '../../log/index.js';
-import { SCRAM_MECHANISMS, UserCredentials, userNameProblem, type ScramMechanism } from '../../kafka/index.js';
-import { EXIT, UsageError, integerOption, noPositionals, stringListOption, type Command, type CommandContext } from '../command.js';
+import {
+  SCRAM_MECHANISMS,
+  UserCredentials,
+  userNameProblem,
+  type ScramMechanism,
+} from '../../kafka/index.js';
+import {
+  EXIT,
+  UsageError,
+  integerOption,
+  noPositionals,
+  stringListOption,
+  type Command,
+  type CommandContext,
+} from '../command.js';
 import { passwordFromStdin, passwordFromTerminal } from '../password-input.js';
 
 /** Refuses a directory that holds no store (a typo would otherwise create a users file anywhere). */
 async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
-  if (await fs.sizeBytes(path.join(dir, MANIFEST_FILE)) === null) throw new UsageError(`${dir} holds no store (no ${MANIFEST_FILE}); create it first, e.g. with offset-store serve`);
+  if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
+    throw new UsageError(
+      `${dir} holds no store (no ${MANIFEST_FILE}); create it first, e.g. with offset-store serve`,
+    );
 }
 
 function nameArgument(context: CommandContext): string {
@@ -36,29 +52,55 @@ export const usersAdd: Command = {
     'verifiers only. A running server reads the change on SIGHUP. See docs/security.md.',
   ].join('\n'),
   options: {
-    'password-stdin': { type: 'boolean', description: 'read the password from the first line of stdin' },
-    iterations: { type: 'string', valueName: '<n>', description: 'PBKDF2 iterations (default 4096, the minimum)' },
-    mechanism: { type: 'string', multiple: true, valueName: '<SCRAM-SHA-256|SCRAM-SHA-512>', description: 'store a verifier for this mechanism only (repeatable; default both)' },
+    'password-stdin': {
+      type: 'boolean',
+      description: 'read the password from the first line of stdin',
+    },
+    iterations: {
+      type: 'string',
+      valueName: '<n>',
+      description: 'PBKDF2 iterations (default 4096, the minimum)',
+    },
+    mechanism: {
+      type: 'string',
+      multiple: true,
+      valueName: '<SCRAM-SHA-256|SCRAM-SHA-512>',
+      description: 'store a verifier for this mechanism only (repeatable; default both)',
+    },
   },
-  examples: ['offset-store users add alice --dir ./offsets', "printf '%s\\n' \"$PW\" | offset-store users add alice --dir ./offsets --password-stdin"],
+  examples: [
+    'offset-store users add alice --dir ./offsets',
+    'printf \'%s\\n\' "$PW" | offset-store users add alice --dir ./offsets --password-stdin',
+  ],
   async run(context) {
     const name = nameArgument(context);
     const iterations = integerOption(context, 'iterations');
-    if (iterations !== undefined && iterations < 4096) throw new UsageError('--iterations must be at least 4096');
+    if (iterations !== undefined && iterations < 4096)
+      throw new UsageError('--iterations must be at least 4096');
     const mechanisms = stringListOption(context, 'mechanism').map((m) => {
       const upper = m.toUpperCase() as ScramMechanism;
-      if (!SCRAM_MECHANISMS.includes(upper)) throw new UsageError(`--mechanism must be one of ${SCRAM_MECHANISMS.join(', ')}, got ${JSON.stringify(m)}`);
+      if (!SCRAM_MECHANISMS.includes(upper))
+        throw new UsageError(
+          `--mechanism must be one of ${SCRAM_MECHANISMS.join(', ')}, got ${JSON.stringify(m)}`,
+        );
       return upper;
     });
     const fs = new NodeFileSystem();
     await requireStore(fs, context.dir);
-    const password = context.values['password-stdin'] === true ? await passwordFromStdin() : await passwordFromTerminal(name);
+    const password =
+      context.values['password-stdin'] === true
+        ? await passwordFromStdin()
+        : await passwordFromTerminal(name);
     const users = await UserCredentials.addUser(fs, context.dir, name, password, {
-      ...(iterations === undefined ? {} : { iterations }), ...(mechanisms.length === 0 ? {} : { mechanisms }),
+      ...(iterations === undefined ? {} : { iterations }),
+      ...(mechanisms.length === 0 ? {} : { mechanisms }),
     });
     const listing = users.list().find((u) => u.name === name)!;
     if (context.output.json) context.output.result({ user: listing });
-    else context.output.line(`User ${name} saved (${listing.mechanisms.map((m) => m.mechanism).join(', ')}; ${listing.mechanisms[0]!.iterations} iterations).`);
+    else
+      context.output.line(
+        `User ${name} saved (${listing.mechanisms.map((m) => m.mechanism).join(', ')}; ${listing.mechanisms[0]!.iterations} iterations).`,
+      );
     return EXIT.OK;
   },
 };
@@ -68,7 +110,8 @@ export const usersRemove: Command = {
   words: ['users', 'remove'],
   positionals: ['<name>'],
   summary: 'remove a SASL user',
-  description: 'Removes a user from kafka-users.json; connections it already has stay open until they close. A running server reads the change on SIGHUP.',
+  description:
+    'Removes a user from kafka-users.json; connections it already has stay open until they close. A running server reads the change on SIGHUP.',
   options: {},
   examples: ['offset-store users remove alice --dir ./offsets'],
   async run(context) {
@@ -87,7 +130,8 @@ export const usersList: Command = {
   words: ['users', 'list'],
   positionals: [],
   summary: 'list the SASL users (names and mechanisms, never secrets)',
-  description: 'Lists the users of kafka-users.json with the SCRAM mechanisms each has a verifier for.',
+  description:
+    'Lists the users of kafka-users.json with the SCRAM mechanisms each has a verifier for.',
   options: {},
   examples: ['offset-store users list --dir ./offsets --json'],
   async run(context) {
@@ -97,7 +141,14 @@ export const usersList: Command = {
     const users = (await UserCredentials.load(fs, context.dir)).list();
     if (context.output.json) context.output.result({ users });
     else if (users.length === 0) context.output.line('No users.');
-    else context.output.table([{ header: 'USER' }, { header: 'MECHANISMS' }], users.map((u) => [u.name, u.mechanisms.map((m) => `${m.mechanism} (${m.iterations})`).join(', ')]));
+    else
+      context.output.table(
+        [{ header: 'USER' }, { header: 'MECHANISMS' }],
+        users.map((u) => [
+          u.name,
+          u.mechanisms.map((m) => `${m.mechanism} (${m.iterations})`).join(', '),
+        ]),
+      );
     return EXIT.OK;
   },
 };

@@ -12,23 +12,42 @@ const FETCH_SAMPLES = 5000;
  * 64 committers, each making 10 sequential durable commits of 1-10 offsets to its own group (no
  * members, so plain commits); the groups are deleted afterwards.
  */
-export async function measureBurstCommits(store: OffsetStore): Promise<{ committers: number; commitsPerSecond: number; offsetRecords: number }> {
+export async function measureBurstCommits(
+  store: OffsetStore,
+): Promise<{ committers: number; commitsPerSecond: number; offsetRecords: number }> {
   let offsetRecords = 0;
   const startedMs = performance.now();
-  await Promise.all(Array.from({ length: BURST_COMMITTERS }, async (_, c) => {
-    for (let i = 0; i < BURST_COMMITS_EACH; i++) {
-      const count = 1 + ((c + i) % 10);
-      offsetRecords += count;
-      await store.commitOffsets(`demo-burst-${c}`, Array.from({ length: count }, (_, b) => ({ tableId: 2, bucketId: b, offset: (i + 1) * 100 })));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: BURST_COMMITTERS }, async (_, c) => {
+      for (let i = 0; i < BURST_COMMITS_EACH; i++) {
+        const count = 1 + ((c + i) % 10);
+        offsetRecords += count;
+        await store.commitOffsets(
+          `demo-burst-${c}`,
+          Array.from({ length: count }, (_, b) => ({
+            tableId: 2,
+            bucketId: b,
+            offset: (i + 1) * 100,
+          })),
+        );
+      }
+    }),
+  );
   const elapsedMs = performance.now() - startedMs;
   for (let c = 0; c < BURST_COMMITTERS; c++) await store.deleteGroup(`demo-burst-${c}`);
-  return { committers: BURST_COMMITTERS, commitsPerSecond: (BURST_COMMITTERS * BURST_COMMITS_EACH) / (elapsedMs / 1000), offsetRecords };
+  return {
+    committers: BURST_COMMITTERS,
+    commitsPerSecond: (BURST_COMMITTERS * BURST_COMMITS_EACH) / (elapsedMs / 1000),
+    offsetRecords,
+  };
 }
 
 /** p50 and p99 of `fetchOffsets(groupId, [bucket])`, in microseconds. */
-export async function measureFetchLatency(store: OffsetStore, groupId: string, bucket: BucketRef): Promise<{ p50Us: number; p99Us: number }> {
+export async function measureFetchLatency(
+  store: OffsetStore,
+  groupId: string,
+  bucket: BucketRef,
+): Promise<{ p50Us: number; p99Us: number }> {
   const samples: number[] = [];
   const buckets = [bucket];
   for (let i = 0; i < FETCH_SAMPLES; i++) {
@@ -37,5 +56,8 @@ export async function measureFetchLatency(store: OffsetStore, groupId: string, b
     samples.push((performance.now() - t0) * 1000);
   }
   samples.sort((a, b) => a - b);
-  return { p50Us: samples[Math.floor(samples.length * 0.5)]!, p99Us: samples[Math.floor(samples.length * 0.99)]! };
+  return {
+    p50Us: samples[Math.floor(samples.length * 0.5)]!,
+    p99Us: samples[Math.floor(samples.length * 0.99)]!,
+  };
 }

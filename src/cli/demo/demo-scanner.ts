@@ -29,7 +29,11 @@ export interface BucketPosition {
 /** What a scanner reports as it runs. */
 export type ScannerEvent =
   | { type: 'joined'; scanner: string; memberId: string }
-  | { type: 'assigned'; scanner: string; buckets: { bucketId: number; resumeOffset: number; committed: boolean }[] }
+  | {
+      type: 'assigned';
+      scanner: string;
+      buckets: { bucketId: number; resumeOffset: number; committed: boolean }[];
+    }
   | { type: 'revoked'; scanner: string; buckets: { bucketId: number; committedOffset: number }[] }
   | { type: 'lost'; scanner: string; bucketIds: number[] };
 
@@ -105,7 +109,9 @@ export class DemoScanner {
 
   /** Positions of the buckets the scanner owns, by bucket id. */
   positions(): BucketPosition[] {
-    return [...this.#positions.values()].map((p) => ({ ...p })).sort((a, b) => a.bucketId - b.bucketId);
+    return [...this.#positions.values()]
+      .map((p) => ({ ...p }))
+      .sort((a, b) => a.bucketId - b.bucketId);
   }
 
   /** Commits the store acknowledged. */
@@ -164,7 +170,8 @@ export class DemoScanner {
       ledger.consume(p.bucketId, p.next, to);
       p.next = to;
     }
-    if (performance.now() - this.#lastCommitMs >= this.#options.commitIntervalMs) await this.#commit([...this.#positions.values()]);
+    if (performance.now() - this.#lastCommitMs >= this.#options.commitIntervalMs)
+      await this.#commit([...this.#positions.values()]);
   }
 
   async #commit(positions: BucketPosition[]): Promise<void> {
@@ -173,7 +180,13 @@ export class DemoScanner {
     if (moved.length === 0) return;
     const offsets = moved.map((p) => ({ next: p.next, p }));
     try {
-      await this.#member!.commit(offsets.map(({ p, next }) => ({ tableId: this.#options.tableId, bucketId: p.bucketId, offset: next })));
+      await this.#member!.commit(
+        offsets.map(({ p, next }) => ({
+          tableId: this.#options.tableId,
+          bucketId: p.bucketId,
+          offset: next,
+        })),
+      );
     } catch (error) {
       if (!isOffsetStoreError(error)) throw error;
       this.#commitErrors.set(error.code, (this.#commitErrors.get(error.code) ?? 0) + 1);
@@ -188,17 +201,27 @@ export class DemoScanner {
     const fetched = await this.#options.store.fetchOffsets(this.#options.groupId, buckets);
     const assigned = buckets.map((b, i) => {
       const offset = fetched[i]?.offset;
-      this.#positions.set(b.bucketId, { bucketId: b.bucketId, next: offset ?? 0, committed: offset ?? 0 });
+      this.#positions.set(b.bucketId, {
+        bucketId: b.bucketId,
+        next: offset ?? 0,
+        committed: offset ?? 0,
+      });
       return { bucketId: b.bucketId, resumeOffset: offset ?? 0, committed: offset !== undefined };
     });
     this.#report({ type: 'assigned', scanner: this.name, buckets: assigned });
   }
 
   async #revoke(buckets: BucketRef[]): Promise<void> {
-    const revoked = buckets.map((b) => this.#positions.get(b.bucketId)).filter((p) => p !== undefined);
+    const revoked = buckets
+      .map((b) => this.#positions.get(b.bucketId))
+      .filter((p) => p !== undefined);
     await this.#commit(revoked);
     for (const b of buckets) this.#positions.delete(b.bucketId);
-    this.#report({ type: 'revoked', scanner: this.name, buckets: revoked.map((p) => ({ bucketId: p.bucketId, committedOffset: p.committed })) });
+    this.#report({
+      type: 'revoked',
+      scanner: this.name,
+      buckets: revoked.map((p) => ({ bucketId: p.bucketId, committedOffset: p.committed })),
+    });
   }
 
   #lose(buckets: BucketRef[]): void {

@@ -68,7 +68,15 @@ export type DemoEvent =
   | ({ atMs: number } & ScannerEvent)
   | { atMs: number; type: 'stable'; groupEpoch: number; owners: Record<string, number[]> }
   | { atMs: number; type: 'killed'; scanner: string; positions: BucketPosition[] }
-  | { atMs: number; type: 'resumed'; scanner: string; bucketId: number; resumeOffset: number; killedCommitted: number; killedRead: number }
+  | {
+      atMs: number;
+      type: 'resumed';
+      scanner: string;
+      bucketId: number;
+      resumeOffset: number;
+      killedCommitted: number;
+      killedRead: number;
+    }
   | { atMs: number; type: 'completed'; groupEpoch: number }
   | { atMs: number; type: 'left' };
 
@@ -149,7 +157,8 @@ export class DemoFailure extends Error {
  */
 export const DEMO_MARKER_FILE = 'DEMO';
 
-const DEMO_MARKER_TEXT = 'This store was created by `offset-store demo`; the next demo run in this directory replaces it.\n';
+const DEMO_MARKER_TEXT =
+  'This store was created by `offset-store demo`; the next demo run in this directory replaces it.\n';
 
 /**
  * Makes `dir` ready for a fresh demo store: an empty or missing directory is fine; one holding the
@@ -163,8 +172,13 @@ export async function prepareDemoDir(dir: string): Promise<void> {
   });
   if (names.length === 0) return;
   if (!names.includes(DEMO_MARKER_FILE)) {
-    const what = names.includes(MANIFEST_FILE) ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)` : 'is not empty and holds no offset store';
-    throw new OffsetStoreError('INVALID_CONFIG', `${dir} ${what}: the demo only replaces a store it created itself; pick another --dir`);
+    const what = names.includes(MANIFEST_FILE)
+      ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)`
+      : 'is not empty and holds no offset store';
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${dir} ${what}: the demo only replaces a store it created itself; pick another --dir`,
+    );
   }
   // The store's own lock says whether it is open (STORE_LOCKED), not the pid in its LOCK file.
   const lock = await DirectoryLock.acquire(fs, dir);
@@ -190,14 +204,24 @@ async function markDemoDir(dir: string): Promise<void> {
 }
 
 /** Runs the demo; see the module header. */
-export async function runDemo(options: DemoOptions, onEvent: (event: DemoEvent) => void = () => {}): Promise<DemoResult> {
+export async function runDemo(
+  options: DemoOptions,
+  onEvent: (event: DemoEvent) => void = () => {},
+): Promise<DemoResult> {
   const dir = path.resolve(options.dir);
   await prepareDemoDir(dir);
   await markDemoDir(dir);
   const startedMs = performance.now();
   const store = await OffsetStore.open({
-    dir, bucketCount: 8, segmentBytesMax: 16 * 1024, group: { heartbeatIntervalMs: options.heartbeatIntervalMs, assignmentIntervalMs: ASSIGNMENT_INTERVAL_MS },
-    compaction: { strategy: 'log-cleaner', intervalMs: 3_600_000 }, onWarning: () => {},
+    dir,
+    bucketCount: 8,
+    segmentBytesMax: 16 * 1024,
+    group: {
+      heartbeatIntervalMs: options.heartbeatIntervalMs,
+      assignmentIntervalMs: ASSIGNMENT_INTERVAL_MS,
+    },
+    compaction: { strategy: 'log-cleaner', intervalMs: 3_600_000 },
+    onWarning: () => {},
   });
   try {
     return await new DemoRun(store, { ...options, dir }, startedMs, onEvent).run();
@@ -220,7 +244,12 @@ class DemoRun {
   #killedAtMs = 0;
   #allResumedAtMs: number | undefined;
 
-  constructor(store: OffsetStore, options: DemoOptions, startedMs: number, onEvent: (event: DemoEvent) => void) {
+  constructor(
+    store: OffsetStore,
+    options: DemoOptions,
+    startedMs: number,
+    onEvent: (event: DemoEvent) => void,
+  ) {
     this.#store = store;
     this.#options = options;
     this.#startedMs = startedMs;
@@ -232,15 +261,29 @@ class DemoRun {
     const options = this.#options;
     this.#store.setTableLayout(TABLE_ID, { bucketCount: options.bucketCount });
     for (let i = 1; i <= options.memberCount; i++) {
-      this.#scanners.push(await DemoScanner.start({
-        store: this.#store, groupId: GROUP_ID, name: `scanner-${i}`, tableId: TABLE_ID, ledger: this.#ledger, chunkRecords: CHUNK_RECORDS,
-        pollIntervalMs: POLL_INTERVAL_MS, commitIntervalMs: COMMIT_INTERVAL_MS, sessionTimeoutMs: options.sessionTimeoutMs, onEvent: (event) => this.#onScannerEvent(event),
-      }));
+      this.#scanners.push(
+        await DemoScanner.start({
+          store: this.#store,
+          groupId: GROUP_ID,
+          name: `scanner-${i}`,
+          tableId: TABLE_ID,
+          ledger: this.#ledger,
+          chunkRecords: CHUNK_RECORDS,
+          pollIntervalMs: POLL_INTERVAL_MS,
+          commitIntervalMs: COMMIT_INTERVAL_MS,
+          sessionTimeoutMs: options.sessionTimeoutMs,
+          onEvent: (event) => this.#onScannerEvent(event),
+        }),
+      );
     }
     await this.#waitStable();
     const totalRecords = options.bucketCount * options.recordsPerBucket;
-    const killAt = this.#ledger.distinctConsumed + (totalRecords - this.#ledger.distinctConsumed) * KILL_AT_FRACTION;
-    await this.#waitFor('a third of the records to be consumed', async () => (this.#ledger.distinctConsumed >= killAt ? true : undefined));
+    const killAt =
+      this.#ledger.distinctConsumed +
+      (totalRecords - this.#ledger.distinctConsumed) * KILL_AT_FRACTION;
+    await this.#waitFor('a third of the records to be consumed', async () =>
+      this.#ledger.distinctConsumed >= killAt ? true : undefined,
+    );
     const victim = this.#scanners[1]!;
     const killed = await victim.kill();
     this.#killed = killed;
@@ -250,9 +293,20 @@ class DemoRun {
     for (const s of this.#scanners) if (s !== victim) await s.leave();
     this.#emit({ atMs: this.#at(), type: 'left' });
     const final = await this.#store.fetchOffsets(GROUP_ID);
-    const finalOffsetsAtEnd = final.length === options.bucketCount && final.every((o) => o?.offset === options.recordsPerBucket);
+    const finalOffsetsAtEnd =
+      final.length === options.bucketCount &&
+      final.every((o) => o?.offset === options.recordsPerBucket);
     const verification = verify(this.#ledger, killed, this.#moved, finalOffsetsAtEnd);
-    return this.#measure(verification, { scanner: victim.name, bucketIds: killed.map((p) => p.bucketId), rebalanceMs: this.#allResumedAtMs === undefined ? null : this.#allResumedAtMs - this.#killedAtMs }, runMs);
+    return this.#measure(
+      verification,
+      {
+        scanner: victim.name,
+        bucketIds: killed.map((p) => p.bucketId),
+        rebalanceMs:
+          this.#allResumedAtMs === undefined ? null : this.#allResumedAtMs - this.#killedAtMs,
+      },
+      runMs,
+    );
   }
 
   #at(): number {
@@ -266,27 +320,48 @@ class DemoRun {
   /** Forwards scanner events; after the kill, turns assignments of the killed scanner's buckets into `resumed` events. */
   #onScannerEvent(event: ScannerEvent): void {
     const killed = this.#killed;
-    const resumes = event.type === 'assigned' && killed !== undefined && event.buckets.every((b) => killed.some((p) => p.bucketId === b.bucketId));
+    const resumes =
+      event.type === 'assigned' &&
+      killed !== undefined &&
+      event.buckets.every((b) => killed.some((p) => p.bucketId === b.bucketId));
     if (!resumes) this.#emit({ atMs: this.#at(), ...event });
     if (event.type !== 'assigned' || killed === undefined) return;
     for (const b of event.buckets) {
       const victim = killed.find((p) => p.bucketId === b.bucketId);
       if (victim === undefined || this.#moved.has(b.bucketId)) continue;
       this.#moved.set(b.bucketId, { scanner: event.scanner, resumeOffset: b.resumeOffset });
-      this.#emit({ atMs: this.#at(), type: 'resumed', scanner: event.scanner, bucketId: b.bucketId, resumeOffset: b.resumeOffset, killedCommitted: victim.committed, killedRead: victim.next });
+      this.#emit({
+        atMs: this.#at(),
+        type: 'resumed',
+        scanner: event.scanner,
+        bucketId: b.bucketId,
+        resumeOffset: b.resumeOffset,
+        killedCommitted: victim.committed,
+        killedRead: victim.next,
+      });
       if (this.#moved.size === killed.length) this.#allResumedAtMs = this.#at();
     }
   }
 
   async #waitStable(): Promise<void> {
     const { memberCount, bucketCount } = this.#options;
-    const stable = await this.#waitFor('the group to become Stable with every bucket owned', async () => {
-      const d = await this.#store.describeGroup(GROUP_ID);
-      const owned = d.members.reduce((n, m) => n + m.assignment.length, 0);
-      return d.state === 'Stable' && d.members.length === memberCount && owned === bucketCount ? d : undefined;
-    });
+    const stable = await this.#waitFor(
+      'the group to become Stable with every bucket owned',
+      async () => {
+        const d = await this.#store.describeGroup(GROUP_ID);
+        const owned = d.members.reduce((n, m) => n + m.assignment.length, 0);
+        return d.state === 'Stable' && d.members.length === memberCount && owned === bucketCount
+          ? d
+          : undefined;
+      },
+    );
     const nameOf = new Map(this.#scanners.map((s) => [s.memberId, s.name]));
-    const owners = Object.fromEntries(stable.members.map((m) => [nameOf.get(m.memberId) ?? m.memberId, m.assignment.map((b) => b.bucketId)]));
+    const owners = Object.fromEntries(
+      stable.members.map((m) => [
+        nameOf.get(m.memberId) ?? m.memberId,
+        m.assignment.map((b) => b.bucketId),
+      ]),
+    );
     this.#emit({ atMs: this.#at(), type: 'stable', groupEpoch: stable.groupEpoch, owners });
   }
 
@@ -295,29 +370,61 @@ class DemoRun {
     const { bucketCount, recordsPerBucket } = this.#options;
     await this.#waitFor('every bucket to be consumed and committed to its end', async () => {
       const offsets = await this.#store.fetchOffsets(GROUP_ID);
-      return offsets.length === bucketCount && offsets.every((o) => o !== null && o.offset === recordsPerBucket) ? true : undefined;
+      return offsets.length === bucketCount &&
+        offsets.every((o) => o !== null && o.offset === recordsPerBucket)
+        ? true
+        : undefined;
     });
     const runMs = performance.now() - this.#startedMs;
-    this.#emit({ atMs: this.#at(), type: 'completed', groupEpoch: (await this.#store.describeGroup(GROUP_ID)).groupEpoch });
+    this.#emit({
+      atMs: this.#at(),
+      type: 'completed',
+      groupEpoch: (await this.#store.describeGroup(GROUP_ID)).groupEpoch,
+    });
     return runMs;
   }
 
-  async #measure(verification: DemoResult['verification'], killed: DemoResult['killed'], runMs: number): Promise<DemoResult> {
+  async #measure(
+    verification: DemoResult['verification'],
+    killed: DemoResult['killed'],
+    runMs: number,
+  ): Promise<DemoResult> {
     const o = this.#options;
     const commits = this.#scanners.reduce((n, s) => n + s.commitCount, 0);
     const commitErrors: Record<string, number> = {};
-    for (const s of this.#scanners) for (const [code, n] of Object.entries(s.commitErrors())) commitErrors[code] = (commitErrors[code] ?? 0) + n;
+    for (const s of this.#scanners)
+      for (const [code, n] of Object.entries(s.commitErrors()))
+        commitErrors[code] = (commitErrors[code] ?? 0) + n;
     const burst = await measureBurstCommits(this.#store);
-    const fetch = await measureFetchLatency(this.#store, GROUP_ID, { tableId: TABLE_ID, bucketId: 0 });
+    const fetch = await measureFetchLatency(this.#store, GROUP_ID, {
+      tableId: TABLE_ID,
+      bucketId: 0,
+    });
     const before = await this.#store.stats();
     const compaction = await this.#store.compact();
     return {
-      dir: o.dir, groupId: GROUP_ID, tableId: TABLE_ID, bucketCount: o.bucketCount, recordsPerBucket: o.recordsPerBucket, memberCount: o.memberCount,
-      sessionTimeoutMs: o.sessionTimeoutMs, verification, killed,
+      dir: o.dir,
+      groupId: GROUP_ID,
+      tableId: TABLE_ID,
+      bucketCount: o.bucketCount,
+      recordsPerBucket: o.recordsPerBucket,
+      memberCount: o.memberCount,
+      sessionTimeoutMs: o.sessionTimeoutMs,
+      verification,
+      killed,
       metrics: {
-        runMs, commits, commitsPerSecond: commits / (runMs / 1000), commitErrors, burstCommitsPerSecond: burst.commitsPerSecond, burstCommitters: burst.committers,
-        fetchP50Us: fetch.p50Us, fetchP99Us: fetch.p99Us, logBatches: before.buckets.reduce((n, b) => n + b.nextLogOffset, 0), logBytesBeforeCompaction: before.totals.logBytes,
-        offsetRecordsCommitted: this.#scanners.reduce((n, s) => n + s.committedRecordCount, 0) + burst.offsetRecords,
+        runMs,
+        commits,
+        commitsPerSecond: commits / (runMs / 1000),
+        commitErrors,
+        burstCommitsPerSecond: burst.commitsPerSecond,
+        burstCommitters: burst.committers,
+        fetchP50Us: fetch.p50Us,
+        fetchP99Us: fetch.p99Us,
+        logBatches: before.buckets.reduce((n, b) => n + b.nextLogOffset, 0),
+        logBytesBeforeCompaction: before.totals.logBytes,
+        offsetRecordsCommitted:
+          this.#scanners.reduce((n, s) => n + s.committedRecordCount, 0) + burst.offsetRecords,
       },
       compaction,
       durationMs: performance.now() - this.#startedMs,
@@ -329,7 +436,10 @@ class DemoRun {
     for (;;) {
       const value = await probe();
       if (value !== undefined) return value;
-      if (performance.now() > deadline) throw new DemoFailure(`timed out after ${WAIT_TIMEOUT_MS} ms waiting for ${what}; ${await this.#diagnose()}`);
+      if (performance.now() > deadline)
+        throw new DemoFailure(
+          `timed out after ${WAIT_TIMEOUT_MS} ms waiting for ${what}; ${await this.#diagnose()}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -337,9 +447,19 @@ class DemoRun {
   /** What a timeout message should say: the group, the progress, and each scanner's commits and positions. */
   async #diagnose(): Promise<string> {
     const group = await this.#store.describeGroup(GROUP_ID).catch((error: Error) => error.message);
-    const state = typeof group === 'string' ? group : `group ${group.state} at epoch ${group.groupEpoch} with ${group.members.length} members, ${group.offsets.length} committed buckets`;
-    const each = this.#scanners.map((s) => `${s.name}: ${s.commitCount} commits, refused ${JSON.stringify(s.commitErrors())}, positions ${JSON.stringify(s.positions())}`);
-    return [state, `${this.#ledger.distinctConsumed} of ${this.#options.bucketCount * this.#options.recordsPerBucket} records consumed`, ...each].join('; ');
+    const state =
+      typeof group === 'string'
+        ? group
+        : `group ${group.state} at epoch ${group.groupEpoch} with ${group.members.length} members, ${group.offsets.length} committed buckets`;
+    const each = this.#scanners.map(
+      (s) =>
+        `${s.name}: ${s.commitCount} commits, refused ${JSON.stringify(s.commitErrors())}, positions ${JSON.stringify(s.positions())}`,
+    );
+    return [
+      state,
+      `${this.#ledger.distinctConsumed} of ${this.#options.bucketCount * this.#options.recordsPerBucket} records consumed`,
+      ...each,
+    ].join('; ');
   }
 }
 
@@ -347,10 +467,21 @@ class DemoRun {
  * The at-least-once verdict: nothing skipped, every moved bucket resumed at the killed scanner's last
  * commit, every committed offset at its bucket's end.
  */
-function verify(ledger: ConsumptionLedger, killed: BucketPosition[], moved: Map<number, { resumeOffset: number }>, finalOffsetsAtEnd: boolean): DemoResult['verification'] {
+function verify(
+  ledger: ConsumptionLedger,
+  killed: BucketPosition[],
+  moved: Map<number, { resumeOffset: number }>,
+  finalOffsetsAtEnd: boolean,
+): DemoResult['verification'] {
   const skipped = ledger.skipped();
-  const explained: OffsetRange[] = killed.map((p) => ({ bucketId: p.bucketId, from: p.committed, to: p.next }));
-  const resumedAtLastCommit = killed.filter((p) => moved.get(p.bucketId)?.resumeOffset === p.committed).length;
+  const explained: OffsetRange[] = killed.map((p) => ({
+    bucketId: p.bucketId,
+    from: p.committed,
+    to: p.next,
+  }));
+  const resumedAtLastCommit = killed.filter(
+    (p) => moved.get(p.bucketId)?.resumeOffset === p.committed,
+  ).length;
   return {
     ok: skipped.length === 0 && resumedAtLastCommit === killed.length && finalOffsetsAtEnd,
     records: ledger.bucketCount * ledger.recordsPerBucket,

@@ -56,17 +56,34 @@ function readState(view: BucketView): IncrementalState {
   const start = view.segments[0]?.baseOffset ?? 0;
   const raw = view.state as Partial<IncrementalState> | undefined;
   const cleanPoint = raw?.cleanPoint;
-  if (typeof cleanPoint !== 'number' || !Number.isSafeInteger(cleanPoint) || cleanPoint > view.logEndOffset) return { cleanPoint: start, passes: [], garbage: [] };
-  const pairs = (value: unknown): [number, number][] => (Array.isArray(value)
-    ? value.filter((p): p is [number, number] => Array.isArray(p) && p.length === 2 && Number.isSafeInteger(p[0]) && Number.isFinite(p[1]))
-    : []);
-  return { cleanPoint: Math.max(start, cleanPoint), passes: pairs(raw?.passes), garbage: pairs(raw?.garbage) };
+  if (
+    typeof cleanPoint !== 'number' ||
+    !Number.isSafeInteger(cleanPoint) ||
+    cleanPoint > view.logEndOffset
+  )
+    return { cleanPoint: start, passes: [], garbage: [] };
+  const pairs = (value: unknown): [number, number][] =>
+    Array.isArray(value)
+      ? value.filter(
+          (p): p is [number, number] =>
+            Array.isArray(p) &&
+            p.length === 2 &&
+            Number.isSafeInteger(p[0]) &&
+            Number.isFinite(p[1]),
+        )
+      : [];
+  return {
+    cleanPoint: Math.max(start, cleanPoint),
+    passes: pairs(raw?.passes),
+    garbage: pairs(raw?.garbage),
+  };
 }
 
 /** The log offset below which the clean point passed at least deleteRetentionMs ago (0 if none did). */
 function tombstonesBelow(state: IncrementalState, view: BucketView): number {
   let below = 0;
-  for (const [passed, atMs] of state.passes) if (atMs <= view.nowMs - view.settings.deleteRetentionMs) below = Math.max(below, passed);
+  for (const [passed, atMs] of state.passes)
+    if (atMs <= view.nowMs - view.settings.deleteRetentionMs) below = Math.max(below, passed);
   return below;
 }
 
@@ -74,7 +91,11 @@ function tombstonesBelow(state: IncrementalState, view: BucketView): number {
 function withPass(state: IncrementalState, below: number, view: BucketView): [number, number][] {
   const horizonMs = view.nowMs - view.settings.deleteRetentionMs;
   const old = state.passes.filter(([, atMs]) => atMs <= horizonMs);
-  const passes = [...(old.length > 0 ? [old.at(-1)!] : []), ...state.passes.filter(([, atMs]) => atMs > horizonMs), [below, view.nowMs] as [number, number]];
+  const passes = [
+    ...(old.length > 0 ? [old.at(-1)!] : []),
+    ...state.passes.filter(([, atMs]) => atMs > horizonMs),
+    [below, view.nowMs] as [number, number],
+  ];
   while (passes.length > PASSES_MAX) passes.splice(1, 1);
   return passes;
 }
@@ -91,11 +112,19 @@ function survivingBytesOf(g: SegmentGarbage): number {
 }
 
 /** Step 3: groups of segments to rewrite; `remembered` is garbage earlier cleans found, by base offset. */
-function groupsToRewrite(garbage: readonly SegmentGarbage[], remembered: ReadonlyMap<number, number>, segmentBytesMax: number): number[][] {
+function groupsToRewrite(
+  garbage: readonly SegmentGarbage[],
+  remembered: ReadonlyMap<number, number>,
+  segmentBytesMax: number,
+): number[][] {
   const groups: number[][] = [];
   let current: { bases: number[]; bytes: number; withGarbage: boolean } | undefined;
   const close = (): void => {
-    if (current !== undefined && (current.withGarbage || current.bases.length >= MERGE_SEGMENTS_MIN)) groups.push(current.bases);
+    if (
+      current !== undefined &&
+      (current.withGarbage || current.bases.length >= MERGE_SEGMENTS_MIN)
+    )
+      groups.push(current.bases);
     current = undefined;
   };
   for (const g of garbage) {
@@ -145,7 +174,13 @@ export const incrementalStrategy: CompactionStrategyDefinition = {
     const rewritten = new Set(rewrite.flat());
     const left = garbage
       .filter((g) => !rewritten.has(g.baseOffset))
-      .map((g): [number, number] => [g.baseOffset, Math.min(g.sizeBytes, (remembered.get(g.baseOffset) ?? 0) + g.sizeBytes - survivingBytesOf(g))])
+      .map((g): [number, number] => [
+        g.baseOffset,
+        Math.min(
+          g.sizeBytes,
+          (remembered.get(g.baseOffset) ?? 0) + g.sizeBytes - survivingBytesOf(g),
+        ),
+      ])
       .filter(([, bytes]) => bytes > 0)
       .slice(-REMEMBERED_MAX);
     const cleanPoint = sealed.at(-1)!.lastLogOffset + 1;

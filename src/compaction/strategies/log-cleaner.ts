@@ -20,12 +20,17 @@ export const logCleanerStrategy: CompactionStrategyDefinition = {
   name: 'log-cleaner',
   due(view) {
     const sealed = view.segments.filter((s) => s.sealed);
-    if (sealed.length === 0 || sealed.at(-1)!.lastLogOffset < cleanedBelow(view.state)) return false;
+    if (sealed.length === 0 || sealed.at(-1)!.lastLogOffset < cleanedBelow(view.state))
+      return false;
     return dueByGarbageRatio(view);
   },
   plan(view) {
     const sealed = view.segments.filter((s) => s.sealed);
     if (sealed.length === 0) return null;
-    return { rewrite: [sealed.map((s) => s.baseOffset)], mapFrom: sealed[0]!.baseOffset, state: { cleanedBelow: sealed.at(-1)!.lastLogOffset + 1 } };
+    return {
+      rewrite: [sealed.map((s) => s.baseOffset)],
+      mapFrom: sealed[0]!.baseOffset,
+      state: { cleanedBelow: sealed.at(-1)!.lastLogOffset + 1 },
+    };
   },
 };

@@ -58,13 +58,22 @@ function canonical(content: CatalogContent): string {
   return JSON.stringify({
     formatVersion: CATALOG_FORMAT_VERSION,
     clusterId: content.clusterId,
-    topics: content.topics.map((t) => ({ name: t.name, topicId: t.topicId, tableId: t.tableId, partitions: t.partitions, createdAtMs: t.createdAtMs })),
+    topics: content.topics.map((t) => ({
+      name: t.name,
+      topicId: t.topicId,
+      tableId: t.tableId,
+      partitions: t.partitions,
+      createdAtMs: t.createdAtMs,
+    })),
   });
 }
 
 /** The file's bytes: one topic a line, so a diff of two versions reads well. */
 export function encodeCatalog(content: CatalogContent): Buffer {
-  const topics = content.topics.map((t, i) => `    ${JSON.stringify({ name: t.name, topicId: t.topicId, tableId: t.tableId, partitions: t.partitions, createdAtMs: t.createdAtMs })}${i < content.topics.length - 1 ? ',' : ''}`);
+  const topics = content.topics.map(
+    (t, i) =>
+      `    ${JSON.stringify({ name: t.name, topicId: t.topicId, tableId: t.tableId, partitions: t.partitions, createdAtMs: t.createdAtMs })}${i < content.topics.length - 1 ? ',' : ''}`,
+  );
   const lines = [
     '{',
     `  "formatVersion": ${CATALOG_FORMAT_VERSION},`,
@@ -80,7 +89,11 @@ export function encodeCatalog(content: CatalogContent): Buffer {
 }
 
 function corrupt(filePath: string, reason: string, cause?: unknown): OffsetStoreError {
-  return new OffsetStoreError('CORRUPT_MESSAGE', `${filePath}: ${reason}`, cause === undefined ? undefined : { cause });
+  return new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${filePath}: ${reason}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /** Parses and checks a catalog file; CORRUPT_MESSAGE for anything damaged, INVALID_CONFIG for another format version. */
@@ -91,16 +104,24 @@ export function decodeCatalog(filePath: string, bytes: Buffer): CatalogContent {
   } catch (error) {
     throw corrupt(filePath, 'not valid JSON', error);
   }
-  const file = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const file = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<
+    string,
+    unknown
+  >;
   if (typeof file.formatVersion !== 'number') throw corrupt(filePath, 'no formatVersion');
   if (file.formatVersion !== CATALOG_FORMAT_VERSION) {
-    throw new OffsetStoreError('INVALID_CONFIG', `${filePath} has format version ${file.formatVersion}; this build reads version ${CATALOG_FORMAT_VERSION}`);
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${filePath} has format version ${file.formatVersion}; this build reads version ${CATALOG_FORMAT_VERSION}`,
+    );
   }
-  if (typeof file.clusterId !== 'string' || !CLUSTER_ID_PATTERN.test(file.clusterId)) throw corrupt(filePath, 'no valid clusterId');
+  if (typeof file.clusterId !== 'string' || !CLUSTER_ID_PATTERN.test(file.clusterId))
+    throw corrupt(filePath, 'no valid clusterId');
   if (!Array.isArray(file.topics)) throw corrupt(filePath, 'no topics array');
   const topics = file.topics.map((t: unknown) => decodeTopic(filePath, t));
   const content: CatalogContent = { clusterId: file.clusterId, topics };
-  if (file.checksum !== xxh32(Buffer.from(canonical(content), 'utf8'))) throw corrupt(filePath, 'checksum mismatch: the catalog was damaged or edited by hand');
+  if (file.checksum !== xxh32(Buffer.from(canonical(content), 'utf8')))
+    throw corrupt(filePath, 'checksum mismatch: the catalog was damaged or edited by hand');
   checkUnique(filePath, topics);
   return content;
 }
@@ -108,13 +129,25 @@ export function decodeCatalog(filePath: string, bytes: Buffer): CatalogContent {
 function decodeTopic(filePath: string, value: unknown): TopicEntry {
   const t = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const { name, topicId, tableId, partitions, createdAtMs } = t;
-  const valid = typeof name === 'string' && topicNameProblem(name) === null
-    && typeof topicId === 'string' && UUID_PATTERN.test(topicId)
-    && Number.isSafeInteger(tableId) && (tableId as number) >= 0
-    && Number.isSafeInteger(partitions) && (partitions as number) >= 1 && (partitions as number) <= PARTITION_COUNT_MAX
-    && Number.isSafeInteger(createdAtMs);
+  const valid =
+    typeof name === 'string' &&
+    topicNameProblem(name) === null &&
+    typeof topicId === 'string' &&
+    UUID_PATTERN.test(topicId) &&
+    Number.isSafeInteger(tableId) &&
+    (tableId as number) >= 0 &&
+    Number.isSafeInteger(partitions) &&
+    (partitions as number) >= 1 &&
+    (partitions as number) <= PARTITION_COUNT_MAX &&
+    Number.isSafeInteger(createdAtMs);
   if (!valid) throw corrupt(filePath, `topic record ${JSON.stringify(value)} is malformed`);
-  return { name: name as string, topicId: topicId as string, tableId: tableId as number, partitions: partitions as number, createdAtMs: createdAtMs as number };
+  return {
+    name: name as string,
+    topicId: topicId as string,
+    tableId: tableId as number,
+    partitions: partitions as number,
+    createdAtMs: createdAtMs as number,
+  };
 }
 
 function checkUnique(filePath: string, topics: readonly TopicEntry[]): void {
@@ -124,7 +157,10 @@ function checkUnique(filePath: string, topics: readonly TopicEntry[]): void {
   for (const t of topics) {
     const name = collisionKey(t.name);
     if (names.has(name) || topicIds.has(t.topicId) || tableIds.has(t.tableId)) {
-      throw corrupt(filePath, `topic ${JSON.stringify(t.name)} repeats a name, topic id or table id of another topic`);
+      throw corrupt(
+        filePath,
+        `topic ${JSON.stringify(t.name)} repeats a name, topic id or table id of another topic`,
+      );
     }
     names.add(name);
     topicIds.add(t.topicId);

@@ -3,6 +3,19 @@
  * bucket), kept in `kafka-topics.json` in the store directory, and Kafka's topic-name rules. This
  * file is the folder's door.
  */
-export { CATALOG_FILE, CATALOG_FORMAT_VERSION, PARTITION_COUNT_MAX, decodeCatalog, encodeCatalog, type CatalogContent, type TopicEntry } from './catalog-file.js';
+export {
+  CATALOG_FILE,
+  CATALOG_FORMAT_VERSION,
+  PARTITION_COUNT_MAX,
+  decodeCatalog,
+  encodeCatalog,
+  type CatalogContent,
+  type TopicEntry,
+} from './catalog-file.js';
 export { TOPIC_NAME_LENGTH_MAX, collisionKey, topicNameProblem } from './topic-name.js';
-export { TopicCatalog, TopicCatalogError, type TopicCatalogOptions, type TopicRefusal } from './topic-catalog.js';
+export {
+  TopicCatalog,
+  TopicCatalogError,
+  type TopicCatalogOptions,
+  type TopicRefusal,
+} from './topic-catalog.js';

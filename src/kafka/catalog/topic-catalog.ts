@@ -22,11 +22,19 @@ import { loadChecksum } from '../../codec/index.js';
 import { OffsetStoreError, type ErrorCode } from '../../errors/index.js';
 import type { FileSystem } from '../../io/index.js';
 import { writeDurably } from '../../log/index.js';
-import { CATALOG_FILE, PARTITION_COUNT_MAX, decodeCatalog, encodeCatalog, type CatalogContent, type TopicEntry } from './catalog-file.js';
+import {
+  CATALOG_FILE,
+  PARTITION_COUNT_MAX,
+  decodeCatalog,
+  encodeCatalog,
+  type CatalogContent,
+  type TopicEntry,
+} from './catalog-file.js';
 import { collisionKey, topicNameProblem } from './topic-name.js';
 
 /** Why the catalog refused a change. */
-export type TopicRefusal = 'invalid-name' | 'collision' | 'partitions' | 'topics-max' | 'shrink' | 'failed';
+export type TopicRefusal =
+  'invalid-name' | 'collision' | 'partitions' | 'topics-max' | 'shrink' | 'failed';
 
 /** A change the catalog refused; `refusal` says why, so a Kafka handler can pick the error code. */
 export class TopicCatalogError extends OffsetStoreError {
@@ -83,7 +91,10 @@ export class TopicCatalog {
     await loadChecksum();
     const filePath = path.join(options.dir, CATALOG_FILE);
     const bytes = await options.fs.readFile(filePath);
-    const content = bytes === null ? { clusterId: randomBytes(16).toString('base64url'), topics: [] } : decodeCatalog(filePath, bytes);
+    const content =
+      bytes === null
+        ? { clusterId: randomBytes(16).toString('base64url'), topics: [] }
+        : decodeCatalog(filePath, bytes);
     return new TopicCatalog(options, filePath, content);
   }
 
@@ -126,7 +137,8 @@ export class TopicCatalog {
   nameProblem(name: string): string | null {
     const problem = topicNameProblem(name);
     if (problem !== null) return problem;
-    if (!this.#byName.has(name) && this.#collisions.has(collisionKey(name))) return `topic name ${JSON.stringify(name)} collides with an existing topic ('.' and '_' are alike)`;
+    if (!this.#byName.has(name) && this.#collisions.has(collisionKey(name)))
+      return `topic name ${JSON.stringify(name)} collides with an existing topic ('.' and '_' are alike)`;
     return null;
   }
 
@@ -144,7 +156,8 @@ export class TopicCatalog {
    */
   ensureTopic(name: string, partitions: number): Promise<TopicEntry> {
     const existing = this.#byName.get(name);
-    if (existing !== undefined && existing.partitions === partitions) return Promise.resolve(existing);
+    if (existing !== undefined && existing.partitions === partitions)
+      return Promise.resolve(existing);
     return this.#change(name, partitions, true);
   }
 
@@ -161,7 +174,12 @@ export class TopicCatalog {
 
   async #apply(name: string, partitions: number, grow: boolean): Promise<TopicEntry> {
     if (this.#failure !== undefined) {
-      throw new TopicCatalogError('LOG_STORAGE_ERROR', 'failed', `${this.#filePath}: an earlier write failed; topics cannot change until the server restarts`, this.#failure);
+      throw new TopicCatalogError(
+        'LOG_STORAGE_ERROR',
+        'failed',
+        `${this.#filePath}: an earlier write failed; topics cannot change until the server restarts`,
+        this.#failure,
+      );
     }
     const existing = this.#byName.get(name);
     if (existing !== undefined && (!grow || existing.partitions === partitions)) return existing;
@@ -169,25 +187,55 @@ export class TopicCatalog {
     let entry: TopicEntry;
     if (existing !== undefined) {
       if (partitions < existing.partitions) {
-        throw new TopicCatalogError('INVALID_CONFIG', 'shrink', `topic ${name} has ${existing.partitions} partitions; partition counts never shrink (asked for ${partitions})`);
+        throw new TopicCatalogError(
+          'INVALID_CONFIG',
+          'shrink',
+          `topic ${name} has ${existing.partitions} partitions; partition counts never shrink (asked for ${partitions})`,
+        );
       }
       entry = { ...existing, partitions };
     } else {
       const problem = this.nameProblem(name);
-      if (problem !== null) throw new TopicCatalogError('INVALID_REQUEST', topicNameProblem(name) === null ? 'collision' : 'invalid-name', problem);
+      if (problem !== null)
+        throw new TopicCatalogError(
+          'INVALID_REQUEST',
+          topicNameProblem(name) === null ? 'collision' : 'invalid-name',
+          problem,
+        );
       if (this.#topics.length >= this.#options.topicsMax) {
-        throw new TopicCatalogError('INVALID_REQUEST', 'topics-max', `the catalog holds ${this.#topics.length} topics, its limit (topicsMax); ${name} was not created`);
+        throw new TopicCatalogError(
+          'INVALID_REQUEST',
+          'topics-max',
+          `the catalog holds ${this.#topics.length} topics, its limit (topicsMax); ${name} was not created`,
+        );
       }
       let tableId = 1;
       for (const t of this.#topics) tableId = Math.max(tableId, t.tableId + 1);
-      entry = { name, topicId: randomUUID(), tableId, partitions, createdAtMs: this.#options.nowMs() };
+      entry = {
+        name,
+        topicId: randomUUID(),
+        tableId,
+        partitions,
+        createdAtMs: this.#options.nowMs(),
+      };
     }
-    const topics = [...this.#topics.filter((t) => t.name !== name), entry].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const topics = [...this.#topics.filter((t) => t.name !== name), entry].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    );
     try {
-      await writeDurably(this.#options.fs, this.#filePath, encodeCatalog({ clusterId: this.#clusterId, topics }));
+      await writeDurably(
+        this.#options.fs,
+        this.#filePath,
+        encodeCatalog({ clusterId: this.#clusterId, topics }),
+      );
     } catch (error) {
       this.#failure = error;
-      throw new TopicCatalogError('LOG_STORAGE_ERROR', 'failed', `${this.#filePath}: writing the catalog failed (${(error as Error).message}); topics cannot change until the server restarts`, error);
+      throw new TopicCatalogError(
+        'LOG_STORAGE_ERROR',
+        'failed',
+        `${this.#filePath}: writing the catalog failed (${(error as Error).message}); topics cannot change until the server restarts`,
+        error,
+      );
     }
     this.#topics = topics;
     this.#index(entry);
@@ -205,6 +253,10 @@ export class TopicCatalog {
 
 function checkPartitions(name: string, partitions: number): void {
   if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > PARTITION_COUNT_MAX) {
-    throw new TopicCatalogError('INVALID_REQUEST', 'partitions', `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`);
+    throw new TopicCatalogError(
+      'INVALID_REQUEST',
+      'partitions',
+      `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`,
+    );
   }
 }

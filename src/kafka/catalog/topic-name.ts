@@ -14,8 +14,10 @@ const LEGAL = /^[a-zA-Z0-9._-]+$/;
 export function topicNameProblem(name: string): string | null {
   if (name.length === 0) return 'a topic name cannot be empty';
   if (name === '.' || name === '..') return `a topic name cannot be '${name}'`;
-  if (name.length > TOPIC_NAME_LENGTH_MAX) return `a topic name has at most ${TOPIC_NAME_LENGTH_MAX} characters, got ${name.length}`;
-  if (!LEGAL.test(name)) return `topic name ${JSON.stringify(name)} has characters other than ASCII letters, digits, '.', '_' and '-'`;
+  if (name.length > TOPIC_NAME_LENGTH_MAX)
+    return `a topic name has at most ${TOPIC_NAME_LENGTH_MAX} characters, got ${name.length}`;
+  if (!LEGAL.test(name))
+    return `topic name ${JSON.stringify(name)} has characters other than ASCII letters, digits, '.', '_' and '-'`;
   return null;
 }
 

@@ -35,7 +35,10 @@ export interface ClusterView {
 export class SingleNodeCluster implements ClusterView {
   readonly self: BrokerEndpoint;
   readonly #brokers: readonly BrokerEndpoint[];
-  readonly #byListener = new Map<string, { self: BrokerEndpoint; brokers: readonly BrokerEndpoint[] }>();
+  readonly #byListener = new Map<
+    string,
+    { self: BrokerEndpoint; brokers: readonly BrokerEndpoint[] }
+  >();
 
   /** `self`: this server at its first listener's address; `listeners`: its address on each listener, by name. */
   constructor(self: BrokerEndpoint, listeners: ReadonlyMap<string, BrokerEndpoint> = new Map()) {
@@ -48,11 +51,17 @@ export class SingleNodeCluster implements ClusterView {
   }
 
   brokers(listenerName?: string): readonly BrokerEndpoint[] {
-    return (listenerName === undefined ? undefined : this.#byListener.get(listenerName)?.brokers) ?? this.#brokers;
+    return (
+      (listenerName === undefined ? undefined : this.#byListener.get(listenerName)?.brokers) ??
+      this.#brokers
+    );
   }
 
   coordinatorFor(_groupId?: string, listenerName?: string): BrokerEndpoint {
-    return (listenerName === undefined ? undefined : this.#byListener.get(listenerName)?.self) ?? this.self;
+    return (
+      (listenerName === undefined ? undefined : this.#byListener.get(listenerName)?.self) ??
+      this.self
+    );
   }
 
   leaderOf(): BrokerEndpoint {

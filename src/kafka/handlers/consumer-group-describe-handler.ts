@@ -14,7 +14,13 @@ import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
 const NO_AUTHORIZED_OPERATIONS = -2147483648;
 
 function assignmentOf(context: HandlerContext, buckets: readonly TableBucket[]) {
-  return { topicPartitions: bucketsByTopic(context.catalog, buckets).map((t) => ({ topicId: t.topic.topicId, topicName: t.topic.name, partitions: t.partitions })) };
+  return {
+    topicPartitions: bucketsByTopic(context.catalog, buckets).map((t) => ({
+      topicId: t.topic.topicId,
+      topicName: t.topic.name,
+      partitions: t.partitions,
+    })),
+  };
 }
 
 async function describeOne(context: HandlerContext, groupId: string) {
@@ -37,7 +43,8 @@ async function describeOne(context: HandlerContext, groupId: string) {
           memberEpoch: m.memberEpoch,
           clientId: notes?.clientId ?? '',
           clientHost: notes?.clientHost ?? '',
-          subscribedTopicNames: notes?.topicNames ?? topicNamesOf(context.catalog, m.subscribedTableIds),
+          subscribedTopicNames:
+            notes?.topicNames ?? topicNamesOf(context.catalog, m.subscribedTableIds),
           subscribedTopicRegex: null,
           assignment: assignmentOf(context, m.assignment),
           targetAssignment: assignmentOf(context, m.targetAssignment),
@@ -46,12 +53,20 @@ async function describeOne(context: HandlerContext, groupId: string) {
       authorizedOperations: NO_AUTHORIZED_OPERATIONS,
     };
   } catch (error) {
-    return { errorCode: context.errorCodeOf(error, 'ConsumerGroupDescribe'), errorMessage: (error as Error).message, groupId, groupState: 'Dead', members: [] };
+    return {
+      errorCode: context.errorCodeOf(error, 'ConsumerGroupDescribe'),
+      errorMessage: (error as Error).message,
+      groupId,
+      groupState: 'Dead',
+      members: [],
+    };
   }
 }
 
 /** Describes each consumer group asked for. */
-export const handleConsumerGroupDescribe: RequestHandler<typeof API_KEYS.ConsumerGroupDescribe> = async (context, request) => ({
+export const handleConsumerGroupDescribe: RequestHandler<
+  typeof API_KEYS.ConsumerGroupDescribe
+> = async (context, request) => ({
   throttleTimeMs: 0,
   groups: await Promise.all(request.groupIds.map((groupId) => describeOne(context, groupId))),
 });

@@ -26,7 +26,12 @@
  */
 import type { HeartbeatRequest, HeartbeatResponse } from '../../group/index.js';
 import type { TableBucket } from '../../model/index.js';
-import { KAFKA_ERROR, type API_KEYS, type RequestOf, type ResponseInputOf } from '../protocol/index.js';
+import {
+  KAFKA_ERROR,
+  type API_KEYS,
+  type RequestOf,
+  type ResponseInputOf,
+} from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { Peer, RequestHandler } from './request-handler.js';
 import { bucketsByTopic } from './topic-mapping.js';
@@ -38,7 +43,15 @@ const ASSIGNORS = new Set(['uniform', 'range']);
 const TIMEOUT_MS_MAX = 86_400_000;
 
 function refused(errorCode: number, errorMessage: string): HeartbeatAnswer {
-  return { throttleTimeMs: 0, errorCode, errorMessage, memberId: null, memberEpoch: 0, heartbeatIntervalMs: 0, assignment: null };
+  return {
+    throttleTimeMs: 0,
+    errorCode,
+    errorMessage,
+    memberId: null,
+    memberEpoch: 0,
+    heartbeatIntervalMs: 0,
+    assignment: null,
+  };
 }
 
 /** Kafka's checks of a heartbeat; the reason it is invalid, or null. */
@@ -47,14 +60,19 @@ function invalidity(request: KafkaHeartbeat, version: number): string | null {
   if (groupId === '') return "GroupId can't be empty.";
   if (instanceId === '') return "InstanceId can't be empty.";
   if (memberEpoch < -2) return `MemberEpoch ${memberEpoch} is invalid.`;
-  if (memberEpoch === -2 && instanceId === null) return 'InstanceId must be set with MemberEpoch -2.';
+  if (memberEpoch === -2 && instanceId === null)
+    return 'InstanceId must be set with MemberEpoch -2.';
   if (memberId === '' && (memberEpoch !== 0 || version >= 1)) return "MemberId can't be empty.";
   // An empty regex is none, as in Kafka's coordinator (librdkafka 2.15 sends '' beside its topic names).
-  if (request.subscribedTopicRegex !== null && request.subscribedTopicRegex !== '') return 'Subscriptions by regular expression are not supported by this server; subscribe by topic names.';
+  if (request.subscribedTopicRegex !== null && request.subscribedTopicRegex !== '')
+    return 'Subscriptions by regular expression are not supported by this server; subscribe by topic names.';
   if (memberEpoch === 0) {
-    if (request.rebalanceTimeoutMs === -1) return 'RebalanceTimeoutMs must be provided in first request.';
-    if (request.topicPartitions === null || request.topicPartitions.length > 0) return 'TopicPartitions must be empty when (re-)joining.';
-    if (request.subscribedTopicNames === null) return 'SubscribedTopicNames must be set in first request.';
+    if (request.rebalanceTimeoutMs === -1)
+      return 'RebalanceTimeoutMs must be provided in first request.';
+    if (request.topicPartitions === null || request.topicPartitions.length > 0)
+      return 'TopicPartitions must be empty when (re-)joining.';
+    if (request.subscribedTopicNames === null)
+      return 'SubscribedTopicNames must be set in first request.';
   }
   return null;
 }
@@ -74,28 +92,55 @@ function sameIds(a: readonly number[], b: readonly number[]): boolean {
 }
 
 /** The Kafka assignment of a store assignment: topic ids and partitions. */
-function assignmentOf(context: HandlerContext, assignment: readonly TableBucket[]): HeartbeatAnswer['assignment'] {
-  return { topicPartitions: bucketsByTopic(context.catalog, assignment).map((t) => ({ topicId: t.topic.topicId, partitions: t.partitions })) };
+function assignmentOf(
+  context: HandlerContext,
+  assignment: readonly TableBucket[],
+): HeartbeatAnswer['assignment'] {
+  return {
+    topicPartitions: bucketsByTopic(context.catalog, assignment).map((t) => ({
+      topicId: t.topic.topicId,
+      partitions: t.partitions,
+    })),
+  };
 }
 
 /** Runs one KIP-848 heartbeat through the store's coordinator. */
-export const handleConsumerGroupHeartbeat: RequestHandler<typeof API_KEYS.ConsumerGroupHeartbeat> = async (context, request, header, peer) => {
+export const handleConsumerGroupHeartbeat: RequestHandler<
+  typeof API_KEYS.ConsumerGroupHeartbeat
+> = async (context, request, header, peer) => {
   const problem = invalidity(request, header.apiVersion);
   if (problem !== null) return refused(KAFKA_ERROR.INVALID_REQUEST, problem);
   const assignor = request.serverAssignor;
-  if (assignor !== null && !ASSIGNORS.has(assignor)) return refused(KAFKA_ERROR.UNSUPPORTED_ASSIGNOR, `Assignor ${assignor} is not supported: this server has 'uniform' and 'range'.`);
+  if (assignor !== null && !ASSIGNORS.has(assignor))
+    return refused(
+      KAFKA_ERROR.UNSUPPORTED_ASSIGNOR,
+      `Assignor ${assignor} is not supported: this server has 'uniform' and 'range'.`,
+    );
   const { groupId, memberId, memberEpoch } = request;
-  const notes = memberId === '' || memberEpoch === 0 ? undefined : context.members.get(groupId, memberId);
-  const topicNames = request.subscribedTopicNames === null ? notes?.topicNames : [...new Set(request.subscribedTopicNames)].sort();
+  const notes =
+    memberId === '' || memberEpoch === 0 ? undefined : context.members.get(groupId, memberId);
+  const topicNames =
+    request.subscribedTopicNames === null
+      ? notes?.topicNames
+      : [...new Set(request.subscribedTopicNames)].sort();
   const tableIds = topicNames === undefined ? undefined : tableIdsOf(context, topicNames);
   const heartbeat: HeartbeatRequest = {
     memberEpoch,
     ...(memberId === '' ? {} : { memberId }),
     ...(request.instanceId === null ? {} : { instanceId: request.instanceId }),
     // Sent when asked, and when a topic of a remembered subscription appeared (or went) since.
-    ...(tableIds !== undefined && (request.subscribedTopicNames !== null || notes === undefined || !sameIds(tableIds, notes.tableIds)) ? { subscribedTableIds: tableIds } : {}),
-    ...(request.topicPartitions === null ? {} : { ownedBuckets: ownedBuckets(context, request.topicPartitions) }),
-    ...(request.rebalanceTimeoutMs > 0 ? { rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, TIMEOUT_MS_MAX) } : {}),
+    ...(tableIds !== undefined &&
+    (request.subscribedTopicNames !== null ||
+      notes === undefined ||
+      !sameIds(tableIds, notes.tableIds))
+      ? { subscribedTableIds: tableIds }
+      : {}),
+    ...(request.topicPartitions === null
+      ? {}
+      : { ownedBuckets: ownedBuckets(context, request.topicPartitions) }),
+    ...(request.rebalanceTimeoutMs > 0
+      ? { rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, TIMEOUT_MS_MAX) }
+      : {}),
     ...(assignor === null ? {} : { assignor }),
   };
   let response: HeartbeatResponse;
@@ -103,7 +148,8 @@ export const handleConsumerGroupHeartbeat: RequestHandler<typeof API_KEYS.Consum
     response = await context.store.heartbeat(groupId, heartbeat);
   } catch (error) {
     const code = context.errorCodeOf(error, 'ConsumerGroupHeartbeat');
-    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID || code === KAFKA_ERROR.FENCED_MEMBER_EPOCH) context.members.delete(groupId, memberId);
+    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID || code === KAFKA_ERROR.FENCED_MEMBER_EPOCH)
+      context.members.delete(groupId, memberId);
     return refused(code, (error as Error).message);
   }
   remember(context, groupId, response, topicNames, tableIds, header.clientId, peer);
@@ -114,23 +160,33 @@ export const handleConsumerGroupHeartbeat: RequestHandler<typeof API_KEYS.Consum
     memberId: response.memberId,
     memberEpoch: response.memberEpoch,
     heartbeatIntervalMs: response.heartbeatIntervalMs,
-    assignment: response.assignment === undefined ? null : assignmentOf(context, response.assignment),
+    assignment:
+      response.assignment === undefined ? null : assignmentOf(context, response.assignment),
   };
 };
 
-function ownedBuckets(context: HandlerContext, owned: NonNullable<KafkaHeartbeat['topicPartitions']>): { tableId: number; bucketId: number }[] {
+function ownedBuckets(
+  context: HandlerContext,
+  owned: NonNullable<KafkaHeartbeat['topicPartitions']>,
+): { tableId: number; bucketId: number }[] {
   const buckets: { tableId: number; bucketId: number }[] = [];
   for (const { topicId, partitions } of owned) {
     const topic = context.catalog.byTopicId(topicId);
     if (topic === undefined) continue;
-    for (const p of new Set(partitions)) if (p >= 0 && p < topic.partitions) buckets.push({ tableId: topic.tableId, bucketId: p });
+    for (const p of new Set(partitions))
+      if (p >= 0 && p < topic.partitions) buckets.push({ tableId: topic.tableId, bucketId: p });
   }
   return buckets;
 }
 
 function remember(
-  context: HandlerContext, groupId: string, response: HeartbeatResponse, topicNames: readonly string[] | undefined, tableIds: readonly number[] | undefined,
-  clientId: string | null, peer: Peer,
+  context: HandlerContext,
+  groupId: string,
+  response: HeartbeatResponse,
+  topicNames: readonly string[] | undefined,
+  tableIds: readonly number[] | undefined,
+  clientId: string | null,
+  peer: Peer,
 ): void {
   if (response.memberEpoch < 0) {
     context.members.delete(groupId, response.memberId);

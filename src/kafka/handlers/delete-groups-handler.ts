@@ -7,14 +7,19 @@ import type { API_KEYS } from '../protocol/index.js';
 import type { RequestHandler } from './request-handler.js';
 
 /** Deletes each group asked for. */
-export const handleDeleteGroups: RequestHandler<typeof API_KEYS.DeleteGroups> = async (context, request) => ({
+export const handleDeleteGroups: RequestHandler<typeof API_KEYS.DeleteGroups> = async (
+  context,
+  request,
+) => ({
   throttleTimeMs: 0,
-  results: await Promise.all(request.groupsNames.map(async (groupId) => {
-    try {
-      await context.store.deleteGroup(groupId);
-      return { groupId, errorCode: 0 };
-    } catch (error) {
-      return { groupId, errorCode: context.errorCodeOf(error, 'DeleteGroups') };
-    }
-  })),
+  results: await Promise.all(
+    request.groupsNames.map(async (groupId) => {
+      try {
+        await context.store.deleteGroup(groupId);
+        return { groupId, errorCode: 0 };
+      } catch (error) {
+        return { groupId, errorCode: context.errorCodeOf(error, 'DeleteGroups') };
+      }
+    }),
+  ),
 });

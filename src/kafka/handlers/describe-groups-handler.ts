@@ -30,7 +30,15 @@ const NO_AUTHORIZED_OPERATIONS = -2147483648;
 const NO_BYTES = Buffer.alloc(0);
 
 function emptyGroup(groupId: string, groupState: string, errorCode: number): DescribedGroup {
-  return { errorCode, groupId, groupState, protocolType: '', protocolData: '', members: [], authorizedOperations: NO_AUTHORIZED_OPERATIONS };
+  return {
+    errorCode,
+    groupId,
+    groupState,
+    protocolType: '',
+    protocolData: '',
+    members: [],
+    authorizedOperations: NO_AUTHORIZED_OPERATIONS,
+  };
 }
 
 async function describeOne(context: HandlerContext, groupId: string): Promise<DescribedGroup> {
@@ -39,7 +47,8 @@ async function describeOne(context: HandlerContext, groupId: string): Promise<De
   try {
     description = await context.store.describeGroup(groupId);
   } catch (error) {
-    if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND') return emptyGroup(groupId, 'Dead', KAFKA_ERROR.NONE);
+    if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND')
+      return emptyGroup(groupId, 'Dead', KAFKA_ERROR.NONE);
     return emptyGroup(groupId, 'Dead', context.errorCodeOf(error, 'DescribeGroups'));
   }
   if (description.classic !== null) return describeClassic(groupId, description.classic);
@@ -56,8 +65,15 @@ async function describeOne(context: HandlerContext, groupId: string): Promise<De
         groupInstanceId: m.instanceId,
         clientId: notes?.clientId ?? '',
         clientHost: notes?.clientHost ?? '',
-        memberMetadata: encodeSubscription(notes?.topicNames ?? topicNamesOf(catalog, m.subscribedTableIds)),
-        memberAssignment: encodeAssignment(bucketsByTopic(catalog, m.assignment).map((t) => ({ topic: t.topic.name, partitions: t.partitions }))),
+        memberMetadata: encodeSubscription(
+          notes?.topicNames ?? topicNamesOf(catalog, m.subscribedTableIds),
+        ),
+        memberAssignment: encodeAssignment(
+          bucketsByTopic(catalog, m.assignment).map((t) => ({
+            topic: t.topic.name,
+            partitions: t.partitions,
+          })),
+        ),
       };
     }),
     authorizedOperations: NO_AUTHORIZED_OPERATIONS,
@@ -85,7 +101,10 @@ function describeClassic(groupId: string, group: ClassicGroupDescription): Descr
 }
 
 /** Describes each group asked for. */
-export const handleDescribeGroups: RequestHandler<typeof API_KEYS.DescribeGroups> = async (context, request) => ({
+export const handleDescribeGroups: RequestHandler<typeof API_KEYS.DescribeGroups> = async (
+  context,
+  request,
+) => ({
   throttleTimeMs: 0,
   groups: await Promise.all(request.groups.map((groupId) => describeOne(context, groupId))),
 });

@@ -30,12 +30,21 @@ type FetchResponse = ResponseInputOf<typeof API_KEYS.Fetch>;
 
 /** The catalog topic a Fetch names: by name, or by id where a client wrote the id (see above). */
 function topicNamed(context: HandlerContext, name: string): TopicEntry | undefined {
-  return context.catalog.get(name) ?? (UUID_PATTERN.test(name) ? context.catalog.byTopicId(name) : undefined);
+  return (
+    context.catalog.get(name) ??
+    (UUID_PATTERN.test(name) ? context.catalog.byTopicId(name) : undefined)
+  );
 }
 
 /** Answers a Fetch empty, after its wait. */
 export const handleFetch: RequestHandler<typeof API_KEYS.Fetch> = (context, request) => {
-  if (request.sessionId !== 0) return { throttleTimeMs: 0, errorCode: FETCH_SESSION_ID_NOT_FOUND, sessionId: 0, responses: [] };
+  if (request.sessionId !== 0)
+    return {
+      throttleTimeMs: 0,
+      errorCode: FETCH_SESSION_ID_NOT_FOUND,
+      sessionId: 0,
+      responses: [],
+    };
   let failed = false;
   let partitionCount = 0;
   const response: FetchResponse = {

@@ -22,10 +22,24 @@ interface Coordinator {
   readonly port: number;
 }
 
-function coordinatorOf(context: HandlerContext, key: string, keyType: number, listenerName: string | undefined): Coordinator {
-  const refused = (errorCode: number, errorMessage: string): Coordinator => ({ errorCode, errorMessage, nodeId: -1, host: '', port: -1 });
+function coordinatorOf(
+  context: HandlerContext,
+  key: string,
+  keyType: number,
+  listenerName: string | undefined,
+): Coordinator {
+  const refused = (errorCode: number, errorMessage: string): Coordinator => ({
+    errorCode,
+    errorMessage,
+    nodeId: -1,
+    host: '',
+    port: -1,
+  });
   if (keyType !== GROUP_KEY_TYPE) {
-    return refused(KAFKA_ERROR.INVALID_REQUEST, `key type ${keyType} is not served: this server coordinates consumer groups only (key type 0) and has no transaction coordinator`);
+    return refused(
+      KAFKA_ERROR.INVALID_REQUEST,
+      `key type ${keyType} is not served: this server coordinates consumer groups only (key type 0) and has no transaction coordinator`,
+    );
   }
   try {
     validateGroupId(key);
@@ -33,13 +47,33 @@ function coordinatorOf(context: HandlerContext, key: string, keyType: number, li
     return refused(context.errorCodeOf(error, 'FindCoordinator'), (error as Error).message);
   }
   const broker = context.cluster.coordinatorFor(key, listenerName);
-  return { errorCode: KAFKA_ERROR.NONE, errorMessage: null, nodeId: broker.nodeId, host: broker.host, port: broker.port };
+  return {
+    errorCode: KAFKA_ERROR.NONE,
+    errorMessage: null,
+    nodeId: broker.nodeId,
+    host: broker.host,
+    port: broker.port,
+  };
 }
 
 /** Answers FindCoordinator for group keys. */
-export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinator> = (context, request, header, peer) => {
+export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinator> = (
+  context,
+  request,
+  header,
+  peer,
+) => {
   if (header.apiVersion >= 4) {
-    return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((key) => ({ key, ...coordinatorOf(context, key, request.keyType, peer.listenerName) })) };
+    return {
+      throttleTimeMs: 0,
+      coordinators: request.coordinatorKeys.map((key) => ({
+        key,
+        ...coordinatorOf(context, key, request.keyType, peer.listenerName),
+      })),
+    };
   }
-  return { throttleTimeMs: 0, ...coordinatorOf(context, request.key, request.keyType, peer.listenerName) };
+  return {
+    throttleTimeMs: 0,
+    ...coordinatorOf(context, request.key, request.keyType, peer.listenerName),
+  };
 };

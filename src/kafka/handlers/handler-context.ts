@@ -39,7 +39,9 @@ export class HandlerContext {
   readonly settings: HandlerSettings;
   readonly #onWarning: (message: string) => void;
 
-  constructor(fields: Omit<HandlerContext, 'errorCodeOf' | 'warn'> & { onWarning: (message: string) => void }) {
+  constructor(
+    fields: Omit<HandlerContext, 'errorCodeOf' | 'warn'> & { onWarning: (message: string) => void },
+  ) {
     this.store = fields.store;
     this.catalog = fields.catalog;
     this.cluster = fields.cluster;
@@ -56,7 +58,10 @@ export class HandlerContext {
    */
   errorCodeOf(error: unknown, what: string): number {
     const code = kafkaErrorCode(error);
-    if (code === -1) this.warn(`${what} failed unexpectedly: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    if (code === -1)
+      this.warn(
+        `${what} failed unexpectedly: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
     return code;
   }
 

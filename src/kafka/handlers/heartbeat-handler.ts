@@ -9,7 +9,16 @@ import type { RequestHandler } from './request-handler.js';
 
 /** Restarts the member's session. */
 export const handleHeartbeat: RequestHandler<typeof API_KEYS.Heartbeat> = (context, request) =>
-  context.store.classic.heartbeat(request.groupId, { memberId: request.memberId, generationId: request.generationId, groupInstanceId: request.groupInstanceId }).then(
-    () => ({ throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE }),
-    (error: unknown) => ({ throttleTimeMs: 0, errorCode: context.errorCodeOf(error, 'Heartbeat') }),
-  );
+  context.store.classic
+    .heartbeat(request.groupId, {
+      memberId: request.memberId,
+      generationId: request.generationId,
+      groupInstanceId: request.groupInstanceId,
+    })
+    .then(
+      () => ({ throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE }),
+      (error: unknown) => ({
+        throttleTimeMs: 0,
+        errorCode: context.errorCodeOf(error, 'Heartbeat'),
+      }),
+    );

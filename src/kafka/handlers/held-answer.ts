@@ -12,14 +12,18 @@
 import { KAFKA_ERROR } from '../protocol/index.js';
 
 /** What a held answer settles to: the store call's value or error, or `closed`. */
-export type HeldOutcome<T> = { readonly value: T } | { readonly error: unknown } | { readonly closed: true };
+export type HeldOutcome<T> =
+  { readonly value: T } | { readonly error: unknown } | { readonly closed: true };
 
 /**
  * Waits for `answer` unless `closing` aborts first. Never rejects: the store's error comes back as
  * `{ error }`, an abort as `{ closed: true }` (at once if `closing` is already aborted).
  */
 export function holdAnswer<T>(answer: Promise<T>, closing: AbortSignal): Promise<HeldOutcome<T>> {
-  const settled = answer.then((value): HeldOutcome<T> => ({ value }), (error: unknown): HeldOutcome<T> => ({ error }));
+  const settled = answer.then(
+    (value): HeldOutcome<T> => ({ value }),
+    (error: unknown): HeldOutcome<T> => ({ error }),
+  );
   if (closing.aborted) return Promise.resolve({ closed: true });
   return new Promise((resolve) => {
     const onClose = () => resolve({ closed: true });

@@ -10,4 +10,10 @@ export { HandlerContext, type HandlerSettings } from './handler-context.js';
 export { HANDLERS } from './handler-table.js';
 export { kafkaErrorCode } from './kafka-error-code.js';
 export { LongPolls } from './long-polls.js';
-export { CLOSE_CONNECTION, type HandlerResult, type HandlerTable, type Peer, type RequestHandler } from './request-handler.js';
+export {
+  CLOSE_CONNECTION,
+  type HandlerResult,
+  type HandlerTable,
+  type Peer,
+  type RequestHandler,
+} from './request-handler.js';

@@ -22,11 +22,24 @@ type JoinResponse = ResponseInputOf<typeof API_KEYS.JoinGroup>;
 const KNOWN_MEMBER_ID_FROM_VERSION = 4;
 
 function failed(memberId: string, errorCode: number): JoinResponse {
-  return { throttleTimeMs: 0, errorCode, generationId: -1, protocolName: '', leader: '', memberId, members: [] };
+  return {
+    throttleTimeMs: 0,
+    errorCode,
+    generationId: -1,
+    protocolName: '',
+    leader: '',
+    memberId,
+    members: [],
+  };
 }
 
 /** Joins the member, answering once the group's join phase completes. */
-export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async (context, request, header, peer) => {
+export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async (
+  context,
+  request,
+  header,
+  peer,
+) => {
   const joining = context.store.classic.joinGroup(request.groupId, {
     memberId: request.memberId,
     groupInstanceId: request.groupInstanceId,
@@ -40,9 +53,11 @@ export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async 
   });
   const outcome = await holdAnswer(joining, peer.closing);
   if ('closed' in outcome) return failed(request.memberId, CLOSED_WHILE_HELD);
-  if ('error' in outcome) return failed(request.memberId, context.errorCodeOf(outcome.error, 'JoinGroup'));
+  if ('error' in outcome)
+    return failed(request.memberId, context.errorCodeOf(outcome.error, 'JoinGroup'));
   const result = outcome.value;
-  if (result.outcome === 'member-id-required') return failed(result.memberId, KAFKA_ERROR.MEMBER_ID_REQUIRED);
+  if (result.outcome === 'member-id-required')
+    return failed(result.memberId, KAFKA_ERROR.MEMBER_ID_REQUIRED);
   return {
     throttleTimeMs: 0,
     errorCode: KAFKA_ERROR.NONE,
@@ -50,6 +65,10 @@ export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async 
     protocolName: result.protocolName,
     leader: result.leader,
     memberId: result.memberId,
-    members: result.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, metadata: m.metadata })),
+    members: result.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      metadata: m.metadata,
+    })),
   };
 };

@@ -18,14 +18,22 @@ type LeaveResponse = ResponseInputOf<typeof API_KEYS.LeaveGroup>;
 const BATCHED_FROM_VERSION = 3;
 
 /** A member's outcome as a Kafka error code. */
-function memberErrorCode(errorCode: ClassicLeaveGroupResult['members'][number]['errorCode']): number {
+function memberErrorCode(
+  errorCode: ClassicLeaveGroupResult['members'][number]['errorCode'],
+): number {
   return errorCode === null ? KAFKA_ERROR.NONE : KAFKA_ERROR[errorCode];
 }
 
 /** Removes the members named. */
-export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = async (context, request, header) => {
+export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = async (
+  context,
+  request,
+  header,
+) => {
   const batched = header.apiVersion >= BATCHED_FROM_VERSION;
-  const members = batched ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId })) : [{ memberId: request.memberId }];
+  const members = batched
+    ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
+    : [{ memberId: request.memberId }];
   let result: ClassicLeaveGroupResult;
   try {
     result = await context.store.classic.leaveGroup(request.groupId, { members });
@@ -35,7 +43,11 @@ export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = asyn
   const response: LeaveResponse = {
     throttleTimeMs: 0,
     errorCode: batched ? KAFKA_ERROR.NONE : memberErrorCode(result.members[0]!.errorCode),
-    members: result.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId, errorCode: memberErrorCode(m.errorCode) })),
+    members: result.members.map((m) => ({
+      memberId: m.memberId,
+      groupInstanceId: m.groupInstanceId,
+      errorCode: memberErrorCode(m.errorCode),
+    })),
   };
   return response;
 };

@@ -10,7 +10,10 @@ import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
 import type { RequestHandler } from './request-handler.js';
 
 /** Lists the store's groups. */
-export const handleListGroups: RequestHandler<typeof API_KEYS.ListGroups> = async (context, request) => {
+export const handleListGroups: RequestHandler<typeof API_KEYS.ListGroups> = async (
+  context,
+  request,
+) => {
   let listings;
   try {
     listings = await context.store.listGroups();

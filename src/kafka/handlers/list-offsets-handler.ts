@@ -12,7 +12,10 @@ const LATEST = -1n;
 const EARLIEST = -2n;
 
 /** Answers 0 for the ends of every known partition. */
-export const handleListOffsets: RequestHandler<typeof API_KEYS.ListOffsets> = (context, request) => ({
+export const handleListOffsets: RequestHandler<typeof API_KEYS.ListOffsets> = (
+  context,
+  request,
+) => ({
   throttleTimeMs: 0,
   topics: request.topics.map((topic) => {
     const entry = context.catalog.get(topic.name);
@@ -20,10 +23,21 @@ export const handleListOffsets: RequestHandler<typeof API_KEYS.ListOffsets> = (c
       name: topic.name,
       partitions: topic.partitions.map((p) => {
         if (entry === undefined || p.partitionIndex < 0 || p.partitionIndex >= entry.partitions) {
-          return { partitionIndex: p.partitionIndex, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, timestamp: -1n, offset: -1n };
+          return {
+            partitionIndex: p.partitionIndex,
+            errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+            timestamp: -1n,
+            offset: -1n,
+          };
         }
         const end = p.timestamp === LATEST || p.timestamp === EARLIEST;
-        return { partitionIndex: p.partitionIndex, errorCode: KAFKA_ERROR.NONE, timestamp: -1n, offset: end ? 0n : -1n, leaderEpoch: -1 };
+        return {
+          partitionIndex: p.partitionIndex,
+          errorCode: KAFKA_ERROR.NONE,
+          timestamp: -1n,
+          offset: end ? 0n : -1n,
+          leaderEpoch: -1,
+        };
       }),
     };
   }),

@@ -31,7 +31,15 @@ function partitionsOf(context: HandlerContext, topic: TopicEntry): PartitionMeta
     partitions = [];
     for (let p = 0; p < topic.partitions; p++) {
       const leader = context.cluster.leaderOf(topic.name, p).nodeId;
-      partitions.push({ errorCode: KAFKA_ERROR.NONE, partitionIndex: p, leaderId: leader, leaderEpoch: -1, replicaNodes: [leader], isrNodes: [leader], offlineReplicas: [] });
+      partitions.push({
+        errorCode: KAFKA_ERROR.NONE,
+        partitionIndex: p,
+        leaderId: leader,
+        leaderEpoch: -1,
+        replicaNodes: [leader],
+        isrNodes: [leader],
+        offlineReplicas: [],
+      });
     }
     partitionCache.set(topic, partitions);
   }
@@ -39,29 +47,55 @@ function partitionsOf(context: HandlerContext, topic: TopicEntry): PartitionMeta
 }
 
 function described(context: HandlerContext, topic: TopicEntry): TopicMetadata {
-  return { errorCode: KAFKA_ERROR.NONE, name: topic.name, topicId: topic.topicId, isInternal: false, partitions: partitionsOf(context, topic), topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS };
+  return {
+    errorCode: KAFKA_ERROR.NONE,
+    name: topic.name,
+    topicId: topic.topicId,
+    isInternal: false,
+    partitions: partitionsOf(context, topic),
+    topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
+  };
 }
 
 function failed(errorCode: number, name: string | null, topicId = ZERO_UUID): TopicMetadata {
-  return { errorCode, name, topicId, isInternal: false, partitions: [], topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS };
+  return {
+    errorCode,
+    name,
+    topicId,
+    isInternal: false,
+    partitions: [],
+    topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
+  };
 }
 
 function creationFailure(context: HandlerContext, name: string, error: unknown): TopicMetadata {
   if (error instanceof TopicCatalogError) {
-    const code = error.refusal === 'invalid-name' || error.refusal === 'collision' ? KAFKA_ERROR.INVALID_TOPIC_EXCEPTION
-      : error.refusal === 'topics-max' ? KAFKA_ERROR.POLICY_VIOLATION
-      : error.refusal === 'failed' ? KAFKA_ERROR.KAFKA_STORAGE_ERROR : KAFKA_ERROR.INVALID_REQUEST;
+    const code =
+      error.refusal === 'invalid-name' || error.refusal === 'collision'
+        ? KAFKA_ERROR.INVALID_TOPIC_EXCEPTION
+        : error.refusal === 'topics-max'
+          ? KAFKA_ERROR.POLICY_VIOLATION
+          : error.refusal === 'failed'
+            ? KAFKA_ERROR.KAFKA_STORAGE_ERROR
+            : KAFKA_ERROR.INVALID_REQUEST;
     return failed(code, name);
   }
   return failed(context.errorCodeOf(error, `creating topic ${name}`), name);
 }
 
 /** Answers Metadata, creating unknown topics when allowed. */
-export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context, request, header, peer) => {
+export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (
+  context,
+  request,
+  header,
+  peer,
+) => {
   const { catalog, cluster } = context;
   const base = {
     throttleTimeMs: 0,
-    brokers: cluster.brokers(peer.listenerName).map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: null })),
+    brokers: cluster
+      .brokers(peer.listenerName)
+      .map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: null })),
     clusterId: catalog.clusterId,
     controllerId: cluster.self.nodeId,
     clusterAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
@@ -70,7 +104,8 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context
   if (asked === null || (header.apiVersion === 0 && asked.length === 0)) {
     return { ...base, topics: catalog.topics().map((t) => described(context, t)) };
   }
-  const mayCreate = context.settings.autoCreateTopics && (header.apiVersion < 4 || request.allowAutoTopicCreation);
+  const mayCreate =
+    context.settings.autoCreateTopics && (header.apiVersion < 4 || request.allowAutoTopicCreation);
   const topics: (TopicMetadata | Promise<TopicMetadata>)[] = [];
   const seen = new Set<string>();
   let pending = false;
@@ -81,7 +116,11 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context
     if (name === null) {
       const entry = catalog.byTopicId(topicId);
       // The response's name is nullable only from v12; v10-11 get an empty one.
-      topics.push(entry === undefined ? failed(KAFKA_ERROR.UNKNOWN_TOPIC_ID, header.apiVersion >= 12 ? null : '', topicId) : described(context, entry));
+      topics.push(
+        entry === undefined
+          ? failed(KAFKA_ERROR.UNKNOWN_TOPIC_ID, header.apiVersion >= 12 ? null : '', topicId)
+          : described(context, entry),
+      );
       continue;
     }
     const entry = catalog.get(name);
@@ -93,7 +132,12 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (context
       topics.push(failed(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name));
     } else {
       pending = true;
-      topics.push(catalog.createTopic(name, context.settings.defaultPartitions).then((created) => described(context, created), (error: unknown) => creationFailure(context, name, error)));
+      topics.push(
+        catalog.createTopic(name, context.settings.defaultPartitions).then(
+          (created) => described(context, created),
+          (error: unknown) => creationFailure(context, name, error),
+        ),
+      );
     }
   }
   if (!pending) return { ...base, topics: topics as TopicMetadata[] };

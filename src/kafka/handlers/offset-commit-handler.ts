@@ -25,7 +25,12 @@
  */
 import { validateGroupId } from '../../model/index.js';
 import type { CommitOptions, OffsetCommit } from '../../store-options.js';
-import { KAFKA_ERROR, type API_KEYS, type RequestOf, type ResponseInputOf } from '../protocol/index.js';
+import {
+  KAFKA_ERROR,
+  type API_KEYS,
+  type RequestOf,
+  type ResponseInputOf,
+} from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 
@@ -42,7 +47,11 @@ interface PartitionResult {
 }
 
 /** Commits the offsets of a request. */
-export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = (context, request, header) => {
+export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = (
+  context,
+  request,
+  header,
+) => {
   const { groupId, memberId, generationIdOrMemberEpoch: generation } = request;
   let groupError: number = KAFKA_ERROR.NONE;
   try {
@@ -62,20 +71,29 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
       return {
         name: topic.name,
         partitions: topic.partitions.map((p) => {
-          const result: PartitionResult = { partitionIndex: p.partitionIndex, errorCode: groupError };
+          const result: PartitionResult = {
+            partitionIndex: p.partitionIndex,
+            errorCode: groupError,
+          };
           if (groupError !== KAFKA_ERROR.NONE) return result;
           const offset = p.committedOffset;
           const metadata = p.committedMetadata ?? '';
           if (entry === undefined || p.partitionIndex < 0 || p.partitionIndex >= entry.partitions) {
             result.errorCode = KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION;
-          } else if (metadata.length > METADATA_BYTES_MAX / 3 && Buffer.byteLength(metadata) > METADATA_BYTES_MAX) {
+          } else if (
+            metadata.length > METADATA_BYTES_MAX / 3 &&
+            Buffer.byteLength(metadata) > METADATA_BYTES_MAX
+          ) {
             result.errorCode = KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE;
           } else if (offset < MIN_SAFE || offset > MAX_SAFE) {
             result.errorCode = KAFKA_ERROR.INVALID_REQUEST;
           } else {
             const commit: OffsetCommit = {
-              tableId: entry.tableId, bucketId: p.partitionIndex, offset: Number(offset),
-              leaderEpoch: p.committedLeaderEpoch < -1 ? -1 : p.committedLeaderEpoch, metadata,
+              tableId: entry.tableId,
+              bucketId: p.partitionIndex,
+              offset: Number(offset),
+              leaderEpoch: p.committedLeaderEpoch < -1 ? -1 : p.committedLeaderEpoch,
+              metadata,
             };
             // Keys increase while partitions come in table and partition order (the usual request);
             // from the first one out of order, a map finds repeats (the store refuses duplicates).
@@ -105,22 +123,33 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
     for (const result of accepted) result.errorCode = code;
     return response;
   }
-  return context.store.commitOffsets(groupId, commits, member).then(() => response, (error: unknown) => {
-    const code = context.errorCodeOf(error, 'OffsetCommit');
-    for (const result of accepted) result.errorCode = code;
-    return response;
-  });
+  return context.store.commitOffsets(groupId, commits, member).then(
+    () => response,
+    (error: unknown) => {
+      const code = context.errorCodeOf(error, 'OffsetCommit');
+      for (const result of accepted) result.errorCode = code;
+      return response;
+    },
+  );
 };
 
 /** OffsetCommit v9 is the first whose generation field may be a consumer-protocol member epoch (KIP-848). */
 const MEMBER_EPOCH_FROM_VERSION = 9;
 
 /** The committing member as the store's CommitOptions, or undefined for a commit without one. */
-function committingMember(context: HandlerContext, request: RequestOf<typeof API_KEYS.OffsetCommit>, version: number): CommitOptions | undefined {
+function committingMember(
+  context: HandlerContext,
+  request: RequestOf<typeof API_KEYS.OffsetCommit>,
+  version: number,
+): CommitOptions | undefined {
   const { groupId, memberId, generationIdOrMemberEpoch: generation, groupInstanceId } = request;
   if (generation === -1 && memberId === '') return undefined;
-  const type = context.store.groupType(groupId) ?? (version >= MEMBER_EPOCH_FROM_VERSION ? 'consumer' : 'classic');
-  return type === 'consumer' ? { memberId, memberEpoch: generation } : { generationId: generation, memberId, groupInstanceId };
+  const type =
+    context.store.groupType(groupId) ??
+    (version >= MEMBER_EPOCH_FROM_VERSION ? 'consumer' : 'classic');
+  return type === 'consumer'
+    ? { memberId, memberEpoch: generation }
+    : { generationId: generation, memberId, groupInstanceId };
 }
 
 /** A map from (table, partition) key to index, for the commits so far. */

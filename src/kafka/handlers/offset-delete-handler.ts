@@ -11,7 +11,10 @@ import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
 import type { RequestHandler } from './request-handler.js';
 
 /** Deletes the offsets of the partitions no member subscribes to. */
-export const handleOffsetDelete: RequestHandler<typeof API_KEYS.OffsetDelete> = async (context, request) => {
+export const handleOffsetDelete: RequestHandler<typeof API_KEYS.OffsetDelete> = async (
+  context,
+  request,
+) => {
   const { groupId } = request;
   let subscribed: Set<number>;
   try {

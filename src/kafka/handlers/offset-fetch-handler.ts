@@ -26,20 +26,43 @@ type TopicAnswer = NonNullable<GroupAnswer['topics']>[number];
 type PartitionAnswer = NonNullable<TopicAnswer['partitions']>[number];
 
 /** The topics of one group asked for: names and partition indexes, or null for all. */
-type TopicsAsked = readonly { readonly name: string; readonly partitionIndexes: readonly number[] }[] | null;
+type TopicsAsked =
+  readonly { readonly name: string; readonly partitionIndexes: readonly number[] }[] | null;
 
-function partitionAnswer(partitionIndex: number, committed: CommittedOffset | null | undefined, errorCode: number): PartitionAnswer {
+function partitionAnswer(
+  partitionIndex: number,
+  committed: CommittedOffset | null | undefined,
+  errorCode: number,
+): PartitionAnswer {
   return committed == null
     ? { partitionIndex, committedOffset: -1n, committedLeaderEpoch: -1, metadata: '', errorCode }
-    : { partitionIndex, committedOffset: BigInt(committed.offset), committedLeaderEpoch: committed.leaderEpoch, metadata: committed.metadata, errorCode };
+    : {
+        partitionIndex,
+        committedOffset: BigInt(committed.offset),
+        committedLeaderEpoch: committed.leaderEpoch,
+        metadata: committed.metadata,
+        errorCode,
+      };
 }
 
 /** One group's answer: its topics, and its group-level error. */
-function fetchGroup(context: HandlerContext, groupId: string, asked: TopicsAsked, requireStable: boolean): { topics: TopicAnswer[]; errorCode: number } {
+function fetchGroup(
+  context: HandlerContext,
+  groupId: string,
+  asked: TopicsAsked,
+  requireStable: boolean,
+): { topics: TopicAnswer[]; errorCode: number } {
   const { catalog, store } = context;
   try {
     validateGroupId(groupId);
-    if (asked === null) return { topics: allCommitted(context, store.fetchOffsetsSync(groupId, undefined, { requireStable }) as CommittedOffset[]), errorCode: 0 };
+    if (asked === null)
+      return {
+        topics: allCommitted(
+          context,
+          store.fetchOffsetsSync(groupId, undefined, { requireStable }) as CommittedOffset[],
+        ),
+        errorCode: 0,
+      };
   } catch (error) {
     return { topics: [], errorCode: context.errorCodeOf(error, 'OffsetFetch') };
   }
@@ -47,12 +70,18 @@ function fetchGroup(context: HandlerContext, groupId: string, asked: TopicsAsked
   for (const topic of asked) {
     const entry = catalog.get(topic.name);
     if (entry === undefined) continue;
-    for (const p of topic.partitionIndexes) if (p >= 0 && p < entry.partitions) buckets.push({ tableId: entry.tableId, bucketId: p });
+    for (const p of topic.partitionIndexes)
+      if (p >= 0 && p < entry.partitions) buckets.push({ tableId: entry.tableId, bucketId: p });
   }
   let committed: (CommittedOffset | null)[] = [];
   let partitionError: number = KAFKA_ERROR.NONE;
   try {
-    if (buckets.length > 0) committed = store.fetchOffsetsSync(groupId, buckets, requireStable ? { requireStable } : undefined);
+    if (buckets.length > 0)
+      committed = store.fetchOffsetsSync(
+        groupId,
+        buckets,
+        requireStable ? { requireStable } : undefined,
+      );
   } catch (error) {
     const code = context.errorCodeOf(error, 'OffsetFetch');
     if (code !== KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT) return { topics: [], errorCode: code };
@@ -65,7 +94,11 @@ function fetchGroup(context: HandlerContext, groupId: string, asked: TopicsAsked
       name: topic.name,
       partitions: topic.partitionIndexes.map((p) => {
         const known = entry !== undefined && p >= 0 && p < entry.partitions;
-        return partitionAnswer(p, known ? committed[next++] : null, known ? partitionError : KAFKA_ERROR.NONE);
+        return partitionAnswer(
+          p,
+          known ? committed[next++] : null,
+          known ? partitionError : KAFKA_ERROR.NONE,
+        );
       }),
     };
   });
@@ -88,19 +121,30 @@ function allCommitted(context: HandlerContext, offsets: readonly CommittedOffset
 }
 
 /** Answers OffsetFetch from the store's memory. */
-export const handleOffsetFetch: RequestHandler<typeof API_KEYS.OffsetFetch> = (context, request, header) => {
+export const handleOffsetFetch: RequestHandler<typeof API_KEYS.OffsetFetch> = (
+  context,
+  request,
+  header,
+) => {
   const requireStable = request.requireStable;
   if (header.apiVersion >= 8) {
     return {
       throttleTimeMs: 0,
-      groups: request.groups.map((g) => ({ groupId: g.groupId, ...fetchGroup(context, g.groupId, g.topics, requireStable) })),
+      groups: request.groups.map((g) => ({
+        groupId: g.groupId,
+        ...fetchGroup(context, g.groupId, g.topics, requireStable),
+      })),
     };
   }
   const { topics, errorCode } = fetchGroup(context, request.groupId, request.topics, requireStable);
-  if (header.apiVersion >= 2 || errorCode === KAFKA_ERROR.NONE) return { throttleTimeMs: 0, topics, errorCode };
+  if (header.apiVersion >= 2 || errorCode === KAFKA_ERROR.NONE)
+    return { throttleTimeMs: 0, topics, errorCode };
   // v1 has no top-level error: each partition asked carries the group's.
   return {
     throttleTimeMs: 0,
-    topics: (request.topics ?? []).map((t) => ({ name: t.name, partitions: t.partitionIndexes.map((p) => partitionAnswer(p, null, errorCode)) })),
+    topics: (request.topics ?? []).map((t) => ({
+      name: t.name,
+      partitions: t.partitionIndexes.map((p) => partitionAnswer(p, null, errorCode)),
+    })),
   };
 };

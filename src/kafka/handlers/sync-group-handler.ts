@@ -16,7 +16,12 @@ import type { RequestHandler } from './request-handler.js';
 const NO_ASSIGNMENT = Buffer.alloc(0);
 
 /** Syncs the member, answering with its assignment once the leader has sent it. */
-export const handleSyncGroup: RequestHandler<typeof API_KEYS.SyncGroup> = async (context, request, _header, peer) => {
+export const handleSyncGroup: RequestHandler<typeof API_KEYS.SyncGroup> = async (
+  context,
+  request,
+  _header,
+  peer,
+) => {
   const syncing = context.store.classic.syncGroup(request.groupId, {
     memberId: request.memberId,
     generationId: request.generationId,
@@ -26,7 +31,13 @@ export const handleSyncGroup: RequestHandler<typeof API_KEYS.SyncGroup> = async 
     assignments: request.assignments,
   });
   const outcome = await holdAnswer(syncing, peer.closing);
-  if ('closed' in outcome) return { throttleTimeMs: 0, errorCode: CLOSED_WHILE_HELD, assignment: NO_ASSIGNMENT };
-  if ('error' in outcome) return { throttleTimeMs: 0, errorCode: context.errorCodeOf(outcome.error, 'SyncGroup'), assignment: NO_ASSIGNMENT };
+  if ('closed' in outcome)
+    return { throttleTimeMs: 0, errorCode: CLOSED_WHILE_HELD, assignment: NO_ASSIGNMENT };
+  if ('error' in outcome)
+    return {
+      throttleTimeMs: 0,
+      errorCode: context.errorCodeOf(outcome.error, 'SyncGroup'),
+      assignment: NO_ASSIGNMENT,
+    };
   return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE, assignment: outcome.value.assignment };
 };

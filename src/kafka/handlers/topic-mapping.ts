@@ -16,7 +16,10 @@ export interface TopicBuckets {
 }
 
 /** The buckets that are partitions of catalog topics, grouped by topic (in topic name order). */
-export function bucketsByTopic(catalog: TopicCatalog, buckets: readonly TableBucket[]): TopicBuckets[] {
+export function bucketsByTopic(
+  catalog: TopicCatalog,
+  buckets: readonly TableBucket[],
+): TopicBuckets[] {
   const byTable = new Map<number, TopicBuckets>();
   for (const b of buckets) {
     if (b.partitionId !== null) continue;
@@ -30,7 +33,9 @@ export function bucketsByTopic(catalog: TopicCatalog, buckets: readonly TableBuc
   }
   const groups = [...byTable.values()];
   for (const g of groups) g.partitions.sort((a, b) => a - b);
-  return groups.sort((a, b) => (a.topic.name < b.topic.name ? -1 : a.topic.name > b.topic.name ? 1 : 0));
+  return groups.sort((a, b) =>
+    a.topic.name < b.topic.name ? -1 : a.topic.name > b.topic.name ? 1 : 0,
+  );
 }
 
 /** The names of the catalog topics among some table ids, sorted. */

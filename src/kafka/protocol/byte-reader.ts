@@ -24,7 +24,9 @@ export class ByteReader {
   /** `context` prefixes every error message, e.g. `'OffsetCommitRequest v8'`. */
   constructor(buf: Buffer, position: number, end: number, context: string) {
     if (!(position >= 0 && position <= end && end <= buf.length)) {
-      throw new RangeError(`reader bounds [${position}, ${end}) outside a buffer of ${buf.length} bytes`);
+      throw new RangeError(
+        `reader bounds [${position}, ${end}) outside a buffer of ${buf.length} bytes`,
+      );
     }
     this.#buf = buf;
     this.#position = position;
@@ -49,7 +51,8 @@ export class ByteReader {
 
   /** Throws unless `bytes` more bytes are present. */
   need(bytes: number, what: string): void {
-    if (bytes > this.#end - this.#position) this.fail(`truncated ${what}: needs ${bytes} bytes, ${this.remaining} left`);
+    if (bytes > this.#end - this.#position)
+      this.fail(`truncated ${what}: needs ${bytes} bytes, ${this.remaining} left`);
   }
 
   int8(what: string): number {
@@ -83,7 +86,11 @@ export class ByteReader {
     const high = (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
     // A safe integer (the offsets and timestamps of practice) is one BigInt of one exact double;
     // readBigInt64BE builds it from three BigInt operations.
-    if (high >= -0x200000 && high < 0x200000) return BigInt(high * 4294967296 + (b[p + 4]! * 0x1000000 + ((b[p + 5]! << 16) | (b[p + 6]! << 8) | b[p + 7]!)));
+    if (high >= -0x200000 && high < 0x200000)
+      return BigInt(
+        high * 4294967296 +
+          (b[p + 4]! * 0x1000000 + ((b[p + 5]! << 16) | (b[p + 6]! << 8) | b[p + 7]!)),
+      );
     return b.readBigInt64BE(p);
   }
 
@@ -188,7 +195,9 @@ export class ByteReader {
    */
   checkCount(count: number, elementBytes: number, what: string): void {
     if (count > this.remaining / Math.max(1, elementBytes)) {
-      this.fail(`${what}: ${count} elements of at least ${elementBytes} bytes cannot fit in ${this.remaining} bytes`);
+      this.fail(
+        `${what}: ${count} elements of at least ${elementBytes} bytes cannot fit in ${this.remaining} bytes`,
+      );
     }
   }
 

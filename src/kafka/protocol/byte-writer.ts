@@ -138,7 +138,10 @@ export class ByteWriter {
 
   /** The written buffer; asserts it is full. */
   finish(): Buffer {
-    assert(this.#position === this.#buf.length, `wrote ${this.#position} of ${this.#buf.length} measured bytes`);
+    assert(
+      this.#position === this.#buf.length,
+      `wrote ${this.#position} of ${this.#buf.length} measured bytes`,
+    );
     return this.#buf;
   }
 }

@@ -78,7 +78,11 @@ export function decodeRequestHeader(payload: Buffer): RequestHeader {
 }
 
 /** Decodes a response header of `apiVersion` of `apiKey`; returns its correlation id and size. */
-export function decodeResponseHeader(payload: Buffer, apiKey: number, apiVersion: number): { correlationId: number; headerBytes: number } {
+export function decodeResponseHeader(
+  payload: Buffer,
+  apiKey: number,
+  apiVersion: number,
+): { correlationId: number; headerBytes: number } {
   const r = new ByteReader(payload, 0, payload.length, 'response header');
   const correlationId = r.int32('correlationId');
   if (responseHeaderVersion(apiKey, apiVersion) === 1) skipTaggedFields(r);
@@ -102,18 +106,30 @@ export interface MeasuredRequestHeader {
 
 /** Validates and measures a request header. */
 export function measureRequestHeader(header: RequestHeaderInput): MeasuredRequestHeader {
-  for (const [name, bits] of [['apiKey', 16], ['apiVersion', 16], ['correlationId', 32]] as const) {
+  for (const [name, bits] of [
+    ['apiKey', 16],
+    ['apiVersion', 16],
+    ['correlationId', 32],
+  ] as const) {
     const value = header[name];
-    if (!Number.isInteger(value) || value < -(2 ** (bits - 1)) || value >= 2 ** (bits - 1)) throw new RangeError(`request header ${name} must be an int${bits}, got ${value}`);
+    if (!Number.isInteger(value) || value < -(2 ** (bits - 1)) || value >= 2 ** (bits - 1))
+      throw new RangeError(`request header ${name} must be an int${bits}, got ${value}`);
   }
   const clientIdBytes = header.clientId === null ? -1 : Buffer.byteLength(header.clientId, 'utf8');
-  if (clientIdBytes > STRING_BYTES_MAX) throw new RangeError(`request header clientId has ${clientIdBytes} UTF-8 bytes, more than ${STRING_BYTES_MAX}`);
+  if (clientIdBytes > STRING_BYTES_MAX)
+    throw new RangeError(
+      `request header clientId has ${clientIdBytes} UTF-8 bytes, more than ${STRING_BYTES_MAX}`,
+    );
   const tagged = requestHeaderVersion(header.apiKey, header.apiVersion) === 2 ? 1 : 0;
   return { bytes: 10 + Math.max(0, clientIdBytes) + tagged, clientIdBytes };
 }
 
 /** Writes a request header measured by measureRequestHeader. */
-export function writeRequestHeader(w: ByteWriter, header: RequestHeaderInput, measured: MeasuredRequestHeader): void {
+export function writeRequestHeader(
+  w: ByteWriter,
+  header: RequestHeaderInput,
+  measured: MeasuredRequestHeader,
+): void {
   w.int16(header.apiKey);
   w.int16(header.apiVersion);
   w.int32(header.correlationId);
@@ -128,7 +144,12 @@ export function responseHeaderBytes(apiKey: number, apiVersion: number): number 
 }
 
 /** Writes a response header with no tagged fields. */
-export function writeResponseHeader(w: ByteWriter, apiKey: number, apiVersion: number, correlationId: number): void {
+export function writeResponseHeader(
+  w: ByteWriter,
+  apiKey: number,
+  apiVersion: number,
+  correlationId: number,
+): void {
   w.int32(correlationId);
   if (responseHeaderVersion(apiKey, apiVersion) === 1) w.unsignedVarint(0);
 }

@@ -7,10 +7,25 @@
  * KafkaDecodeError (INVALID_REQUEST) and nothing else. Imports only errors and util.
  */
 export { KafkaDecodeError, isKafkaDecodeError } from './kafka-decode-error.js';
-export { type VersionRange, type VersionBounds, versionBounds, inVersions, versionsOf } from './version-range.js';
 export {
-  STRING_BYTES_MAX, message, type DefaultValue, type FieldSpec, type FieldType, type MessageInput, type MessageSpec,
-  type MessageValue, type ScalarType, type StructInput, type StructValue,
+  type VersionRange,
+  type VersionBounds,
+  versionBounds,
+  inVersions,
+  versionsOf,
+} from './version-range.js';
+export {
+  STRING_BYTES_MAX,
+  message,
+  type DefaultValue,
+  type FieldSpec,
+  type FieldType,
+  type MessageInput,
+  type MessageSpec,
+  type MessageValue,
+  type ScalarType,
+  type StructInput,
+  type StructValue,
 } from './schema.js';
 export { ZERO_UUID } from './struct-plan.js';
 export { ByteReader } from './byte-reader.js';
@@ -18,14 +33,38 @@ export { ByteWriter, unsignedVarintBytes, varintBytes, varlongBytes } from './by
 export { MeasuredMessage, encodeMessage } from './message-encoder.js';
 export { decodeMessage } from './message-decoder.js';
 export {
-  API_KEYS, KAFKA_APIS, advertisedApis, apiEntry, isAdvertised,
-  type AdvertisedApi, type ApiEntry, type ApiKey, type RequestInputOf, type RequestOf, type ResponseInputOf, type ResponseOf,
+  API_KEYS,
+  KAFKA_APIS,
+  advertisedApis,
+  apiEntry,
+  isAdvertised,
+  type AdvertisedApi,
+  type ApiEntry,
+  type ApiKey,
+  type RequestInputOf,
+  type RequestOf,
+  type ResponseInputOf,
+  type ResponseOf,
 } from './api-table.js';
 export {
-  decodeRequestHeader, decodeResponseHeader, requestHeaderVersion, responseHeaderVersion,
-  type RequestHeader, type RequestHeaderInput,
+  decodeRequestHeader,
+  decodeResponseHeader,
+  requestHeaderVersion,
+  responseHeaderVersion,
+  type RequestHeader,
+  type RequestHeaderInput,
 } from './headers.js';
-export { FRAME_SIZE_BYTES, decodeRequest, encodeRequest, type DecodedRequest } from './request-codec.js';
-export { decodeResponse, encodeResponse, type DecodedResponse, type ResponseHeaderInput } from './response-codec.js';
+export {
+  FRAME_SIZE_BYTES,
+  decodeRequest,
+  encodeRequest,
+  type DecodedRequest,
+} from './request-codec.js';
+export {
+  decodeResponse,
+  encodeResponse,
+  type DecodedResponse,
+  type ResponseHeaderInput,
+} from './response-codec.js';
 export { KAFKA_ERROR, type KafkaErrorCode } from './kafka-error-codes.js';
 export * from './schemas/index.js';

@@ -18,12 +18,29 @@
  * plans come from this codebase's own tables. Tagged fields (rare) are read by the generic
  * readField after the literal is built.
  */
-import { STRING_BYTES_MAX, type MessageSpec, type MessageValue, type ScalarType } from './schema.js';
+import {
+  STRING_BYTES_MAX,
+  type MessageSpec,
+  type MessageValue,
+  type ScalarType,
+} from './schema.js';
 import { ByteReader } from './byte-reader.js';
-import { defaultOf, messagePlan, scalarMinBytes, type FieldPlan, type StructPlan } from './struct-plan.js';
+import {
+  defaultOf,
+  messagePlan,
+  scalarMinBytes,
+  type FieldPlan,
+  type StructPlan,
+} from './struct-plan.js';
 
 /** Decodes the body of a message from `buf[position, end)`, which it must fill exactly. */
-export function decodeMessage<M extends MessageSpec>(spec: M, version: number, buf: Buffer, position = 0, end = buf.length): MessageValue<M> {
+export function decodeMessage<M extends MessageSpec>(
+  spec: M,
+  version: number,
+  buf: Buffer,
+  position = 0,
+  end = buf.length,
+): MessageValue<M> {
   const plan = messagePlan(spec, version);
   const reader = new ByteReader(buf, position, end, plan.message);
   const value = structReader(plan)(reader);
@@ -54,15 +71,23 @@ function compileReader(plan: StructPlan): StructReader {
   const constants: unknown[] = [];
   const ref = (value: unknown): string => `c[${constants.push(value) - 1}]`;
   const lines = plan.fields.map((f, i) => {
-    if (f.present && f.tag === undefined) return `const v${i} = ${readExpression(plan.flexible, f, ref)};`;
+    if (f.present && f.tag === undefined)
+      return `const v${i} = ${readExpression(plan.flexible, f, ref)};`;
     const fallback = defaultOf(f.spec);
     return `const v${i} = ${isImmutable(fallback) ? ref(fallback) : `${ref(defaultOf)}(${ref(f.spec)})`};`;
   });
   const literal = `{ ${plan.fields.map((f, i) => `${JSON.stringify(f.name)}: v${i}`).join(', ')} }`;
   // Nearly every tagged-field section is empty (one 0 byte): that case costs one byte check.
-  if (plan.flexible) lines.push(`const o = ${literal};`, `if (!r.noTaggedFields()) ${ref(readTagged)}(${ref(plan)}, o, r);`, 'return o;');
+  if (plan.flexible)
+    lines.push(
+      `const o = ${literal};`,
+      `if (!r.noTaggedFields()) ${ref(readTagged)}(${ref(plan)}, o, r);`,
+      'return o;',
+    );
   else lines.push(`return ${literal};`);
-  return new Function('c', `return function read(r) {\n  ${lines.join('\n  ')}\n};`)(constants) as StructReader;
+  return new Function('c', `return function read(r) {\n  ${lines.join('\n  ')}\n};`)(
+    constants,
+  ) as StructReader;
 }
 
 /** The expression reading field `f` (present, untagged) from reader `r`. */
@@ -77,13 +102,20 @@ function readExpression(flexible: boolean, f: FieldPlan, ref: (value: unknown) =
       return f.element === 'struct'
         ? `${ref(readStructArray)}(r, ${flexible}, ${ref(f)}, ${ref(structReader(f.struct!))})`
         : `${ref(readScalarArray)}(r, ${flexible}, ${ref(f)})`;
-    case 'bool': return `r.bool(${what})`;
-    case 'int8': return `r.int8(${what})`;
-    case 'int16': return `r.int16(${what})`;
-    case 'int32': return `r.int32(${what})`;
-    case 'int64': return `r.int64(${what})`;
-    case 'uuid': return `r.uuid(${what})`;
-    default: return `${ref(readScalar)}(${flexible}, ${JSON.stringify(f.shape)}, ${f.nullable}, ${what}, r)`;
+    case 'bool':
+      return `r.bool(${what})`;
+    case 'int8':
+      return `r.int8(${what})`;
+    case 'int16':
+      return `r.int16(${what})`;
+    case 'int32':
+      return `r.int32(${what})`;
+    case 'int64':
+      return `r.int64(${what})`;
+    case 'uuid':
+      return `r.uuid(${what})`;
+    default:
+      return `${ref(readScalar)}(${flexible}, ${JSON.stringify(f.shape)}, ${f.nullable}, ${what}, r)`;
   }
 }
 
@@ -105,7 +137,9 @@ function readField(flexible: boolean, f: FieldPlan, r: ByteReader): unknown {
     return structReader(f.struct!)(r);
   }
   if (f.shape !== 'array') return readScalar(flexible, f.shape, f.nullable, f.path, r);
-  return f.element === 'struct' ? readStructArray(r, flexible, f, structReader(f.struct!)) : readScalarArray(r, flexible, f);
+  return f.element === 'struct'
+    ? readStructArray(r, flexible, f, structReader(f.struct!))
+    : readScalarArray(r, flexible, f);
 }
 
 /** An array's element count, or -1 for a null array (checked against the field's nullability). */
@@ -120,7 +154,12 @@ function arrayCount(r: ByteReader, flexible: boolean, f: FieldPlan, elementBytes
   return count;
 }
 
-function readStructArray(r: ByteReader, flexible: boolean, f: FieldPlan, read: StructReader): unknown[] | null {
+function readStructArray(
+  r: ByteReader,
+  flexible: boolean,
+  f: FieldPlan,
+  read: StructReader,
+): unknown[] | null {
   const count = arrayCount(r, flexible, f, f.struct!.minBytes);
   if (count < 0) return null;
   const elements: unknown[] = new Array(count);
@@ -132,23 +171,37 @@ function readScalarArray(r: ByteReader, flexible: boolean, f: FieldPlan): unknow
   const count = arrayCount(r, flexible, f, scalarMinBytes(f.element as ScalarType, flexible));
   if (count < 0) return null;
   const elements: unknown[] = new Array(count);
-  for (let i = 0; i < count; i++) elements[i] = readScalar(flexible, f.element as ScalarType, false, f.path, r);
+  for (let i = 0; i < count; i++)
+    elements[i] = readScalar(flexible, f.element as ScalarType, false, f.path, r);
   return elements;
 }
 
-function readScalar(flexible: boolean, type: ScalarType, nullable: boolean, what: string, r: ByteReader): unknown {
+function readScalar(
+  flexible: boolean,
+  type: ScalarType,
+  nullable: boolean,
+  what: string,
+  r: ByteReader,
+): unknown {
   switch (type) {
-    case 'bool': return r.bool(what);
-    case 'int8': return r.int8(what);
-    case 'int16': return r.int16(what);
-    case 'int32': return r.int32(what);
-    case 'int64': return r.int64(what);
-    case 'uuid': return r.uuid(what);
+    case 'bool':
+      return r.bool(what);
+    case 'int8':
+      return r.int8(what);
+    case 'int16':
+      return r.int16(what);
+    case 'int32':
+      return r.int32(what);
+    case 'int64':
+      return r.int64(what);
+    case 'uuid':
+      return r.uuid(what);
     case 'string': {
       const start = r.position;
       const bytes = flexible ? r.unsignedVarint(what) - 1 : r.int16(what);
       if (bytes < 0) return readNull(nullable, bytes, what, start, r);
-      if (bytes > STRING_BYTES_MAX) r.fail(`${what}: string of ${bytes} bytes, more than ${STRING_BYTES_MAX}`, start);
+      if (bytes > STRING_BYTES_MAX)
+        r.fail(`${what}: string of ${bytes} bytes, more than ${STRING_BYTES_MAX}`, start);
       return r.utf8(bytes, what);
     }
     case 'bytes':
@@ -161,7 +214,13 @@ function readScalar(flexible: boolean, type: ScalarType, nullable: boolean, what
   }
 }
 
-function readNull(nullable: boolean, length: number, what: string, start: number, r: ByteReader): null {
+function readNull(
+  nullable: boolean,
+  length: number,
+  what: string,
+  start: number,
+  r: ByteReader,
+): null {
   if (length !== -1) r.fail(`${what}: negative length ${length}`, start);
   if (!nullable) r.fail(`${what}: null, which this version does not allow`, start);
   return null;

@@ -31,11 +31,26 @@
  * calls per field (about 0.5 us per partition of an OffsetCommit response before, a fraction of
  * that after). Tagged fields, rare, go through the generic measureField and writeField.
  */
-import { STRING_BYTES_MAX, type MessageInput, type MessageSpec, type ScalarType } from './schema.js';
+import {
+  STRING_BYTES_MAX,
+  type MessageInput,
+  type MessageSpec,
+  type ScalarType,
+} from './schema.js';
 import { ByteWriter, unsignedVarintBytes } from './byte-writer.js';
-import { defaultOf, isDefault, messagePlan, type FieldPlan, type StructPlan } from './struct-plan.js';
+import {
+  defaultOf,
+  isDefault,
+  messagePlan,
+  type FieldPlan,
+  type StructPlan,
+} from './struct-plan.js';
 
-const INT_BOUNDS = { int8: [-0x80, 0x7f], int16: [-0x8000, 0x7fff], int32: [-0x80000000, 0x7fffffff] } as const;
+const INT_BOUNDS = {
+  int8: [-0x80, 0x7f],
+  int16: [-0x8000, 0x7fff],
+  int32: [-0x80000000, 0x7fffffff],
+} as const;
 const INT_BYTES = { int8: 1, int16: 2, int32: 4 } as const;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -80,7 +95,11 @@ export class MeasuredMessage {
 }
 
 /** Encodes the body of a message (no header, no size prefix). */
-export function encodeMessage<M extends MessageSpec>(spec: M, version: number, value: MessageInput<M>): Buffer {
+export function encodeMessage<M extends MessageSpec>(
+  spec: M,
+  version: number,
+  value: MessageInput<M>,
+): Buffer {
   const measured = new MeasuredMessage(spec, version, value);
   const writer = new ByteWriter(measured.bytes);
   measured.writeTo(writer);
@@ -115,15 +134,27 @@ type Ref = (value: unknown) => string;
  * wire order its value read into `x` (its default when undefined) and `field`'s code for it, then
  * `epilogue`. Values the code needs are handed in as constants (`ref`), never written into it.
  */
-function compile<T>(plan: StructPlan, parameters: string, prologue: string[], field: (f: FieldPlan, ref: Ref) => string, epilogue: (ref: Ref) => string[]): T {
+function compile<T>(
+  plan: StructPlan,
+  parameters: string,
+  prologue: string[],
+  field: (f: FieldPlan, ref: Ref) => string,
+  epilogue: (ref: Ref) => string[],
+): T {
   const constants: unknown[] = [];
   const ref: Ref = (value) => `c[${constants.push(value) - 1}]`;
   const lines = [...prologue, 'let x;'];
   for (const f of plan.ordered) {
-    lines.push(`x = value[${JSON.stringify(f.name)}];`, `if (x === undefined) x = ${ref(defaultOf(f.spec))};`, field(f, ref));
+    lines.push(
+      `x = value[${JSON.stringify(f.name)}];`,
+      `if (x === undefined) x = ${ref(defaultOf(f.spec))};`,
+      field(f, ref),
+    );
   }
   lines.push(...epilogue(ref));
-  return new Function('c', `return function (${parameters}) {\n  ${lines.join('\n  ')}\n};`)(constants) as T;
+  return new Function('c', `return function (${parameters}) {\n  ${lines.join('\n  ')}\n};`)(
+    constants,
+  ) as T;
 }
 
 function compileMeasurer(plan: StructPlan): StructMeasurer {
@@ -132,20 +163,42 @@ function compileMeasurer(plan: StructPlan): StructMeasurer {
     'let bytes = 0;',
   ];
   // A struct without tagged fields in this version always writes an empty section: one 0 byte.
-  const tagged = (ref: Ref) => (plan.tagged.length === 0 ? 'bytes += 1;' : `bytes += ${ref(measureTagged)}(${ref(plan)}, value, log);`);
+  const tagged = (ref: Ref) =>
+    plan.tagged.length === 0
+      ? 'bytes += 1;'
+      : `bytes += ${ref(measureTagged)}(${ref(plan)}, value, log);`;
   const epilogue = (ref: Ref) => [...(plan.flexible ? [tagged(ref)] : []), 'return bytes;'];
-  return compile<StructMeasurer>(plan, 'value, log, path', prologue, (f, ref) => measureCode(plan, f, ref), epilogue);
+  return compile<StructMeasurer>(
+    plan,
+    'value, log, path',
+    prologue,
+    (f, ref) => measureCode(plan, f, ref),
+    epilogue,
+  );
 }
 
 function compileWriter(plan: StructPlan): StructWriter {
-  const epilogue = (ref: Ref) => (!plan.flexible ? [] : plan.tagged.length === 0 ? ['w.int8(0);'] : [`${ref(writeTagged)}(${ref(plan)}, value, w, log);`]);
-  return compile<StructWriter>(plan, 'value, w, log', [], (f, ref) => writeCode(plan.flexible, f, ref), epilogue);
+  const epilogue = (ref: Ref) =>
+    !plan.flexible
+      ? []
+      : plan.tagged.length === 0
+        ? ['w.int8(0);']
+        : [`${ref(writeTagged)}(${ref(plan)}, value, w, log);`];
+  return compile<StructWriter>(
+    plan,
+    'value, w, log',
+    [],
+    (f, ref) => writeCode(plan.flexible, f, ref),
+    epilogue,
+  );
 }
 
 /** Code measuring field `f`'s value `x` into `bytes`. */
 function measureCode(plan: StructPlan, f: FieldPlan, ref: Ref): string {
   const nullBytes = f.shape === 'struct' || plan.flexible ? 1 : f.shape === 'string' ? 2 : 4;
-  const onNull = f.nullable ? `bytes += ${nullBytes};` : `throw new TypeError(${JSON.stringify(`${plan.message}: ${f.path} is not nullable in this version`)});`;
+  const onNull = f.nullable
+    ? `bytes += ${nullBytes};`
+    : `throw new TypeError(${JSON.stringify(`${plan.message}: ${f.path} is not nullable in this version`)});`;
   let code: string;
   switch (f.shape) {
     case 'struct':
@@ -174,17 +227,36 @@ function measureCode(plan: StructPlan, f: FieldPlan, ref: Ref): string {
 function writeCode(flexible: boolean, f: FieldPlan, ref: Ref): string {
   let code: string;
   switch (f.shape) {
-    case 'struct': code = `${f.nullable ? 'w.int8(1); ' : ''}${ref(structWriter(f.struct!))}(x, w, log);`; break;
-    case 'array': code = `${ref(writeArray)}(${flexible}, ${ref(f)}, x, w, log);`; break;
-    case 'bool': code = 'w.bool(x);'; break;
-    case 'int8': code = 'w.int8(x);'; break;
-    case 'int16': code = 'w.int16(x);'; break;
-    case 'int32': code = 'w.int32(x);'; break;
-    case 'int64': code = 'w.int64(x);'; break;
-    case 'uuid': code = 'w.uuid(x);'; break;
-    default: code = `${ref(writeScalar)}(${flexible}, ${JSON.stringify(f.shape)}, x, w, log);`;
+    case 'struct':
+      code = `${f.nullable ? 'w.int8(1); ' : ''}${ref(structWriter(f.struct!))}(x, w, log);`;
+      break;
+    case 'array':
+      code = `${ref(writeArray)}(${flexible}, ${ref(f)}, x, w, log);`;
+      break;
+    case 'bool':
+      code = 'w.bool(x);';
+      break;
+    case 'int8':
+      code = 'w.int8(x);';
+      break;
+    case 'int16':
+      code = 'w.int16(x);';
+      break;
+    case 'int32':
+      code = 'w.int32(x);';
+      break;
+    case 'int64':
+      code = 'w.int64(x);';
+      break;
+    case 'uuid':
+      code = 'w.uuid(x);';
+      break;
+    default:
+      code = `${ref(writeScalar)}(${flexible}, ${JSON.stringify(f.shape)}, x, w, log);`;
   }
-  return f.nullable ? `if (x === null) ${ref(writeNull)}(${flexible}, ${ref(f)}, w); else { ${code} }` : code;
+  return f.nullable
+    ? `if (x === null) ${ref(writeNull)}(${flexible}, ${ref(f)}, w); else { ${code} }`
+    : code;
 }
 
 function fieldValue(f: FieldPlan, struct: Record<string, unknown>): unknown {
@@ -213,11 +285,13 @@ function measureTagged(plan: StructPlan, struct: Record<string, unknown>, log: S
 function measureField(plan: StructPlan, f: FieldPlan, value: unknown, log: SizeLog): number {
   const flexible = plan.flexible;
   if (value === null) {
-    if (!f.nullable) throw new TypeError(`${plan.message}: ${f.path} is not nullable in this version`);
+    if (!f.nullable)
+      throw new TypeError(`${plan.message}: ${f.path} is not nullable in this version`);
     if (f.shape === 'struct') return 1;
     return flexible ? 1 : f.shape === 'string' ? 2 : 4;
   }
-  if (f.shape === 'struct') return (f.nullable ? 1 : 0) + structMeasurer(f.struct!)(value, log, f.path);
+  if (f.shape === 'struct')
+    return (f.nullable ? 1 : 0) + structMeasurer(f.struct!)(value, log, f.path);
   if (f.shape !== 'array') return measureScalar(plan, f, f.shape, value, log);
   return measureArray(plan, f, value, log);
 }
@@ -236,7 +310,13 @@ function measureArray(plan: StructPlan, f: FieldPlan, value: unknown, log: SizeL
 }
 
 /** Measures (and validates) a scalar; the compiled measurers call it for the types they do not check inline, and on a bad value. */
-function measureScalar(plan: StructPlan, f: FieldPlan, type: ScalarType, value: unknown, log: SizeLog): number {
+function measureScalar(
+  plan: StructPlan,
+  f: FieldPlan,
+  type: ScalarType,
+  value: unknown,
+  log: SizeLog,
+): number {
   const flexible = plan.flexible;
   switch (type) {
     case 'bool':
@@ -247,38 +327,52 @@ function measureScalar(plan: StructPlan, f: FieldPlan, type: ScalarType, value: 
     case 'int32': {
       const [min, max] = INT_BOUNDS[type];
       if (typeof value !== 'number') throw mistyped(plan, f, 'a number', value);
-      if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${plan.message}: ${f.path} must be an ${type}, got ${value}`);
+      if (!Number.isInteger(value) || value < min || value > max)
+        throw new RangeError(`${plan.message}: ${f.path} must be an ${type}, got ${value}`);
       return type === 'int8' ? 1 : type === 'int16' ? 2 : 4;
     }
     case 'int64':
       if (typeof value !== 'bigint') throw mistyped(plan, f, 'a bigint', value);
       // Comparing a safe integer as a double is cheaper than two BigInt comparisons.
-      if (!Number.isSafeInteger(Number(value)) && (value < INT64_MIN || value > INT64_MAX)) throw new RangeError(`${plan.message}: ${f.path} must be an int64, got ${value}`);
+      if (!Number.isSafeInteger(Number(value)) && (value < INT64_MIN || value > INT64_MAX))
+        throw new RangeError(`${plan.message}: ${f.path} must be an int64, got ${value}`);
       return 8;
     case 'uuid':
-      if (typeof value !== 'string' || !UUID_PATTERN.test(value)) throw mistyped(plan, f, 'a uuid string', value);
+      if (typeof value !== 'string' || !UUID_PATTERN.test(value))
+        throw mistyped(plan, f, 'a uuid string', value);
       return 16;
     case 'string': {
       if (typeof value !== 'string') throw mistyped(plan, f, 'a string', value);
       const bytes = value.length === 0 ? 0 : Buffer.byteLength(value, 'utf8');
-      if (bytes > STRING_BYTES_MAX) throw new RangeError(`${plan.message}: ${f.path} has ${bytes} UTF-8 bytes, more than ${STRING_BYTES_MAX}`);
+      if (bytes > STRING_BYTES_MAX)
+        throw new RangeError(
+          `${plan.message}: ${f.path} has ${bytes} UTF-8 bytes, more than ${STRING_BYTES_MAX}`,
+        );
       log.values.push(bytes);
       return (flexible ? unsignedVarintBytes(bytes + 1) : 2) + bytes;
     }
     case 'bytes':
     case 'records': {
       if (!(value instanceof Uint8Array)) throw mistyped(plan, f, 'a Uint8Array', value);
-      if (value.length > BYTES_MAX - 1) throw new RangeError(`${plan.message}: ${f.path} is too long (${value.length} bytes)`);
+      if (value.length > BYTES_MAX - 1)
+        throw new RangeError(`${plan.message}: ${f.path} is too long (${value.length} bytes)`);
       return (flexible ? unsignedVarintBytes(value.length + 1) : 4) + value.length;
     }
   }
 }
 
 function mistyped(plan: StructPlan, f: FieldPlan, expected: string, value: unknown): TypeError {
-  return new TypeError(`${plan.message}: ${f.path} must be ${expected}, got ${value === null ? 'null' : typeof value}`);
+  return new TypeError(
+    `${plan.message}: ${f.path} must be ${expected}, got ${value === null ? 'null' : typeof value}`,
+  );
 }
 
-function writeTagged(plan: StructPlan, struct: Record<string, unknown>, w: ByteWriter, log: SizeLog): void {
+function writeTagged(
+  plan: StructPlan,
+  struct: Record<string, unknown>,
+  w: ByteWriter,
+  log: SizeLog,
+): void {
   w.unsignedVarint(log.values[log.next++]!);
   for (const f of plan.tagged) {
     const value = fieldValue(f, struct);
@@ -297,7 +391,13 @@ function writeNull(flexible: boolean, f: FieldPlan, w: ByteWriter): void {
 }
 
 /** Writes any field (the tagged ones; untagged ones go through the compiled writers). */
-function writeField(flexible: boolean, f: FieldPlan, value: unknown, w: ByteWriter, log: SizeLog): void {
+function writeField(
+  flexible: boolean,
+  f: FieldPlan,
+  value: unknown,
+  w: ByteWriter,
+  log: SizeLog,
+): void {
   if (value === null) return writeNull(flexible, f, w);
   if (f.shape === 'struct') {
     if (f.nullable) w.int8(1);
@@ -307,7 +407,13 @@ function writeField(flexible: boolean, f: FieldPlan, value: unknown, w: ByteWrit
   writeArray(flexible, f, value as unknown[], w, log);
 }
 
-function writeArray(flexible: boolean, f: FieldPlan, elements: unknown[], w: ByteWriter, log: SizeLog): void {
+function writeArray(
+  flexible: boolean,
+  f: FieldPlan,
+  elements: unknown[],
+  w: ByteWriter,
+  log: SizeLog,
+): void {
   if (flexible) w.unsignedVarint(elements.length + 1);
   else w.int32(elements.length);
   if (f.element === 'struct') {
@@ -318,14 +424,26 @@ function writeArray(flexible: boolean, f: FieldPlan, elements: unknown[], w: Byt
   }
 }
 
-function writeScalar(flexible: boolean, type: ScalarType, value: unknown, w: ByteWriter, log: SizeLog): void {
+function writeScalar(
+  flexible: boolean,
+  type: ScalarType,
+  value: unknown,
+  w: ByteWriter,
+  log: SizeLog,
+): void {
   switch (type) {
-    case 'bool': return w.bool(value as boolean);
-    case 'int8': return w.int8(value as number);
-    case 'int16': return w.int16(value as number);
-    case 'int32': return w.int32(value as number);
-    case 'int64': return w.int64(value as bigint);
-    case 'uuid': return w.uuid(value as string);
+    case 'bool':
+      return w.bool(value as boolean);
+    case 'int8':
+      return w.int8(value as number);
+    case 'int16':
+      return w.int16(value as number);
+    case 'int32':
+      return w.int32(value as number);
+    case 'int64':
+      return w.int64(value as bigint);
+    case 'uuid':
+      return w.uuid(value as string);
     case 'string': {
       const bytes = log.values[log.next++]!;
       if (flexible) w.unsignedVarint(bytes + 1);

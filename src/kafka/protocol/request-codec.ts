@@ -20,9 +20,21 @@
  * if that fails too): null topics, and the flags librdkafka wrote. A body that decodes as it is (four
  * zeros alone are a valid message) is read as it is.
  */
-import { API_KEYS, apiEntry, type ApiKey, type RequestInputOf, type RequestOf } from './api-table.js';
+import {
+  API_KEYS,
+  apiEntry,
+  type ApiKey,
+  type RequestInputOf,
+  type RequestOf,
+} from './api-table.js';
 import { ByteWriter } from './byte-writer.js';
-import { decodeRequestHeader, measureRequestHeader, writeRequestHeader, type RequestHeader, type RequestHeaderInput } from './headers.js';
+import {
+  decodeRequestHeader,
+  measureRequestHeader,
+  writeRequestHeader,
+  type RequestHeader,
+  type RequestHeaderInput,
+} from './headers.js';
 import { KafkaDecodeError } from './kafka-decode-error.js';
 import { decodeMessage } from './message-decoder.js';
 import { MeasuredMessage } from './message-encoder.js';
@@ -32,26 +44,54 @@ import { inVersions } from './version-range.js';
 export const FRAME_SIZE_BYTES = 4;
 
 /** A decoded request; `apiKey` narrows `body` to that API's request type. */
-export type DecodedRequest = { [K in ApiKey]: { readonly apiKey: K; readonly header: RequestHeader; readonly body: RequestOf<K> } }[ApiKey];
+export type DecodedRequest = {
+  [K in ApiKey]: {
+    readonly apiKey: K;
+    readonly header: RequestHeader;
+    readonly body: RequestOf<K>;
+  };
+}[ApiKey];
 
 /**
  * Decodes a request payload. Throws a KafkaDecodeError (INVALID_REQUEST) for malformed bytes, for an
  * API key no table describes, and for a version its table does not describe; a server checks the
  * header (decodeRequestHeader, isAdvertised) first to answer an unsupported version properly.
  */
-export function decodeRequest(payload: Buffer, header: RequestHeader = decodeRequestHeader(payload)): DecodedRequest {
+export function decodeRequest(
+  payload: Buffer,
+  header: RequestHeader = decodeRequestHeader(payload),
+): DecodedRequest {
   const entry = apiEntry(header.apiKey);
-  if (entry === undefined) throw new KafkaDecodeError(`request header: unknown API key ${header.apiKey}`, 0);
+  if (entry === undefined)
+    throw new KafkaDecodeError(`request header: unknown API key ${header.apiKey}`, 0);
   if (!inVersions(entry.request.versions, header.apiVersion)) {
-    throw new KafkaDecodeError(`request header: ${entry.name} has no version ${header.apiVersion} (versions ${entry.request.versions})`, 2);
+    throw new KafkaDecodeError(
+      `request header: ${entry.name} has no version ${header.apiVersion} (versions ${entry.request.versions})`,
+      2,
+    );
   }
   let body;
   try {
-    body = decodeMessage(entry.request, header.apiVersion, payload, header.headerBytes, payload.length);
+    body = decodeMessage(
+      entry.request,
+      header.apiVersion,
+      payload,
+      header.headerBytes,
+      payload.length,
+    );
   } catch (error) {
     if (!isZeroPaddedNullTopics(header, payload)) throw error;
-    const repaired = Buffer.concat([payload.subarray(0, header.headerBytes + 1), payload.subarray(header.headerBytes + ZERO_PADDING_BYTES + 1)]);
-    body = decodeMessage(entry.request, header.apiVersion, repaired, header.headerBytes, repaired.length);
+    const repaired = Buffer.concat([
+      payload.subarray(0, header.headerBytes + 1),
+      payload.subarray(header.headerBytes + ZERO_PADDING_BYTES + 1),
+    ]);
+    body = decodeMessage(
+      entry.request,
+      header.apiVersion,
+      repaired,
+      header.headerBytes,
+      repaired.length,
+    );
   }
   return { apiKey: header.apiKey, header, body } as DecodedRequest;
 }
@@ -63,7 +103,8 @@ const ZERO_PADDING_BYTES = 3;
 
 /** Whether a Metadata v9+ body starts with librdkafka's four-zero topic count (see the module header). */
 function isZeroPaddedNullTopics(header: RequestHeader, payload: Buffer): boolean {
-  if (header.apiKey !== API_KEYS.Metadata || header.apiVersion < METADATA_FLEXIBLE_FROM_VERSION) return false;
+  if (header.apiKey !== API_KEYS.Metadata || header.apiVersion < METADATA_FLEXIBLE_FROM_VERSION)
+    return false;
   const start = header.headerBytes;
   if (payload.length < start + 1 + ZERO_PADDING_BYTES + 1) return false;
   for (let i = 0; i <= ZERO_PADDING_BYTES; i++) if (payload[start + i] !== 0) return false;
@@ -71,7 +112,10 @@ function isZeroPaddedNullTopics(header: RequestHeader, payload: Buffer): boolean
 }
 
 /** Encodes a request as a frame (size, header, body). Throws TypeError/RangeError for invalid values. */
-export function encodeRequest<K extends ApiKey>(header: RequestHeaderInput & { readonly apiKey: K }, body: RequestInputOf<K>): Buffer {
+export function encodeRequest<K extends ApiKey>(
+  header: RequestHeaderInput & { readonly apiKey: K },
+  body: RequestInputOf<K>,
+): Buffer {
   const entry = apiEntry(header.apiKey);
   if (entry === undefined) throw new RangeError(`no table describes API key ${header.apiKey}`);
   const measuredHeader = measureRequestHeader(header);

@@ -32,10 +32,17 @@ export interface DecodedResponse<K extends ApiKey> {
 }
 
 /** Encodes a response as a frame (size, header, body). Throws TypeError/RangeError for invalid values. */
-export function encodeResponse<K extends ApiKey>(header: ResponseHeaderInput<K>, body: ResponseInputOf<K>): Buffer {
+export function encodeResponse<K extends ApiKey>(
+  header: ResponseHeaderInput<K>,
+  body: ResponseInputOf<K>,
+): Buffer {
   const entry = apiEntry(header.apiKey);
   if (entry === undefined) throw new RangeError(`no table describes API key ${header.apiKey}`);
-  if (!Number.isInteger(header.correlationId) || header.correlationId < -0x80000000 || header.correlationId > 0x7fffffff) {
+  if (
+    !Number.isInteger(header.correlationId) ||
+    header.correlationId < -0x80000000 ||
+    header.correlationId > 0x7fffffff
+  ) {
     throw new RangeError(`response correlationId must be an int32, got ${header.correlationId}`);
   }
   const measuredBody = new MeasuredMessage(entry.response, header.apiVersion, body);
@@ -48,10 +55,20 @@ export function encodeResponse<K extends ApiKey>(header: ResponseHeaderInput<K>,
 }
 
 /** Decodes a response payload of `apiVersion` of `apiKey`; throws a KafkaDecodeError for malformed bytes. */
-export function decodeResponse<K extends ApiKey>(apiKey: K, apiVersion: number, payload: Buffer): DecodedResponse<K> {
+export function decodeResponse<K extends ApiKey>(
+  apiKey: K,
+  apiVersion: number,
+  payload: Buffer,
+): DecodedResponse<K> {
   const entry = apiEntry(apiKey);
   if (entry === undefined) throw new RangeError(`no table describes API key ${apiKey}`);
   const { correlationId, headerBytes } = decodeResponseHeader(payload, apiKey, apiVersion);
-  const body = decodeMessage(entry.response, apiVersion, payload, headerBytes, payload.length) as ResponseOf<K>;
+  const body = decodeMessage(
+    entry.response,
+    apiVersion,
+    payload,
+    headerBytes,
+    payload.length,
+  ) as ResponseOf<K>;
   return { correlationId, body };
 }

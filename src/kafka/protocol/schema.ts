@@ -27,7 +27,8 @@ import type { VersionRange } from './version-range.js';
 export const STRING_BYTES_MAX = 0x7fff;
 
 /** A type that is not a collection. */
-export type ScalarType = 'bool' | 'int8' | 'int16' | 'int32' | 'int64' | 'uuid' | 'string' | 'bytes' | 'records';
+export type ScalarType =
+  'bool' | 'int8' | 'int16' | 'int32' | 'int64' | 'uuid' | 'string' | 'bytes' | 'records';
 
 /** A field's type: a scalar, an array of scalars (`'[]int32'`), a struct, or an array of structs. */
 export type FieldType = ScalarType | `[]${ScalarType}` | 'struct' | '[]struct';
@@ -69,35 +70,59 @@ export function message<const M extends MessageSpec>(spec: M): M {
   return spec;
 }
 
-type ScalarValue<T> = T extends 'bool' ? boolean
-  : T extends 'int64' ? bigint
-  : T extends 'uuid' | 'string' ? string
-  : T extends 'bytes' | 'records' ? Buffer
-  : number;
+type ScalarValue<T> = T extends 'bool'
+  ? boolean
+  : T extends 'int64'
+    ? bigint
+    : T extends 'uuid' | 'string'
+      ? string
+      : T extends 'bytes' | 'records'
+        ? Buffer
+        : number;
 
 type ScalarInput<T> = T extends 'bytes' | 'records' ? Uint8Array : ScalarValue<T>;
 
-type NullIn<F> = F extends { readonly nullable: VersionRange } ? null : F extends { readonly type: 'records' } ? null : never;
+type NullIn<F> = F extends { readonly nullable: VersionRange }
+  ? null
+  : F extends { readonly type: 'records' }
+    ? null
+    : never;
 
-type FieldValue<F extends FieldSpec> = (
-  F extends { readonly type: 'struct'; readonly fields: infer S extends readonly FieldSpec[] } ? StructValue<S>
-  : F extends { readonly type: '[]struct'; readonly fields: infer S extends readonly FieldSpec[] } ? StructValue<S>[]
-  : F['type'] extends `[]${infer E}` ? ScalarValue<E>[]
-  : ScalarValue<F['type']>
-) | NullIn<F>;
+type FieldValue<F extends FieldSpec> =
+  | (F extends { readonly type: 'struct'; readonly fields: infer S extends readonly FieldSpec[] }
+      ? StructValue<S>
+      : F extends {
+            readonly type: '[]struct';
+            readonly fields: infer S extends readonly FieldSpec[];
+          }
+        ? StructValue<S>[]
+        : F['type'] extends `[]${infer E}`
+          ? ScalarValue<E>[]
+          : ScalarValue<F['type']>)
+  | NullIn<F>;
 
-type FieldInput<F extends FieldSpec> = (
-  F extends { readonly type: 'struct'; readonly fields: infer S extends readonly FieldSpec[] } ? StructInput<S>
-  : F extends { readonly type: '[]struct'; readonly fields: infer S extends readonly FieldSpec[] } ? readonly StructInput<S>[]
-  : F['type'] extends `[]${infer E}` ? readonly ScalarInput<E>[]
-  : ScalarInput<F['type']>
-) | NullIn<F>;
+type FieldInput<F extends FieldSpec> =
+  | (F extends { readonly type: 'struct'; readonly fields: infer S extends readonly FieldSpec[] }
+      ? StructInput<S>
+      : F extends {
+            readonly type: '[]struct';
+            readonly fields: infer S extends readonly FieldSpec[];
+          }
+        ? readonly StructInput<S>[]
+        : F['type'] extends `[]${infer E}`
+          ? readonly ScalarInput<E>[]
+          : ScalarInput<F['type']>)
+  | NullIn<F>;
 
 /** A decoded struct: every field of every version, those absent from the decoded version at their default. */
-export type StructValue<S extends readonly FieldSpec[]> = { [F in S[number] as F['name']]: FieldValue<F> };
+export type StructValue<S extends readonly FieldSpec[]> = {
+  [F in S[number] as F['name']]: FieldValue<F>;
+};
 
 /** A struct to encode: any field may be left out and is then written as its default. */
-export type StructInput<S extends readonly FieldSpec[]> = { [F in S[number] as F['name']]?: FieldInput<F> };
+export type StructInput<S extends readonly FieldSpec[]> = {
+  [F in S[number] as F['name']]?: FieldInput<F>;
+};
 
 /** The decoded value of a message table. */
 export type MessageValue<M extends MessageSpec> = StructValue<M['fields']>;

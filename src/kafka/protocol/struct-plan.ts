@@ -54,7 +54,9 @@ const plans = new WeakMap<MessageSpec, Map<number, StructPlan>>();
 /** The plan of `spec` at `version`; a RangeError for a version the table does not describe. */
 export function messagePlan(spec: MessageSpec, version: number): StructPlan {
   if (!Number.isInteger(version) || !inVersions(spec.versions, version)) {
-    throw new RangeError(`${spec.name} has no version ${version} in this table (versions ${spec.versions})`);
+    throw new RangeError(
+      `${spec.name} has no version ${version} in this table (versions ${spec.versions})`,
+    );
   }
   let byVersion = plans.get(spec);
   if (byVersion === undefined) {
@@ -63,36 +65,74 @@ export function messagePlan(spec: MessageSpec, version: number): StructPlan {
   }
   let plan = byVersion.get(version);
   if (plan === undefined) {
-    plan = structPlan(spec.fields, version, inVersions(spec.flexible, version), `${spec.name} v${version}`, '');
+    plan = structPlan(
+      spec.fields,
+      version,
+      inVersions(spec.flexible, version),
+      `${spec.name} v${version}`,
+      '',
+    );
     byVersion.set(version, plan);
   }
   return plan;
 }
 
-function structPlan(specs: readonly FieldSpec[], version: number, flexible: boolean, message: string, prefix: string): StructPlan {
+function structPlan(
+  specs: readonly FieldSpec[],
+  version: number,
+  flexible: boolean,
+  message: string,
+  prefix: string,
+): StructPlan {
   const fields = specs.map((spec) => fieldPlan(spec, version, flexible, message, prefix));
   const ordered = fields.filter((f) => f.present && f.tag === undefined);
-  const tagged = fields.filter((f) => f.present && f.tag !== undefined).sort((a, b) => a.tag! - b.tag!);
+  const tagged = fields
+    .filter((f) => f.present && f.tag !== undefined)
+    .sort((a, b) => a.tag! - b.tag!);
   let minBytes = flexible ? 1 : 0;
   for (const f of ordered) minBytes += fieldMinBytes(f, flexible);
-  return { message, flexible, fields, ordered, tagged, byTag: new Map(tagged.map((f) => [f.tag!, f])), minBytes };
+  return {
+    message,
+    flexible,
+    fields,
+    ordered,
+    tagged,
+    byTag: new Map(tagged.map((f) => [f.tag!, f])),
+    minBytes,
+  };
 }
 
-function fieldPlan(spec: FieldSpec, version: number, flexible: boolean, message: string, prefix: string): FieldPlan {
+function fieldPlan(
+  spec: FieldSpec,
+  version: number,
+  flexible: boolean,
+  message: string,
+  prefix: string,
+): FieldPlan {
   const present = inVersions(spec.versions, version);
   const isArray = spec.type.startsWith('[]');
   const element = isArray ? (spec.type.slice(2) as ScalarType | 'struct') : undefined;
   const shape = isArray ? 'array' : (spec.type as ScalarType | 'struct');
   const hasStruct = spec.type === 'struct' || spec.type === '[]struct';
   const path = `${prefix}${spec.name}`;
-  if (present && spec.tag !== undefined && !flexible) throw new RangeError(`${message}: ${path} is tagged in a version that is not flexible`);
+  if (present && spec.tag !== undefined && !flexible)
+    throw new RangeError(`${message}: ${path} is tagged in a version that is not flexible`);
   return {
     name: spec.name,
     path,
     spec,
     shape,
     element,
-    struct: present && hasStruct ? structPlan(spec.fields ?? [], version, flexible, message, `${path}${isArray ? '[]' : ''}.`) : undefined,
+    struct:
+      present && hasStruct
+        ? structPlan(
+            spec.fields ?? [],
+            version,
+            flexible,
+            message,
+            `${path}${isArray ? '[]' : ''}.`,
+          )
+        : undefined,
     present,
     nullable: present && inVersions(spec.nullable, version),
     tag: present && flexible ? spec.tag : undefined,
@@ -109,14 +149,21 @@ function fieldMinBytes(f: FieldPlan, flexible: boolean): number {
 export function scalarMinBytes(type: ScalarType, flexible: boolean): number {
   switch (type) {
     case 'bool':
-    case 'int8': return 1;
-    case 'int16': return 2;
-    case 'int32': return 4;
-    case 'int64': return 8;
-    case 'uuid': return 16;
-    case 'string': return flexible ? 1 : 2;
+    case 'int8':
+      return 1;
+    case 'int16':
+      return 2;
+    case 'int32':
+      return 4;
+    case 'int64':
+      return 8;
+    case 'uuid':
+      return 16;
+    case 'string':
+      return flexible ? 1 : 2;
     case 'bytes':
-    case 'records': return flexible ? 1 : 4;
+    case 'records':
+      return flexible ? 1 : 4;
   }
 }
 
@@ -126,17 +173,26 @@ export function defaultOf(spec: FieldSpec): unknown {
   if (given === null) return null;
   if (spec.type.startsWith('[]')) return [];
   switch (spec.type) {
-    case 'struct': return defaultStruct(spec.fields ?? []);
-    case 'bool': return given ?? false;
+    case 'struct':
+      return defaultStruct(spec.fields ?? []);
+    case 'bool':
+      return given ?? false;
     case 'int8':
     case 'int16':
-    case 'int32': return given ?? 0;
-    case 'int64': return BigInt(given ?? 0);
-    case 'uuid': return given ?? ZERO_UUID;
-    case 'string': return given ?? '';
-    case 'bytes': return Buffer.alloc(0);
-    case 'records': return null;
-    default: return given;
+    case 'int32':
+      return given ?? 0;
+    case 'int64':
+      return BigInt(given ?? 0);
+    case 'uuid':
+      return given ?? ZERO_UUID;
+    case 'string':
+      return given ?? '';
+    case 'bytes':
+      return Buffer.alloc(0);
+    case 'records':
+      return null;
+    default:
+      return given;
   }
 }
 
@@ -152,13 +208,19 @@ export function isDefault(f: FieldPlan, value: unknown): boolean {
   if (given === null || f.shape === 'records') return value === null;
   if (value === null) return false;
   switch (f.shape) {
-    case 'array': return (value as unknown[]).length === 0;
-    case 'bytes': return (value as Uint8Array).length === 0;
+    case 'array':
+      return (value as unknown[]).length === 0;
+    case 'bytes':
+      return (value as Uint8Array).length === 0;
     case 'struct': {
       const struct = value as Record<string, unknown>;
-      return f.struct!.fields.every((g) => !g.present || struct[g.name] === undefined || isDefault(g, struct[g.name]));
+      return f.struct!.fields.every(
+        (g) => !g.present || struct[g.name] === undefined || isDefault(g, struct[g.name]),
+      );
     }
-    case 'int64': return value === BigInt(given ?? 0);
-    default: return value === defaultOf(f.spec);
+    case 'int64':
+      return value === BigInt(given ?? 0);
+    default:
+      return value === defaultOf(f.spec);
   }
 }

@@ -49,7 +49,8 @@ export function inVersions(range: VersionRange | undefined, version: number): bo
 /** Every version of a closed range, in order; throws a RangeError for an open one. */
 export function versionsOf(range: VersionRange): number[] {
   const { min, max } = versionBounds(range);
-  if (max === Infinity) throw new RangeError(`cannot list the versions of the open range '${range}'`);
+  if (max === Infinity)
+    throw new RangeError(`cannot list the versions of the open range '${range}'`);
   const versions: number[] = [];
   for (let version = min; version <= max; version++) versions.push(version);
   return versions;

@@ -49,20 +49,33 @@ export interface AclBinding {
 
 /** Why an ACL is malformed, or null. */
 export function aclProblem(acl: AclBinding): string | null {
-  if (typeof acl.principal !== 'string' || !/^User:.+$/s.test(acl.principal)) return `principal must be User:<name> or User:*, got ${JSON.stringify(acl.principal)}`;
+  if (typeof acl.principal !== 'string' || !/^User:.+$/s.test(acl.principal))
+    return `principal must be User:<name> or User:*, got ${JSON.stringify(acl.principal)}`;
   if (typeof acl.host !== 'string' || acl.host === '') return 'host must be * or an address';
-  if (!ACL_OPERATIONS.includes(acl.operation)) return `operation must be one of ${ACL_OPERATIONS.join(', ')}, got ${JSON.stringify(acl.operation)}`;
-  if (acl.permission !== 'ALLOW' && acl.permission !== 'DENY') return `permission must be ALLOW or DENY, got ${JSON.stringify(acl.permission)}`;
-  if (acl.resourceType !== 'Group' && acl.resourceType !== 'Topic') return `resource type must be Group or Topic, got ${JSON.stringify(acl.resourceType)}`;
-  if (acl.patternType !== 'LITERAL' && acl.patternType !== 'PREFIXED') return `pattern type must be LITERAL or PREFIXED, got ${JSON.stringify(acl.patternType)}`;
+  if (!ACL_OPERATIONS.includes(acl.operation))
+    return `operation must be one of ${ACL_OPERATIONS.join(', ')}, got ${JSON.stringify(acl.operation)}`;
+  if (acl.permission !== 'ALLOW' && acl.permission !== 'DENY')
+    return `permission must be ALLOW or DENY, got ${JSON.stringify(acl.permission)}`;
+  if (acl.resourceType !== 'Group' && acl.resourceType !== 'Topic')
+    return `resource type must be Group or Topic, got ${JSON.stringify(acl.resourceType)}`;
+  if (acl.patternType !== 'LITERAL' && acl.patternType !== 'PREFIXED')
+    return `pattern type must be LITERAL or PREFIXED, got ${JSON.stringify(acl.patternType)}`;
   if (typeof acl.name !== 'string' || acl.name === '') return 'resource name must not be empty';
-  if (acl.patternType === 'PREFIXED' && acl.name === '*') return 'a PREFIXED pattern cannot be *; use LITERAL * for every resource';
+  if (acl.patternType === 'PREFIXED' && acl.name === '*')
+    return 'a PREFIXED pattern cannot be *; use LITERAL * for every resource';
   return null;
 }
 
 function same(a: AclBinding, b: AclBinding): boolean {
-  return a.principal === b.principal && a.host === b.host && a.operation === b.operation && a.permission === b.permission
-    && a.resourceType === b.resourceType && a.patternType === b.patternType && a.name === b.name;
+  return (
+    a.principal === b.principal &&
+    a.host === b.host &&
+    a.operation === b.operation &&
+    a.permission === b.permission &&
+    a.resourceType === b.resourceType &&
+    a.patternType === b.patternType &&
+    a.name === b.name
+  );
 }
 
 function normalized(acl: AclBinding): AclBinding {
@@ -84,7 +97,11 @@ export class AclSet {
     const filePath = path.join(dir, ACLS_FILE);
     const acls = (await readSecurityFile(fs, filePath, KEY)).map((entry) => {
       const acl = (typeof entry === 'object' && entry !== null ? entry : {}) as AclBinding;
-      if (aclProblem(acl) !== null) throw corruptSecurityFile(filePath, `ACL ${JSON.stringify(entry)?.slice(0, 120)} is malformed: ${aclProblem(acl)}`);
+      if (aclProblem(acl) !== null)
+        throw corruptSecurityFile(
+          filePath,
+          `ACL ${JSON.stringify(entry)?.slice(0, 120)} is malformed: ${aclProblem(acl)}`,
+        );
       return acl;
     });
     return new AclSet(acls);
@@ -104,7 +121,11 @@ export class AclSet {
   }
 
   /** Removes the ACLs equal to any of `removed`, writes the file durably; `count` is how many went. */
-  static async remove(fs: FileSystem, dir: string, removed: readonly AclBinding[]): Promise<{ acls: AclSet; count: number }> {
+  static async remove(
+    fs: FileSystem,
+    dir: string,
+    removed: readonly AclBinding[],
+  ): Promise<{ acls: AclSet; count: number }> {
     const current = await AclSet.load(fs, dir);
     const acls = current.acls.filter((a) => !removed.some((r) => same(a, r)));
     const count = current.acls.length - acls.length;

@@ -53,7 +53,12 @@ export class AuditLog {
   #writing: Promise<void> | undefined;
   #failed = false;
 
-  private constructor(fs: FileSystem, filePath: string, nowMs: () => number, onWarning: (message: string) => void) {
+  private constructor(
+    fs: FileSystem,
+    filePath: string,
+    nowMs: () => number,
+    onWarning: (message: string) => void,
+  ) {
     this.#fs = fs;
     this.#filePath = filePath;
     this.#nowMs = nowMs;
@@ -61,7 +66,12 @@ export class AuditLog {
   }
 
   /** Opens (or creates) the file for appending. */
-  static async open(fs: FileSystem, filePath: string, nowMs: () => number, onWarning: (message: string) => void): Promise<AuditLog> {
+  static async open(
+    fs: FileSystem,
+    filePath: string,
+    nowMs: () => number,
+    onWarning: (message: string) => void,
+  ): Promise<AuditLog> {
     const log = new AuditLog(fs, filePath, nowMs, onWarning);
     const size = await fs.sizeBytes(filePath);
     log.#handle = await fs.open(filePath, size === null ? 'wx' : 'r+');
@@ -110,7 +120,12 @@ export class AuditLog {
         const lines = this.#pending;
         this.#pending = [];
         if (this.#dropped > reported) {
-          lines.push(JSON.stringify({ time: new Date(this.#nowMs()).toISOString(), droppedLines: this.#dropped - reported }));
+          lines.push(
+            JSON.stringify({
+              time: new Date(this.#nowMs()).toISOString(),
+              droppedLines: this.#dropped - reported,
+            }),
+          );
           reported = this.#dropped;
         }
         const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
@@ -120,7 +135,9 @@ export class AuditLog {
     } catch (error) {
       this.#failed = true;
       this.#pending = [];
-      this.#onWarning(`audit log ${this.#filePath}: a write failed, auditing stopped: ${error instanceof Error ? error.message : String(error)}`);
+      this.#onWarning(
+        `audit log ${this.#filePath}: a write failed, auditing stopped: ${error instanceof Error ? error.message : String(error)}`,
+      );
     } finally {
       this.#writing = undefined;
     }

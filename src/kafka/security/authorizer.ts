@@ -31,7 +31,9 @@ function patternMatches(acl: AclBinding, resourceType: AclResourceType, name: st
 
 function operationMatches(acl: AclBinding, operation: AclOperation): boolean {
   if (acl.operation === 'All' || acl.operation === operation) return true;
-  return operation === 'Describe' && acl.permission === 'ALLOW' && IMPLYING_DESCRIBE.has(acl.operation);
+  return (
+    operation === 'Describe' && acl.permission === 'ALLOW' && IMPLYING_DESCRIBE.has(acl.operation)
+  );
 }
 
 /** ACL decisions over one set of ACLs. */
@@ -57,7 +59,13 @@ export class Authorizer {
   }
 
   /** Whether `principal` connecting from `host` may perform `operation` on the resource. */
-  authorize(principal: string, host: string, operation: AclOperation, resourceType: AclResourceType, name: string): boolean {
+  authorize(
+    principal: string,
+    host: string,
+    operation: AclOperation,
+    resourceType: AclResourceType,
+    name: string,
+  ): boolean {
     if (this.#superUsers.has(principal)) return true;
     let anyOnResource = false;
     let allowed = false;

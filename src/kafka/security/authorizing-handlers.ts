@@ -23,16 +23,33 @@
  * they tell no more than Metadata's partition counts), and Produce (always refused).
  * Every refusal is audited (audit-log.ts), as are DeleteGroups and OffsetDelete whatever the outcome.
  */
-import { KAFKA_ERROR, API_KEYS, type ApiKey, type RequestHeader, type RequestOf } from '../protocol/index.js';
-import { CLOSE_CONNECTION, type HandlerContext, type HandlerResult, type HandlerTable, type Peer, type RequestHandler } from '../handlers/index.js';
+import {
+  KAFKA_ERROR,
+  API_KEYS,
+  type ApiKey,
+  type RequestHeader,
+  type RequestOf,
+} from '../protocol/index.js';
+import {
+  CLOSE_CONNECTION,
+  type HandlerContext,
+  type HandlerResult,
+  type HandlerTable,
+  type Peer,
+  type RequestHandler,
+} from '../handlers/index.js';
 import type { AclOperation, AclResourceType } from './acl.js';
 import type { ServerSecurity } from './server-security.js';
 
 type Result<K extends ApiKey> = HandlerResult<K> | Promise<HandlerResult<K>>;
 
 /** Applies `f` to a handler's answer, now or once it settles; CLOSE_CONNECTION passes through. */
-function then<K extends ApiKey, R>(result: Result<K>, f: (body: Exclude<HandlerResult<K>, typeof CLOSE_CONNECTION>) => R): R | typeof CLOSE_CONNECTION | Promise<R | typeof CLOSE_CONNECTION> {
-  if (result instanceof Promise) return result.then((r) => (r === CLOSE_CONNECTION ? CLOSE_CONNECTION : f(r as never)));
+function then<K extends ApiKey, R>(
+  result: Result<K>,
+  f: (body: Exclude<HandlerResult<K>, typeof CLOSE_CONNECTION>) => R,
+): R | typeof CLOSE_CONNECTION | Promise<R | typeof CLOSE_CONNECTION> {
+  if (result instanceof Promise)
+    return result.then((r) => (r === CLOSE_CONNECTION ? CLOSE_CONNECTION : f(r as never)));
   return result === CLOSE_CONNECTION ? CLOSE_CONNECTION : f(result as never);
 }
 
@@ -52,9 +69,25 @@ class Check {
   may(operation: AclOperation, resourceType: AclResourceType, name: string): boolean {
     const authorizer = this.#security.authorizer;
     if (authorizer === undefined) return true;
-    const host = this.#peer.clientHost.startsWith('/') ? this.#peer.clientHost.slice(1) : this.#peer.clientHost;
-    const allowed = authorizer.authorize(this.#peer.principal ?? 'User:ANONYMOUS', host, operation, resourceType, name);
-    if (!allowed) this.#security.audit({ peer: this.#peer, api: this.#api, outcome: 'denied', resource: `${resourceType}:${name}`, operation, reason: 'no ACL allows it' });
+    const host = this.#peer.clientHost.startsWith('/')
+      ? this.#peer.clientHost.slice(1)
+      : this.#peer.clientHost;
+    const allowed = authorizer.authorize(
+      this.#peer.principal ?? 'User:ANONYMOUS',
+      host,
+      operation,
+      resourceType,
+      name,
+    );
+    if (!allowed)
+      this.#security.audit({
+        peer: this.#peer,
+        api: this.#api,
+        outcome: 'denied',
+        resource: `${resourceType}:${name}`,
+        operation,
+        reason: 'no ACL allows it',
+      });
     return allowed;
   }
 
@@ -64,101 +97,229 @@ class Check {
   }
 }
 
-type Wrapper<K extends ApiKey> = (inner: RequestHandler<K>, check: Check, context: HandlerContext, request: RequestOf<K>, header: RequestHeader, peer: Peer) => Result<K>;
+type Wrapper<K extends ApiKey> = (
+  inner: RequestHandler<K>,
+  check: Check,
+  context: HandlerContext,
+  request: RequestOf<K>,
+  header: RequestHeader,
+  peer: Peer,
+) => Result<K>;
 
 const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
   [API_KEYS.OffsetCommit]: (inner, check, context, request, header, peer) => {
     const groupOk = check.may('Read', 'Group', request.groupId);
     const allowed = groupOk ? request.topics.filter((t) => check.may('Read', 'Topic', t.name)) : [];
-    const refusedCode = (name: string) => (!groupOk ? KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED : allowed.some((t) => t.name === name) ? null : KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED);
-    const refused = request.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: refusedCode(t.name) ?? 0 })) }));
+    const refusedCode = (name: string) =>
+      !groupOk
+        ? KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED
+        : allowed.some((t) => t.name === name)
+          ? null
+          : KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED;
+    const refused = request.topics.map((t) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        errorCode: refusedCode(t.name) ?? 0,
+      })),
+    }));
     if (allowed.length === 0) return { throttleTimeMs: 0, topics: refused };
     if (allowed.length === request.topics.length) return inner(context, request, header, peer);
     return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
       const answered = [...(body.topics ?? [])];
-      return { ...body, topics: request.topics.map((t, i) => (refusedCode(t.name) === null ? answered.shift()! : refused[i]!)) };
+      return {
+        ...body,
+        topics: request.topics.map((t, i) =>
+          refusedCode(t.name) === null ? answered.shift()! : refused[i]!,
+        ),
+      };
     });
   },
 
-  [API_KEYS.OffsetFetch]: (inner, check, context, request, header, peer) => (header.apiVersion < 8
-    ? offsetFetchV7(inner, check, context, request, header, peer)
-    : offsetFetchV8(inner, check, context, request, header, peer)),
+  [API_KEYS.OffsetFetch]: (inner, check, context, request, header, peer) =>
+    header.apiVersion < 8
+      ? offsetFetchV7(inner, check, context, request, header, peer)
+      : offsetFetchV8(inner, check, context, request, header, peer),
 
   [API_KEYS.OffsetDelete]: (inner, check, context, request, header, peer) => {
-    if (!check.may('Delete', 'Group', request.groupId)) return { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, throttleTimeMs: 0, topics: [] };
+    if (!check.may('Delete', 'Group', request.groupId))
+      return { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, throttleTimeMs: 0, topics: [] };
     const allowed = request.topics.filter((t) => check.may('Read', 'Topic', t.name));
     check.admin(`Group:${request.groupId}`, 'allowed');
-    const refused = (t: (typeof request.topics)[number]) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED })) });
+    const refused = (t: (typeof request.topics)[number]) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+      })),
+    });
     if (allowed.length === request.topics.length) return inner(context, request, header, peer);
-    if (allowed.length === 0) return { errorCode: KAFKA_ERROR.NONE, throttleTimeMs: 0, topics: request.topics.map(refused) };
+    if (allowed.length === 0)
+      return {
+        errorCode: KAFKA_ERROR.NONE,
+        throttleTimeMs: 0,
+        topics: request.topics.map(refused),
+      };
     return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
       const answered = [...(body.topics ?? [])];
-      return { ...body, topics: request.topics.map((t) => (allowed.includes(t) ? answered.shift()! : refused(t))) };
+      return {
+        ...body,
+        topics: request.topics.map((t) => (allowed.includes(t) ? answered.shift()! : refused(t))),
+      };
     });
   },
 
   [API_KEYS.DeleteGroups]: (inner, check, context, request, header, peer) => {
     const allowed = request.groupsNames.filter((g) => check.may('Delete', 'Group', g));
     for (const g of allowed) check.admin(`Group:${g}`, 'allowed');
-    const refused = (groupId: string) => ({ groupId, errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED });
-    if (allowed.length === 0) return { throttleTimeMs: 0, results: request.groupsNames.map(refused) };
+    const refused = (groupId: string) => ({
+      groupId,
+      errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+    });
+    if (allowed.length === 0)
+      return { throttleTimeMs: 0, results: request.groupsNames.map(refused) };
     return then(inner(context, { ...request, groupsNames: allowed }, header, peer), (body) => ({
-      ...body, results: request.groupsNames.map((g) => (body.results ?? []).find((r) => r.groupId === g) ?? refused(g)),
+      ...body,
+      results: request.groupsNames.map(
+        (g) => (body.results ?? []).find((r) => r.groupId === g) ?? refused(g),
+      ),
     }));
   },
 
   [API_KEYS.DescribeGroups]: (inner, check, context, request, header, peer) => {
     const allowed = request.groups.filter((g) => check.may('Describe', 'Group', g));
-    const refused = (groupId: string) => ({ errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, groupId, groupState: '', protocolType: '', protocolData: '', members: [] });
+    const refused = (groupId: string) => ({
+      errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+      groupId,
+      groupState: '',
+      protocolType: '',
+      protocolData: '',
+      members: [],
+    });
     if (allowed.length === 0) return { throttleTimeMs: 0, groups: request.groups.map(refused) };
     return then(inner(context, { ...request, groups: allowed }, header, peer), (body) => {
       const answered = [...(body.groups ?? [])];
-      return { ...body, groups: request.groups.map((g) => (allowed.includes(g) && answered.length > 0 ? answered.shift()! : refused(g))) };
+      return {
+        ...body,
+        groups: request.groups.map((g) =>
+          allowed.includes(g) && answered.length > 0 ? answered.shift()! : refused(g),
+        ),
+      };
     });
   },
 
   [API_KEYS.ConsumerGroupDescribe]: (inner, check, context, request, header, peer) => {
     const allowed = request.groupIds.filter((g) => check.may('Describe', 'Group', g));
-    const refused = (groupId: string) => ({ errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, groupId, members: [] });
+    const refused = (groupId: string) => ({
+      errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+      groupId,
+      members: [],
+    });
     if (allowed.length === 0) return { throttleTimeMs: 0, groups: request.groupIds.map(refused) };
     return then(inner(context, { ...request, groupIds: allowed }, header, peer), (body) => {
       const answered = [...(body.groups ?? [])];
-      return { ...body, groups: request.groupIds.map((g) => (allowed.includes(g) && answered.length > 0 ? answered.shift()! : refused(g))) };
+      return {
+        ...body,
+        groups: request.groupIds.map((g) =>
+          allowed.includes(g) && answered.length > 0 ? answered.shift()! : refused(g),
+        ),
+      };
     });
   },
 
-  [API_KEYS.ListGroups]: (inner, check, context, request, header, peer) => then(inner(context, request, header, peer), (body) => ({
-    ...body, groups: (body.groups ?? []).filter((g) => check.may('Describe', 'Group', g.groupId ?? '')),
-  })),
+  [API_KEYS.ListGroups]: (inner, check, context, request, header, peer) =>
+    then(inner(context, request, header, peer), (body) => ({
+      ...body,
+      groups: (body.groups ?? []).filter((g) => check.may('Describe', 'Group', g.groupId ?? '')),
+    })),
 
-  [API_KEYS.JoinGroup]: (inner, check, context, request, header, peer) => (check.may('Read', 'Group', request.groupId) ? inner(context, request, header, peer) : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, memberId: request.memberId }),
-  [API_KEYS.SyncGroup]: (inner, check, context, request, header, peer) => (check.may('Read', 'Group', request.groupId) ? inner(context, request, header, peer) : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED }),
-  [API_KEYS.Heartbeat]: (inner, check, context, request, header, peer) => (check.may('Read', 'Group', request.groupId) ? inner(context, request, header, peer) : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED }),
-  [API_KEYS.LeaveGroup]: (inner, check, context, request, header, peer) => (check.may('Read', 'Group', request.groupId) ? inner(context, request, header, peer) : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED }),
+  [API_KEYS.JoinGroup]: (inner, check, context, request, header, peer) =>
+    check.may('Read', 'Group', request.groupId)
+      ? inner(context, request, header, peer)
+      : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, memberId: request.memberId },
+  [API_KEYS.SyncGroup]: (inner, check, context, request, header, peer) =>
+    check.may('Read', 'Group', request.groupId)
+      ? inner(context, request, header, peer)
+      : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED },
+  [API_KEYS.Heartbeat]: (inner, check, context, request, header, peer) =>
+    check.may('Read', 'Group', request.groupId)
+      ? inner(context, request, header, peer)
+      : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED },
+  [API_KEYS.LeaveGroup]: (inner, check, context, request, header, peer) =>
+    check.may('Read', 'Group', request.groupId)
+      ? inner(context, request, header, peer)
+      : { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED },
 
   [API_KEYS.FindCoordinator]: (inner, check, context, request, header, peer) => {
-    const refused = { errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, errorMessage: 'not authorized to describe this group', nodeId: -1, host: '', port: -1 };
-    if (header.apiVersion < 4) return request.keyType !== 0 || check.may('Describe', 'Group', request.key) ? inner(context, request, header, peer) : { throttleTimeMs: 0, ...refused };
-    const allowed = request.coordinatorKeys.filter((k) => request.keyType !== 0 || check.may('Describe', 'Group', k));
-    if (allowed.length === 0) return { throttleTimeMs: 0, coordinators: request.coordinatorKeys.map((key) => ({ key, ...refused })) };
+    const refused = {
+      errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+      errorMessage: 'not authorized to describe this group',
+      nodeId: -1,
+      host: '',
+      port: -1,
+    };
+    if (header.apiVersion < 4)
+      return request.keyType !== 0 || check.may('Describe', 'Group', request.key)
+        ? inner(context, request, header, peer)
+        : { throttleTimeMs: 0, ...refused };
+    const allowed = request.coordinatorKeys.filter(
+      (k) => request.keyType !== 0 || check.may('Describe', 'Group', k),
+    );
+    if (allowed.length === 0)
+      return {
+        throttleTimeMs: 0,
+        coordinators: request.coordinatorKeys.map((key) => ({ key, ...refused })),
+      };
     return then(inner(context, { ...request, coordinatorKeys: allowed }, header, peer), (body) => ({
-      ...body, coordinators: request.coordinatorKeys.map((key) => (body.coordinators ?? []).find((c) => c.key === key) ?? { key, ...refused }),
+      ...body,
+      coordinators: request.coordinatorKeys.map(
+        (key) => (body.coordinators ?? []).find((c) => c.key === key) ?? { key, ...refused },
+      ),
     }));
   },
 
   [API_KEYS.ConsumerGroupHeartbeat]: (inner, check, context, request, header, peer) => {
-    if (!check.may('Read', 'Group', request.groupId)) return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, errorMessage: null, memberEpoch: 0, heartbeatIntervalMs: 0 };
-    const denied = (request.subscribedTopicNames ?? []).filter((t) => !check.may('Describe', 'Topic', t));
-    if (denied.length > 0) return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, errorMessage: `not authorized to describe topics ${denied.join(', ')}`, memberEpoch: 0, heartbeatIntervalMs: 0 };
+    if (!check.may('Read', 'Group', request.groupId))
+      return {
+        throttleTimeMs: 0,
+        errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+        errorMessage: null,
+        memberEpoch: 0,
+        heartbeatIntervalMs: 0,
+      };
+    const denied = (request.subscribedTopicNames ?? []).filter(
+      (t) => !check.may('Describe', 'Topic', t),
+    );
+    if (denied.length > 0)
+      return {
+        throttleTimeMs: 0,
+        errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+        errorMessage: `not authorized to describe topics ${denied.join(', ')}`,
+        memberEpoch: 0,
+        heartbeatIntervalMs: 0,
+      };
     return inner(context, request, header, peer);
   },
 
   [API_KEYS.Metadata]: (inner, check, context, request, header, peer) => {
     const all = request.topics === null || (header.apiVersion === 0 && request.topics.length === 0);
-    if (all) return then(inner(context, request, header, peer), (body) => ({ ...body, topics: (body.topics ?? []).filter((t) => check.may('Describe', 'Topic', t.name ?? '')) }));
-    const named = (t: { name: string | null; topicId: string }) => t.name ?? context.catalog.byTopicId(t.topicId)?.name ?? null;
-    const allowed = request.topics!.filter((t) => named(t) === null || check.may('Describe', 'Topic', named(t)!));
-    const refused = (t: { name: string | null; topicId: string }) => ({ errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, name: t.name, topicId: t.topicId, isInternal: false, partitions: [] });
+    if (all)
+      return then(inner(context, request, header, peer), (body) => ({
+        ...body,
+        topics: (body.topics ?? []).filter((t) => check.may('Describe', 'Topic', t.name ?? '')),
+      }));
+    const named = (t: { name: string | null; topicId: string }) =>
+      t.name ?? context.catalog.byTopicId(t.topicId)?.name ?? null;
+    const allowed = request.topics!.filter(
+      (t) => named(t) === null || check.may('Describe', 'Topic', named(t)!),
+    );
+    const refused = (t: { name: string | null; topicId: string }) => ({
+      errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+      name: t.name,
+      topicId: t.topicId,
+      isInternal: false,
+      partitions: [],
+    });
     if (allowed.length === request.topics!.length) return inner(context, request, header, peer);
     return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
       const answered = [...(body.topics ?? [])];
@@ -180,41 +341,98 @@ type FetchedTopic = NonNullable<FetchResponse['topics']>[number];
 type AskedTopic = { name: string; partitionIndexes: number[] };
 
 function refusedFetchTopic(t: AskedTopic): FetchedTopic {
-  return { name: t.name, partitions: t.partitionIndexes.map((p) => ({ partitionIndex: p, committedOffset: -1n, metadata: '', errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED })) };
+  return {
+    name: t.name,
+    partitions: t.partitionIndexes.map((p) => ({
+      partitionIndex: p,
+      committedOffset: -1n,
+      metadata: '',
+      errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+    })),
+  };
 }
 
 /** The topics of a fetch answer for `asked` (null: all), the unauthorized ones answered 29 or, for all, left out. */
-function mergeFetchTopics(check: Check, asked: readonly AskedTopic[] | null, allowed: readonly AskedTopic[] | null, answered: readonly FetchedTopic[]): FetchedTopic[] {
-  if (asked === null || allowed === null) return answered.filter((t) => check.may('Describe', 'Topic', t.name ?? ''));
+function mergeFetchTopics(
+  check: Check,
+  asked: readonly AskedTopic[] | null,
+  allowed: readonly AskedTopic[] | null,
+  answered: readonly FetchedTopic[],
+): FetchedTopic[] {
+  if (asked === null || allowed === null)
+    return answered.filter((t) => check.may('Describe', 'Topic', t.name ?? ''));
   const queue = [...answered];
   return asked.map((t) => (allowed.includes(t) ? queue.shift()! : refusedFetchTopic(t)));
 }
 
 /** OffsetFetch v1-7: one group, its topics checked one by one. */
-function offsetFetchV7(inner: RequestHandler<typeof API_KEYS.OffsetFetch>, check: Check, context: HandlerContext, request: RequestOf<typeof API_KEYS.OffsetFetch>, header: RequestHeader, peer: Peer): Result<typeof API_KEYS.OffsetFetch> {
-  if (!check.may('Describe', 'Group', request.groupId)) return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, topics: [] };
+function offsetFetchV7(
+  inner: RequestHandler<typeof API_KEYS.OffsetFetch>,
+  check: Check,
+  context: HandlerContext,
+  request: RequestOf<typeof API_KEYS.OffsetFetch>,
+  header: RequestHeader,
+  peer: Peer,
+): Result<typeof API_KEYS.OffsetFetch> {
+  if (!check.may('Describe', 'Group', request.groupId))
+    return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, topics: [] };
   const asked = request.topics;
-  const allowed = asked === null ? null : asked.filter((t) => check.may('Describe', 'Topic', t.name));
-  if (asked !== null && allowed!.length === 0) return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE, topics: asked.map(refusedFetchTopic) };
-  return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => ({ ...body, topics: mergeFetchTopics(check, asked, allowed, body.topics ?? []) }));
+  const allowed =
+    asked === null ? null : asked.filter((t) => check.may('Describe', 'Topic', t.name));
+  if (asked !== null && allowed!.length === 0)
+    return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE, topics: asked.map(refusedFetchTopic) };
+  return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => ({
+    ...body,
+    topics: mergeFetchTopics(check, asked, allowed, body.topics ?? []),
+  }));
 }
 
 /** OffsetFetch v8+: several groups, each with its topics checked. */
-function offsetFetchV8(inner: RequestHandler<typeof API_KEYS.OffsetFetch>, check: Check, context: HandlerContext, request: RequestOf<typeof API_KEYS.OffsetFetch>, header: RequestHeader, peer: Peer): Result<typeof API_KEYS.OffsetFetch> {
-  const refusedGroup = (groupId: string) => ({ groupId, topics: [], errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED });
+function offsetFetchV8(
+  inner: RequestHandler<typeof API_KEYS.OffsetFetch>,
+  check: Check,
+  context: HandlerContext,
+  request: RequestOf<typeof API_KEYS.OffsetFetch>,
+  header: RequestHeader,
+  peer: Peer,
+): Result<typeof API_KEYS.OffsetFetch> {
+  const refusedGroup = (groupId: string) => ({
+    groupId,
+    topics: [],
+    errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+  });
   const groups = request.groups.filter((g) => check.may('Describe', 'Group', g.groupId));
-  if (groups.length === 0) return { throttleTimeMs: 0, groups: request.groups.map((g) => refusedGroup(g.groupId)) };
-  const allowedTopics = groups.map((g) => (g.topics === null ? null : g.topics.filter((t) => check.may('Describe', 'Topic', t.name))));
-  const filtered = { ...request, groups: groups.map((g, i) => ({ ...g, topics: allowedTopics[i]! })) };
+  if (groups.length === 0)
+    return { throttleTimeMs: 0, groups: request.groups.map((g) => refusedGroup(g.groupId)) };
+  const allowedTopics = groups.map((g) =>
+    g.topics === null ? null : g.topics.filter((t) => check.may('Describe', 'Topic', t.name)),
+  );
+  const filtered = {
+    ...request,
+    groups: groups.map((g, i) => ({ ...g, topics: allowedTopics[i]! })),
+  };
   return then(inner(context, filtered, header, peer), (body) => {
     const answered = body.groups ?? [];
-    const byId = new Map(groups.map((g, i) => [g.groupId, { asked: g.topics, allowed: allowedTopics[i]!, answer: answered[i] }]));
+    const byId = new Map(
+      groups.map((g, i) => [
+        g.groupId,
+        { asked: g.topics, allowed: allowedTopics[i]!, answer: answered[i] },
+      ]),
+    );
     return {
       ...body,
       groups: request.groups.map((g) => {
         const found = byId.get(g.groupId);
         if (found?.answer === undefined) return refusedGroup(g.groupId);
-        return { ...found.answer, topics: mergeFetchTopics(check, found.asked, found.allowed, (found.answer.topics ?? []) as FetchedTopic[]) as never };
+        return {
+          ...found.answer,
+          topics: mergeFetchTopics(
+            check,
+            found.asked,
+            found.allowed,
+            (found.answer.topics ?? []) as FetchedTopic[],
+          ) as never,
+        };
       }),
     };
   });
@@ -232,7 +450,8 @@ export function authorizingHandlers(inner: HandlerTable, security: ServerSecurit
     if (handler === undefined) continue;
     const api = apiName(Number(key));
     table[Number(key)] = ((context, request, header, peer) => {
-      if (security.authorizer === undefined && !security.auditing) return handler(context, request, header, peer);
+      if (security.authorizer === undefined && !security.auditing)
+        return handler(context, request, header, peer);
       return wrapper(handler, new Check(security, peer, api), context, request, header, peer);
     }) as RequestHandler<ApiKey>;
   }

@@ -9,7 +9,10 @@
 export type CertificateSubject = Readonly<Record<string, string | readonly string[]>>;
 
 function escapeValue(value: string): string {
-  return value.replace(/([,+"\\<>;])/g, '\\$1').replace(/^([ #])/, '\\$1').replace(/ $/, '\\ ');
+  return value
+    .replace(/([,+"\\<>;])/g, '\\$1')
+    .replace(/^([ #])/, '\\$1')
+    .replace(/ $/, '\\ ');
 }
 
 /** `User:<RFC 2253 subject>`, or undefined for a subject without attributes. */
@@ -17,7 +20,8 @@ export function certificatePrincipal(subject: CertificateSubject | undefined): s
   if (subject === undefined) return undefined;
   const parts: string[] = [];
   for (const [attribute, value] of Object.entries(subject)) {
-    for (const v of typeof value === 'string' ? [value] : value) parts.push(`${attribute}=${escapeValue(v)}`);
+    for (const v of typeof value === 'string' ? [value] : value)
+      parts.push(`${attribute}=${escapeValue(v)}`);
   }
   if (parts.length === 0) return undefined;
   return `User:${parts.reverse().join(',')}`;

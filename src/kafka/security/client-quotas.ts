@@ -64,7 +64,8 @@ class Rate {
   /** Per second, over the samples still in the window (the span counts at least all but the current sample in full, as Kafka's Rate does). */
   perSecond(nowMs: number): number {
     const oldest = nowMs - this.#windowMs * this.#count;
-    while (this.#samples.length > 0 && this.#samples[0]!.startMs + this.#windowMs <= oldest) this.#samples.shift();
+    while (this.#samples.length > 0 && this.#samples[0]!.startMs + this.#windowMs <= oldest)
+      this.#samples.shift();
     if (this.#samples.length === 0) return 0;
     const total = this.#samples.reduce((sum, s) => sum + s.value, 0);
     const spanMs = Math.max(nowMs - this.#samples[0]!.startMs, this.#windowMs * (this.#count - 1));
@@ -105,11 +106,19 @@ export class ClientQuotas {
   /** True when some quota is set (else the server skips the accounting). */
   get enabled(): boolean {
     const { default: d, principals, clientIds } = this.#options;
-    return d !== undefined || Object.keys(principals ?? {}).length > 0 || Object.keys(clientIds ?? {}).length > 0;
+    return (
+      d !== undefined ||
+      Object.keys(principals ?? {}).length > 0 ||
+      Object.keys(clientIds ?? {}).length > 0
+    );
   }
 
   #limits(principal: string, clientId: string): QuotaLimits | undefined {
-    return this.#options.principals?.[principal] ?? this.#options.clientIds?.[clientId] ?? this.#options.default;
+    return (
+      this.#options.principals?.[principal] ??
+      this.#options.clientIds?.[clientId] ??
+      this.#options.default
+    );
   }
 
   /**
@@ -123,7 +132,10 @@ export class ClientQuotas {
     let usage = this.#usage.get(key);
     if (usage === undefined) {
       if (this.#usage.size >= KEYS_MAX) this.#usage.delete(this.#usage.keys().next().value!);
-      usage = { bytes: new Rate(this.#windowMs, this.#windowCount), timeMs: new Rate(this.#windowMs, this.#windowCount) };
+      usage = {
+        bytes: new Rate(this.#windowMs, this.#windowCount),
+        timeMs: new Rate(this.#windowMs, this.#windowCount),
+      };
     } else {
       this.#usage.delete(key);
     }
@@ -132,8 +144,13 @@ export class ClientQuotas {
     usage.bytes.record(nowMs, bytes);
     usage.timeMs.record(nowMs, timeMs);
     let throttleMs = 0;
-    if (limits.bytesPerSecond !== undefined) throttleMs = Math.max(throttleMs, throttleFor(usage.bytes, nowMs, limits.bytesPerSecond));
-    if (limits.requestPercentage !== undefined) throttleMs = Math.max(throttleMs, throttleFor(usage.timeMs, nowMs, limits.requestPercentage * 10));
+    if (limits.bytesPerSecond !== undefined)
+      throttleMs = Math.max(throttleMs, throttleFor(usage.bytes, nowMs, limits.bytesPerSecond));
+    if (limits.requestPercentage !== undefined)
+      throttleMs = Math.max(
+        throttleMs,
+        throttleFor(usage.timeMs, nowMs, limits.requestPercentage * 10),
+      );
     if (throttleMs > 0) this.#throttled++;
     return throttleMs;
   }

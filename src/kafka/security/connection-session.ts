@@ -47,7 +47,11 @@ export class ConnectionSession implements Peer {
   mutedUntilMs: number | undefined;
   #closing: AbortSignal | undefined;
 
-  constructor(address: string, listener: ResolvedListener, certificatePrincipal: string | undefined) {
+  constructor(
+    address: string,
+    listener: ResolvedListener,
+    certificatePrincipal: string | undefined,
+  ) {
     this.address = address;
     this.clientHost = `/${address}`;
     this.listener = listener;
@@ -87,10 +91,14 @@ export class ConnectionSession implements Peer {
 
   mayServe(apiKey: number): boolean {
     switch (this.#state) {
-      case 'authenticated': return true;
-      case 'handshake': return apiKey === API_KEYS.ApiVersions || apiKey === API_KEYS.SaslHandshake;
-      case 'authenticate': return apiKey === API_KEYS.ApiVersions || apiKey === API_KEYS.SaslAuthenticate;
-      case 'closing': return false;
+      case 'authenticated':
+        return true;
+      case 'handshake':
+        return apiKey === API_KEYS.ApiVersions || apiKey === API_KEYS.SaslHandshake;
+      case 'authenticate':
+        return apiKey === API_KEYS.ApiVersions || apiKey === API_KEYS.SaslAuthenticate;
+      case 'closing':
+        return false;
     }
   }
 

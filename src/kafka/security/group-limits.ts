@@ -33,10 +33,15 @@ export class GroupLimits {
   }
 
   /** Whether `principal` may write to `groupId`; counts the group when it is new. */
-  async mayWrite(store: HandlerContext['store'], principal: string, groupId: string): Promise<boolean> {
+  async mayWrite(
+    store: HandlerContext['store'],
+    principal: string,
+    groupId: string,
+  ): Promise<boolean> {
     let created = this.#created.get(principal);
     if (created === undefined) {
-      if (this.#created.size >= PRINCIPALS_MAX) this.#created.delete(this.#created.keys().next().value!);
+      if (this.#created.size >= PRINCIPALS_MAX)
+        this.#created.delete(this.#created.keys().next().value!);
       created = new Set();
       this.#created.set(principal, created);
     }
@@ -61,28 +66,75 @@ async function groupExists(store: HandlerContext['store'], groupId: string): Pro
 }
 
 /** The handlers with the group limit in front of the ones that create groups. */
-export function groupLimitHandlers(inner: HandlerTable, security: ServerSecurity, limits: GroupLimits, superUsers: readonly string[]): HandlerTable {
+export function groupLimitHandlers(
+  inner: HandlerTable,
+  security: ServerSecurity,
+  limits: GroupLimits,
+  superUsers: readonly string[],
+): HandlerTable {
   const table: Record<number, unknown> = { ...inner };
-  const guard = <K extends ApiKey>(key: K, groupOf: (request: Parameters<RequestHandler<K>>[1]) => string | null, refusal: (request: Parameters<RequestHandler<K>>[1]) => unknown) => {
+  const guard = <K extends ApiKey>(
+    key: K,
+    groupOf: (request: Parameters<RequestHandler<K>>[1]) => string | null,
+    refusal: (request: Parameters<RequestHandler<K>>[1]) => unknown,
+  ) => {
     const handler = inner[key] as RequestHandler<K> | undefined;
     if (handler === undefined) return;
-    table[key] = (async (context: HandlerContext, request: Parameters<RequestHandler<K>>[1], header: Parameters<RequestHandler<K>>[2], peer: Peer) => {
+    table[key] = (async (
+      context: HandlerContext,
+      request: Parameters<RequestHandler<K>>[1],
+      header: Parameters<RequestHandler<K>>[2],
+      peer: Peer,
+    ) => {
       const groupId = groupOf(request);
       const principal = peer.principal ?? 'User:ANONYMOUS';
-      if (groupId !== null && !superUsers.includes(principal) && !(await limits.mayWrite(context.store, principal, groupId))) {
-        security.audit({ peer, api: apiName(key), outcome: 'denied', resource: `Group:${groupId}`, reason: 'groupsPerPrincipalMax reached' });
+      if (
+        groupId !== null &&
+        !superUsers.includes(principal) &&
+        !(await limits.mayWrite(context.store, principal, groupId))
+      ) {
+        security.audit({
+          peer,
+          api: apiName(key),
+          outcome: 'denied',
+          resource: `Group:${groupId}`,
+          reason: 'groupsPerPrincipalMax reached',
+        });
         return refusal(request);
       }
       return handler(context, request, header, peer);
     }) as unknown as RequestHandler<K>;
   };
-  guard(API_KEYS.OffsetCommit, (r) => r.groupId, (r) => ({
-    throttleTimeMs: 0, topics: r.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode: KAFKA_ERROR.POLICY_VIOLATION })) })),
-  }));
-  guard(API_KEYS.JoinGroup, (r) => r.groupId, (r) => ({ errorCode: KAFKA_ERROR.POLICY_VIOLATION, memberId: r.memberId }));
-  guard(API_KEYS.ConsumerGroupHeartbeat, (r) => (r.memberEpoch === 0 ? r.groupId : null), () => ({
-    throttleTimeMs: 0, errorCode: KAFKA_ERROR.POLICY_VIOLATION, errorMessage: 'this principal may create no more groups', memberEpoch: 0, heartbeatIntervalMs: 0,
-  }));
+  guard(
+    API_KEYS.OffsetCommit,
+    (r) => r.groupId,
+    (r) => ({
+      throttleTimeMs: 0,
+      topics: r.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((p) => ({
+          partitionIndex: p.partitionIndex,
+          errorCode: KAFKA_ERROR.POLICY_VIOLATION,
+        })),
+      })),
+    }),
+  );
+  guard(
+    API_KEYS.JoinGroup,
+    (r) => r.groupId,
+    (r) => ({ errorCode: KAFKA_ERROR.POLICY_VIOLATION, memberId: r.memberId }),
+  );
+  guard(
+    API_KEYS.ConsumerGroupHeartbeat,
+    (r) => (r.memberEpoch === 0 ? r.groupId : null),
+    () => ({
+      throttleTimeMs: 0,
+      errorCode: KAFKA_ERROR.POLICY_VIOLATION,
+      errorMessage: 'this principal may create no more groups',
+      memberEpoch: 0,
+      heartbeatIntervalMs: 0,
+    }),
+  );
   return table as HandlerTable;
 }
 

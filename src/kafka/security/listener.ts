@@ -21,13 +21,22 @@ import type { ScramMechanism } from './scram.js';
 export type SecurityProtocol = 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
 
 /** Every security protocol. */
-export const SECURITY_PROTOCOLS: readonly SecurityProtocol[] = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'];
+export const SECURITY_PROTOCOLS: readonly SecurityProtocol[] = [
+  'PLAINTEXT',
+  'SSL',
+  'SASL_PLAINTEXT',
+  'SASL_SSL',
+];
 
 /** The SASL mechanisms served. */
 export type SaslMechanism = 'PLAIN' | ScramMechanism;
 
 /** Every SASL mechanism, in the order a listener offers them by default. */
-export const SASL_MECHANISMS: readonly SaslMechanism[] = ['SCRAM-SHA-512', 'SCRAM-SHA-256', 'PLAIN'];
+export const SASL_MECHANISMS: readonly SaslMechanism[] = [
+  'SCRAM-SHA-512',
+  'SCRAM-SHA-256',
+  'PLAIN',
+];
 
 /** TLS material of a listener (PEM text or bytes, as node:tls takes them). */
 export interface ListenerTlsOptions {
@@ -92,7 +101,9 @@ const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
  * Parses Kafka's listener form `PROTOCOL://host:port` (`[ipv6]:port`), or a bare `host:port`
  * meaning PLAINTEXT; null when it is neither.
  */
-export function parseListenerAddress(text: string): { securityProtocol: SecurityProtocol; host: string; port: number } | null {
+export function parseListenerAddress(
+  text: string,
+): { securityProtocol: SecurityProtocol; host: string; port: number } | null {
   const match = /^(?:([A-Z_]+):\/\/)?(?:\[([^\]]+)\]|([^:[\]/]+)):(\d{1,5})$/.exec(text);
   if (match === null) return null;
   const protocol = (match[1] ?? 'PLAINTEXT') as SecurityProtocol;
@@ -103,48 +114,80 @@ export function parseListenerAddress(text: string): { securityProtocol: Security
 
 function port(value: unknown, name: string, min: number): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'number') throw new TypeError(`options.${name} must be a number, got ${typeof value}`);
-  if (!Number.isInteger(value) || value < min || value > 65_535) throw new RangeError(`options.${name} must be an integer in [${min}, 65535], got ${value}`);
+  if (typeof value !== 'number')
+    throw new TypeError(`options.${name} must be a number, got ${typeof value}`);
+  if (!Number.isInteger(value) || value < min || value > 65_535)
+    throw new RangeError(`options.${name} must be an integer in [${min}, 65535], got ${value}`);
   return value;
 }
 
 function text(value: unknown, name: string): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new TypeError(`options.${name} must be a string, got ${typeof value}`);
+  if (typeof value !== 'string')
+    throw new TypeError(`options.${name} must be a string, got ${typeof value}`);
   return value;
 }
 
 /** Checks one listener's options and applies the defaults. */
 export function resolveListener(options: ListenerOptions, where: string): ResolvedListener {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`options.${where} must be an object`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`options.${where} must be an object`);
   const securityProtocol = options.securityProtocol ?? 'PLAINTEXT';
-  if (!SECURITY_PROTOCOLS.includes(securityProtocol)) throw new RangeError(`options.${where}.securityProtocol must be one of ${SECURITY_PROTOCOLS.join(', ')}, got ${String(securityProtocol)}`);
+  if (!SECURITY_PROTOCOLS.includes(securityProtocol))
+    throw new RangeError(
+      `options.${where}.securityProtocol must be one of ${SECURITY_PROTOCOLS.join(', ')}, got ${String(securityProtocol)}`,
+    );
   const host = text(options.host, `${where}.host`) ?? '127.0.0.1';
   const advertisedHost = text(options.advertisedHost, `${where}.advertisedHost`);
   if (advertisedHost === undefined && WILDCARD_HOSTS.has(host)) {
-    throw new RangeError(`options.${where}.advertisedHost is required when listening on the wildcard address '${host}': clients must be told an address they can connect to`);
+    throw new RangeError(
+      `options.${where}.advertisedHost is required when listening on the wildcard address '${host}': clients must be told an address they can connect to`,
+    );
   }
-  if (advertisedHost === '') throw new RangeError(`options.${where}.advertisedHost must not be empty`);
+  if (advertisedHost === '')
+    throw new RangeError(`options.${where}.advertisedHost must not be empty`);
   const tls = options.tls;
   if (usesTls(securityProtocol)) {
-    if (typeof tls !== 'object' || tls === null || tls.cert === undefined || tls.key === undefined) {
-      throw new TypeError(`options.${where}.tls with cert and key is required for a ${securityProtocol} listener`);
+    if (
+      typeof tls !== 'object' ||
+      tls === null ||
+      tls.cert === undefined ||
+      tls.key === undefined
+    ) {
+      throw new TypeError(
+        `options.${where}.tls with cert and key is required for a ${securityProtocol} listener`,
+      );
     }
-    if (tls.requireClientCertificate === true && tls.ca === undefined) throw new TypeError(`options.${where}.tls.ca is required with requireClientCertificate (client certificates are verified against it)`);
+    if (tls.requireClientCertificate === true && tls.ca === undefined)
+      throw new TypeError(
+        `options.${where}.tls.ca is required with requireClientCertificate (client certificates are verified against it)`,
+      );
   } else if (tls !== undefined) {
-    throw new RangeError(`options.${where}.tls is given but a ${securityProtocol} listener does not use TLS`);
+    throw new RangeError(
+      `options.${where}.tls is given but a ${securityProtocol} listener does not use TLS`,
+    );
   }
   let saslMechanisms: readonly SaslMechanism[] = [];
   if (usesSasl(securityProtocol)) {
     const plainAllowed = securityProtocol === 'SASL_SSL' || options.allowPlainWithoutTls === true;
-    saslMechanisms = options.saslMechanisms ?? SASL_MECHANISMS.filter((m) => m !== 'PLAIN' || plainAllowed);
-    if (!Array.isArray(saslMechanisms) || saslMechanisms.length === 0) throw new RangeError(`options.${where}.saslMechanisms must be a non-empty array`);
+    saslMechanisms =
+      options.saslMechanisms ?? SASL_MECHANISMS.filter((m) => m !== 'PLAIN' || plainAllowed);
+    if (!Array.isArray(saslMechanisms) || saslMechanisms.length === 0)
+      throw new RangeError(`options.${where}.saslMechanisms must be a non-empty array`);
     for (const mechanism of saslMechanisms) {
-      if (!SASL_MECHANISMS.includes(mechanism)) throw new RangeError(`options.${where}.saslMechanisms: unknown mechanism ${String(mechanism)} (served: ${SASL_MECHANISMS.join(', ')})`);
-      if (mechanism === 'PLAIN' && !plainAllowed) throw new RangeError(`options.${where}: PLAIN on a SASL_PLAINTEXT listener sends passwords in clear; set allowPlainWithoutTls to allow it`);
+      if (!SASL_MECHANISMS.includes(mechanism))
+        throw new RangeError(
+          `options.${where}.saslMechanisms: unknown mechanism ${String(mechanism)} (served: ${SASL_MECHANISMS.join(', ')})`,
+        );
+      if (mechanism === 'PLAIN' && !plainAllowed)
+        throw new RangeError(
+          `options.${where}: PLAIN on a SASL_PLAINTEXT listener sends passwords in clear; set allowPlainWithoutTls to allow it`,
+        );
     }
   } else if (options.saslMechanisms !== undefined) {
-    throw new RangeError(`options.${where}.saslMechanisms is given but a ${securityProtocol} listener does not use SASL`);
+    throw new RangeError(
+      `options.${where}.saslMechanisms is given but a ${securityProtocol} listener does not use SASL`,
+    );
   }
   return {
     name: text(options.name, `${where}.name`) ?? securityProtocol,

@@ -29,7 +29,11 @@ export interface LoginThrottleSettings {
 }
 
 /** The defaults. */
-export const LOGIN_THROTTLE_DEFAULTS: LoginThrottleSettings = { failureDelayMs: 100, failureDelayMsMax: 5000, handshakesPerAddressMax: 16 };
+export const LOGIN_THROTTLE_DEFAULTS: LoginThrottleSettings = {
+  failureDelayMs: 100,
+  failureDelayMsMax: 5000,
+  handshakesPerAddressMax: 16,
+};
 
 const FAILURE_WINDOW_MS = 60_000;
 const ADDRESSES_MAX = 65_536;

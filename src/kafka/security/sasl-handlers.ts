@@ -37,18 +37,34 @@ export function saslHandlers(security: ServerSecurity): {
   handshake: RequestHandler<typeof API_KEYS.SaslHandshake>;
   authenticate: RequestHandler<typeof API_KEYS.SaslAuthenticate>;
 } {
-  const handshake: RequestHandler<typeof API_KEYS.SaslHandshake> = (_context, request, _header, peer) => {
-    if (!(peer instanceof ConnectionSession) || peer.state !== 'handshake') return { errorCode: KAFKA_ERROR.ILLEGAL_SASL_STATE, mechanisms: [] };
+  const handshake: RequestHandler<typeof API_KEYS.SaslHandshake> = (
+    _context,
+    request,
+    _header,
+    peer,
+  ) => {
+    if (!(peer instanceof ConnectionSession) || peer.state !== 'handshake')
+      return { errorCode: KAFKA_ERROR.ILLEGAL_SASL_STATE, mechanisms: [] };
     const enabled = peer.listener.saslMechanisms;
     const mechanism = enabled.find((m) => m === request.mechanism);
     if (mechanism === undefined) {
       peer.refuse();
-      security.audit({ peer, api: 'SaslHandshake', outcome: 'denied', reason: `unsupported mechanism ${JSON.stringify(request.mechanism.slice(0, 64))}` });
+      security.audit({
+        peer,
+        api: 'SaslHandshake',
+        outcome: 'denied',
+        reason: `unsupported mechanism ${JSON.stringify(request.mechanism.slice(0, 64))}`,
+      });
       return { errorCode: KAFKA_ERROR.UNSUPPORTED_SASL_MECHANISM, mechanisms: [...enabled] };
     }
     if (!security.throttle.begin(peer.address)) {
       peer.refuse();
-      security.audit({ peer, api: 'SaslHandshake', outcome: 'denied', reason: 'too many authentications in progress from this address' });
+      security.audit({
+        peer,
+        api: 'SaslHandshake',
+        outcome: 'denied',
+        reason: 'too many authentications in progress from this address',
+      });
       return CLOSE_CONNECTION;
     }
     peer.throttled = true;
@@ -56,9 +72,19 @@ export function saslHandlers(security: ServerSecurity): {
     return { errorCode: KAFKA_ERROR.NONE, mechanisms: [...enabled] };
   };
 
-  const authenticate: RequestHandler<typeof API_KEYS.SaslAuthenticate> = (_context, request, _header, peer) => {
+  const authenticate: RequestHandler<typeof API_KEYS.SaslAuthenticate> = (
+    _context,
+    request,
+    _header,
+    peer,
+  ) => {
     if (!(peer instanceof ConnectionSession) || peer.state !== 'authenticate') {
-      return { errorCode: KAFKA_ERROR.ILLEGAL_SASL_STATE, errorMessage: 'SaslAuthenticate is not expected now', authBytes: Buffer.alloc(0), sessionLifetimeMs: 0n };
+      return {
+        errorCode: KAFKA_ERROR.ILLEGAL_SASL_STATE,
+        errorMessage: 'SaslAuthenticate is not expected now',
+        authBytes: Buffer.alloc(0),
+        sessionLifetimeMs: 0n,
+      };
     }
     if (peer.mechanism === 'PLAIN') return authenticatePlain(security, peer, request.authBytes);
     return authenticateScram(security, peer, request.authBytes);
@@ -66,15 +92,30 @@ export function saslHandlers(security: ServerSecurity): {
   return { handshake, authenticate };
 }
 
-function succeeded(security: ServerSecurity, session: ConnectionSession, user: string, authBytes: Buffer): AuthenticateResponse {
+function succeeded(
+  security: ServerSecurity,
+  session: ConnectionSession,
+  user: string,
+  authBytes: Buffer,
+): AuthenticateResponse {
   session.authenticated(user);
   release(security, session);
-  security.audit({ peer: session, api: 'SaslAuthenticate', outcome: 'allowed', reason: `authenticated with ${session.mechanism}` });
+  security.audit({
+    peer: session,
+    api: 'SaslAuthenticate',
+    outcome: 'allowed',
+    reason: `authenticated with ${session.mechanism}`,
+  });
   return { errorCode: KAFKA_ERROR.NONE, errorMessage: null, authBytes, sessionLifetimeMs: 0n };
 }
 
 /** The failure answer, after the throttle's delay; the connection then closes. */
-function failed(security: ServerSecurity, session: ConnectionSession, user: string, reason: string): Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
+function failed(
+  security: ServerSecurity,
+  session: ConnectionSession,
+  user: string,
+  reason: string,
+): Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
   session.refuse();
   const delayMs = security.throttle.failed(session.address);
   security.audit({ peer: session, api: 'SaslAuthenticate', outcome: 'denied', reason, user });
@@ -98,31 +139,53 @@ function release(security: ServerSecurity, session: ConnectionSession): void {
   security.throttle.end(session.address);
 }
 
-async function authenticatePlain(security: ServerSecurity, session: ConnectionSession, token: Buffer): Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
+async function authenticatePlain(
+  security: ServerSecurity,
+  session: ConnectionSession,
+  token: Buffer,
+): Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
   const parsed = plainToken(token);
   if (parsed === null) return failed(security, session, '', 'malformed PLAIN token');
   const { authzid, user, password } = parsed;
-  if (authzid !== '' && authzid !== user) return failed(security, session, user, 'PLAIN authorization id other than the user');
+  if (authzid !== '' && authzid !== user)
+    return failed(security, session, user, 'PLAIN authorization id other than the user');
   const found = security.users.plainVerifier(user);
   // An unknown user costs the same PBKDF2 as a known one, so timing does not tell them apart.
-  const matches = found === undefined
-    ? await scramPasswordMatches('SCRAM-SHA-256', security.decoyVerifier, password).then(() => false)
-    : await scramPasswordMatches(found.mechanism, found.verifier, password);
+  const matches =
+    found === undefined
+      ? await scramPasswordMatches('SCRAM-SHA-256', security.decoyVerifier, password).then(
+          () => false,
+        )
+      : await scramPasswordMatches(found.mechanism, found.verifier, password);
   if (!matches) return failed(security, session, user, 'invalid credentials');
   return succeeded(security, session, user, Buffer.alloc(0));
 }
 
-function authenticateScram(security: ServerSecurity, session: ConnectionSession, token: Buffer): AuthenticateResponse | Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
+function authenticateScram(
+  security: ServerSecurity,
+  session: ConnectionSession,
+  token: Buffer,
+): AuthenticateResponse | Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
   const mechanism = session.mechanism as 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
-  session.scram ??= new ScramServerExchange({ mechanism, lookup: (user, m) => security.users.verifier(user, m), decoySecret: security.decoySecret });
+  session.scram ??= new ScramServerExchange({
+    mechanism,
+    lookup: (user, m) => security.users.verifier(user, m),
+    decoySecret: security.decoySecret,
+  });
   const exchange = session.scram;
   let answer: Buffer;
   try {
     answer = exchange.respond(token);
   } catch (error) {
-    if (error instanceof OffsetStoreError && error.code === 'SASL_AUTHENTICATION_FAILED') return failed(security, session, exchange.user, error.message);
+    if (error instanceof OffsetStoreError && error.code === 'SASL_AUTHENTICATION_FAILED')
+      return failed(security, session, exchange.user, error.message);
     throw error;
   }
   if (exchange.authenticated) return succeeded(security, session, exchange.user, answer);
-  return { errorCode: KAFKA_ERROR.NONE, errorMessage: null, authBytes: answer, sessionLifetimeMs: 0n };
+  return {
+    errorCode: KAFKA_ERROR.NONE,
+    errorMessage: null,
+    authBytes: answer,
+    sessionLifetimeMs: 0n,
+  };
 }

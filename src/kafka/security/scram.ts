@@ -58,7 +58,9 @@ function scramFailure(message: string): OffsetStoreError {
 }
 
 function hashOf(mechanism: ScramMechanism): { name: 'sha256' | 'sha512'; bytes: number } {
-  return mechanism === 'SCRAM-SHA-256' ? { name: 'sha256', bytes: 32 } : { name: 'sha512', bytes: 64 };
+  return mechanism === 'SCRAM-SHA-256'
+    ? { name: 'sha256', bytes: 32 }
+    : { name: 'sha512', bytes: 64 };
 }
 
 function hmac(mechanism: ScramMechanism, key: Buffer, text: string | Buffer): Buffer {
@@ -70,19 +72,44 @@ function hash(mechanism: ScramMechanism, bytes: Buffer): Buffer {
 }
 
 /** The verifier of `password` (PBKDF2 on the thread pool, so the event loop is not held). */
-export async function scramVerifier(mechanism: ScramMechanism, password: string, options: { salt?: Buffer; iterations?: number } = {}): Promise<ScramVerifier> {
+export async function scramVerifier(
+  mechanism: ScramMechanism,
+  password: string,
+  options: { salt?: Buffer; iterations?: number } = {},
+): Promise<ScramVerifier> {
   const iterations = options.iterations ?? SCRAM_ITERATIONS_MIN;
-  if (!Number.isSafeInteger(iterations) || iterations < SCRAM_ITERATIONS_MIN) throw new RangeError(`iterations must be an integer >= ${SCRAM_ITERATIONS_MIN}, got ${iterations}`);
+  if (!Number.isSafeInteger(iterations) || iterations < SCRAM_ITERATIONS_MIN)
+    throw new RangeError(
+      `iterations must be an integer >= ${SCRAM_ITERATIONS_MIN}, got ${iterations}`,
+    );
   const salt = options.salt ?? randomBytes(SALT_BYTES);
   const { name, bytes } = hashOf(mechanism);
-  const salted = await pbkdf2Async(Buffer.from(password.normalize('NFKC'), 'utf8'), salt, iterations, bytes, name);
+  const salted = await pbkdf2Async(
+    Buffer.from(password.normalize('NFKC'), 'utf8'),
+    salt,
+    iterations,
+    bytes,
+    name,
+  );
   const clientKey = hmac(mechanism, salted, 'Client Key');
-  return { salt, iterations, storedKey: hash(mechanism, clientKey), serverKey: hmac(mechanism, salted, 'Server Key') };
+  return {
+    salt,
+    iterations,
+    storedKey: hash(mechanism, clientKey),
+    serverKey: hmac(mechanism, salted, 'Server Key'),
+  };
 }
 
 /** True when `password` is the one `verifier` was made from (for SASL/PLAIN); constant-time compare. */
-export async function scramPasswordMatches(mechanism: ScramMechanism, verifier: ScramVerifier, password: string): Promise<boolean> {
-  const candidate = await scramVerifier(mechanism, password, { salt: verifier.salt, iterations: verifier.iterations });
+export async function scramPasswordMatches(
+  mechanism: ScramMechanism,
+  verifier: ScramVerifier,
+  password: string,
+): Promise<boolean> {
+  const candidate = await scramVerifier(mechanism, password, {
+    salt: verifier.salt,
+    iterations: verifier.iterations,
+  });
   return timingSafeEqual(candidate.storedKey, verifier.storedKey);
 }
 
@@ -156,19 +183,28 @@ export class ScramServerExchange {
 
   #first(text: string): string {
     const match = /^([ny]),(a=[^,]*)?,(.*)$/s.exec(text);
-    if (match === null) throw scramFailure('SCRAM client-first: malformed or asks for channel binding');
+    if (match === null)
+      throw scramFailure('SCRAM client-first: malformed or asks for channel binding');
     const bare = match[3]!;
     const attrs = attributes(bare);
     const user = attrs === null ? null : decodeSaslName(attrs.get('n') ?? '');
     const clientNonce = attrs?.get('r') ?? '';
-    if (attrs === null || user === null || user === '' || !PRINTABLE_NONCE.test(clientNonce)) throw scramFailure('SCRAM client-first: malformed');
-    for (const key of attrs.keys()) if (key !== 'n' && key !== 'r') throw scramFailure(`SCRAM client-first: extension '${key}' is not supported`);
+    if (attrs === null || user === null || user === '' || !PRINTABLE_NONCE.test(clientNonce))
+      throw scramFailure('SCRAM client-first: malformed');
+    for (const key of attrs.keys())
+      if (key !== 'n' && key !== 'r')
+        throw scramFailure(`SCRAM client-first: extension '${key}' is not supported`);
     const authzid = match[2] === undefined ? null : decodeSaslName(match[2].slice(2));
-    if (authzid !== null && authzid !== user) throw scramFailure('SCRAM client-first: an authorization id other than the user is not allowed');
+    if (authzid !== null && authzid !== user)
+      throw scramFailure(
+        'SCRAM client-first: an authorization id other than the user is not allowed',
+      );
     const { mechanism, lookup, decoySecret } = this.#options;
     this.#user = user;
     this.#verifier = lookup(user, mechanism);
-    const salt = this.#verifier?.salt ?? hmac(mechanism, decoySecret, `${mechanism}\0${user}`).subarray(0, SALT_BYTES);
+    const salt =
+      this.#verifier?.salt ??
+      hmac(mechanism, decoySecret, `${mechanism}\0${user}`).subarray(0, SALT_BYTES);
     const iterations = this.#verifier?.iterations ?? SCRAM_ITERATIONS_MIN;
     this.#nonce = clientNonce + (this.#options.serverNonce ?? randomBytes(24).toString('base64'));
     this.#gs2Header = text.slice(0, text.length - bare.length);
@@ -182,9 +218,12 @@ export class ScramServerExchange {
     this.#step = 'done';
     const proofAt = text.lastIndexOf(',p=');
     const attrs = proofAt < 0 ? null : attributes(text.slice(0, proofAt));
-    if (attrs === null || attrs.get('c') === undefined || attrs.get('r') === undefined) throw this.#fail('SCRAM client-final: malformed');
-    if (attrs.get('c') !== Buffer.from(this.#gs2Header, 'utf8').toString('base64')) throw this.#fail('SCRAM client-final: channel binding does not match');
-    if (attrs.get('r') !== this.#nonce) throw this.#fail('SCRAM client-final: nonce does not match');
+    if (attrs === null || attrs.get('c') === undefined || attrs.get('r') === undefined)
+      throw this.#fail('SCRAM client-final: malformed');
+    if (attrs.get('c') !== Buffer.from(this.#gs2Header, 'utf8').toString('base64'))
+      throw this.#fail('SCRAM client-final: channel binding does not match');
+    if (attrs.get('r') !== this.#nonce)
+      throw this.#fail('SCRAM client-final: nonce does not match');
     const proof = Buffer.from(text.slice(proofAt + 3), 'base64');
     const verifier = this.#verifier;
     const { mechanism } = this.#options;
@@ -194,8 +233,10 @@ export class ScramServerExchange {
     const signature = hmac(mechanism, storedKey, authMessage);
     const clientKey = Buffer.alloc(signature.length);
     for (let i = 0; i < signature.length; i++) clientKey[i] = signature[i]! ^ (proof[i] ?? 0);
-    const matches = proof.length === signature.length && timingSafeEqual(hash(mechanism, clientKey), storedKey);
-    if (verifier === undefined || !matches) throw this.#fail('SCRAM client-final: invalid credentials');
+    const matches =
+      proof.length === signature.length && timingSafeEqual(hash(mechanism, clientKey), storedKey);
+    if (verifier === undefined || !matches)
+      throw this.#fail('SCRAM client-final: invalid credentials');
     this.#authenticated = true;
     return `v=${hmac(mechanism, verifier.serverKey, authMessage).toString('base64')}`;
   }

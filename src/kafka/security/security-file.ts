@@ -22,26 +22,52 @@ import { writeDurably } from '../../log/index.js';
 export const SECURITY_FILE_FORMAT_VERSION = 1;
 
 function canonical(key: string, entries: readonly unknown[]): Buffer {
-  return Buffer.from(JSON.stringify({ formatVersion: SECURITY_FILE_FORMAT_VERSION, [key]: entries }), 'utf8');
+  return Buffer.from(
+    JSON.stringify({ formatVersion: SECURITY_FILE_FORMAT_VERSION, [key]: entries }),
+    'utf8',
+  );
 }
 
 /** The bytes of a security file holding `entries` under `key`. */
 export function encodeSecurityFile(key: string, entries: readonly unknown[]): Buffer {
-  const lines = entries.map((e, i) => `    ${JSON.stringify(e)}${i < entries.length - 1 ? ',' : ''}`);
-  const text = ['{', `  "formatVersion": ${SECURITY_FILE_FORMAT_VERSION},`, `  ${JSON.stringify(key)}: [`, ...lines, '  ],', `  "checksum": ${xxh32(canonical(key, entries))}`, '}', ''];
+  const lines = entries.map(
+    (e, i) => `    ${JSON.stringify(e)}${i < entries.length - 1 ? ',' : ''}`,
+  );
+  const text = [
+    '{',
+    `  "formatVersion": ${SECURITY_FILE_FORMAT_VERSION},`,
+    `  ${JSON.stringify(key)}: [`,
+    ...lines,
+    '  ],',
+    `  "checksum": ${xxh32(canonical(key, entries))}`,
+    '}',
+    '',
+  ];
   return Buffer.from(text.join('\n'), 'utf8');
 }
 
 /** CORRUPT_MESSAGE naming the file. */
-export function corruptSecurityFile(filePath: string, reason: string, cause?: unknown): OffsetStoreError {
-  return new OffsetStoreError('CORRUPT_MESSAGE', `${filePath}: ${reason}`, cause === undefined ? undefined : { cause });
+export function corruptSecurityFile(
+  filePath: string,
+  reason: string,
+  cause?: unknown,
+): OffsetStoreError {
+  return new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${filePath}: ${reason}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 /**
  * The raw entries of a security file, checksum checked; an empty list when the file does not exist.
  * CORRUPT_MESSAGE for a damaged file, INVALID_CONFIG for another format version.
  */
-export async function readSecurityFile(fs: FileSystem, filePath: string, key: string): Promise<unknown[]> {
+export async function readSecurityFile(
+  fs: FileSystem,
+  filePath: string,
+  key: string,
+): Promise<unknown[]> {
   await loadChecksum();
   const bytes = await fs.readFile(filePath);
   if (bytes === null) return [];
@@ -51,19 +77,35 @@ export async function readSecurityFile(fs: FileSystem, filePath: string, key: st
   } catch (error) {
     throw corruptSecurityFile(filePath, 'not valid JSON', error);
   }
-  const file = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-  if (typeof file.formatVersion !== 'number') throw corruptSecurityFile(filePath, 'no formatVersion');
+  const file = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<
+    string,
+    unknown
+  >;
+  if (typeof file.formatVersion !== 'number')
+    throw corruptSecurityFile(filePath, 'no formatVersion');
   if (file.formatVersion !== SECURITY_FILE_FORMAT_VERSION) {
-    throw new OffsetStoreError('INVALID_CONFIG', `${filePath} has format version ${file.formatVersion}; this build reads version ${SECURITY_FILE_FORMAT_VERSION}`);
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `${filePath} has format version ${file.formatVersion}; this build reads version ${SECURITY_FILE_FORMAT_VERSION}`,
+    );
   }
   const entries = file[key];
   if (!Array.isArray(entries)) throw corruptSecurityFile(filePath, `no ${key} array`);
-  if (file.checksum !== xxh32(canonical(key, entries))) throw corruptSecurityFile(filePath, 'checksum mismatch: the file was damaged or edited by hand');
+  if (file.checksum !== xxh32(canonical(key, entries)))
+    throw corruptSecurityFile(
+      filePath,
+      'checksum mismatch: the file was damaged or edited by hand',
+    );
   return entries;
 }
 
 /** Writes a security file durably (see the header). */
-export async function writeSecurityFile(fs: FileSystem, filePath: string, key: string, entries: readonly unknown[]): Promise<void> {
+export async function writeSecurityFile(
+  fs: FileSystem,
+  filePath: string,
+  key: string,
+  entries: readonly unknown[],
+): Promise<void> {
   await loadChecksum();
   await writeDurably(fs, filePath, encodeSecurityFile(key, entries));
 }

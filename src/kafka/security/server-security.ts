@@ -48,7 +48,9 @@ export interface SecurityOptions {
 
 /** Security options after checking, with defaults. */
 export interface ResolvedSecurityOptions {
-  readonly authorizer: { readonly superUsers: readonly string[]; readonly allowEveryoneIfNoAclFound: boolean } | undefined;
+  readonly authorizer:
+    | { readonly superUsers: readonly string[]; readonly allowEveryoneIfNoAclFound: boolean }
+    | undefined;
   readonly auditLogFile: string | undefined;
   readonly authFailureDelayMs: number;
   readonly authFailureDelayMsMax: number;
@@ -60,19 +62,29 @@ export interface ResolvedSecurityOptions {
 
 function limits(value: unknown, name: string): void {
   if (value === undefined) return;
-  if (typeof value !== 'object' || value === null) throw new TypeError(`options.security.${name} must be an object`);
+  if (typeof value !== 'object' || value === null)
+    throw new TypeError(`options.security.${name} must be an object`);
   const { bytesPerSecond, requestPercentage } = value as QuotaLimits;
-  for (const [field, v] of [['bytesPerSecond', bytesPerSecond], ['requestPercentage', requestPercentage]] as const) {
-    if (v !== undefined && (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v))) throw new RangeError(`options.security.${name}.${field} must be a positive number, got ${String(v)}`);
+  for (const [field, v] of [
+    ['bytesPerSecond', bytesPerSecond],
+    ['requestPercentage', requestPercentage],
+  ] as const) {
+    if (v !== undefined && (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)))
+      throw new RangeError(
+        `options.security.${name}.${field} must be a positive number, got ${String(v)}`,
+      );
   }
 }
 
 function resolveQuotas(value: QuotaOptions | undefined): QuotaOptions {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null) throw new TypeError('options.security.quotas must be an object');
+  if (typeof value !== 'object' || value === null)
+    throw new TypeError('options.security.quotas must be an object');
   limits(value.default, 'quotas.default');
-  for (const [k, v] of Object.entries(value.principals ?? {})) limits(v, `quotas.principals[${JSON.stringify(k)}]`);
-  for (const [k, v] of Object.entries(value.clientIds ?? {})) limits(v, `quotas.clientIds[${JSON.stringify(k)}]`);
+  for (const [k, v] of Object.entries(value.principals ?? {}))
+    limits(v, `quotas.principals[${JSON.stringify(k)}]`);
+  for (const [k, v] of Object.entries(value.clientIds ?? {}))
+    limits(v, `quotas.clientIds[${JSON.stringify(k)}]`);
   integer(value.windowCount, 'quotas.windowCount', 11, 2, 1000);
   integer(value.windowMs, 'quotas.windowMs', 1000, 1, 3_600_000);
   return value;
@@ -80,31 +92,82 @@ function resolveQuotas(value: QuotaOptions | undefined): QuotaOptions {
 
 function integer(value: unknown, name: string, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`options.security.${name} must be a number, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`options.security.${name} must be an integer in [${min}, ${max}], got ${value}`);
+  if (typeof value !== 'number')
+    throw new TypeError(`options.security.${name} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    throw new RangeError(
+      `options.security.${name} must be an integer in [${min}, ${max}], got ${value}`,
+    );
   return value;
 }
 
 /** Checks the security options and applies the defaults. */
-export function resolveSecurityOptions(options: SecurityOptions | undefined): ResolvedSecurityOptions {
+export function resolveSecurityOptions(
+  options: SecurityOptions | undefined,
+): ResolvedSecurityOptions {
   const o = options ?? {};
-  if (typeof o !== 'object' || o === null) throw new TypeError('options.security must be an object');
+  if (typeof o !== 'object' || o === null)
+    throw new TypeError('options.security must be an object');
   const authorizer = o.authorizer;
-  if (authorizer !== undefined && (typeof authorizer !== 'object' || authorizer === null)) throw new TypeError('options.security.authorizer must be an object');
+  if (authorizer !== undefined && (typeof authorizer !== 'object' || authorizer === null))
+    throw new TypeError('options.security.authorizer must be an object');
   const superUsers = authorizer?.superUsers ?? [];
-  if (!Array.isArray(superUsers) || superUsers.some((u) => typeof u !== 'string' || !u.startsWith('User:'))) throw new TypeError('options.security.authorizer.superUsers must be an array of User:<name> strings');
-  if (o.auditLogFile !== undefined && (typeof o.auditLogFile !== 'string' || o.auditLogFile === '')) throw new TypeError('options.security.auditLogFile must be a non-empty string');
+  if (
+    !Array.isArray(superUsers) ||
+    superUsers.some((u) => typeof u !== 'string' || !u.startsWith('User:'))
+  )
+    throw new TypeError(
+      'options.security.authorizer.superUsers must be an array of User:<name> strings',
+    );
+  if (o.auditLogFile !== undefined && (typeof o.auditLogFile !== 'string' || o.auditLogFile === ''))
+    throw new TypeError('options.security.auditLogFile must be a non-empty string');
   const resolved = {
-    authorizer: authorizer === undefined ? undefined : { superUsers: [...superUsers], allowEveryoneIfNoAclFound: authorizer.allowEveryoneIfNoAclFound === true },
+    authorizer:
+      authorizer === undefined
+        ? undefined
+        : {
+            superUsers: [...superUsers],
+            allowEveryoneIfNoAclFound: authorizer.allowEveryoneIfNoAclFound === true,
+          },
     auditLogFile: o.auditLogFile,
-    authFailureDelayMs: integer(o.authFailureDelayMs, 'authFailureDelayMs', LOGIN_THROTTLE_DEFAULTS.failureDelayMs, 0, 60_000),
-    authFailureDelayMsMax: integer(o.authFailureDelayMsMax, 'authFailureDelayMsMax', LOGIN_THROTTLE_DEFAULTS.failureDelayMsMax, 0, 600_000),
-    authenticationsPerAddressMax: integer(o.authenticationsPerAddressMax, 'authenticationsPerAddressMax', LOGIN_THROTTLE_DEFAULTS.handshakesPerAddressMax, 1, 1_000_000),
-    connectionsPerAddressMax: integer(o.connectionsPerAddressMax, 'connectionsPerAddressMax', 100, 1, 1_000_000),
+    authFailureDelayMs: integer(
+      o.authFailureDelayMs,
+      'authFailureDelayMs',
+      LOGIN_THROTTLE_DEFAULTS.failureDelayMs,
+      0,
+      60_000,
+    ),
+    authFailureDelayMsMax: integer(
+      o.authFailureDelayMsMax,
+      'authFailureDelayMsMax',
+      LOGIN_THROTTLE_DEFAULTS.failureDelayMsMax,
+      0,
+      600_000,
+    ),
+    authenticationsPerAddressMax: integer(
+      o.authenticationsPerAddressMax,
+      'authenticationsPerAddressMax',
+      LOGIN_THROTTLE_DEFAULTS.handshakesPerAddressMax,
+      1,
+      1_000_000,
+    ),
+    connectionsPerAddressMax: integer(
+      o.connectionsPerAddressMax,
+      'connectionsPerAddressMax',
+      100,
+      1,
+      1_000_000,
+    ),
     quotas: resolveQuotas(o.quotas),
-    groupsPerPrincipalMax: o.groupsPerPrincipalMax === undefined ? undefined : integer(o.groupsPerPrincipalMax, 'groupsPerPrincipalMax', 0, 1, 10_000_000),
+    groupsPerPrincipalMax:
+      o.groupsPerPrincipalMax === undefined
+        ? undefined
+        : integer(o.groupsPerPrincipalMax, 'groupsPerPrincipalMax', 0, 1, 10_000_000),
   };
-  if (resolved.authFailureDelayMsMax < resolved.authFailureDelayMs) throw new RangeError('options.security.authFailureDelayMsMax must be at least authFailureDelayMs');
+  if (resolved.authFailureDelayMsMax < resolved.authFailureDelayMs)
+    throw new RangeError(
+      'options.security.authFailureDelayMsMax must be at least authFailureDelayMs',
+    );
   return resolved;
 }
 
@@ -146,7 +209,16 @@ export class ServerSecurity {
   #refusedConnections = 0;
   #denied = 0;
 
-  private constructor(fields: { options: ResolvedSecurityOptions; clock: Clock; fs: FileSystem; dir: string; users: UserCredentials; acls: AclSet; auditLog: AuditLog | undefined; decoyVerifier: ScramVerifier }) {
+  private constructor(fields: {
+    options: ResolvedSecurityOptions;
+    clock: Clock;
+    fs: FileSystem;
+    dir: string;
+    users: UserCredentials;
+    acls: AclSet;
+    auditLog: AuditLog | undefined;
+    decoyVerifier: ScramVerifier;
+  }) {
     this.options = fields.options;
     this.clock = fields.clock;
     this.#fs = fields.fs;
@@ -154,21 +226,41 @@ export class ServerSecurity {
     this.#users = fields.users;
     this.#auditLog = fields.auditLog;
     this.decoyVerifier = fields.decoyVerifier;
-    this.#authorizer = fields.options.authorizer === undefined ? undefined : new Authorizer(fields.options.authorizer, fields.acls);
+    this.#authorizer =
+      fields.options.authorizer === undefined
+        ? undefined
+        : new Authorizer(fields.options.authorizer, fields.acls);
     this.quotas = new ClientQuotas(fields.options.quotas, fields.clock);
-    this.groupLimits = fields.options.groupsPerPrincipalMax === undefined ? undefined : new GroupLimits(fields.options.groupsPerPrincipalMax);
-    this.throttle = new LoginThrottle({
-      failureDelayMs: fields.options.authFailureDelayMs, failureDelayMsMax: fields.options.authFailureDelayMsMax, handshakesPerAddressMax: fields.options.authenticationsPerAddressMax,
-    }, fields.clock);
+    this.groupLimits =
+      fields.options.groupsPerPrincipalMax === undefined
+        ? undefined
+        : new GroupLimits(fields.options.groupsPerPrincipalMax);
+    this.throttle = new LoginThrottle(
+      {
+        failureDelayMs: fields.options.authFailureDelayMs,
+        failureDelayMsMax: fields.options.authFailureDelayMsMax,
+        handshakesPerAddressMax: fields.options.authenticationsPerAddressMax,
+      },
+      fields.clock,
+    );
   }
 
   /** Reads the users and ACLs of the store in `dir` and opens the audit log. */
-  static async open(fields: { options: ResolvedSecurityOptions; clock: Clock; fs: FileSystem; dir: string; onWarning: (message: string) => void }): Promise<ServerSecurity> {
+  static async open(fields: {
+    options: ResolvedSecurityOptions;
+    clock: Clock;
+    fs: FileSystem;
+    dir: string;
+    onWarning: (message: string) => void;
+  }): Promise<ServerSecurity> {
     const { options, clock, fs, dir } = fields;
     const users = await UserCredentials.load(fs, dir);
     const acls = await AclSet.load(fs, dir);
     const decoyVerifier = await scramVerifier('SCRAM-SHA-256', randomBytes(16).toString('base64'));
-    const auditLog = options.auditLogFile === undefined ? undefined : await AuditLog.open(fs, options.auditLogFile, () => clock.nowMs(), fields.onWarning);
+    const auditLog =
+      options.auditLogFile === undefined
+        ? undefined
+        : await AuditLog.open(fs, options.auditLogFile, () => clock.nowMs(), fields.onWarning);
     return new ServerSecurity({ options, clock, fs, dir, users, acls, auditLog, decoyVerifier });
   }
 
@@ -196,11 +288,24 @@ export class ServerSecurity {
   }
 
   /** Records an event in the audit log (if one is configured). */
-  audit(event: { peer: { principal?: string; clientHost: string; listenerName?: string }; api: string; outcome: 'allowed' | 'denied'; reason?: string; resource?: string; operation?: string; user?: string }): void {
+  audit(event: {
+    peer: { principal?: string; clientHost: string; listenerName?: string };
+    api: string;
+    outcome: 'allowed' | 'denied';
+    reason?: string;
+    resource?: string;
+    operation?: string;
+    user?: string;
+  }): void {
     if (event.outcome === 'denied' && event.resource !== undefined) this.#denied++;
     if (this.#auditLog === undefined) return;
     const { peer, ...rest } = event;
-    const line: AuditEvent = { principal: peer.principal ?? 'User:ANONYMOUS', clientHost: peer.clientHost, listener: peer.listenerName ?? 'PLAINTEXT', ...rest };
+    const line: AuditEvent = {
+      principal: peer.principal ?? 'User:ANONYMOUS',
+      clientHost: peer.clientHost,
+      listener: peer.listenerName ?? 'PLAINTEXT',
+      ...rest,
+    };
     this.#auditLog.record(line);
   }
 

@@ -18,7 +18,13 @@
  */
 import * as path from 'node:path';
 import type { FileSystem } from '../../io/index.js';
-import { SCRAM_ITERATIONS_MIN, SCRAM_MECHANISMS, scramVerifier, type ScramMechanism, type ScramVerifier } from './scram.js';
+import {
+  SCRAM_ITERATIONS_MIN,
+  SCRAM_MECHANISMS,
+  scramVerifier,
+  type ScramMechanism,
+  type ScramVerifier,
+} from './scram.js';
 import { corruptSecurityFile, readSecurityFile, writeSecurityFile } from './security-file.js';
 
 /** The users file's name in the store directory. */
@@ -31,7 +37,10 @@ export interface UserListing {
   /** The user name. */
   readonly name: string;
   /** The mechanisms it has a verifier for, with their iterations. */
-  readonly mechanisms: readonly { readonly mechanism: ScramMechanism; readonly iterations: number }[];
+  readonly mechanisms: readonly {
+    readonly mechanism: ScramMechanism;
+    readonly iterations: number;
+  }[];
 }
 
 type Verifiers = Partial<Record<ScramMechanism, ScramVerifier>>;
@@ -39,7 +48,8 @@ type Verifiers = Partial<Record<ScramMechanism, ScramVerifier>>;
 /** Why a user name is refused, or null when it is fine. */
 export function userNameProblem(name: string): string | null {
   if (name.length === 0) return 'a user name must not be empty';
-  if (Buffer.byteLength(name) > NAME_BYTES_MAX) return `a user name must be at most ${NAME_BYTES_MAX} UTF-8 bytes`;
+  if (Buffer.byteLength(name) > NAME_BYTES_MAX)
+    return `a user name must be at most ${NAME_BYTES_MAX} UTF-8 bytes`;
   // eslint-disable-next-line no-control-regex
   if (/[\x00-\x1f\x7f]/.test(name)) return 'a user name must not contain control characters';
   return null;
@@ -59,7 +69,8 @@ export class UserCredentials {
     const users = new Map<string, Verifiers>();
     for (const entry of await readSecurityFile(fs, filePath, KEY)) {
       const { name, verifiers } = decodeUser(filePath, entry);
-      if (users.has(name)) throw corruptSecurityFile(filePath, `user ${JSON.stringify(name)} appears twice`);
+      if (users.has(name))
+        throw corruptSecurityFile(filePath, `user ${JSON.stringify(name)} appears twice`);
       users.set(name, verifiers);
     }
     return new UserCredentials(users);
@@ -86,20 +97,32 @@ export class UserCredentials {
 
   /** Every user, sorted by name, without secrets. */
   list(): UserListing[] {
-    return [...this.#users].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, verifiers]) => ({
-      name,
-      mechanisms: SCRAM_MECHANISMS.filter((m) => verifiers[m] !== undefined).map((m) => ({ mechanism: m, iterations: verifiers[m]!.iterations })),
-    }));
+    return [...this.#users]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, verifiers]) => ({
+        name,
+        mechanisms: SCRAM_MECHANISMS.filter((m) => verifiers[m] !== undefined).map((m) => ({
+          mechanism: m,
+          iterations: verifiers[m]!.iterations,
+        })),
+      }));
   }
 
   /** The users after adding (or replacing) `name` with verifiers of `password`, written durably. */
-  static async addUser(fs: FileSystem, dir: string, name: string, password: string, options: { iterations?: number; mechanisms?: readonly ScramMechanism[] } = {}): Promise<UserCredentials> {
+  static async addUser(
+    fs: FileSystem,
+    dir: string,
+    name: string,
+    password: string,
+    options: { iterations?: number; mechanisms?: readonly ScramMechanism[] } = {},
+  ): Promise<UserCredentials> {
     const problem = userNameProblem(name);
     if (problem !== null) throw new RangeError(problem);
     if (password.length === 0) throw new RangeError('a password must not be empty');
     const iterations = options.iterations ?? SCRAM_ITERATIONS_MIN;
     const verifiers: Verifiers = {};
-    for (const mechanism of options.mechanisms ?? SCRAM_MECHANISMS) verifiers[mechanism] = await scramVerifier(mechanism, password, { iterations });
+    for (const mechanism of options.mechanisms ?? SCRAM_MECHANISMS)
+      verifiers[mechanism] = await scramVerifier(mechanism, password, { iterations });
     const current = await UserCredentials.load(fs, dir);
     const users = new Map(current.#users);
     users.set(name, verifiers);
@@ -107,7 +130,11 @@ export class UserCredentials {
   }
 
   /** The users after removing `name` (written durably); `removed` is false when there was no such user. */
-  static async removeUser(fs: FileSystem, dir: string, name: string): Promise<{ users: UserCredentials; removed: boolean }> {
+  static async removeUser(
+    fs: FileSystem,
+    dir: string,
+    name: string,
+  ): Promise<{ users: UserCredentials; removed: boolean }> {
     const current = await UserCredentials.load(fs, dir);
     if (!current.#users.has(name)) return { users: current, removed: false };
     const users = new Map(current.#users);
@@ -115,14 +142,30 @@ export class UserCredentials {
     return { users: await UserCredentials.#write(fs, dir, users), removed: true };
   }
 
-  static async #write(fs: FileSystem, dir: string, users: Map<string, Verifiers>): Promise<UserCredentials> {
-    const entries = [...users].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([name, verifiers]) => ({
-      name,
-      scram: Object.fromEntries(SCRAM_MECHANISMS.filter((m) => verifiers[m] !== undefined).map((m) => {
-        const v = verifiers[m]!;
-        return [m, { salt: v.salt.toString('base64'), iterations: v.iterations, storedKey: v.storedKey.toString('base64'), serverKey: v.serverKey.toString('base64') }];
-      })),
-    }));
+  static async #write(
+    fs: FileSystem,
+    dir: string,
+    users: Map<string, Verifiers>,
+  ): Promise<UserCredentials> {
+    const entries = [...users]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, verifiers]) => ({
+        name,
+        scram: Object.fromEntries(
+          SCRAM_MECHANISMS.filter((m) => verifiers[m] !== undefined).map((m) => {
+            const v = verifiers[m]!;
+            return [
+              m,
+              {
+                salt: v.salt.toString('base64'),
+                iterations: v.iterations,
+                storedKey: v.storedKey.toString('base64'),
+                serverKey: v.serverKey.toString('base64'),
+              },
+            ];
+          }),
+        ),
+      }));
     await writeSecurityFile(fs, path.join(dir, USERS_FILE), KEY, entries);
     return new UserCredentials(users);
   }
@@ -131,19 +174,35 @@ export class UserCredentials {
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 function decodeUser(filePath: string, value: unknown): { name: string; verifiers: Verifiers } {
-  const bad = () => corruptSecurityFile(filePath, `user record ${JSON.stringify(value)?.slice(0, 80)} is malformed`);
-  const entry = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+  const bad = () =>
+    corruptSecurityFile(
+      filePath,
+      `user record ${JSON.stringify(value)?.slice(0, 80)} is malformed`,
+    );
+  const entry = (typeof value === 'object' && value !== null ? value : {}) as Record<
+    string,
+    unknown
+  >;
   if (typeof entry.name !== 'string' || userNameProblem(entry.name) !== null) throw bad();
-  const scram = (typeof entry.scram === 'object' && entry.scram !== null ? entry.scram : {}) as Record<string, unknown>;
+  const scram = (
+    typeof entry.scram === 'object' && entry.scram !== null ? entry.scram : {}
+  ) as Record<string, unknown>;
   const verifiers: Verifiers = {};
   for (const [mechanism, raw] of Object.entries(scram)) {
     if (!SCRAM_MECHANISMS.includes(mechanism as ScramMechanism)) throw bad();
     const v = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
     const fields = [v.salt, v.storedKey, v.serverKey];
-    if (!fields.every((f) => typeof f === 'string' && BASE64.test(f)) || !Number.isSafeInteger(v.iterations) || (v.iterations as number) < SCRAM_ITERATIONS_MIN) throw bad();
+    if (
+      !fields.every((f) => typeof f === 'string' && BASE64.test(f)) ||
+      !Number.isSafeInteger(v.iterations) ||
+      (v.iterations as number) < SCRAM_ITERATIONS_MIN
+    )
+      throw bad();
     verifiers[mechanism as ScramMechanism] = {
-      salt: Buffer.from(v.salt as string, 'base64'), iterations: v.iterations as number,
-      storedKey: Buffer.from(v.storedKey as string, 'base64'), serverKey: Buffer.from(v.serverKey as string, 'base64'),
+      salt: Buffer.from(v.salt as string, 'base64'),
+      iterations: v.iterations as number,
+      storedKey: Buffer.from(v.storedKey as string, 'base64'),
+      serverKey: Buffer.from(v.serverKey as string, 'base64'),
     };
   }
   if (Object.keys(verifiers).length === 0) throw bad();

@@ -57,7 +57,10 @@ export class FrameReader {
     if (this.#buffered < SIZE_BYTES) return null;
     const size = this.#peekSize();
     if (size < 0 || size > this.#requestBytesMax) {
-      throw new KafkaDecodeError(`frame: request size ${size} outside [0, ${this.#requestBytesMax}]`, 0);
+      throw new KafkaDecodeError(
+        `frame: request size ${size} outside [0, ${this.#requestBytesMax}]`,
+        0,
+      );
     }
     if (this.#buffered < SIZE_BYTES + size) return null;
     this.#skip(SIZE_BYTES);
@@ -124,7 +127,12 @@ export class FrameReader {
     let filled = 0;
     while (filled < bytes) {
       const chunk = this.#chunks[0]!;
-      const copied = chunk.copy(payload, filled, this.#head, Math.min(chunk.length, this.#head + bytes - filled));
+      const copied = chunk.copy(
+        payload,
+        filled,
+        this.#head,
+        Math.min(chunk.length, this.#head + bytes - filled),
+      );
       filled += copied;
       this.#skip(copied);
     }

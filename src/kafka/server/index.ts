@@ -4,7 +4,23 @@
  * folder's door.
  */
 export { FrameReader } from './frame-reader.js';
-export { KafkaConnection, type ConnectionLimits, type ConnectionStats } from './kafka-connection.js';
-export { KafkaServer, startKafkaServer, type BoundListener, type KafkaServerCloseOptions, type KafkaServerStats } from './kafka-server.js';
+export {
+  KafkaConnection,
+  type ConnectionLimits,
+  type ConnectionStats,
+} from './kafka-connection.js';
+export {
+  KafkaServer,
+  startKafkaServer,
+  type BoundListener,
+  type KafkaServerCloseOptions,
+  type KafkaServerStats,
+} from './kafka-server.js';
 export { RequestRouter, type Routed } from './request-router.js';
-export { SERVER_DEFAULTS, resolveServerOptions, type KafkaServerOptions, type ResolvedServerOptions, type TopicSpec } from './server-options.js';
+export {
+  SERVER_DEFAULTS,
+  resolveServerOptions,
+  type KafkaServerOptions,
+  type ResolvedServerOptions,
+  type TopicSpec,
+} from './server-options.js';

@@ -104,25 +104,37 @@ export class KafkaConnection {
    * `peer`: makes who the client is (the server's security gives one per connection), given the
    * signal aborted when the connection closes; default an anonymous peer at the socket's address.
    */
-  constructor(socket: Socket, router: RequestRouter, limits: ConnectionLimits, clock: Clock, peer?: (closing: AbortSignal) => Peer) {
+  constructor(
+    socket: Socket,
+    router: RequestRouter,
+    limits: ConnectionLimits,
+    clock: Clock,
+    peer?: (closing: AbortSignal) => Peer,
+  ) {
     this.#socket = socket;
     this.#router = router;
     this.#limits = limits;
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
-    this.#peer = peer?.(this.#heldAnswers.signal) ?? { clientHost: `/${socket.remoteAddress ?? 'unknown'}`, closing: this.#heldAnswers.signal };
-    this.#coalesceReads = 'encrypted' in socket && (socket as { encrypted?: boolean }).encrypted === true;
+    this.#peer = peer?.(this.#heldAnswers.signal) ?? {
+      clientHost: `/${socket.remoteAddress ?? 'unknown'}`,
+      closing: this.#heldAnswers.signal,
+    };
+    this.#coalesceReads =
+      'encrypted' in socket && (socket as { encrypted?: boolean }).encrypted === true;
     this.#lastActivityMs = clock.nowMs();
-    this.#done = new Promise<void>((resolve) => socket.once('close', () => {
-      this.#closed = true;
-      this.#heldAnswers.abort();
-      this.#graceTimer?.cancel();
-      this.#muteTimer?.cancel();
-      this.#reader.clear();
-      this.#slots.length = 0;
-      this.#commitSlots = 0;
-      resolve();
-    }));
+    this.#done = new Promise<void>((resolve) =>
+      socket.once('close', () => {
+        this.#closed = true;
+        this.#heldAnswers.abort();
+        this.#graceTimer?.cancel();
+        this.#muteTimer?.cancel();
+        this.#reader.clear();
+        this.#slots.length = 0;
+        this.#commitSlots = 0;
+        resolve();
+      }),
+    );
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('drain', () => this.#onDrain());
@@ -198,7 +210,11 @@ export class KafkaConnection {
   /** Dispatches buffered requests while under the bounds; pauses or resumes reading to match. */
   #pump(): void {
     if (this.#muted()) return;
-    while (!this.#closing && !this.#writeBlocked && this.#slots.length < this.#limits.inFlightRequestsMax) {
+    while (
+      !this.#closing &&
+      !this.#writeBlocked &&
+      this.#slots.length < this.#limits.inFlightRequestsMax
+    ) {
       let payload: Buffer | null;
       try {
         payload = this.#reader.peek();
@@ -211,7 +227,8 @@ export class KafkaConnection {
       this.#dispatch(payload);
     }
     if (this.#closing) return;
-    if (this.#writeBlocked || this.#slots.length >= this.#limits.inFlightRequestsMax) this.#pauseReading();
+    if (this.#writeBlocked || this.#slots.length >= this.#limits.inFlightRequestsMax)
+      this.#pauseReading();
     else this.#resumeReading();
   }
 
@@ -314,7 +331,9 @@ export class KafkaConnection {
     }
     this.#socket.end();
     this.#resumeReading();
-    this.#graceTimer = this.#clock.setTimer(this.#limits.closeGraceMs, () => this.#socket.destroy());
+    this.#graceTimer = this.#clock.setTimer(this.#limits.closeGraceMs, () =>
+      this.#socket.destroy(),
+    );
   }
 
   /**

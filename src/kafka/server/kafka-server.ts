@@ -23,15 +23,39 @@ import { OffsetStoreError } from '../../errors/index.js';
 import type { OffsetStore } from '../../store.js';
 import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
-import { ConsumerMemberDirectory, HANDLERS, HandlerContext, LongPolls, SingleNodeCluster, type BrokerEndpoint, type HandlerTable } from '../handlers/index.js';
 import {
-  ConnectionSession, ServerSecurity, authorizingHandlers, certificatePrincipal, groupLimitHandlers, saslHandlers, usesTls,
-  type ResolvedListener, type SecurityProtocol, type SecurityStats,
+  ConsumerMemberDirectory,
+  HANDLERS,
+  HandlerContext,
+  LongPolls,
+  SingleNodeCluster,
+  type BrokerEndpoint,
+  type HandlerTable,
+} from '../handlers/index.js';
+import {
+  ConnectionSession,
+  ServerSecurity,
+  authorizingHandlers,
+  certificatePrincipal,
+  groupLimitHandlers,
+  saslHandlers,
+  usesTls,
+  type ResolvedListener,
+  type SecurityProtocol,
+  type SecurityStats,
 } from '../security/index.js';
-import { KafkaConnection, type ConnectionLimits, type ConnectionStats } from './kafka-connection.js';
+import {
+  KafkaConnection,
+  type ConnectionLimits,
+  type ConnectionStats,
+} from './kafka-connection.js';
 import { RequestRouter } from './request-router.js';
 import { API_KEYS } from '../protocol/index.js';
-import { resolveServerOptions, type KafkaServerOptions, type ResolvedServerOptions } from './server-options.js';
+import {
+  resolveServerOptions,
+  type KafkaServerOptions,
+  type ResolvedServerOptions,
+} from './server-options.js';
 
 /** Options of `KafkaServer.close`. */
 export interface KafkaServerCloseOptions {
@@ -89,7 +113,13 @@ export class KafkaServer {
   #closing: Promise<void> | undefined;
   #refusedConnections = 0;
 
-  private constructor(options: ResolvedServerOptions, servers: readonly net.Server[], context: HandlerContext, security: ServerSecurity, addresses: readonly net.AddressInfo[]) {
+  private constructor(
+    options: ResolvedServerOptions,
+    servers: readonly net.Server[],
+    context: HandlerContext,
+    security: ServerSecurity,
+    addresses: readonly net.AddressInfo[],
+  ) {
     this.#options = options;
     this.#servers = servers;
     this.#context = context;
@@ -97,10 +127,17 @@ export class KafkaServer {
     this.host = addresses[0]!.address;
     this.port = addresses[0]!.port;
     this.brokers = Object.freeze(context.cluster.brokers().map((b) => `${b.host}:${b.port}`));
-    this.listeners = Object.freeze(options.listeners.map((l, i) => Object.freeze({
-      name: l.name, securityProtocol: l.securityProtocol, host: addresses[i]!.address, port: addresses[i]!.port,
-      brokers: Object.freeze(context.cluster.brokers(l.name).map((b) => `${b.host}:${b.port}`)),
-    })));
+    this.listeners = Object.freeze(
+      options.listeners.map((l, i) =>
+        Object.freeze({
+          name: l.name,
+          securityProtocol: l.securityProtocol,
+          host: addresses[i]!.address,
+          port: addresses[i]!.port,
+          brokers: Object.freeze(context.cluster.brokers(l.name).map((b) => `${b.host}:${b.port}`)),
+        }),
+      ),
+    );
   }
 
   /** Starts a server; see `startKafkaServer`. */
@@ -108,12 +145,23 @@ export class KafkaServer {
     const resolved = resolveServerOptions(options);
     const { store, clock } = resolved;
     const catalog = await TopicCatalog.open({
-      fs: store.fileSystem, dir: store.dir, topicsMax: resolved.topicsMax, nowMs: () => clock.nowMs(),
-      onTopicChanged: (topic) => store.setTableLayout(topic.tableId, { bucketCount: topic.partitions }),
+      fs: store.fileSystem,
+      dir: store.dir,
+      topicsMax: resolved.topicsMax,
+      nowMs: () => clock.nowMs(),
+      onTopicChanged: (topic) =>
+        store.setTableLayout(topic.tableId, { bucketCount: topic.partitions }),
     });
-    for (const topic of catalog.topics()) store.setTableLayout(topic.tableId, { bucketCount: topic.partitions });
+    for (const topic of catalog.topics())
+      store.setTableLayout(topic.tableId, { bucketCount: topic.partitions });
     for (const topic of resolved.topics) await catalog.ensureTopic(topic.name, topic.partitions);
-    const security = await ServerSecurity.open({ options: resolved.security, clock, fs: store.fileSystem, dir: store.dir, onWarning: resolved.onWarning });
+    const security = await ServerSecurity.open({
+      options: resolved.security,
+      clock,
+      fs: store.fileSystem,
+      dir: store.dir,
+      onWarning: resolved.onWarning,
+    });
     const servers: net.Server[] = [];
     const addresses: net.AddressInfo[] = [];
     try {
@@ -127,16 +175,30 @@ export class KafkaServer {
       await security.close();
       throw error;
     }
-    const endpoints = new Map<string, BrokerEndpoint>(resolved.listeners.map((l, i) => [l.name, {
-      nodeId: resolved.nodeId, host: l.advertisedHost ?? addresses[i]!.address, port: l.advertisedPort ?? addresses[i]!.port,
-    }]));
+    const endpoints = new Map<string, BrokerEndpoint>(
+      resolved.listeners.map((l, i) => [
+        l.name,
+        {
+          nodeId: resolved.nodeId,
+          host: l.advertisedHost ?? addresses[i]!.address,
+          port: l.advertisedPort ?? addresses[i]!.port,
+        },
+      ]),
+    );
     const self = endpoints.get(resolved.listeners[0]!.name)!;
     const cluster = resolved.clusterView?.(self) ?? new SingleNodeCluster(self, endpoints);
     const context = new HandlerContext({
-      store, catalog, cluster, clock,
+      store,
+      catalog,
+      cluster,
+      clock,
       members: new ConsumerMemberDirectory(resolved.membersNotedMax),
       longPolls: new LongPolls(clock),
-      settings: { autoCreateTopics: resolved.autoCreateTopics, defaultPartitions: resolved.defaultPartitions, fetchWaitMsMax: resolved.fetchWaitMsMax },
+      settings: {
+        autoCreateTopics: resolved.autoCreateTopics,
+        defaultPartitions: resolved.defaultPartitions,
+        fetchWaitMsMax: resolved.fetchWaitMsMax,
+      },
       onWarning: resolved.onWarning,
     });
     const kafkaServer = new KafkaServer(resolved, servers, context, security, addresses);
@@ -177,17 +239,30 @@ export class KafkaServer {
 
   #handlers(): HandlerTable {
     const sasl = saslHandlers(this.#security);
-    const handlers: HandlerTable = { ...HANDLERS, [API_KEYS.SaslHandshake]: sasl.handshake, [API_KEYS.SaslAuthenticate]: sasl.authenticate };
+    const handlers: HandlerTable = {
+      ...HANDLERS,
+      [API_KEYS.SaslHandshake]: sasl.handshake,
+      [API_KEYS.SaslAuthenticate]: sasl.authenticate,
+    };
     const { authorizer, auditLogFile } = this.#options.security;
     const limits = this.#security.groupLimits;
     // The group limit runs after the ACL checks: a request refused by an ACL counts no group.
-    const limited = limits === undefined ? handlers : groupLimitHandlers(handlers, this.#security, limits, authorizer?.superUsers ?? []);
-    return authorizer === undefined && auditLogFile === undefined ? limited : authorizingHandlers(limited, this.#security);
+    const limited =
+      limits === undefined
+        ? handlers
+        : groupLimitHandlers(handlers, this.#security, limits, authorizer?.superUsers ?? []);
+    return authorizer === undefined && auditLogFile === undefined
+      ? limited
+      : authorizingHandlers(limited, this.#security);
   }
 
   #accept(): void {
     const { clock, idleTimeoutMs } = this.#options;
-    const router = new RequestRouter(this.#handlers(), this.#context, this.#security.quotas.enabled ? this.#security.quotas : undefined);
+    const router = new RequestRouter(
+      this.#handlers(),
+      this.#context,
+      this.#security.quotas.enabled ? this.#security.quotas : undefined,
+    );
     const limits: ConnectionLimits = {
       requestBytesMax: this.#options.requestBytesMax,
       inFlightRequestsMax: this.#options.inFlightRequestsMax,
@@ -202,18 +277,30 @@ export class KafkaServer {
       server.on('connection', (socket: net.Socket) => {
         socket.on('error', () => {});
         const address = socket.remoteAddress ?? 'unknown';
-        if (this.#closing !== undefined || this.#connections.size >= this.#options.connectionsMax || !this.#security.connectionOpened(address)) {
+        if (
+          this.#closing !== undefined ||
+          this.#connections.size >= this.#options.connectionsMax ||
+          !this.#security.connectionOpened(address)
+        ) {
           this.#refusedConnections++;
           socket.destroy();
           return;
         }
         socket.once('close', () => this.#security.connectionReleased(address));
-        if (!usesTls(listener.securityProtocol)) this.#serve(socket, listener, address, router, limits, undefined);
+        if (!usesTls(listener.securityProtocol))
+          this.#serve(socket, listener, address, router, limits, undefined);
       });
       if (usesTls(listener.securityProtocol)) {
         server.on('secureConnection', (socket: tls.TLSSocket) => {
           const subject = socket.authorized ? socket.getPeerCertificate().subject : undefined;
-          this.#serve(socket, listener, socket.remoteAddress ?? 'unknown', router, limits, certificatePrincipal(subject as unknown as Record<string, string> | undefined));
+          this.#serve(
+            socket,
+            listener,
+            socket.remoteAddress ?? 'unknown',
+            router,
+            limits,
+            certificatePrincipal(subject as unknown as Record<string, string> | undefined),
+          );
         });
         server.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());
       }
@@ -221,19 +308,29 @@ export class KafkaServer {
     const sweepMs = Math.max(1, Math.floor(idleTimeoutMs / 4));
     const sweep = () => {
       const nowMs = clock.nowMs();
-      for (const connection of this.#connections) if (connection.isIdle(nowMs, idleTimeoutMs)) connection.destroy();
+      for (const connection of this.#connections)
+        if (connection.isIdle(nowMs, idleTimeoutMs)) connection.destroy();
       if (this.#closing === undefined) this.#sweepTimer = clock.setTimer(sweepMs, sweep);
     };
     this.#sweepTimer = clock.setTimer(sweepMs, sweep);
   }
 
-  #serve(socket: net.Socket, listener: ResolvedListener, address: string, router: RequestRouter, limits: ConnectionLimits, principal: string | undefined): void {
+  #serve(
+    socket: net.Socket,
+    listener: ResolvedListener,
+    address: string,
+    router: RequestRouter,
+    limits: ConnectionLimits,
+    principal: string | undefined,
+  ): void {
     if (socket.destroyed || this.#closing !== undefined) {
       socket.destroy();
       return;
     }
     const session = new ConnectionSession(address, listener, principal);
-    const connection = new KafkaConnection(socket, router, limits, this.#options.clock, (closing) => session.attach(closing));
+    const connection = new KafkaConnection(socket, router, limits, this.#options.clock, (closing) =>
+      session.attach(closing),
+    );
     this.#connections.add(connection);
     void connection.closed.then(() => {
       this.#connections.delete(connection);
@@ -253,7 +350,9 @@ export class KafkaServer {
 
   async #close(closeStore: boolean): Promise<void> {
     this.#sweepTimer?.cancel();
-    const stopped = Promise.all(this.#servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    const stopped = Promise.all(
+      this.#servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
+    );
     this.#context.longPolls.releaseAll();
     await Promise.all([...this.#connections].map((c) => c.close()));
     await stopped;
@@ -268,7 +367,9 @@ function createListenerServer(listener: ResolvedListener): net.Server {
   const material = listener.tls;
   if (material === undefined) return net.createServer();
   return tls.createServer({
-    cert: material.cert, key: material.key, ca: material.ca,
+    cert: material.cert,
+    key: material.key,
+    ca: material.ca,
     requestCert: material.ca !== undefined,
     rejectUnauthorized: material.requireClientCertificate === true,
     handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
@@ -279,7 +380,14 @@ function createListenerServer(listener: ResolvedListener): net.Server {
 /** Listens; a failure (EADDRINUSE, EACCES, EADDRNOTAVAIL...) is INVALID_CONFIG with the Node error as its cause. */
 function listen(server: net.Server, host: string, port: number): Promise<net.AddressInfo> {
   return new Promise((resolve, reject) => {
-    const failed = (error: NodeJS.ErrnoException) => reject(new OffsetStoreError('INVALID_CONFIG', `cannot listen on ${host}:${port}: ${error.code ?? error.message}`, { cause: error }));
+    const failed = (error: NodeJS.ErrnoException) =>
+      reject(
+        new OffsetStoreError(
+          'INVALID_CONFIG',
+          `cannot listen on ${host}:${port}: ${error.code ?? error.message}`,
+          { cause: error },
+        ),
+      );
     server.once('error', failed);
     server.listen({ host, port }, () => {
       server.off('error', failed);

@@ -16,9 +16,24 @@
  * them (onWarning) and closes that connection; the server and other connections go on.
  */
 import {
-  API_KEYS, KAFKA_ERROR, advertisedApis, decodeRequest, decodeRequestHeader, encodeResponse, isAdvertised, type ApiKey, type RequestHeader,
+  API_KEYS,
+  KAFKA_ERROR,
+  advertisedApis,
+  decodeRequest,
+  decodeRequestHeader,
+  encodeResponse,
+  isAdvertised,
+  type ApiKey,
+  type RequestHeader,
 } from '../protocol/index.js';
-import { CLOSE_CONNECTION, type HandlerContext, type HandlerResult, type HandlerTable, type Peer, type RequestHandler } from '../handlers/index.js';
+import {
+  CLOSE_CONNECTION,
+  type HandlerContext,
+  type HandlerResult,
+  type HandlerTable,
+  type Peer,
+  type RequestHandler,
+} from '../handlers/index.js';
 
 /** What a request comes to: the framed response, or closing the connection; now or later. */
 export type Routed = Buffer | typeof CLOSE_CONNECTION;
@@ -31,7 +46,10 @@ export interface QuotaMeter {
   record(principal: string, clientId: string, bytes: number, timeMs: number): number;
 }
 
-const API_VERSIONS_UNSUPPORTED = { errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION, apiKeys: advertisedApis() };
+const API_VERSIONS_UNSUPPORTED = {
+  errorCode: KAFKA_ERROR.UNSUPPORTED_VERSION,
+  apiKeys: advertisedApis(),
+};
 
 /** Routes requests to their handlers and encodes the answers. */
 export class RequestRouter {
@@ -56,7 +74,10 @@ export class RequestRouter {
     }
     if (!isAdvertised(header.apiKey, header.apiVersion)) {
       if (header.apiKey !== API_KEYS.ApiVersions) return CLOSE_CONNECTION;
-      return encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: header.correlationId }, API_VERSIONS_UNSUPPORTED);
+      return encodeResponse(
+        { apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: header.correlationId },
+        API_VERSIONS_UNSUPPORTED,
+      );
     }
     // Before a SASL connection authenticated, anything but ApiVersions and SASL closes it (Kafka's rule).
     if (peer.mayServe !== undefined && !peer.mayServe(header.apiKey)) return CLOSE_CONNECTION;
@@ -77,31 +98,55 @@ export class RequestRouter {
     }
     if (answer instanceof Promise) {
       const syncMs = this.#quotas === undefined ? 0 : performance.now() - startedMs;
-      return answer.then((result) => this.#encode(header, result, peer, payload.length, syncMs, performance.now()), (error: unknown) => this.#failed(header, error));
+      return answer.then(
+        (result) => this.#encode(header, result, peer, payload.length, syncMs, performance.now()),
+        (error: unknown) => this.#failed(header, error),
+      );
     }
     return this.#encode(header, answer, peer, payload.length, 0, startedMs);
   }
 
   /** Encodes an answer; with quotas, accounts it and, over the quota, sets its throttle time and mutes the peer. */
-  #encode(header: RequestHeader, result: HandlerResult<ApiKey>, peer: Peer, requestBytes: number, earlierMs: number, startedMs: number): Routed {
+  #encode(
+    header: RequestHeader,
+    result: HandlerResult<ApiKey>,
+    peer: Peer,
+    requestBytes: number,
+    earlierMs: number,
+    startedMs: number,
+  ): Routed {
     if (result === CLOSE_CONNECTION) return CLOSE_CONNECTION;
-    const responseHeader = { apiKey: header.apiKey as ApiKey, apiVersion: header.apiVersion, correlationId: header.correlationId };
+    const responseHeader = {
+      apiKey: header.apiKey as ApiKey,
+      apiVersion: header.apiVersion,
+      correlationId: header.correlationId,
+    };
     try {
       const encoded = encodeResponse(responseHeader, result as never);
       if (this.#quotas === undefined) return encoded;
       const timeMs = earlierMs + performance.now() - startedMs;
-      const throttleMs = this.#quotas.record(peer.principal ?? 'User:ANONYMOUS', header.clientId ?? '', requestBytes + encoded.length, timeMs);
+      const throttleMs = this.#quotas.record(
+        peer.principal ?? 'User:ANONYMOUS',
+        header.clientId ?? '',
+        requestBytes + encoded.length,
+        timeMs,
+      );
       if (throttleMs <= 0) return encoded;
       peer.muteUntil?.(this.#context.clock.nowMs() + throttleMs);
       // Responses without a throttle_time_ms field (in this version) leave it out when encoded.
-      return encodeResponse(responseHeader, { ...(result as object), throttleTimeMs: throttleMs } as never);
+      return encodeResponse(responseHeader, {
+        ...(result as object),
+        throttleTimeMs: throttleMs,
+      } as never);
     } catch (error) {
       return this.#failed(header, error);
     }
   }
 
   #failed(header: RequestHeader, error: unknown): typeof CLOSE_CONNECTION {
-    this.#context.warn(`kafka server: answering API key ${header.apiKey} v${header.apiVersion} (correlation id ${header.correlationId}) failed; the connection is closed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    this.#context.warn(
+      `kafka server: answering API key ${header.apiKey} v${header.apiVersion} (correlation id ${header.correlationId}) failed; the connection is closed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
     return CLOSE_CONNECTION;
   }
 }

@@ -6,7 +6,14 @@
 import type { OffsetStore } from '../../store.js';
 import { SystemClock, type Clock } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
-import { resolveListener, resolveSecurityOptions, type ListenerOptions, type ResolvedListener, type ResolvedSecurityOptions, type SecurityOptions } from '../security/index.js';
+import {
+  resolveListener,
+  resolveSecurityOptions,
+  type ListenerOptions,
+  type ResolvedListener,
+  type ResolvedSecurityOptions,
+  type SecurityOptions,
+} from '../security/index.js';
 import type { BrokerEndpoint, ClusterView } from '../handlers/index.js';
 
 /** A topic to serve: created at start if missing, grown if it has fewer partitions. */
@@ -129,20 +136,24 @@ const INT32_MAX = 0x7fffffff;
 
 function integer(value: unknown, name: string, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number') throw new TypeError(`options.${name} must be a number, got ${typeof value}`);
-  if (!Number.isSafeInteger(value) || value < min || value > max) throw new RangeError(`options.${name} must be an integer in [${min}, ${max}], got ${value}`);
+  if (typeof value !== 'number')
+    throw new TypeError(`options.${name} must be a number, got ${typeof value}`);
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    throw new RangeError(`options.${name} must be an integer in [${min}, ${max}], got ${value}`);
   return value;
 }
 
 function text(value: unknown, name: string): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new TypeError(`options.${name} must be a string, got ${typeof value}`);
+  if (typeof value !== 'string')
+    throw new TypeError(`options.${name} must be a string, got ${typeof value}`);
   return value;
 }
 
 function flag(value: unknown, name: string, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw new TypeError(`options.${name} must be a boolean, got ${typeof value}`);
+  if (typeof value !== 'boolean')
+    throw new TypeError(`options.${name} must be a boolean, got ${typeof value}`);
   return value;
 }
 
@@ -150,21 +161,51 @@ function topicSpecs(value: unknown): TopicSpec[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new TypeError('options.topics must be an array');
   return value.map((t: unknown, i) => {
-    const { name, partitions } = (typeof t === 'object' && t !== null ? t : {}) as { name?: unknown; partitions?: unknown };
+    const { name, partitions } = (typeof t === 'object' && t !== null ? t : {}) as {
+      name?: unknown;
+      partitions?: unknown;
+    };
     if (typeof name !== 'string') throw new TypeError(`options.topics[${i}].name must be a string`);
-    return { name, partitions: integer(partitions, `topics[${i}].partitions`, 0, 1, PARTITION_COUNT_MAX) };
+    return {
+      name,
+      partitions: integer(partitions, `topics[${i}].partitions`, 0, 1, PARTITION_COUNT_MAX),
+    };
   });
 }
 
 /** Checks the options (each read once) and applies the defaults. */
 export function resolveServerOptions(options: KafkaServerOptions): ResolvedServerOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('options must be an object');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('options must be an object');
   const {
-    store, listeners, security, host, port, advertisedHost, advertisedPort, nodeId, topics, autoCreateTopics, defaultPartitions, topicsMax, requestBytesMax, connectionsMax,
-    idleTimeoutMs, inFlightRequestsMax, pendingResponseBytesMax, fetchWaitMsMax, closeGraceMs, membersNotedMax, clock, onWarning, clusterView,
+    store,
+    listeners,
+    security,
+    host,
+    port,
+    advertisedHost,
+    advertisedPort,
+    nodeId,
+    topics,
+    autoCreateTopics,
+    defaultPartitions,
+    topicsMax,
+    requestBytesMax,
+    connectionsMax,
+    idleTimeoutMs,
+    inFlightRequestsMax,
+    pendingResponseBytesMax,
+    fetchWaitMsMax,
+    closeGraceMs,
+    membersNotedMax,
+    clock,
+    onWarning,
+    clusterView,
   } = options;
-  if (clusterView !== undefined && typeof clusterView !== 'function') throw new TypeError('options.clusterView must be a function');
-  if (typeof store !== 'object' || store === null || typeof store.commitOffsets !== 'function') throw new TypeError('options.store must be an open OffsetStore');
+  if (clusterView !== undefined && typeof clusterView !== 'function')
+    throw new TypeError('options.clusterView must be a function');
+  if (typeof store !== 'object' || store === null || typeof store.commitOffsets !== 'function')
+    throw new TypeError('options.store must be an open OffsetStore');
   const resolved = {
     store,
     listeners: [] as ResolvedListener[],
@@ -173,38 +214,121 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
     host: text(host, 'host') ?? SERVER_DEFAULTS.host,
     port: integer(port, 'port', SERVER_DEFAULTS.port, 0, 65_535),
     advertisedHost: text(advertisedHost, 'advertisedHost'),
-    advertisedPort: advertisedPort === undefined ? undefined : integer(advertisedPort, 'advertisedPort', 0, 1, 65_535),
+    advertisedPort:
+      advertisedPort === undefined
+        ? undefined
+        : integer(advertisedPort, 'advertisedPort', 0, 1, 65_535),
     nodeId: integer(nodeId, 'nodeId', SERVER_DEFAULTS.nodeId, 0, INT32_MAX),
     topics: topicSpecs(topics),
     autoCreateTopics: flag(autoCreateTopics, 'autoCreateTopics', SERVER_DEFAULTS.autoCreateTopics),
-    defaultPartitions: integer(defaultPartitions, 'defaultPartitions', SERVER_DEFAULTS.defaultPartitions, 1, PARTITION_COUNT_MAX),
+    defaultPartitions: integer(
+      defaultPartitions,
+      'defaultPartitions',
+      SERVER_DEFAULTS.defaultPartitions,
+      1,
+      PARTITION_COUNT_MAX,
+    ),
     topicsMax: integer(topicsMax, 'topicsMax', SERVER_DEFAULTS.topicsMax, 1, 1_000_000),
-    requestBytesMax: integer(requestBytesMax, 'requestBytesMax', SERVER_DEFAULTS.requestBytesMax, 64, INT32_MAX),
-    connectionsMax: integer(connectionsMax, 'connectionsMax', SERVER_DEFAULTS.connectionsMax, 1, 1_000_000),
-    idleTimeoutMs: integer(idleTimeoutMs, 'idleTimeoutMs', SERVER_DEFAULTS.idleTimeoutMs, 1, TIMER_MS_MAX),
-    inFlightRequestsMax: integer(inFlightRequestsMax, 'inFlightRequestsMax', SERVER_DEFAULTS.inFlightRequestsMax, 1, 65_536),
-    pendingResponseBytesMax: integer(pendingResponseBytesMax, 'pendingResponseBytesMax', SERVER_DEFAULTS.pendingResponseBytesMax, 16 * 1024, 2 ** 40),
-    fetchWaitMsMax: integer(fetchWaitMsMax, 'fetchWaitMsMax', SERVER_DEFAULTS.fetchWaitMsMax, 0, TIMER_MS_MAX),
-    closeGraceMs: integer(closeGraceMs, 'closeGraceMs', SERVER_DEFAULTS.closeGraceMs, 0, TIMER_MS_MAX),
-    membersNotedMax: integer(membersNotedMax, 'membersNotedMax', SERVER_DEFAULTS.membersNotedMax, 1, 10_000_000),
+    requestBytesMax: integer(
+      requestBytesMax,
+      'requestBytesMax',
+      SERVER_DEFAULTS.requestBytesMax,
+      64,
+      INT32_MAX,
+    ),
+    connectionsMax: integer(
+      connectionsMax,
+      'connectionsMax',
+      SERVER_DEFAULTS.connectionsMax,
+      1,
+      1_000_000,
+    ),
+    idleTimeoutMs: integer(
+      idleTimeoutMs,
+      'idleTimeoutMs',
+      SERVER_DEFAULTS.idleTimeoutMs,
+      1,
+      TIMER_MS_MAX,
+    ),
+    inFlightRequestsMax: integer(
+      inFlightRequestsMax,
+      'inFlightRequestsMax',
+      SERVER_DEFAULTS.inFlightRequestsMax,
+      1,
+      65_536,
+    ),
+    pendingResponseBytesMax: integer(
+      pendingResponseBytesMax,
+      'pendingResponseBytesMax',
+      SERVER_DEFAULTS.pendingResponseBytesMax,
+      16 * 1024,
+      2 ** 40,
+    ),
+    fetchWaitMsMax: integer(
+      fetchWaitMsMax,
+      'fetchWaitMsMax',
+      SERVER_DEFAULTS.fetchWaitMsMax,
+      0,
+      TIMER_MS_MAX,
+    ),
+    closeGraceMs: integer(
+      closeGraceMs,
+      'closeGraceMs',
+      SERVER_DEFAULTS.closeGraceMs,
+      0,
+      TIMER_MS_MAX,
+    ),
+    membersNotedMax: integer(
+      membersNotedMax,
+      'membersNotedMax',
+      SERVER_DEFAULTS.membersNotedMax,
+      1,
+      10_000_000,
+    ),
     clock: clock ?? new SystemClock(),
-    onWarning: onWarning ?? ((message: string) => process.emitWarning(message, 'OffsetStoreWarning')),
+    onWarning:
+      onWarning ?? ((message: string) => process.emitWarning(message, 'OffsetStoreWarning')),
   };
-  if (typeof resolved.onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
+  if (typeof resolved.onWarning !== 'function')
+    throw new TypeError('options.onWarning must be a function');
   if (listeners !== undefined) {
-    if (host !== undefined || port !== undefined || advertisedHost !== undefined || advertisedPort !== undefined) {
-      throw new TypeError('options.host, port, advertisedHost and advertisedPort cannot be given with options.listeners: give them per listener');
+    if (
+      host !== undefined ||
+      port !== undefined ||
+      advertisedHost !== undefined ||
+      advertisedPort !== undefined
+    ) {
+      throw new TypeError(
+        'options.host, port, advertisedHost and advertisedPort cannot be given with options.listeners: give them per listener',
+      );
     }
-    if (!Array.isArray(listeners) || listeners.length === 0) throw new TypeError('options.listeners must be a non-empty array');
+    if (!Array.isArray(listeners) || listeners.length === 0)
+      throw new TypeError('options.listeners must be a non-empty array');
     resolved.listeners = listeners.map((l, i) => resolveListener(l, `listeners[${i}]`));
     const names = new Set(resolved.listeners.map((l) => l.name));
-    if (names.size !== resolved.listeners.length) throw new RangeError('options.listeners: listener names must be unique (two of the same protocol need a name each)');
+    if (names.size !== resolved.listeners.length)
+      throw new RangeError(
+        'options.listeners: listener names must be unique (two of the same protocol need a name each)',
+      );
     return resolved;
   }
   if (resolved.advertisedHost === undefined && WILDCARD_HOSTS.has(resolved.host)) {
-    throw new RangeError(`options.advertisedHost is required when listening on the wildcard address '${resolved.host}': clients must be told an address they can connect to`);
+    throw new RangeError(
+      `options.advertisedHost is required when listening on the wildcard address '${resolved.host}': clients must be told an address they can connect to`,
+    );
   }
-  if (resolved.advertisedHost === '') throw new RangeError('options.advertisedHost must not be empty');
-  resolved.listeners = [resolveListener({ host: resolved.host, port: resolved.port, advertisedHost: resolved.advertisedHost, advertisedPort: resolved.advertisedPort }, 'listeners[0]')];
+  if (resolved.advertisedHost === '')
+    throw new RangeError('options.advertisedHost must not be empty');
+  resolved.listeners = [
+    resolveListener(
+      {
+        host: resolved.host,
+        port: resolved.port,
+        advertisedHost: resolved.advertisedHost,
+        advertisedPort: resolved.advertisedPort,
+      },
+      'listeners[0]',
+    ),
+  ];
   return resolved;
 }

@@ -7,7 +7,8 @@ import { atScale, bucketRange, type WorkloadDefinition, type WorkloadOp } from '
 /** The all-distinct workload. */
 export const allDistinct: WorkloadDefinition = {
   name: 'all-distinct',
-  description: 'every commit writes new buckets: the log is all live records, there is nothing to compact',
+  description:
+    'every commit writes new buckets: the log is all live records, there is nothing to compact',
   create(scale) {
     const { groups, bucketsPerStep, steps } = atScale(scale, {
       small: { groups: 20, bucketsPerStep: 20, steps: 6 },
@@ -15,11 +16,21 @@ export const allDistinct: WorkloadDefinition = {
       full: { groups: 500, bucketsPerStep: 100, steps: 20 },
     });
     return {
-      parameters: { groups, bucketsPerGroupPerStep: bucketsPerStep, steps, liveOffsetsAtEnd: groups * bucketsPerStep * steps },
+      parameters: {
+        groups,
+        bucketsPerGroupPerStep: bucketsPerStep,
+        steps,
+        liveOffsetsAtEnd: groups * bucketsPerStep * steps,
+      },
       steps,
       step(i) {
         const ops: WorkloadOp[] = [];
-        for (let g = 0; g < groups; g++) ops.push({ kind: 'commit', groupId: `distinct-${g}`, offsets: bucketRange(i * bucketsPerStep, bucketsPerStep, i + 1) });
+        for (let g = 0; g < groups; g++)
+          ops.push({
+            kind: 'commit',
+            groupId: `distinct-${g}`,
+            offsets: bucketRange(i * bucketsPerStep, bucketsPerStep, i + 1),
+          });
         return { ops };
       },
     };

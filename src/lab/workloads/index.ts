@@ -9,6 +9,22 @@ import { retentionHeavy } from './retention-heavy.js';
 import type { WorkloadDefinition } from './workload.js';
 
 /** Every standard workload. */
-export const WORKLOADS: readonly WorkloadDefinition[] = [hotOverwrite, allDistinct, groupChurn, retentionHeavy, fewHugeGroups, manyTinyGroups, mixed];
+export const WORKLOADS: readonly WorkloadDefinition[] = [
+  hotOverwrite,
+  allDistinct,
+  groupChurn,
+  retentionHeavy,
+  fewHugeGroups,
+  manyTinyGroups,
+  mixed,
+];
 
-export { LAB_SCALES, type LabOffset, type LabScale, type WorkloadDefinition, type WorkloadOp, type WorkloadPlan, type WorkloadStep } from './workload.js';
+export {
+  LAB_SCALES,
+  type LabOffset,
+  type LabScale,
+  type WorkloadDefinition,
+  type WorkloadOp,
+  type WorkloadPlan,
+  type WorkloadStep,
+} from './workload.js';

@@ -11,7 +11,8 @@ const STEP_CLOCK_MS = 2 * 60_000;
 /** The retention-heavy workload. */
 export const retentionHeavy: WorkloadDefinition = {
   name: 'retention-heavy',
-  description: 'groups commit and go quiet; the clock moves 2 min a step and offsets expire after 10 min (expiry tombstones)',
+  description:
+    'groups commit and go quiet; the clock moves 2 min a step and offsets expire after 10 min (expiry tombstones)',
   create(scale) {
     const { groupsPerStep, buckets, steps } = atScale(scale, {
       small: { groupsPerStep: 20, buckets: 20, steps: 10 },
@@ -19,7 +20,14 @@ export const retentionHeavy: WorkloadDefinition = {
       full: { groupsPerStep: 4000, buckets: 50, steps: 24 },
     });
     return {
-      parameters: { groupsPerStep, bucketsPerGroup: buckets, offsetsRetentionMs: RETENTION_MS, clockPerStepMs: STEP_CLOCK_MS, steps, liveOffsetsSteady: groupsPerStep * buckets * (RETENTION_MS / STEP_CLOCK_MS) },
+      parameters: {
+        groupsPerStep,
+        bucketsPerGroup: buckets,
+        offsetsRetentionMs: RETENTION_MS,
+        clockPerStepMs: STEP_CLOCK_MS,
+        steps,
+        liveOffsetsSteady: groupsPerStep * buckets * (RETENTION_MS / STEP_CLOCK_MS),
+      },
       steps,
       storeOptions: { offsetsRetentionMs: RETENTION_MS, offsetsRetentionCheckIntervalMs: 60_000 },
       step(i) {

@@ -58,14 +58,29 @@ export interface WorkloadDefinition {
 }
 
 /** `count` offsets of one table starting at bucket `first`, all at `offset`. */
-export function bucketRange(first: number, count: number, offset: number, tableId = 1): LabOffset[] {
+export function bucketRange(
+  first: number,
+  count: number,
+  offset: number,
+  tableId = 1,
+): LabOffset[] {
   return Array.from({ length: count }, (_, i) => ({ tableId, bucketId: first + i, offset }));
 }
 
 /** Commits of every bucket 0..buckets-1 of `groupId`, at most `perCommit` offsets each. */
-export function fillGroup(groupId: string, buckets: number, offset: number, perCommit = 1000): WorkloadOp[] {
+export function fillGroup(
+  groupId: string,
+  buckets: number,
+  offset: number,
+  perCommit = 1000,
+): WorkloadOp[] {
   const ops: WorkloadOp[] = [];
-  for (let first = 0; first < buckets; first += perCommit) ops.push({ kind: 'commit', groupId, offsets: bucketRange(first, Math.min(perCommit, buckets - first), offset) });
+  for (let first = 0; first < buckets; first += perCommit)
+    ops.push({
+      kind: 'commit',
+      groupId,
+      offsets: bucketRange(first, Math.min(perCommit, buckets - first), offset),
+    });
   return ops;
 }
 

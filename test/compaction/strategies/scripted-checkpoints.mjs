@@ -1,5 +1,8 @@
 // The scripted strategy (scripted.mjs), declaring checkpoints: for plans that write or delete below them.
-const hooks = (globalThis[Symbol.for('offset-store.test.scripted')] ??= { plan: () => null, views: [] });
+const hooks = (globalThis[Symbol.for('offset-store.test.scripted')] ??= {
+  plan: () => null,
+  views: [],
+});
 
 export default {
   name: 'scripted',

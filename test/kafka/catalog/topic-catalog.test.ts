@@ -8,14 +8,30 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CATALOG_FILE, TopicCatalog, topicNameProblem, type TopicEntry } from '../../../src/kafka/catalog/index.js';
+import {
+  CATALOG_FILE,
+  TopicCatalog,
+  topicNameProblem,
+  type TopicEntry,
+} from '../../../src/kafka/catalog/index.js';
 import { FaultyFileSystem } from '../../support/faulty-file-system.js';
 import { tempDir } from '../../support/temp-dir.js';
 
 const T0 = 1_700_000_000_000;
 
-function openCatalog(dir: string, fs = new FaultyFileSystem(), changed: TopicEntry[] = [], topicsMax = 100): Promise<TopicCatalog> {
-  return TopicCatalog.open({ fs, dir, topicsMax, nowMs: () => T0, onTopicChanged: (t) => changed.push(t) });
+function openCatalog(
+  dir: string,
+  fs = new FaultyFileSystem(),
+  changed: TopicEntry[] = [],
+  topicsMax = 100,
+): Promise<TopicCatalog> {
+  return TopicCatalog.open({
+    fs,
+    dir,
+    topicsMax,
+    nowMs: () => T0,
+    onTopicChanged: (t) => changed.push(t),
+  });
 }
 
 describe('TopicCatalog', () => {
@@ -28,9 +44,14 @@ describe('TopicCatalog', () => {
     const audit = await catalog.createTopic('audit.v1', 1);
     expect(orders).toMatchObject({ name: 'orders', tableId: 1, partitions: 3, createdAtMs: T0 });
     expect(audit).toMatchObject({ name: 'audit.v1', tableId: 2, partitions: 1 });
-    expect(orders.topicId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(orders.topicId).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(orders.topicId).not.toBe(audit.topicId);
-    expect(await catalog.createTopic('orders', 7), 'creating an existing topic changes nothing').toBe(orders);
+    expect(
+      await catalog.createTopic('orders', 7),
+      'creating an existing topic changes nothing',
+    ).toBe(orders);
     expect(changed).toEqual([orders, audit]);
     expect(catalog.byTopicId(orders.topicId)).toBe(orders);
     expect(catalog.byTableId(2)).toBe(audit);
@@ -40,7 +61,10 @@ describe('TopicCatalog', () => {
     expect(reopened.topics()).toEqual(catalog.topics());
     expect(reopened.clusterId).toBe(catalog.clusterId);
     expect(reopened.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
-    expect((await reopened.createTopic('third', 1)).tableId, 'table ids continue after the highest').toBe(3);
+    expect(
+      (await reopened.createTopic('third', 1)).tableId,
+      'table ids continue after the highest',
+    ).toBe(3);
   });
 
   it('writes the file durably through the port: temp file, fdatasync, rename, directory fsync', async () => {
@@ -52,7 +76,11 @@ describe('TopicCatalog', () => {
     expect(fs.datasyncCount - before.datasync).toBe(1);
     expect(fs.metaOpCount - before.meta, 'rename and directory fsync').toBe(2);
     const text = readFileSync(path.join(dir, CATALOG_FILE), 'utf8');
-    expect(JSON.parse(text)).toMatchObject({ formatVersion: 1, topics: [{ name: 't', tableId: 1, partitions: 1 }], checksum: expect.any(Number) });
+    expect(JSON.parse(text)).toMatchObject({
+      formatVersion: 1,
+      topics: [{ name: 't', tableId: 1, partitions: 1 }],
+      checksum: expect.any(Number),
+    });
   });
 
   it('grows a topic with ensureTopic (same id and table) and refuses to shrink it with INVALID_CONFIG', async () => {
@@ -63,22 +91,36 @@ describe('TopicCatalog', () => {
     const grown = await catalog.ensureTopic('orders', 5);
     expect(grown).toEqual({ ...small, partitions: 5 });
     expect(await catalog.ensureTopic('orders', 5)).toBe(grown);
-    await expect(catalog.ensureTopic('orders', 4)).rejects.toMatchObject({ code: 'INVALID_CONFIG', refusal: 'shrink' });
+    await expect(catalog.ensureTopic('orders', 4)).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      refusal: 'shrink',
+    });
     expect(catalog.get('orders')?.partitions).toBe(5);
     expect(changed.map((t) => t.partitions)).toEqual([2, 5]);
     expect((await openCatalog(dir)).get('orders')).toEqual(grown);
   });
 
   it("validates names as Kafka does and refuses a name colliding with another ('.' like '_')", async () => {
-    for (const bad of ['', '.', '..', 'a'.repeat(250), 'spaced name', 'ü', 'a/b', 'a:b']) expect(topicNameProblem(bad), JSON.stringify(bad)).not.toBeNull();
-    for (const good of ['a', 'a'.repeat(249), 'A-z_0.9', '...', '__consumer']) expect(topicNameProblem(good), good).toBeNull();
+    for (const bad of ['', '.', '..', 'a'.repeat(250), 'spaced name', 'ü', 'a/b', 'a:b'])
+      expect(topicNameProblem(bad), JSON.stringify(bad)).not.toBeNull();
+    for (const good of ['a', 'a'.repeat(249), 'A-z_0.9', '...', '__consumer'])
+      expect(topicNameProblem(good), good).toBeNull();
     const catalog = await openCatalog(tempDir());
-    await expect(catalog.createTopic('bad name', 1)).rejects.toMatchObject({ code: 'INVALID_REQUEST', refusal: 'invalid-name' });
+    await expect(catalog.createTopic('bad name', 1)).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      refusal: 'invalid-name',
+    });
     await catalog.createTopic('metrics.cpu', 1);
     expect(catalog.nameProblem('metrics_cpu')).toMatch(/collides/);
-    await expect(catalog.createTopic('metrics_cpu', 1)).rejects.toMatchObject({ code: 'INVALID_REQUEST', refusal: 'collision' });
+    await expect(catalog.createTopic('metrics_cpu', 1)).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      refusal: 'collision',
+    });
     for (const partitions of [0, -1, 1.5, 65_537]) {
-      await expect(catalog.createTopic('p', partitions), String(partitions)).rejects.toMatchObject({ code: 'INVALID_REQUEST', refusal: 'partitions' });
+      await expect(catalog.createTopic('p', partitions), String(partitions)).rejects.toMatchObject({
+        code: 'INVALID_REQUEST',
+        refusal: 'partitions',
+      });
     }
     expect(catalog.size).toBe(1);
   });
@@ -87,13 +129,18 @@ describe('TopicCatalog', () => {
     const catalog = await openCatalog(tempDir(), undefined, [], 2);
     await catalog.createTopic('a', 1);
     await catalog.createTopic('b', 1);
-    await expect(catalog.createTopic('c', 1)).rejects.toMatchObject({ code: 'INVALID_REQUEST', refusal: 'topics-max' });
+    await expect(catalog.createTopic('c', 1)).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      refusal: 'topics-max',
+    });
     expect(catalog.size).toBe(2);
   });
 
   it('runs concurrent changes one at a time: distinct table ids, one topic per name', async () => {
     const catalog = await openCatalog(tempDir());
-    const created = await Promise.all(['x', 'y', 'x', 'z', 'y'].map((name) => catalog.createTopic(name, 1)));
+    const created = await Promise.all(
+      ['x', 'y', 'x', 'z', 'y'].map((name) => catalog.createTopic(name, 1)),
+    );
     expect(created.map((t) => t.tableId)).toEqual([1, 2, 1, 3, 2]);
     expect(catalog.size).toBe(3);
   });
@@ -107,13 +154,19 @@ describe('TopicCatalog', () => {
       ['edited partition count', good.replace('"partitions":3', '"partitions":4')],
       ['edited table id', good.replace('"tableId":1', '"tableId":2')],
       ['truncated', good.slice(0, good.length / 2)],
-      ['a flipped checksum digit', good.replace(/"checksum": (\d)/, (_, d: string) => `"checksum": ${(Number(d) + 1) % 10}`)],
+      [
+        'a flipped checksum digit',
+        good.replace(/"checksum": (\d)/, (_, d: string) => `"checksum": ${(Number(d) + 1) % 10}`),
+      ],
       ['empty', ''],
       ['not an object', '[]'],
     ];
     for (const [what, text] of damaged) {
       writeFileSync(file, text);
-      await expect(openCatalog(dir), what).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining(file) });
+      await expect(openCatalog(dir), what).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringContaining(file),
+      });
     }
     writeFileSync(file, good.replace('"formatVersion": 1', '"formatVersion": 2'));
     await expect(openCatalog(dir)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
@@ -128,10 +181,15 @@ describe('TopicCatalog', () => {
     const catalog = await openCatalog(dir, fs, changed);
     await catalog.createTopic('kept', 1);
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
-    await expect(catalog.createTopic('lost', 1)).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR', refusal: 'failed' });
+    await expect(catalog.createTopic('lost', 1)).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      refusal: 'failed',
+    });
     expect(catalog.get('lost')).toBeUndefined();
     fs.plan = {};
-    await expect(catalog.createTopic('later', 1)).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    await expect(catalog.createTopic('later', 1)).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
     expect(catalog.get('kept')?.tableId, 'lookups go on').toBe(1);
     expect(changed.map((t) => t.name)).toEqual(['kept']);
     const reopened = await openCatalog(dir, fs);

@@ -29,16 +29,44 @@ describe('kafkajs 2.2.4 admin through the classic group protocol', () => {
       store: { group: { assignmentIntervalMs: 0, initialRebalanceDelayMs: 0 } },
       server: { topics: [{ name: 'orders', partitions: 3 }] },
     });
-    const kafka = new Kafka({ clientId: 'kafkajs-admin-offsets', brokers: [...running.server.brokers], logLevel: logLevel.NOTHING, retry: { retries: 3, initialRetryTime: 50 } });
+    const kafka = new Kafka({
+      clientId: 'kafkajs-admin-offsets',
+      brokers: [...running.server.brokers],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 3, initialRetryTime: 50 },
+    });
     admin = kafka.admin();
     await admin.connect();
-    await admin.setOffsets({ groupId: 'seeded', topic: 'orders', partitions: [{ partition: 0, offset: '25' }, { partition: 2, offset: '7' }] });
-    expect((await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map((p) => p.offset)).toEqual(['25', '-1', '7']);
+    await admin.setOffsets({
+      groupId: 'seeded',
+      topic: 'orders',
+      partitions: [
+        { partition: 0, offset: '25' },
+        { partition: 2, offset: '7' },
+      ],
+    });
+    expect(
+      (await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map(
+        (p) => p.offset,
+      ),
+    ).toEqual(['25', '-1', '7']);
     await admin.resetOffsets({ groupId: 'seeded', topic: 'orders', earliest: true });
-    expect((await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map((p) => p.offset)).toEqual(['-2', '-2', '-2']);
+    expect(
+      (await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map(
+        (p) => p.offset,
+      ),
+    ).toEqual(['-2', '-2', '-2']);
     await admin.resetOffsets({ groupId: 'seeded', topic: 'orders', earliest: false });
-    expect((await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map((p) => p.offset)).toEqual(['-1', '-1', '-1']);
+    expect(
+      (await admin.fetchOffsets({ groupId: 'seeded', topics: ['orders'] }))[0]!.partitions.map(
+        (p) => p.offset,
+      ),
+    ).toEqual(['-1', '-1', '-1']);
     const [group] = (await admin.describeGroups(['seeded'])).groups;
-    expect([group!.state, group!.protocolType, group!.members], 'every consumer left').toEqual(['Empty', 'consumer', []]);
+    expect([group!.state, group!.protocolType, group!.members], 'every consumer left').toEqual([
+      'Empty',
+      'consumer',
+      [],
+    ]);
   });
 });

@@ -14,8 +14,20 @@ let running: TestServer | undefined;
 let admin: Admin | undefined;
 
 async function start(): Promise<{ t: TestServer; admin: Admin }> {
-  running = await startTestServer({ server: { topics: [{ name: 'orders', partitions: 3 }, { name: 'audit', partitions: 1 }] } });
-  const kafka = new Kafka({ clientId: 'kafkajs-admin-test', brokers: [...running.server.brokers], logLevel: logLevel.NOTHING, retry: { retries: 3, initialRetryTime: 50 } });
+  running = await startTestServer({
+    server: {
+      topics: [
+        { name: 'orders', partitions: 3 },
+        { name: 'audit', partitions: 1 },
+      ],
+    },
+  });
+  const kafka = new Kafka({
+    clientId: 'kafkajs-admin-test',
+    brokers: [...running.server.brokers],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 3, initialRetryTime: 50 },
+  });
   admin = kafka.admin();
   await admin.connect();
   return { t: running, admin };
@@ -32,7 +44,9 @@ afterEach(async () => {
 /** A group with offsets, negative ones included, and a group with a member. */
 async function seed(t: TestServer): Promise<void> {
   await t.store.commitOffsets('readers', [
-    { tableId: 1, bucketId: 0, offset: 1042, metadata: 'host-a' }, { tableId: 1, bucketId: 2, offset: -2 }, { tableId: 2, bucketId: 0, offset: -1 },
+    { tableId: 1, bucketId: 0, offset: 1042, metadata: 'host-a' },
+    { tableId: 1, bucketId: 2, offset: -2 },
+    { tableId: 2, bucketId: 0, offset: -1 },
   ]);
   await t.store.commitOffsets('busy', [{ tableId: 1, bucketId: 1, offset: 7 }]);
   await t.store.heartbeat('busy', { memberEpoch: 0, subscribedTableIds: [1] });
@@ -42,10 +56,22 @@ describe('kafkajs 2.2.4 admin', () => {
   it('listGroups and describeGroups', async () => {
     const { t, admin } = await start();
     await seed(t);
-    expect((await admin.listGroups()).groups).toEqual([{ groupId: 'busy', protocolType: 'consumer' }, { groupId: 'readers', protocolType: '' }]);
+    expect((await admin.listGroups()).groups).toEqual([
+      { groupId: 'busy', protocolType: 'consumer' },
+      { groupId: 'readers', protocolType: '' },
+    ]);
     const { groups } = await admin.describeGroups(['readers', 'busy', 'nobody']);
-    expect(groups.map((g) => [g.groupId, (g as typeof g & { errorCode: number }).errorCode, g.state, g.protocolType])).toEqual([
-      ['readers', 0, 'Empty', ''], ['busy', 0, 'Stable', 'consumer'], ['nobody', 0, 'Dead', ''],
+    expect(
+      groups.map((g) => [
+        g.groupId,
+        (g as typeof g & { errorCode: number }).errorCode,
+        g.state,
+        g.protocolType,
+      ]),
+    ).toEqual([
+      ['readers', 0, 'Empty', ''],
+      ['busy', 0, 'Stable', 'consumer'],
+      ['nobody', 0, 'Dead', ''],
     ]);
     expect(groups[1]!.members).toHaveLength(1);
   });
@@ -55,17 +81,28 @@ describe('kafkajs 2.2.4 admin', () => {
     await seed(t);
     const fetched = await admin.fetchOffsets({ groupId: 'readers', topics: ['orders', 'audit'] });
     expect(fetched).toEqual([
-      { topic: 'orders', partitions: [{ partition: 0, offset: '1042', metadata: 'host-a' }, { partition: 1, offset: '-1', metadata: null }, { partition: 2, offset: '-2', metadata: null }] },
+      {
+        topic: 'orders',
+        partitions: [
+          { partition: 0, offset: '1042', metadata: 'host-a' },
+          { partition: 1, offset: '-1', metadata: null },
+          { partition: 2, offset: '-2', metadata: null },
+        ],
+      },
       { topic: 'audit', partitions: [{ partition: 0, offset: '-1', metadata: null }] },
     ]);
     const all = await admin.fetchOffsets({ groupId: 'readers' });
     expect(all.map((topic) => topic.topic).sort()).toEqual(['audit', 'orders']);
-    await expect(admin.fetchOffsets({ groupId: 'readers', topics: ['missing'] })).rejects.toMatchObject({ type: 'UNKNOWN_TOPIC_OR_PARTITION' });
+    await expect(
+      admin.fetchOffsets({ groupId: 'readers', topics: ['missing'] }),
+    ).rejects.toMatchObject({ type: 'UNKNOWN_TOPIC_OR_PARTITION' });
   });
 
   it('fetchTopicOffsets: low and high 0 for every partition', async () => {
     const { admin } = await start();
-    expect(await admin.fetchTopicOffsets('orders')).toEqual([0, 1, 2].map((partition) => ({ partition, offset: '0', high: '0', low: '0' })));
+    expect(await admin.fetchTopicOffsets('orders')).toEqual(
+      [0, 1, 2].map((partition) => ({ partition, offset: '0', high: '0', low: '0' })),
+    );
   });
 
   it('deleteGroups: deletes a group without members, refuses one with members', async () => {
@@ -73,6 +110,9 @@ describe('kafkajs 2.2.4 admin', () => {
     await seed(t);
     await admin.deleteGroups(['readers']);
     expect((await admin.listGroups()).groups.map((g) => g.groupId)).toEqual(['busy']);
-    await expect(admin.deleteGroups(['busy'])).rejects.toMatchObject({ name: 'KafkaJSDeleteGroupsError', groups: [expect.objectContaining({ groupId: 'busy', errorCode: 68 })] });
+    await expect(admin.deleteGroups(['busy'])).rejects.toMatchObject({
+      name: 'KafkaJSDeleteGroupsError',
+      groups: [expect.objectContaining({ groupId: 'busy', errorCode: 68 })],
+    });
   });
 });

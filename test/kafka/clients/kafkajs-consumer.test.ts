@@ -52,9 +52,18 @@ interface Member {
 }
 
 async function member(proxy: KafkaProxy, name: string): Promise<Member> {
-  const kafka = new Kafka({ clientId: name, brokers: [`127.0.0.1:${proxy.port}`], logLevel: logLevel.NOTHING, retry: { retries: 2, initialRetryTime: 50 } });
+  const kafka = new Kafka({
+    clientId: name,
+    brokers: [`127.0.0.1:${proxy.port}`],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 2, initialRetryTime: 50 },
+  });
   const consumer = kafka.consumer({
-    groupId: 'readers', sessionTimeout: 2_000, rebalanceTimeout: 4_000, heartbeatInterval: 100, maxWaitTimeInMs: 100,
+    groupId: 'readers',
+    sessionTimeout: 2_000,
+    rebalanceTimeout: 4_000,
+    heartbeatInterval: 100,
+    maxWaitTimeInMs: 100,
     retry: { retries: 2, initialRetryTime: 50, restartOnFailure: async () => false },
   });
   const m: Member = { name, consumer, assigned: [], joins: 0 };
@@ -71,22 +80,33 @@ async function member(proxy: KafkaProxy, name: string): Promise<Member> {
 
 /** Waits (real time: the clients' and the store's timers run on it) until `condition` holds. */
 async function eventually(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+  for (let i = 0; i < 400 && !condition(); i++)
+    await new Promise((resolve) => setTimeout(resolve, 25));
   expect(condition(), what).toBe(true);
 }
 
 /** True when `members` own the topic's partitions between them, each partition once, each member some. */
 function split(members: readonly Member[]): boolean {
   const all = members.flatMap((m) => m.assigned).sort((a, b) => a - b);
-  return members.every((m) => m.assigned.length > 0) && all.length === PARTITIONS && all.every((p, i) => p === i);
+  return (
+    members.every((m) => m.assigned.length > 0) &&
+    all.length === PARTITIONS &&
+    all.every((p, i) => p === i)
+  );
 }
 
 async function commitAll(m: Member, base: number): Promise<void> {
-  await m.consumer.commitOffsets(m.assigned.map((partition) => ({ topic: TOPIC, partition, offset: String(base + partition) })));
+  await m.consumer.commitOffsets(
+    m.assigned.map((partition) => ({ topic: TOPIC, partition, offset: String(base + partition) })),
+  );
 }
 
 async function committed(proxy: KafkaProxy): Promise<string[]> {
-  const admin = new Kafka({ clientId: 'checker', brokers: [`127.0.0.1:${proxy.port}`], logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({
+    clientId: 'checker',
+    brokers: [`127.0.0.1:${proxy.port}`],
+    logLevel: logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   try {
     const [topic] = await admin.fetchOffsets({ groupId: 'readers', topics: [TOPIC] });
@@ -103,23 +123,47 @@ describe('a kafkajs 2.2.4 consumer group (classic protocol)', () => {
     closers.push(() => proxy.close());
     let t = await startServer(dir, proxy);
 
-    const [a, b, c] = [await member(proxy, 'member-a'), await member(proxy, 'member-b'), await member(proxy, 'member-c')];
-    await eventually(() => split([a!, b!, c!]) && [a!, b!, c!].every((m) => m.assigned.length === 2), 'three members with two partitions each');
-    expect((await t.store.describeGroup('readers')).classic).toMatchObject({ state: 'Stable', protocolType: 'consumer', protocolName: 'RoundRobinAssigner' });
+    const [a, b, c] = [
+      await member(proxy, 'member-a'),
+      await member(proxy, 'member-b'),
+      await member(proxy, 'member-c'),
+    ];
+    await eventually(
+      () => split([a!, b!, c!]) && [a!, b!, c!].every((m) => m.assigned.length === 2),
+      'three members with two partitions each',
+    );
+    expect((await t.store.describeGroup('readers')).classic).toMatchObject({
+      state: 'Stable',
+      protocolType: 'consumer',
+      protocolName: 'RoundRobinAssigner',
+    });
     for (const m of [a!, b!, c!]) await commitAll(m, 100);
     expect(await committed(proxy)).toEqual(['100', '101', '102', '103', '104', '105']);
 
     // Killed: member-c's connections are cut, so its LeaveGroup never arrives; its session runs out.
     const killedOwned = c!.assigned;
     proxy.cut('member-c');
-    await eventually(() => split([a!, b!]), 'the two survivors share the six partitions after member-c\'s session timeout');
+    await eventually(
+      () => split([a!, b!]),
+      "the two survivors share the six partitions after member-c's session timeout",
+    );
     expect((await t.store.describeGroup('readers')).classic!.members).toHaveLength(2);
-    for (const m of [a!, b!]) await m.consumer.commitOffsets(m.assigned.filter((p) => killedOwned.includes(p)).map((partition) => ({ topic: TOPIC, partition, offset: String(200 + partition) })));
-    expect((await committed(proxy)).filter((_, p) => killedOwned.includes(p))).toEqual(killedOwned.map((p) => String(200 + p)));
+    for (const m of [a!, b!])
+      await m.consumer.commitOffsets(
+        m.assigned
+          .filter((p) => killedOwned.includes(p))
+          .map((partition) => ({ topic: TOPIC, partition, offset: String(200 + partition) })),
+      );
+    expect((await committed(proxy)).filter((_, p) => killedOwned.includes(p))).toEqual(
+      killedOwned.map((p) => String(200 + p)),
+    );
 
     // Leaves: LeaveGroup, the last member gets everything at once.
     await b!.consumer.disconnect();
-    await eventually(() => split([a!]) && a!.assigned.length === PARTITIONS, 'member-a owns all six after member-b left');
+    await eventually(
+      () => split([a!]) && a!.assigned.length === PARTITIONS,
+      'member-a owns all six after member-b left',
+    );
     await commitAll(a!, 300);
     await a!.consumer.disconnect();
 
@@ -133,9 +177,16 @@ describe('a kafkajs 2.2.4 consumer group (classic protocol)', () => {
     const fetchesBefore = proxy.fetches.length;
     const d = await member(proxy, 'member-d');
     await eventually(() => d.assigned.length === PARTITIONS, 'member-d owns all six');
-    await eventually(() => proxy.fetches.slice(fetchesBefore).some((f) => f.clientId === 'member-d'), 'member-d fetches');
-    const first = proxy.fetches.slice(fetchesBefore).find((f) => f.clientId === 'member-d')!.request;
-    const resumed = first.topics.flatMap((topic) => topic.partitions.map((p) => [p.partition, p.fetchOffset])).sort((x, y) => Number(x[0]) - Number(y[0]));
+    await eventually(
+      () => proxy.fetches.slice(fetchesBefore).some((f) => f.clientId === 'member-d'),
+      'member-d fetches',
+    );
+    const first = proxy.fetches
+      .slice(fetchesBefore)
+      .find((f) => f.clientId === 'member-d')!.request;
+    const resumed = first.topics
+      .flatMap((topic) => topic.partitions.map((p) => [p.partition, p.fetchOffset]))
+      .sort((x, y) => Number(x[0]) - Number(y[0]));
     expect(resumed).toEqual([0, 1, 2, 3, 4, 5].map((p) => [p, BigInt(300 + p)]));
   });
 });

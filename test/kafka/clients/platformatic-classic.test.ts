@@ -27,8 +27,17 @@ type PltConsumer = Consumer<Buffer, Buffer, Buffer, Buffer>;
 
 function consumerOf(t: TestServer, clientId: string): PltConsumer {
   const consumer = new Consumer({
-    clientId, groupId: 'plt-classic', bootstrapBrokers: [...t.server.brokers], groupProtocol: 'classic',
-    sessionTimeout: 3_000, rebalanceTimeout: 3_000, heartbeatInterval: 100, maxWaitTime: 100, autocommit: false, retries: 2, retryDelay: 50,
+    clientId,
+    groupId: 'plt-classic',
+    bootstrapBrokers: [...t.server.brokers],
+    groupProtocol: 'classic',
+    sessionTimeout: 3_000,
+    rebalanceTimeout: 3_000,
+    heartbeatInterval: 100,
+    maxWaitTime: 100,
+    autocommit: false,
+    retries: 2,
+    retryDelay: 50,
   });
   closers.push(() => closeNow(consumer));
   return consumer;
@@ -36,16 +45,20 @@ function consumerOf(t: TestServer, clientId: string): PltConsumer {
 
 /** Closes a consumer without waiting for its in-flight fetches (leaving its group). */
 function closeNow(consumer: PltConsumer): Promise<void> {
-  return new Promise((resolve, reject) => consumer.close(true, (error) => (error ? reject(error) : resolve())));
+  return new Promise((resolve, reject) =>
+    consumer.close(true, (error) => (error ? reject(error) : resolve())),
+  );
 }
 
 /** Waits (on real time: the clients' and the store's timers run on it) until `condition` holds. */
 async function eventually(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 300 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 25));
+  for (let i = 0; i < 300 && !condition(); i++)
+    await new Promise((resolve) => setTimeout(resolve, 25));
   expect(condition(), what).toBe(true);
 }
 
-const owned = (c: PltConsumer) => (c.assignments ?? []).flatMap((a) => a.partitions).sort((x, y) => x - y);
+const owned = (c: PltConsumer) =>
+  (c.assignments ?? []).flatMap((a) => a.partitions).sort((x, y) => x - y);
 
 describe("@platformatic/kafka 1.35 consumers with groupProtocol 'classic'", () => {
   it('split the partitions, commit under their generation, and the one left takes all when the other leaves', async () => {
@@ -60,18 +73,32 @@ describe("@platformatic/kafka 1.35 consumers with groupProtocol 'classic'", () =
     await eventually(() => owned(first).length === 4, 'the first consumer owns all 4 partitions');
     const second = consumerOf(t, 'second');
     await second.consume({ topics: ['orders'], mode: 'committed', fallbackMode: 'earliest' });
-    await eventually(() => owned(first).length === 2 && owned(second).length === 2, 'two partitions each');
+    await eventually(
+      () => owned(first).length === 2 && owned(second).length === 2,
+      'two partitions each',
+    );
     expect([...owned(first), ...owned(second)].sort()).toEqual([0, 1, 2, 3]);
     const description = (await t.store.describeGroup('plt-classic')).classic!;
     expect(description).toMatchObject({ state: 'Stable', protocolType: 'consumer' });
-    expect(description.members.map((m) => m.memberId).sort()).toEqual([first.memberId, second.memberId].sort());
+    expect(description.members.map((m) => m.memberId).sort()).toEqual(
+      [first.memberId, second.memberId].sort(),
+    );
 
     const partition = owned(second)[0]!;
-    await second.commit({ offsets: [{ topic: 'orders', partition, offset: 123n, leaderEpoch: 0 }] });
-    expect((await t.store.fetchOffsets('plt-classic', [{ tableId: 1, bucketId: partition }]))[0]).toMatchObject({ offset: 123, leaderEpoch: 0 });
+    await second.commit({
+      offsets: [{ topic: 'orders', partition, offset: 123n, leaderEpoch: 0 }],
+    });
+    expect(
+      (await t.store.fetchOffsets('plt-classic', [{ tableId: 1, bucketId: partition }]))[0],
+    ).toMatchObject({ offset: 123, leaderEpoch: 0 });
 
     await closeNow(second);
-    await eventually(() => owned(first).length === 4, 'the first consumer owns all 4 again after the second left');
-    expect((await t.store.describeGroup('plt-classic')).classic!.members.map((m) => m.memberId)).toEqual([first.memberId]);
+    await eventually(
+      () => owned(first).length === 4,
+      'the first consumer owns all 4 again after the second left',
+    );
+    expect(
+      (await t.store.describeGroup('plt-classic')).classic!.members.map((m) => m.memberId),
+    ).toEqual([first.memberId]);
   });
 });

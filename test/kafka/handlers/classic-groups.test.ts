@@ -20,7 +20,12 @@ const clients: RawKafkaClient[] = [];
 const servers: TestServer[] = [];
 
 async function start(dir = tempDir(), clock = new ManualClock()): Promise<TestServer> {
-  const t = await startTestServer({ dir, clock, store: { group: { assignmentIntervalMs: 0, initialRebalanceDelayMs: INITIAL_DELAY_MS } }, server: { topics: [{ name: 'orders', partitions: 4 }] } });
+  const t = await startTestServer({
+    dir,
+    clock,
+    store: { group: { assignmentIntervalMs: 0, initialRebalanceDelayMs: INITIAL_DELAY_MS } },
+    server: { topics: [{ name: 'orders', partitions: 4 }] },
+  });
   servers.push(t);
   return t;
 }
@@ -48,10 +53,25 @@ async function until(condition: () => Promise<boolean> | boolean): Promise<void>
   throw new Error('condition not reached in 1 s');
 }
 
-const protocols = (tag: string) => [{ name: 'range', metadata: Buffer.from(`range-of-${tag}`) }, { name: 'roundrobin', metadata: Buffer.from(`rr-of-${tag}`) }];
+const protocols = (tag: string) => [
+  { name: 'range', metadata: Buffer.from(`range-of-${tag}`) },
+  { name: 'roundrobin', metadata: Buffer.from(`rr-of-${tag}`) },
+];
 
 function join(client: RawKafkaClient, memberId: string, tag: string, version = 5) {
-  return client.send(API_KEYS.JoinGroup, version, { groupId: 'g', sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 20_000, memberId, protocolType: 'consumer', protocols: protocols(tag) }, `client-${tag}`);
+  return client.send(
+    API_KEYS.JoinGroup,
+    version,
+    {
+      groupId: 'g',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 20_000,
+      memberId,
+      protocolType: 'consumer',
+      protocols: protocols(tag),
+    },
+    `client-${tag}`,
+  );
 }
 
 /** Two members, a and b, through MEMBER_ID_REQUIRED, the join delay and SyncGroup: a Stable group. */
@@ -60,30 +80,69 @@ async function stableGroup(t: TestServer, clock: ManualClock) {
   const b = await connect(t);
   const firstA = await join(a, '', 'a');
   const firstB = await join(b, '', 'b');
-  expect([firstA.errorCode, firstB.errorCode]).toEqual([KAFKA_ERROR.MEMBER_ID_REQUIRED, KAFKA_ERROR.MEMBER_ID_REQUIRED]);
+  expect([firstA.errorCode, firstB.errorCode]).toEqual([
+    KAFKA_ERROR.MEMBER_ID_REQUIRED,
+    KAFKA_ERROR.MEMBER_ID_REQUIRED,
+  ]);
   expect(firstA.memberId).toMatch(/^client-a-/);
   const joinA = join(a, firstA.memberId, 'a');
   const joinB = join(b, firstB.memberId, 'b');
   await until(async () => (await t.store.describeGroup('g')).classic?.members.length === 2);
   clock.advance(INITIAL_DELAY_MS);
   await until(async () => true);
-  expect(a.pendingCount + b.pendingCount, 'members joined during the delay: it is waited once more, answers held').toBe(2);
+  expect(
+    a.pendingCount + b.pendingCount,
+    'members joined during the delay: it is waited once more, answers held',
+  ).toBe(2);
   clock.advance(INITIAL_DELAY_MS);
   const [joinedA, joinedB] = await Promise.all([joinA, joinB]);
   expect([joinedA.errorCode, joinedB.errorCode]).toEqual([0, 0]);
   expect(joinedA.generationId).toBe(joinedB.generationId);
-  const [leader, follower] = joinedA.leader === joinedA.memberId ? [{ c: a, j: joinedA, tag: 'a' }, { c: b, j: joinedB, tag: 'b' }] : [{ c: b, j: joinedB, tag: 'b' }, { c: a, j: joinedA, tag: 'a' }];
+  const [leader, follower] =
+    joinedA.leader === joinedA.memberId
+      ? [
+          { c: a, j: joinedA, tag: 'a' },
+          { c: b, j: joinedB, tag: 'b' },
+        ]
+      : [
+          { c: b, j: joinedB, tag: 'b' },
+          { c: a, j: joinedA, tag: 'a' },
+        ];
   expect(leader.j.protocolName).toBe('range');
-  expect(leader.j.members.map((m) => [m.memberId, m.metadata.toString()]).sort()).toEqual([[joinedA.memberId, 'range-of-a'], [joinedB.memberId, 'range-of-b']].sort());
+  expect(leader.j.members.map((m) => [m.memberId, m.metadata.toString()]).sort()).toEqual(
+    [
+      [joinedA.memberId, 'range-of-a'],
+      [joinedB.memberId, 'range-of-b'],
+    ].sort(),
+  );
   expect(follower.j.members, 'only the leader gets the member list').toEqual([]);
   const generationId = joinedA.generationId;
-  const assignments = [{ memberId: leader.j.memberId, assignment: Buffer.from(`parts-of-${leader.tag}`) }, { memberId: follower.j.memberId, assignment: Buffer.from(`parts-of-${follower.tag}`) }];
+  const assignments = [
+    { memberId: leader.j.memberId, assignment: Buffer.from(`parts-of-${leader.tag}`) },
+    { memberId: follower.j.memberId, assignment: Buffer.from(`parts-of-${follower.tag}`) },
+  ];
   const [leaderSync, followerSync] = await Promise.all([
-    leader.c.send(API_KEYS.SyncGroup, 3, { groupId: 'g', generationId, memberId: leader.j.memberId, assignments }),
-    follower.c.send(API_KEYS.SyncGroup, 3, { groupId: 'g', generationId, memberId: follower.j.memberId, assignments: [] }),
+    leader.c.send(API_KEYS.SyncGroup, 3, {
+      groupId: 'g',
+      generationId,
+      memberId: leader.j.memberId,
+      assignments,
+    }),
+    follower.c.send(API_KEYS.SyncGroup, 3, {
+      groupId: 'g',
+      generationId,
+      memberId: follower.j.memberId,
+      assignments: [],
+    }),
   ]);
-  expect([leaderSync.errorCode, leaderSync.assignment.toString()]).toEqual([0, `parts-of-${leader.tag}`]);
-  expect([followerSync.errorCode, followerSync.assignment.toString()]).toEqual([0, `parts-of-${follower.tag}`]);
+  expect([leaderSync.errorCode, leaderSync.assignment.toString()]).toEqual([
+    0,
+    `parts-of-${leader.tag}`,
+  ]);
+  expect([followerSync.errorCode, followerSync.assignment.toString()]).toEqual([
+    0,
+    `parts-of-${follower.tag}`,
+  ]);
   return { a, b, memberA: joinedA.memberId, memberB: joinedB.memberId, generationId };
 }
 
@@ -93,10 +152,30 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
     const t = await start(undefined, clock);
     const { a, memberA, generationId } = await stableGroup(t, clock);
     for (let version = 0; version <= 4; version++) {
-      expect((await a.send(API_KEYS.Heartbeat, version, { groupId: 'g', generationId, memberId: memberA })).errorCode, `Heartbeat v${version}`).toBe(0);
+      expect(
+        (
+          await a.send(API_KEYS.Heartbeat, version, {
+            groupId: 'g',
+            generationId,
+            memberId: memberA,
+          })
+        ).errorCode,
+        `Heartbeat v${version}`,
+      ).toBe(0);
     }
-    expect((await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId: generationId + 1, memberId: memberA })).errorCode).toBe(KAFKA_ERROR.ILLEGAL_GENERATION);
-    expect((await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId: 'nobody' })).errorCode).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+    expect(
+      (
+        await a.send(API_KEYS.Heartbeat, 3, {
+          groupId: 'g',
+          generationId: generationId + 1,
+          memberId: memberA,
+        })
+      ).errorCode,
+    ).toBe(KAFKA_ERROR.ILLEGAL_GENERATION);
+    expect(
+      (await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId: 'nobody' }))
+        .errorCode,
+    ).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
   });
 
   it('v0-3 join a new member at once with a generated id (no MEMBER_ID_REQUIRED); v4+ (flexible v6 too) ask for it first', async () => {
@@ -105,7 +184,10 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
     const client = await connect(t);
     for (let version = 4; version <= 6; version++) {
       const first = await join(client, '', `v${version}`, version);
-      expect([first.errorCode, first.memberId.length > 0], `v${version}`).toEqual([KAFKA_ERROR.MEMBER_ID_REQUIRED, true]);
+      expect([first.errorCode, first.memberId.length > 0], `v${version}`).toEqual([
+        KAFKA_ERROR.MEMBER_ID_REQUIRED,
+        true,
+      ]);
     }
     const joining = join(client, '', 'v3', 3);
     await until(async () => (await t.store.describeGroup('g')).classic?.members.length === 1);
@@ -120,10 +202,26 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
     const t = await start(undefined, clock);
     await stableGroup(t, clock);
     const c = await connect(t);
-    const other = await c.send(API_KEYS.JoinGroup, 5, { groupId: 'g', sessionTimeoutMs: 10_000, memberId: '', protocolType: 'connect', protocols: protocols('x') });
+    const other = await c.send(API_KEYS.JoinGroup, 5, {
+      groupId: 'g',
+      sessionTimeoutMs: 10_000,
+      memberId: '',
+      protocolType: 'connect',
+      protocols: protocols('x'),
+    });
     expect(other.errorCode).toBe(KAFKA_ERROR.INCONSISTENT_GROUP_PROTOCOL);
     expect((await join(c, 'made-up', 'x')).errorCode).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
-    expect((await c.send(API_KEYS.JoinGroup, 5, { groupId: '', sessionTimeoutMs: 10_000, memberId: '', protocolType: 'consumer', protocols: protocols('x') })).errorCode).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
+    expect(
+      (
+        await c.send(API_KEYS.JoinGroup, 5, {
+          groupId: '',
+          sessionTimeoutMs: 10_000,
+          memberId: '',
+          protocolType: 'consumer',
+          protocols: protocols('x'),
+        })
+      ).errorCode,
+    ).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
   });
 });
 
@@ -132,14 +230,28 @@ describe('OffsetCommit in a classic group', () => {
     const clock = new ManualClock();
     const t = await start(undefined, clock);
     const { a, memberA, generationId } = await stableGroup(t, clock);
-    const commit = (version: number, generation: number, memberId: string, offset: bigint) => a.send(API_KEYS.OffsetCommit, version, {
-      groupId: 'g', generationIdOrMemberEpoch: generation, memberId, topics: [{ name: 'orders', partitions: [{ partitionIndex: 1, committedOffset: offset }] }],
-    }).then((r) => r.topics[0]!.partitions[0]!.errorCode);
+    const commit = (version: number, generation: number, memberId: string, offset: bigint) =>
+      a
+        .send(API_KEYS.OffsetCommit, version, {
+          groupId: 'g',
+          generationIdOrMemberEpoch: generation,
+          memberId,
+          topics: [
+            { name: 'orders', partitions: [{ partitionIndex: 1, committedOffset: offset }] },
+          ],
+        })
+        .then((r) => r.topics[0]!.partitions[0]!.errorCode);
     expect(await commit(5, generationId, memberA, 10n)).toBe(0);
-    expect(await commit(9, generationId, memberA, 11n), 'v9 reads a generation in a classic group').toBe(0);
+    expect(
+      await commit(9, generationId, memberA, 11n),
+      'v9 reads a generation in a classic group',
+    ).toBe(0);
     expect(await commit(5, generationId - 1, memberA, 12n)).toBe(KAFKA_ERROR.ILLEGAL_GENERATION);
     expect(await commit(9, generationId, 'nobody', 12n)).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
-    expect(await commit(5, -1, '', 12n), 'no commit without a member while the group has members').toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+    expect(
+      await commit(5, -1, '', 12n),
+      'no commit without a member while the group has members',
+    ).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
     expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 1 }]))[0]?.offset).toBe(11);
   });
 });
@@ -151,13 +263,26 @@ describe('LeaveGroup', () => {
     const { a, memberA, memberB, generationId } = await stableGroup(t, clock);
     const unknown = await a.send(API_KEYS.LeaveGroup, 1, { groupId: 'g', memberId: 'nobody' });
     expect(unknown.errorCode).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
-    const batch = await a.send(API_KEYS.LeaveGroup, 3, { groupId: 'g', members: [{ memberId: memberB }, { memberId: 'nobody' }] });
+    const batch = await a.send(API_KEYS.LeaveGroup, 3, {
+      groupId: 'g',
+      members: [{ memberId: memberB }, { memberId: 'nobody' }],
+    });
     expect(batch.errorCode).toBe(0);
-    expect(batch.members.map((m) => [m.memberId, m.errorCode])).toEqual([[memberB, 0], ['nobody', KAFKA_ERROR.UNKNOWN_MEMBER_ID]]);
-    expect((await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId: memberA })).errorCode).toBe(KAFKA_ERROR.REBALANCE_IN_PROGRESS);
+    expect(batch.members.map((m) => [m.memberId, m.errorCode])).toEqual([
+      [memberB, 0],
+      ['nobody', KAFKA_ERROR.UNKNOWN_MEMBER_ID],
+    ]);
+    expect(
+      (await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId: memberA }))
+        .errorCode,
+    ).toBe(KAFKA_ERROR.REBALANCE_IN_PROGRESS);
     const left = await a.send(API_KEYS.LeaveGroup, 0, { groupId: 'g', memberId: memberA });
     expect(left.errorCode).toBe(0);
-    expect((await a.send(API_KEYS.LeaveGroup, 4, { groupId: 'nogroup', members: [{ memberId: 'm' }] })).errorCode, 'a group id with no group').toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+    expect(
+      (await a.send(API_KEYS.LeaveGroup, 4, { groupId: 'nogroup', members: [{ memberId: 'm' }] }))
+        .errorCode,
+      'a group id with no group',
+    ).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
   });
 });
 
@@ -168,16 +293,44 @@ describe('DescribeGroups and ListGroups', () => {
     const { a, memberA, memberB } = await stableGroup(t, clock);
     for (let version = 0; version <= 5; version++) {
       const [g] = (await a.send(API_KEYS.DescribeGroups, version, { groups: ['g'] })).groups;
-      expect(g, `v${version}`).toMatchObject({ errorCode: 0, groupState: 'Stable', protocolType: 'consumer', protocolData: 'range' });
-      const members = g!.members.map((m) => [m.memberId, m.clientId, m.clientHost, m.memberMetadata.toString(), m.memberAssignment.toString()]);
-      expect(members.sort()).toEqual([[memberA, 'client-a', '/127.0.0.1', 'range-of-a', 'parts-of-a'], [memberB, 'client-b', '/127.0.0.1', 'range-of-b', 'parts-of-b']].sort());
+      expect(g, `v${version}`).toMatchObject({
+        errorCode: 0,
+        groupState: 'Stable',
+        protocolType: 'consumer',
+        protocolData: 'range',
+      });
+      const members = g!.members.map((m) => [
+        m.memberId,
+        m.clientId,
+        m.clientHost,
+        m.memberMetadata.toString(),
+        m.memberAssignment.toString(),
+      ]);
+      expect(members.sort()).toEqual(
+        [
+          [memberA, 'client-a', '/127.0.0.1', 'range-of-a', 'parts-of-a'],
+          [memberB, 'client-b', '/127.0.0.1', 'range-of-b', 'parts-of-b'],
+        ].sort(),
+      );
     }
     const listed = await a.send(API_KEYS.ListGroups, 4, {});
-    expect(listed.groups.map((g) => [g.groupId, g.protocolType, g.groupState])).toEqual([['g', 'consumer', 'Stable']]);
+    expect(listed.groups.map((g) => [g.groupId, g.protocolType, g.groupState])).toEqual([
+      ['g', 'consumer', 'Stable'],
+    ]);
     await a.send(API_KEYS.LeaveGroup, 3, { groupId: 'g', members: [{ memberId: memberB }] });
     const [rebalancing] = (await a.send(API_KEYS.DescribeGroups, 5, { groups: ['g'] })).groups;
-    expect(rebalancing, 'no protocol or member bytes outside Stable, as Kafka').toMatchObject({ groupState: 'PreparingRebalance', protocolType: 'consumer', protocolData: '' });
-    expect(rebalancing!.members.map((m) => [m.memberId, m.memberMetadata.length, m.memberAssignment.length])).toEqual([[memberA, 0, 0]]);
+    expect(rebalancing, 'no protocol or member bytes outside Stable, as Kafka').toMatchObject({
+      groupState: 'PreparingRebalance',
+      protocolType: 'consumer',
+      protocolData: '',
+    });
+    expect(
+      rebalancing!.members.map((m) => [
+        m.memberId,
+        m.memberMetadata.length,
+        m.memberAssignment.length,
+      ]),
+    ).toEqual([[memberA, 0, 0]]);
   });
 });
 
@@ -208,12 +361,31 @@ describe('a restart of the server and the store', () => {
     const after = await start(dir, clock);
     const c = await connect(after);
     const [g] = (await c.send(API_KEYS.DescribeGroups, 5, { groups: ['g'] })).groups;
-    expect(g).toMatchObject({ groupState: 'Stable', protocolType: 'consumer', protocolData: 'range' });
-    expect(g!.members.map((m) => [m.memberId, m.memberAssignment.toString()]).sort()).toEqual([[memberA, 'parts-of-a'], [memberB, 'parts-of-b']].sort());
+    expect(g).toMatchObject({
+      groupState: 'Stable',
+      protocolType: 'consumer',
+      protocolData: 'range',
+    });
+    expect(g!.members.map((m) => [m.memberId, m.memberAssignment.toString()]).sort()).toEqual(
+      [
+        [memberA, 'parts-of-a'],
+        [memberB, 'parts-of-b'],
+      ].sort(),
+    );
     for (const memberId of [memberA, memberB]) {
-      expect((await c.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId })).errorCode).toBe(0);
+      expect(
+        (await c.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId })).errorCode,
+      ).toBe(0);
     }
-    const sync = await c.send(API_KEYS.SyncGroup, 3, { groupId: 'g', generationId, memberId: memberB, assignments: [] });
-    expect([sync.errorCode, sync.assignment.toString()], 'a Stable group answers SyncGroup at once').toEqual([0, 'parts-of-b']);
+    const sync = await c.send(API_KEYS.SyncGroup, 3, {
+      groupId: 'g',
+      generationId,
+      memberId: memberB,
+      assignments: [],
+    });
+    expect(
+      [sync.errorCode, sync.assignment.toString()],
+      'a Stable group answers SyncGroup at once',
+    ).toEqual([0, 'parts-of-b']);
   });
 });

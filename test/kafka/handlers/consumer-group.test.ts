@@ -8,7 +8,12 @@
  * the member even when its heartbeats omit the subscription (as librdkafka's do).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { API_KEYS, KAFKA_ERROR, type RequestInputOf, type ResponseOf } from '../../../src/kafka/protocol/index.js';
+import {
+  API_KEYS,
+  KAFKA_ERROR,
+  type RequestInputOf,
+  type ResponseOf,
+} from '../../../src/kafka/protocol/index.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
@@ -16,7 +21,14 @@ let running: TestServer | undefined;
 let client: RawKafkaClient | undefined;
 
 async function start(): Promise<{ t: TestServer; client: RawKafkaClient }> {
-  running = await startTestServer({ server: { topics: [{ name: 'orders', partitions: 4 }, { name: 'audit', partitions: 1 }] } });
+  running = await startTestServer({
+    server: {
+      topics: [
+        { name: 'orders', partitions: 4 },
+        { name: 'audit', partitions: 1 },
+      ],
+    },
+  });
   client = await RawKafkaClient.connect(running.server.port, {});
   return { t: running, client };
 }
@@ -32,7 +44,14 @@ afterEach(async () => {
 type Heartbeat = RequestInputOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
 type HeartbeatResponse = ResponseOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
 
-const JOIN: Heartbeat = { groupId: 'g', memberId: '', memberEpoch: 0, rebalanceTimeoutMs: 60_000, subscribedTopicNames: ['orders'], topicPartitions: [] };
+const JOIN: Heartbeat = {
+  groupId: 'g',
+  memberId: '',
+  memberEpoch: 0,
+  rebalanceTimeoutMs: 60_000,
+  subscribedTopicNames: ['orders'],
+  topicPartitions: [],
+};
 
 async function topicIds(c: RawKafkaClient): Promise<Record<string, string>> {
   const metadata = await c.send(API_KEYS.Metadata, 12, { topics: null });
@@ -48,14 +67,27 @@ describe('ConsumerGroupHeartbeat', () => {
     const { t, client } = await start();
     const ids = await topicIds(client);
     const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, JOIN);
-    expect(joined).toMatchObject({ errorCode: 0, memberEpoch: expect.any(Number), heartbeatIntervalMs: 5000 });
+    expect(joined).toMatchObject({
+      errorCode: 0,
+      memberEpoch: expect.any(Number),
+      heartbeatIntervalMs: 5000,
+    });
     expect(joined.memberId).toMatch(/^[0-9a-f-]{36}$/);
     expect(partitionsOf(joined, ids.orders!)).toEqual([0, 1, 2, 3]);
     const owned = [{ topicId: ids.orders!, partitions: [0, 1, 2, 3] }];
-    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, { groupId: 'g', memberId: joined.memberId!, memberEpoch: joined.memberEpoch, topicPartitions: owned });
+    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
+      groupId: 'g',
+      memberId: joined.memberId!,
+      memberEpoch: joined.memberEpoch,
+      topicPartitions: owned,
+    });
     expect(beat).toMatchObject({ errorCode: 0, memberEpoch: joined.memberEpoch, assignment: null });
     expect((await t.store.describeGroup('g')).state).toBe('Stable');
-    const left = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, { groupId: 'g', memberId: joined.memberId!, memberEpoch: -1 });
+    const left = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
+      groupId: 'g',
+      memberId: joined.memberId!,
+      memberEpoch: -1,
+    });
     expect(left).toMatchObject({ errorCode: 0, memberEpoch: -1 });
     expect((await t.store.describeGroup('g')).members).toEqual([]);
   });
@@ -63,7 +95,11 @@ describe('ConsumerGroupHeartbeat', () => {
   it('reads an empty subscribed_topic_regex as no regular expression, as Kafka does (librdkafka 2.15.1 sends "" with its topic names)', async () => {
     const { client } = await start();
     const ids = await topicIds(client);
-    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'librdkafka-member', subscribedTopicRegex: '' });
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'librdkafka-member',
+      subscribedTopicRegex: '',
+    });
     expect(joined).toMatchObject({ errorCode: 0, memberId: 'librdkafka-member' });
     expect(partitionsOf(joined, ids.orders!)).toEqual([0, 1, 2, 3]);
   });
@@ -71,30 +107,80 @@ describe('ConsumerGroupHeartbeat', () => {
   it('splits partitions between two v1 members cooperatively: a partition moves only once its owner released it', async () => {
     const { client } = await start();
     const ids = await topicIds(client);
-    const a = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'member-a' });
+    const a = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'member-a',
+    });
     expect(a.memberId).toBe('member-a');
     const owning = (partitions: number[]) => [{ topicId: ids.orders!, partitions }];
-    await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { groupId: 'g', memberId: 'member-a', memberEpoch: a.memberEpoch, topicPartitions: owning([0, 1, 2, 3]) });
-    const b = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'member-b' });
-    expect(partitionsOf(b, ids.orders!) ?? [], 'nothing yet: member-a still owns everything').toEqual([]);
-    const revoke = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { groupId: 'g', memberId: 'member-a', memberEpoch: a.memberEpoch, topicPartitions: owning([0, 1, 2, 3]) });
+    await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'member-a',
+      memberEpoch: a.memberEpoch,
+      topicPartitions: owning([0, 1, 2, 3]),
+    });
+    const b = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'member-b',
+    });
+    expect(
+      partitionsOf(b, ids.orders!) ?? [],
+      'nothing yet: member-a still owns everything',
+    ).toEqual([]);
+    const revoke = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'member-a',
+      memberEpoch: a.memberEpoch,
+      topicPartitions: owning([0, 1, 2, 3]),
+    });
     const kept = partitionsOf(revoke, ids.orders!)!;
     expect(kept).toHaveLength(2);
-    const released = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { groupId: 'g', memberId: 'member-a', memberEpoch: revoke.memberEpoch, topicPartitions: owning(kept) });
+    const released = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'member-a',
+      memberEpoch: revoke.memberEpoch,
+      topicPartitions: owning(kept),
+    });
     expect(released.errorCode).toBe(0);
-    const bAgain = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { groupId: 'g', memberId: 'member-b', memberEpoch: b.memberEpoch, topicPartitions: [] });
+    const bAgain = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'member-b',
+      memberEpoch: b.memberEpoch,
+      topicPartitions: [],
+    });
     expect([...kept, ...partitionsOf(bAgain, ids.orders!)!].sort()).toEqual([0, 1, 2, 3]);
   });
 
   it('fences commits by member epoch: the current epoch commits, an older one is STALE_MEMBER_EPOCH, a newer one FENCED_MEMBER_EPOCH', async () => {
     const { client } = await start();
-    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'm' });
-    const commit = (epoch: number) => client.send(API_KEYS.OffsetCommit, 9, { groupId: 'g', generationIdOrMemberEpoch: epoch, memberId: 'm', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 11n }] }] });
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+    });
+    const commit = (epoch: number) =>
+      client.send(API_KEYS.OffsetCommit, 9, {
+        groupId: 'g',
+        generationIdOrMemberEpoch: epoch,
+        memberId: 'm',
+        topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 11n }] }],
+      });
     expect((await commit(joined.memberEpoch)).topics[0]!.partitions[0]!.errorCode).toBe(0);
-    expect((await commit(joined.memberEpoch - 1)).topics[0]!.partitions[0]!.errorCode).toBe(KAFKA_ERROR.STALE_MEMBER_EPOCH);
-    expect((await commit(joined.memberEpoch + 1)).topics[0]!.partitions[0]!.errorCode).toBe(KAFKA_ERROR.FENCED_MEMBER_EPOCH);
-    const auditCommit = await client.send(API_KEYS.OffsetCommit, 9, { groupId: 'g', generationIdOrMemberEpoch: joined.memberEpoch, memberId: 'm', topics: [{ name: 'audit', partitions: [{ partitionIndex: 0, committedOffset: 1n }] }] });
-    expect(auditCommit.topics[0]!.partitions[0]!.errorCode, 'a partition the member does not own').toBe(KAFKA_ERROR.STALE_MEMBER_EPOCH);
+    expect((await commit(joined.memberEpoch - 1)).topics[0]!.partitions[0]!.errorCode).toBe(
+      KAFKA_ERROR.STALE_MEMBER_EPOCH,
+    );
+    expect((await commit(joined.memberEpoch + 1)).topics[0]!.partitions[0]!.errorCode).toBe(
+      KAFKA_ERROR.FENCED_MEMBER_EPOCH,
+    );
+    const auditCommit = await client.send(API_KEYS.OffsetCommit, 9, {
+      groupId: 'g',
+      generationIdOrMemberEpoch: joined.memberEpoch,
+      memberId: 'm',
+      topics: [{ name: 'audit', partitions: [{ partitionIndex: 0, committedOffset: 1n }] }],
+    });
+    expect(
+      auditCommit.topics[0]!.partitions[0]!.errorCode,
+      'a partition the member does not own',
+    ).toBe(KAFKA_ERROR.STALE_MEMBER_EPOCH);
   });
 
   it('checks requests as Kafka does, and answers an unknown assignor with UNSUPPORTED_ASSIGNOR', async () => {
@@ -104,31 +190,67 @@ describe('ConsumerGroupHeartbeat', () => {
       ['v1 without a member id', 1, JOIN],
       ['a join without a rebalance timeout', 0, { ...JOIN, rebalanceTimeoutMs: -1 }],
       ['a join without a subscription', 0, { ...JOIN, subscribedTopicNames: null }],
-      ['a join owning partitions', 0, { ...JOIN, topicPartitions: [{ topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a', partitions: [0] }] }],
+      [
+        'a join owning partitions',
+        0,
+        {
+          ...JOIN,
+          topicPartitions: [{ topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a', partitions: [0] }],
+        },
+      ],
       ['epoch -3', 0, { ...JOIN, memberId: 'm', memberEpoch: -3 }],
       ['-2 without an instance id', 0, { groupId: 'g', memberId: 'm', memberEpoch: -2 }],
       ['an empty instance id', 0, { ...JOIN, instanceId: '' }],
-      ['a regular expression', 1, { ...JOIN, memberId: 'm', subscribedTopicNames: null, subscribedTopicRegex: 'ord.*' }],
+      [
+        'a regular expression',
+        1,
+        { ...JOIN, memberId: 'm', subscribedTopicNames: null, subscribedTopicRegex: 'ord.*' },
+      ],
     ];
     for (const [what, version, request] of refused) {
       const response = await client.send(API_KEYS.ConsumerGroupHeartbeat, version, request);
-      expect([response.errorCode, response.memberId], what).toEqual([KAFKA_ERROR.INVALID_REQUEST, null]);
+      expect([response.errorCode, response.memberId], what).toEqual([
+        KAFKA_ERROR.INVALID_REQUEST,
+        null,
+      ]);
       expect(response.errorMessage, what).toBeTruthy();
     }
-    const assignor = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, { ...JOIN, serverAssignor: 'sticky' });
+    const assignor = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
+      ...JOIN,
+      serverAssignor: 'sticky',
+    });
     expect(assignor.errorCode).toBe(KAFKA_ERROR.UNSUPPORTED_ASSIGNOR);
-    const unknown = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, { groupId: 'g', memberId: 'ghost', memberEpoch: 3 });
+    const unknown = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
+      groupId: 'g',
+      memberId: 'ghost',
+      memberEpoch: 3,
+    });
     expect(unknown.errorCode).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
-    expect((await t.store.listGroups()).map((g) => g.groupId), 'no refused join created a member').toEqual([]);
+    expect(
+      (await t.store.listGroups()).map((g) => g.groupId),
+      'no refused join created a member',
+    ).toEqual([]);
   });
 
   it('takes range as an assignor, and gives a topic created after the subscription to a member whose heartbeats omit it', async () => {
     const { client } = await start();
-    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'm', subscribedTopicNames: ['orders', 'later'], serverAssignor: 'range' });
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: ['orders', 'later'],
+      serverAssignor: 'range',
+    });
     expect(joined.errorCode).toBe(0);
-    const created = await client.send(API_KEYS.Metadata, 12, { topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }], allowAutoTopicCreation: true });
+    const created = await client.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
+      allowAutoTopicCreation: true,
+    });
     const laterId = created.topics[0]!.topicId;
-    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { groupId: 'g', memberId: 'm', memberEpoch: joined.memberEpoch });
+    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+    });
     expect(beat.errorCode).toBe(0);
     expect(partitionsOf(beat, laterId)).toEqual([0]);
   });
@@ -138,14 +260,33 @@ describe('ConsumerGroupDescribe', () => {
   it('describes members with their epochs, client id and host, subscribed names and assignments; an unknown group is GROUP_ID_NOT_FOUND', async () => {
     const { client } = await start();
     const ids = await topicIds(client);
-    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, memberId: 'm', subscribedTopicNames: ['orders', 'audit'] });
-    const response = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g', 'nope'] });
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: ['orders', 'audit'],
+    });
+    const response = await client.send(API_KEYS.ConsumerGroupDescribe, 0, {
+      groupIds: ['g', 'nope'],
+    });
     const [group, unknown] = response.groups;
-    expect(group).toMatchObject({ errorCode: 0, groupId: 'g', groupState: 'Stable', groupEpoch: expect.any(Number), assignorName: 'uniform' });
+    expect(group).toMatchObject({
+      errorCode: 0,
+      groupId: 'g',
+      groupState: 'Stable',
+      groupEpoch: expect.any(Number),
+      assignorName: 'uniform',
+    });
     expect(group!.members).toHaveLength(1);
-    expect(group!.members[0]).toMatchObject({ memberId: 'm', memberEpoch: joined.memberEpoch, clientId: 'raw-test', clientHost: '/127.0.0.1', subscribedTopicNames: ['audit', 'orders'] });
+    expect(group!.members[0]).toMatchObject({
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+      clientId: 'raw-test',
+      clientHost: '/127.0.0.1',
+      subscribedTopicNames: ['audit', 'orders'],
+    });
     expect(group!.members[0]!.assignment.topicPartitions).toEqual([
-      { topicId: ids.audit, topicName: 'audit', partitions: [0] }, { topicId: ids.orders, topicName: 'orders', partitions: [0, 1, 2, 3] },
+      { topicId: ids.audit, topicName: 'audit', partitions: [0] },
+      { topicId: ids.orders, topicName: 'orders', partitions: [0, 1, 2, 3] },
     ]);
     expect(unknown).toMatchObject({ errorCode: KAFKA_ERROR.GROUP_ID_NOT_FOUND, groupId: 'nope' });
   });

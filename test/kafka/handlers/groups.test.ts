@@ -15,7 +15,14 @@ let running: TestServer | undefined;
 let client: RawKafkaClient | undefined;
 
 async function start(): Promise<{ t: TestServer; client: RawKafkaClient }> {
-  running = await startTestServer({ server: { topics: [{ name: 'orders', partitions: 4 }, { name: 'audit', partitions: 2 }] } });
+  running = await startTestServer({
+    server: {
+      topics: [
+        { name: 'orders', partitions: 4 },
+        { name: 'audit', partitions: 2 },
+      ],
+    },
+  });
   client = await RawKafkaClient.connect(running.server.port);
   return { t: running, client };
 }
@@ -30,8 +37,14 @@ afterEach(async () => {
 
 /** A group with offsets only ('idle'), and one with a member subscribed to orders ('live'). */
 async function seed(t: TestServer): Promise<string> {
-  await t.store.commitOffsets('idle', [{ tableId: 1, bucketId: 0, offset: 5 }, { tableId: 2, bucketId: 1, offset: 6 }]);
-  await t.store.commitOffsets('live', [{ tableId: 1, bucketId: 0, offset: 1 }, { tableId: 2, bucketId: 0, offset: 2 }]);
+  await t.store.commitOffsets('idle', [
+    { tableId: 1, bucketId: 0, offset: 5 },
+    { tableId: 2, bucketId: 1, offset: 6 },
+  ]);
+  await t.store.commitOffsets('live', [
+    { tableId: 1, bucketId: 0, offset: 1 },
+    { tableId: 2, bucketId: 0, offset: 2 },
+  ]);
   const { memberId } = await t.store.heartbeat('live', { memberEpoch: 0, subscribedTableIds: [1] });
   return memberId;
 }
@@ -57,7 +70,9 @@ function assignedPartitions(bytes: Buffer): Record<string, number[]> {
     const topic = bytes.toString('utf8', p + 2, p + 2 + length);
     p += 2 + length;
     const partitions = bytes.readInt32BE(p);
-    assignment[topic] = Array.from({ length: partitions }, (_, k) => bytes.readInt32BE(p + 4 + 4 * k));
+    assignment[topic] = Array.from({ length: partitions }, (_, k) =>
+      bytes.readInt32BE(p + 4 + 4 * k),
+    );
     p += 4 + 4 * partitions;
   }
   return assignment;
@@ -70,10 +85,17 @@ describe('ListGroups', () => {
     for (let version = 0; version <= 4; version++) {
       const response = await client.send(API_KEYS.ListGroups, version, {});
       expect(response.errorCode).toBe(0);
-      expect(response.groups.map((g) => [g.groupId, g.protocolType, version >= 4 ? g.groupState : '']), `v${version}`)
-        .toEqual([['idle', '', version >= 4 ? 'Empty' : ''], ['live', 'consumer', version >= 4 ? 'Stable' : '']]);
+      expect(
+        response.groups.map((g) => [g.groupId, g.protocolType, version >= 4 ? g.groupState : '']),
+        `v${version}`,
+      ).toEqual([
+        ['idle', '', version >= 4 ? 'Empty' : ''],
+        ['live', 'consumer', version >= 4 ? 'Stable' : ''],
+      ]);
     }
-    const filtered = await client.send(API_KEYS.ListGroups, 4, { statesFilter: ['stable', 'PreparingRebalance'] });
+    const filtered = await client.send(API_KEYS.ListGroups, 4, {
+      statesFilter: ['stable', 'PreparingRebalance'],
+    });
     expect(filtered.groups.map((g) => g.groupId)).toEqual(['live']);
   });
 });
@@ -83,16 +105,40 @@ describe('DescribeGroups', () => {
     const { t, client } = await start();
     const memberId = await seed(t);
     for (let version = 0; version <= 5; version++) {
-      const response = await client.send(API_KEYS.DescribeGroups, version, { groups: ['live', 'idle', 'unknown'] });
+      const response = await client.send(API_KEYS.DescribeGroups, version, {
+        groups: ['live', 'idle', 'unknown'],
+      });
       const [live, idle, unknown] = response.groups;
-      expect(live, `v${version}`).toMatchObject({ errorCode: 0, groupId: 'live', groupState: 'Stable', protocolType: 'consumer', protocolData: 'uniform' });
+      expect(live, `v${version}`).toMatchObject({
+        errorCode: 0,
+        groupId: 'live',
+        groupState: 'Stable',
+        protocolType: 'consumer',
+        protocolData: 'uniform',
+      });
       expect(live!.members.map((m) => m.memberId)).toEqual([memberId]);
       expect(subscribedTopics(live!.members[0]!.memberMetadata)).toEqual(['orders']);
-      expect(assignedPartitions(live!.members[0]!.memberAssignment)).toEqual({ orders: [0, 1, 2, 3] });
-      expect(idle, `v${version}`).toMatchObject({ errorCode: 0, groupState: 'Empty', protocolType: '', protocolData: '', members: [] });
-      expect(unknown, `v${version}`).toMatchObject({ errorCode: 0, groupId: 'unknown', groupState: 'Dead', protocolType: '', members: [] });
+      expect(assignedPartitions(live!.members[0]!.memberAssignment)).toEqual({
+        orders: [0, 1, 2, 3],
+      });
+      expect(idle, `v${version}`).toMatchObject({
+        errorCode: 0,
+        groupState: 'Empty',
+        protocolType: '',
+        protocolData: '',
+        members: [],
+      });
+      expect(unknown, `v${version}`).toMatchObject({
+        errorCode: 0,
+        groupId: 'unknown',
+        groupState: 'Dead',
+        protocolType: '',
+        members: [],
+      });
     }
-    expect((await client.send(API_KEYS.DescribeGroups, 5, { groups: [''] })).groups[0]!.errorCode).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
+    expect(
+      (await client.send(API_KEYS.DescribeGroups, 5, { groups: [''] })).groups[0]!.errorCode,
+    ).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
   });
 });
 
@@ -101,9 +147,17 @@ describe('DeleteGroups', () => {
     const { t, client } = await start();
     await seed(t);
     for (let version = 0; version <= 2; version++) {
-      const response = await client.send(API_KEYS.DeleteGroups, version, { groupsNames: ['idle', 'live', 'unknown', ''] });
-      expect(response.results.map((r) => [r.groupId, r.errorCode]), `v${version}`).toEqual([
-        ['idle', version === 0 ? 0 : KAFKA_ERROR.GROUP_ID_NOT_FOUND], ['live', KAFKA_ERROR.NON_EMPTY_GROUP], ['unknown', KAFKA_ERROR.GROUP_ID_NOT_FOUND], ['', KAFKA_ERROR.INVALID_GROUP_ID],
+      const response = await client.send(API_KEYS.DeleteGroups, version, {
+        groupsNames: ['idle', 'live', 'unknown', ''],
+      });
+      expect(
+        response.results.map((r) => [r.groupId, r.errorCode]),
+        `v${version}`,
+      ).toEqual([
+        ['idle', version === 0 ? 0 : KAFKA_ERROR.GROUP_ID_NOT_FOUND],
+        ['live', KAFKA_ERROR.NON_EMPTY_GROUP],
+        ['unknown', KAFKA_ERROR.GROUP_ID_NOT_FOUND],
+        ['', KAFKA_ERROR.INVALID_GROUP_ID],
       ]);
     }
     expect((await t.store.listGroups()).map((g) => g.groupId)).toEqual(['live']);
@@ -116,15 +170,36 @@ describe('OffsetDelete', () => {
     await seed(t);
     const response = await client.send(API_KEYS.OffsetDelete, 0, {
       groupId: 'live',
-      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }] }, { name: 'audit', partitions: [{ partitionIndex: 0 }, { partitionIndex: 5 }] }, { name: 'nope', partitions: [{ partitionIndex: 0 }] }],
+      topics: [
+        { name: 'orders', partitions: [{ partitionIndex: 0 }] },
+        { name: 'audit', partitions: [{ partitionIndex: 0 }, { partitionIndex: 5 }] },
+        { name: 'nope', partitions: [{ partitionIndex: 0 }] },
+      ],
     });
     expect(response.errorCode).toBe(0);
     expect(response.topics.map((topic) => topic.partitions.map((p) => p.errorCode))).toEqual([
-      [KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC], [0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION], [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
+      [KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC],
+      [0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
+      [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
     ]);
-    expect((await t.store.fetchOffsets('live', [{ tableId: 1, bucketId: 0 }, { tableId: 2, bucketId: 0 }])).map((o) => o?.offset ?? null)).toEqual([1, null]);
-    const idle = await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'idle', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }, { partitionIndex: 3 }] }] });
-    expect(idle.topics[0]!.partitions.map((p) => p.errorCode), 'a partition with nothing committed is deleted without error').toEqual([0, 0]);
-    expect((await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'unknown', topics: [] })).errorCode).toBe(KAFKA_ERROR.GROUP_ID_NOT_FOUND);
+    expect(
+      (
+        await t.store.fetchOffsets('live', [
+          { tableId: 1, bucketId: 0 },
+          { tableId: 2, bucketId: 0 },
+        ])
+      ).map((o) => o?.offset ?? null),
+    ).toEqual([1, null]);
+    const idle = await client.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'idle',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }, { partitionIndex: 3 }] }],
+    });
+    expect(
+      idle.topics[0]!.partitions.map((p) => p.errorCode),
+      'a partition with nothing committed is deleted without error',
+    ).toEqual([0, 0]);
+    expect(
+      (await client.send(API_KEYS.OffsetDelete, 0, { groupId: 'unknown', topics: [] })).errorCode,
+    ).toBe(KAFKA_ERROR.GROUP_ID_NOT_FOUND);
   });
 });

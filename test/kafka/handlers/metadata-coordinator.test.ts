@@ -13,13 +13,27 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CATALOG_FILE } from '../../../src/kafka/index.js';
 import { API_KEYS, KAFKA_ERROR, ZERO_UUID } from '../../../src/kafka/protocol/index.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
-import { startTestServer, type TestServer, type TestServerOptions } from '../support/server-fixture.js';
+import {
+  startTestServer,
+  type TestServer,
+  type TestServerOptions,
+} from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
 let client: RawKafkaClient | undefined;
 
-async function start(server: TestServerOptions['server'] = {}): Promise<{ t: TestServer; client: RawKafkaClient }> {
-  running = await startTestServer({ server: { topics: [{ name: 'orders', partitions: 3 }, { name: 'audit', partitions: 1 }], ...server } });
+async function start(
+  server: TestServerOptions['server'] = {},
+): Promise<{ t: TestServer; client: RawKafkaClient }> {
+  running = await startTestServer({
+    server: {
+      topics: [
+        { name: 'orders', partitions: 3 },
+        { name: 'audit', partitions: 1 },
+      ],
+      ...server,
+    },
+  });
   client = await RawKafkaClient.connect(running.server.port);
   return { t: running, client };
 }
@@ -35,63 +49,130 @@ afterEach(async () => {
 describe('Metadata', () => {
   it('names this server as the only broker, controller and leader, with every replica on it, at every version', async () => {
     const { t, client } = await start();
-    const onDisk = JSON.parse(readFileSync(path.join(t.dir, CATALOG_FILE), 'utf8')) as { topics: { name: string; topicId: string }[] };
+    const onDisk = JSON.parse(readFileSync(path.join(t.dir, CATALOG_FILE), 'utf8')) as {
+      topics: { name: string; topicId: string }[];
+    };
     const ordersId = onDisk.topics.find((x) => x.name === 'orders')!.topicId;
     for (let version = 0; version <= 12; version++) {
-      const response = await client.send(API_KEYS.Metadata, version, { topics: [{ name: 'orders' }] });
-      expect(response.brokers, `v${version}`).toEqual([{ nodeId: 0, host: '127.0.0.1', port: t.server.port, rack: null }]);
+      const response = await client.send(API_KEYS.Metadata, version, {
+        topics: [{ name: 'orders' }],
+      });
+      expect(response.brokers, `v${version}`).toEqual([
+        { nodeId: 0, host: '127.0.0.1', port: t.server.port, rack: null },
+      ]);
       const [topic] = response.topics;
-      expect(topic, `v${version}`).toMatchObject({ errorCode: 0, name: 'orders', isInternal: false });
-      expect(topic!.partitions.map((p) => [p.partitionIndex, p.leaderId, p.replicaNodes, p.isrNodes]), `v${version}`).toEqual([0, 1, 2].map((p) => [p, 0, [0], [0]]));
+      expect(topic, `v${version}`).toMatchObject({
+        errorCode: 0,
+        name: 'orders',
+        isInternal: false,
+      });
+      expect(
+        topic!.partitions.map((p) => [p.partitionIndex, p.leaderId, p.replicaNodes, p.isrNodes]),
+        `v${version}`,
+      ).toEqual([0, 1, 2].map((p) => [p, 0, [0], [0]]));
       if (version >= 1) expect(response.controllerId).toBe(0);
       if (version >= 2) expect(response.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
-      expect(topic!.topicId, `v${version}: the catalog's id from v10`).toBe(version >= 10 ? ordersId : ZERO_UUID);
+      expect(topic!.topicId, `v${version}: the catalog's id from v10`).toBe(
+        version >= 10 ? ordersId : ZERO_UUID,
+      );
     }
   });
 
   it('lists every topic for an empty list in v0 and for null from v1; none for an empty list from v1', async () => {
     const { client } = await start();
-    expect((await client.send(API_KEYS.Metadata, 0, { topics: [] })).topics.map((t) => t.name)).toEqual(['audit', 'orders']);
-    expect((await client.send(API_KEYS.Metadata, 1, { topics: null })).topics.map((t) => t.name)).toEqual(['audit', 'orders']);
+    expect(
+      (await client.send(API_KEYS.Metadata, 0, { topics: [] })).topics.map((t) => t.name),
+    ).toEqual(['audit', 'orders']);
+    expect(
+      (await client.send(API_KEYS.Metadata, 1, { topics: null })).topics.map((t) => t.name),
+    ).toEqual(['audit', 'orders']);
     expect((await client.send(API_KEYS.Metadata, 9, { topics: [] })).topics).toEqual([]);
   });
 
   it('creates an unknown topic durably, with defaultPartitions, when the request allows it (always before v4)', async () => {
     const { t, client } = await start({ defaultPartitions: 2 });
-    const created = await client.send(API_KEYS.Metadata, 9, { topics: [{ name: 'fresh' }], allowAutoTopicCreation: true });
+    const created = await client.send(API_KEYS.Metadata, 9, {
+      topics: [{ name: 'fresh' }],
+      allowAutoTopicCreation: true,
+    });
     expect(created.topics[0]).toMatchObject({ errorCode: 0, name: 'fresh' });
     expect(created.topics[0]!.partitions).toHaveLength(2);
-    const onDisk = JSON.parse(readFileSync(path.join(t.dir, CATALOG_FILE), 'utf8')) as { topics: { name: string; partitions: number }[] };
-    expect(onDisk.topics.find((x) => x.name === 'fresh')?.partitions, 'written before the answer').toBe(2);
-    expect((await client.send(API_KEYS.Metadata, 3, { topics: [{ name: 'old-client' }] })).topics[0]!.errorCode, 'v0-3 always allow').toBe(0);
-    const refused = await client.send(API_KEYS.Metadata, 4, { topics: [{ name: 'not-asked' }], allowAutoTopicCreation: false });
-    expect(refused.topics[0]).toMatchObject({ errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name: 'not-asked', partitions: [] });
+    const onDisk = JSON.parse(readFileSync(path.join(t.dir, CATALOG_FILE), 'utf8')) as {
+      topics: { name: string; partitions: number }[];
+    };
+    expect(
+      onDisk.topics.find((x) => x.name === 'fresh')?.partitions,
+      'written before the answer',
+    ).toBe(2);
+    expect(
+      (await client.send(API_KEYS.Metadata, 3, { topics: [{ name: 'old-client' }] })).topics[0]!
+        .errorCode,
+      'v0-3 always allow',
+    ).toBe(0);
+    const refused = await client.send(API_KEYS.Metadata, 4, {
+      topics: [{ name: 'not-asked' }],
+      allowAutoTopicCreation: false,
+    });
+    expect(refused.topics[0]).toMatchObject({
+      errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+      name: 'not-asked',
+      partitions: [],
+    });
     expect(t.server.stats().topics).toBe(4);
   });
 
   it('creates nothing when the server does not allow it', async () => {
     const { t, client } = await start({ autoCreateTopics: false });
-    const response = await client.send(API_KEYS.Metadata, 12, { topics: [{ name: 'fresh', topicId: ZERO_UUID }], allowAutoTopicCreation: true });
+    const response = await client.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'fresh', topicId: ZERO_UUID }],
+      allowAutoTopicCreation: true,
+    });
     expect(response.topics[0]!.errorCode).toBe(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION);
     expect(t.server.stats().topics).toBe(2);
   });
 
   it('answers INVALID_TOPIC_EXCEPTION for an illegal or colliding name, POLICY_VIOLATION for a full catalog', async () => {
-    const { client } = await start({ topicsMax: 1, topics: [{ name: 'metrics.cpu', partitions: 1 }] });
-    const response = await client.send(API_KEYS.Metadata, 9, { topics: [{ name: 'bad name' }, { name: '..' }, { name: 'metrics_cpu' }, { name: 'x'.repeat(250) }], allowAutoTopicCreation: true });
+    const { client } = await start({
+      topicsMax: 1,
+      topics: [{ name: 'metrics.cpu', partitions: 1 }],
+    });
+    const response = await client.send(API_KEYS.Metadata, 9, {
+      topics: [
+        { name: 'bad name' },
+        { name: '..' },
+        { name: 'metrics_cpu' },
+        { name: 'x'.repeat(250) },
+      ],
+      allowAutoTopicCreation: true,
+    });
     expect(response.topics.map((t) => t.errorCode)).toEqual([17, 17, 17, 17]);
-    const full = await client.send(API_KEYS.Metadata, 9, { topics: [{ name: 'one-more' }], allowAutoTopicCreation: true });
+    const full = await client.send(API_KEYS.Metadata, 9, {
+      topics: [{ name: 'one-more' }],
+      allowAutoTopicCreation: true,
+    });
     expect(full.topics[0]!.errorCode).toBe(KAFKA_ERROR.POLICY_VIOLATION);
   });
 
   it('finds topics by id from v10 and answers UNKNOWN_TOPIC_ID for an unknown one', async () => {
     const { client } = await start();
-    const byName = await client.send(API_KEYS.Metadata, 12, { topics: [{ name: 'orders', topicId: ZERO_UUID }] });
+    const byName = await client.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'orders', topicId: ZERO_UUID }],
+    });
     const topicId = byName.topics[0]!.topicId;
     expect(topicId).not.toBe(ZERO_UUID);
-    const byId = await client.send(API_KEYS.Metadata, 12, { topics: [{ name: null, topicId }, { name: null, topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a' }] });
-    expect(byId.topics.map((t) => [t.errorCode, t.name])).toEqual([[0, 'orders'], [KAFKA_ERROR.UNKNOWN_TOPIC_ID, null]]);
-    const v10 = await client.send(API_KEYS.Metadata, 10, { topics: [{ name: null, topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a' }] });
+    const byId = await client.send(API_KEYS.Metadata, 12, {
+      topics: [
+        { name: null, topicId },
+        { name: null, topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a' },
+      ],
+    });
+    expect(byId.topics.map((t) => [t.errorCode, t.name])).toEqual([
+      [0, 'orders'],
+      [KAFKA_ERROR.UNKNOWN_TOPIC_ID, null],
+    ]);
+    const v10 = await client.send(API_KEYS.Metadata, 10, {
+      topics: [{ name: null, topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a' }],
+    });
     expect(v10.topics[0]).toMatchObject({ errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_ID, name: '' });
   });
 });
@@ -100,19 +181,36 @@ describe('FindCoordinator', () => {
   it('names this server for a group at v0-3, and for each key of a batch at v4', async () => {
     const { t, client } = await start();
     for (let version = 0; version <= 3; version++) {
-      expect(await client.send(API_KEYS.FindCoordinator, version, { key: 'readers', keyType: 0 }), `v${version}`)
-        .toMatchObject({ errorCode: 0, nodeId: 0, host: '127.0.0.1', port: t.server.port });
+      expect(
+        await client.send(API_KEYS.FindCoordinator, version, { key: 'readers', keyType: 0 }),
+        `v${version}`,
+      ).toMatchObject({ errorCode: 0, nodeId: 0, host: '127.0.0.1', port: t.server.port });
     }
-    const batch = await client.send(API_KEYS.FindCoordinator, 4, { keyType: 0, coordinatorKeys: ['a', 'b', ''] });
-    expect(batch.coordinators.map((c) => [c.key, c.errorCode, c.nodeId])).toEqual([['a', 0, 0], ['b', 0, 0], ['', KAFKA_ERROR.INVALID_GROUP_ID, -1]]);
+    const batch = await client.send(API_KEYS.FindCoordinator, 4, {
+      keyType: 0,
+      coordinatorKeys: ['a', 'b', ''],
+    });
+    expect(batch.coordinators.map((c) => [c.key, c.errorCode, c.nodeId])).toEqual([
+      ['a', 0, 0],
+      ['b', 0, 0],
+      ['', KAFKA_ERROR.INVALID_GROUP_ID, -1],
+    ]);
   });
 
   it('refuses transaction keys (and unknown key types) with INVALID_REQUEST and no node', async () => {
     const { client } = await start();
     const response = await client.send(API_KEYS.FindCoordinator, 2, { key: 'tx-1', keyType: 1 });
-    expect(response).toMatchObject({ errorCode: KAFKA_ERROR.INVALID_REQUEST, nodeId: -1, host: '', port: -1 });
+    expect(response).toMatchObject({
+      errorCode: KAFKA_ERROR.INVALID_REQUEST,
+      nodeId: -1,
+      host: '',
+      port: -1,
+    });
     expect(response.errorMessage).toMatch(/transaction/);
-    const batch = await client.send(API_KEYS.FindCoordinator, 4, { keyType: 2, coordinatorKeys: ['x'] });
+    const batch = await client.send(API_KEYS.FindCoordinator, 4, {
+      keyType: 2,
+      coordinatorKeys: ['x'],
+    });
     expect(batch.coordinators[0]!.errorCode).toBe(KAFKA_ERROR.INVALID_REQUEST);
   });
 });

@@ -12,13 +12,28 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { API_KEYS, KAFKA_ERROR, type RequestInputOf } from '../../../src/kafka/protocol/index.js';
 import { HeldDatasyncFileSystem } from '../../store/store-fixtures.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
-import { startTestServer, type TestServer, type TestServerOptions } from '../support/server-fixture.js';
+import {
+  startTestServer,
+  type TestServer,
+  type TestServerOptions,
+} from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
 const clients: RawKafkaClient[] = [];
 
-async function start(options: TestServerOptions = {}): Promise<{ t: TestServer; client: RawKafkaClient }> {
-  running = await startTestServer({ ...options, server: { topics: [{ name: 'orders', partitions: 4 }, { name: 'audit', partitions: 1 }], ...options.server } });
+async function start(
+  options: TestServerOptions = {},
+): Promise<{ t: TestServer; client: RawKafkaClient }> {
+  running = await startTestServer({
+    ...options,
+    server: {
+      topics: [
+        { name: 'orders', partitions: 4 },
+        { name: 'audit', partitions: 1 },
+      ],
+      ...options.server,
+    },
+  });
   const client = await RawKafkaClient.connect(running.server.port);
   clients.push(client);
   return { t: running, client };
@@ -32,10 +47,20 @@ afterEach(async () => {
 });
 
 type CommitRequest = RequestInputOf<typeof API_KEYS.OffsetCommit>;
-type CommitPartition = NonNullable<NonNullable<CommitRequest['topics']>[number]['partitions']>[number];
+type CommitPartition = NonNullable<
+  NonNullable<CommitRequest['topics']>[number]['partitions']
+>[number];
 
-function adminCommit(groupId: string, partitions: Record<string, CommitPartition[]>): CommitRequest {
-  return { groupId, generationIdOrMemberEpoch: -1, memberId: '', topics: Object.entries(partitions).map(([name, p]) => ({ name, partitions: p })) };
+function adminCommit(
+  groupId: string,
+  partitions: Record<string, CommitPartition[]>,
+): CommitRequest {
+  return {
+    groupId,
+    generationIdOrMemberEpoch: -1,
+    memberId: '',
+    topics: Object.entries(partitions).map(([name, p]) => ({ name, partitions: p })),
+  };
 }
 
 describe('OffsetCommit and OffsetFetch', () => {
@@ -43,58 +68,130 @@ describe('OffsetCommit and OffsetFetch', () => {
     const { client } = await start();
     for (let commitVersion = 2; commitVersion <= 9; commitVersion++) {
       const groupId = `g${commitVersion}`;
-      const committed = await client.send(API_KEYS.OffsetCommit, commitVersion, adminCommit(groupId, {
-        orders: [
-          { partitionIndex: 0, committedOffset: 1042n, committedLeaderEpoch: 7, committedMetadata: 'host-a' },
-          { partitionIndex: 1, committedOffset: -1n, committedMetadata: null },
-          { partitionIndex: 2, committedOffset: -2n, committedMetadata: '' },
-        ],
-      }));
-      expect(committed.topics[0]!.partitions.map((p) => p.errorCode), `v${commitVersion}`).toEqual([0, 0, 0]);
+      const committed = await client.send(
+        API_KEYS.OffsetCommit,
+        commitVersion,
+        adminCommit(groupId, {
+          orders: [
+            {
+              partitionIndex: 0,
+              committedOffset: 1042n,
+              committedLeaderEpoch: 7,
+              committedMetadata: 'host-a',
+            },
+            { partitionIndex: 1, committedOffset: -1n, committedMetadata: null },
+            { partitionIndex: 2, committedOffset: -2n, committedMetadata: '' },
+          ],
+        }),
+      );
+      expect(
+        committed.topics[0]!.partitions.map((p) => p.errorCode),
+        `v${commitVersion}`,
+      ).toEqual([0, 0, 0]);
       for (let fetchVersion = 1; fetchVersion <= 9; fetchVersion++) {
         const asked = [{ name: 'orders', partitionIndexes: [0, 1, 2, 3] }];
-        const response = await client.send(API_KEYS.OffsetFetch, fetchVersion, fetchVersion >= 8 ? { groups: [{ groupId, topics: asked }] } : { groupId, topics: asked });
-        const partitions = (fetchVersion >= 8 ? response.groups[0]!.topics : response.topics)[0]!.partitions;
+        const response = await client.send(
+          API_KEYS.OffsetFetch,
+          fetchVersion,
+          fetchVersion >= 8 ? { groups: [{ groupId, topics: asked }] } : { groupId, topics: asked },
+        );
+        const partitions = (fetchVersion >= 8 ? response.groups[0]!.topics : response.topics)[0]!
+          .partitions;
         const where = `commit v${commitVersion}, fetch v${fetchVersion}`;
-        expect(partitions.map((p) => p.committedOffset), where).toEqual([1042n, -1n, -2n, -1n]);
-        expect(partitions.map((p) => p.metadata), where).toEqual(['host-a', '', '', '']);
-        expect(partitions.map((p) => p.errorCode), where).toEqual([0, 0, 0, 0]);
-        if (fetchVersion >= 5) expect(partitions[0]!.committedLeaderEpoch, where).toBe(commitVersion >= 6 ? 7 : -1);
+        expect(
+          partitions.map((p) => p.committedOffset),
+          where,
+        ).toEqual([1042n, -1n, -2n, -1n]);
+        expect(
+          partitions.map((p) => p.metadata),
+          where,
+        ).toEqual(['host-a', '', '', '']);
+        expect(
+          partitions.map((p) => p.errorCode),
+          where,
+        ).toEqual([0, 0, 0, 0]);
+        if (fetchVersion >= 5)
+          expect(partitions[0]!.committedLeaderEpoch, where).toBe(commitVersion >= 6 ? 7 : -1);
       }
     }
   });
 
   it('commits the valid partitions and answers the others: unknown topic or partition, metadata over 4096 bytes', async () => {
     const { t, client } = await start();
-    const response = await client.send(API_KEYS.OffsetCommit, 8, adminCommit('g', {
-      orders: [{ partitionIndex: 0, committedOffset: 5n }, { partitionIndex: 4, committedOffset: 5n }, { partitionIndex: 1, committedOffset: 6n, committedMetadata: 'é'.repeat(2049) }],
-      nope: [{ partitionIndex: 0, committedOffset: 5n }],
-      audit: [{ partitionIndex: 0, committedOffset: 9n, committedMetadata: 'm'.repeat(4096) }],
-    }));
+    const response = await client.send(
+      API_KEYS.OffsetCommit,
+      8,
+      adminCommit('g', {
+        orders: [
+          { partitionIndex: 0, committedOffset: 5n },
+          { partitionIndex: 4, committedOffset: 5n },
+          { partitionIndex: 1, committedOffset: 6n, committedMetadata: 'é'.repeat(2049) },
+        ],
+        nope: [{ partitionIndex: 0, committedOffset: 5n }],
+        audit: [{ partitionIndex: 0, committedOffset: 9n, committedMetadata: 'm'.repeat(4096) }],
+      }),
+    );
     expect(response.topics.map((topic) => topic.partitions.map((p) => p.errorCode))).toEqual([
-      [0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE], [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION], [0],
+      [0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE],
+      [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
+      [0],
     ]);
-    const stored = await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }, { tableId: 1, bucketId: 1 }, { tableId: 2, bucketId: 0 }]);
+    const stored = await t.store.fetchOffsets('g', [
+      { tableId: 1, bucketId: 0 },
+      { tableId: 1, bucketId: 1 },
+      { tableId: 2, bucketId: 0 },
+    ]);
     expect(stored.map((o) => o?.offset ?? null)).toEqual([5, null, 9]);
   });
 
   it('commits a partition named twice once, with its last value', async () => {
     const { t, client } = await start();
-    const response = await client.send(API_KEYS.OffsetCommit, 9, adminCommit('g', {
-      orders: [{ partitionIndex: 2, committedOffset: 1n }, { partitionIndex: 0, committedOffset: 2n }, { partitionIndex: 2, committedOffset: 3n }],
-      audit: [{ partitionIndex: 0, committedOffset: 4n }],
-    }));
-    expect(response.topics.flatMap((topic) => topic.partitions.map((p) => p.errorCode))).toEqual([0, 0, 0, 0]);
+    const response = await client.send(
+      API_KEYS.OffsetCommit,
+      9,
+      adminCommit('g', {
+        orders: [
+          { partitionIndex: 2, committedOffset: 1n },
+          { partitionIndex: 0, committedOffset: 2n },
+          { partitionIndex: 2, committedOffset: 3n },
+        ],
+        audit: [{ partitionIndex: 0, committedOffset: 4n }],
+      }),
+    );
+    expect(response.topics.flatMap((topic) => topic.partitions.map((p) => p.errorCode))).toEqual([
+      0, 0, 0, 0,
+    ]);
     expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 2 }]))[0]?.offset).toBe(3);
   });
 
   it('gives every partition the error of the commit: INVALID_GROUP_ID; for a member of a group id with no group ILLEGAL_GENERATION (v2-8, a classic generation) or UNKNOWN_MEMBER_ID (v9, a member epoch); UNKNOWN_MEMBER_ID for an admin commit to a group with members', async () => {
     const { t, client } = await start();
-    const partitions = { orders: [{ partitionIndex: 0, committedOffset: 1n }, { partitionIndex: 1, committedOffset: 1n }] };
-    const codes = async (request: CommitRequest, version = 8) => (await client.send(API_KEYS.OffsetCommit, version, request)).topics[0]!.partitions.map((p) => p.errorCode);
-    expect(await codes(adminCommit('', partitions))).toEqual([KAFKA_ERROR.INVALID_GROUP_ID, KAFKA_ERROR.INVALID_GROUP_ID]);
-    expect(await codes({ ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' }, 5)).toEqual([22, 22]);
-    expect(await codes({ ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' }, 9)).toEqual([25, 25]);
+    const partitions = {
+      orders: [
+        { partitionIndex: 0, committedOffset: 1n },
+        { partitionIndex: 1, committedOffset: 1n },
+      ],
+    };
+    const codes = async (request: CommitRequest, version = 8) =>
+      (await client.send(API_KEYS.OffsetCommit, version, request)).topics[0]!.partitions.map(
+        (p) => p.errorCode,
+      );
+    expect(await codes(adminCommit('', partitions))).toEqual([
+      KAFKA_ERROR.INVALID_GROUP_ID,
+      KAFKA_ERROR.INVALID_GROUP_ID,
+    ]);
+    expect(
+      await codes(
+        { ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' },
+        5,
+      ),
+    ).toEqual([22, 22]);
+    expect(
+      await codes(
+        { ...adminCommit('g', partitions), generationIdOrMemberEpoch: 3, memberId: 'someone' },
+        9,
+      ),
+    ).toEqual([25, 25]);
     await t.store.heartbeat('busy', { memberEpoch: 0, subscribedTableIds: [1] });
     expect(await codes(adminCommit('busy', partitions))).toEqual([25, 25]);
     expect((await t.store.stats()).totals.liveOffsets, 'none of it was written').toBe(0);
@@ -102,12 +199,40 @@ describe('OffsetCommit and OffsetFetch', () => {
 
   it('fetches every committed offset of catalog topics for null topics (v2+), several groups at once from v8', async () => {
     const { t, client } = await start();
-    await client.send(API_KEYS.OffsetCommit, 8, adminCommit('a', { orders: [{ partitionIndex: 3, committedOffset: 30n }, { partitionIndex: 1, committedOffset: 10n }], audit: [{ partitionIndex: 0, committedOffset: 1n }] }));
-    await t.store.commitOffsets('a', [{ tableId: 77, bucketId: 0, offset: 5 }, { tableId: 1, partitionId: 3, bucketId: 0, offset: 5 }]);
+    await client.send(
+      API_KEYS.OffsetCommit,
+      8,
+      adminCommit('a', {
+        orders: [
+          { partitionIndex: 3, committedOffset: 30n },
+          { partitionIndex: 1, committedOffset: 10n },
+        ],
+        audit: [{ partitionIndex: 0, committedOffset: 1n }],
+      }),
+    );
+    await t.store.commitOffsets('a', [
+      { tableId: 77, bucketId: 0, offset: 5 },
+      { tableId: 1, partitionId: 3, bucketId: 0, offset: 5 },
+    ]);
     const v2 = await client.send(API_KEYS.OffsetFetch, 2, { groupId: 'a', topics: null });
-    const flat = (topics: typeof v2.topics) => topics.flatMap((topic) => topic.partitions.map((p) => `${topic.name}:${p.partitionIndex}=${p.committedOffset}`)).sort();
-    expect(flat(v2.topics), 'tables that are not topics are left out').toEqual(['audit:0=1', 'orders:1=10', 'orders:3=30']);
-    const v8 = await client.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId: 'a', topics: null }, { groupId: 'none', topics: null }, { groupId: 'b', topics: [{ name: 'orders', partitionIndexes: [1] }] }] });
+    const flat = (topics: typeof v2.topics) =>
+      topics
+        .flatMap((topic) =>
+          topic.partitions.map((p) => `${topic.name}:${p.partitionIndex}=${p.committedOffset}`),
+        )
+        .sort();
+    expect(flat(v2.topics), 'tables that are not topics are left out').toEqual([
+      'audit:0=1',
+      'orders:1=10',
+      'orders:3=30',
+    ]);
+    const v8 = await client.send(API_KEYS.OffsetFetch, 8, {
+      groups: [
+        { groupId: 'a', topics: null },
+        { groupId: 'none', topics: null },
+        { groupId: 'b', topics: [{ name: 'orders', partitionIndexes: [1] }] },
+      ],
+    });
     expect(v8.groups.map((g) => g.groupId)).toEqual(['a', 'none', 'b']);
     expect(flat(v8.groups[0]!.topics)).toEqual(['audit:0=1', 'orders:1=10', 'orders:3=30']);
     expect(v8.groups[1]!.topics).toEqual([]);
@@ -118,9 +243,17 @@ describe('OffsetCommit and OffsetFetch', () => {
     const { client } = await start();
     const asked = [{ name: 'orders', partitionIndexes: [0, 1] }];
     const v1 = await client.send(API_KEYS.OffsetFetch, 1, { groupId: '', topics: asked });
-    expect(v1.topics[0]!.partitions.map((p) => [p.errorCode, p.committedOffset])).toEqual([[24, -1n], [24, -1n]]);
-    expect((await client.send(API_KEYS.OffsetFetch, 4, { groupId: '', topics: asked })).errorCode).toBe(24);
-    expect((await client.send(API_KEYS.OffsetFetch, 9, { groups: [{ groupId: '', topics: asked }] })).groups[0]!.errorCode).toBe(24);
+    expect(v1.topics[0]!.partitions.map((p) => [p.errorCode, p.committedOffset])).toEqual([
+      [24, -1n],
+      [24, -1n],
+    ]);
+    expect(
+      (await client.send(API_KEYS.OffsetFetch, 4, { groupId: '', topics: asked })).errorCode,
+    ).toBe(24);
+    expect(
+      (await client.send(API_KEYS.OffsetFetch, 9, { groups: [{ groupId: '', topics: asked }] }))
+        .groups[0]!.errorCode,
+    ).toBe(24);
   });
 
   it('with require_stable, answers UNSTABLE_OFFSET_COMMIT while a commit of the group is in flight, and the value once it is durable', async () => {
@@ -129,20 +262,42 @@ describe('OffsetCommit and OffsetFetch', () => {
     const reader = await RawKafkaClient.connect(t.server.port);
     clients.push(reader);
     fs.holding = true;
-    const commit = client.send(API_KEYS.OffsetCommit, 9, adminCommit('g', { orders: [{ partitionIndex: 0, committedOffset: 8n }] }));
+    const commit = client.send(
+      API_KEYS.OffsetCommit,
+      9,
+      adminCommit('g', { orders: [{ partitionIndex: 0, committedOffset: 8n }] }),
+    );
     await fs.heldCount(1);
-    const asked = { groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0, 1] }] }], requireStable: true };
+    const asked = {
+      groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0, 1] }] }],
+      requireStable: true,
+    };
     const unstable = await reader.send(API_KEYS.OffsetFetch, 8, asked);
-    expect(unstable.groups[0]!.topics[0]!.partitions.map((p) => p.errorCode)).toEqual([KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT, KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT]);
-    const all = await reader.send(API_KEYS.OffsetFetch, 7, { groupId: 'g', topics: null, requireStable: true });
+    expect(unstable.groups[0]!.topics[0]!.partitions.map((p) => p.errorCode)).toEqual([
+      KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT,
+      KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT,
+    ]);
+    const all = await reader.send(API_KEYS.OffsetFetch, 7, {
+      groupId: 'g',
+      topics: null,
+      requireStable: true,
+    });
     expect(all.errorCode).toBe(KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT);
     const plain = await reader.send(API_KEYS.OffsetFetch, 8, { ...asked, requireStable: false });
-    expect(plain.groups[0]!.topics[0]!.partitions[0]!.committedOffset, 'without require_stable: the durable value').toBe(-1n);
+    expect(
+      plain.groups[0]!.topics[0]!.partitions[0]!.committedOffset,
+      'without require_stable: the durable value',
+    ).toBe(-1n);
     fs.holding = false;
     fs.releaseOne();
     await commit;
     const stable = await reader.send(API_KEYS.OffsetFetch, 8, asked);
-    expect(stable.groups[0]!.topics[0]!.partitions.map((p) => [p.errorCode, p.committedOffset])).toEqual([[0, 8n], [0, -1n]]);
+    expect(
+      stable.groups[0]!.topics[0]!.partitions.map((p) => [p.errorCode, p.committedOffset]),
+    ).toEqual([
+      [0, 8n],
+      [0, -1n],
+    ]);
   });
 });
 
@@ -153,12 +308,29 @@ describe('ListOffsets', () => {
       const response = await client.send(API_KEYS.ListOffsets, version, {
         replicaId: -1,
         topics: [
-          { name: 'orders', partitions: [{ partitionIndex: 0, timestamp: -1n }, { partitionIndex: 3, timestamp: -2n }, { partitionIndex: 1, timestamp: 1_700_000_000_000n }, { partitionIndex: 4, timestamp: -1n }] },
+          {
+            name: 'orders',
+            partitions: [
+              { partitionIndex: 0, timestamp: -1n },
+              { partitionIndex: 3, timestamp: -2n },
+              { partitionIndex: 1, timestamp: 1_700_000_000_000n },
+              { partitionIndex: 4, timestamp: -1n },
+            ],
+          },
           { name: 'nope', partitions: [{ partitionIndex: 0, timestamp: -2n }] },
         ],
       });
-      expect(response.topics.map((t) => t.partitions.map((p) => [p.errorCode, p.offset])), `v${version}`).toEqual([
-        [[0, 0n], [0, 0n], [0, -1n], [3, -1n]], [[3, -1n]],
+      expect(
+        response.topics.map((t) => t.partitions.map((p) => [p.errorCode, p.offset])),
+        `v${version}`,
+      ).toEqual([
+        [
+          [0, 0n],
+          [0, 0n],
+          [0, -1n],
+          [3, -1n],
+        ],
+        [[3, -1n]],
       ]);
     }
   });

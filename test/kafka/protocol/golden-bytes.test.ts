@@ -4,12 +4,22 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  API_KEYS, decodeRequest, decodeResponse, encodeRequest, encodeResponse, type ApiKey, type RequestHeader, type RequestOf,
+  API_KEYS,
+  decodeRequest,
+  decodeResponse,
+  encodeRequest,
+  encodeResponse,
+  type ApiKey,
+  type RequestHeader,
+  type RequestOf,
 } from '../../../src/kafka/protocol/index.js';
 import { hex, utf8Hex } from './protocol-fixtures.js';
 
 /** Decodes a request payload that must be of API `apiKey`; the narrowing is the typed server's switch. */
-function requestOf<K extends ApiKey>(apiKey: K, payload: Buffer): { header: RequestHeader; body: RequestOf<K> } {
+function requestOf<K extends ApiKey>(
+  apiKey: K,
+  payload: Buffer,
+): { header: RequestHeader; body: RequestOf<K> } {
   const request = decodeRequest(payload);
   expect(request.apiKey).toBe(apiKey);
   return request as { header: RequestHeader; body: RequestOf<K> };
@@ -23,9 +33,21 @@ describe('golden requests', () => {
       0007 ${utf8Hex('kafkajs')}  # client id
     `;
     const request = requestOf(API_KEYS.ApiVersions, frame.subarray(4));
-    expect(request.header).toEqual({ apiKey: 18, apiVersion: 0, correlationId: 42, clientId: 'kafkajs', headerVersion: 1, headerBytes: 17 });
+    expect(request.header).toEqual({
+      apiKey: 18,
+      apiVersion: 0,
+      correlationId: 42,
+      clientId: 'kafkajs',
+      headerVersion: 1,
+      headerBytes: 17,
+    });
     expect(request.body).toEqual({ clientSoftwareName: '', clientSoftwareVersion: '' });
-    expect(encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 42, clientId: 'kafkajs' }, {})).toEqual(frame);
+    expect(
+      encodeRequest(
+        { apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 42, clientId: 'kafkajs' },
+        {},
+      ),
+    ).toEqual(frame);
   });
 
   it('ApiVersions v3: header v2, compact strings naming the client software', () => {
@@ -38,8 +60,16 @@ describe('golden requests', () => {
       00                              # body tags
     `;
     const request = requestOf(API_KEYS.ApiVersions, frame.subarray(4));
-    expect(request.body).toEqual({ clientSoftwareName: 'librdkafka', clientSoftwareVersion: '2.15.1' });
-    expect(encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'rdkafka' }, request.body)).toEqual(frame);
+    expect(request.body).toEqual({
+      clientSoftwareName: 'librdkafka',
+      clientSoftwareVersion: '2.15.1',
+    });
+    expect(
+      encodeRequest(
+        { apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'rdkafka' },
+        request.body,
+      ),
+    ).toEqual(frame);
   });
 
   it('OffsetCommit v8 (flexible) as @platformatic/kafka sends it for an admin commit: generation -1, member ""', () => {
@@ -64,10 +94,32 @@ describe('golden requests', () => {
     `;
     const request = requestOf(API_KEYS.OffsetCommit, frame.subarray(4));
     expect(request.body).toEqual({
-      groupId: 'g1', generationIdOrMemberEpoch: -1, memberId: '', groupInstanceId: null, retentionTimeMs: -1n,
-      topics: [{ name: 't1', partitions: [{ partitionIndex: 0, committedOffset: 42n, committedLeaderEpoch: -1, commitTimestamp: -1n, committedMetadata: null }] }],
+      groupId: 'g1',
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      groupInstanceId: null,
+      retentionTimeMs: -1n,
+      topics: [
+        {
+          name: 't1',
+          partitions: [
+            {
+              partitionIndex: 0,
+              committedOffset: 42n,
+              committedLeaderEpoch: -1,
+              commitTimestamp: -1n,
+              committedMetadata: null,
+            },
+          ],
+        },
+      ],
     });
-    expect(encodeRequest({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 5, clientId: 'plt' }, request.body)).toEqual(frame);
+    expect(
+      encodeRequest(
+        { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 5, clientId: 'plt' },
+        request.body,
+      ),
+    ).toEqual(frame);
   });
 
   it('OffsetCommit v5 (non-flexible) as kafkajs resetOffsets sends it: the literal sentinel -2', () => {
@@ -86,16 +138,33 @@ describe('golden requests', () => {
           ffff                          #     committedMetadata: null
     `;
     const { body } = requestOf(API_KEYS.OffsetCommit, frame.subarray(4));
-    expect(body).toMatchObject({ groupId: 'g1', generationIdOrMemberEpoch: 1, memberId: 'm1', topics: [{ name: 't1', partitions: [{ committedOffset: -2n, committedMetadata: null }] }] });
-    expect(encodeRequest({ apiKey: API_KEYS.OffsetCommit, apiVersion: 5, correlationId: 7, clientId: 'kafkajs' }, body)).toEqual(frame);
+    expect(body).toMatchObject({
+      groupId: 'g1',
+      generationIdOrMemberEpoch: 1,
+      memberId: 'm1',
+      topics: [{ name: 't1', partitions: [{ committedOffset: -2n, committedMetadata: null }] }],
+    });
+    expect(
+      encodeRequest(
+        { apiKey: API_KEYS.OffsetCommit, apiVersion: 5, correlationId: 7, clientId: 'kafkajs' },
+        body,
+      ),
+    ).toEqual(frame);
   });
 });
 
 describe('golden responses', () => {
   it('ApiVersions v0: the answer to an ApiVersions version the server does not support (error 35)', () => {
-    const frame = encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 1 }, {
-      errorCode: 35, apiKeys: [{ apiKey: 18, minVersion: 0, maxVersion: 3 }, { apiKey: 3, minVersion: 0, maxVersion: 12 }],
-    });
+    const frame = encodeResponse(
+      { apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 1 },
+      {
+        errorCode: 35,
+        apiKeys: [
+          { apiKey: 18, minVersion: 0, maxVersion: 3 },
+          { apiKey: 3, minVersion: 0, maxVersion: 12 },
+        ],
+      },
+    );
     expect(frame).toEqual(hex`
       00000016                  # size: 22
       00000001                  # correlation id (header v0)
@@ -121,17 +190,36 @@ describe('golden responses', () => {
     const { correlationId, body } = decodeResponse(API_KEYS.ApiVersions, 3, frame.subarray(4));
     expect(correlationId).toBe(1);
     expect(body).toEqual({
-      errorCode: 0, apiKeys: [{ apiKey: 18, minVersion: 0, maxVersion: 3 }, { apiKey: 3, minVersion: 0, maxVersion: 12 }], throttleTimeMs: 0,
-      supportedFeatures: [], finalizedFeaturesEpoch: 5n, finalizedFeatures: [], zkMigrationReady: false,
+      errorCode: 0,
+      apiKeys: [
+        { apiKey: 18, minVersion: 0, maxVersion: 3 },
+        { apiKey: 3, minVersion: 0, maxVersion: 12 },
+      ],
+      throttleTimeMs: 0,
+      supportedFeatures: [],
+      finalizedFeaturesEpoch: 5n,
+      finalizedFeatures: [],
+      zkMigrationReady: false,
     });
-    expect(encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1 }, body)).toEqual(frame);
+    expect(
+      encodeResponse({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1 }, body),
+    ).toEqual(frame);
   });
 
   it('ConsumerGroupHeartbeat v1: the assignment behind its int8 presence byte, null as -1', () => {
-    const topicId = '0123456789abcdef0123456789abcdef'.replace(/(.{8})(.{4})(.{4})(.{4})(.{12})/, '$1-$2-$3-$4-$5');
-    const assigned = encodeResponse({ apiKey: API_KEYS.ConsumerGroupHeartbeat, apiVersion: 1, correlationId: 3 }, {
-      memberId: 'm', memberEpoch: 2, heartbeatIntervalMs: 5000, assignment: { topicPartitions: [{ topicId, partitions: [0, 1] }] },
-    });
+    const topicId = '0123456789abcdef0123456789abcdef'.replace(
+      /(.{8})(.{4})(.{4})(.{4})(.{12})/,
+      '$1-$2-$3-$4-$5',
+    );
+    const assigned = encodeResponse(
+      { apiKey: API_KEYS.ConsumerGroupHeartbeat, apiVersion: 1, correlationId: 3 },
+      {
+        memberId: 'm',
+        memberEpoch: 2,
+        heartbeatIntervalMs: 5000,
+        assignment: { topicPartitions: [{ topicId, partitions: [0, 1] }] },
+      },
+    );
     expect(assigned).toEqual(hex`
       00000034                            # size: 52
       00000003 00                         # correlation id, header v1 tags
@@ -147,15 +235,36 @@ describe('golden responses', () => {
         00                                #   assignment tags
       00                                  # body tags
     `);
-    const unchanged = encodeResponse({ apiKey: API_KEYS.ConsumerGroupHeartbeat, apiVersion: 1, correlationId: 3 }, { memberEpoch: 2, heartbeatIntervalMs: 5000 });
-    expect(unchanged.subarray(4)).toEqual(hex`00000003 00  00000000 0000 00 00 00000002 00001388 ff 00`);
-    expect(decodeResponse(API_KEYS.ConsumerGroupHeartbeat, 1, unchanged.subarray(4)).body.assignment).toBeNull();
+    const unchanged = encodeResponse(
+      { apiKey: API_KEYS.ConsumerGroupHeartbeat, apiVersion: 1, correlationId: 3 },
+      { memberEpoch: 2, heartbeatIntervalMs: 5000 },
+    );
+    expect(unchanged.subarray(4)).toEqual(
+      hex`00000003 00  00000000 0000 00 00 00000002 00001388 ff 00`,
+    );
+    expect(
+      decodeResponse(API_KEYS.ConsumerGroupHeartbeat, 1, unchanged.subarray(4)).body.assignment,
+    ).toBeNull();
   });
 
-  it('Fetch v12: an empty partition with tagged structs written in tag order, whatever the value\'s key order', () => {
-    const frame = encodeResponse({ apiKey: API_KEYS.Fetch, apiVersion: 12, correlationId: 4 }, {
-      responses: [{ topic: 't1', partitions: [{ snapshotId: { endOffset: 5n, epoch: 1 }, divergingEpoch: { epoch: 3, endOffset: 4n }, records: null }] }],
-    });
+  it("Fetch v12: an empty partition with tagged structs written in tag order, whatever the value's key order", () => {
+    const frame = encodeResponse(
+      { apiKey: API_KEYS.Fetch, apiVersion: 12, correlationId: 4 },
+      {
+        responses: [
+          {
+            topic: 't1',
+            partitions: [
+              {
+                snapshotId: { endOffset: 5n, epoch: 1 },
+                divergingEpoch: { epoch: 3, endOffset: 4n },
+                records: null,
+              },
+            ],
+          },
+        ],
+      },
+    );
     expect(frame.subarray(4)).toEqual(hex`
       00000004 00                  # correlation id, header tags
       00000000 0000 00000000       # throttleTimeMs, errorCode, sessionId

@@ -7,14 +7,31 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  KAFKA_APIS, KafkaDecodeError, decodeRequest, decodeRequestHeader, decodeResponse, encodeRequest, versionsOf, type ApiKey,
+  KAFKA_APIS,
+  KafkaDecodeError,
+  decodeRequest,
+  decodeRequestHeader,
+  decodeResponse,
+  encodeRequest,
+  versionsOf,
+  type ApiKey,
 } from '../../../src/kafka/protocol/index.js';
 import { isOffsetStoreError } from '../../../src/errors/index.js';
 import { hex, messageArb, propertyParameters, utf8Hex } from './protocol-fixtures.js';
 
 const SEED = Number(process.env.KAFKA_PROPERTY_SEED ?? Math.floor(Math.random() * 2 ** 31));
-const APIS = Object.entries(KAFKA_APIS).map(([key, entry]) => ({ apiKey: Number(key) as ApiKey, ...entry }));
-const ADVERTISED = APIS.flatMap((api) => (api.advertised === null ? [] : versionsOf(`${api.advertised.min}-${api.advertised.max}`).map((version) => ({ api, version }))));
+const APIS = Object.entries(KAFKA_APIS).map(([key, entry]) => ({
+  apiKey: Number(key) as ApiKey,
+  ...entry,
+}));
+const ADVERTISED = APIS.flatMap((api) =>
+  api.advertised === null
+    ? []
+    : versionsOf(`${api.advertised.min}-${api.advertised.max}`).map((version) => ({
+        api,
+        version,
+      })),
+);
 
 /** 'decoded' or 'refused'; anything thrown but a KafkaDecodeError fails the test with its context. */
 function outcome(run: () => unknown, context: string): 'decoded' | 'refused' {
@@ -22,7 +39,8 @@ function outcome(run: () => unknown, context: string): 'decoded' | 'refused' {
     run();
     return 'decoded';
   } catch (error) {
-    if (error instanceof KafkaDecodeError && isOffsetStoreError(error, 'INVALID_REQUEST')) return 'refused';
+    if (error instanceof KafkaDecodeError && isOffsetStoreError(error, 'INVALID_REQUEST'))
+      return 'refused';
     throw new TypeError(`${context} (seed ${SEED}): threw ${String(error)}`, { cause: error });
   }
 }
@@ -31,7 +49,10 @@ function outcome(run: () => unknown, context: string): 'decoded' | 'refused' {
 function samplePayloads(): { name: string; payload: Buffer }[] {
   return ADVERTISED.map(({ api, version }, i) => {
     const [body] = fc.sample(messageArb(api.request, version), { numRuns: 1, seed: SEED + i });
-    const frame = encodeRequest({ apiKey: api.apiKey, apiVersion: version, correlationId: i, clientId: 'c' }, body!);
+    const frame = encodeRequest(
+      { apiKey: api.apiKey, apiVersion: version, correlationId: i, clientId: 'c' },
+      body!,
+    );
     return { name: `${api.name} v${version}`, payload: frame.subarray(4) };
   });
 }
@@ -42,7 +63,13 @@ describe('hostile input', () => {
   it('every truncation of a request, at every byte, is refused (one random request per advertised API version)', () => {
     for (const { name, payload } of samples) {
       for (let bytes = 0; bytes < payload.length; bytes++) {
-        expect(outcome(() => decodeRequest(payload.subarray(0, bytes)), `${name} cut to ${bytes} of ${payload.length} bytes`), `${name} cut to ${bytes} bytes (seed ${SEED})`).toBe('refused');
+        expect(
+          outcome(
+            () => decodeRequest(payload.subarray(0, bytes)),
+            `${name} cut to ${bytes} of ${payload.length} bytes`,
+          ),
+          `${name} cut to ${bytes} bytes (seed ${SEED})`,
+        ).toBe('refused');
       }
       expect(outcome(() => decodeRequest(payload), name)).toBe('decoded');
     }
@@ -61,34 +88,90 @@ describe('hostile input', () => {
   });
 
   it('random bytes as a request payload only ever raise KafkaDecodeError', () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
-      outcome(() => decodeRequest(Buffer.from(bytes)), `random payload ${Buffer.from(bytes).toString('hex')}`);
-      outcome(() => decodeRequestHeader(Buffer.from(bytes)), 'random header');
-    }), propertyParameters(2000));
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+        outcome(
+          () => decodeRequest(Buffer.from(bytes)),
+          `random payload ${Buffer.from(bytes).toString('hex')}`,
+        );
+        outcome(() => decodeRequestHeader(Buffer.from(bytes)), 'random header');
+      }),
+      propertyParameters(2000),
+    );
   });
 
   it('random bytes after a valid header, for every API version described, only ever raise KafkaDecodeError', () => {
-    const targets = APIS.flatMap((api) => versionsOf(api.request.versions).map((version) => ({ api, version })));
-    fc.assert(fc.property(fc.constantFrom(...targets), fc.uint8Array({ maxLength: 200 }), ({ api, version }, bytes) => {
-      const header = encodeRequest({ apiKey: api.apiKey, apiVersion: version, correlationId: 1, clientId: null }, {}).subarray(4);
-      const headerBytes = decodeRequestHeader(header).headerBytes;
-      const payload = Buffer.concat([header.subarray(0, headerBytes), bytes]);
-      outcome(() => decodeRequest(payload), `${api.name} v${version} request body ${Buffer.from(bytes).toString('hex')}`);
-      outcome(() => decodeResponse(api.apiKey, version, Buffer.from(bytes)), `${api.name} v${version} response ${Buffer.from(bytes).toString('hex')}`);
-    }), propertyParameters(3000));
+    const targets = APIS.flatMap((api) =>
+      versionsOf(api.request.versions).map((version) => ({ api, version })),
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...targets),
+        fc.uint8Array({ maxLength: 200 }),
+        ({ api, version }, bytes) => {
+          const header = encodeRequest(
+            { apiKey: api.apiKey, apiVersion: version, correlationId: 1, clientId: null },
+            {},
+          ).subarray(4);
+          const headerBytes = decodeRequestHeader(header).headerBytes;
+          const payload = Buffer.concat([header.subarray(0, headerBytes), bytes]);
+          outcome(
+            () => decodeRequest(payload),
+            `${api.name} v${version} request body ${Buffer.from(bytes).toString('hex')}`,
+          );
+          outcome(
+            () => decodeResponse(api.apiKey, version, Buffer.from(bytes)),
+            `${api.name} v${version} response ${Buffer.from(bytes).toString('hex')}`,
+          );
+        },
+      ),
+      propertyParameters(3000),
+    );
   });
 
   it('lengths and counts larger than the bytes present are refused before anything is read or allocated', () => {
     const commit = (body: string) => hex`0008 0005 00000001 0000 ${body}`;
     const cases: [string, Buffer, RegExp][] = [
-      ['an int32 array count of 2^31 - 1', commit(`0002 ${utf8Hex('g1')} 00000001 0000 7fffffff`), /topics: 2147483647 elements of at least 6 bytes cannot fit in 0 bytes/],
-      ['a negative array count below -1', commit(`0002 ${utf8Hex('g1')} 00000001 0000 80000000`), /topics: negative length -2147483648/],
-      ['a string longer than the bytes left', commit(`7fff 6731`), /truncated groupId: needs 32767 bytes, 2 left/],
-      ['a compact count of 2^32 - 2', hex`0008 0008 00000001 0000 00  03 ${utf8Hex('g1')} ffffffff 01 00 ffffffff0f`, /topics: 4294967294 elements/],
-      ['a compact string length of 2^32 - 2', hex`0008 0008 00000001 0000 00  ffffffff0f`, /groupId: string of 4294967294 bytes/],
-      ['bytes longer than the bytes left', hex`000e 0003 00000001 0000  0002 ${utf8Hex('g1')} 00000001 0000 ffff 00000001 0000 7fffffff 00`, /truncated assignments\[\]\.assignment: needs 2147483647 bytes/],
-      ['a tagged field larger than the message', hex`000c 0004 00000001 0000 00  02 67 00000000 02 6d 00 01 00 7fffffff`, /truncated unknown tagged field 0/],
-      ['a header tagged section that runs past the end', hex`000c 0004 00000001 0000 05 01 02 aa`, /truncated/],
+      [
+        'an int32 array count of 2^31 - 1',
+        commit(`0002 ${utf8Hex('g1')} 00000001 0000 7fffffff`),
+        /topics: 2147483647 elements of at least 6 bytes cannot fit in 0 bytes/,
+      ],
+      [
+        'a negative array count below -1',
+        commit(`0002 ${utf8Hex('g1')} 00000001 0000 80000000`),
+        /topics: negative length -2147483648/,
+      ],
+      [
+        'a string longer than the bytes left',
+        commit(`7fff 6731`),
+        /truncated groupId: needs 32767 bytes, 2 left/,
+      ],
+      [
+        'a compact count of 2^32 - 2',
+        hex`0008 0008 00000001 0000 00  03 ${utf8Hex('g1')} ffffffff 01 00 ffffffff0f`,
+        /topics: 4294967294 elements/,
+      ],
+      [
+        'a compact string length of 2^32 - 2',
+        hex`0008 0008 00000001 0000 00  ffffffff0f`,
+        /groupId: string of 4294967294 bytes/,
+      ],
+      [
+        'bytes longer than the bytes left',
+        hex`000e 0003 00000001 0000  0002 ${utf8Hex('g1')} 00000001 0000 ffff 00000001 0000 7fffffff 00`,
+        /truncated assignments\[\]\.assignment: needs 2147483647 bytes/,
+      ],
+      [
+        'a tagged field larger than the message',
+        hex`000c 0004 00000001 0000 00  02 67 00000000 02 6d 00 01 00 7fffffff`,
+        /truncated unknown tagged field 0/,
+      ],
+      [
+        'a header tagged section that runs past the end',
+        hex`000c 0004 00000001 0000 05 01 02 aa`,
+        /truncated/,
+      ],
     ];
     for (const [what, payload, message] of cases) {
       let caught: unknown;
@@ -104,7 +187,10 @@ describe('hostile input', () => {
 
   it('a tagged section claiming 2^32 - 1 fields ends when the bytes do, however many empty tags follow', () => {
     const zeros = Buffer.alloc(1 << 20);
-    const payload = Buffer.concat([hex`000c 0004 00000001 0000 00  02 67 00000000 02 6d 00  ffffffff0f`, zeros]);
+    const payload = Buffer.concat([
+      hex`000c 0004 00000001 0000 00  02 67 00000000 02 6d 00  ffffffff0f`,
+      zeros,
+    ]);
     expect(() => decodeRequest(payload)).toThrow(/truncated tag/);
   });
 });

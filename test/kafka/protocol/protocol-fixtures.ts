@@ -6,7 +6,12 @@
  * KAFKA_PROPERTY_SEED to replay a failure; fast-check prints the seed of a failing run).
  */
 import fc from 'fast-check';
-import { inVersions, type FieldSpec, type MessageSpec, type ScalarType } from '../../../src/kafka/protocol/index.js';
+import {
+  inVersions,
+  type FieldSpec,
+  type MessageSpec,
+  type ScalarType,
+} from '../../../src/kafka/protocol/index.js';
 
 /** Runs per property (per message, version and kind). */
 export const PROPERTY_RUNS = Number(process.env.KAFKA_PROPERTY_RUNS ?? 25);
@@ -22,7 +27,10 @@ export function propertyParameters(numRuns = PROPERTY_RUNS): fc.Parameters<unkno
  * so a golden message reads as a byte table.
  */
 export function hex(strings: TemplateStringsArray, ...values: unknown[]): Buffer {
-  const text = strings.reduce((all, part, i) => all + part + (i < values.length ? String(values[i]) : ''), '');
+  const text = strings.reduce(
+    (all, part, i) => all + part + (i < values.length ? String(values[i]) : ''),
+    '',
+  );
   const digits = text.replace(/#[^\n]*/g, '').replace(/\s+/g, '');
   if (!/^([0-9a-f]{2})*$/i.test(digits)) throw new TypeError(`not hex: ${digits}`);
   return Buffer.from(digits, 'hex');
@@ -38,14 +46,22 @@ export function expectedDefault(field: FieldSpec): unknown {
   if (field.default === null) return null;
   if (field.type.startsWith('[]')) return [];
   switch (field.type) {
-    case 'struct': return Object.fromEntries((field.fields ?? []).map((f) => [f.name, expectedDefault(f)]));
-    case 'bool': return field.default ?? false;
-    case 'int64': return BigInt(field.default ?? 0);
-    case 'uuid': return '00000000-0000-0000-0000-000000000000';
-    case 'string': return field.default ?? '';
-    case 'bytes': return Buffer.alloc(0);
-    case 'records': return null;
-    default: return field.default ?? 0;
+    case 'struct':
+      return Object.fromEntries((field.fields ?? []).map((f) => [f.name, expectedDefault(f)]));
+    case 'bool':
+      return field.default ?? false;
+    case 'int64':
+      return BigInt(field.default ?? 0);
+    case 'uuid':
+      return '00000000-0000-0000-0000-000000000000';
+    case 'string':
+      return field.default ?? '';
+    case 'bytes':
+      return Buffer.alloc(0);
+    case 'records':
+      return null;
+    default:
+      return field.default ?? 0;
   }
 }
 
@@ -65,48 +81,71 @@ const stringArb = fc.oneof(
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 120, maxLength: 300 }) },
 );
 
-const bytesArb = fc.oneof(
-  { weight: 6, arbitrary: fc.uint8Array({ maxLength: 12 }) },
-  { weight: 1, arbitrary: fc.uint8Array({ minLength: 120, maxLength: 300 }) },
-).map((b) => Buffer.from(b));
+const bytesArb = fc
+  .oneof(
+    { weight: 6, arbitrary: fc.uint8Array({ maxLength: 12 }) },
+    { weight: 1, arbitrary: fc.uint8Array({ minLength: 120, maxLength: 300 }) },
+  )
+  .map((b) => Buffer.from(b));
 
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
 
 function scalarArb(type: ScalarType): fc.Arbitrary<unknown> {
   switch (type) {
-    case 'bool': return fc.boolean();
-    case 'int8': return fc.integer({ min: -0x80, max: 0x7f });
-    case 'int16': return fc.integer({ min: -0x8000, max: 0x7fff });
-    case 'int32': return fc.integer({ min: -0x80000000, max: 0x7fffffff });
-    case 'int64': return fc.oneof(fc.constantFrom(-1n, -2n, 0n, INT64_MIN, INT64_MAX), fc.bigInt({ min: INT64_MIN, max: INT64_MAX }));
-    case 'uuid': return uuidArb;
-    case 'string': return stringArb;
+    case 'bool':
+      return fc.boolean();
+    case 'int8':
+      return fc.integer({ min: -0x80, max: 0x7f });
+    case 'int16':
+      return fc.integer({ min: -0x8000, max: 0x7fff });
+    case 'int32':
+      return fc.integer({ min: -0x80000000, max: 0x7fffffff });
+    case 'int64':
+      return fc.oneof(
+        fc.constantFrom(-1n, -2n, 0n, INT64_MIN, INT64_MAX),
+        fc.bigInt({ min: INT64_MIN, max: INT64_MAX }),
+      );
+    case 'uuid':
+      return uuidArb;
+    case 'string':
+      return stringArb;
     case 'bytes':
-    case 'records': return bytesArb;
+    case 'records':
+      return bytesArb;
   }
 }
 
 function fieldArb(field: FieldSpec, version: number): fc.Arbitrary<unknown> {
   let arb: fc.Arbitrary<unknown>;
   if (field.type === 'struct') arb = structArb(field.fields ?? [], version);
-  else if (field.type === '[]struct') arb = fc.array(structArb(field.fields ?? [], version), { maxLength: 3 });
-  else if (field.type.startsWith('[]')) arb = fc.array(scalarArb(field.type.slice(2) as ScalarType), { maxLength: 4 });
+  else if (field.type === '[]struct')
+    arb = fc.array(structArb(field.fields ?? [], version), { maxLength: 3 });
+  else if (field.type.startsWith('[]'))
+    arb = fc.array(scalarArb(field.type.slice(2) as ScalarType), { maxLength: 4 });
   else arb = scalarArb(field.type as ScalarType);
   if (field.tag !== undefined) arb = fc.oneof(fc.constant(expectedDefault(field)), arb);
   return inVersions(field.nullable, version) ? fc.option(arb, { nil: null, freq: 4 }) : arb;
 }
 
 /** Random values of a struct at `version`: fields the version lacks are at their defaults. */
-export function structArb(fields: readonly FieldSpec[], version: number): fc.Arbitrary<Record<string, unknown>> {
+export function structArb(
+  fields: readonly FieldSpec[],
+  version: number,
+): fc.Arbitrary<Record<string, unknown>> {
   const model: Record<string, fc.Arbitrary<unknown>> = {};
   for (const field of fields) {
-    model[field.name] = inVersions(field.versions, version) ? fieldArb(field, version) : fc.constant(expectedDefault(field));
+    model[field.name] = inVersions(field.versions, version)
+      ? fieldArb(field, version)
+      : fc.constant(expectedDefault(field));
   }
   return fc.record(model);
 }
 
 /** Random valid values of a message at `version`. */
-export function messageArb(spec: MessageSpec, version: number): fc.Arbitrary<Record<string, unknown>> {
+export function messageArb(
+  spec: MessageSpec,
+  version: number,
+): fc.Arbitrary<Record<string, unknown>> {
   return structArb(spec.fields, version);
 }

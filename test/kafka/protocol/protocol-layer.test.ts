@@ -24,14 +24,17 @@ describe('src/kafka/protocol', () => {
     const violations: string[] = [];
     for (const file of files) {
       const text = readFileSync(file, 'utf8');
-      for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g)) {
+      for (const match of text.matchAll(
+        /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]/g,
+      )) {
         const specifier = match[1]!;
         if (!specifier.startsWith('.')) {
           violations.push(`${path.relative(SRC, file)} imports ${specifier}`);
           continue;
         }
         const target = path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts');
-        if (!target.startsWith(PROTOCOL + path.sep) && !ALLOWED.includes(target)) violations.push(`${path.relative(SRC, file)} imports ${specifier}`);
+        if (!target.startsWith(PROTOCOL + path.sep) && !ALLOWED.includes(target))
+          violations.push(`${path.relative(SRC, file)} imports ${specifier}`);
       }
     }
     expect(violations).toEqual([]);

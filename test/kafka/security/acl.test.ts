@@ -10,7 +10,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
-import { AclSet, Authorizer, UserCredentials, type AclBinding } from '../../../src/kafka/security/index.js';
+import {
+  AclSet,
+  Authorizer,
+  UserCredentials,
+  type AclBinding,
+} from '../../../src/kafka/security/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { loginPlain } from '../support/sasl-login.js';
@@ -27,13 +32,28 @@ afterEach(async () => {
   running = undefined;
 });
 
-function acl(fields: Partial<AclBinding> & Pick<AclBinding, 'principal' | 'operation' | 'resourceType' | 'name'>): AclBinding {
+function acl(
+  fields: Partial<AclBinding> &
+    Pick<AclBinding, 'principal' | 'operation' | 'resourceType' | 'name'>,
+): AclBinding {
   return { host: '*', permission: 'ALLOW', patternType: 'LITERAL', ...fields };
 }
 
 const ALICE_ACLS = [
-  acl({ principal: 'User:alice', operation: 'Read', resourceType: 'Group', patternType: 'PREFIXED', name: 'prefix-' }),
-  acl({ principal: 'User:alice', operation: 'Delete', resourceType: 'Group', patternType: 'PREFIXED', name: 'prefix-' }),
+  acl({
+    principal: 'User:alice',
+    operation: 'Read',
+    resourceType: 'Group',
+    patternType: 'PREFIXED',
+    name: 'prefix-',
+  }),
+  acl({
+    principal: 'User:alice',
+    operation: 'Delete',
+    resourceType: 'Group',
+    patternType: 'PREFIXED',
+    name: 'prefix-',
+  }),
   acl({ principal: 'User:alice', operation: 'Read', resourceType: 'Topic', name: 'orders' }),
 ];
 
@@ -45,8 +65,17 @@ async function start(acls: AclBinding[] = ALICE_ACLS): Promise<TestServer> {
   running = await startTestServer({
     dir,
     server: {
-      topics: [{ name: 'orders', partitions: 2 }, { name: 'audit', partitions: 1 }],
-      listeners: [{ securityProtocol: 'SASL_PLAINTEXT', saslMechanisms: ['PLAIN'], allowPlainWithoutTls: true }],
+      topics: [
+        { name: 'orders', partitions: 2 },
+        { name: 'audit', partitions: 1 },
+      ],
+      listeners: [
+        {
+          securityProtocol: 'SASL_PLAINTEXT',
+          saslMechanisms: ['PLAIN'],
+          allowPlainWithoutTls: true,
+        },
+      ],
       security: { authorizer: { superUsers: ['User:admin'] } },
     },
   });
@@ -63,102 +92,243 @@ async function as(t: TestServer, user: string, password: string): Promise<RawKaf
 
 function commit(client: RawKafkaClient, groupId: string, topics: string[]) {
   return client.send(API_KEYS.OffsetCommit, 8, {
-    groupId, generationIdOrMemberEpoch: -1, memberId: '',
-    topics: topics.map((name) => ({ name, partitions: [{ partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: '' }] })),
+    groupId,
+    generationIdOrMemberEpoch: -1,
+    memberId: '',
+    topics: topics.map((name) => ({
+      name,
+      partitions: [
+        { partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1, committedMetadata: '' },
+      ],
+    })),
   });
 }
 
-const codes = (response: Awaited<ReturnType<typeof commit>>) => response.topics.map((t) => [t.name, t.partitions.map((p) => p.errorCode)]);
+const codes = (response: Awaited<ReturnType<typeof commit>>) =>
+  response.topics.map((t) => [t.name, t.partitions.map((p) => p.errorCode)]);
 
 describe('ACLs over the wire', () => {
   it('a user allowed Group:prefix- (PREFIXED) commits there and gets 30 elsewhere, with nothing written', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
     expect(codes(await commit(alice, 'prefix-a', ['orders']))).toEqual([['orders', [0]]]);
-    expect(codes(await commit(alice, 'other', ['orders']))).toEqual([['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]]]);
-    expect(codes(await commit(alice, 'prefix', ['orders']))).toEqual([['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]]]);
+    expect(codes(await commit(alice, 'other', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
+    expect(codes(await commit(alice, 'prefix', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
     expect((await t.store.fetchOffsets('other', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(1);
     expect(await t.store.fetchOffsets('prefix', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
-    expect((await t.store.fetchOffsets('prefix-a', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(5);
+    expect((await t.store.fetchOffsets('prefix-a', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(
+      5,
+    );
   });
 
   it('hides other groups from ListGroups, DescribeGroups, OffsetFetch and DeleteGroups', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
     await commit(alice, 'prefix-a', ['orders']);
-    expect((await alice.send(API_KEYS.ListGroups, 4, { statesFilter: [] })).groups.map((g) => g.groupId)).toEqual(['prefix-a']);
-    const described = await alice.send(API_KEYS.DescribeGroups, 5, { groups: ['other', 'prefix-a'], includeAuthorizedOperations: false });
-    expect(described.groups.map((g) => [g.groupId, g.errorCode])).toEqual([['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED], ['prefix-a', 0]]);
-    const fetched = await alice.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId: 'other', topics: null }, { groupId: 'prefix-a', topics: null }], requireStable: false });
-    expect(fetched.groups.map((g) => [g.groupId, g.errorCode, g.topics.length])).toEqual([['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, 0], ['prefix-a', 0, 1]]);
+    expect(
+      (await alice.send(API_KEYS.ListGroups, 4, { statesFilter: [] })).groups.map((g) => g.groupId),
+    ).toEqual(['prefix-a']);
+    const described = await alice.send(API_KEYS.DescribeGroups, 5, {
+      groups: ['other', 'prefix-a'],
+      includeAuthorizedOperations: false,
+    });
+    expect(described.groups.map((g) => [g.groupId, g.errorCode])).toEqual([
+      ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED],
+      ['prefix-a', 0],
+    ]);
+    const fetched = await alice.send(API_KEYS.OffsetFetch, 8, {
+      groups: [
+        { groupId: 'other', topics: null },
+        { groupId: 'prefix-a', topics: null },
+      ],
+      requireStable: false,
+    });
+    expect(fetched.groups.map((g) => [g.groupId, g.errorCode, g.topics.length])).toEqual([
+      ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, 0],
+      ['prefix-a', 0, 1],
+    ]);
     const deleted = await alice.send(API_KEYS.DeleteGroups, 2, { groupsNames: ['other'] });
-    expect(deleted.results).toEqual([{ groupId: 'other', errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED }]);
-    expect((await t.store.listGroups()).map((g) => g.groupId).sort()).toEqual(['other', 'prefix-a']);
+    expect(deleted.results).toEqual([
+      { groupId: 'other', errorCode: KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED },
+    ]);
+    expect((await t.store.listGroups()).map((g) => g.groupId).sort()).toEqual([
+      'other',
+      'prefix-a',
+    ]);
     const admin = await as(t, 'admin', 'admin-pw');
-    expect((await admin.send(API_KEYS.ListGroups, 4, { statesFilter: [] })).groups.map((g) => g.groupId).sort()).toEqual(['other', 'prefix-a']);
+    expect(
+      (await admin.send(API_KEYS.ListGroups, 4, { statesFilter: [] })).groups
+        .map((g) => g.groupId)
+        .sort(),
+    ).toEqual(['other', 'prefix-a']);
   });
 
   it('answers a topic without Read with 29 and commits the others; OffsetFetch answers it 29', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
-    expect(codes(await commit(alice, 'prefix-b', ['audit', 'orders']))).toEqual([['audit', [KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED]], ['orders', [0]]]);
+    expect(codes(await commit(alice, 'prefix-b', ['audit', 'orders']))).toEqual([
+      ['audit', [KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED]],
+      ['orders', [0]],
+    ]);
     expect(await t.store.fetchOffsets('prefix-b', [{ tableId: 2, bucketId: 0 }])).toEqual([null]);
-    const fetched = await alice.send(API_KEYS.OffsetFetch, 7, { groupId: 'prefix-b', topics: [{ name: 'audit', partitionIndexes: [0] }, { name: 'orders', partitionIndexes: [0] }], requireStable: false });
-    expect(fetched.topics.map((tp) => [tp.name, tp.partitions[0]!.errorCode, tp.partitions[0]!.committedOffset])).toEqual([['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, -1n], ['orders', 0, 5n]]);
+    const fetched = await alice.send(API_KEYS.OffsetFetch, 7, {
+      groupId: 'prefix-b',
+      topics: [
+        { name: 'audit', partitionIndexes: [0] },
+        { name: 'orders', partitionIndexes: [0] },
+      ],
+      requireStable: false,
+    });
+    expect(
+      fetched.topics.map((tp) => [
+        tp.name,
+        tp.partitions[0]!.errorCode,
+        tp.partitions[0]!.committedOffset,
+      ]),
+    ).toEqual([
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, -1n],
+      ['orders', 0, 5n],
+    ]);
   });
 
   it('lets DENY win over ALLOW, and applies ACLs added while running after reloadSecurity()', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
     expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([['orders', [0]]]);
-    await AclSet.add(fs, t.dir, [acl({ principal: 'User:alice', permission: 'DENY', operation: 'All', resourceType: 'Group', name: 'prefix-secret' })]);
+    await AclSet.add(fs, t.dir, [
+      acl({
+        principal: 'User:alice',
+        permission: 'DENY',
+        operation: 'All',
+        resourceType: 'Group',
+        name: 'prefix-secret',
+      }),
+    ]);
     await t.server.reloadSecurity();
-    expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]]]);
-    expect((await t.store.fetchOffsets('prefix-secret', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(5);
+    expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
+    expect(
+      (await t.store.fetchOffsets('prefix-secret', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+    ).toBe(5);
   });
 
   it('refuses FindCoordinator and Metadata topics the principal may not describe', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
-    const found = await alice.send(API_KEYS.FindCoordinator, 4, { keyType: 0, coordinatorKeys: ['prefix-x', 'other'] });
-    expect(found.coordinators.map((c) => [c.key, c.errorCode])).toEqual([['prefix-x', 0], ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]]);
-    const metadata = await alice.send(API_KEYS.Metadata, 12, { topics: null, allowAutoTopicCreation: false });
+    const found = await alice.send(API_KEYS.FindCoordinator, 4, {
+      keyType: 0,
+      coordinatorKeys: ['prefix-x', 'other'],
+    });
+    expect(found.coordinators.map((c) => [c.key, c.errorCode])).toEqual([
+      ['prefix-x', 0],
+      ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED],
+    ]);
+    const metadata = await alice.send(API_KEYS.Metadata, 12, {
+      topics: null,
+      allowAutoTopicCreation: false,
+    });
     expect(metadata.topics.map((tp) => tp.name)).toEqual(['orders']);
-    const asked = await alice.send(API_KEYS.Metadata, 12, { topics: [{ name: 'audit', topicId: '00000000-0000-0000-0000-000000000000' }, { name: 'secret-new', topicId: '00000000-0000-0000-0000-000000000000' }], allowAutoTopicCreation: true });
-    expect(asked.topics.map((tp) => [tp.name, tp.errorCode])).toEqual([['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED], ['secret-new', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED]]);
+    const asked = await alice.send(API_KEYS.Metadata, 12, {
+      topics: [
+        { name: 'audit', topicId: '00000000-0000-0000-0000-000000000000' },
+        { name: 'secret-new', topicId: '00000000-0000-0000-0000-000000000000' },
+      ],
+      allowAutoTopicCreation: true,
+    });
+    expect(asked.topics.map((tp) => [tp.name, tp.errorCode])).toEqual([
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
+      ['secret-new', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
+    ]);
     expect(t.server.stats().topics).toBe(2);
   });
 });
 
 describe('Authorizer', () => {
-  const decide = (acls: AclBinding[], settings: { allowEveryoneIfNoAclFound?: boolean; superUsers?: string[] } = {}) =>
-    new Authorizer({ superUsers: settings.superUsers ?? [], allowEveryoneIfNoAclFound: settings.allowEveryoneIfNoAclFound ?? false }, new AclSet(acls));
+  const decide = (
+    acls: AclBinding[],
+    settings: { allowEveryoneIfNoAclFound?: boolean; superUsers?: string[] } = {},
+  ) =>
+    new Authorizer(
+      {
+        superUsers: settings.superUsers ?? [],
+        allowEveryoneIfNoAclFound: settings.allowEveryoneIfNoAclFound ?? false,
+      },
+      new AclSet(acls),
+    );
 
   it('refuses a resource with no ACL unless allowEveryoneIfNoAclFound; a super user may do anything', () => {
     expect(decide([]).authorize('User:a', '127.0.0.1', 'Read', 'Group', 'g')).toBe(false);
-    expect(decide([], { allowEveryoneIfNoAclFound: true }).authorize('User:a', '127.0.0.1', 'Read', 'Group', 'g')).toBe(true);
-    const onlyBob = decide([acl({ principal: 'User:bob', operation: 'Read', resourceType: 'Group', name: 'g' })], { allowEveryoneIfNoAclFound: true });
+    expect(
+      decide([], { allowEveryoneIfNoAclFound: true }).authorize(
+        'User:a',
+        '127.0.0.1',
+        'Read',
+        'Group',
+        'g',
+      ),
+    ).toBe(true);
+    const onlyBob = decide(
+      [acl({ principal: 'User:bob', operation: 'Read', resourceType: 'Group', name: 'g' })],
+      { allowEveryoneIfNoAclFound: true },
+    );
     expect(onlyBob.authorize('User:a', '127.0.0.1', 'Read', 'Group', 'g')).toBe(false); // an ACL exists on g: the default no longer applies
-    expect(decide([], { superUsers: ['User:root'] }).authorize('User:root', '127.0.0.1', 'Delete', 'Topic', 't')).toBe(true);
+    expect(
+      decide([], { superUsers: ['User:root'] }).authorize(
+        'User:root',
+        '127.0.0.1',
+        'Delete',
+        'Topic',
+        't',
+      ),
+    ).toBe(true);
   });
 
   it('matches User:*, LITERAL *, hosts, and lets Read and Delete imply Describe but not the reverse', () => {
-    const any = decide([acl({ principal: 'User:*', operation: 'Read', resourceType: 'Topic', name: '*' })]);
+    const any = decide([
+      acl({ principal: 'User:*', operation: 'Read', resourceType: 'Topic', name: '*' }),
+    ]);
     expect(any.authorize('User:x', '10.0.0.1', 'Read', 'Topic', 'anything')).toBe(true);
     expect(any.authorize('User:x', '10.0.0.1', 'Describe', 'Topic', 'anything')).toBe(true);
     expect(any.authorize('User:x', '10.0.0.1', 'Delete', 'Topic', 'anything')).toBe(false);
     expect(any.authorize('User:x', '10.0.0.1', 'Read', 'Group', 'anything')).toBe(false);
-    const describeOnly = decide([acl({ principal: 'User:x', operation: 'Describe', resourceType: 'Group', name: 'g' })]);
+    const describeOnly = decide([
+      acl({ principal: 'User:x', operation: 'Describe', resourceType: 'Group', name: 'g' }),
+    ]);
     expect(describeOnly.authorize('User:x', '1.1.1.1', 'Read', 'Group', 'g')).toBe(false);
-    const fromHost = decide([acl({ principal: 'User:x', host: '10.0.0.2', operation: 'All', resourceType: 'Group', name: 'g' })]);
+    const fromHost = decide([
+      acl({
+        principal: 'User:x',
+        host: '10.0.0.2',
+        operation: 'All',
+        resourceType: 'Group',
+        name: 'g',
+      }),
+    ]);
     expect(fromHost.authorize('User:x', '10.0.0.2', 'Delete', 'Group', 'g')).toBe(true);
     expect(fromHost.authorize('User:x', '10.0.0.3', 'Delete', 'Group', 'g')).toBe(false);
   });
 
   it('lets a DENY of the operation win, and a DENY of Read leave Describe allowed', () => {
     const acls = [
-      acl({ principal: 'User:x', operation: 'All', resourceType: 'Group', patternType: 'PREFIXED', name: 'team-' }),
-      acl({ principal: 'User:*', permission: 'DENY', operation: 'Read', resourceType: 'Group', name: 'team-locked' }),
+      acl({
+        principal: 'User:x',
+        operation: 'All',
+        resourceType: 'Group',
+        patternType: 'PREFIXED',
+        name: 'team-',
+      }),
+      acl({
+        principal: 'User:*',
+        permission: 'DENY',
+        operation: 'Read',
+        resourceType: 'Group',
+        name: 'team-locked',
+      }),
     ];
     expect(decide(acls).authorize('User:x', 'h', 'Read', 'Group', 'team-open')).toBe(true);
     expect(decide(acls).authorize('User:x', 'h', 'Read', 'Group', 'team-locked')).toBe(false);

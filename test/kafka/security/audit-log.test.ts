@@ -23,7 +23,10 @@ afterEach(async () => {
 });
 
 function lines(file: string): Record<string, unknown>[] {
-  return readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe('audit log', () => {
@@ -32,19 +35,44 @@ describe('audit log', () => {
     const auditLogFile = path.join(dir, 'audit.jsonl');
     const fs = new NodeFileSystem();
     await UserCredentials.addUser(fs, dir, 'alice', 'alice-pw');
-    await AclSet.add(fs, dir, [{ principal: 'User:alice', host: '*', operation: 'All', permission: 'ALLOW', resourceType: 'Group', patternType: 'LITERAL', name: 'mine' }]);
-    const listeners = [{ securityProtocol: 'SASL_PLAINTEXT' as const, saslMechanisms: ['PLAIN' as const], allowPlainWithoutTls: true }];
+    await AclSet.add(fs, dir, [
+      {
+        principal: 'User:alice',
+        host: '*',
+        operation: 'All',
+        permission: 'ALLOW',
+        resourceType: 'Group',
+        patternType: 'LITERAL',
+        name: 'mine',
+      },
+    ]);
+    const listeners = [
+      {
+        securityProtocol: 'SASL_PLAINTEXT' as const,
+        saslMechanisms: ['PLAIN' as const],
+        allowPlainWithoutTls: true,
+      },
+    ];
     const clock = new ManualClock();
-    running = await startTestServer({ dir, clock, server: { listeners, security: { auditLogFile, authorizer: {}, authFailureDelayMs: 10 } } });
+    running = await startTestServer({
+      dir,
+      clock,
+      server: { listeners, security: { auditLogFile, authorizer: {}, authFailureDelayMs: 10 } },
+    });
     const wrong = await RawKafkaClient.connect(running.server.port);
     const failed = loginPlain(wrong, 'alice', 'not-it');
     // The failure's answer waits 10 ms on the server's clock, once its PBKDF2 is done.
-    while (running.server.stats().security.failedAuthentications === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (running.server.stats().security.failedAuthentications === 0)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     clock.advance(10);
     expect(await failed).toBe(58);
     const alice = await RawKafkaClient.connect(running.server.port);
     expect(await loginPlain(alice, 'alice', 'alice-pw')).toBe(0);
-    expect((await alice.send(API_KEYS.DeleteGroups, 2, { groupsNames: ['mine', 'theirs'] })).results.map((r) => r.errorCode)).toEqual([69, 30]);
+    expect(
+      (await alice.send(API_KEYS.DeleteGroups, 2, { groupsNames: ['mine', 'theirs'] })).results.map(
+        (r) => r.errorCode,
+      ),
+    ).toEqual([69, 30]);
     await alice.close();
     await running.close();
     running = await startTestServer({ dir, server: { listeners, security: { auditLogFile } } });
@@ -60,12 +88,51 @@ describe('audit log', () => {
     });
     const base = { clientHost: '/127.0.0.1', listener: 'SASL_PLAINTEXT' };
     expect(recorded).toEqual([
-      { ...base, principal: 'User:ANONYMOUS', api: 'SaslAuthenticate', outcome: 'denied', reason: 'invalid credentials', user: 'alice' },
-      { ...base, principal: 'User:alice', api: 'SaslAuthenticate', outcome: 'allowed', reason: 'authenticated with PLAIN' },
-      { ...base, principal: 'User:alice', api: 'DeleteGroups', outcome: 'denied', resource: 'Group:theirs', operation: 'Delete', reason: 'no ACL allows it' },
-      { ...base, principal: 'User:alice', api: 'DeleteGroups', outcome: 'allowed', resource: 'Group:mine' },
-      { ...base, principal: 'User:alice', api: 'SaslAuthenticate', outcome: 'allowed', reason: 'authenticated with PLAIN' },
-      { ...base, principal: 'User:alice', api: 'DeleteGroups', outcome: 'allowed', resource: 'Group:theirs' },
+      {
+        ...base,
+        principal: 'User:ANONYMOUS',
+        api: 'SaslAuthenticate',
+        outcome: 'denied',
+        reason: 'invalid credentials',
+        user: 'alice',
+      },
+      {
+        ...base,
+        principal: 'User:alice',
+        api: 'SaslAuthenticate',
+        outcome: 'allowed',
+        reason: 'authenticated with PLAIN',
+      },
+      {
+        ...base,
+        principal: 'User:alice',
+        api: 'DeleteGroups',
+        outcome: 'denied',
+        resource: 'Group:theirs',
+        operation: 'Delete',
+        reason: 'no ACL allows it',
+      },
+      {
+        ...base,
+        principal: 'User:alice',
+        api: 'DeleteGroups',
+        outcome: 'allowed',
+        resource: 'Group:mine',
+      },
+      {
+        ...base,
+        principal: 'User:alice',
+        api: 'SaslAuthenticate',
+        outcome: 'allowed',
+        reason: 'authenticated with PLAIN',
+      },
+      {
+        ...base,
+        principal: 'User:alice',
+        api: 'DeleteGroups',
+        outcome: 'allowed',
+        resource: 'Group:theirs',
+      },
     ]);
     expect(readFileSync(auditLogFile, 'utf8')).not.toContain('alice-pw');
     expect(readFileSync(auditLogFile, 'utf8')).not.toContain('not-it');

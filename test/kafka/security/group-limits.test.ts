@@ -20,10 +20,26 @@ afterEach(async () => {
 });
 
 function commit(client: RawKafkaClient, groupId: string) {
-  return client.send(API_KEYS.OffsetCommit, 8, {
-    groupId, generationIdOrMemberEpoch: -1, memberId: '',
-    topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 9n, committedLeaderEpoch: -1, committedMetadata: '' }] }],
-  }).then((r) => r.topics[0]!.partitions[0]!.errorCode);
+  return client
+    .send(API_KEYS.OffsetCommit, 8, {
+      groupId,
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: [
+        {
+          name: 'orders',
+          partitions: [
+            {
+              partitionIndex: 0,
+              committedOffset: 9n,
+              committedLeaderEpoch: -1,
+              committedMetadata: '',
+            },
+          ],
+        },
+      ],
+    })
+    .then((r) => r.topics[0]!.partitions[0]!.errorCode);
 }
 
 describe('groups per principal', () => {
@@ -36,14 +52,22 @@ describe('groups per principal', () => {
       dir,
       server: {
         topics: [{ name: 'orders', partitions: 1 }],
-        listeners: [{ securityProtocol: 'SASL_PLAINTEXT', saslMechanisms: ['PLAIN'], allowPlainWithoutTls: true }],
+        listeners: [
+          {
+            securityProtocol: 'SASL_PLAINTEXT',
+            saslMechanisms: ['PLAIN'],
+            allowPlainWithoutTls: true,
+          },
+        ],
         security: { groupsPerPrincipalMax: 2 },
       },
     });
     await running.store.commitOffsets('shared', [{ tableId: 1, bucketId: 0, offset: 1 }]);
     const alice = await RawKafkaClient.connect(running.server.port);
     expect(await loginPlain(alice, 'alice', 'a')).toBe(0);
-    expect(await Promise.all([commit(alice, 'a1'), commit(alice, 'a2'), commit(alice, 'a3')])).toEqual([0, 0, KAFKA_ERROR.POLICY_VIOLATION]);
+    expect(
+      await Promise.all([commit(alice, 'a1'), commit(alice, 'a2'), commit(alice, 'a3')]),
+    ).toEqual([0, 0, KAFKA_ERROR.POLICY_VIOLATION]);
     expect(await running.store.fetchOffsets('a3', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
     expect(await commit(alice, 'a1')).toBe(0);
     expect(await commit(alice, 'shared')).toBe(0);

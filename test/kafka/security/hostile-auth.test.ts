@@ -15,7 +15,12 @@ import * as tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
-import { API_KEYS, advertisedApis, encodeRequest, type ApiKey } from '../../../src/kafka/protocol/index.js';
+import {
+  API_KEYS,
+  advertisedApis,
+  encodeRequest,
+  type ApiKey,
+} from '../../../src/kafka/protocol/index.js';
 import { UserCredentials } from '../../../src/kafka/security/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
@@ -32,16 +37,24 @@ afterEach(async () => {
   running = undefined;
 });
 
-async function start(security: Record<string, number> = {}, clock = new ManualClock()): Promise<TestServer> {
+async function start(
+  security: Record<string, number> = {},
+  clock = new ManualClock(),
+): Promise<TestServer> {
   const dir = tempDir();
   await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
   const certs = testCertificates();
   running = await startTestServer({
-    dir, clock,
+    dir,
+    clock,
     server: {
       topics: [{ name: 'orders', partitions: 1 }],
       listeners: [
-        { securityProtocol: 'SASL_PLAINTEXT', saslMechanisms: ['PLAIN', 'SCRAM-SHA-256'], allowPlainWithoutTls: true },
+        {
+          securityProtocol: 'SASL_PLAINTEXT',
+          saslMechanisms: ['PLAIN', 'SCRAM-SHA-256'],
+          allowPlainWithoutTls: true,
+        },
         { securityProtocol: 'SASL_SSL', tls: { cert: certs.serverCert, key: certs.serverKey } },
         { securityProtocol: 'PLAINTEXT' },
       ],
@@ -70,12 +83,27 @@ describe('unauthenticated requests', () => {
     const bytesBefore = await logBytes(t);
     const refused: number[] = [];
     for (const api of advertisedApis()) {
-      if (api.apiKey === API_KEYS.ApiVersions || api.apiKey === API_KEYS.SaslHandshake || api.apiKey === API_KEYS.SaslAuthenticate) continue;
+      if (
+        api.apiKey === API_KEYS.ApiVersions ||
+        api.apiKey === API_KEYS.SaslHandshake ||
+        api.apiKey === API_KEYS.SaslAuthenticate
+      )
+        continue;
       for (const version of new Set([api.minVersion, api.maxVersion])) {
         const client = await RawKafkaClient.connect(t.server.port);
         // A body of every field's default: a well-formed request, e.g. an OffsetCommit of no partitions, or a DeleteGroups.
         const body = api.apiKey === API_KEYS.DeleteGroups ? { groupsNames: ['existing'] } : {};
-        client.write(encodeRequest({ apiKey: api.apiKey as ApiKey, apiVersion: version, correlationId: 7, clientId: 'intruder' }, body as never));
+        client.write(
+          encodeRequest(
+            {
+              apiKey: api.apiKey as ApiKey,
+              apiVersion: version,
+              correlationId: 7,
+              clientId: 'intruder',
+            },
+            body as never,
+          ),
+        );
         await client.closed;
         expect(client.arrivals, `API ${api.apiKey} v${version} was answered`).toEqual([]);
         refused.push(api.apiKey);
@@ -91,10 +119,17 @@ describe('unauthenticated requests', () => {
     const t = await start();
     const client = await RawKafkaClient.connect(t.server.port);
     expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
-    expect((await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'GSSAPI' })).mechanisms).toEqual(['PLAIN', 'SCRAM-SHA-256']);
+    expect(
+      (await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'GSSAPI' })).mechanisms,
+    ).toEqual(['PLAIN', 'SCRAM-SHA-256']);
     await client.closed;
     const early = await RawKafkaClient.connect(t.server.port);
-    early.write(encodeRequest({ apiKey: API_KEYS.SaslAuthenticate, apiVersion: 2, correlationId: 1, clientId: 'x' }, { authBytes: Buffer.from('\0alice\0alice-pw') }));
+    early.write(
+      encodeRequest(
+        { apiKey: API_KEYS.SaslAuthenticate, apiVersion: 2, correlationId: 1, clientId: 'x' },
+        { authBytes: Buffer.from('\0alice\0alice-pw') },
+      ),
+    );
     await early.closed;
     expect(early.arrivals).toEqual([]);
   });
@@ -103,36 +138,61 @@ describe('unauthenticated requests', () => {
 describe('failed logins', () => {
   it('10,000 in a loop are throttled per address while the server keeps serving an authenticated client', async () => {
     const clock = new ManualClock();
-    const t = await start({ authenticationsPerAddressMax: 16, connectionsPerAddressMax: 1000, authFailureDelayMs: 100, authFailureDelayMsMax: 5000 }, clock);
+    const t = await start(
+      {
+        authenticationsPerAddressMax: 16,
+        connectionsPerAddressMax: 1000,
+        authFailureDelayMs: 100,
+        authFailureDelayMsMax: 5000,
+      },
+      clock,
+    );
     const user = await RawKafkaClient.connect(t.server.port);
     expect(await loginScram(user, 'SCRAM-SHA-256', 'alice', 'alice-pw')).toBe(0);
-    const handshake = encodeRequest({ apiKey: API_KEYS.SaslHandshake, apiVersion: 1, correlationId: 1, clientId: 'x' }, { mechanism: 'PLAIN' });
-    const guess = (i: number) => encodeRequest({ apiKey: API_KEYS.SaslAuthenticate, apiVersion: 2, correlationId: 2, clientId: 'x' }, { authBytes: Buffer.from(`\0alice\0guess-${i}`) });
-    const attempt = (i: number) => new Promise<void>((resolve) => {
-      const socket = net.connect({ host: '127.0.0.1', port: t.server.port }, () => socket.write(Buffer.concat([handshake, guess(i)])));
-      sockets.push(socket);
-      socket.on('error', () => {});
-      // Refused attempts are closed unanswered; the ones let through get their SaslHandshake answer,
-      // and then the answer to their guess waits on the server's clock.
-      socket.once('data', () => resolve());
-      socket.once('close', () => resolve());
-    });
+    const handshake = encodeRequest(
+      { apiKey: API_KEYS.SaslHandshake, apiVersion: 1, correlationId: 1, clientId: 'x' },
+      { mechanism: 'PLAIN' },
+    );
+    const guess = (i: number) =>
+      encodeRequest(
+        { apiKey: API_KEYS.SaslAuthenticate, apiVersion: 2, correlationId: 2, clientId: 'x' },
+        { authBytes: Buffer.from(`\0alice\0guess-${i}`) },
+      );
+    const attempt = (i: number) =>
+      new Promise<void>((resolve) => {
+        const socket = net.connect({ host: '127.0.0.1', port: t.server.port }, () =>
+          socket.write(Buffer.concat([handshake, guess(i)])),
+        );
+        sockets.push(socket);
+        socket.on('error', () => {});
+        // Refused attempts are closed unanswered; the ones let through get their SaslHandshake answer,
+        // and then the answer to their guess waits on the server's clock.
+        socket.once('data', () => resolve());
+        socket.once('close', () => resolve());
+      });
     const ATTEMPTS = 10_000;
     const BATCH = 100;
     let served = 0;
     for (let i = 0; i < ATTEMPTS; i += BATCH) {
       await Promise.all(Array.from({ length: BATCH }, (_, j) => attempt(i + j)));
       if (i % 2000 === 0) {
-        const fetched = await user.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId: 'g', topics: null }], requireStable: false });
+        const fetched = await user.send(API_KEYS.OffsetFetch, 8, {
+          groups: [{ groupId: 'g', topics: null }],
+          requireStable: false,
+        });
         expect(fetched.groups[0]!.errorCode).toBe(0);
         served++;
       }
-      for (const s of sockets.splice(0)) if (s.destroyed) continue; else sockets.push(s);
+      for (const s of sockets.splice(0))
+        if (s.destroyed) continue;
+        else sockets.push(s);
     }
     expect(served).toBe(5);
     const stats = t.server.stats().security;
     expect(stats.failedAuthentications, 'passwords checked').toBeLessThanOrEqual(16);
-    expect(stats.refusedAuthentications + stats.failedAuthentications).toBeGreaterThanOrEqual(ATTEMPTS - 16);
+    expect(stats.refusedAuthentications + stats.failedAuthentications).toBeGreaterThanOrEqual(
+      ATTEMPTS - 16,
+    );
     for (const s of sockets.splice(0)) s.destroy();
     clock.advance(10_000);
     const later = await RawKafkaClient.connect(t.server.port);
@@ -148,9 +208,13 @@ describe('failed logins', () => {
     for (let i = 0; i < expected.length; i++) {
       const client = await RawKafkaClient.connect(t.server.port);
       let answered = false;
-      const outcome = loginPlain(client, 'alice', 'wrong').then((code) => { answered = true; return code; });
+      const outcome = loginPlain(client, 'alice', 'wrong').then((code) => {
+        answered = true;
+        return code;
+      });
       // The failure is recorded (and its timer armed) once PBKDF2 has checked the password.
-      while (t.server.stats().security.failedAuthentications === i) await new Promise((resolve) => setTimeout(resolve, 2));
+      while (t.server.stats().security.failedAuthentications === i)
+        await new Promise((resolve) => setTimeout(resolve, 2));
       clock.advance(expected[i]! - 1);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(answered, `failure ${i + 1} answered before ${expected[i]} ms`).toBe(false);
@@ -166,17 +230,20 @@ describe('slow-loris', () => {
     const t = await start({ connectionsPerAddressMax: 10 });
     const port = t.server.listeners.find((l) => l.name === 'SASL_SSL')!.port;
     const plainPort = t.server.listeners.find((l) => l.name === 'PLAINTEXT')!.port;
-    const open = (p: number) => new Promise<net.Socket>((resolve) => {
-      const socket = net.connect({ host: '127.0.0.1', port: p }, () => resolve(socket));
-      socket.on('error', () => {});
-      sockets.push(socket);
-    });
+    const open = (p: number) =>
+      new Promise<net.Socket>((resolve) => {
+        const socket = net.connect({ host: '127.0.0.1', port: p }, () => resolve(socket));
+        socket.on('error', () => {});
+        sockets.push(socket);
+      });
     const closedByServer = new Set<net.Socket>();
-    const loris = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
-      const socket = await open(i % 2 === 0 ? port : t.server.port);
-      socket.once('close', () => closedByServer.add(socket));
-      return socket;
-    }));
+    const loris = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const socket = await open(i % 2 === 0 ? port : t.server.port);
+        socket.once('close', () => closedByServer.add(socket));
+        return socket;
+      }),
+    );
     await until(() => closedByServer.size === 40);
     expect(t.server.stats().security.refusedConnectionsPerAddress).toBe(40);
     expect(t.server.connectionCount).toBeLessThanOrEqual(10);
@@ -187,9 +254,17 @@ describe('slow-loris', () => {
     await client.close();
     // A TLS client that does finish its handshake is served once there is room again.
     const certs = testCertificates();
-    const secure = tls.connect({ host: '127.0.0.1', port, ca: certs.caCert, servername: 'localhost' });
+    const secure = tls.connect({
+      host: '127.0.0.1',
+      port,
+      ca: certs.caCert,
+      servername: 'localhost',
+    });
     sockets.push(secure);
-    await new Promise<void>((resolve, reject) => { secure.once('secureConnect', () => resolve()); secure.once('error', reject); });
+    await new Promise<void>((resolve, reject) => {
+      secure.once('secureConnect', () => resolve());
+      secure.once('error', reject);
+    });
     const tlsClient = RawKafkaClient.over(secure);
     expect((await tlsClient.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
     expect(await loginScram(tlsClient, 'SCRAM-SHA-512', 'alice', 'alice-pw')).toBe(0);

@@ -26,7 +26,12 @@ async function settle(): Promise<void> {
 describe('client quotas over the wire', () => {
   it('throttles a client over its bytes/s quota and mutes its connection, not the others', async () => {
     const clock = new ManualClock();
-    running = await startTestServer({ clock, server: { security: { quotas: { default: { bytesPerSecond: 2000 }, windowMs: 1000, windowCount: 2 } } } });
+    running = await startTestServer({
+      clock,
+      server: {
+        security: { quotas: { default: { bytesPerSecond: 2000 }, windowMs: 1000, windowCount: 2 } },
+      },
+    });
     const greedy = await RawKafkaClient.connect(running.server.port);
     const polite = await RawKafkaClient.connect(running.server.port);
     let throttleMs = 0;
@@ -35,12 +40,18 @@ describe('client quotas over the wire', () => {
       throttleMs = (await greedy.send(API_KEYS.ApiVersions, 3, {}, 'greedy')).throttleTimeMs;
       requests++;
     }
-    expect(requests, 'a few hundred bytes each: throttled once past 2000 bytes in the window').toBeGreaterThan(3);
+    expect(
+      requests,
+      'a few hundred bytes each: throttled once past 2000 bytes in the window',
+    ).toBeGreaterThan(3);
     expect(throttleMs).toBeGreaterThan(0);
     const waiting = greedy.send(API_KEYS.ApiVersions, 3, {}, 'greedy');
     await settle();
     expect(greedy.pendingCount, 'muted: the next request is not read').toBe(1);
-    expect((await polite.send(API_KEYS.ApiVersions, 3, {}, 'polite')).throttleTimeMs, 'another client id has its own usage').toBe(0);
+    expect(
+      (await polite.send(API_KEYS.ApiVersions, 3, {}, 'polite')).throttleTimeMs,
+      'another client id has its own usage',
+    ).toBe(0);
     clock.advance(throttleMs);
     await waiting;
     expect(running.server.stats().security.throttledResponses).toBeGreaterThanOrEqual(1);
@@ -52,7 +63,10 @@ describe('client quotas over the wire', () => {
 describe('ClientQuotas', () => {
   it("throttles by Kafka's formula, (rate - bound) / bound * window, and forgets usage as the window slides", () => {
     const clock = new ManualClock();
-    const quotas = new ClientQuotas({ default: { bytesPerSecond: 100 }, windowMs: 1000, windowCount: 2 }, clock);
+    const quotas = new ClientQuotas(
+      { default: { bytesPerSecond: 100 }, windowMs: 1000, windowCount: 2 },
+      clock,
+    );
     expect(quotas.record('User:a', 'c', 100, 0)).toBe(0);
     // 300 bytes over a 1 s span = 300/s, twice the bound over: 2 * 2000 ms, capped at the 2000 ms window.
     expect(quotas.record('User:a', 'c', 200, 0)).toBe(2000);
@@ -62,7 +76,14 @@ describe('ClientQuotas', () => {
 
   it('takes the principal quota over the client id one over the default, and counts request time', () => {
     const clock = new ManualClock();
-    const quotas = new ClientQuotas({ default: { bytesPerSecond: 10 }, clientIds: { batch: { bytesPerSecond: 1000 } }, principals: { 'User:ops': { requestPercentage: 10 } } }, clock);
+    const quotas = new ClientQuotas(
+      {
+        default: { bytesPerSecond: 10 },
+        clientIds: { batch: { bytesPerSecond: 1000 } },
+        principals: { 'User:ops': { requestPercentage: 10 } },
+      },
+      clock,
+    );
     expect(quotas.record('User:x', 'batch', 500, 0)).toBe(0);
     expect(quotas.record('User:x', 'other', 500, 0)).toBeGreaterThan(0);
     expect(quotas.record('User:ops', 'other', 10_000, 50)).toBe(0); // 50 ms over a 10 s span = 0.5% of a thread

@@ -61,7 +61,12 @@ function brokerOf(t: TestServer, name: string): string {
 
 function kafkajsAdmin(broker: string, options: { ssl?: boolean; sasl?: SASLOptions }) {
   const kafka = new Kafka({
-    clientId: 'sasl-test', brokers: [broker], logLevel: logLevel.NOTHING, retry: { retries: 2, initialRetryTime: 20 }, connectionTimeout: 3000, authenticationTimeout: 3000,
+    clientId: 'sasl-test',
+    brokers: [broker],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 2, initialRetryTime: 20 },
+    connectionTimeout: 3000,
+    authenticationTimeout: 3000,
     ...(options.ssl === true ? { ssl: { ca: [certs.caCert] } } : {}),
     ...(options.sasl === undefined ? {} : { sasl: options.sasl }),
   });
@@ -74,17 +79,31 @@ describe('SASL and TLS with real clients', () => {
   it('kafkajs: PLAIN over TLS reads offsets', async () => {
     const t = await start();
     await t.store.commitOffsets('tls-readers', [{ tableId: 1, bucketId: 0, offset: 42 }]);
-    const admin = kafkajsAdmin(brokerOf(t, 'SASL_SSL'), { ssl: true, sasl: { mechanism: 'plain', username: 'alice', password: 'alice-secret' } });
+    const admin = kafkajsAdmin(brokerOf(t, 'SASL_SSL'), {
+      ssl: true,
+      sasl: { mechanism: 'plain', username: 'alice', password: 'alice-secret' },
+    });
     await admin.connect();
     const fetched = await admin.fetchOffsets({ groupId: 'tls-readers', topics: ['orders'] });
     expect(fetched[0]!.partitions.find((p) => p.partition === 0)!.offset).toBe('42');
   });
 
-  it.each([['scram-sha-256', 'alice', 'alice-secret'], ['scram-sha-512', 'alice', 'alice-secret'], ['scram-sha-512', 'bob', 'bob-secret']] as const)(
-    'kafkajs: %s as %s over SASL_PLAINTEXT and SASL_SSL', async (mechanism, username, password) => {
+  it.each([
+    ['scram-sha-256', 'alice', 'alice-secret'],
+    ['scram-sha-512', 'alice', 'alice-secret'],
+    ['scram-sha-512', 'bob', 'bob-secret'],
+  ] as const)(
+    'kafkajs: %s as %s over SASL_PLAINTEXT and SASL_SSL',
+    async (mechanism, username, password) => {
       const t = await start();
-      for (const [listener, ssl] of [['SASL_PLAINTEXT', false], ['SASL_SSL', true]] as const) {
-        const admin = kafkajsAdmin(brokerOf(t, listener), { ssl, sasl: { mechanism, username, password } });
+      for (const [listener, ssl] of [
+        ['SASL_PLAINTEXT', false],
+        ['SASL_SSL', true],
+      ] as const) {
+        const admin = kafkajsAdmin(brokerOf(t, listener), {
+          ssl,
+          sasl: { mechanism, username, password },
+        });
         await admin.connect();
         expect((await admin.listGroups()).groups).toEqual([]);
         await admin.disconnect();
@@ -96,11 +115,17 @@ describe('SASL and TLS with real clients', () => {
     const t = await start();
     for (const mechanism of ['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const) {
       const admin = new Admin({
-        clientId: 'plt-sasl', bootstrapBrokers: [brokerOf(t, 'SASL_SSL')], retries: 0,
-        tls: { ca: certs.caCert }, sasl: { mechanism, username: 'alice', password: 'alice-secret' },
+        clientId: 'plt-sasl',
+        bootstrapBrokers: [brokerOf(t, 'SASL_SSL')],
+        retries: 0,
+        tls: { ca: certs.caCert },
+        sasl: { mechanism, username: 'alice', password: 'alice-secret' },
       });
       closers.push(() => admin.close());
-      await admin.alterConsumerGroupOffsets({ groupId: 'plt', topics: [{ name: 'orders', partitionOffsets: [{ partition: 1, offset: 7n }] }] });
+      await admin.alterConsumerGroupOffsets({
+        groupId: 'plt',
+        topics: [{ name: 'orders', partitionOffsets: [{ partition: 1, offset: 7n }] }],
+      });
       const groups = await admin.listGroups();
       expect([...groups.keys()]).toEqual(['plt']);
     }
@@ -109,10 +134,21 @@ describe('SASL and TLS with real clients', () => {
 
   it('refuses a wrong password, an unknown user, and a mechanism the user has no verifier for', async () => {
     const t = await start();
-    const attempts: [string, string, SASLOptions['mechanism']][] = [['alice', 'wrong', 'plain'], ['alice', 'wrong', 'scram-sha-256'], ['nobody', 'x', 'scram-sha-512'], ['nobody', 'x', 'plain'], ['bob', 'bob-secret', 'scram-sha-256']];
+    const attempts: [string, string, SASLOptions['mechanism']][] = [
+      ['alice', 'wrong', 'plain'],
+      ['alice', 'wrong', 'scram-sha-256'],
+      ['nobody', 'x', 'scram-sha-512'],
+      ['nobody', 'x', 'plain'],
+      ['bob', 'bob-secret', 'scram-sha-256'],
+    ];
     for (const [username, password, mechanism] of attempts) {
-      const admin = kafkajsAdmin(brokerOf(t, 'SASL_SSL'), { ssl: true, sasl: { mechanism, username, password } as SASLOptions });
-      await expect(admin.connect(), `${username}/${mechanism}`).rejects.toThrow(/SASL|authentication|credentials/i);
+      const admin = kafkajsAdmin(brokerOf(t, 'SASL_SSL'), {
+        ssl: true,
+        sasl: { mechanism, username, password } as SASLOptions,
+      });
+      await expect(admin.connect(), `${username}/${mechanism}`).rejects.toThrow(
+        /SASL|authentication|credentials/i,
+      );
     }
     expect(t.server.stats().security.failedAuthentications).toBe(attempts.length);
   });
@@ -126,14 +162,25 @@ describe('SASL and TLS with real clients', () => {
 
   it('serves PLAINTEXT beside SASL_SSL, each advertising its own address', async () => {
     const t = await start();
-    expect(t.server.listeners.map((l) => [l.name, l.securityProtocol])).toEqual([['PLAINTEXT', 'PLAINTEXT'], ['SASL_SSL', 'SASL_SSL'], ['SASL_PLAINTEXT', 'SASL_PLAINTEXT']]);
+    expect(t.server.listeners.map((l) => [l.name, l.securityProtocol])).toEqual([
+      ['PLAINTEXT', 'PLAINTEXT'],
+      ['SASL_SSL', 'SASL_SSL'],
+      ['SASL_PLAINTEXT', 'SASL_PLAINTEXT'],
+    ]);
     expect(t.server.brokers).toEqual([brokerOf(t, 'PLAINTEXT')]);
     const plain = kafkajsAdmin(brokerOf(t, 'PLAINTEXT'), {});
     await plain.connect();
-    const secure = kafkajsAdmin(brokerOf(t, 'SASL_SSL'), { ssl: true, sasl: { mechanism: 'scram-sha-256', username: 'alice', password: 'alice-secret' } });
+    const secure = kafkajsAdmin(brokerOf(t, 'SASL_SSL'), {
+      ssl: true,
+      sasl: { mechanism: 'scram-sha-256', username: 'alice', password: 'alice-secret' },
+    });
     await secure.connect();
     const portOf = (broker: string) => Number(broker.split(':')[1]);
-    expect((await plain.describeCluster()).brokers.map((b) => b.port)).toEqual([portOf(brokerOf(t, 'PLAINTEXT'))]);
-    expect((await secure.describeCluster()).brokers.map((b) => b.port)).toEqual([portOf(brokerOf(t, 'SASL_SSL'))]);
+    expect((await plain.describeCluster()).brokers.map((b) => b.port)).toEqual([
+      portOf(brokerOf(t, 'PLAINTEXT')),
+    ]);
+    expect((await secure.describeCluster()).brokers.map((b) => b.port)).toEqual([
+      portOf(brokerOf(t, 'SASL_SSL')),
+    ]);
   });
 });

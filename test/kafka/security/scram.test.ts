@@ -6,33 +6,66 @@
  */
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ScramServerExchange, scramPasswordMatches, scramVerifier, type ScramMechanism, type ScramVerifier } from '../../../src/kafka/security/index.js';
+import {
+  ScramServerExchange,
+  scramPasswordMatches,
+  scramVerifier,
+  type ScramMechanism,
+  type ScramVerifier,
+} from '../../../src/kafka/security/index.js';
 
 const RFC7677 = {
   clientFirst: 'n,,n=user,r=rOprNGfwEbeRWgbNEkqO',
   serverNonce: '%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0',
-  serverFirst: 'r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096',
-  clientFinal: 'c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=',
+  serverFirst:
+    'r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096',
+  clientFinal:
+    'c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=',
   serverFinal: 'v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=',
 };
 
 async function rfcVerifier(): Promise<ScramVerifier> {
-  return scramVerifier('SCRAM-SHA-256', 'pencil', { salt: Buffer.from('W22ZaJ0SNY7soEsUEjb6gQ==', 'base64'), iterations: 4096 });
+  return scramVerifier('SCRAM-SHA-256', 'pencil', {
+    salt: Buffer.from('W22ZaJ0SNY7soEsUEjb6gQ==', 'base64'),
+    iterations: 4096,
+  });
 }
 
-function exchange(verifiers: Record<string, ScramVerifier>, mechanism: ScramMechanism = 'SCRAM-SHA-256', serverNonce?: string): ScramServerExchange {
-  return new ScramServerExchange({ mechanism, lookup: (user) => verifiers[user], decoySecret: Buffer.alloc(32, 7), ...(serverNonce === undefined ? {} : { serverNonce }) });
+function exchange(
+  verifiers: Record<string, ScramVerifier>,
+  mechanism: ScramMechanism = 'SCRAM-SHA-256',
+  serverNonce?: string,
+): ScramServerExchange {
+  return new ScramServerExchange({
+    mechanism,
+    lookup: (user) => verifiers[user],
+    decoySecret: Buffer.alloc(32, 7),
+    ...(serverNonce === undefined ? {} : { serverNonce }),
+  });
 }
 
 /** A SCRAM client computing its proof from the password (RFC 5802 section 3). */
-function clientFinal(mechanism: ScramMechanism, password: string, clientFirstBare: string, serverFirst: string): string {
+function clientFinal(
+  mechanism: ScramMechanism,
+  password: string,
+  clientFirstBare: string,
+  serverFirst: string,
+): string {
   const h = mechanism === 'SCRAM-SHA-256' ? 'sha256' : 'sha512';
   const attrs = Object.fromEntries(serverFirst.split(',').map((p) => [p[0], p.slice(2)]));
-  const salted = pbkdf2Sync(password, Buffer.from(attrs.s!, 'base64'), Number(attrs.i), h === 'sha256' ? 32 : 64, h);
+  const salted = pbkdf2Sync(
+    password,
+    Buffer.from(attrs.s!, 'base64'),
+    Number(attrs.i),
+    h === 'sha256' ? 32 : 64,
+    h,
+  );
   const clientKey = createHmac(h, salted).update('Client Key').digest();
   const storedKey = createHash(h).update(clientKey).digest();
   const withoutProof = `c=biws,r=${attrs.r}`;
-  const signature = createHmac(h, storedKey).update(`${clientFirstBare},${serverFirst},${withoutProof}`).digest();
+  const signature = createHmac(h, storedKey)
+    .update(`${clientFirstBare},${serverFirst},${withoutProof}`)
+    .digest();
   const proof = Buffer.from(clientKey.map((b, i) => b ^ signature[i]!));
   return `${withoutProof},p=${proof.toString('base64')}`;
 }
@@ -54,7 +87,9 @@ describe('SCRAM', () => {
     for (const final of [wrongProof, changedNonce, binding]) {
       const server = exchange(verifiers, 'SCRAM-SHA-256', RFC7677.serverNonce);
       server.respond(Buffer.from(RFC7677.clientFirst));
-      expect(() => server.respond(Buffer.from(final))).toThrow(expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }));
+      expect(() => server.respond(Buffer.from(final))).toThrow(
+        expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }),
+      );
       expect(server.authenticated).toBe(false);
     }
   });
@@ -65,24 +100,44 @@ describe('SCRAM', () => {
     expect(first).toMatch(/^r=abcdef.+,s=[A-Za-z0-9+/=]+,i=4096$/);
     const again = exchange({}).respond(Buffer.from('n,,n=nobody,r=abcdef')).toString();
     expect(again.split(',')[1]).toBe(first.split(',')[1]); // same salt for the same name: no tell between attempts
-    expect(() => server.respond(Buffer.from(clientFinal('SCRAM-SHA-256', 'guess', 'n=nobody,r=abcdef', first)))).toThrow(/invalid credentials/);
+    expect(() =>
+      server.respond(
+        Buffer.from(clientFinal('SCRAM-SHA-256', 'guess', 'n=nobody,r=abcdef', first)),
+      ),
+    ).toThrow(/invalid credentials/);
   });
 
-  it.each(['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const)('%s: a client that knows the password authenticates; one that does not is refused', async (mechanism) => {
-    const verifiers = { alice: await scramVerifier(mechanism, 'correct horse') };
-    for (const [password, ok] of [['correct horse', true], ['battery staple', false]] as const) {
-      const server = exchange(verifiers, mechanism);
-      const first = server.respond(Buffer.from('n,,n=alice,r=nonce123')).toString();
-      const final = Buffer.from(clientFinal(mechanism, password, 'n=alice,r=nonce123', first));
-      if (ok) expect(server.respond(final).toString()).toMatch(/^v=/);
-      else expect(() => server.respond(final)).toThrow(/invalid credentials/);
-      expect(server.authenticated).toBe(ok);
-    }
-  });
+  it.each(['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const)(
+    '%s: a client that knows the password authenticates; one that does not is refused',
+    async (mechanism) => {
+      const verifiers = { alice: await scramVerifier(mechanism, 'correct horse') };
+      for (const [password, ok] of [
+        ['correct horse', true],
+        ['battery staple', false],
+      ] as const) {
+        const server = exchange(verifiers, mechanism);
+        const first = server.respond(Buffer.from('n,,n=alice,r=nonce123')).toString();
+        const final = Buffer.from(clientFinal(mechanism, password, 'n=alice,r=nonce123', first));
+        if (ok) expect(server.respond(final).toString()).toMatch(/^v=/);
+        else expect(() => server.respond(final)).toThrow(/invalid credentials/);
+        expect(server.authenticated).toBe(ok);
+      }
+    },
+  );
 
   it('refuses malformed messages, extensions, channel binding and a foreign authorization id', () => {
-    for (const first of ['', 'x', 'p=tls-unique,,n=a,r=b', 'n,,n=alice,r=abc,tokenauth=true', 'n,a=bob,n=alice,r=abc', 'n,,n=al=ice,r=abc', 'n,,r=abc']) {
-      expect(() => exchange({}).respond(Buffer.from(first)), first).toThrow(expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }));
+    for (const first of [
+      '',
+      'x',
+      'p=tls-unique,,n=a,r=b',
+      'n,,n=alice,r=abc,tokenauth=true',
+      'n,a=bob,n=alice,r=abc',
+      'n,,n=al=ice,r=abc',
+      'n,,r=abc',
+    ]) {
+      expect(() => exchange({}).respond(Buffer.from(first)), first).toThrow(
+        expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }),
+      );
     }
   });
 
@@ -91,6 +146,8 @@ describe('SCRAM', () => {
     expect(verifier.iterations).toBe(4096);
     expect(await scramPasswordMatches('SCRAM-SHA-512', verifier, 's3cret')).toBe(true);
     expect(await scramPasswordMatches('SCRAM-SHA-512', verifier, 's3cret ')).toBe(false);
-    await expect(scramVerifier('SCRAM-SHA-256', 'x', { iterations: 4095 })).rejects.toThrow(RangeError);
+    await expect(scramVerifier('SCRAM-SHA-256', 'x', { iterations: 4095 })).rejects.toThrow(
+      RangeError,
+    );
   });
 });

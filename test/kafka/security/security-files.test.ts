@@ -10,7 +10,13 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
-import { ACLS_FILE, AclSet, USERS_FILE, UserCredentials, type AclBinding } from '../../../src/kafka/security/index.js';
+import {
+  ACLS_FILE,
+  AclSet,
+  USERS_FILE,
+  UserCredentials,
+  type AclBinding,
+} from '../../../src/kafka/security/index.js';
 import { FaultyFileSystem } from '../../support/faulty-file-system.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
@@ -25,12 +31,24 @@ afterEach(async () => {
   running = undefined;
 });
 
-const DENY_OTHER: AclBinding = { principal: 'User:alice', host: '*', operation: 'All', permission: 'ALLOW', resourceType: 'Group', patternType: 'PREFIXED', name: 'mine-' };
+const DENY_OTHER: AclBinding = {
+  principal: 'User:alice',
+  host: '*',
+  operation: 'All',
+  permission: 'ALLOW',
+  resourceType: 'Group',
+  patternType: 'PREFIXED',
+  name: 'mine-',
+};
 
 async function serve(dir: string): Promise<TestServer> {
   running = await startTestServer({
     dir,
-    server: { topics: [{ name: 'orders', partitions: 1 }], listeners: [{ securityProtocol: 'SASL_PLAINTEXT' }], security: { authorizer: {} } },
+    server: {
+      topics: [{ name: 'orders', partitions: 1 }],
+      listeners: [{ securityProtocol: 'SASL_PLAINTEXT' }],
+      security: { authorizer: {} },
+    },
   });
   return running;
 }
@@ -44,8 +62,14 @@ describe('users and ACLs on disk', () => {
       const t = await serve(dir);
       const client = await RawKafkaClient.connect(t.server.port);
       expect(await loginScram(client, 'SCRAM-SHA-512', 'alice', 'pw-1'), `round ${round}`).toBe(0);
-      const described = await client.send(API_KEYS.DescribeGroups, 5, { groups: ['mine-1', 'theirs'], includeAuthorizedOperations: false });
-      expect(described.groups.map((g) => g.errorCode)).toEqual([0, KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]);
+      const described = await client.send(API_KEYS.DescribeGroups, 5, {
+        groups: ['mine-1', 'theirs'],
+        includeAuthorizedOperations: false,
+      });
+      expect(described.groups.map((g) => g.errorCode)).toEqual([
+        0,
+        KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+      ]);
       await client.close();
       await t.close();
       running = undefined;
@@ -64,14 +88,19 @@ describe('users and ACLs on disk', () => {
     faulty.metaOpCount = 0;
     await expect(UserCredentials.removeUser(faulty, dir, 'alice')).rejects.toThrow(/EIO/);
     faulty.metaOpCount = 0;
-    await expect(AclSet.add(faulty, dir, [{ ...DENY_OTHER, name: 'more-' }])).rejects.toThrow(/EIO/);
+    await expect(AclSet.add(faulty, dir, [{ ...DENY_OTHER, name: 'more-' }])).rejects.toThrow(
+      /EIO/,
+    );
     expect(readFileSync(path.join(dir, USERS_FILE))).toEqual(usersBefore);
     expect(readFileSync(path.join(dir, ACLS_FILE))).toEqual(aclsBefore);
     expect((await UserCredentials.load(fs, dir)).list().map((u) => u.name)).toEqual(['alice']);
     expect((await AclSet.load(fs, dir)).acls).toEqual([DENY_OTHER]);
     // The next update overwrites the leftover temporary file.
     await UserCredentials.addUser(fs, dir, 'carol', 'pw-3');
-    expect((await UserCredentials.load(fs, dir)).list().map((u) => u.name)).toEqual(['alice', 'carol']);
+    expect((await UserCredentials.load(fs, dir)).list().map((u) => u.name)).toEqual([
+      'alice',
+      'carol',
+    ]);
   });
 
   it('refuse a damaged or hand-edited file with CORRUPT_MESSAGE, and the server does not start on it', async () => {
@@ -81,10 +110,20 @@ describe('users and ACLs on disk', () => {
     const aclsPath = path.join(dir, ACLS_FILE);
     const good = readFileSync(aclsPath, 'utf8');
     writeFileSync(aclsPath, good.replace('"ALLOW"', '"DENY"'));
-    await expect(AclSet.load(fs, dir)).rejects.toThrow(expect.objectContaining({ code: 'CORRUPT_MESSAGE', message: expect.stringContaining(ACLS_FILE) }));
+    await expect(AclSet.load(fs, dir)).rejects.toThrow(
+      expect.objectContaining({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringContaining(ACLS_FILE),
+      }),
+    );
     await expect(serve(dir)).rejects.toThrow(/CORRUPT_MESSAGE/);
     writeFileSync(aclsPath, good);
-    writeFileSync(path.join(dir, USERS_FILE), readFileSync(path.join(dir, USERS_FILE), 'utf8').slice(0, 40));
-    await expect(UserCredentials.load(fs, dir)).rejects.toThrow(expect.objectContaining({ code: 'CORRUPT_MESSAGE' }));
+    writeFileSync(
+      path.join(dir, USERS_FILE),
+      readFileSync(path.join(dir, USERS_FILE), 'utf8').slice(0, 40),
+    );
+    await expect(UserCredentials.load(fs, dir)).rejects.toThrow(
+      expect.objectContaining({ code: 'CORRUPT_MESSAGE' }),
+    );
   });
 });

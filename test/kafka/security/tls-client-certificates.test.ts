@@ -25,7 +25,13 @@ afterEach(async () => {
 
 function connect(port: number, identity: { cert?: string; key?: string }): Promise<tls.TLSSocket> {
   const certs = testCertificates();
-  const socket = tls.connect({ host: '127.0.0.1', port, ca: certs.caCert, servername: 'localhost', ...identity });
+  const socket = tls.connect({
+    host: '127.0.0.1',
+    port,
+    ca: certs.caCert,
+    servername: 'localhost',
+    ...identity,
+  });
   sockets.push(socket);
   return new Promise((resolve, reject) => {
     socket.once('secureConnect', () => resolve(socket));
@@ -37,22 +43,55 @@ describe('client certificates', () => {
   it('name the principal by the subject, and the ACLs on it apply', async () => {
     const certs = testCertificates();
     const dir = tempDir();
-    await AclSet.add(new NodeFileSystem(), dir, [{ principal: ALICE, host: '*', operation: 'Describe', permission: 'ALLOW', resourceType: 'Group', patternType: 'LITERAL', name: 'alices' }]);
+    await AclSet.add(new NodeFileSystem(), dir, [
+      {
+        principal: ALICE,
+        host: '*',
+        operation: 'Describe',
+        permission: 'ALLOW',
+        resourceType: 'Group',
+        patternType: 'LITERAL',
+        name: 'alices',
+      },
+    ]);
     running = await startTestServer({
       dir,
       server: {
-        listeners: [{ securityProtocol: 'SSL', tls: { cert: certs.serverCert, key: certs.serverKey, ca: certs.caCert, requireClientCertificate: true } }],
+        listeners: [
+          {
+            securityProtocol: 'SSL',
+            tls: {
+              cert: certs.serverCert,
+              key: certs.serverKey,
+              ca: certs.caCert,
+              requireClientCertificate: true,
+            },
+          },
+        ],
         security: { authorizer: {} },
       },
     });
-    const client = RawKafkaClient.over(await connect(running.server.port, { cert: certs.clientCert, key: certs.clientKey }));
-    const described = await client.send(API_KEYS.DescribeGroups, 5, { groups: ['alices', 'bobs'], includeAuthorizedOperations: false });
-    expect(described.groups.map((g) => g.errorCode)).toEqual([0, KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]);
+    const client = RawKafkaClient.over(
+      await connect(running.server.port, { cert: certs.clientCert, key: certs.clientKey }),
+    );
+    const described = await client.send(API_KEYS.DescribeGroups, 5, {
+      groups: ['alices', 'bobs'],
+      includeAuthorizedOperations: false,
+    });
+    expect(described.groups.map((g) => g.errorCode)).toEqual([
+      0,
+      KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+    ]);
 
     // A certificate of another CA, and none at all, do not get through the handshake (or are cut right after it).
     for (const identity of [{ cert: certs.strangerCert, key: certs.strangerKey }, {}]) {
       const refused = await connect(running.server.port, identity).then(
-        (socket) => new Promise<boolean>((resolve) => { socket.once('close', () => resolve(true)); socket.once('error', () => resolve(true)); socket.write(Buffer.alloc(4)); }),
+        (socket) =>
+          new Promise<boolean>((resolve) => {
+            socket.once('close', () => resolve(true));
+            socket.once('error', () => resolve(true));
+            socket.write(Buffer.alloc(4));
+          }),
         () => true,
       );
       expect(refused).toBe(true);
@@ -61,7 +100,9 @@ describe('client certificates', () => {
   });
 
   it('write the subject most specific first, escaping what RFC 2253 escapes', () => {
-    expect(certificatePrincipal({ C: 'US', O: 'Acme, Inc.', CN: 'host-1' })).toBe('User:CN=host-1,O=Acme\\, Inc.,C=US');
+    expect(certificatePrincipal({ C: 'US', O: 'Acme, Inc.', CN: 'host-1' })).toBe(
+      'User:CN=host-1,O=Acme\\, Inc.,C=US',
+    );
     expect(certificatePrincipal({ OU: ['a', 'b'], CN: 'x' })).toBe('User:CN=x,OU=b,OU=a');
     expect(certificatePrincipal({})).toBeUndefined();
   });

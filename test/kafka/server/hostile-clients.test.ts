@@ -81,16 +81,24 @@ describe('hostile input on a raw socket', () => {
     over.write(frameOf(API_KEYS.ApiVersions, 0, Buffer.alloc(65 - 10)));
     await over.closed;
     const client = await connect(t);
-    const request = encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 1, clientId: 'x'.repeat(54) }, {});
+    const request = encodeRequest(
+      { apiKey: API_KEYS.ApiVersions, apiVersion: 0, correlationId: 1, clientId: 'x'.repeat(54) },
+      {},
+    );
     expect(request.length - 4).toBe(64);
-    expect((await client.sendRaw(API_KEYS.ApiVersions, 0, {}, 'x'.repeat(54))).length).toBeGreaterThan(0);
+    expect(
+      (await client.sendRaw(API_KEYS.ApiVersions, 0, {}, 'x'.repeat(54))).length,
+    ).toBeGreaterThan(0);
     await expectUnharmed(t);
   });
 
   it('closes a connection that sends half a frame and its FIN; one that sends half a frame and stops is closed when idle', async () => {
     const clock = new ManualClock();
     const t = await start({ clock, server: { idleTimeoutMs: 60_000 } });
-    const frame = encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'c' }, {});
+    const frame = encodeRequest(
+      { apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'c' },
+      {},
+    );
     const ended = await connect(t);
     ended.write(frame.subarray(0, frame.length - 3));
     ended.socket.end();
@@ -106,7 +114,16 @@ describe('hostile input on a raw socket', () => {
 
   it('closes a connection that sends an unknown API key, an API it does not serve, or a version it does not advertise', async () => {
     const t = await start();
-    const cases: [number, number][] = [[99, 0], [-1, 0], [19, 5], [API_KEYS.OffsetCommit, 1], [API_KEYS.OffsetCommit, 10], [API_KEYS.Fetch, 13], [API_KEYS.Metadata, 13], [API_KEYS.Produce, 2]];
+    const cases: [number, number][] = [
+      [99, 0],
+      [-1, 0],
+      [19, 5],
+      [API_KEYS.OffsetCommit, 1],
+      [API_KEYS.OffsetCommit, 10],
+      [API_KEYS.Fetch, 13],
+      [API_KEYS.Metadata, 13],
+      [API_KEYS.Produce, 2],
+    ];
     for (const [apiKey, version] of cases) {
       const client = await connect(t);
       client.write(frameOf(apiKey, version));
@@ -118,10 +135,28 @@ describe('hostile input on a raw socket', () => {
 
   it('closes a connection whose request body does not decode, or whose header is cut short', async () => {
     const t = await start();
-    const commit = encodeRequest({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 3, clientId: 'c' }, { groupId: 'g', topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n }] }] });
-    const cut = Buffer.concat([sizePrefix(commit.length - 4 - 5), commit.subarray(4, commit.length - 5)]);
-    const extra = Buffer.concat([sizePrefix(commit.length - 4 + 2), commit.subarray(4), Buffer.from([1, 2])]);
-    for (const bytes of [cut, extra, Buffer.concat([sizePrefix(5), Buffer.from([0, 18, 0, 3, 0])]), sizePrefix(0)]) {
+    const commit = encodeRequest(
+      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 3, clientId: 'c' },
+      {
+        groupId: 'g',
+        topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n }] }],
+      },
+    );
+    const cut = Buffer.concat([
+      sizePrefix(commit.length - 4 - 5),
+      commit.subarray(4, commit.length - 5),
+    ]);
+    const extra = Buffer.concat([
+      sizePrefix(commit.length - 4 + 2),
+      commit.subarray(4),
+      Buffer.from([1, 2]),
+    ]);
+    for (const bytes of [
+      cut,
+      extra,
+      Buffer.concat([sizePrefix(5), Buffer.from([0, 18, 0, 3, 0])]),
+      sizePrefix(0),
+    ]) {
       const client = await connect(t);
       client.write(bytes);
       await client.closed;
@@ -134,9 +169,12 @@ describe('hostile input on a raw socket', () => {
     const t = await start();
     const seed = seedFrom('KAFKA_GARBAGE_SEED');
     const random = seededRandom(seed);
-    for (let run = 0; run < 40; run++) await garbageRun(run).catch((error: unknown) => {
-      throw new Error(`KAFKA_GARBAGE_SEED=${seed}, run ${run}: ${(error as Error).message}`, { cause: error });
-    });
+    for (let run = 0; run < 40; run++)
+      await garbageRun(run).catch((error: unknown) => {
+        throw new Error(`KAFKA_GARBAGE_SEED=${seed}, run ${run}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      });
     await expectUnharmed(t);
 
     async function garbageRun(run: number): Promise<void> {
@@ -147,7 +185,10 @@ describe('hostile input on a raw socket', () => {
       client.write(bytes);
       client.socket.end();
       await client.closed;
-      expect(client.arrivals.length, 'at most one answer (an ApiVersions error)').toBeLessThanOrEqual(1);
+      expect(
+        client.arrivals.length,
+        'at most one answer (an ApiVersions error)',
+      ).toBeLessThanOrEqual(1);
     }
   });
 
@@ -155,11 +196,36 @@ describe('hostile input on a raw socket', () => {
     const t = await start({ server: { topics: [{ name: 'orders', partitions: 1 }] } });
     const client = await connect(t);
     const records = Buffer.from('not really a record batch');
-    const response = await client.send(API_KEYS.Produce, 9, { acks: -1, timeoutMs: 1000, topicData: [{ name: 'orders', partitionData: [{ index: 0, records }, { index: 1, records }] }, { name: 'nope', partitionData: [{ index: 0, records }] }] });
-    expect(response.responses.map((r) => r.partitionResponses.map((p) => p.errorCode))).toEqual([[KAFKA_ERROR.INVALID_REQUEST, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION], [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION]]);
+    const response = await client.send(API_KEYS.Produce, 9, {
+      acks: -1,
+      timeoutMs: 1000,
+      topicData: [
+        {
+          name: 'orders',
+          partitionData: [
+            { index: 0, records },
+            { index: 1, records },
+          ],
+        },
+        { name: 'nope', partitionData: [{ index: 0, records }] },
+      ],
+    });
+    expect(response.responses.map((r) => r.partitionResponses.map((p) => p.errorCode))).toEqual([
+      [KAFKA_ERROR.INVALID_REQUEST, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
+      [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
+    ]);
     expect(response.responses[0]!.partitionResponses[0]!.errorMessage).toMatch(/stores no records/);
     const fireAndForget = await connect(t);
-    fireAndForget.write(encodeRequest({ apiKey: API_KEYS.Produce, apiVersion: 3, correlationId: 1, clientId: 'p' }, { acks: 0, timeoutMs: 1000, topicData: [{ name: 'orders', partitionData: [{ index: 0, records }] }] }));
+    fireAndForget.write(
+      encodeRequest(
+        { apiKey: API_KEYS.Produce, apiVersion: 3, correlationId: 1, clientId: 'p' },
+        {
+          acks: 0,
+          timeoutMs: 1000,
+          topicData: [{ name: 'orders', partitionData: [{ index: 0, records }] }],
+        },
+      ),
+    );
     await fireAndForget.closed;
     await expectUnharmed(t, true);
   });
@@ -167,15 +233,23 @@ describe('hostile input on a raw socket', () => {
 
 describe('resource bounds', () => {
   it('stops reading from a client that never reads its responses, holding a bounded amount, and answers all once it reads', async () => {
-    const t = await start({ server: { topics: [{ name: 'wide', partitions: 2000 }], pendingResponseBytesMax: 64 * 1024 } });
+    const t = await start({
+      server: { topics: [{ name: 'wide', partitions: 2000 }], pendingResponseBytesMax: 64 * 1024 },
+    });
     const client = await connect(t, { read: false });
-    const requests = Array.from({ length: 200 }, () => client.sendRaw(API_KEYS.Metadata, 9, { topics: [{ name: 'wide' }] }));
+    const requests = Array.from({ length: 200 }, () =>
+      client.sendRaw(API_KEYS.Metadata, 9, { topics: [{ name: 'wide' }] }),
+    );
     await waitFor(() => t.server.stats().connections[0]?.readPaused === true);
     const paused = t.server.stats().connections[0]!;
     const responseBytes = (await firstResponseSize(t)) + 4;
-    expect(paused.pendingResponseBytes, 'responses held by the server').toBeLessThanOrEqual(64 * 1024 + responseBytes);
+    expect(paused.pendingResponseBytes, 'responses held by the server').toBeLessThanOrEqual(
+      64 * 1024 + responseBytes,
+    );
     expect(paused.inFlightRequests).toBeLessThanOrEqual(1);
-    expect(200 * responseBytes, 'far more than the bound was asked for').toBeGreaterThan(8 * 1024 * 1024);
+    expect(200 * responseBytes, 'far more than the bound was asked for').toBeGreaterThan(
+      8 * 1024 * 1024,
+    );
     client.socket.resume();
     await Promise.all(requests);
     expect(client.arrivals).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
@@ -183,17 +257,26 @@ describe('resource bounds', () => {
 
   it('takes 1000 connections at once: those over connectionsMax are closed, the others answered, and the server goes on', async () => {
     const t = await start({ server: { connectionsMax: 100 } });
-    const request = encodeRequest({ apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'flood' }, {});
-    const outcomes = await Promise.all(Array.from({ length: 1000 }, () => new Promise<'answered' | 'closed'>((resolve) => {
-      const socket = net.connect({ host: '127.0.0.1', port: t.server.port });
-      socket.on('error', () => {});
-      socket.once('data', () => {
-        resolve('answered');
-        socket.destroy();
-      });
-      socket.once('close', () => resolve('closed'));
-      socket.write(request);
-    })));
+    const request = encodeRequest(
+      { apiKey: API_KEYS.ApiVersions, apiVersion: 3, correlationId: 1, clientId: 'flood' },
+      {},
+    );
+    const outcomes = await Promise.all(
+      Array.from(
+        { length: 1000 },
+        () =>
+          new Promise<'answered' | 'closed'>((resolve) => {
+            const socket = net.connect({ host: '127.0.0.1', port: t.server.port });
+            socket.on('error', () => {});
+            socket.once('data', () => {
+              resolve('answered');
+              socket.destroy();
+            });
+            socket.once('close', () => resolve('closed'));
+            socket.write(request);
+          }),
+      ),
+    );
     const answered = outcomes.filter((o) => o === 'answered').length;
     expect(answered).toBeGreaterThan(0);
     expect(answered + t.server.stats().refusedConnections).toBeGreaterThanOrEqual(1000);
@@ -210,6 +293,7 @@ async function firstResponseSize(t: TestServer): Promise<number> {
 
 /** Polls `condition` on the event loop until it holds (network events, not the store's timers). */
 async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let i = 0; i < 1000 && !condition(); i++)
+    await new Promise((resolve) => setTimeout(resolve, 5));
   expect(condition()).toBe(true);
 }

@@ -35,14 +35,26 @@ afterEach(async () => {
   running = undefined;
 });
 
-const FETCH = { maxWaitMs: 500, minBytes: 1, topics: [{ topic: 'orders', partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }] }] };
+const FETCH = {
+  maxWaitMs: 500,
+  minBytes: 1,
+  topics: [
+    {
+      topic: 'orders',
+      partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }],
+    },
+  ],
+};
 
 describe('ApiVersions', () => {
   it('answers every advertised version (0-3) with the advertised ranges', async () => {
     const t = await start();
     const client = await connect(t);
     for (let version = 0; version <= 3; version++) {
-      const response = await client.send(API_KEYS.ApiVersions, version, { clientSoftwareName: 'test', clientSoftwareVersion: '1' });
+      const response = await client.send(API_KEYS.ApiVersions, version, {
+        clientSoftwareName: 'test',
+        clientSoftwareVersion: '1',
+      });
       expect(response.errorCode, `v${version}`).toBe(0);
       expect(response.apiKeys, `v${version}`).toEqual(advertisedApis());
     }
@@ -51,47 +63,79 @@ describe('ApiVersions', () => {
   it('answers a version it does not advertise in the v0 format, with UNSUPPORTED_VERSION and the ranges', async () => {
     const t = await start();
     const client = await connect(t);
-    const payload = await client.sendRaw(API_KEYS.ApiVersions, 4, { clientSoftwareName: 'future', clientSoftwareVersion: '9' });
+    const payload = await client.sendRaw(API_KEYS.ApiVersions, 4, {
+      clientSoftwareName: 'future',
+      clientSoftwareVersion: '9',
+    });
     const response = client.decode(API_KEYS.ApiVersions, 0, payload);
     expect(response.errorCode).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
     expect(response.apiKeys).toEqual(advertisedApis());
-    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode, 'the connection goes on').toBe(0);
+    expect(
+      (await client.send(API_KEYS.ApiVersions, 3, {})).errorCode,
+      'the connection goes on',
+    ).toBe(0);
   });
 });
 
 describe('pipelining and order', () => {
   it('answers pipelined requests in order; a request behind a commit starts once the commit is answered, so it sees it', async () => {
     const fs = new HeldDatasyncFileSystem();
-    const t = await start({ store: { fs }, server: { topics: [{ name: 'orders', partitions: 2 }] } });
+    const t = await start({
+      store: { fs },
+      server: { topics: [{ name: 'orders', partitions: 2 }] },
+    });
     const client = await connect(t);
     fs.holding = true;
-    const commit = client.send(API_KEYS.OffsetCommit, 8, { groupId: 'g', generationIdOrMemberEpoch: -1, memberId: '', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 7n }] }] });
+    const commit = client.send(API_KEYS.OffsetCommit, 8, {
+      groupId: 'g',
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 7n }] }],
+    });
     const versions = client.send(API_KEYS.ApiVersions, 3, {});
-    const fetched = client.send(API_KEYS.OffsetFetch, 8, { groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0] }] }] });
+    const fetched = client.send(API_KEYS.OffsetFetch, 8, {
+      groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0] }] }],
+    });
     await fs.heldCount(1);
     await waitFor(() => t.server.stats().connections[0]?.bufferedRequestBytes !== 0);
     expect(client.arrivals, 'nothing overtakes the commit held in fdatasync').toEqual([]);
-    expect(t.server.stats().connections[0]!.inFlightRequests, 'the requests behind the commit have not started').toBe(1);
+    expect(
+      t.server.stats().connections[0]!.inFlightRequests,
+      'the requests behind the commit have not started',
+    ).toBe(1);
     fs.holding = false;
     fs.releaseOne();
     const [committed, , offsets] = await Promise.all([commit, versions, fetched]);
     expect(client.arrivals).toEqual([1, 2, 3]);
     expect(committed.topics[0]!.partitions[0]!.errorCode).toBe(0);
-    expect(offsets.groups[0]!.topics[0]!.partitions[0]!.committedOffset, 'the fetch saw the commit before it').toBe(7n);
+    expect(
+      offsets.groups[0]!.topics[0]!.partitions[0]!.committedOffset,
+      'the fetch saw the commit before it',
+    ).toBe(7n);
   });
 
   it('starts OffsetCommits pipelined behind OffsetCommits at once, and the last commit of a partition wins', async () => {
     const fs = new HeldDatasyncFileSystem();
-    const t = await start({ store: { fs }, server: { topics: [{ name: 'orders', partitions: 2 }] } });
+    const t = await start({
+      store: { fs },
+      server: { topics: [{ name: 'orders', partitions: 2 }] },
+    });
     const client = await connect(t);
     fs.holding = true;
-    const commit = (offset: bigint) => client.send(API_KEYS.OffsetCommit, 8, { groupId: 'g', generationIdOrMemberEpoch: -1, memberId: '', topics: [{ name: 'orders', partitions: [{ partitionIndex: 1, committedOffset: offset }] }] });
+    const commit = (offset: bigint) =>
+      client.send(API_KEYS.OffsetCommit, 8, {
+        groupId: 'g',
+        generationIdOrMemberEpoch: -1,
+        memberId: '',
+        topics: [{ name: 'orders', partitions: [{ partitionIndex: 1, committedOffset: offset }] }],
+      });
     const commits = [commit(1n), commit(2n), commit(3n)];
     await fs.heldCount(1);
     await waitFor(() => t.server.stats().connections[0]?.inFlightRequests === 3);
     fs.holding = false;
     fs.releaseOne();
-    for (const response of await Promise.all(commits)) expect(response.topics[0]!.partitions[0]!.errorCode).toBe(0);
+    for (const response of await Promise.all(commits))
+      expect(response.topics[0]!.partitions[0]!.errorCode).toBe(0);
     expect(client.arrivals).toEqual([1, 2, 3]);
     expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 1 }]))[0]?.offset).toBe(3);
   });
@@ -99,9 +143,23 @@ describe('pipelining and order', () => {
   it('answers 500 pipelined requests, all in order', async () => {
     const t = await start({ server: { topics: [{ name: 'orders', partitions: 4 }] } });
     const client = await connect(t);
-    const sent = Array.from({ length: 500 }, (_, i) => i % 3 === 0
-      ? client.send(API_KEYS.OffsetCommit, 5, { groupId: `g${i % 7}`, generationIdOrMemberEpoch: -1, memberId: '', topics: [{ name: 'orders', partitions: [{ partitionIndex: i % 4, committedOffset: BigInt(i), committedMetadata: null }] }] })
-      : client.send(API_KEYS.Metadata, 9, { topics: [{ name: 'orders' }] }));
+    const sent = Array.from({ length: 500 }, (_, i) =>
+      i % 3 === 0
+        ? client.send(API_KEYS.OffsetCommit, 5, {
+            groupId: `g${i % 7}`,
+            generationIdOrMemberEpoch: -1,
+            memberId: '',
+            topics: [
+              {
+                name: 'orders',
+                partitions: [
+                  { partitionIndex: i % 4, committedOffset: BigInt(i), committedMetadata: null },
+                ],
+              },
+            ],
+          })
+        : client.send(API_KEYS.Metadata, 9, { topics: [{ name: 'orders' }] }),
+    );
     await Promise.all(sent);
     expect(client.arrivals).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
   });
@@ -119,8 +177,19 @@ describe('long-polled Fetch', () => {
       return r;
     });
     const behind = fetcher.send(API_KEYS.ApiVersions, 2, {});
-    expect((await other.send(API_KEYS.Metadata, 6, { topics: [{ name: 'orders' }] })).topics[0]!.errorCode, 'the other connection is served').toBe(0);
-    expect((await other.send(API_KEYS.ListOffsets, 3, { replicaId: -1, topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, timestamp: -1n }] }] })).topics[0]!.partitions[0]!.offset).toBe(0n);
+    expect(
+      (await other.send(API_KEYS.Metadata, 6, { topics: [{ name: 'orders' }] })).topics[0]!
+        .errorCode,
+      'the other connection is served',
+    ).toBe(0);
+    expect(
+      (
+        await other.send(API_KEYS.ListOffsets, 3, {
+          replicaId: -1,
+          topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, timestamp: -1n }] }],
+        })
+      ).topics[0]!.partitions[0]!.offset,
+    ).toBe(0n);
     expect(t.server.stats().heldFetches).toBe(1);
     clock.advance(499);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -130,42 +199,88 @@ describe('long-polled Fetch', () => {
     const response = await fetch;
     await behind;
     expect(fetcher.arrivals).toEqual([1, 2]);
-    expect(response.responses[0]!.partitions[0]).toMatchObject({ partitionIndex: 0, errorCode: 0, highWatermark: 0n, records: expect.anything() });
+    expect(response.responses[0]!.partitions[0]).toMatchObject({
+      partitionIndex: 0,
+      errorCode: 0,
+      highWatermark: 0n,
+      records: expect.anything(),
+    });
   });
 
   it('answers at once when min_bytes is 0, max_wait_ms is 0, or a partition is unknown', async () => {
     const t = await start({ server: { topics: [{ name: 'orders', partitions: 1 }] } });
     const client = await connect(t);
-    expect((await client.send(API_KEYS.Fetch, 11, { ...FETCH, minBytes: 0 })).responses[0]!.partitions[0]!.errorCode).toBe(0);
-    expect((await client.send(API_KEYS.Fetch, 12, { ...FETCH, maxWaitMs: 0 })).responses[0]!.partitions[0]!.errorCode).toBe(0);
-    const unknown = await client.send(API_KEYS.Fetch, 4, { ...FETCH, topics: [{ topic: 'orders', partitions: [{ partition: 1, fetchOffset: 0n, partitionMaxBytes: 1 }] }] });
-    expect(unknown.responses[0]!.partitions[0]!.errorCode).toBe(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION);
+    expect(
+      (await client.send(API_KEYS.Fetch, 11, { ...FETCH, minBytes: 0 })).responses[0]!
+        .partitions[0]!.errorCode,
+    ).toBe(0);
+    expect(
+      (await client.send(API_KEYS.Fetch, 12, { ...FETCH, maxWaitMs: 0 })).responses[0]!
+        .partitions[0]!.errorCode,
+    ).toBe(0);
+    const unknown = await client.send(API_KEYS.Fetch, 4, {
+      ...FETCH,
+      topics: [
+        { topic: 'orders', partitions: [{ partition: 1, fetchOffset: 0n, partitionMaxBytes: 1 }] },
+      ],
+    });
+    expect(unknown.responses[0]!.partitions[0]!.errorCode).toBe(
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+    );
   });
 
   it('reads a topic id written where Fetch v12 carries a name (as @platformatic/kafka 1.35 writes it) as that topic, and echoes it', async () => {
     const t = await start({ server: { topics: [{ name: 'orders', partitions: 1 }] } });
     const client = await connect(t);
     const topicId = (await client.send(API_KEYS.Metadata, 12, { topics: null })).topics[0]!.topicId;
-    const response = await client.send(API_KEYS.Fetch, 12, { ...FETCH, minBytes: 0, topics: [{ topic: topicId, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 }] }] });
+    const response = await client.send(API_KEYS.Fetch, 12, {
+      ...FETCH,
+      minBytes: 0,
+      topics: [
+        { topic: topicId, partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 }] },
+      ],
+    });
     expect(response.responses[0]!.topic).toBe(topicId);
     expect(response.responses[0]!.partitions[0]!.errorCode).toBe(0);
   });
 
   it('holds a Fetch at most fetchWaitMsMax, and answers whatever fetch offset it names', async () => {
     const clock = new ManualClock();
-    const t = await start({ clock, server: { topics: [{ name: 'orders', partitions: 1 }], fetchWaitMsMax: 100 } });
+    const t = await start({
+      clock,
+      server: { topics: [{ name: 'orders', partitions: 1 }], fetchWaitMsMax: 100 },
+    });
     const client = await connect(t);
-    const fetch = client.send(API_KEYS.Fetch, 12, { ...FETCH, maxWaitMs: 60_000, topics: [{ topic: 'orders', partitions: [{ partition: 0, fetchOffset: 123_456n, partitionMaxBytes: 1 }] }] });
+    const fetch = client.send(API_KEYS.Fetch, 12, {
+      ...FETCH,
+      maxWaitMs: 60_000,
+      topics: [
+        {
+          topic: 'orders',
+          partitions: [{ partition: 0, fetchOffset: 123_456n, partitionMaxBytes: 1 }],
+        },
+      ],
+    });
     await new Promise((resolve) => setTimeout(resolve, 20));
     clock.advance(100);
-    expect((await fetch).responses[0]!.partitions[0]!.errorCode, 'no OFFSET_OUT_OF_RANGE: a client must not reset its position').toBe(0);
+    expect(
+      (await fetch).responses[0]!.partitions[0]!.errorCode,
+      'no OFFSET_OUT_OF_RANGE: a client must not reset its position',
+    ).toBe(0);
   });
 });
 
 describe('connections', () => {
   it('closes a connection idle for idleTimeoutMs, but not one with a Fetch in flight', async () => {
     const clock = new ManualClock();
-    const t = await start({ clock, server: { idleTimeoutMs: 1000, fetchWaitMsMax: 10_000, topics: [{ name: 'orders', partitions: 1 }] } });
+    const t = await start({
+      clock,
+      server: {
+        idleTimeoutMs: 1000,
+        fetchWaitMsMax: 10_000,
+        topics: [{ name: 'orders', partitions: 1 }],
+      },
+    });
     const idle = await connect(t);
     const busy = await connect(t);
     await idle.send(API_KEYS.ApiVersions, 3, {});
@@ -192,30 +307,56 @@ describe('connections', () => {
     await kept[1]!.close();
     await waitFor(() => t.server.connectionCount === 2);
     const replacement = await connect(t);
-    expect((await replacement.send(API_KEYS.ApiVersions, 0, {})).errorCode, 'a freed place is taken').toBe(0);
+    expect(
+      (await replacement.send(API_KEYS.ApiVersions, 0, {})).errorCode,
+      'a freed place is taken',
+    ).toBe(0);
   });
 });
 
 describe('close', () => {
   it('lets in-flight requests finish, answers held Fetches at once, refuses new connections, and leaves the store open unless asked', async () => {
     const fs = new HeldDatasyncFileSystem();
-    const t = await start({ store: { fs }, server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    const t = await start({
+      store: { fs },
+      server: { topics: [{ name: 'orders', partitions: 1 }] },
+    });
     const client = await connect(t);
     const fetcher = await connect(t);
     const held = fetcher.send(API_KEYS.Fetch, 11, { ...FETCH, maxWaitMs: 60_000 });
     await waitFor(() => t.server.stats().heldFetches === 1);
     fs.holding = true;
-    const commit = client.send(API_KEYS.OffsetCommit, 5, { groupId: 'g', generationIdOrMemberEpoch: -1, memberId: '', topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 5n, committedMetadata: 'm' }] }] });
+    const commit = client.send(API_KEYS.OffsetCommit, 5, {
+      groupId: 'g',
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: [
+        {
+          name: 'orders',
+          partitions: [{ partitionIndex: 0, committedOffset: 5n, committedMetadata: 'm' }],
+        },
+      ],
+    });
     await fs.heldCount(1);
     const closing = t.server.close();
-    expect((await held).responses[0]!.partitions[0]!.errorCode, 'the held Fetch is answered').toBe(0);
-    await expect(RawKafkaClient.connect(t.server.port)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    expect((await held).responses[0]!.partitions[0]!.errorCode, 'the held Fetch is answered').toBe(
+      0,
+    );
+    await expect(RawKafkaClient.connect(t.server.port)).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
+    });
     fs.holding = false;
     fs.releaseOne();
-    expect((await commit).topics[0]!.partitions[0]!.errorCode, 'the in-flight commit finished and was answered').toBe(0);
+    expect(
+      (await commit).topics[0]!.partitions[0]!.errorCode,
+      'the in-flight commit finished and was answered',
+    ).toBe(0);
     await closing;
     await client.closed;
-    expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]).toMatchObject({ offset: 5, metadata: 'm' });
+    expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]).toMatchObject({
+      offset: 5,
+      metadata: 'm',
+    });
     await t.store.close();
     running = undefined;
   });
@@ -237,22 +378,37 @@ describe('startKafkaServer', () => {
     expect(t.server.host).toBe('127.0.0.1');
     expect(t.server.brokers).toEqual([`127.0.0.1:${t.server.port}`]);
     const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
-    const other = await startKafkaServer({ store, advertisedHost: 'kafka.example', advertisedPort: 19092 });
+    const other = await startKafkaServer({
+      store,
+      advertisedHost: 'kafka.example',
+      advertisedPort: 19092,
+    });
     expect(other.brokers).toEqual(['kafka.example:19092']);
     const client = await RawKafkaClient.connect(other.port);
     const metadata = await client.send(API_KEYS.Metadata, 12, { topics: [] });
-    expect(metadata.brokers).toEqual([{ nodeId: 0, host: 'kafka.example', port: 19092, rack: null }]);
-    expect((await client.send(API_KEYS.FindCoordinator, 2, { key: 'g', keyType: 0 }))).toMatchObject({ host: 'kafka.example', port: 19092 });
+    expect(metadata.brokers).toEqual([
+      { nodeId: 0, host: 'kafka.example', port: 19092, rack: null },
+    ]);
+    expect(await client.send(API_KEYS.FindCoordinator, 2, { key: 'g', keyType: 0 })).toMatchObject({
+      host: 'kafka.example',
+      port: 19092,
+    });
     await client.close();
     await other.close({ closeStore: true });
   });
 
   it('refuses a wildcard address without an advertised host, and bad options by name, before opening anything', async () => {
     const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
-    await expect(startKafkaServer({ store, host: '0.0.0.0' })).rejects.toThrow(/advertisedHost is required/);
+    await expect(startKafkaServer({ store, host: '0.0.0.0' })).rejects.toThrow(
+      /advertisedHost is required/,
+    );
     await expect(startKafkaServer({ store, port: 70_000 })).rejects.toThrow(RangeError);
-    await expect(startKafkaServer({ store, requestBytesMax: 'big' as never })).rejects.toThrow(/options.requestBytesMax must be a number/);
-    await expect(startKafkaServer({ store, topics: [{ name: 'bad name', partitions: 1 }] })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await expect(startKafkaServer({ store, requestBytesMax: 'big' as never })).rejects.toThrow(
+      /options.requestBytesMax must be a number/,
+    );
+    await expect(
+      startKafkaServer({ store, topics: [{ name: 'bad name', partitions: 1 }] }),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     await expect(startKafkaServer({ store: {} as never })).rejects.toThrow(TypeError);
     await store.close();
   });
@@ -260,29 +416,49 @@ describe('startKafkaServer', () => {
   it('refuses an address in use with INVALID_CONFIG, the Node error as its cause', async () => {
     const t = await start();
     const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
-    await expect(startKafkaServer({ store, port: t.server.port })).rejects.toMatchObject({ code: 'INVALID_CONFIG', cause: expect.objectContaining({ code: 'EADDRINUSE' }) });
+    await expect(startKafkaServer({ store, port: t.server.port })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      cause: expect.objectContaining({ code: 'EADDRINUSE' }),
+    });
     await store.close();
   });
 
   it('creates and grows the topics it is given, registers their layouts with the store, and refuses to shrink one', async () => {
     const dir = tempDir();
-    let t = await start({ dir, server: { topics: [{ name: 'orders', partitions: 2 }, { name: 'audit', partitions: 1 }] } });
+    let t = await start({
+      dir,
+      server: {
+        topics: [
+          { name: 'orders', partitions: 2 },
+          { name: 'audit', partitions: 1 },
+        ],
+      },
+    });
     await t.close();
     t = await start({ dir, server: { topics: [{ name: 'orders', partitions: 6 }] } });
     const client = await connect(t);
     const metadata = await client.send(API_KEYS.Metadata, 12, { topics: null });
-    expect(metadata.topics.map((topic) => [topic.name, topic.partitions.length])).toEqual([['audit', 1], ['orders', 6]]);
-    const joined = await t.store.heartbeat('layout-check', { memberEpoch: 0, subscribedTableIds: [1] });
-    expect(joined.assignment, 'the store assigns the grown topic\'s 6 partitions').toHaveLength(6);
+    expect(metadata.topics.map((topic) => [topic.name, topic.partitions.length])).toEqual([
+      ['audit', 1],
+      ['orders', 6],
+    ]);
+    const joined = await t.store.heartbeat('layout-check', {
+      memberEpoch: 0,
+      subscribedTableIds: [1],
+    });
+    expect(joined.assignment, "the store assigns the grown topic's 6 partitions").toHaveLength(6);
     await client.close();
     await t.close();
     running = undefined;
-    await expect(startTestServer({ dir, server: { topics: [{ name: 'orders', partitions: 3 }] } })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(
+      startTestServer({ dir, server: { topics: [{ name: 'orders', partitions: 3 }] } }),
+    ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   });
 });
 
 /** Polls `condition` on the event loop until it holds (network events, not the store's timers). */
 async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  for (let i = 0; i < 500 && !condition(); i++)
+    await new Promise((resolve) => setTimeout(resolve, 5));
   expect(condition()).toBe(true);
 }

@@ -9,7 +9,12 @@
  * - keep the clients' bootstrap address across a restart of the server (`target` moves).
  */
 import * as net from 'node:net';
-import { API_KEYS, decodeRequest, decodeRequestHeader, type RequestOf } from '../../../src/kafka/protocol/index.js';
+import {
+  API_KEYS,
+  decodeRequest,
+  decodeRequestHeader,
+  type RequestOf,
+} from '../../../src/kafka/protocol/index.js';
 
 /** A Fetch request seen going through, with the client id that sent it. */
 export interface SeenFetch {
@@ -91,7 +96,12 @@ export class KafkaProxy {
           return;
         }
         if (header.apiKey === API_KEYS.Fetch) {
-          this.fetches.push({ clientId: header.clientId, request: decodeRequest(frame.subarray(4), header).body as RequestOf<typeof API_KEYS.Fetch> });
+          this.fetches.push({
+            clientId: header.clientId,
+            request: decodeRequest(frame.subarray(4), header).body as RequestOf<
+              typeof API_KEYS.Fetch
+            >,
+          });
         }
         server.write(frame);
       }

@@ -5,7 +5,12 @@
  */
 import * as net from 'node:net';
 import {
-  FRAME_SIZE_BYTES, decodeResponse, encodeRequest, type ApiKey, type RequestInputOf, type ResponseOf,
+  FRAME_SIZE_BYTES,
+  decodeResponse,
+  encodeRequest,
+  type ApiKey,
+  type RequestInputOf,
+  type ResponseOf,
 } from '../../../src/kafka/protocol/index.js';
 
 interface Pending {
@@ -51,12 +56,23 @@ export class RawKafkaClient {
   }
 
   /** Sends a request and resolves with its decoded response. */
-  async send<K extends ApiKey>(apiKey: K, apiVersion: number, body: RequestInputOf<K>, clientId: string | null = 'raw-test'): Promise<ResponseOf<K>> {
+  async send<K extends ApiKey>(
+    apiKey: K,
+    apiVersion: number,
+    body: RequestInputOf<K>,
+    clientId: string | null = 'raw-test',
+  ): Promise<ResponseOf<K>> {
     return this.decode(apiKey, apiVersion, await this.sendRaw(apiKey, apiVersion, body, clientId));
   }
 
   /** Sends a request; resolves with the response payload (after the size field), undecoded. */
-  sendRaw<K extends ApiKey>(apiKey: K, apiVersion: number, body: RequestInputOf<K>, clientId: string | null = 'raw-test', correlationId = this.#nextCorrelationId++): Promise<Buffer> {
+  sendRaw<K extends ApiKey>(
+    apiKey: K,
+    apiVersion: number,
+    body: RequestInputOf<K>,
+    clientId: string | null = 'raw-test',
+    correlationId = this.#nextCorrelationId++,
+  ): Promise<Buffer> {
     const frame = encodeRequest({ apiKey, apiVersion, correlationId, clientId }, body);
     return new Promise((resolve) => {
       this.#pending.set(correlationId, { apiKey, apiVersion, resolve });
@@ -95,7 +111,8 @@ export class RawKafkaClient {
       const correlationId = payload.readInt32BE(0);
       this.arrivals.push(correlationId);
       const pending = this.#pending.get(correlationId);
-      if (pending === undefined) throw new Error(`response with unknown correlation id ${correlationId}`);
+      if (pending === undefined)
+        throw new Error(`response with unknown correlation id ${correlationId}`);
       this.#pending.delete(correlationId);
       pending.resolve(payload);
     }

@@ -5,7 +5,15 @@
  * connections and the store's timers then move only when the test advances it). The server's and
  * the store's warnings are collected, not emitted: a test asserts on them.
  */
-import { ManualClock, OffsetStore, startKafkaServer, type Clock, type KafkaServer, type KafkaServerOptions, type OffsetStoreOptions } from '../../../src/index.js';
+import {
+  ManualClock,
+  OffsetStore,
+  startKafkaServer,
+  type Clock,
+  type KafkaServer,
+  type KafkaServerOptions,
+  type OffsetStoreOptions,
+} from '../../../src/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 
 /** A running server and its store. */
@@ -39,7 +47,13 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const warnings: string[] = [];
   const onWarning = (message: string) => warnings.push(message);
   const store = await OffsetStore.open({
-    dir, bucketCount: 4, clock, onWarning, compaction: { strategy: 'none' }, group: { assignmentIntervalMs: 0 }, ...options.store,
+    dir,
+    bucketCount: 4,
+    clock,
+    onWarning,
+    compaction: { strategy: 'none' },
+    group: { assignmentIntervalMs: 0 },
+    ...options.store,
   });
   let server: KafkaServer;
   try {

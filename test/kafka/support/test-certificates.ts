@@ -36,12 +36,40 @@ function signed(dir: string, name: string, subject: string, ca: string, extensio
   keyPair(dir, name);
   openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', subject, '-out', `${name}.csr`]);
   writeFileSync(path.join(dir, `${name}.ext`), extensions);
-  openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.crt`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-days', '3650', '-extfile', `${name}.ext`, '-out', `${name}.crt`]);
+  openssl(dir, [
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.crt`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-days',
+    '3650',
+    '-extfile',
+    `${name}.ext`,
+    '-out',
+    `${name}.crt`,
+  ]);
 }
 
 function selfSignedCa(dir: string, name: string, subject: string): void {
   keyPair(dir, name);
-  openssl(dir, ['req', '-x509', '-new', '-key', `${name}.key`, '-subj', subject, '-days', '3650', '-out', `${name}.crt`]);
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    `${name}.key`,
+    '-subj',
+    subject,
+    '-days',
+    '3650',
+    '-out',
+    `${name}.crt`,
+  ]);
 }
 
 /** True when the `openssl` command is there. */
@@ -60,13 +88,30 @@ export function testCertificates(): TestCertificates {
   const dir = fileTempDir('offset-store-tls-');
   selfSignedCa(dir, 'ca', '/CN=offset-store test CA');
   selfSignedCa(dir, 'other-ca', '/CN=someone else');
-  signed(dir, 'server', '/CN=localhost', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  signed(dir, 'client', '/O=offset-store-test/OU=readers/CN=alice', 'ca', 'extendedKeyUsage=clientAuth\n');
+  signed(
+    dir,
+    'server',
+    '/CN=localhost',
+    'ca',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+  );
+  signed(
+    dir,
+    'client',
+    '/O=offset-store-test/OU=readers/CN=alice',
+    'ca',
+    'extendedKeyUsage=clientAuth\n',
+  );
   signed(dir, 'stranger', '/CN=mallory', 'other-ca', 'extendedKeyUsage=clientAuth\n');
   const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
   made = {
-    caCert: read('ca.crt'), serverCert: read('server.crt'), serverKey: read('server.key'),
-    clientCert: read('client.crt'), clientKey: read('client.key'), strangerCert: read('stranger.crt'), strangerKey: read('stranger.key'),
+    caCert: read('ca.crt'),
+    serverCert: read('server.crt'),
+    serverKey: read('server.key'),
+    clientCert: read('client.crt'),
+    clientKey: read('client.key'),
+    strangerCert: read('stranger.crt'),
+    strangerKey: read('stranger.key'),
   };
   return made;
 }

@@ -11,7 +11,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** ApiVersions request table. */
 export const API_VERSIONS_REQUEST = message({
-  name: 'ApiVersionsRequest', apiKey: 18, kind: 'request', versions: '0-4', flexible: '3+',
+  name: 'ApiVersionsRequest',
+  apiKey: 18,
+  kind: 'request',
+  versions: '0-4',
+  flexible: '3+',
   fields: [
     { name: 'clientSoftwareName', type: 'string', versions: '3+' },
     { name: 'clientSoftwareVersion', type: 'string', versions: '3+' },
@@ -20,26 +24,47 @@ export const API_VERSIONS_REQUEST = message({
 
 /** ApiVersions response table. */
 export const API_VERSIONS_RESPONSE = message({
-  name: 'ApiVersionsResponse', apiKey: 18, kind: 'response', versions: '0-4', flexible: '3+',
+  name: 'ApiVersionsResponse',
+  apiKey: 18,
+  kind: 'response',
+  versions: '0-4',
+  flexible: '3+',
   fields: [
     { name: 'errorCode', type: 'int16', versions: '0+' },
-    { name: 'apiKeys', type: '[]struct', versions: '0+', fields: [
-      { name: 'apiKey', type: 'int16', versions: '0+' },
-      { name: 'minVersion', type: 'int16', versions: '0+' },
-      { name: 'maxVersion', type: 'int16', versions: '0+' },
-    ] },
+    {
+      name: 'apiKeys',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'apiKey', type: 'int16', versions: '0+' },
+        { name: 'minVersion', type: 'int16', versions: '0+' },
+        { name: 'maxVersion', type: 'int16', versions: '0+' },
+      ],
+    },
     { name: 'throttleTimeMs', type: 'int32', versions: '1+' },
-    { name: 'supportedFeatures', type: '[]struct', versions: '3+', tag: 0, fields: [
-      { name: 'name', type: 'string', versions: '3+' },
-      { name: 'minVersion', type: 'int16', versions: '3+' },
-      { name: 'maxVersion', type: 'int16', versions: '3+' },
-    ] },
+    {
+      name: 'supportedFeatures',
+      type: '[]struct',
+      versions: '3+',
+      tag: 0,
+      fields: [
+        { name: 'name', type: 'string', versions: '3+' },
+        { name: 'minVersion', type: 'int16', versions: '3+' },
+        { name: 'maxVersion', type: 'int16', versions: '3+' },
+      ],
+    },
     { name: 'finalizedFeaturesEpoch', type: 'int64', versions: '3+', tag: 1, default: -1 },
-    { name: 'finalizedFeatures', type: '[]struct', versions: '3+', tag: 2, fields: [
-      { name: 'name', type: 'string', versions: '3+' },
-      { name: 'maxVersionLevel', type: 'int16', versions: '3+' },
-      { name: 'minVersionLevel', type: 'int16', versions: '3+' },
-    ] },
+    {
+      name: 'finalizedFeatures',
+      type: '[]struct',
+      versions: '3+',
+      tag: 2,
+      fields: [
+        { name: 'name', type: 'string', versions: '3+' },
+        { name: 'maxVersionLevel', type: 'int16', versions: '3+' },
+        { name: 'minVersionLevel', type: 'int16', versions: '3+' },
+      ],
+    },
     { name: 'zkMigrationReady', type: 'bool', versions: '3+', tag: 3 },
   ],
 });

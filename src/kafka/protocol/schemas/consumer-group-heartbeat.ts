@@ -12,7 +12,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** ConsumerGroupHeartbeat request table. */
 export const CONSUMER_GROUP_HEARTBEAT_REQUEST = message({
-  name: 'ConsumerGroupHeartbeatRequest', apiKey: 68, kind: 'request', versions: '0-1', flexible: '0+',
+  name: 'ConsumerGroupHeartbeatRequest',
+  apiKey: 68,
+  kind: 'request',
+  versions: '0-1',
+  flexible: '0+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
     { name: 'memberId', type: 'string', versions: '0+' },
@@ -20,19 +24,36 @@ export const CONSUMER_GROUP_HEARTBEAT_REQUEST = message({
     { name: 'instanceId', type: 'string', versions: '0+', nullable: '0+', default: null },
     { name: 'rackId', type: 'string', versions: '0+', nullable: '0+', default: null },
     { name: 'rebalanceTimeoutMs', type: 'int32', versions: '0+', default: -1 },
-    { name: 'subscribedTopicNames', type: '[]string', versions: '0+', nullable: '0+', default: null },
+    {
+      name: 'subscribedTopicNames',
+      type: '[]string',
+      versions: '0+',
+      nullable: '0+',
+      default: null,
+    },
     { name: 'subscribedTopicRegex', type: 'string', versions: '1+', nullable: '1+', default: null },
     { name: 'serverAssignor', type: 'string', versions: '0+', nullable: '0+', default: null },
-    { name: 'topicPartitions', type: '[]struct', versions: '0+', nullable: '0+', default: null, fields: [
-      { name: 'topicId', type: 'uuid', versions: '0+' },
-      { name: 'partitions', type: '[]int32', versions: '0+' },
-    ] },
+    {
+      name: 'topicPartitions',
+      type: '[]struct',
+      versions: '0+',
+      nullable: '0+',
+      default: null,
+      fields: [
+        { name: 'topicId', type: 'uuid', versions: '0+' },
+        { name: 'partitions', type: '[]int32', versions: '0+' },
+      ],
+    },
   ],
 });
 
 /** ConsumerGroupHeartbeat response table. */
 export const CONSUMER_GROUP_HEARTBEAT_RESPONSE = message({
-  name: 'ConsumerGroupHeartbeatResponse', apiKey: 68, kind: 'response', versions: '0-1', flexible: '0+',
+  name: 'ConsumerGroupHeartbeatResponse',
+  apiKey: 68,
+  kind: 'response',
+  versions: '0-1',
+  flexible: '0+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '0+' },
     { name: 'errorCode', type: 'int16', versions: '0+' },
@@ -40,12 +61,24 @@ export const CONSUMER_GROUP_HEARTBEAT_RESPONSE = message({
     { name: 'memberId', type: 'string', versions: '0+', nullable: '0+', default: null },
     { name: 'memberEpoch', type: 'int32', versions: '0+' },
     { name: 'heartbeatIntervalMs', type: 'int32', versions: '0+' },
-    { name: 'assignment', type: 'struct', versions: '0+', nullable: '0+', default: null, fields: [
-      { name: 'topicPartitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'topicId', type: 'uuid', versions: '0+' },
-        { name: 'partitions', type: '[]int32', versions: '0+' },
-      ] },
-    ] },
+    {
+      name: 'assignment',
+      type: 'struct',
+      versions: '0+',
+      nullable: '0+',
+      default: null,
+      fields: [
+        {
+          name: 'topicPartitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'topicId', type: 'uuid', versions: '0+' },
+            { name: 'partitions', type: '[]int32', versions: '0+' },
+          ],
+        },
+      ],
+    },
   ],
 });
 
@@ -54,4 +87,6 @@ export type ConsumerGroupHeartbeatRequest = MessageValue<typeof CONSUMER_GROUP_H
 /** A decoded ConsumerGroupHeartbeat response. */
 export type ConsumerGroupHeartbeatResponse = MessageValue<typeof CONSUMER_GROUP_HEARTBEAT_RESPONSE>;
 /** A ConsumerGroupHeartbeat response to encode. */
-export type ConsumerGroupHeartbeatResponseInput = MessageInput<typeof CONSUMER_GROUP_HEARTBEAT_RESPONSE>;
+export type ConsumerGroupHeartbeatResponseInput = MessageInput<
+  typeof CONSUMER_GROUP_HEARTBEAT_RESPONSE
+>;

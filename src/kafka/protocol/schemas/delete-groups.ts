@@ -9,21 +9,32 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** DeleteGroups request table. */
 export const DELETE_GROUPS_REQUEST = message({
-  name: 'DeleteGroupsRequest', apiKey: 42, kind: 'request', versions: '0-2', flexible: '2+',
-  fields: [
-    { name: 'groupsNames', type: '[]string', versions: '0+' },
-  ],
+  name: 'DeleteGroupsRequest',
+  apiKey: 42,
+  kind: 'request',
+  versions: '0-2',
+  flexible: '2+',
+  fields: [{ name: 'groupsNames', type: '[]string', versions: '0+' }],
 });
 
 /** DeleteGroups response table. */
 export const DELETE_GROUPS_RESPONSE = message({
-  name: 'DeleteGroupsResponse', apiKey: 42, kind: 'response', versions: '0-2', flexible: '2+',
+  name: 'DeleteGroupsResponse',
+  apiKey: 42,
+  kind: 'response',
+  versions: '0-2',
+  flexible: '2+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '0+' },
-    { name: 'results', type: '[]struct', versions: '0+', fields: [
-      { name: 'groupId', type: 'string', versions: '0+' },
-      { name: 'errorCode', type: 'int16', versions: '0+' },
-    ] },
+    {
+      name: 'results',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'groupId', type: 'string', versions: '0+' },
+        { name: 'errorCode', type: 'int16', versions: '0+' },
+      ],
+    },
   ],
 });
 

@@ -9,7 +9,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** FindCoordinator request table. */
 export const FIND_COORDINATOR_REQUEST = message({
-  name: 'FindCoordinatorRequest', apiKey: 10, kind: 'request', versions: '0-6', flexible: '3+',
+  name: 'FindCoordinatorRequest',
+  apiKey: 10,
+  kind: 'request',
+  versions: '0-6',
+  flexible: '3+',
   fields: [
     { name: 'key', type: 'string', versions: '0-3' },
     { name: 'keyType', type: 'int8', versions: '1+' },
@@ -19,7 +23,11 @@ export const FIND_COORDINATOR_REQUEST = message({
 
 /** FindCoordinator response table. */
 export const FIND_COORDINATOR_RESPONSE = message({
-  name: 'FindCoordinatorResponse', apiKey: 10, kind: 'response', versions: '0-6', flexible: '3+',
+  name: 'FindCoordinatorResponse',
+  apiKey: 10,
+  kind: 'response',
+  versions: '0-6',
+  flexible: '3+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '1+' },
     { name: 'errorCode', type: 'int16', versions: '0-3' },
@@ -27,14 +35,19 @@ export const FIND_COORDINATOR_RESPONSE = message({
     { name: 'nodeId', type: 'int32', versions: '0-3' },
     { name: 'host', type: 'string', versions: '0-3' },
     { name: 'port', type: 'int32', versions: '0-3' },
-    { name: 'coordinators', type: '[]struct', versions: '4+', fields: [
-      { name: 'key', type: 'string', versions: '4+' },
-      { name: 'nodeId', type: 'int32', versions: '4+' },
-      { name: 'host', type: 'string', versions: '4+' },
-      { name: 'port', type: 'int32', versions: '4+' },
-      { name: 'errorCode', type: 'int16', versions: '4+' },
-      { name: 'errorMessage', type: 'string', versions: '4+', nullable: '4+' },
-    ] },
+    {
+      name: 'coordinators',
+      type: '[]struct',
+      versions: '4+',
+      fields: [
+        { name: 'key', type: 'string', versions: '4+' },
+        { name: 'nodeId', type: 'int32', versions: '4+' },
+        { name: 'host', type: 'string', versions: '4+' },
+        { name: 'port', type: 'int32', versions: '4+' },
+        { name: 'errorCode', type: 'int16', versions: '4+' },
+        { name: 'errorMessage', type: 'string', versions: '4+', nullable: '4+' },
+      ],
+    },
   ],
 });
 

@@ -9,7 +9,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** Heartbeat request table. */
 export const HEARTBEAT_REQUEST = message({
-  name: 'HeartbeatRequest', apiKey: 12, kind: 'request', versions: '0-4', flexible: '4+',
+  name: 'HeartbeatRequest',
+  apiKey: 12,
+  kind: 'request',
+  versions: '0-4',
+  flexible: '4+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
     { name: 'generationId', type: 'int32', versions: '0+' },
@@ -20,7 +24,11 @@ export const HEARTBEAT_REQUEST = message({
 
 /** Heartbeat response table. */
 export const HEARTBEAT_RESPONSE = message({
-  name: 'HeartbeatResponse', apiKey: 12, kind: 'response', versions: '0-4', flexible: '4+',
+  name: 'HeartbeatResponse',
+  apiKey: 12,
+  kind: 'response',
+  versions: '0-4',
+  flexible: '4+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '1+' },
     { name: 'errorCode', type: 'int16', versions: '0+' },

@@ -12,7 +12,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** JoinGroup request table. */
 export const JOIN_GROUP_REQUEST = message({
-  name: 'JoinGroupRequest', apiKey: 11, kind: 'request', versions: '0-9', flexible: '6+',
+  name: 'JoinGroupRequest',
+  apiKey: 11,
+  kind: 'request',
+  versions: '0-9',
+  flexible: '6+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
     { name: 'sessionTimeoutMs', type: 'int32', versions: '0+' },
@@ -20,17 +24,26 @@ export const JOIN_GROUP_REQUEST = message({
     { name: 'memberId', type: 'string', versions: '0+' },
     { name: 'groupInstanceId', type: 'string', versions: '5+', nullable: '5+', default: null },
     { name: 'protocolType', type: 'string', versions: '0+' },
-    { name: 'protocols', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'metadata', type: 'bytes', versions: '0+' },
-    ] },
+    {
+      name: 'protocols',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        { name: 'metadata', type: 'bytes', versions: '0+' },
+      ],
+    },
     { name: 'reason', type: 'string', versions: '8+', nullable: '8+', default: null },
   ],
 });
 
 /** JoinGroup response table. */
 export const JOIN_GROUP_RESPONSE = message({
-  name: 'JoinGroupResponse', apiKey: 11, kind: 'response', versions: '0-9', flexible: '6+',
+  name: 'JoinGroupResponse',
+  apiKey: 11,
+  kind: 'response',
+  versions: '0-9',
+  flexible: '6+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '2+' },
     { name: 'errorCode', type: 'int16', versions: '0+' },
@@ -40,11 +53,16 @@ export const JOIN_GROUP_RESPONSE = message({
     { name: 'leader', type: 'string', versions: '0+' },
     { name: 'skipAssignment', type: 'bool', versions: '9+' },
     { name: 'memberId', type: 'string', versions: '0+' },
-    { name: 'members', type: '[]struct', versions: '0+', fields: [
-      { name: 'memberId', type: 'string', versions: '0+' },
-      { name: 'groupInstanceId', type: 'string', versions: '5+', nullable: '5+', default: null },
-      { name: 'metadata', type: 'bytes', versions: '0+' },
-    ] },
+    {
+      name: 'members',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'memberId', type: 'string', versions: '0+' },
+        { name: 'groupInstanceId', type: 'string', versions: '5+', nullable: '5+', default: null },
+        { name: 'metadata', type: 'bytes', versions: '0+' },
+      ],
+    },
   ],
 });
 

@@ -9,29 +9,47 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** LeaveGroup request table. */
 export const LEAVE_GROUP_REQUEST = message({
-  name: 'LeaveGroupRequest', apiKey: 13, kind: 'request', versions: '0-5', flexible: '4+',
+  name: 'LeaveGroupRequest',
+  apiKey: 13,
+  kind: 'request',
+  versions: '0-5',
+  flexible: '4+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
     { name: 'memberId', type: 'string', versions: '0-2' },
-    { name: 'members', type: '[]struct', versions: '3+', fields: [
-      { name: 'memberId', type: 'string', versions: '3+' },
-      { name: 'groupInstanceId', type: 'string', versions: '3+', nullable: '3+', default: null },
-      { name: 'reason', type: 'string', versions: '5+', nullable: '5+', default: null },
-    ] },
+    {
+      name: 'members',
+      type: '[]struct',
+      versions: '3+',
+      fields: [
+        { name: 'memberId', type: 'string', versions: '3+' },
+        { name: 'groupInstanceId', type: 'string', versions: '3+', nullable: '3+', default: null },
+        { name: 'reason', type: 'string', versions: '5+', nullable: '5+', default: null },
+      ],
+    },
   ],
 });
 
 /** LeaveGroup response table. */
 export const LEAVE_GROUP_RESPONSE = message({
-  name: 'LeaveGroupResponse', apiKey: 13, kind: 'response', versions: '0-5', flexible: '4+',
+  name: 'LeaveGroupResponse',
+  apiKey: 13,
+  kind: 'response',
+  versions: '0-5',
+  flexible: '4+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '1+' },
     { name: 'errorCode', type: 'int16', versions: '0+' },
-    { name: 'members', type: '[]struct', versions: '3+', fields: [
-      { name: 'memberId', type: 'string', versions: '3+' },
-      { name: 'groupInstanceId', type: 'string', versions: '3+', nullable: '3+' },
-      { name: 'errorCode', type: 'int16', versions: '3+' },
-    ] },
+    {
+      name: 'members',
+      type: '[]struct',
+      versions: '3+',
+      fields: [
+        { name: 'memberId', type: 'string', versions: '3+' },
+        { name: 'groupInstanceId', type: 'string', versions: '3+', nullable: '3+' },
+        { name: 'errorCode', type: 'int16', versions: '3+' },
+      ],
+    },
   ],
 });
 

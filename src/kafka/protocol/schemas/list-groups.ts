@@ -9,7 +9,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** ListGroups request table. */
 export const LIST_GROUPS_REQUEST = message({
-  name: 'ListGroupsRequest', apiKey: 16, kind: 'request', versions: '0-5', flexible: '3+',
+  name: 'ListGroupsRequest',
+  apiKey: 16,
+  kind: 'request',
+  versions: '0-5',
+  flexible: '3+',
   fields: [
     { name: 'statesFilter', type: '[]string', versions: '4+' },
     { name: 'typesFilter', type: '[]string', versions: '5+' },
@@ -18,16 +22,25 @@ export const LIST_GROUPS_REQUEST = message({
 
 /** ListGroups response table. */
 export const LIST_GROUPS_RESPONSE = message({
-  name: 'ListGroupsResponse', apiKey: 16, kind: 'response', versions: '0-5', flexible: '3+',
+  name: 'ListGroupsResponse',
+  apiKey: 16,
+  kind: 'response',
+  versions: '0-5',
+  flexible: '3+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '1+' },
     { name: 'errorCode', type: 'int16', versions: '0+' },
-    { name: 'groups', type: '[]struct', versions: '0+', fields: [
-      { name: 'groupId', type: 'string', versions: '0+' },
-      { name: 'protocolType', type: 'string', versions: '0+' },
-      { name: 'groupState', type: 'string', versions: '4+' },
-      { name: 'groupType', type: 'string', versions: '5+' },
-    ] },
+    {
+      name: 'groups',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'groupId', type: 'string', versions: '0+' },
+        { name: 'protocolType', type: 'string', versions: '0+' },
+        { name: 'groupState', type: 'string', versions: '4+' },
+        { name: 'groupType', type: 'string', versions: '5+' },
+      ],
+    },
   ],
 });
 

@@ -11,39 +11,67 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** ListOffsets request table. */
 export const LIST_OFFSETS_REQUEST = message({
-  name: 'ListOffsetsRequest', apiKey: 2, kind: 'request', versions: '0-10', flexible: '6+',
+  name: 'ListOffsetsRequest',
+  apiKey: 2,
+  kind: 'request',
+  versions: '0-10',
+  flexible: '6+',
   fields: [
     { name: 'replicaId', type: 'int32', versions: '0+' },
     { name: 'isolationLevel', type: 'int8', versions: '2+' },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-        { name: 'currentLeaderEpoch', type: 'int32', versions: '4+', default: -1 },
-        { name: 'timestamp', type: 'int64', versions: '0+' },
-        { name: 'maxNumOffsets', type: 'int32', versions: '0', default: 1 },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'partitionIndex', type: 'int32', versions: '0+' },
+            { name: 'currentLeaderEpoch', type: 'int32', versions: '4+', default: -1 },
+            { name: 'timestamp', type: 'int64', versions: '0+' },
+            { name: 'maxNumOffsets', type: 'int32', versions: '0', default: 1 },
+          ],
+        },
+      ],
+    },
     { name: 'timeoutMs', type: 'int32', versions: '10+' },
   ],
 });
 
 /** ListOffsets response table. */
 export const LIST_OFFSETS_RESPONSE = message({
-  name: 'ListOffsetsResponse', apiKey: 2, kind: 'response', versions: '0-10', flexible: '6+',
+  name: 'ListOffsetsResponse',
+  apiKey: 2,
+  kind: 'response',
+  versions: '0-10',
+  flexible: '6+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '2+' },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-        { name: 'errorCode', type: 'int16', versions: '0+' },
-        { name: 'oldStyleOffsets', type: '[]int64', versions: '0' },
-        { name: 'timestamp', type: 'int64', versions: '1+', default: -1 },
-        { name: 'offset', type: 'int64', versions: '1+', default: -1 },
-        { name: 'leaderEpoch', type: 'int32', versions: '4+', default: -1 },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'partitionIndex', type: 'int32', versions: '0+' },
+            { name: 'errorCode', type: 'int16', versions: '0+' },
+            { name: 'oldStyleOffsets', type: '[]int64', versions: '0' },
+            { name: 'timestamp', type: 'int64', versions: '1+', default: -1 },
+            { name: 'offset', type: 'int64', versions: '1+', default: -1 },
+            { name: 'leaderEpoch', type: 'int32', versions: '4+', default: -1 },
+          ],
+        },
+      ],
+    },
   ],
 });
 

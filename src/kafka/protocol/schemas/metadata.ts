@@ -11,12 +11,22 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** Metadata request table. */
 export const METADATA_REQUEST = message({
-  name: 'MetadataRequest', apiKey: 3, kind: 'request', versions: '0-12', flexible: '9+',
+  name: 'MetadataRequest',
+  apiKey: 3,
+  kind: 'request',
+  versions: '0-12',
+  flexible: '9+',
   fields: [
-    { name: 'topics', type: '[]struct', versions: '0+', nullable: '1+', fields: [
-      { name: 'topicId', type: 'uuid', versions: '10+' },
-      { name: 'name', type: 'string', versions: '0+', nullable: '10+' },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      nullable: '1+',
+      fields: [
+        { name: 'topicId', type: 'uuid', versions: '10+' },
+        { name: 'name', type: 'string', versions: '0+', nullable: '10+' },
+      ],
+    },
     { name: 'allowAutoTopicCreation', type: 'bool', versions: '4+', default: true },
     { name: 'includeClusterAuthorizedOperations', type: 'bool', versions: '8-10' },
     { name: 'includeTopicAuthorizedOperations', type: 'bool', versions: '8+' },
@@ -25,33 +35,52 @@ export const METADATA_REQUEST = message({
 
 /** Metadata response table. */
 export const METADATA_RESPONSE = message({
-  name: 'MetadataResponse', apiKey: 3, kind: 'response', versions: '0-12', flexible: '9+',
+  name: 'MetadataResponse',
+  apiKey: 3,
+  kind: 'response',
+  versions: '0-12',
+  flexible: '9+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '3+' },
-    { name: 'brokers', type: '[]struct', versions: '0+', fields: [
-      { name: 'nodeId', type: 'int32', versions: '0+' },
-      { name: 'host', type: 'string', versions: '0+' },
-      { name: 'port', type: 'int32', versions: '0+' },
-      { name: 'rack', type: 'string', versions: '1+', nullable: '1+', default: null },
-    ] },
+    {
+      name: 'brokers',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'nodeId', type: 'int32', versions: '0+' },
+        { name: 'host', type: 'string', versions: '0+' },
+        { name: 'port', type: 'int32', versions: '0+' },
+        { name: 'rack', type: 'string', versions: '1+', nullable: '1+', default: null },
+      ],
+    },
     { name: 'clusterId', type: 'string', versions: '2+', nullable: '2+', default: null },
     { name: 'controllerId', type: 'int32', versions: '1+', default: -1 },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'errorCode', type: 'int16', versions: '0+' },
-      { name: 'name', type: 'string', versions: '0+', nullable: '12+' },
-      { name: 'topicId', type: 'uuid', versions: '10+' },
-      { name: 'isInternal', type: 'bool', versions: '1+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
         { name: 'errorCode', type: 'int16', versions: '0+' },
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-        { name: 'leaderId', type: 'int32', versions: '0+' },
-        { name: 'leaderEpoch', type: 'int32', versions: '7+', default: -1 },
-        { name: 'replicaNodes', type: '[]int32', versions: '0+' },
-        { name: 'isrNodes', type: '[]int32', versions: '0+' },
-        { name: 'offlineReplicas', type: '[]int32', versions: '5+' },
-      ] },
-      { name: 'topicAuthorizedOperations', type: 'int32', versions: '8+', default: -2147483648 },
-    ] },
+        { name: 'name', type: 'string', versions: '0+', nullable: '12+' },
+        { name: 'topicId', type: 'uuid', versions: '10+' },
+        { name: 'isInternal', type: 'bool', versions: '1+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'errorCode', type: 'int16', versions: '0+' },
+            { name: 'partitionIndex', type: 'int32', versions: '0+' },
+            { name: 'leaderId', type: 'int32', versions: '0+' },
+            { name: 'leaderEpoch', type: 'int32', versions: '7+', default: -1 },
+            { name: 'replicaNodes', type: '[]int32', versions: '0+' },
+            { name: 'isrNodes', type: '[]int32', versions: '0+' },
+            { name: 'offlineReplicas', type: '[]int32', versions: '5+' },
+          ],
+        },
+        { name: 'topicAuthorizedOperations', type: 'int32', versions: '8+', default: -2147483648 },
+      ],
+    },
     { name: 'clusterAuthorizedOperations', type: 'int32', versions: '8-10', default: -2147483648 },
   ],
 });

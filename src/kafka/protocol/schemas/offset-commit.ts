@@ -11,38 +11,66 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** OffsetCommit request table. */
 export const OFFSET_COMMIT_REQUEST = message({
-  name: 'OffsetCommitRequest', apiKey: 8, kind: 'request', versions: '0-9', flexible: '8+',
+  name: 'OffsetCommitRequest',
+  apiKey: 8,
+  kind: 'request',
+  versions: '0-9',
+  flexible: '8+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
     { name: 'generationIdOrMemberEpoch', type: 'int32', versions: '1+', default: -1 },
     { name: 'memberId', type: 'string', versions: '1+' },
     { name: 'groupInstanceId', type: 'string', versions: '7+', nullable: '7+', default: null },
     { name: 'retentionTimeMs', type: 'int64', versions: '2-4', default: -1 },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-        { name: 'committedOffset', type: 'int64', versions: '0+' },
-        { name: 'committedLeaderEpoch', type: 'int32', versions: '6+', default: -1 },
-        { name: 'commitTimestamp', type: 'int64', versions: '1', default: -1 },
-        { name: 'committedMetadata', type: 'string', versions: '0+', nullable: '0+' },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'partitionIndex', type: 'int32', versions: '0+' },
+            { name: 'committedOffset', type: 'int64', versions: '0+' },
+            { name: 'committedLeaderEpoch', type: 'int32', versions: '6+', default: -1 },
+            { name: 'commitTimestamp', type: 'int64', versions: '1', default: -1 },
+            { name: 'committedMetadata', type: 'string', versions: '0+', nullable: '0+' },
+          ],
+        },
+      ],
+    },
   ],
 });
 
 /** OffsetCommit response table. */
 export const OFFSET_COMMIT_RESPONSE = message({
-  name: 'OffsetCommitResponse', apiKey: 8, kind: 'response', versions: '0-9', flexible: '8+',
+  name: 'OffsetCommitResponse',
+  apiKey: 8,
+  kind: 'response',
+  versions: '0-9',
+  flexible: '8+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '3+' },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-        { name: 'errorCode', type: 'int16', versions: '0+' },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'partitionIndex', type: 'int32', versions: '0+' },
+            { name: 'errorCode', type: 'int16', versions: '0+' },
+          ],
+        },
+      ],
+    },
   ],
 });
 

@@ -10,31 +10,57 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** OffsetDelete request table. */
 export const OFFSET_DELETE_REQUEST = message({
-  name: 'OffsetDeleteRequest', apiKey: 47, kind: 'request', versions: '0', flexible: 'none',
+  name: 'OffsetDeleteRequest',
+  apiKey: 47,
+  kind: 'request',
+  versions: '0',
+  flexible: 'none',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [{ name: 'partitionIndex', type: 'int32', versions: '0+' }],
+        },
+      ],
+    },
   ],
 });
 
 /** OffsetDelete response table. */
 export const OFFSET_DELETE_RESPONSE = message({
-  name: 'OffsetDeleteResponse', apiKey: 47, kind: 'response', versions: '0', flexible: 'none',
+  name: 'OffsetDeleteResponse',
+  apiKey: 47,
+  kind: 'response',
+  versions: '0',
+  flexible: 'none',
   fields: [
     { name: 'errorCode', type: 'int16', versions: '0+' },
     { name: 'throttleTimeMs', type: 'int32', versions: '0+' },
-    { name: 'topics', type: '[]struct', versions: '0+', fields: [
-      { name: 'name', type: 'string', versions: '0+' },
-      { name: 'partitions', type: '[]struct', versions: '0+', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0+' },
-        { name: 'errorCode', type: 'int16', versions: '0+' },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'name', type: 'string', versions: '0+' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0+',
+          fields: [
+            { name: 'partitionIndex', type: 'int32', versions: '0+' },
+            { name: 'errorCode', type: 'int16', versions: '0+' },
+          ],
+        },
+      ],
+    },
   ],
 });
 

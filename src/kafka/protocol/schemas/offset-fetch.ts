@@ -11,56 +11,106 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** OffsetFetch request table. */
 export const OFFSET_FETCH_REQUEST = message({
-  name: 'OffsetFetchRequest', apiKey: 9, kind: 'request', versions: '0-9', flexible: '6+',
+  name: 'OffsetFetchRequest',
+  apiKey: 9,
+  kind: 'request',
+  versions: '0-9',
+  flexible: '6+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0-7' },
-    { name: 'topics', type: '[]struct', versions: '0-7', nullable: '2-7', fields: [
-      { name: 'name', type: 'string', versions: '0-7' },
-      { name: 'partitionIndexes', type: '[]int32', versions: '0-7' },
-    ] },
-    { name: 'groups', type: '[]struct', versions: '8+', fields: [
-      { name: 'groupId', type: 'string', versions: '8+' },
-      { name: 'memberId', type: 'string', versions: '9+', nullable: '9+', default: null },
-      { name: 'memberEpoch', type: 'int32', versions: '9+', default: -1 },
-      { name: 'topics', type: '[]struct', versions: '8+', nullable: '8+', fields: [
-        { name: 'name', type: 'string', versions: '8+' },
-        { name: 'partitionIndexes', type: '[]int32', versions: '8+' },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0-7',
+      nullable: '2-7',
+      fields: [
+        { name: 'name', type: 'string', versions: '0-7' },
+        { name: 'partitionIndexes', type: '[]int32', versions: '0-7' },
+      ],
+    },
+    {
+      name: 'groups',
+      type: '[]struct',
+      versions: '8+',
+      fields: [
+        { name: 'groupId', type: 'string', versions: '8+' },
+        { name: 'memberId', type: 'string', versions: '9+', nullable: '9+', default: null },
+        { name: 'memberEpoch', type: 'int32', versions: '9+', default: -1 },
+        {
+          name: 'topics',
+          type: '[]struct',
+          versions: '8+',
+          nullable: '8+',
+          fields: [
+            { name: 'name', type: 'string', versions: '8+' },
+            { name: 'partitionIndexes', type: '[]int32', versions: '8+' },
+          ],
+        },
+      ],
+    },
     { name: 'requireStable', type: 'bool', versions: '7+' },
   ],
 });
 
 /** OffsetFetch response table. */
 export const OFFSET_FETCH_RESPONSE = message({
-  name: 'OffsetFetchResponse', apiKey: 9, kind: 'response', versions: '0-9', flexible: '6+',
+  name: 'OffsetFetchResponse',
+  apiKey: 9,
+  kind: 'response',
+  versions: '0-9',
+  flexible: '6+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '3+' },
-    { name: 'topics', type: '[]struct', versions: '0-7', fields: [
-      { name: 'name', type: 'string', versions: '0-7' },
-      { name: 'partitions', type: '[]struct', versions: '0-7', fields: [
-        { name: 'partitionIndex', type: 'int32', versions: '0-7' },
-        { name: 'committedOffset', type: 'int64', versions: '0-7' },
-        { name: 'committedLeaderEpoch', type: 'int32', versions: '5-7', default: -1 },
-        { name: 'metadata', type: 'string', versions: '0-7', nullable: '0-7' },
-        { name: 'errorCode', type: 'int16', versions: '0-7' },
-      ] },
-    ] },
+    {
+      name: 'topics',
+      type: '[]struct',
+      versions: '0-7',
+      fields: [
+        { name: 'name', type: 'string', versions: '0-7' },
+        {
+          name: 'partitions',
+          type: '[]struct',
+          versions: '0-7',
+          fields: [
+            { name: 'partitionIndex', type: 'int32', versions: '0-7' },
+            { name: 'committedOffset', type: 'int64', versions: '0-7' },
+            { name: 'committedLeaderEpoch', type: 'int32', versions: '5-7', default: -1 },
+            { name: 'metadata', type: 'string', versions: '0-7', nullable: '0-7' },
+            { name: 'errorCode', type: 'int16', versions: '0-7' },
+          ],
+        },
+      ],
+    },
     { name: 'errorCode', type: 'int16', versions: '2-7' },
-    { name: 'groups', type: '[]struct', versions: '8+', fields: [
-      { name: 'groupId', type: 'string', versions: '8+' },
-      { name: 'topics', type: '[]struct', versions: '8+', fields: [
-        { name: 'name', type: 'string', versions: '8+' },
-        { name: 'partitions', type: '[]struct', versions: '8+', fields: [
-          { name: 'partitionIndex', type: 'int32', versions: '8+' },
-          { name: 'committedOffset', type: 'int64', versions: '8+' },
-          { name: 'committedLeaderEpoch', type: 'int32', versions: '8+', default: -1 },
-          { name: 'metadata', type: 'string', versions: '8+', nullable: '8+' },
-          { name: 'errorCode', type: 'int16', versions: '8+' },
-        ] },
-      ] },
-      { name: 'errorCode', type: 'int16', versions: '8+' },
-    ] },
+    {
+      name: 'groups',
+      type: '[]struct',
+      versions: '8+',
+      fields: [
+        { name: 'groupId', type: 'string', versions: '8+' },
+        {
+          name: 'topics',
+          type: '[]struct',
+          versions: '8+',
+          fields: [
+            { name: 'name', type: 'string', versions: '8+' },
+            {
+              name: 'partitions',
+              type: '[]struct',
+              versions: '8+',
+              fields: [
+                { name: 'partitionIndex', type: 'int32', versions: '8+' },
+                { name: 'committedOffset', type: 'int64', versions: '8+' },
+                { name: 'committedLeaderEpoch', type: 'int32', versions: '8+', default: -1 },
+                { name: 'metadata', type: 'string', versions: '8+', nullable: '8+' },
+                { name: 'errorCode', type: 'int16', versions: '8+' },
+              ],
+            },
+          ],
+        },
+        { name: 'errorCode', type: 'int16', versions: '8+' },
+      ],
+    },
   ],
 });
 

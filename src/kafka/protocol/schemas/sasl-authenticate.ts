@@ -10,15 +10,21 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** SaslAuthenticate request table. */
 export const SASL_AUTHENTICATE_REQUEST = message({
-  name: 'SaslAuthenticateRequest', apiKey: 36, kind: 'request', versions: '0-2', flexible: '2+',
-  fields: [
-    { name: 'authBytes', type: 'bytes', versions: '0+' },
-  ],
+  name: 'SaslAuthenticateRequest',
+  apiKey: 36,
+  kind: 'request',
+  versions: '0-2',
+  flexible: '2+',
+  fields: [{ name: 'authBytes', type: 'bytes', versions: '0+' }],
 });
 
 /** SaslAuthenticate response table. */
 export const SASL_AUTHENTICATE_RESPONSE = message({
-  name: 'SaslAuthenticateResponse', apiKey: 36, kind: 'response', versions: '0-2', flexible: '2+',
+  name: 'SaslAuthenticateResponse',
+  apiKey: 36,
+  kind: 'response',
+  versions: '0-2',
+  flexible: '2+',
   fields: [
     { name: 'errorCode', type: 'int16', versions: '0+' },
     { name: 'errorMessage', type: 'string', versions: '0+', nullable: '0+', default: null },

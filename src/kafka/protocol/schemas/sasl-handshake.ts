@@ -11,15 +11,21 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** SaslHandshake request table. */
 export const SASL_HANDSHAKE_REQUEST = message({
-  name: 'SaslHandshakeRequest', apiKey: 17, kind: 'request', versions: '0-1', flexible: 'none',
-  fields: [
-    { name: 'mechanism', type: 'string', versions: '0+' },
-  ],
+  name: 'SaslHandshakeRequest',
+  apiKey: 17,
+  kind: 'request',
+  versions: '0-1',
+  flexible: 'none',
+  fields: [{ name: 'mechanism', type: 'string', versions: '0+' }],
 });
 
 /** SaslHandshake response table. */
 export const SASL_HANDSHAKE_RESPONSE = message({
-  name: 'SaslHandshakeResponse', apiKey: 17, kind: 'response', versions: '0-1', flexible: 'none',
+  name: 'SaslHandshakeResponse',
+  apiKey: 17,
+  kind: 'response',
+  versions: '0-1',
+  flexible: 'none',
   fields: [
     { name: 'errorCode', type: 'int16', versions: '0+' },
     { name: 'mechanisms', type: '[]string', versions: '0+' },

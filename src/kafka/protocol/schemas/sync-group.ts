@@ -10,7 +10,11 @@ import { message, type MessageInput, type MessageValue } from '../schema.js';
 
 /** SyncGroup request table. */
 export const SYNC_GROUP_REQUEST = message({
-  name: 'SyncGroupRequest', apiKey: 14, kind: 'request', versions: '0-5', flexible: '4+',
+  name: 'SyncGroupRequest',
+  apiKey: 14,
+  kind: 'request',
+  versions: '0-5',
+  flexible: '4+',
   fields: [
     { name: 'groupId', type: 'string', versions: '0+' },
     { name: 'generationId', type: 'int32', versions: '0+' },
@@ -18,16 +22,25 @@ export const SYNC_GROUP_REQUEST = message({
     { name: 'groupInstanceId', type: 'string', versions: '3+', nullable: '3+', default: null },
     { name: 'protocolType', type: 'string', versions: '5+', nullable: '5+', default: null },
     { name: 'protocolName', type: 'string', versions: '5+', nullable: '5+', default: null },
-    { name: 'assignments', type: '[]struct', versions: '0+', fields: [
-      { name: 'memberId', type: 'string', versions: '0+' },
-      { name: 'assignment', type: 'bytes', versions: '0+' },
-    ] },
+    {
+      name: 'assignments',
+      type: '[]struct',
+      versions: '0+',
+      fields: [
+        { name: 'memberId', type: 'string', versions: '0+' },
+        { name: 'assignment', type: 'bytes', versions: '0+' },
+      ],
+    },
   ],
 });
 
 /** SyncGroup response table. */
 export const SYNC_GROUP_RESPONSE = message({
-  name: 'SyncGroupResponse', apiKey: 14, kind: 'response', versions: '0-5', flexible: '4+',
+  name: 'SyncGroupResponse',
+  apiKey: 14,
+  kind: 'response',
+  versions: '0-5',
+  flexible: '4+',
   fields: [
     { name: 'throttleTimeMs', type: 'int32', versions: '1+' },
     { name: 'errorCode', type: 'int16', versions: '0+' },

@@ -55,7 +55,7 @@ import {
 } from './group/index.js';
 import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket } from './shard/index.js';
-import type { Timer } from './util/index.js';
+import { Serial, type Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
   DEFAULTS,
@@ -124,8 +124,8 @@ export class OffsetStore {
   #recovery: Promise<void> = Promise.resolve();
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
-  /** Settles once every convertCompaction called so far has. */
-  #conversions: Promise<void> = Promise.resolve();
+  /** convertCompaction calls, one at a time; close waits for them. */
+  readonly #conversions = new Serial();
   #compactor: Compactor | undefined;
   /**
    * The classic (JoinGroup/SyncGroup) group protocol, for front ends that speak it on behalf of
@@ -423,12 +423,7 @@ export class OffsetStore {
   convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
     // One conversion at a time, and close waits for the one in flight: a close's last checkpoint
     // racing a conversion's image or checkpoint removal could free log the other still needs.
-    const run = this.#conversions.then(() => this.#convertCompaction(strategy));
-    this.#conversions = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    return run;
+    return this.#conversions.run(() => this.#convertCompaction(strategy));
   }
 
   async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
@@ -928,7 +923,7 @@ export class OffsetStore {
     this.#retentionTimer?.cancel();
     await this.#retentionRun;
     await this.#compactor?.close();
-    await this.#conversions;
+    await this.#conversions.settled();
     await this.#recovery.catch(() => {});
     let failure: unknown;
     try {

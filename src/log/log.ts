@@ -66,7 +66,7 @@ import * as path from 'node:path';
 import { readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
-import { assert } from '../util/index.js';
+import { Serial, assert } from '../util/index.js';
 import {
   REJECTED_FILE,
   damageError,
@@ -230,8 +230,12 @@ export class Log implements LogPort {
   #appendedBytes = 0;
   /** A swap whose directory operations failed part way (see `completeSwap`). */
   #pendingSwap: { first: number; inputs: SegmentInfo[]; outputs: CleanedSegment[] } | undefined;
-  /** Settles once every change of the segment list called so far has (see #swapping). */
-  #swapQueue: Promise<void> = Promise.resolve();
+  /**
+   * Changes of the segment list, one after another: two swaps carried out at once (a checkpoint's
+   * deletion at close racing a conversion's) would both apply one pending intent, and one would
+   * find the other's files already gone.
+   */
+  readonly #swaps = new Serial();
 
   private constructor(
     options: LogOptions,
@@ -736,7 +740,7 @@ export class Log implements LogPort {
     inputs: readonly SegmentInfo[],
     outputs: readonly CleanedSegment[],
   ): Promise<void> {
-    return this.#swapping(() => this.#replaceSegments(inputs, outputs));
+    return this.#swaps.run(() => this.#replaceSegments(inputs, outputs));
   }
 
   async #replaceSegments(
@@ -767,7 +771,7 @@ export class Log implements LogPort {
    * durable checkpoint); returns the bytes freed.
    */
   deleteSegmentsBelow(logOffset: number): Promise<number> {
-    return this.#swapping(() => this.#deleteSegmentsBelow(logOffset));
+    return this.#swaps.run(() => this.#deleteSegmentsBelow(logOffset));
   }
 
   async #deleteSegmentsBelow(logOffset: number): Promise<number> {
@@ -804,21 +808,7 @@ export class Log implements LogPort {
    * still pending at close is completed by the next open, from its intent.
    */
   completeSwap(): Promise<void> {
-    return this.#swapping(() => this.#completeSwap());
-  }
-
-  /**
-   * Runs one change of the segment list after every earlier one has settled: two swaps carried out
-   * at once (a checkpoint's deletion at close racing a conversion's) would both apply one pending
-   * intent, and one would find the other's files already gone.
-   */
-  #swapping<T>(change: () => Promise<T>): Promise<T> {
-    const run = this.#swapQueue.then(change);
-    this.#swapQueue = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    return run;
+    return this.#swaps.run(() => this.#completeSwap());
   }
 
   async #completeSwap(): Promise<void> {

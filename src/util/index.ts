@@ -6,3 +6,4 @@
 export { assert, unreachable, AssertionError } from './assert.js';
 export { type Clock, type Timer, SystemClock, ManualClock } from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
+export { Serial } from './serial.js';

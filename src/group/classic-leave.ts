@@ -20,7 +20,11 @@ import {
   removeMember,
   removeMemberAndRebalance,
 } from './classic-rebalance.js';
-import type { NormalizedRemoval, RemovedMember } from './member-removal.js';
+import {
+  selectRemovedMembers,
+  type NormalizedRemoval,
+  type RemovedMember,
+} from './member-removal.js';
 
 /** Handles one validated LeaveGroup. */
 export function handleClassicLeave(
@@ -105,28 +109,8 @@ export function removeClassicMembersByAdmin(
   removal: NormalizedRemoval,
 ): RemovedMember[] {
   const group = op.env.machine.get(groupId);
-  let memberIds: string[];
-  if (removal.kind === 'all') {
-    memberIds = [...(group?.members.keys() ?? [])];
-  } else if (removal.kind === 'memberIds') {
-    const unknown = removal.ids.find((id) => group?.members.has(id) !== true);
-    if (unknown !== undefined)
-      throw new OffsetStoreError(
-        'UNKNOWN_MEMBER_ID',
-        `member ${unknown} is not in group ${groupId}; nothing was removed`,
-      );
-    memberIds = [...removal.ids];
-  } else {
-    const unknown = removal.ids.find((id) => group?.staticMemberId(id) === undefined);
-    if (unknown !== undefined)
-      throw new OffsetStoreError(
-        'UNKNOWN_MEMBER_ID',
-        `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`,
-      );
-    memberIds = [...new Set(removal.ids.map((id) => group!.staticMemberId(id)!))];
-  }
+  const memberIds = selectRemovedMembers(group, groupId, removal);
   if (group === undefined || memberIds.length === 0) return [];
-  memberIds.sort();
   const removed = memberIds.map((memberId) => ({
     memberId,
     instanceId: group.members.get(memberId)!.groupInstanceId,

@@ -35,7 +35,11 @@ import { reconcileMember } from './current-assignment-builder.js';
 import type { Group } from './group.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
 import type { HeartbeatResponse, NormalizedHeartbeat } from './heartbeat.js';
-import type { NormalizedRemoval, RemovedMember } from './member-removal.js';
+import {
+  selectRemovedMembers,
+  type NormalizedRemoval,
+  type RemovedMember,
+} from './member-removal.js';
 import {
   layoutsChanged,
   planTargetAssignment,
@@ -89,28 +93,8 @@ export function removeMembersByAdmin(
   removal: NormalizedRemoval,
 ): RemovedMember[] {
   const group = op.env.machine.get(groupId);
-  let memberIds: string[];
-  if (removal.kind === 'all') {
-    memberIds = [...(group?.members.keys() ?? [])];
-  } else if (removal.kind === 'memberIds') {
-    const unknown = removal.ids.find((id) => group?.members.has(id) !== true);
-    if (unknown !== undefined)
-      throw new OffsetStoreError(
-        'UNKNOWN_MEMBER_ID',
-        `member ${unknown} is not in group ${groupId}; nothing was removed`,
-      );
-    memberIds = [...removal.ids];
-  } else {
-    const unknown = removal.ids.find((id) => group?.staticMemberId(id) === undefined);
-    if (unknown !== undefined)
-      throw new OffsetStoreError(
-        'UNKNOWN_MEMBER_ID',
-        `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`,
-      );
-    memberIds = [...new Set(removal.ids.map((id) => group!.staticMemberId(id)!))];
-  }
+  const memberIds = selectRemovedMembers(group, groupId, removal);
   if (group === undefined || memberIds.length === 0) return [];
-  memberIds.sort();
   const removed = memberIds.map((memberId) => ({
     memberId,
     instanceId: group.members.get(memberId)!.instanceId,

@@ -8,7 +8,8 @@
  * `normalizeRemoveMembersRequest` is the only place the request is checked, in the manner of
  * heartbeat.ts: wrong types are TypeError; a selection a well-typed caller can still get wrong
  * (none or several of `all`, `memberIds`, `instanceIds`; an empty list; an empty id) is
- * INVALID_REQUEST. Whether the ids are in the group is the handler's check (UNKNOWN_MEMBER_ID).
+ * INVALID_REQUEST. Whether the ids are in the group is checked by `selectRemovedMembers`, for
+ * both group types (UNKNOWN_MEMBER_ID).
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
@@ -66,4 +67,43 @@ function idList(value: readonly string[], field: string): string[] {
 
 function invalid(message: string): never {
   throw new OffsetStoreError('INVALID_REQUEST', message);
+}
+
+/** What `selectRemovedMembers` needs of a group, consumer or classic. */
+export interface RemovalTarget {
+  readonly members: ReadonlyMap<string, unknown>;
+  /** The id of the member holding a static instance id, or undefined. */
+  staticMemberId(instanceId: string): string | undefined;
+}
+
+/**
+ * The ids of the members `removal` names in `group` (undefined: the group is unknown), sorted;
+ * UNKNOWN_MEMBER_ID, before anything is removed, when a named member or instance id is not in it.
+ */
+export function selectRemovedMembers(
+  group: RemovalTarget | undefined,
+  groupId: string,
+  removal: NormalizedRemoval,
+): string[] {
+  let memberIds: string[];
+  if (removal.kind === 'all') {
+    memberIds = [...(group?.members.keys() ?? [])];
+  } else if (removal.kind === 'memberIds') {
+    const unknown = removal.ids.find((id) => group?.members.has(id) !== true);
+    if (unknown !== undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${unknown} is not in group ${groupId}; nothing was removed`,
+      );
+    memberIds = [...removal.ids];
+  } else {
+    const unknown = removal.ids.find((id) => group?.staticMemberId(id) === undefined);
+    if (unknown !== undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `no member of group ${groupId} holds instance id '${unknown}'; nothing was removed`,
+      );
+    memberIds = [...new Set(removal.ids.map((id) => group!.staticMemberId(id)!))];
+  }
+  return memberIds.sort();
 }

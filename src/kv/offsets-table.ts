@@ -92,6 +92,17 @@ function knownEndWith(
   return { logOffset: checkpoint.logOffset, exact: false };
 }
 
+/**
+ * Where recovery replays the log from: the checkpoint's log offset, or the store's log start without
+ * one. A checkpoint below the log start is one taken, before this was fixed, of a bucket that had
+ * applied nothing since the log start was set (a conversion away from checkpoints and back, with
+ * nothing written in between): its contents are the state the log holds from the log start, and
+ * its log offset was wrongly 0; the log start, where the log begins, is the right place.
+ */
+function replayStart(checkpoint: CheckpointInfo | undefined, logStart: number): number {
+  return Math.max(checkpoint?.logOffset ?? logStart, logStart);
+}
+
 export class OffsetsTable {
   /** The table's log port: only this class appends to it; stats and compaction read its figures. */
   readonly log: LogPort;
@@ -159,7 +170,6 @@ export class OffsetsTable {
             for (const [groupId, offsets] of loaded.groups) state.restoreGroup(groupId, offsets);
             for (const [groupId, snapshot] of loaded.snapshots)
               state.restoreSnapshot(groupId, snapshot);
-            state.restoreAppliedLogOffset(candidate.logOffset - 1);
           } catch (error) {
             options.onWarning(
               `${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: ${(error as Error).message}`,
@@ -169,7 +179,10 @@ export class OffsetsTable {
         }
         // Without a checkpoint the log must hold everything from the store's log start: a log that
         // begins later lost segments (or the checkpoint they were deleted for), and Log.open refuses it.
-        const fromLogOffset = candidate?.logOffset ?? options.logStart;
+        const fromLogOffset = replayStart(candidate, options.logStart);
+        // Applied up to just below it even when the log holds nothing from there, so that the next
+        // checkpoint is taken at (at least) the log start, never below it.
+        state.restoreAppliedLogOffset(fromLogOffset - 1);
         let recordsReplayed = 0;
         const { log, report } = await Log.open(options.log, {
           fromLogOffset,
@@ -246,7 +259,7 @@ export class OffsetsTable {
             continue;
           }
         }
-        const fromLogOffset = candidate?.logOffset ?? options.logStart;
+        const fromLogOffset = replayStart(candidate, options.logStart);
         const knownEnd = knownEndWith(options.knownEnd, candidate, options.log.durability);
         const inspection = await inspectLog(
           options.log.fs,

@@ -11,6 +11,8 @@ import * as path from 'node:path';
 import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
+import { CheckpointStore, OffsetsTableState } from '../../src/kv/index.js';
 import {
   applyHistory,
   generateHistory,
@@ -202,6 +204,54 @@ describe('LMDB checkpoints', () => {
     expect(await stateOf(again)).toEqual(modelOf(history));
     await again.close();
   });
+  it('converts back to checkpoints a bucket whose log holds nothing from its log start (all its groups deleted), and reopens it', async () => {
+    const dir = tempDir();
+    const first = await OffsetStore.open(options(dir));
+    await first.commitOffsets('gone', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    await first.commitOffsets('gone', [{ tableId: 1, bucketId: 1, offset: 9 }]);
+    await first.deleteGroup('gone');
+    await first.compact();
+    await first.convertCompaction('none'); // the image of an empty state: the log starts at its end
+    await first.close();
+    const second = await OffsetStore.open({ dir });
+    await second.convertCompaction('checkpoint');
+    await second.close();
+    const third = await OffsetStore.open({ dir });
+    expect(await third.fetchOffsets('gone')).toEqual([]);
+    await third.commitOffsets('back', [{ tableId: 1, bucketId: 0, offset: 3 }]);
+    await third.close();
+    const fourth = await OffsetStore.open({ dir });
+    expect((await fourth.fetchOffsets('back')).map((o) => o?.offset)).toEqual([3]);
+    await fourth.close();
+  });
+
+  it('opens a store an earlier version left with a checkpoint below its log start (taken at log offset 0 after converting back)', async () => {
+    const dir = tempDir();
+    const first = await OffsetStore.open(options(dir));
+    await first.commitOffsets('gone', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    await first.deleteGroup('gone');
+    await first.compact();
+    await first.convertCompaction('none');
+    await first.close();
+    const second = await OffsetStore.open({ dir });
+    await second.convertCompaction('checkpoint');
+    await second.close();
+    // What the earlier version wrote: the one checkpoint, of the empty state, at log offset 0.
+    const envDir = path.join(dir, 'buckets/000/checkpoint');
+    const fs = new NodeFileSystem();
+    await fs.removeTree(envDir);
+    const env = await CheckpointStore.open(fs, envDir);
+    await env.write(new OffsetsTableState(), 0, Date.now());
+    await env.close();
+    const third = await OffsetStore.open({ dir });
+    expect(await third.fetchOffsets('gone')).toEqual([]);
+    await third.commitOffsets('back', [{ tableId: 1, bucketId: 0, offset: 3 }]);
+    await third.close();
+    const fourth = await OffsetStore.open({ dir });
+    expect((await fourth.fetchOffsets('back')).map((o) => o?.offset)).toEqual([3]);
+    await fourth.close();
+  });
+
   it('close waits for a conversion in flight, in either direction: everything is there after reopen', async () => {
     for (const [from, to] of [
       ['checkpoint', 'log-cleaner'],

@@ -14,11 +14,26 @@
  * etcd's bytes per second, a few MB/s, i.e. ~50-200 commits/s; target at least 60% of the floor's
  * bytes/s.
  *
+ * Failover: three `offset-store serve --etcd` processes with the default lease (3 s), committers
+ * on twelve groups through the Kafka protocol; the owner of a busy bucket is SIGKILLed and the time
+ * until a commit begun after the kill is acknowledged on one of its buckets is measured, over
+ * several runs (median and range). Target: under 5 s. It is about the lease TTL (the dead node's
+ * buckets are claimed only once etcd expires its lease) plus a reconcile interval and the replay.
+ *
  * Needs the `etcd` binary (Debian etcd-server). BENCH_SCALE=quick|default|full sets the duration.
  */
 import { ClusterNode, EtcdConnection } from '../src/cluster/index.js';
 import { buildOffsetBatch, loadChecksum } from '../src/codec/index.js';
 import { OffsetStore, type OffsetCommit } from '../src/index.js';
+import {
+  Committers,
+  bucketOf,
+  nodeDirs,
+  startNode,
+  status,
+  stopNode,
+  waitSettled,
+} from '../test/cluster/cluster-harness.js';
 import { EtcdCluster, etcdAvailable } from '../test/support/etcd-cluster.js';
 import { percentiles } from './support/measure.js';
 import {
@@ -36,6 +51,10 @@ const DURATION_MS = atScale({ quick: 1500, default: 4000, full: 15_000 });
 const SMALL_COMMITTERS = 64;
 const BATCH_COMMITTERS = 8;
 const BATCH_OFFSETS = 1000;
+const FAILOVER_RUNS = atScale({ quick: 1, default: 3, full: 5 });
+const FAILOVER_TARGET_MS = 5000;
+/** The CLI's default lease TTL, seconds. */
+const DEFAULT_LEASE_TTL_S = 3;
 
 interface Row {
   task: string;
@@ -212,6 +231,77 @@ async function floorRows(
   }
 }
 
+/**
+ * One failover: a fresh 3-node cluster under `prefix`, committers on twelve groups, the owner of
+ * group-0's bucket SIGKILLed; resolves with the ms from the kill to the first acknowledged commit,
+ * begun after the kill, on a group whose bucket moved.
+ */
+async function failoverOnce(etcd: EtcdCluster, prefix: string): Promise<number> {
+  const made = nodeDirs(3);
+  const ids = ['n1', 'n2', 'n3'];
+  const nodes = await Promise.all(
+    ids.map((id, i) => startNode(id, etcd.endpoints, prefix, made.dirs[i]!, DEFAULT_LEASE_TTL_S)),
+  );
+  const live = () =>
+    nodes
+      .filter((n) => n.child.exitCode === null && n.child.signalCode === null)
+      .map((n) => n.port);
+  const committers = new Committers(live);
+  try {
+    await waitSettled(etcd.endpoints, prefix, ids);
+    const groups = Array.from({ length: 12 }, (_, i) => `group-${i}`);
+    committers.start(groups);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const before = await status(etcd.endpoints, prefix);
+    const victimId = before.buckets[await bucketOf('group-0')]!.owner!.nodeId;
+    const moved = new Set<string>();
+    for (const g of groups) {
+      if (before.buckets[await bucketOf(g)]!.owner?.nodeId === victimId) moved.add(g);
+    }
+    const killedAt = performance.now();
+    nodes.find((n) => n.nodeId === victimId)!.child.kill('SIGKILL');
+    for (let i = 0; i < 600; i++) {
+      const resumed = committers.history.acks.find(
+        (a) => a.startedAtMs > killedAt && moved.has(a.groupId),
+      );
+      if (resumed !== undefined) return resumed.atMs - killedAt;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error('commits on the moved buckets did not resume within 30 s');
+  } finally {
+    await committers.stop();
+    await committers.close();
+    for (const node of nodes) await stopNode(node, 'SIGKILL');
+    made.remove();
+  }
+}
+
+async function failoverRows(etcd: EtcdCluster): Promise<void> {
+  const timesMs: number[] = [];
+  for (let run = 0; run < FAILOVER_RUNS; run++)
+    timesMs.push(await failoverOnce(etcd, `/bench-failover-${run}/`));
+  timesMs.sort((a, b) => a - b);
+  const median = timesMs[Math.floor(timesMs.length / 2)]!;
+  printTable(
+    `failover after SIGKILL of a node (default lease ${DEFAULT_LEASE_TTL_S} s), ${FAILOVER_RUNS} runs`,
+    [
+      { header: 'median', align: 'right', value: () => formatMs(median) },
+      {
+        header: 'range',
+        align: 'right',
+        value: () => `${formatMs(timesMs[0]!)} - ${formatMs(timesMs.at(-1)!)}`,
+      },
+      { header: 'target', align: 'right', value: () => `< ${formatMs(FAILOVER_TARGET_MS)}` },
+      {
+        header: 'met',
+        align: 'right',
+        value: () => (median < FAILOVER_TARGET_MS ? 'yes' : 'no'),
+      },
+    ],
+    [undefined],
+  );
+}
+
 async function main(): Promise<void> {
   if (!etcdAvailable()) {
     console.log('cluster bench skipped: no etcd binary (apt-get install etcd-server)');
@@ -254,6 +344,7 @@ async function main(): Promise<void> {
       },
     ];
     printTable('commits', columns, rows);
+    await failoverRows(etcd);
   } finally {
     await etcd.stop();
   }

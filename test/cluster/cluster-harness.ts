@@ -38,6 +38,7 @@ export async function startNode(
   endpoints: readonly string[],
   prefix: string,
   dir: string,
+  leaseTtlSeconds = 2,
 ): Promise<NodeProcess> {
   const child = spawn(
     process.execPath,
@@ -59,7 +60,7 @@ export async function startNode(
       `${TOPIC}:8`,
       '--no-auto-create',
       '--lease-ttl',
-      '2',
+      String(leaseTtlSeconds),
       '--etcd-prefix',
       prefix,
       '--bucket-count',
@@ -182,8 +183,11 @@ export interface CommitHistory {
   acknowledged: Map<string, bigint>;
   /** Highest offset sent per group (acknowledged or not: an unanswered commit may have landed). */
   attempted: Map<string, bigint>;
-  /** Acknowledged commits: when the commit began and when it was acknowledged (performance.now()). */
-  acks: { groupId: string; offset: bigint; startedAtMs: number; atMs: number }[];
+  /**
+   * Acknowledged commits (performance.now() times): when the commit began (its first attempt), when
+   * the attempt that was acknowledged was sent, and when the acknowledgement arrived.
+   */
+  acks: { groupId: string; offset: bigint; startedAtMs: number; sentAtMs: number; atMs: number }[];
   /** A fetch right after an acknowledged commit that saw less. */
   staleReads: string[];
   /** Errors that were not retriable. */
@@ -250,7 +254,8 @@ export class Committers {
     for (const port of this.#ports()) {
       try {
         const client = await withTimeout(this.#client(port), 1000);
-        const res = await withTimeout(
+        const res = await answer(
+          client,
           client.send(API_KEYS.FindCoordinator, 3, { key: groupId, keyType: 0 }),
           2000,
         );
@@ -271,7 +276,9 @@ export class Committers {
       if (port !== undefined) {
         try {
           const client = await withTimeout(this.#client(port), 1000);
-          const res = await withTimeout(
+          const sentAtMs = performance.now();
+          const res = await answer(
+            client,
             client.send(API_KEYS.OffsetCommit, 8, {
               groupId,
               generationIdOrMemberEpoch: -1,
@@ -290,7 +297,13 @@ export class Committers {
           const code = res.topics[0]!.partitions[0]!.errorCode;
           if (code === 0) {
             this.history.acknowledged.set(groupId, offset);
-            this.history.acks.push({ groupId, offset, startedAtMs, atMs: performance.now() });
+            this.history.acks.push({
+              groupId,
+              offset,
+              startedAtMs,
+              sentAtMs,
+              atMs: performance.now(),
+            });
             await this.#checkFetch(client, groupId, offset);
             return true;
           }
@@ -310,7 +323,8 @@ export class Committers {
 
   async #checkFetch(client: RawKafkaClient, groupId: string, offset: bigint): Promise<void> {
     try {
-      const res = await withTimeout(
+      const res = await answer(
+        client,
         client.send(API_KEYS.OffsetFetch, 8, {
           groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
         }),
@@ -337,6 +351,18 @@ export class Committers {
   }
 }
 
+/**
+ * A request's answer, or an error once the connection closes (a killed server's socket closes at
+ * once, and a real client notices; RawKafkaClient leaves the request pending) or `timeoutMs` passes.
+ */
+function answer<T>(client: RawKafkaClient, request: Promise<T>, timeoutMs: number): Promise<T> {
+  const closed = client.closed.then(() => {
+    throw new Error('connection closed before the answer');
+  });
+  closed.catch(() => {});
+  return withTimeout(Promise.race([request, closed]), timeoutMs);
+}
+
 async function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -359,27 +385,35 @@ export async function fetchAll(
 ): Promise<Map<string, bigint>> {
   const found = new Map<string, bigint>();
   for (const groupId of groupIds) {
-    for (let attempt = 0; attempt < 200; attempt++) {
+    let last = 'no node named a coordinator';
+    const deadline = performance.now() + 30_000;
+    while (!found.has(groupId)) {
+      if (performance.now() > deadline)
+        throw new Error(`${groupId}: no committed offset fetched in 30 s; last: ${last}`);
       const port = await committers.coordinator(groupId);
       if (port !== undefined) {
         try {
           const client = await RawKafkaClient.connect(port);
-          const res = await withTimeout(
-            client.send(API_KEYS.OffsetFetch, 8, {
-              groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
-            }),
-            5000,
-          );
-          await client.close();
-          if (res.groups[0]!.errorCode === 0) {
-            found.set(groupId, res.groups[0]!.topics[0]!.partitions[0]!.committedOffset);
-            break;
+          try {
+            const res = await answer(
+              client,
+              client.send(API_KEYS.OffsetFetch, 8, {
+                groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+              }),
+              5000,
+            );
+            const code = res.groups[0]!.errorCode;
+            if (code === 0)
+              found.set(groupId, res.groups[0]!.topics[0]!.partitions[0]!.committedOffset);
+            else last = `error ${code} from port ${port}`;
+          } finally {
+            await client.close();
           }
-        } catch {
-          // try again
+        } catch (error) {
+          last = `port ${port}: ${(error as Error).message}`;
         }
       }
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (!found.has(groupId)) await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
   void ports;

@@ -104,8 +104,8 @@ export interface LogOptions {
   /** Most bytes written by one flush round. */
   flushBytesMax: number;
   /**
-   * Awaited once the first batches written into a segment after a roll are durable and acknowledged
-   * (before the log's next write round): the log holds batches up to `logEnd - 1` from now on. The
+   * Awaited once the first batches written into a segment (the log's first, or one after a roll) are
+   * durable, before they are acknowledged: the log holds batches up to `logEnd - 1` from now on. The
    * store records it as a lower bound of where the log ends, so that an open finding the log ending
    * below it (a lost segment, even after a crash) refuses rather than serve less. Must not reject.
    */
@@ -529,12 +529,14 @@ export class Log implements LogPort {
     active.lastLogOffset = lastLogOffset;
     this.#acknowledgedEnd = lastLogOffset + 1;
     if (this.#options.durability === 'fsync') this.#durableBelow = lastLogOffset + 1;
+    // The first run into a segment (the log's first included) is acknowledged only once the store has
+    // recorded that the log holds it: after a crash, a lost file that held acknowledged batches,
+    // even the log's only one, is then found missing rather than taken for a log that never had it.
+    if (startBytes === 0) await this.#options.onSegmentStarted?.(lastLogOffset + 1);
     for (const entry of run) {
       entry.settled = true;
       entry.resolve(readBatchLogOffset(entry.batch));
     }
-    if (startBytes === 0 && this.#segments.length > 1)
-      await this.#options.onSegmentStarted?.(lastLogOffset + 1);
     if (
       active.sizeBytes >= PREPARE_AT_BYTES &&
       this.#prepared === undefined &&

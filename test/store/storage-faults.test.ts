@@ -7,7 +7,7 @@
  * LOG_STORAGE_ERROR; and a swap intent that does not describe the files on disk is refused before
  * anything is renamed or deleted.
  */
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
@@ -267,4 +267,52 @@ describe('a compaction swap intent', () => {
       ]);
     },
   );
+});
+
+describe('a segment file lost while the store was down after a crash', () => {
+  /**
+   * The directory as a crash leaves it: a copy of what is on disk while the store is open (every
+   * acknowledged batch is fdatasynced), without the LOCK file (its process is gone).
+   */
+  function crashedCopy(dir: string): string {
+    const copy = tempDir();
+    cpSync(dir, copy, { recursive: true });
+    rmSync(path.join(copy, 'LOCK'), { force: true });
+    return copy;
+  }
+
+  const segments = (dir: string) =>
+    readdirSync(path.join(dir, 'buckets', '000')).filter((f) => f.endsWith('.log'));
+
+  it("is refused (CORRUPT_MESSAGE), not opened empty, when it is a log's only segment", async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, bucketCount: 1 });
+    await store.commitOffsets('g', [{ ...K(0), offset: 7 }]);
+    const copy = crashedCopy(dir);
+    await store.close();
+    expect(segments(copy)).toEqual(['00000000000000000000.log']);
+    rmSync(path.join(copy, 'buckets', '000', '00000000000000000000.log'));
+    await expect(OffsetStore.open({ dir: copy })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+    });
+  });
+
+  it('is refused when it is the segment a checkpoint left as the whole log', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      compaction: { strategy: 'checkpoint', background: false },
+    });
+    await store.commitOffsets('g', [{ ...K(0), offset: 7 }]);
+    await store.compact(); // a quiet bucket: the checkpoint covers the whole log, which is freed
+    await store.commitOffsets('g', [{ ...K(0), offset: 8 }]);
+    const copy = crashedCopy(dir);
+    await store.close();
+    expect(segments(copy)).toHaveLength(1); // the segment begun after the checkpoint
+    rmSync(path.join(copy, 'buckets', '000', segments(copy)[0]!));
+    await expect(OffsetStore.open({ dir: copy })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+    });
+  });
 });

@@ -203,13 +203,17 @@ export class OffsetsModel {
       state.candidates = state.candidates.filter((c) => c.state === 'pending');
       return;
     }
-    const from = state.candidates.find((c) => c.value === value);
+    // An absence that an expiry explains is taken for one, even when a delete in flight would
+    // explain it too: the delete may not have been applied yet (a group's delete waits for the
+    // writes issued before it), and taking its place in the order would refuse their values.
+    const expired = value === null ? this.#expired(state, mayHaveExpired) : undefined;
+    const from =
+      expired === undefined ? state.candidates.find((c) => c.value === value) : undefined;
     if (from !== undefined) {
       state.base = from;
       state.candidates = state.candidates.filter((c) => c !== from && c.state === 'pending');
       return;
     }
-    const expired = value === null ? this.#expired(state, mayHaveExpired) : undefined;
     if (expired !== undefined) {
       // The store's expiry follows the value it expired and precedes every write issued after it
       // (a key with a write in flight is not expired): it takes the place just after `expired`.

@@ -225,10 +225,14 @@ async function isZeroFrom(
  *   is at least 508 bytes long (shorter, it would have zeroed the magic byte of the valid batch after
  *   it). A flipped bit makes neither; what still could is a batch whose own bytes hold a whole
  *   aligned sector of zeros (e.g. metadata of NUL characters) that bit rot damages elsewhere, with
- *   valid batches following within reach;
+ *   valid batches following within reach. A round that began in the last 1-4 bytes of a sector,
+ *   whose sector came back as it was before the round (zeros there) while the next ones were kept,
+ *   has lost only the low bytes of its first batch's length: that is a lost sector too when those
+ *   bytes are zeros and, with the length the next valid batch's position implies, the batch is whole
+ *   and valid (its checksum holds). A flipped bit can only pass for it by zeroing every one of those
+ *   1-4 bytes of a batch of the last round, with nothing after saying that round was durable;
  * - 'corrupt': anything else, such as a damaged batch followed by valid ones further away, or damage
- *   without a lost sector. The store refuses to open rather than drop acknowledged data. This is also
- *   the answer, on the safe side, for a round that began in the last 1-4 bytes of a lost sector.
+ *   without a lost sector. The store refuses to open rather than drop acknowledged data.
  *
  * Cost: candidates are checked cheaply (magic, length, log offset in range) before their checksum,
  * and at most HASHED_BYTES_MAX bytes are checksummed; past that the answer is 'corrupt'.
@@ -329,9 +333,38 @@ export async function classifyTailDamage(
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
-  return hasLostSector(buf, fromPosition, firstStart)
+  return hasLostSector(buf, fromPosition, firstStart) ||
+    lostLengthBytes(buf, fromPosition, firstStart, damagedLogOffset, limits.batchBytesMax)
     ? { kind: 'torn-round', batchesAfter }
     : { kind: 'corrupt', batchesAfter, reason: `${batchesAfter} valid batch(es) follow` };
+}
+
+/**
+ * True when the damaged batch `buf[0, end)` (file position `filePosition` at buf[0], the next valid
+ * batch at `end`) begins in the last 1-4 bytes of a sector, those bytes are zeros, and with them
+ * replaced by the length `end` implies the batch is whole and valid at `logOffset`: the sector it
+ * began in, which it shared with the durable batches before it, came back as it was at the last
+ * fdatasync (zeros after them) while the next ones were kept. Only the low bytes of its length field
+ * were lost, and nothing else of it: a lost sector's, not damage spread over the batch.
+ */
+function lostLengthBytes(
+  buf: Buffer,
+  filePosition: number,
+  end: number,
+  logOffset: number,
+  batchBytesMax: number,
+): boolean {
+  const inSector = SECTOR_BYTES - (filePosition % SECTOR_BYTES);
+  if (inSector > LENGTH_FIELD_BYTES || !isZero(buf, 0, inSector)) return false;
+  const whole = Buffer.from(buf.subarray(0, end));
+  whole.writeUInt32LE(end - LENGTH_FIELD_BYTES, 0);
+  // The length's bytes past the sector were kept: they must already be the ones it implies.
+  if (
+    !whole.subarray(inSector, LENGTH_FIELD_BYTES).equals(buf.subarray(inSector, LENGTH_FIELD_BYTES))
+  )
+    return false;
+  const check = checkBatch(whole, 0, end, batchBytesMax);
+  return check.kind === 'ok' && check.sizeBytes === end && check.logOffset === logOffset;
 }
 
 /**

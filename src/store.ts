@@ -10,7 +10,7 @@
  * where each log ended and releases the lock. After close every call rejects with STORE_CLOSED.
  */
 import { loadChecksum, xxh32 } from './codec/index.js';
-import { OffsetStoreError } from './errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import {
   DirectoryLock,
   LOG_DEFAULTS,
@@ -448,12 +448,20 @@ export class OffsetStore {
     const tables = this.#slots.map((slot) => slot.bucket!.table);
     const fromCheckpoints = recordedStrategy(this.#recorded)!.checkpoints;
     await this.#compactor?.close();
+    // Once the manifest records the new strategy, the conversion is done: the store uses it from then
+    // on, even if freeing what the old one needed fails (compacting by the old one could free what
+    // the new one's log start needs).
+    const recorded = () => {
+      this.#recorded = loaded.id;
+      this.#strategy = loaded;
+    };
     try {
       if (loaded.checkpoints && !fromCheckpoints) {
         await Promise.all(tables.map((table) => table.enableCheckpoints(clock.nowMs())));
         await this.#manifest!.update((m) => {
           m.compactionStrategy = loaded.id;
         });
+        recorded();
       } else if (fromCheckpoints && !loaded.checkpoints) {
         const starts = await Promise.all(tables.map((table) => table.writeImage(clock.nowMs())));
         await this.#manifest!.update((m) => {
@@ -462,18 +470,24 @@ export class OffsetStore {
             m.buckets[i]!.logStart = logStart;
           });
         });
+        recorded();
         await Promise.all(tables.map((table, i) => table.dropCheckpoints(starts[i]!)));
       } else {
         await this.#manifest!.update((m) => {
           m.compactionStrategy = loaded.id;
         });
+        recorded();
       }
-      this.#recorded = loaded.id;
-      this.#strategy = loaded;
     } catch (error) {
-      throw openFailure(
-        error,
-        `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it)`,
+      if (this.#recorded !== loaded.id)
+        throw openFailure(
+          error,
+          `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it)`,
+        );
+      throw new OffsetStoreError(
+        isOffsetStoreError(error) ? error.code : 'LOG_STORAGE_ERROR',
+        `converting the store in ${this.#options.dir} to '${loaded.id}': the store now uses '${loaded.id}', but freeing what the old strategy kept failed (the log below the new log start, the checkpoints: they take space, nothing reads them): ${(error as Error).message}`,
+        { cause: error },
       );
     } finally {
       if (!this.#closed) this.#startCompaction();

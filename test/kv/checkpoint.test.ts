@@ -35,6 +35,20 @@ function options(
   };
 }
 
+/** The real file system, failing to unlink segment files while `failing`. */
+class SegmentUnlinkFailures extends NodeFileSystem {
+  failing = false;
+
+  override async unlink(filePath: string): Promise<void> {
+    if (this.failing && filePath.endsWith('.log'))
+      throw Object.assign(new Error(`EIO: injected, unlink '${filePath}'`), {
+        code: 'EIO',
+        path: filePath,
+      });
+    return super.unlink(filePath);
+  }
+}
+
 async function checkpointedStore(dir: string) {
   const history = generateHistory(5, 300);
   const store = await OffsetStore.open(options(dir));
@@ -250,6 +264,31 @@ describe('LMDB checkpoints', () => {
     const fourth = await OffsetStore.open({ dir });
     expect((await fourth.fetchOffsets('back')).map((o) => o?.offset)).toEqual([3]);
     await fourth.close();
+  });
+
+  it('a conversion away from checkpoints whose cleanup fails is done all the same: the store uses the new strategy, and its compactions free nothing the log start needs', async () => {
+    const dir = tempDir();
+    const fs = new SegmentUnlinkFailures();
+    const history = generateHistory(11, 400);
+    const store = await OffsetStore.open({ ...options(dir), fs });
+    await applyHistory(store, history.slice(0, 200));
+    await store.compact();
+    await applyHistory(store, history.slice(200, 300));
+    fs.failing = true; // deleting the segments below the new log start fails
+    await expect(store.convertCompaction('log-cleaner')).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/now uses 'log-cleaner'/),
+    });
+    fs.failing = false;
+    expect((await store.stats()).compactionStrategy).toBe('log-cleaner');
+    await applyHistory(store, history.slice(300));
+    await store.compact();
+    expect(await stateOf(store)).toEqual(modelOf(history));
+    await store.close();
+    const reopened = await OffsetStore.open({ dir });
+    expect((await reopened.stats()).compactionStrategy).toBe('log-cleaner');
+    expect(await stateOf(reopened)).toEqual(modelOf(history));
+    await reopened.close();
   });
 
   it('close waits for a conversion in flight, in either direction: everything is there after reopen', async () => {

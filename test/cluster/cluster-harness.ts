@@ -323,13 +323,7 @@ export class Committers {
 
   async #checkFetch(client: RawKafkaClient, groupId: string, offset: bigint): Promise<void> {
     try {
-      const res = await answer(
-        client,
-        client.send(API_KEYS.OffsetFetch, 8, {
-          groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
-        }),
-        5000,
-      );
+      const res = await answer(client, fetchOffset(client, groupId), 5000);
       const group = res.groups[0]!;
       if (group.errorCode !== 0) return; // moved away meanwhile: nothing was served
       const partition = group.topics[0]!.partitions[0]!;
@@ -349,6 +343,13 @@ export class Committers {
       await this.commit(groupId, offset);
     }
   }
+}
+
+/** OffsetFetch v8 of the topic's partition 0 for `groupId`. */
+function fetchOffset(client: RawKafkaClient, groupId: string) {
+  return client.send(API_KEYS.OffsetFetch, 8, {
+    groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
+  });
 }
 
 /**
@@ -395,13 +396,7 @@ export async function fetchAll(
         try {
           const client = await RawKafkaClient.connect(port);
           try {
-            const res = await answer(
-              client,
-              client.send(API_KEYS.OffsetFetch, 8, {
-                groups: [{ groupId, topics: [{ name: TOPIC, partitionIndexes: [0] }] }],
-              }),
-              5000,
-            );
+            const res = await answer(client, fetchOffset(client, groupId), 5000);
             const code = res.groups[0]!.errorCode;
             if (code === 0)
               found.set(groupId, res.groups[0]!.topics[0]!.partitions[0]!.committedOffset);

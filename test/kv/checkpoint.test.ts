@@ -35,6 +35,34 @@ function options(
   };
 }
 
+/**
+ * A checkpoint store whose only group is committed, deleted and compacted away, converted to 'none'
+ * (the image of an empty state is no batch: the log starts at its end), then back to 'checkpoint'.
+ */
+async function emptiedAndConvertedBack(dir: string): Promise<void> {
+  const first = await OffsetStore.open(options(dir));
+  await first.commitOffsets('gone', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+  await first.commitOffsets('gone', [{ tableId: 1, bucketId: 1, offset: 9 }]);
+  await first.deleteGroup('gone');
+  await first.compact();
+  await first.convertCompaction('none');
+  await first.close();
+  const second = await OffsetStore.open({ dir });
+  await second.convertCompaction('checkpoint');
+  await second.close();
+}
+
+/** The store opens with the deleted group gone, takes a commit, and has it after the next open. */
+async function expectReopensAndCommits(dir: string): Promise<void> {
+  const third = await OffsetStore.open({ dir });
+  expect(await third.fetchOffsets('gone')).toEqual([]);
+  await third.commitOffsets('back', [{ tableId: 1, bucketId: 0, offset: 3 }]);
+  await third.close();
+  const fourth = await OffsetStore.open({ dir });
+  expect((await fourth.fetchOffsets('back')).map((o) => o?.offset)).toEqual([3]);
+  await fourth.close();
+}
+
 /** The real file system, failing to unlink segment files while `failing`. */
 class SegmentUnlinkFailures extends NodeFileSystem {
   failing = false;
@@ -220,36 +248,13 @@ describe('LMDB checkpoints', () => {
   });
   it('converts back to checkpoints a bucket whose log holds nothing from its log start (all its groups deleted), and reopens it', async () => {
     const dir = tempDir();
-    const first = await OffsetStore.open(options(dir));
-    await first.commitOffsets('gone', [{ tableId: 1, bucketId: 0, offset: 5 }]);
-    await first.commitOffsets('gone', [{ tableId: 1, bucketId: 1, offset: 9 }]);
-    await first.deleteGroup('gone');
-    await first.compact();
-    await first.convertCompaction('none'); // the image of an empty state: the log starts at its end
-    await first.close();
-    const second = await OffsetStore.open({ dir });
-    await second.convertCompaction('checkpoint');
-    await second.close();
-    const third = await OffsetStore.open({ dir });
-    expect(await third.fetchOffsets('gone')).toEqual([]);
-    await third.commitOffsets('back', [{ tableId: 1, bucketId: 0, offset: 3 }]);
-    await third.close();
-    const fourth = await OffsetStore.open({ dir });
-    expect((await fourth.fetchOffsets('back')).map((o) => o?.offset)).toEqual([3]);
-    await fourth.close();
+    await emptiedAndConvertedBack(dir);
+    await expectReopensAndCommits(dir);
   });
 
   it('opens a store an earlier version left with a checkpoint below its log start (taken at log offset 0 after converting back)', async () => {
     const dir = tempDir();
-    const first = await OffsetStore.open(options(dir));
-    await first.commitOffsets('gone', [{ tableId: 1, bucketId: 0, offset: 5 }]);
-    await first.deleteGroup('gone');
-    await first.compact();
-    await first.convertCompaction('none');
-    await first.close();
-    const second = await OffsetStore.open({ dir });
-    await second.convertCompaction('checkpoint');
-    await second.close();
+    await emptiedAndConvertedBack(dir);
     // What the earlier version wrote: the one checkpoint, of the empty state, at log offset 0.
     const envDir = path.join(dir, 'buckets/000/checkpoint');
     const fs = new NodeFileSystem();
@@ -257,13 +262,7 @@ describe('LMDB checkpoints', () => {
     const env = await CheckpointStore.open(fs, envDir);
     await env.write(new OffsetsTableState(), 0, Date.now());
     await env.close();
-    const third = await OffsetStore.open({ dir });
-    expect(await third.fetchOffsets('gone')).toEqual([]);
-    await third.commitOffsets('back', [{ tableId: 1, bucketId: 0, offset: 3 }]);
-    await third.close();
-    const fourth = await OffsetStore.open({ dir });
-    expect((await fourth.fetchOffsets('back')).map((o) => o?.offset)).toEqual([3]);
-    await fourth.close();
+    await expectReopensAndCommits(dir);
   });
 
   it('a conversion away from checkpoints whose cleanup fails is done all the same: the store uses the new strategy, and its compactions free nothing the log start needs', async () => {

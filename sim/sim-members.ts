@@ -208,7 +208,9 @@ export class SimMembers {
    */
   #claims(m: SimMember, epoch: number, nowMs: number): boolean {
     if (!m.joined || m.epoch !== epoch || m.fenced !== undefined) return false;
-    return nowMs <= Math.max(m.lastHeartbeatMs, this.#reopenedMs) + this.#config.sessionTimeoutMs;
+    // The coordinator removes a silent member when its session timer fires, at exactly its last
+    // heartbeat plus the session timeout: from that instant on it may claim nothing.
+    return nowMs < Math.max(m.lastHeartbeatMs, this.#reopenedMs) + this.#config.sessionTimeoutMs;
   }
 
   /** The coordinator's own view: no bucket owned (assigned or still being revoked) by two members. */

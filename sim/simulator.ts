@@ -43,6 +43,13 @@ import { SimRandom } from './sim-random.js';
 import { SimClock, SimScheduler } from './sim-scheduler.js';
 
 /** The store clock's time when a simulation begins. */
+/**
+ * Opens retried after failures that injected transient faults explain (an EIO on a read, say). An
+ * open of a store of many small segments makes hundreds of I/O calls, so at a swarm's higher fault
+ * rates several in a row can fail; each is a correct refusal, and the store must open eventually.
+ */
+const OPEN_ATTEMPTS = 16;
+
 export const SIM_EPOCH_MS = 1_700_000_000_000;
 const TRACE_LINES = 60;
 
@@ -246,7 +253,7 @@ class Simulation {
   // ---- processes -----------------------------------------------------------------------------
 
   async open(): Promise<boolean> {
-    for (let attempt = 0; attempt < 4; attempt++) {
+    for (let attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
       this.incarnation++;
       forgetHeldDirectories();
       forgetLogProcessState();
@@ -307,7 +314,12 @@ class Simulation {
         return false;
       }
     }
-    this.storageError('open (4 attempts)', new Error('open failed four times in a row'));
+    this.storageError(
+      `open (${OPEN_ATTEMPTS} attempts)`,
+      new Error(
+        `open failed ${OPEN_ATTEMPTS} times in a row, each time on injected transient faults`,
+      ),
+    );
     return false;
   }
 

@@ -7,7 +7,8 @@
  * - segment files `<20-digit base>.log`: the log, oldest first;
  * - a swap intent `compaction.swap` with `.cleaned` files (segment-swap.ts): a compaction that
  *   committed; it is checked against the disk and the segments are read as they will be once it is
- *   applied. Without an intent, `.cleaned` and `.tmp` files are leftovers of one that did not commit;
+ *   applied. `.cleaned` files it does not name, and `.tmp` files, are leftovers of one that did not
+ *   commit (with or without an intent);
  * - `rejected-batches.json`: batches a failed write left behind after cutting them back failed too
  *   (log.ts); the segment is read as if cut there when the batch recorded is still there.
  *
@@ -183,6 +184,12 @@ export async function inspectLog(
       for (const { name, tempName } of intent.outputs)
         if (tempNames.has(tempName)) readPaths.set(name, path.join(dir, tempName));
       result.swap = intent;
+      // Temporary files the intent does not name are a later compaction's that never committed
+      // (its outputs were written while this swap was still being applied).
+      const outputs = new Set(intent.outputs.map((o) => o.tempName));
+      result.leftovers = names
+        .filter((n) => (n.endsWith(CLEANED_SUFFIX) && !outputs.has(n)) || n.endsWith('.tmp'))
+        .sort();
     } catch (error) {
       if (!(error instanceof OffsetStoreError)) throw error;
       result.damage.push({

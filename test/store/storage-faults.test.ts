@@ -13,6 +13,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
 import { xxh32 } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import { leftoverFiles } from '../compaction/compaction-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -232,6 +233,25 @@ describe('a compaction swap intent', () => {
     writeFileSync(path.join(bucketDir, 'compaction.swap'), body);
     return { dir, bucketDir, files: readdirSync(bucketDir).sort() };
   }
+
+  it('completes a committed swap and deletes the temporary files of a later compaction that never committed', async () => {
+    const segmentZero = '00000000000000000000.log';
+    const { dir, bucketDir } = await withIntent({
+      inputs: [segmentZero],
+      outputs: [{ name: segmentZero, tempName: `${segmentZero}.cleaned` }],
+    });
+    // The committed swap's output (here the segment as it was), and a later run's outputs.
+    writeFileSync(
+      path.join(bucketDir, `${segmentZero}.cleaned`),
+      readFileSync(path.join(bucketDir, segmentZero)),
+    );
+    writeFileSync(path.join(bucketDir, '00000000000000000007.log.cleaned'), Buffer.alloc(100, 1));
+    writeFileSync(path.join(bucketDir, '00000000000000000009.log.tmp'), Buffer.alloc(10));
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual([145, 146, 147, 148, 149]);
+    await reopened.close();
+    expect(leftoverFiles(dir)).toEqual([]);
+  });
 
   it.each([
     ['a path outside the bucket folder', { inputs: ['../../store.json'], outputs: [] }, false],

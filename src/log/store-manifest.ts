@@ -27,7 +27,7 @@
  */
 import * as path from 'node:path';
 import { loadChecksum, xxh32 } from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { parseSegmentFileName } from './segment-name.js';
 
@@ -129,12 +129,31 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
     unknown
   >;
   if (typeof m.formatVersion !== 'number') throw corrupt(manifestPath, 'no formatVersion');
-  if (m.formatVersion !== FORMAT_VERSION) {
-    throw new OffsetStoreError(
-      'INVALID_CONFIG',
-      `${manifestPath} has format version ${m.formatVersion}; this build reads version ${FORMAT_VERSION} only (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`,
-    );
+  try {
+    return parseFields(manifestPath, m);
+  } catch (error) {
+    // A layout this build does not know, under another version number: another build's store. The
+    // same layout under another number is one too when its checksum holds (parseFields says so);
+    // when it fails, the number was damaged with the rest.
+    if (
+      m.formatVersion !== FORMAT_VERSION &&
+      isOffsetStoreError(error, 'CORRUPT_MESSAGE') &&
+      !error.message.includes('checksum mismatch')
+    )
+      throw otherVersion(manifestPath, m.formatVersion);
+    throw error;
   }
+}
+
+function otherVersion(manifestPath: string, version: number): OffsetStoreError {
+  return new OffsetStoreError(
+    'INVALID_CONFIG',
+    `${manifestPath} has format version ${version}; this build reads version ${FORMAT_VERSION} only (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`,
+  );
+}
+
+/** The fields of a parsed manifest, checked, its checksum last; another format version that is whole is INVALID_CONFIG. */
+function parseFields(manifestPath: string, m: Record<string, unknown>): StoreManifest {
   const buckets = Array.isArray(m.buckets) ? (m.buckets as unknown[]) : [];
   const records: BucketLogRecord[] = buckets.map((b) => {
     const { logStart, logEnd, endExact } = (typeof b === 'object' && b !== null ? b : {}) as Record<
@@ -147,7 +166,7 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
     return { logStart: logStart as number, logEnd: logEnd as number, endExact };
   });
   const manifest: StoreManifest = {
-    formatVersion: m.formatVersion,
+    formatVersion: m.formatVersion as number,
     bucketCount: m.bucketCount as number,
     createdAtMs: m.createdAtMs as number,
     compactionStrategy: m.compactionStrategy as string,
@@ -167,6 +186,8 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
   }
   if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8')))
     throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
+  if (manifest.formatVersion !== FORMAT_VERSION)
+    throw otherVersion(manifestPath, manifest.formatVersion);
   return manifest;
 }
 

@@ -5,7 +5,7 @@
  * every later call rejected with STORE_CLOSED; with awaitRecovery: false, an offsets-bucket still
  * recovering answers COORDINATOR_LOAD_IN_PROGRESS, then serves its recovered state.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, type OffsetStore } from '../../src/index.js';
@@ -33,6 +33,29 @@ class GatedFileSystem extends NodeFileSystem {
 }
 
 describe('manifest', () => {
+  it("tells another build's store (INVALID_CONFIG) from a damaged format version (CORRUPT_MESSAGE)", async () => {
+    const dir = tempDir();
+    await (await openStore(dir, { bucketCount: 2 })).close();
+    const file = path.join(dir, 'store.json');
+    const good = readFileSync(file, 'utf8');
+    // A flipped bit in the version: this build's layout, a checksum that no longer holds.
+    writeFileSync(file, good.replace('"formatVersion": 2', '"formatVersion": 6'));
+    await expect(openStore(dir, { bucketCount: 2 })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/checksum mismatch/),
+    });
+    // Another build's layout (version 1 had no per-bucket records).
+    const earlier = JSON.parse(good) as Record<string, unknown>;
+    delete earlier.buckets;
+    writeFileSync(file, JSON.stringify({ ...earlier, formatVersion: 1 }));
+    await expect(openStore(dir, { bucketCount: 2 })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/format version 1; this build reads version 2/),
+    });
+    writeFileSync(file, good);
+    await (await openStore(dir, { bucketCount: 2 })).close();
+  });
+
   it('writes store.json at creation and refuses to reopen with another bucketCount (INVALID_CONFIG), releasing the lock', async () => {
     const dir = tempDir();
     const store = await openStore(dir, { bucketCount: 5, clock: new ManualClock(T0) });

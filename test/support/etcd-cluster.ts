@@ -56,8 +56,22 @@ export class EtcdCluster {
     this.#options = options;
   }
 
-  /** Starts a new cluster and waits until every member is healthy. */
+  /**
+   * Starts a new cluster and waits until every member is healthy. A free port is found by binding
+   * port 0 and closing it, so another process may take it before etcd binds it: a member that exits
+   * with "address already in use" starts the whole cluster over on new ports (a few times).
+   */
   static async start(options: EtcdClusterOptions): Promise<EtcdCluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await EtcdCluster.#startOnce(options);
+      } catch (error) {
+        if (attempt >= 4 || !/address already in use/.test((error as Error).message)) throw error;
+      }
+    }
+  }
+
+  static async #startOnce(options: EtcdClusterOptions): Promise<EtcdCluster> {
     const root = mkdtempSync(path.join(tmpdir(), 'offset-store-etcd-'));
     const members: Member[] = [];
     for (let i = 1; i <= options.members; i++) {

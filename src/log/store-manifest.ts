@@ -27,7 +27,7 @@
  */
 import * as path from 'node:path';
 import { loadChecksum, xxh32 } from '../codec/index.js';
-import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { parseSegmentFileName } from './segment-name.js';
 
@@ -129,20 +129,21 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
     unknown
   >;
   if (typeof m.formatVersion !== 'number') throw corrupt(manifestPath, 'no formatVersion');
+  let manifest: StoreManifest;
   try {
-    return parseFields(manifestPath, m);
+    manifest = fieldsOf(manifestPath, m);
   } catch (error) {
-    // A layout this build does not know, under another version number: another build's store. The
-    // same layout under another number is one too when its checksum holds (parseFields says so);
-    // when it fails, the number was damaged with the rest.
-    if (
-      m.formatVersion !== FORMAT_VERSION &&
-      isOffsetStoreError(error, 'CORRUPT_MESSAGE') &&
-      !error.message.includes('checksum mismatch')
-    )
-      throw otherVersion(manifestPath, m.formatVersion);
+    // A layout this build does not know, under another version number: another build's store.
+    if (m.formatVersion !== FORMAT_VERSION) throw otherVersion(manifestPath, m.formatVersion);
     throw error;
   }
+  // This layout under another number is another build's store when its checksum holds; when it
+  // fails, the number was damaged with the rest.
+  if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8')))
+    throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
+  if (manifest.formatVersion !== FORMAT_VERSION)
+    throw otherVersion(manifestPath, manifest.formatVersion);
+  return manifest;
 }
 
 function otherVersion(manifestPath: string, version: number): OffsetStoreError {
@@ -152,8 +153,8 @@ function otherVersion(manifestPath: string, version: number): OffsetStoreError {
   );
 }
 
-/** The fields of a parsed manifest, checked, its checksum last; another format version that is whole is INVALID_CONFIG. */
-function parseFields(manifestPath: string, m: Record<string, unknown>): StoreManifest {
+/** The fields of a parsed manifest in this build's layout, checked (not yet against its checksum). */
+function fieldsOf(manifestPath: string, m: Record<string, unknown>): StoreManifest {
   const buckets = Array.isArray(m.buckets) ? (m.buckets as unknown[]) : [];
   const records: BucketLogRecord[] = buckets.map((b) => {
     const { logStart, logEnd, endExact } = (typeof b === 'object' && b !== null ? b : {}) as Record<
@@ -184,10 +185,6 @@ function parseFields(manifestPath: string, m: Record<string, unknown>): StoreMan
       'lacks a valid bucketCount, createdAtMs, compactionStrategy or one record per bucket',
     );
   }
-  if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8')))
-    throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
-  if (manifest.formatVersion !== FORMAT_VERSION)
-    throw otherVersion(manifestPath, manifest.formatVersion);
   return manifest;
 }
 

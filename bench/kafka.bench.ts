@@ -51,6 +51,7 @@ import {
   formatRatio,
   printBanner,
   printTable,
+  type Column,
   verdict,
 } from './support/report.js';
 import { atScale } from './support/scale.js';
@@ -388,6 +389,15 @@ function median(values: readonly number[]): number {
     : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
 }
 
+/** A table column giving spread() of one figure of a task over the runs. */
+function spreadColumn<R>(
+  header: string,
+  figure: (run: R) => number,
+  format: (value: number) => string,
+): Column<Across<R>> {
+  return { header, value: (r) => spread(r.runs.map(figure), format) };
+}
+
 /** One task over the runs: its result in each run, and (wire commits) its ratio to in-process in each run. */
 interface Across<R> {
   readonly name: string;
@@ -423,30 +433,9 @@ async function main(): Promise<void> {
     'OffsetCommit: offsets/s, latency per request',
     [
       { header: 'task', value: (r: Across<CommitRow>) => r.name },
-      {
-        header: 'offsets/s',
-        value: (r) =>
-          spread(
-            r.runs.map((x) => x.unitsPerSec),
-            formatCount,
-          ),
-      },
-      {
-        header: 'p50',
-        value: (r) =>
-          spread(
-            r.runs.map((x) => x.p50Ms),
-            formatMs,
-          ),
-      },
-      {
-        header: 'p99',
-        value: (r) =>
-          spread(
-            r.runs.map((x) => x.p99Ms),
-            formatMs,
-          ),
-      },
+      spreadColumn('offsets/s', (x: CommitRow) => x.unitsPerSec, formatCount),
+      spreadColumn('p50', (x: CommitRow) => x.p50Ms, formatMs),
+      spreadColumn('p99', (x: CommitRow) => x.p99Ms, formatMs),
       {
         header: 'wire / in-process',
         value: (r) => (r.ratios.length > 0 ? spread(r.ratios, formatRatio) : ''),
@@ -458,30 +447,9 @@ async function main(): Promise<void> {
     'OffsetFetch: latency per request, one at a time',
     [
       { header: 'task', value: (r: Across<FetchRow>) => r.name },
-      {
-        header: 'requests/s',
-        value: (r) =>
-          spread(
-            r.runs.map((x) => x.callsPerSec),
-            formatCount,
-          ),
-      },
-      {
-        header: 'p50',
-        value: (r) =>
-          spread(
-            r.runs.map((x) => x.p50Ms),
-            formatMs,
-          ),
-      },
-      {
-        header: 'p99',
-        value: (r) =>
-          spread(
-            r.runs.map((x) => x.p99Ms),
-            formatMs,
-          ),
-      },
+      spreadColumn('requests/s', (x: FetchRow) => x.callsPerSec, formatCount),
+      spreadColumn('p50', (x: FetchRow) => x.p50Ms, formatMs),
+      spreadColumn('p99', (x: FetchRow) => x.p99Ms, formatMs),
     ],
     fetches,
   );

@@ -26,6 +26,7 @@ import {
   type OffsetCommit,
 } from '../src/index.js';
 import { loadChecksum } from '../src/codec/index.js';
+import { forgetCheckpointProcessState } from '../src/kv/index.js';
 import { forgetHeldDirectories, forgetLogProcessState } from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
 import {
@@ -276,6 +277,7 @@ class Simulation {
       this.incarnation++;
       forgetHeldDirectories();
       forgetLogProcessState();
+      await forgetCheckpointProcessState();
       this.fs = new SimFileSystem(
         this.disk,
         this.scheduler,

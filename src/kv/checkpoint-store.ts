@@ -110,6 +110,21 @@ function decodeGroup(value: Buffer): GroupOffsets {
   return GroupOffsets.fromImage(entries, metadata);
 }
 
+/** Environments this process has open, so that a simulated process end can release them. */
+const openEnvironments = new Set<RootDatabase<Buffer, (string | number)[]>>();
+
+/**
+ * Closes every checkpoint environment this process still has open, as the end of a real process
+ * would release its LMDB reader slots: for a simulator that abandons stores in a simulated crash
+ * and reopens them in the same process. The abandoned stores must not be used afterwards.
+ */
+export async function forgetCheckpointProcessState(): Promise<void> {
+  const envs = [...openEnvironments];
+  openEnvironments.clear();
+  // Not through externalWork: the caller awaits these closes before anything else happens.
+  for (const db of envs) await db.close().catch(() => {});
+}
+
 function entryChecksum(groupId: string, value: Uint8Array): number {
   return (xxh32(Buffer.from(groupId, 'utf8')) + xxh32(value)) >>> 0;
 }
@@ -149,11 +164,13 @@ export class CheckpointStore {
       mapSize: 2 ** 34,
       readOnly,
     });
+    openEnvironments.add(db);
     const store = new CheckpointStore(fs, path, db);
     if (state !== 'sealed' && !readOnly) {
       try {
         await sealCheckpointFile(fs, path);
       } catch (error) {
+        openEnvironments.delete(db);
         await externalWork(db.close());
         throw error;
       }
@@ -334,6 +351,7 @@ export class CheckpointStore {
 
   /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */
   close(): Promise<void> {
+    openEnvironments.delete(this.#db);
     return externalWork(this.#db.close());
   }
 }

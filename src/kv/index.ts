@@ -5,7 +5,12 @@
  * file is the folder's door.
  */
 export { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
-export { CheckpointStore, type CheckpointInfo, type LoadedCheckpoint } from './checkpoint-store.js';
+export {
+  CheckpointStore,
+  forgetCheckpointProcessState,
+  type CheckpointInfo,
+  type LoadedCheckpoint,
+} from './checkpoint-store.js';
 export {
   SEAL_FILE,
   inspectCheckpointFile,

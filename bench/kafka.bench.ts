@@ -5,8 +5,9 @@
  * - OffsetCommit throughput: 1 and 100 partitions per request, over 1 connection (16 requests
  *   pipelined) and 64 connections (4 pipelined each), each connection committing for its own group;
  *   next to `store.commitOffsets` with as many calls in flight (16 on one group; 256 over 64 groups).
- *   Requests are encoded before timing and sent by a minimal pipelining client in this process
- *   (bench/support/kafka-pipeline.ts), so the client's share of the CPU is a socket write and read.
+ *   Requests are encoded before timing and sent by a minimal pipelining client in a process of its
+ *   own (bench/support/kafka-load.ts), as a real client is: the server's process pays only for the
+ *   server's side of each request, and the in-process API's caller for nothing but its calls.
  * - OffsetFetch latency: one request at a time on one connection, 1 and 100 partitions (v8),
  *   next to an awaited `store.fetchOffsets` of the same buckets.
  * - The codec's share: decoding each request (header and body) and encoding its response, alone,
@@ -37,6 +38,7 @@ import {
   encodeResponse,
   type RequestInputOf,
 } from '../src/kafka/protocol/index.js';
+import { KafkaLoad } from './support/kafka-load.js';
 import { PipelinedConnection } from './support/kafka-pipeline.js';
 import {
   measureInterleaved,
@@ -151,13 +153,10 @@ interface Prepared {
 
 async function wireCommits(shape: Shape): Promise<Prepared> {
   const served = await serve('kafka-wire');
-  const connections = await Promise.all(
-    Array.from({ length: shape.connections }, () =>
-      PipelinedConnection.connect(served.server.port),
-    ),
+  const frames = Array.from({ length: shape.connections }, (_, c) =>
+    commitFrames(groupName(c), shape.partitions),
   );
-  const frames = connections.map((_, c) => commitFrames(groupName(c), shape.partitions));
-  let next = 0;
+  const load = await KafkaLoad.start(served.server.port, shape.pipelined, frames);
   return {
     spec: {
       name: `wire OffsetCommit v8, ${shape.partitions} partition(s), ${shape.connections} connection(s) x ${shape.pipelined} pipelined, fsync`,
@@ -165,13 +164,12 @@ async function wireCommits(shape: Shape): Promise<Prepared> {
       concurrency: shape.connections * shape.pipelined,
       unitsPerCall: shape.partitions,
       fn: () => {
-        const n = next++;
-        const c = n % shape.connections;
-        return connections[c]!.request(frames[c]![Math.floor(n / shape.connections) % VARIANTS]!);
+        throw new Error('wire commits are sent by the load driver');
       },
+      round: (timeMs, warmupMs) => load.round(timeMs, warmupMs),
     },
     close: async () => {
-      for (const c of connections) c.close();
+      await load.close();
       await served.close();
     },
   };
@@ -407,7 +405,7 @@ interface Across<R> {
 
 async function main(): Promise<void> {
   printBanner('kafka: the wire-protocol server vs the in-process API', [
-    `${RUNS} run(s), each timing ${TIMING.timeMs} ms per task in ${TIMING.rounds} interleaved rounds after ${TIMING.warmupMs} ms warm-up; client and server share this process`,
+    `${RUNS} run(s), each timing ${TIMING.timeMs} ms per task in ${TIMING.rounds} interleaved rounds after ${TIMING.warmupMs} ms warm-up; wire commits sent from a client process of their own, fetches from this process`,
     'figures: median [min-max] over the runs',
   ]);
   const runs: { commits: CommitRow[]; fetches: FetchRow[] }[] = [];

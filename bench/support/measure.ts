@@ -15,6 +15,11 @@ export interface TaskSpec {
   name: string;
   /** One call of the operation under test. */
   fn: () => unknown;
+  /**
+   * Set for a task whose calls another process makes (a load driver): it runs one round itself,
+   * warm-up then `timeMs` timed, and reports it; `fn` is then not called.
+   */
+  round?: (timeMs: number, warmupMs: number) => Promise<RoundResult>;
   /** True when `fn` returns a promise to await (tinybench times it to settlement). */
   async: boolean;
   /** Calls kept in flight at once; default 1 (sequential). */
@@ -53,7 +58,8 @@ export interface TaskResult {
   p99Ms: number;
 }
 
-interface RoundResult {
+/** One round of a task: calls completed in the timed phase, its wall time, each call's latency (ms). */
+export interface RoundResult {
   calls: number;
   wallMs: number;
   samplesMs: number[];
@@ -65,6 +71,7 @@ async function runRound(
   warmupMs: number,
   minCalls: number,
 ): Promise<RoundResult> {
+  if (spec.round !== undefined) return spec.round(timeMs, warmupMs);
   const concurrency = spec.concurrency ?? 1;
   const concurrent = concurrency > 1;
   let counting = false;

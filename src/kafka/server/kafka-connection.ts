@@ -31,7 +31,8 @@
  * Steps for each socket read: 1. buffer the chunk (FrameReader); 2. while under the bounds, cut out
  * the next complete payload and dispatch it: take a slot, route it, and fill the slot now (a
  * synchronous answer) or when its promise settles; 3. write every filled slot from the head, corked
- * into one syscall; 4. pause the socket if a bound is reached, resume it when one is freed.
+ * into one syscall (after a settled promise, once the microtasks then running have run, so that
+ * the commits of one fdatasync are answered in one write); 4. pause the socket if a bound is reached, resume it when one is freed.
  */
 import type { Socket } from 'node:net';
 import type { Clock, Timer } from '../../util/index.js';
@@ -97,6 +98,8 @@ export class KafkaConnection {
   /** True for TLS sockets: see #onData. */
   readonly #coalesceReads: boolean;
   #pumpScheduled = false;
+  /** A write of the answered head slots is due once the current microtasks have run. */
+  #flushScheduled = false;
   #lastActivityMs: number;
   readonly #done: Promise<void>;
 
@@ -261,10 +264,15 @@ export class KafkaConnection {
 
   #fill(slot: Slot, routed: Routed): void {
     slot.routed = routed;
-    if (this.#slots[0] === slot) {
+    if (this.#slots[0] !== slot || this.#flushScheduled) return;
+    // The commits of one fdatasync settle one after another in the same run of microtasks: writing
+    // once they all have lets their responses leave in one write instead of one write each.
+    this.#flushScheduled = true;
+    process.nextTick(() => {
+      this.#flushScheduled = false;
       this.#flush();
       this.#pump();
-    }
+    });
   }
 
   /** Writes the answered slots from the head, in one corked burst. */

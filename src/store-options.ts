@@ -131,6 +131,13 @@ export interface CompactionOptions {
   strategy?: CompactionStrategy | string;
   /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
   workers?: number;
+  /**
+   * How much lower than the process's the compaction worker threads' CPU priority is: a nice
+   * increment in [0, 19], default 10, so that when cores are short the threads that answer commits
+   * run first and compaction takes what is left. Linux only, where the priority is per thread;
+   * ignored elsewhere (there it would lower the whole process).
+   */
+  workerNice?: number;
   /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
   minDirtyRatio?: number;
   /** A bucket whose log grows past this many bytes is compacted whatever its ratio; default none. */
@@ -351,6 +358,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     strategy,
     minDirtyRatio: rawMinDirtyRatio,
     workers,
+    workerNice,
     logBytesMax,
     intervalMs,
     deleteRetentionMs,
@@ -378,6 +386,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     onRun,
     background,
     workers: positiveInteger(workers, 'options.compaction.workers', 1),
+    workerNice: positiveInteger(workerNice, 'options.compaction.workerNice', 10, 0, 19),
     minDirtyRatio,
     logBytesMax:
       logBytesMax === undefined

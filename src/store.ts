@@ -359,7 +359,11 @@ export class OffsetStore {
       strategy === undefined || !strategy.rewrites
         ? undefined
         : fs instanceof NodeFileSystem
-          ? new CompactionWorkerPool({ workers: compaction.workers, idleTimeoutMs: 10_000 })
+          ? new CompactionWorkerPool({
+              workers: compaction.workers,
+              idleTimeoutMs: 10_000,
+              nice: compaction.workerNice,
+            })
           : new InProcessRunner(fs);
     this.#compactor = new Compactor(
       {

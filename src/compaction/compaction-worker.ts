@@ -3,9 +3,12 @@
  * (a built-in, or a user's module by URL) in this thread. Jobs and results are plain data; the
  * segment bytes never cross threads (the worker reads and writes the files itself).
  */
+import { getPriority, setPriority } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
+import { workerData } from 'piscina';
 import { loadChecksum } from '../codec/index.js';
 import { NodeFileSystem, threadCpuMs } from '../io/index.js';
+import type { CompactionWorkerData } from './worker-pool.js';
 import {
   runCompactionJob,
   type CompactionJob,
@@ -13,6 +16,18 @@ import {
 } from './compaction-job.js';
 
 const fs = new NodeFileSystem();
+
+// On Linux a priority set with pid 0 is the calling thread's alone (elsewhere it is the whole
+// process's, which must not be lowered): compaction then yields the cores to the threads that answer
+// commits when there are not enough for both.
+const { nice } = (workerData ?? { nice: 0 }) as CompactionWorkerData;
+if (process.platform === 'linux' && nice > 0) {
+  try {
+    setPriority(0, Math.min(19, getPriority(0) + nice));
+  } catch {
+    // A priority that cannot be changed (a sandbox refusing setpriority) leaves the thread as it is.
+  }
+}
 
 /** Runs one compaction job, and reports this thread's CPU time for it and its heap at the end. */
 export default async function runJob(job: CompactionJob): Promise<CompactionJobResult> {
@@ -23,5 +38,6 @@ export default async function runJob(job: CompactionJob): Promise<CompactionJobR
   if (cpuStartMs !== undefined && cpuEndMs !== undefined)
     result.workerCpuMs = cpuEndMs - cpuStartMs;
   result.workerHeapBytes = getHeapStatistics().used_heap_size;
+  result.workerPriority = getPriority(0);
   return result;
 }

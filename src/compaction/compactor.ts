@@ -143,6 +143,8 @@ export interface BucketCompaction {
   workerCpuMs?: number;
   /** Heap of the worker thread at the end of the run, bytes (undefined in-process). */
   workerHeapBytes?: number;
+  /** The worker thread's CPU priority (nice value) during the run (undefined in-process). */
+  workerPriority?: number;
 }
 
 /** What `compact()` returns. */
@@ -415,6 +417,7 @@ export class Compactor {
     if (job.failure !== undefined) throw jobError(job.failure);
     result.workerCpuMs = job.workerCpuMs;
     result.workerHeapBytes = job.workerHeapBytes;
+    result.workerPriority = job.workerPriority;
     result.bytesRead = job.bytesRead;
     // Step 4: never trust what came back: the plan again, then every output against its group.
     const plan = job.plan === null ? null : validatePlan(planOf(job.plan), view, author);

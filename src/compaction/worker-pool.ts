@@ -15,6 +15,14 @@ export interface WorkerPoolOptions {
   workers: number;
   /** An idle worker exits after this many ms, so a quiet store holds no threads. */
   idleTimeoutMs: number;
+  /** Nice increment of the workers' threads (Linux; see CompactionOptions.workerNice); default 0. */
+  nice?: number;
+}
+
+/** What a worker is started with (piscina's `workerData`). */
+export interface CompactionWorkerData {
+  /** Nice increment the worker applies to its own thread at start (Linux only). */
+  readonly nice: number;
 }
 
 const fromSource = import.meta.url.endsWith('.ts');
@@ -35,6 +43,7 @@ export class CompactionWorkerPool implements CompactionRunner {
       maxThreads: options.workers,
       idleTimeout: options.idleTimeoutMs,
       execArgv: fromSource ? ['--import', 'tsx'] : [],
+      workerData: { nice: options.nice ?? 0 } satisfies CompactionWorkerData,
     });
   }
 

@@ -7,6 +7,7 @@
  * leaves the old or the new segments, never a mix, and no temporary file.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeBatch, loadChecksum } from '../../src/codec/index.js';
 import { Log, LOG_DEFAULTS } from '../../src/log/index.js';
@@ -303,5 +304,52 @@ describe('compaction crash safety (in process)', () => {
     await reopened.compact();
     expect(await stateOf(reopened)).toEqual(modelOf(history));
     await reopened.close();
+  });
+});
+
+describe('compaction worker priority', () => {
+  const history = generateHistory(43, 400, 10, 10);
+  const compactWith = async (compaction: Record<string, unknown>) => {
+    const dir = tempDir();
+    const options = compactionOptions(dir, 'log-cleaner', {
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+    });
+    const store = await OffsetStore.open({
+      ...options,
+      compaction: { ...options.compaction, ...compaction },
+    });
+    try {
+      await applyHistory(store, history);
+      return (await store.compact()).buckets[0]!;
+    } finally {
+      await store.close();
+    }
+  };
+
+  it.runIf(process.platform === 'linux')(
+    "runs the workers 10 below the process's priority by default, and as given by workerNice, without lowering the process",
+    async () => {
+      const own = getPriority(0);
+      expect((await compactWith({})).workerPriority).toBe(Math.min(19, own + 10));
+      expect((await compactWith({ workerNice: 3 })).workerPriority).toBe(Math.min(19, own + 3));
+      expect((await compactWith({ workerNice: 0 })).workerPriority).toBe(own);
+      expect(getPriority(0)).toBe(own);
+    },
+  );
+
+  it('refuses a workerNice outside [0, 19] naming it, as every option (a RangeError or TypeError)', async () => {
+    for (const [workerNice, type] of [
+      [-1, RangeError],
+      [20, RangeError],
+      [2.5, RangeError],
+      ['5', TypeError],
+    ] as const)
+      await expect(compactWith({ workerNice })).rejects.toThrow(
+        expect.objectContaining({
+          constructor: type,
+          message: expect.stringContaining('options.compaction.workerNice'),
+        }),
+      );
   });
 });

@@ -332,8 +332,14 @@ export class GroupOffsets {
    * non-empty metadata by entry index. `fromImage` rebuilds an equal table.
    */
   toImage(): { entries: Float64Array; metadata: [number, string][] } {
+    // One pass into the typed array (a slice first, then Float64Array.from, made two, and the
+    // second through the iterator protocol: the larger part of a checkpoint's synchronous image).
+    const length = this.#size * STRIDE;
+    const entries = new Float64Array(length);
+    const e = this.#entries;
+    for (let k = 0; k < length; k++) entries[k] = e[k]!;
     return {
-      entries: Float64Array.from(this.#entries.slice(0, this.#size * STRIDE)),
+      entries,
       metadata: this.#metadata === undefined ? [] : [...this.#metadata],
     };
   }

@@ -453,7 +453,7 @@ export class OffsetsTable {
     const newest = checkpoints.list()[0];
     if (newest?.logOffset === logOffset) return { info: newest, bytesWritten: 0 };
     const written = await checkpoints.write(this.state, logOffset, createdAtMs);
-    checkpoints.load(written.info);
+    await checkpoints.verify(written.info);
     return written;
   }
 

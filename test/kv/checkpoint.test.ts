@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { CheckpointStore, OffsetsTableState } from '../../src/kv/index.js';
+import { buildOffsetBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
 import {
   applyHistory,
   generateHistory,
@@ -307,6 +308,56 @@ describe('LMDB checkpoints', () => {
       expect((await reopened.stats()).compactionStrategy, `${from} -> ${to}`).toBe(to);
       expect(await stateOf(reopened), `${from} -> ${to}`).toEqual(modelOf(history));
       await reopened.close();
+    }
+  });
+});
+
+describe('CheckpointStore.verify', () => {
+  it('passes a checkpoint as written (600 groups, in several chunks) and finds what load finds: a changed value, a missing group, a truncated image', async () => {
+    await loadChecksum();
+    const state = new OffsetsTableState();
+    for (let g = 0; g < 600; g++) {
+      const records = Array.from({ length: 3 }, (_, b) => ({
+        tableId: 1,
+        partitionId: null,
+        bucketId: b,
+        offset: g * 10 + b,
+        leaderEpoch: -1,
+        metadata: b === 0 ? `m${g}` : '',
+      }));
+      const batch = buildOffsetBatch(`group-${g}`, records, 1_700_000_000_000);
+      sealBatch(batch, g);
+      state.applyBatch(batch, 0, g);
+    }
+    const envDir = path.join(tempDir(), 'checkpoint');
+    const fs = new NodeFileSystem();
+    const checkpoints = await CheckpointStore.open(fs, envDir);
+    try {
+      const { info } = await checkpoints.write(state, 600, Date.now());
+      expect(info).toMatchObject({ groupCount: 600, liveOffsets: 1800 });
+      await expect(checkpoints.verify(info)).resolves.toBeUndefined();
+      expect(checkpoints.load(info).groups).toHaveLength(600);
+
+      const env = open<Buffer, (string | number)[]>({ path: envDir, encoding: 'binary' });
+      const key = ['g', 600, 'group-7'];
+      const original = Buffer.from(env.get(key)!);
+      const changed = Buffer.from(original);
+      changed.writeDoubleLE(12345, 8 + 3 * 8);
+      const damages: [string, () => Promise<unknown>, RegExp][] = [
+        ['a changed value', () => env.put(key, changed), /fails its checksum/],
+        ['a missing group', () => env.remove(key), /incomplete: 599\/600 groups/],
+        ['a truncated image', () => env.put(key, original.subarray(0, 20)), /truncated/],
+      ];
+      for (const [what, damage, message] of damages) {
+        await damage();
+        await expect(checkpoints.verify(info), what).rejects.toThrow(message);
+        expect(() => checkpoints.load(info), what).toThrow(RangeError);
+        await env.put(key, original);
+      }
+      await expect(checkpoints.verify(info)).resolves.toBeUndefined();
+      await env.close();
+    } finally {
+      await checkpoints.close();
     }
   });
 });

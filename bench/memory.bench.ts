@@ -8,10 +8,11 @@
  * `arrayBuffers` is included because a group's offsets live in typed arrays, whose backing stores
  * V8 keeps outside `heapUsed`.
  *
- * Expected order of magnitude: 48 bytes per entry (6 float64 fields) plus the slot table and
- * growth slack of each group's table, plus a fixed cost per group (its Map entry, id string and
- * table objects, a few hundred bytes): ~55-80 B/offset at 100-1000 buckets per group, more where
- * groups are small (the per-group cost is shared by only 10 offsets).
+ * Expected order of magnitude: 24 bytes per entry of a group's dense prefix (3 float64 fields; the
+ * buckets here are committed in order, so every entry is one) plus the growth slack of each group's
+ * table, plus a fixed cost per group (its Map entry, id string and table objects, a few hundred
+ * bytes): ~25-30 B/offset at 100-1000 buckets per group, more where groups are small (the per-group
+ * cost is shared by only 10 offsets).
  * Target (docs/performance.md) checked at the end: at most 80 bytes of heap per live offset at 1M.
  */
 import * as fs from 'node:fs';

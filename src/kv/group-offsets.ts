@@ -1,33 +1,40 @@
 /**
  * The committed offsets of one group: a compact open-addressing hash table keyed by
- * (tableId, partitionId, bucketId), built on typed arrays so that a point lookup builds no strings
- * and a live offset costs ~50-70 bytes of heap instead of the ~200 of a Map of objects.
+ * (tableId, partitionId, bucketId), built on arrays of unboxed doubles so that a point lookup builds
+ * no strings and a live offset costs ~30-60 bytes of heap instead of the ~200 of a Map of objects.
  *
- * Layout: entry i occupies `#entries[i * 6, i * 6 + 6)` (a plain array of unboxed doubles) = tableId, partitionId (-1 = null), bucketId,
- * offset, leaderEpoch, commitTimestampMs. Entries are dense in [0, size); a delete moves the last
- * entry into the hole. Metadata strings, usually empty, live in a side Map keyed by entry index.
+ * Entries are numbered densely in [0, size); a delete moves the last entry into the hole. Metadata
+ * strings, usually empty, live in a side Map keyed by entry index.
  *
  * Dense prefix: a group usually commits the buckets of one table in bucket order (a consumer of a
  * table with N buckets commits 0..N-1), so entry i then holds bucket i. `#denseCount` is the length of
  * the prefix of entries for which that holds for one (table, partition): entry i is (#denseTable,
- * #densePartition, i) for every i < #denseCount. A key in that range is found at its bucket id
- * without reading the entries at all; an insert extends the prefix when it appends the next bucket
- * of that table, and a delete inside the prefix shortens it to the hole.
+ * #densePartition, i) for every i < #denseCount. Its key is therefore known from its position and
+ * not stored: the prefix lives in `#dense`, DENSE_STRIDE doubles per entry (offset, leaderEpoch,
+ * commitTimestampMs), and a key in it is found at its bucket id without reading anything. The other
+ * entries, [#denseCount, size), live in `#sparse`, STRIDE doubles per entry (tableId, partitionId
+ * (-1 = null), bucketId, offset, leaderEpoch, commitTimestampMs), entry i at i - #denseCount. An
+ * insert extends the prefix when it appends the next bucket of its table while there are no sparse
+ * entries; a delete inside the prefix shortens it to the hole, moving the entries after the hole
+ * to the sparse part under the same indices (the last entry filling the hole, as everywhere).
  *
- * The other entries, [#denseCount, size), are scanned linearly while they are at most
- * LINEAR_SCAN_MAX; beyond that `#slots` indexes every entry (linear probing, power-of-two capacity,
- * load factor <= 0.75), holding entry index + 1 (0 = empty), and stays until they fall to half of
- * LINEAR_SCAN_MAX. Deletion in the slot table uses backward-shift, so there are no tombstone slots.
- * A group that is all dense prefix has no slot table.
+ * Sparse entries are scanned linearly while they are at most LINEAR_SCAN_MAX; beyond that `#slots`
+ * indexes every entry (linear probing, power-of-two capacity, load factor <= 0.75), holding entry
+ * index + 1 (0 = empty), and stays until they fall to half of LINEAR_SCAN_MAX. Deletion in the slot
+ * table uses backward-shift, so there are no tombstone slots. A group that is all dense prefix has
+ * no slot table and no sparse array.
  */
 
 const STRIDE = 6;
+const DENSE_STRIDE = 3;
 const F_TABLE = 0;
 const F_PARTITION = 1;
 const F_BUCKET = 2;
 const F_OFFSET = 3;
 const F_EPOCH = 4;
 const F_TIMESTAMP = 5;
+/** Where a dense entry's values are: its offset, leader epoch and commit time (F_OFFSET.. less 3). */
+const DENSE_SHIFT = F_OFFSET;
 const LINEAR_SCAN_MAX = 16;
 const TWO_POW_32 = 4294967296;
 
@@ -37,7 +44,7 @@ const TWO_POW_32 = 4294967296;
  * its separately allocated backing store.
  */
 function newEntries(length: number): number[] {
-  const entries = new Array<number>(length).fill(0);
+  const entries = new Array<number>(Math.max(1, length)).fill(0);
   entries[0] = 0.5; // make the elements kind double from the start (no later transition)
   entries[0] = 0;
   return entries;
@@ -114,13 +121,18 @@ export class GroupOffsets {
   #denseCount = 0;
   #denseTable = 0;
   #densePartition = 0;
-  #entries: number[];
+  /** Entries allocated by whichever part holds the first entry (the other starts small). */
+  #capacityHint: number;
+  /** The dense prefix's values, DENSE_STRIDE per entry; undefined until it has an entry. */
+  #dense: number[] | undefined;
+  /** The other entries, STRIDE per entry; undefined until there is one. */
+  #sparse: number[] | undefined;
   #slots: Int32Array | undefined;
   #metadata: Map<number, string> | undefined;
 
   /** `capacity`: entries to allocate room for at first (the table grows as needed). */
   constructor(capacity = 2) {
-    this.#entries = newEntries(Math.max(1, capacity) * STRIDE);
+    this.#capacityHint = Math.max(1, capacity);
   }
 
   /** Number of committed offsets. */
@@ -131,16 +143,14 @@ export class GroupOffsets {
   /** Index of the entry for the key, or -1. */
   find(tableId: number, partitionId: number | null, bucketId: number): number {
     const partition = partitionId ?? -1;
-    if (
-      bucketId < this.#denseCount &&
-      tableId === this.#denseTable &&
-      partition === this.#densePartition
-    )
+    const dense = this.#denseCount;
+    if (bucketId < dense && tableId === this.#denseTable && partition === this.#densePartition)
       return bucketId;
-    const e = this.#entries;
+    const e = this.#sparse;
+    if (e === undefined) return -1;
     const slots = this.#slots;
     if (slots === undefined) {
-      for (let i = this.#denseCount, p = i * STRIDE; i < this.#size; i++, p += STRIDE) {
+      for (let i = dense, p = 0; i < this.#size; i++, p += STRIDE) {
         if (
           e[p + F_BUCKET] === bucketId &&
           e[p + F_TABLE] === tableId &&
@@ -154,7 +164,9 @@ export class GroupOffsets {
     for (let s = hashBucketKey(tableId, partition, bucketId) & mask; ; s = (s + 1) & mask) {
       const slot = slots[s]!;
       if (slot === 0) return -1;
-      const p = (slot - 1) * STRIDE;
+      // A slot of a dense entry never matches here: its key would have been found above.
+      if (slot <= dense) continue;
+      const p = (slot - 1 - dense) * STRIDE;
       if (
         e[p + F_BUCKET] === bucketId &&
         e[p + F_TABLE] === tableId &&
@@ -164,10 +176,34 @@ export class GroupOffsets {
     }
   }
 
+  /** Field `field` (F_*) of entry `i`, wherever it lives. */
+  #field(i: number, field: number): number {
+    const dense = this.#denseCount;
+    if (i >= dense) return this.#sparse![(i - dense) * STRIDE + field]!;
+    if (field >= DENSE_SHIFT) return this.#dense![i * DENSE_STRIDE + field - DENSE_SHIFT]!;
+    return field === F_TABLE ? this.#denseTable : field === F_PARTITION ? this.#densePartition : i;
+  }
+
   /** The committed offset at entry `i` (from `find` or iteration), as a fresh object. */
   valueAt(i: number): CommittedOffsetValue {
-    const e = this.#entries;
-    const p = i * STRIDE;
+    const metadata = this.#metadata?.get(i) ?? '';
+    const dense = this.#denseCount;
+    if (i < dense) {
+      const d = this.#dense!;
+      const q = i * DENSE_STRIDE;
+      const partition = this.#densePartition;
+      return new CommittedOffsetRecord(
+        this.#denseTable,
+        partition === -1 ? null : partition,
+        i,
+        d[q]!,
+        d[q + 1]!,
+        metadata,
+        d[q + 2]!,
+      );
+    }
+    const e = this.#sparse!;
+    const p = (i - dense) * STRIDE;
     const partition = e[p + F_PARTITION]!;
     return new CommittedOffsetRecord(
       e[p + F_TABLE]!,
@@ -175,19 +211,19 @@ export class GroupOffsets {
       e[p + F_BUCKET]!,
       e[p + F_OFFSET]!,
       e[p + F_EPOCH]!,
-      this.#metadata?.get(i) ?? '',
+      metadata,
       e[p + F_TIMESTAMP]!,
     );
   }
 
   /** Commit timestamp of entry `i`. */
   timestampAt(i: number): number {
-    return this.#entries[i * STRIDE + F_TIMESTAMP]!;
+    return this.#field(i, F_TIMESTAMP);
   }
 
   /** Table id of entry `i`. */
   tableIdAt(i: number): number {
-    return this.#entries[i * STRIDE + F_TABLE]!;
+    return this.#field(i, F_TABLE);
   }
 
   /** Inserts or overwrites the committed offset of a key. */
@@ -202,32 +238,45 @@ export class GroupOffsets {
   ): void {
     let i = this.find(tableId, partitionId, bucketId);
     if (i < 0) i = this.#insert(tableId, partitionId ?? -1, bucketId);
-    const e = this.#entries;
-    const p = i * STRIDE;
-    e[p + F_OFFSET] = offset;
-    e[p + F_EPOCH] = leaderEpoch;
-    e[p + F_TIMESTAMP] = commitTimestampMs;
+    const dense = this.#denseCount;
+    if (i < dense) {
+      const d = this.#dense!;
+      const q = i * DENSE_STRIDE;
+      d[q] = offset;
+      d[q + 1] = leaderEpoch;
+      d[q + 2] = commitTimestampMs;
+    } else {
+      const e = this.#sparse!;
+      const p = (i - dense) * STRIDE;
+      e[p + F_OFFSET] = offset;
+      e[p + F_EPOCH] = leaderEpoch;
+      e[p + F_TIMESTAMP] = commitTimestampMs;
+    }
     if (metadata.length > 0) (this.#metadata ??= new Map()).set(i, metadata);
     else this.#metadata?.delete(i);
   }
 
   #insert(tableId: number, partition: number, bucketId: number): number {
     const i = this.#size;
-    if ((i + 1) * STRIDE > this.#entries.length) this.#growEntries();
-    const p = i * STRIDE;
-    this.#entries[p + F_TABLE] = tableId;
-    this.#entries[p + F_PARTITION] = partition;
-    this.#entries[p + F_BUCKET] = bucketId;
-    this.#size = i + 1;
     if (
       this.#denseCount === i &&
       bucketId === i &&
       (i === 0 || (tableId === this.#denseTable && partition === this.#densePartition))
     ) {
+      this.#dense = ensureCapacity(this.#dense, i + 1, DENSE_STRIDE, this.#capacityHint);
       this.#denseTable = tableId;
       this.#densePartition = partition;
       this.#denseCount = i + 1;
+    } else {
+      const k = i - this.#denseCount;
+      const hint = i === 0 ? this.#capacityHint : 2;
+      const e = (this.#sparse = ensureCapacity(this.#sparse, k + 1, STRIDE, hint));
+      const p = k * STRIDE;
+      e[p + F_TABLE] = tableId;
+      e[p + F_PARTITION] = partition;
+      e[p + F_BUCKET] = bucketId;
     }
+    this.#size = i + 1;
     if (this.#slots !== undefined && this.#size * 4 > this.#slots.length * 3)
       this.#rebuildSlots(this.#slots.length * 2);
     else if (this.#slots !== undefined) this.#placeSlot(i);
@@ -243,19 +292,15 @@ export class GroupOffsets {
     this.#rebuildSlots(slotCount);
   }
 
-  #growEntries(): void {
-    const capacity = this.#entries.length / STRIDE;
-    const grown = newEntries(Math.max(capacity + 2, Math.ceil(capacity * 1.5)) * STRIDE);
-    const entries = this.#entries;
-    for (let k = 0; k < entries.length; k++) grown[k] = entries[k]!;
-    this.#entries = grown;
-  }
-
   /** The slot entry `i`'s key hashes to (where its probe starts), for a slot table of `mask + 1` slots. */
   #homeSlot(i: number, mask: number): number {
-    const e = this.#entries;
-    const p = i * STRIDE;
-    return hashBucketKey(e[p + F_TABLE]!, e[p + F_PARTITION]!, e[p + F_BUCKET]!) & mask;
+    return (
+      hashBucketKey(
+        this.#field(i, F_TABLE),
+        this.#field(i, F_PARTITION),
+        this.#field(i, F_BUCKET),
+      ) & mask
+    );
   }
 
   #placeSlot(i: number): void {
@@ -276,24 +321,51 @@ export class GroupOffsets {
     const i = this.find(tableId, partitionId, bucketId);
     if (i < 0) return false;
     const last = this.#size - 1;
+    // The slots first, while every key is where it was: no other entry's key changes below.
     if (this.#slots !== undefined) {
       this.#removeSlot(i);
       if (i !== last) this.#repointSlot(last, i);
     }
+    if (i < this.#denseCount) this.#cutDensePrefix(i, last);
+    else if (i !== last) {
+      const e = this.#sparse!;
+      const dense = this.#denseCount;
+      e.copyWithin((i - dense) * STRIDE, (last - dense) * STRIDE, (last - dense + 1) * STRIDE);
+    }
     if (i !== last) {
-      this.#entries.copyWithin(i * STRIDE, last * STRIDE, last * STRIDE + STRIDE);
       const lastMetadata = this.#metadata?.get(last);
       if (lastMetadata !== undefined) this.#metadata!.set(i, lastMetadata);
       else this.#metadata?.delete(i);
     }
     this.#metadata?.delete(last);
     this.#size = last;
-    if (i < this.#denseCount) this.#denseCount = i;
+    if (this.#size === this.#denseCount) this.#sparse = undefined;
     if (this.#slots === undefined) this.#indexIfSparse();
     // Dropped only well below the size that builds it: a commit and a delete going back and forth
     // across one threshold must not rebuild the table (O(size)) each time.
     else if (this.#size - this.#denseCount <= LINEAR_SCAN_MAX / 2) this.#slots = undefined;
     return true;
+  }
+
+  /**
+   * Deleting dense entry `i`: the prefix ends at `i`; the entries after it, up to `last` - 1, become
+   * sparse under the same indices, and entry `last`'s key and values fill index `i`.
+   */
+  #cutDensePrefix(i: number, last: number): void {
+    const count = last - i; // sparse entries afterwards: indices i .. last - 1
+    let moved: number[] | undefined;
+    if (count > 0) {
+      moved = newEntries(count * STRIDE);
+      for (let j = i; j < last; j++) {
+        const from = j === i ? last : j;
+        const p = (j - i) * STRIDE;
+        for (let f = 0; f < STRIDE; f++) moved[p + f] = this.#field(from, f);
+      }
+    }
+    this.#denseCount = i;
+    if (i === 0) this.#dense = undefined;
+    else this.#dense!.length = i * DENSE_STRIDE;
+    this.#sparse = moved;
   }
 
   #slotOf(i: number): number {
@@ -328,16 +400,25 @@ export class GroupOffsets {
   }
 
   /**
-   * The table as plain data for a checkpoint: the dense entry array (6 float64 per entry) and the
-   * non-empty metadata by entry index. `fromImage` rebuilds an equal table.
+   * The table as plain data for a checkpoint: every entry as 6 float64 (tableId, partitionId (-1 =
+   * null), bucketId, offset, leaderEpoch, commitTimestampMs), in entry order, and the non-empty
+   * metadata by entry index. `fromImage` rebuilds an equal table.
    */
   toImage(): { entries: Float64Array; metadata: [number, string][] } {
-    // One pass into the typed array (a slice first, then Float64Array.from, made two, and the
-    // second through the iterator protocol: the larger part of a checkpoint's synchronous image).
-    const length = this.#size * STRIDE;
-    const entries = new Float64Array(length);
-    const e = this.#entries;
-    for (let k = 0; k < length; k++) entries[k] = e[k]!;
+    const entries = new Float64Array(this.#size * STRIDE);
+    const dense = this.#denseCount;
+    const d = this.#dense;
+    for (let i = 0, p = 0, q = 0; i < dense; i++, p += STRIDE, q += DENSE_STRIDE) {
+      entries[p + F_TABLE] = this.#denseTable;
+      entries[p + F_PARTITION] = this.#densePartition;
+      entries[p + F_BUCKET] = i;
+      entries[p + F_OFFSET] = d![q]!;
+      entries[p + F_EPOCH] = d![q + 1]!;
+      entries[p + F_TIMESTAMP] = d![q + 2]!;
+    }
+    const e = this.#sparse;
+    const sparseLength = (this.#size - dense) * STRIDE;
+    for (let k = 0, p = dense * STRIDE; k < sparseLength; k++, p++) entries[p] = e![k]!;
     return {
       entries,
       metadata: this.#metadata === undefined ? [] : [...this.#metadata],
@@ -346,32 +427,62 @@ export class GroupOffsets {
 
   /** Rebuilds a table from `toImage()` output. */
   static fromImage(entries: Float64Array, metadata: Iterable<[number, string]>): GroupOffsets {
-    const table = new GroupOffsets(0);
-    // At least one entry of capacity: an empty array would not be a whole number of entries.
-    const copy = newEntries(Math.max(entries.length, STRIDE));
-    for (let k = 0; k < entries.length; k++) copy[k] = entries[k]!;
-    table.#entries = copy;
-    table.#size = entries.length / STRIDE;
-    for (const [i, text] of metadata) (table.#metadata ??= new Map()).set(i, text);
+    const size = entries.length / STRIDE;
+    const table = new GroupOffsets(1);
     let dense = 0;
     while (
-      dense < table.#size &&
-      copy[dense * STRIDE + F_BUCKET] === dense &&
-      copy[dense * STRIDE + F_TABLE] === copy[F_TABLE] &&
-      copy[dense * STRIDE + F_PARTITION] === copy[F_PARTITION]
+      dense < size &&
+      entries[dense * STRIDE + F_BUCKET] === dense &&
+      entries[dense * STRIDE + F_TABLE] === entries[F_TABLE] &&
+      entries[dense * STRIDE + F_PARTITION] === entries[F_PARTITION]
     )
       dense++;
     if (dense > 0) {
-      table.#denseTable = copy[F_TABLE]!;
-      table.#densePartition = copy[F_PARTITION]!;
+      const d = newEntries(dense * DENSE_STRIDE);
+      for (let i = 0, p = 0, q = 0; i < dense; i++, p += STRIDE, q += DENSE_STRIDE) {
+        d[q] = entries[p + F_OFFSET]!;
+        d[q + 1] = entries[p + F_EPOCH]!;
+        d[q + 2] = entries[p + F_TIMESTAMP]!;
+      }
+      table.#dense = d;
+      table.#denseTable = entries[F_TABLE]!;
+      table.#densePartition = entries[F_PARTITION]!;
       table.#denseCount = dense;
     }
+    if (size > dense) {
+      const e = newEntries((size - dense) * STRIDE);
+      for (let k = 0, p = dense * STRIDE; p < entries.length; k++, p++) e[k] = entries[p]!;
+      table.#sparse = e;
+    }
+    table.#size = size;
+    for (const [i, text] of metadata) (table.#metadata ??= new Map()).set(i, text);
     table.#indexIfSparse();
     return table;
   }
 
   /** Heap bytes held by this table's arrays (for stats and the memory benchmark). */
   get arrayBytes(): number {
-    return this.#entries.length * 8 + (this.#slots?.byteLength ?? 0);
+    return (
+      ((this.#dense?.length ?? 0) + (this.#sparse?.length ?? 0)) * 8 +
+      (this.#slots?.byteLength ?? 0)
+    );
   }
+}
+
+/**
+ * `entries` with room for `count` entries of `stride` doubles: itself, a new array of `hint`
+ * entries (at least `count`) when there is none, or a copy grown by half.
+ */
+function ensureCapacity(
+  entries: number[] | undefined,
+  count: number,
+  stride: number,
+  hint: number,
+): number[] {
+  if (entries === undefined) return newEntries(Math.max(count, hint) * stride);
+  if (count * stride <= entries.length) return entries;
+  const capacity = entries.length / stride;
+  const grown = newEntries(Math.max(count, capacity + 2, Math.ceil(capacity * 1.5)) * stride);
+  for (let k = 0; k < entries.length; k++) grown[k] = entries[k]!;
+  return grown;
 }

@@ -127,6 +127,32 @@ export async function forgetCheckpointProcessState(): Promise<void> {
   for (const db of envs) await db.close().catch(() => {});
 }
 
+/** What a read of a checkpoint found, to hold against its meta. */
+interface CheckpointFound {
+  groups: number;
+  snapshots: number;
+  liveOffsets: number;
+  checksum: number;
+}
+
+/** Throws RangeError unless what was read is what the meta `info` says was written. */
+function checkAgainstMeta(info: CheckpointInfo, found: CheckpointFound): void {
+  const X = info.logOffset;
+  if (
+    found.groups !== info.groupCount ||
+    found.snapshots !== info.snapshotCount ||
+    found.liveOffsets !== info.liveOffsets
+  ) {
+    throw new RangeError(
+      `checkpoint at log offset ${X} is incomplete: ${found.groups}/${info.groupCount} groups, ${found.snapshots}/${info.snapshotCount} snapshots, ${found.liveOffsets}/${info.liveOffsets} offsets`,
+    );
+  }
+  if (found.checksum !== info.checksum)
+    throw new RangeError(
+      `checkpoint at log offset ${X} fails its checksum (${found.checksum} != ${info.checksum})`,
+    );
+}
+
 function entryChecksum(groupId: string, value: Uint8Array): number {
   return (xxh32(Buffer.from(groupId, 'utf8')) + xxh32(value)) >>> 0;
 }
@@ -245,19 +271,7 @@ export class CheckpointStore {
         }
       }
     }
-    if (
-      groups !== info.groupCount ||
-      snapshots !== info.snapshotCount ||
-      liveOffsets !== info.liveOffsets
-    ) {
-      throw new RangeError(
-        `checkpoint at log offset ${X} is incomplete: ${groups}/${info.groupCount} groups, ${snapshots}/${info.snapshotCount} snapshots, ${liveOffsets}/${info.liveOffsets} offsets`,
-      );
-    }
-    if (checksum !== info.checksum)
-      throw new RangeError(
-        `checkpoint at log offset ${X} fails its checksum (${checksum} != ${info.checksum})`,
-      );
+    checkAgainstMeta(info, { groups, snapshots, liveOffsets, checksum });
   }
 
   /** Reads and verifies one checkpoint; throws RangeError describing what is wrong. */
@@ -279,19 +293,12 @@ export class CheckpointStore {
       checksum = (checksum + entryChecksum(groupId, value)) >>> 0;
       snapshots.push([groupId, unpackSnapshot(value)]);
     }
-    if (
-      groups.length !== info.groupCount ||
-      snapshots.length !== info.snapshotCount ||
-      liveOffsets !== info.liveOffsets
-    ) {
-      throw new RangeError(
-        `checkpoint at log offset ${X} is incomplete: ${groups.length}/${info.groupCount} groups, ${snapshots.length}/${info.snapshotCount} snapshots, ${liveOffsets}/${info.liveOffsets} offsets`,
-      );
-    }
-    if (checksum !== info.checksum)
-      throw new RangeError(
-        `checkpoint at log offset ${X} fails its checksum (${checksum} != ${info.checksum})`,
-      );
+    checkAgainstMeta(info, {
+      groups: groups.length,
+      snapshots: snapshots.length,
+      liveOffsets,
+      checksum,
+    });
     return { info, groups, snapshots };
   }
 

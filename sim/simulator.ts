@@ -43,7 +43,6 @@ import { ModelViolation, OffsetsModel, keyOf, type Write } from './sim-model.js'
 import { SimRandom } from './sim-random.js';
 import { SimClock, SimScheduler } from './sim-scheduler.js';
 
-/** The store clock's time when a simulation begins. */
 /**
  * Opens retried after failures that injected transient faults explain (an EIO on a read, say). An
  * open of a store of many small segments makes hundreds of I/O calls, so at a swarm's higher fault
@@ -51,6 +50,7 @@ import { SimClock, SimScheduler } from './sim-scheduler.js';
  */
 const OPEN_ATTEMPTS = 16;
 
+/** The store clock's time when a simulation begins. */
 export const SIM_EPOCH_MS = 1_700_000_000_000;
 const TRACE_LINES = 60;
 

@@ -32,7 +32,8 @@
  * the next complete payload and dispatch it: take a slot, route it, and fill the slot now (a
  * synchronous answer) or when its promise settles; 3. write every filled slot from the head, corked
  * into one syscall (after a settled promise, once the microtasks then running have run, so that
- * the commits of one fdatasync are answered in one write); 4. pause the socket if a bound is reached, resume it when one is freed.
+ * the commits of one fdatasync are answered in one write); 4. pause the socket if a bound is
+ * reached, resume it when one is freed.
  */
 import type { Socket } from 'node:net';
 import type { Clock, Timer } from '../../util/index.js';

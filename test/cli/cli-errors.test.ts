@@ -107,7 +107,9 @@ describe('offset-store failures', () => {
       await (
         await OffsetStore.open({
           dir,
-          bucketCount: 200,
+          // More buckets than the limit below allows descriptors: a tight limit (64) also starves
+          // the module loader, which reads many source files at once under load.
+          bucketCount: 700,
           clock: new ManualClock(),
           compaction: { strategy: 'none' },
         })
@@ -117,7 +119,7 @@ describe('offset-store failures', () => {
           'bash',
           [
             '-c',
-            `ulimit -n 64 && exec "${process.execPath}" --import tsx "${MAIN}" stats --dir "${dir}"`,
+            `ulimit -n 512 && exec "${process.execPath}" --import tsx "${MAIN}" stats --dir "${dir}"`,
           ],
           { cwd: REPO_DIR, timeout: 60_000 },
           (error, _stdout, stderr) => {

@@ -1,6 +1,7 @@
 /**
- * Opens a store of 200 offsets-buckets in a process whose descriptor limit is too low for it
- * (the parent runs it under `ulimit -n 64`), then reports over stdout, as one JSON line, what the
+ * Opens a store of 700 offsets-buckets in a process whose descriptor limit is too low for it
+ * (the parent runs it under `ulimit -n 512`; a lower limit would starve the module loader
+ * too, which reads many source files at once), then reports over stdout, as one JSON line, what the
  * failed open threw and what it left behind: descriptors, the LOCK file, and whether the directory
  * lock can be taken again. Usage: open-emfile-child.ts <dir>.
  */
@@ -15,7 +16,7 @@ const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
 const descriptorsBefore = openDescriptors();
 let failure: { name: string; code: unknown; message: string } | null = null;
 try {
-  const store = await OffsetStore.open({ dir, bucketCount: 200 });
+  const store = await OffsetStore.open({ dir, bucketCount: 700 });
   await store.close();
 } catch (error) {
   failure = {

@@ -69,7 +69,7 @@ describe('OffsetStore.open failures', () => {
       const stdout = await new Promise<string>((resolve, reject) => {
         execFile(
           'bash',
-          ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx "${CHILD}" "${dir}"`],
+          ['-c', `ulimit -n 512 && exec "${process.execPath}" --import tsx "${CHILD}" "${dir}"`],
           { timeout: 60_000 },
           (error, out, err) => {
             if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
@@ -81,7 +81,7 @@ describe('OffsetStore.open failures', () => {
       expect(report.failure).toMatchObject({ name: 'OffsetStoreError', code: 'LOG_STORAGE_ERROR' });
       expect(report.failure.message).toMatch(
         new RegExp(
-          `^LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files, .*${dir}/buckets/\\d{3}.*: the process may open too few files for 200 offsets-buckets \\(one log file each\\): raise its limit \\(ulimit -n\\)`,
+          `^LOG_STORAGE_ERROR: offsets-bucket \\d+ of ${dir} failed to open: EMFILE: too many open files, .*${dir}/buckets/\\d{3}.*: the process may open too few files for 700 offsets-buckets \\(one log file each\\): raise its limit \\(ulimit -n\\)`,
         ),
       );
       expect(report.descriptorsAfter, 'every descriptor the open took is closed').toBe(

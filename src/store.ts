@@ -638,16 +638,18 @@ export class OffsetStore {
    * OffsetCommit: commits `offsets` of one group atomically (one batch); resolves once durable.
    * Nothing is written when any part of the request is invalid.
    */
-  async commitOffsets(
-    groupId: string,
-    offsets: OffsetCommit[],
-    options?: CommitOptions,
-  ): Promise<void> {
-    this.#checkOpen();
-    validateGroupId(groupId);
-    const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
-    const member = normalizeCommitOptions(options);
-    await this.#bucket(groupId).commit(groupId, specs, member);
+  commitOffsets(groupId: string, offsets: OffsetCommit[], options?: CommitOptions): Promise<void> {
+    // Not async: a suspended async function would keep `offsets` (the caller's objects) alive
+    // until the commit is durable; only the normalized specs need to live that long.
+    try {
+      this.#checkOpen();
+      validateGroupId(groupId);
+      const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
+      const member = normalizeCommitOptions(options);
+      return this.#bucket(groupId).commit(groupId, specs, member);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

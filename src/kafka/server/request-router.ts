@@ -98,8 +98,11 @@ export class RequestRouter {
     }
     if (answer instanceof Promise) {
       const syncMs = this.#quotas === undefined ? 0 : performance.now() - startedMs;
+      // Only the length is kept while the answer waits: the payload is a view of a socket read,
+      // which the closure would otherwise keep alive with every request it carried.
+      const requestBytes = payload.length;
       return answer.then(
-        (result) => this.#encode(header, result, peer, payload.length, syncMs, performance.now()),
+        (result) => this.#encode(header, result, peer, requestBytes, syncMs, performance.now()),
         (error: unknown) => this.#failed(header, error),
       );
     }

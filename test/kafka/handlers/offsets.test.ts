@@ -164,7 +164,7 @@ describe('OffsetCommit and OffsetFetch', () => {
     expect((await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 2 }]))[0]?.offset).toBe(3);
   });
 
-  it('gives every partition the error of the commit: INVALID_GROUP_ID; for a member of a group id with no group ILLEGAL_GENERATION (v2-8, a classic generation) or UNKNOWN_MEMBER_ID (v9, a member epoch); UNKNOWN_MEMBER_ID for an admin commit to a group with members', async () => {
+  it('gives every partition the commit carried the error of the commit: INVALID_GROUP_ID; for a member of a group id with no group ILLEGAL_GENERATION (v2-8, a classic generation) or UNKNOWN_MEMBER_ID (v9, a member epoch); UNKNOWN_MEMBER_ID for an admin commit to a group with members', async () => {
     const { t, client } = await start();
     const partitions = {
       orders: [
@@ -194,6 +194,26 @@ describe('OffsetCommit and OffsetFetch', () => {
     ).toEqual([25, 25]);
     await t.store.heartbeat('busy', { memberEpoch: 0, subscribedTableIds: [1] });
     expect(await codes(adminCommit('busy', partitions))).toEqual([25, 25]);
+    // The commit's error goes to the partitions it carried; a partition refused on its own keeps its code.
+    const mixed = await client.send(
+      API_KEYS.OffsetCommit,
+      8,
+      adminCommit('busy', {
+        orders: [...partitions.orders, { partitionIndex: 9, committedOffset: 1n }],
+        nope: [{ partitionIndex: 0, committedOffset: 1n }],
+      }),
+    );
+    expect(mixed.topics.map((topic) => [topic.name, topic.partitions])).toEqual([
+      [
+        'orders',
+        [
+          { partitionIndex: 0, errorCode: 25 },
+          { partitionIndex: 1, errorCode: 25 },
+          { partitionIndex: 9, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION },
+        ],
+      ],
+      ['nope', [{ partitionIndex: 0, errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION }]],
+    ]);
     expect((await t.store.stats()).totals.liveOffsets, 'none of it was written').toBe(0);
   });
 

@@ -132,12 +132,14 @@ export interface CompactionOptions {
   /** Worker threads (log-cleaner) and buckets compacted at once; default 1. */
   workers?: number;
   /**
-   * How much lower than the process's the compaction worker threads' CPU priority is: a nice
-   * increment in [0, 19], default 10, so that when cores are short the threads that answer commits
-   * run first and compaction takes what is left. Linux only, where the priority is per thread;
-   * ignored elsewhere (there it would lower the whole process).
+   * How the compaction worker threads yield the CPU to the threads that answer commits. `'idle'`
+   * (default): SCHED_IDLE, they run only on a core nothing else wants and give it up the moment a
+   * commit's thread wakes (nice 19 where that policy cannot be set); a nice increment in [0, 19]:
+   * they share the cores at that lower priority, so compaction keeps a share on a machine whose
+   * cores are busy all the time (under 'idle' it would wait for an idle moment). Linux only, where
+   * both are per thread; ignored elsewhere (there they would lower the whole process).
    */
-  workerNice?: number;
+  workerNice?: number | 'idle';
   /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
   minDirtyRatio?: number;
   /** A bucket whose log grows past this many bytes is compacted whatever its ratio; default none. */
@@ -386,7 +388,12 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     onRun,
     background,
     workers: positiveInteger(workers, 'options.compaction.workers', 1),
-    workerNice: positiveInteger(workerNice, 'options.compaction.workerNice', 10, 0, 19),
+    workerNice:
+      workerNice === 'idle' || workerNice === undefined
+        ? 'idle'
+        : typeof workerNice === 'string'
+          ? badWorkerNice(workerNice)
+          : positiveInteger(workerNice, 'options.compaction.workerNice', 0, 0, 19),
     minDirtyRatio,
     logBytesMax:
       logBytesMax === undefined
@@ -413,6 +420,12 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
  * 1 ms, so an interval option beyond it would run its work every millisecond.
  */
 const TIMER_MS_MAX = 0x7fffffff;
+
+function badWorkerNice(value: string): never {
+  throw new TypeError(
+    `options.compaction.workerNice must be 'idle' or a number, got the string ${JSON.stringify(value.slice(0, 40))}`,
+  );
+}
 
 function positiveInteger(
   value: unknown,

@@ -52,8 +52,8 @@ export interface CompactionJobResult {
   workerCpuMs?: number;
   /** Heap of the worker thread at the end of the job (its key map still alive), bytes. */
   workerHeapBytes?: number;
-  /** The worker thread's CPU priority (nice value) while it ran the job (undefined in-process). */
-  workerPriority?: number;
+  /** The worker thread's CPU priority while it ran the job: 'idle' (SCHED_IDLE) or its nice value (undefined in-process). */
+  workerPriority?: number | 'idle';
   /** Set when the job failed: the error to raise on the main thread. */
   failure?: { code: ErrorCode; message: string };
 }

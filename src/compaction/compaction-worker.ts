@@ -7,7 +7,7 @@ import { getPriority, setPriority } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { workerData } from 'piscina';
 import { loadChecksum } from '../codec/index.js';
-import { NodeFileSystem, threadCpuMs } from '../io/index.js';
+import { NodeFileSystem, isThreadIdle, setThreadIdle, threadCpuMs } from '../io/index.js';
 import type { CompactionWorkerData } from './worker-pool.js';
 import {
   runCompactionJob,
@@ -17,13 +17,15 @@ import {
 
 const fs = new NodeFileSystem();
 
-// On Linux a priority set with pid 0 is the calling thread's alone (elsewhere it is the whole
-// process's, which must not be lowered): compaction then yields the cores to the threads that answer
-// commits when there are not enough for both.
+// On Linux a scheduling policy or a priority set for pid 0 is the calling thread's alone (elsewhere
+// it is the whole process's, which must not be lowered): compaction then yields the cores to the
+// threads that answer commits. 'idle' is SCHED_IDLE (io/thread-scheduling.ts), or nice 19 where
+// that policy cannot be set.
 const { nice } = (workerData ?? { nice: 0 }) as CompactionWorkerData;
-if (process.platform === 'linux' && nice > 0) {
+if (process.platform === 'linux' && nice !== 0) {
+  const increment = nice === 'idle' ? (setThreadIdle() ? 0 : 19) : nice;
   try {
-    setPriority(0, Math.min(19, getPriority(0) + nice));
+    if (increment > 0) setPriority(0, Math.min(19, getPriority(0) + increment));
   } catch {
     // A priority that cannot be changed (a sandbox refusing setpriority) leaves the thread as it is.
   }
@@ -38,6 +40,6 @@ export default async function runJob(job: CompactionJob): Promise<CompactionJobR
   if (cpuStartMs !== undefined && cpuEndMs !== undefined)
     result.workerCpuMs = cpuEndMs - cpuStartMs;
   result.workerHeapBytes = getHeapStatistics().used_heap_size;
-  result.workerPriority = getPriority(0);
+  result.workerPriority = isThreadIdle() ? 'idle' : getPriority(0);
   return result;
 }

@@ -143,8 +143,8 @@ export interface BucketCompaction {
   workerCpuMs?: number;
   /** Heap of the worker thread at the end of the run, bytes (undefined in-process). */
   workerHeapBytes?: number;
-  /** The worker thread's CPU priority (nice value) during the run (undefined in-process). */
-  workerPriority?: number;
+  /** The worker thread's CPU priority during the run: 'idle' (SCHED_IDLE) or its nice value (undefined in-process). */
+  workerPriority?: number | 'idle';
 }
 
 /** What `compact()` returns. */

@@ -15,14 +15,14 @@ export interface WorkerPoolOptions {
   workers: number;
   /** An idle worker exits after this many ms, so a quiet store holds no threads. */
   idleTimeoutMs: number;
-  /** Nice increment of the workers' threads (Linux; see CompactionOptions.workerNice); default 0. */
-  nice?: number;
+  /** Nice increment of the workers' threads, or 'idle' (Linux; see CompactionOptions.workerNice); default 0. */
+  nice?: number | 'idle';
 }
 
 /** What a worker is started with (piscina's `workerData`). */
 export interface CompactionWorkerData {
-  /** Nice increment the worker applies to its own thread at start (Linux only). */
-  readonly nice: number;
+  /** Nice increment, or 'idle' (SCHED_IDLE), the worker applies to its own thread at start (Linux only). */
+  readonly nice: number | 'idle';
 }
 
 const fromSource = import.meta.url.endsWith('.ts');

@@ -23,7 +23,7 @@ import {
   modelOf,
   stateOf,
 } from './compaction-fixtures.js';
-import { NodeFileSystem } from '../../src/io/index.js';
+import { NodeFileSystem, isThreadIdle } from '../../src/io/index.js';
 
 beforeAll(() => loadChecksum());
 
@@ -328,22 +328,25 @@ describe('compaction worker priority', () => {
   };
 
   it.runIf(process.platform === 'linux')(
-    "runs the workers 10 below the process's priority by default, and as given by workerNice, without lowering the process",
+    'runs the workers under SCHED_IDLE by default, at the nice increment workerNice gives otherwise, without lowering the process',
     async () => {
       const own = getPriority(0);
-      expect((await compactWith({})).workerPriority).toBe(Math.min(19, own + 10));
+      expect((await compactWith({})).workerPriority).toBe('idle');
+      expect((await compactWith({ workerNice: 'idle' })).workerPriority).toBe('idle');
       expect((await compactWith({ workerNice: 3 })).workerPriority).toBe(Math.min(19, own + 3));
       expect((await compactWith({ workerNice: 0 })).workerPriority).toBe(own);
       expect(getPriority(0)).toBe(own);
+      expect(isThreadIdle(), 'the calling thread keeps its policy').toBe(false);
     },
   );
 
-  it('refuses a workerNice outside [0, 19] naming it, as every option (a RangeError or TypeError)', async () => {
+  it("refuses a workerNice other than 'idle' or an integer in [0, 19], naming it, as every option (a RangeError or TypeError)", async () => {
     for (const [workerNice, type] of [
       [-1, RangeError],
       [20, RangeError],
       [2.5, RangeError],
       ['5', TypeError],
+      ['IDLE', TypeError],
     ] as const)
       await expect(compactWith({ workerNice })).rejects.toThrow(
         expect.objectContaining({

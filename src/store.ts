@@ -9,7 +9,7 @@
  * `close()` stops timers, scanners and workers, unloads every bucket (flushing its log), records
  * where each log ended and releases the lock. After close every call rejects with STORE_CLOSED.
  */
-import { loadChecksum, xxh32 } from './codec/index.js';
+import { loadChecksum, xxh32, type OffsetRecordSpec } from './codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import {
   DirectoryLock,
@@ -97,6 +97,16 @@ interface BucketSlot {
 }
 
 /** The embedded, durable consumer-offset store. */
+/**
+ * Key of the store's commit of offsets already in their normalized form, for the Kafka front end
+ * (not exported from the package): a 100-partition OffsetCommit through the wire otherwise builds
+ * one object per partition for `commitOffsets` and the store one more per partition from it.
+ * The caller vouches for what `normalizeOffsetCommits` checks: safe integer offsets, valid buckets
+ * (partitionId null), leader epochs in [-1, 2^31-1], well-formed metadata of at most 4096 UTF-8
+ * bytes, no bucket twice; the count and everything else are checked here as `commitOffsets` does.
+ */
+export const COMMIT_NORMALIZED: unique symbol = Symbol('offset-store: commit normalized offsets');
+
 export class OffsetStore {
   readonly #options: ResolvedOptions;
   readonly #slots: BucketSlot[] = [];
@@ -645,6 +655,28 @@ export class OffsetStore {
       this.#checkOpen();
       validateGroupId(groupId);
       const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
+      const member = normalizeCommitOptions(options);
+      return this.#bucket(groupId).commit(groupId, specs, member);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** `commitOffsets` of offsets the caller has normalized itself (see COMMIT_NORMALIZED). */
+  [COMMIT_NORMALIZED](
+    groupId: string,
+    specs: OffsetRecordSpec[],
+    options?: CommitOptions,
+  ): Promise<void> {
+    try {
+      this.#checkOpen();
+      validateGroupId(groupId);
+      if (specs.length === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
+      if (specs.length > this.#options.commitRecordCountMax)
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          `${specs.length} offsets in one commit exceed the limit of ${this.#options.commitRecordCountMax}`,
+        );
       const member = normalizeCommitOptions(options);
       return this.#bucket(groupId).commit(groupId, specs, member);
     } catch (error) {

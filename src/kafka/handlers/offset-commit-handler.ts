@@ -24,7 +24,9 @@
  * retention_time_ms (v2-4) is ignored: the store's offsetsRetentionMs applies.
  */
 import { validateGroupId } from '../../model/index.js';
-import type { CommitOptions, OffsetCommit } from '../../store-options.js';
+import type { OffsetRecordSpec } from '../../codec/index.js';
+import { COMMIT_NORMALIZED } from '../../store.js';
+import type { CommitOptions } from '../../store-options.js';
 import type { TopicEntry } from '../catalog/index.js';
 import {
   KAFKA_ERROR,
@@ -36,8 +38,6 @@ import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 
 const METADATA_BYTES_MAX = 4096;
-const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 type CommitResponse = ResponseInputOf<typeof API_KEYS.OffsetCommit>;
 type CommitRequest = RequestOf<typeof API_KEYS.OffsetCommit>;
@@ -80,7 +80,9 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
     errorCodes: [],
     accepted: [],
   };
-  const commits: OffsetCommit[] = [];
+  // In the store's normalized form (COMMIT_NORMALIZED): every check the store would make on them is
+  // made here, per partition, so that a refused partition is answered alone.
+  const commits: OffsetRecordSpec[] = [];
   /** (table, partition) -> index in `commits`; built only once a partition comes out of order. */
   let positions: Map<number, number> | undefined;
   let lastKey = -1;
@@ -93,10 +95,11 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
       const code = groupError !== KAFKA_ERROR.NONE ? groupError : partitionError(entry, p);
       answer.errorCodes.push(code);
       if (code !== KAFKA_ERROR.NONE) continue;
-      const commit: OffsetCommit = {
+      const commit: OffsetRecordSpec = {
         tableId: entry!.tableId,
+        partitionId: null,
         bucketId: p.partitionIndex,
-        offset: Number(p.committedOffset),
+        offset: Number(p.committedOffset), // a safe integer: partitionError checked
         leaderEpoch: p.committedLeaderEpoch < -1 ? -1 : p.committedLeaderEpoch,
         metadata: p.committedMetadata ?? '',
       };
@@ -122,7 +125,7 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
   } catch (error) {
     return respond(answer, context.errorCodeOf(error, 'OffsetCommit'));
   }
-  return context.store.commitOffsets(groupId, commits, member).then(
+  return context.store[COMMIT_NORMALIZED](groupId, commits, member).then(
     () => respond(answer, KAFKA_ERROR.NONE),
     (error: unknown) => respond(answer, context.errorCodeOf(error, 'OffsetCommit')),
   );
@@ -142,8 +145,9 @@ function partitionError(
     Buffer.byteLength(metadata) > METADATA_BYTES_MAX
   )
     return KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE;
-  const offset = p.committedOffset;
-  if (offset < MIN_SAFE || offset > MAX_SAFE) return KAFKA_ERROR.INVALID_REQUEST;
+  // Exact: every int64 outside the safe range becomes a double outside it (2^53 and beyond), and
+  // it costs no BigInt comparisons.
+  if (!Number.isSafeInteger(Number(p.committedOffset))) return KAFKA_ERROR.INVALID_REQUEST;
   return KAFKA_ERROR.NONE;
 }
 
@@ -183,7 +187,7 @@ function committingMember(
 }
 
 /** A map from (table, partition) key to index, for the commits so far. */
-function indexCommits(commits: readonly OffsetCommit[]): Map<number, number> {
+function indexCommits(commits: readonly OffsetRecordSpec[]): Map<number, number> {
   const positions = new Map<number, number>();
   commits.forEach((c, i) => positions.set(c.tableId * 65_536 + c.bucketId, i));
   return positions;

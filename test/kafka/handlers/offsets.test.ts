@@ -116,7 +116,7 @@ describe('OffsetCommit and OffsetFetch', () => {
     }
   });
 
-  it('commits the valid partitions and answers the others: unknown topic or partition, metadata over 4096 bytes', async () => {
+  it('commits the valid partitions and answers the others: unknown topic or partition, metadata over 4096 bytes, an offset beyond a safe integer', async () => {
     const { t, client } = await start();
     const response = await client.send(
       API_KEYS.OffsetCommit,
@@ -126,22 +126,58 @@ describe('OffsetCommit and OffsetFetch', () => {
           { partitionIndex: 0, committedOffset: 5n },
           { partitionIndex: 4, committedOffset: 5n },
           { partitionIndex: 1, committedOffset: 6n, committedMetadata: 'é'.repeat(2049) },
+          { partitionIndex: 2, committedOffset: 2n ** 53n },
+          { partitionIndex: 2, committedOffset: -(2n ** 53n) },
+          { partitionIndex: 3, committedOffset: 2n ** 53n - 1n },
         ],
         nope: [{ partitionIndex: 0, committedOffset: 5n }],
         audit: [{ partitionIndex: 0, committedOffset: 9n, committedMetadata: 'm'.repeat(4096) }],
       }),
     );
     expect(response.topics.map((topic) => topic.partitions.map((p) => p.errorCode))).toEqual([
-      [0, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE],
+      [
+        0,
+        KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+        KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE,
+        KAFKA_ERROR.INVALID_REQUEST,
+        KAFKA_ERROR.INVALID_REQUEST,
+        0,
+      ],
       [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION],
       [0],
     ]);
     const stored = await t.store.fetchOffsets('g', [
       { tableId: 1, bucketId: 0 },
       { tableId: 1, bucketId: 1 },
+      { tableId: 1, bucketId: 2 },
+      { tableId: 1, bucketId: 3 },
       { tableId: 2, bucketId: 0 },
     ]);
-    expect(stored.map((o) => o?.offset ?? null)).toEqual([5, null, 9]);
+    expect(stored.map((o) => o?.offset ?? null)).toEqual([
+      5,
+      null,
+      null,
+      Number.MAX_SAFE_INTEGER,
+      9,
+    ]);
+  });
+
+  it("holds a commit to the store's limit on offsets per commit: over it, every partition is INVALID_REQUEST and nothing is written", async () => {
+    const { t, client } = await start({ store: { commitRecordCountMax: 2 } });
+    const partitions = (count: number) => ({
+      orders: Array.from({ length: count }, (_, p) => ({
+        partitionIndex: p,
+        committedOffset: 7n,
+      })),
+    });
+    const codes = async (request: CommitRequest) =>
+      (await client.send(API_KEYS.OffsetCommit, 8, request)).topics[0]!.partitions.map(
+        (p) => p.errorCode,
+      );
+    expect(await codes(adminCommit('g', partitions(3)))).toEqual([42, 42, 42]);
+    expect((await t.store.stats()).totals.liveOffsets, 'none of it was written').toBe(0);
+    expect(await codes(adminCommit('g', partitions(2)))).toEqual([0, 0]);
+    expect((await t.store.stats()).totals.liveOffsets).toBe(2);
   });
 
   it('commits a partition named twice once, with its last value', async () => {

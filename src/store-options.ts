@@ -5,6 +5,7 @@
  */
 import * as path from 'node:path';
 import {
+  STARVED_JOB_MS,
   isCompactionStrategy,
   isStrategyModulePath,
   strategyModuleUrl,
@@ -140,6 +141,12 @@ export interface CompactionOptions {
    * both are per thread; ignored elsewhere (there they would lower the whole process).
    */
   workerNice?: number | 'idle';
+  /**
+   * Under `workerNice: 'idle'`, how long a compaction job may run (waiting for idle cores on a busy
+   * machine) before its worker threads are taken back to the normal policy at nice 10, until their
+   * next job; default 10 s. Compaction thus progresses on a machine that is never idle.
+   */
+  workerStarvedMs?: number;
   /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
   minDirtyRatio?: number;
   /** A bucket whose log grows past this many bytes is compacted whatever its ratio; default none. */
@@ -361,6 +368,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     minDirtyRatio: rawMinDirtyRatio,
     workers,
     workerNice,
+    workerStarvedMs,
     logBytesMax,
     intervalMs,
     deleteRetentionMs,
@@ -394,6 +402,12 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
         : typeof workerNice === 'string'
           ? badWorkerNice(workerNice)
           : positiveInteger(workerNice, 'options.compaction.workerNice', 0, 0, 19),
+    workerStarvedMs: positiveInteger(
+      workerStarvedMs,
+      'options.compaction.workerStarvedMs',
+      STARVED_JOB_MS,
+      0,
+    ),
     minDirtyRatio,
     logBytesMax:
       logBytesMax === undefined

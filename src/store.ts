@@ -373,6 +373,7 @@ export class OffsetStore {
               workers: compaction.workers,
               idleTimeoutMs: 10_000,
               nice: compaction.workerNice,
+              starvedJobMs: compaction.workerStarvedMs,
             })
           : new InProcessRunner(fs);
     this.#compactor = new Compactor(

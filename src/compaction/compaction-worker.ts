@@ -7,7 +7,7 @@ import { getPriority, setPriority } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { workerData } from 'piscina';
 import { loadChecksum } from '../codec/index.js';
-import { NodeFileSystem, isThreadIdle, setThreadIdle, threadCpuMs } from '../io/index.js';
+import { NodeFileSystem, isThreadIdle, setThreadIdle, threadCpuMs, threadId } from '../io/index.js';
 import type { CompactionWorkerData } from './worker-pool.js';
 import {
   runCompactionJob,
@@ -21,9 +21,24 @@ const fs = new NodeFileSystem();
 // it is the whole process's, which must not be lowered): compaction then yields the cores to the
 // threads that answer commits. 'idle' is SCHED_IDLE (io/thread-scheduling.ts), or nice 19 where
 // that policy cannot be set.
-const { nice } = (workerData ?? { nice: 0 }) as CompactionWorkerData;
+// Under 'idle' the thread's id goes into the pool's registry first, so that the pool can promote it
+// when a job waits too long for an idle core (worker-pool.ts); the end of that job puts it back.
+const { nice, threads } = (workerData ?? { nice: 0 }) as Partial<CompactionWorkerData> & {
+  nice: CompactionWorkerData['nice'];
+};
+const registry = threads === undefined ? undefined : new Int32Array(threads);
+const tid = threadId();
+let idle = false;
 if (process.platform === 'linux' && nice !== 0) {
-  const increment = nice === 'idle' ? (setThreadIdle() ? 0 : 19) : nice;
+  if (nice === 'idle' && registry !== undefined && tid !== 0) {
+    for (let i = 0; i < registry.length; i++)
+      if (Atomics.compareExchange(registry, i, 0, tid) === 0) {
+        process.on('exit', () => Atomics.compareExchange(registry, i, tid, 0));
+        break;
+      }
+  }
+  idle = nice === 'idle' && setThreadIdle();
+  const increment = nice === 'idle' ? (idle ? 0 : 19) : nice;
   try {
     if (increment > 0) setPriority(0, Math.min(19, getPriority(0) + increment));
   } catch {
@@ -41,5 +56,9 @@ export default async function runJob(job: CompactionJob): Promise<CompactionJobR
     result.workerCpuMs = cpuEndMs - cpuStartMs;
   result.workerHeapBytes = getHeapStatistics().used_heap_size;
   result.workerPriority = isThreadIdle() ? 'idle' : getPriority(0);
+  // A worker the pool promoted during this job (it waited too long for an idle core) finished it at
+  // the normal policy, and goes back to SCHED_IDLE for the next one. Not at the start of a job: a
+  // starved worker is promoted before it can start the job it waits for.
+  if (idle && result.workerPriority !== 'idle') setThreadIdle();
   return result;
 }

@@ -45,7 +45,7 @@ export {
   type CompactionJob,
   type CompactionJobResult,
 } from './compaction-job.js';
-export { CompactionWorkerPool, type WorkerPoolOptions } from './worker-pool.js';
+export { CompactionWorkerPool, STARVED_JOB_MS, type WorkerPoolOptions } from './worker-pool.js';
 export { InProcessRunner, type CompactionRunner } from './job-runner.js';
 export { STATE_FILE } from './strategy-state.js';
 export { STATE_BYTES_MAX } from './plan-validation.js';

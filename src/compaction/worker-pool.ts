@@ -3,9 +3,18 @@
  * same code works from source (a `.ts` worker, loaded through tsx) and from the compiled `dist/`.
  * Idle workers exit after `idleTimeoutMs`; `close()` terminates them (a job in flight is abandoned,
  * which compaction tolerates: its output is only ever swapped in by the main thread afterwards).
+ *
+ * Under SCHED_IDLE (`nice: 'idle'`) a worker runs only on a core nothing else wants, so on a machine
+ * whose cores are busy all the time it would not run at all and the logs would grow without end.
+ * Each worker writes its thread id into a shared registry when it starts (before it leaves the
+ * normal policy); a job still running after `starvedJobMs` has the pool take every registered
+ * worker back to the normal policy at nice STARVED_NICE (io/thread-scheduling.ts `promoteThread`),
+ * and a promoted worker returns to SCHED_IDLE when it has finished its job. Compaction therefore always
+ * progresses, and yields the cores to commits whenever it can wait.
  */
 import { Piscina } from 'piscina';
 import { OffsetStoreError } from '../errors/index.js';
+import { promoteThread } from '../io/index.js';
 import type { CompactionJob, CompactionJobResult } from './compaction-job.js';
 import type { CompactionRunner } from './job-runner.js';
 
@@ -17,12 +26,21 @@ export interface WorkerPoolOptions {
   idleTimeoutMs: number;
   /** Nice increment of the workers' threads, or 'idle' (Linux; see CompactionOptions.workerNice); default 0. */
   nice?: number | 'idle';
+  /** Under 'idle', how long a job may run before its workers are promoted; default STARVED_JOB_MS. */
+  starvedJobMs?: number;
 }
+
+/** Under SCHED_IDLE, a job still running after this long has its workers promoted (module comment). */
+export const STARVED_JOB_MS = 10_000;
+/** The nice increment of a promoted worker. */
+export const STARVED_NICE = 10;
 
 /** What a worker is started with (piscina's `workerData`). */
 export interface CompactionWorkerData {
   /** Nice increment, or 'idle' (SCHED_IDLE), the worker applies to its own thread at start (Linux only). */
   readonly nice: number | 'idle';
+  /** One slot per worker: the thread id of a live worker, or 0 (Int32 on a SharedArrayBuffer). */
+  readonly threads: SharedArrayBuffer;
 }
 
 const fromSource = import.meta.url.endsWith('.ts');
@@ -30,10 +48,17 @@ const fromSource = import.meta.url.endsWith('.ts');
 /** A pool of compaction worker threads. */
 export class CompactionWorkerPool implements CompactionRunner {
   readonly #pool: Piscina;
+  readonly #threads: Int32Array;
+  readonly #starvedJobMs: number | undefined;
   #closed = false;
 
   /** Starts no thread yet: workers are created on the first job and exit when idle. */
   constructor(options: WorkerPoolOptions) {
+    // A slot more than the pool's threads: piscina may start a replacement before an old one is gone.
+    const threads = new SharedArrayBuffer(4 * (options.workers + 1));
+    this.#threads = new Int32Array(threads);
+    this.#starvedJobMs =
+      options.nice === 'idle' ? (options.starvedJobMs ?? STARVED_JOB_MS) : undefined;
     this.#pool = new Piscina({
       filename: new URL(
         fromSource ? './compaction-worker.ts' : './compaction-worker.js',
@@ -43,7 +68,7 @@ export class CompactionWorkerPool implements CompactionRunner {
       maxThreads: options.workers,
       idleTimeout: options.idleTimeoutMs,
       execArgv: fromSource ? ['--import', 'tsx'] : [],
-      workerData: { nice: options.nice ?? 0 } satisfies CompactionWorkerData,
+      workerData: { nice: options.nice ?? 0, threads } satisfies CompactionWorkerData,
     });
   }
 
@@ -51,6 +76,11 @@ export class CompactionWorkerPool implements CompactionRunner {
   async run(job: CompactionJob): Promise<CompactionJobResult> {
     if (this.#closed)
       throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
+    const starved =
+      this.#starvedJobMs === undefined
+        ? undefined
+        : setTimeout(() => this.#promoteWorkers(), this.#starvedJobMs);
+    starved?.unref();
     try {
       return (await this.#pool.run(job)) as CompactionJobResult;
     } catch (error) {
@@ -62,6 +92,16 @@ export class CompactionWorkerPool implements CompactionRunner {
           { cause: error },
         );
       throw error;
+    } finally {
+      clearTimeout(starved);
+    }
+  }
+
+  /** Takes every live worker back to the normal policy (a job waited too long for an idle core). */
+  #promoteWorkers(): void {
+    for (let i = 0; i < this.#threads.length; i++) {
+      const tid = Atomics.load(this.#threads, i);
+      if (tid !== 0) promoteThread(tid, STARVED_NICE);
     }
   }
 

@@ -11,14 +11,46 @@
  * has a shell) sets it, given the thread's id: the last part of the /proc/thread-self link. The
  * policy is read back from /proc/thread-self/stat, so what a report says is what the thread runs
  * under, not what was asked for.
+ *
+ * A thread under SCHED_IDLE on a machine whose cores are never idle does not run at all, so its
+ * owner can take it back to the normal policy from another thread (`promoteThread`), by id.
  */
-import { spawnSync } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 
 /** sched_setscheduler's SCHED_IDLE, as /proc/<pid>/task/<tid>/stat writes it (field 41). */
 const SCHED_IDLE = 5;
 /** The policy's field in /proc/.../stat, counted from 1 (the fields after the command name start at 3). */
 const POLICY_FIELD = 41;
+
+/** The calling thread's id (a Linux tid), or 0 where it cannot be told. */
+export function threadId(): number {
+  if (process.platform !== 'linux') return 0;
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    return Number.isSafeInteger(tid) && tid > 0 ? tid : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Takes thread `tid` of this process back from SCHED_IDLE to the normal policy at nice `increment`
+ * below the process. Nothing happens when `tid` is not a thread of this process (one that exited);
+ * best effort and asynchronous (chrt runs in a child process the caller does not wait for).
+ */
+export function promoteThread(tid: number, increment: number): void {
+  if (process.platform !== 'linux' || !(tid > 0) || !existsSync(`/proc/self/task/${tid}`)) return;
+  try {
+    setPriority(tid, Math.min(19, getPriority(0) + increment));
+    spawn('chrt', ['--other', '--pid', '0', String(tid)], { stdio: 'ignore' })
+      .on('error', () => {})
+      .unref();
+  } catch {
+    // A thread that exited meanwhile, or a refused change: it stays as it was.
+  }
+}
 
 /**
  * Puts the calling thread under SCHED_IDLE; true when it now runs under it. False off Linux, without
@@ -26,10 +58,10 @@ const POLICY_FIELD = 41;
  */
 export function setThreadIdle(): boolean {
   if (process.platform !== 'linux') return false;
+  const tid = threadId();
+  if (tid === 0) return false;
   try {
-    const tid = readlinkSync('/proc/thread-self').split('/').pop()!;
-    if (!/^\d+$/.test(tid)) return false;
-    spawnSync('chrt', ['--idle', '--pid', '0', tid], { stdio: 'ignore', timeout: 5_000 });
+    spawnSync('chrt', ['--idle', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
   } catch {
     return false;
   }

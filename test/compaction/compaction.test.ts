@@ -6,7 +6,7 @@
  * delete horizon; a failure at any directory operation of its swap, or its worker terminated mid-job,
  * leaves the old or the new segments, never a mix, and no temporary file.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeBatch, loadChecksum } from '../../src/codec/index.js';
@@ -307,6 +307,19 @@ describe('compaction crash safety (in process)', () => {
   });
 });
 
+/** Ids of this process's threads under the normal policy (SCHED_OTHER) at nice `nice`. */
+function threadsAt(nice: number): string[] {
+  return readdirSync('/proc/self/task').filter((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return Number(fields[16]) === nice && Number(fields[38]) === 0;
+    } catch {
+      return false; // a thread that exited meanwhile
+    }
+  });
+}
+
 describe('compaction worker priority', () => {
   const history = generateHistory(43, 400, 10, 10);
   const compactWith = async (compaction: Record<string, unknown>) => {
@@ -339,6 +352,51 @@ describe('compaction worker priority', () => {
       expect(isThreadIdle(), 'the calling thread keeps its policy').toBe(false);
     },
   );
+
+  it.runIf(process.platform === 'linux')(
+    'takes an idle worker back to the normal policy at nice 10 when a job runs past workerStarvedMs',
+    async () => {
+      const dir = tempDir();
+      const options = compactionOptions(dir, 'log-cleaner', {
+        bucketCount: 1,
+        segmentBytesMax: 1024,
+      });
+      const store = await OffsetStore.open({
+        ...options,
+        compaction: { ...options.compaction, workerStarvedMs: 0 },
+      });
+      const own = getPriority(0);
+      try {
+        // The first job starts the worker, which enters its thread id in the pool's registry.
+        await applyHistory(store, generateHistory(44, 400, 10, 10));
+        await store.compact();
+        // Every later job runs past 0 ms: its worker is promoted while it runs.
+        await applyHistory(store, generateHistory(45, 6000, 200, 10));
+        expect((await store.compact()).buckets[0]!.workerPriority).toBe(Math.min(19, own + 10));
+        // It finished that job promoted and went back to SCHED_IDLE: no thread of the process is
+        // left at the normal policy at nice 10 (the test's own threads are at the process's nice).
+        expect(threadsAt(Math.min(19, own + 10))).toEqual([]);
+      } finally {
+        await store.close();
+      }
+      expect(isThreadIdle()).toBe(false);
+      expect(getPriority(0)).toBe(own);
+    },
+  );
+
+  it('refuses a workerStarvedMs that is not an integer >= 0, naming it', async () => {
+    for (const [workerStarvedMs, type] of [
+      [-1, RangeError],
+      [0.5, RangeError],
+      ['10', TypeError],
+    ] as const)
+      await expect(compactWith({ workerStarvedMs })).rejects.toThrow(
+        expect.objectContaining({
+          constructor: type,
+          message: expect.stringContaining('options.compaction.workerStarvedMs'),
+        }),
+      );
+  });
 
   it("refuses a workerNice other than 'idle' or an integer in [0, 19], naming it, as every option (a RangeError or TypeError)", async () => {
     for (const [workerNice, type] of [

@@ -188,6 +188,9 @@ describe('incremental cleaner', () => {
     // Older than the retention already, but the clean point has not passed them yet.
     clock.advance(2 * RETENTION_MS);
     await store.compact();
+    // Once more at the same time: garbage the first run left under the rewrite threshold may be
+    // cleaned now, and the log settles; the tombstones stay (the clean point passed them 0 ms ago).
+    await store.compact();
     const afterFirst = await tombstones();
     clock.advance(RETENTION_MS / 2);
     await store.compact();

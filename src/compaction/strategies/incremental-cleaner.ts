@@ -31,8 +31,15 @@
  */
 import type { BucketView, CompactionStrategyDefinition, SegmentGarbage } from '../strategy.js';
 
-/** Share of a segment's bytes that must be garbage for it to be rewritten. */
-export const SEGMENT_GARBAGE_MIN = 0.1;
+/**
+ * Share of a segment's bytes that must be garbage for it to be rewritten: 30% writes ~2.3 bytes per
+ * byte reclaimed and bounds the space the cleaned part wastes to ~1.4x. At 10% (~9 bytes written
+ * per byte reclaimed) Zipf-distributed overwrites pushed nearly every segment over the threshold
+ * between two cleans, and the cleaner wrote as much per run as the whole-log cleaner (lab, hot
+ * overwrite, default scale: 1.57 against 1.53 MiB per run; at 30%, 1.03 MiB at a lower mean space
+ * amplification, 2.42x against 2.59x).
+ */
+export const SEGMENT_GARBAGE_MIN = 0.3;
 /** A segment whose survivors fill less than this share of segmentBytesMax may be merged. */
 const SMALL_SEGMENT_SHARE = 0.5;
 /** Small segments merged without garbage only from this many in a run. */

@@ -159,6 +159,8 @@ function entryChecksum(groupId: string, value: Uint8Array): number {
 
 /** The checkpoints of one offsets-bucket. */
 export class CheckpointStore {
+  /** Checkpoints written in this process that failed their read-back (see `reject`). */
+  readonly #rejected = new Set<number>();
   /** The environment's directory (`<bucket>/checkpoint`). */
   readonly path: string;
   readonly #fs: FileSystem;
@@ -217,6 +219,7 @@ export class CheckpointStore {
   /** Every checkpoint's meta, newest first (unparseable metas are skipped). */
   list(): CheckpointInfo[] {
     const infos: CheckpointInfo[] = [];
+    const rejected = this.#rejected;
     for (const { value } of this.#db.getRange({
       start: ['m'],
       end: ['m', Number.MAX_SAFE_INTEGER],
@@ -227,7 +230,8 @@ export class CheckpointStore {
         };
         if (
           meta.formatVersion === CHECKPOINT_FORMAT_VERSION &&
-          Number.isSafeInteger(meta.logOffset)
+          Number.isSafeInteger(meta.logOffset) &&
+          !rejected.has(meta.logOffset)
         )
           infos.push(meta);
       } catch {
@@ -272,6 +276,15 @@ export class CheckpointStore {
       }
     }
     checkAgainstMeta(info, { groups, snapshots, liveOffsets, checksum });
+  }
+
+  /**
+   * Leaves the checkpoint at `logOffset` out of `list()` from now on in this process: one written
+   * that did not read back as written (a damaged environment). Nothing may be freed under it, and
+   * the next open's `load` refuses it again.
+   */
+  reject(logOffset: number): void {
+    this.#rejected.add(logOffset);
   }
 
   /** Reads and verifies one checkpoint; throws RangeError describing what is wrong. */
@@ -328,6 +341,8 @@ export class CheckpointStore {
     createdAtMs: number,
   ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const X = logOffset;
+    // Written again: it is trusted again once it reads back (see `reject`).
+    this.#rejected.delete(X);
     const puts: [(string | number)[], Buffer][] = [];
     let checksum = 0;
     let liveOffsets = 0;

@@ -114,11 +114,15 @@ export class OffsetsTable {
   /** Writes appended and not yet applied or failed. */
   #writesInFlight = 0;
 
+  readonly #onWarning: (message: string) => void;
+
   private constructor(
     log: LogPort,
     state: OffsetsTableState,
     checkpoints: CheckpointStore | undefined,
+    onWarning: (message: string) => void = () => {},
   ) {
+    this.#onWarning = onWarning;
     this.log = log;
     this.segmentLog = log instanceof Log ? log : undefined;
     this.state = state;
@@ -216,7 +220,10 @@ export class OffsetsTable {
           checkpointLogOffset: candidate?.logOffset,
           recoveryMs: performance.now() - startedMs,
         };
-        return { table: new OffsetsTable(log, state, checkpoints), report: recovery };
+        return {
+          table: new OffsetsTable(log, state, checkpoints, options.onWarning),
+          report: recovery,
+        };
       }
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',
@@ -453,7 +460,19 @@ export class OffsetsTable {
     const newest = checkpoints.list()[0];
     if (newest?.logOffset === logOffset) return { info: newest, bytesWritten: 0 };
     const written = await checkpoints.write(this.state, logOffset, createdAtMs);
-    await checkpoints.verify(written.info);
+    try {
+      await checkpoints.verify(written.info);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      // Written into a damaged environment (a page LMDB misreads): never trusted, nothing freed
+      // under it; the log still holds everything since the checkpoint before it.
+      checkpoints.reject(written.info.logOffset);
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${checkpoints.path}: the checkpoint written at log offset ${written.info.logOffset} does not read back as written (${error.message}): the checkpoint file is damaged; the log is kept whole`,
+        { cause: error },
+      );
+    }
     return written;
   }
 
@@ -475,7 +494,16 @@ export class OffsetsTable {
   async close(checkpointAtMs?: number): Promise<void> {
     try {
       await this.log.drain();
-      if (checkpointAtMs !== undefined && !this.log.failed) await this.checkpoint(checkpointAtMs);
+      if (checkpointAtMs !== undefined && !this.log.failed) {
+        try {
+          await this.checkpoint(checkpointAtMs);
+        } catch (error) {
+          // A last checkpoint that did not read back: the log holds everything, so the close goes
+          // on; the next open refuses that checkpoint and replays the log.
+          if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
+          this.#onWarning(`${error.message}; closing without it`);
+        }
+      }
       await this.log.close();
     } finally {
       await this.#checkpoints?.close();

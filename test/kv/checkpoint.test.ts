@@ -361,3 +361,52 @@ describe('CheckpointStore.verify', () => {
     }
   });
 });
+
+describe('a checkpoint that does not read back as written', () => {
+  it('is CORRUPT_MESSAGE and never trusted: nothing is freed under it, a close goes on without it, and the reopened store has every offset', async () => {
+    const dir = tempDir();
+    const warnings: string[] = [];
+    const options: OffsetStoreOptions = {
+      dir,
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'checkpoint', background: false },
+      onWarning: (message) => warnings.push(message),
+    };
+    const store = await OffsetStore.open(options);
+    const commit = (offset: number) =>
+      store.commitOffsets('g', [
+        { tableId: 1, bucketId: 0, offset },
+        { tableId: 1, bucketId: 1, offset: offset + 1 },
+      ]);
+    for (let i = 0; i < 20; i++) await commit(i);
+    const first = (await store.compact()).buckets[0]!.checkpointLogOffset;
+    expect(first).toBeGreaterThan(0);
+    for (let i = 20; i < 60; i++) await commit(i);
+    const logBytes = (await store.stats()).totals.logBytes;
+    // The read-back of every checkpoint written from now on fails, as over a damaged page.
+    const verify = CheckpointStore.prototype.verify;
+    CheckpointStore.prototype.verify = () =>
+      Promise.reject(new RangeError('checkpoint at log offset 0 is incomplete (injected)'));
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const outcome = await store.compact().then(
+          (report) => report,
+          (error: unknown) => error,
+        );
+        expect(outcome, `attempt ${attempt}`).toMatchObject({ code: 'CORRUPT_MESSAGE' });
+        expect((outcome as Error).message).toMatch(/does not read back as written/);
+        expect((await store.stats()).totals.logBytes, 'nothing freed').toBe(logBytes);
+      }
+      await store.close();
+    } finally {
+      CheckpointStore.prototype.verify = verify;
+    }
+    expect(warnings.some((w) => /closing without it/.test(w))).toBe(true);
+    const reopened = await OffsetStore.open(options);
+    expect(await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 1 }])).toMatchObject([
+      { offset: 60 },
+    ]);
+    await reopened.close();
+  });
+});

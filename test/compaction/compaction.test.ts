@@ -322,16 +322,16 @@ function threadsAt(nice: number): string[] {
 
 describe('compaction worker priority', () => {
   const history = generateHistory(43, 400, 10, 10);
-  const compactWith = async (compaction: Record<string, unknown>) => {
-    const dir = tempDir();
-    const options = compactionOptions(dir, 'log-cleaner', {
+  /** A fresh one-bucket log-cleaner store with these compaction options over the fixture's. */
+  const openWith = (compaction: Record<string, unknown>) => {
+    const options = compactionOptions(tempDir(), 'log-cleaner', {
       bucketCount: 1,
       segmentBytesMax: 1024,
     });
-    const store = await OffsetStore.open({
-      ...options,
-      compaction: { ...options.compaction, ...compaction },
-    });
+    return OffsetStore.open({ ...options, compaction: { ...options.compaction, ...compaction } });
+  };
+  const compactWith = async (compaction: Record<string, unknown>) => {
+    const store = await openWith(compaction);
     try {
       await applyHistory(store, history);
       return (await store.compact()).buckets[0]!;
@@ -356,15 +356,7 @@ describe('compaction worker priority', () => {
   it.runIf(process.platform === 'linux')(
     'takes an idle worker back to the normal policy at nice 10 when a job runs past workerStarvedMs',
     async () => {
-      const dir = tempDir();
-      const options = compactionOptions(dir, 'log-cleaner', {
-        bucketCount: 1,
-        segmentBytesMax: 1024,
-      });
-      const store = await OffsetStore.open({
-        ...options,
-        compaction: { ...options.compaction, workerStarvedMs: 0 },
-      });
+      const store = await openWith({ workerStarvedMs: 0 });
       const own = getPriority(0);
       try {
         // The first job starts the worker, which enters its thread id in the pool's registry.

@@ -33,6 +33,7 @@ import { NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
   ScannerOffsets,
+  checkCommitCount,
   fetchFromGroup,
   normalizeBuckets,
   normalizeCommitOptions,
@@ -672,12 +673,7 @@ export class OffsetStore {
     try {
       this.#checkOpen();
       validateGroupId(groupId);
-      if (specs.length === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
-      if (specs.length > this.#options.commitRecordCountMax)
-        throw new OffsetStoreError(
-          'INVALID_REQUEST',
-          `${specs.length} offsets in one commit exceed the limit of ${this.#options.commitRecordCountMax}`,
-        );
+      checkCommitCount(specs.length, this.#options.commitRecordCountMax);
       const member = normalizeCommitOptions(options);
       return this.#bucket(groupId).commit(groupId, specs, member);
     } catch (error) {

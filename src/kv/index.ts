@@ -39,6 +39,7 @@ export {
   normalizeBucket,
   normalizeBuckets,
   normalizeCommitOptions,
+  checkCommitCount,
   normalizeOffsetCommits,
   type ClassicCommitMember,
   type CommitMember,

@@ -73,6 +73,16 @@ export function normalizeBuckets(
   return out;
 }
 
+/** Throws INVALID_REQUEST unless a commit of `count` offsets has at least one and at most `recordCountMax`. */
+export function checkCommitCount(count: number, recordCountMax: number): void {
+  if (count === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
+  if (count > recordCountMax)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${count} offsets in one commit exceed the limit of ${recordCountMax}`,
+    );
+}
+
 /**
  * Checks a commit request's offsets and turns them into record specs (no duplicates, sizes bounded).
  * Every element and every field of it is read exactly once, into a local; the checks and the spec
@@ -85,12 +95,7 @@ export function normalizeOffsetCommits(
 ): OffsetRecordSpec[] {
   if (!Array.isArray(offsets)) throw new TypeError('offsets must be an array');
   const count = offsets.length;
-  if (count === 0) throw new OffsetStoreError('INVALID_REQUEST', 'offsets is empty');
-  if (count > recordCountMax)
-    throw new OffsetStoreError(
-      'INVALID_REQUEST',
-      `${count} offsets in one commit exceed the limit of ${recordCountMax}`,
-    );
+  checkCommitCount(count, recordCountMax);
   const specs: OffsetRecordSpec[] = new Array(count);
   // Duplicates: while the buckets come in strictly increasing (table, partition, bucket) order, as a
   // caller walking its buckets sends them, none can repeat and no set is needed; from the first one

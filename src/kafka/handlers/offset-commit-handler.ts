@@ -24,7 +24,7 @@
  * retention_time_ms (v2-4) is ignored: the store's offsetsRetentionMs applies.
  */
 import { validateGroupId } from '../../model/index.js';
-import type { OffsetRecordSpec } from '../../codec/index.js';
+import { METADATA_BYTES_MAX, type OffsetRecordSpec } from '../../codec/index.js';
 import { COMMIT_NORMALIZED } from '../../store.js';
 import type { CommitOptions } from '../../store-options.js';
 import type { TopicEntry } from '../catalog/index.js';
@@ -36,8 +36,6 @@ import {
 } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
-
-const METADATA_BYTES_MAX = 4096;
 
 type CommitResponse = ResponseInputOf<typeof API_KEYS.OffsetCommit>;
 type CommitRequest = RequestOf<typeof API_KEYS.OffsetCommit>;
@@ -92,14 +90,15 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
     answer.counts.push(topic.partitions.length);
     for (const p of topic.partitions) {
       answer.partitionIndexes.push(p.partitionIndex);
-      const code = groupError !== KAFKA_ERROR.NONE ? groupError : partitionError(entry, p);
+      const offset = Number(p.committedOffset);
+      const code = groupError !== KAFKA_ERROR.NONE ? groupError : partitionError(entry, p, offset);
       answer.errorCodes.push(code);
       if (code !== KAFKA_ERROR.NONE) continue;
       const commit: OffsetRecordSpec = {
         tableId: entry!.tableId,
         partitionId: null,
         bucketId: p.partitionIndex,
-        offset: Number(p.committedOffset), // a safe integer: partitionError checked
+        offset, // a safe integer: partitionError checked
         leaderEpoch: p.committedLeaderEpoch < -1 ? -1 : p.committedLeaderEpoch,
         metadata: p.committedMetadata ?? '',
       };
@@ -131,10 +130,11 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
   );
 };
 
-/** A partition's own refusal (checked before anything is written), or NONE. */
+/** A partition's own refusal (checked before anything is written), or NONE; `offset` is its committed offset as a double. */
 function partitionError(
   entry: TopicEntry | undefined,
   p: CommitRequest['topics'][number]['partitions'][number],
+  offset: number,
 ): number {
   if (entry === undefined || p.partitionIndex < 0 || p.partitionIndex >= entry.partitions)
     return KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION;
@@ -147,7 +147,7 @@ function partitionError(
     return KAFKA_ERROR.OFFSET_METADATA_TOO_LARGE;
   // Exact: every int64 outside the safe range becomes a double outside it (2^53 and beyond), and
   // it costs no BigInt comparisons.
-  if (!Number.isSafeInteger(Number(p.committedOffset))) return KAFKA_ERROR.INVALID_REQUEST;
+  if (!Number.isSafeInteger(offset)) return KAFKA_ERROR.INVALID_REQUEST;
   return KAFKA_ERROR.NONE;
 }
 

@@ -381,10 +381,12 @@ function offsetFetchV7(
     asked === null ? null : asked.filter((t) => check.may('Describe', 'Topic', t.name));
   if (asked !== null && allowed!.length === 0)
     return { throttleTimeMs: 0, errorCode: KAFKA_ERROR.NONE, topics: asked.map(refusedFetchTopic) };
-  return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => ({
-    ...body,
-    topics: mergeFetchTopics(check, asked, allowed, body.topics ?? []),
-  }));
+  return then(inner(context, { ...request, topics: allowed }, header, peer), (body) =>
+    // A group's error (v2+: top level, no topics) is the answer, as in Kafka.
+    (body.errorCode ?? KAFKA_ERROR.NONE) !== KAFKA_ERROR.NONE
+      ? body
+      : { ...body, topics: mergeFetchTopics(check, asked, allowed, body.topics ?? []) },
+  );
 }
 
 /** OffsetFetch v8+: several groups, each with its topics checked. */
@@ -424,6 +426,8 @@ function offsetFetchV8(
       groups: request.groups.map((g) => {
         const found = byId.get(g.groupId);
         if (found?.answer === undefined) return refusedGroup(g.groupId);
+        // A group's error (no topics) is that group's answer, as in Kafka.
+        if ((found.answer.errorCode ?? KAFKA_ERROR.NONE) !== KAFKA_ERROR.NONE) return found.answer;
         return {
           ...found.answer,
           topics: mergeFetchTopics(

@@ -21,7 +21,7 @@ import {
 let running: TestServer | undefined;
 const clients: RawKafkaClient[] = [];
 
-async function start(
+async function startServer(
   options: TestServerOptions = {},
 ): Promise<{ t: TestServer; client: RawKafkaClient }> {
   running = await startTestServer({
@@ -63,7 +63,23 @@ function adminCommit(
   };
 }
 
-describe('OffsetCommit and OffsetFetch', () => {
+/**
+ * Every test of commits and fetches runs on a plain server and behind an authorizer that lets
+ * everything through (the anonymous client is a super user): the ACL wrappers in front of the
+ * handlers must change no answer the handlers give.
+ */
+const SERVERS = [
+  { path: 'plain', server: {} },
+  {
+    path: 'authorizer',
+    server: { security: { authorizer: { superUsers: ['User:ANONYMOUS'] } } },
+  },
+] as const;
+
+describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
+  const start = (options: TestServerOptions = {}) =>
+    startServer({ ...options, server: { ...server, ...options.server } });
+
   it('round-trip offsets (negative ones too), leader epochs and metadata through every advertised version', async () => {
     const { client } = await start();
     for (let commitVersion = 2; commitVersion <= 9; commitVersion++) {
@@ -359,7 +375,7 @@ describe('OffsetCommit and OffsetFetch', () => {
 
 describe('ListOffsets', () => {
   it('answers 0 for latest and earliest, -1 for a timestamp, UNKNOWN_TOPIC_OR_PARTITION for what the catalog lacks, at v1-6', async () => {
-    const { client } = await start();
+    const { client } = await startServer();
     for (let version = 1; version <= 6; version++) {
       const response = await client.send(API_KEYS.ListOffsets, version, {
         replicaId: -1,

@@ -10,6 +10,7 @@ export { HandlerContext, type HandlerSettings } from './handler-context.js';
 export { HANDLERS } from './handler-table.js';
 export { kafkaErrorCode } from './kafka-error-code.js';
 export { LongPolls } from './long-polls.js';
+export { commitOffsetColumns, handleOffsetCommit } from './offset-commit-handler.js';
 export {
   CLOSE_CONNECTION,
   type HandlerResult,

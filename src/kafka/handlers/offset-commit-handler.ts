@@ -31,6 +31,8 @@ import type { TopicEntry } from '../catalog/index.js';
 import {
   KAFKA_ERROR,
   type API_KEYS,
+  type OffsetCommitAnswerColumns,
+  type OffsetCommitColumns,
   type RequestOf,
   type ResponseInputOf,
 } from '../protocol/index.js';
@@ -41,70 +43,60 @@ type CommitResponse = ResponseInputOf<typeof API_KEYS.OffsetCommit>;
 type CommitRequest = RequestOf<typeof API_KEYS.OffsetCommit>;
 
 /**
- * What the response needs of a request, kept while its commit waits for the fdatasync: the
- * topic names, each partition's index and error code in request order, and where the accepted
- * partitions are. Flat arrays rather than a response of one object per partition: a pipelined
- * commit waits a millisecond or more, long enough for young objects to be copied by a scavenge
- * and promoted, which for hundreds of in-flight 100-partition requests made the garbage
- * collector the server's largest cost. The response objects are built once the outcome is known.
+ * Commits the offsets of a request read as columns (the server's path for OffsetCommit, see
+ * offset-commit-columns.ts) and answers in columns: per partition, in request order, its error
+ * code. The answer keeps only flat arrays while the commit waits for its fdatasync: a pipelined
+ * commit waits a millisecond or more, long enough for young objects to be copied by a scavenge and
+ * promoted, which for hundreds of in-flight 100-partition requests of one object per partition
+ * made the garbage collector the server's largest cost.
  */
-interface PendingAnswer {
-  readonly names: string[];
-  /** Per topic, how many partitions it listed (the flat arrays below go topic after topic). */
-  readonly counts: number[];
-  readonly partitionIndexes: number[];
-  readonly errorCodes: number[];
-  /** Positions in the flat arrays of the partitions that went into the commit. */
-  readonly accepted: number[];
-}
-
-/** Commits the offsets of a request. */
-export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = (
-  context,
-  request,
-  header,
-) => {
-  const { groupId } = request;
+export function commitOffsetColumns(
+  context: HandlerContext,
+  request: OffsetCommitColumns,
+  apiVersion: number,
+): OffsetCommitAnswerColumns | Promise<OffsetCommitAnswerColumns> {
+  const { groupId, topicNames, topicCounts, partitionIndexes, offsets, leaderEpochs, metadata } =
+    request;
   let groupError: number = KAFKA_ERROR.NONE;
   try {
     validateGroupId(groupId);
   } catch (error) {
     groupError = context.errorCodeOf(error, 'OffsetCommit');
   }
-  const answer: PendingAnswer = {
-    names: [],
-    counts: [],
-    partitionIndexes: [],
-    errorCodes: [],
-    accepted: [],
-  };
+  const errorCodes = new Array<number>(partitionIndexes.length);
+  const answer = { topicNames, topicCounts, partitionIndexes, errorCodes };
+  /** Positions of the partitions that went into the commit. */
+  const accepted: number[] = [];
   // In the store's normalized form (COMMIT_NORMALIZED): every check the store would make on them is
   // made here, per partition, so that a refused partition is answered alone.
   const commits: OffsetRecordSpec[] = [];
   /** (table, partition) -> index in `commits`; built only once a partition comes out of order. */
   let positions: Map<number, number> | undefined;
   let lastKey = -1;
-  for (const topic of request.topics) {
-    const entry = context.catalog.get(topic.name);
-    answer.names.push(topic.name);
-    answer.counts.push(topic.partitions.length);
-    for (const p of topic.partitions) {
-      answer.partitionIndexes.push(p.partitionIndex);
-      const offset = Number(p.committedOffset);
-      const code = groupError !== KAFKA_ERROR.NONE ? groupError : partitionError(entry, p, offset);
-      answer.errorCodes.push(code);
+  let at = 0;
+  for (let t = 0; t < topicNames.length; t++) {
+    const entry = context.catalog.get(topicNames[t]!);
+    for (const last = at + topicCounts[t]!; at < last; at++) {
+      const partition = partitionIndexes[at]!;
+      const offset = offsets[at]!;
+      const code =
+        groupError !== KAFKA_ERROR.NONE
+          ? groupError
+          : partitionError(entry, partition, offset, metadata[at]!);
+      errorCodes[at] = code;
       if (code !== KAFKA_ERROR.NONE) continue;
+      const epoch = leaderEpochs[at]!;
       const commit: OffsetRecordSpec = {
         tableId: entry!.tableId,
         partitionId: null,
-        bucketId: p.partitionIndex,
+        bucketId: partition,
         offset, // a safe integer: partitionError checked
-        leaderEpoch: p.committedLeaderEpoch < -1 ? -1 : p.committedLeaderEpoch,
-        metadata: p.committedMetadata ?? '',
+        leaderEpoch: epoch < -1 ? -1 : epoch,
+        metadata: metadata[at] ?? '',
       };
       // Keys increase while partitions come in table and partition order (the usual request); from
       // the first one out of order, a map finds repeats (the store refuses duplicates).
-      const key = entry!.tableId * 65_536 + p.partitionIndex;
+      const key = entry!.tableId * 65_536 + partition;
       if (positions === undefined && key <= lastKey) positions = indexCommits(commits);
       const earlier = positions?.get(key);
       if (earlier !== undefined) {
@@ -114,33 +106,77 @@ export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = 
         commits.push(commit);
       }
       lastKey = key;
-      answer.accepted.push(answer.errorCodes.length - 1);
+      accepted.push(at);
     }
   }
-  if (commits.length === 0) return respond(answer, KAFKA_ERROR.NONE);
+  if (commits.length === 0) return answer;
+  const settle = (outcome: number): OffsetCommitAnswerColumns => {
+    if (outcome !== KAFKA_ERROR.NONE) for (const i of accepted) errorCodes[i] = outcome;
+    return answer;
+  };
   let member: CommitOptions | undefined;
   try {
-    member = committingMember(context, request, header.apiVersion);
+    member = committingMember(context, request, apiVersion);
   } catch (error) {
-    return respond(answer, context.errorCodeOf(error, 'OffsetCommit'));
+    return settle(context.errorCodeOf(error, 'OffsetCommit'));
   }
   return context.store[COMMIT_NORMALIZED](groupId, commits, member).then(
-    () => respond(answer, KAFKA_ERROR.NONE),
-    (error: unknown) => respond(answer, context.errorCodeOf(error, 'OffsetCommit')),
+    () => answer,
+    (error: unknown) => settle(context.errorCodeOf(error, 'OffsetCommit')),
   );
+}
+
+/**
+ * Commits the offsets of a decoded request (the handler table's form, which the ACL and group-limit
+ * wrappers take): read into columns, committed by `commitOffsetColumns`, answered as objects.
+ */
+export const handleOffsetCommit: RequestHandler<typeof API_KEYS.OffsetCommit> = (
+  context,
+  request,
+  header,
+) => {
+  const answer = commitOffsetColumns(context, columnsOf(request), header.apiVersion);
+  return answer instanceof Promise ? answer.then(respond) : respond(answer);
 };
+
+/** A decoded request as columns. */
+function columnsOf(request: CommitRequest): OffsetCommitColumns {
+  const columns: OffsetCommitColumns = {
+    groupId: request.groupId,
+    generationIdOrMemberEpoch: request.generationIdOrMemberEpoch,
+    memberId: request.memberId,
+    groupInstanceId: request.groupInstanceId,
+    topicNames: [],
+    topicCounts: [],
+    partitionIndexes: [],
+    offsets: [],
+    leaderEpochs: [],
+    metadata: [],
+  };
+  for (const topic of request.topics) {
+    columns.topicNames.push(topic.name);
+    columns.topicCounts.push(topic.partitions.length);
+    for (const p of topic.partitions) {
+      columns.partitionIndexes.push(p.partitionIndex);
+      columns.offsets.push(Number(p.committedOffset));
+      columns.leaderEpochs.push(p.committedLeaderEpoch);
+      columns.metadata.push(p.committedMetadata);
+    }
+  }
+  return columns;
+}
 
 /** A partition's own refusal (checked before anything is written), or NONE; `offset` is its committed offset as a double. */
 function partitionError(
   entry: TopicEntry | undefined,
-  p: CommitRequest['topics'][number]['partitions'][number],
+  partition: number,
   offset: number,
+  metadata: string | null,
 ): number {
-  if (entry === undefined || p.partitionIndex < 0 || p.partitionIndex >= entry.partitions)
+  if (entry === undefined || partition < 0 || partition >= entry.partitions)
     return KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION;
-  const metadata = p.committedMetadata;
   if (
-    metadata != null &&
+    metadata !== null &&
     metadata.length > METADATA_BYTES_MAX / 3 &&
     Buffer.byteLength(metadata) > METADATA_BYTES_MAX
   )
@@ -151,15 +187,14 @@ function partitionError(
   return KAFKA_ERROR.NONE;
 }
 
-/** The response: the accepted partitions get the commit's outcome, the others their own refusal. */
-function respond(answer: PendingAnswer, outcome: number): CommitResponse {
-  const { names, counts, partitionIndexes, errorCodes, accepted } = answer;
-  if (outcome !== KAFKA_ERROR.NONE) for (const at of accepted) errorCodes[at] = outcome;
+/** The response objects of an answer. */
+function respond(answer: OffsetCommitAnswerColumns): CommitResponse {
+  const { topicNames, topicCounts, partitionIndexes, errorCodes } = answer;
   let at = 0;
   return {
     throttleTimeMs: 0,
-    topics: names.map((name, t) => {
-      const partitions = new Array<{ partitionIndex: number; errorCode: number }>(counts[t]!);
+    topics: topicNames.map((name, t) => {
+      const partitions = new Array<{ partitionIndex: number; errorCode: number }>(topicCounts[t]!);
       for (let i = 0; i < partitions.length; i++, at++)
         partitions[i] = { partitionIndex: partitionIndexes[at]!, errorCode: errorCodes[at]! };
       return { name, partitions };
@@ -173,7 +208,7 @@ const MEMBER_EPOCH_FROM_VERSION = 9;
 /** The committing member as the store's CommitOptions, or undefined for a commit without one. */
 function committingMember(
   context: HandlerContext,
-  request: RequestOf<typeof API_KEYS.OffsetCommit>,
+  request: OffsetCommitColumns,
   version: number,
 ): CommitOptions | undefined {
   const { groupId, memberId, generationIdOrMemberEpoch: generation, groupInstanceId } = request;

@@ -3,8 +3,10 @@
  * Schema tables (schemas/) describe Apache Kafka's messages; one interpreter of them
  * (message-encoder.ts, message-decoder.ts) encodes and decodes any message at any described
  * version, flexible or not; headers.ts and the request and response codecs frame them;
- * api-table.ts says what the server advertises. Decoding is safe against hostile bytes: it raises
- * KafkaDecodeError (INVALID_REQUEST) and nothing else. Imports only errors and util.
+ * api-table.ts says what the server advertises; offset-commit-columns.ts reads OffsetCommit and
+ * writes its response without the interpreter, for the server's hot path. Decoding is safe against
+ * hostile bytes: it raises KafkaDecodeError (INVALID_REQUEST) and nothing else. Imports only errors
+ * and util.
  */
 export { KafkaDecodeError, isKafkaDecodeError } from './kafka-decode-error.js';
 export {
@@ -66,5 +68,11 @@ export {
   type DecodedResponse,
   type ResponseHeaderInput,
 } from './response-codec.js';
+export {
+  decodeOffsetCommitColumns,
+  encodeOffsetCommitResponse,
+  type OffsetCommitAnswerColumns,
+  type OffsetCommitColumns,
+} from './offset-commit-columns.js';
 export { KAFKA_ERROR, type KafkaErrorCode } from './kafka-error-codes.js';
 export * from './schemas/index.js';

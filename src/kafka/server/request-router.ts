@@ -14,20 +14,32 @@
  *
  * Handler failures (a throw, a rejection, a body the encoder refuses) are bugs: the router reports
  * them (onWarning) and closes that connection; the server and other connections go on.
+ *
+ * OffsetCommit, the request a busy consumer sends most, takes a shorter path when nothing wraps its
+ * handler (no ACLs, audit log, group limits or quotas): read straight into columns, committed by
+ * `commitOffsetColumns`, answered straight from the handler's arrays (offset-commit-columns.ts),
+ * with no object per partition on the way. A request that path is not sure of goes the table-driven
+ * way, as does every OffsetCommit of a server whose handler is wrapped.
  */
 import {
   API_KEYS,
   KAFKA_ERROR,
   advertisedApis,
   decodeRequest,
+  decodeOffsetCommitColumns,
   decodeRequestHeader,
+  encodeOffsetCommitResponse,
   encodeResponse,
   isAdvertised,
   type ApiKey,
+  type OffsetCommitAnswerColumns,
+  type OffsetCommitColumns,
   type RequestHeader,
 } from '../protocol/index.js';
 import {
   CLOSE_CONNECTION,
+  commitOffsetColumns,
+  handleOffsetCommit,
   type HandlerContext,
   type HandlerResult,
   type HandlerTable,
@@ -56,12 +68,16 @@ export class RequestRouter {
   readonly #handlers: HandlerTable;
   readonly #context: HandlerContext;
   readonly #quotas: QuotaMeter | undefined;
+  /** Whether OffsetCommits take the columnar path (their handler is the plain one, and no quotas). */
+  readonly #columnarCommits: boolean;
 
   /** `quotas`: when given, every answer is accounted, and a client over its quota throttled (throttle_time_ms, muted). */
   constructor(handlers: HandlerTable, context: HandlerContext, quotas?: QuotaMeter) {
     this.#handlers = handlers;
     this.#context = context;
     this.#quotas = quotas;
+    this.#columnarCommits =
+      handlers[API_KEYS.OffsetCommit] === handleOffsetCommit && quotas === undefined;
   }
 
   /** The response to one request payload (the bytes after the frame's size field). */
@@ -83,6 +99,10 @@ export class RequestRouter {
     if (peer.mayServe !== undefined && !peer.mayServe(header.apiKey)) return CLOSE_CONNECTION;
     const handler = this.#handlers[header.apiKey as ApiKey] as RequestHandler<ApiKey> | undefined;
     if (handler === undefined) return CLOSE_CONNECTION;
+    if (header.apiKey === API_KEYS.OffsetCommit && this.#columnarCommits) {
+      const columns = decodeOffsetCommitColumns(payload, header);
+      if (columns !== undefined) return this.#commitColumns(header, columns);
+    }
     let body;
     try {
       body = decodeRequest(payload, header).body;
@@ -107,6 +127,26 @@ export class RequestRouter {
       );
     }
     return this.#encode(header, answer, peer, payload.length, 0, startedMs);
+  }
+
+  /** An OffsetCommit read as columns, answered from the handler's columns. */
+  #commitColumns(header: RequestHeader, columns: OffsetCommitColumns): Routed | Promise<Routed> {
+    let answer: OffsetCommitAnswerColumns | Promise<OffsetCommitAnswerColumns>;
+    try {
+      answer = commitOffsetColumns(this.#context, columns, header.apiVersion);
+    } catch (error) {
+      return this.#failed(header, error);
+    }
+    const encode = (result: OffsetCommitAnswerColumns): Routed => {
+      try {
+        return encodeOffsetCommitResponse(header.apiVersion, header.correlationId, 0, result);
+      } catch (error) {
+        return this.#failed(header, error);
+      }
+    };
+    return answer instanceof Promise
+      ? answer.then(encode, (error: unknown) => this.#failed(header, error))
+      : encode(answer);
   }
 
   /** Encodes an answer; with quotas, accounts it and, over the quota, sets its throttle time and mutes the peer. */

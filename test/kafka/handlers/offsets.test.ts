@@ -66,7 +66,9 @@ function adminCommit(
 /**
  * Every test of commits and fetches runs on a plain server and behind an authorizer that lets
  * everything through (the anonymous client is a super user): the ACL wrappers in front of the
- * handlers must change no answer the handlers give.
+ * handlers must change no answer the handlers give. The two also take the two paths of an
+ * OffsetCommit: a plain server reads it into columns and answers from them, one with wrapped
+ * handlers decodes it the table-driven way for the wrappers.
  */
 const SERVERS = [
   { path: 'plain', server: {} },

@@ -1,0 +1,325 @@
+/**
+ * OffsetCommit (v2-9) read straight into columns and its response written straight from them: the
+ * server's hot path for the one request a busy consumer sends most, beside the table-driven codec
+ * (message-decoder.ts, message-encoder.ts), which stays the authority on the format.
+ *
+ * Why: the table-driven decoder makes an object and a BigInt per partition, the handler reads them
+ * into the store's form, and its answer is an object per partition that the encoder walks again.
+ * For a 100-partition commit that was most of what the wire added to the store's own work. Here a
+ * request becomes parallel arrays (one entry per partition, in request order: index, offset as a
+ * double, leader epoch, metadata) and the response is written from the handler's arrays in one
+ * pass, into one buffer.
+ *
+ * Contract (what keeps two decoders of one format honest):
+ * - `decodeOffsetCommitColumns` accepts only bytes the table-driven decoder accepts, and reads them
+ *   the same way: the same fields, an int64 offset as the double `Number(bigint)` would give (high
+ *   word times 2^32 plus the low word: both exact, so the sum rounds once, exactly as the
+ *   conversion does), a null metadata as null. Anything it is not sure of (a non-empty tagged-field
+ *   section, an array or string that does not fit, a null where none is allowed, bytes left over,
+ *   a version it does not read) returns undefined, and the caller decodes the request the
+ *   table-driven way, which then answers or refuses it as it always has. So this path never has to
+ *   be right about an error, only about a value.
+ * - `encodeOffsetCommitResponse` writes the bytes `encodeResponse` writes for the same answer,
+ *   including its refusal (RangeError) of a topic name over 32767 UTF-8 bytes.
+ * Both are checked against the table-driven codec by property tests over every version served.
+ *
+ * Request body (v2-9; flexible from v8: compact strings and arrays, a tagged-field section after
+ * each struct):
+ *
+ * | field                      | versions | type            |
+ * |----------------------------|----------|-----------------|
+ * | groupId                    | 2+       | string          |
+ * | generationIdOrMemberEpoch  | 2+       | int32           |
+ * | memberId                   | 2+       | string          |
+ * | groupInstanceId            | 7+       | nullable string |
+ * | retentionTimeMs            | 2-4      | int64 (ignored) |
+ * | topics[].name              | 2+       | string          |
+ * | topics[].partitions[]      | 2+       | index int32, offset int64, leader epoch int32 (6+; else -1), metadata nullable string |
+ */
+import type { RequestHeader } from './headers.js';
+import { responseHeaderBytes, writeResponseHeader } from './headers.js';
+import { API_KEYS } from './api-table.js';
+import { STRING_BYTES_MAX } from './schema.js';
+import { ByteWriter, unsignedVarintBytes } from './byte-writer.js';
+import { FRAME_SIZE_BYTES } from './request-codec.js';
+
+/** An OffsetCommit request as parallel arrays: the partitions of every topic, topic after topic. */
+export interface OffsetCommitColumns {
+  readonly groupId: string;
+  readonly generationIdOrMemberEpoch: number;
+  readonly memberId: string;
+  readonly groupInstanceId: string | null;
+  /** Per topic: its name and how many partitions it listed. */
+  readonly topicNames: string[];
+  readonly topicCounts: number[];
+  /** Per partition, in request order. */
+  readonly partitionIndexes: number[];
+  /** The committed offset as a double: exact when it is a safe integer, outside the safe range when the int64 is. */
+  readonly offsets: number[];
+  readonly leaderEpochs: number[];
+  readonly metadata: (string | null)[];
+}
+
+/** The versions read here: those the server serves. */
+const FIRST_VERSION = 2;
+const LAST_VERSION = 9;
+const FLEXIBLE_FROM = 8;
+const LEADER_EPOCH_FROM = 6;
+const INSTANCE_ID_FROM = 7;
+const RETENTION_UNTIL = 4;
+
+/** Thrown inside the decoder when the bytes need the table-driven decoder; never escapes it. */
+const FALL_BACK = new Error('decode the table-driven way');
+
+/** Reads the body, throwing FALL_BACK at anything the table-driven decoder must judge. */
+class ColumnReader {
+  readonly buf: Buffer;
+  pos: number;
+  readonly end: number;
+  readonly flexible: boolean;
+
+  constructor(buf: Buffer, pos: number, flexible: boolean) {
+    this.buf = buf;
+    this.pos = pos;
+    this.end = buf.length;
+    this.flexible = flexible;
+  }
+
+  int32(): number {
+    const p = this.pos;
+    if (p + 4 > this.end) throw FALL_BACK;
+    const b = this.buf;
+    this.pos = p + 4;
+    return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
+  }
+
+  /** An unsigned varint as the table-driven reader takes it (at most 5 bytes, at most 2^32 - 1). */
+  unsignedVarint(): number {
+    const b = this.buf;
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 5; i++) {
+      if (this.pos >= this.end) throw FALL_BACK;
+      const byte = b[this.pos++]!;
+      value += (byte & 0x7f) * scale;
+      if ((byte & 0x80) === 0) {
+        if (value > 0xffffffff) throw FALL_BACK;
+        return value;
+      }
+      scale *= 128;
+    }
+    throw FALL_BACK;
+  }
+
+  /** A string's byte length, or -1 for null (a negative length other than -1 falls back). */
+  stringLength(): number {
+    let bytes: number;
+    if (this.flexible) {
+      bytes = this.unsignedVarint() - 1;
+    } else {
+      const p = this.pos;
+      if (p + 2 > this.end) throw FALL_BACK;
+      bytes = (((this.buf[p]! << 8) | this.buf[p + 1]!) << 16) >> 16;
+      this.pos = p + 2;
+    }
+    if (bytes < -1 || bytes > STRING_BYTES_MAX) throw FALL_BACK;
+    return bytes;
+  }
+
+  text(bytes: number): string {
+    if (bytes === 0) return '';
+    const p = this.pos;
+    if (p + bytes > this.end) throw FALL_BACK;
+    this.pos = p + bytes;
+    return this.buf.toString('utf8', p, p + bytes);
+  }
+
+  string(): string {
+    const bytes = this.stringLength();
+    if (bytes < 0) throw FALL_BACK; // null where the table allows none
+    return this.text(bytes);
+  }
+
+  nullableString(): string | null {
+    const bytes = this.stringLength();
+    return bytes < 0 ? null : this.text(bytes);
+  }
+
+  /**
+   * An array's element count, checked against the bytes left at `elementBytesMin` each before
+   * anything is sized by it; a null array (none is allowed here) falls back.
+   */
+  arrayCount(elementBytesMin: number): number {
+    const count = this.flexible ? this.unsignedVarint() - 1 : this.int32();
+    if (count < 0 || count > (this.end - this.pos) / elementBytesMin) throw FALL_BACK;
+    return count;
+  }
+
+  /** An empty tagged-field section; a non-empty one falls back (the table-driven decoder reads them). */
+  noTaggedFields(): void {
+    if (this.pos >= this.end || this.buf[this.pos] !== 0) throw FALL_BACK;
+    this.pos++;
+  }
+}
+
+/**
+ * The body of an OffsetCommit request as columns, or undefined when the table-driven decoder must
+ * read it (see the contract above). `header` is the request's decoded header.
+ */
+export function decodeOffsetCommitColumns(
+  payload: Buffer,
+  header: RequestHeader,
+): OffsetCommitColumns | undefined {
+  const version = header.apiVersion;
+  if (
+    header.apiKey !== API_KEYS.OffsetCommit ||
+    version < FIRST_VERSION ||
+    version > LAST_VERSION ||
+    header.headerBytes > payload.length
+  )
+    return undefined;
+  try {
+    return readBody(
+      new ColumnReader(payload, header.headerBytes, version >= FLEXIBLE_FROM),
+      version,
+    );
+  } catch (error) {
+    if (error === FALL_BACK) return undefined;
+    throw error;
+  }
+}
+
+function readBody(r: ColumnReader, version: number): OffsetCommitColumns {
+  const flexible = r.flexible;
+  const groupId = r.string();
+  const generationIdOrMemberEpoch = r.int32();
+  const memberId = r.string();
+  const groupInstanceId = version >= INSTANCE_ID_FROM ? r.nullableString() : null;
+  if (version <= RETENTION_UNTIL) {
+    r.int32();
+    r.int32();
+  }
+  // At least: a topic's name length, partition count and tag section; a partition's index, offset,
+  // leader epoch (v6+), metadata length and tag section.
+  const topics = r.arrayCount(flexible ? 3 : 6);
+  const topicNames: string[] = new Array<string>(topics);
+  const topicCounts: number[] = new Array<number>(topics);
+  // Sized by the first topic's count (checked against the bytes left first), which is every
+  // partition of the usual request: filling arrays by index is twice as fast as growing them.
+  let partitionIndexes: number[] = [];
+  let offsets: number[] = [];
+  let leaderEpochs: number[] = [];
+  let metadata: (string | null)[] = [];
+  const withEpoch = version >= LEADER_EPOCH_FROM;
+  const partitionBytesMin = (withEpoch ? 16 : 12) + 2;
+  let at = 0;
+  for (let t = 0; t < topics; t++) {
+    topicNames[t] = r.string();
+    const partitions = r.arrayCount(partitionBytesMin);
+    topicCounts[t] = partitions;
+    if (t === 0) {
+      partitionIndexes = new Array<number>(partitions);
+      offsets = new Array<number>(partitions);
+      leaderEpochs = new Array<number>(partitions);
+      metadata = new Array<string | null>(partitions);
+    }
+    for (let i = 0; i < partitions; i++, at++) {
+      partitionIndexes[at] = r.int32();
+      const high = r.int32();
+      offsets[at] = high * 4294967296 + (r.int32() >>> 0);
+      leaderEpochs[at] = withEpoch ? r.int32() : -1;
+      metadata[at] = r.nullableString();
+      if (flexible) r.noTaggedFields();
+    }
+    if (flexible) r.noTaggedFields();
+  }
+  if (flexible) r.noTaggedFields();
+  if (r.pos !== r.end) throw FALL_BACK;
+  return {
+    groupId,
+    generationIdOrMemberEpoch,
+    memberId,
+    groupInstanceId,
+    topicNames,
+    topicCounts,
+    partitionIndexes,
+    offsets,
+    leaderEpochs,
+    metadata,
+  };
+}
+
+/** An OffsetCommit answer as parallel arrays: per topic a name and a count, per partition an index and an error code. */
+export interface OffsetCommitAnswerColumns {
+  readonly topicNames: readonly string[];
+  readonly topicCounts: readonly number[];
+  readonly partitionIndexes: readonly number[];
+  readonly errorCodes: readonly number[];
+}
+
+/**
+ * The framed OffsetCommit response (size, header, body) of `version`: the bytes `encodeResponse`
+ * writes for `{ throttleTimeMs, topics }` built from the columns. Throws a RangeError for a topic
+ * name over 32767 UTF-8 bytes, as `encodeResponse` does. The indexes are the request's int32s and
+ * the codes the handler's int16s, so they are written unchecked.
+ */
+export function encodeOffsetCommitResponse(
+  version: number,
+  correlationId: number,
+  throttleTimeMs: number,
+  answer: OffsetCommitAnswerColumns,
+): Buffer {
+  const { topicNames, topicCounts, partitionIndexes, errorCodes } = answer;
+  const flexible = version >= FLEXIBLE_FROM;
+  const nameBytes = topicNames.map((name) => {
+    const bytes = Buffer.byteLength(name, 'utf8');
+    if (bytes > STRING_BYTES_MAX)
+      throw new RangeError(
+        `OffsetCommitResponse v${version} topics.name: ${bytes} UTF-8 bytes, more than ${STRING_BYTES_MAX}`,
+      );
+    return bytes;
+  });
+  // Body: throttle (v3+), topic count, per topic a name, a partition count and its partitions
+  // (6 bytes each, 7 with their tag section), and the tag sections of topics and body.
+  const tag = flexible ? 1 : 0;
+  let body = (version >= THROTTLE_FROM ? 4 : 0) + countBytes(flexible, topicNames.length) + tag;
+  for (let t = 0; t < topicNames.length; t++) {
+    body += (flexible ? unsignedVarintBytes(nameBytes[t]! + 1) : 2) + nameBytes[t]!;
+    body += countBytes(flexible, topicCounts[t]!) + topicCounts[t]! * (6 + tag) + tag;
+  }
+  const payloadBytes = responseHeaderBytes(API_KEYS.OffsetCommit, version) + body;
+  const w = new ByteWriter(FRAME_SIZE_BYTES + payloadBytes);
+  w.int32(payloadBytes);
+  writeResponseHeader(w, API_KEYS.OffsetCommit, version, correlationId);
+  if (version >= THROTTLE_FROM) w.int32(throttleTimeMs);
+  writeCount(w, flexible, topicNames.length);
+  let at = 0;
+  for (let t = 0; t < topicNames.length; t++) {
+    const bytes = nameBytes[t]!;
+    if (flexible) w.unsignedVarint(bytes + 1);
+    else w.int16(bytes);
+    w.utf8(topicNames[t]!, bytes);
+    const count = topicCounts[t]!;
+    writeCount(w, flexible, count);
+    for (let i = 0; i < count; i++, at++) {
+      w.int32(partitionIndexes[at]!);
+      w.int16(errorCodes[at]!);
+      if (flexible) w.int8(0);
+    }
+    if (flexible) w.int8(0);
+  }
+  if (flexible) w.int8(0);
+  return w.finish();
+}
+
+const THROTTLE_FROM = 3;
+
+/** Bytes of an array's count. */
+function countBytes(flexible: boolean, count: number): number {
+  return flexible ? unsignedVarintBytes(count + 1) : 4;
+}
+
+function writeCount(w: ByteWriter, flexible: boolean, count: number): void {
+  if (flexible) w.unsignedVarint(count + 1);
+  else w.int32(count);
+}

@@ -65,11 +65,11 @@ export function commitOffsetColumns(
   }
   const errorCodes = new Array<number>(partitionIndexes.length);
   const answer = { topicNames, topicCounts, partitionIndexes, errorCodes };
-  /** Positions of the partitions that went into the commit. */
-  const accepted: number[] = [];
   // In the store's normalized form (COMMIT_NORMALIZED): every check the store would make on them is
-  // made here, per partition, so that a refused partition is answered alone.
-  const commits: OffsetRecordSpec[] = [];
+  // made here, per partition, so that a refused partition is answered alone. The partitions whose
+  // code is NONE are those in the commit.
+  const commits = new Array<OffsetRecordSpec>(partitionIndexes.length);
+  let count = 0;
   /** (table, partition) -> index in `commits`; built only once a partition comes out of order. */
   let positions: Map<number, number> | undefined;
   let lastKey = -1;
@@ -97,21 +97,22 @@ export function commitOffsetColumns(
       // Keys increase while partitions come in table and partition order (the usual request); from
       // the first one out of order, a map finds repeats (the store refuses duplicates).
       const key = entry!.tableId * 65_536 + partition;
-      if (positions === undefined && key <= lastKey) positions = indexCommits(commits);
+      if (positions === undefined && key <= lastKey) positions = indexCommits(commits, count);
       const earlier = positions?.get(key);
       if (earlier !== undefined) {
         commits[earlier] = commit;
       } else {
-        positions?.set(key, commits.length);
-        commits.push(commit);
+        positions?.set(key, count);
+        commits[count++] = commit;
       }
       lastKey = key;
-      accepted.push(at);
     }
   }
-  if (commits.length === 0) return answer;
+  if (count === 0) return answer;
+  commits.length = count;
   const settle = (outcome: number): OffsetCommitAnswerColumns => {
-    if (outcome !== KAFKA_ERROR.NONE) for (const i of accepted) errorCodes[i] = outcome;
+    for (let i = 0; i < errorCodes.length; i++)
+      if (errorCodes[i] === KAFKA_ERROR.NONE) errorCodes[i] = outcome;
     return answer;
   };
   let member: CommitOptions | undefined;
@@ -221,9 +222,10 @@ function committingMember(
     : { generationId: generation, memberId, groupInstanceId };
 }
 
-/** A map from (table, partition) key to index, for the commits so far. */
-function indexCommits(commits: readonly OffsetRecordSpec[]): Map<number, number> {
+/** A map from (table, partition) key to index, for the first `count` commits. */
+function indexCommits(commits: readonly OffsetRecordSpec[], count: number): Map<number, number> {
   const positions = new Map<number, number>();
-  commits.forEach((c, i) => positions.set(c.tableId * 65_536 + c.bucketId, i));
+  for (let i = 0; i < count; i++)
+    positions.set(commits[i]!.tableId * 65_536 + commits[i]!.bucketId, i);
   return positions;
 }

@@ -11,7 +11,8 @@
  * - OffsetFetch latency: one request at a time on one connection, 1 and 100 partitions (v8),
  *   next to an awaited `store.fetchOffsets` of the same buckets.
  * - The codec's share: decoding each request (header and body) and encoding its response, alone,
- *   per request, to set next to the round trip.
+ *   per request, to set next to the round trip; for OffsetCommit both the table-driven codec and the
+ *   columns the server reads it into when nothing wraps its handler.
  *
  * Expected order of magnitude (fdatasync ~0.3-3 ms; loopback round trip ~30-80 us): commits are
  * bound by fdatasync and group commit, so pipelined wire commits should reach most of the
@@ -33,7 +34,10 @@ import {
 } from '../src/index.js';
 import {
   API_KEYS,
+  decodeOffsetCommitColumns,
   decodeRequest,
+  decodeRequestHeader,
+  encodeOffsetCommitResponse,
   encodeRequest,
   encodeResponse,
   type RequestInputOf,
@@ -315,6 +319,23 @@ async function measureCodec(): Promise<CodecRow[]> {
       encodeResponse({ apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1 }, response);
     };
   };
+  /** The server's path for an OffsetCommit: read into columns, answered from them. */
+  const commitColumns = (partitions: number) => {
+    const payload = encodeRequest(
+      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'bench' },
+      commitRequest('group-000001', partitions, 1234),
+    ).subarray(4);
+    return () => {
+      const columns = decodeOffsetCommitColumns(payload, decodeRequestHeader(payload))!;
+      const answer = {
+        topicNames: columns.topicNames,
+        topicCounts: columns.topicCounts,
+        partitionIndexes: columns.partitionIndexes,
+        errorCodes: new Array<number>(columns.partitionIndexes.length).fill(0),
+      };
+      encodeOffsetCommitResponse(8, 1, 0, answer);
+    };
+  };
   const fetch = (partitions: number) => {
     const payload = encodeRequest(
       { apiKey: API_KEYS.OffsetFetch, apiVersion: 8, correlationId: 1, clientId: 'bench' },
@@ -355,8 +376,10 @@ async function measureCodec(): Promise<CodecRow[]> {
     };
   };
   const tasks = [
-    { what: 'OffsetCommit v8, 1 partition', fn: commit(1) },
-    { what: 'OffsetCommit v8, 100 partitions', fn: commit(100) },
+    { what: 'OffsetCommit v8, 1 partition, table-driven', fn: commit(1) },
+    { what: 'OffsetCommit v8, 100 partitions, table-driven', fn: commit(100) },
+    { what: 'OffsetCommit v8, 1 partition, columns (the server)', fn: commitColumns(1) },
+    { what: 'OffsetCommit v8, 100 partitions, columns (the server)', fn: commitColumns(100) },
     { what: 'OffsetFetch v8, 1 partition', fn: fetch(1) },
     { what: 'OffsetFetch v8, 100 partitions', fn: fetch(100) },
   ];

@@ -52,6 +52,18 @@ function frameOf(version: number, body: unknown): Buffer {
   );
 }
 
+/** An admin commit (no member) of one topic `t`, as the table-driven decoder gives it back. */
+function adminCommit(partitions: CommitRequest['topics'][number]['partitions']): CommitRequest {
+  return {
+    groupId: 'g',
+    generationIdOrMemberEpoch: -1,
+    memberId: '',
+    groupInstanceId: null,
+    retentionTimeMs: -1n,
+    topics: [{ name: 't', partitions }],
+  };
+}
+
 /** The column reader's verdict on a payload, checked against the table-driven decoder's. */
 function checkAgainstTableDriven(payload: Buffer): OffsetCommitColumns | undefined {
   let header;
@@ -111,27 +123,15 @@ describe('OffsetCommit read into columns', () => {
   });
 
   it('leaves to the table-driven decoder what it is not sure of: tagged fields, bytes left over, a truncated body, other versions', () => {
-    const body = {
-      groupId: 'g',
-      generationIdOrMemberEpoch: -1,
-      memberId: '',
-      groupInstanceId: null,
-      retentionTimeMs: -1n,
-      topics: [
-        {
-          name: 't',
-          partitions: [
-            {
-              partitionIndex: 0,
-              committedOffset: 5n,
-              committedLeaderEpoch: -1,
-              commitTimestamp: -1n,
-              committedMetadata: '',
-            },
-          ],
-        },
-      ],
-    };
+    const body = adminCommit([
+      {
+        partitionIndex: 0,
+        committedOffset: 5n,
+        committedLeaderEpoch: -1,
+        commitTimestamp: -1n,
+        committedMetadata: '',
+      },
+    ]);
     const payload = frameOf(8, body).subarray(FRAME_SIZE_BYTES);
     const header = decodeRequestHeader(payload);
     expect(decodeOffsetCommitColumns(payload, header)).toBeDefined();
@@ -154,14 +154,7 @@ describe('OffsetCommit read into columns', () => {
   });
 
   it('refuses a hostile partition count before sizing anything by it', () => {
-    const body = {
-      groupId: 'g',
-      generationIdOrMemberEpoch: -1,
-      memberId: '',
-      groupInstanceId: null,
-      retentionTimeMs: -1n,
-      topics: [{ name: 't', partitions: [] }],
-    };
+    const body = adminCommit([]);
     for (const version of [7, 8]) {
       const payload = frameOf(version, body).subarray(FRAME_SIZE_BYTES);
       const header = decodeRequestHeader(payload);

@@ -1,7 +1,10 @@
 /**
  * Decodes a message of a table at one version (the encodings are tabled in message-encoder.ts).
  * Nothing is trusted: every length and count is compared with the bytes present before it is used
- * (byte-reader.ts), strings longer than 32767 bytes are refused as in Kafka, tags this table does
+ * (byte-reader.ts), strings longer than 32767 bytes are refused as in Kafka, and so is a string of
+ * malformed UTF-8 whose value (each malformed sequence read as U+FFFD, as Kafka's broker reads it)
+ * would take more than 32767 bytes to write back: a response echoing it (a topic name, a group id)
+ * could not be written, and by then the request might have changed the store. Tags this table does
  * not know are skipped by their size and a known one is read within its size, and a message must
  * end exactly where its buffer does: bytes left over mean the sender and the table disagree, and a
  * refused request is better than a silent misreading (Kafka's broker ignores them). Any failure is
@@ -202,7 +205,15 @@ function readScalar(
       if (bytes < 0) return readNull(nullable, bytes, what, start, r);
       if (bytes > STRING_BYTES_MAX)
         r.fail(`${what}: string of ${bytes} bytes, more than ${STRING_BYTES_MAX}`, start);
-      return r.utf8(bytes, what);
+      const value = r.utf8(bytes, what);
+      // Each malformed byte reads as U+FFFD, three bytes when written back: only a string of more
+      // than a third of the limit can outgrow it.
+      if (bytes * 3 > STRING_BYTES_MAX && Buffer.byteLength(value) > STRING_BYTES_MAX)
+        r.fail(
+          `${what}: malformed UTF-8 of ${bytes} bytes that would take ${Buffer.byteLength(value)} to write back, more than ${STRING_BYTES_MAX}`,
+          start,
+        );
+      return value;
     }
     case 'bytes':
     case 'records': {

@@ -131,7 +131,12 @@ class ColumnReader {
     const p = this.pos;
     if (p + bytes > this.end) throw FALL_BACK;
     this.pos = p + bytes;
-    return this.buf.toString('utf8', p, p + bytes);
+    const value = this.buf.toString('utf8', p, p + bytes);
+    // Malformed UTF-8 that would outgrow the limit when written back: the table-driven decoder
+    // refuses it (message-decoder.ts).
+    if (bytes * 3 > STRING_BYTES_MAX && Buffer.byteLength(value) > STRING_BYTES_MAX)
+      throw FALL_BACK;
+    return value;
   }
 
   string(): string {

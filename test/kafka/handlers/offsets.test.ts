@@ -9,7 +9,12 @@
  * while a commit is in flight. ListOffsets answers 0 for the ends of every known partition.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { API_KEYS, KAFKA_ERROR, type RequestInputOf } from '../../../src/kafka/protocol/index.js';
+import {
+  API_KEYS,
+  KAFKA_ERROR,
+  encodeRequest,
+  type RequestInputOf,
+} from '../../../src/kafka/protocol/index.js';
 import { HeldDatasyncFileSystem } from '../../store/store-fixtures.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import {
@@ -196,6 +201,27 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
     expect((await t.store.stats()).totals.liveOffsets, 'none of it was written').toBe(0);
     expect(await codes(adminCommit('g', partitions(2)))).toEqual([0, 0]);
     expect((await t.store.stats()).totals.liveOffsets).toBe(2);
+  });
+
+  it('refuses, writing nothing, a commit naming a topic whose malformed UTF-8 could not be written back in the answer', async () => {
+    const { t, client } = await start();
+    // 11,000 bytes of 0xFF: each reads as U+FFFD, three bytes when the answer echoes the name, over
+    // the 32,767 bytes a string may take on the wire. Framed with a placeholder name of that many
+    // bytes, then overwritten.
+    const placeholder = 'x'.repeat(11_000);
+    const frame = encodeRequest(
+      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'raw-test' },
+      adminCommit('g', {
+        orders: [{ partitionIndex: 0, committedOffset: 42n }],
+        [placeholder]: [{ partitionIndex: 0, committedOffset: 7n }],
+      }),
+    );
+    const at = frame.indexOf(placeholder);
+    frame.fill(0xff, at, at + placeholder.length);
+    client.write(frame);
+    await client.closed;
+    expect(await t.store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
+    // Nothing was wrong with the server: no warning (afterEach checks).
   });
 
   it('commits a partition named twice once, with its last value', async () => {

@@ -176,6 +176,22 @@ describe('message codec', () => {
     expect(long.message).toMatch(/note: string of 32768 bytes, more than 32767/);
   });
 
+  it('refuses a string of malformed UTF-8 that would outgrow 32767 bytes when written back', () => {
+    // Each 0xFF byte reads as U+FFFD, three bytes in UTF-8: 10,922 of them fit, 10,923 do not.
+    const malformed = (bytes: number): Buffer => {
+      const placeholder = 'x'.repeat(bytes);
+      const message = encodeMessage(SAMPLE, 0, { note: placeholder });
+      const at = message.indexOf(placeholder);
+      return message.fill(0xff, at, at + bytes);
+    };
+    expect(Buffer.byteLength(decodeMessage(SAMPLE, 0, malformed(10_922)).note as string)).toBe(
+      32_766,
+    );
+    expect(decodeError(() => decodeMessage(SAMPLE, 0, malformed(10_923))).message).toMatch(
+      /note: malformed UTF-8 of 10923 bytes that would take 32769 to write back, more than 32767/,
+    );
+  });
+
   it('refuses bytes left after the message: the sender and the table disagree', () => {
     expect(
       decodeError(() => decodeMessage(SAMPLE, 2, hex`00000001 01 ff 01 00 00`)).message,

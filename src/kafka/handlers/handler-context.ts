@@ -65,8 +65,12 @@ export class HandlerContext {
     return code;
   }
 
-  /** Reports a problem the server survived (the server's onWarning). */
+  /** Reports a problem the server survived (the server's onWarning; a throw from it is dropped). */
   warn(message: string): void {
-    this.#onWarning(message);
+    try {
+      this.#onWarning(message);
+    } catch {
+      // The report is lost; the request it was about is answered all the same.
+    }
   }
 }

@@ -256,7 +256,12 @@ export class KafkaConnection {
     this.#slots.push(slot);
     const routed = this.#router.route(payload, this.#peer);
     if (routed instanceof Promise) {
-      routed.then((result) => this.#fill(slot, result));
+      // The router answers failures itself (CLOSE_CONNECTION); a rejection getting past it still
+      // closes the connection rather than leaving the slot, and every request behind it, unanswered.
+      routed.then(
+        (result) => this.#fill(slot, result),
+        () => this.#fill(slot, CLOSE_CONNECTION),
+      );
     } else {
       slot.routed = routed;
       if (this.#slots[0] === slot) this.#flush();

@@ -100,7 +100,12 @@ export class RequestRouter {
     const handler = this.#handlers[header.apiKey as ApiKey] as RequestHandler<ApiKey> | undefined;
     if (handler === undefined) return CLOSE_CONNECTION;
     if (header.apiKey === API_KEYS.OffsetCommit && this.#columnarCommits) {
-      const columns = decodeOffsetCommitColumns(payload, header);
+      let columns;
+      try {
+        columns = decodeOffsetCommitColumns(payload, header);
+      } catch (error) {
+        return this.#failed(header, error); // a bug: the reader answers undefined to bad bytes
+      }
       if (columns !== undefined) return this.#commitColumns(header, columns);
     }
     let body;

@@ -199,22 +199,8 @@ function readScalar(
       return r.int64(what);
     case 'uuid':
       return r.uuid(what);
-    case 'string': {
-      const start = r.position;
-      const bytes = flexible ? r.unsignedVarint(what) - 1 : r.int16(what);
-      if (bytes < 0) return readNull(nullable, bytes, what, start, r);
-      if (bytes > STRING_BYTES_MAX)
-        r.fail(`${what}: string of ${bytes} bytes, more than ${STRING_BYTES_MAX}`, start);
-      const value = r.utf8(bytes, what);
-      // Each malformed byte reads as U+FFFD, three bytes when written back: only a string of more
-      // than a third of the limit can outgrow it.
-      if (bytes * 3 > STRING_BYTES_MAX && Buffer.byteLength(value) > STRING_BYTES_MAX)
-        r.fail(
-          `${what}: malformed UTF-8 of ${bytes} bytes that would take ${Buffer.byteLength(value)} to write back, more than ${STRING_BYTES_MAX}`,
-          start,
-        );
-      return value;
-    }
+    case 'string':
+      return readString(r, flexible, nullable, what);
     case 'bytes':
     case 'records': {
       const start = r.position;
@@ -223,6 +209,32 @@ function readScalar(
       return r.bytes(bytes, what);
     }
   }
+}
+
+/**
+ * A string field (null when `nullable` allows it): at most 32767 bytes, and refused when its value,
+ * each malformed UTF-8 sequence read as U+FFFD, would take more than that to write back.
+ */
+export function readString(
+  r: ByteReader,
+  flexible: boolean,
+  nullable: boolean,
+  what: string,
+): string | null {
+  const start = r.position;
+  const bytes = flexible ? r.unsignedVarint(what) - 1 : r.int16(what);
+  if (bytes < 0) return readNull(nullable, bytes, what, start, r);
+  if (bytes > STRING_BYTES_MAX)
+    r.fail(`${what}: string of ${bytes} bytes, more than ${STRING_BYTES_MAX}`, start);
+  const value = r.utf8(bytes, what);
+  // Each malformed byte reads as U+FFFD, three bytes when written back: only a string of more
+  // than a third of the limit can outgrow it.
+  if (bytes * 3 > STRING_BYTES_MAX && Buffer.byteLength(value) > STRING_BYTES_MAX)
+    r.fail(
+      `${what}: malformed UTF-8 of ${bytes} bytes that would take ${Buffer.byteLength(value)} to write back, more than ${STRING_BYTES_MAX}`,
+      start,
+    );
+  return value;
 }
 
 function readNull(

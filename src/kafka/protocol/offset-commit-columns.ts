@@ -40,7 +40,10 @@ import type { RequestHeader } from './headers.js';
 import { responseHeaderBytes, writeResponseHeader } from './headers.js';
 import { API_KEYS } from './api-table.js';
 import { STRING_BYTES_MAX } from './schema.js';
+import { ByteReader } from './byte-reader.js';
 import { ByteWriter, unsignedVarintBytes } from './byte-writer.js';
+import { isKafkaDecodeError } from './kafka-decode-error.js';
+import { readString } from './message-decoder.js';
 import { FRAME_SIZE_BYTES } from './request-codec.js';
 
 /** An OffsetCommit request as parallel arrays: the partitions of every topic, topic after topic. */
@@ -68,105 +71,6 @@ const LEADER_EPOCH_FROM = 6;
 const INSTANCE_ID_FROM = 7;
 const RETENTION_UNTIL = 4;
 
-/** Thrown inside the decoder when the bytes need the table-driven decoder; never escapes it. */
-const FALL_BACK = new Error('decode the table-driven way');
-
-/** Reads the body, throwing FALL_BACK at anything the table-driven decoder must judge. */
-class ColumnReader {
-  readonly buf: Buffer;
-  pos: number;
-  readonly end: number;
-  readonly flexible: boolean;
-
-  constructor(buf: Buffer, pos: number, flexible: boolean) {
-    this.buf = buf;
-    this.pos = pos;
-    this.end = buf.length;
-    this.flexible = flexible;
-  }
-
-  int32(): number {
-    const p = this.pos;
-    if (p + 4 > this.end) throw FALL_BACK;
-    const b = this.buf;
-    this.pos = p + 4;
-    return (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
-  }
-
-  /** An unsigned varint as the table-driven reader takes it (at most 5 bytes, at most 2^32 - 1). */
-  unsignedVarint(): number {
-    const b = this.buf;
-    let value = 0;
-    let scale = 1;
-    for (let i = 0; i < 5; i++) {
-      if (this.pos >= this.end) throw FALL_BACK;
-      const byte = b[this.pos++]!;
-      value += (byte & 0x7f) * scale;
-      if ((byte & 0x80) === 0) {
-        if (value > 0xffffffff) throw FALL_BACK;
-        return value;
-      }
-      scale *= 128;
-    }
-    throw FALL_BACK;
-  }
-
-  /** A string's byte length, or -1 for null (a negative length other than -1 falls back). */
-  stringLength(): number {
-    let bytes: number;
-    if (this.flexible) {
-      bytes = this.unsignedVarint() - 1;
-    } else {
-      const p = this.pos;
-      if (p + 2 > this.end) throw FALL_BACK;
-      bytes = (((this.buf[p]! << 8) | this.buf[p + 1]!) << 16) >> 16;
-      this.pos = p + 2;
-    }
-    if (bytes < -1 || bytes > STRING_BYTES_MAX) throw FALL_BACK;
-    return bytes;
-  }
-
-  text(bytes: number): string {
-    if (bytes === 0) return '';
-    const p = this.pos;
-    if (p + bytes > this.end) throw FALL_BACK;
-    this.pos = p + bytes;
-    const value = this.buf.toString('utf8', p, p + bytes);
-    // Malformed UTF-8 that would outgrow the limit when written back: the table-driven decoder
-    // refuses it (message-decoder.ts).
-    if (bytes * 3 > STRING_BYTES_MAX && Buffer.byteLength(value) > STRING_BYTES_MAX)
-      throw FALL_BACK;
-    return value;
-  }
-
-  string(): string {
-    const bytes = this.stringLength();
-    if (bytes < 0) throw FALL_BACK; // null where the table allows none
-    return this.text(bytes);
-  }
-
-  nullableString(): string | null {
-    const bytes = this.stringLength();
-    return bytes < 0 ? null : this.text(bytes);
-  }
-
-  /**
-   * An array's element count, checked against the bytes left at `elementBytesMin` each before
-   * anything is sized by it; a null array (none is allowed here) falls back.
-   */
-  arrayCount(elementBytesMin: number): number {
-    const count = this.flexible ? this.unsignedVarint() - 1 : this.int32();
-    if (count < 0 || count > (this.end - this.pos) / elementBytesMin) throw FALL_BACK;
-    return count;
-  }
-
-  /** An empty tagged-field section; a non-empty one falls back (the table-driven decoder reads them). */
-  noTaggedFields(): void {
-    if (this.pos >= this.end || this.buf[this.pos] !== 0) throw FALL_BACK;
-    this.pos++;
-  }
-}
-
 /**
  * The body of an OffsetCommit request as columns, or undefined when the table-driven decoder must
  * read it (see the contract above). `header` is the request's decoded header.
@@ -184,29 +88,30 @@ export function decodeOffsetCommitColumns(
   )
     return undefined;
   try {
-    return readBody(
-      new ColumnReader(payload, header.headerBytes, version >= FLEXIBLE_FROM),
-      version,
-    );
+    return readBody(new ByteReader(payload, header.headerBytes, payload.length, WHAT), version);
   } catch (error) {
-    if (error === FALL_BACK) return undefined;
+    if (isKafkaDecodeError(error)) return undefined;
     throw error;
   }
 }
 
-function readBody(r: ColumnReader, version: number): OffsetCommitColumns {
-  const flexible = r.flexible;
-  const groupId = r.string();
-  const generationIdOrMemberEpoch = r.int32();
-  const memberId = r.string();
-  const groupInstanceId = version >= INSTANCE_ID_FROM ? r.nullableString() : null;
-  if (version <= RETENTION_UNTIL) {
-    r.int32();
-    r.int32();
-  }
+const WHAT = 'OffsetCommitRequest (columns)';
+
+/**
+ * Reads the body with the table-driven decoder's own reads (byte-reader.ts, `readString`): any
+ * KafkaDecodeError, or a refusal of what this reader does not handle, means "not sure".
+ */
+function readBody(r: ByteReader, version: number): OffsetCommitColumns {
+  const flexible = version >= FLEXIBLE_FROM;
+  const groupId = readString(r, flexible, false, 'groupId')!;
+  const generationIdOrMemberEpoch = r.int32('generationIdOrMemberEpoch');
+  const memberId = readString(r, flexible, false, 'memberId')!;
+  const groupInstanceId =
+    version >= INSTANCE_ID_FROM ? readString(r, flexible, true, 'groupInstanceId') : null;
+  if (version <= RETENTION_UNTIL) r.skip(8, 'retentionTimeMs');
   // At least: a topic's name length, partition count and tag section; a partition's index, offset,
   // leader epoch (v6+), metadata length and tag section.
-  const topics = r.arrayCount(flexible ? 3 : 6);
+  const topics = arrayCount(r, flexible, flexible ? 3 : 6, 'topics');
   const topicNames: string[] = new Array<string>(topics);
   const topicCounts: number[] = new Array<number>(topics);
   // Sized by the first topic's count (checked against the bytes left first), which is every
@@ -219,8 +124,8 @@ function readBody(r: ColumnReader, version: number): OffsetCommitColumns {
   const partitionBytesMin = (withEpoch ? 16 : 12) + 2;
   let at = 0;
   for (let t = 0; t < topics; t++) {
-    topicNames[t] = r.string();
-    const partitions = r.arrayCount(partitionBytesMin);
+    topicNames[t] = readString(r, flexible, false, 'topics.name')!;
+    const partitions = arrayCount(r, flexible, partitionBytesMin, 'topics.partitions');
     topicCounts[t] = partitions;
     if (t === 0) {
       partitionIndexes = new Array<number>(partitions);
@@ -229,17 +134,18 @@ function readBody(r: ColumnReader, version: number): OffsetCommitColumns {
       metadata = new Array<string | null>(partitions);
     }
     for (let i = 0; i < partitions; i++, at++) {
-      partitionIndexes[at] = r.int32();
-      const high = r.int32();
-      offsets[at] = high * 4294967296 + (r.int32() >>> 0);
-      leaderEpochs[at] = withEpoch ? r.int32() : -1;
-      metadata[at] = r.nullableString();
-      if (flexible) r.noTaggedFields();
+      partitionIndexes[at] = r.int32('partitionIndex');
+      // Two words rather than int64's BigInt: both exact, so the sum rounds once, as Number(bigint).
+      const high = r.int32('committedOffset');
+      offsets[at] = high * 4294967296 + (r.int32('committedOffset') >>> 0);
+      leaderEpochs[at] = withEpoch ? r.int32('committedLeaderEpoch') : -1;
+      metadata[at] = readString(r, flexible, true, 'committedMetadata');
+      if (flexible) noTaggedFields(r);
     }
-    if (flexible) r.noTaggedFields();
+    if (flexible) noTaggedFields(r);
   }
-  if (flexible) r.noTaggedFields();
-  if (r.pos !== r.end) throw FALL_BACK;
+  if (flexible) noTaggedFields(r);
+  if (r.remaining !== 0) r.fail('bytes left after the message');
   return {
     groupId,
     generationIdOrMemberEpoch,
@@ -252,6 +158,27 @@ function readBody(r: ColumnReader, version: number): OffsetCommitColumns {
     leaderEpochs,
     metadata,
   };
+}
+
+/**
+ * An array's element count, checked against the bytes left at `elementBytesMin` each before
+ * anything is sized by it; a null array (none is allowed here) is refused.
+ */
+function arrayCount(
+  r: ByteReader,
+  flexible: boolean,
+  elementBytesMin: number,
+  what: string,
+): number {
+  const count = flexible ? r.unsignedVarint(what) - 1 : r.int32(what);
+  if (count < 0) r.fail(`${what}: null`);
+  r.checkCount(count, elementBytesMin, what);
+  return count;
+}
+
+/** An empty tagged-field section; a non-empty one is left to the table-driven decoder. */
+function noTaggedFields(r: ByteReader): void {
+  if (!r.noTaggedFields()) r.fail('a tagged field');
 }
 
 /** An OffsetCommit answer as parallel arrays: per topic a name and a count, per partition an index and an error code. */

@@ -651,17 +651,7 @@ export class OffsetStore {
    * Nothing is written when any part of the request is invalid.
    */
   commitOffsets(groupId: string, offsets: OffsetCommit[], options?: CommitOptions): Promise<void> {
-    // Not async: a suspended async function would keep `offsets` (the caller's objects) alive
-    // until the commit is durable; only the normalized specs need to live that long.
-    try {
-      this.#checkOpen();
-      validateGroupId(groupId);
-      const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
-      const member = normalizeCommitOptions(options);
-      return this.#bucket(groupId).commit(groupId, specs, member);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.#commit(groupId, options, (max) => normalizeOffsetCommits(offsets, max));
   }
 
   /** `commitOffsets` of offsets the caller has normalized itself (see COMMIT_NORMALIZED). */
@@ -670,10 +660,26 @@ export class OffsetStore {
     specs: OffsetRecordSpec[],
     options?: CommitOptions,
   ): Promise<void> {
+    return this.#commit(groupId, options, (max) => {
+      checkCommitCount(specs.length, max);
+      return specs;
+    });
+  }
+
+  /**
+   * A commit of the specs `normalize` gives (passed the store's commitRecordCountMax), checked in
+   * commitOffsets' order. Not async: a suspended async function would keep the caller's objects
+   * alive until the commit is durable; only the normalized specs need to live that long.
+   */
+  #commit(
+    groupId: string,
+    options: CommitOptions | undefined,
+    normalize: (recordCountMax: number) => OffsetRecordSpec[],
+  ): Promise<void> {
     try {
       this.#checkOpen();
       validateGroupId(groupId);
-      checkCommitCount(specs.length, this.#options.commitRecordCountMax);
+      const specs = normalize(this.#options.commitRecordCountMax);
       const member = normalizeCommitOptions(options);
       return this.#bucket(groupId).commit(groupId, specs, member);
     } catch (error) {

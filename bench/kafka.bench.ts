@@ -298,11 +298,14 @@ interface CodecRow extends TaskResult {
 
 /** Decoding each request and encoding its response, alone (what the server adds per request besides the socket). */
 async function measureCodec(): Promise<CodecRow[]> {
-  const commit = (partitions: number) => {
-    const payload = encodeRequest(
+  /** An OffsetCommit v8 request payload (after the size field) of `partitions` partitions. */
+  const commitPayload = (partitions: number): Buffer =>
+    encodeRequest(
       { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'bench' },
       commitRequest('group-000001', partitions, 1234),
     ).subarray(4);
+  const commit = (partitions: number) => {
+    const payload = commitPayload(partitions);
     const response = {
       topics: [
         {
@@ -321,10 +324,7 @@ async function measureCodec(): Promise<CodecRow[]> {
   };
   /** The server's path for an OffsetCommit: read into columns, answered from them. */
   const commitColumns = (partitions: number) => {
-    const payload = encodeRequest(
-      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'bench' },
-      commitRequest('group-000001', partitions, 1234),
-    ).subarray(4);
+    const payload = commitPayload(partitions);
     return () => {
       const columns = decodeOffsetCommitColumns(payload, decodeRequestHeader(payload))!;
       const answer = {

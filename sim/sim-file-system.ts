@@ -68,6 +68,8 @@ export class SimFileSystem implements FileSystem {
   readonly #native = new NodeFileSystem({ syncWriteBytesMax: 0, syncFlushes: false });
   readonly #inFlight = new Set<InFlight>();
   readonly #nativeHandles = new Set<FileHandle>();
+  /** Every file opened through this file system and not closed yet (simulated and native). */
+  readonly #open = new Set<FileHandle>();
   #dead = false;
   /** Faults injected in this process, for the checker and the trace. */
   readonly injected: string[] = [];
@@ -155,17 +157,31 @@ export class SimFileSystem implements FileSystem {
         else this.#nativeHandles.add(opened);
         return opened;
       });
-      return new NativeHandle(
+      const native: FileHandle = new NativeHandle(
         handle,
         (work) => this.#native$(work),
-        () => this.#nativeHandles.delete(handle),
+        () => {
+          this.#nativeHandles.delete(handle);
+          this.#open.delete(native);
+        },
       );
+      this.#open.add(native);
+      return native;
     }
     const file = await this.#io('meta', path, () => {
       if (flags === 'w' || flags === 'wx') return this.disk.createFile(path, flags === 'wx');
       return this.disk.file(path);
     });
-    return new SimHandle(this, path, file, flags === 'r');
+    const handle: FileHandle = new SimHandle(this, path, file, flags === 'r', () =>
+      this.#open.delete(handle),
+    );
+    this.#open.add(handle);
+    return handle;
+  }
+
+  /** Paths of the files opened and not closed yet: none once a store has closed, or failed to open. */
+  openFiles(): string[] {
+    return [...this.#open].map((handle) => handle.path).sort();
   }
 
   readFile(path: string): Promise<Buffer | null> {
@@ -299,13 +315,21 @@ class SimHandle implements FileHandle {
   readonly #fs: SimFileSystem;
   readonly #file: SimFile;
   readonly #readOnly: boolean;
+  readonly #onClose: () => void;
   #closed = false;
 
-  constructor(fs: SimFileSystem, path: string, file: SimFile, readOnly: boolean) {
+  constructor(
+    fs: SimFileSystem,
+    path: string,
+    file: SimFile,
+    readOnly: boolean,
+    onClose: () => void,
+  ) {
     this.#fs = fs;
     this.path = path;
     this.#file = file;
     this.#readOnly = readOnly;
+    this.#onClose = onClose;
   }
 
   #check(): void {
@@ -388,6 +412,7 @@ class SimHandle implements FileHandle {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#onClose();
   }
 }
 

@@ -161,6 +161,15 @@ class Simulation {
     this.log(`VIOLATION ${message}`);
   }
 
+  /**
+   * After a close (successful or not) or a failed open, the store holds no file: every path that fails
+   * part-way closes what it opened, or a long-lived process on a flaky disk runs out of descriptors.
+   */
+  checkNoOpenFiles(after: string): void {
+    const open = this.fs.openFiles();
+    if (open.length > 0) this.fail(`after ${after}, files still open: ${open.join(', ')}`);
+  }
+
   /** Whether an I/O error was injected (in this process or an earlier one). */
   ioFaultInjected(): boolean {
     return this.fs.injected.length > 0 || this.injectedBefore > 0;
@@ -328,6 +337,7 @@ class Simulation {
       }
       const error = opened.error;
       this.log(`open failed: ${(error as Error).message}`);
+      this.checkNoOpenFiles('a failed open');
       const transient = this.fs.injected.length > 0 && !this.restFaultInjected();
       this.injectedBefore += this.fs.injected.length;
       this.fs.kill();
@@ -355,6 +365,7 @@ class Simulation {
       this.log('clean close');
       const closed = await this.settle(this.store!.close(), 'close');
       if (!closed.ok && this.violation === undefined) this.storageError('close', closed.error);
+      this.checkNoOpenFiles('close');
       if (this.violation !== undefined || this.detected !== undefined) return false;
     } else {
       if (kind === 'crash') this.crashes++;
@@ -854,6 +865,7 @@ class Simulation {
         const closed = await this.settle(this.store.close(), 'final close');
         if (!closed.ok && this.violation === undefined)
           this.storageError('final close', closed.error);
+        this.checkNoOpenFiles('final close');
       }
     } catch (error) {
       this.fail(`the simulator itself failed: ${(error as Error).stack ?? String(error)}`);

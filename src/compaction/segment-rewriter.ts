@@ -91,6 +91,26 @@ export async function rewriteSegments(
   };
   const dropped = await droppableTombstones(reader, request, superseded);
   const writer = new OutputWriter(fs, dir, request.segmentBytesMax);
+  try {
+    await rewriteGroups(reader, request, writer, result, superseded, dropped);
+  } catch (error) {
+    // The caller deletes the outputs; the one open when a write or fdatasync failed is closed here.
+    await writer.abandon();
+    throw error;
+  }
+  result.bytesWritten = result.outputs.flat().reduce((sum, o) => sum + o.sizeBytes, 0);
+  return result;
+}
+
+/** Writes every group of `request` through `writer`, counting into `result`. */
+async function rewriteGroups(
+  reader: LogReader,
+  request: RewriteRequest,
+  writer: OutputWriter,
+  result: RewriteResult,
+  superseded: (key: string, logOffset: number) => boolean,
+  dropped: Map<string, number>,
+): Promise<void> {
   const kept: RawRecord[] = [];
   for (const group of request.groups) {
     writer.beginGroup(group[0]!.baseOffset);
@@ -119,8 +139,6 @@ export async function rewriteSegments(
     result.outputs.push(await writer.endGroup());
   }
   await writer.finish();
-  result.bytesWritten = result.outputs.flat().reduce((sum, o) => sum + o.sizeBytes, 0);
-  return result;
 }
 
 /**
@@ -252,7 +270,12 @@ class OutputWriter {
     if (this.#current === undefined) return;
     const { segment, handle } = this.#current;
     this.#current = undefined;
-    await handle.datasync();
+    try {
+      await handle.datasync();
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
     await handle.close();
     this.#group.push(segment);
     this.#nextBaseOffset = segment.lastLogOffset + 1;
@@ -262,6 +285,13 @@ class OutputWriter {
   async endGroup(): Promise<CleanedSegment[]> {
     await this.#closeCurrent();
     return this.#group;
+  }
+
+  /** After a failure: closes the output being written, if any (an error closing it is dropped: the first one is what is reported). */
+  async abandon(): Promise<void> {
+    const current = this.#current;
+    this.#current = undefined;
+    await current?.handle.close().catch(() => {});
   }
 
   /** Fsyncs the directory, so the outputs' names are durable. */

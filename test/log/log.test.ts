@@ -329,8 +329,9 @@ describe('Log', () => {
       expect(statSync(s.path).size, 'sealed and closed segments end at their last batch').toBe(
         s.sizeBytes,
       );
-    const { batches } = await readAll(logOptions(dir, { segmentBytesMax: 64 << 20 }));
-    expect(batches.map((b) => b.logOffset)).toEqual(written.map((_, i) => i));
+    const reread = await readAll(logOptions(dir, { segmentBytesMax: 64 << 20 }));
+    expect(reread.batches.map((b) => b.logOffset)).toEqual(written.map((_, i) => i));
+    await reread.log.close();
   });
 
   it('deletes a prepared segment file a crash left behind', async () => {

@@ -26,10 +26,21 @@ export interface FaultPlan {
 
 /**
  * The real file system with counters and injectable faults, for tests that need to see syscalls
- * (how many fdatasyncs a group commit made) or make one fail.
+ * (how many fdatasyncs a group commit made) or make one fail. It also knows which of its files are
+ * open: every instance made during a test is checked when the test ends (no-stray-warnings.ts), so a
+ * path that fails part-way and forgets to close a file fails the test that took it.
  */
 export class FaultyFileSystem implements FileSystem {
+  /** Instances made since the last `takeInstances()`. */
+  static #instances: FaultyFileSystem[] = [];
+  /** The instances made since the last call, forgetting them. */
+  static takeInstances(): FaultyFileSystem[] {
+    return FaultyFileSystem.#instances.splice(0);
+  }
+
   readonly inner = new NodeFileSystem();
+  /** Paths of the files opened through this file system and not closed yet (one entry per open). */
+  readonly openFiles: string[] = [];
   datasyncCount = 0;
   writevCount = 0;
   /** Directory operations so far (rename, unlink, syncDir), for crash-point enumeration. */
@@ -37,6 +48,10 @@ export class FaultyFileSystem implements FileSystem {
   truncateCount = 0;
   readCount = 0;
   plan: FaultPlan = {};
+
+  constructor() {
+    FaultyFileSystem.#instances.push(this);
+  }
 
   #metaOp(what: string): void {
     this.metaOpCount++;
@@ -48,6 +63,8 @@ export class FaultyFileSystem implements FileSystem {
   async open(path: string, flags: OpenFlags): Promise<FileHandle> {
     const handle = await this.inner.open(path, flags);
     const self = this;
+    self.openFiles.push(path);
+    let closed = false;
     return {
       path: handle.path,
       async writev(buffers, position) {
@@ -98,7 +115,13 @@ export class FaultyFileSystem implements FileSystem {
         return handle.truncate(n);
       },
       sizeBytes: () => handle.sizeBytes(),
-      close: () => handle.close(),
+      async close() {
+        if (!closed) {
+          closed = true;
+          self.openFiles.splice(self.openFiles.indexOf(path), 1);
+        }
+        return handle.close();
+      },
     };
   }
 

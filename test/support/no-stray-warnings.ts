@@ -3,8 +3,13 @@
  * that reaches process.emitWarning is a test that did not listen for it. Tests that provoke one pass
  * `onWarning` and assert on what it received; any other fails the test that emitted it, so the test
  * output carries no expected-warning noise and no warning goes unnoticed.
+ *
+ * Likewise a file a FaultyFileSystem opened during a test and nobody closed fails that test: a path
+ * that fails part-way (a write or an fdatasync refused by the injected faults) must still close what
+ * it opened, or a long-lived process on a flaky disk runs out of file descriptors.
  */
 import { afterEach, expect } from 'vitest';
+import { FaultyFileSystem } from './faulty-file-system.js';
 
 const stray: string[] = [];
 const emitWarning = process.emitWarning.bind(process);
@@ -23,4 +28,9 @@ afterEach(() => {
   expect(warnings, 'store warnings nobody listened for (pass onWarning and assert on it)').toEqual(
     [],
   );
+});
+
+afterEach(() => {
+  const open = FaultyFileSystem.takeInstances().flatMap((fs) => fs.openFiles);
+  expect(open, 'files a test file system opened and nobody closed').toEqual([]);
 });

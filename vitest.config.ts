@@ -39,7 +39,7 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA] } },
+      { extends: true, test: { name: 'fast', isolate: false, include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA] } },
       { extends: true, test: { name: 'slow', include: SLOW } },
       { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
       { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },

@@ -7,8 +7,15 @@ import { getPriority, setPriority } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { workerData } from 'piscina';
 import { loadChecksum } from '../codec/index.js';
-import { NodeFileSystem, isThreadIdle, setThreadIdle, threadCpuMs, threadId } from '../io/index.js';
-import type { CompactionWorkerData } from './worker-pool.js';
+import {
+  NodeFileSystem,
+  isThreadIdle,
+  promoteSelf,
+  setThreadIdle,
+  threadCpuMs,
+  threadId,
+} from '../io/index.js';
+import { STARVED_NICE, type CompactionWorkerData } from './worker-pool.js';
 import {
   runCompactionJob,
   type CompactionJob,
@@ -23,7 +30,9 @@ const fs = new NodeFileSystem();
 // that policy cannot be set.
 // Under 'idle' the thread's id goes into the pool's registry first, so that the pool can promote it
 // when a job waits too long for an idle core (worker-pool.ts); the end of that job puts it back.
-const { nice, threads } = (workerData ?? { nice: 0 }) as Partial<CompactionWorkerData> & {
+const { nice, threads, starvedJobs } = (workerData ?? {
+  nice: 0,
+}) as Partial<CompactionWorkerData> & {
   nice: CompactionWorkerData['nice'];
 };
 const registry = threads === undefined ? undefined : new Int32Array(threads);
@@ -38,6 +47,10 @@ if (process.platform === 'linux' && nice !== 0) {
       }
   }
   idle = nice === 'idle' && setThreadIdle();
+  // Started while a job of the pool waits too long for an idle core: promoted at once, since the
+  // pool's own promotion may have come before this thread registered or went idle.
+  if (idle && starvedJobs !== undefined && Atomics.load(new Int32Array(starvedJobs), 0) > 0)
+    promoteSelf(STARVED_NICE);
   const increment = nice === 'idle' ? (idle ? 0 : 19) : nice;
   try {
     if (increment > 0) setPriority(0, Math.min(19, getPriority(0) + increment));

@@ -11,10 +11,19 @@
  * worker back to the normal policy at nice STARVED_NICE (io/thread-scheduling.ts `promoteThread`),
  * and a promoted worker returns to SCHED_IDLE when it has finished its job. Compaction therefore always
  * progresses, and yields the cores to commits whenever it can wait.
+ *
+ * A worker may start after its job was found starved (a pool whose idle workers had exited, on a
+ * machine busy enough to delay the new thread's start past `starvedJobMs`), or go idle just after
+ * the pool promoted it. So the pool counts its starved jobs in flight in a shared cell: a worker that
+ * starts while one is counted promotes itself once idle, and while one is counted the pool looks at
+ * its registered workers again every STARVED_RECHECK_MS and promotes any it finds under SCHED_IDLE.
+ * A promotion runs in a child process (chrt) and may land after the job it was for has ended, so
+ * when the last starved job ends the pool waits for its promotions to land and puts back under
+ * SCHED_IDLE every worker it promoted that is not there already.
  */
 import { Piscina } from 'piscina';
 import { OffsetStoreError } from '../errors/index.js';
-import { promoteThread } from '../io/index.js';
+import { demoteThread, isThreadIdle, promoteThread } from '../io/index.js';
 import type { CompactionJob, CompactionJobResult } from './compaction-job.js';
 import type { CompactionRunner } from './job-runner.js';
 
@@ -34,6 +43,8 @@ export interface WorkerPoolOptions {
 export const STARVED_JOB_MS = 10_000;
 /** The nice increment of a promoted worker. */
 export const STARVED_NICE = 10;
+/** While a starved job runs, how often the pool looks for a worker that is still idle. */
+export const STARVED_RECHECK_MS = 250;
 
 /** What a worker is started with (piscina's `workerData`). */
 export interface CompactionWorkerData {
@@ -41,6 +52,8 @@ export interface CompactionWorkerData {
   readonly nice: number | 'idle';
   /** One slot per worker: the thread id of a live worker, or 0 (Int32 on a SharedArrayBuffer). */
   readonly threads: SharedArrayBuffer;
+  /** One Int32: the pool's starved jobs in flight; a worker starting while it is > 0 promotes itself. */
+  readonly starvedJobs: SharedArrayBuffer;
 }
 
 const fromSource = import.meta.url.endsWith('.ts');
@@ -49,7 +62,11 @@ const fromSource = import.meta.url.endsWith('.ts');
 export class CompactionWorkerPool implements CompactionRunner {
   readonly #pool: Piscina;
   readonly #threads: Int32Array;
+  readonly #starvedJobs: Int32Array;
   readonly #starvedJobMs: number | undefined;
+  /** Promotions sent and not landed yet, and the workers promoted, while a job is starved. */
+  readonly #promotions = new Set<Promise<void>>();
+  readonly #promoted = new Set<number>();
   #closed = false;
 
   /** Starts no thread yet: workers are created on the first job and exit when idle. */
@@ -57,6 +74,8 @@ export class CompactionWorkerPool implements CompactionRunner {
     // A slot more than the pool's threads: piscina may start a replacement before an old one is gone.
     const threads = new SharedArrayBuffer(4 * (options.workers + 1));
     this.#threads = new Int32Array(threads);
+    const starvedJobs = new SharedArrayBuffer(4);
+    this.#starvedJobs = new Int32Array(starvedJobs);
     this.#starvedJobMs =
       options.nice === 'idle' ? (options.starvedJobMs ?? STARVED_JOB_MS) : undefined;
     this.#pool = new Piscina({
@@ -68,7 +87,11 @@ export class CompactionWorkerPool implements CompactionRunner {
       maxThreads: options.workers,
       idleTimeout: options.idleTimeoutMs,
       execArgv: fromSource ? ['--import', 'tsx'] : [],
-      workerData: { nice: options.nice ?? 0, threads } satisfies CompactionWorkerData,
+      workerData: {
+        nice: options.nice ?? 0,
+        threads,
+        starvedJobs,
+      } satisfies CompactionWorkerData,
     });
   }
 
@@ -76,13 +99,22 @@ export class CompactionWorkerPool implements CompactionRunner {
   async run(job: CompactionJob): Promise<CompactionJobResult> {
     if (this.#closed)
       throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
-    const starved =
+    let starved = false;
+    let recheck: NodeJS.Timeout | undefined;
+    const timer =
       this.#starvedJobMs === undefined
         ? undefined
-        : setTimeout(() => this.#promoteWorkers(), this.#starvedJobMs);
-    starved?.unref();
+        : setTimeout(() => {
+            starved = true;
+            Atomics.add(this.#starvedJobs, 0, 1);
+            this.#promoteWorkers(false);
+            recheck = setInterval(() => this.#promoteWorkers(true), STARVED_RECHECK_MS);
+            recheck.unref();
+          }, this.#starvedJobMs);
+    timer?.unref();
+    let result: CompactionJobResult;
     try {
-      return (await this.#pool.run(job)) as CompactionJobResult;
+      result = (await this.#pool.run(job)) as CompactionJobResult;
     } catch (error) {
       // close() terminates the workers, and piscina rejects the job in flight with a plain Error.
       if (this.#closed)
@@ -93,15 +125,39 @@ export class CompactionWorkerPool implements CompactionRunner {
         );
       throw error;
     } finally {
-      clearTimeout(starved);
+      clearTimeout(timer);
+      clearInterval(recheck);
+      if (starved) await this.#endStarved();
     }
+    return result;
   }
 
-  /** Takes every live worker back to the normal policy (a job waited too long for an idle core). */
-  #promoteWorkers(): void {
+  /**
+   * A starved job ended: once no other is, every worker promoted is put back under SCHED_IDLE, after
+   * the promotions still on their way have landed (a worker puts itself back at the end of its job,
+   * but a promotion sent just before could land after that).
+   */
+  async #endStarved(): Promise<void> {
+    await Promise.all(this.#promotions);
+    if (Atomics.sub(this.#starvedJobs, 0, 1) !== 1) return;
+    const promoted = [...this.#promoted];
+    this.#promoted.clear();
+    await Promise.all(promoted.map((tid) => (isThreadIdle(tid) ? undefined : demoteThread(tid))));
+  }
+
+  /**
+   * Takes every live worker back to the normal policy (a job waited too long for an idle core);
+   * `idleOnly`: only those found under SCHED_IDLE (a recheck, see the module comment).
+   */
+  #promoteWorkers(idleOnly: boolean): void {
     for (let i = 0; i < this.#threads.length; i++) {
       const tid = Atomics.load(this.#threads, i);
-      if (tid !== 0) promoteThread(tid, STARVED_NICE);
+      if (tid === 0 || (idleOnly && !isThreadIdle(tid))) continue;
+      this.#promoted.add(tid);
+      const promotion = promoteThread(tid, STARVED_NICE).finally(() =>
+        this.#promotions.delete(promotion),
+      );
+      this.#promotions.add(promotion);
     }
   }
 

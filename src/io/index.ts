@@ -11,7 +11,14 @@ export {
 } from './node-file-system.js';
 export { copyDirectory, directoryBytes } from './directory-tree.js';
 export { threadCpuMs } from './thread-usage.js';
-export { isThreadIdle, promoteThread, setThreadIdle, threadId } from './thread-scheduling.js';
+export {
+  demoteThread,
+  isThreadIdle,
+  promoteSelf,
+  promoteThread,
+  setThreadIdle,
+  threadId,
+} from './thread-scheduling.js';
 export {
   holdDirectoryLock,
   type DirectoryLockResult,

@@ -37,18 +37,62 @@ export function threadId(): number {
 
 /**
  * Takes thread `tid` of this process back from SCHED_IDLE to the normal policy at nice `increment`
- * below the process. Nothing happens when `tid` is not a thread of this process (one that exited);
- * best effort and asynchronous (chrt runs in a child process the caller does not wait for).
+ * below the process. Nothing happens when `tid` is not a thread of this process (one that exited).
+ * Best effort: chrt runs in a child process, so the calling thread never waits for it; the promise
+ * says when it has exited (it never rejects).
  */
-export function promoteThread(tid: number, increment: number): void {
-  if (process.platform !== 'linux' || !(tid > 0) || !existsSync(`/proc/self/task/${tid}`)) return;
+export function promoteThread(tid: number, increment: number): Promise<void> {
+  return changeThread(tid, Math.min(19, getPriority(0) + increment), '--other');
+}
+
+/**
+ * Puts thread `tid` of this process (one `promoteThread` promoted) back under SCHED_IDLE, at the
+ * process's nice; asynchronous like `promoteThread`.
+ */
+export function demoteThread(tid: number): Promise<void> {
+  return changeThread(tid, getPriority(0), '--idle');
+}
+
+function changeThread(tid: number, nice: number, policy: '--other' | '--idle'): Promise<void> {
+  if (process.platform !== 'linux' || !(tid > 0) || !existsSync(`/proc/self/task/${tid}`))
+    return Promise.resolve();
+  return new Promise((resolve) => {
+    try {
+      // Under SCHED_IDLE first, then the nice; back to the normal policy, the nice first.
+      if (policy === '--other') setPriority(tid, nice);
+      const chrt = spawn('chrt', [policy, '--pid', '0', String(tid)], { stdio: 'ignore' });
+      chrt.on('error', () => resolve());
+      chrt.on('exit', () => {
+        if (policy === '--idle') {
+          try {
+            setPriority(tid, nice);
+          } catch {
+            // The thread exited meanwhile.
+          }
+        }
+        resolve();
+      });
+      chrt.unref();
+    } catch {
+      // A thread that exited meanwhile, or a refused change: it stays as it was.
+      resolve();
+    }
+  });
+}
+
+/**
+ * Takes the calling thread from SCHED_IDLE to the normal policy at nice `increment` below its own,
+ * synchronously (a thread that starts while its pool already wants it promoted).
+ */
+export function promoteSelf(increment: number): void {
+  if (process.platform !== 'linux') return;
+  const tid = threadId();
+  if (tid === 0) return;
   try {
-    setPriority(tid, Math.min(19, getPriority(0) + increment));
-    spawn('chrt', ['--other', '--pid', '0', String(tid)], { stdio: 'ignore' })
-      .on('error', () => {})
-      .unref();
+    setPriority(0, Math.min(19, getPriority(0) + increment));
+    spawnSync('chrt', ['--other', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
   } catch {
-    // A thread that exited meanwhile, or a refused change: it stays as it was.
+    // A refused change: the thread stays as it was.
   }
 }
 
@@ -68,11 +112,17 @@ export function setThreadIdle(): boolean {
   return isThreadIdle();
 }
 
-/** Whether the calling thread runs under SCHED_IDLE (false where it cannot be told). */
-export function isThreadIdle(): boolean {
+/**
+ * Whether the calling thread (or thread `tid` of this process) runs under SCHED_IDLE (false where it
+ * cannot be told, or for a thread that exited).
+ */
+export function isThreadIdle(tid?: number): boolean {
   if (process.platform !== 'linux') return false;
   try {
-    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    const stat = readFileSync(
+      tid === undefined ? '/proc/thread-self/stat' : `/proc/self/task/${tid}/stat`,
+      'utf8',
+    );
     // The command name (field 2) is in parentheses and may hold spaces: count after its end.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[POLICY_FIELD - 3]) === SCHED_IDLE;

@@ -344,8 +344,10 @@ describe('compaction worker priority', () => {
     'runs the workers under SCHED_IDLE by default, at the nice increment workerNice gives otherwise, without lowering the process',
     async () => {
       const own = getPriority(0);
-      expect((await compactWith({})).workerPriority).toBe('idle');
-      expect((await compactWith({ workerNice: 'idle' })).workerPriority).toBe('idle');
+      // Never promoted here, however busy the machine (promotion is the next tests' subject).
+      const unstarved = { workerStarvedMs: 600_000 };
+      expect((await compactWith(unstarved)).workerPriority).toBe('idle');
+      expect((await compactWith({ ...unstarved, workerNice: 'idle' })).workerPriority).toBe('idle');
       expect((await compactWith({ workerNice: 3 })).workerPriority).toBe(Math.min(19, own + 3));
       expect((await compactWith({ workerNice: 0 })).workerPriority).toBe(own);
       expect(getPriority(0)).toBe(own);
@@ -373,6 +375,22 @@ describe('compaction worker priority', () => {
       }
       expect(isThreadIdle()).toBe(false);
       expect(getPriority(0)).toBe(own);
+    },
+  );
+
+  it.runIf(process.platform === 'linux')(
+    'promotes a worker that starts while a job is already starved (its first job), not only one that was running before',
+    async () => {
+      // A fresh pool: the job is starved at 0 ms, before its worker has started and registered.
+      const store = await openWith({ workerStarvedMs: 0 });
+      const own = getPriority(0);
+      try {
+        await applyHistory(store, generateHistory(46, 6000, 200, 10));
+        expect((await store.compact()).buckets[0]!.workerPriority).toBe(Math.min(19, own + 10));
+      } finally {
+        await store.close();
+      }
+      expect(threadsAt(Math.min(19, own + 10))).toEqual([]);
     },
   );
 

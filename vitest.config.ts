@@ -1,8 +1,13 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
  * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
- * cores. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
+ * cores. Its files share one module graph per worker (`isolate: false`: loading the store's modules
+ * for each of ~100 files took more time than their tests) and run on at least two workers (vitest's
+ * default of one fewer than the cores is one on 2 cores, where most tests wait on fdatasync or on a
+ * socket). Each file still gets its own setup (test/support/no-stray-warnings.ts checks after every
+ * test); a test that changes process-wide state (a listener on `process`) undoes it. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
  * loss, lock), run the CLI as a child process, build the package, or wait out a real client's own
  * multi-second timers (kafkajs's admin setOffsets). `npm run test:cluster` runs `cluster`: tests
  * against real etcd clusters (the `etcd` binary, started and stopped by each test file), one file at
@@ -23,6 +28,7 @@ const SLOW = [
 ];
 
 const CLUSTER = ['test/cluster/**/*.test.ts'];
+const FAST_WORKERS = Math.max(2, availableParallelism() - 1);
 const BROWSER = ['test/browser/**/*.test.ts'];
 
 /**
@@ -39,7 +45,16 @@ export default defineConfig({
     pool: 'forks',
     setupFiles: ['test/support/no-stray-warnings.ts'],
     projects: [
-      { extends: true, test: { name: 'fast', isolate: false, include: ['test/**/*.test.ts'], exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA] } },
+      {
+        extends: true,
+        test: {
+          name: 'fast',
+          isolate: false,
+          maxWorkers: FAST_WORKERS,
+          include: ['test/**/*.test.ts'],
+          exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA],
+        },
+      },
       { extends: true, test: { name: 'slow', include: SLOW } },
       { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
       { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },

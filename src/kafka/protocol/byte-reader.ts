@@ -8,8 +8,13 @@
  * Varints (KIP-482 and the record format): an unsigned varint is at most 5 bytes and at most
  * 2^32 - 1; a varint (zigzag, 32-bit) at most 5 bytes; a varlong (zigzag, 64-bit) at most 10 bytes.
  * A longer encoding is refused, so a run of continuation bytes cannot make a read loop long.
+ *
+ * Arrays: a count is checked against the bytes left (`checkCount`), and every count a reader checks
+ * is also taken from a budget of ARRAY_ELEMENTS_MAX for the whole message, so that elements of a few
+ * bytes each cannot make one message take seconds to decode.
  */
 import { KafkaDecodeError } from './kafka-decode-error.js';
+import { ARRAY_ELEMENTS_MAX } from './schema.js';
 
 const UUID_BYTES = 16;
 const HEX: string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
@@ -20,6 +25,7 @@ export class ByteReader {
   readonly #context: string;
   #position: number;
   #end: number;
+  #elementsLeft = ARRAY_ELEMENTS_MAX;
 
   /** `context` prefixes every error message, e.g. `'OffsetCommitRequest v8'`. */
   constructor(buf: Buffer, position: number, end: number, context: string) {
@@ -190,8 +196,9 @@ export class ByteReader {
   }
 
   /**
-   * Throws unless `count` elements of at least `elementBytes` bytes each fit in the bytes left. Called
-   * before an array is read, so a hostile count costs nothing.
+   * Throws unless `count` elements of at least `elementBytes` bytes each fit in the bytes left, and
+   * the message's arrays hold at most ARRAY_ELEMENTS_MAX elements with them. Called before an array
+   * is read, so a hostile count costs nothing.
    */
   checkCount(count: number, elementBytes: number, what: string): void {
     if (count > this.remaining / Math.max(1, elementBytes)) {
@@ -199,6 +206,9 @@ export class ByteReader {
         `${what}: ${count} elements of at least ${elementBytes} bytes cannot fit in ${this.remaining} bytes`,
       );
     }
+    this.#elementsLeft -= count;
+    if (this.#elementsLeft < 0)
+      this.fail(`${what}: more than ${ARRAY_ELEMENTS_MAX} array elements in one message`);
   }
 
   /**

@@ -17,6 +17,7 @@ export {
   versionsOf,
 } from './version-range.js';
 export {
+  ARRAY_ELEMENTS_MAX,
   STRING_BYTES_MAX,
   message,
   type DefaultValue,

@@ -26,6 +26,15 @@ import type { VersionRange } from './version-range.js';
 /** Kafka's limit on the UTF-8 bytes of a string, in both encodings, on both sides. */
 export const STRING_BYTES_MAX = 0x7fff;
 
+/**
+ * Most array elements one message may hold, in all its arrays together (nested ones included). Not
+ * Kafka's: its broker bounds a request by bytes alone. But an element can take as little as 1-3
+ * bytes (an empty topic of a flexible OffsetCommit takes 3), so 100 MiB could hold 35 million of
+ * them, and decoding those on the event loop held every other connection for seconds. A million is
+ * far above what a client sends (a consumer commits one element per partition it owns).
+ */
+export const ARRAY_ELEMENTS_MAX = 1_000_000;
+
 /** A type that is not a collection. */
 export type ScalarType =
   'bool' | 'int8' | 'int16' | 'int32' | 'int64' | 'uuid' | 'string' | 'bytes' | 'records';

@@ -7,8 +7,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  API_KEYS,
+  ARRAY_ELEMENTS_MAX,
   KAFKA_APIS,
   KafkaDecodeError,
+  decodeOffsetCommitColumns,
   decodeRequest,
   decodeRequestHeader,
   decodeResponse,
@@ -183,6 +186,48 @@ describe('hostile input', () => {
       expect(caught, what).toBeInstanceOf(KafkaDecodeError);
       expect((caught as Error).message, what).toMatch(message);
     }
+  });
+
+  it('a message of more than ARRAY_ELEMENTS_MAX array elements in all is refused, however few bytes each takes', () => {
+    // An empty topic of a flexible OffsetCommit takes 3 bytes: a 100 MiB request could hold 35
+    // million, and decoding them held the event loop for seconds.
+    const commit = (topics: number) =>
+      encodeRequest(
+        { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'c' },
+        {
+          groupId: 'g',
+          topics: Array.from({ length: topics }, () => ({ name: '', partitions: [] })),
+        },
+      ).subarray(4);
+    expect(ARRAY_ELEMENTS_MAX).toBe(1_000_000);
+    const atLimit = decodeRequest(commit(ARRAY_ELEMENTS_MAX));
+    expect((atLimit.body as { topics: unknown[] }).topics.length).toBe(ARRAY_ELEMENTS_MAX);
+    const columns = (payload: Buffer) =>
+      decodeOffsetCommitColumns(payload, decodeRequestHeader(payload));
+    expect(columns(commit(ARRAY_ELEMENTS_MAX))).toBeDefined();
+    const over = commit(ARRAY_ELEMENTS_MAX + 1);
+    expect(() => decodeRequest(over)).toThrow(
+      expect.objectContaining({
+        constructor: KafkaDecodeError,
+        message: expect.stringMatching(/topics: more than 1000000 array elements in one message/),
+      }),
+    );
+    // The column reader leaves it to the table-driven decoder, which refuses it.
+    expect(columns(over)).toBeUndefined();
+    // Elements of nested arrays count too: 2 topics of 500,000 partitions and one more.
+    const partitions = (n: number) =>
+      Array.from({ length: n }, (_, p) => ({ partitionIndex: p, committedOffset: 1n }));
+    const nested = encodeRequest(
+      { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 1, clientId: 'c' },
+      {
+        groupId: 'g',
+        topics: [
+          { name: 'a', partitions: partitions(500_000) },
+          { name: 'b', partitions: partitions(499_999) },
+        ],
+      },
+    ).subarray(4);
+    expect(() => decodeRequest(nested)).toThrow(/partitions: more than 1000000 array elements/);
   });
 
   it('a tagged section claiming 2^32 - 1 fields ends when the bytes do, however many empty tags follow', () => {

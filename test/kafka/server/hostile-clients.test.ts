@@ -13,7 +13,12 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
 import { CATALOG_FILE } from '../../../src/kafka/index.js';
-import { API_KEYS, KAFKA_ERROR, encodeRequest } from '../../../src/kafka/protocol/index.js';
+import {
+  API_KEYS,
+  ARRAY_ELEMENTS_MAX,
+  KAFKA_ERROR,
+  encodeRequest,
+} from '../../../src/kafka/protocol/index.js';
 import { seedFrom, seededRandom } from '../../support/seeded-random.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
@@ -162,6 +167,24 @@ describe('hostile input on a raw socket', () => {
       await client.closed;
       expect(client.arrivals).toEqual([]);
     }
+    await expectUnharmed(t);
+  });
+
+  it('closes a connection whose request holds more than a million array elements, committing nothing of it', async () => {
+    const t = await start();
+    const topics = [
+      { name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n }] },
+      ...Array.from({ length: ARRAY_ELEMENTS_MAX }, () => ({ name: '', partitions: [] })),
+    ];
+    const client = await connect(t);
+    client.write(
+      encodeRequest(
+        { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId: 3, clientId: 'c' },
+        { groupId: 'g', topics },
+      ),
+    );
+    await client.closed;
+    expect(client.arrivals).toEqual([]);
     await expectUnharmed(t);
   });
 

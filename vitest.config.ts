@@ -25,6 +25,7 @@ const SLOW = [
   'test/kafka/clients/kafkajs-admin-offsets.test.ts',
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',
+  'test/compaction/unprivileged-workers.test.ts',
 ];
 
 const CLUSTER = ['test/cluster/**/*.test.ts'];

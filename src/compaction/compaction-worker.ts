@@ -9,6 +9,7 @@ import { workerData } from 'piscina';
 import { loadChecksum } from '../codec/index.js';
 import {
   NodeFileSystem,
+  canLeaveIdle,
   isThreadIdle,
   promoteSelf,
   setThreadIdle,
@@ -27,7 +28,8 @@ const fs = new NodeFileSystem();
 // On Linux a scheduling policy or a priority set for pid 0 is the calling thread's alone (elsewhere
 // it is the whole process's, which must not be lowered): compaction then yields the cores to the
 // threads that answer commits. 'idle' is SCHED_IDLE (io/thread-scheduling.ts), or nice 19 where
-// that policy cannot be set.
+// that policy cannot be set, or where the thread could not be taken back from it (an unprivileged
+// process: see canLeaveIdle), since on a machine with no idle core it would then never run again.
 // Under 'idle' the thread's id goes into the pool's registry first, so that the pool can promote it
 // when a job waits too long for an idle core (worker-pool.ts); the end of that job puts it back.
 const { nice, threads, starvedJobs } = (workerData ?? {
@@ -46,7 +48,8 @@ if (process.platform === 'linux' && nice !== 0) {
         break;
       }
   }
-  idle = nice === 'idle' && setThreadIdle();
+  idle =
+    nice === 'idle' && canLeaveIdle(Math.min(19, getPriority(0) + STARVED_NICE)) && setThreadIdle();
   // Started while a job of the pool waits too long for an idle core: promoted at once, since the
   // pool's own promotion may have come before this thread registered or went idle.
   if (idle && starvedJobs !== undefined && Atomics.load(new Int32Array(starvedJobs), 0) > 0)

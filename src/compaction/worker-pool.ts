@@ -15,11 +15,13 @@
  * A worker may start after its job was found starved (a pool whose idle workers had exited, on a
  * machine busy enough to delay the new thread's start past `starvedJobMs`), or go idle just after
  * the pool promoted it. So the pool counts its starved jobs in flight in a shared cell: a worker that
- * starts while one is counted promotes itself once idle, and while one is counted the pool looks at
- * its registered workers again every STARVED_RECHECK_MS and promotes any it finds under SCHED_IDLE.
- * A promotion runs in a child process (chrt) and may land after the job it was for has ended, so
- * when the last starved job ends the pool waits for its promotions to land and puts back under
- * SCHED_IDLE every worker it promoted that is not there already.
+ * starts while one is counted promotes itself once idle (and runs its current job promoted, putting
+ * itself back at its end), and while one is counted the pool looks at its registered workers again
+ * every STARVED_RECHECK_MS and promotes any it finds under SCHED_IDLE. The pool promotes only workers
+ * it finds under SCHED_IDLE: one where that policy was refused runs at nice 19 and needs no help.
+ * A promotion runs in a child process (chrt) and may land after the job it was for has ended, so the
+ * pool's changes run one after another, and when the last starved job ends the pool waits for them
+ * and puts back under SCHED_IDLE every worker it promoted.
  */
 import { Piscina } from 'piscina';
 import { OffsetStoreError } from '../errors/index.js';
@@ -64,8 +66,9 @@ export class CompactionWorkerPool implements CompactionRunner {
   readonly #threads: Int32Array;
   readonly #starvedJobs: Int32Array;
   readonly #starvedJobMs: number | undefined;
-  /** Promotions sent and not landed yet, and the workers promoted, while a job is starved. */
-  readonly #promotions = new Set<Promise<void>>();
+  /** The pool's priority changes, one after another (each a chrt child process). */
+  #changes: Promise<void> = Promise.resolve();
+  /** Workers the pool promoted while a job is starved. */
   readonly #promoted = new Set<number>();
   #closed = false;
 
@@ -107,8 +110,8 @@ export class CompactionWorkerPool implements CompactionRunner {
         : setTimeout(() => {
             starved = true;
             Atomics.add(this.#starvedJobs, 0, 1);
-            this.#promoteWorkers(false);
-            recheck = setInterval(() => this.#promoteWorkers(true), STARVED_RECHECK_MS);
+            this.#promoteIdleWorkers();
+            recheck = setInterval(() => this.#promoteIdleWorkers(), STARVED_RECHECK_MS);
             recheck.unref();
           }, this.#starvedJobMs);
     timer?.unref();
@@ -133,32 +136,32 @@ export class CompactionWorkerPool implements CompactionRunner {
   }
 
   /**
-   * A starved job ended: once no other is, every worker promoted is put back under SCHED_IDLE, after
-   * the promotions still on their way have landed (a worker puts itself back at the end of its job,
-   * but a promotion sent just before could land after that).
+   * A starved job ended: once no other is, every worker the pool promoted is put back under
+   * SCHED_IDLE, after the promotions still on their way have landed (a worker puts itself back at the
+   * end of its job, but a promotion sent just before could land after that).
    */
   async #endStarved(): Promise<void> {
-    await Promise.all(this.#promotions);
-    if (Atomics.sub(this.#starvedJobs, 0, 1) !== 1) return;
-    const promoted = [...this.#promoted];
-    this.#promoted.clear();
-    await Promise.all(promoted.map((tid) => (isThreadIdle(tid) ? undefined : demoteThread(tid))));
+    if (Atomics.sub(this.#starvedJobs, 0, 1) === 1) {
+      const promoted = [...this.#promoted];
+      this.#promoted.clear();
+      for (const tid of promoted) this.#change(() => demoteThread(tid));
+    }
+    await this.#changes;
   }
 
-  /**
-   * Takes every live worker back to the normal policy (a job waited too long for an idle core);
-   * `idleOnly`: only those found under SCHED_IDLE (a recheck, see the module comment).
-   */
-  #promoteWorkers(idleOnly: boolean): void {
+  /** Takes every live worker found under SCHED_IDLE back to the normal policy (a job waits too long for an idle core). */
+  #promoteIdleWorkers(): void {
     for (let i = 0; i < this.#threads.length; i++) {
       const tid = Atomics.load(this.#threads, i);
-      if (tid === 0 || (idleOnly && !isThreadIdle(tid))) continue;
+      if (tid === 0 || !isThreadIdle(tid)) continue;
       this.#promoted.add(tid);
-      const promotion = promoteThread(tid, STARVED_NICE).finally(() =>
-        this.#promotions.delete(promotion),
-      );
-      this.#promotions.add(promotion);
+      this.#change(() => promoteThread(tid, STARVED_NICE));
     }
+  }
+
+  /** Queues a priority change after the ones before it. */
+  #change(change: () => Promise<void>): void {
+    this.#changes = this.#changes.then(change);
   }
 
   /** Number of worker threads alive. */

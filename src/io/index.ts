@@ -12,6 +12,7 @@ export {
 export { copyDirectory, directoryBytes } from './directory-tree.js';
 export { threadCpuMs } from './thread-usage.js';
 export {
+  canLeaveIdle,
   demoteThread,
   isThreadIdle,
   promoteSelf,

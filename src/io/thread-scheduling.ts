@@ -35,47 +35,58 @@ export function threadId(): number {
   }
 }
 
+/** How long a chrt child may take before it is killed (the change then did not happen). */
+const CHRT_TIMEOUT_MS = 5_000;
+
 /**
  * Takes thread `tid` of this process back from SCHED_IDLE to the normal policy at nice `increment`
  * below the process. Nothing happens when `tid` is not a thread of this process (one that exited).
  * Best effort: chrt runs in a child process, so the calling thread never waits for it; the promise
- * says when it has exited (it never rejects).
+ * says when it has ended (it never rejects).
  */
 export function promoteThread(tid: number, increment: number): Promise<void> {
-  return changeThread(tid, Math.min(19, getPriority(0) + increment), '--other');
+  if (!isThreadOfProcess(tid)) return Promise.resolve();
+  try {
+    // The nice first: the thread leaves SCHED_IDLE at it, not at the process's.
+    setPriority(tid, Math.min(19, getPriority(0) + increment));
+  } catch {
+    return Promise.resolve(); // the thread exited meanwhile
+  }
+  return chrt('--other', tid).then(() => undefined);
 }
 
 /**
- * Puts thread `tid` of this process (one `promoteThread` promoted) back under SCHED_IDLE, at the
- * process's nice; asynchronous like `promoteThread`.
+ * Puts thread `tid` of this process, one `promoteThread` promoted, back under SCHED_IDLE, and then
+ * (only if it is under it) back at the process's nice; asynchronous like `promoteThread`. Where the
+ * change is refused the thread stays as the promotion left it, never at a lower nice.
  */
-export function demoteThread(tid: number): Promise<void> {
-  return changeThread(tid, getPriority(0), '--idle');
+export async function demoteThread(tid: number): Promise<void> {
+  if (!isThreadOfProcess(tid)) return;
+  if (!(await chrt('--idle', tid)) || !isThreadIdle(tid)) return;
+  try {
+    setPriority(tid, getPriority(0));
+  } catch {
+    // The thread exited meanwhile.
+  }
 }
 
-function changeThread(tid: number, nice: number, policy: '--other' | '--idle'): Promise<void> {
-  if (process.platform !== 'linux' || !(tid > 0) || !existsSync(`/proc/self/task/${tid}`))
-    return Promise.resolve();
+function isThreadOfProcess(tid: number): boolean {
+  return process.platform === 'linux' && tid > 0 && existsSync(`/proc/self/task/${tid}`);
+}
+
+/** Runs `chrt <policy> --pid 0 <tid>`; true when it exited with 0 (false if missing, refused or slow). */
+function chrt(policy: '--other' | '--idle', tid: number): Promise<boolean> {
   return new Promise((resolve) => {
     try {
-      // Under SCHED_IDLE first, then the nice; back to the normal policy, the nice first.
-      if (policy === '--other') setPriority(tid, nice);
-      const chrt = spawn('chrt', [policy, '--pid', '0', String(tid)], { stdio: 'ignore' });
-      chrt.on('error', () => resolve());
-      chrt.on('exit', () => {
-        if (policy === '--idle') {
-          try {
-            setPriority(tid, nice);
-          } catch {
-            // The thread exited meanwhile.
-          }
-        }
-        resolve();
+      const child = spawn('chrt', [policy, '--pid', '0', String(tid)], {
+        stdio: 'ignore',
+        timeout: CHRT_TIMEOUT_MS,
       });
-      chrt.unref();
+      child.on('error', () => {}); // a missing chrt: 'close' follows with no exit code
+      child.on('close', (code) => resolve(code === 0));
+      child.unref();
     } catch {
-      // A thread that exited meanwhile, or a refused change: it stays as it was.
-      resolve();
+      resolve(false);
     }
   });
 }
@@ -94,6 +105,31 @@ export function promoteSelf(increment: number): void {
   } catch {
     // A refused change: the thread stays as it was.
   }
+}
+
+/** CAP_SYS_NICE's bit in the capability sets of /proc/<pid>/status. */
+const CAP_SYS_NICE = 23n;
+
+/**
+ * Whether a thread of this process, once under SCHED_IDLE, could be taken back to the normal policy
+ * at nice `nice`. Linux lets a thread leave SCHED_IDLE only with CAP_SYS_NICE or when its nice is
+ * within RLIMIT_NICE (20 - nice <= the limit); the usual limit is 0, so an unprivileged process could
+ * put a thread under SCHED_IDLE and never take it back. `status` and `limits` are the texts of
+ * /proc/self/status and /proc/self/limits (read when not given).
+ */
+export function canLeaveIdle(nice: number, status?: string, limits?: string): boolean {
+  try {
+    status ??= readFileSync('/proc/self/status', 'utf8');
+    limits ??= readFileSync('/proc/self/limits', 'utf8');
+  } catch {
+    return false;
+  }
+  const capabilities = /^CapEff:\s*([0-9a-f]+)\s*$/m.exec(status)?.[1];
+  if (capabilities !== undefined && ((BigInt(`0x${capabilities}`) >> CAP_SYS_NICE) & 1n) === 1n)
+    return true;
+  const limit = /^Max nice priority\s+(\S+)/m.exec(limits)?.[1];
+  if (limit === undefined) return false;
+  return limit === 'unlimited' || 20 - nice <= Number(limit);
 }
 
 /**

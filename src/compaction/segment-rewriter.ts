@@ -94,7 +94,8 @@ export async function rewriteSegments(
   try {
     await rewriteGroups(reader, request, writer, result, superseded, dropped);
   } catch (error) {
-    // The caller deletes the outputs; the one open when a write or fdatasync failed is closed here.
+    // Nothing will swap these outputs in: closed and deleted now, not at the next open, since on a
+    // full disk their space is what the failure is about.
     await writer.abandon();
     throw error;
   }
@@ -213,6 +214,8 @@ class OutputWriter {
   #group: CleanedSegment[] = [];
   #nextBaseOffset = 0;
   #current: { segment: CleanedSegment; handle: FileHandle } | undefined;
+  /** Every output file created, for `abandon`. */
+  readonly #created: string[] = [];
   #wroteAny = false;
 
   constructor(fs: FileSystem, dir: string, segmentBytesMax: number) {
@@ -263,6 +266,7 @@ class OutputWriter {
       segment: { baseOffset, tempPath, sizeBytes: 0, lastLogOffset: -1 },
       handle: await this.#fs.open(tempPath, 'w'),
     };
+    this.#created.push(tempPath);
     this.#wroteAny = true;
   }
 
@@ -287,11 +291,16 @@ class OutputWriter {
     return this.#group;
   }
 
-  /** After a failure: closes the output being written, if any (an error closing it is dropped: the first one is what is reported). */
+  /**
+   * After a failure: closes the output being written, if any, and deletes every output created
+   * (errors doing so are dropped: the failure is what is reported; a leftover `.cleaned` file is
+   * deleted by the log's next open).
+   */
   async abandon(): Promise<void> {
     const current = this.#current;
     this.#current = undefined;
     await current?.handle.close().catch(() => {});
+    for (const tempPath of this.#created.splice(0)) await this.#fs.unlink(tempPath).catch(() => {});
   }
 
   /** Fsyncs the directory, so the outputs' names are durable. */

@@ -147,10 +147,17 @@ describe('a failing disk', () => {
     const fs = new FaultyFileSystem();
     const store = await storeWithGarbage(dir, fs);
     const before = await offsetsOf(store);
+    const cleaned = () =>
+      readdirSync(path.join(dir, 'buckets', '000')).filter((f) => f.endsWith('.cleaned'));
     fs.plan = { failWritesToSuffix: '.cleaned' };
     await expect(store.compact()).rejects.toThrow(/EIO: injected write failure/);
+    expect(
+      cleaned(),
+      'a failed rewrite deletes its outputs at once (on a full disk, their space)',
+    ).toEqual([]);
     fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
     await expect(store.compact()).rejects.toThrow(/EIO: injected fdatasync failure/);
+    expect(cleaned()).toEqual([]);
     expect(warnings).toEqual([
       expect.stringMatching(/injected write failure/),
       expect.stringMatching(/injected fdatasync failure/),

@@ -92,6 +92,7 @@ export function decodeResponseHeader(
 /** No header tag is defined; every tagged field is skipped by its size. */
 function skipTaggedFields(r: ByteReader): void {
   const count = r.unsignedVarint('tagged field count');
+  r.checkCount(count, 2, 'tagged fields');
   for (let i = 0; i < count; i++) {
     const tag = r.unsignedVarint('tag');
     r.skip(r.unsignedVarint(`size of tagged field ${tag}`), `tagged field ${tag}`);

@@ -124,6 +124,8 @@ function readExpression(flexible: boolean, f: FieldPlan, ref: (value: unknown) =
 
 function readTagged(plan: StructPlan, struct: Record<string, unknown>, r: ByteReader): void {
   const count = r.unsignedVarint('tagged field count');
+  // A tagged field takes at least 2 bytes (its tag and its size), and counts as an array element.
+  r.checkCount(count, 2, 'tagged fields');
   for (let i = 0; i < count; i++) {
     const tag = r.unsignedVarint('tag');
     const bytes = r.unsignedVarint(`size of tagged field ${tag}`);

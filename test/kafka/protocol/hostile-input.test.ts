@@ -173,6 +173,11 @@ describe('hostile input', () => {
       [
         'a header tagged section that runs past the end',
         hex`000c 0004 00000001 0000 05 01 02 aa`,
+        /tagged fields: 5 elements of at least 2 bytes cannot fit in 3 bytes/,
+      ],
+      [
+        'a header tagged field larger than the bytes left',
+        hex`000c 0004 00000001 0000 01 01 05 aa`,
         /truncated/,
       ],
     ];
@@ -230,12 +235,21 @@ describe('hostile input', () => {
     expect(() => decodeRequest(nested)).toThrow(/partitions: more than 1000000 array elements/);
   });
 
-  it('a tagged section claiming 2^32 - 1 fields ends when the bytes do, however many empty tags follow', () => {
+  it('a tagged section claiming more fields than its bytes could hold, or than ARRAY_ELEMENTS_MAX, is refused before any is read', () => {
     const zeros = Buffer.alloc(1 << 20);
-    const payload = Buffer.concat([
-      hex`000c 0004 00000001 0000 00  02 67 00000000 02 6d 00  ffffffff0f`,
-      zeros,
-    ]);
-    expect(() => decodeRequest(payload)).toThrow(/truncated tag/);
+    const heartbeat = (tags: string, rest: Buffer) =>
+      Buffer.concat([hex`000c 0004 00000001 0000 00  02 67 00000000 02 6d 00  ${tags}`, rest]);
+    expect(() => decodeRequest(heartbeat('ffffffff0f', zeros))).toThrow(
+      /tagged fields: 4294967295 elements of at least 2 bytes cannot fit in 1048576 bytes/,
+    );
+    // Empty unknown tags take 2 bytes each: a million and one fit in 2 MB.
+    const emptyTags = Buffer.alloc(2 * (ARRAY_ELEMENTS_MAX + 1));
+    expect(() => decodeRequest(heartbeat('c1843d', emptyTags))).toThrow(
+      /tagged fields: more than 1000000 array elements in one message/,
+    );
+    // The header's tagged section too.
+    expect(() =>
+      decodeRequestHeader(Buffer.concat([hex`000c 0004 00000001 0000 c1843d`, emptyTags])),
+    ).toThrow(/tagged fields: more than 1000000 array elements/);
   });
 });

@@ -643,7 +643,12 @@ export class Log implements LogPort {
         ? await createSegment(this.#options.fs, this.#options.dir, baseOffset)
         : await this.#usePrepared(prepared.path, baseOffset);
     const handle = await this.#options.fs.open(segment.path, 'r+');
-    await this.#active.close();
+    try {
+      await this.#active.close();
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
     this.#active = handle;
     this.#activeFileBytes = prepared?.fileBytes ?? 0;
     this.#preallocationRefused = false;

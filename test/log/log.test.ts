@@ -291,6 +291,22 @@ describe('Log', () => {
     await log.close();
   });
 
+  it('fail-stops when closing the sealed segment at a roll fails, leaving no file open', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 4096 }));
+    // A roll creates the next segment (an open and a close), opens it, then closes the sealed one.
+    fs.plan = { failCloseAt: fs.closeCount + 2 };
+    const appended = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, n) => log.append(testBatch(n, 10))),
+    );
+    expect(appended.some((r) => r.status === 'rejected')).toBe(true);
+    expect(log.failed).toBe(true);
+    fs.plan = {};
+    await log.close();
+    expect(fs.openFiles, "the next segment's handle, opened before the failed close").toEqual([]);
+  });
+
   it('rejects a batch above batchBytesMax before writing anything, and appends after close', async () => {
     const dir = tempDir();
     const { log } = await Log.open(logOptions(dir, { batchBytesMax: 200 }));

@@ -22,6 +22,8 @@ export interface FaultPlan {
   failWritesToSuffix?: string;
   /** Fail unlinks of files whose name ends with this (e.g. 'LOCK'); undefined = none. */
   failUnlinksOfSuffix?: string;
+  /** Fail the Nth close (1-based, counted in closeCount; the file is closed all the same, as on Linux); undefined = never. */
+  failCloseAt?: number;
 }
 
 /**
@@ -47,6 +49,7 @@ export class FaultyFileSystem implements FileSystem {
   metaOpCount = 0;
   truncateCount = 0;
   readCount = 0;
+  closeCount = 0;
   plan: FaultPlan = {};
 
   constructor() {
@@ -116,11 +119,16 @@ export class FaultyFileSystem implements FileSystem {
       },
       sizeBytes: () => handle.sizeBytes(),
       async close() {
+        self.closeCount++;
+        const fail =
+          self.plan.failCloseAt !== undefined && self.closeCount === self.plan.failCloseAt;
         if (!closed) {
           closed = true;
           self.openFiles.splice(self.openFiles.indexOf(path), 1);
         }
-        return handle.close();
+        await handle.close();
+        // As on Linux, a close that reports an error has still released the file.
+        if (fail) throw Object.assign(new Error('EIO: injected close failure'), { code: 'EIO' });
       },
     };
   }

@@ -492,6 +492,8 @@ export class OffsetsTable {
    * open restores it and replays nothing.
    */
   async close(checkpointAtMs?: number): Promise<void> {
+    // The log and the checkpoints are closed whatever fails before: the first failure is reported.
+    let failure: { error: unknown } | undefined;
     try {
       await this.log.drain();
       if (checkpointAtMs !== undefined && !this.log.failed) {
@@ -504,9 +506,16 @@ export class OffsetsTable {
           this.#onWarning(`${error.message}; closing without it`);
         }
       }
-      await this.log.close();
-    } finally {
-      await this.#checkpoints?.close();
+    } catch (error) {
+      failure = { error };
     }
+    for (const close of [() => this.log.close(), () => this.#checkpoints?.close()]) {
+      try {
+        await close();
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure !== undefined) throw failure.error;
   }
 }

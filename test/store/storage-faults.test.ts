@@ -214,6 +214,24 @@ describe('closing on a failing disk', () => {
   });
 });
 
+describe('closing on a failing disk: the last checkpoint', () => {
+  it('closes every file when freeing the segments below the last checkpoint fails at close, and reports it; the next open has everything', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(
+      options(dir, fs, { compaction: { strategy: 'checkpoint', background: false } }),
+    );
+    for (let i = 0; i < 150; i++) await store.commitOffsets('g', [{ ...K(i % 5), offset: i }]);
+    const before = await offsetsOf(store);
+    fs.plan = { failUnlinksOfSuffix: '.log' };
+    await expect(store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    expect(fs.openFiles, 'the log and the checkpoints closed all the same').toEqual([]);
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual(before);
+    await reopened.close();
+  });
+});
+
 describe('a compaction swap intent', () => {
   /** Writes `intent` (with a valid checksum unless `raw`) into bucket 0 of a closed store with several segments. */
   async function withIntent(

@@ -52,14 +52,36 @@ export default defineConfig({
           name: 'fast',
           isolate: false,
           maxWorkers: FAST_WORKERS,
+          // Its own group (run before the others) when several tiers run in one command: vitest
+          // runs projects of different maxWorkers only in different groups.
+          sequence: { groupOrder: 0 },
           include: ['test/**/*.test.ts'],
           exclude: [...SLOW, ...CLUSTER, ...BROWSER, ...LIBRDKAFKA],
         },
       },
-      { extends: true, test: { name: 'slow', include: SLOW } },
-      { extends: true, test: { name: 'cluster', include: CLUSTER, fileParallelism: false } },
-      { extends: true, test: { name: 'browser', include: BROWSER, testTimeout: 180_000 } },
-      { extends: true, test: { name: 'librdkafka', include: LIBRDKAFKA } },
+      { extends: true, test: { name: 'slow', include: SLOW, sequence: { groupOrder: 1 } } },
+      {
+        extends: true,
+        test: {
+          name: 'cluster',
+          include: CLUSTER,
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: BROWSER,
+          testTimeout: 180_000,
+          sequence: { groupOrder: 3 },
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'librdkafka', include: LIBRDKAFKA, sequence: { groupOrder: 4 } },
+      },
     ],
   },
 });

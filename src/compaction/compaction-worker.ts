@@ -48,8 +48,7 @@ if (process.platform === 'linux' && nice !== 0) {
         break;
       }
   }
-  idle =
-    nice === 'idle' && canLeaveIdle(Math.min(19, getPriority(0) + STARVED_NICE)) && setThreadIdle();
+  idle = nice === 'idle' && canLeaveIdle(STARVED_NICE) && setThreadIdle();
   // Started while a job of the pool waits too long for an idle core: promoted at once, since the
   // pool's own promotion may have come before this thread registered or went idle.
   if (idle && starvedJobs !== undefined && Atomics.load(new Int32Array(starvedJobs), 0) > 0)

@@ -107,29 +107,28 @@ export function promoteSelf(increment: number): void {
   }
 }
 
-/** CAP_SYS_NICE's bit in the capability sets of /proc/<pid>/status. */
-const CAP_SYS_NICE = 23n;
-
 /**
  * Whether a thread of this process, once under SCHED_IDLE, could be taken back to the normal policy
- * at nice `nice`. Linux lets a thread leave SCHED_IDLE only with CAP_SYS_NICE or when its nice is
- * within RLIMIT_NICE (20 - nice <= the limit); the usual limit is 0, so an unprivileged process could
- * put a thread under SCHED_IDLE and never take it back. `status` and `limits` are the texts of
- * /proc/self/status and /proc/self/limits (read when not given).
+ * at `increment` nice above its own. Linux lets a thread leave SCHED_IDLE only if the caller has
+ * CAP_SYS_NICE (in the initial user namespace, not a container's) or the thread's nice is within
+ * RLIMIT_NICE (20 - nice <= the limit, usually 0): an unprivileged process could put a thread under
+ * SCHED_IDLE and never take it back. Rather than read capabilities and limits and guess how a
+ * namespace or an exec changes them, this tries: a child goes under SCHED_IDLE, raises its nice by
+ * `increment`, and execs a chrt that takes it back, as a promotion's chrt would (synchronous, a few
+ * ms; false off Linux, or without chrt or nice).
  */
-export function canLeaveIdle(nice: number, status?: string, limits?: string): boolean {
+export function canLeaveIdle(increment: number): boolean {
+  if (process.platform !== 'linux') return false;
   try {
-    status ??= readFileSync('/proc/self/status', 'utf8');
-    limits ??= readFileSync('/proc/self/limits', 'utf8');
+    const probe = spawnSync(
+      'chrt',
+      ['--idle', '0', 'nice', '-n', String(increment), 'chrt', '--other', '0', 'true'],
+      { stdio: 'ignore', timeout: CHRT_TIMEOUT_MS },
+    );
+    return probe.status === 0;
   } catch {
     return false;
   }
-  const capabilities = /^CapEff:\s*([0-9a-f]+)\s*$/m.exec(status)?.[1];
-  if (capabilities !== undefined && ((BigInt(`0x${capabilities}`) >> CAP_SYS_NICE) & 1n) === 1n)
-    return true;
-  const limit = /^Max nice priority\s+(\S+)/m.exec(limits)?.[1];
-  if (limit === undefined) return false;
-  return limit === 'unlimited' || 20 - nice <= Number(limit);
 }
 
 /**

@@ -96,15 +96,14 @@ function chrt(policy: '--other' | '--idle', tid: number): Promise<boolean> {
  * synchronously (a thread that starts while its pool already wants it promoted).
  */
 export function promoteSelf(increment: number): void {
-  if (process.platform !== 'linux') return;
   const tid = threadId();
   if (tid === 0) return;
   try {
     setPriority(0, Math.min(19, getPriority(0) + increment));
-    spawnSync('chrt', ['--other', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
   } catch {
-    // A refused change: the thread stays as it was.
+    return; // a refused change: the thread stays as it was
   }
+  chrtSync(['--other', '--pid', '0', String(tid)]);
 }
 
 /**
@@ -118,14 +117,16 @@ export function promoteSelf(increment: number): void {
  * ms; false off Linux, or without chrt or nice).
  */
 export function canLeaveIdle(increment: number): boolean {
-  if (process.platform !== 'linux') return false;
+  return (
+    process.platform === 'linux' &&
+    chrtSync(['--idle', '0', 'nice', '-n', String(increment), 'chrt', '--other', '0', 'true'])
+  );
+}
+
+/** Runs chrt with `args` on the calling thread; true when it exited with 0 (false if missing, refused or slow). */
+function chrtSync(args: string[]): boolean {
   try {
-    const probe = spawnSync(
-      'chrt',
-      ['--idle', '0', 'nice', '-n', String(increment), 'chrt', '--other', '0', 'true'],
-      { stdio: 'ignore', timeout: CHRT_TIMEOUT_MS },
-    );
-    return probe.status === 0;
+    return spawnSync('chrt', args, { stdio: 'ignore', timeout: CHRT_TIMEOUT_MS }).status === 0;
   } catch {
     return false;
   }
@@ -139,11 +140,7 @@ export function setThreadIdle(): boolean {
   if (process.platform !== 'linux') return false;
   const tid = threadId();
   if (tid === 0) return false;
-  try {
-    spawnSync('chrt', ['--idle', '--pid', '0', String(tid)], { stdio: 'ignore', timeout: 5_000 });
-  } catch {
-    return false;
-  }
+  chrtSync(['--idle', '--pid', '0', String(tid)]);
   return isThreadIdle();
 }
 

@@ -214,9 +214,8 @@ class OutputWriter {
   #group: CleanedSegment[] = [];
   #nextBaseOffset = 0;
   #current: { segment: CleanedSegment; handle: FileHandle } | undefined;
-  /** Every output file created, for `abandon`. */
+  /** Every output file created (for `finish`, and for `abandon` after a failure). */
   readonly #created: string[] = [];
-  #wroteAny = false;
 
   constructor(fs: FileSystem, dir: string, segmentBytesMax: number) {
     this.#fs = fs;
@@ -267,7 +266,6 @@ class OutputWriter {
       handle: await this.#fs.open(tempPath, 'w'),
     };
     this.#created.push(tempPath);
-    this.#wroteAny = true;
   }
 
   async #closeCurrent(): Promise<void> {
@@ -305,6 +303,6 @@ class OutputWriter {
 
   /** Fsyncs the directory, so the outputs' names are durable. */
   async finish(): Promise<void> {
-    if (this.#wroteAny) await this.#fs.syncDir(this.#dir);
+    if (this.#created.length > 0) await this.#fs.syncDir(this.#dir);
   }
 }

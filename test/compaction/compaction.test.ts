@@ -355,17 +355,23 @@ describe('compaction worker priority', () => {
     },
   );
 
-  it.runIf(process.platform === 'linux')(
-    'takes an idle worker back to the normal policy at nice 10 when a job runs past workerStarvedMs',
-    async () => {
+  it.runIf(process.platform === 'linux').each([
+    // The first job starts the worker, which enters its thread id in the pool's registry.
+    ['a job runs past workerStarvedMs', true],
+    // The job is starved at 0 ms, before its worker has started and registered.
+    ['the worker starts while its job is already starved (a fresh pool, its first job)', false],
+  ] as const)(
+    'takes an idle worker back to the normal policy at nice 10 when %s',
+    async (_, warmUp) => {
       const store = await openWith({ workerStarvedMs: 0 });
       const own = getPriority(0);
       try {
-        // The first job starts the worker, which enters its thread id in the pool's registry.
-        await applyHistory(store, generateHistory(44, 400, 10, 10));
-        await store.compact();
-        // Every later job runs past 0 ms: its worker is promoted while it runs.
-        await applyHistory(store, generateHistory(45, 6000, 200, 10));
+        if (warmUp) {
+          await applyHistory(store, generateHistory(44, 400, 10, 10));
+          await store.compact();
+        }
+        // Every job runs past 0 ms: its worker is promoted while it runs.
+        await applyHistory(store, generateHistory(warmUp ? 45 : 46, 6000, 200, 10));
         expect((await store.compact()).buckets[0]!.workerPriority).toBe(Math.min(19, own + 10));
         // It finished that job promoted and went back to SCHED_IDLE: no thread of the process is
         // left at the normal policy at nice 10 (the test's own threads are at the process's nice).
@@ -373,24 +379,9 @@ describe('compaction worker priority', () => {
       } finally {
         await store.close();
       }
+      expect(threadsAt(Math.min(19, own + 10))).toEqual([]);
       expect(isThreadIdle()).toBe(false);
       expect(getPriority(0)).toBe(own);
-    },
-  );
-
-  it.runIf(process.platform === 'linux')(
-    'promotes a worker that starts while a job is already starved (its first job), not only one that was running before',
-    async () => {
-      // A fresh pool: the job is starved at 0 ms, before its worker has started and registered.
-      const store = await openWith({ workerStarvedMs: 0 });
-      const own = getPriority(0);
-      try {
-        await applyHistory(store, generateHistory(46, 6000, 200, 10));
-        expect((await store.compact()).buckets[0]!.workerPriority).toBe(Math.min(19, own + 10));
-      } finally {
-        await store.close();
-      }
-      expect(threadsAt(Math.min(19, own + 10))).toEqual([]);
     },
   );
 

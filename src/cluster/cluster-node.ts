@@ -20,7 +20,11 @@
  * the others):
  * 1. Read the live nodes and every bucket's owner (two range reads).
  * 2. Give up each owned bucket that rendezvous hashing puts elsewhere, or whose log failed:
- *    unhost it (requests get NOT_COORDINATOR), then delete its ownership key.
+ *    unhost it (requests get NOT_COORDINATOR), then delete its ownership key. Release every
+ *    ownership key that names this node for a bucket it does not serve: a claim whose answer was
+ *    lost, a release that failed, or an earlier run of this node. Such a key would otherwise keep
+ *    the bucket from everyone, this node included, for as long as its lease lives; deleting it is
+ *    safe, since nothing serves under it and every fenced write compares the key.
  * 3. Claim each unowned bucket that falls to this node, recover it and host it.
  * 4. Checkpoint each owned bucket whose log holds `checkpointBatches` batches or more past its
  *    checkpoint, then truncate its log below the checkpoint.
@@ -269,6 +273,15 @@ export class ClusterNode {
     for (const [bucket, owned] of [...this.#owned]) {
       if (rendezvousOwner(bucket, live) !== this.nodeId || owned.log.failed)
         await this.#giveUp(bucket, owned);
+    }
+    for (const [bucket, token] of [...this.#owners]) {
+      if (token.nodeId !== this.nodeId || this.#owned.has(bucket)) continue;
+      try {
+        if (await releaseBucket(this.#connection, this.#keys.bucket(bucket), token))
+          this.#owners.delete(bucket);
+      } catch (error) {
+        this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`);
+      }
     }
     if (this.#lease?.valid() !== true) return;
     for (let bucket = 0; bucket < this.#options.store.bucketCount && !this.#closed; bucket++) {

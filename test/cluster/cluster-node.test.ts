@@ -158,6 +158,41 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('takes back a bucket etcd says it owns but it does not serve (a claim whose answer was lost, or whose release failed)', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const keys = new ClusterKeys(prefix).bucket(3);
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    // The state such a claim leaves: the key names this node, under a lease that stays alive.
+    const lease = connection.lease(30);
+    const leaseId = await lease.grant();
+    await connection.txn(
+      {
+        success: [
+          { request_put: { key: Buffer.from(keys.epoch), value: Buffer.from('4') } },
+          {
+            request_put: {
+              key: Buffer.from(keys.owner),
+              value: Buffer.from(JSON.stringify({ nodeId: 'n1', epoch: 4 })),
+              lease: leaseId,
+            },
+          },
+        ],
+      },
+      'test',
+    );
+    const nodes = await startNodes(prefix, ['n1'], warnings);
+    try {
+      await settled(nodes);
+      expect(nodes[0]!.node.epochOf(3)).toBe(5);
+      await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    } finally {
+      await stopAll(nodes);
+      await lease.revoke();
+      connection.close();
+    }
+  });
+
   it('checkpoints each bucket into etcd and truncates its log there; a new owner recovers the same offsets from checkpoint and log', async () => {
     const warnings: string[] = [];
     const prefix = `/nodes-${clusters++}/`;

@@ -103,7 +103,12 @@ describe('a seeded random fault schedule', () => {
         await committers.stop();
       }
       const where = `seed ${seed} (replay: CLUSTER_SEED=${seed} npm run test:cluster), schedule: ${schedule.join('; ')}`;
-      const found = await fetchAll(committers, alive, GROUPS);
+      const found = await fetchAll(committers, alive, GROUPS).catch((error: unknown) => {
+        const warnings = nodes.map((n) => `${n.nodeId} (port ${n.port}):\n${n.stderr.join('')}`);
+        throw new Error(
+          `${(error as Error).message}; ${where}; what the nodes said:\n${warnings.join('\n')}`,
+        );
+      });
       for (const [groupId, offset] of committers.history.acknowledged) {
         expect(found.get(groupId), `${groupId}, ${where}`).toBeGreaterThanOrEqual(offset);
         expect(found.get(groupId), `${groupId}, ${where}`).toBeLessThanOrEqual(

@@ -18,7 +18,8 @@
  *
  * Reconciling, every `reconcileIntervalMs` (a step at a time, so one bucket's failure does not stop
  * the others):
- * 1. Read the live nodes and every bucket's owner (two range reads).
+ * 1. Read the live nodes and every bucket's owner (two range reads). If this node is not among the
+ *    live nodes while its lease lives (its registration's answer was lost), register again.
  * 2. Give up each owned bucket that rendezvous hashing puts elsewhere, or whose log failed:
  *    unhost it (requests get NOT_COORDINATOR), then delete its ownership key. Release every
  *    ownership key that names this node for a bucket it does not serve: a claim whose answer was
@@ -205,12 +206,17 @@ export class ClusterNode {
     }
   }
 
+  /** Takes a new lease and registers under it. */
   async #register(): Promise<void> {
-    const lease = await NodeLease.grant(this.#connection, {
+    this.#lease = await NodeLease.grant(this.#connection, {
       ttlSeconds: this.#options.leaseTtlSeconds ?? 3,
       onLost: (reason) => this.#onLeaseLost(reason),
     });
-    this.#lease = lease;
+    await this.#putRegistration(this.#lease);
+  }
+
+  /** Writes this node's registration, attached to `lease`. */
+  async #putRegistration(lease: NodeLease): Promise<void> {
     await this.#connection.txn(
       {
         success: [
@@ -269,6 +275,10 @@ export class ClusterNode {
     if (this.#closed) return;
     if (this.#lease === undefined || this.#lease.lost) await this.#register();
     await this.#readView();
+    if (this.#lease?.valid() === true && !this.#nodes.some((n) => n.nodeId === this.nodeId)) {
+      await this.#putRegistration(this.#lease);
+      await this.#readView();
+    }
     const live = this.#nodes.map((n) => n.nodeId);
     for (const [bucket, owned] of [...this.#owned]) {
       if (rendezvousOwner(bucket, live) !== this.nodeId || owned.log.failed)

@@ -193,6 +193,29 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('registers again when its registration is missing while its lease lives (a registration whose answer was lost)', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const nodes = await startNodes(prefix, ['n1'], warnings);
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    try {
+      await settled(nodes);
+      await connection.deleteRange(
+        { key: Buffer.from(new ClusterKeys(prefix).node('n1')) },
+        'test',
+      );
+      const deadline = Date.now() + 5000;
+      while ((await nodes[0]!.node.status()).nodes.length === 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await nodes[0]!.node.status()).nodes.map((n) => n.nodeId)).toEqual(['n1']);
+      await settled(nodes);
+      await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    } finally {
+      connection.close();
+      await stopAll(nodes);
+    }
+  });
+
   it('checkpoints each bucket into etcd and truncates its log there; a new owner recovers the same offsets from checkpoint and log', async () => {
     const warnings: string[] = [];
     const prefix = `/nodes-${clusters++}/`;

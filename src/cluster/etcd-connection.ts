@@ -33,10 +33,19 @@ export interface EtcdConnectionOptions {
   callTimeoutMs?: number;
   /** Deadline of establishing a connection, ms; default 2000. */
   dialTimeoutMs?: number;
+  /** Largest response taken, bytes; default ETCD_RESPONSE_BYTES_MAX. */
+  responseBytesMax?: number;
 }
 
 /** Default deadline of one etcd call. */
 export const ETCD_CALL_TIMEOUT_MS = 2000;
+
+/**
+ * Default largest response a connection takes, bytes (gRPC's own default is 4 MiB, less than a
+ * page of large batches of a log in etcd). Readers that page (etcd has no byte limit on a range)
+ * shrink their pages when a response is over it (`responseTooLarge`).
+ */
+export const ETCD_RESPONSE_BYTES_MAX = 64 * 1024 * 1024;
 
 /** Marks an OffsetStoreError whose request may have been applied by etcd. */
 const UNKNOWN = Symbol('outcomeUnknown');
@@ -77,20 +86,31 @@ export function etcdError(error: unknown, what: string): OffsetStoreError {
   return unknown;
 }
 
+/** True when `error` says an etcd response was over the connection's `responseBytesMax` (ask for less). */
+export function responseTooLarge(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause)
+    if (/larger than max/i.test(e.message)) return true;
+  return false;
+}
+
 /** A client of one etcd cluster with a deadline on every call. */
 export class EtcdConnection {
   /** The underlying client (leases and watches use it directly). */
   readonly client: Etcd3;
   /** Deadline of every call, ms. */
   readonly callTimeoutMs: number;
+  /** Largest response taken, bytes. */
+  readonly responseBytesMax: number;
 
   constructor(options: EtcdConnectionOptions) {
     if (options.endpoints.length === 0)
       throw new RangeError('at least one etcd endpoint is needed');
     this.callTimeoutMs = options.callTimeoutMs ?? ETCD_CALL_TIMEOUT_MS;
+    this.responseBytesMax = options.responseBytesMax ?? ETCD_RESPONSE_BYTES_MAX;
     this.client = new Etcd3({
       hosts: [...options.endpoints],
       dialTimeout: options.dialTimeoutMs ?? ETCD_CALL_TIMEOUT_MS,
+      grpcOptions: { 'grpc.max_receive_message_length': this.responseBytesMax },
       faultHandling: { host: () => noop, global: noop },
       defaultCallOptions: (context) =>
         context.isStream ? {} : { deadline: Date.now() + this.callTimeoutMs },

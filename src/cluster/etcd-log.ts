@@ -39,7 +39,7 @@
  * compacts etcd's history to that revision, so etcd's size follows the live log.
  */
 import { randomInt } from 'node:crypto';
-import type { IKeyValue, IRequestOp, IResponseOp, ITxnResponse } from 'etcd3';
+import type { IKeyValue, IRangeResponse, IRequestOp, IResponseOp, ITxnResponse } from 'etcd3';
 import {
   checkBatch,
   loadChecksum,
@@ -51,7 +51,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { BatchVisitor, LogPort } from '../log/index.js';
 import { assert } from '../util/index.js';
 import { prefixEnd, type BucketKeys } from './cluster-keys.js';
-import { outcomeUnknown, type EtcdConnection } from './etcd-connection.js';
+import { outcomeUnknown, responseTooLarge, type EtcdConnection } from './etcd-connection.js';
 import type { OwnerToken } from './owner-token.js';
 
 /** Options of an etcd log. */
@@ -91,7 +91,11 @@ export const ETCD_LOG_DEFAULTS = {
   resolveTimeoutMs: 30_000,
 } as const;
 
-/** Log entries per range read. */
+/**
+ * Log entries per range read, at most. A page of batches up to 1 MiB each can exceed what the
+ * connection takes (its `responseBytesMax`); a reader then halves its page and asks again, and grows
+ * it back once pages are small.
+ */
 const PAGE_ENTRIES = 256;
 
 interface PendingAppend {
@@ -615,17 +619,23 @@ async function readEntries(
 ): Promise<void> {
   let expected: number | undefined;
   let cursor = from;
+  let limit = PAGE_ENTRIES;
   const rangeEnd = prefixEnd(keys.log);
   while (cursor < end) {
-    const res = await connection.range(
-      {
-        key: Buffer.from(keys.logEntry(cursor)),
-        range_end: rangeEnd,
-        limit: PAGE_ENTRIES,
-        revision,
-      },
-      `reading ${keys.log}`,
-    );
+    let res: IRangeResponse;
+    try {
+      res = await connection.range(
+        { key: Buffer.from(keys.logEntry(cursor)), range_end: rangeEnd, limit, revision },
+        `reading ${keys.log}`,
+      );
+    } catch (error) {
+      if (!responseTooLarge(error) || limit === 1) throw error;
+      limit = Math.max(1, limit >> 1);
+      continue;
+    }
+    let pageBytes = 0;
+    for (const kv of res.kvs) pageBytes += kv.value.length;
+    if (pageBytes < connection.responseBytesMax / 4) limit = Math.min(PAGE_ENTRIES, limit * 2);
     for (const kv of res.kvs) {
       const logOffset = keys.logOffsetOf(kv.key);
       if (logOffset >= end) return;

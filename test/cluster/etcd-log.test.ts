@@ -149,6 +149,37 @@ describe('etcd log', () => {
     await log.close();
   });
 
+  it("recovers a log of large batches, whose pages are larger than a gRPC message's default limit", async () => {
+    const keys = freshKeys();
+    const token = await claimed(keys, 'n1');
+    const log = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: token });
+    // 300 batches of ~20 KB (a group committing ~400 partitions at a time), then 12 of ~900 KB.
+    const batches = [
+      ...Array.from({ length: 300 }, (_, n) => testBatch(n, 400)),
+      ...Array.from({ length: 12 }, (_, n) => testBatch(300 + n, 15_000)),
+    ];
+    expect(batches.at(-1)!.length).toBeGreaterThan(800 * 1024);
+    expect(batches.at(-1)!.length).toBeLessThan(1024 * 1024);
+    await Promise.all(batches.map((b) => log.append(b)));
+    await log.close();
+    await releaseBucket(connection, keys.bucket(0), token);
+    // With the default response limit, then with one that takes two large batches at most.
+    for (const responseBytesMax of [undefined, 2 * 1024 * 1024]) {
+      const reader = new EtcdConnection({ endpoints: etcd.endpoints, responseBytesMax });
+      const owner = await claimed(keys, 'n2');
+      const seen: number[] = [];
+      const reopened = await EtcdLog.open(
+        { connection: reader, keys: keys.bucket(0), owner },
+        { fromLogOffset: 0, visit: (buf, position, logOffset) => void seen.push(logOffset) },
+      );
+      expect(seen).toEqual(batches.map((_, i) => i));
+      expect((await scanAll(reopened)).length).toBe(batches.length);
+      await reopened.close();
+      await releaseBucket(connection, keys.bucket(0), owner);
+      reader.close();
+    }
+  });
+
   it("truncates below a checkpoint and compacts etcd's history, so the deleted batches take no space", async () => {
     const keys = freshKeys();
     const token = await claimed(keys, 'n1');

@@ -406,8 +406,13 @@ export class ClusterNode {
     );
   }
 
+  /**
+   * Checkpoints the state as applied now (every batch below its applied log offset + 1 is
+   * acknowledged and in it), without waiting for the appends in flight: they land above it and are
+   * replayed from the log. (Waiting for the log to be idle never ended while commits kept coming,
+   * and held up the whole reconcile.)
+   */
   async #checkpoint(owned: OwnedBucket): Promise<void> {
-    await owned.log.drain();
     const pointer = await writeEtcdCheckpoint(
       this.#connection,
       this.#keys.bucket(owned.bucket),

@@ -545,7 +545,10 @@ export class EtcdLog implements LogPort {
     return freed;
   }
 
-  /** Waits until every append made so far has settled. */
+  /**
+   * Waits until the log is idle: no append queued or in flight. While appends keep coming this may
+   * not happen; close refuses new appends first.
+   */
   async drain(): Promise<void> {
     while (this.#flushing !== undefined) await this.#flushing;
   }

@@ -49,7 +49,11 @@ export interface LogPort {
    * An implementation may keep some of them (a local log frees whole segments only).
    */
   truncateBelow(logOffset: number): Promise<number>;
-  /** Waits until every append made so far has settled. */
+  /**
+   * Waits until the log is idle: no append queued or in flight (so every append made so far has
+   * settled). While appends keep coming this may not happen: a caller that must not wait on the
+   * load refuses new appends first, as close does.
+   */
   drain(): Promise<void>;
   /** Settles queued appends, then closes; later appends reject with STORE_CLOSED. Idempotent. */
   close(): Promise<void>;

@@ -216,6 +216,59 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('checkpoints a bucket that never stops taking commits, and keeps reconciling meanwhile', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const nodes = await startNodes(prefix, ['n1'], warnings, { checkpointBatches: 20 });
+    const { node, store } = nodes[0]!;
+    // Commits arrive on their own clock, as a server's requests do: some are always queued.
+    let acknowledged = 0;
+    let offset = 0;
+    const failures: unknown[] = [];
+    let running = true;
+    const commitOne = () => {
+      if (!running) return;
+      offset++;
+      store.commitOffsets('busy', [{ tableId: 1, bucketId: 0, offset }]).then(
+        () => acknowledged++,
+        (error: unknown) => failures.push(error),
+      );
+      setImmediate(commitOne);
+    };
+    setImmediate(commitOne);
+    try {
+      await settled(nodes);
+      while (acknowledged < 100) await new Promise((resolve) => setTimeout(resolve, 10));
+      const bucket = store.bucketFor('busy');
+      const timedOut = Symbol('timed out');
+      for (let pass = 0; pass < 3; pass++) {
+        const outcome = await Promise.race([
+          node.reconcile(),
+          new Promise((resolve) => setTimeout(() => resolve(timedOut), 5000)),
+        ]);
+        expect(outcome, `reconcile pass ${pass} under load`).not.toBe(timedOut);
+      }
+      const status = await node.status();
+      expect(status.buckets[bucket]!.checkpointLogOffset).toBeGreaterThan(0);
+    } finally {
+      running = false;
+      await stopAll(nodes);
+    }
+    expect(failures).toEqual([]);
+    expect(acknowledged).toBe(offset);
+    // A new owner recovers from that checkpoint and the log above it: the last commit is there.
+    const next = await startNodes(prefix, ['n2'], warnings);
+    try {
+      await settled(next);
+      expect(
+        (await next[0]!.store.fetchOffsets('busy', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+      ).toBe(offset);
+    } finally {
+      await stopAll(next);
+    }
+    expect(warnings).toEqual([]);
+  });
+
   it('checkpoints each bucket into etcd and truncates its log there; a new owner recovers the same offsets from checkpoint and log', async () => {
     const warnings: string[] = [];
     const prefix = `/nodes-${clusters++}/`;

@@ -156,7 +156,10 @@ export class EtcdLog implements LogPort {
   /**
    * Opens the log of a bucket this process owns (NOT_COORDINATOR if the ownership key does not hold
    * `options.owner`), reads it once, checking every batch, and hands each batch at or above
-   * `recovery.fromLogOffset` to `recovery.visit`.
+   * `recovery.fromLogOffset` to `recovery.visit`. The pages are read at the newest revision, not
+   * at the opening's: once owned, the log changes only by this owner's hand (an earlier owner's
+   * writes fail their compare), and a pinned revision fails as soon as any bucket's truncation
+   * compacts etcd's history, which made recoveries under load fail and start over.
    */
   static async open(
     options: EtcdLogOptions,
@@ -178,18 +181,10 @@ export class EtcdLog implements LogPort {
     const nextRevision = next === undefined ? '0' : String(next.mod_revision);
     const entries: { logOffset: number; bytes: number }[] = [];
     const batchBytesMax = options.batchBytesMax ?? ETCD_LOG_DEFAULTS.batchBytesMax;
-    await readEntries(
-      connection,
-      keys,
-      0,
-      nextOffset,
-      batchBytesMax,
-      (buf, logOffset) => {
-        entries.push({ logOffset, bytes: buf.length });
-        if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
-      },
-      Number(res.header.revision),
-    );
+    await readEntries(connection, keys, 0, nextOffset, batchBytesMax, (buf, logOffset) => {
+      entries.push({ logOffset, bytes: buf.length });
+      if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
+    });
     const firstOffset = entries[0]?.logOffset ?? nextOffset;
     if (recovery.fromLogOffset < firstOffset && recovery.fromLogOffset < nextOffset) {
       throw new OffsetStoreError(
@@ -618,7 +613,6 @@ async function readEntries(
   end: number,
   batchBytesMax: number,
   visit: (buf: Buffer, logOffset: number) => void,
-  revision?: number,
 ): Promise<void> {
   let expected: number | undefined;
   let cursor = from;
@@ -628,7 +622,7 @@ async function readEntries(
     let res: IRangeResponse;
     try {
       res = await connection.range(
-        { key: Buffer.from(keys.logEntry(cursor)), range_end: rangeEnd, limit, revision },
+        { key: Buffer.from(keys.logEntry(cursor)), range_end: rangeEnd, limit },
         `reading ${keys.log}`,
       );
     } catch (error) {

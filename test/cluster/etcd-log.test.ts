@@ -180,6 +180,43 @@ describe('etcd log', () => {
     }
   });
 
+  it("recovers while another bucket's truncation compacts etcd's history between two pages of its log", async () => {
+    const keys = freshKeys();
+    const token = await claimed(keys, 'n1');
+    const log = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: token });
+    await Promise.all(Array.from({ length: 600 }, (_, n) => log.append(testBatch(n))));
+    await log.close();
+    await releaseBucket(connection, keys.bucket(0), token);
+    // Every range read after the first compacts etcd's history to the newest revision first, as
+    // another owner's truncation may at any moment.
+    let reads = 0;
+    const range: EtcdConnection['range'] = async (request, what) => {
+      if (reads++ > 0) {
+        const put = await connection.txn(
+          { success: [{ request_put: { key: Buffer.from('/other'), value: Buffer.from('x') } }] },
+          'test',
+        );
+        await connection.compact(put.header.revision, 'test');
+      }
+      return connection.range(request, what);
+    };
+    const compacting = new Proxy(connection, {
+      get: (target, name) => {
+        if (name === 'range') return range;
+        const value = Reflect.get(target, name) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const seen: number[] = [];
+    const reopened = await EtcdLog.open(
+      { connection: compacting, keys: keys.bucket(0), owner: await claimed(keys, 'n2') },
+      { fromLogOffset: 0, visit: (buf, position, logOffset) => void seen.push(logOffset) },
+    );
+    expect(reads).toBeGreaterThan(2);
+    expect(seen).toEqual(Array.from({ length: 600 }, (_, i) => i));
+    await reopened.close();
+  });
+
   it("truncates below a checkpoint and compacts etcd's history, so the deleted batches take no space", async () => {
     const keys = freshKeys();
     const token = await claimed(keys, 'n1');

@@ -118,9 +118,14 @@ export class BucketKeys {
     return `${this.prefix}checkpoint`;
   }
 
+  /** Prefix of every checkpoint's chunks. */
+  get checkpoints(): string {
+    return `${this.prefix}checkpoints/`;
+  }
+
   /** Prefix of one checkpoint's chunks. */
   checkpointChunks(id: string): string {
-    return `${this.prefix}checkpoints/${id}/`;
+    return `${this.checkpoints}${id}/`;
   }
 
   /** One chunk of a checkpoint. */

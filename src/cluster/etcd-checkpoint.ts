@@ -17,6 +17,11 @@
  * - Every write (chunks, pointer switch, deletes) compares the ownership key with the writer's
  *   token: a fenced owner changes nothing a new owner reads.
  * - The log is truncated only below a checkpoint the pointer names.
+ * - The pointer only moves from the value its writer read (its switch compares the key's
+ *   modification revision too): a switch whose answer was lost cannot land after a later one and
+ *   move the pointer back below the truncated log.
+ * - After a switch, every chunk of another checkpoint is deleted: the previous checkpoint's, and
+ *   any a failed or interrupted checkpoint left behind.
  * - Each request stays within etcd's limits: one chunk (1 MiB at most) per transaction.
  */
 import { xxh32 } from '../codec/index.js';
@@ -84,31 +89,53 @@ export async function writeEtcdCheckpoint(
     checksum: xxh32(image, 0, image.length),
     epoch: owner.epoch,
   };
-  const previous = await readPointer(connection, keys);
+  const previous = await readPointerKey(connection, keys);
+  const switched = await connection.txn(
+    {
+      compare: [
+        ownerCompare(keys, owner),
+        {
+          key: Buffer.from(keys.checkpoint),
+          target: 'Mod',
+          result: 'Equal',
+          mod_revision: previous?.modRevision ?? '0',
+        },
+      ],
+      success: [
+        {
+          request_put: {
+            key: Buffer.from(keys.checkpoint),
+            value: Buffer.from(JSON.stringify(pointer)),
+          },
+        },
+      ],
+      failure: [rangeOp(keys.owner)],
+    },
+    `switching the checkpoint pointer of ${keys.prefix}`,
+  );
+  if (!switched.succeeded) {
+    const ownerNow = kvOf(switched.responses[0]);
+    if (ownerNow === undefined || !ownerNow.value.equals(owner.value))
+      throw notOwner(keys, owner, ownerNow);
+    throw new OffsetStoreError(
+      'REQUEST_TIMED_OUT',
+      `${keys.checkpoint} changed while checkpoint ${id} was written (an earlier switch whose answer was lost landed): the pointer keeps it; checkpoint again`,
+    );
+  }
+  // Every other checkpoint's chunks go: the previous one's, and those of checkpoints whose
+  // switch failed or whose writing stopped half-way (they would otherwise stay in etcd for good).
+  const all = keys.checkpoints;
+  const current = keys.checkpointChunks(id);
   await fencedWrite(
     connection,
     keys,
     owner,
     [
-      {
-        request_put: {
-          key: Buffer.from(keys.checkpoint),
-          value: Buffer.from(JSON.stringify(pointer)),
-        },
-      },
+      { request_delete_range: { key: Buffer.from(all), range_end: Buffer.from(current) } },
+      { request_delete_range: { key: prefixEnd(current), range_end: prefixEnd(all) } },
     ],
-    'switching the checkpoint pointer',
+    'deleting the other checkpoints',
   );
-  if (previous !== undefined && previous.id !== id) {
-    const chunks = keys.checkpointChunks(previous.id);
-    await fencedWrite(
-      connection,
-      keys,
-      owner,
-      [{ request_delete_range: { key: Buffer.from(chunks), range_end: prefixEnd(chunks) } }],
-      'deleting the previous checkpoint',
-    );
-  }
   return pointer;
 }
 
@@ -155,6 +182,14 @@ async function readPointer(
   connection: EtcdConnection,
   keys: BucketKeys,
 ): Promise<CheckpointPointer | undefined> {
+  return (await readPointerKey(connection, keys))?.pointer;
+}
+
+/** The pointer and the modification revision of its key, if there is one. */
+async function readPointerKey(
+  connection: EtcdConnection,
+  keys: BucketKeys,
+): Promise<{ pointer: CheckpointPointer; modRevision: string } | undefined> {
   const res = await connection.range(
     { key: Buffer.from(keys.checkpoint) },
     `reading the checkpoint pointer of ${keys.prefix}`,
@@ -162,7 +197,10 @@ async function readPointer(
   const kv = res.kvs[0];
   if (kv === undefined) return undefined;
   try {
-    return JSON.parse(kv.value.toString()) as CheckpointPointer;
+    return {
+      pointer: JSON.parse(kv.value.toString()) as CheckpointPointer,
+      modRevision: String(kv.mod_revision),
+    };
   } catch (error) {
     throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: not a checkpoint pointer`, {
       cause: error,

@@ -224,7 +224,11 @@ describe('failover of a 3-node cluster on a 3-member etcd', () => {
       etcd.kill(b!);
       const majorityKilledAt = performance.now();
       const retriedBefore = retriedCount(committers);
-      await sleep(3000);
+      // Commits in flight wait for their etcd call's deadline, or for the node to lose its lease
+      // (up to its TTL plus a keepalive's deadline), before they are answered with a retriable
+      // error; then the clients retry and are refused at once.
+      for (let i = 0; i < 100 && retriedCount(committers) === retriedBefore; i++) await sleep(100);
+      await sleep(1000);
       // An answer may still arrive for a commit sent before the kill (etcd committed it in time);
       // a commit sent after it cannot land until quorum is back.
       const landedWithoutQuorum = committers.history.acks.filter(

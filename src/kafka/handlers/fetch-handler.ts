@@ -37,7 +37,12 @@ function topicNamed(context: HandlerContext, name: string): TopicEntry | undefin
 }
 
 /** Answers a Fetch empty, after its wait. */
-export const handleFetch: RequestHandler<typeof API_KEYS.Fetch> = (context, request) => {
+export const handleFetch: RequestHandler<typeof API_KEYS.Fetch> = (
+  context,
+  request,
+  header,
+  peer,
+) => {
   if (request.sessionId !== 0)
     return {
       throttleTimeMs: 0,
@@ -75,5 +80,6 @@ export const handleFetch: RequestHandler<typeof API_KEYS.Fetch> = (context, requ
   };
   const waitMs = Math.min(request.maxWaitMs, context.settings.fetchWaitMsMax);
   if (failed || partitionCount === 0 || request.minBytes <= 0 || waitMs <= 0) return response;
-  return context.longPolls.wait(waitMs).then(() => response);
+  // Held until its wait ends, the server closes, or its connection does (nothing to answer then).
+  return context.longPolls.wait(waitMs, peer.closing).then(() => response);
 };

@@ -30,15 +30,23 @@ export class LongPolls {
     return this.#waiting.size;
   }
 
-  /** Resolves after `waitMs` on the clock, or at once after `releaseAll`. */
-  wait(waitMs: number): Promise<void> {
-    if (this.#released || waitMs <= 0) return Promise.resolve();
+  /**
+   * Resolves after `waitMs` on the clock, at once after `releaseAll`, or when `closing` aborts
+   * (the connection closed: the wait's timer and response are dropped then, not kept until the
+   * wait ends).
+   */
+  wait(waitMs: number, closing?: AbortSignal): Promise<void> {
+    if (this.#released || waitMs <= 0 || closing?.aborted === true) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const waiter: Waiter = { timer: undefined, resolve };
-      waiter.timer = this.#clock.setTimer(waitMs, () => {
+      const end = () => {
+        waiter.timer?.cancel();
+        closing?.removeEventListener('abort', end);
         this.#waiting.delete(waiter);
         resolve();
-      });
+      };
+      const waiter: Waiter = { timer: undefined, resolve: end };
+      waiter.timer = this.#clock.setTimer(waitMs, end);
+      closing?.addEventListener('abort', end, { once: true });
       this.#waiting.add(waiter);
     });
   }
@@ -46,10 +54,6 @@ export class LongPolls {
   /** Answers every held request now; later waits end at once. */
   releaseAll(): void {
     this.#released = true;
-    for (const waiter of this.#waiting) {
-      waiter.timer?.cancel();
-      waiter.resolve();
-    }
-    this.#waiting.clear();
+    for (const waiter of [...this.#waiting]) waiter.resolve();
   }
 }

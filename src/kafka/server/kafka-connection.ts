@@ -13,8 +13,10 @@
  * - bounded memory: at most `inFlightRequestsMax` requests dispatched and not yet answered, at most
  *   about `pendingResponseBytesMax` of responses queued in the socket, and at most one partial frame
  *   plus one socket read buffered; past either bound the connection stops dispatching and stops
- *   reading from the socket (TCP then pushes back on the client) until responses drain. A client
- *   that never reads its responses therefore costs a bounded amount of memory;
+ *   reading from the socket (TCP then pushes back on the client) until responses drain. A complete
+ *   request that must wait for the ones before it stops reading too, until it is dispatched. A client
+ *   that never reads its responses, or that writes on behind a held request, therefore costs a
+ *   bounded amount of memory;
  * - a frame over `requestBytesMax`, a request the router cannot answer, or a handler's
  *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses); so
  *   does an answer written while the peer asks for it (`closeRequested`: a failed authentication);
@@ -214,6 +216,9 @@ export class KafkaConnection {
   /** Dispatches buffered requests while under the bounds; pauses or resumes reading to match. */
   #pump(): void {
     if (this.#muted()) return;
+    // A complete request that must wait for the ones before it (behind a held Fetch or JoinGroup,
+    // say): reading stops until it is dispatched, or the client could fill the buffer without bound.
+    let waiting = false;
     while (
       !this.#closing &&
       !this.#writeBlocked &&
@@ -226,12 +231,16 @@ export class KafkaConnection {
         this.destroy(); // a frame size outside [0, requestBytesMax]: closed without reading it
         return;
       }
-      if (payload === null || !this.#mayDispatch(payload)) break;
+      if (payload === null) break;
+      if (!this.#mayDispatch(payload)) {
+        waiting = true;
+        break;
+      }
       this.#reader.consume();
       this.#dispatch(payload);
     }
     if (this.#closing) return;
-    if (this.#writeBlocked || this.#slots.length >= this.#limits.inFlightRequestsMax)
+    if (waiting || this.#writeBlocked || this.#slots.length >= this.#limits.inFlightRequestsMax)
       this.#pauseReading();
     else this.#resumeReading();
   }

@@ -207,6 +207,39 @@ describe('long-polled Fetch', () => {
     });
   });
 
+  it('stops reading a connection whose next request waits behind a held Fetch, however much the client sends', async () => {
+    const clock = new ManualClock();
+    const t = await start({ clock, server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    const client = await connect(t);
+    const fetch = client.send(API_KEYS.Fetch, 11, FETCH);
+    await waitFor(() => t.server.stats().heldFetches === 1);
+    const behind = client.send(API_KEYS.ApiVersions, 3, {});
+    // 16 MiB more, as 1 MiB frames (the server would take each one in its turn).
+    const frame = Buffer.alloc(1024 * 1024);
+    frame.writeInt32BE(frame.length - 4, 0);
+    for (let i = 0; i < 16; i++) client.write(frame);
+    await waitFor(() => t.server.stats().connections[0]?.readPaused === true);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(
+      t.server.stats().connections[0]!.bufferedRequestBytes,
+      'the waiting request and one socket read at most',
+    ).toBeLessThanOrEqual(2 * 1024 * 1024);
+    clock.advance(FETCH.maxWaitMs);
+    expect((await fetch).responses[0]!.partitions[0]!.errorCode).toBe(0);
+    expect((await behind).errorCode).toBe(0);
+  });
+
+  it('drops a held Fetch when its connection closes, rather than keeping it until its wait ends', async () => {
+    const clock = new ManualClock();
+    const t = await start({ clock, server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    const client = await connect(t);
+    void client.send(API_KEYS.Fetch, 11, { ...FETCH, maxWaitMs: 30_000 }).catch(() => {});
+    await waitFor(() => t.server.stats().heldFetches === 1);
+    client.socket.destroy();
+    await waitFor(() => t.server.stats().connections.length === 0);
+    await waitFor(() => t.server.stats().heldFetches === 0);
+  });
+
   it('answers at once when min_bytes is 0, max_wait_ms is 0, or a partition is unknown', async () => {
     const t = await start({ server: { topics: [{ name: 'orders', partitions: 1 }] } });
     const client = await connect(t);

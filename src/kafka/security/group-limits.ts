@@ -21,6 +21,8 @@ const PRINCIPALS_MAX = 10_000;
 export class GroupLimits {
   readonly #max: number;
   readonly #created = new Map<string, Set<string>>();
+  /** The existence checks in flight, by principal and group. */
+  readonly #checking = new Map<string, Promise<boolean>>();
   #refused = 0;
 
   constructor(groupsPerPrincipalMax: number) {
@@ -32,12 +34,20 @@ export class GroupLimits {
     return this.#refused;
   }
 
-  /** Whether `principal` may write to `groupId`; counts the group when it is new. */
-  async mayWrite(
+  /**
+   * Whether `principal` may write to `groupId`; counts the group when it is new. While the store is
+   * asked about a group, later requests of the principal for it wait for that same answer, so
+   * they reach their handler after the first one, in the order they came (pipelined commits of a
+   * partition: the last one wins).
+   */
+  mayWrite(
     store: HandlerContext['store'],
     principal: string,
     groupId: string,
-  ): Promise<boolean> {
+  ): boolean | Promise<boolean> {
+    const key = `${principal}\u0000${groupId}`;
+    const checking = this.#checking.get(key);
+    if (checking !== undefined) return checking;
     let created = this.#created.get(principal);
     if (created === undefined) {
       if (this.#created.size >= PRINCIPALS_MAX)
@@ -48,10 +58,14 @@ export class GroupLimits {
     if (created.has(groupId)) return true;
     const reserved = created.size < this.#max;
     if (reserved) created.add(groupId);
-    const exists = await groupExists(store, groupId);
-    if (exists && reserved) created.delete(groupId);
-    if (!exists && !reserved) this.#refused++;
-    return exists || reserved;
+    const check = groupExists(store, groupId).then((exists) => {
+      this.#checking.delete(key);
+      if (exists && reserved) created.delete(groupId);
+      if (!exists && !reserved) this.#refused++;
+      return exists || reserved;
+    });
+    this.#checking.set(key, check);
+    return check;
   }
 }
 

@@ -19,7 +19,7 @@ afterEach(async () => {
   running = undefined;
 });
 
-function commit(client: RawKafkaClient, groupId: string) {
+function commit(client: RawKafkaClient, groupId: string, offset = 9n) {
   return client
     .send(API_KEYS.OffsetCommit, 8, {
       groupId,
@@ -31,7 +31,7 @@ function commit(client: RawKafkaClient, groupId: string) {
           partitions: [
             {
               partitionIndex: 0,
-              committedOffset: 9n,
+              committedOffset: offset,
               committedLeaderEpoch: -1,
               committedMetadata: '',
             },
@@ -78,5 +78,28 @@ describe('groups per principal', () => {
     expect(running.server.stats().security.refusedGroupCreations).toBe(1);
     await alice.close();
     await bob.close();
+  });
+
+  it('keeps pipelined commits of a new group in order: the last one wins', async () => {
+    running = await startTestServer({
+      server: {
+        topics: [{ name: 'orders', partitions: 1 }],
+        security: { groupsPerPrincipalMax: 10 },
+      },
+    });
+    const client = await RawKafkaClient.connect(running.server.port);
+    // One write, so one read on the server: the first commit checks the group, the others follow.
+    client.socket.cork();
+    const answers = [
+      commit(client, 'fresh', 1n),
+      commit(client, 'fresh', 2n),
+      commit(client, 'fresh', 3n),
+    ];
+    client.socket.uncork();
+    expect(await Promise.all(answers)).toEqual([0, 0, 0]);
+    expect(
+      (await running.store.fetchOffsets('fresh', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+    ).toBe(3);
+    await client.close();
   });
 });

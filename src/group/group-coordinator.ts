@@ -143,6 +143,11 @@ export interface GroupCoordinatorMetrics {
   armedTimers: number;
   /** Classic JoinGroup and SyncGroup calls parked now. */
   parkedCalls: number;
+  /**
+   * Groups with an operation lane in memory: those above, and a group deleted or forgotten only
+   * while an operation of it still runs.
+   */
+  groupLanes: number;
 }
 
 interface GroupRuntime {
@@ -468,6 +473,7 @@ export class GroupCoordinator {
       snapshotsWritten: this.#snapshotsWritten + classic.snapshotsWritten,
       armedTimers: this.#timers.armedCount + classic.armedTimers,
       parkedCalls: classic.parkedCalls,
+      groupLanes: this.#runtimes.size,
     };
   }
 
@@ -492,7 +498,7 @@ export class GroupCoordinator {
       return Promise.reject(error);
     }
     const runtime = this.#runtime(groupId);
-    return runtime.lane.run(() => {
+    const deleted = runtime.lane.run(() => {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
       const members: number | null = group?.members.size ?? this.classic.memberCount(groupId);
@@ -502,17 +508,19 @@ export class GroupCoordinator {
           `cannot delete it: group ${groupId} has ${members} member(s)`,
         );
       const offsetsDeleted = deleteOffsets?.();
-      if (members === null) {
-        this.#dropRuntimeIfUnused(groupId);
+      if (members === null)
         return offsetsDeleted === undefined ? false : offsetsDeleted.then(() => false);
-      }
       return Promise.all([offsetsDeleted, this.#writer.writeSnapshot(groupId, null)]).then(() => {
         if (group !== undefined) this.#dropEmptyConsumerGroup(groupId);
         else this.classic.forget(groupId);
-        queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
         return true;
       });
     });
+    // Once the lane has let go of the operation (not inside it, where the lane still counts as
+    // idle before a promise is returned, nor in its own continuation, where it is still busy).
+    const drop = () => this.#dropRuntimeIfUnused(groupId);
+    deleted.then(drop, drop);
+    return deleted;
   }
 
   /**

@@ -2,7 +2,7 @@
  * Session and rebalance timers of group members, on the injected Clock.
  *
  * Invariants: at most one session and one rebalance timer per member; arming one cancels the one it
- * replaces. A timer that fires after it was replaced or cancelled (a clock that cannot cancel, or a
+ * replaces. A member is tracked only while one of its timers is armed. A timer that fires after it was replaced or cancelled (a clock that cannot cancel, or a
  * callback already queued) finds its token stale and does nothing; the handlers it triggers re-check
  * the member's state as well, so a stale expiry is a no-op twice over.
  */
@@ -53,6 +53,7 @@ export class MemberTimers implements MemberTimerActions {
       if (entry.session?.token !== token || this.#groups.get(groupId)?.get(memberId) !== entry)
         return;
       entry.session = null;
+      this.#forgetIfUnarmed(groupId, memberId, entry);
       this.#callbacks.sessionExpired(groupId, memberId);
     });
     entry.session = { timer, token, deadlineMs: this.#clock.nowMs() + delayMs };
@@ -67,6 +68,7 @@ export class MemberTimers implements MemberTimerActions {
       if (entry.rebalance?.token !== token || this.#groups.get(groupId)?.get(memberId) !== entry)
         return;
       entry.rebalance = null;
+      this.#forgetIfUnarmed(groupId, memberId, entry);
       this.#callbacks.rebalanceExpired(groupId, memberId, memberEpoch);
     });
     entry.rebalance = { timer, token, deadlineMs: this.#clock.nowMs() + delayMs, memberEpoch };
@@ -117,6 +119,13 @@ export class MemberTimers implements MemberTimerActions {
     for (const groupId of [...this.#groups.keys()]) this.cancelGroup(groupId);
   }
 
+  /** Members with an entry (an armed timer): a member none of whose timers is armed is forgotten. */
+  get memberCount(): number {
+    let count = 0;
+    for (const members of this.#groups.values()) count += members.size;
+    return count;
+  }
+
   /** Number of armed timers (for tests and stats). */
   get armedCount(): number {
     let count = 0;
@@ -124,6 +133,17 @@ export class MemberTimers implements MemberTimerActions {
       for (const e of members.values())
         count += Number(e.session !== null) + Number(e.rebalance !== null);
     return count;
+  }
+
+  /**
+   * Forgets a member whose last armed timer just fired, so that members nobody cancels (a pending
+   * member that never came back) leave nothing behind.
+   */
+  #forgetIfUnarmed(groupId: string, memberId: string, entry: MemberEntry): void {
+    if (entry.session !== null || entry.rebalance !== null) return;
+    const members = this.#groups.get(groupId);
+    members?.delete(memberId);
+    if (members?.size === 0) this.#groups.delete(groupId);
   }
 
   #entry(groupId: string, memberId: string): MemberEntry {

@@ -137,6 +137,7 @@ describe('admin and lifecycle', () => {
     expect(ctx.inspect()).toBeNull();
     expect(ctx.writer.latest.get('g')).toBeNull();
     expect(ctx.coordinator.groupIds()).toEqual([]);
+    expect(ctx.coordinator.metrics().groupLanes, 'the deleted group leaves no lane').toBe(0);
   });
 
   it('closing settles every parked JoinGroup and SyncGroup with STORE_CLOSED and refuses later calls', async () => {

@@ -473,7 +473,9 @@ describe('persistence', () => {
     expect(ctx.writer.writesFor('g')).toHaveLength(5);
     expect(ctx.writer.latest.get('g')).toBeNull();
     expect(ctx.coordinator.groupIds()).toEqual([]);
+    expect(ctx.coordinator.metrics().groupLanes, 'the deleted group leaves no lane').toBe(0);
     expect(await ctx.coordinator.deleteGroup('g')).toBe(false);
+    expect(ctx.coordinator.metrics().groupLanes).toBe(0);
   });
 
   it('deleteGroup refuses a group with members; a failed tombstone write changes nothing', async () => {

@@ -113,6 +113,14 @@ export class OffsetsTable {
   #checkpoints: CheckpointStore | undefined;
   /** Writes appended and not yet applied or failed. */
   #writesInFlight = 0;
+  /**
+   * Set by writeImage while it waits for the writes in flight: writes made meanwhile wait for it
+   * (in the order they came), and so do writes made while any of those still waits, so none
+   * overtakes another. Undefined otherwise: a write then appends before it returns.
+   */
+  #gate: Promise<void> | undefined;
+  /** Writes waiting on #gate. */
+  #gated = 0;
 
   readonly #onWarning: (message: string) => void;
 
@@ -288,25 +296,55 @@ export class OffsetsTable {
   }
 
   /** Writes offset records (values or tombstones) of one group as one batch; resolves once durable and applied. */
-  async writeOffsets(
+  writeOffsets(
     groupId: string,
     records: OffsetRecordSpec[],
     commitTimestampMs: number,
   ): Promise<number> {
+    return this.#writeOffsets(groupId, records, commitTimestampMs, this.#gate);
+  }
+
+  async #writeOffsets(
+    groupId: string,
+    records: OffsetRecordSpec[],
+    commitTimestampMs: number,
+    gate: Promise<void> | undefined,
+  ): Promise<number> {
     const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
     this.state.markPending(groupId, records);
-    this.#writesInFlight++;
     let logOffset: number;
     try {
-      logOffset = await this.log.append(batch);
+      if (gate !== undefined) await this.#wait(gate);
+      this.#writesInFlight++;
+      try {
+        logOffset = await this.#append(batch, gate);
+      } finally {
+        this.#writesInFlight--;
+      }
     } catch (error) {
       this.state.failPendingOffsetWrite(groupId, records);
       throw error;
-    } finally {
-      this.#writesInFlight--;
     }
     this.state.onOffsetCommitAppend(groupId, records, commitTimestampMs, batch, logOffset);
     return logOffset;
+  }
+
+  /** Waits for `gate` (see #gate), counted as a waiter until its append is issued. */
+  #wait(gate: Promise<void>): Promise<void> {
+    this.#gated++;
+    return gate;
+  }
+
+  /**
+   * Appends `batch`; a write that waited on `gate` stops counting as a waiter once its append is
+   * issued, and the last one clears the gate, so a write made after it cannot be appended first.
+   */
+  #append(batch: Buffer, gate: Promise<void> | undefined): Promise<number> {
+    try {
+      return this.log.append(batch);
+    } finally {
+      if (gate !== undefined && --this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
+    }
   }
 
   /**
@@ -315,16 +353,32 @@ export class OffsetsTable {
    * them. Each batch is atomic on its own; resolves once all are durable and applied, and rejects
    * with the first failure once every batch has settled.
    */
-  async writeOffsetsChunked(
+  writeOffsetsChunked(
     groupId: string,
     records: readonly OffsetRecordSpec[],
     commitTimestampMs: number,
     recordsPerBatch: number,
   ): Promise<void> {
+    return this.#writeOffsetsChunked(
+      groupId,
+      records,
+      commitTimestampMs,
+      recordsPerBatch,
+      this.#gate,
+    );
+  }
+
+  async #writeOffsetsChunked(
+    groupId: string,
+    records: readonly OffsetRecordSpec[],
+    commitTimestampMs: number,
+    recordsPerBatch: number,
+    gate: Promise<void> | undefined,
+  ): Promise<void> {
     const writes: Promise<number>[] = [];
     for (let i = 0; i < records.length; i += recordsPerBatch) {
       writes.push(
-        this.writeOffsets(groupId, records.slice(i, i + recordsPerBatch), commitTimestampMs),
+        this.#writeOffsets(groupId, records.slice(i, i + recordsPerBatch), commitTimestampMs, gate),
       );
     }
     const results = await Promise.allSettled(writes);
@@ -333,16 +387,22 @@ export class OffsetsTable {
   }
 
   /** Writes a group snapshot upsert (or its tombstone for null); resolves once durable. */
-  async writeSnapshot(
+  writeSnapshot(groupId: string, snapshot: unknown, commitTimestampMs: number): Promise<number> {
+    return this.#writeSnapshot(groupId, snapshot, commitTimestampMs, this.#gate);
+  }
+
+  async #writeSnapshot(
     groupId: string,
     snapshot: unknown,
     commitTimestampMs: number,
+    gate: Promise<void> | undefined,
   ): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
+    if (gate !== undefined) await this.#wait(gate);
     this.#writesInFlight++;
     let logOffset: number;
     try {
-      logOffset = await this.log.append(batch);
+      logOffset = await this.#append(batch, gate);
     } finally {
       this.#writesInFlight--;
     }
@@ -354,15 +414,36 @@ export class OffsetsTable {
    * Writes the whole materialized state into the log as ordinary batches (every committed offset
    * with its own commit time, every group snapshot), starting at the returned log offset X, once no
    * write is in flight: from X on, the log alone holds the state, so everything below X may go.
-   * The batches are appended in one synchronous step, so no other write lands between them.
+   * Writes made meanwhile wait (#gate), so the wait ends even while commits keep coming; they are
+   * appended after the image, in the order they came. The image's batches are appended in one
+   * synchronous step, so no other write lands between them.
    */
   async writeImage(nowMs: number): Promise<number> {
-    while (this.#writesInFlight > 0) {
-      await this.log.drain();
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    const start = this.log.nextOffset;
+    assert(this.#gate === undefined, 'one image at a time');
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    this.#gate = gate;
     const writes: Promise<unknown>[] = [];
+    let start: number;
+    try {
+      while (this.#writesInFlight > 0) {
+        await this.log.drain();
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      start = this.#appendImage(nowMs, writes);
+    } finally {
+      if (this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
+      open();
+    }
+    await Promise.all(writes);
+    return start;
+  }
+
+  /** Appends the state's image (see writeImage), past the gate; returns its first log offset. */
+  #appendImage(nowMs: number, writes: Promise<unknown>[]): number {
+    const start = this.log.nextOffset;
     for (const [groupId, offsets] of this.state.groupTables()) {
       const records: OffsetRecordSpec[] = [];
       for (let i = 0; i < offsets.size; i++) {
@@ -377,11 +458,12 @@ export class OffsetsTable {
           commitTimestampMs: v.commitTimestampMs,
         });
       }
-      writes.push(this.writeOffsetsChunked(groupId, records, nowMs, IMAGE_RECORDS_PER_BATCH));
+      writes.push(
+        this.#writeOffsetsChunked(groupId, records, nowMs, IMAGE_RECORDS_PER_BATCH, undefined),
+      );
     }
     for (const [groupId, snapshot] of this.state.snapshots())
-      writes.push(this.writeSnapshot(groupId, snapshot, nowMs));
-    await Promise.all(writes);
+      writes.push(this.#writeSnapshot(groupId, snapshot, nowMs, undefined));
     return start;
   }
 

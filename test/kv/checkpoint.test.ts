@@ -410,3 +410,47 @@ describe('a checkpoint that does not read back as written', () => {
     await reopened.close();
   });
 });
+
+describe('converting under load', () => {
+  it.each([
+    ['checkpoint', 'log-cleaner'],
+    ['log-cleaner', 'checkpoint'],
+  ])(
+    'converts from %s to %s while commits never stop, and keeps every acknowledged one',
+    async (from, to) => {
+      const dir = tempDir();
+      const store = await OffsetStore.open({
+        dir,
+        bucketCount: 2,
+        durability: 'os',
+        compaction: { strategy: from, background: false },
+      });
+      let stopped = false;
+      const acknowledged = new Map<string, number>();
+      const loops = Array.from({ length: 8 }, async (_, i) => {
+        for (let offset = 1; !stopped; offset++) {
+          await store.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: 0, offset }]);
+          acknowledged.set(`g${i}`, offset);
+        }
+      });
+      try {
+        while (acknowledged.size < 8) await new Promise((resolve) => setTimeout(resolve, 5));
+        const timedOut = Symbol('timed out');
+        const outcome = await Promise.race([
+          store.convertCompaction(to),
+          new Promise((resolve) => setTimeout(() => resolve(timedOut), 5000)),
+        ]);
+        expect(outcome, 'the conversion ends while commits go on').not.toBe(timedOut);
+        expect((await store.stats()).compactionStrategy).toBe(to);
+      } finally {
+        stopped = true;
+        await Promise.all(loops);
+      }
+      await store.close();
+      const reopened = await OffsetStore.open({ dir, bucketCount: 2 });
+      for (const [groupId, offset] of acknowledged)
+        expect((await reopened.fetchOffsets(groupId))[0]?.offset, groupId).toBe(offset);
+      await reopened.close();
+    },
+  );
+});

@@ -75,6 +75,11 @@ export class TopicCatalog {
   #changes: Promise<unknown> = Promise.resolve();
   #failure: unknown;
 
+  /** Most topics the catalog holds. */
+  get topicsMax(): number {
+    return this.#options.topicsMax;
+  }
+
   private constructor(options: TopicCatalogOptions, filePath: string, content: CatalogContent) {
     this.#options = options;
     this.#filePath = filePath;

@@ -32,6 +32,7 @@ import {
   type RequestOf,
   type ResponseInputOf,
 } from '../protocol/index.js';
+import { topicNameProblem } from '../catalog/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { Peer, RequestHandler } from './request-handler.js';
 import { bucketsByTopic } from './topic-mapping.js';
@@ -55,9 +56,12 @@ function refused(errorCode: number, errorMessage: string): HeartbeatAnswer {
 }
 
 /** Kafka's checks of a heartbeat; the reason it is invalid, or null. */
-function invalidity(request: KafkaHeartbeat, version: number): string | null {
+function invalidity(request: KafkaHeartbeat, version: number, topicsMax: number): string | null {
   const { groupId, memberId, memberEpoch, instanceId } = request;
   if (groupId === '') return "GroupId can't be empty.";
+  // Names are remembered per member (consumer-member-directory.ts): no more than could be topics.
+  if (request.subscribedTopicNames !== null && request.subscribedTopicNames.length > topicsMax)
+    return `SubscribedTopicNames holds ${request.subscribedTopicNames.length} names; this server has at most ${topicsMax} topics.`;
   if (instanceId === '') return "InstanceId can't be empty.";
   if (memberEpoch < -2) return `MemberEpoch ${memberEpoch} is invalid.`;
   if (memberEpoch === -2 && instanceId === null)
@@ -108,7 +112,7 @@ function assignmentOf(
 export const handleConsumerGroupHeartbeat: RequestHandler<
   typeof API_KEYS.ConsumerGroupHeartbeat
 > = async (context, request, header, peer) => {
-  const problem = invalidity(request, header.apiVersion);
+  const problem = invalidity(request, header.apiVersion, context.catalog.topicsMax);
   if (problem !== null) return refused(KAFKA_ERROR.INVALID_REQUEST, problem);
   const assignor = request.serverAssignor;
   if (assignor !== null && !ASSIGNORS.has(assignor))
@@ -119,10 +123,13 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
   const { groupId, memberId, memberEpoch } = request;
   const notes =
     memberId === '' || memberEpoch === 0 ? undefined : context.members.get(groupId, memberId);
+  // A name that is not a valid topic name can never match a topic: it is not remembered.
   const topicNames =
     request.subscribedTopicNames === null
       ? notes?.topicNames
-      : [...new Set(request.subscribedTopicNames)].sort();
+      : [...new Set(request.subscribedTopicNames)]
+          .filter((name) => topicNameProblem(name) === null)
+          .sort();
   const tableIds = topicNames === undefined ? undefined : tableIdsOf(context, topicNames);
   const heartbeat: HeartbeatRequest = {
     memberEpoch,

@@ -5,9 +5,11 @@
  * describe calls report. A member's next heartbeat may omit its subscription (librdkafka sends it
  * only when it changes); the names remembered here let the server add a topic created since.
  *
- * Bounded: at most `membersMax` entries; when full, the entry written longest ago is dropped (its
- * member then just loses the automatic subscription update and its client id in describes, until
- * it sends its subscription again). Entries of members that left or were fenced are removed.
+ * Bounded: at most `membersMax` entries, and at most `charsMax` characters of names, ids and hosts
+ * in all; past either, the entries written longest ago are dropped (their members then just lose
+ * the automatic subscription update and their client ids in describes, until they send their
+ * subscriptions again). Entries of members that left or were fenced are removed; those of members
+ * whose sessions expired age out this way.
  * In memory only: after a restart members send their subscription again when they rejoin.
  */
 
@@ -26,10 +28,19 @@ export interface MemberNotes {
 /** Notes on consumer-group members, by group and member id. */
 export class ConsumerMemberDirectory {
   readonly #membersMax: number;
+  readonly #charsMax: number;
   readonly #notes = new Map<string, MemberNotes>();
+  #chars = 0;
 
-  constructor(membersMax: number) {
+  /** `charsMax`: default 16 Mi characters (the names of 65,536 members of ~250 topics' worth). */
+  constructor(membersMax: number, charsMax = 16 * 1024 * 1024) {
     this.#membersMax = membersMax;
+    this.#charsMax = charsMax;
+  }
+
+  /** Characters of names, ids and hosts held now. */
+  get chars(): number {
+    return this.#chars;
   }
 
   /** Members with notes. */
@@ -45,15 +56,34 @@ export class ConsumerMemberDirectory {
   /** Replaces the notes on a member (as the newest entry). */
   set(groupId: string, memberId: string, notes: MemberNotes): void {
     const k = key(groupId, memberId);
-    this.#notes.delete(k);
-    if (this.#notes.size >= this.#membersMax) this.#notes.delete(this.#notes.keys().next().value!);
+    this.#drop(k);
+    const chars = charsOf(k, notes);
+    while (
+      this.#notes.size > 0 &&
+      (this.#notes.size >= this.#membersMax || this.#chars + chars > this.#charsMax)
+    )
+      this.#drop(this.#notes.keys().next().value!);
     this.#notes.set(k, notes);
+    this.#chars += chars;
   }
 
   /** Forgets a member. */
   delete(groupId: string, memberId: string): void {
-    this.#notes.delete(key(groupId, memberId));
+    this.#drop(key(groupId, memberId));
   }
+
+  #drop(k: string): void {
+    const notes = this.#notes.get(k);
+    if (notes === undefined) return;
+    this.#notes.delete(k);
+    this.#chars -= charsOf(k, notes);
+  }
+}
+
+function charsOf(k: string, notes: MemberNotes): number {
+  let chars = k.length + notes.clientId.length + notes.clientHost.length;
+  for (const name of notes.topicNames) chars += name.length;
+  return chars;
 }
 
 function key(groupId: string, memberId: string): string {

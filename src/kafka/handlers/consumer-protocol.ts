@@ -29,29 +29,33 @@ export interface TopicPartitions {
 
 /** A member's subscription (topic names) in the consumer protocol's v0 format. */
 export function encodeSubscription(topics: readonly string[]): Buffer {
+  const lengths = topics.map((t) => Buffer.byteLength(t, 'utf8'));
   let bytes = 2 + 4 + 4;
-  for (const t of topics) bytes += 2 + t.length;
+  for (const length of lengths) bytes += 2 + length;
   const w = new ByteWriter(bytes);
   w.int16(0);
   w.int32(topics.length);
-  for (const t of topics) {
-    w.int16(t.length);
-    w.utf8(t, t.length);
-  }
+  topics.forEach((t, i) => {
+    w.int16(lengths[i]!);
+    w.utf8(t, lengths[i]!);
+  });
   w.int32(0);
   return w.finish();
 }
 
 /** A member's assignment in the consumer protocol's v0 format. */
 export function encodeAssignment(assignment: readonly TopicPartitions[]): Buffer {
+  const lengths = assignment.map((a) => Buffer.byteLength(a.topic, 'utf8'));
   let bytes = 2 + 4 + 4;
-  for (const a of assignment) bytes += 2 + a.topic.length + 4 + 4 * a.partitions.length;
+  assignment.forEach((a, i) => {
+    bytes += 2 + lengths[i]! + 4 + 4 * a.partitions.length;
+  });
   const w = new ByteWriter(bytes);
   w.int16(0);
   w.int32(assignment.length);
-  for (const a of assignment) {
-    w.int16(a.topic.length);
-    w.utf8(a.topic, a.topic.length);
+  for (const [i, a] of assignment.entries()) {
+    w.int16(lengths[i]!);
+    w.utf8(a.topic, lengths[i]!);
     w.int32(a.partitions.length);
     for (const p of a.partitions) w.int32(p);
   }

@@ -206,6 +206,11 @@ describe('ConsumerGroupHeartbeat', () => {
         1,
         { ...JOIN, memberId: 'm', subscribedTopicNames: null, subscribedTopicRegex: 'ord.*' },
       ],
+      [
+        'more names than the server can have topics',
+        0,
+        { ...JOIN, subscribedTopicNames: Array.from({ length: 10_001 }, (_, i) => `t${i}`) },
+      ],
     ];
     for (const [what, version, request] of refused) {
       const response = await client.send(API_KEYS.ConsumerGroupHeartbeat, version, request);
@@ -230,6 +235,21 @@ describe('ConsumerGroupHeartbeat', () => {
       (await t.store.listGroups()).map((g) => g.groupId),
       'no refused join created a member',
     ).toEqual([]);
+  });
+
+  it('remembers only names that can be topics: a member subscribed to a name no topic can have is still described', async () => {
+    const { t, client } = await start();
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
+      ...JOIN,
+      subscribedTopicNames: ['orders', 'é', 'no such/topic'],
+    });
+    expect(joined.errorCode).toBe(0);
+    const described = await client.send(API_KEYS.DescribeGroups, 5, { groups: ['g'] });
+    expect(described.groups[0]!.errorCode).toBe(0);
+    expect(described.groups[0]!.members).toHaveLength(1);
+    const consumer = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] });
+    expect(consumer.groups[0]!.members[0]!.subscribedTopicNames).toEqual(['orders']);
+    expect(t.server.stats().connections).toHaveLength(1);
   });
 
   it('takes range as an assignor, and gives a topic created after the subscription to a member whose heartbeats omit it', async () => {

@@ -3,8 +3,11 @@
  * `store.describeGroup`: state, group and assignment epochs, assignor, and per member its epoch,
  * instance id, subscribed topic names, current and target assignments (topic id, name and
  * partitions), and the client id and host of its last heartbeat when the server remembers them.
- * A group the store does not know is GROUP_ID_NOT_FOUND; an invalid id INVALID_GROUP_ID.
+ * A group the store does not know is GROUP_ID_NOT_FOUND; an invalid id INVALID_GROUP_ID. So is a
+ * classic group (or one that has only committed offsets), as in Kafka: "not a consumer group",
+ * which is what tells Kafka's admin client to describe it with DescribeGroups instead.
  */
+import { OffsetStoreError } from '../../errors/index.js';
 import type { TableBucket } from '../../model/index.js';
 import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
@@ -26,6 +29,8 @@ function assignmentOf(context: HandlerContext, buckets: readonly TableBucket[]) 
 async function describeOne(context: HandlerContext, groupId: string) {
   try {
     const d = await context.store.describeGroup(groupId);
+    if (d.groupType !== 'consumer')
+      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `Group ${groupId} is not a consumer group.`);
     return {
       errorCode: KAFKA_ERROR.NONE,
       errorMessage: null,

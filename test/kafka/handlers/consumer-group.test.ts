@@ -252,6 +252,21 @@ describe('ConsumerGroupHeartbeat', () => {
     expect(t.server.stats().connections).toHaveLength(1);
   });
 
+  it('answers GROUP_ID_NOT_FOUND for a group that is not a consumer group, as Kafka does (its admin then uses DescribeGroups)', async () => {
+    const { t, client } = await start();
+    await t.store.commitOffsets('offsets-only', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    const described = await client.send(API_KEYS.ConsumerGroupDescribe, 0, {
+      groupIds: ['offsets-only'],
+    });
+    expect(described.groups[0]).toMatchObject({
+      groupId: 'offsets-only',
+      errorCode: KAFKA_ERROR.GROUP_ID_NOT_FOUND,
+      errorMessage: expect.stringMatching(/Group offsets-only is not a consumer group/),
+    });
+    const classic = await client.send(API_KEYS.DescribeGroups, 5, { groups: ['offsets-only'] });
+    expect(classic.groups[0]).toMatchObject({ errorCode: 0, groupState: 'Empty' });
+  });
+
   it('takes range as an assignor, and gives a topic created after the subscription to a member whose heartbeats omit it', async () => {
     const { client } = await start();
     const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {

@@ -226,7 +226,12 @@ function joinOrHeartbeat(
   const response: HeartbeatResponse = {
     memberId,
     memberEpoch: member.memberEpoch,
-    heartbeatIntervalMs: env.config.heartbeatIntervalMs,
+    // At most a third of the member's session, as Kafka asks of its clients: a session shorter than
+    // three intervals would otherwise expire between heartbeats, and the member rejoin forever.
+    heartbeatIntervalMs: Math.max(
+      1,
+      Math.min(env.config.heartbeatIntervalMs, Math.floor(member.sessionTimeoutMs / 3)),
+    ),
   };
   const assignmentChanged =
     existing === undefined ||

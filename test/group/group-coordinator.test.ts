@@ -90,6 +90,24 @@ describe('join and heartbeat', () => {
     expect(ok.heartbeatIntervalMs).toBe(3000);
   });
 
+  it('tells a member whose session is shorter than three heartbeat intervals to heartbeat at a third of it, so it stays', async () => {
+    for (const [settings, join, interval] of [
+      [{ sessionTimeoutMs: 3000 }, {}, 1000],
+      [{}, { sessionTimeoutMs: 1200 }, 400],
+    ] as const) {
+      const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } }, ...settings });
+      const a = ctx.member([1]);
+      const joined = await a.beat(join);
+      expect(joined.heartbeatIntervalMs).toBe(interval);
+      for (let i = 0; i < 10; i++) {
+        ctx.clock.advance(interval);
+        const beat = await a.beat();
+        expect(beat.memberEpoch).toBe(1);
+        expect(beat.heartbeatIntervalMs).toBe(interval);
+      }
+    }
+  });
+
   it('rejects strings with a lone surrogate, which the snapshot could not round-trip, naming the field', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const join = { memberEpoch: 0, subscribedTableIds: [1] };

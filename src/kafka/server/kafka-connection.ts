@@ -324,7 +324,11 @@ export class KafkaConnection {
     }
     if (corked) socket.uncork();
     this.#lastActivityMs = this.#clock.nowMs();
-    if (socket.writableLength > this.#limits.pendingResponseBytesMax) this.#writeBlocked = true;
+    // Blocked only once a write asked for a 'drain' (writableNeedDrain): below the socket's
+    // high-water mark none would come, and a limit under it (Node 22's is 64 KiB) would block the
+    // connection for good once its client caught up.
+    if (socket.writableLength > this.#limits.pendingResponseBytesMax && socket.writableNeedDrain)
+      this.#writeBlocked = true;
     this.#finishIfDone();
   }
 

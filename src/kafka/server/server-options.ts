@@ -63,7 +63,11 @@ export interface KafkaServerOptions {
   readonly idleTimeoutMs?: number;
   /** Most requests of one connection in flight at once (pipelined); past it, the connection is not read. Default 64. */
   readonly inFlightRequestsMax?: number;
-  /** Bytes of responses waiting in a connection's socket above which it is not read until they drain; default 1 MiB. */
+  /**
+   * Bytes of responses waiting in a connection's socket above which it is not read until they
+   * drain; default 1 MiB. A value under the socket's high-water mark (16 KiB on Node 20, 64 KiB on
+   * Node 22) acts as that mark.
+   */
   readonly pendingResponseBytesMax?: number;
   /** The longest a Fetch is held, whatever max_wait_ms it asks for; default 30 s. */
   readonly fetchWaitMsMax?: number;

@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { getDefaultHighWaterMark, setDefaultHighWaterMark } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
 import { CATALOG_FILE } from '../../../src/kafka/index.js';
@@ -276,6 +277,37 @@ describe('resource bounds', () => {
     client.socket.resume();
     await Promise.all(requests);
     expect(client.arrivals).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+  });
+
+  it("answers on when pendingResponseBytesMax is under the socket's high-water mark (Node 22 raised it to 64 KiB), where no 'drain' follows a write", async () => {
+    const previous = getDefaultHighWaterMark(false);
+    setDefaultHighWaterMark(false, 64 * 1024);
+    try {
+      const t = await start({
+        server: {
+          topics: [{ name: 'wide', partitions: 800 }],
+          pendingResponseBytesMax: 20 * 1024,
+        },
+      });
+      const responseBytes = await firstResponseSize(t);
+      expect(responseBytes).toBeGreaterThan(20 * 1024);
+      expect(responseBytes).toBeLessThan(64 * 1024);
+      // A client that reads only once the server has held back responses.
+      const client = await connect(t, { read: false });
+      const answers = Array.from({ length: 400 }, () =>
+        client.sendRaw(API_KEYS.Metadata, 9, { topics: [{ name: 'wide' }] }),
+      );
+      await waitFor(() => t.server.stats().connections.some((c) => c.readPaused));
+      client.socket.resume();
+      const timedOut = Symbol('timed out');
+      const outcome = await Promise.race([
+        Promise.all(answers),
+        new Promise((resolve) => setTimeout(() => resolve(timedOut), 5000)),
+      ]);
+      expect(outcome, 'every request answered').not.toBe(timedOut);
+    } finally {
+      setDefaultHighWaterMark(false, previous);
+    }
   });
 
   it('takes 1000 connections at once: those over connectionsMax are closed, the others answered, and the server goes on', async () => {

@@ -172,6 +172,11 @@ export class BucketSet implements Iterable<TableBucket> {
     return this.#filter((ref) => !other.has(ref));
   }
 
+  /** Buckets of this set in the tables `tableIds` names (this set itself when that is all of them). */
+  inTables(tableIds: readonly number[]): BucketSet {
+    return this.#filter((ref) => tableIds.includes(ref.tableId));
+  }
+
   /** Buckets in either set. */
   union(other: BucketSet): BucketSet {
     if (other.size === 0) return this;

@@ -8,7 +8,8 @@
  * `pendingRevocation` and is still its own. Hence no bucket ever has two owners.
  *
  * Steps, by state:
- *  - STABLE: if the member epoch differs from the target epoch, compute the next assignment.
+ *  - STABLE: if the member epoch differs from the target epoch, or it holds buckets of a table it
+ *    no longer subscribes to, compute the next assignment.
  *  - UNREVOKED_PARTITIONS: wait until the reported owned buckets contain none pending revocation;
  *    then compute the next assignment at epoch min(memberEpoch + 1, targetEpoch).
  *  - UNRELEASED_PARTITIONS: compute the next assignment (picks up buckets released meanwhile).
@@ -31,15 +32,23 @@ export interface ReconcileInput {
   readonly ownerOf: (ref: TableBucket) => string | undefined;
   /** Buckets the member reported owning in this heartbeat, or null when it did not report. */
   readonly owned: BucketSet | null;
+  /**
+   * True when `target` is the member's target without the tables it no longer subscribes to (its
+   * new target is not computed yet: assignment pacing). A STABLE member then gives those up at once.
+   */
+  readonly narrowed?: boolean;
 }
 
 /** Returns the member's next assignment, or `member` itself when nothing can change. */
 export function reconcileMember(member: ConsumerMember, input: ReconcileInput): MemberAssignment {
   switch (member.state) {
     case 'STABLE':
-      return member.memberEpoch === input.targetEpoch
-        ? member
-        : nextAssignment(member, input, member.memberEpoch);
+      if (member.memberEpoch !== input.targetEpoch)
+        return nextAssignment(member, input, member.memberEpoch);
+      // As Kafka does: the buckets of a table the member unsubscribed from are revoked at once.
+      return input.narrowed === true && !member.assigned.isSubsetOf(input.target)
+        ? nextAssignment(member, input, member.memberEpoch)
+        : member;
     case 'UNREVOKED_PARTITIONS':
       if (stillOwnsAny(input.owned, member.pendingRevocation)) return member;
       return nextAssignment(member, input, Math.min(member.memberEpoch + 1, input.targetEpoch));

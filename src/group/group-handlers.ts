@@ -350,11 +350,21 @@ function reconcile(
 ): ConsumerMember {
   const before = group.members.get(memberId);
   assert(before !== undefined, `member ${memberId} missing before reconciliation`);
+  // While the group's next target waits (assignment pacing), the member's target is the last one
+  // without the tables it unsubscribed from since: it gives those up now, not at the next target.
+  let target = group.targetOf(memberId);
+  let narrowed = false;
+  if (group.groupEpoch > group.assignmentEpoch) {
+    const subscribed = target.inTables(before.subscribedTableIds);
+    narrowed = subscribed !== target;
+    target = subscribed;
+  }
   const next = reconcileMember(before, {
     targetEpoch: group.assignmentEpoch,
-    target: group.targetOf(memberId),
+    target,
     ownerOf: (ref) => group.ownerOf(ref),
     owned,
+    narrowed,
   });
   if (next === before) return before;
   op.emit({ type: 'member-assignment', groupId: group.groupId, memberId, assignment: next });

@@ -28,6 +28,11 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Off
   throw new TypeError(`expected ${code}, but the call succeeded`);
 }
 
+/** A member's current assignment, as the coordinator holds it. */
+function assignedOf(ctx: GroupTestContext, memberId: string): TableBucket[] {
+  return ctx.coordinator.inspect('g')!.members.find((m) => m.memberId === memberId)!.assigned;
+}
+
 function keys(refs: readonly TableBucket[]): string[] {
   return refs.map(keyOf).sort();
 }
@@ -106,6 +111,32 @@ describe('join and heartbeat', () => {
         expect(beat.heartbeatIntervalMs).toBe(interval);
       }
     }
+  });
+
+  it('revokes the buckets of a table a member unsubscribed from at once, while its new target waits for the assignment interval', async () => {
+    const ctx = new GroupTestContext({
+      assignmentIntervalMs: 1000,
+      layouts: { 1: { bucketCount: 2 }, 2: { bucketCount: 2 } },
+    });
+    const a = ctx.member([1, 2]);
+    const joined = await a.beat();
+    expect(keys(joined.assignment ?? [])).toEqual(
+      keys([...buckets(1, [0, 1]), ...buckets(2, [0, 1])]),
+    );
+    ctx.clock.advance(100);
+    a.tableIds = [1];
+    const narrowed = await a.beat();
+    expect(keys(narrowed.assignment ?? []), 'table 2 is revoked now').toEqual(
+      keys(buckets(1, [0, 1])),
+    );
+    const released = await a.beat();
+    expect(released.memberEpoch).toBe(joined.memberEpoch);
+    expect(keys(assignedOf(ctx, a.memberId!))).toEqual(keys(buckets(1, [0, 1])));
+    // The deferred target, once computed, agrees.
+    ctx.clock.advance(1000);
+    const later = await a.beat();
+    expect(later.memberEpoch).toBeGreaterThan(joined.memberEpoch);
+    expect(keys(assignedOf(ctx, a.memberId!))).toEqual(keys(buckets(1, [0, 1])));
   });
 
   it('rejects strings with a lone surrogate, which the snapshot could not round-trip, naming the field', async () => {

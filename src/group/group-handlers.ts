@@ -107,7 +107,12 @@ export function removeMembersByAdmin(
 /** Bumps the group epoch and recomputes the target when a subscribed table's layout changed. */
 export function refreshLayouts(op: GroupOperation, groupId: string): void {
   const group = op.env.machine.get(groupId);
-  if (group === undefined || group.members.size === 0 || !layoutsChanged(group, op.env.layouts))
+  if (
+    group === undefined ||
+    group.members.size === 0 ||
+    group.groupEpoch > group.assignmentEpoch || // a target is due: it will see the new layouts
+    !layoutsChanged(group, op.env.layouts)
+  )
     return;
   const plan = op.env.pacer.mayAssign(groupId)
     ? planTargetAssignment(group, {}, assignmentEnv(op.env))
@@ -173,7 +178,15 @@ function joinOrHeartbeat(
     base === undefined ||
     !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds) ||
     base.assignor !== subscription.assignor;
-  if (!bump && group !== undefined && layoutsChanged(group, env.layouts)) bump = true;
+  // A layout change raises the epoch once: while a target for it waits (pacing), that target is
+  // computed from the layouts as they are then.
+  if (
+    !bump &&
+    group !== undefined &&
+    group.groupEpoch <= group.assignmentEpoch &&
+    layoutsChanged(group, env.layouts)
+  )
+    bump = true;
   const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
   const change = {
     upsert: subscription,

@@ -382,6 +382,33 @@ describe('reconciliation', () => {
 });
 
 describe('assignment pacing (assignmentIntervalMs)', () => {
+  it('raises the group epoch once for a layout change that waits for the interval, not at every heartbeat meanwhile', async () => {
+    const ctx = new GroupTestContext({
+      assignmentIntervalMs: 1000,
+      layouts: { 1: { bucketCount: 4 } },
+    });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    const epoch = ctx.coordinator.describe('g')!.groupEpoch;
+    ctx.coordinator.setTableLayout(1, { bucketCount: 8 });
+    expect(ctx.coordinator.describe('g')).toMatchObject({ groupEpoch: epoch + 1 });
+    const records = ctx.records.length;
+    for (let i = 0; i < 3; i++) {
+      ctx.clock.advance(100);
+      await a.beat();
+    }
+    expect(ctx.coordinator.describe('g')).toMatchObject({ groupEpoch: epoch + 1 });
+    expect(ctx.records.length, 'the heartbeats meanwhile wrote nothing').toBe(records);
+    ctx.clock.advance(1000);
+    await a.beat();
+    await a.beat();
+    expect(a.owned).toHaveLength(8);
+    expect(ctx.coordinator.describe('g')).toMatchObject({
+      groupEpoch: epoch + 1,
+      assignmentEpoch: epoch + 1,
+    });
+  });
+
   it('batches the changes inside the interval into one deferred target computation', async () => {
     const ctx = new GroupTestContext({
       assignmentIntervalMs: 1000,

@@ -314,13 +314,7 @@ export class OffsetsTable {
     this.state.markPending(groupId, records);
     let logOffset: number;
     try {
-      if (gate !== undefined) await this.#wait(gate);
-      this.#writesInFlight++;
-      try {
-        logOffset = await this.#append(batch, gate);
-      } finally {
-        this.#writesInFlight--;
-      }
+      logOffset = await this.#append(batch, gate);
     } catch (error) {
       this.state.failPendingOffsetWrite(groupId, records);
       throw error;
@@ -329,28 +323,36 @@ export class OffsetsTable {
     return logOffset;
   }
 
-  /** Waits for `gate` (see #gate), counted as a waiter until its append is issued. */
-  #wait(gate: Promise<void>): Promise<void> {
-    this.#gated++;
-    return gate;
-  }
-
   /**
-   * Appends `batch`; a write that waited on `gate` stops counting as a waiter once its append is
-   * issued, and the last one clears the gate, so a write made after it cannot be appended first.
+   * Appends `batch`, counted in #writesInFlight until it settles. Without a gate the append is
+   * issued before this returns; with one, once the gate opens, the write counting as a waiter until
+   * its append is issued, and the last waiter clearing the gate, so that a write made after it
+   * cannot be appended first.
    */
-  #append(batch: Buffer, gate: Promise<void> | undefined): Promise<number> {
+  async #append(batch: Buffer, gate: Promise<void> | undefined): Promise<number> {
+    if (gate !== undefined) {
+      this.#gated++;
+      await gate;
+    }
+    this.#writesInFlight++;
     try {
-      return this.log.append(batch);
+      let appended: Promise<number>;
+      try {
+        appended = this.log.append(batch);
+      } finally {
+        if (gate !== undefined && --this.#gated === 0 && this.#gate === gate)
+          this.#gate = undefined;
+      }
+      return await appended;
     } finally {
-      if (gate !== undefined && --this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
+      this.#writesInFlight--;
     }
   }
 
   /**
    * Writes records of one group as consecutive batches of at most `recordsPerBatch` records. Every
-   * batch is appended synchronously, before this returns, so nothing appended later lands between
-   * them. Each batch is atomic on its own; resolves once all are durable and applied, and rejects
+   * batch is appended in one step (before this returns, or one after another once writeImage's
+   * gate opens), so nothing appended later lands between them. Each batch is atomic on its own; resolves once all are durable and applied, and rejects
    * with the first failure once every batch has settled.
    */
   writeOffsetsChunked(
@@ -398,14 +400,7 @@ export class OffsetsTable {
     gate: Promise<void> | undefined,
   ): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
-    if (gate !== undefined) await this.#wait(gate);
-    this.#writesInFlight++;
-    let logOffset: number;
-    try {
-      logOffset = await this.#append(batch, gate);
-    } finally {
-      this.#writesInFlight--;
-    }
+    const logOffset = await this.#append(batch, gate);
     this.state.applyBatch(batch, 0, logOffset);
     return logOffset;
   }

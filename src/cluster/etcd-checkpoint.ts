@@ -24,6 +24,7 @@
  *   any a failed or interrupted checkpoint left behind.
  * - Each request stays within etcd's limits: one chunk (1 MiB at most) per transaction.
  */
+import type { ICompare, ITxnRequest } from 'etcd3';
 import { xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { restoreStateImage, stateImage, type OffsetsTableState } from '../kv/index.js';
@@ -90,38 +91,33 @@ export async function writeEtcdCheckpoint(
     epoch: owner.epoch,
   };
   const previous = await readPointerKey(connection, keys);
-  const switched = await connection.txn(
-    {
-      compare: [
-        ownerCompare(keys, owner),
-        {
+  await fencedWrite(
+    connection,
+    keys,
+    owner,
+    [
+      {
+        request_put: {
           key: Buffer.from(keys.checkpoint),
-          target: 'Mod',
-          result: 'Equal',
-          mod_revision: previous?.modRevision ?? '0',
+          value: Buffer.from(JSON.stringify(pointer)),
         },
-      ],
-      success: [
-        {
-          request_put: {
-            key: Buffer.from(keys.checkpoint),
-            value: Buffer.from(JSON.stringify(pointer)),
-          },
-        },
-      ],
-      failure: [rangeOp(keys.owner)],
+      },
+    ],
+    'switching the checkpoint pointer',
+    {
+      compare: {
+        key: Buffer.from(keys.checkpoint),
+        target: 'Mod',
+        result: 'Equal',
+        mod_revision: previous?.modRevision ?? '0',
+      },
+      conflict: () =>
+        new OffsetStoreError(
+          'REQUEST_TIMED_OUT',
+          `${keys.checkpoint} changed while checkpoint ${id} was written (an earlier switch whose answer was lost landed): the pointer keeps it; checkpoint again`,
+        ),
     },
-    `switching the checkpoint pointer of ${keys.prefix}`,
   );
-  if (!switched.succeeded) {
-    const ownerNow = kvOf(switched.responses[0]);
-    if (ownerNow === undefined || !ownerNow.value.equals(owner.value))
-      throw notOwner(keys, owner, ownerNow);
-    throw new OffsetStoreError(
-      'REQUEST_TIMED_OUT',
-      `${keys.checkpoint} changed while checkpoint ${id} was written (an earlier switch whose answer was lost landed): the pointer keeps it; checkpoint again`,
-    );
-  }
   // Every other checkpoint's chunks go: the previous one's, and those of checkpoints whose
   // switch failed or whose writing stopped half-way (they would otherwise stay in etcd for good).
   const all = keys.checkpoints;
@@ -208,16 +204,27 @@ async function readPointerKey(
   }
 }
 
+/**
+ * Runs `success` if `owner` still owns the bucket (NOT_COORDINATOR otherwise) and, with `also`, if
+ * its compare holds too (`also.conflict()` otherwise).
+ */
 async function fencedWrite(
   connection: EtcdConnection,
   keys: BucketKeys,
   owner: OwnerToken,
-  success: Parameters<EtcdConnection['txn']>[0]['success'],
+  success: ITxnRequest['success'],
   what: string,
+  also?: { compare: ICompare; conflict: () => OffsetStoreError },
 ): Promise<void> {
+  const compare: ICompare[] = [ownerCompare(keys, owner)];
+  if (also !== undefined) compare.push(also.compare);
   const res = await connection.txn(
-    { compare: [ownerCompare(keys, owner)], success, failure: [rangeOp(keys.owner)] },
+    { compare, success, failure: [rangeOp(keys.owner)] },
     `${what} of ${keys.prefix}`,
   );
-  if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
+  if (res.succeeded) return;
+  const ownerNow = kvOf(res.responses[0]);
+  if (also === undefined || ownerNow === undefined || !ownerNow.value.equals(owner.value))
+    throw notOwner(keys, owner, ownerNow);
+  throw also.conflict();
 }

@@ -110,7 +110,7 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
   if (
     group === undefined ||
     group.members.size === 0 ||
-    group.groupEpoch > group.assignmentEpoch || // a target is due: it will see the new layouts
+    group.targetDue || // the target due will see the new layouts
     !layoutsChanged(group, op.env.layouts)
   )
     return;
@@ -125,7 +125,7 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
 /** Computes the deferred target assignment of a group whose epoch is ahead of its target. */
 export function assignIfBehind(op: GroupOperation, groupId: string): void {
   const group = op.env.machine.get(groupId);
-  if (group === undefined || group.groupEpoch <= group.assignmentEpoch) return;
+  if (group === undefined || !group.targetDue) return;
   emitTarget(op, group, group.groupEpoch, planTargetAssignment(group, {}, assignmentEnv(op.env)));
 }
 
@@ -180,12 +180,7 @@ function joinOrHeartbeat(
     base.assignor !== subscription.assignor;
   // A layout change raises the epoch once: while a target for it waits (pacing), that target is
   // computed from the layouts as they are then.
-  if (
-    !bump &&
-    group !== undefined &&
-    group.groupEpoch <= group.assignmentEpoch &&
-    layoutsChanged(group, env.layouts)
-  )
+  if (!bump && group !== undefined && !group.targetDue && layoutsChanged(group, env.layouts))
     bump = true;
   const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
   const change = {
@@ -367,7 +362,7 @@ function reconcile(
   // without the tables it unsubscribed from since: it gives those up now, not at the next target.
   let target = group.targetOf(memberId);
   let narrowed = false;
-  if (group.groupEpoch > group.assignmentEpoch) {
+  if (group.targetDue) {
     const subscribed = target.inTables(before.subscribedTableIds);
     narrowed = subscribed !== target;
     target = subscribed;

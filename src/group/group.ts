@@ -99,10 +99,15 @@ export class Group {
     return this.#subscriberCounts.has(tableId);
   }
 
+  /** True while the group epoch is ahead of the assignment epoch: a new target assignment is due. */
+  get targetDue(): boolean {
+    return this.#groupEpoch > this.#assignmentEpoch;
+  }
+
   /** The derived group state. */
   state(): GroupState {
     if (this.#members.size === 0) return 'Empty';
-    if (this.#groupEpoch > this.#assignmentEpoch) return 'Assigning';
+    if (this.targetDue) return 'Assigning';
     return this.#reconciledCount === this.#members.size ? 'Stable' : 'Reconciling';
   }
 

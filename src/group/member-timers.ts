@@ -2,9 +2,10 @@
  * Session and rebalance timers of group members, on the injected Clock.
  *
  * Invariants: at most one session and one rebalance timer per member; arming one cancels the one it
- * replaces. A member is tracked only while one of its timers is armed. A timer that fires after it was replaced or cancelled (a clock that cannot cancel, or a
- * callback already queued) finds its token stale and does nothing; the handlers it triggers re-check
- * the member's state as well, so a stale expiry is a no-op twice over.
+ * replaces. A member is tracked only while one of its timers is armed. A timer that fires after it
+ * was replaced or cancelled (a clock that cannot cancel, or a callback already queued) finds its
+ * token stale and does nothing; the handlers it triggers re-check the member's state as well, so a
+ * stale expiry is a no-op twice over.
  */
 import type { Clock, Timer } from '../util/index.js';
 import type { MemberTimerActions } from './group-operation.js';

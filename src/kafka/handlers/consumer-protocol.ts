@@ -30,15 +30,13 @@ export interface TopicPartitions {
 /** A member's subscription (topic names) in the consumer protocol's v0 format. */
 export function encodeSubscription(topics: readonly string[]): Buffer {
   const lengths = topics.map((t) => Buffer.byteLength(t, 'utf8'));
-  let bytes = 2 + 4 + 4;
-  for (const length of lengths) bytes += 2 + length;
-  const w = new ByteWriter(bytes);
+  const w = new ByteWriter(lengths.reduce((bytes, length) => bytes + 2 + length, 2 + 4 + 4));
   w.int16(0);
   w.int32(topics.length);
-  topics.forEach((t, i) => {
+  for (const [i, t] of topics.entries()) {
     w.int16(lengths[i]!);
     w.utf8(t, lengths[i]!);
-  });
+  }
   w.int32(0);
   return w.finish();
 }
@@ -47,9 +45,7 @@ export function encodeSubscription(topics: readonly string[]): Buffer {
 export function encodeAssignment(assignment: readonly TopicPartitions[]): Buffer {
   const lengths = assignment.map((a) => Buffer.byteLength(a.topic, 'utf8'));
   let bytes = 2 + 4 + 4;
-  assignment.forEach((a, i) => {
-    bytes += 2 + lengths[i]! + 4 + 4 * a.partitions.length;
-  });
+  for (const [i, a] of assignment.entries()) bytes += 2 + lengths[i]! + 4 + 4 * a.partitions.length;
   const w = new ByteWriter(bytes);
   w.int16(0);
   w.int32(assignment.length);

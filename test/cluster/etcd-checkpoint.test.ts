@@ -17,6 +17,7 @@ import { isOffsetStoreError } from '../../src/errors/index.js';
 import { OffsetsTableState } from '../../src/kv/index.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { testBatch } from '../support/log-fixtures.js';
+import { overrideConnection } from './connection-override.js';
 
 let etcd: EtcdCluster;
 let connection: EtcdConnection;
@@ -90,19 +91,13 @@ describe('etcd checkpoints', () => {
     const newer = await writeEtcdCheckpoint(connection, bucket, owner, stateOf(8), 2000);
     // Between reading the pointer and switching it, the pointer changes.
     let moved = false;
-    const racing = new Proxy(connection, {
-      get: (target, name) => {
-        const value = Reflect.get(target, name) as unknown;
-        if (name !== 'txn' || typeof value !== 'function') {
-          return typeof value === 'function' ? value.bind(target) : value;
+    const racing = overrideConnection(connection, {
+      txn: async (request, what) => {
+        if (!moved && what.startsWith('switching the checkpoint pointer')) {
+          moved = true;
+          await writeEtcdCheckpoint(connection, bucket, owner, stateOf(9), 3000);
         }
-        return async (...args: Parameters<EtcdConnection['txn']>) => {
-          if (!moved && args[1].startsWith('switching the checkpoint pointer')) {
-            moved = true;
-            await writeEtcdCheckpoint(connection, bucket, owner, stateOf(9), 3000);
-          }
-          return target.txn(...args);
-        };
+        return connection.txn(request, what);
       },
     });
     await expect(writeEtcdCheckpoint(racing, bucket, owner, stateOf(3), 1000)).rejects.toSatisfy(

@@ -16,6 +16,7 @@ import {
 } from '../../src/cluster/index.js';
 import { testBatch } from '../support/log-fixtures.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
+import { overrideConnection } from './connection-override.js';
 import { describeLogPort, scanAll } from '../log-port/log-port-conformance.js';
 
 let etcd: EtcdCluster;
@@ -200,13 +201,7 @@ describe('etcd log', () => {
       }
       return connection.range(request, what);
     };
-    const compacting = new Proxy(connection, {
-      get: (target, name) => {
-        if (name === 'range') return range;
-        const value = Reflect.get(target, name) as unknown;
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const compacting = overrideConnection(connection, { range });
     const seen: number[] = [];
     const reopened = await EtcdLog.open(
       { connection: compacting, keys: keys.bucket(0), owner: await claimed(keys, 'n2') },

@@ -49,7 +49,11 @@ export {
   type GroupSnapshotWriter,
   parseGroupSnapshot,
 } from './group-snapshot.js';
-export { type HeartbeatRequest, type HeartbeatResponse } from './heartbeat.js';
+export {
+  MEMBER_TIMEOUT_MS_MAX,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+} from './heartbeat.js';
 export {
   GroupCoordinator,
   type GroupCoordinatorOptions,

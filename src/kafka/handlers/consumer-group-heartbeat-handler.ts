@@ -24,7 +24,11 @@
  * expression subscriptions (v1) are not served; an empty regex is none, as Kafka reads it. Store errors go out as Kafka's codes
  * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...).
  */
-import type { HeartbeatRequest, HeartbeatResponse } from '../../group/index.js';
+import {
+  MEMBER_TIMEOUT_MS_MAX,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+} from '../../group/index.js';
 import type { TableBucket } from '../../model/index.js';
 import {
   KAFKA_ERROR,
@@ -41,7 +45,6 @@ type HeartbeatAnswer = ResponseInputOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
 type KafkaHeartbeat = RequestOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
 
 const ASSIGNORS = new Set(['uniform', 'range']);
-const TIMEOUT_MS_MAX = 86_400_000;
 
 function refused(errorCode: number, errorMessage: string): HeartbeatAnswer {
   return {
@@ -146,7 +149,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       ? {}
       : { ownedBuckets: ownedBuckets(context, request.topicPartitions) }),
     ...(request.rebalanceTimeoutMs > 0
-      ? { rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, TIMEOUT_MS_MAX) }
+      ? { rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, MEMBER_TIMEOUT_MS_MAX) }
       : {}),
     ...(assignor === null ? {} : { assignor }),
   };

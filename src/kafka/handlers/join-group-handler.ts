@@ -8,10 +8,14 @@
  *   what happens when the connection or the server closes first.
  * - The leader's answer lists every member with its metadata for the selected protocol; the others
  *   get none. v0 has no rebalance timeout (the session timeout serves), v5+ a static instance id.
+ * - A rebalance timeout over one day (the longest the store keeps, MEMBER_TIMEOUT_MS_MAX) is taken
+ *   as one day: the Java consumer sends its max.poll.interval.ms, which may be Integer.MAX_VALUE,
+ *   and Kafka's coordinator takes any.
  * - Errors go in error_code with the member id as sent: INCONSISTENT_GROUP_PROTOCOL (23),
  *   UNKNOWN_MEMBER_ID (25), INVALID_SESSION_TIMEOUT (26), FENCED_INSTANCE_ID (82), and the store's
  *   others mapped as kafka-error-code.ts says.
  */
+import { MEMBER_TIMEOUT_MS_MAX } from '../../group/index.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
 import { CLOSED_WHILE_HELD, holdAnswer } from './held-answer.js';
 import type { RequestHandler } from './request-handler.js';
@@ -46,7 +50,7 @@ export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async 
     protocolType: request.protocolType,
     protocols: request.protocols,
     sessionTimeoutMs: request.sessionTimeoutMs,
-    rebalanceTimeoutMs: request.rebalanceTimeoutMs,
+    rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, MEMBER_TIMEOUT_MS_MAX),
     requireKnownMemberId: header.apiVersion >= KNOWN_MEMBER_ID_FROM_VERSION,
     clientId: header.clientId ?? '',
     clientHost: peer.clientHost,

@@ -197,6 +197,33 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
     expect(joined.leader).toBe(joined.memberId);
   });
 
+  it('takes a rebalance timeout of 2^31-1 ms (a Java consumer with max.poll.interval.ms = Integer.MAX_VALUE) as the longest the store keeps, one day', async () => {
+    const clock = new ManualClock();
+    const t = await start(undefined, clock);
+    const client = await connect(t);
+    const request = {
+      groupId: 'g',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 2_147_483_647,
+      memberId: '',
+      protocolType: 'consumer',
+      protocols: protocols('java'),
+    };
+    const first = await client.send(API_KEYS.JoinGroup, 5, request);
+    expect(first.errorCode).toBe(KAFKA_ERROR.MEMBER_ID_REQUIRED);
+    const joining = client.send(API_KEYS.JoinGroup, 5, { ...request, memberId: first.memberId });
+    await until(async () => (await t.store.describeGroup('g')).classic?.members.length === 1);
+    clock.advance(INITIAL_DELAY_MS);
+    expect(await joining).toMatchObject({
+      errorCode: 0,
+      generationId: 1,
+      memberId: first.memberId,
+    });
+    expect((await t.store.describeGroup('g')).classic?.members[0]).toMatchObject({
+      rebalanceTimeoutMs: 86_400_000,
+    });
+  });
+
   it('refuses a JoinGroup of another protocol type (INCONSISTENT_GROUP_PROTOCOL), an unknown member id (UNKNOWN_MEMBER_ID) and an empty group id (INVALID_GROUP_ID)', async () => {
     const clock = new ManualClock();
     const t = await start(undefined, clock);

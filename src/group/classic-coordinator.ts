@@ -151,6 +151,7 @@ export class ClassicCoordinator {
       config: options.config,
       consumerGroups: options.host.consumerGroups,
       newMemberId: (prefix) => `${prefix.slice(0, MEMBER_ID_PREFIX_LENGTH_MAX)}-${newMemberId()}`,
+      nowMs: () => options.clock.nowMs(),
     };
   }
 
@@ -237,6 +238,14 @@ export class ClassicCoordinator {
   /** Members of the classic group (pending members not counted), or null when there is none. */
   memberCount(groupId: string): number | null {
     return this.#machine.get(groupId)?.members.size ?? null;
+  }
+
+  /**
+   * When the Empty classic group of that id became Empty (ms), or undefined: no such group, not
+   * Empty, or recovered from a snapshot that did not record it.
+   */
+  emptySinceMs(groupId: string): number | undefined {
+    return this.#machine.get(groupId)?.fields.emptySinceMs;
   }
 
   /** The group's state and protocol type (cheap: for listings), or null when there is no classic group of that id. */

@@ -296,6 +296,7 @@ export class ClassicGroup {
       protocolType: fields.protocolType,
       protocolName: fields.protocolName,
       leaderId: fields.leaderId,
+      emptySinceMs: fields.state === 'Empty' ? fields.emptySinceMs : undefined,
     };
   }
 

@@ -81,6 +81,7 @@ export function handleClassicJoin(
       protocolType: null,
       protocolName: null,
       leaderId: null,
+      emptySinceMs: env.nowMs(),
     });
     group = env.machine.get(groupId)!;
   } else {

@@ -87,6 +87,8 @@ export interface ClassicEnvironment {
   readonly consumerGroups: ConsumerGroupsView;
   /** A new member id: `prefix` (instance id or client id), '-', a unique suffix. */
   newMemberId(prefix: string): string;
+  /** The store's clock, in ms (when a group becomes Empty). */
+  nowMs(): number;
 }
 
 /** An answer: a value, or an error. */

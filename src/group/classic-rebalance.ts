@@ -100,7 +100,12 @@ export function completeJoin(op: ClassicOperation, group: ClassicGroup): void {
   }
   const generationId = group.fields.generationId + 1;
   if (group.members.size === 0) {
-    op.setGroup(group, { generationId, protocolName: null, state: 'Empty' });
+    op.setGroup(group, {
+      generationId,
+      protocolName: null,
+      state: 'Empty',
+      emptySinceMs: op.env.nowMs(),
+    });
     return;
   }
   op.setGroup(group, {

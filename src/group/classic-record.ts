@@ -26,6 +26,13 @@ export interface ClassicGroupFields {
   readonly protocolName: string | null;
   /** The member that computes assignments; null without members. */
   readonly leaderId: string | null;
+  /**
+   * When the group last became Empty (ms on the store's clock), kept while it is Empty: its offsets'
+   * retention runs from then (see OffsetsBucket's expiry); for a group its first JoinGroup created,
+   * from its creation. Absent in any other state, and for an Empty group recovered from a snapshot
+   * written before the store recorded it.
+   */
+  readonly emptySinceMs?: number;
 }
 
 /** Sets a classic group's fields; creates the group when it does not exist. */

@@ -7,7 +7,8 @@
  * It is a msgpack map told apart from a consumer group's snapshot by `protocol: 'classic'`, with
  * its own `version` (0). Bytes (metadata, assignments) are msgpack bin values. Shape:
  *   { protocol: 'classic', version: 0, generationId, protocolType | null, protocolName | null,
- *     leaderId | null,
+ *     leaderId | null, emptySinceMs? (an Empty group: when it became Empty, ms; absent in
+ *     snapshots written before it was recorded),
  *     members: [{ memberId, groupInstanceId | null, clientId, clientHost, rebalanceTimeoutMs,
  *                 sessionTimeoutMs, protocols: [{ name, metadata }], assignment }] }
  * A snapshot with members restores a Stable group at its generation, leader and assignments (no
@@ -41,6 +42,8 @@ export interface ClassicGroupSnapshot {
   readonly leaderId: string | null;
   /** Every member, with its protocols and assignment. */
   readonly members: readonly ClassicSnapshotMember[];
+  /** An Empty group's: when it became Empty (ms); absent when not recorded. */
+  readonly emptySinceMs?: number;
 }
 
 /** One member in a classic snapshot. */
@@ -78,7 +81,7 @@ export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
     group.state === 'Stable' || group.state === 'Empty',
     `snapshot of classic group ${group.groupId} taken while ${group.state}`,
   );
-  const { generationId, protocolType, protocolName, leaderId } = group.fields;
+  const { generationId, protocolType, protocolName, leaderId, emptySinceMs } = group.fields;
   const members = [...group.members.values()].map((m) => ({
     memberId: m.memberId,
     groupInstanceId: m.groupInstanceId,
@@ -97,6 +100,7 @@ export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
     protocolName,
     leaderId,
     members,
+    ...(emptySinceMs === undefined ? {} : { emptySinceMs }),
   };
 }
 
@@ -115,6 +119,7 @@ export function classicSnapshotToRecords(
       protocolType,
       protocolName,
       leaderId,
+      emptySinceMs: snapshot.emptySinceMs,
     },
   ];
   for (const m of snapshot.members) {
@@ -199,6 +204,10 @@ export function parseClassicSnapshot(groupId: string, value: unknown): ClassicGr
     fail('a group with members needs a protocol type and a leader among them');
   if (members.length === 0 && (protocolName !== null || leaderId !== null))
     fail('an Empty group has no protocol name and no leader');
+  const emptySinceMs =
+    obj.emptySinceMs === undefined ? undefined : int(obj.emptySinceMs, 'emptySinceMs', 0, fail);
+  if (emptySinceMs !== undefined && members.length > 0)
+    fail('a group with members has no emptySinceMs');
   return {
     protocol: 'classic',
     version: CLASSIC_SNAPSHOT_VERSION,
@@ -207,6 +216,7 @@ export function parseClassicSnapshot(groupId: string, value: unknown): ClassicGr
     protocolName,
     leaderId,
     members,
+    ...(emptySinceMs === undefined ? {} : { emptySinceMs }),
   };
 }
 

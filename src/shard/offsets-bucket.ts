@@ -454,9 +454,11 @@ export class OffsetsBucket {
   }
 
   /**
-   * One retention pass (offsets expire `retentionMs` after their commit): planned and appended in
-   * one synchronous step per group. A group without members loses every expired offset, a group with
-   * members only those of tables no member subscribes to; a key with a commit in flight is skipped.
+   * One retention pass (offsets expire `retentionMs` after their commit, or after their classic group
+   * became Empty when that is later): planned and appended in one synchronous step per group. A
+   * group without members loses every expired offset, a consumer group with members only those of
+   * tables no member subscribes to, a classic group with members none; a key with a commit in
+   * flight is skipped.
    * Then every Empty group left with no offsets is deleted. A failed write is reported to
    * `onWarning` (it also fail-stops the log, which every later call on this bucket reports).
    */
@@ -504,7 +506,12 @@ export class OffsetsBucket {
     const state = this.table.state;
     const group = state.group(groupId)!;
     // A classic group's subscriptions are opaque: while it has members, none of its offsets expire.
+    // Once it is Empty, its offsets' retention runs from when it became Empty (as Kafka's does), or
+    // from their commit if that is later: a consumer commits only the partitions whose position
+    // moved, so a quiet partition's last commit may be older than the retention when its group
+    // empties for a restart.
     if ((this.coordinator.classic.memberCount(groupId) ?? 0) > 0) return [];
+    const emptySinceMs = this.coordinator.classic.emptySinceMs(groupId) ?? -Infinity;
     const subscribed = this.coordinator.hasMembers(groupId)
       ? new Set(
           this.coordinator.describe(groupId)?.members.flatMap((m) => m.subscribedTableIds) ?? [],
@@ -512,7 +519,7 @@ export class OffsetsBucket {
       : undefined;
     const expired: TableBucket[] = [];
     for (let i = 0; i < group.size; i++) {
-      if (group.timestampAt(i) + retentionMs > nowMs) continue;
+      if (Math.max(group.timestampAt(i), emptySinceMs) + retentionMs > nowMs) continue;
       if (subscribed?.has(group.tableIdAt(i)) === true) continue;
       const { tableId, partitionId, bucketId } = group.valueAt(i);
       if (!state.isPending(groupId, tableId, partitionId, bucketId))

@@ -363,4 +363,60 @@ describe('the classic protocol over a real store', () => {
     await store.deleteGroup(GROUP);
     await store.close();
   });
+
+  it("an Empty group's offsets expire retention after the group became Empty, not after their commit, across a reopen", async () => {
+    const HOUR = 3_600_000;
+    const DAY = 24 * HOUR;
+    const RETENTION_MS = 7 * DAY;
+    const dir = tempDir();
+    const clock = new ManualClock(1_700_000_000_000);
+    const open = () =>
+      OffsetStore.open({
+        dir,
+        clock,
+        durability: 'os',
+        bucketCount: 1,
+        offsetsRetentionMs: RETENTION_MS,
+        offsetsRetentionCheckIntervalMs: HOUR,
+        group: { initialRebalanceDelayMs: 0 },
+      });
+    /** Moves the clock in retention-check steps, letting each check's writes land. */
+    const pass = async (ms: number) => {
+      for (let moved = 0; moved < ms; moved += HOUR) {
+        clock.advance(Math.min(HOUR, ms - moved));
+        await drain();
+      }
+    };
+    let store = await open();
+    const a = new ClassicClient(store, 'a', { sessionTimeoutMs: DAY });
+    await rebalance(clock, [a]);
+    await a.commit(42);
+    const committedAt = clock.nowMs();
+    // Eight quiet days: the member heartbeats but never commits again (its position did not move).
+    for (let day = 0; day < 8; day++) {
+      await pass(DAY / 2);
+      await a.heartbeat();
+      await pass(DAY / 2);
+      await a.heartbeat();
+    }
+    const fetch = async () =>
+      (await store.fetchOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }]))[0];
+    expect(await fetch(), 'a group with members keeps its offsets').toMatchObject({
+      offset: 42,
+      commitTimestampMs: committedAt,
+    });
+    await store.classic.leaveGroup(GROUP, { members: [{ memberId: a.memberId }] });
+    expect((await store.describeGroup(GROUP)).state).toBe('Empty');
+    const emptyAt = clock.nowMs();
+    await pass(DAY);
+    expect((await fetch())?.offset, 'a day after the group emptied').toBe(42);
+    await store.close();
+    store = await open();
+    await pass(RETENTION_MS - DAY - HOUR);
+    expect(clock.nowMs()).toBe(emptyAt + RETENTION_MS - HOUR);
+    expect((await fetch())?.offset, 'after a reopen, an hour before retention ends').toBe(42);
+    await pass(HOUR);
+    expect(await fetch(), 'retention after the group became Empty').toBeNull();
+    await store.close();
+  });
 });

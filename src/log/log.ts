@@ -42,6 +42,12 @@
  * fsynced), where every later round overwrites zeros in place. Segments so grow 1, 2, 4, ... MiB up
  * to segmentBytesMax, and a quiet log never prepares anything.
  *
+ * Compaction builds only on durable batches: in 'os' durability a batch is acknowledged before any
+ * fdatasync, and a rewrite that drops a record for a newer one, or a checkpoint that frees the log
+ * below it, must not outlive a power loss that takes the newer batch. So `replaceSegments` and
+ * `deleteSegmentsBelow` first make every acknowledged batch durable (`syncAcknowledged`: one
+ * fdatasync of the active segment, between two write rounds).
+ *
  * Durability knowledge: each batch carries its syncLag (record-batch.ts), how many batches before it
  * were not yet known durable when it was written: a write round's batches count from the last
  * completed fdatasync ('fsync'), or from the last open, roll or close ('os'). Recovery uses it, with
@@ -222,6 +228,8 @@ export class Log implements LogPort {
   #closed = false;
   /** `sealActive` asked for a roll at the next round boundary. */
   #sealRequested = false;
+  /** `syncAcknowledged` calls waiting for the fdatasync the flush loop makes at its next round boundary. */
+  #syncWaiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
   /** The next segment's file, written ahead with zeros and fdatasynced (see the module comment). */
   #prepared: { path: string; fileBytes: number } | undefined;
   /** The preparation in flight, if any. */
@@ -401,7 +409,24 @@ export class Log implements LogPort {
     await Promise.resolve();
     flushLoopsRunning++;
     try {
-      while ((this.#queue.length > 0 || this.#sealRequested) && this.#failure === undefined) {
+      while (
+        (this.#queue.length > 0 || this.#sealRequested || this.#syncWaiters.length > 0) &&
+        this.#failure === undefined
+      ) {
+        if (this.#syncWaiters.length > 0) {
+          const waiters = this.#syncWaiters.splice(0);
+          const end = this.#acknowledgedEnd;
+          try {
+            await this.#active.datasync();
+          } catch (error) {
+            this.#failStop(error, []);
+            for (const waiter of waiters) waiter.reject(this.#failure);
+            return;
+          }
+          this.#durableBelow = Math.max(this.#durableBelow, end);
+          for (const waiter of waiters) waiter.resolve();
+          continue;
+        }
         if (this.#sealRequested) {
           this.#sealRequested = false;
           try {
@@ -428,6 +453,7 @@ export class Log implements LogPort {
     } finally {
       flushLoopsRunning--;
       this.#flushing = undefined;
+      for (const waiter of this.#syncWaiters.splice(0)) waiter.reject(this.#failure);
     }
   }
 
@@ -734,6 +760,26 @@ export class Log implements LogPort {
     this.#checkWritable();
   }
 
+  /**
+   * Makes every batch acknowledged so far durable: at once in 'fsync' durability, where an
+   * acknowledged batch is durable; in 'os' durability by an fdatasync of the active segment, made by
+   * the flush loop between two write rounds (a roll cannot close the segment under it; batches of
+   * segments already sealed were made durable by their roll). A failed fdatasync fail-stops the log.
+   */
+  syncAcknowledged(): Promise<void> {
+    try {
+      this.#checkWritable();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#options.durability === 'fsync' || this.#durableBelow >= this.#acknowledgedEnd)
+      return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.#syncWaiters.push({ resolve, reject });
+      this.#flushing ??= this.#flushLoop();
+    });
+  }
+
   /** The sealed segments, oldest first (every segment but the active one). */
   sealedSegments(): SegmentInfo[] {
     return this.#segments.slice(0, -1).map((s) => ({ ...s }));
@@ -769,6 +815,8 @@ export class Log implements LogPort {
         'INVALID_REQUEST',
         `segments of ${this.#options.dir} changed while they were compacted`,
       );
+    // The rewrite may drop records for newer ones the compaction read in the active segment.
+    await this.syncAcknowledged();
     this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs] };
     await this.#completeSwap();
   }
@@ -791,6 +839,8 @@ export class Log implements LogPort {
       count++;
     }
     if (count === 0) return 0;
+    // The checkpoint that covers them may cover batches not fdatasynced yet ('os' durability).
+    await this.syncAcknowledged();
     const doomed = this.#segments.slice(0, count);
     this.#pendingSwap = { first: 0, inputs: doomed, outputs: [] };
     await this.#completeSwap();

@@ -20,7 +20,7 @@
  * Invariants: at most one run per bucket at a time, at most `workers` runs at once; a run the store's
  * close interrupts swaps nothing in (its outputs are deleted by the next open).
  */
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import { jobError, type CompactionJobResult } from './compaction-job.js';
@@ -282,7 +282,8 @@ export class Compactor {
         try {
           results[i] = await this.#runOne(target, forced);
           onBucketCompacted?.(results[i]!, ++finished, targets.length);
-        } catch (error) {
+        } catch (thrown) {
+          const error = compactionError(thrown, target.bucket);
           if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);
         }
@@ -568,5 +569,19 @@ function cutShort(cause: unknown): OffsetStoreError {
     'STORE_CLOSED',
     'compaction was cut short: the store is closing',
     cause === undefined ? undefined : { cause },
+  );
+}
+
+/**
+ * A failed compaction as an OffsetStoreError: one already is as it came; anything else (an I/O
+ * error of a checkpoint's write, a worker thread that died) is LOG_STORAGE_ERROR naming the bucket,
+ * with the original as its cause.
+ */
+function compactionError(error: unknown, bucket: number): OffsetStoreError {
+  if (isOffsetStoreError(error)) return error;
+  return new OffsetStoreError(
+    'LOG_STORAGE_ERROR',
+    `compacting offsets-bucket ${bucket} failed (what it had not finished changed nothing): ${(error as Error | undefined)?.message ?? String(error)}`,
+    { cause: error },
   );
 }

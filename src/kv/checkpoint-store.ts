@@ -375,6 +375,24 @@ export class CheckpointStore {
       .map((c) => c.logOffset)
       .filter((logOffset) => logOffset !== X);
     const pagesBefore = this.sizeBytes();
+    try {
+      return await this.#commit(X, puts, info, drop, valueBytes, pagesBefore);
+    } catch (error) {
+      // Committed or not, it was not sealed and read back: never trusted by this process until a
+      // write of it succeeds (a reopen reads it back whole before using it).
+      this.#rejected.add(X);
+      throw error;
+    }
+  }
+
+  async #commit(
+    X: number,
+    puts: readonly [(string | number)[], Buffer][],
+    info: CheckpointInfo,
+    drop: readonly number[],
+    valueBytes: number,
+    pagesBefore: number,
+  ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     await externalWork(
       this.#db.transaction(() => {
         for (const [key, value] of puts) this.#db.put(key, value);

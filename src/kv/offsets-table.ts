@@ -540,10 +540,11 @@ export class OffsetsTable {
     try {
       await checkpoints.verify(written.info);
     } catch (error) {
-      if (!(error instanceof RangeError)) throw error;
-      // Written into a damaged environment (a page LMDB misreads): never trusted, nothing freed
-      // under it; the log still holds everything since the checkpoint before it.
+      // Not read back (a page LMDB misreads, or the read failed): never trusted, nothing freed under
+      // it; the log still holds everything since the checkpoint before it. A failed write (`write`
+      // rejects) is never trusted either, so the newest checkpoint in `list()` was always read back.
       checkpoints.reject(written.info.logOffset);
+      if (!(error instanceof RangeError)) throw error;
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',
         `${checkpoints.path}: the checkpoint written at log offset ${written.info.logOffset} does not read back as written (${error.message}): the checkpoint file is damaged; the log is kept whole`,

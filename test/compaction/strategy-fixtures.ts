@@ -17,6 +17,7 @@ export const STRATEGY_MODULES = {
   scriptedCheckpoints: path.join(import.meta.dirname, 'strategies', 'scripted-checkpoints.mjs'),
   overlapping: path.join(import.meta.dirname, 'strategies', 'overlapping.mjs'),
   notAStrategy: path.join(import.meta.dirname, 'strategies', 'not-a-strategy.mjs'),
+  exitingWorker: path.join(import.meta.dirname, 'strategies', 'exiting-worker.mjs'),
 };
 
 /** The hooks of scripted.mjs: the plan it returns next, and the views it was shown. */

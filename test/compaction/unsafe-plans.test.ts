@@ -149,6 +149,29 @@ describe('unsafe plans are refused', () => {
     await store.close();
   });
 
+  it('a worker thread that dies fails the compaction with LOG_STORAGE_ERROR naming the bucket, and changes nothing', async () => {
+    const dir = tempDir();
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({
+      ...compactionOptions(dir, STRATEGY_MODULES.exitingWorker as never, {
+        bucketCount: 1,
+        segmentBytesMax: 1024,
+      }),
+      onWarning: (m) => warnings.push(m),
+    });
+    await fillSegments(store);
+    const state = await stateOf(store);
+    const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/compacting offsets-bucket 0 failed.*exit/),
+    });
+    expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+    await store.commitOffsets('after', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    expect(await stateOf(store)).toEqual(new Map([...state, ['after', new Map([['1::0', 1]])]]));
+    await store.close();
+  });
+
   it("refuses rewrite outputs that do not chain from their group's first base offset to its last batch", () => {
     const author = { strategy: 'x', checkpoints: false, rewrites: true };
     const view = { bucket: 3 } as BucketView;

@@ -93,12 +93,18 @@ describe('checkpoint seal', () => {
     const first = (await store.compact()).buckets[0]!.checkpointLogOffset!;
     await applyHistory(store, history.slice(100));
     const sealedBefore = await readSeal(fs, checkpointDir(dir));
+    const newest = (await store.stats()).buckets[0]!.nextLogOffset;
+    expect(newest).toBeGreaterThan(first);
     faulty.plan = { failDatasyncAt: faulty.datasyncCount + 1 };
     await expect(store.compact()).rejects.toThrow(/injected fdatasync failure/);
+    expect(
+      (await store.stats()).buckets[0]!.checkpoint!.logOffset,
+      'a checkpoint not sealed and read back is not trusted',
+    ).toBe(first);
+    // The close writes it again, and its seal fails the same way (the close still closes everything).
+    faulty.plan = { failWritesToSuffix: 'data.mdb.seal.tmp' };
+    await expect(store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
     faulty.plan = {};
-    const newest = (await store.stats()).buckets[0]!.checkpoint!.logOffset;
-    expect(newest, 'the checkpoint itself was written').toBeGreaterThan(first);
-    await store.close();
     expect(await readSeal(fs, checkpointDir(dir)), 'the old seal stays').toEqual(sealedBefore);
     expect(await inspectCheckpointFile(fs, checkpointDir(dir))).toBe('checked');
 

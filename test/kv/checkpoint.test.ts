@@ -20,6 +20,7 @@ import {
   modelOf,
   stateOf,
 } from '../compaction/compaction-fixtures.js';
+import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
 function options(
@@ -407,6 +408,53 @@ describe('a checkpoint that does not read back as written', () => {
     expect(await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 1 }])).toMatchObject([
       { offset: 60 },
     ]);
+    await reopened.close();
+  });
+});
+
+describe('a checkpoint whose write failed after its transaction committed', () => {
+  it('is never trusted without a read-back: the next compaction writes and verifies it again before freeing anything', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const warnings: string[] = [];
+    const options: OffsetStoreOptions = {
+      dir,
+      fs,
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'checkpoint', background: false },
+      onWarning: (message) => warnings.push(message),
+    };
+    const store = await OffsetStore.open(options);
+    for (let i = 0; i < 20; i++)
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
+    const logBytes = (await store.stats()).totals.logBytes;
+    // The checkpoint's transaction commits; sealing its file fails.
+    fs.plan = { failWritesToSuffix: 'data.mdb.seal.tmp' };
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/compacting offsets-bucket 0 failed.*EIO/),
+    });
+    fs.plan = {};
+    expect((await store.stats()).totals.logBytes, 'nothing freed').toBe(logBytes);
+    // From now on every read-back fails, as over a damaged page: the checkpoint left behind must be
+    // read back too before anything is freed under it.
+    const verify = CheckpointStore.prototype.verify;
+    let verified = 0;
+    CheckpointStore.prototype.verify = () => {
+      verified++;
+      return Promise.reject(new RangeError('checkpoint does not read back (injected)'));
+    };
+    try {
+      await expect(store.compact()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+      expect(verified).toBe(1);
+      expect((await store.stats()).totals.logBytes, 'nothing freed').toBe(logBytes);
+      await store.close();
+    } finally {
+      CheckpointStore.prototype.verify = verify;
+    }
+    const reopened = await OffsetStore.open({ ...options, fs: undefined });
+    expect((await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(1019);
     await reopened.close();
   });
 });

@@ -10,7 +10,7 @@
  * | entry field  | values                                     |
  * |--------------|--------------------------------------------|
  * | principal    | `User:<name>` or `User:*`                  |
- * | host         | `*` or an IP address                       |
+ * | host         | `*` or an IP address (canonical form: client-address.ts) |
  * | operation    | Read, Describe, Delete, All                |
  * | permission   | ALLOW, DENY                                |
  * | resourceType | Group, Topic                               |
@@ -19,6 +19,7 @@
  */
 import * as path from 'node:path';
 import type { FileSystem } from '../../io/index.js';
+import { canonicalAddress } from './client-address.js';
 import { corruptSecurityFile, readSecurityFile, writeSecurityFile } from './security-file.js';
 
 /** The ACL file's name in the store directory. */
@@ -51,7 +52,11 @@ export interface AclBinding {
 export function aclProblem(acl: AclBinding): string | null {
   if (typeof acl.principal !== 'string' || !/^User:.+$/s.test(acl.principal))
     return `principal must be User:<name> or User:*, got ${JSON.stringify(acl.principal)}`;
-  if (typeof acl.host !== 'string' || acl.host === '') return 'host must be * or an address';
+  if (
+    typeof acl.host !== 'string' ||
+    (acl.host !== '*' && canonicalAddress(acl.host) === undefined)
+  )
+    return `host must be * or an IP address (a client is matched by its address, never by a name), got ${JSON.stringify(acl.host)}`;
   if (!ACL_OPERATIONS.includes(acl.operation))
     return `operation must be one of ${ACL_OPERATIONS.join(', ')}, got ${JSON.stringify(acl.operation)}`;
   if (acl.permission !== 'ALLOW' && acl.permission !== 'DENY')
@@ -79,7 +84,8 @@ function same(a: AclBinding, b: AclBinding): boolean {
 }
 
 function normalized(acl: AclBinding): AclBinding {
-  const { principal, host, operation, permission, resourceType, patternType, name } = acl;
+  const { principal, operation, permission, resourceType, patternType, name } = acl;
+  const host = acl.host === '*' ? '*' : canonicalAddress(acl.host)!;
   return { principal, host, operation, permission, resourceType, patternType, name };
 }
 
@@ -115,7 +121,7 @@ export class AclSet {
     }
     const current = await AclSet.load(fs, dir);
     const acls = [...current.acls];
-    for (const acl of added) if (!acls.some((a) => same(a, acl))) acls.push(normalized(acl));
+    for (const acl of added.map(normalized)) if (!acls.some((a) => same(a, acl))) acls.push(acl);
     await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);
     return new AclSet(acls);
   }
@@ -127,7 +133,8 @@ export class AclSet {
     removed: readonly AclBinding[],
   ): Promise<{ acls: AclSet; count: number }> {
     const current = await AclSet.load(fs, dir);
-    const acls = current.acls.filter((a) => !removed.some((r) => same(a, r)));
+    const gone = removed.filter((r) => aclProblem(r) === null).map(normalized);
+    const acls = current.acls.filter((a) => !gone.some((r) => same(a, r)));
     const count = current.acls.length - acls.length;
     if (count > 0) await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);
     return { acls: new AclSet(acls), count };

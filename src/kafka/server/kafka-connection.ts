@@ -39,6 +39,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Clock, Timer } from '../../util/index.js';
+import { clientAddress } from '../security/client-address.js';
 import { CLOSE_CONNECTION, type Peer } from '../handlers/index.js';
 import { API_KEYS } from '../protocol/index.js';
 import { FrameReader } from './frame-reader.js';
@@ -123,7 +124,7 @@ export class KafkaConnection {
     this.#clock = clock;
     this.#reader = new FrameReader(limits.requestBytesMax);
     this.#peer = peer?.(this.#heldAnswers.signal) ?? {
-      clientHost: `/${socket.remoteAddress ?? 'unknown'}`,
+      clientHost: `/${clientAddress(socket)}`,
       closing: this.#heldAnswers.signal,
     };
     this.#coalesceReads =

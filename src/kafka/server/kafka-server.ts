@@ -49,6 +49,7 @@ import {
   type ConnectionLimits,
   type ConnectionStats,
 } from './kafka-connection.js';
+import { clientAddress } from '../security/client-address.js';
 import { RequestRouter } from './request-router.js';
 import { API_KEYS } from '../protocol/index.js';
 import {
@@ -276,7 +277,7 @@ export class KafkaServer {
       // address's limit, not the server's.
       server.on('connection', (socket: net.Socket) => {
         socket.on('error', () => {});
-        const address = socket.remoteAddress ?? 'unknown';
+        const address = clientAddress(socket);
         if (
           this.#closing !== undefined ||
           this.#connections.size >= this.#options.connectionsMax ||
@@ -296,7 +297,7 @@ export class KafkaServer {
           this.#serve(
             socket,
             listener,
-            socket.remoteAddress ?? 'unknown',
+            clientAddress(socket),
             router,
             limits,
             certificatePrincipal(subject as unknown as Record<string, string> | undefined),

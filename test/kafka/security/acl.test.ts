@@ -248,6 +248,58 @@ describe('ACLs over the wire', () => {
   });
 });
 
+describe('ACL hosts', () => {
+  it('a DENY for 127.0.0.1 applies to an IPv4 client of a listener bound to :: (which reports it as ::ffff:127.0.0.1)', async () => {
+    const dir = tempDir();
+    await AclSet.add(fs, dir, [
+      acl({ principal: 'User:*', operation: 'All', resourceType: 'Group', name: '*' }),
+      acl({ principal: 'User:*', operation: 'All', resourceType: 'Topic', name: '*' }),
+      acl({
+        principal: 'User:*',
+        host: '127.0.0.1',
+        operation: 'All',
+        permission: 'DENY',
+        resourceType: 'Group',
+        name: 'payroll',
+      }),
+    ]);
+    running = await startTestServer({
+      dir,
+      server: {
+        topics: [{ name: 'orders', partitions: 2 }],
+        listeners: [{ securityProtocol: 'PLAINTEXT', host: '::', advertisedHost: '127.0.0.1' }],
+        security: { authorizer: {} },
+      },
+    });
+    const client = await RawKafkaClient.connect(running.server.port);
+    clients.push(client);
+    expect(codes(await commit(client, 'payroll', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
+    expect(codes(await commit(client, 'others', ['orders']))).toEqual([['orders', [0]]]);
+    expect(running.server.stats().connections[0]?.clientHost).toBe('/127.0.0.1');
+    expect(await running.store.fetchOffsets('payroll')).toEqual([]);
+  });
+
+  it('are * or IP addresses, kept in one canonical form; a name is refused', async () => {
+    const dir = tempDir();
+    const deny = (host: string) =>
+      acl({ principal: 'User:*', host, operation: 'All', resourceType: 'Group', name: 'g' });
+    await expect(AclSet.add(fs, dir, [deny('db1')])).rejects.toThrow(
+      /host must be \* or an IP address/,
+    );
+    const added = await AclSet.add(fs, dir, [
+      deny('::ffff:10.0.0.1'),
+      deny('10.0.0.1'),
+      deny('0:0:0:0:0:0:0:1'),
+      deny('2001:DB8::0:1'),
+    ]);
+    expect(added.acls.map((a) => a.host)).toEqual(['10.0.0.1', '::1', '2001:db8::1']);
+    const { count } = await AclSet.remove(fs, dir, [deny('::1')]);
+    expect(count).toBe(1);
+  });
+});
+
 describe('Authorizer', () => {
   const decide = (
     acls: AclBinding[],

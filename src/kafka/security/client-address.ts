@@ -1,0 +1,43 @@
+/**
+ * Client addresses in one form, so that an ACL's host and the per-address limits see one client as
+ * one address: a listener bound to `::` reports an IPv4 client as `::ffff:a.b.c.d`, which an ACL
+ * naming `a.b.c.d` (or an operator counting connections per address) must still match.
+ *
+ * - An IPv4-mapped IPv6 address becomes its IPv4 address.
+ * - Any other IPv6 address takes its canonical text (RFC 5952: lower case, the longest run of zero
+ *   groups compressed), so `0:0:0:0:0:0:0:1` and `::1` are one host.
+ * - An IPv4 address stays as it is.
+ */
+import * as net from 'node:net';
+
+const MAPPED_PREFIX = '::ffff:';
+
+/** The canonical form of an IP address (see the module header); undefined for anything else. */
+export function canonicalAddress(text: string): string | undefined {
+  if (net.isIPv4(text)) return text;
+  if (!net.isIPv6(text)) return undefined;
+  const lower = text.toLowerCase();
+  if (lower.startsWith(MAPPED_PREFIX) && net.isIPv4(lower.slice(MAPPED_PREFIX.length)))
+    return lower.slice(MAPPED_PREFIX.length);
+  // The URL parser serializes an IPv6 host in its canonical form (and maps an IPv4-mapped one to
+  // hexadecimal groups, handled above).
+  const zone = lower.indexOf('%');
+  if (zone >= 0) return lower;
+  const canonical = new URL(`http://[${lower}]/`).hostname.slice(1, -1);
+  if (canonical.startsWith(MAPPED_PREFIX)) {
+    const [high, low] = canonical
+      .slice(MAPPED_PREFIX.length)
+      .split(':')
+      .map((group) => parseInt(group, 16));
+    if (high !== undefined && low !== undefined)
+      return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  }
+  return canonical;
+}
+
+/** A connected socket's client address in canonical form (`unknown` when the socket has none). */
+export function clientAddress(socket: net.Socket): string {
+  const address = socket.remoteAddress;
+  if (address === undefined) return 'unknown';
+  return canonicalAddress(address) ?? address;
+}

@@ -114,9 +114,16 @@ export class ClientQuotas {
   }
 
   #limits(principal: string, clientId: string): QuotaLimits | undefined {
+    const { principals, clientIds } = this.#options;
+    // Own keys only: a client id such as `constructor` or `__proto__` must not find what every
+    // object inherits (and so escape the default quota).
     return (
-      this.#options.principals?.[principal] ??
-      this.#options.clientIds?.[clientId] ??
+      (principals !== undefined && Object.hasOwn(principals, principal)
+        ? principals[principal]
+        : undefined) ??
+      (clientIds !== undefined && Object.hasOwn(clientIds, clientId)
+        ? clientIds[clientId]
+        : undefined) ??
       this.#options.default
     );
   }

@@ -89,4 +89,17 @@ describe('ClientQuotas', () => {
     expect(quotas.record('User:ops', 'other', 10_000, 50)).toBe(0); // 50 ms over a 10 s span = 0.5% of a thread
     expect(quotas.record('User:ops', 'other', 0, 2000)).toBeGreaterThan(0); // 2050 ms over 10 s = 20.5% > 10%
   });
+
+  it('gives a client id or principal named like an inherited property (constructor, __proto__, toString) the default quota', () => {
+    const quotas = new ClientQuotas(
+      {
+        default: { bytesPerSecond: 10 },
+        clientIds: { batch: { bytesPerSecond: 1000 } },
+        principals: { 'User:ops': { bytesPerSecond: 1000 } },
+      },
+      new ManualClock(),
+    );
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty'])
+      expect(quotas.record(name, name, 500, 0), name).toBeGreaterThan(0);
+  });
 });

@@ -30,6 +30,8 @@ export interface Peer {
   readonly principal?: string;
   /** Whether a request of `apiKey` may be served now (false before a SASL connection authenticated); absent: always. */
   mayServe?(apiKey: number): boolean;
+  /** The largest request the connection may send now, when lower than the server's (before it authenticated). */
+  requestBytesMax?(): number | undefined;
   /** True when the connection must close once the answer being written is out (a failed authentication). */
   readonly closeRequested?: boolean;
   /** Until when (server clock, ms) the connection is muted for going over its quota; absent: never. */

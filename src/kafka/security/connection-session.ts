@@ -22,6 +22,9 @@ import { API_KEYS } from '../protocol/index.js';
 import { usesSasl, type ResolvedListener, type SaslMechanism } from './listener.js';
 import type { ScramServerExchange } from './scram.js';
 
+/** The largest request of a connection that has not authenticated (Kafka's sasl.server.max.receive.size). */
+export const UNAUTHENTICATED_REQUEST_BYTES_MAX = 512 * 1024;
+
 /** The principal of a connection that has not proved who it is. */
 export const ANONYMOUS = 'User:ANONYMOUS';
 
@@ -87,6 +90,16 @@ export class ConnectionSession implements Peer {
   /** True once the connection should be closed after the answer being written. */
   get closeRequested(): boolean {
     return this.#state === 'closing';
+  }
+
+  /**
+   * Before a SASL connection has authenticated, its requests (ApiVersions, SaslHandshake,
+   * SaslAuthenticate) are small: a larger frame is refused before any of it is buffered, so that a
+   * client that never authenticates cannot make the server hold the server's request maximum (100
+   * MiB by default) per connection. Kafka bounds it the same way (sasl.server.max.receive.size).
+   */
+  requestBytesMax(): number | undefined {
+    return this.#state === 'authenticated' ? undefined : UNAUTHENTICATED_REQUEST_BYTES_MAX;
   }
 
   mayServe(apiKey: number): boolean {

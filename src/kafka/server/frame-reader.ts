@@ -9,7 +9,8 @@
  * Invariants:
  * - a size outside [0, requestBytesMax] is refused as soon as its 4 bytes are in (KafkaDecodeError),
  *   before a byte of its payload is buffered: an oversized or hostile length never reaches memory
- *   (Kafka's socket.request.max.bytes; the connection is then closed);
+ *   (Kafka's socket.request.max.bytes; the connection is then closed). The caller may give a lower
+ *   bound for the next frame (a connection that has not authenticated yet);
  * - nothing is allocated from a length alone: chunks are kept as they arrive and a payload is cut
  *   out once all of it is there, as a view of its chunk when it lies in one (the common case: no
  *   copy) or copied once into a buffer of its size when it spans chunks;
@@ -49,18 +50,16 @@ export class FrameReader {
 
   /**
    * The next complete payload, or null until all of it has arrived; it stays the next one until
-   * `consume()`. Throws a KafkaDecodeError for a size field outside [0, requestBytesMax]; the stream
-   * is then unusable.
+   * `consume()`. Throws a KafkaDecodeError for a size field outside [0, requestBytesMax] (or the
+   * lower `bytesMax` given); the stream is then unusable.
    */
-  peek(): Buffer | null {
+  peek(bytesMax?: number): Buffer | null {
     if (this.#peeked !== null) return this.#peeked;
     if (this.#buffered < SIZE_BYTES) return null;
     const size = this.#peekSize();
-    if (size < 0 || size > this.#requestBytesMax) {
-      throw new KafkaDecodeError(
-        `frame: request size ${size} outside [0, ${this.#requestBytesMax}]`,
-        0,
-      );
+    const max = Math.min(bytesMax ?? this.#requestBytesMax, this.#requestBytesMax);
+    if (size < 0 || size > max) {
+      throw new KafkaDecodeError(`frame: request size ${size} outside [0, ${max}]`, 0);
     }
     if (this.#buffered < SIZE_BYTES + size) return null;
     this.#skip(SIZE_BYTES);

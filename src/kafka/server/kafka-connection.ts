@@ -227,9 +227,11 @@ export class KafkaConnection {
     ) {
       let payload: Buffer | null;
       try {
-        payload = this.#reader.peek();
+        payload = this.#reader.peek(this.#peer.requestBytesMax?.());
       } catch {
-        this.destroy(); // a frame size outside [0, requestBytesMax]: closed without reading it
+        // A frame size outside [0, requestBytesMax] (lower before authentication): closed without
+        // reading it.
+        this.destroy();
         return;
       }
       if (payload === null) break;

@@ -2,7 +2,7 @@
  * Hostile clients against a SASL listener:
  * - before authenticating, a request of every advertised API other than ApiVersions and the SASL
  *   ones closes the connection unanswered, and the store is untouched (its log bytes and groups
- *   are what they were);
+ *   are what they were); so does a frame over 512 KiB, at its length prefix;
  * - 10,000 failed logins in a loop are throttled: failures are held on the server's clock, at most
  *   `authenticationsPerAddressMax` are in progress per address and the rest are refused before any
  *   password is checked, while an authenticated client keeps being served; once the attacker stops,
@@ -132,6 +132,46 @@ describe('unauthenticated requests', () => {
     );
     await early.closed;
     expect(early.arrivals).toEqual([]);
+  });
+
+  it('close at the length prefix of a frame over 512 KiB, before any of it is buffered; once authenticated the server maximum applies', async () => {
+    const t = await start();
+    const big = 512 * 1024 + 1;
+    const intruder = await RawKafkaClient.connect(t.server.port);
+    const prefix = Buffer.alloc(4);
+    prefix.writeInt32BE(big);
+    intruder.write(prefix);
+    intruder.write(Buffer.alloc(64 * 1024));
+    await intruder.closed;
+    expect(intruder.arrivals).toEqual([]);
+    // After SaslHandshake, still unauthenticated.
+    const halfway = await RawKafkaClient.connect(t.server.port);
+    expect((await halfway.send(API_KEYS.SaslHandshake, 1, { mechanism: 'PLAIN' })).errorCode).toBe(
+      0,
+    );
+    halfway.write(prefix);
+    await halfway.closed;
+    // Authenticated: a commit request of more than 512 KiB (metadata in many partitions) is served.
+    const alice = await RawKafkaClient.connect(t.server.port);
+    expect(await loginPlain(alice, 'alice', 'alice-pw')).toBe(0);
+    const response = await alice.send(API_KEYS.OffsetCommit, 8, {
+      groupId: 'g',
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: [
+        {
+          name: 'orders',
+          partitions: Array.from({ length: 200 }, () => ({
+            partitionIndex: 0,
+            committedOffset: 1n,
+            committedLeaderEpoch: -1,
+            committedMetadata: 'm'.repeat(4000),
+          })),
+        },
+      ],
+    });
+    expect(response.topics[0]!.partitions[0]!.errorCode).toBe(0);
+    await alice.close();
   });
 });
 

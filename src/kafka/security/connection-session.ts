@@ -46,6 +46,13 @@ export class ConnectionSession implements Peer {
   scram: ScramServerExchange | undefined;
   /** True while this connection counts against its address's authentications in progress. */
   throttled = false;
+  /**
+   * True while a SaslAuthenticate is being checked (a PLAIN password's PBKDF2) or its failure answer
+   * is held for the throttle's delay: the address's slot is then given back when that ends, not when
+   * the connection closes, so hanging up after a wrong password neither frees the slot early nor
+   * stops the hashing from counting.
+   */
+  answering = false;
   /** Until when the connection is muted for going over its quota. */
   mutedUntilMs: number | undefined;
   #closing: AbortSignal | undefined;

@@ -10,7 +10,10 @@
  *    against the user's SCRAM verifier, PBKDF2 off the event loop), SCRAM two (scram.ts).
  * 3. Success makes the principal `User:<user>` and the connection serves every API. Failure is
  *    SASL_AUTHENTICATION_FAILED with a message that does not say whether the user exists, answered
- *    after the throttle's delay, and then the connection closes.
+ *    after the throttle's delay, and then the connection closes. The authentication counts as in
+ *    progress for its address until then, even if the client hangs up first (a client that closes
+ *    right after sending a password would otherwise get its slot back before the delay, and keep
+ *    the server hashing passwords past the cap).
  *
  * On a listener without SASL, and on a connection already authenticated, both are
  * ILLEGAL_SASL_STATE (the connection stays open, as on Kafka's broker, where these requests then
@@ -86,7 +89,10 @@ export function saslHandlers(security: ServerSecurity): {
         sessionLifetimeMs: 0n,
       };
     }
-    if (peer.mechanism === 'PLAIN') return authenticatePlain(security, peer, request.authBytes);
+    if (peer.mechanism === 'PLAIN') {
+      peer.answering = true;
+      return authenticatePlain(security, peer, request.authBytes);
+    }
     return authenticateScram(security, peer, request.authBytes);
   };
   return { handshake, authenticate };
@@ -117,6 +123,7 @@ function failed(
   reason: string,
 ): Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
   session.refuse();
+  session.answering = true;
   const delayMs = security.throttle.failed(session.address);
   security.audit({ peer: session, api: 'SaslAuthenticate', outcome: 'denied', reason, user });
   const answer: AuthenticateResponse = {
@@ -134,6 +141,7 @@ function failed(
 }
 
 function release(security: ServerSecurity, session: ConnectionSession): void {
+  session.answering = false;
   if (!session.throttled) return;
   session.throttled = false;
   security.throttle.end(session.address);

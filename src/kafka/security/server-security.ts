@@ -329,7 +329,8 @@ export class ServerSecurity {
 
   /** Ends any authentication a closed connection had in progress. */
   sessionClosed(session: ConnectionSession): void {
-    if (session.throttled) {
+    // A check or a failure delay in flight gives the slot back itself when it ends.
+    if (session.throttled && !session.answering) {
       session.throttled = false;
       this.throttle.end(session.address);
     }

@@ -263,6 +263,43 @@ describe('failed logins', () => {
       await client.closed;
     }
   });
+
+  it('hanging up right after a wrong password keeps the slot held until the failure delay ends', async () => {
+    const clock = new ManualClock();
+    const t = await start(
+      { authenticationsPerAddressMax: 2, authFailureDelayMs: 1000, authFailureDelayMsMax: 1000 },
+      clock,
+    );
+    const guessAndHangUp = async (i: number) => {
+      const client = await RawKafkaClient.connect(t.server.port);
+      void loginPlain(client, 'alice', `guess-${i}`).catch(() => {});
+      while (t.server.stats().security.failedAuthentications === i)
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      await client.close();
+    };
+    await guessAndHangUp(0);
+    await guessAndHangUp(1);
+    // Both slots of the address are still held: the next handshake is refused unanswered.
+    const third = await RawKafkaClient.connect(t.server.port);
+    third.write(
+      encodeRequest(
+        { apiKey: API_KEYS.SaslHandshake, apiVersion: 1, correlationId: 1, clientId: 'x' },
+        { mechanism: 'PLAIN' },
+      ),
+    );
+    const closed = await Promise.race([
+      third.closed.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000)),
+    ]);
+    expect(closed, 'the third handshake closes the connection').toBe(true);
+    expect(third.arrivals).toEqual([]);
+    expect(t.server.stats().security.refusedAuthentications).toBe(1);
+    clock.advance(1000);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const user = await RawKafkaClient.connect(t.server.port);
+    expect(await loginPlain(user, 'alice', 'alice-pw')).toBe(0);
+    await user.close();
+  });
 });
 
 describe('slow-loris', () => {

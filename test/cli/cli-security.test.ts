@@ -77,6 +77,14 @@ describe('offset-store users and acls', () => {
     const noTty = await runWithStdin(['users', 'add', 'bob', '--dir', dir], 'typed\n');
     expect(noTty.code).toBe(2);
     expect(noTty.stderr).toMatch(/--password-stdin/);
+    const tooMany = await runWithStdin(
+      ['users', 'add', 'bob', '--dir', dir, '--password-stdin', '--iterations', '3000000000'],
+      'pw\n',
+    );
+    expect([tooMany.code, tooMany.stderr]).toEqual([
+      2,
+      expect.stringMatching(/--iterations must be in \[4096, 16384\]/),
+    ]);
     const file = readFileSync(path.join(dir, USERS_FILE), 'utf8');
     expect(file).not.toContain('a-long-Secret-42');
     expect(file).not.toContain(Buffer.from('a-long-Secret-42').toString('base64'));

@@ -7,7 +7,7 @@
  */
 import { Admin } from '@platformatic/kafka';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
@@ -189,5 +189,54 @@ describe('offset-store serve', () => {
     taken.close();
     expect(busy.code).toBe(1);
     expect(busy.stderr).toMatch(/INVALID_CONFIG: cannot listen on .*EADDRINUSE/);
+  });
+
+  it('refuses operator mistakes with a usage error or an error code naming the option, never an internal error', async () => {
+    const notPem = path.join(tempDir(), 'not.pem');
+    writeFileSync(notPem, 'not a certificate\n');
+    const aDirectory = tempDir();
+    const cases: [string[], number, RegExp][] = [
+      [
+        ['--listen', '127.0.0.1:0', '--tls-cert', notPem],
+        2,
+        /--tls-cert needs an SSL or SASL_SSL listener/,
+      ],
+      [
+        ['--listen', '127.0.0.1:0', '--tls-client-auth', 'required'],
+        2,
+        /--tls-client-auth needs an SSL/,
+      ],
+      [
+        ['--listen', '127.0.0.1:0', '--sasl-mechanism', 'PLAIN'],
+        2,
+        /--sasl-mechanism needs a SASL_PLAINTEXT or SASL_SSL listener/,
+      ],
+      [
+        ['--listen', 'SSL://127.0.0.1:0', '--tls-cert', aDirectory, '--tls-key', aDirectory],
+        2,
+        /--tls-cert: cannot read/,
+      ],
+      [
+        ['--listen', 'SSL://127.0.0.1:0', '--tls-cert', notPem, '--tls-key', notPem],
+        2,
+        /not a usable PEM certificate and key/,
+      ],
+      [['--listen', '127.0.0.1:0', '--default-partitions', '100000'], 2, /defaultPartitions/],
+      [
+        ['--listen', '127.0.0.1:0', '--audit-log', path.join(aDirectory, 'missing', 'audit.log')],
+        1,
+        /INVALID_CONFIG: audit log .* cannot be opened/,
+      ],
+    ];
+    // Each in a directory of its own: those that get as far as opening the store run at once.
+    const runs = await Promise.all(
+      cases.map(([args]) => runCli(['serve', '--dir', tempDir(), ...args])),
+    );
+    runs.forEach((run, i) => {
+      const [args, code, message] = cases[i]!;
+      expect([args.join(' '), run.code], run.stderr).toEqual([args.join(' '), code]);
+      expect(run.stderr).toMatch(message);
+      expect(run.stderr).not.toMatch(/internal error/);
+    });
   });
 });

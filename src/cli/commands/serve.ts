@@ -5,6 +5,7 @@
  * does (`--json`: one line `{"host","port"}`), so a script can start it on port 0 and read the port.
  * Listens on loopback unless told otherwise.
  */
+import * as tls from 'node:tls';
 import { NodeFileSystem } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
 import { startClusterServer } from '../../cluster/index.js';
@@ -197,7 +198,14 @@ export const serve: Command = {
     let close: () => Promise<void>;
     const cluster = clusterOptions(context);
     if (cluster !== undefined) {
-      const node = await startClusterServer({ ...serverOptions, ...cluster, dir: context.dir });
+      const node = await startClusterServer({
+        ...serverOptions,
+        ...cluster,
+        dir: context.dir,
+      }).catch((error: unknown) => {
+        if (error instanceof RangeError) throw new UsageError(error.message);
+        throw error;
+      });
       server = node.server;
       close = () => node.close();
     } else {
@@ -209,6 +217,8 @@ export const serve: Command = {
         server = await startKafkaServer({ ...serverOptions, store });
       } catch (error) {
         await store.close();
+        // An option out of its range (a partition count, a limit) is the command line's mistake.
+        if (error instanceof RangeError) throw new UsageError(error.message);
         throw error;
       }
       close = () => server.close({ closeStore: true });
@@ -321,9 +331,51 @@ async function readPem(
   option: string,
 ): Promise<Buffer | undefined> {
   if (file === undefined) return undefined;
-  const bytes = await fs.readFile(file);
+  let bytes: Buffer | null;
+  try {
+    bytes = await fs.readFile(file);
+  } catch (error) {
+    throw new UsageError(`${option}: cannot read ${file}: ${(error as Error).message}`);
+  }
   if (bytes === null) throw new UsageError(`${option}: no file ${file}`);
   return bytes;
+}
+
+/** Options that only a TLS listener uses, and only a SASL one. */
+const TLS_OPTIONS = ['tls-cert', 'tls-key', 'tls-ca', 'tls-client-auth'] as const;
+const SASL_OPTIONS = ['sasl-mechanism', 'allow-plain-without-tls'] as const;
+
+/**
+ * Refuses TLS or SASL options given without a listener that uses them: an operator who wrote
+ * `--listen host:port` (plaintext) with `--tls-cert` and `--tls-client-auth required` would
+ * otherwise believe TLS is on.
+ */
+function checkUnusedOptions(context: CommandContext, protocols: readonly SecurityProtocol[]): void {
+  const given = (name: string) =>
+    context.values[name] !== undefined && context.values[name] !== false;
+  const tls = protocols.some((p) => p === 'SSL' || p === 'SASL_SSL');
+  const sasl = protocols.some((p) => p === 'SASL_PLAINTEXT' || p === 'SASL_SSL');
+  const unusedTls = TLS_OPTIONS.find((name) => given(name) && !tls);
+  if (unusedTls !== undefined)
+    throw new UsageError(
+      `--${unusedTls} needs an SSL or SASL_SSL listener (--listen SSL://<host>:<port>); every listener given is without TLS`,
+    );
+  const unusedSasl = SASL_OPTIONS.find((name) => given(name) && !sasl);
+  if (unusedSasl !== undefined)
+    throw new UsageError(
+      `--${unusedSasl} needs a SASL_PLAINTEXT or SASL_SSL listener (--listen SASL_SSL://<host>:<port>); every listener given is without SASL`,
+    );
+}
+
+/** Refuses a certificate, key or CA that TLS cannot use, naming the options (not at the first connection). */
+function checkTlsMaterial(cert: Buffer, key: Buffer, ca: Buffer | undefined): void {
+  try {
+    tls.createSecureContext({ cert, key, ...(ca === undefined ? {} : { ca }) });
+  } catch (error) {
+    throw new UsageError(
+      `--tls-cert, --tls-key${ca === undefined ? '' : ', --tls-ca'}: not a usable PEM certificate and key: ${(error as Error).message}`,
+    );
+  }
 }
 
 async function serveOptions(context: CommandContext): Promise<ServeSettings> {
@@ -351,6 +403,10 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
       throw new UsageError(`--advertise ${text}: no ${parsed.securityProtocol} listener`);
     advertised.set(parsed.securityProtocol, parsed);
   }
+  checkUnusedOptions(
+    context,
+    listens.map((l) => l.securityProtocol),
+  );
   const fs = new NodeFileSystem();
   const cert = await readPem(fs, stringOption(context, 'tls-cert'), '--tls-cert');
   const key = await readPem(fs, stringOption(context, 'tls-key'), '--tls-key');
@@ -363,6 +419,7 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
     );
   if (clientAuth !== 'none' && ca === undefined)
     throw new UsageError('--tls-client-auth requested or required needs --tls-ca');
+  if (cert !== undefined && key !== undefined) checkTlsMaterial(cert, key, ca);
   const mechanisms = stringListOption(context, 'sasl-mechanism').map((m) => {
     const upper = m.toUpperCase() as SaslMechanism;
     if (!SASL_MECHANISMS.includes(upper))

@@ -8,6 +8,8 @@ import * as path from 'node:path';
 import { NodeFileSystem } from '../../io/index.js';
 import { MANIFEST_FILE } from '../../log/index.js';
 import {
+  SCRAM_ITERATIONS_MAX,
+  SCRAM_ITERATIONS_MIN,
   SCRAM_MECHANISMS,
   UserCredentials,
   userNameProblem,
@@ -59,7 +61,7 @@ export const usersAdd: Command = {
     iterations: {
       type: 'string',
       valueName: '<n>',
-      description: 'PBKDF2 iterations (default 4096, the minimum)',
+      description: 'PBKDF2 iterations (4096-16384; default 4096, the minimum)',
     },
     mechanism: {
       type: 'string',
@@ -75,8 +77,13 @@ export const usersAdd: Command = {
   async run(context) {
     const name = nameArgument(context);
     const iterations = integerOption(context, 'iterations');
-    if (iterations !== undefined && iterations < 4096)
-      throw new UsageError('--iterations must be at least 4096');
+    if (
+      iterations !== undefined &&
+      (iterations < SCRAM_ITERATIONS_MIN || iterations > SCRAM_ITERATIONS_MAX)
+    )
+      throw new UsageError(
+        `--iterations must be in [${SCRAM_ITERATIONS_MIN}, ${SCRAM_ITERATIONS_MAX}] (Kafka's bounds: a PLAIN login runs them for every attempt)`,
+      );
     const mechanisms = stringListOption(context, 'mechanism').map((m) => {
       const upper = m.toUpperCase() as ScramMechanism;
       if (!SCRAM_MECHANISMS.includes(upper))

@@ -22,6 +22,7 @@
  * a line of its own once the queue drains, so a flood of denials cannot grow the server's memory.
  * A failed write is reported once (onWarning) and the log stops: the server goes on serving.
  */
+import { OffsetStoreError } from '../../errors/index.js';
 import type { FileHandle, FileSystem } from '../../io/index.js';
 
 /** One audited event. */
@@ -73,9 +74,17 @@ export class AuditLog {
     onWarning: (message: string) => void,
   ): Promise<AuditLog> {
     const log = new AuditLog(fs, filePath, nowMs, onWarning);
-    const size = await fs.sizeBytes(filePath);
-    log.#handle = await fs.open(filePath, size === null ? 'wx' : 'r+');
-    log.#position = size ?? 0;
+    try {
+      const size = await fs.sizeBytes(filePath);
+      log.#handle = await fs.open(filePath, size === null ? 'wx' : 'r+');
+      log.#position = size ?? 0;
+    } catch (error) {
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `audit log ${filePath} cannot be opened for appending: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     return log;
   }
 

@@ -40,6 +40,7 @@ export {
 } from './login-throttle.js';
 export { saslHandlers } from './sasl-handlers.js';
 export {
+  SCRAM_ITERATIONS_MAX,
   SCRAM_ITERATIONS_MIN,
   SCRAM_MECHANISMS,
   ScramServerExchange,

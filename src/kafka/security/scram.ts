@@ -37,6 +37,12 @@ export const SCRAM_MECHANISMS: readonly ScramMechanism[] = ['SCRAM-SHA-256', 'SC
 /** The fewest PBKDF2 iterations accepted (RFC 7677 and Kafka's minimum). */
 export const SCRAM_ITERATIONS_MIN = 4096;
 
+/**
+ * The most PBKDF2 iterations a new user may be given (Kafka's maximum): a PLAIN login runs them on
+ * the server for every attempt, so a larger count would make each login a denial of service.
+ */
+export const SCRAM_ITERATIONS_MAX = 16_384;
+
 /** Bytes of a fresh salt. */
 const SALT_BYTES = 16;
 

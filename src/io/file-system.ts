@@ -37,8 +37,12 @@ export interface FileHandle {
 
 /** The directory and file operations this store needs. */
 export interface FileSystem {
-  /** Opens a file with POSIX-like flags (see OpenFlags); rejects like node:fs (ENOENT, EEXIST for 'wx'). */
-  open(path: string, flags: OpenFlags): Promise<FileHandle>;
+  /**
+   * Opens a file with POSIX-like flags (see OpenFlags); rejects like node:fs (ENOENT, EEXIST for
+   * 'wx'). `mode` sets the permissions of a file it creates (default 0o666 less the umask); a file
+   * system without permissions ignores it.
+   */
+  open(path: string, flags: OpenFlags, mode?: number): Promise<FileHandle>;
   /** Whole-file read; null when the file does not exist. */
   readFile(path: string): Promise<Buffer | null>;
   /** Names in a directory (not paths); empty when the directory does not exist. */
@@ -57,8 +61,9 @@ export interface FileSystem {
   sizeBytes(path: string): Promise<number | null>;
   /**
    * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
-   * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock
+   * dies (process-lock.ts); `purpose` names one of several independent locks of a directory (default:
+   * the store's own). Without it, or when it answers 'unsupported', the store's directory lock
    * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).
    */
-  holdLock?(dir: string): Promise<DirectoryLockResult>;
+  holdLock?(dir: string, purpose?: string): Promise<DirectoryLockResult>;
 }

@@ -196,10 +196,10 @@ export class NodeFileSystem implements FileSystem {
   }
 
   /** Opens a file through node:fs; its writes share this file system's synchronous-write gate. */
-  async open(path: string, flags: OpenFlags): Promise<FileHandle> {
+  async open(path: string, flags: OpenFlags, mode?: number): Promise<FileHandle> {
     return new NodeFileHandle(
       path,
-      await fs.open(path, flags),
+      await fs.open(path, flags, mode),
       this.#syncWrites,
       this.#syncFlushes,
     );
@@ -260,8 +260,8 @@ export class NodeFileSystem implements FileSystem {
   }
 
   /** The kernel-held lock of `dir` (process-lock.ts). */
-  holdLock(dir: string): Promise<DirectoryLockResult> {
-    return holdDirectoryLock(dir);
+  holdLock(dir: string, purpose?: string): Promise<DirectoryLockResult> {
+    return holdDirectoryLock(dir, purpose);
   }
 
   /** The file's size from stat; null when it does not exist. */

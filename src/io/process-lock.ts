@@ -29,13 +29,25 @@ export interface HeldDirectoryLock {
 /** The lock, 'held-elsewhere' (another live process has it), or 'unsupported' on this platform. */
 export type DirectoryLockResult = HeldDirectoryLock | 'held-elsewhere' | 'unsupported';
 
-/** Abstract socket name for a directory: NUL, a prefix, and a hash of the real path (well under 108 bytes). */
-function socketName(realDir: string): string {
-  return `\0offset-store-lock/${createHash('sha256').update(realDir).digest('hex')}`;
+/**
+ * Abstract socket name for a directory: NUL, a prefix naming the lock's purpose, and a hash of the
+ * real path (well under 108 bytes). The store's own lock keeps the name it always had.
+ */
+function socketName(realDir: string, purpose: string): string {
+  const prefix = purpose === STORE_LOCK ? 'offset-store-lock' : `offset-store-${purpose}`;
+  return `\0${prefix}/${createHash('sha256').update(realDir).digest('hex')}`;
 }
 
-/** Tries to take the kernel-held lock of `dir` (which must exist). */
-export async function holdDirectoryLock(dir: string): Promise<DirectoryLockResult> {
+const STORE_LOCK = 'store';
+
+/**
+ * Tries to take the kernel-held lock of `dir` (which must exist) for `purpose`: the store's own
+ * (default), or another (the security files' writers); locks of different purposes are independent.
+ */
+export async function holdDirectoryLock(
+  dir: string,
+  purpose: string = STORE_LOCK,
+): Promise<DirectoryLockResult> {
   if (process.platform !== 'linux') return 'unsupported';
   let realDir: string;
   try {
@@ -43,7 +55,7 @@ export async function holdDirectoryLock(dir: string): Promise<DirectoryLockResul
   } catch {
     return 'unsupported';
   }
-  const name = socketName(realDir);
+  const name = socketName(realDir, purpose);
   const server = net.createServer((socket) => socket.destroy());
   server.maxConnections = 0;
   return new Promise<DirectoryLockResult>((resolve, reject) => {

@@ -353,9 +353,16 @@ async function syncAncestors(fs: FileSystem, dir: string): Promise<void> {
 }
 
 /** Writes a whole file so that after a crash it is either absent/old or complete and new. */
-export async function writeDurably(fs: FileSystem, filePath: string, bytes: Buffer): Promise<void> {
+export async function writeDurably(
+  fs: FileSystem,
+  filePath: string,
+  bytes: Buffer,
+  mode?: number,
+): Promise<void> {
   const tempPath = `${filePath}.tmp`;
-  const handle = await fs.open(tempPath, 'w');
+  // A leftover temporary file would keep its own permissions: `mode` applies only to a new file.
+  if (mode !== undefined) await fs.unlink(tempPath);
+  const handle = await fs.open(tempPath, 'w', mode);
   try {
     await handle.writev([bytes], 0);
     await handle.datasync();

@@ -63,8 +63,8 @@ export class FaultyFileSystem implements FileSystem {
     }
   }
 
-  async open(path: string, flags: OpenFlags): Promise<FileHandle> {
-    const handle = await this.inner.open(path, flags);
+  async open(path: string, flags: OpenFlags, mode?: number): Promise<FileHandle> {
+    const handle = await this.inner.open(path, flags, mode);
     const self = this;
     self.openFiles.push(path);
     let closed = false;
@@ -165,7 +165,7 @@ export class FaultyFileSystem implements FileSystem {
   sizeBytes(path: string) {
     return this.inner.sizeBytes(path);
   }
-  holdLock(dir: string): Promise<DirectoryLockResult> {
-    return this.inner.holdLock(dir);
+  holdLock(dir: string, purpose?: string): Promise<DirectoryLockResult> {
+    return this.inner.holdLock(dir, purpose);
   }
 }

@@ -20,7 +20,12 @@
 import * as path from 'node:path';
 import type { FileSystem } from '../../io/index.js';
 import { canonicalAddress } from './client-address.js';
-import { corruptSecurityFile, readSecurityFile, writeSecurityFile } from './security-file.js';
+import {
+  corruptSecurityFile,
+  readSecurityFile,
+  underSecurityFilesLock,
+  writeSecurityFile,
+} from './security-file.js';
 
 /** The ACL file's name in the store directory. */
 export const ACLS_FILE = 'kafka-acls.json';
@@ -119,11 +124,13 @@ export class AclSet {
       const problem = aclProblem(acl);
       if (problem !== null) throw new RangeError(problem);
     }
-    const current = await AclSet.load(fs, dir);
-    const acls = [...current.acls];
-    for (const acl of added.map(normalized)) if (!acls.some((a) => same(a, acl))) acls.push(acl);
-    await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);
-    return new AclSet(acls);
+    return underSecurityFilesLock(fs, dir, async () => {
+      const current = await AclSet.load(fs, dir);
+      const acls = [...current.acls];
+      for (const acl of added.map(normalized)) if (!acls.some((a) => same(a, acl))) acls.push(acl);
+      await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);
+      return new AclSet(acls);
+    });
   }
 
   /** Removes the ACLs equal to any of `removed`, writes the file durably; `count` is how many went. */
@@ -132,11 +139,13 @@ export class AclSet {
     dir: string,
     removed: readonly AclBinding[],
   ): Promise<{ acls: AclSet; count: number }> {
-    const current = await AclSet.load(fs, dir);
-    const gone = removed.filter((r) => aclProblem(r) === null).map(normalized);
-    const acls = current.acls.filter((a) => !gone.some((r) => same(a, r)));
-    const count = current.acls.length - acls.length;
-    if (count > 0) await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);
-    return { acls: new AclSet(acls), count };
+    return underSecurityFilesLock(fs, dir, async () => {
+      const current = await AclSet.load(fs, dir);
+      const gone = removed.filter((r) => aclProblem(r) === null).map(normalized);
+      const acls = current.acls.filter((a) => !gone.some((r) => same(a, r)));
+      const count = current.acls.length - acls.length;
+      if (count > 0) await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);
+      return { acls: new AclSet(acls), count };
+    });
   }
 }

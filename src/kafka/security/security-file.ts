@@ -7,6 +7,13 @@
  * hand-edited file is CORRUPT_MESSAGE naming it, not a file read with entries missing (a missing
  * DENY would let someone in).
  *
+ * Writers (`users add`, `acls add` of two operators at once, or of a script) change a file under
+ * the directory's security-files lock (`underSecurityFilesLock`: kernel-held, so a crashed writer
+ * never leaves it stale), so neither reads the file before the other's change and writes it back
+ * without it. Files are created readable by their owner only (0600): the users file holds salted
+ * SCRAM keys, from which a local reader could run a dictionary attack, or log in with the StoredKey
+ * and one exchange it overheard.
+ *
  * | field          | meaning                                                          |
  * |----------------|------------------------------------------------------------------|
  * | formatVersion  | 1                                                                |
@@ -99,6 +106,9 @@ export async function readSecurityFile(
   return entries;
 }
 
+/** Permissions of a security file: its owner's only. */
+const SECURITY_FILE_MODE = 0o600;
+
 /** Writes a security file durably (see the header). */
 export async function writeSecurityFile(
   fs: FileSystem,
@@ -107,5 +117,39 @@ export async function writeSecurityFile(
   entries: readonly unknown[],
 ): Promise<void> {
   await loadChecksum();
-  await writeDurably(fs, filePath, encodeSecurityFile(key, entries));
+  await writeDurably(fs, filePath, encodeSecurityFile(key, entries), SECURITY_FILE_MODE);
+}
+
+/** How long a writer waits for another's change of the security files before giving up. */
+const LOCK_WAIT_MS = 10_000;
+const LOCK_RETRY_MS = 20;
+
+/**
+ * Runs `change` (a read, change and write of a security file of the store in `dir`) under the
+ * directory's security-files lock, waiting up to 10 s for another writer; STORE_LOCKED past that.
+ * Without a kernel-held lock (another platform, a file system of its own) it runs unlocked.
+ */
+export async function underSecurityFilesLock<T>(
+  fs: FileSystem,
+  dir: string,
+  change: () => Promise<T>,
+): Promise<T> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    const lock = (await fs.holdLock?.(dir, 'security-files')) ?? 'unsupported';
+    if (lock === 'held-elsewhere') {
+      if (Date.now() >= deadline)
+        throw new OffsetStoreError(
+          'STORE_LOCKED',
+          `${dir}: another process has been changing its users or ACLs for ${LOCK_WAIT_MS / 1000} s; try again`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+      continue;
+    }
+    try {
+      return await change();
+    } finally {
+      if (lock !== 'unsupported') await lock.release();
+    }
+  }
 }

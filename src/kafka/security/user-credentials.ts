@@ -19,13 +19,19 @@
 import * as path from 'node:path';
 import type { FileSystem } from '../../io/index.js';
 import {
+  SCRAM_ITERATIONS_MAX,
   SCRAM_ITERATIONS_MIN,
   SCRAM_MECHANISMS,
   scramVerifier,
   type ScramMechanism,
   type ScramVerifier,
 } from './scram.js';
-import { corruptSecurityFile, readSecurityFile, writeSecurityFile } from './security-file.js';
+import {
+  corruptSecurityFile,
+  readSecurityFile,
+  underSecurityFilesLock,
+  writeSecurityFile,
+} from './security-file.js';
 
 /** The users file's name in the store directory. */
 export const USERS_FILE = 'kafka-users.json';
@@ -120,13 +126,23 @@ export class UserCredentials {
     if (problem !== null) throw new RangeError(problem);
     if (password.length === 0) throw new RangeError('a password must not be empty');
     const iterations = options.iterations ?? SCRAM_ITERATIONS_MIN;
+    if (
+      !Number.isSafeInteger(iterations) ||
+      iterations < SCRAM_ITERATIONS_MIN ||
+      iterations > SCRAM_ITERATIONS_MAX
+    )
+      throw new RangeError(
+        `iterations must be an integer in [${SCRAM_ITERATIONS_MIN}, ${SCRAM_ITERATIONS_MAX}], got ${iterations}`,
+      );
     const verifiers: Verifiers = {};
     for (const mechanism of options.mechanisms ?? SCRAM_MECHANISMS)
       verifiers[mechanism] = await scramVerifier(mechanism, password, { iterations });
-    const current = await UserCredentials.load(fs, dir);
-    const users = new Map(current.#users);
-    users.set(name, verifiers);
-    return UserCredentials.#write(fs, dir, users);
+    return underSecurityFilesLock(fs, dir, async () => {
+      const current = await UserCredentials.load(fs, dir);
+      const users = new Map(current.#users);
+      users.set(name, verifiers);
+      return UserCredentials.#write(fs, dir, users);
+    });
   }
 
   /** The users after removing `name` (written durably); `removed` is false when there was no such user. */
@@ -135,11 +151,13 @@ export class UserCredentials {
     dir: string,
     name: string,
   ): Promise<{ users: UserCredentials; removed: boolean }> {
-    const current = await UserCredentials.load(fs, dir);
-    if (!current.#users.has(name)) return { users: current, removed: false };
-    const users = new Map(current.#users);
-    users.delete(name);
-    return { users: await UserCredentials.#write(fs, dir, users), removed: true };
+    return underSecurityFilesLock(fs, dir, async () => {
+      const current = await UserCredentials.load(fs, dir);
+      if (!current.#users.has(name)) return { users: current, removed: false };
+      const users = new Map(current.#users);
+      users.delete(name);
+      return { users: await UserCredentials.#write(fs, dir, users), removed: true };
+    });
   }
 
   static async #write(

@@ -5,7 +5,7 @@
  * and the next update succeeds; a damaged file is CORRUPT_MESSAGE naming it and the server will
  * not start on it rather than serve with entries missing.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
@@ -54,6 +54,23 @@ async function serve(dir: string): Promise<TestServer> {
 }
 
 describe('users and ACLs on disk', () => {
+  it('lose no change when writers change them at once, and are readable by their owner only', async () => {
+    const dir = tempDir();
+    const names = Array.from({ length: 8 }, (_, i) => `user-${i}`);
+    await Promise.all([
+      ...names.map((name) => UserCredentials.addUser(fs, dir, name, `${name}-pw`)),
+      ...names.map((name) => AclSet.add(fs, dir, [{ ...DENY_OTHER, principal: `User:${name}` }])),
+    ]);
+    expect((await UserCredentials.load(fs, dir)).list().map((u) => u.name)).toEqual(names);
+    expect((await AclSet.load(fs, dir)).acls.map((a) => a.principal).sort()).toEqual(
+      names.map((name) => `User:${name}`).sort(),
+    );
+    for (const file of [USERS_FILE, ACLS_FILE])
+      expect((statSync(path.join(dir, file)).mode & 0o777).toString(8), file).toBe('600');
+    await Promise.all(names.map((name) => UserCredentials.removeUser(fs, dir, name)));
+    expect((await UserCredentials.load(fs, dir)).list()).toEqual([]);
+  });
+
   it('survive a restart of the server and the store', async () => {
     const dir = tempDir();
     await UserCredentials.addUser(fs, dir, 'alice', 'pw-1');

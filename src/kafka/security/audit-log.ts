@@ -17,9 +17,22 @@
  * | reason     | why, in words                                                        |
  *
  * Writes go through the store's file-system port, in order, one at a time, appended at the file's
- * end (lines are written to the OS, not fdatasynced one by one; `close()` fdatasyncs). At most
- * `pendingLinesMax` lines wait; past it lines are dropped and counted, and the count is written as
- * a line of its own once the queue drains, so a flood of denials cannot grow the server's memory.
+ * end (lines are written to the OS, not fdatasynced one by one; `close()` fdatasyncs).
+ *
+ * Bounds, so that a flood (a client that never authenticates, or one refused on thousands of
+ * resources in one request) can grow neither the server's memory nor the disk without limit:
+ * - every text field is cut to FIELD_CHARS_MAX characters (a user name of a megabyte is logged as
+ *   its first 256 characters and its length);
+ * - at most PENDING_LINES_MAX lines and PENDING_BYTES_MAX bytes wait to be written;
+ * - denials are written at most DENIALS_PER_SECOND a second (a token bucket on the server's clock);
+ * past a bound lines are dropped and counted, and the count is written as a line of its own
+ * (`droppedLines`) once the queue drains.
+ *
+ * Rotation: before each write the file's size is compared with where this log would write; when
+ * they differ (logrotate's copytruncate emptied it, or it was renamed away, with or without a new
+ * file in its place) the path is opened again and writing goes on at its end, so no line lands
+ * behind a run of zeros or in a rotated file.
+ *
  * A failed write is reported once (onWarning) and the log stops: the server goes on serving.
  */
 import { OffsetStoreError } from '../../errors/index.js';
@@ -40,6 +53,16 @@ export interface AuditEvent {
 }
 
 const PENDING_LINES_MAX = 10_000;
+const PENDING_BYTES_MAX = 8 * 1024 * 1024;
+const FIELD_CHARS_MAX = 256;
+const DENIALS_PER_SECOND = 1000;
+
+/** `text` cut to FIELD_CHARS_MAX characters, saying how long it was. */
+function bounded(text: string): string {
+  return text.length <= FIELD_CHARS_MAX
+    ? text
+    : `${text.slice(0, FIELD_CHARS_MAX)}... (${text.length} characters)`;
+}
 
 /** An append-only JSON-lines file. */
 export class AuditLog {
@@ -50,7 +73,11 @@ export class AuditLog {
   #handle: FileHandle | undefined;
   #position = 0;
   #pending: string[] = [];
+  #pendingBytes = 0;
   #dropped = 0;
+  /** Denials that may still be written in the current second, and when it began. */
+  #denialTokens = DENIALS_PER_SECOND;
+  #denialSecondMs = -Infinity;
   #writing: Promise<void> | undefined;
   #failed = false;
 
@@ -96,11 +123,39 @@ export class AuditLog {
   /** Appends an event (asynchronously; `idle()` waits for it). */
   record(event: AuditEvent): void {
     if (this.#failed) return;
-    if (this.#pending.length >= PENDING_LINES_MAX) {
+    const nowMs = this.#nowMs();
+    if (event.outcome === 'denied') {
+      if (nowMs - this.#denialSecondMs >= 1000) {
+        this.#denialSecondMs = nowMs;
+        this.#denialTokens = DENIALS_PER_SECOND;
+      }
+      if (this.#denialTokens === 0) {
+        this.#dropped++;
+        return;
+      }
+      this.#denialTokens--;
+    }
+    const line = JSON.stringify({
+      time: new Date(nowMs).toISOString(),
+      principal: bounded(event.principal),
+      clientHost: event.clientHost,
+      listener: event.listener,
+      api: event.api,
+      ...(event.resource === undefined ? {} : { resource: bounded(event.resource) }),
+      ...(event.operation === undefined ? {} : { operation: event.operation }),
+      outcome: event.outcome,
+      ...(event.reason === undefined ? {} : { reason: bounded(event.reason) }),
+      ...(event.user === undefined ? {} : { user: bounded(event.user) }),
+    });
+    if (
+      this.#pending.length >= PENDING_LINES_MAX ||
+      this.#pendingBytes + line.length > PENDING_BYTES_MAX
+    ) {
       this.#dropped++;
       return;
     }
-    this.#pending.push(JSON.stringify({ time: new Date(this.#nowMs()).toISOString(), ...event }));
+    this.#pending.push(line);
+    this.#pendingBytes += line.length;
     this.#writing ??= this.#drain();
   }
 
@@ -122,12 +177,23 @@ export class AuditLog {
     }
   }
 
+  /** Opens the path again (rotated or truncated under this log) and goes on at its end. */
+  async #reopen(): Promise<void> {
+    const old = this.#handle;
+    this.#handle = undefined;
+    await old?.close();
+    const size = await this.#fs.sizeBytes(this.#filePath);
+    this.#handle = await this.#fs.open(this.#filePath, size === null ? 'wx' : 'r+');
+    this.#position = size ?? 0;
+  }
+
   async #drain(): Promise<void> {
     try {
       let reported = 0;
       while (this.#pending.length > 0 && this.#handle !== undefined) {
         const lines = this.#pending;
         this.#pending = [];
+        this.#pendingBytes = 0;
         if (this.#dropped > reported) {
           lines.push(
             JSON.stringify({
@@ -138,7 +204,8 @@ export class AuditLog {
           reported = this.#dropped;
         }
         const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
-        await this.#handle.writev([bytes], this.#position);
+        if ((await this.#fs.sizeBytes(this.#filePath)) !== this.#position) await this.#reopen();
+        await this.#handle!.writev([bytes], this.#position);
         this.#position += bytes.length;
       }
     } catch (error) {

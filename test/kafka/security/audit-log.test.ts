@@ -4,13 +4,14 @@
  * where, on which listener, which API and resource, and the outcome; written without an authorizer
  * too, appended to across restarts, and holding no secret.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync, truncateSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS } from '../../../src/kafka/protocol/index.js';
 import { AclSet, UserCredentials } from '../../../src/kafka/security/index.js';
+import { AuditLog, type AuditEvent } from '../../../src/kafka/security/audit-log.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { loginPlain } from '../support/sasl-login.js';
@@ -136,5 +137,66 @@ describe('audit log', () => {
     ]);
     expect(readFileSync(auditLogFile, 'utf8')).not.toContain('alice-pw');
     expect(readFileSync(auditLogFile, 'utf8')).not.toContain('not-it');
+  });
+});
+
+describe('AuditLog bounds and rotation', () => {
+  const event = (fields: Partial<AuditEvent> = {}): AuditEvent => ({
+    principal: 'User:ANONYMOUS',
+    clientHost: '/10.0.0.9',
+    listener: 'SASL_PLAINTEXT',
+    api: 'SaslAuthenticate',
+    outcome: 'denied',
+    reason: 'invalid credentials',
+    ...fields,
+  });
+
+  it('cuts long fields, writes at most 1000 denials a second and counts the rest', async () => {
+    const file = path.join(tempDir(), 'audit.jsonl');
+    const clock = new ManualClock();
+    const log = await AuditLog.open(
+      new NodeFileSystem(),
+      file,
+      () => clock.nowMs(),
+      () => {},
+    );
+    log.record(event({ user: 'u'.repeat(1 << 20), resource: `Group:${'g'.repeat(5000)}` }));
+    for (let i = 0; i < 5000; i++) log.record(event({ user: `guess-${i}` }));
+    await log.idle();
+    clock.advance(1000);
+    log.record(event({ user: 'next-second' }));
+    log.record(event({ outcome: 'allowed', reason: 'authenticated with PLAIN' }));
+    await log.close();
+    const written = lines(file);
+    expect(String(written[0]!.user)).toMatch(/^u{256}\.\.\. \(1048576 characters\)$/);
+    expect(String(written[0]!.resource)).toMatch(/\(5006 characters\)$/);
+    expect(written.filter((l) => l.outcome === 'denied')).toHaveLength(1001);
+    expect(written.find((l) => l.droppedLines !== undefined)?.droppedLines).toBe(4001);
+    expect(written.at(-1)).toMatchObject({ outcome: 'allowed' });
+    expect(readFileSync(file).length).toBeLessThan(512 * 1024);
+  });
+
+  it('goes on at the end of the file after a copytruncate, and in a new file after the old one was renamed away', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'audit.jsonl');
+    const log = await AuditLog.open(
+      new NodeFileSystem(),
+      file,
+      () => 0,
+      () => {},
+    );
+    log.record(event({ user: 'before' }));
+    await log.idle();
+    truncateSync(file, 0); // copytruncate
+    log.record(event({ user: 'after-truncate' }));
+    await log.idle();
+    const afterTruncate = readFileSync(file);
+    expect(afterTruncate.includes(0)).toBe(false);
+    expect(lines(file).map((l) => l.user)).toEqual(['after-truncate']);
+    renameSync(file, `${file}.1`); // rename-style rotation, no new file made
+    log.record(event({ user: 'after-rename' }));
+    await log.close();
+    expect(lines(`${file}.1`).map((l) => l.user)).toEqual(['after-truncate']);
+    expect(lines(file).map((l) => l.user)).toEqual(['after-rename']);
   });
 });

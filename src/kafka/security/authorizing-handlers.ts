@@ -18,9 +18,12 @@
  * | FindCoordinator            | Group Describe per key                    | that key 30                               |
  * | ConsumerGroupHeartbeat     | Group Read; Topic Describe per subscribed | 30; 29                                    |
  * | Metadata                   | Topic Describe per topic                  | 29 (not created); all-topics leaves them out |
+ * | ListOffsets                | Topic Describe per topic                  | the topic's partitions 29                 |
+ * | Fetch                      | Topic Read per topic                      | the topic's partitions 29, answered at once |
  *
- * Not checked: Fetch and ListOffsets (this server stores no records: every partition is empty, so
- * they tell no more than Metadata's partition counts), and Produce (always refused).
+ * ListOffsets and Fetch tell only that a topic exists and how many partitions it has (this server
+ * stores no records), but that is what Metadata hides from a principal that may not describe it.
+ * Not checked: Produce (always refused).
  * Every refusal is audited (audit-log.ts), as are DeleteGroups and OffsetDelete whatever the outcome.
  */
 import {
@@ -134,6 +137,58 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
         ),
       };
     });
+  },
+
+  [API_KEYS.ListOffsets]: (inner, check, context, request, header, peer) => {
+    const allowed = request.topics.filter((t) => check.may('Describe', 'Topic', t.name));
+    if (allowed.length === request.topics.length) return inner(context, request, header, peer);
+    const refused = (t: (typeof request.topics)[number]) => ({
+      name: t.name,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partitionIndex,
+        errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+        timestamp: -1n,
+        offset: -1n,
+      })),
+    });
+    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
+      const answered = [...(body.topics ?? [])];
+      return {
+        ...body,
+        topics: request.topics.map((t) => (allowed.includes(t) ? answered.shift()! : refused(t))),
+      };
+    });
+  },
+
+  [API_KEYS.Fetch]: (inner, check, context, request, header, peer) => {
+    const allowed = request.topics.filter((t) => check.may('Read', 'Topic', t.topic));
+    if (allowed.length === request.topics.length) return inner(context, request, header, peer);
+    const refused = (t: (typeof request.topics)[number]) => ({
+      topic: t.topic,
+      partitions: t.partitions.map((p) => ({
+        partitionIndex: p.partition,
+        errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+        highWatermark: -1n,
+        lastStableOffset: -1n,
+        logStartOffset: -1n,
+        abortedTransactions: null,
+        preferredReadReplica: -1,
+        records: null,
+      })),
+    });
+    // A refused partition is an error, answered at once: the allowed rest is not held either.
+    return then(
+      inner(context, { ...request, topics: allowed, maxWaitMs: 0 }, header, peer),
+      (body) => {
+        const answered = [...(body.responses ?? [])];
+        return {
+          ...body,
+          responses: request.topics.map((t) =>
+            allowed.includes(t) ? answered.shift()! : refused(t),
+          ),
+        };
+      },
+    );
   },
 
   [API_KEYS.OffsetFetch]: (inner, check, context, request, header, peer) =>

@@ -246,6 +246,46 @@ describe('ACLs over the wire', () => {
     ]);
     expect(t.server.stats().topics).toBe(2);
   });
+
+  it('answers ListOffsets and Fetch of a topic the principal may not describe or read with 29, and the rest as usual', async () => {
+    const t = await start();
+    const alice = await as(t, 'alice', 'alice-pw');
+    const listed = await alice.send(API_KEYS.ListOffsets, 6, {
+      replicaId: -1,
+      isolationLevel: 0,
+      topics: ['orders', 'audit'].map((name) => ({
+        name,
+        partitions: [{ partitionIndex: 0, currentLeaderEpoch: -1, timestamp: -1n }],
+      })),
+    });
+    expect(listed.topics.map((tp) => [tp.name, tp.partitions[0]!.errorCode])).toEqual([
+      ['orders', 0],
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
+    ]);
+    const started = Date.now();
+    const fetched = await alice.send(API_KEYS.Fetch, 12, {
+      replicaId: -1,
+      maxWaitMs: 5000,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: ['audit', 'orders'].map((topic) => ({
+        topic,
+        partitions: [
+          { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
+        ],
+      })),
+      forgottenTopicsData: [],
+      rackId: '',
+    });
+    expect(fetched.responses.map((r) => [r.topic, r.partitions[0]!.errorCode])).toEqual([
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
+      ['orders', 0],
+    ]);
+    expect(Date.now() - started, 'answered at once, not held').toBeLessThan(2000);
+  });
 });
 
 describe('ACL hosts', () => {

@@ -10,6 +10,7 @@ export type {
   CompactOptions,
   CompactionOptions,
   CommittedOffset,
+  DeleteOffsetsOptions,
   FetchOptions,
   GroupDescription,
   GroupListing,

@@ -73,6 +73,20 @@ export interface CommitOptions {
   groupInstanceId?: string | null;
 }
 
+/** Options of `deleteOffsets`. */
+export interface DeleteOffsetsOptions {
+  /**
+   * How to read the subscriptions of a classic group with members (whose protocol metadata the
+   * store cannot read itself): the tables its members subscribe to, or undefined when they cannot be
+   * read (a protocol the caller does not know). Called while the delete is checked, with the group
+   * as it is then. Without it, or when it answers undefined, no offset of a classic group with
+   * members may be deleted (NON_EMPTY_GROUP); with it, only buckets of the tables it names are
+   * refused (GROUP_SUBSCRIBED_TO_BUCKET). The Kafka front end reads the consumer protocol's
+   * subscriptions this way, as Kafka's coordinator does.
+   */
+  classicSubscriptions?: (group: ClassicGroupDescription) => ReadonlySet<number> | undefined;
+}
+
 /** Fetch options. */
 export interface FetchOptions {
   /** Reject with UNSTABLE_OFFSET_COMMIT instead of returning a value a pending commit is about to change. */

@@ -66,6 +66,7 @@ import {
   type CommitOptions,
   type CommittedOffset,
   type CompactOptions,
+  type DeleteOffsetsOptions,
   type FetchOptions,
   type GroupDescription,
   type GroupListing,
@@ -800,11 +801,18 @@ export class OffsetStore {
   }
 
   /** Deletes committed offsets of some buckets (tombstones); refuses buckets assigned to a member. */
-  async deleteOffsets(groupId: string, buckets: BucketRef[]): Promise<void> {
+  async deleteOffsets(
+    groupId: string,
+    buckets: BucketRef[],
+    options?: DeleteOffsetsOptions,
+  ): Promise<void> {
     this.#checkOpen();
     validateGroupId(groupId);
     const refs = normalizeBuckets(buckets, 'buckets', true);
-    await this.#bucket(groupId).deleteOffsets(groupId, refs);
+    const classicSubscriptions = options?.classicSubscriptions;
+    if (classicSubscriptions !== undefined && typeof classicSubscriptions !== 'function')
+      throw new TypeError('options.classicSubscriptions must be a function');
+    await this.#bucket(groupId).deleteOffsets(groupId, refs, classicSubscriptions);
   }
 
   /** Deletes a group without members: all its offsets; it disappears from listGroups. */

@@ -332,19 +332,34 @@ export class OffsetsBucket {
    * Deletes committed offsets of some buckets (tombstones, ordered after any commit in flight of
    * them); refuses buckets assigned to a member (GROUP_SUBSCRIBED_TO_BUCKET).
    */
-  async deleteOffsets(groupId: string, refs: readonly TableBucket[]): Promise<void> {
+  async deleteOffsets(
+    groupId: string,
+    refs: readonly TableBucket[],
+    classicSubscriptions?: (group: ClassicGroupDescription) => ReadonlySet<number> | undefined,
+  ): Promise<void> {
     const state = this.table.state;
     if (state.group(groupId) === undefined && this.coordinator.groupState(groupId) === null) {
       throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
     }
-    // A classic group's assignments are opaque bytes: while it has members, no offset of it may go (as Kafka
-    // answers for a classic group whose subscriptions it cannot read).
+    // A classic group's protocol metadata is opaque bytes: while it has members, no offset of it may
+    // go unless the caller reads its subscriptions (as Kafka's coordinator does for the consumer
+    // protocol), and then none of a table a member subscribes to.
     const classicMembers = this.coordinator.classic.memberCount(groupId) ?? 0;
-    if (classicMembers > 0)
-      throw new OffsetStoreError(
-        'NON_EMPTY_GROUP',
-        `group ${groupId} is a classic group with ${classicMembers} member(s)`,
-      );
+    if (classicMembers > 0) {
+      const classic = this.coordinator.classic.describe(groupId)!;
+      const tables = classicSubscriptions?.(classic);
+      if (tables === undefined)
+        throw new OffsetStoreError(
+          'NON_EMPTY_GROUP',
+          `group ${groupId} is a classic group with ${classicMembers} member(s) whose subscriptions the store cannot read`,
+        );
+      const subscribed = refs.find((b) => tables.has(b.tableId));
+      if (subscribed !== undefined)
+        throw new OffsetStoreError(
+          'GROUP_SUBSCRIBED_TO_BUCKET',
+          `bucket ${bucketKey(subscribed)} of group ${groupId} is of a table a member subscribes to`,
+        );
+    }
     for (const b of refs) {
       if (this.coordinator.isBucketAssigned(groupId, b)) {
         throw new OffsetStoreError(

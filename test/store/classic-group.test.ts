@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import {
   ManualClock,
   OffsetStore,
+  type ClassicGroupDescription,
   type ClassicJoinedGroup,
   type ClassicJoinGroupRequest,
 } from '../../src/index.js';
@@ -203,6 +204,34 @@ describe('the classic protocol over a real store', () => {
     expect(await code(store.deleteOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }]))).toBe(
       'NON_EMPTY_GROUP',
     );
+    // A caller that reads the members' metadata (here JSON naming the tables) says what they subscribe to.
+    const subscriptions = (group: ClassicGroupDescription) =>
+      new Set(
+        group.members.flatMap(
+          (m) => (JSON.parse(m.metadata.toString()) as { tables: number[] }).tables,
+        ),
+      );
+    expect(
+      await code(
+        store.deleteOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }], {
+          classicSubscriptions: subscriptions,
+        }),
+      ),
+    ).toBe('GROUP_SUBSCRIBED_TO_BUCKET');
+    expect(
+      await code(
+        store.deleteOffsets(GROUP, [{ tableId: TABLE + 1, bucketId: 0 }], {
+          classicSubscriptions: subscriptions,
+        }),
+      ),
+    ).toBe('OK');
+    expect(
+      await code(
+        store.deleteOffsets(GROUP, [{ tableId: TABLE + 1, bucketId: 0 }], {
+          classicSubscriptions: () => undefined,
+        }),
+      ),
+    ).toBe('NON_EMPTY_GROUP');
     expect(await code(store.deleteGroup(GROUP))).toBe('NON_EMPTY_GROUP');
     expect(
       await code(store.heartbeat(GROUP, { memberEpoch: 0, subscribedTableIds: [TABLE] })),

@@ -16,8 +16,11 @@
  *
  * Topic names are at most 249 ASCII characters (the catalog's rule), so a name's byte length is its
  * string length.
+ *
+ * Every version of the subscription (0-3) begins with the version and the topics, and later
+ * versions only append fields: `decodeSubscriptionTopics` reads that prefix of any of them.
  */
-import { ByteWriter } from '../protocol/index.js';
+import { ByteReader, ByteWriter, isKafkaDecodeError } from '../protocol/index.js';
 
 /** One topic's partitions. */
 export interface TopicPartitions {
@@ -57,4 +60,29 @@ export function encodeAssignment(assignment: readonly TopicPartitions[]): Buffer
   }
   w.int32(0);
   return w.finish();
+}
+
+/**
+ * The topics of a member's subscription in the consumer protocol (any version: see the header), or
+ * undefined when the bytes are not one (a negative version, a truncated or null topic array).
+ */
+export function decodeSubscriptionTopics(metadata: Uint8Array): string[] | undefined {
+  const bytes = Buffer.from(metadata.buffer, metadata.byteOffset, metadata.byteLength);
+  const r = new ByteReader(bytes, 0, bytes.length, 'ConsumerProtocolSubscription');
+  try {
+    if (r.int16('version') < 0) return undefined;
+    const count = r.int32('topics');
+    if (count < 0) return undefined;
+    r.checkCount(count, 2, 'topics');
+    const topics: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const length = r.int16('topics.name');
+      if (length < 0) return undefined;
+      topics.push(r.utf8(length, 'topics.name'));
+    }
+    return topics;
+  } catch (error) {
+    if (isKafkaDecodeError(error)) return undefined;
+    throw error;
+  }
 }

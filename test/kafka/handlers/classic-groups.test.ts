@@ -10,6 +10,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
+import { encodeSubscription } from '../../../src/kafka/handlers/consumer-protocol.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
@@ -249,6 +250,77 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
         })
       ).errorCode,
     ).toBe(KAFKA_ERROR.INVALID_GROUP_ID);
+  });
+});
+
+describe('OffsetDelete in a classic group with members', () => {
+  it("reads a consumer group's subscriptions from its members' metadata: refuses the subscribed topic (86), deletes the others; a group whose metadata it cannot read is refused whole (68)", async () => {
+    const clock = new ManualClock();
+    const t = await start(undefined, clock);
+    const c = await connect(t);
+    await c.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'other', topicId: '00000000-0000-0000-0000-000000000000' }],
+      allowAutoTopicCreation: true,
+    });
+    const admin = await c.send(API_KEYS.OffsetCommit, 8, {
+      groupId: 'readers',
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: ['orders', 'other'].map((name) => ({
+        name,
+        partitions: [
+          {
+            partitionIndex: 0,
+            committedOffset: 5n,
+            committedLeaderEpoch: -1,
+            committedMetadata: '',
+          },
+        ],
+      })),
+    });
+    expect(admin.topics.map((tp) => tp.partitions[0]!.errorCode)).toEqual([0, 0]);
+    const request = (memberId: string) => ({
+      memberId,
+      clientId: 'java-consumer',
+      clientHost: '/127.0.0.1',
+      protocolType: 'consumer',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      requireKnownMemberId: true,
+      protocols: [{ name: 'range', metadata: encodeSubscription(['orders']) }],
+    });
+    const first = await t.store.classic.joinGroup('readers', request(''));
+    const joining = t.store.classic.joinGroup('readers', request(first.memberId));
+    await until(async () => (await t.store.describeGroup('readers')).classic?.members.length === 1);
+    clock.advance(INITIAL_DELAY_MS);
+    const joined = await joining;
+    if (joined.outcome !== 'joined') throw new TypeError('expected to join');
+    await t.store.classic.syncGroup('readers', {
+      memberId: joined.memberId,
+      generationId: joined.generationId,
+      protocolType: 'consumer',
+      protocolName: 'range',
+      assignments: [{ memberId: joined.memberId, assignment: Buffer.alloc(0) }],
+    });
+    expect((await t.store.describeGroup('readers')).state).toBe('Stable');
+    const deleted = await c.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'readers',
+      topics: ['orders', 'other'].map((name) => ({ name, partitions: [{ partitionIndex: 0 }] })),
+    });
+    expect(deleted.errorCode).toBe(0);
+    expect(deleted.topics.map((tp) => [tp.name, tp.partitions[0]!.errorCode])).toEqual([
+      ['orders', KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC],
+      ['other', 0],
+    ]);
+    const otherTable = (await t.store.fetchOffsets('readers')).map((v) => v.tableId);
+    expect(otherTable).toEqual([1]);
+
+    await stableGroup(t, clock); // group 'g': metadata that is no consumer-protocol subscription
+    const refused = await c.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'g',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }] }],
+    });
+    expect([refused.errorCode, refused.topics]).toEqual([KAFKA_ERROR.NON_EMPTY_GROUP, []]);
   });
 });
 

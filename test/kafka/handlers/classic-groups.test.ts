@@ -312,7 +312,7 @@ describe('OffsetDelete in a classic group with members', () => {
       ['orders', KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC],
       ['other', 0],
     ]);
-    const otherTable = (await t.store.fetchOffsets('readers')).map((v) => v.tableId);
+    const otherTable = (await t.store.fetchOffsets('readers')).map((v) => v?.tableId);
     expect(otherTable).toEqual([1]);
 
     await stableGroup(t, clock); // group 'g': metadata that is no consumer-protocol subscription

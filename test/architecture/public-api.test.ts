@@ -87,6 +87,7 @@ describe('the public API', () => {
       'CompactionStrategy: type',
       'CompactionStrategyDefinition: interface',
       'ConnectionStats: interface',
+      'DeleteOffsetsOptions: interface',
       'Durability: type',
       'ERROR_CODES: const',
       'ErrorCode: type',

@@ -17,7 +17,12 @@
  * 2. A flush takes queued batches up to `flushBytesMax`, assigns consecutive log offsets and seals
  *    them (offset + checksum), splits them where the active segment rolls, and writes each run with
  *    one writev followed by one fdatasync.
- * 3. It resolves the taken appends in order and loops while appends queued up meanwhile.
+ * 3. It resolves the taken appends in order and loops while appends queued up meanwhile. Before it
+ *    takes the next round it lets the callers it just acknowledged run (a few microtask turns,
+ *    ACKNOWLEDGED_TURNS): a caller that commits again as soon as its commit is durable then joins
+ *    that round rather than the one after it. Without this, concurrent committers split into two
+ *    cohorts that alternate, each round carrying half of them (64 committers over 16 logs: ~2
+ *    commits per fdatasync instead of ~4), which doubles the rounds the event loop pays for.
  *
  * Preallocation: appending to a file changes its size, so every fdatasync of an append also commits
  * the file system's journal, which about doubles its cost (on ext4 on a VM disk: ~450 us against
@@ -173,6 +178,14 @@ export interface LogRecoveryReport {
  * fdatasyncs run in parallel through the thread pool instead of one after another on this thread.
  */
 let flushLoopsRunning = 0;
+
+/**
+ * Microtask turns a flush loop waits, between a round and the next, for the continuations of the
+ * callers it acknowledged: an append's acknowledgement reaches a caller of `commitOffsets` through
+ * ~5 promise hops (offsets table, offsets-bucket, store, the caller's await), and a caller one or
+ * two async functions further away still makes it.
+ */
+const ACKNOWLEDGED_TURNS = 10;
 
 /** Directories whose rejected batches could neither be cut back nor recorded: not reopened by this process. */
 const unrepairedDirs = new Map<string, string>();
@@ -449,6 +462,9 @@ export class Log implements LogPort {
         } finally {
           this.#inFlightCount -= taken.length;
         }
+        // Let the callers just acknowledged commit again into the next round (step 3).
+        if (this.#queue.length > 0)
+          for (let turn = 0; turn < ACKNOWLEDGED_TURNS; turn++) await undefined;
       }
     } finally {
       flushLoopsRunning--;

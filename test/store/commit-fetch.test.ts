@@ -214,6 +214,28 @@ describe('commitOffsets / fetchOffsets', () => {
     await store.close();
   });
 
+  it('lets committers that commit again as soon as acknowledged share one fdatasync, even when they started a round apart', async () => {
+    const fs = new FaultyFileSystem();
+    // Segments large enough not to roll (a roll fdatasyncs too).
+    const store = await openStore(tempDir(), { fs, bucketCount: 1, segmentBytesMax: 1 << 26 });
+    const COMMITS_EACH = 25;
+    const committer = async (k: number) => {
+      for (let n = 1; n <= COMMITS_EACH; n++)
+        await store.commitOffsets(`g${k}`, [{ tableId: 1, bucketId: 0, offset: n }]);
+    };
+    const datasyncsBefore = fs.datasyncCount;
+    const first = [0, 1, 2, 3].map(committer);
+    // The other four start while the first round is being flushed: they arrive a round later.
+    while (fs.datasyncCount === datasyncsBefore) await new Promise((r) => setImmediate(r));
+    const second = [4, 5, 6, 7].map(committer);
+    await Promise.all([...first, ...second]);
+    const datasyncs = fs.datasyncCount - datasyncsBefore;
+    // One cohort of 8 after the first rounds: ~COMMITS_EACH + 2 fdatasyncs; two cohorts of 4
+    // alternating would take ~2 * COMMITS_EACH.
+    expect(datasyncs).toBeLessThanOrEqual(COMMITS_EACH + 5);
+    await store.close();
+  });
+
   it('puts a group in the offsets-bucket xxh32(utf8(groupId)) % bucketCount', async () => {
     await loadChecksum();
     const store = await openStore(tempDir(), { bucketCount: 7 });

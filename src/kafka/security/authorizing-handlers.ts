@@ -56,6 +56,20 @@ function then<K extends ApiKey, R>(
   return result === CLOSE_CONNECTION ? CLOSE_CONNECTION : f(result as never);
 }
 
+/**
+ * The answers of `all` in request order: the handler's answers (`answered`, one per element of
+ * `allowed`, in order) for the allowed ones, `refused(element)` for the others.
+ */
+function merged<T, A>(
+  all: readonly T[],
+  allowed: readonly T[],
+  answered: readonly A[] | undefined,
+  refused: (element: T) => A,
+): A[] {
+  let next = 0;
+  return all.map((element) => (allowed.includes(element) ? answered![next++]! : refused(element)));
+}
+
 /** The ACL questions of one request. */
 class Check {
   readonly #security: ServerSecurity;
@@ -151,13 +165,10 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
         offset: -1n,
       })),
     });
-    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
-      const answered = [...(body.topics ?? [])];
-      return {
-        ...body,
-        topics: request.topics.map((t) => (allowed.includes(t) ? answered.shift()! : refused(t))),
-      };
-    });
+    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => ({
+      ...body,
+      topics: merged(request.topics, allowed, body.topics, refused),
+    }));
   },
 
   [API_KEYS.Fetch]: (inner, check, context, request, header, peer) => {
@@ -179,15 +190,7 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     // A refused partition is an error, answered at once: the allowed rest is not held either.
     return then(
       inner(context, { ...request, topics: allowed, maxWaitMs: 0 }, header, peer),
-      (body) => {
-        const answered = [...(body.responses ?? [])];
-        return {
-          ...body,
-          responses: request.topics.map((t) =>
-            allowed.includes(t) ? answered.shift()! : refused(t),
-          ),
-        };
-      },
+      (body) => ({ ...body, responses: merged(request.topics, allowed, body.responses, refused) }),
     );
   },
 
@@ -215,13 +218,12 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
         throttleTimeMs: 0,
         topics: request.topics.map(refused),
       };
-    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
-      const answered = [...(body.topics ?? [])];
-      return {
-        ...body,
-        topics: request.topics.map((t) => (allowed.includes(t) ? answered.shift()! : refused(t))),
-      };
-    });
+    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) =>
+      // A group-level refusal (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP) answers no topic.
+      body.errorCode !== KAFKA_ERROR.NONE
+        ? body
+        : { ...body, topics: merged(request.topics, allowed, body.topics, refused) },
+    );
   },
 
   [API_KEYS.DeleteGroups]: (inner, check, context, request, header, peer) => {

@@ -247,6 +247,16 @@ describe('ACLs over the wire', () => {
     expect(t.server.stats().topics).toBe(2);
   });
 
+  it('answers an OffsetDelete refused for its group (GROUP_ID_NOT_FOUND) in the top-level code, with no topic, when some of its topics are refused', async () => {
+    const t = await start();
+    const alice = await as(t, 'alice', 'alice-pw');
+    const response = await alice.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'prefix-unknown',
+      topics: ['orders', 'audit'].map((name) => ({ name, partitions: [{ partitionIndex: 0 }] })),
+    });
+    expect([response.errorCode, response.topics]).toEqual([KAFKA_ERROR.GROUP_ID_NOT_FOUND, []]);
+  });
+
   it('answers ListOffsets and Fetch of a topic the principal may not describe or read with 29, and the rest as usual', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');

@@ -246,7 +246,7 @@ export class CheckpointStore {
    * counted, its checksum recomputed) without decoding it into tables, `VERIFY_CHUNK_ENTRIES`
    * entries at a time with the event loop let run in between, so that checking a large checkpoint
    * right after writing it does not hold up the commits meanwhile. Throws RangeError describing what
-   * is wrong, as `load` does.
+   * is wrong, as `load` does. A checkpoint that reads back is trusted (listed) from then on.
    */
   async verify(info: CheckpointInfo): Promise<void> {
     const X = info.logOffset;
@@ -276,6 +276,7 @@ export class CheckpointStore {
       }
     }
     checkAgainstMeta(info, { groups, snapshots, liveOffsets, checksum });
+    this.#rejected.delete(X);
   }
 
   /**
@@ -341,8 +342,9 @@ export class CheckpointStore {
     createdAtMs: number,
   ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const X = logOffset;
-    // Written again: it is trusted again once it reads back (see `reject`).
-    this.#rejected.delete(X);
+    // Untrusted (left out of `list()`) from now until it reads back (`verify`): a write that fails
+    // part way, or a read-back that fails, leaves it so.
+    this.#rejected.add(X);
     const puts: [(string | number)[], Buffer][] = [];
     let checksum = 0;
     let liveOffsets = 0;
@@ -369,20 +371,15 @@ export class CheckpointStore {
     };
     let valueBytes = 0;
     for (const [, value] of puts) valueBytes += value.length;
-    // Keep the new checkpoint and the newest existing one; drop the rest.
+    // Keep the new checkpoint and the newest trusted other one; drop the rest. (A checkpoint at X
+    // written before and not trusted is overwritten, not counted: the previous one must stay, as
+    // the one to fall back on if this one does not read back either.)
     const drop = this.list()
+      .filter((c) => c.logOffset !== X)
       .slice(1)
-      .map((c) => c.logOffset)
-      .filter((logOffset) => logOffset !== X);
+      .map((c) => c.logOffset);
     const pagesBefore = this.sizeBytes();
-    try {
-      return await this.#commit(X, puts, info, drop, valueBytes, pagesBefore);
-    } catch (error) {
-      // Committed or not, it was not sealed and read back: never trusted by this process until a
-      // write of it succeeds (a reopen reads it back whole before using it).
-      this.#rejected.add(X);
-      throw error;
-    }
+    return this.#commit(X, puts, info, drop, valueBytes, pagesBefore);
   }
 
   async #commit(

@@ -459,6 +459,43 @@ describe('a checkpoint whose write failed after its transaction committed', () =
   });
 });
 
+describe('a checkpoint written again at the same log offset', () => {
+  it('keeps the previous checkpoint, the one to fall back on, while the new one is not read back', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open({
+      dir,
+      fs,
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'checkpoint', background: false },
+      onWarning: () => {},
+    });
+    const commit = (i: number) =>
+      store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
+    for (let i = 0; i < 20; i++) await commit(i);
+    const previous = (await store.compact()).buckets[0]!.checkpointLogOffset!;
+    for (let i = 20; i < 40; i++) await commit(i);
+    fs.plan = { failWritesToSuffix: 'data.mdb.seal.tmp' };
+    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    fs.plan = {};
+    const verify = CheckpointStore.prototype.verify;
+    CheckpointStore.prototype.verify = () =>
+      Promise.reject(new RangeError('checkpoint does not read back (injected)'));
+    try {
+      // The same log offset again (nothing was applied since): written, and not read back.
+      await expect(store.compact()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+      expect((await store.stats()).buckets[0]!.checkpoint?.logOffset).toBe(previous);
+    } finally {
+      CheckpointStore.prototype.verify = verify;
+    }
+    await store.close();
+    const reopened = await OffsetStore.open({ dir, bucketCount: 1, segmentBytesMax: 1024 });
+    expect((await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(1039);
+    await reopened.close();
+  });
+});
+
 describe('converting under load', () => {
   it.each([
     ['checkpoint', 'log-cleaner'],

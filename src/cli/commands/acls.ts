@@ -97,7 +97,8 @@ function principalOf(text: string): string {
 }
 
 /** Every ACL the flags name. */
-function aclsOf(context: CommandContext): AclBinding[] {
+/** The ACLs the flags name; `removing` accepts a host as an earlier version stored it (a name). */
+function aclsOf(context: CommandContext, removing = false): AclBinding[] {
   const patternText = (stringOption(context, 'resource-pattern-type') ?? 'literal').toLowerCase();
   if (patternText !== 'literal' && patternText !== 'prefixed')
     throw new UsageError(
@@ -129,7 +130,7 @@ function aclsOf(context: CommandContext): AclBinding[] {
     for (const operation of operations)
       for (const r of resources) acls.push({ ...p, operation, ...r, patternType });
   for (const acl of acls) {
-    const problem = aclProblem(acl);
+    const problem = aclProblem(acl, removing);
     if (problem !== null) throw new UsageError(problem);
   }
   return acls;
@@ -192,7 +193,7 @@ export const aclsRemove: Command = {
   ],
   async run(context) {
     noPositionals(context);
-    const acls = aclsOf(context);
+    const acls = aclsOf(context, true);
     const fs = new NodeFileSystem();
     await requireStore(fs, context.dir);
     const { count } = await AclSet.remove(fs, context.dir, acls);

@@ -53,13 +53,18 @@ export interface AclBinding {
   readonly name: string;
 }
 
-/** Why an ACL is malformed, or null. */
-export function aclProblem(acl: AclBinding): string | null {
+/**
+ * Why an ACL is malformed, or null. A new ACL's host must be `*` or an IP address; one read from the
+ * file (`stored`) may be any non-empty text, as earlier versions accepted a host name: such an ACL
+ * never matches a client (as before), and can be listed and removed.
+ */
+export function aclProblem(acl: AclBinding, stored = false): string | null {
   if (typeof acl.principal !== 'string' || !/^User:.+$/s.test(acl.principal))
     return `principal must be User:<name> or User:*, got ${JSON.stringify(acl.principal)}`;
   if (
     typeof acl.host !== 'string' ||
-    (acl.host !== '*' && canonicalAddress(acl.host) === undefined)
+    acl.host === '' ||
+    (!stored && acl.host !== '*' && canonicalAddress(acl.host) === undefined)
   )
     return `host must be * or an IP address (a client is matched by its address, never by a name), got ${JSON.stringify(acl.host)}`;
   if (!ACL_OPERATIONS.includes(acl.operation))
@@ -90,7 +95,7 @@ function same(a: AclBinding, b: AclBinding): boolean {
 
 function normalized(acl: AclBinding): AclBinding {
   const { principal, operation, permission, resourceType, patternType, name } = acl;
-  const host = acl.host === '*' ? '*' : canonicalAddress(acl.host)!;
+  const host = acl.host === '*' ? '*' : (canonicalAddress(acl.host) ?? acl.host);
   return { principal, host, operation, permission, resourceType, patternType, name };
 }
 
@@ -108,10 +113,10 @@ export class AclSet {
     const filePath = path.join(dir, ACLS_FILE);
     const acls = (await readSecurityFile(fs, filePath, KEY)).map((entry) => {
       const acl = (typeof entry === 'object' && entry !== null ? entry : {}) as AclBinding;
-      if (aclProblem(acl) !== null)
+      if (aclProblem(acl, true) !== null)
         throw corruptSecurityFile(
           filePath,
-          `ACL ${JSON.stringify(entry)?.slice(0, 120)} is malformed: ${aclProblem(acl)}`,
+          `ACL ${JSON.stringify(entry)?.slice(0, 120)} is malformed: ${aclProblem(acl, true)}`,
         );
       return acl;
     });
@@ -141,7 +146,7 @@ export class AclSet {
   ): Promise<{ acls: AclSet; count: number }> {
     return underSecurityFilesLock(fs, dir, async () => {
       const current = await AclSet.load(fs, dir);
-      const gone = removed.filter((r) => aclProblem(r) === null).map(normalized);
+      const gone = removed.filter((r) => aclProblem(r, true) === null).map(normalized);
       const acls = current.acls.filter((a) => !gone.some((r) => same(a, r)));
       const count = current.acls.length - acls.length;
       if (count > 0) await writeSecurityFile(fs, path.join(dir, ACLS_FILE), KEY, acls);

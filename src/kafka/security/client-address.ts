@@ -11,6 +11,7 @@
 import * as net from 'node:net';
 
 const MAPPED_PREFIX = '::ffff:';
+const MAPPED_HEX = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
 
 /** The canonical form of an IP address (see the module header); undefined for anything else. */
 export function canonicalAddress(text: string): string | undefined {
@@ -24,13 +25,12 @@ export function canonicalAddress(text: string): string | undefined {
   const zone = lower.indexOf('%');
   if (zone >= 0) return lower;
   const canonical = new URL(`http://[${lower}]/`).hostname.slice(1, -1);
-  if (canonical.startsWith(MAPPED_PREFIX)) {
-    const [high, low] = canonical
-      .slice(MAPPED_PREFIX.length)
-      .split(':')
-      .map((group) => parseInt(group, 16));
-    if (high !== undefined && low !== undefined)
-      return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  // IPv4-mapped: exactly ::ffff: and two groups (the URL parser writes a.b.c.d as two groups).
+  const mapped = MAPPED_HEX.exec(canonical);
+  if (mapped !== null) {
+    const high = parseInt(mapped[1]!, 16);
+    const low = parseInt(mapped[2]!, 16);
+    return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
   }
   return canonical;
 }

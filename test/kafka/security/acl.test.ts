@@ -10,12 +10,16 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
+import * as path from 'node:path';
 import {
+  ACLS_FILE,
   AclSet,
   Authorizer,
   UserCredentials,
   type AclBinding,
 } from '../../../src/kafka/security/index.js';
+import { canonicalAddress } from '../../../src/kafka/security/client-address.js';
+import { writeSecurityFile } from '../../../src/kafka/security/security-file.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { loginPlain } from '../support/sasl-login.js';
@@ -298,6 +302,16 @@ describe('ACLs over the wire', () => {
   });
 });
 
+const DENY_ALL_G: AclBinding = {
+  principal: 'User:*',
+  host: '*',
+  operation: 'All',
+  permission: 'DENY',
+  resourceType: 'Group',
+  patternType: 'LITERAL',
+  name: 'g',
+};
+
 describe('ACL hosts', () => {
   it('a DENY for 127.0.0.1 applies to an IPv4 client of a listener bound to :: (which reports it as ::ffff:127.0.0.1)', async () => {
     const dir = tempDir();
@@ -347,6 +361,18 @@ describe('ACL hosts', () => {
     expect(added.acls.map((a) => a.host)).toEqual(['10.0.0.1', '::1', '2001:db8::1']);
     const { count } = await AclSet.remove(fs, dir, [deny('::1')]);
     expect(count).toBe(1);
+    // Only the two groups after ::ffff: are an IPv4 address.
+    expect(canonicalAddress('0:0:0:ffff:a00:1:0:5')).toBe('::ffff:a00:1:0:5');
+    expect(canonicalAddress('0:0:0:0:0:ffff:a00:1')).toBe('10.0.0.1');
+  });
+
+  it('still reads a file an earlier version wrote with a host name: the entry matches no client, and can be removed', async () => {
+    const dir = tempDir();
+    const byName = { ...DENY_ALL_G, host: 'db1' };
+    await writeSecurityFile(fs, path.join(dir, ACLS_FILE), 'acls', [byName]);
+    const loaded = await AclSet.load(fs, dir);
+    expect(loaded.acls).toEqual([byName]);
+    expect(await AclSet.remove(fs, dir, [byName])).toMatchObject({ count: 1 });
   });
 });
 

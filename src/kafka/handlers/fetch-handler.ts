@@ -29,7 +29,7 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 type FetchResponse = ResponseInputOf<typeof API_KEYS.Fetch>;
 
 /** The catalog topic a Fetch names: by name, or by id where a client wrote the id (see above). */
-function topicNamed(context: HandlerContext, name: string): TopicEntry | undefined {
+export function topicNamed(context: HandlerContext, name: string): TopicEntry | undefined {
   return (
     context.catalog.get(name) ??
     (UUID_PATTERN.test(name) ? context.catalog.byTopicId(name) : undefined)

@@ -7,6 +7,7 @@
 export { SingleNodeCluster, type BrokerEndpoint, type ClusterView } from './cluster-view.js';
 export { ConsumerMemberDirectory, type MemberNotes } from './consumer-member-directory.js';
 export { HandlerContext, type HandlerSettings } from './handler-context.js';
+export { topicNamed as fetchedTopic } from './fetch-handler.js';
 export { HANDLERS } from './handler-table.js';
 export { kafkaErrorCode } from './kafka-error-code.js';
 export { LongPolls } from './long-polls.js';

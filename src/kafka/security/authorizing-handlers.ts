@@ -35,6 +35,7 @@ import {
 } from '../protocol/index.js';
 import {
   CLOSE_CONNECTION,
+  fetchedTopic,
   type HandlerContext,
   type HandlerResult,
   type HandlerTable,
@@ -172,7 +173,10 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
   },
 
   [API_KEYS.Fetch]: (inner, check, context, request, header, peer) => {
-    const allowed = request.topics.filter((t) => check.may('Read', 'Topic', t.topic));
+    // By the topic the handler will answer for: a client may write its id where the name goes.
+    const allowed = request.topics.filter((t) =>
+      check.may('Read', 'Topic', fetchedTopic(context, t.topic)?.name ?? t.topic),
+    );
     if (allowed.length === request.topics.length) return inner(context, request, header, peer);
     const refused = (t: (typeof request.topics)[number]) => ({
       topic: t.topic,
@@ -190,7 +194,11 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     // A refused partition is an error, answered at once: the allowed rest is not held either.
     return then(
       inner(context, { ...request, topics: allowed, maxWaitMs: 0 }, header, peer),
-      (body) => ({ ...body, responses: merged(request.topics, allowed, body.responses, refused) }),
+      (body) =>
+        // A request-level error (an unknown fetch session) answers no topic.
+        (body.errorCode ?? KAFKA_ERROR.NONE) !== KAFKA_ERROR.NONE
+          ? body
+          : { ...body, responses: merged(request.topics, allowed, body.responses, refused) },
     );
   },
 

@@ -299,6 +299,68 @@ describe('ACLs over the wire', () => {
       ['orders', 0],
     ]);
     expect(Date.now() - started, 'answered at once, not held').toBeLessThan(2000);
+    // By topic id where the name goes (as @platformatic/kafka 1.35 writes Fetch v12): the same checks.
+    const metadata = await alice.send(API_KEYS.Metadata, 12, {
+      topics: null,
+      allowAutoTopicCreation: false,
+    });
+    const ordersId = metadata.topics.find((tp) => tp.name === 'orders')!.topicId;
+    const byId = await alice.send(API_KEYS.Fetch, 12, {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 0,
+      sessionEpoch: -1,
+      topics: [ordersId, 'audit'].map((topic) => ({
+        topic,
+        partitions: [
+          { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
+        ],
+      })),
+      forgottenTopicsData: [],
+      rackId: '',
+    });
+    expect(byId.responses.map((r) => r.partitions[0]!.errorCode)).toEqual([
+      0,
+      KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+    ]);
+    // An unknown fetch session with a refused topic: the session's error, no topics.
+    const session = await alice.send(API_KEYS.Fetch, 12, {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      sessionId: 7,
+      sessionEpoch: 1,
+      topics: ['orders', 'audit'].map((topic) => ({
+        topic,
+        partitions: [
+          { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
+        ],
+      })),
+      forgottenTopicsData: [],
+      rackId: '',
+    });
+    expect([session.errorCode, session.responses]).toEqual([70, []]);
+    // v4 (no top-level error code): merged all the same.
+    const v4 = await alice.send(API_KEYS.Fetch, 4, {
+      replicaId: -1,
+      maxWaitMs: 0,
+      minBytes: 1,
+      maxBytes: 1 << 20,
+      isolationLevel: 0,
+      topics: ['audit', 'orders'].map((topic) => ({
+        topic,
+        partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1 << 20 }],
+      })),
+    } as never);
+    expect(v4.responses.map((r) => [r.topic, r.partitions[0]!.errorCode])).toEqual([
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
+      ['orders', 0],
+    ]);
   });
 });
 

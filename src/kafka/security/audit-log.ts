@@ -75,6 +75,8 @@ export class AuditLog {
   #pending: string[] = [];
   #pendingBytes = 0;
   #dropped = 0;
+  /** Dropped lines already reported by a `droppedLines` line. */
+  #droppedReported = 0;
   /** Denials that may still be written in the current second, and when it began. */
   #denialTokens = DENIALS_PER_SECOND;
   #denialSecondMs = -Infinity;
@@ -189,19 +191,18 @@ export class AuditLog {
 
   async #drain(): Promise<void> {
     try {
-      let reported = 0;
       while (this.#pending.length > 0 && this.#handle !== undefined) {
         const lines = this.#pending;
         this.#pending = [];
         this.#pendingBytes = 0;
-        if (this.#dropped > reported) {
+        if (this.#dropped > this.#droppedReported) {
           lines.push(
             JSON.stringify({
               time: new Date(this.#nowMs()).toISOString(),
-              droppedLines: this.#dropped - reported,
+              droppedLines: this.#dropped - this.#droppedReported,
             }),
           );
-          reported = this.#dropped;
+          this.#droppedReported = this.#dropped;
         }
         const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
         if ((await this.#fs.sizeBytes(this.#filePath)) !== this.#position) await this.#reopen();

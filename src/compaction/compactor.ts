@@ -281,9 +281,16 @@ export class Compactor {
         const target = targets[i]!;
         try {
           results[i] = await this.#runOne(target, forced);
-          onBucketCompacted?.(results[i]!, ++finished, targets.length);
         } catch (thrown) {
           const error = compactionError(thrown, target.bucket);
+          if (!this.#closed) this.#options.onError(error, target.bucket);
+          errors.push(error);
+          continue;
+        }
+        try {
+          onBucketCompacted?.(results[i]!, ++finished, targets.length);
+        } catch (error) {
+          // The caller's listener failed, not the compaction (which is done): its error as it is.
           if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);
         }

@@ -117,7 +117,7 @@ export interface OffsetStoreOptions {
   compaction?: CompactionOptions;
   /** Receives recoverable problems (an ignored checkpoint, a failed background compaction); default process.emitWarning. */
   onWarning?: (message: string) => void;
-  /** Time source and timers; tests pass a ManualClock. */
+  /** Time source and timers; tests pass a ManualClock. Read in whole milliseconds (fractions are dropped). */
   clock?: Clock;
   /** File-system port (default `new NodeFileSystem()`, which makes writes of up to 256 KiB on the
    * calling thread; `new NodeFileSystem({ syncWriteBytesMax: 0 })` sends every write through the
@@ -530,11 +530,26 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
       'options.pendingCommitsMax',
       DEFAULTS.pendingCommitsMax,
     ),
-    clock: clock ?? new SystemClock(),
+    clock: clock === undefined ? new SystemClock() : wholeMilliseconds(clock),
     fs: fs ?? new NodeFileSystem(),
     awaitRecovery: awaitRecovery ?? true,
     compaction: resolveCompaction(compaction),
     group: resolveGroupSettings(group, 'options.group', STORE_GROUP_DEFAULTS),
     onWarning: onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
+  };
+}
+
+/**
+ * `clock` read in whole milliseconds: the store persists times as integers (commit timestamps, the
+ * manifest's creation time, when a group became Empty), and a clock with fractions (one built on
+ * `performance.now()`, a ManualClock advanced by half a millisecond) would otherwise write values
+ * the next open refuses.
+ */
+function wholeMilliseconds(clock: Clock): Clock {
+  if (typeof clock?.nowMs !== 'function' || typeof clock.setTimer !== 'function')
+    throw new TypeError('options.clock must have nowMs() and setTimer()');
+  return {
+    nowMs: () => Math.floor(clock.nowMs()),
+    setTimer: (delayMs, callback) => clock.setTimer(delayMs, callback),
   };
 }

@@ -448,4 +448,20 @@ describe('the classic protocol over a real store', () => {
     expect(await fetch(), 'retention after the group became Empty').toBeNull();
     await store.close();
   });
+
+  it('a clock with fractions of a millisecond leaves an Empty snapshot the next open reads', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock(1_700_000_000_000);
+    clock.advance(0.25);
+    let store = await openStore(dir, clock);
+    const a = new ClassicClient(store, 'a');
+    await rebalance(clock, [a]);
+    await a.commit(7);
+    await store.classic.leaveGroup(GROUP, { members: [{ memberId: a.memberId }] });
+    expect((await store.describeGroup(GROUP)).state).toBe('Empty');
+    await store.close();
+    store = await openStore(dir, clock);
+    expect((await store.describeGroup(GROUP)).state).toBe('Empty');
+    await store.close();
+  });
 });

@@ -61,9 +61,8 @@ export interface FileSystem {
   sizeBytes(path: string): Promise<number | null>;
   /**
    * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
-   * dies (process-lock.ts); `purpose` names one of several independent locks of a directory (default:
-   * the store's own). Without it, or when it answers 'unsupported', the store's directory lock
+   * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock
    * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).
    */
-  holdLock?(dir: string, purpose?: string): Promise<DirectoryLockResult>;
+  holdLock?(dir: string): Promise<DirectoryLockResult>;
 }

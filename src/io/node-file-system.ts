@@ -260,8 +260,8 @@ export class NodeFileSystem implements FileSystem {
   }
 
   /** The kernel-held lock of `dir` (process-lock.ts). */
-  holdLock(dir: string, purpose?: string): Promise<DirectoryLockResult> {
-    return holdDirectoryLock(dir, purpose);
+  holdLock(dir: string): Promise<DirectoryLockResult> {
+    return holdDirectoryLock(dir);
   }
 
   /** The file's size from stat; null when it does not exist. */

@@ -165,7 +165,7 @@ export class FaultyFileSystem implements FileSystem {
   sizeBytes(path: string) {
     return this.inner.sizeBytes(path);
   }
-  holdLock(dir: string, purpose?: string): Promise<DirectoryLockResult> {
-    return this.inner.holdLock(dir, purpose);
+  holdLock(dir: string): Promise<DirectoryLockResult> {
+    return this.inner.holdLock(dir);
   }
 }

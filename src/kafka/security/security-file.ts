@@ -22,7 +22,7 @@
  */
 import { loadChecksum, xxh32 } from '../../codec/index.js';
 import { OffsetStoreError } from '../../errors/index.js';
-import type { FileSystem } from '../../io/index.js';
+import { holdDirectoryLock, type FileSystem } from '../../io/index.js';
 import { writeDurably } from '../../log/index.js';
 
 /** The format version of both security files. */
@@ -127,7 +127,8 @@ const LOCK_RETRY_MS = 20;
 /**
  * Runs `change` (a read, change and write of a security file of the store in `dir`) under the
  * directory's security-files lock, waiting up to 10 s for another writer; STORE_LOCKED past that.
- * Without a kernel-held lock (another platform, a file system of its own) it runs unlocked.
+ * Without a kernel-held lock (another platform, a file system of its own, which has no `holdLock`)
+ * it runs unlocked.
  */
 export async function underSecurityFilesLock<T>(
   fs: FileSystem,
@@ -136,7 +137,10 @@ export async function underSecurityFilesLock<T>(
 ): Promise<T> {
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (;;) {
-    const lock = (await fs.holdLock?.(dir, 'security-files')) ?? 'unsupported';
+    // Only on a file system with the machine's own locks (its paths are real ones); a lock of its
+    // own, independent of the store's (a server holds that one while an operator adds a user).
+    const lock =
+      fs.holdLock === undefined ? 'unsupported' : await holdDirectoryLock(dir, 'security-files');
     if (lock === 'held-elsewhere') {
       if (Date.now() >= deadline)
         throw new OffsetStoreError(

@@ -80,6 +80,15 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
       await expect(store.compact({ onBucketCompacted: 'not a function' as never })).rejects.toThrow(
         TypeError,
       );
+      // A listener that throws fails the call with its own error, not as a storage failure.
+      const listenerError = new RangeError('the listener failed');
+      await expect(
+        store.compact({
+          onBucketCompacted: () => {
+            throw listenerError;
+          },
+        }),
+      ).rejects.toBe(listenerError);
       expect(await stateOf(store), context).toEqual(modelOf(history));
       await store.close();
       store = await OffsetStore.open(compactionOptions(dir, strategy));

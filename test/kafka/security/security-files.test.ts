@@ -8,6 +8,7 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { OffsetStore } from '../../../src/index.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
 import {
@@ -69,6 +70,21 @@ describe('users and ACLs on disk', () => {
       expect((statSync(path.join(dir, file)).mode & 0o777).toString(8), file).toBe('600');
     await Promise.all(names.map((name) => UserCredentials.removeUser(fs, dir, name)));
     expect((await UserCredentials.load(fs, dir)).list()).toEqual([]);
+  });
+
+  it("are changed under a lock of their own, not the store's, through a file system that delegates to the machine's", async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, bucketCount: 1 });
+    try {
+      // The store holds its directory lock; a user is added meanwhile (a server runs while an operator adds users).
+      const delegating = new FaultyFileSystem();
+      const started = Date.now();
+      await UserCredentials.addUser(delegating, dir, 'alice', 'alice-pw');
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect((await UserCredentials.load(fs, dir)).list().map((u) => u.name)).toEqual(['alice']);
+    } finally {
+      await store.close();
+    }
   });
 
   it('survive a restart of the server and the store', async () => {

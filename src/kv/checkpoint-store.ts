@@ -379,17 +379,6 @@ export class CheckpointStore {
       .slice(1)
       .map((c) => c.logOffset);
     const pagesBefore = this.sizeBytes();
-    return this.#commit(X, puts, info, drop, valueBytes, pagesBefore);
-  }
-
-  async #commit(
-    X: number,
-    puts: readonly [(string | number)[], Buffer][],
-    info: CheckpointInfo,
-    drop: readonly number[],
-    valueBytes: number,
-    pagesBefore: number,
-  ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     await externalWork(
       this.#db.transaction(() => {
         for (const [key, value] of puts) this.#db.put(key, value);

@@ -95,6 +95,15 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
   ],
 ];
 
+/** A one-bucket store of 1 KiB segments on a strategy module (planned on a worker thread), filled. */
+async function filledStoreOn(dir: string, module: string): Promise<OffsetStore> {
+  const store = await OffsetStore.open(
+    compactionOptions(dir, module as never, { bucketCount: 1, segmentBytesMax: 1024 }),
+  );
+  await fillSegments(store);
+  return store;
+}
+
 describe('unsafe plans are refused', () => {
   for (const [what, planOf, message, checkpoints] of unsafe) {
     it(`refuses ${what}, changing nothing`, async () => {
@@ -131,15 +140,7 @@ describe('unsafe plans are refused', () => {
 
   it('refuses overlapping outputs planned on a worker thread, with the same code', async () => {
     const dir = tempDir();
-    const warnings: string[] = [];
-    const store = await OffsetStore.open({
-      ...compactionOptions(dir, STRATEGY_MODULES.overlapping as never, {
-        bucketCount: 1,
-        segmentBytesMax: 1024,
-      }),
-      onWarning: (m) => warnings.push(m),
-    });
-    await fillSegments(store);
+    const store = await filledStoreOn(dir, STRATEGY_MODULES.overlapping);
     const before = folderSnapshot(path.join(dir, 'buckets', '000'));
     await expect(store.compact()).rejects.toMatchObject({
       code: 'INVALID_COMPACTION_PLAN',
@@ -151,15 +152,7 @@ describe('unsafe plans are refused', () => {
 
   it('a worker thread that dies fails the compaction with LOG_STORAGE_ERROR naming the bucket, and changes nothing', async () => {
     const dir = tempDir();
-    const warnings: string[] = [];
-    const store = await OffsetStore.open({
-      ...compactionOptions(dir, STRATEGY_MODULES.exitingWorker as never, {
-        bucketCount: 1,
-        segmentBytesMax: 1024,
-      }),
-      onWarning: (m) => warnings.push(m),
-    });
-    await fillSegments(store);
+    const store = await filledStoreOn(dir, STRATEGY_MODULES.exitingWorker);
     const state = await stateOf(store);
     const before = folderSnapshot(path.join(dir, 'buckets', '000'));
     await expect(store.compact()).rejects.toMatchObject({

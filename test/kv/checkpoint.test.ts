@@ -38,6 +38,20 @@ function options(
 }
 
 /**
+ * A one-bucket store of 1 KiB segments under the checkpoint strategy that compacts only when asked:
+ * a few commits seal segments for a checkpoint to free.
+ */
+function compactOnAsk(dir: string, extra: Partial<OffsetStoreOptions> = {}): OffsetStoreOptions {
+  return {
+    dir,
+    bucketCount: 1,
+    segmentBytesMax: 1024,
+    compaction: { strategy: 'checkpoint', background: false },
+    ...extra,
+  };
+}
+
+/**
  * A checkpoint store whose only group is committed, deleted and compacted away, converted to 'none'
  * (the image of an empty state is no batch: the log starts at its end), then back to 'checkpoint'.
  */
@@ -367,13 +381,7 @@ describe('a checkpoint that does not read back as written', () => {
   it('is CORRUPT_MESSAGE and never trusted: nothing is freed under it, a close goes on without it, and the reopened store has every offset', async () => {
     const dir = tempDir();
     const warnings: string[] = [];
-    const options: OffsetStoreOptions = {
-      dir,
-      bucketCount: 1,
-      segmentBytesMax: 1024,
-      compaction: { strategy: 'checkpoint', background: false },
-      onWarning: (message) => warnings.push(message),
-    };
+    const options = compactOnAsk(dir, { onWarning: (message) => warnings.push(message) });
     const store = await OffsetStore.open(options);
     const commit = (offset: number) =>
       store.commitOffsets('g', [
@@ -417,14 +425,7 @@ describe('a checkpoint whose write failed after its transaction committed', () =
     const dir = tempDir();
     const fs = new FaultyFileSystem();
     const warnings: string[] = [];
-    const options: OffsetStoreOptions = {
-      dir,
-      fs,
-      bucketCount: 1,
-      segmentBytesMax: 1024,
-      compaction: { strategy: 'checkpoint', background: false },
-      onWarning: (message) => warnings.push(message),
-    };
+    const options = compactOnAsk(dir, { fs, onWarning: (message) => warnings.push(message) });
     const store = await OffsetStore.open(options);
     for (let i = 0; i < 20; i++)
       await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
@@ -463,14 +464,7 @@ describe('a checkpoint written again at the same log offset', () => {
   it('keeps the previous checkpoint, the one to fall back on, while the new one is not read back', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();
-    const store = await OffsetStore.open({
-      dir,
-      fs,
-      bucketCount: 1,
-      segmentBytesMax: 1024,
-      compaction: { strategy: 'checkpoint', background: false },
-      onWarning: () => {},
-    });
+    const store = await OffsetStore.open(compactOnAsk(dir, { fs, onWarning: () => {} }));
     const commit = (i: number) =>
       store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
     for (let i = 0; i < 20; i++) await commit(i);
@@ -490,7 +484,7 @@ describe('a checkpoint written again at the same log offset', () => {
       CheckpointStore.prototype.verify = verify;
     }
     await store.close();
-    const reopened = await OffsetStore.open({ dir, bucketCount: 1, segmentBytesMax: 1024 });
+    const reopened = await OffsetStore.open(compactOnAsk(dir));
     expect((await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(1039);
     await reopened.close();
   });

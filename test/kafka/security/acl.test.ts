@@ -108,6 +108,32 @@ function commit(client: RawKafkaClient, groupId: string, topics: string[]) {
   });
 }
 
+/** A Fetch v12 of partition 0 of each of `topics` (names, or topic ids where a client writes them). */
+function fetchV12(
+  client: RawKafkaClient,
+  topics: string[],
+  extra: { maxWaitMs?: number; sessionId?: number; sessionEpoch?: number } = {},
+) {
+  return client.send(API_KEYS.Fetch, 12, {
+    replicaId: -1,
+    maxWaitMs: 0,
+    minBytes: 1,
+    maxBytes: 1 << 20,
+    isolationLevel: 0,
+    sessionId: 0,
+    sessionEpoch: -1,
+    topics: topics.map((topic) => ({
+      topic,
+      partitions: [
+        { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
+      ],
+    })),
+    forgottenTopicsData: [],
+    rackId: '',
+    ...extra,
+  });
+}
+
 const codes = (response: Awaited<ReturnType<typeof commit>>) =>
   response.topics.map((t) => [t.name, t.partitions.map((p) => p.errorCode)]);
 
@@ -277,23 +303,7 @@ describe('ACLs over the wire', () => {
       ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
     ]);
     const started = Date.now();
-    const fetched = await alice.send(API_KEYS.Fetch, 12, {
-      replicaId: -1,
-      maxWaitMs: 5000,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      isolationLevel: 0,
-      sessionId: 0,
-      sessionEpoch: -1,
-      topics: ['audit', 'orders'].map((topic) => ({
-        topic,
-        partitions: [
-          { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
-        ],
-      })),
-      forgottenTopicsData: [],
-      rackId: '',
-    });
+    const fetched = await fetchV12(alice, ['audit', 'orders'], { maxWaitMs: 5000 });
     expect(fetched.responses.map((r) => [r.topic, r.partitions[0]!.errorCode])).toEqual([
       ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
       ['orders', 0],
@@ -305,45 +315,13 @@ describe('ACLs over the wire', () => {
       allowAutoTopicCreation: false,
     });
     const ordersId = metadata.topics.find((tp) => tp.name === 'orders')!.topicId;
-    const byId = await alice.send(API_KEYS.Fetch, 12, {
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      isolationLevel: 0,
-      sessionId: 0,
-      sessionEpoch: -1,
-      topics: [ordersId, 'audit'].map((topic) => ({
-        topic,
-        partitions: [
-          { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
-        ],
-      })),
-      forgottenTopicsData: [],
-      rackId: '',
-    });
+    const byId = await fetchV12(alice, [ordersId, 'audit']);
     expect(byId.responses.map((r) => r.partitions[0]!.errorCode)).toEqual([
       0,
       KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
     ]);
     // An unknown fetch session with a refused topic: the session's error, no topics.
-    const session = await alice.send(API_KEYS.Fetch, 12, {
-      replicaId: -1,
-      maxWaitMs: 0,
-      minBytes: 1,
-      maxBytes: 1 << 20,
-      isolationLevel: 0,
-      sessionId: 7,
-      sessionEpoch: 1,
-      topics: ['orders', 'audit'].map((topic) => ({
-        topic,
-        partitions: [
-          { partition: 0, currentLeaderEpoch: -1, fetchOffset: 0n, partitionMaxBytes: 1 << 20 },
-        ],
-      })),
-      forgottenTopicsData: [],
-      rackId: '',
-    });
+    const session = await fetchV12(alice, ['orders', 'audit'], { sessionId: 7, sessionEpoch: 1 });
     expect([session.errorCode, session.responses]).toEqual([70, []]);
     // v4 (no top-level error code): merged all the same.
     const v4 = await alice.send(API_KEYS.Fetch, 4, {

@@ -19,7 +19,8 @@
  *   it, which makes the lost transaction unable to land ever after (it compares the old revision),
  *   so the round did not land; else the round's first log key is read back and compared with this
  *   writer's id (stamped in the batch header): it landed, or another writer's batch is there and
- *   this log is fenced. Until the fence transaction gets an answer it is retried, up to
+ *   this log is fenced. No batch there and `next` still at the round's start means an earlier
+ *   fence of the same resolution landed unanswered: the round did not land. Until the fence transaction gets an answer it is retried, up to
  *   `resolveTimeoutMs`; past it the log fail-stops with COORDINATOR_NOT_AVAILABLE and its owner
  *   must reload the bucket (which replays what really landed).
  * - A fence (NOT_COORDINATOR) fail-stops the log: the round, everything queued and every later
@@ -454,6 +455,7 @@ export class EtcdLog implements LogPort {
           this.#nextRevision = String(res.header.revision);
           return false;
         }
+        if (this.#ownFenceLanded(res, start)) return false;
         return this.#landedOrFenced(res, start, end);
       } catch (error) {
         last = error;
@@ -467,6 +469,22 @@ export class EtcdLog implements LogPort {
       `${this.#keys.log}: an append's outcome is unknown and etcd did not answer within ${this.#limits.resolveTimeoutMs} ms; the bucket must be reloaded to learn it: ${(last as Error).message}`,
       { cause: last },
     );
+  }
+
+  /**
+   * After a fence transaction's compare failed: true if an earlier fence of this resolution landed
+   * although its answer was lost. Then `next` still says `start` but under a newer revision, and no
+   * batch is at `start`: the round cannot land ever after (its compare holds the old revision), and
+   * the log goes on from that revision. Every transaction of the round and its resolution compares
+   * the same revision, so at most one of them applied.
+   */
+  #ownFenceLanded(res: ITxnResponse, start: number): boolean {
+    const [owner, next, first] = res.responses.map(kvOf);
+    if (owner === undefined || !owner.value.equals(this.#owner.value)) return false;
+    if (first !== undefined || next === undefined || Number(next.value.toString()) !== start)
+      return false;
+    this.#nextRevision = String(next.mod_revision);
+    return true;
   }
 
   /** Set by `abandon`: stop resolving, the owner is gone. */

@@ -5,12 +5,13 @@
  * history, and a batch over etcd's request limit is refused before anything is sent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isOffsetStoreError } from '../../src/errors/index.js';
+import { isOffsetStoreError, type OffsetStoreError } from '../../src/errors/index.js';
 import {
   ClusterKeys,
   EtcdConnection,
   EtcdLog,
   claimBucket,
+  etcdError,
   releaseBucket,
   type OwnerToken,
 } from '../../src/cluster/index.js';
@@ -134,6 +135,39 @@ describe('etcd log', () => {
       etcd.kill('e1', 'SIGCONT');
       impatient.close();
     }
+  });
+
+  it('resolves a round whose own fence landed unanswered: the round is rejected as never landing, and the log goes on', async () => {
+    // The append is cut off before etcd applies it; the first fence transaction is applied but its
+    // answer is lost; the second fence finds `next` rewritten to the round's start and no batch
+    // there: that is this log's own fence, not another writer.
+    const keys = freshKeys();
+    const token = await claimed(keys, 'n1');
+    const lost = (what: string) => etcdError(new Error('deadline exceeded'), what);
+    const script: ('drop' | 'applyThenLose')[] = [];
+    const txn: EtcdConnection['txn'] = async (request, what) => {
+      const step = script.shift();
+      if (step === 'drop') throw lost(what);
+      const res = await connection.txn(request, what);
+      if (step === 'applyThenLose') throw lost(what);
+      return res;
+    };
+    const log = await EtcdLog.open({
+      connection: overrideConnection(connection, { txn }),
+      keys: keys.bucket(0),
+      owner: token,
+    });
+    expect(await log.append(testBatch(0))).toBe(0);
+    script.push('drop', 'applyThenLose');
+    const rejected = await log.append(testBatch(1)).catch((e: unknown) => e);
+    expect(isOffsetStoreError(rejected, 'REQUEST_TIMED_OUT'), String(rejected)).toBe(true);
+    expect((rejected as OffsetStoreError).retriable).toBe(true);
+    expect(log.failed).toBe(false);
+    expect(await log.append(testBatch(2))).toBe(1);
+    const found = await scanAll(log);
+    expect(found.map((f) => f.logOffset)).toEqual([0, 1]);
+    expect(found[1]!.bytes.subarray(48).equals(testBatch(2).subarray(48))).toBe(true);
+    await log.close();
   });
 
   it("refuses a batch over etcd's request limit before sending anything", async () => {

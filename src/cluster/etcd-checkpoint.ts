@@ -21,7 +21,10 @@
  *   modification revision too): a switch whose answer was lost cannot land after a later one and
  *   move the pointer back below the truncated log.
  * - After a switch, every chunk of another checkpoint is deleted: the previous checkpoint's, and
- *   any a failed or interrupted checkpoint left behind.
+ *   any a failed or interrupted checkpoint left behind. That cleanup compares the pointer's
+ *   modification revision with the one its own switch made, and every checkpoint starts by
+ *   rewriting the pointer it found (same value, new revision): a cleanup whose answer was lost
+ *   can then never land later and delete the chunks of the checkpoint being written.
  * - Each request stays within etcd's limits: one chunk (1 MiB at most) per transaction.
  */
 import type { ICompare, ITxnRequest } from 'etcd3';
@@ -70,6 +73,19 @@ export async function writeEtcdCheckpoint(
 ): Promise<CheckpointPointer> {
   const logOffset = state.appliedLogOffset + 1;
   const image = Buffer.concat(stateImage(state, nowMs));
+  // The fence: an earlier checkpoint's cleanup compares the pointer's revision its switch made.
+  const previous = await readPointerKey(connection, keys);
+  let pointerRevision = '0';
+  if (previous !== undefined) {
+    pointerRevision = await fencedWrite(
+      connection,
+      keys,
+      owner,
+      [{ request_put: { key: Buffer.from(keys.checkpoint), value: previous.value } }],
+      'fencing the earlier checkpoints',
+      pointerUnchanged(keys, previous.modRevision, 'fenced'),
+    );
+  }
   const id = `${owner.epoch}-${logOffset}-${nowMs}`;
   const chunkCount = Math.ceil(image.length / CHECKPOINT_CHUNK_BYTES);
   for (let i = 0; i < chunkCount; i++) {
@@ -90,8 +106,7 @@ export async function writeEtcdCheckpoint(
     checksum: xxh32(image, 0, image.length),
     epoch: owner.epoch,
   };
-  const previous = await readPointerKey(connection, keys);
-  await fencedWrite(
+  const switchRevision = await fencedWrite(
     connection,
     keys,
     owner,
@@ -104,19 +119,7 @@ export async function writeEtcdCheckpoint(
       },
     ],
     'switching the checkpoint pointer',
-    {
-      compare: {
-        key: Buffer.from(keys.checkpoint),
-        target: 'Mod',
-        result: 'Equal',
-        mod_revision: previous?.modRevision ?? '0',
-      },
-      conflict: () =>
-        new OffsetStoreError(
-          'REQUEST_TIMED_OUT',
-          `${keys.checkpoint} changed while checkpoint ${id} was written (an earlier switch whose answer was lost landed): the pointer keeps it; checkpoint again`,
-        ),
-    },
+    pointerUnchanged(keys, pointerRevision, `written (checkpoint ${id})`),
   );
   // Every other checkpoint's chunks go: the previous one's, and those of checkpoints whose
   // switch failed or whose writing stopped half-way (they would otherwise stay in etcd for good).
@@ -131,8 +134,34 @@ export async function writeEtcdCheckpoint(
       { request_delete_range: { key: prefixEnd(current), range_end: prefixEnd(all) } },
     ],
     'deleting the other checkpoints',
+    pointerUnchanged(keys, switchRevision, `switched to checkpoint ${id}`),
   );
   return pointer;
+}
+
+/**
+ * The compare that the pointer key still has modification revision `revision` ('0': no key), and
+ * the error when it has not: an earlier write of the pointer whose answer was lost landed since
+ * it was read (or this checkpoint was `what`), so this checkpoint stops; the next one starts over.
+ */
+function pointerUnchanged(
+  keys: BucketKeys,
+  revision: string,
+  what: string,
+): { compare: ICompare; conflict: () => OffsetStoreError } {
+  return {
+    compare: {
+      key: Buffer.from(keys.checkpoint),
+      target: 'Mod',
+      result: 'Equal',
+      mod_revision: revision,
+    },
+    conflict: () =>
+      new OffsetStoreError(
+        'REQUEST_TIMED_OUT',
+        `${keys.checkpoint} changed since it was ${what} (an earlier write of it whose answer was lost landed): checkpoint again`,
+      ),
+  };
 }
 
 /** The live checkpoint, verified, or undefined when the bucket has none. A damaged one is CORRUPT_MESSAGE. */
@@ -185,7 +214,7 @@ async function readPointer(
 async function readPointerKey(
   connection: EtcdConnection,
   keys: BucketKeys,
-): Promise<{ pointer: CheckpointPointer; modRevision: string } | undefined> {
+): Promise<{ pointer: CheckpointPointer; value: Buffer; modRevision: string } | undefined> {
   const res = await connection.range(
     { key: Buffer.from(keys.checkpoint) },
     `reading the checkpoint pointer of ${keys.prefix}`,
@@ -195,6 +224,7 @@ async function readPointerKey(
   try {
     return {
       pointer: JSON.parse(kv.value.toString()) as CheckpointPointer,
+      value: kv.value,
       modRevision: String(kv.mod_revision),
     };
   } catch (error) {
@@ -206,7 +236,7 @@ async function readPointerKey(
 
 /**
  * Runs `success` if `owner` still owns the bucket (NOT_COORDINATOR otherwise) and, with `also`, if
- * its compare holds too (`also.conflict()` otherwise).
+ * its compare holds too (`also.conflict()` otherwise); returns the revision it made.
  */
 async function fencedWrite(
   connection: EtcdConnection,
@@ -215,14 +245,14 @@ async function fencedWrite(
   success: ITxnRequest['success'],
   what: string,
   also?: { compare: ICompare; conflict: () => OffsetStoreError },
-): Promise<void> {
+): Promise<string> {
   const compare: ICompare[] = [ownerCompare(keys, owner)];
   if (also !== undefined) compare.push(also.compare);
   const res = await connection.txn(
     { compare, success, failure: [rangeOp(keys.owner)] },
     `${what} of ${keys.prefix}`,
   );
-  if (res.succeeded) return;
+  if (res.succeeded) return String(res.header.revision);
   const ownerNow = kvOf(res.responses[0]);
   if (also === undefined || ownerNow === undefined || !ownerNow.value.equals(owner.value))
     throw notOwner(keys, owner, ownerNow);

@@ -7,6 +7,7 @@ import {
   ClusterKeys,
   EtcdConnection,
   claimBucket,
+  etcdError,
   prefixEnd,
   readEtcdCheckpoint,
   writeEtcdCheckpoint,
@@ -106,5 +107,34 @@ describe('etcd checkpoints', () => {
     const loaded = await readEtcdCheckpoint(connection, bucket);
     expect(loaded?.pointer.logOffset).toBe(9);
     expect(loaded?.pointer.id).not.toBe(newer.id);
+  });
+
+  it("never let an earlier checkpoint's cleanup whose answer was lost delete a later checkpoint's chunks", async () => {
+    const { keys, owner } = await owned();
+    const bucket = keys.bucket(0);
+    // The first checkpoint's cleanup gets no answer and is held back; it reaches etcd while the
+    // second checkpoint is being written (after its chunks, before its pointer switch).
+    let held: { request: Parameters<EtcdConnection['txn']>[0]; what: string } | undefined;
+    const late = overrideConnection(connection, {
+      txn: async (request, what) => {
+        if (held === undefined && what.startsWith('deleting the other checkpoints')) {
+          held = { request, what };
+          throw etcdError(new Error('deadline exceeded'), what);
+        }
+        if (held !== undefined && what.startsWith('switching the checkpoint pointer')) {
+          const { request: lost, what: lostWhat } = held;
+          await connection.txn(lost, lostWhat).catch(() => undefined);
+        }
+        return connection.txn(request, what);
+      },
+    });
+    await expect(writeEtcdCheckpoint(late, bucket, owner, stateOf(5), 1000)).rejects.toSatisfy(
+      (e) => isOffsetStoreError(e, 'REQUEST_TIMED_OUT'),
+    );
+    const second = await writeEtcdCheckpoint(late, bucket, owner, stateOf(8), 2000);
+    const loaded = await readEtcdCheckpoint(connection, bucket);
+    expect(loaded?.pointer).toEqual(second);
+    expect(loaded?.state.appliedLogOffset).toBe(7);
+    expect(await chunkIds(keys)).toEqual([second.id]);
   });
 });

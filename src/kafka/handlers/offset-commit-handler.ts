@@ -8,7 +8,8 @@
  *   (UNKNOWN_MEMBER_ID, as Kafka does);
  * - otherwise a member, fenced by the store. The group's type says how to read the generation field
  *   (v9 carries either): in a consumer-protocol group it is the member epoch
- *   (`{ memberId, memberEpoch }`); in a classic group the generation (`{ generationId, memberId,
+ *   (`{ memberId, memberEpoch }`; an epoch other than the member's is STALE_MEMBER_EPOCH, older or
+ *   newer, as a broker answers); in a classic group the generation (`{ generationId, memberId,
  *   groupInstanceId }`: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
  *   REBALANCE_IN_PROGRESS while the group waits for its leader's assignment). For a group id with no
  *   group, v9 reads a member epoch and v2-8 a generation, so the refusal is the one the client's
@@ -119,12 +120,23 @@ export function commitOffsetColumns(
   try {
     member = committingMember(context, request, apiVersion);
   } catch (error) {
-    return settle(context.errorCodeOf(error, 'OffsetCommit'));
+    return settle(commitErrorCode(context, error));
   }
   return context.store[COMMIT_NORMALIZED](groupId, commits, member).then(
     () => answer,
-    (error: unknown) => settle(context.errorCodeOf(error, 'OffsetCommit')),
+    (error: unknown) => settle(commitErrorCode(context, error)),
   );
+}
+
+/**
+ * The Kafka code of a refused commit. A member epoch newer than the member's is FENCED_MEMBER_EPOCH
+ * in the store; a broker answers a commit with any epoch other than the member's with
+ * STALE_MEMBER_EPOCH, which a client retries once its next heartbeat has told it where it stands
+ * (FENCED_MEMBER_EPOCH would end a Java consumer's commit as an unexpected error).
+ */
+function commitErrorCode(context: HandlerContext, error: unknown): number {
+  const code = context.errorCodeOf(error, 'OffsetCommit');
+  return code === KAFKA_ERROR.FENCED_MEMBER_EPOCH ? KAFKA_ERROR.STALE_MEMBER_EPOCH : code;
 }
 
 /**

@@ -1,8 +1,15 @@
 /**
  * EtcdConnection: the one way this package talks to etcd. Every call carries a deadline
- * (`callTimeoutMs`), and the etcd3 client's own retries and circuit breaker are switched off: they
- * hid a leader failover for 7 s with no error when measured on a 3-member cluster, and a caller
- * that must resolve an unknown outcome needs to know at once that a call failed.
+ * (`callTimeoutMs`), and the etcd3 client's own retries are switched off: they hid a leader
+ * failover for 7 s with no error when measured on a 3-member cluster, and a caller that must
+ * resolve an unknown outcome needs to know at once that a call failed.
+ *
+ * Members that fail are avoided: the client sends each call to one member picked at random, so with
+ * one of three members down or cut off a third of all calls would fail, every keepalive and every
+ * page of a recovery among them. With more than one endpoint, a call that gets no answer from a
+ * member opens that member's circuit for MEMBER_AVOIDED_MS: calls go to the other members
+ * meanwhile, then one call tries it again. Reads (`range`), which change nothing, are retried at once
+ * on another member while the deadline of the first attempt has not been reached twice over.
  *
  * Errors become OffsetStoreErrors that say whether the call's outcome is known:
  * - etcd refused the request before applying it: REPLICA_NO_SPACE (the NOSPACE alarm: the backend
@@ -21,8 +28,16 @@ import {
   type IDeleteRangeRequest,
   type IDeleteRangeResponse,
   type Lease,
+  GRPCResourceExhastedError,
+  isRecoverableError,
 } from 'etcd3';
-import { noop } from 'cockatiel';
+import {
+  ConsecutiveBreaker,
+  circuitBreaker,
+  handleWhen,
+  isBrokenCircuitError,
+  noop,
+} from 'cockatiel';
 import { OffsetStoreError } from '../errors/index.js';
 
 /** Options of a connection. */
@@ -39,6 +54,9 @@ export interface EtcdConnectionOptions {
 
 /** Default deadline of one etcd call. */
 export const ETCD_CALL_TIMEOUT_MS = 2000;
+
+/** How long calls avoid a member that left one without an answer, ms (then one call tries it again). */
+export const MEMBER_AVOIDED_MS = 2000;
 
 /**
  * Default largest response a connection takes, bytes (gRPC's own default is 4 MiB, less than a
@@ -86,6 +104,17 @@ export function etcdError(error: unknown, what: string): OffsetStoreError {
   return unknown;
 }
 
+/**
+ * True for an error of the etcd client that says a member did not answer (deadline passed,
+ * unreachable, call cancelled): a reason to try another member. Not for etcd's own refusals.
+ */
+function unanswered(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  // RESOURCE_EXHAUSTED is an answer: etcd's NOSPACE alarm, or a response over responseBytesMax.
+  if (error instanceof GRPCResourceExhastedError) return false;
+  return isRecoverableError(error) || isBrokenCircuitError(error);
+}
+
 /** True when `error` says an etcd response was over the connection's `responseBytesMax` (ask for less). */
 export function responseTooLarge(error: unknown): boolean {
   for (let e = error; e instanceof Error; e = e.cause)
@@ -111,7 +140,16 @@ export class EtcdConnection {
       hosts: [...options.endpoints],
       dialTimeout: options.dialTimeoutMs ?? ETCD_CALL_TIMEOUT_MS,
       grpcOptions: { 'grpc.max_receive_message_length': this.responseBytesMax },
-      faultHandling: { host: () => noop, global: noop },
+      faultHandling: {
+        host: () =>
+          options.endpoints.length > 1
+            ? circuitBreaker(handleWhen(unanswered), {
+                halfOpenAfter: MEMBER_AVOIDED_MS,
+                breaker: new ConsecutiveBreaker(1),
+              })
+            : noop,
+        global: noop,
+      },
       defaultCallOptions: (context) =>
         context.isStream ? {} : { deadline: Date.now() + this.callTimeoutMs },
     });
@@ -130,8 +168,16 @@ export class EtcdConnection {
     }
   }
 
-  /** One range read (linearizable unless the request says serializable). */
+  /**
+   * One range read (linearizable unless the request says serializable). A read that gets no answer
+   * is sent again, to another member when there is one (the first is avoided for now).
+   */
   async range(request: IRangeRequest, what: string): Promise<IRangeResponse> {
+    try {
+      return await this.client.kv.range(request, this.#deadline());
+    } catch (error) {
+      if (!unanswered(error)) throw etcdError(error, what);
+    }
     try {
       return await this.client.kv.range(request, this.#deadline());
     } catch (error) {

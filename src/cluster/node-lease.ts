@@ -1,6 +1,7 @@
 /**
  * NodeLease: a node's etcd lease, kept alive by this class (one keepalive every third of the TTL,
- * each with a deadline) rather than by the client's stream, so that the node knows at every moment
+ * each with a deadline of at most a third of the TTL; one that gets no answer is sent again at
+ * once, and the connection sends it to another member) rather than by the client's stream, so that the node knows at every moment
  * until when etcd has promised the lease: a keepalive sent at time t and answered with TTL s
  * extends the lease to at least t + s on etcd's side.
  *
@@ -16,6 +17,9 @@
 import type { Lease } from 'etcd3';
 import { OffsetStoreError } from '../errors/index.js';
 import { etcdError, type EtcdConnection } from './etcd-connection.js';
+
+/** Delay before a keepalive that got no answer is sent again, ms. */
+const KEEPALIVE_RETRY_MS = 50;
 
 /** Options of a node lease. */
 export interface NodeLeaseOptions {
@@ -76,9 +80,9 @@ export class NodeLease {
     return this.#options.safetyMs ?? (this.#options.ttlSeconds * 1000) / 6;
   }
 
-  #schedule(): void {
+  #schedule(delayMs = (this.#options.ttlSeconds * 1000) / 3): void {
     if (this.#stopped || this.#lost) return;
-    this.#timer = setTimeout(() => void this.#keepAlive(), (this.#options.ttlSeconds * 1000) / 3);
+    this.#timer = setTimeout(() => void this.#keepAlive(), delayMs);
   }
 
   async #keepAlive(): Promise<void> {
@@ -86,10 +90,15 @@ export class NodeLease {
     if (performance.now() >= this.#confirmedUntilMs)
       return this.#lose('no keepalive was answered before the lease ran out');
     const sentMs = performance.now();
+    // Short enough that a keepalive lost to one member leaves time for another before the lease ends.
+    const timeoutMs = Math.min(
+      this.#connection.callTimeoutMs,
+      (this.#options.ttlSeconds * 1000) / 3,
+    );
     try {
       const res = await withDeadline(
-        this.#lease.keepaliveOnce({ deadline: Date.now() + this.#connection.callTimeoutMs }),
-        this.#connection.callTimeoutMs,
+        this.#lease.keepaliveOnce({ deadline: Date.now() + timeoutMs }),
+        timeoutMs,
         'keeping the lease alive',
       );
       if (Number(res.TTL) <= 0) return this.#lose('etcd says the lease expired');
@@ -97,7 +106,12 @@ export class NodeLease {
     } catch (error) {
       if (/lease.*(not found|expired)|requested lease not found/i.test((error as Error).message))
         return this.#lose(`etcd refused the keepalive: ${(error as Error).message}`);
-      // no answer: try again; the lease runs out on its own if none comes
+      // No answer: try again soon (the member that did not answer is avoided for now); the lease
+      // runs out on its own if no answer comes.
+      if (performance.now() >= this.#confirmedUntilMs)
+        return this.#lose('no keepalive was answered before the lease ran out');
+      this.#schedule(KEEPALIVE_RETRY_MS);
+      return;
     }
     if (performance.now() >= this.#confirmedUntilMs)
       return this.#lose('no keepalive was answered before the lease ran out');

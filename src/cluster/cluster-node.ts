@@ -15,6 +15,13 @@
  *   back in Stable or Empty (OffsetsBucket.fromTable).
  * - When the lease is lost every bucket stops at once (its log fail-stops with NOT_COORDINATOR, the
  *   store unhosts it); the node then registers again with a new lease and claims anew.
+ * - One process per node id: a registration is written only while the node's key is absent or
+ *   under this node's own lease. A second process started under a live node's id waits for the key
+ *   to go (it does when a crashed predecessor's lease expires), then fails to start
+ *   (INVALID_CONFIG); without this, each would release the other's ownership keys (they name the
+ *   same node) and both would serve the same buckets.
+ * - A node serves a bucket only while etcd's ownership key holds its token: one that holds another
+ *   (or none) makes the node give the bucket up at the next reconcile.
  *
  * Reconciling, every `reconcileIntervalMs` (a step at a time, so one bucket's failure does not stop
  * the others):
@@ -139,7 +146,16 @@ export class ClusterNode {
     try {
       await node.#checkConfig();
       options.store.setServingGuard(() => node.#lease?.valid() === true);
-      await node.#register();
+      const waitUntilMs = performance.now() + 2 * (options.leaseTtlSeconds ?? 3) * 1000 + 1000;
+      while (!(await node.#register())) {
+        if (performance.now() >= waitUntilMs) {
+          throw new OffsetStoreError(
+            'INVALID_CONFIG',
+            `node id ${node.nodeId} is registered under ${node.#keys.prefix} by another process, whose lease has lived on for ${Math.round(2 * (options.leaseTtlSeconds ?? 3) + 1)} s: give each node an id of its own`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
       await node.reconcile();
     } catch (error) {
       await node.close().catch(() => {});
@@ -206,31 +222,55 @@ export class ClusterNode {
     }
   }
 
-  /** Takes a new lease and registers under it. */
-  async #register(): Promise<void> {
-    this.#lease = await NodeLease.grant(this.#connection, {
-      ttlSeconds: this.#options.leaseTtlSeconds ?? 3,
-      onLost: (reason) => this.#onLeaseLost(reason),
-    });
-    await this.#putRegistration(this.#lease);
+  /**
+   * Registers under the current lease, or a new one if there is none or it was lost; false while
+   * another lease holds this node id's key (see #putRegistration).
+   */
+  async #register(): Promise<boolean> {
+    if (this.#lease === undefined || this.#lease.lost) {
+      this.#lease = await NodeLease.grant(this.#connection, {
+        ttlSeconds: this.#options.leaseTtlSeconds ?? 3,
+        onLost: (reason) => this.#onLeaseLost(reason),
+      });
+      this.#leaseIds.add(this.#lease.id);
+    }
+    return this.#putRegistration(this.#lease);
   }
 
-  /** Writes this node's registration, attached to `lease`. */
-  async #putRegistration(lease: NodeLease): Promise<void> {
-    await this.#connection.txn(
+  /** Every lease this node was granted (a registration under one of them is this node's own). */
+  readonly #leaseIds = new Set<string>();
+
+  /**
+   * Writes this node's registration, attached to `lease`, if the key is absent or under a lease of
+   * this node's (the current one, or one it lost); false if another lease holds it: another process
+   * under this node id, or this id's process before a restart, until etcd expires its lease.
+   */
+  async #putRegistration(lease: NodeLease): Promise<boolean> {
+    const key = Buffer.from(this.#keys.node(this.nodeId));
+    const put = {
+      request_put: { key, value: Buffer.from(JSON.stringify(this.#options.node)), lease: lease.id },
+    };
+    const what = `registering node ${this.nodeId}`;
+    const created = await this.#connection.txn(
       {
-        success: [
-          {
-            request_put: {
-              key: Buffer.from(this.#keys.node(this.nodeId)),
-              value: Buffer.from(JSON.stringify(this.#options.node)),
-              lease: lease.id,
-            },
-          },
-        ],
+        compare: [{ key, target: 'Create', result: 'Equal', create_revision: '0' }],
+        success: [put],
+        failure: [{ request_range: { key } }],
       },
-      `registering node ${this.nodeId}`,
+      what,
     );
+    if (created.succeeded) return true;
+    const holder = created.responses[0]?.response_range?.kvs[0]?.lease;
+    // (No holder: the key went meanwhile; the next attempt creates it.)
+    if (holder === undefined || !this.#leaseIds.has(String(holder))) return false;
+    const taken = await this.#connection.txn(
+      {
+        compare: [{ key, target: 'Lease', result: 'Equal', lease: String(holder) }],
+        success: [put],
+      },
+      what,
+    );
+    return taken.succeeded;
   }
 
   /** The lease is gone: every bucket stops now; the next reconcile registers again. */
@@ -273,16 +313,33 @@ export class ClusterNode {
 
   async #reconcile(): Promise<void> {
     if (this.#closed) return;
-    if (this.#lease === undefined || this.#lease.lost) await this.#register();
+    let registered = true;
+    if (this.#lease === undefined || this.#lease.lost) registered = await this.#register();
     await this.#readView();
-    if (this.#lease?.valid() === true && !this.#nodes.some((n) => n.nodeId === this.nodeId)) {
-      await this.#putRegistration(this.#lease);
+    if (
+      registered &&
+      this.#lease?.valid() === true &&
+      !this.#nodes.some((n) => n.nodeId === this.nodeId)
+    ) {
+      registered = await this.#putRegistration(this.#lease);
       await this.#readView();
     }
     const live = this.#nodes.map((n) => n.nodeId);
     for (const [bucket, owned] of [...this.#owned]) {
-      if (rendezvousOwner(bucket, live) !== this.nodeId || owned.log.failed)
+      const key = this.#owners.get(bucket);
+      if (
+        rendezvousOwner(bucket, live) !== this.nodeId ||
+        owned.log.failed ||
+        key === undefined ||
+        !key.value.equals(owned.token.value)
+      )
         await this.#giveUp(bucket, owned);
+    }
+    if (!registered) {
+      this.#warn(
+        `node id ${this.nodeId} is registered under another lease (another process under this id, or this node's lease from before it was lost, until etcd expires it): it claims no bucket meanwhile`,
+      );
+      return;
     }
     for (const [bucket, token] of [...this.#owners]) {
       if (token.nodeId !== this.nodeId || this.#owned.has(bucket)) continue;

@@ -9,6 +9,7 @@ import {
   ClusterNode,
   ClusterKeys,
   EtcdConnection,
+  NodeLease,
   readEtcdCheckpoint,
   rendezvousOwner,
 } from '../../src/cluster/index.js';
@@ -210,6 +211,98 @@ describe('cluster nodes on a 3-member etcd', () => {
       expect((await nodes[0]!.node.status()).nodes.map((n) => n.nodeId)).toEqual(['n1']);
       await settled(nodes);
       await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    } finally {
+      connection.close();
+      await stopAll(nodes);
+    }
+  });
+
+  it('refuses to start a second process under the id of a live node, and starts one under the id of a node whose lease ran out', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const nodes = await startNodes(prefix, ['n1'], warnings);
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    try {
+      await settled(nodes);
+      const startedMs = Date.now();
+      const twin = ClusterNode.start({
+        endpoints: etcd.endpoints,
+        prefix,
+        node: { nodeId: 'n1', brokerId: 9, host: '127.0.0.1', port: 9100 },
+        store,
+        leaseTtlSeconds: 2,
+        reconcileIntervalMs: 100,
+      });
+      await expect(twin).rejects.toSatisfy(
+        (e) =>
+          isOffsetStoreError(e, 'INVALID_CONFIG') && /node id n1 is registered/.test(e.message),
+      );
+      expect(Date.now() - startedMs).toBeGreaterThanOrEqual(4000);
+      // The first still owns and serves every bucket.
+      await settled(nodes);
+      await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+      // A registration left by a process that died (its lease is no longer kept alive): a new
+      // process under that id starts once etcd expires it.
+      const crashed = await NodeLease.grant(connection, { ttlSeconds: 2, onLost: () => {} });
+      await connection.txn(
+        {
+          success: [
+            {
+              request_put: {
+                key: Buffer.from(new ClusterKeys(prefix).node('n2')),
+                value: Buffer.from(
+                  JSON.stringify({ nodeId: 'n2', brokerId: 2, host: 'h', port: 1 }),
+                ),
+                lease: crashed.id,
+              },
+            },
+          ],
+        },
+        'test',
+      );
+      await crashed.stop(false);
+      const restarted = await ClusterNode.start({
+        endpoints: etcd.endpoints,
+        prefix,
+        node: { nodeId: 'n2', brokerId: 2, host: '127.0.0.1', port: 9101 },
+        store,
+        leaseTtlSeconds: 2,
+        reconcileIntervalMs: 100,
+      });
+      nodes.push({ node: restarted, store });
+      await settled(nodes);
+    } finally {
+      connection.close();
+      await stopAll(nodes);
+    }
+  });
+
+  it('gives up a bucket whose ownership key no longer holds its token (an operator deleted or rewrote it)', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const nodes = await startNodes(prefix, ['n1'], warnings);
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    try {
+      await settled(nodes);
+      const keys = new ClusterKeys(prefix).bucket(3);
+      await connection.txn(
+        {
+          success: [
+            {
+              request_put: {
+                key: Buffer.from(keys.owner),
+                value: Buffer.from(JSON.stringify({ nodeId: 'n9', epoch: 99 })),
+              },
+            },
+          ],
+        },
+        'test',
+      );
+      const deadline = Date.now() + 5000;
+      while (nodes[0]!.node.ownedBuckets().includes(3) && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(nodes[0]!.node.ownedBuckets()).not.toContain(3);
     } finally {
       connection.close();
       await stopAll(nodes);

@@ -452,6 +452,13 @@ export class ClusterNode {
   /** Stops serving `bucket` (requests get NOT_COORDINATOR at once), lets its log settle, and releases it. */
   async #giveUp(bucket: number, owned: OwnedBucket): Promise<void> {
     this.#owned.delete(bucket);
+    // Appends not sent yet go to the next owner (retriable); only the round in flight is waited for.
+    owned.log.refuseAppends(
+      new OffsetStoreError(
+        'NOT_COORDINATOR',
+        `node ${this.nodeId} is giving offsets-bucket ${bucket} up: find the coordinator again`,
+      ),
+    );
     try {
       await this.#options.store.unhostBucket(bucket);
     } catch (error) {

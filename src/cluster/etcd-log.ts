@@ -431,10 +431,10 @@ export class EtcdLog implements LogPort {
    * comment) until one gets an answer or `resolveTimeoutMs` passes. True if the round landed.
    */
   async #resolveUnknown(start: number, end: number, cause: OffsetStoreError): Promise<boolean> {
-    const deadlineMs = Date.now() + this.#limits.resolveTimeoutMs;
+    const deadlineMs = performance.now() + this.#limits.resolveTimeoutMs;
     let delayMs = 25;
     let last: unknown = cause;
-    while (Date.now() < deadlineMs && !this.#closedHard) {
+    while (performance.now() < deadlineMs && !this.#closedHard) {
       try {
         const res = await this.#connection.txn(
           {
@@ -495,6 +495,15 @@ export class EtcdLog implements LogPort {
     const queued = this.#queue;
     this.#queue = [];
     for (const entry of [...round, ...queued]) entry.reject(this.#failure);
+  }
+
+  /**
+   * Stops taking appends (its owner gives the bucket up): queued appends and every later one reject
+   * with `error` at once; the round in flight still settles as it would, its resolution included,
+   * so that closing waits for that round only, not for every queued one.
+   */
+  refuseAppends(error: OffsetStoreError): void {
+    this.#failStop(error, []);
   }
 
   /**

@@ -5,7 +5,7 @@
  * history, and a batch over etcd's request limit is refused before anything is sent.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isOffsetStoreError, type OffsetStoreError } from '../../src/errors/index.js';
+import { isOffsetStoreError, OffsetStoreError } from '../../src/errors/index.js';
 import {
   ClusterKeys,
   EtcdConnection,
@@ -168,6 +168,40 @@ describe('etcd log', () => {
     expect(found.map((f) => f.logOffset)).toEqual([0, 1]);
     expect(found[1]!.bytes.subarray(48).equals(testBatch(2).subarray(48))).toBe(true);
     await log.close();
+  });
+
+  it('refuses the queued appends of a log whose owner gives it up, and settles only the round in flight', async () => {
+    const keys = freshKeys();
+    const token = await claimed(keys, 'n1');
+    let slowRounds = 0;
+    const txn: EtcdConnection['txn'] = async (request, what) => {
+      if (what.startsWith('appending')) {
+        slowRounds++;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      return connection.txn(request, what);
+    };
+    const log = await EtcdLog.open({
+      connection: overrideConnection(connection, { txn }),
+      keys: keys.bucket(0),
+      owner: token,
+      roundBatchesMax: 1,
+    });
+    const first = log.append(testBatch(0));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // its round is in flight
+    const queued = Array.from({ length: 4 }, (_, n) => log.append(testBatch(1 + n)));
+    log.refuseAppends(new OffsetStoreError('NOT_COORDINATOR', 'giving the bucket up'));
+    for (const r of await Promise.allSettled(queued))
+      expect(r.status === 'rejected' && isOffsetStoreError(r.reason, 'NOT_COORDINATOR')).toBe(true);
+    await expect(log.append(testBatch(9))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'NOT_COORDINATOR'),
+    );
+    expect(await first).toBe(0);
+    await log.close();
+    expect(slowRounds).toBe(1);
+    const reader = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: token });
+    expect((await scanAll(reader)).map((f) => f.logOffset)).toEqual([0]);
+    await reader.close();
   });
 
   it("refuses a batch over etcd's request limit before sending anything", async () => {

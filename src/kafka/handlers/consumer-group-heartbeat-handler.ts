@@ -142,6 +142,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
     ...(tableIds !== undefined &&
     (request.subscribedTopicNames !== null ||
       notes === undefined ||
+      notes.tableIds === undefined ||
       !sameIds(tableIds, notes.tableIds))
       ? { subscribedTableIds: tableIds }
       : {}),
@@ -204,8 +205,8 @@ function remember(
   }
   const previous = context.members.get(groupId, response.memberId);
   context.members.set(groupId, response.memberId, {
-    topicNames: topicNames ?? previous?.topicNames ?? [],
-    tableIds: tableIds ?? previous?.tableIds ?? [],
+    topicNames: topicNames ?? previous?.topicNames,
+    tableIds: tableIds ?? previous?.tableIds,
     clientId: clientId ?? '',
     clientHost: peer.clientHost,
   });

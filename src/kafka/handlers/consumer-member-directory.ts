@@ -10,15 +10,19 @@
  * the automatic subscription update and their client ids in describes, until they send their
  * subscriptions again). Entries of members that left or were fenced are removed; those of members
  * whose sessions expired age out this way.
- * In memory only: after a restart members send their subscription again when they rejoin.
+ * In memory only. After a restart, a member the store restored goes on heartbeating without its
+ * subscription: its names are then unknown (undefined) until it sends them again, describes show
+ * the topics of the tables the store has for it, and a subscribed topic that did not exist before
+ * the restart reaches it only once it sends its subscription again (when it changes, or on a
+ * rejoin).
  */
 
 /** What is remembered of one member. */
 export interface MemberNotes {
-  /** The topic names it subscribed to, sorted. */
-  readonly topicNames: readonly string[];
-  /** The table ids last sent to the store for those names, sorted. */
-  readonly tableIds: readonly number[];
+  /** The topic names it subscribed to, sorted; undefined while unknown (see above). */
+  readonly topicNames: readonly string[] | undefined;
+  /** The table ids last sent to the store for those names, sorted; undefined with them. */
+  readonly tableIds: readonly number[] | undefined;
   /** The client id of its last heartbeat's request header. */
   readonly clientId: string;
   /** The address its last heartbeat came from. */
@@ -82,7 +86,7 @@ export class ConsumerMemberDirectory {
 
 function charsOf(k: string, notes: MemberNotes): number {
   let chars = k.length + notes.clientId.length + notes.clientHost.length;
-  for (const name of notes.topicNames) chars += name.length;
+  for (const name of notes.topicNames ?? []) chars += name.length;
   return chars;
 }
 

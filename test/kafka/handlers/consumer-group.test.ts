@@ -325,4 +325,40 @@ describe('ConsumerGroupDescribe', () => {
     ]);
     expect(unknown).toMatchObject({ errorCode: KAFKA_ERROR.GROUP_ID_NOT_FOUND, groupId: 'nope' });
   });
+
+  it("keeps showing a member's subscription after a restart, when its heartbeats omit it", async () => {
+    const { t, client: first } = await start();
+    const joined = await first.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: ['orders', 'audit'],
+    });
+    await first.close();
+    await t.close();
+    // The restarted server has the member from the store, and nothing of what it remembered.
+    running = await startTestServer({
+      dir: t.dir,
+      server: {
+        topics: [
+          { name: 'orders', partitions: 4 },
+          { name: 'audit', partitions: 1 },
+        ],
+      },
+    });
+    client = await RawKafkaClient.connect(running.server.port, {});
+    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+    });
+    expect(beat.errorCode).toBe(0);
+    const described = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] });
+    expect(described.groups[0]!.members[0]).toMatchObject({
+      memberId: 'm',
+      subscribedTopicNames: ['audit', 'orders'],
+    });
+  });
 });

@@ -28,7 +28,8 @@ describe('consumer member directory', () => {
     for (let m = 0; m < 50; m++) {
       const n = directory.get('g', `m${m}`);
       if (n !== undefined)
-        held += `g\u0000m${m}`.length + 1 + 10 + n.topicNames.reduce((a, t) => a + t.length, 0);
+        held +=
+          `g\u0000m${m}`.length + 1 + 10 + (n.topicNames ?? []).reduce((a, t) => a + t.length, 0);
     }
     expect(directory.chars).toBe(held);
   });

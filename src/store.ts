@@ -193,8 +193,8 @@ export class OffsetStore {
 
   /**
    * Hosted mode: serves offsets-bucket `index` from `table` (recovered by the caller, through its
-   * log port): the group coordinator is restored from the table's group snapshots (every group
-   * Stable or Empty) before the first request reaches it.
+   * log port): the group coordinator is restored from the table's group snapshots (each group as
+   * its last snapshot had it) before the first request reaches it.
    */
   async hostBucket(
     index: number,

@@ -4,14 +4,11 @@
  *
  * How it changes state: every change is a handler (group-handlers.ts) run on the group's
  * OperationLane; the handler emits records, which replay into the GroupStateMachine. After each
- * operation, if the group changed and is now Stable or Empty, its snapshot is written through the
- * GroupSnapshotWriter port and the operation completes only once it is durable. Nothing else is
- * persisted: a crash loses the in-flight rebalance, which recovery aborts (members come back at the
- * snapshot's epochs; a member that shows up with a newer epoch is fenced and rejoins). One exception:
- * an admin removal of some members of a Stable group leaves the group Reconciling until the others
- * heartbeat, which members restored in a short-lived admin process never do; so that removal writes
- * the Stable snapshot it started from, without the removed members, at the new group epoch (recovery
- * then restores the others at their epochs, Assigning, and their next heartbeat computes the target).
+ * operation that changed the group, in whatever state it is now, its snapshot is written through
+ * the GroupSnapshotWriter port and the operation completes only once it is durable: what a member
+ * was told (its epoch, its assignment, a bucket to release) survives a restart, and a rebalance in
+ * flight goes on after it where it stood (as a broker writes its records before it answers).
+ * Heartbeats that change nothing (a Stable group's) write nothing.
  *
  * Invariants:
  *  - operations of one group never interleave (the lane), so a snapshot is written from a state no
@@ -67,7 +64,6 @@ import {
   parseGroupSnapshot,
   snapshotOf,
   snapshotToRecords,
-  type GroupSnapshot,
   type GroupSnapshotWriter,
   type StoredGroupSnapshot,
 } from './group-snapshot.js';
@@ -279,9 +275,9 @@ export class GroupCoordinator {
   }
 
   /**
-   * Ends loading: every restored member gets a fresh session (from now), and groups whose tables'
-   * registered layouts differ from their snapshot's start a rebalance. Heartbeats and queries are
-   * accepted from now on.
+   * Ends loading: every restored member gets a fresh session (from now), one that was releasing
+   * buckets a fresh rebalance timeout too, and groups whose tables' registered layouts differ from
+   * their snapshot's start a rebalance. Heartbeats and queries are accepted from now on.
    */
   onLoadComplete(): void {
     this.#ensureNotClosed();
@@ -289,8 +285,16 @@ export class GroupCoordinator {
     this.#phase = 'active';
     for (const group of this.#machine.groups()) {
       this.#runtime(group.groupId).dirty = false;
-      for (const member of group.members.values())
+      for (const member of group.members.values()) {
         this.#timers.scheduleSession(group.groupId, member.memberId, member.sessionTimeoutMs);
+        if (member.state === 'UNREVOKED_PARTITIONS')
+          this.#timers.scheduleRebalance(
+            group.groupId,
+            member.memberId,
+            member.memberEpoch,
+            member.rebalanceTimeoutMs,
+          );
+      }
       if (group.members.size > 0 && layoutsChanged(group, this.#layouts))
         this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
     }
@@ -543,30 +547,7 @@ export class GroupCoordinator {
     }
     if (this.classic.memberCount(groupId) !== null)
       return this.classic.removeMembers(groupId, removal);
-    const runtime = this.#runtime(groupId);
-    return runtime.lane.run(() => {
-      const before = this.#machine.get(groupId);
-      const stableBefore = before?.state() === 'Stable' ? snapshotOf(before) : null;
-      return this.#execute(
-        groupId,
-        runtime,
-        (op) => removeMembersByAdmin(op, groupId, removal),
-        (removed) => {
-          if (stableBefore === null || removed.length === 0) return null;
-          const gone = new Set(removed.map((m) => m.memberId));
-          const group = this.#machine.get(groupId);
-          assert(
-            group !== undefined && group.members.size > 0,
-            `group ${groupId} is not at a generation boundary, so it has members`,
-          );
-          return {
-            ...stableBefore,
-            groupEpoch: group.groupEpoch,
-            members: stableBefore.members.filter((m) => !gone.has(m.memberId)),
-          };
-        },
-      );
-    });
+    return this.#submit(groupId, (op) => removeMembersByAdmin(op, groupId, removal));
   }
 
   /** Cancels all timers; every later call (and every queued operation) fails with STORE_CLOSED. Idempotent. */
@@ -587,15 +568,11 @@ export class GroupCoordinator {
     return runtime.lane.run(() => this.#execute(groupId, runtime, handler));
   }
 
-  /**
-   * Runs a handler and writes the group's snapshot if it reached a generation boundary; otherwise,
-   * when `durableView` gives one, that snapshot (the group stays dirty: its state is ahead of it).
-   */
+  /** Runs a handler and writes the group's snapshot if the group changed (or an earlier write failed). */
   #execute<T>(
     groupId: string,
     runtime: GroupRuntime,
     handler: (op: GroupOperation) => T,
-    durableView?: (result: T) => GroupSnapshot | null,
   ): T | Promise<T> {
     this.#ensureNotClosed();
     const op = new GroupOperation(this.#env);
@@ -610,24 +587,14 @@ export class GroupCoordinator {
       if (this.#machine.get(groupId) === undefined)
         queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
     }
-    const write =
-      this.#writeSnapshotIfBoundary(groupId, runtime) ??
-      this.#writeDurableView(groupId, durableView?.(result) ?? null);
+    const write = this.#writeSnapshotIfChanged(groupId, runtime);
     return write === null ? result : write.then(() => result);
   }
 
-  #writeDurableView(groupId: string, snapshot: GroupSnapshot | null): Promise<void> | null {
-    if (snapshot === null) return null;
-    this.#snapshotsWritten++;
-    return this.#writer.writeSnapshot(groupId, snapshot);
-  }
-
-  /** Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary). */
-  #writeSnapshotIfBoundary(groupId: string, runtime: GroupRuntime): Promise<void> | null {
+  /** Writes the snapshot when the group changed since its last durable one. */
+  #writeSnapshotIfChanged(groupId: string, runtime: GroupRuntime): Promise<void> | null {
     const group = this.#machine.get(groupId);
     if (group === undefined || !runtime.dirty) return null;
-    const state = group.state();
-    if (state !== 'Stable' && state !== 'Empty') return null;
     const snapshot = snapshotOf(group);
     runtime.dirty = false;
     this.#snapshotsWritten++;

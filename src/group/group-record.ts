@@ -4,8 +4,8 @@
  * during recovery, where a persisted GroupSnapshot is expanded back into records
  * (`snapshotToRecords`). So "recovered state equals live state" holds by construction.
  *
- * Records are in-memory only: the coordinator persists just the group snapshot, at generation
- * boundaries. They mirror Kafka's consumer-group records (group epoch, member metadata, target
+ * Records are in-memory only: the coordinator persists just the group snapshot, after every
+ * operation that changed the group. They mirror Kafka's consumer-group records (group epoch, member metadata, target
  * assignment member/epoch, current member assignment) with a tombstone variant where Kafka writes a
  * null value. Bucket sets in records are immutable and may be shared with the state they produce.
  */

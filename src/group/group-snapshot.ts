@@ -1,7 +1,9 @@
 /**
  * GroupSnapshot: the only group state that is persisted. One snapshot per group, written as an
- * upsert keyed by groupId (record type 1, docs/on-disk-format.md) when the group reaches Stable or
- * becomes Empty, and a tombstone (null) when the group is deleted. It is plain data — numbers,
+ * upsert keyed by groupId (record type 1, docs/on-disk-format.md) after every operation that changed
+ * the group, before the operation answers (so an epoch or an assignment a member was told is never
+ * lost to a restart, as a broker writes its records before answering), and a tombstone (null) when
+ * the group is deleted. It is plain data — numbers,
  * strings, arrays, plain objects and null — so it can be msgpack-encoded with `useRecords: false`
  * and decoded without shared state.
  *
@@ -14,19 +16,23 @@
  *     tableLayouts: [{ tableId, bucketCount, partitionIds | null }],
  *     members: [{ memberId, instanceId | null, memberEpoch, previousMemberEpoch, subscribedTableIds,
  *                 assignor | null, sessionTimeoutMs, rebalanceTimeoutMs,
- *                 assignment: [{ tableId, partitionId | null, bucketIds }] }] }
+ *                 assignment: [{ tableId, partitionId | null, bucketIds }],
+ *                 state?, pendingRevocation?: [...], target?: [...] }] }
+ * A member in the middle of a rebalance also has `state` (its reconciliation state, when not
+ * 'STABLE'), `pendingRevocation` (buckets it still owns and must release, when any) and `target`
+ * (its target assignment, when it differs from `assignment`); a snapshot of a Stable or Empty group
+ * has none of them, and readers take their absence as 'STABLE', none, and `assignment`.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { assert } from '../util/index.js';
 import { BUCKET_ID_MAX, type TableBucket } from '../model/index.js';
 import { BucketSet } from './bucket-set.js';
 import type { ClassicGroupSnapshot } from './classic-snapshot.js';
-import type { ConsumerMember } from './consumer-member.js';
+import type { ConsumerMember, MemberState } from './consumer-member.js';
 import type { Group } from './group.js';
 import type { GroupRecord } from './group-record.js';
 import { normalizeTableLayout, type TableLayout } from './table-layout.js';
 
-/** The persisted image of a group at a generation boundary. */
+/** The persisted image of a group. */
 export interface GroupSnapshot {
   /** The group epoch at the snapshot; epochs continue from it after a restart. */
   readonly groupEpoch: number;
@@ -37,7 +43,7 @@ export interface GroupSnapshot {
   readonly assignmentEpoch: number;
   /** The layouts the target was computed against, sorted by table id. */
   readonly tableLayouts: readonly GroupSnapshotTableLayout[];
-  /** Every member, with its reconciled assignment (which is also its target). */
+  /** Every member, with its current assignment and, in a rebalance, its target. */
   readonly members: readonly GroupSnapshotMember[];
 }
 
@@ -51,13 +57,13 @@ export interface GroupSnapshotTableLayout {
   readonly partitionIds: readonly number[] | null;
 }
 
-/** One member in a snapshot, with its reconciled assignment. */
+/** One member in a snapshot. */
 export interface GroupSnapshotMember {
   /** The member's id. */
   readonly memberId: string;
   /** Its static instance id, or null. */
   readonly instanceId: string | null;
-  /** Its member epoch, the assignment epoch it had reconciled to; restored as is. */
+  /** Its member epoch (0 joining, -2 a static member away); restored as is. */
   readonly memberEpoch: number;
   /** Its previous member epoch (see MemberAssignment). */
   readonly previousMemberEpoch: number;
@@ -71,6 +77,12 @@ export interface GroupSnapshotMember {
   readonly rebalanceTimeoutMs: number;
   /** Its buckets, one entry per table partition. */
   readonly assignment: readonly GroupSnapshotBuckets[];
+  /** Its reconciliation state; absent: 'STABLE'. */
+  readonly state?: MemberState;
+  /** Buckets it must release and still owns; absent: none. */
+  readonly pendingRevocation?: readonly GroupSnapshotBuckets[];
+  /** Its target assignment; absent: `assignment`. */
+  readonly target?: readonly GroupSnapshotBuckets[];
 }
 
 /** Buckets of one table partition (`partitionId` null for a non-partitioned table). */
@@ -102,14 +114,11 @@ export interface GroupSnapshotWriter {
   writeSnapshot(groupId: string, snapshot: StoredGroupSnapshot | null): Promise<void>;
 }
 
-/** Builds the snapshot of a group that is Stable or Empty. */
+/** Builds the snapshot of a group, in whatever state it is. */
 export function snapshotOf(group: Group): GroupSnapshot {
-  const state = group.state();
-  assert(
-    state === 'Stable' || state === 'Empty',
-    `snapshot of ${group.groupId} taken while ${state}`,
+  const members = [...group.members.values()].map((m) =>
+    snapshotMember(m, group.targetOf(m.memberId)),
   );
-  const members = [...group.members.values()].map(snapshotMember);
   const tableLayouts = [...group.tableLayouts]
     .sort(([a], [b]) => a - b)
     .map(([tableId, layout]) => ({
@@ -125,17 +134,7 @@ export function snapshotOf(group: Group): GroupSnapshot {
   };
 }
 
-function snapshotMember(member: ConsumerMember): GroupSnapshotMember {
-  // Sorted refs put each table partition's buckets next to each other: group runs, no keys needed.
-  const assignment: { tableId: number; partitionId: number | null; bucketIds: number[] }[] = [];
-  let run: { tableId: number; partitionId: number | null; bucketIds: number[] } | undefined;
-  for (const ref of member.assigned.toArray()) {
-    if (run === undefined || run.tableId !== ref.tableId || run.partitionId !== ref.partitionId) {
-      run = { tableId: ref.tableId, partitionId: ref.partitionId, bucketIds: [] };
-      assignment.push(run);
-    }
-    run.bucketIds.push(ref.bucketId);
-  }
+function snapshotMember(member: ConsumerMember, target: BucketSet): GroupSnapshotMember {
   return {
     memberId: member.memberId,
     instanceId: member.instanceId,
@@ -145,8 +144,28 @@ function snapshotMember(member: ConsumerMember): GroupSnapshotMember {
     assignor: member.assignor,
     sessionTimeoutMs: member.sessionTimeoutMs,
     rebalanceTimeoutMs: member.rebalanceTimeoutMs,
-    assignment,
+    assignment: runsOf(member.assigned),
+    ...(member.state === 'STABLE' ? {} : { state: member.state }),
+    ...(member.pendingRevocation.size === 0
+      ? {}
+      : { pendingRevocation: runsOf(member.pendingRevocation) }),
+    ...(target.equals(member.assigned) ? {} : { target: runsOf(target) }),
   };
+}
+
+/** Buckets as runs of one table partition each. */
+function runsOf(buckets: BucketSet): GroupSnapshotBuckets[] {
+  // Sorted refs put each table partition's buckets next to each other: group runs, no keys needed.
+  const runs: { tableId: number; partitionId: number | null; bucketIds: number[] }[] = [];
+  let run: { tableId: number; partitionId: number | null; bucketIds: number[] } | undefined;
+  for (const ref of buckets.toArray()) {
+    if (run === undefined || run.tableId !== ref.tableId || run.partitionId !== ref.partitionId) {
+      run = { tableId: ref.tableId, partitionId: ref.partitionId, bucketIds: [] };
+      runs.push(run);
+    }
+    run.bucketIds.push(ref.bucketId);
+  }
+  return runs;
 }
 
 /** The records that rebuild a group from its snapshot (the group must not exist yet). */
@@ -156,6 +175,7 @@ export function snapshotToRecords(groupId: string, snapshot: GroupSnapshot): Gro
   ];
   for (const m of snapshot.members) {
     const assigned = BucketSet.of(expandBuckets(m.assignment));
+    const target = m.target === undefined ? assigned : BucketSet.of(expandBuckets(m.target));
     records.push(
       {
         type: 'member-subscription',
@@ -176,12 +196,15 @@ export function snapshotToRecords(groupId: string, snapshot: GroupSnapshot): Gro
         assignment: {
           memberEpoch: m.memberEpoch,
           previousMemberEpoch: m.previousMemberEpoch,
-          state: 'STABLE',
+          state: m.state ?? 'STABLE',
           assigned,
-          pendingRevocation: BucketSet.EMPTY,
+          pendingRevocation:
+            m.pendingRevocation === undefined
+              ? BucketSet.EMPTY
+              : BucketSet.of(expandBuckets(m.pendingRevocation)),
         },
       },
-      { type: 'target-member', groupId, memberId: m.memberId, buckets: assigned },
+      { type: 'target-member', groupId, memberId: m.memberId, buckets: target },
     );
   }
   const tableLayouts = new Map<number, TableLayout>(
@@ -240,6 +263,24 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
   const memberIds = new Set<string>();
   const instanceIds = new Set<string>();
   const owned = new Set<string>();
+  const targeted = new Set<string>();
+  /** A member's list of buckets (`field`), each bucket added to `seen` (`twice` if it was there). */
+  const bucketRuns = (value: unknown, field: string, seen: Set<string>, twice: string) =>
+    array(value, field, fail).map((rawBuckets, k) => {
+      const b = record(rawBuckets, `${field}[${k}]`, fail);
+      const tableId = int(b.tableId, `${field}[${k}].tableId`, 0, fail);
+      const partitionId =
+        b.partitionId === null ? null : int(b.partitionId, `${field}[${k}].partitionId`, 0, fail);
+      const bucketIds = array(b.bucketIds, `${field}[${k}].bucketIds`, fail).map((id) => {
+        const bucketId = int(id, `${field}[${k}].bucketIds`, 0, fail);
+        if (bucketId > BUCKET_ID_MAX) fail(`bucket id ${bucketId} out of range`);
+        const key = `${tableId}:${partitionId ?? ''}:${bucketId}`;
+        if (seen.has(key)) fail(`table ${tableId} bucket ${bucketId} ${twice}`);
+        seen.add(key);
+        return bucketId;
+      });
+      return { tableId, partitionId, bucketIds };
+    });
   const members = array(obj.members, 'members', fail).map((raw, i): GroupSnapshotMember => {
     const m = record(raw, `members[${i}]`, fail);
     const memberId = str(m.memberId, `members[${i}].memberId`, fail);
@@ -251,31 +292,43 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
       if (instanceIds.has(instanceId)) fail(`instance id ${instanceId} appears twice`);
       instanceIds.add(instanceId);
     }
-    const memberEpoch = int(m.memberEpoch, `members[${i}].memberEpoch`, 0, fail);
+    const memberEpoch = int(m.memberEpoch, `members[${i}].memberEpoch`, -2, fail);
+    if (memberEpoch === -1) fail(`member ${memberId} has epoch -1 (a member that left)`);
     if (memberEpoch > groupEpoch)
       fail(`member ${memberId} epoch ${memberEpoch} > groupEpoch ${groupEpoch}`);
-    const assignment = array(m.assignment, `members[${i}].assignment`, fail).map(
-      (rawBuckets, k) => {
-        const b = record(rawBuckets, `members[${i}].assignment[${k}]`, fail);
-        const tableId = int(b.tableId, `members[${i}].assignment[${k}].tableId`, 0, fail);
-        const partitionId =
-          b.partitionId === null
-            ? null
-            : int(b.partitionId, `members[${i}].assignment[${k}].partitionId`, 0, fail);
-        const bucketIds = array(b.bucketIds, `members[${i}].assignment[${k}].bucketIds`, fail).map(
-          (id) => {
-            const bucketId = int(id, `members[${i}].assignment[${k}].bucketIds`, 0, fail);
-            if (bucketId > BUCKET_ID_MAX) fail(`bucket id ${bucketId} out of range`);
-            const key = `${tableId}:${partitionId ?? ''}:${bucketId}`;
-            if (owned.has(key))
-              fail(`table ${tableId} bucket ${bucketId} is assigned to two members`);
-            owned.add(key);
-            return bucketId;
-          },
-        );
-        return { tableId, partitionId, bucketIds };
-      },
-    );
+    const twice = 'is assigned to two members';
+    const assignment = bucketRuns(m.assignment, `members[${i}].assignment`, owned, twice);
+    const rest: {
+      state?: MemberState;
+      pendingRevocation?: GroupSnapshotBuckets[];
+      target?: GroupSnapshotBuckets[];
+    } = {};
+    if (m.state !== undefined) {
+      if (m.state !== 'UNREVOKED_PARTITIONS' && m.state !== 'UNRELEASED_PARTITIONS')
+        fail(`members[${i}].state is not a reconciliation state`);
+      rest.state = m.state as MemberState;
+    }
+    if (m.pendingRevocation !== undefined)
+      rest.pendingRevocation = bucketRuns(
+        m.pendingRevocation,
+        `members[${i}].pendingRevocation`,
+        owned,
+        twice,
+      );
+    rest.target =
+      m.target === undefined
+        ? undefined
+        : bucketRuns(m.target, `members[${i}].target`, targeted, "is in two members' targets");
+    if (rest.target === undefined) {
+      delete rest.target;
+      for (const run of assignment)
+        for (const bucketId of run.bucketIds) {
+          const key = `${run.tableId}:${run.partitionId ?? ''}:${bucketId}`;
+          if (targeted.has(key))
+            fail(`table ${run.tableId} bucket ${bucketId} is in two members' targets`);
+          targeted.add(key);
+        }
+    }
     const assignorValue =
       m.assignor === null ? null : str(m.assignor, `members[${i}].assignor`, fail);
     return {
@@ -297,6 +350,7 @@ export function parseGroupSnapshot(groupId: string, value: unknown): GroupSnapsh
       sessionTimeoutMs: int(m.sessionTimeoutMs, `members[${i}].sessionTimeoutMs`, 1, fail),
       rebalanceTimeoutMs: int(m.rebalanceTimeoutMs, `members[${i}].rebalanceTimeoutMs`, 1, fail),
       assignment,
+      ...rest,
     };
   });
   return { groupEpoch, assignmentEpoch, tableLayouts, members };

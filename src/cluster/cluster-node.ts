@@ -12,7 +12,7 @@
  *   hosting store's serving guard asks, so after a pause past the lease not even a fetch from memory
  *   is answered.
  * - A bucket is served only after it is fully recovered: checkpoint restored, log replayed, groups
- *   back in Stable or Empty (OffsetsBucket.fromTable).
+ *   restored as their last snapshots had them (OffsetsBucket.fromTable).
  * - When the lease is lost every bucket stops at once (its log fail-stops with NOT_COORDINATOR, the
  *   store unhosts it); the node then registers again with a new lease and claims anew.
  * - One process per node id: a registration is written only while the node's key is absent or
@@ -239,6 +239,10 @@ export class ClusterNode {
 
   /** Every lease this node was granted (a registration under one of them is this node's own). */
   readonly #leaseIds = new Set<string>();
+  /** The lease this node id's registration was under at the last view (undefined: none). */
+  #registrationLease: string | undefined;
+  /** The warning that another lease holds this node id was given (once until that changes). */
+  #unregisteredWarned = false;
 
   /**
    * Writes this node's registration, attached to `lease`, if the key is absent or under a lease of
@@ -313,16 +317,14 @@ export class ClusterNode {
 
   async #reconcile(): Promise<void> {
     if (this.#closed) return;
-    let registered = true;
-    if (this.#lease === undefined || this.#lease.lost) registered = await this.#register();
+    if (this.#lease === undefined || this.#lease.lost) await this.#register();
     await this.#readView();
-    if (
-      registered &&
-      this.#lease?.valid() === true &&
-      !this.#nodes.some((n) => n.nodeId === this.nodeId)
-    ) {
+    // Registered: this node id's key is under the current lease. Else (missing: a registration
+    // whose answer was lost; under a lease this node lost; under another process's lease) write it.
+    let registered = this.#registrationLease === this.#lease?.id;
+    if (!registered && this.#lease?.valid() === true) {
       registered = await this.#putRegistration(this.#lease);
-      await this.#readView();
+      if (registered) await this.#readView();
     }
     const live = this.#nodes.map((n) => n.nodeId);
     for (const [bucket, owned] of [...this.#owned]) {
@@ -336,11 +338,14 @@ export class ClusterNode {
         await this.#giveUp(bucket, owned);
     }
     if (!registered) {
-      this.#warn(
-        `node id ${this.nodeId} is registered under another lease (another process under this id, or this node's lease from before it was lost, until etcd expires it): it claims no bucket meanwhile`,
-      );
+      if (!this.#unregisteredWarned)
+        this.#warn(
+          `node id ${this.nodeId} is registered under another lease (another process under this id, or this node's lease from before it was lost, until etcd expires it): it claims and releases no bucket meanwhile`,
+        );
+      this.#unregisteredWarned = true;
       return;
     }
+    this.#unregisteredWarned = false;
     for (const [bucket, token] of [...this.#owners]) {
       if (token.nodeId !== this.nodeId || this.#owned.has(bucket)) continue;
       try {
@@ -387,6 +392,9 @@ export class ClusterNode {
     this.#nodes = nodes.kvs
       .map((kv) => JSON.parse(kv.value.toString()) as NodeInfo)
       .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    const mine = Buffer.from(this.#keys.node(this.nodeId));
+    const registration = nodes.kvs.find((kv) => kv.key.equals(mine));
+    this.#registrationLease = registration === undefined ? undefined : String(registration.lease);
     const owners = await this.#connection.range(
       { key: Buffer.from(this.#keys.owners), range_end: prefixEnd(this.#keys.owners) },
       'listing owners',
@@ -500,7 +508,7 @@ export class ClusterNode {
   }
 
   /**
-   * Leaves the cluster: stops reconciling, gives every bucket up (flushing its log), deregisters
+   * Leaves the cluster: stops reconciling, gives every bucket up (its log refuses what it has not sent and settles the round in flight), deregisters
    * (revoking the lease deletes the registration) and closes the connection. The store stays open.
    */
   async close(): Promise<void> {

@@ -531,8 +531,8 @@ export class GroupCoordinator {
    * Removes members on an admin's request (Kafka's Admin removeMembersFromConsumerGroup): every
    * member, or those named by member id or by static instance id (member-removal.ts). Each leaves as
    * with a heartbeat at memberEpoch -1; a static member's instance id is released. Resolves with the
-   * removed members, sorted by id, once the change is durable (see the module header for a partial
-   * removal from a Stable group). UNKNOWN_MEMBER_ID, with nothing removed, when a named id is not in
+   * removed members, sorted by id, once the change is durable (the group as the removal left it:
+   * Reconciling after a partial removal from a Stable group, until the others heartbeat). UNKNOWN_MEMBER_ID, with nothing removed, when a named id is not in
    * the group; `all` on a group this coordinator does not hold resolves with none. A classic group's
    * members leave as with LeaveGroup (classic-leave.ts).
    */

@@ -181,7 +181,7 @@ export class OffsetsBucket {
   /**
    * The offsets-bucket over a table recovered already (a local one by `load`; one over a replicated
    * log by a cluster node, from its checkpoint and log): restores the coordinator from the table's
-   * group snapshots, every group Stable or Empty, and takes the table over (closing it on failure).
+   * group snapshots (each group as its last snapshot had it), and takes the table over (closing it on failure).
    */
   static async fromTable(
     options: Pick<

@@ -278,6 +278,44 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('stops claiming and releasing when another process took its node id over (its registration expired while it was cut off)', async () => {
+    const warnings: string[] = [];
+    const prefix = `/nodes-${clusters++}/`;
+    const nodes = await startNodes(prefix, ['n1'], warnings);
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    const keys = new ClusterKeys(prefix);
+    const other = await NodeLease.grant(connection, { ttlSeconds: 5, onLost: () => {} });
+    try {
+      await settled(nodes);
+      // The other process registered n1 under its lease and claimed bucket 5.
+      const put = (key: string, value: object) => ({
+        request_put: {
+          key: Buffer.from(key),
+          value: Buffer.from(JSON.stringify(value)),
+          lease: other.id,
+        },
+      });
+      await connection.txn(
+        {
+          success: [
+            put(keys.node('n1'), { nodeId: 'n1', brokerId: 7, host: 'h', port: 1 }),
+            put(keys.bucket(5).owner, { nodeId: 'n1', epoch: 99 }),
+          ],
+        },
+        'test',
+      );
+      for (let pass = 0; pass < 3; pass++) await nodes[0]!.node.reconcile();
+      expect(nodes[0]!.node.ownedBuckets()).not.toContain(5);
+      const owner = await connection.range({ key: Buffer.from(keys.bucket(5).owner) }, 'test');
+      expect(JSON.parse(owner.kvs[0]!.value.toString())).toEqual({ nodeId: 'n1', epoch: 99 });
+      expect(warnings.filter((w) => /registered under another lease/.test(w))).toHaveLength(1);
+    } finally {
+      await other.stop(true);
+      connection.close();
+      await stopAll(nodes);
+    }
+  });
+
   it('gives up a bucket whose ownership key no longer holds its token (an operator deleted or rewrote it)', async () => {
     const warnings: string[] = [];
     const prefix = `/nodes-${clusters++}/`;

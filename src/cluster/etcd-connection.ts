@@ -6,10 +6,12 @@
  *
  * Members that fail are avoided: the client sends each call to one member picked at random, so with
  * one of three members down or cut off a third of all calls would fail, every keepalive and every
- * page of a recovery among them. With more than one endpoint, a call that gets no answer from a
- * member opens that member's circuit for MEMBER_AVOIDED_MS: calls go to the other members
- * meanwhile, then one call tries it again. Reads (`range`), which change nothing, are retried at once
- * on another member while the deadline of the first attempt has not been reached twice over.
+ * page of a recovery among them. With more than one endpoint, a member that left a call without an
+ * answer (a deadline passed, its connection failed; not an answer of etcd's, such as "no leader"
+ * during an election) is avoided for MEMBER_AVOIDED_MS (MemberAvoidance): calls skip it at once and
+ * go to another member with their whole deadline, and none waits on a trial call to it. When every
+ * member is avoided, none is. Reads (`range`), which change nothing, are retried once at once (on
+ * another member, the first being avoided now).
  *
  * Errors become OffsetStoreErrors that say whether the call's outcome is known:
  * - etcd refused the request before applying it: REPLICA_NO_SPACE (the NOSPACE alarm: the backend
@@ -31,13 +33,7 @@ import {
   GRPCResourceExhastedError,
   isRecoverableError,
 } from 'etcd3';
-import {
-  ConsecutiveBreaker,
-  circuitBreaker,
-  handleWhen,
-  isBrokenCircuitError,
-  noop,
-} from 'cockatiel';
+import { BrokenCircuitError, isBrokenCircuitError, noop, type IPolicy } from 'cockatiel';
 import { OffsetStoreError } from '../errors/index.js';
 
 /** Options of a connection. */
@@ -55,8 +51,52 @@ export interface EtcdConnectionOptions {
 /** Default deadline of one etcd call. */
 export const ETCD_CALL_TIMEOUT_MS = 2000;
 
-/** How long calls avoid a member that left one without an answer, ms (then one call tries it again). */
+/** How long calls avoid a member that left one without an answer, ms. */
 export const MEMBER_AVOIDED_MS = 2000;
+
+/**
+ * Which members of a connection its calls avoid (see the module comment). The etcd client asks a
+ * member's policy to run each call it sends there; a refusal (BrokenCircuitError) makes it try the
+ * next member at once.
+ */
+export class MemberAvoidance {
+  readonly #members: number;
+  readonly #avoidedUntil = new Map<string, number>();
+
+  constructor(members: number) {
+    this.#members = members;
+  }
+
+  /** The policy of one member. */
+  policy(member: string): IPolicy {
+    const run = async <T>(fn: () => T | Promise<T>): Promise<T> => {
+      if (this.#avoided(member)) throw new BrokenCircuitError();
+      try {
+        return await fn();
+      } catch (error) {
+        if (unanswered(error) && !isBrokenCircuitError(error))
+          this.#avoidedUntil.set(member, performance.now() + MEMBER_AVOIDED_MS);
+        throw error;
+      }
+    };
+    return { execute: run } as unknown as IPolicy;
+  }
+
+  #avoided(member: string): boolean {
+    const until = this.#avoidedUntil.get(member);
+    if (until === undefined) return false;
+    const nowMs = performance.now();
+    if (nowMs >= until) {
+      this.#avoidedUntil.delete(member);
+      return false;
+    }
+    let avoided = 0;
+    for (const [other, otherUntil] of this.#avoidedUntil)
+      if (otherUntil > nowMs) avoided++;
+      else this.#avoidedUntil.delete(other);
+    return avoided < this.#members;
+  }
+}
 
 /**
  * Default largest response a connection takes, bytes (gRPC's own default is 4 MiB, less than a
@@ -112,6 +152,9 @@ function unanswered(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   // RESOURCE_EXHAUSTED is an answer: etcd's NOSPACE alarm, or a response over responseBytesMax.
   if (error instanceof GRPCResourceExhastedError) return false;
+  // etcd's own refusals from a live member ("etcdserver: no leader", "leader changed", "request
+  // timed out" during an election) are answers too: another member would say the same.
+  if (/etcdserver:/.test(error.message)) return false;
   return isRecoverableError(error) || isBrokenCircuitError(error);
 }
 
@@ -136,18 +179,13 @@ export class EtcdConnection {
       throw new RangeError('at least one etcd endpoint is needed');
     this.callTimeoutMs = options.callTimeoutMs ?? ETCD_CALL_TIMEOUT_MS;
     this.responseBytesMax = options.responseBytesMax ?? ETCD_RESPONSE_BYTES_MAX;
+    const avoidance = new MemberAvoidance(options.endpoints.length);
     this.client = new Etcd3({
       hosts: [...options.endpoints],
       dialTimeout: options.dialTimeoutMs ?? ETCD_CALL_TIMEOUT_MS,
       grpcOptions: { 'grpc.max_receive_message_length': this.responseBytesMax },
       faultHandling: {
-        host: () =>
-          options.endpoints.length > 1
-            ? circuitBreaker(handleWhen(unanswered), {
-                halfOpenAfter: MEMBER_AVOIDED_MS,
-                breaker: new ConsecutiveBreaker(1),
-              })
-            : noop,
+        host: options.endpoints.length > 1 ? (member) => avoidance.policy(member) : () => noop,
         global: noop,
       },
       defaultCallOptions: (context) =>

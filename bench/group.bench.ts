@@ -3,7 +3,9 @@
  * 10,000 buckets, what a rebalance costs in records and snapshot writes, and heartbeat throughput.
  *
  * Everything runs in-process on a ManualClock with an in-memory snapshot writer that resolves at
- * once (no disk: the store's durable write adds one fdatasync per snapshot, i.e. per rebalance).
+ * once (no disk: the store's durable write adds one fdatasync per snapshot write; heartbeats that
+ * arrive while one is in flight share the next, so under concurrent members a rebalance costs about
+ * as many fdatasyncs as fit in its duration).
  * Members reconcile instantly (release revoked buckets on the response that revokes them) and
  * heartbeat round-robin until the group is Stable, so "time to Stable" is coordinator CPU time.
  *
@@ -19,8 +21,10 @@
  *    run over 10,000 buckets per join plus O(N) per run, so O(N^2) overall: use batching for storms;
  *  - join storm, batched: 100 ~30 ms, 1000 ~150-300 ms (two assignor runs, then O(N) heartbeats);
  *  - churn: immediate ~50-100 ms, batched ~5 ms (10 members) to ~25 ms (1000 members);
- *  - per rebalance: O(N) in-memory records (about one per heartbeat that changed something) and
- *    exactly 1 snapshot write;
+ *  - per rebalance: O(N) in-memory records and O(N) snapshot writes (one per heartbeat that changed
+ *    something, since heartbeats here run one after another and each write resolves at once); a
+ *    snapshot reuses the runs of every member whose assignment did not change, so its CPU cost
+ *    follows the members, not the buckets;
  *  - heartbeat: ~50k/s with 10 owned buckets reported, ~30k/s with 100, ~5k/s with 1000.
  * A result 100x off these is a regression (or a much slower machine).
  *

@@ -10,6 +10,13 @@
  * flight goes on after it where it stood (as a broker writes its records before it answers).
  * Heartbeats that change nothing (a Stable group's) write nothing.
  *
+ * Snapshot writes are group-committed per group: the lane does not wait for a write, so the next
+ * operations run in memory while it is in flight, and one write, started when it ends, covers all of
+ * them. Every operation's answer waits for the first write that covers the state it saw (the next
+ * one if the group changed since the write in flight started, else that one): nothing is answered
+ * from a state that is not durable. A join storm of N members costs about as many writes as fit in
+ * its duration, not N, and operations never queue behind writes.
+ *
  * Invariants:
  *  - operations of one group never interleave (the lane), so a snapshot is written from a state no
  *    later operation has touched, and writes of one group are issued in order (latest wins on replay);
@@ -150,6 +157,10 @@ interface GroupRuntime {
   readonly lane: OperationLane;
   /** The group changed since its last snapshot write was issued (or that write failed). */
   dirty: boolean;
+  /** Settles with the consumer snapshot write in flight (rejects with its error). */
+  writing?: Promise<void>;
+  /** The operations waiting for the write after the one in flight (it starts when that one ends). */
+  next?: { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void };
 }
 
 type Phase = 'loading' | 'active' | 'closed';
@@ -502,7 +513,8 @@ export class GroupCoordinator {
       return Promise.reject(error);
     }
     const runtime = this.#runtime(groupId);
-    const deleted = runtime.lane.run(() => {
+    const deleted = runtime.lane.run(async () => {
+      await this.#writesSettled(runtime); // the tombstone goes after every snapshot write
       this.#ensureActive();
       const group = this.#machine.get(groupId);
       const members: number | null = group?.members.size ?? this.classic.memberCount(groupId);
@@ -565,10 +577,14 @@ export class GroupCoordinator {
 
   #submit<T>(groupId: string, handler: (op: GroupOperation) => T): Promise<T> {
     const runtime = this.#runtime(groupId);
-    return runtime.lane.run(() => this.#execute(groupId, runtime, handler));
+    // Wrapped, so that the lane takes the operation as done at once (its answer waits for the
+    // write that covers it, which the lane does not wait for).
+    return runtime.lane
+      .run(() => ({ answer: this.#execute(groupId, runtime, handler) }))
+      .then(({ answer }) => answer);
   }
 
-  /** Runs a handler and writes the group's snapshot if the group changed (or an earlier write failed). */
+  /** Runs a handler; its answer waits for the snapshot write that covers the state it left. */
   #execute<T>(
     groupId: string,
     runtime: GroupRuntime,
@@ -587,21 +603,72 @@ export class GroupCoordinator {
       if (this.#machine.get(groupId) === undefined)
         queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
     }
-    const write = this.#writeSnapshotIfChanged(groupId, runtime);
-    return write === null ? result : write.then(() => result);
+    const durable = this.#durable(groupId, runtime);
+    return durable === null ? result : durable.then(() => result);
   }
 
-  /** Writes the snapshot when the group changed since its last durable one. */
-  #writeSnapshotIfChanged(groupId: string, runtime: GroupRuntime): Promise<void> | null {
+  /**
+   * The write that makes the group's state as it is now durable: the next one if the group changed
+   * since the write in flight started (started now if none is in flight), else the one in flight;
+   * null when the state is durable already.
+   */
+  #durable(groupId: string, runtime: GroupRuntime): Promise<void> | null {
+    if (runtime.dirty && this.#machine.get(groupId) !== undefined) {
+      if (runtime.next === undefined) {
+        let resolve!: () => void;
+        let reject!: (error: unknown) => void;
+        const promise = new Promise<void>((res, rej) => {
+          resolve = res;
+          reject = rej;
+        });
+        runtime.next = { promise, resolve, reject };
+        if (runtime.writing === undefined) this.#startWrite(groupId, runtime);
+      }
+      return runtime.next?.promise ?? runtime.writing ?? null;
+    }
+    return runtime.writing ?? null;
+  }
+
+  /** Writes the group's snapshot as it is now, for the operations waiting in `runtime.next`. */
+  #startWrite(groupId: string, runtime: GroupRuntime): void {
+    const batch = runtime.next!;
+    runtime.next = undefined;
     const group = this.#machine.get(groupId);
-    if (group === undefined || !runtime.dirty) return null;
+    if (group === undefined) {
+      // Dropped meanwhile (deleted, or taken over by a classic join): nothing of it to write.
+      batch.resolve();
+      return;
+    }
     const snapshot = snapshotOf(group);
     runtime.dirty = false;
     this.#snapshotsWritten++;
-    return this.#writer.writeSnapshot(groupId, snapshot).catch((error: unknown) => {
-      runtime.dirty = true;
-      throw error;
-    });
+    runtime.writing = batch.promise;
+    this.#writer.writeSnapshot(groupId, snapshot).then(
+      () => this.#endWrite(groupId, runtime, batch, undefined),
+      (error: unknown) => this.#endWrite(groupId, runtime, batch, error),
+    );
+  }
+
+  #endWrite(
+    groupId: string,
+    runtime: GroupRuntime,
+    batch: NonNullable<GroupRuntime['next']>,
+    error: unknown,
+  ): void {
+    runtime.writing = undefined;
+    if (error === undefined) {
+      batch.resolve();
+    } else {
+      runtime.dirty = true; // the next operation (or the write queued now) writes it again
+      batch.reject(error);
+    }
+    if (runtime.next !== undefined) this.#startWrite(groupId, runtime);
+  }
+
+  /** Resolves once no snapshot write of the group is in flight or queued (whatever their outcome). */
+  async #writesSettled(runtime: GroupRuntime): Promise<void> {
+    while (runtime.writing !== undefined || runtime.next !== undefined)
+      await (runtime.writing ?? runtime.next!.promise).catch(() => undefined);
   }
 
   /** A join (epoch 0) takes the group id from a classic group without members; one with members refuses it. */
@@ -658,7 +725,9 @@ export class GroupCoordinator {
       runtime !== undefined &&
       runtime.lane.idle &&
       this.#machine.get(groupId) === undefined &&
-      this.classic.memberCount(groupId) === null
+      this.classic.memberCount(groupId) === null &&
+      runtime.writing === undefined &&
+      runtime.next === undefined
     ) {
       this.#pacing.forget(groupId);
       this.#runtimes.delete(groupId);

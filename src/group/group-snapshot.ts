@@ -153,8 +153,23 @@ function snapshotMember(member: ConsumerMember, target: BucketSet): GroupSnapsho
   };
 }
 
+/**
+ * Runs of each bucket set already written: sets are immutable and shared from record to state, so a
+ * member whose assignment did not change since the group's last snapshot costs nothing to write again.
+ */
+const RUNS = new WeakMap<BucketSet, readonly GroupSnapshotBuckets[]>();
+
 /** Buckets as runs of one table partition each. */
-function runsOf(buckets: BucketSet): GroupSnapshotBuckets[] {
+function runsOf(buckets: BucketSet): readonly GroupSnapshotBuckets[] {
+  let runs = RUNS.get(buckets);
+  if (runs === undefined) {
+    runs = buildRuns(buckets);
+    RUNS.set(buckets, runs);
+  }
+  return runs;
+}
+
+function buildRuns(buckets: BucketSet): readonly GroupSnapshotBuckets[] {
   // Sorted refs put each table partition's buckets next to each other: group runs, no keys needed.
   const runs: { tableId: number; partitionId: number | null; bucketIds: number[] }[] = [];
   let run: { tableId: number; partitionId: number | null; bucketIds: number[] } | undefined;
@@ -165,7 +180,12 @@ function runsOf(buckets: BucketSet): GroupSnapshotBuckets[] {
     }
     run.bucketIds.push(ref.bucketId);
   }
-  return runs;
+  // Shared by every snapshot that writes the set: frozen, so that no reader can change another's.
+  for (const r of runs) {
+    Object.freeze(r.bucketIds);
+    Object.freeze(r);
+  }
+  return Object.freeze(runs);
 }
 
 /** The records that rebuild a group from its snapshot (the group must not exist yet). */

@@ -775,23 +775,49 @@ describe('queries, concurrency and lifecycle', () => {
     expect(ctx.coordinator.groupState('nope')).toBeNull();
   });
 
-  it('serializes operations of a group: heartbeats arriving during a snapshot write wait for it', async () => {
+  it('group-commits snapshot writes: heartbeats arriving during a write run at once, and none is answered before a write that covers it is durable', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     ctx.writer.hold = true;
     const order: string[] = [];
-    const first = ctx
-      .heartbeat({ memberId: 'a', memberEpoch: 0, subscribedTableIds: [1] })
-      .then(() => order.push('a'));
-    const second = ctx
-      .heartbeat({ memberId: 'b', memberEpoch: 0, subscribedTableIds: [1] })
-      .then(() => order.push('b'));
+    const beat = (memberId: string) =>
+      ctx
+        .heartbeat({ memberId, memberEpoch: 0, subscribedTableIds: [1] })
+        .then(() => order.push(memberId));
+    const answers = [beat('a'), beat('b'), beat('c')];
     await Promise.resolve();
-    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']); // b waits
+    // b and c ran while a's write was in flight; one write after it covers both.
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a', 'b', 'c']);
+    expect(ctx.writer.writesFor('g')).toHaveLength(1);
+    expect(order).toEqual([]);
+    ctx.writer.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['a']);
+    expect(ctx.writer.writesFor('g')).toHaveLength(2);
+    expect(ctx.writer.writesFor('g')[1]?.members).toHaveLength(3);
+    ctx.writer.release();
+    await Promise.all(answers);
+    expect(order).toEqual(['a', 'b', 'c']);
+  });
+
+  it('answers a heartbeat that arrives during a write only once a write covering what it saw is durable', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    ctx.writer.hold = true;
+    const joined = ctx.heartbeat({ memberId: 'b', memberEpoch: 0, subscribedTableIds: [1] });
+    let answered = false;
+    const unchanged = ctx
+      .heartbeat({ memberId: 'a', memberEpoch: a.epoch, subscribedTableIds: [1] })
+      .then((response) => {
+        answered = true;
+        return response;
+      });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
     ctx.writer.hold = false;
     ctx.writer.release();
-    await Promise.all([first, second]);
-    expect(order).toEqual(['a', 'b']);
-    expect(ctx.coordinator.describe('g')?.members).toHaveLength(2);
+    await Promise.all([joined, unchanged]);
+    expect(answered).toBe(true);
   });
 
   it('rejects calls while loading and after close; close cancels every timer', async () => {

@@ -308,6 +308,10 @@ export class GroupCoordinator {
       }
       if (group.members.size > 0 && layoutsChanged(group, this.#layouts))
         this.#background(group.groupId, (op) => refreshLayouts(op, group.groupId));
+      else if (group.members.size > 0 && group.targetDue)
+        // Restored while its next target was due: computed now (or when pacing allows), not only
+        // when a member heartbeats, which static members away or an admin process never do.
+        this.#background(group.groupId, (op) => assignIfBehind(op, group.groupId));
     }
     this.classic.onLoadComplete();
   }

@@ -409,6 +409,24 @@ describe('assignment pacing (assignmentIntervalMs)', () => {
     });
   });
 
+  it('computes the target of a group restored while its target was due, without waiting for a heartbeat', async () => {
+    const ctx = new GroupTestContext({
+      assignmentIntervalMs: 1000,
+      layouts: { 1: { bucketCount: 4 } },
+    });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    ctx.clock.advance(100);
+    await ctx.member([1], { memberId: 'b' }).beat(); // its target waits for the interval
+    expect(ctx.coordinator.groupState('g')).toBe('Assigning');
+    const coordinator = ctx.restart();
+    ctx.clock.advance(1000);
+    await new Promise((resolve) => setImmediate(resolve));
+    const described = coordinator.describe('g')!;
+    expect(described.assignmentEpoch).toBe(described.groupEpoch);
+    expect(coordinator.groupState('g')).not.toBe('Assigning');
+  });
+
   it('batches the changes inside the interval into one deferred target computation', async () => {
     const ctx = new GroupTestContext({
       assignmentIntervalMs: 1000,

@@ -458,15 +458,17 @@ export class ClusterNode {
   }
 
   /** Stops serving `bucket` (requests get NOT_COORDINATOR at once), lets its log settle, and releases it. */
-  async #giveUp(bucket: number, owned: OwnedBucket): Promise<void> {
+  async #giveUp(bucket: number, owned: OwnedBucket, drain = false): Promise<void> {
     this.#owned.delete(bucket);
-    // Appends not sent yet go to the next owner (retriable); only the round in flight is waited for.
-    owned.log.refuseAppends(
-      new OffsetStoreError(
-        'NOT_COORDINATOR',
-        `node ${this.nodeId} is giving offsets-bucket ${bucket} up: find the coordinator again`,
-      ),
-    );
+    // Appends not sent yet go to the next owner (retriable); only the round in flight is waited for
+    // (unless the node closes: then it answers what it has taken).
+    if (!drain)
+      owned.log.refuseAppends(
+        new OffsetStoreError(
+          'NOT_COORDINATOR',
+          `node ${this.nodeId} is giving offsets-bucket ${bucket} up: find the coordinator again`,
+        ),
+      );
     try {
       await this.#options.store.unhostBucket(bucket);
     } catch (error) {
@@ -508,7 +510,7 @@ export class ClusterNode {
   }
 
   /**
-   * Leaves the cluster: stops reconciling, gives every bucket up (its log refuses what it has not sent and settles the round in flight), deregisters
+   * Leaves the cluster: stops reconciling, gives every bucket up (its log answers what it has queued), deregisters
    * (revoking the lease deletes the registration) and closes the connection. The store stays open.
    */
   async close(): Promise<void> {
@@ -516,7 +518,8 @@ export class ClusterNode {
     this.#closed = true;
     clearTimeout(this.#timer);
     await this.#reconciling?.catch(() => {});
-    for (const [bucket, owned] of [...this.#owned]) await this.#giveUp(bucket, owned);
+    // Closing drains what each log has queued: commits already taken are answered, not refused.
+    for (const [bucket, owned] of [...this.#owned]) await this.#giveUp(bucket, owned, true);
     await this.#lease?.stop(true);
     this.#connection.close();
   }

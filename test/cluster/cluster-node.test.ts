@@ -77,6 +77,29 @@ async function settled(nodes: TestNode[], timeoutMs = 15_000): Promise<void> {
   }
 }
 
+/** Starts nodes under a fresh prefix, waits until they settle, runs `body` with a side connection, and stops them all. */
+async function withCluster(
+  ids: string[],
+  body: (cluster: {
+    nodes: TestNode[];
+    connection: EtcdConnection;
+    prefix: string;
+    warnings: string[];
+  }) => Promise<void>,
+): Promise<void> {
+  const warnings: string[] = [];
+  const prefix = `/nodes-${clusters++}/`;
+  const nodes = await startNodes(prefix, ids, warnings);
+  const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+  try {
+    await settled(nodes);
+    await body({ nodes, connection, prefix, warnings });
+  } finally {
+    connection.close();
+    await stopAll(nodes);
+  }
+}
+
 function ownerOf(nodes: TestNode[], store: OffsetStore, groupId: string): TestNode {
   const bucket = store.bucketFor(groupId);
   const owner = nodes.find((n) => n.node.ownedBuckets().includes(bucket));
@@ -195,12 +218,7 @@ describe('cluster nodes on a 3-member etcd', () => {
   });
 
   it('registers again when its registration is missing while its lease lives (a registration whose answer was lost)', async () => {
-    const warnings: string[] = [];
-    const prefix = `/nodes-${clusters++}/`;
-    const nodes = await startNodes(prefix, ['n1'], warnings);
-    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
-    try {
-      await settled(nodes);
+    await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       await connection.deleteRange(
         { key: Buffer.from(new ClusterKeys(prefix).node('n1')) },
         'test',
@@ -211,20 +229,12 @@ describe('cluster nodes on a 3-member etcd', () => {
       expect((await nodes[0]!.node.status()).nodes.map((n) => n.nodeId)).toEqual(['n1']);
       await settled(nodes);
       await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
-    } finally {
-      connection.close();
-      await stopAll(nodes);
-    }
+    });
   });
 
   it('refuses to start a second process under the id of a live node, and starts one under the id of a node whose lease ran out', async () => {
-    const warnings: string[] = [];
-    const prefix = `/nodes-${clusters++}/`;
-    const nodes = await startNodes(prefix, ['n1'], warnings);
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
-    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
-    try {
-      await settled(nodes);
+    await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       const startedMs = Date.now();
       const twin = ClusterNode.start({
         endpoints: etcd.endpoints,
@@ -272,57 +282,44 @@ describe('cluster nodes on a 3-member etcd', () => {
       });
       nodes.push({ node: restarted, store });
       await settled(nodes);
-    } finally {
-      connection.close();
-      await stopAll(nodes);
-    }
+    });
   });
 
   it('stops claiming and releasing when another process took its node id over (its registration expired while it was cut off)', async () => {
-    const warnings: string[] = [];
-    const prefix = `/nodes-${clusters++}/`;
-    const nodes = await startNodes(prefix, ['n1'], warnings);
-    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
-    const keys = new ClusterKeys(prefix);
-    const other = await NodeLease.grant(connection, { ttlSeconds: 5, onLost: () => {} });
-    try {
-      await settled(nodes);
-      // The other process registered n1 under its lease and claimed bucket 5.
-      const put = (key: string, value: object) => ({
-        request_put: {
-          key: Buffer.from(key),
-          value: Buffer.from(JSON.stringify(value)),
-          lease: other.id,
-        },
-      });
-      await connection.txn(
-        {
-          success: [
-            put(keys.node('n1'), { nodeId: 'n1', brokerId: 7, host: 'h', port: 1 }),
-            put(keys.bucket(5).owner, { nodeId: 'n1', epoch: 99 }),
-          ],
-        },
-        'test',
-      );
-      for (let pass = 0; pass < 3; pass++) await nodes[0]!.node.reconcile();
-      expect(nodes[0]!.node.ownedBuckets()).not.toContain(5);
-      const owner = await connection.range({ key: Buffer.from(keys.bucket(5).owner) }, 'test');
-      expect(JSON.parse(owner.kvs[0]!.value.toString())).toEqual({ nodeId: 'n1', epoch: 99 });
-      expect(warnings.filter((w) => /registered under another lease/.test(w))).toHaveLength(1);
-    } finally {
-      await other.stop(true);
-      connection.close();
-      await stopAll(nodes);
-    }
+    await withCluster(['n1'], async ({ nodes, connection, prefix, warnings }) => {
+      const keys = new ClusterKeys(prefix);
+      const other = await NodeLease.grant(connection, { ttlSeconds: 5, onLost: () => {} });
+      try {
+        // The other process registered n1 under its lease and claimed bucket 5.
+        const put = (key: string, value: object) => ({
+          request_put: {
+            key: Buffer.from(key),
+            value: Buffer.from(JSON.stringify(value)),
+            lease: other.id,
+          },
+        });
+        await connection.txn(
+          {
+            success: [
+              put(keys.node('n1'), { nodeId: 'n1', brokerId: 7, host: 'h', port: 1 }),
+              put(keys.bucket(5).owner, { nodeId: 'n1', epoch: 99 }),
+            ],
+          },
+          'test',
+        );
+        for (let pass = 0; pass < 3; pass++) await nodes[0]!.node.reconcile();
+        expect(nodes[0]!.node.ownedBuckets()).not.toContain(5);
+        const owner = await connection.range({ key: Buffer.from(keys.bucket(5).owner) }, 'test');
+        expect(JSON.parse(owner.kvs[0]!.value.toString())).toEqual({ nodeId: 'n1', epoch: 99 });
+        expect(warnings.filter((w) => /registered under another lease/.test(w))).toHaveLength(1);
+      } finally {
+        await other.stop(true);
+      }
+    });
   });
 
   it('gives up a bucket whose ownership key no longer holds its token (an operator deleted or rewrote it)', async () => {
-    const warnings: string[] = [];
-    const prefix = `/nodes-${clusters++}/`;
-    const nodes = await startNodes(prefix, ['n1'], warnings);
-    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
-    try {
-      await settled(nodes);
+    await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       const keys = new ClusterKeys(prefix).bucket(3);
       await connection.txn(
         {
@@ -341,10 +338,7 @@ describe('cluster nodes on a 3-member etcd', () => {
       while (nodes[0]!.node.ownedBuckets().includes(3) && Date.now() < deadline)
         await new Promise((resolve) => setTimeout(resolve, 50));
       expect(nodes[0]!.node.ownedBuckets()).not.toContain(3);
-    } finally {
-      connection.close();
-      await stopAll(nodes);
-    }
+    });
   });
 
   it('checkpoints a bucket that never stops taking commits, and keeps reconciling meanwhile', async () => {

@@ -517,8 +517,7 @@ export class GroupCoordinator {
       return Promise.reject(error);
     }
     const runtime = this.#runtime(groupId);
-    const deleted = runtime.lane.run(async () => {
-      await this.#writesSettled(runtime); // the tombstone goes after every snapshot write
+    const deleteNow = (): boolean | Promise<boolean> => {
       this.#ensureActive();
       const group = this.#machine.get(groupId);
       const members: number | null = group?.members.size ?? this.classic.memberCount(groupId);
@@ -535,7 +534,14 @@ export class GroupCoordinator {
         else this.classic.forget(groupId);
         return true;
       });
-    });
+    };
+    // In the call when no snapshot write is in flight (a commit called after it is appended after
+    // its deletions); else once they are done, so that the tombstone is written after them.
+    const deleted = runtime.lane.run(() =>
+      runtime.writing === undefined && runtime.next === undefined
+        ? deleteNow()
+        : this.#writesSettled(runtime).then(deleteNow),
+    );
     // Once the lane has let go of the operation (not inside it, where the lane still counts as
     // idle before a promise is returned, nor in its own continuation, where it is still busy).
     const drop = () => this.#dropRuntimeIfUnused(groupId);

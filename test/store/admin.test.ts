@@ -150,6 +150,19 @@ describe('deleteOffsets', () => {
 });
 
 describe('deleteGroup', () => {
+  it('takes effect where it is called: a commit called right after it is kept, one called before it is gone', async () => {
+    const store = await openStore(tempDir(), { clock: new ManualClock(T0) });
+    const member = await store.heartbeat('g', { memberEpoch: 0, subscribedTableIds: [1] });
+    await store.heartbeat('g', { memberId: member.memberId, memberEpoch: -1 }); // Empty, with a snapshot
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    const before = store.commitOffsets('g', [{ tableId: 1, bucketId: 1, offset: 2 }]);
+    const deleted = store.deleteGroup('g');
+    const after = store.commitOffsets('g', [{ tableId: 1, bucketId: 2, offset: 3 }]);
+    await Promise.all([before, deleted, after]);
+    expect((await store.fetchOffsets('g')).map((o) => [o!.bucketId, o!.offset])).toEqual([[2, 3]]);
+    await store.close();
+  });
+
   it('removes every offset of the group durably, leaves its neighbours, and lets the id be used afresh', async () => {
     const dir = tempDir();
     const clock = new ManualClock(T0);

@@ -72,6 +72,12 @@ export interface ClassicRuntime {
   readonly lane: OperationLane;
   /** The group changed since its last snapshot write was issued (or that write failed). */
   dirty: boolean;
+  /**
+   * Settles once the consumer group of the id has no snapshot write in flight or queued (they do not
+   * hold the lane); null when it has none. A classic operation, which may take an Empty consumer
+   * group's id over, runs after them, so that no consumer write lands after its own.
+   */
+  settled(): Promise<void> | null;
 }
 
 /** What the owning GroupCoordinator provides. */
@@ -399,9 +405,11 @@ export class ClassicCoordinator {
   #run<T>(groupId: string, handler: (op: ClassicOperation) => ClassicReply<T>): Promise<T> {
     const runtime = this.#host.runtime(groupId);
     let reply: ClassicReply<T> | undefined;
-    const done = runtime.lane.run(() =>
-      this.#execute(groupId, runtime, (op) => (reply = handler(op))),
-    );
+    const execute = () => this.#execute(groupId, runtime, (op) => (reply = handler(op)));
+    const done = runtime.lane.run(() => {
+      const consumerWrites = runtime.settled();
+      return consumerWrites === null ? execute() : consumerWrites.then(execute);
+    });
     return done.then(
       () => answer(reply!),
       (error: unknown) => {

@@ -116,7 +116,7 @@ export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
   readonly assignors?: readonly Assignor[];
   /** Assignor of groups whose members state no preference (default `uniform`). */
   readonly defaultAssignor?: string;
-  /** Most operations that may wait per group while a snapshot is written (default 1024). */
+  /** Most operations per group that may wait for its lane or for its snapshot to be written (default 1024); more are refused with TOO_MANY_PENDING_WRITES. */
   readonly queuedOperationsMax?: number;
   /** Sees the records of every operation after they were replayed, of both group types (tests, metrics). */
   readonly onRecords?: (
@@ -161,6 +161,10 @@ interface GroupRuntime {
   writing?: Promise<void>;
   /** The operations waiting for the write after the one in flight (it starts when that one ends). */
   next?: { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void };
+  /** Answers waiting for a snapshot write (at most queuedOperationsMax; more are refused). */
+  waiting: number;
+  /** Settles once no consumer snapshot write is in flight or queued; null when none is (a classic operation waits for it). */
+  settled(): Promise<void> | null;
 }
 
 type Phase = 'loading' | 'active' | 'closed';
@@ -587,6 +591,15 @@ export class GroupCoordinator {
 
   #submit<T>(groupId: string, handler: (op: GroupOperation) => T): Promise<T> {
     const runtime = this.#runtime(groupId);
+    if (runtime.waiting >= this.#queuedOperationsMax) {
+      // Back-pressure: the log does not keep up with this group's changes.
+      return Promise.reject(
+        new OffsetStoreError(
+          'TOO_MANY_PENDING_WRITES',
+          `${runtime.waiting} operations of group ${groupId} already wait for its snapshot to be written`,
+        ),
+      );
+    }
     // Wrapped, so that the lane takes the operation as done at once (its answer waits for the
     // write that covers it, which the lane does not wait for).
     return runtime.lane
@@ -614,7 +627,11 @@ export class GroupCoordinator {
         queueMicrotask(() => this.#dropRuntimeIfUnused(groupId));
     }
     const durable = this.#durable(groupId, runtime);
-    return durable === null ? result : durable.then(() => result);
+    if (durable === null) return result;
+    runtime.waiting++;
+    const done = () => void runtime.waiting--;
+    durable.then(done, done);
+    return durable.then(() => result);
   }
 
   /**
@@ -649,11 +666,17 @@ export class GroupCoordinator {
       batch.resolve();
       return;
     }
-    const snapshot = snapshotOf(group);
-    runtime.dirty = false;
-    this.#snapshotsWritten++;
     runtime.writing = batch.promise;
-    this.#writer.writeSnapshot(groupId, snapshot).then(
+    let written: Promise<void>;
+    try {
+      const snapshot = snapshotOf(group);
+      runtime.dirty = false;
+      this.#snapshotsWritten++;
+      written = this.#writer.writeSnapshot(groupId, snapshot);
+    } catch (error) {
+      written = Promise.reject(error); // a writer that throws instead of rejecting
+    }
+    written.then(
       () => this.#endWrite(groupId, runtime, batch, undefined),
       (error: unknown) => this.#endWrite(groupId, runtime, batch, error),
     );
@@ -672,7 +695,14 @@ export class GroupCoordinator {
       runtime.dirty = true; // the next operation (or the write queued now) writes it again
       batch.reject(error);
     }
-    if (runtime.next !== undefined) this.#startWrite(groupId, runtime);
+    if (runtime.next === undefined) return;
+    if (this.#phase === 'closed') {
+      const queued = runtime.next;
+      runtime.next = undefined;
+      queued.reject(new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed'));
+      return;
+    }
+    this.#startWrite(groupId, runtime);
   }
 
   /** Resolves once no snapshot write of the group is in flight or queued (whatever their outcome). */
@@ -723,7 +753,16 @@ export class GroupCoordinator {
   #runtime(groupId: string): GroupRuntime {
     let runtime = this.#runtimes.get(groupId);
     if (runtime === undefined) {
-      runtime = { lane: new OperationLane(this.#queuedOperationsMax), dirty: false };
+      const created: GroupRuntime = {
+        lane: new OperationLane(this.#queuedOperationsMax),
+        dirty: false,
+        waiting: 0,
+        settled: () =>
+          created.writing === undefined && created.next === undefined
+            ? null
+            : this.#writesSettled(created),
+      };
+      runtime = created;
       this.#runtimes.set(groupId, runtime);
     }
     return runtime;

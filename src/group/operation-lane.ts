@@ -1,10 +1,12 @@
 /**
  * OperationLane: runs the operations of one group one at a time, in arrival order.
  *
- * An operation is a function that changes state synchronously and may return a promise (a snapshot
- * write) that must settle before the next operation of the group starts. When the lane is idle an
- * operation runs at once, inside the caller's call, so timers firing on a manual clock and
- * `setTableLayout` take effect synchronously; only operations that arrive during a write wait.
+ * An operation is a function that changes state synchronously and may return a promise (a classic
+ * group's snapshot write, a group deletion) that must settle before the next operation of the group
+ * starts; a consumer group's operations return at once (their snapshot writes are group-committed
+ * outside the lane, see group-coordinator.ts). When the lane is idle an operation runs at once,
+ * inside the caller's call, so timers firing on a manual clock and `setTableLayout` take effect
+ * synchronously; only operations that arrive while one is pending wait.
  *
  * Bounded: at most `queuedMax` operations wait; more are refused with TOO_MANY_PENDING_WRITES
  * (retriable). `close(error)` rejects everything still waiting.

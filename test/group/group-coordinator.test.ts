@@ -838,6 +838,61 @@ describe('queries, concurrency and lifecycle', () => {
     expect(answered).toBe(true);
   });
 
+  it('refuses operations past queuedOperationsMax while their snapshot writes wait (TOO_MANY_PENDING_WRITES), and takes them again once written', async () => {
+    const ctx = new GroupTestContext({
+      layouts: { 1: { bucketCount: 4 } },
+      queuedOperationsMax: 3,
+    });
+    ctx.writer.hold = true;
+    const joins = ['a', 'b', 'c'].map((memberId) =>
+      ctx.heartbeat({ memberId, memberEpoch: 0, subscribedTableIds: [1] }),
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'd', memberEpoch: 0, subscribedTableIds: [1] }),
+      'TOO_MANY_PENDING_WRITES',
+    );
+    ctx.writer.hold = false;
+    ctx.writer.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    ctx.writer.release();
+    await Promise.all(joins);
+    await ctx.heartbeat({ memberId: 'd', memberEpoch: 0, subscribedTableIds: [1] });
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(4);
+  });
+
+  it('runs a classic join that takes over an Empty consumer group only after its snapshot writes, so that none lands after the classic one', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    ctx.writer.hold = true;
+    const left = a.leave(); // Empty: its snapshot write is held
+    let joined = false;
+    const join = ctx.coordinator.classic
+      .joinGroup('g', {
+        memberId: '',
+        groupInstanceId: 'static-1',
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 30_000,
+      })
+      .then((result) => {
+        joined = true;
+        return result;
+      });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ctx.coordinator.groupType('g')).toBe('consumer');
+    ctx.writer.hold = false;
+    ctx.writer.release();
+    await left;
+    ctx.clock.advance(10_000); // the classic group's initial rebalance delay
+    await join;
+    expect(joined).toBe(true);
+    // The leave was written before the takeover: what is durable is the Empty consumer group.
+    expect(ctx.writer.writesFor('g').at(-1)).toMatchObject({ members: [] });
+    expect(ctx.coordinator.groupType('g')).toBe('classic');
+  });
+
   it('rejects calls while loading and after close; close cancels every timer', async () => {
     const clock = new ManualClock();
     const ctx = new GroupTestContext({ clock, layouts: { 1: { bucketCount: 4 } } });

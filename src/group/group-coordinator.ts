@@ -541,11 +541,10 @@ export class GroupCoordinator {
     };
     // In the call when no snapshot write is in flight (a commit called after it is appended after
     // its deletions); else once they are done, so that the tombstone is written after them.
-    const deleted = runtime.lane.run(() =>
-      runtime.writing === undefined && runtime.next === undefined
-        ? deleteNow()
-        : this.#writesSettled(runtime).then(deleteNow),
-    );
+    const deleted = runtime.lane.run(() => {
+      const writes = runtime.settled();
+      return writes === null ? deleteNow() : writes.then(deleteNow);
+    });
     // Once the lane has let go of the operation (not inside it, where the lane still counts as
     // idle before a promise is returned, nor in its own continuation, where it is still busy).
     const drop = () => this.#dropRuntimeIfUnused(groupId);

@@ -146,12 +146,14 @@ export class ClusterNode {
     try {
       await node.#checkConfig();
       options.store.setServingGuard(() => node.#lease?.valid() === true);
-      const waitUntilMs = performance.now() + 2 * (options.leaseTtlSeconds ?? 3) * 1000 + 1000;
+      // Long enough for a dead predecessor's lease (same TTL) to expire in etcd.
+      const waitMs = 2 * node.#leaseTtlSeconds * 1000 + 1000;
+      const waitUntilMs = performance.now() + waitMs;
       while (!(await node.#register())) {
         if (performance.now() >= waitUntilMs) {
           throw new OffsetStoreError(
             'INVALID_CONFIG',
-            `node id ${node.nodeId} is registered under ${node.#keys.prefix} by another process, whose lease has lived on for ${Math.round(2 * (options.leaseTtlSeconds ?? 3) + 1)} s: give each node an id of its own`,
+            `node id ${node.nodeId} is registered under ${node.#keys.prefix} by another process, whose lease has lived on for ${waitMs / 1000} s: give each node an id of its own`,
           );
         }
         await new Promise((resolve) => setTimeout(resolve, 250));
@@ -229,12 +231,17 @@ export class ClusterNode {
   async #register(): Promise<boolean> {
     if (this.#lease === undefined || this.#lease.lost) {
       this.#lease = await NodeLease.grant(this.#connection, {
-        ttlSeconds: this.#options.leaseTtlSeconds ?? 3,
+        ttlSeconds: this.#leaseTtlSeconds,
         onLost: (reason) => this.#onLeaseLost(reason),
       });
       this.#leaseIds.add(this.#lease.id);
     }
     return this.#putRegistration(this.#lease);
+  }
+
+  /** TTL of this node's leases, seconds. */
+  get #leaseTtlSeconds(): number {
+    return this.#options.leaseTtlSeconds ?? 3;
   }
 
   /** Every lease this node was granted (a registration under one of them is this node's own). */

@@ -18,7 +18,9 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum } from '../../src/codec/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
-import { Log } from '../../src/log/index.js';
+import type { FileHandle, FileSystem } from '../../src/io/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
+import { Log, forgetLogProcessState } from '../../src/log/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { logOptions, readAll, testBatch } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -41,6 +43,22 @@ function segmentFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.log'))
     .sort();
+}
+
+/** The machine's file system, counting the fdatasyncs the log asks to make on the calling thread. */
+class FlushPlaceFileSystem extends NodeFileSystem {
+  /** Calls of `datasyncNow` (whether the file system then made it on the calling thread or not). */
+  askedHere = 0;
+
+  override async open(...args: Parameters<FileSystem['open']>): Promise<FileHandle> {
+    const handle = await super.open(...args);
+    const datasyncNow = handle.datasyncNow?.bind(handle);
+    handle.datasyncNow = () => {
+      this.askedHere++;
+      return datasyncNow?.() ?? false;
+    };
+    return handle;
+  }
 }
 
 describe('Log', () => {
@@ -272,6 +290,25 @@ describe('Log', () => {
     expect(fs.datasyncCount).toBeGreaterThan(0);
     expect(fs.datasyncCount).toBeLessThan(20);
     await log.close();
+  });
+
+  it('flushes on the calling thread only while one log has the flushes to itself: logs taking turns flush through the thread pool for a while', async () => {
+    // A flush on the calling thread blocks the event loop: commits for other logs arriving by I/O
+    // meanwhile would then start their logs one at a time, each alone, and never flush in parallel.
+    forgetLogProcessState();
+    const fs = new FlushPlaceFileSystem();
+    const { log: a } = await Log.open(logOptions(tempDir(), { fs, segmentBytesMax: 1 << 20 }));
+    const { log: b } = await Log.open(logOptions(tempDir(), { fs, segmentBytesMax: 1 << 20 }));
+    for (let n = 0; n < 5; n++) await a.append(testBatch(n));
+    expect(fs.askedHere).toBe(5);
+    // One round at a time, but the logs take turns: every round goes through the thread pool.
+    for (let n = 0; n < 10; n++) await (n % 2 === 0 ? b : a).append(testBatch(10 + n));
+    expect(fs.askedHere).toBe(5);
+    // Once the turns are over (100 ms), a lone log flushes on the calling thread again.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    for (let n = 0; n < 3; n++) await a.append(testBatch(20 + n));
+    expect(fs.askedHere).toBe(8);
+    await Promise.all([a.close(), b.close()]);
   });
 
   it('fail-stops after one failed fdatasync: that append and every later one reject with LOG_STORAGE_ERROR', async () => {

@@ -9,6 +9,7 @@ export {
   LOG_DEFAULTS,
   Log,
   forgetLogProcessState,
+  holdServingFlushes,
   type Durability,
   type LogOptions,
   type LogRecovery,

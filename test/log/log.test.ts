@@ -20,7 +20,7 @@ import { loadChecksum } from '../../src/codec/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import type { FileHandle, FileSystem } from '../../src/io/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
-import { Log, forgetLogProcessState } from '../../src/log/index.js';
+import { Log, forgetLogProcessState, holdServingFlushes } from '../../src/log/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { logOptions, readAll, testBatch } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -292,22 +292,36 @@ describe('Log', () => {
     await log.close();
   });
 
-  it('flushes on the calling thread only while one log has the flushes to itself: logs taking turns flush through the thread pool for a while', async () => {
-    // A flush on the calling thread blocks the event loop: commits for other logs arriving by I/O
-    // meanwhile would then start their logs one at a time, each alone, and never flush in parallel.
+  it('flushes on the calling thread while one log flushes at a time; in a process serving over the network, logs taking turns flush through the thread pool for a while', async () => {
+    // A flush on the calling thread blocks the event loop: commits for other logs arriving on
+    // sockets meanwhile would then start their logs one at a time, each alone, never in parallel.
     forgetLogProcessState();
     const fs = new FlushPlaceFileSystem();
     const { log: a } = await Log.open(logOptions(tempDir(), { fs, segmentBytesMax: 1 << 20 }));
     const { log: b } = await Log.open(logOptions(tempDir(), { fs, segmentBytesMax: 1 << 20 }));
+    const takeTurns = async (first: number) => {
+      for (let n = 0; n < 10; n++) await (n % 2 === 0 ? b : a).append(testBatch(first + n));
+    };
     for (let n = 0; n < 5; n++) await a.append(testBatch(n));
     expect(fs.askedHere).toBe(5);
-    // One round at a time, but the logs take turns: every round goes through the thread pool.
-    for (let n = 0; n < 10; n++) await (n % 2 === 0 ? b : a).append(testBatch(10 + n));
-    expect(fs.askedHere).toBe(5);
-    // Once the turns are over (100 ms), a lone log flushes on the calling thread again.
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    for (let n = 0; n < 3; n++) await a.append(testBatch(20 + n));
-    expect(fs.askedHere).toBe(8);
+    // In-process callers, one round at a time: on the calling thread, whichever log.
+    await takeTurns(10);
+    expect(fs.askedHere).toBe(15);
+    const release = holdServingFlushes();
+    try {
+      // Serving: once the logs take turns, every round goes through the thread pool.
+      await takeTurns(20);
+      expect(fs.askedHere).toBe(15);
+      // Once the turns are over (100 ms), a lone log flushes on the calling thread again.
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      for (let n = 0; n < 3; n++) await a.append(testBatch(30 + n));
+      expect(fs.askedHere).toBe(18);
+    } finally {
+      release();
+      release();
+    }
+    await takeTurns(40);
+    expect(fs.askedHere).toBe(28);
     await Promise.all([a.close(), b.close()]);
   });
 

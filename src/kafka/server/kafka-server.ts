@@ -20,6 +20,7 @@
 import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { OffsetStoreError } from '../../errors/index.js';
+import { holdServingFlushes } from '../../log/index.js';
 import type { OffsetStore } from '../../store.js';
 import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
@@ -112,6 +113,8 @@ export class KafkaServer {
   readonly #connections = new Set<KafkaConnection>();
   #sweepTimer: Timer | undefined;
   #closing: Promise<void> | undefined;
+  /** Tells the process's logs that commits arrive over the network (released at close). */
+  readonly #releaseServingFlushes = holdServingFlushes();
   #refusedConnections = 0;
 
   private constructor(
@@ -350,6 +353,7 @@ export class KafkaServer {
   }
 
   async #close(closeStore: boolean): Promise<void> {
+    this.#releaseServingFlushes();
     this.#sweepTimer?.cancel();
     const stopped = Promise.all(
       this.#servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),

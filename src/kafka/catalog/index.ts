@@ -12,6 +12,13 @@ export {
   type CatalogContent,
   type TopicEntry,
 } from './catalog-file.js';
+export {
+  PATTERN_CHARS_MAX,
+  PROGRAM_MAX,
+  TopicRegex,
+  TopicRegexError,
+  TopicRegexResolver,
+} from './topic-regex.js';
 export { TOPIC_NAME_LENGTH_MAX, collisionKey, topicNameProblem } from './topic-name.js';
 export {
   TopicCatalog,

@@ -50,7 +50,7 @@ async function describeOne(context: HandlerContext, groupId: string) {
           clientHost: notes?.clientHost ?? '',
           subscribedTopicNames:
             notes?.topicNames ?? topicNamesOf(context.catalog, m.subscribedTableIds),
-          subscribedTopicRegex: null,
+          subscribedTopicRegex: notes?.topicRegex ?? null,
           assignment: assignmentOf(context, m.assignment),
           targetAssignment: assignmentOf(context, m.targetAssignment),
         };

@@ -20,8 +20,10 @@
  *
  * Requests are checked as Kafka checks them (INVALID_REQUEST with a message): a group id, a member
  * id except on a v0 join, an instance id if any, a rebalance timeout and a subscription and no
- * owned partitions on a join, an epoch of -2 or more, -2 only with an instance id. Regular
- * expression subscriptions (v1) are not served; an empty regex is none, as Kafka reads it. Store errors go out as Kafka's codes
+ * owned partitions on a join, an epoch of -2 or more, -2 only with an instance id. A subscription
+ * by regular expression (v1) takes every catalog topic whose whole name it matches, resolved again
+ * when topics are created (topic-regex.ts: linear-time matching, RE2's syntax for topic names); one
+ * refused is INVALID_REGULAR_EXPRESSION, and an empty one is none, as Kafka reads it. Store errors go out as Kafka's codes
  * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...).
  */
 import {
@@ -36,7 +38,7 @@ import {
   type RequestOf,
   type ResponseInputOf,
 } from '../protocol/index.js';
-import { topicNameProblem } from '../catalog/index.js';
+import { TopicRegexError, topicNameProblem } from '../catalog/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { Peer, RequestHandler } from './request-handler.js';
 import { bucketsByTopic } from './topic-mapping.js';
@@ -70,16 +72,13 @@ function invalidity(request: KafkaHeartbeat, version: number, topicsMax: number)
   if (memberEpoch === -2 && instanceId === null)
     return 'InstanceId must be set with MemberEpoch -2.';
   if (memberId === '' && (memberEpoch !== 0 || version >= 1)) return "MemberId can't be empty.";
-  // An empty regex is none, as in Kafka's coordinator (librdkafka 2.15 sends '' beside its topic names).
-  if (request.subscribedTopicRegex !== null && request.subscribedTopicRegex !== '')
-    return 'Subscriptions by regular expression are not supported by this server; subscribe by topic names.';
   if (memberEpoch === 0) {
     if (request.rebalanceTimeoutMs === -1)
       return 'RebalanceTimeoutMs must be provided in first request.';
     if (request.topicPartitions === null || request.topicPartitions.length > 0)
       return 'TopicPartitions must be empty when (re-)joining.';
-    if (request.subscribedTopicNames === null)
-      return 'SubscribedTopicNames must be set in first request.';
+    if (request.subscribedTopicNames === null && request.subscribedTopicRegex === null)
+      return 'SubscribedTopicNames or SubscribedTopicRegex must be set in first request.';
   }
   return null;
 }
@@ -92,6 +91,12 @@ function tableIdsOf(context: HandlerContext, names: readonly string[]): number[]
     if (topic !== undefined) ids.push(topic.tableId);
   }
   return ids.sort((a, b) => a - b);
+}
+
+/** The sorted union of two sorted id lists. */
+function union(a: readonly number[], b: readonly number[]): number[] {
+  if (b.length === 0) return [...a];
+  return [...new Set([...a, ...b])].sort((x, y) => x - y);
 }
 
 function sameIds(a: readonly number[], b: readonly number[]): boolean {
@@ -133,7 +138,27 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       : [...new Set(request.subscribedTopicNames)]
           .filter((name) => topicNameProblem(name) === null)
           .sort();
-  const tableIds = topicNames === undefined ? undefined : tableIdsOf(context, topicNames);
+  // The expression: null leaves it as it was, '' is none (as Kafka reads it: librdkafka 2.15 sends
+  // '' beside its topic names). One never seen (after a restart) is taken as none.
+  const topicRegex =
+    request.subscribedTopicRegex === null
+      ? notes?.topicRegex
+      : request.subscribedTopicRegex === ''
+        ? undefined
+        : request.subscribedTopicRegex;
+  let regexTableIds: readonly number[] = [];
+  if (topicRegex !== undefined) {
+    try {
+      regexTableIds = context.topicRegexes.tableIds(topicRegex);
+    } catch (error) {
+      if (!(error instanceof TopicRegexError)) throw error;
+      return refused(KAFKA_ERROR.INVALID_REGULAR_EXPRESSION, error.message);
+    }
+  }
+  const tableIds =
+    topicNames === undefined && topicRegex === undefined
+      ? undefined
+      : union(tableIdsOf(context, topicNames ?? []), regexTableIds);
   const heartbeat: HeartbeatRequest = {
     memberEpoch,
     ...(memberId === '' ? {} : { memberId }),
@@ -141,6 +166,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
     // Sent when asked, and when a topic of a remembered subscription appeared (or went) since.
     ...(tableIds !== undefined &&
     (request.subscribedTopicNames !== null ||
+      request.subscribedTopicRegex !== null ||
       notes === undefined ||
       notes.tableIds === undefined ||
       !sameIds(tableIds, notes.tableIds))
@@ -163,7 +189,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       context.members.delete(groupId, memberId);
     return refused(code, (error as Error).message);
   }
-  remember(context, groupId, response, topicNames, tableIds, header.clientId, peer);
+  remember(context, groupId, response, topicNames, topicRegex, tableIds, header.clientId, peer);
   return {
     throttleTimeMs: 0,
     errorCode: KAFKA_ERROR.NONE,
@@ -195,6 +221,7 @@ function remember(
   groupId: string,
   response: HeartbeatResponse,
   topicNames: readonly string[] | undefined,
+  topicRegex: string | undefined,
   tableIds: readonly number[] | undefined,
   clientId: string | null,
   peer: Peer,
@@ -206,6 +233,7 @@ function remember(
   const previous = context.members.get(groupId, response.memberId);
   context.members.set(groupId, response.memberId, {
     topicNames: topicNames ?? previous?.topicNames,
+    topicRegex,
     tableIds: tableIds ?? previous?.tableIds,
     clientId: clientId ?? '',
     clientHost: peer.clientHost,

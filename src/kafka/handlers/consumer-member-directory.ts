@@ -1,7 +1,7 @@
 /**
  * What the server remembers of consumer-group (KIP-848) members beyond what the store keeps: the
- * topic names a member subscribed to (the store knows table ids, and a subscribed topic that does
- * not exist yet has none), the table ids last sent for them, and the client id and host Kafka's
+ * topic names and the regular expression a member subscribed to (the store knows table ids, and a
+ * subscribed topic that does not exist yet has none), the table ids last sent for them, and the client id and host Kafka's
  * describe calls report. A member's next heartbeat may omit its subscription (librdkafka sends it
  * only when it changes); the names remembered here let the server add a topic created since.
  *
@@ -21,7 +21,9 @@
 export interface MemberNotes {
   /** The topic names it subscribed to, sorted; undefined while unknown (see above). */
   readonly topicNames: readonly string[] | undefined;
-  /** The table ids last sent to the store for those names, sorted; undefined with them. */
+  /** Its subscription's regular expression; undefined when it has none or it is unknown. */
+  readonly topicRegex?: string | undefined;
+  /** The table ids last sent to the store for those names and that expression, sorted; undefined while both are unknown. */
   readonly tableIds: readonly number[] | undefined;
   /** The client id of its last heartbeat's request header. */
   readonly clientId: string;
@@ -87,6 +89,7 @@ export class ConsumerMemberDirectory {
 function charsOf(k: string, notes: MemberNotes): number {
   let chars = k.length + notes.clientId.length + notes.clientHost.length;
   for (const name of notes.topicNames ?? []) chars += name.length;
+  chars += notes.topicRegex?.length ?? 0;
   return chars;
 }
 

@@ -5,7 +5,7 @@
  */
 import type { OffsetStore } from '../../store.js';
 import type { Clock } from '../../util/index.js';
-import type { TopicCatalog } from '../catalog/index.js';
+import { TopicRegexResolver, type TopicCatalog } from '../catalog/index.js';
 import type { ClusterView } from './cluster-view.js';
 import type { ConsumerMemberDirectory } from './consumer-member-directory.js';
 import { kafkaErrorCode } from './kafka-error-code.js';
@@ -31,6 +31,8 @@ export class HandlerContext {
   readonly cluster: ClusterView;
   /** Notes on consumer-group members (subscribed names, client ids). */
   readonly members: ConsumerMemberDirectory;
+  /** The topics of the catalog each subscription expression matches. */
+  readonly topicRegexes: TopicRegexResolver;
   /** Fetches being held. */
   readonly longPolls: LongPolls;
   /** The server's clock. */
@@ -40,12 +42,15 @@ export class HandlerContext {
   readonly #onWarning: (message: string) => void;
 
   constructor(
-    fields: Omit<HandlerContext, 'errorCodeOf' | 'warn'> & { onWarning: (message: string) => void },
+    fields: Omit<HandlerContext, 'errorCodeOf' | 'warn' | 'topicRegexes'> & {
+      onWarning: (message: string) => void;
+    },
   ) {
     this.store = fields.store;
     this.catalog = fields.catalog;
     this.cluster = fields.cluster;
     this.members = fields.members;
+    this.topicRegexes = new TopicRegexResolver(fields.catalog);
     this.longPolls = fields.longPolls;
     this.clock = fields.clock;
     this.settings = fields.settings;

@@ -46,6 +46,7 @@ export const KAFKA_ERROR = {
   UNRELEASED_INSTANCE_ID: 111,
   UNSUPPORTED_ASSIGNOR: 112,
   STALE_MEMBER_EPOCH: 113,
+  INVALID_REGULAR_EXPRESSION: 128,
 } as const;
 
 /** A Kafka error code this server answers with. */

@@ -202,11 +202,6 @@ describe('ConsumerGroupHeartbeat', () => {
       ['-2 without an instance id', 0, { groupId: 'g', memberId: 'm', memberEpoch: -2 }],
       ['an empty instance id', 0, { ...JOIN, instanceId: '' }],
       [
-        'a regular expression',
-        1,
-        { ...JOIN, memberId: 'm', subscribedTopicNames: null, subscribedTopicRegex: 'ord.*' },
-      ],
-      [
         'more names than the server can have topics',
         0,
         { ...JOIN, subscribedTopicNames: Array.from({ length: 10_001 }, (_, i) => `t${i}`) },
@@ -288,6 +283,72 @@ describe('ConsumerGroupHeartbeat', () => {
     });
     expect(beat.errorCode).toBe(0);
     expect(partitionsOf(beat, laterId)).toEqual([0]);
+  });
+
+  it('subscribes by regular expression: the topics whose whole name matches, a topic created later included; a bad expression is INVALID_REGULAR_EXPRESSION', async () => {
+    const { t, client } = await start();
+    const ids = await topicIds(client);
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: null,
+      subscribedTopicRegex: 'ord.*',
+    });
+    expect(joined.errorCode).toBe(0);
+    expect(partitionsOf(joined, ids.orders!)).toEqual([0, 1, 2, 3]);
+    expect(partitionsOf(joined, ids.audit!)).toBeUndefined();
+    // A whole-name match: 'ord' alone matches no topic.
+    const partial = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      groupId: 'g2',
+      memberId: 'p',
+      subscribedTopicNames: null,
+      subscribedTopicRegex: 'ord',
+    });
+    expect([partial.errorCode, partial.assignment?.topicPartitions ?? []]).toEqual([0, []]);
+    const created = await client.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'orders-eu', topicId: '00000000-0000-0000-0000-000000000000' }],
+      allowAutoTopicCreation: true,
+    });
+    const euId = created.topics[0]!.topicId;
+    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+      topicPartitions: [{ topicId: ids.orders!, partitions: [0, 1, 2, 3] }],
+    });
+    expect([beat.errorCode, partitionsOf(beat, euId)]).toEqual([0, [0]]);
+    const described = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] });
+    expect(described.groups[0]!.members[0]!.subscribedTopicRegex).toBe('ord.*');
+    // '' drops the expression: the member is then subscribed to its names alone.
+    const dropped = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: beat.memberEpoch,
+      subscribedTopicNames: ['audit'],
+      subscribedTopicRegex: '',
+    });
+    expect(dropped.errorCode).toBe(0);
+    // Tables are numbered in the order the topics were created: orders 1, audit 2.
+    expect((await t.store.describeGroup('g')).members[0]!.subscribedTableIds).toEqual([2]);
+    for (const [regex, reason] of [
+      ['(ord', /missing \)/],
+      ['(?i)orders', /flags/],
+      ['ord**', /quantifier cannot follow/],
+      ['(o{100}){100}', /more than 2000 instructions/],
+      ['x'.repeat(1001), /1001 characters/],
+    ] as const) {
+      const refused = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+        ...JOIN,
+        groupId: 'g3',
+        memberId: 'r',
+        subscribedTopicNames: null,
+        subscribedTopicRegex: regex,
+      });
+      expect(refused.errorCode, regex).toBe(KAFKA_ERROR.INVALID_REGULAR_EXPRESSION);
+      expect(refused.errorMessage, regex).toMatch(reason);
+    }
+    expect((await t.store.listGroups()).map((g) => g.groupId).sort()).toEqual(['g', 'g2']);
   });
 });
 

@@ -1,0 +1,499 @@
+/**
+ * Regular expressions of KIP-848 subscriptions (`SubscribedTopicRegex`), matched in linear time.
+ *
+ * A member may subscribe by a regular expression; its topics are every topic of the catalog whose
+ * whole name the expression matches (Kafka's coordinator uses RE2/J's `matches()`, a full match).
+ * The expression comes from the network, so it is never given to a backtracking engine (JavaScript's
+ * RegExp takes exponential time on `(a+)+b` against a long run of `a`): it is parsed here and
+ * compiled to a Thompson NFA, run with a set of states per input position, so a match costs at most
+ * (name length + 1) x (program size) steps whatever the expression.
+ *
+ * Syntax (RE2's, for the characters topic names can hold, `[a-zA-Z0-9._-]`): literals, `.`,
+ * classes `[...]` with ranges and `^` negation, the escapes `\d \D \w \W \s \S` (also inside classes)
+ * and `\` before any punctuation, groups `(...)`, `(?:...)`, `(?P<name>...)`, `(?<name>...)`,
+ * alternation `|`, the quantifiers `* + ? {n} {n,} {n,m}` (each also lazy with a trailing `?`, which
+ * does not change whether a whole name matches), and the anchors `^ $ \A \z` (a full match implies
+ * them; they still fail where they cannot hold, as in `a^b`). Anything else (flags such as `(?i)`,
+ * `\b`, Unicode classes, backreferences, which RE2 does not have either) is refused with the
+ * position and the reason, as are an expression over PATTERN_CHARS_MAX characters and a program over
+ * PROGRAM_MAX instructions (a counted repetition is expanded: `(a{100}){100}` is too large).
+ *
+ * Program: instructions in an array; `char` consumes one character of its set (a 128-entry table:
+ * topic names are ASCII, so any other character never matches), `split` continues at both targets,
+ * `jump` at its target, `begin`/`end` hold only at the first/last position, `match` accepts.
+ */
+import { OffsetStoreError } from '../../errors/index.js';
+
+/** Longest expression accepted. */
+export const PATTERN_CHARS_MAX = 1000;
+/** Most instructions a compiled expression may have. */
+export const PROGRAM_MAX = 2000;
+/** Repetition counts accepted in `{n,m}` (RE2's limit). */
+const REPEAT_MAX = 1000;
+
+type CharSet = Uint8Array;
+
+type Node =
+  | { readonly kind: 'set'; readonly set: CharSet }
+  | { readonly kind: 'begin' }
+  | { readonly kind: 'end' }
+  | { readonly kind: 'concat'; readonly parts: readonly Node[] }
+  | { readonly kind: 'alt'; readonly options: readonly Node[] }
+  | { readonly kind: 'repeat'; readonly node: Node; readonly min: number; readonly max: number };
+
+type Instruction =
+  | { op: 'char'; set: CharSet }
+  | { op: 'split'; x: number; y: number }
+  | { op: 'jump'; x: number }
+  | { op: 'begin' }
+  | { op: 'end' }
+  | { op: 'match' };
+
+/** The reason an expression is refused, with where. */
+export class TopicRegexError extends OffsetStoreError {
+  constructor(message: string) {
+    super('INVALID_REQUEST', message);
+    this.name = 'TopicRegexError';
+  }
+}
+
+const emptySet = (): CharSet => new Uint8Array(128);
+
+function rangeSet(ranges: readonly (readonly [string, string])[]): CharSet {
+  const set = emptySet();
+  for (const [from, to] of ranges)
+    for (let c = from.charCodeAt(0); c <= to.charCodeAt(0); c++) set[c] = 1;
+  return set;
+}
+
+function negated(set: CharSet): CharSet {
+  const out = emptySet();
+  for (let c = 0; c < 128; c++) out[c] = set[c] === 1 ? 0 : 1;
+  return out;
+}
+
+const DIGIT = rangeSet([['0', '9']]);
+const WORD = rangeSet([
+  ['0', '9'],
+  ['A', 'Z'],
+  ['a', 'z'],
+  ['_', '_'],
+]);
+const SPACE = rangeSet([
+  ['\t', '\n'],
+  ['\f', '\r'],
+  [' ', ' '],
+]);
+/** `.`: any character but a newline (RE2's default). */
+const ANY = negated(rangeSet([['\n', '\n']]));
+
+/** A recursive-descent parser of the syntax above. */
+class Parser {
+  readonly #source: string;
+  #at = 0;
+
+  constructor(source: string) {
+    this.#source = source;
+  }
+
+  parse(): Node {
+    const node = this.#alternation();
+    if (this.#at < this.#source.length) throw this.#error('unmatched )');
+    return node;
+  }
+
+  #error(reason: string, at = this.#at): TopicRegexError {
+    return new TopicRegexError(
+      `invalid regular expression ${JSON.stringify(this.#source)} at character ${at}: ${reason}`,
+    );
+  }
+
+  #peek(): string | undefined {
+    return this.#source[this.#at];
+  }
+
+  #alternation(): Node {
+    const options = [this.#concatenation()];
+    while (this.#peek() === '|') {
+      this.#at++;
+      options.push(this.#concatenation());
+    }
+    return options.length === 1 ? options[0]! : { kind: 'alt', options };
+  }
+
+  #concatenation(): Node {
+    const parts: Node[] = [];
+    for (let c = this.#peek(); c !== undefined && c !== '|' && c !== ')'; c = this.#peek())
+      parts.push(this.#repetition());
+    return parts.length === 1 ? parts[0]! : { kind: 'concat', parts };
+  }
+
+  #repetition(): Node {
+    const start = this.#at;
+    const node = this.#atom();
+    const c = this.#peek();
+    let min: number;
+    let max: number;
+    if (c === '*') [min, max] = [0, Infinity];
+    else if (c === '+') [min, max] = [1, Infinity];
+    else if (c === '?') [min, max] = [0, 1];
+    else if (c === '{' && this.#countAhead()) [min, max] = this.#count();
+    else return node;
+    if (c !== '{') this.#at++;
+    if (node.kind === 'begin' || node.kind === 'end')
+      throw this.#error('nothing to repeat before the quantifier', start);
+    // A lazy quantifier matches the same whole names; a second quantifier is refused, as by RE2.
+    if (this.#peek() === '?') this.#at++;
+    const after = this.#peek();
+    if (after === '*' || after === '+' || after === '?' || (after === '{' && this.#countAhead()))
+      throw this.#error('a quantifier cannot follow a quantifier');
+    return { kind: 'repeat', node, min, max };
+  }
+
+  /** Whether `{` starts a count here (RE2 takes a `{` that does not as a literal). */
+  #countAhead(): boolean {
+    return /^\{\d+(,\d*)?\}/.test(this.#source.slice(this.#at, this.#at + 16));
+  }
+
+  #count(): [number, number] {
+    const match = /^\{(\d+)(,(\d*))?\}/.exec(this.#source.slice(this.#at, this.#at + 16))!;
+    const min = Number(match[1]);
+    const max = match[2] === undefined ? min : match[3] === '' ? Infinity : Number(match[3]);
+    if (min > REPEAT_MAX || (max !== Infinity && max > REPEAT_MAX))
+      throw this.#error(`a repetition count over ${REPEAT_MAX}`);
+    if (max < min) throw this.#error(`the repetition {${min},${max}} has max < min`);
+    this.#at += match[0].length;
+    return [min, max];
+  }
+
+  #atom(): Node {
+    const c = this.#peek()!;
+    if (c === '(') return this.#group();
+    if (c === '[') return { kind: 'set', set: this.#class() };
+    this.#at++;
+    if (c === '.') return { kind: 'set', set: ANY };
+    if (c === '^') return { kind: 'begin' };
+    if (c === '$') return { kind: 'end' };
+    if (c === '*' || c === '+' || c === '?') throw this.#error('nothing to repeat', this.#at - 1);
+    if (c === '\\') {
+      const escaped = this.#escape(false);
+      if (escaped === 'begin' || escaped === 'end') return { kind: escaped };
+      return { kind: 'set', set: escaped };
+    }
+    return { kind: 'set', set: charSet(c) };
+  }
+
+  #group(): Node {
+    const start = this.#at;
+    this.#at++;
+    if (this.#peek() === '?') {
+      const rest = this.#source.slice(this.#at);
+      const named = /^\?P?<[A-Za-z_][A-Za-z0-9_]*>/.exec(rest);
+      if (rest.startsWith('?:')) this.#at += 2;
+      else if (named !== null) this.#at += named[0].length;
+      else throw this.#error('flags and other (? groups are not supported', start);
+    }
+    const inner = this.#alternation();
+    if (this.#peek() !== ')') throw this.#error('missing )', start);
+    this.#at++;
+    return inner;
+  }
+
+  /** After a `\`: a class, an anchor, or an escaped punctuation character. */
+  #escape(inClass: boolean): CharSet | 'begin' | 'end' {
+    const c = this.#peek();
+    if (c === undefined) throw this.#error('trailing \\');
+    this.#at++;
+    switch (c) {
+      case 'd':
+        return DIGIT;
+      case 'D':
+        return negated(DIGIT);
+      case 'w':
+        return WORD;
+      case 'W':
+        return negated(WORD);
+      case 's':
+        return SPACE;
+      case 'S':
+        return negated(SPACE);
+      case 't':
+        return charSet('\t');
+      case 'n':
+        return charSet('\n');
+      case 'r':
+        return charSet('\r');
+      case 'f':
+        return charSet('\f');
+      case 'v':
+        return charSet('\v');
+    }
+    if (!inClass && c === 'A') return 'begin';
+    if (!inClass && c === 'z') return 'end';
+    if (/[!-/:-@[-`{-~]/.test(c)) return charSet(c);
+    throw this.#error(`the escape \\${c} is not supported`, this.#at - 2);
+  }
+
+  #class(): CharSet {
+    const start = this.#at;
+    this.#at++;
+    let negate = false;
+    if (this.#peek() === '^') {
+      negate = true;
+      this.#at++;
+    }
+    const set = emptySet();
+    let first = true;
+    for (;;) {
+      const c = this.#peek();
+      if (c === undefined) throw this.#error('missing ]', start);
+      if (c === ']' && !first) break;
+      first = false;
+      if (c === '[' && this.#source[this.#at + 1] === ':')
+        throw this.#error('POSIX classes [:name:] are not supported');
+      const low = this.#classChar();
+      if (typeof low !== 'number') {
+        for (let i = 0; i < 128; i++) if (low[i] === 1) set[i] = 1;
+        continue;
+      }
+      if (
+        this.#peek() === '-' &&
+        this.#source[this.#at + 1] !== ']' &&
+        this.#at + 1 < this.#source.length
+      ) {
+        this.#at++;
+        const high = this.#classChar();
+        if (typeof high !== 'number') throw this.#error('a range cannot end in a class');
+        if (high < low) throw this.#error('a range out of order');
+        for (let i = low; i <= Math.min(high, 127); i++) set[i] = 1;
+      } else if (low < 128) set[low] = 1;
+    }
+    this.#at++;
+    return negate ? negated(set) : set;
+  }
+
+  /** One character of a class (its code) or an escaped class. */
+  #classChar(): number | CharSet {
+    const c = this.#source[this.#at]!;
+    this.#at++;
+    if (c !== '\\') return c.codePointAt(0)!;
+    const escaped = this.#escape(true);
+    if (escaped === 'begin' || escaped === 'end') throw this.#error('an anchor in a class');
+    let only = -1;
+    for (let i = 0; i < 128; i++)
+      if (escaped[i] === 1) {
+        if (only >= 0) return escaped;
+        only = i;
+      }
+    return only;
+  }
+}
+
+function charSet(c: string): CharSet {
+  const set = emptySet();
+  const code = c.codePointAt(0)!;
+  if (code < 128) set[code] = 1;
+  return set;
+}
+
+/** Compiles a node to instructions appended to `program`. */
+function emit(node: Node, program: Instruction[]): void {
+  if (program.length > PROGRAM_MAX) return;
+  switch (node.kind) {
+    case 'set':
+      program.push({ op: 'char', set: node.set });
+      return;
+    case 'begin':
+    case 'end':
+      program.push({ op: node.kind });
+      return;
+    case 'concat':
+      for (const part of node.parts) emit(part, program);
+      return;
+    case 'alt': {
+      // split L1, next; L1: option; jump end; next: split ... ; last option; end:
+      const jumps: Instruction[] = [];
+      node.options.forEach((option, i) => {
+        if (i < node.options.length - 1) {
+          const split = { op: 'split' as const, x: program.length + 1, y: 0 };
+          program.push(split);
+          emit(option, program);
+          const jump = { op: 'jump' as const, x: 0 };
+          program.push(jump);
+          jumps.push(jump);
+          split.y = program.length;
+        } else emit(option, program);
+      });
+      for (const jump of jumps) (jump as { x: number }).x = program.length;
+      return;
+    }
+    case 'repeat': {
+      for (let i = 0; i < node.min; i++) emit(node.node, program);
+      if (node.max === Infinity) {
+        // L: split body, out; body; jump L; out:
+        const split = { op: 'split' as const, x: program.length + 1, y: 0 };
+        const loop = program.length;
+        program.push(split);
+        emit(node.node, program);
+        program.push({ op: 'jump', x: loop });
+        split.y = program.length;
+        return;
+      }
+      // (body(body(...)?)?)? for the optional copies.
+      const splits: { op: 'split'; x: number; y: number }[] = [];
+      for (let i = node.min; i < node.max && program.length <= PROGRAM_MAX; i++) {
+        const split = { op: 'split' as const, x: program.length + 1, y: 0 };
+        program.push(split);
+        splits.push(split);
+        emit(node.node, program);
+      }
+      for (const split of splits) split.y = program.length;
+      return;
+    }
+  }
+}
+
+/** A compiled subscription expression. */
+export class TopicRegex {
+  readonly source: string;
+  readonly #program: readonly Instruction[];
+  /** Per instruction: the step it was last added to a state list in (a generation mark). */
+  readonly #seen: Uint32Array;
+  #generation = 0;
+
+  private constructor(source: string, program: Instruction[]) {
+    this.source = source;
+    this.#program = program;
+    this.#seen = new Uint32Array(program.length);
+  }
+
+  /** Compiles `source`; throws TopicRegexError (INVALID_REQUEST) naming where and why it is refused. */
+  static compile(source: string): TopicRegex {
+    if (source.length > PATTERN_CHARS_MAX)
+      throw new TopicRegexError(
+        `invalid regular expression: ${source.length} characters, above the limit of ${PATTERN_CHARS_MAX}`,
+      );
+    const node = new Parser(source).parse();
+    const program: Instruction[] = [];
+    emit(node, program);
+    if (program.length > PROGRAM_MAX)
+      throw new TopicRegexError(
+        `invalid regular expression ${JSON.stringify(source.slice(0, 100))}: it compiles to more than ${PROGRAM_MAX} instructions`,
+      );
+    program.push({ op: 'match' });
+    return new TopicRegex(source, program);
+  }
+
+  /** Whether the expression matches the whole of `name`. */
+  matches(name: string): boolean {
+    let current: number[] = [];
+    let next: number[] = [];
+    this.#add(current, 0, 0, name.length, this.#fresh());
+    for (let i = 0; i < name.length && current.length > 0; i++) {
+      const code = name.charCodeAt(i);
+      const generation = this.#fresh();
+      for (const pc of current) {
+        const instruction = this.#program[pc]!;
+        if (instruction.op === 'char' && code < 128 && instruction.set[code] === 1)
+          this.#add(next, pc + 1, i + 1, name.length, generation);
+      }
+      [current, next] = [next, current];
+      next.length = 0;
+    }
+    return current.some((pc) => this.#program[pc]!.op === 'match');
+  }
+
+  /** A new mark for the states of one position. */
+  #fresh(): number {
+    if (++this.#generation === 0xffffffff) {
+      this.#seen.fill(0);
+      this.#generation = 1;
+    }
+    return this.#generation;
+  }
+
+  /**
+   * Adds to `list` the consuming instructions (and `match`) that `pc` reaches at position `at`
+   * without consuming a character, each once per `generation`.
+   */
+  #add(list: number[], pc: number, at: number, length: number, generation: number): void {
+    const stack = [pc];
+    while (stack.length > 0) {
+      const p = stack.pop()!;
+      if (this.#seen[p] === generation) continue;
+      this.#seen[p] = generation;
+      const instruction = this.#program[p]!;
+      switch (instruction.op) {
+        case 'jump':
+          stack.push(instruction.x);
+          break;
+        case 'split':
+          stack.push(instruction.y, instruction.x);
+          break;
+        case 'begin':
+          if (at === 0) stack.push(p + 1);
+          break;
+        case 'end':
+          if (at === length) stack.push(p + 1);
+          break;
+        default:
+          list.push(p);
+      }
+    }
+  }
+}
+
+/** Expressions whose compiled form and matches are kept (the oldest used is dropped past it). */
+const RESOLVED_MAX = 256;
+
+/**
+ * The table ids of the catalog topics an expression matches, kept per expression until the catalog
+ * changes size (topics are created, never removed or renamed, so a size seen before is the same
+ * set of topics). Heartbeats of the members of one group send the same expression again and again;
+ * it is compiled and run over the catalog once per change of the catalog.
+ */
+export class TopicRegexResolver {
+  readonly #catalog: {
+    readonly size: number;
+    topics(): readonly { name: string; tableId: number }[];
+  };
+  readonly #resolved = new Map<
+    string,
+    { regex: TopicRegex; catalogSize: number; tableIds: readonly number[] }
+  >();
+
+  constructor(catalog: {
+    readonly size: number;
+    topics(): readonly { name: string; tableId: number }[];
+  }) {
+    this.#catalog = catalog;
+  }
+
+  /** The table ids matched by `source`, sorted; throws TopicRegexError for an expression refused. */
+  tableIds(source: string): readonly number[] {
+    const known = this.#resolved.get(source);
+    const size = this.#catalog.size;
+    if (known !== undefined) {
+      this.#resolved.delete(source);
+      this.#resolved.set(source, known);
+      if (known.catalogSize !== size) {
+        known.tableIds = this.#match(known.regex);
+        known.catalogSize = size;
+      }
+      return known.tableIds;
+    }
+    const regex = TopicRegex.compile(source);
+    const entry = { regex, catalogSize: size, tableIds: this.#match(regex) };
+    if (this.#resolved.size >= RESOLVED_MAX)
+      this.#resolved.delete(this.#resolved.keys().next().value!);
+    this.#resolved.set(source, entry);
+    return entry.tableIds;
+  }
+
+  #match(regex: TopicRegex): number[] {
+    const ids: number[] = [];
+    for (const topic of this.#catalog.topics())
+      if (regex.matches(topic.name)) ids.push(topic.tableId);
+    return ids.sort((a, b) => a - b);
+  }
+}

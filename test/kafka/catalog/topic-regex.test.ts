@@ -1,0 +1,130 @@
+/**
+ * Subscription expressions: whole-name matches that agree with a backtracking engine on every
+ * expression of the shared syntax (random expressions and names, fast-check prints the seed of a
+ * failure), in time linear in the name whatever the expression (the classic catastrophic
+ * expressions finish), refusals that name where and why, and a resolver that follows the catalog.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TopicRegex, TopicRegexResolver } from '../../../src/kafka/catalog/index.js';
+import { isOffsetStoreError } from '../../../src/errors/index.js';
+
+/** Expressions over a small alphabet, in the syntax both engines read the same way. */
+const expression: fc.Arbitrary<string> = fc.letrec<{ re: string; atom: string }>((tie) => ({
+  atom: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.constantFrom('a', 'b', '.', '-', '\\.', '\\d', '\\w', '[ab]', '[^a]', '[a-c.]', '[-a]', '9'),
+    tie('re').map((r) => `(${r})`),
+    tie('re').map((r) => `(?:${r})`),
+  ),
+  re: fc.oneof(
+    { depthSize: 'small' },
+    fc
+      .tuple(
+        tie('atom'),
+        fc.constantFrom('', '', '*', '+', '?', '*?', '{2}', '{1,3}', '{0,}', '{2,}?'),
+      )
+      .map(([a, q]) => a + q),
+    fc.array(tie('atom'), { minLength: 2, maxLength: 4 }).map((parts) => parts.join('')),
+    fc.tuple(tie('re'), tie('re')).map(([x, y]) => `${x}|${y}`),
+    tie('re').map((r) => `^${r}$`),
+  ),
+})).re;
+
+const name = fc.string({ unit: fc.constantFrom('a', 'b', 'c', '.', '-', '_', '9'), maxLength: 7 });
+
+describe('TopicRegex', () => {
+  it('matches whole names exactly as a backtracking engine does, on random expressions and names', () => {
+    fc.assert(
+      fc.property(expression, fc.array(name, { minLength: 1, maxLength: 8 }), (source, names) => {
+        const ours = TopicRegex.compile(source);
+        const reference = new RegExp(`^(?:${source})$`);
+        for (const n of names) expect(ours.matches(n), `${source} on ${n}`).toBe(reference.test(n));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('matches in time linear in the name: catastrophic expressions for a backtracking engine finish', () => {
+    const long = 'a'.repeat(249);
+    for (const source of [
+      '(a+)+b',
+      '(a|a)*b',
+      '(a*)*b',
+      '(a|aa)+b',
+      '(.*a){20}b',
+      '(a?){30}a{30}b',
+    ])
+      expect(TopicRegex.compile(source).matches(long), source).toBe(false);
+    expect(TopicRegex.compile('(a+)+').matches(long)).toBe(true);
+  });
+
+  it('reads Kafka-style subscriptions', () => {
+    const cases: [string, string, boolean][] = [
+      ['orders\\..*', 'orders.eu', true],
+      ['orders\\..*', 'ordersXeu', false],
+      ['^(payments|refunds)-[0-9]+$', 'refunds-12', true],
+      ['^(payments|refunds)-[0-9]+$', 'refunds-', false],
+      ['(?P<region>eu|us)_clicks', 'us_clicks', true],
+      ['(?<region>eu|us)_clicks', 'eu_clicks', true],
+      ['\\Aaudit\\z', 'audit', true],
+      ['a^b', 'ab', false],
+      ['topic{', 'topic{', true],
+      ['[\\d_]+', '12_3', true],
+      ['.*', '', true],
+    ];
+    for (const [source, topic, expected] of cases)
+      expect(TopicRegex.compile(source).matches(topic), `${source} on ${topic}`).toBe(expected);
+  });
+
+  it('refuses what it cannot read, naming where and why (INVALID_REQUEST)', () => {
+    const cases: [string, RegExp][] = [
+      ['(ab', /at character 0: missing \)/],
+      ['ab)', /at character 2: unmatched \)/],
+      ['[ab', /missing \]/],
+      ['*a', /nothing to repeat/],
+      ['a**', /a quantifier cannot follow a quantifier/],
+      ['^*', /nothing to repeat/],
+      ['(?i)abc', /flags/],
+      ['\\bword', /the escape \\b is not supported/],
+      ['[[:alpha:]]', /POSIX classes/],
+      ['[z-a]', /out of order/],
+      ['a{1001}', /over 1000/],
+      ['a{3,2}', /max < min/],
+      ['abc\\', /trailing \\/],
+      ['(a{40}){60}', /more than 2000 instructions/],
+      ['a'.repeat(1001), /1001 characters, above the limit of 1000/],
+    ];
+    for (const [source, reason] of cases) {
+      let caught: unknown;
+      try {
+        TopicRegex.compile(source);
+      } catch (error) {
+        caught = error;
+      }
+      expect(isOffsetStoreError(caught, 'INVALID_REQUEST'), source).toBe(true);
+      expect((caught as Error).message, source).toMatch(reason);
+    }
+  });
+});
+
+describe('TopicRegexResolver', () => {
+  it('gives the sorted table ids of the matching topics, again once the catalog has grown', () => {
+    const topics = [
+      { name: 'orders', tableId: 3 },
+      { name: 'audit', tableId: 1 },
+    ];
+    const catalog = {
+      get size() {
+        return topics.length;
+      },
+      topics: () => topics,
+    };
+    const resolver = new TopicRegexResolver(catalog);
+    expect(resolver.tableIds('ord.*|audit')).toEqual([1, 3]);
+    expect(resolver.tableIds('ord.*')).toEqual([3]);
+    topics.push({ name: 'orders-eu', tableId: 2 });
+    expect(resolver.tableIds('ord.*')).toEqual([2, 3]);
+    expect(() => resolver.tableIds('(')).toThrow(/missing \)/);
+  });
+});

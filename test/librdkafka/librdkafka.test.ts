@@ -3,7 +3,8 @@
  * unmodified, against the server on port 0: consumers of the classic protocol (JoinGroup v5 after
  * MEMBER_ID_REQUIRED, SyncGroup v3, Heartbeat v3, OffsetCommit v9 read as a generation, LeaveGroup
  * v1) and of `group.protocol=consumer` (KIP-848: ConsumerGroupHeartbeat v1, OffsetCommit v9 under the
- * member epoch) join, split a topic's partitions, and commit.
+ * member epoch) join, split a topic's partitions, and commit; a KIP-848 consumer subscribed by a
+ * regular expression gets the matching topics, one created after it joined included.
  *
  * Its own tier (`npm run test:librdkafka`, run by .ci/run): the client is a native addon installed
  * into test/librdkafka/node_modules by install.sh, not a dependency of the package. Real clients run
@@ -12,12 +13,14 @@
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SystemClock } from '../../src/index.js';
+import { API_KEYS } from '../../src/kafka/protocol/index.js';
+import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../kafka/support/server-fixture.js';
 
 /** The part of the KafkaJS-compatible API these tests use. */
 interface RdConsumer {
   connect(): Promise<void>;
-  subscribe(subscription: { topics: string[] }): Promise<void>;
+  subscribe(subscription: { topics: (string | RegExp)[] }): Promise<void>;
   run(config: { eachMessage: () => Promise<void> }): Promise<void>;
   assignment(): { topic: string; partition: number }[];
   commitOffsets(offsets: { topic: string; partition: number; offset: string }[]): Promise<void>;
@@ -61,6 +64,7 @@ async function consumerOf(
   groupId: string,
   clientId: string,
   config: Record<string, unknown>,
+  topics: (string | RegExp)[] = ['orders'],
 ): Promise<RdConsumer> {
   const kafka = new KafkaJS.Kafka({
     kafkaJS: { brokers: [...t.server.brokers], clientId, logLevel: KafkaJS.logLevel.NOTHING },
@@ -77,7 +81,7 @@ async function consumerOf(
   });
   consumers.push(consumer);
   await consumer.connect();
-  await consumer.subscribe({ topics: ['orders'] });
+  await consumer.subscribe({ topics });
   void consumer.run({ eachMessage: async () => {} });
   return consumer;
 }
@@ -137,5 +141,39 @@ describe('librdkafka 2.15.1 consumers', () => {
     await splitAndCommit(t, 'rdk-consumer', { 'group.protocol': 'consumer' });
     const description = await t.store.describeGroup('rdk-consumer');
     expect([description.groupType, description.members.length]).toEqual(['consumer', 2]);
+  });
+
+  it('of group.protocol=consumer (KIP-848) subscribed by regular expression get the matching topics, one created later included', async () => {
+    const t = await start();
+    const consumer = await consumerOf(
+      t,
+      'rdk-regex',
+      'rdk-regex',
+      { 'group.protocol': 'consumer' },
+      [/^ord.*/],
+    );
+    await eventually(
+      () => owned(consumer).length === 4,
+      'the consumer owns the 4 partitions of orders',
+    );
+    expect(consumer.assignment().every((a) => a.topic === 'orders')).toBe(true);
+    expect((await t.store.describeGroup('rdk-regex')).members[0]!.subscribedTableIds).toEqual([1]);
+    const admin = await RawKafkaClient.connect(t.server.port, {});
+    try {
+      await admin.send(API_KEYS.Metadata, 12, {
+        topics: [
+          { name: 'orders-late', topicId: '00000000-0000-0000-0000-000000000000' },
+          { name: 'audit', topicId: '00000000-0000-0000-0000-000000000000' },
+        ],
+        allowAutoTopicCreation: true,
+      });
+    } finally {
+      await admin.close();
+    }
+    await eventually(
+      () => consumer.assignment().some((a) => a.topic === 'orders-late'),
+      'the topic created later is assigned',
+    );
+    expect(consumer.assignment().some((a) => a.topic === 'audit')).toBe(false);
   });
 });

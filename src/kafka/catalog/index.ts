@@ -15,6 +15,7 @@ export {
 export {
   PATTERN_CHARS_MAX,
   PROGRAM_MAX,
+  RESOLUTION_STEPS_MAX,
   TopicRegex,
   TopicRegexError,
   TopicRegexResolver,

@@ -5,8 +5,11 @@
  * whole name the expression matches (Kafka's coordinator uses RE2/J's `matches()`, a full match).
  * The expression comes from the network, so it is never given to a backtracking engine (JavaScript's
  * RegExp takes exponential time on `(a+)+b` against a long run of `a`): it is parsed here and
- * compiled to a Thompson NFA, run with a set of states per input position, so a match costs at most
- * (name length + 1) x (program size) steps whatever the expression.
+ * compiled to a Thompson NFA, run as the DFA whose states are the NFA's sets of live instructions,
+ * built lazily as names need them (at most DFA_STATES_MAX kept; past it they are built again), so a
+ * character costs one table lookup once its state is built, and building a state at most two passes
+ * over the program: whatever the expression, a match costs at most (name length + 1) x (program
+ * size) steps, and the resolver bounds what one pass over the catalog may cost in all.
  *
  * Syntax (RE2's, for the characters topic names can hold, `[a-zA-Z0-9._-]`): literals, `.`,
  * classes `[...]` with ranges and `^` negation, the escapes `\d \D \w \W \s \S` (also inside classes)
@@ -353,13 +356,33 @@ function emit(node: Node, program: Instruction[]): void {
   }
 }
 
+/**
+ * A state of the automaton built lazily from the program (a DFA state): the consuming instructions
+ * (and `match`) live at one position, and where each character leads, filled in as names need it.
+ */
+interface DfaState {
+  /** Consuming instructions and `match`, reached at a position that is not the name's end. */
+  readonly live: readonly number[];
+  /** Whether the name is matched if it ends here. */
+  readonly acceptsAtEnd: boolean;
+  /** By character code: the state after it, undefined until computed. */
+  readonly next: (DfaState | undefined)[];
+}
+
+/** Most DFA states kept per expression; past it they are dropped and built again as needed. */
+const DFA_STATES_MAX = 4096;
+
 /** A compiled subscription expression. */
 export class TopicRegex {
   readonly source: string;
   readonly #program: readonly Instruction[];
-  /** Per instruction: the step it was last added to a state list in (a generation mark). */
+  /** Per instruction: the closure it was last reached in (a generation mark). */
   readonly #seen: Uint32Array;
   #generation = 0;
+  #states = new Map<string, DfaState>();
+  #start: DfaState | undefined;
+  /** Instructions visited building states: the work matching has cost so far. */
+  #steps = 0;
 
   private constructor(source: string, program: Instruction[]) {
     this.source = source;
@@ -384,44 +407,74 @@ export class TopicRegex {
     return new TopicRegex(source, program);
   }
 
-  /** Whether the expression matches the whole of `name`. */
-  matches(name: string): boolean {
-    let current: number[] = [];
-    let next: number[] = [];
-    this.#add(current, 0, 0, name.length, this.#fresh());
-    for (let i = 0; i < name.length && current.length > 0; i++) {
-      const code = name.charCodeAt(i);
-      const generation = this.#fresh();
-      for (const pc of current) {
-        const instruction = this.#program[pc]!;
-        if (instruction.op === 'char' && code < 128 && instruction.set[code] === 1)
-          this.#add(next, pc + 1, i + 1, name.length, generation);
-      }
-      [current, next] = [next, current];
-      next.length = 0;
-    }
-    return current.some((pc) => this.#program[pc]!.op === 'match');
+  /**
+   * Instructions visited so far building automaton states: what matching has cost, beyond one
+   * table lookup per character (a caller bounds its work with it).
+   */
+  get steps(): number {
+    return this.#steps;
   }
 
-  /** A new mark for the states of one position. */
-  #fresh(): number {
+  /** Whether the expression matches the whole of `name`. */
+  matches(name: string): boolean {
+    let state = (this.#start ??= this.#state([0], true));
+    for (let i = 0; i < name.length; i++) {
+      const code = name.charCodeAt(i);
+      if (code >= 128) return false;
+      let next = state.next[code];
+      if (next === undefined) {
+        const seeds: number[] = [];
+        for (const pc of state.live) {
+          const instruction = this.#program[pc]!;
+          if (instruction.op === 'char' && instruction.set[code] === 1) seeds.push(pc + 1);
+        }
+        next = this.#state(seeds, false);
+        state.next[code] = next;
+      }
+      if (next.live.length === 0 && !next.acceptsAtEnd) return false;
+      state = next;
+    }
+    return state.acceptsAtEnd;
+  }
+
+  /** The state reached from `seeds` (instructions before their closure), built once. */
+  #state(seeds: readonly number[], atStart: boolean): DfaState {
+    const key = `${atStart ? 's' : ''}${seeds.join(',')}`;
+    const known = this.#states.get(key);
+    if (known !== undefined) return known;
+    if (this.#states.size >= DFA_STATES_MAX) {
+      // Drop every state (the start one too): states built from here on start a new set.
+      this.#states = new Map();
+      this.#start = undefined;
+    }
+    const live = this.#closure(seeds, atStart, false);
+    const atEnd = this.#closure(seeds, atStart, true);
+    const state: DfaState = {
+      live,
+      acceptsAtEnd: atEnd.some((pc) => this.#program[pc]!.op === 'match'),
+      next: new Array<DfaState | undefined>(128),
+    };
+    this.#states.set(key, state);
+    return state;
+  }
+
+  /**
+   * The consuming instructions and `match` that `seeds` reach without consuming a character, at the
+   * name's start or not, at its end or not; sorted, each once.
+   */
+  #closure(seeds: readonly number[], atStart: boolean, atEnd: boolean): number[] {
     if (++this.#generation === 0xffffffff) {
       this.#seen.fill(0);
       this.#generation = 1;
     }
-    return this.#generation;
-  }
-
-  /**
-   * Adds to `list` the consuming instructions (and `match`) that `pc` reaches at position `at`
-   * without consuming a character, each once per `generation`.
-   */
-  #add(list: number[], pc: number, at: number, length: number, generation: number): void {
-    const stack = [pc];
+    const generation = this.#generation;
+    const list: number[] = [];
+    const stack = [...seeds].reverse();
     while (stack.length > 0) {
       const p = stack.pop()!;
       if (this.#seen[p] === generation) continue;
       this.#seen[p] = generation;
+      this.#steps++;
       const instruction = this.#program[p]!;
       switch (instruction.op) {
         case 'jump':
@@ -431,69 +484,91 @@ export class TopicRegex {
           stack.push(instruction.y, instruction.x);
           break;
         case 'begin':
-          if (at === 0) stack.push(p + 1);
+          if (atStart) stack.push(p + 1);
           break;
         case 'end':
-          if (at === length) stack.push(p + 1);
+          if (atEnd) stack.push(p + 1);
           break;
         default:
           list.push(p);
       }
     }
+    return list.sort((a, b) => a - b);
   }
 }
 
 /** Expressions whose compiled form and matches are kept (the oldest used is dropped past it). */
 const RESOLVED_MAX = 256;
+/**
+ * Most automaton steps one resolution over the catalog may take (~0.1-0.3 s here). Typical
+ * expressions take a few steps per topic; one whose automaton keeps growing (`(a|b)*a(a|b){12}`
+ * over many distinct names) is refused rather than let block the server.
+ */
+export const RESOLUTION_STEPS_MAX = 10_000_000;
+
+interface Resolved {
+  readonly regex: TopicRegex;
+  catalogSize: number;
+  /** The matches, or why the expression is refused over this catalog. */
+  outcome: readonly number[] | TopicRegexError;
+}
 
 /**
  * The table ids of the catalog topics an expression matches, kept per expression until the catalog
  * changes size (topics are created, never removed or renamed, so a size seen before is the same
  * set of topics). Heartbeats of the members of one group send the same expression again and again;
- * it is compiled and run over the catalog once per change of the catalog.
+ * it is compiled once and run over the catalog once per change of the catalog.
  */
 export class TopicRegexResolver {
   readonly #catalog: {
     readonly size: number;
     topics(): readonly { name: string; tableId: number }[];
   };
-  readonly #resolved = new Map<
-    string,
-    { regex: TopicRegex; catalogSize: number; tableIds: readonly number[] }
-  >();
+  readonly #resolved = new Map<string, Resolved>();
+  readonly #stepsMax: number;
 
-  constructor(catalog: {
-    readonly size: number;
-    topics(): readonly { name: string; tableId: number }[];
-  }) {
+  /** `stepsMax`: most automaton steps one pass over the catalog may take (RESOLUTION_STEPS_MAX). */
+  constructor(
+    catalog: { readonly size: number; topics(): readonly { name: string; tableId: number }[] },
+    stepsMax = RESOLUTION_STEPS_MAX,
+  ) {
     this.#catalog = catalog;
+    this.#stepsMax = stepsMax;
   }
 
   /** The table ids matched by `source`, sorted; throws TopicRegexError for an expression refused. */
   tableIds(source: string): readonly number[] {
-    const known = this.#resolved.get(source);
     const size = this.#catalog.size;
-    if (known !== undefined) {
+    let entry = this.#resolved.get(source);
+    if (entry !== undefined) {
       this.#resolved.delete(source);
-      this.#resolved.set(source, known);
-      if (known.catalogSize !== size) {
-        known.tableIds = this.#match(known.regex);
-        known.catalogSize = size;
+      this.#resolved.set(source, entry);
+      if (entry.catalogSize !== size) {
+        entry.outcome = this.#match(entry.regex);
+        entry.catalogSize = size;
       }
-      return known.tableIds;
+    } else {
+      const regex = TopicRegex.compile(source);
+      entry = { regex, catalogSize: size, outcome: this.#match(regex) };
+      if (this.#resolved.size >= RESOLVED_MAX)
+        this.#resolved.delete(this.#resolved.keys().next().value!);
+      this.#resolved.set(source, entry);
     }
-    const regex = TopicRegex.compile(source);
-    const entry = { regex, catalogSize: size, tableIds: this.#match(regex) };
-    if (this.#resolved.size >= RESOLVED_MAX)
-      this.#resolved.delete(this.#resolved.keys().next().value!);
-    this.#resolved.set(source, entry);
-    return entry.tableIds;
+    if (entry.outcome instanceof TopicRegexError) throw entry.outcome;
+    return entry.outcome;
   }
 
-  #match(regex: TopicRegex): number[] {
+  #match(regex: TopicRegex): number[] | TopicRegexError {
     const ids: number[] = [];
-    for (const topic of this.#catalog.topics())
+    const stepsBefore = regex.steps;
+    const topics = this.#catalog.topics();
+    for (const topic of topics) {
       if (regex.matches(topic.name)) ids.push(topic.tableId);
+      if (regex.steps - stepsBefore > this.#stepsMax)
+        return new TopicRegexError(
+          `regular expression ${JSON.stringify(regex.source.slice(0, 100))} is too costly to match against the ${topics.length} topics (over ${this.#stepsMax} automaton steps)`,
+        );
+    }
     return ids.sort((a, b) => a - b);
   }
 }

@@ -127,4 +127,24 @@ describe('TopicRegexResolver', () => {
     expect(resolver.tableIds('ord.*')).toEqual([2, 3]);
     expect(() => resolver.tableIds('(')).toThrow(/missing \)/);
   });
+
+  it('refuses an expression too costly to match over the catalog, every time it is asked', () => {
+    const topics = Array.from({ length: 200 }, (_, i) => ({
+      name: `${i.toString(2).padStart(8, '0').replace(/0/g, 'a').replace(/1/g, 'b')}-x`,
+      tableId: i + 1,
+    }));
+    const catalog = { size: topics.length, topics: () => topics };
+    const resolver = new TopicRegexResolver(catalog, 2_000);
+    expect(resolver.tableIds('a.*')).toHaveLength(128);
+    expect(() => resolver.tableIds('.*a(a|b){5}.*')).toThrow(
+      /too costly to match against the 200 topics \(over 2000 automaton steps\)/,
+    );
+    let refusal: unknown;
+    try {
+      resolver.tableIds('.*a(a|b){5}.*');
+    } catch (error) {
+      refusal = error;
+    }
+    expect(isOffsetStoreError(refusal, 'INVALID_REQUEST')).toBe(true);
+  });
 });

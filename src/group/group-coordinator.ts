@@ -39,7 +39,8 @@
  *     was nothing to load);
  *  3. member commits: `validateMemberCommit` before appending (a classic member's through
  *     `classic.commit`, which checks and issues the append on the group's lane); commits without a
- *     member only when `!hasMembers(groupId)`; `deleteOffsets` refuses `isBucketAssigned` buckets
+ *     member only when `!hasMembers(groupId)`, checked once `membershipLogged(groupId)` is null (as
+ *     for every change without a member); `deleteOffsets` refuses `isBucketAssigned` buckets
  *     (and every bucket of a classic group with members); `resetOffsets` and
  *     `deleteGroup` need `!hasMembers`, and deleteGroup also awaits `deleteGroup(groupId)` here;
  *     `removeMembers` takes out members that will not come back (see member-removal.ts);
@@ -419,6 +420,24 @@ export class GroupCoordinator {
   hasMembers(groupId: string): boolean {
     this.#ensureActive();
     return (this.#machine.get(groupId)?.members.size ?? this.classic.memberCount(groupId) ?? 0) > 0;
+  }
+
+  /**
+   * Settles once the snapshot of every change made so far to the group is in its log (whatever the
+   * write's outcome): null when it already is, that is when no snapshot write of the group waits
+   * behind the one in flight (a write in flight was appended when it started). A change made
+   * without a member (a commit, an offsets reset or deletion, or an expiry, each allowed by the
+   * membership it sees) waits for it, so that it is appended after the snapshot of every membership
+   * change it saw: a crash between the two would otherwise keep the change and lose the snapshot.
+   */
+  membershipLogged(groupId: string): Promise<void> | null {
+    const queued = this.#runtimes.get(groupId)?.next;
+    return queued === undefined
+      ? null
+      : queued.promise.then(
+          () => undefined,
+          () => undefined,
+        );
   }
 
   /** The type of the group of that id, or null when the coordinator holds no state for it. */

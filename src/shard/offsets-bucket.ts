@@ -145,6 +145,8 @@ export class OffsetsBucket {
   readonly report: OffsetsTableRecovery;
   readonly #clock: Clock;
   readonly #onWarning: (message: string) => void;
+  /** By group: the last change without a member waiting for its turn (`#withoutMember`). */
+  readonly #withoutMemberTurns = new Map<string, Promise<void>>();
 
   private constructor(
     index: number,
@@ -253,13 +255,50 @@ export class OffsetsBucket {
     }
     if (member !== null) {
       this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
-    } else if (this.coordinator.hasMembers(groupId)) {
-      throw new OffsetStoreError(
-        'UNKNOWN_MEMBER_ID',
-        `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
-      );
+      await write();
+      return;
     }
-    await write();
+    await this.#withoutMember(groupId, () => {
+      if (this.coordinator.hasMembers(groupId)) {
+        throw new OffsetStoreError(
+          'UNKNOWN_MEMBER_ID',
+          `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
+        );
+      }
+      return write();
+    });
+  }
+
+  /**
+   * Runs a change made without a member (`change` checks the membership and issues its appends
+   * before its first await) once the snapshot of every membership change of the group made so far
+   * is in the log (GroupCoordinator.membershipLogged), and after the changes without a member of
+   * the group called before it (so that pipelined commits keep their order). Without a snapshot
+   * write waiting, it runs in the call.
+   */
+  #withoutMember<T>(groupId: string, change: () => Promise<T>): Promise<T> {
+    const previous = this.#withoutMemberTurns.get(groupId);
+    if (previous === undefined && this.coordinator.membershipLogged(groupId) === null)
+      return change();
+    let done!: () => void;
+    const turn = new Promise<void>((resolve) => (done = resolve));
+    this.#withoutMemberTurns.set(groupId, turn);
+    return (async () => {
+      try {
+        await previous;
+        for (
+          let logged = this.coordinator.membershipLogged(groupId);
+          logged !== null;
+          logged = this.coordinator.membershipLogged(groupId)
+        )
+          await logged;
+        return change();
+      } finally {
+        done();
+        if (this.#withoutMemberTurns.get(groupId) === turn)
+          this.#withoutMemberTurns.delete(groupId);
+      }
+    })();
   }
 
   /** The offsets table of a group with committed offsets (the store's fetch cache keeps it). */
@@ -324,15 +363,27 @@ export class OffsetsBucket {
 
   /** Overwrites committed offsets of a group that has no members (NON_EMPTY_GROUP otherwise). */
   async reset(groupId: string, specs: OffsetRecordSpec[]): Promise<void> {
-    this.#requireNoMembers(groupId, 'reset its offsets');
-    await this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+    await this.#withoutMember(groupId, () => {
+      this.#requireNoMembers(groupId, 'reset its offsets');
+      return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+    });
   }
 
   /**
    * Deletes committed offsets of some buckets (tombstones, ordered after any commit in flight of
    * them); refuses buckets assigned to a member (GROUP_SUBSCRIBED_TO_BUCKET).
    */
-  async deleteOffsets(
+  deleteOffsets(
+    groupId: string,
+    refs: readonly TableBucket[],
+    classicSubscriptions?: (group: ClassicGroupDescription) => ReadonlySet<number> | undefined,
+  ): Promise<void> {
+    return this.#withoutMember(groupId, () =>
+      this.#deleteOffsetsNow(groupId, refs, classicSubscriptions),
+    );
+  }
+
+  async #deleteOffsetsNow(
     groupId: string,
     refs: readonly TableBucket[],
     classicSubscriptions?: (group: ClassicGroupDescription) => ReadonlySet<number> | undefined,
@@ -481,6 +532,8 @@ export class OffsetsBucket {
     if (this.table.log.failed) return;
     const writes: [string, Promise<unknown>][] = [];
     for (const groupId of [...this.table.state.groupIds()]) {
+      // A membership change whose snapshot is not in the log yet: the next check expires them.
+      if (this.coordinator.membershipLogged(groupId) !== null) continue;
       const expired = this.#expiredOffsets(groupId, retentionMs, nowMs);
       if (expired.length > 0) writes.push([groupId, this.#writeTombstones(groupId, expired)]);
     }

@@ -91,6 +91,12 @@ export interface DeleteOffsetsOptions {
 export interface FetchOptions {
   /** Reject with UNSTABLE_OFFSET_COMMIT instead of returning a value a pending commit is about to change. */
   requireStable?: boolean;
+  /**
+   * The fetching member of a consumer-protocol group (Kafka's OffsetFetch v9): refused with
+   * UNKNOWN_MEMBER_ID when the group has no such member, STALE_MEMBER_EPOCH when its epoch is not
+   * `memberEpoch`. Not checked for a classic group or a group with offsets only (as Kafka).
+   */
+  member?: { memberId: string; memberEpoch: number };
 }
 
 /** Options of `OffsetStore.open`. */

@@ -718,7 +718,8 @@ export class OffsetStore {
   ): (CommittedOffset | null)[] {
     this.#checkOpen();
     const requireStable = options?.requireStable === true;
-    if (!requireStable && Array.isArray(buckets) && !this.#hosted) {
+    const member = options?.member;
+    if (!requireStable && member === undefined && Array.isArray(buckets) && !this.#hosted) {
       // Only strings that passed validateGroupId below are keys of the cache (a hosting store has
       // none: each fetch must ask whether this node still owns the bucket).
       const cached = this.#fetchCache.get(groupId);
@@ -731,6 +732,19 @@ export class OffsetStore {
     const bucket = this.#bucket(groupId);
     if (buckets !== undefined && !Array.isArray(buckets))
       throw new TypeError('buckets must be an array');
+    if (member !== undefined) {
+      if (
+        member === null ||
+        typeof member !== 'object' ||
+        typeof member.memberId !== 'string' ||
+        !Number.isSafeInteger(member.memberEpoch)
+      )
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          'options.member must be { memberId: string, memberEpoch: integer }',
+        );
+      bucket.coordinator.validateMemberFetch(groupId, member.memberId, member.memberEpoch);
+    }
     if (buckets === undefined || requireStable)
       return bucket.fetch(groupId, buckets, requireStable);
     const group = bucket.group(groupId);

@@ -414,6 +414,28 @@ export class GroupCoordinator {
   }
 
   /**
+   * Checks an OffsetFetch of a consumer-protocol member (Kafka's v9): UNKNOWN_MEMBER_ID when the
+   * consumer group has no such member, STALE_MEMBER_EPOCH when its epoch is another. Nothing is
+   * checked for a classic group or a group this coordinator holds no state for, as in Kafka.
+   */
+  validateMemberFetch(groupId: string, memberId: string, memberEpoch: number): void {
+    this.#ensureActive();
+    const group = this.#machine.get(groupId);
+    if (group === undefined) return;
+    const member = group.members.get(memberId);
+    if (member === undefined)
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `member ${memberId} is not in group ${groupId}`,
+      );
+    if (memberEpoch !== member.memberEpoch)
+      throw new OffsetStoreError(
+        'STALE_MEMBER_EPOCH',
+        `fetch with member epoch ${memberEpoch}, the member is at ${member.memberEpoch}`,
+      );
+  }
+
+  /**
    * True when the group has at least one member, of either type (a consumer group's static members
    * away with epoch -2 included; a classic group's pending members, which only got a member id, not).
    */

@@ -11,11 +11,14 @@
  *   for, the group.
  * - Group-level errors (an invalid group id, an offsets-bucket still loading): the top-level error
  *   (v2-7), the group's error (v8+), or each partition's (v1).
- * - The member id and epoch of v9 are not checked against the group.
+ * - v9's member id and epoch, when given (not null and -1: an admin's fetch gives neither), are
+ *   checked as Kafka checks them: in a consumer-protocol group, a member that is not in it is the
+ *   group's UNKNOWN_MEMBER_ID, another epoch its STALE_MEMBER_EPOCH; nothing is checked for a
+ *   classic group.
  * Offsets come back exactly as committed, negative ones included.
  */
 import { validateGroupId, type BucketRef } from '../../model/index.js';
-import type { CommittedOffset } from '../../store-options.js';
+import type { CommittedOffset, FetchOptions } from '../../store-options.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
@@ -51,15 +54,22 @@ function fetchGroup(
   groupId: string,
   asked: TopicsAsked,
   requireStable: boolean,
+  member: FetchOptions['member'],
 ): { topics: TopicAnswer[]; errorCode: number } {
   const { catalog, store } = context;
+  const options: FetchOptions | undefined =
+    member === undefined
+      ? requireStable
+        ? { requireStable }
+        : undefined
+      : { requireStable, member };
   try {
     validateGroupId(groupId);
     if (asked === null)
       return {
         topics: allCommitted(
           context,
-          store.fetchOffsetsSync(groupId, undefined, { requireStable }) as CommittedOffset[],
+          store.fetchOffsetsSync(groupId, undefined, options) as CommittedOffset[],
         ),
         errorCode: 0,
       };
@@ -76,12 +86,8 @@ function fetchGroup(
   let committed: (CommittedOffset | null)[] = [];
   let partitionError: number = KAFKA_ERROR.NONE;
   try {
-    if (buckets.length > 0)
-      committed = store.fetchOffsetsSync(
-        groupId,
-        buckets,
-        requireStable ? { requireStable } : undefined,
-      );
+    if (buckets.length > 0 || member !== undefined)
+      committed = store.fetchOffsetsSync(groupId, buckets, options);
   } catch (error) {
     const code = context.errorCodeOf(error, 'OffsetFetch');
     if (code !== KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT) return { topics: [], errorCode: code };
@@ -132,11 +138,25 @@ export const handleOffsetFetch: RequestHandler<typeof API_KEYS.OffsetFetch> = (
       throttleTimeMs: 0,
       groups: request.groups.map((g) => ({
         groupId: g.groupId,
-        ...fetchGroup(context, g.groupId, g.topics, requireStable),
+        ...fetchGroup(
+          context,
+          g.groupId,
+          g.topics,
+          requireStable,
+          g.memberId === null && g.memberEpoch < 0
+            ? undefined
+            : { memberId: g.memberId ?? '', memberEpoch: g.memberEpoch },
+        ),
       })),
     };
   }
-  const { topics, errorCode } = fetchGroup(context, request.groupId, request.topics, requireStable);
+  const { topics, errorCode } = fetchGroup(
+    context,
+    request.groupId,
+    request.topics,
+    requireStable,
+    undefined,
+  );
   if (header.apiVersion >= 2 || errorCode === KAFKA_ERROR.NONE)
     return { throttleTimeMs: 0, topics, errorCode };
   // v1 has no top-level error: each partition asked carries the group's.

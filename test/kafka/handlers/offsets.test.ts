@@ -356,6 +356,54 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
     ).toBe(24);
   });
 
+  it("checks v9's member id and epoch in a consumer-protocol group, as Kafka does: another epoch is STALE_MEMBER_EPOCH, a stranger UNKNOWN_MEMBER_ID, an admin's fetch (null, -1) passes", async () => {
+    const { t, client } = await start();
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'c',
+      memberId: 'm',
+      memberEpoch: 0,
+      rebalanceTimeoutMs: 60_000,
+      subscribedTopicNames: ['orders'],
+      topicPartitions: [],
+    });
+    expect(joined.errorCode).toBe(0);
+    await t.store.commitOffsets('c', [{ tableId: 1, bucketId: 0, offset: 12 }], {
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+    });
+    await t.store.commitOffsets('plain', [{ tableId: 1, bucketId: 0, offset: 3 }]);
+    const fetch = async (groupId: string, memberId: string | null, memberEpoch: number) => {
+      const answer = await client.send(API_KEYS.OffsetFetch, 9, {
+        groups: [
+          { groupId, memberId, memberEpoch, topics: [{ name: 'orders', partitionIndexes: [0] }] },
+        ],
+      });
+      const group = answer.groups[0]!;
+      return [group.errorCode, group.topics[0]?.partitions[0]?.committedOffset ?? null];
+    };
+    expect(await fetch('c', 'm', joined.memberEpoch)).toEqual([0, 12n]);
+    expect(await fetch('c', null, -1)).toEqual([0, 12n]);
+    expect(await fetch('c', 'm', joined.memberEpoch + 1)).toEqual([
+      KAFKA_ERROR.STALE_MEMBER_EPOCH,
+      null,
+    ]);
+    expect(await fetch('c', 'm', joined.memberEpoch - 1)).toEqual([
+      KAFKA_ERROR.STALE_MEMBER_EPOCH,
+      null,
+    ]);
+    expect(await fetch('c', 'stranger', joined.memberEpoch)).toEqual([
+      KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+      null,
+    ]);
+    // A group of offsets only (or a classic one): nothing to check, as in Kafka.
+    expect(await fetch('plain', 'anyone', 5)).toEqual([0, 3n]);
+    await expect(
+      t.store.fetchOffsets('c', [{ tableId: 1, bucketId: 0 }], {
+        member: { memberId: 'm', memberEpoch: 1.5 },
+      }),
+    ).rejects.toThrow(/INVALID_REQUEST: options.member must be/);
+  });
+
   it('with require_stable, answers UNSTABLE_OFFSET_COMMIT while a commit of the group is in flight, and the value once it is durable', async () => {
     const fs = new HeldDatasyncFileSystem();
     const { t, client } = await start({ store: { fs } });

@@ -12,14 +12,19 @@
  * size) steps, and the resolver bounds what one pass over the catalog may cost in all.
  *
  * Syntax (RE2's, for the characters topic names can hold, `[a-zA-Z0-9._-]`): literals, `.`,
- * classes `[...]` with ranges and `^` negation, the escapes `\d \D \w \W \s \S` (also inside classes)
- * and `\` before any punctuation, groups `(...)`, `(?:...)`, `(?P<name>...)`, `(?<name>...)`,
- * alternation `|`, the quantifiers `* + ? {n} {n,} {n,m}` (each also lazy with a trailing `?`, which
- * does not change whether a whole name matches), and the anchors `^ $ \A \z` (a full match implies
- * them; they still fail where they cannot hold, as in `a^b`). Anything else (flags such as `(?i)`,
- * `\b`, Unicode classes, backreferences, which RE2 does not have either) is refused with the
- * position and the reason, as are an expression over PATTERN_CHARS_MAX characters and a program over
- * PROGRAM_MAX instructions (a counted repetition is expanded: `(a{100}){100}` is too large).
+ * classes `[...]` with ranges, `^` negation and `[:alpha:]`-style ASCII classes, the escapes
+ * `\d \D \w \W \s \S` (also inside classes), `\Q...\E` and `\` before any punctuation, groups
+ * `(...)`, `(?:...)`, `(?P<name>...)`, `(?<name>...)`, flags `(?i)`, `(?i:...)`, `(?-i)` (`m`, `s`
+ * and `U` are read and change nothing for a whole name without newlines), alternation `|`, the
+ * quantifiers `* + ? {n} {n,} {n,m}` (each also lazy with a trailing `?`, which does not change
+ * whether a whole name matches; counts as RE2 reads them, so `{01}` is literal text), and the
+ * anchors `^ $ \A \z` (a full match implies them; they still fail where they cannot hold, as in
+ * `a^b`). Refused, with the position and the reason: word boundaries `\b \B` and Unicode classes
+ * `\p` (RE2 has them; topic names are ASCII, and a class does the work), what RE2 does not have
+ * (lookarounds, backreferences), an expression over PATTERN_CHARS_MAX characters, and one whose
+ * program would exceed PROGRAM_MAX instructions (counted from the parse tree before anything is
+ * emitted: a counted repetition is expanded, so `(a{40}){60}` is too large, while a repetition of
+ * nothing, `(){1000}`, is nothing).
  *
  * Program: instructions in an array; `char` consumes one character of its set (a 128-entry table:
  * topic names are ASCII, so any other character never matches), `split` continues at both targets,
@@ -75,6 +80,13 @@ function negated(set: CharSet): CharSet {
   return out;
 }
 
+/** `set` with both cases of every letter in it (the `i` flag). */
+function caseFolded(set: CharSet): CharSet {
+  const out = set.slice();
+  for (let c = 65; c <= 90; c++) if (set[c] === 1 || set[c + 32] === 1) out[c] = out[c + 32] = 1;
+  return out;
+}
+
 const DIGIT = rangeSet([['0', '9']]);
 const WORD = rangeSet([
   ['0', '9'],
@@ -87,13 +99,73 @@ const SPACE = rangeSet([
   ['\f', '\r'],
   [' ', ' '],
 ]);
-/** `.`: any character but a newline (RE2's default). */
+/** `.`: any character but a newline (RE2's default; names hold no newline, so `(?s)` changes nothing). */
 const ANY = negated(rangeSet([['\n', '\n']]));
+
+/** RE2's ASCII classes `[[:name:]]`. */
+const POSIX_CLASSES: Readonly<Record<string, CharSet>> = {
+  alnum: rangeSet([
+    ['0', '9'],
+    ['A', 'Z'],
+    ['a', 'z'],
+  ]),
+  alpha: rangeSet([
+    ['A', 'Z'],
+    ['a', 'z'],
+  ]),
+  ascii: rangeSet([['\u0000', '\u007f']]),
+  blank: rangeSet([
+    ['\t', '\t'],
+    [' ', ' '],
+  ]),
+  cntrl: rangeSet([
+    ['\u0000', '\u001f'],
+    ['\u007f', '\u007f'],
+  ]),
+  digit: DIGIT,
+  graph: rangeSet([['!', '~']]),
+  lower: rangeSet([['a', 'z']]),
+  print: rangeSet([[' ', '~']]),
+  punct: rangeSet([
+    ['!', '/'],
+    [':', '@'],
+    ['[', '`'],
+    ['{', '~'],
+  ]),
+  space: rangeSet([
+    ['\t', '\r'],
+    [' ', ' '],
+  ]),
+  upper: rangeSet([['A', 'Z']]),
+  word: WORD,
+  xdigit: rangeSet([
+    ['0', '9'],
+    ['A', 'F'],
+    ['a', 'f'],
+  ]),
+};
+
+/** The set of one character (shared: a literal costs no table of its own). */
+const SINGLE = Array.from({ length: 128 }, (_, c) => {
+  const set = emptySet();
+  set[c] = 1;
+  return set;
+});
+const NOTHING = emptySet();
+
+function charSet(code: number): CharSet {
+  return code < 128 ? SINGLE[code]! : NOTHING;
+}
+
+/** A count `{n}`, `{n,}` or `{n,m}` as RE2 reads one (no leading zeros; else `{` is a literal). */
+const COUNT = /^\{(0|[1-9][0-9]*)(,(0|[1-9][0-9]*)?)?\}/;
 
 /** A recursive-descent parser of the syntax above. */
 class Parser {
   readonly #source: string;
   #at = 0;
+  /** The `i` flag, as set for the rest of the group being parsed. */
+  #foldCase = false;
 
   constructor(source: string) {
     this.#source = source;
@@ -107,7 +179,7 @@ class Parser {
 
   #error(reason: string, at = this.#at): TopicRegexError {
     return new TopicRegexError(
-      `invalid regular expression ${JSON.stringify(this.#source)} at character ${at}: ${reason}`,
+      `invalid regular expression ${JSON.stringify(this.#source.slice(0, 200))} at character ${at}: ${reason}`,
     );
   }
 
@@ -126,42 +198,46 @@ class Parser {
 
   #concatenation(): Node {
     const parts: Node[] = [];
-    for (let c = this.#peek(); c !== undefined && c !== '|' && c !== ')'; c = this.#peek())
-      parts.push(this.#repetition());
+    for (let c = this.#peek(); c !== undefined && c !== '|' && c !== ')'; c = this.#peek()) {
+      const part = this.#repetition();
+      if (part !== null) parts.push(part);
+    }
     return parts.length === 1 ? parts[0]! : { kind: 'concat', parts };
   }
 
-  #repetition(): Node {
-    const start = this.#at;
+  /** An atom and its quantifier, if any; null for a flag group `(?i)`, which matches nothing. */
+  #repetition(): Node | null {
     const node = this.#atom();
     const c = this.#peek();
+    const quantified = c === '*' || c === '+' || c === '?' || (c === '{' && this.#countAhead());
+    if (node === null) {
+      if (quantified) throw this.#error('missing argument to repetition operator', this.#at);
+      return null;
+    }
+    if (!quantified) return node;
     let min: number;
     let max: number;
     if (c === '*') [min, max] = [0, Infinity];
     else if (c === '+') [min, max] = [1, Infinity];
     else if (c === '?') [min, max] = [0, 1];
-    else if (c === '{' && this.#countAhead()) [min, max] = this.#count();
-    else return node;
+    else [min, max] = this.#count();
     if (c !== '{') this.#at++;
-    if (node.kind === 'begin' || node.kind === 'end')
-      throw this.#error('nothing to repeat before the quantifier', start);
     // A lazy quantifier matches the same whole names; a second quantifier is refused, as by RE2.
     if (this.#peek() === '?') this.#at++;
     const after = this.#peek();
     if (after === '*' || after === '+' || after === '?' || (after === '{' && this.#countAhead()))
-      throw this.#error('a quantifier cannot follow a quantifier');
+      throw this.#error('a quantifier cannot follow a quantifier', this.#at);
     return { kind: 'repeat', node, min, max };
   }
 
-  /** Whether `{` starts a count here (RE2 takes a `{` that does not as a literal). */
   #countAhead(): boolean {
-    return /^\{\d+(,\d*)?\}/.test(this.#source.slice(this.#at, this.#at + 16));
+    return COUNT.test(this.#source.slice(this.#at, this.#at + 12));
   }
 
   #count(): [number, number] {
-    const match = /^\{(\d+)(,(\d*))?\}/.exec(this.#source.slice(this.#at, this.#at + 16))!;
+    const match = COUNT.exec(this.#source.slice(this.#at, this.#at + 12))!;
     const min = Number(match[1]);
-    const max = match[2] === undefined ? min : match[3] === '' ? Infinity : Number(match[3]);
+    const max = match[2] === undefined ? min : match[3] === undefined ? Infinity : Number(match[3]);
     if (min > REPEAT_MAX || (max !== Infinity && max > REPEAT_MAX))
       throw this.#error(`a repetition count over ${REPEAT_MAX}`);
     if (max < min) throw this.#error(`the repetition {${min},${max}} has max < min`);
@@ -169,41 +245,85 @@ class Parser {
     return [min, max];
   }
 
-  #atom(): Node {
+  /** One atom; null for a flag group that only sets flags. */
+  #atom(): Node | null {
     const c = this.#peek()!;
     if (c === '(') return this.#group();
-    if (c === '[') return { kind: 'set', set: this.#class() };
-    this.#at++;
-    if (c === '.') return { kind: 'set', set: ANY };
-    if (c === '^') return { kind: 'begin' };
-    if (c === '$') return { kind: 'end' };
-    if (c === '*' || c === '+' || c === '?') throw this.#error('nothing to repeat', this.#at - 1);
+    if (c === '[') return { kind: 'set', set: this.#fold(this.#class()) };
+    if (c === '*' || c === '+' || c === '?')
+      throw this.#error('missing argument to repetition operator');
+    if (c === '.') {
+      this.#at++;
+      return { kind: 'set', set: ANY };
+    }
+    if (c === '^' || c === '$') {
+      this.#at++;
+      return { kind: c === '^' ? 'begin' : 'end' };
+    }
     if (c === '\\') {
+      this.#at++;
       const escaped = this.#escape(false);
       if (escaped === 'begin' || escaped === 'end') return { kind: escaped };
-      return { kind: 'set', set: escaped };
+      if (Array.isArray(escaped))
+        return escaped.length === 1
+          ? { kind: 'set', set: this.#fold(charSet(escaped[0]!)) }
+          : {
+              kind: 'concat',
+              parts: escaped.map((code) => ({ kind: 'set', set: this.#fold(charSet(code)) })),
+            };
+      return { kind: 'set', set: this.#fold(escaped) };
     }
-    return { kind: 'set', set: charSet(c) };
+    // One code point (a character outside the BMP is two UTF-16 units; it never matches a name).
+    const code = this.#source.codePointAt(this.#at)!;
+    this.#at += code > 0xffff ? 2 : 1;
+    return { kind: 'set', set: this.#fold(charSet(code)) };
   }
 
-  #group(): Node {
+  #fold(set: CharSet): CharSet {
+    return this.#foldCase ? caseFolded(set) : set;
+  }
+
+  #group(): Node | null {
     const start = this.#at;
     this.#at++;
+    const outerFoldCase = this.#foldCase;
     if (this.#peek() === '?') {
-      const rest = this.#source.slice(this.#at);
+      const rest = this.#source.slice(this.#at, this.#at + 40);
       const named = /^\?P?<[A-Za-z_][A-Za-z0-9_]*>/.exec(rest);
-      if (rest.startsWith('?:')) this.#at += 2;
-      else if (named !== null) this.#at += named[0].length;
-      else throw this.#error('flags and other (? groups are not supported', start);
+      const flags = /^\?([imsU]*)(-([imsU]*))?([:)])/.exec(rest);
+      if (named !== null) this.#at += named[0].length;
+      else if (flags !== null && (flags[1] !== '' || flags[2] !== undefined || flags[4] === ':')) {
+        if (flags[2] !== undefined && flags[3] === '')
+          throw this.#error('a flag group with nothing after -', start);
+        this.#at += flags[0].length;
+        // m, s and U change nothing for a whole-name match of a name without newlines.
+        const on = flags[1]!;
+        const off = flags[3] ?? '';
+        const foldCase = on.includes('i') ? true : off.includes('i') ? false : this.#foldCase;
+        if (flags[4] === ')') {
+          // (?flags): for the rest of the enclosing group.
+          this.#foldCase = foldCase;
+          return null;
+        }
+        this.#foldCase = foldCase;
+      } else
+        throw this.#error(
+          'an unsupported (? group (lookarounds and backreferences are not RE2)',
+          start,
+        );
     }
     const inner = this.#alternation();
     if (this.#peek() !== ')') throw this.#error('missing )', start);
     this.#at++;
+    this.#foldCase = outerFoldCase;
     return inner;
   }
 
-  /** After a `\`: a class, an anchor, or an escaped punctuation character. */
-  #escape(inClass: boolean): CharSet | 'begin' | 'end' {
+  /**
+   * After a `\`: a class, an anchor, a quoted run `\Q...\E` (its codes), or an escaped
+   * punctuation character.
+   */
+  #escape(inClass: boolean): CharSet | number[] | 'begin' | 'end' {
     const c = this.#peek();
     if (c === undefined) throw this.#error('trailing \\');
     this.#at++;
@@ -221,19 +341,34 @@ class Parser {
       case 'S':
         return negated(SPACE);
       case 't':
-        return charSet('\t');
+        return [9];
       case 'n':
-        return charSet('\n');
+        return [10];
       case 'r':
-        return charSet('\r');
+        return [13];
       case 'f':
-        return charSet('\f');
+        return [12];
       case 'v':
-        return charSet('\v');
+        return [11];
+      case 'a':
+        return [7];
     }
     if (!inClass && c === 'A') return 'begin';
     if (!inClass && c === 'z') return 'end';
-    if (/[!-/:-@[-`{-~]/.test(c)) return charSet(c);
+    if (!inClass && c === 'Q') {
+      const end = this.#source.indexOf('\\E', this.#at);
+      const quoted = this.#source.slice(this.#at, end < 0 ? undefined : end);
+      this.#at = end < 0 ? this.#source.length : end + 2;
+      return [...quoted].map((ch) => ch.codePointAt(0)!);
+    }
+    if (/[!-/:-@[-`{-~]/.test(c)) return [c.charCodeAt(0)];
+    if (c === 'b' || c === 'B')
+      throw this.#error(`word boundaries (\\${c}) are not supported`, this.#at - 2);
+    if (c === 'p' || c === 'P')
+      throw this.#error(
+        'Unicode classes are not supported (topic names are ASCII: use [A-Za-z] and the like)',
+        this.#at - 2,
+      );
     throw this.#error(`the escape \\${c} is not supported`, this.#at - 2);
   }
 
@@ -252,8 +387,15 @@ class Parser {
       if (c === undefined) throw this.#error('missing ]', start);
       if (c === ']' && !first) break;
       first = false;
-      if (c === '[' && this.#source[this.#at + 1] === ':')
-        throw this.#error('POSIX classes [:name:] are not supported');
+      if (c === '[' && this.#source[this.#at + 1] === ':') {
+        const posix = /^\[:(\^?)([a-z]+):\]/.exec(this.#source.slice(this.#at, this.#at + 16));
+        const named = posix === null ? undefined : POSIX_CLASSES[posix[2]!];
+        if (named === undefined) throw this.#error('an unknown [:class:]');
+        const members = posix![1] === '^' ? negated(named) : named;
+        for (let i = 0; i < 128; i++) if (members[i] === 1) set[i] = 1;
+        this.#at += posix![0].length;
+        continue;
+      }
       const low = this.#classChar();
       if (typeof low !== 'number') {
         for (let i = 0; i < 128; i++) if (low[i] === 1) set[i] = 1;
@@ -272,36 +414,65 @@ class Parser {
       } else if (low < 128) set[low] = 1;
     }
     this.#at++;
-    return negate ? negated(set) : set;
+    // The `i` flag folds before negation: [^a] under (?i) excludes A too, as in RE2.
+    const folded = this.#fold(set);
+    return negate ? negated(folded) : folded;
   }
 
   /** One character of a class (its code) or an escaped class. */
   #classChar(): number | CharSet {
-    const c = this.#source[this.#at]!;
+    const code = this.#source.codePointAt(this.#at)!;
+    if (code !== 0x5c) {
+      this.#at += code > 0xffff ? 2 : 1;
+      return code;
+    }
     this.#at++;
-    if (c !== '\\') return c.codePointAt(0)!;
     const escaped = this.#escape(true);
     if (escaped === 'begin' || escaped === 'end') throw this.#error('an anchor in a class');
-    let only = -1;
-    for (let i = 0; i < 128; i++)
-      if (escaped[i] === 1) {
-        if (only >= 0) return escaped;
-        only = i;
-      }
-    return only;
+    if (Array.isArray(escaped)) return escaped[0]!;
+    return escaped;
   }
 }
 
-function charSet(c: string): CharSet {
-  const set = emptySet();
-  const code = c.codePointAt(0)!;
-  if (code < 128) set[code] = 1;
-  return set;
+/** Instructions `node` compiles to, saturating past PROGRAM_MAX (memoized: repeats nest). */
+function sizeOf(node: Node, memo = new Map<Node, number>()): number {
+  const known = memo.get(node);
+  if (known !== undefined) return known;
+  const cap = (n: number) => Math.min(n, PROGRAM_MAX + 1);
+  let size: number;
+  switch (node.kind) {
+    case 'set':
+    case 'begin':
+    case 'end':
+      size = 1;
+      break;
+    case 'concat':
+      size = cap(node.parts.reduce((sum, part) => sum + sizeOf(part, memo), 0));
+      break;
+    case 'alt':
+      size = cap(
+        node.options.reduce((sum, option) => sum + sizeOf(option, memo), 0) +
+          2 * (node.options.length - 1),
+      );
+      break;
+    case 'repeat': {
+      const body = sizeOf(node.node, memo);
+      size =
+        body === 0
+          ? 0
+          : cap(
+              node.min * body +
+                (node.max === Infinity ? body + 2 : (node.max - node.min) * (body + 1)),
+            );
+      break;
+    }
+  }
+  memo.set(node, size);
+  return size;
 }
 
-/** Compiles a node to instructions appended to `program`. */
+/** Compiles a node to instructions appended to `program` (its size checked before: sizeOf). */
 function emit(node: Node, program: Instruction[]): void {
-  if (program.length > PROGRAM_MAX) return;
   switch (node.kind) {
     case 'set':
       program.push({ op: 'char', set: node.set });
@@ -315,7 +486,7 @@ function emit(node: Node, program: Instruction[]): void {
       return;
     case 'alt': {
       // split L1, next; L1: option; jump end; next: split ... ; last option; end:
-      const jumps: Instruction[] = [];
+      const jumps: { op: 'jump'; x: number }[] = [];
       node.options.forEach((option, i) => {
         if (i < node.options.length - 1) {
           const split = { op: 'split' as const, x: program.length + 1, y: 0 };
@@ -327,10 +498,12 @@ function emit(node: Node, program: Instruction[]): void {
           split.y = program.length;
         } else emit(option, program);
       });
-      for (const jump of jumps) (jump as { x: number }).x = program.length;
+      for (const jump of jumps) jump.x = program.length;
       return;
     }
     case 'repeat': {
+      // A body that compiles to nothing repeats to nothing (`(){1000}`).
+      if (sizeOf(node.node) === 0) return;
       for (let i = 0; i < node.min; i++) emit(node.node, program);
       if (node.max === Infinity) {
         // L: split body, out; body; jump L; out:
@@ -344,7 +517,7 @@ function emit(node: Node, program: Instruction[]): void {
       }
       // (body(body(...)?)?)? for the optional copies.
       const splits: { op: 'split'; x: number; y: number }[] = [];
-      for (let i = node.min; i < node.max && program.length <= PROGRAM_MAX; i++) {
+      for (let i = node.min; i < node.max; i++) {
         const split = { op: 'split' as const, x: program.length + 1, y: 0 };
         program.push(split);
         splits.push(split);
@@ -397,14 +570,20 @@ export class TopicRegex {
         `invalid regular expression: ${source.length} characters, above the limit of ${PATTERN_CHARS_MAX}`,
       );
     const node = new Parser(source).parse();
-    const program: Instruction[] = [];
-    emit(node, program);
-    if (program.length > PROGRAM_MAX)
+    if (sizeOf(node) > PROGRAM_MAX)
       throw new TopicRegexError(
         `invalid regular expression ${JSON.stringify(source.slice(0, 100))}: it compiles to more than ${PROGRAM_MAX} instructions`,
       );
+    const program: Instruction[] = [];
+    emit(node, program);
     program.push({ op: 'match' });
     return new TopicRegex(source, program);
+  }
+
+  /** Forgets the automaton's states (its memory); they are built again as names need them. */
+  dropStates(): void {
+    this.#states = new Map();
+    this.#start = undefined;
   }
 
   /**
@@ -423,6 +602,7 @@ export class TopicRegex {
       if (code >= 128) return false;
       let next = state.next[code];
       if (next === undefined) {
+        this.#steps += state.live.length;
         const seeds: number[] = [];
         for (const pc of state.live) {
           const instruction = this.#program[pc]!;
@@ -440,6 +620,7 @@ export class TopicRegex {
   /** The state reached from `seeds` (instructions before their closure), built once. */
   #state(seeds: readonly number[], atStart: boolean): DfaState {
     const key = `${atStart ? 's' : ''}${seeds.join(',')}`;
+    this.#steps += seeds.length;
     const known = this.#states.get(key);
     if (known !== undefined) return known;
     if (this.#states.size >= DFA_STATES_MAX) {
@@ -498,11 +679,12 @@ export class TopicRegex {
 }
 
 /** Expressions whose compiled form and matches are kept (the oldest used is dropped past it). */
-const RESOLVED_MAX = 256;
+const RESOLVED_MAX = 128;
 /**
- * Most automaton steps one resolution over the catalog may take (~0.1-0.3 s here). Typical
- * expressions take a few steps per topic; one whose automaton keeps growing (`(a|b)*a(a|b){12}`
- * over many distinct names) is refused rather than let block the server.
+ * Most automaton steps (instructions visited building states and transitions) one pass over the
+ * catalog may take: about 1 s of the event loop here at worst. Typical expressions take a few
+ * steps per topic; one whose automaton keeps growing over many long distinct names is refused
+ * rather than let hold up the server longer.
  */
 export const RESOLUTION_STEPS_MAX = 10_000_000;
 
@@ -558,16 +740,21 @@ export class TopicRegexResolver {
     return entry.outcome;
   }
 
+  /** One pass over the catalog; the automaton's states are dropped after it (only ids are kept). */
   #match(regex: TopicRegex): number[] | TopicRegexError {
     const ids: number[] = [];
     const stepsBefore = regex.steps;
     const topics = this.#catalog.topics();
-    for (const topic of topics) {
-      if (regex.matches(topic.name)) ids.push(topic.tableId);
-      if (regex.steps - stepsBefore > this.#stepsMax)
-        return new TopicRegexError(
-          `regular expression ${JSON.stringify(regex.source.slice(0, 100))} is too costly to match against the ${topics.length} topics (over ${this.#stepsMax} automaton steps)`,
-        );
+    try {
+      for (const topic of topics) {
+        if (regex.matches(topic.name)) ids.push(topic.tableId);
+        if (regex.steps - stepsBefore > this.#stepsMax)
+          return new TopicRegexError(
+            `regular expression ${JSON.stringify(regex.source.slice(0, 100))} is too costly to match against the ${topics.length} topics (over ${this.#stepsMax} automaton steps)`,
+          );
+      }
+    } finally {
+      regex.dropStates();
     }
     return ids.sort((a, b) => a - b);
   }

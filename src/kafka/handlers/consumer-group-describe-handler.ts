@@ -48,8 +48,13 @@ async function describeOne(context: HandlerContext, groupId: string) {
           memberEpoch: m.memberEpoch,
           clientId: notes?.clientId ?? '',
           clientHost: notes?.clientHost ?? '',
+          // A member's own names (none beside an expression), as Kafka reports them; the topics
+          // of its tables when its names are not known (since a restart).
           subscribedTopicNames:
-            notes?.topicNames ?? topicNamesOf(context.catalog, m.subscribedTableIds),
+            notes?.topicNames ??
+            (notes?.topicRegex !== undefined
+              ? []
+              : topicNamesOf(context.catalog, m.subscribedTableIds)),
           subscribedTopicRegex: notes?.topicRegex ?? null,
           assignment: assignmentOf(context, m.assignment),
           targetAssignment: assignmentOf(context, m.targetAssignment),

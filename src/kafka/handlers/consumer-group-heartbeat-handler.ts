@@ -48,6 +48,9 @@ type KafkaHeartbeat = RequestOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
 
 const ASSIGNORS = new Set(['uniform', 'range']);
 
+/** Refusals of remembered expressions already reported. */
+const warnedRefusals = new WeakSet<TopicRegexError>();
+
 function refused(errorCode: number, errorMessage: string): HeartbeatAnswer {
   return {
     throttleTimeMs: 0,
@@ -139,24 +142,37 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
           .filter((name) => topicNameProblem(name) === null)
           .sort();
   // The expression: null leaves it as it was, '' is none (as Kafka reads it: librdkafka 2.15 sends
-  // '' beside its topic names). One never seen (after a restart) is taken as none.
+  // '' beside its topic names). One not known (since a restart) is none: a member that then sends
+  // names without it is subscribed to those names alone until it sends it again.
   const topicRegex =
     request.subscribedTopicRegex === null
       ? notes?.topicRegex
       : request.subscribedTopicRegex === ''
         ? undefined
         : request.subscribedTopicRegex;
-  let regexTableIds: readonly number[] = [];
-  if (topicRegex !== undefined) {
+  // A leave (-1, -2) needs no subscription. An expression is refused only by the heartbeat that
+  // sends it, as in Kafka: one accepted before that a grown catalog makes too costly keeps the
+  // member on the tables last sent for it (with a warning), and never fails its heartbeats.
+  let regexTableIds: readonly number[] | undefined = [];
+  if (topicRegex !== undefined && memberEpoch >= 0) {
     try {
       regexTableIds = context.topicRegexes.tableIds(topicRegex);
     } catch (error) {
       if (!(error instanceof TopicRegexError)) throw error;
-      return refused(KAFKA_ERROR.INVALID_REGULAR_EXPRESSION, error.message);
+      if (request.subscribedTopicRegex !== null)
+        return refused(KAFKA_ERROR.INVALID_REGULAR_EXPRESSION, error.message);
+      // Once per refusal (the resolver keeps one per expression until the catalog changes).
+      if (!warnedRefusals.has(error)) {
+        warnedRefusals.add(error);
+        context.warn(`consumer group ${groupId}: members keep their topics: ${error.message}`);
+      }
+      regexTableIds = undefined;
     }
   }
   const tableIds =
-    topicNames === undefined && topicRegex === undefined
+    memberEpoch < 0 ||
+    regexTableIds === undefined ||
+    (topicNames === undefined && topicRegex === undefined)
       ? undefined
       : union(tableIdsOf(context, topicNames ?? []), regexTableIds);
   const heartbeat: HeartbeatRequest = {

@@ -59,6 +59,12 @@ describe('TopicRegex', () => {
     expect(TopicRegex.compile('(a+)+').matches(long)).toBe(true);
   });
 
+  it('compiles nested repetitions of nothing at once (they compile to nothing)', () => {
+    const empty = TopicRegex.compile('(?:(?:(?:(){1000}){1000}){1000}){1000}');
+    expect([empty.matches(''), empty.matches('a')]).toEqual([true, false]);
+    expect(TopicRegex.compile('x(?:(?:a{0}){1000}){1000}').matches('x')).toBe(true);
+  });
+
   it('reads Kafka-style subscriptions', () => {
     const cases: [string, string, boolean][] = [
       ['orders\\..*', 'orders.eu', true],
@@ -68,6 +74,20 @@ describe('TopicRegex', () => {
       ['(?P<region>eu|us)_clicks', 'us_clicks', true],
       ['(?<region>eu|us)_clicks', 'eu_clicks', true],
       ['\\Aaudit\\z', 'audit', true],
+      ['(?i)ORDERS', 'orders', true],
+      ['(?i:o)RDERS', 'ORDERS', true],
+      ['(?i:o)RDERS', 'orders', false],
+      ['(?i)[^o]rders', 'Orders', false],
+      ['(?i)(?-i:o)rders', 'ORDERS', false],
+      ['[[:alpha:]]+[[:digit:]]', 'abc1', true],
+      ['[[:^alpha:]]', 'a', false],
+      ['\\Qa.b\\E', 'a.b', true],
+      ['\\Qa.b\\E', 'axb', false],
+      ['a{01}', 'a', false],
+      ['a{01}', 'a{01}', true],
+      ['(^)?orders', 'orders', true],
+      ['^*x', 'x', true],
+      ['a😀?', 'a', true],
       ['a^b', 'ab', false],
       ['topic{', 'topic{', true],
       ['[\\d_]+', '12_3', true],
@@ -82,12 +102,13 @@ describe('TopicRegex', () => {
       ['(ab', /at character 0: missing \)/],
       ['ab)', /at character 2: unmatched \)/],
       ['[ab', /missing \]/],
-      ['*a', /nothing to repeat/],
+      ['*a', /missing argument to repetition operator/],
+      ['(?i)*', /missing argument to repetition operator/],
       ['a**', /a quantifier cannot follow a quantifier/],
-      ['^*', /nothing to repeat/],
-      ['(?i)abc', /flags/],
-      ['\\bword', /the escape \\b is not supported/],
-      ['[[:alpha:]]', /POSIX classes/],
+      ['(?=a)', /unsupported \(\? group \(lookarounds and backreferences are not RE2\)/],
+      ['\\bword', /word boundaries \(\\b\) are not supported/],
+      ['\\pL', /Unicode classes are not supported/],
+      ['[[:foo:]]', /an unknown \[:class:\]/],
       ['[z-a]', /out of order/],
       ['a{1001}', /over 1000/],
       ['a{3,2}', /max < min/],

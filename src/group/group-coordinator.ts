@@ -445,21 +445,22 @@ export class GroupCoordinator {
   }
 
   /**
-   * Settles once the snapshot of every change made so far to the group is in its log (whatever the
-   * write's outcome): null when it already is, that is when no snapshot write of the group waits
-   * behind the one in flight (a write in flight was appended when it started). A change made
+   * Settles once the snapshot of every change made so far to the group is in its log, rejecting
+   * with the error of a write that failed: null when it already is, that is when no snapshot write
+   * of the group waits behind the one in flight (a write in flight was appended when it started)
+   * and none failed since (one that did is made again now). A change made
    * without a member (a commit, an offsets reset or deletion, or an expiry, each allowed by the
    * membership it sees) waits for it, so that it is appended after the snapshot of every membership
    * change it saw: a crash between the two would otherwise keep the change and lose the snapshot.
    */
   membershipLogged(groupId: string): Promise<void> | null {
-    const queued = this.#runtimes.get(groupId)?.next;
-    return queued === undefined
-      ? null
-      : queued.promise.then(
-          () => undefined,
-          () => undefined,
-        );
+    const runtime = this.#runtimes.get(groupId);
+    if (runtime === undefined) return null;
+    if (runtime.next !== undefined) return runtime.next.promise;
+    // A change whose write failed (the log did not fail-stop: a refusal such as
+    // TOO_MANY_PENDING_WRITES) is in memory only until the next write: make that write now.
+    if (runtime.dirty && runtime.writing === undefined) return this.#durable(groupId, runtime);
+    return null;
   }
 
   /** The type of the group of that id, or null when the coordinator holds no state for it. */

@@ -838,6 +838,38 @@ describe('queries, concurrency and lifecycle', () => {
     expect(answered).toBe(true);
   });
 
+  it('tells changes made without a member when the membership they see is in the log: not while a write waits behind another, nor after it failed (it is then written again)', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    expect(ctx.coordinator.membershipLogged('g')).toBeNull();
+    ctx.writer.hold = true;
+    const changed = ctx.heartbeat({
+      memberId: 'a',
+      memberEpoch: a.epoch,
+      subscribedTableIds: [1, 2],
+    });
+    // A write in flight was appended when it started: nothing to wait for yet.
+    expect(ctx.coordinator.membershipLogged('g')).toBeNull();
+    const left = a.leave().catch((error: unknown) => error);
+    expect(ctx.coordinator.hasMembers('g')).toBe(false);
+    const queued = ctx.coordinator.membershipLogged('g');
+    expect(queued, 'the leave waits behind the write in flight').not.toBeNull();
+    // The leave's write is refused (not a failed log): the leave is in memory only.
+    ctx.writer.hold = false;
+    ctx.writer.failNext = new Error('refused');
+    ctx.writer.release();
+    await changed;
+    await expect(queued).rejects.toThrow('refused');
+    expect(await left).toBeInstanceOf(Error);
+    expect(ctx.writer.latest.get('g')?.members).toHaveLength(1);
+    const again = ctx.coordinator.membershipLogged('g');
+    expect(again, 'the failed change is written again for it').not.toBeNull();
+    await again;
+    expect(ctx.writer.latest.get('g')?.members).toHaveLength(0);
+    expect(ctx.coordinator.membershipLogged('g')).toBeNull();
+  });
+
   it('refuses operations past queuedOperationsMax while their snapshot writes wait (TOO_MANY_PENDING_WRITES), and takes them again once written', async () => {
     const ctx = new GroupTestContext({
       layouts: { 1: { bucketCount: 4 } },

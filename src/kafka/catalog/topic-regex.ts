@@ -199,22 +199,36 @@ class Parser {
   #concatenation(): Node {
     const parts: Node[] = [];
     for (let c = this.#peek(); c !== undefined && c !== '|' && c !== ')'; c = this.#peek()) {
-      const part = this.#repetition();
-      if (part !== null) parts.push(part);
+      if (c === '\\' && this.#source[this.#at + 1] === 'Q') {
+        // \Q...\E: each character a literal of its own, so a quantifier after it takes the last
+        // one (or, after an empty run, what came before it), as in RE2.
+        parts.push(...this.#quoted());
+        if (this.#quantifierAhead()) {
+          const last = parts.pop();
+          if (last === undefined) throw this.#error('missing argument to repetition operator');
+          parts.push(this.#quantify(last));
+        }
+        continue;
+      }
+      const atom = this.#atom();
+      if (atom === null) {
+        if (this.#quantifierAhead())
+          throw this.#error('missing argument to repetition operator', this.#at);
+        continue;
+      }
+      parts.push(this.#quantifierAhead() ? this.#quantify(atom) : atom);
     }
     return parts.length === 1 ? parts[0]! : { kind: 'concat', parts };
   }
 
-  /** An atom and its quantifier, if any; null for a flag group `(?i)`, which matches nothing. */
-  #repetition(): Node | null {
-    const node = this.#atom();
+  #quantifierAhead(): boolean {
     const c = this.#peek();
-    const quantified = c === '*' || c === '+' || c === '?' || (c === '{' && this.#countAhead());
-    if (node === null) {
-      if (quantified) throw this.#error('missing argument to repetition operator', this.#at);
-      return null;
-    }
-    if (!quantified) return node;
+    return c === '*' || c === '+' || c === '?' || (c === '{' && this.#countAhead());
+  }
+
+  /** `node` under the quantifier at the current position. */
+  #quantify(node: Node): Node {
+    const c = this.#peek();
     let min: number;
     let max: number;
     if (c === '*') [min, max] = [0, Infinity];
@@ -224,18 +238,29 @@ class Parser {
     if (c !== '{') this.#at++;
     // A lazy quantifier matches the same whole names; a second quantifier is refused, as by RE2.
     if (this.#peek() === '?') this.#at++;
-    const after = this.#peek();
-    if (after === '*' || after === '+' || after === '?' || (after === '{' && this.#countAhead()))
+    if (this.#quantifierAhead())
       throw this.#error('a quantifier cannot follow a quantifier', this.#at);
     return { kind: 'repeat', node, min, max };
   }
 
+  /** After `\Q`: the characters up to `\E` (or the end), each as a literal. */
+  #quoted(): Node[] {
+    this.#at += 2;
+    const end = this.#source.indexOf('\\E', this.#at);
+    const quoted = this.#source.slice(this.#at, end < 0 ? undefined : end);
+    this.#at = end < 0 ? this.#source.length : end + 2;
+    return [...quoted].map((ch) => ({
+      kind: 'set' as const,
+      set: this.#fold(charSet(ch.codePointAt(0)!)),
+    }));
+  }
+
   #countAhead(): boolean {
-    return COUNT.test(this.#source.slice(this.#at, this.#at + 12));
+    return COUNT.test(this.#source.slice(this.#at, this.#at + 48));
   }
 
   #count(): [number, number] {
-    const match = COUNT.exec(this.#source.slice(this.#at, this.#at + 12))!;
+    const match = COUNT.exec(this.#source.slice(this.#at, this.#at + 48))!;
     const min = Number(match[1]);
     const max = match[2] === undefined ? min : match[3] === undefined ? Infinity : Number(match[3]);
     if (min > REPEAT_MAX || (max !== Infinity && max > REPEAT_MAX))
@@ -288,8 +313,8 @@ class Parser {
     this.#at++;
     const outerFoldCase = this.#foldCase;
     if (this.#peek() === '?') {
-      const rest = this.#source.slice(this.#at, this.#at + 40);
-      const named = /^\?P?<[A-Za-z_][A-Za-z0-9_]*>/.exec(rest);
+      const rest = this.#source.slice(this.#at);
+      const named = /^\?P?<[A-Za-z0-9_]+>/.exec(rest);
       const flags = /^\?([imsU]*)(-([imsU]*))?([:)])/.exec(rest);
       if (named !== null) this.#at += named[0].length;
       else if (flags !== null && (flags[1] !== '' || flags[2] !== undefined || flags[4] === ':')) {
@@ -297,9 +322,10 @@ class Parser {
           throw this.#error('a flag group with nothing after -', start);
         this.#at += flags[0].length;
         // m, s and U change nothing for a whole-name match of a name without newlines.
-        const on = flags[1]!;
-        const off = flags[3] ?? '';
-        const foldCase = on.includes('i') ? true : off.includes('i') ? false : this.#foldCase;
+        // Applied in order, as RE2 does: (?i-i) ends with i off.
+        let foldCase = this.#foldCase;
+        if (flags[1]!.includes('i')) foldCase = true;
+        if ((flags[3] ?? '').includes('i')) foldCase = false;
         if (flags[4] === ')') {
           // (?flags): for the rest of the enclosing group.
           this.#foldCase = foldCase;
@@ -355,12 +381,7 @@ class Parser {
     }
     if (!inClass && c === 'A') return 'begin';
     if (!inClass && c === 'z') return 'end';
-    if (!inClass && c === 'Q') {
-      const end = this.#source.indexOf('\\E', this.#at);
-      const quoted = this.#source.slice(this.#at, end < 0 ? undefined : end);
-      this.#at = end < 0 ? this.#source.length : end + 2;
-      return [...quoted].map((ch) => ch.codePointAt(0)!);
-    }
+    if (c === 'Q') throw this.#error('\\Q inside a class is not supported', this.#at - 2);
     if (/[!-/:-@[-`{-~]/.test(c)) return [c.charCodeAt(0)];
     if (c === 'b' || c === 'B')
       throw this.#error(`word boundaries (\\${c}) are not supported`, this.#at - 2);
@@ -387,13 +408,17 @@ class Parser {
       if (c === undefined) throw this.#error('missing ]', start);
       if (c === ']' && !first) break;
       first = false;
-      if (c === '[' && this.#source[this.#at + 1] === ':') {
-        const posix = /^\[:(\^?)([a-z]+):\]/.exec(this.#source.slice(this.#at, this.#at + 16));
-        const named = posix === null ? undefined : POSIX_CLASSES[posix[2]!];
-        if (named === undefined) throw this.#error('an unknown [:class:]');
-        const members = posix![1] === '^' ? negated(named) : named;
+      const posix =
+        c === '[' && this.#source[this.#at + 1] === ':'
+          ? /^\[:(\^?)([a-z]+):\]/.exec(this.#source.slice(this.#at, this.#at + 16))
+          : null;
+      if (posix !== null) {
+        const named = POSIX_CLASSES[posix[2]!];
+        if (named === undefined) throw this.#error(`an unknown class [:${posix[2]}:]`);
+        // Folded before it is negated, as RE2 does: (?i)[[:^upper:]] takes no letter.
+        const members = posix[1] === '^' ? negated(this.#fold(named)) : named;
         for (let i = 0; i < 128; i++) if (members[i] === 1) set[i] = 1;
-        this.#at += posix![0].length;
+        this.#at += posix[0].length;
         continue;
       }
       const low = this.#classChar();

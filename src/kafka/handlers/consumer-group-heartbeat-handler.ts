@@ -164,9 +164,11 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       // Once per refusal (the resolver keeps one per expression until the catalog changes).
       if (!warnedRefusals.has(error)) {
         warnedRefusals.add(error);
-        context.warn(`consumer group ${groupId}: members keep their topics: ${error.message}`);
+        context.warn(
+          `consumer group ${groupId}: members keep the topics their expression matched before: ${error.message}`,
+        );
       }
-      regexTableIds = undefined;
+      regexTableIds = notes?.regexTableIds;
     }
   }
   const tableIds =
@@ -205,7 +207,14 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       context.members.delete(groupId, memberId);
     return refused(code, (error as Error).message);
   }
-  remember(context, groupId, response, topicNames, topicRegex, tableIds, header.clientId, peer);
+  remember(context, groupId, response, {
+    topicNames,
+    topicRegex,
+    regexTableIds,
+    tableIds,
+    clientId: header.clientId,
+    peer,
+  });
   return {
     throttleTimeMs: 0,
     errorCode: KAFKA_ERROR.NONE,
@@ -236,11 +245,14 @@ function remember(
   context: HandlerContext,
   groupId: string,
   response: HeartbeatResponse,
-  topicNames: readonly string[] | undefined,
-  topicRegex: string | undefined,
-  tableIds: readonly number[] | undefined,
-  clientId: string | null,
-  peer: Peer,
+  seen: {
+    topicNames: readonly string[] | undefined;
+    topicRegex: string | undefined;
+    regexTableIds: readonly number[] | undefined;
+    tableIds: readonly number[] | undefined;
+    clientId: string | null;
+    peer: Peer;
+  },
 ): void {
   if (response.memberEpoch < 0) {
     context.members.delete(groupId, response.memberId);
@@ -248,10 +260,11 @@ function remember(
   }
   const previous = context.members.get(groupId, response.memberId);
   context.members.set(groupId, response.memberId, {
-    topicNames: topicNames ?? previous?.topicNames,
-    topicRegex,
-    tableIds: tableIds ?? previous?.tableIds,
-    clientId: clientId ?? '',
-    clientHost: peer.clientHost,
+    topicNames: seen.topicNames ?? previous?.topicNames,
+    topicRegex: seen.topicRegex,
+    regexTableIds: seen.topicRegex === undefined ? undefined : seen.regexTableIds,
+    tableIds: seen.tableIds ?? previous?.tableIds,
+    clientId: seen.clientId ?? '',
+    clientHost: seen.peer.clientHost,
   });
 }

@@ -23,6 +23,8 @@ export interface MemberNotes {
   readonly topicNames: readonly string[] | undefined;
   /** Its subscription's regular expression; undefined when it has none or it is unknown. */
   readonly topicRegex?: string | undefined;
+  /** The table ids the expression matched when it last could be matched. */
+  readonly regexTableIds?: readonly number[] | undefined;
   /** The table ids last sent to the store for those names and that expression, sorted; undefined while both are unknown. */
   readonly tableIds: readonly number[] | undefined;
   /** The client id of its last heartbeat's request header. */

@@ -455,12 +455,25 @@ export class GroupCoordinator {
    */
   membershipLogged(groupId: string): Promise<void> | null {
     const runtime = this.#runtimes.get(groupId);
-    if (runtime === undefined) return null;
+    if (runtime === undefined || !this.membershipPending(groupId)) return null;
     if (runtime.next !== undefined) return runtime.next.promise;
     // A change whose write failed (the log did not fail-stop: a refusal such as
     // TOO_MANY_PENDING_WRITES) is in memory only until the next write: make that write now.
-    if (runtime.dirty && runtime.writing === undefined) return this.#durable(groupId, runtime);
-    return null;
+    return this.#durable(groupId, runtime);
+  }
+
+  /**
+   * Whether `membershipLogged` would have to wait (a snapshot write queued behind the one in
+   * flight, or a change whose write failed), without starting any write: for a caller that
+   * leaves the group for later instead of waiting (the retention check).
+   */
+  membershipPending(groupId: string): boolean {
+    const runtime = this.#runtimes.get(groupId);
+    if (runtime === undefined) return false;
+    return (
+      runtime.next !== undefined ||
+      (runtime.dirty && runtime.writing === undefined && this.#machine.get(groupId) !== undefined)
+    );
   }
 
   /** The type of the group of that id, or null when the coordinator holds no state for it. */

@@ -278,8 +278,10 @@ export class OffsetsBucket {
    */
   #withoutMember<T>(groupId: string, change: () => Promise<T>): Promise<T> {
     const previous = this.#withoutMemberTurns.get(groupId);
-    if (previous === undefined && this.coordinator.membershipLogged(groupId) === null)
-      return change();
+    // May start a write (of a change whose write failed): awaited below, never dropped.
+    const logged = this.coordinator.membershipLogged(groupId);
+    if (previous === undefined && logged === null) return change();
+    logged?.catch(() => undefined); // rejects before it is awaited, while `previous` runs
     let done!: () => void;
     const turn = new Promise<void>((resolve) => (done = resolve));
     this.#withoutMemberTurns.set(groupId, turn);
@@ -287,11 +289,11 @@ export class OffsetsBucket {
       try {
         await previous;
         for (
-          let logged = this.coordinator.membershipLogged(groupId);
-          logged !== null;
-          logged = this.coordinator.membershipLogged(groupId)
+          let waiting = logged;
+          waiting !== null;
+          waiting = this.coordinator.membershipLogged(groupId)
         )
-          await logged;
+          await waiting;
         return change();
       } finally {
         done();
@@ -533,7 +535,7 @@ export class OffsetsBucket {
     const writes: [string, Promise<unknown>][] = [];
     for (const groupId of [...this.table.state.groupIds()]) {
       // A membership change whose snapshot is not in the log yet: the next check expires them.
-      if (this.coordinator.membershipLogged(groupId) !== null) continue;
+      if (this.coordinator.membershipPending(groupId)) continue;
       const expired = this.#expiredOffsets(groupId, retentionMs, nowMs);
       if (expired.length > 0) writes.push([groupId, this.#writeTombstones(groupId, expired)]);
     }

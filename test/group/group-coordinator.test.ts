@@ -863,11 +863,16 @@ describe('queries, concurrency and lifecycle', () => {
     await expect(queued).rejects.toThrow('refused');
     expect(await left).toBeInstanceOf(Error);
     expect(ctx.writer.latest.get('g')?.members).toHaveLength(1);
+    // Asking whether one is pending starts no write (the retention check leaves the group).
+    const writes = ctx.writer.writes.length;
+    expect(ctx.coordinator.membershipPending('g')).toBe(true);
+    expect(ctx.writer.writes).toHaveLength(writes);
     const again = ctx.coordinator.membershipLogged('g');
     expect(again, 'the failed change is written again for it').not.toBeNull();
     await again;
     expect(ctx.writer.latest.get('g')?.members).toHaveLength(0);
     expect(ctx.coordinator.membershipLogged('g')).toBeNull();
+    expect(ctx.coordinator.membershipPending('g')).toBe(false);
   });
 
   it('refuses operations past queuedOperationsMax while their snapshot writes wait (TOO_MANY_PENDING_WRITES), and takes them again once written', async () => {

@@ -74,6 +74,11 @@ function rangeSet(ranges: readonly (readonly [string, string])[]): CharSet {
   return set;
 }
 
+/** Adds every character of `members` to `set`. */
+function addAll(set: CharSet, members: CharSet): void {
+  for (let c = 0; c < 128; c++) if (members[c] === 1) set[c] = 1;
+}
+
 function negated(set: CharSet): CharSet {
   const out = emptySet();
   for (let c = 0; c < 128; c++) out[c] = set[c] === 1 ? 0 : 1;
@@ -289,14 +294,10 @@ class Parser {
       this.#at++;
       const escaped = this.#escape(false);
       if (escaped === 'begin' || escaped === 'end') return { kind: escaped };
-      if (Array.isArray(escaped))
-        return escaped.length === 1
-          ? { kind: 'set', set: this.#fold(charSet(escaped[0]!)) }
-          : {
-              kind: 'concat',
-              parts: escaped.map((code) => ({ kind: 'set', set: this.#fold(charSet(code)) })),
-            };
-      return { kind: 'set', set: this.#fold(escaped) };
+      return {
+        kind: 'set',
+        set: this.#fold(typeof escaped === 'number' ? charSet(escaped) : escaped),
+      };
     }
     // One code point (a character outside the BMP is two UTF-16 units; it never matches a name).
     const code = this.#source.codePointAt(this.#at)!;
@@ -323,15 +324,10 @@ class Parser {
         this.#at += flags[0].length;
         // m, s and U change nothing for a whole-name match of a name without newlines.
         // Applied in order, as RE2 does: (?i-i) ends with i off.
-        let foldCase = this.#foldCase;
-        if (flags[1]!.includes('i')) foldCase = true;
-        if ((flags[3] ?? '').includes('i')) foldCase = false;
-        if (flags[4] === ')') {
-          // (?flags): for the rest of the enclosing group.
-          this.#foldCase = foldCase;
-          return null;
-        }
-        this.#foldCase = foldCase;
+        if (flags[1]!.includes('i')) this.#foldCase = true;
+        if ((flags[3] ?? '').includes('i')) this.#foldCase = false;
+        // (?flags): for the rest of the enclosing group (its #group restores the outer flags).
+        if (flags[4] === ')') return null;
       } else
         throw this.#error(
           'an unsupported (? group (lookarounds and backreferences are not RE2)',
@@ -345,11 +341,8 @@ class Parser {
     return inner;
   }
 
-  /**
-   * After a `\`: a class, an anchor, a quoted run `\Q...\E` (its codes), or an escaped
-   * punctuation character.
-   */
-  #escape(inClass: boolean): CharSet | number[] | 'begin' | 'end' {
+  /** After a `\`: a class, an anchor, or one character (its code). */
+  #escape(inClass: boolean): CharSet | number | 'begin' | 'end' {
     const c = this.#peek();
     if (c === undefined) throw this.#error('trailing \\');
     this.#at++;
@@ -367,22 +360,22 @@ class Parser {
       case 'S':
         return negated(SPACE);
       case 't':
-        return [9];
+        return 9;
       case 'n':
-        return [10];
+        return 10;
       case 'r':
-        return [13];
+        return 13;
       case 'f':
-        return [12];
+        return 12;
       case 'v':
-        return [11];
+        return 11;
       case 'a':
-        return [7];
+        return 7;
     }
     if (!inClass && c === 'A') return 'begin';
     if (!inClass && c === 'z') return 'end';
     if (c === 'Q') throw this.#error('\\Q inside a class is not supported', this.#at - 2);
-    if (/[!-/:-@[-`{-~]/.test(c)) return [c.charCodeAt(0)];
+    if (/[!-/:-@[-`{-~]/.test(c)) return c.charCodeAt(0);
     if (c === 'b' || c === 'B')
       throw this.#error(`word boundaries (\\${c}) are not supported`, this.#at - 2);
     if (c === 'p' || c === 'P')
@@ -417,13 +410,13 @@ class Parser {
         if (named === undefined) throw this.#error(`an unknown class [:${posix[2]}:]`);
         // Folded before it is negated, as RE2 does: (?i)[[:^upper:]] takes no letter.
         const members = posix[1] === '^' ? negated(this.#fold(named)) : named;
-        for (let i = 0; i < 128; i++) if (members[i] === 1) set[i] = 1;
+        addAll(set, members);
         this.#at += posix[0].length;
         continue;
       }
       const low = this.#classChar();
       if (typeof low !== 'number') {
-        for (let i = 0; i < 128; i++) if (low[i] === 1) set[i] = 1;
+        addAll(set, low);
         continue;
       }
       if (
@@ -454,13 +447,12 @@ class Parser {
     this.#at++;
     const escaped = this.#escape(true);
     if (escaped === 'begin' || escaped === 'end') throw this.#error('an anchor in a class');
-    if (Array.isArray(escaped)) return escaped[0]!;
     return escaped;
   }
 }
 
 /** Instructions `node` compiles to, saturating past PROGRAM_MAX (memoized: repeats nest). */
-function sizeOf(node: Node, memo = new Map<Node, number>()): number {
+function sizeOf(node: Node, memo: Map<Node, number>): number {
   const known = memo.get(node);
   if (known !== undefined) return known;
   const cap = (n: number) => Math.min(n, PROGRAM_MAX + 1);
@@ -496,8 +488,11 @@ function sizeOf(node: Node, memo = new Map<Node, number>()): number {
   return size;
 }
 
-/** Compiles a node to instructions appended to `program` (its size checked before: sizeOf). */
-function emit(node: Node, program: Instruction[]): void {
+/**
+ * Compiles a node to instructions appended to `program` (its size checked before with `sizes`,
+ * the memo of that sizeOf).
+ */
+function emit(node: Node, program: Instruction[], sizes: Map<Node, number>): void {
   switch (node.kind) {
     case 'set':
       program.push({ op: 'char', set: node.set });
@@ -507,7 +502,7 @@ function emit(node: Node, program: Instruction[]): void {
       program.push({ op: node.kind });
       return;
     case 'concat':
-      for (const part of node.parts) emit(part, program);
+      for (const part of node.parts) emit(part, program, sizes);
       return;
     case 'alt': {
       // split L1, next; L1: option; jump end; next: split ... ; last option; end:
@@ -516,26 +511,26 @@ function emit(node: Node, program: Instruction[]): void {
         if (i < node.options.length - 1) {
           const split = { op: 'split' as const, x: program.length + 1, y: 0 };
           program.push(split);
-          emit(option, program);
+          emit(option, program, sizes);
           const jump = { op: 'jump' as const, x: 0 };
           program.push(jump);
           jumps.push(jump);
           split.y = program.length;
-        } else emit(option, program);
+        } else emit(option, program, sizes);
       });
       for (const jump of jumps) jump.x = program.length;
       return;
     }
     case 'repeat': {
       // A body that compiles to nothing repeats to nothing (`(){1000}`).
-      if (sizeOf(node.node) === 0) return;
-      for (let i = 0; i < node.min; i++) emit(node.node, program);
+      if (sizeOf(node.node, sizes) === 0) return;
+      for (let i = 0; i < node.min; i++) emit(node.node, program, sizes);
       if (node.max === Infinity) {
         // L: split body, out; body; jump L; out:
         const split = { op: 'split' as const, x: program.length + 1, y: 0 };
         const loop = program.length;
         program.push(split);
-        emit(node.node, program);
+        emit(node.node, program, sizes);
         program.push({ op: 'jump', x: loop });
         split.y = program.length;
         return;
@@ -546,7 +541,7 @@ function emit(node: Node, program: Instruction[]): void {
         const split = { op: 'split' as const, x: program.length + 1, y: 0 };
         program.push(split);
         splits.push(split);
-        emit(node.node, program);
+        emit(node.node, program, sizes);
       }
       for (const split of splits) split.y = program.length;
       return;
@@ -595,12 +590,13 @@ export class TopicRegex {
         `invalid regular expression: ${source.length} characters, above the limit of ${PATTERN_CHARS_MAX}`,
       );
     const node = new Parser(source).parse();
-    if (sizeOf(node) > PROGRAM_MAX)
+    const sizes = new Map<Node, number>();
+    if (sizeOf(node, sizes) > PROGRAM_MAX)
       throw new TopicRegexError(
         `invalid regular expression ${JSON.stringify(source.slice(0, 100))}: it compiles to more than ${PROGRAM_MAX} instructions`,
       );
     const program: Instruction[] = [];
-    emit(node, program);
+    emit(node, program, sizes);
     program.push({ op: 'match' });
     return new TopicRegex(source, program);
   }
@@ -648,11 +644,8 @@ export class TopicRegex {
     this.#steps += seeds.length;
     const known = this.#states.get(key);
     if (known !== undefined) return known;
-    if (this.#states.size >= DFA_STATES_MAX) {
-      // Drop every state (the start one too): states built from here on start a new set.
-      this.#states = new Map();
-      this.#start = undefined;
-    }
+    // Past the bound every state goes (the start one too): those built from here start a new set.
+    if (this.#states.size >= DFA_STATES_MAX) this.dropStates();
     const live = this.#closure(seeds, atStart, false);
     const atEnd = this.#closure(seeds, atStart, true);
     const state: DfaState = {

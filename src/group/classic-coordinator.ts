@@ -22,6 +22,7 @@
  * member's parked call exists exactly when its `awaitingJoin` / `awaitingSync` says so (by count).
  */
 import { OffsetStoreError } from '../errors/index.js';
+import { cutWellFormed } from '../model/index.js';
 import { assert, type Clock } from '../util/index.js';
 import { describeClassicGroup, type ClassicGroupDescription } from './classic-description.js';
 import { handleClassicJoin } from './classic-join.js';
@@ -156,7 +157,8 @@ export class ClassicCoordinator {
       syncs: new WaiterSet(),
       config: options.config,
       consumerGroups: options.host.consumerGroups,
-      newMemberId: (prefix) => `${prefix.slice(0, MEMBER_ID_PREFIX_LENGTH_MAX)}-${newMemberId()}`,
+      newMemberId: (prefix) =>
+        `${cutWellFormed(prefix, MEMBER_ID_PREFIX_LENGTH_MAX)}-${newMemberId()}`,
       nowMs: () => options.clock.nowMs(),
     };
   }

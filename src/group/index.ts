@@ -86,6 +86,7 @@ export {
 } from './classic-description.js';
 export { ClassicGroupStateMachine, type ClassicGroupInspection } from './classic-state-machine.js';
 export {
+  CLASSIC_NAME_LENGTH_MAX,
   type ClassicHeartbeatRequest,
   type ClassicJoinGroupRequest,
   type ClassicJoinGroupResult,

@@ -36,3 +36,13 @@ export function checkWellFormed(value: string, field: string): string {
     throw new OffsetStoreError('INVALID_REQUEST', `${field} ${NOT_WELL_FORMED}`);
   return value;
 }
+
+/**
+ * `value` cut to at most `maxUnits` UTF-16 code units, never between the two halves of a surrogate
+ * pair (the first half alone would be a lone surrogate: see above).
+ */
+export function cutWellFormed(value: string, maxUnits: number): string {
+  if (value.length <= maxUnits) return value;
+  const code = value.charCodeAt(maxUnits - 1);
+  return value.slice(0, code >= 0xd800 && code <= 0xdbff ? maxUnits - 1 : maxUnits);
+}

@@ -7,6 +7,7 @@ export {
   GROUP_ID_BYTES_MAX,
   NOT_WELL_FORMED,
   checkWellFormed,
+  cutWellFormed,
   validateGroupId,
 } from './group-id.js';
 export {

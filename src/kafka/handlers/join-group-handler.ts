@@ -15,7 +15,8 @@
  *   UNKNOWN_MEMBER_ID (25), INVALID_SESSION_TIMEOUT (26), FENCED_INSTANCE_ID (82), and the store's
  *   others mapped as kafka-error-code.ts says.
  */
-import { MEMBER_TIMEOUT_MS_MAX } from '../../group/index.js';
+import { CLASSIC_NAME_LENGTH_MAX, MEMBER_TIMEOUT_MS_MAX } from '../../group/index.js';
+import { cutWellFormed } from '../../model/index.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
 import { CLOSED_WHILE_HELD, holdAnswer } from './held-answer.js';
 import type { RequestHandler } from './request-handler.js';
@@ -52,8 +53,10 @@ export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async 
     sessionTimeoutMs: request.sessionTimeoutMs,
     rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, MEMBER_TIMEOUT_MS_MAX),
     requireKnownMemberId: header.apiVersion >= KNOWN_MEMBER_ID_FROM_VERSION,
-    clientId: header.clientId ?? '',
-    clientHost: peer.clientHost,
+    // Kafka bounds a client id by the protocol's string only; the group keeps its first 255
+    // characters (what describes report) rather than refusing the join.
+    clientId: cutWellFormed(header.clientId ?? '', CLASSIC_NAME_LENGTH_MAX),
+    clientHost: cutWellFormed(peer.clientHost, CLASSIC_NAME_LENGTH_MAX),
   });
   const outcome = await holdAnswer(joining, peer.closing);
   if ('closed' in outcome) return failed(request.memberId, CLOSED_WHILE_HELD);

@@ -253,6 +253,48 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
   });
 });
 
+describe('client ids', () => {
+  it('joins a member whose client id is long or has characters outside the BMP: its generated member id is usable, and describes report the client id cut to 255 characters', async () => {
+    const clock = new ManualClock();
+    const t = await start(undefined, clock);
+    const a = await connect(t);
+    const b = await connect(t);
+    // 241 UTF-16 units: a member id prefix cut at 200 would split the 100th emoji in half.
+    const emoji = 'a' + '\u{1F600}'.repeat(120);
+    const long = 'c'.repeat(1000);
+    const joinAs = (clientId: string, memberId: string, client = a) =>
+      client.send(
+        API_KEYS.JoinGroup,
+        5,
+        {
+          groupId: 'g',
+          sessionTimeoutMs: 10_000,
+          rebalanceTimeoutMs: 20_000,
+          memberId,
+          protocolType: 'consumer',
+          protocols: protocols('x'),
+        },
+        clientId,
+      );
+    const first = await joinAs(emoji, '');
+    expect(first.errorCode).toBe(KAFKA_ERROR.MEMBER_ID_REQUIRED);
+    expect(first.memberId.isWellFormed()).toBe(true);
+    expect(first.memberId).not.toContain('\uFFFD');
+    const firstLong = await joinAs(long, '', b);
+    expect(firstLong.errorCode).toBe(KAFKA_ERROR.MEMBER_ID_REQUIRED);
+    const joining = [joinAs(emoji, first.memberId), joinAs(long, firstLong.memberId, b)];
+    await until(async () => (await t.store.describeGroup('g')).classic?.members.length === 2);
+    clock.advance(INITIAL_DELAY_MS);
+    await until(async () => true);
+    clock.advance(INITIAL_DELAY_MS);
+    const joined = await Promise.all(joining);
+    expect(joined.map((j) => j.errorCode)).toEqual([0, 0]);
+    expect(joined.map((j) => j.memberId)).toEqual([first.memberId, firstLong.memberId]);
+    const [g] = (await a.send(API_KEYS.DescribeGroups, 5, { groups: ['g'] })).groups;
+    expect(g!.members.map((m) => m.clientId).sort()).toEqual([emoji, long.slice(0, 255)].sort());
+  });
+});
+
 describe('OffsetDelete in a classic group with members', () => {
   it("reads a consumer group's subscriptions from its members' metadata: refuses the subscribed topic (86), deletes the others; a group whose metadata it cannot read is refused whole (68)", async () => {
     const clock = new ManualClock();

@@ -147,7 +147,14 @@ describe('offset-store serve', () => {
     const port = Number(/on 127\.0\.0\.1:(\d+);/.exec(serving.firstLine)?.[1]);
     expect(port, serving.firstLine).toBeGreaterThan(0);
     const client = await RawKafkaClient.connect(port);
-    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect(
+      (
+        await client.send(API_KEYS.ApiVersions, 3, {
+          clientSoftwareName: 'test',
+          clientSoftwareVersion: '1',
+        })
+      ).errorCode,
+    ).toBe(0);
     serving.child.kill('SIGINT');
     expect(await serving.exited).toBe(0);
     expect(serving.stdout).toMatch(/SIGINT: closing[\s\S]*Stopped\./);

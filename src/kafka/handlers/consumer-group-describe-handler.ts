@@ -11,6 +11,7 @@ import { OffsetStoreError } from '../../errors/index.js';
 import type { TableBucket } from '../../model/index.js';
 import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
+import { errorMessageOf } from './kafka-error-code.js';
 import type { RequestHandler } from './request-handler.js';
 import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
 
@@ -65,7 +66,7 @@ async function describeOne(context: HandlerContext, groupId: string) {
   } catch (error) {
     return {
       errorCode: context.errorCodeOf(error, 'ConsumerGroupDescribe'),
-      errorMessage: (error as Error).message,
+      errorMessage: errorMessageOf((error as Error).message),
       groupId,
       groupState: 'Dead',
       members: [],

@@ -40,6 +40,7 @@ import {
 } from '../protocol/index.js';
 import { TopicRegexError, topicNameProblem } from '../catalog/index.js';
 import type { HandlerContext } from './handler-context.js';
+import { errorMessageOf } from './kafka-error-code.js';
 import type { Peer, RequestHandler } from './request-handler.js';
 import { bucketsByTopic } from './topic-mapping.js';
 
@@ -55,7 +56,7 @@ function refused(errorCode: number, errorMessage: string): HeartbeatAnswer {
   return {
     throttleTimeMs: 0,
     errorCode,
-    errorMessage,
+    errorMessage: errorMessageOf(errorMessage),
     memberId: null,
     memberEpoch: 0,
     heartbeatIntervalMs: 0,

@@ -10,6 +10,7 @@
 import { validateGroupId } from '../../model/index.js';
 import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
+import { errorMessageOf } from './kafka-error-code.js';
 import type { RequestHandler } from './request-handler.js';
 
 const GROUP_KEY_TYPE = 0;
@@ -30,7 +31,7 @@ function coordinatorOf(
 ): Coordinator {
   const refused = (errorCode: number, errorMessage: string): Coordinator => ({
     errorCode,
-    errorMessage,
+    errorMessage: errorMessageOf(errorMessage),
     nodeId: -1,
     host: '',
     port: -1,

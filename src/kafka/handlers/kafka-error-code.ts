@@ -17,7 +17,22 @@
  * An error that is not an OffsetStoreError is a bug: UNKNOWN_SERVER_ERROR, and the caller reports it.
  */
 import { OffsetStoreError, type ErrorCode } from '../../errors/index.js';
+import { cutWellFormed } from '../../model/index.js';
 import { KAFKA_ERROR } from '../protocol/index.js';
+
+/** Longest error message a response carries, in UTF-16 code units (well under a string's 32,767 bytes). */
+export const ERROR_MESSAGE_LENGTH_MAX = 1024;
+
+/**
+ * An error message as a response carries it: messages quote what a client sent (an assignor's
+ * name, a topic, an expression), which may be longer than a response's string can hold; past
+ * ERROR_MESSAGE_LENGTH_MAX it is cut and marked.
+ */
+export function errorMessageOf(message: string): string {
+  return message.length <= ERROR_MESSAGE_LENGTH_MAX
+    ? message
+    : `${cutWellFormed(message, ERROR_MESSAGE_LENGTH_MAX - 3)}...`;
+}
 
 const MAPPED: Partial<Record<ErrorCode, number>> = {
   STORE_CLOSED: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,

@@ -220,6 +220,16 @@ describe('ConsumerGroupHeartbeat', () => {
       serverAssignor: 'sticky',
     });
     expect(assignor.errorCode).toBe(KAFKA_ERROR.UNSUPPORTED_ASSIGNOR);
+    // A name as long as a request's string allows: the message quoting it is cut, not refused by
+    // the encoder (which closed the connection).
+    const long = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
+      ...JOIN,
+      serverAssignor: 'a'.repeat(32_760),
+    });
+    expect([long.errorCode, long.errorMessage!.length]).toEqual([
+      KAFKA_ERROR.UNSUPPORTED_ASSIGNOR,
+      1024,
+    ]);
     const unknown = await client.send(API_KEYS.ConsumerGroupHeartbeat, 0, {
       groupId: 'g',
       memberId: 'ghost',

@@ -482,4 +482,28 @@ describe('ListOffsets', () => {
       ]);
     }
   });
+
+  it('answers INVALID_REQUEST for a partition named twice, wherever it is named, and the others as usual', async () => {
+    const { client } = await startServer();
+    const response = await client.send(API_KEYS.ListOffsets, 5, {
+      replicaId: -1,
+      topics: [
+        {
+          name: 'orders',
+          partitions: [
+            { partitionIndex: 0, timestamp: -1n },
+            { partitionIndex: 1, timestamp: -1n },
+          ],
+        },
+        { name: 'orders', partitions: [{ partitionIndex: 0, timestamp: -2n }] },
+      ],
+    });
+    expect(response.topics.map((t) => t.partitions.map((p) => [p.errorCode, p.offset]))).toEqual([
+      [
+        [KAFKA_ERROR.INVALID_REQUEST, -1n],
+        [0, 0n],
+      ],
+      [[KAFKA_ERROR.INVALID_REQUEST, -1n]],
+    ]);
+  });
 });

@@ -118,7 +118,14 @@ describe('unauthenticated requests', () => {
   it('answer ApiVersions, and close after a SaslAuthenticate out of turn or an unknown mechanism', async () => {
     const t = await start();
     const client = await RawKafkaClient.connect(t.server.port);
-    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect(
+      (
+        await client.send(API_KEYS.ApiVersions, 3, {
+          clientSoftwareName: 'test',
+          clientSoftwareVersion: '1',
+        })
+      ).errorCode,
+    ).toBe(0);
     expect(
       (await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'GSSAPI' })).mechanisms,
     ).toEqual(['PLAIN', 'SCRAM-SHA-256']);
@@ -327,7 +334,14 @@ describe('slow-loris', () => {
     for (const s of loris) s.destroy();
     await until(() => t.server.connectionCount === 0);
     const client = await RawKafkaClient.connect(plainPort);
-    expect((await client.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect(
+      (
+        await client.send(API_KEYS.ApiVersions, 3, {
+          clientSoftwareName: 'test',
+          clientSoftwareVersion: '1',
+        })
+      ).errorCode,
+    ).toBe(0);
     await client.close();
     // A TLS client that does finish its handshake is served once there is room again.
     const certs = testCertificates();
@@ -343,7 +357,14 @@ describe('slow-loris', () => {
       secure.once('error', reject);
     });
     const tlsClient = RawKafkaClient.over(secure);
-    expect((await tlsClient.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect(
+      (
+        await tlsClient.send(API_KEYS.ApiVersions, 3, {
+          clientSoftwareName: 'test',
+          clientSoftwareVersion: '1',
+        })
+      ).errorCode,
+    ).toBe(0);
     expect(await loginScram(tlsClient, 'SCRAM-SHA-512', 'alice', 'alice-pw')).toBe(0);
   });
 });

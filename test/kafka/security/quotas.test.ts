@@ -37,7 +37,14 @@ describe('client quotas over the wire', () => {
     let throttleMs = 0;
     let requests = 0;
     while (throttleMs === 0 && requests < 100) {
-      throttleMs = (await greedy.send(API_KEYS.ApiVersions, 3, {}, 'greedy')).throttleTimeMs;
+      throttleMs = (
+        await greedy.send(
+          API_KEYS.ApiVersions,
+          3,
+          { clientSoftwareName: 'test', clientSoftwareVersion: '1' },
+          'greedy',
+        )
+      ).throttleTimeMs;
       requests++;
     }
     expect(
@@ -45,11 +52,23 @@ describe('client quotas over the wire', () => {
       'a few hundred bytes each: throttled once past 2000 bytes in the window',
     ).toBeGreaterThan(3);
     expect(throttleMs).toBeGreaterThan(0);
-    const waiting = greedy.send(API_KEYS.ApiVersions, 3, {}, 'greedy');
+    const waiting = greedy.send(
+      API_KEYS.ApiVersions,
+      3,
+      { clientSoftwareName: 'test', clientSoftwareVersion: '1' },
+      'greedy',
+    );
     await settle();
     expect(greedy.pendingCount, 'muted: the next request is not read').toBe(1);
     expect(
-      (await polite.send(API_KEYS.ApiVersions, 3, {}, 'polite')).throttleTimeMs,
+      (
+        await polite.send(
+          API_KEYS.ApiVersions,
+          3,
+          { clientSoftwareName: 'test', clientSoftwareVersion: '1' },
+          'polite',
+        )
+      ).throttleTimeMs,
       'another client id has its own usage',
     ).toBe(0);
     clock.advance(throttleMs);

@@ -48,7 +48,14 @@ afterEach(async () => {
 /** The server still answers a well-behaved client, and nothing was written to the store or the catalog. */
 async function expectUnharmed(t: TestServer, catalogExisted = false): Promise<void> {
   const probe = await connect(t);
-  expect((await probe.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+  expect(
+    (
+      await probe.send(API_KEYS.ApiVersions, 3, {
+        clientSoftwareName: 'test',
+        clientSoftwareVersion: '1',
+      })
+    ).errorCode,
+  ).toBe(0);
   expect((await t.store.stats()).totals.logBytes, 'nothing written to the store').toBe(0);
   expect(existsSync(path.join(t.dir, CATALOG_FILE)), 'the catalog untouched').toBe(catalogExisted);
 }

@@ -60,6 +60,31 @@ describe('ApiVersions', () => {
     }
   });
 
+  it('answers v3 with INVALID_REQUEST and no API keys when the client software name or version is not letters, digits, dots and dashes (as Kafka does)', async () => {
+    const t = await start();
+    const client = await connect(t);
+    const cases: [string, string, number][] = [
+      ['librdkafka', '2.15.0', 0],
+      ['platformatic-kafka', '1.35.0-rc.1', 0],
+      ['', '1.0', KAFKA_ERROR.INVALID_REQUEST],
+      ['name', '', KAFKA_ERROR.INVALID_REQUEST],
+      ['-name', '1', KAFKA_ERROR.INVALID_REQUEST],
+      ['name.', '1', KAFKA_ERROR.INVALID_REQUEST],
+      ['my_client', '1', KAFKA_ERROR.INVALID_REQUEST],
+      ['client', '1.0+build', KAFKA_ERROR.INVALID_REQUEST],
+    ];
+    for (const [name, version, errorCode] of cases) {
+      const response = await client.send(API_KEYS.ApiVersions, 3, {
+        clientSoftwareName: name,
+        clientSoftwareVersion: version,
+      });
+      expect([response.errorCode, response.apiKeys.length > 0], `${name} ${version}`).toEqual([
+        errorCode,
+        errorCode === 0,
+      ]);
+    }
+  });
+
   it('answers a version it does not advertise in the v0 format, with UNSUPPORTED_VERSION and the ranges', async () => {
     const t = await start();
     const client = await connect(t);
@@ -71,7 +96,7 @@ describe('ApiVersions', () => {
     expect(response.errorCode).toBe(KAFKA_ERROR.UNSUPPORTED_VERSION);
     expect(response.apiKeys).toEqual(advertisedApis());
     expect(
-      (await client.send(API_KEYS.ApiVersions, 3, {})).errorCode,
+      (await client.send(API_KEYS.ApiVersions, 2, {})).errorCode,
       'the connection goes on',
     ).toBe(0);
   });
@@ -92,7 +117,10 @@ describe('pipelining and order', () => {
       memberId: '',
       topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 7n }] }],
     });
-    const versions = client.send(API_KEYS.ApiVersions, 3, {});
+    const versions = client.send(API_KEYS.ApiVersions, 3, {
+      clientSoftwareName: 'test',
+      clientSoftwareVersion: '1',
+    });
     const fetched = client.send(API_KEYS.OffsetFetch, 8, {
       groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0] }] }],
     });
@@ -213,7 +241,10 @@ describe('long-polled Fetch', () => {
     const client = await connect(t);
     const fetch = client.send(API_KEYS.Fetch, 11, FETCH);
     await waitFor(() => t.server.stats().heldFetches === 1);
-    const behind = client.send(API_KEYS.ApiVersions, 3, {});
+    const behind = client.send(API_KEYS.ApiVersions, 3, {
+      clientSoftwareName: 'test',
+      clientSoftwareVersion: '1',
+    });
     // 16 MiB more, as 1 MiB frames (the server would take each one in its turn).
     const frame = Buffer.alloc(1024 * 1024);
     frame.writeInt32BE(frame.length - 4, 0);
@@ -316,7 +347,10 @@ describe('connections', () => {
     });
     const idle = await connect(t);
     const busy = await connect(t);
-    await idle.send(API_KEYS.ApiVersions, 3, {});
+    await idle.send(API_KEYS.ApiVersions, 3, {
+      clientSoftwareName: 'test',
+      clientSoftwareVersion: '1',
+    });
     const held = busy.send(API_KEYS.Fetch, 11, { ...FETCH, maxWaitMs: 5000 });
     await new Promise((resolve) => setTimeout(resolve, 20));
     clock.advance(1250);
@@ -332,11 +366,22 @@ describe('connections', () => {
   it('closes connections beyond connectionsMax at once and serves the others', async () => {
     const t = await start({ server: { connectionsMax: 3 } });
     const kept = await Promise.all([connect(t), connect(t), connect(t)]);
-    for (const c of kept) await c.send(API_KEYS.ApiVersions, 3, {});
+    for (const c of kept)
+      await c.send(API_KEYS.ApiVersions, 3, {
+        clientSoftwareName: 'test',
+        clientSoftwareVersion: '1',
+      });
     const extra = await connect(t);
     await extra.closed;
     expect(t.server.stats().refusedConnections).toBe(1);
-    expect((await kept[0]!.send(API_KEYS.ApiVersions, 3, {})).errorCode).toBe(0);
+    expect(
+      (
+        await kept[0]!.send(API_KEYS.ApiVersions, 3, {
+          clientSoftwareName: 'test',
+          clientSoftwareVersion: '1',
+        })
+      ).errorCode,
+    ).toBe(0);
     await kept[1]!.close();
     await waitFor(() => t.server.connectionCount === 2);
     const replacement = await connect(t);
@@ -397,7 +442,10 @@ describe('close', () => {
   it('closes the store too with closeStore, once the connections are closed', async () => {
     const t = await start();
     const client = await connect(t);
-    await client.send(API_KEYS.ApiVersions, 3, {});
+    await client.send(API_KEYS.ApiVersions, 3, {
+      clientSoftwareName: 'test',
+      clientSoftwareVersion: '1',
+    });
     await t.server.close({ closeStore: true });
     await client.closed;
     await expect(t.store.fetchOffsets('g', [])).rejects.toMatchObject({ code: 'STORE_CLOSED' });

@@ -8,8 +8,12 @@
  * Invariants:
  * - a topic is visible (get, byTopicId, byTableId, topics) only once the file naming it is durable,
  *   so no client is ever told of a topic that a crash could take back;
- * - changes run one at a time, in call order; each writes the whole catalog (temp file, fdatasync,
- *   rename, directory fsync), then installs it and tells `onTopicChanged`;
+ * - changes take effect in call order, group-committed: the changes asked for while a write is
+ *   under way are applied together to a copy and the whole catalog is written once for all of
+ *   them (temp file, fdatasync, rename, directory fsync), then installed, `onTopicChanged` told of
+ *   each topic changed, and each change answered (one Metadata request naming thousands of unknown
+ *   topics is one write, not one per topic, and holds other clients' changes up by that one write);
+ *   a change refused (a bad name, a shrink, the topic limit) is refused alone;
  * - a failed write fail-stops the catalog: after it, every change is refused with
  *   LOG_STORAGE_ERROR until the server restarts (what reached the disk is unknown, and a later write
  *   that "succeeds" proves nothing); lookups go on serving what was installed;
@@ -72,7 +76,12 @@ export class TopicCatalog {
   readonly #byTopicId = new Map<string, TopicEntry>();
   readonly #byTableId = new Map<number, TopicEntry>();
   readonly #collisions = new Set<string>();
-  #changes: Promise<unknown> = Promise.resolve();
+  /** The next table id a new topic takes. */
+  #nextTableId = 1;
+  /** Changes asked for and not yet taken by a write. */
+  #pending: PendingChange[] = [];
+  /** The loop writing rounds of changes, while there are any. */
+  #writing: Promise<void> | undefined;
   #failure: unknown;
 
   /** Most topics the catalog holds. */
@@ -168,28 +177,93 @@ export class TopicCatalog {
 
   /** Resolves once every change requested so far has settled. */
   async idle(): Promise<void> {
-    await this.#changes.catch(() => {});
+    while (this.#writing !== undefined) await this.#writing;
   }
 
   #change(name: string, partitions: number, grow: boolean): Promise<TopicEntry> {
-    const run = this.#changes.catch(() => {}).then(() => this.#apply(name, partitions, grow));
-    this.#changes = run;
-    return run;
+    return new Promise<TopicEntry>((resolve, reject) => {
+      this.#pending.push({ name, partitions, grow, resolve, reject });
+      this.#writing ??= this.#writeRounds();
+    });
   }
 
-  async #apply(name: string, partitions: number, grow: boolean): Promise<TopicEntry> {
-    if (this.#failure !== undefined) {
-      throw new TopicCatalogError(
-        'LOG_STORAGE_ERROR',
-        'failed',
-        `${this.#filePath}: an earlier write failed; topics cannot change until the server restarts`,
-        this.#failure,
-      );
+  async #writeRounds(): Promise<void> {
+    try {
+      // The changes of one request (a Metadata naming many topics) are asked for in one go.
+      await Promise.resolve();
+      while (this.#pending.length > 0) await this.#writeRound(this.#pending.splice(0));
+    } finally {
+      this.#writing = undefined;
     }
-    const existing = this.#byName.get(name);
+  }
+
+  /** Applies a round of changes in order to a copy, writes it once, installs it, answers them. */
+  async #writeRound(round: readonly PendingChange[]): Promise<void> {
+    if (this.#failure !== undefined) {
+      for (const change of round) change.reject(this.#failedError());
+      return;
+    }
+    const draft: Draft = {
+      changed: new Map(),
+      collisions: new Set(),
+      nextTableId: this.#nextTableId,
+      size: this.#topics.length,
+    };
+    const outcomes = round.map((change) => {
+      try {
+        return this.#plan(draft, change);
+      } catch (error) {
+        return error as Error;
+      }
+    });
+    if (draft.changed.size > 0) {
+      const byName = new Map(this.#topics.map((t) => [t.name, t]));
+      for (const [name, entry] of draft.changed) byName.set(name, entry);
+      const topics = [...byName.values()].sort((a, b) =>
+        a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+      );
+      try {
+        await writeDurably(
+          this.#options.fs,
+          this.#filePath,
+          encodeCatalog({ clusterId: this.#clusterId, topics }),
+        );
+      } catch (error) {
+        this.#failure = error;
+        const failed = new TopicCatalogError(
+          'LOG_STORAGE_ERROR',
+          'failed',
+          `${this.#filePath}: writing the catalog failed (${(error as Error).message}); topics cannot change until the server restarts`,
+          error,
+        );
+        round.forEach((change, i) => {
+          const outcome = outcomes[i]!;
+          if (outcome instanceof Error) change.reject(outcome);
+          else if (draft.changed.has(change.name)) change.reject(failed);
+          else change.resolve(outcome);
+        });
+        return;
+      }
+      this.#topics = topics;
+      this.#nextTableId = draft.nextTableId;
+      for (const entry of draft.changed.values()) {
+        this.#index(entry);
+        this.#options.onTopicChanged?.(entry);
+      }
+    }
+    round.forEach((change, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome instanceof Error) change.reject(outcome);
+      else change.resolve(draft.changed.get(change.name) ?? outcome);
+    });
+  }
+
+  /** One change applied to the draft: the topic as it will be, or a refusal thrown. */
+  #plan(draft: Draft, change: PendingChange): TopicEntry {
+    const { name, partitions, grow } = change;
+    const existing = draft.changed.get(name) ?? this.#byName.get(name);
     if (existing !== undefined && (!grow || existing.partitions === partitions)) return existing;
     checkPartitions(name, partitions);
-    let entry: TopicEntry;
     if (existing !== undefined) {
       if (partitions < existing.partitions) {
         throw new TopicCatalogError(
@@ -198,62 +272,78 @@ export class TopicCatalog {
           `topic ${name} has ${existing.partitions} partitions; partition counts never shrink (asked for ${partitions})`,
         );
       }
-      entry = { ...existing, partitions };
-    } else {
-      const problem = this.nameProblem(name);
-      if (problem !== null)
-        throw new TopicCatalogError(
-          'INVALID_REQUEST',
-          topicNameProblem(name) === null ? 'collision' : 'invalid-name',
-          problem,
-        );
-      if (this.#topics.length >= this.#options.topicsMax) {
-        throw new TopicCatalogError(
-          'INVALID_REQUEST',
-          'topics-max',
-          `the catalog holds ${this.#topics.length} topics, its limit (topicsMax); ${name} was not created`,
-        );
-      }
-      let tableId = 1;
-      for (const t of this.#topics) tableId = Math.max(tableId, t.tableId + 1);
-      entry = {
-        name,
-        topicId: randomUUID(),
-        tableId,
-        partitions,
-        createdAtMs: this.#options.nowMs(),
-      };
+      const grown = { ...existing, partitions };
+      draft.changed.set(name, grown);
+      return grown;
     }
-    const topics = [...this.#topics.filter((t) => t.name !== name), entry].sort((a, b) =>
-      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-    );
-    try {
-      await writeDurably(
-        this.#options.fs,
-        this.#filePath,
-        encodeCatalog({ clusterId: this.#clusterId, topics }),
-      );
-    } catch (error) {
-      this.#failure = error;
+    const problem =
+      this.nameProblem(name) ??
+      (draft.collisions.has(collisionKey(name))
+        ? `topic name ${JSON.stringify(name)} collides with an existing topic ('.' and '_' are alike)`
+        : null);
+    if (problem !== null)
       throw new TopicCatalogError(
-        'LOG_STORAGE_ERROR',
-        'failed',
-        `${this.#filePath}: writing the catalog failed (${(error as Error).message}); topics cannot change until the server restarts`,
-        error,
+        'INVALID_REQUEST',
+        topicNameProblem(name) === null ? 'collision' : 'invalid-name',
+        problem,
+      );
+    if (draft.size >= this.#options.topicsMax) {
+      throw new TopicCatalogError(
+        'INVALID_REQUEST',
+        'topics-max',
+        `the catalog holds ${draft.size} topics, its limit (topicsMax); ${name} was not created`,
       );
     }
-    this.#topics = topics;
-    this.#index(entry);
-    this.#options.onTopicChanged?.(entry);
+    const entry: TopicEntry = {
+      name,
+      topicId: randomUUID(),
+      tableId: draft.nextTableId++,
+      partitions,
+      createdAtMs: this.#options.nowMs(),
+    };
+    draft.size++;
+    draft.collisions.add(collisionKey(name));
+    draft.changed.set(name, entry);
     return entry;
   }
 
+  #failedError(): TopicCatalogError {
+    return new TopicCatalogError(
+      'LOG_STORAGE_ERROR',
+      'failed',
+      `${this.#filePath}: an earlier write failed; topics cannot change until the server restarts`,
+      this.#failure,
+    );
+  }
+
   #index(topic: TopicEntry): void {
+    this.#nextTableId = Math.max(this.#nextTableId, topic.tableId + 1);
     this.#byName.set(topic.name, topic);
     this.#byTopicId.set(topic.topicId, topic);
     this.#byTableId.set(topic.tableId, topic);
     this.#collisions.add(collisionKey(topic.name));
   }
+}
+
+/** A change asked for, waiting for its round. */
+interface PendingChange {
+  readonly name: string;
+  readonly partitions: number;
+  /** Grow (or create) to exactly `partitions`, rather than create unless it exists. */
+  readonly grow: boolean;
+  resolve(entry: TopicEntry): void;
+  reject(error: unknown): void;
+}
+
+/** A round's changes, applied in order over the installed catalog before it is written. */
+interface Draft {
+  /** Topics created or grown by the round, by name (the last change of each). */
+  readonly changed: Map<string, TopicEntry>;
+  /** Collision keys of the topics the round creates. */
+  readonly collisions: Set<string>;
+  nextTableId: number;
+  /** Topics there will be. */
+  size: number;
 }
 
 function checkPartitions(name: string, partitions: number): void {

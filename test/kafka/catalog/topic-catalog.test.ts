@@ -145,6 +145,45 @@ describe('TopicCatalog', () => {
     expect(catalog.size).toBe(3);
   });
 
+  it('writes changes asked for together once: 2000 creations are one write; a collision, a bad name or a shrink among them is refused alone', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const changed: TopicEntry[] = [];
+    const catalog = await openCatalog(dir, fs, changed, 5000);
+    await catalog.createTopic('t0', 2);
+    const before = fs.datasyncCount;
+    const names = Array.from({ length: 2000 }, (_, i) => `n${i}`);
+    const settled = await Promise.allSettled([
+      ...names.map((name) => catalog.createTopic(name, 1)),
+      catalog.createTopic('a.b', 1),
+      catalog.createTopic('a_b', 1),
+      catalog.createTopic('bad/name', 1),
+      catalog.ensureTopic('t0', 1),
+      catalog.ensureTopic('n5', 4),
+      catalog.createTopic('n5', 1),
+    ]);
+    expect(fs.datasyncCount - before, 'one write for all').toBe(1);
+    const values = settled.map((r) => (r.status === 'fulfilled' ? r.value : r.reason));
+    expect(values.slice(0, 2000).map((t: TopicEntry) => t.tableId)).toEqual(
+      names.map((_, i) => i + 2),
+    );
+    expect(values[2000]).toMatchObject({ name: 'a.b', tableId: 2002 });
+    expect(values[2001]).toMatchObject({ code: 'INVALID_REQUEST', refusal: 'collision' });
+    expect(values[2002]).toMatchObject({ code: 'INVALID_REQUEST', refusal: 'invalid-name' });
+    expect(values[2003]).toMatchObject({ code: 'INVALID_CONFIG', refusal: 'shrink' });
+    expect(values[2004]).toMatchObject({ name: 'n5', tableId: 7, partitions: 4 });
+    expect(
+      values[2005],
+      'a create after a grow of the same round sees the grown topic',
+    ).toMatchObject({ name: 'n5', partitions: 4 });
+    expect(catalog.size).toBe(2002);
+    expect(changed.length, 'each topic changed is told once').toBe(2002);
+    const reopened = await openCatalog(dir, fs, [], 5000);
+    expect(reopened.size).toBe(2002);
+    expect(reopened.get('n5')?.partitions).toBe(4);
+    expect((await reopened.createTopic('next', 1)).tableId).toBe(2003);
+  });
+
   it('refuses a damaged or edited file with CORRUPT_MESSAGE naming it, and another format with INVALID_CONFIG', async () => {
     const dir = tempDir();
     await (await openCatalog(dir)).createTopic('orders', 3);

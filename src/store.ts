@@ -213,6 +213,7 @@ export class OffsetStore {
         layouts: this.#layouts,
         onWarning: this.#options.onWarning,
         onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
+        bucketOf: (groupId) => this.#bucketOfGroup(groupId),
       },
       table,
       report,
@@ -528,6 +529,7 @@ export class OffsetStore {
             layouts: this.#layouts,
             onWarning: this.#options.onWarning,
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
+            bucketOf: (groupId) => this.#bucketOfGroup(groupId),
           });
         } catch (error) {
           // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
@@ -593,9 +595,13 @@ export class OffsetStore {
     const cached = this.#bucketCache.get(groupId);
     if (cached !== undefined) return cached;
     validateGroupId(groupId);
-    const bucket = xxh32(Buffer.from(groupId, 'utf8')) % this.#bucketCount;
+    const bucket = this.#bucketOfGroup(groupId);
     setBounded(this.#bucketCache, groupId, bucket);
     return bucket;
+  }
+
+  #bucketOfGroup(groupId: string): number {
+    return xxh32(Buffer.from(groupId, 'utf8')) % this.#bucketCount;
   }
 
   /** Recovery reports per offsets-bucket (undefined while loading). */

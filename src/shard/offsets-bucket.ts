@@ -78,6 +78,8 @@ export interface OffsetsBucketOptions {
   onWarning: (message: string) => void;
   /** Hears of each group whose offsets table the state drops (the store's fetch cache forgets it). */
   onGroupDropped: (groupId: string) => void;
+  /** The offsets-bucket a group id lives in (the store's rule): what was recovered must be this one's. */
+  bucketOf: (groupId: string) => number;
 }
 
 /** What one offsets-bucket reports in stats. */
@@ -188,13 +190,14 @@ export class OffsetsBucket {
   static async fromTable(
     options: Pick<
       OffsetsBucketOptions,
-      'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped'
+      'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped' | 'bucketOf'
     >,
     table: OffsetsTable,
     report: OffsetsTableRecovery,
   ): Promise<OffsetsBucket> {
     let coordinator: GroupCoordinator;
     try {
+      checkGroupsBelong(options.index, options.bucketOf, table);
       coordinator = new GroupCoordinator({
         writer: {
           writeSnapshot: async (groupId, snapshot) => {
@@ -671,4 +674,27 @@ export class OffsetsBucket {
     this.coordinator.close();
     await this.table.close(checkpointAtMs);
   }
+}
+
+/**
+ * CORRUPT_MESSAGE unless every group the table recovered lives in bucket `index`: nothing in a
+ * log's batches or a checkpoint names its bucket, so files moved or copied between buckets' folders
+ * (or whole folders swapped) would otherwise open cleanly, every group's offsets then looked for in
+ * the other bucket and read as none, and the next commits make the loss permanent.
+ */
+function checkGroupsBelong(
+  index: number,
+  bucketOf: (groupId: string) => number,
+  table: OffsetsTable,
+): void {
+  const check = (groupId: string): void => {
+    const home = bucketOf(groupId);
+    if (home !== index)
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `offsets-bucket ${index} holds group ${JSON.stringify(groupId)}, which lives in offsets-bucket ${home}: this bucket's files hold another bucket's data (segments, checkpoints or whole bucket folders moved or copied between buckets); the store refuses to open rather than serve the groups of both as if they had no offsets`,
+      );
+  };
+  for (const groupId of table.state.groupIds()) check(groupId);
+  for (const [groupId] of table.state.snapshots()) check(groupId);
 }

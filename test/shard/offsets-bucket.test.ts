@@ -28,6 +28,7 @@ function options(
     ]) as OffsetsBucketOptions['layouts'],
     onWarning: () => {},
     onGroupDropped: () => {},
+    bucketOf: () => 3,
   };
 }
 

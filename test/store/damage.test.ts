@@ -3,7 +3,7 @@
  * corrupt sealed segment refuses to open (CORRUPT_MESSAGE naming the file), or, with
  * awaitRecovery: false, fails only its own offsets-bucket while the others serve.
  */
-import { appendFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
@@ -51,6 +51,32 @@ describe('a store over damaged files', () => {
     expect((await store.fetchOffsets(damaged)).map((o) => o!.offset).sort((a, b) => a - b)).toEqual(
       [56, 57, 58, 59],
     );
+    await store.close();
+  });
+
+  it("refuses to open when a bucket's folder holds another bucket's data (folders swapped), naming both buckets and a group", async () => {
+    const dir = tempDir();
+    const { damaged, healthy } = await storeWithTwoGroups(dir);
+    const probe = await OffsetStore.open({ dir });
+    const [a, b] = [probe.bucketFor(damaged), probe.bucketFor(healthy)];
+    await probe.close();
+    renameSync(bucketDir(dir, a), path.join(dir, 'moved-aside'));
+    renameSync(bucketDir(dir, b), bucketDir(dir, a));
+    renameSync(path.join(dir, 'moved-aside'), bucketDir(dir, b));
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        new RegExp(
+          `offsets-bucket (${a} holds group .* lives in offsets-bucket ${b}|${b} holds group .* lives in offsets-bucket ${a})`,
+        ),
+      ),
+    });
+    // Put back, the store opens with every offset.
+    renameSync(bucketDir(dir, a), path.join(dir, 'moved-aside'));
+    renameSync(bucketDir(dir, b), bucketDir(dir, a));
+    renameSync(path.join(dir, 'moved-aside'), bucketDir(dir, b));
+    const store = await OffsetStore.open({ dir });
+    expect((await store.fetchOffsets(healthy)).length).toBe(4);
     await store.close();
   });
 

@@ -1,8 +1,15 @@
 /**
  * A lock on a directory that the kernel holds for the process and drops when the process dies, so
- * that it can never go stale: on Linux, a listening Unix socket in the abstract namespace named after
- * the directory's real path. Binding a name is atomic and exclusive, and the name is freed when its
- * socket closes, whichever way the process ends (exit, crash, SIGKILL).
+ * that it can never go stale: on Linux, listening Unix sockets in the abstract namespace named after
+ * the directory. Binding a name is atomic and exclusive, and the name is freed when its socket
+ * closes, whichever way the process ends (exit, crash, SIGKILL).
+ *
+ * Two names are held: one after the directory's device and inode, which stay the same when the
+ * directory is renamed or moved within its file system and are the same through every bind mount
+ * (a name after the path alone let a process open a store that another was writing, once the
+ * directory had been renamed under it), and one after its real path, the name earlier versions
+ * held, so that a process of an earlier version and one of this version exclude each other. A copy
+ * of a store is another directory and another lock.
  *
  * This closes the gap of a pid-file lock, where two processes that find the same stale LOCK file at the
  * same moment can both take it over. It covers processes in the same network namespace (abstract
@@ -17,7 +24,7 @@
  * process alive.
  */
 import { createHash } from 'node:crypto';
-import { realpath } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import * as net from 'node:net';
 
 /** A held lock; `release()` frees it (idempotent). */
@@ -30,12 +37,12 @@ export interface HeldDirectoryLock {
 export type DirectoryLockResult = HeldDirectoryLock | 'held-elsewhere' | 'unsupported';
 
 /**
- * Abstract socket name for a directory: NUL, a prefix naming the lock's purpose, and a hash of the
- * real path (well under 108 bytes). The store's own lock keeps the name it always had.
+ * Abstract socket name for a directory: NUL, a prefix naming the lock's purpose, and a hash of what
+ * identifies it (well under 108 bytes). The store's own lock keeps the prefix it always had.
  */
-function socketName(realDir: string, purpose: string): string {
+function socketName(identity: string, purpose: string): string {
   const prefix = purpose === STORE_LOCK ? 'offset-store-lock' : `offset-store-${purpose}`;
-  return `\0${prefix}/${createHash('sha256').update(realDir).digest('hex')}`;
+  return `\0${prefix}/${createHash('sha256').update(identity).digest('hex')}`;
 }
 
 const STORE_LOCK = 'store';
@@ -49,13 +56,38 @@ export async function holdDirectoryLock(
   purpose: string = STORE_LOCK,
 ): Promise<DirectoryLockResult> {
   if (process.platform !== 'linux') return 'unsupported';
-  let realDir: string;
+  let names: string[];
   try {
-    realDir = await realpath(dir);
+    const [realDir, stats] = await Promise.all([realpath(dir), stat(dir, { bigint: true })]);
+    names = [socketName(`inode:${stats.dev}:${stats.ino}`, purpose), socketName(realDir, purpose)];
   } catch {
     return 'unsupported';
   }
-  const name = socketName(realDir, purpose);
+  const held: HeldDirectoryLock[] = [];
+  for (const name of names) {
+    let result: DirectoryLockResult;
+    try {
+      result = await holdName(name);
+    } catch (error) {
+      for (const lock of held) await lock.release();
+      throw error;
+    }
+    if (result === 'held-elsewhere' || (result === 'unsupported' && held.length > 0)) {
+      for (const lock of held) await lock.release();
+      return result === 'held-elsewhere' ? result : 'unsupported';
+    }
+    if (result === 'unsupported') return result;
+    held.push(result);
+  }
+  let released: Promise<void> | undefined;
+  return {
+    release: () =>
+      (released ??= Promise.all(held.map((lock) => lock.release())).then(() => undefined)),
+  };
+}
+
+/** Binds one abstract name: held, 'held-elsewhere', or 'unsupported'. */
+function holdName(name: string): Promise<DirectoryLockResult> {
   const server = net.createServer((socket) => socket.destroy());
   server.maxConnections = 0;
   return new Promise<DirectoryLockResult>((resolve, reject) => {

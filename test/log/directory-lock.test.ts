@@ -5,7 +5,7 @@
  * kernel lock a LOCK naming a live process refuses; of several racers for a stale lock exactly one wins.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore } from '../../src/index.js';
@@ -40,6 +40,26 @@ describe('DirectoryLock', () => {
     await lock.release();
     await (await DirectoryLock.acquire(new NodeFileSystem(), dir)).release();
   });
+  it.runIf(process.platform === 'linux')(
+    'refuses a second process at the new path of a directory renamed while the holder lives (the lock follows the directory, not its path)',
+    async () => {
+      const dir = tempDir();
+      const holder = forkTs(CHILD, [dir]);
+      expect(await firstMessage(holder)).toEqual({ type: 'locked' });
+      const moved = `${dir}-moved`;
+      renameSync(dir, moved);
+      try {
+        const second = forkTs(CHILD, [moved]);
+        expect(await firstMessage(second)).toEqual({ type: 'refused', code: 'STORE_LOCKED' });
+        await exited(second);
+      } finally {
+        holder.kill('SIGKILL');
+        await exited(holder);
+        renameSync(moved, dir);
+      }
+      await (await DirectoryLock.acquire(new NodeFileSystem(), dir)).release();
+    },
+  );
   it.runIf(process.platform === 'linux')(
     'refuses a second process while the holder lives even when the LOCK file is gone or names a dead pid (the kernel holds the lock)',
     async () => {

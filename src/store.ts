@@ -330,7 +330,14 @@ export class OffsetStore {
       } else {
         await endsInexact();
         this.#recovery = this.#recoverAll();
-        this.#recovery.then(() => this.#raiseLogEnds()).catch(() => {});
+        this.#recovery
+          .catch(() => {})
+          .then(() => this.#raiseLogEnds())
+          .catch((error: unknown) =>
+            this.#options.onWarning(
+              `recording the log ends in ${this.#manifest?.path} failed: ${(error as Error).message}`,
+            ),
+          );
       }
     } catch (error) {
       await this.#abandonOpen();
@@ -519,7 +526,7 @@ export class OffsetStore {
         const slot = this.#slots[next++]!;
         if (slot.loadError !== undefined) continue;
         try {
-          slot.bucket = await OffsetsBucket.load({
+          const bucket = await OffsetsBucket.load({
             index: slot.index,
             log: this.#logOptions(slot.dir, slot.index),
             useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints,
@@ -531,6 +538,10 @@ export class OffsetStore {
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
             bucketOf: (groupId) => this.#bucketOfGroup(groupId),
           });
+          // Recorded before the bucket serves, whatever becomes of the others: what recovery found
+          // is durable now, and a later open must not take its last batches for a torn tail.
+          await this.#raiseLogEnd(slot.index, bucket.logEnd().logOffset);
+          slot.bucket = bucket;
         } catch (error) {
           // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
           slot.loadError = error;
@@ -1053,7 +1064,8 @@ export class OffsetStore {
   }
 
   /**
-   * Bucket `index`'s log started a new segment and holds batches up to `logEnd - 1`: that is recorded
+   * Bucket `index`'s log started a new segment, or was recovered, and holds batches up to `logEnd - 1`
+   * durably: that is recorded
    * as a lower bound of where it ends. A failure is a warning (the bound stays lower; nothing is lost).
    */
   async #raiseLogEnd(index: number, logEnd: number): Promise<void> {

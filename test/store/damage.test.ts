@@ -7,6 +7,8 @@ import { appendFileSync, readdirSync, readFileSync, renameSync, writeFileSync } 
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
+import { ManifestFile } from '../../src/log/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
 async function storeWithTwoGroups(dir: string): Promise<{ damaged: string; healthy: string }> {
@@ -77,6 +79,40 @@ describe('a store over damaged files', () => {
     renameSync(path.join(dir, 'moved-aside'), bucketDir(dir, b));
     const store = await OffsetStore.open({ dir });
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
+    await store.close();
+  });
+
+  it('records the end a bucket recovered to before it serves, even when another bucket fails to open (awaitRecovery: false)', async () => {
+    const dir = tempDir();
+    const { damaged, healthy } = await storeWithTwoGroups(dir);
+    const probe = await OffsetStore.open({ dir });
+    const [bad, good] = [probe.bucketFor(damaged), probe.bucketFor(healthy)];
+    const goodEnd = (await probe.stats()).buckets[good]!.nextLogOffset;
+    await probe.close();
+    // As a crash leaves it: the recorded ends are lower bounds, the healthy bucket's far behind its log.
+    const manifestPath = path.join(dir, 'store.json');
+    const manifest = await ManifestFile.openOrCreate(new NodeFileSystem(), dir, {
+      bucketCount: 4,
+      nowMs: 0,
+      compactionStrategy: 'log-cleaner',
+    });
+    await manifest.update((m) => {
+      for (const b of m.buckets) b.endExact = false;
+      m.buckets[good]!.logEnd = 0;
+    });
+    const first = path.join(
+      bucketDir(dir, bad),
+      readdirSync(bucketDir(dir, bad))
+        .filter((f) => f.endsWith('.log'))
+        .sort()[0]!,
+    );
+    const bytes = readFileSync(first);
+    bytes[60]! ^= 0x40;
+    writeFileSync(first, bytes);
+    const store = await OffsetStore.open({ dir, awaitRecovery: false });
+    await expect(store.ready()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    expect((await store.fetchOffsets(healthy)).length).toBe(4);
+    expect(JSON.parse(readFileSync(manifestPath, 'utf8')).buckets[good].logEnd).toBe(goodEnd);
     await store.close();
   });
 

@@ -932,6 +932,23 @@ export class OffsetStore {
   }
 
   /** Figures per offsets-bucket. */
+  /**
+   * The highest table id of any offset committed in the store (0 when none), once every
+   * offsets-bucket has recovered; a bucket that failed to is not counted. A catalog naming tables
+   * (the Kafka server's topics) that was lost or restored from an older copy gives new tables ids
+   * above it, so that no new table inherits another's committed offsets.
+   */
+  async highestTableId(): Promise<number> {
+    await this.#recovery.catch(() => {});
+    let highest = 0;
+    for (const slot of this.#slots) {
+      if (slot.bucket === undefined) continue;
+      for (const [, offsets] of slot.bucket.table.state.groupTables())
+        for (let i = 0; i < offsets.size; i++) highest = Math.max(highest, offsets.tableIdAt(i));
+    }
+    return highest;
+  }
+
   async stats(): Promise<StoreStats> {
     this.#checkOpen();
     const buckets = this.#slots.map((slot): BucketStats => {

@@ -18,7 +18,9 @@
  *   LOG_STORAGE_ERROR until the server restarts (what reached the disk is unknown, and a later write
  *   that "succeeds" proves nothing); lookups go on serving what was installed;
  * - table ids are never reused: a new topic takes one more than the highest id in the catalog
- *   (starting at 1).
+ *   and than the highest table id the store holds offsets of (`highestTableIdInUse`, asked once,
+ *   before the first topic is created), starting at 1: a catalog file lost or restored from an
+ *   older copy must not give a new topic the table, and so the committed offsets, of an old one.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import * as path from 'node:path';
@@ -64,6 +66,10 @@ export interface TopicCatalogOptions {
   readonly nowMs: () => number;
   /** Hears of every topic created or grown, once it is durable and visible. */
   readonly onTopicChanged?: (topic: TopicEntry) => void;
+  /** The highest table id the store holds offsets of (0 when none): new topics take ids above it. */
+  readonly highestTableIdInUse?: () => Promise<number>;
+  /** Hears of tables the store holds offsets of that the catalog does not name. */
+  readonly onWarning?: (message: string) => void;
 }
 
 /** The topics a Kafka front end serves, and the store tables behind them. */
@@ -78,6 +84,8 @@ export class TopicCatalog {
   readonly #collisions = new Set<string>();
   /** The next table id a new topic takes. */
   #nextTableId = 1;
+  /** Whether `highestTableIdInUse` was asked. */
+  #inUseChecked = false;
   /** Changes asked for and not yet taken by a write. */
   #pending: PendingChange[] = [];
   /** The loop writing rounds of changes, while there are any. */
@@ -202,6 +210,16 @@ export class TopicCatalog {
     if (this.#failure !== undefined) {
       for (const change of round) change.reject(this.#failedError());
       return;
+    }
+    if (!this.#inUseChecked) {
+      this.#inUseChecked = true;
+      const inUse = (await this.#options.highestTableIdInUse?.()) ?? 0;
+      if (inUse >= this.#nextTableId) {
+        this.#options.onWarning?.(
+          `${this.#filePath} names tables up to ${this.#nextTableId - 1}, but the store holds offsets of tables up to ${inUse} (tables committed in process, or a catalog lost or restored from an older copy): new topics take table ids from ${inUse + 1}, and those offsets belong to no topic`,
+        );
+        this.#nextTableId = inUse + 1;
+      }
     }
     const draft: Draft = {
       changed: new Map(),

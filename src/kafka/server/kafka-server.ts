@@ -155,6 +155,8 @@ export class KafkaServer {
       nowMs: () => clock.nowMs(),
       onTopicChanged: (topic) =>
         store.setTableLayout(topic.tableId, { bucketCount: topic.partitions }),
+      highestTableIdInUse: () => store.highestTableId(),
+      onWarning: resolved.onWarning,
     });
     for (const topic of catalog.topics())
       store.setTableLayout(topic.tableId, { bucketCount: topic.partitions });

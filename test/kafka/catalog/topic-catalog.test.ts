@@ -184,6 +184,26 @@ describe('TopicCatalog', () => {
     expect((await reopened.createTopic('next', 1)).tableId).toBe(2003);
   });
 
+  it('gives new topics table ids above the highest the store holds offsets of, asking once, with one warning', async () => {
+    const warnings: string[] = [];
+    let asked = 0;
+    const catalog = await TopicCatalog.open({
+      fs: new FaultyFileSystem(),
+      dir: tempDir(),
+      topicsMax: 100,
+      nowMs: () => T0,
+      highestTableIdInUse: async () => {
+        asked++;
+        return 7;
+      },
+      onWarning: (m) => warnings.push(m),
+    });
+    expect((await catalog.createTopic('a', 1)).tableId).toBe(8);
+    expect((await catalog.createTopic('b', 1)).tableId).toBe(9);
+    expect(asked).toBe(1);
+    expect(warnings).toEqual([expect.stringMatching(/tables up to 7 .*from 8/)]);
+  });
+
   it('refuses a damaged or edited file with CORRUPT_MESSAGE naming it, and another format with INVALID_CONFIG', async () => {
     const dir = tempDir();
     await (await openCatalog(dir)).createTopic('orders', 3);

@@ -6,6 +6,8 @@
  * graceful close (in-flight requests finish, held Fetches answered, the store closed only when
  * asked); and the start-up options (loopback by default, the advertised address, topics).
  */
+import { rmSync } from 'node:fs';
+import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore, startKafkaServer } from '../../../src/index.js';
 import { API_KEYS, KAFKA_ERROR, advertisedApis } from '../../../src/kafka/protocol/index.js';
@@ -502,6 +504,32 @@ describe('startKafkaServer', () => {
       cause: expect.objectContaining({ code: 'EADDRINUSE' }),
     });
     await store.close();
+  });
+
+  it("never gives a new topic the table of offsets the store holds: with the catalog file lost, a new topic does not inherit an old one's committed offsets", async () => {
+    const dir = tempDir();
+    let t = await start({ dir, server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    let client = await connect(t);
+    const commit = await client.send(API_KEYS.OffsetCommit, 8, {
+      groupId: 'billing',
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 500n }] }],
+    });
+    expect(commit.topics[0]!.partitions[0]!.errorCode).toBe(0);
+    await client.close();
+    await t.close();
+    running = undefined;
+    rmSync(path.join(dir, 'kafka-topics.json'));
+    t = await start({ dir, server: { topics: [{ name: 'payments', partitions: 1 }] } });
+    client = await connect(t);
+    const fetched = await client.send(API_KEYS.OffsetFetch, 8, {
+      groups: [{ groupId: 'billing', topics: [{ name: 'payments', partitionIndexes: [0] }] }],
+    });
+    expect(fetched.groups[0]!.topics[0]!.partitions[0]!.committedOffset).toBe(-1n);
+    expect(t.warnings.splice(0)).toEqual([
+      expect.stringMatching(/holds offsets of tables up to 1 .*new topics take table ids from 2/),
+    ]);
   });
 
   it('creates and grows the topics it is given, registers their layouts with the store, and refuses to shrink one', async () => {

@@ -26,6 +26,45 @@ import * as fs from 'node:fs/promises';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 import { holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 
+const OPEN_FLAGS: Record<OpenFlags, number> = {
+  r: fsSync.constants.O_RDONLY,
+  'r+': fsSync.constants.O_RDWR,
+  w: fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_TRUNC,
+  wx: fsSync.constants.O_WRONLY | fsSync.constants.O_CREAT | fsSync.constants.O_EXCL,
+};
+
+/**
+ * Opens `path` if it is a regular file, and fails with an error naming it (code EFTYPE) if it is
+ * anything else: a FIFO where a store file belongs would otherwise block the open (and a thread of
+ * the pool) until a writer came, and a directory fail later with a message that names no file.
+ * O_NONBLOCK is what keeps a FIFO from blocking; it changes nothing for a regular file.
+ */
+async function openRegular(path: string, flags: OpenFlags, mode?: number): Promise<fs.FileHandle> {
+  const handle = await fs.open(path, OPEN_FLAGS[flags] | (fsSync.constants.O_NONBLOCK ?? 0), mode);
+  let stats: fsSync.Stats;
+  try {
+    stats = await handle.stat();
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  if (stats.isFile()) return handle;
+  await handle.close();
+  const kind = stats.isDirectory()
+    ? 'a directory'
+    : stats.isFIFO()
+      ? 'a FIFO'
+      : stats.isSocket()
+        ? 'a socket'
+        : stats.isCharacterDevice() || stats.isBlockDevice()
+          ? 'a device'
+          : 'not a file';
+  throw Object.assign(new Error(`${path} is ${kind}, where a regular file was expected`), {
+    code: 'EFTYPE',
+    path,
+  });
+}
+
 function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
 }
@@ -195,23 +234,32 @@ export class NodeFileSystem implements FileSystem {
     this.#syncFlushes = new SyncWriteGate(syncFlushes ? 0 : -1, undefined, FLUSH_SMOOTHING);
   }
 
-  /** Opens a file through node:fs; its writes share this file system's synchronous-write gate. */
+  /**
+   * Opens a file through node:fs; its writes share this file system's synchronous-write gate. Only
+   * a regular file is opened (see `openRegular`).
+   */
   async open(path: string, flags: OpenFlags, mode?: number): Promise<FileHandle> {
     return new NodeFileHandle(
       path,
-      await fs.open(path, flags, mode),
+      await openRegular(path, flags, mode),
       this.#syncWrites,
       this.#syncFlushes,
     );
   }
 
-  /** Reads a whole file through the thread pool; null when it does not exist. */
+  /** Reads a whole regular file through the thread pool; null when it does not exist. */
   async readFile(path: string): Promise<Buffer | null> {
+    let handle: fs.FileHandle;
     try {
-      return await fs.readFile(path);
+      handle = await openRegular(path, 'r');
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
+    }
+    try {
+      return await handle.readFile();
+    } finally {
+      await handle.close();
     }
   }
 

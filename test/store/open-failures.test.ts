@@ -3,8 +3,8 @@
  * says what to do and whose message names the path, the one that caused it reaches the caller (not
  * a later failure while cleaning up), and a failed open leaves nothing open and the store unlocked.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
@@ -127,6 +127,42 @@ describe('OffsetStore.open failures', () => {
         message: expect.stringMatching(/group snapshot of 'g'/),
       });
       expect(descriptors()).toBe(before);
+    },
+  );
+
+  it.runIf(process.platform === 'linux')(
+    'a FIFO or a directory where a store file belongs: refused at once, naming the file (a FIFO used to block the open for good)',
+    async () => {
+      const make = async () => {
+        const dir = tempDir();
+        const store = await OffsetStore.open({ dir, bucketCount: 2 });
+        await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+        await store.close();
+        const bucket = path.join(dir, 'buckets', '000');
+        const segment = path.join(
+          bucket,
+          readdirSync(bucket).find((f) => f.endsWith('.log'))!,
+        );
+        return { dir, segment, manifest: path.join(dir, 'store.json') };
+      };
+      for (const [what, kind] of [
+        ['manifest', 'FIFO'],
+        ['segment', 'FIFO'],
+        ['manifest', 'directory'],
+        ['segment', 'directory'],
+      ] as const) {
+        const files = await make();
+        const target = files[what];
+        rmSync(target);
+        if (kind === 'FIFO') execFileSync('mkfifo', [target]);
+        else mkdirSync(target);
+        await expect(OffsetStore.open({ dir: files.dir }), `${what} ${kind}`).rejects.toMatchObject(
+          {
+            code: 'LOG_STORAGE_ERROR',
+            message: expect.stringContaining(`${target} is a ${kind}`),
+          },
+        );
+      }
     },
   );
 

@@ -14,6 +14,7 @@ import type { HandlerContext } from './handler-context.js';
 import { errorMessageOf } from './kafka-error-code.js';
 import type { RequestHandler } from './request-handler.js';
 import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
+import { mapAsyncInTurns } from './in-turns.js';
 
 const NO_AUTHORIZED_OPERATIONS = -2147483648;
 
@@ -79,5 +80,5 @@ export const handleConsumerGroupDescribe: RequestHandler<
   typeof API_KEYS.ConsumerGroupDescribe
 > = async (context, request) => ({
   throttleTimeMs: 0,
-  groups: await Promise.all(request.groupIds.map((groupId) => describeOne(context, groupId))),
+  groups: await mapAsyncInTurns(request.groupIds, (groupId) => describeOne(context, groupId)),
 });

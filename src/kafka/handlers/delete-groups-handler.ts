@@ -5,6 +5,7 @@
  */
 import type { API_KEYS } from '../protocol/index.js';
 import type { RequestHandler } from './request-handler.js';
+import { mapAsyncInTurns } from './in-turns.js';
 
 /** Deletes each group asked for. */
 export const handleDeleteGroups: RequestHandler<typeof API_KEYS.DeleteGroups> = async (
@@ -12,14 +13,12 @@ export const handleDeleteGroups: RequestHandler<typeof API_KEYS.DeleteGroups> = 
   request,
 ) => ({
   throttleTimeMs: 0,
-  results: await Promise.all(
-    request.groupsNames.map(async (groupId) => {
-      try {
-        await context.store.deleteGroup(groupId);
-        return { groupId, errorCode: 0 };
-      } catch (error) {
-        return { groupId, errorCode: context.errorCodeOf(error, 'DeleteGroups') };
-      }
-    }),
-  ),
+  results: await mapAsyncInTurns(request.groupsNames, async (groupId) => {
+    try {
+      await context.store.deleteGroup(groupId);
+      return { groupId, errorCode: 0 };
+    } catch (error) {
+      return { groupId, errorCode: context.errorCodeOf(error, 'DeleteGroups') };
+    }
+  }),
 });

@@ -22,6 +22,7 @@ import { encodeAssignment, encodeSubscription } from './consumer-protocol.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
+import { mapAsyncInTurns } from './in-turns.js';
 
 type DescribeResponse = ResponseInputOf<typeof API_KEYS.DescribeGroups>;
 type DescribedGroup = NonNullable<DescribeResponse['groups']>[number];
@@ -106,5 +107,5 @@ export const handleDescribeGroups: RequestHandler<typeof API_KEYS.DescribeGroups
   request,
 ) => ({
   throttleTimeMs: 0,
-  groups: await Promise.all(request.groups.map((groupId) => describeOne(context, groupId))),
+  groups: await mapAsyncInTurns(request.groups, (groupId) => describeOne(context, groupId)),
 });

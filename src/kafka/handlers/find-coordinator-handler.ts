@@ -12,6 +12,7 @@ import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
 import { errorMessageOf } from './kafka-error-code.js';
 import type { RequestHandler } from './request-handler.js';
+import { mapInTurns } from './in-turns.js';
 
 const GROUP_KEY_TYPE = 0;
 
@@ -65,13 +66,13 @@ export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinat
   peer,
 ) => {
   if (header.apiVersion >= 4) {
-    return {
-      throttleTimeMs: 0,
-      coordinators: request.coordinatorKeys.map((key) => ({
-        key,
-        ...coordinatorOf(context, key, request.keyType, peer.listenerName),
-      })),
-    };
+    const coordinators = mapInTurns(request.coordinatorKeys, (key) => ({
+      key,
+      ...coordinatorOf(context, key, request.keyType, peer.listenerName),
+    }));
+    return Array.isArray(coordinators)
+      ? { throttleTimeMs: 0, coordinators }
+      : coordinators.then((all) => ({ throttleTimeMs: 0, coordinators: all }));
   }
   return {
     throttleTimeMs: 0,

@@ -22,6 +22,7 @@ import type { CommittedOffset, FetchOptions } from '../../store-options.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
+import { mapInTurns } from './in-turns.js';
 
 type FetchResponse = ResponseInputOf<typeof API_KEYS.OffsetFetch>;
 type GroupAnswer = NonNullable<FetchResponse['groups']>[number];
@@ -134,21 +135,21 @@ export const handleOffsetFetch: RequestHandler<typeof API_KEYS.OffsetFetch> = (
 ) => {
   const requireStable = request.requireStable;
   if (header.apiVersion >= 8) {
-    return {
-      throttleTimeMs: 0,
-      groups: request.groups.map((g) => ({
-        groupId: g.groupId,
-        ...fetchGroup(
-          context,
-          g.groupId,
-          g.topics,
-          requireStable,
-          g.memberId === null && g.memberEpoch < 0
-            ? undefined
-            : { memberId: g.memberId ?? '', memberEpoch: g.memberEpoch },
-        ),
-      })),
-    };
+    const groups = mapInTurns(request.groups, (g) => ({
+      groupId: g.groupId,
+      ...fetchGroup(
+        context,
+        g.groupId,
+        g.topics,
+        requireStable,
+        g.memberId === null && g.memberEpoch < 0
+          ? undefined
+          : { memberId: g.memberId ?? '', memberEpoch: g.memberEpoch },
+      ),
+    }));
+    return Array.isArray(groups)
+      ? { throttleTimeMs: 0, groups }
+      : groups.then((all) => ({ throttleTimeMs: 0, groups: all }));
   }
   const { topics, errorCode } = fetchGroup(
     context,

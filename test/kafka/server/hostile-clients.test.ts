@@ -317,6 +317,41 @@ describe('resource bounds', () => {
     }
   });
 
+  it('works through a request naming 100k groups in turns: the event loop is never held long, and every group is answered', async () => {
+    const t = await start();
+    const big = await connect(t);
+    const groups = Array.from({ length: 100_000 }, (_, i) => `unknown-${i}`);
+    // The server runs in this process: the longest gap between timer ticks is the longest time
+    // the event loop was held (all of the request at once, before: ~1.5 s for 100k groups).
+    let last = performance.now();
+    let longest = 0;
+    const ticks = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 2);
+    try {
+      const described = await big.send(API_KEYS.DescribeGroups, 5, { groups });
+      expect(described.groups.length).toBe(groups.length);
+      expect(described.groups.at(-1)).toMatchObject({
+        groupId: 'unknown-99999',
+        groupState: 'Dead',
+      });
+      const deleted = await big.send(API_KEYS.DeleteGroups, 2, { groupsNames: groups });
+      expect(deleted.results.every((r) => r.errorCode === KAFKA_ERROR.GROUP_ID_NOT_FOUND)).toBe(
+        true,
+      );
+      const fetched = await big.send(API_KEYS.OffsetFetch, 8, {
+        groups: groups.map((groupId) => ({ groupId, topics: null })),
+      });
+      expect(fetched.groups.length).toBe(groups.length);
+    } finally {
+      clearInterval(ticks);
+    }
+    // Decoding the request and encoding its answer are not in turns: ~200 ms for 100k.
+    expect(longest).toBeLessThan(800);
+  });
+
   it('takes 1000 connections at once: those over connectionsMax are closed, the others answered, and the server goes on', async () => {
     const t = await start({ server: { connectionsMax: 100 } });
     const request = encodeRequest(

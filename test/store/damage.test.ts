@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { ManifestFile } from '../../src/log/index.js';
+import { markCrashed } from '../support/crashed-manifest.js';
 import { tempDir } from '../support/temp-dir.js';
 
 async function storeWithTwoGroups(dir: string): Promise<{ damaged: string; healthy: string }> {
@@ -35,6 +36,7 @@ describe('a store over damaged files', () => {
     const probe = await OffsetStore.open({ dir });
     const bucket = probe.bucketFor(damaged);
     await probe.close();
+    await markCrashed(dir);
     const segments = readdirSync(bucketDir(dir, bucket))
       .filter((f) => f.endsWith('.log'))
       .sort();

@@ -18,6 +18,7 @@ import { decodeBatchRecords, loadChecksum } from '../codec/index.js';
 import { LOG_DEFAULTS, missingBucketDirs, type InspectedSegment } from '../log/index.js';
 import { OffsetsTable } from '../kv/index.js';
 import { recordedStrategy } from '../compaction/index.js';
+import { storedSnapshotProblem } from '../group/index.js';
 import {
   listSwapLeftovers,
   liveLockHolder,
@@ -192,6 +193,8 @@ async function verifyBucket(
   const record = layout.manifest.buckets[bucket]!;
   // [log offset, record count] of every batch, in log order.
   let records: [number, number][] = [];
+  // The last snapshot of each group in the log (what an open loads), with its batch's log offset.
+  let snapshots = new Map<string, { snapshot: unknown; logOffset: number }>();
   const { inspection } = await OffsetsTable.inspect(
     {
       log: {
@@ -210,10 +213,14 @@ async function verifyBucket(
     },
     () => {
       records = [];
+      snapshots = new Map();
       return (buf, position, logOffset) => {
         let count = 0;
-        decodeBatchRecords(buf, position, () => {
+        decodeBatchRecords(buf, position, (r) => {
           count++;
+          if (r.type !== 1) return;
+          if (r.tombstone) snapshots.delete(r.groupId);
+          else snapshots.set(r.groupId, { snapshot: r.snapshot, logOffset });
         });
         records.push([logOffset, count]);
       };
@@ -233,11 +240,30 @@ async function verifyBucket(
     if (verified.lastLogOffset !== null) result.lastLogOffset = verified.lastLogOffset;
   }
   for (const damage of inspection.damage) problems.push({ ...damage, bucket });
-  result.status = inspection.damage.some((d) => d.kind === 'corrupt')
-    ? 'corrupt'
-    : inspection.damage.length > 0
-      ? 'torn-tail'
-      : 'ok';
+  // A snapshot whose checksum holds but that an open could not load fails the bucket's open too.
+  let unloadable = false;
+  for (const [groupId, { snapshot, logOffset }] of snapshots) {
+    const problem = storedSnapshotProblem(groupId, snapshot);
+    if (problem === undefined) continue;
+    const segment = inspection.segments.find(
+      (s) => s.firstLogOffset <= logOffset && logOffset <= s.lastLogOffset,
+    );
+    problems.push({
+      kind: 'corrupt',
+      bucket,
+      file: segment?.path ?? bucketDir,
+      position: 0,
+      bytesAfter: 0,
+      reason: `batch ${logOffset}: the last snapshot of group ${JSON.stringify(groupId)} cannot be loaded: ${problem}`,
+    });
+    unloadable = true;
+  }
+  result.status =
+    unloadable || inspection.damage.some((d) => d.kind === 'corrupt')
+      ? 'corrupt'
+      : inspection.damage.length > 0
+        ? 'torn-tail'
+        : 'ok';
   return result;
 }
 

@@ -858,3 +858,19 @@ function positiveInt(value: number, name: string): number {
     throw new RangeError(`${name} must be a positive integer, got ${value}`);
   return value;
 }
+
+/**
+ * Why a group's stored snapshot cannot be loaded (`loadSnapshot` would throw CORRUPT_MESSAGE), or
+ * undefined when it can: for tools that check a log without opening it.
+ */
+export function storedSnapshotProblem(groupId: string, snapshot: unknown): string | undefined {
+  try {
+    const stored = snapshot as StoredGroupSnapshot;
+    if (isClassicSnapshot(stored)) parseClassicSnapshot(groupId, stored);
+    else parseGroupSnapshot(groupId, stored);
+    return undefined;
+  } catch (error) {
+    if (error instanceof OffsetStoreError && error.code === 'CORRUPT_MESSAGE') return error.message;
+    throw error;
+  }
+}

@@ -56,6 +56,7 @@ export {
 } from './heartbeat.js';
 export {
   GroupCoordinator,
+  storedSnapshotProblem,
   type GroupCoordinatorOptions,
   type GroupCoordinatorMetrics,
 } from './group-coordinator.js';

@@ -210,8 +210,19 @@ export class OffsetsBucket {
           options.onWarning(`group ${groupId}: ${(error as Error).message}`),
       });
       for (const [tableId, layout] of options.layouts) coordinator.setTableLayout(tableId, layout);
-      for (const [groupId, snapshot] of table.state.snapshots())
-        coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
+      for (const [groupId, snapshot] of table.state.snapshots()) {
+        try {
+          coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
+        } catch (error) {
+          if (!(error instanceof OffsetStoreError) || error.code !== 'CORRUPT_MESSAGE') throw error;
+          const where = table.segmentLog === undefined ? '' : ` (${table.segmentLog.dir})`;
+          throw new OffsetStoreError(
+            'CORRUPT_MESSAGE',
+            `offsets-bucket ${options.index}${where}: the last snapshot of group ${JSON.stringify(groupId)} cannot be loaded (log verify names its batch): ${error.message}`,
+            { cause: error },
+          );
+        }
+      }
       coordinator.onLoadComplete();
     } catch (error) {
       // The caller needs `error`, not a failure to close after it.

@@ -7,6 +7,8 @@ import { appendFileSync, readdirSync, readFileSync, renameSync, writeFileSync } 
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
+import { verifyLog } from '../../src/admin/index.js';
+import { buildGroupSnapshotBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { ManifestFile } from '../../src/log/index.js';
 import { markCrashed } from '../support/crashed-manifest.js';
@@ -116,6 +118,39 @@ describe('a store over damaged files', () => {
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
     expect(JSON.parse(readFileSync(manifestPath, 'utf8')).buckets[good].logEnd).toBe(goodEnd);
     await store.close();
+  });
+
+  it('refuses a group snapshot that holds its checksum but cannot be loaded, naming the bucket and the group; log verify finds it too', async () => {
+    await loadChecksum();
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, bucketCount: 1 });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await store.close();
+    await markCrashed(dir);
+    const batch = buildGroupSnapshotBatch(
+      'g',
+      { groupEpoch: 1, assignmentEpoch: 5, tableLayouts: [], members: [] },
+      Date.now(),
+    );
+    sealBatch(batch, 1, 0, 0);
+    const segment = path.join(bucketDir(dir, 0), '00000000000000000000.log');
+    appendFileSync(segment, batch);
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /offsets-bucket 0 \(.*\): the last snapshot of group "g" cannot be loaded .*assignmentEpoch 5 > groupEpoch 1/,
+      ),
+    });
+    const report = await verifyLog(dir);
+    expect(report.ok).toBe(false);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        bucket: 0,
+        file: segment,
+        reason: expect.stringMatching(/batch 1: the last snapshot of group "g" cannot be loaded/),
+      }),
+    ]);
   });
 
   it('refuses to open over a corrupt sealed segment, or with awaitRecovery: false fails only that bucket', async () => {

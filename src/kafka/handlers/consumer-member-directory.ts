@@ -6,7 +6,7 @@
  * only when it changes); the names remembered here let the server add a topic created since.
  *
  * Bounded: at most `membersMax` entries, and at most `charsMax` characters of names, ids and hosts
- * in all; past either, the entries written longest ago are dropped (their members then just lose
+ * in all (each table id kept counting as 4, what its 8 bytes weigh); past either, the entries written longest ago are dropped (their members then just lose
  * the automatic subscription update and their client ids in describes, until they send their
  * subscriptions again). Entries of members that left or were fenced are removed; those of members
  * whose sessions expired age out this way.
@@ -88,10 +88,15 @@ export class ConsumerMemberDirectory {
   }
 }
 
+/** What a table id kept in the notes counts for against the budget (a double: 8 bytes, 4 characters). */
+const CHARS_PER_TABLE_ID = 4;
+
 function charsOf(k: string, notes: MemberNotes): number {
   let chars = k.length + notes.clientId.length + notes.clientHost.length;
   for (const name of notes.topicNames ?? []) chars += name.length;
   chars += notes.topicRegex?.length ?? 0;
+  chars +=
+    CHARS_PER_TABLE_ID * ((notes.tableIds?.length ?? 0) + (notes.regexTableIds?.length ?? 0));
   return chars;
 }
 

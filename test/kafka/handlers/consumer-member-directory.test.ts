@@ -34,6 +34,22 @@ describe('consumer member directory', () => {
     expect(directory.chars).toBe(held);
   });
 
+  it('counts the table ids it keeps against the budget: members subscribed to thousands of tables cannot hold more than it allows', () => {
+    const directory = new ConsumerMemberDirectory(1000, 100_000);
+    const ids = Array.from({ length: 10_000 }, (_, i) => i + 1);
+    for (let m = 0; m < 20; m++)
+      directory.set('g', `m${m}`, {
+        topicNames: [],
+        topicRegex: '.*',
+        regexTableIds: ids,
+        tableIds: ids,
+        clientId: 'c',
+        clientHost: 'h',
+      });
+    expect(directory.chars).toBeLessThanOrEqual(100_000);
+    expect(directory.size).toBe(1);
+  });
+
   it('keeps at most membersMax members', () => {
     const directory = new ConsumerMemberDirectory(3);
     for (let m = 0; m < 10; m++) directory.set('g', `m${m}`, notes(['orders']));

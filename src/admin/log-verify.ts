@@ -14,7 +14,7 @@
  */
 import * as path from 'node:path';
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
-import { decodeBatchRecords, loadChecksum } from '../codec/index.js';
+import { decodeBatchRecords, loadChecksum, xxh32 } from '../codec/index.js';
 import { LOG_DEFAULTS, missingBucketDirs, type InspectedSegment } from '../log/index.js';
 import { OffsetsTable } from '../kv/index.js';
 import { recordedStrategy } from '../compaction/index.js';
@@ -195,6 +195,10 @@ async function verifyBucket(
   let records: [number, number][] = [];
   // The last snapshot of each group in the log (what an open loads), with its batch's log offset.
   let snapshots = new Map<string, { snapshot: unknown; logOffset: number }>();
+  // Groups seen, and the first that lives in another bucket (files moved between buckets' folders).
+  let groupsSeen = new Set<string>();
+  let foreign: { groupId: string; home: number; logOffset: number; count: number } | undefined;
+  const bucketCount = layout.manifest.bucketCount;
   const { inspection } = await OffsetsTable.inspect(
     {
       log: {
@@ -214,10 +218,21 @@ async function verifyBucket(
     () => {
       records = [];
       snapshots = new Map();
+      groupsSeen = new Set();
+      foreign = undefined;
       return (buf, position, logOffset) => {
         let count = 0;
         decodeBatchRecords(buf, position, (r) => {
           count++;
+          if (!groupsSeen.has(r.groupId)) {
+            groupsSeen.add(r.groupId);
+            const home = xxh32(Buffer.from(r.groupId, 'utf8')) % bucketCount;
+            if (home !== bucket) {
+              if (foreign === undefined)
+                foreign = { groupId: r.groupId, home, logOffset, count: 0 };
+              foreign.count++;
+            }
+          }
           if (r.type !== 1) return;
           if (r.tombstone) snapshots.delete(r.groupId);
           else snapshots.set(r.groupId, { snapshot: r.snapshot, logOffset });
@@ -242,6 +257,21 @@ async function verifyBucket(
   for (const damage of inspection.damage) problems.push({ ...damage, bucket });
   // A snapshot whose checksum holds but that an open could not load fails the bucket's open too.
   let unloadable = false;
+  if (foreign !== undefined) {
+    const { groupId, home, logOffset, count } = foreign;
+    const segment = inspection.segments.find(
+      (s) => s.firstLogOffset <= logOffset && logOffset <= s.lastLogOffset,
+    );
+    problems.push({
+      kind: 'corrupt',
+      bucket,
+      file: segment?.path ?? bucketDir,
+      position: 0,
+      bytesAfter: 0,
+      reason: `batch ${logOffset}: group ${JSON.stringify(groupId)} lives in offsets-bucket ${home}${count > 1 ? ` (and ${count - 1} more groups of other buckets)` : ''}: this bucket's files hold another bucket's data (segments or whole bucket folders moved or copied between buckets)`,
+    });
+    unloadable = true;
+  }
   for (const [groupId, { snapshot, logOffset }] of snapshots) {
     const problem = storedSnapshotProblem(groupId, snapshot);
     if (problem === undefined) continue;

@@ -77,10 +77,17 @@ describe('a store over damaged files', () => {
         ),
       ),
     });
-    // Put back, the store opens with every offset.
+    const report = await verifyLog(dir);
+    expect(report.ok).toBe(false);
+    expect(report.problems.map((p) => p.reason).join('\n')).toMatch(
+      /group .* lives in offsets-bucket .*this bucket's files hold another bucket's data/,
+    );
+    // Put back, the store opens with every offset, and log verify finds nothing.
+
     renameSync(bucketDir(dir, a), path.join(dir, 'moved-aside'));
     renameSync(bucketDir(dir, b), bucketDir(dir, a));
     renameSync(path.join(dir, 'moved-aside'), bucketDir(dir, b));
+    expect((await verifyLog(dir)).ok).toBe(true);
     const store = await OffsetStore.open({ dir });
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
     await store.close();

@@ -705,12 +705,20 @@ const RESOLVED_MAX = 128;
  * rather than let hold up the server longer.
  */
 export const RESOLUTION_STEPS_MAX = 10_000_000;
+/**
+ * Automaton steps a pass takes before it lets the event loop serve others (~20 ms here): a costly
+ * expression, sent afresh by a client with every heartbeat, costs that client's answers their time,
+ * not every other connection's.
+ */
+const STEPS_PER_TURN = 200_000;
 
 interface Resolved {
   readonly regex: TopicRegex;
   catalogSize: number;
   /** The matches, or why the expression is refused over this catalog. */
   outcome: readonly number[] | TopicRegexError;
+  /** The pass under way, if any (one at a time per expression: the automaton is shared). */
+  pending: Promise<void> | undefined;
 }
 
 /**
@@ -736,32 +744,51 @@ export class TopicRegexResolver {
     this.#stepsMax = stepsMax;
   }
 
-  /** The table ids matched by `source`, sorted; throws TopicRegexError for an expression refused. */
-  tableIds(source: string): readonly number[] {
-    const size = this.#catalog.size;
+  /**
+   * The table ids matched by `source`, sorted; rejects with a TopicRegexError for an expression
+   * refused. A pass over the catalog goes in turns (STEPS_PER_TURN); callers asking for the same
+   * expression meanwhile share it.
+   */
+  async tableIds(source: string): Promise<readonly number[]> {
     let entry = this.#resolved.get(source);
     if (entry !== undefined) {
       this.#resolved.delete(source);
       this.#resolved.set(source, entry);
-      if (entry.catalogSize !== size) {
-        entry.outcome = this.#match(entry.regex);
-        entry.catalogSize = size;
-      }
     } else {
-      const regex = TopicRegex.compile(source);
-      entry = { regex, catalogSize: size, outcome: this.#match(regex) };
+      entry = {
+        regex: TopicRegex.compile(source),
+        catalogSize: -1,
+        outcome: [],
+        pending: undefined,
+      };
       if (this.#resolved.size >= RESOLVED_MAX)
         this.#resolved.delete(this.#resolved.keys().next().value!);
       this.#resolved.set(source, entry);
     }
-    if (entry.outcome instanceof TopicRegexError) throw entry.outcome;
-    return entry.outcome;
+    const resolved = entry;
+    while (resolved.catalogSize !== this.#catalog.size) {
+      if (resolved.pending === undefined) {
+        const size = this.#catalog.size;
+        resolved.pending = this.#match(resolved.regex)
+          .then((outcome) => {
+            resolved.outcome = outcome;
+            resolved.catalogSize = size;
+          })
+          .finally(() => {
+            resolved.pending = undefined;
+          });
+      }
+      await resolved.pending;
+    }
+    if (resolved.outcome instanceof TopicRegexError) throw resolved.outcome;
+    return resolved.outcome;
   }
 
   /** One pass over the catalog; the automaton's states are dropped after it (only ids are kept). */
-  #match(regex: TopicRegex): number[] | TopicRegexError {
+  async #match(regex: TopicRegex): Promise<number[] | TopicRegexError> {
     const ids: number[] = [];
     const stepsBefore = regex.steps;
+    let nextTurn = stepsBefore + STEPS_PER_TURN;
     const topics = this.#catalog.topics();
     try {
       for (const topic of topics) {
@@ -770,6 +797,10 @@ export class TopicRegexResolver {
           return new TopicRegexError(
             `regular expression ${JSON.stringify(regex.source.slice(0, 100))} is too costly to match against the ${topics.length} topics (over ${this.#stepsMax} automaton steps)`,
           );
+        if (regex.steps >= nextTurn) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          nextTurn = regex.steps + STEPS_PER_TURN;
+        }
       }
     } finally {
       regex.dropStates();

@@ -157,7 +157,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
   let regexTableIds: readonly number[] | undefined = [];
   if (topicRegex !== undefined && memberEpoch >= 0) {
     try {
-      regexTableIds = context.topicRegexes.tableIds(topicRegex);
+      regexTableIds = await context.topicRegexes.tableIds(topicRegex);
     } catch (error) {
       if (!(error instanceof TopicRegexError)) throw error;
       if (request.subscribedTopicRegex !== null)

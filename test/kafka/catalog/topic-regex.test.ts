@@ -141,7 +141,7 @@ describe('TopicRegex', () => {
 });
 
 describe('TopicRegexResolver', () => {
-  it('gives the sorted table ids of the matching topics, again once the catalog has grown', () => {
+  it('gives the sorted table ids of the matching topics, again once the catalog has grown', async () => {
     const topics = [
       { name: 'orders', tableId: 3 },
       { name: 'audit', tableId: 1 },
@@ -153,30 +153,55 @@ describe('TopicRegexResolver', () => {
       topics: () => topics,
     };
     const resolver = new TopicRegexResolver(catalog);
-    expect(resolver.tableIds('ord.*|audit')).toEqual([1, 3]);
-    expect(resolver.tableIds('ord.*')).toEqual([3]);
+    expect(await resolver.tableIds('ord.*|audit')).toEqual([1, 3]);
+    expect(await resolver.tableIds('ord.*')).toEqual([3]);
     topics.push({ name: 'orders-eu', tableId: 2 });
-    expect(resolver.tableIds('ord.*')).toEqual([2, 3]);
-    expect(() => resolver.tableIds('(')).toThrow(/missing \)/);
+    expect(await resolver.tableIds('ord.*')).toEqual([2, 3]);
+    await expect(resolver.tableIds('(')).rejects.toThrow(/missing \)/);
   });
 
-  it('refuses an expression too costly to match over the catalog, every time it is asked', () => {
+  it('refuses an expression too costly to match over the catalog, every time it is asked', async () => {
     const topics = Array.from({ length: 200 }, (_, i) => ({
       name: `${i.toString(2).padStart(8, '0').replace(/0/g, 'a').replace(/1/g, 'b')}-x`,
       tableId: i + 1,
     }));
     const catalog = { size: topics.length, topics: () => topics };
     const resolver = new TopicRegexResolver(catalog, 2_000);
-    expect(resolver.tableIds('a.*')).toHaveLength(128);
-    expect(() => resolver.tableIds('.*a(a|b){5}.*')).toThrow(
+    expect(await resolver.tableIds('a.*')).toHaveLength(128);
+    await expect(resolver.tableIds('.*a(a|b){5}.*')).rejects.toThrow(
       /too costly to match against the 200 topics \(over 2000 automaton steps\)/,
     );
-    let refusal: unknown;
-    try {
-      resolver.tableIds('.*a(a|b){5}.*');
-    } catch (error) {
-      refusal = error;
-    }
+    const refusal = await resolver.tableIds('.*a(a|b){5}.*').catch((error: unknown) => error);
     expect(isOffsetStoreError(refusal, 'INVALID_REQUEST')).toBe(true);
+  });
+
+  it('matches a costly expression over a large catalog in turns, letting the event loop serve others, and shares one pass among callers', async () => {
+    // Long random names over {a, b} make the automaton of .*a(a|b){12} (4096 states) keep
+    // growing and being dropped: ~3M steps for one pass over 300 of them.
+    let seed = 1;
+    const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const topics = Array.from({ length: 300 }, (_, i) => ({
+      name: Array.from({ length: 200 }, () => (random() < 0.5 ? 'a' : 'b')).join(''),
+      tableId: i + 1,
+    }));
+    const catalog = { size: topics.length, topics: () => topics };
+    const resolver = new TopicRegexResolver(catalog);
+    const source = '.*a(a|b){12}';
+    let turnsDuring = 0;
+    let done = false;
+    const tick = (): void => {
+      if (done) return;
+      turnsDuring++;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const [first, second] = await Promise.all([
+      resolver.tableIds(source),
+      resolver.tableIds(source),
+    ]);
+    done = true;
+    expect(first).toBe(second);
+    expect(first.length).toBeGreaterThan(0);
+    expect(turnsDuring, 'the event loop turned while the pass ran').toBeGreaterThan(1);
   });
 });

@@ -391,14 +391,6 @@ async function scanOne(
     durableBelow: expectations.knownEnd?.logOffset,
   });
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
-  const known = expectations.knownEnd;
-  // Closed cleanly, the log ended exactly there, and nothing was written after: what does not
-  // continue it was put there, not torn by a crash, and is not cut off as if it were.
-  if (known?.exact === true)
-    return at(
-      position,
-      `${reason}; the store was closed cleanly with this log ending at log offset ${known.logOffset}, so no write can have been cut short after it: these bytes are not a torn write`,
-    );
   if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');
   return at(
     position,

@@ -12,7 +12,6 @@ import { ManualClock, OffsetStore } from '../../src/index.js';
 import { SEEDED, seedStore, segmentPaths, snapshotFiles } from '../admin/admin-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { json, runCli } from './cli-harness.js';
-import { markCrashed } from '../support/crashed-manifest.js';
 
 let seeded: string;
 /** The offsets-bucket holding group `orders` (several segments). */
@@ -264,7 +263,6 @@ describe('offset-store commands as child processes', () => {
     expect(path.basename(lastBatch.file)).toBe(path.basename(tornFile));
     // An append cut short by a crash: the first 10 bytes of a batch after the end of the log.
     const tornAt = readFileSync(tornFile).length;
-    await markCrashed(torn);
     appendFileSync(
       tornFile,
       readFileSync(tornFile).subarray(lastBatch.position, lastBatch.position + 10),

@@ -11,7 +11,6 @@ import { verifyLog } from '../../src/admin/index.js';
 import { buildGroupSnapshotBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { ManifestFile } from '../../src/log/index.js';
-import { markCrashed } from '../support/crashed-manifest.js';
 import { tempDir } from '../support/temp-dir.js';
 
 async function storeWithTwoGroups(dir: string): Promise<{ damaged: string; healthy: string }> {
@@ -38,7 +37,6 @@ describe('a store over damaged files', () => {
     const probe = await OffsetStore.open({ dir });
     const bucket = probe.bucketFor(damaged);
     await probe.close();
-    await markCrashed(dir);
     const segments = readdirSync(bucketDir(dir, bucket))
       .filter((f) => f.endsWith('.log'))
       .sort();

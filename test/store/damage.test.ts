@@ -11,6 +11,7 @@ import { verifyLog } from '../../src/admin/index.js';
 import { buildGroupSnapshotBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { ManifestFile } from '../../src/log/index.js';
+import { markCrashed } from '../support/crashed-manifest.js';
 import { tempDir } from '../support/temp-dir.js';
 
 async function storeWithTwoGroups(dir: string): Promise<{ damaged: string; healthy: string }> {

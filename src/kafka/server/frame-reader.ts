@@ -46,6 +46,8 @@ export class FrameReader {
   /** Where the last chunk's view starts in `#block`, and the bytes of the block filled. */
   #blockStart = 0;
   #blockUsed = 0;
+  /** Whether the last chunk is the view of `#block` from `#blockStart`. */
+  #blockIsLast = false;
   /** A complete payload cut out by `peek()` and not yet consumed. */
   #peeked: Buffer | null = null;
 
@@ -70,7 +72,7 @@ export class FrameReader {
     this.#buffered += chunk.length;
     if (chunk.length > SMALL_CHUNK_BYTES) {
       this.#chunks.push(chunk);
-      this.#block = null;
+      this.#blockIsLast = false;
       return;
     }
     if (this.#block === null || BLOCK_BYTES - this.#blockUsed < chunk.length) {
@@ -78,7 +80,13 @@ export class FrameReader {
       this.#blockStart = 0;
       this.#blockUsed = 0;
       this.#chunks.push(this.#block.subarray(0, 0));
+    } else if (!this.#blockIsLast) {
+      // A large chunk came after the block's last view: the block goes on in a new view after it
+      // (a fresh block per small chunk between large ones would hold 16 KiB per byte or so).
+      this.#blockStart = this.#blockUsed;
+      this.#chunks.push(this.#block.subarray(this.#blockStart, this.#blockStart));
     }
+    this.#blockIsLast = true;
     // The last chunk is the view of the block from #blockStart: it grows by the bytes copied (a
     // view of the same memory, so #head into it stays valid when it is also the first).
     this.#blockUsed += chunk.copy(this.#block, this.#blockUsed);
@@ -124,6 +132,7 @@ export class FrameReader {
     this.#head = 0;
     this.#buffered = 0;
     this.#block = null;
+    this.#blockIsLast = false;
   }
 
   #peekSize(): number {
@@ -157,12 +166,11 @@ export class FrameReader {
   #dropFirst(): void {
     this.#head = 0;
     if (this.#first === this.#chunks.length - 1) {
-      // The last one: the block it views (if any) starts its next view after it.
+      // The last one: everything is consumed, and an idle connection holds no block.
       this.#chunks.length = 0;
       this.#first = 0;
-      this.#blockStart = this.#blockUsed;
-      if (this.#block !== null)
-        this.#chunks.push(this.#block.subarray(this.#blockStart, this.#blockUsed));
+      this.#block = null;
+      this.#blockIsLast = false;
       return;
     }
     this.#chunks[this.#first++] = EMPTY;

@@ -74,8 +74,26 @@ describe('FrameReader', () => {
     // 16 KiB blocks: ~13 of them for 200 KB.
     expect(chunksMax).toBeLessThan(20);
     expect(reader.next()).toEqual(payload);
-    expect(reader.chunkCount).toBeLessThanOrEqual(1);
+    expect(reader.chunkCount).toBe(0);
     expect(reader.bufferedBytes).toBe(0);
+  });
+
+  it('holds about the bytes of a frame sent in small and large pieces by turns, and no block once all is consumed', () => {
+    const payload = payloadOf(4 << 20, 5);
+    const stream = frame(payload);
+    const reader = new FrameReader(8 << 20);
+    const before = process.memoryUsage().arrayBuffers;
+    let at = 0;
+    for (let i = 0; at < stream.length; i++) {
+      const end = Math.min(stream.length, at + (i % 2 === 0 ? 1 : 1025));
+      reader.push(stream.subarray(at, end));
+      at = end;
+    }
+    // The pieces are views of `stream`: what grew is the reader's blocks (a fresh 16 KiB block per
+    // 1-byte piece would be ~64 MB here).
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(8 << 20);
+    expect(reader.next()!.equals(payload)).toBe(true);
+    expect(reader.chunkCount).toBe(0);
   });
 
   it('refuses a size over the bound as soon as its 4 bytes are in', () => {

@@ -199,7 +199,17 @@ export class TopicCatalog {
     try {
       // The changes of one request (a Metadata naming many topics) are asked for in one go.
       await Promise.resolve();
-      while (this.#pending.length > 0) await this.#writeRound(this.#pending.splice(0));
+      while (this.#pending.length > 0) {
+        const round = this.#pending.splice(0);
+        try {
+          await this.#writeRound(round);
+        } catch (error) {
+          // A hearer or the store failing (a store closed under the server): the round's changes
+          // fail with it, rather than wait for ever, and the next round is tried afresh. Changes
+          // already answered ignore the second answer.
+          for (const change of round) change.reject(error);
+        }
+      }
     } finally {
       this.#writing = undefined;
     }
@@ -212,8 +222,8 @@ export class TopicCatalog {
       return;
     }
     if (!this.#inUseChecked) {
-      this.#inUseChecked = true;
       const inUse = (await this.#options.highestTableIdInUse?.()) ?? 0;
+      this.#inUseChecked = true;
       if (inUse >= this.#nextTableId) {
         this.#options.onWarning?.(
           `${this.#filePath} names tables up to ${this.#nextTableId - 1}, but the store holds offsets of tables up to ${inUse} (tables committed in process, or a catalog lost or restored from an older copy): new topics take table ids from ${inUse + 1}, and those offsets belong to no topic`,
@@ -264,10 +274,8 @@ export class TopicCatalog {
       }
       this.#topics = topics;
       this.#nextTableId = draft.nextTableId;
-      for (const entry of draft.changed.values()) {
-        this.#index(entry);
-        this.#options.onTopicChanged?.(entry);
-      }
+      for (const entry of draft.changed.values()) this.#index(entry);
+      for (const entry of draft.changed.values()) this.#options.onTopicChanged?.(entry);
     }
     round.forEach((change, i) => {
       const outcome = outcomes[i]!;

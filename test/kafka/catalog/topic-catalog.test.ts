@@ -204,6 +204,33 @@ describe('TopicCatalog', () => {
     expect(warnings).toEqual([expect.stringMatching(/tables up to 7 .*from 8/)]);
   });
 
+  it('fails the changes of a round whose hearer or table-id check throws, and goes on with the next; the check is asked again until it answers', async () => {
+    let failCheck = true;
+    let failHearer = false;
+    const catalog = await TopicCatalog.open({
+      fs: new FaultyFileSystem(),
+      dir: tempDir(),
+      topicsMax: 100,
+      nowMs: () => T0,
+      highestTableIdInUse: async () => {
+        if (failCheck) throw new Error('store closed');
+        return 4;
+      },
+      onTopicChanged: () => {
+        if (failHearer) throw new Error('hearer failed');
+      },
+    });
+    await expect(catalog.createTopic('a', 1)).rejects.toThrow('store closed');
+    failCheck = false;
+    expect((await catalog.createTopic('a', 1)).tableId).toBe(5);
+    failHearer = true;
+    await expect(catalog.createTopic('b', 1)).rejects.toThrow('hearer failed');
+    expect(catalog.get('b')?.tableId, 'durable and installed all the same').toBe(6);
+    failHearer = false;
+    expect((await catalog.createTopic('c', 1)).tableId).toBe(7);
+    await catalog.idle();
+  });
+
   it('refuses a damaged or edited file with CORRUPT_MESSAGE naming it, and another format with INVALID_CONFIG', async () => {
     const dir = tempDir();
     await (await openCatalog(dir)).createTopic('orders', 3);

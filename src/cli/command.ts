@@ -5,7 +5,7 @@
  *
  * Every command accepts the global options `--dir <path>`, `--json` and `--help`.
  */
-import { NodeFileSystem } from '../io/index.js';
+import { NodeFileSystem, readNamedFile } from '../io/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
 import type { Output } from './output.js';
@@ -206,7 +206,7 @@ export async function readOffsetsDocument(
   } else {
     let bytes: Buffer | null;
     try {
-      bytes = await new NodeFileSystem().readFile(source);
+      bytes = await readInputFile(source);
     } catch (error) {
       throw new UsageError(`--${optionName}: cannot read ${source}: ${(error as Error).message}`);
     }
@@ -236,4 +236,9 @@ export async function readOffsetsDocument(
       throw new UsageError(`--${optionName}: ${error.message.replace(/^INVALID_REQUEST: /, '')}`);
     throw error;
   }
+}
+
+/** Reads a file named on the command line (a FIFO or `/dev/stdin` too); null when it does not exist. */
+export function readInputFile(file: string): Promise<Buffer | null> {
+  return readNamedFile(file);
 }

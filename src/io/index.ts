@@ -7,6 +7,7 @@ export type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 export {
   NodeFileSystem,
   SYNC_WRITE_BYTES_MAX_DEFAULT,
+  readNamedFile,
   type NodeFileSystemOptions,
 } from './node-file-system.js';
 export { copyDirectory, directoryBytes } from './directory-tree.js';

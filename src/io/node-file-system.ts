@@ -322,3 +322,17 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 }
+
+/**
+ * Reads a file a user named (a command-line option): any file the shell can hand over, a FIFO or
+ * `/dev/stdin` included, unlike the store's own files, which are opened only if regular; null
+ * when it does not exist.
+ */
+export async function readNamedFile(file: string): Promise<Buffer | null> {
+  try {
+    return await fs.readFile(file);
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}

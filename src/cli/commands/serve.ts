@@ -26,6 +26,7 @@ import {
   UsageError,
   integerOption,
   noPositionals,
+  readInputFile,
   stringListOption,
   stringOption,
   type Command,
@@ -333,7 +334,7 @@ async function readPem(
   if (file === undefined) return undefined;
   let bytes: Buffer | null;
   try {
-    bytes = await fs.readFile(file);
+    bytes = await readInputFile(file);
   } catch (error) {
     throw new UsageError(`${option}: cannot read ${file}: ${(error as Error).message}`);
   }

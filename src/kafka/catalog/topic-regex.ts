@@ -798,6 +798,9 @@ export class TopicRegexResolver {
             `regular expression ${JSON.stringify(regex.source.slice(0, 100))} is too costly to match against the ${topics.length} topics (over ${this.#stepsMax} automaton steps)`,
           );
         if (regex.steps >= nextTurn) {
+          // States are dropped before each turn: passes of other expressions run between turns,
+          // and only the running one holds an automaton (they add up otherwise: ~30 MB each).
+          regex.dropStates();
           await new Promise<void>((resolve) => setImmediate(resolve));
           nextTurn = regex.steps + STEPS_PER_TURN;
         }

@@ -9,7 +9,7 @@ export { ConsumerMemberDirectory, type MemberNotes } from './consumer-member-dir
 export { HandlerContext, type HandlerSettings } from './handler-context.js';
 export { topicNamed as fetchedTopic } from './fetch-handler.js';
 export { HANDLERS } from './handler-table.js';
-export { kafkaErrorCode } from './kafka-error-code.js';
+export { errorMessageOf, kafkaErrorCode } from './kafka-error-code.js';
 export { LongPolls } from './long-polls.js';
 export { commitOffsetColumns, handleOffsetCommit } from './offset-commit-handler.js';
 export {

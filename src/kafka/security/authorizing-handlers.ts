@@ -35,6 +35,7 @@ import {
 } from '../protocol/index.js';
 import {
   CLOSE_CONNECTION,
+  errorMessageOf,
   fetchedTopic,
   type HandlerContext,
   type HandlerResult,
@@ -359,7 +360,7 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
       return {
         throttleTimeMs: 0,
         errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
-        errorMessage: `not authorized to describe topics ${denied.join(', ')}`,
+        errorMessage: errorMessageOf(`not authorized to describe topics ${denied.join(', ')}`),
         memberEpoch: 0,
         heartbeatIntervalMs: 0,
       };

@@ -1,0 +1,23 @@
+/**
+ * Files named on the command line are read whatever they are: a FIFO (`<(...)`, `/dev/stdin`
+ * from a pipe) as well as a regular file; the store's own files are opened only if regular.
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readInputFile } from '../../src/cli/command.js';
+import { tempDir } from '../support/temp-dir.js';
+
+describe('readInputFile', () => {
+  it.runIf(process.platform === 'linux')(
+    'reads a FIFO, and null for a file that does not exist',
+    async () => {
+      const fifo = path.join(tempDir(), 'plan.json');
+      execFileSync('mkfifo', [fifo]);
+      const [read] = await Promise.all([readInputFile(fifo), writeFile(fifo, '{"a":1}')]);
+      expect(read?.toString()).toBe('{"a":1}');
+      expect(await readInputFile(path.join(tempDir(), 'none.json'))).toBeNull();
+    },
+  );
+});

@@ -255,38 +255,37 @@ async function verifyBucket(
     if (verified.lastLogOffset !== null) result.lastLogOffset = verified.lastLogOffset;
   }
   for (const damage of inspection.damage) problems.push({ ...damage, bucket });
-  // A snapshot whose checksum holds but that an open could not load fails the bucket's open too.
+  // Checks of the batches' content an open makes too (it refuses the bucket): reported at the batch.
   let unloadable = false;
+  const corruptBatch = (logOffset: number, reason: string): void => {
+    const segment = inspection.segments.find(
+      (s) => s.firstLogOffset <= logOffset && logOffset <= s.lastLogOffset,
+    );
+    problems.push({
+      kind: 'corrupt',
+      bucket,
+      file: segment?.path ?? bucketDir,
+      position: 0,
+      bytesAfter: 0,
+      reason: `batch ${logOffset}: ${reason}`,
+    });
+    unloadable = true;
+  };
   if (foreign !== undefined) {
     const { groupId, home, logOffset, count } = foreign;
-    const segment = inspection.segments.find(
-      (s) => s.firstLogOffset <= logOffset && logOffset <= s.lastLogOffset,
+    corruptBatch(
+      logOffset,
+      `group ${JSON.stringify(groupId)} lives in offsets-bucket ${home}${count > 1 ? ` (and ${count - 1} more groups of other buckets)` : ''}: this bucket's files hold another bucket's data (segments or whole bucket folders moved or copied between buckets)`,
     );
-    problems.push({
-      kind: 'corrupt',
-      bucket,
-      file: segment?.path ?? bucketDir,
-      position: 0,
-      bytesAfter: 0,
-      reason: `batch ${logOffset}: group ${JSON.stringify(groupId)} lives in offsets-bucket ${home}${count > 1 ? ` (and ${count - 1} more groups of other buckets)` : ''}: this bucket's files hold another bucket's data (segments or whole bucket folders moved or copied between buckets)`,
-    });
-    unloadable = true;
   }
+  // A snapshot whose checksum holds but that an open could not load.
   for (const [groupId, { snapshot, logOffset }] of snapshots) {
     const problem = storedSnapshotProblem(groupId, snapshot);
-    if (problem === undefined) continue;
-    const segment = inspection.segments.find(
-      (s) => s.firstLogOffset <= logOffset && logOffset <= s.lastLogOffset,
-    );
-    problems.push({
-      kind: 'corrupt',
-      bucket,
-      file: segment?.path ?? bucketDir,
-      position: 0,
-      bytesAfter: 0,
-      reason: `batch ${logOffset}: the last snapshot of group ${JSON.stringify(groupId)} cannot be loaded: ${problem}`,
-    });
-    unloadable = true;
+    if (problem !== undefined)
+      corruptBatch(
+        logOffset,
+        `the last snapshot of group ${JSON.stringify(groupId)} cannot be loaded: ${problem}`,
+      );
   }
   result.status =
     unloadable || inspection.damage.some((d) => d.kind === 'corrupt')

@@ -9,8 +9,6 @@ import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { verifyLog } from '../../src/admin/index.js';
 import { buildGroupSnapshotBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
-import { NodeFileSystem } from '../../src/io/index.js';
-import { ManifestFile } from '../../src/log/index.js';
 import { markCrashed } from '../support/crashed-manifest.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -31,6 +29,22 @@ function bucketDir(dir: string, bucket: number): string {
   return path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
 }
 
+/** The segment files of a bucket, in log order. */
+function segmentNames(dir: string, bucket: number): string[] {
+  return readdirSync(bucketDir(dir, bucket))
+    .filter((f) => f.endsWith('.log'))
+    .sort();
+}
+
+/** Flips a bit inside the first batch of a bucket's first (sealed) segment; its path and new bytes. */
+function damageFirstSegment(dir: string, bucket: number): { file: string; bytes: Buffer } {
+  const file = path.join(bucketDir(dir, bucket), segmentNames(dir, bucket)[0]!);
+  const bytes = readFileSync(file);
+  bytes[60]! ^= 0x40;
+  writeFileSync(file, bytes);
+  return { file, bytes };
+}
+
 describe('a store over damaged files', () => {
   it('truncates a torn tail with a warning naming the file, and keeps every complete commit', async () => {
     const dir = tempDir();
@@ -38,9 +52,7 @@ describe('a store over damaged files', () => {
     const probe = await OffsetStore.open({ dir });
     const bucket = probe.bucketFor(damaged);
     await probe.close();
-    const segments = readdirSync(bucketDir(dir, bucket))
-      .filter((f) => f.endsWith('.log'))
-      .sort();
+    const segments = segmentNames(dir, bucket);
     appendFileSync(
       path.join(bucketDir(dir, bucket), segments.at(-1)!),
       Buffer.from([0x30, 0, 0, 0, 1, 2, 3]),
@@ -101,24 +113,10 @@ describe('a store over damaged files', () => {
     await probe.close();
     // As a crash leaves it: the recorded ends are lower bounds, the healthy bucket's far behind its log.
     const manifestPath = path.join(dir, 'store.json');
-    const manifest = await ManifestFile.openOrCreate(new NodeFileSystem(), dir, {
-      bucketCount: 4,
-      nowMs: 0,
-      compactionStrategy: 'log-cleaner',
-    });
-    await manifest.update((m) => {
-      for (const b of m.buckets) b.endExact = false;
+    await markCrashed(dir, (m) => {
       m.buckets[good]!.logEnd = 0;
     });
-    const first = path.join(
-      bucketDir(dir, bad),
-      readdirSync(bucketDir(dir, bad))
-        .filter((f) => f.endsWith('.log'))
-        .sort()[0]!,
-    );
-    const bytes = readFileSync(first);
-    bytes[60]! ^= 0x40;
-    writeFileSync(first, bytes);
+    damageFirstSegment(dir, bad);
     const store = await OffsetStore.open({ dir, awaitRecovery: false });
     await expect(store.ready()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
@@ -165,15 +163,7 @@ describe('a store over damaged files', () => {
     const probe = await OffsetStore.open({ dir });
     const bucket = probe.bucketFor(damaged);
     await probe.close();
-    const first = path.join(
-      bucketDir(dir, bucket),
-      readdirSync(bucketDir(dir, bucket))
-        .filter((f) => f.endsWith('.log'))
-        .sort()[0]!,
-    );
-    const bytes = readFileSync(first);
-    bytes[60]! ^= 0x40;
-    writeFileSync(first, bytes);
+    const { file: first, bytes } = damageFirstSegment(dir, bucket);
     await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
       message: expect.stringContaining(first),

@@ -5,10 +5,13 @@
  * first.
  */
 import { NodeFileSystem } from '../../src/io/index.js';
-import { ManifestFile } from '../../src/log/index.js';
+import { ManifestFile, type StoreManifest } from '../../src/log/index.js';
 
-/** Marks the store in `dir` (closed) as a crash would have left it. */
-export async function markCrashed(dir: string): Promise<void> {
+/** Marks the store in `dir` (closed) as a crash would have left it, then applies `edit`, if any. */
+export async function markCrashed(
+  dir: string,
+  edit?: (manifest: StoreManifest) => void,
+): Promise<void> {
   const manifest = await ManifestFile.openOrCreate(new NodeFileSystem(), dir, {
     bucketCount: 1,
     nowMs: 0,
@@ -16,5 +19,6 @@ export async function markCrashed(dir: string): Promise<void> {
   });
   await manifest.update((m) => {
     for (const b of m.buckets) b.endExact = false;
+    edit?.(m);
   });
 }

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { CATALOG_FILE } from '../../src/kafka/index.js';
 import { API_KEYS } from '../../src/kafka/protocol/index.js';
-import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
+import { RawKafkaClient, TEST_SOFTWARE } from '../kafka/support/raw-kafka-client.js';
 import { tempDir } from '../support/temp-dir.js';
 import { REPO_DIR, runCli } from './cli-harness.js';
 
@@ -147,14 +147,7 @@ describe('offset-store serve', () => {
     const port = Number(/on 127\.0\.0\.1:(\d+);/.exec(serving.firstLine)?.[1]);
     expect(port, serving.firstLine).toBeGreaterThan(0);
     const client = await RawKafkaClient.connect(port);
-    expect(
-      (
-        await client.send(API_KEYS.ApiVersions, 3, {
-          clientSoftwareName: 'test',
-          clientSoftwareVersion: '1',
-        })
-      ).errorCode,
-    ).toBe(0);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
     serving.child.kill('SIGINT');
     expect(await serving.exited).toBe(0);
     expect(serving.stdout).toMatch(/SIGINT: closing[\s\S]*Stopped\./);

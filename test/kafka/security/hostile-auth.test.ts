@@ -23,7 +23,7 @@ import {
 } from '../../../src/kafka/protocol/index.js';
 import { UserCredentials } from '../../../src/kafka/security/index.js';
 import { tempDir } from '../../support/temp-dir.js';
-import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { loginPlain, loginScram } from '../support/sasl-login.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 import { testCertificates } from '../support/test-certificates.js';
@@ -118,14 +118,7 @@ describe('unauthenticated requests', () => {
   it('answer ApiVersions, and close after a SaslAuthenticate out of turn or an unknown mechanism', async () => {
     const t = await start();
     const client = await RawKafkaClient.connect(t.server.port);
-    expect(
-      (
-        await client.send(API_KEYS.ApiVersions, 3, {
-          clientSoftwareName: 'test',
-          clientSoftwareVersion: '1',
-        })
-      ).errorCode,
-    ).toBe(0);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
     expect(
       (await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'GSSAPI' })).mechanisms,
     ).toEqual(['PLAIN', 'SCRAM-SHA-256']);
@@ -334,14 +327,7 @@ describe('slow-loris', () => {
     for (const s of loris) s.destroy();
     await until(() => t.server.connectionCount === 0);
     const client = await RawKafkaClient.connect(plainPort);
-    expect(
-      (
-        await client.send(API_KEYS.ApiVersions, 3, {
-          clientSoftwareName: 'test',
-          clientSoftwareVersion: '1',
-        })
-      ).errorCode,
-    ).toBe(0);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
     await client.close();
     // A TLS client that does finish its handshake is served once there is room again.
     const certs = testCertificates();
@@ -357,14 +343,7 @@ describe('slow-loris', () => {
       secure.once('error', reject);
     });
     const tlsClient = RawKafkaClient.over(secure);
-    expect(
-      (
-        await tlsClient.send(API_KEYS.ApiVersions, 3, {
-          clientSoftwareName: 'test',
-          clientSoftwareVersion: '1',
-        })
-      ).errorCode,
-    ).toBe(0);
+    expect((await tlsClient.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
     expect(await loginScram(tlsClient, 'SCRAM-SHA-512', 'alice', 'alice-pw')).toBe(0);
   });
 });

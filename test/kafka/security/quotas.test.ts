@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
 import { API_KEYS } from '../../../src/kafka/protocol/index.js';
 import { ClientQuotas } from '../../../src/kafka/security/index.js';
-import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
@@ -37,14 +37,8 @@ describe('client quotas over the wire', () => {
     let throttleMs = 0;
     let requests = 0;
     while (throttleMs === 0 && requests < 100) {
-      throttleMs = (
-        await greedy.send(
-          API_KEYS.ApiVersions,
-          3,
-          { clientSoftwareName: 'test', clientSoftwareVersion: '1' },
-          'greedy',
-        )
-      ).throttleTimeMs;
+      throttleMs = (await greedy.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'greedy'))
+        .throttleTimeMs;
       requests++;
     }
     expect(
@@ -52,23 +46,11 @@ describe('client quotas over the wire', () => {
       'a few hundred bytes each: throttled once past 2000 bytes in the window',
     ).toBeGreaterThan(3);
     expect(throttleMs).toBeGreaterThan(0);
-    const waiting = greedy.send(
-      API_KEYS.ApiVersions,
-      3,
-      { clientSoftwareName: 'test', clientSoftwareVersion: '1' },
-      'greedy',
-    );
+    const waiting = greedy.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'greedy');
     await settle();
     expect(greedy.pendingCount, 'muted: the next request is not read').toBe(1);
     expect(
-      (
-        await polite.send(
-          API_KEYS.ApiVersions,
-          3,
-          { clientSoftwareName: 'test', clientSoftwareVersion: '1' },
-          'polite',
-        )
-      ).throttleTimeMs,
+      (await polite.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'polite')).throttleTimeMs,
       'another client id has its own usage',
     ).toBe(0);
     clock.advance(throttleMs);

@@ -21,7 +21,7 @@ import {
   encodeRequest,
 } from '../../../src/kafka/protocol/index.js';
 import { seedFrom, seededRandom } from '../../support/seeded-random.js';
-import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
@@ -48,14 +48,7 @@ afterEach(async () => {
 /** The server still answers a well-behaved client, and nothing was written to the store or the catalog. */
 async function expectUnharmed(t: TestServer, catalogExisted = false): Promise<void> {
   const probe = await connect(t);
-  expect(
-    (
-      await probe.send(API_KEYS.ApiVersions, 3, {
-        clientSoftwareName: 'test',
-        clientSoftwareVersion: '1',
-      })
-    ).errorCode,
-  ).toBe(0);
+  expect((await probe.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
   expect((await t.store.stats()).totals.logBytes, 'nothing written to the store').toBe(0);
   expect(existsSync(path.join(t.dir, CATALOG_FILE)), 'the catalog untouched').toBe(catalogExisted);
 }

@@ -13,7 +13,7 @@ import { ManualClock, OffsetStore, startKafkaServer } from '../../../src/index.j
 import { API_KEYS, KAFKA_ERROR, advertisedApis } from '../../../src/kafka/protocol/index.js';
 import { HeldDatasyncFileSystem } from '../../store/store-fixtures.js';
 import { tempDir } from '../../support/temp-dir.js';
-import { RawKafkaClient } from '../support/raw-kafka-client.js';
+import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
@@ -53,10 +53,7 @@ describe('ApiVersions', () => {
     const t = await start();
     const client = await connect(t);
     for (let version = 0; version <= 3; version++) {
-      const response = await client.send(API_KEYS.ApiVersions, version, {
-        clientSoftwareName: 'test',
-        clientSoftwareVersion: '1',
-      });
+      const response = await client.send(API_KEYS.ApiVersions, version, TEST_SOFTWARE);
       expect(response.errorCode, `v${version}`).toBe(0);
       expect(response.apiKeys, `v${version}`).toEqual(advertisedApis());
     }
@@ -119,10 +116,7 @@ describe('pipelining and order', () => {
       memberId: '',
       topics: [{ name: 'orders', partitions: [{ partitionIndex: 0, committedOffset: 7n }] }],
     });
-    const versions = client.send(API_KEYS.ApiVersions, 3, {
-      clientSoftwareName: 'test',
-      clientSoftwareVersion: '1',
-    });
+    const versions = client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE);
     const fetched = client.send(API_KEYS.OffsetFetch, 8, {
       groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0] }] }],
     });
@@ -243,10 +237,7 @@ describe('long-polled Fetch', () => {
     const client = await connect(t);
     const fetch = client.send(API_KEYS.Fetch, 11, FETCH);
     await waitFor(() => t.server.stats().heldFetches === 1);
-    const behind = client.send(API_KEYS.ApiVersions, 3, {
-      clientSoftwareName: 'test',
-      clientSoftwareVersion: '1',
-    });
+    const behind = client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE);
     // 16 MiB more, as 1 MiB frames (the server would take each one in its turn).
     const frame = Buffer.alloc(1024 * 1024);
     frame.writeInt32BE(frame.length - 4, 0);
@@ -349,10 +340,7 @@ describe('connections', () => {
     });
     const idle = await connect(t);
     const busy = await connect(t);
-    await idle.send(API_KEYS.ApiVersions, 3, {
-      clientSoftwareName: 'test',
-      clientSoftwareVersion: '1',
-    });
+    await idle.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE);
     const held = busy.send(API_KEYS.Fetch, 11, { ...FETCH, maxWaitMs: 5000 });
     await new Promise((resolve) => setTimeout(resolve, 20));
     clock.advance(1250);
@@ -368,22 +356,11 @@ describe('connections', () => {
   it('closes connections beyond connectionsMax at once and serves the others', async () => {
     const t = await start({ server: { connectionsMax: 3 } });
     const kept = await Promise.all([connect(t), connect(t), connect(t)]);
-    for (const c of kept)
-      await c.send(API_KEYS.ApiVersions, 3, {
-        clientSoftwareName: 'test',
-        clientSoftwareVersion: '1',
-      });
+    for (const c of kept) await c.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE);
     const extra = await connect(t);
     await extra.closed;
     expect(t.server.stats().refusedConnections).toBe(1);
-    expect(
-      (
-        await kept[0]!.send(API_KEYS.ApiVersions, 3, {
-          clientSoftwareName: 'test',
-          clientSoftwareVersion: '1',
-        })
-      ).errorCode,
-    ).toBe(0);
+    expect((await kept[0]!.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
     await kept[1]!.close();
     await waitFor(() => t.server.connectionCount === 2);
     const replacement = await connect(t);
@@ -444,10 +421,7 @@ describe('close', () => {
   it('closes the store too with closeStore, once the connections are closed', async () => {
     const t = await start();
     const client = await connect(t);
-    await client.send(API_KEYS.ApiVersions, 3, {
-      clientSoftwareName: 'test',
-      clientSoftwareVersion: '1',
-    });
+    await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE);
     await t.server.close({ closeStore: true });
     await client.closed;
     await expect(t.store.fetchOffsets('g', [])).rejects.toMatchObject({ code: 'STORE_CLOSED' });

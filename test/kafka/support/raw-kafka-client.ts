@@ -20,6 +20,9 @@ interface Pending {
 }
 
 /** One connection to a Kafka server. */
+/** The client software ApiVersions v3 names (KIP-511: letters, digits, '.' and '-'). */
+export const TEST_SOFTWARE = { clientSoftwareName: 'test', clientSoftwareVersion: '1' } as const;
+
 export class RawKafkaClient {
   readonly socket: net.Socket;
   /** Correlation ids of responses, in the order they arrived. */

@@ -12,6 +12,7 @@ import {
   CATALOG_FILE,
   TopicCatalog,
   topicNameProblem,
+  type TopicCatalogOptions,
   type TopicEntry,
 } from '../../../src/kafka/catalog/index.js';
 import { FaultyFileSystem } from '../../support/faulty-file-system.js';
@@ -24,6 +25,7 @@ function openCatalog(
   fs = new FaultyFileSystem(),
   changed: TopicEntry[] = [],
   topicsMax = 100,
+  more: Partial<TopicCatalogOptions> = {},
 ): Promise<TopicCatalog> {
   return TopicCatalog.open({
     fs,
@@ -31,6 +33,7 @@ function openCatalog(
     topicsMax,
     nowMs: () => T0,
     onTopicChanged: (t) => changed.push(t),
+    ...more,
   });
 }
 
@@ -187,11 +190,7 @@ describe('TopicCatalog', () => {
   it('gives new topics table ids above the highest the store holds offsets of, asking once, with one warning', async () => {
     const warnings: string[] = [];
     let asked = 0;
-    const catalog = await TopicCatalog.open({
-      fs: new FaultyFileSystem(),
-      dir: tempDir(),
-      topicsMax: 100,
-      nowMs: () => T0,
+    const catalog = await openCatalog(tempDir(), undefined, [], 100, {
       highestTableIdInUse: async () => {
         asked++;
         return 7;
@@ -207,11 +206,7 @@ describe('TopicCatalog', () => {
   it('fails the changes of a round whose hearer or table-id check throws, and goes on with the next; the check is asked again until it answers', async () => {
     let failCheck = true;
     let failHearer = false;
-    const catalog = await TopicCatalog.open({
-      fs: new FaultyFileSystem(),
-      dir: tempDir(),
-      topicsMax: 100,
-      nowMs: () => T0,
+    const catalog = await openCatalog(tempDir(), undefined, [], 100, {
       highestTableIdInUse: async () => {
         if (failCheck) throw new Error('store closed');
         return 4;

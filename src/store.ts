@@ -931,7 +931,6 @@ export class OffsetStore {
     return scanner;
   }
 
-  /** Figures per offsets-bucket. */
   /**
    * The highest table id of any offset committed in the store (0 when none), once every
    * offsets-bucket has recovered; a bucket that failed to is not counted. A catalog naming tables
@@ -949,6 +948,7 @@ export class OffsetStore {
     return highest;
   }
 
+  /** Figures per offsets-bucket. */
   async stats(): Promise<StoreStats> {
     this.#checkOpen();
     const buckets = this.#slots.map((slot): BucketStats => {

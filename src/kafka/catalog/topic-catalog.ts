@@ -157,9 +157,15 @@ export class TopicCatalog {
 
   /** Why `name` cannot be created (an illegal name, or one colliding with a topic's), or null when it can. */
   nameProblem(name: string): string | null {
+    return this.#nameProblem(name, undefined);
+  }
+
+  /** `nameProblem`, counting as taken also the collision keys of the topics a round creates. */
+  #nameProblem(name: string, alsoTaken: ReadonlySet<string> | undefined): string | null {
     const problem = topicNameProblem(name);
     if (problem !== null) return problem;
-    if (!this.#byName.has(name) && this.#collisions.has(collisionKey(name)))
+    const key = collisionKey(name);
+    if (!this.#byName.has(name) && (this.#collisions.has(key) || alsoTaken?.has(key) === true))
       return `topic name ${JSON.stringify(name)} collides with an existing topic ('.' and '_' are alike)`;
     return null;
   }
@@ -302,11 +308,7 @@ export class TopicCatalog {
       draft.changed.set(name, grown);
       return grown;
     }
-    const problem =
-      this.nameProblem(name) ??
-      (draft.collisions.has(collisionKey(name))
-        ? `topic name ${JSON.stringify(name)} collides with an existing topic ('.' and '_' are alike)`
-        : null);
+    const problem = this.#nameProblem(name, draft.collisions);
     if (problem !== null)
       throw new TopicCatalogError(
         'INVALID_REQUEST',

@@ -66,13 +66,11 @@ export const handleFindCoordinator: RequestHandler<typeof API_KEYS.FindCoordinat
   peer,
 ) => {
   if (header.apiVersion >= 4) {
-    const coordinators = mapInTurns(request.coordinatorKeys, (key) => ({
-      key,
-      ...coordinatorOf(context, key, request.keyType, peer.listenerName),
-    }));
-    return Array.isArray(coordinators)
-      ? { throttleTimeMs: 0, coordinators }
-      : coordinators.then((all) => ({ throttleTimeMs: 0, coordinators: all }));
+    return mapInTurns(
+      request.coordinatorKeys,
+      (key) => ({ key, ...coordinatorOf(context, key, request.keyType, peer.listenerName) }),
+      (coordinators) => ({ throttleTimeMs: 0, coordinators }),
+    );
   }
   return {
     throttleTimeMs: 0,

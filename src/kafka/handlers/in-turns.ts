@@ -14,18 +14,27 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** `items.map(fn)`: at once when there are at most TURN_ITEMS, else in turns (a promise). */
-export function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): R[] | Promise<R[]> {
-  if (items.length <= TURN_ITEMS) return items.map(fn);
-  return (async () => {
-    const out: R[] = new Array<R>(items.length);
-    for (let start = 0; start < items.length; start += TURN_ITEMS) {
-      if (start > 0) await nextTurn();
-      const end = Math.min(items.length, start + TURN_ITEMS);
-      for (let i = start; i < end; i++) out[i] = fn(items[i]!);
-    }
-    return out;
-  })();
+/**
+ * `build(items.map(fn))`: at once when there are at most TURN_ITEMS items, else once the map has
+ * been worked through in turns (a promise).
+ */
+export function mapInTurns<T, R, A>(
+  items: readonly T[],
+  fn: (item: T) => R,
+  build: (mapped: R[]) => A,
+): A | Promise<A> {
+  if (items.length <= TURN_ITEMS) return build(items.map(fn));
+  return mapAllInTurns(items, fn).then(build);
+}
+
+async function mapAllInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  for (let start = 0; start < items.length; start += TURN_ITEMS) {
+    if (start > 0) await nextTurn();
+    const end = Math.min(items.length, start + TURN_ITEMS);
+    for (let i = start; i < end; i++) out[i] = fn(items[i]!);
+  }
+  return out;
 }
 
 /** `Promise.all(items.map(fn))`, TURN_ITEMS at a time, each turn after the event loop served others. */

@@ -135,21 +135,22 @@ export const handleOffsetFetch: RequestHandler<typeof API_KEYS.OffsetFetch> = (
 ) => {
   const requireStable = request.requireStable;
   if (header.apiVersion >= 8) {
-    const groups = mapInTurns(request.groups, (g) => ({
-      groupId: g.groupId,
-      ...fetchGroup(
-        context,
-        g.groupId,
-        g.topics,
-        requireStable,
-        g.memberId === null && g.memberEpoch < 0
-          ? undefined
-          : { memberId: g.memberId ?? '', memberEpoch: g.memberEpoch },
-      ),
-    }));
-    return Array.isArray(groups)
-      ? { throttleTimeMs: 0, groups }
-      : groups.then((all) => ({ throttleTimeMs: 0, groups: all }));
+    return mapInTurns(
+      request.groups,
+      (g) => ({
+        groupId: g.groupId,
+        ...fetchGroup(
+          context,
+          g.groupId,
+          g.topics,
+          requireStable,
+          g.memberId === null && g.memberEpoch < 0
+            ? undefined
+            : { memberId: g.memberId ?? '', memberEpoch: g.memberEpoch },
+        ),
+      }),
+      (groups) => ({ throttleTimeMs: 0, groups }),
+    );
   }
   const { topics, errorCode } = fetchGroup(
     context,

@@ -314,7 +314,8 @@ export class OffsetStore {
         });
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
-      // then on). Awaiting recovery, only once it succeeded: a store that refuses to open keeps them exact.
+      // then on). Awaiting recovery, once it succeeded, or each bucket's before it first writes
+      // (#beforeFirstWrite): a store that refuses to open keeps exact the ends its logs still have.
       const endsInexact = async () => {
         if (manifest.buckets.some((b) => b.endExact))
           await this.#manifest!.update((m) => {
@@ -567,6 +568,7 @@ export class OffsetStore {
         this.#options.durability === 'fsync'
           ? (logEnd: number) => this.#raiseLogEnd(index, logEnd)
           : undefined,
+      beforeFirstWrite: () => this.#beforeFirstWrite(index),
       fs: this.#options.fs,
       dir,
       durability: this.#options.durability,
@@ -1077,6 +1079,20 @@ export class OffsetStore {
         b.endExact = false;
         b.logEnd = Math.max(b.logEnd, ends[i] ?? 0);
       });
+    });
+  }
+
+  /**
+   * Bucket `index`'s log is about to write for the first time since the store opened: if its end is
+   * still recorded as exact (awaiting recovery, the ends become lower bounds only once every bucket
+   * has loaded, and a loaded bucket's coordinator timers may write snapshots before that), it becomes
+   * a lower bound first. Otherwise a failed open would leave an exact end below what the log holds,
+   * and the next open would refuse the healthy bucket as having lost batches.
+   */
+  async #beforeFirstWrite(index: number): Promise<void> {
+    if (this.#manifest === undefined || !this.#manifest.manifest.buckets[index]!.endExact) return;
+    await this.#manifest.update((m) => {
+      m.buckets[index]!.endExact = false;
     });
   }
 

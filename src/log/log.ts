@@ -121,6 +121,11 @@ export interface LogOptions {
    * below it (a lost segment, even after a crash) refuses rather than serve less. Must not reject.
    */
   onSegmentStarted?: (logEnd: number) => Promise<void>;
+  /**
+   * Awaited once, before the log first writes a batch (the store records that the log may now grow
+   * past the end it recorded as exact). If it rejects, the log fails as on a storage error.
+   */
+  beforeFirstWrite?: () => Promise<void>;
 }
 
 /** Default limits. */
@@ -292,6 +297,8 @@ export class Log implements LogPort {
   #activeFileBytes: number;
   /** A preallocation of the active segment failed for lack of space: none until the next segment. */
   #preallocationRefused = false;
+  /** `options.beforeFirstWrite` until it has been awaited successfully. */
+  #beforeFirstWrite: (() => Promise<void>) | undefined;
   #nextOffset: number;
   /** First log offset not known to be durable: every batch below it was fdatasynced. */
   #durableBelow: number;
@@ -329,6 +336,7 @@ export class Log implements LogPort {
     nextOffset: number,
   ) {
     this.#options = options;
+    this.#beforeFirstWrite = options.beforeFirstWrite;
     this.#segments = segments;
     this.#active = active;
     this.#activeFileBytes = activeFileBytes;
@@ -512,6 +520,15 @@ export class Log implements LogPort {
             return;
           }
           continue;
+        }
+        if (this.#beforeFirstWrite !== undefined) {
+          try {
+            await this.#beforeFirstWrite();
+          } catch (error) {
+            this.#failStop(error, []);
+            return;
+          }
+          this.#beforeFirstWrite = undefined;
         }
         const taken = this.#takeRound();
         const flushHere = !flushesTakeTurns(this);

@@ -206,16 +206,26 @@ export interface ManifestDefaults {
   nowMs: number;
 }
 
+/** An update asked for and not written yet. */
+interface PendingUpdate {
+  change: (manifest: StoreManifest) => void;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 /**
- * The manifest of an open store: read (or created) once, then rewritten whole on every update,
- * one update at a time.
+ * The manifest of an open store: read (or created) once, then rewritten whole on updates. Updates are
+ * group-committed: those asked for while a write is under way (or in the same turn) are applied in
+ * call order to one copy and written once, so n buckets recording their ends as they load cost a few
+ * writes, not n writes of n entries each.
  */
 export class ManifestFile {
   /** Path of `store.json`, for messages. */
   readonly path: string;
   readonly #fs: FileSystem;
   #manifest: StoreManifest;
-  #writing: Promise<void> = Promise.resolve();
+  #pending: PendingUpdate[] = [];
+  #writing = false;
 
   private constructor(fs: FileSystem, manifestPath: string, manifest: StoreManifest) {
     this.#fs = fs;
@@ -271,20 +281,57 @@ export class ManifestFile {
     return this.#manifest;
   }
 
-  /** Applies `change` to a copy and writes it durably; updates run one at a time, in call order. */
+  /**
+   * Applies `change` to a copy and writes it durably, together with the updates asked for meanwhile
+   * (in call order). Resolves once written; a write that fails rejects every update it carried and
+   * leaves the manifest as it was; a change that throws is rejected alone.
+   */
   update(change: (manifest: StoreManifest) => void): Promise<void> {
-    const run = this.#writing.then(async () => {
-      const next: StoreManifest = {
-        ...this.#manifest,
-        buckets: this.#manifest.buckets.map((b) => ({ ...b })),
-      };
-      change(next);
-      await writeDurably(this.#fs, this.path, encodeManifest(next));
-      this.#manifest = next;
+    return new Promise<void>((resolve, reject) => {
+      this.#pending.push({ change, resolve, reject });
+      if (!this.#writing) {
+        this.#writing = true;
+        // A turn later: updates asked for in the same turn share the first write too.
+        queueMicrotask(() => void this.#writeRounds());
+      }
     });
-    this.#writing = run.catch(() => {});
-    return run;
   }
+
+  async #writeRounds(): Promise<void> {
+    while (this.#pending.length > 0) {
+      let round = this.#pending.splice(0);
+      let next: StoreManifest;
+      for (;;) {
+        next = { ...this.#manifest, buckets: this.#manifest.buckets.map((b) => ({ ...b })) };
+        const thrower = applyAll(next, round);
+        if (thrower === undefined) break;
+        // Rare (a change is the store's own code): the round starts over without it.
+        round = round.filter((update) => update !== thrower);
+      }
+      if (round.length === 0) continue;
+      try {
+        await writeDurably(this.#fs, this.path, encodeManifest(next));
+        this.#manifest = next;
+        for (const update of round) update.resolve();
+      } catch (error) {
+        for (const update of round) update.reject(error);
+      }
+    }
+    this.#writing = false;
+  }
+}
+
+/** Applies each update's change in turn; the first that throws is rejected and returned. */
+function applyAll(manifest: StoreManifest, round: PendingUpdate[]): PendingUpdate | undefined {
+  for (const update of round) {
+    try {
+      update.change(manifest);
+    } catch (error) {
+      update.reject(error);
+      return update;
+    }
+  }
+  return undefined;
 }
 
 /** Bucket folders of `dir` that do not exist although the manifest has their buckets. */

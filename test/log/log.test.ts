@@ -78,6 +78,50 @@ describe('Log', () => {
     await log.close();
   });
 
+  it('awaits beforeFirstWrite once, before its first batch reaches the file; if it fails, the log fails and nothing is written', async () => {
+    const dir = tempDir();
+    const fileBytes = () =>
+      segmentFiles(dir).reduce(
+        (n, f) => n + readFileSync(path.join(dir, f)).filter((b) => b !== 0).length,
+        0,
+      );
+    let calls = 0;
+    let release!: () => void;
+    const { log } = await Log.open(
+      logOptions(dir, {
+        beforeFirstWrite: () => {
+          calls++;
+          return new Promise<void>((resolve) => (release = resolve));
+        },
+      }),
+    );
+    const first = log.append(testBatch(0));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(calls).toBe(1);
+    expect(fileBytes()).toBe(0); // held until the hook answers
+    release();
+    expect(await first).toBe(0);
+    expect(await log.append(testBatch(1))).toBe(1);
+    expect(calls).toBe(1);
+    await log.close();
+
+    const refused = tempDir();
+    const { log: failing } = await Log.open(
+      logOptions(refused, {
+        beforeFirstWrite: () => Promise.reject(new Error('store.json: EIO')),
+      }),
+    );
+    await expect(failing.append(testBatch(0))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/store\.json: EIO/),
+    });
+    await expect(failing.append(testBatch(0))).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    await failing.close().catch(() => {});
+    expect(
+      segmentFiles(refused).every((f) => readFileSync(path.join(refused, f)).every((b) => b === 0)),
+    ).toBe(true);
+  });
+
   it('recovers exactly the complete batches before every possible torn length of the last segment', async () => {
     const source = tempDir();
     const written = await writeLog(source, 30);

@@ -9,7 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { verifyLog } from '../../src/admin/index.js';
 import { buildGroupSnapshotBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
+import type { FileHandle, OpenFlags } from '../../src/io/index.js';
+import { ManualClock } from '../../src/util/clock.js';
 import { markCrashed } from '../support/crashed-manifest.js';
+import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
 async function storeWithTwoGroups(dir: string): Promise<{ damaged: string; healthy: string }> {
@@ -121,6 +124,52 @@ describe('a store over damaged files', () => {
     await expect(store.ready()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
     expect(JSON.parse(readFileSync(manifestPath, 'utf8')).buckets[good].logEnd).toBe(goodEnd);
+    await store.close();
+  });
+
+  it('a bucket that wrote while another bucket failed the open (awaitRecovery) opens the next time with what it wrote (it was refused as having lost batches)', async () => {
+    const dir = tempDir();
+    const { damaged, healthy } = await storeWithTwoGroups(dir);
+    const clock = new ManualClock();
+    const setup = await OffsetStore.open({ dir, clock });
+    const [bad, good] = [setup.bucketFor(damaged), setup.bucketFor(healthy)];
+    // A member in the healthy bucket: its session expires on the clock once the bucket is loaded.
+    await setup.heartbeat(healthy, { memberEpoch: 0, subscribedTableIds: [1] });
+    await setup.close();
+    const { file, bytes } = damageFirstSegment(dir, bad);
+    // The damaged bucket's files open only once the healthy bucket has loaded and its timer wrote.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const fs = new (class extends FaultyFileSystem {
+      override async open(p: string, flags: OpenFlags, mode?: number): Promise<FileHandle> {
+        if (p.startsWith(bucketDir(dir, bad) + path.sep)) await released;
+        return super.open(p, flags, mode);
+      }
+    })();
+    const opening = OffsetStore.open({ dir, clock, fs });
+    const failed = expect(opening).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining(`${file}`),
+    });
+    while (clock.pendingTimerCount === 0) await new Promise((r) => setTimeout(r, 5));
+    // Segments are preallocated (zeros past the end): the snapshot shows as bytes no longer zero.
+    const written = () =>
+      segmentNames(dir, good).reduce(
+        (n, f) =>
+          n + readFileSync(path.join(bucketDir(dir, good), f)).filter((b) => b !== 0).length,
+        0,
+      );
+    const before = written();
+    clock.advance(10 * 60_000); // the member's session expires: the group's snapshot is written
+    while (written() === before) await new Promise((r) => setTimeout(r, 5));
+    release();
+    await failed;
+    // Repaired, the store opens, the healthy bucket with what it wrote.
+    bytes[60]! ^= 0x40;
+    writeFileSync(file, bytes);
+    const store = await OffsetStore.open({ dir, clock });
+    expect((await store.fetchOffsets(healthy)).length).toBe(4);
+    expect((await store.describeGroup(healthy)).members).toEqual([]);
     await store.close();
   });
 

@@ -66,10 +66,27 @@ function merged<T, A>(
   all: readonly T[],
   allowed: readonly T[],
   answered: readonly A[] | undefined,
-  refused: (element: T) => A,
+  refused: (element: T, index: number) => A,
 ): A[] {
+  const allowedSet = new Set(allowed);
+  const count = answered?.length ?? 0;
   let next = 0;
-  return all.map((element) => (allowed.includes(element) ? answered![next++]! : refused(element)));
+  return all.map((element, i) =>
+    allowedSet.has(element) && next < count ? answered![next++]! : refused(element, i),
+  );
+}
+
+/** The first of `answers` for each key, by `keyOf`: an answer looked up in constant time. */
+function firstByKey<A>(
+  answers: readonly A[] | undefined,
+  keyOf: (answer: A) => string | null | undefined,
+) {
+  const byKey = new Map<string | null | undefined, A>();
+  for (const answer of answers ?? []) {
+    const key = keyOf(answer);
+    if (!byKey.has(key)) byKey.set(key, answer);
+  }
+  return byKey;
 }
 
 /** The ACL questions of one request. */
@@ -129,30 +146,26 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
   [API_KEYS.OffsetCommit]: (inner, check, context, request, header, peer) => {
     const groupOk = check.may('Read', 'Group', request.groupId);
     const allowed = groupOk ? request.topics.filter((t) => check.may('Read', 'Topic', t.name)) : [];
+    const allowedNames = new Set(allowed.map((t) => t.name));
     const refusedCode = (name: string) =>
       !groupOk
         ? KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED
-        : allowed.some((t) => t.name === name)
+        : allowedNames.has(name)
           ? null
           : KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED;
-    const refused = request.topics.map((t) => ({
-      name: t.name,
-      partitions: t.partitions.map((p) => ({
-        partitionIndex: p.partitionIndex,
-        errorCode: refusedCode(t.name) ?? 0,
-      })),
-    }));
-    if (allowed.length === 0) return { throttleTimeMs: 0, topics: refused };
-    if (allowed.length === request.topics.length) return inner(context, request, header, peer);
-    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
-      const answered = [...(body.topics ?? [])];
+    const refused = request.topics.map((t) => {
+      const errorCode = refusedCode(t.name) ?? 0;
       return {
-        ...body,
-        topics: request.topics.map((t, i) =>
-          refusedCode(t.name) === null ? answered.shift()! : refused[i]!,
-        ),
+        name: t.name,
+        partitions: t.partitions.map((p) => ({ partitionIndex: p.partitionIndex, errorCode })),
       };
     });
+    if (allowed.length === 0) return { throttleTimeMs: 0, topics: refused };
+    if (allowed.length === request.topics.length) return inner(context, request, header, peer);
+    return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => ({
+      ...body,
+      topics: merged(request.topics, allowed, body.topics, (_, i) => refused[i]!),
+    }));
   },
 
   [API_KEYS.ListOffsets]: (inner, check, context, request, header, peer) => {
@@ -244,12 +257,10 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     });
     if (allowed.length === 0)
       return { throttleTimeMs: 0, results: request.groupsNames.map(refused) };
-    return then(inner(context, { ...request, groupsNames: allowed }, header, peer), (body) => ({
-      ...body,
-      results: request.groupsNames.map(
-        (g) => (body.results ?? []).find((r) => r.groupId === g) ?? refused(g),
-      ),
-    }));
+    return then(inner(context, { ...request, groupsNames: allowed }, header, peer), (body) => {
+      const byGroup = firstByKey(body.results, (r) => r.groupId);
+      return { ...body, results: request.groupsNames.map((g) => byGroup.get(g) ?? refused(g)) };
+    });
   },
 
   [API_KEYS.DescribeGroups]: (inner, check, context, request, header, peer) => {
@@ -263,15 +274,10 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
       members: [],
     });
     if (allowed.length === 0) return { throttleTimeMs: 0, groups: request.groups.map(refused) };
-    return then(inner(context, { ...request, groups: allowed }, header, peer), (body) => {
-      const answered = [...(body.groups ?? [])];
-      return {
-        ...body,
-        groups: request.groups.map((g) =>
-          allowed.includes(g) && answered.length > 0 ? answered.shift()! : refused(g),
-        ),
-      };
-    });
+    return then(inner(context, { ...request, groups: allowed }, header, peer), (body) => ({
+      ...body,
+      groups: merged(request.groups, allowed, body.groups, refused),
+    }));
   },
 
   [API_KEYS.ConsumerGroupDescribe]: (inner, check, context, request, header, peer) => {
@@ -282,15 +288,10 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
       members: [],
     });
     if (allowed.length === 0) return { throttleTimeMs: 0, groups: request.groupIds.map(refused) };
-    return then(inner(context, { ...request, groupIds: allowed }, header, peer), (body) => {
-      const answered = [...(body.groups ?? [])];
-      return {
-        ...body,
-        groups: request.groupIds.map((g) =>
-          allowed.includes(g) && answered.length > 0 ? answered.shift()! : refused(g),
-        ),
-      };
-    });
+    return then(inner(context, { ...request, groupIds: allowed }, header, peer), (body) => ({
+      ...body,
+      groups: merged(request.groupIds, allowed, body.groups, refused),
+    }));
   },
 
   [API_KEYS.ListGroups]: (inner, check, context, request, header, peer) =>
@@ -338,8 +339,9 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
       };
     return then(inner(context, { ...request, coordinatorKeys: allowed }, header, peer), (body) => ({
       ...body,
-      coordinators: request.coordinatorKeys.map(
-        (key) => (body.coordinators ?? []).find((c) => c.key === key) ?? { key, ...refused },
+      coordinators: ((byKey) =>
+        request.coordinatorKeys.map((key) => byKey.get(key) ?? { key, ...refused }))(
+        firstByKey(body.coordinators, (c) => c.key),
       ),
     }));
   },
@@ -388,14 +390,16 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     });
     if (allowed.length === request.topics!.length) return inner(context, request, header, peer);
     return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
-      const answered = [...(body.topics ?? [])];
+      const answered = body.topics ?? [];
+      const allowedSet = new Set(allowed);
       const seen = new Set<string>();
       const topics = [];
+      let next = 0;
       for (const t of request.topics!) {
         const key = t.name ?? `id:${t.topicId}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        topics.push(allowed.includes(t) ? answered.shift()! : refused(t));
+        topics.push(allowedSet.has(t) && next < answered.length ? answered[next++]! : refused(t));
       }
       return { ...body, topics };
     });
@@ -427,8 +431,7 @@ function mergeFetchTopics(
 ): FetchedTopic[] {
   if (asked === null || allowed === null)
     return answered.filter((t) => check.may('Describe', 'Topic', t.name ?? ''));
-  const queue = [...answered];
-  return asked.map((t) => (allowed.includes(t) ? queue.shift()! : refusedFetchTopic(t)));
+  return merged(asked, allowed, answered, refusedFetchTopic);
 }
 
 /** OffsetFetch v1-7: one group, its topics checked one by one. */

@@ -37,18 +37,34 @@ async function mapAllInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Pro
   return out;
 }
 
-/** `Promise.all(items.map(fn))`, TURN_ITEMS at a time, each turn after the event loop served others. */
+/** Turns of `mapAsyncInTurns` whose work may be under way at once. */
+export const TURNS_IN_FLIGHT = 8;
+
+/**
+ * `Promise.all(items.map(fn))`, TURN_ITEMS at a time, each turn after the event loop served others.
+ * A turn does not wait for the work of the turns before it to finish, only for the one TURNS_IN_FLIGHT
+ * turns back: the writes of a DeleteGroups of thousands of groups share fdatasyncs (a turn waiting
+ * for the one before made one round of them per 256 groups), and no more than TURN_ITEMS *
+ * TURNS_IN_FLIGHT of them are pending at once (a log takes a bounded number of pending writes).
+ */
 export async function mapAsyncInTurns<T, R>(
   items: readonly T[],
   fn: (item: T) => Promise<R>,
 ): Promise<R[]> {
   if (items.length <= TURN_ITEMS) return Promise.all(items.map(fn));
   const out: R[] = new Array<R>(items.length);
+  const turns: Promise<void>[] = [];
   for (let start = 0; start < items.length; start += TURN_ITEMS) {
     if (start > 0) await nextTurn();
+    if (turns.length >= TURNS_IN_FLIGHT) await turns[turns.length - TURNS_IN_FLIGHT];
     const end = Math.min(items.length, start + TURN_ITEMS);
-    const done = await Promise.all(items.slice(start, end).map(fn));
-    for (let i = 0; i < done.length; i++) out[start + i] = done[i]!;
+    const turn = Promise.all(items.slice(start, end).map(fn)).then((done) => {
+      for (let i = 0; i < done.length; i++) out[start + i] = done[i]!;
+    });
+    // A rejection is taken by the Promise.all below; until then it must not count as unhandled.
+    turn.catch(() => {});
+    turns.push(turn);
   }
+  await Promise.all(turns);
   return out;
 }

@@ -8,6 +8,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
+import type { FileHandle, OpenFlags } from '../../../src/io/index.js';
+import { FaultyFileSystem } from '../../support/faulty-file-system.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
@@ -161,6 +163,36 @@ describe('DeleteGroups', () => {
       ]);
     }
     expect((await t.store.listGroups()).map((g) => g.groupId)).toEqual(['live']);
+  });
+
+  it('deletes thousands of groups in one request, turns of 256 not waiting for the fdatasyncs of the ones before (a slow disk made one round of them per turn)', async () => {
+    // A disk whose fdatasync takes 15 ms: turns come faster than that.
+    const fs = new (class extends FaultyFileSystem {
+      override async open(p: string, flags: OpenFlags, mode?: number): Promise<FileHandle> {
+        const handle = await super.open(p, flags, mode);
+        const datasync = handle.datasync.bind(handle);
+        handle.datasync = async () => {
+          await new Promise((resolve) => setTimeout(resolve, 15));
+          return datasync();
+        };
+        delete handle.datasyncNow; // every fdatasync through the slow path
+        return handle;
+      }
+    })();
+    running = await startTestServer({ store: { fs } });
+    client = await RawKafkaClient.connect(running.server.port);
+    const groups = Array.from({ length: 4096 }, (_, i) => `g-${i}`);
+    await Promise.all(
+      groups.map((g) => running!.store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 1 }])),
+    );
+    const before = fs.datasyncCount;
+    const response = await client.send(API_KEYS.DeleteGroups, 2, { groupsNames: groups });
+    expect(response.results.every((r, i) => r.groupId === groups[i] && r.errorCode === 0)).toBe(
+      true,
+    );
+    expect(await running.store.listGroups()).toEqual([]);
+    // 16 turns each waiting for its deletions' fdatasyncs (one per bucket): 64.
+    expect(fs.datasyncCount - before).toBeLessThan(40);
   });
 });
 

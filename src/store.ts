@@ -935,12 +935,22 @@ export class OffsetStore {
 
   /**
    * The highest table id of any offset committed in the store (0 when none), once every
-   * offsets-bucket has recovered; a bucket that failed to is not counted. A catalog naming tables
+   * offsets-bucket has recovered; if one failed to, it rejects with that bucket's error rather
+   * than answer too low. A catalog naming tables
    * (the Kafka server's topics) that was lost or restored from an older copy gives new tables ids
    * above it, so that no new table inherits another's committed offsets.
    */
   async highestTableId(): Promise<number> {
     await this.#recovery.catch(() => {});
+    const failed = this.#slots.find((slot) => slot.loadError !== undefined);
+    if (failed !== undefined) {
+      const cause = failed.loadError as Error;
+      throw new OffsetStoreError(
+        isOffsetStoreError(cause) ? cause.code : 'LOG_STORAGE_ERROR',
+        `cannot tell the highest table id in use: offsets-bucket ${failed.index} of ${this.#options.dir} failed to open, and the offsets it holds may be of any table: ${cause?.message}`,
+        { cause },
+      );
+    }
     let highest = 0;
     for (const slot of this.#slots) {
       if (slot.bucket === undefined) continue;

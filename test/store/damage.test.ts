@@ -124,6 +124,15 @@ describe('a store over damaged files', () => {
     await expect(store.ready()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
     expect((await store.fetchOffsets(healthy)).length).toBe(4);
     expect(JSON.parse(readFileSync(manifestPath, 'utf8')).buckets[good].logEnd).toBe(goodEnd);
+    // Which table ids are in use, the store cannot tell without the failed bucket: it says so.
+    await expect(store.highestTableId()).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        new RegExp(
+          `cannot tell the highest table id in use: offsets-bucket ${bad} .*failed to open`,
+        ),
+      ),
+    });
     await store.close();
   });
 

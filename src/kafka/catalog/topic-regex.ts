@@ -766,7 +766,10 @@ export class TopicRegexResolver {
       this.#resolved.set(source, entry);
     }
     const resolved = entry;
-    while (resolved.catalogSize !== this.#catalog.size) {
+    // A pass that started once this was asked will do (topics are only ever added): waiting for one
+    // that saw no creation while it ran could wait for ever while clients keep creating topics.
+    const asked = this.#catalog.size;
+    while (resolved.catalogSize < asked) {
       if (resolved.pending === undefined) {
         const size = this.#catalog.size;
         resolved.pending = this.#match(resolved.regex)

@@ -204,4 +204,43 @@ describe('TopicRegexResolver', () => {
     expect(first.length).toBeGreaterThan(0);
     expect(turnsDuring, 'the event loop turned while the pass ran').toBeGreaterThan(1);
   });
+
+  it('answers from a pass that started after it was asked, however the catalog grows meanwhile (it ran passes until one saw no creation)', async () => {
+    // Every pass takes turns, and a topic is created in each turn: no pass ever sees a catalog
+    // that did not change while it ran.
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const name = () => Array.from({ length: 200 }, () => (random() < 0.5 ? 'a' : 'b')).join('');
+    const topics = Array.from({ length: 300 }, (_, i) => ({ name: name(), tableId: i + 1 }));
+    const catalog = {
+      get size() {
+        return topics.length;
+      },
+      topics: () => [...topics],
+    };
+    let creating = true;
+    const create = (): void => {
+      if (!creating) return;
+      topics.push({ name: name(), tableId: topics.length + 1 });
+      setImmediate(create);
+    };
+    setImmediate(create);
+    const resolver = new TopicRegexResolver(catalog);
+    const asked = topics.length;
+    const timedOut = Symbol('timed out');
+    const outcome = await Promise.race([
+      resolver.tableIds('.*a(a|b){12}'),
+      new Promise((resolve) => setTimeout(() => resolve(timedOut), 10_000)),
+    ]);
+    creating = false;
+    expect(outcome).not.toBe(timedOut);
+    // Every topic there when it was asked is matched.
+    const regex = TopicRegex.compile('.*a(a|b){12}');
+    const expected = topics
+      .slice(0, asked)
+      .filter((t) => regex.matches(t.name))
+      .map((t) => t.tableId);
+    expect(expected.length).toBeGreaterThan(0);
+    expect((outcome as number[]).filter((id) => id <= asked)).toEqual(expected);
+  });
 });

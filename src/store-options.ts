@@ -14,6 +14,7 @@ import {
   type CompactionStrategy,
   type StrategyRef,
 } from './compaction/index.js';
+import { OffsetStoreError } from './errors/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { LOG_DEFAULTS, type Durability } from './log/index.js';
@@ -501,6 +502,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   const durability = rawDurability ?? DEFAULTS.durability;
   if (durability !== 'fsync' && durability !== 'os')
     throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
+  const warn = warningsTo(onWarning);
   return {
     dir: path.resolve(dir),
     bucketCount:
@@ -536,26 +538,70 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
       'options.pendingCommitsMax',
       DEFAULTS.pendingCommitsMax,
     ),
-    clock: clock === undefined ? new SystemClock() : wholeMilliseconds(clock),
+    clock: storeClock(clock ?? new SystemClock(), warn),
     fs: fs ?? new NodeFileSystem(),
     awaitRecovery: awaitRecovery ?? true,
     compaction: resolveCompaction(compaction),
     group: resolveGroupSettings(group, 'options.group', STORE_GROUP_DEFAULTS),
-    onWarning: onWarning ?? ((message) => process.emitWarning(message, 'OffsetStoreWarning')),
+    onWarning: warn,
   };
 }
 
 /**
- * `clock` read in whole milliseconds: the store persists times as integers (commit timestamps, the
- * manifest's creation time, when a group became Empty), and a clock with fractions (one built on
- * `performance.now()`, a ManualClock advanced by half a millisecond) would otherwise write values
- * the next open refuses.
+ * The user's onWarning, called so that it cannot throw into the store: a warning is given on paths
+ * that must go on (recovery, background work), and a throw there would abandon what they hold.
  */
-function wholeMilliseconds(clock: Clock): Clock {
+export function warningsTo(
+  onWarning: ((message: string) => void) | undefined,
+): (message: string) => void {
+  if (onWarning === undefined)
+    return (message) => process.emitWarning(message, 'OffsetStoreWarning');
+  if (typeof onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
+  return (message) => {
+    try {
+      onWarning(message);
+    } catch (error) {
+      process.emitWarning(
+        `options.onWarning threw (${(error as Error)?.message}) on: ${message}`,
+        'OffsetStoreWarning',
+      );
+    }
+  };
+}
+
+/**
+ * `clock` as the store uses it:
+ * - read in whole milliseconds: the store persists times as integers (commit timestamps, the
+ *   manifest's creation time, when a group became Empty), and a clock with fractions (one built on
+ *   `performance.now()`, a ManualClock advanced by half a millisecond) would otherwise write values
+ *   the next open refuses;
+ * - a time that cannot be persisted (not a number, negative, past 2^53: a clock in nanoseconds) is
+ *   refused with INVALID_CONFIG where it is read, so a commit that would record it fails before
+ *   anything is written (it was acknowledged, and the next open refused the bucket; NaN made a
+ *   fresh commit look expired to retention);
+ * - a timer's callback that throws (a broken clock read in it) is a warning, not an uncaught
+ *   exception in the service that embeds the store.
+ */
+function storeClock(clock: Clock, warn: (message: string) => void): Clock {
   if (typeof clock?.nowMs !== 'function' || typeof clock.setTimer !== 'function')
     throw new TypeError('options.clock must have nowMs() and setTimer()');
   return {
-    nowMs: () => Math.floor(clock.nowMs()),
-    setTimer: (delayMs, callback) => clock.setTimer(delayMs, callback),
+    nowMs: () => {
+      const ms = clock.nowMs();
+      if (typeof ms !== 'number' || !(ms >= 0) || ms > Number.MAX_SAFE_INTEGER)
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `options.clock.nowMs() returned ${String(ms)}: the store needs milliseconds since the epoch, a number from 0 to 2^53-1`,
+        );
+      return Math.floor(ms);
+    },
+    setTimer: (delayMs, callback) =>
+      clock.setTimer(delayMs, () => {
+        try {
+          callback();
+        } catch (error) {
+          warn(`a timer of the store failed: ${(error as Error)?.message}`);
+        }
+      }),
   };
 }

@@ -539,9 +539,16 @@ export class OffsetStore {
             onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
             bucketOf: (groupId) => this.#bucketOfGroup(groupId),
           });
-          // Recorded before the bucket serves, whatever becomes of the others: what recovery found
-          // is durable now, and a later open must not take its last batches for a torn tail.
-          await this.#raiseLogEnd(slot.index, bucket.logEnd().logOffset);
+          try {
+            // Recorded before the bucket serves, whatever becomes of the others: what recovery
+            // found is durable now, and a later open must not take its last batches for a torn tail.
+            await this.#raiseLogEnd(slot.index, bucket.logEnd().logOffset);
+          } catch (error) {
+            // Not installed, so nothing else would close it: its timers would write through a
+            // log nothing owns any more.
+            await bucket.unload().catch(() => {});
+            throw error;
+          }
           slot.bucket = bucket;
         } catch (error) {
           // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
@@ -1020,10 +1027,14 @@ export class OffsetStore {
     this.#retentionTimer = this.#options.clock.setTimer(
       this.#options.offsetsRetentionCheckIntervalMs,
       () => {
-        this.#retentionRun = this.#expireOffsets().finally(() => {
-          this.#retentionRun = undefined;
-          this.#armRetention();
-        });
+        this.#retentionRun = this.#expireOffsets()
+          .catch((error: unknown) =>
+            this.#options.onWarning(`offsets retention: ${(error as Error).message}`),
+          )
+          .finally(() => {
+            this.#retentionRun = undefined;
+            this.#armRetention();
+          });
       },
     );
   }

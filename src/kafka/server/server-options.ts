@@ -4,6 +4,7 @@
  * The defaults follow Kafka's broker where it has the same setting.
  */
 import type { OffsetStore } from '../../store.js';
+import { warningsTo } from '../../store-options.js';
 import { SystemClock, type Clock } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
 import {
@@ -290,11 +291,8 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
       10_000_000,
     ),
     clock: clock ?? new SystemClock(),
-    onWarning:
-      onWarning ?? ((message: string) => process.emitWarning(message, 'OffsetStoreWarning')),
+    onWarning: warningsTo(onWarning),
   };
-  if (typeof resolved.onWarning !== 'function')
-    throw new TypeError('options.onWarning must be a function');
   if (listeners !== undefined) {
     if (
       host !== undefined ||

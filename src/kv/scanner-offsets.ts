@@ -19,7 +19,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import type { CommittedOffsetValue } from './group-offsets.js';
 import { bucketKey, type BucketRef, type TableBucket } from '../model/index.js';
-import { normalizeBucket } from './validation.js';
+import { normalizeBucket, normalizeBuckets } from './validation.js';
 
 /** What the scanner needs from the store. */
 export interface ScannerOffsetsPort {
@@ -108,10 +108,9 @@ export class ScannerOffsets {
    */
   async assign(buckets: readonly BucketRef[]): Promise<void> {
     this.#checkOpen();
-    const normalized = buckets.map((b, i) => normalizeBucket(b, `buckets[${i}]`));
+    // An array, each element read once, no bucket twice (TypeError or INVALID_REQUEST naming it).
+    const normalized = normalizeBuckets(buckets, 'buckets', true);
     const keys = new Set(normalized.map(bucketKey));
-    if (keys.size !== normalized.length)
-      throw new OffsetStoreError('INVALID_REQUEST', 'buckets repeats a bucket');
     // All-or-nothing: every new position is resolved before the assignment changes.
     const fresh = normalized.filter((b) => !this.#positions.has(bucketKey(b)));
     const committed = fresh.length === 0 ? [] : await this.#port.fetchOffsets(this.groupId, fresh);

@@ -22,8 +22,25 @@ import {
 } from '../model/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 
-/** Scratch set for duplicate detection; validation is synchronous, so one instance serves all calls. */
+/**
+ * Scratch set for duplicate detection, lent to one validation at a time. Validation is synchronous,
+ * but a caller's getter runs in the middle of it and may validate another request (a commit whose
+ * offset getter deletes offsets): that one gets a set of its own, or it would clear or fill the set
+ * the first is using (a repeated bucket let through, or one that does not repeat refused).
+ */
 const seenScratch = new BucketKeySet(1024);
+let seenScratchLent = false;
+
+function borrowSeen(): BucketKeySet {
+  if (seenScratchLent) return new BucketKeySet(16);
+  seenScratchLent = true;
+  seenScratch.clear();
+  return seenScratch;
+}
+
+function giveBackSeen(seen: BucketKeySet | undefined): void {
+  if (seen === seenScratch) seenScratchLent = false;
+}
 
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -61,14 +78,20 @@ export function normalizeBuckets(
   if (!Array.isArray(buckets)) throw new TypeError(`${what} must be an array`);
   const count = buckets.length;
   const out: TableBucket[] = new Array(count);
-  const seen = rejectDuplicates && count > 1 ? seenScratch : undefined;
-  seen?.clear();
-  for (let i = 0; i < count; i++) {
-    const b = normalizeBucket(buckets[i], `${what}[${i}]`);
-    if (seen !== undefined && !seen.add(b.tableId, b.partitionId, b.bucketId)) {
-      throw new OffsetStoreError('INVALID_REQUEST', `${what}[${i}] repeats bucket ${bucketKey(b)}`);
+  const seen = rejectDuplicates && count > 1 ? borrowSeen() : undefined;
+  try {
+    for (let i = 0; i < count; i++) {
+      const b = normalizeBucket(buckets[i], `${what}[${i}]`);
+      if (seen !== undefined && !seen.add(b.tableId, b.partitionId, b.bucketId)) {
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          `${what}[${i}] repeats bucket ${bucketKey(b)}`,
+        );
+      }
+      out[i] = b;
     }
-    out[i] = b;
+  } finally {
+    giveBackSeen(seen);
   }
   return out;
 }
@@ -104,49 +127,53 @@ export function normalizeOffsetCommits(
   let lastTable = -1;
   let lastPartition = -2;
   let lastBucket = -1;
-  for (let i = 0; i < count; i++) {
-    const o: unknown = offsets[i];
-    if (typeof o !== 'object' || o === null) throw new TypeError(`offsets[${i}] must be an object`);
-    const {
-      tableId,
-      partitionId: partition,
-      bucketId,
-      offset: value,
-      leaderEpoch: epoch,
-      metadata: text,
-    } = o as OffsetFields;
-    if (!isValidBucket(tableId, partition, bucketId))
-      invalidBucket(tableId, partition, bucketId, `offsets[${i}]`);
-    const t = tableId as number;
-    const b = bucketId as number;
-    const partitionId = (partition ?? null) as number | null;
-    const offset =
-      typeof value === 'number' && Number.isSafeInteger(value) ? value : checkOffset(value, i);
-    const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
-    const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
-    if (seen === undefined) {
-      const p = partitionId ?? -1;
-      if (
-        t > lastTable ||
-        (t === lastTable && (p > lastPartition || (p === lastPartition && b > lastBucket)))
-      ) {
-        lastTable = t;
-        lastPartition = p;
-        lastBucket = b;
-      } else {
-        seen = seenScratch;
-        seen.clear();
-        for (let k = 0; k < i; k++)
-          seen.add(specs[k]!.tableId, specs[k]!.partitionId, specs[k]!.bucketId);
+  try {
+    for (let i = 0; i < count; i++) {
+      const o: unknown = offsets[i];
+      if (typeof o !== 'object' || o === null)
+        throw new TypeError(`offsets[${i}] must be an object`);
+      const {
+        tableId,
+        partitionId: partition,
+        bucketId,
+        offset: value,
+        leaderEpoch: epoch,
+        metadata: text,
+      } = o as OffsetFields;
+      if (!isValidBucket(tableId, partition, bucketId))
+        invalidBucket(tableId, partition, bucketId, `offsets[${i}]`);
+      const t = tableId as number;
+      const b = bucketId as number;
+      const partitionId = (partition ?? null) as number | null;
+      const offset =
+        typeof value === 'number' && Number.isSafeInteger(value) ? value : checkOffset(value, i);
+      const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
+      const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
+      if (seen === undefined) {
+        const p = partitionId ?? -1;
+        if (
+          t > lastTable ||
+          (t === lastTable && (p > lastPartition || (p === lastPartition && b > lastBucket)))
+        ) {
+          lastTable = t;
+          lastPartition = p;
+          lastBucket = b;
+        } else {
+          seen = borrowSeen();
+          for (let k = 0; k < i; k++)
+            seen.add(specs[k]!.tableId, specs[k]!.partitionId, specs[k]!.bucketId);
+        }
       }
+      if (seen !== undefined && !seen.add(t, partitionId, b)) {
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          `offsets[${i}] repeats bucket ${bucketKey({ tableId: t, partitionId, bucketId: b })}`,
+        );
+      }
+      specs[i] = { tableId: t, partitionId, bucketId: b, offset, leaderEpoch, metadata };
     }
-    if (seen !== undefined && !seen.add(t, partitionId, b)) {
-      throw new OffsetStoreError(
-        'INVALID_REQUEST',
-        `offsets[${i}] repeats bucket ${bucketKey({ tableId: t, partitionId, bucketId: b })}`,
-      );
-    }
-    specs[i] = { tableId: t, partitionId, bucketId: b, offset, leaderEpoch, metadata };
+  } finally {
+    giveBackSeen(seen);
   }
   return specs;
 }

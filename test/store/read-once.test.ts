@@ -127,6 +127,46 @@ describe('offset commits', () => {
     expect(reads).toEqual(once(fields));
     await store.close();
   });
+
+  it('finds a repeated bucket even when a getter validates another request meanwhile, and refuses none that does not repeat', async () => {
+    const store = await openStore(tempDir());
+    // Out of order from the second element on, so duplicates are looked for in a set; the third
+    // element's getter validates two buckets of another request while the set is in use.
+    const reentering = (buckets: { tableId: number; bucketId: number }[]) => ({
+      tableId: 3,
+      bucketId: 0,
+      get offset() {
+        store.deleteOffsets('other', buckets).catch(() => {});
+        return 30;
+      },
+    });
+    await expect(
+      store.commitOffsets('g', [
+        { tableId: 2, bucketId: 0, offset: 20 },
+        { tableId: 1, bucketId: 0, offset: 10 },
+        reentering([
+          { tableId: 9, bucketId: 9 },
+          { tableId: 9, bucketId: 8 },
+        ]),
+        { tableId: 2, bucketId: 0, offset: 999 },
+      ]),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringMatching(/offsets\[3\] repeats bucket/),
+    });
+    expect(await store.fetchOffsets('g')).toEqual([]);
+    await store.commitOffsets('g', [
+      { tableId: 2, bucketId: 0, offset: 20 },
+      { tableId: 1, bucketId: 0, offset: 10 },
+      reentering([
+        { tableId: 5, bucketId: 5 },
+        { tableId: 4, bucketId: 4 },
+      ]),
+      { tableId: 5, bucketId: 5, offset: 1 },
+    ]);
+    expect((await store.fetchOffsets('g')).length).toBe(4);
+    await store.close();
+  });
 });
 
 describe('bucket references', () => {

@@ -126,7 +126,15 @@ describe('ScannerOffsets', () => {
     expect(scanner.position(B0)).toBe(50);
     await expect(scanner.assign([B0, { ...B0, partitionId: null }])).rejects.toMatchObject({
       code: 'INVALID_REQUEST',
+      message: expect.stringMatching(/buckets\[1\] repeats bucket/),
     });
+    // Not an array: a TypeError naming the argument (not one about .map).
+    await expect(scanner.assign(undefined as never)).rejects.toThrow(
+      new TypeError('buckets must be an array'),
+    );
+    await expect(scanner.assign({ length: 1, 0: B0 } as never)).rejects.toThrow(
+      new TypeError('buckets must be an array'),
+    );
     await store.close();
   });
 

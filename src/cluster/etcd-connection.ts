@@ -14,9 +14,11 @@
  * another member, the first being avoided now).
  *
  * Errors become OffsetStoreErrors that say whether the call's outcome is known:
- * - etcd refused the request before applying it: REPLICA_NO_SPACE (the NOSPACE alarm: the backend
- *   reached its quota; retriable once an operator compacts, defragments and disarms), INVALID_REQUEST
- *   (a request over etcd's size or operation limits);
+ * - REPLICA_NO_SPACE (the NOSPACE alarm: the backend reached its quota; retriable once an operator
+ *   compacts, defragments and disarms): the answer is final, but etcd gives it both to a request it
+ *   refused before proposing it and to one it applied that crossed the quota, so a writer reads back
+ *   to learn which (reads are not held to the quota);
+ * - INVALID_REQUEST (a request over etcd's size or operation limits): refused before proposing it;
  * - anything else (deadline passed, member unreachable, no leader, leader changed): the request may
  *   or may not have been applied. `outcomeUnknown(error)` is true for those; a writer resolves them
  *   by reading back, never by guessing.

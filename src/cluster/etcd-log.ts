@@ -41,14 +41,8 @@
  */
 import { randomInt } from 'node:crypto';
 import type { IKeyValue, IRangeResponse, IRequestOp, IResponseOp, ITxnResponse } from 'etcd3';
-import {
-  checkBatch,
-  loadChecksum,
-  readBatchWriterId,
-  sealBatch,
-  stampBatchWriter,
-} from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { checkBatch, loadChecksum, sealBatch, stampBatchWriter } from '../codec/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { BatchVisitor, LogPort } from '../log/index.js';
 import { assert } from '../util/index.js';
 import { prefixEnd, type BucketKeys } from './cluster-keys.js';
@@ -343,20 +337,40 @@ export class EtcdLog implements LogPort {
         landed = true;
         revision = String(res.header.revision);
       } else {
-        landed = this.#landedOrFenced(res, start, end);
+        landed = this.#landedOrFenced(res, start, end, round[0]!.batch);
       }
     } catch (error) {
-      if (!outcomeUnknown(error)) {
-        // etcd refused the round before applying it (NOSPACE, limits): nothing landed, the log goes on.
+      if (isOffsetStoreError(error, 'REPLICA_NO_SPACE')) {
+        // etcd applied the round and then found its quota crossed, or refused it before proposing
+        // it: the answer is the same, and final. Reading back tells which.
+        try {
+          landed = await this.#appliedDespiteNoSpace(start, end, round[0]!.batch);
+        } catch (failure) {
+          this.#failStop(failure as OffsetStoreError, round);
+          return;
+        }
+        if (!landed) {
+          for (const entry of round) entry.reject(error);
+          return;
+        }
+      } else if (!outcomeUnknown(error)) {
+        // etcd refused the round before proposing it (over its size or operation limits): nothing
+        // landed, the log goes on.
         for (const entry of round) entry.reject(error);
         return;
-      }
-      this.#unknownOutcomes++;
-      try {
-        landed = await this.#resolveUnknown(start, end, error as OffsetStoreError);
-      } catch (failure) {
-        this.#failStop(failure as OffsetStoreError, round);
-        return;
+      } else {
+        this.#unknownOutcomes++;
+        try {
+          landed = await this.#resolveUnknown(
+            start,
+            end,
+            round[0]!.batch,
+            error as OffsetStoreError,
+          );
+        } catch (failure) {
+          this.#failStop(failure as OffsetStoreError, round);
+          return;
+        }
       }
     }
     if (!landed) {
@@ -403,14 +417,47 @@ export class EtcdLog implements LogPort {
   }
 
   /**
-   * After a failed compare: true if this writer's round [start, end) is in etcd (a round whose
-   * answer was lost, then retried); else the log is fenced (someone else owns the bucket or wrote at
-   * `start`), which fail-stops it. A landed round under a token that is gone since still resolves
-   * (it was committed under a valid token), and the log fail-stops after it.
+   * After etcd answered a round [start, end) NOSPACE: true if it applied the round. etcd checks its
+   * quota before proposing a request and again when applying it, and answers NOSPACE in both cases,
+   * the second after applying it (a round that crossed the quota while other buckets were writing:
+   * acknowledging it is right, rejecting it would leave in etcd a commit its client was told failed,
+   * and make the log's next round take that batch for its own). The answer is final, so reading the
+   * round's first key settles it: it holds this round's first batch, byte for byte, only if etcd
+   * applied the round (a transaction lands whole). Reads are not held to the quota; a read that gets
+   * no answer fail-stops the log (the bucket is reloaded to learn it).
    */
-  #landedOrFenced(res: ITxnResponse, start: number, end: number): boolean {
+  async #appliedDespiteNoSpace(start: number, end: number, firstBatch: Buffer): Promise<boolean> {
+    const what = `reading back an append to ${this.#keys.log} answered NOSPACE`;
+    const [owner, next, first] = await Promise.all(
+      [this.#keys.owner, this.#keys.next, this.#keys.logEntry(start)].map(
+        async (key) => (await this.#connection.range({ key: Buffer.from(key) }, what)).kvs[0],
+      ),
+    );
+    if (first === undefined || !first.value.equals(firstBatch)) return false;
+    const stillOwner = owner !== undefined && owner.value.equals(this.#owner.value);
+    if (stillOwner && next !== undefined && Number(next.value.toString()) === end)
+      this.#nextRevision = String(next.mod_revision);
+    else
+      this.#failure ??= stillOwner
+        ? new OffsetStoreError(
+            'NOT_COORDINATOR',
+            `${this.#keys.log}: another writer under the same token appended after log offset ${end - 1}; this log stops`,
+          )
+        : notOwner(this.#keys, this.#owner, owner);
+    return true;
+  }
+
+  /**
+   * After a failed compare: true if this round [start, end) is in etcd (a round whose answer was
+   * lost, then retried): its first key holds this round's first batch, byte for byte (its writer id
+   * alone would also match a batch of an earlier round of this log). Else the log is fenced (someone
+   * else owns the bucket or wrote at `start`), which fail-stops it. A landed round whose log then
+   * moved on under someone else, or under a token that is gone since, still resolves (it was
+   * committed under a valid token), and the log fail-stops after it.
+   */
+  #landedOrFenced(res: ITxnResponse, start: number, end: number, firstBatch: Buffer): boolean {
     const [owner, next, first] = res.responses.map(kvOf);
-    const ours = first !== undefined && readBatchWriterId(first.value) === this.#writerId;
+    const ours = first !== undefined && first.value.equals(firstBatch);
     const stillOwner = owner !== undefined && owner.value.equals(this.#owner.value);
     if (ours && stillOwner && next !== undefined && Number(next.value.toString()) === end) {
       this.#nextRevision = String(next.mod_revision);
@@ -430,7 +477,12 @@ export class EtcdLog implements LogPort {
    * Resolves a round whose transaction got no answer: retries a fence transaction (see the module
    * comment) until one gets an answer or `resolveTimeoutMs` passes. True if the round landed.
    */
-  async #resolveUnknown(start: number, end: number, cause: OffsetStoreError): Promise<boolean> {
+  async #resolveUnknown(
+    start: number,
+    end: number,
+    firstBatch: Buffer,
+    cause: OffsetStoreError,
+  ): Promise<boolean> {
     const deadlineMs = performance.now() + this.#limits.resolveTimeoutMs;
     let delayMs = 25;
     let last: unknown = cause;
@@ -456,7 +508,7 @@ export class EtcdLog implements LogPort {
           return false;
         }
         if (this.#ownFenceLanded(res, start)) return false;
-        return this.#landedOrFenced(res, start, end);
+        return this.#landedOrFenced(res, start, end, firstBatch);
       } catch (error) {
         last = error;
         if (!outcomeUnknown(error)) break; // etcd answers but refuses writes (NOSPACE): reading cannot settle it

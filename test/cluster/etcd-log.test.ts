@@ -347,6 +347,50 @@ describe("etcd log at etcd's space quota", () => {
     expect((refusal as { retriable: boolean }).retriable).toBe(true);
     expect(log.failed).toBe(false);
     expect(log.nextOffset).toBe(landed);
+    // etcd holds exactly what was acknowledged: the round that crossed the quota is applied by etcd
+    // and then answered NOSPACE, so it must have been acknowledged, not rejected.
+    const reader = await EtcdLog.open({
+      connection: smallConnection,
+      keys: keys.bucket(0),
+      owner: token!,
+    });
+    expect(reader.nextOffset).toBe(landed);
+    await reader.close();
+    await log.close();
+  });
+
+  it('resolves an append answered NOSPACE by reading back: acknowledged when etcd applied it, rejected when it did not, and the log goes on', async () => {
+    const keys = new ClusterKeys('/quota-injected/');
+    const token = await claimBucket(connection, keys.bucket(0), 'n1', undefined);
+    const noSpace = () =>
+      etcdError(new Error('etcdserver: mvcc: database space exceeded'), 'appending');
+    let answer: 'applied' | 'refused' | undefined;
+    const injected = overrideConnection(connection, {
+      txn: async (request, what) => {
+        const mode = answer;
+        answer = undefined;
+        if (mode === 'refused') throw noSpace();
+        const res = await connection.txn(request, what);
+        if (mode === 'applied') throw noSpace(); // etcd applies, then answers NOSPACE
+        return res;
+      },
+    });
+    const log = await EtcdLog.open({ connection: injected, keys: keys.bucket(0), owner: token! });
+    expect(await log.append(testBatch(0))).toBe(0);
+    answer = 'applied';
+    expect(await log.append(testBatch(1))).toBe(1);
+    answer = 'refused';
+    await expect(log.append(testBatch(2))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'REPLICA_NO_SPACE'),
+    );
+    expect(await log.append(testBatch(3))).toBe(2);
+    expect(log.failed).toBe(false);
+    const reader = await EtcdLog.open({ connection, keys: keys.bucket(0), owner: token! });
+    const found = await scanAll(reader);
+    expect(found.map((f) => f.bytes.subarray(48))).toEqual(
+      [0, 1, 3].map((n) => testBatch(n).subarray(48)),
+    );
+    await reader.close();
     await log.close();
   });
 });

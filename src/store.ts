@@ -385,6 +385,10 @@ export class OffsetStore {
               idleTimeoutMs: 10_000,
               nice: compaction.workerNice,
               starvedJobMs: compaction.workerStarvedMs,
+              onWorkerError: (error) =>
+                this.#options.onWarning(
+                  `a compaction worker thread failed: ${(error as Error)?.message}`,
+                ),
             })
           : new InProcessRunner(fs);
     this.#compactor = new Compactor(

@@ -39,6 +39,11 @@ export interface WorkerPoolOptions {
   nice?: number | 'idle';
   /** Under 'idle', how long a job may run before its workers are promoted; default STARVED_JOB_MS. */
   starvedJobMs?: number;
+  /**
+   * Hears of a worker that failed outside a job (it could not start): the job it was to run fails,
+   * and the error is reported here instead of ending the process as an unheard 'error' event.
+   */
+  onWorkerError?: (error: unknown) => void;
 }
 
 /** Under SCHED_IDLE, a job still running after this long has its workers promoted (module comment). */
@@ -89,13 +94,16 @@ export class CompactionWorkerPool implements CompactionRunner {
       minThreads: 0,
       maxThreads: options.workers,
       idleTimeout: options.idleTimeoutMs,
-      execArgv: fromSource ? ['--import', 'tsx'] : [],
+      // Resolved here, next to this module, not by the worker from the process's working directory:
+      // a CLI started from another directory had workers that could not find tsx, and died.
+      execArgv: fromSource ? ['--import', import.meta.resolve('tsx')] : [],
       workerData: {
         nice: options.nice ?? 0,
         threads,
         starvedJobs,
       } satisfies CompactionWorkerData,
     });
+    this.#pool.on('error', (error: unknown) => options.onWorkerError?.(error));
   }
 
   /** Runs a compaction job on a worker thread; STORE_CLOSED once the pool is closed, also for a job cut short by it. */

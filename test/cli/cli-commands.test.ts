@@ -6,12 +6,13 @@
  */
 import { appendFileSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import * as os from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import { SEEDED, seedStore, segmentPaths, snapshotFiles } from '../admin/admin-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
-import { json, runCli } from './cli-harness.js';
+import { json, REPO_DIR, runCli } from './cli-harness.js';
 
 let seeded: string;
 /** The offsets-bucket holding group `orders` (several segments). */
@@ -317,6 +318,18 @@ describe('offset-store commands as child processes', () => {
     expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
     expect(report.recordsDropped).toBeGreaterThan(0);
     expect(report.buckets).toHaveLength(4);
+    expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
+  });
+
+  it('compact through bin/offset-store.js from another working directory: the worker threads find their TypeScript loader too', async () => {
+    const dir = copy();
+    const run = await runCli(['compact', '--dir', dir, '--json'], {
+      executable: [path.join(REPO_DIR, 'bin', 'offset-store.js')],
+      cwd: os.tmpdir(),
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(json(run).recordsDropped).toBeGreaterThan(0);
     expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
   });
 });

@@ -19,14 +19,18 @@ export interface CliRun {
 /** Runs `offset-store <args>` from source; resolves (never rejects) with the exit code and output. */
 export function runCli(
   args: readonly string[],
-  options: { timeoutMs?: number; executable?: string[] } = {},
+  options: { timeoutMs?: number; executable?: string[]; cwd?: string } = {},
 ): Promise<CliRun> {
   const command = options.executable ?? ['--import', 'tsx', MAIN];
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [...command, ...args],
-      { cwd: REPO_DIR, timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024 },
+      {
+        cwd: options.cwd ?? REPO_DIR,
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 64 * 1024 * 1024,
+      },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
         resolve({ code, stdout, stderr });

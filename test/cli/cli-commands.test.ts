@@ -307,6 +307,11 @@ describe('offset-store commands as child processes', () => {
       ),
     );
     expect(tornRun.stdout).toContain('TORN TAIL: 1 torn tail(s); the next open truncates them');
+
+    // Read by a pipe that went away (`| head` under pipefail): the verdict's code and error stand.
+    const unread = await runCli(['log', 'verify', '--dir', corrupt], { stdoutClosed: true });
+    expect(unread.code).toBe(1);
+    expect(unread.stderr).toMatch(/^error: CORRUPT_MESSAGE/m);
   });
 
   it('compact --json: the log cleaner shrinks the log and keeps every committed offset', async () => {

@@ -19,11 +19,17 @@ export interface CliRun {
 /** Runs `offset-store <args>` from source; resolves (never rejects) with the exit code and output. */
 export function runCli(
   args: readonly string[],
-  options: { timeoutMs?: number; executable?: string[]; cwd?: string } = {},
+  options: {
+    timeoutMs?: number;
+    executable?: string[];
+    cwd?: string;
+    /** Close the pipe of its stdout at once, as a reader that went away (`| head`) does. */
+    stdoutClosed?: boolean;
+  } = {},
 ): Promise<CliRun> {
   const command = options.executable ?? ['--import', 'tsx', MAIN];
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [...command, ...args],
       {
@@ -36,6 +42,7 @@ export function runCli(
         resolve({ code, stdout, stderr });
       },
     );
+    if (options.stdoutClosed === true) child.stdout?.destroy();
   });
 }
 

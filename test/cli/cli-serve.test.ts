@@ -154,6 +154,29 @@ describe('offset-store serve', () => {
     await client.closed;
   });
 
+  it('stops cleanly on SIGTERM and SIGHUP reloads, after whatever read its output has gone (it used to exit 0 at once, the store not closed)', async () => {
+    const dir = tempDir();
+    const serving = await serve(['--dir', dir, '--listen', '127.0.0.1:0']);
+    const port = Number(/on 127\.0\.0\.1:(\d+);/.exec(serving.firstLine)?.[1]);
+    const client = await RawKafkaClient.connect(port);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
+    serving.child.stdout!.destroy(); // the reader of its output is gone (a closed pipe)
+    serving.child.kill('SIGHUP'); // reloads users and ACLs, says so on stdout
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(serving.child.exitCode, 'still serving after SIGHUP').toBe(null);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
+    serving.child.kill('SIGTERM');
+    expect(await serving.exited).toBe(0);
+    await client.closed;
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')) as {
+      buckets: { endExact: boolean }[];
+    };
+    expect(
+      manifest.buckets.every((b) => b.endExact),
+      'closed cleanly',
+    ).toBe(true);
+  });
+
   it('exits 2 for bad usage, 1 for a topic the catalog refuses or an address in use', async () => {
     const dir = tempDir();
     for (const args of [

@@ -15,7 +15,14 @@
 import * as path from 'node:path';
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import { decodeBatchRecords, loadChecksum, xxh32 } from '../codec/index.js';
-import { LOG_DEFAULTS, missingBucketDirs, type InspectedSegment } from '../log/index.js';
+import {
+  BUCKETS_DIR,
+  LOG_DEFAULTS,
+  missingBucketDirs,
+  strayBucketDirs,
+  strayReason,
+  type InspectedSegment,
+} from '../log/index.js';
 import { OffsetsTable } from '../kv/index.js';
 import { recordedStrategy } from '../compaction/index.js';
 import { storedSnapshotProblem } from '../group/index.js';
@@ -33,7 +40,7 @@ export interface LogProblem {
    * open refuses the offsets-bucket.
    */
   kind: 'corrupt' | 'torn-tail';
-  /** The offsets-bucket. */
+  /** The offsets-bucket; -1 for the store's own folders (an entry of `buckets/` that is no bucket's). */
   bucket: number;
   /** The damaged (or missing) file. */
   file: string;
@@ -142,6 +149,17 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
     durationMs: 0,
   };
   const missing = new Set(await missingBucketDirs(fs, layout.dir, layout.manifest.bucketCount));
+  // What the next open refuses the whole store for.
+  const stray = await strayBucketDirs(fs, layout.dir, layout.manifest.bucketCount);
+  if (stray.length > 0)
+    report.problems.push({
+      kind: 'corrupt',
+      bucket: -1,
+      file: path.join(layout.dir, BUCKETS_DIR),
+      position: 0,
+      bytesAfter: 0,
+      reason: strayReason(layout.manifest, stray),
+    });
   for (let bucket = 0; bucket < layout.bucketDirs.length; bucket++) {
     const result = await verifyBucket(fs, layout, bucket, missing.has(bucket), report.problems);
     report.buckets.push(result);

@@ -45,6 +45,8 @@ export {
   bucketDirName,
   bucketDirPath,
   missingBucketDirs,
+  strayBucketDirs,
+  strayReason,
   readManifest,
   writeDurably,
   type BucketLogRecord,

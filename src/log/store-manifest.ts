@@ -267,12 +267,7 @@ export class ManifestFile {
       await writeDurably(fs, manifestPath, encodeManifest(manifest));
     }
     const extra = await strayBucketDirs(fs, dir, manifest.bucketCount);
-    if (extra.length > 0) {
-      throw corrupt(
-        manifestPath,
-        `bucketCount is ${manifest.bucketCount}, but ${path.join(dir, BUCKETS_DIR)} also holds ${extra.join(', ')} (the manifest does not describe this store)`,
-      );
-    }
+    if (extra.length > 0) throw corrupt(path.join(dir, BUCKETS_DIR), strayReason(manifest, extra));
     return new ManifestFile(fs, manifestPath, manifest);
   }
 
@@ -348,7 +343,12 @@ export async function missingBucketDirs(
 }
 
 /** Entries of `buckets/` that are not a folder of one of the `bucketCount` buckets. */
-async function strayBucketDirs(
+/**
+ * Entries of `buckets/` that are not the folder of one of the store's offsets-buckets: the folders
+ * of another store (a manifest that does not describe this one), or something put there. Hidden
+ * entries (`.DS_Store`, an editor's or a sync tool's files) are no bucket's and are left alone.
+ */
+export async function strayBucketDirs(
   fs: FileSystem,
   dir: string,
   bucketCount: number,
@@ -357,8 +357,13 @@ async function strayBucketDirs(
     Array.from({ length: bucketCount }, (_, i) => bucketDirName(bucketCount, i)),
   );
   return (await fs.readdir(path.join(dir, BUCKETS_DIR)))
-    .filter((name) => !expected.has(name))
+    .filter((name) => !expected.has(name) && !name.startsWith('.'))
     .sort();
+}
+
+/** Why `stray` entries of `buckets/` refuse the store, and what to do. */
+export function strayReason(manifest: { bucketCount: number }, stray: readonly string[]): string {
+  return `holds ${stray.join(', ')}, which ${stray.length === 1 ? 'is not the folder' : 'are not folders'} of this store's ${manifest.bucketCount} offsets-buckets (${MANIFEST_FILE}: bucketCount ${manifest.bucketCount}): move what is not this store's out of it; if it is, ${MANIFEST_FILE} does not describe this store`;
 }
 
 /**

@@ -8,6 +8,7 @@
 import {
   appendFileSync,
   cpSync,
+  mkdirSync,
   readFileSync,
   statSync,
   truncateSync,
@@ -135,6 +136,34 @@ describe('dumpLog and verifyLog', () => {
       batchCount: dumped.length,
       lastLogOffset: dumped.at(-1)!.logOffset,
     });
+  });
+
+  it('reports what of buckets/ is no bucket folder as the next open does, and leaves hidden files alone', async () => {
+    const dir = copyOfSeeded();
+    const bucketsDir = path.join(dir, 'buckets');
+    // A file a desktop or a sync tool leaves: nobody's, harmless (it used to refuse the store).
+    writeFileSync(path.join(bucketsDir, '.DS_Store'), 'x');
+    expect((await verifyLog(dir)).ok).toBe(true);
+    const opened = await OffsetStore.open({ dir });
+    expect((await opened.fetchOffsets('orders')).length).toBeGreaterThan(0);
+    await opened.close();
+    // A folder of a store with more buckets, or a copy put aside: the next open refuses the
+    // store, and verify, which said ok, now says so too, naming the entry.
+    mkdirSync(path.join(bucketsDir, '004'));
+    mkdirSync(path.join(bucketsDir, 'backup'));
+    const refusal = expect.stringMatching(
+      /buckets: holds 004, backup, which are not folders of this store's 4 offsets-buckets \(store\.json: bucketCount 4\)/,
+    );
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: refusal,
+    });
+    const report = await verifyLog(dir);
+    expect(report.ok).toBe(false);
+    expect(report.problems).toEqual([
+      expect.objectContaining({ kind: 'corrupt', bucket: -1, file: bucketsDir }),
+    ]);
+    expect(`${report.problems[0]!.file}: ${report.problems[0]!.reason}`).toEqual(refusal);
   });
 
   it('reports a flipped byte in a sealed segment as corrupt at the damaged batch, like recovery, and modifies nothing', async () => {

@@ -638,6 +638,15 @@ export class OffsetStore {
       throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
   }
 
+  /**
+   * For what close must stop (scanners, members): refused from the moment close begins, since close
+   * stops only those it finds when it begins (calls in flight are let finish: a commit still lands).
+   */
+  #checkNotClosing(): void {
+    if (this.#closing !== undefined)
+      throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closing`);
+  }
+
   /** The loaded offsets-bucket of a group (COORDINATOR_LOAD_IN_PROGRESS while it recovers; its load error if that failed). */
   #bucket(groupId: string): OffsetsBucket {
     return this.#loaded(this.#slots[this.bucketFor(groupId)]!);
@@ -910,7 +919,7 @@ export class OffsetStore {
    * GroupMember. `leave()` it when done; `close()` stops every member still running.
    */
   async joinGroup(groupId: string, options: MemberOptions): Promise<GroupMember> {
-    this.#checkOpen();
+    this.#checkNotClosing();
     validateGroupId(groupId);
     const member = await GroupMember.join(
       {
@@ -922,13 +931,21 @@ export class OffsetStore {
       groupId,
       { clock: this.#options.clock, ...options },
     );
+    if (this.#closing !== undefined) {
+      // Close began while it joined, and stops only the members it knows of.
+      member.stop();
+      throw new OffsetStoreError(
+        'STORE_CLOSED',
+        `store ${this.#options.dir} closed while ${JSON.stringify(groupId)} was being joined`,
+      );
+    }
     this.#members.add(member);
     return member;
   }
 
   /** A manual-assignment helper for a scanner of `groupId` (no rebalance). */
   scanner(groupId: string, options?: ScannerOptions): ScannerOffsets {
-    this.#checkOpen();
+    this.#checkNotClosing();
     validateGroupId(groupId);
     const scanner = new ScannerOffsets(
       groupId,

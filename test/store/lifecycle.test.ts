@@ -8,7 +8,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ManualClock, type OffsetStore } from '../../src/index.js';
+import { isOffsetStoreError } from '../../src/errors/index.js';
+import { ManualClock, type GroupMember, type OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { imageOf, openStore } from './store-fixtures.js';
@@ -161,6 +162,25 @@ describe('close', () => {
       }
       expect(error, name).toMatchObject({ code: 'STORE_CLOSED', errno: 1000 });
     }
+  });
+
+  it('takes no scanner or member once close has begun, and stops a member whose join it overtook: none outlives the store', async () => {
+    const store = await openStore(tempDir());
+    store.setTableLayout(1, { bucketCount: 2 });
+    const joining = store.joinGroup('members', { subscribedTableIds: [1] });
+    const closing = store.close();
+    expect(() => store.scanner('late')).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
+    await expect(store.joinGroup('late', { subscribedTableIds: [1] })).rejects.toMatchObject({
+      code: 'STORE_CLOSED',
+    });
+    // Joined as close began: it is stopped with the others, not left running against a closed store.
+    const joined = await joining.then(
+      (member) => member,
+      (error: unknown) => error,
+    );
+    if (!isOffsetStoreError(joined, 'STORE_CLOSED'))
+      expect((joined as GroupMember).runState).not.toBe('running');
+    await closing;
   });
 
   it('releases the directory and keeps everything committed', async () => {

@@ -34,7 +34,11 @@ import {
 import { reconcileMember } from './current-assignment-builder.js';
 import type { Group } from './group.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
-import type { HeartbeatResponse, NormalizedHeartbeat } from './heartbeat.js';
+import {
+  GROUP_SUBSCRIBED_TABLES_MAX,
+  type HeartbeatResponse,
+  type NormalizedHeartbeat,
+} from './heartbeat.js';
 import {
   selectRemovedMembers,
   type NormalizedRemoval,
@@ -144,6 +148,26 @@ function emitTarget(
   op.env.pacer.assigned(group.groupId);
 }
 
+/**
+ * INVALID_REQUEST, before anything changes, when `subscription` would take the group's subscriptions
+ * past GROUP_SUBSCRIBED_TABLES_MAX (the member it replaces, or inherits from, no longer counted).
+ */
+function checkGroupSubscriptions(
+  group: Group | undefined,
+  subscription: MemberSubscription,
+  inheritFrom: ConsumerMember | undefined,
+): void {
+  let total = subscription.subscribedTableIds.length;
+  for (const member of group?.members.values() ?? [])
+    if (member.memberId !== subscription.memberId && member !== inheritFrom)
+      total += member.subscribedTableIds.length;
+  if (total > GROUP_SUBSCRIBED_TABLES_MAX)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `with this member's ${subscription.subscribedTableIds.length} subscribed tables, the members of group ${group?.groupId ?? ''} would subscribe to ${total} tables together, more than ${GROUP_SUBSCRIBED_TABLES_MAX} (its snapshot would not fit in one batch)`,
+    );
+}
+
 interface ResolvedMember {
   readonly memberId: string;
   /** The member as it is now, when it exists under `memberId`. */
@@ -174,10 +198,10 @@ function joinOrHeartbeat(
     rebalanceTimeoutMs:
       request.rebalanceTimeoutMs ?? base?.rebalanceTimeoutMs ?? env.config.rebalanceTimeoutMs,
   };
-  let bump =
-    base === undefined ||
-    !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds) ||
-    base.assignor !== subscription.assignor;
+  const subscriptionChanged =
+    base === undefined || !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds);
+  if (subscriptionChanged) checkGroupSubscriptions(group, subscription, inheritFrom);
+  let bump = subscriptionChanged || base.assignor !== subscription.assignor;
   // A layout change raises the epoch once: while a target for it waits (pacing), that target is
   // computed from the layouts as they are then.
   if (!bump && group !== undefined && !group.targetDue && layoutsChanged(group, env.layouts))

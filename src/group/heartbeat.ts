@@ -78,6 +78,13 @@ export interface NormalizedHeartbeat {
 export const MEMBER_ID_LENGTH_MAX = 255;
 /** Most table ids one member may subscribe to. */
 export const SUBSCRIBED_TABLES_MAX = 65_536;
+/**
+ * Most table ids the members of one group may subscribe to together (a table counted once per
+ * member). The group's snapshot holds every member's subscription and is one batch of the log,
+ * at most 8 MiB: past this bound it could not be written, and a join that made it so would change
+ * the group in memory and then fail every later write of it.
+ */
+export const GROUP_SUBSCRIBED_TABLES_MAX = 262_144;
 /** Longest accepted session or rebalance timeout (one day). */
 export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
 /**

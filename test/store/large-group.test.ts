@@ -53,3 +53,40 @@ describe('a group beyond one batch', () => {
     await reopened.close();
   });
 });
+
+describe('a consumer group whose subscriptions would outgrow its snapshot', () => {
+  it('refuses the join that would take the members past 262,144 subscribed tables together, changing nothing (the member used to stay in the group, its snapshot unwritable)', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, bucketCount: 1, durability: 'os' });
+    const tables = (from: number) => Array.from({ length: 65_536 }, (_, i) => from + i);
+    for (let m = 0; m < 4; m++)
+      await store.heartbeat('wide', {
+        memberEpoch: 0,
+        memberId: `m${m}`,
+        subscribedTableIds: tables(m * 65_536),
+      });
+    await expect(
+      store.heartbeat('wide', { memberEpoch: 0, memberId: 'm4', subscribedTableIds: tables(0) }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringMatching(/would subscribe to 327680 tables together, more than 262144/),
+    });
+    expect((await store.describeGroup('wide')).members.map((m) => m.memberId).sort()).toEqual([
+      'm0',
+      'm1',
+      'm2',
+      'm3',
+    ]);
+    // A member may still change its own subscription within the bound.
+    await store.heartbeat('wide', {
+      memberEpoch: (await store.describeGroup('wide')).members.find((m) => m.memberId === 'm3')!
+        .memberEpoch,
+      memberId: 'm3',
+      subscribedTableIds: tables(1_000_000),
+    });
+    await store.close();
+    const reopened = await OffsetStore.open({ dir, durability: 'os' });
+    expect((await reopened.describeGroup('wide')).members).toHaveLength(4);
+    await reopened.close();
+  });
+});

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { NodeFileSystem } from '../io/index.js';
 import { OffsetStoreError } from '../index.js';
+import { systemErrorCode } from '../open-failure.js';
 import { COMMANDS } from './commands/index.js';
 import { DemoFailure } from './demo/demo-scenario.js';
 import {
@@ -178,6 +179,10 @@ function reportFailure(
     );
     return EXIT.USAGE;
   }
+  // A file system's refusal on a path the command was given (EACCES, EROFS, ENOTDIR, ENOSPC) is the
+  // operator's to fix, not a bug of this program: LOG_STORAGE_ERROR naming the path, exit 1.
+  if (systemErrorCode(error) !== undefined)
+    error = new OffsetStoreError('LOG_STORAGE_ERROR', (error as Error).message, { cause: error });
   if (error instanceof OffsetStoreError) {
     if (output.json) {
       streams.stderr.write(

@@ -98,6 +98,15 @@ describe('offset-store failures', () => {
       });
     }
     expect(readFileSync(file, 'utf8')).toBe('not a store');
+    // The security and lab commands too: the file system's refusal, exit 1, not an internal error.
+    for (const args of [
+      ['users', 'list'],
+      ['acls', 'list'],
+    ]) {
+      const run = await runCli([...args, '--dir', file]);
+      expect({ args, code: run.code }).toEqual({ args, code: 1 });
+      expect(run.stderr).toMatch(/^error: LOG_STORAGE_ERROR: ENOTDIR: .*\(errno 1002\)\n$/);
+    }
   });
 
   it.runIf(process.platform === 'linux')(

@@ -193,6 +193,24 @@ describe('offset-store users and acls', () => {
     ]);
     expect(json(removed)).toEqual({ removed: 1 });
     expect(json(await runCli(['acls', 'list', '--dir', dir, '--json'])).acls).toHaveLength(1);
+    // A host with no principal of its kind: refused, not dropped (which stored an ALLOW for every host).
+    const hostAlone = await runCli([
+      'acls',
+      'add',
+      '--dir',
+      dir,
+      '--allow-principal',
+      'User:alice',
+      '--deny-host',
+      '10.0.0.5',
+      '--operation',
+      'Read',
+      '--group',
+      'g',
+    ]);
+    expect(hostAlone.code).toBe(2);
+    expect(hostAlone.stderr).toMatch(/--deny-host applies to the ACLs of --deny-principal/);
+    expect(json(await runCli(['acls', 'list', '--dir', dir, '--json'])).acls).toHaveLength(1);
   });
 
   it('serve: SASL_SSL beside PLAINTEXT, ACLs enforced, re-read on SIGHUP, denials audited', async () => {

@@ -123,6 +123,16 @@ function aclsOf(context: CommandContext, removing = false): AclBinding[] {
     ...stringListOption(context, 'topic').map((name) => ({ resourceType: 'Topic' as const, name })),
   ];
   if (permissions.length === 0) throw new UsageError('give --allow-principal or --deny-principal');
+  // A host meant to narrow an ACL must not be dropped, leaving the ACL for every host (Kafka's
+  // kafka-acls.sh refuses the same).
+  for (const kind of ['allow', 'deny'] as const)
+    if (
+      stringOption(context, `${kind}-host`) !== undefined &&
+      stringListOption(context, `${kind}-principal`).length === 0
+    )
+      throw new UsageError(
+        `--${kind}-host applies to the ACLs of --${kind}-principal, and none is given`,
+      );
   if (operations.length === 0) throw new UsageError('give --operation');
   if (resources.length === 0) throw new UsageError('give --group or --topic');
   const acls: AclBinding[] = [];

@@ -215,11 +215,11 @@ export class ClusterNode {
     );
     if (res.succeeded) return;
     const existing = res.responses[0]?.response_range?.kvs[0]?.value.toString() ?? '';
-    const parsed = JSON.parse(existing) as { bucketCount?: number };
-    if (parsed.bucketCount !== bucketCount) {
+    const created = configuredBucketCount(this.#keys.config, existing);
+    if (created !== bucketCount) {
       throw new OffsetStoreError(
         'INVALID_CONFIG',
-        `bucketCount ${bucketCount} contradicts the cluster under ${this.#keys.prefix}, created with bucketCount ${parsed.bucketCount}`,
+        `bucketCount ${bucketCount} contradicts the cluster under ${this.#keys.prefix}, created with bucketCount ${created}`,
       );
     }
   }
@@ -396,9 +396,15 @@ export class ClusterNode {
       { key: Buffer.from(this.#keys.nodes), range_end: prefixEnd(this.#keys.nodes) },
       'listing nodes',
     );
-    this.#nodes = nodes.kvs
-      .map((kv) => JSON.parse(kv.value.toString()) as NodeInfo)
-      .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    this.#nodes = readableNodes(nodes.kvs, (key, value) => {
+      // Once per value: the view is read every reconcile.
+      const seen = `${key}\0${value}`;
+      if (this.#unreadable.has(seen)) return;
+      this.#unreadable.add(seen);
+      this.#warn(
+        `the registration ${key} cannot be read (${JSON.stringify(value.slice(0, 200))}): it is left out of the cluster's nodes until it is rewritten or deleted`,
+      );
+    });
     const mine = Buffer.from(this.#keys.node(this.nodeId));
     const registration = nodes.kvs.find((kv) => kv.key.equals(mine));
     this.#registrationLease = registration === undefined ? undefined : String(registration.lease);
@@ -510,6 +516,9 @@ export class ClusterNode {
     return clusterStatus(this.#connection, this.#keys);
   }
 
+  /** Registrations warned of as unreadable (key and value). */
+  readonly #unreadable = new Set<string>();
+
   #warn(message: string): void {
     (this.#options.onWarning ?? ((m: string) => process.emitWarning(m, 'OffsetStoreWarning')))(
       message,
@@ -543,6 +552,63 @@ export class ClusterNode {
   }
 }
 
+/** The bucket count of the cluster configuration `text` (at `key`); CORRUPT_MESSAGE naming the key if it has none. */
+export function configuredBucketCount(key: string, text: string): number {
+  let bucketCount: unknown;
+  try {
+    bucketCount = (JSON.parse(text) as { bucketCount?: unknown } | null)?.bucketCount;
+  } catch {
+    bucketCount = undefined;
+  }
+  if (!Number.isSafeInteger(bucketCount) || (bucketCount as number) < 1)
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `the cluster configuration ${key} cannot be read (${JSON.stringify(text.slice(0, 200))}): it must hold {"bucketCount": <n>}`,
+    );
+  return bucketCount as number;
+}
+
+/**
+ * The registrations of `kvs` that are well-formed NodeInfo, sorted by node id; `onUnreadable` hears
+ * of each other one. Skipped, not thrown: one damaged value (written by hand, or by another version)
+ * stopped every node's reconciling, so that no bucket moved any more.
+ */
+function readableNodes(
+  kvs: readonly { key: Buffer; value: Buffer }[],
+  onUnreadable: (key: string, value: string) => void,
+): NodeInfo[] {
+  const nodes: NodeInfo[] = [];
+  for (const kv of kvs) {
+    const node = parseNodeInfo(kv.value.toString());
+    if (node === undefined) onUnreadable(kv.key.toString(), kv.value.toString());
+    else nodes.push(node);
+  }
+  return nodes.sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+}
+
+function parseNodeInfo(text: string): NodeInfo | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const { nodeId, brokerId, host, port } = (parsed ?? {}) as Partial<
+    Record<keyof NodeInfo, unknown>
+  >;
+  if (
+    typeof nodeId !== 'string' ||
+    nodeId.length === 0 ||
+    !Number.isSafeInteger(brokerId) ||
+    typeof host !== 'string' ||
+    !Number.isInteger(port) ||
+    (port as number) < 0 ||
+    (port as number) > 65_535
+  )
+    return undefined;
+  return { nodeId, brokerId: brokerId as number, host, port: port as number };
+}
+
 /** The cluster's live nodes and every bucket's owner, placement, log end, checkpoint and log length, read from etcd. */
 export async function clusterStatus(
   connection: EtcdConnection,
@@ -556,14 +622,12 @@ export async function clusterStatus(
   const bucketCount =
     config.kvs[0] === undefined
       ? 0
-      : (JSON.parse(config.kvs[0].value.toString()) as { bucketCount: number }).bucketCount;
+      : configuredBucketCount(keys.config, config.kvs[0].value.toString());
   const listed = await connection.range(
     { key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) },
     'listing nodes',
   );
-  const nodes = listed.kvs
-    .map((kv) => JSON.parse(kv.value.toString()) as NodeInfo)
-    .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+  const nodes = readableNodes(listed.kvs, () => {});
   const live = nodes.map((n) => n.nodeId);
   const buckets: BucketStatus[] = [];
   for (let bucket = 0; bucket < bucketCount; bucket++) {

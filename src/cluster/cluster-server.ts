@@ -12,7 +12,7 @@
 import { startKafkaServer, type KafkaServer, type KafkaServerOptions } from '../kafka/index.js';
 import { OffsetStore } from '../store.js';
 import { ClusterKeys } from './cluster-keys.js';
-import { ClusterNode } from './cluster-node.js';
+import { ClusterNode, configuredBucketCount } from './cluster-node.js';
 import { EtcdConnection } from './etcd-connection.js';
 import { NodeClusterView } from './node-cluster-view.js';
 
@@ -133,7 +133,7 @@ async function clusterBucketCount(
     const value = res.kvs[0]?.value;
     return value === undefined
       ? undefined
-      : (JSON.parse(value.toString()) as { bucketCount: number }).bucketCount;
+      : configuredBucketCount(new ClusterKeys(prefix).config, value.toString());
   } finally {
     connection.close();
   }

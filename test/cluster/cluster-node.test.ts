@@ -341,6 +341,30 @@ describe('cluster nodes on a 3-member etcd', () => {
     });
   });
 
+  it('goes on reconciling past a registration it cannot read (it stopped on it, on every node): the buckets of a node that left still move', async () => {
+    await withCluster(['n1', 'n2'], async ({ nodes, connection, prefix, warnings }) => {
+      await connection.txn(
+        {
+          success: [
+            {
+              request_put: {
+                key: Buffer.from(new ClusterKeys(prefix).node('zz-damaged')),
+                value: Buffer.from('{"nodeId": "zz-damaged", "brok'),
+              },
+            },
+          ],
+        },
+        'test',
+      );
+      const [n1, n2] = nodes as [TestNode, TestNode];
+      await n2.node.close();
+      await n2.store.close();
+      nodes.splice(1, 1);
+      await settled([n1]);
+      expect(warnings.join('\n')).toMatch(/registration .*zz-damaged.* cannot be read/);
+    });
+  });
+
   it('checkpoints a bucket that never stops taking commits, and keeps reconciling meanwhile', async () => {
     const warnings: string[] = [];
     const prefix = `/nodes-${clusters++}/`;

@@ -172,7 +172,27 @@ export class EtcdLog implements LogPort {
     );
     if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
     const next = kvOf(res.responses[0]);
-    const nextOffset = next === undefined ? 0 : Number(next.value.toString());
+    const nextText = next?.value.toString();
+    const nextOffset =
+      nextText === undefined ? 0 : /^(0|[1-9]\d{0,15})$/.test(nextText) ? Number(nextText) : NaN;
+    if (!Number.isSafeInteger(nextOffset))
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${keys.next} cannot be read (${JSON.stringify(next!.value.toString().slice(0, 100))}): it must hold the next log offset, in decimal`,
+      );
+    if (next === undefined) {
+      // A log that never had a batch has no `next`. One that has batches without it would be read
+      // as empty and written over from log offset 0.
+      const any = await connection.range(
+        { key: Buffer.from(keys.log), range_end: prefixEnd(keys.log), limit: 1, keys_only: true },
+        `opening the log of ${keys.prefix}`,
+      );
+      if (any.kvs.length > 0)
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${keys.next} is missing, but the log holds batches (${any.kvs[0]!.key.toString()}): its end is unknown`,
+        );
+    }
     const nextRevision = next === undefined ? '0' : String(next.mod_revision);
     const entries: { logOffset: number; bytes: number }[] = [];
     const batchBytesMax = options.batchBytesMax ?? ETCD_LOG_DEFAULTS.batchBytesMax;
@@ -181,6 +201,11 @@ export class EtcdLog implements LogPort {
       if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
     });
     const firstOffset = entries[0]?.logOffset ?? nextOffset;
+    if (recovery.fromLogOffset > nextOffset)
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${keys.log}: replay must start at log offset ${recovery.fromLogOffset} (a checkpoint's), past the log's end at ${nextOffset}: batches are missing`,
+      );
     if (recovery.fromLogOffset < firstOffset && recovery.fromLogOffset < nextOffset) {
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',

@@ -204,6 +204,40 @@ describe('etcd log', () => {
     await reader.close();
   });
 
+  it('refuses to open a log whose next key is missing or damaged while it holds batches, instead of serving it empty and writing over it', async () => {
+    const keys = freshKeys();
+    const bucket = keys.bucket(0);
+    const token = await claimed(keys, 'n1');
+    const log = await EtcdLog.open({ connection, keys: bucket, owner: token });
+    for (let n = 0; n < 3; n++) await log.append(testBatch(n));
+    await log.close();
+    const put = (value: string) =>
+      connection.txn(
+        {
+          success: [{ request_put: { key: Buffer.from(bucket.next), value: Buffer.from(value) } }],
+        },
+        'test',
+      );
+    await connection.txn(
+      { success: [{ request_delete_range: { key: Buffer.from(bucket.next) } }] },
+      'test',
+    );
+    await expect(EtcdLog.open({ connection, keys: bucket, owner: token })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/next.* is missing, but the log holds batches/),
+    });
+    await put('two');
+    await expect(EtcdLog.open({ connection, keys: bucket, owner: token })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/next.* cannot be read/),
+    });
+    // Put back, it opens with every batch.
+    await put('3');
+    const reopened = await EtcdLog.open({ connection, keys: bucket, owner: token });
+    expect((await scanAll(reopened)).length).toBe(3);
+    await reopened.close();
+  });
+
   it("refuses a batch over etcd's request limit before sending anything", async () => {
     const keys = freshKeys();
     const log = await EtcdLog.open({

@@ -38,7 +38,7 @@
  *    checkpoint, then truncate its log below the checkpoint.
  */
 import { loadChecksum, readBatchRecordCount } from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import { OffsetsTable, OffsetsTableState, type OffsetsTableRecovery } from '../kv/index.js';
 import type { OffsetStore } from '../store.js';
 import { claimBucket, releaseBucket } from './bucket-claim.js';
@@ -49,6 +49,10 @@ import { EtcdLog } from './etcd-log.js';
 import { NodeLease } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
 import { rendezvousOwner } from './rendezvous.js';
+
+/** A bucket whose data is damaged is tried again after this long, doubling each time, up to the max. */
+const DAMAGED_RETRY_MS_MIN = 1_000;
+const DAMAGED_RETRY_MS_MAX = 60_000;
 
 /** What a node publishes about itself. */
 export interface NodeInfo {
@@ -370,11 +374,25 @@ export class ClusterNode {
         rendezvousOwner(bucket, live) !== this.nodeId
       )
         continue;
+      const damaged = this.#damaged.get(bucket);
+      if (damaged !== undefined && performance.now() < damaged.retryAtMs) continue;
       try {
         await this.#take(bucket);
+        this.#damaged.delete(bucket);
       } catch (error) {
-        if (!this.#closed)
-          this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
+        if (this.#closed) continue;
+        if (isOffsetStoreError(error, 'CORRUPT_MESSAGE')) {
+          // Damage does not go away by itself: try again later, less and less often, rather than
+          // claim the bucket and read its whole log again at every reconcile.
+          const delayMs = Math.min(
+            DAMAGED_RETRY_MS_MAX,
+            damaged === undefined ? DAMAGED_RETRY_MS_MIN : damaged.delayMs * 2,
+          );
+          this.#damaged.set(bucket, { delayMs, retryAtMs: performance.now() + delayMs });
+          this.#warn(
+            `taking offsets-bucket ${bucket}: ${(error as Error).message} (tried again in ${Math.round(delayMs / 1000)} s)`,
+          );
+        } else this.#warn(`taking offsets-bucket ${bucket}: ${(error as Error).message}`);
       }
     }
     for (const [bucket, owned] of this.#owned) {
@@ -515,6 +533,9 @@ export class ClusterNode {
   async status(): Promise<ClusterStatus> {
     return clusterStatus(this.#connection, this.#keys);
   }
+
+  /** Buckets whose data failed to load as damaged, and when to try again. */
+  readonly #damaged = new Map<number, { delayMs: number; retryAtMs: number }>();
 
   /** Registrations warned of as unreadable (key and value). */
   readonly #unreadable = new Set<string>();

@@ -107,6 +107,11 @@ function ownerOf(nodes: TestNode[], store: OffsetStore, groupId: string): TestNo
   return owner;
 }
 
+/** A group id whose offsets live in offsets-bucket `bucket`. */
+function groupIn(store: OffsetStore, bucket: number): string {
+  for (let i = 0; ; i++) if (store.bucketFor(`g${i}`) === bucket) return `g${i}`;
+}
+
 async function stopAll(nodes: TestNode[]): Promise<void> {
   for (const n of nodes) {
     await n.node.close();
@@ -362,6 +367,47 @@ describe('cluster nodes on a 3-member etcd', () => {
       nodes.splice(1, 1);
       await settled([n1]);
       expect(warnings.join('\n')).toMatch(/registration .*zz-damaged.* cannot be read/);
+    });
+  });
+
+  it('tries a bucket whose log is damaged again less and less often, not at every reconcile', async () => {
+    await withCluster(['n1'], async ({ nodes, connection, prefix, warnings }) => {
+      const [n1] = nodes as [TestNode];
+      const keys = new ClusterKeys(prefix).bucket(2);
+      await n1.store.commitOffsets(groupIn(n1.store, 2), [{ tableId: 1, bucketId: 0, offset: 1 }]);
+      // The bucket changes hands (its node gives it up), and its batch is damaged meanwhile.
+      await n1.node.close();
+      const damaged = Buffer.from(
+        (await connection.range({ key: Buffer.from(keys.logEntry(0)) }, 'test')).kvs[0]!.value,
+      );
+      damaged[damaged.length - 1]! ^= 0xff;
+      await connection.txn(
+        { success: [{ request_put: { key: Buffer.from(keys.logEntry(0)), value: damaged } }] },
+        'test',
+      );
+      const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+      const node = await ClusterNode.start({
+        endpoints: etcd.endpoints,
+        prefix,
+        node: { nodeId: 'n1', brokerId: 1, host: '127.0.0.1', port: 9000 },
+        store,
+        leaseTtlSeconds: 2,
+        reconcileIntervalMs: 100,
+        onWarning: (m) => warnings.push(m),
+      });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+        const tries = warnings.filter((w) => w.startsWith('taking offsets-bucket 2:'));
+        // At every reconcile (100 ms) that was about 25; now after 0, 1 and 3 s.
+        expect(tries.length).toBeGreaterThanOrEqual(1);
+        expect(tries.length).toBeLessThanOrEqual(3);
+        expect(tries[0]).toMatch(/CORRUPT_MESSAGE|checksum/);
+        expect(node.ownedBuckets()).not.toContain(2);
+        expect(node.ownedBuckets().length).toBe(BUCKETS - 1);
+      } finally {
+        await node.close();
+        await store.close();
+      }
     });
   });
 

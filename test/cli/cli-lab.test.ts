@@ -4,7 +4,7 @@
  * control, and deletes its scratch stores; unknown workloads, strategies and scales are usage errors
  * (exit 2) that write nothing.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
@@ -78,5 +78,30 @@ describe('offset-store lab', () => {
       expect(result.stderr).toMatch(message);
     }
     expect(existsSync(out)).toBe(false);
+  });
+
+  it('refuses an --out it cannot write before running anything (the run used to be lost at its end)', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    const scratch = path.join(dir, 'scratch');
+    const started = performance.now();
+    const result = await run([
+      'lab',
+      '--workload',
+      'all-distinct',
+      '--scale',
+      'small',
+      '--out',
+      file,
+      '--dir',
+      scratch,
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^error: INVALID_CONFIG: --out .*a-file cannot hold the report: /,
+    );
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(existsSync(scratch)).toBe(false);
   });
 });

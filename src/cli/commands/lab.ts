@@ -3,6 +3,9 @@
  * lab's standard workloads, writes lab-result.json and a self-contained lab-report.html with charts to
  * --out, and prints a summary table per workload. A progress bar runs on a terminal.
  */
+import * as path from 'node:path';
+import { OffsetStoreError } from '../../errors/index.js';
+import { NodeFileSystem } from '../../io/index.js';
 import {
   LAB_SCALES,
   SUMMARY_COLUMNS,
@@ -21,6 +24,7 @@ import {
   stringOption,
   type Command,
 } from '../command.js';
+import { writeDurably } from '../../log/index.js';
 import { formatDuration } from '../output.js';
 import { Progress } from '../progress.js';
 
@@ -90,6 +94,7 @@ export const lab: Command = {
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
+    await checkOutDir(out);
     const { output } = context;
     const progress = new Progress(output);
     let result;
@@ -129,3 +134,23 @@ export const lab: Command = {
     return EXIT.OK;
   },
 };
+
+/**
+ * Makes `out` and checks a file can be written there, before a run that may take hours: a report
+ * that cannot be written is known at once, not after the run (whose results it would lose).
+ */
+async function checkOutDir(out: string): Promise<void> {
+  const fs = new NodeFileSystem();
+  const probe = path.join(out, '.write-check');
+  try {
+    await fs.mkdir(out);
+    await writeDurably(fs, probe, Buffer.alloc(0));
+    await fs.unlink(probe);
+  } catch (error) {
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `--out ${out} cannot hold the report: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}

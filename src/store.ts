@@ -133,6 +133,8 @@ export class OffsetStore {
   #bucketCount = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
+  /** Whether the store said once that its strategy module was not given. */
+  #moduleMissingWarned = false;
   #recovery: Promise<void> = Promise.resolve();
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
@@ -376,6 +378,12 @@ export class OffsetStore {
   #startCompaction(): void {
     const { compaction, clock, segmentBytesMax, fs } = this.#options;
     const strategy = this.#strategy;
+    if (strategy === undefined && compaction.background && !this.#moduleMissingWarned) {
+      this.#moduleMissingWarned = true;
+      this.#options.onWarning(
+        `the store in ${this.#options.dir} is compacted by the strategy module '${this.#recorded}', which this open was not given (compaction.strategy, or --strategy on the command line): its log is not compacted, and grows, until it is`,
+      );
+    }
     const runner =
       strategy === undefined || !strategy.rewrites
         ? undefined

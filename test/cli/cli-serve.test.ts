@@ -177,6 +177,23 @@ describe('offset-store serve', () => {
     ).toBe(true);
   });
 
+  it('serves a store compacted by a strategy module with --strategy <path>, and says so when it is not given', async () => {
+    const dir = tempDir();
+    const module = path.join(REPO_DIR, 'examples', 'compaction', 'cost-benefit.mjs');
+    await (await OffsetStore.open({ dir, compaction: { strategy: module } })).close();
+    for (const args of [[], ['--strategy', module]]) {
+      const serving = await serve(['--dir', dir, '--listen', '127.0.0.1:0', ...args]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      serving.child.kill('SIGTERM');
+      expect(await serving.exited).toBe(0);
+      if (args.length === 0)
+        expect(serving.stderr).toMatch(
+          /compacted by the strategy module .*--strategy on the command line/,
+        );
+      else expect(serving.stderr).toBe('');
+    }
+  });
+
   it('exits 2 for bad usage, 1 for a topic the catalog refuses or an address in use', async () => {
     const dir = tempDir();
     for (const args of [

@@ -107,6 +107,13 @@ describe('a strategy module', () => {
     );
     const bare = await OffsetStore.open(withoutStrategy);
     expect((await bare.stats()).compactionStrategy).toBe('module:scripted');
+    await bare.ready();
+    // Compacting in the background (the default), it says once that it cannot.
+    expect(withoutStrategy.warnings).toEqual([
+      expect.stringMatching(
+        /compacted by the strategy module 'module:scripted', which this open was not given .*not compacted/,
+      ),
+    ]);
     await expect(bare.compact()).rejects.toMatchObject({
       code: 'INVALID_CONFIG',
       message: expect.stringMatching(/module:scripted.*compaction\.strategy/),

@@ -58,6 +58,12 @@ export const serve: Command = {
     'name the same tables everywhere.',
   ].join('\n'),
   options: {
+    strategy: {
+      type: 'string',
+      valueName: '<path>',
+      description:
+        "the compaction strategy module of a store compacted by one (the module's path; without it such a store is not compacted)",
+    },
     listen: {
       type: 'string',
       multiple: true,
@@ -210,9 +216,11 @@ export const serve: Command = {
       server = node.server;
       close = () => node.close();
     } else {
+      const strategy = stringOption(context, 'strategy');
       const store = await OffsetStore.open({
         dir: context.dir,
         onWarning: (message) => output.warn(message),
+        ...(strategy === undefined ? {} : { compaction: { strategy } }),
       });
       try {
         server = await startKafkaServer({ ...serverOptions, store });
@@ -284,6 +292,10 @@ function clusterOptions(context: CommandContext) {
     }
     return undefined;
   }
+  if (context.values.strategy !== undefined)
+    throw new UsageError(
+      '--strategy does not apply with --etcd: a cluster compacts by checkpoints in etcd',
+    );
   if (nodeId === undefined || !/^[A-Za-z0-9._-]{1,64}$/.test(nodeId))
     throw new UsageError('--node-id <id> (1-64 of [A-Za-z0-9._-]) is required with --etcd');
   const digits = /(\d+)$/.exec(nodeId)?.[1];

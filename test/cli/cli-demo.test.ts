@@ -49,6 +49,23 @@ describe('offset-store demo', () => {
     expect(statSync(path.join(dir, 'DEMO')).isFile()).toBe(true);
   }, 120_000);
 
+  it('shows a takeover with the fewest records and with more scanners than buckets (it failed, or killed a scanner holding nothing)', async () => {
+    for (const [args, movedBuckets] of [
+      [['--records-per-bucket', '100'], 3],
+      [['--buckets', '1', '--members', '4'], 1],
+    ] as const) {
+      const dir = path.join(tempDir('offset-store-demo-'), 'data');
+      const run = await runCli(['demo', '--dir', dir, '--json', ...args], { timeoutMs: 55_000 });
+      expect(run.stderr, args.join(' ')).toBe('');
+      expect(run.code, args.join(' ')).toBe(0);
+      expect(json(run).verification, args.join(' ')).toMatchObject({
+        ok: true,
+        movedBuckets,
+        resumedAtLastCommit: movedBuckets,
+      });
+    }
+  }, 120_000);
+
   it('bin/offset-store.js is executable and runs the CLI', async () => {
     const bin = path.join(REPO_DIR, 'bin', 'offset-store.js');
     expect(statSync(bin).mode & 0o111).not.toBe(0);

@@ -119,6 +119,11 @@ export class DemoScanner {
     return this.#commitCount;
   }
 
+  /** Buckets it holds now. */
+  get bucketCount(): number {
+    return this.#positions.size;
+  }
+
   /** Offsets carried by the acknowledged commits. */
   get committedRecordCount(): number {
     return this.#committedRecordCount;

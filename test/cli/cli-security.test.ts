@@ -100,7 +100,9 @@ describe('offset-store users and acls', () => {
       },
     ]);
     expect((await runCli(['users', 'remove', 'alice', '--dir', dir])).code).toBe(0);
-    expect((await runCli(['users', 'remove', 'alice', '--dir', dir])).code).toBe(1);
+    const again = await runCli(['users', 'remove', 'alice', '--dir', dir]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^error: INVALID_REQUEST: no user alice in /);
     expect((await runCli(['users', 'list', '--dir', tempDir()])).code).toBe(2);
   });
 
@@ -192,6 +194,21 @@ describe('offset-store users and acls', () => {
       '--json',
     ]);
     expect(json(removed)).toEqual({ removed: 1 });
+    const none = await runCli([
+      'acls',
+      'remove',
+      '--dir',
+      dir,
+      '--allow-principal',
+      'User:nobody',
+      '--operation',
+      'Read',
+      '--group',
+      'g',
+      '--json',
+    ]);
+    expect(none.code).toBe(1);
+    expect(JSON.parse(none.stderr).error).toMatchObject({ code: 'INVALID_REQUEST' });
     expect(json(await runCli(['acls', 'list', '--dir', dir, '--json'])).acls).toHaveLength(1);
     // A host with no principal of its kind: refused, not dropped (which stored an ALLOW for every host).
     const hostAlone = await runCli([

@@ -194,7 +194,7 @@ describe('offset-store serve', () => {
     }
   });
 
-  it('exits 2 for bad usage, 1 for a topic the catalog refuses or an address in use', async () => {
+  it('exits 2 for bad usage (a topic name or a partition count the catalog refuses included, before the store opens), 1 for an address in use', async () => {
     const dir = tempDir();
     for (const args of [
       ['--listen', 'nowhere'],
@@ -202,6 +202,8 @@ describe('offset-store serve', () => {
       ['--topic', 'orders'],
       ['--listen', '127.0.0.1:70000'],
       ['--default-partitions', '0'],
+      ['--default-partitions', '99999999'],
+      ['--topic', 'orders:99999999'],
     ]) {
       const run = await runCli(['serve', '--dir', dir, ...args]);
       expect([run.code, args.join(' ')]).toEqual([2, args.join(' ')]);
@@ -215,8 +217,8 @@ describe('offset-store serve', () => {
       '--topic',
       'bad name:2',
     ]);
-    expect(badTopic.code).toBe(1);
-    expect(badTopic.stderr).toMatch(/INVALID_REQUEST/);
+    expect(badTopic.code).toBe(2);
+    expect(badTopic.stderr).toMatch(/^error: --topic "bad name:2": /);
     const taken = net.createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const busy = await runCli([

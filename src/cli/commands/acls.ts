@@ -7,6 +7,7 @@
  * changes up on SIGHUP.
  */
 import * as path from 'node:path';
+import { OffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
 import { MANIFEST_FILE } from '../../log/index.js';
 import {
@@ -207,9 +208,15 @@ export const aclsRemove: Command = {
     const fs = new NodeFileSystem();
     await requireStore(fs, context.dir);
     const { count } = await AclSet.remove(fs, context.dir, acls);
+    // Exit 1 comes with an error code, like every failure of the command line.
+    if (count === 0)
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `no ACL in ${context.dir} matches: nothing removed (offset-store acls list shows them)`,
+      );
     if (context.output.json) context.output.result({ removed: count });
     else context.output.line(`${count} ${count === 1 ? 'ACL' : 'ACLs'} removed.`);
-    return count > 0 ? EXIT.OK : EXIT.FAILED;
+    return EXIT.OK;
   },
 };
 

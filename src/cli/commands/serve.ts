@@ -21,6 +21,7 @@ import {
   type SecurityProtocol,
   type TopicSpec,
 } from '../../kafka/index.js';
+import { PARTITION_COUNT_MAX, topicNameProblem } from '../../kafka/catalog/index.js';
 import {
   EXIT,
   UsageError,
@@ -508,8 +509,11 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
     ...(connectionsPerAddressMax === undefined ? {} : { connectionsPerAddressMax }),
   };
   const defaultPartitions = integerOption(context, 'default-partitions');
-  if (defaultPartitions !== undefined && defaultPartitions < 1)
-    throw new UsageError('--default-partitions must be at least 1');
+  if (
+    defaultPartitions !== undefined &&
+    (defaultPartitions < 1 || defaultPartitions > PARTITION_COUNT_MAX)
+  )
+    throw new UsageError(`--default-partitions must be from 1 to ${PARTITION_COUNT_MAX}`);
   return {
     listeners,
     security,
@@ -538,11 +542,15 @@ function parseAddress(
 /** `name:partitions`. */
 function parseTopic(text: string): TopicSpec {
   const match = /^(.+):(\d+)$/.exec(text);
-  if (match === null || Number(match[2]) < 1)
+  const partitions = Number(match?.[2]);
+  if (match === null || partitions < 1 || partitions > PARTITION_COUNT_MAX)
     throw new UsageError(
-      `--topic must be <name>:<partitions> (partitions >= 1), got ${JSON.stringify(text)}`,
+      `--topic must be <name>:<partitions> (partitions from 1 to ${PARTITION_COUNT_MAX}), got ${JSON.stringify(text)}`,
     );
-  return { name: match[1]!, partitions: Number(match[2]) };
+  // Checked here, before the store is opened: a name the catalog refuses is the command line's mistake.
+  const problem = topicNameProblem(match[1]!);
+  if (problem !== null) throw new UsageError(`--topic ${JSON.stringify(text)}: ${problem}`);
+  return { name: match[1]!, partitions };
 }
 
 function formatAddress(host: string, port: number): string {

@@ -5,6 +5,7 @@
  * stored. A running `offset-store serve` picks changes up on SIGHUP.
  */
 import * as path from 'node:path';
+import { OffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
 import { MANIFEST_FILE } from '../../log/index.js';
 import {
@@ -126,9 +127,12 @@ export const usersRemove: Command = {
     const fs = new NodeFileSystem();
     await requireStore(fs, context.dir);
     const { removed } = await UserCredentials.removeUser(fs, context.dir, name);
+    // Exit 1 comes with an error code, like every failure of the command line.
+    if (!removed)
+      throw new OffsetStoreError('INVALID_REQUEST', `no user ${name} in ${context.dir}`);
     if (context.output.json) context.output.result({ removed });
-    else context.output.line(removed ? `User ${name} removed.` : `No user ${name}.`);
-    return removed ? EXIT.OK : EXIT.FAILED;
+    else context.output.line(`User ${name} removed.`);
+    return EXIT.OK;
   },
 };
 

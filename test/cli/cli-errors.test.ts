@@ -152,5 +152,8 @@ describe('offset-store failures', () => {
     expect(run.stderr).toBe(
       `error: --to-offset must be an integer >= 0, got "ten"\nRun 'offset-store offsets reset --help' for usage.\n`,
     );
+    const workers = await runCli(['compact', '--dir', seeded, '--workers', '100000']);
+    expect(workers.code).toBe(2);
+    expect(workers.stderr).toMatch(/^error: --workers must be from 1 to 1024\n/);
   });
 });

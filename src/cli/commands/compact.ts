@@ -70,7 +70,7 @@ export const compact: Command = {
       );
     }
     const workers = integerOption(context, 'workers') ?? 1;
-    if (workers < 1) throw new UsageError('--workers must be at least 1');
+    if (workers < 1 || workers > 1024) throw new UsageError('--workers must be from 1 to 1024');
     const { output } = context;
     const report = await withAdmin(
       context,

@@ -554,7 +554,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
 export function warningsTo(
   onWarning: ((message: string) => void) | undefined,
 ): (message: string) => void {
-  if (onWarning === undefined)
+  if (onWarning === undefined || onWarning === null)
     return (message) => process.emitWarning(message, 'OffsetStoreWarning');
   if (typeof onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
   return (message) => {

@@ -1094,9 +1094,7 @@ export class OffsetStore {
     await this.#recovery.catch(() => {});
     let failure: unknown;
     try {
-      await this.#unloadBuckets(
-        recordedStrategy(this.#recorded)!.checkpoints ? this.#options.clock.nowMs() : undefined,
-      );
+      await this.#unloadBuckets(this.#lastCheckpointTime());
       await this.#recordLogEnds();
     } catch (error) {
       failure = openFailure(error, `closing the store in ${this.#options.dir} failed`);
@@ -1183,6 +1181,22 @@ export class OffsetStore {
         };
       }
     });
+  }
+
+  /**
+   * When a clean close's last checkpoints are taken (strategies that keep them), or undefined: also
+   * when the clock cannot say (a warning), so that the buckets are still unloaded and their logs closed.
+   */
+  #lastCheckpointTime(): number | undefined {
+    if (!recordedStrategy(this.#recorded)!.checkpoints) return undefined;
+    try {
+      return this.#options.clock.nowMs();
+    } catch (error) {
+      this.#options.onWarning(
+        `closing ${this.#options.dir} without last checkpoints: ${(error as Error).message}`,
+      );
+      return undefined;
+    }
   }
 
   /** Unloads every loaded offsets-bucket; with `checkpointAtMs`, each writes a last checkpoint first. */

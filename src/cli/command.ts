@@ -77,6 +77,11 @@ export interface Command {
   examples: string[];
   /** Default of `--dir` when absent; undefined = `--dir` is required. */
   defaultDir?: string;
+  /**
+   * Its output is all it does (a dump): once nobody reads stdout, the process ends at once, with
+   * exit 0. Every other command goes on without its output and exits with its own code.
+   */
+  stopsWhenUnread?: boolean;
   /** Runs the command; returns the exit code. */
   run(context: CommandContext): Promise<number>;
 }

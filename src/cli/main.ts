@@ -3,18 +3,17 @@
  * module that exits the process: it runs the CLI, lets stdout drain, and exits with the CLI's code
  * (explicitly, so that no stray handle can keep a finished command alive).
  */
-import { runCli } from './run-cli.js';
+import { runCli, stopsWhenUnread } from './run-cli.js';
 
 // A reader that went away (`offset-store log dump ... | head`) is not an error of this command. A
 // dump has nothing left to do once nobody reads it, and stops. Any other command goes on without its
 // output and exits with its own code: `serve` keeps serving and closes its store cleanly on SIGTERM
 // (it used to exit 0 at its next line of output, the store not closed), `log verify | head` still
 // exits 1 for a corrupt store, with its error on stderr.
-const dumping = process.argv[2] === 'log' && process.argv[3] === 'dump';
 let stdoutGone = false;
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE' || (stdoutGone && error.code === 'ERR_STREAM_DESTROYED')) {
-    if (dumping) process.exit(0);
+    if (stopsWhenUnread) process.exit(0);
     stdoutGone = true;
     return;
   }

@@ -77,6 +77,9 @@ function joinNegativeValues(argv: readonly string[]): string[] {
   return out;
 }
 
+/** Whether the command being run stops once nobody reads its stdout (see Command.stopsWhenUnread). */
+export let stopsWhenUnread = false;
+
 function findCommand(words: readonly string[]): Command | undefined {
   return [...COMMANDS]
     .sort((a, b) => b.words.length - a.words.length)
@@ -120,6 +123,7 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
   const asksHelp = lenient.values.help === true || words[0] === 'help';
   if (words[0] === 'help') words = words.slice(1);
   const command = findCommand(words);
+  stopsWhenUnread = command?.stopsWhenUnread === true;
   if (command === undefined) {
     const known = words.length > 0 && COMMANDS.some((c) => c.words[0] === words[0]);
     const prefix = known ? words.slice(0, 1) : [];

@@ -48,6 +48,7 @@ import { EtcdConnection } from './etcd-connection.js';
 import { EtcdLog } from './etcd-log.js';
 import { NodeLease } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
+import { warningsTo } from '../store-options.js';
 import { rendezvousOwner } from './rendezvous.js';
 
 /** A bucket whose data is damaged is tried again after this long, doubling each time, up to the max. */
@@ -541,10 +542,12 @@ export class ClusterNode {
   readonly #unreadable = new Set<string>();
 
   #warn(message: string): void {
-    (this.#options.onWarning ?? ((m: string) => process.emitWarning(m, 'OffsetStoreWarning')))(
-      message,
-    );
+    // Through the store's rule: an onWarning that throws must not reject the reconcile loop's
+    // promise chain (an unhandled rejection ends the process).
+    (this.#onWarning ??= warningsTo(this.#options.onWarning))(message);
   }
+
+  #onWarning: ((message: string) => void) | undefined;
 
   /**
    * Leaves the cluster: stops reconciling, gives every bucket up (its log answers what it has queued), deregisters

@@ -17,15 +17,19 @@
  * - An unknown outcome (deadline passed, leader lost) is resolved, never guessed: a fence
  *   transaction rewrites `next` (same value, new revision) if `next` is still where the round found
  *   it, which makes the lost transaction unable to land ever after (it compares the old revision),
- *   so the round did not land; else the round's first log key is read back and compared with this
- *   writer's id (stamped in the batch header): it landed, or another writer's batch is there and
- *   this log is fenced. No batch there and `next` still at the round's start means an earlier
+ *   so the round did not land; else the round's first log key is read back and compared, byte for
+ *   byte, with the round's first batch (stamped with this writer's id and sealed at its offset): it
+ *   landed, or another batch is there (another writer's, or an earlier round's) and this log is
+ *   fenced. No batch there and `next` still at the round's start means an earlier
  *   fence of the same resolution landed unanswered: the round did not land. Until the fence transaction gets an answer it is retried, up to
  *   `resolveTimeoutMs`; past it the log fail-stops with COORDINATOR_NOT_AVAILABLE and its owner
  *   must reload the bucket (which replays what really landed).
  * - A fence (NOT_COORDINATOR) fail-stops the log: the round, everything queued and every later
- *   append reject with it. A refusal etcd gives before applying anything (REPLICA_NO_SPACE: the
- *   NOSPACE alarm; INVALID_REQUEST: over etcd's limits) rejects the round only, and the log goes on.
+ *   append reject with it. A refusal etcd gives before proposing anything (INVALID_REQUEST: over
+ *   etcd's limits) rejects the round only, and the log goes on. NOSPACE (REPLICA_NO_SPACE) is given
+ *   both before proposing a round and after applying one that crossed the quota: the round's first
+ *   key is read back (reads are not held to the quota), and the round is acknowledged if etcd holds
+ *   it, else rejected alone.
  *
  * Group commit, step by step:
  * 1. `append` checks the size, stamps nothing yet, queues the batch, and starts the flush loop if it

@@ -373,6 +373,7 @@ export function strayReason(manifest: { bucketCount: number }, stray: readonly s
 async function startOver(fs: FileSystem, dir: string, manifestPath: string): Promise<void> {
   const bucketsDir = path.join(dir, BUCKETS_DIR);
   for (const name of await fs.readdir(bucketsDir)) {
+    if (name.startsWith('.')) continue; // no bucket's (see strayBucketDirs)
     const bucketDir = path.join(bucketsDir, name);
     for (const entry of await fs.readdir(bucketDir)) {
       const size =

@@ -11,6 +11,7 @@ import { formatBytes, formatCount, formatTimestamp } from '../output.js';
 /** The `log dump` command. */
 export const logDump: Command = {
   words: ['log', 'dump'],
+  stopsWhenUnread: true,
   positionals: [],
   summary: 'decode the batches (and --records) of an offsets-bucket, one per line',
   description: [

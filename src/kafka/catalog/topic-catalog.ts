@@ -227,7 +227,9 @@ export class TopicCatalog {
       for (const change of round) change.reject(this.#failedError());
       return;
     }
-    if (!this.#inUseChecked) {
+    // Asked only for a round that may create a topic: growing or naming existing ones takes no new
+    // table id, and must not wait for (or fail with) a store that cannot tell.
+    if (!this.#inUseChecked && round.some((change) => !this.#byName.has(change.name))) {
       const inUse = (await this.#options.highestTableIdInUse?.()) ?? 0;
       this.#inUseChecked = true;
       if (inUse >= this.#nextTableId) {

@@ -226,6 +226,23 @@ describe('TopicCatalog', () => {
     await catalog.idle();
   });
 
+  it('asks the store only for a round that creates a topic: growing one goes on while the store cannot tell', async () => {
+    const dir = tempDir();
+    await (await openCatalog(dir)).createTopic('orders', 1);
+    let asked = 0;
+    const catalog = await openCatalog(dir, undefined, [], 100, {
+      highestTableIdInUse: async () => {
+        asked++;
+        throw new Error('offsets-bucket 1 failed to open');
+      },
+    });
+    expect((await catalog.ensureTopic('orders', 3)).partitions).toBe(3);
+    expect(asked).toBe(0);
+    await expect(catalog.createTopic('payments', 1)).rejects.toThrow(/failed to open/);
+    expect(asked).toBe(1);
+    await catalog.idle();
+  });
+
   it('refuses a damaged or edited file with CORRUPT_MESSAGE naming it, and another format with INVALID_CONFIG', async () => {
     const dir = tempDir();
     await (await openCatalog(dir)).createTopic('orders', 3);

@@ -79,12 +79,13 @@ export const MEMBER_ID_LENGTH_MAX = 255;
 /** Most table ids one member may subscribe to. */
 export const SUBSCRIBED_TABLES_MAX = 65_536;
 /**
- * Most table ids the members of one group may subscribe to together (a table counted once per
- * member). The group's snapshot holds every member's subscription and is one batch of the log,
- * at most 8 MiB: past this bound it could not be written, and a join that made it so would change
- * the group in memory and then fail every later write of it.
+ * Most bytes a consumer group's snapshot is estimated to take (subscriptionSnapshotBytes) after a
+ * subscription change. The snapshot holds every member's subscription, the layouts of the tables
+ * subscribed to and the assignments, and is one batch of the log, at most 8 MiB: past it the group
+ * could not be written, and a join that made it so would change the group in memory and then fail
+ * every later write of it. About 80,000 distinct tables subscribed to by a group.
  */
-export const GROUP_SUBSCRIBED_TABLES_MAX = 262_144;
+export const GROUP_SNAPSHOT_BYTES_BUDGET = 7 * 1024 * 1024;
 /** Longest accepted session or rebalance timeout (one day). */
 export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
 /**

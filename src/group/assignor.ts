@@ -67,10 +67,13 @@ export function checkAssignment(
     const member = input.members[position] as AssignorMember;
     // An unchanged target is the member's current set's own refs, normalized when they entered it.
     const unchanged = member.currentTarget.isSameSequence(refs);
+    // A set, not the array: looking each bucket's table up in a subscription of 65,536 tables made
+    // one member's first assignment take over a second.
+    const subscribed = new Set(member.subscribedTableIds);
     const normalized = refs.map((raw) => {
       const ref = unchanged ? raw : normalizeBucketRef(raw, `assignment of ${memberId}`);
       const index = indexer.indexOf(ref);
-      if (index < 0 || !member.subscribedTableIds.includes(ref.tableId)) {
+      if (index < 0 || !subscribed.has(ref.tableId)) {
         throw new TypeError(
           `assignor '${assignorName}' gave member ${memberId} ${formatBucketRef(ref)}, which it cannot own`,
         );

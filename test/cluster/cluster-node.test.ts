@@ -35,6 +35,26 @@ interface TestNode {
   store: OffsetStore;
 }
 
+/** Starts a node of the cluster under `prefix` on `store`, with the tests' short lease and reconcile interval. */
+function startNode(
+  prefix: string,
+  node: { nodeId: string; brokerId: number; port: number },
+  store: OffsetStore,
+  options: { warnings?: string[]; checkpointBatches?: number } = {},
+): Promise<ClusterNode> {
+  const { warnings, ...overrides } = options;
+  return ClusterNode.start({
+    endpoints: etcd.endpoints,
+    prefix,
+    node: { ...node, host: '127.0.0.1' },
+    store,
+    leaseTtlSeconds: 2,
+    reconcileIntervalMs: 100,
+    ...(warnings === undefined ? {} : { onWarning: (m: string) => warnings.push(m) }),
+    ...overrides,
+  });
+}
+
 async function startNodes(
   prefix: string,
   ids: string[],
@@ -44,14 +64,8 @@ async function startNodes(
   const nodes: TestNode[] = [];
   for (const [i, nodeId] of ids.entries()) {
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
-    const node = await ClusterNode.start({
-      endpoints: etcd.endpoints,
-      prefix,
-      node: { nodeId, brokerId: i + 1, host: '127.0.0.1', port: 9000 + i },
-      store,
-      leaseTtlSeconds: 2,
-      reconcileIntervalMs: 100,
-      onWarning: (m) => warnings.push(m),
+    const node = await startNode(prefix, { nodeId, brokerId: i + 1, port: 9000 + i }, store, {
+      warnings,
       ...overrides,
     });
     nodes.push({ node, store });
@@ -241,14 +255,7 @@ describe('cluster nodes on a 3-member etcd', () => {
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
     await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       const startedMs = Date.now();
-      const twin = ClusterNode.start({
-        endpoints: etcd.endpoints,
-        prefix,
-        node: { nodeId: 'n1', brokerId: 9, host: '127.0.0.1', port: 9100 },
-        store,
-        leaseTtlSeconds: 2,
-        reconcileIntervalMs: 100,
-      });
+      const twin = startNode(prefix, { nodeId: 'n1', brokerId: 9, port: 9100 }, store);
       await expect(twin).rejects.toSatisfy(
         (e) =>
           isOffsetStoreError(e, 'INVALID_CONFIG') && /node id n1 is registered/.test(e.message),
@@ -277,14 +284,7 @@ describe('cluster nodes on a 3-member etcd', () => {
         'test',
       );
       await crashed.stop(false);
-      const restarted = await ClusterNode.start({
-        endpoints: etcd.endpoints,
-        prefix,
-        node: { nodeId: 'n2', brokerId: 2, host: '127.0.0.1', port: 9101 },
-        store,
-        leaseTtlSeconds: 2,
-        reconcileIntervalMs: 100,
-      });
+      const restarted = await startNode(prefix, { nodeId: 'n2', brokerId: 2, port: 9101 }, store);
       nodes.push({ node: restarted, store });
       await settled(nodes);
     });
@@ -386,14 +386,8 @@ describe('cluster nodes on a 3-member etcd', () => {
         'test',
       );
       const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
-      const node = await ClusterNode.start({
-        endpoints: etcd.endpoints,
-        prefix,
-        node: { nodeId: 'n1', brokerId: 1, host: '127.0.0.1', port: 9000 },
-        store,
-        leaseTtlSeconds: 2,
-        reconcileIntervalMs: 100,
-        onWarning: (m) => warnings.push(m),
+      const node = await startNode(prefix, { nodeId: 'n1', brokerId: 1, port: 9000 }, store, {
+        warnings,
       });
       try {
         await new Promise((resolve) => setTimeout(resolve, 2500));

@@ -302,6 +302,7 @@ function resolveMember(
 ): ResolvedMember {
   if (request.memberEpoch !== 0) {
     assert(request.memberId !== null, 'memberId checked at the edge');
+    checkStaticIdentity(group, request.memberId, request.instanceId);
     const existing = group?.members.get(request.memberId);
     if (existing === undefined) throw unknownMember(request.memberId, group);
     if (request.instanceId !== null && existing.instanceId !== request.instanceId) {
@@ -347,6 +348,26 @@ function resolveMember(
     'UNRELEASED_INSTANCE_ID',
     `instanceId '${request.instanceId}' is still held by member ${holder.memberId}; it is released by a leave with memberEpoch -2 or when that member's session times out`,
   );
+}
+
+/**
+ * A request naming an instance id, in Kafka's order: UNKNOWN_MEMBER_ID when no member holds it,
+ * FENCED_INSTANCE_ID when another member does (this one was replaced: a Kafka client stops, where
+ * UNKNOWN_MEMBER_ID would make it rejoin and take the instance over again once it is free).
+ */
+function checkStaticIdentity(
+  group: Group | undefined,
+  memberId: string,
+  instanceId: string | null,
+): void {
+  if (instanceId === null) return;
+  const holderId = group?.staticMemberId(instanceId);
+  if (holderId === undefined) throw unknownMember(memberId, group);
+  if (holderId !== memberId)
+    throw new OffsetStoreError(
+      'FENCED_INSTANCE_ID',
+      `instanceId '${instanceId}' is held by member ${holderId}, not ${memberId}: this member was replaced`,
+    );
 }
 
 function checkMemberEpoch(member: ConsumerMember, request: NormalizedHeartbeat): void {
@@ -480,6 +501,7 @@ function leavingMember(
 ): ConsumerMember {
   assert(request.memberId !== null, 'memberId checked at the edge');
   const group = op.env.machine.get(groupId);
+  checkStaticIdentity(group, request.memberId, request.instanceId);
   const member = group?.members.get(request.memberId);
   if (member === undefined) throw unknownMember(request.memberId, group);
   if (request.instanceId !== null && member.instanceId !== request.instanceId) {

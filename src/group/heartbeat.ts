@@ -119,7 +119,11 @@ export function normalizeHeartbeatRequest(
   const subscribedTableIds = rawTableIds === undefined ? null : tableIds(rawTableIds);
   if (memberEpoch === 0 && subscribedTableIds === null)
     invalid('subscribedTableIds is required when joining (memberEpoch 0)');
-  const ownedBuckets = rawOwned === undefined ? null : owned(rawOwned);
+  // A joining member owns nothing, whether it says so or leaves the field out (as Kafka requires an
+  // empty list on a join): read as "owns what it owned", a static member taking over its instance
+  // was held at epoch 0 until its predecessor's buckets were revoked, which it could never report.
+  const ownedBuckets =
+    rawOwned === undefined ? (memberEpoch === 0 ? BucketSet.EMPTY : null) : owned(rawOwned);
   if (memberEpoch === 0 && ownedBuckets !== null && ownedBuckets.size > 0)
     invalid('ownedBuckets must be empty when joining (memberEpoch 0)');
   const assignor = rawAssignor === undefined ? null : rawAssignor;

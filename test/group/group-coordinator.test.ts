@@ -309,9 +309,10 @@ describe('reconciliation', () => {
     await d.beat();
     expect(d.owned).toHaveLength(2); // d does not get the away member's buckets
     await rejectsWith(ctx.heartbeat({ memberId: 'x', memberEpoch: -2 }), 'INVALID_REQUEST'); // -2 needs an instance id
+    // Another member naming the instance id: fenced, as Kafka's coordinator answers.
     await rejectsWith(
       ctx.heartbeat({ memberId: 'd', memberEpoch: -2, instanceId: 'inst' }),
-      'INVALID_REQUEST',
+      'FENCED_INSTANCE_ID',
     );
 
     const s2 = ctx.member([1], { memberId: 's2', instanceId: 'inst' });
@@ -330,7 +331,60 @@ describe('reconciliation', () => {
       ctx.heartbeat({ memberId: 's1', memberEpoch: epoch ?? 0 }),
       'UNKNOWN_MEMBER_ID',
     );
+    // The replaced incarnation, naming its instance id: fenced (a Kafka client stops), not unknown
+    // (which makes a member rejoin, and take the instance over again once it is free).
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 's1', memberEpoch: epoch ?? 0, instanceId: 'inst' }),
+      'FENCED_INSTANCE_ID',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 's1', memberEpoch: -1, instanceId: 'inst' }),
+      'FENCED_INSTANCE_ID',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'd', memberEpoch: d.epoch, instanceId: 'inst' }),
+      'FENCED_INSTANCE_ID',
+    );
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'd', memberEpoch: d.epoch, instanceId: 'nobody' }),
+      'UNKNOWN_MEMBER_ID',
+    );
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it('a static member taking over with ownedBuckets left out owns nothing yet: it gets its buckets at once, not stuck at epoch 0', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const joined = await ctx.heartbeat({
+      memberEpoch: 0,
+      memberId: 'b',
+      instanceId: 'ib',
+      subscribedTableIds: [1],
+    });
+    expect(joined.assignment).toHaveLength(4);
+    await ctx.heartbeat({ memberEpoch: -2, memberId: 'b', instanceId: 'ib' });
+    const c = await ctx.heartbeat({
+      memberEpoch: 0,
+      memberId: 'c',
+      subscribedTableIds: [1],
+      ownedBuckets: [],
+    });
+    const back = await ctx.heartbeat({
+      memberEpoch: 0,
+      memberId: 'b2',
+      instanceId: 'ib',
+      subscribedTableIds: [1],
+    });
+    expect(back.memberEpoch).toBeGreaterThan(0);
+    const described = ctx.coordinator.describe('g')!.members.find((m) => m.memberId === 'b2')!;
+    expect(described.state).toBe('STABLE');
+    // Its next heartbeat, as the protocol goes on, is accepted.
+    await ctx.heartbeat({
+      memberEpoch: back.memberEpoch,
+      memberId: 'b2',
+      instanceId: 'ib',
+      ownedBuckets: back.assignment ?? [],
+    });
+    expect(c.memberEpoch).toBeGreaterThan(0);
   });
 
   it('a static member that does not come back is removed after its session timeout', async () => {

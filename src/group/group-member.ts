@@ -12,7 +12,9 @@
  *
  * Fencing (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): everything owned is lost — `onLost` (or
  * `onRevoked` if no `onLost`) is told, a commit would now be refused anyway — and the member rejoins
- * at epoch 0 under the same member id. Other heartbeat failures are retried after `retryBackoffMs`.
+ * at epoch 0 under the same member id. A static member replaced by another incarnation of its
+ * instance (FENCED_INSTANCE_ID) loses everything too, reports it to `onError` and stops: rejoining
+ * would take the instance back. Other heartbeat failures are retried after `retryBackoffMs`.
  * Callbacks that throw are reported to `onError`; they do not stop the loop.
  */
 import { isOffsetStoreError } from '../errors/index.js';
@@ -227,8 +229,12 @@ export class GroupMember {
         ...(this.#options.instanceId === undefined ? {} : { instanceId: this.#options.instanceId }),
       });
     } catch (error) {
-      // Already gone is as good as left.
-      if (!isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')) throw error;
+      // Already gone, or replaced by another incarnation of its instance, is as good as left.
+      if (
+        !isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID') &&
+        !isOffsetStoreError(error, 'FENCED_INSTANCE_ID')
+      )
+        throw error;
     } finally {
       this.#runState = 'stopped';
       this.#port.stopped?.(this);
@@ -306,6 +312,14 @@ export class GroupMember {
         isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')
       ) {
         await this.#loseAll();
+        return 0;
+      }
+      if (isOffsetStoreError(error, 'FENCED_INSTANCE_ID')) {
+        // Replaced by another incarnation of its instance: it must not rejoin (it would take the
+        // instance back once it is free), as a Kafka client stops.
+        await this.#loseAll();
+        this.#options.onError?.(error);
+        this.stop();
         return 0;
       }
       this.#options.onError?.(error);

@@ -168,4 +168,45 @@ describe('group coordinator over a real store', () => {
     expect(await reopened.listGroups()).toEqual([]);
     await reopened.close();
   });
+
+  it('stops a static member replaced by another incarnation of its instance: it loses its buckets and does not rejoin', async () => {
+    const clock = new ManualClock();
+    const store = await OffsetStore.open({
+      dir: tempDir(),
+      clock,
+      durability: 'os',
+      group: { heartbeatIntervalMs: 1000 },
+    });
+    store.setTableLayout(TABLE, { bucketCount: 4 });
+    const lost: number[] = [];
+    const errors: unknown[] = [];
+    const old = await store.joinGroup('static', {
+      subscribedTableIds: [TABLE],
+      instanceId: 'host-a',
+      onLost: (buckets) => void lost.push(...buckets.map((b) => b.bucketId)),
+      onError: (error) => void errors.push(error),
+    });
+    await run(clock, 2_000);
+    expect(old.assignment).toHaveLength(4);
+    // Another process of the same instance: the old one seemed gone (it left with -2 for a restart).
+    await store.heartbeat('static', {
+      memberId: old.memberId,
+      memberEpoch: -2,
+      instanceId: 'host-a',
+    });
+    const replacement = await store.heartbeat('static', {
+      memberEpoch: 0,
+      memberId: 'host-a-2',
+      instanceId: 'host-a',
+      subscribedTableIds: [TABLE],
+    });
+    expect(replacement.assignment).toHaveLength(4);
+    await run(clock, 3_000); // the old incarnation heartbeats again
+    expect(errors).toEqual([expect.objectContaining({ code: 'FENCED_INSTANCE_ID' })]);
+    expect(old.runState).toBe('stopped');
+    expect(lost.sort()).toEqual([0, 1, 2, 3]);
+    const members = (await store.describeGroup('static')).members;
+    expect(members.map((m) => [m.memberId, m.instanceId])).toEqual([['host-a-2', 'host-a']]);
+    await store.close();
+  });
 });

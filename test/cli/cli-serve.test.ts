@@ -263,7 +263,11 @@ describe('offset-store serve', () => {
         2,
         /not a usable PEM certificate and key/,
       ],
-      [['--listen', '127.0.0.1:0', '--default-partitions', '100000'], 2, /defaultPartitions/],
+      [
+        ['--listen', '127.0.0.1:0', '--default-partitions', '100000'],
+        2,
+        /--default-partitions must be from 1 to 65536/,
+      ],
       [
         ['--listen', '127.0.0.1:0', '--audit-log', path.join(aDirectory, 'missing', 'audit.log')],
         1,

@@ -302,15 +302,10 @@ function resolveMember(
 ): ResolvedMember {
   if (request.memberEpoch !== 0) {
     assert(request.memberId !== null, 'memberId checked at the edge');
+    // An instance id it names is its own past this check (the group maps each to its holder).
     checkStaticIdentity(group, request.memberId, request.instanceId);
     const existing = group?.members.get(request.memberId);
     if (existing === undefined) throw unknownMember(request.memberId, group);
-    if (request.instanceId !== null && existing.instanceId !== request.instanceId) {
-      throw new OffsetStoreError(
-        'INVALID_REQUEST',
-        `instanceId '${request.instanceId}' does not match member ${existing.memberId}`,
-      );
-    }
     checkMemberEpoch(existing, request);
     return { memberId: existing.memberId, existing };
   }
@@ -504,12 +499,6 @@ function leavingMember(
   checkStaticIdentity(group, request.memberId, request.instanceId);
   const member = group?.members.get(request.memberId);
   if (member === undefined) throw unknownMember(request.memberId, group);
-  if (request.instanceId !== null && member.instanceId !== request.instanceId) {
-    throw new OffsetStoreError(
-      'INVALID_REQUEST',
-      `instanceId '${request.instanceId}' does not match member ${member.memberId}`,
-    );
-  }
   if (request.memberEpoch === LEAVE_GROUP_STATIC_MEMBER_EPOCH && member.instanceId === null) {
     throw new OffsetStoreError(
       'INVALID_REQUEST',

@@ -366,7 +366,7 @@ export class EtcdLog implements LogPort {
         landed = true;
         revision = String(res.header.revision);
       } else {
-        landed = this.#landedOrFenced(res, start, end, round[0]!.batch);
+        landed = this.#landedOrFenced(probed(res), start, end, round[0]!.batch);
       }
     } catch (error) {
       if (isOffsetStoreError(error, 'REPLICA_NO_SPACE')) {
@@ -457,23 +457,14 @@ export class EtcdLog implements LogPort {
    */
   async #appliedDespiteNoSpace(start: number, end: number, firstBatch: Buffer): Promise<boolean> {
     const what = `reading back an append to ${this.#keys.log} answered NOSPACE`;
-    const [owner, next, first] = await Promise.all(
+    const read = (await Promise.all(
       [this.#keys.owner, this.#keys.next, this.#keys.logEntry(start)].map(
         async (key) => (await this.#connection.range({ key: Buffer.from(key) }, what)).kvs[0],
       ),
-    );
-    if (first === undefined || !first.value.equals(firstBatch)) return false;
-    const stillOwner = owner !== undefined && owner.value.equals(this.#owner.value);
-    if (stillOwner && next !== undefined && Number(next.value.toString()) === end)
-      this.#nextRevision = String(next.mod_revision);
-    else
-      this.#failure ??= stillOwner
-        ? new OffsetStoreError(
-            'NOT_COORDINATOR',
-            `${this.#keys.log}: another writer under the same token appended after log offset ${end - 1}; this log stops`,
-          )
-        : notOwner(this.#keys, this.#owner, owner);
-    return true;
+    )) as Probed;
+    // Not applied: the round is refused alone, and the log goes on (not fenced).
+    if (read[2] === undefined || !read[2].value.equals(firstBatch)) return false;
+    return this.#landedOrFenced(read, start, end, firstBatch);
   }
 
   /**
@@ -484,8 +475,12 @@ export class EtcdLog implements LogPort {
    * moved on under someone else, or under a token that is gone since, still resolves (it was
    * committed under a valid token), and the log fail-stops after it.
    */
-  #landedOrFenced(res: ITxnResponse, start: number, end: number, firstBatch: Buffer): boolean {
-    const [owner, next, first] = res.responses.map(kvOf);
+  #landedOrFenced(
+    [owner, next, first]: Probed,
+    start: number,
+    end: number,
+    firstBatch: Buffer,
+  ): boolean {
     const ours = first !== undefined && first.value.equals(firstBatch);
     const stillOwner = owner !== undefined && owner.value.equals(this.#owner.value);
     if (ours && stillOwner && next !== undefined && Number(next.value.toString()) === end) {
@@ -495,7 +490,7 @@ export class EtcdLog implements LogPort {
     const fence = stillOwner
       ? new OffsetStoreError(
           'NOT_COORDINATOR',
-          `${this.#keys.log}: another writer under the same token appended at log offset ${start}; this log stops`,
+          `${this.#keys.log}: another writer under the same token appended ${ours ? `after log offset ${end - 1}` : `at log offset ${start}`}; this log stops`,
         )
       : notOwner(this.#keys, this.#owner, owner);
     this.#failure ??= fence;
@@ -537,7 +532,7 @@ export class EtcdLog implements LogPort {
           return false;
         }
         if (this.#ownFenceLanded(res, start)) return false;
-        return this.#landedOrFenced(res, start, end, firstBatch);
+        return this.#landedOrFenced(probed(res), start, end, firstBatch);
       } catch (error) {
         last = error;
         if (!outcomeUnknown(error)) break; // etcd answers but refuses writes (NOSPACE): reading cannot settle it
@@ -560,7 +555,7 @@ export class EtcdLog implements LogPort {
    * the same revision, so at most one of them applied.
    */
   #ownFenceLanded(res: ITxnResponse, start: number): boolean {
-    const [owner, next, first] = res.responses.map(kvOf);
+    const [owner, next, first] = probed(res);
     if (owner === undefined || !owner.value.equals(this.#owner.value)) return false;
     if (first !== undefined || next === undefined || Number(next.value.toString()) !== start)
       return false;
@@ -687,6 +682,14 @@ export function ownerCompare(keys: BucketKeys, owner: OwnerToken) {
 /** A read of one key inside a transaction. */
 export function rangeOp(key: string): IRequestOp {
   return { request_range: { key: Buffer.from(key) } };
+}
+
+/** The owner key, `next` and a round's first log key, as read (undefined: absent). */
+type Probed = [IKeyValue | undefined, IKeyValue | undefined, IKeyValue | undefined];
+
+/** What the probes of a failed transaction (`#probes`) found. */
+function probed(res: ITxnResponse): Probed {
+  return res.responses.map(kvOf) as Probed;
 }
 
 /** The key a range response inside a transaction found, if any. */

@@ -211,7 +211,7 @@ export async function readOffsetsDocument(
   } else {
     let bytes: Buffer | null;
     try {
-      bytes = await readInputFile(source);
+      bytes = await readNamedFile(source);
     } catch (error) {
       throw new UsageError(`--${optionName}: cannot read ${source}: ${(error as Error).message}`);
     }
@@ -241,9 +241,4 @@ export async function readOffsetsDocument(
       throw new UsageError(`--${optionName}: ${error.message.replace(/^INVALID_REQUEST: /, '')}`);
     throw error;
   }
-}
-
-/** Reads a file named on the command line (a FIFO or `/dev/stdin` too); null when it does not exist. */
-export function readInputFile(file: string): Promise<Buffer | null> {
-  return readNamedFile(file);
 }

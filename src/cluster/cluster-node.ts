@@ -143,6 +143,7 @@ export class ClusterNode {
       callTimeoutMs: options.callTimeoutMs,
     });
     this.#keys = new ClusterKeys(options.prefix);
+    this.#onWarning = warningsTo(options.onWarning);
   }
 
   /** Joins the cluster: checks its configuration, registers, and starts reconciling (buckets arrive over the next intervals). */
@@ -544,10 +545,10 @@ export class ClusterNode {
   #warn(message: string): void {
     // Through the store's rule: an onWarning that throws must not reject the reconcile loop's
     // promise chain (an unhandled rejection ends the process).
-    (this.#onWarning ??= warningsTo(this.#options.onWarning))(message);
+    this.#onWarning(message);
   }
 
-  #onWarning: ((message: string) => void) | undefined;
+  readonly #onWarning: (message: string) => void;
 
   /**
    * Leaves the cluster: stops reconciling, gives every bucket up (its log answers what it has queued), deregisters

@@ -6,18 +6,18 @@ import { execFileSync } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readInputFile } from '../../src/cli/command.js';
+import { readNamedFile } from '../../src/io/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
-describe('readInputFile', () => {
+describe('readNamedFile', () => {
   it.runIf(process.platform === 'linux')(
     'reads a FIFO, and null for a file that does not exist',
     async () => {
       const fifo = path.join(tempDir(), 'plan.json');
       execFileSync('mkfifo', [fifo]);
-      const [read] = await Promise.all([readInputFile(fifo), writeFile(fifo, '{"a":1}')]);
+      const [read] = await Promise.all([readNamedFile(fifo), writeFile(fifo, '{"a":1}')]);
       expect(read?.toString()).toBe('{"a":1}');
-      expect(await readInputFile(path.join(tempDir(), 'none.json'))).toBeNull();
+      expect(await readNamedFile(path.join(tempDir(), 'none.json'))).toBeNull();
     },
   );
 });

@@ -6,7 +6,7 @@
  * Listens on loopback unless told otherwise.
  */
 import * as tls from 'node:tls';
-import { NodeFileSystem } from '../../io/index.js';
+import { readNamedFile } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
 import { startClusterServer } from '../../cluster/index.js';
 import {
@@ -27,7 +27,6 @@ import {
   UsageError,
   integerOption,
   noPositionals,
-  readInputFile,
   stringListOption,
   stringOption,
   type Command,
@@ -339,15 +338,11 @@ interface ServeSettings {
   autoCreateTopics: boolean;
 }
 
-async function readPem(
-  fs: NodeFileSystem,
-  file: string | undefined,
-  option: string,
-): Promise<Buffer | undefined> {
+async function readPem(file: string | undefined, option: string): Promise<Buffer | undefined> {
   if (file === undefined) return undefined;
   let bytes: Buffer | null;
   try {
-    bytes = await readInputFile(file);
+    bytes = await readNamedFile(file);
   } catch (error) {
     throw new UsageError(`${option}: cannot read ${file}: ${(error as Error).message}`);
   }
@@ -421,10 +416,9 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
     context,
     listens.map((l) => l.securityProtocol),
   );
-  const fs = new NodeFileSystem();
-  const cert = await readPem(fs, stringOption(context, 'tls-cert'), '--tls-cert');
-  const key = await readPem(fs, stringOption(context, 'tls-key'), '--tls-key');
-  const ca = await readPem(fs, stringOption(context, 'tls-ca'), '--tls-ca');
+  const cert = await readPem(stringOption(context, 'tls-cert'), '--tls-cert');
+  const key = await readPem(stringOption(context, 'tls-key'), '--tls-key');
+  const ca = await readPem(stringOption(context, 'tls-ca'), '--tls-ca');
   const clientAuth =
     stringOption(context, 'tls-client-auth') ?? (ca === undefined ? 'none' : 'requested');
   if (!['none', 'requested', 'required'].includes(clientAuth))

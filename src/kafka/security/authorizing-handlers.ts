@@ -337,13 +337,13 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
         throttleTimeMs: 0,
         coordinators: request.coordinatorKeys.map((key) => ({ key, ...refused })),
       };
-    return then(inner(context, { ...request, coordinatorKeys: allowed }, header, peer), (body) => ({
-      ...body,
-      coordinators: ((byKey) =>
-        request.coordinatorKeys.map((key) => byKey.get(key) ?? { key, ...refused }))(
-        firstByKey(body.coordinators, (c) => c.key),
-      ),
-    }));
+    return then(inner(context, { ...request, coordinatorKeys: allowed }, header, peer), (body) => {
+      const byKey = firstByKey(body.coordinators, (c) => c.key);
+      return {
+        ...body,
+        coordinators: request.coordinatorKeys.map((key) => byKey.get(key) ?? { key, ...refused }),
+      };
+    });
   },
 
   [API_KEYS.ConsumerGroupHeartbeat]: (inner, check, context, request, header, peer) => {

@@ -27,7 +27,11 @@ import {
 } from '../src/index.js';
 import { loadChecksum } from '../src/codec/index.js';
 import { forgetCheckpointProcessState } from '../src/kv/index.js';
-import { forgetHeldDirectories, forgetLogProcessState } from '../src/log/index.js';
+import {
+  forgetHeldDirectories,
+  forgetJournalProcessState,
+  forgetLogProcessState,
+} from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
 import {
   configFor,
@@ -286,6 +290,7 @@ class Simulation {
       this.incarnation++;
       forgetHeldDirectories();
       forgetLogProcessState();
+      forgetJournalProcessState();
       await forgetCheckpointProcessState();
       this.fs = new SimFileSystem(
         this.disk,

@@ -133,6 +133,13 @@ export interface OffsetStoreOptions {
   /** Resolve `open` only once every offsets-bucket has recovered (default true); with false, calls
    * on a bucket still recovering reject with COORDINATOR_LOAD_IN_PROGRESS. */
   awaitRecovery?: boolean;
+  /**
+   * With durability 'fsync', make the write rounds of offsets-buckets that commit at the same moment
+   * durable with one fdatasync of a shared journal (`journal/` in the store directory) instead of
+   * one fdatasync per bucket (default true). A round of one bucket alone still fdatasyncs its log.
+   * See docs/recovery.md for the trade-off.
+   */
+  commitJournal?: boolean;
 }
 
 /** Options of `compact()`. */
@@ -359,6 +366,8 @@ export interface ResolvedOptions {
   fs: FileSystem;
   /** Whether `open` waits for every offsets-bucket to recover. */
   awaitRecovery: boolean;
+  /** Whether concurrent rounds of several buckets share one fdatasync of the commit journal. */
+  commitJournal: boolean;
   /** Compaction settings, checked and with defaults. */
   compaction: ResolvedCompaction;
   /** Coordinator settings, checked and with the store's defaults (assignments paced to one a second). */
@@ -477,6 +486,14 @@ function positiveInteger(
   return value;
 }
 
+/** A boolean option, or `fallback` when it is absent. */
+function optionalBoolean(value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean')
+    throw new TypeError(`${name} must be a boolean, got ${typeof value}`);
+  return value;
+}
+
 /** Validates options and applies defaults; each option is read once (a getter is not asked twice). */
 export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   if (typeof options !== 'object' || options === null)
@@ -496,6 +513,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     clock,
     fs,
     awaitRecovery,
+    commitJournal,
   } = options;
   if (typeof dir !== 'string' || dir.length === 0)
     throw new TypeError('options.dir must be a non-empty string');
@@ -541,6 +559,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     clock: storeClock(clock ?? new SystemClock(), warn),
     fs: fs ?? new NodeFileSystem(),
     awaitRecovery: awaitRecovery ?? true,
+    commitJournal: optionalBoolean(commitJournal, 'options.commitJournal', true),
     compaction: resolveCompaction(compaction),
     group: resolveGroupSettings(group, 'options.group', STORE_GROUP_DEFAULTS),
     onWarning: warn,

@@ -12,8 +12,10 @@
 import { loadChecksum, xxh32, type OffsetRecordSpec } from './codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import {
+  CommitJournal,
   DirectoryLock,
   LOG_DEFAULTS,
+  Log,
   ManifestFile,
   bucketDirPath,
   missingBucketDirs,
@@ -126,6 +128,9 @@ export class OffsetStore {
   readonly #fetchCache = new Map<string, GroupOffsets>();
   #lock: DirectoryLock | undefined;
   #manifest: ManifestFile | undefined;
+  /** The commit journal (durability 'fsync', files of its own), and what it held at open, until replayed. */
+  #journal: CommitJournal | undefined;
+  #journalRead: { batches: Map<number, Buffer[]>; files: string[] } | undefined;
   /** The compaction strategy the store runs, as its manifest records it. */
   #recorded = 'log-cleaner';
   /** That strategy, loaded; undefined for a module strategy whose module was not given (compaction off). */
@@ -315,6 +320,18 @@ export class OffsetStore {
               : undefined,
         });
       }
+      if (!this.#hosted && this.#options.durability === 'fsync' && this.#options.commitJournal) {
+        const { journal, contents } = await CommitJournal.open(
+          fs,
+          dir,
+          manifest.bucketCount,
+          LOG_DEFAULTS.batchBytesMax,
+          (index) => this.#syncBucketLog(index),
+          this.#options.onWarning,
+        );
+        this.#journal = journal;
+        if (contents.files.length > 0) this.#journalRead = contents;
+      }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
       // then on). Awaiting recovery, once it succeeded, or each bucket's before it first writes
       // (#beforeFirstWrite): a store that refuses to open keeps exact the ends its logs still have.
@@ -327,12 +344,12 @@ export class OffsetStore {
       if (this.#hosted) {
         this.#recovery = Promise.resolve();
       } else if (this.#options.awaitRecovery) {
-        this.#recovery = this.#recoverAll();
+        this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
         await this.#recovery;
         await this.#raiseLogEnds();
       } else {
         await endsInexact();
-        this.#recovery = this.#recoverAll();
+        this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
         this.#recovery
           .catch(() => {})
           .then(() => this.#raiseLogEnds())
@@ -362,6 +379,8 @@ export class OffsetStore {
   async #abandonOpen(): Promise<void> {
     const steps: [string, () => Promise<void>][] = [
       ['closing its offsets-buckets', () => this.#unloadBuckets()],
+      // Kept: what the buckets that did not load have in it is replayed by the next open.
+      ['closing its commit journal', async () => this.#journal?.close(false)],
       ['releasing the lock', () => this.#lock!.release()],
     ];
     for (const [what, step] of steps) {
@@ -580,8 +599,30 @@ export class OffsetStore {
       );
   }
 
+  /**
+   * Every offsets-bucket has recovered, so each log holds durably what the journal files read at
+   * open held for it (Log.open wrote it and fdatasynced): they are deleted.
+   */
+  async #retireJournalRead(): Promise<void> {
+    const read = this.#journalRead;
+    if (read === undefined || this.#journal === undefined) return;
+    this.#journalRead = undefined;
+    await this.#journal.retireRead(read.files);
+  }
+
+  /** The journal retires a file: offsets-bucket `index`'s log makes everything it wrote durable in itself. */
+  async #syncBucketLog(index: number): Promise<void> {
+    const log = this.#slots[index]?.bucket?.table.log;
+    // Not loaded (any more): a bucket unloads only by closing its log, which fdatasyncs it.
+    if (log instanceof Log) await log.syncAcknowledged();
+  }
+
   #logOptions(dir: string, index: number) {
     return {
+      journal:
+        this.#journal === undefined
+          ? undefined
+          : { port: this.#journal, bucket: index, replay: this.#journalRead?.batches.get(index) },
       // With durability 'os' a power loss may take what was acknowledged: no bound to hold it to.
       onSegmentStarted:
         this.#options.durability === 'fsync'
@@ -1093,11 +1134,22 @@ export class OffsetStore {
     await this.#conversions.settled();
     await this.#recovery.catch(() => {});
     let failure: unknown;
+    let logsClosed = false;
     try {
       await this.#unloadBuckets(this.#lastCheckpointTime());
       await this.#recordLogEnds();
+      // Every log closed cleanly (each fdatasynced what it wrote) and no journal file read at open
+      // still waits for a bucket that did not recover: the journal holds nothing needed any more.
+      logsClosed =
+        this.#journalRead === undefined &&
+        this.#slots.every((slot) => slot.bucket !== undefined && slot.bucket.logEnd().exact);
     } catch (error) {
       failure = openFailure(error, `closing the store in ${this.#options.dir} failed`);
+    }
+    try {
+      await this.#journal?.close(logsClosed);
+    } catch (error) {
+      failure ??= openFailure(error, `closing the commit journal of ${this.#options.dir} failed`);
     }
     try {
       await this.#lock?.release();

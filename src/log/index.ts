@@ -54,3 +54,13 @@ export {
   type StoreManifest,
 } from './store-manifest.js';
 export { CLEANED_SUFFIX, INTENT_FILE, type CleanedSegment } from './segment-swap.js';
+export {
+  CommitJournal,
+  JOURNAL_DIR,
+  forgetJournalProcessState,
+  journalFileName,
+  parseJournalFileName,
+  readJournal,
+  type JournalContents,
+  type JournalPort,
+} from './commit-journal.js';

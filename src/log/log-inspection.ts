@@ -33,6 +33,7 @@ import {
   DecodeError,
   loadChecksum,
   readBatchChecksum,
+  readBatchLogOffset,
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
@@ -71,6 +72,12 @@ export interface LogLimits {
    * torn write.
    */
   durability: 'fsync' | 'os';
+  /**
+   * The store's commit journal, when the log is written through one (commit-journal.ts): its tail
+   * after its own last fdatasync may be lost in any number of rounds, and `replay` (this log's
+   * batches in the journal) continues it.
+   */
+  journal?: { replay?: readonly Buffer[] };
 }
 
 /** One damaged place. */
@@ -140,6 +147,8 @@ export interface LogInspection {
   tornTail: LogDamage | undefined;
   /** Log offset after the last valid batch (or the empty last segment's base). */
   logEnd: number;
+  /** With a journal: the log offset after the last batch the log and the journal hold together. */
+  journalEnd?: number;
 }
 
 /** How to read. */
@@ -297,20 +306,46 @@ async function scanAll(
   }
   const last = segments.at(-1);
   result.logEnd = Math.max(previous + 1, last?.baseOffset ?? 0);
+  let end = result.logEnd;
+  const replay = limits.journal?.replay;
+  if (replay !== undefined) {
+    // The journal continues the log from its end: its batches there must follow one another.
+    for (const batch of replay) {
+      const logOffset = readBatchLogOffset(batch);
+      if (logOffset < end) continue;
+      if (logOffset === end) {
+        end++;
+        continue;
+      }
+      damage.push({
+        kind: 'corrupt',
+        file: last?.path ?? '(no segment)',
+        position: last?.validBytes ?? 0,
+        bytesAfter: 0,
+        reason: `log offsets ${end}..${logOffset - 1} are missing: the log and the commit journal hold batches up to log offset ${end - 1}, and the journal continues at ${logOffset}`,
+      });
+      return;
+    }
+    result.journalEnd = end;
+  }
   const known = expectations.knownEnd;
-  // A damaged last segment is reported as such; its end says nothing more.
-  const lastDamaged = previousDamaged && last !== undefined;
+  // A damaged last segment is reported as such; its end says nothing more. With a journal, a tail
+  // lost in the log is found again there, so the end with the journal is checked all the same.
+  const lastDamaged =
+    previousDamaged &&
+    last !== undefined &&
+    (limits.journal === undefined || damage.some((d) => d.kind === 'corrupt'));
   if (
     known !== undefined &&
     !lastDamaged &&
-    (known.exact ? result.logEnd !== known.logOffset : result.logEnd < known.logOffset)
+    (known.exact ? end !== known.logOffset : end < known.logOffset)
   ) {
     damage.push({
       kind: 'corrupt',
       file: last?.path ?? '(no segment)',
       position: last?.validBytes ?? 0,
       bytesAfter: 0,
-      reason: `the log ends at log offset ${result.logEnd}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`,
+      reason: `the log ends at log offset ${end}${replay !== undefined && end !== result.logEnd ? ' (with the commit journal)' : ''}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`,
     });
   }
 }
@@ -386,9 +421,16 @@ async function scanOne(
   // With no intact batch in it, the damaged one is the segment's first: its log offset is the base
   // (`previous` is -1 when no segment precedes it, as after a checkpoint freed them all).
   const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : segment.baseOffset - 1;
+  // With a journal, the log's tail after its own last fdatasync may be lost over many rounds, and
+  // a batch the store recorded as durable may be durable only in the journal: damage there is a
+  // torn tail when the journal holds the damaged batch (recovery writes it again), and the end,
+  // with the journal, is checked against what the store recorded (scanAll).
+  const journaled =
+    limits.journal?.replay?.some((batch) => readBatchLogOffset(batch) === lastValid + 1) === true;
   const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, {
     ...limits,
-    durableBelow: expectations.knownEnd?.logOffset,
+    durability: limits.journal !== undefined ? 'os' : limits.durability,
+    durableBelow: journaled ? undefined : expectations.knownEnd?.logOffset,
   });
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
   if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');

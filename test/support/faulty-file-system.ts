@@ -20,6 +20,8 @@ export interface FaultPlan {
   failReadAt?: number;
   /** Fail writes to files whose name ends with this (e.g. '.cleaned'); undefined = none. */
   failWritesToSuffix?: string;
+  /** Fail the next fdatasync of a file whose name ends with this (e.g. '.journal'; once, then cleared). */
+  failNextDatasyncOfSuffix?: string;
   /** Fail unlinks of files whose name ends with this (e.g. 'LOCK'); undefined = none. */
   failUnlinksOfSuffix?: string;
   /** Fail the Nth close (1-based, counted in closeCount; the file is closed all the same, as on Linux); undefined = never. */
@@ -100,8 +102,11 @@ export class FaultyFileSystem implements FileSystem {
       async datasync() {
         self.datasyncCount++;
         if (
-          self.plan.failDatasyncAt !== undefined &&
-          self.datasyncCount === self.plan.failDatasyncAt
+          (self.plan.failDatasyncAt !== undefined &&
+            self.datasyncCount === self.plan.failDatasyncAt) ||
+          (self.plan.failNextDatasyncOfSuffix !== undefined &&
+            path.endsWith(self.plan.failNextDatasyncOfSuffix) &&
+            (self.plan.failNextDatasyncOfSuffix = undefined) === undefined)
         ) {
           throw Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
         }

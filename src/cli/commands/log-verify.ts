@@ -62,6 +62,10 @@ function printReport(output: Output, report: VerifyReport): void {
   output.line(
     `Checked ${report.bucketCount} offsets-buckets of ${report.dir}: ${formatCount(t.segmentCount)} segments, ${formatBytes(t.sizeBytes)}, ${formatCount(t.batchCount)} batches, ${formatCount(t.recordCount)} records in ${formatDuration(report.durationMs)}.`,
   );
+  if (report.journal.files > 0)
+    output.line(
+      `Commit journal: ${report.journal.files} file(s), ${formatCount(report.journal.rounds)} rounds, ${formatCount(report.journal.batches)} batches (left by a crash or an open store); the next open writes into the logs what they lack of it.`,
+    );
   if (report.openByPid !== null)
     output.warn(
       `the store is open by live process ${report.openByPid}: a torn tail may be an append in progress`,

@@ -1,0 +1,804 @@
+/**
+ * The commit journal: one write-ahead file per store that makes the write rounds of many
+ * offsets-buckets durable with one fdatasync.
+ *
+ * Why: each offsets-bucket has a log of its own (so that a bucket can be moved, checkpointed and
+ * compacted alone), and a commit is durable once its log is fdatasynced. With many buckets busy at
+ * once (64 committers over 16 buckets) that is one fdatasync per bucket per round, each a device
+ * flush through Node's thread pool of 4 threads: the rounds queue behind each other's flushes. With
+ * the journal, a round of the logs that are writing at the same moment writes each log's batches to
+ * its own segment (not synced) and the same sealed batches once more to the journal, and one
+ * fdatasync of the journal makes them all durable. A round of a single log still fdatasyncs that
+ * log and writes nothing here: one log alone gains nothing from a second copy.
+ *
+ * The trade-off (docs/recovery.md): bytes written twice when buckets commit at the same moment, and
+ * a log file may now lag what was acknowledged (its tail is only in the page cache and the journal)
+ * until the log fdatasyncs itself: at a roll, a compaction, a checkpoint, a clean close, or when the
+ * journal file it wrote into is retired. Recovery replays the journal into the logs before anything
+ * is served.
+ *
+ * Invariants:
+ * - A batch is acknowledged only once it is durable in its log or in the journal. Every batch of a
+ *   log below what its own last fdatasync covered is durable in the log; every later acknowledged
+ *   batch is in a journal file that has not been deleted.
+ * - Rounds are written one at a time: a round is written and fdatasynced before the next one is
+ *   written. So after a power loss only the last round can be damaged, and nothing valid follows it.
+ * - Each round starts at a multiple of ROUND_ALIGN bytes, so a round being written never shares a
+ *   page with a durable one: a torn write cannot damage a round already acknowledged.
+ * - A journal file is deleted only after every log that wrote into it has fdatasynced everything it
+ *   had written (retire), and at a clean close after every log was closed (each closing fdatasyncs).
+ * - Per offsets-bucket, journal batches are in increasing log offset order; a bucket's batches past
+ *   its log's durable end are consecutive (a log's own fdatasync covers every batch before it).
+ *
+ * Files: `journal/<20-digit sequence>.journal`, sequence from 1, a new file when one would grow past
+ * FILE_BYTES_MAX. Zeros ahead of the rounds are written in the same write as a round that needs them
+ * (at least 64 KiB, a quarter of the file so far, at most 1 MiB), so most fdatasyncs overwrite
+ * blocks already allocated and need no file-system journal commit.
+ *
+ * Round format (little endian):
+ *
+ * | offset | size | field                                                                 |
+ * |--------|------|-----------------------------------------------------------------------|
+ * | 0      | 4    | magic 0x314a534f ("OSJ1")                                             |
+ * | 4      | 4    | checksum: xxh32 of bytes [8, 24) then, per entry, its bucket index and |
+ * |        |      | its batch's first 9 bytes (length, magic, checksum)                   |
+ * | 8      | 4    | bodyBytes: bytes of entries after the header                          |
+ * | 12     | 4    | the file's sequence (as in its name)                                  |
+ * | 16     | 4    | round number in the file, from 1, consecutive                         |
+ * | 20     | 4    | entry count                                                           |
+ * | 24     | ...  | entries: uint32 offsets-bucket index, then one sealed KvRecordBatch   |
+ *
+ * The round's checksum covers its header and each entry's bucket and batch checksum; each batch's
+ * own checksum covers the batch (record-batch.ts). So every byte of a round is checked.
+ *
+ * Reading a file: rounds are read from 0 while they are valid. The first invalid one ends the file:
+ * it is a round a crash or power loss cut short (and the file is replayed up to it) when no valid
+ * round of this file follows it at any later aligned position; otherwise a durable round was
+ * damaged: CORRUPT_MESSAGE naming the file and byte position, and the store does not open.
+ *
+ * A round whose write or fdatasync fails is cut back (its header overwritten with zeros and
+ * fdatasynced), so that its batches, refused to their callers, never come back. If that fails too,
+ * the journal refuses every later round and this process will not reopen the store's journal; the
+ * error names the file and position.
+ */
+import * as path from 'node:path';
+import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
+import type { FileHandle, FileSystem } from '../io/index.js';
+
+/** Folder of the journal files inside the store directory. */
+export const JOURNAL_DIR = 'journal';
+/** Suffix of a journal file. */
+export const JOURNAL_SUFFIX = '.journal';
+/** Rounds start at multiples of this (a page). */
+export const ROUND_ALIGN = 4096;
+const ROUND_HEADER_BYTES = 28;
+/** Bytes of the header covered by the round checksum, at the start of its summary. */
+const SUMMARY_HEADER_BYTES = ROUND_HEADER_BYTES - 8;
+/**
+ * Rounds written and not yet known durable at once: while one round's fdatasync runs, the next
+ * round's commits are prepared and written, so the event loop's work and the disk's overlap.
+ */
+const ROUNDS_IN_FLIGHT_MAX = 2;
+const ENTRY_HEADER_BYTES = 4;
+const MAGIC = 0x314a534f;
+/** A file is not grown past this (by default); the next round starts a new file. */
+export const JOURNAL_FILE_BYTES_MAX = 64 * 1024 * 1024;
+/** Most bytes of batches in one round (a round takes at least one submission). */
+const ROUND_BYTES_MAX = 16 * 1024 * 1024;
+const PREALLOCATE_BYTES_MIN = 64 * 1024;
+const PREALLOCATE_BYTES_MAX = 1024 * 1024;
+let zeros: Buffer | undefined;
+
+/** Read-only zeros (one shared buffer). */
+function zeroBytes(length: number): Buffer {
+  zeros ??= Buffer.alloc(PREALLOCATE_BYTES_MAX);
+  return zeros.subarray(0, length);
+}
+
+/** Name of the journal file of `sequence`. */
+export function journalFileName(sequence: number): string {
+  return `${String(sequence).padStart(20, '0')}${JOURNAL_SUFFIX}`;
+}
+
+/** The sequence of a journal file's name, or undefined when it is not one. */
+export function parseJournalFileName(name: string): number | undefined {
+  if (!/^\d{20}\.journal$/.test(name)) return undefined;
+  const sequence = Number(name.slice(0, 20));
+  return Number.isSafeInteger(sequence) && sequence > 0 ? sequence : undefined;
+}
+
+/** What a log needs of the journal. */
+export interface JournalPort {
+  /**
+   * Makes `batches` (sealed, for the log of offsets-bucket `bucket`) durable and has the log write
+   * them with `own.write`: when no other log is writing, the log writes them and fdatasyncs itself
+   * (`own.syncOwn`); otherwise the journal writes them with other logs' rounds and, while its
+   * fdatasync runs, has each log write its own. Rejects when the batches were not made durable
+   * (LOG_STORAGE_ERROR from the journal, or the log's own write or fdatasync error).
+   */
+  commit(
+    bucket: number,
+    batches: readonly Buffer[],
+    own: { write: () => Promise<void>; syncOwn: () => Promise<void> },
+  ): Promise<JournalOutcome>;
+}
+
+/** How a round of one log was made durable. */
+export interface JournalOutcome {
+  /** By the log's own fdatasync (no other log was writing); otherwise by the journal's. */
+  ownSync: boolean;
+  /**
+   * With the journal: the log's own write of the round failed after the journal had it. The round
+   * is durable all the same (recovery writes it from the journal into the log); the log must stop.
+   */
+  writeError?: unknown;
+}
+
+/** What reading the journal found: per offsets-bucket, its batches in the journal, in order. */
+export interface JournalContents {
+  /** Sealed batches per offsets-bucket index, log offsets increasing. */
+  batches: Map<number, Buffer[]>;
+  /** The files read (names), oldest first: retired once every bucket has replayed them. */
+  files: string[];
+  /** Rounds read, over every file. */
+  rounds: number;
+  /** Where a round cut short ended a file, if one did. */
+  tornRounds: { file: string; position: number; reason: string }[];
+}
+
+/** How the journal asks a log to make everything it wrote durable in itself (to retire a file). */
+export type SyncBucket = (bucket: number) => Promise<void>;
+
+interface Submission {
+  bucket: number;
+  batches: readonly Buffer[];
+  bytes: number;
+  write: () => Promise<void>;
+  syncOwn: () => Promise<void>;
+  writeError?: unknown;
+  resolve: (outcome: JournalOutcome) => void;
+  reject: (error: unknown) => void;
+}
+
+interface RoundInFlight {
+  file: OpenFile;
+  number: number;
+  /** Byte position of its header. */
+  start: number;
+  taken: Submission[];
+  /** Settles once every log of the round has written its own copy (never rejects). */
+  written: Promise<void>;
+  /** Settles once its fdatasync is done (acknowledged or failed). */
+  settled: Promise<void>;
+}
+
+interface OpenFile {
+  sequence: number;
+  path: string;
+  handle: FileHandle;
+  /** Where the next round starts. */
+  position: number;
+  /** Bytes of the file on disk (rounds, then zeros). */
+  fileBytes: number;
+  round: number;
+  /** The last round known durable (0 for none): recorded in each round written after it. */
+  durableRound: number;
+  /** Offsets-buckets that wrote a round into it. */
+  buckets: Set<number>;
+}
+
+/** Journal files that could not be cut back after a failed round: not reopened by this process. */
+const unrepairedJournals = new Map<string, string>();
+
+/** Forgets journals this process would not reopen (for a simulator's simulated restart). */
+export function forgetJournalProcessState(): void {
+  unrepairedJournals.clear();
+}
+
+/** The commit journal of one store; see the module comment. */
+export class CommitJournal implements JournalPort {
+  readonly #fs: FileSystem;
+  readonly #dir: string;
+  readonly #syncBucket: SyncBucket;
+  readonly #onWarning: (message: string) => void;
+  readonly #fileBytesMax: number;
+  #nextSequence: number;
+  /** The journal folder exists and its entry in the store directory is durable. */
+  #dirDurable = false;
+  #file: OpenFile | undefined;
+  /** Files written by this process and full: deleted once their buckets have synced. */
+  #toRetire: OpenFile[] = [];
+  #retiring: Promise<void> | undefined;
+  #queue: Submission[] = [];
+  #flushing: Promise<void> | undefined;
+  /** Rounds written whose fdatasync has not completed, oldest first. */
+  #inFlight: RoundInFlight[] = [];
+  /** The round being written, while its write is in flight. */
+  #writing: RoundInFlight | undefined;
+  #failure: OffsetStoreError | undefined;
+  #closed = false;
+
+  private constructor(
+    fs: FileSystem,
+    dir: string,
+    nextSequence: number,
+    syncBucket: SyncBucket,
+    onWarning: (message: string) => void,
+    fileBytesMax: number,
+  ) {
+    this.#fileBytesMax = fileBytesMax;
+    this.#fs = fs;
+    this.#dir = dir;
+    this.#nextSequence = nextSequence;
+    this.#syncBucket = syncBucket;
+    this.#onWarning = onWarning;
+  }
+
+  /**
+   * Reads the journal of the store at `storeDir` (refusing a damaged durable round) and returns it,
+   * ready to write into a new file, with what it holds for recovery to replay.
+   */
+  static async open(
+    fs: FileSystem,
+    storeDir: string,
+    bucketCount: number,
+    batchBytesMax: number,
+    syncBucket: SyncBucket,
+    onWarning: (message: string) => void,
+    fileBytesMax = JOURNAL_FILE_BYTES_MAX,
+  ): Promise<{ journal: CommitJournal; contents: JournalContents }> {
+    const dir = path.join(storeDir, JOURNAL_DIR);
+    const unrepaired = unrepairedJournals.get(path.resolve(dir));
+    if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
+    const contents = await readJournal(fs, storeDir, bucketCount, batchBytesMax);
+    const last = contents.files.at(-1);
+    const nextSequence = last === undefined ? 1 : parseJournalFileName(last)! + 1;
+    return {
+      journal: new CommitJournal(fs, dir, nextSequence, syncBucket, onWarning, fileBytesMax),
+      contents,
+    };
+  }
+
+  /** True once a failed round has fail-stopped the journal. */
+  get failed(): boolean {
+    return this.#failure !== undefined;
+  }
+
+  commit(
+    bucket: number,
+    batches: readonly Buffer[],
+    own: { write: () => Promise<void>; syncOwn: () => Promise<void> },
+  ): Promise<JournalOutcome> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#closed)
+      return Promise.reject(new OffsetStoreError('STORE_CLOSED', `journal ${this.#dir} is closed`));
+    let bytes = 0;
+    for (const batch of batches) bytes += batch.length;
+    return new Promise<JournalOutcome>((resolve, reject) => {
+      this.#queue.push({
+        bucket,
+        batches,
+        bytes,
+        write: own.write,
+        syncOwn: own.syncOwn,
+        resolve,
+        reject,
+      });
+      this.#flushing ??= this.#flushLoop();
+    });
+  }
+
+  async #flushLoop(): Promise<void> {
+    try {
+      while (this.#queue.length > 0 && this.#failure === undefined) {
+        // Rounds of other logs whose writes complete in this turn of the event loop join this one;
+        // after a round, so do the next rounds of the logs it acknowledged (whose callers commit
+        // again at once).
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (this.#failure !== undefined || this.#queue.length === 0) break;
+        if (this.#inFlight.length >= ROUNDS_IN_FLIGHT_MAX) {
+          await this.#inFlight[0]!.settled;
+          continue;
+        }
+        const taken = this.#takeRound();
+        if (taken.length === 1 && this.#inFlight.length === 0) {
+          await this.#syncAlone(taken[0]!);
+          continue;
+        }
+        let round: RoundInFlight;
+        try {
+          round = await this.#writeRound(taken);
+        } catch (error) {
+          await this.#failStop(error, taken);
+          return;
+        }
+        this.#inFlight.push(round);
+        const written = (round.written = this.#writeOwn(taken));
+        if (this.#inFlight.length === 1) {
+          // Nothing else in flight: the fdatasync is made on this thread, once the logs have written
+          // their copies. Every committer of the round waits for it anyway, and a round trip
+          // through the thread pool costs more than the fdatasync itself on a fast device (64
+          // committers over 16 buckets: ~84k commits/s against ~63k through the pool).
+          await written;
+          let now: boolean;
+          try {
+            now = round.file.handle.datasyncNow?.() === true;
+          } catch (error) {
+            await this.#failStop(error, []);
+            return;
+          }
+          if (now) {
+            this.#synced(round);
+            continue;
+          }
+        }
+        // Through the thread pool (another round is in flight, or this file system does not allow
+        // an fdatasync on the calling thread now): the logs write their copies meanwhile.
+        // Settled only once the logs' writes are done too: a log told of a failure cuts its
+        // segment back, which must come after its own write, or the write would bring back the
+        // refused batches.
+        const synced = round.file.handle.datasync().then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        );
+        round.settled = Promise.all([synced, written]).then(([failed]) =>
+          failed === undefined ? this.#synced(round) : this.#failStop(failed.error, []),
+        );
+        await written;
+      }
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  /**
+   * Round `round` is durable, and with it every round written before it (an fdatasync covers
+   * every write that completed before it began): they are acknowledged, in order.
+   */
+  #synced(round: RoundInFlight): void {
+    if (this.#failure !== undefined) return;
+    const index = this.#inFlight.indexOf(round);
+    if (index < 0) return;
+    const done = this.#inFlight.splice(0, index + 1);
+    round.file.durableRound = Math.max(round.file.durableRound, round.number);
+    for (const each of done)
+      for (const submission of each.taken)
+        submission.resolve({ ownSync: false, writeError: submission.writeError });
+  }
+
+  /** Each log of a round writes its own copy; a failure is the log's (see JournalOutcome). */
+  async #writeOwn(taken: Submission[]): Promise<void> {
+    for (const submission of taken) {
+      try {
+        await submission.write();
+      } catch (error) {
+        submission.writeError = error ?? new Error('write failed');
+      }
+    }
+  }
+
+  /** A round of one log: its own fdatasync makes it durable; the journal writes nothing. */
+  async #syncAlone(submission: Submission): Promise<void> {
+    try {
+      await submission.write();
+      await submission.syncOwn();
+    } catch (error) {
+      submission.reject(error);
+      return;
+    }
+    submission.resolve({ ownSync: true });
+  }
+
+  #takeRound(): Submission[] {
+    let bytes = 0;
+    let count = 0;
+    while (
+      count < this.#queue.length &&
+      (count === 0 || bytes + this.#queue[count]!.bytes <= ROUND_BYTES_MAX)
+    ) {
+      bytes += this.#queue[count]!.bytes;
+      count++;
+    }
+    return this.#queue.splice(0, count);
+  }
+
+  /** Writes a round (its fdatasync is the caller's), into a new file when the current one is full. */
+  async #writeRound(taken: Submission[]): Promise<RoundInFlight> {
+    let entries = 0;
+    let bodyBytes = 0;
+    for (const submission of taken) {
+      entries += submission.batches.length;
+      bodyBytes += submission.bytes + ENTRY_HEADER_BYTES * submission.batches.length;
+    }
+    const roundBytes = ROUND_HEADER_BYTES + bodyBytes;
+    let file = this.#file;
+    if (
+      file === undefined ||
+      (file.position > 0 && file.position + roundBytes > this.#fileBytesMax)
+    ) {
+      // A file's rounds are all settled before the next file begins.
+      while (this.#inFlight.length > 0) await this.#inFlight.at(-1)!.settled;
+      if (this.#failure !== undefined) throw this.#failure;
+      if (file !== undefined) this.#retire(file);
+      file = this.#file = await this.#newFile();
+    }
+    const number = file.round + 1;
+    const heads = Buffer.allocUnsafe(ROUND_HEADER_BYTES + ENTRY_HEADER_BYTES * entries);
+    const summary = Buffer.allocUnsafe(SUMMARY_HEADER_BYTES + (ENTRY_HEADER_BYTES + 9) * entries);
+    heads.writeUInt32LE(MAGIC, 0);
+    heads.writeUInt32LE(bodyBytes, 8);
+    heads.writeUInt32LE(file.sequence, 12);
+    heads.writeUInt32LE(number, 16);
+    heads.writeUInt32LE(entries, 20);
+    heads.writeUInt32LE(file.durableRound, 24);
+    heads.copy(summary, 0, 8, ROUND_HEADER_BYTES);
+    const buffers: Buffer[] = [heads.subarray(0, ROUND_HEADER_BYTES)];
+    let at = ROUND_HEADER_BYTES;
+    let summaryAt = SUMMARY_HEADER_BYTES;
+    for (const submission of taken) {
+      for (const batch of submission.batches) {
+        heads.writeUInt32LE(submission.bucket, at);
+        buffers.push(heads.subarray(at, at + ENTRY_HEADER_BYTES), batch);
+        at += ENTRY_HEADER_BYTES;
+        summary.writeUInt32LE(submission.bucket, summaryAt);
+        batch.copy(summary, summaryAt + ENTRY_HEADER_BYTES, 0, 9);
+        summaryAt += ENTRY_HEADER_BYTES + 9;
+      }
+    }
+    heads.writeUInt32LE(xxh32(summary), 4);
+    const start = file.position;
+    const end = start + roundBytes;
+    let preallocate = 0;
+    if (end > file.fileBytes) {
+      const wanted = Math.min(
+        PREALLOCATE_BYTES_MAX,
+        Math.max(PREALLOCATE_BYTES_MIN, Math.floor(end / 4)),
+      );
+      preallocate = Math.min(alignUp(end + wanted) - end, PREALLOCATE_BYTES_MAX);
+      buffers.push(zeroBytes(preallocate));
+    }
+    // Claimed before the write, so that a failure cuts this round back with the others.
+    const round: RoundInFlight = {
+      file,
+      number,
+      start,
+      taken,
+      written: Promise.resolve(),
+      settled: Promise.resolve(),
+    };
+    file.round = number;
+    file.position = alignUp(end);
+    // Left set if the write fails: #failStop erases what it may have written.
+    this.#writing = round;
+    await file.handle.writev(buffers, start);
+    this.#writing = undefined;
+    file.fileBytes = Math.max(file.fileBytes, end + preallocate);
+    for (const submission of taken) file.buckets.add(submission.bucket);
+    return round;
+  }
+
+  async #newFile(): Promise<OpenFile> {
+    if (!this.#dirDurable) {
+      // The folder's own entry in the store directory must be durable too: a power loss that
+      // forgot its creation would take every journal file with it.
+      await this.#fs.mkdir(this.#dir);
+      await this.#fs.syncDir(path.dirname(this.#dir));
+      this.#dirDurable = true;
+    }
+    const sequence = this.#nextSequence++;
+    const filePath = path.join(this.#dir, journalFileName(sequence));
+    const handle = await this.#fs.open(filePath, 'wx');
+    try {
+      await this.#fs.syncDir(this.#dir);
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+    return {
+      sequence,
+      path: filePath,
+      handle,
+      position: 0,
+      fileBytes: 0,
+      round: 0,
+      durableRound: 0,
+      buckets: new Set(),
+    };
+  }
+
+  /**
+   * A round failed (its write, or an fdatasync): every round not yet acknowledged is refused, and
+   * erased (its header overwritten with zeros, fdatasynced) so that the next open ends the file at
+   * the first of them; if erasing fails, this process will not reopen the journal.
+   */
+  async #failStop(error: unknown, taken: Submission[]): Promise<void> {
+    if (this.#failure !== undefined) return;
+    const rounds = this.#inFlight.splice(0);
+    const failed = this.#writing;
+    this.#writing = undefined;
+    if (failed !== undefined) rounds.push(failed);
+    let failure = new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `write to the commit journal ${this.#dir} failed; the store accepts no more commits until reopened: ${(error as Error).message}`,
+      { cause: error },
+    );
+    this.#failure = failure;
+    const queued = this.#queue;
+    this.#queue = [];
+    // The logs' own writes of these rounds finish first: each log cuts its segment back when told,
+    // and a write landing after that would bring the refused batches back.
+    await Promise.all(rounds.map((round) => round.written));
+    // Erased before anyone is told: a crash in between must not replay what was refused.
+    if (rounds.length > 0) {
+      const file = rounds[0]!.file;
+      try {
+        for (const round of rounds)
+          await file.handle.writev([zeroBytes(ROUND_HEADER_BYTES)], round.start);
+        await file.handle.datasync();
+      } catch (cutError) {
+        const first = Math.min(...rounds.map((r) => r.start));
+        const message = `${failure.message}; erasing the refused rounds from byte ${first} of ${file.path} failed too (${(cutError as Error).message}): fill that file with zeros from byte ${first} before reopening the store`;
+        unrepairedJournals.set(path.resolve(this.#dir), message);
+        failure = new OffsetStoreError('LOG_STORAGE_ERROR', message, { cause: error });
+        this.#failure = failure;
+      }
+    }
+    const refused = new Set<Submission>([...taken, ...queued]);
+    for (const round of rounds) for (const submission of round.taken) refused.add(submission);
+    for (const submission of refused) submission.reject(failure);
+  }
+
+  /** Queues a full file for deletion once every log that wrote into it has synced itself. */
+  #retire(file: OpenFile): void {
+    this.#toRetire.push(file);
+    this.#retiring ??= this.#retireLoop();
+  }
+
+  async #retireLoop(): Promise<void> {
+    try {
+      while (this.#toRetire.length > 0) {
+        const file = this.#toRetire[0]!;
+        try {
+          await file.handle.close();
+        } catch {
+          // Closing a file already made durable changes nothing of what it holds.
+        }
+        const results = await Promise.allSettled(
+          [...file.buckets].map((bucket) => this.#syncBucket(bucket)),
+        );
+        const failed = results.find((r) => r.status === 'rejected');
+        this.#toRetire.shift();
+        if (failed !== undefined) {
+          // Kept: the next open replays it (what the logs hold already is skipped).
+          this.#onWarning(
+            `${file.path} kept: a log that wrote into it could not sync itself: ${(failed.reason as Error).message}`,
+          );
+          continue;
+        }
+        await this.#fs.unlink(file.path).catch((error: unknown) => {
+          this.#onWarning(
+            `${file.path}: deleting a retired journal file failed: ${(error as Error).message}`,
+          );
+        });
+      }
+    } finally {
+      this.#retiring = undefined;
+    }
+  }
+
+  /**
+   * Deletes journal files read at open (`names`), once every offsets-bucket has replayed them and
+   * made what it replayed durable in its log.
+   */
+  async retireRead(names: readonly string[]): Promise<void> {
+    for (const name of names) await this.#fs.unlink(path.join(this.#dir, name));
+    await this.#fs.syncDir(this.#dir);
+  }
+
+  /** Waits for the rounds in flight (and the files being retired). */
+  async drain(): Promise<void> {
+    while (
+      this.#flushing !== undefined ||
+      this.#retiring !== undefined ||
+      this.#inFlight.length > 0
+    ) {
+      await this.#flushing;
+      await this.#inFlight.at(-1)?.settled;
+      await this.#retiring;
+    }
+  }
+
+  /**
+   * Closes the journal. With `logsClosed` (every log closed cleanly, so each fdatasynced all it
+   * wrote), every journal file is deleted: nothing in them is needed any more. Otherwise they are
+   * kept for the next open to replay.
+   */
+  async close(logsClosed: boolean): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.drain();
+    const file = this.#file;
+    this.#file = undefined;
+    if (file !== undefined) await file.handle.close().catch(() => {});
+    if (!logsClosed || this.#failure !== undefined) return;
+    const names = (await this.#fs.readdir(this.#dir)).filter(
+      (name) => parseJournalFileName(name) !== undefined,
+    );
+    if (names.length === 0) return;
+    for (const name of names) await this.#fs.unlink(path.join(this.#dir, name));
+    // Durably: the next open numbers its files from 1 again, and a deleted file that came back
+    // after a power loss would then read as newer than them.
+    await this.#fs.syncDir(this.#dir);
+  }
+}
+
+function alignUp(position: number): number {
+  return Math.ceil(position / ROUND_ALIGN) * ROUND_ALIGN;
+}
+
+/**
+ * Reads every journal file of the store at `storeDir` (read only): the batches each offsets-bucket
+ * has in them, in order. Refuses a damaged durable round (CORRUPT_MESSAGE).
+ */
+export async function readJournal(
+  fs: FileSystem,
+  storeDir: string,
+  bucketCount: number,
+  batchBytesMax: number,
+): Promise<JournalContents> {
+  const dir = path.join(storeDir, JOURNAL_DIR);
+  const names = (await fs.readdir(dir))
+    .filter((name) => parseJournalFileName(name) !== undefined)
+    .sort();
+  const contents: JournalContents = { batches: new Map(), files: names, rounds: 0, tornRounds: [] };
+  const lastOffsets = new Map<number, number>();
+  for (const name of names) {
+    const filePath = path.join(dir, name);
+    const bytes = (await fs.readFile(filePath)) ?? Buffer.alloc(0);
+    const sequence = parseJournalFileName(name)!;
+    let position = 0;
+    let round = 1;
+    for (;;) {
+      if (position + ROUND_HEADER_BYTES > bytes.length) break;
+      const read = readRound(bytes, position, sequence, round, bucketCount, batchBytesMax);
+      if (read.kind !== 'ok') {
+        // A later round that knew this one durable proves it was acknowledged; one that did not
+        // was in flight with it and never acknowledged either (a round is acknowledged only once
+        // an fdatasync begun after its write completes, which makes every earlier round durable).
+        const later = findLaterRound(bytes, position + ROUND_ALIGN, sequence, round);
+        if (later !== undefined && later.durableRound >= round)
+          throw new OffsetStoreError(
+            'CORRUPT_MESSAGE',
+            `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}, but round ${later.round} at byte ${later.position} was written once it was durable`,
+          );
+        if (read.kind === 'invalid')
+          contents.tornRounds.push({ file: filePath, position, reason: read.reason });
+        break;
+      }
+      for (const { bucket, batch } of read.entries) {
+        const logOffset = readBatchLogOffset(batch);
+        const previous = lastOffsets.get(bucket);
+        if (previous !== undefined && logOffset <= previous)
+          throw new OffsetStoreError(
+            'CORRUPT_MESSAGE',
+            `${filePath} at byte ${position}: offsets-bucket ${bucket}'s batch at log offset ${logOffset} follows its batch at log offset ${previous} in the journal`,
+          );
+        lastOffsets.set(bucket, logOffset);
+        let list = contents.batches.get(bucket);
+        if (list === undefined) contents.batches.set(bucket, (list = []));
+        list.push(batch);
+      }
+      contents.rounds++;
+      round++;
+      position = alignUp(position + ROUND_HEADER_BYTES + read.bodyBytes);
+    }
+  }
+  return contents;
+}
+
+type RoundRead =
+  | {
+      kind: 'ok';
+      bodyBytes: number;
+      durableRound: number;
+      entries: { bucket: number; batch: Buffer }[];
+    }
+  | { kind: 'end' }
+  | { kind: 'invalid'; reason: string };
+
+/** Reads the round expected at `position` (see the module comment for its format). */
+function readRound(
+  bytes: Buffer,
+  position: number,
+  sequence: number,
+  round: number,
+  bucketCount: number,
+  batchBytesMax: number,
+): RoundRead {
+  const magic = bytes.readUInt32LE(position);
+  if (magic === 0) {
+    // Zeros where the round would start: the end, when every byte up to the next aligned position is
+    // zero too (a header cut short is damage, read below).
+    let zero = true;
+    for (let p = position; p < Math.min(bytes.length, position + ROUND_HEADER_BYTES); p++)
+      if (bytes[p] !== 0) zero = false;
+    if (zero) return { kind: 'end' };
+  }
+  if (magic !== MAGIC) return { kind: 'invalid', reason: `no round header (magic ${magic})` };
+  const bodyBytes = bytes.readUInt32LE(position + 8);
+  const end = position + ROUND_HEADER_BYTES + bodyBytes;
+  if (end > bytes.length)
+    return { kind: 'invalid', reason: `round of ${bodyBytes} bytes runs past the file end` };
+  if (bytes.readUInt32LE(position + 12) !== sequence)
+    return { kind: 'invalid', reason: `round of another journal file` };
+  if (bytes.readUInt32LE(position + 16) !== round)
+    return {
+      kind: 'invalid',
+      reason: `round number ${bytes.readUInt32LE(position + 16)}, expected ${round}`,
+    };
+  const count = bytes.readUInt32LE(position + 20);
+  if (count * (ENTRY_HEADER_BYTES + LENGTH_FIELD_BYTES) > bodyBytes)
+    return { kind: 'invalid', reason: `${count} entries cannot fit in ${bodyBytes} bytes` };
+  const summary = Buffer.allocUnsafe(SUMMARY_HEADER_BYTES + (ENTRY_HEADER_BYTES + 9) * count);
+  bytes.copy(summary, 0, position + 8, position + ROUND_HEADER_BYTES);
+  const entries: { bucket: number; batch: Buffer }[] = [];
+  let at = position + ROUND_HEADER_BYTES;
+  let summaryAt = SUMMARY_HEADER_BYTES;
+  for (let i = 0; i < count; i++) {
+    if (at + ENTRY_HEADER_BYTES + 9 > end)
+      return { kind: 'invalid', reason: `entry ${i} runs past the round's end` };
+    const bucket = bytes.readUInt32LE(at);
+    bytes.copy(summary, summaryAt, at, at + ENTRY_HEADER_BYTES + 9);
+    summaryAt += ENTRY_HEADER_BYTES + 9;
+    const check = checkBatch(bytes, at + ENTRY_HEADER_BYTES, end, batchBytesMax);
+    if (check.kind !== 'ok') return { kind: 'invalid', reason: `entry ${i}: ${check.reason}` };
+    if (bucket >= bucketCount)
+      return {
+        kind: 'invalid',
+        reason: `entry ${i} names offsets-bucket ${bucket} of ${bucketCount}`,
+      };
+    const batchStart = at + ENTRY_HEADER_BYTES;
+    // A copy: the file's buffer is released once read.
+    entries.push({
+      bucket,
+      batch: Buffer.from(bytes.subarray(batchStart, batchStart + check.sizeBytes)),
+    });
+    at = batchStart + check.sizeBytes;
+  }
+  if (at !== end)
+    return {
+      kind: 'invalid',
+      reason: `entries end at ${at - position} of ${bodyBytes + ROUND_HEADER_BYTES} bytes`,
+    };
+  if (xxh32(summary) !== bytes.readUInt32LE(position + 4))
+    return { kind: 'invalid', reason: 'round checksum mismatch' };
+  return { kind: 'ok', bodyBytes, durableRound: bytes.readUInt32LE(position + 24), entries };
+}
+
+/** A valid round header of this file, with a later round number, at an aligned position from `from`. */
+function findLaterRound(
+  bytes: Buffer,
+  from: number,
+  sequence: number,
+  round: number,
+): { position: number; round: number; durableRound: number } | undefined {
+  for (let p = alignUp(from); p + ROUND_HEADER_BYTES <= bytes.length; p += ROUND_ALIGN) {
+    if (bytes.readUInt32LE(p) !== MAGIC || bytes.readUInt32LE(p + 12) !== sequence) continue;
+    const later = bytes.readUInt32LE(p + 16);
+    if (later <= round) continue;
+    const bodyBytes = bytes.readUInt32LE(p + 8);
+    if (p + ROUND_HEADER_BYTES + bodyBytes > bytes.length) continue;
+    // The header's own fields are covered by the round checksum: check it on its summary.
+    const read = readRound(
+      bytes,
+      p,
+      sequence,
+      later,
+      Number.MAX_SAFE_INTEGER,
+      Number.MAX_SAFE_INTEGER,
+    );
+    if (read.kind === 'ok') return { position: p, round: later, durableRound: read.durableRound };
+  }
+  return undefined;
+}

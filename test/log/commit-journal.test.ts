@@ -1,0 +1,304 @@
+/**
+ * The commit journal on its own (src/log/commit-journal.ts): rounds of several logs share one
+ * fdatasync, a round of one log alone is left to that log, files rotate and are deleted only once
+ * every log that wrote into them has synced itself, and reading refuses a damaged durable round while
+ * dropping a round a crash cut short.
+ */
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildOffsetBatch,
+  loadChecksum,
+  readBatchLogOffset,
+  sealBatch,
+} from '../../src/codec/index.js';
+import {
+  NodeFileSystem,
+  type FileHandle,
+  type FileSystem,
+  type OpenFlags,
+} from '../../src/io/index.js';
+import { CommitJournal, JOURNAL_DIR, readJournal } from '../../src/log/index.js';
+import { tempDir } from '../support/temp-dir.js';
+
+beforeAll(() => loadChecksum());
+
+const BATCH_BYTES_MAX = 8 * 1024 * 1024;
+
+/** A sealed batch of one offset commit at `logOffset`, with `metadataBytes` of metadata. */
+function batchAt(logOffset: number, metadataBytes = 10): Buffer {
+  const batch = buildOffsetBatch(
+    'g',
+    [
+      {
+        tableId: 1,
+        partitionId: null,
+        bucketId: 0,
+        offset: logOffset,
+        leaderEpoch: -1,
+        metadata: 'm'.repeat(metadataBytes),
+      },
+    ],
+    1_000,
+  );
+  sealBatch(batch, logOffset, 0, 0);
+  return batch;
+}
+
+/** A stand-in for a log: counts its own writes and fdatasyncs. */
+function fakeLog() {
+  const log = {
+    writes: 0,
+    syncs: 0,
+    write: async () => void log.writes++,
+    syncOwn: async () => void log.syncs++,
+  };
+  return log;
+}
+
+async function openJournal(
+  dir: string,
+  syncBucket = async (_bucket: number) => {},
+  fileBytesMax?: number,
+) {
+  return CommitJournal.open(
+    new NodeFileSystem(),
+    dir,
+    4,
+    BATCH_BYTES_MAX,
+    syncBucket,
+    () => {},
+    fileBytesMax,
+  );
+}
+
+function journalFiles(dir: string): string[] {
+  const journalDir = path.join(dir, JOURNAL_DIR);
+  return existsSync(journalDir) ? readdirSync(journalDir).sort() : [];
+}
+
+describe('the commit journal', () => {
+  it('makes rounds of several logs durable with its own fdatasync, and leaves a lone round to its log', async () => {
+    const dir = tempDir();
+    const { journal, contents } = await openJournal(dir);
+    expect(contents.files).toEqual([]);
+    const [a, b] = [fakeLog(), fakeLog()];
+    // Two logs in the same turn: one round of the journal; each log writes its copy, syncs nothing.
+    const together = await Promise.all([
+      journal.commit(0, [batchAt(0)], a),
+      journal.commit(1, [batchAt(0), batchAt(1)], b),
+    ]);
+    expect(together).toEqual([{ ownSync: false }, { ownSync: false }]);
+    expect([a.writes, a.syncs, b.writes, b.syncs]).toEqual([1, 0, 1, 0]);
+    // One log alone: its own write and fdatasync, nothing in the journal.
+    expect(await journal.commit(0, [batchAt(1)], a)).toEqual({ ownSync: true });
+    expect([a.writes, a.syncs]).toEqual([2, 1]);
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(1);
+    expect(read.batches.get(0)!.map((x) => readBatchLogOffset(x))).toEqual([0]);
+    expect(read.batches.get(1)!.map((x) => readBatchLogOffset(x))).toEqual([0, 1]);
+    // A clean close (every log closed) deletes the files; otherwise they stay for the next open.
+    await journal.close(true);
+    expect(journalFiles(dir)).toEqual([]);
+  });
+
+  it('starts a new file when one is full and deletes the old one once its logs have synced', async () => {
+    const dir = tempDir();
+    const synced: number[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { journal } = await openJournal(
+      dir,
+      async (bucket) => {
+        await gate;
+        synced.push(bucket);
+      },
+      64 * 1024,
+    );
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 8; i++)
+      await Promise.all([
+        journal.commit(0, [batchAt(i, 20_000)], a),
+        journal.commit(1, [batchAt(i, 20_000)], b),
+      ]);
+    // Each round is ~40 KB: a file takes one round, so seven files were retired (or are being).
+    expect(synced).toEqual([]);
+    expect(journalFiles(dir).length).toBeGreaterThan(1);
+    const beforeSync = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(beforeSync.batches.get(0)!.map((x) => readBatchLogOffset(x))).toEqual([
+      0, 1, 2, 3, 4, 5, 6, 7,
+    ]);
+    release();
+    await journal.drain();
+    expect(new Set(synced)).toEqual(new Set([0, 1]));
+    expect(journalFiles(dir)).toHaveLength(1);
+    await journal.close(false);
+    expect(journalFiles(dir)).toHaveLength(1);
+  });
+
+  it('keeps a file whose log could not sync itself, and warns', async () => {
+    const dir = tempDir();
+    const warnings: string[] = [];
+    const { journal } = await CommitJournal.open(
+      new NodeFileSystem(),
+      dir,
+      4,
+      BATCH_BYTES_MAX,
+      async () => {
+        throw new Error('EIO: the log failed');
+      },
+      (m) => warnings.push(m),
+      64 * 1024,
+    );
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 3; i++)
+      await Promise.all([
+        journal.commit(0, [batchAt(i, 40_000)], a),
+        journal.commit(1, [batchAt(i, 40_000)], b),
+      ]);
+    await journal.drain();
+    expect(journalFiles(dir)).toHaveLength(3);
+    expect(warnings.join('\n')).toMatch(
+      /kept: a log that wrote into it could not sync itself: EIO/,
+    );
+    await journal.close(false);
+  });
+
+  it('drops a last round a crash cut short, and refuses a damaged round a later one knew durable', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir);
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 3; i++)
+      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
+    await journal.close(false);
+    const [name] = journalFiles(dir);
+    const file = path.join(dir, JOURNAL_DIR, name!);
+    const bytes = readFileSync(file);
+    // Rounds start every 4096 bytes: damage the last one (round 3, at 8192): it is dropped.
+    const torn = Buffer.from(bytes);
+    torn[8192 + 40]! ^= 0xff;
+    writeFileSync(file, torn);
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(2);
+    expect(read.tornRounds).toEqual([expect.objectContaining({ file, position: 8192 })]);
+    expect(read.batches.get(0)!.map((x) => readBatchLogOffset(x))).toEqual([0, 1]);
+    // Damage round 1 instead: round 2 was written once round 1 was durable, so this is corruption.
+    const rotten = Buffer.from(bytes);
+    rotten[40]! ^= 0xff;
+    writeFileSync(file, rotten);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        new RegExp(
+          `${name}.* at byte 0: round 1 is damaged.*round 2 at byte 4096 was written once it was durable`,
+        ),
+      ),
+    });
+    // Zeros over a durable round's header (a lost write of durable data) are corruption too.
+    const zeroed = Buffer.from(bytes);
+    zeroed.fill(0, 4096, 4096 + 64);
+    writeFileSync(file, zeroed);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining('round 2 is missing (zeros)'),
+    });
+  });
+
+  it('refuses a failed round only once its logs have written their copies, and erases it first', async () => {
+    const dir = tempDir();
+    // The journal's first fdatasync takes 50 ms (so the next round is written while it runs, and
+    // its logs write their copies beside its own fdatasync); the second fails at once.
+    const inner = new NodeFileSystem();
+    let datasyncs = 0;
+    const fs: FileSystem = Object.assign(Object.create(inner) as FileSystem, {
+      open: async (file: string, flags: OpenFlags) => {
+        const handle = await inner.open(file, flags);
+        if (!file.endsWith('.journal')) return handle;
+        return Object.assign(Object.create(handle) as FileHandle, {
+          writev: handle.writev.bind(handle),
+          close: handle.close.bind(handle),
+          datasyncNow: undefined,
+          datasync: async () => {
+            datasyncs++;
+            if (datasyncs === 1) await new Promise((resolve) => setTimeout(resolve, 50));
+            if (datasyncs === 2)
+              throw Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
+            return handle.datasync();
+          },
+        });
+      },
+    });
+    const { journal } = await CommitJournal.open(
+      fs,
+      dir,
+      4,
+      BATCH_BYTES_MAX,
+      async () => {},
+      () => {},
+    );
+    const events: string[] = [];
+    const slowLog = (name: string) => ({
+      write: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        events.push(`${name} wrote`);
+      },
+      syncOwn: async () => {},
+    });
+    const first = Promise.allSettled([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = await Promise.allSettled(
+      ['a', 'b'].map((name, i) =>
+        journal.commit(2 + i, [batchAt(0)], slowLog(name)).catch((error: unknown) => {
+          events.push(`${name} refused`);
+          throw error;
+        }),
+      ),
+    );
+    // A log cuts its segment back when refused: its own write must not land after that.
+    expect(events).toEqual(['a wrote', 'b wrote', 'a refused', 'b refused']);
+    expect(second[0]).toMatchObject({
+      status: 'rejected',
+      reason: {
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringContaining('injected fdatasync failure'),
+      },
+    });
+    // Both rounds were in flight together: the first is refused too (its fdatasync may have
+    // succeeded, but a later failure proves nothing about what it covered).
+    expect((await first).map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    // Later commits are refused at once; the refused rounds read as nothing.
+    await expect(journal.commit(0, [batchAt(1)], fakeLog())).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
+    await journal.close(false);
+    const read = await readJournal(inner, dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(0);
+    expect(read.batches.size).toBe(0);
+  });
+
+  it('refuses batches of one bucket out of log-offset order, and an entry naming a bucket the store does not have', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir);
+    const [a, b] = [fakeLog(), fakeLog()];
+    await Promise.all([
+      journal.commit(3, [batchAt(5), batchAt(4)], a),
+      journal.commit(1, [batchAt(0)], b),
+    ]);
+    await journal.close(false);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining(
+        "offsets-bucket 3's batch at log offset 4 follows its batch at log offset 5",
+      ),
+    });
+    // Read as a store of 2 buckets, the round names bucket 3: it is not a valid round (the only one,
+    // so it reads as cut short, and nothing is replayed).
+    const read = await readJournal(new NodeFileSystem(), dir, 2, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(0);
+    expect(read.tornRounds[0]!.reason).toMatch(/names offsets-bucket 3 of 2/);
+  });
+});

@@ -1,0 +1,218 @@
+/**
+ * The store's commit journal (docs/recovery.md): commits of several offsets-buckets at the same
+ * moment are made durable by one fdatasync of `journal/`, and their logs are written but not synced.
+ * What a user relies on: every acknowledged commit survives the loss of everything the logs had not
+ * synced themselves, a commit refused because the journal failed never comes back, a clean close
+ * leaves no journal behind, and `commitJournal: false` keeps the one-fdatasync-per-bucket store.
+ */
+import {
+  existsSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { verifyLog } from '../../src/admin/index.js';
+import type { OffsetStore } from '../../src/index.js';
+import { JOURNAL_DIR } from '../../src/log/index.js';
+import { FaultyFileSystem } from '../support/faulty-file-system.js';
+import { tempDir } from '../support/temp-dir.js';
+import { copyStoreDir, openStore } from './store-fixtures.js';
+
+const BUCKETS = 4;
+
+/** One group id per offsets-bucket of `store`. */
+function groupPerBucket(store: OffsetStore): string[] {
+  const groups: (string | undefined)[] = Array(BUCKETS).fill(undefined);
+  for (let i = 0; groups.includes(undefined); i++) {
+    if (i > 10_000) throw new Error('no group for some bucket');
+    groups[store.bucketFor(`g${i}`)] ??= `g${i}`;
+  }
+  return groups as string[];
+}
+
+/** `rounds` times, one commit per group at once (one journal round each); returns the last offset. */
+async function commitTogether(store: OffsetStore, groups: string[], rounds: number, from = 0) {
+  for (let r = 0; r < rounds; r++)
+    await Promise.all(
+      groups.map((g) =>
+        store.commitOffsets(g, [
+          { tableId: 1, bucketId: 0, offset: from + r },
+          { tableId: 1, bucketId: 1, offset: from + r, metadata: `round ${from + r}` },
+        ]),
+      ),
+    );
+  return from + rounds - 1;
+}
+
+/** The active (last) segment of each offsets-bucket's log, with its size now. */
+function activeSegments(dir: string): { file: string; bytes: number }[] {
+  return Array.from({ length: BUCKETS }, (_, i) => {
+    const bucketDir = path.join(dir, 'buckets', String(i).padStart(3, '0'));
+    const last = readdirSync(bucketDir)
+      .filter((f) => f.endsWith('.log'))
+      .sort()
+      .at(-1)!;
+    const file = path.join(bucketDir, last);
+    return { file, bytes: statSync(file).size };
+  });
+}
+
+function journalFiles(dir: string): string[] {
+  const journalDir = path.join(dir, JOURNAL_DIR);
+  return existsSync(journalDir) ? readdirSync(journalDir) : [];
+}
+
+describe('the commit journal of a store', () => {
+  it('brings back every acknowledged commit when the logs lose all they had not synced themselves', async () => {
+    const dir = tempDir();
+    // Large segments: no roll (a roll fdatasyncs the log) during the commits.
+    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+    let store = await openStore(dir, options);
+    const groups = groupPerBucket(store);
+    await commitTogether(store, groups, 3);
+    await store.close();
+    store = await openStore(dir, options);
+    // What each log holds now is durable (the open fdatasynced it); everything after is written
+    // to the logs without an fdatasync of theirs, and made durable by the journal's.
+    const synced = activeSegments(dir);
+    const last = await commitTogether(store, groups, 40, 100);
+    expect(journalFiles(dir).length).toBeGreaterThan(0);
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    await store.close();
+    expect(journalFiles(dir)).toEqual([]);
+    // A power loss that kept none of the logs' unsynced writes.
+    for (const { file, bytes } of synced)
+      truncateSync(path.join(image, path.relative(dir, file)), bytes);
+    // `log verify` reads the journal as open does: nothing is missing.
+    const verdict = await verifyLog(image);
+    expect(verdict.problems).toEqual([]);
+    expect(verdict.journal).toMatchObject({ files: 1, rounds: 40, batches: 160 });
+    // A damaged round that later rounds knew durable: corruption, for verify and for open alike.
+    const rotten = tempDir();
+    copyStoreDir(image, rotten);
+    const journalFile = path.join(rotten, JOURNAL_DIR, journalFiles(rotten)[0]!);
+    const bytes = readFileSync(journalFile);
+    bytes[4096 + 40]! ^= 0x01;
+    writeFileSync(journalFile, bytes);
+    const rottenVerdict = await verifyLog(rotten);
+    expect(rottenVerdict.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        reason: expect.stringContaining('round 2 is damaged'),
+      }),
+    ]);
+    await expect(openStore(rotten, options)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining('at byte 4096: round 2 is damaged'),
+    });
+    const recovered = await openStore(image, options);
+    for (const g of groups)
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
+        expect.objectContaining({ offset: last, metadata: `round ${last}` }),
+      ]);
+    const replayed = recovered.recoveryReports().map((r) => r?.journalBatches ?? 0);
+    expect(replayed).toEqual(Array(BUCKETS).fill(40));
+    // Replayed into the logs and made durable there: the files read at open are gone.
+    expect(journalFiles(image)).toEqual([]);
+    await commitTogether(recovered, groups, 1, 1000);
+    await recovered.close();
+    const again = await openStore(image, options);
+    expect(await again.fetchOffsets(groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: 1000 }),
+    ]);
+    await again.close();
+  });
+
+  it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {
+    const dir = tempDir();
+    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+    const store = await openStore(dir, options);
+    const groups = groupPerBucket(store);
+    const last = await commitTogether(store, groups, 10);
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    await store.close();
+    const recovered = await openStore(image, options);
+    expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(
+      Array(BUCKETS).fill(0),
+    );
+    expect(await recovered.fetchOffsets(groups[2]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: last }),
+    ]);
+    await recovered.close();
+  });
+
+  it('refuses the commits of a round whose journal fdatasync failed, and they never come back', async () => {
+    const dir = tempDir();
+    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+    let store = await openStore(dir, options);
+    const groups = groupPerBucket(store);
+    await commitTogether(store, groups, 2);
+    await store.close();
+    const fs = new FaultyFileSystem();
+    store = await openStore(dir, { ...options, fs });
+    fs.plan.failNextDatasyncOfSuffix = '.journal';
+    const results = await Promise.allSettled(
+      groups.map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 99 }])),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(BUCKETS).fill('rejected'));
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringContaining('EIO: injected fdatasync failure'),
+    });
+    await store.close().catch(() => {});
+    fs.plan = {};
+    const reopened = await openStore(dir, options);
+    for (const g of groups)
+      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+        expect.objectContaining({ offset: 1 }),
+      ]);
+    await reopened.close();
+  });
+
+  it("acknowledges a round the journal made durable although a log's own write failed, and recovers it", async () => {
+    const dir = tempDir();
+    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+    let store = await openStore(dir, options);
+    const groups = groupPerBucket(store);
+    await commitTogether(store, groups, 2);
+    await store.close();
+    const fs = new FaultyFileSystem();
+    store = await openStore(dir, { ...options, fs });
+    fs.plan.failWritesToSuffix = '.log';
+    await Promise.all(
+      groups.map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 77 }])),
+    );
+    // The logs stopped: later commits are refused until the store is reopened.
+    await expect(
+      store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 78 }]),
+    ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    await store.close().catch(() => {});
+    expect(journalFiles(dir).length).toBeGreaterThan(0);
+    fs.plan = {};
+    const reopened = await openStore(dir, options);
+    for (const g of groups)
+      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+        expect.objectContaining({ offset: 77 }),
+      ]);
+    await reopened.close();
+  });
+
+  it('is not used with commitJournal: false, nor with durability os', async () => {
+    for (const extra of [{ commitJournal: false }, { durability: 'os' as const }]) {
+      const dir = tempDir();
+      const store = await openStore(dir, { bucketCount: BUCKETS, ...extra });
+      await commitTogether(store, groupPerBucket(store), 5);
+      expect(journalFiles(dir)).toEqual([]);
+      await store.close();
+    }
+    await expect(
+      openStore(tempDir(), { commitJournal: 'yes' as unknown as boolean }),
+    ).rejects.toThrow(/options.commitJournal must be a boolean, got string/);
+  });
+});

@@ -14,6 +14,8 @@ import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import {
   CommitJournal,
   DirectoryLock,
+  deleteJournalFiles,
+  readJournalForRecovery,
   LOG_DEFAULTS,
   Log,
   ManifestFile,
@@ -320,17 +322,23 @@ export class OffsetStore {
               : undefined,
         });
       }
-      if (!this.#hosted && this.#options.durability === 'fsync' && this.#options.commitJournal) {
-        const { journal, contents } = await CommitJournal.open(
+      if (!this.#hosted) {
+        // Read whatever this open's options: a journal left by a crash holds acknowledged commits.
+        const contents = await readJournalForRecovery(
           fs,
           dir,
           manifest.bucketCount,
           LOG_DEFAULTS.batchBytesMax,
-          (index) => this.#syncBucketLog(index),
-          this.#options.onWarning,
         );
-        this.#journal = journal;
         if (contents.files.length > 0) this.#journalRead = contents;
+        if (this.#options.durability === 'fsync' && this.#options.commitJournal)
+          this.#journal = CommitJournal.after(
+            contents,
+            fs,
+            dir,
+            (index) => this.#syncBucketLog(index),
+            this.#options.onWarning,
+          );
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
       // then on). Awaiting recovery, once it succeeded, or each bucket's before it first writes
@@ -605,9 +613,9 @@ export class OffsetStore {
    */
   async #retireJournalRead(): Promise<void> {
     const read = this.#journalRead;
-    if (read === undefined || this.#journal === undefined) return;
+    if (read === undefined) return;
     this.#journalRead = undefined;
-    await this.#journal.retireRead(read.files);
+    await deleteJournalFiles(this.#options.fs, this.#options.dir, read.files);
   }
 
   /** The journal retires a file: offsets-bucket `index`'s log makes everything it wrote durable in itself. */
@@ -620,7 +628,7 @@ export class OffsetStore {
   #logOptions(dir: string, index: number) {
     return {
       journal:
-        this.#journal === undefined
+        this.#journal === undefined && this.#journalRead === undefined
           ? undefined
           : { port: this.#journal, bucket: index, replay: this.#journalRead?.batches.get(index) },
       // With durability 'os' a power loss may take what was acknowledged: no bound to hold it to.

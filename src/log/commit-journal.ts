@@ -248,16 +248,26 @@ export class CommitJournal implements JournalPort {
     onWarning: (message: string) => void,
     fileBytesMax = JOURNAL_FILE_BYTES_MAX,
   ): Promise<{ journal: CommitJournal; contents: JournalContents }> {
-    const dir = path.join(storeDir, JOURNAL_DIR);
-    const unrepaired = unrepairedJournals.get(path.resolve(dir));
-    if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
-    const contents = await readJournal(fs, storeDir, bucketCount, batchBytesMax);
-    const last = contents.files.at(-1);
-    const nextSequence = last === undefined ? 1 : parseJournalFileName(last)! + 1;
+    const contents = await readJournalForRecovery(fs, storeDir, bucketCount, batchBytesMax);
     return {
-      journal: new CommitJournal(fs, dir, nextSequence, syncBucket, onWarning, fileBytesMax),
+      journal: CommitJournal.after(contents, fs, storeDir, syncBucket, onWarning, fileBytesMax),
       contents,
     };
+  }
+
+  /** A journal that writes its files after those `contents` were read from (numbered after them). */
+  static after(
+    contents: JournalContents,
+    fs: FileSystem,
+    storeDir: string,
+    syncBucket: SyncBucket,
+    onWarning: (message: string) => void,
+    fileBytesMax = JOURNAL_FILE_BYTES_MAX,
+  ): CommitJournal {
+    const last = contents.files.at(-1);
+    const nextSequence = last === undefined ? 1 : parseJournalFileName(last)! + 1;
+    const dir = path.join(storeDir, JOURNAL_DIR);
+    return new CommitJournal(fs, dir, nextSequence, syncBucket, onWarning, fileBytesMax);
   }
 
   /** True once a failed round has fail-stopped the journal. */
@@ -587,15 +597,6 @@ export class CommitJournal implements JournalPort {
     }
   }
 
-  /**
-   * Deletes journal files read at open (`names`), once every offsets-bucket has replayed them and
-   * made what it replayed durable in its log.
-   */
-  async retireRead(names: readonly string[]): Promise<void> {
-    for (const name of names) await this.#fs.unlink(path.join(this.#dir, name));
-    await this.#fs.syncDir(this.#dir);
-  }
-
   /** Waits for the rounds in flight (and the files being retired). */
   async drain(): Promise<void> {
     while (
@@ -631,6 +632,36 @@ export class CommitJournal implements JournalPort {
     // after a power loss would then read as newer than them.
     await this.#fs.syncDir(this.#dir);
   }
+}
+
+/**
+ * Reads the journal for an open (`readJournal`), refusing with LOG_STORAGE_ERROR a journal this
+ * process failed to erase a refused round of (it would replay commits that were refused).
+ */
+export async function readJournalForRecovery(
+  fs: FileSystem,
+  storeDir: string,
+  bucketCount: number,
+  batchBytesMax: number,
+): Promise<JournalContents> {
+  const unrepaired = unrepairedJournals.get(path.resolve(storeDir, JOURNAL_DIR));
+  if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
+  return readJournal(fs, storeDir, bucketCount, batchBytesMax);
+}
+
+/**
+ * Deletes journal files read at open (`names`), durably, once every offsets-bucket has replayed
+ * them and made what it replayed durable in its log.
+ */
+export async function deleteJournalFiles(
+  fs: FileSystem,
+  storeDir: string,
+  names: readonly string[],
+): Promise<void> {
+  if (names.length === 0) return;
+  const dir = path.join(storeDir, JOURNAL_DIR);
+  for (const name of names) await fs.unlink(path.join(dir, name));
+  await fs.syncDir(dir);
 }
 
 function alignUp(position: number): number {

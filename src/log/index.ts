@@ -57,6 +57,8 @@ export { CLEANED_SUFFIX, INTENT_FILE, type CleanedSegment } from './segment-swap
 export {
   CommitJournal,
   JOURNAL_DIR,
+  deleteJournalFiles,
+  readJournalForRecovery,
   forgetJournalProcessState,
   journalFileName,
   parseJournalFileName,

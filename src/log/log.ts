@@ -139,12 +139,13 @@ export interface LogOptions {
    */
   beforeFirstWrite?: () => Promise<void>;
   /**
-   * The store's commit journal (commit-journal.ts), with durability 'fsync': a round is made durable
-   * by it (with other logs' rounds) instead of by this log's own fdatasync, unless no other log is
-   * writing. `replay` holds this log's batches read from the journal at open: recovery appends those
-   * past the log's end before anything is served.
+   * The store's commit journal (commit-journal.ts). With a `port` (durability 'fsync'), a round is
+   * made durable by it (with other logs' rounds) instead of by this log's own fdatasync, unless no
+   * other log is writing. `replay` holds this log's batches read from the journal at open (also
+   * without a port: a journal left by a crash is replayed whatever the options of this open):
+   * recovery appends those past the log's end before anything is served.
    */
-  journal?: { port: JournalPort; bucket: number; replay?: readonly Buffer[] };
+  journal?: { port?: JournalPort; bucket: number; replay?: readonly Buffer[] };
 }
 
 /** Default limits. */
@@ -701,14 +702,15 @@ export class Log implements LogPort {
     let writeFailure: unknown;
     try {
       const journal = this.#options.journal;
-      if (this.#options.durability !== 'fsync' || journal === undefined) {
+      const port = journal?.port;
+      if (this.#options.durability !== 'fsync' || journal === undefined || port === undefined) {
         await write();
         if (this.#options.durability === 'fsync') {
           await this.#syncOwn(flushHere);
           ownSync = true;
         }
       } else {
-        const outcome = await journal.port.commit(journal.bucket, batches, {
+        const outcome = await port.commit(journal.bucket, batches, {
           write,
           syncOwn: () => this.#syncOwn(flushHere),
         });
@@ -742,7 +744,7 @@ export class Log implements LogPort {
     active.lastLogOffset = lastLogOffset;
     this.#acknowledgedEnd = lastLogOffset + 1;
     if (ownSync) this.#durableBelow = lastLogOffset + 1;
-    this.#syncsItself = ownSync || this.#options.journal === undefined;
+    this.#syncsItself = ownSync || this.#options.journal?.port === undefined;
     // The first run into a segment (the log's first included) is acknowledged only once the store has
     // recorded that the log holds it: after a crash, a lost file that held acknowledged batches,
     // even the log's only one, is then found missing rather than taken for a log that never had it.
@@ -968,11 +970,9 @@ export class Log implements LogPort {
       return Promise.reject(error);
     }
     // With a journal, batches written (sealed) may not be acknowledged yet: they are covered too.
-    const end = this.#options.journal !== undefined ? this.#nextOffset : this.#acknowledgedEnd;
-    if (
-      (this.#options.durability === 'fsync' && this.#options.journal === undefined) ||
-      this.#durableBelow >= end
-    )
+    const journaled = this.#options.journal?.port !== undefined;
+    const end = journaled ? this.#nextOffset : this.#acknowledgedEnd;
+    if ((this.#options.durability === 'fsync' && !journaled) || this.#durableBelow >= end)
       return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.#syncWaiters.push({ resolve, reject });

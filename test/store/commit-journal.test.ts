@@ -128,6 +128,39 @@ describe('the commit journal of a store', () => {
     await again.close();
   });
 
+  it('is replayed whatever the options of the open: commitJournal false, durability os', async () => {
+    const dir = tempDir();
+    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+    let store = await openStore(dir, options);
+    const groups = groupPerBucket(store);
+    await commitTogether(store, groups, 2);
+    await store.close();
+    store = await openStore(dir, options);
+    const synced = activeSegments(dir);
+    const last = await commitTogether(store, groups, 10, 100);
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    await store.close();
+    for (const { file, bytes } of synced)
+      truncateSync(path.join(image, path.relative(dir, file)), bytes);
+    for (const extra of [{ commitJournal: false }, { durability: 'os' as const }]) {
+      const copy = tempDir();
+      copyStoreDir(image, copy);
+      const recovered = await openStore(copy, { ...options, ...extra });
+      expect(recovered.recoveryReports().map((r) => r?.journalBatches)).toEqual(
+        Array(BUCKETS).fill(10),
+      );
+      for (const g of groups)
+        expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+          expect.objectContaining({ offset: last }),
+        ]);
+      // Replayed, then deleted; this open writes no journal of its own.
+      await commitTogether(recovered, groups, 2, 200);
+      expect(journalFiles(copy)).toEqual([]);
+      await recovered.close();
+    }
+  });
+
   it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {
     const dir = tempDir();
     const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };

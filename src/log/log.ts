@@ -703,7 +703,13 @@ export class Log implements LogPort {
     try {
       const journal = this.#options.journal;
       const port = journal?.port;
-      if (this.#options.durability !== 'fsync' || journal === undefined || port === undefined) {
+      // The only log flushing in the process: no other log's round could share the journal's.
+      if (
+        this.#options.durability !== 'fsync' ||
+        journal === undefined ||
+        port === undefined ||
+        flushLoopsRunning === 1
+      ) {
         await write();
         if (this.#options.durability === 'fsync') {
           await this.#syncOwn(flushHere);

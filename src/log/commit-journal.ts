@@ -169,6 +169,10 @@ interface RoundInFlight {
   taken: Submission[];
   /** Settles once every log of the round has written its own copy (never rejects). */
   written: Promise<void>;
+  /** Settles once the journal's own write of the round is done (never rejects). */
+  journalWritten: Promise<void>;
+  /** Its own fdatasync succeeded. */
+  synced?: boolean;
   /** Settles once its fdatasync is done (acknowledged or failed). */
   settled: Promise<void>;
 }
@@ -184,6 +188,8 @@ interface OpenFile {
   round: number;
   /** The last round known durable (0 for none): recorded in each round written after it. */
   durableRound: number;
+  /** A write of zeros ahead failed for lack of space: no more preallocation in this file. */
+  preallocationRefused?: boolean;
   /** Offsets-buckets that wrote a round into it. */
   buckets: Set<number>;
 }
@@ -323,6 +329,9 @@ export class CommitJournal implements JournalPort {
           await this.#failStop(error, taken);
           return;
         }
+        // An earlier round failed while this one was being written: #failStop took it (and
+        // refused its commits); its logs must not write their copies now.
+        if (this.#failure !== undefined) return;
         this.#inFlight.push(round);
         const written = (round.written = this.#writeOwn(taken));
         if (this.#inFlight.length === 1) {
@@ -331,6 +340,7 @@ export class CommitJournal implements JournalPort {
           // through the thread pool costs more than the fdatasync itself on a fast device (64
           // committers over 16 buckets: ~84k commits/s against ~63k through the pool).
           await written;
+          if (this.#failure !== undefined) return;
           let now: boolean;
           try {
             now = round.file.handle.datasyncNow?.() === true;
@@ -368,13 +378,16 @@ export class CommitJournal implements JournalPort {
    */
   #synced(round: RoundInFlight): void {
     if (this.#failure !== undefined) return;
-    const index = this.#inFlight.indexOf(round);
-    if (index < 0) return;
-    const done = this.#inFlight.splice(0, index + 1);
-    round.file.durableRound = Math.max(round.file.durableRound, round.number);
-    for (const each of done)
-      for (const submission of each.taken)
+    round.synced = true;
+    // In order, and each only on its own fdatasync's success: two fdatasyncs of one descriptor in
+    // flight together may see one writeback error between them, so a later round's success says
+    // nothing of an earlier round whose own fdatasync is still out.
+    while (this.#inFlight[0]?.synced === true) {
+      const done = this.#inFlight.shift()!;
+      done.file.durableRound = Math.max(done.file.durableRound, done.number);
+      for (const submission of done.taken)
         submission.resolve({ ownSync: false, writeError: submission.writeError });
+    }
   }
 
   /** Each log of a round writes its own copy; a failure is the log's (see JournalOutcome). */
@@ -460,7 +473,7 @@ export class CommitJournal implements JournalPort {
     const start = file.position;
     const end = start + roundBytes;
     let preallocate = 0;
-    if (end > file.fileBytes) {
+    if (end > file.fileBytes && !file.preallocationRefused) {
       const wanted = Math.min(
         PREALLOCATE_BYTES_MAX,
         Math.max(PREALLOCATE_BYTES_MIN, Math.floor(end / 4)),
@@ -475,17 +488,48 @@ export class CommitJournal implements JournalPort {
       start,
       taken,
       written: Promise.resolve(),
+      journalWritten: Promise.resolve(),
       settled: Promise.resolve(),
     };
     file.round = number;
     file.position = alignUp(end);
-    // Left set if the write fails: #failStop erases what it may have written.
+    // Left set if the write fails: #failStop erases what it may have written (once the write is over).
     this.#writing = round;
-    await file.handle.writev(buffers, start);
+    const write = this.#writeAt(file, buffers, start, end, preallocate);
+    round.journalWritten = write.then(
+      () => undefined,
+      () => undefined,
+    );
+    preallocate = await write;
     this.#writing = undefined;
     file.fileBytes = Math.max(file.fileBytes, end + preallocate);
     for (const submission of taken) file.buckets.add(submission.bucket);
     return round;
+  }
+
+  /**
+   * Writes a round's buffers at `start` (zeros for preallocation last, `preallocate` bytes of them);
+   * returns the zeros written. On ENOSPC with zeros, the round is written alone and the file is not
+   * preallocated any more: a nearly full disk costs speed, not availability.
+   */
+  async #writeAt(
+    file: OpenFile,
+    buffers: Buffer[],
+    start: number,
+    end: number,
+    preallocate: number,
+  ): Promise<number> {
+    try {
+      await file.handle.writev(buffers, start);
+      return preallocate;
+    } catch (error) {
+      if (preallocate === 0 || (error as NodeJS.ErrnoException | null)?.code !== 'ENOSPC')
+        throw error;
+      await file.handle.truncate(Math.max(end, file.fileBytes));
+      file.preallocationRefused = true;
+      await file.handle.writev(buffers.slice(0, -1), start);
+      return 0;
+    }
   }
 
   async #newFile(): Promise<OpenFile> {
@@ -523,7 +567,11 @@ export class CommitJournal implements JournalPort {
    * the first of them; if erasing fails, this process will not reopen the journal.
    */
   async #failStop(error: unknown, taken: Submission[]): Promise<void> {
-    if (this.#failure !== undefined) return;
+    if (this.#failure !== undefined) {
+      // Failed already (a round this one waited for): these were never part of a round written.
+      for (const submission of taken) submission.reject(this.#failure);
+      return;
+    }
     const rounds = this.#inFlight.splice(0);
     const failed = this.#writing;
     this.#writing = undefined;
@@ -536,9 +584,10 @@ export class CommitJournal implements JournalPort {
     this.#failure = failure;
     const queued = this.#queue;
     this.#queue = [];
-    // The logs' own writes of these rounds finish first: each log cuts its segment back when told,
-    // and a write landing after that would bring the refused batches back.
-    await Promise.all(rounds.map((round) => round.written));
+    // The journal's write of a round still being written, and the logs' own writes of these rounds,
+    // finish first: erasing a header under a write still in flight would not erase it, and each log
+    // cuts its segment back when told, which a write landing later would undo.
+    await Promise.all(rounds.map((round) => Promise.all([round.journalWritten, round.written])));
     // Erased before anyone is told: a crash in between must not replay what was refused.
     if (rounds.length > 0) {
       const file = rounds[0]!.file;
@@ -602,7 +651,7 @@ export class CommitJournal implements JournalPort {
     while (
       this.#flushing !== undefined ||
       this.#retiring !== undefined ||
-      this.#inFlight.length > 0
+      (this.#inFlight.length > 0 && this.#failure === undefined)
     ) {
       await this.#flushing;
       await this.#inFlight.at(-1)?.settled;

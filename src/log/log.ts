@@ -389,13 +389,25 @@ export class Log implements LogPort {
     if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
     let batchesReplayed = 0;
     const visit = recovery.visit;
+    // Where the log holds batches the journal holds too (same bytes: same stored checksum).
+    const replay = options.journal?.replay ?? [];
+    const replayFrom = replay.length > 0 ? readBatchLogOffset(replay[0]!) : Infinity;
+    const replayChecksums = new Map<number, number>();
+    for (const batch of replay)
+      replayChecksums.set(readBatchLogOffset(batch), readBatchChecksum(batch));
+    const held: { logOffset: number; filePosition: number }[] = [];
     const inspection = await inspectLog(fs, dir, options, recovery, {
       stopAtCorruption: true,
       visit:
-        visit === undefined
+        visit === undefined && replay.length === 0
           ? undefined
           : (buf, position, logOffset, sizeBytes, filePosition) => {
-              if (logOffset < recovery.fromLogOffset) return;
+              if (
+                logOffset >= replayFrom &&
+                replayChecksums.get(logOffset) === readBatchChecksum(buf, position)
+              )
+                held.push({ logOffset, filePosition });
+              if (visit === undefined || logOffset < recovery.fromLogOffset) return;
               visit(buf, position, logOffset, sizeBytes, filePosition);
               batchesReplayed++;
             },
@@ -419,6 +431,11 @@ export class Log implements LogPort {
     };
     let lastFileBytes = last === undefined ? 0 : last.validBytes + last.zeroTailBytes;
     if (await applyRepairs(fs, dir, inspection, report)) lastFileBytes = last!.validBytes;
+    // The journal's batches the log holds already are written over again, the same bytes, before
+    // the fdatasync below: the log's copy may be in the page cache only, its pages marked clean by
+    // a failed writeback (an fdatasync that failed with EIO), and the journal is deleted once every
+    // bucket has recovered.
+    if (held.length > 0) await rewriteHeld(fs, segments, held, replay, inspection.logEnd);
     if (last === undefined) {
       segments.push(await createSegment(fs, dir, recovery.fromLogOffset));
       lastFileBytes = 0;
@@ -1195,6 +1212,53 @@ async function applyRepairs(
     await fs.syncDir(dir);
   }
   return cut;
+}
+
+/**
+ * Writes the journal's copies of batches the log holds (`held`: log offset and file position, same
+ * checksum as the journal's) over the log's, and fdatasyncs each segment written.
+ */
+async function rewriteHeld(
+  fs: FileSystem,
+  segments: readonly SegmentInfo[],
+  held: readonly { logOffset: number; filePosition: number }[],
+  replay: readonly Buffer[],
+  logEnd: number,
+): Promise<void> {
+  const byOffset = new Map<number, Buffer>();
+  for (const batch of replay) byOffset.set(readBatchLogOffset(batch), batch);
+  const bySegment = new Map<SegmentInfo, { filePosition: number; batch: Buffer }[]>();
+  for (const { logOffset, filePosition } of held) {
+    if (logOffset >= logEnd) continue; // cut off as a torn tail
+    let segment = segments[0]!;
+    for (const s of segments) if (s.baseOffset <= logOffset) segment = s;
+    let list = bySegment.get(segment);
+    if (list === undefined) bySegment.set(segment, (list = []));
+    list.push({ filePosition, batch: byOffset.get(logOffset)! });
+  }
+  for (const [segment, writes] of bySegment) {
+    const handle = await fs.open(segment.path, 'r+');
+    try {
+      // Runs of adjacent batches, one writev each (a log of small commits holds many).
+      writes.sort((a, b) => a.filePosition - b.filePosition);
+      let run: Buffer[] = [];
+      let runStart = 0;
+      let runEnd = 0;
+      for (const { filePosition, batch } of writes) {
+        if (run.length > 0 && (filePosition !== runEnd || run.length >= 1024)) {
+          await handle.writev(run, runStart);
+          run = [];
+        }
+        if (run.length === 0) runStart = filePosition;
+        run.push(batch);
+        runEnd = filePosition + batch.length;
+      }
+      if (run.length > 0) await handle.writev(run, runStart);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+  }
 }
 
 async function truncateFile(fs: FileSystem, filePath: string, sizeBytes: number): Promise<void> {

@@ -4,7 +4,7 @@
  * every log that wrote into them has synced itself, and reading refuses a damaged durable round while
  * dropping a round a crash cut short.
  */
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -76,6 +76,52 @@ async function openJournal(
 function journalFiles(dir: string): string[] {
   const journalDir = path.join(dir, JOURNAL_DIR);
   return existsSync(journalDir) ? readdirSync(journalDir).sort() : [];
+}
+
+/** The real file system with hooks before each write and fdatasync of a journal file (no datasyncNow). */
+function hookedFs(hooks: {
+  beforeJournalWrite?: (count: number) => Promise<void> | void;
+  beforeJournalSync?: (count: number) => Promise<void> | void;
+}): FileSystem {
+  const inner = new NodeFileSystem();
+  let writes = 0;
+  let syncs = 0;
+  return Object.assign(Object.create(inner) as FileSystem, {
+    open: async (file: string, flags: OpenFlags) => {
+      const handle = await inner.open(file, flags);
+      if (!file.endsWith('.journal')) return handle;
+      return {
+        path: handle.path,
+        read: handle.read.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sizeBytes: handle.sizeBytes.bind(handle),
+        close: handle.close.bind(handle),
+        writev: async (buffers: readonly Buffer[], position: number) => {
+          await hooks.beforeJournalWrite?.(++writes);
+          return handle.writev(buffers, position);
+        },
+        datasync: async () => {
+          await hooks.beforeJournalSync?.(++syncs);
+          return handle.datasync();
+        },
+      } satisfies FileHandle;
+    },
+  });
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const eio = () => Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
+
+/** What became of each commit: 'pending', 'ack' or 'refused'. */
+function track(promises: Promise<unknown>[]): string[] {
+  const states = promises.map(() => 'pending');
+  promises.forEach((p, i) =>
+    p.then(
+      () => (states[i] = 'ack'),
+      () => (states[i] = 'refused'),
+    ),
+  );
+  return states;
 }
 
 describe('the commit journal', () => {
@@ -278,6 +324,142 @@ describe('the commit journal', () => {
     const read = await readJournal(inner, dir, 4, BATCH_BYTES_MAX);
     expect(read.rounds).toBe(0);
     expect(read.batches.size).toBe(0);
+  });
+
+  it('refuses a round still being written when an earlier one fails, erases it once written, and its logs write nothing', async () => {
+    const dir = tempDir();
+    const fs = hookedFs({
+      // Round 2's own write is slow; round 1's fdatasync fails meanwhile.
+      beforeJournalWrite: (n) => (n === 2 ? sleep(60) : undefined),
+      beforeJournalSync: async (n) => {
+        if (n === 1) {
+          await sleep(20);
+          throw eio();
+        }
+      },
+    });
+    const { journal } = await CommitJournal.open(
+      fs,
+      dir,
+      4,
+      BATCH_BYTES_MAX,
+      async () => {},
+      () => {},
+    );
+    const logs = [fakeLog(), fakeLog(), fakeLog(), fakeLog()];
+    const first = track([
+      journal.commit(0, [batchAt(0)], logs[0]!),
+      journal.commit(1, [batchAt(0)], logs[1]!),
+    ]);
+    await sleep(5);
+    const second = track([
+      journal.commit(2, [batchAt(0)], logs[2]!),
+      journal.commit(3, [batchAt(0)], logs[3]!),
+    ]);
+    await sleep(150);
+    expect([...first, ...second]).toEqual(['refused', 'refused', 'refused', 'refused']);
+    // The second round's logs never wrote their copies (they would land after their cut-backs).
+    expect([logs[2]!.writes, logs[3]!.writes]).toEqual([0, 0]);
+    await journal.close(false);
+    expect((await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rounds).toBe(0);
+  });
+
+  it("refuses the commits of a round that waited for a full file's rounds when one of them fails", async () => {
+    const dir = tempDir();
+    const fs = hookedFs({
+      beforeJournalSync: async (n) => {
+        if (n === 1) {
+          await sleep(30);
+          throw eio();
+        }
+      },
+    });
+    const { journal } = await CommitJournal.open(
+      fs,
+      dir,
+      4,
+      BATCH_BYTES_MAX,
+      async () => {},
+      () => {},
+      4096,
+    );
+    const first = track([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    await sleep(5);
+    // Does not fit in the 4 KiB file: waits for the first round before starting the next file.
+    const second = track([
+      journal.commit(2, [batchAt(0)], fakeLog()),
+      journal.commit(3, [batchAt(0)], fakeLog()),
+    ]);
+    await sleep(100);
+    expect([...first, ...second]).toEqual(['refused', 'refused', 'refused', 'refused']);
+    await journal.close(false);
+  });
+
+  it("acknowledges a round only on its own fdatasync, not on a later round's", async () => {
+    const dir = tempDir();
+    // Round 1's fdatasync is slow and fails; round 2's succeeds first. Two fdatasyncs of one file
+    // in flight may share one writeback error: round 2's success says nothing of round 1's pages.
+    const fs = hookedFs({
+      beforeJournalSync: async (n) => {
+        if (n === 1) {
+          await sleep(40);
+          throw eio();
+        }
+      },
+    });
+    const { journal } = await CommitJournal.open(
+      fs,
+      dir,
+      4,
+      BATCH_BYTES_MAX,
+      async () => {},
+      () => {},
+    );
+    const first = track([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    await sleep(5);
+    const second = track([
+      journal.commit(2, [batchAt(0)], fakeLog()),
+      journal.commit(3, [batchAt(0)], fakeLog()),
+    ]);
+    await sleep(20);
+    expect([...first, ...second]).toEqual(['pending', 'pending', 'pending', 'pending']);
+    await sleep(60);
+    expect([...first, ...second]).toEqual(['refused', 'refused', 'refused', 'refused']);
+    await journal.close(false);
+  });
+
+  it('writes a round without its zeros ahead when the disk has no room for them', async () => {
+    const dir = tempDir();
+    const fs = hookedFs({
+      beforeJournalWrite: (n) => {
+        if (n === 1)
+          throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+      },
+    });
+    const { journal } = await CommitJournal.open(
+      fs,
+      dir,
+      4,
+      BATCH_BYTES_MAX,
+      async () => {},
+      () => {},
+    );
+    const results = await Promise.all([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    expect(results).toEqual([{ ownSync: false }, { ownSync: false }]);
+    await journal.close(false);
+    const [name] = journalFiles(dir);
+    // The round alone: no zeros written after it.
+    expect(statSync(path.join(dir, JOURNAL_DIR, name!)).size).toBeLessThan(4096);
+    expect((await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rounds).toBe(1);
   });
 
   it('refuses batches of one bucket out of log-offset order, and an entry naming a bucket the store does not have', async () => {

@@ -17,7 +17,8 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
 import type { OffsetStore } from '../../src/index.js';
-import { JOURNAL_DIR } from '../../src/log/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
+import { JOURNAL_DIR, readJournal } from '../../src/log/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 import { copyStoreDir, openStore } from './store-fixtures.js';
@@ -159,6 +160,69 @@ describe('the commit journal of a store', () => {
       expect(journalFiles(copy)).toEqual([]);
       await recovered.close();
     }
+  });
+
+  it("writes the journal's batches that a log already shows over again, and fdatasyncs them, before the journal goes", async () => {
+    // A log whose own fdatasync failed (EIO) may show batches in the page cache that never reached
+    // the disk (the failed pages are marked clean, and later fdatasyncs write nothing): the journal's
+    // copy is the only durable one, and it is deleted once recovery is done.
+    const dir = tempDir();
+    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+    let store = await openStore(dir, options);
+    const groups = groupPerBucket(store);
+    await commitTogether(store, groups, 2);
+    await store.close();
+    store = await openStore(dir, options);
+    const synced = activeSegments(dir);
+    await commitTogether(store, groups, 10, 100);
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    await store.close();
+    const fs = new FaultyFileSystem();
+    const writes: { file: string; position: number; bytes: number }[] = [];
+    const events: string[] = [];
+    const open = fs.open.bind(fs);
+    fs.open = async (file, flags, mode) => {
+      const handle = await open(file, flags, mode);
+      return {
+        ...handle,
+        path: handle.path,
+        writev: async (buffers, position) => {
+          writes.push({ file, position, bytes: buffers.reduce((n, b) => n + b.length, 0) });
+          events.push(`write ${file}`);
+          return handle.writev(buffers, position);
+        },
+        datasync: async () => {
+          events.push(`datasync ${file}`);
+          return handle.datasync();
+        },
+        read: handle.read.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sizeBytes: handle.sizeBytes.bind(handle),
+        close: handle.close.bind(handle),
+      };
+    };
+    const held = await readJournal(new NodeFileSystem(), image, BUCKETS, 8 << 20);
+    const recovered = await openStore(image, { ...options, fs });
+    expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(
+      Array(BUCKETS).fill(0),
+    );
+    synced.forEach(({ file, bytes }, bucket) => {
+      const segment = path.join(image, path.relative(dir, file));
+      const rewritten = writes.filter((w) => w.file === segment);
+      // From where the log was last synced by itself: its 10 journaled batches, then an fdatasync.
+      const journaled = held.batches.get(bucket)!;
+      expect(journaled).toHaveLength(10);
+      expect(Math.min(...rewritten.map((w) => w.position))).toBe(bytes);
+      expect(rewritten.reduce((n, w) => n + w.bytes, 0)).toBe(
+        journaled.reduce((n, b) => n + b.length, 0),
+      );
+      expect(events.lastIndexOf(`datasync ${segment}`)).toBeGreaterThan(
+        events.lastIndexOf(`write ${segment}`),
+      );
+    });
+    expect(journalFiles(image)).toEqual([]);
+    await recovered.close();
   });
 
   it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {

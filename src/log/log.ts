@@ -273,6 +273,8 @@ function roundEnded(log: object): void {
  * two async functions further away still makes it.
  */
 const ACKNOWLEDGED_TURNS = 10;
+/** Longest wait of a round for commits arriving over the network (`#linger`). */
+const LINGER_MS_MAX = 1;
 
 /** Directories whose rejected batches could neither be cut back nor recorded: not reopened by this process. */
 const unrepairedDirs = new Map<string, string>();
@@ -327,6 +329,8 @@ export class Log implements LogPort {
    * without).
    */
   #syncsItself = true;
+  /** The last write round: appends it took, when it ended and how long it took (ms). */
+  #lastRound: { appends: number; endMs: number; ms: number } | undefined;
   /** `options.beforeFirstWrite` until it has been awaited successfully. */
   #beforeFirstWrite: (() => Promise<void>) | undefined;
   #nextOffset: number;
@@ -612,8 +616,10 @@ export class Log implements LogPort {
           }
           this.#beforeFirstWrite = undefined;
         }
+        if (servingHolds > 0) await this.#linger();
         const taken = this.#takeRound();
         const flushHere = !flushesTakeTurns(this);
+        const roundStartMs = performance.now();
         try {
           await this.#writeRound(taken, flushHere);
         } catch (error) {
@@ -626,6 +632,12 @@ export class Log implements LogPort {
           this.#inFlightCount -= taken.length;
           roundEnded(this);
         }
+        const roundEndMs = performance.now();
+        this.#lastRound = {
+          appends: taken.length,
+          endMs: roundEndMs,
+          ms: roundEndMs - roundStartMs,
+        };
         // Let the callers just acknowledged commit again into the next round (step 3).
         if (this.#queue.length > 0)
           for (let turn = 0; turn < ACKNOWLEDGED_TURNS; turn++) await undefined;
@@ -635,6 +647,29 @@ export class Log implements LogPort {
       this.#flushing = undefined;
       for (const waiter of this.#syncWaiters.splice(0)) waiter.reject(this.#failure);
     }
+  }
+
+  /**
+   * Commits that reach the process over the network: waits, turn by turn of the event loop, until as
+   * many appends are queued as the last round took, for at most that round's duration (and
+   * LINGER_MS_MAX), when that round ended just now. The callers the last round acknowledged are
+   * clients on sockets: their next commits arrive a network round trip later, and a round started
+   * at once would take only those already read, splitting the clients into cohorts that alternate.
+   */
+  async #linger(): Promise<void> {
+    const last = this.#lastRound;
+    if (last === undefined || this.#queue.length >= last.appends) return;
+    const now = performance.now();
+    if (now - last.endMs > LINGER_MS_MAX) return;
+    const deadline = now + Math.min(LINGER_MS_MAX, last.ms);
+    while (
+      this.#queue.length < last.appends &&
+      performance.now() < deadline &&
+      !this.#closed &&
+      !this.#sealRequested &&
+      this.#syncWaiters.length === 0
+    )
+      await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
   #takeRound(): PendingAppend[] {

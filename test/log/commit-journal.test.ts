@@ -109,8 +109,67 @@ function hookedFs(hooks: {
   });
 }
 
+/**
+ * A point an operation waits at: `arrived` resolves when it gets there, and the test lets it go on
+ * (`open`) or fail (`fail`).
+ */
+function gate() {
+  let arrive!: () => void;
+  let release!: (error?: unknown) => void;
+  const arrived = new Promise<void>((resolve) => (arrive = resolve));
+  const released = new Promise<unknown>((resolve) => (release = resolve));
+  return {
+    arrived,
+    reached: async () => {
+      arrive();
+      const error = await released;
+      if (error !== undefined) throw error;
+    },
+    open: () => release(),
+    fail: (error: unknown) => release(error),
+  };
+}
+
+/** Waits (up to 10 s) until none of `states()` is pending. */
+async function settled(states: () => string[]): Promise<void> {
+  for (let waited = 0; states().includes('pending') && waited < 10_000; waited += 5) await sleep(5);
+}
+
+function openJournalOn(fs: FileSystem, dir: string, fileBytesMax?: number) {
+  return CommitJournal.open(
+    fs,
+    dir,
+    4,
+    BATCH_BYTES_MAX,
+    async () => {},
+    () => {},
+    fileBytesMax,
+  );
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const eio = () => Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
+
+/**
+ * Two rounds of two buckets each, the second submitted once the first is written (and so while it
+ * is in flight); returns a function that tells what has become of the four commits so far.
+ */
+async function twoRounds(
+  journal: CommitJournal,
+  logs = [fakeLog(), fakeLog(), fakeLog(), fakeLog()],
+): Promise<() => string[]> {
+  const first = track([
+    journal.commit(0, [batchAt(0)], logs[0]!),
+    journal.commit(1, [batchAt(0)], logs[1]!),
+  ]);
+  // The first round written (its logs write their copies right after the journal's write).
+  for (let waited = 0; logs[0]!.writes === 0 && waited < 10_000; waited++) await sleep(1);
+  const second = track([
+    journal.commit(2, [batchAt(0)], logs[2]!),
+    journal.commit(3, [batchAt(0)], logs[3]!),
+  ]);
+  return () => [...first, ...second];
+}
 
 /** What became of each commit: 'pending', 'ack' or 'refused'. */
 function track(promises: Promise<unknown>[]): string[] {
@@ -328,36 +387,24 @@ describe('the commit journal', () => {
 
   it('refuses a round still being written when an earlier one fails, erases it once written, and its logs write nothing', async () => {
     const dir = tempDir();
+    const secondWrite = gate();
+    const firstSync = gate();
     const fs = hookedFs({
-      // Round 2's own write is slow; round 1's fdatasync fails meanwhile.
-      beforeJournalWrite: (n) => (n === 2 ? sleep(60) : undefined),
-      beforeJournalSync: async (n) => {
-        if (n === 1) {
-          await sleep(20);
-          throw eio();
-        }
-      },
+      // Round 2's own write waits; round 1's fdatasync fails meanwhile.
+      beforeJournalWrite: (n) => (n === 2 ? secondWrite.reached() : undefined),
+      beforeJournalSync: (n) => (n === 1 ? firstSync.reached() : undefined),
     });
-    const { journal } = await CommitJournal.open(
-      fs,
-      dir,
-      4,
-      BATCH_BYTES_MAX,
-      async () => {},
-      () => {},
-    );
+    const { journal } = await openJournalOn(fs, dir);
     const logs = [fakeLog(), fakeLog(), fakeLog(), fakeLog()];
-    const first = track([
-      journal.commit(0, [batchAt(0)], logs[0]!),
-      journal.commit(1, [batchAt(0)], logs[1]!),
-    ]);
-    await sleep(5);
-    const second = track([
-      journal.commit(2, [batchAt(0)], logs[2]!),
-      journal.commit(3, [batchAt(0)], logs[3]!),
-    ]);
-    await sleep(150);
-    expect([...first, ...second]).toEqual(['refused', 'refused', 'refused', 'refused']);
+    const states = await twoRounds(journal, logs);
+    await secondWrite.arrived;
+    await firstSync.arrived;
+    firstSync.fail(eio());
+    await sleep(20);
+    expect(states()).toEqual(['pending', 'pending', 'pending', 'pending']);
+    secondWrite.open();
+    await settled(states);
+    expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     // The second round's logs never wrote their copies (they would land after their cut-backs).
     expect([logs[2]!.writes, logs[3]!.writes]).toEqual([0, 0]);
     await journal.close(false);
@@ -366,71 +413,38 @@ describe('the commit journal', () => {
 
   it("refuses the commits of a round that waited for a full file's rounds when one of them fails", async () => {
     const dir = tempDir();
-    const fs = hookedFs({
-      beforeJournalSync: async (n) => {
-        if (n === 1) {
-          await sleep(30);
-          throw eio();
-        }
-      },
-    });
-    const { journal } = await CommitJournal.open(
-      fs,
-      dir,
-      4,
-      BATCH_BYTES_MAX,
-      async () => {},
-      () => {},
-      4096,
-    );
-    const first = track([
-      journal.commit(0, [batchAt(0)], fakeLog()),
-      journal.commit(1, [batchAt(0)], fakeLog()),
-    ]);
-    await sleep(5);
-    // Does not fit in the 4 KiB file: waits for the first round before starting the next file.
-    const second = track([
-      journal.commit(2, [batchAt(0)], fakeLog()),
-      journal.commit(3, [batchAt(0)], fakeLog()),
-    ]);
-    await sleep(100);
-    expect([...first, ...second]).toEqual(['refused', 'refused', 'refused', 'refused']);
+    const firstSync = gate();
+    const fs = hookedFs({ beforeJournalSync: (n) => (n === 1 ? firstSync.reached() : undefined) });
+    const { journal } = await openJournalOn(fs, dir, 4096);
+    // The second round does not fit in the 4 KiB file: it waits for the first before the next file.
+    const states = await twoRounds(journal);
+    await firstSync.arrived;
+    await sleep(10);
+    firstSync.fail(eio());
+    await settled(states);
+    expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     await journal.close(false);
   });
 
   it("acknowledges a round only on its own fdatasync, not on a later round's", async () => {
     const dir = tempDir();
-    // Round 1's fdatasync is slow and fails; round 2's succeeds first. Two fdatasyncs of one file
+    // Round 1's fdatasync waits and fails; round 2's succeeds first. Two fdatasyncs of one file
     // in flight may share one writeback error: round 2's success says nothing of round 1's pages.
+    const firstSync = gate();
+    const secondSync = gate();
     const fs = hookedFs({
-      beforeJournalSync: async (n) => {
-        if (n === 1) {
-          await sleep(40);
-          throw eio();
-        }
-      },
+      beforeJournalSync: (n) =>
+        n === 1 ? firstSync.reached() : n === 2 ? secondSync.reached() : undefined,
     });
-    const { journal } = await CommitJournal.open(
-      fs,
-      dir,
-      4,
-      BATCH_BYTES_MAX,
-      async () => {},
-      () => {},
-    );
-    const first = track([
-      journal.commit(0, [batchAt(0)], fakeLog()),
-      journal.commit(1, [batchAt(0)], fakeLog()),
-    ]);
-    await sleep(5);
-    const second = track([
-      journal.commit(2, [batchAt(0)], fakeLog()),
-      journal.commit(3, [batchAt(0)], fakeLog()),
-    ]);
+    const { journal } = await openJournalOn(fs, dir);
+    const states = await twoRounds(journal);
+    await secondSync.arrived;
+    secondSync.open();
     await sleep(20);
-    expect([...first, ...second]).toEqual(['pending', 'pending', 'pending', 'pending']);
-    await sleep(60);
-    expect([...first, ...second]).toEqual(['refused', 'refused', 'refused', 'refused']);
+    expect(states()).toEqual(['pending', 'pending', 'pending', 'pending']);
+    firstSync.fail(eio());
+    await settled(states);
+    expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     await journal.close(false);
   });
 

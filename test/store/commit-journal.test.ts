@@ -67,28 +67,52 @@ function journalFiles(dir: string): string[] {
   return existsSync(journalDir) ? readdirSync(journalDir) : [];
 }
 
+/** Large segments: no roll (a roll fdatasyncs the log) during the commits. */
+const OPTIONS = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
+
+/**
+ * A store's crash image taken after `rounds` journaled rounds (offsets 100...), and where each
+ * log's file stood when the open before them had made it durable: everything written to the logs
+ * after that was made durable by the journal only. The store itself is closed cleanly after the
+ * image is taken (its own journal files go).
+ */
+async function crashImage(rounds: number) {
+  const dir = tempDir();
+  let store = await openStore(dir, OPTIONS);
+  const groups = groupPerBucket(store);
+  await commitTogether(store, groups, 2);
+  await store.close();
+  store = await openStore(dir, OPTIONS);
+  const synced = activeSegments(dir).map(({ file, bytes }) => ({
+    file: path.relative(dir, file),
+    bytes,
+  }));
+  const last = await commitTogether(store, groups, rounds, 100);
+  const journalFilesOpen = journalFiles(dir).length;
+  const image = tempDir();
+  copyStoreDir(dir, image);
+  await store.close();
+  expect(journalFiles(dir)).toEqual([]);
+  return {
+    image,
+    groups,
+    last,
+    journalFilesOpen,
+    /** The logs' files in `image`, each with its size when its log last synced itself. */
+    synced: synced.map(({ file, bytes }) => ({ file: path.join(image, file), bytes })),
+    /** A power loss that kept none of the logs' unsynced writes. */
+    loseUnsynced: () => {
+      for (const { file, bytes } of synced) truncateSync(path.join(image, file), bytes);
+    },
+  };
+}
+
 describe('the commit journal of a store', () => {
   it('brings back every acknowledged commit when the logs lose all they had not synced themselves', async () => {
-    const dir = tempDir();
-    // Large segments: no roll (a roll fdatasyncs the log) during the commits.
-    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
-    let store = await openStore(dir, options);
-    const groups = groupPerBucket(store);
-    await commitTogether(store, groups, 3);
-    await store.close();
-    store = await openStore(dir, options);
-    // What each log holds now is durable (the open fdatasynced it); everything after is written
-    // to the logs without an fdatasync of theirs, and made durable by the journal's.
-    const synced = activeSegments(dir);
-    const last = await commitTogether(store, groups, 40, 100);
-    expect(journalFiles(dir).length).toBeGreaterThan(0);
-    const image = tempDir();
-    copyStoreDir(dir, image);
-    await store.close();
-    expect(journalFiles(dir)).toEqual([]);
-    // A power loss that kept none of the logs' unsynced writes.
-    for (const { file, bytes } of synced)
-      truncateSync(path.join(image, path.relative(dir, file)), bytes);
+    const options = OPTIONS;
+    const { image, groups, last, journalFilesOpen, loseUnsynced } = await crashImage(40);
+    expect(journalFilesOpen).toBeGreaterThan(0);
+    loseUnsynced();
     // `log verify` reads the journal as open does: nothing is missing.
     const verdict = await verifyLog(image);
     expect(verdict.problems).toEqual([]);
@@ -130,20 +154,9 @@ describe('the commit journal of a store', () => {
   });
 
   it('is replayed whatever the options of the open: commitJournal false, durability os', async () => {
-    const dir = tempDir();
-    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
-    let store = await openStore(dir, options);
-    const groups = groupPerBucket(store);
-    await commitTogether(store, groups, 2);
-    await store.close();
-    store = await openStore(dir, options);
-    const synced = activeSegments(dir);
-    const last = await commitTogether(store, groups, 10, 100);
-    const image = tempDir();
-    copyStoreDir(dir, image);
-    await store.close();
-    for (const { file, bytes } of synced)
-      truncateSync(path.join(image, path.relative(dir, file)), bytes);
+    const options = OPTIONS;
+    const { image, groups, last, loseUnsynced } = await crashImage(10);
+    loseUnsynced();
     for (const extra of [{ commitJournal: false }, { durability: 'os' as const }]) {
       const copy = tempDir();
       copyStoreDir(image, copy);
@@ -166,18 +179,8 @@ describe('the commit journal of a store', () => {
     // A log whose own fdatasync failed (EIO) may show batches in the page cache that never reached
     // the disk (the failed pages are marked clean, and later fdatasyncs write nothing): the journal's
     // copy is the only durable one, and it is deleted once recovery is done.
-    const dir = tempDir();
-    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
-    let store = await openStore(dir, options);
-    const groups = groupPerBucket(store);
-    await commitTogether(store, groups, 2);
-    await store.close();
-    store = await openStore(dir, options);
-    const synced = activeSegments(dir);
-    await commitTogether(store, groups, 10, 100);
-    const image = tempDir();
-    copyStoreDir(dir, image);
-    await store.close();
+    const options = OPTIONS;
+    const { image, synced } = await crashImage(10);
     const fs = new FaultyFileSystem();
     const writes: { file: string; position: number; bytes: number }[] = [];
     const events: string[] = [];
@@ -207,8 +210,7 @@ describe('the commit journal of a store', () => {
     expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(
       Array(BUCKETS).fill(0),
     );
-    synced.forEach(({ file, bytes }, bucket) => {
-      const segment = path.join(image, path.relative(dir, file));
+    synced.forEach(({ file: segment, bytes }, bucket) => {
       const rewritten = writes.filter((w) => w.file === segment);
       // From where the log was last synced by itself: its 10 journaled batches, then an fdatasync.
       const journaled = held.batches.get(bucket)!;

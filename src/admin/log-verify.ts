@@ -21,7 +21,6 @@ import {
   JOURNAL_DIR,
   LOG_DEFAULTS,
   readJournal,
-  type JournalPort,
   missingBucketDirs,
   strayBucketDirs,
   strayReason,
@@ -36,11 +35,6 @@ import {
   readStoreLayout,
   type StoreLayout,
 } from './store-directory.js';
-
-/** Verification writes nothing: the journal port of its inspections is never asked to commit. */
-const NO_JOURNAL_WRITES: JournalPort = {
-  commit: () => Promise.reject(new Error('log verify writes nothing')),
-};
 
 /** One damaged place. */
 export interface LogProblem {
@@ -281,7 +275,7 @@ async function verifyBucket(
         pendingAppendsMax: 1,
         flushBytesMax: LOG_DEFAULTS.flushBytesMax,
         // As a default open reads it: with the commit journal, and what it holds for this bucket.
-        journal: { port: NO_JOURNAL_WRITES, bucket, replay: journaled },
+        journal: { bucket, replay: journaled },
       },
       useCheckpoints: recordedStrategy(layout.manifest.compactionStrategy)?.checkpoints === true,
       logStart: record.logStart,

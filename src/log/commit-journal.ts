@@ -276,11 +276,6 @@ export class CommitJournal implements JournalPort {
     return new CommitJournal(fs, dir, nextSequence, syncBucket, onWarning, fileBytesMax);
   }
 
-  /** True once a failed round has fail-stopped the journal. */
-  get failed(): boolean {
-    return this.#failure !== undefined;
-  }
-
   commit(
     bucket: number,
     batches: readonly Buffer[],
@@ -373,8 +368,8 @@ export class CommitJournal implements JournalPort {
   }
 
   /**
-   * Round `round` is durable, and with it every round written before it (an fdatasync covers
-   * every write that completed before it began): they are acknowledged, in order.
+   * Round `round`'s own fdatasync succeeded: it, and the rounds after it whose own fdatasync had
+   * succeeded already, are acknowledged once every round before them has been.
    */
   #synced(round: RoundInFlight): void {
     if (this.#failure !== undefined) return;

@@ -147,8 +147,6 @@ export interface LogInspection {
   tornTail: LogDamage | undefined;
   /** Log offset after the last valid batch (or the empty last segment's base). */
   logEnd: number;
-  /** With a journal: the log offset after the last batch the log and the journal hold together. */
-  journalEnd?: number;
 }
 
 /** How to read. */
@@ -326,7 +324,6 @@ async function scanAll(
       });
       return;
     }
-    result.journalEnd = end;
   }
   const known = expectations.knownEnd;
   // A damaged last segment is reported as such; its end says nothing more. With a journal, a tail

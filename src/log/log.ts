@@ -395,22 +395,21 @@ export class Log implements LogPort {
     const visit = recovery.visit;
     // Where the log holds batches the journal holds too (same bytes: same stored checksum).
     const replay = options.journal?.replay ?? [];
-    const replayFrom = replay.length > 0 ? readBatchLogOffset(replay[0]!) : Infinity;
-    const replayChecksums = new Map<number, number>();
-    for (const batch of replay)
-      replayChecksums.set(readBatchLogOffset(batch), readBatchChecksum(batch));
-    const held: { logOffset: number; filePosition: number }[] = [];
+    const replayByOffset = new Map<number, Buffer>();
+    for (const batch of replay) replayByOffset.set(readBatchLogOffset(batch), batch);
+    const held: { filePosition: number; batch: Buffer }[] = [];
     const inspection = await inspectLog(fs, dir, options, recovery, {
       stopAtCorruption: true,
       visit:
         visit === undefined && replay.length === 0
           ? undefined
           : (buf, position, logOffset, sizeBytes, filePosition) => {
+              const journaled = replayByOffset.get(logOffset);
               if (
-                logOffset >= replayFrom &&
-                replayChecksums.get(logOffset) === readBatchChecksum(buf, position)
+                journaled !== undefined &&
+                readBatchChecksum(journaled) === readBatchChecksum(buf, position)
               )
-                held.push({ logOffset, filePosition });
+                held.push({ filePosition, batch: journaled });
               if (visit === undefined || logOffset < recovery.fromLogOffset) return;
               visit(buf, position, logOffset, sizeBytes, filePosition);
               batchesReplayed++;
@@ -439,7 +438,7 @@ export class Log implements LogPort {
     // the fdatasync below: the log's copy may be in the page cache only, its pages marked clean by
     // a failed writeback (an fdatasync that failed with EIO), and the journal is deleted once every
     // bucket has recovered.
-    if (held.length > 0) await rewriteHeld(fs, segments, held, replay, inspection.logEnd);
+    if (held.length > 0) await rewriteHeld(fs, segments, held, inspection.logEnd);
     if (last === undefined) {
       segments.push(await createSegment(fs, dir, recovery.fromLogOffset));
       lastFileBytes = 0;
@@ -619,7 +618,8 @@ export class Log implements LogPort {
         if (servingHolds > 0) await this.#linger();
         const taken = this.#takeRound();
         const flushHere = !flushesTakeTurns(this);
-        const roundStartMs = performance.now();
+        // Timed only for #linger, which runs only while a network server does.
+        const roundStartMs = servingHolds > 0 ? performance.now() : undefined;
         try {
           await this.#writeRound(taken, flushHere);
         } catch (error) {
@@ -632,12 +632,14 @@ export class Log implements LogPort {
           this.#inFlightCount -= taken.length;
           roundEnded(this);
         }
-        const roundEndMs = performance.now();
-        this.#lastRound = {
-          appends: taken.length,
-          endMs: roundEndMs,
-          ms: roundEndMs - roundStartMs,
-        };
+        if (roundStartMs !== undefined) {
+          const roundEndMs = performance.now();
+          this.#lastRound = {
+            appends: taken.length,
+            endMs: roundEndMs,
+            ms: roundEndMs - roundStartMs,
+          };
+        }
         // Let the callers just acknowledged commit again into the next round (step 3).
         if (this.#queue.length > 0)
           for (let turn = 0; turn < ACKNOWLEDGED_TURNS; turn++) await undefined;
@@ -1250,26 +1252,24 @@ async function applyRepairs(
 }
 
 /**
- * Writes the journal's copies of batches the log holds (`held`: log offset and file position, same
- * checksum as the journal's) over the log's, and fdatasyncs each segment written.
+ * Writes the journal's copies of batches the log holds (`held`: the log's file position of each,
+ * whose stored checksum is the journal copy's) over the log's, and fdatasyncs each segment written.
  */
 async function rewriteHeld(
   fs: FileSystem,
   segments: readonly SegmentInfo[],
-  held: readonly { logOffset: number; filePosition: number }[],
-  replay: readonly Buffer[],
+  held: readonly { filePosition: number; batch: Buffer }[],
   logEnd: number,
 ): Promise<void> {
-  const byOffset = new Map<number, Buffer>();
-  for (const batch of replay) byOffset.set(readBatchLogOffset(batch), batch);
   const bySegment = new Map<SegmentInfo, { filePosition: number; batch: Buffer }[]>();
-  for (const { logOffset, filePosition } of held) {
+  for (const write of held) {
+    const logOffset = readBatchLogOffset(write.batch);
     if (logOffset >= logEnd) continue; // cut off as a torn tail
     let segment = segments[0]!;
     for (const s of segments) if (s.baseOffset <= logOffset) segment = s;
     let list = bySegment.get(segment);
     if (list === undefined) bySegment.set(segment, (list = []));
-    list.push({ filePosition, batch: byOffset.get(logOffset)! });
+    list.push(write);
   }
   for (const [segment, writes] of bySegment) {
     const handle = await fs.open(segment.path, 'r+');

@@ -65,6 +65,12 @@ import * as path from 'node:path';
 import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
+import {
+  PREALLOCATE_BYTES_MAX,
+  preallocationWanted,
+  writeWithZerosAhead,
+  zeroBytes,
+} from './preallocation.js';
 
 /** Folder of the journal files inside the store directory. */
 export const JOURNAL_DIR = 'journal';
@@ -86,15 +92,6 @@ const MAGIC = 0x314a534f;
 export const JOURNAL_FILE_BYTES_MAX = 64 * 1024 * 1024;
 /** Most bytes of batches in one round (a round takes at least one submission). */
 const ROUND_BYTES_MAX = 16 * 1024 * 1024;
-const PREALLOCATE_BYTES_MIN = 64 * 1024;
-const PREALLOCATE_BYTES_MAX = 1024 * 1024;
-let zeros: Buffer | undefined;
-
-/** Read-only zeros (one shared buffer). */
-function zeroBytes(length: number): Buffer {
-  zeros ??= Buffer.alloc(PREALLOCATE_BYTES_MAX);
-  return zeros.subarray(0, length);
-}
 
 /** Name of the journal file of `sequence`. */
 export function journalFileName(sequence: number): string {
@@ -467,15 +464,10 @@ export class CommitJournal implements JournalPort {
     heads.writeUInt32LE(xxh32(summary), 4);
     const start = file.position;
     const end = start + roundBytes;
-    let preallocate = 0;
-    if (end > file.fileBytes && !file.preallocationRefused) {
-      const wanted = Math.min(
-        PREALLOCATE_BYTES_MAX,
-        Math.max(PREALLOCATE_BYTES_MIN, Math.floor(end / 4)),
-      );
-      preallocate = Math.min(alignUp(end + wanted) - end, PREALLOCATE_BYTES_MAX);
-      buffers.push(zeroBytes(preallocate));
-    }
+    const preallocate =
+      end > file.fileBytes && !file.preallocationRefused
+        ? Math.min(alignUp(end + preallocationWanted(end)) - end, PREALLOCATE_BYTES_MAX)
+        : 0;
     // Claimed before the write, so that a failure cuts this round back with the others.
     const round: RoundInFlight = {
       file,
@@ -490,41 +482,18 @@ export class CommitJournal implements JournalPort {
     file.position = alignUp(end);
     // Left set if the write fails: #failStop erases what it may have written (once the write is over).
     this.#writing = round;
-    const write = this.#writeAt(file, buffers, start, end, preallocate);
+    const write = writeWithZerosAhead(file.handle, buffers, start, preallocate, file.fileBytes);
     round.journalWritten = write.then(
       () => undefined,
       () => undefined,
     );
-    preallocate = await write;
+    const zeros = await write;
     this.#writing = undefined;
-    file.fileBytes = Math.max(file.fileBytes, end + preallocate);
+    // No room for the zeros: the round was written alone, and this file is not preallocated any more.
+    if (zeros < preallocate) file.preallocationRefused = true;
+    file.fileBytes = Math.max(file.fileBytes, end + zeros);
     for (const submission of taken) file.buckets.add(submission.bucket);
     return round;
-  }
-
-  /**
-   * Writes a round's buffers at `start` (zeros for preallocation last, `preallocate` bytes of them);
-   * returns the zeros written. On ENOSPC with zeros, the round is written alone and the file is not
-   * preallocated any more: a nearly full disk costs speed, not availability.
-   */
-  async #writeAt(
-    file: OpenFile,
-    buffers: Buffer[],
-    start: number,
-    end: number,
-    preallocate: number,
-  ): Promise<number> {
-    try {
-      await file.handle.writev(buffers, start);
-      return preallocate;
-    } catch (error) {
-      if (preallocate === 0 || (error as NodeJS.ErrnoException | null)?.code !== 'ENOSPC')
-        throw error;
-      await file.handle.truncate(Math.max(end, file.fileBytes));
-      file.preallocationRefused = true;
-      await file.handle.writev(buffers.slice(0, -1), start);
-      return 0;
-    }
   }
 
   async #newFile(): Promise<OpenFile> {

@@ -103,6 +103,12 @@ import { segmentFileName } from './segment-name.js';
 import { applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
 import { writeDurably } from './store-manifest.js';
 import type { JournalPort } from './commit-journal.js';
+import {
+  PREALLOCATE_BYTES_MAX,
+  preallocationWanted,
+  writeWithZerosAhead,
+  zeroBytes,
+} from './preallocation.js';
 
 /** When an append is acknowledged. */
 export type Durability = 'fsync' | 'os';
@@ -156,22 +162,12 @@ export const LOG_DEFAULTS = {
   flushBytesMax: 16 * 1024 * 1024,
 } as const;
 
-/** Zeros written after a run that ends past the active segment's allocated bytes: bounds. */
-const PREALLOCATE_BYTES_MIN = 64 * 1024;
-const PREALLOCATE_BYTES_MAX = 1024 * 1024;
 /** Bytes of data in the active segment from which the next segment's file is prepared. */
 const PREPARE_AT_BYTES = 256 * 1024;
 /** Smallest prepared segment file. */
 const PREPARED_BYTES_MIN = 1024 * 1024;
 /** Name of the next segment's file while it is prepared (a `.tmp` file: recovery deletes a leftover). */
 const PREPARED_FILE = 'next-segment.tmp';
-let zeros: Buffer | undefined;
-
-/** Read-only zeros for preallocation (one shared buffer). */
-function zeroBytes(length: number): Buffer {
-  zeros ??= Buffer.alloc(PREALLOCATE_BYTES_MAX);
-  return zeros.subarray(0, length);
-}
 
 /** What recovery is told: where it replays from, what it knows of the end, who hears each batch. */
 export interface LogRecovery extends LogExpectations {
@@ -733,22 +729,16 @@ export class Log implements LogPort {
         ? this.#preallocationAfter(endBytes)
         : 0;
     const write = async (): Promise<void> => {
-      try {
-        await this.#active.writev(
-          preallocateBytes > 0 ? [...batches, zeroBytes(preallocateBytes)] : batches,
-          startBytes,
-        );
-      } catch (error) {
-        if (preallocateBytes === 0 || (error as NodeJS.ErrnoException | null)?.code !== 'ENOSPC')
-          throw error;
-        // The disk has room for the batches perhaps, but not for the zeros: drop whatever reached
-        // past the old file end, stop preallocating this segment, and write the batches alone (they
-        // rewrite every byte the failed write may have changed before the old end).
-        await this.#active.truncate(Math.max(startBytes, this.#activeFileBytes));
-        this.#preallocationRefused = true;
-        preallocateBytes = 0;
-        await this.#active.writev(batches, startBytes);
-      }
+      const zeros = await writeWithZerosAhead(
+        this.#active,
+        batches,
+        startBytes,
+        preallocateBytes,
+        this.#activeFileBytes,
+      );
+      // No room for the zeros: this segment is not preallocated any more.
+      if (zeros < preallocateBytes) this.#preallocationRefused = true;
+      preallocateBytes = zeros;
     };
     let ownSync = false;
     // With a journal: this log's write failed after the journal made the run durable. The run is
@@ -867,11 +857,10 @@ export class Log implements LogPort {
   /** Zeros to write after a run that ends at `endBytes`, past the active segment's file end. */
   #preallocationAfter(endBytes: number): number {
     if (this.#preallocationRefused) return 0;
-    const wanted = Math.min(
-      PREALLOCATE_BYTES_MAX,
-      Math.max(PREALLOCATE_BYTES_MIN, Math.floor(endBytes / 4)),
+    return Math.max(
+      0,
+      Math.min(preallocationWanted(endBytes), this.#options.segmentBytesMax - endBytes),
     );
-    return Math.max(0, Math.min(wanted, this.#options.segmentBytesMax - endBytes));
   }
 
   /**

@@ -57,20 +57,22 @@ function fakeLog() {
   return log;
 }
 
-async function openJournal(
+/** A journal of a 4-bucket store in `dir`, on the real file system unless told otherwise. */
+function openJournal(
   dir: string,
-  syncBucket = async (_bucket: number) => {},
-  fileBytesMax?: number,
-) {
-  return CommitJournal.open(
-    new NodeFileSystem(),
-    dir,
-    4,
-    BATCH_BYTES_MAX,
-    syncBucket,
-    () => {},
+  {
+    fs = new NodeFileSystem(),
+    syncBucket = async () => {},
+    onWarning = () => {},
     fileBytesMax,
-  );
+  }: {
+    fs?: FileSystem;
+    syncBucket?: (bucket: number) => Promise<void>;
+    onWarning?: (message: string) => void;
+    fileBytesMax?: number;
+  } = {},
+) {
+  return CommitJournal.open(fs, dir, 4, BATCH_BYTES_MAX, syncBucket, onWarning, fileBytesMax);
 }
 
 function journalFiles(dir: string): string[] {
@@ -133,18 +135,6 @@ function gate() {
 /** Waits (up to 10 s) until none of `states()` is pending. */
 async function settled(states: () => string[]): Promise<void> {
   for (let waited = 0; states().includes('pending') && waited < 10_000; waited += 5) await sleep(5);
-}
-
-function openJournalOn(fs: FileSystem, dir: string, fileBytesMax?: number) {
-  return CommitJournal.open(
-    fs,
-    dir,
-    4,
-    BATCH_BYTES_MAX,
-    async () => {},
-    () => {},
-    fileBytesMax,
-  );
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -213,14 +203,13 @@ describe('the commit journal', () => {
     const synced: number[] = [];
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const { journal } = await openJournal(
-      dir,
-      async (bucket) => {
+    const { journal } = await openJournal(dir, {
+      syncBucket: async (bucket) => {
         await gate;
         synced.push(bucket);
       },
-      64 * 1024,
-    );
+      fileBytesMax: 64 * 1024,
+    });
     const [a, b] = [fakeLog(), fakeLog()];
     for (let i = 0; i < 8; i++)
       await Promise.all([
@@ -245,17 +234,13 @@ describe('the commit journal', () => {
   it('keeps a file whose log could not sync itself, and warns', async () => {
     const dir = tempDir();
     const warnings: string[] = [];
-    const { journal } = await CommitJournal.open(
-      new NodeFileSystem(),
-      dir,
-      4,
-      BATCH_BYTES_MAX,
-      async () => {
+    const { journal } = await openJournal(dir, {
+      syncBucket: async () => {
         throw new Error('EIO: the log failed');
       },
-      (m) => warnings.push(m),
-      64 * 1024,
-    );
+      onWarning: (m) => warnings.push(m),
+      fileBytesMax: 64 * 1024,
+    });
     const [a, b] = [fakeLog(), fakeLog()];
     for (let i = 0; i < 3; i++)
       await Promise.all([
@@ -334,14 +319,7 @@ describe('the commit journal', () => {
         });
       },
     });
-    const { journal } = await CommitJournal.open(
-      fs,
-      dir,
-      4,
-      BATCH_BYTES_MAX,
-      async () => {},
-      () => {},
-    );
+    const { journal } = await openJournal(dir, { fs });
     const events: string[] = [];
     const slowLog = (name: string) => ({
       write: async () => {
@@ -394,7 +372,7 @@ describe('the commit journal', () => {
       beforeJournalWrite: (n) => (n === 2 ? secondWrite.reached() : undefined),
       beforeJournalSync: (n) => (n === 1 ? firstSync.reached() : undefined),
     });
-    const { journal } = await openJournalOn(fs, dir);
+    const { journal } = await openJournal(dir, { fs });
     const logs = [fakeLog(), fakeLog(), fakeLog(), fakeLog()];
     const states = await twoRounds(journal, logs);
     await secondWrite.arrived;
@@ -415,7 +393,7 @@ describe('the commit journal', () => {
     const dir = tempDir();
     const firstSync = gate();
     const fs = hookedFs({ beforeJournalSync: (n) => (n === 1 ? firstSync.reached() : undefined) });
-    const { journal } = await openJournalOn(fs, dir, 4096);
+    const { journal } = await openJournal(dir, { fs, fileBytesMax: 4096 });
     // The second round does not fit in the 4 KiB file: it waits for the first before the next file.
     const states = await twoRounds(journal);
     await firstSync.arrived;
@@ -436,7 +414,7 @@ describe('the commit journal', () => {
       beforeJournalSync: (n) =>
         n === 1 ? firstSync.reached() : n === 2 ? secondSync.reached() : undefined,
     });
-    const { journal } = await openJournalOn(fs, dir);
+    const { journal } = await openJournal(dir, { fs });
     const states = await twoRounds(journal);
     await secondSync.arrived;
     secondSync.open();
@@ -456,14 +434,7 @@ describe('the commit journal', () => {
           throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
       },
     });
-    const { journal } = await CommitJournal.open(
-      fs,
-      dir,
-      4,
-      BATCH_BYTES_MAX,
-      async () => {},
-      () => {},
-    );
+    const { journal } = await openJournal(dir, { fs });
     const results = await Promise.all([
       journal.commit(0, [batchAt(0)], fakeLog()),
       journal.commit(1, [batchAt(0)], fakeLog()),

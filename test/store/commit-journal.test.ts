@@ -107,9 +107,22 @@ async function crashImage(rounds: number) {
   };
 }
 
+/**
+ * A store with a commit behind it in every bucket, reopened on a FaultyFileSystem (for the test to
+ * give its plan).
+ */
+async function reopenedOnFaultyFs() {
+  const dir = tempDir();
+  const first = await openStore(dir, OPTIONS);
+  const groups = groupPerBucket(first);
+  await commitTogether(first, groups, 2);
+  await first.close();
+  const fs = new FaultyFileSystem();
+  return { dir, groups, fs, store: await openStore(dir, { ...OPTIONS, fs }) };
+}
+
 describe('the commit journal of a store', () => {
   it('brings back every acknowledged commit when the logs lose all they had not synced themselves', async () => {
-    const options = OPTIONS;
     const { image, groups, last, journalFilesOpen, loseUnsynced } = await crashImage(40);
     expect(journalFilesOpen).toBeGreaterThan(0);
     loseUnsynced();
@@ -131,11 +144,11 @@ describe('the commit journal of a store', () => {
         reason: expect.stringContaining('round 2 is damaged'),
       }),
     ]);
-    await expect(openStore(rotten, options)).rejects.toMatchObject({
+    await expect(openStore(rotten, OPTIONS)).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
       message: expect.stringContaining('at byte 4096: round 2 is damaged'),
     });
-    const recovered = await openStore(image, options);
+    const recovered = await openStore(image, OPTIONS);
     for (const g of groups)
       expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
         expect.objectContaining({ offset: last, metadata: `round ${last}` }),
@@ -146,7 +159,7 @@ describe('the commit journal of a store', () => {
     expect(journalFiles(image)).toEqual([]);
     await commitTogether(recovered, groups, 1, 1000);
     await recovered.close();
-    const again = await openStore(image, options);
+    const again = await openStore(image, OPTIONS);
     expect(await again.fetchOffsets(groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
       expect.objectContaining({ offset: 1000 }),
     ]);
@@ -154,13 +167,12 @@ describe('the commit journal of a store', () => {
   });
 
   it('is replayed whatever the options of the open: commitJournal false, durability os', async () => {
-    const options = OPTIONS;
     const { image, groups, last, loseUnsynced } = await crashImage(10);
     loseUnsynced();
     for (const extra of [{ commitJournal: false }, { durability: 'os' as const }]) {
       const copy = tempDir();
       copyStoreDir(image, copy);
-      const recovered = await openStore(copy, { ...options, ...extra });
+      const recovered = await openStore(copy, { ...OPTIONS, ...extra });
       expect(recovered.recoveryReports().map((r) => r?.journalBatches)).toEqual(
         Array(BUCKETS).fill(10),
       );
@@ -179,7 +191,6 @@ describe('the commit journal of a store', () => {
     // A log whose own fdatasync failed (EIO) may show batches in the page cache that never reached
     // the disk (the failed pages are marked clean, and later fdatasyncs write nothing): the journal's
     // copy is the only durable one, and it is deleted once recovery is done.
-    const options = OPTIONS;
     const { image, synced } = await crashImage(10);
     const fs = new FaultyFileSystem();
     const writes: { file: string; position: number; bytes: number }[] = [];
@@ -206,7 +217,7 @@ describe('the commit journal of a store', () => {
       };
     };
     const held = await readJournal(new NodeFileSystem(), image, BUCKETS, 8 << 20);
-    const recovered = await openStore(image, { ...options, fs });
+    const recovered = await openStore(image, { ...OPTIONS, fs });
     expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(
       Array(BUCKETS).fill(0),
     );
@@ -229,14 +240,13 @@ describe('the commit journal of a store', () => {
 
   it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {
     const dir = tempDir();
-    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
-    const store = await openStore(dir, options);
+    const store = await openStore(dir, OPTIONS);
     const groups = groupPerBucket(store);
     const last = await commitTogether(store, groups, 10);
     const image = tempDir();
     copyStoreDir(dir, image);
     await store.close();
-    const recovered = await openStore(image, options);
+    const recovered = await openStore(image, OPTIONS);
     expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(
       Array(BUCKETS).fill(0),
     );
@@ -247,14 +257,7 @@ describe('the commit journal of a store', () => {
   });
 
   it('refuses the commits of a round whose journal fdatasync failed, and they never come back', async () => {
-    const dir = tempDir();
-    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
-    let store = await openStore(dir, options);
-    const groups = groupPerBucket(store);
-    await commitTogether(store, groups, 2);
-    await store.close();
-    const fs = new FaultyFileSystem();
-    store = await openStore(dir, { ...options, fs });
+    const { dir, groups, fs, store } = await reopenedOnFaultyFs();
     fs.plan.failNextDatasyncOfSuffix = '.journal';
     const results = await Promise.allSettled(
       groups.map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 99 }])),
@@ -266,7 +269,7 @@ describe('the commit journal of a store', () => {
     });
     await store.close().catch(() => {});
     fs.plan = {};
-    const reopened = await openStore(dir, options);
+    const reopened = await openStore(dir, OPTIONS);
     for (const g of groups)
       expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
         expect.objectContaining({ offset: 1 }),
@@ -275,14 +278,7 @@ describe('the commit journal of a store', () => {
   });
 
   it("acknowledges a round the journal made durable although a log's own write failed, and recovers it", async () => {
-    const dir = tempDir();
-    const options = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
-    let store = await openStore(dir, options);
-    const groups = groupPerBucket(store);
-    await commitTogether(store, groups, 2);
-    await store.close();
-    const fs = new FaultyFileSystem();
-    store = await openStore(dir, { ...options, fs });
+    const { dir, groups, fs, store } = await reopenedOnFaultyFs();
     fs.plan.failWritesToSuffix = '.log';
     await Promise.all(
       groups.map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 77 }])),
@@ -294,7 +290,7 @@ describe('the commit journal of a store', () => {
     await store.close().catch(() => {});
     expect(journalFiles(dir).length).toBeGreaterThan(0);
     fs.plan = {};
-    const reopened = await openStore(dir, options);
+    const reopened = await openStore(dir, OPTIONS);
     for (const g of groups)
       expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
         expect.objectContaining({ offset: 77 }),

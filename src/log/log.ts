@@ -1242,7 +1242,8 @@ async function applyRepairs(
 
 /**
  * Writes the journal's copies of batches the log holds (`held`: the log's file position of each,
- * whose stored checksum is the journal copy's) over the log's, and fdatasyncs each segment written.
+ * whose stored checksum is the journal copy's) over the log's, and fdatasyncs each sealed segment
+ * written (the caller fdatasyncs the active one).
  */
 async function rewriteHeld(
   fs: FileSystem,
@@ -1278,7 +1279,9 @@ async function rewriteHeld(
         runEnd = filePosition + batch.length;
       }
       if (run.length > 0) await handle.writev(run, runStart);
-      await handle.datasync();
+      // The active segment is fdatasynced by the open once the journal's batches past its end are
+      // written too.
+      if (segment !== segments.at(-1)) await handle.datasync();
     } finally {
       await handle.close();
     }

@@ -173,6 +173,26 @@ export class ByteReader {
     return false;
   }
 
+  /**
+   * The buffer read and the end of the readable range, for a caller that reads a run of
+   * fixed-width fields in place (offset-commit-columns.ts) and then moves past them with `skipTo`.
+   * Such a caller checks the bounds itself: bytes at or past `end` are not the message's.
+   */
+  get buffer(): Buffer {
+    return this.#buf;
+  }
+
+  get end(): number {
+    return this.#end;
+  }
+
+  /** Moves to `position`, which must lie between the current position and the end. */
+  skipTo(position: number): void {
+    if (!(position >= this.#position && position <= this.#end))
+      throw new RangeError(`skipTo(${position}) outside [${this.#position}, ${this.#end}]`);
+    this.#position = position;
+  }
+
   /** `bytes` bytes of UTF-8 (malformed sequences become U+FFFD, as in Kafka's broker). */
   utf8(bytes: number, what: string): string {
     if (bytes === 0) return '';

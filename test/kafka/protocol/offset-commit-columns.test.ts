@@ -122,6 +122,55 @@ describe('OffsetCommit read into columns', () => {
     expect(columns.metadata.slice(0, 2)).toEqual(['', null]);
   });
 
+  it('reads partitions with empty, null and other metadata, one after another, at every version', () => {
+    const metadata = ['', null, 'checkpoint-7', '', 'é✓', null, ''];
+    for (const version of VERSIONS) {
+      const body = adminCommit(
+        metadata.map((m, p) => ({
+          partitionIndex: p,
+          committedOffset: BigInt(p) - 2n,
+          committedLeaderEpoch: p - 1,
+          commitTimestamp: -1n,
+          committedMetadata: m,
+        })),
+      );
+      const payload = frameOf(version, body).subarray(FRAME_SIZE_BYTES);
+      const columns = checkAgainstTableDriven(payload);
+      expect(columns?.metadata, `v${version}`).toEqual(metadata);
+      expect(columns?.offsets.slice(0, 3)).toEqual([-2, -1, 0]);
+    }
+  });
+
+  it('leaves a partition with a tagged field to the table-driven decoder', () => {
+    const body = adminCommit([
+      {
+        partitionIndex: 3,
+        committedOffset: 5n,
+        committedLeaderEpoch: 1,
+        commitTimestamp: -1n,
+        committedMetadata: '',
+      },
+    ]);
+    const payload = frameOf(8, body).subarray(FRAME_SIZE_BYTES);
+    const header = decodeRequestHeader(payload);
+    // The partition's tag section is the third byte from the end (then the topic's and the body's).
+    const tagged = Buffer.concat([
+      payload.subarray(0, -3),
+      Buffer.from([1, 7, 1, 0xab]),
+      payload.subarray(-2),
+    ]);
+    expect(decodeOffsetCommitColumns(tagged, header)).toBeUndefined();
+    // A tag section [1, 0, 0] (one empty field, tag 0) and nothing after it: a reader that took its
+    // first byte for an empty section would read the rest as the topic's and the body's sections.
+    const shifted = Buffer.concat([payload.subarray(0, -3), Buffer.from([1, 0, 0])]);
+    expect(decodeOffsetCommitColumns(shifted, header)).toBeUndefined();
+    const decoded = decodeRequest(tagged, header).body as CommitRequest;
+    expect(decoded.topics[0]!.partitions[0]!).toMatchObject({
+      partitionIndex: 3,
+      committedOffset: 5n,
+    });
+  });
+
   it('leaves to the table-driven decoder what it is not sure of: tagged fields, bytes left over, a truncated body, other versions', () => {
     const body = adminCommit([
       {

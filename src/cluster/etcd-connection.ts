@@ -23,20 +23,33 @@
  *   or may not have been applied. `outcomeUnknown(error)` is true for those; a writer resolves them
  *   by reading back, never by guessing.
  */
-import {
+import { createRequire } from 'node:module';
+import type {
   Etcd3,
-  type IRangeRequest,
-  type IRangeResponse,
-  type ITxnRequest,
-  type ITxnResponse,
-  type IDeleteRangeRequest,
-  type IDeleteRangeResponse,
-  type Lease,
-  GRPCResourceExhastedError,
-  isRecoverableError,
+  IRangeRequest,
+  IRangeResponse,
+  ITxnRequest,
+  ITxnResponse,
+  IDeleteRangeRequest,
+  IDeleteRangeResponse,
+  Lease,
 } from 'etcd3';
 import { BrokenCircuitError, isBrokenCircuitError, noop, type IPolicy } from 'cockatiel';
 import { OffsetStoreError } from '../errors/index.js';
+
+type Etcd3Package = typeof import('etcd3');
+
+/**
+ * The etcd client package, loaded by the first connection: it brings gRPC and etcd's protocol
+ * buffers, about half of the package's import time (~240 ms, ~15 MB), which a process that never
+ * joins a cluster (an embedded store, the CLI's other commands) does not pay.
+ */
+let etcd3: Etcd3Package | undefined;
+
+function etcd3Package(): Etcd3Package {
+  etcd3 ??= createRequire(import.meta.url)('etcd3') as Etcd3Package;
+  return etcd3;
+}
 
 /** Options of a connection. */
 export interface EtcdConnectionOptions {
@@ -153,11 +166,12 @@ export function etcdError(error: unknown, what: string): OffsetStoreError {
 function unanswered(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   // RESOURCE_EXHAUSTED is an answer: etcd's NOSPACE alarm, or a response over responseBytesMax.
-  if (error instanceof GRPCResourceExhastedError) return false;
+  // (Without the package loaded, no connection exists, so no error can be the etcd client's.)
+  if (etcd3 !== undefined && error instanceof etcd3.GRPCResourceExhastedError) return false;
   // etcd's own refusals from a live member ("etcdserver: no leader", "leader changed", "request
   // timed out" during an election) are answers too: another member would say the same.
   if (/etcdserver:/.test(error.message)) return false;
-  return isRecoverableError(error) || isBrokenCircuitError(error);
+  return (etcd3 !== undefined && etcd3.isRecoverableError(error)) || isBrokenCircuitError(error);
 }
 
 /** True when `error` says an etcd response was over the connection's `responseBytesMax` (ask for less). */
@@ -182,7 +196,7 @@ export class EtcdConnection {
     this.callTimeoutMs = options.callTimeoutMs ?? ETCD_CALL_TIMEOUT_MS;
     this.responseBytesMax = options.responseBytesMax ?? ETCD_RESPONSE_BYTES_MAX;
     const avoidance = new MemberAvoidance(options.endpoints.length);
-    this.client = new Etcd3({
+    this.client = new (etcd3Package().Etcd3)({
       hosts: [...options.endpoints],
       dialTimeout: options.dialTimeoutMs ?? ETCD_CALL_TIMEOUT_MS,
       grpcOptions: { 'grpc.max_receive_message_length': this.responseBytesMax },

@@ -46,7 +46,8 @@
  * | 12     | 4    | the file's sequence (as in its name)                                  |
  * | 16     | 4    | round number in the file, from 1, consecutive                         |
  * | 20     | 4    | entry count                                                           |
- * | 24     | ...  | entries: uint32 offsets-bucket index, then one sealed KvRecordBatch   |
+ * | 24     | 4    | the last round of this file known durable when this one was written   |
+ * | 28     | ...  | entries: uint32 offsets-bucket index, then one sealed KvRecordBatch   |
  *
  * The round's checksum covers its header and each entry's bucket and batch checksum; each batch's
  * own checksum covers the batch (record-batch.ts). So every byte of a round is checked.
@@ -58,19 +59,29 @@
  *
  * A round whose write or fdatasync fails is cut back (its header overwritten with zeros and
  * fdatasynced), so that its batches, refused to their callers, never come back. If that fails too,
- * the journal refuses every later round and this process will not reopen the store's journal; the
- * error names the file and position.
+ * the first refused round is recorded, durably, in `journal/refused-rounds.json` (REFUSED_FILE):
+ * `{ file, position, round, checksum }`, the round's file name, byte position, number and header
+ * checksum. Reading then ends that file there when the round found at that position is the one
+ * recorded (same number and checksum; anything else there, zeros from an erase that did land, is
+ * read as usual), so the refused rounds stay refused in the next process too. Recovery deletes the
+ * record after the journal files it read. Only if recording fails as well does the journal leave
+ * it to this process alone: it will not reopen the store's journal, and the error names the file
+ * and position to fill with zeros.
  */
 import * as path from 'node:path';
 import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
+import { writeDurably } from './store-manifest.js';
 import {
   PREALLOCATE_BYTES_MAX,
   preallocationWanted,
   writeWithZerosAhead,
   zeroBytes,
 } from './preallocation.js';
+
+/** The record of refused rounds that could not be erased (see the module comment), in JOURNAL_DIR. */
+export const REFUSED_FILE = 'refused-rounds.json';
 
 /** Folder of the journal files inside the store directory. */
 export const JOURNAL_DIR = 'journal';
@@ -142,6 +153,8 @@ export interface JournalContents {
   rounds: number;
   /** Where a round cut short ended a file, if one did. */
   tornRounds: { file: string; position: number; reason: string }[];
+  /** Where the record of refused rounds (REFUSED_FILE) ended a file, if it did. */
+  refusedFrom?: { file: string; position: number };
 }
 
 /** How the journal asks a log to make everything it wrote durable in itself (to retire a file). */
@@ -163,6 +176,8 @@ interface RoundInFlight {
   number: number;
   /** Byte position of its header. */
   start: number;
+  /** Its header's checksum (for the record of refused rounds). */
+  checksum: number;
   taken: Submission[];
   /** Settles once every log of the round has written its own copy (never rejects). */
   written: Promise<void>;
@@ -461,7 +476,8 @@ export class CommitJournal implements JournalPort {
         summaryAt += ENTRY_HEADER_BYTES + 9;
       }
     }
-    heads.writeUInt32LE(xxh32(summary), 4);
+    const checksum = xxh32(summary);
+    heads.writeUInt32LE(checksum, 4);
     const start = file.position;
     const end = start + roundBytes;
     const preallocate =
@@ -473,6 +489,7 @@ export class CommitJournal implements JournalPort {
       file,
       number,
       start,
+      checksum,
       taken,
       written: Promise.resolve(),
       journalWritten: Promise.resolve(),
@@ -560,9 +577,26 @@ export class CommitJournal implements JournalPort {
           await file.handle.writev([zeroBytes(ROUND_HEADER_BYTES)], round.start);
         await file.handle.datasync();
       } catch (cutError) {
-        const first = Math.min(...rounds.map((r) => r.start));
-        const message = `${failure.message}; erasing the refused rounds from byte ${first} of ${file.path} failed too (${(cutError as Error).message}): fill that file with zeros from byte ${first} before reopening the store`;
-        unrepairedJournals.set(path.resolve(this.#dir), message);
+        const first = rounds.reduce((a, b) => (b.start < a.start ? b : a));
+        const what = `${failure.message}; erasing the refused rounds from byte ${first.start} of ${file.path} failed too (${(cutError as Error).message})`;
+        let message: string;
+        try {
+          const record: RefusedRounds = {
+            file: path.basename(file.path),
+            position: first.start,
+            round: first.number,
+            checksum: first.checksum,
+          };
+          await writeDurably(
+            this.#fs,
+            path.join(this.#dir, REFUSED_FILE),
+            Buffer.from(JSON.stringify(record)),
+          );
+          message = `${what}; recorded in ${path.join(JOURNAL_DIR, REFUSED_FILE)}: the next open reads that file as ending there`;
+        } catch (recordError) {
+          message = `${what}, and recording them failed (${(recordError as Error).message}): fill that file with zeros from byte ${first.start} before reopening the store`;
+          unrepairedJournals.set(path.resolve(this.#dir), message);
+        }
         failure = new OffsetStoreError('LOG_STORAGE_ERROR', message, { cause: error });
         this.#failure = failure;
       }
@@ -671,10 +705,57 @@ export async function deleteJournalFiles(
   storeDir: string,
   names: readonly string[],
 ): Promise<void> {
-  if (names.length === 0) return;
   const dir = path.join(storeDir, JOURNAL_DIR);
-  for (const name of names) await fs.unlink(path.join(dir, name));
-  await fs.syncDir(dir);
+  if (names.length > 0) {
+    for (const name of names) await fs.unlink(path.join(dir, name));
+    await fs.syncDir(dir);
+  }
+  // After the files it names: a crash in between leaves it naming files that are gone.
+  const record = path.join(dir, REFUSED_FILE);
+  if ((await fs.sizeBytes(record)) !== null) {
+    await fs.unlink(record);
+    await fs.syncDir(dir);
+  }
+}
+
+/** The record of refused rounds (REFUSED_FILE). */
+interface RefusedRounds {
+  file: string;
+  position: number;
+  round: number;
+  checksum: number;
+}
+
+/** Reads the record of refused rounds, if there is one; CORRUPT_MESSAGE for one that is not. */
+async function readRefusedRounds(fs: FileSystem, dir: string): Promise<RefusedRounds | undefined> {
+  const filePath = path.join(dir, REFUSED_FILE);
+  const bytes = await fs.readFile(filePath);
+  if (bytes === null) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const record = parsed as Partial<RefusedRounds> | undefined;
+  const uint32 = (value: unknown): boolean =>
+    Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
+  if (
+    typeof record !== 'object' ||
+    record === null ||
+    typeof record.file !== 'string' ||
+    parseJournalFileName(record.file) === undefined ||
+    !Number.isSafeInteger(record.position) ||
+    record.position! < 0 ||
+    record.position! % ROUND_ALIGN !== 0 ||
+    !uint32(record.round) ||
+    !uint32(record.checksum)
+  )
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `${filePath} is not a record of refused rounds ({ file, position, round, checksum }): the journal cannot be read without knowing which rounds were refused`,
+    );
+  return record as RefusedRounds;
 }
 
 function alignUp(position: number): number {
@@ -696,6 +777,7 @@ export async function readJournal(
     .filter((name) => parseJournalFileName(name) !== undefined)
     .sort();
   const contents: JournalContents = { batches: new Map(), files: names, rounds: 0, tornRounds: [] };
+  const refused = await readRefusedRounds(fs, dir);
   const lastOffsets = new Map<number, number>();
   for (const name of names) {
     const filePath = path.join(dir, name);
@@ -705,6 +787,18 @@ export async function readJournal(
     let round = 1;
     for (;;) {
       if (position + ROUND_HEADER_BYTES > bytes.length) break;
+      if (
+        refused !== undefined &&
+        name === refused.file &&
+        position === refused.position &&
+        bytes.readUInt32LE(position) === MAGIC &&
+        bytes.readUInt32LE(position + 16) === refused.round &&
+        bytes.readUInt32LE(position + 4) === refused.checksum
+      ) {
+        // Refused to its callers, and its erase failed: the file ends here.
+        contents.refusedFrom = { file: filePath, position };
+        break;
+      }
       const read = readRound(bytes, position, sequence, round, bucketCount, batchBytesMax);
       if (read.kind !== 'ok') {
         // A later round that knew this one durable proves it was acknowledged; one that did not

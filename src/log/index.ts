@@ -57,6 +57,7 @@ export { CLEANED_SUFFIX, INTENT_FILE, type CleanedSegment } from './segment-swap
 export {
   CommitJournal,
   JOURNAL_DIR,
+  REFUSED_FILE,
   deleteJournalFiles,
   readJournalForRecovery,
   forgetJournalProcessState,

@@ -19,7 +19,15 @@ import {
   type FileSystem,
   type OpenFlags,
 } from '../../src/io/index.js';
-import { CommitJournal, JOURNAL_DIR, readJournal } from '../../src/log/index.js';
+import {
+  CommitJournal,
+  JOURNAL_DIR,
+  REFUSED_FILE,
+  deleteJournalFiles,
+  forgetJournalProcessState,
+  readJournal,
+  readJournalForRecovery,
+} from '../../src/log/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
 beforeAll(() => loadChecksum());
@@ -361,6 +369,100 @@ describe('the commit journal', () => {
     const read = await readJournal(inner, dir, 4, BATCH_BYTES_MAX);
     expect(read.rounds).toBe(0);
     expect(read.batches.size).toBe(0);
+  });
+
+  it('records refused rounds it could not erase, so that no later process replays them', async () => {
+    const dir = tempDir();
+    // The round's fdatasync fails, then so does the write that would erase its header.
+    const fs = hookedFs({
+      beforeJournalSync: (n) => {
+        if (n === 1) throw eio();
+      },
+      beforeJournalWrite: (n) => {
+        if (n === 2) throw eio();
+      },
+    });
+    const { journal } = await openJournal(dir, { fs });
+    const outcomes = await Promise.allSettled([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    expect(outcomes[0]).toMatchObject({
+      status: 'rejected',
+      reason: {
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringContaining(`recorded in ${path.join(JOURNAL_DIR, REFUSED_FILE)}`),
+      },
+    });
+    await journal.close(false);
+    const inner = new NodeFileSystem();
+    // The round is still in the file, whole: only the record keeps it refused.
+    const file = path.join(
+      dir,
+      JOURNAL_DIR,
+      journalFiles(dir).find((n) => n.endsWith('.journal'))!,
+    );
+    expect(readFileSync(file).readUInt32LE(0)).not.toBe(0);
+    // Another process (and this one) reads the journal as ending before it.
+    forgetJournalProcessState();
+    const read = await readJournalForRecovery(inner, dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(0);
+    expect(read.batches.size).toBe(0);
+    expect(read.refusedFrom).toEqual({ file, position: 0 });
+    // Recovery deletes the record after the files it read.
+    await deleteJournalFiles(inner, dir, read.files);
+    expect(journalFiles(dir)).toEqual([]);
+  });
+
+  it('will not reopen a journal whose refused rounds it could neither erase nor record', async () => {
+    const dir = tempDir();
+    const hooked = hookedFs({
+      beforeJournalSync: (n) => {
+        if (n === 1) throw eio();
+      },
+      beforeJournalWrite: (n) => {
+        if (n === 2) throw eio();
+      },
+    });
+    const fs: FileSystem = Object.assign(Object.create(hooked) as FileSystem, {
+      open: (file: string, flags: OpenFlags) =>
+        file.includes(REFUSED_FILE) ? Promise.reject(eio()) : hooked.open(file, flags),
+    });
+    const { journal } = await openJournal(dir, { fs });
+    const outcomes = await Promise.allSettled([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    expect(outcomes[1]).toMatchObject({
+      status: 'rejected',
+      reason: { message: expect.stringContaining('fill that file with zeros from byte 0') },
+    });
+    await journal.close(false);
+    await expect(
+      readJournalForRecovery(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX),
+    ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    forgetJournalProcessState();
+  });
+
+  it('refuses a record of refused rounds that is not one', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir);
+    await Promise.all([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    await journal.close(false);
+    writeFileSync(path.join(dir, JOURNAL_DIR, REFUSED_FILE), '{"file":"../x","position":0}');
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining(REFUSED_FILE),
+    });
+    // A record of a round that is not there (its erase landed after all) changes nothing.
+    writeFileSync(
+      path.join(dir, JOURNAL_DIR, REFUSED_FILE),
+      JSON.stringify({ file: journalFiles(dir)[0], position: 0, round: 1, checksum: 12345 }),
+    );
+    expect((await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rounds).toBe(1);
   });
 
   it('refuses a round still being written when an earlier one fails, erases it once written, and its logs write nothing', async () => {

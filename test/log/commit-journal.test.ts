@@ -119,6 +119,26 @@ function hookedFs(hooks: {
   });
 }
 
+/** The real file system, where a journal round's fdatasync fails and then so does the write erasing it. */
+function eraseFailingFs(): FileSystem {
+  return hookedFs({
+    beforeJournalSync: (n) => {
+      if (n === 1) throw eio();
+    },
+    beforeJournalWrite: (n) => {
+      if (n === 2) throw eio();
+    },
+  });
+}
+
+/** Commits one batch for each of two buckets (one round), and how each commit settled. */
+function oneRound(journal: CommitJournal) {
+  return Promise.allSettled([
+    journal.commit(0, [batchAt(0)], fakeLog()),
+    journal.commit(1, [batchAt(0)], fakeLog()),
+  ]);
+}
+
 /**
  * A point an operation waits at: `arrived` resolves when it gets there, and the test lets it go on
  * (`open`) or fail (`fail`).
@@ -373,20 +393,9 @@ describe('the commit journal', () => {
 
   it('records refused rounds it could not erase, so that no later process replays them', async () => {
     const dir = tempDir();
-    // The round's fdatasync fails, then so does the write that would erase its header.
-    const fs = hookedFs({
-      beforeJournalSync: (n) => {
-        if (n === 1) throw eio();
-      },
-      beforeJournalWrite: (n) => {
-        if (n === 2) throw eio();
-      },
-    });
+    const fs = eraseFailingFs();
     const { journal } = await openJournal(dir, { fs });
-    const outcomes = await Promise.allSettled([
-      journal.commit(0, [batchAt(0)], fakeLog()),
-      journal.commit(1, [batchAt(0)], fakeLog()),
-    ]);
+    const outcomes = await oneRound(journal);
     expect(outcomes[0]).toMatchObject({
       status: 'rejected',
       reason: {
@@ -416,23 +425,13 @@ describe('the commit journal', () => {
 
   it('will not reopen a journal whose refused rounds it could neither erase nor record', async () => {
     const dir = tempDir();
-    const hooked = hookedFs({
-      beforeJournalSync: (n) => {
-        if (n === 1) throw eio();
-      },
-      beforeJournalWrite: (n) => {
-        if (n === 2) throw eio();
-      },
-    });
+    const hooked = eraseFailingFs();
     const fs: FileSystem = Object.assign(Object.create(hooked) as FileSystem, {
       open: (file: string, flags: OpenFlags) =>
         file.includes(REFUSED_FILE) ? Promise.reject(eio()) : hooked.open(file, flags),
     });
     const { journal } = await openJournal(dir, { fs });
-    const outcomes = await Promise.allSettled([
-      journal.commit(0, [batchAt(0)], fakeLog()),
-      journal.commit(1, [batchAt(0)], fakeLog()),
-    ]);
+    const outcomes = await oneRound(journal);
     expect(outcomes[1]).toMatchObject({
       status: 'rejected',
       reason: { message: expect.stringContaining('fill that file with zeros from byte 0') },

@@ -121,8 +121,16 @@ export interface VerifyReport {
   buckets: BucketVerification[];
   /** Every damaged place, bucket by bucket, in file order. */
   problems: LogProblem[];
-  /** The commit journal: files and rounds read (0 when there is none: after a clean close). */
-  journal: { files: number; rounds: number; batches: number };
+  /**
+   * The commit journal: files and rounds read (0 when there is none: after a clean close), and
+   * where the record of refused rounds that could not be erased ended a file, if it did.
+   */
+  journal: {
+    files: number;
+    rounds: number;
+    batches: number;
+    refusedFrom?: { file: string; position: number };
+  };
   /** Wall time of the check, in ms. */
   durationMs: number;
 }
@@ -167,6 +175,7 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
     let batches = 0;
     for (const list of contents.batches.values()) batches += list.length;
     report.journal = { files: contents.files.length, rounds: contents.rounds, batches };
+    if (contents.refusedFrom !== undefined) report.journal.refusedFrom = contents.refusedFrom;
     for (const torn of contents.tornRounds)
       report.problems.push({
         kind: 'torn-tail',

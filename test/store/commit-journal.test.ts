@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
 import type { OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
-import { JOURNAL_DIR, readJournal } from '../../src/log/index.js';
+import { JOURNAL_DIR, REFUSED_FILE, readJournal } from '../../src/log/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 import { copyStoreDir, openStore } from './store-fixtures.js';
@@ -254,6 +254,36 @@ describe('the commit journal of a store', () => {
       expect.objectContaining({ offset: last }),
     ]);
     await recovered.close();
+  });
+
+  it('drops the rounds the record of refused rounds names, in verify and at open, and deletes the record', async () => {
+    const { image, groups, loseUnsynced } = await crashImage(40);
+    loseUnsynced();
+    // What a journal whose erase of refused rounds failed leaves: rounds 31-40 intact in the file,
+    // and the record naming round 31.
+    const name = journalFiles(image).find((n) => n.endsWith('.journal'))!;
+    const journalFile = path.join(image, JOURNAL_DIR, name);
+    const position = 30 * 4096;
+    const header = readFileSync(journalFile).subarray(position, position + 28);
+    expect(header.readUInt32LE(16)).toBe(31);
+    const record = path.join(image, JOURNAL_DIR, REFUSED_FILE);
+    writeFileSync(
+      record,
+      JSON.stringify({ file: name, position, round: 31, checksum: header.readUInt32LE(4) }),
+    );
+    const verdict = await verifyLog(image);
+    expect(verdict.problems).toEqual([]);
+    expect(verdict.journal).toMatchObject({
+      rounds: 30,
+      refusedFrom: { file: journalFile, position },
+    });
+    const reopened = await openStore(image, OPTIONS);
+    for (const g of groups)
+      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
+        expect.objectContaining({ offset: 129, metadata: 'round 129' }),
+      ]);
+    expect(existsSync(record)).toBe(false);
+    await reopened.close();
   });
 
   it('refuses the commits of a round whose journal fdatasync failed, and they never come back', async () => {

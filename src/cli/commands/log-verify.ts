@@ -66,6 +66,11 @@ function printReport(output: Output, report: VerifyReport): void {
     output.line(
       `Commit journal: ${report.journal.files} file(s), ${formatCount(report.journal.rounds)} rounds, ${formatCount(report.journal.batches)} batches (left by a crash or an open store); the next open writes into the logs what they lack of it.`,
     );
+  const refused = report.journal.refusedFrom;
+  if (refused !== undefined)
+    output.line(
+      `Refused commit-journal rounds that could not be erased are recorded: ${refused.file} is read as ending at byte ${refused.position}; the next open drops what follows and deletes the record.`,
+    );
   if (report.openByPid !== null)
     output.warn(
       `the store is open by live process ${report.openByPid}: a torn tail may be an append in progress`,

@@ -327,24 +327,10 @@ describe('the commit journal', () => {
     const dir = tempDir();
     // The journal's first fdatasync takes 50 ms (so the next round is written while it runs, and
     // its logs write their copies beside its own fdatasync); the second fails at once.
-    const inner = new NodeFileSystem();
-    let datasyncs = 0;
-    const fs: FileSystem = Object.assign(Object.create(inner) as FileSystem, {
-      open: async (file: string, flags: OpenFlags) => {
-        const handle = await inner.open(file, flags);
-        if (!file.endsWith('.journal')) return handle;
-        return Object.assign(Object.create(handle) as FileHandle, {
-          writev: handle.writev.bind(handle),
-          close: handle.close.bind(handle),
-          datasyncNow: undefined,
-          datasync: async () => {
-            datasyncs++;
-            if (datasyncs === 1) await new Promise((resolve) => setTimeout(resolve, 50));
-            if (datasyncs === 2)
-              throw Object.assign(new Error('EIO: injected fdatasync failure'), { code: 'EIO' });
-            return handle.datasync();
-          },
-        });
+    const fs = hookedFs({
+      beforeJournalSync: async (n) => {
+        if (n === 1) await sleep(50);
+        if (n === 2) throw eio();
       },
     });
     const { journal } = await openJournal(dir, { fs });
@@ -386,7 +372,7 @@ describe('the commit journal', () => {
       code: 'LOG_STORAGE_ERROR',
     });
     await journal.close(false);
-    const read = await readJournal(inner, dir, 4, BATCH_BYTES_MAX);
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
     expect(read.rounds).toBe(0);
     expect(read.batches.size).toBe(0);
   });

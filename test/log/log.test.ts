@@ -388,18 +388,12 @@ describe('Log', () => {
     const run = async (serving: boolean): Promise<number> => {
       forgetLogProcessState();
       const fs = new FaultyFileSystem();
-      const open = fs.open.bind(fs);
-      fs.open = async (file, flags, mode) => {
-        const handle = await open(file, flags, mode);
-        return {
-          ...handle,
-          path: handle.path,
-          datasync: async () => {
-            for (let n = 0; n < 5; n++) await turn();
-            return handle.datasync();
-          },
-        };
-      };
+      fs.hookHandles((_, handle) => ({
+        datasync: async () => {
+          for (let n = 0; n < 5; n++) await turn();
+          return handle.datasync();
+        },
+      }));
       const { log } = await Log.open(logOptions(tempDir(), { fs, segmentBytesMax: 1 << 20 }));
       const release = serving ? holdServingFlushes() : () => {};
       const before = fs.datasyncCount;

@@ -195,27 +195,17 @@ describe('the commit journal of a store', () => {
     const fs = new FaultyFileSystem();
     const writes: { file: string; position: number; bytes: number }[] = [];
     const events: string[] = [];
-    const open = fs.open.bind(fs);
-    fs.open = async (file, flags, mode) => {
-      const handle = await open(file, flags, mode);
-      return {
-        ...handle,
-        path: handle.path,
-        writev: async (buffers, position) => {
-          writes.push({ file, position, bytes: buffers.reduce((n, b) => n + b.length, 0) });
-          events.push(`write ${file}`);
-          return handle.writev(buffers, position);
-        },
-        datasync: async () => {
-          events.push(`datasync ${file}`);
-          return handle.datasync();
-        },
-        read: handle.read.bind(handle),
-        truncate: handle.truncate.bind(handle),
-        sizeBytes: handle.sizeBytes.bind(handle),
-        close: handle.close.bind(handle),
-      };
-    };
+    fs.hookHandles((file, handle) => ({
+      writev: async (buffers, position) => {
+        writes.push({ file, position, bytes: buffers.reduce((n, b) => n + b.length, 0) });
+        events.push(`write ${file}`);
+        return handle.writev(buffers, position);
+      },
+      datasync: async () => {
+        events.push(`datasync ${file}`);
+        return handle.datasync();
+      },
+    }));
     const held = await readJournal(new NodeFileSystem(), image, BUCKETS, 8 << 20);
     const recovered = await openStore(image, { ...OPTIONS, fs });
     expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(

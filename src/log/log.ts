@@ -728,18 +728,6 @@ export class Log implements LogPort {
       endBytes > this.#activeFileBytes && this.#syncsItself
         ? this.#preallocationAfter(endBytes)
         : 0;
-    const write = async (): Promise<void> => {
-      const zeros = await writeWithZerosAhead(
-        this.#active,
-        batches,
-        startBytes,
-        preallocateBytes,
-        this.#activeFileBytes,
-      );
-      // No room for the zeros: this segment is not preallocated any more.
-      if (zeros < preallocateBytes) this.#preallocationRefused = true;
-      preallocateBytes = zeros;
-    };
     let ownSync = false;
     // With a journal: this log's write failed after the journal made the run durable. The run is
     // acknowledged (recovery writes it from the journal), then the log fail-stops.
@@ -754,15 +742,22 @@ export class Log implements LogPort {
         port === undefined ||
         flushLoopsRunning === 1
       ) {
-        await write();
+        preallocateBytes = await this.#writeBatches(batches, startBytes, preallocateBytes);
         if (this.#options.durability === 'fsync') {
           await this.#syncOwn(flushHere);
           ownSync = true;
         }
       } else {
+        // Methods, not arrow functions in properties: run from source, each arrow would be named
+        // (a defineProperty) on every round.
+        const log = this;
         const outcome = await port.commit(journal.bucket, batches, {
-          write,
-          syncOwn: () => this.#syncOwn(flushHere),
+          async write() {
+            preallocateBytes = await log.#writeBatches(batches, startBytes, preallocateBytes);
+          },
+          syncOwn() {
+            return log.#syncOwn(flushHere);
+          },
         });
         ownSync = outcome.ownSync;
         writeFailure = outcome.writeError;
@@ -820,6 +815,26 @@ export class Log implements LogPort {
         this.#preparing = undefined;
       });
     }
+  }
+
+  /**
+   * Writes a run's batches at `startBytes` of the active segment with `preallocateBytes` zeros after
+   * them; returns the zeros written (fewer after ENOSPC: the segment is not preallocated any more).
+   */
+  async #writeBatches(
+    batches: readonly Buffer[],
+    startBytes: number,
+    preallocateBytes: number,
+  ): Promise<number> {
+    const zeros = await writeWithZerosAhead(
+      this.#active,
+      batches,
+      startBytes,
+      preallocateBytes,
+      this.#activeFileBytes,
+    );
+    if (zeros < preallocateBytes) this.#preallocationRefused = true;
+    return zeros;
   }
 
   /** This log's own fdatasync of its active segment: on the calling thread when it is the only log flushing. */

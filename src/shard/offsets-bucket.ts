@@ -262,14 +262,16 @@ export class OffsetsBucket {
     specs: OffsetRecordSpec[],
     member: CommitMember | null,
   ): Promise<void> {
-    const write = () => this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+    // No closure held in a variable here: run from source, each would be named on every call.
     if (member?.kind === 'classic') {
-      await this.coordinator.classic.commit(groupId, member, write);
+      await this.coordinator.classic.commit(groupId, member, () =>
+        this.table.writeOffsets(groupId, specs, this.#clock.nowMs()),
+      );
       return;
     }
     if (member !== null) {
       this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
-      await write();
+      await this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
       return;
     }
     await this.#withoutMember(groupId, () => {
@@ -279,7 +281,7 @@ export class OffsetsBucket {
           `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
         );
       }
-      return write();
+      return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
     });
   }
 

@@ -42,6 +42,8 @@ import type { RequestHandler } from './request-handler.js';
 
 type CommitResponse = ResponseInputOf<typeof API_KEYS.OffsetCommit>;
 type CommitRequest = RequestOf<typeof API_KEYS.OffsetCommit>;
+/** The answer while it is settled: its error codes are filled in. */
+type CommitAnswer = OffsetCommitAnswerColumns & { readonly errorCodes: number[] };
 
 /**
  * Commits the offsets of a request read as columns (the server's path for OffsetCommit, see
@@ -65,7 +67,7 @@ export function commitOffsetColumns(
     groupError = context.errorCodeOf(error, 'OffsetCommit');
   }
   const errorCodes = new Array<number>(partitionIndexes.length);
-  const answer = { topicNames, topicCounts, partitionIndexes, errorCodes };
+  const answer: CommitAnswer = { topicNames, topicCounts, partitionIndexes, errorCodes };
   // In the store's normalized form (COMMIT_NORMALIZED): every check the store would make on them is
   // made here, per partition, so that a refused partition is answered alone. The partitions whose
   // code is NONE are those in the commit.
@@ -111,21 +113,24 @@ export function commitOffsetColumns(
   }
   if (count === 0) return answer;
   commits.length = count;
-  const settle = (outcome: number): OffsetCommitAnswerColumns => {
-    for (let i = 0; i < errorCodes.length; i++)
-      if (errorCodes[i] === KAFKA_ERROR.NONE) errorCodes[i] = outcome;
-    return answer;
-  };
   let member: CommitOptions | undefined;
   try {
     member = committingMember(context, request, apiVersion);
   } catch (error) {
-    return settle(commitErrorCode(context, error));
+    return settle(answer, commitErrorCode(context, error));
   }
   return context.store[COMMIT_NORMALIZED](groupId, commits, member).then(
     () => answer,
-    (error: unknown) => settle(commitErrorCode(context, error)),
+    (error: unknown) => settle(answer, commitErrorCode(context, error)),
   );
+}
+
+/** Gives the partitions of a refused commit (those with no error of their own) its code. */
+function settle(answer: CommitAnswer, outcome: number): OffsetCommitAnswerColumns {
+  const { errorCodes } = answer;
+  for (let i = 0; i < errorCodes.length; i++)
+    if (errorCodes[i] === KAFKA_ERROR.NONE) errorCodes[i] = outcome;
+  return answer;
 }
 
 /**

@@ -142,16 +142,20 @@ export class RequestRouter {
     } catch (error) {
       return this.#failed(header, error);
     }
-    const encode = (result: OffsetCommitAnswerColumns): Routed => {
-      try {
-        return encodeOffsetCommitResponse(header.apiVersion, header.correlationId, 0, result);
-      } catch (error) {
-        return this.#failed(header, error);
-      }
-    };
     return answer instanceof Promise
-      ? answer.then(encode, (error: unknown) => this.#failed(header, error))
-      : encode(answer);
+      ? answer.then(
+          (result) => this.#encodeCommit(header, result),
+          (error: unknown) => this.#failed(header, error),
+        )
+      : this.#encodeCommit(header, answer);
+  }
+
+  #encodeCommit(header: RequestHeader, result: OffsetCommitAnswerColumns): Routed {
+    try {
+      return encodeOffsetCommitResponse(header.apiVersion, header.correlationId, 0, result);
+    } catch (error) {
+      return this.#failed(header, error);
+    }
   }
 
   /** Encodes an answer; with quotas, accounts it and, over the quota, sets its throttle time and mutes the peer. */

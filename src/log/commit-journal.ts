@@ -46,7 +46,9 @@
  * | 12     | 4    | the file's sequence (as in its name)                                  |
  * | 16     | 4    | round number in the file, from 1, consecutive                         |
  * | 20     | 4    | entry count                                                           |
- * | 24     | 4    | the last round of this file known durable when this one was written   |
+ * | 24     | 4    | the last round of this file known durable when this one was written;  |
+ * |        |      | in round 1, which none can be: the rounds of the previous file, all   |
+ * |        |      | durable, when this process wrote it; 0 in a process's first file      |
  * | 28     | ...  | entries: uint32 offsets-bucket index, then one sealed KvRecordBatch   |
  *
  * The round's checksum covers its header and each entry's bucket and batch checksum; each batch's
@@ -54,8 +56,12 @@
  *
  * Reading a file: rounds are read from 0 while they are valid. The first invalid one ends the file:
  * it is a round a crash or power loss cut short (and the file is replayed up to it) when no valid
- * round of this file follows it at any later aligned position; otherwise a durable round was
- * damaged: CORRUPT_MESSAGE naming the file and byte position, and the store does not open.
+ * round of this file follows it at any later aligned position, and the next file, if the same
+ * process began it, does not record more rounds in this one (a file's rounds are all durable before
+ * the next file begins); otherwise a durable round was damaged or lost: CORRUPT_MESSAGE naming the
+ * file and byte position, and the store does not open. The files of two processes can follow each
+ * other (the journal read at open is deleted only once every bucket has replayed it), which is why
+ * a process's first file records nothing of the file before it.
  *
  * A round whose write or fdatasync fails is cut back (its header overwritten with zeros and
  * fdatasynced), so that its batches, refused to their callers, never come back. If that fails too,
@@ -200,6 +206,8 @@ interface OpenFile {
   round: number;
   /** The last round known durable (0 for none): recorded in each round written after it. */
   durableRound: number;
+  /** The durable rounds of the file before, when this process wrote it (else 0): in round 1. */
+  previousFileRounds: number;
   /** A write of zeros ahead failed for lack of space: no more preallocation in this file. */
   preallocationRefused?: boolean;
   /** Offsets-buckets that wrote a round into it. */
@@ -451,7 +459,8 @@ export class CommitJournal implements JournalPort {
       while (this.#inFlight.length > 0) await this.#inFlight.at(-1)!.settled;
       if (this.#failure !== undefined) throw this.#failure;
       if (file !== undefined) this.#retire(file);
-      file = this.#file = await this.#newFile();
+      // No failure: every round of the full file is durable, which the next one records.
+      file = this.#file = await this.#newFile(file?.durableRound ?? 0);
     }
     const number = file.round + 1;
     const heads = Buffer.allocUnsafe(ROUND_HEADER_BYTES + ENTRY_HEADER_BYTES * entries);
@@ -461,7 +470,7 @@ export class CommitJournal implements JournalPort {
     heads.writeUInt32LE(file.sequence, 12);
     heads.writeUInt32LE(number, 16);
     heads.writeUInt32LE(entries, 20);
-    heads.writeUInt32LE(file.durableRound, 24);
+    heads.writeUInt32LE(number === 1 ? file.previousFileRounds : file.durableRound, 24);
     heads.copy(summary, 0, 8, ROUND_HEADER_BYTES);
     const buffers: Buffer[] = [heads.subarray(0, ROUND_HEADER_BYTES)];
     let at = ROUND_HEADER_BYTES;
@@ -513,7 +522,8 @@ export class CommitJournal implements JournalPort {
     return round;
   }
 
-  async #newFile(): Promise<OpenFile> {
+  /** Opens the next file; `previousFileRounds`: the durable rounds of this process's file before it. */
+  async #newFile(previousFileRounds: number): Promise<OpenFile> {
     if (!this.#dirDurable) {
       // The folder's own entry in the store directory must be durable too: a power loss that
       // forgot its creation would take every journal file with it.
@@ -538,6 +548,7 @@ export class CommitJournal implements JournalPort {
       fileBytes: 0,
       round: 0,
       durableRound: 0,
+      previousFileRounds,
       buckets: new Set(),
     };
   }
@@ -779,14 +790,20 @@ export async function readJournal(
   const contents: JournalContents = { batches: new Map(), files: names, rounds: 0, tornRounds: [] };
   const refused = await readRefusedRounds(fs, dir);
   const lastOffsets = new Map<number, number>();
+  /** How the file read before ended: its sequence, the rounds read, and what ended it. */
+  let previous: { sequence: number; rounds: number; end: string } | undefined;
   for (const name of names) {
     const filePath = path.join(dir, name);
     const bytes = (await fs.readFile(filePath)) ?? Buffer.alloc(0);
     const sequence = parseJournalFileName(name)!;
     let position = 0;
     let round = 1;
+    let end = '';
     for (;;) {
-      if (position + ROUND_HEADER_BYTES > bytes.length) break;
+      if (position + ROUND_HEADER_BYTES > bytes.length) {
+        end = `${filePath} at byte ${position}: round ${round} is missing (the file ends)`;
+        break;
+      }
       if (
         refused !== undefined &&
         name === refused.file &&
@@ -797,6 +814,7 @@ export async function readJournal(
       ) {
         // Refused to its callers, and its erase failed: the file ends here.
         contents.refusedFrom = { file: filePath, position };
+        end = `${filePath} at byte ${position}: round ${round} was refused`;
         break;
       }
       const read = readRound(bytes, position, sequence, round, bucketCount, batchBytesMax);
@@ -810,10 +828,21 @@ export async function readJournal(
             'CORRUPT_MESSAGE',
             `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}, but round ${later.round} at byte ${later.position} was written once it was durable`,
           );
+        end = `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}`;
         if (read.kind === 'invalid')
           contents.tornRounds.push({ file: filePath, position, reason: read.reason });
         break;
       }
+      if (
+        round === 1 &&
+        previous !== undefined &&
+        previous.sequence === sequence - 1 &&
+        read.durableRound > previous.rounds
+      )
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${previous.end}, but ${filePath}'s first round records ${read.durableRound} durable rounds in it (this process began the next file only once they were)`,
+        );
       for (const { bucket, batch } of read.entries) {
         const logOffset = readBatchLogOffset(batch);
         const previous = lastOffsets.get(bucket);
@@ -831,6 +860,7 @@ export async function readJournal(
       round++;
       position = alignUp(position + ROUND_HEADER_BYTES + read.bodyBytes);
     }
+    previous = { sequence, rounds: round - 1, end };
   }
   return contents;
 }

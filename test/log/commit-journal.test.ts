@@ -323,6 +323,84 @@ describe('the commit journal', () => {
     });
   });
 
+  it("refuses a full file's damaged or missing last round once the same process began the next file", async () => {
+    const dir = tempDir();
+    // Three rounds of one small batch per bucket fill a file (rounds start every 4096 bytes); a log
+    // that cannot sync itself keeps its files from being deleted.
+    const { journal } = await openJournal(dir, {
+      fileBytesMax: 3 * 4096,
+      syncBucket: async () => {
+        throw new Error('EIO: the log failed');
+      },
+    });
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 5; i++)
+      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
+    await journal.drain();
+    await journal.close(false);
+    const [first, second] = journalFiles(dir);
+    expect(journalFiles(dir)).toHaveLength(2);
+    const firstPath = path.join(dir, JOURNAL_DIR, first!);
+    const secondPath = path.join(dir, JOURNAL_DIR, second!);
+    // The next file's first round records how many rounds the full file held, all durable.
+    expect(readFileSync(secondPath).readUInt32LE(24)).toBe(3);
+    const intact = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(intact.rounds).toBe(5);
+    expect(intact.tornRounds).toEqual([]);
+    const bytes = readFileSync(firstPath);
+    // Round 3, the last of the full file, damaged: no later round of its own file knew it durable,
+    // but the next file began only once it was.
+    const rotten = Buffer.from(bytes);
+    rotten[8192 + 40]! ^= 0xff;
+    writeFileSync(firstPath, rotten);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        new RegExp(
+          `${first}.* at byte 8192: round 3 is damaged .*${second}.* first round records 3 durable rounds in it`,
+        ),
+      ),
+    });
+    // Round 3 gone (the file cut short after round 2): acknowledged commits missing, not a torn write.
+    writeFileSync(firstPath, bytes.subarray(0, 8192));
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(new RegExp(`${first}.* at byte 8192: round 3 is missing`)),
+    });
+  });
+
+  it("reads the last round of a crashed process's file as torn when a later process wrote the next file", async () => {
+    const dir = tempDir();
+    const first = await openJournal(dir);
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 3; i++)
+      await Promise.all([
+        first.journal.commit(0, [batchAt(i)], a),
+        first.journal.commit(1, [batchAt(i)], b),
+      ]);
+    await first.journal.close(false);
+    const [name] = journalFiles(dir);
+    const file = path.join(dir, JOURNAL_DIR, name!);
+    // The crash cut round 3 short.
+    const torn = readFileSync(file);
+    torn[8192 + 40]! ^= 0xff;
+    writeFileSync(file, torn);
+    // The next process reads the journal and writes its own file after it (its first: no claim).
+    const second = await openJournal(dir);
+    expect(second.contents.tornRounds).toHaveLength(1);
+    await Promise.all([
+      second.journal.commit(0, [batchAt(2)], a),
+      second.journal.commit(1, [batchAt(2)], b),
+    ]);
+    await second.journal.close(false);
+    const files = journalFiles(dir);
+    expect(files).toHaveLength(2);
+    expect(readFileSync(path.join(dir, JOURNAL_DIR, files[1]!)).readUInt32LE(24)).toBe(0);
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.tornRounds).toEqual([expect.objectContaining({ file, position: 8192 })]);
+    expect(read.batches.get(0)!.map((x) => readBatchLogOffset(x))).toEqual([0, 1, 2]);
+  });
+
   it('refuses a failed round only once its logs have written their copies, and erases it first', async () => {
     const dir = tempDir();
     // The journal's first fdatasync takes 50 ms (so the next round is written while it runs, and

@@ -7,6 +7,7 @@
 import type { CompactionStrategy } from '../src/index.js';
 import { NO_FAULTS, type FaultProfile } from './sim-file-system.js';
 import type { SimRandom } from './sim-random.js';
+import { JOURNAL_FILE_BYTES_MAX } from '../src/log/index.js';
 
 /** Named fault profiles for `--faults`. */
 export const FAULT_PROFILES = {
@@ -85,6 +86,8 @@ export interface ActionWeights {
 export interface SimConfig {
   bucketCount: number;
   segmentBytesMax: number;
+  /** Size from which the commit journal starts a new file (small: a run goes through many). */
+  journalFileBytesMax: number;
   strategy: CompactionStrategy;
   compactionIntervalMs: number;
   minDirtyRatio: number;
@@ -151,6 +154,8 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
   return {
     bucketCount: random.pick([1, 2, 4, 8]),
     segmentBytesMax: random.pick([1024, 4096, 16384, 65536]),
+    // From a stream of its own: the draws above and below stay those older seeds made.
+    journalFileBytesMax: random.fork('journal').pick([8192, 32_768, JOURNAL_FILE_BYTES_MAX]),
     strategy: random.pick<CompactionStrategy>([
       'log-cleaner',
       'log-cleaner',

@@ -33,6 +33,7 @@ import {
   forgetLogProcessState,
 } from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
+import { JOURNAL_FILE_BYTES } from '../src/store-options.js';
 import {
   configFor,
   type ActionWeights,
@@ -307,6 +308,7 @@ class Simulation {
           clock: this.clock,
           bucketCount: c.bucketCount,
           segmentBytesMax: c.segmentBytesMax,
+          [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
           offsetsRetentionMs: c.retentionMs,
           offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
           // The strategy is chosen when the store is created; later opens use the one it records,

@@ -17,7 +17,7 @@ import {
 import { OffsetStoreError } from './errors/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
-import { LOG_DEFAULTS, type Durability } from './log/index.js';
+import { JOURNAL_FILE_BYTES_MAX, LOG_DEFAULTS, type Durability } from './log/index.js';
 import {
   GROUP_SETTINGS_DEFAULTS,
   resolveGroupSettings,
@@ -140,7 +140,15 @@ export interface OffsetStoreOptions {
    * See docs/recovery.md for the trade-off.
    */
   commitJournal?: boolean;
+  /**
+   * Not for users (the simulator's): the size from which the commit journal starts a new file
+   * (default 64 MiB), so that a short run goes through many.
+   */
+  [JOURNAL_FILE_BYTES]?: number;
 }
+
+/** Key of the journal file size option (see OffsetStoreOptions), outside the package's API. */
+export const JOURNAL_FILE_BYTES: unique symbol = Symbol('offset-store: journal file bytes');
 
 /** Options of `compact()`. */
 export interface CompactOptions {
@@ -368,6 +376,8 @@ export interface ResolvedOptions {
   awaitRecovery: boolean;
   /** Whether concurrent rounds of several buckets share one fdatasync of the commit journal. */
   commitJournal: boolean;
+  /** Size from which the commit journal starts a new file. */
+  journalFileBytesMax: number;
   /** Compaction settings, checked and with defaults. */
   compaction: ResolvedCompaction;
   /** Coordinator settings, checked and with the store's defaults (assignments paced to one a second). */
@@ -560,6 +570,12 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     fs: fs ?? new NodeFileSystem(),
     awaitRecovery: awaitRecovery ?? true,
     commitJournal: optionalBoolean(commitJournal, 'options.commitJournal', true),
+    journalFileBytesMax: positiveInteger(
+      options[JOURNAL_FILE_BYTES],
+      'the journal file size',
+      JOURNAL_FILE_BYTES_MAX,
+      4096,
+    ),
     compaction: resolveCompaction(compaction),
     group: resolveGroupSettings(group, 'options.group', STORE_GROUP_DEFAULTS),
     onWarning: warn,

@@ -338,6 +338,7 @@ export class OffsetStore {
             dir,
             (index) => this.#syncBucketLog(index),
             this.#options.onWarning,
+            this.#options.journalFileBytesMax,
           );
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from

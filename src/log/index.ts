@@ -56,6 +56,7 @@ export {
 export { CLEANED_SUFFIX, INTENT_FILE, type CleanedSegment } from './segment-swap.js';
 export {
   CommitJournal,
+  JOURNAL_FILE_BYTES_MAX,
   JOURNAL_DIR,
   REFUSED_FILE,
   deleteJournalFiles,

@@ -40,7 +40,7 @@
  * | offset | size | field                                                                 |
  * |--------|------|-----------------------------------------------------------------------|
  * | 0      | 4    | magic 0x314a534f ("OSJ1")                                             |
- * | 4      | 4    | checksum: xxh32 of bytes [8, 24) then, per entry, its bucket index and |
+ * | 4      | 4    | checksum: xxh32 of bytes [8, 28) then, per entry, its bucket index and |
  * |        |      | its batch's first 9 bytes (length, magic, checksum)                   |
  * | 8      | 4    | bodyBytes: bytes of entries after the header                          |
  * | 12     | 4    | the file's sequence (as in its name)                                  |
@@ -787,14 +787,21 @@ export async function readJournal(
   const names = (await fs.readdir(dir))
     .filter((name) => parseJournalFileName(name) !== undefined)
     .sort();
-  const contents: JournalContents = { batches: new Map(), files: names, rounds: 0, tornRounds: [] };
+  const contents: JournalContents = { batches: new Map(), files: [], rounds: 0, tornRounds: [] };
   const refused = await readRefusedRounds(fs, dir);
   const lastOffsets = new Map<number, number>();
   /** How the file read before ended: its sequence, the rounds read, and what ended it. */
   let previous: { sequence: number; rounds: number; end: string } | undefined;
   for (const name of names) {
     const filePath = path.join(dir, name);
-    const bytes = (await fs.readFile(filePath)) ?? Buffer.alloc(0);
+    const bytes = await fs.readFile(filePath);
+    if (bytes === null) {
+      // Deleted since it was listed: a store open in another process (log verify reads a live
+      // store) retired it once its logs had synced. What the next file records of it is moot.
+      previous = undefined;
+      continue;
+    }
+    contents.files.push(name);
     const sequence = parseJournalFileName(name)!;
     let position = 0;
     let round = 1;

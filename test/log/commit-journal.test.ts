@@ -369,6 +369,31 @@ describe('the commit journal', () => {
     });
   });
 
+  it('reads a live journal whose full file is deleted between listing and reading as without it', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir, {
+      fileBytesMax: 3 * 4096,
+      syncBucket: async () => {
+        throw new Error('EIO: the log failed');
+      },
+    });
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 5; i++)
+      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
+    await journal.drain();
+    await journal.close(false);
+    const [first, second] = journalFiles(dir);
+    // The store that holds the journal retires the first file while it is being read: listed, gone.
+    const inner = new NodeFileSystem();
+    const racing = Object.assign(Object.create(inner) as FileSystem, {
+      readFile: async (file: string) => (file.endsWith(first!) ? null : inner.readFile(file)),
+    });
+    const read = await readJournal(racing, dir, 4, BATCH_BYTES_MAX);
+    expect(read.files).toEqual([second]);
+    expect(read.rounds).toBe(2);
+    expect(read.batches.get(0)!.map((x) => readBatchLogOffset(x))).toEqual([3, 4]);
+  });
+
   it("reads the last round of a crashed process's file as torn when a later process wrote the next file", async () => {
     const dir = tempDir();
     const first = await openJournal(dir);

@@ -131,6 +131,28 @@ function eraseFailingFs(): FileSystem {
   });
 }
 
+/**
+ * A crashed journal of two files written by one process: three rounds (one small batch for each of
+ * two buckets) fill the first file (rounds start every 4096 bytes), two are in the second. Its logs
+ * could not sync themselves, so the full file was kept.
+ */
+async function twoFullFiles(): Promise<{ dir: string; first: string; second: string }> {
+  const dir = tempDir();
+  const { journal } = await openJournal(dir, {
+    fileBytesMax: 3 * 4096,
+    syncBucket: async () => {
+      throw new Error('EIO: the log failed');
+    },
+  });
+  const [a, b] = [fakeLog(), fakeLog()];
+  for (let i = 0; i < 5; i++)
+    await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
+  await journal.drain();
+  await journal.close(false);
+  const [first, second] = journalFiles(dir);
+  return { dir, first: first!, second: second! };
+}
+
 /** Commits one batch for each of two buckets (one round), and how each commit settled. */
 function oneRound(journal: CommitJournal) {
   return Promise.allSettled([
@@ -324,24 +346,10 @@ describe('the commit journal', () => {
   });
 
   it("refuses a full file's damaged or missing last round once the same process began the next file", async () => {
-    const dir = tempDir();
-    // Three rounds of one small batch per bucket fill a file (rounds start every 4096 bytes); a log
-    // that cannot sync itself keeps its files from being deleted.
-    const { journal } = await openJournal(dir, {
-      fileBytesMax: 3 * 4096,
-      syncBucket: async () => {
-        throw new Error('EIO: the log failed');
-      },
-    });
-    const [a, b] = [fakeLog(), fakeLog()];
-    for (let i = 0; i < 5; i++)
-      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
-    await journal.drain();
-    await journal.close(false);
-    const [first, second] = journalFiles(dir);
+    const { dir, first, second } = await twoFullFiles();
     expect(journalFiles(dir)).toHaveLength(2);
-    const firstPath = path.join(dir, JOURNAL_DIR, first!);
-    const secondPath = path.join(dir, JOURNAL_DIR, second!);
+    const firstPath = path.join(dir, JOURNAL_DIR, first);
+    const secondPath = path.join(dir, JOURNAL_DIR, second);
     // The next file's first round records how many rounds the full file held, all durable.
     expect(readFileSync(secondPath).readUInt32LE(24)).toBe(3);
     const intact = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
@@ -370,23 +378,11 @@ describe('the commit journal', () => {
   });
 
   it('reads a live journal whose full file is deleted between listing and reading as without it', async () => {
-    const dir = tempDir();
-    const { journal } = await openJournal(dir, {
-      fileBytesMax: 3 * 4096,
-      syncBucket: async () => {
-        throw new Error('EIO: the log failed');
-      },
-    });
-    const [a, b] = [fakeLog(), fakeLog()];
-    for (let i = 0; i < 5; i++)
-      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
-    await journal.drain();
-    await journal.close(false);
-    const [first, second] = journalFiles(dir);
+    const { dir, first, second } = await twoFullFiles();
     // The store that holds the journal retires the first file while it is being read: listed, gone.
     const inner = new NodeFileSystem();
     const racing = Object.assign(Object.create(inner) as FileSystem, {
-      readFile: async (file: string) => (file.endsWith(first!) ? null : inner.readFile(file)),
+      readFile: async (file: string) => (file.endsWith(first) ? null : inner.readFile(file)),
     });
     const read = await readJournal(racing, dir, 4, BATCH_BYTES_MAX);
     expect(read.files).toEqual([second]);

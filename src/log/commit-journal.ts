@@ -848,7 +848,7 @@ export async function readJournal(
       )
         throw new OffsetStoreError(
           'CORRUPT_MESSAGE',
-          `${previous.end}, but ${filePath}'s first round records ${read.durableRound} durable rounds in it (this process began the next file only once they were)`,
+          `${previous.end}, but ${filePath}'s first round records ${read.durableRound} durable rounds in it: that file was begun only once they were durable`,
         );
       for (const { bucket, batch } of read.entries) {
         const logOffset = readBatchLogOffset(batch);

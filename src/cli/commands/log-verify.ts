@@ -120,7 +120,12 @@ function printReport(output: Output, report: VerifyReport): void {
   output.line();
   if (report.corruptCount > 0)
     output.line(
-      `CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail with CORRUPT_MESSAGE for the affected offsets-buckets.`,
+      `CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail with CORRUPT_MESSAGE ${
+        // Bucket -1: the journal or the store's own files, read before any offsets-bucket.
+        report.problems.some((p) => p.kind === 'corrupt' && p.bucket === -1)
+          ? 'for the whole store'
+          : 'for the affected offsets-buckets'
+      }.`,
     );
   if (report.tornTailCount > 0)
     output.line(

@@ -18,10 +18,10 @@ import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
 import { StoreAdmin } from '../../src/admin/index.js';
 import { prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
-import { buildOffsetBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
-import { NodeFileSystem } from '../../src/io/index.js';
-import { CommitJournal, JOURNAL_DIR } from '../../src/log/index.js';
+import { loadChecksum } from '../../src/codec/index.js';
+import { JOURNAL_DIR } from '../../src/log/index.js';
 import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { writeTwoFullJournalFiles } from '../support/journal-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
 
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -381,45 +381,9 @@ describe('command output (in-process)', () => {
   it('log verify: a journal file ending before the rounds the next one records for it is corrupt, for the whole store', async () => {
     await loadChecksum();
     const dir = copy();
-    // A crashed journal of one process: three rounds (one batch each for buckets 0 and 1) fill the
-    // first file, two are in the second, whose first round records the first's three. The logs
-    // cannot sync themselves, so the full file is kept.
-    const { journal } = await CommitJournal.open(
-      new NodeFileSystem(),
-      dir,
-      2,
-      8 * 1024 * 1024,
-      async () => {
-        throw new Error('EIO: the log failed');
-      },
-      () => {},
-      3 * 4096,
-    );
-    const own = { write: async () => {}, syncOwn: async () => {} };
-    const batch = (logOffset: number): Buffer => {
-      const built = buildOffsetBatch(
-        'g',
-        [
-          {
-            tableId: 1,
-            partitionId: null,
-            bucketId: 0,
-            offset: logOffset,
-            leaderEpoch: -1,
-            metadata: '',
-          },
-        ],
-        1_000,
-      );
-      sealBatch(built, 1_000_000 + logOffset, 0, 0);
-      return built;
-    };
-    for (let i = 0; i < 5; i++)
-      await Promise.all([journal.commit(0, [batch(i)], own), journal.commit(1, [batch(i)], own)]);
-    await journal.drain();
-    await journal.close(false);
-    const [first] = readdirSync(path.join(dir, JOURNAL_DIR)).sort();
-    const file = path.join(dir, JOURNAL_DIR, first!);
+    // The second file's first round records the first's three rounds.
+    const { first } = await writeTwoFullJournalFiles(dir);
+    const file = path.join(dir, JOURNAL_DIR, first);
     // Its third round (at 8192) lost: the file ends after round 2.
     writeFileSync(file, readFileSync(file).subarray(0, 8192));
     const verify = await run(['log', 'verify', '--dir', dir]);

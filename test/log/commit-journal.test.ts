@@ -7,12 +7,7 @@
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  buildOffsetBatch,
-  loadChecksum,
-  readBatchLogOffset,
-  sealBatch,
-} from '../../src/codec/index.js';
+import { loadChecksum, readBatchLogOffset } from '../../src/codec/index.js';
 import {
   NodeFileSystem,
   type FileHandle,
@@ -28,42 +23,12 @@ import {
   readJournal,
   readJournalForRecovery,
 } from '../../src/log/index.js';
+import { batchAt, fakeLog, writeTwoFullJournalFiles } from '../support/journal-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
 beforeAll(() => loadChecksum());
 
 const BATCH_BYTES_MAX = 8 * 1024 * 1024;
-
-/** A sealed batch of one offset commit at `logOffset`, with `metadataBytes` of metadata. */
-function batchAt(logOffset: number, metadataBytes = 10): Buffer {
-  const batch = buildOffsetBatch(
-    'g',
-    [
-      {
-        tableId: 1,
-        partitionId: null,
-        bucketId: 0,
-        offset: logOffset,
-        leaderEpoch: -1,
-        metadata: 'm'.repeat(metadataBytes),
-      },
-    ],
-    1_000,
-  );
-  sealBatch(batch, logOffset, 0, 0);
-  return batch;
-}
-
-/** A stand-in for a log: counts its own writes and fdatasyncs. */
-function fakeLog() {
-  const log = {
-    writes: 0,
-    syncs: 0,
-    write: async () => void log.writes++,
-    syncOwn: async () => void log.syncs++,
-  };
-  return log;
-}
 
 /** A journal of a 4-bucket store in `dir`, on the real file system unless told otherwise. */
 function openJournal(
@@ -131,26 +96,10 @@ function eraseFailingFs(): FileSystem {
   });
 }
 
-/**
- * A crashed journal of two files written by one process: three rounds (one small batch for each of
- * two buckets) fill the first file (rounds start every 4096 bytes), two are in the second. Its logs
- * could not sync themselves, so the full file was kept.
- */
+/** A crashed journal of two files written by one process, in a directory of its own. */
 async function twoFullFiles(): Promise<{ dir: string; first: string; second: string }> {
   const dir = tempDir();
-  const { journal } = await openJournal(dir, {
-    fileBytesMax: 3 * 4096,
-    syncBucket: async () => {
-      throw new Error('EIO: the log failed');
-    },
-  });
-  const [a, b] = [fakeLog(), fakeLog()];
-  for (let i = 0; i < 5; i++)
-    await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
-  await journal.drain();
-  await journal.close(false);
-  const [first, second] = journalFiles(dir);
-  return { dir, first: first!, second: second! };
+  return { dir, ...(await writeTwoFullJournalFiles(dir)) };
 }
 
 /** Commits one batch for each of two buckets (one round), and how each commit settled. */

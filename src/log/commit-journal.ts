@@ -829,13 +829,13 @@ export async function readJournal(
         // A later round that knew this one durable proves it was acknowledged; one that did not
         // was in flight with it and never acknowledged either (a round is acknowledged only once
         // an fdatasync begun after its write completes, which makes every earlier round durable).
+        end = `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}`;
         const later = findLaterRound(bytes, position + ROUND_ALIGN, sequence, round);
         if (later !== undefined && later.durableRound >= round)
           throw new OffsetStoreError(
             'CORRUPT_MESSAGE',
-            `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}, but round ${later.round} at byte ${later.position} was written once it was durable`,
+            `${end}, but round ${later.round} at byte ${later.position} was written once it was durable`,
           );
-        end = `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}`;
         if (read.kind === 'invalid')
           contents.tornRounds.push({ file: filePath, position, reason: read.reason });
         break;

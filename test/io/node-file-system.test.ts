@@ -1,8 +1,8 @@
 /**
  * NodeFileSystem, the real file-system port: a write of at most syncWriteBytesMax is made on the calling
  * thread (in the file before the promise settles), larger ones through the thread pool, complete and in
- * order; after a synchronous write stalls, synchronous writes pause for a while; a closed handle's
- * datasync and writev reject rather than throw.
+ * order; once synchronous writes stall (a moving average of their durations), they pause for a while;
+ * a closed handle's datasync and writev reject rather than throw.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -12,6 +12,7 @@ import {
   SLOW_SYNC_WRITE_MS,
   SYNC_WRITE_PAUSE_MS,
   SyncWriteGate,
+  WRITE_SMOOTHING,
 } from '../../src/io/node-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -79,6 +80,30 @@ describe('NodeFileSystem', () => {
     expect(gate.allows(0)).toBe(true);
     flush(10 * SLOW_SYNC_WRITE_MS);
     expect(gate.allows(0), 'one long stall').toBe(false);
+  });
+
+  it("the file system's write gate: one write that stalls among fast ones does not pause synchronous writes; a disk that stalls every write, or one long stall, does", () => {
+    let now = 0;
+    const write = (ms: number) =>
+      gate.time(() => {
+        now += ms;
+      });
+    const gate = new SyncWriteGate(1024, () => now, WRITE_SMOOTHING);
+    for (let i = 0; i < 50; i++) write(0.02);
+    write(SLOW_SYNC_WRITE_MS + 0.2);
+    expect(gate.allows(10), 'one stalled write among fast ones').toBe(true);
+    for (let i = 0; i < 50; i++) write(0.02);
+    let writes = 0;
+    while (gate.allows(10) && writes < 100) {
+      write(2 * SLOW_SYNC_WRITE_MS);
+      writes++;
+    }
+    expect(gate.allows(10), 'a disk that stalls every write').toBe(false);
+    expect(writes).toBeLessThan(10);
+    now += SYNC_WRITE_PAUSE_MS;
+    expect(gate.allows(10)).toBe(true);
+    write(8 * SLOW_SYNC_WRITE_MS);
+    expect(gate.allows(10), 'one long stall').toBe(false);
   });
 
   it('rejects (does not throw) a datasync or writev of a closed handle', async () => {

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../src/io/index.js';
 import {
+  FLUSH_SMOOTHING,
   SLOW_SYNC_WRITE_MS,
   SYNC_WRITE_PAUSE_MS,
   SyncWriteGate,
@@ -58,53 +59,35 @@ describe('NodeFileSystem', () => {
     );
   });
 
-  it('with smoothing, pauses on a slow moving average: one late flush among fast ones does not, a slow device or one long stall does', () => {
-    let now = 0;
-    const flush = (ms: number) =>
-      gate.time(() => {
-        now += ms;
-      });
-    const gate = new SyncWriteGate(0, () => now, 1 / 8);
-    for (let i = 0; i < 20; i++) flush(0.1);
-    flush(SLOW_SYNC_WRITE_MS + 1);
-    expect(gate.allows(0), 'one late flush').toBe(true);
-    for (let i = 0; i < 20; i++) flush(0.1);
-    let flushes = 0;
-    while (gate.allows(0) && flushes < 100) {
-      flush(2 * SLOW_SYNC_WRITE_MS);
-      flushes++;
-    }
-    expect(gate.allows(0), 'a device slow every time').toBe(false);
-    expect(flushes).toBeLessThan(10);
-    now += SYNC_WRITE_PAUSE_MS;
-    expect(gate.allows(0)).toBe(true);
-    flush(10 * SLOW_SYNC_WRITE_MS);
-    expect(gate.allows(0), 'one long stall').toBe(false);
-  });
-
-  it("the file system's write gate: one write that stalls among fast ones does not pause synchronous writes; a disk that stalls every write, or one long stall, does", () => {
-    let now = 0;
-    const write = (ms: number) =>
-      gate.time(() => {
-        now += ms;
-      });
-    const gate = new SyncWriteGate(1024, () => now, WRITE_SMOOTHING);
-    for (let i = 0; i < 50; i++) write(0.02);
-    write(SLOW_SYNC_WRITE_MS + 0.2);
-    expect(gate.allows(10), 'one stalled write among fast ones').toBe(true);
-    for (let i = 0; i < 50; i++) write(0.02);
-    let writes = 0;
-    while (gate.allows(10) && writes < 100) {
-      write(2 * SLOW_SYNC_WRITE_MS);
-      writes++;
-    }
-    expect(gate.allows(10), 'a disk that stalls every write').toBe(false);
-    expect(writes).toBeLessThan(10);
-    now += SYNC_WRITE_PAUSE_MS;
-    expect(gate.allows(10)).toBe(true);
-    write(8 * SLOW_SYNC_WRITE_MS);
-    expect(gate.allows(10), 'one long stall').toBe(false);
-  });
+  it.each([
+    ['fdatasyncs', 0, FLUSH_SMOOTHING],
+    ['writes', 1024, WRITE_SMOOTHING],
+  ])(
+    "the file system's gate for synchronous %s pauses on a slow moving average: one stall among fast ones does not pause them, a disk that stalls every time or one long stall does",
+    (_kind, bytesMax, smoothing) => {
+      let now = 0;
+      const run = (ms: number) =>
+        gate.time(() => {
+          now += ms;
+        });
+      const gate = new SyncWriteGate(bytesMax, () => now, smoothing);
+      for (let i = 0; i < 50; i++) run(0.02);
+      run(SLOW_SYNC_WRITE_MS + 0.2);
+      expect(gate.allows(bytesMax), 'one stall among fast ones').toBe(true);
+      for (let i = 0; i < 50; i++) run(0.02);
+      let slow = 0;
+      while (gate.allows(bytesMax) && slow < 100) {
+        run(2 * SLOW_SYNC_WRITE_MS);
+        slow++;
+      }
+      expect(gate.allows(bytesMax), 'a disk that stalls every time').toBe(false);
+      expect(slow).toBeLessThan(10);
+      now += SYNC_WRITE_PAUSE_MS;
+      expect(gate.allows(bytesMax)).toBe(true);
+      run(8 * SLOW_SYNC_WRITE_MS);
+      expect(gate.allows(bytesMax), 'one long stall').toBe(false);
+    },
+  );
 
   it('rejects (does not throw) a datasync or writev of a closed handle', async () => {
     const handle = await new NodeFileSystem().open(path.join(tempDir(), 'f'), 'w');

@@ -52,6 +52,8 @@ export const DEMO_DEFAULTS: Omit<DemoOptions, 'dir'> = {
   heartbeatIntervalMs: 200,
 };
 
+/** The demo store's segments: small, so that its few seconds of commits leave compaction a log to clean. */
+export const DEMO_SEGMENT_BYTES = 16 * 1024;
 const GROUP_ID = 'demo-scanners';
 const TABLE_ID = 1;
 const CHUNK_RECORDS = 20;
@@ -215,7 +217,7 @@ export async function runDemo(
   const store = await OffsetStore.open({
     dir,
     bucketCount: 8,
-    segmentBytesMax: 16 * 1024,
+    segmentBytesMax: DEMO_SEGMENT_BYTES,
     group: {
       heartbeatIntervalMs: options.heartbeatIntervalMs,
       assignmentIntervalMs: ASSIGNMENT_INTERVAL_MS,

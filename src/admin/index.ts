@@ -47,6 +47,7 @@ export {
   type DumpSummary,
 } from './log-dump.js';
 export {
+  STORE_WIDE_BUCKET,
   verifyLog,
   type BucketVerification,
   type LogProblem,

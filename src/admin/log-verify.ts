@@ -36,6 +36,12 @@ import {
   type StoreLayout,
 } from './store-directory.js';
 
+/**
+ * `LogProblem.bucket` of damage to what the store reads before any offsets-bucket (its commit
+ * journal, `buckets/` itself): the next open refuses the whole store for it.
+ */
+export const STORE_WIDE_BUCKET = -1;
+
 /** One damaged place. */
 export interface LogProblem {
   /**
@@ -43,7 +49,7 @@ export interface LogProblem {
    * open refuses the offsets-bucket.
    */
   kind: 'corrupt' | 'torn-tail';
-  /** The offsets-bucket; -1 for the store's own folders (an entry of `buckets/` that is no bucket's). */
+  /** The offsets-bucket; STORE_WIDE_BUCKET for the commit journal and `buckets/` itself. */
   bucket: number;
   /** The damaged (or missing) file. */
   file: string;
@@ -179,7 +185,7 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
     for (const torn of contents.tornRounds)
       report.problems.push({
         kind: 'torn-tail',
-        bucket: -1,
+        bucket: STORE_WIDE_BUCKET,
         file: torn.file,
         position: torn.position,
         bytesAfter: 0,
@@ -189,7 +195,7 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
     if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
     report.problems.push({
       kind: 'corrupt',
-      bucket: -1,
+      bucket: STORE_WIDE_BUCKET,
       file: path.join(layout.dir, JOURNAL_DIR),
       position: 0,
       bytesAfter: 0,
@@ -202,7 +208,7 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
   if (stray.length > 0)
     report.problems.push({
       kind: 'corrupt',
-      bucket: -1,
+      bucket: STORE_WIDE_BUCKET,
       file: path.join(layout.dir, BUCKETS_DIR),
       position: 0,
       bytesAfter: 0,

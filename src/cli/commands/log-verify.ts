@@ -5,7 +5,7 @@
  * them), 1 with CORRUPT_MESSAGE when anything is corrupt.
  */
 import * as path from 'node:path';
-import { verifyLog, type VerifyReport } from '../../admin/index.js';
+import { STORE_WIDE_BUCKET, verifyLog, type VerifyReport } from '../../admin/index.js';
 import { EXIT, noPositionals, type Command } from '../command.js';
 import { cell, formatBytes, formatCount, formatDuration, type Output } from '../output.js';
 import { Progress } from '../progress.js';
@@ -121,8 +121,7 @@ function printReport(output: Output, report: VerifyReport): void {
   if (report.corruptCount > 0)
     output.line(
       `CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail with CORRUPT_MESSAGE ${
-        // Bucket -1: the journal or the store's own files, read before any offsets-bucket.
-        report.problems.some((p) => p.kind === 'corrupt' && p.bucket === -1)
+        report.problems.some((p) => p.kind === 'corrupt' && p.bucket === STORE_WIDE_BUCKET)
           ? 'for the whole store'
           : 'for the affected offsets-buckets'
       }.`,

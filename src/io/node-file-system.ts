@@ -21,8 +21,8 @@
  * costs the event loop a few writes, not every commit. One write that stalls among fast ones does
  * not pause them: the pause costs far more than the stall did (after one write of 5.2 ms had paused
  * them, 64 committers over 16 buckets made 11-17k commits/s for those 5 s; 36-60k in runs without a
- * pause). fdatasyncs on the calling thread pause the same way, through a gate of
- * their own (FLUSH_SMOOTHING).
+ * pause). fdatasyncs on the calling thread pause the same way, through a gate of their own
+ * (FLUSH_SMOOTHING).
  */
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';

@@ -176,7 +176,7 @@ function printResult(output: Output, r: DemoResult): void {
       ],
       [
         'durable commits/s',
-        `${formatCount(Math.round(m.burstCommitsPerSecond))} commits/s from ${m.burstCommitters} concurrent committers for 1 s after a warm-up (fsync, group commit; the demo's ${formatBytes(DEMO_SEGMENT_BYTES)} segments roll every few rounds, at several fdatasyncs each: about a quarter of the rate with the default 64 MiB)`,
+        `${formatCount(Math.round(m.burstCommitsPerSecond))} commits/s from ${m.burstCommitters} concurrent committers for 1 s after a warm-up (fsync, group commit; the demo's ${formatBytes(DEMO_SEGMENT_BYTES)} segments roll every few rounds, at several fdatasyncs each)`,
       ],
       [
         'fetch latency (1 bucket)',

@@ -21,8 +21,6 @@ export async function measureBurstCommits(
   store: OffsetStore,
 ): Promise<{ committers: number; commitsPerSecond: number; offsetRecords: number }> {
   let offsetRecords = 0;
-  let timedCommits = 0;
-  let timing = false;
   const commit = async (c: number, i: number): Promise<void> => {
     const count = 1 + ((c + i) % 10);
     await store.commitOffsets(
@@ -30,7 +28,6 @@ export async function measureBurstCommits(
       Array.from({ length: count }, (_, b) => ({ tableId: 2, bucketId: b, offset: (i + 1) * 100 })),
     );
     offsetRecords += count;
-    if (timing) timedCommits++;
   };
   const committers = Array.from({ length: BURST_COMMITTERS }, (_, c) => c);
   await Promise.all(
@@ -40,12 +37,14 @@ export async function measureBurstCommits(
   );
   const startedMs = performance.now();
   const endMs = startedMs + BURST_TIMED_MS;
-  timing = true;
-  await Promise.all(
+  const timed = await Promise.all(
     committers.map(async (c) => {
-      for (let i = BURST_WARMUP_COMMITS_EACH; performance.now() < endMs; i++) await commit(c, i);
+      let i = BURST_WARMUP_COMMITS_EACH;
+      while (performance.now() < endMs) await commit(c, i++);
+      return i - BURST_WARMUP_COMMITS_EACH;
     }),
   );
+  const timedCommits = timed.reduce((sum, n) => sum + n, 0);
   const elapsedMs = performance.now() - startedMs;
   for (const c of committers) await store.deleteGroup(`demo-burst-${c}`);
   return {

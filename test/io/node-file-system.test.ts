@@ -2,13 +2,16 @@
  * NodeFileSystem, the real file-system port: a write of at most syncWriteBytesMax is made on the calling
  * thread (in the file before the promise settles), larger ones through the thread pool, complete and in
  * order; once synchronous writes stall (a moving average of their durations), they pause for a while;
- * a closed handle's datasync and writev reject rather than throw.
+ * a closed handle's datasync and writev reject rather than throw; synchronous writes that have held the
+ * event loop for EVENT_LOOP_HOLD_MS_MAX let it turn.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../src/io/index.js';
 import {
+  EVENT_LOOP_HOLD_MS_MAX,
+  EventLoopWatch,
   FLUSH_SMOOTHING,
   SLOW_SYNC_WRITE_MS,
   SYNC_WRITE_PAUSE_MS,
@@ -123,5 +126,40 @@ describe('NodeFileSystem', () => {
       }),
     ).toThrow('EIO');
     expect(gate.allows(10)).toBe(false);
+  });
+
+  it('tells a synchronous write when the event loop has not turned for EVENT_LOOP_HOLD_MS_MAX since the first of its turn', () => {
+    let now = 1000;
+    const turns: (() => void)[] = [];
+    const watch = new EventLoopWatch(
+      () => now,
+      (callback) => turns.push(callback),
+    );
+    expect(watch.held()).toBe(false);
+    expect(turns).toHaveLength(1);
+    now += EVENT_LOOP_HOLD_MS_MAX - 0.5;
+    expect(watch.held()).toBe(false);
+    now += 0.5;
+    expect(watch.held()).toBe(true);
+    expect(turns).toHaveLength(1);
+    // The loop turned: the next write starts a new watch, whatever the time since the last one.
+    turns.shift()!();
+    now += 100;
+    expect(watch.held()).toBe(false);
+    expect(turns).toHaveLength(1);
+  });
+
+  it('lets the event loop turn during back-to-back synchronous writes', async () => {
+    const handle = await new NodeFileSystem().open(path.join(tempDir(), 'f'), 'w');
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    const until = performance.now() + 20 * EVENT_LOOP_HOLD_MS_MAX;
+    let writes = 0;
+    while (!turned && performance.now() < until) await handle.writev([Buffer.from('x')], writes++);
+    const turnedWhileWriting = turned;
+    await handle.close();
+    expect(turnedWhileWriting, `after ${writes} writes`).toBe(true);
   });
 });

@@ -1,0 +1,40 @@
+/**
+ * The store never holds its caller's event loop for long: writes and fdatasyncs made on the calling
+ * thread (the fast path of a lone committer) complete without a turn of the event loop, so a caller
+ * that commits back to back would otherwise keep every timer, socket and background task of its
+ * process (the store's own too: compaction, segment preparation, retention) waiting for as long as
+ * it commits.
+ */
+import { describe, expect, it } from 'vitest';
+import { OffsetStore } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+
+const COMMITTING_MS = 400;
+
+describe('a caller committing back to back', () => {
+  for (const durability of ['fsync', 'os'] as const) {
+    it(`lets timers run meanwhile (durability '${durability}')`, async () => {
+      const store = await OffsetStore.open({ dir: tempDir(), durability });
+      const commit = (offset: number): Promise<void> =>
+        store.commitOffsets('g', [{ tableId: 1, partitionId: null, bucketId: offset % 8, offset }]);
+      // The log's first segment, and the store's record of it, are written through the thread pool.
+      for (let offset = 0; offset < 100; offset++) await commit(offset);
+      const ticks = [performance.now()];
+      const timer = setInterval(() => ticks.push(performance.now()), 1);
+      let commits = 0;
+      try {
+        const end = ticks[0]! + COMMITTING_MS;
+        while (performance.now() < end) await commit(100 + commits++);
+        ticks.push(performance.now());
+      } finally {
+        clearInterval(timer);
+        await store.close();
+      }
+      const longestGapMs = Math.max(...ticks.slice(1).map((at, i) => at - ticks[i]!));
+      expect(
+        longestGapMs,
+        `longest time without a timer tick during ${commits} commits in ${COMMITTING_MS} ms`,
+      ).toBeLessThan(COMMITTING_MS / 2);
+    });
+  }
+});

@@ -35,6 +35,8 @@
  */
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
+// Node's own, not the global: a test that fakes the global setImmediate must not stop the store.
+import { setImmediate } from 'node:timers';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 import { holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 

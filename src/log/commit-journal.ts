@@ -75,6 +75,8 @@
  * and position to fill with zeros.
  */
 import * as path from 'node:path';
+// Node's own, not the global: a test that fakes the global setImmediate must not stop the store.
+import { setImmediate } from 'node:timers';
 import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';

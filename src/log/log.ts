@@ -85,6 +85,8 @@
  * error names the file and byte position to truncate by hand.
  */
 import * as path from 'node:path';
+// Node's own, not the global: a test that fakes the global setImmediate must not stop the store.
+import { setImmediate } from 'node:timers';
 import { DecodeError, readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';

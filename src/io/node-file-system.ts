@@ -35,9 +35,8 @@
  */
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
-// Node's own, not the global: a test that fakes the global setImmediate must not stop the store.
-import { setImmediate } from 'node:timers';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
+import { nextTurn, onNextTurn } from '../util/index.js';
 import { holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 
 const OPEN_FLAGS: Record<OpenFlags, number> = {
@@ -152,7 +151,7 @@ export class EventLoopWatch {
   /** `nowMs`: a monotonic clock in ms; `nextTurn`: runs a callback on a later turn of the event loop (both injectable for tests). */
   constructor(
     nowMs: () => number = () => performance.now(),
-    nextTurn: (callback: () => void) => void = (callback) => setImmediate(callback),
+    nextTurn: (callback: () => void) => void = onNextTurn,
   ) {
     this.#nowMs = nowMs;
     this.#nextTurn = nextTurn;
@@ -174,11 +173,6 @@ export class EventLoopWatch {
 
 /** One event loop per thread: the watch of every real file system of this thread. */
 const eventLoop = new EventLoopWatch();
-
-/** Lets the event loop turn once (resolves from a `setImmediate`). */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** Options of the real file system. */
 export interface NodeFileSystemOptions {

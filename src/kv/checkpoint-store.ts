@@ -28,7 +28,7 @@
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import type { FileSystem } from '../io/index.js';
-import { assert, externalWork } from '../util/index.js';
+import { assert, externalWork, nextTurn } from '../util/index.js';
 import {
   inspectCheckpointFile,
   sealCheckpointFile,
@@ -271,7 +271,7 @@ export class CheckpointStore {
         }
         if (++inChunk === VERIFY_CHUNK_ENTRIES) {
           inChunk = 0;
-          await externalWork(new Promise<void>((resolve) => setImmediate(resolve)));
+          await externalWork(nextTurn());
         }
       }
     }

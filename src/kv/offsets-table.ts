@@ -27,7 +27,7 @@ import {
   type LogPort,
   type LogRecoveryReport,
 } from '../log/index.js';
-import { assert } from '../util/index.js';
+import { assert, nextTurn } from '../util/index.js';
 import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
 
@@ -425,7 +425,7 @@ export class OffsetsTable {
     try {
       while (this.#writesInFlight > 0) {
         await this.log.drain();
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await nextTurn();
       }
       start = this.#appendImage(nowMs, writes);
     } finally {

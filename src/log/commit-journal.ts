@@ -75,11 +75,10 @@
  * and position to fill with zeros.
  */
 import * as path from 'node:path';
-// Node's own, not the global: a test that fakes the global setImmediate must not stop the store.
-import { setImmediate } from 'node:timers';
 import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
+import { nextTurn } from '../util/index.js';
 import { writeDurably } from './store-manifest.js';
 import {
   PREALLOCATE_BYTES_MAX,
@@ -328,7 +327,7 @@ export class CommitJournal implements JournalPort {
         // Rounds of other logs whose writes complete in this turn of the event loop join this one;
         // after a round, so do the next rounds of the logs it acknowledged (whose callers commit
         // again at once).
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await nextTurn();
         if (this.#failure !== undefined || this.#queue.length === 0) break;
         if (this.#inFlight.length >= ROUNDS_IN_FLIGHT_MAX) {
           await this.#inFlight[0]!.settled;

@@ -85,12 +85,10 @@
  * error names the file and byte position to truncate by hand.
  */
 import * as path from 'node:path';
-// Node's own, not the global: a test that fakes the global setImmediate must not stop the store.
-import { setImmediate } from 'node:timers';
 import { DecodeError, readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
-import { Serial, assert } from '../util/index.js';
+import { Serial, assert, nextTurn } from '../util/index.js';
 import {
   REJECTED_FILE,
   damageError,
@@ -669,7 +667,7 @@ export class Log implements LogPort {
       !this.#sealRequested &&
       this.#syncWaiters.length === 0
     )
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
   }
 
   #takeRound(): PendingAppend[] {

@@ -1,9 +1,10 @@
 /**
- * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand) and
- * internal assertions (a failure is a bug of the store, never bad input). This file is the folder's
- * door.
+ * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand),
+ * internal assertions (a failure is a bug of the store, never bad input) and turns of the event loop
+ * (`nextTurn`). This file is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
 export { type Clock, type Timer, SystemClock, ManualClock } from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
+export { nextTurn, onNextTurn } from './next-turn.js';
 export { Serial } from './serial.js';

@@ -31,6 +31,7 @@
  * `jump` at its target, `begin`/`end` hold only at the first/last position, `match` accepts.
  */
 import { OffsetStoreError } from '../../errors/index.js';
+import { nextTurn } from '../../util/index.js';
 
 /** Longest expression accepted. */
 export const PATTERN_CHARS_MAX = 1000;
@@ -791,7 +792,7 @@ export class TopicRegexResolver {
   async #match(regex: TopicRegex): Promise<number[] | TopicRegexError> {
     const ids: number[] = [];
     const stepsBefore = regex.steps;
-    let nextTurn = stepsBefore + STEPS_PER_TURN;
+    let turnAtSteps = stepsBefore + STEPS_PER_TURN;
     const topics = this.#catalog.topics();
     try {
       for (const topic of topics) {
@@ -800,12 +801,12 @@ export class TopicRegexResolver {
           return new TopicRegexError(
             `regular expression ${JSON.stringify(regex.source.slice(0, 100))} is too costly to match against the ${topics.length} topics (over ${this.#stepsMax} automaton steps)`,
           );
-        if (regex.steps >= nextTurn) {
+        if (regex.steps >= turnAtSteps) {
           // States are dropped before each turn: passes of other expressions run between turns,
           // and only the running one holds an automaton (they add up otherwise: ~30 MB each).
           regex.dropStates();
-          await new Promise<void>((resolve) => setImmediate(resolve));
-          nextTurn = regex.steps + STEPS_PER_TURN;
+          await nextTurn();
+          turnAtSteps = regex.steps + STEPS_PER_TURN;
         }
       }
     } finally {

@@ -7,12 +7,10 @@
  * small request is worked through at once, as before.
  */
 
+import { nextTurn } from '../../util/index.js';
+
 /** Elements worked through before the event loop serves others. */
 export const TURN_ITEMS = 256;
-
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /**
  * `build(items.map(fn))`: at once when there are at most TURN_ITEMS items, else once the map has

@@ -44,6 +44,7 @@ import { CLOSE_CONNECTION, type Peer } from '../handlers/index.js';
 import { API_KEYS } from '../protocol/index.js';
 import { FrameReader } from './frame-reader.js';
 import type { RequestRouter, Routed } from './request-router.js';
+import { onNextTurn } from '../../util/index.js';
 
 /** The bounds a connection keeps. */
 export interface ConnectionLimits {
@@ -207,7 +208,7 @@ export class KafkaConnection {
       // dispatching once they are all in lets pipelined commits share one fdatasync, as they do
       // over plain TCP, where one event carries the whole read.
       this.#pumpScheduled = true;
-      setImmediate(() => {
+      onNextTurn(() => {
         this.#pumpScheduled = false;
         this.#pump();
       });

@@ -113,6 +113,14 @@ interface BucketSlot {
  */
 export const COMMIT_NORMALIZED: unique symbol = Symbol('offset-store: commit normalized offsets');
 
+/**
+ * Key of the store's answer to whether a consumer (KIP-848) group holds a member, for the Kafka
+ * front end (not exported from the package): synchronous, from memory; true while the group's
+ * offsets-bucket cannot answer (recovering, closing, not owned), so that nothing is taken for gone
+ * that may not be.
+ */
+export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds consumer member');
+
 export class OffsetStore {
   readonly #options: ResolvedOptions;
   readonly #slots: BucketSlot[] = [];
@@ -750,6 +758,16 @@ export class OffsetStore {
    */
   commitOffsets(groupId: string, offsets: OffsetCommit[], options?: CommitOptions): Promise<void> {
     return this.#commit(groupId, options, (max) => normalizeOffsetCommits(offsets, max));
+  }
+
+  /** Whether the consumer group holds that member (see HOLDS_CONSUMER_MEMBER). */
+  [HOLDS_CONSUMER_MEMBER](groupId: string, memberId: string): boolean {
+    try {
+      this.#checkOpen();
+      return this.#bucket(groupId).coordinator.holdsConsumerMember(groupId, memberId);
+    } catch {
+      return true;
+    }
   }
 
   /** `commitOffsets` of offsets the caller has normalized itself (see COMMIT_NORMALIZED). */

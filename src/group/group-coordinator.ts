@@ -435,6 +435,12 @@ export class GroupCoordinator {
       );
   }
 
+  /** True while the consumer (KIP-848) group holds a member of that id (a static member away included). */
+  holdsConsumerMember(groupId: string, memberId: string): boolean {
+    this.#ensureActive();
+    return this.#machine.get(groupId)?.members.has(memberId) === true;
+  }
+
   /**
    * True when the group has at least one member, of either type (a consumer group's static members
    * away with epoch -2 included; a classic group's pending members, which only got a member id, not).

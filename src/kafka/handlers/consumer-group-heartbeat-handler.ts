@@ -41,6 +41,7 @@ import {
 import { TopicRegexError, topicNameProblem } from '../catalog/index.js';
 import type { HandlerContext } from './handler-context.js';
 import { errorMessageOf } from './kafka-error-code.js';
+import type { MemberNotes } from './consumer-member-directory.js';
 import type { Peer, RequestHandler } from './request-handler.js';
 import { bucketsByTopic } from './topic-mapping.js';
 
@@ -199,23 +200,32 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       : {}),
     ...(assignor === null ? {} : { assignor }),
   };
-  let response: HeartbeatResponse;
-  try {
-    response = await context.store.heartbeat(groupId, heartbeat);
-  } catch (error) {
-    const code = context.errorCodeOf(error, 'ConsumerGroupHeartbeat');
-    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID || code === KAFKA_ERROR.FENCED_MEMBER_EPOCH)
-      context.members.delete(groupId, memberId);
-    return refused(code, (error as Error).message);
-  }
-  remember(context, groupId, response, {
+  // The notes this heartbeat leaves must fit beside those of the members the store holds (the
+  // directory never drops those for another's): asked before the store changes anything.
+  const seen = {
     topicNames,
     topicRegex,
     regexTableIds,
     tableIds,
     clientId: header.clientId,
     peer,
-  });
+  };
+  if (memberEpoch >= 0 && !context.members.fits(groupId, memberId, notesOf(seen, notes)))
+    return refused(
+      KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+      `the server keeps the subscriptions of at most ${context.members.membersMax} members and ${context.members.charsMax} characters of topic names, and the members of its groups hold them all now: try again once members have left, or subscribe to fewer names`,
+    );
+  let response: HeartbeatResponse;
+  try {
+    response = await context.store.heartbeat(groupId, heartbeat);
+  } catch (error) {
+    const code = context.errorCodeOf(error, 'ConsumerGroupHeartbeat');
+    // Only a member the store does not hold is forgotten: a fenced epoch leaves the member as it
+    // was, and member ids are public (ConsumerGroupDescribe), so anyone can send a wrong one.
+    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID) context.members.delete(groupId, memberId);
+    return refused(code, (error as Error).message);
+  }
+  remember(context, groupId, response, seen);
   return {
     throttleTimeMs: 0,
     errorCode: KAFKA_ERROR.NONE,
@@ -242,30 +252,38 @@ function ownedBuckets(
   return buckets;
 }
 
-function remember(
-  context: HandlerContext,
-  groupId: string,
-  response: HeartbeatResponse,
-  seen: {
-    topicNames: readonly string[] | undefined;
-    topicRegex: string | undefined;
-    regexTableIds: readonly number[] | undefined;
-    tableIds: readonly number[] | undefined;
-    clientId: string | null;
-    peer: Peer;
-  },
-): void {
-  if (response.memberEpoch < 0) {
-    context.members.delete(groupId, response.memberId);
-    return;
-  }
-  const previous = context.members.get(groupId, response.memberId);
-  context.members.set(groupId, response.memberId, {
+/** What a heartbeat saw of its member's subscription and client. */
+interface Seen {
+  topicNames: readonly string[] | undefined;
+  topicRegex: string | undefined;
+  regexTableIds: readonly number[] | undefined;
+  tableIds: readonly number[] | undefined;
+  clientId: string | null;
+  peer: Peer;
+}
+
+/** The notes on a member after a heartbeat that saw `seen`, `previous` being those before it. */
+function notesOf(seen: Seen, previous: MemberNotes | undefined): MemberNotes {
+  return {
     topicNames: seen.topicNames ?? previous?.topicNames,
     topicRegex: seen.topicRegex,
     regexTableIds: seen.topicRegex === undefined ? undefined : seen.regexTableIds,
     tableIds: seen.tableIds ?? previous?.tableIds,
     clientId: seen.clientId ?? '',
     clientHost: seen.peer.clientHost,
-  });
+  };
+}
+
+function remember(
+  context: HandlerContext,
+  groupId: string,
+  response: HeartbeatResponse,
+  seen: Seen,
+): void {
+  if (response.memberEpoch < 0) {
+    context.members.delete(groupId, response.memberId);
+    return;
+  }
+  const previous = context.members.get(groupId, response.memberId);
+  context.members.set(groupId, response.memberId, notesOf(seen, previous));
 }

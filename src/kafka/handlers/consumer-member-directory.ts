@@ -5,11 +5,17 @@
  * describe calls report. A member's next heartbeat may omit its subscription (librdkafka sends it
  * only when it changes); the names remembered here let the server add a topic created since.
  *
- * Bounded: at most `membersMax` entries, and at most `charsMax` characters of names, ids and hosts
- * in all (each table id kept counting as 4, what its 8 bytes weigh); past either, the entries written longest ago are dropped (their members then just lose
- * the automatic subscription update and their client ids in describes, until they send their
- * subscriptions again). Entries of members that left or were fenced are removed; those of members
- * whose sessions expired age out this way.
+ * Bounded: at most `membersMax` entries, and at most about `charsMax` characters of names, ids and
+ * hosts in all (each table id kept counting as 4, what its 8 bytes weigh). Past either, the entries
+ * of members the store no longer holds (`held`: they left, were removed or their sessions expired)
+ * are dropped, those written longest ago first. The notes of a member the store holds are never
+ * dropped to make room for another's: a client filling the budget (with thousands of long names
+ * for members of its own) would otherwise make other groups' members lose the topics created
+ * after they subscribed, silently. When only held members' notes are left, `fits` says no and the
+ * heartbeat that would add more is refused (retriable); the budget can be passed only by the
+ * heartbeats in flight between their `fits` and their `set`. Looking for notes to drop goes over
+ * every entry, so after a look that found too little, the next waits NO_ROOM_RECHECK_MS (or a
+ * `delete`). Entries of members that left or are unknown to the store are removed at once.
  * In memory only. After a restart, a member the store restored goes on heartbeating without its
  * subscription: its names are then unknown (undefined) until it sends them again, describes show
  * the topics of the tables the store has for it, and a subscribed topic that did not exist before
@@ -33,17 +39,52 @@ export interface MemberNotes {
   readonly clientHost: string;
 }
 
+/** How long after a look for notes to drop that found too little `fits` says no without looking again. */
+export const NO_ROOM_RECHECK_MS = 5_000;
+
+/** Characters counted for a member id the server has not made yet (a v0 join): a UUID's. */
+const NEW_MEMBER_ID_CHARS = 36;
+
+/** What the directory is told of the store and of time. */
+export interface MemberDirectoryOptions {
+  /** Whether the store holds that member (default: none is, so any notes may be dropped). */
+  readonly held?: (groupId: string, memberId: string) => boolean;
+  /** A monotonic clock in ms (default `performance.now`). */
+  readonly nowMs?: () => number;
+}
+
 /** Notes on consumer-group members, by group and member id. */
 export class ConsumerMemberDirectory {
   readonly #membersMax: number;
   readonly #charsMax: number;
+  readonly #held: (groupId: string, memberId: string) => boolean;
+  readonly #nowMs: () => number;
+  /** Insertion order is the order written (`set` re-inserts). */
   readonly #notes = new Map<string, MemberNotes>();
   #chars = 0;
+  /** Until then a look for notes to drop is not worth making (the last found too little). */
+  #noRoomUntilMs = Number.NEGATIVE_INFINITY;
 
   /** `charsMax`: default 16 Mi characters (the names of 65,536 members of ~250 topics' worth). */
-  constructor(membersMax: number, charsMax = 16 * 1024 * 1024) {
+  constructor(
+    membersMax: number,
+    charsMax = 16 * 1024 * 1024,
+    options: MemberDirectoryOptions = {},
+  ) {
     this.#membersMax = membersMax;
     this.#charsMax = charsMax;
+    this.#held = options.held ?? (() => false);
+    this.#nowMs = options.nowMs ?? (() => performance.now());
+  }
+
+  /** Most members with notes. */
+  get membersMax(): number {
+    return this.#membersMax;
+  }
+
+  /** Characters of notes kept at most (about: see the module comment). */
+  get charsMax(): number {
+    return this.#charsMax;
   }
 
   /** Characters of names, ids and hosts held now. */
@@ -61,30 +102,67 @@ export class ConsumerMemberDirectory {
     return this.#notes.get(key(groupId, memberId));
   }
 
-  /** Replaces the notes on a member (as the newest entry). */
+  /**
+   * Whether `notes` on that member (`memberId` '' for one the server is yet to name) can be kept
+   * without dropping a held member's notes; drops notes of members the store no longer holds to
+   * make room.
+   */
+  fits(groupId: string, memberId: string, notes: MemberNotes): boolean {
+    const k = key(groupId, memberId);
+    const previous = memberId === '' ? undefined : this.#notes.get(k);
+    const chars =
+      charsOf(k, notes) +
+      (memberId === '' ? NEW_MEMBER_ID_CHARS : 0) -
+      (previous === undefined ? 0 : charsOf(k, previous));
+    const members = previous === undefined ? 1 : 0;
+    if (this.#room(members, chars)) return true;
+    if (this.#nowMs() < this.#noRoomUntilMs) return false;
+    for (const [entry] of this.#notes) {
+      if (entry === k) continue;
+      const [g, m] = split(entry);
+      if (!this.#held(g, m)) this.#drop(entry);
+      if (this.#room(members, chars)) return true;
+    }
+    this.#noRoomUntilMs = this.#nowMs() + NO_ROOM_RECHECK_MS;
+    return false;
+  }
+
+  /**
+   * Replaces the notes on a member (as the newest entry), dropping the oldest notes of members the
+   * store no longer holds while over a bound. Kept even if that is not enough (see the module
+   * comment: `fits` is asked first).
+   */
   set(groupId: string, memberId: string, notes: MemberNotes): void {
     const k = key(groupId, memberId);
     this.#drop(k);
     const chars = charsOf(k, notes);
-    while (
-      this.#notes.size > 0 &&
-      (this.#notes.size >= this.#membersMax || this.#chars + chars > this.#charsMax)
-    )
-      this.#drop(this.#notes.keys().next().value!);
+    if (!this.#room(1, chars)) {
+      for (const [entry] of this.#notes) {
+        const [g, m] = split(entry);
+        if (!this.#held(g, m)) this.#drop(entry);
+        if (this.#room(1, chars)) break;
+      }
+    }
     this.#notes.set(k, notes);
     this.#chars += chars;
   }
 
   /** Forgets a member. */
   delete(groupId: string, memberId: string): void {
-    this.#drop(key(groupId, memberId));
+    if (this.#drop(key(groupId, memberId))) this.#noRoomUntilMs = Number.NEGATIVE_INFINITY;
   }
 
-  #drop(k: string): void {
+  /** Whether `members` more entries and `chars` more characters stay within the bounds. */
+  #room(members: number, chars: number): boolean {
+    return this.#notes.size + members <= this.#membersMax && this.#chars + chars <= this.#charsMax;
+  }
+
+  #drop(k: string): boolean {
     const notes = this.#notes.get(k);
-    if (notes === undefined) return;
+    if (notes === undefined) return false;
     this.#notes.delete(k);
     this.#chars -= charsOf(k, notes);
+    return true;
   }
 }
 
@@ -100,6 +178,14 @@ function charsOf(k: string, notes: MemberNotes): number {
   return chars;
 }
 
+/** The group id's length first: ids may hold any character, so a separator could be ambiguous. */
 function key(groupId: string, memberId: string): string {
-  return `${groupId}\u0000${memberId}`;
+  return `${groupId.length}:${groupId}${memberId}`;
+}
+
+/** The group and member ids of a key. */
+function split(k: string): [string, string] {
+  const colon = k.indexOf(':');
+  const end = colon + 1 + Number(k.slice(0, colon));
+  return [k.slice(colon + 1, end), k.slice(end)];
 }

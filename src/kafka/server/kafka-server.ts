@@ -21,7 +21,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { OffsetStoreError } from '../../errors/index.js';
 import { holdServingFlushes } from '../../log/index.js';
-import type { OffsetStore } from '../../store.js';
+import { HOLDS_CONSUMER_MEMBER, type OffsetStore } from '../../store.js';
 import type { Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
 import {
@@ -198,7 +198,9 @@ export class KafkaServer {
       catalog,
       cluster,
       clock,
-      members: new ConsumerMemberDirectory(resolved.membersNotedMax),
+      members: new ConsumerMemberDirectory(resolved.membersNotedMax, undefined, {
+        held: (groupId, memberId) => store[HOLDS_CONSUMER_MEMBER](groupId, memberId),
+      }),
       longPolls: new LongPolls(clock),
       settings: {
         autoCreateTopics: resolved.autoCreateTopics,

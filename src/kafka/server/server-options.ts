@@ -74,7 +74,11 @@ export interface KafkaServerOptions {
   readonly fetchWaitMsMax?: number;
   /** How long a closing connection waits for the client to close its side; default 5 s. */
   readonly closeGraceMs?: number;
-  /** Most consumer-group members whose subscribed topic names and client ids the server remembers; default 65,536. */
+  /**
+   * Most consumer-group members whose subscribed topic names and client ids the server remembers;
+   * default 65,536. Those of members the store holds are never dropped for others': when they fill
+   * it, a heartbeat that would add more is answered COORDINATOR_NOT_AVAILABLE (docs/kafka.md).
+   */
   readonly membersNotedMax?: number;
   /** Time and timers (held Fetches, idle connections, close grace); default the system clock. */
   readonly clock?: Clock;

@@ -295,6 +295,78 @@ describe('ConsumerGroupHeartbeat', () => {
     expect(partitionsOf(beat, laterId)).toEqual([0]);
   });
 
+  it("keeps a member's subscription when another connection's heartbeat with its id and a wrong epoch is fenced", async () => {
+    const { t, client } = await start();
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: ['orders', 'later'],
+    });
+    expect(joined.errorCode).toBe(0);
+    // Member ids are public (ConsumerGroupDescribe): anyone can send one with a wrong epoch.
+    const stranger = await RawKafkaClient.connect(t.server.port, {});
+    try {
+      const fenced = await stranger.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+        groupId: 'g',
+        memberId: 'm',
+        memberEpoch: joined.memberEpoch + 5,
+      });
+      expect(fenced.errorCode).toBe(KAFKA_ERROR.FENCED_MEMBER_EPOCH);
+    } finally {
+      await stranger.close();
+    }
+    const created = await client.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
+      allowAutoTopicCreation: true,
+    });
+    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+    });
+    expect(beat.errorCode).toBe(0);
+    expect(partitionsOf(beat, created.topics[0]!.topicId)).toEqual([0]);
+  });
+
+  it('keeps the subscriptions of the members it holds when others would fill its notes: a heartbeat that would need their room is refused, retriably', async () => {
+    running = await startTestServer({
+      server: { topics: [{ name: 'orders', partitions: 4 }], membersNotedMax: 3 },
+    });
+    const c = (client = await RawKafkaClient.connect(running.server.port, {}));
+    const victim = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: ['orders', 'later'],
+    });
+    expect(victim.errorCode).toBe(0);
+    const join = (groupId: string) =>
+      c.send(API_KEYS.ConsumerGroupHeartbeat, 1, { ...JOIN, groupId, memberId: `${groupId}-m` });
+    expect((await join('x1')).errorCode).toBe(0);
+    expect((await join('x2')).errorCode).toBe(0);
+    const refused = await join('x3');
+    expect(refused.errorCode).toBe(KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE);
+    expect(refused.errorMessage).toMatch(/at most 3 members/);
+    const created = await c.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
+      allowAutoTopicCreation: true,
+    });
+    const beat = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: victim.memberEpoch,
+    });
+    expect(beat.errorCode).toBe(0);
+    expect(partitionsOf(beat, created.topics[0]!.topicId)).toEqual([0]);
+    // A member that leaves frees its room.
+    const left = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'x1',
+      memberId: 'x1-m',
+      memberEpoch: -1,
+    });
+    expect(left.errorCode).toBe(0);
+    expect((await join('x3')).errorCode).toBe(0);
+  });
+
   it('subscribes by regular expression: the topics whose whole name matches, a topic created later included; a bad expression is INVALID_REGULAR_EXPRESSION', async () => {
     const { t, client } = await start();
     const ids = await topicIds(client);

@@ -1,9 +1,14 @@
 /**
  * The server's notes on consumer-group members stay within their bounds: a number of members and
- * a number of characters in all, the notes written longest ago going first.
+ * a number of characters in all. Past them the notes of members the store no longer holds go, those
+ * written longest ago first; a held member's notes never go to make room for another's, and notes
+ * that do not fit beside them are refused (`fits`).
  */
 import { describe, expect, it } from 'vitest';
-import { ConsumerMemberDirectory } from '../../../src/kafka/handlers/consumer-member-directory.js';
+import {
+  ConsumerMemberDirectory,
+  NO_ROOM_RECHECK_MS,
+} from '../../../src/kafka/handlers/consumer-member-directory.js';
 
 const notes = (topicNames: string[]) => ({
   topicNames,
@@ -28,8 +33,7 @@ describe('consumer member directory', () => {
     for (let m = 0; m < 50; m++) {
       const n = directory.get('g', `m${m}`);
       if (n !== undefined)
-        held +=
-          `g\u0000m${m}`.length + 1 + 10 + (n.topicNames ?? []).reduce((a, t) => a + t.length, 0);
+        held += `1:gm${m}`.length + 1 + 10 + (n.topicNames ?? []).reduce((a, t) => a + t.length, 0);
     }
     expect(directory.chars).toBe(held);
   });
@@ -55,5 +59,50 @@ describe('consumer member directory', () => {
     for (let m = 0; m < 10; m++) directory.set('g', `m${m}`, notes(['orders']));
     expect(directory.size).toBe(3);
     expect(directory.get('g', 'm9')).toBeDefined();
+  });
+
+  it("never drops a held member's notes for another's: notes that do not fit beside them are refused", () => {
+    const gone = new Set<string>();
+    let nowMs = 0;
+    const directory = new ConsumerMemberDirectory(1000, 2_000, {
+      held: (groupId, memberId) => !gone.has(`${groupId}/${memberId}`),
+      nowMs: () => nowMs,
+    });
+    const wide = Array.from({ length: 50 }, (_, i) => `topic-${String(i).padStart(4, '0')}`);
+    directory.set('victim', 'v', notes(['orders', 'later']));
+    let kept = 0;
+    for (let m = 0; m < 20; m++) {
+      if (!directory.fits('attacker', `a${m}`, notes(wide))) break;
+      directory.set('attacker', `a${m}`, notes(wide));
+      kept++;
+    }
+    expect(kept).toBe(3);
+    expect(directory.get('victim', 'v')?.topicNames).toEqual(['orders', 'later']);
+    expect(directory.chars).toBeLessThanOrEqual(2_000);
+    // A member the store no longer holds makes room, once the wait after a fruitless look is over
+    // (or at once when a member is deleted).
+    gone.add('attacker/a0');
+    expect(directory.fits('other', 'o', notes(wide))).toBe(false);
+    nowMs += NO_ROOM_RECHECK_MS;
+    expect(directory.fits('other', 'o', notes(wide))).toBe(true);
+    expect(directory.get('attacker', 'a0')).toBeUndefined();
+    directory.set('other', 'o', notes(wide));
+    expect(directory.fits('more', 'x', notes(wide))).toBe(false);
+    directory.delete('attacker', 'a1');
+    expect(directory.fits('more', 'x', notes(wide))).toBe(true);
+    // Notes that grow are counted by what they add; a member id the server is yet to make counts too.
+    expect(directory.fits('victim', 'v', notes(['orders', 'later']))).toBe(true);
+    expect(directory.fits('more', '', notes(wide))).toBe(true);
+  });
+
+  it('tells group and member ids apart whatever characters they hold', () => {
+    const directory = new ConsumerMemberDirectory(10);
+    directory.set('g\u0000m', 'x', notes(['a']));
+    directory.set('g', 'm\u0000x', notes(['b']));
+    directory.set('1:g', 'm', notes(['c']));
+    expect(directory.get('g\u0000m', 'x')?.topicNames).toEqual(['a']);
+    expect(directory.get('g', 'm\u0000x')?.topicNames).toEqual(['b']);
+    expect(directory.get('1:g', 'm')?.topicNames).toEqual(['c']);
+    expect(directory.size).toBe(3);
   });
 });

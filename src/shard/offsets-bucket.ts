@@ -262,6 +262,16 @@ export class OffsetsBucket {
     specs: OffsetRecordSpec[],
     member: CommitMember | null,
   ): Promise<void> {
+    // A negative generation or member epoch to a group without members is a commit without a
+    // member, whatever member id it names, as in Kafka (a consumer that left, or one outside group
+    // management, commits with generation -1): `#withoutMember` then refuses it if a member joined
+    // meanwhile. With members, the member is checked as usual.
+    if (
+      member !== null &&
+      (member.kind === 'classic' ? member.generationId : member.memberEpoch) < 0 &&
+      !this.coordinator.hasMembers(groupId)
+    )
+      member = null;
     // No closure held in a variable here: run from source, each would be named on every call.
     if (member?.kind === 'classic') {
       await this.coordinator.classic.commit(groupId, member, () =>

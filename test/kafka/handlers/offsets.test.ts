@@ -297,6 +297,38 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
     expect((await t.store.stats()).totals.liveOffsets, 'none of it was written').toBe(0);
   });
 
+  it('takes a commit with a negative generation as Kafka does: without a member while the group has none, whatever member id it names (a consumer that left commits with its old one); fenced as usual while it has members', async () => {
+    const { t, client } = await start();
+    const commit = (groupId: string, generation: number, memberId: string, offset: bigint) => ({
+      ...adminCommit(groupId, { orders: [{ partitionIndex: 0, committedOffset: offset }] }),
+      generationIdOrMemberEpoch: generation,
+      memberId,
+    });
+    const code = async (request: CommitRequest, version: number) =>
+      (await client.send(API_KEYS.OffsetCommit, version, request)).topics[0]!.partitions[0]!
+        .errorCode;
+    const committed = async (groupId: string) =>
+      (await t.store.fetchOffsets(groupId, [{ tableId: 1, partitionId: null, bucketId: 0 }]))[0]
+        ?.offset;
+    // No group of that id: v8 (a generation) and v9 (a member epoch).
+    expect(await code(commit('fresh8', -1, 'm', 11n), 8)).toBe(0);
+    expect(await code(commit('fresh9', -1, 'm', 12n), 9)).toBe(0);
+    expect(await code(commit('fresh9', -3, '', 13n), 9)).toBe(0);
+    expect([await committed('fresh8'), await committed('fresh9')]).toEqual([11, 13]);
+    // A consumer-protocol group whose member left: Empty, its old member id still names no one.
+    const joined = await t.store.heartbeat('left', { memberEpoch: 0, subscribedTableIds: [1] });
+    await t.store.heartbeat('left', { memberId: joined.memberId, memberEpoch: -1 });
+    expect(await code(commit('left', -1, joined.memberId, 14n), 9)).toBe(0);
+    expect(await committed('left')).toBe(14);
+    // A group with a member: the member id and epoch are checked as ever.
+    const busy = await t.store.heartbeat('busy', { memberEpoch: 0, subscribedTableIds: [1] });
+    expect(await code(commit('busy', -1, busy.memberId, 15n), 9)).toBe(
+      KAFKA_ERROR.STALE_MEMBER_EPOCH,
+    );
+    expect(await code(commit('busy', -1, 'stranger', 15n), 9)).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+    expect(await committed('busy')).toBeUndefined();
+  });
+
   it('fetches every committed offset of catalog topics for null topics (v2+), several groups at once from v8', async () => {
     const { t, client } = await start();
     await client.send(

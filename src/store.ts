@@ -473,8 +473,21 @@ export class OffsetStore {
     if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function')
       throw new TypeError('onBucketCompacted must be a function');
     await this.#recovery;
-    this.#checkOpen(); // closed while recovery was awaited: there is no compactor to ask
-    return this.#compactor!.compactNow(onBucketCompacted);
+    for (;;) {
+      // A conversion closes the compactor and starts another once it is done: a compaction asked
+      // for meanwhile runs on that one, not cut short as if the store were closing.
+      await this.#conversions.settled();
+      this.#checkOpen(); // closed meanwhile: there is no compactor to ask
+      const compactor = this.#compactor!;
+      try {
+        return await compactor.compactNow(onBucketCompacted);
+      } catch (error) {
+        const cutShort = isOffsetStoreError(error) && error.code === 'STORE_CLOSED';
+        if (!cutShort || this.#closing !== undefined || this.#closed) throw error;
+        await this.#conversions.settled();
+        if (this.#compactor === compactor) throw error; // not replaced: no conversion cut it short
+      }
+    }
   }
 
   /**

@@ -11,7 +11,7 @@ import { OffsetStoreError, type ErrorCode } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import type { CleanedSegment } from '../log/index.js';
 import { LogReader, type SegmentRef } from './log-reader.js';
-import { validatePlan, type ValidatedPlan } from './plan-validation.js';
+import { validatePlan, type PlanAuthor, type ValidatedPlan } from './plan-validation.js';
 import { rewriteSegments } from './segment-rewriter.js';
 import { loadStrategy, type StrategyRef } from './strategy-registry.js';
 import type { BucketView, LogInspector } from './strategy.js';
@@ -22,6 +22,13 @@ export interface CompactionJob {
   dir: string;
   /** The strategy to load. */
   strategy: StrategyRef;
+  /**
+   * What the store knows of that strategy, from store.json and its own load of it: the id the
+   * loaded strategy must have (a module changed on disk since the store opened is refused), and
+   * the checkpoints and rewrites the plan is checked against. Whether the rewrite keeps tombstones
+   * follows `checkpoints` here, never what a module says of itself in this thread.
+   */
+  author: PlanAuthor;
   /** What the strategy is shown. */
   view: BucketView;
   /** The segments of `view` with their paths, oldest first (the last is active). */
@@ -58,10 +65,15 @@ export interface CompactionJobResult {
   failure?: { code: ErrorCode; message: string };
 }
 
-/** Runs `job` through `fs` (see the module comment). */
+/**
+ * Runs `job` through `fs` (see the module comment). `abandon`, when it aborts, stops waiting for a
+ * strategy's `plan` and writes nothing (STORE_CLOSED): a plan that never settles does not hold
+ * a closing store.
+ */
 export async function runCompactionJob(
   fs: FileSystem,
   job: CompactionJob,
+  abandon?: AbortSignal,
 ): Promise<CompactionJobResult> {
   const result: CompactionJobResult = {
     plan: null,
@@ -76,16 +88,44 @@ export async function runCompactionJob(
   const reader = new LogReader(fs, job.segments, job.batchBytesMax);
   try {
     const strategy = await loadStrategy(job.strategy);
+    if (strategy.id !== job.author.strategy)
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `the compaction strategy loaded for offsets-bucket ${job.view.bucket} is '${strategy.id}', not the store's '${job.author.strategy}' (its module changed since the store opened): reopen the store; nothing was changed`,
+      );
     const view = job.view;
     const horizonMs = view.nowMs - view.settings.deleteRetentionMs;
+    // What the engine throws through the inspector (a read failed, a batch is damaged) keeps its
+    // code when the strategy lets it through; anything else a plan throws is the strategy's failure.
+    const enginesErrors = new WeakSet<object>();
     const inspector: LogInspector = {
-      segmentGarbage: (query = {}) => reader.segmentGarbage(query, horizonMs),
+      segmentGarbage: (query = {}) =>
+        reader.segmentGarbage(query, horizonMs).catch((error: unknown) => {
+          if (typeof error === 'object' && error !== null) enginesErrors.add(error);
+          throw error;
+        }),
     };
-    const plan = validatePlan(await strategy.definition.plan(view, inspector), view, {
-      strategy: strategy.id,
-      checkpoints: strategy.checkpoints,
-      rewrites: strategy.rewrites,
-    });
+    let proposed: unknown;
+    try {
+      proposed = await untilAbandoned(strategy.definition.plan(view, inspector), abandon);
+    } catch (error) {
+      if (error === ABANDONED)
+        throw new OffsetStoreError(
+          'STORE_CLOSED',
+          `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
+        );
+      if (typeof error === 'object' && error !== null && enginesErrors.has(error)) throw error;
+      throw new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        `strategy '${job.author.strategy}' failed while planning for offsets-bucket ${view.bucket}: ${describeThrown(error)}; nothing was changed`,
+      );
+    }
+    if (abandon?.aborted === true)
+      throw new OffsetStoreError(
+        'STORE_CLOSED',
+        `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
+      );
+    const plan = validatePlan(proposed, view, job.author);
     result.plan = plan;
     if (plan !== null && plan.groups.length > 0) {
       const rewrite = await rewriteSegments(fs, job.dir, reader, {
@@ -93,7 +133,7 @@ export async function runCompactionJob(
         mapFrom: plan.mapFrom,
         horizonMs,
         tombstonesBelow: plan.tombstonesBelow,
-        keepTombstones: strategy.checkpoints,
+        keepTombstones: job.author.checkpoints,
         segmentBytesMax: view.settings.segmentBytesMax,
       });
       result.outputs = rewrite.outputs;
@@ -110,6 +150,37 @@ export async function runCompactionJob(
   return result;
 }
 
+const ABANDONED = Symbol('abandoned');
+
+/** `promise`, or a rejection with ABANDONED once `abandon` aborts (the promise is left to itself). */
+export function untilAbandoned<T>(promise: T | Promise<T>, abandon?: AbortSignal): Promise<T> {
+  if (abandon === undefined) return Promise.resolve(promise);
+  if (abandon.aborted) return Promise.reject(ABANDONED);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(ABANDONED);
+    abandon.addEventListener('abort', onAbort, { once: true });
+    Promise.resolve(promise).then(
+      (value) => {
+        abandon.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        abandon.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** What user code threw, for a message: its message when it has one that can be read. */
+export function describeThrown(error: unknown): string {
+  try {
+    return error instanceof Error ? String(error.message) : String(error);
+  } catch {
+    return 'a value that cannot be described';
+  }
+}
+
 function failureOf(error: unknown, job: CompactionJob): { code: ErrorCode; message: string } {
   if (error instanceof OffsetStoreError)
     return { code: error.code, message: error.message.replace(/^[A-Z_]+: /, '') };
@@ -122,7 +193,7 @@ function failureOf(error: unknown, job: CompactionJob): { code: ErrorCode; messa
   // A strategy's own bug (a TypeError in its plan): reported as its failure, not the engine's.
   return {
     code: 'INVALID_COMPACTION_PLAN',
-    message: `strategy '${'builtIn' in job.strategy ? job.strategy.builtIn : job.strategy.moduleUrl}' failed while planning for offsets-bucket ${job.view.bucket}: ${error instanceof Error ? error.message : String(error)}; nothing was changed`,
+    message: `strategy '${'builtIn' in job.strategy ? job.strategy.builtIn : job.strategy.moduleUrl}' failed while planning for offsets-bucket ${job.view.bucket}: ${describeThrown(error)}; nothing was changed`,
   };
 }
 

@@ -23,7 +23,12 @@
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
-import { jobError, type CompactionJobResult } from './compaction-job.js';
+import {
+  describeThrown,
+  jobError,
+  untilAbandoned,
+  type CompactionJobResult,
+} from './compaction-job.js';
 import type { CompactionRunner } from './job-runner.js';
 import {
   checkOutputs,
@@ -185,6 +190,8 @@ export class Compactor {
   readonly #options: CompactorOptions;
   readonly #targets: CompactionTarget[];
   readonly #running = new Map<number, Promise<BucketCompaction>>();
+  /** Aborted by close: a strategy still planning on this thread is abandoned. */
+  readonly #closing = new AbortController();
   /** The strategy's state per bucket, once read from disk. */
   readonly #states = new Map<number, JsonValue | undefined>();
   #timer: Timer | undefined;
@@ -486,7 +493,9 @@ export class Compactor {
       return runner.run({
         dir: target.log.dir,
         strategy: strategy.ref,
-        view,
+        author,
+        // A copy: in-process, the strategy must not be able to change what the plan is checked against.
+        view: structuredClone(view),
         batchBytesMax: this.#options.batchBytesMax,
         segments: segments.map((s) => ({
           path: s.path,
@@ -506,16 +515,27 @@ export class Compactor {
       bytesWritten: 0,
       bytesRead: 0,
     };
+    let proposed: unknown;
     try {
-      empty.plan = validatePlan(await strategy.definition.plan(view, NO_INSPECTOR), view, author);
+      const shown = structuredClone(view);
+      // A plan that never settles must not hold close(): it is abandoned (it writes nothing).
+      proposed = await untilAbandoned(
+        strategy.definition.plan(shown, NO_INSPECTOR),
+        this.#closing.signal,
+      );
     } catch (error) {
-      if (error instanceof OffsetStoreError) throw error;
+      if (this.#closed)
+        throw new OffsetStoreError(
+          'STORE_CLOSED',
+          `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
+        );
       throw new OffsetStoreError(
         'INVALID_COMPACTION_PLAN',
-        `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${(error as Error).message}; nothing was changed`,
+        `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${describeThrown(error)}; nothing was changed`,
         { cause: error },
       );
     }
+    empty.plan = validatePlan(proposed, view, author);
     return empty;
   }
 
@@ -552,6 +572,7 @@ export class Compactor {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort();
     this.#timer?.cancel();
     await this.#options.runner?.close();
     await Promise.allSettled([...this.#running.values()]);

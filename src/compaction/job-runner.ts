@@ -26,6 +26,8 @@ export interface CompactionRunner {
 export class InProcessRunner implements CompactionRunner {
   readonly #fs: FileSystem;
   #closed = false;
+  /** Aborted by close: a job whose strategy is still planning is abandoned (it writes nothing). */
+  readonly #closing = new AbortController();
 
   /** Runs every job through `fs`, the store's own port, so its faults (in tests) reach compaction too. */
   constructor(fs: FileSystem) {
@@ -38,7 +40,7 @@ export class InProcessRunner implements CompactionRunner {
    */
   async run(job: CompactionJob): Promise<CompactionJobResult> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction runner is closed');
-    const result = await runCompactionJob(this.#fs, job);
+    const result = await runCompactionJob(this.#fs, job, this.#closing.signal);
     if (this.#closed)
       throw new OffsetStoreError(
         'STORE_CLOSED',
@@ -47,8 +49,13 @@ export class InProcessRunner implements CompactionRunner {
     return result;
   }
 
-  /** Refuses later jobs; a job in flight finishes its I/O but reports STORE_CLOSED. Idempotent. */
+  /**
+   * Refuses later jobs; a job in flight finishes its I/O but reports STORE_CLOSED, and one whose
+   * strategy is still planning is abandoned (its plan, if it ever settles, is not carried out).
+   * Idempotent.
+   */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closing.abort();
   }
 }

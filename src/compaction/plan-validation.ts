@@ -75,7 +75,11 @@ function isLogOffset(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
-/** Checks `plan` against `view` (rules 1-4); null when it asks for nothing. */
+/**
+ * Checks `plan` against `view` (rules 1-4); null when it asks for nothing. Each field of the plan,
+ * and each element of its groups, is read once, and what is returned holds only values checked
+ * (copies): a plan of getters or Proxies cannot show validation one thing and the rewrite another.
+ */
 export function validatePlan(
   plan: unknown,
   view: BucketView,
@@ -122,10 +126,11 @@ export function validatePlan(
   if (deleteBelow !== undefined)
     validateDeleteBelow(deleteBelow, checkpoint === true, view, author);
   let state: ValidatedPlan['state'];
-  if (fields.state !== undefined) {
+  const stateField = fields.state;
+  if (stateField !== undefined) {
     let text: string | undefined;
     try {
-      text = JSON.stringify(fields.state);
+      text = JSON.stringify(stateField);
     } catch (error) {
       throw refuse(author, view, `state is not JSON: ${(error as Error).message}`);
     }
@@ -202,7 +207,9 @@ function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor):
       );
     }
     previousEnd = positions.at(-1)!;
-    groups.push(group as number[]);
+    // The base offsets as validated, from the view: the strategy's array is not read again (a
+    // getter or a Proxy could name other segments on the next read than on this one).
+    groups.push(positions.map((i) => view.segments[i]!.baseOffset));
   }
   return groups;
 }

@@ -110,7 +110,13 @@ function loadModule(url: string): Promise<CompactionStrategyDefinition> {
   return promise;
 }
 
-/** Checks that a module's default export is a CompactionStrategyDefinition. */
+/**
+ * Checks that a module's default export is a CompactionStrategyDefinition, and returns a frozen
+ * copy of what was checked: each field is read once (a getter or a Proxy could answer the check one
+ * way and the store, recording `name` and `checkpoints` in store.json, another), and `plan` and
+ * `due` are called on the module's own object. INVALID_CONFIG naming `where` when it is not one,
+ * or when reading it throws.
+ */
 export function checkDefinition(value: unknown, where: string): CompactionStrategyDefinition {
   const bad = (reason: string) =>
     new OffsetStoreError(
@@ -120,15 +126,47 @@ export function checkDefinition(value: unknown, where: string): CompactionStrate
   if (typeof value !== 'object' || value === null)
     throw bad('its default export must be an object with name and plan');
   const d = value as Record<string, unknown>;
-  if (typeof d.name !== 'string' || !NAME_PATTERN.test(d.name))
-    throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${JSON.stringify(d.name)}`);
-  if (typeof d.plan !== 'function') throw bad('plan must be a function');
-  if (d.due !== undefined && typeof d.due !== 'function') throw bad('due must be a function');
-  if (d.checkpoints !== undefined && typeof d.checkpoints !== 'boolean')
+  let name: unknown, plan: unknown, due: unknown, checkpoints: unknown, rewrites: unknown;
+  try {
+    ({ name, plan, due, checkpoints, rewrites } = d);
+  } catch (error) {
+    throw bad(`reading its fields threw: ${messageOf(error)}`);
+  }
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name))
+    throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${describe(name)}`);
+  if (typeof plan !== 'function') throw bad('plan must be a function');
+  if (due !== undefined && typeof due !== 'function') throw bad('due must be a function');
+  if (checkpoints !== undefined && typeof checkpoints !== 'boolean')
     throw bad('checkpoints must be a boolean');
-  if (d.rewrites !== undefined && typeof d.rewrites !== 'boolean')
+  if (rewrites !== undefined && typeof rewrites !== 'boolean')
     throw bad('rewrites must be a boolean');
-  return value as CompactionStrategyDefinition;
+  const planOf = plan as CompactionStrategyDefinition['plan'];
+  const dueOf = due as CompactionStrategyDefinition['due'];
+  return Object.freeze({
+    name,
+    ...(checkpoints === undefined ? {} : { checkpoints }),
+    ...(rewrites === undefined ? {} : { rewrites }),
+    plan: (view, inspector) => planOf.call(value, view, inspector),
+    ...(dueOf === undefined ? {} : { due: (view) => dueOf.call(value, view) }),
+  } satisfies CompactionStrategyDefinition);
+}
+
+/** An error's message, for one thrown by user code (whose `message` may itself throw). */
+function messageOf(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return 'an error that cannot be described';
+  }
+}
+
+/** A value in a message (JSON where it can be). */
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return typeof value;
+  }
 }
 
 /**

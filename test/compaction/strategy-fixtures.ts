@@ -15,9 +15,12 @@ import { FaultyFileSystem } from '../support/faulty-file-system.js';
 export const STRATEGY_MODULES = {
   scripted: path.join(import.meta.dirname, 'strategies', 'scripted.mjs'),
   scriptedCheckpoints: path.join(import.meta.dirname, 'strategies', 'scripted-checkpoints.mjs'),
+  scriptedPlanner: path.join(import.meta.dirname, 'strategies', 'scripted-planner.mjs'),
   overlapping: path.join(import.meta.dirname, 'strategies', 'overlapping.mjs'),
   notAStrategy: path.join(import.meta.dirname, 'strategies', 'not-a-strategy.mjs'),
   exitingWorker: path.join(import.meta.dirname, 'strategies', 'exiting-worker.mjs'),
+  twoFaced: path.join(import.meta.dirname, 'strategies', 'two-faced.mjs'),
+  shiftingName: path.join(import.meta.dirname, 'strategies', 'shifting-name.mjs'),
 };
 
 /** The hooks of scripted.mjs: the plan it returns next, and the views it was shown. */

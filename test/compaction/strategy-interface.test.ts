@@ -147,6 +147,33 @@ describe('a strategy module', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('a compaction asked for while a conversion runs runs once it is done, on the new strategy, instead of failing as if the store were closing', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(inProcessOptions(dir, 'log-cleaner'));
+    await fillSegments(store);
+    const state = await stateOf(store);
+    const [, report] = await Promise.all([store.convertCompaction('incremental'), store.compact()]);
+    expect(report.buckets).toHaveLength(1);
+    expect(await stateOf(store)).toEqual(state);
+    await store.close();
+  });
+
+  it('is read once: a name that changes after it was checked is not what the store records', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.shiftingName));
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await store.close();
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8')) as {
+      compactionStrategy: string;
+    };
+    expect(manifest.compactionStrategy).toBe('module:shifting');
+    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.shiftingName));
+    expect(await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }])).toMatchObject([
+      { offset: 1 },
+    ]);
+    await reopened.close();
+  });
+
   it('that declares checkpoints is recorded as module:<name>+checkpoints, and recovery restores its checkpoints', async () => {
     const dir = tempDir();
     const hooks = scriptedHooks();

@@ -93,6 +93,24 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
     },
     /failed while planning for offsets-bucket 0: oops/,
   ],
+  [
+    'a plan that throws an error with a code of its own',
+    () => {
+      throw Object.assign(new Error('disk says no'), { code: 'EIO' });
+    },
+    /failed while planning for offsets-bucket 0: disk says no/,
+  ],
+  [
+    'a plan that throws something whose message cannot be read',
+    () => {
+      throw Object.defineProperty(new Error(), 'message', {
+        get() {
+          throw new Error('no');
+        },
+      });
+    },
+    /failed while planning for offsets-bucket 0: a value that cannot be described/,
+  ],
 ];
 
 /** A one-bucket store of 1 KiB segments on a strategy module (planned on a worker thread), filled. */
@@ -164,6 +182,80 @@ describe('unsafe plans are refused', () => {
     expect(await stateOf(store)).toEqual(new Map([...state, ['after', new Map([['1::0', 1]])]]));
     await store.close();
   });
+
+  it('reads a plan once: a group whose element reads differently later is rewritten as it was validated, losing nothing', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted);
+    const store = await OffsetStore.open(options);
+    await fillSegments(store);
+    const state = await stateOf(store);
+    let reads = 0;
+    scriptedHooks().plan = (view) => {
+      const [a, b, c] = sealed(view);
+      const group = [a, 0, c];
+      // The second read (once the first passed validation) names a segment twice and drops b.
+      Object.defineProperty(group, 1, { enumerable: true, get: () => (++reads === 2 ? a : b) });
+      return { rewrite: [group] };
+    };
+    const compacted = await store.compact();
+    expect(compacted.buckets[0]!.segmentsRewritten).toBe(3);
+    expect(reads).toBe(1);
+    expect(await stateOf(store)).toEqual(state);
+    await store.close();
+    const reopened = await OffsetStore.open(options);
+    expect(await stateOf(reopened)).toEqual(state);
+    await reopened.close();
+  });
+
+  it("keeps tombstones as the store's recorded strategy says: a module that declares other checkpoints on a worker thread is refused there", async () => {
+    const dir = tempDir();
+    const store = await filledStoreOn(dir, STRATEGY_MODULES.twoFaced);
+    await store.deleteOffsets('group-1', [{ tableId: 2, bucketId: 1 }]);
+    const state = await stateOf(store);
+    const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(
+        /loaded for offsets-bucket 0 is 'module:two-faced', not the store's 'module:two-faced\+checkpoints'/,
+      ),
+    });
+    expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+    expect(await stateOf(store)).toEqual(state);
+    await store.close();
+  });
+
+  for (const [where, module] of [
+    ['on the compaction runner', STRATEGY_MODULES.scripted],
+    ['on the main thread (rewrites: false)', STRATEGY_MODULES.scriptedPlanner],
+  ] as const) {
+    it(`lets the store close while a plan never settles ${where}: the compaction is abandoned, writing nothing`, async () => {
+      const dir = tempDir();
+      const options = inProcessOptions(dir, module);
+      const store = await OffsetStore.open(options);
+      await fillSegments(store);
+      const state = await stateOf(store);
+      const segments = () => Object.keys(folderSnapshot(path.join(dir, 'buckets', '000')));
+      const before = segments();
+      let planned!: () => void;
+      const asked = new Promise<void>((resolve) => (planned = resolve));
+      scriptedHooks().plan = () => {
+        planned();
+        return new Promise(() => {});
+      };
+      const compacting = store.compact().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await asked;
+      await store.close();
+      expect(await compacting).toMatchObject({ code: 'STORE_CLOSED' });
+      expect(segments(), 'no segment rewritten, no output left').toEqual(before);
+      scriptedHooks().plan = () => null;
+      const reopened = await OffsetStore.open(options);
+      expect(await stateOf(reopened)).toEqual(state);
+      await reopened.close();
+    });
+  }
 
   it("refuses rewrite outputs that do not chain from their group's first base offset to its last batch", () => {
     const author = { strategy: 'x', checkpoints: false, rewrites: true };

@@ -193,6 +193,10 @@ export class CheckpointStore {
       overlappingSync: false,
       mapSize: 2 ** 34,
       readOnly,
+      // The writes here are whole transactions. With batching across an event turn, LMDB starts
+      // each batch with a write whose promise it keeps to itself, and a failed commit (a full disk)
+      // rejects it unhandled: on Node's defaults, that kills the process.
+      eventTurnBatching: false,
     });
     openEnvironments.add(db);
     const store = new CheckpointStore(fs, path, db);
@@ -379,32 +383,34 @@ export class CheckpointStore {
       .slice(1)
       .map((c) => c.logOffset);
     const pagesBefore = this.sizeBytes();
-    await externalWork(
+    await lmdbCommit(
       this.#db.transaction(() => {
-        for (const [key, value] of puts) this.#db.put(key, value);
-        this.#db.put(
-          ['m', X],
-          Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })),
+        for (const [key, value] of puts) handled(this.#db.put(key, value));
+        handled(
+          this.#db.put(
+            ['m', X],
+            Buffer.from(JSON.stringify({ formatVersion: CHECKPOINT_FORMAT_VERSION, ...info })),
+          ),
         );
       }),
     );
-    await externalWork(this.#db.flushed);
+    await lmdbCommit(this.#db.flushed);
     // LMDB copies on write, so the transaction wrote at least the pages the new checkpoint added to
     // the tree; the values alone undercount it (page headers, keys, branch pages).
     const bytesWritten = Math.max(valueBytes, this.sizeBytes() - pagesBefore);
     if (drop.length > 0) {
-      await externalWork(
+      await lmdbCommit(
         this.#db.transaction(() => {
           for (const old of drop) {
-            this.#db.remove(['m', old]);
+            handled(this.#db.remove(['m', old]));
             for (const prefix of ['g', 's']) {
               for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] }))
-                this.#db.remove(key);
+                handled(this.#db.remove(key));
             }
           }
         }),
       );
-      await externalWork(this.#db.flushed);
+      await lmdbCommit(this.#db.flushed);
     }
     await sealCheckpointFile(this.#fs, this.path);
     return { info, bytesWritten };
@@ -430,5 +436,31 @@ export class CheckpointStore {
   close(): Promise<void> {
     openEnvironments.delete(this.#db);
     return externalWork(this.#db.close());
+  }
+}
+
+/**
+ * A failed LMDB commit (a full disk) rejects more than the transaction: every write made in it
+ * (`put` and `remove` return promises inside a transaction too) and the `commitError` promise the
+ * error carries. Unhandled, any of them kills a process on Node's defaults, after the compaction
+ * itself was already reported as failed. Each gets a handler; the transaction's rejection is the
+ * one that is raised.
+ */
+function handled(result: unknown): void {
+  if (
+    typeof result === 'object' &&
+    result !== null &&
+    typeof (result as PromiseLike<unknown>).then === 'function'
+  )
+    (result as PromiseLike<unknown>).then(undefined, () => {});
+}
+
+/** Awaits an LMDB commit (or flush), handling the `commitError` its failure carries (see `handled`). */
+async function lmdbCommit<T>(commit: Promise<T>): Promise<T> {
+  try {
+    return await externalWork(commit);
+  } catch (error) {
+    handled((error as { commitError?: unknown } | null)?.commitError);
+    throw error;
   }
 }

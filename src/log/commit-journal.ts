@@ -585,8 +585,15 @@ export class CommitJournal implements JournalPort {
     if (rounds.length > 0) {
       const file = rounds[0]!.file;
       try {
-        for (const round of rounds)
-          await file.handle.writev([zeroBytes(ROUND_HEADER_BYTES)], round.start);
+        // Only what reached the file is erased, and never past its end: a round whose write failed
+        // for want of space (ENOSPC) left nothing there, and zeros written past the end would need
+        // the space that is missing, turning a full disk into a journal this process cannot reopen.
+        const sizeBytes = await file.handle.sizeBytes();
+        for (const round of rounds) {
+          if (round.start >= sizeBytes) continue;
+          const bytes = Math.min(ROUND_HEADER_BYTES, sizeBytes - round.start);
+          await file.handle.writev([zeroBytes(bytes)], round.start);
+        }
         await file.handle.datasync();
       } catch (cutError) {
         const first = rounds.reduce((a, b) => (b.start < a.start ? b : a));

@@ -477,6 +477,36 @@ describe('the commit journal', () => {
     forgetJournalProcessState();
   });
 
+  it('erases nothing past the end of its file: a round a full disk kept out of it leaves the journal reopenable in this process', async () => {
+    const dir = tempDir();
+    const enospc = () =>
+      Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    // Every journal write fails for want of space (nothing of it reaches the file), and so does
+    // writing the record of refused rounds: only a round in the file would need either.
+    const hooked = hookedFs({
+      beforeJournalWrite: () => {
+        throw enospc();
+      },
+    });
+    const fs: FileSystem = Object.assign(Object.create(hooked) as FileSystem, {
+      open: (file: string, flags: OpenFlags) =>
+        file.includes(REFUSED_FILE) ? Promise.reject(enospc()) : hooked.open(file, flags),
+    });
+    const { journal } = await openJournal(dir, { fs });
+    const outcomes = await oneRound(journal);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    expect(outcomes[1]).toMatchObject({
+      reason: {
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.not.stringContaining('fill that file'),
+      },
+    });
+    await journal.close(false);
+    const read = await readJournalForRecovery(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(0);
+    await deleteJournalFiles(new NodeFileSystem(), dir, read.files);
+  });
+
   it('refuses a record of refused rounds that is not one', async () => {
     const dir = tempDir();
     const { journal } = await openJournal(dir);

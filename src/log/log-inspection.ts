@@ -342,7 +342,10 @@ async function scanAll(
       file: last?.path ?? '(no segment)',
       position: last?.validBytes ?? 0,
       bytesAfter: 0,
-      reason: `the log ends at log offset ${end}${replay !== undefined && end !== result.logEnd ? ' (with the commit journal)' : ''}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`,
+      reason:
+        end < known.logOffset
+          ? `the log ends at log offset ${end}${replay !== undefined && end !== result.logEnd ? ' (with the commit journal)' : ''}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`
+          : `the log ends at log offset ${end}${replay !== undefined && end !== result.logEnd ? ' (with the commit journal)' : ''}, past log offset ${known.logOffset}, where store.json says it ended when the store was last closed (batches were written after that close: store.json is older than the log, restored from a copy, or the log is another store's)`,
     });
   }
 }

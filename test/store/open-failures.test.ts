@@ -4,7 +4,7 @@
  * a later failure while cleaning up), and a failed open leaves nothing open and the store unlocked.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
@@ -46,6 +46,24 @@ function errnoError(code: string, operation: string, filePath: string): NodeJS.E
 }
 
 describe('OffsetStore.open failures', () => {
+  it('refuses a store.json older than its logs (restored from a copy) with CORRUPT_MESSAGE saying so, not that batches are missing', async () => {
+    const dir = tempDir();
+    const first = await OffsetStore.open({ dir, bucketCount: 1 });
+    await first.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await first.close();
+    const older = readFileSync(path.join(dir, 'store.json'));
+    const second = await OffsetStore.open({ dir });
+    await second.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 2 }]);
+    await second.close();
+    writeFileSync(path.join(dir, 'store.json'), older);
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /ends at log offset 2, past log offset 1, .*store\.json is older than the log/,
+      ),
+    });
+  });
+
   it('a dir that is a regular file, or lies under one: INVALID_CONFIG naming it, and nothing is created', async () => {
     const file = path.join(tempDir(), 'offsets');
     writeFileSync(file, 'not a store');

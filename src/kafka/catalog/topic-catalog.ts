@@ -112,7 +112,17 @@ export class TopicCatalog {
   static async open(options: TopicCatalogOptions): Promise<TopicCatalog> {
     await loadChecksum();
     const filePath = path.join(options.dir, CATALOG_FILE);
-    const bytes = await options.fs.readFile(filePath);
+    let bytes: Buffer | null;
+    try {
+      bytes = await options.fs.readFile(filePath);
+    } catch (error) {
+      // Not a file (a directory, a FIFO), unreadable: the store's error, naming the file.
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `reading the topic catalog ${filePath} failed: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     const content =
       bytes === null
         ? { clusterId: randomBytes(16).toString('base64url'), topics: [] }

@@ -76,7 +76,16 @@ export async function readSecurityFile(
   key: string,
 ): Promise<unknown[]> {
   await loadChecksum();
-  const bytes = await fs.readFile(filePath);
+  let bytes: Buffer | null;
+  try {
+    bytes = await fs.readFile(filePath);
+  } catch (error) {
+    throw new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `reading ${filePath} failed: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
   if (bytes === null) return [];
   let parsed: unknown;
   try {
@@ -117,7 +126,15 @@ export async function writeSecurityFile(
   entries: readonly unknown[],
 ): Promise<void> {
   await loadChecksum();
-  await writeDurably(fs, filePath, encodeSecurityFile(key, entries), SECURITY_FILE_MODE);
+  try {
+    await writeDurably(fs, filePath, encodeSecurityFile(key, entries), SECURITY_FILE_MODE);
+  } catch (error) {
+    throw new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `writing ${filePath} failed: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
 }
 
 /** How long a writer waits for another's change of the security files before giving up. */

@@ -5,7 +5,7 @@
  * [a-zA-Z0-9._-], not '.' or '..', no collision of '.' with '_'). A damaged or hand-edited file is
  * CORRUPT_MESSAGE naming it; a failed write fail-stops the catalog until it is reopened.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -270,6 +270,14 @@ describe('TopicCatalog', () => {
     await expect(openCatalog(dir)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
     writeFileSync(file, good);
     expect((await openCatalog(dir)).get('orders')?.partitions).toBe(3);
+    // Not a file at all: the store's error, naming it.
+    rmSync(file);
+    mkdirSync(file);
+    await expect(openCatalog(dir)).rejects.toMatchObject({
+      name: 'OffsetStoreError',
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringContaining(`reading the topic catalog ${file} failed`),
+    });
   });
 
   it('after a failed write shows nothing of the change and refuses later changes with LOG_STORAGE_ERROR until reopened', async () => {

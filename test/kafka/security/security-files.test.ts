@@ -117,7 +117,11 @@ describe('users and ACLs on disk', () => {
     const aclsBefore = readFileSync(path.join(dir, ACLS_FILE));
     const faulty = new FaultyFileSystem();
     faulty.plan = { failMetaOpAt: 1 }; // the rename
-    await expect(UserCredentials.addUser(faulty, dir, 'bob', 'pw-2')).rejects.toThrow(/EIO/);
+    await expect(UserCredentials.addUser(faulty, dir, 'bob', 'pw-2')).rejects.toMatchObject({
+      name: 'OffsetStoreError',
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(new RegExp(`writing .*${USERS_FILE} failed: .*EIO`)),
+    });
     faulty.metaOpCount = 0;
     await expect(UserCredentials.removeUser(faulty, dir, 'alice')).rejects.toThrow(/EIO/);
     faulty.metaOpCount = 0;

@@ -215,14 +215,13 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
       reason: strayReason(layout.manifest, stray),
     });
   for (let bucket = 0; bucket < layout.bucketDirs.length; bucket++) {
-    const result = await verifyBucket(
-      fs,
-      layout,
-      bucket,
-      missing.has(bucket),
-      report.problems,
-      journaled.get(bucket),
-    );
+    const check = async (found: LogProblem[]) =>
+      verifyBucket(fs, layout, bucket, missing.has(bucket), found, journaled.get(bucket));
+    let found: LogProblem[] = [];
+    let result = await check(found);
+    if (report.openByPid !== null && found.length > 0)
+      [result, found] = await recheckLive(check, result, found, report.openByPid);
+    report.problems.push(...found);
     report.buckets.push(result);
     report.totals.segmentCount += result.segments.length;
     report.totals.batchCount += result.batchCount;
@@ -235,6 +234,50 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
   report.ok = report.problems.length === 0;
   report.durationMs = performance.now() - startedMs;
   return report;
+}
+
+/** Reads of a live store's bucket made before its problems are taken as what they say. */
+const LIVE_CHECKS = 4;
+/** Pause between them, ms. */
+const LIVE_CHECK_PAUSE_MS = 100;
+
+/**
+ * A store another process has open is read while it writes: a read that meets the end of its
+ * active segment while an append is landing sees a batch cut short, and what follows it later,
+ * which reads like damage (even like corruption). So a bucket with problems is read again, up to
+ * LIVE_CHECKS times: problems that go away were appends in flight; problems that move or change
+ * are reported as a tail being written (not corruption: the CLI warns that the store is open);
+ * only problems that read the same every time stand as found.
+ */
+async function recheckLive(
+  check: (found: LogProblem[]) => Promise<BucketVerification>,
+  result: BucketVerification,
+  found: LogProblem[],
+  pid: number,
+): Promise<[BucketVerification, LogProblem[]]> {
+  const keyOf = (p: LogProblem) => JSON.stringify([p.kind, p.file, p.position, p.reason]);
+  // Problems found the same way by every read so far.
+  let stable = new Set(found.map(keyOf));
+  for (let attempt = 1; attempt < LIVE_CHECKS; attempt++) {
+    await new Promise((resolve) => setTimeout(resolve, LIVE_CHECK_PAUSE_MS));
+    const again: LogProblem[] = [];
+    const next = await check(again);
+    if (again.length === 0) return [next, again];
+    const keys = new Set(again.map(keyOf));
+    stable = new Set([...stable].filter((k) => keys.has(k)));
+    [result, found] = [next, again];
+  }
+  const problems = found.map((p): LogProblem =>
+    stable.has(keyOf(p))
+      ? p
+      : {
+          ...p,
+          kind: 'torn-tail',
+          reason: `${p.reason} (read while live process ${pid} writes, and it changed between reads: an append in progress, not damage found at rest)`,
+        },
+  );
+  const status = problems.some((p) => p.kind === 'corrupt') ? 'corrupt' : 'torn-tail';
+  return [{ ...result, status }, problems];
 }
 
 async function verifyBucket(

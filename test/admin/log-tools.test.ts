@@ -25,6 +25,12 @@ import {
 } from '../../src/admin/index.js';
 import { loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
+import {
+  NodeFileSystem,
+  type FileHandle,
+  type FileSystem,
+  type OpenFlags,
+} from '../../src/io/index.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { SEEDED, seedStore, segmentPaths, snapshotFiles } from './admin-fixtures.js';
 
@@ -258,6 +264,38 @@ describe('dumpLog and verifyLog', () => {
     await expect(
       OffsetStore.open({ dir, clock: new ManualClock(), compaction: { background: false } }),
     ).rejects.toThrow(`CORRUPT_MESSAGE: ${last} at byte ${lastBatch.position}`);
+  });
+
+  it('reads a store a live process has open again before it believes what it found: a batch read mid-append is no damage, damage at rest stays corrupt', async () => {
+    const dir = copyOfSeeded();
+    // As if a live process (this one) had the store open.
+    writeFileSync(path.join(dir, 'LOCK'), `${process.pid}\n`);
+    const last = segmentPaths(dir, ordersBucket).at(-1)!;
+    const lastBatch = batches(await dumpAll(dir, ordersBucket)).at(-1)!;
+    // The first read of the active segment meets its last batch half written, as a read racing an
+    // append does; every later read sees it whole.
+    const inner = new NodeFileSystem();
+    let cut = true;
+    const racing: FileSystem = Object.assign(Object.create(inner) as FileSystem, {
+      open: async (file: string, flags: OpenFlags) => {
+        const handle = await inner.open(file, flags);
+        if (file !== last || !cut) return handle;
+        cut = false;
+        return Object.assign(Object.create(handle) as FileHandle, {
+          sizeBytes: async () => lastBatch.position + 30,
+          read: handle.read.bind(handle),
+          close: handle.close.bind(handle),
+        });
+      },
+    });
+    const report = await verifyLog(dir, { fs: racing });
+    expect(cut).toBe(false);
+    expect(report).toMatchObject({ ok: true, openByPid: process.pid, problems: [] });
+    // Damage that reads the same every time is reported as it is, open or not.
+    flipByte(segmentPaths(dir, ordersBucket)[0]!, 60);
+    const damaged = await verifyLog(dir);
+    expect(damaged.corruptCount).toBe(1);
+    expect(damaged.problems[0]).toMatchObject({ kind: 'corrupt', bucket: ordersBucket });
   });
 
   it('takes a zero tail of the last segment for preallocation (ok), and one of a sealed segment for corruption', async () => {

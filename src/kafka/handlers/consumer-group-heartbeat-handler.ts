@@ -73,6 +73,7 @@ function invalidity(request: KafkaHeartbeat, version: number, topicsMax: number)
   if (request.subscribedTopicNames !== null && request.subscribedTopicNames.length > topicsMax)
     return `SubscribedTopicNames holds ${request.subscribedTopicNames.length} names; this server has at most ${topicsMax} topics.`;
   if (instanceId === '') return "InstanceId can't be empty.";
+  if (request.rackId === '') return "RackId can't be empty.";
   if (memberEpoch < -2) return `MemberEpoch ${memberEpoch} is invalid.`;
   if (memberEpoch === -2 && instanceId === null)
     return 'InstanceId must be set with MemberEpoch -2.';

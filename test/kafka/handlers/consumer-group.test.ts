@@ -201,6 +201,7 @@ describe('ConsumerGroupHeartbeat', () => {
       ['epoch -3', 0, { ...JOIN, memberId: 'm', memberEpoch: -3 }],
       ['-2 without an instance id', 0, { groupId: 'g', memberId: 'm', memberEpoch: -2 }],
       ['an empty instance id', 0, { ...JOIN, instanceId: '' }],
+      ['an empty rack id', 0, { ...JOIN, rackId: '' }],
       [
         'more names than the server can have topics',
         0,

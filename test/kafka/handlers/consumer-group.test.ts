@@ -62,6 +62,24 @@ function partitionsOf(response: HeartbeatResponse, topicId: string): number[] | 
   return response.assignment?.topicPartitions.find((tp) => tp.topicId === topicId)?.partitions;
 }
 
+/**
+ * Creates the topic 'later', then heartbeats as member 'm' of group 'g' at `memberEpoch` without
+ * its subscription (as librdkafka does): the partitions of 'later' the member is given.
+ */
+async function laterReaches(c: RawKafkaClient, memberEpoch: number): Promise<number[] | undefined> {
+  const created = await c.send(API_KEYS.Metadata, 12, {
+    topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
+    allowAutoTopicCreation: true,
+  });
+  const beat = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+    groupId: 'g',
+    memberId: 'm',
+    memberEpoch,
+  });
+  expect(beat.errorCode).toBe(0);
+  return partitionsOf(beat, created.topics[0]!.topicId);
+}
+
 describe('ConsumerGroupHeartbeat', () => {
   it('joins (v0: the server makes the member id), assigns partitions by topic id, heartbeats, and leaves', async () => {
     const { t, client } = await start();
@@ -316,17 +334,7 @@ describe('ConsumerGroupHeartbeat', () => {
     } finally {
       await stranger.close();
     }
-    const created = await client.send(API_KEYS.Metadata, 12, {
-      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
-      allowAutoTopicCreation: true,
-    });
-    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
-      groupId: 'g',
-      memberId: 'm',
-      memberEpoch: joined.memberEpoch,
-    });
-    expect(beat.errorCode).toBe(0);
-    expect(partitionsOf(beat, created.topics[0]!.topicId)).toEqual([0]);
+    expect(await laterReaches(client, joined.memberEpoch)).toEqual([0]);
   });
 
   it('keeps the subscriptions of the members it holds when others would fill its notes: a heartbeat that would need their room is refused, retriably', async () => {
@@ -347,17 +355,7 @@ describe('ConsumerGroupHeartbeat', () => {
     const refused = await join('x3');
     expect(refused.errorCode).toBe(KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE);
     expect(refused.errorMessage).toMatch(/at most 3 members/);
-    const created = await c.send(API_KEYS.Metadata, 12, {
-      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
-      allowAutoTopicCreation: true,
-    });
-    const beat = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
-      groupId: 'g',
-      memberId: 'm',
-      memberEpoch: victim.memberEpoch,
-    });
-    expect(beat.errorCode).toBe(0);
-    expect(partitionsOf(beat, created.topics[0]!.topicId)).toEqual([0]);
+    expect(await laterReaches(c, victim.memberEpoch)).toEqual([0]);
     // A member that leaves frees its room.
     const left = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
       groupId: 'x1',

@@ -24,7 +24,9 @@ const CONSUMER_PROTOCOL_TYPE = 'consumer';
 
 /**
  * The tables the members of a classic group subscribe to (topics the catalog does not have count
- * for nothing), or undefined when they cannot be read.
+ * for nothing): every table when a member's subscription is not known or cannot be read, and
+ * undefined for a group not of the consumer protocol type, whose subscriptions Kafka does not read
+ * (it refuses the whole request while the group has members: NON_EMPTY_GROUP).
  */
 function classicSubscribedTables(
   context: HandlerContext,
@@ -34,7 +36,9 @@ function classicSubscribedTables(
   const tables = new Set<number>();
   for (const member of group.members) {
     const topics = decodeSubscriptionTopics(member.metadata);
-    if (topics === undefined) return undefined;
+    // Not known (before a protocol is chosen) or not readable: every topic counts as subscribed,
+    // as Kafka counts it for a group of the consumer protocol type.
+    if (topics === undefined) return new Set(context.catalog.topics().map((t) => t.tableId));
     for (const topic of topics) {
       const entry = context.catalog.get(topic);
       if (entry !== undefined) tables.add(entry.tableId);

@@ -296,7 +296,7 @@ describe('client ids', () => {
 });
 
 describe('OffsetDelete in a classic group with members', () => {
-  it("reads a consumer group's subscriptions from its members' metadata: refuses the subscribed topic (86), deletes the others; a group whose metadata it cannot read is refused whole (68)", async () => {
+  it("reads a consumer group's subscriptions from its members' metadata: refuses the subscribed topic (86), deletes the others; where it cannot read them every topic counts as subscribed (86); a group of another protocol type is refused whole (68), as Kafka does", async () => {
     const clock = new ManualClock();
     const t = await start(undefined, clock);
     const c = await connect(t);
@@ -358,10 +358,30 @@ describe('OffsetDelete in a classic group with members', () => {
     expect(otherTable).toEqual([1]);
 
     await stableGroup(t, clock); // group 'g': metadata that is no consumer-protocol subscription
-    const refused = await c.send(API_KEYS.OffsetDelete, 0, {
+    const unreadable = await c.send(API_KEYS.OffsetDelete, 0, {
       groupId: 'g',
       topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }] }],
     });
+    expect(unreadable.errorCode).toBe(0);
+    expect(unreadable.topics[0]!.partitions[0]!.errorCode).toBe(
+      KAFKA_ERROR.GROUP_SUBSCRIBED_TO_TOPIC,
+    );
+
+    // A group of another protocol type, in its first rebalance.
+    const connectJoin = t.store.classic.joinGroup('connectors', {
+      ...request(''),
+      protocolType: 'connect',
+      requireKnownMemberId: false,
+    });
+    await until(
+      async () => (await t.store.describeGroup('connectors')).classic?.members.length === 1,
+    );
+    const refused = await c.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'connectors',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }] }],
+    });
+    clock.advance(INITIAL_DELAY_MS);
+    expect((await connectJoin).outcome).toBe('joined');
     expect([refused.errorCode, refused.topics]).toEqual([KAFKA_ERROR.NON_EMPTY_GROUP, []]);
   });
 });

@@ -98,22 +98,39 @@ export async function runCompactionJob(
     // What the engine throws through the inspector (a read failed, a batch is damaged) keeps its
     // code when the strategy lets it through; anything else a plan throws is the strategy's failure.
     const enginesErrors = new WeakSet<object>();
+    // The inspector's reads in flight: an abandoned plan is let go, its reads are not (their files
+    // are open until they end, and the store that closes must find every file closed).
+    const reads = new Set<Promise<unknown>>();
     const inspector: LogInspector = {
-      segmentGarbage: (query = {}) =>
-        reader.segmentGarbage(query, horizonMs).catch((error: unknown) => {
+      segmentGarbage: (query = {}) => {
+        if (abandon?.aborted === true)
+          return Promise.reject(
+            new OffsetStoreError('STORE_CLOSED', 'the store is closing: nothing more is read'),
+          );
+        const read = reader.segmentGarbage(query, horizonMs).catch((error: unknown) => {
           if (typeof error === 'object' && error !== null) enginesErrors.add(error);
           throw error;
-        }),
+        });
+        const settled = read.then(
+          () => undefined,
+          () => undefined,
+        );
+        reads.add(settled);
+        void settled.then(() => reads.delete(settled));
+        return read;
+      },
     };
     let proposed: unknown;
     try {
       proposed = await untilAbandoned(strategy.definition.plan(view, inspector), abandon);
     } catch (error) {
-      if (error === ABANDONED)
+      if (error === ABANDONED) {
+        await Promise.all([...reads]);
         throw new OffsetStoreError(
           'STORE_CLOSED',
           `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
         );
+      }
       if (typeof error === 'object' && error !== null && enginesErrors.has(error)) throw error;
       throw new OffsetStoreError(
         'INVALID_COMPACTION_PLAN',

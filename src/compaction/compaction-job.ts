@@ -13,7 +13,7 @@ import type { CleanedSegment } from '../log/index.js';
 import { LogReader, type SegmentRef } from './log-reader.js';
 import { validatePlan, type PlanAuthor, type ValidatedPlan } from './plan-validation.js';
 import { rewriteSegments } from './segment-rewriter.js';
-import { loadStrategy, type StrategyRef } from './strategy-registry.js';
+import { describeThrown, loadStrategy, type StrategyRef } from './strategy-registry.js';
 import type { BucketView, LogInspector } from './strategy.js';
 
 /** A compaction job: plain data. */
@@ -126,10 +126,7 @@ export async function runCompactionJob(
     } catch (error) {
       if (error === ABANDONED) {
         await Promise.all([...reads]);
-        throw new OffsetStoreError(
-          'STORE_CLOSED',
-          `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
-        );
+        throw abandonedError(view.bucket);
       }
       if (typeof error === 'object' && error !== null && enginesErrors.has(error)) throw error;
       throw new OffsetStoreError(
@@ -137,11 +134,7 @@ export async function runCompactionJob(
         `strategy '${job.author.strategy}' failed while planning for offsets-bucket ${view.bucket}: ${describeThrown(error)}; nothing was changed`,
       );
     }
-    if (abandon?.aborted === true)
-      throw new OffsetStoreError(
-        'STORE_CLOSED',
-        `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
-      );
+    if (abandon?.aborted === true) throw abandonedError(view.bucket);
     const plan = validatePlan(proposed, view, job.author);
     result.plan = plan;
     if (plan !== null && plan.groups.length > 0) {
@@ -189,13 +182,12 @@ export function untilAbandoned<T>(promise: T | Promise<T>, abandon?: AbortSignal
   });
 }
 
-/** What user code threw, for a message: its message when it has one that can be read. */
-export function describeThrown(error: unknown): string {
-  try {
-    return error instanceof Error ? String(error.message) : String(error);
-  } catch {
-    return 'a value that cannot be described';
-  }
+/** The error of a compaction abandoned because the store closes while its strategy plans. */
+export function abandonedError(bucket: number): OffsetStoreError {
+  return new OffsetStoreError(
+    'STORE_CLOSED',
+    `compacting offsets-bucket ${bucket} was abandoned: the store is closing`,
+  );
 }
 
 function failureOf(error: unknown, job: CompactionJob): { code: ErrorCode; message: string } {

@@ -24,7 +24,7 @@ import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import {
-  describeThrown,
+  abandonedError,
   jobError,
   untilAbandoned,
   type CompactionJobResult,
@@ -37,7 +37,7 @@ import {
   type ValidatedPlan,
 } from './plan-validation.js';
 import { dueByGarbageRatio } from './strategies/garbage-ratio.js';
-import type { LoadedStrategy } from './strategy-registry.js';
+import { describeThrown, type LoadedStrategy } from './strategy-registry.js';
 import { readStrategyState, writeStrategyState } from './strategy-state.js';
 import type { BucketView, CheckpointView, JsonValue } from './strategy.js';
 
@@ -524,11 +524,7 @@ export class Compactor {
         this.#closing.signal,
       );
     } catch (error) {
-      if (this.#closed)
-        throw new OffsetStoreError(
-          'STORE_CLOSED',
-          `compacting offsets-bucket ${view.bucket} was abandoned: the store is closing`,
-        );
+      if (this.#closed) throw abandonedError(view.bucket);
       throw new OffsetStoreError(
         'INVALID_COMPACTION_PLAN',
         `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${describeThrown(error)}; nothing was changed`,

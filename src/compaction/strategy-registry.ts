@@ -130,7 +130,7 @@ export function checkDefinition(value: unknown, where: string): CompactionStrate
   try {
     ({ name, plan, due, checkpoints, rewrites } = d);
   } catch (error) {
-    throw bad(`reading its fields threw: ${messageOf(error)}`);
+    throw bad(`reading its fields threw: ${describeThrown(error)}`);
   }
   if (typeof name !== 'string' || !NAME_PATTERN.test(name))
     throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${describe(name)}`);
@@ -151,12 +151,12 @@ export function checkDefinition(value: unknown, where: string): CompactionStrate
   } satisfies CompactionStrategyDefinition);
 }
 
-/** An error's message, for one thrown by user code (whose `message` may itself throw). */
-function messageOf(error: unknown): string {
+/** What user code threw, for a message: its message when it has one that can be read. */
+export function describeThrown(error: unknown): string {
   try {
-    return error instanceof Error ? error.message : String(error);
+    return error instanceof Error ? String(error.message) : String(error);
   } catch {
-    return 'an error that cannot be described';
+    return 'a value that cannot be described';
   }
 }
 

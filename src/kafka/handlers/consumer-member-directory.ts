@@ -117,12 +117,7 @@ export class ConsumerMemberDirectory {
     const members = previous === undefined ? 1 : 0;
     if (this.#room(members, chars)) return true;
     if (this.#nowMs() < this.#noRoomUntilMs) return false;
-    for (const [entry] of this.#notes) {
-      if (entry === k) continue;
-      const [g, m] = split(entry);
-      if (!this.#held(g, m)) this.#drop(entry);
-      if (this.#room(members, chars)) return true;
-    }
+    if (this.#makeRoom(members, chars, k)) return true;
     this.#noRoomUntilMs = this.#nowMs() + NO_ROOM_RECHECK_MS;
     return false;
   }
@@ -136,13 +131,7 @@ export class ConsumerMemberDirectory {
     const k = key(groupId, memberId);
     this.#drop(k);
     const chars = charsOf(k, notes);
-    if (!this.#room(1, chars)) {
-      for (const [entry] of this.#notes) {
-        const [g, m] = split(entry);
-        if (!this.#held(g, m)) this.#drop(entry);
-        if (this.#room(1, chars)) break;
-      }
-    }
+    if (!this.#room(1, chars)) this.#makeRoom(1, chars);
     this.#notes.set(k, notes);
     this.#chars += chars;
   }
@@ -150,6 +139,20 @@ export class ConsumerMemberDirectory {
   /** Forgets a member. */
   delete(groupId: string, memberId: string): void {
     if (this.#drop(key(groupId, memberId))) this.#noRoomUntilMs = Number.NEGATIVE_INFINITY;
+  }
+
+  /**
+   * Drops the notes of members the store no longer holds, written longest ago first (never those
+   * under `keep`), until `members` more entries and `chars` more characters fit; whether they do.
+   */
+  #makeRoom(members: number, chars: number, keep?: string): boolean {
+    for (const [entry] of this.#notes) {
+      if (entry === keep) continue;
+      const [g, m] = split(entry);
+      if (!this.#held(g, m)) this.#drop(entry);
+      if (this.#room(members, chars)) return true;
+    }
+    return false;
   }
 
   /** Whether `members` more entries and `chars` more characters stay within the bounds. */

@@ -2,6 +2,7 @@
  * offset-store: an embedded, durable consumer-offset store. The public API, named exports only.
  */
 export { OffsetStore } from './store.js';
+export type { BackupReport } from './store-backup.js';
 export type { ClassicGroups } from './classic-groups.js';
 export type { BucketRef, TableBucket } from './model/index.js';
 export type {

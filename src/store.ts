@@ -63,6 +63,12 @@ import { OffsetsBucket } from './shard/index.js';
 import { Serial, type Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
+  resolveBackupTarget,
+  writeBackup,
+  type BackupBucket,
+  type BackupReport,
+} from './store-backup.js';
+import {
   DEFAULTS,
   resolveOptions,
   resolveStrategyOption,
@@ -579,6 +585,69 @@ export class OffsetStore {
     } finally {
       if (!this.#closed) this.#startCompaction();
     }
+  }
+
+  /**
+   * Writes a backup of the store, while it runs, into the new directory `to`: every offset and group
+   * snapshot acknowledged before the call (and perhaps some committed during it), as a store that
+   * `OffsetStore.open` opens like any other (with the same strategy module, for a module strategy).
+   * Commits and fetches go on meanwhile; compaction pauses until it is done. The backup is built in
+   * `<to>.partial` and renamed to `<to>` once complete and durable, so `to` never holds half a
+   * backup, even after a crash. Every segment copied is read back and checked.
+   *
+   * INVALID_REQUEST when `to` exists, is inside the store (or holds it), or is not a path;
+   * CORRUPT_MESSAGE when a segment of the store is damaged (nothing is written); STORE_CLOSED when the
+   * store closes first; LOG_STORAGE_ERROR for a failed read or write, or a bucket that did not
+   * recover. A failed backup leaves nothing behind.
+   */
+  backup(to: string): Promise<BackupReport> {
+    let target: string;
+    try {
+      this.#checkOpen();
+      target = resolveBackupTarget(this.#options.dir, to);
+      if (this.#hosted)
+        throw new OffsetStoreError(
+          'INVALID_REQUEST',
+          'a hosting store is not backed up here: its buckets live in the cluster (see the cluster documentation)',
+        );
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // With conversions, one at a time: each pauses compaction, and close waits for both.
+    return this.#conversions.run(async () => {
+      this.#checkOpen();
+      // A bucket that did not recover is refused below, with its own error.
+      await this.#recovery.catch(() => {});
+      this.#checkOpen();
+      const buckets: BackupBucket[] = this.#slots.map((slot) => {
+        const log = slot.bucket?.table.segmentLog;
+        if (log === undefined) {
+          const cause = slot.loadError;
+          throw new OffsetStoreError(
+            isOffsetStoreError(cause) ? cause.code : 'LOG_STORAGE_ERROR',
+            `cannot back up the store in ${this.#options.dir}: offsets-bucket ${slot.index} did not recover: ${(cause as Error | undefined)?.message ?? String(cause)}`,
+            { cause },
+          );
+        }
+        return { index: slot.index, dir: slot.dir, log };
+      });
+      await this.#compactor?.close();
+      try {
+        return await writeBackup(
+          {
+            fs: this.#options.fs,
+            dir: this.#options.dir,
+            batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+            manifest: () => this.#manifest!.manifest,
+            buckets,
+            checkOpen: () => this.#checkOpen(),
+          },
+          target,
+        );
+      } finally {
+        if (!this.#closed) this.#startCompaction();
+      }
+    });
   }
 
   async #recoverAll(): Promise<void> {

@@ -37,6 +37,8 @@ import {
 import { GroupOffsets } from './group-offsets.js';
 import type { OffsetsTableState } from './offsets-table-state.js';
 
+/** The folder of a bucket's checkpoint environment, inside the bucket's log folder. */
+export const CHECKPOINT_DIR = 'checkpoint';
 const CHECKPOINT_FORMAT_VERSION = 1;
 const STRIDE_BYTES = 6 * 8;
 /** Entries `verify` checks between two turns of the event loop. */

@@ -6,6 +6,7 @@
  */
 export { GroupOffsets, type CommittedOffsetValue } from './group-offsets.js';
 export {
+  CHECKPOINT_DIR,
   CheckpointStore,
   forgetCheckpointProcessState,
   type CheckpointInfo,

@@ -28,7 +28,7 @@ import {
   type LogRecoveryReport,
 } from '../log/index.js';
 import { assert, nextTurn } from '../util/index.js';
-import { CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
+import { CHECKPOINT_DIR, CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
 
 /** Records per batch when the state is written back into the log (~300 bytes each at most: far below batchBytesMax). */
@@ -160,7 +160,7 @@ export class OffsetsTable {
     options: OffsetsTableOptions,
   ): Promise<{ table: OffsetsTable; report: OffsetsTableRecovery }> {
     const startedMs = performance.now();
-    const checkpointDir = path.join(options.log.dir, 'checkpoint');
+    const checkpointDir = path.join(options.log.dir, CHECKPOINT_DIR);
     let checkpoints: CheckpointStore | undefined;
     let damaged = false;
     if (options.useCheckpoints) {
@@ -253,7 +253,7 @@ export class OffsetsTable {
     options: OffsetsTableOptions,
     newVisitor?: () => BatchVisitor,
   ): Promise<{ inspection: LogInspection; checkpointLogOffset: number | undefined }> {
-    const checkpointDir = path.join(options.log.dir, 'checkpoint');
+    const checkpointDir = path.join(options.log.dir, CHECKPOINT_DIR);
     const hasEnvironment =
       options.useCheckpoints &&
       (await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null;
@@ -465,7 +465,7 @@ export class OffsetsTable {
   /** Starts using checkpoints: any old environment is removed (it may predate deletes), then one is written. */
   async enableCheckpoints(nowMs: number): Promise<void> {
     const local = this.#local();
-    const dir = path.join(local.dir, 'checkpoint');
+    const dir = path.join(local.dir, CHECKPOINT_DIR);
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
     await local.fs.removeTree(dir);
@@ -479,7 +479,7 @@ export class OffsetsTable {
     await local.deleteSegmentsBelow(logStart);
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
-    await local.fs.removeTree(path.join(local.dir, 'checkpoint'));
+    await local.fs.removeTree(path.join(local.dir, CHECKPOINT_DIR));
   }
 
   /** The local segmented log, for what only it has (LMDB checkpoints live in its directory). */

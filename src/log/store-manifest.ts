@@ -93,7 +93,8 @@ function canonical(m: StoreManifest): string {
   });
 }
 
-function encodeManifest(m: StoreManifest): Buffer {
+/** The manifest as `store.json` holds it (with its checksum); `loadChecksum` must have run. */
+export function encodeManifest(m: StoreManifest): Buffer {
   const lines = [
     '{',
     `  "formatVersion": ${m.formatVersion},`,
@@ -393,7 +394,7 @@ async function startOver(fs: FileSystem, dir: string, manifestPath: string): Pro
  * commit could vanish with the directory that holds it. Once, when a store is created. A directory
  * this process may not open (EACCES, EPERM) is one it did not create, and is skipped.
  */
-async function syncAncestors(fs: FileSystem, dir: string): Promise<void> {
+export async function syncAncestors(fs: FileSystem, dir: string): Promise<void> {
   for (let parent = path.dirname(path.resolve(dir)); ; parent = path.dirname(parent)) {
     try {
       await fs.syncDir(parent);

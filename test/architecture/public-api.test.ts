@@ -47,6 +47,7 @@ describe('the public API', () => {
     expect(publicSurface()).toEqual([
       'AclBinding: interface',
       'AssignorName: type',
+      'BackupReport: interface',
       'BoundListener: interface',
       'BucketCompactedListener: type',
       'BucketCompaction: interface',

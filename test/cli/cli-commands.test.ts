@@ -326,6 +326,27 @@ describe('offset-store commands as child processes', () => {
     expect(await committed(dir, 'orders')).toEqual(SEEDED.orders);
   });
 
+  it('backup --to: a new store with every committed offset; an existing target exits 1 with INVALID_REQUEST', async () => {
+    const dir = copy();
+    const to = path.join(tempDir('offset-store-cli-'), 'backup');
+    const run = await runCli(['backup', '--dir', dir, '--to', to, '--json']);
+    expect(run.code).toBe(0);
+    const report = json(run);
+    expect(report.dir).toBe(to);
+    expect(report.buckets).toBe(4);
+    expect(report.segments).toBeGreaterThanOrEqual(4);
+    expect(await committed(to, 'orders')).toEqual(SEEDED.orders);
+    const human = await runCli(['backup', '--dir', dir, '--to', `${to}-2`]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/^Backed up 4 offsets-buckets \(\d+ segments, .+\) to .+-2 in /);
+    const again = await runCli(['backup', '--dir', dir, '--to', to]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/INVALID_REQUEST.*exists/);
+    const missing = await runCli(['backup', '--dir', dir]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/missing --to/);
+  });
+
   it('compact through bin/offset-store.js from another working directory: the worker threads find their TypeScript loader too', async () => {
     const dir = copy();
     const run = await runCli(['compact', '--dir', dir, '--json'], {

@@ -1,6 +1,7 @@
 /** Every command of the CLI, in the order `--help` lists them. */
 import type { Command } from '../command.js';
 import { aclsAdd, aclsList, aclsRemove } from './acls.js';
+import { backup } from './backup.js';
 import { clusterStatusCommand } from './cluster-status.js';
 import { compact } from './compact.js';
 import { demo } from './demo.js';
@@ -28,6 +29,7 @@ export const COMMANDS: readonly Command[] = [
   logDump,
   logVerify,
   compact,
+  backup,
   stats,
   serve,
   usersAdd,

@@ -1,0 +1,379 @@
+/**
+ * Online backup of an open store (`OffsetStore.backup`): a new store directory that holds every
+ * offset and group snapshot the store had acknowledged when the backup began, and opens like any
+ * store. Commits go on meanwhile; they are not in the backup.
+ *
+ * What is copied, and why it is consistent:
+ * - The cut: every offsets-bucket's segment list, with the acknowledged bytes of its active segment
+ *   and its log end, is taken in one synchronous step, so the backup is the state of the whole store
+ *   at one instant (each bucket's log a prefix of its log then).
+ * - Segments: bytes [0, acknowledged size) of each. Sealed segments change only by compaction, and
+ *   the active one only grows past what was acknowledged (a failed write cuts back to where its run
+ *   started, past the cut), so a copy made later reads what the cut saw. The copies come from the
+ *   files, where every acknowledged batch is, whether or not the log has fdatasynced it itself: the
+ *   commit journal is not needed and not copied.
+ * - Compaction is paused for the whole backup (as a conversion pauses it), so no segment of the cut
+ *   is rewritten or deleted, and the checkpoint environment (`checkpoint/data.mdb` and its seal) and
+ *   the strategy's `compaction-state.json` do not change while they are copied.
+ * - The files the layers above keep beside the store (the Kafka server's topic catalog, users, ACLs)
+ *   are copied as they are when the copy reaches them: each is written whole by an atomic rename.
+ *   They are created with mode 0600 (the users file holds SCRAM verifiers).
+ * - store.json: the store's own, with each bucket's log end set to the cut's and marked exact.
+ *
+ * Crash safety: the backup is built in `<to>.partial` (with a BACKUP-IN-PROGRESS marker file), every
+ * file fdatasynced and every folder synced, store.json written last, then the marker is removed and
+ * the folder renamed to `<to>` (its parent synced). So `<to>` exists only complete; a backup
+ * interrupted by a crash leaves `<to>.partial`, marked, which the next backup to `<to>` removes. A
+ * failed or interrupted backup (the store closing, a read or write error, damage found) removes
+ * `<to>.partial` and changes nothing in the store.
+ *
+ * Verification: each segment copy is read back and scanned (lengths, checksums, log offsets in
+ * order, consecutive in the active segment, ending at the cut's log end), so damage at rest in the
+ * source is reported (CORRUPT_MESSAGE, naming the source file) instead of copied into a backup.
+ */
+import * as path from 'node:path';
+import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
+import { STATE_FILE } from './compaction/index.js';
+import type { FileSystem } from './io/index.js';
+import { CHECKPOINT_DIR } from './kv/index.js';
+import {
+  BUCKETS_DIR,
+  JOURNAL_DIR,
+  MANIFEST_FILE,
+  bucketDirPath,
+  encodeManifest,
+  scanSegment,
+  syncAncestors,
+  writeDurably,
+  type Log,
+  type SegmentInfo,
+  type StoreManifest,
+} from './log/index.js';
+
+/** Marker file of a backup being built (see the module comment). */
+export const BACKUP_MARKER = 'BACKUP-IN-PROGRESS';
+/** Suffix of the folder a backup is built in. */
+export const PARTIAL_SUFFIX = '.partial';
+/** Files at the top of a store directory that a backup does not copy. */
+const NOT_COPIED = new Set([MANIFEST_FILE, 'LOCK', 'DEMO', BUCKETS_DIR, JOURNAL_DIR]);
+/** Files of a bucket's checkpoint folder that a backup does not copy (LMDB's lock file, set-aside damage). */
+const CHECKPOINT_NOT_COPIED = /^lock\.mdb$|\.damaged$|\.tmp$/;
+const COPY_CHUNK_BYTES = 1 << 20;
+
+/** What `OffsetStore.backup` reports. */
+export interface BackupReport {
+  /** The backup's directory (absolute). */
+  dir: string;
+  /** Offsets-buckets copied. */
+  buckets: number;
+  /** Segment files copied. */
+  segments: number;
+  /** Bytes written: segments, checkpoints, strategy state and the files beside the store. */
+  bytes: number;
+  /** Each bucket's log end in the backup (the cut). */
+  logEnds: number[];
+  durationMs: number;
+}
+
+/** One offsets-bucket of the store being backed up. */
+export interface BackupBucket {
+  readonly index: number;
+  readonly dir: string;
+  readonly log: Log;
+}
+
+/** What the backup needs of the store (the store pauses compaction around it). */
+export interface BackupSource {
+  readonly fs: FileSystem;
+  readonly dir: string;
+  readonly batchBytesMax: number;
+  /** The store's manifest as of now. */
+  manifest(): Readonly<StoreManifest>;
+  readonly buckets: readonly BackupBucket[];
+  /** Throws STORE_CLOSED once the store is closing: the backup stops between two files. */
+  checkOpen(): void;
+}
+
+/** A bucket as the cut saw it. */
+interface BucketCut {
+  readonly bucket: BackupBucket;
+  readonly segments: SegmentInfo[];
+  readonly logEnd: number;
+}
+
+/** Checks `to` and resolves it; INVALID_REQUEST for a target that cannot be one. */
+export function resolveBackupTarget(storeDir: string, to: unknown): string {
+  if (typeof to !== 'string' || to.length === 0 || to.includes('\0'))
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `a backup needs a directory path (a non-empty string), not ${describe(to)}`,
+    );
+  const target = path.resolve(to);
+  const source = path.resolve(storeDir);
+  const inside = (a: string, b: string) => a === b || a.startsWith(b + path.sep);
+  if (inside(target, source) || inside(source, target))
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `cannot back up the store in ${source} to ${target}: one directory would hold the other`,
+    );
+  if (path.dirname(target) === target)
+    throw new OffsetStoreError('INVALID_REQUEST', `cannot back up to the root directory ${target}`);
+  return target;
+}
+
+/** Writes the backup (see the module comment); the caller has paused compaction. */
+export async function writeBackup(source: BackupSource, target: string): Promise<BackupReport> {
+  const startedMs = performance.now();
+  const { fs } = source;
+  const partial = target + PARTIAL_SUFFIX;
+  if (await exists(fs, target))
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `cannot back up to ${target}: it exists (a backup never replaces anything; choose a new path)`,
+    );
+  await removeStalePartial(fs, partial);
+  try {
+    await fs.mkdir(partial);
+  } catch (error) {
+    throw storageError(`cannot create ${partial}`, error);
+  }
+  let built = false;
+  try {
+    await writeDurably(fs, path.join(partial, BACKUP_MARKER), Buffer.alloc(0));
+    const manifest = structuredClone(source.manifest()) as StoreManifest;
+    for (const bucket of source.buckets) await bucket.log.completeSwap();
+    source.checkOpen();
+    const cuts = cut(source);
+    await fs.mkdir(path.join(partial, BUCKETS_DIR));
+    const report: BackupReport = {
+      dir: target,
+      buckets: cuts.length,
+      segments: 0,
+      bytes: 0,
+      logEnds: cuts.map((c) => c.logEnd),
+      durationMs: 0,
+    };
+    for (const c of cuts) {
+      const from = c.bucket.dir;
+      const to = bucketDirPath(partial, manifest.bucketCount, c.bucket.index);
+      await fs.mkdir(to);
+      report.bytes += await copyCheckpoints(source, from, to);
+      report.bytes += await copyIfPresent(source, from, to, STATE_FILE);
+      report.bytes += await copySegments(source, c, to);
+      report.segments += c.segments.length;
+      await fs.syncDir(to);
+      const record = manifest.buckets[c.bucket.index]!;
+      record.logEnd = c.logEnd;
+      record.endExact = true;
+    }
+    await fs.syncDir(path.join(partial, BUCKETS_DIR));
+    for (const name of (await fs.readdir(source.dir)).sort()) {
+      if (NOT_COPIED.has(name) || name.endsWith('.tmp') || name.startsWith('.')) continue;
+      report.bytes += await copyIfPresent(source, source.dir, partial, name, 0o600);
+    }
+    source.checkOpen();
+    await writeDurably(fs, path.join(partial, MANIFEST_FILE), encodeManifest(manifest));
+    await fs.unlink(path.join(partial, BACKUP_MARKER));
+    await fs.syncDir(partial);
+    await fs.rename(partial, target);
+    built = true;
+    await syncAncestors(fs, target);
+    report.durationMs = performance.now() - startedMs;
+    return report;
+  } catch (error) {
+    if (!built) await fs.removeTree(partial).catch(() => {});
+    if (isOffsetStoreError(error)) throw error;
+    throw storageError(`backing up the store in ${source.dir} to ${target} failed`, error);
+  }
+}
+
+/** Every bucket's segments and log end, in one synchronous step. */
+function cut(source: BackupSource): BucketCut[] {
+  return source.buckets.map((bucket) => {
+    const { log } = bucket;
+    if (log.failed)
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `cannot back up offsets-bucket ${bucket.index}: its log (${log.dir}) stopped after a failed write; reopen the store first`,
+      );
+    return { bucket, segments: log.segments(), logEnd: log.acknowledgedEnd };
+  });
+}
+
+/** A partial backup a crash left at `partial` is removed; anything else there is refused. */
+async function removeStalePartial(fs: FileSystem, partial: string): Promise<void> {
+  if (!(await exists(fs, partial))) return;
+  let names: string[];
+  try {
+    names = await fs.readdir(partial);
+  } catch (error) {
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `cannot back up: ${partial} exists and is not a folder a backup left (${(error as Error).message})`,
+    );
+  }
+  if (!names.includes(BACKUP_MARKER))
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `cannot back up: ${partial} exists without a ${BACKUP_MARKER} marker, so it is not a backup interrupted while being built (if it holds a store.json, it may be a finished backup whose final rename was interrupted: rename it yourself); move it away first`,
+    );
+  await fs.removeTree(partial);
+}
+
+/** Copies the segments of a cut, each read back and scanned; returns the bytes copied. */
+async function copySegments(source: BackupSource, c: BucketCut, to: string): Promise<number> {
+  let bytes = 0;
+  let previous = -1;
+  for (let i = 0; i < c.segments.length; i++) {
+    const segment = c.segments[i]!;
+    const active = i === c.segments.length - 1;
+    source.checkOpen();
+    const copy = path.join(to, path.basename(segment.path));
+    bytes += await copyFile(source.fs, segment.path, copy, segment.sizeBytes);
+    const scan = await scanSegment(source.fs, copy, {
+      batchBytesMax: source.batchBytesMax,
+      previousLogOffset: previous,
+      baseOffset: segment.baseOffset,
+      consecutive: active,
+    });
+    const problem =
+      scan.damage !== undefined
+        ? `${scan.damage.reason} at byte ${scan.damage.position}`
+        : scan.validBytes !== segment.sizeBytes
+          ? `${scan.validBytes} bytes of valid batches where the log holds ${segment.sizeBytes}`
+          : active &&
+              (scan.lastLogOffset < 0 ? segment.baseOffset : scan.lastLogOffset + 1) !== c.logEnd
+            ? `it ends at log offset ${scan.lastLogOffset + 1}, not at the log end ${c.logEnd}`
+            : undefined;
+    if (problem !== undefined)
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `not backed up: ${segment.path} (offsets-bucket ${c.bucket.index}) is damaged: ${problem}; \`offset-store log verify\` reports the store's damage`,
+      );
+    if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
+  }
+  return bytes;
+}
+
+/** Copies the bucket's checkpoint environment, if it has one. */
+async function copyCheckpoints(source: BackupSource, from: string, to: string): Promise<number> {
+  const dir = path.join(from, CHECKPOINT_DIR);
+  if (!(await exists(source.fs, dir))) return 0;
+  const copyDir = path.join(to, CHECKPOINT_DIR);
+  await source.fs.mkdir(copyDir);
+  let bytes = 0;
+  for (const name of (await source.fs.readdir(dir)).sort()) {
+    if (CHECKPOINT_NOT_COPIED.test(name)) continue;
+    bytes += await copyIfPresent(source, dir, copyDir, name);
+  }
+  await source.fs.syncDir(copyDir);
+  return bytes;
+}
+
+/** Copies file `name` of `from` into `to` when it exists (and is a file); returns the bytes copied. */
+async function copyIfPresent(
+  source: BackupSource,
+  from: string,
+  to: string,
+  name: string,
+  mode?: number,
+): Promise<number> {
+  source.checkOpen();
+  try {
+    return await copyFile(source.fs, path.join(from, name), path.join(to, name), undefined, mode);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    if (code === 'ENOENT') return 0;
+    // A folder (refused by the open, or by the first read): nothing of it is copied.
+    if (code === 'EFTYPE' || code === 'EISDIR') return 0;
+    throw error;
+  }
+}
+
+/**
+ * Copies `from` to a new file `to` (fdatasynced): `bytes` of it, which must be there, or the whole
+ * file. Returns the bytes copied. The first read comes before `to` is created, so a folder (which
+ * opens, on some systems, and then refuses the read) creates nothing.
+ */
+async function copyFile(
+  fs: FileSystem,
+  from: string,
+  to: string,
+  bytes: number | undefined,
+  mode?: number,
+): Promise<number> {
+  try {
+    return await copyOpened(fs, from, to, bytes, mode);
+  } catch (error) {
+    if (isOffsetStoreError(error)) throw error;
+    // Unnamed errors (a full disk's ENOSPC names no file) are told with both paths.
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EFTYPE') throw error;
+    throw storageError(`copying ${from} to ${to}`, error);
+  }
+}
+
+async function copyOpened(
+  fs: FileSystem,
+  from: string,
+  to: string,
+  bytes: number | undefined,
+  mode: number | undefined,
+): Promise<number> {
+  const input = await fs.open(from, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(
+      Math.max(1, Math.min(COPY_CHUNK_BYTES, bytes ?? COPY_CHUNK_BYTES)),
+    );
+    const next = async (position: number): Promise<number> => {
+      const want = bytes === undefined ? buf.length : Math.min(buf.length, bytes - position);
+      if (want === 0) return 0;
+      const read = await input.read(buf, 0, want, position);
+      if (read === 0 && bytes !== undefined)
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `not backed up: ${from} ends at byte ${position}, before the ${bytes} bytes its log holds`,
+        );
+      return read;
+    };
+    let read = await next(0);
+    const output = await fs.open(to, 'wx', mode);
+    try {
+      let position = 0;
+      while (read > 0) {
+        await output.writev([buf.subarray(0, read)], position);
+        position += read;
+        read = await next(position);
+      }
+      await output.datasync();
+      return position;
+    } finally {
+      await output.close();
+    }
+  } finally {
+    await input.close();
+  }
+}
+
+/** Whether something (a file or a folder) is at `p`. */
+async function exists(fs: FileSystem, p: string): Promise<boolean> {
+  try {
+    return (await fs.sizeBytes(p)) !== null;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException | null)?.code === 'EISDIR') return true;
+    throw error;
+  }
+}
+
+function storageError(what: string, error: unknown): OffsetStoreError {
+  return new OffsetStoreError(
+    'LOG_STORAGE_ERROR',
+    `${what}: ${(error as Error | undefined)?.message ?? String(error)}`,
+    { cause: error },
+  );
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return value.length === 0 ? 'an empty string' : 'a path with NUL';
+  return value === null ? 'null' : typeof value;
+}

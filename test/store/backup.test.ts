@@ -1,0 +1,274 @@
+/**
+ * Online backup (`store.backup(to)`): a new store directory with everything acknowledged before the
+ * call, written while commits go on, that opens like any store; refused targets, a damaged source,
+ * a close in the middle and a crash's leftover, each leaving nothing half-built behind.
+ */
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { OffsetStore, isOffsetStoreError, type CommittedOffset } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+import { FaultyFileSystem } from '../support/faulty-file-system.js';
+import { imageOf, openStore } from './store-fixtures.js';
+
+const GROUPS = Array.from({ length: 12 }, (_, i) => `group-${i}`);
+
+async function fetched(store: OffsetStore, groupId: string): Promise<number[]> {
+  const offsets = (await store.fetchOffsets(groupId)) as CommittedOffset[];
+  return [...offsets].sort((a, b) => a.bucketId - b.bucketId).map((o) => o.offset);
+}
+
+async function fillStore(store: OffsetStore, rounds: number, base = 0): Promise<void> {
+  for (let r = 0; r < rounds; r++)
+    await Promise.all(
+      GROUPS.map((g) =>
+        store.commitOffsets(g, [
+          { tableId: 1, bucketId: 0, offset: base + r },
+          { tableId: 1, bucketId: 1, offset: base + r * 2, metadata: `m${r}`, leaderEpoch: r },
+        ]),
+      ),
+    );
+}
+
+describe('store.backup', () => {
+  it('copies everything acknowledged before the call into a store that opens with the same content', async () => {
+    const dir = tempDir();
+    const to = path.join(tempDir(), 'backup');
+    const store = await openStore(dir, { segmentBytesMax: 2048 });
+    await fillStore(store, 40);
+    await store.deleteOffsets(GROUPS[3]!, [{ tableId: 1, bucketId: 1 }]);
+    await store.deleteGroup(GROUPS[4]!);
+    const before = await imageOf(store);
+    const report = await store.backup(to);
+    expect(report.dir).toBe(path.resolve(to));
+    expect(report.buckets).toBe(4);
+    expect(report.segments).toBeGreaterThan(4); // several sealed segments per bucket
+    expect(report.bytes).toBeGreaterThan(0);
+    // The store goes on after a backup.
+    await fillStore(store, 1, 1000);
+    await store.close();
+    expect(existsSync(`${to}.partial`)).toBe(false);
+    expect(readdirSync(to).sort()).toEqual(['buckets', 'store.json']);
+    const warnings: string[] = [];
+    const copy = await openStore(to, { segmentBytesMax: 2048, onWarning: (w) => warnings.push(w) });
+    try {
+      expect(await imageOf(copy)).toEqual(before);
+      expect(warnings).toEqual([]);
+      // The backup is a store of its own: it takes commits.
+      await copy.commitOffsets(GROUPS[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+    } finally {
+      await copy.close();
+    }
+  });
+
+  it('is a consistent cut while commits go on: each group has a value it committed, at least what was acknowledged', async () => {
+    const dir = tempDir();
+    const to = path.join(tempDir(), 'backup');
+    const store = await OffsetStore.open({ dir, bucketCount: 4, segmentBytesMax: 4096 });
+    await fillStore(store, 5);
+    let stop = false;
+    let next = 100;
+    const acknowledged = new Map<string, number>();
+    const committers = GROUPS.map(async (g) => {
+      while (!stop) {
+        const offset = next++;
+        await store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset }]);
+        acknowledged.set(g, offset);
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const floor = new Map(acknowledged);
+    const report = await store.backup(to);
+    stop = true;
+    await Promise.all(committers);
+    const after = new Map(acknowledged);
+    await store.close();
+    const copy = await OffsetStore.open({ dir: to });
+    try {
+      for (const g of GROUPS) {
+        const [offset] = await fetched(copy, g);
+        expect(offset).toBeGreaterThanOrEqual(floor.get(g) ?? 0);
+        expect(offset).toBeLessThanOrEqual(after.get(g)!);
+      }
+      expect((await copy.stats()).buckets.map((b) => b.nextLogOffset)).toEqual(report.logEnds);
+    } finally {
+      await copy.close();
+    }
+  });
+
+  it('copies checkpoints, the strategy state and the files beside the store', async () => {
+    const dir = tempDir();
+    const to = path.join(tempDir(), 'backup');
+    const store = await openStore(dir, {
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'checkpoint' },
+    });
+    await fillStore(store, 30);
+    await store.compact(); // a checkpoint per bucket; the segments below it are deleted
+    await fillStore(store, 3, 500);
+    writeFileSync(path.join(dir, 'kafka-topics.json'), '{"topics":[]}\n');
+    mkdirSync(path.join(dir, 'some-folder'));
+    const before = await imageOf(store);
+    await store.backup(to);
+    await store.close();
+    expect(readdirSync(to).sort()).toEqual(['buckets', 'kafka-topics.json', 'store.json']);
+    expect(readFileSync(path.join(to, 'kafka-topics.json'), 'utf8')).toBe('{"topics":[]}\n');
+    expect(statSync(path.join(to, 'kafka-topics.json')).mode & 0o777).toBe(0o600);
+    const checkpointFiles = readdirSync(path.join(to, 'buckets', '000', 'checkpoint')).sort();
+    expect(checkpointFiles).toEqual(['data.mdb', 'data.mdb.seal']);
+    const copy = await openStore(to, { compaction: { strategy: 'checkpoint' } });
+    try {
+      expect(await imageOf(copy)).toEqual(before);
+      // Restored from the checkpoints, replaying only the tail after them.
+      expect(copy.recoveryReports().every((r) => r?.checkpointLogOffset !== undefined)).toBe(true);
+    } finally {
+      await copy.close();
+    }
+  });
+
+  it('refuses a target that exists, holds the store or lies inside it, and a closed store', async () => {
+    const dir = tempDir();
+    const other = tempDir();
+    const store = await openStore(dir);
+    await fillStore(store, 1);
+    const refused = async (to: unknown, code: string, pattern: RegExp) => {
+      const error = await store.backup(to as string).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isOffsetStoreError(error) && error.code).toBe(code);
+      expect((error as Error).message).toMatch(pattern);
+    };
+    await refused(other, 'INVALID_REQUEST', /exists/);
+    await refused(
+      path.join(dir, 'inside'),
+      'INVALID_REQUEST',
+      /one directory would hold the other/,
+    );
+    await refused(dir, 'INVALID_REQUEST', /one directory would hold the other/);
+    await refused(path.dirname(dir), 'INVALID_REQUEST', /one directory would hold the other/);
+    await refused('', 'INVALID_REQUEST', /non-empty string/);
+    await refused(42, 'INVALID_REQUEST', /not number/);
+    expect(readdirSync(other)).toEqual([]);
+    // Missing parents are created, like mkdir -p.
+    await store.backup(path.join(other, 'missing', 'backup'));
+    expect(readdirSync(path.join(other, 'missing'))).toEqual(['backup']);
+    await store.close();
+    await refused(path.join(other, 'late'), 'STORE_CLOSED', /closed/);
+    expect(readdirSync(other)).toEqual(['missing']);
+  });
+
+  it('reports damage at rest in a segment instead of copying it, and leaves nothing behind', async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const store = await openStore(dir, { segmentBytesMax: 1024 });
+    await fillStore(store, 30);
+    const bucketDir = path.join(
+      dir,
+      'buckets',
+      String(store.bucketFor(GROUPS[0]!)).padStart(3, '0'),
+    );
+    const sealed = readdirSync(bucketDir)
+      .filter((f) => f.endsWith('.log'))
+      .sort()[0]!;
+    const file = path.join(bucketDir, sealed);
+    const bytes = readFileSync(file);
+    bytes[60]! ^= 0x40;
+    writeFileSync(file, bytes);
+    const error = await store.backup(path.join(parent, 'backup')).catch((e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code).toBe('CORRUPT_MESSAGE');
+    expect((error as Error).message).toContain(file);
+    expect(readdirSync(parent)).toEqual([]);
+    // The store itself is untouched and goes on.
+    await store.commitOffsets(GROUPS[0]!, [{ tableId: 1, bucketId: 0, offset: 7 }]);
+    await store.close();
+  });
+
+  it('refuses a store with an offsets-bucket that did not recover, and a hosting store', async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const first = await openStore(dir, { segmentBytesMax: 1024 });
+    await fillStore(first, 30);
+    const damagedBucket = first.bucketFor(GROUPS[0]!);
+    await first.close();
+    const bucketDir = path.join(dir, 'buckets', String(damagedBucket).padStart(3, '0'));
+    const file = path.join(
+      bucketDir,
+      readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort()[0]!,
+    );
+    const bytes = readFileSync(file);
+    bytes[60]! ^= 0x40;
+    writeFileSync(file, bytes);
+    const store = await openStore(dir, { segmentBytesMax: 1024, awaitRecovery: false });
+    await store.ready().catch(() => {});
+    const error = await store.backup(path.join(parent, 'backup')).catch((e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code).toBe('CORRUPT_MESSAGE');
+    expect((error as Error).message).toContain(`offsets-bucket ${damagedBucket} did not recover`);
+    expect((error as Error).message).toContain(file);
+    expect(readdirSync(parent)).toEqual([]);
+    await store.close();
+    const hosted = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 2 });
+    const refused = await hosted.backup(path.join(parent, 'hosted')).catch((e: unknown) => e);
+    expect(isOffsetStoreError(refused) && refused.code).toBe('INVALID_REQUEST');
+    await hosted.close();
+    expect(readdirSync(parent)).toEqual([]);
+  });
+
+  it('a failed write of the backup (a full disk) is LOG_STORAGE_ERROR naming the file; nothing is left, the store goes on', async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await openStore(dir, { segmentBytesMax: 1024, fs });
+    await fillStore(store, 20);
+    const before = await imageOf(store);
+    fs.plan = { failWritesToSuffix: '.log', fileBytesMax: 100 };
+    const writes = fs.writevCount;
+    const error = await store.backup(path.join(parent, 'backup')).catch((e: unknown) => e);
+    expect(fs.writevCount).toBeGreaterThan(writes); // it did write before failing
+    expect(isOffsetStoreError(error) && error.code).toBe('LOG_STORAGE_ERROR');
+    expect((error as Error).message).toContain(path.join(parent, 'backup.partial'));
+    expect(readdirSync(parent)).toEqual([]);
+    fs.plan = {};
+    await fillStore(store, 1, 900);
+    await store.close();
+    const reopened = await openStore(dir, { segmentBytesMax: 1024 });
+    const after = await imageOf(reopened);
+    await reopened.close();
+    expect(after.liveOffsets).toBe(before.liveOffsets);
+  });
+
+  it('stops with STORE_CLOSED when the store closes during the backup, leaving nothing behind', async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const store = await openStore(dir, { segmentBytesMax: 1024 });
+    await fillStore(store, 60);
+    const backup = store.backup(path.join(parent, 'backup')).catch((e: unknown) => e);
+    await new Promise((resolve) => setImmediate(resolve));
+    await store.close();
+    const error = await backup;
+    expect(isOffsetStoreError(error) && error.code).toBe('STORE_CLOSED');
+    expect(readdirSync(parent)).toEqual([]);
+  });
+
+  it("removes what a crashed backup left in '<to>.partial', and refuses a '<to>.partial' it did not leave", async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const to = path.join(parent, 'backup');
+    const store = await openStore(dir);
+    await fillStore(store, 3);
+    mkdirSync(`${to}.partial/buckets`, { recursive: true });
+    writeFileSync(`${to}.partial/BACKUP-IN-PROGRESS`, '');
+    writeFileSync(`${to}.partial/buckets/half-copied.log`, 'x');
+    await store.backup(to);
+    expect(readdirSync(parent)).toEqual(['backup']);
+    mkdirSync(`${to}2.partial`);
+    writeFileSync(`${to}2.partial/notes.txt`, 'mine');
+    const error = await store.backup(`${to}2`).catch((e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code).toBe('INVALID_REQUEST');
+    expect((error as Error).message).toMatch(/without a BACKUP-IN-PROGRESS marker/);
+    expect(readFileSync(`${to}2.partial/notes.txt`, 'utf8')).toBe('mine');
+    await store.close();
+  });
+});

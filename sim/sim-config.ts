@@ -88,6 +88,12 @@ export interface SimConfig {
   segmentBytesMax: number;
   /** Size from which the commit journal starts a new file (small: a run goes through many). */
   journalFileBytesMax: number;
+  /**
+   * Chance per action that a backup (`store.backup`) starts, when none is running; drawn from a
+   * stream of its own, like the backups themselves, so the workload's draws stay those older seeds
+   * made.
+   */
+  backupChance: number;
   strategy: CompactionStrategy;
   compactionIntervalMs: number;
   minDirtyRatio: number;
@@ -156,6 +162,7 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     segmentBytesMax: random.pick([1024, 4096, 16384, 65536]),
     // From a stream of its own: the draws above and below stay those older seeds made.
     journalFileBytesMax: random.fork('journal').pick([8192, 32_768, JOURNAL_FILE_BYTES_MAX]),
+    backupChance: random.fork('backup').pick([0, 0.004, 0.02]),
     strategy: random.pick<CompactionStrategy>([
       'log-cleaner',
       'log-cleaner',

@@ -14,7 +14,7 @@
  * calls on them go to the real file system as external work (sim-scheduler.ts). Power loss and
  * faults do not reach them; LMDB's own durability is trusted there.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import {
   NodeFileSystem,
   type FileHandle,
@@ -230,11 +230,18 @@ export class SimFileSystem implements FileSystem {
   rename(fromPath: string, toPath: string): Promise<void> {
     if (isNativePath(fromPath) || isNativePath(toPath))
       return this.#native$(() => this.#native.rename(fromPath, toPath));
+    // A folder holding a checkpoint environment (a backup being completed) moves on the real disk
+    // too, so that the two stay one namespace.
     return this.#io(
       'dir',
       fromPath,
       () => this.disk.rename(fromPath, toPath),
       this.#maybe(this.#faults.dirOpError, 'EIO', `rename ${fromPath}`),
+    ).then(() =>
+      this.#native$(async () => {
+        if (this.disk.lookup(toPath)?.kind === 'dir' && existsSync(fromPath))
+          await this.#native.rename(fromPath, toPath);
+      }),
     );
   }
 

@@ -69,7 +69,23 @@ export class ModelViolation extends Error {
 export class OffsetsModel {
   readonly #keys = new Map<string, KeyState>();
   readonly #groupKeys = new Map<string, Set<string>>();
+  readonly #windows = new Set<CopyWindow>();
   #seq = 0;
+
+  /**
+   * Starts recording what a copy of the store made from now until `closeWindow` (a backup) may show:
+   * each key's value now (its base and candidates) and every write issued meanwhile.
+   */
+  openWindow(): CopyWindow {
+    const window = new CopyWindow(this.#keys);
+    this.#windows.add(window);
+    return window;
+  }
+
+  /** Stops recording writes into `window`: the copy is made. */
+  closeWindow(window: CopyWindow): void {
+    this.#windows.delete(window);
+  }
 
   #state(key: string): KeyState {
     let state = this.#keys.get(key);
@@ -100,6 +116,7 @@ export class OffsetsModel {
     for (const [key, value] of entries) {
       const write: Write = { seq: ++this.#seq, value, issuedMs, what, floating, state: 'pending' };
       this.#state(key).candidates.push(write);
+      for (const window of this.#windows) window.issued(key, write);
       writes.push(write);
     }
     return writes;
@@ -121,6 +138,7 @@ export class OffsetsModel {
       state: 'pending',
     };
     this.#state(key).candidates.push(write);
+    for (const window of this.#windows) window.issued(key, write);
     return write;
   }
 
@@ -240,5 +258,54 @@ export class OffsetsModel {
   #expired(state: KeyState, mayHaveExpired: (w: Write) => boolean): Write | undefined {
     const visible = [state.base, ...state.candidates.filter((c) => c.state === 'unknown')];
     return visible.find((w): w is Write => w !== null && w.value !== null && mayHaveExpired(w));
+  }
+}
+
+/**
+ * What a copy of the store made during a window (a backup) may show for each key: a value the key had
+ * at some moment of the window. So the key's value when the window opened (its base, or a candidate
+ * still in flight then), or the value of a write issued during the window, unless that write was
+ * rejected; absent when the key had no value then, a delete explains it, or an expiry may have.
+ */
+export class CopyWindow {
+  readonly #start = new Map<string, (Write | null)[]>();
+  readonly #issued = new Map<string, Write[]>();
+
+  constructor(keys: ReadonlyMap<string, KeyState>) {
+    for (const [key, state] of keys) this.#start.set(key, [state.base, ...state.candidates]);
+  }
+
+  /** A write of `key` issued while the window is open. */
+  issued(key: string, write: Write): void {
+    let writes = this.#issued.get(key);
+    if (writes === undefined) this.#issued.set(key, (writes = []));
+    writes.push(write);
+  }
+
+  /** Keys of `groupId` the window knows of. */
+  keysOf(groupId: string): string[] {
+    const prefix = `${groupId}|`;
+    return [...new Set([...this.#start.keys(), ...this.#issued.keys()])].filter((k) =>
+      k.startsWith(prefix),
+    );
+  }
+
+  /** Checks the copy's `value` of `key` (null = absent); throws ModelViolation when no moment of the window explains it. */
+  check(key: string, value: number | null, mayHaveExpired: (w: Write) => boolean): void {
+    const start = this.#start.get(key) ?? [null];
+    const writes = [...start, ...(this.#issued.get(key) ?? [])].filter(
+      (w) => w === null || w.state !== 'failed',
+    );
+    const allowed =
+      value === null
+        ? writes.some((w) => w === null || w.value === null || mayHaveExpired(w))
+        : writes.some((w) => w !== null && w.value === value);
+    if (allowed) return;
+    const show = (w: Write | null) =>
+      w === null ? 'absent' : `${w.value ?? 'absent'} (${w.what} #${w.seq}, ${w.state})`;
+    throw new ModelViolation(
+      key,
+      `${key} shows ${value ?? 'absent'} in a backup; the key had at the backup's start [${start.map(show).join(', ')}], and was written during it [${(this.#issued.get(key) ?? []).map(show).join(', ')}]`,
+    );
   }
 }

@@ -44,7 +44,7 @@ import { SECTOR_BYTES, SimDisk } from './sim-disk.js';
 import { NO_FAULTS, SimFileSystem, isNativePath } from './sim-file-system.js';
 import { dumpLog } from '../src/admin/index.js';
 import { SimMembers } from './sim-members.js';
-import { ModelViolation, OffsetsModel, keyOf, type Write } from './sim-model.js';
+import { ModelViolation, OffsetsModel, keyOf, type CopyWindow, type Write } from './sim-model.js';
 import { SimRandom } from './sim-random.js';
 import { SimClock, SimScheduler } from './sim-scheduler.js';
 
@@ -95,6 +95,15 @@ export interface SimResult {
   config: SimConfig;
 }
 
+/** A backup started by the workload, and what it may hold. */
+interface PendingBackup {
+  readonly label: string;
+  readonly to: string;
+  readonly window: CopyWindow;
+  /** Its process ended before it settled: the backup directory may or may not exist. */
+  cutShort: boolean;
+}
+
 const names = (weights: ActionWeights) => Object.keys(weights) as (keyof ActionWeights)[];
 
 class Simulation {
@@ -124,11 +133,19 @@ class Simulation {
   violationKey: string | undefined;
   history: string[] = [];
   detected: string | undefined;
+  /** Decides when backups start: a stream of its own (see SimConfig.backupChance). */
+  readonly backupRandom: SimRandom;
+  backupsStarted = 0;
+  /** The backup running in this process, if any. */
+  backupRunning: PendingBackup | undefined;
+  /** Backups to open and check: finished, or cut short by the end of their process. */
+  readonly backupsToCheck: PendingBackup[] = [];
 
   constructor(options: SimOptions) {
     this.seed = options.seed >>> 0;
     this.random = new SimRandom(this.seed);
     this.workload = this.random.fork('workload');
+    this.backupRandom = this.random.fork('backups');
     this.config = configFor(
       this.random.fork('config'),
       options.faults ?? 'crash',
@@ -382,6 +399,12 @@ class Simulation {
     this.injectedBefore += this.fs.injected.length;
     this.fs.kill();
     this.clock.stop();
+    if (this.backupRunning !== undefined) {
+      this.model.closeWindow(this.backupRunning.window);
+      this.backupRunning.cutShort = true;
+      this.backupsToCheck.push(this.backupRunning);
+      this.backupRunning = undefined;
+    }
     this.store = undefined;
     this.inFlight = 0;
     this.floatingDeletes.clear();
@@ -427,19 +450,7 @@ class Simulation {
     when: string,
   ): void {
     const nowMs = this.nowMs();
-    // Offsets expire in a group without members, and in any group for tables no member subscribes to:
-    // a value may be gone if, once past retention, its table was without a certain subscriber.
-    const mayExpire = (key: string) => {
-      const tableId = Number(key.slice(key.indexOf('|') + 1).split(':')[0]);
-      return (w: Write) =>
-        nowMs - w.issuedMs >= this.config.retentionMs &&
-        this.members.unsubscribedSinceMs(
-          groupId,
-          tableId,
-          w.issuedMs + this.config.retentionMs,
-          nowMs,
-        );
-    };
+    const mayExpire = (key: string) => this.mayExpire(groupId, key, nowMs);
     try {
       if (asked !== null) {
         asked.forEach((key, i) =>
@@ -461,6 +472,23 @@ class Simulation {
       this.fail(`${when}: ${error.message}`);
       this.violationKey = error.key;
     }
+  }
+
+  /**
+   * Whether write `w` of `key` may have expired by `nowMs`. Offsets expire in a group without members,
+   * and in any group for tables no member subscribes to: a value may be gone if, once past
+   * retention, its table was without a certain subscriber.
+   */
+  mayExpire(groupId: string, key: string, nowMs: number): (w: Write) => boolean {
+    const tableId = Number(key.slice(key.indexOf('|') + 1).split(':')[0]);
+    return (w: Write) =>
+      nowMs - w.issuedMs >= this.config.retentionMs &&
+      this.members.unsubscribedSinceMs(
+        groupId,
+        tableId,
+        w.issuedMs + this.config.retentionMs,
+        nowMs,
+      );
   }
 
   /** Every record of `key` in the logs on the disk now, in log order: what to read first on a violation. */
@@ -763,9 +791,109 @@ class Simulation {
     );
   }
 
+  /**
+   * Starts a backup to a new directory beside the store's; once it settles (or its process ends), the
+   * backup is opened and every key checked against what the model allowed during it.
+   */
+  backup(): void {
+    const store = this.store!;
+    const label = `backup ${++this.backupsStarted}`;
+    const to = path.join(this.realRoot, `backup-${this.backupsStarted}`);
+    const running: PendingBackup = { label, to, window: this.model.openWindow(), cutShort: false };
+    this.backupRunning = running;
+    this.log(`${label} to ${to}`);
+    this.track(
+      label,
+      () => store.backup(to),
+      (outcome) => {
+        this.model.closeWindow(running.window);
+        this.backupRunning = undefined;
+        if (outcome.ok) this.backupsToCheck.push(running);
+        else if (!isOffsetStoreError(outcome.error, 'STORE_CLOSED'))
+          this.storageError(label, outcome.error);
+      },
+    );
+  }
+
+  /** Opens each backup waiting to be checked, checks every key of every group, then deletes it. */
+  async checkBackups(): Promise<void> {
+    while (this.backupsToCheck.length > 0 && this.violation === undefined) {
+      const { label, to, window, cutShort } = this.backupsToCheck.shift()!;
+      if (this.disk.lookup(to) === undefined) {
+        if (!cutShort) this.fail(`${label} succeeded, but ${to} does not exist`);
+        else this.log(`${label} was cut short: ${to} does not exist`);
+        continue;
+      }
+      const fs = new SimFileSystem(
+        this.disk,
+        this.scheduler,
+        this.random.fork(`check-${label}`),
+        NO_FAULTS,
+      );
+      const warnings: string[] = [];
+      const c = this.config;
+      const opened = await this.settle(
+        OffsetStore.open({
+          dir: to,
+          fs,
+          clock: this.clock,
+          segmentBytesMax: c.segmentBytesMax,
+          [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
+          offsetsRetentionMs: c.retentionMs,
+          offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
+          compaction: { background: false },
+          onWarning: (message) => warnings.push(message),
+        }),
+        `open of ${label}`,
+      );
+      if (!opened.ok) {
+        this.storageError(`open of ${label} (${to})`, opened.error);
+        return;
+      }
+      const copy = opened.value;
+      if (warnings.length > 0 && !this.restFaultInjected())
+        this.fail(`${label}: a backup opened with warnings: ${warnings.join('; ')}`);
+      const nowMs = this.nowMs();
+      for (const groupId of [...c.adminGroups, ...c.memberGroups]) {
+        if (this.violation !== undefined) break;
+        try {
+          const rows = copy.fetchOffsetsSync(groupId) as CommittedOffset[];
+          const seen = new Set<string>();
+          for (const row of rows) {
+            const key = keyOf(groupId, row.tableId, row.partitionId, row.bucketId);
+            seen.add(key);
+            window.check(key, row.offset, this.mayExpire(groupId, key, nowMs));
+          }
+          for (const key of window.keysOf(groupId))
+            if (!seen.has(key)) window.check(key, null, this.mayExpire(groupId, key, nowMs));
+        } catch (error) {
+          if (!(error instanceof ModelViolation)) {
+            this.storageError(`fetch of ${groupId} from ${label}`, error);
+            break;
+          }
+          this.fail(`${label}: ${error.message}`);
+        }
+      }
+      const closed = await this.settle(copy.close(), `close of ${label}`);
+      if (!closed.ok && this.violation === undefined)
+        this.storageError(`close of ${label}`, closed.error);
+      if (fs.openFiles().length > 0)
+        this.fail(`after the close of ${label}, files still open: ${fs.openFiles().join(', ')}`);
+      await this.settle(fs.removeTree(to), `removing ${label}`);
+      this.log(`${label} checked${cutShort ? ' (cut short by its process end, complete)' : ''}`);
+    }
+  }
+
   /** One workload action, chosen by the weights. */
   async act(): Promise<boolean> {
     const w = this.workload;
+    if (
+      this.store !== undefined &&
+      this.backupRunning === undefined &&
+      this.config.backupChance > 0 &&
+      this.backupRandom.chance(this.config.backupChance)
+    )
+      this.backup();
     const weights = { ...this.config.weights };
     if (this.inFlight >= this.config.maxInFlight) {
       for (const key of names(weights))
@@ -848,6 +976,8 @@ class Simulation {
         if (!(await this.act())) return;
         if (this.violation !== undefined || this.detected !== undefined) return;
         await this.scheduler.quiesce();
+        await this.checkBackups();
+        if (this.violation !== undefined || this.detected !== undefined) return;
         this.injectAtRest();
       }
       // The end: every call settles, then a clean close and a last recovery check.
@@ -856,6 +986,7 @@ class Simulation {
         await this.scheduler.step();
       if (this.violation === undefined && this.detected === undefined)
         await this.endProcess('restart');
+      if (this.violation === undefined && this.detected === undefined) await this.checkBackups();
       if (this.violation === undefined && this.detected === undefined && this.store !== undefined) {
         const closed = await this.settle(this.store.close(), 'final close');
         if (!closed.ok && this.violation === undefined)

@@ -35,4 +35,33 @@ describe('the reference model', () => {
     model.observe(KEY, null, 2_000, expiredNone);
     expect(() => model.observe(KEY, 1677, 3_000, expiredNone)).toThrow(ModelViolation);
   });
+
+  it('a copy window allows a value the key held at some instant of it, and nothing older or rejected', () => {
+    const model = new OffsetsModel();
+    const [first] = model.issue([[KEY, 1]], 0, 'commit');
+    model.acknowledge([KEY], [first!]);
+    const [second] = model.issue([[KEY, 2]], 0, 'commit');
+    model.acknowledge([KEY], [second!]);
+    const [inFlight] = model.issue([[KEY, 3]], 0, 'commit');
+    const window = model.openWindow();
+    const [during] = model.issue([[KEY, 4]], 0, 'commit');
+    const [rejected] = model.issue([[KEY, 5]], 0, 'commit');
+    model.acknowledge([KEY], [inFlight!]);
+    model.acknowledge([KEY], [during!]);
+    model.reject([KEY], [rejected!]);
+    model.closeWindow(window);
+    model.issue([[KEY, 6]], 0, 'commit'); // after the window: not in the copy
+    for (const value of [2, 3, 4])
+      expect(() => window.check(KEY, value, expiredNone)).not.toThrow();
+    for (const value of [1, 5, 6, null])
+      expect(() => window.check(KEY, value, expiredNone)).toThrow(ModelViolation);
+    expect(() => window.check(KEY, null, expiredAll)).not.toThrow();
+    expect(window.keysOf('g')).toEqual([KEY]);
+    // A key first written during the window may be absent from the copy.
+    const other = keyOf('g', 2, null, 0);
+    const secondWindow = model.openWindow();
+    model.issue([[other, 7]], 0, 'commit');
+    expect(() => secondWindow.check(other, null, expiredNone)).not.toThrow();
+    expect(() => secondWindow.check(other, 7, expiredNone)).not.toThrow();
+  });
 });

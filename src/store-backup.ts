@@ -110,7 +110,8 @@ export function resolveBackupTarget(storeDir: string, to: unknown): string {
     );
   const target = path.resolve(to);
   const source = path.resolve(storeDir);
-  const inside = (a: string, b: string) => a === b || a.startsWith(b + path.sep);
+  const inside = (a: string, b: string) =>
+    a === b || a.startsWith(b.endsWith(path.sep) ? b : b + path.sep);
   if (inside(target, source) || inside(source, target))
     throw new OffsetStoreError(
       'INVALID_REQUEST',

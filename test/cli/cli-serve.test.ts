@@ -7,7 +7,7 @@
  */
 import { Admin } from '@platformatic/kafka';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
@@ -268,6 +268,27 @@ describe('offset-store serve', () => {
         2,
         /--default-partitions must be from 1 to 65536/,
       ],
+      [['--listen', '127.0.0.1:0', '--backup-every', '1h'], 2, /--backup-every needs --backup-dir/],
+      [
+        ['--listen', '127.0.0.1:0', '--backup-dir', aDirectory, '--backup-every', '90'],
+        2,
+        /--backup-every must be 0 or <n>s, <n>m, <n>h or <n>d/,
+      ],
+      [
+        ['--listen', '127.0.0.1:0', '--backup-dir', aDirectory, '--backup-every', '30d'],
+        2,
+        /from 1s to 24d/,
+      ],
+      [
+        ['--listen', '127.0.0.1:0', '--backup-dir', aDirectory, '--backup-keep', '-1'],
+        2,
+        /--backup-keep must be/,
+      ],
+      [
+        ['--listen', '127.0.0.1:0', '--backup-dir', '/', '--backup-every', '0'],
+        2,
+        /one would hold the other/,
+      ],
       [
         ['--listen', '127.0.0.1:0', '--audit-log', path.join(aDirectory, 'missing', 'audit.log')],
         1,
@@ -284,5 +305,76 @@ describe('offset-store serve', () => {
       expect(run.stderr).toMatch(message);
       expect(run.stderr).not.toMatch(/internal error/);
     });
+  });
+
+  it('--backup-dir: SIGUSR2 backs the served store up into a new folder, the newest --backup-keep kept, leftovers of interrupted ones removed', async () => {
+    const dir = tempDir();
+    const backups = tempDir();
+    const seeded = await OffsetStore.open({ dir, bucketCount: 4 });
+    await seeded.commitOffsets('orders', [
+      { tableId: 1, bucketId: 0, offset: 42 },
+      { tableId: 1, bucketId: 1, offset: 7, metadata: 'm' },
+    ]);
+    await seeded.close();
+    // What a backup interrupted by a crash leaves, and something of the operator's.
+    mkdirSync(path.join(backups, 'offsets-2020-01-01T00.00.00.000Z.partial'));
+    writeFileSync(
+      path.join(backups, 'offsets-2020-01-01T00.00.00.000Z.partial', 'BACKUP-IN-PROGRESS'),
+      '',
+    );
+    mkdirSync(path.join(backups, 'notes'));
+    const serving = await serve([
+      '--dir',
+      dir,
+      '--listen',
+      '127.0.0.1:0',
+      '--json',
+      '--backup-dir',
+      backups,
+      '--backup-every',
+      '0',
+      '--backup-keep',
+      '1',
+    ]);
+    const events = () =>
+      serving.stdout
+        .split('\n')
+        .filter((line) => line.includes('"event":"backup"'))
+        .map((line) => JSON.parse(line) as { dir: string; buckets: number; removed: string[] });
+    const waitFor = async (count: number) => {
+      for (let i = 0; i < 500 && events().length < count; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(events(), serving.stderr).toHaveLength(count);
+    };
+    serving.child.kill('SIGUSR2');
+    await waitFor(1);
+    // A millisecond apart at least: each backup is named after its time.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    serving.child.kill('SIGUSR2');
+    await waitFor(2);
+    const [first, second] = events();
+    expect(path.dirname(first!.dir)).toBe(backups);
+    expect(path.basename(first!.dir)).toMatch(
+      /^offsets-\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$/,
+    );
+    expect(first!.buckets).toBe(4);
+    expect(first!.removed).toEqual([
+      path.join(backups, 'offsets-2020-01-01T00.00.00.000Z.partial'),
+    ]);
+    expect(second!.removed).toEqual([first!.dir]);
+    expect(readdirSync(backups).sort()).toEqual(['notes', path.basename(second!.dir)]);
+    serving.child.kill('SIGTERM');
+    expect(await serving.exited).toBe(0);
+    const restored = await OffsetStore.open({ dir: second!.dir });
+    try {
+      expect(
+        (await restored.fetchOffsets('orders')).map((o) => [o!.bucketId, o!.offset, o!.metadata]),
+      ).toEqual([
+        [0, 42, ''],
+        [1, 7, 'm'],
+      ]);
+    } finally {
+      await restored.close();
+    }
   });
 });

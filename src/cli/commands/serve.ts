@@ -5,9 +5,14 @@
  * does (`--json`: one line `{"host","port"}`), so a script can start it on port 0 and read the port.
  * Listens on loopback unless told otherwise.
  */
+import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { readNamedFile } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
+import { NodeFileSystem } from '../../io/index.js';
+import { SystemClock } from '../../util/index.js';
+import { formatBytes, formatDuration } from '../output.js';
+import { ScheduledBackups } from '../scheduled-backups.js';
 import { startClusterServer } from '../../cluster/index.js';
 import {
   SASL_MECHANISMS,
@@ -34,6 +39,8 @@ import {
 } from '../command.js';
 
 const DEFAULT_LISTEN = '127.0.0.1:9092';
+const BACKUP_EVERY_DEFAULT = '1h';
+const BACKUP_KEEP_DEFAULT = 7;
 
 /** The `serve` command. */
 export const serve: Command = {
@@ -56,6 +63,10 @@ export const serve: Command = {
     "offsets-buckets are spread over the live nodes, and --dir keeps only this node's lock, manifest",
     'and topic catalog. Give every node the same --topic list and --no-auto-create, so that topics',
     'name the same tables everywhere.',
+    '',
+    'With --backup-dir, the store is backed up while it serves (commits go on): every --backup-every, and',
+    'on SIGUSR2, into <dir>/offsets-<UTC time>, a store that opens (or serves) like any other; the newest',
+    '--backup-keep are kept. See the backup command.',
   ].join('\n'),
   options: {
     strategy: {
@@ -179,12 +190,29 @@ export const serve: Command = {
       valueName: '<seconds>',
       description: 'cluster mode: lease TTL; failover takes about this long (default 3)',
     },
+    'backup-dir': {
+      type: 'string',
+      valueName: '<dir>',
+      description:
+        'back the store up while serving, into new folders of <dir> named after the time (also on SIGUSR2)',
+    },
+    'backup-every': {
+      type: 'string',
+      valueName: '<duration>',
+      description: `time between backups: <n>s, <n>m, <n>h or <n>d (default ${BACKUP_EVERY_DEFAULT}; 0: only on SIGUSR2)`,
+    },
+    'backup-keep': {
+      type: 'string',
+      valueName: '<n>',
+      description: `backups kept, the newest (default ${BACKUP_KEEP_DEFAULT}; 0 keeps all)`,
+    },
   },
   examples: [
     'offset-store serve --dir ./offsets',
     'offset-store serve --dir ./offsets --listen 127.0.0.1:0 --json',
     'offset-store serve --dir ./offsets --listen 0.0.0.0:9092 --advertise kafka-offsets.internal:9092 --topic orders:12',
     'offset-store serve --dir ./offsets --listen PLAINTEXT://127.0.0.1:9092 --listen SASL_SSL://127.0.0.1:9093 --tls-cert server.pem --tls-key server.key --authorizer --super-user User:admin',
+    'offset-store serve --dir ./offsets --backup-dir /backups/offsets --backup-every 6h --backup-keep 28',
     'offset-store serve --dir ./n1 --etcd http://127.0.0.1:2379 --node-id n1 --listen 127.0.0.1:9092 --topic orders:12 --no-auto-create',
   ],
   async run(context) {
@@ -203,7 +231,9 @@ export const serve: Command = {
     };
     let server: KafkaServer;
     let close: () => Promise<void>;
+    let schedule: ScheduledBackups | undefined;
     const cluster = clusterOptions(context);
+    const backups = backupOptions(context, cluster !== undefined);
     if (cluster !== undefined) {
       const node = await startClusterServer({
         ...serverOptions,
@@ -230,8 +260,27 @@ export const serve: Command = {
         if (error instanceof RangeError) throw new UsageError(error.message);
         throw error;
       }
-      close = () => server.close({ closeStore: true });
+      if (backups !== undefined)
+        schedule = new ScheduledBackups({
+          store,
+          ...backups,
+          clock: new SystemClock(),
+          fs: new NodeFileSystem(),
+          onBackup: (report, removed) =>
+            output.json
+              ? output.jsonLine({ event: 'backup', ...report, removed })
+              : output.line(
+                  `Backed up to ${report.dir} (${report.segments} segments, ${formatBytes(report.bytes)}) in ${formatDuration(report.durationMs)}${removed.length === 0 ? '' : `; removed ${removed.length} older`}.`,
+                ),
+          onProblem: (message) => output.warn(message),
+        });
+      close = () => {
+        schedule?.close();
+        return server.close({ closeStore: true });
+      };
     }
+    const backupNow = () => void schedule?.now();
+    if (schedule !== undefined) process.on('SIGUSR2', backupNow);
     const running = server;
     const reload = () => {
       running.reloadSecurity().then(
@@ -274,6 +323,7 @@ export const serve: Command = {
       }
     });
     process.off('SIGHUP', reload);
+    process.off('SIGUSR2', backupNow);
     if (!output.json)
       output.line(`${signal}: closing (requests in flight finish, the store is closed).`);
     await close();
@@ -281,6 +331,52 @@ export const serve: Command = {
     return EXIT.OK;
   },
 };
+
+/** --backup-dir and its companions, checked; undefined without --backup-dir. */
+function backupOptions(
+  context: CommandContext,
+  clustered: boolean,
+): { dir: string; everyMs: number; keep: number } | undefined {
+  const dir = stringOption(context, 'backup-dir');
+  if (dir === undefined) {
+    for (const name of ['backup-every', 'backup-keep'])
+      if (context.values[name] !== undefined) throw new UsageError(`--${name} needs --backup-dir`);
+    return undefined;
+  }
+  if (clustered)
+    throw new UsageError(
+      '--backup-dir does not apply with --etcd: the offsets of a cluster live in etcd (back etcd up)',
+    );
+  if (dir.length === 0) throw new UsageError('--backup-dir needs a directory');
+  const backups = path.resolve(dir);
+  const store = path.resolve(context.dir);
+  const holds = (outer: string, inner: string) =>
+    inner === outer || inner.startsWith(outer.endsWith(path.sep) ? outer : outer + path.sep);
+  if (holds(store, backups) || holds(backups, store))
+    throw new UsageError(
+      `--backup-dir ${backups} and the store's --dir ${store}: one would hold the other`,
+    );
+  const every = stringOption(context, 'backup-every') ?? BACKUP_EVERY_DEFAULT;
+  const everyMs = parseDuration(every);
+  if (everyMs === undefined)
+    throw new UsageError(
+      `--backup-every must be 0 or <n>s, <n>m, <n>h or <n>d (from 1s to 24d), got ${JSON.stringify(every)}`,
+    );
+  const keep = integerOption(context, 'backup-keep') ?? BACKUP_KEEP_DEFAULT;
+  if (keep < 0) throw new UsageError('--backup-keep must be 0 (keep all) or more');
+  return { dir, everyMs, keep };
+}
+
+/** `0`, or `<n>s|m|h|d` with n >= 1, in ms; undefined when it is neither (or beyond ~24 days). */
+function parseDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  const match = /^(\d{1,6})([smhd])$/.exec(text);
+  if (match === null || Number(match[1]) < 1) return undefined;
+  const ms =
+    Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's']!;
+  // Beyond a timer's range (2^31-1 ms), Node fires it at once.
+  return ms <= 0x7fffffff ? ms : undefined;
+}
 
 /** The cluster-mode options, when --etcd is given. */
 function clusterOptions(context: CommandContext) {

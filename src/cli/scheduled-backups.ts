@@ -1,0 +1,124 @@
+/**
+ * Backups of a served store on a schedule (`offset-store serve --backup-dir`): every `everyMs`, and
+ * when asked (`now()`, which `serve` calls on SIGUSR2), `store.backup` into a new folder of `dir`
+ * named after the time, `offsets-2026-12-04T03.50.12.345Z`, so that names sort in time order. After
+ * each backup that succeeds, the oldest backups beyond `keep` are removed, and so are the
+ * `<name>.partial` folders that interrupted backups left (only those holding the marker a backup
+ * writes into them: nothing else in `dir` is ever removed).
+ *
+ * One backup at a time: one asked for while another runs is skipped (and said so). A failed backup is
+ * reported and the schedule goes on; the store keeps serving either way.
+ */
+import * as path from 'node:path';
+import type { BackupReport, OffsetStore } from '../index.js';
+import { isOffsetStoreError } from '../errors/index.js';
+import type { FileSystem } from '../io/index.js';
+import { BACKUP_MARKER, PARTIAL_SUFFIX } from '../store-backup.js';
+import type { Clock, Timer } from '../util/index.js';
+
+/** Names of the backups this schedule writes (and the only ones it removes). */
+const BACKUP_NAME = /^offsets-\d{4}-\d{2}-\d{2}T\d{2}\.\d{2}\.\d{2}\.\d{3}Z$/;
+
+export interface ScheduledBackupsOptions {
+  store: OffsetStore;
+  /** The folder backups are written into (created if missing). */
+  dir: string;
+  /** Time between two scheduled backups; 0: only when asked (`now()`). */
+  everyMs: number;
+  /** Backups kept (the newest); 0 keeps all. */
+  keep: number;
+  clock: Clock;
+  /** Lists `dir`, checks for the marker and removes old backups. */
+  fs: FileSystem;
+  onBackup(report: BackupReport, removed: string[]): void;
+  onProblem(message: string): void;
+}
+
+/** The name of a backup made at `nowMs`. */
+export function backupName(nowMs: number): string {
+  return `offsets-${new Date(nowMs).toISOString().replaceAll(':', '.')}`;
+}
+
+export class ScheduledBackups {
+  readonly #options: ScheduledBackupsOptions;
+  #timer: Timer | undefined;
+  #running: Promise<void> | undefined;
+  #closed = false;
+  /** Time the last backup was named after: names stay distinct even on a clock that stands still. */
+  #lastMs = -Infinity;
+
+  constructor(options: ScheduledBackupsOptions) {
+    this.#options = options;
+    this.#arm();
+  }
+
+  /** Starts a backup now, unless one is running (then says so); resolves when it is done. */
+  now(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    if (this.#running !== undefined) {
+      this.#options.onProblem('a backup is already running: this one is skipped');
+      return this.#running;
+    }
+    const running = this.#backup().finally(() => {
+      this.#running = undefined;
+    });
+    this.#running = running;
+    return running;
+  }
+
+  /** Stops the schedule. A backup running is not waited for: closing the store stops it. */
+  close(): void {
+    this.#closed = true;
+    this.#timer?.cancel();
+  }
+
+  #arm(): void {
+    const { everyMs, clock } = this.#options;
+    if (everyMs <= 0 || this.#closed) return;
+    this.#timer = clock.setTimer(everyMs, () => {
+      void this.now().finally(() => this.#arm());
+    });
+  }
+
+  async #backup(): Promise<void> {
+    const { store, dir, clock } = this.#options;
+    this.#lastMs = Math.max(clock.nowMs(), this.#lastMs + 1);
+    let report: BackupReport;
+    try {
+      report = await store.backup(path.join(dir, backupName(this.#lastMs)));
+    } catch (error) {
+      if (this.#closed && isOffsetStoreError(error, 'STORE_CLOSED')) return;
+      this.#options.onProblem(`backup failed: ${(error as Error).message}`);
+      return;
+    }
+    let removed: string[] = [];
+    try {
+      removed = await this.#prune(path.basename(report.dir));
+    } catch (error) {
+      this.#options.onProblem(`removing old backups in ${dir} failed: ${(error as Error).message}`);
+    }
+    this.#options.onBackup(report, removed);
+  }
+
+  /** Removes the backups beyond `keep` and the leftovers of interrupted ones; returns their paths. */
+  async #prune(newest: string): Promise<string[]> {
+    const { dir, keep, fs } = this.#options;
+    const names = (await fs.readdir(dir)).sort();
+    const backups = names.filter((n) => BACKUP_NAME.test(n) && n <= newest);
+    const doomed = keep > 0 ? backups.slice(0, Math.max(0, backups.length - keep)) : [];
+    for (const name of names) {
+      if (!name.endsWith(PARTIAL_SUFFIX)) continue;
+      const base = name.slice(0, -PARTIAL_SUFFIX.length);
+      if (!BACKUP_NAME.test(base) || base >= newest) continue;
+      const inside = await fs.readdir(path.join(dir, name)).catch((): string[] => []);
+      if (inside.includes(BACKUP_MARKER)) doomed.push(name);
+    }
+    const removed: string[] = [];
+    for (const name of doomed) {
+      const target = path.join(dir, name);
+      await fs.removeTree(target);
+      removed.push(target);
+    }
+    return removed;
+  }
+}

@@ -9,7 +9,8 @@
  * - otherwise a member, fenced by the store. The group's type says how to read the generation field
  *   (v9 carries either): in a consumer-protocol group it is the member epoch
  *   (`{ memberId, memberEpoch }`; an epoch other than the member's is STALE_MEMBER_EPOCH, older or
- *   newer, as a broker answers); in a classic group the generation (`{ generationId, memberId,
+ *   newer, as a broker answers; a member's commit before v9 is UNSUPPORTED_VERSION, as Kafka
+ *   answers it); in a classic group the generation (`{ generationId, memberId,
  *   groupInstanceId }`: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID,
  *   REBALANCE_IN_PROGRESS while the group waits for its leader's assignment). For a group id with no
  *   group, v9 reads a member epoch and v2-8 a generation, so the refusal is the one the client's
@@ -26,7 +27,7 @@
  */
 import { validateGroupId } from '../../model/index.js';
 import { METADATA_BYTES_MAX, type OffsetRecordSpec } from '../../codec/index.js';
-import { COMMIT_NORMALIZED } from '../../store.js';
+import { COMMIT_NORMALIZED, HOLDS_CONSUMER_MEMBER } from '../../store.js';
 import type { CommitOptions } from '../../store-options.js';
 import type { TopicEntry } from '../catalog/index.js';
 import {
@@ -113,6 +114,8 @@ export function commitOffsetColumns(
   }
   if (count === 0) return answer;
   commits.length = count;
+  if (consumerMemberBeforeV9(context, request, apiVersion))
+    return settle(answer, KAFKA_ERROR.UNSUPPORTED_VERSION);
   let member: CommitOptions | undefined;
   try {
     member = committingMember(context, request, apiVersion);
@@ -222,6 +225,26 @@ function respond(answer: OffsetCommitAnswerColumns): CommitResponse {
 
 /** OffsetCommit v9 is the first whose generation field may be a consumer-protocol member epoch (KIP-848). */
 const MEMBER_EPOCH_FROM_VERSION = 9;
+
+/**
+ * A member of a consumer-protocol group commits with v9 or later (the first version whose generation
+ * field is its member epoch): Kafka refuses an older version's commit from such a member, partition
+ * by partition, with UNSUPPORTED_VERSION, after checking that the member exists (a stranger is
+ * UNKNOWN_MEMBER_ID, from the store) and before its epoch.
+ */
+function consumerMemberBeforeV9(
+  context: HandlerContext,
+  request: OffsetCommitColumns,
+  version: number,
+): boolean {
+  if (version >= MEMBER_EPOCH_FROM_VERSION) return false;
+  const { groupId, memberId, generationIdOrMemberEpoch: generation } = request;
+  if (generation === -1 && memberId === '') return false;
+  return (
+    context.store.groupType(groupId) === 'consumer' &&
+    context.store[HOLDS_CONSUMER_MEMBER](groupId, memberId)
+  );
+}
 
 /** The committing member as the store's CommitOptions, or undefined for a commit without one. */
 function committingMember(

@@ -329,6 +329,36 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
     expect(await committed('busy')).toBeUndefined();
   });
 
+  it('refuses a commit before v9 from a member of a consumer-protocol group with UNSUPPORTED_VERSION per partition, as Kafka does; a stranger is still UNKNOWN_MEMBER_ID', async () => {
+    const { t, client } = await start();
+    const member = await t.store.heartbeat('modern', { memberEpoch: 0, subscribedTableIds: [1] });
+    const commit = (memberId: string, generation: number) => ({
+      ...adminCommit('modern', {
+        orders: [
+          { partitionIndex: 0, committedOffset: 5n },
+          { partitionIndex: 1, committedOffset: 6n },
+        ],
+      }),
+      generationIdOrMemberEpoch: generation,
+      memberId,
+    });
+    const codes = async (version: number, memberId: string, generation: number) =>
+      (
+        await client.send(API_KEYS.OffsetCommit, version, commit(memberId, generation))
+      ).topics[0]!.partitions.map((p) => p.errorCode);
+    for (const version of [2, 8])
+      expect(await codes(version, member.memberId, member.memberEpoch)).toEqual([
+        KAFKA_ERROR.UNSUPPORTED_VERSION,
+        KAFKA_ERROR.UNSUPPORTED_VERSION,
+      ]);
+    expect(await codes(8, 'stranger', member.memberEpoch)).toEqual([
+      KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+      KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+    ]);
+    expect((await t.store.stats()).totals.liveOffsets, 'nothing was written').toBe(0);
+    expect(await codes(9, member.memberId, member.memberEpoch)).toEqual([0, 0]);
+  });
+
   it('fetches every committed offset of catalog topics for null topics (v2+), several groups at once from v8', async () => {
     const { t, client } = await start();
     await client.send(

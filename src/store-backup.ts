@@ -20,9 +20,10 @@
  *   They are created with mode 0600 (the users file holds SCRAM verifiers).
  * - store.json: the store's own, with each bucket's log end set to the cut's and marked exact.
  *
- * Crash safety: the backup is built in `<to>.partial` (with a BACKUP-IN-PROGRESS marker file), every
- * file fdatasynced and every folder synced, store.json written last, then the marker is removed and
- * the folder renamed to `<to>` (its parent synced). So `<to>` exists only complete; a backup
+ * Crash safety: the backup is built in `<to>.partial` (with a BACKUP-IN-PROGRESS marker file, and a
+ * lock on the folder that refuses a second backup to the same path), every file fdatasynced and every
+ * folder synced, store.json written last, then the marker is removed and the folder renamed to `<to>`
+ * (its parents synced; if that fails, the rename is taken back). So `<to>` exists only complete; a backup
  * interrupted by a crash leaves `<to>.partial`, marked, which the next backup to `<to>` removes. A
  * failed or interrupted backup (the store closing, a read or write error, damage found) removes
  * `<to>.partial` and changes nothing in the store.
@@ -34,8 +35,8 @@
 import * as path from 'node:path';
 import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import { STATE_FILE } from './compaction/index.js';
-import type { FileSystem } from './io/index.js';
-import { CHECKPOINT_DIR } from './kv/index.js';
+import { realPathOf, type FileSystem, type HeldDirectoryLock } from './io/index.js';
+import { CHECKPOINT_DIR, inspectCheckpointFile } from './kv/index.js';
 import {
   BUCKETS_DIR,
   JOURNAL_DIR,
@@ -110,9 +111,7 @@ export function resolveBackupTarget(storeDir: string, to: unknown): string {
     );
   const target = path.resolve(to);
   const source = path.resolve(storeDir);
-  const inside = (a: string, b: string) =>
-    a === b || a.startsWith(b.endsWith(path.sep) ? b : b + path.sep);
-  if (inside(target, source) || inside(source, target))
+  if (holds(source, target) || holds(target, source))
     throw new OffsetStoreError(
       'INVALID_REQUEST',
       `cannot back up the store in ${source} to ${target}: one directory would hold the other`,
@@ -127,18 +126,37 @@ export async function writeBackup(source: BackupSource, target: string): Promise
   const startedMs = performance.now();
   const { fs } = source;
   const partial = target + PARTIAL_SUFFIX;
-  if (await exists(fs, target))
+  let lock: HeldDirectoryLock | undefined;
+  try {
+    await checkRealPaths(source.dir, target);
+    if (await exists(fs, target))
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `cannot back up to ${target}: it exists (a backup never replaces anything; choose a new path)`,
+      );
+    const existed = await exists(fs, partial);
+    await fs.mkdir(partial);
+    // Held until the backup is done: another backup to the same path, from this process or another,
+    // is refused instead of sharing (or removing) this one's folder.
+    const held = await fs.holdLock?.(partial);
+    if (held === 'held-elsewhere')
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `cannot back up to ${target}: another backup to it is running (it holds ${partial})`,
+      );
+    if (held !== undefined && held !== 'unsupported') lock = held;
+    if (existed) await removeStalePartial(fs, partial);
+  } catch (error) {
+    await lock?.release().catch(() => {});
+    if (isOffsetStoreError(error)) throw error;
+    // Whatever the file system says of a path that cannot be one (under a file, too long, a loop).
     throw new OffsetStoreError(
       'INVALID_REQUEST',
-      `cannot back up to ${target}: it exists (a backup never replaces anything; choose a new path)`,
+      `cannot back up to ${target}: ${(error as Error).message}`,
+      { cause: error },
     );
-  await removeStalePartial(fs, partial);
-  try {
-    await fs.mkdir(partial);
-  } catch (error) {
-    throw storageError(`cannot create ${partial}`, error);
   }
-  let built = false;
+  let renamed = false;
   try {
     await writeDurably(fs, path.join(partial, BACKUP_MARKER), Buffer.alloc(0));
     const manifest = structuredClone(source.manifest()) as StoreManifest;
@@ -177,15 +195,38 @@ export async function writeBackup(source: BackupSource, target: string): Promise
     await fs.unlink(path.join(partial, BACKUP_MARKER));
     await fs.syncDir(partial);
     await fs.rename(partial, target);
-    built = true;
+    renamed = true;
     await syncAncestors(fs, target);
     report.durationMs = performance.now() - startedMs;
     return report;
   } catch (error) {
-    if (!built) await fs.removeTree(partial).catch(() => {});
+    // Not durable once renamed (a parent's fsync failed): taken back, so that a failed backup never
+    // leaves a `to` that a power loss could still take away.
+    if (renamed) await fs.rename(target, partial).catch(() => {});
+    await fs.removeTree(partial).catch(() => {});
     if (isOffsetStoreError(error)) throw error;
     throw storageError(`backing up the store in ${source.dir} to ${target} failed`, error);
+  } finally {
+    await lock?.release().catch(() => {});
   }
+}
+
+/**
+ * Refuses a target that holds the store, or that the store holds, once symbolic links are resolved
+ * (a path through a link into the store would write the backup into it).
+ */
+async function checkRealPaths(storeDir: string, target: string): Promise<void> {
+  const [store, to] = await Promise.all([realPathOf(storeDir), realPathOf(target)]);
+  if (holds(store, to) || holds(to, store))
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `cannot back up the store in ${storeDir} to ${target}: once links are resolved (${store}, ${to}), one directory would hold the other`,
+    );
+}
+
+/** Whether directory `outer` is `inner` or holds it. */
+function holds(outer: string, inner: string): boolean {
+  return inner === outer || inner.startsWith(outer.endsWith(path.sep) ? outer : outer + path.sep);
 }
 
 /** Every bucket's segments and log end, in one synchronous step. */
@@ -203,7 +244,6 @@ function cut(source: BackupSource): BucketCut[] {
 
 /** A partial backup a crash left at `partial` is removed; anything else there is refused. */
 async function removeStalePartial(fs: FileSystem, partial: string): Promise<void> {
-  if (!(await exists(fs, partial))) return;
   let names: string[];
   try {
     names = await fs.readdir(partial);
@@ -213,12 +253,14 @@ async function removeStalePartial(fs: FileSystem, partial: string): Promise<void
       `cannot back up: ${partial} exists and is not a folder a backup left (${(error as Error).message})`,
     );
   }
-  if (!names.includes(BACKUP_MARKER))
+  // Empty: a crash came between its creation and the marker's.
+  if (names.length > 0 && !names.includes(BACKUP_MARKER))
     throw new OffsetStoreError(
       'INVALID_REQUEST',
       `cannot back up: ${partial} exists without a ${BACKUP_MARKER} marker, so it is not a backup interrupted while being built (if it holds a store.json, it may be a finished backup whose final rename was interrupted: rename it yourself); move it away first`,
     );
   await fs.removeTree(partial);
+  await fs.mkdir(partial);
 }
 
 /** Copies the segments of a cut, each read back and scanned; returns the bytes copied. */
@@ -268,6 +310,17 @@ async function copyCheckpoints(source: BackupSource, from: string, to: string): 
     bytes += await copyIfPresent(source, dir, copyDir, name);
   }
   await source.fs.syncDir(copyDir);
+  // Checked as an open checks it: against its seal (what it held when last written).
+  try {
+    await inspectCheckpointFile(source.fs, copyDir);
+  } catch (error) {
+    if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `not backed up: the checkpoint environment ${dir} is damaged (as copied: ${error.message}); \`offset-store log verify\` reports the store's damage`,
+      { cause: error },
+    );
+  }
   return bytes;
 }
 

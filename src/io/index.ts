@@ -12,6 +12,7 @@ export {
 } from './node-file-system.js';
 export { copyDirectory, directoryBytes } from './directory-tree.js';
 export { threadCpuMs } from './thread-usage.js';
+export { realPathOf } from './real-path.js';
 export {
   canLeaveIdle,
   demoteThread,

@@ -35,6 +35,7 @@
  */
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 import { nextTurn, onNextTurn } from '../util/index.js';
 import { holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
@@ -329,9 +330,26 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
-  /** Creates the directory and its parents (`recursive`), succeeding if it exists. */
+  /**
+   * Creates the directory and its missing parents, succeeding if it exists. Parents are created one
+   * by one, only those missing: Node's `recursive` mkdir never returns under /proc (it retries an
+   * ENOENT there forever).
+   */
   async mkdir(path: string): Promise<void> {
-    await fs.mkdir(path, { recursive: true });
+    try {
+      await fs.mkdir(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException | null)?.code;
+      if (code === 'EEXIST') {
+        if ((await fs.stat(path)).isDirectory()) return;
+        throw error;
+      }
+      const parent = dirname(path);
+      if (code !== 'ENOENT' || parent === path || (await this.sizeBytes(parent)) !== null)
+        throw error;
+      await this.mkdir(parent);
+      await this.mkdir(path);
+    }
   }
 
   /** node:fs rename: atomic, replaces `toPath`; call `syncDir` to make it durable. */

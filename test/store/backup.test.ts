@@ -3,10 +3,23 @@
  * call, written while commits go on, that opens like any store; refused targets, a damaged source,
  * a close in the middle and a crash's leftover, each leaving nothing half-built behind.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OffsetStore, isOffsetStoreError, type CommittedOffset } from '../../src/index.js';
+import {
+  NodeFileSystem,
+  OffsetStore,
+  isOffsetStoreError,
+  type CommittedOffset,
+} from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { imageOf, openStore } from './store-fixtures.js';
@@ -269,6 +282,118 @@ describe('store.backup', () => {
     expect(isOffsetStoreError(error) && error.code).toBe('INVALID_REQUEST');
     expect((error as Error).message).toMatch(/without a BACKUP-IN-PROGRESS marker/);
     expect(readFileSync(`${to}2.partial/notes.txt`, 'utf8')).toBe('mine');
+    await store.close();
+  });
+
+  it('refuses targets the file system cannot hold, or that reach into the store through a link, with INVALID_REQUEST and at once', async () => {
+    const dir = tempDir();
+    const other = tempDir();
+    const store = await openStore(dir);
+    await fillStore(store, 2);
+    const refused = async (to: string, pattern: RegExp) => {
+      const error = await store.backup(to).catch((e: unknown) => e);
+      expect(isOffsetStoreError(error) && error.code, String(error)).toBe('INVALID_REQUEST');
+      expect((error as Error).message).toMatch(pattern);
+    };
+    symlinkSync(dir, path.join(other, 'link'));
+    await refused(path.join(other, 'link', 'buckets', 'x'), /once links are resolved/);
+    writeFileSync(path.join(other, 'a-file'), 'x');
+    await refused(path.join(other, 'a-file', 'backup'), /cannot back up to .*a-file\/backup: /);
+    await refused(path.join(other, 'n'.repeat(300)), /cannot back up to /);
+    // Under /proc a recursive mkdir never returned.
+    await refused('/proc/1/offset-store-backup', /cannot back up to /);
+    expect(readdirSync(other).sort()).toEqual(['a-file', 'link']);
+    expect(readdirSync(dir).sort()).toEqual(
+      ['LOCK', 'buckets', 'journal', 'store.json'].filter((f) => existsSync(path.join(dir, f))),
+    );
+    await store.close();
+    const reopened = await openStore(dir);
+    await reopened.close();
+  });
+
+  it('two backups to one path at once: one is written and opens, the other is refused', async () => {
+    const parent = tempDir();
+    const to = path.join(parent, 'backup');
+    const a = await openStore(tempDir(), { segmentBytesMax: 1024 });
+    const b = await openStore(tempDir(), { segmentBytesMax: 1024 });
+    await fillStore(a, 30);
+    await fillStore(b, 30, 5000);
+    const outcomes = await Promise.allSettled([a.backup(to), b.backup(to)]);
+    const won = outcomes.findIndex((o) => o.status === 'fulfilled');
+    const lost = outcomes[1 - won] as PromiseRejectedResult;
+    expect(won).toBeGreaterThanOrEqual(0);
+    expect(isOffsetStoreError(lost.reason) && lost.reason.code).toBe('INVALID_REQUEST');
+    expect((lost.reason as Error).message).toMatch(/another backup to it is running|it exists/);
+    const expected = await imageOf(won === 0 ? a : b);
+    await Promise.all([a.close(), b.close()]);
+    expect(readdirSync(parent)).toEqual(['backup']);
+    const copy = await openStore(to);
+    expect(await imageOf(copy)).toEqual(expected);
+    await copy.close();
+  });
+
+  it('reports a damaged checkpoint environment instead of copying it', async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const store = await openStore(dir, {
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'checkpoint' },
+    });
+    await fillStore(store, 30);
+    await store.compact();
+    const data = path.join(
+      dir,
+      'buckets',
+      String(store.bucketFor(GROUPS[0]!)).padStart(3, '0'),
+      'checkpoint',
+      'data.mdb',
+    );
+    const bytes = readFileSync(data);
+    bytes[bytes.length - 100]! ^= 0xff;
+    bytes[5000 % bytes.length]! ^= 0xff;
+    writeFileSync(data, bytes);
+    const error = await store.backup(path.join(parent, 'backup')).catch((e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code, String(error)).toBe('CORRUPT_MESSAGE');
+    expect((error as Error).message).toContain(path.dirname(data));
+    expect(readdirSync(parent)).toEqual([]);
+    await store.close().catch(() => {});
+  });
+
+  it('takes a backup back when it cannot be made durable after its rename, leaving nothing', async () => {
+    const dir = tempDir();
+    const parent = tempDir();
+    const to = path.join(parent, 'backup');
+    class FailingParentSync extends NodeFileSystem {
+      renamed = false;
+      failed = 0;
+      override async rename(from: string, toPath: string): Promise<void> {
+        await super.rename(from, toPath);
+        if (toPath === to) this.renamed = true;
+      }
+      override async syncDir(p: string): Promise<void> {
+        if (this.renamed && p === parent && !this.failed++)
+          throw Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+        return super.syncDir(p);
+      }
+    }
+    const fs = new FailingParentSync();
+    const store = await openStore(dir, { fs });
+    await fillStore(store, 3);
+    const error = await store.backup(to).catch((e: unknown) => e);
+    expect(isOffsetStoreError(error) && error.code, String(error)).toBe('LOG_STORAGE_ERROR');
+    expect(readdirSync(parent)).toEqual([]);
+    fs.renamed = false;
+    await store.backup(to); // and a retry is not refused as existing
+    await store.close();
+  });
+
+  it("removes an empty '<to>.partial' (a crash before its marker)", async () => {
+    const parent = tempDir();
+    const to = path.join(parent, 'backup');
+    const store = await openStore(tempDir());
+    mkdirSync(`${to}.partial`);
+    await store.backup(to);
+    expect(readdirSync(parent)).toEqual(['backup']);
     await store.close();
   });
 });

@@ -1,14 +1,18 @@
 /** Resolving symbolic links in a path that may not exist yet. */
-import { realpath } from 'node:fs/promises';
+import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
-/** `p` with its longest existing prefix resolved through symbolic links (realpath). */
+/**
+ * `p` with its longest existing prefix resolved through symbolic links (realpath). Synchronous (a
+ * few syscalls, once per backup): I/O the store awaits goes through its FileSystem port, which a
+ * simulated file system schedules; this is outside it and must not leave work pending.
+ */
 export async function realPathOf(p: string): Promise<string> {
   let existing = path.resolve(p);
   const rest: string[] = [];
   for (;;) {
     try {
-      return path.join(await realpath(existing), ...rest.reverse());
+      return path.join(realpathSync(existing), ...rest.reverse());
     } catch (error) {
       const code = (error as NodeJS.ErrnoException | null)?.code;
       const parent = path.dirname(existing);

@@ -60,6 +60,18 @@ const NOT_COPIED = new Set([MANIFEST_FILE, 'LOCK', 'DEMO', BUCKETS_DIR, JOURNAL_
 /** Files of a bucket's checkpoint folder that a backup does not copy (LMDB's lock file, set-aside damage). */
 const CHECKPOINT_NOT_COPIED = /^lock\.mdb$|\.damaged$|\.tmp$/;
 const COPY_CHUNK_BYTES = 1 << 20;
+/** Errors of a target path that cannot be one: INVALID_REQUEST. */
+const PATH_ERRORS = new Set([
+  'ENOTDIR',
+  'ENAMETOOLONG',
+  'ELOOP',
+  'ENOENT',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'EEXIST',
+  'EISDIR',
+]);
 
 /** What `OffsetStore.backup` reports. */
 export interface BackupReport {
@@ -149,7 +161,11 @@ export async function writeBackup(source: BackupSource, target: string): Promise
   } catch (error) {
     await lock?.release().catch(() => {});
     if (isOffsetStoreError(error)) throw error;
-    // Whatever the file system says of a path that cannot be one (under a file, too long, a loop).
+    const code = (error as NodeJS.ErrnoException | null)?.code ?? '';
+    // What the file system says of a path that cannot be one (under a file, too long, a loop, not
+    // ours to write); any other failure (EIO, ENOSPC) is the storage's.
+    if (!PATH_ERRORS.has(code))
+      throw storageError(`cannot back up to ${target}: preparing ${partial}`, error);
     throw new OffsetStoreError(
       'INVALID_REQUEST',
       `cannot back up to ${target}: ${(error as Error).message}`,

@@ -140,7 +140,7 @@ export async function writeBackup(source: BackupSource, target: string): Promise
   const partial = target + PARTIAL_SUFFIX;
   let lock: HeldDirectoryLock | undefined;
   try {
-    await checkRealPaths(source.dir, target);
+    checkRealPaths(source.dir, target);
     if (await exists(fs, target))
       throw new OffsetStoreError(
         'INVALID_REQUEST',
@@ -231,8 +231,8 @@ export async function writeBackup(source: BackupSource, target: string): Promise
  * Refuses a target that holds the store, or that the store holds, once symbolic links are resolved
  * (a path through a link into the store would write the backup into it).
  */
-async function checkRealPaths(storeDir: string, target: string): Promise<void> {
-  const [store, to] = await Promise.all([realPathOf(storeDir), realPathOf(target)]);
+function checkRealPaths(storeDir: string, target: string): void {
+  const [store, to] = [realPathOf(storeDir), realPathOf(target)];
   if (holds(store, to) || holds(to, store))
     throw new OffsetStoreError(
       'INVALID_REQUEST',
@@ -241,7 +241,7 @@ async function checkRealPaths(storeDir: string, target: string): Promise<void> {
 }
 
 /** Whether directory `outer` is `inner` or holds it. */
-function holds(outer: string, inner: string): boolean {
+export function holds(outer: string, inner: string): boolean {
   return inner === outer || inner.startsWith(outer.endsWith(path.sep) ? outer : outer + path.sep);
 }
 

@@ -7,7 +7,7 @@ import * as path from 'node:path';
  * few syscalls, once per backup): I/O the store awaits goes through its FileSystem port, which a
  * simulated file system schedules; this is outside it and must not leave work pending.
  */
-export async function realPathOf(p: string): Promise<string> {
+export function realPathOf(p: string): string {
   let existing = path.resolve(p);
   const rest: string[] = [];
   for (;;) {

@@ -7,9 +7,9 @@
  */
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { readNamedFile } from '../../io/index.js';
+import { NodeFileSystem, readNamedFile } from '../../io/index.js';
 import { OffsetStore } from '../../store.js';
-import { NodeFileSystem } from '../../io/index.js';
+import { holds } from '../../store-backup.js';
 import { SystemClock } from '../../util/index.js';
 import { formatBytes, formatDuration } from '../output.js';
 import { ScheduledBackups } from '../scheduled-backups.js';
@@ -350,8 +350,6 @@ function backupOptions(
   if (dir.length === 0) throw new UsageError('--backup-dir needs a directory');
   const backups = path.resolve(dir);
   const store = path.resolve(context.dir);
-  const holds = (outer: string, inner: string) =>
-    inner === outer || inner.startsWith(outer.endsWith(path.sep) ? outer : outer + path.sep);
   if (holds(store, backups) || holds(backups, store))
     throw new UsageError(
       `--backup-dir ${backups} and the store's --dir ${store}: one would hold the other`,

@@ -20,7 +20,12 @@ import { loadChecksum } from '../../src/codec/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import type { FileHandle, FileSystem } from '../../src/io/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
-import { Log, forgetLogProcessState, holdServingFlushes } from '../../src/log/index.js';
+import {
+  Log,
+  forgetLogProcessState,
+  holdServingFlushes,
+  type JournalPort,
+} from '../../src/log/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { logOptions, readAll, testBatch } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -502,6 +507,53 @@ describe('Log', () => {
     const reread = await readAll(logOptions(dir, { segmentBytesMax: 64 << 20 }));
     expect(reread.batches.map((b) => b.logOffset)).toEqual(written.map((_, i) => i));
     await reread.log.close();
+  });
+
+  it('prepares no segment for a log whose rounds the journal makes durable, even after a round it fdatasynced alone', async () => {
+    const dir = tempDir();
+    const otherDir = tempDir();
+    const fs = new FaultyFileSystem();
+    // A journal that makes every round durable (the logs only write their own copies). The other
+    // log's rounds wait for `release`, so that its flush is running while this log writes.
+    let release = (): void => {};
+    const port: JournalPort = {
+      async commit(bucket, _batches, own) {
+        if (bucket === 1) await new Promise<void>((resolve) => (release = resolve));
+        await own.write();
+        return { ownSync: false };
+      },
+    };
+    const open = (d: string, bucket: number) =>
+      Log.open(logOptions(d, { fs, segmentBytesMax: 64 << 20, journal: { port, bucket } }));
+    const { log } = await open(dir, 0);
+    const { log: other } = await open(otherDir, 1);
+    const big = (n: number) => testBatch(n, 900); // ~60 KB
+    let n = 0;
+    // Another log writing at the same time: every round goes through the journal.
+    let otherRound = other.append(big(0));
+    for (; n < 8; n++) await log.append(big(n));
+    expect(log.sizeBytes).toBeGreaterThan(256 * 1024);
+    // Now and then a round finds no other log writing and fdatasyncs itself.
+    const datasyncs = fs.datasyncCount;
+    for (let i = 1; i <= 3; i++) {
+      release();
+      await otherRound;
+      await new Promise((resolve) => setImmediate(resolve)); // its flush loop has ended
+      await log.append(big(n++));
+      otherRound = other.append(big(i));
+      await log.append(big(n++));
+    }
+    release();
+    await otherRound;
+    expect(
+      fs.datasyncCount - datasyncs,
+      'the lone rounds fdatasynced the log',
+    ).toBeGreaterThanOrEqual(3);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // No next segment was prepared (zeros for a file no round would fdatasync), or rolled into.
+    expect(readdirSync(dir).filter((f) => f !== '00000000000000000000.log')).toEqual([]);
+    await log.close();
+    await other.close();
   });
 
   it('deletes a prepared segment file a crash left behind', async () => {

@@ -322,13 +322,14 @@ export class Log implements LogPort {
   /** A preallocation of the active segment failed for lack of space: none until the next segment. */
   #preallocationRefused = false;
   /**
-   * Whether the last round was made durable by this log's own fdatasync (always without a journal).
-   * Preallocation (zeros ahead, a prepared next segment) only pays off for a log that fdatasyncs
-   * itself: for rounds the journal makes durable it is only more bytes for the disk to write back,
-   * competing with the journal's flushes (64 committers over 16 logs: ~30k commits/s with it, ~55k
-   * without).
+   * Whether the last round was made durable by this log's own fdatasync (before the first round:
+   * whether the log is in durability 'fsync'). Preallocation (zeros ahead, a prepared next segment)
+   * only pays off for a log that fdatasyncs itself: for rounds the journal makes durable, or in
+   * durability 'os' where no round is fdatasynced, it is only more bytes for the disk to write
+   * back, competing with the journal's flushes (64 committers over 16 logs: ~30k commits/s with it,
+   * ~55k without).
    */
-  #syncsItself = true;
+  #syncsItself: boolean;
   /**
    * Rounds in a row made durable by this log's own fdatasync. The next segment is prepared only
    * after PREPARE_AFTER_OWN_ROUNDS of them: a log whose rounds the journal makes durable fdatasyncs
@@ -387,6 +388,7 @@ export class Log implements LogPort {
     this.#nextOffset = nextOffset;
     this.#durableBelow = nextOffset;
     this.#acknowledgedEnd = nextOffset;
+    this.#syncsItself = options.durability === 'fsync';
   }
 
   /**
@@ -803,7 +805,7 @@ export class Log implements LogPort {
     active.lastLogOffset = lastLogOffset;
     this.#acknowledgedEnd = lastLogOffset + 1;
     if (ownSync) this.#durableBelow = lastLogOffset + 1;
-    this.#syncsItself = ownSync || this.#options.journal?.port === undefined;
+    this.#syncsItself = ownSync;
     this.#ownRoundsInARow = ownSync ? this.#ownRoundsInARow + 1 : 0;
     // The first run into a segment (the log's first included) is acknowledged only once the store has
     // recorded that the log holds it: after a crash, a lost file that held acknowledged batches,

@@ -234,6 +234,18 @@ describe('Log', () => {
     await reopened.close();
   });
 
+  it("writes no zeros ahead in durability 'os', where no round fdatasyncs the segment", async () => {
+    const dir = tempDir();
+    const { log } = await Log.open(
+      logOptions(dir, { durability: 'os', segmentBytesMax: 64 << 20 }),
+    );
+    for (let n = 0; n < 40; n++) expect(await log.append(testBatch(n, 900))).toBe(n);
+    const files = segmentFiles(dir);
+    expect(files).toHaveLength(1);
+    expect(statSync(path.join(dir, files[0]!)).size, 'the batches alone').toBe(log.sizeBytes);
+    await log.close();
+  });
+
   it('writes the batches alone when the disk has no room for the preallocation, and fail-stops only when the batches do not fit either', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

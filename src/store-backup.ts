@@ -12,8 +12,9 @@
  *   started, past the cut), so a copy made later reads what the cut saw. The copies come from the
  *   files, where every acknowledged batch is, whether or not the log has fdatasynced it itself: the
  *   commit journal is not needed and not copied.
- * - Compaction is paused for the whole backup (as a conversion pauses it), so no segment of the cut
- *   is rewritten or deleted, and the checkpoint environment (`checkpoint/data.mdb` and its seal) and
+ * - Compaction is paused for the whole backup (`Compactor.pause`: the runs in flight finish, no
+ *   run starts until the backup is done, the schedule keeps counting), so no segment of the cut is
+ *   rewritten or deleted, and the checkpoint environment (`checkpoint/data.mdb` and its seal) and
  *   the strategy's `compaction-state.json` do not change while they are copied.
  * - The files the layers above keep beside the store (the Kafka server's topic catalog, users, ACLs)
  *   are copied as they are when the copy reaches them: each is written whole by an atomic rename.

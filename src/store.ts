@@ -591,7 +591,8 @@ export class OffsetStore {
    * Writes a backup of the store, while it runs, into the new directory `to`: every offset and group
    * snapshot acknowledged before the call (and perhaps some committed during it), as a store that
    * `OffsetStore.open` opens like any other (with the same strategy module, for a module strategy).
-   * Commits and fetches go on meanwhile; compaction pauses until it is done. The backup is built in
+   * Commits and fetches go on meanwhile; compaction pauses (runs in flight finish first, none starts
+   * until the backup is done, the interval keeps counting). The backup is built in
    * `<to>.partial` and renamed to `<to>` once complete and durable, so `to` never holds half a
    * backup, even after a crash. Every segment copied is read back and checked.
    *
@@ -631,7 +632,8 @@ export class OffsetStore {
         }
         return { index: slot.index, dir: slot.dir, log };
       });
-      await this.#compactor?.close();
+      const compactor = this.#compactor;
+      await compactor?.pause();
       try {
         return await writeBackup(
           {
@@ -645,7 +647,7 @@ export class OffsetStore {
           target,
         );
       } finally {
-        if (!this.#closed) this.#startCompaction();
+        compactor?.resume();
       }
     });
   }

@@ -196,6 +196,8 @@ export class Compactor {
   readonly #states = new Map<number, JsonValue | undefined>();
   #timer: Timer | undefined;
   #closed = false;
+  /** Set by `pause()`: no run of a bucket starts until `resume()` releases it (or close()). */
+  #paused: { released: Promise<void>; release: () => void } | undefined;
 
   /**
    * Does nothing until `start()` (background) or `compactNow()`; `targets` are the store's
@@ -283,7 +285,9 @@ export class Compactor {
     let next = 0;
     let finished = 0;
     const lane = async (): Promise<void> => {
-      while (next < targets.length && !this.#closed) {
+      for (;;) {
+        while (this.#paused !== undefined && !this.#closed) await this.#paused.released;
+        if (next >= targets.length || this.#closed) break;
         const i = next++;
         const target = targets[i]!;
         try {
@@ -562,6 +566,29 @@ export class Compactor {
   }
 
   /**
+   * Holds compaction still, without abandoning anything or moving the schedule: no run of a bucket
+   * starts (a run the timer or `compactNow` asks for meanwhile waits), and this resolves once the
+   * runs in flight have finished, swaps and checkpoints included. For a backup, which copies
+   * segments and checkpoints that a run would replace. Closing would abandon a long run each time
+   * and restart the interval, so frequent backups would keep the logs from being compacted at all.
+   */
+  async pause(): Promise<void> {
+    if (this.#paused === undefined) {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      this.#paused = { released, release };
+    }
+    await Promise.allSettled([...this.#running.values()]);
+  }
+
+  /** Lets runs start again after `pause()`; those that waited start now. */
+  resume(): void {
+    const paused = this.#paused;
+    this.#paused = undefined;
+    paused?.release();
+  }
+
+  /**
    * Stops scheduling and terminates the workers, abandoning a job in flight (its `.cleaned` outputs
    * are never swapped in, and the next open deletes them); then waits for running jobs to settle, so
    * a swap or checkpoint already under way on the main thread completes before the logs close.
@@ -570,6 +597,7 @@ export class Compactor {
     this.#closed = true;
     this.#closing.abort();
     this.#timer?.cancel();
+    this.resume(); // runs waiting on a pause see the close and stop
     await this.#options.runner?.close();
     await Promise.allSettled([...this.#running.values()]);
   }

@@ -15,10 +15,12 @@ import {
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  ManualClock,
   NodeFileSystem,
   OffsetStore,
   isOffsetStoreError,
   type CommittedOffset,
+  type CompactionRunEvent,
 } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
@@ -106,6 +108,54 @@ describe('store.backup', () => {
       expect((await copy.stats()).buckets.map((b) => b.nextLogOffset)).toEqual(report.logEnds);
     } finally {
       await copy.close();
+    }
+  });
+
+  it("keeps compaction's schedule across backups and lets a compaction in flight finish", async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const runs: CompactionRunEvent[] = [];
+    let onStart: () => void = () => {};
+    const store = await openStore(dir, {
+      clock,
+      compaction: {
+        strategy: 'log-cleaner',
+        intervalMs: 1000,
+        minDirtyRatio: 0,
+        onRun: (event) => {
+          runs.push(event);
+          if (event.kind === 'started') onStart();
+        },
+      },
+    });
+    try {
+      await fillStore(store, 60);
+      // Backups more often than the interval: the interval still counts from the open.
+      clock.advance(600);
+      await store.backup(path.join(tempDir(), 'first'));
+      clock.advance(600);
+      const deadline = Date.now() + 5000;
+      while (!runs.some((e) => e.kind === 'finished') && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(
+        runs.filter((e) => e.kind === 'started').length,
+        'a background run after 1200 ms',
+      ).toBeGreaterThan(0);
+      while (runs.length % 2 !== 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      // A backup asked for while a compaction runs waits for it instead of abandoning it.
+      runs.length = 0;
+      await fillStore(store, 60, 100);
+      const started = new Promise<void>((resolve) => (onStart = resolve));
+      const compacting = store.compact();
+      await started;
+      const backedUp = store.backup(path.join(tempDir(), 'second'));
+      await compacting;
+      await backedUp;
+      expect(runs.filter((e) => e.kind === 'failed')).toEqual([]);
+      expect(runs.filter((e) => e.kind === 'started')).toHaveLength(4);
+    } finally {
+      await store.close();
     }
   });
 

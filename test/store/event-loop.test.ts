@@ -41,8 +41,9 @@ describe('a caller committing back to back', () => {
         await store.close();
       }
       const what = `during ${commits} commits in ${COMMITTING_MS} ms`;
-      // Without the turns: none at all in 'fsync'; in 'os', a few when a write of zeros ahead of the
-      // data goes through the thread pool (a gap of 200-250 ms). With them: 130-180.
+      // Without the turns: none at all in 'fsync'; in 'os', none either now that no zeros are written
+      // ahead of its data (a write of them went through the thread pool: a few ticks, gaps of
+      // 200-250 ms). With them: 130-180.
       expect(ticks.length - 2, `timer ticks ${what}`).toBeGreaterThanOrEqual(
         durability === 'os' ? 40 : 1,
       );

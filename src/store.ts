@@ -127,6 +127,13 @@ export const COMMIT_NORMALIZED: unique symbol = Symbol('offset-store: commit nor
  */
 export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds consumer member');
 
+/**
+ * How long a backup waits for the compaction runs in flight to finish (on the store's clock) before
+ * it abandons them, as a close does: a strategy whose plan never settles must not hold backups, and
+ * the conversions queued behind them, forever.
+ */
+export const BACKUP_COMPACTION_WAIT_MS = 60_000;
+
 export class OffsetStore {
   readonly #options: ResolvedOptions;
   readonly #slots: BucketSlot[] = [];
@@ -633,7 +640,10 @@ export class OffsetStore {
         return { index: slot.index, dir: slot.dir, log };
       });
       const compactor = this.#compactor;
-      await compactor?.pause();
+      // Past the wait, the runs still in flight are abandoned as a close abandons them, and
+      // compaction starts afresh after the backup (its interval counting from then).
+      const paused = (await compactor?.pause(BACKUP_COMPACTION_WAIT_MS)) ?? true;
+      if (!paused) await compactor!.close();
       try {
         return await writeBackup(
           {
@@ -647,7 +657,8 @@ export class OffsetStore {
           target,
         );
       } finally {
-        compactor?.resume();
+        if (paused) compactor?.resume();
+        else if (!this.#closed) this.#startCompaction();
       }
     });
   }

@@ -567,18 +567,30 @@ export class Compactor {
 
   /**
    * Holds compaction still, without abandoning anything or moving the schedule: no run of a bucket
-   * starts (a run the timer or `compactNow` asks for meanwhile waits), and this resolves once the
-   * runs in flight have finished, swaps and checkpoints included. For a backup, which copies
+   * starts (a run the timer or `compactNow` asks for meanwhile waits), and this resolves true once
+   * the runs in flight have finished, swaps and checkpoints included. For a backup, which copies
    * segments and checkpoints that a run would replace. Closing would abandon a long run each time
    * and restart the interval, so frequent backups would keep the logs from being compacted at all.
+   * Resolves false when runs are still in flight after `waitMs` on the clock (a strategy whose plan
+   * never settles, or a very long run): compaction stays paused, and the caller may close instead.
    */
-  async pause(): Promise<void> {
+  async pause(waitMs: number): Promise<boolean> {
     if (this.#paused === undefined) {
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));
       this.#paused = { released, release };
     }
-    await Promise.allSettled([...this.#running.values()]);
+    const running = [...this.#running.values()];
+    if (running.length === 0) return true;
+    let timer: Timer | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = this.#options.clock.setTimer(waitMs, () => resolve(false));
+    });
+    try {
+      return await Promise.race([Promise.allSettled(running).then(() => true), late]);
+    } finally {
+      timer?.cancel();
+    }
   }
 
   /** Lets runs start again after `pause()`; those that waited start now. */

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkOutputs } from '../../src/compaction/plan-validation.js';
 import { OffsetStore, type BucketView } from '../../src/index.js';
+import { BACKUP_COMPACTION_WAIT_MS } from '../../src/store.js';
 import { tempDir } from '../support/temp-dir.js';
 import { compactionOptions, stateOf } from './compaction-fixtures.js';
 import {
@@ -254,6 +255,53 @@ describe('unsafe plans are refused', () => {
       const reopened = await OffsetStore.open(options);
       expect(await stateOf(reopened)).toEqual(state);
       await reopened.close();
+    });
+  }
+
+  for (const [where, module] of [
+    ['on the compaction runner', STRATEGY_MODULES.scripted],
+    ['on the main thread (rewrites: false)', STRATEGY_MODULES.scriptedPlanner],
+  ] as const) {
+    it(`lets a backup go on while a plan never settles ${where}, once it has waited BACKUP_COMPACTION_WAIT_MS`, async () => {
+      const dir = tempDir();
+      const options = inProcessOptions(dir, module);
+      const store = await OffsetStore.open(options);
+      try {
+        await fillSegments(store);
+        const state = await stateOf(store);
+        let planned!: () => void;
+        const asked = new Promise<void>((resolve) => (planned = resolve));
+        scriptedHooks().plan = () => {
+          planned();
+          return new Promise(() => {});
+        };
+        const compacting = store.compact().then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        await asked;
+        let done = false;
+        const to = path.join(tempDir(), 'backup');
+        const backedUp = store.backup(to).finally(() => (done = true));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(done, 'waits for the run in flight first').toBe(false);
+        scriptedHooks().plan = () => null;
+        options.clock.advance(BACKUP_COMPACTION_WAIT_MS);
+        await Promise.race([
+          backedUp,
+          new Promise((_, reject) =>
+            setTimeout(() => reject(new Error('the backup still waits for the plan')), 3000),
+          ),
+        ]);
+        // The compaction asked for before the backup runs again afterwards, on a new compactor.
+        expect(await compacting).toBeUndefined();
+        const copy = await OffsetStore.open({ ...inProcessOptions(to, module), fs: undefined });
+        expect(await stateOf(copy)).toEqual(state);
+        await copy.close();
+      } finally {
+        scriptedHooks().plan = () => null;
+        await store.close();
+      }
     });
   }
 

@@ -13,7 +13,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   ManualClock,
   NodeFileSystem,
@@ -134,15 +134,14 @@ describe('store.backup', () => {
       clock.advance(600);
       await store.backup(path.join(tempDir(), 'first'));
       clock.advance(600);
-      const deadline = Date.now() + 5000;
-      while (!runs.some((e) => e.kind === 'finished') && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      const waiting = { timeout: 5000, interval: 10 };
+      // Past the timeout, the assertion below says what was missing.
+      await vi.waitUntil(() => runs.some((e) => e.kind === 'finished'), waiting).catch(() => {});
       expect(
         runs.filter((e) => e.kind === 'started').length,
         'a background run after 1200 ms',
       ).toBeGreaterThan(0);
-      while (runs.length % 2 !== 0 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      await vi.waitUntil(() => runs.length % 2 === 0, waiting);
       // A backup asked for while a compaction runs waits for it instead of abandoning it.
       runs.length = 0;
       await fillStore(store, 60, 100);

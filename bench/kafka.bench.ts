@@ -8,6 +8,11 @@
  *   Requests are encoded before timing and sent by a minimal pipelining client in a process of its
  *   own (bench/support/kafka-load.ts), as a real client is: the server's process pays only for the
  *   server's side of each request, and the in-process API's caller for nothing but its calls.
+ * - The wire's floor beside each commit shape (bench/support/kafka-echo.ts): the same load against a
+ *   server that answers each frame at once, decoding and storing nothing. It prints the ceiling of
+ *   the wire / in-process ratio on this machine: R_floor / (R_floor + R_in-process), what a server
+ *   whose own work cost nothing would reach (with a fixed number of requests in flight, throughput
+ *   is that number over the latency, and the wire adds the floor's round trip to every commit).
  * - OffsetFetch latency: one request at a time on one connection, 1 and 100 partitions (v8),
  *   next to an awaited `store.fetchOffsets` of the same buckets.
  * - The codec's share: decoding each request (header and body) and encoding its response, alone,
@@ -42,6 +47,7 @@ import {
   encodeResponse,
   type RequestInputOf,
 } from '../src/kafka/protocol/index.js';
+import { startEchoServer } from './support/kafka-echo.js';
 import { KafkaLoad } from './support/kafka-load.js';
 import { PipelinedConnection } from './support/kafka-pipeline.js';
 import {
@@ -179,6 +185,37 @@ async function wireCommits(shape: Shape): Promise<Prepared> {
   };
 }
 
+/** The same load against a server that answers each frame at once, decoding nothing (kafka-echo.ts). */
+async function echoCommits(shape: Shape): Promise<Prepared> {
+  const answer = {
+    topicNames: [TOPIC],
+    topicCounts: [shape.partitions],
+    partitionIndexes: Array.from({ length: shape.partitions }, (_, p) => p),
+    errorCodes: new Array<number>(shape.partitions).fill(0),
+  };
+  const echo = await startEchoServer(encodeOffsetCommitResponse(8, 0, 0, answer));
+  const frames = Array.from({ length: shape.connections }, (_, c) =>
+    commitFrames(groupName(c), shape.partitions),
+  );
+  const load = await KafkaLoad.start(echo.port, shape.pipelined, frames);
+  return {
+    spec: {
+      name: `wire floor: the same requests answered at once, nothing decoded or stored`,
+      async: true,
+      concurrency: shape.connections * shape.pipelined,
+      unitsPerCall: shape.partitions,
+      fn: () => {
+        throw new Error('echo requests are sent by the load driver');
+      },
+      round: (timeMs, warmupMs) => load.round(timeMs, warmupMs),
+    },
+    close: async () => {
+      await load.close();
+      await echo.close();
+    },
+  };
+}
+
 async function inProcessCommits(shape: Shape): Promise<Prepared> {
   const dir = createTempDir('kafka-api');
   const store = await OffsetStore.open({ dir, durability: 'fsync' });
@@ -211,19 +248,27 @@ async function inProcessCommits(shape: Shape): Promise<Prepared> {
 
 interface CommitRow extends TaskResult {
   readonly shape: Shape;
-  readonly via: 'wire' | 'in-process';
+  readonly via: 'wire' | 'in-process' | 'floor';
 }
 
 async function measureCommits(): Promise<CommitRow[]> {
   const rows: CommitRow[] = [];
   for (const shape of COMMIT_SHAPES) {
-    const prepared = [await wireCommits(shape), await inProcessCommits(shape)];
+    const prepared = [
+      await wireCommits(shape),
+      await inProcessCommits(shape),
+      await echoCommits(shape),
+    ];
     try {
-      const [wire, api] = await measureInterleaved(
+      const [wire, api, floor] = await measureInterleaved(
         prepared.map((p) => p.spec),
         TIMING,
       );
-      rows.push({ ...wire!, shape, via: 'wire' }, { ...api!, shape, via: 'in-process' });
+      rows.push(
+        { ...wire!, shape, via: 'wire' },
+        { ...api!, shape, via: 'in-process' },
+        { ...floor!, shape, via: 'floor' },
+      );
     } finally {
       for (const p of prepared) await p.close();
     }
@@ -419,11 +464,20 @@ function spreadColumn<R>(
   return { header, value: (r) => spread(r.runs.map(figure), format) };
 }
 
-/** One task over the runs: its result in each run, and (wire commits) its ratio to in-process in each run. */
+/**
+ * One task over the runs: its result in each run, and for wire commits, in each run, its ratio to
+ * in-process and the ceiling of that ratio the wire floor gives (kafka-echo.ts).
+ */
 interface Across<R> {
   readonly name: string;
   readonly runs: readonly R[];
   readonly ratios: readonly number[];
+  readonly ceilings: readonly number[];
+}
+
+/** The ratio to in-process of a server whose own work cost nothing: R_floor / (R_floor + R_in-process). */
+function ceiling(api: TaskResult, floor: TaskResult): number {
+  return floor.callsPerSec / (floor.callsPerSec + api.callsPerSec);
 }
 
 async function main(): Promise<void> {
@@ -443,11 +497,14 @@ async function main(): Promise<void> {
       first.via === 'wire'
         ? runs.map((r) => r.commits[i]!.unitsPerSec / r.commits[i + 1]!.unitsPerSec)
         : [],
+    ceilings:
+      first.via === 'wire' ? runs.map((r) => ceiling(r.commits[i + 1]!, r.commits[i + 2]!)) : [],
   }));
   const fetches: Across<FetchRow>[] = runs[0]!.fetches.map((first, i) => ({
     name: first.name,
     runs: runs.map((r) => r.fetches[i]!),
     ratios: [],
+    ceilings: [],
   }));
 
   printTable(
@@ -460,6 +517,10 @@ async function main(): Promise<void> {
       {
         header: 'wire / in-process',
         value: (r) => (r.ratios.length > 0 ? spread(r.ratios, formatRatio) : ''),
+      },
+      {
+        header: 'ceiling (no-work server)',
+        value: (r) => (r.ceilings.length > 0 ? spread(r.ceilings, formatRatio) : ''),
       },
     ],
     commits,
@@ -490,7 +551,7 @@ async function main(): Promise<void> {
     const ratio = median(row.ratios);
     const batched = shape.partitions === PARTITIONS;
     console.log(
-      `- OffsetCommit, ${shape.partitions} partition(s), ${shape.connections} connection(s): wire ${formatCount(median(row.runs.map((x) => x.unitsPerSec)))} offsets/s = ${formatRatio(ratio)} of in-process${batched ? ` (target >= 0.7: ${verdict(ratio >= 0.7)})` : ''}`,
+      `- OffsetCommit, ${shape.partitions} partition(s), ${shape.connections} connection(s): wire ${formatCount(median(row.runs.map((x) => x.unitsPerSec)))} offsets/s = ${formatRatio(ratio)} of in-process${batched ? ` (target >= 0.7: ${verdict(ratio >= 0.7)})` : ''}; a server doing no work of its own would reach about ${formatRatio(median(row.ceilings))}`,
     );
   }
   for (const row of fetches.filter((r) => r.runs[0]!.via === 'wire')) {

@@ -5,8 +5,18 @@
  *
  * Invariants of ManualClock: `nowMs()` never goes backwards; `advance(ms)` fires every timer due at or
  * before the new time in (due time, arming order), each one seeing `nowMs()` equal to its due time;
- * a cancelled timer never fires.
+ * a cancelled timer never fires. A timer that re-arms itself with a zero delay would keep one
+ * `advance` firing forever at the same instant, on the caller's thread, where no test timeout can
+ * stop it: past INSTANT_TIMERS_MAX timers fired without time moving, `advance` throws instead.
  */
+
+/** Timers one `advance` may fire at a single instant before it calls it an endless loop. */
+export const INSTANT_TIMERS_MAX = 100_000;
+
+/** Thrown by `ManualClock.advance` when timers keep re-arming at one instant (see above). */
+export class TimerLoopError extends Error {
+  override name = 'TimerLoopError';
+}
 
 /** A cancellable timer handle. */
 export interface Timer {
@@ -91,9 +101,19 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     if (!(ms >= 0)) throw new RangeError(`advance(ms) needs ms >= 0, got ${ms}`);
     const targetMs = this.#nowMs + ms;
+    let instantMs = Number.NaN;
+    let firedAtInstant = 0;
     for (;;) {
       const next = this.#nextDue(targetMs);
       if (next === undefined) break;
+      if (next.dueMs !== instantMs) {
+        instantMs = next.dueMs;
+        firedAtInstant = 0;
+      } else if (++firedAtInstant >= INSTANT_TIMERS_MAX) {
+        throw new TimerLoopError(
+          `ManualClock.advance: ${INSTANT_TIMERS_MAX} timers fired at ${instantMs} ms without time moving; a timer keeps re-arming itself with a zero delay`,
+        );
+      }
       this.#timers.splice(this.#timers.indexOf(next), 1);
       this.#nowMs = next.dueMs;
       next.callback();

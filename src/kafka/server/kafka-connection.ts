@@ -18,7 +18,9 @@
  *   that never reads its responses, or that writes on behind a held request, therefore costs a
  *   bounded amount of memory;
  * - a frame over `requestBytesMax`, a request the router cannot answer, or a handler's
- *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses); so
+ *   CLOSE_CONNECTION closes the connection (the last in its turn, after earlier responses), and a
+ *   request the router refuses at once (a version not served, a body that does not decode) ends
+ *   what is read: nothing sent after it is dispatched, even behind commits still in flight; so
  *   does an answer written while the peer asks for it (`closeRequested`: a failed authentication);
  * - `close()` (server shutdown) dispatches nothing new, lets dispatched requests finish and their
  *   responses be written, then ends the socket: at once if the client is not reading them, else
@@ -96,6 +98,8 @@ export class KafkaConnection {
   #writeBlocked = false;
   #readPaused = false;
   #closing = false;
+  /** A dispatched request closes the connection once answered in turn: nothing after it is read. */
+  #closeQueued = false;
   #ending = false;
   #closed = false;
   #graceTimer: Timer | undefined;
@@ -198,7 +202,7 @@ export class KafkaConnection {
   }
 
   #onData(chunk: Buffer): void {
-    if (this.#closing) return;
+    if (this.#closing || this.#closeQueued) return;
     this.#lastActivityMs = this.#clock.nowMs();
     this.#reader.push(chunk);
     if (!this.#coalesceReads) {
@@ -223,6 +227,7 @@ export class KafkaConnection {
     let waiting = false;
     while (
       !this.#closing &&
+      !this.#closeQueued &&
       !this.#writeBlocked &&
       this.#slots.length < this.#limits.inFlightRequestsMax
     ) {
@@ -243,7 +248,7 @@ export class KafkaConnection {
       this.#reader.consume();
       this.#dispatch(payload);
     }
-    if (this.#closing) return;
+    if (this.#closing || this.#closeQueued) return;
     if (waiting || this.#writeBlocked || this.#slots.length >= this.#limits.inFlightRequestsMax)
       this.#pauseReading();
     else this.#resumeReading();
@@ -277,8 +282,20 @@ export class KafkaConnection {
       );
     } else {
       slot.routed = routed;
+      // A request that closes the connection ends what is read from it, even behind commits still
+      // in flight: nothing the client sent after it is dispatched (Kafka reads one request at a
+      // time and closes before the next). The connection closes once the slots before it are
+      // answered.
+      if (routed === CLOSE_CONNECTION) this.#stopReadingAt();
       if (this.#slots[0] === slot) this.#flush();
     }
+  }
+
+  /** A request of this connection closes it: drop what follows it, read no more. */
+  #stopReadingAt(): void {
+    this.#closeQueued = true;
+    this.#reader.clear();
+    this.#pauseReading();
   }
 
   #fill(slot: Slot, routed: Routed): void {

@@ -1,8 +1,8 @@
 /**
  * Hostile and broken clients on raw sockets: a length prefix of 2^31 - 1 or a negative one, a
  * truncated frame (with and without the client's FIN), an unknown API key, an unsupported version,
- * a body that does not decode, random garbage, an acks=0 produce, a client that never reads its
- * responses, and 1000 connections at once. Each gets an error or a closed connection; the server
+ * a body that does not decode (and a commit pipelined behind such a request, which must not be
+ * read), random garbage, an acks=0 produce, a client that never reads its responses, and 1000 connections at once. Each gets an error or a closed connection; the server
  * stays up and keeps serving another client; nothing reaches the store or the topic catalog; and a
  * client that does not read costs the server a bounded amount of memory. The garbage test prints
  * its seed when it fails; KAFKA_GARBAGE_SEED replays it.
@@ -170,6 +170,47 @@ describe('hostile input on a raw socket', () => {
       expect(client.arrivals).toEqual([]);
     }
     await expectUnharmed(t);
+  });
+
+  it('reads nothing past a request that closes the connection, though the commits before it are still in flight', async () => {
+    const t = await start({ server: { topics: [{ name: 't', partitions: 4 }] } });
+    const commit = (correlationId: number, partitionIndex: number, offset: bigint) =>
+      encodeRequest(
+        { apiKey: API_KEYS.OffsetCommit, apiVersion: 8, correlationId, clientId: 'c' },
+        {
+          groupId: 'g',
+          topics: [{ name: 't', partitions: [{ partitionIndex, committedOffset: offset }] }],
+        },
+      );
+    const unsupported = commit(2, 1, 200n);
+    unsupported.writeInt16BE(10, 6);
+    const whole = commit(2, 1, 200n);
+    const cut = Buffer.concat([
+      sizePrefix(whole.length - 4 - 5),
+      whole.subarray(4, whole.length - 5),
+    ]);
+    for (const [name, bad] of [
+      ['an unsupported version', unsupported],
+      ['a body cut short', cut],
+    ] as const) {
+      await t.store.deleteGroup('g').catch(() => {});
+      const client = await connect(t);
+      const answered = client.responseTo(1);
+      // One write: a commit that waits for its fdatasync, the bad request, then another commit.
+      client.write(Buffer.concat([commit(1, 0, 100n), bad, commit(3, 2, 300n)]));
+      await answered;
+      await client.closed;
+      expect(client.arrivals, name).toEqual([1]);
+      const offsets = await t.store.fetchOffsets('g', [
+        { tableId: 1, bucketId: 0 },
+        { tableId: 1, bucketId: 1 },
+        { tableId: 1, bucketId: 2 },
+      ]);
+      expect(
+        offsets.map((o) => o?.offset ?? null),
+        `${name}: the commit before it is kept, nothing after it is read`,
+      ).toEqual([100, null, null]);
+    }
   });
 
   it('closes a connection whose request holds more than a million array elements, committing nothing of it', async () => {

@@ -88,6 +88,13 @@ export class RawKafkaClient {
     return decodeResponse(apiKey, apiVersion, payload).body;
   }
 
+  /** Resolves with the response to `correlationId`, for a request written as bytes (`write`). */
+  responseTo(correlationId: number): Promise<Buffer> {
+    return new Promise((resolve) => {
+      this.#pending.set(correlationId, { apiKey: -1 as ApiKey, apiVersion: -1, resolve });
+    });
+  }
+
   /** Writes bytes as they are. */
   write(bytes: Buffer): void {
     this.socket.write(bytes);

@@ -9,8 +9,9 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CATALOG_FILE } from '../../../src/kafka/index.js';
+import { TopicCatalog } from '../../../src/kafka/catalog/index.js';
 import { API_KEYS, KAFKA_ERROR, ZERO_UUID } from '../../../src/kafka/protocol/index.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import {
@@ -151,6 +152,26 @@ describe('Metadata', () => {
       allowAutoTopicCreation: true,
     });
     expect(full.topics[0]!.errorCode).toBe(KAFKA_ERROR.POLICY_VIOLATION);
+  });
+
+  it('refuses the names a full catalog has no room for without asking it: a request naming 20,000 new topics asks for 3', async () => {
+    const createTopic = vi.spyOn(TopicCatalog.prototype, 'createTopic');
+    try {
+      const { t, client } = await start({ topicsMax: 5 });
+      const names = Array.from({ length: 20_000 }, (_, i) => `new-${i}`);
+      const response = await client.send(API_KEYS.Metadata, 9, {
+        topics: names.map((name) => ({ name })),
+        allowAutoTopicCreation: true,
+      });
+      const codes = response.topics.map((x) => x.errorCode);
+      expect(codes.slice(0, 3)).toEqual([0, 0, 0]);
+      expect(codes.slice(3).every((code) => code === KAFKA_ERROR.POLICY_VIOLATION)).toBe(true);
+      expect(response.topics.map((x) => x.name)).toEqual(names);
+      expect(createTopic).toHaveBeenCalledTimes(3);
+      expect(t.server.stats().topics).toBe(5);
+    } finally {
+      createTopic.mockRestore();
+    }
   });
 
   it('finds topics by id from v10 and answers UNKNOWN_TOPIC_ID for an unknown one', async () => {

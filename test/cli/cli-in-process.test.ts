@@ -3,7 +3,7 @@
  * option parsing, and the human-output helpers. The commands themselves run as child processes in
  * the other files.
  */
-import { cpSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
@@ -16,7 +16,7 @@ import {
 } from '../../src/cli/output.js';
 import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
 import { StoreAdmin } from '../../src/admin/index.js';
-import { prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
+import { DEMO_MARKER_TEXT, prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
 import { JOURNAL_DIR } from '../../src/log/index.js';
@@ -508,16 +508,44 @@ describe('command output (in-process)', () => {
 });
 
 describe('demo directory', () => {
+  it('removes nothing but a demo store: not a folder holding an entry named DEMO, a DEMO of other text, or a demo store with a file put beside it', async () => {
+    const projects = tempDir('offset-store-demo-');
+    mkdirSync(path.join(projects, 'DEMO'));
+    mkdirSync(path.join(projects, 'important'));
+    writeFileSync(path.join(projects, 'important', 'thesis.txt'), 'years of work');
+    writeFileSync(path.join(projects, 'notes.txt'), 'keep me');
+    const refused = await run(['demo', '--dir', projects]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^error: INVALID_CONFIG: .* not the demo's marker file/);
+    expect(readdirSync(projects).sort()).toEqual(['DEMO', 'important', 'notes.txt']);
+    expect(readFileSync(path.join(projects, 'important', 'thesis.txt'), 'utf8')).toBe(
+      'years of work',
+    );
+
+    const otherText = tempDir('offset-store-demo-');
+    await seedStore(otherText);
+    writeFileSync(path.join(otherText, 'DEMO'), 'my notes on the demo\n');
+    await expect(prepareDemoDir(otherText)).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    expect(existsSync(path.join(otherText, 'store.json'))).toBe(true);
+
+    const besides = tempDir('offset-store-demo-');
+    await seedStore(besides);
+    writeFileSync(path.join(besides, 'DEMO'), DEMO_MARKER_TEXT);
+    writeFileSync(path.join(besides, 'report.csv'), 'a,b\n');
+    await expect(prepareDemoDir(besides)).rejects.toThrow(/holds "report.csv" beside a demo store/);
+    expect(readFileSync(path.join(besides, 'report.csv'), 'utf8')).toBe('a,b\n');
+  });
+
   it('replaces an old demo store whose LOCK file names a live process that holds no lock, and refuses one that is open', async () => {
     const dir = tempDir('offset-store-demo-');
     await seedStore(dir);
-    writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
+    writeFileSync(path.join(dir, 'DEMO'), DEMO_MARKER_TEXT);
     writeFileSync(path.join(dir, 'LOCK'), `${process.ppid}\n`); // a crashed demo's pid, since given to a live process
     await prepareDemoDir(dir);
     expect(existsSync(dir)).toBe(false);
 
     await seedStore(dir);
-    writeFileSync(path.join(dir, 'DEMO'), 'an old demo store\n');
+    writeFileSync(path.join(dir, 'DEMO'), DEMO_MARKER_TEXT);
     const store = await OffsetStore.open({ dir, compaction: { background: false } });
     try {
       await expect(prepareDemoDir(dir)).rejects.toMatchObject({ code: 'STORE_LOCKED' });

@@ -21,7 +21,7 @@ import * as path from 'node:path';
 import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
 import { MANIFEST_FILE } from '../../admin/index.js';
 import { NodeFileSystem } from '../../io/index.js';
-import { DirectoryLock } from '../../log/index.js';
+import { BUCKETS_DIR, DirectoryLock, JOURNAL_DIR } from '../../log/index.js';
 import { notADirectory, openFailure } from '../../open-failure.js';
 import { ConsumptionLedger, type OffsetRange } from './consumption-ledger.js';
 import { measureBurstCommits, measureFetchLatency } from './demo-measurements.js';
@@ -159,13 +159,25 @@ export class DemoFailure extends Error {
  */
 export const DEMO_MARKER_FILE = 'DEMO';
 
-const DEMO_MARKER_TEXT =
+/** What the marker holds: a directory is the demo's own only if its DEMO file says exactly this. */
+export const DEMO_MARKER_TEXT =
   'This store was created by `offset-store demo`; the next demo run in this directory replaces it.\n';
 
+/** The names a demo store's directory holds besides its marker (a leftover manifest write included). */
+const DEMO_STORE_NAMES = new Set([
+  MANIFEST_FILE,
+  `${MANIFEST_FILE}.tmp`,
+  BUCKETS_DIR,
+  JOURNAL_DIR,
+  'LOCK',
+]);
+
 /**
- * Makes `dir` ready for a fresh demo store: an empty or missing directory is fine; one holding the
- * DEMO marker (an old demo store) is removed under the store's lock (STORE_LOCKED while it is open);
- * anything else is refused with INVALID_CONFIG and left as it is.
+ * Makes `dir` ready for a fresh demo store: an empty or missing directory is fine; an old demo store
+ * (its DEMO marker a file holding DEMO_MARKER_TEXT, and nothing beside it that a demo store does
+ * not hold) is removed under the store's lock (STORE_LOCKED while it is open); anything else is
+ * refused with INVALID_CONFIG and left as it is. The whole directory is removed, so an entry merely
+ * named DEMO, or a user's file put beside a demo store, must not be taken for the demo's.
  */
 export async function prepareDemoDir(dir: string): Promise<void> {
   const fs = new NodeFileSystem();
@@ -173,13 +185,29 @@ export async function prepareDemoDir(dir: string): Promise<void> {
     throw notADirectory(error, dir) ?? openFailure(error, `cannot read ${dir}`);
   });
   if (names.length === 0) return;
-  if (!names.includes(DEMO_MARKER_FILE)) {
-    const what = names.includes(MANIFEST_FILE)
-      ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)`
-      : 'is not empty and holds no offset store';
+  const refuse = (what: string): never => {
     throw new OffsetStoreError(
       'INVALID_CONFIG',
       `${dir} ${what}: the demo only replaces a store it created itself; pick another --dir`,
+    );
+  };
+  if (!names.includes(DEMO_MARKER_FILE)) {
+    refuse(
+      names.includes(MANIFEST_FILE)
+        ? `holds an offset store the demo did not create (no ${DEMO_MARKER_FILE} marker)`
+        : 'is not empty and holds no offset store',
+    );
+  }
+  const marker = await fs
+    .readFile(path.join(dir, DEMO_MARKER_FILE))
+    .catch((): Buffer | null => null);
+  if (marker === null || marker.toString('utf8') !== DEMO_MARKER_TEXT)
+    refuse(`holds a ${DEMO_MARKER_FILE} that is not the demo's marker file`);
+  const others = names.filter((name) => name !== DEMO_MARKER_FILE && !DEMO_STORE_NAMES.has(name));
+  if (others.length > 0) {
+    const shown = others.slice(0, 3).map((name) => JSON.stringify(name));
+    refuse(
+      `holds ${shown.join(', ')}${others.length > 3 ? ` and ${others.length - 3} more` : ''} beside a demo store`,
     );
   }
   // The store's own lock says whether it is open (STORE_LOCKED), not the pid in its LOCK file.

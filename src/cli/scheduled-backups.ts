@@ -2,9 +2,12 @@
  * Backups of a served store on a schedule (`offset-store serve --backup-dir`): every `everyMs`, and
  * when asked (`now()`, which `serve` calls on SIGUSR2), `store.backup` into a new folder of `dir`
  * named after the time, `offsets-2026-12-04T03.50.12.345Z`, so that names sort in time order. After
- * each backup that succeeds, the oldest backups beyond `keep` are removed, and so are the
- * `<name>.partial` folders that interrupted backups left (only those holding the marker a backup
- * writes into them: nothing else in `dir` is ever removed).
+ * each backup that succeeds, the oldest backups of this store beyond `keep` are removed (a backup is
+ * this store's when its store.json has the creation time of the one just made: another store's
+ * backups in the same folder are neither counted nor removed), and so are the `<name>.partial`
+ * folders that interrupted backups left (only those holding the marker a backup writes into them:
+ * nothing else in `dir` is ever removed). `serve` holds a lock on `dir` while it runs, so two
+ * schedules never share it at once.
  *
  * One backup at a time: one asked for while another runs is skipped (and said so). A failed backup is
  * reported and the schedule goes on; the store keeps serving either way.
@@ -13,6 +16,7 @@ import * as path from 'node:path';
 import type { BackupReport, OffsetStore } from '../index.js';
 import { isOffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
+import { MANIFEST_FILE } from '../log/index.js';
 import { BACKUP_MARKER, PARTIAL_SUFFIX } from '../store-backup.js';
 import type { Clock, Timer } from '../util/index.js';
 
@@ -104,7 +108,16 @@ export class ScheduledBackups {
   async #prune(newest: string): Promise<string[]> {
     const { dir, keep, fs } = this.#options;
     const names = (await fs.readdir(dir)).sort();
-    const backups = names.filter((n) => BACKUP_NAME.test(n) && n <= newest);
+    // Only this store's backups count and go: a folder shared with another store's schedule (or
+    // holding its older backups) keeps those. A backup is this store's when its store.json has the
+    // creation time of the one just made; one that cannot be read is kept.
+    const ours = await storeCreatedAtMs(fs, path.join(dir, newest));
+    const backups: string[] = [];
+    for (const name of names) {
+      if (!BACKUP_NAME.test(name) || name > newest) continue;
+      if (ours !== undefined && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
+        backups.push(name);
+    }
     const doomed = keep > 0 ? backups.slice(0, Math.max(0, backups.length - keep)) : [];
     for (const name of names) {
       if (!name.endsWith(PARTIAL_SUFFIX)) continue;
@@ -120,5 +133,17 @@ export class ScheduledBackups {
       removed.push(target);
     }
     return removed;
+  }
+}
+
+/** The `createdAtMs` of the store in `dir` (a backup), or undefined when its store.json cannot be read. */
+async function storeCreatedAtMs(fs: FileSystem, dir: string): Promise<number | undefined> {
+  try {
+    const bytes = await fs.readFile(path.join(dir, MANIFEST_FILE));
+    const createdAtMs = (JSON.parse(bytes?.toString('utf8') ?? 'null') as { createdAtMs?: unknown })
+      ?.createdAtMs;
+    return typeof createdAtMs === 'number' ? createdAtMs : undefined;
+  } catch {
+    return undefined;
   }
 }

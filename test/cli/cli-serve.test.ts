@@ -307,7 +307,7 @@ describe('offset-store serve', () => {
     });
   });
 
-  it('--backup-dir: SIGUSR2 backs the served store up into a new folder, the newest --backup-keep kept, leftovers of interrupted ones removed', async () => {
+  it('--backup-dir: SIGUSR2 backs the served store up into a new folder, the newest --backup-keep kept, leftovers of interrupted ones removed, the folder held while serving', async () => {
     const dir = tempDir();
     const backups = tempDir();
     const seeded = await OffsetStore.open({ dir, bucketCount: 4 });
@@ -362,9 +362,25 @@ describe('offset-store serve', () => {
       path.join(backups, 'offsets-2020-01-01T00.00.00.000Z.partial'),
     ]);
     expect(second!.removed).toEqual([first!.dir]);
-    expect(readdirSync(backups).sort()).toEqual(['notes', path.basename(second!.dir)]);
+    // The folder is held while the server runs: another served store cannot prune it too.
+    expect(readdirSync(backups).sort()).toEqual(['LOCK', 'notes', path.basename(second!.dir)]);
+    const other = tempDir();
+    const rival = await runCli([
+      'serve',
+      '--dir',
+      other,
+      '--listen',
+      '127.0.0.1:0',
+      '--backup-dir',
+      backups,
+    ]);
+    expect(rival.code, rival.stderr).toBe(1);
+    expect(rival.stderr).toMatch(
+      /^error: STORE_LOCKED: --backup-dir .* is in use by another offset-store serve/,
+    );
     serving.child.kill('SIGTERM');
     expect(await serving.exited).toBe(0);
+    expect(readdirSync(backups).sort()).toEqual(['notes', path.basename(second!.dir)]);
     const restored = await OffsetStore.open({ dir: second!.dir });
     try {
       expect(

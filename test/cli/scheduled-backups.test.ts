@@ -67,4 +67,40 @@ describe('ScheduledBackups', () => {
     expect(done).toHaveLength(5);
     await store.close();
   });
+
+  it("never counts or removes another store's backups in the same folder", async () => {
+    const clockA = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 0));
+    const clockB = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 30));
+    const a = await OffsetStore.open({ dir: tempDir(), bucketCount: 2, clock: clockA });
+    const b = await OffsetStore.open({ dir: tempDir(), bucketCount: 2, clock: clockB });
+    const dir = path.join(tempDir(), 'backups');
+    const made: string[] = [];
+    const scheduleOf = (store: OffsetStore, clock: ManualClock) =>
+      new ScheduledBackups({
+        store,
+        dir,
+        everyMs: 0,
+        keep: 2,
+        clock,
+        fs: new NodeFileSystem(),
+        onBackup: (report) => made.push(path.basename(report.dir)),
+        onProblem: (message) => {
+          throw new Error(message);
+        },
+      });
+    const scheduleA = scheduleOf(a, clockA);
+    const scheduleB = scheduleOf(b, clockB);
+    await scheduleB.now();
+    for (let i = 0; i < 4; i++) {
+      clockA.advance(60_000);
+      await scheduleA.now();
+    }
+    const ofB = made[0]!;
+    expect(readdirSync(dir).sort()).toEqual([ofB, ...made.slice(-2)].sort());
+    clockB.advance(600_000);
+    await scheduleB.now();
+    expect(readdirSync(dir).sort()).toEqual([ofB, ...made.slice(-3)].sort());
+    await a.close();
+    await b.close();
+  });
 });

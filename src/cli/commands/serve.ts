@@ -8,6 +8,8 @@
 import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { NodeFileSystem, readNamedFile } from '../../io/index.js';
+import { DirectoryLock } from '../../log/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../../errors/index.js';
 import { OffsetStore } from '../../store.js';
 import { holds } from '../../store-backup.js';
 import { SystemClock } from '../../util/index.js';
@@ -232,6 +234,7 @@ export const serve: Command = {
     let server: KafkaServer;
     let close: () => Promise<void>;
     let schedule: ScheduledBackups | undefined;
+    let backupLock: DirectoryLock | undefined;
     const cluster = clusterOptions(context);
     const backups = backupOptions(context, cluster !== undefined);
     if (cluster !== undefined) {
@@ -260,6 +263,14 @@ export const serve: Command = {
         if (error instanceof RangeError) throw new UsageError(error.message);
         throw error;
       }
+      if (backups !== undefined) {
+        try {
+          backupLock = await lockBackupDir(backups.dir);
+        } catch (error) {
+          await server.close({ closeStore: true });
+          throw error;
+        }
+      }
       if (backups !== undefined)
         schedule = new ScheduledBackups({
           store,
@@ -274,9 +285,13 @@ export const serve: Command = {
                 ),
           onProblem: (message) => output.warn(message),
         });
-      close = () => {
+      close = async () => {
         schedule?.close();
-        return server.close({ closeStore: true });
+        try {
+          await server.close({ closeStore: true });
+        } finally {
+          await backupLock?.release();
+        }
       };
     }
     const backupNow = () => void schedule?.now();
@@ -331,6 +346,24 @@ export const serve: Command = {
     return EXIT.OK;
   },
 };
+
+/**
+ * Holds `--backup-dir` for as long as the server runs (a LOCK file in it, and the kernel's lock): a
+ * second serve given the same folder is refused, rather than have two schedules prune one folder.
+ */
+async function lockBackupDir(dir: string): Promise<DirectoryLock> {
+  const fs = new NodeFileSystem();
+  await fs.mkdir(dir);
+  try {
+    return await DirectoryLock.acquire(fs, dir);
+  } catch (error) {
+    if (!isOffsetStoreError(error, 'STORE_LOCKED')) throw error;
+    throw new OffsetStoreError(
+      'STORE_LOCKED',
+      `--backup-dir ${dir} is in use by another offset-store serve (${error.message}): give each served store a folder of its own`,
+    );
+  }
+}
 
 /** --backup-dir and its companions, checked; undefined without --backup-dir. */
 function backupOptions(

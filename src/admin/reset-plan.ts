@@ -8,7 +8,9 @@
  * - `to-offset` and `shift-by`: the committed buckets the selection matches; `to-offset` also covers
  *   one uncommitted bucket when the selection names it completely (table and bucket);
  * - `from-file`: the buckets the file names (committed or not), narrowed by the selection.
- * `shift-by` clamps at 0 (the store knows no log start) and marks clamped rows.
+ * `shift-by` clamps at 0 (the store knows no log start) and marks clamped rows; it refuses a bucket
+ * committed at a negative sentinel (-1 latest, -2 earliest), which is no position to shift, and a
+ * shift past the largest safe integer, so a dry run never shows a plan that cannot be applied.
  */
 import { OffsetStoreError } from '../errors/index.js';
 import {
@@ -95,7 +97,19 @@ export function planResetRows(
       rows = committed
         .filter((c) => selectionMatches(selection, c))
         .map((c) => {
+          // A negative committed offset is a sentinel a client committed (-1 latest, -2 earliest:
+          // kafkajs's resetOffsets), not a position: shifting it would commit a made-up offset.
+          if (c.offset < 0)
+            throw new OffsetStoreError(
+              'INVALID_REQUEST',
+              `${bucketName(c)} is committed at ${c.offset}, a sentinel (${c.offset === -1 ? 'latest' : c.offset === -2 ? 'earliest' : 'not an offset'}), which cannot be shifted: leave it out of the selection, or reset it --to-offset`,
+            );
           const shifted = c.offset + target.delta;
+          if (!Number.isSafeInteger(shifted))
+            throw new OffsetStoreError(
+              'INVALID_REQUEST',
+              `${bucketName(c)}: ${c.offset} shifted by ${target.delta} is past 2^53 - 1, the largest offset`,
+            );
           return row(c, c.offset, Math.max(0, shifted), shifted < 0);
         });
       if (
@@ -117,6 +131,15 @@ export function planResetRows(
       break;
   }
   return rows.sort(compareBucketRefs);
+}
+
+/** `table T [partition P] bucket B`, as messages name a bucket. */
+function bucketName(bucket: TableBucket): string {
+  return describeSelection({
+    tableId: bucket.tableId,
+    ...(bucket.partitionId === null ? {} : { partitionId: bucket.partitionId }),
+    bucketId: bucket.bucketId,
+  });
 }
 
 function row(

@@ -77,6 +77,27 @@ describe('planResetRows', () => {
     ).toThrow(/INVALID_REQUEST.*no committed offset/);
   });
 
+  it('shift-by refuses a bucket committed at a sentinel (-1 latest, -2 earliest) and a shift past 2^53 - 1, naming the bucket', () => {
+    const withSentinels: CommittedBucketOffset[] = [
+      ...committed,
+      { tableId: 3, partitionId: null, bucketId: 0, offset: -1 },
+      { tableId: 3, partitionId: null, bucketId: 1, offset: -2 },
+      { tableId: 4, partitionId: null, bucketId: 0, offset: Number.MAX_SAFE_INTEGER },
+    ];
+    const shift = (selection: { tableId: number; bucketId?: number }, delta = 100) =>
+      planResetRows(withSentinels, { target: { kind: 'shift-by', delta }, selection });
+    expect(() => shift({ tableId: 3, bucketId: 0 })).toThrow(
+      /INVALID_REQUEST: table 3 bucket 0 is committed at -1, a sentinel \(latest\)/,
+    );
+    expect(() => shift({ tableId: 3 })).toThrow(/table 3 bucket 0 .*cannot be shifted/);
+    expect(() => shift({ tableId: 3, bucketId: 1 })).toThrow(/at -2, a sentinel \(earliest\)/);
+    expect(() => shift({ tableId: 4 })).toThrow(
+      /INVALID_REQUEST: table 4 bucket 0: 9007199254740991 shifted by 100 is past 2\^53 - 1/,
+    );
+    expect(shift({ tableId: 4 }, -1)[0]!.newOffset).toBe(Number.MAX_SAFE_INTEGER - 1);
+    expect(shift({ tableId: 1 }).map((r) => r.newOffset)).toEqual([200, 105]);
+  });
+
   it('from-file takes the buckets the file names, with their current offsets where committed', () => {
     const offsets = [
       { tableId: 1, partitionId: null, bucketId: 1, offset: 50 },

@@ -31,7 +31,7 @@ export const offsetsReset: Command = {
     '',
     'Exactly one of:',
     '  --to-offset <n>     every selected bucket to offset n',
-    '  --shift-by <n>      every selected committed offset by n (negative moves back; clamped at 0)',
+    '  --shift-by <n>      every selected committed offset by n (negative moves back; clamped at 0; a bucket committed at -1 or -2, a sentinel, is refused)',
     '  --from-file <file>  the offsets a JSON file names: {"<tableId>:<bucketId>": offset, ...} or an array of',
     '                      {"tableId", "partitionId", "bucketId", "offset"} (the --json output of a dry run works)',
     'Buckets: the committed buckets --table/--partition/--bucket select (default all committed ones); --to-offset',

@@ -6,7 +6,33 @@
  * JSON output is one `JSON.stringify` of a result object per command (NDJSON, one object per line,
  * for streaming commands such as `log dump`), so it stays stable across releases: fields are only
  * ever added.
+ *
+ * Human output escapes control characters (`printable`): group ids, member ids, metadata and
+ * client ids come from clients (over the Kafka server, from anyone who can connect), and written raw
+ * they could clear the operator's screen, retitle the terminal or forge table rows. Table cells and
+ * names printed inside a line lose newlines too; a line keeps its own.
  */
+
+/** C0 and C1 control characters, DEL, and the bidirectional overrides and isolates. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+function escapeControl(char: string): string {
+  const code = char.charCodeAt(0);
+  return (
+    NAMED[char] ??
+    (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`)
+  );
+}
+
+/**
+ * `text` with its control characters escaped (`\x1b`, `\n`, `\u202e`): what a terminal shows of a
+ * string a client chose, without acting on it. With `keepNewlines`, newlines stay.
+ */
+export function printable(text: string, keepNewlines = false): string {
+  return text.replace(keepNewlines ? CONTROL_BUT_NEWLINE : CONTROL, escapeControl);
+}
 
 /** Where output goes; `process.stdout`/`process.stderr` in production, buffers in tests. */
 export interface OutputStreams {
@@ -43,7 +69,7 @@ export class Output {
 
   /** Writes a line of human output to stdout. */
   line(text = ''): void {
-    this.#streams.stdout.write(`${text}\n`);
+    this.#streams.stdout.write(`${printable(text, true)}\n`);
   }
 
   /** Writes a JSON value as one line to stdout. */
@@ -63,7 +89,7 @@ export class Output {
 
   /** Writes a warning to stderr. */
   warn(text: string): void {
-    this.#streams.stderr.write(`warning: ${text}\n`);
+    this.#streams.stderr.write(`warning: ${printable(text, true)}\n`);
   }
 
   /** Writes raw text to stderr (errors, progress). */
@@ -77,6 +103,7 @@ export function renderTable(
   columns: readonly Column[],
   rows: readonly (readonly string[])[],
 ): string[] {
+  rows = rows.map((r) => r.map((cell) => printable(cell)));
   const widths = columns.map((c, i) =>
     Math.max(c.header.length, ...rows.map((r) => (r[i] ?? '').length)),
   );

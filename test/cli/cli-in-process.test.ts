@@ -507,6 +507,33 @@ describe('command output (in-process)', () => {
   });
 });
 
+describe('names clients chose, printed for a terminal', () => {
+  it('escapes control characters in group ids and metadata: no screen clear, no retitle, no forged row', async () => {
+    const dir = tempDir('offset-store-cli-');
+    const evil = 'evil\x1b[2J\x1b[31m\nreal-group  Stable  consumer  0\rX\u202e';
+    const store = await OffsetStore.open({ dir, compaction: { background: false } });
+    await store.commitOffsets(evil, [
+      { tableId: 1, bucketId: 0, offset: 5, metadata: 'meta\x1b]0;pwned\x07\n' },
+    ]);
+    await store.close();
+    const outputs = [
+      await run(['groups', 'list', '--dir', dir]),
+      await run(['groups', 'describe', evil, '--dir', dir]),
+      await run(['offsets', 'reset', evil, '--dir', dir, '--to-offset', '1']),
+      await run(['offsets', 'delete', evil, '--dir', dir, '--all']),
+    ];
+    for (const { code, stdout, stderr } of outputs) {
+      expect(code, stderr).toBe(0);
+      expect(stdout + stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f\u202e]/);
+      expect(stdout).not.toMatch(/^real-group/m);
+      expect(stdout).toContain(
+        'evil\\x1b[2J\\x1b[31m\\nreal-group  Stable  consumer  0\\rX\\u202e',
+      );
+    }
+    expect(outputs[1]!.stdout).toContain('meta\\x1b]0;pwned\\x07\\n');
+  });
+});
+
 describe('demo directory', () => {
   it('removes nothing but a demo store: not a folder holding an entry named DEMO, a DEMO of other text, or a demo store with a file put beside it', async () => {
     const projects = tempDir('offset-store-demo-');

@@ -1,4 +1,5 @@
 /** `offset-store groups delete <groupId>`: deletes a group without members and all its offsets. */
+import { printable } from '../output.js';
 import { EXIT, groupIdArgument, type Command } from '../command.js';
 import { withAdmin } from './with-admin.js';
 
@@ -19,7 +20,7 @@ export const groupsDelete: Command = {
     if (context.output.json) context.output.result(result);
     else
       context.output.line(
-        `Deleted group ${result.groupId} (${result.offsetsDeleted} committed offset${result.offsetsDeleted === 1 ? '' : 's'}).`,
+        `Deleted group ${printable(result.groupId)} (${result.offsetsDeleted} committed offset${result.offsetsDeleted === 1 ? '' : 's'}).`,
       );
     return EXIT.OK;
   },

@@ -12,7 +12,14 @@ import {
   stringOption,
   type Command,
 } from '../command.js';
-import { cell, formatDuration, formatTimestamp, type Column, type Output } from '../output.js';
+import {
+  cell,
+  formatDuration,
+  formatTimestamp,
+  printable,
+  type Column,
+  type Output,
+} from '../output.js';
 import { withAdmin } from './with-admin.js';
 
 /** The `groups describe` command. */
@@ -57,7 +64,7 @@ function bucketList(buckets: readonly TableBucket[]): string {
 }
 
 function printReport(output: Output, report: GroupReport, withLag: boolean): void {
-  output.line(`Group ${report.groupId}`);
+  output.line(`Group ${printable(report.groupId)}`);
   output.line(`  state           ${report.state}`);
   const classic = report.classic;
   if (classic === null) {

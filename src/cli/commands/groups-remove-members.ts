@@ -5,7 +5,7 @@
  * stays open — one a short admin command never is.
  */
 import { EXIT, UsageError, groupIdArgument, stringListOption, type Command } from '../command.js';
-import { cell } from '../output.js';
+import { cell, printable } from '../output.js';
 import { withAdmin } from './with-admin.js';
 
 /** The `groups remove-members` command. */
@@ -56,14 +56,14 @@ export const groupsRemoveMembers: Command = {
     if (output.json) {
       output.result(result);
     } else if (result.removed.length === 0) {
-      output.line(`Group ${groupId} has no members: nothing removed.`);
+      output.line(`Group ${printable(groupId)} has no members: nothing removed.`);
     } else {
       const count = `${result.removed.length} member${result.removed.length === 1 ? '' : 's'}`;
       const left =
         result.memberCount === 0
           ? 'it is now Empty'
           : `${result.memberCount} member${result.memberCount === 1 ? '' : 's'} left, state ${result.state}`;
-      output.line(`Removed ${count} from group ${groupId}; ${left}.`);
+      output.line(`Removed ${count} from group ${printable(groupId)}; ${left}.`);
       output.line();
       output.table(
         [{ header: 'MEMBER-ID' }, { header: 'INSTANCE-ID' }],

@@ -7,7 +7,7 @@ import {
   selectionOption,
   type Command,
 } from '../command.js';
-import { cell } from '../output.js';
+import { cell, printable } from '../output.js';
 import { withAdmin } from './with-admin.js';
 
 /** The `offsets delete` command. */
@@ -40,11 +40,11 @@ export const offsetsDelete: Command = {
       output.result(result);
     } else if (result.deleted.length === 0) {
       output.line(
-        `Nothing to delete: group ${groupId} has no committed offset in ${result.selection}.`,
+        `Nothing to delete: group ${printable(groupId)} has no committed offset in ${result.selection}.`,
       );
     } else {
       output.line(
-        `Deleted the committed offsets of ${result.deleted.length} bucket${result.deleted.length === 1 ? '' : 's'} of group ${groupId} (${result.selection}).`,
+        `Deleted the committed offsets of ${result.deleted.length} bucket${result.deleted.length === 1 ? '' : 's'} of group ${printable(groupId)} (${result.selection}).`,
       );
       output.table(
         [

@@ -16,7 +16,7 @@ import {
   type Command,
   type CommandContext,
 } from '../command.js';
-import { cell, type Output } from '../output.js';
+import { cell, printable, type Output } from '../output.js';
 import { withAdmin } from './with-admin.js';
 
 /** The `offsets reset` command. */
@@ -97,14 +97,14 @@ function printPlan(output: Output, plan: ResetPlan): void {
   const buckets = `${plan.rows.length} bucket${plan.rows.length === 1 ? '' : 's'}`;
   if (plan.rows.length === 0) {
     output.line(
-      `Nothing to reset: group ${plan.groupId} has no committed offset in ${plan.selection}.`,
+      `Nothing to reset: group ${printable(plan.groupId)} has no committed offset in ${plan.selection}.`,
     );
     return;
   }
   output.line(
     plan.executed
-      ? `Reset group ${plan.groupId} ${plan.target} (${plan.selection}): ${buckets} committed.`
-      : `Dry run: reset group ${plan.groupId} ${plan.target} (${plan.selection}), ${buckets}. Nothing was written; add --execute to apply.`,
+      ? `Reset group ${printable(plan.groupId)} ${plan.target} (${plan.selection}): ${buckets} committed.`
+      : `Dry run: reset group ${printable(plan.groupId)} ${plan.target} (${plan.selection}), ${buckets}. Nothing was written; add --execute to apply.`,
   );
   output.line();
   output.table(
@@ -130,7 +130,7 @@ function printPlan(output: Output, plan: ResetPlan): void {
   if (!plan.executed && plan.memberCount > 0) {
     output.line();
     output.warn(
-      `group ${plan.groupId} has ${plan.memberCount} member(s): --execute is refused with NON_EMPTY_GROUP until they leave`,
+      `group ${printable(plan.groupId)} has ${plan.memberCount} member(s): --execute is refused with NON_EMPTY_GROUP until they leave`,
     );
   }
 }

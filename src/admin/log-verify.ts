@@ -322,7 +322,7 @@ async function verifyBucket(
   let groupsSeen = new Set<string>();
   let foreign: { groupId: string; home: number; logOffset: number; count: number } | undefined;
   const bucketCount = layout.manifest.bucketCount;
-  const { inspection } = await OffsetsTable.inspect(
+  const { inspection, checkpointProblems } = await OffsetsTable.inspect(
     {
       log: {
         fs,
@@ -379,6 +379,10 @@ async function verifyBucket(
     if (verified.firstLogOffset !== null) result.firstLogOffset ??= verified.firstLogOffset;
     if (verified.lastLogOffset !== null) result.lastLogOffset = verified.lastLogOffset;
   }
+  // A damaged checkpoint is ignored as an open ignores it, and the log replays from further back;
+  // it is still damage at rest, and it explains a log found missing its older segments.
+  for (const { file, reason } of checkpointProblems)
+    problems.push({ kind: 'corrupt', bucket, file, position: 0, bytesAfter: 0, reason });
   for (const damage of inspection.damage) problems.push({ ...damage, bucket });
   // Checks of the batches' content an open makes too (it refuses the bucket): reported at the batch.
   let unloadable = false;
@@ -413,7 +417,9 @@ async function verifyBucket(
       );
   }
   result.status =
-    unloadable || inspection.damage.some((d) => d.kind === 'corrupt')
+    unloadable ||
+    checkpointProblems.length > 0 ||
+    inspection.damage.some((d) => d.kind === 'corrupt')
       ? 'corrupt'
       : inspection.damage.length > 0
         ? 'torn-tail'

@@ -252,11 +252,17 @@ export class OffsetsTable {
   static async inspect(
     options: OffsetsTableOptions,
     newVisitor?: () => BatchVisitor,
-  ): Promise<{ inspection: LogInspection; checkpointLogOffset: number | undefined }> {
+  ): Promise<{
+    inspection: LogInspection;
+    checkpointLogOffset: number | undefined;
+    /** Damage found in the checkpoint environment (each then ignored, as an open ignores it). */
+    checkpointProblems: { file: string; reason: string }[];
+  }> {
     const checkpointDir = path.join(options.log.dir, CHECKPOINT_DIR);
+    const environmentFile = path.join(checkpointDir, 'data.mdb');
     const hasEnvironment =
-      options.useCheckpoints &&
-      (await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null;
+      options.useCheckpoints && (await options.log.fs.sizeBytes(environmentFile)) !== null;
+    const checkpointProblems: { file: string; reason: string }[] = [];
     let checkpoints: CheckpointStore | undefined;
     try {
       checkpoints = hasEnvironment
@@ -264,13 +270,21 @@ export class OffsetsTable {
         : undefined;
     } catch (error) {
       if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error; // a damaged environment: as open, the log alone
+      checkpointProblems.push({
+        file: environmentFile,
+        reason: `every checkpoint is ignored: ${error.message}`,
+      });
     }
     try {
       for (const candidate of [...(checkpoints?.list() ?? []), undefined]) {
         if (candidate !== undefined) {
           try {
             checkpoints!.load(candidate);
-          } catch {
+          } catch (error) {
+            checkpointProblems.push({
+              file: environmentFile,
+              reason: `the checkpoint at log offset ${candidate.logOffset} is ignored: ${(error as Error).message}`,
+            });
             continue;
           }
         }
@@ -284,7 +298,7 @@ export class OffsetsTable {
           { stopAtCorruption: false, visit: newVisitor?.() },
         );
         if (candidate !== undefined && candidate.logOffset > inspection.logEnd) continue;
-        return { inspection, checkpointLogOffset: candidate?.logOffset };
+        return { inspection, checkpointLogOffset: candidate?.logOffset, checkpointProblems };
       }
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',

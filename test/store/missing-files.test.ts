@@ -195,4 +195,28 @@ describe('missing or shortened files', () => {
       await expectRefused(dir, /log starts at log offset \d+|deleted|missing/, options);
     }
   });
+
+  it('a byte of data.mdb flipped after the log below it was deleted: log verify names the checkpoint, not only the log', async () => {
+    const dir = tempDir();
+    const options = { ...OPTIONS, compaction: { strategy: 'checkpoint' as const } };
+    const store = await OffsetStore.open({ dir, ...options });
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 60; i++)
+        await store.commitOffsets('a', [{ tableId: 1, bucketId: i % 3, offset: round * 100 + i }]);
+      await store.compact();
+    }
+    await store.close();
+    const environment = path.join(dir, 'buckets', '000', 'checkpoint', 'data.mdb');
+    const bytes = readFileSync(environment);
+    bytes[0x1085] = bytes[0x1085]! ^ 0xff;
+    writeFileSync(environment, bytes);
+    await expectRefused(dir, /log starts at log offset \d+|missing/, options);
+    const report = await verifyLog(dir);
+    expect(report.problems[0]).toMatchObject({
+      kind: 'corrupt',
+      bucket: 0,
+      file: environment,
+      reason: expect.stringMatching(/^every checkpoint is ignored: CORRUPT_MESSAGE: .*data\.mdb/),
+    });
+  });
 });

@@ -249,12 +249,13 @@ export async function inspectLog(
       lastLogOffset: -1,
     });
   }
-  await scanAll(fs, result, limits, expectations, options);
+  await scanAll(fs, dir, result, limits, expectations, options);
   return result;
 }
 
 async function scanAll(
   fs: FileSystem,
+  dir: string,
   result: LogInspection,
   limits: LogLimits,
   expectations: LogExpectations,
@@ -317,7 +318,7 @@ async function scanAll(
       }
       damage.push({
         kind: 'corrupt',
-        file: last?.path ?? '(no segment)',
+        file: last?.path ?? dir,
         position: last?.validBytes ?? 0,
         bytesAfter: 0,
         reason: `log offsets ${end}..${logOffset - 1} are missing: the log and the commit journal hold batches up to log offset ${end - 1}, and the journal continues at ${logOffset}`,
@@ -339,12 +340,12 @@ async function scanAll(
   ) {
     damage.push({
       kind: 'corrupt',
-      file: last?.path ?? '(no segment)',
+      file: last?.path ?? dir,
       position: last?.validBytes ?? 0,
       bytesAfter: 0,
       reason:
         end < known.logOffset
-          ? `the log ends at log offset ${end}${replay !== undefined && end !== result.logEnd ? ' (with the commit journal)' : ''}, but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`
+          ? `the log ends at log offset ${end} (${end === 0 ? 'no batch' : `batches up to ${end - 1}`}${last === undefined ? ', no segment file' : ''}${replay !== undefined && end !== result.logEnd ? ', with the commit journal' : ''}), but it held batches up to log offset ${known.logOffset - 1} when the store was last ${known.exact ? 'closed' : 'opened, or when a checkpoint was taken'} (segments or batches are missing)`
           : `the log ends at log offset ${end}${replay !== undefined && end !== result.logEnd ? ' (with the commit journal)' : ''}, past log offset ${known.logOffset}, where store.json says it ended when the store was last closed (batches were written after that close: store.json is older than the log, restored from a copy, or the log is another store's)`,
     });
   }

@@ -45,7 +45,7 @@ async function storeWithSegments(
     .filter((f) => f.endsWith('.log'))
     .sort()
     .map((f) => path.join(bucketDir, f));
-  expect(segments.length).toBeGreaterThan(4);
+  if (options.segmentBytesMax === undefined) expect(segments.length).toBeGreaterThan(4);
   return { dir, bucketDir, segments };
 }
 
@@ -145,6 +145,19 @@ describe('missing or shortened files', () => {
     expect(starts.length).toBeGreaterThan(1);
     truncateSync(segments.at(-1)!, starts.at(-1)!);
     await expectRefused(dir, /ends at log offset/);
+  });
+
+  it("a bucket's only segment deleted: the refusal names the bucket's folder", async () => {
+    const { dir, bucketDir, segments } = await storeWithSegments({ segmentBytesMax: 1 << 20 });
+    expect(segments).toHaveLength(1);
+    unlinkSync(segments[0]!);
+    const what =
+      /the log ends at log offset 0 \(no batch, no segment file\), but it held batches up to log offset \d+/;
+    await expectRefused(dir, what);
+    await expect(OffsetStore.open({ dir, ...OPTIONS })).rejects.toThrow(
+      `${bucketDir} at byte 0: the log ends at log offset 0`,
+    );
+    expect((await verifyLog(dir)).problems[0]!.file).toBe(bucketDir);
   });
 
   it('the last batches zeroed', async () => {

@@ -161,28 +161,43 @@ interface Prepared {
   close(): Promise<void>;
 }
 
-async function wireCommits(shape: Shape): Promise<Prepared> {
-  const served = await serve('kafka-wire');
+/** The commit shape's requests sent by a load-driver process to `port`; `stop` closes the server. */
+async function loadDriven(
+  shape: Shape,
+  port: number,
+  name: string,
+  stop: () => Promise<void>,
+): Promise<Prepared> {
   const frames = Array.from({ length: shape.connections }, (_, c) =>
     commitFrames(groupName(c), shape.partitions),
   );
-  const load = await KafkaLoad.start(served.server.port, shape.pipelined, frames);
+  const load = await KafkaLoad.start(port, shape.pipelined, frames);
   return {
     spec: {
-      name: `wire OffsetCommit v8, ${shape.partitions} partition(s), ${shape.connections} connection(s) x ${shape.pipelined} pipelined, fsync`,
+      name,
       async: true,
       concurrency: shape.connections * shape.pipelined,
       unitsPerCall: shape.partitions,
       fn: () => {
-        throw new Error('wire commits are sent by the load driver');
+        throw new Error('these requests are sent by the load driver');
       },
       round: (timeMs, warmupMs) => load.round(timeMs, warmupMs),
     },
     close: async () => {
       await load.close();
-      await served.close();
+      await stop();
     },
   };
+}
+
+async function wireCommits(shape: Shape): Promise<Prepared> {
+  const served = await serve('kafka-wire');
+  return loadDriven(
+    shape,
+    served.server.port,
+    `wire OffsetCommit v8, ${shape.partitions} partition(s), ${shape.connections} connection(s) x ${shape.pipelined} pipelined, fsync`,
+    () => served.close(),
+  );
 }
 
 /** The same load against a server that answers each frame at once, decoding nothing (kafka-echo.ts). */
@@ -194,26 +209,12 @@ async function echoCommits(shape: Shape): Promise<Prepared> {
     errorCodes: new Array<number>(shape.partitions).fill(0),
   };
   const echo = await startEchoServer(encodeOffsetCommitResponse(8, 0, 0, answer));
-  const frames = Array.from({ length: shape.connections }, (_, c) =>
-    commitFrames(groupName(c), shape.partitions),
+  return loadDriven(
+    shape,
+    echo.port,
+    'wire floor: the same requests answered at once, nothing decoded or stored',
+    () => echo.close(),
   );
-  const load = await KafkaLoad.start(echo.port, shape.pipelined, frames);
-  return {
-    spec: {
-      name: `wire floor: the same requests answered at once, nothing decoded or stored`,
-      async: true,
-      concurrency: shape.connections * shape.pipelined,
-      unitsPerCall: shape.partitions,
-      fn: () => {
-        throw new Error('echo requests are sent by the load driver');
-      },
-      round: (timeMs, warmupMs) => load.round(timeMs, warmupMs),
-    },
-    close: async () => {
-      await load.close();
-      await echo.close();
-    },
-  };
 }
 
 async function inProcessCommits(shape: Shape): Promise<Prepared> {

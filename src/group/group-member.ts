@@ -156,6 +156,25 @@ export class GroupMember {
         `options.retryBackoffMs must be an integer in [1, ${0x7fffffff}], got ${String(retryBackoffMs)}`,
       );
     }
+    // Checked before the first heartbeat: a member that joined and then failed here would stay in
+    // the group (holding its buckets, its snapshot written) with nobody to heartbeat or leave.
+    for (const [name, value] of [
+      ['onAssigned', onAssigned],
+      ['onRevoked', onRevoked],
+      ['onLost', onLost],
+      ['onError', onError],
+    ] as const) {
+      if (value !== undefined && typeof value !== 'function')
+        throw new TypeError(`options.${name} must be a function, got ${typeof value}`);
+    }
+    if (
+      clock !== undefined &&
+      (typeof clock !== 'object' ||
+        clock === null ||
+        typeof clock.nowMs !== 'function' ||
+        typeof clock.setTimer !== 'function')
+    )
+      throw new TypeError('options.clock must have nowMs() and setTimer()');
     const copy: MemberOptions = Object.freeze({
       subscribedTableIds: Object.freeze([...subscribedTableIds]),
       instanceId,

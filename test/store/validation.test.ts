@@ -416,6 +416,27 @@ describe('strings that are not well-formed UTF-16', () => {
     });
   });
 
+  it('refuses a joinGroup whose clock or callbacks are not what they must be with a TypeError, before the member joins', async () => {
+    store.setTableLayout(1, { bucketCount: 4 });
+    for (const [options, message] of [
+      [{ clock: {} }, /options\.clock must have nowMs\(\) and setTimer\(\)/],
+      [{ clock: null }, /options\.clock must have/],
+      [{ onAssigned: 'yes' }, /options\.onAssigned must be a function, got string/],
+      [{ onRevoked: 1 }, /options\.onRevoked must be a function/],
+      [{ onLost: {} }, /options\.onLost must be a function/],
+      [{ onError: true }, /options\.onError must be a function/],
+    ] as const) {
+      await expect(
+        store.joinGroup('g', { subscribedTableIds: [1], ...options } as unknown as MemberOptions),
+        JSON.stringify(options),
+      ).rejects.toThrow(
+        expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }),
+      );
+    }
+    // No member was left behind: the group was never created (and nothing was written).
+    await expect(store.describeGroup('g')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
+  });
+
   it('keeps a bucket openable: members whose ids differ only by a lone surrogate are refused, so the snapshot never holds a member twice', async () => {
     const dir = tempDir();
     const fresh = await openStore(dir);

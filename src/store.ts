@@ -32,6 +32,7 @@ import {
   type CompactionReport,
   type CompactionStrategy,
   type LoadedStrategy,
+  type CompactionRunListener,
 } from './compaction/index.js';
 import { NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
@@ -461,7 +462,7 @@ export class OffsetStore {
         deleteRetentionMs: compaction.deleteRetentionMs,
         segmentBytesMax,
         batchBytesMax: LOG_DEFAULTS.batchBytesMax,
-        onRun: compaction.onRun,
+        onRun: heardSafely(compaction.onRun, (message) => this.#options.onWarning(message)),
         onError: (error, bucket) =>
           this.#options.onWarning(
             `compaction of offsets-bucket ${bucket} failed: ${(error as Error).message}`,
@@ -1394,4 +1395,26 @@ function storedStrategy(
     'CORRUPT_MESSAGE',
     `${manifestPath}: unknown compactionStrategy ${JSON.stringify(value)}`,
   );
+}
+
+/**
+ * `compaction.onRun`, made harmless: it only hears of runs, so a listener that throws changes no
+ * run (it used to fail the run as LOG_STORAGE_ERROR, "what it had not finished changed nothing",
+ * after the compaction had been applied, or every run when it threw on 'started'); its error
+ * becomes a warning.
+ */
+function heardSafely(
+  listener: CompactionRunListener | undefined,
+  warn: (message: string) => void,
+): CompactionRunListener | undefined {
+  if (listener === undefined) return undefined;
+  return (event) => {
+    try {
+      listener(event);
+    } catch (error) {
+      warn(
+        `compaction.onRun threw on a '${event.kind}' event (the run goes on as if it had not): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  };
 }

@@ -424,3 +424,39 @@ describe('compaction worker priority', () => {
       );
   });
 });
+
+describe('compaction.onRun', () => {
+  it('a listener that throws changes no run: compaction applies, the caller gets its reports, the throw is a warning', async () => {
+    for (const throwsOn of ['started', 'finished'] as const) {
+      const dir = tempDir();
+      const warnings: string[] = [];
+      const store = await OffsetStore.open({
+        dir,
+        bucketCount: 1,
+        segmentBytesMax: 4096,
+        onWarning: (message) => warnings.push(message),
+        compaction: {
+          strategy: 'log-cleaner',
+          background: false,
+          onRun: (event) => {
+            if (event.kind === throwsOn) throw new Error(`listener threw on ${event.kind}`);
+          },
+        },
+      });
+      for (let i = 0; i < 500; i++)
+        await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 4, offset: i }]);
+      const before = (await store.stats()).totals.logBytes;
+      const report = await store.compact();
+      expect(
+        report.buckets.map((b) => b.bucket),
+        throwsOn,
+      ).toEqual([0]);
+      expect((await store.stats()).totals.logBytes, throwsOn).toBeLessThan(before / 10);
+      expect(warnings, throwsOn).toEqual([
+        `compaction.onRun threw on a '${throwsOn}' event (the run goes on as if it had not): listener threw on ${throwsOn}`,
+      ]);
+      expect((await store.fetchOffsets('g')).map((o) => o?.offset)).toEqual([496, 497, 498, 499]);
+      await store.close();
+    }
+  });
+});

@@ -403,6 +403,10 @@ export function resolveStrategyOption(strategy: unknown, name: string): Strategy
 }
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    throw new TypeError(
+      `options.compaction must be an object, got ${options === null ? 'null' : typeof options}`,
+    );
   const {
     strategy,
     minDirtyRatio: rawMinDirtyRatio,
@@ -481,6 +485,9 @@ function badWorkerNice(value: string): never {
   );
 }
 
+/** Most offsets-buckets a store may have: each is a folder, a log and a coordinator of its own. */
+export const BUCKET_COUNT_MAX = 1 << 20;
+
 function positiveInteger(
   value: unknown,
   name: string,
@@ -536,7 +543,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     bucketCount:
       bucketCount === undefined
         ? undefined
-        : positiveInteger(bucketCount, 'options.bucketCount', 0, 1),
+        : positiveInteger(bucketCount, 'options.bucketCount', 0, 1, BUCKET_COUNT_MAX),
     durability,
     segmentBytesMax: positiveInteger(
       segmentBytesMax,
@@ -568,7 +575,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     ),
     clock: storeClock(clock ?? new SystemClock(), warn),
     fs: fs ?? new NodeFileSystem(),
-    awaitRecovery: awaitRecovery ?? true,
+    awaitRecovery: optionalBoolean(awaitRecovery, 'options.awaitRecovery', true),
     commitJournal: optionalBoolean(commitJournal, 'options.commitJournal', true),
     journalFileBytesMax: positiveInteger(
       options[JOURNAL_FILE_BYTES],

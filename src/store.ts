@@ -1141,6 +1141,7 @@ export class OffsetStore {
    * above it, so that no new table inherits another's committed offsets.
    */
   async highestTableId(): Promise<number> {
+    this.#checkOpen();
     await this.#recovery.catch(() => {});
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
     if (failed !== undefined) {

@@ -215,6 +215,8 @@ export interface ClassicCommitMember {
  */
 export function normalizeCommitOptions(options: unknown): CommitMember | null {
   if (options === undefined || options === null) return null;
+  if (typeof options !== 'object')
+    throw new TypeError(`the commit's options must be an object, got ${typeof options}`);
   const { memberId, memberEpoch, generationId, groupInstanceId } = options as {
     memberId?: unknown;
     memberEpoch?: unknown;

@@ -91,3 +91,53 @@ describe('group options', () => {
     await store.close();
   });
 });
+
+describe('store options of the wrong type or past their bounds', () => {
+  const invalid: [string, Record<string, unknown>, ErrorConstructor, RegExp][] = [
+    [
+      'compaction options that are a number',
+      { compaction: 5 },
+      TypeError,
+      /^options\.compaction must be an object, got number$/,
+    ],
+    [
+      'compaction options that are null',
+      { compaction: null },
+      TypeError,
+      /^options\.compaction must be an object, got null$/,
+    ],
+    [
+      'awaitRecovery given as a string',
+      { awaitRecovery: 'yes' },
+      TypeError,
+      /options\.awaitRecovery/,
+    ],
+    ['awaitRecovery given as a number', { awaitRecovery: 0 }, TypeError, /options\.awaitRecovery/],
+    [
+      '2^32 offsets-buckets',
+      { bucketCount: 2 ** 32 },
+      RangeError,
+      /^options\.bucketCount must be an integer in \[1, 1048576\], got 4294967296$/,
+    ],
+  ];
+  for (const [what, options, type, message] of invalid) {
+    it(`refuses ${what} before creating the directory`, async () => {
+      const dir = path.join(tempDir(), 'offsets');
+      const opening = OffsetStore.open({ dir, ...options });
+      await expect(opening).rejects.toThrow(type);
+      await expect(opening).rejects.toThrow(message);
+      expect(existsSync(dir), 'the directory was not created').toBe(false);
+    });
+  }
+
+  it('refuses commit options that are not an object, and highestTableId after close', async () => {
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    for (const options of [5, 'm', true])
+      await expect(
+        store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }], options as never),
+      ).rejects.toThrow(/the commit's options must be an object/);
+    expect(await store.fetchOffsets('g')).toEqual([]);
+    await store.close();
+    await expect(store.highestTableId()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+  });
+});

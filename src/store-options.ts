@@ -485,6 +485,35 @@ function badWorkerNice(value: string): never {
   );
 }
 
+/** The methods of the FileSystem port a store calls (file-system.ts). */
+const FILE_SYSTEM_METHODS = [
+  'open',
+  'readFile',
+  'readdir',
+  'mkdir',
+  'rename',
+  'unlink',
+  'removeTree',
+  'syncDir',
+  'sizeBytes',
+] as const;
+
+/** `options.fs`, refused (TypeError naming what it lacks) unless it has the port's methods. */
+function checkedFileSystem(fs: unknown): FileSystem {
+  if (typeof fs !== 'object' || fs === null)
+    throw new TypeError(
+      `options.fs must be a FileSystem object, got ${fs === null ? 'null' : typeof fs}`,
+    );
+  const missing = FILE_SYSTEM_METHODS.filter(
+    (name) => typeof (fs as Record<string, unknown>)[name] !== 'function',
+  );
+  if (missing.length > 0)
+    throw new TypeError(
+      `options.fs must be a FileSystem: it has no ${missing.map((m) => `${m}()`).join(', ')}`,
+    );
+  return fs as FileSystem;
+}
+
 /** Most offsets-buckets a store may have: each is a folder, a log and a coordinator of its own. */
 export const BUCKET_COUNT_MAX = 1 << 20;
 
@@ -574,7 +603,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
       DEFAULTS.pendingCommitsMax,
     ),
     clock: storeClock(clock ?? new SystemClock(), warn),
-    fs: fs ?? new NodeFileSystem(),
+    fs: fs === undefined ? new NodeFileSystem() : checkedFileSystem(fs),
     awaitRecovery: optionalBoolean(awaitRecovery, 'options.awaitRecovery', true),
     commitJournal: optionalBoolean(commitJournal, 'options.commitJournal', true),
     journalFileBytesMax: positiveInteger(

@@ -80,7 +80,22 @@ export class ScannerOffsets {
     options: ScannerOptions = {},
   ) {
     // Each option is read once; the scanner keeps the copies.
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError(
+        `the scanner's options must be an object, got ${options === null ? 'null' : typeof options}`,
+      );
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
+    if (
+      onMissing !== undefined &&
+      onMissing !== 'earliest' &&
+      onMissing !== 'error' &&
+      typeof onMissing !== 'function'
+    )
+      throw new TypeError(
+        `onMissing must be 'earliest', 'error' or a function, got ${typeof onMissing === 'string' ? JSON.stringify(onMissing) : typeof onMissing}`,
+      );
+    if (onAutoCommitError !== undefined && typeof onAutoCommitError !== 'function')
+      throw new TypeError(`onAutoCommitError must be a function, got ${typeof onAutoCommitError}`);
     if (
       autoCommitIntervalMs !== undefined &&
       !(

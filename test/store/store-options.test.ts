@@ -114,6 +114,18 @@ describe('store options of the wrong type or past their bounds', () => {
     ],
     ['awaitRecovery given as a number', { awaitRecovery: 0 }, TypeError, /options\.awaitRecovery/],
     [
+      'a file system that is an empty object',
+      { fs: {} },
+      TypeError,
+      /^options\.fs must be a FileSystem: it has no open\(\), readFile\(\), readdir\(\), mkdir\(\)/,
+    ],
+    [
+      'a file system that is a string',
+      { fs: '/tmp' },
+      TypeError,
+      /^options\.fs must be a FileSystem object, got string$/,
+    ],
+    [
       '2^32 offsets-buckets',
       { bucketCount: 2 ** 32 },
       RangeError,
@@ -139,5 +151,25 @@ describe('store options of the wrong type or past their bounds', () => {
     expect(await store.fetchOffsets('g')).toEqual([]);
     await store.close();
     await expect(store.highestTableId()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+  });
+
+  it('refuses scanner options of the wrong kind when the scanner is made, not at its first assign', async () => {
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    try {
+      for (const [options, message] of [
+        [null, /the scanner's options must be an object, got null/],
+        [
+          { onMissing: 'latest' },
+          /onMissing must be 'earliest', 'error' or a function, got "latest"/,
+        ],
+        [{ onMissing: 5 }, /onMissing must be .*, got number/],
+        [{ onAutoCommitError: 'log' }, /onAutoCommitError must be a function, got string/],
+      ] as const)
+        expect(() => store.scanner('g', options as never), JSON.stringify(options)).toThrow(
+          expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(message) }),
+        );
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -56,8 +56,15 @@ import {
 export const BACKUP_MARKER = 'BACKUP-IN-PROGRESS';
 /** Suffix of the folder a backup is built in. */
 export const PARTIAL_SUFFIX = '.partial';
-/** Files at the top of a store directory that a backup does not copy. */
-const NOT_COPIED = new Set([MANIFEST_FILE, 'LOCK', 'DEMO', BUCKETS_DIR, JOURNAL_DIR]);
+/** What the store itself keeps at the top of its directory (the layers above keep other files there). */
+export const STORE_OWN_NAMES: ReadonlySet<string> = new Set([
+  MANIFEST_FILE,
+  'LOCK',
+  BUCKETS_DIR,
+  JOURNAL_DIR,
+]);
+/** Files at the top of a store directory that a backup does not copy: the store's own, and the demo's marker. */
+const NOT_COPIED = new Set([...STORE_OWN_NAMES, 'DEMO']);
 /** Files of a bucket's checkpoint folder that a backup does not copy (LMDB's lock file, set-aside damage). */
 const CHECKPOINT_NOT_COPIED = /^lock\.mdb$|\.damaged$|\.tmp$/;
 const COPY_CHUNK_BYTES = 1 << 20;

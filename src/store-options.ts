@@ -25,7 +25,7 @@ import {
   type GroupSettings,
   type MemberDescription,
 } from './group/index.js';
-import { SystemClock, type Clock } from './util/index.js';
+import { SystemClock, isClock, type Clock } from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
 /** One offset to commit: the next offset the group will read in the bucket. */
@@ -654,8 +654,7 @@ export function warningsTo(
  *   exception in the service that embeds the store.
  */
 function storeClock(clock: Clock, warn: (message: string) => void): Clock {
-  if (typeof clock?.nowMs !== 'function' || typeof clock.setTimer !== 'function')
-    throw new TypeError('options.clock must have nowMs() and setTimer()');
+  if (!isClock(clock)) throw new TypeError('options.clock must have nowMs() and setTimer()');
   return {
     nowMs: () => {
       const ms = clock.nowMs();

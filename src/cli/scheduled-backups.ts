@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import type { BackupReport, OffsetStore } from '../index.js';
 import { isOffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
-import { MANIFEST_FILE } from '../log/index.js';
+import { readManifest } from '../log/index.js';
 import { BACKUP_MARKER, PARTIAL_SUFFIX } from '../store-backup.js';
 import type { Clock, Timer } from '../util/index.js';
 
@@ -114,8 +114,8 @@ export class ScheduledBackups {
     const ours = await storeCreatedAtMs(fs, path.join(dir, newest));
     const backups: string[] = [];
     for (const name of names) {
-      if (!BACKUP_NAME.test(name) || name > newest) continue;
-      if (ours !== undefined && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
+      if (!BACKUP_NAME.test(name) || name > newest || ours === undefined) continue;
+      if (name === newest || (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
         backups.push(name);
     }
     const doomed = keep > 0 ? backups.slice(0, Math.max(0, backups.length - keep)) : [];
@@ -138,12 +138,6 @@ export class ScheduledBackups {
 
 /** The `createdAtMs` of the store in `dir` (a backup), or undefined when its store.json cannot be read. */
 async function storeCreatedAtMs(fs: FileSystem, dir: string): Promise<number | undefined> {
-  try {
-    const bytes = await fs.readFile(path.join(dir, MANIFEST_FILE));
-    const createdAtMs = (JSON.parse(bytes?.toString('utf8') ?? 'null') as { createdAtMs?: unknown })
-      ?.createdAtMs;
-    return typeof createdAtMs === 'number' ? createdAtMs : undefined;
-  } catch {
-    return undefined;
-  }
+  const manifest = await readManifest(fs, dir).catch(() => null);
+  return manifest?.createdAtMs;
 }

@@ -18,7 +18,7 @@
  * Callbacks that throw are reported to `onError`; they do not stop the loop.
  */
 import { isOffsetStoreError } from '../errors/index.js';
-import { SystemClock, type Clock, type Timer } from '../util/index.js';
+import { SystemClock, isClock, type Clock, type Timer } from '../util/index.js';
 import { normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
 import type { AssignorName } from './assignor.js';
 import { BucketSet } from './bucket-set.js';
@@ -167,13 +167,7 @@ export class GroupMember {
       if (value !== undefined && typeof value !== 'function')
         throw new TypeError(`options.${name} must be a function, got ${typeof value}`);
     }
-    if (
-      clock !== undefined &&
-      (typeof clock !== 'object' ||
-        clock === null ||
-        typeof clock.nowMs !== 'function' ||
-        typeof clock.setTimer !== 'function')
-    )
+    if (clock !== undefined && !isClock(clock))
       throw new TypeError('options.clock must have nowMs() and setTimer()');
     const copy: MemberOptions = Object.freeze({
       subscribedTableIds: Object.freeze([...subscribedTableIds]),

@@ -18,6 +18,16 @@ export class TimerLoopError extends Error {
   override name = 'TimerLoopError';
 }
 
+/** Whether `value` can serve as a Clock: it has `nowMs()` and `setTimer()`. */
+export function isClock(value: unknown): value is Clock {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Clock).nowMs === 'function' &&
+    typeof (value as Clock).setTimer === 'function'
+  );
+}
+
 /** A cancellable timer handle. */
 export interface Timer {
   /** Cancels the timer: its callback will not run (a no-op once it has fired). */

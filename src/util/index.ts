@@ -4,7 +4,7 @@
  * (`nextTurn`). This file is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
-export { type Clock, type Timer, SystemClock, ManualClock } from './clock.js';
+export { type Clock, type Timer, SystemClock, ManualClock, isClock } from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { nextTurn, onNextTurn } from './next-turn.js';
 export { Serial } from './serial.js';

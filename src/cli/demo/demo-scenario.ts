@@ -21,7 +21,8 @@ import * as path from 'node:path';
 import { OffsetStore, OffsetStoreError, type CompactionReport } from '../../index.js';
 import { MANIFEST_FILE } from '../../admin/index.js';
 import { NodeFileSystem } from '../../io/index.js';
-import { BUCKETS_DIR, DirectoryLock, JOURNAL_DIR } from '../../log/index.js';
+import { DirectoryLock } from '../../log/index.js';
+import { STORE_OWN_NAMES } from '../../store-backup.js';
 import { notADirectory, openFailure } from '../../open-failure.js';
 import { ConsumptionLedger, type OffsetRange } from './consumption-ledger.js';
 import { measureBurstCommits, measureFetchLatency } from './demo-measurements.js';
@@ -163,14 +164,9 @@ export const DEMO_MARKER_FILE = 'DEMO';
 export const DEMO_MARKER_TEXT =
   'This store was created by `offset-store demo`; the next demo run in this directory replaces it.\n';
 
-/** The names a demo store's directory holds besides its marker (a leftover manifest write included). */
-const DEMO_STORE_NAMES = new Set([
-  MANIFEST_FILE,
-  `${MANIFEST_FILE}.tmp`,
-  BUCKETS_DIR,
-  JOURNAL_DIR,
-  'LOCK',
-]);
+/** A demo store's directory holds besides its marker the store's own names, and perhaps a leftover manifest write. */
+const isDemoStoreName = (name: string): boolean =>
+  STORE_OWN_NAMES.has(name) || name === `${MANIFEST_FILE}.tmp`;
 
 /**
  * Makes `dir` ready for a fresh demo store: an empty or missing directory is fine; an old demo store
@@ -203,7 +199,7 @@ export async function prepareDemoDir(dir: string): Promise<void> {
     .catch((): Buffer | null => null);
   if (marker === null || marker.toString('utf8') !== DEMO_MARKER_TEXT)
     refuse(`holds a ${DEMO_MARKER_FILE} that is not the demo's marker file`);
-  const others = names.filter((name) => name !== DEMO_MARKER_FILE && !DEMO_STORE_NAMES.has(name));
+  const others = names.filter((name) => name !== DEMO_MARKER_FILE && !isDemoStoreName(name));
   if (others.length > 0) {
     const shown = others.slice(0, 3).map((name) => JSON.stringify(name));
     refuse(

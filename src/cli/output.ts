@@ -15,7 +15,6 @@
 
 /** C0 and C1 control characters, DEL, and the bidirectional overrides and isolates. */
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
-const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 function escapeControl(char: string): string {
@@ -31,7 +30,9 @@ function escapeControl(char: string): string {
  * string a client chose, without acting on it. With `keepNewlines`, newlines stay.
  */
 export function printable(text: string, keepNewlines = false): string {
-  return text.replace(keepNewlines ? CONTROL_BUT_NEWLINE : CONTROL, escapeControl);
+  return text.replace(CONTROL, (char) =>
+    keepNewlines && char === '\n' ? char : escapeControl(char),
+  );
 }
 
 /** Where output goes; `process.stdout`/`process.stderr` in production, buffers in tests. */

@@ -270,8 +270,6 @@ export const serve: Command = {
           await server.close({ closeStore: true });
           throw error;
         }
-      }
-      if (backups !== undefined)
         schedule = new ScheduledBackups({
           store,
           ...backups,
@@ -285,6 +283,7 @@ export const serve: Command = {
                 ),
           onProblem: (message) => output.warn(message),
         });
+      }
       close = async () => {
         schedule?.close();
         try {

@@ -2,10 +2,11 @@
  * Hostile and broken clients on raw sockets: a length prefix of 2^31 - 1 or a negative one, a
  * truncated frame (with and without the client's FIN), an unknown API key, an unsupported version,
  * a body that does not decode (and a commit pipelined behind such a request, which must not be
- * read), random garbage, an acks=0 produce, a client that never reads its responses, and 1000 connections at once. Each gets an error or a closed connection; the server
- * stays up and keeps serving another client; nothing reaches the store or the topic catalog; and a
- * client that does not read costs the server a bounded amount of memory. The garbage test prints
- * its seed when it fails; KAFKA_GARBAGE_SEED replays it.
+ * read), random garbage, an acks=0 produce, a client that never reads its responses, and 1000
+ * connections at once. Each gets an error or a closed connection; the server stays up and keeps
+ * serving another client; nothing reaches the store or the topic catalog; and a client that does
+ * not read costs the server a bounded amount of memory. The garbage test prints its seed when it
+ * fails; KAFKA_GARBAGE_SEED replays it.
  */
 import { existsSync } from 'node:fs';
 import * as net from 'node:net';
@@ -58,6 +59,14 @@ function sizePrefix(size: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeInt32BE(size);
   return b;
+}
+
+/** `frame` with the last `bytes` of its payload cut off, its size prefix saying so. */
+function cutShort(frame: Buffer, bytes: number): Buffer {
+  return Buffer.concat([
+    sizePrefix(frame.length - 4 - bytes),
+    frame.subarray(4, frame.length - bytes),
+  ]);
 }
 
 /** A request frame whose header says `apiKey` v`apiVersion` and whose body is `body`. */
@@ -149,10 +158,7 @@ describe('hostile input on a raw socket', () => {
         topics: [{ name: 't', partitions: [{ partitionIndex: 0, committedOffset: 1n }] }],
       },
     );
-    const cut = Buffer.concat([
-      sizePrefix(commit.length - 4 - 5),
-      commit.subarray(4, commit.length - 5),
-    ]);
+    const cut = cutShort(commit, 5);
     const extra = Buffer.concat([
       sizePrefix(commit.length - 4 + 2),
       commit.subarray(4),
@@ -184,11 +190,7 @@ describe('hostile input on a raw socket', () => {
       );
     const unsupported = commit(2, 1, 200n);
     unsupported.writeInt16BE(10, 6);
-    const whole = commit(2, 1, 200n);
-    const cut = Buffer.concat([
-      sizePrefix(whole.length - 4 - 5),
-      whole.subarray(4, whole.length - 5),
-    ]);
+    const cut = cutShort(commit(2, 1, 200n), 5);
     for (const [name, bad] of [
       ['an unsupported version', unsupported],
       ['a body cut short', cut],

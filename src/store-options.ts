@@ -563,6 +563,11 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   } = options;
   if (typeof dir !== 'string' || dir.length === 0)
     throw new TypeError('options.dir must be a non-empty string');
+  // No file system takes a NUL in a path; Node's own error would not name the option.
+  if (dir.includes('\0'))
+    throw new TypeError(
+      `options.dir must be a non-empty string without NUL characters, got ${JSON.stringify(dir)}`,
+    );
   const durability = rawDurability ?? DEFAULTS.durability;
   if (durability !== 'fsync' && durability !== 'os')
     throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);

@@ -752,8 +752,12 @@ export class OffsetStore {
     };
   }
 
-  /** Resolves once every offsets-bucket has recovered (rejects if one failed to). */
-  ready(): Promise<void> {
+  /**
+   * Resolves once every offsets-bucket has recovered (rejects if one failed to); after close rejects
+   * with STORE_CLOSED, as every other call does: a closed store is not ready for anything.
+   */
+  async ready(): Promise<void> {
+    this.#checkOpen();
     return this.#recovery;
   }
 

@@ -152,6 +152,12 @@ describe('close', () => {
       ['heartbeat', () => store.heartbeat('g', { memberEpoch: 0, subscribedTableIds: [1] })],
       ['joinGroup', () => store.joinGroup('g', { subscribedTableIds: [1] } as never)],
       ['setTableLayout', () => store.setTableLayout(1, { bucketCount: 4 })],
+      ['ready', () => store.ready()],
+      ['fetchOffsetsSync', () => store.fetchOffsetsSync('g')],
+      ['groupType', () => store.groupType('g')],
+      ['removeMembers', () => store.removeMembers('g', { memberIds: ['m'] } as never)],
+      ['convertCompaction', () => store.convertCompaction('key-dedup')],
+      ['highestTableId', () => store.highestTableId()],
     ];
     for (const [name, call] of calls) {
       let error: unknown;

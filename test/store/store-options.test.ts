@@ -131,6 +131,12 @@ describe('store options of the wrong type or past their bounds', () => {
       RangeError,
       /^options\.bucketCount must be an integer in \[1, 1048576\], got 4294967296$/,
     ],
+    [
+      'a directory path with a NUL character',
+      { dir: 'offsets\0-and-more' },
+      TypeError,
+      /^options\.dir must be a non-empty string without NUL characters, got "offsets\\u0000-and-more"$/,
+    ],
   ];
   for (const [what, options, type, message] of invalid) {
     it(`refuses ${what} before creating the directory`, async () => {

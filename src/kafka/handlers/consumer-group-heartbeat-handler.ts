@@ -23,7 +23,8 @@
  * owned partitions on a join, an epoch of -2 or more, -2 only with an instance id. A subscription
  * by regular expression (v1) takes every catalog topic whose whole name it matches, resolved again
  * when topics are created (topic-regex.ts: linear-time matching, RE2's syntax for topic names); one
- * refused is INVALID_REGULAR_EXPRESSION, and an empty one is none, as Kafka reads it. Store errors go out as Kafka's codes
+ * refused is INVALID_REGULAR_EXPRESSION, and an empty one is none, as Kafka reads it. Of the topics
+ * it matches, those the principal may not describe are left out (`Peer.mayDescribeTopic`). Store errors go out as Kafka's codes
  * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...).
  */
 import {
@@ -100,6 +101,20 @@ function tableIdsOf(context: HandlerContext, names: readonly string[]): number[]
 }
 
 /** The sorted union of two sorted id lists. */
+/** The tables of `tableIds` whose topics the peer may describe (all without an authorizer). */
+function describable(
+  context: HandlerContext,
+  peer: Peer,
+  tableIds: readonly number[],
+): readonly number[] {
+  const may = peer.mayDescribeTopic;
+  if (may === undefined) return tableIds;
+  return tableIds.filter((id) => {
+    const topic = context.catalog.byTableId(id);
+    return topic !== undefined && may.call(peer, topic.name);
+  });
+}
+
 function union(a: readonly number[], b: readonly number[]): number[] {
   if (b.length === 0) return [...a];
   return [...new Set([...a, ...b])].sort((x, y) => x - y);
@@ -159,7 +174,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
   let regexTableIds: readonly number[] | undefined = [];
   if (topicRegex !== undefined && memberEpoch >= 0) {
     try {
-      regexTableIds = await context.topicRegexes.tableIds(topicRegex);
+      regexTableIds = describable(context, peer, await context.topicRegexes.tableIds(topicRegex));
     } catch (error) {
       if (!(error instanceof TopicRegexError)) throw error;
       if (request.subscribedTopicRegex !== null)

@@ -38,6 +38,11 @@ export interface Peer {
   readonly mutedUntilMs?: number;
   /** Mutes the connection until `untilMs` (a quota's throttle). */
   muteUntil?(untilMs: number): void;
+  /**
+   * Whether the principal may describe a topic the handler found by itself (those a subscription's
+   * regular expression matches), which are left out otherwise; absent: every topic.
+   */
+  mayDescribeTopic?(topic: string): boolean;
 }
 
 /** A handler's answer: the response body, or CLOSE_CONNECTION. */

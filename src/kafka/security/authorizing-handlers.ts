@@ -12,11 +12,11 @@
  * | OffsetDelete               | Group Delete; Topic Read per topic        | 30; the topic's partitions 29             |
  * | DeleteGroups               | Group Delete per group                    | that group 30                             |
  * | DescribeGroups             | Group Describe per group                  | that group 30                             |
- * | ConsumerGroupDescribe      | Group Describe per group                  | that group 30                             |
+ * | ConsumerGroupDescribe      | Group Describe per group; Topic Describe of its members' topics | that group 30; 29 |
  * | ListGroups                 | Group Describe per listed group           | left out of the list                      |
  * | JoinGroup, SyncGroup, Heartbeat, LeaveGroup | Group Read               | 30                                        |
  * | FindCoordinator            | Group Describe per key                    | that key 30                               |
- * | ConsumerGroupHeartbeat     | Group Read; Topic Describe per subscribed | 30; 29                                    |
+ * | ConsumerGroupHeartbeat     | Group Read; Topic Describe per subscribed | 30; 29; a regex's match left out         |
  * | Metadata                   | Topic Describe per topic                  | 29 (not created); all-topics leaves them out |
  * | ListOffsets                | Topic Describe per topic                  | the topic's partitions 29                 |
  * | Fetch                      | Topic Read per topic                      | the topic's partitions 29, answered at once |
@@ -24,7 +24,9 @@
  * ListOffsets and Fetch tell only that a topic exists and how many partitions it has (this server
  * stores no records), but that is what Metadata hides from a principal that may not describe it.
  * Not checked: Produce (always refused).
- * Every refusal is audited (audit-log.ts), as are DeleteGroups and OffsetDelete whatever the outcome.
+ * Every refusal of what a request names is audited (audit-log.ts), as are DeleteGroups and
+ * OffsetDelete whatever the outcome; what is only left out of an answer (groups of a listing,
+ * topics of an all-topics answer or matched by an expression) is not, as in Kafka.
  */
 import {
   KAFKA_ERROR,
@@ -103,18 +105,7 @@ class Check {
 
   /** Whether the peer may; a refusal is audited. */
   may(operation: AclOperation, resourceType: AclResourceType, name: string): boolean {
-    const authorizer = this.#security.authorizer;
-    if (authorizer === undefined) return true;
-    const host = this.#peer.clientHost.startsWith('/')
-      ? this.#peer.clientHost.slice(1)
-      : this.#peer.clientHost;
-    const allowed = authorizer.authorize(
-      this.#peer.principal ?? 'User:ANONYMOUS',
-      host,
-      operation,
-      resourceType,
-      name,
-    );
+    const allowed = this.sees(operation, resourceType, name);
     if (!allowed)
       this.#security.audit({
         peer: this.#peer,
@@ -125,6 +116,27 @@ class Check {
         reason: 'no ACL allows it',
       });
     return allowed;
+  }
+
+  /**
+   * Whether the peer may, without auditing a refusal: for what is left out of an answer unasked
+   * (groups of a listing, topics of an all-topics answer or of a subscription's expression), which
+   * Kafka does not log as a denial either. Audited, such omissions would fill the audit log's
+   * refusals (one ListGroups over 1,000 groups) and hide the refusals of what was asked for.
+   */
+  sees(operation: AclOperation, resourceType: AclResourceType, name: string): boolean {
+    const authorizer = this.#security.authorizer;
+    if (authorizer === undefined) return true;
+    const host = this.#peer.clientHost.startsWith('/')
+      ? this.#peer.clientHost.slice(1)
+      : this.#peer.clientHost;
+    return authorizer.authorize(
+      this.#peer.principal ?? 'User:ANONYMOUS',
+      host,
+      operation,
+      resourceType,
+      name,
+    );
   }
 
   /** Records an administrative request. */
@@ -290,14 +302,24 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     if (allowed.length === 0) return { throttleTimeMs: 0, groups: request.groupIds.map(refused) };
     return then(inner(context, { ...request, groupIds: allowed }, header, peer), (body) => ({
       ...body,
-      groups: merged(request.groupIds, allowed, body.groups, refused),
+      groups: merged(request.groupIds, allowed, body.groups, refused).map((group) =>
+        usesHiddenTopics(check, group)
+          ? {
+              errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+              errorMessage:
+                'The described group uses topics that the client is not authorized to describe.',
+              groupId: group.groupId,
+              members: [],
+            }
+          : group,
+      ),
     }));
   },
 
   [API_KEYS.ListGroups]: (inner, check, context, request, header, peer) =>
     then(inner(context, request, header, peer), (body) => ({
       ...body,
-      groups: (body.groups ?? []).filter((g) => check.may('Describe', 'Group', g.groupId ?? '')),
+      groups: (body.groups ?? []).filter((g) => check.sees('Describe', 'Group', g.groupId ?? '')),
     })),
 
   [API_KEYS.JoinGroup]: (inner, check, context, request, header, peer) =>
@@ -366,7 +388,9 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
         memberEpoch: 0,
         heartbeatIntervalMs: 0,
       };
-    return inner(context, request, header, peer);
+    // The topics an expression matches are found by the handler: it keeps those the principal may
+    // describe (as Kafka does), so an expression cannot reach a topic its names could not.
+    return inner(context, request, header, describingTopics(peer, check));
   },
 
   [API_KEYS.Metadata]: (inner, check, context, request, header, peer) => {
@@ -374,7 +398,7 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     if (all)
       return then(inner(context, request, header, peer), (body) => ({
         ...body,
-        topics: (body.topics ?? []).filter((t) => check.may('Describe', 'Topic', t.name ?? '')),
+        topics: (body.topics ?? []).filter((t) => check.sees('Describe', 'Topic', t.name ?? '')),
       }));
     const named = (t: { name: string | null; topicId: string }) =>
       t.name ?? context.catalog.byTopicId(t.topicId)?.name ?? null;
@@ -422,6 +446,40 @@ function refusedFetchTopic(t: AskedTopic): FetchedTopic {
   };
 }
 
+type DescribedConsumerGroup = NonNullable<
+  Exclude<HandlerResult<typeof API_KEYS.ConsumerGroupDescribe>, typeof CLOSE_CONNECTION>['groups']
+>[number];
+
+/**
+ * Whether a described consumer group's members subscribe to, own or are to own a topic the peer
+ * may not describe: Kafka then answers the group TOPIC_AUTHORIZATION_FAILED rather than show it.
+ */
+function usesHiddenTopics(check: Check, group: DescribedConsumerGroup): boolean {
+  const hidden = (name: string | undefined) =>
+    name !== undefined && !check.sees('Describe', 'Topic', name);
+  for (const member of group.members ?? []) {
+    if ((member.subscribedTopicNames ?? []).some(hidden)) return true;
+    for (const assignment of [member.assignment, member.targetAssignment])
+      if ((assignment?.topicPartitions ?? []).some((t) => hidden(t.topicName))) return true;
+  }
+  return false;
+}
+
+/**
+ * The peer, as the handler of a ConsumerGroupHeartbeat sees it: one that tells which of the topics
+ * a subscription's expression matched the principal may describe (the others are left out).
+ */
+function describingTopics(peer: Peer, check: Check): Peer {
+  const mayDescribeTopic = (name: string) => check.sees('Describe', 'Topic', name);
+  return new Proxy(peer, {
+    get(target, property) {
+      if (property === 'mayDescribeTopic') return mayDescribeTopic;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 /** The topics of a fetch answer for `asked` (null: all), the unauthorized ones answered 29 or, for all, left out. */
 function mergeFetchTopics(
   check: Check,
@@ -430,7 +488,7 @@ function mergeFetchTopics(
   answered: readonly FetchedTopic[],
 ): FetchedTopic[] {
   if (asked === null || allowed === null)
-    return answered.filter((t) => check.may('Describe', 'Topic', t.name ?? ''));
+    return answered.filter((t) => check.sees('Describe', 'Topic', t.name ?? ''));
   return merged(asked, allowed, answered, refusedFetchTopic);
 }
 

@@ -363,6 +363,52 @@ describe('ACLs over the wire', () => {
     expect(t.server.stats().topics).toBe(2);
   });
 
+  it('assigns a subscription by regular expression only the topics the principal may describe, and refuses to describe a group whose members use others (29)', async () => {
+    const t = await start();
+    const alice = await as(t, 'alice', 'alice-pw');
+    const admin = await as(t, 'admin', 'admin-pw');
+    const topicIds = new Map(
+      (await admin.send(API_KEYS.Metadata, 12, { topics: null })).topics.map((tp) => [
+        tp.topicId,
+        tp.name,
+      ]),
+    );
+    const join = (client: RawKafkaClient, memberId: string, regex: string) =>
+      client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+        groupId: 'prefix-regex',
+        memberId,
+        memberEpoch: 0,
+        rebalanceTimeoutMs: 60_000,
+        subscribedTopicNames: null,
+        subscribedTopicRegex: regex,
+        topicPartitions: [],
+      });
+    // '.*' matches 'audit' too, which alice may not describe: named, it is refused (29).
+    const joined = await join(alice, 'alice-member', '.*');
+    expect(joined.errorCode).toBe(0);
+    const assigned = (joined.assignment?.topicPartitions ?? []).map((tp) => [
+      topicIds.get(tp.topicId),
+      tp.partitions,
+    ]);
+    expect(assigned).toEqual([['orders', [0, 1]]]);
+    // The admin's member of the same group is subscribed to 'audit': alice may describe the group,
+    // not that topic, so the group is not described to her; the admin sees it whole.
+    expect((await join(admin, 'admin-member', 'aud.*')).errorCode).toBe(0);
+    const describe = (client: RawKafkaClient) =>
+      client.send(API_KEYS.ConsumerGroupDescribe, 0, {
+        groupIds: ['prefix-regex'],
+        includeAuthorizedOperations: false,
+      });
+    const toAlice = (await describe(alice)).groups[0]!;
+    expect([toAlice.errorCode, toAlice.members]).toEqual([
+      KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+      [],
+    ]);
+    const toAdmin = (await describe(admin)).groups[0]!;
+    expect(toAdmin.errorCode).toBe(0);
+    expect(toAdmin.members.map((m) => m.memberId).sort()).toEqual(['admin-member', 'alice-member']);
+  });
+
   it('answers an OffsetDelete refused for its group (GROUP_ID_NOT_FOUND) in the top-level code, with no topic, when some of its topics are refused', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');

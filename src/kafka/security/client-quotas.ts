@@ -1,7 +1,7 @@
 /**
  * Client quotas, as Kafka's ClientQuotaManager applies them: a client that uses more than its quota
- * is slowed down, not refused and not allowed to slow the server. Per (principal, client id), two
- * measures over a sliding window of `windowCount` samples of `windowMs` each (Kafka's
+ * is slowed down, not refused and not allowed to slow the server. Two measures over a sliding
+ * window of `windowCount` samples of `windowMs` each (Kafka's
  * quota.window.num = 11, quota.window.size.seconds = 1):
  * - bytes: request plus response bytes per second (`bytesPerSecond`);
  * - request time: the server's time spent handling the client's requests, as a percentage of one
@@ -11,9 +11,14 @@
  * (rate - bound) / bound * window, capped at one window span (Kafka's formula), and its connection
  * is muted (not read) for that long (KIP-219: the response goes out at once, the client is expected
  * to wait, and the server stops reading in case it does not). The quota of a client is the first
- * of: its principal's, its client id's, the default; none means unlimited. At most `keysMax`
- * (principal, client id) pairs are tracked; past it the idle-longest is forgotten.
+ * of: its principal's, its client id's, the default; none means unlimited. Its usage is counted
+ * for whom the quota names, as Kafka counts it for the quota's entity: a principal's quota is
+ * shared by all that principal's connections and client ids, a client id's by every client with
+ * that id; the default is counted per principal, and per client id among anonymous clients (whose
+ * client id is all that tells them apart). At most KEYS_MAX usages are tracked; past it the
+ * idle-longest is forgotten.
  */
+import { ANONYMOUS } from './connection-session.js';
 import type { Clock } from '../../util/index.js';
 
 /** Limits of one client. */
@@ -113,19 +118,31 @@ export class ClientQuotas {
     );
   }
 
-  #limits(principal: string, clientId: string): QuotaLimits | undefined {
+  /**
+   * The quota that applies and the key its usage is counted under (see the module comment): the
+   * usage is that of whom the quota names, so a principal cannot leave its quota behind by
+   * changing client id from request to request.
+   */
+  #quota(principal: string, clientId: string): { limits: QuotaLimits; key: string } | undefined {
     const { principals, clientIds } = this.#options;
     // Own keys only: a client id such as `constructor` or `__proto__` must not find what every
     // object inherits (and so escape the default quota).
-    return (
-      (principals !== undefined && Object.hasOwn(principals, principal)
+    const byPrincipal =
+      principals !== undefined && Object.hasOwn(principals, principal)
         ? principals[principal]
-        : undefined) ??
-      (clientIds !== undefined && Object.hasOwn(clientIds, clientId)
+        : undefined;
+    if (byPrincipal !== undefined) return { limits: byPrincipal, key: `p\0${principal}` };
+    const byClientId =
+      clientIds !== undefined && Object.hasOwn(clientIds, clientId)
         ? clientIds[clientId]
-        : undefined) ??
-      this.#options.default
-    );
+        : undefined;
+    if (byClientId !== undefined) return { limits: byClientId, key: `c\0${clientId}` };
+    const byDefault = this.#options.default;
+    if (byDefault === undefined) return undefined;
+    return {
+      limits: byDefault,
+      key: principal === ANONYMOUS ? `d\0${principal}\0${clientId}` : `d\0${principal}`,
+    };
   }
 
   /**
@@ -133,9 +150,9 @@ export class ClientQuotas {
    * it must be throttled (0: not at all).
    */
   record(principal: string, clientId: string, bytes: number, timeMs: number): number {
-    const limits = this.#limits(principal, clientId);
-    if (limits === undefined) return 0;
-    const key = `${principal}\0${clientId}`;
+    const quota = this.#quota(principal, clientId);
+    if (quota === undefined) return 0;
+    const { limits, key } = quota;
     let usage = this.#usage.get(key);
     if (usage === undefined) {
       if (this.#usage.size >= KEYS_MAX) this.#usage.delete(this.#usage.keys().next().value!);

@@ -91,6 +91,30 @@ describe('ClientQuotas', () => {
     expect(quotas.record('User:ops', 'other', 0, 2000)).toBeGreaterThan(0); // 2050 ms over 10 s = 20.5% > 10%
   });
 
+  it('counts a quota against whom it names: a principal changing client id at every request is throttled like one keeping its own', () => {
+    const quotas = new ClientQuotas(
+      {
+        default: { bytesPerSecond: 100 },
+        clientIds: { batch: { bytesPerSecond: 100 } },
+        principals: { 'User:alice': { bytesPerSecond: 100 } },
+      },
+      new ManualClock(),
+    );
+    const throttledAt = (principal: string, clientId: (n: number) => string) => {
+      for (let n = 1; n <= 100; n++)
+        if (quotas.record(principal, clientId(n), 100, 0) > 0) return n;
+      return undefined;
+    };
+    // 100 bytes/s over an 11 s window: the 11th request of 100 bytes is over it, whatever its id.
+    expect(throttledAt('User:alice', (n) => `alice-${n}`)).toBe(11);
+    expect(throttledAt('User:bob', (n) => `bob-${n}`)).toBe(11); // the default, per principal
+    expect(throttledAt('User:carol', () => 'batch')).toBe(11);
+    expect(throttledAt('User:dave', () => 'batch')).toBe(1); // the client id's quota is shared
+    // Anonymous clients are told apart by their client id alone.
+    expect(throttledAt('User:ANONYMOUS', () => 'one')).toBe(11);
+    expect(throttledAt('User:ANONYMOUS', () => 'two')).toBe(11);
+  });
+
   it('gives a client id or principal named like an inherited property (constructor, __proto__, toString) the default quota', () => {
     const quotas = new ClientQuotas(
       {

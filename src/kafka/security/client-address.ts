@@ -7,6 +7,11 @@
  * - Any other IPv6 address takes its canonical text (RFC 5952: lower case, the longest run of zero
  *   groups compressed), so `0:0:0:0:0:0:0:1` and `::1` are one host.
  * - An IPv4 address stays as it is.
+ *
+ * Limits counted per client (connections, authentications in progress, failed logins) count per
+ * `addressGroup`: an IPv4 address, or an IPv6 address's /64 network. One IPv6 host is usually given
+ * a whole /64 and may use any address of it, so counting per IPv6 address would let one host
+ * multiply its share by opening each connection from another address.
  */
 import * as net from 'node:net';
 
@@ -40,4 +45,20 @@ export function clientAddress(socket: net.Socket): string {
   const address = socket.remoteAddress;
   if (address === undefined) return 'unknown';
   return canonicalAddress(address) ?? address;
+}
+
+/** The group a canonical address counts in for per-client limits: itself (IPv4), or its IPv6 /64. */
+export function addressGroup(address: string): string {
+  if (!address.includes(':')) return address;
+  const zone = address.indexOf('%');
+  const bare = zone >= 0 ? address.slice(0, zone) : address;
+  const [head = '', tail] = bare.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = [
+    ...left,
+    ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'),
+    ...right,
+  ];
+  return `${groups.slice(0, 4).join(':')}::/64`;
 }

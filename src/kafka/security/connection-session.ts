@@ -19,6 +19,7 @@
  */
 import type { Peer } from '../handlers/index.js';
 import { API_KEYS } from '../protocol/index.js';
+import { addressGroup } from './client-address.js';
 import { usesSasl, type ResolvedListener, type SaslMechanism } from './listener.js';
 import type { ScramServerExchange } from './scram.js';
 
@@ -36,6 +37,8 @@ export class ConnectionSession implements Peer {
   readonly clientHost: string;
   /** The client's address without the leading '/'. */
   readonly address: string;
+  /** What the address counts in for per-client limits: itself (IPv4) or its IPv6 /64 (client-address.ts). */
+  readonly addressGroup: string;
   /** The listener it came in on. */
   readonly listener: ResolvedListener;
   #principal: string;
@@ -63,6 +66,7 @@ export class ConnectionSession implements Peer {
     certificatePrincipal: string | undefined,
   ) {
     this.address = address;
+    this.addressGroup = addressGroup(address);
     this.clientHost = `/${address}`;
     this.listener = listener;
     this.#principal = certificatePrincipal ?? ANONYMOUS;

@@ -60,7 +60,7 @@ export function saslHandlers(security: ServerSecurity): {
       });
       return { errorCode: KAFKA_ERROR.UNSUPPORTED_SASL_MECHANISM, mechanisms: [...enabled] };
     }
-    if (!security.throttle.begin(peer.address)) {
+    if (!security.throttle.begin(peer.addressGroup)) {
       peer.refuse();
       security.audit({
         peer,
@@ -124,7 +124,7 @@ function failed(
 ): Promise<HandlerResult<typeof API_KEYS.SaslAuthenticate>> {
   session.refuse();
   session.answering = true;
-  const delayMs = security.throttle.failed(session.address);
+  const delayMs = security.throttle.failed(session.addressGroup);
   security.audit({ peer: session, api: 'SaslAuthenticate', outcome: 'denied', reason, user });
   const answer: AuthenticateResponse = {
     errorCode: KAFKA_ERROR.SASL_AUTHENTICATION_FAILED,
@@ -144,7 +144,7 @@ function release(security: ServerSecurity, session: ConnectionSession): void {
   session.answering = false;
   if (!session.throttled) return;
   session.throttled = false;
-  security.throttle.end(session.address);
+  security.throttle.end(session.addressGroup);
 }
 
 async function authenticatePlain(

@@ -38,6 +38,12 @@ export interface SecurityOptions {
   readonly authFailureDelayMsMax?: number;
   /** Authentications of one address in progress at once; default 16. */
   readonly authenticationsPerAddressMax?: number;
+  /**
+   * How long a connection of a SASL listener may stay open without having authenticated; it is
+   * closed then, whatever it sends meanwhile (ApiVersions keeps no connection open). Default
+   * 10,000 ms.
+   */
+  readonly authenticationTimeoutMs?: number;
   /** Connections of one address open at once; one more is closed at once. Default 100 (Kafka's max.connections.per.ip is unlimited by default). */
   readonly connectionsPerAddressMax?: number;
   /** Client quotas (bytes/s, request time %), by principal, client id or default; none by default. */
@@ -55,6 +61,7 @@ export interface ResolvedSecurityOptions {
   readonly authFailureDelayMs: number;
   readonly authFailureDelayMsMax: number;
   readonly authenticationsPerAddressMax: number;
+  readonly authenticationTimeoutMs: number;
   readonly connectionsPerAddressMax: number;
   readonly quotas: QuotaOptions;
   readonly groupsPerPrincipalMax: number | undefined;
@@ -150,6 +157,13 @@ export function resolveSecurityOptions(
       LOGIN_THROTTLE_DEFAULTS.handshakesPerAddressMax,
       1,
       1_000_000,
+    ),
+    authenticationTimeoutMs: integer(
+      o.authenticationTimeoutMs,
+      'authenticationTimeoutMs',
+      10_000,
+      1,
+      3_600_000,
     ),
     connectionsPerAddressMax: integer(
       o.connectionsPerAddressMax,
@@ -332,7 +346,7 @@ export class ServerSecurity {
     // A check or a failure delay in flight gives the slot back itself when it ends.
     if (session.throttled && !session.answering) {
       session.throttled = false;
-      this.throttle.end(session.address);
+      this.throttle.end(session.addressGroup);
     }
   }
 

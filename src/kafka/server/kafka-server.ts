@@ -50,7 +50,7 @@ import {
   type ConnectionLimits,
   type ConnectionStats,
 } from './kafka-connection.js';
-import { clientAddress } from '../security/client-address.js';
+import { addressGroup, clientAddress } from '../security/client-address.js';
 import { RequestRouter } from './request-router.js';
 import { API_KEYS } from '../protocol/index.js';
 import {
@@ -285,16 +285,17 @@ export class KafkaServer {
       server.on('connection', (socket: net.Socket) => {
         socket.on('error', () => {});
         const address = clientAddress(socket);
+        const group = addressGroup(address);
         if (
           this.#closing !== undefined ||
           this.#connections.size >= this.#options.connectionsMax ||
-          !this.#security.connectionOpened(address)
+          !this.#security.connectionOpened(group)
         ) {
           this.#refusedConnections++;
           socket.destroy();
           return;
         }
-        socket.once('close', () => this.#security.connectionReleased(address));
+        socket.once('close', () => this.#security.connectionReleased(group));
         if (!usesTls(listener.securityProtocol))
           this.#serve(socket, listener, address, router, limits, undefined);
       });
@@ -340,7 +341,16 @@ export class KafkaServer {
       session.attach(closing),
     );
     this.#connections.add(connection);
+    // A SASL connection that has not authenticated in time is closed: what it sends meanwhile
+    // (ApiVersions) keeps it from being idle, not from holding its slot for good.
+    const deadline =
+      session.state === 'authenticated'
+        ? undefined
+        : this.#options.clock.setTimer(this.#security.options.authenticationTimeoutMs, () => {
+            if (session.state !== 'authenticated') connection.destroy();
+          });
     void connection.closed.then(() => {
+      deadline?.cancel();
       this.#connections.delete(connection);
       this.#security.sessionClosed(session);
     });

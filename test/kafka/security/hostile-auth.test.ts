@@ -22,6 +22,7 @@ import {
   type ApiKey,
 } from '../../../src/kafka/protocol/index.js';
 import { UserCredentials } from '../../../src/kafka/security/index.js';
+import { addressGroup } from '../../../src/kafka/security/client-address.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { loginPlain, loginScram } from '../support/sasl-login.js';
@@ -345,5 +346,40 @@ describe('slow-loris', () => {
     const tlsClient = RawKafkaClient.over(secure);
     expect((await tlsClient.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
     expect(await loginScram(tlsClient, 'SCRAM-SHA-512', 'alice', 'alice-pw')).toBe(0);
+  });
+
+  it('closes a SASL connection that has not authenticated within authenticationTimeoutMs, however busy with ApiVersions; not one that has', async () => {
+    const clock = new ManualClock();
+    const t = await start({ authenticationTimeoutMs: 5_000 }, clock);
+    const loris = await RawKafkaClient.connect(t.server.port);
+    const alice = await RawKafkaClient.connect(t.server.port);
+    const anonymous = await RawKafkaClient.connect(
+      t.server.listeners.find((l) => l.name === 'PLAINTEXT')!.port,
+    );
+    expect(await loginPlain(alice, 'alice', 'alice-pw')).toBe(0);
+    for (let ms = 0; ms < 4_000; ms += 1_000) {
+      expect((await loris.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
+      clock.advance(1_000);
+    }
+    expect(t.server.connectionCount).toBe(3);
+    clock.advance(1_000);
+    await until(() => t.server.connectionCount === 2);
+    await loris.closed;
+    for (const client of [alice, anonymous])
+      expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
+    await Promise.all([alice.close(), anonymous.close()]);
+  });
+
+  it('counts an IPv6 client per /64 network for the per-address limits, an IPv4 one per address', () => {
+    for (const [a, b, same] of [
+      ['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:fffe', true],
+      ['2001:db8:1:2::1', '2001:db8:1:3::1', false],
+      ['::1', '::2', true],
+      ['fe80::1%eth0', 'fe80::2%eth1', true],
+      ['10.0.0.1', '10.0.0.2', false],
+    ] as const)
+      expect(addressGroup(a) === addressGroup(b), `${a} and ${b}`).toBe(same);
+    expect(addressGroup('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(addressGroup('10.0.0.1')).toBe('10.0.0.1');
   });
 });

@@ -834,12 +834,12 @@ export async function readJournal(
       }
       const read = readRound(bytes, position, sequence, round, bucketCount, batchBytesMax);
       if (read.kind !== 'ok') {
-        // A later round that knew this one durable proves it was acknowledged; one that did not
-        // was in flight with it and never acknowledged either (a round is acknowledged only once
-        // an fdatasync begun after its write completes, which makes every earlier round durable).
+        // A later round that knew this one durable proves it was acknowledged. The round right
+        // after it may have been in flight with it (ROUNDS_IN_FLIGHT_MAX), knowing only the one
+        // before durable, while a round after that knew it: every later round is asked.
         end = `${filePath} at byte ${position}: round ${round} is ${read.kind === 'end' ? 'missing (zeros)' : `damaged (${read.reason})`}`;
-        const later = findLaterRound(bytes, position + ROUND_ALIGN, sequence, round);
-        if (later !== undefined && later.durableRound >= round)
+        const later = findRoundKnowingDurable(bytes, position + ROUND_ALIGN, sequence, round);
+        if (later !== undefined)
           throw new OffsetStoreError(
             'CORRUPT_MESSAGE',
             `${end}, but round ${later.round} at byte ${later.position} was written once it was durable`,
@@ -959,8 +959,11 @@ function readRound(
   return { kind: 'ok', bodyBytes, durableRound: bytes.readUInt32LE(position + 24), entries };
 }
 
-/** A valid round header of this file, with a later round number, at an aligned position from `from`. */
-function findLaterRound(
+/**
+ * The first valid round of this file at an aligned position from `from` with a later number than
+ * `round` that records `round` durable (its durable-round field at least `round`).
+ */
+function findRoundKnowingDurable(
   bytes: Buffer,
   from: number,
   sequence: number,
@@ -981,7 +984,8 @@ function findLaterRound(
       Number.MAX_SAFE_INTEGER,
       Number.MAX_SAFE_INTEGER,
     );
-    if (read.kind === 'ok') return { position: p, round: later, durableRound: read.durableRound };
+    if (read.kind === 'ok' && read.durableRound >= round)
+      return { position: p, round: later, durableRound: read.durableRound };
   }
   return undefined;
 }

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadChecksum, readBatchLogOffset } from '../../src/codec/index.js';
+import { loadChecksum, readBatchLogOffset, xxh32 } from '../../src/codec/index.js';
 import {
   NodeFileSystem,
   type FileHandle,
@@ -46,6 +46,23 @@ function openJournal(
   } = {},
 ) {
   return CommitJournal.open(fs, dir, 4, BATCH_BYTES_MAX, syncBucket, onWarning, fileBytesMax);
+}
+
+/**
+ * Changes the header of the round at `position` with `change` (given the round's bytes) and seals
+ * it again: the checksum covers the header from byte 8 and, per entry, its bucket index (4 bytes)
+ * and the first 9 bytes of its batch (length, magic and checksum), as the format says.
+ */
+function resealRound(bytes: Buffer, position: number, change: (round: Buffer) => void): void {
+  change(bytes.subarray(position));
+  const count = bytes.readUInt32LE(position + 20);
+  const parts = [bytes.subarray(position + 8, position + 28)];
+  let at = position + 28;
+  for (let i = 0; i < count; i++) {
+    parts.push(bytes.subarray(at, at + 13));
+    at += 4 + 4 + bytes.readUInt32LE(at + 4);
+  }
+  bytes.writeUInt32LE(xxh32(Buffer.concat(parts)), position + 4);
 }
 
 function journalFiles(dir: string): string[] {
@@ -291,6 +308,33 @@ describe('the commit journal', () => {
     await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
       message: expect.stringContaining('round 2 is missing (zeros)'),
+    });
+  });
+
+  it('refuses a damaged round that the round after it did not know durable when a round after that did (two rounds in flight)', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir);
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 4; i++)
+      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(1, [batchAt(i)], b)]);
+    await journal.close(false);
+    const [name] = journalFiles(dir);
+    const file = path.join(dir, JOURNAL_DIR, name!);
+    const bytes = Buffer.from(readFileSync(file));
+    // Round 3 (at 8192) as the journal writes it while round 2's fdatasync still runs: it knows
+    // only round 1 durable. Round 4 was written once round 3 was durable, and so round 2 too.
+    expect([4096, 8192, 12288].map((p) => bytes.readUInt32LE(p + 24))).toEqual([1, 2, 3]);
+    resealRound(bytes, 8192, (round) => round.writeUInt32LE(1, 24));
+    writeFileSync(file, bytes);
+    expect((await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rounds).toBe(4);
+    // Damage to round 2, acknowledged: the first later round's record alone does not prove it.
+    bytes[4096 + 40]! ^= 0xff;
+    writeFileSync(file, bytes);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /at byte 4096: round 2 is damaged.*round 4 at byte 12288 was written once it was durable/,
+      ),
     });
   });
 

@@ -10,7 +10,9 @@
  *   applied. `.cleaned` files it does not name, and `.tmp` files, are leftovers of one that did not
  *   commit (with or without an intent);
  * - `rejected-batches.json`: batches a failed write left behind after cutting them back failed too
- *   (log.ts); the segment is read as if cut there when the batch recorded is still there.
+ *   (log.ts); the segment is read as if cut there when the batch recorded is still there. The
+ *   record carries a checksum of its own: a damaged record is corruption (its batches would
+ *   otherwise be served as committed).
  *
  * The rules (every violation is damage; all but a torn tail are corruption):
  * 1. The first segment begins at or below `fromLogOffset`, the log offset recovery replays from (0, the
@@ -34,6 +36,7 @@ import {
   loadChecksum,
   readBatchChecksum,
   readBatchLogOffset,
+  xxh32,
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
@@ -131,6 +134,14 @@ export interface RejectedBatches {
   checksum: number;
 }
 
+/**
+ * The record's own checksum (`recordChecksum` in the file): xxh32 of its three fields, one a line.
+ * A record the file system damaged then reads as damage rather than as a record of nothing.
+ */
+export function rejectedRecordChecksum(record: RejectedBatches): number {
+  return xxh32(Buffer.from(`${record.segment}\n${record.position}\n${record.checksum}`));
+}
+
 /** What a log directory holds and what recovery does about it. */
 export interface LogInspection {
   /** The segments as they will be once the repairs are applied, oldest first. */
@@ -213,7 +224,21 @@ export async function inspectLog(
   }
   const endBytes = new Map<string, number>();
   if (names.includes(REJECTED_FILE)) {
-    const record = parseRejected(await fs.readFile(path.join(dir, REJECTED_FILE)));
+    const recordPath = path.join(dir, REJECTED_FILE);
+    const recordBytes = await fs.readFile(recordPath);
+    const record = parseRejected(recordBytes);
+    if (typeof record === 'string') {
+      // Written whole (a temporary file renamed) and never changed since: an unreadable record is
+      // damage, and a log read without it would serve the commits it rejected.
+      result.damage.push({
+        kind: 'corrupt',
+        file: recordPath,
+        position: 0,
+        bytesAfter: recordBytes?.length ?? 0,
+        reason: `${record}: it names batches a failed write left in this log, rejected to their callers, which must be cut off before it is served (remove the file only to serve them as committed)`,
+      });
+      return result;
+    }
     const applies =
       record !== undefined &&
       effective.at(-1) === record.segment &&
@@ -442,26 +467,29 @@ async function scanOne(
   );
 }
 
-function parseRejected(bytes: Buffer | null): RejectedBatches | undefined {
+/** The record; undefined when the file is gone (deleted since listed); a reason when unreadable. */
+function parseRejected(bytes: Buffer | null): RejectedBatches | undefined | string {
   if (bytes === null) return undefined;
+  let fields: Record<string, unknown>;
   try {
-    const { segment, position, checksum } = JSON.parse(bytes.toString('utf8')) as Record<
-      string,
-      unknown
-    >;
-    if (
-      typeof segment === 'string' &&
-      parseSegmentFileName(segment) !== undefined &&
-      Number.isSafeInteger(position) &&
-      (position as number) >= 0 &&
-      Number.isSafeInteger(checksum)
-    ) {
-      return { segment, position: position as number, checksum: checksum as number };
-    }
+    fields = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
   } catch {
-    // An unreadable record applies to nothing (it is deleted at open).
+    return 'damaged record (not JSON)';
   }
-  return undefined;
+  const { segment, position, checksum, recordChecksum } = fields ?? {};
+  if (
+    typeof segment !== 'string' ||
+    parseSegmentFileName(segment) === undefined ||
+    !Number.isSafeInteger(position) ||
+    (position as number) < 0 ||
+    !Number.isSafeInteger(checksum)
+  )
+    return 'damaged record (a field is missing or out of range)';
+  const record = { segment, position: position as number, checksum: checksum as number };
+  // Records written before the record had a checksum of its own are taken as they are.
+  if (recordChecksum !== undefined && recordChecksum !== rejectedRecordChecksum(record))
+    return 'damaged record (record checksum mismatch)';
+  return record;
 }
 
 /** True when the batch the record names is still at its position (its stored checksum matches). */

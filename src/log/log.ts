@@ -94,6 +94,7 @@ import { Serial, assert, nextTurn } from '../util/index.js';
 import {
   REJECTED_FILE,
   damageError,
+  rejectedRecordChecksum,
   inspectLog,
   type LogExpectations,
   type LogInspection,
@@ -919,7 +920,9 @@ export class Log implements LogPort {
         await writeDurably(
           this.#options.fs,
           path.join(this.#options.dir, REJECTED_FILE),
-          Buffer.from(JSON.stringify(record)),
+          Buffer.from(
+            JSON.stringify({ ...record, recordChecksum: rejectedRecordChecksum(record) }),
+          ),
         );
         return new OffsetStoreError(
           'LOG_STORAGE_ERROR',

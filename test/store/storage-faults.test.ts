@@ -81,6 +81,42 @@ describe('a failing disk', () => {
     await again.close();
   });
 
+  it('refuses to open a log whose record of rejected batches is damaged, rather than serve them as committed', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    await store.commitOffsets('g', [{ ...K(0), offset: 1 }]);
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1, failTruncateAt: fs.truncateCount + 1 };
+    await expect(store.commitOffsets('g', [{ ...K(0), offset: 999 }])).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
+    await store.close().catch(() => {});
+    fs.plan = {};
+    const [bucket] = readdirSync(path.join(dir, 'buckets')).filter((b) =>
+      existsSync(path.join(dir, 'buckets', b, 'rejected-batches.json')),
+    );
+    const recordPath = path.join(dir, 'buckets', bucket!, 'rejected-batches.json');
+    const record = readFileSync(recordPath, 'utf8');
+    // One digit of the position changed: the record still parses, and names no batch any more.
+    const damaged = record.replace(
+      /"position":(\d)/,
+      (_, d: string) => `"position":${(Number(d) + 1) % 10}`,
+    );
+    expect(damaged).not.toBe(record);
+    for (const bytes of [damaged, record.slice(0, -3), '']) {
+      writeFileSync(recordPath, bytes);
+      await expect(OffsetStore.open(options(dir, fs))).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringContaining(`${recordPath} at byte 0: damaged record`),
+      });
+      expect(readFileSync(recordPath, 'utf8'), 'nothing is modified').toBe(bytes);
+    }
+    writeFileSync(recordPath, record);
+    const reopened = await OffsetStore.open(options(dir, fs));
+    expect(await reopened.fetchOffsets('g')).toEqual([expect.objectContaining({ offset: 1 })]);
+    await reopened.close();
+  });
+
   it('refuses to reopen in this process when the rejected batches could neither be cut back nor recorded', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

@@ -126,6 +126,24 @@ export function stringOption(context: CommandContext, name: string): string | un
   return typeof value === 'string' ? value : undefined;
 }
 
+/**
+ * The etcd endpoints of `--etcd` (comma-separated http(s)://host:port URLs), undefined when absent;
+ * UsageError for a list with none, or one that is not such a URL.
+ */
+export function etcdEndpointsOption(context: CommandContext): string[] | undefined {
+  const etcd = stringOption(context, 'etcd');
+  if (etcd === undefined) return undefined;
+  const endpoints = etcd
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u.length > 0);
+  if (endpoints.length === 0 || endpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u)))
+    throw new UsageError(
+      `--etcd must be http(s)://host:port URLs, comma-separated, got ${JSON.stringify(etcd)}`,
+    );
+  return endpoints;
+}
+
 /** The values of a string option given `multiple` times, in order (empty when absent). */
 export function stringListOption(context: CommandContext, name: string): string[] {
   const value = context.values[name];

@@ -138,5 +138,11 @@ describe('offset-store cluster status', () => {
     const usage = await runCli(['cluster', 'status']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--etcd');
+    // Not endpoints at all: a usage error as serve gives, not an internal error or a timeout.
+    for (const etcd of [',', 'foo://bar', `http://127.0.0.1:${port}/path`]) {
+      const bad = await runCli(['cluster', 'status', '--etcd', etcd]);
+      expect(bad.code, etcd).toBe(2);
+      expect(bad.stderr, etcd).toContain('--etcd must be http(s)://host:port URLs');
+    }
   });
 });

@@ -1,6 +1,13 @@
 /** `offset-store cluster status`: a cluster's live nodes and, per offsets-bucket, its owner, epoch, placement and log in etcd. */
 import { ClusterKeys, EtcdConnection, clusterStatus } from '../../cluster/index.js';
-import { EXIT, UsageError, noPositionals, stringOption, type Command } from '../command.js';
+import {
+  EXIT,
+  UsageError,
+  etcdEndpointsOption,
+  noPositionals,
+  stringOption,
+  type Command,
+} from '../command.js';
 
 /** The `cluster status` command. */
 export const clusterStatusCommand: Command = {
@@ -32,14 +39,9 @@ export const clusterStatusCommand: Command = {
   defaultDir: '.',
   async run(context) {
     noPositionals(context);
-    const etcd = stringOption(context, 'etcd');
-    if (etcd === undefined) throw new UsageError('--etcd <urls> is required');
-    const connection = new EtcdConnection({
-      endpoints: etcd
-        .split(',')
-        .map((u) => u.trim())
-        .filter((u) => u.length > 0),
-    });
+    const endpoints = etcdEndpointsOption(context);
+    if (endpoints === undefined) throw new UsageError('--etcd <urls> is required');
+    const connection = new EtcdConnection({ endpoints });
     try {
       const status = await clusterStatus(
         connection,

@@ -32,6 +32,7 @@ import { PARTITION_COUNT_MAX, topicNameProblem } from '../../kafka/catalog/index
 import {
   EXIT,
   UsageError,
+  etcdEndpointsOption,
   integerOption,
   noPositionals,
   stringListOption,
@@ -437,14 +438,7 @@ function clusterOptions(context: CommandContext) {
   const leaseTtlSeconds = integerOption(context, 'lease-ttl');
   if (leaseTtlSeconds !== undefined && leaseTtlSeconds < 2)
     throw new UsageError('--lease-ttl must be at least 2 seconds');
-  const etcdEndpoints = etcd
-    .split(',')
-    .map((u) => u.trim())
-    .filter((u) => u.length > 0);
-  if (etcdEndpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u)))
-    throw new UsageError(
-      `--etcd must be http(s)://host:port URLs, comma-separated, got ${JSON.stringify(etcd)}`,
-    );
+  const etcdEndpoints = etcdEndpointsOption(context)!;
   const prefix = stringOption(context, 'etcd-prefix');
   return {
     etcdEndpoints,

@@ -151,6 +151,7 @@ export class ClusterNode {
     const node = new ClusterNode(options);
     try {
       await node.#checkConfig();
+      node.#configAgreed = true;
       options.store.setServingGuard(() => node.#lease?.valid() === true);
       // Long enough for a dead predecessor's lease (same TTL) to expire in etcd.
       const waitMs = 2 * node.#leaseTtlSeconds * 1000 + 1000;
@@ -256,6 +257,15 @@ export class ClusterNode {
   #registrationLease: string | undefined;
   /** The warning that another lease holds this node id was given (once until that changes). */
   #unregisteredWarned = false;
+  /**
+   * The cluster configuration was found (or written) agreeing with this node since it last
+   * registered. A lost lease clears it: etcd may have lost everything meanwhile (restored empty,
+   * or wiped), and the configuration must then be written again before any bucket is claimed, or
+   * a node of another bucket count could create it and place groups differently.
+   */
+  #configAgreed = false;
+  /** The last configuration refusal warned of (once until it changes). */
+  #configRefusal: string | undefined;
 
   /**
    * Writes this node's registration, attached to `lease`, if the key is absent or under a lease of
@@ -292,6 +302,7 @@ export class ClusterNode {
 
   /** The lease is gone: every bucket stops now; the next reconcile registers again. */
   #onLeaseLost(reason: string): void {
+    this.#configAgreed = false;
     this.#warn(
       `node ${this.nodeId} lost its lease (${reason}): it stops serving its ${this.#owned.size} bucket(s)`,
     );
@@ -359,6 +370,19 @@ export class ClusterNode {
       return;
     }
     this.#unregisteredWarned = false;
+    if (!this.#configAgreed) {
+      try {
+        await this.#checkConfig();
+        this.#configAgreed = true;
+        this.#configRefusal = undefined;
+      } catch (error) {
+        if (!isOffsetStoreError(error, 'INVALID_CONFIG')) throw error;
+        if (this.#configRefusal !== error.message)
+          this.#warn(`${error.message}: this node claims no offsets-bucket`);
+        this.#configRefusal = error.message;
+        return;
+      }
+    }
     for (const [bucket, token] of [...this.#owners]) {
       if (token.nodeId !== this.nodeId || this.#owned.has(bucket)) continue;
       try {

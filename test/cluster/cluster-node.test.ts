@@ -251,6 +251,49 @@ describe('cluster nodes on a 3-member etcd', () => {
     });
   });
 
+  it('writes the cluster configuration again once etcd comes back empty, so a node of another bucket count is still refused', async () => {
+    const alone = await EtcdCluster.start({ members: 1 });
+    const warnings: string[] = [];
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    const start = (s: OffsetStore, nodeId: string) =>
+      ClusterNode.start({
+        endpoints: alone.endpoints,
+        prefix: '/wiped/',
+        node: { nodeId, brokerId: 1, port: 9200, host: '127.0.0.1' },
+        store: s,
+        leaseTtlSeconds: 2,
+        reconcileIntervalMs: 100,
+        onWarning: (m: string) => warnings.push(m),
+      });
+    const nodes = [{ node: await start(store, 'n1'), store }];
+    const connection = new EtcdConnection({ endpoints: alone.endpoints, callTimeoutMs: 2_000 });
+    try {
+      await settled(nodes);
+      const [member] = alone.memberNames;
+      alone.kill(member!);
+      alone.restartEmpty(member!);
+      await alone.waitHealthy();
+      // The node finds its lease gone, registers again, and claims its buckets again.
+      for (const deadline = Date.now() + 30_000; !warnings.some((w) => /lost its lease/.test(w));) {
+        if (Date.now() > deadline) throw new Error(`no lease lost: ${warnings.join('; ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await settled(nodes, 30_000);
+      const config = await connection.range(
+        { key: Buffer.from(new ClusterKeys('/wiped/').config) },
+        'test',
+      );
+      expect(config.kvs[0]?.value.toString()).toBe(JSON.stringify({ bucketCount: BUCKETS }));
+      const other = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 2 * BUCKETS });
+      await expect(start(other, 'n2')).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+      await other.close();
+    } finally {
+      connection.close();
+      await stopAll(nodes);
+      await alone.stop();
+    }
+  });
+
   it('refuses to start a second process under the id of a live node, and starts one under the id of a node whose lease ran out', async () => {
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
     await withCluster(['n1'], async ({ nodes, connection, prefix }) => {

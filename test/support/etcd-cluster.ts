@@ -213,6 +213,18 @@ export class EtcdCluster {
     this.#spawn(member, 'existing');
   }
 
+  /**
+   * Restarts a killed member on its ports with its data removed: a 1-member cluster so comes back
+   * empty (as etcd restored from nothing, or wiped by an operator), its revisions and leases gone.
+   */
+  restartEmpty(name: string): void {
+    const member = this.#member(name);
+    if (member.process !== undefined) throw new Error(`member ${name} is running`);
+    if (this.#members.length !== 1) throw new Error('only a 1-member cluster restarts empty');
+    rmSync(member.dataDir, { recursive: true, force: true });
+    this.#spawn(member, 'new');
+  }
+
   #member(name: string): Member {
     const member = this.#members.find((m) => m.name === name);
     if (member === undefined) throw new Error(`no member ${name}`);

@@ -255,6 +255,10 @@ export class EtcdLog implements LogPort {
     return this.#appendedBytes;
   }
 
+  get batchBytesMax(): number {
+    return this.#limits.batchBytesMax;
+  }
+
   /** Rounds whose transaction got no answer and were resolved by the fence-and-read-back protocol. */
   get unknownOutcomes(): number {
     return this.#unknownOutcomes;

@@ -70,7 +70,7 @@ export function handleClassicJoin(
       );
     if (request.protocolType.length === 0 || request.protocols.length === 0)
       return inconsistent(groupId);
-    const tooLarge = snapshotTooLarge(groupId, undefined, request);
+    const tooLarge = snapshotTooLarge(groupId, undefined, request, env.config.snapshotBytesMax);
     if (tooLarge !== null) return tooLarge;
     if (consumerMembers !== null) env.consumerGroups.dropEmpty(groupId);
     op.emit({
@@ -98,7 +98,7 @@ export function handleClassicJoin(
       `group ${groupId} already has ${env.config.groupMembersMax} members (groupMembersMax)`,
     );
   }
-  const tooLarge = snapshotTooLarge(groupId, group, request);
+  const tooLarge = snapshotTooLarge(groupId, group, request, env.config.snapshotBytesMax);
   if (tooLarge !== null) return tooLarge;
   return request.memberId === null
     ? joinNewMember(op, group, request)
@@ -110,6 +110,7 @@ function snapshotTooLarge(
   groupId: string,
   group: ClassicGroup | undefined,
   request: NormalizedClassicJoin,
+  snapshotBytesMax: number,
 ): JoinReply | null {
   if (request.memberId === null && request.groupInstanceId === null && request.requireKnownMemberId)
     return null; // nobody is added yet
@@ -127,10 +128,10 @@ function snapshotTooLarge(
       protocols: request.protocols,
       assignment: replaced?.assignment ?? EMPTY_ASSIGNMENT,
     });
-  if (bytes <= CLASSIC_SNAPSHOT_BYTES_MAX) return null;
+  if (bytes <= snapshotBytesMax) return null;
   return fail(
     'INVALID_REQUEST',
-    `with this member's protocols, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`,
+    `with this member's protocols, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${snapshotBytesMax}`,
   );
 }
 

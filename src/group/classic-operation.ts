@@ -59,6 +59,8 @@ export interface ClassicConfig {
   readonly newMemberJoinTimeoutMs: number;
   /** Most members one group may have (GROUP_MAX_SIZE_REACHED beyond). */
   readonly groupMembersMax: number;
+  /** Largest group snapshot in bytes (at most CLASSIC_SNAPSHOT_BYTES_MAX; less below a smaller log batch). */
+  readonly snapshotBytesMax: number;
 }
 
 /** What the classic handlers may know of consumer (KIP-848) groups: a group id has one type at a time. */

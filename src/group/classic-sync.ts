@@ -12,7 +12,7 @@
  *  - Stable: the member's assignment at once.
  * A SyncGroup of a member whose previous one is still parked supersedes it: the previous one is
  * answered REBALANCE_IN_PROGRESS. A leader's whose assignments would take the group's snapshot past
- * CLASSIC_SNAPSHOT_BYTES_MAX is INVALID_REQUEST and changes nothing (the snapshot is one batch).
+ * the coordinator's snapshotBytesMax (CLASSIC_SNAPSHOT_BYTES_MAX, or less under a log of smaller batches) is INVALID_REQUEST and changes nothing (the snapshot is one batch).
  *
  * Heartbeat: after the same identity and generation checks, the member's session restarts; during
  * PreparingRebalance the answer is REBALANCE_IN_PROGRESS, which is how members learn to rejoin.
@@ -22,7 +22,6 @@ import type { ClassicGroup } from './classic-group.js';
 import type { ClassicMember } from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
 import {
-  CLASSIC_SNAPSHOT_BYTES_MAX,
   type ClassicSyncGroupResult,
   type NormalizedClassicHeartbeat,
   type NormalizedClassicSync,
@@ -69,11 +68,12 @@ export function handleClassicSync(
         let bytes = g.snapshotBytes;
         for (const m of g.members.values())
           bytes += (request.assignments.get(m.memberId)?.length ?? 0) - m.assignment.length;
-        if (bytes > CLASSIC_SNAPSHOT_BYTES_MAX) {
+        const bytesMax = op.env.config.snapshotBytesMax;
+        if (bytes > bytesMax) {
           return {
             error: new OffsetStoreError(
               'INVALID_REQUEST',
-              `with these assignments, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${CLASSIC_SNAPSHOT_BYTES_MAX}`,
+              `with these assignments, group ${groupId}'s snapshot would take up to ${bytes} bytes, more than ${bytesMax}`,
             ),
           };
         }

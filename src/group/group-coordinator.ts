@@ -51,6 +51,7 @@ import { OffsetStoreError } from '../errors/index.js';
 import { ClassicCoordinator } from './classic-coordinator.js';
 import type { ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
 import { isClassicSnapshot, parseClassicSnapshot } from './classic-snapshot.js';
+import { CLASSIC_SNAPSHOT_BYTES_MAX } from './classic-protocol.js';
 import { SystemClock, assert, type Clock } from '../util/index.js';
 import type { Assignor } from './assignor.js';
 import { AssignmentPacing } from './assignment-pacing.js';
@@ -78,6 +79,7 @@ import {
 import { GroupStateMachine, type GroupInspection } from './group-state-machine.js';
 import { validateGroupId } from '../model/index.js';
 import {
+  GROUP_SNAPSHOT_BYTES_BUDGET,
   normalizeHeartbeatRequest,
   type HeartbeatRequest,
   type HeartbeatResponse,
@@ -131,6 +133,13 @@ export interface GroupCoordinatorOptions extends Partial<GroupSettings> {
    * is its client id or instance id, '-', and one of these.
    */
   readonly newMemberId?: () => string;
+  /**
+   * Largest group snapshot, in bytes, of either type (default and at most 7 MiB): below the log's
+   * largest batch, since a snapshot is written as one batch. What would take a group past it (a
+   * classic join or leader's sync, a consumer group's subscription) is INVALID_REQUEST and changes
+   * nothing.
+   */
+  readonly snapshotBytesMax?: number;
 }
 
 /** Counters for stats and benchmarks. */
@@ -243,6 +252,10 @@ export class GroupCoordinator {
         initialRebalanceDelayMs: settings.initialRebalanceDelayMs,
         newMemberJoinTimeoutMs: settings.newMemberJoinTimeoutMs,
         groupMembersMax: settings.groupMembersMax,
+        snapshotBytesMax: Math.min(
+          CLASSIC_SNAPSHOT_BYTES_MAX,
+          options.snapshotBytesMax ?? CLASSIC_SNAPSHOT_BYTES_MAX,
+        ),
       },
       newMemberId,
       onRecords: (groupId, records) => this.#afterRecords(groupId, records),
@@ -261,6 +274,10 @@ export class GroupCoordinator {
         rebalanceTimeoutMs: settings.rebalanceTimeoutMs,
         groupMembersMax: settings.groupMembersMax,
         defaultAssignor,
+        snapshotBytesMax: Math.min(
+          GROUP_SNAPSHOT_BYTES_BUDGET,
+          options.snapshotBytesMax ?? GROUP_SNAPSHOT_BYTES_BUDGET,
+        ),
       },
     };
   }

@@ -35,11 +35,7 @@ import { reconcileMember } from './current-assignment-builder.js';
 import type { Group } from './group.js';
 import type { TableLayout } from './table-layout.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
-import {
-  GROUP_SNAPSHOT_BYTES_BUDGET,
-  type HeartbeatResponse,
-  type NormalizedHeartbeat,
-} from './heartbeat.js';
+import { type HeartbeatResponse, type NormalizedHeartbeat } from './heartbeat.js';
 import {
   selectRemovedMembers,
   type NormalizedRemoval,
@@ -151,7 +147,7 @@ function emitTarget(
 
 /**
  * INVALID_REQUEST, before anything changes, when with `subscription` the group's snapshot is
- * estimated past GROUP_SNAPSHOT_BYTES_BUDGET (the member it replaces, or inherits from, no longer
+ * estimated past `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or less under a log of smaller batches; the member it replaces, or inherits from, no longer
  * counted). The estimate, from snapshots measured as written (1 member subscribed to 65,536 tables
  * of 1 bucket each: 5.4 MB; a second member with the same tables: +0.2 MB; 100 members on 1,000
  * tables of 100 buckets: 1.2 MB), errs on the large side: per subscribed table id 4 bytes, per
@@ -163,6 +159,7 @@ function checkGroupSubscriptions(
   subscription: MemberSubscription,
   inheritFrom: ConsumerMember | undefined,
   layouts: ReadonlyMap<number, TableLayout>,
+  bytesMax: number,
 ): void {
   const distinct = new Set(subscription.subscribedTableIds);
   let ids = subscription.subscribedTableIds.length;
@@ -179,10 +176,10 @@ function checkGroupSubscriptions(
     if (layout !== undefined) buckets += layout.bucketCount * (layout.partitionIds?.length ?? 1);
   }
   const bytes = 4 * ids + 80 * distinct.size + 12 * Math.min(ids, buckets) + 400 * members;
-  if (bytes > GROUP_SNAPSHOT_BYTES_BUDGET)
+  if (bytes > bytesMax)
     throw new OffsetStoreError(
       'INVALID_REQUEST',
-      `with this member's ${subscription.subscribedTableIds.length} subscribed tables, group ${group?.groupId ?? ''}'s snapshot would take about ${bytes} bytes (${distinct.size} distinct tables, ${ids} subscriptions), more than ${GROUP_SNAPSHOT_BYTES_BUDGET}: it must fit in one batch of the log`,
+      `with this member's ${subscription.subscribedTableIds.length} subscribed tables, group ${group?.groupId ?? ''}'s snapshot would take about ${bytes} bytes (${distinct.size} distinct tables, ${ids} subscriptions), more than ${bytesMax}: it must fit in one batch of the log`,
     );
 }
 
@@ -218,7 +215,14 @@ function joinOrHeartbeat(
   };
   const subscriptionChanged =
     base === undefined || !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds);
-  if (subscriptionChanged) checkGroupSubscriptions(group, subscription, inheritFrom, env.layouts);
+  if (subscriptionChanged)
+    checkGroupSubscriptions(
+      group,
+      subscription,
+      inheritFrom,
+      env.layouts,
+      env.config.snapshotBytesMax,
+    );
   let bump = subscriptionChanged || base.assignor !== subscription.assignor;
   // A layout change raises the epoch once: while a target for it waits (pacing), that target is
   // computed from the layouts as they are then.

@@ -52,6 +52,8 @@ export interface HandlerConfig {
   readonly groupMembersMax: number;
   /** Assignor of a group whose members state no preference. */
   readonly defaultAssignor: string;
+  /** Largest estimated group snapshot in bytes (at most GROUP_SNAPSHOT_BYTES_BUDGET; less below a smaller log batch). */
+  readonly snapshotBytesMax: number;
 }
 
 /** Everything a handler may touch. */

@@ -37,6 +37,8 @@ export interface LogPort {
   readonly sizeBytes: number;
   /** Bytes of batches appended (acknowledged) since the log was opened. */
   readonly appendedBytes: number;
+  /** The largest batch an append takes (larger: INVALID_REQUEST). */
+  readonly batchBytesMax: number;
   /**
    * Appends one unsealed batch under this log's coordinator epoch; resolves with its log offset once
    * it is durable. The buffer is stamped and sealed in place and must not be modified afterwards.

@@ -548,6 +548,10 @@ export class Log implements LogPort {
     return this.#appendedBytes;
   }
 
+  get batchBytesMax(): number {
+    return this.#options.batchBytesMax;
+  }
+
   /** Total bytes of all segments. */
   get sizeBytes(): number {
     let total = 0;

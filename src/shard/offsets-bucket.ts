@@ -206,6 +206,9 @@ export class OffsetsBucket {
         },
         clock: options.clock,
         ...options.group,
+        // A snapshot is one batch: it must fit the log's (1 MiB in etcd, 8 MiB on disk), with
+        // room for the batch's header and the group id.
+        snapshotBytesMax: Math.floor((table.log.batchBytesMax * 7) / 8),
         onBackgroundError: (error, groupId) =>
           options.onWarning(`group ${groupId}: ${(error as Error).message}`),
       });

@@ -253,6 +253,28 @@ describe('who may join', () => {
     expect(ctx.writer.writes).toEqual([]);
   });
 
+  it('takes the bound of a log of smaller batches (a log in etcd): a join that would pass it is refused before anything changes', async () => {
+    const ctx = new ClassicTestContext({ snapshotBytesMax: 896 * 1024 });
+    const protocols = (kib: number) => [
+      { name: 'range', metadata: Buffer.alloc(kib * 1024) },
+      { name: 'roundrobin', metadata: Buffer.alloc(kib * 1024) },
+    ];
+    // Two protocols of 700 KB each: under Kafka's 1 MiB per protocol, over this log's batch.
+    expect((await ctx.join({ protocols: protocols(700) }).settled()).code).toBe('INVALID_REQUEST');
+    expect(ctx.inspect()).toBeNull();
+    const small = ctx.join({ protocols: protocols(300) });
+    await ctx.advance(0);
+    expect(joined(small).generationId).toBe(1);
+    // The leader's assignment is held to the same bound.
+    const { memberId } = joined(small);
+    const sync = ctx.sync({
+      memberId,
+      generationId: 1,
+      assignments: [{ memberId, assignment: Buffer.alloc(400 * 1024) }],
+    });
+    expect((await sync.settled()).code).toBe('INVALID_REQUEST');
+  });
+
   it('refuses a member beyond groupMembersMax with GROUP_MAX_SIZE_REACHED', async () => {
     const ctx = new ClassicTestContext({ groupMembersMax: 2 });
     const calls = [ctx.join(), ctx.join(), ctx.join()];

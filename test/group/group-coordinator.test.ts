@@ -50,6 +50,23 @@ describe('join and heartbeat', () => {
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });
 
+  it("refuses a subscription that would take the group's snapshot past snapshotBytesMax (a log of 1 MiB batches), changing nothing", async () => {
+    const ctx = new GroupTestContext({ snapshotBytesMax: 896 * 1024 });
+    // ~84 bytes a distinct subscribed table: 10,000 fit in 896 KiB, 10,000 more do not.
+    const tables = (from: number) => Array.from({ length: 10_000 }, (_, i) => from + i);
+    const first = await ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: tables(1) });
+    expect(first.memberEpoch).toBe(1);
+    const writes = ctx.writer.writes.length;
+    await expect(
+      ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: tables(20_000) }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining(`more than ${896 * 1024}: it must fit in one batch`),
+    });
+    expect(ctx.coordinator.inspect('g')?.members).toHaveLength(1);
+    expect(ctx.writer.writes).toHaveLength(writes);
+  });
+
   it('a heartbeat with nothing new carries no assignment and emits no record', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1]);

@@ -9,6 +9,7 @@ import { readBatchHeader } from '../../src/codec/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import type { LogPort } from '../../src/log/index.js';
 import { testBatch } from '../support/log-fixtures.js';
+import { buildOffsetBatch } from '../../src/codec/index.js';
 
 /** One implementation under test; each test gets a fresh log from `create`. */
 export interface LogPortSubject {
@@ -68,6 +69,27 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
         expect(log.nextOffset).toBe(20);
         expect(log.acknowledgedEnd).toBe(20);
         expect(await log.append(testBatch(20))).toBe(20);
+      }));
+
+    it('refuses a batch over its batchBytesMax, which it states, with INVALID_REQUEST, and goes on', () =>
+      withLog(async ({ log }) => {
+        const over = buildOffsetBatch(
+          'g',
+          [
+            {
+              tableId: 1,
+              partitionId: null,
+              bucketId: 0,
+              offset: 1,
+              leaderEpoch: -1,
+              metadata: 'x'.repeat(log.batchBytesMax),
+            },
+          ],
+          1_700_000_000_000,
+        );
+        expect(over.length).toBeGreaterThan(log.batchBytesMax);
+        await expect(log.append(over)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+        expect(await log.append(testBatch(0))).toBe(0);
       }));
 
     it('resolves appends in log-offset order', () =>

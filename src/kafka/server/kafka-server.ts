@@ -301,14 +301,14 @@ export class KafkaServer {
       });
       if (usesTls(listener.securityProtocol)) {
         server.on('secureConnection', (socket: tls.TLSSocket) => {
-          const subject = socket.authorized ? socket.getPeerCertificate().subject : undefined;
+          const subject = socket.authorized ? socket.getPeerX509Certificate()?.subject : undefined;
           this.#serve(
             socket,
             listener,
             clientAddress(socket),
             router,
             limits,
-            certificatePrincipal(subject as unknown as Record<string, string> | undefined),
+            certificatePrincipal(subject),
           );
         });
         server.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());

@@ -82,6 +82,19 @@ describe('client certificates', () => {
       0,
       KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
     ]);
+    // The same attributes in another structure (CN and OU in one RDN) are another subject: not
+    // alice, so not her ACL.
+    const lookalike = RawKafkaClient.over(
+      await connect(running.server.port, { cert: certs.lookalikeCert, key: certs.lookalikeKey }),
+    );
+    const toLookalike = await lookalike.send(API_KEYS.DescribeGroups, 5, {
+      groups: ['alices'],
+      includeAuthorizedOperations: false,
+    });
+    expect(toLookalike.groups.map((g) => g.errorCode)).toEqual([
+      KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED,
+    ]);
+    await lookalike.close();
 
     // A certificate of another CA, and none at all, do not get through the handshake (or are cut right after it).
     for (const identity of [{ cert: certs.strangerCert, key: certs.strangerKey }, {}]) {
@@ -99,11 +112,25 @@ describe('client certificates', () => {
     expect(running.server.connectionCount).toBe(1);
   });
 
-  it('write the subject most specific first, escaping what RFC 2253 escapes', () => {
-    expect(certificatePrincipal({ C: 'US', O: 'Acme, Inc.', CN: 'host-1' })).toBe(
+  it('write the subject most specific first as RFC 2253 does, telling apart subjects that differ only in order or in a multi-valued RDN', () => {
+    // Subjects as X509Certificate.subject prints them (OpenSSL: one RDN a line, in the
+    // certificate's order, values escaped as RFC 2253 escapes them).
+    expect(certificatePrincipal('C=US\nO=Acme\\, Inc.\nCN=host-1')).toBe(
       'User:CN=host-1,O=Acme\\, Inc.,C=US',
     );
-    expect(certificatePrincipal({ OU: ['a', 'b'], CN: 'x' })).toBe('User:CN=x,OU=b,OU=a');
-    expect(certificatePrincipal({})).toBeUndefined();
+    const principals = [
+      'O=acme\nOU=eng\nCN=alice',
+      'O=acme\nOU=eng + CN=alice',
+      'OU=a\nOU=b\nCN=x',
+      'OU=a\nCN=x\nOU=b',
+    ].map(certificatePrincipal);
+    expect(principals).toEqual([
+      'User:CN=alice,OU=eng,O=acme',
+      'User:OU=eng+CN=alice,O=acme',
+      'User:CN=x,OU=b,OU=a',
+      'User:OU=b,CN=x,OU=a',
+    ]);
+    expect(certificatePrincipal('')).toBeUndefined();
+    expect(certificatePrincipal(undefined)).toBeUndefined();
   });
 });

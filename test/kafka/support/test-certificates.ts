@@ -17,6 +17,12 @@ export interface TestCertificates {
   /** CN=alice,OU=readers,O=offset-store-test, signed by the CA. */
   readonly clientCert: string;
   readonly clientKey: string;
+  /**
+   * Signed by the CA, with alice's attributes but CN and OU in one multi-valued RDN
+   * (`OU=readers+CN=alice,O=offset-store-test`): another subject, so another principal.
+   */
+  readonly lookalikeCert: string;
+  readonly lookalikeKey: string;
   /** CN=mallory, signed by a CA the server does not know. */
   readonly strangerCert: string;
   readonly strangerKey: string;
@@ -34,7 +40,17 @@ function keyPair(dir: string, name: string): void {
 
 function signed(dir: string, name: string, subject: string, ca: string, extensions: string): void {
   keyPair(dir, name);
-  openssl(dir, ['req', '-new', '-key', `${name}.key`, '-subj', subject, '-out', `${name}.csr`]);
+  openssl(dir, [
+    'req',
+    '-new',
+    '-key',
+    `${name}.key`,
+    '-subj',
+    subject,
+    ...(subject.includes('+') ? ['-multivalue-rdn'] : []),
+    '-out',
+    `${name}.csr`,
+  ]);
   writeFileSync(path.join(dir, `${name}.ext`), extensions);
   openssl(dir, [
     'x509',
@@ -102,6 +118,13 @@ export function testCertificates(): TestCertificates {
     'ca',
     'extendedKeyUsage=clientAuth\n',
   );
+  signed(
+    dir,
+    'lookalike',
+    '/O=offset-store-test/CN=alice+OU=readers',
+    'ca',
+    'extendedKeyUsage=clientAuth\n',
+  );
   signed(dir, 'stranger', '/CN=mallory', 'other-ca', 'extendedKeyUsage=clientAuth\n');
   const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
   made = {
@@ -110,6 +133,8 @@ export function testCertificates(): TestCertificates {
     serverKey: read('server.key'),
     clientCert: read('client.crt'),
     clientKey: read('client.key'),
+    lookalikeCert: read('lookalike.crt'),
+    lookalikeKey: read('lookalike.key'),
     strangerCert: read('stranger.crt'),
     strangerKey: read('stranger.key'),
   };

@@ -132,7 +132,7 @@ export class AuditLog {
         this.#denialTokens = DENIALS_PER_SECOND;
       }
       if (this.#denialTokens === 0) {
-        this.#dropped++;
+        this.#drop();
         return;
       }
       this.#denialTokens--;
@@ -153,11 +153,20 @@ export class AuditLog {
       this.#pending.length >= PENDING_LINES_MAX ||
       this.#pendingBytes + line.length > PENDING_BYTES_MAX
     ) {
-      this.#dropped++;
+      this.#drop();
       return;
     }
     this.#pending.push(line);
     this.#pendingBytes += line.length;
+    this.#writing ??= this.#drain();
+  }
+
+  /**
+   * Counts a line not written; the count is written as soon as the file takes a write (with lines
+   * waiting, or alone), so that it is there even if nothing is recorded after it.
+   */
+  #drop(): void {
+    this.#dropped++;
     this.#writing ??= this.#drain();
   }
 
@@ -191,7 +200,10 @@ export class AuditLog {
 
   async #drain(): Promise<void> {
     try {
-      while (this.#pending.length > 0 && this.#handle !== undefined) {
+      while (
+        (this.#pending.length > 0 || this.#dropped > this.#droppedReported) &&
+        this.#handle !== undefined
+      ) {
         const lines = this.#pending;
         this.#pending = [];
         this.#pendingBytes = 0;

@@ -182,6 +182,29 @@ describe('AuditLog bounds and rotation', () => {
     expect(readFileSync(file).length).toBeLessThan(512 * 1024);
   });
 
+  it('writes the count of dropped lines even when nothing is recorded after them', async () => {
+    const file = path.join(tempDir(), 'audit.jsonl');
+    const clock = new ManualClock();
+    const log = await AuditLog.open(
+      new NodeFileSystem(),
+      file,
+      () => clock.nowMs(),
+      () => {},
+    );
+    for (let i = 0; i < 1000; i++) log.record(event({ user: `guess-${i}` }));
+    await log.idle();
+    // The second's budget is spent: these are dropped, and nothing else comes before the close.
+    for (let i = 0; i < 500; i++) log.record(event({ user: `more-${i}` }));
+    await log.close();
+    const written = lines(file);
+    expect(written.filter((l) => l.outcome === 'denied')).toHaveLength(1000);
+    // Counted in a line or more (one per write the file took meanwhile), the last line a count.
+    const counted = written.reduce((sum, l) => sum + Number(l.droppedLines ?? 0), 0);
+    expect(counted).toBe(500);
+    expect(written.at(-1)).toHaveProperty('droppedLines');
+    expect(log.droppedCount).toBe(500);
+  });
+
   it('goes on at the end of the file after a copytruncate, and in a new file after the old one was renamed away', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'audit.jsonl');

@@ -178,7 +178,8 @@ function authenticateScram(
   session.scram ??= new ScramServerExchange({
     mechanism,
     lookup: (user, m) => security.users.verifier(user, m),
-    decoySecret: security.decoySecret,
+    decoySecret: security.users.decoySecret,
+    decoyIterations: security.users.typicalIterations(mechanism),
   });
   const exchange = session.scram;
   let answer: Buffer;

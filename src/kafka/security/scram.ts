@@ -147,8 +147,10 @@ export interface ScramExchangeOptions {
   readonly mechanism: ScramMechanism;
   /** Finds a user's verifier. */
   readonly lookup: VerifierLookup;
-  /** Key of the fake salts given to unknown users (one per server, random). */
+  /** Key of the fake salts given to unknown users (UserCredentials.decoySecret). */
   readonly decoySecret: Buffer;
+  /** Iterations given to unknown users; default SCRAM_ITERATIONS_MIN. */
+  readonly decoyIterations?: number;
   /** The server's nonce part; default 24 random bytes in base64 (tests pass RFC vectors' nonce). */
   readonly serverNonce?: string;
 }
@@ -211,7 +213,8 @@ export class ScramServerExchange {
     const salt =
       this.#verifier?.salt ??
       hmac(mechanism, decoySecret, `${mechanism}\0${user}`).subarray(0, SALT_BYTES);
-    const iterations = this.#verifier?.iterations ?? SCRAM_ITERATIONS_MIN;
+    const iterations =
+      this.#verifier?.iterations ?? this.#options.decoyIterations ?? SCRAM_ITERATIONS_MIN;
     this.#nonce = clientNonce + (this.#options.serverNonce ?? randomBytes(24).toString('base64'));
     this.#gs2Header = text.slice(0, text.length - bare.length);
     this.#clientFirstBare = bare;

@@ -210,10 +210,8 @@ export class ServerSecurity {
   readonly quotas: ClientQuotas;
   /** Groups created per principal; undefined without groupsPerPrincipalMax. */
   readonly groupLimits: GroupLimits | undefined;
-  /** Key of the fake salts SCRAM gives unknown users. */
-  readonly decoySecret = randomBytes(32);
-  /** A verifier PLAIN checks unknown users against, so they cost the same time. */
-  readonly decoyVerifier: ScramVerifier;
+  /** A verifier PLAIN checks unknown users against, so they cost the same time (the typical iterations). */
+  #decoyVerifier: ScramVerifier;
   readonly #fs: FileSystem;
   readonly #dir: string;
   readonly #auditLog: AuditLog | undefined;
@@ -239,7 +237,7 @@ export class ServerSecurity {
     this.#dir = fields.dir;
     this.#users = fields.users;
     this.#auditLog = fields.auditLog;
-    this.decoyVerifier = fields.decoyVerifier;
+    this.#decoyVerifier = fields.decoyVerifier;
     this.#authorizer =
       fields.options.authorizer === undefined
         ? undefined
@@ -270,7 +268,7 @@ export class ServerSecurity {
     const { options, clock, fs, dir } = fields;
     const users = await UserCredentials.load(fs, dir);
     const acls = await AclSet.load(fs, dir);
-    const decoyVerifier = await scramVerifier('SCRAM-SHA-256', randomBytes(16).toString('base64'));
+    const decoyVerifier = await decoyVerifierOf(users);
     const auditLog =
       options.auditLogFile === undefined
         ? undefined
@@ -283,6 +281,11 @@ export class ServerSecurity {
     return this.#users;
   }
 
+  /** What PLAIN checks an unknown user's password against. */
+  get decoyVerifier(): ScramVerifier {
+    return this.#decoyVerifier;
+  }
+
   /** The authorizer; undefined when ACLs are not enforced. */
   get authorizer(): Authorizer | undefined {
     return this.#authorizer;
@@ -292,7 +295,9 @@ export class ServerSecurity {
   async reload(): Promise<void> {
     const users = await UserCredentials.load(this.#fs, this.#dir);
     const acls = await AclSet.load(this.#fs, this.#dir);
+    const decoyVerifier = await decoyVerifierOf(users);
     this.#users = users;
+    this.#decoyVerifier = decoyVerifier;
     this.#authorizer = this.#authorizer?.withAcls(acls);
   }
 
@@ -371,4 +376,11 @@ export class ServerSecurity {
   async close(): Promise<void> {
     await this.#auditLog?.close();
   }
+}
+
+/** A verifier of a random password, with the iterations most users have (PLAIN's decoy). */
+function decoyVerifierOf(users: UserCredentials): Promise<ScramVerifier> {
+  return scramVerifier('SCRAM-SHA-256', randomBytes(16).toString('base64'), {
+    iterations: users.typicalIterations('SCRAM-SHA-256'),
+  });
 }

@@ -16,6 +16,7 @@
  * Changes read the file, change one user and write the whole file (temp, fdatasync, rename,
  * directory fsync): a crash leaves the old set of users or the new one.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import type { FileSystem } from '../../io/index.js';
 import {
@@ -64,9 +65,47 @@ export function userNameProblem(name: string): string | null {
 /** The users of a server, read once; lookups are synchronous. */
 export class UserCredentials {
   readonly #users: ReadonlyMap<string, Verifiers>;
+  /**
+   * Key of the fake salts SCRAM gives unknown users: a hash of every user's stored keys, secret
+   * like them, so the same across restarts while the users are the same (a salt that changed at
+   * each restart would tell an unknown user from a known one, whose salt never does). Random when
+   * there are no users, which makes every name unknown anyway.
+   */
+  readonly decoySecret: Buffer;
+  readonly #typicalIterations = new Map<ScramMechanism, number>();
 
   constructor(users: ReadonlyMap<string, Verifiers>) {
     this.#users = users;
+    const hash = createHash('sha256').update('offset-store SCRAM decoy salts\0');
+    for (const name of [...users.keys()].sort())
+      for (const mechanism of SCRAM_MECHANISMS) {
+        const verifier = users.get(name)![mechanism];
+        if (verifier !== undefined) hash.update(verifier.storedKey).update(verifier.serverKey);
+      }
+    this.decoySecret = users.size === 0 ? randomBytes(32) : hash.digest();
+    for (const mechanism of SCRAM_MECHANISMS) {
+      const counts = new Map<number, number>();
+      for (const verifiers of users.values()) {
+        const iterations = verifiers[mechanism]?.iterations;
+        if (iterations !== undefined) counts.set(iterations, (counts.get(iterations) ?? 0) + 1);
+      }
+      let typical = SCRAM_ITERATIONS_MIN;
+      let most = 0;
+      for (const [iterations, count] of counts)
+        if (count > most || (count === most && iterations < typical)) {
+          typical = iterations;
+          most = count;
+        }
+      this.#typicalIterations.set(mechanism, typical);
+    }
+  }
+
+  /**
+   * The iteration count SCRAM gives an unknown user: the one most users of `mechanism` have (the
+   * default when none), so that an unknown name looks like most known ones.
+   */
+  typicalIterations(mechanism: ScramMechanism): number {
+    return this.#typicalIterations.get(mechanism) ?? SCRAM_ITERATIONS_MIN;
   }
 
   /** Reads `kafka-users.json` of the store in `dir` (no users when it does not exist). CORRUPT_MESSAGE for a damaged file. */

@@ -6,8 +6,11 @@
  */
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { NodeFileSystem } from '../../../src/io/index.js';
+import { tempDir } from '../../support/temp-dir.js';
 import {
   ScramServerExchange,
+  UserCredentials,
   scramPasswordMatches,
   scramVerifier,
   type ScramMechanism,
@@ -105,6 +108,34 @@ describe('SCRAM', () => {
         Buffer.from(clientFinal('SCRAM-SHA-256', 'guess', 'n=nobody,r=abcdef', first)),
       ),
     ).toThrow(/invalid credentials/);
+  });
+
+  it('gives an unknown user the iterations most users have and a salt that lasts as long as the users file does (across restarts)', async () => {
+    const dir = tempDir();
+    const fs = new NodeFileSystem();
+    await UserCredentials.addUser(fs, dir, 'alice', 'a-pw', { iterations: 8192 });
+    await UserCredentials.addUser(fs, dir, 'bob', 'b-pw', { iterations: 8192 });
+    await UserCredentials.addUser(fs, dir, 'carol', 'c-pw');
+    const serverFirst = (users: UserCredentials, name: string) => {
+      const server = new ScramServerExchange({
+        mechanism: 'SCRAM-SHA-256',
+        lookup: (user, m) => users.verifier(user, m),
+        decoySecret: users.decoySecret,
+        decoyIterations: users.typicalIterations('SCRAM-SHA-256'),
+      });
+      const [, salt, iterations] = server
+        .respond(Buffer.from(`n,,n=${name},r=abcdef`))
+        .toString()
+        .split(',');
+      return { salt, iterations };
+    };
+    const before = await UserCredentials.load(fs, dir);
+    expect(serverFirst(before, 'alice').iterations).toBe('i=8192');
+    expect(serverFirst(before, 'nobody').iterations).toBe('i=8192');
+    // Loaded again, as a restarted server does: the known and the unknown keep their salts.
+    const restarted = await UserCredentials.load(fs, dir);
+    for (const name of ['alice', 'nobody'])
+      expect(serverFirst(restarted, name), name).toEqual(serverFirst(before, name));
   });
 
   it.each(['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const)(

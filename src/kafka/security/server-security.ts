@@ -6,9 +6,11 @@
  * with, never through the handler context.
  */
 import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { OffsetStoreError } from '../../errors/index.js';
 import type { FileSystem } from '../../io/index.js';
 import type { Clock } from '../../util/index.js';
-import { AclSet } from './acl.js';
+import { ACLS_FILE, AclSet } from './acl.js';
 import { AuditLog, type AuditEvent } from './audit-log.js';
 import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';
 import { GroupLimits } from './group-limits.js';
@@ -16,7 +18,7 @@ import { Authorizer } from './authorizer.js';
 import type { ConnectionSession } from './connection-session.js';
 import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
 import { scramVerifier, type ScramVerifier } from './scram.js';
-import { UserCredentials } from './user-credentials.js';
+import { USERS_FILE, UserCredentials } from './user-credentials.js';
 
 /** The security options of `startKafkaServer`. */
 export interface SecurityOptions {
@@ -216,6 +218,8 @@ export class ServerSecurity {
   readonly #dir: string;
   readonly #auditLog: AuditLog | undefined;
   #users: UserCredentials;
+  /** ACLs read last (whether or not an authorizer enforces them). */
+  #aclCount: number;
   #authorizer: Authorizer | undefined;
   readonly #connectionsByAddress = new Map<string, number>();
   #refusedConnections = 0;
@@ -236,6 +240,7 @@ export class ServerSecurity {
     this.#fs = fields.fs;
     this.#dir = fields.dir;
     this.#users = fields.users;
+    this.#aclCount = fields.acls.acls.length;
     this.#auditLog = fields.auditLog;
     this.#decoyVerifier = fields.decoyVerifier;
     this.#authorizer =
@@ -291,13 +296,31 @@ export class ServerSecurity {
     return this.#authorizer;
   }
 
-  /** Reads the users and ACLs again (after `offset-store users` or `acls` changed them). Nothing changes when either file is damaged. */
+  /**
+   * Reads the users and ACLs again (after `offset-store users` or `acls` changed them). Nothing
+   * changes when either file is damaged, or is gone when it was there at the last read: a deleted
+   * ACL file would otherwise drop every DENY and ALLOW at once (with allowEveryoneIfNoAclFound,
+   * open everything), a deleted users file every login. To remove them all, write empty lists
+   * (`acls remove`, `users remove`).
+   */
   async reload(): Promise<void> {
+    const gone: string[] = [];
+    for (const [name, had] of [
+      [USERS_FILE, this.#users.size > 0],
+      [ACLS_FILE, this.#aclCount > 0],
+    ] as const)
+      if (had && (await this.#fs.sizeBytes(path.join(this.#dir, name))) === null) gone.push(name);
+    if (gone.length > 0)
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `${gone.map((name) => path.join(this.#dir, name)).join(' and ')} ${gone.length > 1 ? 'are' : 'is'} gone since the last read; the users and ACLs read then stay in force (to remove them all, write empty lists with offset-store users remove / acls remove)`,
+      );
     const users = await UserCredentials.load(this.#fs, this.#dir);
     const acls = await AclSet.load(this.#fs, this.#dir);
     const decoyVerifier = await decoyVerifierOf(users);
     this.#users = users;
     this.#decoyVerifier = decoyVerifier;
+    this.#aclCount = acls.acls.length;
     this.#authorizer = this.#authorizer?.withAcls(acls);
   }
 

@@ -8,6 +8,7 @@
  * allowEveryoneIfNoAclFound, `User:*` and LITERAL `*`, and Read implying Describe.
  */
 import fc from 'fast-check';
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { longestStallDuring } from '../../support/event-loop-stall.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
@@ -331,6 +332,15 @@ describe('ACLs over the wire', () => {
     expect(
       (await t.store.fetchOffsets('prefix-secret', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
     ).toBe(5);
+    // The ACL file deleted by mistake: the reload is refused, and the DENY stays in force.
+    rmSync(path.join(t.dir, ACLS_FILE));
+    await expect(t.server.reloadSecurity()).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining(`${ACLS_FILE} is gone since the last read`),
+    });
+    expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
   });
 
   it('refuses FindCoordinator and Metadata topics the principal may not describe', async () => {

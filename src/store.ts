@@ -353,6 +353,11 @@ export class OffsetStore {
           LOG_DEFAULTS.batchBytesMax,
         );
         if (contents.files.length > 0) this.#journalRead = contents;
+        // Like a log's torn tail: what a crash cut short was never acknowledged, but say so.
+        for (const torn of contents.tornRounds)
+          this.#options.onWarning(
+            `${torn.file} at byte ${torn.position}: a commit-journal round cut short by a crash (${torn.reason}) was dropped; it had not been acknowledged`,
+          );
         if (this.#options.durability === 'fsync' && this.#options.commitJournal)
           this.#journal = CommitJournal.after(
             contents,

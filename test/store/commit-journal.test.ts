@@ -148,6 +148,21 @@ describe('the commit journal of a store', () => {
       code: 'CORRUPT_MESSAGE',
       message: expect.stringContaining('at byte 4096: round 2 is damaged'),
     });
+    // The last round cut short (never acknowledged): dropped, and said so.
+    const torn = tempDir();
+    copyStoreDir(image, torn);
+    const tornFile = path.join(torn, JOURNAL_DIR, journalFiles(torn)[0]!);
+    const tornBytes = readFileSync(tornFile);
+    tornBytes[39 * 4096 + 40]! ^= 0x01;
+    writeFileSync(tornFile, tornBytes);
+    const warnings: string[] = [];
+    const tornOpen = await openStore(torn, { ...OPTIONS, onWarning: (m) => warnings.push(m) });
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        new RegExp(`${tornFile} at byte ${39 * 4096}: a commit-journal round cut short by a crash`),
+      ),
+    ]);
+    await tornOpen.close();
     const recovered = await openStore(image, OPTIONS);
     for (const g of groups)
       expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([

@@ -155,7 +155,8 @@ describe('AuditLog bounds and rotation', () => {
     ...fields,
   });
 
-  it('cuts long fields, writes at most 1000 denials a second and counts the rest', async () => {
+  /** An audit log in a new directory, on a clock the test moves. */
+  async function auditLogOnManualClock() {
     const file = path.join(tempDir(), 'audit.jsonl');
     const clock = new ManualClock();
     const log = await AuditLog.open(
@@ -164,6 +165,11 @@ describe('AuditLog bounds and rotation', () => {
       () => clock.nowMs(),
       () => {},
     );
+    return { file, clock, log };
+  }
+
+  it('cuts long fields, writes at most 1000 denials a second and counts the rest', async () => {
+    const { file, clock, log } = await auditLogOnManualClock();
     log.record(event({ user: 'u'.repeat(1 << 20), resource: `Group:${'g'.repeat(5000)}` }));
     for (let i = 0; i < 5000; i++) log.record(event({ user: `guess-${i}` }));
     await log.idle();
@@ -183,14 +189,7 @@ describe('AuditLog bounds and rotation', () => {
   });
 
   it('writes the count of dropped lines even when nothing is recorded after them', async () => {
-    const file = path.join(tempDir(), 'audit.jsonl');
-    const clock = new ManualClock();
-    const log = await AuditLog.open(
-      new NodeFileSystem(),
-      file,
-      () => clock.nowMs(),
-      () => {},
-    );
+    const { file, clock, log } = await auditLogOnManualClock();
     for (let i = 0; i < 1000; i++) log.record(event({ user: `guess-${i}` }));
     await log.idle();
     // The second's budget is spent: these are dropped, and nothing else comes before the close.

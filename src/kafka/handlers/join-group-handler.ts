@@ -10,7 +10,7 @@
  *   get none. v0 has no rebalance timeout (the session timeout serves), v5+ a static instance id.
  * - A rebalance timeout over one day (the longest the store keeps, MEMBER_TIMEOUT_MS_MAX) is taken
  *   as one day: the Java consumer sends its max.poll.interval.ms, which may be Integer.MAX_VALUE,
- *   and Kafka's coordinator takes any.
+ *   and Kafka's coordinator takes any; one of 0 or below -1 is taken as 1 ms.
  * - Errors go in error_code with the member id as sent: INCONSISTENT_GROUP_PROTOCOL (23),
  *   UNKNOWN_MEMBER_ID (25), INVALID_SESSION_TIMEOUT (26), FENCED_INSTANCE_ID (82), and the store's
  *   others mapped as kafka-error-code.ts says.
@@ -51,7 +51,12 @@ export const handleJoinGroup: RequestHandler<typeof API_KEYS.JoinGroup> = async 
     protocolType: request.protocolType,
     protocols: request.protocols,
     sessionTimeoutMs: request.sessionTimeoutMs,
-    rebalanceTimeoutMs: Math.min(request.rebalanceTimeoutMs, MEMBER_TIMEOUT_MS_MAX),
+    // -1: none sent (v0), the session timeout serves; 0 or another negative, which Kafka's
+    // coordinator takes too (the join phase then ends at once), is the shortest the store keeps.
+    rebalanceTimeoutMs:
+      request.rebalanceTimeoutMs === -1
+        ? -1
+        : Math.max(1, Math.min(request.rebalanceTimeoutMs, MEMBER_TIMEOUT_MS_MAX)),
     requireKnownMemberId: header.apiVersion >= KNOWN_MEMBER_ID_FROM_VERSION,
     // Kafka bounds a client id by the protocol's string only; the group keeps its first 255
     // characters (what describes report) rather than refusing the join.

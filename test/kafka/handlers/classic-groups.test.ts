@@ -225,6 +225,34 @@ describe('JoinGroup, SyncGroup, Heartbeat', () => {
     });
   });
 
+  it('takes a rebalance timeout of 0 or below -1, which Kafka takes too, as 1 ms rather than refusing the join', async () => {
+    const clock = new ManualClock();
+    const t = await start(undefined, clock);
+    const client = await connect(t);
+    for (const [groupId, rebalanceTimeoutMs] of [
+      ['zero', 0],
+      ['negative', -5],
+    ] as const) {
+      const request = {
+        groupId,
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs,
+        memberId: '',
+        protocolType: 'consumer',
+        protocols: protocols('java'),
+      };
+      const first = await client.send(API_KEYS.JoinGroup, 5, request);
+      expect(first.errorCode, groupId).toBe(KAFKA_ERROR.MEMBER_ID_REQUIRED);
+      const joining = client.send(API_KEYS.JoinGroup, 5, { ...request, memberId: first.memberId });
+      await until(async () => (await t.store.describeGroup(groupId)).classic?.members.length === 1);
+      clock.advance(INITIAL_DELAY_MS);
+      expect(await joining, groupId).toMatchObject({ errorCode: 0, generationId: 1 });
+      expect((await t.store.describeGroup(groupId)).classic?.members[0]).toMatchObject({
+        rebalanceTimeoutMs: 1,
+      });
+    }
+  });
+
   it('refuses a JoinGroup of another protocol type (INCONSISTENT_GROUP_PROTOCOL), an unknown member id (UNKNOWN_MEMBER_ID) and an empty group id (INVALID_GROUP_ID)', async () => {
     const clock = new ManualClock();
     const t = await start(undefined, clock);

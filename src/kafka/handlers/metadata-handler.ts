@@ -2,12 +2,14 @@
  * Metadata (key 3, v0-12): the brokers (this server, at the advertised address of the listener the
  * request came in on: kafkajs matches the broker to its bootstrap connection by exact host and port), the cluster id, and the topics asked
  * for (v0: an empty list means all; v1+: null means all) with their partitions, each led by this
- * server with itself as the only replica. Topic ids from v10; a topic asked for by id (v10+, name
- * null) that does not exist is UNKNOWN_TOPIC_ID.
+ * server with itself as the only replica. Topic ids from v10; a topic asked for by id (v12+, name
+ * null) that does not exist is UNKNOWN_TOPIC_ID; v10-11 asking by id (a null name, or an id) is
+ * INVALID_REQUEST for every topic, as in Kafka.
  *
  * An unknown topic is created (in the durable catalog, before it is named in the answer) when the
  * request allows it (allow_auto_topic_creation, always in v0-3) and the server does
- * (autoCreateTopics), with defaultPartitions partitions; otherwise it is UNKNOWN_TOPIC_OR_PARTITION.
+ * (autoCreateTopics), with defaultPartitions partitions; otherwise, and always for Kafka's internal
+ * topics (`__consumer_offsets`, `__transaction_state`), it is UNKNOWN_TOPIC_OR_PARTITION.
  * An illegal or colliding name is INVALID_TOPIC_EXCEPTION, a full catalog POLICY_VIOLATION, a
  * catalog that failed to write KAFKA_STORAGE_ERROR.
  */
@@ -18,6 +20,9 @@ import type { RequestHandler } from './request-handler.js';
 import { mapInTurns } from './in-turns.js';
 
 type MetadataResponse = ResponseInputOf<typeof API_KEYS.Metadata>;
+
+/** Topics Kafka's brokers keep for themselves (offsets, transactions): never auto-created here. */
+const KAFKA_INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_state']);
 type TopicMetadata = NonNullable<MetadataResponse['topics']>[number];
 type PartitionMetadata = NonNullable<TopicMetadata['partitions']>[number];
 
@@ -105,6 +110,13 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (
   if (asked === null || (header.apiVersion === 0 && asked.length === 0)) {
     return { ...base, topics: catalog.topics().map((t) => described(context, t)) };
   }
+  // v10-11 carry topic ids but may not ask by them: Kafka refuses a null name, or an id, there
+  // (INVALID_REQUEST for every topic of the request).
+  if (header.apiVersion < 12 && asked.some((t) => t.name === null || t.topicId !== ZERO_UUID))
+    return {
+      ...base,
+      topics: asked.map((t) => failed(KAFKA_ERROR.INVALID_REQUEST, t.name ?? '', t.topicId)),
+    };
   const mayCreate =
     context.settings.autoCreateTopics && (header.apiVersion < 4 || request.allowAutoTopicCreation);
   const seen = new Set<string>();
@@ -121,16 +133,18 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (
     seen.add(key);
     if (name === null) {
       const entry = catalog.byTopicId(topicId);
-      // The response's name is nullable only from v12; v10-11 get an empty one.
       return entry === undefined
-        ? failed(KAFKA_ERROR.UNKNOWN_TOPIC_ID, header.apiVersion >= 12 ? null : '', topicId)
+        ? failed(KAFKA_ERROR.UNKNOWN_TOPIC_ID, null, topicId)
         : described(context, entry);
     }
     const entry = catalog.get(name);
     if (entry !== undefined) return described(context, entry);
     if (catalog.nameProblem(name) !== null)
       return failed(KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, name);
-    if (!mayCreate) return failed(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name);
+    // Kafka's own internal topics are not this server's to create: one made here would be an
+    // ordinary topic (isInternal false) that clients subscribing by pattern would take up.
+    if (!mayCreate || KAFKA_INTERNAL_TOPICS.has(name))
+      return failed(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name);
     // Refused here, not by the catalog: a refusal there is an error built (with its stack) per
     // name, and a request can name a million (12-25 us each: seconds of the event loop).
     if (catalog.size + creating >= catalog.topicsMax)

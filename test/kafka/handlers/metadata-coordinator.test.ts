@@ -191,10 +191,39 @@ describe('Metadata', () => {
       [0, 'orders'],
       [KAFKA_ERROR.UNKNOWN_TOPIC_ID, null],
     ]);
-    const v10 = await client.send(API_KEYS.Metadata, 10, {
-      topics: [{ name: null, topicId: '8f3c1a52-0b47-4e2b-9a8e-6f0c2d1e3b4a' }],
+    // v10-11 carry ids but may not ask by them (Kafka: INVALID_REQUEST for every topic).
+    for (const version of [10, 11]) {
+      const asked = await client.send(API_KEYS.Metadata, version, {
+        topics: [
+          { name: 'orders', topicId: ZERO_UUID },
+          { name: null, topicId },
+        ],
+      });
+      expect(
+        asked.topics.map((t) => [t.errorCode, t.name]),
+        `v${version}`,
+      ).toEqual([
+        [KAFKA_ERROR.INVALID_REQUEST, 'orders'],
+        [KAFKA_ERROR.INVALID_REQUEST, ''],
+      ]);
+    }
+  });
+
+  it("never creates Kafka's internal topics (__consumer_offsets, __transaction_state)", async () => {
+    const { t, client } = await start();
+    const before = t.server.stats().topics;
+    const asked = await client.send(API_KEYS.Metadata, 12, {
+      topics: [
+        { name: '__consumer_offsets', topicId: ZERO_UUID },
+        { name: '__transaction_state', topicId: ZERO_UUID },
+      ],
+      allowAutoTopicCreation: true,
     });
-    expect(v10.topics[0]).toMatchObject({ errorCode: KAFKA_ERROR.UNKNOWN_TOPIC_ID, name: '' });
+    expect(asked.topics.map((tp) => tp.errorCode)).toEqual([
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+    ]);
+    expect(t.server.stats().topics).toBe(before);
   });
 });
 

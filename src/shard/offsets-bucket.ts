@@ -149,6 +149,12 @@ export class OffsetsBucket {
   readonly #onWarning: (message: string) => void;
   /** By group: the last change without a member waiting for its turn (`#withoutMember`). */
   readonly #withoutMemberTurns = new Map<string, Promise<void>>();
+  /**
+   * By group: a deleteGroup waiting for the group's lane (behind another deleteGroup, or a
+   * membership write), settled once it has appended its tombstones or failed. A change without a
+   * member called meanwhile waits for it, so that it lands after the tombstones, as called.
+   */
+  readonly #deletesWaiting = new Map<string, Promise<void>>();
 
   private constructor(
     index: number,
@@ -306,14 +312,21 @@ export class OffsetsBucket {
    * write waiting, it runs in the call.
    */
   #withoutMember<T>(groupId: string, change: () => Promise<T>): Promise<T> {
-    const previous = this.#withoutMemberTurns.get(groupId);
+    const turn = this.#withoutMemberTurns.get(groupId);
+    const deleting = this.#deletesWaiting.get(groupId);
+    const previous =
+      deleting === undefined
+        ? turn
+        : turn === undefined
+          ? deleting
+          : Promise.all([turn, deleting]).then(() => undefined);
     // May start a write (of a change whose write failed): awaited below, never dropped.
     const logged = this.coordinator.membershipLogged(groupId);
     if (previous === undefined && logged === null) return change();
     logged?.catch(() => undefined); // rejects before it is awaited, while `previous` runs
     let done!: () => void;
-    const turn = new Promise<void>((resolve) => (done = resolve));
-    this.#withoutMemberTurns.set(groupId, turn);
+    const ownTurn = new Promise<void>((resolve) => (done = resolve));
+    this.#withoutMemberTurns.set(groupId, ownTurn);
     return (async () => {
       try {
         await previous;
@@ -326,7 +339,7 @@ export class OffsetsBucket {
         return change();
       } finally {
         done();
-        if (this.#withoutMemberTurns.get(groupId) === turn)
+        if (this.#withoutMemberTurns.get(groupId) === ownTurn)
           this.#withoutMemberTurns.delete(groupId);
       }
     })();
@@ -420,7 +433,12 @@ export class OffsetsBucket {
     classicSubscriptions?: (group: ClassicGroupDescription) => ReadonlySet<number> | undefined,
   ): Promise<void> {
     const state = this.table.state;
-    if (state.group(groupId) === undefined && this.coordinator.groupState(groupId) === null) {
+    // A commit still in flight makes the group exist: it is called before, and deleted by, this.
+    if (
+      state.group(groupId) === undefined &&
+      this.coordinator.groupState(groupId) === null &&
+      state.committedOrPendingKeys(groupId).length === 0
+    ) {
       throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
     }
     // A classic group's protocol metadata is opaque bytes: while it has members, no offset of it may
@@ -462,8 +480,9 @@ export class OffsetsBucket {
    * Deletes a group without members: every offset (and commit in flight), then its membership
    * record, atomically with respect to members joining: the member check and the appends of every
    * tombstone are one step of the group's lane. That step runs in this call when the lane is idle;
-   * while a membership write of the group is in flight it runs once that write is done (commits made
-   * meanwhile are then deleted too).
+   * while the lane is busy (a membership write of the group in flight, or another deleteGroup) it
+   * runs once it is free, and the changes without a member called meanwhile (commits, resets,
+   * deletes of offsets) wait for it (#deletesWaiting), so that they land after its tombstones.
    */
   async deleteGroup(groupId: string): Promise<void> {
     const state = this.table.state;
@@ -473,10 +492,25 @@ export class OffsetsBucket {
     ) {
       throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
     }
-    await this.coordinator.deleteGroup(groupId, () => {
-      const keys = state.committedOrPendingKeys(groupId);
-      return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
-    });
+    let settle!: () => void;
+    const issued = new Promise<void>((resolve) => (settle = resolve));
+    const release = () => {
+      settle();
+      if (this.#deletesWaiting.get(groupId) === issued) this.#deletesWaiting.delete(groupId);
+    };
+    this.#deletesWaiting.set(groupId, issued);
+    try {
+      await this.coordinator.deleteGroup(groupId, () => {
+        try {
+          const keys = state.committedOrPendingKeys(groupId);
+          return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
+        } finally {
+          release(); // the tombstones are appended (the writes issued before this returns)
+        }
+      });
+    } finally {
+      release();
+    }
   }
 
   /** Removes members as Kafka's `removeMembersFromConsumerGroup` (see OffsetStore.removeMembers). */

@@ -100,6 +100,47 @@ describe('a delete of a group larger than one batch, racing a commit', () => {
     expect(await lastAfterReopen(dir)).toBe(777);
   });
 
+  it('a deleteGroup queued behind another deleteGroup deletes what was committed before it, never a commit called after it', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    const b = { tableId: 1, bucketId: 0 };
+    const other = { tableId: 1, bucketId: 1 };
+    await store.commitOffsets('g', [{ ...b, offset: 1 }]);
+    const first = store.deleteGroup('g');
+    const between = store.commitOffsets('g', [{ ...other, offset: 5 }]);
+    const second = store.deleteGroup('g'); // waits for the first's writes
+    const after = store.commitOffsets('g', [{ ...b, offset: 99 }]);
+    const reset = store.resetOffsets('g', [{ ...other, offset: 7 }]);
+    await Promise.all([first, between, second, after, reset]);
+    const expected = [
+      [b.bucketId, 99],
+      [other.bucketId, 7],
+    ];
+    const served = async (s: OffsetStore) =>
+      (await s.fetchOffsets('g', [b, other])).map((o) =>
+        o === null ? null : [o.bucketId, o.offset],
+      );
+    expect(await served(store)).toEqual(expected);
+    await store.close();
+    const reopened = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    expect(await served(reopened)).toEqual(expected);
+    await reopened.close();
+  });
+
+  it('deleteOffsets right after a commit still in flight deletes it (the group exists from the commit on)', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    const b = { tableId: 1, bucketId: 0 };
+    const committed = store.commitOffsets('fresh', [{ ...b, offset: 42 }]);
+    const deleted = store.deleteOffsets('fresh', [b]);
+    await Promise.all([committed, deleted]);
+    expect(await store.fetchOffsets('fresh', [b])).toEqual([null]);
+    await store.close();
+    const reopened = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    expect(await reopened.fetchOffsets('fresh', [b])).toEqual([null]);
+    await reopened.close();
+  });
+
   it('deleteGroup racing a member joining either deletes the group and its offsets, or nothing', async () => {
     const dir = tempDir();
     const store = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });

@@ -149,12 +149,6 @@ export class OffsetsBucket {
   readonly #onWarning: (message: string) => void;
   /** By group: the last change without a member waiting for its turn (`#withoutMember`). */
   readonly #withoutMemberTurns = new Map<string, Promise<void>>();
-  /**
-   * By group: a deleteGroup waiting for the group's lane (behind another deleteGroup, or a
-   * membership write), settled once it has appended its tombstones or failed. A change without a
-   * member called meanwhile waits for it, so that it lands after the tombstones, as called.
-   */
-  readonly #deletesWaiting = new Map<string, Promise<void>>();
 
   private constructor(
     index: number,
@@ -311,22 +305,34 @@ export class OffsetsBucket {
    * the group called before it (so that pipelined commits keep their order). Without a snapshot
    * write waiting, it runs in the call.
    */
-  #withoutMember<T>(groupId: string, change: () => Promise<T>): Promise<T> {
-    const turn = this.#withoutMemberTurns.get(groupId);
-    const deleting = this.#deletesWaiting.get(groupId);
-    const previous =
-      deleting === undefined
-        ? turn
-        : turn === undefined
-          ? deleting
-          : Promise.all([turn, deleting]).then(() => undefined);
+  #withoutMember<T>(groupId: string, change: () => Promise<T>, issued?: Promise<void>): Promise<T> {
+    const previous = this.#withoutMemberTurns.get(groupId);
     // May start a write (of a change whose write failed): awaited below, never dropped.
     const logged = this.coordinator.membershipLogged(groupId);
-    if (previous === undefined && logged === null) return change();
+    if (previous === undefined && logged === null && issued === undefined) return change();
     logged?.catch(() => undefined); // rejects before it is awaited, while `previous` runs
     let done!: () => void;
-    const ownTurn = new Promise<void>((resolve) => (done = resolve));
-    this.#withoutMemberTurns.set(groupId, ownTurn);
+    const turn = new Promise<void>((resolve) => (done = resolve));
+    this.#withoutMemberTurns.set(groupId, turn);
+    const finish = () => {
+      done();
+      if (this.#withoutMemberTurns.get(groupId) === turn) this.#withoutMemberTurns.delete(groupId);
+    };
+    // A change that issues its appends later than its call (`issued`) keeps the turn until then.
+    const run = (): Promise<T> => {
+      let result: Promise<T>;
+      try {
+        result = change();
+      } catch (error) {
+        finish();
+        throw error;
+      }
+      if (issued === undefined) finish();
+      else void issued.then(finish);
+      return result;
+    };
+    // In the call when nothing is waiting (a deleteGroup whose lane is idle issues its appends here).
+    if (previous === undefined && logged === null) return run();
     return (async () => {
       try {
         await previous;
@@ -336,12 +342,11 @@ export class OffsetsBucket {
           waiting = this.coordinator.membershipLogged(groupId)
         )
           await waiting;
-        return change();
-      } finally {
-        done();
-        if (this.#withoutMemberTurns.get(groupId) === ownTurn)
-          this.#withoutMemberTurns.delete(groupId);
+      } catch (error) {
+        finish();
+        throw error;
       }
+      return run();
     })();
   }
 
@@ -479,38 +484,39 @@ export class OffsetsBucket {
   /**
    * Deletes a group without members: every offset (and commit in flight), then its membership
    * record, atomically with respect to members joining: the member check and the appends of every
-   * tombstone are one step of the group's lane. That step runs in this call when the lane is idle;
-   * while the lane is busy (a membership write of the group in flight, or another deleteGroup) it
-   * runs once it is free, and the changes without a member called meanwhile (commits, resets,
-   * deletes of offsets) wait for it (#deletesWaiting), so that they land after its tombstones.
+   * tombstone are one step of the group's lane. It is a change without a member (#withoutMember):
+   * it runs after those called before it, in this call when none waits and the lane is idle, and it
+   * keeps its turn until its tombstones are appended (while the lane is busy with a membership write
+   * or another deleteGroup, later), so that the changes without a member called after it (commits,
+   * resets, deletes of offsets) land after them.
    */
-  async deleteGroup(groupId: string): Promise<void> {
+  deleteGroup(groupId: string): Promise<void> {
     const state = this.table.state;
-    if (
-      state.committedOrPendingKeys(groupId).length === 0 &&
-      this.coordinator.groupState(groupId) === null
-    ) {
-      throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
-    }
     let settle!: () => void;
     const issued = new Promise<void>((resolve) => (settle = resolve));
-    const release = () => {
-      settle();
-      if (this.#deletesWaiting.get(groupId) === issued) this.#deletesWaiting.delete(groupId);
-    };
-    this.#deletesWaiting.set(groupId, issued);
-    try {
-      await this.coordinator.deleteGroup(groupId, () => {
+    return this.#withoutMember(
+      groupId,
+      async () => {
         try {
-          const keys = state.committedOrPendingKeys(groupId);
-          return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
+          if (
+            state.committedOrPendingKeys(groupId).length === 0 &&
+            this.coordinator.groupState(groupId) === null
+          )
+            throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
+          await this.coordinator.deleteGroup(groupId, () => {
+            try {
+              const keys = state.committedOrPendingKeys(groupId);
+              return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
+            } finally {
+              settle(); // the tombstones are appended (issued before #writeTombstones returns)
+            }
+          });
         } finally {
-          release(); // the tombstones are appended (the writes issued before this returns)
+          settle();
         }
-      });
-    } finally {
-      release();
-    }
+      },
+      issued,
+    );
   }
 
   /** Removes members as Kafka's `removeMembersFromConsumerGroup` (see OffsetStore.removeMembers). */

@@ -127,6 +127,23 @@ describe('a delete of a group larger than one batch, racing a commit', () => {
     await reopened.close();
   });
 
+  it('a deleteGroup called after a commit that waits for a queued deleteGroup deletes that commit too', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    const b = { tableId: 1, bucketId: 0 };
+    await store.commitOffsets('g', [{ ...b, offset: 1 }]);
+    const first = store.deleteGroup('g');
+    const second = store.deleteGroup('g'); // waits for the first's writes
+    const held = store.commitOffsets('g', [{ ...b, offset: 50 }]); // waits for the second
+    const third = store.deleteGroup('g'); // called after it: deletes it
+    await Promise.all([first, second, held, third]);
+    expect(await store.fetchOffsets('g', [b])).toEqual([null]);
+    await store.close();
+    const reopened = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });
+    expect(await reopened.fetchOffsets('g', [b])).toEqual([null]);
+    await reopened.close();
+  });
+
   it('deleteOffsets right after a commit still in flight deletes it (the group exists from the commit on)', async () => {
     const dir = tempDir();
     const store = await openStore(dir, { bucketCount: 1, clock: new ManualClock(T0) });

@@ -12,7 +12,8 @@
  *  - Stable: the member's assignment at once.
  * A SyncGroup of a member whose previous one is still parked supersedes it: the previous one is
  * answered REBALANCE_IN_PROGRESS. A leader's whose assignments would take the group's snapshot past
- * the coordinator's snapshotBytesMax (CLASSIC_SNAPSHOT_BYTES_MAX, or less under a log of smaller batches) is INVALID_REQUEST and changes nothing (the snapshot is one batch).
+ * the coordinator's snapshotBytesMax (CLASSIC_SNAPSHOT_BYTES_MAX, or less under a log of smaller
+ * batches) is INVALID_REQUEST and changes nothing (the snapshot is one batch).
  *
  * Heartbeat: after the same identity and generation checks, the member's session restarts; during
  * PreparingRebalance the answer is REBALANCE_IN_PROGRESS, which is how members learn to rejoin.

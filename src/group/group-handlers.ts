@@ -147,8 +147,8 @@ function emitTarget(
 
 /**
  * INVALID_REQUEST, before anything changes, when with `subscription` the group's snapshot is
- * estimated past `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or less under a log of smaller batches; the member it replaces, or inherits from, no longer
- * counted). The estimate, from snapshots measured as written (1 member subscribed to 65,536 tables
+ * estimated past `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or less under a log of smaller batches;
+ * the member it replaces, or inherits from, no longer counted). The estimate, from snapshots measured as written (1 member subscribed to 65,536 tables
  * of 1 bucket each: 5.4 MB; a second member with the same tables: +0.2 MB; 100 members on 1,000
  * tables of 100 buckets: 1.2 MB), errs on the large side: per subscribed table id 4 bytes, per
  * distinct table 80 (its layout, its place in the assignments), per assignment run 12, at most one

@@ -968,7 +968,7 @@ function findRoundKnowingDurable(
   from: number,
   sequence: number,
   round: number,
-): { position: number; round: number; durableRound: number } | undefined {
+): { position: number; round: number } | undefined {
   for (let p = alignUp(from); p + ROUND_HEADER_BYTES <= bytes.length; p += ROUND_ALIGN) {
     if (bytes.readUInt32LE(p) !== MAGIC || bytes.readUInt32LE(p + 12) !== sequence) continue;
     const later = bytes.readUInt32LE(p + 16);
@@ -984,8 +984,7 @@ function findRoundKnowingDurable(
       Number.MAX_SAFE_INTEGER,
       Number.MAX_SAFE_INTEGER,
     );
-    if (read.kind === 'ok' && read.durableRound >= round)
-      return { position: p, round: later, durableRound: read.durableRound };
+    if (read.kind === 'ok' && read.durableRound >= round) return { position: p, round: later };
   }
   return undefined;
 }

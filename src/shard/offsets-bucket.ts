@@ -303,7 +303,8 @@ export class OffsetsBucket {
    * before its first await) once the snapshot of every membership change of the group made so far
    * is in the log (GroupCoordinator.membershipLogged), and after the changes without a member of
    * the group called before it (so that pipelined commits keep their order). Without a snapshot
-   * write waiting, it runs in the call.
+   * write waiting, it runs in the call. A change that issues its appends later than it returns (a
+   * deleteGroup waiting for the group's lane) passes `issued`, and the next change waits for that.
    */
   #withoutMember<T>(groupId: string, change: () => Promise<T>, issued?: Promise<void>): Promise<T> {
     const previous = this.#withoutMemberTurns.get(groupId);
@@ -318,7 +319,6 @@ export class OffsetsBucket {
       done();
       if (this.#withoutMemberTurns.get(groupId) === turn) this.#withoutMemberTurns.delete(groupId);
     };
-    // A change that issues its appends later than its call (`issued`) keeps the turn until then.
     const run = (): Promise<T> => {
       let result: Promise<T>;
       try {
@@ -438,14 +438,8 @@ export class OffsetsBucket {
     classicSubscriptions?: (group: ClassicGroupDescription) => ReadonlySet<number> | undefined,
   ): Promise<void> {
     const state = this.table.state;
-    // A commit still in flight makes the group exist: it is called before, and deleted by, this.
-    if (
-      state.group(groupId) === undefined &&
-      this.coordinator.groupState(groupId) === null &&
-      state.committedOrPendingKeys(groupId).length === 0
-    ) {
+    if (!this.#exists(groupId))
       throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} has no committed offsets`);
-    }
     // A classic group's protocol metadata is opaque bytes: while it has members, no offset of it may
     // go unless the caller reads its subscriptions (as Kafka's coordinator does for the consumer
     // protocol), and then none of a table a member subscribes to.
@@ -498,10 +492,7 @@ export class OffsetsBucket {
       groupId,
       async () => {
         try {
-          if (
-            state.committedOrPendingKeys(groupId).length === 0 &&
-            this.coordinator.groupState(groupId) === null
-          )
+          if (!this.#exists(groupId))
             throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
           await this.coordinator.deleteGroup(groupId, () => {
             try {
@@ -516,6 +507,19 @@ export class OffsetsBucket {
         }
       },
       issued,
+    );
+  }
+
+  /**
+   * Whether the group exists for a delete: it has committed offsets, a commit still in flight
+   * (called before the delete, which deletes it too), or a membership record.
+   */
+  #exists(groupId: string): boolean {
+    const state = this.table.state;
+    return (
+      state.group(groupId) !== undefined ||
+      this.coordinator.groupState(groupId) !== null ||
+      state.committedOrPendingKeys(groupId).length > 0
     );
   }
 

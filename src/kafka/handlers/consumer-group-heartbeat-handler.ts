@@ -24,8 +24,9 @@
  * by regular expression (v1) takes every catalog topic whose whole name it matches, resolved again
  * when topics are created (topic-regex.ts: linear-time matching, RE2's syntax for topic names); one
  * refused is INVALID_REGULAR_EXPRESSION, and an empty one is none, as Kafka reads it. Of the topics
- * it matches, those the principal may not describe are left out (`Peer.mayDescribeTopic`). Store errors go out as Kafka's codes
- * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED, UNRELEASED_INSTANCE_ID, ...).
+ * it matches, those the principal may not describe are left out (`Peer.mayDescribeTopic`). Store
+ * errors go out as Kafka's codes (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, GROUP_MAX_SIZE_REACHED,
+ * UNRELEASED_INSTANCE_ID, ...).
  */
 import {
   MEMBER_TIMEOUT_MS_MAX,
@@ -100,7 +101,6 @@ function tableIdsOf(context: HandlerContext, names: readonly string[]): number[]
   return ids.sort((a, b) => a - b);
 }
 
-/** The sorted union of two sorted id lists. */
 /** The tables of `tableIds` whose topics the peer may describe (all without an authorizer). */
 function describable(
   context: HandlerContext,
@@ -115,6 +115,7 @@ function describable(
   });
 }
 
+/** The sorted union of two sorted id lists. */
 function union(a: readonly number[], b: readonly number[]): number[] {
   if (b.length === 0) return [...a];
   return [...new Set([...a, ...b])].sort((x, y) => x - y);

@@ -20,11 +20,11 @@ import type { RequestHandler } from './request-handler.js';
 import { mapInTurns } from './in-turns.js';
 
 type MetadataResponse = ResponseInputOf<typeof API_KEYS.Metadata>;
+type TopicMetadata = NonNullable<MetadataResponse['topics']>[number];
+type PartitionMetadata = NonNullable<TopicMetadata['partitions']>[number];
 
 /** Topics Kafka's brokers keep for themselves (offsets, transactions): never auto-created here. */
 const KAFKA_INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_state']);
-type TopicMetadata = NonNullable<MetadataResponse['topics']>[number];
-type PartitionMetadata = NonNullable<TopicMetadata['partitions']>[number];
 
 const NO_AUTHORIZED_OPERATIONS = -2147483648;
 

@@ -417,11 +417,15 @@ describe('the commit journal', () => {
 
   it('refuses a failed round only once its logs have written their copies, and erases it first', async () => {
     const dir = tempDir();
-    // The journal's first fdatasync takes 50 ms (so the next round is written while it runs, and
-    // its logs write their copies beside its own fdatasync); the second fails at once.
+    // The journal's first fdatasync lasts until the second round has been refused (so the second
+    // round is written while it runs, and its logs write their copies beside its own fdatasync);
+    // the second fails at once. Gated rather than timed: on a loaded machine a timer of a few
+    // milliseconds can fire after a longer one has let the first round finish alone.
+    let secondRefused!: () => void;
+    const bothRefused = new Promise<void>((resolve) => (secondRefused = resolve));
     const fs = hookedFs({
       beforeJournalSync: async (n) => {
-        if (n === 1) await sleep(50);
+        if (n === 1) await bothRefused;
         if (n === 2) throw eio();
       },
     });
@@ -443,6 +447,7 @@ describe('the commit journal', () => {
       ['a', 'b'].map((name, i) =>
         journal.commit(2 + i, [batchAt(0)], slowLog(name)).catch((error: unknown) => {
           events.push(`${name} refused`);
+          if (name === 'b') secondRefused();
           throw error;
         }),
       ),

@@ -7,9 +7,13 @@
  * Likewise a file a FaultyFileSystem opened during a test and nobody closed fails that test: a path
  * that fails part-way (a write or an fdatasync refused by the injected faults) must still close what
  * it opened, or a long-lived process on a flaky disk runs out of file descriptors.
+ *
+ * And the temporary directories of test/support/temp-dir.ts are removed here, after each test and
+ * each file: a setup file runs for every test file, where a module's own hooks would not.
  */
-import { afterEach, expect } from 'vitest';
+import { afterAll, afterEach, expect } from 'vitest';
 import { FaultyFileSystem } from './faulty-file-system.js';
+import { removeFileTempDirs, removeTestTempDirs } from './temp-dir.js';
 
 const stray: string[] = [];
 const emitWarning = process.emitWarning.bind(process);
@@ -34,3 +38,6 @@ afterEach(() => {
   const open = FaultyFileSystem.takeInstances().flatMap((fs) => fs.openFiles);
   expect(open, 'files a test file system opened and nobody closed').toEqual([]);
 });
+
+afterEach(() => removeTestTempDirs());
+afterAll(() => removeFileTempDirs());

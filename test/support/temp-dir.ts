@@ -4,11 +4,16 @@
  * file, for fixtures built once in `beforeAll` and copied or read by several tests, and is removed
  * after the file. A directory made by `tempDir()` in `beforeAll` would vanish after the first test,
  * so that is refused.
+ *
+ * The hooks that remove them are registered by the setup file (test/support/no-stray-warnings.ts),
+ * not here: the fast tier shares one module graph per worker, so a hook registered when this module
+ * is first imported would belong to the first test file of each worker only, and every later file's
+ * directories would stay behind.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { afterAll, afterEach, expect } from 'vitest';
+import { expect } from 'vitest';
 
 const perTest: string[] = [];
 const perFile: string[] = [];
@@ -38,5 +43,12 @@ export function fileTempDir(prefix = 'offset-store-'): string {
   return make(prefix, perFile);
 }
 
-afterEach(() => remove(perTest));
-afterAll(() => remove(perFile));
+/** Removes the current test's directories; the setup file calls it after every test. */
+export function removeTestTempDirs(): void {
+  remove(perTest);
+}
+
+/** Removes the current file's directories; the setup file calls it after every file. */
+export function removeFileTempDirs(): void {
+  remove(perFile);
+}

@@ -6,7 +6,10 @@
  * LeaveGroup answers every named member on its own: a member named by id must be in the group under
  * that identity (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); one named by instance id alone (member id
  * '') must be held by a member; a pending member (MEMBER_ID_REQUIRED, not joined yet) just stops
- * being waited for. A group that does not exist is UNKNOWN_MEMBER_ID for the whole request.
+ * being waited for. A group that does not exist is UNKNOWN_MEMBER_ID for the whole request. A
+ * consumer (KIP-848) group answers each member on its own, as Kafka 4 does: none of its members
+ * speaks the classic protocol, so each is UNKNOWN_MEMBER_ID, except a static member named by its
+ * instance id under another member id (FENCED_INSTANCE_ID); nobody leaves.
  */
 import { OffsetStoreError } from '../errors/index.js';
 import type { ClassicGroup } from './classic-group.js';
@@ -33,6 +36,8 @@ export function handleClassicLeave(
   request: NormalizedClassicLeave,
 ): ClassicReply<ClassicLeaveGroupResult> {
   const group = op.env.machine.get(groupId);
+  if (group === undefined && op.env.consumerGroups.memberCount(groupId) !== null)
+    return { value: { members: leaveConsumerGroup(op, groupId, request) } };
   if (group === undefined)
     return {
       error: new OffsetStoreError(
@@ -69,6 +74,26 @@ export function handleClassicLeave(
   }
   if (left) afterRemoval(op, group);
   return { value: { members: answers } };
+}
+
+/** LeaveGroup named a consumer group: each member's answer, and nobody leaves (module header). */
+function leaveConsumerGroup(
+  op: ClassicOperation,
+  groupId: string,
+  request: NormalizedClassicLeave,
+): ClassicLeaveGroupResult['members'] {
+  return request.members.map(({ memberId, groupInstanceId }) => {
+    const holder =
+      groupInstanceId === null
+        ? undefined
+        : op.env.consumerGroups.staticMemberId(groupId, groupInstanceId);
+    const fenced = holder !== undefined && memberId !== '' && memberId !== holder;
+    return {
+      memberId,
+      groupInstanceId,
+      errorCode: fenced ? ('FENCED_INSTANCE_ID' as const) : ('UNKNOWN_MEMBER_ID' as const),
+    };
+  });
 }
 
 /** A member's session timer fired: a pending member stops being waited for; a silent member is removed. */

@@ -69,6 +69,8 @@ export interface ConsumerGroupsView {
   memberCount(groupId: string): number | null;
   /** Deletes the Empty consumer group of that id from memory (a classic join converts it). */
   dropEmpty(groupId: string): void;
+  /** The member id holding that static instance id in the consumer group, or undefined. */
+  staticMemberId(groupId: string, instanceId: string): string | undefined;
 }
 
 /** Everything a classic handler may touch. */

@@ -244,6 +244,8 @@ export class GroupCoordinator {
         consumerGroups: {
           memberCount: (groupId) => this.#machine.get(groupId)?.members.size ?? null,
           dropEmpty: (groupId) => this.#dropEmptyConsumerGroup(groupId),
+          staticMemberId: (groupId, instanceId) =>
+            this.#machine.get(groupId)?.staticMemberId(instanceId),
         },
       },
       writer: this.#writer,

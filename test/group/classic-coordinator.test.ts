@@ -54,6 +54,44 @@ describe('one type per group id', () => {
   });
 });
 
+describe('LeaveGroup naming a consumer group', () => {
+  it('answers each member on its own, as none speaks the classic protocol, and removes nobody', async () => {
+    const ctx = new ClassicTestContext();
+    const dynamic = await ctx.coordinator.heartbeat('consumers', CONSUMER_JOIN);
+    const fixed = await ctx.coordinator.heartbeat('consumers', {
+      ...CONSUMER_JOIN,
+      instanceId: 'i-1',
+    });
+    const left = await ctx.leave(
+      {
+        members: [
+          { memberId: dynamic.memberId },
+          { memberId: '', groupInstanceId: 'i-1' },
+          { memberId: 'someone-else', groupInstanceId: 'i-1' },
+          { memberId: 'ghost' },
+        ],
+      },
+      'consumers',
+    ).promise;
+    expect(left.members.map((m) => m.errorCode)).toEqual([
+      'UNKNOWN_MEMBER_ID',
+      'UNKNOWN_MEMBER_ID',
+      'FENCED_INSTANCE_ID',
+      'UNKNOWN_MEMBER_ID',
+    ]);
+    expect(
+      ctx.coordinator
+        .describe('consumers')!
+        .members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([dynamic.memberId, fixed.memberId].sort());
+    // A group id with no group at all is refused as a whole, as before.
+    expect(await code(ctx.leave({ members: [{ memberId: 'x' }] }, 'nobody').promise)).toBe(
+      'UNKNOWN_MEMBER_ID',
+    );
+  });
+});
+
 describe('commits of classic members', () => {
   const write = () => Promise.resolve();
 

@@ -5,8 +5,8 @@
  * v0-2 name one member (member_id) and get its outcome as the error code; v3+ name a batch
  * (members[], a static member possibly by its instance id alone) and get one answer per member,
  * the top-level error being 0 unless the group itself failed (UNKNOWN_MEMBER_ID for a group id with
- * no classic group, as Kafka's coordinator answers; the store's others mapped as
- * kafka-error-code.ts says).
+ * no group, as Kafka's coordinator answers; the store's others mapped as kafka-error-code.ts says).
+ * A consumer (KIP-848) group is answered member by member (classic-leave.ts).
  */
 import type { ClassicLeaveGroupResult } from '../../group/index.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';

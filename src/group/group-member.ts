@@ -17,6 +17,7 @@
  * would take the instance back. Other heartbeat failures are retried after `retryBackoffMs`.
  * Callbacks that throw are reported to `onError`; they do not stop the loop.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { isOffsetStoreError } from '../errors/index.js';
 import { SystemClock, isClock, type Clock, type Timer } from '../util/index.js';
 import { normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
@@ -85,6 +86,13 @@ export interface MemberOptions {
 
 type RunState = 'running' | 'leaving' | 'stopped';
 
+/**
+ * The member whose reconciliation callback (onRevoked, onAssigned) the current code runs in, if
+ * any: `leave()` called from there (or from anything the callback awaits) must not wait for that
+ * reconciliation, which waits for the callback, which waits for `leave()`.
+ */
+const reconcilingCallbackOf = new AsyncLocalStorage<GroupMember>();
+
 /** A member of a group, running its heartbeat loop; see the module header. */
 export class GroupMember {
   /** The group this member belongs to. */
@@ -99,6 +107,8 @@ export class GroupMember {
   #owned = BucketSet.EMPTY;
   #pendingTarget: BucketSet | null = null;
   #reconciling: Promise<void> | null = null;
+  /** The buckets a running reconciliation's onRevoked is releasing, while it runs. */
+  #revoking = BucketSet.EMPTY;
   #inFlight: Promise<void> | null = null;
   #timer: Timer | null = null;
   #heartbeatSoon = false;
@@ -222,6 +232,8 @@ export class GroupMember {
   /**
    * Leaves the group: stops the loop, awaits `onRevoked` for everything owned (commit there), then
    * tells the coordinator. `temporary` (static members only) keeps the assignment for the instance id.
+   * Called from the member's own onRevoked or onAssigned, it does not wait for that callback (which
+   * waits for it), and the buckets that onRevoked is releasing are not revoked a second time.
    */
   async leave(options: { temporary?: boolean } = {}): Promise<void> {
     if (this.#runState !== 'running') return;
@@ -230,8 +242,9 @@ export class GroupMember {
     this.#runState = 'leaving';
     this.#timer?.cancel();
     await this.#inFlight;
-    await this.#reconciling;
-    const owned = this.#owned;
+    const fromCallback = reconcilingCallbackOf.getStore() === this;
+    if (!fromCallback) await this.#reconciling;
+    const owned = fromCallback ? this.#owned.difference(this.#revoking) : this.#owned;
     if (owned.size > 0) await this.#callback(this.#options.onRevoked, owned);
     this.#owned = BucketSet.EMPTY;
     try {
@@ -360,7 +373,12 @@ export class GroupMember {
       const incarnation = this.#incarnation;
       const revoked = this.#owned.difference(target);
       if (revoked.size > 0) {
-        await this.#callback(this.#options.onRevoked, revoked);
+        this.#revoking = revoked;
+        try {
+          await this.#callback(this.#options.onRevoked, revoked);
+        } finally {
+          this.#revoking = BucketSet.EMPTY;
+        }
         if (incarnation !== this.#incarnation) return;
         this.#owned = this.#owned.difference(revoked);
       }
@@ -386,7 +404,7 @@ export class GroupMember {
   ): Promise<void> {
     if (callback === undefined) return;
     try {
-      await callback(buckets.toArray());
+      await reconcilingCallbackOf.run(this, () => callback(buckets.toArray()));
     } catch (error) {
       this.#options.onError?.(error);
     }

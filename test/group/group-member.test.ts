@@ -191,6 +191,52 @@ describe('GroupMember', () => {
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
   });
 
+  it('leave() called from its own onRevoked or onAssigned completes: the member leaves, and each bucket is revoked once', async () => {
+    for (const from of ['onRevoked', 'onAssigned'] as const) {
+      const { ctx, committed, port, advance } = harness(4);
+      const leaver = new Consumer('leaver', committed);
+      const revoked: string[] = [];
+      let left: Promise<void> | undefined;
+      const leaveOnce = async () => {
+        if (left !== undefined) return; // the leave itself revokes: not a second time
+        left = leaver.member.leave();
+        await left;
+      };
+      leaver.member = await GroupMember.join(
+        port,
+        'g',
+        leaver.options({
+          clock: ctx.clock,
+          onRevoked: async (buckets) => {
+            revoked.push(...buckets.map(keyOf));
+            if (from === 'onRevoked') await leaveOnce();
+          },
+          onAssigned: async () => {
+            if (from === 'onAssigned' && leaver.member !== undefined) await leaveOnce();
+          },
+        }),
+      );
+      await advance(1000);
+      expect(leaver.member.assignment).toHaveLength(4);
+      if (from === 'onRevoked') {
+        const other = new Consumer('other', committed);
+        other.member = await GroupMember.join(port, 'g', other.options({ clock: ctx.clock }));
+      } else {
+        ctx.coordinator.setTableLayout(1, { bucketCount: 6 });
+      }
+      await advance(10_000);
+      expect(left, from).toBeDefined();
+      await left;
+      expect(leaver.member.runState, from).toBe('stopped');
+      expect(
+        ctx.coordinator.describe('g')?.members.map((m) => m.memberId),
+        from,
+      ).not.toContain(leaver.member.memberId);
+      expect(new Set(revoked).size, from).toBe(revoked.length);
+      expect(revoked.length, from).toBe(from === 'onRevoked' ? 4 : 6);
+    }
+  });
+
   it('after a coordinator restart in the middle of a rebalance the members go on where they stood: none loses its buckets, and the rebalance completes', async () => {
     const { ctx, committed, port, advance } = harness(6);
     let openGate: () => void = () => undefined;

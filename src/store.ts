@@ -953,17 +953,20 @@ export class OffsetStore {
     if (buckets !== undefined && !Array.isArray(buckets))
       throw new TypeError('buckets must be an array');
     if (member !== undefined) {
+      // Each field read once: the identity checked is the identity the coordinator sees.
+      const memberId: unknown = member === null ? undefined : member.memberId;
+      const memberEpoch: unknown = member === null ? undefined : member.memberEpoch;
       if (
         member === null ||
         typeof member !== 'object' ||
-        typeof member.memberId !== 'string' ||
-        !Number.isSafeInteger(member.memberEpoch)
+        typeof memberId !== 'string' ||
+        !Number.isSafeInteger(memberEpoch)
       )
         throw new OffsetStoreError(
           'INVALID_REQUEST',
           'options.member must be { memberId: string, memberEpoch: integer }',
         );
-      bucket.coordinator.validateMemberFetch(groupId, member.memberId, member.memberEpoch);
+      bucket.coordinator.validateMemberFetch(groupId, memberId, memberEpoch as number);
     }
     if (buckets === undefined || requireStable)
       return bucket.fetch(groupId, buckets, requireStable);

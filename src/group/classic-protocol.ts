@@ -357,11 +357,26 @@ function timeout(
   return value;
 }
 
+/**
+ * The byte length of a typed array from its own internal slot: a `length` or `byteLength` an object
+ * defines for itself cannot make the limit check see another size than the copy takes.
+ */
+const typedArrayByteLength = Object.getOwnPropertyDescriptor(
+  Object.getPrototypeOf(Uint8Array.prototype) as object,
+  'byteLength',
+)!.get!;
+
+/**
+ * A copy of the caller's bytes, within the limit. Copied from the array's own bytes
+ * (`Buffer.copyBytesFrom`), not with `Buffer.from`, which copies whatever the object's `valueOf()`
+ * returns instead.
+ */
 function bytes(value: unknown, field: string): Buffer {
   if (!(value instanceof Uint8Array)) throw new TypeError(`${field} must be a Uint8Array`);
-  if (value.length > CLASSIC_BYTES_MAX)
-    invalid(`${field} holds ${value.length} bytes, more than ${CLASSIC_BYTES_MAX}`);
-  return Buffer.from(value);
+  const byteLength = typedArrayByteLength.call(value) as number;
+  if (byteLength > CLASSIC_BYTES_MAX)
+    invalid(`${field} holds ${byteLength} bytes, more than ${CLASSIC_BYTES_MAX}`);
+  return Buffer.copyBytesFrom(value);
 }
 
 function protocolList(value: unknown): ClassicProtocol[] {

@@ -57,12 +57,15 @@ export function normalizeRemoveMembersRequest(request: RemoveMembersRequest): No
 function idList(value: readonly string[], field: string): string[] {
   if (!Array.isArray(value)) throw new TypeError(`${field} must be an array of strings`);
   if (value.length === 0) invalid(`${field} must name at least one member`);
-  for (const id of value) {
+  // Each element read once: the ids checked are the ids used.
+  const ids = new Set<string>();
+  for (const id of value as readonly unknown[]) {
     if (typeof id !== 'string') throw new TypeError(`${field} must hold strings`);
     if (id.length === 0 || id.length > MEMBER_ID_LENGTH_MAX)
       invalid(`${field} must hold ids of 1..${MEMBER_ID_LENGTH_MAX} characters`);
+    ids.add(id);
   }
-  return [...new Set(value)];
+  return [...ids];
 }
 
 function invalid(message: string): never {

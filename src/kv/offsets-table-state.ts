@@ -367,9 +367,10 @@ export function fetchFromGroup(
     // One read per field: the lookup uses the values that were checked.
     const { tableId: t, partitionId: p, bucketId: b } = ref as BucketFields;
     if (!isValidBucket(t, p, b)) invalidBucket(t, p, b, `buckets[${i}]`);
-    const tableId = t as number;
-    const partitionId = (p ?? null) as number | null;
-    const bucketId = b as number;
+    // `+ 0`: a -0 names bucket 0 and must not come back as the result's bucket id.
+    const tableId = (t as number) + 0;
+    const partitionId = p === undefined || p === null ? null : (p as number) + 0;
+    const bucketId = (b as number) + 0;
     if (pending !== undefined && pending.has(tableId, partitionId, bucketId)) {
       throw new OffsetStoreError(
         'UNSTABLE_OFFSET_COMMIT',

@@ -142,12 +142,17 @@ export function normalizeOffsetCommits(
       } = o as OffsetFields;
       if (!isValidBucket(tableId, partition, bucketId))
         invalidBucket(tableId, partition, bucketId, `offsets[${i}]`);
-      const t = tableId as number;
-      const b = bucketId as number;
-      const partitionId = (partition ?? null) as number | null;
+      // `+ 0` makes -0 the 0 that the disk keeps and a reopen serves.
+      const t = (tableId as number) + 0;
+      const b = (bucketId as number) + 0;
+      const partitionId =
+        partition === undefined || partition === null ? null : (partition as number) + 0;
       const offset =
-        typeof value === 'number' && Number.isSafeInteger(value) ? value : checkOffset(value, i);
-      const leaderEpoch = epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i);
+        typeof value === 'number' && Number.isSafeInteger(value)
+          ? value + 0
+          : checkOffset(value, i);
+      const leaderEpoch =
+        epoch === undefined || epoch === null ? -1 : checkLeaderEpoch(epoch, i) + 0;
       const metadata = text === undefined || text === null ? '' : checkMetadata(text, i);
       if (seen === undefined) {
         const p = partitionId ?? -1;

@@ -67,7 +67,7 @@ function checkId(value: unknown, field: string, max: number): number {
       `${field} must be an integer in [0, ${max}], got ${value}`,
     );
   }
-  return value;
+  return value + 0; // -0 is 0: on disk and after a reopen it is
 }
 
 /** Checks fields already read out of a caller's object and normalizes them; `where` names the reference. */

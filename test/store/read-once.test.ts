@@ -5,7 +5,7 @@
  * `bucketId 2^31+5` or `tableId -5`, which the store then refused at reopen.
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock, OffsetStore, type HeartbeatRequest } from '../../src/index.js';
+import { ManualClock, OffsetStore, SystemClock, type HeartbeatRequest } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { openStore } from './store-fixtures.js';
 
@@ -102,6 +102,25 @@ describe('offset commits', () => {
         { tableId: 1, bucketId: 0, offset: 10 },
       ]);
     }
+    await reopened.close();
+  });
+
+  it('stores -0 as the 0 it is, served the same before and after a reopen', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    await store.commitOffsets('g', [
+      { tableId: -0, partitionId: -0, bucketId: -0, offset: -0, leaderEpoch: -0 },
+    ]);
+    const fields = (row: object | null | undefined) =>
+      Object.entries(row ?? {}).filter(([, v]) => Object.is(v, -0));
+    const live = await store.fetchOffsets('g', [{ tableId: 0, partitionId: 0, bucketId: 0 }]);
+    expect(live).toMatchObject([{ tableId: 0, partitionId: 0, bucketId: 0, offset: 0 }]);
+    expect(fields(live[0]), 'fields read back as -0').toEqual([]);
+    const fetched = await store.fetchOffsets('g', [{ tableId: -0, partitionId: -0, bucketId: -0 }]);
+    expect(fields(fetched[0]), 'fields read back as -0').toEqual([]);
+    await store.close();
+    const reopened = await openStore(dir);
+    expect(await reopened.fetchOffsets('g')).toEqual(live);
     await reopened.close();
   });
 
@@ -242,6 +261,72 @@ describe('group membership', () => {
         assignment: joined.assignment,
       },
     ]);
+    await store.close();
+  });
+
+  it('a fetch as a member reads memberId and memberEpoch once, and removeMembers each id once', async () => {
+    const store = await openStore(tempDir());
+    store.setTableLayout(1, { bucketCount: 2 });
+    const joined = await store.heartbeat('cg', {
+      memberId: 'm1',
+      memberEpoch: 0,
+      subscribedTableIds: [1],
+    });
+    const { object: member, reads } = shifting({
+      memberId: ['m1', { not: 'a string' }],
+      memberEpoch: [joined.memberEpoch, 'one'],
+    });
+    await store.fetchOffsets('cg', [{ tableId: 1, bucketId: 0 }], { member } as never);
+    expect(reads).toEqual({ memberId: 1, memberEpoch: 1 });
+    let idReads = 0;
+    const memberIds: string[] = [];
+    Object.defineProperty(memberIds, 0, {
+      enumerable: true,
+      get: () => (idReads++ === 0 ? 'm1' : 'x'.repeat(300)),
+    });
+    expect(await store.removeMembers('cg', { memberIds })).toEqual([
+      { memberId: 'm1', instanceId: null },
+    ]);
+    expect(idReads).toBe(1);
+    await store.close();
+  });
+
+  it('classic protocol bytes are checked and copied from the array itself, whatever its valueOf or length says', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, {
+      clock: new SystemClock(),
+      group: { initialRebalanceDelayMs: 0 },
+    });
+    const big = Buffer.alloc(3 * 1024 * 1024, 0x41);
+    const viaValueOf = Object.assign(new Uint8Array([1, 2, 3]), { valueOf: () => big });
+    const joined = await store.classic.joinGroup('kg', {
+      protocolType: 'consumer',
+      protocols: [{ name: 'p', metadata: viaValueOf }],
+      sessionTimeoutMs: 30_000,
+    });
+    expect(joined.outcome).toBe('joined');
+    const lying = new Uint8Array(2 * 1024 * 1024);
+    Object.defineProperty(lying, 'length', { value: 3 });
+    Object.defineProperty(lying, 'byteLength', { value: 3 });
+    await expect(
+      store.classic.joinGroup('kg2', {
+        protocolType: 'consumer',
+        protocols: [{ name: 'p', metadata: lying }],
+        sessionTimeoutMs: 30_000,
+      }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining('2097152 bytes'),
+    });
+    if (joined.outcome !== 'joined') throw new Error('not joined');
+    await store.classic.syncGroup('kg', {
+      memberId: joined.memberId,
+      generationId: joined.generationId,
+      assignments: [{ memberId: joined.memberId, assignment: viaValueOf }],
+    });
+    const described = await store.describeGroup('kg');
+    expect([...described!.classic!.members[0]!.metadata]).toEqual([1, 2, 3]);
+    expect([...described!.classic!.members[0]!.assignment]).toEqual([1, 2, 3]);
     await store.close();
   });
 

@@ -224,8 +224,13 @@ let flushLoopsRunning = 0;
 let servingHolds = 0;
 const TURN_TAKING_GAP_MS = 2;
 const TURN_TAKING_HOLD_MS = 100;
-/** The log whose round ended last in this process, and when (`performance.now()`). */
-let lastRoundLog: object | undefined;
+/**
+ * The log whose round ended last in this process (its `#roundId`: a number, so that a closed log,
+ * and the store behind its options, are not kept alive by it), and when (`performance.now()`).
+ */
+let lastRoundLog = 0;
+/** The last `#roundId` given to a log. */
+let roundIds = 0;
 let lastRoundEndMs = -Infinity;
 /** Until when fdatasyncs stay off the calling thread. */
 let turnTakingUntilMs = -Infinity;
@@ -249,20 +254,16 @@ export function holdServingFlushes(): () => void {
  * have been taking turns within the last TURN_TAKING_HOLD_MS (this round included), so that its
  * fdatasync must not block the event loop.
  */
-function flushesTakeTurns(log: object): boolean {
+function flushesTakeTurns(log: number): boolean {
   if (servingHolds === 0) return false;
   const now = performance.now();
-  if (
-    lastRoundLog !== undefined &&
-    lastRoundLog !== log &&
-    now - lastRoundEndMs < TURN_TAKING_GAP_MS
-  )
+  if (lastRoundLog !== 0 && lastRoundLog !== log && now - lastRoundEndMs < TURN_TAKING_GAP_MS)
     turnTakingUntilMs = now + TURN_TAKING_HOLD_MS;
   return now < turnTakingUntilMs;
 }
 
 /** Notes that `log` ended a round now. */
-function roundEnded(log: object): void {
+function roundEnded(log: number): void {
   lastRoundLog = log;
   lastRoundEndMs = performance.now();
 }
@@ -288,7 +289,7 @@ const unrepairedDirs = new Map<string, string>();
 export function forgetLogProcessState(): void {
   unrepairedDirs.clear();
   flushLoopsRunning = 0;
-  lastRoundLog = undefined;
+  lastRoundLog = 0;
   lastRoundEndMs = -Infinity;
   turnTakingUntilMs = -Infinity;
 }
@@ -316,6 +317,8 @@ interface PendingAppend {
 /** One offsets-bucket's append-only log in local segment files: the LogPort of a single-process store. */
 export class Log implements LogPort {
   readonly #options: LogOptions;
+  /** This log among the process's logs, for the turn-taking rule (never 0). */
+  readonly #roundId = ++roundIds;
   readonly #segments: SegmentInfo[];
   #active: FileHandle;
   /** Size of the active segment's file: its batches, then zeros (preallocation). */
@@ -634,7 +637,7 @@ export class Log implements LogPort {
         }
         if (servingHolds > 0) await this.#linger();
         const taken = this.#takeRound();
-        const flushHere = !flushesTakeTurns(this);
+        const flushHere = !flushesTakeTurns(this.#roundId);
         // Timed only for #linger, which runs only while a network server does.
         const roundStartMs = servingHolds > 0 ? performance.now() : undefined;
         try {
@@ -647,7 +650,7 @@ export class Log implements LogPort {
           return;
         } finally {
           this.#inFlightCount -= taken.length;
-          roundEnded(this);
+          roundEnded(this.#roundId);
         }
         if (roundStartMs !== undefined) {
           const roundEndMs = performance.now();

@@ -25,6 +25,7 @@ import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
 import { CLEANED_SUFFIX, segmentFileName, type CleanedSegment } from '../log/index.js';
 import type { BucketView, JsonValue } from './strategy.js';
+import { describeThrown } from './strategy-registry.js';
 
 /** Most bytes of a strategy's state (JSON, UTF-8) per bucket. */
 export const STATE_BYTES_MAX = 64 * 1024;
@@ -79,8 +80,43 @@ function isLogOffset(value: unknown): value is number {
  * Checks `plan` against `view` (rules 1-4); null when it asks for nothing. Each field of the plan,
  * and each element of its groups, is read once, and what is returned holds only values checked
  * (copies): a plan of getters or Proxies cannot show validation one thing and the rewrite another.
+ * A plan whose reading throws (a getter, a Proxy trap) is refused like any other bad plan.
  */
 export function validatePlan(
+  plan: unknown,
+  view: BucketView,
+  author: PlanAuthor,
+): ValidatedPlan | null {
+  try {
+    return validatePlanFields(plan, view, author);
+  } catch (error) {
+    if (error instanceof OffsetStoreError) throw error;
+    throw refuse(author, view, `reading the plan threw ${describeThrown(error)}`);
+  }
+}
+
+/** Most levels of arrays and objects nested in a strategy's state. */
+export const STATE_DEPTH_MAX = 64;
+
+/** How deeply arrays and objects nest in a JSON text (brackets inside strings do not count). */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return deepest;
+}
+
+function validatePlanFields(
   plan: unknown,
   view: BucketView,
   author: PlanAuthor,
@@ -141,6 +177,15 @@ export function validatePlan(
         view,
         `state is ${Buffer.byteLength(text)} bytes of JSON, more than ${STATE_BYTES_MAX}`,
       );
+    // A worker thread has a deeper stack than the main thread: a state nested deeper than the main
+    // thread can copy would make the worker's result undeliverable.
+    const depth = jsonDepth(text);
+    if (depth > STATE_DEPTH_MAX)
+      throw refuse(
+        author,
+        view,
+        `state nests arrays and objects ${depth} levels deep, more than ${STATE_DEPTH_MAX}`,
+      );
     state = { value: JSON.parse(text) as JsonValue };
   }
   return {
@@ -174,7 +219,11 @@ function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor):
         view,
         `rewrite group ${g} must be a non-empty array of segment base offsets`,
       );
-    const positions = group.map((base: unknown) => {
+    // Every element read once, holes included (a hole names no segment).
+    const bases: unknown[] = [];
+    const positions: number[] = [];
+    for (let k = 0, length = group.length; k < length; k++) {
+      const base: unknown = group[k];
       const i = typeof base === 'number' ? index.get(base) : undefined;
       if (i === undefined)
         throw refuse(
@@ -186,16 +235,17 @@ function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor):
         throw refuse(
           author,
           view,
-          `rewrite group ${g} names the active segment ${base}, which is never compacted`,
+          `rewrite group ${g} names the active segment ${base as number}, which is never compacted`,
         );
-      return i;
-    });
+      bases.push(base);
+      positions.push(i);
+    }
     for (let k = 1; k < positions.length; k++) {
       if (positions[k] !== positions[k - 1]! + 1) {
         throw refuse(
           author,
           view,
-          `rewrite group ${g} is not a run of adjacent segments (${group[k - 1]} is followed by ${view.segments[positions[k - 1]! + 1]?.baseOffset}, not ${group[k]}): its output would break the chain of log offsets`,
+          `rewrite group ${g} is not a run of adjacent segments (${String(bases[k - 1])} is followed by ${view.segments[positions[k - 1]! + 1]?.baseOffset}, not ${String(bases[k])}): its output would break the chain of log offsets`,
         );
       }
     }

@@ -21,6 +21,7 @@ export const STRATEGY_MODULES = {
   exitingWorker: path.join(import.meta.dirname, 'strategies', 'exiting-worker.mjs'),
   twoFaced: path.join(import.meta.dirname, 'strategies', 'two-faced.mjs'),
   shiftingName: path.join(import.meta.dirname, 'strategies', 'shifting-name.mjs'),
+  deepState: path.join(import.meta.dirname, 'strategies', 'deep-state.mjs'),
 };
 
 /** The hooks of scripted.mjs: the plan it returns next, and the views it was shown. */

@@ -110,6 +110,39 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
     /state is 70002 bytes of JSON, more than 65536/,
   ],
   [
+    'a state nested deeper than 64 levels',
+    () => {
+      let state: unknown[] = [];
+      for (let i = 0; i < 65; i++) state = [state];
+      return { state };
+    },
+    /state nests arrays and objects 66 levels deep, more than 64/,
+  ],
+  [
+    'a group that is a hole',
+    (v) => ({ rewrite: [[sealed(v)[0]], new Array(1), [sealed(v)[0]]] }),
+    /rewrite group 1 names undefined, which is not the base offset/,
+  ],
+  [
+    'a plan whose field throws when read',
+    () => ({
+      get rewrite() {
+        throw new Error('boom from a getter');
+      },
+    }),
+    /reading the plan threw boom from a getter/,
+  ],
+  [
+    'a plan of a strategy without rewrites whose field throws when read',
+    () => ({
+      get checkpoint() {
+        throw new Error('boom from a getter');
+      },
+    }),
+    /reading the plan threw boom from a getter/,
+    true,
+  ],
+  [
     'a plan that throws',
     () => {
       throw new TypeError('oops');
@@ -186,6 +219,20 @@ describe('unsafe plans are refused', () => {
     await expect(store.compact()).rejects.toMatchObject({
       code: 'INVALID_COMPACTION_PLAN',
       message: expect.stringMatching(/strategy 'module:overlapping'.*overlapping outputs/),
+    });
+    expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+    await store.close();
+  });
+
+  it('refuses a state nested too deep for the main thread to copy back from a worker, rather than never settling', async () => {
+    const dir = tempDir();
+    const store = await filledStoreOn(dir, STRATEGY_MODULES.deepState);
+    const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'INVALID_COMPACTION_PLAN',
+      message: expect.stringMatching(
+        /state nests arrays and objects 5001 levels deep, more than 64/,
+      ),
     });
     expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
     await store.close();

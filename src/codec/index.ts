@@ -37,6 +37,8 @@ export {
   buildGroupSnapshotBatch,
   buildOffsetBatch,
   decodeBatch,
+  offsetRecordBytes,
+  offsetRecordPrefixBytes,
   packSnapshot,
   unpackSnapshot,
   decodeBatchRecords,

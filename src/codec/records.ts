@@ -84,6 +84,18 @@ function offsetKeyBytes(groupIdBytes: number): number {
   return 2 + varUintSize(groupIdBytes) + groupIdBytes + 8 + 8 + 4;
 }
 
+/** Bytes of the key prefix every offset record of a group starts with (length varint, type, group id). */
+export function offsetRecordPrefixBytes(groupIdBytes: number): number {
+  return varUintSize(offsetKeyBytes(groupIdBytes)) + 2 + varUintSize(groupIdBytes) + groupIdBytes;
+}
+
+/** Bytes `record` takes in a batch of its group (`prefixBytes` from offsetRecordPrefixBytes). */
+export function offsetRecordBytes(prefixBytes: number, record: OffsetRecordSpec): number {
+  if (record.tombstone === true) return 4 + prefixBytes + 20;
+  const metadataBytes = record.metadata.length === 0 ? 0 : Buffer.byteLength(record.metadata);
+  return 4 + prefixBytes + 20 + 22 + varUintSize(metadataBytes) + metadataBytes;
+}
+
 /**
  * Builds one batch of offset records of one group, all stamped with `commitTimestampMs`.
  * The batch is unsealed: the log assigns its log offset and checksum.

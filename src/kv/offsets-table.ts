@@ -11,8 +11,11 @@
  */
 import * as path from 'node:path';
 import {
+  BATCH_HEADER_BYTES,
   buildGroupSnapshotBatch,
   buildOffsetBatch,
+  offsetRecordBytes,
+  offsetRecordPrefixBytes,
   readBatchRecordCount,
   type OffsetRecordSpec,
 } from '../codec/index.js';
@@ -31,7 +34,7 @@ import { assert, nextTurn } from '../util/index.js';
 import { CHECKPOINT_DIR, CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
 
-/** Records per batch when the state is written back into the log (~300 bytes each at most: far below batchBytesMax). */
+/** Most records per batch when the state is written back into the log (fewer when their bytes would pass batchBytesMax). */
 const IMAGE_RECORDS_PER_BATCH = 10_000;
 
 /** How to open an offsets table. */
@@ -392,11 +395,23 @@ export class OffsetsTable {
     gate: Promise<void> | undefined,
   ): Promise<void> {
     const writes: Promise<number>[] = [];
-    for (let i = 0; i < records.length; i += recordsPerBatch) {
-      writes.push(
-        this.#writeOffsets(groupId, records.slice(i, i + recordsPerBatch), commitTimestampMs, gate),
-      );
+    // At most `recordsPerBatch` records, and never more bytes than the log takes in one batch
+    // (records with metadata of up to 4 KiB each: 10,000 of them would be ~40 MB).
+    const bytesMax = this.log.batchBytesMax;
+    const prefixBytes = offsetRecordPrefixBytes(Buffer.byteLength(groupId));
+    let start = 0;
+    let bytes = BATCH_HEADER_BYTES;
+    for (let i = 0; i < records.length; i++) {
+      const recordBytes = offsetRecordBytes(prefixBytes, records[i]!);
+      if (i > start && (i - start === recordsPerBatch || bytes + recordBytes > bytesMax)) {
+        writes.push(this.#writeOffsets(groupId, records.slice(start, i), commitTimestampMs, gate));
+        start = i;
+        bytes = BATCH_HEADER_BYTES;
+      }
+      bytes += recordBytes;
     }
+    if (start < records.length)
+      writes.push(this.#writeOffsets(groupId, records.slice(start), commitTimestampMs, gate));
     const results = await Promise.allSettled(writes);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;

@@ -14,6 +14,8 @@ import {
   checkBatch,
   decodeBatch,
   loadChecksum,
+  offsetRecordBytes,
+  offsetRecordPrefixBytes,
   sealBatch,
   type OffsetRecordSpec,
 } from '../../src/codec/index.js';
@@ -49,6 +51,17 @@ const recordArb: fc.Arbitrary<OffsetRecordSpec> = fc.record({
 });
 
 describe('KvRecordBatch codec', () => {
+  it('sizes each offset record as the batch encodes it (what splitting a write into batches counts on)', () => {
+    fc.assert(
+      fc.property(groupIdArb, fc.array(recordArb, { maxLength: 20 }), (groupId, records) => {
+        const prefix = offsetRecordPrefixBytes(Buffer.byteLength(groupId));
+        const counted = records.reduce((n, r) => n + offsetRecordBytes(prefix, r), 0);
+        expect(buildOffsetBatch(groupId, records, 0).length).toBe(BATCH_HEADER_BYTES + counted);
+      }),
+      { numRuns: runs },
+    );
+  });
+
   it('round-trips offset batches, including tombstones, unicode group ids and maximal metadata', () => {
     fc.assert(
       fc.property(

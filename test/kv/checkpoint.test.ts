@@ -262,6 +262,39 @@ describe('LMDB checkpoints', () => {
     expect(await stateOf(again)).toEqual(modelOf(history));
     await again.close();
   });
+  it('converts away from checkpoints a group whose offsets with metadata take more than one batch to write back', async () => {
+    const dir = tempDir();
+    const open = () =>
+      OffsetStore.open({
+        dir,
+        bucketCount: 1,
+        durability: 'os',
+        compaction: { strategy: 'checkpoint', background: false },
+      });
+    const store = await open();
+    const metadata = 'm'.repeat(4000);
+    // 2,500 offsets of ~4 KB: ~10 MB of records, more than one 8 MiB batch.
+    for (let start = 0; start < 2500; start += 500)
+      await store.commitOffsets(
+        'big-group',
+        Array.from({ length: 500 }, (_, i) => ({
+          tableId: 1,
+          bucketId: start + i,
+          offset: start + i,
+          metadata,
+        })),
+      );
+    await store.compact(); // a checkpoint; the log below it is freed
+    await store.convertCompaction('log-cleaner');
+    expect((await store.stats()).compactionStrategy).toBe('log-cleaner');
+    await store.close();
+    const reopened = await OffsetStore.open({ dir, compaction: { background: false } });
+    const fetched = await reopened.fetchOffsets('big-group');
+    expect(fetched).toHaveLength(2500);
+    expect(fetched.every((o) => o?.metadata === metadata && o.offset === o.bucketId)).toBe(true);
+    await reopened.close();
+  });
+
   it('converts back to checkpoints a bucket whose log holds nothing from its log start (all its groups deleted), and reopens it', async () => {
     const dir = tempDir();
     await emptiedAndConvertedBack(dir);

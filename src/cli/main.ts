@@ -10,14 +10,23 @@ import { runCli, stopsWhenUnread } from './run-cli.js';
 // output and exits with its own code: `serve` keeps serving and closes its store cleanly on SIGTERM
 // (it used to exit 0 at its next line of output, the store not closed), `log verify | head` still
 // exits 1 for a corrupt store, with its error on stderr.
+// Any other failure to write it (a full disk, an I/O error) is said once on stderr, and the command
+// goes on without its output as above; it then exits 1 if it would have exited 0, since what it
+// printed is lost (a script reading `groups list > file` must not take a cut file for the list).
 let stdoutGone = false;
+let stdoutFailed = false;
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE' || (stdoutGone && error.code === 'ERR_STREAM_DESTROYED')) {
     if (stopsWhenUnread) process.exit(0);
     stdoutGone = true;
     return;
   }
-  throw error;
+  if (stdoutGone) return;
+  stdoutGone = true;
+  stdoutFailed = true;
+  process.stderr.write(
+    `error: writing the output failed (${error.message}); the command goes on without it\n`,
+  );
 });
 
 // Node exits with 13 when the top-level await below can never settle (nothing left to wake it up):
@@ -33,5 +42,5 @@ const exitCode = await runCli(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
 });
-await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
-process.exit(exitCode);
+if (!stdoutGone) await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+process.exit(stdoutFailed && exitCode === 0 ? 1 : exitCode);

@@ -146,6 +146,26 @@ describe('offset-store failures', () => {
     60_000,
   );
 
+  it('an output that cannot be written (a full disk): said once on stderr, exit 1, no stack trace', async () => {
+    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(
+        'bash',
+        [
+          '-c',
+          `exec "${process.execPath}" --import tsx "${MAIN}" groups list --dir "${seeded}" > /dev/full`,
+        ],
+        { cwd: REPO_DIR, timeout: 60_000 },
+        (error, _stdout, stderr) => {
+          resolve({ code: error === null ? 0 : (error.code as number), stderr });
+        },
+      );
+    });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'error: writing the output failed (ENOSPC: no space left on device, write); the command goes on without it\n',
+    );
+  });
+
   it('bad usage: exit 2 with a pointer to --help', async () => {
     const run = await runCli(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', 'ten']);
     expect(run.code).toBe(2);

@@ -130,6 +130,17 @@ export interface DumpSummary {
  * Dumps offsets-bucket `bucket` of the store in `dir`, calling `visit` for each entry in log order.
  * INVALID_CONFIG when `dir` holds no store; INVALID_REQUEST for a bucket outside [0, bucketCount).
  */
+/** Times a dump lists a bucket's segments again after one vanished under it. */
+const RELISTS_MAX = 16;
+
+/** True when `error` is a file that was not found (directly, or as the cause of a store error). */
+export function vanished(error: unknown): boolean {
+  const code = (e: unknown) => (e as { code?: unknown } | null)?.code;
+  return (
+    code(error) === 'ENOENT' || code((error as { cause?: unknown } | null)?.cause) === 'ENOENT'
+  );
+}
+
 export async function dumpLog(
   dir: string,
   bucket: number,
@@ -153,7 +164,7 @@ export async function dumpLog(
     );
   await loadChecksum();
   const bucketDir = layout.bucketDirs[bucket]!;
-  const segments = await listSegmentFiles(fs, bucketDir);
+  let segments = await listSegmentFiles(fs, bucketDir);
   const summary: DumpSummary = {
     bucket,
     dir: bucketDir,
@@ -163,55 +174,71 @@ export async function dumpLog(
     damageCount: 0,
   };
   let previous = -1;
+  // A store open in another process is compacted meanwhile: a segment listed may be gone (swapped
+  // for its compacted output) by the time it is read. The segments are then listed again, and the
+  // dump goes on from the batch after the last one it showed, in whatever segment now holds it.
+  let shownBelow = fromOffset;
+  let relisted = 0;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
     const next = segments[i + 1];
-    if (next !== undefined && next.baseOffset <= fromOffset) continue;
+    if (next !== undefined && next.baseOffset <= shownBelow) continue;
     visit({
       kind: 'segment',
       file: segment.path,
       baseOffset: segment.baseOffset,
       sizeBytes: segment.sizeBytes,
     });
-    const scan = await scanSegment(
-      fs,
-      segment.path,
-      {
-        batchBytesMax: LOG_DEFAULTS.batchBytesMax,
-        previousLogOffset: previous,
-        baseOffset: segment.baseOffset,
-        endBytes: segment.sizeBytes,
-      },
-      (buf, position, logOffset, sizeBytes, filePosition) => {
-        if (logOffset < fromOffset) return;
-        const header = readBatchHeader(buf, position);
-        summary.batchCount++;
-        visit({
-          kind: 'batch',
-          file: segment.path,
-          position: filePosition,
-          logOffset,
-          sizeBytes,
-          checksum: buf
-            .readUInt32LE(position + 5)
-            .toString(16)
-            .padStart(8, '0'),
-          commitTimestampMs: header.commitTimestampMs,
-          coordinatorEpoch: header.coordinatorEpoch,
-          recordCount: header.recordCount,
-        });
-        if (options.records === true)
-          summary.recordCount += visitRecords(
-            buf,
-            position,
+    let scan: Awaited<ReturnType<typeof scanSegment>>;
+    try {
+      scan = await scanSegment(
+        fs,
+        segment.path,
+        {
+          batchBytesMax: LOG_DEFAULTS.batchBytesMax,
+          previousLogOffset: previous,
+          baseOffset: segment.baseOffset,
+          endBytes: segment.sizeBytes,
+        },
+        (buf, position, logOffset, sizeBytes, filePosition) => {
+          if (logOffset < shownBelow) return;
+          shownBelow = logOffset + 1;
+          const header = readBatchHeader(buf, position);
+          summary.batchCount++;
+          visit({
+            kind: 'batch',
+            file: segment.path,
+            position: filePosition,
             logOffset,
-            segment.path,
-            filePosition,
-            visit,
-            summary,
-          );
-      },
-    );
+            sizeBytes,
+            checksum: buf
+              .readUInt32LE(position + 5)
+              .toString(16)
+              .padStart(8, '0'),
+            commitTimestampMs: header.commitTimestampMs,
+            coordinatorEpoch: header.coordinatorEpoch,
+            recordCount: header.recordCount,
+          });
+          if (options.records === true)
+            summary.recordCount += visitRecords(
+              buf,
+              position,
+              logOffset,
+              segment.path,
+              filePosition,
+              visit,
+              summary,
+            );
+        },
+      );
+    } catch (error) {
+      if (!vanished(error) || relisted >= RELISTS_MAX) throw error;
+      relisted++;
+      segments = await listSegmentFiles(fs, bucketDir);
+      previous = -1;
+      i = -1;
+      continue;
+    }
     if (scan.damage !== undefined) {
       summary.damageCount++;
       visit({

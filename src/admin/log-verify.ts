@@ -29,6 +29,7 @@ import {
 import { OffsetsTable } from '../kv/index.js';
 import { recordedStrategy } from '../compaction/index.js';
 import { storedSnapshotProblem } from '../group/index.js';
+import { vanished } from './log-dump.js';
 import {
   listSwapLeftovers,
   liveLockHolder,
@@ -215,8 +216,26 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
       reason: strayReason(layout.manifest, stray),
     });
   for (let bucket = 0; bucket < layout.bucketDirs.length; bucket++) {
-    const check = async (found: LogProblem[]) =>
-      verifyBucket(fs, layout, bucket, missing.has(bucket), found, journaled.get(bucket));
+    // A store open in another process is compacted meanwhile: a file listed may be gone (swapped
+    // for its compacted output) when it is read. The bucket is then read again from its listing.
+    const check = async (found: LogProblem[]): Promise<BucketVerification> => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await verifyBucket(
+            fs,
+            layout,
+            bucket,
+            missing.has(bucket),
+            found,
+            journaled.get(bucket),
+          );
+        } catch (error) {
+          if (!vanished(error) || attempt >= VANISHED_RETRIES) throw error;
+          found.length = 0;
+          await new Promise((resolve) => setTimeout(resolve, LIVE_CHECK_PAUSE_MS));
+        }
+      }
+    };
     let found: LogProblem[] = [];
     let result = await check(found);
     if (report.openByPid !== null && found.length > 0)
@@ -235,6 +254,9 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
   report.durationMs = performance.now() - startedMs;
   return report;
 }
+
+/** Reads of a bucket when files it listed vanished under them (a live store compacting). */
+const VANISHED_RETRIES = 16;
 
 /** Reads of a live store's bucket made before its problems are taken as what they say. */
 const LIVE_CHECKS = 4;

@@ -117,6 +117,32 @@ describe('dumpLog and verifyLog', () => {
     ).toEqual([...segmentsHolding7AndUp]);
   });
 
+  it('goes on when a segment it listed vanishes before it reads it (a live store compacting): every batch once', async () => {
+    const whole = batches(await dumpAll(seeded, ordersBucket)).map((b) => b.logOffset);
+    const second = segmentPaths(seeded, ordersBucket)[1]!;
+    /** Opening the second segment fails with ENOENT the first `times` times, as if swapped away. */
+    class Vanishing extends NodeFileSystem {
+      constructor(private times: number) {
+        super();
+      }
+      override async open(file: string, flags: OpenFlags, mode?: number): Promise<FileHandle> {
+        if (file === second && this.times-- > 0)
+          throw Object.assign(new Error(`ENOENT: no such file or directory, open '${file}'`), {
+            code: 'ENOENT',
+          });
+        return super.open(file, flags, mode);
+      }
+    }
+    const entries: DumpEntry[] = [];
+    await dumpLog(seeded, ordersBucket, { records: true, fs: new Vanishing(1) }, (e) =>
+      entries.push(structuredClone(e)),
+    );
+    expect(batches(entries).map((b) => b.logOffset)).toEqual(whole);
+    const report = await verifyLog(seeded, { fs: new Vanishing(2) });
+    expect(report.ok).toBe(true);
+    expect(report.totals.batchCount).toBe((await verifyLog(seeded)).totals.batchCount);
+  });
+
   it('rejects a bucket out of range and a directory without a store', async () => {
     await expect(dumpLog(seeded, 4, {}, () => {})).rejects.toThrow(
       /INVALID_REQUEST: bucket must be in \[0, 3\]/,

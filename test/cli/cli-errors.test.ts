@@ -32,6 +32,18 @@ describe('offset-store failures', () => {
       /^error: INVALID_CONFIG: no offset store in .*no-store-here: store\.json not found \(errno 40\)\n$/,
     );
     expect(run.stdout).toBe('');
+    // The security commands answer it the same way, as JSON with --json.
+    for (const args of [
+      ['users', 'list'],
+      ['acls', 'list'],
+      ['users', 'remove', 'alice'],
+    ]) {
+      const security = await runCli([...args, '--dir', missing, '--json']);
+      expect({ args, code: security.code }).toEqual({ args, code: 1 });
+      expect(JSON.parse(security.stderr)).toMatchObject({
+        error: { code: 'INVALID_CONFIG', message: expect.stringMatching(/store\.json not found/) },
+      });
+    }
     expect(existsSync(missing)).toBe(false);
   });
 

@@ -79,7 +79,10 @@ const ACL_OPTIONS: Record<string, OptionSpec> = {
 
 async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
   if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
-    throw new UsageError(`${dir} holds no store (no ${MANIFEST_FILE})`);
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `no offset store in ${path.resolve(dir)}: ${MANIFEST_FILE} not found; create it first, e.g. with offset-store serve`,
+    );
 }
 
 function operationOf(text: string): AclOperation {

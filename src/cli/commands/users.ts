@@ -30,8 +30,9 @@ import { passwordFromStdin, passwordFromTerminal } from '../password-input.js';
 /** Refuses a directory that holds no store (a typo would otherwise create a users file anywhere). */
 async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
   if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
-    throw new UsageError(
-      `${dir} holds no store (no ${MANIFEST_FILE}); create it first, e.g. with offset-store serve`,
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `no offset store in ${path.resolve(dir)}: ${MANIFEST_FILE} not found; create it first, e.g. with offset-store serve`,
     );
 }
 

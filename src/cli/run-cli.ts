@@ -54,6 +54,27 @@ export const ALL_OPTIONS: Record<string, OptionSpec> = Object.assign(
 );
 
 /**
+ * An option that takes one value, given twice (`--to-offset 5 --to-offset 7`, `--dir a --dir b`), is
+ * a mistake to point out, not a choice to make silently for a command that may reset or delete.
+ */
+function refuseRepeatedOptions(
+  tokens: readonly { kind: string; name?: string; value?: string | undefined }[],
+  specs: Record<string, OptionSpec>,
+): void {
+  const seen = new Map<string, string | undefined>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === undefined) continue;
+    const spec = specs[token.name];
+    if (spec === undefined || spec.type !== 'string' || spec.multiple === true) continue;
+    if (seen.has(token.name))
+      throw new UsageError(
+        `--${token.name} is given twice (${JSON.stringify(seen.get(token.name))} and ${JSON.stringify(token.value)}): give it once`,
+      );
+    seen.set(token.name, token.value);
+  }
+}
+
+/**
  * Joins `--name -5` into `--name=-5` for string options, so negative numbers (`--shift-by -10`)
  * need no `=`; parseArgs would otherwise take `-5` for an option.
  */
@@ -141,13 +162,16 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
     return EXIT.OK;
   }
   try {
+    const specs = { ...command.options, ...GLOBAL_OPTIONS };
     const strict = parseArgs({
       args,
-      options: parseOptions({ ...command.options, ...GLOBAL_OPTIONS }),
+      options: parseOptions(specs),
       strict: true,
       allowPositionals: true,
+      tokens: true,
     });
     output = new Output(streams, strict.values.json === true);
+    refuseRepeatedOptions(strict.tokens, specs);
     const dir = (strict.values.dir as string | undefined) ?? command.defaultDir;
     if (dir === undefined || dir === '') throw new UsageError('--dir <path> is required');
     return await command.run({

@@ -76,6 +76,27 @@ describe('offset-store dispatcher', () => {
     const typo = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-edn', '{}']);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toMatch(/^error: unknown option --log-edn\. Did you mean --log-end\?\n/);
+    // An option of one value given twice is pointed out, not settled silently by the last one.
+    const twice = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      seeded,
+      '--to-offset',
+      '5',
+      '--to-offset',
+      '7',
+      '--table',
+      '1',
+      '--bucket',
+      '0',
+      '--execute',
+    ]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(
+      /^error: --to-offset is given twice \("5" and "7"\): give it once\n/,
+    );
     const malformed = await run([
       'groups',
       'describe',

@@ -9,7 +9,12 @@
  * (its compacting phases call compact(), which does nothing).
  */
 import * as os from 'node:os';
-import { isCompactionStrategy, isStrategyModulePath } from '../compaction/index.js';
+import {
+  isCompactionStrategy,
+  isStrategyModulePath,
+  loadStrategy,
+  strategyModuleUrl,
+} from '../compaction/index.js';
 import { NodeFileSystem } from '../io/index.js';
 import { labSettings, runStrategy, type LabSettings, type StrategyRun } from './lab-run.js';
 import { WORKLOADS, type LabScale } from './workloads/index.js';
@@ -94,14 +99,25 @@ export function checkLabOptions(options: LabOptions): {
       );
   }
   const strategies = [...new Set(options.strategies)];
-  if (options.control !== false && !strategies.includes('none')) strategies.push('none');
   if (strategies.length === 0) throw new RangeError('no strategy given');
+  if (options.control !== false && !strategies.includes('none')) strategies.push('none');
   return { workloads, strategies };
+}
+
+/**
+ * Loads every strategy module named, before anything runs: a path that does not exist or is not a
+ * strategy is INVALID_CONFIG at once, not after the runs before its turn (minutes to hours of them).
+ */
+async function loadStrategyModules(strategies: readonly string[]): Promise<void> {
+  for (const s of strategies)
+    if (!isCompactionStrategy(s))
+      await loadStrategy({ moduleUrl: strategyModuleUrl(s, process.cwd()) });
 }
 
 /** Runs the lab (see the module comment). */
 export async function runLab(options: LabOptions): Promise<LabResult> {
   const { workloads, strategies } = checkLabOptions(options);
+  await loadStrategyModules(strategies);
   const settings: LabSettings = { ...labSettings(options.scale), ...options.settings };
   await new NodeFileSystem().mkdir(options.dir);
   const total = workloads.reduce(

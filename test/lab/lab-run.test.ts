@@ -4,6 +4,7 @@
  * per step with space and write amplification and a reopen, its compaction runs, the latency phases,
  * and a store checked against what the operations left; the control compacts nothing.
  */
+import { readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WORKLOADS, checkLabOptions, runLab } from '../../src/lab/index.js';
@@ -56,6 +57,28 @@ describe('lab workloads', () => {
     });
     expect(checked.strategies).toEqual(['incremental', 'none']);
     expect(checked.workloads).toHaveLength(WORKLOADS.length);
+    // No strategy at all (`--strategies ,`) is refused, not run as the control alone.
+    expect(() =>
+      checkLabOptions({ strategies: [], workloads: ['all'], scale: 'small', seed: 1, dir: '/x' }),
+    ).toThrow(/no strategy given/);
+  });
+
+  it('loads every strategy module before the first run: a missing one fails at once, nothing run', async () => {
+    const dir = tempDir();
+    const missing = path.join(dir, 'no-such-strategy.mjs');
+    await expect(
+      runLab({
+        strategies: ['log-cleaner', missing],
+        workloads: ['hot-overwrite'],
+        scale: 'small',
+        seed: 1,
+        dir,
+      }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('no-such-strategy.mjs'),
+    });
+    expect(readdirSync(dir)).toEqual([]);
   });
 });
 

@@ -66,6 +66,7 @@ describe('lab workloads', () => {
   it('loads every strategy module before the first run: a missing one fails at once, nothing run', async () => {
     const dir = tempDir();
     const missing = path.join(dir, 'no-such-strategy.mjs');
+    const progress: string[] = [];
     await expect(
       runLab({
         strategies: ['log-cleaner', missing],
@@ -73,12 +74,14 @@ describe('lab workloads', () => {
         scale: 'small',
         seed: 1,
         dir,
+        onProgress: (_done, _total, what) => progress.push(what),
       }),
     ).rejects.toMatchObject({
       code: 'INVALID_CONFIG',
       message: expect.stringContaining('no-such-strategy.mjs'),
     });
     expect(readdirSync(dir)).toEqual([]);
+    expect(progress, 'runs made before the refusal').toEqual([]);
   });
 });
 

@@ -124,7 +124,8 @@ interface BucketCut {
 
 /** Checks `to` and resolves it; INVALID_REQUEST for a target that cannot be one. */
 export function resolveBackupTarget(storeDir: string, to: unknown): string {
-  if (typeof to !== 'string' || to.length === 0 || to.includes('\0'))
+  // A lone surrogate has no UTF-8 encoding: the directory made would be another name (U+FFFD).
+  if (typeof to !== 'string' || to.length === 0 || to.includes('\0') || !to.isWellFormed())
     throw new OffsetStoreError(
       'INVALID_REQUEST',
       `a backup needs a directory path (a non-empty string), not ${describe(to)}`,
@@ -452,6 +453,11 @@ function storageError(what: string, error: unknown): OffsetStoreError {
 }
 
 function describe(value: unknown): string {
-  if (typeof value === 'string') return value.length === 0 ? 'an empty string' : 'a path with NUL';
+  if (typeof value === 'string')
+    return value.length === 0
+      ? 'an empty string'
+      : value.includes('\0')
+        ? 'a path with NUL'
+        : 'a path with a lone surrogate (it has no UTF-8 encoding)';
   return value === null ? 'null' : typeof value;
 }

@@ -426,7 +426,11 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
   if (onRun !== undefined && typeof onRun !== 'function')
     throw new TypeError('options.compaction.onRun must be a function');
   const minDirtyRatio = rawMinDirtyRatio ?? 0.5;
-  if (typeof minDirtyRatio !== 'number' || !(minDirtyRatio >= 0 && minDirtyRatio <= 1))
+  if (typeof minDirtyRatio !== 'number')
+    throw new TypeError(
+      `options.compaction.minDirtyRatio must be a number, got ${typeof minDirtyRatio}`,
+    );
+  if (!(minDirtyRatio >= 0 && minDirtyRatio <= 1))
     throw new RangeError(
       `options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`,
     );
@@ -567,6 +571,11 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   if (dir.includes('\0'))
     throw new TypeError(
       `options.dir must be a non-empty string without NUL characters, got ${JSON.stringify(dir)}`,
+    );
+  // A lone surrogate has no UTF-8 encoding: the store would be made under another name (U+FFFD).
+  if (!dir.isWellFormed())
+    throw new TypeError(
+      `options.dir must be well-formed UTF-16 (it holds a lone surrogate), got ${JSON.stringify(dir)}`,
     );
   const durability = rawDurability ?? DEFAULTS.durability;
   if (durability !== 'fsync' && durability !== 'os')

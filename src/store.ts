@@ -799,9 +799,12 @@ export class OffsetStore {
     return xxh32(Buffer.from(groupId, 'utf8')) % this.#bucketCount;
   }
 
-  /** Recovery reports per offsets-bucket (undefined while loading). */
+  /** Recovery reports per offsets-bucket (undefined while loading): copies, the caller's to change. */
   recoveryReports(): (OffsetsTableRecovery | undefined)[] {
-    return this.#slots.map((s) => s.bucket?.report);
+    return this.#slots.map((s) => {
+      const report = s.bucket?.report;
+      return report === undefined ? undefined : structuredClone(report);
+    });
   }
 
   #checkOpen(): void {

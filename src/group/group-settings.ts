@@ -60,7 +60,8 @@ export function resolveGroupSettings(
   if (options !== undefined && (typeof options !== 'object' || options === null))
     throw new TypeError(`${name} must be an object`);
   const field = <K extends keyof GroupSettings>(key: K, min: number, max: number): number => {
-    const value: unknown = options?.[key] === undefined ? defaults[key] : options[key];
+    const given: unknown = options?.[key]; // read once: the value checked is the value kept
+    const value: unknown = given === undefined ? defaults[key] : given;
     if (typeof value !== 'number')
       throw new TypeError(`${name}.${key} must be a number, got ${typeof value}`);
     if (!Number.isSafeInteger(value) || value < min || value > max) {

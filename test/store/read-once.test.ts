@@ -408,8 +408,15 @@ describe('options', () => {
       compaction: [{ strategy: 'none' }, { strategy: 'bogus' }],
     };
     const { object, reads } = shifting(fields);
+    const groupFields: Fields = {
+      sessionTimeoutMs: [20_000, undefined],
+      groupMembersMax: [5, 'x'],
+    };
+    const group = shifting(groupFields);
+    Object.defineProperty(object, 'group', { enumerable: true, value: group.object });
     const store = await OffsetStore.open(object as never);
     expect(reads).toEqual(once(fields));
+    expect(group.reads).toEqual(once(groupFields));
     expect(store.bucketCount).toBe(2);
     await store.close();
   });
@@ -426,6 +433,26 @@ describe('options', () => {
     await scanner.assign([{ tableId: 1, bucketId: 0 }]);
     await scanner.close();
     expect(reads).toEqual(once(fields));
+    await store.close();
+  });
+});
+
+describe('what the store hands out and takes as paths', () => {
+  it("recovery reports are copies: a caller's change does not reach the next call", async () => {
+    const store = await openStore(tempDir());
+    const first = store.recoveryReports();
+    const report = first[0] as unknown as Record<string, unknown>;
+    for (const key of Object.keys(report)) if (typeof report[key] === 'number') report[key] = -1;
+    expect(store.recoveryReports()).not.toEqual(first);
+    await store.close();
+  });
+
+  it('a backup path with a lone surrogate is refused: the directory made would have another name', async () => {
+    const store = await openStore(tempDir());
+    await expect(store.backup(`${tempDir()}/b\ud800`)).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining('a path with a lone surrogate'),
+    });
     await store.close();
   });
 });

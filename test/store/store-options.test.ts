@@ -3,6 +3,7 @@
  * naming it, thrown before the store directory is created or a file is opened.
  */
 import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore, type GroupOptions } from '../../src/index.js';
@@ -130,6 +131,19 @@ describe('store options of the wrong type or past their bounds', () => {
       { bucketCount: 2 ** 32 },
       RangeError,
       /^options\.bucketCount must be an integer in \[1, 1048576\], got 4294967296$/,
+    ],
+    [
+      'a directory path with a lone surrogate (it has no UTF-8 name)',
+      // Under the temporary folder: were it accepted, the store would be made as offsets-\ufffd.
+      { dir: path.join(tmpdir(), 'offset-store-lone-surrogate-\ud800') },
+      TypeError,
+      /^options\.dir must be well-formed UTF-16 \(it holds a lone surrogate\)/,
+    ],
+    [
+      'a minimum dirty ratio given as a string',
+      { compaction: { minDirtyRatio: '0.5' } },
+      TypeError,
+      /^options\.compaction\.minDirtyRatio must be a number, got string$/,
     ],
     [
       'a directory path with a NUL character',

@@ -7,7 +7,7 @@
  */
 import { Admin } from '@platformatic/kafka';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
@@ -305,6 +305,24 @@ describe('offset-store serve', () => {
       expect(run.stderr).toMatch(message);
       expect(run.stderr).not.toMatch(/internal error/);
     });
+  });
+
+  it('--backup-dir reached through a symbolic link into the store is refused at once, and nothing is made', async () => {
+    const dir = tempDir();
+    const link = path.join(tempDir(), 'link-to-store');
+    symlinkSync(dir, link);
+    const run = await runCli([
+      'serve',
+      '--dir',
+      dir,
+      '--listen',
+      '127.0.0.1:0',
+      '--backup-dir',
+      path.join(link, 'backups'),
+    ]);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(/one would hold the other once links are resolved/);
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('--backup-dir: SIGUSR2 backs the served store up into a new folder, the newest --backup-keep kept, leftovers of interrupted ones removed, the folder held while serving', async () => {

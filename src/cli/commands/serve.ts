@@ -7,7 +7,7 @@
  */
 import * as path from 'node:path';
 import * as tls from 'node:tls';
-import { NodeFileSystem, readNamedFile } from '../../io/index.js';
+import { NodeFileSystem, readNamedFile, realPathOf } from '../../io/index.js';
 import { DirectoryLock } from '../../log/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../../errors/index.js';
 import { OffsetStore } from '../../store.js';
@@ -386,6 +386,12 @@ function backupOptions(
   if (holds(store, backups) || holds(backups, store))
     throw new UsageError(
       `--backup-dir ${backups} and the store's --dir ${store}: one would hold the other`,
+    );
+  // Also once symbolic links are resolved, as every backup checks: refused now, not at each backup.
+  const [realBackups, realStore] = [realPathOf(backups), realPathOf(store)];
+  if (holds(realStore, realBackups) || holds(realBackups, realStore))
+    throw new UsageError(
+      `--backup-dir ${backups} and the store's --dir ${store}: one would hold the other once links are resolved (${realBackups}, ${realStore})`,
     );
   const every = stringOption(context, 'backup-every') ?? BACKUP_EVERY_DEFAULT;
   const everyMs = parseDuration(every);

@@ -58,6 +58,12 @@ export type {
 export type { CheckpointInfo, OffsetsTableRecovery as BucketRecoveryReport } from './kv/index.js';
 export {
   GroupMember,
+  RangeAssignor,
+  UniformAssignor,
+  type Assignor,
+  type AssignorInput,
+  type AssignorMember,
+  type GroupMemberPort,
   type AssignorName,
   type HeartbeatRequest,
   type HeartbeatResponse,

@@ -53,7 +53,8 @@ export default {
     const groups = [];
     for (const base of picked) {
       const last = groups.at(-1);
-      if (last !== undefined && position.get(last.at(-1)) === position.get(base) - 1) last.push(base);
+      const here = position.get(base) ?? -1;
+      if (last !== undefined && position.get(last[last.length - 1]) === here - 1) last.push(base);
       else groups.push([base]);
     }
     return { rewrite: groups, mapFrom };

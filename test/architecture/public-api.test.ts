@@ -46,6 +46,9 @@ describe('the public API', () => {
   it('exports exactly these names, each of this kind', () => {
     expect(publicSurface()).toEqual([
       'AclBinding: interface',
+      'Assignor: interface',
+      'AssignorInput: interface',
+      'AssignorMember: interface',
       'AssignorName: type',
       'BackupReport: interface',
       'BoundListener: interface',
@@ -99,6 +102,7 @@ describe('the public API', () => {
       'GroupDescription: interface',
       'GroupListing: interface',
       'GroupMember: class',
+      'GroupMemberPort: interface',
       'GroupOptions: interface',
       'GroupState: type',
       'GroupType: type',
@@ -126,6 +130,7 @@ describe('the public API', () => {
       'OffsetStoreError: class',
       'OffsetStoreOptions: interface',
       'OpenFlags: type',
+      'RangeAssignor: class',
       'RemoveMembersRequest: interface',
       'RemovedMember: interface',
       'SaslMechanism: type',
@@ -144,6 +149,7 @@ describe('the public API', () => {
       'TableLayoutInput: interface',
       'Timer: interface',
       'TopicSpec: interface',
+      'UniformAssignor: class',
       'isOffsetStoreError: function',
       'startClusterServer: function',
       'startKafkaServer: function',

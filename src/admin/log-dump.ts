@@ -16,7 +16,8 @@ import {
   type DecodedRecord,
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { LOG_DEFAULTS, scanSegment } from '../log/index.js';
+import { LOG_DEFAULTS, missingBucketDirs, scanSegment } from '../log/index.js';
+import { CHECKPOINT_DIR } from '../kv/index.js';
 import { listSegmentFiles, readStoreLayout } from './store-directory.js';
 
 /** A segment file begins. */
@@ -120,7 +121,7 @@ export interface DumpSummary {
   segmentCount: number;
   /** Batches emitted (at or above `fromOffset`). */
   batchCount: number;
-  /** Records decoded (0 unless `records` was asked for). */
+  /** Records in the batches emitted: decoded when `records` was asked for, else as their headers count them. */
   recordCount: number;
   /** Damaged places found (0 for a clean log). */
   damageCount: number;
@@ -219,16 +220,10 @@ export async function dumpLog(
             coordinatorEpoch: header.coordinatorEpoch,
             recordCount: header.recordCount,
           });
-          if (options.records === true)
-            summary.recordCount += visitRecords(
-              buf,
-              position,
-              logOffset,
-              segment.path,
-              filePosition,
-              visit,
-              summary,
-            );
+          summary.recordCount +=
+            options.records === true
+              ? visitRecords(buf, position, logOffset, segment.path, filePosition, visit, summary)
+              : header.recordCount;
         },
       );
     } catch (error) {
@@ -258,7 +253,45 @@ export async function dumpLog(
     }
     if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
   }
+  await compareWithManifest(fs, layout, bucket, bucketDir, segments, previous, (reason, file) => {
+    summary.damageCount++;
+    visit({ kind: 'damage', file, position: 0, reason });
+  });
   return summary;
+}
+
+/**
+ * What store.json says of the bucket against what the dump found, as the next open checks it: the
+ * bucket's folder must exist, its first segment start at the log start recorded (unless checkpoints
+ * cover what came before), and its log reach the end recorded at the last close or open.
+ */
+async function compareWithManifest(
+  fs: FileSystem,
+  layout: Awaited<ReturnType<typeof readStoreLayout>>,
+  bucket: number,
+  bucketDir: string,
+  segments: readonly { baseOffset: number; path: string }[],
+  lastLogOffset: number,
+  damage: (reason: string, file: string) => void,
+): Promise<void> {
+  const record = layout.manifest.buckets[bucket];
+  if (record === undefined) return;
+  if ((await missingBucketDirs(fs, layout.dir, layout.manifest.bucketCount)).includes(bucket)) {
+    damage(`the folder of offsets-bucket ${bucket} is missing (store.json records it)`, bucketDir);
+    return;
+  }
+  const first = segments[0];
+  const checkpointed = (await fs.readdir(bucketDir)).includes(CHECKPOINT_DIR);
+  if (first !== undefined && first.baseOffset > record.logStart && !checkpointed)
+    damage(
+      `the log starts at ${first.baseOffset}, but store.json records its start at ${record.logStart} and no checkpoint covers what is missing: the segments before it are missing`,
+      first.path,
+    );
+  if (lastLogOffset + 1 < record.logEnd)
+    damage(
+      `the log ends at ${lastLogOffset + 1}, shorter than the ${record.logEnd} store.json recorded: batches it held are missing`,
+      segments.at(-1)?.path ?? bucketDir,
+    );
 }
 
 function visitRecords(

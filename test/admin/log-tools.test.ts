@@ -10,6 +10,7 @@ import {
   cpSync,
   mkdirSync,
   readFileSync,
+  rmSync,
   statSync,
   truncateSync,
   writeFileSync,
@@ -107,9 +108,15 @@ describe('dumpLog and verifyLog', () => {
   });
 
   it('starts at --from-offset and skips whole segments below it', async () => {
-    const entries = await dumpAll(seeded, ordersBucket, { records: false, fromOffset: 7 });
+    const entries: DumpEntry[] = [];
+    const summary = await dumpLog(seeded, ordersBucket, { records: false, fromOffset: 7 }, (e) =>
+      entries.push(structuredClone(e)),
+    );
     expect(batches(entries)[0]!.logOffset).toBe(7);
     expect(entries.some((e) => e.kind === 'record')).toBe(false);
+    // Without records decoded, the summary still counts them, as the batches' headers do.
+    expect(summary.recordCount).toBe(batches(entries).reduce((n, b) => n + b.recordCount, 0));
+    expect(summary.recordCount).toBeGreaterThan(0);
     const all = batches(await dumpAll(seeded, ordersBucket));
     const segmentsHolding7AndUp = new Set(all.filter((b) => b.logOffset >= 7).map((b) => b.file));
     expect(
@@ -141,6 +148,29 @@ describe('dumpLog and verifyLog', () => {
     const report = await verifyLog(seeded, { fs: new Vanishing(2) });
     expect(report.ok).toBe(true);
     expect(report.totals.batchCount).toBe((await verifyLog(seeded)).totals.batchCount);
+  });
+
+  it('compares the bucket with store.json as the next open does: a missing folder, missing first segments, a log cut short', async () => {
+    const damages = async (dir: string) =>
+      (await dumpAll(dir, ordersBucket, { records: false, fromOffset: 0 }))
+        .filter((e) => e.kind === 'damage')
+        .map((e) => (e as { reason: string }).reason);
+    expect(await damages(seeded)).toEqual([]);
+    const withoutFirst = copyOfSeeded();
+    rmSync(segmentPaths(withoutFirst, ordersBucket)[0]!);
+    expect(await damages(withoutFirst)).toEqual([
+      expect.stringMatching(/the segments before it are missing/),
+    ]);
+    const withoutLast = copyOfSeeded();
+    rmSync(segmentPaths(withoutLast, ordersBucket).at(-1)!);
+    expect(await damages(withoutLast)).toEqual([
+      expect.stringMatching(/shorter than the \d+ store\.json recorded/),
+    ]);
+    const withoutFolder = copyOfSeeded();
+    rmSync(path.dirname(segmentPaths(withoutFolder, ordersBucket)[0]!), { recursive: true });
+    expect(await damages(withoutFolder)).toEqual([
+      expect.stringMatching(/the folder of offsets-bucket \d+ is missing/),
+    ]);
   });
 
   it('rejects a bucket out of range and a directory without a store', async () => {

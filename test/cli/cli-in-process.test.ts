@@ -399,6 +399,16 @@ describe('command output (in-process)', () => {
     ).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /) });
   });
 
+  it("log verify says what the next open does with a compaction's leftovers: files of a swap that never committed are removed", async () => {
+    const dir = copy();
+    writeFileSync(path.join(dir, 'buckets', '000', `00000000000000000000.log.cleaned`), '');
+    const verify = await run(['log', 'verify', '--dir', dir]);
+    expect(verify.stdout).toContain(
+      'ok (leftovers of a compaction that never committed; the next open removes them)',
+    );
+    expect(verify.stdout).not.toContain('completed on next open');
+  });
+
   it('log verify: a journal file ending before the rounds the next one records for it is corrupt, for the whole store', async () => {
     await loadChecksum();
     const dir = copy();

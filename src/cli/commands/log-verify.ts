@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path';
 import { STORE_WIDE_BUCKET, verifyLog, type VerifyReport } from '../../admin/index.js';
+import { INTENT_FILE } from '../../log/index.js';
 import { EXIT, noPositionals, type Command } from '../command.js';
 import { cell, formatBytes, formatCount, formatDuration, type Output } from '../output.js';
 import { Progress } from '../progress.js';
@@ -93,7 +94,7 @@ function printReport(output: Output, report: VerifyReport): void {
       formatCount(b.batchCount),
       formatCount(b.recordCount),
       b.firstLogOffset === null ? '-' : `${b.firstLogOffset}..${cell(b.lastLogOffset)}`,
-      `${b.status}${b.swapLeftovers.length > 0 ? ' (interrupted compaction swap; completed on next open)' : ''}`,
+      `${b.status}${swapNote(b)}`,
     ]),
   );
   output.line();
@@ -130,4 +131,17 @@ function printReport(output: Output, report: VerifyReport): void {
     output.line(
       `TORN TAIL: ${report.tornTailCount} torn tail(s); the next open truncates them (only unacknowledged writes are lost).`,
     );
+}
+
+/**
+ * What the next open does with a compaction's leftovers: a committed swap (its intent file) is
+ * completed, unless the bucket is refused; files of a swap that never committed are removed.
+ */
+function swapNote(bucket: { status: string; swapLeftovers: string[] }): string {
+  if (bucket.swapLeftovers.length === 0) return '';
+  if (!bucket.swapLeftovers.includes(INTENT_FILE))
+    return ' (leftovers of a compaction that never committed; the next open removes them)';
+  return bucket.status === 'corrupt'
+    ? ' (interrupted compaction swap)'
+    : ' (interrupted compaction swap; completed on next open)';
 }

@@ -116,6 +116,19 @@ describe('unauthenticated requests', () => {
     expect(t.server.stats().topics).toBe(1);
   });
 
+  it('on a listener without SASL, SaslHandshake and SaslAuthenticate are ILLEGAL_SASL_STATE, as on Kafka', async () => {
+    running = await startTestServer();
+    const client = await RawKafkaClient.connect(running.server.port);
+    expect((await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'PLAIN' })).errorCode).toBe(
+      34,
+    );
+    expect(
+      (await client.send(API_KEYS.SaslAuthenticate, 2, { authBytes: Buffer.from('\0a\0b') }))
+        .errorCode,
+    ).toBe(34);
+    client.close();
+  });
+
   it('answer ApiVersions, and close after a SaslAuthenticate out of turn or an unknown mechanism', async () => {
     const t = await start();
     const client = await RawKafkaClient.connect(t.server.port);

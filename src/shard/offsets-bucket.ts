@@ -241,8 +241,13 @@ export class OffsetsBucket {
     table.state.onGroupDropped = options.onGroupDropped;
     if (report.tornTail !== undefined) {
       const { file, position, reason } = report.tornTail;
+      // With batches written again from the commit journal, the cut bytes may have held batches
+      // that were acknowledged (durable in the journal): they are in the log again, not lost.
+      const restored = report.journalBatches ?? 0;
       options.onWarning(
-        `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`,
+        restored > 0
+          ? `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
+          : `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`,
       );
     }
     return new OffsetsBucket(

@@ -181,6 +181,21 @@ describe('the commit journal of a store', () => {
     await again.close();
   });
 
+  it('a torn log tail whose batches the journal holds is said to be written again, not dropped as never acknowledged', async () => {
+    const { image, synced } = await crashImage(10);
+    // A power loss that kept 20 bytes of the first batch past the log's own last fdatasync.
+    truncateSync(synced[0]!.file, synced[0]!.bytes + 20);
+    const warnings: string[] = [];
+    const recovered = await openStore(image, { ...OPTIONS, onWarning: (m) => warnings.push(m) });
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^offsets-bucket 0: torn write at the end of .*; truncated 20 bytes, and wrote 10 batch\(es\) again from the commit journal, where they were durable$/,
+      ),
+    ]);
+    expect(warnings[0]).not.toMatch(/never acknowledged/);
+    await recovered.close();
+  });
+
   it('is replayed whatever the options of the open: commitJournal false, durability os', async () => {
     const { image, groups, last, loseUnsynced } = await crashImage(10);
     loseUnsynced();

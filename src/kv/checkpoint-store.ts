@@ -457,12 +457,51 @@ function handled(result: unknown): void {
     (result as PromiseLike<unknown>).then(undefined, () => {});
 }
 
-/** Awaits an LMDB commit (or flush), handling the `commitError` its failure carries (see `handled`). */
-async function lmdbCommit<T>(commit: Promise<T>): Promise<T> {
+/** How long a failed commit's `commitError` is waited for, to say what failed. */
+const COMMIT_ERROR_WAIT_MS = 1000;
+
+/**
+ * Awaits an LMDB commit (or flush), handling the `commitError` its failure carries (see `handled`).
+ * LMDB's own error only says "Commit failed (see commitError for details)": what failed (ENOSPC,
+ * EIO) is in `commitError`, so the error raised names it and carries its code.
+ */
+export async function lmdbCommit<T>(commit: Promise<T>): Promise<T> {
   try {
     return await externalWork(commit);
   } catch (error) {
-    handled((error as { commitError?: unknown } | null)?.commitError);
-    throw error;
+    const commitError = (error as { commitError?: unknown } | null)?.commitError;
+    handled(commitError);
+    throw await withCommitError(error, commitError);
   }
+}
+
+async function withCommitError(error: unknown, commitError: unknown): Promise<unknown> {
+  if (
+    typeof commitError !== 'object' ||
+    commitError === null ||
+    typeof (commitError as PromiseLike<unknown>).then !== 'function'
+  )
+    return error;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const reason = await Promise.race([
+    Promise.resolve(commitError as PromiseLike<unknown>).then(
+      () => undefined,
+      (r: unknown) => r,
+    ),
+    new Promise<undefined>((resolve) => {
+      // Only on a failure, outside any simulated clock: a real timer, not holding the process.
+      timer = setTimeout(() => resolve(undefined), COMMIT_ERROR_WAIT_MS);
+      (timer as { unref?: () => void }).unref?.();
+    }),
+  ]);
+  clearTimeout(timer);
+  if (reason === undefined) return error;
+  const code = (reason as { code?: unknown } | null)?.code;
+  return Object.assign(
+    new Error(
+      `the checkpoint's LMDB commit failed: ${(reason as Error | null)?.message ?? String(reason)}`,
+      { cause: reason },
+    ),
+    code === undefined ? {} : { code },
+  );
 }

@@ -566,3 +566,24 @@ describe('converting under load', () => {
     },
   );
 });
+
+describe("a checkpoint's failed LMDB commit", () => {
+  it('names what failed (LMDB says only "see commitError") and keeps its code', async () => {
+    const { lmdbCommit } = await import('../../src/kv/checkpoint-store.js');
+    const cause = Object.assign(new Error('MDB_PANIC: No space left on device'), {
+      code: 'ENOSPC',
+    });
+    const failed = Object.assign(new Error('Commit failed (see commitError for details)'), {
+      commitError: Promise.reject(cause),
+    });
+    const error = await lmdbCommit(Promise.reject(failed)).catch((e: unknown) => e);
+    expect(error).toMatchObject({
+      message: "the checkpoint's LMDB commit failed: MDB_PANIC: No space left on device",
+      code: 'ENOSPC',
+      cause,
+    });
+    // A failure without one is raised as it came.
+    const plain = new Error('disk gone');
+    expect(await lmdbCommit(Promise.reject(plain)).catch((e: unknown) => e)).toBe(plain);
+  });
+});

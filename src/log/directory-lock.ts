@@ -148,3 +148,6 @@ export class DirectoryLock {
     }
   }
 }
+export function heldDirectoriesForDebug(): string[] {
+  return [...heldInThisProcess];
+}

@@ -41,3 +41,10 @@ afterEach(() => {
 
 afterEach(() => removeTestTempDirs());
 afterAll(() => removeFileTempDirs());
+import { heldDirectoriesForDebug } from '../../src/log/directory-lock.js';
+import { appendFileSync } from 'node:fs';
+afterAll(() => {
+  const held = heldDirectoriesForDebug();
+  if (held.length > 0)
+    appendFileSync('/tmp/leaks.txt', `${expect.getState().testPath} ${held.join(' ')}\n`);
+});

@@ -113,6 +113,7 @@ export class KafkaServer {
   readonly #connections = new Set<KafkaConnection>();
   #sweepTimer: Timer | undefined;
   #closing: Promise<void> | undefined;
+  #closingStore: Promise<void> | undefined;
   /** Tells the process's logs that commits arrive over the network (released at close). */
   readonly #releaseServingFlushes = holdServingFlushes();
   #refusedConnections = 0;
@@ -358,15 +359,18 @@ export class KafkaServer {
 
   /**
    * Stops accepting connections, answers held Fetches, lets every connection finish the requests it
-   * dispatched and closes it, then closes the store if `closeStore`. Idempotent: a second call
-   * returns the first one's promise.
+   * dispatched and closes it, then closes the store if `closeStore`. Idempotent: a later call
+   * settles with the first one, and closes the store too if it asks to (a first call that did not
+   * must not make a later `closeStore: true` leave the store open).
    */
   close(options?: KafkaServerCloseOptions): Promise<void> {
-    this.#closing ??= this.#close(options?.closeStore === true);
-    return this.#closing;
+    this.#closing ??= this.#close();
+    if (options?.closeStore !== true) return this.#closing;
+    this.#closingStore ??= this.#closing.then(() => this.#options.store.close());
+    return this.#closingStore;
   }
 
-  async #close(closeStore: boolean): Promise<void> {
+  async #close(): Promise<void> {
     this.#releaseServingFlushes();
     this.#sweepTimer?.cancel();
     const stopped = Promise.all(
@@ -377,7 +381,6 @@ export class KafkaServer {
     await stopped;
     await this.#context.catalog.idle();
     await this.#security.close();
-    if (closeStore) await this.#options.store.close();
   }
 }
 

@@ -427,6 +427,16 @@ describe('close', () => {
     await expect(t.store.fetchOffsets('g', [])).rejects.toMatchObject({ code: 'STORE_CLOSED' });
     running = undefined;
   });
+
+  it('closes the store when asked by a later close, after a first close that did not ask', async () => {
+    const t = await start();
+    await t.server.close();
+    expect(await t.store.fetchOffsets('g', [])).toEqual([]);
+    await t.server.close({ closeStore: true });
+    await expect(t.store.fetchOffsets('g', [])).rejects.toMatchObject({ code: 'STORE_CLOSED' });
+    await t.server.close({ closeStore: true }); // and again: idempotent
+    running = undefined;
+  });
 });
 
 describe('startKafkaServer', () => {

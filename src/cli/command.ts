@@ -211,6 +211,9 @@ export function selectionOption(context: CommandContext): BucketSelection {
   };
 }
 
+/** Most bytes of an offsets document read from a file (a million buckets take ~30 MB). */
+const OFFSETS_DOCUMENT_BYTES_MAX = 64 * 1024 * 1024;
+
 /**
  * Reads an offsets document (see src/admin/bucket-spec.ts): inline JSON when `text` starts with `{`
  * or `[`, otherwise the path of a JSON file (a leading `@` is allowed: `@lag.json`).
@@ -229,7 +232,7 @@ export async function readOffsetsDocument(
   } else {
     let bytes: Buffer | null;
     try {
-      bytes = await readNamedFile(source);
+      bytes = await readNamedFile(source, OFFSETS_DOCUMENT_BYTES_MAX);
     } catch (error) {
       throw new UsageError(`--${optionName}: cannot read ${source}: ${(error as Error).message}`);
     }

@@ -397,16 +397,38 @@ export class NodeFileSystem implements FileSystem {
   }
 }
 
+/** Most bytes `readNamedFile` reads by default. */
+export const NAMED_FILE_BYTES_MAX = 256 * 1024 * 1024;
+
 /**
  * Reads a file a user named (a command-line option): any file the shell can hand over, a FIFO or
  * `/dev/stdin` included, unlike the store's own files, which are opened only if regular; null
- * when it does not exist.
+ * when it does not exist. Read in chunks, and refused (a RangeError) past `bytesMax`: `/dev/zero`,
+ * or a log file named by mistake, would otherwise be read into memory until the process dies.
  */
-export async function readNamedFile(file: string): Promise<Buffer | null> {
+export async function readNamedFile(
+  file: string,
+  bytesMax = NAMED_FILE_BYTES_MAX,
+): Promise<Buffer | null> {
+  let handle: fs.FileHandle;
   try {
-    return await fs.readFile(file);
+    handle = await fs.open(file, 'r');
   } catch (error) {
     if (isNotFound(error)) return null;
     throw error;
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(1024 * 1024);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) return Buffer.concat(chunks, total);
+      total += bytesRead;
+      if (total > bytesMax) throw new RangeError(`it holds more than ${bytesMax} bytes`);
+      chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+    }
+  } finally {
+    await handle.close();
   }
 }

@@ -94,6 +94,20 @@ describe('offset-store dispatcher', () => {
       '--execute',
     ]);
     expect(twice.code).toBe(2);
+    // A file named by mistake that never ends is refused at its limit, not read until memory runs out.
+    const endless = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      seeded,
+      '--from-file',
+      '/dev/zero',
+    ]);
+    expect(endless.code).toBe(2);
+    expect(endless.stderr).toMatch(
+      /^error: --from-file: cannot read \/dev\/zero: it holds more than 67108864 bytes\n/,
+    );
     expect(twice.stderr).toMatch(
       /^error: --to-offset is given twice \("5" and "7"\): give it once\n/,
     );

@@ -464,11 +464,14 @@ interface ServeSettings {
   autoCreateTopics: boolean;
 }
 
+/** Most bytes of a certificate, key or CA file (a long chain of certificates takes tens of KB). */
+const PEM_FILE_BYTES_MAX = 16 * 1024 * 1024;
+
 async function readPem(file: string | undefined, option: string): Promise<Buffer | undefined> {
   if (file === undefined) return undefined;
   let bytes: Buffer | null;
   try {
-    bytes = await readNamedFile(file);
+    bytes = await readNamedFile(file, PEM_FILE_BYTES_MAX);
   } catch (error) {
     throw new UsageError(`${option}: cannot read ${file}: ${(error as Error).message}`);
   }

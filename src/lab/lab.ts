@@ -9,6 +9,7 @@
  * (its compacting phases call compact(), which does nothing).
  */
 import * as os from 'node:os';
+import * as path from 'node:path';
 import {
   isCompactionStrategy,
   isStrategyModulePath,
@@ -114,12 +115,42 @@ async function loadStrategyModules(strategies: readonly string[]): Promise<void>
       await loadStrategy({ moduleUrl: strategyModuleUrl(s, process.cwd()) });
 }
 
+/**
+ * Removes the stores of runs whose lab process is gone (interrupted: Ctrl-C, a kill), which remove
+ * their own store only when they end: `<workload>-<strategy>-<pid>-<ms>` folders of a process that
+ * no longer exists. A folder of a live process, or of any other name, is left alone.
+ */
+export async function removeAbandonedRuns(dir: string): Promise<void> {
+  const fs = new NodeFileSystem();
+  for (const name of await fs.readdir(dir)) {
+    const workload = WORKLOADS.find((w) => name.startsWith(`${w.name}-`));
+    const match =
+      workload === undefined
+        ? null
+        : /^[A-Za-z0-9_-]+-(\d+)-(\d+)$/.exec(name.slice(workload.name.length + 1));
+    if (match === null) continue;
+    const pid = Number(match[1]);
+    if (pid === process.pid || processAlive(pid)) continue;
+    await fs.removeTree(path.join(dir, name));
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /** Runs the lab (see the module comment). */
 export async function runLab(options: LabOptions): Promise<LabResult> {
   const { workloads, strategies } = checkLabOptions(options);
   await loadStrategyModules(strategies);
   const settings: LabSettings = { ...labSettings(options.scale), ...options.settings };
   await new NodeFileSystem().mkdir(options.dir);
+  await removeAbandonedRuns(options.dir);
   const total = workloads.reduce(
     (n, w) =>
       n +

@@ -4,7 +4,7 @@
  * per step with space and write amplification and a reopen, its compaction runs, the latency phases,
  * and a store checked against what the operations left; the control compacts nothing.
  */
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WORKLOADS, checkLabOptions, runLab } from '../../src/lab/index.js';
@@ -153,5 +153,20 @@ describe('a lab run', () => {
     expect(retention!.runs[0]!.totals.liveOffsets).toBeLessThan(committedOffsets);
     expect(retention!.runs[0]!.totals.liveOffsets).toBeGreaterThan(0);
     expect(churn!.runs[0]!.totals.liveOffsets).toBe(40 * 50);
+  });
+});
+
+describe('stores of interrupted runs', () => {
+  it('are removed when their lab process is gone; those of live processes and other folders stay', async () => {
+    const { removeAbandonedRuns } = await import('../../src/lab/lab.js');
+    const dir = tempDir();
+    const dead = 'hot-overwrite-log-cleaner-99999999-12345'; // above any pid_max
+    const live = `hot-overwrite-log-cleaner-${process.pid}-12345`;
+    for (const name of [dead, live, 'my-notes', 'unknown-workload-x-99999999-1']) {
+      mkdirSync(path.join(dir, name));
+      writeFileSync(path.join(dir, name, 'store.json'), '{}');
+    }
+    await removeAbandonedRuns(dir);
+    expect(readdirSync(dir).sort()).toEqual([live, 'my-notes', 'unknown-workload-x-99999999-1']);
   });
 });

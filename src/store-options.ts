@@ -290,10 +290,12 @@ export interface BucketStats {
   bucket: number;
   /**
    * 'loading' while it recovers, 'failed' when recovery failed (its calls get its error),
-   * 'not-owned' in a hosting store for a bucket another node serves, else 'ready'; the figures are 0
-   * unless ready.
+   * 'not-owned' in a hosting store for a bucket another node serves, 'stopped' when a storage
+   * failure fail-stopped its log since (its fetches are served, its writes refused with
+   * LOG_STORAGE_ERROR until the store is reopened), else 'ready'; the figures are 0 unless ready or
+   * stopped.
    */
-  state: 'loading' | 'ready' | 'failed' | 'not-owned';
+  state: 'loading' | 'ready' | 'stopped' | 'failed' | 'not-owned';
   /** Bytes of its log's segments (preallocated zeros not counted). */
   logBytes: number;
   /** Bytes of batches appended to its log since the store was opened (what commits, deletes and snapshots wrote). */

@@ -1208,7 +1208,7 @@ export class OffsetStore {
       }
       return {
         bucket: slot.index,
-        state: 'ready',
+        state: bucket.table.log.failed ? 'stopped' : 'ready',
         ...bucket.figures(),
         checkpoint: bucket.table.latestCheckpoint(),
       };

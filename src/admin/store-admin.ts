@@ -207,7 +207,7 @@ export interface BucketStatsReport {
   /** The offsets-bucket. */
   bucket: number;
   /** 'loading', 'ready' or 'failed' (figures are 0 unless ready). */
-  state: 'loading' | 'ready' | 'failed' | 'not-owned';
+  state: 'loading' | 'ready' | 'stopped' | 'failed' | 'not-owned';
   /** Bytes of its log. */
   logBytes: number;
   /** Segments of its log. */

@@ -53,6 +53,20 @@ const offsetsOf = async (store: OffsetStore) =>
   (await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b);
 
 describe('a failing disk', () => {
+  it("reports a bucket whose log a failed fdatasync stopped as 'stopped' in stats, its offsets still counted", async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    await store.commitOffsets('g', [{ ...K(0), offset: 1 }]);
+    expect((await store.stats()).buckets[0]).toMatchObject({ state: 'ready', liveOffsets: 1 });
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
+    await expect(store.commitOffsets('g', [{ ...K(1), offset: 2 }])).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
+    expect((await store.stats()).buckets[0]).toMatchObject({ state: 'stopped', liveOffsets: 1 });
+    await store.close().catch(() => {});
+  });
+
   it('never brings back a commit rejected after a failed fdatasync whose cut-back failed too', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

@@ -103,7 +103,10 @@ describe('offset-store users and acls', () => {
     const again = await runCli(['users', 'remove', 'alice', '--dir', dir]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^error: INVALID_REQUEST: no user alice in /);
-    expect((await runCli(['users', 'list', '--dir', tempDir()])).code).toBe(2);
+    // A directory without a store is INVALID_CONFIG, as for every other command.
+    const noStore = await runCli(['users', 'list', '--dir', tempDir()]);
+    expect(noStore.code).toBe(1);
+    expect(noStore.stderr).toMatch(/^error: INVALID_CONFIG: no offset store in /);
   });
 
   it('acls add, list and remove with Kafka-like flags', async () => {

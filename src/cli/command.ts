@@ -5,8 +5,10 @@
  *
  * Every command accepts the global options `--dir <path>`, `--json` and `--help`.
  */
+import * as path from 'node:path';
 import { NodeFileSystem, readNamedFile } from '../io/index.js';
 import { OffsetStoreError } from '../errors/index.js';
+import { MANIFEST_FILE } from '../log/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
 import type { Output } from './output.js';
 
@@ -209,6 +211,19 @@ export function selectionOption(context: CommandContext): BucketSelection {
     ...(partitionId === undefined ? {} : { partitionId }),
     ...(bucketId === undefined ? {} : { bucketId }),
   };
+}
+
+/**
+ * Refuses a directory that holds no store, as every command that reads one does (INVALID_CONFIG):
+ * for the commands that write files beside a store without opening it (users, acls), a typo would
+ * otherwise create them anywhere.
+ */
+export async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
+  if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
+    throw new OffsetStoreError(
+      'INVALID_CONFIG',
+      `no offset store in ${path.resolve(dir)}: ${MANIFEST_FILE} not found; create it first, e.g. with offset-store serve`,
+    );
 }
 
 /** Most bytes of an offsets document read from a file (a million buckets take ~30 MB). */

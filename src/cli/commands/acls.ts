@@ -6,10 +6,8 @@
  * principals, operations and resources given is one ACL. A running `offset-store serve` picks
  * changes up on SIGHUP.
  */
-import * as path from 'node:path';
 import { OffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
-import { MANIFEST_FILE } from '../../log/index.js';
 import {
   ACL_OPERATIONS,
   AclSet,
@@ -22,6 +20,7 @@ import {
   EXIT,
   UsageError,
   noPositionals,
+  requireStore,
   stringListOption,
   stringOption,
   type Command,
@@ -76,14 +75,6 @@ const ACL_OPTIONS: Record<string, OptionSpec> = {
     description: 'how --group and --topic names match (default literal)',
   },
 };
-
-async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
-  if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
-    throw new OffsetStoreError(
-      'INVALID_CONFIG',
-      `no offset store in ${path.resolve(dir)}: ${MANIFEST_FILE} not found; create it first, e.g. with offset-store serve`,
-    );
-}
 
 function operationOf(text: string): AclOperation {
   const found = ACL_OPERATIONS.find((o) => o.toLowerCase() === text.toLowerCase());

@@ -4,10 +4,8 @@
  * or from stdin with --password-stdin, never from an argument; only its salted SCRAM verifiers are
  * stored. A running `offset-store serve` picks changes up on SIGHUP.
  */
-import * as path from 'node:path';
 import { OffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
-import { MANIFEST_FILE } from '../../log/index.js';
 import {
   SCRAM_ITERATIONS_MAX,
   SCRAM_ITERATIONS_MIN,
@@ -21,20 +19,12 @@ import {
   UsageError,
   integerOption,
   noPositionals,
+  requireStore,
   stringListOption,
   type Command,
   type CommandContext,
 } from '../command.js';
 import { passwordFromStdin, passwordFromTerminal } from '../password-input.js';
-
-/** Refuses a directory that holds no store (a typo would otherwise create a users file anywhere). */
-async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
-  if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
-    throw new OffsetStoreError(
-      'INVALID_CONFIG',
-      `no offset store in ${path.resolve(dir)}: ${MANIFEST_FILE} not found; create it first, e.g. with offset-store serve`,
-    );
-}
 
 function nameArgument(context: CommandContext): string {
   if (context.positionals.length !== 1) throw new UsageError('expected exactly one user name');

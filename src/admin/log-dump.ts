@@ -16,9 +16,9 @@ import {
   type DecodedRecord,
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { LOG_DEFAULTS, missingBucketDirs, scanSegment } from '../log/index.js';
+import { LOG_DEFAULTS, scanSegment } from '../log/index.js';
 import { CHECKPOINT_DIR } from '../kv/index.js';
-import { listSegmentFiles, readStoreLayout } from './store-directory.js';
+import { listSegmentFiles, readStoreLayout, vanished } from './store-directory.js';
 
 /** A segment file begins. */
 export interface DumpSegmentEntry {
@@ -127,21 +127,13 @@ export interface DumpSummary {
   damageCount: number;
 }
 
+/** Times a dump lists a bucket's segments again after one vanished under it. */
+const RELISTS_MAX = 16;
+
 /**
  * Dumps offsets-bucket `bucket` of the store in `dir`, calling `visit` for each entry in log order.
  * INVALID_CONFIG when `dir` holds no store; INVALID_REQUEST for a bucket outside [0, bucketCount).
  */
-/** Times a dump lists a bucket's segments again after one vanished under it. */
-const RELISTS_MAX = 16;
-
-/** True when `error` is a file that was not found (directly, or as the cause of a store error). */
-export function vanished(error: unknown): boolean {
-  const code = (e: unknown) => (e as { code?: unknown } | null)?.code;
-  return (
-    code(error) === 'ENOENT' || code((error as { cause?: unknown } | null)?.cause) === 'ENOENT'
-  );
-}
-
 export async function dumpLog(
   dir: string,
   bucket: number,
@@ -276,7 +268,7 @@ async function compareWithManifest(
 ): Promise<void> {
   const record = layout.manifest.buckets[bucket];
   if (record === undefined) return;
-  if ((await missingBucketDirs(fs, layout.dir, layout.manifest.bucketCount)).includes(bucket)) {
+  if ((await fs.sizeBytes(bucketDir)) === null) {
     damage(`the folder of offsets-bucket ${bucket} is missing (store.json records it)`, bucketDir);
     return;
   }

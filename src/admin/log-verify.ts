@@ -29,9 +29,9 @@ import {
 import { OffsetsTable } from '../kv/index.js';
 import { recordedStrategy } from '../compaction/index.js';
 import { storedSnapshotProblem } from '../group/index.js';
-import { vanished } from './log-dump.js';
 import {
   listSwapLeftovers,
+  vanished,
   liveLockHolder,
   readStoreLayout,
   type StoreLayout,

@@ -68,6 +68,17 @@ export async function readStoreLayout(fs: FileSystem, dir: string): Promise<Stor
   return { dir: absoluteDir, manifest, bucketDirs };
 }
 
+/**
+ * True when `error` is a file that was not found (directly, or as the cause of a store error): what
+ * a tool reading a store that another process compacts meets when a file it listed is swapped away.
+ */
+export function vanished(error: unknown): boolean {
+  const code = (e: unknown) => (e as { code?: unknown } | null)?.code;
+  return (
+    code(error) === 'ENOENT' || code((error as { cause?: unknown } | null)?.cause) === 'ENOENT'
+  );
+}
+
 /** The segment files of one bucket folder in log order (empty when the folder does not exist). */
 export async function listSegmentFiles(fs: FileSystem, bucketDir: string): Promise<SegmentFile[]> {
   const segments: SegmentFile[] = [];

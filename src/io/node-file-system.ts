@@ -397,19 +397,13 @@ export class NodeFileSystem implements FileSystem {
   }
 }
 
-/** Most bytes `readNamedFile` reads by default. */
-export const NAMED_FILE_BYTES_MAX = 256 * 1024 * 1024;
-
 /**
  * Reads a file a user named (a command-line option): any file the shell can hand over, a FIFO or
  * `/dev/stdin` included, unlike the store's own files, which are opened only if regular; null
  * when it does not exist. Read in chunks, and refused (a RangeError) past `bytesMax`: `/dev/zero`,
  * or a log file named by mistake, would otherwise be read into memory until the process dies.
  */
-export async function readNamedFile(
-  file: string,
-  bytesMax = NAMED_FILE_BYTES_MAX,
-): Promise<Buffer | null> {
+export async function readNamedFile(file: string, bytesMax: number): Promise<Buffer | null> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(file, 'r');

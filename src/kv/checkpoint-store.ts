@@ -449,12 +449,15 @@ export class CheckpointStore {
  * one that is raised.
  */
 function handled(result: unknown): void {
-  if (
-    typeof result === 'object' &&
-    result !== null &&
-    typeof (result as PromiseLike<unknown>).then === 'function'
-  )
-    (result as PromiseLike<unknown>).then(undefined, () => {});
+  if (isPromiseLike(result)) result.then(undefined, () => {});
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 /** How long a failed commit's `commitError` is waited for, to say what failed. */
@@ -476,15 +479,10 @@ export async function lmdbCommit<T>(commit: Promise<T>): Promise<T> {
 }
 
 async function withCommitError(error: unknown, commitError: unknown): Promise<unknown> {
-  if (
-    typeof commitError !== 'object' ||
-    commitError === null ||
-    typeof (commitError as PromiseLike<unknown>).then !== 'function'
-  )
-    return error;
+  if (!isPromiseLike(commitError)) return error;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const reason = await Promise.race([
-    Promise.resolve(commitError as PromiseLike<unknown>).then(
+    Promise.resolve(commitError).then(
       () => undefined,
       (r: unknown) => r,
     ),

@@ -148,6 +148,7 @@ export class DirectoryLock {
     }
   }
 }
+
 /** The directories whose lock this process holds now (their LOCK files): for tests that look for stores left open. */
 export function directoriesLockedByThisProcess(): string[] {
   return [...heldInThisProcess];

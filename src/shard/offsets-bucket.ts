@@ -245,9 +245,11 @@ export class OffsetsBucket {
       // that were acknowledged (durable in the journal): they are in the log again, not lost.
       const restored = report.journalBatches ?? 0;
       options.onWarning(
-        restored > 0
-          ? `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
-          : `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes that were never acknowledged`,
+        `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes${
+          restored > 0
+            ? `, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
+            : ' that were never acknowledged'
+        }`,
       );
     }
     return new OffsetsBucket(

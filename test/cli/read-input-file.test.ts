@@ -15,9 +15,9 @@ describe('readNamedFile', () => {
     async () => {
       const fifo = path.join(tempDir(), 'plan.json');
       execFileSync('mkfifo', [fifo]);
-      const [read] = await Promise.all([readNamedFile(fifo), writeFile(fifo, '{"a":1}')]);
+      const [read] = await Promise.all([readNamedFile(fifo, 1024), writeFile(fifo, '{"a":1}')]);
       expect(read?.toString()).toBe('{"a":1}');
-      expect(await readNamedFile(path.join(tempDir(), 'none.json'))).toBeNull();
+      expect(await readNamedFile(path.join(tempDir(), 'none.json'), 1024)).toBeNull();
     },
   );
 });

@@ -25,7 +25,12 @@ import type { Durability } from '../log/index.js';
 import { CompactionTracker, type CompactionRunRecord } from './compaction-tracker.js';
 import { sampleStore, type LabSample } from './lab-sample.js';
 import { LatencyLog, percentiles, type LatencyWindow, type Percentiles } from './latency-log.js';
-import type { LabScale, WorkloadDefinition, WorkloadOp } from './workloads/index.js';
+import {
+  WORKLOADS,
+  type LabScale,
+  type WorkloadDefinition,
+  type WorkloadOp,
+} from './workloads/index.js';
 
 const OPS_CONCURRENCY = 64;
 const LATENCY_COMMITTERS = 16;
@@ -312,6 +317,35 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
     await store.close().catch(() => {});
     await settle(tracker);
     await new NodeFileSystem().removeTree(storeDir);
+  }
+}
+
+/**
+ * Removes the stores of runs whose lab process is gone (interrupted: Ctrl-C, a kill), which remove
+ * their own store only when they end: `<workload>-<strategy>-<pid>-<ms>` folders (the name
+ * runStrategy gives its store, above) of a process that no longer exists. A folder of a live process, or of any other name, is left alone.
+ */
+export async function removeAbandonedRuns(dir: string): Promise<void> {
+  const fs = new NodeFileSystem();
+  for (const name of await fs.readdir(dir)) {
+    const workload = WORKLOADS.find((w) => name.startsWith(`${w.name}-`));
+    const match =
+      workload === undefined
+        ? null
+        : /^[A-Za-z0-9_-]+-(\d+)-(\d+)$/.exec(name.slice(workload.name.length + 1));
+    if (match === null) continue;
+    const pid = Number(match[1]);
+    if (pid === process.pid || processAlive(pid)) continue;
+    await fs.removeTree(path.join(dir, name));
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -9,7 +9,6 @@
  * (its compacting phases call compact(), which does nothing).
  */
 import * as os from 'node:os';
-import * as path from 'node:path';
 import {
   isCompactionStrategy,
   isStrategyModulePath,
@@ -17,7 +16,13 @@ import {
   strategyModuleUrl,
 } from '../compaction/index.js';
 import { NodeFileSystem } from '../io/index.js';
-import { labSettings, runStrategy, type LabSettings, type StrategyRun } from './lab-run.js';
+import {
+  labSettings,
+  removeAbandonedRuns,
+  runStrategy,
+  type LabSettings,
+  type StrategyRun,
+} from './lab-run.js';
 import { WORKLOADS, type LabScale } from './workloads/index.js';
 
 /** The lab's result: JSON-safe, written as lab-result.json next to the HTML report. */
@@ -113,35 +118,6 @@ async function loadStrategyModules(strategies: readonly string[]): Promise<void>
   for (const s of strategies)
     if (!isCompactionStrategy(s))
       await loadStrategy({ moduleUrl: strategyModuleUrl(s, process.cwd()) });
-}
-
-/**
- * Removes the stores of runs whose lab process is gone (interrupted: Ctrl-C, a kill), which remove
- * their own store only when they end: `<workload>-<strategy>-<pid>-<ms>` folders of a process that
- * no longer exists. A folder of a live process, or of any other name, is left alone.
- */
-export async function removeAbandonedRuns(dir: string): Promise<void> {
-  const fs = new NodeFileSystem();
-  for (const name of await fs.readdir(dir)) {
-    const workload = WORKLOADS.find((w) => name.startsWith(`${w.name}-`));
-    const match =
-      workload === undefined
-        ? null
-        : /^[A-Za-z0-9_-]+-(\d+)-(\d+)$/.exec(name.slice(workload.name.length + 1));
-    if (match === null) continue;
-    const pid = Number(match[1]);
-    if (pid === process.pid || processAlive(pid)) continue;
-    await fs.removeTree(path.join(dir, name));
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Runs the lab (see the module comment). */

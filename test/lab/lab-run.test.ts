@@ -158,7 +158,7 @@ describe('a lab run', () => {
 
 describe('stores of interrupted runs', () => {
   it('are removed when their lab process is gone; those of live processes and other folders stay', async () => {
-    const { removeAbandonedRuns } = await import('../../src/lab/lab.js');
+    const { removeAbandonedRuns } = await import('../../src/lab/lab-run.js');
     const dir = tempDir();
     const dead = 'hot-overwrite-log-cleaner-99999999-12345'; // above any pid_max
     const live = `hot-overwrite-log-cleaner-${process.pid}-12345`;

@@ -10,6 +10,7 @@ import { NodeFileSystem, readNamedFile } from '../io/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { MANIFEST_FILE } from '../log/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
+import { findDuplicateJsonKey } from '../util/index.js';
 import type { Output } from './output.js';
 
 /** Exit codes of `offset-store`. */
@@ -261,6 +262,13 @@ export async function readOffsetsDocument(
   } catch (error) {
     throw new UsageError(
       `${inline ? `--${optionName}` : `--${optionName}: ${source}`} is not valid JSON: ${(error as Error).message}`,
+    );
+  }
+  // JSON.parse keeps the last of a repeated key: in a document someone wrote, that is a mistake.
+  const repeated = findDuplicateJsonKey(json);
+  if (repeated !== null) {
+    throw new UsageError(
+      `${inline ? `--${optionName}` : `--${optionName}: ${source}`} names the key ${JSON.stringify(repeated.key)} twice in one object (again at character ${repeated.index}); say each once`,
     );
   }
   const planned = (document as { groupId?: unknown } | null)?.groupId;

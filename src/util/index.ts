@@ -1,10 +1,11 @@
 /**
  * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand),
- * internal assertions (a failure is a bug of the store, never bad input) and turns of the event loop
- * (`nextTurn`). This file is the folder's door.
+ * internal assertions (a failure is a bug of the store, never bad input), turns of the event loop
+ * (`nextTurn`) and the check for keys a JSON text repeats. This file is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
 export { type Clock, type Timer, SystemClock, ManualClock, isClock } from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
+export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';
 export { nextTurn, onNextTurn } from './next-turn.js';
 export { Serial } from './serial.js';

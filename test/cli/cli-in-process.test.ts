@@ -268,6 +268,24 @@ describe('offset-store dispatcher', () => {
       code: 2,
       stderr: expect.stringMatching(/^error: --log-end is not valid JSON/),
     });
+    // JSON.parse would keep the last of a repeated key: 7, not the 5 also written.
+    expect(
+      await run([
+        'offsets',
+        'reset',
+        'orders',
+        '--dir',
+        seeded,
+        '--from-file',
+        '{"2:7:0": 5, "2:7:\\u0030": 7}',
+        '--dry-run',
+      ]),
+    ).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(
+        /^error: --from-file names the key "2:7:0" twice in one object/,
+      ),
+    });
     expect(await run(['log', 'dump', '--dir', seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--bucket <n> is required/),

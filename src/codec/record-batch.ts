@@ -156,6 +156,17 @@ export function checkBatch(
   const actual = xxh32(buf, position + CHECKSUMMED_FROM, position + sizeBytes);
   if (stored !== actual)
     return { kind: 'invalid', reason: `checksum mismatch (stored ${stored}, computed ${actual})` };
+  // Fields this format writes as 0: another value means a batch this version cannot read (a later
+  // version's compression or control batches, say), which must not be read as a plain one.
+  const schemaId = buf.readInt16LE(position + SCHEMA_ID_POSITION);
+  if (schemaId !== 0)
+    return { kind: 'invalid', reason: `unknown schema id ${schemaId} (this version reads 0 only)` };
+  const attributes = buf[position + ATTRIBUTES_POSITION]!;
+  if (attributes !== 0)
+    return {
+      kind: 'invalid',
+      reason: `unknown attributes 0x${attributes.toString(16)} (this version reads 0 only)`,
+    };
   let logOffset: number;
   try {
     logOffset = readInt64(buf, position + LOG_OFFSET_POSITION);

@@ -236,6 +236,26 @@ describe('KvRecordBatch codec', () => {
     }
   });
 
+  it('refuses a batch whose schema id or attributes are not 0 even when its checksum matches: a batch of a later version is not read as a plain one', () => {
+    for (const [position, value, reason] of [
+      [29, 7, /unknown schema id 7/],
+      [31, 0x81, /unknown attributes 0x81/],
+    ] as const) {
+      const batch = buildOffsetBatch(
+        'g',
+        [{ tableId: 2, partitionId: 1, bucketId: 3, offset: 9, leaderEpoch: 1, metadata: '' }],
+        1,
+      );
+      batch[position] = value;
+      sealBatch(batch, 0);
+      expect(checkBatch(batch, 0, batch.length, 8 << 20)).toMatchObject({
+        kind: 'invalid',
+        reason,
+      });
+      expect(() => decodeBatch(batch, 0, 1 << 20)).toThrow(/CORRUPT_MESSAGE/);
+    }
+  });
+
   it('rejects an insane length field without allocating it', () => {
     const batch = buildOffsetBatch('g', [], 1);
     sealBatch(batch, 0);

@@ -6,17 +6,34 @@
  * Entries are numbered densely in [0, size); a delete moves the last entry into the hole. Metadata
  * strings, usually empty, live in a side Map keyed by entry index.
  *
- * Dense prefix: a group usually commits the buckets of one table in bucket order (a consumer of a
- * table with N buckets commits 0..N-1), so entry i then holds bucket i. `#denseCount` is the length of
- * the prefix of entries for which that holds for one (table, partition): entry i is (#denseTable,
- * #densePartition, i) for every i < #denseCount. Its key is therefore known from its position and
- * not stored: the prefix lives in `#dense`, DENSE_STRIDE doubles per entry (offset, leaderEpoch,
- * commitTimestampMs), and a key in it is found at its bucket id without reading anything. The other
- * entries, [#denseCount, size), live in `#sparse`, STRIDE doubles per entry (tableId, partitionId
- * (-1 = null), bucketId, offset, leaderEpoch, commitTimestampMs), entry i at i - #denseCount. An
- * insert extends the prefix when it appends the next bucket of its table while there are no sparse
- * entries; a delete inside the prefix shortens it to the hole, moving the entries after the hole
- * to the sparse part under the same indices (the last entry filling the hole, as everywhere).
+ * Dense prefix: a group usually commits the buckets of a table in bucket order (a consumer of a
+ * table with N buckets commits 0..N-1; a Kafka consumer commits topic after topic, each partition in
+ * order), so its entries form runs: a run is the buckets 0..n-1 of one (table, partition) under
+ * consecutive entry indices. `#denseCount` is the length of the prefix of entries made of such runs,
+ * at most RUNS_MAX of them. The first run starts at entry 0, its table and partition in
+ * `#denseTable`/`#densePartition` (most groups have one run, and it costs no array); `#laterRuns`
+ * holds each later run's (tableId, partitionId, first entry index), in entry order. A run ends where
+ * the next begins, the last at #denseCount. An entry's key in the
+ * prefix is therefore known from its position and not stored: the prefix lives in `#dense`,
+ * DENSE_STRIDE doubles per entry (offset, leaderEpoch, commitTimestampMs), and a key in it is found by
+ * comparing with each run's table and partition, then at the run's start plus its bucket id. The
+ * other entries, [#denseCount, size), live in `#sparse`, STRIDE doubles per entry (tableId,
+ * partitionId (-1 = null), bucketId, offset, leaderEpoch, commitTimestampMs), entry i at
+ * i - #denseCount. An insert extends the prefix while there are no sparse entries: it extends the
+ * last run with that run's next bucket, or starts a run with bucket 0 of another (table, partition).
+ * A (table, partition) has at most one run (a run holds its bucket 0). A delete inside the prefix
+ * shortens it to the hole (the runs after it end), moving the entries after the hole to the sparse
+ * part under the same indices (the last entry filling the hole, as everywhere).
+ *
+ * Re-layout: the members of a group commit their own buckets, in no agreed order (the member of
+ * buckets 4-7 may commit before the member of 0-3), so the prefix misses entries that form runs once
+ * every bucket is in. Once there are RELAYOUT_MIN sparse entries and the inserts since the last
+ * look number RELAYOUT_MIN and a quarter of the entries, the entries are re-ordered: the longest runs
+ * of in-order buckets (sorted by key) first, the rest after, which is adopted if it makes the prefix
+ * longer. A look costs O(n log n) and comes after n / 4 inserts, so an insert pays O(log n) for it
+ * however the group's commits and deletes go (a delete inside the prefix does not bring one on). Entry
+ * indices are positions, not names: a re-layout, like a delete, moves entries; nothing holds an
+ * index across a change of the table.
  *
  * Sparse entries are scanned linearly while they are at most LINEAR_SCAN_MAX; beyond that `#slots`
  * indexes every entry (linear probing, power-of-two capacity, load factor <= 0.75), holding entry
@@ -36,6 +53,12 @@ const F_TIMESTAMP = 5;
 /** Where a dense entry's values are: its offset, leader epoch and commit time (F_OFFSET.. less 3). */
 const DENSE_SHIFT = F_OFFSET;
 const LINEAR_SCAN_MAX = 16;
+/** Most runs in a dense prefix: a lookup compares with each run's table and partition. */
+const RUNS_MAX = 32;
+/** Doubles per run in `#laterRuns`: tableId, partitionId (-1 = null), first entry index. */
+const RUN_STRIDE = 3;
+/** Sparse entries, and inserts since the last look, before a re-layout is considered. */
+const RELAYOUT_MIN = 4;
 const TWO_POW_32 = 4294967296;
 
 /**
@@ -119,8 +142,11 @@ export class GroupOffsets {
   detached = false;
   #size = 0;
   #denseCount = 0;
+  /** The first run's table and partition (-1 = null), when #denseCount > 0. */
   #denseTable = 0;
   #densePartition = 0;
+  /** The runs after the first, RUN_STRIDE doubles each (tableId, partitionId, first entry). */
+  #laterRuns: number[] | undefined;
   /** Entries allocated by whichever part holds the first entry (the other starts small). */
   #capacityHint: number;
   /** The dense prefix's values, DENSE_STRIDE per entry; undefined until it has an entry. */
@@ -129,6 +155,8 @@ export class GroupOffsets {
   #sparse: number[] | undefined;
   #slots: Int32Array | undefined;
   #metadata: Map<number, string> | undefined;
+  /** Inserts since the layout was last looked at (see the module header). */
+  #insertedSinceLayout = 0;
 
   /** `capacity`: entries to allocate room for at first (the table grows as needed). */
   constructor(capacity = 2) {
@@ -144,8 +172,20 @@ export class GroupOffsets {
   find(tableId: number, partitionId: number | null, bucketId: number): number {
     const partition = partitionId ?? -1;
     const dense = this.#denseCount;
-    if (bucketId < dense && tableId === this.#denseTable && partition === this.#densePartition)
-      return bucketId;
+    if (dense > 0) {
+      const later = this.#laterRuns;
+      if (tableId === this.#denseTable && partition === this.#densePartition) {
+        if (bucketId < (later === undefined ? dense : later[2]!)) return bucketId;
+      } else if (later !== undefined) {
+        for (let r = 0; r < later.length; r += RUN_STRIDE) {
+          if (later[r] === tableId && later[r + 1] === partition) {
+            const i = later[r + 2]! + bucketId;
+            if (i < (r + RUN_STRIDE < later.length ? later[r + RUN_STRIDE + 2]! : dense)) return i;
+            break;
+          }
+        }
+      }
+    }
     const e = this.#sparse;
     if (e === undefined) return -1;
     const slots = this.#slots;
@@ -181,7 +221,13 @@ export class GroupOffsets {
     const dense = this.#denseCount;
     if (i >= dense) return this.#sparse![(i - dense) * STRIDE + field]!;
     if (field >= DENSE_SHIFT) return this.#dense![i * DENSE_STRIDE + field - DENSE_SHIFT]!;
-    return field === F_TABLE ? this.#denseTable : field === F_PARTITION ? this.#densePartition : i;
+    const later = this.#laterRuns;
+    if (later !== undefined) {
+      for (let r = later.length - RUN_STRIDE; r >= 0; r -= RUN_STRIDE) {
+        if (later[r + 2]! <= i) return field === F_BUCKET ? i - later[r + 2]! : later[r + field]!;
+      }
+    }
+    return field === F_BUCKET ? i : field === F_TABLE ? this.#denseTable : this.#densePartition;
   }
 
   /** The committed offset at entry `i` (from `find` or iteration), as a fresh object. */
@@ -191,11 +237,24 @@ export class GroupOffsets {
     if (i < dense) {
       const d = this.#dense!;
       const q = i * DENSE_STRIDE;
-      const partition = this.#densePartition;
+      let table = this.#denseTable;
+      let partition = this.#densePartition;
+      let bucket = i;
+      const later = this.#laterRuns;
+      if (later !== undefined) {
+        for (let r = later.length - RUN_STRIDE; r >= 0; r -= RUN_STRIDE) {
+          if (later[r + 2]! <= i) {
+            table = later[r]!;
+            partition = later[r + 1]!;
+            bucket = i - later[r + 2]!;
+            break;
+          }
+        }
+      }
       return new CommittedOffsetRecord(
-        this.#denseTable,
+        table,
         partition === -1 ? null : partition,
-        i,
+        bucket,
         d[q]!,
         d[q + 1]!,
         metadata,
@@ -237,7 +296,8 @@ export class GroupOffsets {
     metadata: string,
   ): void {
     let i = this.find(tableId, partitionId, bucketId);
-    if (i < 0) i = this.#insert(tableId, partitionId ?? -1, bucketId);
+    const inserted = i < 0;
+    if (inserted) i = this.#insert(tableId, partitionId ?? -1, bucketId);
     const dense = this.#denseCount;
     if (i < dense) {
       const d = this.#dense!;
@@ -254,18 +314,72 @@ export class GroupOffsets {
     }
     if (metadata.length > 0) (this.#metadata ??= new Map()).set(i, metadata);
     else this.#metadata?.delete(i);
+    if (inserted && ++this.#insertedSinceLayout >= RELAYOUT_MIN) this.#relayoutIfDue();
+  }
+
+  /**
+   * Re-orders the entries so that the longest runs of in-order buckets (at most RUNS_MAX) lead, if
+   * that makes the dense prefix longer, when a look is due (see the module header).
+   */
+  #relayoutIfDue(): void {
+    const size = this.#size;
+    if (size - this.#denseCount < RELAYOUT_MIN || this.#insertedSinceLayout < size >>> 2) return;
+    this.#insertedSinceLayout = 0;
+    const { entries, metadata } = this.toImage();
+    const key = (i: number, f: number) => entries[i * STRIDE + f]!;
+    const sorted = Array.from({ length: size }, (_, i) => i).sort(
+      (a, b) =>
+        key(a, F_TABLE) - key(b, F_TABLE) ||
+        key(a, F_PARTITION) - key(b, F_PARTITION) ||
+        key(a, F_BUCKET) - key(b, F_BUCKET),
+    );
+    // Each (table, partition)'s run: where it starts in `sorted`, and how many in-order buckets.
+    const runs: { from: number; length: number }[] = [];
+    for (let k = 0; k < size;) {
+      const from = k;
+      const table = key(sorted[k]!, F_TABLE);
+      const partition = key(sorted[k]!, F_PARTITION);
+      let length = 0;
+      while (
+        k < size &&
+        key(sorted[k]!, F_TABLE) === table &&
+        key(sorted[k]!, F_PARTITION) === partition
+      ) {
+        if (length === k - from && key(sorted[k]!, F_BUCKET) === length) length++;
+        k++;
+      }
+      if (length > 0) runs.push({ from, length });
+    }
+    runs.sort((a, b) => b.length - a.length || a.from - b.from);
+    const chosen = runs.slice(0, RUNS_MAX).sort((a, b) => a.from - b.from);
+    const dense = chosen.reduce((n, r) => n + r.length, 0);
+    if (dense > this.#denseCount) {
+      const inRun = new Uint8Array(size);
+      const order: number[] = [];
+      for (const run of chosen) {
+        for (let k = run.from; k < run.from + run.length; k++) {
+          order.push(sorted[k]!);
+          inRun[sorted[k]!] = 1;
+        }
+      }
+      for (let i = 0; i < size; i++) if (inRun[i] === 0) order.push(i);
+      const reordered = new Float64Array(entries.length);
+      const position = new Int32Array(size);
+      order.forEach((from, to) => {
+        reordered.set(entries.subarray(from * STRIDE, (from + 1) * STRIDE), to * STRIDE);
+        position[from] = to;
+      });
+      this.#load(
+        reordered,
+        metadata.map(([i, text]) => [position[i]!, text]),
+      );
+    }
   }
 
   #insert(tableId: number, partition: number, bucketId: number): number {
     const i = this.#size;
-    if (
-      this.#denseCount === i &&
-      bucketId === i &&
-      (i === 0 || (tableId === this.#denseTable && partition === this.#densePartition))
-    ) {
+    if (this.#denseCount === i && this.#extendsPrefix(tableId, partition, bucketId)) {
       this.#dense = ensureCapacity(this.#dense, i + 1, DENSE_STRIDE, this.#capacityHint);
-      this.#denseTable = tableId;
-      this.#densePartition = partition;
       this.#denseCount = i + 1;
     } else {
       const k = i - this.#denseCount;
@@ -282,6 +396,33 @@ export class GroupOffsets {
     else if (this.#slots !== undefined) this.#placeSlot(i);
     else this.#indexIfSparse();
     return i;
+  }
+
+  /**
+   * Whether the key can be entry #denseCount of the prefix (with no sparse entries): the last run's
+   * next bucket, or bucket 0 of another (table, partition) while there is room for a run, which it
+   * then starts. (A key absent from the table, so bucket 0 has no run yet.)
+   */
+  #extendsPrefix(tableId: number, partition: number, bucketId: number): boolean {
+    const dense = this.#denseCount;
+    if (dense === 0) {
+      if (bucketId !== 0) return false;
+      this.#denseTable = tableId;
+      this.#densePartition = partition;
+      return true;
+    }
+    const later = this.#laterRuns;
+    const last = later === undefined ? -1 : later.length - RUN_STRIDE;
+    if (
+      (later === undefined ? this.#denseTable : later[last]) === tableId &&
+      (later === undefined ? this.#densePartition : later[last + 1]) === partition &&
+      bucketId === dense - (later === undefined ? 0 : later[last + 2]!)
+    )
+      return true;
+    if (bucketId !== 0 || last + RUN_STRIDE === (RUNS_MAX - 1) * RUN_STRIDE) return false;
+    if (later === undefined) this.#laterRuns = [tableId, partition, dense];
+    else later.push(tableId, partition, dense);
+    return true;
   }
 
   /** Builds the slot table once more than LINEAR_SCAN_MAX entries lie outside the dense prefix. */
@@ -363,6 +504,11 @@ export class GroupOffsets {
       }
     }
     this.#denseCount = i;
+    const later = this.#laterRuns;
+    if (later !== undefined) {
+      while (later.length > 0 && later[later.length - 1]! >= i) later.length -= RUN_STRIDE;
+      if (later.length === 0) this.#laterRuns = undefined;
+    }
     if (i === 0) this.#dense = undefined;
     else this.#dense!.length = i * DENSE_STRIDE;
     this.#sparse = moved;
@@ -409,9 +555,9 @@ export class GroupOffsets {
     const dense = this.#denseCount;
     const d = this.#dense;
     for (let i = 0, p = 0, q = 0; i < dense; i++, p += STRIDE, q += DENSE_STRIDE) {
-      entries[p + F_TABLE] = this.#denseTable;
-      entries[p + F_PARTITION] = this.#densePartition;
-      entries[p + F_BUCKET] = i;
+      entries[p + F_TABLE] = this.#field(i, F_TABLE);
+      entries[p + F_PARTITION] = this.#field(i, F_PARTITION);
+      entries[p + F_BUCKET] = this.#field(i, F_BUCKET);
       entries[p + F_OFFSET] = d![q]!;
       entries[p + F_EPOCH] = d![q + 1]!;
       entries[p + F_TIMESTAMP] = d![q + 2]!;
@@ -427,16 +573,33 @@ export class GroupOffsets {
 
   /** Rebuilds a table from `toImage()` output. */
   static fromImage(entries: Float64Array, metadata: Iterable<[number, string]>): GroupOffsets {
-    const size = entries.length / STRIDE;
     const table = new GroupOffsets(1);
+    table.#load(entries, metadata);
+    table.#insertedSinceLayout = table.#size;
+    table.#relayoutIfDue();
+    return table;
+  }
+
+  /** Replaces the contents with an image's entries, in its order (see fromImage). */
+  #load(entries: Float64Array, metadata: Iterable<[number, string]>): void {
+    const size = entries.length / STRIDE;
+    this.#denseCount = 0;
+    this.#laterRuns = undefined;
+    this.#dense = undefined;
+    this.#sparse = undefined;
+    this.#slots = undefined;
+    this.#metadata = undefined;
     let dense = 0;
+    // The prefix the same entries would have made, inserted in this order.
     while (
       dense < size &&
-      entries[dense * STRIDE + F_BUCKET] === dense &&
-      entries[dense * STRIDE + F_TABLE] === entries[F_TABLE] &&
-      entries[dense * STRIDE + F_PARTITION] === entries[F_PARTITION]
+      this.#extendsPrefix(
+        entries[dense * STRIDE + F_TABLE]!,
+        entries[dense * STRIDE + F_PARTITION]!,
+        entries[dense * STRIDE + F_BUCKET]!,
+      )
     )
-      dense++;
+      this.#denseCount = ++dense;
     if (dense > 0) {
       const d = newEntries(dense * DENSE_STRIDE);
       for (let i = 0, p = 0, q = 0; i < dense; i++, p += STRIDE, q += DENSE_STRIDE) {
@@ -444,20 +607,17 @@ export class GroupOffsets {
         d[q + 1] = entries[p + F_EPOCH]!;
         d[q + 2] = entries[p + F_TIMESTAMP]!;
       }
-      table.#dense = d;
-      table.#denseTable = entries[F_TABLE]!;
-      table.#densePartition = entries[F_PARTITION]!;
-      table.#denseCount = dense;
+      this.#dense = d;
+      this.#denseCount = dense;
     }
     if (size > dense) {
       const e = newEntries((size - dense) * STRIDE);
       for (let k = 0, p = dense * STRIDE; p < entries.length; k++, p++) e[k] = entries[p]!;
-      table.#sparse = e;
+      this.#sparse = e;
     }
-    table.#size = size;
-    for (const [i, text] of metadata) (table.#metadata ??= new Map()).set(i, text);
-    table.#indexIfSparse();
-    return table;
+    this.#size = size;
+    for (const [i, text] of metadata) (this.#metadata ??= new Map()).set(i, text);
+    this.#indexIfSparse();
   }
 
   /** Heap bytes held by this table's arrays (for stats and the memory benchmark). */

@@ -267,14 +267,44 @@ describe('GroupOffsets', () => {
       { numRuns: runs, ...seedOption },
     );
   });
-  it('finds in-order buckets of one table by position (dense prefix) and stays equal to a Map model through deletes inside the prefix, other tables, re-inserts and checkpoint images', () => {
-    // Buckets 0..59 of table 7 (no partition) are committed in order first, so most of the group is
-    // a dense prefix; the mixed phase then deletes inside it, adds buckets of other tables and
-    // partitions (including table 7 partition 0, which must not be mistaken for the prefix), and
-    // re-inserts; every few steps the table is rebuilt from its checkpoint image.
+  it('keeps the buckets of a group in the dense layout (3 doubles each) when they arrive out of order, topic after topic, or reloaded from an image', () => {
+    // In order, one table: the reference. The members of a group commit their own buckets, so the
+    // member of 4-7 may come before the member of 0-3; a Kafka group reads several topics.
+    const inOrder = new GroupOffsets();
+    for (let b = 0; b < 12; b++) put(inOrder, value([1, null, b], b));
+    const denseBytes = inOrder.arrayBytes;
+    const members = new GroupOffsets();
+    for (const b of [4, 5, 6, 7, 0, 1, 2, 3, 8, 9, 10, 11]) put(members, value([1, null, b], b));
+    expect(members.arrayBytes).toBeLessThanOrEqual(denseBytes);
+    const topics = new GroupOffsets();
+    const keys: Key[] = [];
+    for (let t = 10; t > 0; t--) for (let b = 11; b >= 0; b--) keys.push([t, t % 2 ? null : 0, b]);
+    for (const [n, key] of keys.entries()) put(topics, value(key, n, n % 7 === 0 ? `m${n}` : ''));
+    // 120 entries: dense they take 120 x 3 doubles (and growth slack), sparse 120 x 6 and slots.
+    expect(topics.arrayBytes).toBeLessThan(120 * 6 * 8);
+    const reloaded = GroupOffsets.fromImage(topics.toImage().entries, topics.toImage().metadata);
+    expect(reloaded.arrayBytes).toBeLessThan(120 * 6 * 8);
+    for (const g of [topics, reloaded]) {
+      for (const [n, key] of keys.entries())
+        expect(lookup(g, key)).toEqual(value(key, n, n % 7 === 0 ? `m${n}` : ''));
+      expect(g.size).toBe(120);
+    }
+  });
+
+  it('finds in-order buckets of tables and partitions by position (runs of the dense prefix) and stays equal to a Map model through deletes inside the prefix, other keys, re-inserts and checkpoint images', () => {
+    // Runs of in-order buckets of several (table, partition) pairs are committed first (up to 20
+    // runs, more than a prefix holds), so most of the group is a dense prefix; the mixed phase then
+    // deletes inside it, adds other keys (including table 7 partition 0, which must not be mistaken
+    // for table 7 without a partition), and re-inserts; every few steps the table is rebuilt from its
+    // checkpoint image.
+    const pairs: [number, number | null][] = [
+      [7, null],
+      [7, 0],
+      [8, null],
+    ];
+    for (let t = 100; t < 120; t++) pairs.push([t, t % 2 === 0 ? null : 3]);
     const universe: Key[] = [];
-    for (let b = 0; b < 60; b++) universe.push([7, null, b]);
-    for (let b = 0; b < 25; b++) universe.push([7, 0, b], [8, null, b]);
+    for (const [t, p] of pairs) for (let b = 0; b < 30; b++) universe.push([t, p, b]);
     const setOp = fc.record({
       kind: fc.constant('set' as const),
       key: fc.nat(universe.length - 1),
@@ -289,19 +319,26 @@ describe('GroupOffsets', () => {
       },
       { arbitrary: fc.record({ kind: fc.constant('image' as const) }), weight: 1 },
     );
+    const inOrderRuns = fc.uniqueArray(
+      fc.tuple(fc.nat(pairs.length - 1), fc.integer({ min: 0, max: 30 })),
+      { maxLength: 20, selector: ([pair]) => pair },
+    );
     fc.assert(
       fc.property(
-        fc.integer({ min: 0, max: 60 }),
+        inOrderRuns,
         fc.array(op, { maxLength: 300, size: 'max' }),
-        (inOrder, mixed) => {
+        (runsInOrder, mixed) => {
           let g = new GroupOffsets();
           const model = new Map<string, CommittedOffsetValue>();
-          for (let b = 0; b < inOrder; b++) {
-            const v = value([7, null, b], b);
-            put(g, v);
-            model.set(keyString([7, null, b]), v);
+          for (const [pair, count] of runsInOrder) {
+            for (let b = 0; b < count; b++) {
+              const key: Key = [...pairs[pair]!, b];
+              const v = value(key, b, b % 5 === 0 ? `m${pair}` : '');
+              put(g, v);
+              model.set(keyString(key), v);
+            }
           }
-          expectMatches(g, model, universe, `after ${inOrder} in-order buckets`);
+          expectMatches(g, model, universe, `after in-order runs ${JSON.stringify(runsInOrder)}`);
           mixed.forEach((o, step) => {
             if (o.kind === 'image') {
               const image = g.toImage();

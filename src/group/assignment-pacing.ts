@@ -6,7 +6,7 @@
  * Invariant: at most one deferred computation per group; computing a target cancels it. A group's
  * entry lives until `forget` (the coordinator forgets a group it no longer holds).
  */
-import type { Clock, Timer } from '../util/index.js';
+import { elapsedMs, type Clock, type Timer } from '../util/index.js';
 import type { AssignmentPacer } from './group-operation.js';
 
 interface Entry {
@@ -32,14 +32,14 @@ export class AssignmentPacing implements AssignmentPacer {
   mayAssign(groupId: string): boolean {
     const last = this.#groups.get(groupId)?.lastAssignmentMs ?? null;
     return (
-      this.#intervalMs === 0 || last === null || this.#clock.nowMs() - last >= this.#intervalMs
+      this.#intervalMs === 0 || last === null || elapsedMs(this.#clock) - last >= this.#intervalMs
     );
   }
 
   /** Records that a target was just computed (cancels a deferred computation). */
   assigned(groupId: string): void {
     const entry = this.#entry(groupId);
-    entry.lastAssignmentMs = this.#clock.nowMs();
+    entry.lastAssignmentMs = elapsedMs(this.#clock);
     entry.timer?.cancel();
     entry.timer = null;
   }
@@ -48,7 +48,7 @@ export class AssignmentPacing implements AssignmentPacer {
   defer(groupId: string): void {
     const entry = this.#entry(groupId);
     if (entry.timer !== null) return;
-    const delayMs = (entry.lastAssignmentMs ?? 0) + this.#intervalMs - this.#clock.nowMs();
+    const delayMs = (entry.lastAssignmentMs ?? 0) + this.#intervalMs - elapsedMs(this.#clock);
     entry.timer = this.#clock.setTimer(Math.max(0, delayMs), () => {
       entry.timer = null;
       this.#onDue(groupId);

@@ -40,6 +40,22 @@ export interface Clock {
   nowMs(): number;
   /** Runs `callback` once after `delayMs`; returns a handle that cancels it. */
   setTimer(delayMs: number, callback: () => void): Timer;
+  /**
+   * Optional: milliseconds on a clock that never steps (any origin), for measuring intervals; a
+   * clock without it has them measured with `nowMs()` (see `elapsedMs`).
+   */
+  elapsedMs?(): number;
+}
+
+/**
+ * Time for measuring intervals (how long since the last assignment, a connection's idleness, a
+ * throttle's end, rate windows): the clock's `elapsedMs()`, or its `nowMs()` when it has none. The
+ * wall clock steps (NTP corrections, a restored VM): an interval measured with it could last an
+ * hour, or nothing. Timestamps that are kept or compared with other processes' (commit times,
+ * retention) stay on `nowMs()`.
+ */
+export function elapsedMs(clock: Clock): number {
+  return clock.elapsedMs === undefined ? clock.nowMs() : clock.elapsedMs();
 }
 
 /** The real clock: `Date.now()` and unref'd Node timers (they never keep the process alive). */
@@ -47,6 +63,11 @@ export class SystemClock implements Clock {
   /** `Date.now()`: wall-clock ms since the epoch. */
   nowMs(): number {
     return Date.now();
+  }
+
+  /** `performance.now()`: ms since the process started, never stepped with the wall clock. */
+  elapsedMs(): number {
+    return performance.now();
   }
 
   /**

@@ -11,6 +11,7 @@ import { bucketKey, type GroupSnapshot, type TableBucket } from '../../src/group
 import type { Clock, Timer } from '../../src/util/index.js';
 import { ManualClock } from '../../src/util/index.js';
 import { buckets, GroupTestContext, range } from './group-test-context.js';
+import { SteppingClock } from '../support/stepping-clock.js';
 
 /** Bucket keys as strings, for sets and sorted comparisons in tests. */
 const keyOf = (ref: TableBucket): string => String(bucketKey(ref));
@@ -478,6 +479,29 @@ describe('assignment pacing (assignmentIntervalMs)', () => {
       groupEpoch: epoch + 1,
       assignmentEpoch: epoch + 1,
     });
+  });
+
+  it('computes a target due after the interval on interval time: a wall clock stepping back an hour does not hold it back', async () => {
+    const clock = new SteppingClock();
+    const ctx = new GroupTestContext({
+      clock,
+      assignmentIntervalMs: 1000,
+      layouts: { 1: { bucketCount: 4 } },
+    });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    clock.advance(100);
+    clock.stepWall(-3_600_000);
+    const b = ctx.member([1], { memberId: 'b' });
+    await b.beat(); // its target waits for the interval
+    clock.advance(1000);
+    await new Promise((resolve) => setImmediate(resolve));
+    await a.beat();
+    await b.beat();
+    await a.beat();
+    await b.beat();
+    expect(a.owned.length + b.owned.length).toBe(4);
+    expect(b.owned.length).toBeGreaterThan(0);
   });
 
   it('computes the target of a group restored while its target was due, without waiting for a heartbeat', async () => {

@@ -34,7 +34,10 @@ export interface Peer {
   requestBytesMax?(): number | undefined;
   /** True when the connection must close once the answer being written is out (a failed authentication). */
   readonly closeRequested?: boolean;
-  /** Until when (server clock, ms) the connection is muted for going over its quota; absent: never. */
+  /**
+   * Until when the connection is muted for going over its quota, on the server clock's interval
+   * time (`elapsedMs`, which the wall clock's steps do not move); absent: never.
+   */
   readonly mutedUntilMs?: number;
   /** Mutes the connection until `untilMs` (a quota's throttle). */
   muteUntil?(untilMs: number): void;

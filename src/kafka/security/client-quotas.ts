@@ -19,7 +19,7 @@
  * idle-longest is forgotten.
  */
 import { ANONYMOUS } from './connection-session.js';
-import type { Clock } from '../../util/index.js';
+import { elapsedMs, type Clock } from '../../util/index.js';
 
 /** Limits of one client. */
 export interface QuotaLimits {
@@ -164,7 +164,7 @@ export class ClientQuotas {
       this.#usage.delete(key);
     }
     this.#usage.set(key, usage);
-    const nowMs = this.#clock.nowMs();
+    const nowMs = elapsedMs(this.#clock);
     usage.bytes.record(nowMs, bytes);
     usage.timeMs.record(nowMs, timeMs);
     let throttleMs = 0;

@@ -56,7 +56,7 @@ export class ConnectionSession implements Peer {
    * stops the hashing from counting.
    */
   answering = false;
-  /** Until when the connection is muted for going over its quota. */
+  /** Until when the connection is muted for going over its quota (interval time, `elapsedMs`). */
   mutedUntilMs: number | undefined;
   #closing: AbortSignal | undefined;
 

@@ -16,7 +16,7 @@
  *   `failureWindowMs` after the last one;
  * - at most `addressesMax` addresses are tracked; past it the one idle longest is forgotten.
  */
-import type { Clock } from '../../util/index.js';
+import { elapsedMs, type Clock } from '../../util/index.js';
 
 /** Settings of the throttle. */
 export interface LoginThrottleSettings {
@@ -90,7 +90,7 @@ export class LoginThrottle {
   failed(address: string): number {
     this.#failed++;
     const state = this.#state(address);
-    const nowMs = this.#clock.nowMs();
+    const nowMs = elapsedMs(this.#clock);
     if (nowMs - state.lastFailureMs > FAILURE_WINDOW_MS) state.failures = 0;
     state.lastFailureMs = nowMs;
     const { failureDelayMs, failureDelayMsMax } = this.#settings;

@@ -46,7 +46,7 @@ import { CLOSE_CONNECTION, type Peer } from '../handlers/index.js';
 import { API_KEYS } from '../protocol/index.js';
 import { FrameReader } from './frame-reader.js';
 import type { RequestRouter, Routed } from './request-router.js';
-import { onNextTurn } from '../../util/index.js';
+import { elapsedMs, onNextTurn } from '../../util/index.js';
 
 /** The bounds a connection keeps. */
 export interface ConnectionLimits {
@@ -134,7 +134,7 @@ export class KafkaConnection {
     };
     this.#coalesceReads =
       'encrypted' in socket && (socket as { encrypted?: boolean }).encrypted === true;
-    this.#lastActivityMs = clock.nowMs();
+    this.#lastActivityMs = elapsedMs(clock);
     this.#done = new Promise<void>((resolve) =>
       socket.once('close', () => {
         this.#closed = true;
@@ -175,9 +175,12 @@ export class KafkaConnection {
     };
   }
 
-  /** True when nothing is in flight and nothing happened for `idleMs` (the server then closes it). */
-  isIdle(nowMs: number, idleMs: number): boolean {
-    return this.#slots.length === 0 && nowMs - this.#lastActivityMs >= idleMs;
+  /**
+   * True when nothing is in flight and nothing happened for `idleMs` (the server then closes it);
+   * `atMs` is the clock's interval time (`elapsedMs`).
+   */
+  isIdle(atMs: number, idleMs: number): boolean {
+    return this.#slots.length === 0 && atMs - this.#lastActivityMs >= idleMs;
   }
 
   /** Closes at once, dropping whatever is in flight. */
@@ -203,7 +206,7 @@ export class KafkaConnection {
 
   #onData(chunk: Buffer): void {
     if (this.#closing || this.#closeQueued) return;
-    this.#lastActivityMs = this.#clock.nowMs();
+    this.#lastActivityMs = elapsedMs(this.#clock);
     this.#reader.push(chunk);
     if (!this.#coalesceReads) {
       this.#pump();
@@ -344,7 +347,7 @@ export class KafkaConnection {
       }
     }
     if (corked) socket.uncork();
-    this.#lastActivityMs = this.#clock.nowMs();
+    this.#lastActivityMs = elapsedMs(this.#clock);
     // Blocked only once a write asked for a 'drain' (writableNeedDrain): below the socket's
     // high-water mark none would come, and a limit under it (Node 22's is 64 KiB) would block the
     // connection for good once its client caught up.
@@ -391,7 +394,7 @@ export class KafkaConnection {
   #muted(): boolean {
     const untilMs = this.#peer.mutedUntilMs;
     if (untilMs === undefined || this.#closing) return false;
-    const waitMs = untilMs - this.#clock.nowMs();
+    const waitMs = untilMs - elapsedMs(this.#clock);
     if (waitMs <= 0) return false;
     this.#pauseReading();
     if (this.#muteTimer === undefined) {

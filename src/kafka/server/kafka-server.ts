@@ -22,7 +22,7 @@ import * as tls from 'node:tls';
 import { OffsetStoreError } from '../../errors/index.js';
 import { holdServingFlushes } from '../../log/index.js';
 import { HOLDS_CONSUMER_MEMBER, type OffsetStore } from '../../store.js';
-import type { Timer } from '../../util/index.js';
+import { elapsedMs, type Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
 import {
   ConsumerMemberDirectory,
@@ -317,9 +317,9 @@ export class KafkaServer {
     });
     const sweepMs = Math.max(1, Math.floor(idleTimeoutMs / 4));
     const sweep = () => {
-      const nowMs = clock.nowMs();
+      const atMs = elapsedMs(clock);
       for (const connection of this.#connections)
-        if (connection.isIdle(nowMs, idleTimeoutMs)) connection.destroy();
+        if (connection.isIdle(atMs, idleTimeoutMs)) connection.destroy();
       if (this.#closing === undefined) this.#sweepTimer = clock.setTimer(sweepMs, sweep);
     };
     this.#sweepTimer = clock.setTimer(sweepMs, sweep);

@@ -46,6 +46,7 @@ import {
   type Peer,
   type RequestHandler,
 } from '../handlers/index.js';
+import { elapsedMs } from '../../util/index.js';
 
 /** What a request comes to: the framed response, or closing the connection; now or later. */
 export type Routed = Buffer | typeof CLOSE_CONNECTION;
@@ -184,7 +185,7 @@ export class RequestRouter {
         timeMs,
       );
       if (throttleMs <= 0) return encoded;
-      peer.muteUntil?.(this.#context.clock.nowMs() + throttleMs);
+      peer.muteUntil?.(elapsedMs(this.#context.clock) + throttleMs);
       // Responses without a throttle_time_ms field (in this version) leave it out when encoded.
       return encodeResponse(responseHeader, {
         ...(result as object),

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/index.js';
 import { API_KEYS } from '../../../src/kafka/protocol/index.js';
 import { ClientQuotas } from '../../../src/kafka/security/index.js';
+import { SteppingClock } from '../../support/stepping-clock.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
@@ -58,6 +59,30 @@ describe('client quotas over the wire', () => {
     expect(running.server.stats().security.throttledResponses).toBeGreaterThanOrEqual(1);
     await greedy.close();
     await polite.close();
+  });
+
+  it('mutes a throttled connection for its throttle time even when the wall clock steps back an hour meanwhile', async () => {
+    const clock = new SteppingClock();
+    running = await startTestServer({
+      clock,
+      server: {
+        security: { quotas: { default: { bytesPerSecond: 2000 }, windowMs: 1000, windowCount: 2 } },
+      },
+    });
+    const greedy = await RawKafkaClient.connect(running.server.port);
+    let throttleMs = 0;
+    while (throttleMs === 0)
+      throttleMs = (await greedy.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'greedy'))
+        .throttleTimeMs;
+    const waiting = greedy.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'greedy');
+    await settle();
+    expect(greedy.pendingCount, 'muted').toBe(1);
+    clock.stepWall(-3_600_000);
+    clock.advance(throttleMs);
+    await settle();
+    expect(greedy.pendingCount, 'answered once the throttle time has passed').toBe(0);
+    await waiting;
+    await greedy.close();
   });
 });
 

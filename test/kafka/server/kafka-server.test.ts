@@ -13,6 +13,7 @@ import { ManualClock, OffsetStore, startKafkaServer } from '../../../src/index.j
 import { API_KEYS, KAFKA_ERROR, advertisedApis } from '../../../src/kafka/protocol/index.js';
 import { HeldDatasyncFileSystem } from '../../store/store-fixtures.js';
 import { tempDir } from '../../support/temp-dir.js';
+import { SteppingClock } from '../../support/stepping-clock.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
@@ -351,6 +352,20 @@ describe('connections', () => {
     clock.advance(1250);
     await busy.closed;
     await waitFor(() => t.server.connectionCount === 0);
+  });
+
+  it('measures idleness on interval time: a wall clock stepping an hour forward closes no active connection', async () => {
+    const clock = new SteppingClock();
+    const t = await start({ clock, server: { idleTimeoutMs: 60_000 } });
+    const client = await connect(t);
+    await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE);
+    clock.stepWall(3_600_000);
+    clock.advance(20_000);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(t.server.connectionCount, 'quiet for 20 s of 60').toBe(1);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
+    clock.advance(75_000);
+    await client.closed;
   });
 
   it('closes connections beyond connectionsMax at once and serves the others', async () => {

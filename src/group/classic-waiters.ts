@@ -8,8 +8,11 @@
  * the promise to answer it. Invariant (checked by the coordinator after every operation): a member
  * has a parked join exactly when its `awaitingJoin` is set, and likewise for sync. At most one of
  * each per member: a second call supersedes the first, which the handler answers at once.
+ *
+ * While any call is parked, the set holds the process alive (`holdProcess`): the answer may wait on
+ * the store's unref'd timers only, and a caller awaiting it must not see Node exit under it.
  */
-import { assert } from '../util/index.js';
+import { assert, holdProcess } from '../util/index.js';
 
 /** A promise with its settlement functions. */
 export interface Deferred<T> {
@@ -36,6 +39,8 @@ export function deferred<T>(): Deferred<T> {
 export class WaiterSet<T> {
   readonly #groups = new Map<string, Map<string, Deferred<T>>>();
   #count = 0;
+  /** Releases the hold on the process taken while calls are parked. */
+  #release: (() => void) | undefined;
 
   /** Parks a new call of the member; asserts none is parked (the handler answers a superseded one first). */
   park(groupId: string, memberId: string): Deferred<T> {
@@ -47,7 +52,7 @@ export class WaiterSet<T> {
     assert(!members.has(memberId), `member ${memberId} of ${groupId} already has a parked call`);
     const waiter = deferred<T>();
     members.set(memberId, waiter);
-    this.#count++;
+    if (this.#count++ === 0) this.#release = holdProcess();
     return waiter;
   }
 
@@ -58,7 +63,7 @@ export class WaiterSet<T> {
     if (waiter === undefined) return undefined;
     members!.delete(memberId);
     if (members!.size === 0) this.#groups.delete(groupId);
-    this.#count--;
+    if (--this.#count === 0) this.#release?.();
     return waiter;
   }
 
@@ -77,6 +82,7 @@ export class WaiterSet<T> {
     const all = [...this.#groups.values()].flatMap((members) => [...members.values()]);
     this.#groups.clear();
     this.#count = 0;
+    this.#release?.();
     for (const waiter of all) waiter.reject(error);
   }
 

@@ -8,4 +8,5 @@ export { type Clock, type Timer, SystemClock, ManualClock, isClock, elapsedMs } 
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';
 export { nextTurn, onNextTurn } from './next-turn.js';
+export { holdProcess, processHoldCount } from './process-hold.js';
 export { Serial } from './serial.js';

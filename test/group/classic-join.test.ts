@@ -7,7 +7,10 @@
  * a parked one, the group size limit; and replaying the emitted records gives the coordinator's
  * state.
  */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { tempDir } from '../support/temp-dir.js';
 import { ClassicTestContext, joined, protocols, tick } from './classic-test-context.js';
 
 describe('the initial rebalance', () => {
@@ -282,5 +285,22 @@ describe('who may join', () => {
     expect(calls[2]!.code).toBe('GROUP_MAX_SIZE_REACHED');
     await ctx.advance(0);
     expect(calls.slice(0, 2).map((c) => joined(c).generationId)).toEqual([1, 1]);
+  });
+});
+
+describe('a process awaiting a JoinGroup', () => {
+  it("is kept alive until the join phase answers it, though the store arms its timers unref'd", async () => {
+    // Before: Node found nothing keeping the event loop alive and exited with code 13 (an
+    // unsettled top-level await), before `joined` was printed and without closing the store.
+    const child = fileURLToPath(new URL('./classic-join-child.ts', import.meta.url));
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', child, tempDir('offset-store-join-exit-')],
+        { timeout: 30_000 },
+        (error, stdout) => resolve({ code: error === null ? 0 : (error.code as number), stdout }),
+      );
+    });
+    expect(result).toEqual({ code: 0, stdout: 'joined joined\nclosed\n' });
   });
 });

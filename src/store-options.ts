@@ -457,6 +457,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
       'options.compaction.workerStarvedMs',
       STARVED_JOB_MS,
       0,
+      TIMER_MS_MAX,
     ),
     minDirtyRatio,
     logBytesMax:

@@ -146,6 +146,12 @@ describe('store options of the wrong type or past their bounds', () => {
       /^options\.compaction\.minDirtyRatio must be a number, got string$/,
     ],
     [
+      'a starved-job time a timer cannot hold (Node would fire it after 1 ms)',
+      { compaction: { workerStarvedMs: 2 ** 31 } },
+      RangeError,
+      /^options\.compaction\.workerStarvedMs must be an integer in \[0, 2147483647\], got 2147483648$/,
+    ],
+    [
       'a directory path with a NUL character',
       { dir: 'offsets\0-and-more' },
       TypeError,

@@ -36,7 +36,7 @@
 import * as path from 'node:path';
 import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import { STATE_FILE } from './compaction/index.js';
-import { realPathOf, type FileSystem, type HeldDirectoryLock } from './io/index.js';
+import { isNameTaken, realPathOf, type FileSystem, type HeldDirectoryLock } from './io/index.js';
 import { CHECKPOINT_DIR, inspectCheckpointFile } from './kv/index.js';
 import {
   BUCKETS_DIR,
@@ -137,6 +137,12 @@ export function resolveBackupTarget(storeDir: string, to: unknown): string {
       'INVALID_REQUEST',
       `cannot back up the store in ${source} to ${target}: one directory would hold the other`,
     );
+  const partial = target + PARTIAL_SUFFIX;
+  if (holds(source, partial) || holds(partial, source))
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `cannot back up the store in ${source} to ${target}: the backup is built in ${partial}, and one directory would hold the other`,
+    );
   if (path.dirname(target) === target)
     throw new OffsetStoreError('INVALID_REQUEST', `cannot back up to the root directory ${target}`);
   return target;
@@ -150,7 +156,9 @@ export async function writeBackup(source: BackupSource, target: string): Promise
   let lock: HeldDirectoryLock | undefined;
   try {
     checkRealPaths(source.dir, target);
-    if (await exists(fs, target))
+    checkRealPaths(source.dir, partial, `the backup is built in ${partial}, and`);
+    // A symbolic link is a name taken, even one that leads nowhere (a stat follows it: absent).
+    if (isNameTaken(target) || (await exists(fs, target)))
       throw new OffsetStoreError(
         'INVALID_REQUEST',
         `cannot back up to ${target}: it exists (a backup never replaces anything; choose a new path)`,
@@ -240,12 +248,12 @@ export async function writeBackup(source: BackupSource, target: string): Promise
  * Refuses a target that holds the store, or that the store holds, once symbolic links are resolved
  * (a path through a link into the store would write the backup into it).
  */
-function checkRealPaths(storeDir: string, target: string): void {
+function checkRealPaths(storeDir: string, target: string, why = ''): void {
   const [store, to] = [realPathOf(storeDir), realPathOf(target)];
   if (holds(store, to) || holds(to, store))
     throw new OffsetStoreError(
       'INVALID_REQUEST',
-      `cannot back up the store in ${storeDir} to ${target}: once links are resolved (${store}, ${to}), one directory would hold the other`,
+      `cannot back up the store in ${storeDir} to ${target}: ${why}${why ? ' ' : ''}once links are resolved (${store}, ${to}), one directory would hold the other`,
     );
 }
 
@@ -363,8 +371,9 @@ async function copyIfPresent(
   } catch (error) {
     const code = (error as NodeJS.ErrnoException | null)?.code;
     if (code === 'ENOENT') return 0;
-    // A folder (refused by the open, or by the first read): nothing of it is copied.
-    if (code === 'EFTYPE' || code === 'EISDIR') return 0;
+    // A folder (refused by the open, or by the first read), or a link that loops: nothing of it is
+    // copied, as of a link that leads nowhere.
+    if (code === 'EFTYPE' || code === 'EISDIR' || code === 'ELOOP') return 0;
     throw error;
   }
 }
@@ -387,7 +396,8 @@ async function copyFile(
     if (isOffsetStoreError(error)) throw error;
     // Unnamed errors (a full disk's ENOSPC names no file) are told with both paths.
     const code = (error as NodeJS.ErrnoException | null)?.code;
-    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EFTYPE') throw error;
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EFTYPE' || code === 'ELOOP')
+      throw error;
     throw storageError(`copying ${from} to ${to}`, error);
   }
 }

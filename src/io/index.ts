@@ -12,7 +12,7 @@ export {
 } from './node-file-system.js';
 export { copyDirectory, directoryBytes } from './directory-tree.js';
 export { threadCpuMs } from './thread-usage.js';
-export { realPathOf } from './real-path.js';
+export { isNameTaken, realPathOf } from './real-path.js';
 export {
   canLeaveIdle,
   demoteThread,

@@ -1,5 +1,5 @@
 /** Resolving symbolic links in a path that may not exist yet. */
-import { realpathSync } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 /**
@@ -20,5 +20,20 @@ export function realPathOf(p: string): string {
       rest.push(path.basename(existing));
       existing = parent;
     }
+  }
+}
+
+/**
+ * Whether something has the name `p`, a symbolic link included even when it leads nowhere (what a
+ * stat, which follows links, calls absent). Errors other than ENOENT/ENOTDIR are thrown.
+ */
+export function isNameTaken(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    throw error;
   }
 }

@@ -170,6 +170,9 @@ describe('store.backup', () => {
     await fillStore(store, 3, 500);
     writeFileSync(path.join(dir, 'kafka-topics.json'), '{"topics":[]}\n');
     mkdirSync(path.join(dir, 'some-folder'));
+    // Stray links are not copied: one that leads nowhere, and one that loops.
+    symlinkSync(path.join(dir, 'nowhere'), path.join(dir, 'dangling'));
+    symlinkSync(path.join(dir, 'loop'), path.join(dir, 'loop'));
     const before = await imageOf(store);
     await store.backup(to);
     await store.close();
@@ -346,12 +349,18 @@ describe('store.backup', () => {
     };
     symlinkSync(dir, path.join(other, 'link'));
     await refused(path.join(other, 'link', 'buckets', 'x'), /once links are resolved/);
+    // A link that leads nowhere is a name taken: refused before anything is copied.
+    symlinkSync(path.join(other, 'nowhere'), path.join(other, 'dangling'));
+    await refused(path.join(other, 'dangling'), /dangling: it exists/);
+    // The backup is built in `<to>.partial`: that must not be the store either.
+    symlinkSync(dir, path.join(other, 'b.partial'));
+    await refused(path.join(other, 'b'), /the backup is built in .*b\.partial, and once links/);
     writeFileSync(path.join(other, 'a-file'), 'x');
     await refused(path.join(other, 'a-file', 'backup'), /cannot back up to .*a-file\/backup: /);
     await refused(path.join(other, 'n'.repeat(300)), /cannot back up to /);
     // Under /proc a recursive mkdir never returned.
     await refused('/proc/1/offset-store-backup', /cannot back up to /);
-    expect(readdirSync(other).sort()).toEqual(['a-file', 'link']);
+    expect(readdirSync(other).sort()).toEqual(['a-file', 'b.partial', 'dangling', 'link']);
     expect(readdirSync(dir).sort()).toEqual(
       ['LOCK', 'buckets', 'journal', 'store.json'].filter((f) => existsSync(path.join(dir, f))),
     );

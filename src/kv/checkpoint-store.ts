@@ -222,29 +222,45 @@ export class CheckpointStore {
     return setAsideCheckpointFile(fs, path);
   }
 
-  /** Every checkpoint's meta, newest first (unparseable metas are skipped). */
+  /** Every checkpoint's meta, newest first (unreadable metas are skipped: see `unreadable`). */
   list(): CheckpointInfo[] {
+    return this.#scan().infos;
+  }
+
+  /**
+   * Why each checkpoint that `list()` skips is unreadable: a meta that is not JSON or has no log
+   * offset, or one of another format version (written by a later version of the store, which this
+   * one must not misread). For recovery's warnings and `log verify`.
+   */
+  unreadable(): string[] {
+    return this.#scan().problems;
+  }
+
+  #scan(): { infos: CheckpointInfo[]; problems: string[] } {
     const infos: CheckpointInfo[] = [];
+    const problems: string[] = [];
     const rejected = this.#rejected;
-    for (const { value } of this.#db.getRange({
+    for (const { key, value } of this.#db.getRange({
       start: ['m'],
       end: ['m', Number.MAX_SAFE_INTEGER],
     })) {
+      const at = `the checkpoint at log offset ${String((key as unknown[])[1])}`;
+      let meta: CheckpointInfo & { formatVersion: unknown };
       try {
-        const meta = JSON.parse(Buffer.from(value).toString('utf8')) as CheckpointInfo & {
-          formatVersion: number;
-        };
-        if (
-          meta.formatVersion === CHECKPOINT_FORMAT_VERSION &&
-          Number.isSafeInteger(meta.logOffset) &&
-          !rejected.has(meta.logOffset)
-        )
-          infos.push(meta);
+        meta = JSON.parse(Buffer.from(value).toString('utf8')) as typeof meta;
       } catch {
-        // An unreadable meta makes that checkpoint invisible; `load` reports the others.
+        problems.push(`${at} is ignored: its description is not JSON`);
+        continue;
       }
+      if (meta === null || typeof meta !== 'object' || !Number.isSafeInteger(meta.logOffset))
+        problems.push(`${at} is ignored: its description has no log offset`);
+      else if (meta.formatVersion !== CHECKPOINT_FORMAT_VERSION)
+        problems.push(
+          `${at} is ignored: its format version is ${JSON.stringify(meta.formatVersion)}, and this version of the store reads ${CHECKPOINT_FORMAT_VERSION} only (was it written by a later one?)`,
+        );
+      else if (!rejected.has(meta.logOffset)) infos.push(meta);
     }
-    return infos.sort((a, b) => b.logOffset - a.logOffset);
+    return { infos: infos.sort((a, b) => b.logOffset - a.logOffset), problems };
   }
 
   /**

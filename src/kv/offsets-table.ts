@@ -177,6 +177,8 @@ export class OffsetsTable {
     }
     try {
       const candidates = checkpoints?.list() ?? [];
+      for (const problem of checkpoints?.unreadable() ?? [])
+        options.onWarning(`${checkpointDir}: ${problem}`);
       for (const candidate of [...candidates, undefined]) {
         const state = new OffsetsTableState();
         if (candidate !== undefined) {
@@ -279,6 +281,8 @@ export class OffsetsTable {
       });
     }
     try {
+      for (const reason of checkpoints?.unreadable() ?? [])
+        checkpointProblems.push({ file: environmentFile, reason });
       for (const candidate of [...(checkpoints?.list() ?? []), undefined]) {
         if (candidate !== undefined) {
           try {

@@ -12,6 +12,7 @@ import { open } from 'lmdb';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
+import { verifyLog } from '../../src/admin/index.js';
 import { CheckpointStore, OffsetsTableState } from '../../src/kv/index.js';
 import { buildOffsetBatch, loadChecksum, sealBatch } from '../../src/codec/index.js';
 import {
@@ -136,6 +137,32 @@ describe('LMDB checkpoints', () => {
     });
     expect(warnings.join('\n')).toMatch(
       new RegExp(`ignoring checkpoint at log offset ${newest}: .*checksum`),
+    );
+  });
+
+  it('warns of a checkpoint of another format version (a later store wrote it), naming it, and log verify reports it', async () => {
+    const dir = tempDir();
+    await checkpointedStore(dir);
+    const env = open({ path: path.join(dir, 'buckets/000/checkpoint'), encoding: 'binary' });
+    for (const { key, value } of env.getRange({
+      start: ['m'],
+      end: ['m', Number.MAX_SAFE_INTEGER],
+    })) {
+      const meta = JSON.parse(Buffer.from(value as Buffer).toString()) as Record<string, unknown>;
+      await env.put(key, Buffer.from(JSON.stringify({ ...meta, formatVersion: 99 })));
+    }
+    await env.close();
+    const warnings: string[] = [];
+    await expect(OffsetStore.open(options(dir, warnings))).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+    });
+    // Before: no word of the checkpoint; the error blamed the log's missing segments alone.
+    expect(warnings.join('\n')).toMatch(
+      /checkpoint: the checkpoint at log offset \d+ is ignored: its format version is 99, and this version of the store reads 1 only/,
+    );
+    const report = await verifyLog(dir);
+    expect(report.problems.map((p) => `${p.file}: ${p.reason}`).join('\n')).toMatch(
+      /checkpoint\/data\.mdb: the checkpoint at log offset \d+ is ignored: its format version is 99/,
     );
   });
 

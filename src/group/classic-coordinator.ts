@@ -8,7 +8,9 @@
  *     emits records, which replay into the ClassicGroupStateMachine, and decides answers: its own
  *     (now, or parked until a later operation answers it) and those of parked calls;
  *  2. if the group changed something a snapshot holds and is now Stable or Empty, its snapshot is
- *     written through the GroupSnapshotWriter; the lane is free again once it is durable;
+ *     written through the GroupSnapshotWriter; the lane is free again once it is durable (an admin's
+ *     removal of members that started a rebalance writes one too, of version 1, its rebalance due: see
+ *     classic-snapshot.ts);
  *  3. then the answers are delivered; if the write failed, answers that would have succeeded fail
  *     with its error (the in-memory state stays ahead, the group dirty: the next operation writes).
  * A parked JoinGroup or SyncGroup does not hold the lane: it is a promise answered by the operation
@@ -51,12 +53,13 @@ import {
   type ClassicSyncGroupRequest,
   type ClassicSyncGroupResult,
 } from './classic-protocol.js';
-import { expireJoin, expirePendingSync } from './classic-rebalance.js';
+import { expireJoin, expirePendingSync, prepareRebalance } from './classic-rebalance.js';
 import { ClassicRebalanceTimers } from './classic-rebalance-timers.js';
 import type { ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
 import {
   classicSnapshotOf,
   classicSnapshotToRecords,
+  isRebalanceDue,
   type ClassicGroupSnapshot,
 } from './classic-snapshot.js';
 import { ClassicGroupStateMachine, type ClassicGroupInspection } from './classic-state-machine.js';
@@ -129,6 +132,10 @@ export class ClassicCoordinator {
   readonly #onRecords: ClassicCoordinatorOptions['onRecords'];
   readonly #onBackgroundError: ClassicCoordinatorOptions['onBackgroundError'];
   #snapshotsWritten = 0;
+  /** Groups an admin just removed members from: the operation's end records the removal. */
+  readonly #removalsToRecord = new Set<string>();
+  /** While loading: groups whose snapshot has its rebalance due, rebalanced once loading ends. */
+  readonly #rebalanceDueAtLoad = new Set<string>();
 
   /** Holds no group until loaded or joined. */
   constructor(options: ClassicCoordinatorOptions) {
@@ -234,11 +241,16 @@ export class ClassicCoordinator {
       .then(() => undefined);
   }
 
-  /** Removes members on an admin's request (see classic-leave.ts); resolves once any snapshot it caused is durable. */
+  /**
+   * Removes members on an admin's request (see classic-leave.ts); resolves once the removal is
+   * durable: the group's snapshot, Empty, or with the members left and the rebalance it started.
+   */
   removeMembers(groupId: string, removal: NormalizedRemoval): Promise<RemovedMember[]> {
-    return this.#run(groupId, (op) => ({
-      value: removeClassicMembersByAdmin(op, groupId, removal),
-    }));
+    return this.#run(groupId, (op) => {
+      const removed = removeClassicMembersByAdmin(op, groupId, removal);
+      if (removed.length > 0) this.#removalsToRecord.add(groupId);
+      return { value: removed };
+    });
   }
 
   // ---- queries and loading (synchronous; the owner checks the phase) -----------------------------
@@ -312,18 +324,30 @@ export class ClassicCoordinator {
   loadSnapshot(groupId: string, snapshot: ClassicGroupSnapshot | null): void {
     if (this.#machine.get(groupId) !== undefined)
       this.#machine.replay({ type: 'classic-group-tombstone', groupId });
+    if (snapshot !== null && isRebalanceDue(snapshot)) this.#rebalanceDueAtLoad.add(groupId);
+    else this.#rebalanceDueAtLoad.delete(groupId);
     if (snapshot === null) return;
     for (const record of classicSnapshotToRecords(groupId, snapshot)) this.#machine.replay(record);
     this.#machine.get(groupId)!.checkInvariants();
   }
 
-  /** Ends loading: every restored member's session starts now. */
+  /**
+   * Ends loading: every restored member's session starts now, and a group restored with its
+   * rebalance due (an admin removed members before it completed) starts that rebalance.
+   */
   onLoadComplete(): void {
     for (const group of this.#machine.groups()) {
       this.#host.runtime(group.groupId).dirty = false;
       for (const m of group.members.values())
         this.#sessions.scheduleSession(group.groupId, m.memberId, m.sessionTimeoutMs);
     }
+    for (const groupId of this.#rebalanceDueAtLoad) {
+      this.#background(groupId, (op) => {
+        const group = this.#machine.get(groupId);
+        if (group?.state === 'Stable') prepareRebalance(op, group);
+      });
+    }
+    this.#rebalanceDueAtLoad.clear();
   }
 
   /**
@@ -471,15 +495,20 @@ export class ClassicCoordinator {
     );
   }
 
-  /** Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary). */
+  /**
+   * Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary),
+   * or, after an admin's removal of members that started a rebalance, one of version 1, its rebalance due
+   * (the group stays dirty: the rebalance's end writes again).
+   */
   #writeSnapshotIfBoundary(groupId: string, runtime: ClassicRuntime): Promise<void> | null {
     const group = this.#machine.get(groupId);
-    if (
-      group === undefined ||
-      !runtime.dirty ||
-      (group.state !== 'Stable' && group.state !== 'Empty')
-    )
-      return null;
+    const removal = this.#removalsToRecord.delete(groupId);
+    if (group === undefined || !runtime.dirty) return null;
+    if (group.state !== 'Stable' && group.state !== 'Empty') {
+      if (!removal || group.fields.protocolName === null || group.members.size === 0) return null;
+      this.#snapshotsWritten++;
+      return this.#writer.writeSnapshot(groupId, classicSnapshotOf(group, true));
+    }
     const snapshot = classicSnapshotOf(group);
     runtime.dirty = false;
     this.#snapshotsWritten++;

@@ -14,6 +14,13 @@
  * A snapshot with members restores a Stable group at its generation, leader and assignments (no
  * rebalance: members' next heartbeats succeed); one without restores an Empty group.
  *
+ * Version 1 is a snapshot with its rebalance due (`isRebalanceDue`; otherwise the same shape): written between generation boundaries when an admin removed
+ * members (`removeMembers`), so that the removal is durable when it resolves rather than when the
+ * rebalance it started completes (which, for a store opened by an admin tool with no member
+ * connected, is never before the tool closes it). It holds the members left (those offering the
+ * group's protocol) and restores the group as above, then starts its rebalance once loading ends.
+ * A version-0 reader refuses it (unknown version) rather than restore a group without its rebalance.
+ *
  * `parseClassicSnapshot` raises CORRUPT_MESSAGE for anything a writer of this module could not have
  * produced.
  */
@@ -23,8 +30,10 @@ import type { ClassicGroup } from './classic-group.js';
 import type { ClassicMember } from './classic-member.js';
 import type { ClassicGroupRecord } from './classic-record.js';
 
-/** The version of the classic snapshot's shape this module writes. */
+/** The version of the classic snapshot's shape this module writes (REBALANCE_DUE_VERSION: see the module header). */
 export const CLASSIC_SNAPSHOT_VERSION = 0;
+/** The version of a snapshot whose group rebalances once restored. */
+const REBALANCE_DUE_VERSION = 1;
 
 /** The persisted image of a classic group at a generation boundary; see the module header. */
 export interface ClassicGroupSnapshot {
@@ -44,6 +53,11 @@ export interface ClassicGroupSnapshot {
   readonly members: readonly ClassicSnapshotMember[];
   /** An Empty group's: when it became Empty (ms); absent when not recorded. */
   readonly emptySinceMs?: number;
+}
+
+/** Whether the group rebalances once restored (version 1: an admin removed members; see the module header). */
+export function isRebalanceDue(snapshot: ClassicGroupSnapshot): boolean {
+  return snapshot.version === REBALANCE_DUE_VERSION;
 }
 
 /** One member in a classic snapshot. */
@@ -75,14 +89,26 @@ export function isClassicSnapshot(value: unknown): boolean {
   );
 }
 
-/** The snapshot of a classic group that is Stable or Empty. */
-export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
+/**
+ * The snapshot of a classic group that is Stable or Empty; with `rebalanceDue`, of one with members
+ * and a protocol, in any state (see the module header).
+ */
+export function classicSnapshotOf(group: ClassicGroup, rebalanceDue = false): ClassicGroupSnapshot {
   assert(
-    group.state === 'Stable' || group.state === 'Empty',
+    rebalanceDue
+      ? group.fields.protocolName !== null && group.members.size > 0
+      : group.state === 'Stable' || group.state === 'Empty',
     `snapshot of classic group ${group.groupId} taken while ${group.state}`,
   );
-  const { generationId, protocolType, protocolName, leaderId, emptySinceMs } = group.fields;
-  const members = [...group.members.values()].map((m) => ({
+  const { generationId, protocolType, protocolName, emptySinceMs } = group.fields;
+  let { leaderId } = group.fields;
+  // A member that joined this rebalance may not offer the group's present protocol: it is left out,
+  // as its join would have been had the rebalance not been recorded (it joins again).
+  const kept = [...group.members.values()].filter(
+    (m) => !rebalanceDue || m.protocols.some((p) => p.name === protocolName),
+  );
+  if (rebalanceDue && !kept.some((m) => m.memberId === leaderId)) leaderId = kept[0]!.memberId;
+  const members = kept.map((m) => ({
     memberId: m.memberId,
     groupInstanceId: m.groupInstanceId,
     clientId: m.clientId,
@@ -92,6 +118,16 @@ export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
     protocols: m.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
     assignment: m.assignment,
   }));
+  if (rebalanceDue)
+    return {
+      protocol: 'classic',
+      version: REBALANCE_DUE_VERSION,
+      generationId,
+      protocolType,
+      protocolName,
+      leaderId,
+      members,
+    };
   return {
     protocol: 'classic',
     version: CLASSIC_SNAPSHOT_VERSION,
@@ -156,7 +192,9 @@ export function parseClassicSnapshot(groupId: string, value: unknown): ClassicGr
   };
   const obj = map(value, 'snapshot', fail);
   if (obj.protocol !== 'classic') fail('protocol is not classic');
-  if (obj.version !== CLASSIC_SNAPSHOT_VERSION) fail(`unknown version ${String(obj.version)}`);
+  if (obj.version !== CLASSIC_SNAPSHOT_VERSION && obj.version !== REBALANCE_DUE_VERSION)
+    fail(`unknown version ${String(obj.version)}`);
+  const rebalanceDue = obj.version === REBALANCE_DUE_VERSION;
   const generationId = int(obj.generationId, 'generationId', 0, fail);
   const protocolType = nullable(obj.protocolType, 'protocolType', fail);
   const protocolName = nullable(obj.protocolName, 'protocolName', fail);
@@ -208,9 +246,11 @@ export function parseClassicSnapshot(groupId: string, value: unknown): ClassicGr
     obj.emptySinceMs === undefined ? undefined : int(obj.emptySinceMs, 'emptySinceMs', 0, fail);
   if (emptySinceMs !== undefined && members.length > 0)
     fail('a group with members has no emptySinceMs');
+  if (rebalanceDue && (members.length === 0 || emptySinceMs !== undefined))
+    fail('a snapshot with its rebalance due (version 1) has no members, or an emptySinceMs');
   return {
     protocol: 'classic',
-    version: CLASSIC_SNAPSHOT_VERSION,
+    version: rebalanceDue ? REBALANCE_DUE_VERSION : CLASSIC_SNAPSHOT_VERSION,
     generationId,
     protocolType,
     protocolName,

@@ -54,6 +54,36 @@ describe('restart', () => {
     expect(late.code).toBe('UNKNOWN_MEMBER_ID');
   });
 
+  it("an admin's removal of some members is durable when it resolves: the group comes back without them, rebalancing, and the others rejoin", async () => {
+    // An admin tool opens the store with no member connected, removes one, and closes: before, the
+    // removal was written only when the rebalance it started completed, so the member came back.
+    const ctx = new ClassicTestContext();
+    const [a, b, c] = await ctx.stableGroup(3, 'g', { groupInstanceId: undefined });
+    const removed = await ctx.coordinator.removeMembers('g', { memberIds: [c!.memberId] });
+    expect(removed.map((m) => m.memberId)).toEqual([c!.memberId]);
+    expect(ctx.writer.latest.get('g')).toMatchObject({
+      version: 1,
+      generationId: 1,
+      members: [{ memberId: a!.memberId }, { memberId: b!.memberId }],
+    });
+    ctx.restart();
+    await tick();
+    expect(ctx.inspect()).toMatchObject({ state: 'PreparingRebalance', generationId: 1 });
+    expect(
+      ctx
+        .inspect()
+        ?.members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([a!.memberId, b!.memberId].sort());
+    const beat = ctx.heartbeat({ memberId: a!.memberId, generationId: 1 });
+    await tick();
+    expect(beat.code).toBe('REBALANCE_IN_PROGRESS');
+    const joins = [a!, b!].map((m) => ctx.join({ memberId: m.memberId }));
+    await tick();
+    expect(joins.map((j) => joined(j).generationId)).toEqual([2, 2]);
+    expect(ctx.state()).toBe('CompletingRebalance');
+  });
+
   it('an Empty group keeps its generation and protocol type; the next member continues from it', async () => {
     const ctx = new ClassicTestContext();
     const [a] = await ctx.stableGroup(1);
@@ -147,7 +177,11 @@ describe('the snapshot', () => {
   it('is CORRUPT_MESSAGE when it could not have been written', async () => {
     const s = await snapshot();
     const broken: Array<[string, unknown]> = [
-      ['version', { ...s, version: 1 }],
+      ['version', { ...s, version: 2 }],
+      [
+        'rebalance due without members',
+        { ...s, version: 1, members: [], leaderId: null, protocolName: null },
+      ],
       ['generation', { ...s, generationId: -1 }],
       ['leader', { ...s, leaderId: 'nobody' }],
       ['member twice', { ...s, members: [s.members[0], s.members[0]] }],

@@ -4,6 +4,7 @@
  * (explicitly, so that no stray handle can keep a finished command alive).
  */
 import { runCli, stopsWhenUnread } from './run-cli.js';
+import { reportUnsettledExit } from './unsettled-exit.js';
 
 // A reader that went away (`offset-store log dump ... | head`) is not an error of this command. A
 // dump has nothing left to do once nobody reads it, and stops. Any other command goes on without its
@@ -31,12 +32,7 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 
 // Node exits with 13 when the top-level await below can never settle (nothing left to wake it up):
 // say so instead of exiting silently.
-process.on('exit', (code) => {
-  if (code === 13)
-    process.stderr.write(
-      'internal error: the command stopped before finishing (it awaited something that can never happen)\n',
-    );
-});
+reportUnsettledExit(process.stderr);
 
 const exitCode = await runCli(process.argv.slice(2), {
   stdout: process.stdout,

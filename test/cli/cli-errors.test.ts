@@ -158,6 +158,21 @@ describe('offset-store failures', () => {
     60_000,
   );
 
+  it('a command stopped by an await that can never settle says so on stderr (Node exits with 13)', async () => {
+    // Node 20 gives 'exit' listeners code 0 here and sets process.exitCode to 13: the report looked
+    // at the code alone and never fired.
+    const child = fileURLToPath(new URL('./unsettled-exit-child.ts', import.meta.url));
+    const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(process.execPath, ['--import', 'tsx', child], { timeout: 30_000 }, (e, _o, stderr) =>
+        resolve({ code: e === null ? 0 : (e.code as number), stderr }),
+      );
+    });
+    expect(run).toEqual({
+      code: 13,
+      stderr: expect.stringContaining('internal error: the command stopped before finishing'),
+    });
+  });
+
   it('an output that cannot be written (a full disk): said once on stderr, exit 1, no stack trace', async () => {
     const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       execFile(

@@ -145,6 +145,8 @@ export class GroupOffsets {
   /** The first run's table and partition (-1 = null), when #denseCount > 0. */
   #denseTable = 0;
   #densePartition = 0;
+  /** Where the first run ends: `#laterRuns[2]`, or #denseCount without later runs (0: no run). */
+  #firstRunEnd = 0;
   /** The runs after the first, RUN_STRIDE doubles each (tableId, partitionId, first entry). */
   #laterRuns: number[] | undefined;
   /** Entries allocated by whichever part holds the first entry (the other starts small). */
@@ -172,17 +174,20 @@ export class GroupOffsets {
   find(tableId: number, partitionId: number | null, bucketId: number): number {
     const partition = partitionId ?? -1;
     const dense = this.#denseCount;
-    if (dense > 0) {
-      const later = this.#laterRuns;
-      if (tableId === this.#denseTable && partition === this.#densePartition) {
-        if (bucketId < (later === undefined ? dense : later[2]!)) return bucketId;
-      } else if (later !== undefined) {
-        for (let r = 0; r < later.length; r += RUN_STRIDE) {
-          if (later[r] === tableId && later[r + 1] === partition) {
-            const i = later[r + 2]! + bucketId;
-            if (i < (r + RUN_STRIDE < later.length ? later[r + RUN_STRIDE + 2]! : dense)) return i;
-            break;
-          }
+    if (
+      bucketId < this.#firstRunEnd &&
+      tableId === this.#denseTable &&
+      partition === this.#densePartition
+    )
+      return bucketId;
+    const later = this.#laterRuns;
+    if (later !== undefined) {
+      // The first run's key is in none of them: a (table, partition) has one run.
+      for (let r = 0; r < later.length; r += RUN_STRIDE) {
+        if (later[r] === tableId && later[r + 1] === partition) {
+          const i = later[r + 2]! + bucketId;
+          if (i < (r + RUN_STRIDE < later.length ? later[r + RUN_STRIDE + 2]! : dense)) return i;
+          break;
         }
       }
     }
@@ -240,8 +245,9 @@ export class GroupOffsets {
       let table = this.#denseTable;
       let partition = this.#densePartition;
       let bucket = i;
-      const later = this.#laterRuns;
-      if (later !== undefined) {
+      if (i >= this.#firstRunEnd) {
+        // In a later run (the prefix goes past the first only when there are some).
+        const later = this.#laterRuns!;
         for (let r = later.length - RUN_STRIDE; r >= 0; r -= RUN_STRIDE) {
           if (later[r + 2]! <= i) {
             table = later[r]!;
@@ -381,6 +387,7 @@ export class GroupOffsets {
     if (this.#denseCount === i && this.#extendsPrefix(tableId, partition, bucketId)) {
       this.#dense = ensureCapacity(this.#dense, i + 1, DENSE_STRIDE, this.#capacityHint);
       this.#denseCount = i + 1;
+      if (this.#laterRuns === undefined) this.#firstRunEnd = i + 1;
     } else {
       const k = i - this.#denseCount;
       const hint = i === 0 ? this.#capacityHint : 2;
@@ -509,6 +516,7 @@ export class GroupOffsets {
       while (later.length > 0 && later[later.length - 1]! >= i) later.length -= RUN_STRIDE;
       if (later.length === 0) this.#laterRuns = undefined;
     }
+    this.#firstRunEnd = Math.min(this.#firstRunEnd, i);
     if (i === 0) this.#dense = undefined;
     else this.#dense!.length = i * DENSE_STRIDE;
     this.#sparse = moved;
@@ -584,6 +592,7 @@ export class GroupOffsets {
   #load(entries: Float64Array, metadata: Iterable<[number, string]>): void {
     const size = entries.length / STRIDE;
     this.#denseCount = 0;
+    this.#firstRunEnd = 0;
     this.#laterRuns = undefined;
     this.#dense = undefined;
     this.#sparse = undefined;
@@ -600,6 +609,7 @@ export class GroupOffsets {
       )
     )
       this.#denseCount = ++dense;
+    this.#firstRunEnd = this.#laterRuns?.[2] ?? dense;
     if (dense > 0) {
       const d = newEntries(dense * DENSE_STRIDE);
       for (let i = 0, p = 0, q = 0; i < dense; i++, p += STRIDE, q += DENSE_STRIDE) {

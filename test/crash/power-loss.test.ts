@@ -350,4 +350,32 @@ describe('power loss during a write round', () => {
     expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(true);
     expect((error as Error).message).toMatch(/was durable/);
   });
+
+  it('refuses a lost sector in the last acknowledged batch when the next round says, by its first batch alone, that it was durable', async () => {
+    // The boundary case of the rule above: batch N+1 (syncLag 0) is the only witness that batch N
+    // was fdatasynced. Read as a torn tail, the open would drop N and N+1 without a word.
+    const dir = tempDir();
+    const { log } = await Log.open(logOptions(dir, { segmentBytesMax: SEGMENT_BYTES_MAX }));
+    const acked = [testBatch(0, 3), testBatch(1, 40)];
+    for (const [n, batch] of acked.entries()) expect(await log.append(batch)).toBe(n);
+    const name = readdirSync(dir).find((f) => f.endsWith('.log'))!;
+    const segment = readFileSync(path.join(dir, name));
+    await log.close();
+    const [first, last] = [acked[0]!.length, acked[0]!.length + acked[1]!.length];
+    const sector = Math.ceil(first / SECTOR) * SECTOR;
+    expect(
+      sector + SECTOR,
+      'a whole sector inside the last acknowledged batch',
+    ).toBeLessThanOrEqual(last);
+    const image = Buffer.concat([segment.subarray(0, last), ...roundBatches(seededRandom(3), 2)]);
+    image.fill(0, sector, sector + SECTOR);
+    const error = await Log.open(
+      logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/was durable/);
+  });
 });

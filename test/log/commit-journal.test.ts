@@ -311,6 +311,34 @@ describe('the commit journal', () => {
     });
   });
 
+  it('takes a round whose entry header changed (a bucket index, with the batch intact) for damaged: never replays the batch into another bucket', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir);
+    const [a, b] = [fakeLog(), fakeLog()];
+    for (let i = 0; i < 3; i++)
+      await Promise.all([journal.commit(0, [batchAt(i)], a), journal.commit(2, [batchAt(i)], b)]);
+    await journal.close(false);
+    const [name] = journalFiles(dir);
+    const file = path.join(dir, JOURNAL_DIR, name!);
+    const bytes = Buffer.from(readFileSync(file));
+    // Only the round checksum covers an entry's bucket index (each batch has its own checksum).
+    const entry = 8192 + 28;
+    expect(bytes.readUInt32LE(entry)).toBe(0);
+    bytes.writeUInt32LE(1, entry);
+    writeFileSync(file, bytes);
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds, 'the last round, damaged, is dropped as torn').toBe(2);
+    expect(read.batches.has(1), 'nothing replayed into bucket 1').toBe(false);
+    // The same change in round 1, which later rounds knew durable: corruption.
+    bytes.writeUInt32LE(0, entry);
+    bytes.writeUInt32LE(1, 28);
+    writeFileSync(file, bytes);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/round 1 is damaged/),
+    });
+  });
+
   it('refuses a damaged round that the round after it did not know durable when a round after that did (two rounds in flight)', async () => {
     const dir = tempDir();
     const { journal } = await openJournal(dir);

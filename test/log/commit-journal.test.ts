@@ -70,10 +70,14 @@ function journalFiles(dir: string): string[] {
   return existsSync(journalDir) ? readdirSync(journalDir).sort() : [];
 }
 
-/** The real file system with hooks before each write and fdatasync of a journal file (no datasyncNow). */
+/**
+ * The real file system with hooks before each write and fdatasync of a journal file, and after each
+ * fdatasync succeeded (no datasyncNow).
+ */
 function hookedFs(hooks: {
   beforeJournalWrite?: (count: number) => Promise<void> | void;
   beforeJournalSync?: (count: number) => Promise<void> | void;
+  afterJournalSync?: (count: number) => void;
 }): FileSystem {
   const inner = new NodeFileSystem();
   let writes = 0;
@@ -93,8 +97,10 @@ function hookedFs(hooks: {
           return handle.writev(buffers, position);
         },
         datasync: async () => {
-          await hooks.beforeJournalSync?.(++syncs);
-          return handle.datasync();
+          const n = ++syncs;
+          await hooks.beforeJournalSync?.(n);
+          await handle.datasync();
+          hooks.afterJournalSync?.(n);
         },
       } satisfies FileHandle;
     },
@@ -652,15 +658,23 @@ describe('the commit journal', () => {
     // in flight may share one writeback error: round 2's success says nothing of round 1's pages.
     const firstSync = gate();
     const secondSync = gate();
+    let secondSynced!: () => void;
+    const secondDone = new Promise<void>((resolve) => (secondSynced = resolve));
     const fs = hookedFs({
       beforeJournalSync: (n) =>
         n === 1 ? firstSync.reached() : n === 2 ? secondSync.reached() : undefined,
+      afterJournalSync: (n) => {
+        if (n === 2) secondSynced();
+      },
     });
     const { journal } = await openJournal(dir, { fs });
     const states = await twoRounds(journal);
     await secondSync.arrived;
     secondSync.open();
-    await sleep(20);
+    // Round 2's fdatasync is done, and the journal has had turns to act on it (not a sleep: under
+    // load, 20 ms did not always see it done, and acknowledging on it then went unseen).
+    await secondDone;
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(states()).toEqual(['pending', 'pending', 'pending', 'pending']);
     firstSync.fail(eio());
     await settled(states);

@@ -491,7 +491,18 @@ describe('Log', () => {
 
   it('rolls a busy log into a segment prepared ahead, so rounds stop growing files; no prepared file outlives close', async () => {
     const dir = tempDir();
-    const fs = new FaultyFileSystem();
+    // Directory operations, to check that each roll into a prepared file is made durable.
+    const ops: string[] = [];
+    const fs = new (class extends FaultyFileSystem {
+      override async rename(from: string, to: string) {
+        ops.push(`rename ${path.basename(from)}`);
+        return super.rename(from, to);
+      }
+      override async syncDir(dir: string) {
+        ops.push('syncDir');
+        return super.syncDir(dir);
+      }
+    })();
     const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 64 << 20 }));
     const big = (n: number) => testBatch(n, 900); // ~60 KB
     const written: Buffer[] = [];
@@ -508,6 +519,11 @@ describe('Log', () => {
     for (let i = 1; i < sealed.length; i++)
       expect(sealed[i], `segment sizes ${sealed.join(', ')}`).toBeGreaterThan(1.5 * sealed[i - 1]!);
     expect(segments.length).toBeLessThanOrEqual(5);
+    // Each rename of the prepared file into a segment is followed by the directory's fsync: else a
+    // power loss could take the new segment's name with batches acknowledged in it.
+    const rolls = ops.flatMap((op, i) => (op === 'rename next-segment.tmp' ? [ops[i + 1]] : []));
+    expect(rolls.length).toBe(segments.length - 1);
+    expect(rolls.every((next) => next === 'syncDir')).toBe(true);
     // The active segment was prepared: its file is larger than its batches (zeros written ahead).
     expect(statSync(segments.at(-1)!.path).size).toBeGreaterThan(segments.at(-1)!.sizeBytes);
     await log.close();

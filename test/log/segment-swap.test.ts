@@ -3,9 +3,18 @@
  * can leave in the middle of applying a swap resolves to the same log, and an intent that does not
  * describe the files is refused.
  */
+import { readdirSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { NodeFileSystem, type FileSystem } from '../../src/io/index.js';
 import { CLEANED_SUFFIX, segmentFileName } from '../../src/log/index.js';
-import { resolveSwap, type SwapIntent } from '../../src/log/segment-swap.js';
+import {
+  applySwap,
+  INTENT_FILE,
+  resolveSwap,
+  type SwapIntent,
+} from '../../src/log/segment-swap.js';
+import { tempDir } from '../support/temp-dir.js';
 
 const seg = (baseOffset: number) => segmentFileName(baseOffset);
 const out = (baseOffset: number) => ({
@@ -51,5 +60,42 @@ describe('resolveSwap', () => {
         0,
       ),
     ).toThrow(/not a contiguous run/);
+  });
+});
+
+describe('applySwap', () => {
+  it('makes the renames and unlinks durable (the directory fsynced) before it removes the intent', async () => {
+    // Without that fsync a power loss may keep the intent's removal and lose renames made before it
+    // (a directory's entries reach the disk in no promised order): the log would lose the swap's
+    // outputs with nothing left to say how to finish it.
+    const dir = tempDir();
+    const intent: SwapIntent = { inputs: [seg(10), seg(20)], outputs: [out(10)] };
+    for (const name of [seg(10), seg(20), out(10).tempName, INTENT_FILE])
+      writeFileSync(path.join(dir, name), 'x');
+    const ops: string[] = [];
+    const inner = new NodeFileSystem();
+    const fs = Object.assign(Object.create(inner) as FileSystem, {
+      rename: async (from: string, to: string) => {
+        ops.push(`rename ${path.basename(from)} ${path.basename(to)}`);
+        return inner.rename(from, to);
+      },
+      unlink: async (file: string) => {
+        ops.push(`unlink ${path.basename(file)}`);
+        return inner.unlink(file);
+      },
+      syncDir: async (d: string) => {
+        ops.push('syncDir');
+        return inner.syncDir(d);
+      },
+    });
+    await applySwap(fs, dir, intent);
+    expect(ops).toEqual([
+      `rename ${out(10).tempName} ${seg(10)}`,
+      `unlink ${seg(20)}`,
+      'syncDir',
+      `unlink ${INTENT_FILE}`,
+      'syncDir',
+    ]);
+    expect(readdirSync(dir)).toEqual([seg(10)]);
   });
 });

@@ -156,17 +156,6 @@ export function checkBatch(
   const actual = xxh32(buf, position + CHECKSUMMED_FROM, position + sizeBytes);
   if (stored !== actual)
     return { kind: 'invalid', reason: `checksum mismatch (stored ${stored}, computed ${actual})` };
-  // Fields this format writes as 0: another value means a batch this version cannot read (a later
-  // version's compression or control batches, say), which must not be read as a plain one.
-  const schemaId = buf.readInt16LE(position + SCHEMA_ID_POSITION);
-  if (schemaId !== 0)
-    return { kind: 'invalid', reason: `unknown schema id ${schemaId} (this version reads 0 only)` };
-  const attributes = buf[position + ATTRIBUTES_POSITION]!;
-  if (attributes !== 0)
-    return {
-      kind: 'invalid',
-      reason: `unknown attributes 0x${attributes.toString(16)} (this version reads 0 only)`,
-    };
   let logOffset: number;
   try {
     logOffset = readInt64(buf, position + LOG_OFFSET_POSITION);
@@ -255,6 +244,28 @@ export interface RawRecord {
 }
 
 /**
+ * Throws DecodeError when a batch (one checkBatch accepted) has a schema id or attributes other than
+ * the 0 this format writes: a batch of a later version (compression, control batches, say), which
+ * must not be read as a plain one. Checked by the record readers, not by checkBatch: a whole batch
+ * with a valid checksum is no damage a crash could leave, and recovery must refuse it (the bucket
+ * does not open) rather than cut the log there as a torn tail.
+ */
+export function checkBatchFormat(buf: Buffer, position: number): void {
+  const schemaId = buf.readInt16LE(position + SCHEMA_ID_POSITION);
+  if (schemaId !== 0)
+    throw new DecodeError(
+      `unknown schema id ${schemaId} (this version reads 0 only)`,
+      position + SCHEMA_ID_POSITION,
+    );
+  const attributes = buf[position + ATTRIBUTES_POSITION]!;
+  if (attributes !== 0)
+    throw new DecodeError(
+      `unknown attributes 0x${attributes.toString(16)} (this version reads 0 only)`,
+      position + ATTRIBUTES_POSITION,
+    );
+}
+
+/**
  * Visits every record of a checked batch at `buf[position]`, bound-checking each length against the
  * batch end. Throws DecodeError on a malformed record or a record count that does not match.
  */
@@ -263,6 +274,7 @@ export function forEachRawRecord(
   position: number,
   visit: (record: RawRecord) => void,
 ): void {
+  checkBatchFormat(buf, position);
   const batchEnd = position + LENGTH_FIELD_BYTES + buf.readUInt32LE(position);
   const recordCount = buf.readInt32LE(position + RECORD_COUNT_POSITION);
   if (recordCount < 0)

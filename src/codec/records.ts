@@ -30,6 +30,7 @@ import {
   LENGTH_FIELD_BYTES,
   checkBatch,
   readBatchHeader,
+  checkBatchFormat,
   readBatchRecordCount,
   writeBatchHeader,
   type BatchHeader,
@@ -321,6 +322,7 @@ export function decodeBatchRecords(
   position: number,
   visit: (record: DecodedRecord, raw: RawRecord) => void,
 ): void {
+  checkBatchFormat(buf, position);
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const batchEnd = position + LENGTH_FIELD_BYTES + dv.getUint32(position, true);
   const recordCount = readBatchRecordCount(buf, position);

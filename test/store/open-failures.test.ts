@@ -4,9 +4,18 @@
  * a later failure while cleaning up), and a failed open leaves nothing open and the store unlocked.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { checkBatch, readBatchLogOffset, sealBatch } from '../../src/codec/index.js';
 import { OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { OffsetsTable } from '../../src/kv/index.js';
@@ -61,6 +70,38 @@ describe('OffsetStore.open failures', () => {
       message: expect.stringMatching(
         /ends at log offset 2, past log offset 1, .*store\.json is older than the log/,
       ),
+    });
+  });
+
+  it('refuses a whole batch of a format it does not know (attributes set, checksum valid) at the log tail after a crash, instead of cutting it as torn', async () => {
+    // Cut as a torn tail, the acknowledged commit in it was lost without a word (as "never acknowledged").
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, bucketCount: 1 });
+    for (let b = 1; b <= 3; b++)
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: b, offset: 100 * b }]);
+    const crashed = tempDir();
+    cpSync(dir, crashed, { recursive: true }); // copied while open, as a crash leaves it
+    await store.close();
+    rmSync(path.join(crashed, 'LOCK'), { force: true });
+    const bucketDir = path.join(crashed, 'buckets', '000');
+    const file = path.join(
+      bucketDir,
+      readdirSync(bucketDir).find((f) => f.endsWith('.log'))!,
+    );
+    const bytes = readFileSync(file);
+    let last = -1;
+    for (let p = 0; ;) {
+      const check = checkBatch(bytes, p, bytes.length, 8 << 20);
+      if (check.kind !== 'ok') break;
+      last = p;
+      p += check.sizeBytes;
+    }
+    bytes[last + 31] = 0x01; // attributes
+    sealBatch(bytes, readBatchLogOffset(bytes.subarray(last)), last, bytes.readInt32LE(last + 40));
+    writeFileSync(file, bytes);
+    await expect(OffsetStore.open({ dir: crashed, bucketCount: 1 })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/unknown attributes 0x1 \(this version reads 0 only\)/),
     });
   });
 

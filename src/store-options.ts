@@ -672,7 +672,25 @@ export function warningsTo(
  */
 function storeClock(clock: Clock, warn: (message: string) => void): Clock {
   if (!isClock(clock)) throw new TypeError('options.clock must have nowMs() and setTimer()');
+  const elapsed = clock.elapsedMs;
+  if (elapsed !== undefined && typeof elapsed !== 'function')
+    throw new TypeError('options.clock.elapsedMs must be a function when given');
   return {
+    // Intervals (assignment pacing) are measured with it: without it, a wall clock that steps
+    // would stretch or cut them (see elapsedMs in src/util/clock.ts).
+    ...(elapsed === undefined
+      ? {}
+      : {
+          elapsedMs: () => {
+            const ms = elapsed.call(clock);
+            if (typeof ms !== 'number' || !Number.isFinite(ms))
+              throw new OffsetStoreError(
+                'INVALID_CONFIG',
+                `options.clock.elapsedMs() returned ${String(ms)}: the store needs a number of milliseconds`,
+              );
+            return ms;
+          },
+        }),
     nowMs: () => {
       const ms = clock.nowMs();
       if (typeof ms !== 'number' || !(ms >= 0) || ms > Number.MAX_SAFE_INTEGER)

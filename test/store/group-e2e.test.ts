@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore, type GroupMember } from '../../src/index.js';
 import { settleGroup } from '../support/settle-group.js';
+import { SteppingClock } from '../support/stepping-clock.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const TABLE = 1;
@@ -208,5 +209,52 @@ describe('group coordinator over a real store', () => {
     const members = (await store.describeGroup('static')).members;
     expect(members.map((m) => [m.memberId, m.instanceId])).toEqual([['host-a-2', 'host-a']]);
     await store.close();
+  });
+});
+
+describe('the store on a clock whose wall time steps', () => {
+  it("paces a new member's assignment on the clock's interval time: a wall clock stepped back an hour does not hold it back", async () => {
+    // The store wraps the clock it is given; the wrapper dropped elapsedMs, so pacing measured the
+    // interval with the wall clock and waited an hour.
+    const owned = async (step: boolean): Promise<number> => {
+      const clock = new SteppingClock();
+      const store = await OffsetStore.open({
+        dir: tempDir(),
+        clock,
+        compaction: { strategy: 'none' },
+        group: { assignmentIntervalMs: 1000 },
+      });
+      store.setTableLayout(1, { bucketCount: 4 });
+      const members = new Map<string, { id?: string; epoch: number; owned: never[] }>([
+        ['a', { epoch: 0, owned: [] }],
+        ['b', { epoch: 0, owned: [] }],
+      ]);
+      const beat = async (name: string) => {
+        const m = members.get(name)!;
+        const answer = await store.heartbeat('g', {
+          memberId: m.id,
+          memberEpoch: m.epoch,
+          subscribedTableIds: [1],
+          ownedBuckets: m.owned,
+        });
+        m.id = answer.memberId;
+        m.epoch = answer.memberEpoch;
+        if (answer.assignment) m.owned = answer.assignment as never[];
+      };
+      await beat('a');
+      clock.advance(100);
+      if (step) clock.stepWall(-3_600_000);
+      await beat('b');
+      clock.advance(1000);
+      await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 4; i++) {
+        await beat('a');
+        await beat('b');
+      }
+      await store.close();
+      return members.get('b')!.owned.length;
+    };
+    expect(await owned(false)).toBe(2);
+    expect(await owned(true)).toBe(2);
   });
 });

@@ -146,6 +146,12 @@ describe('store options of the wrong type or past their bounds', () => {
       /^options\.compaction\.minDirtyRatio must be a number, got string$/,
     ],
     [
+      'a clock whose elapsedMs is not a function',
+      { clock: { nowMs: () => 1, setTimer: () => ({ cancel() {} }), elapsedMs: 5 } },
+      TypeError,
+      /^options\.clock\.elapsedMs must be a function when given$/,
+    ],
+    [
       'a starved-job time a timer cannot hold (Node would fire it after 1 ms)',
       { compaction: { workerStarvedMs: 2 ** 31 } },
       RangeError,

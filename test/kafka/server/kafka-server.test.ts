@@ -492,6 +492,13 @@ describe('startKafkaServer', () => {
       startKafkaServer({ store, topics: [{ name: 'bad name', partitions: 1 }] }),
     ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     await expect(startKafkaServer({ store: {} as never })).rejects.toThrow(TypeError);
+    await expect(startKafkaServer({ store, clock: { nowMs: () => 1 } as never })).rejects.toThrow(
+      /options.clock must have nowMs\(\) and setTimer\(\)/,
+    );
+    const clock = Object.assign(new ManualClock(), { elapsedMs: 5 });
+    await expect(startKafkaServer({ store, clock: clock as never })).rejects.toThrow(
+      /options.clock.elapsedMs must be a function when given/,
+    );
     await store.close();
   });
 

@@ -60,6 +60,7 @@ import {
   classicSnapshotOf,
   classicSnapshotToRecords,
   isRebalanceDue,
+  rebalanceDueSnapshotOf,
   type ClassicGroupSnapshot,
 } from './classic-snapshot.js';
 import { ClassicGroupStateMachine, type ClassicGroupInspection } from './classic-state-machine.js';
@@ -460,7 +461,14 @@ export class ClassicCoordinator {
     } finally {
       this.#afterOperation(groupId, runtime, op);
     }
-    const write = this.#writeSnapshotIfBoundary(groupId, runtime);
+    let write: Promise<void> | null;
+    try {
+      write = this.#writeSnapshotIfBoundary(groupId, runtime);
+    } catch (error) {
+      // The answers the operation decided (parked calls it took out among them) are still given.
+      op.deliver(error);
+      throw error;
+    }
     if (write === null) {
       op.deliver();
       return undefined;
@@ -505,9 +513,11 @@ export class ClassicCoordinator {
     const removal = this.#removalsToRecord.delete(groupId);
     if (group === undefined || !runtime.dirty) return null;
     if (group.state !== 'Stable' && group.state !== 'Empty') {
-      if (!removal || group.fields.protocolName === null || group.members.size === 0) return null;
+      // None when no member left could be restored at this generation: the rebalance's end writes.
+      const snapshot = removal ? rebalanceDueSnapshotOf(group) : null;
+      if (snapshot === null) return null;
       this.#snapshotsWritten++;
-      return this.#writer.writeSnapshot(groupId, classicSnapshotOf(group, true));
+      return this.#writer.writeSnapshot(groupId, snapshot);
     }
     const snapshot = classicSnapshotOf(group);
     runtime.dirty = false;

@@ -90,13 +90,28 @@ export function isClassicSnapshot(value: unknown): boolean {
 }
 
 /**
- * The snapshot of a classic group that is Stable or Empty; with `rebalanceDue`, of one with members
- * and a protocol, in any state (see the module header).
+ * The snapshot of a group in any state, with its rebalance due (version 1; see the module header),
+ * or null when it cannot have one: no protocol (it never was Stable), or no member offering it (the
+ * members left all rejoined with other protocols: none could be restored at this generation).
+ */
+export function rebalanceDueSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot | null {
+  const { protocolName } = group.fields;
+  if (protocolName === null) return null;
+  for (const m of group.members.values())
+    if (m.protocols.some((p) => p.name === protocolName)) return classicSnapshotOf(group, true);
+  return null;
+}
+
+/**
+ * The snapshot of a classic group that is Stable or Empty; with `rebalanceDue`, of one with a
+ * protocol that a member offers, in any state (`rebalanceDueSnapshotOf`).
  */
 export function classicSnapshotOf(group: ClassicGroup, rebalanceDue = false): ClassicGroupSnapshot {
   assert(
     rebalanceDue
-      ? group.fields.protocolName !== null && group.members.size > 0
+      ? [...group.members.values()].some((m) =>
+          m.protocols.some((p) => p.name === group.fields.protocolName),
+        )
       : group.state === 'Stable' || group.state === 'Empty',
     `snapshot of classic group ${group.groupId} taken while ${group.state}`,
   );

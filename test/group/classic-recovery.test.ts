@@ -13,7 +13,7 @@ import {
   GroupCoordinator,
   parseClassicSnapshot,
 } from '../../src/group/index.js';
-import { ClassicTestContext, joined, tick } from './classic-test-context.js';
+import { ClassicTestContext, joined, protocols, tick } from './classic-test-context.js';
 import { InMemorySnapshotWriter } from './group-test-context.js';
 
 describe('restart', () => {
@@ -82,6 +82,31 @@ describe('restart', () => {
     await tick();
     expect(joins.map((j) => joined(j).generationId)).toEqual([2, 2]);
     expect(ctx.state()).toBe('CompletingRebalance');
+  });
+
+  it("an admin's removal when no member left offers the group's protocol: resolves, answers the removed member's parked join, and writes nothing until the rebalance ends", async () => {
+    const ctx = new ClassicTestContext();
+    const joins = [0, 1].map(() => ctx.join({ protocols: protocols(['range', 'roundrobin']) }));
+    await ctx.advance(0);
+    const [a, b] = joins.map(joined);
+    await ctx.syncAll([a!, b!]);
+    expect(ctx.inspect()).toMatchObject({ state: 'Stable', protocolName: 'range' });
+    // A pending member (MEMBER_ID_REQUIRED) keeps the join phase open; A rejoins without 'range'.
+    ctx.join({ requireKnownMemberId: true, protocols: protocols(['roundrobin']) });
+    await tick();
+    ctx.join({ memberId: a!.memberId, protocols: protocols(['roundrobin']) });
+    const rejoinB = ctx.join({
+      memberId: b!.memberId,
+      protocols: protocols(['range', 'roundrobin']),
+    });
+    await tick();
+    const writes = ctx.writer.writes.length;
+    // Before: a TypeError (no member to restore), B's parked JoinGroup never answered.
+    const removed = await ctx.coordinator.removeMembers('g', { memberIds: [b!.memberId] });
+    expect(removed.map((m) => m.memberId)).toEqual([b!.memberId]);
+    await tick();
+    expect(rejoinB.code).toBe('UNKNOWN_MEMBER_ID');
+    expect(ctx.writer.writes.length, 'no member could be restored: nothing written').toBe(writes);
   });
 
   it('an Empty group keeps its generation and protocol type; the next member continues from it', async () => {

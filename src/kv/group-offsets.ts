@@ -31,7 +31,9 @@
  * look number RELAYOUT_MIN and a quarter of the entries, the entries are re-ordered: the longest runs
  * of in-order buckets (sorted by key) first, the rest after, which is adopted if it makes the prefix
  * longer. A look costs O(n log n) and comes after n / 4 inserts, so an insert pays O(log n) for it
- * however the group's commits and deletes go (a delete inside the prefix does not bring one on). Entry
+ * on average however the group's commits and deletes go (a delete inside the prefix does not bring
+ * one on); the insert that brings one pays it all, so groups of more than RELAYOUT_SIZE_MAX entries
+ * are never re-laid out (their runs come from in-order inserts only). Entry
  * indices are positions, not names: a re-layout, like a delete, moves entries; nothing holds an
  * index across a change of the table.
  *
@@ -59,6 +61,12 @@ const RUNS_MAX = 32;
 const RUN_STRIDE = 3;
 /** Sparse entries, and inserts since the last look, before a re-layout is considered. */
 const RELAYOUT_MIN = 4;
+/**
+ * Entries above which a group is never re-laid out: a look sorts every entry within one commit (a
+ * few hundred microseconds at this size; a second at 1M), and the memory it saves matters for the
+ * many small and middling groups, not for the rare huge one.
+ */
+const RELAYOUT_SIZE_MAX = 4096;
 const TWO_POW_32 = 4294967296;
 
 /**
@@ -329,7 +337,12 @@ export class GroupOffsets {
    */
   #relayoutIfDue(): void {
     const size = this.#size;
-    if (size - this.#denseCount < RELAYOUT_MIN || this.#insertedSinceLayout < size >>> 2) return;
+    if (
+      size > RELAYOUT_SIZE_MAX ||
+      size - this.#denseCount < RELAYOUT_MIN ||
+      this.#insertedSinceLayout < size >>> 2
+    )
+      return;
     this.#insertedSinceLayout = 0;
     const { entries, metadata } = this.toImage();
     const key = (i: number, f: number) => entries[i * STRIDE + f]!;

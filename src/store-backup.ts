@@ -35,6 +35,7 @@
  */
 import * as path from 'node:path';
 import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
+import { checkBatchFormat, DecodeError } from './codec/index.js';
 import { STATE_FILE } from './compaction/index.js';
 import { isNameTaken, realPathOf, type FileSystem, type HeldDirectoryLock } from './io/index.js';
 import { CHECKPOINT_DIR, inspectCheckpointFile } from './kv/index.js';
@@ -306,21 +307,38 @@ async function copySegments(source: BackupSource, c: BucketCut, to: string): Pro
     source.checkOpen();
     const copy = path.join(to, path.basename(segment.path));
     bytes += await copyFile(source.fs, segment.path, copy, segment.sizeBytes);
-    const scan = await scanSegment(source.fs, copy, {
-      batchBytesMax: source.batchBytesMax,
-      previousLogOffset: previous,
-      baseOffset: segment.baseOffset,
-      consecutive: active,
-    });
+    // A batch of a format this version cannot read (checkBatchFormat) is damage too.
+    let unreadable: string | undefined;
+    const scan = await scanSegment(
+      source.fs,
+      copy,
+      {
+        batchBytesMax: source.batchBytesMax,
+        previousLogOffset: previous,
+        baseOffset: segment.baseOffset,
+        consecutive: active,
+      },
+      (buf, position, logOffset) => {
+        if (unreadable !== undefined) return;
+        try {
+          checkBatchFormat(buf, position);
+        } catch (error) {
+          if (!(error instanceof DecodeError)) throw error;
+          unreadable = `batch ${logOffset}: ${error.message}`;
+        }
+      },
+    );
     const problem =
-      scan.damage !== undefined
-        ? `${scan.damage.reason} at byte ${scan.damage.position}`
-        : scan.validBytes !== segment.sizeBytes
-          ? `${scan.validBytes} bytes of valid batches where the log holds ${segment.sizeBytes}`
-          : active &&
-              (scan.lastLogOffset < 0 ? segment.baseOffset : scan.lastLogOffset + 1) !== c.logEnd
-            ? `it ends at log offset ${scan.lastLogOffset + 1}, not at the log end ${c.logEnd}`
-            : undefined;
+      unreadable !== undefined
+        ? unreadable
+        : scan.damage !== undefined
+          ? `${scan.damage.reason} at byte ${scan.damage.position}`
+          : scan.validBytes !== segment.sizeBytes
+            ? `${scan.validBytes} bytes of valid batches where the log holds ${segment.sizeBytes}`
+            : active &&
+                (scan.lastLogOffset < 0 ? segment.baseOffset : scan.lastLogOffset + 1) !== c.logEnd
+              ? `it ends at log offset ${scan.lastLogOffset + 1}, not at the log end ${c.logEnd}`
+              : undefined;
     if (problem !== undefined)
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',

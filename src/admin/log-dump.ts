@@ -9,6 +9,7 @@
  */
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import {
+  checkBatchFormat,
   DecodeError,
   decodeBatchRecords,
   loadChecksum,
@@ -212,10 +213,19 @@ export async function dumpLog(
             coordinatorEpoch: header.coordinatorEpoch,
             recordCount: header.recordCount,
           });
-          summary.recordCount +=
-            options.records === true
-              ? visitRecords(buf, position, logOffset, segment.path, filePosition, visit, summary)
-              : header.recordCount;
+          if (options.records === true)
+            summary.recordCount += visitRecords(
+              buf,
+              position,
+              logOffset,
+              segment.path,
+              filePosition,
+              visit,
+              summary,
+            );
+          else if (formatDamage(buf, position, logOffset, segment.path, filePosition, visit))
+            summary.damageCount++;
+          else summary.recordCount += header.recordCount;
         },
       );
     } catch (error) {
@@ -284,6 +294,33 @@ async function compareWithManifest(
       `the log ends at ${lastLogOffset + 1}, shorter than the ${record.logEnd} store.json recorded: batches it held are missing`,
       segments.at(-1)?.path ?? bucketDir,
     );
+}
+
+/**
+ * Shows a batch of a format this version cannot read (checkBatchFormat) as damage, as the records'
+ * decoding does with --records; returns whether it was one.
+ */
+function formatDamage(
+  buf: Buffer,
+  position: number,
+  logOffset: number,
+  file: string,
+  filePosition: number,
+  visit: (entry: DumpEntry) => void,
+): boolean {
+  try {
+    checkBatchFormat(buf, position);
+    return false;
+  } catch (error) {
+    if (!(error instanceof DecodeError)) throw error;
+    visit({
+      kind: 'damage',
+      file,
+      position: filePosition + (error.position - position),
+      reason: `batch ${logOffset}: ${error.message.replace(/ at byte \d+$/, '')}`,
+    });
+    return true;
+  }
 }
 
 function visitRecords(

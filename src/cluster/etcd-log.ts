@@ -45,7 +45,14 @@
  */
 import { randomInt } from 'node:crypto';
 import type { IKeyValue, IRangeResponse, IRequestOp, IResponseOp, ITxnResponse } from 'etcd3';
-import { checkBatch, loadChecksum, sealBatch, stampBatchWriter } from '../codec/index.js';
+import {
+  checkBatch,
+  checkBatchFormat,
+  DecodeError,
+  loadChecksum,
+  sealBatch,
+  stampBatchWriter,
+} from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { BatchVisitor, LogPort } from '../log/index.js';
 import { assert } from '../util/index.js';
@@ -202,7 +209,18 @@ export class EtcdLog implements LogPort {
     const batchBytesMax = options.batchBytesMax ?? ETCD_LOG_DEFAULTS.batchBytesMax;
     await readEntries(connection, keys, 0, nextOffset, batchBytesMax, (buf, logOffset) => {
       entries.push({ logOffset, bytes: buf.length });
-      if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
+      try {
+        // Every batch, below a checkpoint too: one of a format this version cannot read is damage.
+        checkBatchFormat(buf, 0);
+        if (logOffset >= recovery.fromLogOffset) recovery.visit?.(buf, 0, logOffset, buf.length, 0);
+      } catch (error) {
+        if (!(error instanceof DecodeError)) throw error;
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${keys.log}: batch ${logOffset}: checksum matches but it does not decode: ${error.message}`,
+          { cause: error },
+        );
+      }
     });
     const firstOffset = entries[0]?.logOffset ?? nextOffset;
     if (recovery.fromLogOffset > nextOffset)

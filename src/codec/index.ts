@@ -12,6 +12,7 @@ export {
   BATCH_MAGIC_POSITION,
   LENGTH_FIELD_BYTES,
   checkBatch,
+  checkBatchFormat,
   forEachRawRecord,
   peekBatchLogOffset,
   readBatchChecksum,

@@ -19,7 +19,8 @@ import { checkBatch, readBatchLogOffset, sealBatch } from '../../src/codec/index
 import { OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { OffsetsTable } from '../../src/kv/index.js';
-import { ManifestFile } from '../../src/log/index.js';
+import { Log, ManifestFile } from '../../src/log/index.js';
+import { dumpLog } from '../../src/admin/index.js';
 import { logOptions } from '../support/log-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -103,6 +104,17 @@ describe('OffsetStore.open failures', () => {
       code: 'CORRUPT_MESSAGE',
       message: expect.stringMatching(/unknown attributes 0x1 \(this version reads 0 only\)/),
     });
+    // log dump shows it as damage with or without --records.
+    for (const records of [false, true]) {
+      const entries: { kind: string; reason?: string }[] = [];
+      const summary = await dumpLog(crashed, 0, { records }, (e) => entries.push(e));
+      expect(summary.damageCount, `records: ${records}`).toBe(1);
+      expect(entries.filter((e) => e.kind === 'damage')[0]?.reason).toMatch(/unknown attributes/);
+    }
+    // Below a checkpoint (a replay starting past it) the batch is refused all the same.
+    await expect(
+      Log.open(logOptions(bucketDir), { fromLogOffset: 3, visit: () => {} }),
+    ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
   });
 
   it('a dir that is a regular file, or lies under one: INVALID_CONFIG naming it, and nothing is created', async () => {

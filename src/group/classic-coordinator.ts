@@ -517,7 +517,11 @@ export class ClassicCoordinator {
       const snapshot = removal ? rebalanceDueSnapshotOf(group) : null;
       if (snapshot === null) return null;
       this.#snapshotsWritten++;
-      return this.#writer.writeSnapshot(groupId, snapshot);
+      return this.#writer.writeSnapshot(groupId, snapshot).catch((error: unknown) => {
+        // Written again by the group's next operation, as a failed snapshot write always is.
+        this.#removalsToRecord.add(groupId);
+        throw error;
+      });
     }
     const snapshot = classicSnapshotOf(group);
     runtime.dirty = false;

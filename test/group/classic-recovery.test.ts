@@ -6,6 +6,7 @@
  * CORRUPT_MESSAGE.
  */
 import { Packr } from 'msgpackr';
+import { OffsetStoreError } from '../../src/errors/index.js';
 import { describe, expect, it } from 'vitest';
 import { classicSnapshotOf, type ClassicGroupSnapshot } from '../../src/group/classic-snapshot.js';
 import {
@@ -82,6 +83,23 @@ describe('restart', () => {
     await tick();
     expect(joins.map((j) => joined(j).generationId)).toEqual([2, 2]);
     expect(ctx.state()).toBe('CompletingRebalance');
+  });
+
+  it("an admin's removal whose snapshot write failed is written by the group's next operation, and holds across a restart", async () => {
+    const ctx = new ClassicTestContext();
+    const [a, , c] = await ctx.stableGroup(3, 'g', { groupInstanceId: undefined });
+    ctx.writer.failNext = new OffsetStoreError('LOG_STORAGE_ERROR', 'injected: the disk failed');
+    await expect(
+      ctx.coordinator.removeMembers('g', { memberIds: [c!.memberId] }),
+    ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    // Before: nothing wrote it again, and a retry was UNKNOWN_MEMBER_ID (c is gone from memory).
+    const beat = ctx.heartbeat({ memberId: a!.memberId, generationId: 1 });
+    await tick();
+    expect(beat.code).toBe('REBALANCE_IN_PROGRESS');
+    expect(ctx.writer.latest.get('g')).toMatchObject({ version: 1 });
+    ctx.restart();
+    await tick();
+    expect(ctx.inspect()?.members.map((m) => m.memberId)).not.toContain(c!.memberId);
   });
 
   it("an admin's removal when no member left offers the group's protocol: resolves, answers the removed member's parked join, and writes nothing until the rebalance ends", async () => {

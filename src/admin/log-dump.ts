@@ -213,19 +213,16 @@ export async function dumpLog(
             coordinatorEpoch: header.coordinatorEpoch,
             recordCount: header.recordCount,
           });
-          if (options.records === true)
-            summary.recordCount += visitRecords(
-              buf,
-              position,
-              logOffset,
-              segment.path,
-              filePosition,
-              visit,
-              summary,
-            );
-          else if (formatDamage(buf, position, logOffset, segment.path, filePosition, visit))
-            summary.damageCount++;
-          else summary.recordCount += header.recordCount;
+          summary.recordCount += visitBatchContent(
+            buf,
+            position,
+            logOffset,
+            segment.path,
+            filePosition,
+            visit,
+            summary,
+            options.records === true,
+          );
         },
       );
     } catch (error) {
@@ -297,33 +294,11 @@ async function compareWithManifest(
 }
 
 /**
- * Shows a batch of a format this version cannot read (checkBatchFormat) as damage, as the records'
- * decoding does with --records; returns whether it was one.
+ * Shows the records of the batch at `buf[position]` (with --records), or reads only its record
+ * count; a batch that does not decode (a record, or a format this version cannot read) is shown as
+ * damage. Returns the records counted.
  */
-function formatDamage(
-  buf: Buffer,
-  position: number,
-  logOffset: number,
-  file: string,
-  filePosition: number,
-  visit: (entry: DumpEntry) => void,
-): boolean {
-  try {
-    checkBatchFormat(buf, position);
-    return false;
-  } catch (error) {
-    if (!(error instanceof DecodeError)) throw error;
-    visit({
-      kind: 'damage',
-      file,
-      position: filePosition + (error.position - position),
-      reason: `batch ${logOffset}: ${error.message.replace(/ at byte \d+$/, '')}`,
-    });
-    return true;
-  }
-}
-
-function visitRecords(
+function visitBatchContent(
   buf: Buffer,
   position: number,
   logOffset: number,
@@ -331,13 +306,19 @@ function visitRecords(
   filePosition: number,
   visit: (entry: DumpEntry) => void,
   summary: DumpSummary,
+  records: boolean,
 ): number {
   let count = 0;
   try {
-    decodeBatchRecords(buf, position, (record) => {
-      count++;
-      visit(recordEntry(record, logOffset));
-    });
+    if (records) {
+      decodeBatchRecords(buf, position, (record) => {
+        count++;
+        visit(recordEntry(record, logOffset));
+      });
+    } else {
+      checkBatchFormat(buf, position);
+      count = readBatchHeader(buf, position).recordCount;
+    }
   } catch (error) {
     if (!(error instanceof DecodeError)) throw error;
     summary.damageCount++;

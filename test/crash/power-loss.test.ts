@@ -63,6 +63,14 @@ function logDirWith(name: string, image: Buffer): string {
   return dir;
 }
 
+/** What opening `image` as the only segment of a fresh log throws (undefined if it opens). */
+function openError(name: string, image: Buffer): Promise<unknown> {
+  return Log.open(logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX })).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
 describe('power loss during a write round', () => {
   it(
     'opens every image of a round that lost random sectors, with every acknowledged batch and the intact batches before the first hole',
@@ -207,12 +215,7 @@ describe('power loss during a write round', () => {
       const image = readFileSync(path.join(dir, name));
       const victimAt = batches.slice(0, victim).reduce((sum, b) => sum + b.length, 0);
       image[victimAt + flipAt]! ^= 0x10;
-      const error = await Log.open(
-        logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
-      ).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await openError(name, image);
       expect(
         isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE',
         `victim at ${victimAt}: ${String(error)}`,
@@ -270,12 +273,7 @@ describe('power loss during a write round', () => {
       // The same zeros, and a flipped bit inside the batch: not a lost sector.
       const flipped = Buffer.from(image);
       flipped[ackedEnd + 60]! ^= 0x04;
-      const error = await Log.open(
-        logOptions(logDirWith(name, flipped), { segmentBytesMax: SEGMENT_BYTES_MAX }),
-      ).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const error = await openError(name, flipped);
       expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(
         true,
       );
@@ -290,12 +288,7 @@ describe('power loss during a write round', () => {
     const batches = roundBatches(random, acked.length);
     const image = Buffer.concat([segment.subarray(0, ackedEnd), ...batches]);
     image[ackedEnd + 60]! ^= 0x04; // a flipped bit inside the first batch of the round
-    const flipped = await Log.open(
-      logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
-    ).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const flipped = await openError(name, image);
     expect(isOffsetStoreError(flipped) && flipped.code === 'CORRUPT_MESSAGE', String(flipped)).toBe(
       true,
     );
@@ -341,12 +334,7 @@ describe('power loss during a write round', () => {
     ]);
     const sector = Math.floor(ackedEnd / 2 / SECTOR) * SECTOR;
     image.fill(0, sector, sector + SECTOR);
-    const error = await Log.open(
-      logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
-    ).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await openError(name, image);
     expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(true);
     expect((error as Error).message).toMatch(/was durable/);
   });
@@ -369,12 +357,7 @@ describe('power loss during a write round', () => {
     ).toBeLessThanOrEqual(last);
     const image = Buffer.concat([segment.subarray(0, last), ...roundBatches(seededRandom(3), 2)]);
     image.fill(0, sector, sector + SECTOR);
-    const error = await Log.open(
-      logOptions(logDirWith(name, image), { segmentBytesMax: SEGMENT_BYTES_MAX }),
-    ).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await openError(name, image);
     expect(isOffsetStoreError(error) && error.code === 'CORRUPT_MESSAGE', String(error)).toBe(true);
     expect((error as Error).message).toMatch(/was durable/);
   });

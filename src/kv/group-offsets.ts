@@ -13,10 +13,10 @@
  * at most RUNS_MAX of them. The first run starts at entry 0, its table and partition in
  * `#denseTable`/`#densePartition` (most groups have one run, and it costs no array); `#laterRuns`
  * holds each later run's (tableId, partitionId, first entry index), in entry order. A run ends where
- * the next begins, the last at #denseCount. An entry's key in the
- * prefix is therefore known from its position and not stored: the prefix lives in `#dense`,
- * DENSE_STRIDE doubles per entry (offset, leaderEpoch, commitTimestampMs), and a key in it is found by
- * comparing with each run's table and partition, then at the run's start plus its bucket id. The
+ * the next begins, the last at #denseCount. An entry's key in the prefix is therefore known from its
+ * position and not stored: the prefix lives in `#dense`, DENSE_STRIDE doubles per entry (offset,
+ * leaderEpoch, commitTimestampMs), and a key in it is found by comparing with each run's table and
+ * partition, then at the run's start plus its bucket id. The
  * other entries, [#denseCount, size), live in `#sparse`, STRIDE doubles per entry (tableId,
  * partitionId (-1 = null), bucketId, offset, leaderEpoch, commitTimestampMs), entry i at
  * i - #denseCount. An insert extends the prefix while there are no sparse entries: it extends the
@@ -33,9 +33,9 @@
  * longer. A look costs O(n log n) and comes after n / 4 inserts, so an insert pays O(log n) for it
  * on average however the group's commits and deletes go (a delete inside the prefix does not bring
  * one on); the insert that brings one pays it all, so groups of more than RELAYOUT_SIZE_MAX entries
- * are never re-laid out (their runs come from in-order inserts only). Entry
- * indices are positions, not names: a re-layout, like a delete, moves entries; nothing holds an
- * index across a change of the table.
+ * are never re-laid out (their runs come from in-order inserts only). Entry indices are positions,
+ * not names: a re-layout, like a delete, moves entries; nothing holds an index across a change of
+ * the table.
  *
  * Sparse entries are scanned linearly while they are at most LINEAR_SCAN_MAX; beyond that `#slots`
  * indexes every entry (linear probing, power-of-two capacity, load factor <= 0.75), holding entry
@@ -234,13 +234,20 @@ export class GroupOffsets {
     const dense = this.#denseCount;
     if (i >= dense) return this.#sparse![(i - dense) * STRIDE + field]!;
     if (field >= DENSE_SHIFT) return this.#dense![i * DENSE_STRIDE + field - DENSE_SHIFT]!;
-    const later = this.#laterRuns;
-    if (later !== undefined) {
-      for (let r = later.length - RUN_STRIDE; r >= 0; r -= RUN_STRIDE) {
-        if (later[r + 2]! <= i) return field === F_BUCKET ? i - later[r + 2]! : later[r + field]!;
-      }
+    if (i >= this.#firstRunEnd) {
+      const later = this.#laterRuns!;
+      const r = this.#laterRunOf(i);
+      return field === F_BUCKET ? i - later[r + 2]! : later[r + field]!;
     }
     return field === F_BUCKET ? i : field === F_TABLE ? this.#denseTable : this.#densePartition;
+  }
+
+  /** Where in `#laterRuns` the run holding dense entry `i` is (`i` past the first run's end). */
+  #laterRunOf(i: number): number {
+    const later = this.#laterRuns!;
+    let r = later.length - RUN_STRIDE;
+    while (later[r + 2]! > i) r -= RUN_STRIDE;
+    return r;
   }
 
   /** The committed offset at entry `i` (from `find` or iteration), as a fresh object. */
@@ -256,14 +263,10 @@ export class GroupOffsets {
       if (i >= this.#firstRunEnd) {
         // In a later run (the prefix goes past the first only when there are some).
         const later = this.#laterRuns!;
-        for (let r = later.length - RUN_STRIDE; r >= 0; r -= RUN_STRIDE) {
-          if (later[r + 2]! <= i) {
-            table = later[r]!;
-            partition = later[r + 1]!;
-            bucket = i - later[r + 2]!;
-            break;
-          }
-        }
+        const r = this.#laterRunOf(i);
+        table = later[r]!;
+        partition = later[r + 1]!;
+        bucket = i - later[r + 2]!;
       }
       return new CommittedOffsetRecord(
         table,
@@ -631,7 +634,6 @@ export class GroupOffsets {
         d[q + 2] = entries[p + F_TIMESTAMP]!;
       }
       this.#dense = d;
-      this.#denseCount = dense;
     }
     if (size > dense) {
       const e = newEntries((size - dense) * STRIDE);

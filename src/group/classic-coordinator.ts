@@ -9,8 +9,8 @@
  *     (now, or parked until a later operation answers it) and those of parked calls;
  *  2. if the group changed something a snapshot holds and is now Stable or Empty, its snapshot is
  *     written through the GroupSnapshotWriter; the lane is free again once it is durable (an admin's
- *     removal of members that started a rebalance writes one too, of version 1, its rebalance due: see
- *     classic-snapshot.ts);
+ *     removal of members that started a rebalance writes one too, of version 1, its rebalance due:
+ *     see classic-snapshot.ts);
  *  3. then the answers are delivered; if the write failed, answers that would have succeeded fail
  *     with its error (the in-memory state stays ahead, the group dirty: the next operation writes).
  * A parked JoinGroup or SyncGroup does not hold the lane: it is a promise answered by the operation
@@ -505,8 +505,8 @@ export class ClassicCoordinator {
 
   /**
    * Writes the snapshot when the group changed and is now Stable or Empty (a generation boundary),
-   * or, after an admin's removal of members that started a rebalance, one of version 1, its rebalance due
-   * (the group stays dirty: the rebalance's end writes again).
+   * or, after an admin's removal of members that started a rebalance, one of version 1, its
+   * rebalance due (the group stays dirty: the rebalance's end writes again).
    */
   #writeSnapshotIfBoundary(groupId: string, runtime: ClassicRuntime): Promise<void> | null {
     const group = this.#machine.get(groupId);

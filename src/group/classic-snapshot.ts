@@ -14,8 +14,8 @@
  * A snapshot with members restores a Stable group at its generation, leader and assignments (no
  * rebalance: members' next heartbeats succeed); one without restores an Empty group.
  *
- * Version 1 is a snapshot with its rebalance due (`isRebalanceDue`; otherwise the same shape): written between generation boundaries when an admin removed
- * members (`removeMembers`), so that the removal is durable when it resolves rather than when the
+ * Version 1 is a snapshot with its rebalance due (`isRebalanceDue`; otherwise the same shape):
+ * written between generation boundaries when an admin removed members (`removeMembers`), so that the removal is durable when it resolves rather than when the
  * rebalance it started completes (which, for a store opened by an admin tool with no member
  * connected, is never before the tool closes it). It holds the members left (those offering the
  * group's protocol) and restores the group as above, then starts its rebalance once loading ends.
@@ -30,7 +30,7 @@ import type { ClassicGroup } from './classic-group.js';
 import type { ClassicMember } from './classic-member.js';
 import type { ClassicGroupRecord } from './classic-record.js';
 
-/** The version of the classic snapshot's shape this module writes (REBALANCE_DUE_VERSION: see the module header). */
+/** The version of the classic snapshot's shape (REBALANCE_DUE_VERSION: see the module header). */
 export const CLASSIC_SNAPSHOT_VERSION = 0;
 /** The version of a snapshot whose group rebalances once restored. */
 const REBALANCE_DUE_VERSION = 1;
@@ -55,7 +55,7 @@ export interface ClassicGroupSnapshot {
   readonly emptySinceMs?: number;
 }
 
-/** Whether the group rebalances once restored (version 1: an admin removed members; see the module header). */
+/** Whether the group rebalances once restored (version 1: an admin removed members; see above). */
 export function isRebalanceDue(snapshot: ClassicGroupSnapshot): boolean {
   return snapshot.version === REBALANCE_DUE_VERSION;
 }
@@ -95,35 +95,47 @@ export function isClassicSnapshot(value: unknown): boolean {
  * members left all rejoined with other protocols: none could be restored at this generation).
  */
 export function rebalanceDueSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot | null {
-  const { protocolName } = group.fields;
+  const { generationId, protocolType, protocolName, leaderId } = group.fields;
   if (protocolName === null) return null;
-  for (const m of group.members.values())
-    if (m.protocols.some((p) => p.name === protocolName)) return classicSnapshotOf(group, true);
-  return null;
-}
-
-/**
- * The snapshot of a classic group that is Stable or Empty; with `rebalanceDue`, of one with a
- * protocol that a member offers, in any state (`rebalanceDueSnapshotOf`).
- */
-export function classicSnapshotOf(group: ClassicGroup, rebalanceDue = false): ClassicGroupSnapshot {
-  assert(
-    rebalanceDue
-      ? [...group.members.values()].some((m) =>
-          m.protocols.some((p) => p.name === group.fields.protocolName),
-        )
-      : group.state === 'Stable' || group.state === 'Empty',
-    `snapshot of classic group ${group.groupId} taken while ${group.state}`,
-  );
-  const { generationId, protocolType, protocolName, emptySinceMs } = group.fields;
-  let { leaderId } = group.fields;
   // A member that joined this rebalance may not offer the group's present protocol: it is left out,
   // as its join would have been had the rebalance not been recorded (it joins again).
-  const kept = [...group.members.values()].filter(
-    (m) => !rebalanceDue || m.protocols.some((p) => p.name === protocolName),
+  const kept = [...group.members.values()].filter((m) =>
+    m.protocols.some((p) => p.name === protocolName),
   );
-  if (rebalanceDue && !kept.some((m) => m.memberId === leaderId)) leaderId = kept[0]!.memberId;
-  const members = kept.map((m) => ({
+  if (kept.length === 0) return null;
+  return {
+    protocol: 'classic',
+    version: REBALANCE_DUE_VERSION,
+    generationId,
+    protocolType,
+    protocolName,
+    leaderId: kept.some((m) => m.memberId === leaderId) ? leaderId : kept[0]!.memberId,
+    members: kept.map(snapshotMember),
+  };
+}
+
+/** The snapshot of a classic group that is Stable or Empty. */
+export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
+  assert(
+    group.state === 'Stable' || group.state === 'Empty',
+    `snapshot of classic group ${group.groupId} taken while ${group.state}`,
+  );
+  const { generationId, protocolType, protocolName, leaderId, emptySinceMs } = group.fields;
+  return {
+    protocol: 'classic',
+    version: CLASSIC_SNAPSHOT_VERSION,
+    generationId,
+    protocolType,
+    protocolName,
+    leaderId,
+    members: [...group.members.values()].map(snapshotMember),
+    ...(emptySinceMs === undefined ? {} : { emptySinceMs }),
+  };
+}
+
+/** A member as a snapshot holds it. */
+function snapshotMember(m: ClassicMember): ClassicSnapshotMember {
+  return {
     memberId: m.memberId,
     groupInstanceId: m.groupInstanceId,
     clientId: m.clientId,
@@ -132,26 +144,6 @@ export function classicSnapshotOf(group: ClassicGroup, rebalanceDue = false): Cl
     sessionTimeoutMs: m.sessionTimeoutMs,
     protocols: m.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
     assignment: m.assignment,
-  }));
-  if (rebalanceDue)
-    return {
-      protocol: 'classic',
-      version: REBALANCE_DUE_VERSION,
-      generationId,
-      protocolType,
-      protocolName,
-      leaderId,
-      members,
-    };
-  return {
-    protocol: 'classic',
-    version: CLASSIC_SNAPSHOT_VERSION,
-    generationId,
-    protocolType,
-    protocolName,
-    leaderId,
-    members,
-    ...(emptySinceMs === undefined ? {} : { emptySinceMs }),
   };
 }
 

@@ -25,7 +25,7 @@ import {
   type GroupSettings,
   type MemberDescription,
 } from './group/index.js';
-import { SystemClock, isClock, type Clock } from './util/index.js';
+import { SystemClock, checkClock, type Clock } from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
 /** One offset to commit: the next offset the group will read in the bucket. */
@@ -671,10 +671,8 @@ export function warningsTo(
  *   exception in the service that embeds the store.
  */
 function storeClock(clock: Clock, warn: (message: string) => void): Clock {
-  if (!isClock(clock)) throw new TypeError('options.clock must have nowMs() and setTimer()');
+  checkClock(clock, 'options.clock');
   const elapsed = clock.elapsedMs;
-  if (elapsed !== undefined && typeof elapsed !== 'function')
-    throw new TypeError('options.clock.elapsedMs must be a function when given');
   return {
     // Intervals (assignment pacing) are measured with it: without it, a wall clock that steps
     // would stretch or cut them (see elapsedMs in src/util/clock.ts).

@@ -28,6 +28,16 @@ export function isClock(value: unknown): value is Clock {
   );
 }
 
+/**
+ * Checks a clock given as an option named `name`: a TypeError unless it has `nowMs()` and
+ * `setTimer()`, and an `elapsedMs` that is a function when it has one.
+ */
+export function checkClock(value: unknown, name: string): asserts value is Clock {
+  if (!isClock(value)) throw new TypeError(`${name} must have nowMs() and setTimer()`);
+  if (value.elapsedMs !== undefined && typeof value.elapsedMs !== 'function')
+    throw new TypeError(`${name}.elapsedMs must be a function when given`);
+}
+
 /** A cancellable timer handle. */
 export interface Timer {
   /** Cancels the timer: its callback will not run (a no-op once it has fired). */

@@ -4,7 +4,15 @@
  * (`nextTurn`) and the check for keys a JSON text repeats. This file is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
-export { type Clock, type Timer, SystemClock, ManualClock, isClock, elapsedMs } from './clock.js';
+export {
+  type Clock,
+  type Timer,
+  SystemClock,
+  ManualClock,
+  isClock,
+  checkClock,
+  elapsedMs,
+} from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';
 export { nextTurn, onNextTurn } from './next-turn.js';

@@ -5,7 +5,7 @@
  */
 import type { OffsetStore } from '../../store.js';
 import { warningsTo } from '../../store-options.js';
-import { isClock, SystemClock, type Clock } from '../../util/index.js';
+import { checkClock, SystemClock, type Clock } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
 import {
   resolveListener,
@@ -342,8 +342,6 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
 /** The server's clock: the system's by default; one that is not a Clock is a TypeError. */
 function serverClock(clock: Clock | undefined): Clock {
   if (clock === undefined) return new SystemClock();
-  if (!isClock(clock)) throw new TypeError('options.clock must have nowMs() and setTimer()');
-  if (clock.elapsedMs !== undefined && typeof clock.elapsedMs !== 'function')
-    throw new TypeError('options.clock.elapsedMs must be a function when given');
+  checkClock(clock, 'options.clock');
   return clock;
 }

@@ -32,6 +32,7 @@
 import * as path from 'node:path';
 import {
   BATCH_CHECKSUM_END,
+  checkBatchFormat,
   DecodeError,
   loadChecksum,
   readBatchChecksum,
@@ -399,9 +400,12 @@ async function scanOne(
     },
     (buf, position, logOffset, sizeBytes, filePosition) => {
       if (segment.firstLogOffset < 0) segment.firstLogOffset = logOffset;
-      if (badRecord !== undefined || options.visit === undefined) return;
+      if (badRecord !== undefined) return;
       try {
-        options.visit(buf, position, logOffset, sizeBytes, filePosition);
+        // Every batch, visited or not (below a checkpoint too): one of a format this version
+        // cannot read is damage, never a torn tail.
+        checkBatchFormat(buf, position);
+        options.visit?.(buf, position, logOffset, sizeBytes, filePosition);
       } catch (error) {
         if (!(error instanceof DecodeError)) throw error;
         const at = filePosition + Math.max(0, error.position - position);

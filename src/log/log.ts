@@ -87,13 +87,7 @@
  * error names the file and byte position to truncate by hand.
  */
 import * as path from 'node:path';
-import {
-  checkBatchFormat,
-  DecodeError,
-  readBatchChecksum,
-  readBatchLogOffset,
-  sealBatch,
-} from '../codec/index.js';
+import { DecodeError, readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { Serial, assert, nextTurn } from '../util/index.js';
@@ -422,20 +416,20 @@ export class Log implements LogPort {
     const held: { filePosition: number; batch: Buffer }[] = [];
     const inspection = await inspectLog(fs, dir, options, recovery, {
       stopAtCorruption: true,
-      // Every batch, below a checkpoint too: one of a format this version cannot read is damage
-      // (checkBatchFormat's DecodeError), which the inspection reports as corruption.
-      visit: (buf, position, logOffset, sizeBytes, filePosition) => {
-        checkBatchFormat(buf, position);
-        const journaled = replayByOffset.get(logOffset);
-        if (
-          journaled !== undefined &&
-          readBatchChecksum(journaled) === readBatchChecksum(buf, position)
-        )
-          held.push({ filePosition, batch: journaled });
-        if (visit === undefined || logOffset < recovery.fromLogOffset) return;
-        visit(buf, position, logOffset, sizeBytes, filePosition);
-        batchesReplayed++;
-      },
+      visit:
+        visit === undefined && replay.length === 0
+          ? undefined
+          : (buf, position, logOffset, sizeBytes, filePosition) => {
+              const journaled = replayByOffset.get(logOffset);
+              if (
+                journaled !== undefined &&
+                readBatchChecksum(journaled) === readBatchChecksum(buf, position)
+              )
+                held.push({ filePosition, batch: journaled });
+              if (visit === undefined || logOffset < recovery.fromLogOffset) return;
+              visit(buf, position, logOffset, sizeBytes, filePosition);
+              batchesReplayed++;
+            },
     });
     const corruption = inspection.damage.find((d) => d.kind === 'corrupt');
     if (corruption !== undefined) throw damageError(corruption);

@@ -16,6 +16,10 @@
  *   after an fsync of that directory. A power loss keeps, per directory, a seed-chosen prefix of the
  *   operations made since its last fsync (a journal commits them in order) and forgets the rest. A
  *   directory whose own creation is forgotten is gone with everything in it.
+ * - A failed fdatasync is played as Linux leaves it: each dirty sector reached the device or not
+ *   (the seed chooses), the size did or did not, and every one of them is marked clean. The page
+ *   cache keeps the new bytes, so reads still return them, but a later fdatasync succeeds without
+ *   writing them again: only a program that gives up on the file after the error is safe.
  * - Faults at rest: `rot` flips a bit of a file's durable bytes (the store must detect it, never
  *   serve it); `latentSector` makes reads of a sector fail with EIO until a write covers it.
  *
@@ -45,6 +49,8 @@ export class SimFile {
   readonly dirty = new Set<number>();
   /** Sectors whose reads fail with EIO until a write covers them. */
   readonly latent = new Set<number>();
+  /** A failed fdatasync left clean sectors whose bytes the device may not have (`failedSync`). */
+  cleanNotDurable = false;
 
   constructor(id: number) {
     this.id = id;
@@ -117,9 +123,39 @@ export class SimFile {
     this.dirty.clear();
   }
 
+  /**
+   * A failed fdatasync (Linux): a seed-chosen part of the dirty sectors, and perhaps the size, became
+   * durable, and all of them are clean now, so no later fdatasync writes the rest.
+   */
+  failedSync(random: SimRandom): void {
+    const size = random.chance(0.5) ? this.sizeBytes : this.durableSizeBytes;
+    if (this.durable.length < size) {
+      const grown = Buffer.alloc(Math.max(size, this.durable.length * 2));
+      this.durable.copy(grown, 0, 0, this.durableSizeBytes);
+      this.durable = grown;
+    }
+    if (size > this.durableSizeBytes) this.durable.fill(0, this.durableSizeBytes, size);
+    for (const s of [...this.dirty].sort((a, b) => a - b)) {
+      const start = s * SECTOR_BYTES;
+      if (start >= Math.min(size, this.sizeBytes) || !random.chance(0.5)) continue;
+      this.data.copy(
+        this.durable,
+        start,
+        start,
+        Math.min(size, this.sizeBytes, start + SECTOR_BYTES),
+      );
+    }
+    if (this.durableSizeBytes > size) this.durable.fill(0, size, this.durableSizeBytes);
+    this.durableSizeBytes = size;
+    this.dirty.clear();
+    this.cleanNotDurable = true;
+  }
+
   /** The file after a power loss: durable bytes, plus a seed-chosen fate for each dirty sector. */
   powerLoss(random: SimRandom): void {
-    if (this.dirty.size === 0 && this.sizeBytes === this.durableSizeBytes) return;
+    if (!this.cleanNotDurable && this.dirty.size === 0 && this.sizeBytes === this.durableSizeBytes)
+      return;
+    this.cleanNotDurable = false;
     const size =
       this.sizeBytes === this.durableSizeBytes || random.chance(0.5)
         ? this.durableSizeBytes

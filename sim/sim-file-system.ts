@@ -3,7 +3,8 @@
  * the scheduler, due after a seed-drawn latency; the operation takes effect on the disk when its
  * event runs (so calls in flight together complete, and land, in an order the seed chooses), and
  * may fail there with a fault the seed injects (FaultProfile: EIO on a write, read, fdatasync or
- * directory operation; ENOSPC after a short write).
+ * directory operation; ENOSPC after a short write). A failed fdatasync leaves the file as Linux
+ * does (SimFile.failedSync), and the process may die right at it (`kill()`), before it can react.
  *
  * `kill()` ends the process: its calls in flight never complete (each pending write is applied to
  * the page cache or not, by the seed, as a write racing a SIGKILL), and calls made later hang. The
@@ -308,6 +309,27 @@ export class SimFileSystem implements FileSystem {
     return p > 0 ? this.#maybe(p, 'EIO', `${kind} of ${path}`) : undefined;
   }
 
+  /** @internal A file's fdatasync fault, which leaves the file as a failed fdatasync on Linux does. */
+  failedSyncFor(
+    file: SimFile,
+    path: string,
+  ): (() => NodeJS.ErrnoException | undefined) | undefined {
+    const fault = this.faultFor('sync', path);
+    if (fault === undefined) return undefined;
+    return () => {
+      const error = fault();
+      if (error !== undefined) {
+        file.failedSync(this.#random);
+        // The process may die right at the error, before it can cut the failed write back.
+        if (this.#random.chance(0.3)) {
+          this.injected.push(`process death at the failed fdatasync of ${path}`);
+          this.kill();
+        }
+      }
+      return error;
+    };
+  }
+
   /** @internal Whether this write runs out of space: the bytes that still fit, or undefined. */
   noSpace(totalBytes: number): number | undefined {
     return this.#faults.noSpace > 0 && totalBytes > 0 && this.#random.chance(this.#faults.noSpace)
@@ -395,7 +417,7 @@ class SimHandle implements FileHandle {
       'sync',
       this.path,
       () => this.#file.sync(),
-      this.#fs.faultFor('sync', this.path),
+      this.#fs.failedSyncFor(this.#file, this.path),
     );
   }
 

@@ -59,6 +59,9 @@ const OPEN_ATTEMPTS = 16;
 export const SIM_EPOCH_MS = 1_700_000_000_000;
 const TRACE_LINES = 60;
 
+/** The outcome of a call whose process died before it settled (see `settle`). */
+const PROCESS_DIED = new Error('the process died before the call settled');
+
 /** How to run a simulation. */
 export interface SimOptions {
   seed: number;
@@ -275,10 +278,14 @@ class Simulation {
     }
   }
 
-  /** Drives the scheduler until `promise` settles. */
+  /**
+   * Drives the scheduler until `promise` settles, or until the process doing its I/O (`fs`) dies, in
+   * which case the outcome is PROCESS_DIED.
+   */
   async settle<T>(
     promise: Promise<T>,
     what: string,
+    fs: SimFileSystem = this.fs,
   ): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
     let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
     promise.then(
@@ -291,6 +298,7 @@ class Simulation {
     );
     await this.scheduler.quiesce();
     while (outcome === undefined) {
+      if (fs.dead) return { ok: false, error: PROCESS_DIED };
       if (!(await this.scheduler.step())) {
         this.fail(
           `${what} never completes: nothing left to happen (a lost wake-up or an unawaited I/O)`,
@@ -361,7 +369,7 @@ class Simulation {
       }
       const error = opened.error;
       this.log(`open failed: ${(error as Error).message}`);
-      this.checkNoOpenFiles('a failed open');
+      if (error !== PROCESS_DIED) this.checkNoOpenFiles('a failed open');
       const transient = this.fs.injected.length > 0 && !this.restFaultInjected();
       this.injectedBefore += this.fs.injected.length;
       this.fs.kill();
@@ -388,8 +396,10 @@ class Simulation {
       this.restarts++;
       this.log('clean close');
       const closed = await this.settle(this.store!.close(), 'close');
-      if (!closed.ok && this.violation === undefined) this.storageError('close', closed.error);
-      this.checkNoOpenFiles('close');
+      if (closed.ok || closed.error !== PROCESS_DIED) {
+        if (!closed.ok && this.violation === undefined) this.storageError('close', closed.error);
+        this.checkNoOpenFiles('close');
+      }
       if (this.violation !== undefined || this.detected !== undefined) return false;
     } else {
       if (kind === 'crash') this.crashes++;
@@ -434,6 +444,7 @@ class Simulation {
     }
     for (const groupId of this.config.memberGroups) {
       const described = await this.settle(store.describeGroup(groupId), 'describeGroup');
+      if (!described.ok && described.error === PROCESS_DIED) return;
       if (!described.ok) {
         if (isOffsetStoreError(described.error, 'GROUP_ID_NOT_FOUND')) continue;
         this.storageError(`describeGroup(${groupId}) ${when}`, described.error);
@@ -517,6 +528,7 @@ class Simulation {
           );
         }),
         'dumpLog',
+        fs,
       );
       if (!dumped.ok)
         lines.push(`bucket ${bucket}: dump failed: ${(dumped.error as Error).message}`);
@@ -845,6 +857,7 @@ class Simulation {
           onWarning: (message) => warnings.push(message),
         }),
         `open of ${label}`,
+        fs,
       );
       if (!opened.ok) {
         this.storageError(`open of ${label} (${to})`, opened.error);
@@ -874,12 +887,12 @@ class Simulation {
           this.fail(`${label}: ${error.message}`);
         }
       }
-      const closed = await this.settle(copy.close(), `close of ${label}`);
+      const closed = await this.settle(copy.close(), `close of ${label}`, fs);
       if (!closed.ok && this.violation === undefined)
         this.storageError(`close of ${label}`, closed.error);
       if (fs.openFiles().length > 0)
         this.fail(`after the close of ${label}, files still open: ${fs.openFiles().join(', ')}`);
-      await this.settle(fs.removeTree(to), `removing ${label}`);
+      await this.settle(fs.removeTree(to), `removing ${label}`, fs);
       this.log(`${label} checked${cutShort ? ' (cut short by its process end, complete)' : ''}`);
     }
   }
@@ -968,7 +981,8 @@ class Simulation {
         for (let n = this.workload.int(0, 6); n > 0 && this.scheduler.pending; n--)
           await this.scheduler.step();
         if (this.violation !== undefined || this.detected !== undefined) return;
-        if (this.restartWanted) {
+        if (this.restartWanted || this.fs.dead) {
+          if (this.fs.dead) this.log(this.fs.injected.at(-2) ?? 'the process died');
           this.restartWanted = false;
           if (!(await this.endProcess('crash'))) return;
           continue;
@@ -982,13 +996,19 @@ class Simulation {
       }
       // The end: every call settles, then a clean close and a last recovery check.
       this.opIndex = ops;
-      while (this.inFlight > 0 && this.scheduler.pending && this.violation === undefined)
+      while (
+        this.inFlight > 0 &&
+        this.scheduler.pending &&
+        this.violation === undefined &&
+        !this.fs.dead
+      )
         await this.scheduler.step();
       if (this.violation === undefined && this.detected === undefined)
-        await this.endProcess('restart');
+        await this.endProcess(this.fs.dead ? 'crash' : 'restart');
       if (this.violation === undefined && this.detected === undefined) await this.checkBackups();
       if (this.violation === undefined && this.detected === undefined && this.store !== undefined) {
         const closed = await this.settle(this.store.close(), 'final close');
+        if (!closed.ok && closed.error === PROCESS_DIED) return;
         if (!closed.ok && this.violation === undefined)
           this.storageError('final close', closed.error);
         this.checkNoOpenFiles('final close');

@@ -87,7 +87,13 @@
  * error names the file and byte position to truncate by hand.
  */
 import * as path from 'node:path';
-import { DecodeError, readBatchChecksum, readBatchLogOffset, sealBatch } from '../codec/index.js';
+import {
+  DecodeError,
+  readBatchChecksum,
+  readBatchDurableBelow,
+  readBatchLogOffset,
+  sealBatch,
+} from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { Serial, assert, nextTurn } from '../util/index.js';
@@ -198,6 +204,11 @@ export interface LogRecoveryReport {
   tornTail?: { file: string; position: number; reason: string };
   /** Batches recovery took from the commit journal (past the log's end) and wrote into the log. */
   journalBatches?: number;
+  /**
+   * Bytes of batches that an earlier process wrote and may not have made durable (past what its last
+   * batch knew durable), which recovery wrote again, the same bytes, and fdatasynced.
+   */
+  bytesRewritten?: number;
 }
 
 /**
@@ -414,22 +425,23 @@ export class Log implements LogPort {
     const replayByOffset = new Map<number, Buffer>();
     for (const batch of replay) replayByOffset.set(readBatchLogOffset(batch), batch);
     const held: { filePosition: number; batch: Buffer }[] = [];
+    const unsynced = new UnsyncedTail();
     const inspection = await inspectLog(fs, dir, options, recovery, {
       stopAtCorruption: true,
-      visit:
-        visit === undefined && replay.length === 0
-          ? undefined
-          : (buf, position, logOffset, sizeBytes, filePosition) => {
-              const journaled = replayByOffset.get(logOffset);
-              if (
-                journaled !== undefined &&
-                readBatchChecksum(journaled) === readBatchChecksum(buf, position)
-              )
-                held.push({ filePosition, batch: journaled });
-              if (visit === undefined || logOffset < recovery.fromLogOffset) return;
-              visit(buf, position, logOffset, sizeBytes, filePosition);
-              batchesReplayed++;
-            },
+      visit: (buf, position, logOffset, sizeBytes, filePosition) => {
+        unsynced.saw(buf, position, logOffset, filePosition);
+        if (replay.length > 0) {
+          const journaled = replayByOffset.get(logOffset);
+          if (
+            journaled !== undefined &&
+            readBatchChecksum(journaled) === readBatchChecksum(buf, position)
+          )
+            held.push({ filePosition, batch: journaled });
+        }
+        if (visit === undefined || logOffset < recovery.fromLogOffset) return;
+        visit(buf, position, logOffset, sizeBytes, filePosition);
+        batchesReplayed++;
+      },
     });
     const corruption = inspection.damage.find((d) => d.kind === 'corrupt');
     if (corruption !== undefined) throw damageError(corruption);
@@ -454,7 +466,20 @@ export class Log implements LogPort {
     // the fdatasync below: the log's copy may be in the page cache only, its pages marked clean by
     // a failed writeback (an fdatasync that failed with EIO), and the journal is deleted once every
     // bucket has recovered.
-    if (held.length > 0) await rewriteHeld(fs, segments, held, inspection.logEnd);
+    // Those batches are the log's tail past its own last fdatasync; what a crashed process wrote
+    // after them, or without a journal, is written over again from the log's own bytes.
+    let heldEnd = 0;
+    if (held.length > 0) {
+      await rewriteHeld(fs, segments, held, inspection.logEnd);
+      for (const { batch } of held) heldEnd = Math.max(heldEnd, readBatchLogOffset(batch) + 1);
+    }
+    const rewritten = await unsynced.rewrite(
+      fs,
+      segments,
+      Math.max(recovery.knownEnd?.logOffset ?? 0, heldEnd),
+      inspection.logEnd,
+    );
+    if (rewritten > 0) report.bytesRewritten = rewritten;
     if (last === undefined) {
       segments.push(await createSegment(fs, dir, recovery.fromLogOffset));
       lastFileBytes = 0;
@@ -1280,6 +1305,96 @@ async function applyRepairs(
     await fs.syncDir(dir);
   }
   return cut;
+}
+
+/** Batches whose place UnsyncedTail remembers: where a rewrite can start inside a segment. */
+const UNSYNCED_POSITIONS = 4096;
+/** Bytes UnsyncedTail reads and writes back at a time. */
+const REWRITE_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * The batches an earlier process may have left in the page cache only, and their rewrite.
+ *
+ * On Linux a failed fdatasync (EIO) marks the pages it could not write clean: reads keep returning
+ * their bytes, but nothing writes them again and no later fdatasync reports them. The process that
+ * sees the error cuts its round back; one that dies first (or whose cut-back fails) leaves the round
+ * to the next open, which reads it from the page cache exactly like durable batches. Served, built
+ * on and recorded as the log's end, it would be lost to the next power loss with every batch after
+ * it. So recovery writes those bytes again and fdatasyncs them before it serves anything: every
+ * batch carries, in its syncLag, the first log offset its writer did not know durable; from there
+ * (the last batch's, or where the store knew the log durable, whichever is later) to the end of the
+ * log, the same bytes are written over themselves: the last write rounds of a log that fdatasyncs
+ * itself, everything since the last open or roll in durability 'os'. The batches the commit journal
+ * holds are written from the journal's copies (`rewriteHeld`), and this rewrite starts after them.
+ * What the store knew durable may lie past the log file's own last fdatasync only for batches the
+ * journal made durable, which are those.
+ *
+ * `saw` is called for every batch in log order; it keeps the file positions of the last
+ * UNSYNCED_POSITIONS batches, so a rewrite that starts further back starts at its segment's start
+ * (more bytes than needed, never fewer).
+ */
+class UnsyncedTail {
+  #from = -1;
+  readonly #offsets = new Float64Array(UNSYNCED_POSITIONS).fill(-1);
+  readonly #positions = new Float64Array(UNSYNCED_POSITIONS);
+  #next = 0;
+
+  saw(buf: Buffer, position: number, logOffset: number, filePosition: number): void {
+    this.#from = readBatchDurableBelow(buf, position);
+    this.#offsets[this.#next] = logOffset;
+    this.#positions[this.#next] = filePosition;
+    this.#next = (this.#next + 1) % UNSYNCED_POSITIONS;
+  }
+
+  /** Where the batch at `logOffset` starts in its segment, if it is among the last ones seen. */
+  #positionOf(logOffset: number): number | undefined {
+    for (let i = 0; i < UNSYNCED_POSITIONS; i++)
+      if (this.#offsets[i] === logOffset) return this.#positions[i];
+    return undefined;
+  }
+
+  /**
+   * Writes the batches from the last batch's first unknown-durable offset (or `durableBelow`, if
+   * later) to `logEnd` over themselves, and fdatasyncs each sealed segment written (the open
+   * fdatasyncs the active one). Returns the bytes written.
+   */
+  async rewrite(
+    fs: FileSystem,
+    segments: readonly SegmentInfo[],
+    durableBelow: number,
+    logEnd: number,
+  ): Promise<number> {
+    // -1: the last batch does not say (a compaction's output, fdatasynced before it was swapped in).
+    if (this.#from < 0) return 0;
+    const from = Math.max(this.#from, durableBelow);
+    if (from >= logEnd) return 0;
+    let bytes = 0;
+    for (const segment of segments) {
+      if (segment.lastLogOffset < from || segment.sizeBytes === 0) continue;
+      const start = segment.baseOffset <= from ? (this.#positionOf(from) ?? 0) : 0;
+      if (start >= segment.sizeBytes) continue;
+      const handle = await fs.open(segment.path, 'r+');
+      try {
+        const chunk = Buffer.allocUnsafe(Math.min(REWRITE_CHUNK_BYTES, segment.sizeBytes - start));
+        for (let at = start; at < segment.sizeBytes;) {
+          const length = Math.min(chunk.length, segment.sizeBytes - at);
+          const read = await handle.read(chunk, 0, length, at);
+          if (read !== length)
+            throw new OffsetStoreError(
+              'LOG_STORAGE_ERROR',
+              `${segment.path}: read ${read} bytes at byte ${at} where recovery had read ${length}`,
+            );
+          await handle.writev([chunk.subarray(0, length)], at);
+          at += length;
+          bytes += length;
+        }
+        if (segment !== segments.at(-1)) await handle.datasync();
+      } finally {
+        await handle.close();
+      }
+    }
+    return bytes;
+  }
 }
 
 /**

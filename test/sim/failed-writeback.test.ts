@@ -1,0 +1,121 @@
+/**
+ * A failed fdatasync on Linux marks the pages it could not write clean: reads keep returning their
+ * bytes, nothing writes them again, and no later fdatasync reports them. A process that dies between
+ * such an error and cutting its round back leaves the round to the next open, which reads it from
+ * the page cache like any durable batch. These tests play that on the simulated disk (sim-disk.ts):
+ * the next process must make the round durable before it builds on it, or a power loss later takes
+ * the round and, behind the hole, every batch acknowledged after it.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadChecksum, sealBatch } from '../../src/codec/index.js';
+import type { FileSystem } from '../../src/io/index.js';
+import { Log, type LogOptions } from '../../src/log/index.js';
+import { SimDisk, type SimFile } from '../../sim/sim-disk.js';
+import { NO_FAULTS, SimFileSystem } from '../../sim/sim-file-system.js';
+import { SimRandom } from '../../sim/sim-random.js';
+import { SimScheduler } from '../../sim/sim-scheduler.js';
+import { logOptions, testBatch } from '../support/log-fixtures.js';
+
+const DIR = '/log';
+const SEGMENT = `${DIR}/00000000000000000000.log`;
+
+beforeAll(() => loadChecksum());
+
+/** Runs the simulation until `promise` settles. */
+async function settle<T>(scheduler: SimScheduler, promise: Promise<T>): Promise<T> {
+  let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+  promise.then(
+    (value) => (outcome = { ok: true, value }),
+    (error: unknown) => (outcome = { ok: false, error }),
+  );
+  await scheduler.quiesce();
+  while (outcome === undefined)
+    if (!(await scheduler.step())) throw new Error('the call never settles');
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
+
+/** A process: a file-system view over the disk, as a new process after a crash has. */
+function process(disk: SimDisk, scheduler: SimScheduler, n: number): LogOptions {
+  return logOptions(DIR, {
+    fs: new SimFileSystem(disk, scheduler, new SimRandom(n), NO_FAULTS) as FileSystem,
+    segmentBytesMax: 1 << 20,
+  });
+}
+
+/** Every batch's log offset in a log opened by a new process. */
+async function offsetsAfterOpen(options: LogOptions, scheduler: SimScheduler): Promise<number[]> {
+  const offsets: number[] = [];
+  const { log } = await settle(
+    scheduler,
+    Log.open(options, { fromLogOffset: 0, visit: (_b, _p, logOffset) => offsets.push(logOffset) }),
+  );
+  await settle(scheduler, log.close());
+  return offsets;
+}
+
+/** A random stream that chooses nothing: no sector of a failed fdatasync reaches the device. */
+const NOTHING = { chance: () => false } as unknown as SimRandom;
+
+describe('a round whose fdatasync failed, left in the page cache by a process that died', () => {
+  it('is made durable by the next open, so a later power loss keeps it and everything after it', async () => {
+    const scheduler = new SimScheduler();
+    const disk = new SimDisk();
+    disk.mkdirp(DIR);
+    disk.syncDir('/');
+
+    // Process 1: three acknowledged batches, then a round whose fdatasync fails. The process dies
+    // at the error: the round's pages stay in the page cache, marked clean, on the device nowhere.
+    const first = process(disk, scheduler, 1);
+    const { log } = await settle(scheduler, Log.open(first));
+    for (let n = 0; n < 3; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
+    const segment: SimFile = disk.file(SEGMENT);
+    let end = 0;
+    for (let n = 0; n < 3; n++) end += testBatch(n).length;
+    const round = [3, 4].map((n, i) => {
+      const batch = testBatch(n);
+      sealBatch(batch, n, 0, i);
+      return batch;
+    });
+    segment.write(Buffer.concat(round), end);
+    segment.failedSync(NOTHING);
+    expect(segment.dirty.size).toBe(0);
+
+    // Process 2 opens (the page cache serves the round), acknowledges one more batch, and the
+    // power fails.
+    const second = process(disk, scheduler, 2);
+    const opened = await settle(scheduler, Log.open(second));
+    expect(opened.log.nextOffset).toBe(5);
+    expect(opened.report.bytesRewritten).toBe(round[0]!.length + round[1]!.length);
+    expect(await settle(scheduler, opened.log.append(testBatch(5)))).toBe(5);
+    disk.powerLoss(new SimRandom(7));
+
+    // Process 3: every batch the log served and acknowledged is there.
+    expect(await offsetsAfterOpen(process(disk, scheduler, 3), scheduler)).toEqual([
+      0, 1, 2, 3, 4, 5,
+    ]);
+  });
+
+  it('is not written again where the store knew the log durable (its clean close recorded the end)', async () => {
+    const scheduler = new SimScheduler();
+    const disk = new SimDisk();
+    disk.mkdirp(DIR);
+    disk.syncDir('/');
+    const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
+    for (let n = 0; n < 4; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
+    await settle(scheduler, log.close());
+    // The last round may be in the page cache only unless the store knew better.
+    const crashed = await settle(scheduler, Log.open(process(disk, scheduler, 2)));
+    expect(crashed.report.bytesRewritten).toBe(testBatch(3).length);
+    await settle(scheduler, crashed.log.close());
+    const reopened = await settle(
+      scheduler,
+      Log.open(process(disk, scheduler, 3), {
+        fromLogOffset: 0,
+        knownEnd: { logOffset: 4, exact: true },
+      }),
+    );
+    expect(reopened.report.bytesRewritten).toBeUndefined();
+    await settle(scheduler, reopened.log.close());
+  });
+});

@@ -24,7 +24,17 @@ export const EXIT = {
   TORN_TAIL: 3,
   /** A bug: an error that is not an OffsetStoreError. */
   INTERNAL: 70,
+  /** Stopped by the user (Ctrl-C at a prompt): 128 + SIGINT, as shells report it. */
+  INTERRUPTED: 130,
 } as const;
+
+/** The user stopped the command (Ctrl-C at a prompt): `error: <message>`, exit code 130. */
+export class Interrupted extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'Interrupted';
+  }
+}
 
 /** A command-line mistake: printed with the command's usage, exit code 2. */
 export class UsageError extends Error {

@@ -4,7 +4,7 @@
  * does not echo what is typed, asked twice. Never from an argument: a password on a command line is
  * visible to every user of the machine (ps) and lands in shell history.
  */
-import { UsageError } from './command.js';
+import { Interrupted, UsageError } from './command.js';
 
 /** The longest password accepted (and the most stdin bytes read for one). */
 const PASSWORD_BYTES_MAX = 1024;
@@ -26,9 +26,18 @@ export async function passwordFromStdin(
   return line;
 }
 
-/** Reads one line from the terminal without echoing it. */
-function promptHidden(prompt: string, stderr: NodeJS.WriteStream): Promise<string> {
-  const stdin = process.stdin;
+/** A terminal to prompt at: what `process.stdin` is when it is one. */
+export type TerminalInput = Pick<
+  NodeJS.ReadStream,
+  'isTTY' | 'setRawMode' | 'resume' | 'pause' | 'setEncoding' | 'on' | 'off'
+>;
+
+/** Reads one line from the terminal without echoing it; Ctrl-C rejects with Interrupted. */
+function promptHidden(
+  prompt: string,
+  stdin: TerminalInput,
+  stderr: Pick<NodeJS.WriteStream, 'write'>,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     let typed = '';
     stderr.write(prompt);
@@ -46,7 +55,7 @@ function promptHidden(prompt: string, stderr: NodeJS.WriteStream): Promise<strin
     const onData = (chunk: string) => {
       for (const char of chunk) {
         if (char === '\r' || char === '\n') return done();
-        if (char === '\u0003') return done(new UsageError('interrupted'));
+        if (char === '\u0003') return done(new Interrupted('interrupted at the password prompt'));
         if (char === '\u007f' || char === '\b') typed = typed.slice(0, -1);
         else if (typed.length < PASSWORD_BYTES_MAX) typed += char;
       }
@@ -56,11 +65,15 @@ function promptHidden(prompt: string, stderr: NodeJS.WriteStream): Promise<strin
 }
 
 /** Asks for a password twice at the terminal; a UsageError when stdin is not one. */
-export async function passwordFromTerminal(name: string): Promise<string> {
-  if (process.stdin.isTTY !== true)
+export async function passwordFromTerminal(
+  name: string,
+  stdin: TerminalInput = process.stdin,
+  stderr: Pick<NodeJS.WriteStream, 'write'> = process.stderr,
+): Promise<string> {
+  if (stdin.isTTY !== true)
     throw new UsageError('stdin is not a terminal: pipe the password in with --password-stdin');
-  const first = await promptHidden(`Password for ${name}: `, process.stderr);
-  const second = await promptHidden('Again: ', process.stderr);
+  const first = await promptHidden(`Password for ${name}: `, stdin, stderr);
+  const second = await promptHidden('Again: ', stdin, stderr);
   if (first !== second) throw new UsageError('the two passwords differ');
   if (first === '') throw new UsageError('the password must not be empty');
   return first;

@@ -5,6 +5,7 @@
  * - OffsetStoreError: `error: <CODE>: <message> (errno N)`, exit 1 (with `--json`, a JSON object
  *   `{"error": {code, errno, retriable, message}}` on stderr instead);
  * - UsageError or a parseArgs error: the message and a pointer to `--help`, exit 2;
+ * - Interrupted (Ctrl-C at a prompt): the message, exit 130;
  * - anything else is a bug: the stack, exit 70.
  *
  * Parsing is two-phase because options may come before the command words
@@ -21,6 +22,7 @@ import { DemoFailure } from './demo/demo-scenario.js';
 import {
   EXIT,
   GLOBAL_OPTIONS,
+  Interrupted,
   UsageError,
   commandHelp,
   type Command,
@@ -206,6 +208,10 @@ function reportFailure(
       `error: ${message}${hint}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`,
     );
     return EXIT.USAGE;
+  }
+  if (error instanceof Interrupted) {
+    streams.stderr.write(`error: ${error.message}\n`);
+    return EXIT.INTERRUPTED;
   }
   // A file system's refusal on a path the command was given (EACCES, EROFS, ENOTDIR, ENOSPC) is the
   // operator's to fix, not a bug of this program: LOG_STORAGE_ERROR naming the path, exit 1.

@@ -5,6 +5,7 @@
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
 import {
@@ -314,6 +315,23 @@ describe('offset-store dispatcher', () => {
     expect(JSON.parse(plan.stdout).rows).toEqual([
       { tableId: 2, partitionId: 7, bucketId: 0, currentOffset: 42, newOffset: 37, clamped: false },
     ]);
+  });
+
+  it('reports Ctrl-C at the password prompt as an interruption (exit 130), not as bad usage, and stores nothing', async () => {
+    const dir = copy();
+    const terminal = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => terminal });
+    const stdin = Object.getOwnPropertyDescriptor(process, 'stdin')!;
+    Object.defineProperty(process, 'stdin', { value: terminal, configurable: true });
+    try {
+      const running = run(['users', 'add', 'alice', '--dir', dir]);
+      setTimeout(() => terminal.write('sec\u0003'), 20);
+      const { code, stderr } = await running;
+      expect(code).toBe(130);
+      expect(stderr).toBe('error: interrupted at the password prompt\n');
+    } finally {
+      Object.defineProperty(process, 'stdin', stdin);
+    }
+    expect((await run(['users', 'list', '--dir', dir, '--json'])).stdout).not.toContain('alice');
   });
 
   it('reports a bad offsets document as bad usage, naming the entry', async () => {

@@ -6,7 +6,8 @@
  * `<tableId>:<partitionId>:<bucketId>` for a partitioned one. An offsets document is one of:
  * - an object from bucket key to offset: `{ "1:0": 500, "2:7:3": 20 }`;
  * - an array of `{ tableId, partitionId?, bucketId, offset }` (`newOffset` or `logEndOffset` are
- *   accepted in place of `offset`, so the `--json` output of a reset plan can be edited and fed back);
+ *   accepted in place of `offset`, so the `--json` output of a reset plan can be edited and fed back;
+ *   an entry giving more than one of them is refused);
  * - an object with such an array under `rows` or `offsets`.
  * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry.
  */
@@ -108,11 +109,20 @@ export function parseBucketOffsets(document: unknown, source: string): BucketOff
   return entries.sort(compareBucketRefs);
 }
 
+/** The names an entry's offset may go by (see the module header). */
+const OFFSET_FIELDS = ['offset', 'newOffset', 'logEndOffset'] as const;
+
 function entryFromObject(item: unknown, where: string): BucketOffset {
   if (item === null || typeof item !== 'object')
     throw new OffsetStoreError('INVALID_REQUEST', `${where} must be an object`);
   const o = item as Record<string, unknown>;
-  const value = o.offset ?? o.newOffset ?? o.logEndOffset;
+  const given = OFFSET_FIELDS.filter((field) => o[field] !== undefined);
+  if (given.length > 1)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${where} gives ${given.join(' and ')}: give one (they are the same field under other names)`,
+    );
+  const value = o[given[0] ?? 'offset'];
   return {
     tableId: checkedNumber(o.tableId, `${where}.tableId`),
     partitionId:
@@ -128,7 +138,8 @@ function checkedNumber(value: unknown, where: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
     throw new OffsetStoreError(
       'INVALID_REQUEST',
-      `${where} must be a safe integer >= 0, got ${JSON.stringify(value)}`,
+      // String(): JSON writes a number it cannot hold (1e400 parsed as Infinity) as null.
+      `${where} must be a safe integer >= 0, got ${typeof value === 'number' ? String(value) : JSON.stringify(value)}`,
     );
   }
   return value;

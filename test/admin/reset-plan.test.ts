@@ -172,6 +172,14 @@ describe('offsets documents', () => {
       ),
     ).toThrow(/names bucket 1:0 twice/);
     expect(() => parseBucketOffsets('nope', 'f')).toThrow(/INVALID_REQUEST/);
+    // A number JSON cannot hold is named as what it became, not as JSON's null.
+    expect(() => parseBucketOffsets(JSON.parse('{"1:0": 1e400}'), 'f')).toThrow(
+      /f\["1:0"\] must be a safe integer >= 0, got Infinity$/,
+    );
+    // Two offsets for one bucket are refused, not resolved to one of them.
+    expect(() =>
+      parseBucketOffsets([{ tableId: 1, bucketId: 0, offset: 99, newOffset: 3 }], 'f'),
+    ).toThrow(/f\[0\] gives offset and newOffset: give one/);
     expect(() => parseBucketKey('1:x')).toThrow(/INVALID_REQUEST/);
     expect(parseBucketKey('3:4:5')).toEqual({ tableId: 3, partitionId: 4, bucketId: 5 });
   });

@@ -173,9 +173,14 @@ export function integerOption(
   if (text === undefined) return undefined;
   const pattern = options.allowNegative === true ? /^-?\d+$/ : /^\d+$/;
   const value = Number(text);
-  if (!pattern.test(text) || !Number.isSafeInteger(value)) {
+  if (!pattern.test(text)) {
     throw new UsageError(
       `--${name} must be ${options.allowNegative === true ? 'an integer' : 'an integer >= 0'}, got ${JSON.stringify(text)}`,
+    );
+  }
+  if (!Number.isSafeInteger(value)) {
+    throw new UsageError(
+      `--${name} must be ${value < 0 ? 'at least -9007199254740991 (-(2^53 - 1))' : 'at most 9007199254740991 (2^53 - 1)'}, got ${JSON.stringify(text)}`,
     );
   }
   return value;

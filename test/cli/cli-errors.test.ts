@@ -199,6 +199,19 @@ describe('offset-store failures', () => {
     expect(run.stderr).toBe(
       `error: --to-offset must be an integer >= 0, got "ten"\nRun 'offset-store offsets reset --help' for usage.\n`,
     );
+    const huge = await runCli([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      seeded,
+      '--to-offset',
+      '9007199254740992',
+    ]);
+    expect(huge.code).toBe(2);
+    expect(huge.stderr).toMatch(
+      /^error: --to-offset must be at most 9007199254740991 \(2\^53 - 1\), got "9007199254740992"\n/,
+    );
     const workers = await runCli(['compact', '--dir', seeded, '--workers', '100000']);
     expect(workers.code).toBe(2);
     expect(workers.stderr).toMatch(/^error: --workers must be from 1 to 1024\n/);

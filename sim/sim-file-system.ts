@@ -128,6 +128,8 @@ export class SimFileSystem implements FileSystem {
         this.operationCount++;
         try {
           const error = fault?.();
+          // The process died at the fault (failedSyncFor): nothing reaches it any more.
+          if (this.#dead) return;
           if (error !== undefined) {
             this.injected.push(`${error.code} on ${kind} of ${path}`);
             throw error;

@@ -3,7 +3,9 @@
  * - no bucket is owned by two members at the same member epoch (from every heartbeat answer);
  * - no commit is accepted from a member that was fenced: one whose session had expired (silent for
  *   longer than its session timeout, counted from its last heartbeat or from the reopen that
- *   restored it), or one told FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID that has not rejoined since.
+ *   restored it), or one told FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID that has not rejoined since;
+ * - no commit is accepted at an epoch older than one the member's heartbeat was given earlier in
+ *   the same process (members send such stale commits now and then).
  *
  * Members heartbeat on time while alive; a silent member stops heartbeating but may still commit
  * (a zombie), which is how fencing is exercised.
@@ -30,12 +32,17 @@ interface SimMember {
   lastHeartbeatMs: number;
   /** When the store said it is fenced (and the epoch it said it for), until a heartbeat succeeds again. */
   fenced: { atMs: number; epoch: number } | undefined;
+  /** The latest epoch a heartbeat answer gave it: when, and in which process. */
+  told: { epoch: number; atMs: number; incarnation: number } | undefined;
 }
 
 /** The members of the member groups. */
 export class SimMembers {
   readonly #config: SimConfig;
   readonly #random: SimRandom;
+  /** Whether a member's commit carries an epoch older than its own (a fork: the workload's own
+   * stream is left as it was). */
+  readonly #staleRandom: SimRandom;
   readonly #members: SimMember[] = [];
   /** `${group}|${epoch}|${table}:${bucket}` -> member id. */
   readonly #owners = new Map<string, string>();
@@ -47,6 +54,7 @@ export class SimMembers {
   constructor(config: SimConfig, random: SimRandom) {
     this.#config = config;
     this.#random = random;
+    this.#staleRandom = random.fork('stale-epochs');
   }
 
   reopened(sim: Simulation): void {
@@ -117,10 +125,29 @@ export class SimMembers {
     return (this.#unsubscribed.get(`${groupId}|${tableId}`) ?? -Infinity) >= fromMs;
   }
 
-  /** Why a commit by (memberId, epoch) issued at `issuedMs` must have been refused, or undefined. */
-  fencedAt(memberId: string, epoch: number, issuedMs: number): string | undefined {
+  /**
+   * Why a commit by (memberId, epoch) issued at `issuedMs` in process `incarnation` must have been
+   * refused, or undefined.
+   */
+  fencedAt(
+    memberId: string,
+    epoch: number,
+    issuedMs: number,
+    incarnation: number,
+  ): string | undefined {
     const m = this.#members.find((x) => x.id === memberId);
     if (m === undefined) return undefined;
+    // A member's epoch never goes back within one process (a member that rejoins gets the group's
+    // epoch, which only grows): a commit at an epoch older than one its heartbeat was given before
+    // is stale. (A new process restores epochs from the group's snapshot, which may be older.)
+    const told = m.told;
+    if (
+      told !== undefined &&
+      told.incarnation === incarnation &&
+      told.atMs <= issuedMs &&
+      epoch < told.epoch
+    )
+      return `its heartbeat was given epoch ${told.epoch} at ${told.atMs}, in this process`;
     const sessionStart = Math.max(m.lastHeartbeatMs, this.#reopenedMs);
     if (issuedMs > sessionStart + this.#config.sessionTimeoutMs + SESSION_SLACK_MS) {
       return `its session (${this.#config.sessionTimeoutMs} ms) had expired: last heartbeat ${m.lastHeartbeatMs}, reopen ${this.#reopenedMs}`;
@@ -149,6 +176,7 @@ export class SimMembers {
           nextHeartbeatMs: 0,
           lastHeartbeatMs: sim.nowMs(),
           fenced: undefined,
+          told: undefined,
         };
         this.#members.push(member);
         this.#heartbeat(sim, member, false);
@@ -189,9 +217,12 @@ export class SimMembers {
           bucketId: b.bucketId,
           offset: sim.nextOffset++,
         }));
+        // Now and then a commit carries the epoch before its own, as a consumer whose commit was
+        // queued across an epoch bump sends it: it must be refused (STALE_MEMBER_EPOCH).
+        const stale = m.epoch > 1 && this.#staleRandom.chance(0.1);
         sim.commit('commit', m.groupId, offsets, {
           memberId: m.id,
-          memberEpoch: m.epoch,
+          memberEpoch: stale ? m.epoch - 1 : m.epoch,
           zombie: !m.alive,
         });
         return;
@@ -292,6 +323,7 @@ export class SimMembers {
         }
         m.fenced = undefined;
         m.epoch = response.memberEpoch;
+        m.told = { epoch: m.epoch, atMs: nowMs, incarnation: sim.incarnation };
         if (response.assignment !== undefined)
           m.assignment = response.assignment.map((b) => ({ ...b }));
         if (m.alive) this.#schedule(sim, m, response.heartbeatIntervalMs);

@@ -149,6 +149,7 @@ class Simulation {
     this.random = new SimRandom(this.seed);
     this.workload = this.random.fork('workload');
     this.backupRandom = this.random.fork('backups');
+    this.lingerRandom = this.random.fork('linger');
     this.config = configFor(
       this.random.fork('config'),
       options.faults ?? 'crash',
@@ -215,6 +216,9 @@ class Simulation {
   }>();
   /** A storage error fail-stopped a log: the process is to be restarted, as an operator would. */
   restartWanted = false;
+  /** Actions the process still runs before the restart `restartWanted` asks for. */
+  lingerActions: number | undefined;
+  readonly lingerRandom: SimRandom;
 
   /**
    * Classifies a storage error: after an injected I/O error, LOG_STORAGE_ERROR is expected (the log
@@ -603,7 +607,12 @@ class Simulation {
         if (outcome.ok) {
           this.model.acknowledge(keys, writes);
           if (member !== undefined) {
-            const fenced = this.members.fencedAt(member.memberId, member.memberEpoch, issuedMs);
+            const fenced = this.members.fencedAt(
+              member.memberId,
+              member.memberEpoch,
+              issuedMs,
+              this.incarnation,
+            );
             if (fenced !== undefined)
               this.fail(
                 `commit of ${member.memberId}@${member.memberEpoch} issued at ${issuedMs} accepted, but ${fenced}`,
@@ -981,9 +990,16 @@ class Simulation {
         for (let n = this.workload.int(0, 6); n > 0 && this.scheduler.pending; n--)
           await this.scheduler.step();
         if (this.violation !== undefined || this.detected !== undefined) return;
-        if (this.restartWanted || this.fs.dead) {
-          if (this.fs.dead) this.log(this.fs.injected.at(-2) ?? 'the process died');
+        if (this.fs.dead) this.log(this.fs.injected.at(-1) ?? 'the process died');
+        // After a storage error the process goes on for a few actions before its restart, half
+        // the time: what a failed process still serves (its fetches, its refusals) is checked too.
+        if (this.restartWanted)
+          this.lingerActions =
+            (this.lingerActions ??
+              (this.lingerRandom.chance(0.5) ? this.lingerRandom.int(1, 8) : 0)) - 1;
+        if (this.fs.dead || (this.restartWanted && this.lingerActions! < 0)) {
           this.restartWanted = false;
+          this.lingerActions = undefined;
           if (!(await this.endProcess('crash'))) return;
           continue;
         }

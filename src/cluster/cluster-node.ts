@@ -14,7 +14,9 @@
  * - A bucket is served only after it is fully recovered: checkpoint restored, log replayed, groups
  *   restored as their last snapshots had them (OffsetsBucket.fromTable).
  * - When the lease is lost every bucket stops at once (its log fail-stops with NOT_COORDINATOR, the
- *   store unhosts it); the node then registers again with a new lease and claims anew.
+ *   store unhosts it); the node then registers again with a new lease and claims anew. A bucket
+ *   still being recovered or hosted then is never served: its take checks, once hosting is done,
+ *   that the lease it claimed under is still the node's and was not lost, and gives it up if not.
  * - One process per node id: a registration is written only while the node's key is absent or
  *   under this node's own lease. A second process started under a live node's id waits for the key
  *   to go (it does when a crashed predecessor's lease expires), then fails to start
@@ -467,7 +469,10 @@ export class ClusterNode {
   /** Claims, recovers and hosts `bucket`; if anything fails after the claim, releases it again. */
   async #take(bucket: number): Promise<void> {
     const keys = this.#keys.bucket(bucket);
-    const token = await claimBucket(this.#connection, keys, this.nodeId, this.#lease!.id);
+    // The lease the claim is made under: the bucket is served only if it is still this node's
+    // lease, never lost, once the bucket is hosted (a later lease does not own the claim).
+    const lease = this.#lease!;
+    const token = await claimBucket(this.#connection, keys, this.nodeId, lease.id);
     if (token === undefined) return;
     try {
       const startedMs = performance.now();
@@ -499,7 +504,7 @@ export class ClusterNode {
         checkpointLogOffset: checkpoint?.pointer.logOffset,
         recoveryMs: performance.now() - startedMs,
       };
-      if (this.#closed || this.#lease?.valid() !== true) {
+      if (this.#closed || this.#lease !== lease || !lease.valid()) {
         await log.close();
         throw new OffsetStoreError(
           'NOT_COORDINATOR',
@@ -507,6 +512,21 @@ export class ClusterNode {
         );
       }
       await this.#options.store.hostBucket(bucket, table, report);
+      // #onLeaseLost stops only owned buckets: one lost while this bucket was being hosted was not
+      // among them, and the next lease would make the serving guard true again.
+      if (this.#closed || this.#lease !== lease || lease.lost) {
+        const lost = new OffsetStoreError(
+          'NOT_COORDINATOR',
+          `node ${this.nodeId} stopped or lost its lease while hosting offsets-bucket ${bucket}`,
+        );
+        log.abandon(lost);
+        await this.#options.store
+          .unhostBucket(bucket)
+          .catch((error: unknown) =>
+            this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`),
+          );
+        throw lost;
+      }
       this.#owned.set(bucket, { bucket, token, log, table, checkpointLogOffset: fromLogOffset });
     } catch (error) {
       await releaseBucket(this.#connection, keys, token).catch(() => {});

@@ -366,6 +366,73 @@ describe('cluster nodes on a 3-member etcd', () => {
     });
   });
 
+  it('never serves a bucket whose load began under a lease lost meanwhile, though it registers again under a new one', async () => {
+    const prefix = `/nodes-${clusters++}/`;
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    const warnings: string[] = [];
+    const storeA = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 1 });
+    const storeB = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 1 });
+    // A's load of its bucket is slow (a big bucket): hostBucket waits until the test lets it go.
+    let loading!: () => void;
+    const loadingStarted = new Promise<void>((resolve) => (loading = resolve));
+    let letGo!: () => void;
+    const released = new Promise<void>((resolve) => (letGo = resolve));
+    const hostBucket = storeA.hostBucket.bind(storeA);
+    storeA.hostBucket = async (...args: Parameters<OffsetStore['hostBucket']>) => {
+      loading();
+      await released;
+      return hostBucket(...args);
+    };
+    const startingA = startNode(prefix, { nodeId: 'a', brokerId: 1, port: 9300 }, storeA, {
+      warnings,
+    });
+    let nodeB: ClusterNode | undefined;
+    try {
+      await loadingStarted;
+      // etcd drops A's lease (as it does when A is cut off past its TTL), and B takes the bucket.
+      const registration = await connection.range(
+        { key: Buffer.from(new ClusterKeys(prefix).node('a')) },
+        'test',
+      );
+      await connection.client.leaseClient.leaseRevoke({ ID: registration.kvs[0]!.lease });
+      for (const deadline = Date.now() + 10_000; !warnings.some((w) => /lost its lease/.test(w));) {
+        if (Date.now() > deadline) throw new Error(`no lease lost: ${warnings.join('; ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      nodeB = await startNode(prefix, { nodeId: 'b', brokerId: 2, port: 9301 }, storeB);
+      for (const deadline = Date.now() + 10_000; nodeB.ownedBuckets().length === 0;) {
+        if (Date.now() > deadline) throw new Error('b took no bucket');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await storeB.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+      letGo();
+      const nodeA = await startingA;
+      expect(nodeA.ownedBuckets()).toEqual([]);
+      // As a client polls it, across A's next reconciles (a new lease, the view read again; A may
+      // then take the bucket back from B, and serve what B acknowledged).
+      const answers = new Set<string>();
+      for (const until = performance.now() + 1000; performance.now() < until;) {
+        try {
+          const [committed] = storeA.fetchOffsetsSync('g', [{ tableId: 1, bucketId: 0 }]);
+          answers.add(`served ${committed?.offset ?? null}`);
+        } catch (error) {
+          answers.add((error as { code?: string }).code ?? String(error));
+        }
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect(answers).toContain('NOT_COORDINATOR');
+      expect([...answers].filter((a) => a !== 'NOT_COORDINATOR' && a !== 'served 42')).toEqual([]);
+      await nodeA.close();
+    } finally {
+      letGo();
+      await (await startingA.catch(() => undefined))?.close();
+      await nodeB?.close();
+      await storeA.close();
+      await storeB.close();
+      connection.close();
+    }
+  });
+
   it('gives up a bucket whose ownership key no longer holds its token (an operator deleted or rewrote it)', async () => {
     await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       const keys = new ClusterKeys(prefix).bucket(3);

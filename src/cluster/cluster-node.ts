@@ -48,7 +48,7 @@ import { ClusterKeys, prefixEnd } from './cluster-keys.js';
 import { readEtcdCheckpoint, writeEtcdCheckpoint } from './etcd-checkpoint.js';
 import { EtcdConnection } from './etcd-connection.js';
 import { EtcdLog } from './etcd-log.js';
-import { NodeLease } from './node-lease.js';
+import { NodeLease, checkLeaseTtl } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
 import { warningsTo } from '../store-options.js';
 import { rendezvousOwner } from './rendezvous.js';
@@ -79,7 +79,10 @@ export interface ClusterNodeOptions {
   node: NodeInfo;
   /** The hosting store (OffsetStore.openHosted) the node serves its buckets from. */
   store: OffsetStore;
-  /** Lease TTL, seconds; default 3. Failover takes about this long plus one reconcile interval. */
+  /**
+   * Lease TTL, whole seconds; default 3. Failover takes about this long plus one reconcile
+   * interval.
+   */
   leaseTtlSeconds?: number;
   /** How often the node reconciles ownership, ms; default 250. */
   reconcileIntervalMs?: number;
@@ -150,6 +153,8 @@ export class ClusterNode {
 
   /** Joins the cluster: checks its configuration, registers, and starts reconciling (buckets arrive over the next intervals). */
   static async start(options: ClusterNodeOptions): Promise<ClusterNode> {
+    if (options.leaseTtlSeconds !== undefined)
+      checkLeaseTtl(options.leaseTtlSeconds, 'leaseTtlSeconds');
     const node = new ClusterNode(options);
     try {
       await node.#checkConfig();

@@ -2,8 +2,10 @@
  * NodeLease: a node's etcd lease, kept alive by this class (one keepalive every third of the TTL,
  * each with a deadline of at most a third of the TTL; one that gets no answer is sent again at
  * once, and the connection sends it to another member) rather than by the client's stream, so that the node knows at every moment
- * until when etcd has promised the lease: a keepalive sent at time t and answered with TTL s
- * extends the lease to at least t + s on etcd's side.
+ * until when etcd has promised the lease: a grant or keepalive sent at time t and answered with TTL
+ * s extends the lease to at least t + s on etcd's side. The TTL counted on is the one etcd answered
+ * (it raises one below its minimum), and a TTL must be a whole number of seconds (etcd truncates a
+ * fraction, which would end the lease before the node thinks).
  *
  * Invariants:
  * - `valid()` is true only before `confirmedUntilMs - safetyMs` on the monotonic clock
@@ -14,7 +16,7 @@
  * - `onLost` is called once, when a keepalive is refused (etcd says the lease is gone) or when the
  *   promise runs out with no keepalive answered; the lease is never renewed after that.
  */
-import type { Lease } from 'etcd3';
+import type { ILeaseKeepAliveResponse } from 'etcd3';
 import { OffsetStoreError } from '../errors/index.js';
 import { etcdError, type EtcdConnection } from './etcd-connection.js';
 
@@ -23,7 +25,10 @@ const KEEPALIVE_RETRY_MS = 50;
 
 /** Options of a node lease. */
 export interface NodeLeaseOptions {
-  /** TTL of the lease, seconds (etcd's minimum is about 1 s plus the election timeout). */
+  /**
+   * TTL of the lease, seconds: a whole number from 1 (etcd raises it to its minimum, about one and
+   * a half election timeouts); RangeError otherwise (etcd would truncate a fraction).
+   */
   ttlSeconds: number;
   /** Margin before the promised end at which `valid()` turns false, ms; default a sixth of the TTL. */
   safetyMs?: number;
@@ -35,9 +40,10 @@ export interface NodeLeaseOptions {
 export class NodeLease {
   readonly #connection: EtcdConnection;
   readonly #options: NodeLeaseOptions;
-  readonly #lease: Lease;
   /** The lease's id (decimal), once granted. */
   id = '';
+  /** The TTL etcd granted, seconds (at least the one asked for). */
+  ttlSeconds = 0;
   #confirmedUntilMs = 0;
   #timer: NodeJS.Timeout | undefined;
   #lost = false;
@@ -46,22 +52,24 @@ export class NodeLease {
   private constructor(connection: EtcdConnection, options: NodeLeaseOptions) {
     this.#connection = connection;
     this.#options = options;
-    this.#lease = connection.client.lease(options.ttlSeconds, { autoKeepAlive: false });
-    this.#lease.on('lost', () => {}); // keepalives are this class's; a client-side loss is seen by them
   }
 
   /** Grants a lease and starts keeping it alive. */
   static async grant(connection: EtcdConnection, options: NodeLeaseOptions): Promise<NodeLease> {
+    checkLeaseTtl(options.ttlSeconds, 'ttlSeconds');
     const lease = new NodeLease(connection, options);
     const sentMs = performance.now();
-    lease.id = await withDeadline(
-      lease.#lease.grant(),
+    const granted = await withDeadline(
+      connection.client.leaseClient.leaseGrant({ TTL: options.ttlSeconds }),
       connection.callTimeoutMs,
       'granting a lease',
     ).catch((error: unknown) => {
       throw etcdError(error, 'granting a lease');
     });
-    lease.#confirmedUntilMs = sentMs + options.ttlSeconds * 1000;
+    lease.id = String(granted.ID);
+    // What etcd promised, not what was asked: the two differ when etcd raises a TTL to its minimum.
+    lease.ttlSeconds = Number(granted.TTL);
+    lease.#confirmedUntilMs = sentMs + lease.ttlSeconds * 1000;
     lease.#schedule();
     return lease;
   }
@@ -97,7 +105,7 @@ export class NodeLease {
     );
     try {
       const res = await withDeadline(
-        this.#lease.keepaliveOnce({ deadline: Date.now() + timeoutMs }),
+        this.#keepAliveOnce(Date.now() + timeoutMs),
         timeoutMs,
         'keeping the lease alive',
       );
@@ -118,6 +126,20 @@ export class NodeLease {
     this.#schedule();
   }
 
+  /** One keepalive on a stream of its own (ended once answered); etcd answers TTL 0 for a lease it no longer has. */
+  async #keepAliveOnce(deadline: number): Promise<ILeaseKeepAliveResponse> {
+    const stream = await this.#connection.client.leaseClient.leaseKeepAlive({ deadline });
+    try {
+      return await new Promise<ILeaseKeepAliveResponse>((resolve, reject) => {
+        stream.on('data', resolve);
+        stream.on('error', reject);
+        stream.write({ ID: this.id });
+      });
+    } finally {
+      stream.end();
+    }
+  }
+
   #lose(reason: string): void {
     if (this.#lost || this.#stopped) return;
     this.#lost = true;
@@ -131,12 +153,25 @@ export class NodeLease {
     clearTimeout(this.#timer);
     if (revoke && !this.#lost)
       await withDeadline(
-        this.#lease.revoke(),
+        this.#connection.client.leaseClient.leaseRevoke({ ID: this.id }),
         this.#connection.callTimeoutMs,
         'revoking the lease',
       ).catch(() => {});
-    else this.#lease.release();
   }
+}
+
+/**
+ * Refuses a lease TTL that is not a whole number of seconds from 1: TypeError for a non-number,
+ * RangeError otherwise, naming the option `name`. (etcd truncates a fraction: a lease granted for
+ * 4.9 s ends after 4, while this class would count on 4.9.)
+ */
+export function checkLeaseTtl(ttlSeconds: unknown, name: string): void {
+  if (typeof ttlSeconds !== 'number')
+    throw new TypeError(`${name} must be a number, got ${typeof ttlSeconds}`);
+  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1)
+    throw new RangeError(
+      `${name} must be an integer number of seconds, 1 or more, got ${ttlSeconds}`,
+    );
 }
 
 /** `promise`, or a rejection after `timeoutMs`. */

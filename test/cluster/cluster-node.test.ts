@@ -433,6 +433,39 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('refuses a lease TTL that is not a whole number of seconds (etcd truncates it), and counts on the TTL etcd granted', async () => {
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 1 });
+    try {
+      for (const ttlSeconds of [4.9, 0, -1, NaN, Infinity])
+        await expect(
+          NodeLease.grant(connection, { ttlSeconds, onLost: () => {} }),
+          String(ttlSeconds),
+        ).rejects.toThrow(RangeError);
+      await expect(
+        NodeLease.grant(connection, { ttlSeconds: '3' as unknown as number, onLost: () => {} }),
+      ).rejects.toThrow(TypeError);
+      await expect(
+        ClusterNode.start({
+          endpoints: etcd.endpoints,
+          prefix: `/nodes-${clusters++}/`,
+          node: { nodeId: 'n1', brokerId: 1, host: '127.0.0.1', port: 9400 },
+          store,
+          leaseTtlSeconds: 2.9,
+        }),
+      ).rejects.toThrow(/leaseTtlSeconds must be an integer/);
+      // Below etcd's minimum (one and a half election timeouts, 1.5 s here), etcd grants more.
+      const lease = await NodeLease.grant(connection, { ttlSeconds: 1, onLost: () => {} });
+      const granted = await connection.client.leaseClient.leaseTimeToLive({ ID: lease.id });
+      expect(lease.ttlSeconds).toBe(Number(granted.grantedTTL));
+      expect(lease.ttlSeconds).toBeGreaterThan(1);
+      await lease.stop(true);
+    } finally {
+      await store.close();
+      connection.close();
+    }
+  });
+
   it('gives up a bucket whose ownership key no longer holds its token (an operator deleted or rewrote it)', async () => {
     await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       const keys = new ClusterKeys(prefix).bucket(3);

@@ -556,6 +556,7 @@ export class ClusterNode {
     } catch (error) {
       this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`);
     }
+    if (this.#closeAbandoned) return;
     await releaseBucket(this.#connection, this.#keys.bucket(bucket), owned.token).catch(
       (error: unknown) =>
         this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`),
@@ -600,19 +601,48 @@ export class ClusterNode {
   readonly #onWarning: (message: string) => void;
 
   /**
-   * Leaves the cluster: stops reconciling, gives every bucket up (its log answers what it has queued), deregisters
-   * (revoking the lease deletes the registration) and closes the connection. The store stays open.
+   * Leaves the cluster: stops reconciling, gives every bucket up at once (its log answers what it
+   * has queued), deregisters (revoking the lease deletes the registration) and closes the
+   * connection. The store stays open. Bounded by the lease: once it is lost or no longer confirmed
+   * (etcd does not answer), etcd deletes the ownership keys with it, so nothing is waited for any
+   * more: the buckets still settling are abandoned (their commits get NOT_COORDINATOR). Closing
+   * thus takes at most about the lease TTL plus a call deadline.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
-    await this.#reconciling?.catch(() => {});
-    // Closing drains what each log has queued: commits already taken are answered, not refused.
-    for (const [bucket, owned] of [...this.#owned]) await this.#giveUp(bucket, owned, true);
+    const lease = leaseRunsOut(this.#lease);
+    try {
+      await Promise.race([this.#reconciling?.catch(() => {}), lease.ranOut]);
+      // Closing drains what each log has queued: commits already taken are answered, not refused.
+      const settling = new Map(this.#owned);
+      await Promise.race([
+        Promise.all(
+          [...settling].map(async ([bucket, owned]) => {
+            await this.#giveUp(bucket, owned, true);
+            settling.delete(bucket);
+          }),
+        ),
+        lease.ranOut,
+      ]);
+      if (settling.size > 0) this.#closeAbandoned = true;
+      for (const [bucket, owned] of settling)
+        owned.log.abandon(
+          new OffsetStoreError(
+            'NOT_COORDINATOR',
+            `node ${this.nodeId} closed without a confirmed lease: it no longer owns offsets-bucket ${bucket}`,
+          ),
+        );
+    } finally {
+      lease.stop();
+    }
     await this.#lease?.stop(true);
     this.#connection.close();
   }
+
+  /** close() stopped waiting for buckets to settle (the lease ran out): they release nothing. */
+  #closeAbandoned = false;
 
   /** Stops as a crash would: no release, no revoke; the lease expires in etcd on its own (for tests). */
   abandon(): void {
@@ -624,6 +654,22 @@ export class ClusterNode {
     this.#owned.clear();
     this.#connection.close();
   }
+}
+
+/**
+ * `ranOut` resolves once `lease` is lost or no longer confirmed (at once without a lease): from then
+ * on etcd may delete the node's keys at any moment. `stop` ends the watch.
+ */
+function leaseRunsOut(lease: NodeLease | undefined): { ranOut: Promise<void>; stop: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const ranOut = new Promise<void>((resolve) => {
+    const check = () => {
+      if (lease === undefined || !lease.valid()) resolve();
+      else timer = setTimeout(check, 50);
+    };
+    check();
+  });
+  return { ranOut, stop: () => clearTimeout(timer) };
 }
 
 /** The bucket count of the cluster configuration `text` (at `key`); CORRUPT_MESSAGE naming the key if it has none. */

@@ -466,6 +466,49 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('closes within about its lease TTL and a call deadline when etcd does not answer, answering the commits it had taken', async () => {
+    const alone = await EtcdCluster.start({ members: 1 });
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    const node = await ClusterNode.start({
+      endpoints: alone.endpoints,
+      prefix: '/frozen/',
+      node: { nodeId: 'n1', brokerId: 1, port: 9500, host: '127.0.0.1' },
+      store,
+      leaseTtlSeconds: 4,
+      reconcileIntervalMs: 100,
+      callTimeoutMs: 500,
+      onWarning: () => {},
+    });
+    const [member] = alone.memberNames;
+    try {
+      await settled([{ node, store }]);
+      // etcd stops answering (a frozen VM) with commits on every bucket in flight.
+      alone.kill(member!, 'SIGSTOP');
+      const commits = Array.from({ length: BUCKETS }, (_, bucket) =>
+        store.commitOffsets(groupIn(store, bucket), [{ tableId: 1, bucketId: 0, offset: 1 }]).then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const startedMs = performance.now();
+      await node.close();
+      // It gave the buckets up one after another, each left to settle its commit in flight: one
+      // waited out the 30 s an unknown outcome may take to resolve, though the lease was lost.
+      expect(performance.now() - startedMs).toBeLessThan(4000 + 500 + 1500);
+      for (const failure of await Promise.all(commits))
+        if (failure !== undefined)
+          expect(['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'REQUEST_TIMED_OUT']).toContain(
+            (failure as { code?: string }).code,
+          );
+    } finally {
+      alone.kill(member!, 'SIGCONT');
+      node.abandon();
+      await store.close();
+      await alone.stop();
+    }
+  });
+
   it('gives up a bucket whose ownership key no longer holds its token (an operator deleted or rewrote it)', async () => {
     await withCluster(['n1'], async ({ nodes, connection, prefix }) => {
       const keys = new ClusterKeys(prefix).bucket(3);

@@ -34,7 +34,7 @@ export {
   type ClusterStatus,
   type NodeInfo,
 } from './cluster-node.js';
-export { NodeLease, type NodeLeaseOptions } from './node-lease.js';
+export { LEASE_TTL_SECONDS_MAX, NodeLease, type NodeLeaseOptions } from './node-lease.js';
 export { rendezvousOwner } from './rendezvous.js';
 export { NodeClusterView } from './node-cluster-view.js';
 export {

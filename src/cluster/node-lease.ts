@@ -20,6 +20,12 @@ import type { ILeaseKeepAliveResponse } from 'etcd3';
 import { OffsetStoreError } from '../errors/index.js';
 import { etcdError, type EtcdConnection } from './etcd-connection.js';
 
+/**
+ * Longest lease TTL taken, seconds (an hour). Failover takes about the TTL, and a third of it must fit
+ * a timer (2^31 - 1 ms, past which Node fires timers at once, so keepalives would spin).
+ */
+export const LEASE_TTL_SECONDS_MAX = 3600;
+
 /** Delay before a keepalive that got no answer is sent again, ms. */
 const KEEPALIVE_RETRY_MS = 50;
 
@@ -27,7 +33,8 @@ const KEEPALIVE_RETRY_MS = 50;
 export interface NodeLeaseOptions {
   /**
    * TTL of the lease, seconds: a whole number from 1 (etcd raises it to its minimum, about one and
-   * a half election timeouts); RangeError otherwise (etcd would truncate a fraction).
+   * a half election timeouts) to LEASE_TTL_SECONDS_MAX; RangeError otherwise (etcd would truncate a
+   * fraction).
    */
   ttlSeconds: number;
   /** Margin before the promised end at which `valid()` turns false, ms; default a sixth of the TTL. */
@@ -161,16 +168,16 @@ export class NodeLease {
 }
 
 /**
- * Refuses a lease TTL that is not a whole number of seconds from 1: TypeError for a non-number,
- * RangeError otherwise, naming the option `name`. (etcd truncates a fraction: a lease granted for
- * 4.9 s ends after 4, while this class would count on 4.9.)
+ * Refuses a lease TTL that is not a whole number of seconds from 1 to LEASE_TTL_SECONDS_MAX:
+ * TypeError for a non-number, RangeError otherwise, naming the option `name`. (etcd truncates a
+ * fraction: a lease granted for 4.9 s ends after 4, while this class would count on 4.9.)
  */
 export function checkLeaseTtl(ttlSeconds: unknown, name: string): void {
   if (typeof ttlSeconds !== 'number')
     throw new TypeError(`${name} must be a number, got ${typeof ttlSeconds}`);
-  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1)
+  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > LEASE_TTL_SECONDS_MAX)
     throw new RangeError(
-      `${name} must be an integer number of seconds, 1 or more, got ${ttlSeconds}`,
+      `${name} must be an integer number of seconds in [1, ${LEASE_TTL_SECONDS_MAX}], got ${ttlSeconds}`,
     );
 }
 

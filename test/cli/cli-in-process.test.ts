@@ -296,6 +296,27 @@ describe('offset-store dispatcher', () => {
     });
   });
 
+  it('exits 2 for a cluster lease TTL out of its range, before it contacts etcd', async () => {
+    // Past 3600 s; one past 6,442,450 s overflowed the keepalive timer, which then fired every 1 ms.
+    for (const ttl of ['1', '3601', '7000000']) {
+      const serve = await run([
+        'serve',
+        '--dir',
+        tempDir('offset-store-cli-'),
+        '--etcd',
+        'http://127.0.0.1:1',
+        '--node-id',
+        'n1',
+        '--lease-ttl',
+        ttl,
+      ]);
+      expect(serve, ttl).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(/^error: --lease-ttl must be from 2 to 3600 seconds\n/),
+      });
+    }
+  });
+
   it('takes negative numbers as option values without `=`, and options before the command words', async () => {
     const dir = tempDir('offset-store-cli-');
     cpSync(seeded, dir, { recursive: true });

@@ -437,7 +437,7 @@ describe('cluster nodes on a 3-member etcd', () => {
     const connection = new EtcdConnection({ endpoints: etcd.endpoints });
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 1 });
     try {
-      for (const ttlSeconds of [4.9, 0, -1, NaN, Infinity])
+      for (const ttlSeconds of [4.9, 0, -1, NaN, Infinity, 3601, 7_000_000])
         await expect(
           NodeLease.grant(connection, { ttlSeconds, onLost: () => {} }),
           String(ttlSeconds),

@@ -15,7 +15,7 @@ import { holds } from '../../store-backup.js';
 import { SystemClock } from '../../util/index.js';
 import { formatBytes, formatDuration } from '../output.js';
 import { ScheduledBackups } from '../scheduled-backups.js';
-import { startClusterServer } from '../../cluster/index.js';
+import { LEASE_TTL_SECONDS_MAX, startClusterServer } from '../../cluster/index.js';
 import {
   SASL_MECHANISMS,
   SERVER_DEFAULTS,
@@ -191,7 +191,7 @@ export const serve: Command = {
     'lease-ttl': {
       type: 'string',
       valueName: '<seconds>',
-      description: 'cluster mode: lease TTL; failover takes about this long (default 3)',
+      description: 'cluster mode: lease TTL, 2 to 3600; failover takes about this long (default 3)',
     },
     'backup-dir': {
       type: 'string',
@@ -442,8 +442,11 @@ function clusterOptions(context: CommandContext) {
   if (bucketCount !== undefined && bucketCount < 1)
     throw new UsageError('--bucket-count must be at least 1');
   const leaseTtlSeconds = integerOption(context, 'lease-ttl');
-  if (leaseTtlSeconds !== undefined && leaseTtlSeconds < 2)
-    throw new UsageError('--lease-ttl must be at least 2 seconds');
+  if (
+    leaseTtlSeconds !== undefined &&
+    (leaseTtlSeconds < 2 || leaseTtlSeconds > LEASE_TTL_SECONDS_MAX)
+  )
+    throw new UsageError(`--lease-ttl must be from 2 to ${LEASE_TTL_SECONDS_MAX} seconds`);
   const etcdEndpoints = etcdEndpointsOption(context)!;
   const prefix = stringOption(context, 'etcd-prefix');
   return {

@@ -22,6 +22,8 @@
  *   to go (it does when a crashed predecessor's lease expires), then fails to start
  *   (INVALID_CONFIG); without this, each would release the other's ownership keys (they name the
  *   same node) and both would serve the same buckets.
+ * - One node per Kafka broker id: a node that finds its broker id registered first by another live
+ *   node fails to start (INVALID_CONFIG), as Kafka clients would take the two for one broker.
  * - A node serves a bucket only while etcd's ownership key holds its token: one that holds another
  *   (or none) makes the node give the bucket up at the next reconcile.
  *
@@ -172,6 +174,7 @@ export class ClusterNode {
         }
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
+      await node.#checkBrokerId();
       await node.reconcile();
     } catch (error) {
       await node.close().catch(() => {});
@@ -235,6 +238,32 @@ export class ClusterNode {
         'INVALID_CONFIG',
         `bucketCount ${bucketCount} contradicts the cluster under ${this.#keys.prefix}, created with bucketCount ${created}`,
       );
+    }
+  }
+
+  /**
+   * INVALID_CONFIG if another live node registered this node's broker id first (by etcd's creation
+   * revision, so of two nodes started together one goes on): Kafka clients would take the two for
+   * one broker, and send one's groups to the other.
+   */
+  async #checkBrokerId(): Promise<void> {
+    const listed = await this.#connection.range(
+      { key: Buffer.from(this.#keys.nodes), range_end: prefixEnd(this.#keys.nodes) },
+      'listing nodes',
+    );
+    const key = Buffer.from(this.#keys.node(this.nodeId));
+    const mine = listed.kvs.find((kv) => kv.key.equals(key));
+    const { brokerId } = this.#options.node;
+    for (const kv of listed.kvs) {
+      const other = kv.key.equals(key) ? undefined : parseNodeInfo(kv.value.toString());
+      if (
+        other?.brokerId === brokerId &&
+        (mine === undefined || BigInt(kv.create_revision) < BigInt(mine.create_revision))
+      )
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `broker id ${brokerId} is registered under ${this.#keys.prefix} by node ${other.nodeId}: give each node a broker id of its own`,
+        );
     }
   }
 

@@ -333,6 +333,24 @@ describe('cluster nodes on a 3-member etcd', () => {
     });
   });
 
+  it('refuses to start a node under the broker id of another live node', async () => {
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    await withCluster(['n1'], async ({ nodes, prefix }) => {
+      await expect(
+        startNode(prefix, { nodeId: 'n2', brokerId: 1, port: 9102 }, store),
+      ).rejects.toSatisfy(
+        (e) =>
+          isOffsetStoreError(e, 'INVALID_CONFIG') &&
+          /broker id 1 is registered .* by node n1/.test(e.message),
+      );
+      // Its registration is gone, and the first node still owns and serves every bucket.
+      expect((await nodes[0]!.node.status()).nodes.map((n) => n.nodeId)).toEqual(['n1']);
+      await settled(nodes);
+      await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    });
+    await store.close();
+  });
+
   it('stops claiming and releasing when another process took its node id over (its registration expired while it was cut off)', async () => {
     await withCluster(['n1'], async ({ nodes, connection, prefix, warnings }) => {
       const keys = new ClusterKeys(prefix);

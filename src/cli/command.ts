@@ -150,11 +150,23 @@ export function etcdEndpointsOption(context: CommandContext): string[] | undefin
     .split(',')
     .map((u) => u.trim())
     .filter((u) => u.length > 0);
-  if (endpoints.length === 0 || endpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u)))
+  if (
+    endpoints.length === 0 ||
+    endpoints.some((u) => !/^https?:\/\/[^/]+$/.test(u) || !validPort(u))
+  )
     throw new UsageError(
       `--etcd must be http(s)://host:port URLs, comma-separated, got ${JSON.stringify(etcd)}`,
     );
   return endpoints;
+}
+
+/** True for a URL that parses, with no port or one from 1 to 65535. */
+function validPort(url: string): boolean {
+  try {
+    return new URL(url).port !== '0';
+  } catch {
+    return false; // a port past 65535 among others
+  }
 }
 
 /** The values of a string option given `multiple` times, in order (empty when absent). */

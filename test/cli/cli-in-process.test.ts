@@ -317,6 +317,31 @@ describe('offset-store dispatcher', () => {
     }
   });
 
+  it('exits 2 for a cluster key prefix without its trailing slash, or an etcd port out of range, before it contacts etcd', async () => {
+    const prefix = await run([
+      'cluster',
+      'status',
+      '--etcd',
+      'http://127.0.0.1:1',
+      '--etcd-prefix',
+      'foo',
+    ]);
+    expect(prefix).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: --etcd-prefix: cluster key prefix must end with '\/'/),
+    });
+    for (const etcd of ['http://127.0.0.1:99999', 'http://127.0.0.1:0']) {
+      for (const args of [
+        ['cluster', 'status', '--etcd', etcd],
+        ['serve', '--dir', tempDir('offset-store-cli-'), '--etcd', etcd, '--node-id', 'n1'],
+      ])
+        expect(await run(args), args.join(' ')).toMatchObject({
+          code: 2,
+          stderr: expect.stringMatching(/^error: --etcd must be http\(s\):\/\/host:port URLs/),
+        });
+    }
+  });
+
   it('takes negative numbers as option values without `=`, and options before the command words', async () => {
     const dir = tempDir('offset-store-cli-');
     cpSync(seeded, dir, { recursive: true });

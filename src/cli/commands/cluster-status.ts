@@ -41,12 +41,16 @@ export const clusterStatusCommand: Command = {
     noPositionals(context);
     const endpoints = etcdEndpointsOption(context);
     if (endpoints === undefined) throw new UsageError('--etcd <urls> is required');
+    let keys: ClusterKeys;
+    try {
+      keys = new ClusterKeys(stringOption(context, 'etcd-prefix'));
+    } catch (error) {
+      if (error instanceof RangeError) throw new UsageError(`--etcd-prefix: ${error.message}`);
+      throw error;
+    }
     const connection = new EtcdConnection({ endpoints });
     try {
-      const status = await clusterStatus(
-        connection,
-        new ClusterKeys(stringOption(context, 'etcd-prefix')),
-      );
+      const status = await clusterStatus(connection, keys);
       const { output } = context;
       if (output.json) {
         output.result(status);

@@ -155,8 +155,7 @@ export class ClusterNode {
 
   /** Joins the cluster: checks its configuration, registers, and starts reconciling (buckets arrive over the next intervals). */
   static async start(options: ClusterNodeOptions): Promise<ClusterNode> {
-    if (options.leaseTtlSeconds !== undefined)
-      checkLeaseTtl(options.leaseTtlSeconds, 'leaseTtlSeconds');
+    checkNodeOptions(options);
     const node = new ClusterNode(options);
     try {
       await node.#checkConfig();
@@ -682,6 +681,36 @@ export class ClusterNode {
       owned.log.abandon(new OffsetStoreError('NOT_COORDINATOR', `node ${this.nodeId} stopped`));
     this.#owned.clear();
     this.#connection.close();
+  }
+}
+
+/**
+ * TypeError or RangeError, naming the option, for a node option that cannot work: an empty node id
+ * (it never owns a bucket), an interval or deadline below 1 ms (a reconcile interval of 0 spins), a
+ * lease TTL etcd would not keep.
+ */
+export function checkNodeOptions(options: {
+  node?: { nodeId?: unknown };
+  nodeId?: unknown;
+  leaseTtlSeconds?: unknown;
+  reconcileIntervalMs?: unknown;
+  callTimeoutMs?: unknown;
+  checkpointBatches?: unknown;
+}): void {
+  const nodeId = options.node === undefined ? options.nodeId : options.node.nodeId;
+  const name = options.node === undefined ? 'nodeId' : 'node.nodeId';
+  if (typeof nodeId !== 'string')
+    throw new TypeError(`${name} must be a string, got ${typeof nodeId}`);
+  if (nodeId.length === 0) throw new RangeError(`${name} must not be empty`);
+  if (options.leaseTtlSeconds !== undefined)
+    checkLeaseTtl(options.leaseTtlSeconds, 'leaseTtlSeconds');
+  for (const option of ['reconcileIntervalMs', 'callTimeoutMs', 'checkpointBatches'] as const) {
+    const value = options[option];
+    if (value === undefined) continue;
+    if (typeof value !== 'number')
+      throw new TypeError(`${option} must be a number, got ${typeof value}`);
+    if (!Number.isSafeInteger(value) || value < 1 || value > 0x7fffffff)
+      throw new RangeError(`${option} must be an integer in [1, ${0x7fffffff}], got ${value}`);
   }
 }
 

@@ -12,7 +12,7 @@
 import { startKafkaServer, type KafkaServer, type KafkaServerOptions } from '../kafka/index.js';
 import { OffsetStore } from '../store.js';
 import { ClusterKeys } from './cluster-keys.js';
-import { ClusterNode, configuredBucketCount } from './cluster-node.js';
+import { ClusterNode, checkNodeOptions, configuredBucketCount } from './cluster-node.js';
 import { EtcdConnection } from './etcd-connection.js';
 import { NodeClusterView } from './node-cluster-view.js';
 
@@ -67,6 +67,7 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
     callTimeoutMs,
     ...serverOptions
   } = options;
+  checkNodeOptions(options);
   const existing = await clusterBucketCount(etcdEndpoints, prefix, callTimeoutMs);
   const store = await OffsetStore.openHosted({
     dir,

@@ -10,8 +10,10 @@ import {
   ClusterKeys,
   EtcdConnection,
   NodeLease,
+  prefixEnd,
   readEtcdCheckpoint,
   rendezvousOwner,
+  startClusterServer,
 } from '../../src/cluster/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import { OffsetStore } from '../../src/index.js';
@@ -524,6 +526,44 @@ describe('cluster nodes on a 3-member etcd', () => {
       node.abandon();
       await store.close();
       await alone.stop();
+    }
+  });
+
+  it('refuses options that cannot work, naming the option, before it contacts etcd', async () => {
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 1 });
+    const node = { nodeId: 'n1', brokerId: 1, host: '127.0.0.1', port: 9600 };
+    const base = { endpoints: etcd.endpoints, prefix: `/nodes-${clusters++}/`, store, node };
+    try {
+      for (const [bad, error, pattern] of [
+        [{ reconcileIntervalMs: 0 }, RangeError, /reconcileIntervalMs/],
+        [{ reconcileIntervalMs: -5 }, RangeError, /reconcileIntervalMs/],
+        [{ callTimeoutMs: 0 }, RangeError, /callTimeoutMs/],
+        [{ checkpointBatches: 0.5 }, RangeError, /checkpointBatches/],
+        [{ node: { ...node, nodeId: '' } }, RangeError, /node\.nodeId/],
+        [{ reconcileIntervalMs: '100' }, TypeError, /reconcileIntervalMs/],
+      ] as const) {
+        const started = ClusterNode.start({ ...base, ...(bad as object) } as never);
+        await expect(started, JSON.stringify(bad)).rejects.toThrow(error);
+        await expect(started, JSON.stringify(bad)).rejects.toThrow(pattern);
+      }
+      await expect(
+        startClusterServer({
+          dir: tempDir(),
+          etcdEndpoints: etcd.endpoints,
+          nodeId: 'n1',
+          brokerId: 1,
+          reconcileIntervalMs: 0,
+        }),
+      ).rejects.toThrow(/reconcileIntervalMs/);
+      const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+      const written = await connection.range(
+        { key: Buffer.from(base.prefix), range_end: prefixEnd(base.prefix) },
+        'test',
+      );
+      connection.close();
+      expect(written.kvs).toEqual([]);
+    } finally {
+      await store.close();
     }
   });
 

@@ -47,9 +47,9 @@ import { OffsetsTable, OffsetsTableState, type OffsetsTableRecovery } from '../k
 import type { OffsetStore } from '../store.js';
 import { claimBucket, releaseBucket } from './bucket-claim.js';
 import { ClusterKeys, prefixEnd } from './cluster-keys.js';
-import { readEtcdCheckpoint, writeEtcdCheckpoint } from './etcd-checkpoint.js';
+import { checkpointPointerOf, readEtcdCheckpoint, writeEtcdCheckpoint } from './etcd-checkpoint.js';
 import { EtcdConnection } from './etcd-connection.js';
-import { EtcdLog } from './etcd-log.js';
+import { EtcdLog, nextLogOffsetOf } from './etcd-log.js';
 import { NodeLease, checkLeaseTtl } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
 import { warningsTo } from '../store-options.js';
@@ -833,11 +833,9 @@ export async function clusterStatus(
       bucket,
       owner: token === undefined ? undefined : { nodeId: token.nodeId, epoch: token.epoch },
       assignedTo: rendezvousOwner(bucket, live),
-      nextLogOffset: next === undefined ? 0 : Number(next.value.toString()),
+      nextLogOffset: nextLogOffsetOf(b, next),
       checkpointLogOffset:
-        checkpoint === undefined
-          ? 0
-          : (JSON.parse(checkpoint.value.toString()) as { logOffset: number }).logOffset,
+        checkpoint === undefined ? 0 : checkpointPointerOf(b, checkpoint.value).logOffset,
       logBatches: Number(res.responses[3]!.response_range.count),
     });
   }

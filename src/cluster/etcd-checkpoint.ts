@@ -221,17 +221,43 @@ async function readPointerKey(
   );
   const kv = res.kvs[0];
   if (kv === undefined) return undefined;
+  return {
+    pointer: checkpointPointerOf(keys, kv.value),
+    value: kv.value,
+    modRevision: String(kv.mod_revision),
+  };
+}
+
+/**
+ * The checkpoint pointer in `value` (the bucket's checkpoint key); CORRUPT_MESSAGE naming the key
+ * when it is not one (not JSON, or a field missing or of the wrong type).
+ */
+export function checkpointPointerOf(keys: BucketKeys, value: Buffer): CheckpointPointer {
+  let pointer: Partial<Record<keyof CheckpointPointer, unknown>> | null;
   try {
-    return {
-      pointer: JSON.parse(kv.value.toString()) as CheckpointPointer,
-      value: kv.value,
-      modRevision: String(kv.mod_revision),
-    };
+    pointer = JSON.parse(value.toString()) as typeof pointer;
   } catch (error) {
     throw new OffsetStoreError('CORRUPT_MESSAGE', `${keys.checkpoint}: not a checkpoint pointer`, {
       cause: error,
     });
   }
+  const whole = (field: unknown) => Number.isSafeInteger(field) && (field as number) >= 0;
+  if (
+    pointer === null ||
+    typeof pointer !== 'object' ||
+    typeof pointer.id !== 'string' ||
+    !whole(pointer.logOffset) ||
+    !whole(pointer.chunkCount) ||
+    !whole(pointer.imageBytes) ||
+    !whole(pointer.checksum) ||
+    !Number.isSafeInteger(pointer.epoch)
+  ) {
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `${keys.checkpoint}: not a checkpoint pointer (${JSON.stringify(value.toString().slice(0, 100))})`,
+    );
+  }
+  return pointer as CheckpointPointer;
 }
 
 /**

@@ -183,14 +183,7 @@ export class EtcdLog implements LogPort {
     );
     if (!res.succeeded) throw notOwner(keys, owner, kvOf(res.responses[0]));
     const next = kvOf(res.responses[0]);
-    const nextText = next?.value.toString();
-    const nextOffset =
-      nextText === undefined ? 0 : /^(0|[1-9]\d{0,15})$/.test(nextText) ? Number(nextText) : NaN;
-    if (!Number.isSafeInteger(nextOffset))
-      throw new OffsetStoreError(
-        'CORRUPT_MESSAGE',
-        `${keys.next} cannot be read (${JSON.stringify(next!.value.toString().slice(0, 100))}): it must hold the next log offset, in decimal`,
-      );
+    const nextOffset = nextLogOffsetOf(keys, next);
     if (next === undefined) {
       // A log that never had a batch has no `next`. One that has batches without it would be read
       // as empty and written over from log offset 0.
@@ -702,6 +695,21 @@ export function ownerCompare(keys: BucketKeys, owner: OwnerToken) {
 }
 
 /** A read of one key inside a transaction. */
+/**
+ * The next log offset a bucket's `next` key holds (0 without the key); CORRUPT_MESSAGE naming the
+ * key when it does not hold one in decimal.
+ */
+export function nextLogOffsetOf(keys: BucketKeys, next: IKeyValue | undefined): number {
+  const text = next?.value.toString();
+  const nextOffset = text === undefined ? 0 : /^(0|[1-9]\d{0,15})$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(nextOffset))
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `${keys.next} cannot be read (${JSON.stringify(text!.slice(0, 100))}): it must hold the next log offset, in decimal`,
+    );
+  return nextOffset;
+}
+
 export function rangeOp(key: string): IRequestOp {
   return { request_range: { key: Buffer.from(key) } };
 }

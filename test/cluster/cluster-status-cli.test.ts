@@ -7,6 +7,7 @@
  */
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { EtcdConnection } from '../../src/cluster/index.js';
 import { API_KEYS } from '../../src/kafka/protocol/index.js';
 import { json, runCli } from '../cli/cli-harness.js';
 import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
@@ -125,6 +126,33 @@ describe('offset-store cluster status', () => {
       .split('\n')
       .find((line) => line.trim().startsWith(`${busy.bucket} `));
     expect(busyRow).toContain(busy.owner!.nodeId);
+  });
+
+  it('reports a damaged checkpoint pointer or next key as CORRUPT_MESSAGE naming the key (exit 1), not as an internal error', async () => {
+    etcd = await EtcdCluster.start({ members: 1 });
+    const connection = new EtcdConnection({ endpoints: etcd.endpoints });
+    const status = () =>
+      runCli(['cluster', 'status', '--etcd', etcd!.endpoints[0]!, '--etcd-prefix', '/damaged/']);
+    try {
+      await connection.client.put('/damaged/config').value('{"bucketCount": 2}');
+      await connection.client.put('/damaged/buckets/00000/checkpoint').value('garbage');
+      const pointer = await status();
+      expect(pointer.code).toBe(1);
+      expect(pointer.stderr).toMatch(
+        /^error: CORRUPT_MESSAGE: \/damaged\/buckets\/00000\/checkpoint: not a checkpoint pointer/,
+      );
+      await connection.client.put('/damaged/buckets/00000/checkpoint').value('{"logOffset": 5}');
+      expect((await status()).stderr).toMatch(/checkpoint: not a checkpoint pointer/);
+      await connection.client.delete().key('/damaged/buckets/00000/checkpoint');
+      await connection.client.put('/damaged/buckets/00001/next').value('twelve');
+      const next = await status();
+      expect(next.code).toBe(1);
+      expect(next.stderr).toMatch(
+        /^error: CORRUPT_MESSAGE: \/damaged\/buckets\/00001\/next cannot be read \("twelve"\)/,
+      );
+    } finally {
+      connection.close();
+    }
   });
 
   it('fails clearly, within its deadline, when etcd does not answer, and asks for --etcd without it', async () => {

@@ -542,16 +542,15 @@ function offsetFetchV8(
   };
   return then(inner(context, filtered, header, peer), (body) => {
     const answered = body.groups ?? [];
-    const byId = new Map(
-      groups.map((g, i) => [
-        g.groupId,
-        { asked: g.topics, allowed: allowedTopics[i]!, answer: answered[i] },
-      ]),
+    // Keyed by the request's entry, not its group id: a request may name a group twice, each
+    // time with other topics, and each entry has its own answer.
+    const byEntry = new Map(
+      groups.map((g, i) => [g, { allowed: allowedTopics[i]!, answer: answered[i] }]),
     );
     return {
       ...body,
       groups: request.groups.map((g) => {
-        const found = byId.get(g.groupId);
+        const found = byEntry.get(g);
         if (found?.answer === undefined) return refusedGroup(g.groupId);
         // A group's error (no topics) is that group's answer, as in Kafka.
         if ((found.answer.errorCode ?? KAFKA_ERROR.NONE) !== KAFKA_ERROR.NONE) return found.answer;
@@ -559,7 +558,7 @@ function offsetFetchV8(
           ...found.answer,
           topics: mergeFetchTopics(
             check,
-            found.asked,
+            g.topics,
             found.allowed,
             (found.answer.topics ?? []) as FetchedTopic[],
           ) as never,

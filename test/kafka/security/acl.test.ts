@@ -312,6 +312,33 @@ describe('ACLs over the wire', () => {
     ]);
   });
 
+  it('answers each entry of an OffsetFetch v8 naming one group twice with its own topics (both got the last entry answer)', async () => {
+    const t = await start();
+    const alice = await as(t, 'alice', 'alice-pw');
+    await commit(alice, 'prefix-d', ['orders']);
+    const fetched = await alice.send(API_KEYS.OffsetFetch, 8, {
+      groups: [
+        { groupId: 'prefix-d', topics: [{ name: 'orders', partitionIndexes: [0] }] },
+        { groupId: 'other', topics: null },
+        { groupId: 'prefix-d', topics: [{ name: 'audit', partitionIndexes: [0] }] },
+        { groupId: 'prefix-d', topics: null },
+      ],
+      requireStable: false,
+    });
+    expect(
+      fetched.groups.map((g) => [
+        g.groupId,
+        g.errorCode,
+        g.topics.map((tp) => [tp.name, tp.partitions.map((p) => [p.errorCode, p.committedOffset])]),
+      ]),
+    ).toEqual([
+      ['prefix-d', 0, [['orders', [[0, 5n]]]]],
+      ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, []],
+      ['prefix-d', 0, [['audit', [[KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, -1n]]]]],
+      ['prefix-d', 0, [['orders', [[0, 5n]]]]],
+    ]);
+  });
+
   it('lets DENY win over ALLOW, and applies ACLs added while running after reloadSecurity()', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');

@@ -5,7 +5,9 @@
  * Verifier: SaltedPassword = PBKDF2(HMAC-H, password, salt, i); ClientKey = HMAC(SaltedPassword,
  * "Client Key"); StoredKey = H(ClientKey); ServerKey = HMAC(SaltedPassword, "Server Key"). Only
  * (salt, i, StoredKey, ServerKey) is kept: the password and SaltedPassword never leave
- * `scramVerifier`. StoredKey lets the server check a proof without being able to make one.
+ * `scramVerifier`. StoredKey lets the server check a proof without being able to make one. The
+ * password is hashed as its UTF-8 bytes, as given (as Kafka does; no SASLprep or NFKC), so two
+ * passwords that differ in any byte are different passwords.
  *
  * Exchange (server side), as messages on the wire:
  * 1. client-first `n,,n=<user>,r=<client nonce>` (gs2 header `n,,` or `y,,`; an authzid, if any,
@@ -77,7 +79,11 @@ function hash(mechanism: ScramMechanism, bytes: Buffer): Buffer {
   return createHash(hashOf(mechanism).name).update(bytes).digest();
 }
 
-/** The verifier of `password` (PBKDF2 on the thread pool, so the event loop is not held). */
+/**
+ * The verifier of `password` (PBKDF2 on the thread pool, so the event loop is not held). The
+ * password's UTF-8 bytes are hashed as they are, without SASLprep or other normalisation, as
+ * Kafka's broker and clients do: a client must derive the same key from the same text.
+ */
 export async function scramVerifier(
   mechanism: ScramMechanism,
   password: string,
@@ -90,13 +96,7 @@ export async function scramVerifier(
     );
   const salt = options.salt ?? randomBytes(SALT_BYTES);
   const { name, bytes } = hashOf(mechanism);
-  const salted = await pbkdf2Async(
-    Buffer.from(password.normalize('NFKC'), 'utf8'),
-    salt,
-    iterations,
-    bytes,
-    name,
-  );
+  const salted = await pbkdf2Async(Buffer.from(password, 'utf8'), salt, iterations, bytes, name);
   const clientKey = hmac(mechanism, salted, 'Client Key');
   return {
     salt,

@@ -156,6 +156,25 @@ describe('SCRAM', () => {
     },
   );
 
+  it.each(['SCRAM-SHA-256', 'SCRAM-SHA-512'] as const)(
+    '%s: hashes a password as its UTF-8 bytes, as Kafka does (it was NFKC-normalised: a client hashing "secret\\uFF11" was refused, and PLAIN took "secret1")',
+    async (mechanism) => {
+      const password = 'secret\uFF11'; // FULLWIDTH DIGIT ONE; NFKC makes it "secret1"
+      const verifiers = { alice: await scramVerifier(mechanism, password) };
+      for (const [candidate, ok] of [
+        [password, true],
+        ['secret1', false],
+      ] as const) {
+        const server = exchange(verifiers, mechanism);
+        const first = server.respond(Buffer.from('n,,n=alice,r=nonce123')).toString();
+        const final = Buffer.from(clientFinal(mechanism, candidate, 'n=alice,r=nonce123', first));
+        if (ok) expect(server.respond(final).toString()).toMatch(/^v=/);
+        else expect(() => server.respond(final)).toThrow(/invalid credentials/);
+        expect(await scramPasswordMatches(mechanism, verifiers.alice, candidate)).toBe(ok);
+      }
+    },
+  );
+
   it('refuses malformed messages, extensions, channel binding and a foreign authorization id', () => {
     for (const first of [
       '',

@@ -26,6 +26,7 @@ export {
   USERS_FILE,
   UserCredentials,
   aclProblem,
+  caCertificatesProblem,
   parseListenerAddress,
   userNameProblem,
   type AclBinding,

@@ -17,6 +17,7 @@ import { OffsetStore } from '../../src/index.js';
 import { CATALOG_FILE } from '../../src/kafka/index.js';
 import { API_KEYS } from '../../src/kafka/protocol/index.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../kafka/support/raw-kafka-client.js';
+import { testCertificates } from '../kafka/support/test-certificates.js';
 import { tempDir } from '../support/temp-dir.js';
 import { REPO_DIR, runCli } from './cli-harness.js';
 
@@ -304,6 +305,43 @@ describe('offset-store serve', () => {
       expect([args.join(' '), run.code], run.stderr).toEqual([args.join(' '), code]);
       expect(run.stderr).toMatch(message);
       expect(run.stderr).not.toMatch(/internal error/);
+    });
+  });
+
+  it('refuses a --tls-ca file without a certificate that parses with exit 2 (TLS ignored it, and client certificates went unverified)', async () => {
+    const certs = testCertificates();
+    const material = tempDir();
+    const file = (name: string, text: string) => {
+      writeFileSync(path.join(material, name), text);
+      return path.join(material, name);
+    };
+    const tls = [
+      '--listen',
+      'SSL://127.0.0.1:0',
+      '--tls-cert',
+      file('server.pem', certs.serverCert),
+      '--tls-key',
+      file('server.key', certs.serverKey),
+      '--tls-ca',
+    ];
+    // A certificate block whose content is not a certificate: TLS skips it and every one after it.
+    const damaged = certs.caCert.replace(/^(-----BEGIN CERTIFICATE-----\n)..../m, '$1AAAA');
+    const cases: [string, RegExp][] = [
+      [file('not.pem', 'not a certificate\n'), /--tls-ca: .*holds no PEM certificate/],
+      [file('key-only.pem', certs.clientKey), /--tls-ca: .*holds no PEM certificate/],
+      [
+        file('damaged.pem', `${certs.caCert}${damaged}`),
+        /--tls-ca: .*certificate 2 does not parse/,
+      ],
+    ];
+    // A file that is not refused serves until the time out.
+    const runs = await Promise.all(
+      cases.map(([ca]) => runCli(['serve', '--dir', tempDir(), ...tls, ca], { timeoutMs: 40_000 })),
+    );
+    runs.forEach((run, i) => {
+      const [ca, message] = cases[i]!;
+      expect([ca, run.code], run.stderr).toEqual([ca, 2]);
+      expect(run.stderr).toMatch(message);
     });
   });
 

@@ -19,6 +19,7 @@ import { LEASE_TTL_SECONDS_MAX, startClusterServer } from '../../cluster/index.j
 import {
   SASL_MECHANISMS,
   SERVER_DEFAULTS,
+  caCertificatesProblem,
   parseListenerAddress,
   startKafkaServer,
   type KafkaServer,
@@ -510,6 +511,8 @@ function checkUnusedOptions(context: CommandContext, protocols: readonly Securit
 
 /** Refuses a certificate, key or CA that TLS cannot use, naming the options (not at the first connection). */
 function checkTlsMaterial(cert: Buffer, key: Buffer, ca: Buffer | undefined): void {
+  const caProblem = ca === undefined ? null : caCertificatesProblem(ca);
+  if (caProblem !== null) throw new UsageError(`--tls-ca: the file ${caProblem}`);
   try {
     tls.createSecureContext({ cert, key, ...(ca === undefined ? {} : { ca }) });
   } catch (error) {

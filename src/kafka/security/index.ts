@@ -23,6 +23,7 @@ export { ANONYMOUS, ConnectionSession, type SessionState } from './connection-se
 export {
   SASL_MECHANISMS,
   SECURITY_PROTOCOLS,
+  caCertificatesProblem,
   parseListenerAddress,
   resolveListener,
   usesSasl,

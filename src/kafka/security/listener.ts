@@ -13,8 +13,11 @@
  * | SASL_SSL        | TLS       | User:<SASL user>, after SaslHandshake + SaslAuthenticate |
  *
  * Checks at the edge: PLAIN sends the password itself, so it is refused on a SASL_PLAINTEXT
- * listener unless `allowPlainWithoutTls`; TLS material is required exactly where TLS is used.
+ * listener unless `allowPlainWithoutTls`; TLS material is required exactly where TLS is used; a
+ * CA must hold at least one PEM certificate and every certificate in it must parse (node:tls skips
+ * text it cannot read, so a CA of none would leave client certificates unverified without a word).
  */
+import { X509Certificate } from 'node:crypto';
 import type { ScramMechanism } from './scram.js';
 
 /** Kafka's security protocols. */
@@ -128,6 +131,27 @@ function text(value: unknown, name: string): string | undefined {
   return value;
 }
 
+/** PEM blocks that node:tls reads as a certificate of a CA. */
+const PEM_CERTIFICATE = /-----BEGIN ((?:TRUSTED |X509 )?CERTIFICATE)-----[\s\S]*?-----END \1-----/g;
+
+/**
+ * Why `ca` cannot serve as the CA certificates of a TLS listener, or null when it can: it must hold
+ * at least one PEM certificate, and every one must parse (node:tls would stop at the first that
+ * does not, silently). Other PEM blocks and text around them are ignored, as node:tls does.
+ */
+export function caCertificatesProblem(ca: string | Buffer): string | null {
+  const blocks = (typeof ca === 'string' ? ca : ca.toString('latin1')).match(PEM_CERTIFICATE);
+  if (blocks === null) return 'holds no PEM certificate (-----BEGIN CERTIFICATE-----)';
+  for (const [i, block] of blocks.entries()) {
+    try {
+      new X509Certificate(block);
+    } catch (error) {
+      return `certificate ${i + 1} does not parse: ${(error as Error).message}`;
+    }
+  }
+  return null;
+}
+
 /** Checks one listener's options and applies the defaults. */
 export function resolveListener(options: ListenerOptions, where: string): ResolvedListener {
   if (typeof options !== 'object' || options === null)
@@ -162,6 +186,12 @@ export function resolveListener(options: ListenerOptions, where: string): Resolv
       throw new TypeError(
         `options.${where}.tls.ca is required with requireClientCertificate (client certificates are verified against it)`,
       );
+    if (tls.ca !== undefined) {
+      if (typeof tls.ca !== 'string' && !Buffer.isBuffer(tls.ca))
+        throw new TypeError(`options.${where}.tls.ca must be a string or a Buffer of PEM text`);
+      const problem = caCertificatesProblem(tls.ca);
+      if (problem !== null) throw new RangeError(`options.${where}.tls.ca ${problem}`);
+    }
   } else if (tls !== undefined) {
     throw new RangeError(
       `options.${where}.tls is given but a ${securityProtocol} listener does not use TLS`,

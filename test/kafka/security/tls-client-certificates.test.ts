@@ -7,6 +7,7 @@ import * as tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
+import { OffsetStore, startKafkaServer } from '../../../src/index.js';
 import { AclSet, certificatePrincipal } from '../../../src/kafka/security/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
@@ -110,6 +111,31 @@ describe('client certificates', () => {
       expect(refused).toBe(true);
     }
     expect(running.server.connectionCount).toBe(1);
+  });
+
+  it('are verified against a tls.ca holding certificates that parse: one without is refused at start, naming the option (TLS ignored it, and every client certificate went unverified)', async () => {
+    const certs = testCertificates();
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    const damaged = certs.caCert.replace(/^(-----BEGIN CERTIFICATE-----\n)..../m, '$1AAAA');
+    for (const [ca, message] of [
+      ['not a certificate', /options.listeners\[0\].tls.ca holds no PEM certificate/],
+      [Buffer.from(certs.clientKey), /options.listeners\[0\].tls.ca holds no PEM certificate/],
+      [`${certs.caCert}${damaged}`, /options.listeners\[0\].tls.ca certificate 2 does not parse/],
+    ] as const) {
+      const server = startKafkaServer({
+        store,
+        listeners: [
+          {
+            securityProtocol: 'SSL',
+            tls: { cert: certs.serverCert, key: certs.serverKey, ca },
+          },
+        ],
+      });
+      await expect(server).rejects.toThrow(RangeError);
+      await expect(server).rejects.toThrow(message);
+      await server.then((s) => s.close()).catch(() => {});
+    }
+    await store.close();
   });
 
   it('write the subject most specific first as RFC 2253 does, telling apart subjects that differ only in order or in a multi-valued RDN', () => {

@@ -13,9 +13,10 @@
  * 4. waits for the catalog's writes;
  * 5. closes the store only when asked (`closeStore: true`).
  *
- * Bounds: at most `connectionsMax` connections (one more is closed at once); per connection, the
- * bounds of kafka-connection.ts; idle connections closed after `idleTimeoutMs` by a sweep every
- * quarter of it on the server's clock.
+ * Bounds: at most `connectionsMax` connections, each counted from its TCP connection until its
+ * socket closes, a TLS one still in its handshake included (one more is closed at once); per
+ * connection, the bounds of kafka-connection.ts; idle connections closed after `idleTimeoutMs` by a
+ * sweep every quarter of it on the server's clock.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
@@ -111,6 +112,8 @@ export class KafkaServer {
   readonly #context: HandlerContext;
   readonly #security: ServerSecurity;
   readonly #connections = new Set<KafkaConnection>();
+  /** TCP connections accepted and not closed: those served, and TLS ones still in their handshake. */
+  #openSockets = 0;
   #sweepTimer: Timer | undefined;
   #closing: Promise<void> | undefined;
   #closingStore: Promise<void> | undefined;
@@ -280,8 +283,9 @@ export class KafkaServer {
     };
     this.#options.listeners.forEach((listener, i) => {
       const server = this.#servers[i]!;
-      // Every TCP connection, TLS or not, counts against its address from its first byte on, so a
-      // client holding connections open (a slow TLS handshake, a silent SASL client) hits its
+      // Every TCP connection, TLS or not, counts against its address and connectionsMax from its
+      // first byte until its socket closes (a TLS handshake that fails or times out closes it), so
+      // a client holding connections open (a slow TLS handshake, a silent SASL client) hits its
       // address's limit, not the server's.
       server.on('connection', (socket: net.Socket) => {
         socket.on('error', () => {});
@@ -289,14 +293,18 @@ export class KafkaServer {
         const group = addressGroup(address);
         if (
           this.#closing !== undefined ||
-          this.#connections.size >= this.#options.connectionsMax ||
+          this.#openSockets >= this.#options.connectionsMax ||
           !this.#security.connectionOpened(group)
         ) {
           this.#refusedConnections++;
           socket.destroy();
           return;
         }
-        socket.once('close', () => this.#security.connectionReleased(group));
+        this.#openSockets++;
+        socket.once('close', () => {
+          this.#openSockets--;
+          this.#security.connectionReleased(group);
+        });
         if (!usesTls(listener.securityProtocol))
           this.#serve(socket, listener, address, router, limits, undefined);
       });

@@ -58,7 +58,7 @@ export interface KafkaServerOptions {
   readonly topicsMax?: number;
   /** Largest request, in bytes; a bigger one closes its connection unread. Default 100 MiB (Kafka's socket.request.max.bytes). */
   readonly requestBytesMax?: number;
-  /** Most open connections; one more is closed at once. Default 1000. */
+  /** Most open connections, counted from the TCP connection (TLS handshakes in progress included); one more is closed at once. Default 1000. */
   readonly connectionsMax?: number;
   /** A connection with nothing in flight and no traffic for this long is closed; default 10 min (Kafka's connections.max.idle.ms). */
   readonly idleTimeoutMs?: number;

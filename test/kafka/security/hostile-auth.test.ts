@@ -8,7 +8,8 @@
  *   password is checked, while an authenticated client keeps being served; once the attacker stops,
  *   the user logs in;
  * - a slow-loris client holding connections open (TCP and TLS, never finishing) hits the
- *   per-address connection limit, not the server's, and its connections are freed when it goes.
+ *   per-address connection limit, not the server's, and its connections are freed when it goes;
+ *   TLS handshakes not over count against connectionsMax, and one that fails frees its place.
  */
 import * as net from 'node:net';
 import * as tls from 'node:tls';
@@ -41,6 +42,7 @@ afterEach(async () => {
 async function start(
   security: Record<string, number> = {},
   clock = new ManualClock(),
+  server: { connectionsMax?: number } = {},
 ): Promise<TestServer> {
   const dir = tempDir();
   await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
@@ -60,6 +62,7 @@ async function start(
         { securityProtocol: 'PLAINTEXT' },
       ],
       security,
+      ...server,
     },
   });
   return running;
@@ -317,6 +320,39 @@ describe('failed logins', () => {
 });
 
 describe('slow-loris', () => {
+  it('counts a TLS connection against connectionsMax from its TCP connection, before its handshake ends, and frees it when the handshake fails (one was counted only once its handshake had finished)', async () => {
+    const t = await start({}, new ManualClock(), { connectionsMax: 3 });
+    const tlsPort = t.server.listeners.find((l) => l.name === 'SASL_SSL')!.port;
+    const plainPort = t.server.listeners.find((l) => l.name === 'PLAINTEXT')!.port;
+    const closedByServer = new Set<net.Socket>();
+    const opened = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise<net.Socket>((resolve) => {
+            const socket = net.connect({ host: '127.0.0.1', port: tlsPort }, () => resolve(socket));
+            socket.on('error', () => {});
+            socket.once('close', () => closedByServer.add(socket));
+            sockets.push(socket);
+          }),
+      ),
+    );
+    // Three handshakes not begun hold every place: the fourth connection is closed, and so is
+    // one to another listener.
+    await until(() => closedByServer.size === 1);
+    expect(t.server.stats().refusedConnections).toBe(1);
+    const pending = opened.filter((socket) => !closedByServer.has(socket));
+    const refused = await RawKafkaClient.connect(plainPort);
+    await refused.closed;
+    expect(t.server.stats().refusedConnections).toBe(2);
+    // A failed handshake frees its place.
+    pending[0]!.write('not a TLS client hello\n');
+    await until(() => closedByServer.has(pending[0]!));
+    const client = await RawKafkaClient.connect(plainPort);
+    expect((await client.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE)).errorCode).toBe(0);
+    await client.close();
+  });
+
   it('hits the per-address connection limit, not the server, and frees it when it goes', async () => {
     const t = await start({ connectionsPerAddressMax: 10 });
     const port = t.server.listeners.find((l) => l.name === 'SASL_SSL')!.port;

@@ -13,11 +13,13 @@
  * | SASL_SSL        | TLS       | User:<SASL user>, after SaslHandshake + SaslAuthenticate |
  *
  * Checks at the edge: PLAIN sends the password itself, so it is refused on a SASL_PLAINTEXT
- * listener unless `allowPlainWithoutTls`; TLS material is required exactly where TLS is used; a
+ * listener unless `allowPlainWithoutTls`; TLS material is required exactly where TLS is used, and a
+ * certificate or key that TLS cannot use (an empty one included) is refused by its option's name; a
  * CA must hold at least one PEM certificate and every certificate in it must parse (node:tls skips
  * text it cannot read, so a CA of none would leave client certificates unverified without a word).
  */
 import { X509Certificate } from 'node:crypto';
+import { createSecureContext } from 'node:tls';
 import type { ScramMechanism } from './scram.js';
 
 /** Kafka's security protocols. */
@@ -152,6 +154,33 @@ export function caCertificatesProblem(ca: string | Buffer): string | null {
   return null;
 }
 
+/** A TLS PEM option: a string or a Buffer, not empty. */
+function pem(value: unknown, name: string): string | Buffer {
+  if (typeof value !== 'string' && !Buffer.isBuffer(value))
+    throw new TypeError(`options.${name} must be a string or a Buffer of PEM text`);
+  if (value.length === 0) throw new RangeError(`options.${name} must not be empty`);
+  return value;
+}
+
+/**
+ * Refuses a certificate or key that TLS cannot use, or a key that is not the certificate's, with
+ * a RangeError naming the option (node:tls's own error names neither), its error as the cause.
+ */
+function checkTlsMaterial(tls: ListenerTlsOptions, where: string): void {
+  const attempts = [
+    [{ cert: tls.cert }, `options.${where}.tls.cert is not a usable PEM certificate`],
+    [{ key: tls.key }, `options.${where}.tls.key is not a usable PEM private key`],
+    [{ cert: tls.cert, key: tls.key }, `options.${where}.tls.key is not the key of tls.cert`],
+  ] as const;
+  for (const [material, problem] of attempts) {
+    try {
+      createSecureContext(material);
+    } catch (error) {
+      throw new RangeError(`${problem}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}
+
 /** Checks one listener's options and applies the defaults. */
 export function resolveListener(options: ListenerOptions, where: string): ResolvedListener {
   if (typeof options !== 'object' || options === null)
@@ -182,16 +211,17 @@ export function resolveListener(options: ListenerOptions, where: string): Resolv
         `options.${where}.tls with cert and key is required for a ${securityProtocol} listener`,
       );
     }
+    pem(tls.cert, `${where}.tls.cert`);
+    pem(tls.key, `${where}.tls.key`);
     if (tls.requireClientCertificate === true && tls.ca === undefined)
       throw new TypeError(
         `options.${where}.tls.ca is required with requireClientCertificate (client certificates are verified against it)`,
       );
     if (tls.ca !== undefined) {
-      if (typeof tls.ca !== 'string' && !Buffer.isBuffer(tls.ca))
-        throw new TypeError(`options.${where}.tls.ca must be a string or a Buffer of PEM text`);
-      const problem = caCertificatesProblem(tls.ca);
+      const problem = caCertificatesProblem(pem(tls.ca, `${where}.tls.ca`));
       if (problem !== null) throw new RangeError(`options.${where}.tls.ca ${problem}`);
     }
+    checkTlsMaterial(tls, where);
   } else if (tls !== undefined) {
     throw new RangeError(
       `options.${where}.tls is given but a ${securityProtocol} listener does not use TLS`,

@@ -2,6 +2,7 @@
  * An SSL listener that requires client certificates: a client with a certificate signed by the
  * listener's CA is `User:<subject, RFC 2253>` (as Kafka's default principal builder names it) and
  * ACLs on that principal apply; a certificate from another CA, or none, fails the TLS handshake.
+ * A CA, certificate or key that TLS cannot use is refused at start, naming the option.
  */
 import * as tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -158,5 +159,53 @@ describe('client certificates', () => {
     ]);
     expect(certificatePrincipal('')).toBeUndefined();
     expect(certificatePrincipal(undefined)).toBeUndefined();
+  });
+});
+
+describe("a TLS listener's certificate and key", () => {
+  it('refuses an empty or unusable certificate or key at start, naming the listener and the option (empty ones started a server failing every handshake; others were a bare OpenSSL Error)', async () => {
+    const certs = testCertificates();
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    const good = { cert: certs.serverCert, key: certs.serverKey };
+    try {
+      for (const [material, error, message] of [
+        [{ cert: '', key: '' }, RangeError, /options.listeners\[0\].tls.cert must not be empty/],
+        [
+          { ...good, key: Buffer.alloc(0) },
+          RangeError,
+          /options.listeners\[0\].tls.key must not be empty/,
+        ],
+        [
+          { ...good, cert: 42 },
+          TypeError,
+          /options.listeners\[0\].tls.cert must be a string or a Buffer/,
+        ],
+        [
+          { cert: 'not a cert', key: 'not a key' },
+          RangeError,
+          /options.listeners\[0\].tls.cert is not a usable PEM certificate: .*no start line/,
+        ],
+        [
+          { ...good, key: certs.serverCert },
+          RangeError,
+          /options.listeners\[0\].tls.key is not a usable PEM private key/,
+        ],
+        [
+          { ...good, key: certs.clientKey },
+          RangeError,
+          /options.listeners\[0\].tls.key is not the key of tls.cert: .*key values mismatch/,
+        ],
+      ] as const) {
+        const server = startKafkaServer({
+          store,
+          listeners: [{ securityProtocol: 'SSL', tls: material as never }],
+        });
+        await expect(server).rejects.toThrow(error);
+        await expect(server).rejects.toThrow(message);
+        await server.then((s) => s.close()).catch(() => {});
+      }
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -310,14 +310,14 @@ export class KafkaServer {
       });
       if (usesTls(listener.securityProtocol)) {
         server.on('secureConnection', (socket: tls.TLSSocket) => {
-          const subject = socket.authorized ? socket.getPeerX509Certificate()?.subject : undefined;
+          const certificate = socket.authorized ? socket.getPeerX509Certificate() : undefined;
           this.#serve(
             socket,
             listener,
             clientAddress(socket),
             router,
             limits,
-            certificatePrincipal(subject),
+            certificatePrincipal(certificate),
           );
         });
         server.on('tlsClientError', (_error: Error, socket: tls.TLSSocket) => socket.destroy());

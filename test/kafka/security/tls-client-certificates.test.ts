@@ -4,6 +4,7 @@
  * ACLs on that principal apply; a certificate from another CA, or none, fails the TLS handshake.
  * A CA, certificate or key that TLS cannot use is refused at start, naming the option.
  */
+import { X509Certificate } from 'node:crypto';
 import * as tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
@@ -13,7 +14,7 @@ import { AclSet, certificatePrincipal } from '../../../src/kafka/security/index.
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
-import { testCertificates } from '../support/test-certificates.js';
+import { certificateWithSubject, testCertificates } from '../support/test-certificates.js';
 
 const ALICE = 'User:CN=alice,OU=readers,O=offset-store-test';
 let running: TestServer | undefined;
@@ -139,26 +140,35 @@ describe('client certificates', () => {
     await store.close();
   });
 
-  it('write the subject most specific first as RFC 2253 does, telling apart subjects that differ only in order or in a multi-valued RDN', () => {
-    // Subjects as X509Certificate.subject prints them (OpenSSL: one RDN a line, in the
-    // certificate's order, values escaped as RFC 2253 escapes them).
-    expect(certificatePrincipal('C=US\nO=Acme\\, Inc.\nCN=host-1')).toBe(
-      'User:CN=host-1,O=Acme\\, Inc.,C=US',
-    );
-    const principals = [
-      'O=acme\nOU=eng\nCN=alice',
-      'O=acme\nOU=eng + CN=alice',
-      'OU=a\nOU=b\nCN=x',
-      'OU=a\nCN=x\nOU=b',
-    ].map(certificatePrincipal);
-    expect(principals).toEqual([
-      'User:CN=alice,OU=eng,O=acme',
-      'User:OU=eng+CN=alice,O=acme',
-      'User:CN=x,OU=b,OU=a',
-      'User:OU=b,CN=x,OU=a',
-    ]);
-    expect(certificatePrincipal('')).toBeUndefined();
+  it('write the subject most specific first as RFC 2253 does, telling apart subjects that differ only in order or in a multi-valued RDN, exactly as Java does (attributes other than its keywords were written by OpenSSL name, e.g. emailAddress=..., not as <OID>=#<DER hex>)', () => {
+    // Subjects in `openssl req -subj` form (most general first), and what Kafka's principal builder
+    // (Java's X500Principal.getName()) makes of the certificates openssl makes of them.
+    const cases: [string, string][] = [
+      ['/C=US/O=Acme\\, Inc./CN=host-1', 'CN=host-1,O=Acme\\, Inc.,C=US'],
+      ['/O=acme/OU=eng/CN=alice', 'CN=alice,OU=eng,O=acme'],
+      ['/O=acme/OU=eng+CN=alice', 'OU=eng+CN=alice,O=acme'],
+      ['/OU=a/OU=b/CN=x', 'CN=x,OU=b,OU=a'],
+      ['/OU=a/CN=x/OU=b', 'OU=b,CN=x,OU=a'],
+      [
+        '/O=acme/CN=alice/emailAddress=alice@example.com',
+        '1.2.840.113549.1.9.1=#1611616c696365406578616d706c652e636f6d,CN=alice,O=acme',
+      ],
+      [
+        '/DC=com/DC=example/UID=u1/CN=a=b#c; d<e>"f\\\\g\\+h/serialNumber=42/title=Boss/street=Main St',
+        'STREET=Main St,2.5.4.12=#0c04426f7373,2.5.4.5=#13023432,CN=a\\=b\\#c\\; d\\<e\\>\\"f\\\\g\\+h,UID=u1,DC=example,DC=com',
+      ],
+      [
+        '/CN= spaced /ST=ZH/OU=a+emailAddress=x@y',
+        'OU=a+1.2.840.113549.1.9.1=#1603784079,ST=ZH,CN=\\ spaced\\ ',
+      ],
+    ];
+    for (const [subject, expected] of cases)
+      expect(
+        certificatePrincipal(new X509Certificate(certificateWithSubject(subject))),
+        subject,
+      ).toBe(`User:${expected}`);
     expect(certificatePrincipal(undefined)).toBeUndefined();
+    expect(certificatePrincipal({ raw: Buffer.from('not a certificate') })).toBeUndefined();
   });
 });
 

@@ -140,3 +140,33 @@ export function testCertificates(): TestCertificates {
   };
   return made;
 }
+
+const withSubject = new Map<string, string>();
+
+/**
+ * A self-signed certificate (PEM) of `subject`, in `openssl req -subj` form (`/O=acme/CN=alice`,
+ * most general first; `+` joins a multi-valued RDN, `\+` is a plus in a value); made once per subject.
+ */
+export function certificateWithSubject(subject: string): string {
+  const known = withSubject.get(subject);
+  if (known !== undefined) return known;
+  const dir = fileTempDir('offset-store-subject-');
+  keyPair(dir, 'subject');
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    'subject.key',
+    '-subj',
+    subject,
+    ...(/(?<!\\)\+/.test(subject) ? ['-multivalue-rdn'] : []),
+    '-days',
+    '3650',
+    '-out',
+    'subject.crt',
+  ]);
+  const pem = readFileSync(path.join(dir, 'subject.crt'), 'utf8');
+  withSubject.set(subject, pem);
+  return pem;
+}

@@ -309,6 +309,11 @@ export class OffsetStore {
         );
       }
       const recorded = storedStrategy(this.#manifest.path, manifest.compactionStrategy);
+      if (this.#hosted && recorded.id !== 'none')
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `${dir} holds a store of its own (compacted by '${recorded.id}'), not a cluster node's: a node keeps its offsets in etcd, and needs a directory of its own`,
+        );
       if (requested !== undefined && requested.id !== recorded.id) {
         const asked =
           'builtIn' in requested.ref

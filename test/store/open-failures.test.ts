@@ -117,6 +117,21 @@ describe('OffsetStore.open failures', () => {
     ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
   });
 
+  it('a cluster node given the directory of a store of its own: INVALID_CONFIG saying so, not that the node asked for a strategy', async () => {
+    const dir = tempDir();
+    const standalone = await OffsetStore.open({ dir, bucketCount: 2 });
+    await standalone.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    await standalone.close();
+    await expect(OffsetStore.openHosted({ dir, bucketCount: 2 })).rejects.toThrow(
+      `INVALID_CONFIG: ${dir} holds a store of its own (compacted by 'log-cleaner'), not a cluster node's: a node keeps its offsets in etcd, and needs a directory of its own`,
+    );
+    const reopened = await OffsetStore.open({ dir });
+    expect(await reopened.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: 5 }),
+    ]);
+    await reopened.close();
+  });
+
   it('a dir that is a regular file, or lies under one: INVALID_CONFIG naming it, and nothing is created', async () => {
     const file = path.join(tempDir(), 'offsets');
     writeFileSync(file, 'not a store');

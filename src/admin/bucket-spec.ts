@@ -116,7 +116,8 @@ function entryFromObject(item: unknown, where: string): BucketOffset {
   if (item === null || typeof item !== 'object')
     throw new OffsetStoreError('INVALID_REQUEST', `${where} must be an object`);
   const o = item as Record<string, unknown>;
-  const given = OFFSET_FIELDS.filter((field) => o[field] !== undefined);
+  // null is no value (groups describe --json writes a log end it does not know as null).
+  const given = OFFSET_FIELDS.filter((field) => o[field] !== undefined && o[field] !== null);
   if (given.length > 1)
     throw new OffsetStoreError(
       'INVALID_REQUEST',

@@ -180,6 +180,16 @@ describe('offsets documents', () => {
     expect(() =>
       parseBucketOffsets([{ tableId: 1, bucketId: 0, offset: 99, newOffset: 3 }], 'f'),
     ).toThrow(/f\[0\] gives offset and newOffset: give one/);
+    // A field set to null gives nothing.
+    expect(
+      parseBucketOffsets(
+        [
+          { tableId: 1, bucketId: 0, offset: null, newOffset: 5 },
+          { tableId: 1, bucketId: 1, offset: 6, logEndOffset: null },
+        ],
+        'f',
+      ).map((e) => e.offset),
+    ).toEqual([5, 6]);
     expect(() => parseBucketKey('1:x')).toThrow(/INVALID_REQUEST/);
     expect(parseBucketKey('3:4:5')).toEqual({ tableId: 3, partitionId: 4, bucketId: 5 });
   });

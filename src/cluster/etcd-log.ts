@@ -251,6 +251,11 @@ export class EtcdLog implements LogPort {
     return this.#nextOffset;
   }
 
+  /** Log offset below which every batch is durable: in etcd, everything acknowledged. */
+  get durableEnd(): number {
+    return this.#nextOffset;
+  }
+
   /** True once a fence or an unresolved outcome has fail-stopped the log. */
   get failed(): boolean {
     return this.#failure !== undefined;

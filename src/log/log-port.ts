@@ -31,6 +31,8 @@ export interface LogPort {
   readonly nextOffset: number;
   /** Log offset after the last acknowledged batch. */
   readonly acknowledgedEnd: number;
+  /** Log offset below which every batch is known durable (at most `acknowledgedEnd`). */
+  readonly durableEnd: number;
   /** True once a storage failure or a fence has fail-stopped the log. */
   readonly failed: boolean;
   /** Bytes the log holds (batches only). */

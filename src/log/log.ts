@@ -551,6 +551,15 @@ export class Log implements LogPort {
     return this.#acknowledgedEnd;
   }
 
+  /**
+   * Log offset below which every batch is known durable: everything acknowledged in durability
+   * 'fsync' (by this file's fdatasync or the commit journal's); in 'os', only what this file's last
+   * fdatasync that succeeded covered (a failed one may have left the rest in the page cache only).
+   */
+  get durableEnd(): number {
+    return this.#options.durability === 'os' ? this.#durableBelow : this.#acknowledgedEnd;
+  }
+
   /** True once a storage failure has fail-stopped this log. */
   get failed(): boolean {
     return this.#failure !== undefined;

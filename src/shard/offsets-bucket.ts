@@ -733,9 +733,16 @@ export class OffsetsBucket {
     };
   }
 
-  /** Where the log ends, as the manifest records it at a clean close: exactly, or a lower bound after a storage failure. */
+  /**
+   * Where the log ends, as the manifest records it at a clean close: exactly, or after a storage
+   * failure a lower bound, where the log was last known durable (in durability 'os' that may be
+   * below what was acknowledged; the next open writes the rest again: recovery.md).
+   */
   logEnd(): { logOffset: number; exact: boolean } {
-    return { logOffset: this.table.log.acknowledgedEnd, exact: !this.table.log.failed };
+    const log = this.table.log;
+    return log.failed
+      ? { logOffset: log.durableEnd, exact: false }
+      : { logOffset: log.acknowledgedEnd, exact: true };
   }
 
   /** Stops the coordinator's timers (members' sessions); the bucket still answers until unloaded. */

@@ -8,7 +8,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum, sealBatch } from '../../src/codec/index.js';
-import type { FileSystem } from '../../src/io/index.js';
+import type { FileHandle, FileSystem } from '../../src/io/index.js';
+import { OffsetStore } from '../../src/index.js';
 import { Log, type LogOptions } from '../../src/log/index.js';
 import { SimDisk, type SimFile } from '../../sim/sim-disk.js';
 import { NO_FAULTS, SimFileSystem } from '../../sim/sim-file-system.js';
@@ -117,5 +118,110 @@ describe('a round whose fdatasync failed, left in the page cache by a process th
     );
     expect(reopened.report.bytesRewritten).toBeUndefined();
     await settle(scheduler, reopened.log.close());
+  });
+});
+
+/**
+ * A file system over the disk whose next fdatasync of a segment, once `failNext` is set, fails with
+ * EIO and leaves the file as Linux does (its dirty pages clean, none of them on the device).
+ */
+function failingOnce(inner: FileSystem, disk: SimDisk): FileSystem & { failNext: boolean } {
+  const control = { failNext: false };
+  /** `target` with `overrides` in place of some of its members, its methods bound to it. */
+  const over = <T extends object>(target: T, overrides: Record<string, unknown>): T =>
+    new Proxy(target, {
+      get(t, key) {
+        if (typeof key === 'string' && key in overrides) return overrides[key];
+        const value = Reflect.get(t, key) as unknown;
+        return typeof value === 'function' ? (value as () => unknown).bind(t) : value;
+      },
+      set(_t, key, value) {
+        if (key !== 'failNext') return false;
+        control.failNext = value as boolean;
+        return true;
+      },
+    });
+  return over(inner as FileSystem & { failNext: boolean }, {
+    get failNext() {
+      return control.failNext;
+    },
+    open: async (...args: Parameters<FileSystem['open']>): Promise<FileHandle> => {
+      const handle = await inner.open(...args);
+      const path = args[0];
+      return over(handle, {
+        datasyncNow: undefined,
+        datasync: async () => {
+          if (!control.failNext || !path.endsWith('.log')) return handle.datasync();
+          control.failNext = false;
+          disk.file(path).failedSync(NOTHING);
+          throw Object.assign(new Error(`EIO: fdatasync of ${path}`), { code: 'EIO' });
+        },
+      });
+    },
+  });
+}
+
+describe("in durability 'os', a failed fdatasync in a process that goes on and closes", () => {
+  it('leaves the batches it did not make durable to be written again by the next open', async () => {
+    const scheduler = new SimScheduler();
+    const disk = new SimDisk();
+    disk.mkdirp('/store');
+    disk.syncDir('/');
+    const warnings: string[] = [];
+    const open = (n: number) => {
+      const fs = failingOnce(
+        new SimFileSystem(disk, scheduler, new SimRandom(n), NO_FAULTS) as FileSystem,
+        disk,
+      );
+      return {
+        fs,
+        store: settle(
+          scheduler,
+          OffsetStore.open({
+            dir: '/store',
+            fs,
+            bucketCount: 1,
+            durability: 'os',
+            segmentBytesMax: 4096,
+            compaction: { intervalMs: 3_600_000 },
+            onWarning: (message) => warnings.push(message),
+          }),
+        ),
+      };
+    };
+    const metadata = 'm'.repeat(400);
+    const commit = (store: OffsetStore, groupId: string, offset: number) =>
+      settle(
+        scheduler,
+        store.commitOffsets(groupId, [{ tableId: 1, bucketId: 0, offset, metadata }]),
+      );
+
+    // Process 1 fills sealed segments (something to compact) and acknowledges five commits in the
+    // active one ('os': once written); then the fdatasync a compaction makes first fails, and the
+    // process closes the store.
+    const first = open(1);
+    let store = await first.store;
+    for (let n = 0; n < 30; n++) await commit(store, 'old', n);
+    for (let n = 0; n < 5; n++) await commit(store, `g${n}`, 100 + n);
+    first.fs.failNext = true;
+    await expect(settle(scheduler, store.compact())).rejects.toThrow(/EIO: fdatasync/);
+    expect(first.fs.failNext).toBe(false);
+    expect(warnings).toEqual([expect.stringMatching(/^compaction of offsets-bucket 0 failed/)]);
+    await settle(scheduler, store.close()).catch(() => {});
+
+    // Process 2 serves them and commits more; its close fdatasyncs (and succeeds). Power fails.
+    store = await open(2).store;
+    expect(store.recoveryReports()[0]?.bytesRewritten).toBeGreaterThan(0);
+    await commit(store, 'k', 7);
+    await settle(scheduler, store.close());
+    disk.powerLoss(new SimRandom(7));
+
+    // Process 3: everything the second process served and acknowledged is there.
+    store = await open(3).store;
+    for (let n = 0; n < 5; n++)
+      expect(await settle(scheduler, store.fetchOffsets(`g${n}`))).toEqual([
+        expect.objectContaining({ offset: 100 + n }),
+      ]);
+    await settle(scheduler, store.close());
   });
 });

@@ -6,13 +6,18 @@
  *
  * It is built from the subject's DER (in the certificate's bytes), as Java builds it:
  * - the RDNs in reverse order of the certificate, the values of a multi-valued RDN in theirs;
- * - an attribute of Java's RFC 2253 keywords (CN, C, L, ST, O, OU, STREET, DC, UID) whose value is
- *   a string (UTF8String, PrintableString, IA5String, T61String, GeneralString, BMPString) is
- *   `KEYWORD=value`, the value escaped as Java escapes it: `\` before any of `,=+<>#;"\`, `\00` for
- *   NUL, `\` before each leading or trailing space or CR, other characters as they are;
- * - any other attribute (emailAddress, serialNumber, title...), or a value of another type, is
- *   `<dotted OID>=#<DER of the value, lowercase hex>`
- *   (`1.2.840.113549.1.9.1=#1611616c696365406578616d706c652e636f6d` for emailAddress=alice@example.com).
+ * - an attribute is named by Java's RFC 2253 keyword (CN, C, L, ST, O, OU, STREET, DC, UID) or else
+ *   by its dotted OID (emailAddress, serialNumber, title...);
+ * - a keyword attribute whose value is one of Java's strings (UTF8String, PrintableString,
+ *   IA5String, T61String, GeneralString, BMPString) is `KEYWORD=value`: the value's bytes decoded as
+ *   UTF-8 whatever the string type (as Java does, so a BMPString reads as NULs and letters), escaped
+ *   as Java escapes it: `\` before any of `,=+<>#;"\`, `\00` for NUL, `\` before each leading or
+ *   trailing space or CR, other characters as they are;
+ * - any other attribute, and a keyword attribute whose value is of another type, is
+ *   `<name>=#<DER of the value, lowercase hex>`
+ *   (`1.2.840.113549.1.9.1=#1611616c696365406578616d706c652e636f6d` for emailAddress=alice@example.com,
+ *   `CN=#1203313233` for a CN held in a NumericString);
+ * - an empty subject is `User:` with an empty name, as Kafka makes it.
  * Not from node:tls's subject object, which groups a repeated attribute's values into one array and
  * flattens a multi-valued RDN (`CN=alice+OU=eng,O=acme` and `CN=alice,OU=eng,O=acme` would read the
  * same), nor from OpenSSL's printed subject, which names and escapes attributes otherwise.
@@ -88,37 +93,38 @@ function ofTag(element: Element | undefined, tag: number): Element {
 }
 
 function oidText(der: Uint8Array, oid: Element): string {
-  const arcs: number[] = [];
-  let value = 0;
+  // Arcs as BigInts: an arc may be past 2^53, where two OIDs would print as one number.
+  const arcs: bigint[] = [];
+  let value = 0n;
   for (let at = oid.content; at < oid.end; at++) {
-    value = value * 128 + (der[at]! & 0x7f);
+    value = value * 128n + BigInt(der[at]! & 0x7f);
     if ((der[at]! & 0x80) === 0) {
       if (arcs.length > 0) arcs.push(value);
-      else if (value < 80) arcs.push(Math.floor(value / 40), value % 40);
-      else arcs.push(2, value - 80);
-      value = 0;
+      else if (value < 80n) arcs.push(value / 40n, value % 40n);
+      else arcs.push(2n, value - 80n);
+      value = 0n;
     }
   }
   if (arcs.length === 0) throw new MalformedDer();
   return arcs.join('.');
 }
 
-/** A string value's text as Java decodes it; undefined for a value that is not one of its strings. */
+/** Java's string types of an attribute value (AVA.isDerString). */
+const STRING_TAGS: ReadonlySet<number> = new Set([
+  TAG.UTF8,
+  TAG.PRINTABLE,
+  TAG.T61,
+  TAG.IA5,
+  TAG.GENERAL,
+  TAG.BMP,
+]);
+
+/**
+ * A string value's text as Java reads it: its bytes decoded as UTF-8 whatever the string type,
+ * malformed sequences as U+FFFD; undefined for a value that is not one of its strings.
+ */
 function stringValue(bytes: Buffer, tag: number): string | undefined {
-  switch (tag) {
-    case TAG.UTF8:
-      return bytes.toString('utf8');
-    case TAG.T61:
-      return bytes.toString('latin1');
-    case TAG.PRINTABLE:
-    case TAG.IA5:
-    case TAG.GENERAL:
-      return bytes.toString('latin1').replace(/[\x80-\xff]/g, '\ufffd');
-    case TAG.BMP:
-      return bytes.length % 2 === 0 ? Buffer.from(bytes).swap16().toString('utf16le') : undefined;
-    default:
-      return undefined;
-  }
+  return STRING_TAGS.has(tag) ? bytes.toString('utf8') : undefined;
 }
 
 /** Java's escaping of a string value in RFC 2253 (AVA.toRFC2253String). */
@@ -140,8 +146,8 @@ function attributeText(der: Buffer, attribute: Element): string {
     keyword === undefined
       ? undefined
       : stringValue(der.subarray(value.content, value.end), value.tag);
-  if (keyword === undefined || text === undefined)
-    return `${oid}=#${der.subarray(value.start, value.end).toString('hex')}`;
+  if (text === undefined)
+    return `${keyword ?? oid}=#${der.subarray(value.start, value.end).toString('hex')}`;
   return `${keyword}=${escaped(text)}`;
 }
 
@@ -156,8 +162,10 @@ function subjectOf(der: Buffer): Element {
 }
 
 /**
- * `User:<RFC 2253 subject>` of a certificate, as Java writes it; undefined for none, for an empty
- * subject, and for bytes that are not a certificate (never the case of one TLS verified).
+ * `User:<RFC 2253 subject>` of a certificate, as Java writes it (`User:` for an empty subject);
+ * undefined for none, and for a subject this DER reader cannot read (the client is then
+ * anonymous): bytes that are not a certificate, or BER's indefinite lengths, which OpenSSL accepts
+ * in a certificate TLS verified and Java reads.
  */
 export function certificatePrincipal(
   certificate: Pick<X509Certificate, 'raw'> | undefined,
@@ -170,7 +178,6 @@ export function certificatePrincipal(
         .map((attribute) => attributeText(der, attribute))
         .join('+'),
     );
-    if (rdns.length === 0) return undefined;
     return `User:${rdns.reverse().join(',')}`;
   } catch (error) {
     if (error instanceof MalformedDer) return undefined;

@@ -138,11 +138,22 @@ const PEM_CERTIFICATE = /-----BEGIN ((?:TRUSTED |X509 )?CERTIFICATE)-----[\s\S]*
 
 /**
  * Why `ca` cannot serve as the CA certificates of a TLS listener, or null when it can: it must hold
- * at least one PEM certificate, and every one must parse (node:tls would stop at the first that
- * does not, silently). Other PEM blocks and text around them are ignored, as node:tls does.
+ * at least one PEM certificate, every one must parse, and every BEGIN line must start its line
+ * (node:tls would stop at the first certificate that does not parse, and not see one whose BEGIN
+ * follows other text on its line, as in a bundle concatenated from a file without a final newline:
+ * silently, either way). Other PEM blocks and text between them are ignored, as node:tls does.
  */
 export function caCertificatesProblem(ca: string | Buffer): string | null {
-  const blocks = (typeof ca === 'string' ? ca : ca.toString('latin1')).match(PEM_CERTIFICATE);
+  const text = (typeof ca === 'string' ? ca : ca.toString('latin1')).replace(
+    /^(\ufeff|\xef\xbb\xbf)/,
+    '',
+  );
+  for (const begin of text.matchAll(/-----BEGIN /g)) {
+    const before = text[begin.index - 1];
+    if (before !== undefined && before !== '\n' && before !== '\r')
+      return `has a BEGIN line that does not start its line (at character ${begin.index}; a bundle made of files without a final newline?): TLS would not read that block`;
+  }
+  const blocks = text.match(PEM_CERTIFICATE);
   if (blocks === null) return 'holds no PEM certificate (-----BEGIN CERTIFICATE-----)';
   for (const [i, block] of blocks.entries()) {
     try {

@@ -17,6 +17,30 @@ import { startTestServer, type TestServer } from '../support/server-fixture.js';
 import { certificateWithSubject, testCertificates } from '../support/test-certificates.js';
 
 const ALICE = 'User:CN=alice,OU=readers,O=offset-store-test';
+
+/** The content octets of the OID of CN (2.5.4.3). */
+const CN = [0x55, 0x04, 0x03];
+
+/** A DER element (short or long length form) of `tag` around `content`. */
+function der(tag: number, content: number[]): number[] {
+  const n = content.length;
+  const length = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : [0x82, n >> 8, n & 0xff];
+  return [tag, ...length, ...content];
+}
+
+/** The DER of a certificate-shaped structure around `subject`: only its place is read. */
+function certificateDer(subject: number[]) {
+  const name = der(0x30, []);
+  const tbs = der(0x30, [
+    ...der(0xa0, der(0x02, [2])), // version
+    ...der(0x02, [1]), // serial number
+    ...der(0x30, der(0x06, [0x2a, 0x03])), // signature algorithm
+    ...name, // issuer
+    ...der(0x30, []), // validity
+    ...subject,
+  ]);
+  return Buffer.from(der(0x30, tbs));
+}
 let running: TestServer | undefined;
 const sockets: tls.TLSSocket[] = [];
 
@@ -123,6 +147,12 @@ describe('client certificates', () => {
       ['not a certificate', /options.listeners\[0\].tls.ca holds no PEM certificate/],
       [Buffer.from(certs.clientKey), /options.listeners\[0\].tls.ca holds no PEM certificate/],
       [`${certs.caCert}${damaged}`, /options.listeners\[0\].tls.ca certificate 2 does not parse/],
+      // `cat a.pem b.pem` of a file without its final newline: TLS reads the first one only.
+      [
+        `${certs.caCert.trimEnd()}${certs.clientCert}`,
+        /tls.ca has a BEGIN line that does not start its line/,
+      ],
+      [`ca: ${certs.caCert}`, /tls.ca has a BEGIN line that does not start its line/],
     ] as const) {
       const server = startKafkaServer({
         store,
@@ -169,6 +199,37 @@ describe('client certificates', () => {
       ).toBe(`User:${expected}`);
     expect(certificatePrincipal(undefined)).toBeUndefined();
     expect(certificatePrincipal({ raw: Buffer.from('not a certificate') })).toBeUndefined();
+  });
+
+  it("reads every string type's bytes as UTF-8 and keeps the keyword of a value of another type, as Java does; an empty subject is User: with an empty name", () => {
+    // What Java's X500Principal.getName() writes for certificates whose subject holds these
+    // attributes (CN unless said), each value given as its DER (tag, bytes).
+    const cases: [oid: number[], tag: number, bytes: number[], java: string][] = [
+      [CN, 0x13, [0x61, 0x6c, 0xc3, 0xa9], 'CN=al\u00e9'], // PrintableString holding UTF-8
+      [CN, 0x14, [0x61, 0x6c, 0xe9, 0x63, 0x65], 'CN=al\ufffdce'], // T61String in Latin-1
+      [CN, 0x14, [0x61, 0x6c, 0xc3, 0xa9], 'CN=al\u00e9'], // T61String holding UTF-8
+      [CN, 0x1e, [0, 0x61, 0, 0x6c, 0, 0x69], 'CN=\\00a\\00l\\00i'], // BMPString
+      [CN, 0x12, [0x31, 0x32, 0x33], 'CN=#1203313233'], // NumericString: not one of Java's strings
+      [CN, 0x30, [0x0c, 0x01, 0x61], 'CN=#30030c0161'], // a constructed value
+      [
+        [0x2a, 0x03, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01],
+        0x0c,
+        [0x76],
+        '1.2.3.18446744073709551617=#0c0176',
+      ],
+      [
+        [0x2a, 0x03, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00],
+        0x0c,
+        [0x76],
+        '1.2.3.18446744073709551616=#0c0176',
+      ],
+    ];
+    for (const [oid, tag, bytes, java] of cases) {
+      const attribute = der(0x30, [...der(0x06, oid), ...der(tag, bytes)]);
+      const subject = der(0x30, der(0x31, attribute));
+      expect(certificatePrincipal({ raw: certificateDer(subject) }), java).toBe(`User:${java}`);
+    }
+    expect(certificatePrincipal({ raw: certificateDer(der(0x30, [])) })).toBe('User:');
   });
 });
 

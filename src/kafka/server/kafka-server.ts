@@ -114,6 +114,8 @@ export class KafkaServer {
   readonly #connections = new Set<KafkaConnection>();
   /** TCP connections accepted and not closed: those served, and TLS ones still in their handshake. */
   #openSockets = 0;
+  /** TLS connections whose handshake has not ended, by their client's address and port. */
+  readonly #handshaking = new Map<string, net.Socket>();
   #sweepTimer: Timer | undefined;
   #closing: Promise<void> | undefined;
   #closingStore: Promise<void> | undefined;
@@ -307,9 +309,18 @@ export class KafkaServer {
         });
         if (!usesTls(listener.securityProtocol))
           this.#serve(socket, listener, address, router, limits, undefined);
+        else {
+          // Until its handshake ends: close() destroys it rather than wait for the handshake timeout.
+          const key = socketKey(socket);
+          this.#handshaking.set(key, socket);
+          socket.once('close', () => {
+            if (this.#handshaking.get(key) === socket) this.#handshaking.delete(key);
+          });
+        }
       });
       if (usesTls(listener.securityProtocol)) {
         server.on('secureConnection', (socket: tls.TLSSocket) => {
+          this.#handshaking.delete(socketKey(socket));
           const certificate = socket.authorized ? socket.getPeerX509Certificate() : undefined;
           this.#serve(
             socket,
@@ -385,11 +396,18 @@ export class KafkaServer {
       this.#servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     );
     this.#context.longPolls.releaseAll();
+    for (const socket of this.#handshaking.values()) socket.destroy();
+    this.#handshaking.clear();
     await Promise.all([...this.#connections].map((c) => c.close()));
     await stopped;
     await this.#context.catalog.idle();
     await this.#security.close();
   }
+}
+
+/** A connection's client address and port, the same for its TCP socket and the TLS socket over it. */
+function socketKey(socket: net.Socket): string {
+  return `${socket.remoteAddress}|${socket.remotePort}`;
 }
 
 /** A node:net server, or a node:tls one for SSL and SASL_SSL (client certificates verified against `ca`). */

@@ -353,6 +353,25 @@ describe('slow-loris', () => {
     await client.close();
   });
 
+  it('closes at once with a TLS connection whose handshake never began (close waited for the 10 s handshake timeout)', async () => {
+    const t = await start({});
+    const tlsPort = t.server.listeners.find((l) => l.name === 'SASL_SSL')!.port;
+    const silent = await new Promise<net.Socket>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.1', port: tlsPort }, () => resolve(socket));
+      socket.on('error', () => {});
+      sockets.push(socket);
+    });
+    const closed = new Promise<void>((resolve) => silent.once('close', () => resolve()));
+    const closing = t.server.close();
+    // The handshake timeout is 10 s; a close that waited for it would miss this bound by far.
+    const outcome = await Promise.race([
+      closing.then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still closing'), 5000)),
+    ]);
+    expect(outcome).toBe('closed');
+    await closed;
+  });
+
   it('hits the per-address connection limit, not the server, and frees it when it goes', async () => {
     const t = await start({ connectionsPerAddressMax: 10 });
     const port = t.server.listeners.find((l) => l.name === 'SASL_SSL')!.port;

@@ -89,6 +89,11 @@ export interface SimConfig {
   /** Size from which the commit journal starts a new file (small: a run goes through many). */
   journalFileBytesMax: number;
   /**
+   * Bytes of batches in the active segment from which a log prepares its next segment (a quarter
+   * of the segment, in half the runs: small segments never reach the default 256 KiB).
+   */
+  prepareAtBytes: number | undefined;
+  /**
    * Chance per action that a backup (`store.backup`) starts, when none is running; drawn from a
    * stream of its own, like the backups themselves, so the workload's draws stay those older seeds
    * made.
@@ -157,7 +162,7 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     };
   }
   const groupCount = random.int(1, swarm ? 6 : 3);
-  return {
+  const config: Omit<SimConfig, 'prepareAtBytes'> = {
     bucketCount: random.pick([1, 2, 4, 8]),
     segmentBytesMax: random.pick([1024, 4096, 16384, 65536]),
     // From a stream of its own: the draws above and below stay those older seeds made.
@@ -185,5 +190,10 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     maxInFlight: random.int(1, 12),
     weights,
     faults: profile,
+  };
+  return {
+    ...config,
+    // From a stream of its own, as journalFileBytesMax.
+    prepareAtBytes: random.fork('prepare').chance(0.5) ? config.segmentBytesMax / 4 : undefined,
   };
 }

@@ -33,7 +33,7 @@ import {
   forgetLogProcessState,
 } from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
-import { JOURNAL_FILE_BYTES } from '../src/store-options.js';
+import { JOURNAL_FILE_BYTES, PREPARE_AT_BYTES } from '../src/store-options.js';
 import {
   configFor,
   type ActionWeights,
@@ -338,6 +338,7 @@ class Simulation {
           bucketCount: c.bucketCount,
           segmentBytesMax: c.segmentBytesMax,
           [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
+          [PREPARE_AT_BYTES]: c.prepareAtBytes,
           offsetsRetentionMs: c.retentionMs,
           offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
           // The strategy is chosen when the store is created; later opens use the one it records,
@@ -860,6 +861,7 @@ class Simulation {
           clock: this.clock,
           segmentBytesMax: c.segmentBytesMax,
           [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
+          [PREPARE_AT_BYTES]: c.prepareAtBytes,
           offsetsRetentionMs: c.retentionMs,
           offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
           compaction: { background: false },
@@ -1037,6 +1039,13 @@ class Simulation {
           `history unavailable: ${(error as Error).message}`,
         ]);
       }
+      // A run that ends on a violation or on detected damage abandons its last process: what that
+      // process held in this real one (its store's directory lock, the logs' state) is let go.
+      this.fs.kill();
+      forgetHeldDirectories();
+      forgetLogProcessState();
+      forgetJournalProcessState();
+      await forgetCheckpointProcessState();
       observeExternalWork(previous);
       rmSync(this.realRoot, { recursive: true, force: true });
     }

@@ -145,10 +145,17 @@ export interface OffsetStoreOptions {
    * (default 64 MiB), so that a short run goes through many.
    */
   [JOURNAL_FILE_BYTES]?: number;
+  /**
+   * Not for users (the simulator's): the bytes of batches in the active segment from which the next
+   * segment is prepared (default 256 KiB), so that a run of small segments prepares some.
+   */
+  [PREPARE_AT_BYTES]?: number;
 }
 
 /** Key of the journal file size option (see OffsetStoreOptions), outside the package's API. */
 export const JOURNAL_FILE_BYTES: unique symbol = Symbol('offset-store: journal file bytes');
+/** Key of the segment preparation threshold (see OffsetStoreOptions), outside the package's API. */
+export const PREPARE_AT_BYTES: unique symbol = Symbol('offset-store: prepare at bytes');
 
 /** Options of `compact()`. */
 export interface CompactOptions {
@@ -380,6 +387,8 @@ export interface ResolvedOptions {
   commitJournal: boolean;
   /** Size from which the commit journal starts a new file. */
   journalFileBytesMax: number;
+  /** Bytes of batches in the active segment from which the next one is prepared (default: the log's). */
+  prepareAtBytes: number | undefined;
   /** Compaction settings, checked and with defaults. */
   compaction: ResolvedCompaction;
   /** Coordinator settings, checked and with the store's defaults (assignments paced to one a second). */
@@ -629,6 +638,10 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
       JOURNAL_FILE_BYTES_MAX,
       4096,
     ),
+    prepareAtBytes:
+      options[PREPARE_AT_BYTES] === undefined
+        ? undefined
+        : positiveInteger(options[PREPARE_AT_BYTES], 'the segment preparation threshold', 1),
     compaction: resolveCompaction(compaction),
     group: resolveGroupSettings(group, 'options.group', STORE_GROUP_DEFAULTS),
     onWarning: warn,

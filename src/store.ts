@@ -756,6 +756,7 @@ export class OffsetStore {
       dir,
       durability: this.#options.durability,
       segmentBytesMax: this.#options.segmentBytesMax,
+      prepareAtBytes: this.#options.prepareAtBytes,
       batchBytesMax: LOG_DEFAULTS.batchBytesMax,
       pendingAppendsMax: this.#options.pendingCommitsMax,
       flushBytesMax: LOG_DEFAULTS.flushBytesMax,

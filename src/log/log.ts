@@ -137,6 +137,8 @@ export interface LogOptions {
   segmentBytesMax: number;
   /** Largest batch accepted (bytes, including its length field). */
   batchBytesMax: number;
+  /** Bytes of batches in the active segment from which the next one is prepared (default PREPARE_AT_BYTES). */
+  prepareAtBytes?: number;
   /** Most appends queued or in flight; beyond it appends reject with TOO_MANY_PENDING_WRITES. */
   pendingAppendsMax: number;
   /** Most bytes written by one flush round. */
@@ -858,7 +860,7 @@ export class Log implements LogPort {
       entry.resolve(readBatchLogOffset(entry.batch));
     }
     if (
-      active.sizeBytes >= PREPARE_AT_BYTES &&
+      active.sizeBytes >= (this.#options.prepareAtBytes ?? PREPARE_AT_BYTES) &&
       this.#ownRoundsInARow >= PREPARE_AFTER_OWN_ROUNDS &&
       this.#prepared === undefined &&
       this.#preparing === undefined &&

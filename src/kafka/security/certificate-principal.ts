@@ -50,23 +50,47 @@ const TAG = {
   BMP: 0x1e,
 } as const;
 
-/** One DER element: its tag, where it starts, where its content starts, and where it ends. */
+/**
+ * One element: its tag, where it starts, where its content starts and ends, and where it ends (past
+ * the end-of-contents octets of one of indefinite length).
+ */
 interface Element {
   readonly tag: number;
   readonly start: number;
   readonly content: number;
+  readonly contentEnd: number;
   readonly end: number;
 }
+
+/** Bit of a tag that marks a constructed element (one made of elements). */
+const CONSTRUCTED = 0x20;
+/** Deepest nesting of indefinite lengths read (a Name needs 3); deeper is refused, never recursed. */
+const INDEFINITE_DEPTH_MAX = 8;
 
 /** Thrown on bytes that are not the DER expected; caught by certificatePrincipal. */
 class MalformedDer extends Error {}
 
-function elementAt(der: Uint8Array, at: number, limit: number): Element {
-  if (at + 2 > limit) throw new MalformedDer();
+/**
+ * The element at `at`, within `limit`. Besides DER, it reads BER's indefinite length (0x80, the
+ * content ended by two zero octets) of a constructed element, which OpenSSL accepts in a
+ * certificate's Name and Java reads.
+ */
+function elementAt(der: Uint8Array, at: number, limit: number, depth = 0): Element {
+  if (at + 2 > limit || depth > INDEFINITE_DEPTH_MAX) throw new MalformedDer();
   const tag = der[at]!;
   if ((tag & 0x1f) === 0x1f) throw new MalformedDer(); // a multi-byte tag: none in a Name
   let length = der[at + 1]!;
   let content = at + 2;
+  if (length === 0x80) {
+    if ((tag & CONSTRUCTED) === 0) throw new MalformedDer();
+    let next = content;
+    for (;;) {
+      if (next + 2 > limit) throw new MalformedDer();
+      if (der[next] === 0 && der[next + 1] === 0) break;
+      next = elementAt(der, next, limit, depth + 1).end;
+    }
+    return { tag, start: at, content, contentEnd: next, end: next + 2 };
+  }
   if (length & 0x80) {
     const bytes = length & 0x7f;
     if (bytes === 0 || bytes > 4 || content + bytes > limit) throw new MalformedDer();
@@ -76,13 +100,13 @@ function elementAt(der: Uint8Array, at: number, limit: number): Element {
   }
   const end = content + length;
   if (end > limit) throw new MalformedDer();
-  return { tag, start: at, content, end };
+  return { tag, start: at, content, contentEnd: end, end };
 }
 
 function children(der: Uint8Array, parent: Element): Element[] {
   const found: Element[] = [];
-  for (let at = parent.content; at < parent.end; at = found[found.length - 1]!.end)
-    found.push(elementAt(der, at, parent.end));
+  for (let at = parent.content; at < parent.contentEnd; at = found[found.length - 1]!.end)
+    found.push(elementAt(der, at, parent.contentEnd));
   return found;
 }
 
@@ -145,7 +169,7 @@ function attributeText(der: Buffer, attribute: Element): string {
   const text =
     keyword === undefined
       ? undefined
-      : stringValue(der.subarray(value.content, value.end), value.tag);
+      : stringValue(der.subarray(value.content, value.contentEnd), value.tag);
   if (text === undefined)
     return `${keyword ?? oid}=#${der.subarray(value.start, value.end).toString('hex')}`;
   return `${keyword}=${escaped(text)}`;
@@ -163,9 +187,7 @@ function subjectOf(der: Buffer): Element {
 
 /**
  * `User:<RFC 2253 subject>` of a certificate, as Java writes it (`User:` for an empty subject);
- * undefined for none, and for a subject this DER reader cannot read (the client is then
- * anonymous): bytes that are not a certificate, or BER's indefinite lengths, which OpenSSL accepts
- * in a certificate TLS verified and Java reads.
+ * undefined for none, and for bytes that are not a certificate.
  */
 export function certificatePrincipal(
   certificate: Pick<X509Certificate, 'raw'> | undefined,

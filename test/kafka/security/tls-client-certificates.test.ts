@@ -24,8 +24,9 @@ const CN = [0x55, 0x04, 0x03];
 /** A DER element (short or long length form) of `tag` around `content`. */
 function der(tag: number, content: number[]): number[] {
   const n = content.length;
-  const length = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : [0x82, n >> 8, n & 0xff];
-  return [tag, ...length, ...content];
+  const length: number[] = [];
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 256)) length.unshift(rest % 256);
+  return [tag, ...(n < 0x80 ? [n] : [0x80 | length.length, ...length]), ...content];
 }
 
 /** The DER of a certificate-shaped structure around `subject`: only its place is read. */
@@ -201,7 +202,7 @@ describe('client certificates', () => {
     expect(certificatePrincipal({ raw: Buffer.from('not a certificate') })).toBeUndefined();
   });
 
-  it("reads every string type's bytes as UTF-8 and keeps the keyword of a value of another type, as Java does; an empty subject is User: with an empty name", () => {
+  it("reads every string type's bytes as UTF-8, keeps the keyword of a value of another type and reads BER's indefinite lengths, as Java does; an empty subject is User: with an empty name", () => {
     // What Java's X500Principal.getName() writes for certificates whose subject holds these
     // attributes (CN unless said), each value given as its DER (tag, bytes).
     const cases: [oid: number[], tag: number, bytes: number[], java: string][] = [
@@ -230,6 +231,26 @@ describe('client certificates', () => {
       expect(certificatePrincipal({ raw: certificateDer(subject) }), java).toBe(`User:${java}`);
     }
     expect(certificatePrincipal({ raw: certificateDer(der(0x30, [])) })).toBe('User:');
+    // BER's indefinite lengths in the Name (OpenSSL accepts them, Java reads them): CN=bob, not
+    // anonymous; nested past any Name's depth, or never ended, they are refused (undefined).
+    const bob = der(0x30, [...der(0x06, CN), ...der(0x0c, [0x62, 0x6f, 0x62])]);
+    const indefinite = (tag: number, content: number[]) => [tag, 0x80, ...content, 0, 0];
+    expect(
+      certificatePrincipal({
+        raw: certificateDer(indefinite(0x30, indefinite(0x31, indefinite(0x30, bob.slice(2))))),
+      }),
+    ).toBe('User:CN=bob');
+    // 50,000 levels: read by recursion without a bound, they would overflow the stack.
+    const levels = 50_000;
+    const deep = [
+      ...Array.from({ length: levels }, () => [0x30, 0x80]).flat(),
+      ...der(0x31, bob),
+      ...Array.from({ length: 2 * levels }, () => 0),
+    ];
+    expect(certificatePrincipal({ raw: certificateDer(deep) })).toBeUndefined();
+    expect(
+      certificatePrincipal({ raw: certificateDer([0x30, 0x80, ...der(0x31, bob)]) }),
+    ).toBeUndefined();
   });
 });
 

@@ -375,7 +375,9 @@ class Simulation {
       const error = opened.error;
       this.log(`open failed: ${(error as Error).message}`);
       if (error !== PROCESS_DIED) this.checkNoOpenFiles('a failed open');
-      const transient = this.fs.injected.length > 0 && !this.restFaultInjected();
+      // A process that died at a failed fdatasync is a crash, whatever else was injected.
+      const transient =
+        error === PROCESS_DIED || (this.fs.injected.length > 0 && !this.restFaultInjected());
       this.injectedBefore += this.fs.injected.length;
       this.fs.kill();
       this.clock.stop();

@@ -49,6 +49,29 @@ export interface ClassicMember {
   readonly isNew: boolean;
 }
 
+/** What names a member and its timeouts: the fields a snapshot, a restored member and an inspection copy as they are. */
+export type ClassicMemberIdentity = Pick<
+  ClassicMember,
+  | 'memberId'
+  | 'groupInstanceId'
+  | 'clientId'
+  | 'clientHost'
+  | 'rebalanceTimeoutMs'
+  | 'sessionTimeoutMs'
+>;
+
+/** The identity fields of `m` (anything that has them), in their one order. */
+export function memberIdentity(m: ClassicMemberIdentity): ClassicMemberIdentity {
+  return {
+    memberId: m.memberId,
+    groupInstanceId: m.groupInstanceId,
+    clientId: m.clientId,
+    clientHost: m.clientHost,
+    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
+    sessionTimeoutMs: m.sessionTimeoutMs,
+  };
+}
+
 /**
  * An upper bound of the bytes a member takes in its group's snapshot (msgpack: strings at most 3 bytes
  * per UTF-16 code unit, byte arrays as they are; the field names and framing of a member map take

@@ -27,7 +27,7 @@
 import { OffsetStoreError } from '../errors/index.js';
 import { assert } from '../util/index.js';
 import type { ClassicGroup } from './classic-group.js';
-import type { ClassicMember } from './classic-member.js';
+import { memberIdentity, type ClassicMember } from './classic-member.js';
 import type { ClassicGroupRecord } from './classic-record.js';
 
 /** The version of the classic snapshot's shape (REBALANCE_DUE_VERSION: see the module header). */
@@ -136,12 +136,7 @@ export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
 /** A member as a snapshot holds it. */
 function snapshotMember(m: ClassicMember): ClassicSnapshotMember {
   return {
-    memberId: m.memberId,
-    groupInstanceId: m.groupInstanceId,
-    clientId: m.clientId,
-    clientHost: m.clientHost,
-    rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-    sessionTimeoutMs: m.sessionTimeoutMs,
+    ...memberIdentity(m),
     protocols: m.protocols.map((p) => ({ name: p.name, metadata: p.metadata })),
     assignment: m.assignment,
   };
@@ -167,12 +162,7 @@ export function classicSnapshotToRecords(
   ];
   for (const m of snapshot.members) {
     const member: ClassicMember = {
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      clientId: m.clientId,
-      clientHost: m.clientHost,
-      rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-      sessionTimeoutMs: m.sessionTimeoutMs,
+      ...memberIdentity(m),
       protocolType: protocolType!,
       protocols: m.protocols.map((p) => ({ name: p.name, metadata: Buffer.from(p.metadata) })),
       assignment: Buffer.from(m.assignment),

@@ -6,6 +6,7 @@
  */
 import { assert } from '../util/index.js';
 import { ClassicGroup } from './classic-group.js';
+import { memberIdentity } from './classic-member.js';
 import type { ClassicGroupFields, ClassicGroupRecord } from './classic-record.js';
 
 /** Plain-data rendering of one member (`inspect`); bytes as hex, so deep equality is exact. */
@@ -91,12 +92,7 @@ export class ClassicGroupStateMachine {
     const members = [...group.members.values()]
       .sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0))
       .map((m) => ({
-        memberId: m.memberId,
-        groupInstanceId: m.groupInstanceId,
-        clientId: m.clientId,
-        clientHost: m.clientHost,
-        rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-        sessionTimeoutMs: m.sessionTimeoutMs,
+        ...memberIdentity(m),
         protocols: m.protocols.map((p) => ({ name: p.name, metadata: p.metadata.toString('hex') })),
         assignment: m.assignment.toString('hex'),
         awaitingJoin: m.awaitingJoin,

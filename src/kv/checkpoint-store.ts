@@ -416,22 +416,42 @@ export class CheckpointStore {
     // LMDB copies on write, so the transaction wrote at least the pages the new checkpoint added to
     // the tree; the values alone undercount it (page headers, keys, branch pages).
     const bytesWritten = Math.max(valueBytes, this.sizeBytes() - pagesBefore);
-    if (drop.length > 0) {
-      await lmdbCommit(
-        this.#db.transaction(() => {
-          for (const old of drop) {
-            handled(this.#db.remove(['m', old]));
-            for (const prefix of ['g', 's']) {
-              for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] }))
-                handled(this.#db.remove(key));
-            }
-          }
-        }),
-      );
-      await lmdbCommit(this.#db.flushed);
-    }
+    if (drop.length > 0) await this.#remove(drop);
     await sealCheckpointFile(this.#fs, this.path);
     return { info, bytesWritten };
+  }
+
+  /**
+   * Removes the checkpoint at `logOffset` for good, durably, and seals the file again: one past the
+   * end of a log that lost its unsynced tail (durability 'os'), which describes batches the log no
+   * longer holds and must never be restored once the log has grown past it again.
+   */
+  async discard(logOffset: number): Promise<void> {
+    assert(!this.#writing, `${this.path}: one checkpoint write at a time`);
+    this.#writing = true;
+    try {
+      await this.#remove([logOffset]);
+      this.#rejected.delete(logOffset);
+      await sealCheckpointFile(this.#fs, this.path);
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  /** Deletes the checkpoints at these log offsets (meta, groups and snapshots) in one durable transaction. */
+  async #remove(logOffsets: readonly number[]): Promise<void> {
+    await lmdbCommit(
+      this.#db.transaction(() => {
+        for (const old of logOffsets) {
+          handled(this.#db.remove(['m', old]));
+          for (const prefix of ['g', 's']) {
+            for (const key of this.#db.getKeys({ start: [prefix, old], end: [prefix, old + 1] }))
+              handled(this.#db.remove(key));
+          }
+        }
+      }),
+    );
+    await lmdbCommit(this.#db.flushed);
   }
 
   /** Bytes used by the environment's data file. */

@@ -210,11 +210,24 @@ export class OffsetsTable {
           },
         });
         if (candidate !== undefined && candidate.logOffset > report.logEndOffset) {
+          // Durability 'os' only (knownEndWith): the log lost its unsynced tail, and the checkpoint
+          // describes batches it no longer holds. It goes before the log can grow past it again,
+          // when an open would restore the lost commits over the log's new ones.
           await log.close();
+          await checkpoints!.discard(candidate.logOffset);
           options.onWarning(
-            `${checkpointDir}: ignoring checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset}`,
+            `${checkpointDir}: discarded the checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset} (a power loss took batches the log had acknowledged in durability 'os'; the checkpoint describes them)`,
           );
           continue;
+        }
+        if (fromLogOffset > report.logEndOffset) {
+          // The store moved the log's start onto batches (a conversion's image) that are gone: what
+          // they held is lost, and appending below the start would break the log's order.
+          await log.close();
+          throw new OffsetStoreError(
+            'CORRUPT_MESSAGE',
+            `${options.log.dir}: the log ends at log offset ${report.logEndOffset}, below the log start ${fromLogOffset} the store recorded (the batches from there, which held the bucket's offsets, are missing)`,
+          );
         }
         if (damaged) {
           // The whole log recovered the state (Log.open refused it otherwise: it must start at the
@@ -447,7 +460,11 @@ export class OffsetsTable {
    * synchronous step, so no other write lands between them.
    */
   async writeImage(nowMs: number): Promise<number> {
-    assert(this.#gate === undefined, 'one image at a time');
+    // A checkpoint holding the gate (#whenAppliedDurable) opens it once it has its image.
+    while (this.#gate !== undefined) {
+      await this.#gate;
+      await nextTurn();
+    }
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {
       open = resolve;
@@ -466,6 +483,9 @@ export class OffsetsTable {
       open();
     }
     await Promise.all(writes);
+    // The caller moves the log's start onto the image: in durability 'os' it must first be durable
+    // (a power loss would otherwise leave the start past the log's end, the state gone with it).
+    await this.#local().syncAcknowledged();
     return start;
   }
 
@@ -566,10 +586,18 @@ export class OffsetsTable {
     createdAtMs: number,
   ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const checkpoints = this.#checkpoints!;
-    const logOffset = this.state.appliedLogOffset + 1;
-    const newest = checkpoints.list()[0];
-    if (newest?.logOffset === logOffset) return { info: newest, bytesWritten: 0 };
-    const written = await checkpoints.write(this.state, logOffset, createdAtMs);
+    type Checkpoint = { info: CheckpointInfo; bytesWritten: number };
+    const newOrCurrent = await this.#whenAppliedDurable<
+      { current: CheckpointInfo } | { writing: Promise<Checkpoint> }
+    >(() => {
+      const logOffset = this.state.appliedLogOffset + 1;
+      const newest = checkpoints.list()[0];
+      if (newest !== undefined && newest.logOffset === logOffset) return { current: newest };
+      // The image is taken in this call, synchronously; the write goes on past the gate.
+      return { writing: checkpoints.write(this.state, logOffset, createdAtMs) };
+    });
+    if ('current' in newOrCurrent) return { info: newOrCurrent.current, bytesWritten: 0 };
+    const written = await newOrCurrent.writing;
     try {
       await checkpoints.verify(written.info);
     } catch (error) {
@@ -585,6 +613,44 @@ export class OffsetsTable {
       );
     }
     return written;
+  }
+
+  /**
+   * Runs `take`, which reads the state synchronously, once every batch applied to the state is
+   * durable in the log, and returns what it returns. In durability 'os' the log acknowledges a batch
+   * before any fdatasync covers it, and a checkpoint is durable once written: one taken of batches
+   * a power loss then takes from the log would lie past the log's end, and once the log grew past
+   * it again, restore the lost commits over the log's new ones. So new writes wait at the gate (as
+   * for writeImage) while the writes in flight settle and the log is fdatasynced; the gate opens as
+   * soon as `take` returns. In 'fsync' durability every applied batch is durable already.
+   */
+  async #whenAppliedDurable<T>(take: () => T): Promise<T> {
+    if (this.log.durableEnd > this.state.appliedLogOffset) return take();
+    const log = this.#local();
+    while (this.#gate !== undefined) {
+      await this.#gate;
+      await nextTurn();
+    }
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    this.#gate = gate;
+    try {
+      while (this.#writesInFlight > 0) {
+        await this.log.drain();
+        await nextTurn();
+      }
+      await log.syncAcknowledged();
+      assert(
+        this.log.durableEnd > this.state.appliedLogOffset,
+        'every applied batch is durable once the log has synced what it acknowledged',
+      );
+      return take();
+    } finally {
+      if (this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
+      open();
+    }
   }
 
   /** Batches applied since the newest checkpoint (all of them when there is none). */

@@ -232,7 +232,7 @@ describe('LMDB checkpoints', () => {
       }
       const reopened = await OffsetStore.open({ ...options(dir, warnings), durability });
       expect(warnings.join('\n')).toMatch(
-        /ignoring checkpoint at log offset 1000000: past the log end/,
+        /discarded the checkpoint at log offset 1000000: past the log end/,
       );
       expect(await stateOf(reopened)).toEqual(modelOf(history));
       await reopened.close();

@@ -1,0 +1,220 @@
+/**
+ * Durability 'os' acknowledges a commit once it reached the OS, so a power loss may take the log's
+ * unsynced tail. A checkpoint is durable the moment it is written (LMDB flushes it). These tests play
+ * a power loss on the simulated disk (sim-disk.ts) between the two: a checkpoint must never describe
+ * batches the log can still lose, or, once the log has grown again past the checkpoint's log offset,
+ * a later open restores a state that includes the lost batches and skips the log's new ones.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadChecksum } from '../../src/codec/index.js';
+import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import { forgetCheckpointProcessState } from '../../src/kv/index.js';
+import {
+  forgetHeldDirectories,
+  forgetJournalProcessState,
+  forgetLogProcessState,
+} from '../../src/log/index.js';
+import { observeExternalWork } from '../../src/util/index.js';
+import { SimDisk } from '../../sim/sim-disk.js';
+import { NO_FAULTS, SimFileSystem } from '../../sim/sim-file-system.js';
+import { SimRandom } from '../../sim/sim-random.js';
+import { SimClock, SimScheduler } from '../../sim/sim-scheduler.js';
+
+const roots: string[] = [];
+let scheduler = new SimScheduler();
+let previousObserver: ReturnType<typeof observeExternalWork> | undefined;
+beforeAll(async () => {
+  await loadChecksum();
+  // LMDB's work (checkpoints) runs outside the simulated disk: the scheduler waits for it.
+  previousObserver = observeExternalWork((work) => scheduler.deterministic(work));
+});
+afterAll(() => observeExternalWork(previousObserver));
+afterEach(async () => {
+  forgetHeldDirectories();
+  forgetLogProcessState();
+  forgetJournalProcessState();
+  await forgetCheckpointProcessState();
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+/** Runs the simulation until `promise` settles. */
+async function settle<T>(scheduler: SimScheduler, promise: Promise<T>): Promise<T> {
+  let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+  promise.then(
+    (value) => (outcome = { ok: true, value }),
+    (error: unknown) => (outcome = { ok: false, error }),
+  );
+  await scheduler.quiesce();
+  while (outcome === undefined)
+    if (!(await scheduler.step())) throw new Error('the call never settles');
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
+}
+
+/** A power loss that keeps nothing that was not made durable (every coin comes up "lost"). */
+const NOTHING_KEPT = { chance: () => false, int: (min: number) => min } as unknown as SimRandom;
+
+class Machine {
+  readonly scheduler = (scheduler = new SimScheduler());
+  readonly disk = new SimDisk();
+  readonly dir: string;
+  readonly warnings: string[] = [];
+  #fs: SimFileSystem | undefined;
+  #clock: SimClock | undefined;
+  #n = 0;
+
+  constructor() {
+    // Checkpoint environments live on the real disk at the same path (sim-file-system.ts).
+    const root = mkdtempSync(path.join(tmpdir(), 'offset-store-os-'));
+    roots.push(root);
+    this.dir = path.join(root, 'store');
+    this.disk.mkdirp(root);
+    for (let p = root; ; p = path.dirname(p)) {
+      this.disk.syncDir(p);
+      if (p === '/') break;
+    }
+  }
+
+  /** A new process opens the store. */
+  async open(options: Partial<OffsetStoreOptions> = {}): Promise<OffsetStore> {
+    forgetHeldDirectories();
+    forgetLogProcessState();
+    forgetJournalProcessState();
+    await forgetCheckpointProcessState();
+    this.#fs = new SimFileSystem(this.disk, this.scheduler, new SimRandom(++this.#n), NO_FAULTS);
+    this.#clock = new SimClock(this.scheduler, 1_700_000_000_000);
+    return this.run(
+      OffsetStore.open({
+        dir: this.dir,
+        fs: this.#fs,
+        clock: this.#clock,
+        bucketCount: 1,
+        durability: 'os',
+        compaction: { background: false },
+        onWarning: (message) => this.warnings.push(message),
+        ...options,
+      }),
+    );
+  }
+
+  run<T>(promise: Promise<T>): Promise<T> {
+    return settle(this.scheduler, promise);
+  }
+
+  /** The process dies, and the power fails: only what was made durable stays. */
+  powerLoss(): void {
+    this.#fs!.kill();
+    this.#clock!.stop();
+    this.disk.powerLoss(NOTHING_KEPT);
+  }
+
+  /** The process dies; the page cache keeps what it wrote. */
+  crash(): void {
+    this.#fs!.kill();
+    this.#clock!.stop();
+  }
+}
+
+const bucket = (bucketId: number) => ({ tableId: 1, bucketId });
+
+async function offsetsOf(machine: Machine, store: OffsetStore): Promise<(number | null)[]> {
+  const rows = await machine.run(store.fetchOffsets('g', [0, 1, 2, 3].map(bucket)));
+  return rows.map((row) => row?.offset ?? null);
+}
+
+describe("a checkpoint in durability 'os'", () => {
+  it('never covers batches a power loss can take from the log, so it never restores lost commits over new ones', async () => {
+    const machine = new Machine();
+
+    // Process 1: commits acknowledged from the page cache, then a conversion to checkpoints, which
+    // writes the first checkpoint of them.
+    let store = await machine.open({ compaction: { strategy: 'log-cleaner', background: false } });
+    for (let n = 0; n < 4; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
+    await machine.run(store.convertCompaction('checkpoint'));
+    machine.powerLoss();
+
+    // Process 2 serves what the power loss left, and commits more than process 1 did.
+    store = await machine.open();
+    const left = await offsetsOf(machine, store);
+    for (let n = 0; n < 6; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n % 2), offset: 200 + n }]));
+    const served = await offsetsOf(machine, store);
+    expect(served).toEqual([204, 205, left[2], left[3]]);
+    machine.crash();
+
+    // Process 3 must serve what process 2 served: its commits were in the page cache.
+    store = await machine.open();
+    expect(await offsetsOf(machine, store)).toEqual(served);
+    await machine.run(store.close());
+  });
+
+  it('found past the log end (written by an earlier version, before the log was synced) is discarded, not only ignored', async () => {
+    const machine = new Machine();
+    let store = await machine.open({ compaction: { strategy: 'log-cleaner', background: false } });
+    for (let n = 0; n < 4; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
+    await machine.run(store.convertCompaction('checkpoint'));
+    machine.crash();
+    // What a power loss left of such a store: a checkpoint at log offset 4 over an empty log.
+    const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
+    segment.truncate(0);
+    segment.sync();
+
+    store = await machine.open();
+    expect(machine.warnings.join('\n')).toMatch(
+      /discarded the checkpoint at log offset 4: past the log end 0/,
+    );
+    expect(await offsetsOf(machine, store)).toEqual([null, null, null, null]);
+    for (let n = 0; n < 6; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n % 2), offset: 200 + n }]));
+    expect(await offsetsOf(machine, store)).toEqual([204, 205, null, null]);
+    machine.crash();
+
+    // The log has grown past log offset 4: the old checkpoint must not come back.
+    store = await machine.open();
+    expect(await offsetsOf(machine, store)).toEqual([204, 205, null, null]);
+    await machine.run(store.close());
+  });
+
+  it('is converted away from only once the image that replaces it is durable in the log', async () => {
+    const machine = new Machine();
+    let store = await machine.open({ compaction: { strategy: 'checkpoint', background: false } });
+    for (let n = 0; n < 4; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
+    // The conversion writes the state into the log as an image, records the log's new start, and
+    // drops the checkpoints: the image must be durable before the start moves onto it.
+    await machine.run(store.convertCompaction('log-cleaner'));
+    machine.powerLoss();
+
+    store = await machine.open();
+    expect(await offsetsOf(machine, store)).toEqual([100, 101, 102, 103]);
+    await machine.run(store.commitOffsets('g', [{ ...bucket(0), offset: 200 }]));
+    machine.crash();
+    store = await machine.open();
+    expect(await offsetsOf(machine, store)).toEqual([200, 101, 102, 103]);
+    await machine.run(store.close());
+  });
+
+  it('a log start recorded past the end of the log (its image lost) is reported as damage, not served as empty', async () => {
+    const machine = new Machine();
+    let store = await machine.open({ compaction: { strategy: 'checkpoint', background: false } });
+    for (let n = 0; n < 4; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
+    await machine.run(store.convertCompaction('log-cleaner'));
+    machine.crash();
+    // What a power loss left of a store converted before the image was made durable first.
+    const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
+    segment.truncate(0);
+    segment.sync();
+    for (const durability of ['os', 'fsync'] as const) {
+      await expect(machine.open({ durability })).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringMatching(/log start/),
+      });
+    }
+  });
+});

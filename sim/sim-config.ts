@@ -99,6 +99,11 @@ export interface SimConfig {
    * made.
    */
   backupChance: number;
+  /**
+   * Chance that a process opens the store in durability 'os' rather than 'fsync' (0 in most runs);
+   * each open draws its own.
+   */
+  osShare: number;
   strategy: CompactionStrategy;
   compactionIntervalMs: number;
   minDirtyRatio: number;
@@ -168,6 +173,7 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     // From a stream of its own: the draws above and below stay those older seeds made.
     journalFileBytesMax: random.fork('journal').pick([8192, 32_768, JOURNAL_FILE_BYTES_MAX]),
     backupChance: random.fork('backup').pick([0, 0.004, 0.02]),
+    osShare: random.fork('durability').pick([0, 0, 0, 0.5, 1]),
     strategy: random.pick<CompactionStrategy>([
       'log-cleaner',
       'log-cleaner',

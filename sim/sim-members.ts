@@ -34,6 +34,11 @@ interface SimMember {
   fenced: { atMs: number; epoch: number } | undefined;
   /** The latest epoch a heartbeat answer gave it: when, and in which process. */
   told: { epoch: number; atMs: number; incarnation: number } | undefined;
+  /**
+   * A power loss may have taken the group's record of it (durability 'os'): until a heartbeat is
+   * answered again, the store may not know it, so its tables are not certainly subscribed.
+   */
+  unconfirmed: boolean;
 }
 
 /** The members of the member groups. */
@@ -85,6 +90,17 @@ export class SimMembers {
     for (const m of this.#members) m.heartbeatInFlight = false;
   }
 
+  /**
+   * A power loss took group records a process acknowledged in durability 'os': a group may be back
+   * at an older epoch, with members that had left or been fenced, and without ones that joined.
+   */
+  rolledBack(): void {
+    for (const m of this.#members) {
+      m.fenced = undefined;
+      m.unconfirmed = true;
+    }
+  }
+
   removedByAdmin(_groupId: string): boolean {
     return false;
   }
@@ -96,6 +112,7 @@ export class SimMembers {
         m.groupId === groupId &&
         m.joined &&
         m.alive &&
+        !m.unconfirmed &&
         m.epoch > 0 &&
         m.tables.includes(tableId) &&
         nowMs - m.lastHeartbeatMs < this.#config.sessionTimeoutMs - SESSION_SLACK_MS,
@@ -177,6 +194,7 @@ export class SimMembers {
           lastHeartbeatMs: sim.nowMs(),
           fenced: undefined,
           told: undefined,
+          unconfirmed: false,
         };
         this.#members.push(member);
         this.#heartbeat(sim, member, false);
@@ -322,6 +340,7 @@ export class SimMembers {
           return;
         }
         m.fenced = undefined;
+        m.unconfirmed = false;
         m.epoch = response.memberEpoch;
         m.told = { epoch: m.epoch, atMs: nowMs, incarnation: sim.incarnation };
         if (response.assignment !== undefined)

@@ -12,7 +12,13 @@
  * - unknown: pending when its process died. It may or may not have reached the log; the first fetch
  *   after recovery decides (if it shows the value, the write is there: it becomes `base`; if it shows
  *   the base, the write is gone for good).
- * A rejected write is dropped: its value must never be seen. So a fetch may show exactly `base` or a
+ * A rejected write is dropped: its value must never be seen.
+ *
+ * Durability 'os' acknowledges a write once it reached the OS, so a power loss may take any write made
+ * since the store last made everything durable (it does at every open, before serving); never an
+ * older one. While a process runs in 'os' (`unsynced`), every write that becomes a key's base is
+ * recorded; a power loss then turns the key's base back to what it was at the last durable moment,
+ * and every write recorded since into a candidate, one of which the first fetch will settle on. So a fetch may show exactly `base` or a
  * candidate, and "absent" when an expiry was due (retention); anything else is a violation: a lost
  * acknowledged commit, a resurrected rejected one, a value never written, or (with `base` moved by a
  * fetch) a value served and later lost.
@@ -41,6 +47,12 @@ export interface Write {
 interface KeyState {
   base: Write | null;
   candidates: Write[];
+  /**
+   * Durability 'os' only: the writes that became `base` since the last moment everything the store
+   * had was durable (`markDurable`), in order, and the base then (`durableBase`, null = absent).
+   */
+  since: Write[];
+  durableBase: Write | null;
 }
 
 /** A key: group, then table:partition:bucket. */
@@ -71,6 +83,7 @@ export class OffsetsModel {
   readonly #groupKeys = new Map<string, Set<string>>();
   readonly #windows = new Set<CopyWindow>();
   #seq = 0;
+  #unsynced = false;
 
   /**
    * Starts recording what a copy of the store made from now until `closeWindow` (a backup) may show:
@@ -90,7 +103,7 @@ export class OffsetsModel {
   #state(key: string): KeyState {
     let state = this.#keys.get(key);
     if (state === undefined) {
-      state = { base: null, candidates: [] };
+      state = { base: null, candidates: [], since: [], durableBase: null };
       this.#keys.set(key, state);
       const groupId = key.slice(0, key.indexOf('|'));
       let keys = this.#groupKeys.get(groupId);
@@ -158,7 +171,7 @@ export class OffsetsModel {
       const keep: Write[] = [];
       const previous = state.base;
       if (previous === null || write.seq > previous.seq) {
-        state.base = write;
+        this.#setBase(state, write);
         // A floating write acknowledged before may still have taken effect after this one.
         if (previous?.floating === true && write.seq < (previous.ackSeq ?? 0)) keep.push(previous);
       } else if (write.floating === true) {
@@ -186,6 +199,48 @@ export class OffsetsModel {
   crash(): void {
     for (const state of this.#keys.values())
       for (const c of state.candidates) if (c.state === 'pending') c.state = 'unknown';
+  }
+
+  /**
+   * Whether the running process acknowledges writes before they are durable (durability 'os'): set
+   * when a process opens, before its first write.
+   */
+  set unsynced(value: boolean) {
+    this.#unsynced = value;
+  }
+
+  /**
+   * Everything the store holds now is durable (it opened, and a fetch of every key settled what it
+   * holds): a power loss can take nothing older.
+   */
+  markDurable(): void {
+    for (const state of this.#keys.values()) {
+      state.durableBase = state.base;
+      state.since = [];
+    }
+  }
+
+  /**
+   * A power loss after writes acknowledged in durability 'os': each key may be back at its value of
+   * the last durable moment, or at any write that became its base since (call after `crash`). The
+   * first fetch settles it, as for a write whose process died in flight.
+   */
+  powerLoss(): void {
+    for (const state of this.#keys.values()) {
+      if (state.since.length === 0) continue;
+      const lost = state.since.filter((w) => !state.candidates.includes(w));
+      state.base = state.durableBase;
+      state.candidates = [
+        ...lost.map((w) => ({ ...w, state: 'unknown' as const })),
+        ...state.candidates,
+      ];
+      state.since = [];
+    }
+  }
+
+  #setBase(state: KeyState, write: Write): void {
+    state.base = write;
+    if (this.#unsynced) state.since.push(write);
   }
 
   /** What a key may show now, for messages. */
@@ -228,20 +283,20 @@ export class OffsetsModel {
     const from =
       expired === undefined ? state.candidates.find((c) => c.value === value) : undefined;
     if (from !== undefined) {
-      state.base = from;
+      this.#setBase(state, from);
       state.candidates = state.candidates.filter((c) => c !== from && c.state === 'pending');
       return;
     }
     if (expired !== undefined) {
       // The store's expiry follows the value it expired and precedes every write issued after it
       // (a key with a write in flight is not expired): it takes the place just after `expired`.
-      state.base = {
+      this.#setBase(state, {
         seq: expired.seq + 0.5,
         value: null,
         issuedMs: nowMs,
         what: 'expiry',
         state: 'acked',
-      };
+      });
       state.candidates = state.candidates.filter((c) => c.state === 'pending');
       return;
     }

@@ -317,7 +317,23 @@ export class OffsetsTable {
           { fromLogOffset, knownEnd },
           { stopAtCorruption: false, visit: newVisitor?.() },
         );
-        if (candidate !== undefined && candidate.logOffset > inspection.logEnd) continue;
+        if (candidate !== undefined && candidate.logOffset > inspection.logEnd) {
+          checkpointProblems.push({
+            file: environmentFile,
+            reason: `the checkpoint at log offset ${candidate.logOffset} lies past the log end ${inspection.logEnd}: it describes batches the log lost (durability 'os'), and the next open discards it`,
+          });
+          continue;
+        }
+        if (fromLogOffset > inspection.logEnd) {
+          // As open refuses it: the batches from the recorded log start are gone.
+          inspection.damage.push({
+            kind: 'corrupt',
+            file: options.log.dir,
+            position: 0,
+            bytesAfter: 0,
+            reason: `the log ends at log offset ${inspection.logEnd}, below the log start ${fromLogOffset} the store recorded (the batches from there, which held the bucket's offsets, are missing)`,
+          });
+        }
         return { inspection, checkpointLogOffset: candidate?.logOffset, checkpointProblems };
       }
       throw new OffsetStoreError(

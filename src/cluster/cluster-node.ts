@@ -23,7 +23,10 @@
  *   (INVALID_CONFIG); without this, each would release the other's ownership keys (they name the
  *   same node) and both would serve the same buckets.
  * - One node per Kafka broker id: a node that finds its broker id registered first by another live
- *   node fails to start (INVALID_CONFIG), as Kafka clients would take the two for one broker.
+ *   node fails to start (INVALID_CONFIG), as Kafka clients would take the two for one broker. A
+ *   running node that finds it so when it registers again (another node started under its broker
+ *   id while its lease was lost) gives up its buckets, unregisters and stays out, with a warning,
+ *   until that registration goes.
  * - A node serves a bucket only while etcd's ownership key holds its token: one that holds another
  *   (or none) makes the node give the bucket up at the next reconcile.
  *
@@ -250,20 +253,28 @@ export class ClusterNode {
       { key: Buffer.from(this.#keys.nodes), range_end: prefixEnd(this.#keys.nodes) },
       'listing nodes',
     );
+    const holder = this.#brokerIdHolder(listed.kvs);
+    if (holder !== undefined) throw new OffsetStoreError('INVALID_CONFIG', holder);
+  }
+
+  /**
+   * Among registrations `kvs`, another node's holding this node's broker id that came first (by
+   * creation revision; any, when this node is not registered): what to tell the operator, or
+   * undefined when there is none.
+   */
+  #brokerIdHolder(kvs: readonly { key: Buffer; value: Buffer; create_revision: string }[]) {
     const key = Buffer.from(this.#keys.node(this.nodeId));
-    const mine = listed.kvs.find((kv) => kv.key.equals(key));
+    const mine = kvs.find((kv) => kv.key.equals(key));
     const { brokerId } = this.#options.node;
-    for (const kv of listed.kvs) {
+    for (const kv of kvs) {
       const other = kv.key.equals(key) ? undefined : parseNodeInfo(kv.value.toString());
       if (
         other?.brokerId === brokerId &&
         (mine === undefined || BigInt(kv.create_revision) < BigInt(mine.create_revision))
       )
-        throw new OffsetStoreError(
-          'INVALID_CONFIG',
-          `broker id ${brokerId} is registered under ${this.#keys.prefix} by node ${other.nodeId}: give each node a broker id of its own`,
-        );
+        return `broker id ${brokerId} is registered under ${this.#keys.prefix} by node ${other.nodeId}: give each node a broker id of its own`;
     }
+    return undefined;
   }
 
   /**
@@ -301,6 +312,10 @@ export class ClusterNode {
   #configAgreed = false;
   /** The last configuration refusal warned of (once until it changes). */
   #configRefusal: string | undefined;
+  /** As of the last view: another node holds this node's broker id (#brokerIdHolder's message). */
+  #brokerIdRefusal: string | undefined;
+  /** The broker id refusal warned of (once until it changes). */
+  #brokerIdWarned: string | undefined;
 
   /**
    * Writes this node's registration, attached to `lease`, if the key is absent or under a lease of
@@ -333,6 +348,32 @@ export class ClusterNode {
       what,
     );
     return taken.succeeded;
+  }
+
+  /**
+   * Another node registered this node's broker id first (it started while this node's lease was
+   * lost): Kafka clients would take the two for one broker. This node gives up every bucket,
+   * deletes its registration (if it is under its lease) so that the others take its share, and
+   * registers no more until that registration goes; warned once per holder.
+   */
+  async #standAside(refusal: string): Promise<void> {
+    if (this.#brokerIdWarned !== refusal)
+      this.#warn(
+        `${refusal}; this node stays out of the cluster (it serves no offsets-bucket) until that registration goes`,
+      );
+    this.#brokerIdWarned = refusal;
+    for (const [bucket, owned] of [...this.#owned]) await this.#giveUp(bucket, owned);
+    const lease = this.#registrationLease;
+    if (lease !== undefined && this.#leaseIds.has(lease)) {
+      const key = Buffer.from(this.#keys.node(this.nodeId));
+      await this.#connection.txn(
+        {
+          compare: [{ key, target: 'Lease', result: 'Equal', lease }],
+          success: [{ request_delete_range: { key } }],
+        },
+        `unregistering node ${this.nodeId}`,
+      );
+    }
   }
 
   /** The lease is gone: every bucket stops now; the next reconcile registers again. */
@@ -376,8 +417,17 @@ export class ClusterNode {
 
   async #reconcile(): Promise<void> {
     if (this.#closed) return;
-    if (this.#lease === undefined || this.#lease.lost) await this.#register();
+    if (this.#lease === undefined || this.#lease.lost) {
+      // Registering again: not under a broker id another node took meanwhile.
+      await this.#readView();
+      if (this.#brokerIdRefusal === undefined) await this.#register();
+    }
     await this.#readView();
+    if (this.#brokerIdRefusal !== undefined) {
+      await this.#standAside(this.#brokerIdRefusal);
+      return;
+    }
+    this.#brokerIdWarned = undefined;
     // Registered: this node id's key is under the current lease. Else (missing: a registration
     // whose answer was lost; under a lease this node lost; under another process's lease) write it.
     let registered = this.#registrationLease === this.#lease?.id;
@@ -487,6 +537,7 @@ export class ClusterNode {
     const mine = Buffer.from(this.#keys.node(this.nodeId));
     const registration = nodes.kvs.find((kv) => kv.key.equals(mine));
     this.#registrationLease = registration === undefined ? undefined : String(registration.lease);
+    this.#brokerIdRefusal = this.#brokerIdHolder(nodes.kvs);
     const owners = await this.#connection.range(
       { key: Buffer.from(this.#keys.owners), range_end: prefixEnd(this.#keys.owners) },
       'listing owners',

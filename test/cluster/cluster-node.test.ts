@@ -353,6 +353,59 @@ describe('cluster nodes on a 3-member etcd', () => {
     await store.close();
   });
 
+  it('stays out of the cluster when, while its lease was lost, another node registered its broker id', async () => {
+    await withCluster(['n1'], async ({ nodes, connection, prefix, warnings }) => {
+      const keys = new ClusterKeys(prefix);
+      await settled(nodes);
+      const other = await NodeLease.grant(connection, { ttlSeconds: 5, onLost: () => {} });
+      try {
+        // n1's lease is dropped (it was cut off past its TTL); meanwhile n9 starts under broker id 1.
+        const registration = await connection.range({ key: Buffer.from(keys.node('n1')) }, 'test');
+        await connection.client.leaseClient.leaseRevoke({ ID: registration.kvs[0]!.lease });
+        await connection.txn(
+          {
+            success: [
+              {
+                request_put: {
+                  key: Buffer.from(keys.node('n9')),
+                  value: Buffer.from(
+                    JSON.stringify({ nodeId: 'n9', brokerId: 1, host: '127.0.0.1', port: 9109 }),
+                  ),
+                  lease: other.id,
+                },
+              },
+            ],
+          },
+          'test',
+        );
+        for (
+          const deadline = Date.now() + 10_000;
+          !warnings.some((w) => /lost its lease/.test(w));
+        ) {
+          if (Date.now() > deadline) throw new Error(`no lease lost: ${warnings.join('; ')}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        for (let pass = 0; pass < 3; pass++) await nodes[0]!.node.reconcile();
+        // Kafka clients would take two brokers of one id for one: n1 registers no more, and
+        // claims nothing, until n9's registration goes.
+        const listed = await connection.range(
+          { key: Buffer.from(keys.nodes), range_end: prefixEnd(keys.nodes) },
+          'test',
+        );
+        expect(listed.kvs.map((kv) => kv.key.toString())).toEqual([keys.node('n9')]);
+        expect(nodes[0]!.node.ownedBuckets()).toEqual([]);
+        expect(
+          warnings.filter((w) => /broker id 1 is registered .* by node n9/.test(w)),
+        ).toHaveLength(1);
+      } finally {
+        await other.stop(true);
+      }
+      for (let pass = 0; pass < 3; pass++) await nodes[0]!.node.reconcile();
+      await settled(nodes);
+      await nodes[0]!.store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    });
+  });
+
   it('stops claiming and releasing when another process took its node id over (its registration expired while it was cut off)', async () => {
     await withCluster(['n1'], async ({ nodes, connection, prefix, warnings }) => {
       const keys = new ClusterKeys(prefix);

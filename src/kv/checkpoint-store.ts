@@ -7,7 +7,7 @@
  * | key                    | value                                                            |
  * |------------------------|------------------------------------------------------------------|
  * | ['m', X]               | JSON meta: formatVersion, logOffset X, groupCount, snapshotCount, |
- * |                        | liveOffsets, checksum, createdAtMs                               |
+ * |                        | liveOffsets, checksum, createdAtMs, logDurable                   |
  * | ['g', X, groupId]      | u32 entryCount, u32 metadataCount, entryCount*6 float64 (the      |
  * |                        | GroupOffsets entry array), then per metadata: u32 entry index,   |
  * |                        | u32 byte length, UTF-8 bytes                                     |
@@ -61,6 +61,12 @@ export interface CheckpointInfo {
   checksum: number;
   /** When it was written, ms since the epoch. */
   createdAtMs: number;
+  /**
+   * The log was durable through `logOffset` when the checkpoint was written (true for every
+   * checkpoint this version writes; absent from older ones, which in durability 'os' could be
+   * written of batches a power loss then took): one past the log's end is damage in any durability.
+   */
+  logDurable?: boolean;
 }
 
 /** A checkpoint read back and verified, ready to restore. */
@@ -390,6 +396,8 @@ export class CheckpointStore {
       liveOffsets,
       checksum,
       createdAtMs,
+      // The caller made the log durable through X first (OffsetsTable #whenAppliedDurable).
+      logDurable: true,
     };
     let valueBytes = 0;
     for (const [, value] of puts) valueBytes += value.length;

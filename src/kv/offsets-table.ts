@@ -77,9 +77,10 @@ type KnownEnd = { logOffset: number; exact: boolean };
 
 /**
  * The log end a recovery may rely on: what the manifest recorded, raised to the checkpoint's log
- * offset when the log is fdatasynced (a checkpoint is written only of applied batches, which were
- * durable, so a log ending below it lost acknowledged batches: damage to report, not a torn tail to
- * cut). With durability 'os' the log may lawfully have lost what a checkpoint covers.
+ * offset when the checkpoint was written of batches durable in the log (a log ending below it lost
+ * durable batches: damage to report, not a torn tail to cut). That is every checkpoint this version
+ * writes (`logDurable`), and any checkpoint of a log opened in 'fsync' durability, where an applied
+ * batch is durable. An older checkpoint opened in 'os' may describe batches the log lawfully lost.
  */
 function knownEndWith(
   known: KnownEnd | undefined,
@@ -88,7 +89,7 @@ function knownEndWith(
 ): KnownEnd | undefined {
   if (
     checkpoint === undefined ||
-    durability !== 'fsync' ||
+    (durability !== 'fsync' && checkpoint.logDurable !== true) ||
     (known !== undefined && known.logOffset >= checkpoint.logOffset)
   )
     return known;
@@ -210,13 +211,14 @@ export class OffsetsTable {
           },
         });
         if (candidate !== undefined && candidate.logOffset > report.logEndOffset) {
-          // Durability 'os' only (knownEndWith): the log lost its unsynced tail, and the checkpoint
-          // describes batches it no longer holds. It goes before the log can grow past it again,
-          // when an open would restore the lost commits over the log's new ones.
+          // Durability 'os', a checkpoint of an older version only (knownEndWith): the log lost its
+          // unsynced tail, and the checkpoint describes batches it no longer holds. It goes before
+          // the log can grow past it again, when an open would restore the lost commits over the
+          // log's new ones.
           await log.close();
           await checkpoints!.discard(candidate.logOffset);
           options.onWarning(
-            `${checkpointDir}: discarded the checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset} (a power loss took batches the log had acknowledged in durability 'os'; the checkpoint describes them)`,
+            `${checkpointDir}: discarded the checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset} (written by an earlier version of batches the log had acknowledged in durability 'os', which a power loss took)`,
           );
           continue;
         }
@@ -320,7 +322,10 @@ export class OffsetsTable {
         if (candidate !== undefined && candidate.logOffset > inspection.logEnd) {
           checkpointProblems.push({
             file: environmentFile,
-            reason: `the checkpoint at log offset ${candidate.logOffset} lies past the log end ${inspection.logEnd}: it describes batches the log lost (durability 'os'), and the next open discards it`,
+            reason:
+              candidate.logDurable === true
+                ? `the checkpoint at log offset ${candidate.logOffset} lies past the log end ${inspection.logEnd}: the log lost batches that were durable when it was written (an open refuses the store)`
+                : `the checkpoint at log offset ${candidate.logOffset} lies past the log end ${inspection.logEnd}: written by an earlier version, it describes batches the log lost (durability 'os'); an open in 'os' discards it, one in 'fsync' refuses the store`,
           });
           continue;
         }

@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { open as lmdbOpen } from 'lmdb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
@@ -161,14 +162,64 @@ describe("a checkpoint in durability 'os'", () => {
     await machine.run(store.close());
   });
 
-  it('found past the log end (written by an earlier version, before the log was synced) is discarded, not only ignored', async () => {
+  it('found past the log end, though the log was durable through it when it was written, is damage: the store refuses to open and keeps it', async () => {
+    const machine = new Machine();
+    const store = await machine.open({
+      compaction: { strategy: 'log-cleaner', background: false },
+    });
+    for (let n = 0; n < 4; n++)
+      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
+    await machine.run(store.convertCompaction('checkpoint'));
+    machine.crash();
+    // Damage at rest: the segment's durable batches read back as nothing.
+    const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
+    segment.truncate(0);
+    segment.sync();
+    const verified = await machine.run(verifyLog(machine.dir, { fs: machine.view() }));
+    expect(verified.problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        reason: expect.stringMatching(
+          /checkpoint at log offset 4 lies past the log end 0: the log lost batches that were durable/,
+        ),
+      }),
+    ]);
+    for (const durability of ['os', 'fsync'] as const) {
+      await expect(machine.open({ durability })).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+      });
+    }
+    // The checkpoint, the state's one good copy, is still there for an operator to recover from.
+    await forgetCheckpointProcessState();
+    const env = lmdbOpen({ path: `${machine.dir}/buckets/000/checkpoint`, encoding: 'binary' });
+    try {
+      expect(env.get(['m', 4])).toBeDefined();
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('found past the log end, written by an earlier version (of batches not yet durable), is discarded, not only ignored', async () => {
     const machine = new Machine();
     let store = await machine.open({ compaction: { strategy: 'log-cleaner', background: false } });
     for (let n = 0; n < 4; n++)
       await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
     await machine.run(store.convertCompaction('checkpoint'));
     machine.crash();
-    // What a power loss left of such a store: a checkpoint at log offset 4 over an empty log.
+    // What a power loss left of a store an earlier version wrote in 'os': a checkpoint at log
+    // offset 4, not marked as written of durable batches, over an empty log.
+    await forgetCheckpointProcessState();
+    const env = lmdbOpen({ path: `${machine.dir}/buckets/000/checkpoint`, encoding: 'binary' });
+    try {
+      const meta = JSON.parse(Buffer.from(env.get(['m', 4]) as Uint8Array).toString()) as {
+        logDurable?: boolean;
+      };
+      expect(meta.logDurable).toBe(true);
+      delete meta.logDurable;
+      await env.put(['m', 4], Buffer.from(JSON.stringify(meta)));
+    } finally {
+      await env.close();
+    }
     const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
     segment.truncate(0);
     segment.sync();
@@ -178,7 +229,7 @@ describe("a checkpoint in durability 'os'", () => {
       expect.objectContaining({
         kind: 'corrupt',
         reason: expect.stringMatching(
-          /checkpoint at log offset 4 lies past the log end 0: .*the next open discards it/,
+          /checkpoint at log offset 4 lies past the log end 0: written by an earlier version, .*an open in 'os' discards it/,
         ),
       }),
     ]);

@@ -1313,10 +1313,12 @@ export class OffsetStore {
   /**
    * Records each recovered log's end as a lower bound of where it ends (recovery made what it holds
    * durable), and every recorded end as a lower bound: a later open that finds a log ending below it
-   * knows segments were lost, even after a crash.
+   * knows segments were lost, even after a crash. The end recorded is where the log is durable now:
+   * a loaded bucket may have written since it recovered (its coordinator's timers, or commits while
+   * other buckets recover), and in durability 'os' a power loss may lawfully take that.
    */
   async #raiseLogEnds(): Promise<void> {
-    const ends = this.#slots.map((slot) => slot.bucket?.logEnd().logOffset);
+    const ends = this.#slots.map((slot) => slot.bucket?.table.log.durableEnd);
     if (!this.#manifest!.manifest.buckets.some((b, i) => b.endExact || (ends[i] ?? 0) > b.logEnd))
       return;
     await this.#manifest!.update((m) => {

@@ -7,6 +7,7 @@
  * Entries are handed to a visitor as they are decoded, so a dump of a large log runs in bounded
  * memory; each entry is plain JSON-safe data.
  */
+import * as path from 'node:path';
 import { NodeFileSystem, type FileSystem } from '../io/index.js';
 import {
   checkBatchFormat,
@@ -275,7 +276,9 @@ async function compareWithManifest(
 ): Promise<void> {
   const record = layout.manifest.buckets[bucket];
   if (record === undefined) return;
-  if ((await fs.sizeBytes(bucketDir)) === null) {
+  // (The FileSystem port's sizeBytes is for files, and its readdir lists a missing folder as empty:
+  // the parent's listing tells whether the folder is there.)
+  if (!(await fs.readdir(path.dirname(bucketDir))).includes(path.basename(bucketDir))) {
     damage(`the folder of offsets-bucket ${bucket} is missing (store.json records it)`, bucketDir);
     return;
   }

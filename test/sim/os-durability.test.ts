@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { open as lmdbOpen } from 'lmdb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { verifyLog } from '../../src/admin/index.js';
+import { dumpLog, verifyLog } from '../../src/admin/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
 import { OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { forgetCheckpointProcessState } from '../../src/kv/index.js';
@@ -336,5 +336,22 @@ describe("the log ends an open in durability 'os' records", () => {
       (await machine.run(store.fetchOffsets(quick, [bucket(0)])))[0]?.offset,
     );
     await machine.run(store.close());
+  });
+});
+
+describe('the log tools, through a FileSystem port other than the real one', () => {
+  it('dump a store on the simulated disk (a bucket folder was taken for a file there)', async () => {
+    const machine = new Machine();
+    const store = await machine.open();
+    await machine.run(store.commitOffsets('g', [{ ...bucket(2), offset: 42 }]));
+    machine.crash();
+    const offsets: number[] = [];
+    await machine.run(
+      dumpLog(machine.dir, 0, { fs: machine.view(), records: true }, (entry) => {
+        if (entry.kind === 'record' && entry.groupId === 'g' && !entry.tombstone)
+          offsets.push(entry.offset!);
+      }),
+    );
+    expect(offsets).toEqual([42]);
   });
 });

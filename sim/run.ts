@@ -1,12 +1,13 @@
 /**
  * `npm run sim -- [--seed N | --seeds K | --minutes M] [--ops M] [--faults profile] [--swarm]
- * [--os-share P] [--regression] [--verbose]`: runs simulations (sim/simulator.ts) and reports each seed's outcome.
+ * [--os-share P] [--lazy-open-share P] [--regression] [--verbose]`: runs simulations (sim/simulator.ts) and reports each seed's outcome.
  *
  * - `--seed N` runs one seed (replays it exactly; `--verbose` prints every action).
  * - `--seeds K` runs K seeds drawn from `--from` (default: the current time, printed), `--minutes M`
  *   runs seeds until M minutes have passed.
  * - `--os-share P` opens each process in durability 'os' with chance P (default: drawn from the
- *   seed, 0 in three runs of five).
+ *   seed, 0 in three runs of five); `--lazy-open-share P` with `awaitRecovery: false` (0 in two of
+ *   three).
  * - `--regression` runs every seed in sim/regression-seeds.json, each with the options it was found
  *   with.
  * - `--ci` runs the regression seeds, then SIM_SEEDS (default 25) random seeds in swarm mode with
@@ -50,7 +51,7 @@ function number(args: Map<string, string | true>, name: string, fallback: number
 }
 
 function describe(options: SimOptions): string {
-  return `--seed ${options.seed} --ops ${options.ops} --faults ${options.faults}${options.swarm ? ' --swarm' : ''}${options.osShare !== undefined ? ` --os-share ${options.osShare}` : ''}`;
+  return `--seed ${options.seed} --ops ${options.ops} --faults ${options.faults}${options.swarm ? ' --swarm' : ''}${options.osShare !== undefined ? ` --os-share ${options.osShare}` : ''}${options.lazyOpenShare !== undefined ? ` --lazy-open-share ${options.lazyOpenShare}` : ''}`;
 }
 
 function report(result: SimResult, options: SimOptions): void {
@@ -88,10 +89,15 @@ export async function main(argv: string[]): Promise<number> {
   const ops = number(args, 'ops', 2000);
   const swarm = args.has('swarm');
   const verbose = args.has('verbose');
-  const osShareArg = args.get('os-share');
-  const osShare = osShareArg === undefined ? undefined : Number(osShareArg);
-  if (osShare !== undefined && !(osShare >= 0 && osShare <= 1))
-    throw new RangeError(`--os-share must be a number from 0 to 1, got ${String(osShareArg)}`);
+  const share = (name: string): number | undefined => {
+    const arg = args.get(name);
+    const value = arg === undefined ? undefined : Number(arg);
+    if (value !== undefined && !(value >= 0 && value <= 1))
+      throw new RangeError(`--${name} must be a number from 0 to 1, got ${String(arg)}`);
+    return value;
+  };
+  const osShare = share('os-share');
+  const lazyOpenShare = share('lazy-open-share');
   const runs: SimOptions[] = [];
   if (args.has('regression')) {
     const file = path.join(path.dirname(fileURLToPath(import.meta.url)), 'regression-seeds.json');
@@ -102,9 +108,18 @@ export async function main(argv: string[]): Promise<number> {
         faults: entry.faults,
         swarm: entry.swarm,
         osShare: entry.osShare ?? 0,
+        lazyOpenShare: entry.lazyOpenShare ?? 0,
       });
   } else if (args.has('seed')) {
-    runs.push({ seed: number(args, 'seed', 0), ops, faults, swarm, verbose, osShare });
+    runs.push({
+      seed: number(args, 'seed', 0),
+      ops,
+      faults,
+      swarm,
+      verbose,
+      osShare,
+      lazyOpenShare,
+    });
   }
   const minutes = number(args, 'minutes', 0);
   const count = number(args, 'seeds', runs.length === 0 && minutes === 0 ? 1 : 0);
@@ -127,7 +142,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   for (const options of runs) await runOne(options);
   for (let i = 0; i < count || (minutes > 0 && performance.now() < deadline); i++) {
-    await runOne({ seed: (from + i) >>> 0, ops, faults, swarm, verbose, osShare });
+    await runOne({ seed: (from + i) >>> 0, ops, faults, swarm, verbose, osShare, lazyOpenShare });
     if (failures > 0 && !args.has('keep-going')) break;
   }
   console.log(

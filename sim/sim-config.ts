@@ -104,6 +104,11 @@ export interface SimConfig {
    * each open draws its own.
    */
   osShare: number;
+  /**
+   * Chance that a process opens the store with `awaitRecovery: false`, so that the workload runs
+   * while buckets still recover (0 in most runs); each open draws its own.
+   */
+  lazyOpenShare: number;
   strategy: CompactionStrategy;
   compactionIntervalMs: number;
   minDirtyRatio: number;
@@ -174,6 +179,7 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     journalFileBytesMax: random.fork('journal').pick([8192, 32_768, JOURNAL_FILE_BYTES_MAX]),
     backupChance: random.fork('backup').pick([0, 0.004, 0.02]),
     osShare: random.fork('durability').pick([0, 0, 0, 0.5, 1]),
+    lazyOpenShare: random.fork('lazy-open').pick([0, 0, 0.5]),
     strategy: random.pick<CompactionStrategy>([
       'log-cleaner',
       'log-cleaner',

@@ -211,10 +211,14 @@ export class OffsetsModel {
 
   /**
    * Everything the store holds now is durable (it opened, and a fetch of every key settled what it
-   * holds): a power loss can take nothing older.
+   * holds): a power loss can take nothing older. `unchangedOnly`: the store opened some time ago
+   * (buckets recovered while the workload ran) and the process acknowledges before it syncs, so
+   * only a key whose value has not moved since the last durable moment is known durable now (the
+   * open made it so); the others keep what they had.
    */
-  markDurable(): void {
+  markDurable(unchangedOnly = false): void {
     for (const state of this.#keys.values()) {
+      if (unchangedOnly && state.since.length > 0) continue;
       state.durableBase = state.base;
       state.since = [];
     }
@@ -228,19 +232,20 @@ export class OffsetsModel {
   powerLoss(): void {
     for (const state of this.#keys.values()) {
       if (state.since.length === 0) continue;
-      const lost = state.since.filter((w) => !state.candidates.includes(w));
+      // `since` stays: until the next durable moment, every later power loss may go back as far.
+      const held = new Set(state.candidates.map((c) => c.seq));
+      const lost = state.since.filter((w) => !held.has(w.seq) && held.add(w.seq) !== undefined);
       state.base = state.durableBase;
       state.candidates = [
         ...lost.map((w) => ({ ...w, state: 'unknown' as const })),
         ...state.candidates,
       ];
-      state.since = [];
     }
   }
 
   #setBase(state: KeyState, write: Write): void {
     state.base = write;
-    if (this.#unsynced) state.since.push(write);
+    if (this.#unsynced && !state.since.some((w) => w.seq === write.seq)) state.since.push(write);
   }
 
   /** What a key may show now, for messages. */

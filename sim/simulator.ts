@@ -78,6 +78,11 @@ export interface SimOptions {
    * three runs of five). The regression seeds run with 0 unless they say otherwise.
    */
   osShare?: number;
+  /**
+   * Chance that a process opens with `awaitRecovery: false` (default: drawn from the seed, 0 in two
+   * runs of three). The regression seeds run with 0 unless they say otherwise.
+   */
+  lazyOpenShare?: number;
 }
 
 /** What a simulation did and found. */
@@ -138,6 +143,11 @@ class Simulation {
    * take what it acknowledged (see OffsetsModel.powerLoss).
    */
   unsyncedSinceDurable = false;
+  /**
+   * The running process opened with `awaitRecovery: false` and its recovery check is still to come:
+   * how `store.ready()` settled once it has (undefined while buckets recover).
+   */
+  recovering: { settled?: { ok: true } | { ok: false; error: unknown } } | undefined;
   inFlight = 0;
   nextOffset = 1;
   opIndex = 0;
@@ -167,7 +177,11 @@ class Simulation {
       options.faults ?? 'crash',
       options.swarm === true,
     );
-    this.config = options.osShare === undefined ? config : { ...config, osShare: options.osShare };
+    this.config = {
+      ...config,
+      osShare: options.osShare ?? config.osShare,
+      lazyOpenShare: options.lazyOpenShare ?? config.lazyOpenShare,
+    };
     this.model = new OffsetsModel();
     this.scheduler.afterStep = () => this.members.sample(this.nowMs());
     this.members = new SimMembers(this.config, this.random.fork('members'));
@@ -345,12 +359,15 @@ class Simulation {
       const c = this.config;
       this.unsynced = this.random.fork(`durability-${this.incarnation}`).chance(c.osShare);
       this.model.unsynced = this.unsynced;
+      const lazy = this.random.fork(`lazy-${this.incarnation}`).chance(c.lazyOpenShare);
+      this.recovering = undefined;
       const opened = await this.settle(
         OffsetStore.open({
           dir: this.dir,
           fs: this.fs,
           clock: this.clock,
           durability: this.unsynced ? 'os' : 'fsync',
+          awaitRecovery: !lazy,
           bucketCount: c.bucketCount,
           segmentBytesMax: c.segmentBytesMax,
           [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
@@ -384,17 +401,22 @@ class Simulation {
         this.store.setTableLayout(2, { bucketCount: c.tableBuckets[1] });
         this.members.reopened(this);
         this.log(
-          `opened (${this.fs.operationCount} I/O operations${this.unsynced ? ", durability 'os'" : ''})`,
+          `opened (${this.fs.operationCount} I/O operations${this.unsynced ? ", durability 'os'" : ''}${lazy ? ', buckets still recovering' : ''})`,
         );
         if (this.detected !== undefined) return false;
         if (this.unsynced) this.unsyncedSinceDurable = true;
-        const settled = await this.checkAll('after recovery');
-        if (settled) {
-          // The store made what it recovered durable before it served it, and every key's value
-          // is settled: a power loss from now on can take only what this process acknowledges.
-          this.model.markDurable();
-          this.unsyncedSinceDurable = this.unsynced;
+        if (lazy) {
+          // The workload goes on while buckets recover (calls on them are refused with
+          // COORDINATOR_LOAD_IN_PROGRESS); the recovery check runs once store.ready() settles.
+          const recovering: NonNullable<Simulation['recovering']> = {};
+          this.recovering = recovering;
+          this.store.ready().then(
+            () => (recovering.settled = { ok: true }),
+            (error: unknown) => (recovering.settled = { ok: false, error }),
+          );
+          return true;
         }
+        await this.recovered(false);
         return this.violation === undefined && this.detected === undefined;
       }
       const error = opened.error;
@@ -420,6 +442,40 @@ class Simulation {
       ),
     );
     return false;
+  }
+
+  /**
+   * Every bucket has recovered: fetches every group and checks it, then marks what is durable: the
+   * store made what it recovered durable before it served it, and every key's value is settled, so
+   * a power loss from now on can take only what this process acknowledges. `lazy`: the process
+   * opened with `awaitRecovery: false` and may have acknowledged writes (or expired offsets) since;
+   * in durability 'os' only the keys that have not moved are known durable then.
+   */
+  async recovered(lazy: boolean): Promise<void> {
+    if (!(await this.checkAll('after recovery'))) return;
+    if (lazy && this.unsynced) {
+      this.model.markDurable(true);
+      return;
+    }
+    this.model.markDurable();
+    this.unsyncedSinceDurable = this.unsynced;
+  }
+
+  /** A lazily opened process's store.ready() settled: the recovery check, or the failed recovery. */
+  async afterLazyRecovery(): Promise<void> {
+    const settled = this.recovering?.settled;
+    if (settled === undefined) return;
+    this.recovering = undefined;
+    if (settled.ok) {
+      this.log('every bucket recovered');
+      await this.recovered(true);
+      return;
+    }
+    // As a failed open: a failure injected faults explain restarts the process; else it is reported.
+    const error = settled.error;
+    this.log(`recovery failed: ${(error as Error).message}`);
+    if (this.fs.injected.length > 0 && !this.restFaultInjected()) this.restartWanted = true;
+    else this.storageError('recovery (awaitRecovery: false)', error);
   }
 
   /** Ends the process: a crash (page cache kept) or a power loss (only what is durable, and what the seed keeps). */
@@ -737,6 +793,11 @@ class Simulation {
           : store.fetchOffsetsSync(groupId, asked, { requireStable });
     } catch (error) {
       if (isOffsetStoreError(error, 'UNSTABLE_OFFSET_COMMIT') && requireStable) return;
+      if (
+        isOffsetStoreError(error, 'COORDINATOR_LOAD_IN_PROGRESS') &&
+        this.recovering !== undefined
+      )
+        return;
       this.storageError(`fetch of ${groupId}`, error);
       return;
     }
@@ -1028,6 +1089,8 @@ class Simulation {
         // Let some I/O complete between actions, as much as the seed says.
         for (let n = this.workload.int(0, 6); n > 0 && this.scheduler.pending; n--)
           await this.scheduler.step();
+        if (this.violation !== undefined || this.detected !== undefined) return;
+        await this.afterLazyRecovery();
         if (this.violation !== undefined || this.detected !== undefined) return;
         if (this.fs.dead) this.log(this.fs.injected.at(-1) ?? 'the process died');
         // After a storage error the process goes on for a few actions before its restart, half

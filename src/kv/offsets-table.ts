@@ -481,27 +481,13 @@ export class OffsetsTable {
    * synchronous step, so no other write lands between them.
    */
   async writeImage(nowMs: number): Promise<number> {
-    // A checkpoint holding the gate (#whenAppliedDurable) opens it once it has its image.
-    while (this.#gate !== undefined) {
-      await this.#gate;
-      await nextTurn();
-    }
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    this.#gate = gate;
     const writes: Promise<unknown>[] = [];
     let start: number;
+    const release = await this.#holdWrites();
     try {
-      while (this.#writesInFlight > 0) {
-        await this.log.drain();
-        await nextTurn();
-      }
       start = this.#appendImage(nowMs, writes);
     } finally {
-      if (this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
-      open();
+      release();
     }
     await Promise.all(writes);
     // The caller moves the log's start onto the image: in durability 'os' it must first be durable
@@ -648,6 +634,25 @@ export class OffsetsTable {
   async #whenAppliedDurable<T>(take: () => T): Promise<T> {
     if (this.log.durableEnd > this.state.appliedLogOffset) return take();
     const log = this.#local();
+    const release = await this.#holdWrites();
+    try {
+      await log.syncAcknowledged();
+      assert(
+        this.log.durableEnd > this.state.appliedLogOffset,
+        'every applied batch is durable once the log has synced what it acknowledged',
+      );
+      return take();
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Closes the gate (#gate: writes made from now on wait, in order, until it opens) once no other
+   * holder has it, and waits until the writes in flight have settled (so every batch appended is
+   * applied); returns what opens it again. The two holders are writeImage and #whenAppliedDurable.
+   */
+  async #holdWrites(): Promise<() => void> {
     while (this.#gate !== undefined) {
       await this.#gate;
       await nextTurn();
@@ -657,21 +662,20 @@ export class OffsetsTable {
       open = resolve;
     });
     this.#gate = gate;
+    const release = () => {
+      if (this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
+      open();
+    };
     try {
       while (this.#writesInFlight > 0) {
         await this.log.drain();
         await nextTurn();
       }
-      await log.syncAcknowledged();
-      assert(
-        this.log.durableEnd > this.state.appliedLogOffset,
-        'every applied batch is durable once the log has synced what it acknowledged',
-      );
-      return take();
-    } finally {
-      if (this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
-      open();
+    } catch (error) {
+      release();
+      throw error;
     }
+    return release;
   }
 
   /** Batches applied since the newest checkpoint (all of them when there is none). */

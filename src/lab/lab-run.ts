@@ -1,7 +1,8 @@
 /**
  * One lab run: one strategy on one workload, on a fresh store.
  *
- * 1. Open a store with the strategy, background compaction on, its clock a ManualClock the lab moves:
+ * 1. Make the run's folder under the lab's directory, marked as the lab's (RUN_MARKER), and open a
+ *    store in it with the strategy, background compaction on, its clock a ManualClock the lab moves:
  *    in real time while operations run ('real'), or by the compaction interval after each step
  *    ('step', for tests), and forward by the workload's own clock moves (retention).
  * 2. Per step: run its operations (OPS_CONCURRENCY at a time), timing each commit and fetch; stop the
@@ -14,7 +15,10 @@
  *    store's own scheduler every LATENCY_INTERVAL_MS and minDirtyRatio 0: every bucket compacted as
  *    soon as a segment is sealed, the busiest background compaction there is), each after an
  *    untimed compact() that catches up, each with LATENCY_COMMITTERS committers of 10 offsets,
- *    durable; the commit percentiles of the two kinds. Then the store is deleted.
+ *    durable; the commit percentiles of the two kinds. Then the run's folder is deleted.
+ *
+ * The lab removes only folders it made: a run's folder holds RUN_MARKER from its making, and a later
+ * lab removes a folder of a run whose process is gone (removeAbandonedRuns) only when it holds it.
  */
 import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
@@ -40,6 +44,10 @@ const CLOCK_START_MS = 1_800_000_000_000;
 const REAL_CLOCK_TICK_MS = 20;
 /** Background compaction pace in the compacting latency phases (store clock ms). */
 const LATENCY_INTERVAL_MS = 100;
+/** The file that marks a folder as a lab run's (written when the lab makes it), with its process. */
+const RUN_MARKER = 'lab-run.json';
+/** What RUN_MARKER says besides the pid. */
+const RUN_MARKER_KIND = 'offset-store lab run';
 
 /** Store and run settings of the lab, the same for every strategy of a lab. */
 export interface LabSettings {
@@ -175,7 +183,7 @@ export interface RunTotals {
 
 /** How to run one strategy on one workload. */
 export interface LabRunOptions {
-  /** Scratch directory: the store is created in a folder under it and deleted afterwards. */
+  /** Scratch directory: the run's folder (its store) is made under it and deleted afterwards. */
   dir: string;
   /** A built-in strategy's name or a strategy module's path. */
   strategy: string;
@@ -204,10 +212,12 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
   const tracker = new CompactionTracker(performance.timeOrigin + startedMs);
   const latency = new LatencyLog(startedMs);
   const warnings: string[] = [];
-  const storeDir = path.join(
+  const runDir = path.join(
     options.dir,
     `${workload.name}-${safeName(options.strategy)}-${process.pid}-${Math.floor(startedMs)}`,
   );
+  await createRunFolder(runDir, process.pid);
+  const storeDir = path.join(runDir, 'store');
   const storeOptions = {
     dir: storeDir,
     bucketCount: settings.bucketCount,
@@ -222,14 +232,20 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
     deleteRetentionMs: settings.deleteRetentionMs,
     onRun: tracker.listener,
   };
-  let store = await OffsetStore.open({
-    ...storeOptions,
-    compaction: {
-      ...compaction,
-      intervalMs: settings.intervalMs,
-      minDirtyRatio: settings.minDirtyRatio,
-    },
-  });
+  let store: OffsetStore;
+  try {
+    store = await OffsetStore.open({
+      ...storeOptions,
+      compaction: {
+        ...compaction,
+        intervalMs: settings.intervalMs,
+        minDirtyRatio: settings.minDirtyRatio,
+      },
+    });
+  } catch (error) {
+    await new NodeFileSystem().removeTree(runDir);
+    throw error;
+  }
   const model: Model = new Map();
   const driver = new ClockDriver(clock, settings);
   const cpuStart = process.cpuUsage();
@@ -316,14 +332,50 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
     driver.stop();
     await store.close().catch(() => {});
     await settle(tracker);
-    await new NodeFileSystem().removeTree(storeDir);
+    await new NodeFileSystem().removeTree(runDir);
   }
 }
 
 /**
- * Removes the stores of runs whose lab process is gone (interrupted: Ctrl-C, a kill), which remove
- * their own store only when they end: `<workload>-<strategy>-<pid>-<ms>` folders (the name
- * runStrategy gives its store, above) of a process that no longer exists. A folder of a live process, or of any other name, is left alone.
+ * Makes a run's folder and marks it as the lab's: RUN_MARKER, naming the lab process `pid`, before
+ * anything else goes in. A marker already there (a folder made by another run) is EEXIST.
+ */
+export async function createRunFolder(runDir: string, pid: number): Promise<void> {
+  const fs = new NodeFileSystem();
+  await fs.mkdir(runDir);
+  const handle = await fs.open(path.join(runDir, RUN_MARKER), 'wx');
+  try {
+    await handle.writev([Buffer.from(JSON.stringify({ kind: RUN_MARKER_KIND, pid }) + '\n')], 0);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The pid a run folder's marker names; undefined for a folder without a valid one (not the lab's). */
+async function runFolderPid(fs: NodeFileSystem, runDir: string): Promise<number | undefined> {
+  let bytes: Buffer | null;
+  try {
+    bytes = await fs.readFile(path.join(runDir, RUN_MARKER));
+  } catch {
+    return undefined; // not a folder, or a marker that is not a regular file
+  }
+  if (bytes === null || bytes.length > 1024) return undefined;
+  try {
+    const marker = JSON.parse(bytes.toString('utf8')) as { kind?: unknown; pid?: unknown };
+    return marker.kind === RUN_MARKER_KIND && Number.isSafeInteger(marker.pid)
+      ? (marker.pid as number)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Removes the folders of runs whose lab process is gone (interrupted: Ctrl-C, a kill), which remove
+ * their own folder only when they end: `<workload>-<strategy>-<pid>-<ms>` folders (the name
+ * runStrategy gives its folder, above) holding the lab's RUN_MARKER for that pid, of a process that no
+ * longer exists. A folder of a live process, of any other name, or without the marker (the lab did
+ * not make it, whatever its name) is left alone.
  */
 export async function removeAbandonedRuns(dir: string): Promise<void> {
   const fs = new NodeFileSystem();
@@ -336,6 +388,7 @@ export async function removeAbandonedRuns(dir: string): Promise<void> {
     if (match === null) continue;
     const pid = Number(match[1]);
     if (pid === process.pid || processAlive(pid)) continue;
+    if ((await runFolderPid(fs, path.join(dir, name))) !== pid) continue;
     await fs.removeTree(path.join(dir, name));
   }
 }

@@ -4,7 +4,7 @@
  * per step with space and write amplification and a reopen, its compaction runs, the latency phases,
  * and a store checked against what the operations left; the control compacts nothing.
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WORKLOADS, checkLabOptions, runLab } from '../../src/lab/index.js';
@@ -158,15 +158,52 @@ describe('a lab run', () => {
 
 describe('stores of interrupted runs', () => {
   it('are removed when their lab process is gone; those of live processes and other folders stay', async () => {
-    const { removeAbandonedRuns } = await import('../../src/lab/lab-run.js');
+    const { createRunFolder, removeAbandonedRuns } = await import('../../src/lab/lab-run.js');
     const dir = tempDir();
     const dead = 'hot-overwrite-log-cleaner-99999999-12345'; // above any pid_max
     const live = `hot-overwrite-log-cleaner-${process.pid}-12345`;
-    for (const name of [dead, live, 'my-notes', 'unknown-workload-x-99999999-1']) {
+    await createRunFolder(path.join(dir, dead), 99999999);
+    await createRunFolder(path.join(dir, live), process.pid);
+    for (const name of [dead, live]) {
+      mkdirSync(path.join(dir, name, 'store'));
+      writeFileSync(path.join(dir, name, 'store', 'store.json'), '{}');
+    }
+    // Folders the lab did not create, whatever their names: a user's export whose name reads as a
+    // workload, a strategy, a pid and a time, and one named exactly as a run but without its marker.
+    const others = [
+      'my-notes',
+      'unknown-workload-x-99999999-1',
+      'mixed-exports-2023-11',
+      'hot-overwrite-log-cleaner-99999999-1',
+    ];
+    for (const name of others) {
       mkdirSync(path.join(dir, name));
-      writeFileSync(path.join(dir, name, 'store.json'), '{}');
+      writeFileSync(path.join(dir, name, 'report.csv'), 'precious');
     }
     await removeAbandonedRuns(dir);
-    expect(readdirSync(dir).sort()).toEqual([live, 'my-notes', 'unknown-workload-x-99999999-1']);
+    expect(readdirSync(dir).sort()).toEqual([live, ...others].sort());
+    expect(readFileSync(path.join(dir, 'mixed-exports-2023-11', 'report.csv'), 'utf8')).toBe(
+      'precious',
+    );
+  });
+
+  it('a run keeps its store in a folder it marks as its own, and removes the folder when done', async () => {
+    const dir = tempDir();
+    const seen: string[][] = [];
+    await runLab({
+      strategies: ['none'],
+      workloads: ['all-distinct'],
+      scale: 'small',
+      seed: 1,
+      dir,
+      settings: FAST,
+      control: false,
+      onProgress: () => {
+        for (const name of readdirSync(dir)) seen.push(readdirSync(path.join(dir, name)).sort());
+      },
+    });
+    expect(seen.length).toBeGreaterThan(0);
+    for (const entries of seen) expect(entries).toEqual(['lab-run.json', 'store']);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

@@ -17,6 +17,11 @@
  *    untimed compact() that catches up, each with LATENCY_COMMITTERS committers of 10 offsets,
  *    durable; the commit percentiles of the two kinds. Then the run's folder is deleted.
  *
+ * Every wait for compaction (after a step, the compact() before a phase) lasts at most
+ * compactionWaitMs: runs still in flight then (a plan that never settles, or a run far slower than
+ * any should be) fail the run with INVALID_COMPACTION_PLAN naming the strategy; closing the store
+ * abandons them, and the run's folder is deleted.
+ *
  * The lab removes only folders it made: a run's folder holds RUN_MARKER from its making, and a later
  * lab removes a folder of a run whose process is gone (removeAbandonedRuns) only when it holds it.
  */
@@ -73,6 +78,11 @@ export interface LabSettings {
   latencyWindowMs: number;
   /** How the store's clock moves: in real time, or one interval per step (tests). */
   clockMode: 'real' | 'step';
+  /**
+   * Longest wait, ms, for the compaction runs in flight to end (after each step, around each latency
+   * phase); runs still in flight then fail the run.
+   */
+  compactionWaitMs: number;
 }
 
 /** The lab settings at a scale. */
@@ -97,6 +107,7 @@ export function labSettings(scale: LabScale): LabSettings {
       latencyPhasePairs: 1,
       latencyPhaseMs: 300,
       latencyWindowMs: 100,
+      compactionWaitMs: 30_000,
     };
   if (scale === 'default')
     return {
@@ -107,6 +118,7 @@ export function labSettings(scale: LabScale): LabSettings {
       latencyPhasePairs: 8,
       latencyPhaseMs: 1500,
       latencyWindowMs: 500,
+      compactionWaitMs: 120_000,
     };
   return {
     ...common,
@@ -116,6 +128,7 @@ export function labSettings(scale: LabScale): LabSettings {
     latencyPhasePairs: 8,
     latencyPhaseMs: 3000,
     latencyWindowMs: 1000,
+    compactionWaitMs: 600_000,
   };
 }
 
@@ -210,6 +223,13 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
   const startedMs = performance.now();
   const clock = new ManualClock(CLOCK_START_MS);
   const tracker = new CompactionTracker(performance.timeOrigin + startedMs);
+  const settle = (work?: Promise<unknown>) =>
+    settleWithin(
+      tracker,
+      settings.compactionWaitMs,
+      `${options.strategy} on ${workload.name}`,
+      work,
+    );
   const latency = new LatencyLog(startedMs);
   const warnings: string[] = [];
   const runDir = path.join(
@@ -259,7 +279,7 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
       driver.run();
       await runOps(store, step.ops, model, latency, clock);
       driver.stop();
-      await settle(tracker);
+      await settle();
       const cpu = process.cpuUsage(cpuStart);
       samples.push(
         await sampleStore(store, {
@@ -300,7 +320,7 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
       },
       settings,
       latency,
-      tracker,
+      settle,
       driver,
       options.onProgress,
     );
@@ -330,8 +350,8 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
     };
   } finally {
     driver.stop();
+    // Abandons a run still in flight (a plan that never settles): its store goes, whatever it holds.
     await store.close().catch(() => {});
-    await settle(tracker);
     await new NodeFileSystem().removeTree(runDir);
   }
 }
@@ -441,15 +461,41 @@ class ClockDriver {
   }
 }
 
-/** Waits until the compaction runs the clock started are over (a timer's pass starts its runs a few turns after it fires). */
-async function settle(tracker: CompactionTracker): Promise<void> {
+/**
+ * Waits for `work` (a compact()), if given, and until the compaction runs the clock started are over
+ * (a timer's pass starts its runs a few turns after it fires), in all at most `waitMs`:
+ * INVALID_COMPACTION_PLAN naming the strategy (`what`: the strategy on the workload) when compaction
+ * is still running then.
+ */
+async function settleWithin(
+  tracker: CompactionTracker,
+  waitMs: number,
+  what: string,
+  work?: Promise<unknown>,
+): Promise<void> {
+  const deadlineMs = performance.now() + waitMs;
+  const inTime = async (waited: Promise<unknown>): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = await Promise.race([
+      waited.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), Math.max(0, deadlineMs - performance.now()));
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (late)
+      throw new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        `lab: strategy ${what}: ${tracker.inFlight} compaction run(s) still in flight after ${waitMs} ms (a plan that never settles, or a run slower than the lab's compaction wait allows); the run was stopped and its store removed`,
+      );
+  };
+  if (work !== undefined) await inTime(work);
   for (let quiet = 0; quiet < 3;) {
     await new Promise((resolve) => setTimeout(resolve, 0));
     if (tracker.inFlight === 0) {
       quiet++;
     } else {
       quiet = 0;
-      await tracker.idle();
+      await inTime(tracker.idle());
     }
   }
 }
@@ -494,7 +540,7 @@ async function latencyPhases(
   open: (phase: 'idle' | 'compacting') => Promise<OffsetStore>,
   settings: LabSettings,
   latency: LatencyLog,
-  tracker: CompactionTracker,
+  settle: (work?: Promise<unknown>) => Promise<void>,
   driver: ClockDriver,
   onProgress?: (what: string) => void,
 ): Promise<StrategyRun['latency']> {
@@ -512,8 +558,7 @@ async function latencyPhases(
       const store = await open(phase);
       try {
         // Untimed: starts the worker thread and catches up, so that a phase measures steady state.
-        await store.compact();
-        await settle(tracker);
+        await settle(store.compact());
         if (phase === 'compacting') driver.run();
         const endMs = performance.now() + settings.latencyPhaseMs;
         await Promise.all(
@@ -529,7 +574,7 @@ async function latencyPhases(
           }),
         );
         driver.stop();
-        await settle(tracker);
+        await settle();
       } finally {
         await store.close();
       }

@@ -2,7 +2,8 @@
  * `offset-store lab` (in-process): a small run writes lab-result.json and a lab-report.html that
  * inlines its charting library, prints a summary table per workload with every strategy and the
  * control, and deletes its scratch stores; unknown workloads, strategies and scales are usage errors
- * (exit 2) that write nothing.
+ * (exit 2) that write nothing; a strategy whose compaction runs outlast --compaction-wait-ms fails the
+ * lab (exit 1) with its store removed.
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -72,6 +73,7 @@ describe('offset-store lab', () => {
       [['--workload', 'hot'], /unknown workload "hot"/],
       [['--strategies', 'cleaner'], /unknown strategy "cleaner"/],
       [['--scale', 'huge'], /--scale must be one of small, default, full/],
+      [['--compaction-wait-ms', '0'], /--compaction-wait-ms must be at least 1/],
     ] as const) {
       const result = await run(['lab', ...args, '--out', out, '--dir', path.join(dir, 'scratch')]);
       expect(result.code).toBe(2);
@@ -103,5 +105,35 @@ describe('offset-store lab', () => {
     );
     expect(performance.now() - started).toBeLessThan(2000);
     expect(existsSync(scratch)).toBe(false);
+  });
+
+  it('fails with exit 1, naming the strategy, when its compaction runs outlast --compaction-wait-ms, and removes its store', async () => {
+    const dir = tempDir();
+    const module = path.join(dir, 'never-settles.mjs');
+    writeFileSync(
+      module,
+      "export default { name: 'never-settles', plan() { return new Promise(() => {}); } };\n",
+    );
+    const scratch = path.join(dir, 'scratch');
+    const result = await run([
+      'lab',
+      '--strategies',
+      module,
+      '--workload',
+      'hot-overwrite',
+      '--scale',
+      'small',
+      '--compaction-wait-ms',
+      '5000',
+      '--out',
+      path.join(dir, 'out'),
+      '--dir',
+      scratch,
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /^error: INVALID_COMPACTION_PLAN: lab: strategy .*never-settles\.mjs on hot-overwrite: .* still in flight after 5000 ms /,
+    );
+    expect(readdirSync(scratch)).toEqual([]);
   });
 });

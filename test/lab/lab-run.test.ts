@@ -156,6 +156,44 @@ describe('a lab run', () => {
   });
 });
 
+describe('a strategy whose runs never end', () => {
+  it('fails the lab after the compaction wait, naming the strategy, with its store removed', async () => {
+    const dir = tempDir();
+    const module = path.join(dir, 'never-settles.mjs');
+    // Background runs plan nothing; the compact() before the first latency phase never settles (a
+    // plan that hangs after a step is the CLI test's).
+    writeFileSync(
+      module,
+      "export default { name: 'never-settles', plan(view) { return view.forced ? new Promise(() => {}) : null; } };\n",
+    );
+    const scratch = path.join(dir, 'scratch');
+    const progress: string[] = [];
+    const started = performance.now();
+    await expect(
+      runLab({
+        strategies: [module],
+        workloads: ['hot-overwrite'],
+        scale: 'small',
+        seed: 1,
+        dir: scratch,
+        // Long enough for a worker thread to start and a run to end on a busy machine.
+        settings: { ...FAST, compactionWaitMs: 5000 },
+        control: false,
+        onProgress: (_done, _total, what) => progress.push(what),
+      }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_COMPACTION_PLAN',
+      message: expect.stringMatching(
+        /^INVALID_COMPACTION_PLAN: lab: strategy .*never-settles\.mjs on hot-overwrite: 1 compaction run\(s\) still in flight after 5000 ms .*its store removed$/,
+      ),
+    });
+    const steps = WORKLOADS[0]!.create('small', 1).steps;
+    expect(progress.at(-1), 'every step done').toMatch(new RegExp(`step ${steps}/${steps}$`));
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(readdirSync(scratch), "the run's store is removed").toEqual([]);
+  });
+});
+
 describe('stores of interrupted runs', () => {
   it('are removed when their lab process is gone; those of live processes and other folders stay', async () => {
     const { createRunFolder, removeAbandonedRuns } = await import('../../src/lab/lab-run.js');

@@ -66,6 +66,12 @@ export const lab: Command = {
       description: 'where the JSON and HTML go (default lab-results)',
     },
     seed: { type: 'string', valueName: '<n>', description: 'seed of the workloads (default 1)' },
+    'compaction-wait-ms': {
+      type: 'string',
+      valueName: '<ms>',
+      description:
+        'longest wait for compaction runs in flight to end; a strategy whose runs outlast it fails the lab (default 30000 at small scale, 120000 default, 600000 full)',
+    },
   },
   examples: [
     'offset-store lab --strategies log-cleaner,incremental,checkpoint,./mine.js --workload hot-overwrite --scale default --out lab/',
@@ -88,6 +94,8 @@ export const lab: Command = {
       );
     const seed = integerOption(context, 'seed') ?? 1;
     const out = stringOption(context, 'out') ?? 'lab-results';
+    const compactionWaitMs = integerOption(context, 'compaction-wait-ms');
+    if (compactionWaitMs === 0) throw new UsageError('--compaction-wait-ms must be at least 1');
     const options = { strategies, workloads, scale: scale as LabScale, seed, dir: context.dir };
     try {
       checkLabOptions(options);
@@ -101,6 +109,7 @@ export const lab: Command = {
     try {
       result = await runLab({
         ...options,
+        ...(compactionWaitMs === undefined ? {} : { settings: { compactionWaitMs } }),
         onProgress: (done, total, what) => progress.bar(done, total, what),
       });
     } finally {

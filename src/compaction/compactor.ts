@@ -224,12 +224,39 @@ export class Compactor {
       try {
         const state = await this.#state(target);
         const view = this.#view(target, false, state, target.log.segments());
-        if ((this.#options.strategy!.definition.due ?? dueByGarbageRatio)(view)) due.push(target);
+        if (this.#isDue(view)) due.push(target);
       } catch (error) {
         if (!this.#closed) this.#options.onError(error, target.bucket);
       }
     }
     await this.#runAll(due, false).catch(() => {});
+  }
+
+  /**
+   * The strategy's `due` for `view` (the garbage-ratio rule without one). It answers a boolean:
+   * INVALID_COMPACTION_PLAN naming the strategy when it throws or answers anything else, a Promise
+   * of an async `due` included (its rejection, if any, is let go: it is refused whatever it settles to).
+   */
+  #isDue(view: BucketView): boolean {
+    const strategy = this.#options.strategy!;
+    const due = strategy.definition.due;
+    if (due === undefined) return dueByGarbageRatio(view);
+    let answer: unknown;
+    try {
+      answer = due(view);
+    } catch (error) {
+      throw new OffsetStoreError(
+        'INVALID_COMPACTION_PLAN',
+        `strategy '${strategy.id}' failed in due for offsets-bucket ${view.bucket}: ${describeThrown(error)}; the bucket is not compacted in this pass`,
+        { cause: error },
+      );
+    }
+    if (typeof answer === 'boolean') return answer;
+    if (answer instanceof Promise) void Promise.prototype.then.call(answer, undefined, () => {});
+    throw new OffsetStoreError(
+      'INVALID_COMPACTION_PLAN',
+      `strategy '${strategy.id}' answered due for offsets-bucket ${view.bucket} with ${answer instanceof Promise ? 'a Promise' : describeAnswer(answer)}, not a boolean: due is synchronous (an async due is not supported); the bucket is not compacted in this pass`,
+    );
   }
 
   /**
@@ -625,6 +652,15 @@ function planOf(plan: ValidatedPlan): Record<string, unknown> {
     ...(plan.deleteBelow === undefined ? {} : { deleteBelow: plan.deleteBelow }),
     ...(plan.state === undefined ? {} : { state: plan.state.value }),
   };
+}
+
+/** What a strategy's `due` answered, for a message: JSON where it can be, else its type. */
+function describeAnswer(answer: unknown): string {
+  try {
+    return JSON.stringify(answer) ?? String(answer);
+  } catch {
+    return typeof answer;
+  }
 }
 
 /** STORE_CLOSED for a compactNow that close() cut short, with what failed because of it, if anything. */

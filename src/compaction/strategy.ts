@@ -188,7 +188,9 @@ export interface CompactionStrategyDefinition {
   /**
    * Main thread, synchronous: whether a background pass should run `plan` for this bucket now.
    * Default: the log has a sealed segment and its garbage ratio estimate reaches `minDirtyRatio`, or
-   * its log exceeds `logBytesMax`. `compact()` runs `plan` on every bucket without asking.
+   * its log exceeds `logBytesMax`. `compact()` runs `plan` on every bucket without asking. It
+   * answers a boolean: a `due` that throws or answers anything else (the Promise of an async `due`)
+   * is a warning naming the strategy, and the bucket is not compacted in that pass.
    */
   due?(view: BucketView): boolean;
   /** What to do with this bucket now; null, undefined or `{}` for nothing. May read the log through `inspector`. */

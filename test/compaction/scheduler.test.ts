@@ -1,11 +1,23 @@
 /**
  * Background compaction runs at its own pace on the clock: a bucket is cleaned once its estimated
  * garbage ratio reaches minDirtyRatio, or once its log passes logBytesMax; not before, and never on
- * the commit path.
+ * the commit path. A strategy's own `due` decides instead, and answers a boolean: anything else is a
+ * warning, never a run (nor a crash).
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import {
+  ManualClock,
+  OffsetStore,
+  type BucketView,
+  type OffsetStoreOptions,
+} from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
+import {
+  STRATEGY_MODULES,
+  fillSegments,
+  inProcessOptions,
+  scriptedHooks,
+} from './strategy-fixtures.js';
 
 async function until(
   what: string,
@@ -87,5 +99,59 @@ describe('background compaction', () => {
       async () => (await capped.logBytes()) < cappedBefore / 2,
     );
     await capped.store.close();
+  });
+});
+
+describe("a strategy's due", () => {
+  it('that throws, rejects or answers other than a boolean is a warning naming the strategy, and starts no run', async () => {
+    const hooks = scriptedHooks();
+    let runs = 0;
+    const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
+      compaction: {
+        strategy: STRATEGY_MODULES.scriptedPlanner,
+        intervalMs: 1_000,
+        onRun: (event) => {
+          if (event.kind === 'started') runs++;
+        },
+      },
+    });
+    const store = await OffsetStore.open(options);
+    try {
+      await fillSegments(store, 20);
+      const answers: [(view: BucketView) => unknown, RegExp][] = [
+        [
+          () => {
+            throw new Error('due failed');
+          },
+          /strategy 'module:scripted-planner' failed in due for offsets-bucket 0: due failed/,
+        ],
+        [
+          async () => {
+            throw new Error('due rejected');
+          },
+          /strategy 'module:scripted-planner' answered due for offsets-bucket 0 with a Promise, not a boolean: due is synchronous/,
+        ],
+        [async () => false, /with a Promise, not a boolean/],
+        [() => 1, /with 1, not a boolean/],
+        [() => undefined, /with undefined, not a boolean/],
+      ];
+      for (const [due, warning] of answers) {
+        hooks.due = due;
+        options.warnings.length = 0;
+        options.clock.advance(1_000);
+        await until('the warning', async () => options.warnings.length > 0, 5_000);
+        expect(options.warnings).toEqual([expect.stringMatching(warning)]);
+        expect(options.warnings[0]).toMatch(/INVALID_COMPACTION_PLAN/);
+        // The pass ends and the timer is armed again before the next advance.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(runs, 'no background run started').toBe(0);
+      hooks.due = () => true;
+      options.clock.advance(1_000);
+      await until('a run', async () => runs > 0, 5_000);
+    } finally {
+      hooks.due = undefined;
+      await store.close();
+    }
   });
 });

@@ -24,13 +24,17 @@ export const STRATEGY_MODULES = {
   deepState: path.join(import.meta.dirname, 'strategies', 'deep-state.mjs'),
 };
 
-/** The hooks of scripted.mjs: the plan it returns next, and the views it was shown. */
+/**
+ * The hooks of scripted.mjs: the plan it returns next, and the views it was shown; scripted-planner.mjs
+ * answers `due` with `due` when set.
+ */
 export interface ScriptedHooks {
   plan: (
     view: BucketView,
     inspector: LogInspector,
   ) => CompactionPlan | null | unknown | Promise<unknown>;
   views: BucketView[];
+  due?: (view: BucketView) => unknown;
 }
 
 /** The scripted strategy's hooks (shared with the module through globalThis: in-process runs only). */

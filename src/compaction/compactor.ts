@@ -10,7 +10,8 @@
  *    newest checkpoint, the strategy's stored state.
  * 3. Plan: on the runner (a worker thread, or in-process on a port other than NodeFileSystem) the
  *    strategy plans with a LogInspector and the engine rewrites the planned groups into `.cleaned`
- *    files (compaction-job.ts); a strategy that declares `rewrites: false` plans here instead.
+ *    files (compaction-job.ts); a strategy that declares `rewrites: false` plans here instead,
+ *    without reading the log (a call to its inspector fails the run, awaited or not).
  * 4. Check: the plan again against the view, and every output against its group
  *    (plan-validation.ts): a wrong or unsafe plan is INVALID_COMPACTION_PLAN and nothing changes.
  * 5. Swap the outputs in, one crash-safe swap per group, in log order (Log.replaceSegments).
@@ -39,7 +40,7 @@ import {
 import { dueByGarbageRatio } from './strategies/garbage-ratio.js';
 import { describeThrown, type LoadedStrategy } from './strategy-registry.js';
 import { readStrategyState, writeStrategyState } from './strategy-state.js';
-import type { BucketView, CheckpointView, JsonValue } from './strategy.js';
+import type { BucketView, CheckpointView, JsonValue, LogInspector } from './strategy.js';
 
 /** What compaction needs of one offsets-bucket (provided by the store). */
 export interface CompactionTarget {
@@ -169,16 +170,6 @@ export interface CompactionReport {
   /** Wall time of the whole run, in ms. */
   durationMs: number;
 }
-
-const NO_INSPECTOR = {
-  segmentGarbage: () =>
-    Promise.reject(
-      new OffsetStoreError(
-        'INVALID_COMPACTION_PLAN',
-        'a strategy that declares rewrites: false plans on the main thread and cannot read the log',
-      ),
-    ),
-};
 
 /** Wall-clock ms with sub-ms precision. */
 function wallClockMs(): number {
@@ -546,12 +537,27 @@ export class Compactor {
       bytesWritten: 0,
       bytesRead: 0,
     };
+    // It cannot read the log here: a call fails the run, whether or not the plan awaits it (a
+    // rejection it let go would reach the process as unhandled, so the one returned is handled).
+    const inspected = new OffsetStoreError(
+      'INVALID_COMPACTION_PLAN',
+      `strategy '${strategy.id}' planned for offsets-bucket ${view.bucket}: it declares rewrites: false, plans on the main thread and cannot read the log, but it called the inspector; nothing was changed`,
+    );
+    let inspectorCalled = false;
+    const noInspector: LogInspector = {
+      segmentGarbage: () => {
+        inspectorCalled = true;
+        const refused = Promise.reject(inspected);
+        refused.catch(() => {});
+        return refused;
+      },
+    };
     let proposed: unknown;
     try {
       const shown = structuredClone(view);
       // A plan that never settles must not hold close(): it is abandoned (it writes nothing).
       proposed = await untilAbandoned(
-        strategy.definition.plan(shown, NO_INSPECTOR),
+        strategy.definition.plan(shown, noInspector),
         this.#closing.signal,
       );
     } catch (error) {
@@ -562,6 +568,7 @@ export class Compactor {
         { cause: error },
       );
     }
+    if (inspectorCalled) throw inspected;
     empty.plan = validatePlan(proposed, view, author);
     return empty;
   }

@@ -183,7 +183,10 @@ export interface CompactionStrategyDefinition {
   readonly name: string;
   /** True if it may write checkpoints and delete below them; recovery then restores checkpoints. Default false. */
   readonly checkpoints?: boolean;
-  /** False if it never rewrites segments: its `plan` then runs on the main thread and no worker is started. Default true. */
+  /**
+   * False if it never rewrites segments: its `plan` then runs on the main thread and no worker is
+   * started, and it cannot read the log (a call to its inspector fails the run). Default true.
+   */
   readonly rewrites?: boolean;
   /**
    * Main thread, synchronous: whether a background pass should run `plan` for this bucket now.

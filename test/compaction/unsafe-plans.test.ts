@@ -10,7 +10,7 @@
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkOutputs } from '../../src/compaction/plan-validation.js';
-import { OffsetStore, type BucketView } from '../../src/index.js';
+import { OffsetStore, type BucketView, type LogInspector } from '../../src/index.js';
 import { BACKUP_COMPACTION_WAIT_MS } from '../../src/store.js';
 import { tempDir } from '../support/temp-dir.js';
 import { compactionOptions, stateOf } from './compaction-fixtures.js';
@@ -22,7 +22,7 @@ import {
   scriptedHooks,
 } from './strategy-fixtures.js';
 
-type PlanOf = (view: BucketView) => unknown;
+type PlanOf = (view: BucketView, inspector: LogInspector) => unknown;
 
 /**
  * Starts `store.compact()` with a plan that never settles and resolves once the strategy was asked
@@ -348,6 +348,42 @@ describe('unsafe plans are refused', () => {
       }
     });
   }
+
+  it('refuses a plan on the main thread (rewrites: false) that calls the inspector, awaited or not, and keeps running', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scriptedPlanner);
+    const store = await OffsetStore.open(options);
+    try {
+      await fillSegments(store);
+      const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+      const inspecting: PlanOf[] = [
+        (_view, inspector) => {
+          void inspector.segmentGarbage();
+          return null;
+        },
+        async (_view, inspector) => {
+          await inspector.segmentGarbage().catch(() => []);
+          return null;
+        },
+      ];
+      for (const plan of inspecting) {
+        scriptedHooks().plan = plan;
+        await expect(store.compact()).rejects.toMatchObject({
+          code: 'INVALID_COMPACTION_PLAN',
+          message: expect.stringMatching(
+            /strategy 'module:scripted-planner' .*offsets-bucket 0.*declares rewrites: false.*cannot read the log/,
+          ),
+        });
+        // A rejection the plan let go would reach the process a turn later.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+      expect(options.warnings).toHaveLength(2);
+    } finally {
+      scriptedHooks().plan = () => null;
+      await store.close();
+    }
+  });
 
   it("refuses rewrite outputs that do not chain from their group's first base offset to its last batch", () => {
     const author = { strategy: 'x', checkpoints: false, rewrites: true };

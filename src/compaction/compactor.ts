@@ -234,7 +234,8 @@ export class Compactor {
     if (due === undefined) return dueByGarbageRatio(view);
     let answer: unknown;
     try {
-      answer = due(view);
+      // A copy, as `plan` is shown: the state in it is the one kept for the bucket's next run.
+      answer = due(structuredClone(view));
     } catch (error) {
       throw new OffsetStoreError(
         'INVALID_COMPACTION_PLAN',

@@ -154,4 +154,41 @@ describe("a strategy's due", () => {
       await store.close();
     }
   });
+
+  it('is shown a copy of the state: what it changes there never reaches the stored state or a later run', async () => {
+    const hooks = scriptedHooks();
+    const events: string[] = [];
+    const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
+      compaction: {
+        strategy: STRATEGY_MODULES.scriptedPlanner,
+        intervalMs: 1_000,
+        onRun: (event) => events.push(event.kind),
+      },
+    });
+    const store = await OffsetStore.open(options);
+    try {
+      await fillSegments(store, 20);
+      hooks.plan = (view) => ({
+        state: { runs: ((view.state as { runs?: number } | undefined)?.runs ?? 0) + 1 },
+      });
+      await store.compact();
+      hooks.due = (view) => {
+        const state = view.state as Record<string, unknown>;
+        state.note = () => 'not JSON';
+        state.runs = 100;
+        return true;
+      };
+      options.clock.advance(1_000);
+      await until('the background run', async () => events.length === 4, 5_000);
+      expect(events.at(-1)).toBe('finished');
+      hooks.due = undefined;
+      await store.compact();
+      expect(hooks.views.at(-1)!.state).toEqual({ runs: 2 });
+      expect(options.warnings).toEqual([]);
+    } finally {
+      hooks.due = undefined;
+      hooks.plan = () => null;
+      await store.close();
+    }
+  });
 });

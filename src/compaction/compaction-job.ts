@@ -1,6 +1,7 @@
 /**
  * One compaction job, as it runs on a worker thread or in-process: load the strategy, ask it for a
- * plan (with a LogInspector over the bucket's log), validate the plan, run the engine's rewrite.
+ * plan (with a LogInspector over the bucket's log, and a copy of the view), validate the plan against
+ * the view as it was shown, run the engine's rewrite.
  * The job and its result are plain data, so they cross threads; nothing here changes a live segment
  * (the main thread validates again and swaps the outputs in, compactor.ts).
  *
@@ -122,7 +123,9 @@ export async function runCompactionJob(
     };
     let proposed: unknown;
     try {
-      proposed = await untilAbandoned(strategy.definition.plan(view, inspector), abandon);
+      // A copy: the plan is checked, and the rewrite sized, against the view as it was shown.
+      const shown = structuredClone(view);
+      proposed = await untilAbandoned(strategy.definition.plan(shown, inspector), abandon);
     } catch (error) {
       if (error === ABANDONED) {
         await Promise.all([...reads]);

@@ -13,7 +13,8 @@
  *    files (compaction-job.ts); a strategy that declares `rewrites: false` plans here instead,
  *    without reading the log (a call to its inspector fails the run, awaited or not).
  * 4. Check: the plan again against the view, and every output against its group
- *    (plan-validation.ts): a wrong or unsafe plan is INVALID_COMPACTION_PLAN and nothing changes.
+ *    (plan-validation.ts): a wrong or unsafe plan is INVALID_COMPACTION_PLAN and nothing changes
+ *    (the outputs are deleted).
  * 5. Swap the outputs in, one crash-safe swap per group, in log order (Log.replaceSegments).
  * 6. Write the checkpoint the plan asked for; delete below the safe point, checked once more
  *    against the newest checkpoint.
@@ -22,7 +23,7 @@
  * close interrupts swaps nothing in (its outputs are deleted by the next open).
  */
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
-import type { Log, SegmentInfo } from '../log/index.js';
+import type { CleanedSegment, Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import {
   abandonedError,
@@ -457,24 +458,32 @@ export class Compactor {
     result.workerHeapBytes = job.workerHeapBytes;
     result.workerPriority = job.workerPriority;
     result.bytesRead = job.bytesRead;
-    // Step 4: never trust what came back: the plan again, then every output against its group.
-    const plan = job.plan === null ? null : validatePlan(planOf(job.plan), view, author);
-    const groups = (plan?.groups ?? []).map((bases) =>
-      bases.map((base) => segments.find((s) => s.baseOffset === base)!),
-    );
-    checkOutputs(
-      log.dir,
-      groups.map((g) => ({
-        bases: g.map((s) => s.baseOffset),
-        lastLogOffset: g.at(-1)!.lastLogOffset,
-      })),
-      job.outputs,
-      author,
-      view,
-    );
+    // Step 4: never trust what came back: the plan again, then every output against its group. A
+    // refusal deletes the outputs (nothing changed: nothing of the run is left behind either).
+    let plan: ValidatedPlan | null;
+    let groups: SegmentInfo[][];
+    try {
+      plan = job.plan === null ? null : validatePlan(planOf(job.plan), view, author);
+      groups = (plan?.groups ?? []).map((bases) =>
+        bases.map((base) => segments.find((s) => s.baseOffset === base)!),
+      );
+      checkOutputs(
+        log.dir,
+        groups.map((g) => ({
+          bases: g.map((s) => s.baseOffset),
+          lastLogOffset: g.at(-1)!.lastLogOffset,
+        })),
+        job.outputs,
+        author,
+        view,
+      );
+      if (plan?.deleteBelow !== undefined && !plan.checkpoint && !this.#closed)
+        this.#checkCovered(plan.deleteBelow, target, author, view);
+    } catch (error) {
+      await deleteOutputs(log, job.outputs);
+      throw error;
+    }
     if (this.#closed || plan === null) return this.#finish(result, target, startedMs);
-    if (plan.deleteBelow !== undefined && !plan.checkpoint)
-      this.#checkCovered(plan.deleteBelow, target, author, view);
     // Step 5: in log order, so a tombstone dropped by a later group never outlives the older records an earlier group drops.
     for (const [g, inputs] of groups.entries()) {
       await log.replaceSegments(inputs, job.outputs[g]!);
@@ -648,6 +657,14 @@ export class Compactor {
     await this.#options.runner?.close();
     await Promise.allSettled([...this.#running.values()]);
   }
+}
+
+/**
+ * Deletes a refused job's outputs (`.cleaned` files never swapped in); errors doing so are dropped:
+ * the refusal is what is reported, and the log's next open deletes what is left.
+ */
+async function deleteOutputs(log: Log, outputs: CleanedSegment[][]): Promise<void> {
+  for (const output of outputs.flat()) await log.fs.unlink(output.tempPath).catch(() => {});
 }
 
 /** A validated plan in CompactionPlan form again, to validate on this side of the thread boundary. */

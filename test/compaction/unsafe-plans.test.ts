@@ -8,7 +8,9 @@
  * and a record nothing supersedes is never dropped. Rewrite outputs that do not chain are refused too.
  */
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import type { CompactionJobResult } from '../../src/compaction/compaction-job.js';
+import { InProcessRunner } from '../../src/compaction/job-runner.js';
 import { checkOutputs } from '../../src/compaction/plan-validation.js';
 import { OffsetStore, type BucketView, type LogInspector } from '../../src/index.js';
 import { BACKUP_COMPACTION_WAIT_MS } from '../../src/store.js';
@@ -44,6 +46,27 @@ async function compactionStuckInPlan(
   );
   await asked;
   return { compacting };
+}
+/**
+ * Records the result of every job the in-process runner runs, after `tamper` (a runner whose result
+ * is wrong); `restore` puts the runner back.
+ */
+function jobResults(tamper?: (result: CompactionJobResult) => void): {
+  results: CompactionJobResult[];
+  restore: () => void;
+} {
+  const results: CompactionJobResult[] = [];
+  const run = InProcessRunner.prototype.run;
+  const spy = vi.spyOn(InProcessRunner.prototype, 'run').mockImplementation(async function (
+    this: InProcessRunner,
+    job,
+  ) {
+    const result = await run.call(this, job);
+    if (result.failure === undefined) tamper?.(result);
+    results.push(result);
+    return result;
+  });
+  return { results, restore: () => spy.mockRestore() };
 }
 const sealed = (view: BucketView) => view.segments.filter((s) => s.sealed).map((s) => s.baseOffset);
 const active = (view: BucketView) => view.segments.at(-1)!.baseOffset;
@@ -380,6 +403,63 @@ describe('unsafe plans are refused', () => {
       expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
       expect(options.warnings).toHaveLength(2);
     } finally {
+      scriptedHooks().plan = () => null;
+      await store.close();
+    }
+  });
+
+  it('checks a plan against the view as it was shown, not as the strategy edited it: refused before anything is rewritten', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(
+      inProcessOptions(dir, STRATEGY_MODULES.scriptedCheckpoints),
+    );
+    const jobs = jobResults();
+    try {
+      await fillSegments(store);
+      const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+      scriptedHooks().plan = (view) => {
+        view.checkpoint = { logOffset: 1e9, liveOffsets: 0, createdAtMs: 0 };
+        return { rewrite: [sealed(view).slice(0, 3)], deleteBelow: sealed(view)[2] };
+      };
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'INVALID_COMPACTION_PLAN',
+        message: expect.stringMatching(/would drop live records no checkpoint covers/),
+      });
+      expect(jobs.results, 'the job refused it: nothing was rewritten').toMatchObject([
+        { plan: null, outputs: [], failure: { code: 'INVALID_COMPACTION_PLAN' } },
+      ]);
+      expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+    } finally {
+      jobs.restore();
+      scriptedHooks().plan = () => null;
+      await store.close();
+    }
+  });
+
+  it('deletes the outputs of a job whose result the main thread refuses: nothing is left behind', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
+    // A job that came back with an output ending before its group's last batch.
+    const jobs = jobResults((result) => {
+      const last = result.outputs[0]!.at(-1)!;
+      last.lastLogOffset -= 1;
+    });
+    try {
+      await fillSegments(store);
+      const state = await stateOf(store);
+      const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+      scriptedHooks().plan = (view) => ({ rewrite: [sealed(view).slice(0, 3)] });
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'INVALID_COMPACTION_PLAN',
+        message: expect.stringMatching(/offsets-bucket 0/),
+      });
+      expect(jobs.results[0]!.outputs.flat().length, 'the job wrote outputs').toBeGreaterThan(0);
+      expect(folderSnapshot(path.join(dir, 'buckets', '000')), 'no .cleaned file left').toEqual(
+        before,
+      );
+      expect(await stateOf(store)).toEqual(state);
+    } finally {
+      jobs.restore();
       scriptedHooks().plan = () => null;
       await store.close();
     }

@@ -15,7 +15,7 @@ import { LogReader, type SegmentRef } from './log-reader.js';
 import { validatePlan, type PlanAuthor, type ValidatedPlan } from './plan-validation.js';
 import { rewriteSegments } from './segment-rewriter.js';
 import { describeThrown, loadStrategy, type StrategyRef } from './strategy-registry.js';
-import type { BucketView, LogInspector } from './strategy.js';
+import type { BucketView, GarbageQuery, LogInspector } from './strategy.js';
 
 /** A compaction job: plain data. */
 export interface CompactionJob {
@@ -103,12 +103,18 @@ export async function runCompactionJob(
     // are open until they end, and the store that closes must find every file closed).
     const reads = new Set<Promise<unknown>>();
     const inspector: LogInspector = {
-      segmentGarbage: (query = {}) => {
+      segmentGarbage: (query) => {
         if (abandon?.aborted === true)
           return Promise.reject(
             new OffsetStoreError('STORE_CLOSED', 'the store is closing: nothing more is read'),
           );
-        const read = reader.segmentGarbage(query, horizonMs).catch((error: unknown) => {
+        let asked: GarbageQuery;
+        try {
+          asked = queryOf(query);
+        } catch (error) {
+          return Promise.reject(error); // the strategy's own, not the engine's
+        }
+        const read = reader.segmentGarbage(asked, horizonMs).catch((error: unknown) => {
           if (typeof error === 'object' && error !== null) enginesErrors.add(error);
           throw error;
         });
@@ -161,6 +167,31 @@ export async function runCompactionJob(
   }
   result.bytesRead = reader.bytesRead;
   return result;
+}
+
+/**
+ * A strategy's query, read once into plain data before the engine reads anything: what reading it
+ * throws (a getter, a Proxy, an iterator) is the strategy's error, whatever its `code`, never one the
+ * engine raised. The reader checks the values.
+ */
+function queryOf(query: unknown): GarbageQuery {
+  if (query === undefined) return {};
+  if (typeof query !== 'object' || query === null)
+    throw new OffsetStoreError(
+      'INVALID_COMPACTION_PLAN',
+      `segmentGarbage: its query must be an object, got ${String(query)}`,
+    );
+  const { mapFrom, segments, tombstonesBelow } = query as Record<string, unknown>;
+  if (segments !== undefined && !Array.isArray(segments))
+    throw new OffsetStoreError(
+      'INVALID_COMPACTION_PLAN',
+      'segmentGarbage: segments must be an array of base offsets',
+    );
+  return {
+    mapFrom: mapFrom as number | undefined,
+    segments: segments === undefined ? undefined : Array.from(segments as number[]),
+    tombstonesBelow: tombstonesBelow as number | undefined,
+  };
 }
 
 const ABANDONED = Symbol('abandoned');

@@ -180,6 +180,16 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
     /failed while planning for offsets-bucket 0: disk says no/,
   ],
   [
+    "a query to the inspector whose reading throws the strategy's own error, a code of its own included",
+    (_view, inspector) =>
+      inspector.segmentGarbage({
+        get segments(): number[] {
+          throw Object.assign(new Error('my own bug'), { code: 'EIO' });
+        },
+      }),
+    /strategy 'module:scripted' failed while planning for offsets-bucket 0: .*my own bug/,
+  ],
+  [
     'a plan that throws something whose message cannot be read',
     () => {
       throw Object.defineProperty(new Error(), 'message', {

@@ -92,7 +92,7 @@ export async function runCompactionJob(
     if (strategy.id !== job.author.strategy)
       throw new OffsetStoreError(
         'INVALID_CONFIG',
-        `the compaction strategy loaded for offsets-bucket ${job.view.bucket} is '${strategy.id}', not the store's '${job.author.strategy}' (its module changed since the store opened): reopen the store; nothing was changed`,
+        `the compaction strategy loaded for offsets-bucket ${job.view.bucket} is '${strategy.id}', not the store's '${job.author.strategy}': its module changed on disk since this process loaded it; restart the process to use the new one (reopening the store in this process keeps the module it loaded first); nothing was changed`,
       );
     const view = job.view;
     const horizonMs = view.nowMs - view.settings.deleteRetentionMs;

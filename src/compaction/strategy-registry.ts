@@ -80,7 +80,12 @@ export interface LoadedStrategy {
 const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 const loaded = new Map<string, Promise<CompactionStrategyDefinition>>();
 
-/** Loads (once per module, per thread) and checks a strategy; INVALID_CONFIG for a module that cannot be one. */
+/**
+ * Loads (once per module, per thread) and checks a strategy; INVALID_CONFIG for a module that cannot
+ * be one. Once per thread for the life of the thread: the main thread keeps the module it imported
+ * first (as Node's import does) whatever store opens it later, while a new worker thread imports the
+ * file as it is then, so a module changed on disk is refused on the workers until the process restarts.
+ */
 export async function loadStrategy(ref: StrategyRef): Promise<LoadedStrategy> {
   const definition = 'builtIn' in ref ? BUILT_INS[ref.builtIn] : await loadModule(ref.moduleUrl);
   const checkpoints = definition.checkpoints === true;

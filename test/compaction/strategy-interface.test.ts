@@ -5,12 +5,12 @@
  * through the crash-safe swap with the state unchanged; its state is kept durably and shown back; the
  * store records it as module:<name> and asks for the module again on later opens.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, type BucketView } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
-import { stateOf } from './compaction-fixtures.js';
+import { compactionOptions, stateOf } from './compaction-fixtures.js';
 import {
   STRATEGY_MODULES,
   fillSegments,
@@ -156,6 +156,31 @@ describe('a strategy module', () => {
     expect(report.buckets).toHaveLength(1);
     expect(await stateOf(store)).toEqual(state);
     await store.close();
+  });
+
+  it('changed on disk while the process runs is refused on the worker threads, saying to restart the process (a reopen in this process keeps the module it loaded)', async () => {
+    const dir = tempDir();
+    const module = path.join(tempDir(), 'strategy.mjs');
+    writeFileSync(module, "export default { name: 'first', plan() { return null; } };\n");
+    const options = compactionOptions(dir, module as never, {
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+    });
+    const store = await OffsetStore.open(options);
+    await fillSegments(store, 10);
+    // A deployment replaces the module (another name) while the process runs.
+    writeFileSync(module, "export default { name: 'second', plan() { return null; } };\n");
+    const refused = {
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(
+        /loaded for offsets-bucket 0 is 'module:second', not the store's 'module:first'.*restart the process/,
+      ),
+    };
+    await expect(store.compact()).rejects.toMatchObject(refused);
+    await store.close();
+    const reopened = await OffsetStore.open(options);
+    await expect(reopened.compact(), 'a reopen does not help').rejects.toMatchObject(refused);
+    await reopened.close();
   });
 
   it('is read once: a name that changes after it was checked is not what the store records', async () => {

@@ -19,8 +19,9 @@
  * 6. Write the checkpoint the plan asked for; delete below the safe point, checked once more
  *    against the newest checkpoint.
  * 7. Store the strategy's new state (strategy-state.ts), and report.
- * Invariants: at most one run per bucket at a time, at most `workers` runs at once; a run the store's
- * close interrupts swaps nothing in (its outputs are deleted by the next open).
+ * Invariants: at most one run per bucket at a time (`compactNow` waits for a background run in flight
+ * and then runs its own, forced), at most `workers` runs at once; a run the store's close interrupts
+ * swaps nothing in (its outputs are deleted by the next open).
  */
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import type { CleanedSegment, Log, SegmentInfo } from '../log/index.js';
@@ -181,7 +182,8 @@ function wallClockMs(): number {
 export class Compactor {
   readonly #options: CompactorOptions;
   readonly #targets: CompactionTarget[];
-  readonly #running = new Map<number, Promise<BucketCompaction>>();
+  /** The run in flight per bucket, and whether `compactNow` asked for it. */
+  readonly #running = new Map<number, { job: Promise<BucketCompaction>; forced: boolean }>();
   /** Aborted by close: a strategy still planning on this thread is abandoned. */
   readonly #closing = new AbortController();
   /** The strategy's state per bucket, once read from disk. */
@@ -334,9 +336,19 @@ export class Compactor {
     return results.filter((r) => r !== undefined);
   }
 
-  #runOne(target: CompactionTarget, forced: boolean): Promise<BucketCompaction> {
-    const running = this.#running.get(target.bucket);
-    if (running !== undefined) return running;
+  /**
+   * Runs one bucket, or joins its run in flight; a forced run never joins a background one (its
+   * strategy was not shown `forced` and may have planned nothing): it waits for it, then runs.
+   */
+  async #runOne(target: CompactionTarget, forced: boolean): Promise<BucketCompaction> {
+    for (;;) {
+      const running = this.#running.get(target.bucket);
+      if (running === undefined) break;
+      if (running.forced || !forced) return running.job;
+      await running.job.catch(() => {}); // its failure is the background's (onError heard of it)
+      while (this.#paused !== undefined && !this.#closed) await this.#paused.released;
+      if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'compaction is closed');
+    }
     const startedAtMs = wallClockMs();
     const background = !forced;
     this.#options.onRun?.({ kind: 'started', bucket: target.bucket, startedAtMs, background });
@@ -358,7 +370,7 @@ export class Compactor {
         },
       )
       .finally(() => this.#running.delete(target.bucket));
-    this.#running.set(target.bucket, job);
+    this.#running.set(target.bucket, { job, forced });
     return job;
   }
 
@@ -624,7 +636,7 @@ export class Compactor {
       const released = new Promise<void>((resolve) => (release = resolve));
       this.#paused = { released, release };
     }
-    const running = [...this.#running.values()];
+    const running = [...this.#running.values()].map((r) => r.job);
     if (running.length === 0) return true;
     let timer: Timer | undefined;
     const late = new Promise<boolean>((resolve) => {
@@ -655,7 +667,7 @@ export class Compactor {
     this.#timer?.cancel();
     this.resume(); // runs waiting on a pause see the close and stop
     await this.#options.runner?.close();
-    await Promise.allSettled([...this.#running.values()]);
+    await Promise.allSettled([...this.#running.values()].map((r) => r.job));
   }
 }
 

@@ -191,4 +191,44 @@ describe("a strategy's due", () => {
       await store.close();
     }
   });
+
+  it('does not stand in for compact(): a background run in flight is waited for, then compact() runs a forced one', async () => {
+    const hooks = scriptedHooks();
+    const events: string[] = [];
+    const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
+      compaction: {
+        strategy: STRATEGY_MODULES.scriptedPlanner,
+        intervalMs: 1_000,
+        onRun: (event) =>
+          events.push(
+            event.kind === 'started'
+              ? `started ${event.background ? 'background' : 'forced'}`
+              : event.kind,
+          ),
+      },
+    });
+    const store = await OffsetStore.open(options);
+    let release!: () => void;
+    const released = new Promise<null>((resolve) => (release = () => resolve(null)));
+    try {
+      await fillSegments(store, 20);
+      hooks.due = () => true;
+      hooks.plan = (view) => (view.forced ? null : released);
+      options.clock.advance(1_000);
+      await until('the background run', async () => events.length > 0, 5_000);
+      hooks.due = undefined;
+      const compacting = store.compact();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      const report = await compacting;
+      expect(report.buckets).toMatchObject([{ bucket: 0, background: false }]);
+      expect(hooks.views.map((v) => v.forced).slice(-2)).toEqual([false, true]);
+      expect(events).toEqual(['started background', 'finished', 'started forced', 'finished']);
+    } finally {
+      release();
+      hooks.due = undefined;
+      hooks.plan = () => null;
+      await store.close();
+    }
+  });
 });

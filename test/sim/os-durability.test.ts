@@ -137,16 +137,33 @@ async function offsetsOf(machine: Machine, store: OffsetStore): Promise<(number 
   return rows.map((row) => row?.offset ?? null);
 }
 
+/** Process 1 of a test: four commits to group g (offsets 100-103) under `from`, then a conversion to `to`. */
+async function commitFourThenConvert(
+  machine: Machine,
+  from: 'log-cleaner' | 'checkpoint',
+  to: 'log-cleaner' | 'checkpoint',
+): Promise<OffsetStore> {
+  const store = await machine.open({ compaction: { strategy: from, background: false } });
+  for (let n = 0; n < 4; n++)
+    await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
+  await machine.run(store.convertCompaction(to));
+  return store;
+}
+
+/** Damage at rest (or what an earlier version's power loss left): bucket 0's only segment is empty. */
+function emptyFirstSegment(machine: Machine): void {
+  const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
+  segment.truncate(0);
+  segment.sync();
+}
+
 describe("a checkpoint in durability 'os'", () => {
   it('never covers batches a power loss can take from the log, so it never restores lost commits over new ones', async () => {
     const machine = new Machine();
 
     // Process 1: commits acknowledged from the page cache, then a conversion to checkpoints, which
     // writes the first checkpoint of them.
-    let store = await machine.open({ compaction: { strategy: 'log-cleaner', background: false } });
-    for (let n = 0; n < 4; n++)
-      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
-    await machine.run(store.convertCompaction('checkpoint'));
+    let store = await commitFourThenConvert(machine, 'log-cleaner', 'checkpoint');
     machine.powerLoss();
 
     // Process 2 serves what the power loss left, and commits more than process 1 did.
@@ -166,17 +183,10 @@ describe("a checkpoint in durability 'os'", () => {
 
   it('found past the log end, though the log was durable through it when it was written, is damage: the store refuses to open and keeps it', async () => {
     const machine = new Machine();
-    const store = await machine.open({
-      compaction: { strategy: 'log-cleaner', background: false },
-    });
-    for (let n = 0; n < 4; n++)
-      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
-    await machine.run(store.convertCompaction('checkpoint'));
+    await commitFourThenConvert(machine, 'log-cleaner', 'checkpoint');
     machine.crash();
     // Damage at rest: the segment's durable batches read back as nothing.
-    const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
-    segment.truncate(0);
-    segment.sync();
+    emptyFirstSegment(machine);
     const verified = await machine.run(verifyLog(machine.dir, { fs: machine.view() }));
     expect(verified.problems).toEqual([
       expect.objectContaining({
@@ -203,10 +213,7 @@ describe("a checkpoint in durability 'os'", () => {
 
   it('found past the log end, written by an earlier version (of batches not yet durable), is discarded, not only ignored', async () => {
     const machine = new Machine();
-    let store = await machine.open({ compaction: { strategy: 'log-cleaner', background: false } });
-    for (let n = 0; n < 4; n++)
-      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
-    await machine.run(store.convertCompaction('checkpoint'));
+    let store = await commitFourThenConvert(machine, 'log-cleaner', 'checkpoint');
     machine.crash();
     // What a power loss left of a store an earlier version wrote in 'os': a checkpoint at log
     // offset 4, not marked as written of durable batches, over an empty log.
@@ -222,9 +229,7 @@ describe("a checkpoint in durability 'os'", () => {
     } finally {
       await env.close();
     }
-    const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
-    segment.truncate(0);
-    segment.sync();
+    emptyFirstSegment(machine);
     // `log verify` says what the next open will do with it.
     const verified = await machine.run(verifyLog(machine.dir, { fs: machine.view() }));
     expect(verified.problems).toEqual([
@@ -254,12 +259,9 @@ describe("a checkpoint in durability 'os'", () => {
 
   it('is converted away from only once the image that replaces it is durable in the log', async () => {
     const machine = new Machine();
-    let store = await machine.open({ compaction: { strategy: 'checkpoint', background: false } });
-    for (let n = 0; n < 4; n++)
-      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
     // The conversion writes the state into the log as an image, records the log's new start, and
     // drops the checkpoints: the image must be durable before the start moves onto it.
-    await machine.run(store.convertCompaction('log-cleaner'));
+    let store = await commitFourThenConvert(machine, 'checkpoint', 'log-cleaner');
     machine.powerLoss();
 
     store = await machine.open();
@@ -273,15 +275,10 @@ describe("a checkpoint in durability 'os'", () => {
 
   it('a log start recorded past the end of the log (its image lost) is reported as damage, not served as empty', async () => {
     const machine = new Machine();
-    let store = await machine.open({ compaction: { strategy: 'checkpoint', background: false } });
-    for (let n = 0; n < 4; n++)
-      await machine.run(store.commitOffsets('g', [{ ...bucket(n), offset: 100 + n }]));
-    await machine.run(store.convertCompaction('log-cleaner'));
+    await commitFourThenConvert(machine, 'checkpoint', 'log-cleaner');
     machine.crash();
     // What a power loss left of a store converted before the image was made durable first.
-    const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
-    segment.truncate(0);
-    segment.sync();
+    emptyFirstSegment(machine);
     const verified = await machine.run(verifyLog(machine.dir, { fs: machine.view() }));
     expect(verified.ok).toBe(false);
     expect(verified.problems).toEqual([

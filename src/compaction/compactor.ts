@@ -40,7 +40,7 @@ import {
   type ValidatedPlan,
 } from './plan-validation.js';
 import { dueByGarbageRatio } from './strategies/garbage-ratio.js';
-import { describeThrown, type LoadedStrategy } from './strategy-registry.js';
+import { describeThrown, describeValue, type LoadedStrategy } from './strategy-registry.js';
 import { readStrategyState, writeStrategyState } from './strategy-state.js';
 import type { BucketView, CheckpointView, JsonValue, LogInspector } from './strategy.js';
 
@@ -250,7 +250,7 @@ export class Compactor {
     if (answer instanceof Promise) void Promise.prototype.then.call(answer, undefined, () => {});
     throw new OffsetStoreError(
       'INVALID_COMPACTION_PLAN',
-      `strategy '${strategy.id}' answered due for offsets-bucket ${view.bucket} with ${answer instanceof Promise ? 'a Promise' : describeAnswer(answer)}, not a boolean: due is synchronous (an async due is not supported); the bucket is not compacted in this pass`,
+      `strategy '${strategy.id}' answered due for offsets-bucket ${view.bucket} with ${answer instanceof Promise ? 'a Promise' : describeValue(answer)}, not a boolean: due is synchronous (an async due is not supported); the bucket is not compacted in this pass`,
     );
   }
 
@@ -689,15 +689,6 @@ function planOf(plan: ValidatedPlan): Record<string, unknown> {
     ...(plan.deleteBelow === undefined ? {} : { deleteBelow: plan.deleteBelow }),
     ...(plan.state === undefined ? {} : { state: plan.state.value }),
   };
-}
-
-/** What a strategy's `due` answered, for a message: JSON where it can be, else its type. */
-function describeAnswer(answer: unknown): string {
-  try {
-    return JSON.stringify(answer) ?? String(answer);
-  } catch {
-    return typeof answer;
-  }
 }
 
 /** STORE_CLOSED for a compactNow that close() cut short, with what failed because of it, if anything. */

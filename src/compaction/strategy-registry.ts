@@ -138,7 +138,7 @@ export function checkDefinition(value: unknown, where: string): CompactionStrate
     throw bad(`reading its fields threw: ${describeThrown(error)}`);
   }
   if (typeof name !== 'string' || !NAME_PATTERN.test(name))
-    throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${describe(name)}`);
+    throw bad(`name must be 1-64 letters, digits, '.', '_' or '-', got ${describeValue(name)}`);
   if (typeof plan !== 'function') throw bad('plan must be a function');
   if (due !== undefined && typeof due !== 'function') throw bad('due must be a function');
   if (checkpoints !== undefined && typeof checkpoints !== 'boolean')
@@ -165,8 +165,8 @@ export function describeThrown(error: unknown): string {
   }
 }
 
-/** A value in a message (JSON where it can be). */
-function describe(value: unknown): string {
+/** A value in a message: JSON where it can be, else its type. */
+export function describeValue(value: unknown): string {
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {

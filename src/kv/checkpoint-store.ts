@@ -355,10 +355,15 @@ export class CheckpointStore {
     logOffset: number,
     createdAtMs: number,
   ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
+    return this.#oneWriteAtATime(() => this.#write(state, logOffset, createdAtMs));
+  }
+
+  /** Runs `work`, a change to the environment, alone (the seal reads a file LMDB must not be writing). */
+  async #oneWriteAtATime<T>(work: () => Promise<T>): Promise<T> {
     assert(!this.#writing, `${this.path}: one checkpoint write at a time`);
     this.#writing = true;
     try {
-      return await this.#write(state, logOffset, createdAtMs);
+      return await work();
     } finally {
       this.#writing = false;
     }
@@ -435,15 +440,11 @@ export class CheckpointStore {
    * longer holds and must never be restored once the log has grown past it again.
    */
   async discard(logOffset: number): Promise<void> {
-    assert(!this.#writing, `${this.path}: one checkpoint write at a time`);
-    this.#writing = true;
-    try {
+    await this.#oneWriteAtATime(async () => {
       await this.#remove([logOffset]);
       this.#rejected.delete(logOffset);
       await sealCheckpointFile(this.#fs, this.path);
-    } finally {
-      this.#writing = false;
-    }
+    });
   }
 
   /** Deletes the checkpoints at these log offsets (meta, groups and snapshots) in one durable transaction. */

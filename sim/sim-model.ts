@@ -234,7 +234,7 @@ export class OffsetsModel {
       if (state.since.length === 0) continue;
       // `since` stays: until the next durable moment, every later power loss may go back as far.
       const held = new Set(state.candidates.map((c) => c.seq));
-      const lost = state.since.filter((w) => !held.has(w.seq) && held.add(w.seq) !== undefined);
+      const lost = state.since.filter((w) => !held.has(w.seq)); // (no seq twice in `since`)
       state.base = state.durableBase;
       state.candidates = [
         ...lost.map((w) => ({ ...w, state: 'unknown' as const })),

@@ -417,9 +417,29 @@ export class Log implements LogPort {
     options: LogOptions,
     recovery: LogRecovery = { fromLogOffset: 0 },
   ): Promise<{ log: Log; report: LogRecoveryReport }> {
-    const { fs, dir } = options;
-    const unrepaired = unrepairedDirs.get(path.resolve(dir));
+    const unrepaired = unrepairedDirs.get(path.resolve(options.dir));
     if (unrepaired !== undefined) throw new OffsetStoreError('LOG_STORAGE_ERROR', unrepaired);
+    try {
+      return await Log.#recover(options, recovery);
+    } catch (error) {
+      // The store holds its folder's lock and removes nothing of a log before it has opened, so a
+      // file listed and then not found was removed by something else: damage, as a missing
+      // segment is, never a passing failure to retry.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || error instanceof OffsetStoreError)
+        throw error;
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `${options.dir}: a file vanished while the log recovered (${(error as Error).message}): something other than this store removed it`,
+        { cause: error },
+      );
+    }
+  }
+
+  static async #recover(
+    options: LogOptions,
+    recovery: LogRecovery,
+  ): Promise<{ log: Log; report: LogRecoveryReport }> {
+    const { fs, dir } = options;
     let batchesReplayed = 0;
     const visit = recovery.visit;
     // Where the log holds batches the journal holds too (same bytes: same stored checksum).

@@ -11,6 +11,7 @@ import {
   readFileSync,
   statSync,
   truncateSync,
+  unlinkSync,
   writeFileSync,
   appendFileSync,
 } from 'node:fs';
@@ -318,6 +319,27 @@ describe('Log', () => {
     writeFileSync(last, bytes);
     await expect(readAll(logOptions(dir))).rejects.toSatisfy((e) =>
       isOffsetStoreError(e, 'CORRUPT_MESSAGE'),
+    );
+  });
+
+  it('refuses to open with CORRUPT_MESSAGE when a listed segment is removed before it is read', async () => {
+    // Something other than the store (a cleanup job, a hand) removing a file while the log
+    // recovers: the segment was listed, then is gone. That is damage to the store, as a segment
+    // missing at open is, not a passing storage failure to retry.
+    const dir = tempDir();
+    await writeLog(dir, 60);
+    const first = path.join(dir, segmentFiles(dir)[0]!);
+    const fs = new (class extends FaultyFileSystem {
+      override async readdir(at: string) {
+        const names = await super.readdir(at);
+        if (at === dir) unlinkSync(first);
+        return names;
+      }
+    })();
+    await expect(readAll(logOptions(dir, { fs }))).rejects.toThrow(
+      new RegExp(
+        `CORRUPT_MESSAGE: ${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*vanished while the log recovered`,
+      ),
     );
   });
 

@@ -546,6 +546,8 @@ export class OffsetStore {
       );
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
     await this.#recovery;
+    // A close begun meanwhile stopped the buckets still waiting to load from loading.
+    this.#checkOpen();
     if (loaded.id === this.#recorded) {
       // The store's own strategy: a store opened without its module gets it now, and compacts again.
       if (this.#strategy === undefined) {
@@ -1164,6 +1166,8 @@ export class OffsetStore {
   async highestTableId(): Promise<number> {
     this.#checkOpen();
     await this.#recovery.catch(() => {});
+    // A close begun meanwhile left buckets unloaded, whose tables it would not see.
+    this.#checkOpen();
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
     if (failed !== undefined) {
       const cause = failed.loadError as Error;

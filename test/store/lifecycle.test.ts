@@ -231,4 +231,27 @@ describe('recovery in the background', () => {
     expect((await store.fetchOffsets('g'))[0]?.offset).toBe(43);
     await store.close();
   });
+
+  it('refuses a compaction conversion with STORE_CLOSED when close begins while buckets recover', async () => {
+    const dir = tempDir();
+    const first = await openStore(dir, { bucketCount: 8 });
+    const strategy = (await first.stats()).compactionStrategy;
+    await first.close();
+    const fs = new GatedFileSystem();
+    const store = await openStore(dir, { bucketCount: 8, fs, awaitRecovery: false });
+    // The conversion waits for recovery; close stops the buckets not loading yet (4 load at a
+    // time) from loading.
+    const conversion = store.convertCompaction('checkpoint');
+    const closing = store.close();
+    fs.release();
+    const outcome = await conversion.then(
+      () => 'converted',
+      (error: { code?: string }) => error.code,
+    );
+    await closing;
+    expect(outcome).toBe('STORE_CLOSED');
+    const reopened = await openStore(dir, { bucketCount: 8 });
+    expect((await reopened.stats()).compactionStrategy).toBe(strategy);
+    await reopened.close();
+  });
 });

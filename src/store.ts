@@ -730,7 +730,9 @@ export class OffsetStore {
    */
   async #retireJournalRead(): Promise<void> {
     const read = this.#journalRead;
-    if (read === undefined) return;
+    // A close begun while buckets recovered (awaitRecovery: false) stops those not loading yet:
+    // they never replayed what the journal holds for them, and the next open needs it.
+    if (read === undefined || this.#slots.some((slot) => slot.bucket === undefined)) return;
     this.#journalRead = undefined;
     await deleteJournalFiles(this.#options.fs, this.#options.dir, read.files);
   }

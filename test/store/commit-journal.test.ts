@@ -26,8 +26,8 @@ import { copyStoreDir, openStore } from './store-fixtures.js';
 const BUCKETS = 4;
 
 /** One group id per offsets-bucket of `store`. */
-function groupPerBucket(store: OffsetStore): string[] {
-  const groups: (string | undefined)[] = Array(BUCKETS).fill(undefined);
+function groupPerBucket(store: OffsetStore, buckets = BUCKETS): string[] {
+  const groups: (string | undefined)[] = Array(buckets).fill(undefined);
   for (let i = 0; groups.includes(undefined); i++) {
     if (i > 10_000) throw new Error('no group for some bucket');
     groups[store.bucketFor(`g${i}`)] ??= `g${i}`;
@@ -50,8 +50,8 @@ async function commitTogether(store: OffsetStore, groups: string[], rounds: numb
 }
 
 /** The active (last) segment of each offsets-bucket's log, with its size now. */
-function activeSegments(dir: string): { file: string; bytes: number }[] {
-  return Array.from({ length: BUCKETS }, (_, i) => {
+function activeSegments(dir: string, buckets = BUCKETS): { file: string; bytes: number }[] {
+  return Array.from({ length: buckets }, (_, i) => {
     const bucketDir = path.join(dir, 'buckets', String(i).padStart(3, '0'));
     const last = readdirSync(bucketDir)
       .filter((f) => f.endsWith('.log'))
@@ -76,14 +76,14 @@ const OPTIONS = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
  * after that was made durable by the journal only. The store itself is closed cleanly after the
  * image is taken (its own journal files go).
  */
-async function crashImage(rounds: number) {
+async function crashImage(rounds: number, options = OPTIONS) {
   const dir = tempDir();
-  let store = await openStore(dir, OPTIONS);
-  const groups = groupPerBucket(store);
+  let store = await openStore(dir, options);
+  const groups = groupPerBucket(store, options.bucketCount);
   await commitTogether(store, groups, 2);
   await store.close();
-  store = await openStore(dir, OPTIONS);
-  const synced = activeSegments(dir).map(({ file, bytes }) => ({
+  store = await openStore(dir, options);
+  const synced = activeSegments(dir, options.bucketCount).map(({ file, bytes }) => ({
     file: path.relative(dir, file),
     bytes,
   }));
@@ -193,6 +193,33 @@ describe('the commit journal of a store', () => {
       ),
     ]);
     expect(warnings[0]).not.toMatch(/never acknowledged/);
+    await recovered.close();
+  });
+
+  it('keeps the journal when a store opened with awaitRecovery: false closes before every bucket replayed it', async () => {
+    // More buckets than load at once (4): those not loading yet when close begins never load.
+    const options = { ...OPTIONS, bucketCount: 8 };
+    const { image, groups, last, loseUnsynced } = await crashImage(10, options);
+    loseUnsynced();
+    // The buckets' folders are not read until the test lets them: close comes first.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const fs = new (class extends NodeFileSystem {
+      override async readdir(at: string): Promise<string[]> {
+        if (at.includes(`${path.sep}buckets${path.sep}`)) await gate;
+        return super.readdir(at);
+      }
+    })();
+    const lazy = await openStore(image, { ...options, fs, awaitRecovery: false });
+    const closing = lazy.close();
+    release();
+    await closing;
+    expect(journalFiles(image).length).toBeGreaterThan(0);
+    const recovered = await openStore(image, options);
+    for (const g of groups)
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+        expect.objectContaining({ offset: last }),
+      ]);
     await recovered.close();
   });
 

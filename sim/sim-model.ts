@@ -178,11 +178,29 @@ export class OffsetsModel {
         keep.push(write); // it may have taken effect after the base
       }
       const after = state.base!.seq;
+      this.#keepSuperseded(
+        state,
+        state.candidates.filter((c) => c.state === 'unknown' && c.seq < after),
+      );
       state.candidates = [
         ...keep,
         ...state.candidates.filter((c) => c !== write && c.seq > after && c.state !== 'acked'),
       ];
     });
+  }
+
+  /**
+   * Writes of a process that died in flight (`unknown`), passed over by a later write before a
+   * fetch told whether they landed: in the log order they precede it, so a fetch will not show them
+   * now. But one that did land was made durable when the store recovered, and in durability 'os' the
+   * write that passed it may not be yet: a power loss may bring the key back to it. Such writes are
+   * kept with the key's writes since the last durable moment (`since`).
+   */
+  #keepSuperseded(state: KeyState, unknown: readonly Write[]): void {
+    if (!this.#unsynced) return;
+    const durable = state.durableBase?.seq ?? 0;
+    for (const w of unknown)
+      if (w.seq > durable && !state.since.some((s) => s.seq === w.seq)) state.since.push(w);
   }
 
   /** The writes were rejected: their values must never be seen. */
@@ -245,7 +263,12 @@ export class OffsetsModel {
 
   #setBase(state: KeyState, write: Write): void {
     state.base = write;
-    if (this.#unsynced && !state.since.some((w) => w.seq === write.seq)) state.since.push(write);
+    if (!this.#unsynced) {
+      // Durability 'fsync': what a process acknowledges or serves is durable, and so is everything
+      // before it in its log. A power loss cannot take the key back past it.
+      state.durableBase = write;
+      state.since = [];
+    } else if (!state.since.some((w) => w.seq === write.seq)) state.since.push(write);
   }
 
   /** What a key may show now, for messages. */
@@ -288,6 +311,10 @@ export class OffsetsModel {
     const from =
       expired === undefined ? state.candidates.find((c) => c.value === value) : undefined;
     if (from !== undefined) {
+      this.#keepSuperseded(
+        state,
+        state.candidates.filter((c) => c.state === 'unknown' && c.seq < from.seq),
+      );
       this.#setBase(state, from);
       state.candidates = state.candidates.filter((c) => c !== from && c.state === 'pending');
       return;

@@ -546,8 +546,7 @@ export class OffsetStore {
       );
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
     await this.#recovery;
-    // A close begun meanwhile stopped the buckets still waiting to load from loading.
-    this.#checkOpen();
+    this.#checkAllLoaded();
     if (loaded.id === this.#recorded) {
       // The store's own strategy: a store opened without its module gets it now, and compacts again.
       if (this.#strategy === undefined) {
@@ -820,6 +819,19 @@ export class OffsetStore {
   #checkOpen(): void {
     if (this.#closed)
       throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
+  }
+
+  /**
+   * After recovery: a close begun while buckets recovered (awaitRecovery: false) stops those still
+   * waiting to load from loading, and what needs every bucket cannot go on (STORE_CLOSED). A call
+   * made before close whose buckets all loaded goes on (close waits for it where it says so).
+   */
+  #checkAllLoaded(): void {
+    if (this.#slots.some((slot) => slot.bucket === undefined))
+      throw new OffsetStoreError(
+        'STORE_CLOSED',
+        `store ${this.#options.dir} was closed before every offsets-bucket had recovered`,
+      );
   }
 
   /**
@@ -1168,8 +1180,9 @@ export class OffsetStore {
   async highestTableId(): Promise<number> {
     this.#checkOpen();
     await this.#recovery.catch(() => {});
-    // A close begun meanwhile left buckets unloaded, whose tables it would not see.
-    this.#checkOpen();
+    // (A hosting store loads only the buckets its host hands it.)
+    if (!this.#hosted && !this.#slots.some((slot) => slot.loadError !== undefined))
+      this.#checkAllLoaded();
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
     if (failed !== undefined) {
       const cause = failed.loadError as Error;

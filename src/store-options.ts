@@ -15,7 +15,7 @@ import {
   type StrategyRef,
 } from './compaction/index.js';
 import { OffsetStoreError } from './errors/index.js';
-import { NodeFileSystem, type FileSystem } from './io/index.js';
+import { NodeFileSystem, OverlayFileSystem, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { JOURNAL_FILE_BYTES_MAX, LOG_DEFAULTS, type Durability } from './log/index.js';
 import {
@@ -140,6 +140,16 @@ export interface OffsetStoreOptions {
    * See docs/recovery.md for the trade-off.
    */
   commitJournal?: boolean;
+  /**
+   * Open the store to read it only (default false), also while another process has it open. No
+   * lock is taken and nothing in `dir` is written, ever: recovery runs as in any open, with its
+   * repairs (a torn tail cut, the commit journal replayed) made in memory, so the store serves the
+   * state a real open would serve, as of the moment it opened. Every call that writes (commits,
+   * resets, deletes, heartbeats, joins, compaction, conversion, backup) is refused with
+   * STORE_READ_ONLY, and no timer runs (sessions, retention, compaction): members and offsets stay
+   * as they were read. For inspecting a store that a service has open; close it when done.
+   */
+  readOnly?: boolean;
   /**
    * Not for users (the simulator's): the size from which the commit journal starts a new file
    * (default 64 MiB), so that a short run goes through many.
@@ -385,6 +395,8 @@ export interface ResolvedOptions {
   awaitRecovery: boolean;
   /** Whether concurrent rounds of several buckets share one fdatasync of the commit journal. */
   commitJournal: boolean;
+  /** Opened to read only: `fs` is an overlay that keeps every change in memory, and no timer fires. */
+  readOnly: boolean;
   /** Size from which the commit journal starts a new file. */
   journalFileBytesMax: number;
   /** Bytes of batches in the active segment from which the next one is prepared (default: the log's). */
@@ -576,6 +588,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     fs,
     awaitRecovery,
     commitJournal,
+    readOnly: rawReadOnly,
   } = options;
   if (typeof dir !== 'string' || dir.length === 0)
     throw new TypeError('options.dir must be a non-empty string');
@@ -593,6 +606,9 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   if (durability !== 'fsync' && durability !== 'os')
     throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
   const warn = warningsTo(onWarning);
+  const readOnly = optionalBoolean(rawReadOnly, 'options.readOnly', false);
+  const portFs = fs === undefined ? new NodeFileSystem() : checkedFileSystem(fs);
+  const storeTime = storeClock(clock ?? new SystemClock(), warn);
   return {
     dir: path.resolve(dir),
     bucketCount:
@@ -628,10 +644,14 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
       'options.pendingCommitsMax',
       DEFAULTS.pendingCommitsMax,
     ),
-    clock: storeClock(clock ?? new SystemClock(), warn),
-    fs: fs === undefined ? new NodeFileSystem() : checkedFileSystem(fs),
+    // Read only: nothing reaches the directory, and nothing happens by itself (a session running
+    // out, an offset expiring) that would have to be written.
+    clock: readOnly ? { ...storeTime, setTimer: () => ({ cancel: () => {} }) } : storeTime,
+    fs: readOnly ? new OverlayFileSystem(portFs) : portFs,
     awaitRecovery: optionalBoolean(awaitRecovery, 'options.awaitRecovery', true),
-    commitJournal: optionalBoolean(commitJournal, 'options.commitJournal', true),
+    // Read only, the journal of earlier processes is read (and replayed in memory); none is written.
+    commitJournal: !readOnly && optionalBoolean(commitJournal, 'options.commitJournal', true),
+    readOnly,
     journalFileBytesMax: positiveInteger(
       options[JOURNAL_FILE_BYTES],
       'the journal file size',

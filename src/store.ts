@@ -9,6 +9,7 @@
  * `close()` stops timers, scanners and workers, unloads every bucket (flushing its log), records
  * where each log ended and releases the lock. After close every call rejects with STORE_CLOSED.
  */
+import * as path from 'node:path';
 import { loadChecksum, xxh32, type OffsetRecordSpec } from './codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import {
@@ -18,8 +19,10 @@ import {
   readJournalForRecovery,
   LOG_DEFAULTS,
   Log,
+  MANIFEST_FILE,
   ManifestFile,
   bucketDirPath,
+  liveLockHolder,
   missingBucketDirs,
   type BucketLogRecord,
 } from './log/index.js';
@@ -135,6 +138,11 @@ export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds 
  */
 export const BACKUP_COMPACTION_WAIT_MS = 60_000;
 
+/** Opens of a store to read only, while a live process has it open, before damage is believed. */
+const READ_ONLY_ATTEMPTS = 8;
+/** Pause between them, ms. */
+const READ_ONLY_RETRY_PAUSE_MS = 25;
+
 export class OffsetStore {
   readonly #options: ResolvedOptions;
   readonly #slots: BucketSlot[] = [];
@@ -175,7 +183,7 @@ export class OffsetStore {
    * Kafka clients: `store.classic.joinGroup(groupId, request)` and so on (see ClassicGroups).
    */
   readonly classic: ClassicGroups = new ClassicGroups((groupId) => {
-    this.#checkOpen();
+    this.#checkWritable('classic group protocol');
     validateGroupId(groupId);
     return this.#bucket(groupId);
   });
@@ -186,9 +194,33 @@ export class OffsetStore {
 
   /** Opens (creating if needed) the store in `options.dir` and recovers it. */
   static async open(options: OffsetStoreOptions): Promise<OffsetStore> {
-    const store = new OffsetStore(resolveOptions(options));
-    await store.#open();
-    return store;
+    const resolved = resolveOptions(options);
+    if (!resolved.readOnly) {
+      const store = new OffsetStore(resolved);
+      await store.#open();
+      return store;
+    }
+    // Read only, the store may be open in a live process that compacts and appends while it is
+    // read: a segment swapped away or a batch half appended reads as damage. Such a read is made
+    // again, from a fresh overlay; damage that stays, or is found with no live owner, is reported.
+    for (let attempt = 1; ; attempt++) {
+      const store = new OffsetStore(attempt === 1 ? resolved : resolveOptions(options));
+      try {
+        await store.#open();
+        return store;
+      } catch (error) {
+        if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
+        const holder = await liveLockHolder(resolved.fs, resolved.dir).catch(() => null);
+        if (holder === null) throw error;
+        if (attempt >= READ_ONLY_ATTEMPTS)
+          throw new OffsetStoreError(
+            'CORRUPT_MESSAGE',
+            `${error.message} (read ${attempt} times while live process ${holder} had the store open, and found damage each time)`,
+            { cause: error },
+          );
+        await new Promise((resolve) => setTimeout(resolve, READ_ONLY_RETRY_PAUSE_MS));
+      }
+    }
   }
 
   /**
@@ -286,12 +318,21 @@ export class OffsetStore {
       this.#options.compaction.strategy === undefined
         ? undefined
         : await loadStrategy(this.#options.compaction.strategy);
-    await fs.mkdir(dir).catch((error: unknown) => {
-      throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
-    });
-    this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
-      throw openFailure(error, `cannot lock ${dir}`);
-    });
+    if (this.#options.readOnly) {
+      // Nothing to lock (nothing is written) and nothing to create: the store must be there.
+      if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE)).catch(() => null)) === null)
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `${dir} holds no store (no ${MANIFEST_FILE}): a store opened to read only is not created`,
+        );
+    } else {
+      await fs.mkdir(dir).catch((error: unknown) => {
+        throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
+      });
+      this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
+        throw openFailure(error, `cannot lock ${dir}`);
+      });
+    }
     try {
       this.#manifest = await ManifestFile.openOrCreate(fs, dir, {
         bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount,
@@ -436,6 +477,7 @@ export class OffsetStore {
   }
 
   #startCompaction(): void {
+    if (this.#options.readOnly) return;
     const { compaction, clock, segmentBytesMax, fs } = this.#options;
     const strategy = this.#strategy;
     if (strategy === undefined && compaction.background && !this.#moduleMissingWarned) {
@@ -487,7 +529,7 @@ export class OffsetStore {
 
   /** Runs compaction on every offsets-bucket now (whatever its dirty ratio) and reports what it did. */
   async compact(options?: CompactOptions): Promise<CompactionReport> {
-    this.#checkOpen();
+    this.#checkWritable('compact');
     if (this.#hosted)
       throw new OffsetStoreError(
         'INVALID_REQUEST',
@@ -538,7 +580,7 @@ export class OffsetStore {
   }
 
   async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
-    this.#checkOpen();
+    this.#checkWritable('convertCompaction');
     if (this.#hosted)
       throw new OffsetStoreError(
         'INVALID_REQUEST',
@@ -623,7 +665,7 @@ export class OffsetStore {
   backup(to: string): Promise<BackupReport> {
     let target: string;
     try {
-      this.#checkOpen();
+      this.#checkWritable('backup');
       target = resolveBackupTarget(this.#options.dir, to);
       if (this.#hosted)
         throw new OffsetStoreError(
@@ -686,6 +728,7 @@ export class OffsetStore {
             index: slot.index,
             log: this.#logOptions(slot.dir, slot.index),
             useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints,
+            readOnly: this.#options.readOnly,
             record: slot.record,
             clock: this.#options.clock,
             group: this.#options.group,
@@ -834,6 +877,16 @@ export class OffsetStore {
       );
   }
 
+  /** For every call that writes: STORE_READ_ONLY in a store open to read only, then as #checkOpen. */
+  #checkWritable(what: string): void {
+    if (this.#options.readOnly)
+      throw new OffsetStoreError(
+        'STORE_READ_ONLY',
+        `${what}: the store in ${this.#options.dir} is open to read only (options.readOnly): nothing is written`,
+      );
+    this.#checkOpen();
+  }
+
   /**
    * For what close must stop (scanners, members): refused from the moment close begins, since close
    * stops only those it finds when it begins (calls in flight are let finish: a commit still lands).
@@ -923,7 +976,7 @@ export class OffsetStore {
     normalize: (recordCountMax: number) => OffsetRecordSpec[],
   ): Promise<void> {
     try {
-      this.#checkOpen();
+      this.#checkWritable('commit');
       validateGroupId(groupId);
       const specs = normalize(this.#options.commitRecordCountMax);
       const member = normalizeCommitOptions(options);
@@ -1056,7 +1109,7 @@ export class OffsetStore {
 
   /** Overwrites committed offsets of a group that has no members (NON_EMPTY_GROUP otherwise). */
   async resetOffsets(groupId: string, offsets: OffsetCommit[]): Promise<void> {
-    this.#checkOpen();
+    this.#checkWritable('resetOffsets');
     validateGroupId(groupId);
     const specs = normalizeOffsetCommits(offsets, this.#options.commitRecordCountMax);
     await this.#bucket(groupId).reset(groupId, specs);
@@ -1068,7 +1121,7 @@ export class OffsetStore {
     buckets: BucketRef[],
     options?: DeleteOffsetsOptions,
   ): Promise<void> {
-    this.#checkOpen();
+    this.#checkWritable('deleteOffsets');
     validateGroupId(groupId);
     const refs = normalizeBuckets(buckets, 'buckets', true);
     const classicSubscriptions = options?.classicSubscriptions;
@@ -1079,7 +1132,7 @@ export class OffsetStore {
 
   /** Deletes a group without members: all its offsets; it disappears from listGroups. */
   async deleteGroup(groupId: string): Promise<void> {
-    this.#checkOpen();
+    this.#checkWritable('deleteGroup');
     validateGroupId(groupId);
     await this.#bucket(groupId).deleteGroup(groupId);
   }
@@ -1095,7 +1148,7 @@ export class OffsetStore {
    * members; UNKNOWN_MEMBER_ID, with nothing removed, for an id not in the group.
    */
   async removeMembers(groupId: string, request: RemoveMembersRequest): Promise<RemovedMember[]> {
-    this.#checkOpen();
+    this.#checkWritable('removeMembers');
     validateGroupId(groupId);
     return this.#bucket(groupId).removeMembers(groupId, request);
   }
@@ -1105,7 +1158,7 @@ export class OffsetStore {
    * or static temporary leave (-2). The response carries the member's assignment when it changed.
    */
   async heartbeat(groupId: string, request: HeartbeatRequest): Promise<HeartbeatResponse> {
-    this.#checkOpen();
+    this.#checkWritable('heartbeat');
     validateGroupId(groupId);
     return this.#bucket(groupId).heartbeat(groupId, request);
   }
@@ -1116,7 +1169,7 @@ export class OffsetStore {
    * groups subscribed to the table.
    */
   setTableLayout(tableId: number, layout: TableLayoutInput): void {
-    this.#checkOpen();
+    this.#checkWritable('setTableLayout');
     // Read once: every coordinator, and those still loading later, get the same checked copy.
     const normalized = normalizeTableLayout(tableId, layout);
     for (const slot of this.#slots) slot.bucket?.coordinator.setTableLayout(tableId, normalized);
@@ -1128,6 +1181,7 @@ export class OffsetStore {
    * GroupMember. `leave()` it when done; `close()` stops every member still running.
    */
   async joinGroup(groupId: string, options: MemberOptions): Promise<GroupMember> {
+    this.#checkWritable('joinGroup');
     this.#checkNotClosing();
     validateGroupId(groupId);
     const member = await GroupMember.join(
@@ -1154,6 +1208,7 @@ export class OffsetStore {
 
   /** A manual-assignment helper for a scanner of `groupId` (no rebalance). */
   scanner(groupId: string, options?: ScannerOptions): ScannerOffsets {
+    this.#checkWritable('scanner');
     this.#checkNotClosing();
     validateGroupId(groupId);
     const scanner = new ScannerOffsets(
@@ -1406,7 +1461,7 @@ export class OffsetStore {
    * when the clock cannot say (a warning), so that the buckets are still unloaded and their logs closed.
    */
   #lastCheckpointTime(): number | undefined {
-    if (!recordedStrategy(this.#recorded)!.checkpoints) return undefined;
+    if (this.#options.readOnly || !recordedStrategy(this.#recorded)!.checkpoints) return undefined;
     try {
       return this.#options.clock.nowMs();
     } catch (error) {

@@ -50,6 +50,11 @@ export interface StoreAdminOptions {
   compactionWorkers?: number;
   /** Receives the store's warnings (an ignored checkpoint, a failed background job). */
   onWarning?: (message: string) => void;
+  /**
+   * Open the store to read only (see OffsetStoreOptions.readOnly): no lock, nothing written, also
+   * while another process has it open; the write operations are refused with STORE_READ_ONLY.
+   */
+  readOnly?: boolean;
 }
 
 /** One member of a group, as described. */
@@ -247,7 +252,10 @@ export class StoreAdmin {
     this.#layout = layout;
   }
 
-  /** Opens the existing store in `dir` (INVALID_CONFIG when there is none; STORE_LOCKED when it is open elsewhere). */
+  /**
+   * Opens the existing store in `dir` (INVALID_CONFIG when there is none; STORE_LOCKED when it is
+   * open elsewhere, unless `readOnly`).
+   */
   static async open(dir: string, options: StoreAdminOptions = {}): Promise<StoreAdmin> {
     const fs = options.fs ?? new NodeFileSystem();
     const layout = await readStoreLayout(fs, dir);
@@ -256,6 +264,7 @@ export class StoreAdmin {
       fs,
       compaction: { background: false, workers: options.compactionWorkers ?? 1 },
       ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+      ...(options.readOnly === true ? { readOnly: true } : {}),
     });
     return new StoreAdmin(store, layout);
   }

@@ -45,6 +45,7 @@ export const ERROR_CODES = {
   TOO_MANY_PENDING_WRITES: { errno: 1005, retriable: true },
   INVALID_COMPACTION_PLAN: { errno: 1006, retriable: false },
   REPLICA_NO_SPACE: { errno: 1007, retriable: true },
+  STORE_READ_ONLY: { errno: 1008, retriable: false },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 /** The name of an error code, e.g. `'CORRUPT_MESSAGE'`. */

@@ -11,6 +11,7 @@ export {
   type NodeFileSystemOptions,
 } from './node-file-system.js';
 export { copyDirectory, directoryBytes } from './directory-tree.js';
+export { OverlayFileSystem } from './overlay-file-system.js';
 export { threadCpuMs } from './thread-usage.js';
 export { isNameTaken, realPathOf } from './real-path.js';
 export {

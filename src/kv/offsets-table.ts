@@ -49,6 +49,12 @@ export interface OffsetsTableOptions {
   knownEnd?: { logOffset: number; exact: boolean };
   /** Receives recoverable problems (an ignored checkpoint). */
   onWarning: (message: string) => void;
+  /**
+   * The store is open to read only (its file system keeps every change in memory): checkpoints are
+   * read from an LMDB environment opened read-only and never written or discarded (LMDB does not
+   * go through the file-system port), and every append is refused with STORE_READ_ONLY.
+   */
+  readOnly?: boolean;
 }
 
 /** What recovery did, beyond the log's own report. */
@@ -127,14 +133,27 @@ export class OffsetsTable {
   #gated = 0;
 
   readonly #onWarning: (message: string) => void;
+  /** Set for a store open to read only: every append is refused (see OffsetsTableOptions.readOnly). */
+  readonly #readOnly: boolean;
+
+  /** STORE_READ_ONLY for a table of a store open to read only. */
+  #checkWritable(): void {
+    if (this.#readOnly)
+      throw new OffsetStoreError(
+        'STORE_READ_ONLY',
+        `${this.segmentLog?.dir ?? 'an offsets table'}: the store is open to read only: nothing is written`,
+      );
+  }
 
   private constructor(
     log: LogPort,
     state: OffsetsTableState,
     checkpoints: CheckpointStore | undefined,
     onWarning: (message: string) => void = () => {},
+    readOnly = false,
   ) {
     this.#onWarning = onWarning;
+    this.#readOnly = readOnly;
     this.log = log;
     this.segmentLog = log instanceof Log ? log : undefined;
     this.state = state;
@@ -167,9 +186,15 @@ export class OffsetsTable {
     const checkpointDir = path.join(options.log.dir, CHECKPOINT_DIR);
     let checkpoints: CheckpointStore | undefined;
     let damaged = false;
+    const readOnly = options.readOnly === true;
     if (options.useCheckpoints) {
       try {
-        checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
+        // Read only, an environment that is not there is not made (LMDB writes past the port).
+        if (!readOnly) checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
+        else if ((await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null)
+          checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir, {
+            readOnly: true,
+          });
       } catch (error) {
         if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
         options.onWarning(`${checkpointDir}: ignoring every checkpoint: ${error.message}`);
@@ -216,9 +241,9 @@ export class OffsetsTable {
           // the log can grow past it again, when an open would restore the lost commits over the
           // log's new ones.
           await log.close();
-          await checkpoints!.discard(candidate.logOffset);
+          if (!readOnly) await checkpoints!.discard(candidate.logOffset);
           options.onWarning(
-            `${checkpointDir}: discarded the checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset} (written by an earlier version of batches the log had acknowledged in durability 'os', which a power loss took)`,
+            `${checkpointDir}: ${readOnly ? 'ignored' : 'discarded'} the checkpoint at log offset ${candidate.logOffset}: past the log end ${report.logEndOffset} (written by an earlier version of batches the log had acknowledged in durability 'os', which a power loss took)`,
           );
           continue;
         }
@@ -231,7 +256,7 @@ export class OffsetsTable {
             `${options.log.dir}: the log ends at log offset ${report.logEndOffset}, below the log start ${fromLogOffset} the store recorded (the batches from there, which held the bucket's offsets, are missing)`,
           );
         }
-        if (damaged) {
+        if (damaged && !readOnly) {
           // The whole log recovered the state (Log.open refused it otherwise: it must start at the
           // log start): start a new environment in place of the damaged one.
           try {
@@ -249,7 +274,7 @@ export class OffsetsTable {
           recoveryMs: performance.now() - startedMs,
         };
         return {
-          table: new OffsetsTable(log, state, checkpoints, options.onWarning),
+          table: new OffsetsTable(log, state, checkpoints, options.onWarning, readOnly),
           report: recovery,
         };
       }
@@ -385,6 +410,7 @@ export class OffsetsTable {
    * cannot be appended first.
    */
   async #append(batch: Buffer, gate: Promise<void> | undefined): Promise<number> {
+    this.#checkWritable();
     if (gate !== undefined) {
       this.#gated++;
       await gate;
@@ -481,6 +507,7 @@ export class OffsetsTable {
    * synchronous step, so no other write lands between them.
    */
   async writeImage(nowMs: number): Promise<number> {
+    this.#checkWritable();
     const writes: Promise<unknown>[] = [];
     let start: number;
     const release = await this.#holdWrites();
@@ -524,6 +551,7 @@ export class OffsetsTable {
 
   /** Starts using checkpoints: any old environment is removed (it may predate deletes), then one is written. */
   async enableCheckpoints(nowMs: number): Promise<void> {
+    this.#checkWritable();
     const local = this.#local();
     const dir = path.join(local.dir, CHECKPOINT_DIR);
     await this.#checkpoints?.close();
@@ -557,6 +585,7 @@ export class OffsetsTable {
    * it covers the whole log (a quiet bucket), the active segment too, sealed for the purpose.
    */
   async checkpoint(createdAtMs: number): Promise<CheckpointRun> {
+    this.#checkWritable();
     if (this.#checkpoints === undefined)
       return { info: undefined, segmentBytesDeleted: 0, bytesWritten: 0 };
     const { info, bytesWritten } = await this.#writeCheckpoint(createdAtMs);
@@ -571,6 +600,7 @@ export class OffsetsTable {
   async writeCheckpoint(
     createdAtMs: number,
   ): Promise<{ info: CheckpointInfo; bytesWritten: number } | undefined> {
+    this.#checkWritable();
     return this.#checkpoints === undefined ? undefined : this.#writeCheckpoint(createdAtMs);
   }
 
@@ -580,6 +610,7 @@ export class OffsetsTable {
    * Returns the bytes freed.
    */
   async freeBelow(logOffset: number): Promise<number> {
+    this.#checkWritable();
     const newest = this.latestCheckpoint();
     assert(
       newest !== undefined && logOffset <= newest.logOffset,

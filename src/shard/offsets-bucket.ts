@@ -63,6 +63,8 @@ export interface OffsetsBucketOptions {
   log: LogOptions;
   /** Whether the store's strategy keeps LMDB checkpoints ('checkpoint', or a module declaring checkpoints). */
   useCheckpoints: boolean;
+  /** The store is open to read only: its table refuses every write (OffsetsTableOptions.readOnly). */
+  readOnly?: boolean;
   /** What the store's manifest recorded of this bucket's log. */
   record: BucketLogRecord;
   /** Time for commit timestamps and the coordinator's timers. */
@@ -178,6 +180,7 @@ export class OffsetsBucket {
       logStart: options.record.logStart,
       knownEnd: { logOffset: options.record.logEnd, exact: options.record.endExact },
       onWarning: options.onWarning,
+      readOnly: options.readOnly,
     });
     return OffsetsBucket.fromTable(options, table, report);
   }

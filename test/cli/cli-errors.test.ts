@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
-import { REPO_DIR, runCli } from './cli-harness.js';
+import { REPO_DIR, json, runCli } from './cli-harness.js';
 
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
@@ -47,7 +47,7 @@ describe('offset-store failures', () => {
     expect(existsSync(missing)).toBe(false);
   });
 
-  it('a store open in another process: STORE_LOCKED, exit 1', async () => {
+  it('a store open in another process: STORE_LOCKED for a command that writes, exit 1; the read commands read it without its lock', async () => {
     const dir = tempDir();
     cpSync(seeded, dir, { recursive: true });
     const store = await OffsetStore.open({
@@ -56,13 +56,34 @@ describe('offset-store failures', () => {
       compaction: { background: false },
     });
     try {
-      const run = await runCli(['stats', '--dir', dir]);
+      const run = await runCli(['groups', 'delete', 'billing', '--dir', dir]);
       expect(run.code).toBe(1);
       expect(run.stderr).toMatch(
         new RegExp(
           `^error: STORE_LOCKED: .* is locked by live process ${process.pid} \\(errno 1001\\)\\n$`,
         ),
       );
+      // Committed by the live process after the files were copied: a reader sees it.
+      await store.commitOffsets('billing', [{ tableId: 9, bucketId: 0, offset: 77 }]);
+      const live = `the store is open by live process ${process.pid}: read without its lock, as of now (nothing is written)`;
+      const listed = await runCli(['groups', 'list', '--dir', dir, '--json']);
+      expect(listed.code).toBe(0);
+      expect(listed.stderr).toContain(live);
+      expect(
+        json(listed)
+          .groups.map((g: { groupId: string }) => g.groupId)
+          .sort(),
+      ).toEqual(['billing', 'orders']);
+      const described = await runCli(['groups', 'describe', 'billing', '--dir', dir, '--json']);
+      expect(described.code).toBe(0);
+      expect(json(described).buckets).toContainEqual(
+        expect.objectContaining({ tableId: 9, bucketId: 0, committedOffset: 77 }),
+      );
+      const stats = await runCli(['stats', '--dir', dir, '--read-only']);
+      expect(stats.code).toBe(0);
+      expect(stats.stderr).toContain(live);
+      // The store is still the live process's: it commits and closes as before.
+      await store.commitOffsets('billing', [{ tableId: 9, bucketId: 0, offset: 78 }]);
     } finally {
       await store.close();
     }

@@ -20,7 +20,7 @@ import {
   type Column,
   type Output,
 } from '../output.js';
-import { withAdmin } from './with-admin.js';
+import { READ_ONLY_OPTION, withAdmin } from './with-admin.js';
 
 /** The `groups describe` command. */
 export const groupsDescribe: Command = {
@@ -37,6 +37,7 @@ export const groupsDescribe: Command = {
     'or an array of {"tableId", "partitionId", "bucketId", "offset"}.',
   ].join('\n'),
   options: {
+    ...READ_ONLY_OPTION,
     'log-end': {
       type: 'string',
       valueName: '<json|file>',
@@ -52,7 +53,9 @@ export const groupsDescribe: Command = {
     const groupId = groupIdArgument(context);
     const logEndText = stringOption(context, 'log-end');
     const logEnd = logEndText === undefined ? [] : await readOffsetsDocument(logEndText, 'log-end');
-    const report = await withAdmin(context, (admin) => admin.describeGroup(groupId, logEnd));
+    const report = await withAdmin(context, (admin) => admin.describeGroup(groupId, logEnd), {
+      readsOnly: true,
+    });
     if (context.output.json) context.output.result(report);
     else printReport(context.output, report, logEndText !== undefined);
     return EXIT.OK;

@@ -2,7 +2,7 @@
 import type { StatsReport } from '../../admin/index.js';
 import { EXIT, noPositionals, type Command } from '../command.js';
 import { formatBytes, formatCount, formatTimestamp, type Output } from '../output.js';
-import { withAdmin } from './with-admin.js';
+import { READ_ONLY_OPTION, withAdmin } from './with-admin.js';
 
 /** The `stats` command. */
 export const stats: Command = {
@@ -11,11 +11,11 @@ export const stats: Command = {
   summary: 'per offsets-bucket: log bytes, segments, live offsets, groups, last checkpoint',
   description:
     'Opens the store and prints, per offsets-bucket, the log size and segment count, the next log offset, the live committed offsets, the groups, and the newest checkpoint.',
-  options: {},
+  options: { ...READ_ONLY_OPTION },
   examples: ['offset-store stats --dir ./data', 'offset-store stats --dir ./data --json'],
   async run(context) {
     noPositionals(context);
-    const report = await withAdmin(context, (admin) => admin.stats());
+    const report = await withAdmin(context, (admin) => admin.stats(), { readsOnly: true });
     if (context.output.json) context.output.result(report);
     else printReport(context.output, report);
     return EXIT.OK;

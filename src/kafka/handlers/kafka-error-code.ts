@@ -12,7 +12,7 @@
  * | CORRUPT_MESSAGE              | KAFKA_STORAGE_ERROR (56)       | an offsets-bucket refused to load: a disk problem, not a bad request |
  * | GROUP_SUBSCRIBED_TO_BUCKET   | GROUP_SUBSCRIBED_TO_TOPIC (86) | same rule, Kafka's name                              |
  * | BUCKET_NOT_ASSIGNED          | STALE_MEMBER_EPOCH (113)       | the member's view of its assignment is behind: heartbeat, then retry |
- * | STORE_LOCKED, anything else  | UNKNOWN_SERVER_ERROR (-1)      |                                                      |
+ * | STORE_LOCKED, STORE_READ_ONLY, anything else | UNKNOWN_SERVER_ERROR (-1) |                                        |
  *
  * An error that is not an OffsetStoreError is a bug: UNKNOWN_SERVER_ERROR, and the caller reports it.
  */

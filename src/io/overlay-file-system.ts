@@ -39,6 +39,8 @@ interface OverlayFile {
 
 interface OverlayDirectory {
   kind: 'dir';
+  /** Made where the overlay had removed one: nothing below shows through it. */
+  opaque: boolean;
 }
 
 type Node = OverlayFile | OverlayDirectory | 'deleted';
@@ -74,7 +76,7 @@ export class OverlayFileSystem implements FileSystem {
     for (let dir = path.dirname(p); ; dir = path.dirname(dir)) {
       const above = this.#nodes.get(dir);
       if (above === 'deleted') return 'deleted';
-      if (above !== undefined) return undefined;
+      if (above !== undefined) return above.kind === 'dir' && above.opaque ? 'deleted' : undefined;
       if (dir === path.dirname(dir)) return undefined;
     }
   }
@@ -170,7 +172,7 @@ export class OverlayFileSystem implements FileSystem {
       // The port tells a directory below only by its entries: an empty one is made again here,
       // which reads the same.
       if (node === undefined && (await this.#below.readdir(dir)).length > 0) break;
-      this.#nodes.set(dir, { kind: 'dir' });
+      this.#nodes.set(dir, { kind: 'dir', opaque: node === 'deleted' });
       if (dir === path.dirname(dir)) break;
     }
   }

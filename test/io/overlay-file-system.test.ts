@@ -75,6 +75,12 @@ describe('OverlayFileSystem', () => {
     await fs.removeTree(path.join(dir, 'a'));
     expect(await fs.readdir(dir)).toEqual(['c']);
     expect(await fs.readFile(one)).toBeNull();
+    // Made again where it was removed: nothing of the old one shows through.
+    await fs.mkdir(path.join(dir, 'a', 'b'));
+    expect(await fs.readdir(path.join(dir, 'a'))).toEqual(['b']);
+    expect(await fs.readdir(path.join(dir, 'a', 'b'))).toEqual([]);
+    expect(await fs.readFile(one)).toBeNull();
+    expect(await fs.sizeBytes(path.join(dir, 'a', 'b', 'two.log'))).toBeNull();
     await fs.syncDir();
 
     expect(fingerprint(dir)).toEqual(before);

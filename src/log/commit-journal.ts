@@ -66,13 +66,17 @@
  * A round whose write or fdatasync fails is cut back (its header overwritten with zeros and
  * fdatasynced), so that its batches, refused to their callers, never come back. If that fails too,
  * the first refused round is recorded, durably, in `journal/refused-rounds.json` (REFUSED_FILE):
- * `{ file, position, round, checksum }`, the round's file name, byte position, number and header
- * checksum. Reading then ends that file there when the round found at that position is the one
- * recorded (same number and checksum; anything else there, zeros from an erase that did land, is
- * read as usual), so the refused rounds stay refused in the next process too. Recovery deletes the
- * record after the journal files it read. Only if recording fails as well does the journal leave
- * it to this process alone: it will not reopen the store's journal, and the error names the file
- * and position to fill with zeros.
+ * `{ "refused": [{ file, position, round, checksum }, ...] }`, each entry a round's file name, byte
+ * position, number and header checksum (an earlier version wrote one such object alone, which is
+ * read as a list of one). Reading then ends a file at an entry's position when the round found there
+ * is the one recorded (same number and checksum; anything else there, zeros from an erase that did
+ * land, is read as usual), so the refused rounds stay refused in the next process too. The record
+ * holds an entry per failed process whose file is still there: the files a process read at open
+ * stay while any of its buckets has not replayed them (awaitRecovery: false), so a process adds its
+ * entry to those before it, and when journal files are deleted, only their entries go (the record
+ * with the last one). Only if recording fails as well does the journal leave it to this process
+ * alone: it will not reopen the store's journal, and the error names the file and position to fill
+ * with zeros.
  */
 import * as path from 'node:path';
 import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
@@ -600,17 +604,17 @@ export class CommitJournal implements JournalPort {
         const what = `${failure.message}; erasing the refused rounds from byte ${first.start} of ${file.path} failed too (${(cutError as Error).message})`;
         let message: string;
         try {
-          const record: RefusedRounds = {
-            file: path.basename(file.path),
-            position: first.start,
-            round: first.number,
-            checksum: first.checksum,
-          };
-          await writeDurably(
-            this.#fs,
-            path.join(this.#dir, REFUSED_FILE),
-            Buffer.from(JSON.stringify(record)),
-          );
+          // Beside the entries of earlier processes whose files are still there.
+          const entries = [
+            ...((await readRefusedRounds(this.#fs, this.#dir)) ?? []),
+            {
+              file: path.basename(file.path),
+              position: first.start,
+              round: first.number,
+              checksum: first.checksum,
+            },
+          ];
+          await writeRefusedRounds(this.#fs, this.#dir, entries);
           message = `${what}; recorded in ${path.join(JOURNAL_DIR, REFUSED_FILE)}: the next open reads that file as ending there`;
         } catch (recordError) {
           message = `${what}, and recording them failed (${(recordError as Error).message}): fill that file with zeros from byte ${first.start} before reopening the store`;
@@ -729,24 +733,46 @@ export async function deleteJournalFiles(
     for (const name of names) await fs.unlink(path.join(dir, name));
     await fs.syncDir(dir);
   }
-  // After the files it names: a crash in between leaves it naming files that are gone.
-  const record = path.join(dir, REFUSED_FILE);
-  if ((await fs.sizeBytes(record)) !== null) {
-    await fs.unlink(record);
+  // After the files it names: a crash in between leaves it naming files that are gone. Entries of
+  // files not deleted (a later process's, written while these waited) stay.
+  const entries = await readRefusedRounds(fs, dir);
+  if (entries === undefined) return;
+  const deleted = new Set(names);
+  const kept = entries.filter((entry) => !deleted.has(entry.file));
+  if (kept.length === entries.length) return;
+  if (kept.length > 0) {
+    await writeRefusedRounds(fs, dir, kept);
+  } else {
+    await fs.unlink(path.join(dir, REFUSED_FILE));
     await fs.syncDir(dir);
   }
 }
 
-/** The record of refused rounds (REFUSED_FILE). */
-interface RefusedRounds {
+/** One entry of the record of refused rounds (REFUSED_FILE): where a refused round begins. */
+interface RefusedRound {
   file: string;
   position: number;
   round: number;
   checksum: number;
 }
 
-/** Reads the record of refused rounds, if there is one; CORRUPT_MESSAGE for one that is not. */
-async function readRefusedRounds(fs: FileSystem, dir: string): Promise<RefusedRounds | undefined> {
+async function writeRefusedRounds(
+  fs: FileSystem,
+  dir: string,
+  entries: readonly RefusedRound[],
+): Promise<void> {
+  await writeDurably(
+    fs,
+    path.join(dir, REFUSED_FILE),
+    Buffer.from(JSON.stringify({ refused: entries })),
+  );
+}
+
+/**
+ * Reads the record of refused rounds, if there is one: its entries (one for a record of an earlier
+ * version, a single entry object); CORRUPT_MESSAGE for one that is not a record.
+ */
+async function readRefusedRounds(fs: FileSystem, dir: string): Promise<RefusedRound[] | undefined> {
   const filePath = path.join(dir, REFUSED_FILE);
   const bytes = await fs.readFile(filePath);
   if (bytes === null) return undefined;
@@ -756,25 +782,29 @@ async function readRefusedRounds(fs: FileSystem, dir: string): Promise<RefusedRo
   } catch {
     parsed = undefined;
   }
-  const record = parsed as Partial<RefusedRounds> | undefined;
   const uint32 = (value: unknown): boolean =>
     Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= 0xffffffff;
-  if (
-    typeof record !== 'object' ||
-    record === null ||
-    typeof record.file !== 'string' ||
-    parseJournalFileName(record.file) === undefined ||
-    !Number.isSafeInteger(record.position) ||
-    record.position! < 0 ||
-    record.position! % ROUND_ALIGN !== 0 ||
-    !uint32(record.round) ||
-    !uint32(record.checksum)
-  )
-    throw new OffsetStoreError(
-      'CORRUPT_MESSAGE',
-      `${filePath} is not a record of refused rounds ({ file, position, round, checksum }): the journal cannot be read without knowing which rounds were refused`,
+  const isEntry = (value: unknown): value is RefusedRound => {
+    const entry = value as Partial<RefusedRound> | null;
+    return (
+      typeof entry === 'object' &&
+      entry !== null &&
+      typeof entry.file === 'string' &&
+      parseJournalFileName(entry.file) !== undefined &&
+      Number.isSafeInteger(entry.position) &&
+      entry.position! >= 0 &&
+      entry.position! % ROUND_ALIGN === 0 &&
+      uint32(entry.round) &&
+      uint32(entry.checksum)
     );
-  return record as RefusedRounds;
+  };
+  const list = (parsed as { refused?: unknown } | null)?.refused;
+  if (Array.isArray(list) && list.length > 0 && list.every(isEntry)) return list;
+  if (isEntry(parsed)) return [parsed];
+  throw new OffsetStoreError(
+    'CORRUPT_MESSAGE',
+    `${filePath} is not a record of refused rounds ({ "refused": [{ file, position, round, checksum }, ...] }): the journal cannot be read without knowing which rounds were refused`,
+  );
 }
 
 function alignUp(position: number): number {
@@ -820,12 +850,14 @@ export async function readJournal(
         break;
       }
       if (
-        refused !== undefined &&
-        name === refused.file &&
-        position === refused.position &&
-        bytes.readUInt32LE(position) === MAGIC &&
-        bytes.readUInt32LE(position + 16) === refused.round &&
-        bytes.readUInt32LE(position + 4) === refused.checksum
+        refused?.some(
+          (entry) =>
+            name === entry.file &&
+            position === entry.position &&
+            bytes.readUInt32LE(position) === MAGIC &&
+            bytes.readUInt32LE(position + 16) === entry.round &&
+            bytes.readUInt32LE(position + 4) === entry.checksum,
+        ) === true
       ) {
         // Refused to its callers, and its erase failed: the file ends here.
         contents.refusedFrom = { file: filePath, position };

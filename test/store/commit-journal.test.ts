@@ -333,6 +333,90 @@ describe('the commit journal of a store', () => {
     await reopened.close();
   });
 
+  it('keeps every refused round recorded while a lazily opened store replays an earlier journal, and its own journal fails too', async () => {
+    /** A file system whose journal fdatasync fails once armed, and every journal write after it. */
+    const failingJournal = () => {
+      const fs = new FaultyFileSystem();
+      const control = { armed: false, failing: false };
+      const eio = (what: string) =>
+        Object.assign(new Error(`EIO: injected ${what}`), { code: 'EIO' });
+      fs.hookHandles((file, handle) => ({
+        async datasync() {
+          if (control.armed && file.endsWith('.journal')) {
+            control.armed = false;
+            control.failing = true;
+            throw eio('fdatasync failure');
+          }
+          return handle.datasync();
+        },
+        async writev(buffers, position) {
+          if (control.failing && file.endsWith('.journal')) throw eio('write failure');
+          return handle.writev(buffers, position);
+        },
+      }));
+      return { fs, control };
+    };
+    const offsetsOf = async (store: OffsetStore, groups: string[]) =>
+      Promise.all(
+        groups.map(
+          async (g) => (await store.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+        ),
+      );
+    const dir = tempDir();
+    const first = await openStore(dir, OPTIONS);
+    const groups = groupPerBucket(first);
+    await first.close();
+    // Process A: a round refused, its erase failed: the record names it.
+    const a = failingJournal();
+    const storeA = await openStore(dir, { ...OPTIONS, fs: a.fs });
+    await commitTogether(storeA, groups, 3);
+    a.control.armed = true;
+    const refusedA = await Promise.allSettled(
+      groups.map((g) => storeA.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 777 }])),
+    );
+    expect(refusedA.every((r) => r.status === 'rejected')).toBe(true);
+    await storeA.close().catch(() => {});
+    // Process B, opened while bucket 3 is slow to recover: A's file waits for it, and B's own
+    // journal refuses a round too.
+    const b = failingJournal();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const readdir = b.fs.readdir.bind(b.fs);
+    b.fs.readdir = async (at: string) => {
+      if (at.endsWith(`${path.sep}buckets${path.sep}003`)) await gate;
+      return readdir(at);
+    };
+    const storeB = await openStore(dir, { ...OPTIONS, fs: b.fs, awaitRecovery: false });
+    while ((await storeB.stats()).buckets.filter((x) => x.state === 'ready').length < 3)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    b.control.armed = true;
+    const refusedB = await Promise.allSettled(
+      groups
+        .slice(0, 3)
+        .map((g) => storeB.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 888 }])),
+    );
+    expect(refusedB.every((r) => r.status === 'rejected')).toBe(true);
+    const record = path.join(dir, JOURNAL_DIR, REFUSED_FILE);
+    expect(JSON.parse(readFileSync(record, 'utf8')).refused).toHaveLength(2);
+    // A crash of B now: neither process's refused commits come back.
+    const crashed = tempDir();
+    copyStoreDir(dir, crashed);
+    const afterCrash = await openStore(crashed, OPTIONS);
+    expect(await offsetsOf(afterCrash, groups)).toEqual([2, 2, 2, 2]);
+    await afterCrash.close();
+    // B's bucket 3 recovers: A's files go, and only A's entry with them.
+    release();
+    await storeB.ready();
+    expect(JSON.parse(readFileSync(record, 'utf8')).refused).toEqual([
+      expect.objectContaining({ round: 1 }),
+    ]);
+    await storeB.close().catch(() => {});
+    const reopened = await openStore(dir, OPTIONS);
+    expect(await offsetsOf(reopened, groups)).toEqual([2, 2, 2, 2]);
+    await reopened.close();
+    expect(existsSync(record)).toBe(false);
+  });
+
   it('refuses the commits of a round whose journal fdatasync failed, and they never come back', async () => {
     const { dir, groups, fs, store } = await reopenedOnFaultyFs();
     fs.plan.failNextDatasyncOfSuffix = '.journal';

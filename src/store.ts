@@ -415,14 +415,9 @@ export class OffsetStore {
           );
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
-      // then on). Awaiting recovery, once it succeeded, or each bucket's before it first writes
-      // (#beforeFirstWrite): a store that refuses to open keeps exact the ends its logs still have.
-      const endsInexact = async () => {
-        if (manifest.buckets.some((b) => b.endExact))
-          await this.#manifest!.update((m) => {
-            for (const b of m.buckets) b.endExact = false;
-          });
-      };
+      // then on): each bucket's before it first writes (#beforeFirstWrite), and every loaded
+      // bucket's once recovery is over (#raiseLogEnds). A bucket that refuses to open keeps exact
+      // the end its log still has, so that the next open refuses it again.
       if (this.#hosted) {
         this.#recovery = Promise.resolve();
       } else if (this.#options.awaitRecovery) {
@@ -430,7 +425,6 @@ export class OffsetStore {
         await this.#recovery;
         await this.#raiseLogEnds();
       } else {
-        await endsInexact();
         this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
         this.#recovery
           .catch(() => {})
@@ -747,6 +741,10 @@ export class OffsetStore {
             await bucket.unload().catch(() => {});
             throw error;
           }
+          // Layouts set while it was being recorded reached only the installed buckets: the
+          // coordinator takes the current ones (an unchanged layout changes nothing).
+          for (const [tableId, layout] of this.#layouts)
+            bucket.coordinator.setTableLayout(tableId, layout);
           slot.bucket = bucket;
         } catch (error) {
           // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
@@ -764,6 +762,8 @@ export class OffsetStore {
         `offsets-bucket ${failed.index} of ${this.#options.dir} failed to open`,
         this.#slots.length,
       );
+    // Close began while buckets recovered (awaitRecovery: false) and stopped those not loading yet.
+    this.#checkAllLoaded();
   }
 
   /**
@@ -776,7 +776,15 @@ export class OffsetStore {
     // they never replayed what the journal holds for them, and the next open needs it.
     if (read === undefined || this.#slots.some((slot) => slot.bucket === undefined)) return;
     this.#journalRead = undefined;
-    await deleteJournalFiles(this.#options.fs, this.#options.dir, read.files);
+    try {
+      await deleteJournalFiles(this.#options.fs, this.#options.dir, read.files);
+    } catch (error) {
+      // Every bucket serves, and every log holds what those files held: what is left of them is
+      // replayed again by the next open, which changes nothing (a log skips the batches it holds).
+      this.#options.onWarning(
+        `deleting the commit-journal files read at open (${read.files.join(', ')}) failed; the next open reads them again: ${(error as Error).message}`,
+      );
+    }
   }
 
   /** The journal retires a file: offsets-bucket `index`'s log makes everything it wrote durable in itself. */
@@ -1392,13 +1400,17 @@ export class OffsetStore {
    * other buckets recover), and in durability 'os' a power loss may lawfully take that.
    */
   async #raiseLogEnds(): Promise<void> {
+    // Only loaded buckets: one that failed to load (or that close stopped from loading) keeps its
+    // record as it was, exact or not, for the next open to hold its log to.
     const ends = this.#slots.map((slot) => slot.bucket?.table.log.durableEnd);
-    if (!this.#manifest!.manifest.buckets.some((b, i) => b.endExact || (ends[i] ?? 0) > b.logEnd))
-      return;
+    const raised = (b: BucketLogRecord, i: number) =>
+      ends[i] !== undefined && (b.endExact || ends[i] > b.logEnd);
+    if (!this.#manifest!.manifest.buckets.some(raised)) return;
     await this.#manifest!.update((m) => {
       m.buckets.forEach((b, i) => {
+        if (ends[i] === undefined) return;
         b.endExact = false;
-        b.logEnd = Math.max(b.logEnd, ends[i] ?? 0);
+        b.logEnd = Math.max(b.logEnd, ends[i]);
       });
     });
   }

@@ -223,6 +223,34 @@ describe('the commit journal of a store', () => {
     await recovered.close();
   });
 
+  it('warns, and serves and compacts, when the journal read at open cannot be deleted once every bucket replayed it', async () => {
+    const { image, groups, last, loseUnsynced } = await crashImage(5);
+    loseUnsynced();
+    const fs = new FaultyFileSystem();
+    fs.plan.failUnlinksOfSuffix = '.journal';
+    const warnings: string[] = [];
+    const store = await openStore(image, {
+      ...OPTIONS,
+      fs,
+      awaitRecovery: false,
+      onWarning: (m) => warnings.push(m),
+    });
+    await store.ready();
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^deleting the commit-journal files read at open \(.*\) failed; the next open reads them again: EIO/,
+      ),
+    ]);
+    await store.compact();
+    await store.close().catch(() => {}); // its own journal file cannot be deleted either
+    const reopened = await openStore(image, OPTIONS);
+    for (const g of groups)
+      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+        expect.objectContaining({ offset: last }),
+      ]);
+    await reopened.close();
+  });
+
   it('is replayed whatever the options of the open: commitJournal false, durability os', async () => {
     const { image, groups, last, loseUnsynced } = await crashImage(10);
     loseUnsynced();

@@ -12,7 +12,7 @@ import { isOffsetStoreError } from '../../src/errors/index.js';
 import { ManualClock, type GroupMember, type OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { tempDir } from '../support/temp-dir.js';
-import { imageOf, openStore } from './store-fixtures.js';
+import { copyStoreDir, imageOf, openStore } from './store-fixtures.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -229,6 +229,85 @@ describe('recovery in the background', () => {
     expect((await store.fetchOffsets('g'))[0]?.offset).toBe(42);
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 43 }]);
     expect((await store.fetchOffsets('g'))[0]?.offset).toBe(43);
+    await store.close();
+  });
+
+  it('ready() rejects with STORE_CLOSED when close stopped buckets from recovering', async () => {
+    const dir = tempDir();
+    await (await openStore(dir, { bucketCount: 8 })).close();
+    const fs = new GatedFileSystem();
+    const store = await openStore(dir, { bucketCount: 8, fs, awaitRecovery: false });
+    const ready = store.ready().then(
+      () => 'recovered',
+      (error: { code?: string }) => error.code,
+    );
+    const closing = store.close();
+    fs.release();
+    await closing;
+    expect(await ready).toBe('STORE_CLOSED');
+  });
+
+  it('refuses a log written past its exact recorded end at every open, not only the first', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 2 });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await store.close();
+    const manifest = path.join(dir, 'store.json');
+    const older = readFileSync(manifest);
+    const again = await openStore(dir, { bucketCount: 2 });
+    await again.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 2 }]);
+    await again.close();
+    writeFileSync(manifest, older); // an older store.json restored over newer logs
+    for (const awaitRecovery of [false, false, true]) {
+      const opened = openStore(dir, { bucketCount: 2, awaitRecovery });
+      const outcome = awaitRecovery
+        ? await opened.then(
+            () => 'open',
+            (error: { code?: string }) => error.code,
+          )
+        : await opened.then(async (lazy) => {
+            const code = await lazy.ready().then(
+              () => 'open',
+              (error: { code?: string }) => error.code,
+            );
+            await lazy.close();
+            return code;
+          });
+      expect(outcome, `awaitRecovery ${awaitRecovery}`).toBe('CORRUPT_MESSAGE');
+    }
+  });
+
+  it('gives a table layout set while a bucket finishes recovering to that bucket too', async () => {
+    const dir = tempDir();
+    const first = await openStore(dir, { bucketCount: 2 });
+    const groups = ['a', 'b', 'c', 'd', 'e', 'f'];
+    for (const g of groups) await first.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    // A crash image: store.json records log ends below what the logs hold, so each bucket's
+    // recovery writes store.json before the bucket serves.
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    await first.close();
+    const fs = new NodeFileSystem();
+    const held: (() => void)[] = [];
+    let holding = false;
+    const rename = fs.rename.bind(fs);
+    fs.rename = async (from: string, to: string) => {
+      if (holding && path.basename(to) === 'store.json')
+        await new Promise<void>((resume) => held.push(resume));
+      return rename(from, to);
+    };
+    holding = true;
+    const store = await openStore(image, { bucketCount: 2, fs, awaitRecovery: false });
+    while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    store.setTableLayout(7, { bucketCount: 4 });
+    holding = false;
+    for (const resume of held.splice(0)) resume();
+    await store.ready();
+    for (const g of groups) {
+      const member = await store.joinGroup(g, { subscribedTableIds: [7] });
+      expect(member.assignment.length, g).toBe(4);
+      await member.leave();
+    }
     await store.close();
   });
 

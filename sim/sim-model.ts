@@ -190,8 +190,8 @@ export class OffsetsModel {
   }
 
   /**
-   * Writes of a process that died in flight (`unknown`), passed over by a later write before a
-   * fetch told whether they landed: in the log order they precede it, so a fetch will not show them
+   * Writes of a process that died in flight (`unknown`), passed over by a later write (or an
+   * expiry) before a fetch told whether they landed: in the log order they precede it, so a fetch will not show them
    * now. But one that did land was made durable when the store recovered, and in durability 'os' the
    * write that passed it may not be yet: a power loss may bring the key back to it. Such writes are
    * kept with the key's writes since the last durable moment (`since`).
@@ -301,6 +301,14 @@ export class OffsetsModel {
     }
     const baseValue = state.base?.value ?? null;
     if (value === baseValue) {
+      // Absent, as the base is: a write of a crashed process may have landed and expired since.
+      if (value === null)
+        this.#keepSuperseded(
+          state,
+          state.candidates.filter(
+            (c) => c.state === 'unknown' && c.value !== null && mayHaveExpired(c),
+          ),
+        );
       state.candidates = state.candidates.filter((c) => c.state === 'pending');
       return;
     }
@@ -320,6 +328,13 @@ export class OffsetsModel {
       return;
     }
     if (expired !== undefined) {
+      // A write of a crashed process that may have expired may have landed before the expiry.
+      this.#keepSuperseded(
+        state,
+        state.candidates.filter(
+          (c) => c.state === 'unknown' && c.value !== null && mayHaveExpired(c),
+        ),
+      );
       // The store's expiry follows the value it expired and precedes every write issued after it
       // (a key with a write in flight is not expired): it takes the place just after `expired`.
       this.#setBase(state, {

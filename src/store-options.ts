@@ -147,7 +147,8 @@ export interface OffsetStoreOptions {
    * state a real open would serve, as of the moment it opened. Every call that writes (commits,
    * resets, deletes, heartbeats, joins, compaction, conversion, backup) is refused with
    * STORE_READ_ONLY, and no timer runs (sessions, retention, compaction): members and offsets stay
-   * as they were read. For inspecting a store that a service has open; close it when done.
+   * as they were read. `open` resolves once the whole view is read (`awaitRecovery` does not
+   * apply). For inspecting a store that a service has open; close it when done.
    */
   readOnly?: boolean;
   /**

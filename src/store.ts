@@ -320,11 +320,21 @@ export class OffsetStore {
         : await loadStrategy(this.#options.compaction.strategy);
     if (this.#options.readOnly) {
       // Nothing to lock (nothing is written) and nothing to create: the store must be there.
-      if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE)).catch(() => null)) === null)
+      if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE)).catch(() => null)) === null) {
+        // As a real open tells them apart (in the overlay, so nothing is made): bucket folders
+        // holding data without a manifest are damage; anything else is no store.
+        await ManifestFile.openOrCreate(fs, dir, {
+          bucketCount: this.#options.bucketCount ?? DEFAULTS.bucketCount,
+          compactionStrategy: 'log-cleaner',
+          nowMs: clock.nowMs(),
+        }).catch((error: unknown) => {
+          if (isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
+        });
         throw new OffsetStoreError(
           'INVALID_CONFIG',
           `${dir} holds no store (no ${MANIFEST_FILE}): a store opened to read only is not created`,
         );
+      }
     } else {
       await fs.mkdir(dir).catch((error: unknown) => {
         throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
@@ -420,7 +430,9 @@ export class OffsetStore {
       // the end its log still has, so that the next open refuses it again.
       if (this.#hosted) {
         this.#recovery = Promise.resolve();
-      } else if (this.#options.awaitRecovery) {
+      } else if (this.#options.awaitRecovery || this.#options.readOnly) {
+        // (Read only, the view is whole when open resolves: a read of a live store that meets its
+        // owner's changes is made again by OffsetStore.open, which sees only what #open throws.)
         this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
         await this.#recovery;
         await this.#raiseLogEnds();
@@ -457,7 +469,8 @@ export class OffsetStore {
       ['closing its offsets-buckets', () => this.#unloadBuckets()],
       // Kept: what the buckets that did not load have in it is replayed by the next open.
       ['closing its commit journal', async () => this.#journal?.close(false)],
-      ['releasing the lock', () => this.#lock!.release()],
+      // (A store open to read only took none.)
+      ['releasing the lock', async () => this.#lock?.release()],
     ];
     for (const [what, step] of steps) {
       try {
@@ -808,6 +821,7 @@ export class OffsetStore {
       beforeFirstWrite: () => this.#beforeFirstWrite(index),
       fs: this.#options.fs,
       dir,
+      readOnly: this.#options.readOnly,
       durability: this.#options.durability,
       segmentBytesMax: this.#options.segmentBytesMax,
       prepareAtBytes: this.#options.prepareAtBytes,
@@ -824,6 +838,11 @@ export class OffsetStore {
   async ready(): Promise<void> {
     this.#checkOpen();
     return this.#recovery;
+  }
+
+  /** True for a store opened with `readOnly: true` (every call that writes is STORE_READ_ONLY). */
+  get readOnly(): boolean {
+    return this.#options.readOnly;
   }
 
   /** The store directory, absolute. */

@@ -25,8 +25,10 @@
  * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
  * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  */
+import { resolve as resolvePath } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
+import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { assert, externalWork, nextTurn } from '../util/index.js';
 import {
@@ -124,6 +126,13 @@ function decodeGroup(value: Buffer): GroupOffsets {
 const openEnvironments = new Set<RootDatabase<Buffer, (string | number)[]>>();
 
 /**
+ * Environments this process has open read-only (a store open to read only), by resolved path, with
+ * how many times. LMDB keeps one environment per path in a process: an open for writing would get
+ * the read-only one, fail, and leave it unusable for the rest of the process.
+ */
+const readOnlyPaths = new Map<string, number>();
+
+/**
  * Closes every checkpoint environment this process still has open, as the end of a real process
  * would release its LMDB reader slots: for a simulator that abandons stores in a simulated crash
  * and reopens them in the same process. The abandoned stores must not be used afterwards.
@@ -131,6 +140,7 @@ const openEnvironments = new Set<RootDatabase<Buffer, (string | number)[]>>();
 export async function forgetCheckpointProcessState(): Promise<void> {
   const envs = [...openEnvironments];
   openEnvironments.clear();
+  readOnlyPaths.clear();
   // Not through externalWork: the caller awaits these closes before anything else happens.
   for (const db of envs) await db.close().catch(() => {});
 }
@@ -175,10 +185,19 @@ export class CheckpointStore {
   readonly #db: RootDatabase<Buffer, (string | number)[]>;
   #writing = false;
 
-  private constructor(fs: FileSystem, path: string, db: RootDatabase<Buffer, (string | number)[]>) {
+  /** Opened read-only (counted in readOnlyPaths until closed). */
+  readonly #readOnly: boolean;
+
+  private constructor(
+    fs: FileSystem,
+    path: string,
+    db: RootDatabase<Buffer, (string | number)[]>,
+    readOnly: boolean,
+  ) {
     this.#fs = fs;
     this.path = path;
     this.#db = db;
+    this.#readOnly = readOnly;
   }
 
   /**
@@ -194,6 +213,12 @@ export class CheckpointStore {
     options: { readOnly?: boolean } = {},
   ): Promise<CheckpointStore> {
     const readOnly = options.readOnly === true;
+    const key = resolvePath(path);
+    if (!readOnly && (readOnlyPaths.get(key) ?? 0) > 0)
+      throw new OffsetStoreError(
+        'STORE_LOCKED',
+        `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
+      );
     const state = await inspectCheckpointFile(fs, path);
     const db = open<Buffer, (string | number)[]>({
       path,
@@ -207,7 +232,8 @@ export class CheckpointStore {
       eventTurnBatching: false,
     });
     openEnvironments.add(db);
-    const store = new CheckpointStore(fs, path, db);
+    if (readOnly) readOnlyPaths.set(key, (readOnlyPaths.get(key) ?? 0) + 1);
+    const store = new CheckpointStore(fs, path, db, readOnly);
     if (state !== 'sealed' && !readOnly) {
       try {
         await sealCheckpointFile(fs, path);
@@ -481,7 +507,12 @@ export class CheckpointStore {
 
   /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */
   close(): Promise<void> {
-    openEnvironments.delete(this.#db);
+    if (openEnvironments.delete(this.#db) && this.#readOnly) {
+      const key = resolvePath(this.path);
+      const count = (readOnlyPaths.get(key) ?? 1) - 1;
+      if (count > 0) readOnlyPaths.set(key, count);
+      else readOnlyPaths.delete(key);
+    }
     return externalWork(this.#db.close());
   }
 }

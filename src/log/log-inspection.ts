@@ -82,6 +82,11 @@ export interface LogLimits {
    * batches in the journal) continues it.
    */
   journal?: { replay?: readonly Buffer[] };
+  /**
+   * The log is read by a store open to read only, which holds no lock: a live owner may be
+   * appending to its last segment while it is read (see classifyTailDamage).
+   */
+  readOnly?: boolean;
 }
 
 /** One damaged place. */

@@ -163,6 +163,12 @@ export interface LogOptions {
    * recovery appends those past the log's end before anything is served.
    */
   journal?: { port?: JournalPort; bucket: number; replay?: readonly Buffer[] };
+  /**
+   * Opened by a store open to read only (its file system keeps every change in memory): recovery
+   * reads as usual, but does not write the unsynced tail again to make it durable (it would only
+   * copy it into memory), and a live owner may be appending while the log is read.
+   */
+  readOnly?: boolean;
 }
 
 /** Default limits. */
@@ -491,16 +497,19 @@ export class Log implements LogPort {
     // Those batches are the log's tail past its own last fdatasync; what a crashed process wrote
     // after them, or without a journal, is written over again from the log's own bytes.
     let heldEnd = 0;
-    if (held.length > 0) {
+    if (held.length > 0 && options.readOnly !== true) {
       await rewriteHeld(fs, segments, held, inspection.logEnd);
       for (const { batch } of held) heldEnd = Math.max(heldEnd, readBatchLogOffset(batch) + 1);
     }
-    const rewritten = await unsynced.rewrite(
-      fs,
-      segments,
-      Math.max(recovery.knownEnd?.logOffset ?? 0, heldEnd),
-      inspection.logEnd,
-    );
+    const rewritten =
+      options.readOnly === true
+        ? 0
+        : await unsynced.rewrite(
+            fs,
+            segments,
+            Math.max(recovery.knownEnd?.logOffset ?? 0, heldEnd),
+            inspection.logEnd,
+          );
     if (rewritten > 0) report.bytesRewritten = rewritten;
     if (last === undefined) {
       segments.push(await createSegment(fs, dir, recovery.fromLogOffset));

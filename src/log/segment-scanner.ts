@@ -262,9 +262,19 @@ export async function classifyTailDamage(
     flushBytesMax: number;
     durability?: 'fsync' | 'os';
     durableBelow?: number;
+    readOnly?: boolean;
   },
 ): Promise<TailDamage> {
   const damagedLogOffset = previousLogOffset + 1;
+  // Read by a store open to read only, while its owner may be appending: a batch the scan found
+  // cut short (or zeros ahead of it) that is whole now was being written then. The view ends there,
+  // before it; every batch acknowledged before the read began lies before it. (A store open for
+  // writing holds the lock: nothing appends while it reads, and damage reads the same twice.)
+  if (
+    limits.readOnly === true &&
+    (await batchNowWhole(fs, path, fromPosition, damagedLogOffset, limits.batchBytesMax))
+  )
+    return { kind: 'torn' };
   if (damagedLogOffset < (limits.durableBelow ?? 0)) {
     return {
       kind: 'corrupt',
@@ -337,6 +347,29 @@ export async function classifyTailDamage(
     lostLengthBytes(buf, fromPosition, firstStart, damagedLogOffset, limits.batchBytesMax)
     ? { kind: 'torn-round', batchesAfter }
     : { kind: 'corrupt', batchesAfter, reason: `${batchesAfter} valid batch(es) follow` };
+}
+
+/** Whether the file at `path` holds, now, a whole valid batch of log offset `logOffset` at `position`. */
+async function batchNowWhole(
+  fs: FileSystem,
+  path: string,
+  position: number,
+  logOffset: number,
+  batchBytesMax: number,
+): Promise<boolean> {
+  const handle = await fs.open(path, 'r');
+  try {
+    const header = Buffer.alloc(BATCH_HEADER_BYTES);
+    if ((await handle.read(header, 0, header.length, position)) < header.length) return false;
+    const length = header.readUInt32LE(0) + LENGTH_FIELD_BYTES;
+    if (length < BATCH_HEADER_BYTES || length > batchBytesMax + LENGTH_FIELD_BYTES) return false;
+    const batch = Buffer.alloc(length);
+    if ((await handle.read(batch, 0, length, position)) < length) return false;
+    const check = checkBatch(batch, 0, length, batchBytesMax);
+    return check.kind === 'ok' && check.logOffset === logOffset;
+  } finally {
+    await handle.close();
+  }
 }
 
 /**

@@ -89,6 +89,16 @@ describe('offset-store failures', () => {
     }
   });
 
+  it('--read-only on a --dir that is a file: INVALID_CONFIG, as without it', async () => {
+    const file = path.join(tempDir(), 'file');
+    writeFileSync(file, 'not a store');
+    for (const extra of [[], ['--read-only']]) {
+      const run = await runCli(['stats', '--dir', file, ...extra]);
+      expect({ extra, code: run.code }).toEqual({ extra, code: 1 });
+      expect(run.stderr).toMatch(/^error: INVALID_CONFIG: .*file is not a directory/);
+    }
+  });
+
   it('an unknown group: GROUP_ID_NOT_FOUND as JSON on stderr with --json, exit 1', async () => {
     const run = await runCli(['groups', 'describe', 'ghost', '--dir', seeded, '--json']);
     expect(run.code).toBe(1);

@@ -4,10 +4,11 @@
  * the store changes, even where recovery repairs (a torn tail, a commit journal to replay); every
  * call that writes is refused with STORE_READ_ONLY.
  */
-import { appendFileSync, existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OffsetStore, isOffsetStoreError } from '../../src/index.js';
+import { OffsetStore, isOffsetStoreError, startKafkaServer } from '../../src/index.js';
+import type { OverlayFileSystem } from '../../src/io/index.js';
 import { dirFingerprint } from '../support/dir-fingerprint.js';
 import { exited, forkTs } from '../support/fork-child.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -144,6 +145,42 @@ describe('a store opened to read only', () => {
     await real.close();
   });
 
+  it('keeps in memory only what recovery changes, not the unsynced tail it would make durable', async () => {
+    const dir = tempDir();
+    const writer = await OffsetStore.open({
+      dir,
+      durability: 'os',
+      bucketCount: 4,
+      compaction: { background: false },
+    });
+    for (let i = 0; i < 2000; i++)
+      await writer.commitOffsets(`g${i % 50}`, [
+        { tableId: 1, bucketId: 0, offset: i, metadata: 'm'.repeat(200) },
+      ]);
+    // Everything since the open is in the page cache only, as a crash of the writer leaves it.
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    await writer.close();
+    const reader = await OffsetStore.open({ dir: image, readOnly: true, onWarning: () => {} });
+    expect((await reader.fetchOffsets('g49', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(1999);
+    expect((reader.fileSystem as OverlayFileSystem).heldBytes).toBeLessThan(64 * 1024);
+    await reader.close();
+  });
+
+  it('a careless open (a bucketCount or strategy the store contradicts) fails cleanly, warning nothing', async () => {
+    const dir = tempDir();
+    await (await commitSome(dir)).close();
+    const warnings: string[] = [];
+    const onWarning = (m: string) => warnings.push(m);
+    await expect(
+      OffsetStore.open({ dir, readOnly: true, bucketCount: 8, onWarning }),
+    ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    await expect(
+      OffsetStore.open({ dir, readOnly: true, compaction: { strategy: 'checkpoint' }, onWarning }),
+    ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    expect(warnings).toEqual([]);
+  });
+
   it('refuses a folder without a store with INVALID_CONFIG, creating nothing', async () => {
     const dir = path.join(tempDir(), 'nothing-here');
     await expect(OffsetStore.open({ dir, readOnly: true })).rejects.toMatchObject({
@@ -154,35 +191,82 @@ describe('a store opened to read only', () => {
   });
 
   it('reads a store a live process commits to and compacts, seeing at least what it had acknowledged', async () => {
-    for (const strategy of ['log-cleaner', 'checkpoint']) {
+    // Small segments (compaction swapping them under the reader) and large ones (preallocated: a
+    // batch being appended reads as zeros, then is whole); few groups and many.
+    const runs: [string, number, number, number][] = [
+      ['log-cleaner', 6, 4096, 5],
+      ['checkpoint', 6, 4096, 5],
+      ['log-cleaner', 2000, 64 << 20, 8],
+    ];
+    for (const [strategy, groups, segmentBytes, reads] of runs) {
+      const what = `${strategy}, ${groups} groups, segments of ${segmentBytes} bytes`;
       const dir = tempDir();
-      const groups = 6;
-      const child = forkTs(CHILD, [dir, strategy, String(groups)]);
-      let acked = 0;
+      const child = forkTs(CHILD, [dir, strategy, String(groups), String(segmentBytes)]);
+      /** Per group, the highest offset acknowledged; and the highest offset started. */
+      const acked = new Map<number, number>();
+      let started = 0;
+      let ackedCount = 0;
       child.on('message', (m: { type: string; offset?: number }) => {
-        if (m.type === 'acked') acked = m.offset!;
+        if (m.type === 'started') started = Math.max(started, m.offset!);
+        if (m.type !== 'acked') return;
+        const k = m.offset! % groups;
+        acked.set(k, Math.max(acked.get(k) ?? 0, m.offset!));
+        ackedCount++;
       });
-      while (acked < 300) await new Promise((resolve) => setTimeout(resolve, 10));
-      for (let round = 0; round < 5; round++) {
-        const ackedBefore = acked;
+      while (ackedCount < Math.max(300, groups)) await new Promise((r) => setTimeout(r, 10));
+      for (let round = 0; round < reads; round++) {
+        const floor = new Map(acked);
         const reader = await OffsetStore.open({ dir, readOnly: true, onWarning: () => {} });
-        const ackedAfter = acked;
+        const ceiling = started;
         for (let k = 0; k < groups; k++) {
           const [row] = await reader.fetchOffsets(`g${k}`, [{ tableId: 1, bucketId: 0 }]);
-          // The last offset of group k acknowledged before the open began, at least; nothing
-          // past what was in flight when it ended.
-          const floor = ackedBefore - ((((ackedBefore - k) % groups) + groups) % groups);
-          expect(row?.offset ?? 0, `${strategy}, round ${round}, g${k}`).toBeGreaterThanOrEqual(
-            floor,
-          );
-          expect(row!.offset).toBeLessThanOrEqual(ackedAfter + 1);
-          expect(row!.offset % groups).toBe(k);
+          const offset = row?.offset ?? 0;
+          // What was acknowledged before the open began, at least; nothing never started.
+          expect(offset, `${what}, read ${round}, g${k}`).toBeGreaterThanOrEqual(floor.get(k) ?? 0);
+          expect(offset).toBeLessThanOrEqual(ceiling);
+          if (offset > 0) expect(offset % groups).toBe(k);
         }
         await reader.close();
       }
       child.send({ type: 'stop' });
       await exited(child);
-      expect(child.exitCode).toBe(0);
+      expect(child.exitCode, what).toBe(0);
     }
+  });
+
+  it('is refused, while open, by an open of the same store for writing in the same process', async () => {
+    const dir = tempDir();
+    await (await commitSome(dir, { strategy: 'checkpoint' })).close();
+    const reader = await OffsetStore.open({ dir, readOnly: true });
+    await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
+      code: 'STORE_LOCKED',
+      message: expect.stringContaining('open to read only'),
+    });
+    await reader.close();
+    const writer = await OffsetStore.open({ dir, compaction: { background: false } });
+    await writer.commitOffsets('g1', [{ tableId: 1, bucketId: 0, offset: 99 }]);
+    await writer.compact(); // a checkpoint written through a read-write environment
+    // The other order works: a reader of a store this process has open for writing.
+    const second = await OffsetStore.open({ dir, readOnly: true });
+    expect((await second.fetchOffsets('g1', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(99);
+    await second.close();
+    await writer.commitOffsets('g1', [{ tableId: 1, bucketId: 0, offset: 100 }]);
+    await writer.compact();
+    await writer.close();
+  });
+
+  it('is refused by startKafkaServer, and a missing store.json beside data is damage, as for a real open', async () => {
+    const dir = tempDir();
+    await (await commitSome(dir)).close();
+    const reader = await OffsetStore.open({ dir, readOnly: true });
+    await expect(startKafkaServer({ store: reader, port: 0 })).rejects.toMatchObject({
+      code: 'STORE_READ_ONLY',
+    });
+    await reader.close();
+    rmSync(path.join(dir, 'store.json'));
+    await expect(OffsetStore.open({ dir, readOnly: true })).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining('a store was here'),
+    });
   });
 });

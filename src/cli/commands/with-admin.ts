@@ -51,7 +51,10 @@ async function openReadOnly(
   context: CommandContext,
   options: StoreAdminOptions,
 ): Promise<StoreAdmin> {
-  const holder = await liveLockHolder(options.fs ?? new NodeFileSystem(), context.dir);
+  // (A --dir that is not a store folder is refused by the open below, with its own error.)
+  const holder = await liveLockHolder(options.fs ?? new NodeFileSystem(), context.dir).catch(
+    () => null,
+  );
   if (holder !== null)
     context.output.warn(
       `the store is open by live process ${holder}: read without its lock, as of now (nothing is written)`,

@@ -154,6 +154,12 @@ export class KafkaServer {
   static async start(options: KafkaServerOptions): Promise<KafkaServer> {
     const resolved = resolveServerOptions(options);
     const { store, clock } = resolved;
+    // Its topic catalog, commits and group protocol all write.
+    if (store.readOnly)
+      throw new OffsetStoreError(
+        'STORE_READ_ONLY',
+        `the store in ${store.dir} is open to read only: a Kafka server cannot serve it`,
+      );
     const catalog = await TopicCatalog.open({
       fs: store.fileSystem,
       dir: store.dir,

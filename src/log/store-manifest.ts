@@ -266,6 +266,12 @@ export class ManifestFile {
       await fs.syncDir(dir);
       await syncAncestors(fs, dir);
       await writeDurably(fs, manifestPath, encodeManifest(manifest));
+    } else {
+      // What the open reads it makes durable first. A process that died after renaming a new
+      // manifest into place but before syncing the folder left it in the page cache only: a power
+      // loss would bring the older one back, while this process relies on the newer (an end no
+      // longer exact, which lets its logs grow past what the older one records).
+      await fs.syncDir(dir);
     }
     const extra = await strayBucketDirs(fs, dir, manifest.bucketCount);
     if (extra.length > 0) throw corrupt(path.join(dir, BUCKETS_DIR), strayReason(manifest, extra));

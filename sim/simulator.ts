@@ -723,6 +723,13 @@ class Simulation {
   rejected(what: string, keys: string[], writes: Write[], error: unknown): void {
     const message = (error as Error).message;
     if (isOffsetStoreError(error) && error.code === 'LOG_STORAGE_ERROR') {
+      // A bucket that failed to load on damage at rest (a latent sector's EIO) refuses every write:
+      // that damage is detected, as when an open fails on it.
+      if (!this.ioFaultInjected() && this.restFaultInjected() && /failed to load/.test(message)) {
+        this.storageError(what, error);
+        this.model.reject(keys, writes);
+        return;
+      }
       // The write may have reached the log before its fdatasync failed; the log cut it back, or
       // recorded it as rejected. If it could do neither, it says so: then only a new process knows.
       if (!this.ioFaultInjected())

@@ -37,7 +37,7 @@ import {
   type LoadedStrategy,
   type CompactionRunListener,
 } from './compaction/index.js';
-import { NodeFileSystem, type FileSystem } from './io/index.js';
+import { NodeFileSystem, realPathOf, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
   ScannerOffsets,
@@ -138,6 +138,21 @@ export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds 
  */
 export const BACKUP_COMPACTION_WAIT_MS = 60_000;
 
+/**
+ * Stores this process has open to read only, by the real path of their directory, with how many
+ * times: an open of one of them for writing in this process is refused while they are open (LMDB
+ * keeps one environment per file in a process, and theirs is read-only).
+ */
+const readOnlyStores = new Map<string, number>();
+
+function storeKey(dir: string): string {
+  try {
+    return realPathOf(dir);
+  } catch {
+    return dir;
+  }
+}
+
 /** Opens of a store to read only, while a live process has it open, before damage is believed. */
 const READ_ONLY_ATTEMPTS = 8;
 /** Pause between them, ms. */
@@ -207,6 +222,9 @@ export class OffsetStore {
       const store = new OffsetStore(attempt === 1 ? resolved : resolveOptions(options));
       try {
         await store.#open();
+        const key = storeKey(resolved.dir);
+        readOnlyStores.set(key, (readOnlyStores.get(key) ?? 0) + 1);
+        store.#readerKey = key;
         return store;
       } catch (error) {
         if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
@@ -242,6 +260,8 @@ export class OffsetStore {
 
   /** True for a store opened with `openHosted`. */
   #hosted = false;
+  /** A store open to read only: its key in readOnlyStores, until it closes. */
+  #readerKey: string | undefined;
   /** Hosted mode: false while the host may not serve (its lease is not confirmed); every call is then NOT_COORDINATOR. */
   #servingGuard: (() => boolean) | undefined;
 
@@ -336,6 +356,11 @@ export class OffsetStore {
         );
       }
     } else {
+      if ((readOnlyStores.get(storeKey(dir)) ?? 0) > 0)
+        throw new OffsetStoreError(
+          'STORE_LOCKED',
+          `${dir}: this process has the store open to read only; close that store before opening it to write (LMDB keeps one environment per file in a process)`,
+        );
       await fs.mkdir(dir).catch((error: unknown) => {
         throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
       });
@@ -1370,6 +1395,19 @@ export class OffsetStore {
   }
 
   async #close(): Promise<void> {
+    try {
+      await this.#closeAll();
+    } finally {
+      // Once its checkpoint environments are closed: a writable open may follow.
+      if (this.#readerKey !== undefined) {
+        const count = (readOnlyStores.get(this.#readerKey) ?? 1) - 1;
+        if (count > 0) readOnlyStores.set(this.#readerKey, count);
+        else readOnlyStores.delete(this.#readerKey);
+      }
+    }
+  }
+
+  async #closeAll(): Promise<void> {
     const scannerResults = await Promise.allSettled([...this.#scanners].map((s) => s.close()));
     for (const member of [...this.#members]) member.stop();
     this.#closed = true;

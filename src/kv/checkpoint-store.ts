@@ -25,11 +25,10 @@
  * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
  * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  */
-import { resolve as resolvePath } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import type { FileSystem } from '../io/index.js';
+import { realPathOf, type FileSystem } from '../io/index.js';
 import { assert, externalWork, nextTurn } from '../util/index.js';
 import {
   inspectCheckpointFile,
@@ -132,6 +131,15 @@ const openEnvironments = new Set<RootDatabase<Buffer, (string | number)[]>>();
  */
 const readOnlyPaths = new Map<string, number>();
 
+/** The key of `path` in readOnlyPaths: LMDB shares the environment of a file under any name for it. */
+function environmentKey(path: string): string {
+  try {
+    return realPathOf(path);
+  } catch {
+    return path;
+  }
+}
+
 /**
  * Closes every checkpoint environment this process still has open, as the end of a real process
  * would release its LMDB reader slots: for a simulator that abandons stores in a simulated crash
@@ -213,7 +221,7 @@ export class CheckpointStore {
     options: { readOnly?: boolean } = {},
   ): Promise<CheckpointStore> {
     const readOnly = options.readOnly === true;
-    const key = resolvePath(path);
+    const key = environmentKey(path);
     if (!readOnly && (readOnlyPaths.get(key) ?? 0) > 0)
       throw new OffsetStoreError(
         'STORE_LOCKED',
@@ -508,7 +516,7 @@ export class CheckpointStore {
   /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */
   close(): Promise<void> {
     if (openEnvironments.delete(this.#db) && this.#readOnly) {
-      const key = resolvePath(this.path);
+      const key = environmentKey(this.path);
       const count = (readOnlyPaths.get(key) ?? 1) - 1;
       if (count > 0) readOnlyPaths.set(key, count);
       else readOnlyPaths.delete(key);

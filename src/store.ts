@@ -37,7 +37,7 @@ import {
   type LoadedStrategy,
   type CompactionRunListener,
 } from './compaction/index.js';
-import { NodeFileSystem, realPathOf, type FileSystem } from './io/index.js';
+import { HeldPaths, NodeFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
   ScannerOffsets,
@@ -139,19 +139,11 @@ export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds 
 export const BACKUP_COMPACTION_WAIT_MS = 60_000;
 
 /**
- * Stores this process has open to read only, by the real path of their directory, with how many
- * times: an open of one of them for writing in this process is refused while they are open (LMDB
- * keeps one environment per file in a process, and theirs is read-only).
+ * Directories of the stores this process has open to read only: an open of one of them for writing
+ * in this process is refused while they are open (LMDB keeps one environment per file in a process,
+ * and theirs is read-only).
  */
-const readOnlyStores = new Map<string, number>();
-
-function storeKey(dir: string): string {
-  try {
-    return realPathOf(dir);
-  } catch {
-    return dir;
-  }
-}
+const readOnlyStores = new HeldPaths();
 
 /** Opens of a store to read only, while a live process has it open, before damage is believed. */
 const READ_ONLY_ATTEMPTS = 8;
@@ -222,9 +214,7 @@ export class OffsetStore {
       const store = new OffsetStore(attempt === 1 ? resolved : resolveOptions(options));
       try {
         await store.#open();
-        const key = storeKey(resolved.dir);
-        readOnlyStores.set(key, (readOnlyStores.get(key) ?? 0) + 1);
-        store.#readerKey = key;
+        store.#releaseReader = readOnlyStores.hold(resolved.dir);
         return store;
       } catch (error) {
         if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
@@ -260,8 +250,8 @@ export class OffsetStore {
 
   /** True for a store opened with `openHosted`. */
   #hosted = false;
-  /** A store open to read only: its key in readOnlyStores, until it closes. */
-  #readerKey: string | undefined;
+  /** A store open to read only: releases its hold in readOnlyStores once it has closed. */
+  #releaseReader: (() => void) | undefined;
   /** Hosted mode: false while the host may not serve (its lease is not confirmed); every call is then NOT_COORDINATOR. */
   #servingGuard: (() => boolean) | undefined;
 
@@ -356,7 +346,7 @@ export class OffsetStore {
         );
       }
     } else {
-      if ((readOnlyStores.get(storeKey(dir)) ?? 0) > 0)
+      if (readOnlyStores.held(dir))
         throw new OffsetStoreError(
           'STORE_LOCKED',
           `${dir}: this process has the store open to read only; close that store before opening it to write (LMDB keeps one environment per file in a process)`,
@@ -619,8 +609,8 @@ export class OffsetStore {
         'a hosting store does not compact: its host checkpoints each bucket',
       );
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
+    // (STORE_CLOSED when a close stopped buckets from loading: see #recoverAll.)
     await this.#recovery;
-    this.#checkAllLoaded();
     if (loaded.id === this.#recorded) {
       // The store's own strategy: a store opened without its module gets it now, and compacts again.
       if (this.#strategy === undefined) {
@@ -810,9 +800,10 @@ export class OffsetStore {
    */
   async #retireJournalRead(): Promise<void> {
     const read = this.#journalRead;
-    // A close begun while buckets recovered (awaitRecovery: false) stops those not loading yet:
-    // they never replayed what the journal holds for them, and the next open needs it.
-    if (read === undefined || this.#slots.some((slot) => slot.bucket === undefined)) return;
+    // Called only once #recoverAll succeeded, every bucket loaded: a close begun while buckets
+    // recovered (awaitRecovery: false) makes it fail, and the buckets it stopped from loading
+    // never replayed what the journal holds for them, which the next open needs.
+    if (read === undefined) return;
     this.#journalRead = undefined;
     try {
       await deleteJournalFiles(this.#options.fs, this.#options.dir, read.files);
@@ -1399,11 +1390,7 @@ export class OffsetStore {
       await this.#closeAll();
     } finally {
       // Once its checkpoint environments are closed: a writable open may follow.
-      if (this.#readerKey !== undefined) {
-        const count = (readOnlyStores.get(this.#readerKey) ?? 1) - 1;
-        if (count > 0) readOnlyStores.set(this.#readerKey, count);
-        else readOnlyStores.delete(this.#readerKey);
-      }
+      this.#releaseReader?.();
     }
   }
 

@@ -37,3 +37,45 @@ export function isNameTaken(p: string): boolean {
     throw error;
   }
 }
+
+/**
+ * Paths something in this process holds, counted by real path: a file or folder reached under
+ * another name (a symbolic link, a relative path) counts as the same. For what must refuse a second
+ * use of a file in one process that the first use rules out.
+ */
+export class HeldPaths {
+  readonly #counts = new Map<string, number>();
+
+  /** Holds `p` once more; returns the release of this hold (a second call does nothing). */
+  hold(p: string): () => void {
+    const key = realKey(p);
+    this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const count = (this.#counts.get(key) ?? 0) - 1;
+      if (count > 0) this.#counts.set(key, count);
+      else this.#counts.delete(key);
+    };
+  }
+
+  /** Whether `p`, under any name, is held. */
+  held(p: string): boolean {
+    return this.#counts.has(realKey(p));
+  }
+
+  /** Forgets every hold (a simulated process end). */
+  clear(): void {
+    this.#counts.clear();
+  }
+}
+
+/** `p` resolved through symbolic links; as resolved alone when that fails (no permission). */
+function realKey(p: string): string {
+  try {
+    return realPathOf(p);
+  } catch {
+    return path.resolve(p);
+  }
+}

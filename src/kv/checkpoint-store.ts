@@ -28,7 +28,7 @@
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { realPathOf, type FileSystem } from '../io/index.js';
+import { HeldPaths, type FileSystem } from '../io/index.js';
 import { assert, externalWork, nextTurn } from '../util/index.js';
 import {
   inspectCheckpointFile,
@@ -125,20 +125,11 @@ function decodeGroup(value: Buffer): GroupOffsets {
 const openEnvironments = new Set<RootDatabase<Buffer, (string | number)[]>>();
 
 /**
- * Environments this process has open read-only (a store open to read only), by resolved path, with
- * how many times. LMDB keeps one environment per path in a process: an open for writing would get
+ * Environments this process has open read-only (a store open to read only). LMDB keeps one
+ * environment per file in a process, whatever name it is opened by: an open for writing would get
  * the read-only one, fail, and leave it unusable for the rest of the process.
  */
-const readOnlyPaths = new Map<string, number>();
-
-/** The key of `path` in readOnlyPaths: LMDB shares the environment of a file under any name for it. */
-function environmentKey(path: string): string {
-  try {
-    return realPathOf(path);
-  } catch {
-    return path;
-  }
-}
+const readOnlyPaths = new HeldPaths();
 
 /**
  * Closes every checkpoint environment this process still has open, as the end of a real process
@@ -193,19 +184,19 @@ export class CheckpointStore {
   readonly #db: RootDatabase<Buffer, (string | number)[]>;
   #writing = false;
 
-  /** Opened read-only (counted in readOnlyPaths until closed). */
-  readonly #readOnly: boolean;
+  /** Opened read-only: releases its hold in readOnlyPaths. */
+  readonly #releaseReadOnly: (() => void) | undefined;
 
   private constructor(
     fs: FileSystem,
     path: string,
     db: RootDatabase<Buffer, (string | number)[]>,
-    readOnly: boolean,
+    releaseReadOnly: (() => void) | undefined,
   ) {
     this.#fs = fs;
     this.path = path;
     this.#db = db;
-    this.#readOnly = readOnly;
+    this.#releaseReadOnly = releaseReadOnly;
   }
 
   /**
@@ -221,8 +212,7 @@ export class CheckpointStore {
     options: { readOnly?: boolean } = {},
   ): Promise<CheckpointStore> {
     const readOnly = options.readOnly === true;
-    const key = environmentKey(path);
-    if (!readOnly && (readOnlyPaths.get(key) ?? 0) > 0)
+    if (!readOnly && readOnlyPaths.held(path))
       throw new OffsetStoreError(
         'STORE_LOCKED',
         `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
@@ -240,8 +230,12 @@ export class CheckpointStore {
       eventTurnBatching: false,
     });
     openEnvironments.add(db);
-    if (readOnly) readOnlyPaths.set(key, (readOnlyPaths.get(key) ?? 0) + 1);
-    const store = new CheckpointStore(fs, path, db, readOnly);
+    const store = new CheckpointStore(
+      fs,
+      path,
+      db,
+      readOnly ? readOnlyPaths.hold(path) : undefined,
+    );
     if (state !== 'sealed' && !readOnly) {
       try {
         await sealCheckpointFile(fs, path);
@@ -515,12 +509,8 @@ export class CheckpointStore {
 
   /** Closes the LMDB environment (the store calls it once no checkpoint write is running). */
   close(): Promise<void> {
-    if (openEnvironments.delete(this.#db) && this.#readOnly) {
-      const key = environmentKey(this.path);
-      const count = (readOnlyPaths.get(key) ?? 1) - 1;
-      if (count > 0) readOnlyPaths.set(key, count);
-      else readOnlyPaths.delete(key);
-    }
+    // (Not released when a simulated process end forgot it already.)
+    if (openEnvironments.delete(this.#db)) this.#releaseReadOnly?.();
     return externalWork(this.#db.close());
   }
 }

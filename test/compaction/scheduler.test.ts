@@ -31,6 +31,20 @@ async function until(
   }
 }
 
+/**
+ * A store compacted by the scripted planner (its `hooks`) every second of its manual clock, each of
+ * its runs told to `onRun`.
+ */
+async function scriptedStore(
+  onRun: NonNullable<NonNullable<OffsetStoreOptions['compaction']>['onRun']>,
+) {
+  const hooks = scriptedHooks();
+  const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
+    compaction: { strategy: STRATEGY_MODULES.scriptedPlanner, intervalMs: 1_000, onRun },
+  });
+  return { hooks, options, store: await OffsetStore.open(options) };
+}
+
 async function overwriteHeavy(
   options: OffsetStoreOptions,
 ): Promise<{ store: OffsetStore; clock: ManualClock; logBytes: () => Promise<number> }> {
@@ -104,18 +118,10 @@ describe('background compaction', () => {
 
 describe("a strategy's due", () => {
   it('that throws, rejects or answers other than a boolean is a warning naming the strategy, and starts no run', async () => {
-    const hooks = scriptedHooks();
     let runs = 0;
-    const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
-      compaction: {
-        strategy: STRATEGY_MODULES.scriptedPlanner,
-        intervalMs: 1_000,
-        onRun: (event) => {
-          if (event.kind === 'started') runs++;
-        },
-      },
+    const { hooks, options, store } = await scriptedStore((event) => {
+      if (event.kind === 'started') runs++;
     });
-    const store = await OffsetStore.open(options);
     try {
       await fillSegments(store, 20);
       const answers: [(view: BucketView) => unknown, RegExp][] = [
@@ -156,16 +162,8 @@ describe("a strategy's due", () => {
   });
 
   it('is shown a copy of the state: what it changes there never reaches the stored state or a later run', async () => {
-    const hooks = scriptedHooks();
     const events: string[] = [];
-    const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
-      compaction: {
-        strategy: STRATEGY_MODULES.scriptedPlanner,
-        intervalMs: 1_000,
-        onRun: (event) => events.push(event.kind),
-      },
-    });
-    const store = await OffsetStore.open(options);
+    const { hooks, options, store } = await scriptedStore((event) => events.push(event.kind));
     try {
       await fillSegments(store, 20);
       hooks.plan = (view) => ({
@@ -193,21 +191,14 @@ describe("a strategy's due", () => {
   });
 
   it('does not stand in for compact(): a background run in flight is waited for, then compact() runs a forced one', async () => {
-    const hooks = scriptedHooks();
     const events: string[] = [];
-    const options = inProcessOptions(tempDir(), STRATEGY_MODULES.scriptedPlanner, {
-      compaction: {
-        strategy: STRATEGY_MODULES.scriptedPlanner,
-        intervalMs: 1_000,
-        onRun: (event) =>
-          events.push(
-            event.kind === 'started'
-              ? `started ${event.background ? 'background' : 'forced'}`
-              : event.kind,
-          ),
-      },
-    });
-    const store = await OffsetStore.open(options);
+    const { hooks, options, store } = await scriptedStore((event) =>
+      events.push(
+        event.kind === 'started'
+          ? `started ${event.background ? 'background' : 'forced'}`
+          : event.kind,
+      ),
+    );
     let release!: () => void;
     const released = new Promise<null>((resolve) => (release = () => resolve(null)));
     try {

@@ -30,7 +30,9 @@ import {
   type LogPort,
   type LogRecoveryReport,
 } from '../log/index.js';
+import type { FileSystem } from '../io/index.js';
 import { assert, nextTurn } from '../util/index.js';
+import { LMDB_DATA_FILE } from './checkpoint-seal.js';
 import { CHECKPOINT_DIR, CheckpointStore, type CheckpointInfo } from './checkpoint-store.js';
 import { OffsetsTableState } from './offsets-table-state.js';
 
@@ -113,6 +115,18 @@ function replayStart(checkpoint: CheckpointInfo | undefined, logStart: number): 
   return Math.max(checkpoint?.logOffset ?? logStart, logStart);
 }
 
+/**
+ * The checkpoint environment at `dir` opened read-only, or undefined when there is none: one that is
+ * not there is not made (LMDB writes past the file-system port).
+ */
+async function openCheckpointsToRead(
+  fs: FileSystem,
+  dir: string,
+): Promise<CheckpointStore | undefined> {
+  if ((await fs.sizeBytes(path.join(dir, LMDB_DATA_FILE))) === null) return undefined;
+  return CheckpointStore.open(fs, dir, { readOnly: true });
+}
+
 export class OffsetsTable {
   /** The table's log port: only this class appends to it; stats and compaction read its figures. */
   readonly log: LogPort;
@@ -189,12 +203,9 @@ export class OffsetsTable {
     const readOnly = options.readOnly === true;
     if (options.useCheckpoints) {
       try {
-        // Read only, an environment that is not there is not made (LMDB writes past the port).
-        if (!readOnly) checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir);
-        else if ((await options.log.fs.sizeBytes(path.join(checkpointDir, 'data.mdb'))) !== null)
-          checkpoints = await CheckpointStore.open(options.log.fs, checkpointDir, {
-            readOnly: true,
-          });
+        checkpoints = readOnly
+          ? await openCheckpointsToRead(options.log.fs, checkpointDir)
+          : await CheckpointStore.open(options.log.fs, checkpointDir);
       } catch (error) {
         if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
         options.onWarning(`${checkpointDir}: ignoring every checkpoint: ${error.message}`);
@@ -304,15 +315,12 @@ export class OffsetsTable {
     checkpointProblems: { file: string; reason: string }[];
   }> {
     const checkpointDir = path.join(options.log.dir, CHECKPOINT_DIR);
-    const environmentFile = path.join(checkpointDir, 'data.mdb');
-    const hasEnvironment =
-      options.useCheckpoints && (await options.log.fs.sizeBytes(environmentFile)) !== null;
+    const environmentFile = path.join(checkpointDir, LMDB_DATA_FILE);
     const checkpointProblems: { file: string; reason: string }[] = [];
     let checkpoints: CheckpointStore | undefined;
     try {
-      checkpoints = hasEnvironment
-        ? await CheckpointStore.open(options.log.fs, checkpointDir, { readOnly: true })
-        : undefined;
+      if (options.useCheckpoints)
+        checkpoints = await openCheckpointsToRead(options.log.fs, checkpointDir);
     } catch (error) {
       if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error; // a damaged environment: as open, the log alone
       checkpointProblems.push({

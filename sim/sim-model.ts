@@ -178,10 +178,7 @@ export class OffsetsModel {
         keep.push(write); // it may have taken effect after the base
       }
       const after = state.base!.seq;
-      this.#keepSuperseded(
-        state,
-        state.candidates.filter((c) => c.state === 'unknown' && c.seq < after),
-      );
+      this.#keepSuperseded(state, (c) => c.seq < after);
       state.candidates = [
         ...keep,
         ...state.candidates.filter((c) => c !== write && c.seq > after && c.state !== 'acked'),
@@ -191,16 +188,23 @@ export class OffsetsModel {
 
   /**
    * Writes of a process that died in flight (`unknown`), passed over by a later write (or an
-   * expiry) before a fetch told whether they landed: in the log order they precede it, so a fetch will not show them
+   * expiry; `passedOver` picks them) before a fetch told whether they landed: in the log order they
+   * precede it, so a fetch will not show them
    * now. But one that did land was made durable when the store recovered, and in durability 'os' the
    * write that passed it may not be yet: a power loss may bring the key back to it. Such writes are
    * kept with the key's writes since the last durable moment (`since`).
    */
-  #keepSuperseded(state: KeyState, unknown: readonly Write[]): void {
+  #keepSuperseded(state: KeyState, passedOver: (w: Write) => boolean): void {
     if (!this.#unsynced) return;
     const durable = state.durableBase?.seq ?? 0;
-    for (const w of unknown)
-      if (w.seq > durable && !state.since.some((s) => s.seq === w.seq)) state.since.push(w);
+    for (const w of state.candidates)
+      if (
+        w.state === 'unknown' &&
+        passedOver(w) &&
+        w.seq > durable &&
+        !state.since.some((s) => s.seq === w.seq)
+      )
+        state.since.push(w);
   }
 
   /** The writes were rejected: their values must never be seen. */
@@ -299,16 +303,11 @@ export class OffsetsModel {
         throw new ModelViolation(key, `${key} shows ${value}, a value never written`);
       return;
     }
+    const mayHaveLandedAndExpired = (w: Write) => w.value !== null && mayHaveExpired(w);
     const baseValue = state.base?.value ?? null;
     if (value === baseValue) {
       // Absent, as the base is: a write of a crashed process may have landed and expired since.
-      if (value === null)
-        this.#keepSuperseded(
-          state,
-          state.candidates.filter(
-            (c) => c.state === 'unknown' && c.value !== null && mayHaveExpired(c),
-          ),
-        );
+      if (value === null) this.#keepSuperseded(state, mayHaveLandedAndExpired);
       state.candidates = state.candidates.filter((c) => c.state === 'pending');
       return;
     }
@@ -319,22 +318,14 @@ export class OffsetsModel {
     const from =
       expired === undefined ? state.candidates.find((c) => c.value === value) : undefined;
     if (from !== undefined) {
-      this.#keepSuperseded(
-        state,
-        state.candidates.filter((c) => c.state === 'unknown' && c.seq < from.seq),
-      );
+      this.#keepSuperseded(state, (c) => c.seq < from.seq);
       this.#setBase(state, from);
       state.candidates = state.candidates.filter((c) => c !== from && c.state === 'pending');
       return;
     }
     if (expired !== undefined) {
       // A write of a crashed process that may have expired may have landed before the expiry.
-      this.#keepSuperseded(
-        state,
-        state.candidates.filter(
-          (c) => c.state === 'unknown' && c.value !== null && mayHaveExpired(c),
-        ),
-      );
+      this.#keepSuperseded(state, mayHaveLandedAndExpired);
       // The store's expiry follows the value it expired and precedes every write issued after it
       // (a key with a write in flight is not expired): it takes the place just after `expired`.
       this.#setBase(state, {

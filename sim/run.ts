@@ -1,13 +1,14 @@
 /**
  * `npm run sim -- [--seed N | --seeds K | --minutes M] [--ops M] [--faults profile] [--swarm]
- * [--os-share P] [--lazy-open-share P] [--regression] [--verbose]`: runs simulations (sim/simulator.ts) and reports each seed's outcome.
+ * [--os-share P] [--lazy-open-share P] [--view-chance P] [--regression] [--verbose]`: runs simulations (sim/simulator.ts) and reports each seed's outcome.
  *
  * - `--seed N` runs one seed (replays it exactly; `--verbose` prints every action).
  * - `--seeds K` runs K seeds drawn from `--from` (default: the current time, printed), `--minutes M`
  *   runs seeds until M minutes have passed.
  * - `--os-share P` opens each process in durability 'os' with chance P (default: drawn from the
  *   seed, 0 in three runs of five); `--lazy-open-share P` with `awaitRecovery: false` (0 in two of
- *   three).
+ *   three); `--view-chance P` opens a read-only view beside the live process before an action
+ *   with chance P (0 in two of four).
  * - `--regression` runs every seed in sim/regression-seeds.json, each with the options it was found
  *   with.
  * - `--ci` runs the regression seeds, then SIM_SEEDS (default 25) random seeds in swarm mode with
@@ -51,7 +52,7 @@ function number(args: Map<string, string | true>, name: string, fallback: number
 }
 
 function describe(options: SimOptions): string {
-  return `--seed ${options.seed} --ops ${options.ops} --faults ${options.faults}${options.swarm ? ' --swarm' : ''}${options.osShare !== undefined ? ` --os-share ${options.osShare}` : ''}${options.lazyOpenShare !== undefined ? ` --lazy-open-share ${options.lazyOpenShare}` : ''}`;
+  return `--seed ${options.seed} --ops ${options.ops} --faults ${options.faults}${options.swarm ? ' --swarm' : ''}${options.osShare !== undefined ? ` --os-share ${options.osShare}` : ''}${options.lazyOpenShare !== undefined ? ` --lazy-open-share ${options.lazyOpenShare}` : ''}${options.viewChance !== undefined ? ` --view-chance ${options.viewChance}` : ''}`;
 }
 
 function report(result: SimResult, options: SimOptions): void {
@@ -98,6 +99,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   const osShare = share('os-share');
   const lazyOpenShare = share('lazy-open-share');
+  const viewChance = share('view-chance');
   const runs: SimOptions[] = [];
   if (args.has('regression')) {
     const file = path.join(path.dirname(fileURLToPath(import.meta.url)), 'regression-seeds.json');
@@ -109,6 +111,7 @@ export async function main(argv: string[]): Promise<number> {
         swarm: entry.swarm,
         osShare: entry.osShare ?? 0,
         lazyOpenShare: entry.lazyOpenShare ?? 0,
+        viewChance: entry.viewChance ?? 0,
       });
   } else if (args.has('seed')) {
     runs.push({
@@ -119,6 +122,7 @@ export async function main(argv: string[]): Promise<number> {
       verbose,
       osShare,
       lazyOpenShare,
+      viewChance,
     });
   }
   const minutes = number(args, 'minutes', 0);
@@ -142,7 +146,16 @@ export async function main(argv: string[]): Promise<number> {
   };
   for (const options of runs) await runOne(options);
   for (let i = 0; i < count || (minutes > 0 && performance.now() < deadline); i++) {
-    await runOne({ seed: (from + i) >>> 0, ops, faults, swarm, verbose, osShare, lazyOpenShare });
+    await runOne({
+      seed: (from + i) >>> 0,
+      ops,
+      faults,
+      swarm,
+      verbose,
+      osShare,
+      lazyOpenShare,
+      viewChance,
+    });
     if (failures > 0 && !args.has('keep-going')) break;
   }
   console.log(

@@ -109,6 +109,11 @@ export interface SimConfig {
    * while buckets still recover (0 in most runs); each open draws its own.
    */
   lazyOpenShare: number;
+  /**
+   * Chance per action that a read-only view of the store (`readOnly: true`) is opened beside the
+   * live process and checked; drawn from a stream of its own, as backups.
+   */
+  viewChance: number;
   strategy: CompactionStrategy;
   compactionIntervalMs: number;
   minDirtyRatio: number;
@@ -180,6 +185,7 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     backupChance: random.fork('backup').pick([0, 0.004, 0.02]),
     osShare: random.fork('durability').pick([0, 0, 0, 0.5, 1]),
     lazyOpenShare: random.fork('lazy-open').pick([0, 0, 0.5]),
+    viewChance: random.fork('view').pick([0, 0, 0.01, 0.05]),
     strategy: random.pick<CompactionStrategy>([
       'log-cleaner',
       'log-cleaner',

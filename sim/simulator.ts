@@ -33,7 +33,8 @@ import {
   forgetLogProcessState,
 } from '../src/log/index.js';
 import { observeExternalWork } from '../src/util/index.js';
-import { JOURNAL_FILE_BYTES, PREPARE_AT_BYTES } from '../src/store-options.js';
+import { JOURNAL_FILE_BYTES, PREPARE_AT_BYTES, READ_ONLY_PAUSE } from '../src/store-options.js';
+import { forgetStoreProcessState } from '../src/store.js';
 import {
   configFor,
   type ActionWeights,
@@ -83,6 +84,12 @@ export interface SimOptions {
    * runs of three). The regression seeds run with 0 unless they say otherwise.
    */
   lazyOpenShare?: number;
+  /**
+   * Chance per action that a read-only view of the store is opened beside the live process and
+   * checked (default: drawn from the seed, 0 in two runs of four). The regression seeds run with 0
+   * unless they say otherwise.
+   */
+  viewChance?: number;
 }
 
 /** What a simulation did and found. */
@@ -95,6 +102,8 @@ export interface SimResult {
   crashes: number;
   powerLosses: number;
   restarts: number;
+  /** Read-only views opened beside the live process and checked. */
+  viewsChecked: number;
   steps: number;
   virtualMs: number;
   wallMs: number;
@@ -160,6 +169,10 @@ class Simulation {
   detected: string | undefined;
   /** Decides when backups start: a stream of its own (see SimConfig.backupChance). */
   readonly backupRandom: SimRandom;
+  /** Decides when read-only views are opened: a stream of its own (see SimConfig.viewChance). */
+  readonly viewRandom: SimRandom;
+  viewsOpened = 0;
+  viewsChecked = 0;
   backupsStarted = 0;
   /** The backup running in this process, if any. */
   backupRunning: PendingBackup | undefined;
@@ -171,6 +184,7 @@ class Simulation {
     this.random = new SimRandom(this.seed);
     this.workload = this.random.fork('workload');
     this.backupRandom = this.random.fork('backups');
+    this.viewRandom = this.random.fork('views');
     this.lingerRandom = this.random.fork('linger');
     const config = configFor(
       this.random.fork('config'),
@@ -181,6 +195,7 @@ class Simulation {
       ...config,
       osShare: options.osShare ?? config.osShare,
       lazyOpenShare: options.lazyOpenShare ?? config.lazyOpenShare,
+      viewChance: options.viewChance ?? config.viewChance,
     };
     this.model = new OffsetsModel();
     this.scheduler.afterStep = () => this.members.sample(this.nowMs());
@@ -346,6 +361,7 @@ class Simulation {
     for (let attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
       this.incarnation++;
       forgetHeldDirectories();
+      forgetStoreProcessState();
       forgetLogProcessState();
       forgetJournalProcessState();
       await forgetCheckpointProcessState();
@@ -1013,9 +1029,97 @@ class Simulation {
     }
   }
 
+  /**
+   * Opens a read-only view of the store beside the live process (which goes on with its calls in
+   * flight while the view reads), checks every key of every group against what the model allowed
+   * while the view opened, then closes it. The view's own I/O has no faults: it reads what the
+   * live process and the disk's faults at rest left.
+   */
+  async view(): Promise<void> {
+    const label = `read-only view ${++this.viewsOpened}`;
+    const window = this.model.openWindow();
+    const fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(label), NO_FAULTS);
+    const c = this.config;
+    this.log(`${label} opens`);
+    const opened = await this.settle(
+      OffsetStore.open({
+        dir: this.dir,
+        fs,
+        clock: this.clock,
+        readOnly: true,
+        segmentBytesMax: c.segmentBytesMax,
+        [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
+        [PREPARE_AT_BYTES]: c.prepareAtBytes,
+        [READ_ONLY_PAUSE]: (ms) => new Promise<void>((resolve) => this.clock.setTimer(ms, resolve)),
+        offsetsRetentionMs: c.retentionMs,
+        offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
+        onWarning: () => {},
+      }),
+      `open of ${label}`,
+      fs,
+    );
+    this.model.closeWindow(window);
+    if (!opened.ok) {
+      const error = opened.error;
+      if (isOffsetStoreError(error, 'STORE_LOCKED') && this.recovering !== undefined) {
+        // Refused while this process's own buckets recover (awaitRecovery: false).
+        this.log(`${label} refused: the live process's buckets are still recovering`);
+        return;
+      }
+      // Damage at rest, or a store whose recovery a fault left to the next open, may be refused;
+      // anything else is a failure of the view.
+      if (this.restFaultInjected() || this.ioFaultInjected()) {
+        this.log(`${label} refused: ${(error as Error).message}`);
+      } else this.storageError(`open of ${label}`, error);
+      if (fs.openFiles().length > 0)
+        this.fail(
+          `after the failed open of ${label}, files still open: ${fs.openFiles().join(', ')}`,
+        );
+      return;
+    }
+    const view = opened.value;
+    const nowMs = this.nowMs();
+    for (const groupId of [...c.adminGroups, ...c.memberGroups]) {
+      if (this.violation !== undefined) break;
+      try {
+        const rows = view.fetchOffsetsSync(groupId) as CommittedOffset[];
+        const seen = new Set<string>();
+        for (const row of rows) {
+          const key = keyOf(groupId, row.tableId, row.partitionId, row.bucketId);
+          seen.add(key);
+          window.check(key, row.offset, this.mayExpire(groupId, key, nowMs));
+        }
+        for (const key of window.keysOf(groupId))
+          if (!seen.has(key)) window.check(key, null, this.mayExpire(groupId, key, nowMs));
+      } catch (error) {
+        if (!(error instanceof ModelViolation)) {
+          this.storageError(`fetch of ${groupId} from ${label}`, error);
+          break;
+        }
+        this.fail(`${label}: ${error.message}`);
+        this.violationKey = error.key;
+      }
+    }
+    const closed = await this.settle(view.close(), `close of ${label}`, fs);
+    if (!closed.ok && this.violation === undefined)
+      this.storageError(`close of ${label}`, closed.error);
+    if (fs.openFiles().length > 0)
+      this.fail(`after the close of ${label}, files still open: ${fs.openFiles().join(', ')}`);
+    this.viewsChecked++;
+    this.log(`${label} checked`);
+  }
+
   /** One workload action, chosen by the weights. */
   async act(): Promise<boolean> {
     const w = this.workload;
+    if (
+      this.store !== undefined &&
+      this.config.viewChance > 0 &&
+      this.viewRandom.chance(this.config.viewChance)
+    ) {
+      await this.view();
+      if (this.violation !== undefined || this.detected !== undefined) return false;
+    }
     if (
       this.store !== undefined &&
       this.backupRunning === undefined &&
@@ -1150,6 +1254,7 @@ class Simulation {
       // process held in this real one (its store's directory lock, the logs' state) is let go.
       this.fs.kill();
       forgetHeldDirectories();
+      forgetStoreProcessState();
       forgetLogProcessState();
       forgetJournalProcessState();
       await forgetCheckpointProcessState();
@@ -1178,6 +1283,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     crashes: sim.crashes,
     powerLosses: sim.powerLosses,
     restarts: sim.restarts,
+    viewsChecked: sim.viewsChecked,
     steps: sim.scheduler.steps,
     virtualMs: Math.round(sim.scheduler.nowUs / 1000),
     wallMs: Math.round(performance.now() - started),

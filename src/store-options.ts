@@ -161,12 +161,20 @@ export interface OffsetStoreOptions {
    * segment is prepared (default 256 KiB), so that a run of small segments prepares some.
    */
   [PREPARE_AT_BYTES]?: number;
+  /**
+   * Not for users (the simulator's): how a read-only open waits before it reads a store a live
+   * process changed under it again (default a real timer of `ms`), so that the wait runs on
+   * simulated time.
+   */
+  [READ_ONLY_PAUSE]?: (ms: number) => Promise<void>;
 }
 
 /** Key of the journal file size option (see OffsetStoreOptions), outside the package's API. */
 export const JOURNAL_FILE_BYTES: unique symbol = Symbol('offset-store: journal file bytes');
 /** Key of the segment preparation threshold (see OffsetStoreOptions), outside the package's API. */
 export const PREPARE_AT_BYTES: unique symbol = Symbol('offset-store: prepare at bytes');
+/** Key of a read-only open's pause between reads (see OffsetStoreOptions), outside the package's API. */
+export const READ_ONLY_PAUSE: unique symbol = Symbol('offset-store: read-only pause');
 
 /** Options of `compact()`. */
 export interface CompactOptions {

@@ -77,6 +77,7 @@ import {
   resolveOptions,
   resolveStrategyOption,
   type BucketStats,
+  READ_ONLY_PAUSE,
   type CommitOptions,
   type CommittedOffset,
   type CompactOptions,
@@ -145,6 +146,25 @@ export const BACKUP_COMPACTION_WAIT_MS = 60_000;
  */
 const readOnlyStores = new HeldPaths();
 
+/**
+ * Directories of the stores this process is opening to write whose offsets-buckets are still
+ * recovering (an open with `awaitRecovery: false` goes on recovering after it resolved): an open of
+ * one of them to read only in this process is refused until they have recovered, since a reader's
+ * checkpoint environment opened first would leave the recovering bucket's refused (see
+ * readOnlyStores).
+ */
+const recoveringStores = new HeldPaths();
+
+/**
+ * Forgets the stores this process holds open to read only or is recovering, as a restarted process
+ * would have: for a simulator that abandons a store (a simulated crash) and reopens it in the same
+ * process.
+ */
+export function forgetStoreProcessState(): void {
+  readOnlyStores.clear();
+  recoveringStores.clear();
+}
+
 /** Opens of a store to read only, while a live process has it open, before damage is believed. */
 const READ_ONLY_ATTEMPTS = 8;
 /** Pause between them, ms. */
@@ -210,6 +230,11 @@ export class OffsetStore {
     // Read only, the store may be open in a live process that compacts and appends while it is
     // read: a segment swapped away or a batch half appended reads as damage. Such a read is made
     // again, from a fresh overlay; damage that stays, or is found with no live owner, is reported.
+    if (recoveringStores.held(resolved.dir))
+      throw new OffsetStoreError(
+        'STORE_LOCKED',
+        `${resolved.dir}: this process is opening the store to write and its offsets-buckets are still recovering; read it through that store, or open it to read only once its ready() has resolved`,
+      );
     for (let attempt = 1; ; attempt++) {
       const store = new OffsetStore(attempt === 1 ? resolved : resolveOptions(options));
       try {
@@ -252,6 +277,8 @@ export class OffsetStore {
   #hosted = false;
   /** A store open to read only: releases its hold in readOnlyStores once it has closed. */
   #releaseReader: (() => void) | undefined;
+  /** A store open to write: releases its hold in recoveringStores once its buckets have recovered (or failed to). */
+  #releaseRecovering: (() => void) | undefined;
   /** Hosted mode: false while the host may not serve (its lease is not confirmed); every call is then NOT_COORDINATOR. */
   #servingGuard: (() => boolean) | undefined;
 
@@ -357,6 +384,7 @@ export class OffsetStore {
       this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
         throw openFailure(error, `cannot lock ${dir}`);
       });
+      if (!this.#hosted) this.#releaseRecovering = recoveringStores.hold(dir);
     }
     try {
       this.#manifest = await ManifestFile.openOrCreate(fs, dir, {
@@ -443,16 +471,19 @@ export class OffsetStore {
       // then on): each bucket's before it first writes (#beforeFirstWrite), and every loaded
       // bucket's once recovery is over (#raiseLogEnds). A bucket that refuses to open keeps exact
       // the end its log still has, so that the next open refuses it again.
+      const recovered = () => this.#releaseRecovering?.();
       if (this.#hosted) {
         this.#recovery = Promise.resolve();
       } else if (this.#options.awaitRecovery || this.#options.readOnly) {
         // (Read only, the view is whole when open resolves: a read of a live store that meets its
         // owner's changes is made again by OffsetStore.open, which sees only what #open throws.)
         this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
+        this.#recovery.then(recovered, recovered);
         await this.#recovery;
         await this.#raiseLogEnds();
       } else {
         this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
+        this.#recovery.then(recovered, recovered);
         this.#recovery
           .catch(() => {})
           .then(() => this.#raiseLogEnds())
@@ -496,6 +527,7 @@ export class OffsetStore {
         );
       }
     }
+    this.#releaseRecovering?.();
   }
 
   #startCompaction(): void {

@@ -35,6 +35,22 @@ describe('the simulator', () => {
       expect(result.ops + result.crashes + result.powerLosses).toBeGreaterThan(0);
     },
   );
+
+  it('checks read-only views opened beside the live process against the model', async () => {
+    const options: SimOptions = {
+      seed: FIRST,
+      ops: 400,
+      faults: 'crash',
+      viewChance: 0.1,
+      lazyOpenShare: 0.5,
+    };
+    const result = await simulate(options);
+    expect(
+      result.ok,
+      `${result.message}\n${result.trace.join('\n')}\nreplay: ${replay(options)} --view-chance 0.1 --lazy-open-share 0.5`,
+    ).toBe(true);
+    expect(result.viewsChecked).toBeGreaterThan(10);
+  });
 });
 
 function withoutTempDir(line: string): string {

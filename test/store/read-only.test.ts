@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, readdirSync, rmSync, symlinkSync } from 'no
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, isOffsetStoreError, startKafkaServer } from '../../src/index.js';
-import type { OverlayFileSystem } from '../../src/io/index.js';
+import { NodeFileSystem, type OverlayFileSystem } from '../../src/io/index.js';
 import { dirFingerprint } from '../support/dir-fingerprint.js';
 import { exited, forkTs } from '../support/fork-child.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -257,6 +257,42 @@ describe('a store opened to read only', () => {
     expect((await second.fetchOffsets('g1', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(99);
     await second.close();
     await writer.commitOffsets('g1', [{ tableId: 1, bucketId: 0, offset: 100 }]);
+    await writer.compact();
+    await writer.close();
+  });
+
+  it('is refused while this process opens the store to write and its buckets still recover, so the writer never fails', async () => {
+    const dir = tempDir();
+    const first = await commitSome(dir, { strategy: 'checkpoint' });
+    await first.compact(); // every bucket with a checkpoint environment
+    await first.close();
+    // The writer's recovery of bucket 2 waits for the gate.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const fs = new (class extends NodeFileSystem {
+      override async readdir(p: string): Promise<string[]> {
+        if (p.includes(`${path.sep}002`)) await gate;
+        return super.readdir(p);
+      }
+    })();
+    const writer = await OffsetStore.open({
+      dir,
+      fs,
+      awaitRecovery: false,
+      compaction: { background: false },
+    });
+    await expect(OffsetStore.open({ dir, readOnly: true })).rejects.toMatchObject({
+      code: 'STORE_LOCKED',
+      message: expect.stringContaining('still recovering'),
+    });
+    open();
+    await writer.ready();
+    const reader = await OffsetStore.open({ dir, readOnly: true });
+    expect(await reader.fetchOffsets('g2', [{ tableId: 1, bucketId: 1 }])).toEqual(
+      await writer.fetchOffsets('g2', [{ tableId: 1, bucketId: 1 }]),
+    );
+    await reader.close();
+    await writer.commitOffsets('g2', [{ tableId: 1, bucketId: 0, offset: 1234 }]);
     await writer.compact();
     await writer.close();
   });

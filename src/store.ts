@@ -1247,6 +1247,8 @@ export class OffsetStore {
     this.#checkWritable('setTableLayout');
     // Read once: every coordinator, and those still loading later, get the same checked copy.
     const normalized = normalizeTableLayout(tableId, layout);
+    // Checked against every loaded group first, so that a refusal changes nothing anywhere.
+    for (const slot of this.#slots) slot.bucket?.coordinator.checkTableLayout(tableId, normalized);
     for (const slot of this.#slots) slot.bucket?.coordinator.setTableLayout(tableId, normalized);
     this.#layouts.set(tableId, normalized);
   }

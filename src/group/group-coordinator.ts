@@ -59,6 +59,7 @@ import { formatBucketRef, normalizeBucketRef, type BucketRef } from '../model/in
 import type { GroupState } from './group.js';
 import {
   assignIfBehind,
+  checkGroupSubscriptions,
   expireRebalance,
   expireSession,
   handleHeartbeat,
@@ -359,6 +360,32 @@ export class GroupCoordinator {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /**
+   * INVALID_REQUEST, naming the group, when with `layout` for `tableId` the snapshot of a group
+   * with members subscribed to the table would be estimated past the most one batch holds: the
+   * group could not rebalance onto it. Nothing changes either way.
+   */
+  checkTableLayout(tableId: number, layout: TableLayoutInput): void {
+    const normalized = normalizeTableLayout(tableId, layout);
+    if (layoutsEqual(this.#layouts.get(tableId), normalized)) return;
+    // The layouts with this one changed, without a copy (a service registers thousands of tables).
+    const current = this.#layouts;
+    const layouts = {
+      get: (id: number) => (id === tableId ? normalized : current.get(id)),
+    };
+    for (const group of this.#machine.groups())
+      if (group.members.size > 0 && group.subscribesTable(tableId))
+        checkGroupSubscriptions(
+          group.groupId,
+          group,
+          null,
+          undefined,
+          layouts,
+          this.#env.config.snapshotBytesMax,
+          `with table ${tableId} laid out as ${normalized.bucketCount} buckets x ${normalized.partitionIds?.length ?? 1} partitions`,
+        );
   }
 
   /**
@@ -693,6 +720,10 @@ export class GroupCoordinator {
     handler: (op: GroupOperation) => T,
   ): T | Promise<T> {
     this.#ensureNotClosed();
+    // A clock that cannot be read (INVALID_CONFIG) refuses the operation here, before anything
+    // changes: read after the handler's first record, it would leave the records applied and the
+    // member's session timer unarmed, a member that never times out.
+    this.#clock.nowMs();
     const op = new GroupOperation(this.#env);
     let result: T;
     try {

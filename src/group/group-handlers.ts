@@ -115,6 +115,15 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
     !layoutsChanged(group, op.env.layouts)
   )
     return;
+  checkGroupSubscriptions(
+    groupId,
+    group,
+    null,
+    undefined,
+    op.env.layouts,
+    op.env.config.snapshotBytesMax,
+    'with the tables as they are laid out now',
+  );
   const plan = op.env.pacer.mayAssign(groupId)
     ? planTargetAssignment(group, {}, assignmentEnv(op.env))
     : null;
@@ -146,41 +155,83 @@ function emitTarget(
 }
 
 /**
- * INVALID_REQUEST, before anything changes, when with `subscription` the group's snapshot is
- * estimated past `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or less under a log of smaller batches;
- * the member it replaces, or inherits from, no longer counted). The estimate, from snapshots measured as written (1 member subscribed to 65,536 tables
- * of 1 bucket each: 5.4 MB; a second member with the same tables: +0.2 MB; 100 members on 1,000
- * tables of 100 buckets: 1.2 MB), errs on the large side: per subscribed table id 4 bytes, per
- * distinct table 80 (its layout, its place in the assignments), per assignment run 12, at most one
- * per subscribed table id and one per bucket of the tables, and per member 400.
+ * INVALID_REQUEST, before anything changes, when with `subscription` (null: the members as they are)
+ * and `layouts` the group's snapshot is estimated past `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or
+ * less under a log of smaller batches; the member it replaces, or inherits from, no longer counted).
+ * A refusal after the change would come too late: its snapshot write would fail at every later
+ * operation, and the group would be stuck. The estimate (groupSnapshotBytesEstimate) errs on the
+ * large side.
  */
-function checkGroupSubscriptions(
+export function checkGroupSubscriptions(
+  groupId: string,
   group: Group | undefined,
-  subscription: MemberSubscription,
+  subscription: MemberSubscription | null,
   inheritFrom: ConsumerMember | undefined,
-  layouts: ReadonlyMap<number, TableLayout>,
+  layouts: Pick<ReadonlyMap<number, TableLayout>, 'get'>,
   bytesMax: number,
+  cause: string,
 ): void {
-  const distinct = new Set(subscription.subscribedTableIds);
-  let ids = subscription.subscribedTableIds.length;
-  let members = 1;
+  const subscriptions: (readonly number[])[] = [];
+  if (subscription !== null) subscriptions.push(subscription.subscribedTableIds);
   for (const member of group?.members.values() ?? []) {
-    if (member.memberId === subscription.memberId || member === inheritFrom) continue;
-    members++;
-    ids += member.subscribedTableIds.length;
-    for (const tableId of member.subscribedTableIds) distinct.add(tableId);
+    if (member.memberId === subscription?.memberId || member === inheritFrom) continue;
+    subscriptions.push(member.subscribedTableIds);
   }
-  let buckets = 0;
-  for (const tableId of distinct) {
-    const layout = layouts.get(tableId);
-    if (layout !== undefined) buckets += layout.bucketCount * (layout.partitionIds?.length ?? 1);
-  }
-  const bytes = 4 * ids + 80 * distinct.size + 12 * Math.min(ids, buckets) + 400 * members;
-  if (bytes > bytesMax)
+  const estimate = groupSnapshotBytesEstimate(subscriptions, layouts);
+  if (estimate.bytes > bytesMax)
     throw new OffsetStoreError(
       'INVALID_REQUEST',
-      `with this member's ${subscription.subscribedTableIds.length} subscribed tables, group ${group?.groupId ?? ''}'s snapshot would take about ${bytes} bytes (${distinct.size} distinct tables, ${ids} subscriptions), more than ${bytesMax}: it must fit in one batch of the log`,
+      `${cause}, group ${groupId}'s snapshot would take about ${estimate.bytes} bytes (${estimate.distinctTables} distinct tables, ${estimate.subscriptions} subscriptions, ${estimate.buckets} buckets), more than ${bytesMax}: it must fit in one batch of the log`,
     );
+}
+
+/**
+ * An upper estimate of a consumer group's snapshot, from snapshots measured as written: 1 member
+ * subscribed to 65,536 tables of 1 bucket each, 5.4 MB; a second member with the same tables, +0.2
+ * MB; 100 members on 1,000 tables of 100 buckets, 0.7 MB; 1 member on 1 table of 100,000 buckets,
+ * 0.4 MB (10 members: 0.7 MB); 1 table of 100,000 partitions of 1 bucket, 4.3 MB with 1 member and
+ * 8.3 MB with 2 or 10. Per member 400 bytes; per subscribed table id 4; per distinct table 80 (its
+ * layout, its place in the assignments) and 5 per partition id of its layout; an assignment run
+ * (the buckets of one table partition a member holds) 12 for the first of each subscribed table,
+ * and 90 for every further one (a run in the assignment and one in the target while they differ);
+ * and 10 per bucket that is not alone in its run (its id in the assignment and in the target).
+ */
+export function groupSnapshotBytesEstimate(
+  subscriptions: Iterable<readonly number[]>,
+  layouts: Pick<ReadonlyMap<number, TableLayout>, 'get'>,
+): { bytes: number; distinctTables: number; subscriptions: number; buckets: number } {
+  const distinct = new Set<number>();
+  let ids = 0;
+  let members = 0;
+  // Table partitions over every member's subscriptions: a bound on the runs of the assignments.
+  let pairs = 0;
+  for (const tableIds of subscriptions) {
+    members++;
+    ids += tableIds.length;
+    for (const tableId of tableIds) {
+      distinct.add(tableId);
+      pairs += layouts.get(tableId)?.partitionIds?.length ?? 1;
+    }
+  }
+  let buckets = 0;
+  let partitionIds = 0;
+  for (const tableId of distinct) {
+    const layout = layouts.get(tableId);
+    if (layout === undefined) continue;
+    buckets += layout.bucketCount * (layout.partitionIds?.length ?? 1);
+    partitionIds += layout.partitionIds?.length ?? 0;
+  }
+  const firstRuns = Math.min(ids, buckets);
+  const runs = Math.max(firstRuns, Math.min(pairs, buckets));
+  const bytes =
+    400 * members +
+    4 * ids +
+    80 * distinct.size +
+    5 * partitionIds +
+    12 * firstRuns +
+    90 * (runs - firstRuns) +
+    10 * (buckets - runs);
+  return { bytes, distinctTables: distinct.size, subscriptions: ids, buckets };
 }
 
 interface ResolvedMember {
@@ -217,17 +268,29 @@ function joinOrHeartbeat(
     base === undefined || !tableIdsEqual(base.subscribedTableIds, subscription.subscribedTableIds);
   if (subscriptionChanged)
     checkGroupSubscriptions(
+      groupId,
       group,
       subscription,
       inheritFrom,
       env.layouts,
       env.config.snapshotBytesMax,
+      `with this member's ${subscription.subscribedTableIds.length} subscribed tables`,
     );
   let bump = subscriptionChanged || base.assignor !== subscription.assignor;
   // A layout change raises the epoch once: while a target for it waits (pacing), that target is
   // computed from the layouts as they are then.
-  if (!bump && group !== undefined && !group.targetDue && layoutsChanged(group, env.layouts))
+  if (!bump && group !== undefined && !group.targetDue && layoutsChanged(group, env.layouts)) {
     bump = true;
+    checkGroupSubscriptions(
+      groupId,
+      group,
+      null,
+      undefined,
+      env.layouts,
+      env.config.snapshotBytesMax,
+      'with the tables as they are laid out now',
+    );
+  }
   const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
   const change = {
     upsert: subscription,

@@ -47,6 +47,8 @@ export class MemberTimers implements MemberTimerActions {
 
   /** (Re)arms the member's session timer for `delayMs`, replacing any armed one. */
   scheduleSession(groupId: string, memberId: string, delayMs: number): void {
+    // Read first: a clock that fails leaves the armed timer as it was.
+    const deadlineMs = this.#clock.nowMs() + delayMs;
     const entry = this.#entry(groupId, memberId);
     entry.session?.timer.cancel();
     const token = this.#nextToken++;
@@ -57,11 +59,12 @@ export class MemberTimers implements MemberTimerActions {
       this.#forgetIfUnarmed(groupId, memberId, entry);
       this.#callbacks.sessionExpired(groupId, memberId);
     });
-    entry.session = { timer, token, deadlineMs: this.#clock.nowMs() + delayMs };
+    entry.session = { timer, token, deadlineMs };
   }
 
   /** (Re)arms the member's rebalance timer for its revocation at `memberEpoch`, replacing any armed one. */
   scheduleRebalance(groupId: string, memberId: string, memberEpoch: number, delayMs: number): void {
+    const deadlineMs = this.#clock.nowMs() + delayMs;
     const entry = this.#entry(groupId, memberId);
     entry.rebalance?.timer.cancel();
     const token = this.#nextToken++;
@@ -72,7 +75,7 @@ export class MemberTimers implements MemberTimerActions {
       this.#forgetIfUnarmed(groupId, memberId, entry);
       this.#callbacks.rebalanceExpired(groupId, memberId, memberEpoch);
     });
-    entry.rebalance = { timer, token, deadlineMs: this.#clock.nowMs() + delayMs, memberEpoch };
+    entry.rebalance = { timer, token, deadlineMs, memberEpoch };
   }
 
   /** Cancels the member's rebalance timer, if armed. */

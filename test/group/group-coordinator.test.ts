@@ -68,6 +68,64 @@ describe('join and heartbeat', () => {
     expect(ctx.writer.writes).toHaveLength(writes);
   });
 
+  it('refuses a layout a live group could not be snapshotted with, and a heartbeat that would adopt one, changing nothing: the member still times out (it used to be re-armed by every refused heartbeat)', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 8 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await ctx.settle(a);
+    // 2M buckets: past what a group of them could write.
+    const huge = { bucketCount: 2 ** 20, partitionIds: [0, 1] };
+    expect(() => ctx.coordinator.checkTableLayout(1, huge)).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_REQUEST',
+        message: expect.stringMatching(
+          /table 1 laid out as 1048576 buckets x 2 partitions, group g/,
+        ),
+      }),
+    );
+    // A layout set without the check (a coordinator that was still loading when it came): the
+    // heartbeat that would adopt it is refused before anything changes.
+    ctx.coordinator.setTableLayout(1, huge);
+    const writes = ctx.writer.writes.length;
+    const records = ctx.records.length;
+    ctx.clock.advance(20_000);
+    await expect(a.beat()).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining('with the tables as they are laid out now'),
+    });
+    expect(ctx.writer.writes).toHaveLength(writes);
+    expect(ctx.records).toHaveLength(records);
+    // Not re-armed by the refusal: its session (45 s from its last accepted heartbeat) runs out.
+    ctx.clock.advance(30_000);
+    await Promise.resolve();
+    expect(ctx.coordinator.describe('g')?.members ?? []).toEqual([]);
+    await expect(a.beat()).rejects.toMatchObject({ code: 'UNKNOWN_MEMBER_ID' });
+  });
+
+  it('refuses a join when the clock cannot be read, before anything changes (the member used to stay, with no session timer)', async () => {
+    class BrokenClock extends ManualClock {
+      broken = false;
+      override nowMs(): number {
+        if (this.broken)
+          throw new OffsetStoreError('INVALID_CONFIG', 'options.clock.nowMs() returned NaN');
+        return super.nowMs();
+      }
+    }
+    const clock = new BrokenClock();
+    const ctx = new GroupTestContext({ clock, layouts: { 1: { bucketCount: 4 } } });
+    clock.broken = true;
+    await expect(
+      ctx.heartbeat({ memberEpoch: 0, memberId: 'A', subscribedTableIds: [1] }),
+    ).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    clock.broken = false;
+    expect(ctx.coordinator.describe('g')).toBeNull();
+    expect(ctx.records).toHaveLength(0);
+    // A member that joins once the clock reads again times out as usual.
+    await ctx.heartbeat({ memberEpoch: 0, memberId: 'B', subscribedTableIds: [1] });
+    ctx.clock.advance(10 * 60_000);
+    await Promise.resolve();
+    expect(ctx.coordinator.describe('g')?.members ?? []).toEqual([]);
+  });
+
   it('a heartbeat with nothing new carries no assignment and emits no record', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1]);

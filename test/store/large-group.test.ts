@@ -100,4 +100,47 @@ describe('a consumer group whose subscriptions would outgrow its snapshot', () =
     expect(await members(reopened)).toEqual(['m0', 'm1']);
     await reopened.close();
   });
+
+  it('refuses a join to a table too large for one snapshot, and a layout that would make a live group too large, changing nothing (the group used to stay with the member and fail every heartbeat)', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const store = await OffsetStore.open({ dir, clock, bucketCount: 1, durability: 'os' });
+    // 2M buckets: within a layout's bounds, past what one group's snapshot holds.
+    store.setTableLayout(2, { bucketCount: 2 ** 20, partitionIds: [0, 1] });
+    await expect(
+      store.heartbeat('g', { memberEpoch: 0, memberId: 'A', subscribedTableIds: [2] }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringMatching(/snapshot would take about \d+ bytes .*2097152 buckets/),
+    });
+    await expect(store.describeGroup('g')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
+    // A live group on a small table: growing it past the snapshot's limit is refused.
+    store.setTableLayout(1, { bucketCount: 8 });
+    let a = await store.heartbeat('g', { memberEpoch: 0, memberId: 'A', subscribedTableIds: [1] });
+    expect(() => store.setTableLayout(1, { bucketCount: 2 ** 20, partitionIds: [0, 1] })).toThrow(
+      expect.objectContaining({
+        code: 'INVALID_REQUEST',
+        message: expect.stringContaining('group g'),
+      }),
+    );
+    // Nothing changed: the member heartbeats, keeps its buckets, and commits.
+    for (let i = 0; i < 3; i++) {
+      clock.advance(20_000);
+      a = await store.heartbeat('g', {
+        memberId: 'A',
+        memberEpoch: a.memberEpoch,
+        ownedBuckets: (await store.describeGroup('g')).members[0]!.assignment,
+      });
+    }
+    const described = await store.describeGroup('g');
+    expect(described.state).toBe('Stable');
+    expect(described.members[0]!.assignment).toHaveLength(8);
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }], {
+      memberId: 'A',
+      memberEpoch: a.memberEpoch,
+    });
+    // A growth that fits is applied.
+    store.setTableLayout(1, { bucketCount: 64 });
+    await store.close();
+  });
 });

@@ -285,33 +285,37 @@ export class EtcdLog implements LogPort {
     return this.#firstOffset;
   }
 
-  /** Appends one unsealed batch; resolves with its log offset once etcd has committed it. */
-  append(batch: Buffer): Promise<number> {
-    if (this.#closed)
-      return Promise.reject(
-        new OffsetStoreError('STORE_CLOSED', `log ${this.#keys.log} is closed`),
-      );
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    if (batch.length > this.#limits.batchBytesMax) {
-      return Promise.reject(
-        new OffsetStoreError(
-          'INVALID_REQUEST',
-          `batch of ${batch.length} bytes exceeds the limit of ${this.#limits.batchBytesMax} bytes of a log in etcd`,
-        ),
-      );
-    }
-    if (this.#queue.length + this.#inFlightCount >= this.#limits.pendingAppendsMax) {
-      return Promise.reject(
-        new OffsetStoreError(
-          'TOO_MANY_PENDING_WRITES',
-          `${this.#limits.pendingAppendsMax} appends are already pending on ${this.#keys.log}`,
-        ),
-      );
-    }
+  /** Appends one unsealed batch; resolves with its log offset once etcd has committed it (see LogPort). */
+  append(batch: Buffer, admitted = false): Promise<number> {
+    const refusal = this.#refusal(batch.length, admitted);
+    if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<number>((resolve, reject) => {
       this.#queue.push({ batch, resolve, reject });
       this.#flushing ??= this.#flushLoop();
     });
+  }
+  /** See LogPort.checkRoom. */
+  checkRoom(): void {
+    const refusal = this.#refusal(0, false);
+    if (refusal !== undefined) throw refusal;
+  }
+
+  /** Why a batch of `bytes` would be refused now; `admitted`: its operation was let in by checkRoom. */
+  #refusal(bytes: number, admitted: boolean): OffsetStoreError | undefined {
+    if (this.#closed)
+      return new OffsetStoreError('STORE_CLOSED', `log ${this.#keys.log} is closed`);
+    if (this.#failure !== undefined) return this.#failure;
+    if (bytes > this.#limits.batchBytesMax)
+      return new OffsetStoreError(
+        'INVALID_REQUEST',
+        `batch of ${bytes} bytes exceeds the limit of ${this.#limits.batchBytesMax} bytes of a log in etcd`,
+      );
+    if (!admitted && this.#queue.length + this.#inFlightCount >= this.#limits.pendingAppendsMax)
+      return new OffsetStoreError(
+        'TOO_MANY_PENDING_WRITES',
+        `${this.#limits.pendingAppendsMax} appends are already pending on ${this.#keys.log}`,
+      );
+    return undefined;
   }
 
   async #flushLoop(): Promise<void> {

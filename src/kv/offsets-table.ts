@@ -397,12 +397,13 @@ export class OffsetsTable {
     records: OffsetRecordSpec[],
     commitTimestampMs: number,
     gate: Promise<void> | undefined,
+    admitted = false,
   ): Promise<number> {
     const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
     this.state.markPending(groupId, records);
     let logOffset: number;
     try {
-      logOffset = await this.#append(batch, gate);
+      logOffset = await this.#append(batch, gate, admitted);
     } catch (error) {
       this.state.failPendingOffsetWrite(groupId, records);
       throw error;
@@ -417,7 +418,7 @@ export class OffsetsTable {
    * its append is issued, and the last waiter clearing the gate, so that a write made after it
    * cannot be appended first.
    */
-  async #append(batch: Buffer, gate: Promise<void> | undefined): Promise<number> {
+  async #append(batch: Buffer, gate: Promise<void> | undefined, admitted = false): Promise<number> {
     this.#checkWritable();
     if (gate !== undefined) {
       this.#gated++;
@@ -427,7 +428,7 @@ export class OffsetsTable {
     try {
       let appended: Promise<number>;
       try {
-        appended = this.log.append(batch);
+        appended = this.log.append(batch, admitted);
       } finally {
         if (gate !== undefined && --this.#gated === 0 && this.#gate === gate)
           this.#gate = undefined;
@@ -466,24 +467,30 @@ export class OffsetsTable {
     recordsPerBatch: number,
     gate: Promise<void> | undefined,
   ): Promise<void> {
-    const writes: Promise<number>[] = [];
     // At most `recordsPerBatch` records, and never more bytes than the log takes in one batch
     // (records with metadata of up to 4 KiB each: 10,000 of them would be ~40 MB).
     const bytesMax = this.log.batchBytesMax;
     const prefixBytes = offsetRecordPrefixBytes(Buffer.byteLength(groupId));
+    const chunks: OffsetRecordSpec[][] = [];
     let start = 0;
     let bytes = BATCH_HEADER_BYTES;
     for (let i = 0; i < records.length; i++) {
       const recordBytes = offsetRecordBytes(prefixBytes, records[i]!);
       if (i > start && (i - start === recordsPerBatch || bytes + recordBytes > bytesMax)) {
-        writes.push(this.#writeOffsets(groupId, records.slice(start, i), commitTimestampMs, gate));
+        chunks.push(records.slice(start, i));
         start = i;
         bytes = BATCH_HEADER_BYTES;
       }
       bytes += recordBytes;
     }
-    if (start < records.length)
-      writes.push(this.#writeOffsets(groupId, records.slice(start), commitTimestampMs, gate));
+    if (start < records.length) chunks.push(records.slice(start));
+    // Let in whole or not at all: a refusal (too many appends pending) of a later batch, after the
+    // first were appended, would leave part of a delete done by a call that failed.
+    const admitted = chunks.length > 1;
+    if (admitted) this.log.checkRoom();
+    const writes = chunks.map((chunk) =>
+      this.#writeOffsets(groupId, chunk, commitTimestampMs, gate, admitted),
+    );
     const results = await Promise.allSettled(writes);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
@@ -501,7 +508,9 @@ export class OffsetsTable {
     gate: Promise<void> | undefined,
   ): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
-    const logOffset = await this.#append(batch, gate);
+    // A group's tombstone ends a delete (deleteGroup, retention) whose offsets' tombstones may have
+    // been appended just before: it is not refused for the appends pending, which they are.
+    const logOffset = await this.#append(batch, gate, snapshot === null);
     this.state.applyBatch(batch, 0, logOffset);
     return logOffset;
   }

@@ -44,8 +44,16 @@ export interface LogPort {
   /**
    * Appends one unsealed batch under this log's coordinator epoch; resolves with its log offset once
    * it is durable. The buffer is stamped and sealed in place and must not be modified afterwards.
+   * `admitted`: the batch belongs to an operation `checkRoom` let in, and is not refused for the
+   * appends pending (TOO_MANY_PENDING_WRITES).
    */
-  append(batch: Buffer): Promise<number>;
+  append(batch: Buffer, admitted?: boolean): Promise<number>;
+  /**
+   * Throws what `append` would refuse any batch with now (STORE_CLOSED, the log's failure, or
+   * TOO_MANY_PENDING_WRITES): checked once for an operation of several batches, which are then
+   * appended `admitted`, so that it is refused whole or not at all.
+   */
+  checkRoom(): void;
   /** Visits every durable batch at or above `fromLogOffset`, in log order. */
   scan(fromLogOffset: number, visit: BatchVisitor): Promise<void>;
   /**

@@ -631,8 +631,8 @@ export class Log implements LogPort {
    * Appends one unsealed batch; resolves with its log offset once it is durable. The batch buffer is
    * sealed in place and must not be modified afterwards.
    */
-  append(batch: Buffer): Promise<number> {
-    const refusal = this.#refusal(batch);
+  append(batch: Buffer, admitted = false): Promise<number> {
+    const refusal = this.#refusal(batch.length, admitted);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<number>((resolve, reject) => {
       this.#queue.push({ batch, resolve, reject });
@@ -640,17 +640,28 @@ export class Log implements LogPort {
     });
   }
 
-  #refusal(batch: Buffer): OffsetStoreError | undefined {
+  /**
+   * Throws what `append` would refuse a batch of no bytes with (closed, failed, or as many appends
+   * pending as the log takes): for an operation of several batches, checked once before the first,
+   * whose batches are then appended `admitted`, so that it is refused whole or not at all.
+   */
+  checkRoom(): void {
+    const refusal = this.#refusal(0, false);
+    if (refusal !== undefined) throw refusal;
+  }
+
+  /** Why a batch of `bytes` would be refused now; `admitted`: its operation was let in by checkRoom. */
+  #refusal(bytes: number, admitted: boolean): OffsetStoreError | undefined {
     if (this.#closed)
       return new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
     if (this.#failure !== undefined) return this.#failure;
-    if (batch.length > this.#options.batchBytesMax) {
+    if (bytes > this.#options.batchBytesMax) {
       return new OffsetStoreError(
         'INVALID_REQUEST',
-        `batch of ${batch.length} bytes exceeds the limit of ${this.#options.batchBytesMax} bytes`,
+        `batch of ${bytes} bytes exceeds the limit of ${this.#options.batchBytesMax} bytes`,
       );
     }
-    if (this.#queue.length + this.#inFlightCount >= this.#options.pendingAppendsMax) {
+    if (!admitted && this.#queue.length + this.#inFlightCount >= this.#options.pendingAppendsMax) {
       return new OffsetStoreError(
         'TOO_MANY_PENDING_WRITES',
         `${this.#options.pendingAppendsMax} appends already pending on ${this.#options.dir}`,

@@ -143,4 +143,42 @@ describe('a consumer group whose subscriptions would outgrow its snapshot', () =
     store.setTableLayout(1, { bucketCount: 64 });
     await store.close();
   });
+
+  it('a delete of more offsets than one batch holds is refused whole or done whole (a refusal for the appends pending used to leave most of it done)', async () => {
+    const dir = tempDir();
+    const options = { dir, bucketCount: 1, pendingCommitsMax: 2, durability: 'os' as const };
+    const store = await OffsetStore.open(options);
+    const N = 25_000; // three batches of tombstones
+    const offsets = Array.from({ length: N }, (_, i) => ({ tableId: 1, bucketId: i, offset: i }));
+    for (const group of ['a', 'b', 'c']) await store.commitOffsets(group, offsets);
+    // Two commits pending fill the log's queue: the deletes are refused, and nothing is deleted.
+    const pending = [
+      store.commitOffsets('x', [{ tableId: 1, bucketId: 0, offset: 1 }]),
+      store.commitOffsets('y', [{ tableId: 1, bucketId: 0, offset: 1 }]),
+    ];
+    const refused = [
+      store.deleteGroup('a'),
+      store.deleteOffsets(
+        'b',
+        offsets.map(({ tableId, bucketId }) => ({ tableId, bucketId })),
+      ),
+    ];
+    for (const call of refused)
+      await expect(call).rejects.toMatchObject({ code: 'TOO_MANY_PENDING_WRITES' });
+    await Promise.all(pending);
+    expect(await store.fetchOffsets('a')).toHaveLength(N);
+    expect(await store.fetchOffsets('b')).toHaveLength(N);
+    // With room, the same calls are done whole, the group's record with them.
+    await store.deleteGroup('a');
+    await store.deleteOffsets(
+      'b',
+      offsets.map(({ tableId, bucketId }) => ({ tableId, bucketId })),
+    );
+    await store.deleteGroup('c');
+    await store.close();
+    const reopened = await OffsetStore.open(options);
+    for (const group of ['a', 'b', 'c']) expect(await reopened.fetchOffsets(group)).toEqual([]);
+    expect((await reopened.listGroups()).map((g) => g.groupId).sort()).toEqual(['x', 'y']);
+    await reopened.close();
+  });
 });

@@ -610,7 +610,7 @@ export class OffsetsBucket {
    * group without members loses every expired offset, a consumer group with members only those of
    * tables no member subscribes to, a classic group with members none; a key with a commit in
    * flight is skipped.
-   * Then every Empty group left with no offsets is deleted. A failed write is reported to
+   * Then every Empty group left with no offsets, and none in flight, is deleted. A failed write is reported to
    * `onWarning` (it also fail-stops the log, which every later call on this bucket reports).
    */
   async expire(retentionMs: number, nowMs: number): Promise<void> {
@@ -628,7 +628,9 @@ export class OffsetsBucket {
       if (
         this.coordinator.groupState(groupId) === 'Empty' &&
         !this.coordinator.hasMembers(groupId) &&
-        this.table.state.group(groupId) === undefined
+        this.table.state.group(groupId) === undefined &&
+        // A commit called before this pass, still in flight, gives it offsets: not left empty.
+        !this.table.state.hasPending(groupId)
       ) {
         deletes.push([groupId, this.coordinator.deleteGroup(groupId)]);
       }

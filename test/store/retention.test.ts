@@ -131,6 +131,29 @@ describe('retention on a manual clock', () => {
     await store.close();
   });
 
+  it('does not delete an Empty consumer group without offsets while a commit of it is in flight (its record used to go, the group turning into a classic one at epoch 0)', async () => {
+    const clock = new ManualClock(T0);
+    const { store, step, fs } = await retentionStore(tempDir(), clock);
+    store.setTableLayout(1, { bucketCount: 1 });
+    await store.heartbeat('cg', { memberId: 'm1', memberEpoch: 0, subscribedTableIds: [1] });
+    await store.heartbeat('cg', { memberId: 'm1', memberEpoch: -1 });
+    // The next check deletes the group, Empty without offsets (as Kafka's next cleanup does).
+    const before = await store.describeGroup('cg');
+    expect(before).toMatchObject({ groupType: 'consumer', state: 'Empty', offsets: [] });
+    const commit = store.commitOffsets('cg', [{ ...K0, offset: 42 }]);
+    clock.advance(1); // the check that finds the group empty runs while the commit is pending
+    await commit;
+    await ioIdle(fs);
+    expect(await store.describeGroup('cg')).toMatchObject({
+      groupType: 'consumer',
+      groupEpoch: before.groupEpoch,
+      offsets: [expect.objectContaining({ offset: 42 })],
+    });
+    await step(1);
+    expect((await store.describeGroup('cg')).groupType).toBe('consumer');
+    await store.close();
+  });
+
   it('expires offsets that aged past R while the store was closed at the first check after reopening', async () => {
     const dir = tempDir();
     const clock = new ManualClock(T0);

@@ -251,7 +251,9 @@ export class OffsetStore {
             `${error.message} (read ${attempt} times while live process ${holder} had the store open, and found damage each time)`,
             { cause: error },
           );
-        await new Promise((resolve) => setTimeout(resolve, READ_ONLY_RETRY_PAUSE_MS));
+        const pause = options[READ_ONLY_PAUSE];
+        if (pause !== undefined) await pause(READ_ONLY_RETRY_PAUSE_MS);
+        else await new Promise((resolve) => setTimeout(resolve, READ_ONLY_RETRY_PAUSE_MS));
       }
     }
   }

@@ -33,6 +33,7 @@ import {
 } from './consumer-member.js';
 import { reconcileMember } from './current-assignment-builder.js';
 import type { Group } from './group.js';
+import { runsOf, type GroupSnapshotBuckets } from './group-snapshot.js';
 import type { TableLayout } from './table-layout.js';
 import type { GroupOperation, HandlerEnvironment } from './group-operation.js';
 import { type HeartbeatResponse, type NormalizedHeartbeat } from './heartbeat.js';
@@ -172,12 +173,18 @@ export function checkGroupSubscriptions(
   cause: string,
 ): void {
   const subscriptions: (readonly number[])[] = [];
+  const held: BucketSet[] = [];
   if (subscription !== null) subscriptions.push(subscription.subscribedTableIds);
   for (const member of group?.members.values() ?? []) {
+    held.push(member.assigned, member.pendingRevocation);
     if (member.memberId === subscription?.memberId || member === inheritFrom) continue;
     subscriptions.push(member.subscribedTableIds);
   }
-  const estimate = groupSnapshotBytesEstimate(subscriptions, layouts);
+  const estimate = groupSnapshotBytesEstimate(
+    subscriptions,
+    layouts,
+    held.flatMap((set) => runsOf(set)),
+  );
   if (estimate.bytes > bytesMax)
     throw new OffsetStoreError(
       'INVALID_REQUEST',
@@ -195,10 +202,13 @@ export function checkGroupSubscriptions(
  * (the buckets of one table partition a member holds) 12 for the first of each subscribed table,
  * and 90 for every further one (a run in the assignment and one in the target while they differ);
  * and 10 per bucket that is not alone in its run (its id in the assignment and in the target).
+ * `held`: the runs the members hold now; those of a table partition or of buckets the layouts no
+ * longer have (a layout that changed) add 45 and 5 per bucket, as the snapshot lists them too.
  */
 export function groupSnapshotBytesEstimate(
   subscriptions: Iterable<readonly number[]>,
   layouts: Pick<ReadonlyMap<number, TableLayout>, 'get'>,
+  held: Iterable<GroupSnapshotBuckets> = [],
 ): { bytes: number; distinctTables: number; subscriptions: number; buckets: number } {
   const distinct = new Set<number>();
   let ids = 0;
@@ -223,6 +233,25 @@ export function groupSnapshotBytesEstimate(
   }
   const firstRuns = Math.min(ids, buckets);
   const runs = Math.max(firstRuns, Math.min(pairs, buckets));
+  // Buckets the members hold (assigned, or pending revocation) that the layouts no longer have:
+  // until they are revoked, the snapshot lists them beside the target of the new layouts.
+  let stale = 0;
+  for (const run of held) {
+    const layout = layouts.get(run.tableId);
+    const partitioned = layout?.partitionIds !== null && layout?.partitionIds !== undefined;
+    const partitionKept =
+      layout !== undefined &&
+      (run.partitionId === null
+        ? !partitioned
+        : partitioned && sortedHas(layout.partitionIds!, run.partitionId));
+    if (!partitionKept) {
+      stale += 45 + 5 * run.bucketIds.length;
+      continue;
+    }
+    // Sorted: those past the layout's bucket count are at the end.
+    for (let i = run.bucketIds.length - 1; i >= 0 && run.bucketIds[i]! >= layout.bucketCount; i--)
+      stale += 5;
+  }
   const bytes =
     400 * members +
     4 * ids +
@@ -230,8 +259,23 @@ export function groupSnapshotBytesEstimate(
     5 * partitionIds +
     12 * firstRuns +
     90 * (runs - firstRuns) +
-    10 * (buckets - runs);
+    10 * (buckets - runs) +
+    stale;
   return { bytes, distinctTables: distinct.size, subscriptions: ids, buckets };
+}
+
+/** Whether sorted `values` holds `value` (binary search). */
+function sortedHas(values: readonly number[], value: number): boolean {
+  let lo = 0;
+  let hi = values.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = values[mid]!;
+    if (v === value) return true;
+    if (v < value) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
 }
 
 interface ResolvedMember {

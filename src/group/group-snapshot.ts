@@ -159,8 +159,8 @@ function snapshotMember(member: ConsumerMember, target: BucketSet): GroupSnapsho
  */
 const RUNS = new WeakMap<BucketSet, readonly GroupSnapshotBuckets[]>();
 
-/** Buckets as runs of one table partition each. */
-function runsOf(buckets: BucketSet): readonly GroupSnapshotBuckets[] {
+/** Buckets as runs of one table partition each (as a snapshot writes them; made once per set). */
+export function runsOf(buckets: BucketSet): readonly GroupSnapshotBuckets[] {
   let runs = RUNS.get(buckets);
   if (runs === undefined) {
     runs = buildRuns(buckets);

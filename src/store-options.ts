@@ -710,11 +710,40 @@ export function warningsTo(
  *   anything is written (it was acknowledged, and the next open refused the bucket; NaN made a
  *   fresh commit look expired to retention);
  * - a timer's callback that throws (a broken clock read in it) is a warning, not an uncaught
- *   exception in the service that embeds the store.
+ *   exception in the service that embeds the store;
+ * - within one synchronous step, a reading that fails after a good one (a clock that fails now
+ *   and then) is that good one again, with a warning: an operation reads the clock before its
+ *   first change and may read it again after (a group's records, then its member's session timer;
+ *   a group's offsets deleted, then its record), and a refusal between the two would leave half of
+ *   it done. Only the first reading of a step refuses.
  */
 function storeClock(clock: Clock, warn: (message: string) => void): Clock {
   checkClock(clock, 'options.clock');
   const elapsed = clock.elapsedMs;
+  // The step's last good readings, forgotten once the step is over (the next microtask).
+  let stepNowMs: number | undefined;
+  let stepElapsedMs: number | undefined;
+  let forgetQueued = false;
+  const rememberForStep = () => {
+    if (forgetQueued) return;
+    forgetQueued = true;
+    queueMicrotask(() => {
+      forgetQueued = false;
+      stepNowMs = undefined;
+      stepElapsedMs = undefined;
+    });
+  };
+  const orStepReading = (read: () => number, last: number | undefined): number => {
+    try {
+      return read();
+    } catch (error) {
+      if (last === undefined) throw error;
+      warn(
+        `${(error as Error).message}; this operation goes on with the clock's reading of a moment before (${last})`,
+      );
+      return last;
+    }
+  };
   return {
     // Intervals (assignment pacing) are measured with it: without it, a wall clock that steps
     // would stretch or cut them (see elapsedMs in src/util/clock.ts).
@@ -722,23 +751,31 @@ function storeClock(clock: Clock, warn: (message: string) => void): Clock {
       ? {}
       : {
           elapsedMs: () => {
-            const ms = elapsed.call(clock);
-            if (typeof ms !== 'number' || !Number.isFinite(ms))
-              throw new OffsetStoreError(
-                'INVALID_CONFIG',
-                `options.clock.elapsedMs() returned ${String(ms)}: the store needs a number of milliseconds`,
-              );
-            return ms;
+            stepElapsedMs = orStepReading(() => {
+              const ms = elapsed.call(clock);
+              if (typeof ms !== 'number' || !Number.isFinite(ms))
+                throw new OffsetStoreError(
+                  'INVALID_CONFIG',
+                  `options.clock.elapsedMs() returned ${String(ms)}: the store needs a number of milliseconds`,
+                );
+              return ms;
+            }, stepElapsedMs);
+            rememberForStep();
+            return stepElapsedMs;
           },
         }),
     nowMs: () => {
-      const ms = clock.nowMs();
-      if (typeof ms !== 'number' || !(ms >= 0) || ms > Number.MAX_SAFE_INTEGER)
-        throw new OffsetStoreError(
-          'INVALID_CONFIG',
-          `options.clock.nowMs() returned ${String(ms)}: the store needs milliseconds since the epoch, a number from 0 to 2^53-1`,
-        );
-      return Math.floor(ms);
+      stepNowMs = orStepReading(() => {
+        const ms = clock.nowMs();
+        if (typeof ms !== 'number' || !(ms >= 0) || ms > Number.MAX_SAFE_INTEGER)
+          throw new OffsetStoreError(
+            'INVALID_CONFIG',
+            `options.clock.nowMs() returned ${String(ms)}: the store needs milliseconds since the epoch, a number from 0 to 2^53-1`,
+          );
+        return Math.floor(ms);
+      }, stepNowMs);
+      rememberForStep();
+      return stepNowMs;
     },
     setTimer: (delayMs, callback) =>
       clock.setTimer(delayMs, () => {

@@ -450,6 +450,7 @@ export class OffsetsTable {
     records: readonly OffsetRecordSpec[],
     commitTimestampMs: number,
     recordsPerBatch: number,
+    admitted = false,
   ): Promise<void> {
     return this.#writeOffsetsChunked(
       groupId,
@@ -457,6 +458,7 @@ export class OffsetsTable {
       commitTimestampMs,
       recordsPerBatch,
       this.#gate,
+      admitted,
     );
   }
 
@@ -466,6 +468,7 @@ export class OffsetsTable {
     commitTimestampMs: number,
     recordsPerBatch: number,
     gate: Promise<void> | undefined,
+    callerAdmitted = false,
   ): Promise<void> {
     // At most `recordsPerBatch` records, and never more bytes than the log takes in one batch
     // (records with metadata of up to 4 KiB each: 10,000 of them would be ~40 MB).
@@ -486,8 +489,8 @@ export class OffsetsTable {
     if (start < records.length) chunks.push(records.slice(start));
     // Let in whole or not at all: a refusal (too many appends pending) of a later batch, after the
     // first were appended, would leave part of a delete done by a call that failed.
-    const admitted = chunks.length > 1;
-    if (admitted) this.log.checkRoom();
+    const admitted = callerAdmitted || chunks.length > 1;
+    if (admitted && !callerAdmitted) this.log.checkRoom();
     const writes = chunks.map((chunk) =>
       this.#writeOffsets(groupId, chunk, commitTimestampMs, gate, admitted),
     );
@@ -508,9 +511,10 @@ export class OffsetsTable {
     gate: Promise<void> | undefined,
   ): Promise<number> {
     const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
-    // A group's tombstone ends a delete (deleteGroup, retention) whose offsets' tombstones may have
-    // been appended just before: it is not refused for the appends pending, which they are.
-    const logOffset = await this.#append(batch, gate, snapshot === null);
+    // Never refused for the appends pending: the group operation it records has changed the group
+    // in memory already (the coordinator bounds those itself, before they run), and a group's
+    // tombstone ends a delete whose offsets' tombstones were let in just before.
+    const logOffset = await this.#append(batch, gate, true);
     this.state.applyBatch(batch, 0, logOffset);
     return logOffset;
   }

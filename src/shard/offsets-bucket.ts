@@ -506,8 +506,11 @@ export class OffsetsBucket {
             throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `group ${groupId} does not exist`);
           await this.coordinator.deleteGroup(groupId, () => {
             try {
+              // Let in whole or refused whole (TOO_MANY_PENDING_WRITES, before anything is
+              // appended): the offsets' tombstones and the group's, which is never refused.
+              this.table.log.checkRoom();
               const keys = state.committedOrPendingKeys(groupId);
-              return keys.length > 0 ? this.#writeTombstones(groupId, keys) : undefined;
+              return keys.length > 0 ? this.#writeTombstones(groupId, keys, true) : undefined;
             } finally {
               settle(); // the tombstones are appended (issued before #writeTombstones returns)
             }
@@ -595,12 +598,17 @@ export class OffsetsBucket {
   }
 
   /** Tombstones of `buckets`, in batches appended in one synchronous step (see the module comment). */
-  #writeTombstones(groupId: string, buckets: readonly TableBucket[]): Promise<void> {
+  #writeTombstones(
+    groupId: string,
+    buckets: readonly TableBucket[],
+    admitted = false,
+  ): Promise<void> {
     return this.table.writeOffsetsChunked(
       groupId,
       buckets.map(tombstone),
       this.#clock.nowMs(),
       RECORDS_PER_BULK_BATCH,
+      admitted,
     );
   }
 

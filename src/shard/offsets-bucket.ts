@@ -673,7 +673,11 @@ export class OffsetsBucket {
     // from their commit if that is later: a consumer commits only the partitions whose position
     // moved, so a quiet partition's last commit may be older than the retention when its group
     // empties for a restart.
+    // Nor while it is anything but Empty: a group rebalancing with no members left (its first member
+    // left during the initial delay) has no Empty time yet, and Kafka expires nothing of it.
     if ((this.coordinator.classic.memberCount(groupId) ?? 0) > 0) return [];
+    const classic = this.coordinator.classic.listing(groupId);
+    if (classic !== null && classic.state !== 'Empty') return [];
     const emptySinceMs = this.coordinator.classic.emptySinceMs(groupId) ?? -Infinity;
     const subscribed = this.coordinator.hasMembers(groupId)
       ? new Set(

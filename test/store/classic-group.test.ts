@@ -449,6 +449,53 @@ describe('the classic protocol over a real store', () => {
     await store.close();
   });
 
+  it('a group rebalancing with no members (its only member left during the initial delay) keeps its offsets: they used to expire by their commit time', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock(1_700_000_000_000);
+    const store = await OffsetStore.open({
+      dir,
+      clock,
+      durability: 'os',
+      bucketCount: 1,
+      offsetsRetentionMs: 10_000,
+      offsetsRetentionCheckIntervalMs: 1000,
+      group: { initialRebalanceDelayMs: 3000 },
+    });
+    const a = new ClassicClient(store, 'a', { sessionTimeoutMs: 30_000 });
+    const joins = a.join();
+    await drain();
+    clock.advance(3000);
+    await a.sync(await joins);
+    await a.commit(42);
+    for (let t = 0; t < 4; t++) {
+      clock.advance(4000);
+      await a.heartbeat();
+    }
+    await store.classic.leaveGroup(GROUP, { members: [{ memberId: a.memberId }] });
+    await drain();
+    // Empty for 5 s, its offset committed 21 s ago: kept (retention runs from when it emptied).
+    clock.advance(5000);
+    await drain();
+    const fetch = async () =>
+      (await store.fetchOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }]))[0]?.offset;
+    expect(await fetch()).toBe(42);
+    // A consumer joins (the initial delay starts) and leaves before it ends.
+    const b = new ClassicClient(store, 'b', { requireKnownMemberId: false });
+    const parked = store.classic.joinGroup(GROUP, b.request()).catch(() => undefined);
+    await drain();
+    const joining = (await store.describeGroup(GROUP)).classic!.members[0]!.memberId;
+    await store.classic.leaveGroup(GROUP, { members: [{ memberId: joining }] });
+    await parked;
+    expect((await store.describeGroup(GROUP)).classic).toMatchObject({
+      state: 'PreparingRebalance',
+      members: [],
+    });
+    clock.advance(1000); // a retention check while it rebalances with no members
+    await drain();
+    expect(await fetch()).toBe(42);
+    await store.close();
+  });
+
   it('a clock with fractions of a millisecond leaves an Empty snapshot the next open reads', async () => {
     const dir = tempDir();
     const clock = new ManualClock(1_700_000_000_000);

@@ -60,6 +60,7 @@ import {
   classicSnapshotOf,
   classicSnapshotToRecords,
   isRebalanceDue,
+  emptiedSnapshotOf,
   rebalanceDueSnapshotOf,
   type ClassicGroupSnapshot,
 } from './classic-snapshot.js';
@@ -513,9 +514,10 @@ export class ClassicCoordinator {
     const removal = this.#removalsToRecord.delete(groupId);
     if (group === undefined || !runtime.dirty) return null;
     if (group.state !== 'Stable' && group.state !== 'Empty') {
-      // None when no member left could be restored at this generation: the rebalance's end writes.
-      const snapshot = removal ? rebalanceDueSnapshotOf(group) : null;
-      if (snapshot === null) return null;
+      if (!removal) return null; // the rebalance's end writes
+      // When no member left could be restored at this generation, the group as a restart has it:
+      // Empty (the rebalance's end writes again).
+      const snapshot = rebalanceDueSnapshotOf(group) ?? emptiedSnapshotOf(group, this.#env.nowMs());
       this.#snapshotsWritten++;
       return this.#writer.writeSnapshot(groupId, snapshot).catch((error: unknown) => {
         // Written again by the group's next operation, as a failed snapshot write always is.

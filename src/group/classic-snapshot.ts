@@ -114,6 +114,24 @@ export function rebalanceDueSnapshotOf(group: ClassicGroup): ClassicGroupSnapsho
   };
 }
 
+/**
+ * The snapshot of a group an admin's removal left with no member that could be restored (none left,
+ * or none offering its protocol; members still joining are not kept by a restart): Empty at the
+ * next generation, as the rebalance would end without them, so that the removal is durable.
+ */
+export function emptiedSnapshotOf(group: ClassicGroup, nowMs: number): ClassicGroupSnapshot {
+  return {
+    protocol: 'classic',
+    version: CLASSIC_SNAPSHOT_VERSION,
+    generationId: group.fields.generationId + 1,
+    protocolType: group.fields.protocolType,
+    protocolName: null,
+    leaderId: null,
+    members: [],
+    emptySinceMs: nowMs,
+  };
+}
+
 /** The snapshot of a classic group that is Stable or Empty. */
 export function classicSnapshotOf(group: ClassicGroup): ClassicGroupSnapshot {
   assert(

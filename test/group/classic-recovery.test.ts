@@ -102,7 +102,7 @@ describe('restart', () => {
     expect(ctx.inspect()?.members.map((m) => m.memberId)).not.toContain(c!.memberId);
   });
 
-  it("an admin's removal when no member left offers the group's protocol: resolves, answers the removed member's parked join, and writes nothing until the rebalance ends", async () => {
+  it("an admin's removal when no member left offers the group's protocol: resolves, answers the removed member's parked join, and writes the group Empty, so that the removal survives a restart (nothing was written, and the removed member came back)", async () => {
     const ctx = new ClassicTestContext();
     const joins = [0, 1].map(() => ctx.join({ protocols: protocols(['range', 'roundrobin']) }));
     await ctx.advance(0);
@@ -124,7 +124,11 @@ describe('restart', () => {
     expect(removed.map((m) => m.memberId)).toEqual([b!.memberId]);
     await tick();
     expect(rejoinB.code).toBe('UNKNOWN_MEMBER_ID');
-    expect(ctx.writer.writes.length, 'no member could be restored: nothing written').toBe(writes);
+    expect(ctx.writer.writes.length, 'no member could be restored: the group written Empty').toBe(
+      writes + 1,
+    );
+    ctx.restart();
+    expect(ctx.inspect()).toMatchObject({ state: 'Empty', members: [], generationId: 2 });
   });
 
   it('an Empty group keeps its generation and protocol type; the next member continues from it', async () => {

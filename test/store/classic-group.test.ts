@@ -496,6 +496,35 @@ describe('the classic protocol over a real store', () => {
     await store.close();
   });
 
+  it('removing every member while a consumer is still to join (MEMBER_ID_REQUIRED) is durable: the removed members used to come back after a reopen', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock(1_700_000_000_000);
+    let store = await openStore(dir, clock);
+    const [a, b] = [new ClassicClient(store, 'a'), new ClassicClient(store, 'b')];
+    await rebalance(clock, [a, b]);
+    const generation = (await store.describeGroup(GROUP)).classic!.generationId;
+    const third = new ClassicClient(store, 'c');
+    expect((await store.classic.joinGroup(GROUP, third.request())).outcome).toBe(
+      'member-id-required',
+    );
+    expect(await store.removeMembers(GROUP, { all: true })).toHaveLength(2);
+    await store.close();
+    store = await openStore(dir, clock);
+    expect((await store.describeGroup(GROUP)).classic).toMatchObject({
+      state: 'Empty',
+      members: [],
+      generationId: generation + 1,
+    });
+    // The group works on from there: the third consumer joins it.
+    const c = new ClassicClient(store, 'c');
+    await rebalance(clock, [c]);
+    expect((await store.describeGroup(GROUP)).classic).toMatchObject({
+      state: 'Stable',
+      generationId: generation + 2,
+    });
+    await store.close();
+  });
+
   it('a clock with fractions of a millisecond leaves an Empty snapshot the next open reads', async () => {
     const dir = tempDir();
     const clock = new ManualClock(1_700_000_000_000);

@@ -33,21 +33,39 @@ export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = asyn
   const batched = header.apiVersion >= BATCHED_FROM_VERSION;
   const members = batched
     ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
-    : [{ memberId: request.memberId }];
-  let result: ClassicLeaveGroupResult;
-  try {
-    result = await context.store.classic.leaveGroup(request.groupId, { members });
-  } catch (error) {
-    return { throttleTimeMs: 0, errorCode: context.errorCodeOf(error, 'LeaveGroup'), members: [] };
+    : [{ memberId: request.memberId, groupInstanceId: null }];
+  // An entry that names no member (an empty member id and no instance id) or an empty instance id
+  // names none the group could have: UNKNOWN_MEMBER_ID for it alone, as Kafka answers, and the
+  // others of the batch leave.
+  const namesNone = (m: { memberId: string; groupInstanceId: string | null }) =>
+    m.groupInstanceId === '' || (m.memberId === '' && m.groupInstanceId === null);
+  const named = members.filter((m) => !namesNone(m));
+  let result: ClassicLeaveGroupResult = { members: [] };
+  if (named.length > 0) {
+    try {
+      result = await context.store.classic.leaveGroup(request.groupId, { members: named });
+    } catch (error) {
+      return {
+        throttleTimeMs: 0,
+        errorCode: context.errorCodeOf(error, 'LeaveGroup'),
+        members: [],
+      };
+    }
   }
+  let next = 0;
+  const answers = members.map((m) =>
+    namesNone(m)
+      ? { ...m, errorCode: KAFKA_ERROR.UNKNOWN_MEMBER_ID }
+      : (({ memberId, groupInstanceId, errorCode }) => ({
+          memberId,
+          groupInstanceId,
+          errorCode: memberErrorCode(errorCode),
+        }))(result.members[next++]!),
+  );
   const response: LeaveResponse = {
     throttleTimeMs: 0,
-    errorCode: batched ? KAFKA_ERROR.NONE : memberErrorCode(result.members[0]!.errorCode),
-    members: result.members.map((m) => ({
-      memberId: m.memberId,
-      groupInstanceId: m.groupInstanceId,
-      errorCode: memberErrorCode(m.errorCode),
-    })),
+    errorCode: batched ? KAFKA_ERROR.NONE : answers[0]!.errorCode,
+    members: answers,
   };
   return response;
 };

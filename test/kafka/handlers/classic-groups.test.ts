@@ -452,14 +452,26 @@ describe('LeaveGroup', () => {
     const { a, memberA, memberB, generationId } = await stableGroup(t, clock);
     const unknown = await a.send(API_KEYS.LeaveGroup, 1, { groupId: 'g', memberId: 'nobody' });
     expect(unknown.errorCode).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+    // An entry naming no member (an empty id, or an empty instance id) is answered alone, as Kafka
+    // does; the batch used to be refused whole (INVALID_REQUEST), the others staying in the group.
+    expect((await a.send(API_KEYS.LeaveGroup, 0, { groupId: 'g', memberId: '' })).errorCode).toBe(
+      KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+    );
     const batch = await a.send(API_KEYS.LeaveGroup, 3, {
       groupId: 'g',
-      members: [{ memberId: memberB }, { memberId: 'nobody' }],
+      members: [
+        { memberId: '' },
+        { memberId: memberB },
+        { memberId: 'nobody' },
+        { memberId: '', groupInstanceId: '' },
+      ],
     });
     expect(batch.errorCode).toBe(0);
     expect(batch.members.map((m) => [m.memberId, m.errorCode])).toEqual([
+      ['', KAFKA_ERROR.UNKNOWN_MEMBER_ID],
       [memberB, 0],
       ['nobody', KAFKA_ERROR.UNKNOWN_MEMBER_ID],
+      ['', KAFKA_ERROR.UNKNOWN_MEMBER_ID],
     ]);
     expect(
       (await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId: memberA }))

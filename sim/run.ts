@@ -100,6 +100,8 @@ export async function main(argv: string[]): Promise<number> {
   const osShare = share('os-share');
   const lazyOpenShare = share('lazy-open-share');
   const viewChance = share('view-chance');
+  // What the command line asks of every run it names (a regression seed has its own).
+  const asked = { ops, faults, swarm, verbose, osShare, lazyOpenShare, viewChance };
   const runs: SimOptions[] = [];
   if (args.has('regression')) {
     const file = path.join(path.dirname(fileURLToPath(import.meta.url)), 'regression-seeds.json');
@@ -114,16 +116,7 @@ export async function main(argv: string[]): Promise<number> {
         viewChance: entry.viewChance ?? 0,
       });
   } else if (args.has('seed')) {
-    runs.push({
-      seed: number(args, 'seed', 0),
-      ops,
-      faults,
-      swarm,
-      verbose,
-      osShare,
-      lazyOpenShare,
-      viewChance,
-    });
+    runs.push({ seed: number(args, 'seed', 0), ...asked });
   }
   const minutes = number(args, 'minutes', 0);
   const count = number(args, 'seeds', runs.length === 0 && minutes === 0 ? 1 : 0);
@@ -146,16 +139,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   for (const options of runs) await runOne(options);
   for (let i = 0; i < count || (minutes > 0 && performance.now() < deadline); i++) {
-    await runOne({
-      seed: (from + i) >>> 0,
-      ops,
-      faults,
-      swarm,
-      verbose,
-      osShare,
-      lazyOpenShare,
-      viewChance,
-    });
+    await runOne({ seed: (from + i) >>> 0, ...asked });
     if (failures > 0 && !args.has('keep-going')) break;
   }
   console.log(

@@ -958,6 +958,35 @@ class Simulation {
     );
   }
 
+  /**
+   * Checks every key of every group in `copy` (a backup, a read-only view) against what `window`
+   * allowed while it was made.
+   */
+  checkCopy(copy: OffsetStore, window: CopyWindow, label: string): void {
+    const nowMs = this.nowMs();
+    for (const groupId of [...this.config.adminGroups, ...this.config.memberGroups]) {
+      if (this.violation !== undefined) break;
+      try {
+        const rows = copy.fetchOffsetsSync(groupId) as CommittedOffset[];
+        const seen = new Set<string>();
+        for (const row of rows) {
+          const key = keyOf(groupId, row.tableId, row.partitionId, row.bucketId);
+          seen.add(key);
+          window.check(key, row.offset, this.mayExpire(groupId, key, nowMs));
+        }
+        for (const key of window.keysOf(groupId))
+          if (!seen.has(key)) window.check(key, null, this.mayExpire(groupId, key, nowMs));
+      } catch (error) {
+        if (!(error instanceof ModelViolation)) {
+          this.storageError(`fetch of ${groupId} from ${label}`, error);
+          break;
+        }
+        this.fail(`${label}: ${error.message}`);
+        this.violationKey = error.key;
+      }
+    }
+  }
+
   /** Opens each backup waiting to be checked, checks every key of every group, then deletes it. */
   async checkBackups(): Promise<void> {
     while (this.backupsToCheck.length > 0 && this.violation === undefined) {
@@ -998,27 +1027,7 @@ class Simulation {
       const copy = opened.value;
       if (warnings.length > 0 && !this.restFaultInjected())
         this.fail(`${label}: a backup opened with warnings: ${warnings.join('; ')}`);
-      const nowMs = this.nowMs();
-      for (const groupId of [...c.adminGroups, ...c.memberGroups]) {
-        if (this.violation !== undefined) break;
-        try {
-          const rows = copy.fetchOffsetsSync(groupId) as CommittedOffset[];
-          const seen = new Set<string>();
-          for (const row of rows) {
-            const key = keyOf(groupId, row.tableId, row.partitionId, row.bucketId);
-            seen.add(key);
-            window.check(key, row.offset, this.mayExpire(groupId, key, nowMs));
-          }
-          for (const key of window.keysOf(groupId))
-            if (!seen.has(key)) window.check(key, null, this.mayExpire(groupId, key, nowMs));
-        } catch (error) {
-          if (!(error instanceof ModelViolation)) {
-            this.storageError(`fetch of ${groupId} from ${label}`, error);
-            break;
-          }
-          this.fail(`${label}: ${error.message}`);
-        }
-      }
+      this.checkCopy(copy, window, label);
       const closed = await this.settle(copy.close(), `close of ${label}`, fs);
       if (!closed.ok && this.violation === undefined)
         this.storageError(`close of ${label}`, closed.error);
@@ -1078,28 +1087,7 @@ class Simulation {
       return;
     }
     const view = opened.value;
-    const nowMs = this.nowMs();
-    for (const groupId of [...c.adminGroups, ...c.memberGroups]) {
-      if (this.violation !== undefined) break;
-      try {
-        const rows = view.fetchOffsetsSync(groupId) as CommittedOffset[];
-        const seen = new Set<string>();
-        for (const row of rows) {
-          const key = keyOf(groupId, row.tableId, row.partitionId, row.bucketId);
-          seen.add(key);
-          window.check(key, row.offset, this.mayExpire(groupId, key, nowMs));
-        }
-        for (const key of window.keysOf(groupId))
-          if (!seen.has(key)) window.check(key, null, this.mayExpire(groupId, key, nowMs));
-      } catch (error) {
-        if (!(error instanceof ModelViolation)) {
-          this.storageError(`fetch of ${groupId} from ${label}`, error);
-          break;
-        }
-        this.fail(`${label}: ${error.message}`);
-        this.violationKey = error.key;
-      }
-    }
+    this.checkCopy(view, window, label);
     const closed = await this.settle(view.close(), `close of ${label}`, fs);
     if (!closed.ok && this.violation === undefined)
       this.storageError(`close of ${label}`, closed.error);

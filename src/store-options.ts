@@ -711,11 +711,12 @@ export function warningsTo(
  *   fresh commit look expired to retention);
  * - a timer's callback that throws (a broken clock read in it) is a warning, not an uncaught
  *   exception in the service that embeds the store;
- * - within one synchronous step, a reading that fails after a good one (a clock that fails now
- *   and then) is that good one again, with a warning: an operation reads the clock before its
- *   first change and may read it again after (a group's records, then its member's session timer;
- *   a group's offsets deleted, then its record), and a refusal between the two would leave half of
- *   it done. Only the first reading of a step refuses.
+ * - a reading that fails right after a good one (a clock that fails now and then) is that good
+ *   one again, with a warning: an operation reads the clock before its first change and may read
+ *   it again after (a group's records, then its member's session timer; a group's offsets deleted,
+ *   then its record), and a refusal between the two would leave half of it done. "Right after":
+ *   until the promise callbacks pending at the good reading have run (one turn of microtasks), so a
+ *   clock that stays broken refuses again from the next turn on.
  */
 function storeClock(clock: Clock, warn: (message: string) => void): Clock {
   checkClock(clock, 'options.clock');

@@ -376,7 +376,13 @@ export class GroupCoordinator {
       get: (id: number) => (id === tableId ? normalized : current.get(id)),
     };
     for (const group of this.#machine.groups())
-      if (group.members.size > 0 && group.subscribesTable(tableId))
+      if (
+        group.members.size > 0 &&
+        group.subscribesTable(tableId) &&
+        // A group whose target was computed with this layout (every group, when a reopened store
+        // is told its layouts again) does not change with it.
+        !layoutsEqual(group.tableLayouts.get(tableId), normalized)
+      )
         checkGroupSubscriptions(
           group.groupId,
           group,

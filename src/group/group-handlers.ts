@@ -157,11 +157,10 @@ function emitTarget(
 
 /**
  * INVALID_REQUEST, before anything changes, when with `subscription` (null: the members as they are)
- * and `layouts` the group's snapshot is estimated past `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or
- * less under a log of smaller batches; the member it replaces, or inherits from, no longer counted).
- * A refusal after the change would come too late: its snapshot write would fail at every later
- * operation, and the group would be stuck. The estimate (groupSnapshotBytesEstimate) errs on the
- * large side.
+ * and `layouts` the group's snapshot could pass `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or less
+ * under a log of smaller batches; the member it replaces, or inherits from, no longer counted). A
+ * refusal after the change would come too late: its snapshot write would fail at every later
+ * operation, and the group would be stuck. The bound is groupSnapshotBytesEstimate's.
  */
 export function checkGroupSubscriptions(
   groupId: string,
@@ -172,70 +171,104 @@ export function checkGroupSubscriptions(
   bytesMax: number,
   cause: string,
 ): void {
-  const subscriptions: (readonly number[])[] = [];
+  const members: SnapshotMemberShape[] = [];
   const held: BucketSet[] = [];
-  if (subscription !== null) subscriptions.push(subscription.subscribedTableIds);
+  if (subscription !== null) members.push(subscription);
   for (const member of group?.members.values() ?? []) {
     held.push(member.assigned, member.pendingRevocation);
     if (member.memberId === subscription?.memberId || member === inheritFrom) continue;
-    subscriptions.push(member.subscribedTableIds);
+    members.push(member);
   }
   const estimate = groupSnapshotBytesEstimate(
-    subscriptions,
+    Buffer.byteLength(groupId),
+    members,
     layouts,
     held.flatMap((set) => runsOf(set)),
   );
   if (estimate.bytes > bytesMax)
     throw new OffsetStoreError(
       'INVALID_REQUEST',
-      `${cause}, group ${groupId}'s snapshot would take about ${estimate.bytes} bytes (${estimate.distinctTables} distinct tables, ${estimate.subscriptions} subscriptions, ${estimate.buckets} buckets), more than ${bytesMax}: it must fit in one batch of the log`,
+      `${cause}, group ${groupId}'s snapshot could take ${estimate.bytes} bytes (${estimate.distinctTables} distinct tables, ${estimate.subscriptions} subscriptions, ${estimate.buckets} buckets), more than ${bytesMax}: it must fit in one batch of the log`,
     );
 }
 
+/** What of a member its snapshot holds besides its buckets. */
+export interface SnapshotMemberShape {
+  readonly memberId: string;
+  readonly instanceId: string | null;
+  readonly assignor: string | null;
+  readonly subscribedTableIds: readonly number[];
+}
+
+/** Bytes of an unsigned integer in msgpack (ids are safe integers: up to 9). */
+function uintBytes(n: number): number {
+  return n < 128 ? 1 : n < 256 ? 2 : n < 65_536 ? 3 : n < 2 ** 32 ? 5 : 9;
+}
+
+/** Bytes of a string in msgpack (its UTF-8 and the length before it). */
+function stringBytes(s: string | null): number {
+  if (s === null) return 1;
+  const n = Buffer.byteLength(s);
+  return n + (n < 32 ? 1 : n < 256 ? 2 : n < 65_536 ? 3 : 5);
+}
+
+/** Fixed bytes of the snapshot's encoding (measured with the codec's msgpack options). */
+const GROUP_BYTES = 256; // the batch's header and record key, the group's epochs and field names
+const MEMBER_BYTES = 256; // a member's field names, epochs, timeouts, state and array headers
+const LAYOUT_BYTES = 48; // a layout's field names and array header
+const RUN_BYTES = 48; // a run's field names and its bucket array's header
+const BUCKET_ID_BYTES = 5; // an id below BUCKET_COUNT_MAX (2^20)
+
 /**
- * An upper estimate of a consumer group's snapshot, from snapshots measured as written: 1 member
- * subscribed to 65,536 tables of 1 bucket each, 5.4 MB; a second member with the same tables, +0.2
- * MB; 100 members on 1,000 tables of 100 buckets, 0.7 MB; 1 member on 1 table of 100,000 buckets,
- * 0.4 MB (10 members: 0.7 MB); 1 table of 100,000 partitions of 1 bucket, 4.3 MB with 1 member and
- * 8.3 MB with 2 or 10. Per member 400 bytes; per subscribed table id 4; per distinct table 80 (its
- * layout, its place in the assignments) and 5 per partition id of its layout; an assignment run
- * (the buckets of one table partition a member holds) 12 for the first of each subscribed table,
- * and 90 for every further one (a run in the assignment and one in the target while they differ);
- * and 10 per bucket that is not alone in its run (its id in the assignment and in the target).
- * `held`: the runs the members hold now; those of a table partition or of buckets the layouts no
- * longer have (a layout that changed) add 45 and 5 per bucket, as the snapshot lists them too.
+ * A bound on a consumer group's snapshot (snapshotOf) as the codec writes it, for members of
+ * `members` and `layouts`, however its assignment moves until they change: every member with its
+ * ids and subscriptions; every subscribed table's layout; the runs of buckets (one table partition
+ * each) members hold, at most one per bucket and per member and partition in the assignments and
+ * pending revocations together twice over, and once more in the targets; each bucket's id in its
+ * holder's run and in a target; and the runs members still hold (`held`) of partitions or buckets
+ * the layouts no longer have. Writes measured against it (test/group/snapshot-estimate.test.ts):
+ * 1 member on 65,536 tables of 1 bucket each, 5.4 MB; 1 member on 1 table of 100,000 buckets, 0.4
+ * MB (10 members: 0.7 MB); 1 table of 100,000 partitions of 1 bucket, 4.3 MB with 1 member and 8.3
+ * MB with 2 or 10; 2 members on 65,536 tables with ids past 2^52, 10.2 MB.
  */
 export function groupSnapshotBytesEstimate(
-  subscriptions: Iterable<readonly number[]>,
+  groupIdBytes: number,
+  members: Iterable<SnapshotMemberShape>,
   layouts: Pick<ReadonlyMap<number, TableLayout>, 'get'>,
   held: Iterable<GroupSnapshotBuckets> = [],
 ): { bytes: number; distinctTables: number; subscriptions: number; buckets: number } {
-  const distinct = new Set<number>();
+  let bytes = GROUP_BYTES + groupIdBytes;
   let ids = 0;
-  let members = 0;
-  // Table partitions over every member's subscriptions: a bound on the runs of the assignments.
-  let pairs = 0;
-  for (const tableIds of subscriptions) {
-    members++;
-    ids += tableIds.length;
-    for (const tableId of tableIds) {
-      distinct.add(tableId);
-      pairs += layouts.get(tableId)?.partitionIds?.length ?? 1;
+  const subscribers = new Map<number, number>();
+  for (const m of members) {
+    bytes +=
+      MEMBER_BYTES + stringBytes(m.memberId) + stringBytes(m.instanceId) + stringBytes(m.assignor);
+    for (const tableId of m.subscribedTableIds) {
+      bytes += uintBytes(tableId);
+      subscribers.set(tableId, (subscribers.get(tableId) ?? 0) + 1);
     }
+    ids += m.subscribedTableIds.length;
   }
   let buckets = 0;
-  let partitionIds = 0;
-  for (const tableId of distinct) {
+  for (const [tableId, count] of subscribers) {
     const layout = layouts.get(tableId);
-    if (layout === undefined) continue;
-    buckets += layout.bucketCount * (layout.partitionIds?.length ?? 1);
-    partitionIds += layout.partitionIds?.length ?? 0;
+    const partitionIds = layout?.partitionIds ?? null;
+    const partitions = partitionIds?.length ?? 1;
+    const tableBuckets = (layout?.bucketCount ?? 0) * partitions;
+    buckets += tableBuckets;
+    bytes += LAYOUT_BYTES + uintBytes(tableId) + uintBytes(layout?.bucketCount ?? 0);
+    let partitionIdBytes = 1;
+    for (const id of partitionIds ?? []) {
+      bytes += uintBytes(id);
+      partitionIdBytes = Math.max(partitionIdBytes, uintBytes(id));
+    }
+    const pairs = count * partitions;
+    const runs = Math.min(2 * pairs, tableBuckets) + Math.min(pairs, tableBuckets);
+    bytes += runs * (RUN_BYTES + uintBytes(tableId) + partitionIdBytes);
+    bytes += 2 * tableBuckets * BUCKET_ID_BYTES;
   }
-  const firstRuns = Math.min(ids, buckets);
-  const runs = Math.max(firstRuns, Math.min(pairs, buckets));
   // Buckets the members hold (assigned, or pending revocation) that the layouts no longer have:
-  // until they are revoked, the snapshot lists them beside the target of the new layouts.
-  let stale = 0;
+  // until they are revoked, the snapshot lists them beside the new layouts' targets.
   for (const run of held) {
     const layout = layouts.get(run.tableId);
     const partitioned = layout?.partitionIds !== null && layout?.partitionIds !== undefined;
@@ -245,23 +278,18 @@ export function groupSnapshotBytesEstimate(
         ? !partitioned
         : partitioned && sortedHas(layout.partitionIds!, run.partitionId));
     if (!partitionKept) {
-      stale += 45 + 5 * run.bucketIds.length;
+      bytes +=
+        RUN_BYTES +
+        uintBytes(run.tableId) +
+        uintBytes(run.partitionId ?? 0) +
+        BUCKET_ID_BYTES * run.bucketIds.length;
       continue;
     }
     // Sorted: those past the layout's bucket count are at the end.
     for (let i = run.bucketIds.length - 1; i >= 0 && run.bucketIds[i]! >= layout.bucketCount; i--)
-      stale += 5;
+      bytes += BUCKET_ID_BYTES;
   }
-  const bytes =
-    400 * members +
-    4 * ids +
-    80 * distinct.size +
-    5 * partitionIds +
-    12 * firstRuns +
-    90 * (runs - firstRuns) +
-    10 * (buckets - runs) +
-    stale;
-  return { bytes, distinctTables: distinct.size, subscriptions: ids, buckets };
+  return { bytes, distinctTables: subscribers.size, subscriptions: ids, buckets };
 }
 
 /** Whether sorted `values` holds `value` (binary search). */

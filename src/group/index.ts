@@ -51,6 +51,7 @@ export {
 } from './group-snapshot.js';
 export {
   MEMBER_TIMEOUT_MS_MAX,
+  MEMBER_ID_LENGTH_MAX,
   type HeartbeatRequest,
   type HeartbeatResponse,
 } from './heartbeat.js';

@@ -23,7 +23,8 @@ function checkLatest(ctx: GroupTestContext, seed: number, step: string): number 
     snapshot.tableLayouts.map((l) => [l.tableId, normalizeTableLayout(l.tableId, l)]),
   );
   const estimate = groupSnapshotBytesEstimate(
-    snapshot.members.map((m) => m.subscribedTableIds),
+    Buffer.byteLength('g'),
+    snapshot.members,
     layouts,
     snapshot.members.flatMap((m) => [...m.assignment, ...(m.pendingRevocation ?? [])]),
   );

@@ -8,7 +8,7 @@
  * no group, as Kafka's coordinator answers; the store's others mapped as kafka-error-code.ts says).
  * A consumer (KIP-848) group is answered member by member (classic-leave.ts).
  */
-import type { ClassicLeaveGroupResult } from '../../group/index.js';
+import { MEMBER_ID_LENGTH_MAX, type ClassicLeaveGroupResult } from '../../group/index.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
 import type { RequestHandler } from './request-handler.js';
 
@@ -34,11 +34,14 @@ export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = asyn
   const members = batched
     ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
     : [{ memberId: request.memberId, groupInstanceId: null }];
-  // An entry that names no member (an empty member id and no instance id) or an empty instance id
-  // names none the group could have: UNKNOWN_MEMBER_ID for it alone, as Kafka answers, and the
+  // An entry that names no member (an empty member id and no instance id), an empty instance id, or
+  // an id longer than any the group gives or takes names none the group could have: UNKNOWN_MEMBER_ID for it alone, as Kafka answers, and the
   // others of the batch leave.
   const namesNone = (m: { memberId: string; groupInstanceId: string | null }) =>
-    m.groupInstanceId === '' || (m.memberId === '' && m.groupInstanceId === null);
+    m.groupInstanceId === '' ||
+    (m.memberId === '' && m.groupInstanceId === null) ||
+    m.memberId.length > MEMBER_ID_LENGTH_MAX ||
+    (m.groupInstanceId?.length ?? 0) > MEMBER_ID_LENGTH_MAX;
   const named = members.filter((m) => !namesNone(m));
   let result: ClassicLeaveGroupResult = { members: [] };
   if (named.length > 0) {

@@ -464,6 +464,7 @@ describe('LeaveGroup', () => {
         { memberId: memberB },
         { memberId: 'nobody' },
         { memberId: '', groupInstanceId: '' },
+        { memberId: 'x'.repeat(256) },
       ],
     });
     expect(batch.errorCode).toBe(0);
@@ -472,6 +473,7 @@ describe('LeaveGroup', () => {
       [memberB, 0],
       ['nobody', KAFKA_ERROR.UNKNOWN_MEMBER_ID],
       ['', KAFKA_ERROR.UNKNOWN_MEMBER_ID],
+      ['x'.repeat(256), KAFKA_ERROR.UNKNOWN_MEMBER_ID],
     ]);
     expect(
       (await a.send(API_KEYS.Heartbeat, 3, { groupId: 'g', generationId, memberId: memberA }))

@@ -47,6 +47,11 @@ describe('the group snapshot size estimate', () => {
       const ctx = new GroupTestContext({ snapshotBytesMax: 2 ** 30 });
       ctx.writer.verifyRoundTrip = false; // (other tests check that; here, sizes only)
       const tableCount = int(1, 12);
+      // Table ids of every msgpack width (1 to 9 bytes), member ids up to 255 wide characters.
+      const base = [0, 200, 60_000, 2 ** 31, 2 ** 52][int(0, 4)]!;
+      const id = (i: number) => base + i;
+      const name = (step: number) =>
+        random() < 0.3 ? `${'成员'.repeat(int(1, 126))}${step}`.slice(0, 255) : `m${step}`;
       const layout = () =>
         random() < 0.4
           ? {
@@ -54,18 +59,21 @@ describe('the group snapshot size estimate', () => {
               partitionIds: Array.from({ length: int(1, 120) }, (_, i) => i * int(1, 3)),
             }
           : { bucketCount: int(1, 1500) };
-      for (let t = 1; t <= tableCount; t++) ctx.coordinator.setTableLayout(t, layout());
+      for (let t = 1; t <= tableCount; t++) ctx.coordinator.setTableLayout(id(t), layout());
       const members: SimMember[] = [];
       const subscription = () => {
-        const ids = Array.from({ length: tableCount }, (_, i) => i + 1).filter(
+        const ids = Array.from({ length: tableCount }, (_, i) => id(i + 1)).filter(
           () => random() < 0.6,
         );
-        return ids.length > 0 ? ids : [1];
+        return ids.length > 0 ? ids : [id(1)];
       };
       for (let step = 0; step < 40; step++) {
         const roll = random();
         if (members.length < 2 || (roll < 0.2 && members.length < 10)) {
-          const member = ctx.member(subscription(), { memberId: `m${step}` });
+          const member = ctx.member(subscription(), {
+            memberId: name(step),
+            ...(random() < 0.3 ? { instanceId: name(step + 1000) } : {}),
+          });
           member.slowRevoke = random() < 0.3;
           members.push(member);
           await member.beat();
@@ -73,7 +81,7 @@ describe('the group snapshot size estimate', () => {
           const member = members.splice(int(0, members.length - 1), 1)[0]!;
           await member.leave();
         } else if (roll < 0.4) {
-          ctx.coordinator.setTableLayout(int(1, tableCount), layout());
+          ctx.coordinator.setTableLayout(id(int(1, tableCount)), layout());
         } else if (roll < 0.5) {
           members[int(0, members.length - 1)]!.tableIds = subscription();
         } else if (roll < 0.6) {

@@ -473,19 +473,16 @@ export class OffsetStore {
       // then on): each bucket's before it first writes (#beforeFirstWrite), and every loaded
       // bucket's once recovery is over (#raiseLogEnds). A bucket that refuses to open keeps exact
       // the end its log still has, so that the next open refuses it again.
-      const recovered = () => this.#releaseRecovering?.();
       if (this.#hosted) {
         this.#recovery = Promise.resolve();
       } else if (this.#options.awaitRecovery || this.#options.readOnly) {
         // (Read only, the view is whole when open resolves: a read of a live store that meets its
         // owner's changes is made again by OffsetStore.open, which sees only what #open throws.)
-        this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
-        this.#recovery.then(recovered, recovered);
+        this.#recovery = this.#startRecovery();
         await this.#recovery;
         await this.#raiseLogEnds();
       } else {
-        this.#recovery = this.#recoverAll().then(() => this.#retireJournalRead());
-        this.#recovery.then(recovered, recovered);
+        this.#recovery = this.#startRecovery();
         this.#recovery
           .catch(() => {})
           .then(() => this.#raiseLogEnds())
@@ -530,6 +527,17 @@ export class OffsetStore {
       }
     }
     this.#releaseRecovering?.();
+  }
+
+  /**
+   * Recovers every offsets-bucket, then retires the commit journal read at open; the hold in
+   * recoveringStores is released once it settles, either way.
+   */
+  #startRecovery(): Promise<void> {
+    const recovery = this.#recoverAll().then(() => this.#retireJournalRead());
+    const recovered = () => this.#releaseRecovering?.();
+    recovery.then(recovered, recovered);
+    return recovery;
   }
 
   #startCompaction(): void {

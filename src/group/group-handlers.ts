@@ -116,15 +116,7 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
     !layoutsChanged(group, op.env.layouts)
   )
     return;
-  checkGroupSubscriptions(
-    groupId,
-    group,
-    null,
-    undefined,
-    op.env.layouts,
-    op.env.config.snapshotBytesMax,
-    'with the tables as they are laid out now',
-  );
+  checkLaidOut(op.env, groupId, group);
   const plan = op.env.pacer.mayAssign(groupId)
     ? planTargetAssignment(group, {}, assignmentEnv(op.env))
     : null;
@@ -190,6 +182,19 @@ export function checkGroupSubscriptions(
       'INVALID_REQUEST',
       `${cause}, group ${groupId}'s snapshot could take ${estimate.bytes} bytes (${estimate.distinctTables} distinct tables, ${estimate.subscriptions} subscriptions, ${estimate.buckets} buckets), more than ${bytesMax}: it must fit in one batch of the log`,
     );
+}
+
+/** checkGroupSubscriptions for a group taking the layouts as they are now, its members unchanged. */
+function checkLaidOut(env: HandlerEnvironment, groupId: string, group: Group): void {
+  checkGroupSubscriptions(
+    groupId,
+    group,
+    null,
+    undefined,
+    env.layouts,
+    env.config.snapshotBytesMax,
+    'with the tables as they are laid out now',
+  );
 }
 
 /** What of a member its snapshot holds besides its buckets. */
@@ -271,7 +276,7 @@ export function groupSnapshotBytesEstimate(
   // until they are revoked, the snapshot lists them beside the new layouts' targets.
   for (const run of held) {
     const layout = layouts.get(run.tableId);
-    const partitioned = layout?.partitionIds !== null && layout?.partitionIds !== undefined;
+    const partitioned = (layout?.partitionIds ?? null) !== null;
     const partitionKept =
       layout !== undefined &&
       (run.partitionId === null
@@ -353,15 +358,7 @@ function joinOrHeartbeat(
   // computed from the layouts as they are then.
   if (!bump && group !== undefined && !group.targetDue && layoutsChanged(group, env.layouts)) {
     bump = true;
-    checkGroupSubscriptions(
-      groupId,
-      group,
-      null,
-      undefined,
-      env.layouts,
-      env.config.snapshotBytesMax,
-      'with the tables as they are laid out now',
-    );
+    checkLaidOut(env, groupId, group);
   }
   const groupEpoch = (group?.groupEpoch ?? 0) + (bump ? 1 : 0);
   const change = {

@@ -489,8 +489,8 @@ export class OffsetsTable {
     if (start < records.length) chunks.push(records.slice(start));
     // Let in whole or not at all: a refusal (too many appends pending) of a later batch, after the
     // first were appended, would leave part of a delete done by a call that failed.
+    if (!callerAdmitted && chunks.length > 1) this.log.checkRoom();
     const admitted = callerAdmitted || chunks.length > 1;
-    if (admitted && !callerAdmitted) this.log.checkRoom();
     const writes = chunks.map((chunk) =>
       this.#writeOffsets(groupId, chunk, commitTimestampMs, gate, admitted),
     );

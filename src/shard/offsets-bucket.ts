@@ -618,8 +618,9 @@ export class OffsetsBucket {
    * group without members loses every expired offset, a consumer group with members only those of
    * tables no member subscribes to, a classic group with members none; a key with a commit in
    * flight is skipped.
-   * Then every Empty group left with no offsets, and none in flight, is deleted. A failed write is reported to
-   * `onWarning` (it also fail-stops the log, which every later call on this bucket reports).
+   * Then every Empty group left with no offsets, and none in flight, is deleted. A failed write is
+   * reported to `onWarning` (it also fail-stops the log, which every later call on this bucket
+   * reports).
    */
   async expire(retentionMs: number, nowMs: number): Promise<void> {
     if (this.table.log.failed) return;

@@ -35,8 +35,8 @@ export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = asyn
     ? request.members.map((m) => ({ memberId: m.memberId, groupInstanceId: m.groupInstanceId }))
     : [{ memberId: request.memberId, groupInstanceId: null }];
   // An entry that names no member (an empty member id and no instance id), an empty instance id, or
-  // an id longer than any the group gives or takes names none the group could have: UNKNOWN_MEMBER_ID for it alone, as Kafka answers, and the
-  // others of the batch leave.
+  // an id longer than any the group gives or takes names none the group could have:
+  // UNKNOWN_MEMBER_ID for it alone, as Kafka answers, and the others of the batch leave.
   const namesNone = (m: { memberId: string; groupInstanceId: string | null }) =>
     m.groupInstanceId === '' ||
     (m.memberId === '' && m.groupInstanceId === null) ||
@@ -56,15 +56,15 @@ export const handleLeaveGroup: RequestHandler<typeof API_KEYS.LeaveGroup> = asyn
     }
   }
   let next = 0;
-  const answers = members.map((m) =>
-    namesNone(m)
-      ? { ...m, errorCode: KAFKA_ERROR.UNKNOWN_MEMBER_ID }
-      : (({ memberId, groupInstanceId, errorCode }) => ({
-          memberId,
-          groupInstanceId,
-          errorCode: memberErrorCode(errorCode),
-        }))(result.members[next++]!),
-  );
+  const answers = members.map((m) => {
+    if (namesNone(m)) return { ...m, errorCode: KAFKA_ERROR.UNKNOWN_MEMBER_ID };
+    const answer = result.members[next++]!;
+    return {
+      memberId: answer.memberId,
+      groupInstanceId: answer.groupInstanceId,
+      errorCode: memberErrorCode(answer.errorCode),
+    };
+  });
   const response: LeaveResponse = {
     throttleTimeMs: 0,
     errorCode: batched ? KAFKA_ERROR.NONE : answers[0]!.errorCode,

@@ -24,6 +24,7 @@ import {
   type CommittedOffset,
   type CompactionStrategy,
   type OffsetCommit,
+  type OffsetStoreOptions,
 } from '../src/index.js';
 import { loadChecksum } from '../src/codec/index.js';
 import { forgetCheckpointProcessState } from '../src/kv/index.js';
@@ -379,17 +380,10 @@ class Simulation {
       this.recovering = undefined;
       const opened = await this.settle(
         OffsetStore.open({
-          dir: this.dir,
-          fs: this.fs,
-          clock: this.clock,
+          ...this.storeOptions(this.dir, this.fs),
           durability: this.unsynced ? 'os' : 'fsync',
           awaitRecovery: !lazy,
           bucketCount: c.bucketCount,
-          segmentBytesMax: c.segmentBytesMax,
-          [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
-          [PREPARE_AT_BYTES]: c.prepareAtBytes,
-          offsetsRetentionMs: c.retentionMs,
-          offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
           // The strategy is chosen when the store is created; later opens use the one it records,
           // which convertCompaction may have changed.
           compaction: {
@@ -959,6 +953,33 @@ class Simulation {
   }
 
   /**
+   * Options every open of the run's stores shares (its process's, a backup's, a read-only view's):
+   * `dir` on `fs`, the run's clock, sizes and retention.
+   */
+  storeOptions(dir: string, fs: SimFileSystem): OffsetStoreOptions {
+    const c = this.config;
+    return {
+      dir,
+      fs,
+      clock: this.clock,
+      segmentBytesMax: c.segmentBytesMax,
+      [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
+      [PREPARE_AT_BYTES]: c.prepareAtBytes,
+      offsetsRetentionMs: c.retentionMs,
+      offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
+    };
+  }
+
+  /** Closes a copy, then checks it left no file open. */
+  async closeCopy(copy: OffsetStore, fs: SimFileSystem, label: string): Promise<void> {
+    const closed = await this.settle(copy.close(), `close of ${label}`, fs);
+    if (!closed.ok && this.violation === undefined)
+      this.storageError(`close of ${label}`, closed.error);
+    if (fs.openFiles().length > 0)
+      this.fail(`after the close of ${label}, files still open: ${fs.openFiles().join(', ')}`);
+  }
+
+  /**
    * Checks every key of every group in `copy` (a backup, a read-only view) against what `window`
    * allowed while it was made.
    */
@@ -1003,17 +1024,9 @@ class Simulation {
         NO_FAULTS,
       );
       const warnings: string[] = [];
-      const c = this.config;
       const opened = await this.settle(
         OffsetStore.open({
-          dir: to,
-          fs,
-          clock: this.clock,
-          segmentBytesMax: c.segmentBytesMax,
-          [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
-          [PREPARE_AT_BYTES]: c.prepareAtBytes,
-          offsetsRetentionMs: c.retentionMs,
-          offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
+          ...this.storeOptions(to, fs),
           compaction: { background: false },
           onWarning: (message) => warnings.push(message),
         }),
@@ -1028,11 +1041,7 @@ class Simulation {
       if (warnings.length > 0 && !this.restFaultInjected())
         this.fail(`${label}: a backup opened with warnings: ${warnings.join('; ')}`);
       this.checkCopy(copy, window, label);
-      const closed = await this.settle(copy.close(), `close of ${label}`, fs);
-      if (!closed.ok && this.violation === undefined)
-        this.storageError(`close of ${label}`, closed.error);
-      if (fs.openFiles().length > 0)
-        this.fail(`after the close of ${label}, files still open: ${fs.openFiles().join(', ')}`);
+      await this.closeCopy(copy, fs, label);
       await this.settle(fs.removeTree(to), `removing ${label}`, fs);
       this.log(`${label} checked${cutShort ? ' (cut short by its process end, complete)' : ''}`);
     }
@@ -1048,20 +1057,12 @@ class Simulation {
     const label = `read-only view ${++this.viewsOpened}`;
     const window = this.model.openWindow();
     const fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(label), NO_FAULTS);
-    const c = this.config;
     this.log(`${label} opens`);
     const opened = await this.settle(
       OffsetStore.open({
-        dir: this.dir,
-        fs,
-        clock: this.clock,
+        ...this.storeOptions(this.dir, fs),
         readOnly: true,
-        segmentBytesMax: c.segmentBytesMax,
-        [JOURNAL_FILE_BYTES]: c.journalFileBytesMax,
-        [PREPARE_AT_BYTES]: c.prepareAtBytes,
         [READ_ONLY_PAUSE]: (ms) => new Promise<void>((resolve) => this.clock.setTimer(ms, resolve)),
-        offsetsRetentionMs: c.retentionMs,
-        offsetsRetentionCheckIntervalMs: c.retentionCheckMs,
         onWarning: () => {},
       }),
       `open of ${label}`,
@@ -1088,11 +1089,7 @@ class Simulation {
     }
     const view = opened.value;
     this.checkCopy(view, window, label);
-    const closed = await this.settle(view.close(), `close of ${label}`, fs);
-    if (!closed.ok && this.violation === undefined)
-      this.storageError(`close of ${label}`, closed.error);
-    if (fs.openFiles().length > 0)
-      this.fail(`after the close of ${label}, files still open: ${fs.openFiles().join(', ')}`);
+    await this.closeCopy(view, fs, label);
     this.viewsChecked++;
     this.log(`${label} checked`);
   }

@@ -106,7 +106,14 @@ export class OverlayFileSystem implements FileSystem {
     const node = this.#node(p);
     if (node === 'deleted') return false;
     if (node !== undefined) return true;
-    return (await this.#below.sizeBytes(p)) !== null || (await this.#below.readdir(p)).length > 0;
+    if ((await this.#below.sizeBytes(p)) !== null) return true;
+    try {
+      return (await this.#below.readdir(p)).length > 0;
+    } catch (error) {
+      // A file made below since the size was asked for (the owner is live): it is there.
+      if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') return true;
+      throw error;
+    }
   }
 
   async open(filePath: string, flags: OpenFlags): Promise<FileHandle> {

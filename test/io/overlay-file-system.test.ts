@@ -110,4 +110,23 @@ describe('OverlayFileSystem', () => {
     await handle.close();
     expect(readFileSync(p).toString()).toBe('0123456789');
   });
+
+  it('unlinks a file that the live owner creates while the overlay looks for it', async () => {
+    // The owner writes a compaction intent between the overlay's size check and its directory
+    // check: the path is a file by then, and a view's recovery that removes it must not fail.
+    const dir = fixture();
+    const intent = path.join(dir, 'a', 'compaction.swap');
+    class RacingBelow extends NodeFileSystem {
+      override async sizeBytes(p: string): Promise<number | null> {
+        const size = await super.sizeBytes(p);
+        if (p === intent) writeFileSync(intent, 'intent');
+        return size;
+      }
+    }
+    const fs = new OverlayFileSystem(new RacingBelow());
+    await fs.unlink(intent);
+    expect(await fs.readFile(intent)).toBeNull();
+    expect(await fs.readdir(path.join(dir, 'a'))).not.toContain('compaction.swap');
+    expect(readFileSync(intent).toString()).toBe('intent');
+  });
 });

@@ -286,6 +286,14 @@ export class SimFileSystem implements FileSystem {
     });
   }
 
+  identity(path: string): Promise<string | null> {
+    if (isNativePath(path)) return this.#native$(() => this.#native.identity(path));
+    return this.#io('meta', path, () => {
+      const node = this.disk.lookup(path);
+      return node === undefined || node.kind !== 'file' ? null : fileIdentity(node);
+    });
+  }
+
   /** @internal A handle's operations, scheduled like the file system's. */
   handleIo<T>(
     kind: 'write' | 'read' | 'sync' | 'meta',
@@ -441,6 +449,10 @@ class SimHandle implements FileHandle {
     return this.#fs.handleIo('meta', this.path, () => this.#file.sizeBytes);
   }
 
+  identity(): Promise<string> {
+    return this.#fs.handleIo('meta', this.path, () => fileIdentity(this.#file));
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#onClose();
@@ -485,6 +497,10 @@ class NativeHandle implements FileHandle {
     return this.#external(() => this.#inner.sizeBytes());
   }
 
+  identity(): Promise<string> {
+    return this.#external(async () => (await this.#inner.identity?.()) ?? this.path);
+  }
+
   close(): Promise<void> {
     this.#onClose();
     return this.#external(() => this.#inner.close());
@@ -492,3 +508,13 @@ class NativeHandle implements FileHandle {
 }
 
 export { SimDisk };
+
+/** Numbers the simulated files: a file keeps its number through renames, as an inode does. */
+const fileNumbers = new WeakMap<SimFile, number>();
+let filesNumbered = 0;
+
+function fileIdentity(file: SimFile): string {
+  let n = fileNumbers.get(file);
+  if (n === undefined) fileNumbers.set(file, (n = ++filesNumbered));
+  return `sim:${n}`;
+}

@@ -37,7 +37,7 @@ import {
   type LoadedStrategy,
   type CompactionRunListener,
 } from './compaction/index.js';
-import { HeldPaths, NodeFileSystem, type FileSystem } from './io/index.js';
+import { HeldPaths, NodeFileSystem, OverlayFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
   ScannerOffsets,
@@ -235,12 +235,20 @@ export class OffsetStore {
         'STORE_LOCKED',
         `${resolved.dir}: this process is opening the store to write and its offsets-buckets are still recovering; read it through that store, or open it to read only once its ready() has resolved`,
       );
+    // Files read one after another can also mix two states without any damage (a segment read
+    // before a compaction swapped it, one after): the overlay tells whether every file it read is
+    // still in place once the view is read, and a view read across a change is read again.
     for (let attempt = 1; ; attempt++) {
       const store = new OffsetStore(attempt === 1 ? resolved : resolveOptions(options));
+      let changed: string | undefined;
       try {
         await store.#open();
-        store.#releaseReader = readOnlyStores.hold(resolved.dir);
-        return store;
+        const overlay = store.#options.fs;
+        changed = overlay instanceof OverlayFileSystem ? await overlay.changedBelow() : undefined;
+        if (changed === undefined) {
+          store.#releaseReader = readOnlyStores.hold(resolved.dir);
+          return store;
+        }
       } catch (error) {
         if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
         const holder = await liveLockHolder(resolved.fs, resolved.dir).catch(() => null);
@@ -251,10 +259,18 @@ export class OffsetStore {
             `${error.message} (read ${attempt} times while live process ${holder} had the store open, and found damage each time)`,
             { cause: error },
           );
-        const pause = options[READ_ONLY_PAUSE];
-        if (pause !== undefined) await pause(READ_ONLY_RETRY_PAUSE_MS);
-        else await new Promise((resolve) => setTimeout(resolve, READ_ONLY_RETRY_PAUSE_MS));
       }
+      if (changed !== undefined) {
+        await store.close();
+        if (attempt >= READ_ONLY_ATTEMPTS)
+          throw new OffsetStoreError(
+            'STORE_LOCKED',
+            `${resolved.dir}: read ${attempt} times, and each time a file changed while it was read (last ${changed}): another process is compacting or rewriting the store; try again`,
+          );
+      }
+      const pause = options[READ_ONLY_PAUSE];
+      if (pause !== undefined) await pause(READ_ONLY_RETRY_PAUSE_MS);
+      else await new Promise((resolve) => setTimeout(resolve, READ_ONLY_RETRY_PAUSE_MS));
     }
   }
 

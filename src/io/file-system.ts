@@ -33,6 +33,12 @@ export interface FileHandle {
   sizeBytes(): Promise<number>;
   /** Closes the handle; it must not be used afterwards. */
   close(): Promise<void>;
+  /**
+   * Optional: which file this handle reads, as `FileSystem.identity` names it (on Linux its device
+   * and inode, from fstat): a reader of a folder another process changes tells by it whether the
+   * file it read is still the one under its name.
+   */
+  identity?(): Promise<string>;
 }
 
 /** The directory and file operations this store needs. */
@@ -59,6 +65,12 @@ export interface FileSystem {
   syncDir(path: string): Promise<void>;
   /** Size of a file, or null when it does not exist. */
   sizeBytes(path: string): Promise<number | null>;
+  /**
+   * Optional (with `FileHandle.identity`): which file is under `path` now, null when none is. Two
+   * answers are equal while the name holds the same file (written to, grown or cut) and differ once
+   * it holds another (renamed over, or deleted and made again).
+   */
+  identity?(path: string): Promise<string | null>;
   /**
    * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
    * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock

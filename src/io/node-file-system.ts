@@ -256,9 +256,18 @@ class NodeFileHandle implements FileHandle {
     return (await this.#handle.stat()).size;
   }
 
+  async identity(): Promise<string> {
+    return fileIdentity(await this.#handle.stat({ bigint: true }));
+  }
+
   close(): Promise<void> {
     return this.#handle.close();
   }
+}
+
+/** A file's device and inode, which name it whatever its path. */
+function fileIdentity(stats: fsSync.BigIntStats): string {
+  return `${stats.dev}:${stats.ino}`;
 }
 
 /** What is left of `buffers` after the first `bytes` of them were written. */
@@ -392,6 +401,16 @@ export class NodeFileSystem implements FileSystem {
       return (await fs.stat(path)).size;
     } catch (error) {
       if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  /** The device and inode of the file under `path`; null when there is none. */
+  async identity(path: string): Promise<string | null> {
+    try {
+      return fileIdentity(await fs.stat(path, { bigint: true }));
+    } catch (error) {
+      if (isNotFound(error) || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
       throw error;
     }
   }

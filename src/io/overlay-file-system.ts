@@ -17,9 +17,19 @@
  * from below and keeps only the extents written since (and a size of its own once truncated or
  * grown), so a 64 MiB segment costs memory only for what recovery rewrites in it.
  *
- * Invariants: the port below sees only `open(path, 'r')`, `readFile`, `readdir` and `sizeBytes`.
- * fdatasync and directory fsync are no-ops (nothing here is meant to outlive the process). There is
- * no kernel lock (`holdLock` is absent): the overlay is private to whoever made it.
+ * Invariants: the port below sees only `open(path, 'r')`, `readFile`, `readdir`, `sizeBytes` and
+ * `identity`. fdatasync and directory fsync are no-ops (nothing here is meant to outlive the
+ * process). There is no kernel lock (`holdLock` is absent): the overlay is private to whoever made it.
+ *
+ * A live owner may change the files below while they are read: its compaction renames compacted
+ * segments over the ones they replace and deletes the rest. Each file is read through one handle
+ * (one file, whatever is renamed over its name meanwhile), but files read one after another can
+ * mix states: an old segment holding a value beside a compacted one that dropped the tombstone
+ * deleting it. So the overlay notes which file (`identity`: device and inode) it read under each
+ * path, the first time, and `changedBelow` names a path whose file is no longer the one read (or
+ * was not the same from one read to the next). What was read is a state the folder held, at the
+ * moment `changedBelow` asks, when it names none: every file read is still in place. On a port
+ * without `identity` nothing is noted and `changedBelow` names nothing.
  */
 import * as path from 'node:path';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
@@ -56,8 +66,52 @@ export class OverlayFileSystem implements FileSystem {
   /** Overlay nodes by absolute path. */
   readonly #nodes = new Map<string, Node>();
 
+  /** The file read below under each path, by the first read of it (see `changedBelow`). */
+  readonly #readBelow = new Map<string, string | null>();
+  /** A path found holding another file from one read to the next. */
+  #changed: string | undefined;
+
   constructor(below: FileSystem) {
     this.#below = below;
+  }
+
+  /** Notes that the file read under `p` was `identity` (null: none was there). */
+  #noteRead(p: string, identity: string | null): void {
+    if (!this.#readBelow.has(p)) this.#readBelow.set(p, identity);
+    else if (this.#readBelow.get(p) !== identity) this.#changed ??= p;
+  }
+
+  /** Notes which file is under `p` below, before it is read by path (a change after is then seen). */
+  async #notePath(p: string): Promise<void> {
+    if (this.#below.identity !== undefined) this.#noteRead(p, await this.#below.identity(p));
+  }
+
+  /** `#openBelow`, for the handles and reads of overlay files (whose bytes below are read late). */
+  readonly #openBelowBound = (p: string): Promise<FileHandle> => this.#openBelow(p);
+
+  /** Opens `p` below to read, noting which file the handle reads. */
+  async #openBelow(p: string): Promise<FileHandle> {
+    const handle = await this.#below.open(p, 'r');
+    if (handle.identity !== undefined) {
+      try {
+        this.#noteRead(p, await handle.identity());
+      } catch (error) {
+        await handle.close();
+        throw error;
+      }
+    }
+    return handle;
+  }
+
+  /**
+   * A path read below whose file has changed since (renamed over, deleted, or made) or changed
+   * between two reads; undefined when every file read is still the one read.
+   */
+  async changedBelow(): Promise<string | undefined> {
+    if (this.#changed !== undefined || this.#below.identity === undefined) return this.#changed;
+    for (const [p, identity] of this.#readBelow)
+      if ((await this.#below.identity(p)) !== identity) return p;
+    return undefined;
   }
 
   /** Bytes the overlay holds in memory (written extents), for tests and reports. */
@@ -89,6 +143,7 @@ export class OverlayFileSystem implements FileSystem {
       if (node.kind === 'dir') throw fsError('EISDIR', `is a directory: ${p}`);
       return node;
     }
+    await this.#notePath(p);
     const sizeBytes = await this.#below.sizeBytes(p);
     if (sizeBytes === null) throw fsError('ENOENT', `no such file: ${p}`);
     const file: OverlayFile = {
@@ -135,21 +190,24 @@ export class OverlayFileSystem implements FileSystem {
         sizeBytes: 0,
       };
       this.#nodes.set(p, file);
-      return new OverlayHandle(filePath, file, this.#below, false);
+      return new OverlayHandle(filePath, file, this.#openBelowBound, false);
     }
-    if (flags === 'r' && this.#node(p) === undefined) return this.#below.open(p, 'r');
+    if (flags === 'r' && this.#node(p) === undefined) return this.#openBelow(p);
     const file = await this.#fileNode(p);
-    return new OverlayHandle(filePath, file, this.#below, flags === 'r');
+    return new OverlayHandle(filePath, file, this.#openBelowBound, flags === 'r');
   }
 
   async readFile(filePath: string): Promise<Buffer | null> {
     const p = path.resolve(filePath);
     const node = this.#node(p);
     if (node === 'deleted') return null;
-    if (node === undefined) return this.#below.readFile(p);
+    if (node === undefined) {
+      await this.#notePath(p);
+      return this.#below.readFile(p);
+    }
     if (node.kind === 'dir') throw fsError('EISDIR', `is a directory: ${p}`);
     const bytes = Buffer.alloc(node.sizeBytes);
-    await readInto(node, this.#below, bytes, 0, node.sizeBytes, 0);
+    await readInto(node, this.#openBelowBound, bytes, 0, node.sizeBytes, 0);
     return bytes;
   }
 
@@ -222,7 +280,10 @@ export class OverlayFileSystem implements FileSystem {
     const p = path.resolve(filePath);
     const node = this.#node(p);
     if (node === 'deleted') return null;
-    if (node === undefined) return this.#below.sizeBytes(p);
+    if (node === undefined) {
+      await this.#notePath(p);
+      return this.#below.sizeBytes(p);
+    }
     return node.kind === 'file' ? node.sizeBytes : null;
   }
 }
@@ -230,7 +291,7 @@ export class OverlayFileSystem implements FileSystem {
 /** Reads `length` bytes of `file` at `position` into `buffer[offset...]`: the file below, then the extents over it. */
 async function readInto(
   file: OverlayFile,
-  below: FileSystem,
+  openBelow: (path: string) => Promise<FileHandle>,
   buffer: Buffer,
   offset: number,
   length: number,
@@ -241,7 +302,7 @@ async function readInto(
   buffer.fill(0, offset, offset + n);
   const fromBelow = Math.min(n, file.belowBytes - position);
   if (file.below !== null && fromBelow > 0) {
-    const handle = await below.open(file.below, 'r');
+    const handle = await openBelow(file.below);
     try {
       let got = 0;
       while (got < fromBelow) {
@@ -264,14 +325,19 @@ async function readInto(
 class OverlayHandle implements FileHandle {
   readonly path: string;
   readonly #file: OverlayFile;
-  readonly #below: FileSystem;
+  readonly #openBelow: (path: string) => Promise<FileHandle>;
   readonly #readOnly: boolean;
   #closed = false;
 
-  constructor(filePath: string, file: OverlayFile, below: FileSystem, readOnly: boolean) {
+  constructor(
+    filePath: string,
+    file: OverlayFile,
+    openBelow: (path: string) => Promise<FileHandle>,
+    readOnly: boolean,
+  ) {
     this.path = filePath;
     this.#file = file;
-    this.#below = below;
+    this.#openBelow = openBelow;
     this.#readOnly = readOnly;
   }
 
@@ -290,7 +356,7 @@ class OverlayHandle implements FileHandle {
 
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
     this.#check(false);
-    return readInto(this.#file, this.#below, buffer, offset, length, position);
+    return readInto(this.#file, this.#openBelow, buffer, offset, length, position);
   }
 
   async datasync(): Promise<void> {

@@ -7,6 +7,8 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
@@ -128,5 +130,25 @@ describe('OverlayFileSystem', () => {
     expect(await fs.readFile(intent)).toBeNull();
     expect(await fs.readdir(path.join(dir, 'a'))).not.toContain('compaction.swap');
     expect(readFileSync(intent).toString()).toBe('intent');
+  });
+
+  it('names a file read below that was renamed over or deleted since, and none while all stay', async () => {
+    const dir = fixture();
+    const one = path.join(dir, 'a', 'one.log');
+    const two = path.join(dir, 'a', 'b', 'two.log');
+    const fs = new OverlayFileSystem(new NodeFileSystem());
+    expect(await readAllOf(fs, one)).toBe('0123456789');
+    expect(await fs.readFile(two)).toEqual(Buffer.from('abcdef'));
+    appendFileSync(one, 'grown'); // written to in place: the same file
+    expect(await fs.changedBelow()).toBeUndefined();
+
+    writeFileSync(path.join(dir, 'a', 'one.new'), '0123456789');
+    renameSync(path.join(dir, 'a', 'one.new'), one); // the same bytes, another file
+    expect(await fs.changedBelow()).toBe(one);
+
+    const again = new OverlayFileSystem(new NodeFileSystem());
+    await again.sizeBytes(two);
+    rmSync(two);
+    expect(await again.changedBelow()).toBe(two);
   });
 });

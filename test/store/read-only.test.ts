@@ -4,7 +4,16 @@
  * the store changes, even where recovery repairs (a torn tail, a commit journal to replay); every
  * call that writes is refused with STORE_READ_ONLY.
  */
-import { appendFileSync, existsSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore, isOffsetStoreError, startKafkaServer } from '../../src/index.js';
@@ -234,6 +243,69 @@ describe('a store opened to read only', () => {
       // (Checked once the child is done: its messages may lag behind its commits.)
       expect(highestSeen, what).toBeLessThanOrEqual(started);
     }
+  });
+
+  it('never serves a mix of two states: a read crossed by a compaction swap is read again', async () => {
+    // Segment A holds a value of `victim`, B the tombstone that deletes it. Compacted (deletes kept
+    // 0 ms), A' lacks the value and B' the tombstone, under the same two names. A reader that read
+    // A before the swap and B' after it would serve the deleted offset again.
+    const before = tempDir();
+    const options = {
+      dir: before,
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      compaction: {
+        strategy: 'log-cleaner' as const,
+        background: false,
+        deleteRetentionMs: 0,
+        minDirtyRatio: 0,
+      },
+    };
+    const writer = await OffsetStore.open(options);
+    await writer.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 1204 }]);
+    const bucketDir = path.join(before, 'buckets', '000');
+    const segments = () => readdirSync(bucketDir).filter((n) => n.endsWith('.log'));
+    // Batches of ~400 bytes: B's first is too large for the room the value leaves in A', so B'
+    // starts where B does, under its name.
+    const metadata = 'm'.repeat(300);
+    for (let i = 0; segments().length < 2; i++)
+      await writer.commitOffsets(`other${i}`, [{ tableId: 1, bucketId: 0, offset: i, metadata }]);
+    await writer.deleteGroup('victim');
+    for (let i = 0; segments().length < 3; i++)
+      await writer.commitOffsets(`later${i}`, [{ tableId: 1, bucketId: 0, offset: i, metadata }]);
+    await writer.close();
+    const [a, b] = segments().sort();
+    const after = tempDir();
+    copyStoreDir(before, after);
+    const compacted = await OffsetStore.open({ ...options, dir: after });
+    await compacted.compact();
+    await compacted.close();
+    const afterBucket = path.join(after, 'buckets', '000');
+    // The swap this test relies on: the same two names, neither the value nor the tombstone.
+    expect(readdirSync(afterBucket).filter((n) => n.endsWith('.log'))).toContain(b);
+    expect(readFileSync(path.join(afterBucket, a!))).not.toEqual(
+      readFileSync(path.join(bucketDir, a!)),
+    );
+
+    /** The real file system, where the "writer" swaps A' and B' in as the reader opens B. */
+    let swaps = 0;
+    class SwapWhileRead extends NodeFileSystem {
+      override async open(p: string, flags: 'r' | 'r+' | 'wx' | 'w', mode?: number) {
+        if (swaps === 0 && p === path.join(bucketDir, b!)) {
+          swaps++;
+          for (const name of [a!, b!]) {
+            copyFileSync(path.join(afterBucket, name), path.join(bucketDir, `${name}.cleaned`));
+            renameSync(path.join(bucketDir, `${name}.cleaned`), path.join(bucketDir, name));
+          }
+        }
+        return super.open(p, flags, mode);
+      }
+    }
+    const reader = await OffsetStore.open({ dir: before, readOnly: true, fs: new SwapWhileRead() });
+    expect(swaps).toBe(1);
+    expect(await reader.fetchOffsets('victim')).toEqual([]);
+    expect((await reader.listGroups()).map((g) => g.groupId)).not.toContain('victim');
+    await reader.close();
   });
 
   it('is refused, while open, by an open of the same store for writing in the same process', async () => {

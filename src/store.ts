@@ -373,6 +373,7 @@ export class OffsetStore {
       this.#options.compaction.strategy === undefined
         ? undefined
         : await loadStrategy(this.#options.compaction.strategy);
+    if (requested !== undefined && !this.#options.readOnly) this.#checkLoadsOnWorkers(requested);
     if (this.#options.readOnly) {
       // Nothing to lock (nothing is written) and nothing to create: the store must be there.
       if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE)).catch(() => null)) === null) {
@@ -659,6 +660,22 @@ export class OffsetStore {
     return this.#conversions.run(() => this.#convertCompaction(strategy));
   }
 
+  /**
+   * INVALID_CONFIG for a TypeScript strategy module where jobs run on worker threads (on the
+   * NodeFileSystem): this thread may load it through a loader the process was started with, but a
+   * worker thread of Node 20 does not run the process's `--import` loaders, and every job would
+   * fail to load it.
+   */
+  #checkLoadsOnWorkers(strategy: LoadedStrategy): void {
+    const { ref } = strategy;
+    if (!('moduleUrl' in ref) || !(this.#options.fs instanceof NodeFileSystem)) return;
+    if (/\.[cm]?ts$/.test(new URL(ref.moduleUrl).pathname))
+      throw new OffsetStoreError(
+        'INVALID_CONFIG',
+        `the compaction strategy module ${ref.moduleUrl} is TypeScript: compaction jobs run on worker threads, which cannot load it; compile it to .js or .mjs`,
+      );
+  }
+
   async #convertCompaction(strategy: CompactionStrategy | string): Promise<void> {
     this.#checkWritable('convertCompaction');
     if (this.#hosted)
@@ -667,6 +684,7 @@ export class OffsetStore {
         'a hosting store does not compact: its host checkpoints each bucket',
       );
     const loaded = await loadStrategy(resolveStrategyOption(strategy, 'strategy'));
+    this.#checkLoadsOnWorkers(loaded);
     // (STORE_CLOSED when a close stopped buckets from loading: see #recoverAll.)
     await this.#recovery;
     if (loaded.id === this.#recorded) {

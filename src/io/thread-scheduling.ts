@@ -119,14 +119,27 @@ export function promoteSelf(increment: number): void {
 export function canLeaveIdle(increment: number): boolean {
   return (
     process.platform === 'linux' &&
-    chrtSync(['--idle', '0', 'nice', '-n', String(increment), 'chrt', '--other', '0', 'true'])
+    chrtSync(
+      ['--idle', '0', 'nice', '-n', String(increment), 'chrt', '--other', '0', 'true'],
+      PROBE_TIMEOUT_MS,
+    )
   );
 }
 
+/**
+ * How long canLeaveIdle's child may take. The child runs under SCHED_IDLE, so on a machine whose
+ * cores are all busy it gets a sliver of CPU: its execs of nice and chrt took 0.4-0.9 s beside six
+ * busy processes on 2 cores, and ran past an earlier limit of 5 s under a loaded test run. A worker
+ * that took that for a refusal ran at nice 19 for its life instead of under SCHED_IDLE, never
+ * promoted when starved. It runs on a worker's own
+ * thread, before its first job, so waiting longer holds nothing else up.
+ */
+const PROBE_TIMEOUT_MS = 60_000;
+
 /** Runs chrt with `args` on the calling thread; true when it exited with 0 (false if missing, refused or slow). */
-function chrtSync(args: string[]): boolean {
+function chrtSync(args: string[], timeoutMs = CHRT_TIMEOUT_MS): boolean {
   try {
-    return spawnSync('chrt', args, { stdio: 'ignore', timeout: CHRT_TIMEOUT_MS }).status === 0;
+    return spawnSync('chrt', args, { stdio: 'ignore', timeout: timeoutMs }).status === 0;
   } catch {
     return false;
   }

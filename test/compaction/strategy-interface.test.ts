@@ -147,6 +147,28 @@ describe('a strategy module', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
+  it('written in TypeScript is refused with INVALID_CONFIG where jobs run on worker threads (they cannot load it), before the directory is touched', async () => {
+    const root = tempDir();
+    const module = path.join(root, 'mine.ts');
+    writeFileSync(module, "export default { name: 'mine', plan: () => null };\n");
+    const dir = path.join(root, 'store');
+    await expect(
+      OffsetStore.open({ dir, compaction: { strategy: module, background: false } }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringContaining('compile it to .js or .mjs'),
+    });
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(dir)).toBe(false);
+    // A store on the node file system converted to it is refused the same way, and keeps its own.
+    const store = await OffsetStore.open({ dir, compaction: { background: false } });
+    await expect(store.convertCompaction(module)).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+    });
+    expect((await store.compact()).strategy).toBe('log-cleaner');
+    await store.close();
+  });
+
   it('a compaction asked for while a conversion runs runs once it is done, on the new strategy, instead of failing as if the store were closing', async () => {
     const dir = tempDir();
     const store = await OffsetStore.open(inProcessOptions(dir, 'log-cleaner'));

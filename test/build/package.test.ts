@@ -150,5 +150,32 @@ describe('the packed package', () => {
       sourcesContent?: string[];
     };
     expect(map.sourcesContent?.[0]).toContain('class OffsetStore');
+
+    // Its declarations type-check in a consumer with the strictest settings (its own .d.ts files
+    // checked too: no skipLibCheck), and the example strategy the docs point to is shipped.
+    writeFileSync(
+      path.join(consumer, 'use.ts'),
+      "import { OffsetStore, startKafkaServer } from 'offset-store';\nexport const used = [OffsetStore, startKafkaServer];\n",
+    );
+    execFileSync(
+      process.execPath,
+      [
+        path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '--noEmit',
+        '--strict',
+        '--exactOptionalPropertyTypes',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        '--target',
+        'es2022',
+        '--types',
+        'node',
+        'use.ts',
+      ],
+      { cwd: consumer, encoding: 'utf8' },
+    );
+    expect(shipped).toContain('examples/compaction/cost-benefit.mjs');
   }, 180_000);
 });

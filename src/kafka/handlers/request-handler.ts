@@ -38,7 +38,7 @@ export interface Peer {
    * Until when the connection is muted for going over its quota, on the server clock's interval
    * time (`elapsedMs`, which the wall clock's steps do not move); absent: never.
    */
-  readonly mutedUntilMs?: number;
+  readonly mutedUntilMs?: number | undefined;
   /** Mutes the connection until `untilMs` (a quota's throttle). */
   muteUntil?(untilMs: number): void;
   /**

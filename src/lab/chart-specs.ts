@@ -14,6 +14,7 @@
  * | latency-phases     | commit p50 / p99 / p99.9, idle against compacting                          |
  * | worker             | compaction worker CPU and main-thread heap                                 |
  */
+import { isCompactionStrategy } from '../compaction/index.js';
 import type { WorkloadResult } from './lab.js';
 
 /** A Vega-Lite specification (plain JSON). */
@@ -34,10 +35,26 @@ const WIDTH = 460;
 const HEIGHT = 200;
 const MIB = 1024 * 1024;
 
-function labelOf(run: WorkloadResult['runs'][number]): string {
+function nameOf(run: WorkloadResult['runs'][number]): string {
   return run.recorded.startsWith('module:')
     ? run.recorded.slice('module:'.length).replace(/\+checkpoints$/, '')
     : run.recorded;
+}
+
+/**
+ * The label of each run in the charts and the summary: a module's own name, unless another run has
+ * the same one (two versions of one strategy) or it is a built-in's name; then its path as given,
+ * so that no two runs are drawn as one series.
+ */
+export function runLabels(runs: WorkloadResult['runs']): string[] {
+  const names = runs.map(nameOf);
+  return runs.map((run, i) => {
+    const name = names[i]!;
+    if (run.recorded === name) return name; // a built-in
+    const clashes =
+      isCompactionStrategy(name) || names.some((other, j) => j !== i && other === name);
+    return clashes ? `${name} (${run.strategy})` : name;
+  });
 }
 
 function colorScale(strategies: readonly string[]): Record<string, unknown> {
@@ -51,16 +68,16 @@ function round(value: number, digits = 3): number {
 
 /** The charts of one workload (see the module comment). */
 export function workloadCharts(workload: WorkloadResult, index: number): ChartSpec[] {
-  const strategies = workload.runs.map(labelOf);
+  const strategies = runLabels(workload.runs);
   const color = {
     field: 'strategy',
     type: 'nominal',
     title: 'strategy',
     scale: colorScale(strategies),
   };
-  const samples = workload.runs.flatMap((run) =>
+  const samples = workload.runs.flatMap((run, r) =>
     run.samples.map((s) => ({
-      strategy: labelOf(run),
+      strategy: strategies[r]!,
       progressPct: round(s.progress * 100, 1),
       elapsedS: round(s.elapsedMs / 1000, 2),
       spaceAmplification: round(s.spaceAmplification),
@@ -77,17 +94,17 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
     progressPct: round(s.progress * 100, 1),
     diskMiB: round(s.liveBytes / MIB),
   }));
-  const totals = workload.runs.map((run) => ({
-    strategy: labelOf(run),
+  const totals = workload.runs.map((run, r) => ({
+    strategy: strategies[r]!,
     writeAmplification: round(run.totals.writeAmplification),
     bytesWrittenPerRunKiB: round(run.totals.bytesWrittenPerRun / 1024, 1),
     writingRuns: run.totals.writingRuns,
     finalReopenMs: round(run.totals.finalReopenMs, 1),
     workerCpuS: round(run.totals.workerCpuMs / 1000, 2),
   }));
-  const timeline = workload.runs.flatMap((run) => [
+  const timeline = workload.runs.flatMap((run, r) => [
     ...run.windows.map((w) => ({
-      strategy: labelOf(run),
+      strategy: strategies[r]!,
       kind: 'window',
       t: round(w.startMs / 1000, 2),
       p99Ms: round(w.p99Ms, 2),
@@ -96,7 +113,7 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
     ...run.compactions
       .filter((c) => c.bytesWritten > 0 || c.segmentsRewritten > 0)
       .map((c) => ({
-        strategy: labelOf(run),
+        strategy: strategies[r]!,
         kind: 'run',
         t: round(c.startMs / 1000, 2),
         tEnd: round((c.startMs + Math.max(c.durationMs, 20)) / 1000, 2),
@@ -104,7 +121,7 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
         writtenKiB: round(c.bytesWritten / 1024, 1),
       })),
   ]);
-  const phases = workload.runs.flatMap((run) =>
+  const phases = workload.runs.flatMap((run, r) =>
     (['idle', 'compacting'] as const).flatMap((phase) => {
       const p = run.latency[phase];
       return [
@@ -112,7 +129,7 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
         ['p99', p.p99Ms],
         ['p99.9', p.p999Ms],
       ].map(([percentile, ms]) => ({
-        strategy: labelOf(run),
+        strategy: strategies[r]!,
         phase,
         percentile,
         ms: round(ms as number, 2),

@@ -156,6 +156,8 @@ export interface StrategyRun {
   totals: RunTotals;
   /** Warnings the store gave (torn tails in copies are expected: a copy is a crash image). */
   warnings: string[];
+  /** Why compaction runs failed, each message once (numbers as N), at most 20. */
+  failures: string[];
 }
 
 /** Totals of one run. */
@@ -168,6 +170,8 @@ export interface RunTotals {
   compactionRuns: number;
   /** Runs that rewrote or wrote anything. */
   writingRuns: number;
+  /** Runs that failed (the strategy threw, or its plan was refused): figures of a strategy with any are not its whole cost. */
+  failedRuns: number;
   /** Mean bytes written per writing run. */
   bytesWrittenPerRun: number;
   /** compactionBytesWritten / committedBytes. */
@@ -345,8 +349,15 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
         ),
         fetch: percentiles(latency.fetches()),
       },
-      totals: totals(samples, workloadRuns, processCpuMs, performance.now() - startedMs),
+      totals: totals(
+        samples,
+        workloadRuns,
+        tracker.failures.length,
+        processCpuMs,
+        performance.now() - startedMs,
+      ),
       warnings: [...new Set(warnings.map((w) => w.replace(/\d+/g, 'N')))].slice(0, 20),
+      failures: [...new Set(tracker.failures.map((w) => w.replace(/\d+/g, 'N')))].slice(0, 20),
     };
   } finally {
     driver.stop();
@@ -638,6 +649,7 @@ async function verify(
 function totals(
   samples: readonly LabSample[],
   runs: readonly CompactionRunRecord[],
+  failedRuns: number,
   processCpuMs: number,
   durationMs: number,
 ): RunTotals {
@@ -651,6 +663,7 @@ function totals(
     compactionBytesWritten: written,
     compactionRuns: runs.length,
     writingRuns: writing.length,
+    failedRuns,
     bytesWrittenPerRun: writing.length === 0 ? 0 : written / writing.length,
     writeAmplification: last.committedBytes === 0 ? 0 : written / last.committedBytes,
     finalSpaceAmplification: last.spaceAmplification,

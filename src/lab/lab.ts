@@ -104,7 +104,14 @@ export function checkLabOptions(options: LabOptions): {
         `unknown strategy ${JSON.stringify(s)}: a built-in name or a module path ('./my-strategy.js')`,
       );
   }
-  const strategies = [...new Set(options.strategies)];
+  // One run per strategy: a module named by two spellings of its path runs once.
+  const seen = new Set<string>();
+  const strategies = options.strategies.filter((s) => {
+    const key = isCompactionStrategy(s) ? s : strategyModuleUrl(s, process.cwd());
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
   if (strategies.length === 0) throw new RangeError('no strategy given');
   if (options.control !== false && !strategies.includes('none')) strategies.push('none');
   return { workloads, strategies };

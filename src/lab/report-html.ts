@@ -32,6 +32,7 @@ export const SUMMARY_COLUMNS = [
   'write amp',
   'written / run',
   'runs',
+  'failed runs',
   'reopen',
   'replayed',
   'commit p99 idle -> compacting',
@@ -52,19 +53,27 @@ function ms(value: number): string {
 
 /** The summary rows of a workload. */
 export function summaryRows(workload: WorkloadResult): SummaryRow[] {
-  return workload.runs.map((run) => {
+  // As recorded (`module:<name>` for a module); two runs recorded alike also name their paths.
+  const recorded = workload.runs.map((run) => run.recorded);
+  const labels = workload.runs.map((run, r) =>
+    recorded.indexOf(run.recorded) === recorded.lastIndexOf(run.recorded)
+      ? run.recorded
+      : `${run.recorded} (${run.strategy})`,
+  );
+  return workload.runs.map((run, r) => {
     const t = run.totals;
     const l = run.latency;
     const change = `${l.p99ChangePct >= 0 ? '+' : ''}${l.p99ChangePct.toFixed(1)}%`;
     return {
-      strategy: run.recorded,
+      strategy: labels[r]!,
       cells: [
-        run.recorded,
+        labels[r]!,
         `${t.finalSpaceAmplification.toFixed(2)}x`,
         `${t.meanSpaceAmplification.toFixed(2)}x`,
         t.writeAmplification.toFixed(2),
         mib(t.bytesWrittenPerRun),
         String(t.writingRuns),
+        String(t.failedRuns),
         ms(t.finalReopenMs),
         t.finalRecordsReplayed.toLocaleString('en-US'),
         `${ms(l.idle.p99Ms)} -> ${ms(l.compacting.p99Ms)} (${change})`,
@@ -72,6 +81,21 @@ export function summaryRows(workload: WorkloadResult): SummaryRow[] {
       ],
     };
   });
+}
+
+/**
+ * A warning under the summary for each strategy whose compaction runs failed: its figures leave out
+ * what those runs would have done, so they are not its cost.
+ */
+function failureNotes(workload: WorkloadResult): string {
+  const labels = summaryRows(workload).map((row) => row.strategy);
+  return workload.runs
+    .map((run, r) =>
+      run.totals.failedRuns === 0
+        ? ''
+        : `<p class="failures">${escapeHtml(`${labels[r]}: ${run.totals.failedRuns} compaction run(s) failed, so its figures are not its whole cost; ${run.failures.length === 1 ? 'the failure' : 'the failures'}: ${run.failures.join('; ')}`)}</p>`,
+    )
+    .join('');
 }
 
 function escapeHtml(text: string): string {
@@ -131,6 +155,7 @@ export function renderReport(result: LabResult, libraries: readonly ChartLibrary
 <p>${escapeHtml(workload.description)}.</p>
 <table class="params"><tbody>${params}</tbody></table>
 <table class="summary"><thead><tr>${SUMMARY_COLUMNS.map((c) => `<th>${escapeHtml(c)}</th>`).join('')}</tr></thead><tbody>${rows}</tbody></table>
+${failureNotes(workload)}
 <div class="charts">
 ${figures}
 </div>

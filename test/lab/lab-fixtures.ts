@@ -56,6 +56,7 @@ function run(recorded: string, n: number, factor: number): StrategyRun {
       compactionBytesWritten: 5e5,
       compactionRuns: 3,
       writingRuns: 2,
+      failedRuns: 0,
       bytesWrittenPerRun: 2.5e5,
       writeAmplification: 0.1 * factor,
       finalSpaceAmplification: n * factor,
@@ -70,6 +71,7 @@ function run(recorded: string, n: number, factor: number): StrategyRun {
       liveOffsets: 20_000,
     },
     warnings: [],
+    failures: [],
   };
 }
 

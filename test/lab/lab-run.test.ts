@@ -56,6 +56,16 @@ describe('lab workloads', () => {
       dir: '/x',
     });
     expect(checked.strategies).toEqual(['incremental', 'none']);
+    // A module named by two spellings of its path runs once.
+    expect(
+      checkLabOptions({
+        strategies: ['./mine.mjs', 'mine.mjs', `${process.cwd()}/mine.mjs`],
+        workloads: ['all'],
+        scale: 'small',
+        seed: 1,
+        dir: '/x',
+      }).strategies,
+    ).toEqual(['./mine.mjs', 'none']);
     expect(checked.workloads).toHaveLength(WORKLOADS.length);
     // No strategy at all (`--strategies ,`) is refused, not run as the control alone.
     expect(() =>

@@ -93,10 +93,56 @@ describe('the lab report', () => {
       '0.08',
       '244.1 KiB',
       '2',
+      '0',
       '12.0 ms',
       '5,000',
       '4.00 ms -> 4.40 ms (+10.0%)',
       '90.0 ms',
     ]);
+  });
+
+  it('draws two versions of one strategy, or a module named like a built-in, as separate series, and shows failed runs', () => {
+    const result = syntheticResult();
+    const workload = result.workloads[0]!;
+    const [cleaner, , module, none] = workload.runs;
+    workload.runs = [
+      cleaner!,
+      { ...module!, recorded: 'module:mine', strategy: './v1/mine.mjs' },
+      {
+        ...module!,
+        recorded: 'module:mine',
+        strategy: './v2/mine.mjs',
+        totals: { ...module!.totals, failedRuns: 3 },
+        failures: ['INVALID_COMPACTION_PLAN: boom'],
+      },
+      { ...module!, recorded: 'module:log-cleaner', strategy: './fake-cleaner.mjs' },
+      none!,
+    ];
+    const series = new Set<string>();
+    for (const chart of workloadCharts(workload, 0))
+      JSON.stringify(chart.spec, (key, value: unknown) => {
+        if (key === 'strategy' && typeof value === 'string') series.add(value);
+        return value;
+      });
+    expect([...series].filter((s) => s !== 'live bytes').sort()).toEqual([
+      'log-cleaner',
+      'log-cleaner (./fake-cleaner.mjs)',
+      'mine (./v1/mine.mjs)',
+      'mine (./v2/mine.mjs)',
+      'none',
+    ]);
+    const rows = summaryRows(workload);
+    expect(rows.map((r) => r.strategy)).toEqual([
+      'log-cleaner',
+      'module:mine (./v1/mine.mjs)',
+      'module:mine (./v2/mine.mjs)',
+      'module:log-cleaner',
+      'none',
+    ]);
+    expect(rows[2]!.cells[6]).toBe('3');
+    const html = renderReport(result, []);
+    expect(html).toContain(
+      'module:mine (./v2/mine.mjs): 3 compaction run(s) failed, so its figures are not its whole cost; the failure: INVALID_COMPACTION_PLAN: boom',
+    );
   });
 });

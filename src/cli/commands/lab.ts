@@ -121,7 +121,12 @@ export const lab: Command = {
         ...written,
         workloads: result.workloads.map((w) => ({
           name: w.name,
-          runs: w.runs.map((r) => ({ strategy: r.recorded, totals: r.totals, latency: r.latency })),
+          runs: w.runs.map((r) => ({
+            strategy: r.recorded,
+            totals: r.totals,
+            latency: r.latency,
+            failures: r.failures,
+          })),
         })),
       });
       return EXIT.OK;
@@ -135,6 +140,13 @@ export const lab: Command = {
         })),
         summaryRows(workload).map((r) => r.cells),
       );
+      const rows = summaryRows(workload);
+      workload.runs.forEach((run, i) => {
+        if (run.totals.failedRuns > 0)
+          output.line(
+            `warning: ${rows[i]!.strategy}: ${run.totals.failedRuns} compaction run(s) failed, so its figures are not its whole cost: ${run.failures.join('; ')}`,
+          );
+      });
       output.line();
     }
     output.line(

@@ -8,7 +8,7 @@
  * Failures travel as data (`failure`): an error object crossing a thread loses its code, and the
  * caller needs it (INVALID_COMPACTION_PLAN, CORRUPT_MESSAGE, LOG_STORAGE_ERROR for an I/O error).
  */
-import { OffsetStoreError, type ErrorCode } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError, type ErrorCode } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import type { CleanedSegment } from '../log/index.js';
 import { LogReader, type SegmentRef } from './log-reader.js';
@@ -115,7 +115,13 @@ export async function runCompactionJob(
           return Promise.reject(error); // the strategy's own, not the engine's
         }
         const read = reader.segmentGarbage(asked, horizonMs).catch((error: unknown) => {
-          if (typeof error === 'object' && error !== null) enginesErrors.add(error);
+          // A query the reader refuses (a segment that is not a sealed one) is the strategy's.
+          if (
+            typeof error === 'object' &&
+            error !== null &&
+            !isOffsetStoreError(error, 'INVALID_COMPACTION_PLAN')
+          )
+            enginesErrors.add(error);
           throw error;
         });
         const settled = read.then(

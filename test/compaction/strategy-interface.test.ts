@@ -96,6 +96,23 @@ describe('a strategy module', () => {
     await store.close();
   });
 
+  it('asking its inspector about a segment that is not a sealed one is refused naming the strategy, the bucket and the rule', async () => {
+    const dir = tempDir();
+    const hooks = scriptedHooks();
+    const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets('hot', [{ tableId: 1, bucketId: 0, offset: i }]);
+    hooks.plan = (_view, inspector) => inspector.segmentGarbage({ segments: [30] });
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'INVALID_COMPACTION_PLAN',
+      message: expect.stringMatching(
+        /strategy 'module:scripted' failed while planning for offsets-bucket 0: .*segmentGarbage: 30 is not the base offset of a sealed segment/,
+      ),
+    });
+    hooks.plan = () => null;
+    await store.close();
+  });
+
   it('is needed again on later opens: without it the store opens with compaction off, another strategy is INVALID_CONFIG', async () => {
     const dir = tempDir();
     const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));

@@ -82,6 +82,25 @@ describe('offset-store failures', () => {
       const stats = await runCli(['stats', '--dir', dir, '--read-only']);
       expect(stats.code).toBe(0);
       expect(stats.stderr).toContain(live);
+      // A reset's plan writes nothing, so it is made from a view; executing it needs the lock.
+      const reset = [
+        'offsets',
+        'reset',
+        'billing',
+        '--dir',
+        dir,
+        '--to-offset',
+        '5',
+        '--table',
+        '9',
+      ];
+      const planned = await runCli([...reset, '--json']);
+      expect(planned.code).toBe(0);
+      expect(planned.stderr).toContain(live);
+      expect(json(planned)).toMatchObject({ executed: false });
+      const executed = await runCli([...reset, '--execute']);
+      expect(executed.code).toBe(1);
+      expect(executed.stderr).toMatch(/^error: STORE_LOCKED/);
       // The store is still the live process's: it commits and closes as before.
       await store.commitOffsets('billing', [{ tableId: 9, bucketId: 0, offset: 78 }]);
     } finally {

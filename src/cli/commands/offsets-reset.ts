@@ -66,8 +66,12 @@ export const offsetsReset: Command = {
     const target = await resetTarget(context, groupId);
     const request = { target, selection: selectionOption(context) };
     const execute = context.values.execute === true;
-    const plan = await withAdmin(context, (admin) =>
-      execute ? admin.executeReset(groupId, request) : admin.planReset(groupId, request),
+    // A plan writes nothing: it is made from a read-only view when another process has the store.
+    const plan = await withAdmin(
+      context,
+      (admin) =>
+        execute ? admin.executeReset(groupId, request) : admin.planReset(groupId, request),
+      { readsOnly: !execute },
     );
     if (context.output.json) context.output.result(plan);
     else printPlan(context.output, plan);

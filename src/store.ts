@@ -244,7 +244,12 @@ export class OffsetStore {
       try {
         await store.#open();
         const overlay = store.#options.fs;
-        changed = overlay instanceof OverlayFileSystem ? await overlay.changedBelow() : undefined;
+        // store.json is rewritten whenever a log rolls (the log ends it records only rise): what
+        // the view read of it stays a true lower bound of the logs it read.
+        changed =
+          overlay instanceof OverlayFileSystem
+            ? await overlay.changedBelow((p) => path.basename(p) === MANIFEST_FILE)
+            : undefined;
         if (changed === undefined) {
           store.#releaseReader = readOnlyStores.hold(resolved.dir);
           return store;
@@ -265,7 +270,7 @@ export class OffsetStore {
         if (attempt >= READ_ONLY_ATTEMPTS)
           throw new OffsetStoreError(
             'STORE_LOCKED',
-            `${resolved.dir}: read ${attempt} times, and each time a file changed while it was read (last ${changed}): another process is compacting or rewriting the store; try again`,
+            `${resolved.dir}: read ${attempt} times, and each time a file of the store was replaced or removed while it was read (last ${changed}), as a live process's compaction does; try again`,
           );
       }
       const pause = options[READ_ONLY_PAUSE];

@@ -34,9 +34,9 @@ export interface FileHandle {
   /** Closes the handle; it must not be used afterwards. */
   close(): Promise<void>;
   /**
-   * Optional: which file this handle reads, as `FileSystem.identity` names it (on Linux its device
-   * and inode, from fstat): a reader of a folder another process changes tells by it whether the
-   * file it read is still the one under its name.
+   * Optional: which file this handle reads, as `FileSystem.identity` names it (NodeFileSystem: its
+   * device, inode and creation time, from fstat): a reader of a folder another process changes
+   * tells by it whether the file it read is still the one under its name.
    */
   identity?(): Promise<string>;
 }

@@ -265,9 +265,16 @@ class NodeFileHandle implements FileHandle {
   }
 }
 
-/** A file's device and inode, which name it whatever its path. */
+/**
+ * A file's device, inode and creation time, which name it whatever its path. The inode alone is not
+ * enough: a file system hands a freed inode to the next file it makes, so a name replaced twice
+ * (written to a temporary file and renamed over it, as a compaction swap does) can end up with the
+ * inode it had at first (seen on ext4: inodes A, B, A). The creation time (`statx`'s birth time, 0
+ * where a file system has none) tells those apart unless both were made in one tick of the kernel's
+ * clock (a few ms).
+ */
 function fileIdentity(stats: fsSync.BigIntStats): string {
-  return `${stats.dev}:${stats.ino}`;
+  return `${stats.dev}:${stats.ino}:${stats.birthtimeNs}`;
 }
 
 /** What is left of `buffers` after the first `bytes` of them were written. */

@@ -68,8 +68,8 @@ export class OverlayFileSystem implements FileSystem {
 
   /** The file read below under each path, by the first read of it (see `changedBelow`). */
   readonly #readBelow = new Map<string, string | null>();
-  /** A path found holding another file from one read to the next. */
-  #changed: string | undefined;
+  /** Paths found holding another file from one read to the next. */
+  readonly #changed = new Set<string>();
 
   constructor(below: FileSystem) {
     this.#below = below;
@@ -78,7 +78,7 @@ export class OverlayFileSystem implements FileSystem {
   /** Notes that the file read under `p` was `identity` (null: none was there). */
   #noteRead(p: string, identity: string | null): void {
     if (!this.#readBelow.has(p)) this.#readBelow.set(p, identity);
-    else if (this.#readBelow.get(p) !== identity) this.#changed ??= p;
+    else if (this.#readBelow.get(p) !== identity) this.#changed.add(p);
   }
 
   /** Notes which file is under `p` below, before it is read by path (a change after is then seen). */
@@ -105,12 +105,17 @@ export class OverlayFileSystem implements FileSystem {
 
   /**
    * A path read below whose file has changed since (renamed over, deleted, or made) or changed
-   * between two reads; undefined when every file read is still the one read.
+   * between two reads; undefined when every file read is still the one read. Paths for which
+   * `ignored` answers true are not looked at (a file whose replacement cannot change what was
+   * read from the rest).
    */
-  async changedBelow(): Promise<string | undefined> {
-    if (this.#changed !== undefined || this.#below.identity === undefined) return this.#changed;
+  async changedBelow(
+    ignored: (path: string) => boolean = () => false,
+  ): Promise<string | undefined> {
+    if (this.#below.identity === undefined) return undefined;
+    for (const p of this.#changed) if (!ignored(p)) return p;
     for (const [p, identity] of this.#readBelow)
-      if ((await this.#below.identity(p)) !== identity) return p;
+      if (!ignored(p) && (await this.#below.identity(p)) !== identity) return p;
     return undefined;
   }
 

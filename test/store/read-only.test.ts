@@ -12,6 +12,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
 } from 'node:fs';
 import * as path from 'node:path';
@@ -287,25 +288,58 @@ describe('a store opened to read only', () => {
       readFileSync(path.join(bucketDir, a!)),
     );
 
-    /** The real file system, where the "writer" swaps A' and B' in as the reader opens B. */
-    let swaps = 0;
-    class SwapWhileRead extends NodeFileSystem {
-      override async open(p: string, flags: 'r' | 'r+' | 'wx' | 'w', mode?: number) {
-        if (swaps === 0 && p === path.join(bucketDir, b!)) {
-          swaps++;
-          for (const name of [a!, b!]) {
-            copyFileSync(path.join(afterBucket, name), path.join(bucketDir, `${name}.cleaned`));
-            renameSync(path.join(bucketDir, `${name}.cleaned`), path.join(bucketDir, name));
+    /**
+     * A copy of the store read through the real file system, where the "writer" acts as the reader
+     * opens B: it swaps A' and B' in (`times` over, each a write and a rename over the name; a file
+     * system may then give a name back the inode it had when first read), and rewrites store.json.
+     */
+    async function readWhile(what: { swapTimes: number; rewriteManifest: boolean }) {
+      const dir = tempDir();
+      copyStoreDir(before, dir);
+      const bucket = path.join(dir, 'buckets', '000');
+      let acted = false;
+      let opensOfA = 0;
+      class ChangingWhileRead extends NodeFileSystem {
+        override async open(p: string, flags: 'r' | 'r+' | 'wx' | 'w', mode?: number) {
+          if (p === path.join(bucket, a!)) opensOfA++;
+          if (!acted && p === path.join(bucket, b!)) {
+            acted = true;
+            for (const name of [a!, b!]) {
+              const first = statSync(path.join(bucket, name)).ino;
+              for (let i = 0; i < what.swapTimes; i++) {
+                copyFileSync(path.join(afterBucket, name), path.join(bucket, `${name}.cleaned`));
+                renameSync(path.join(bucket, `${name}.cleaned`), path.join(bucket, name));
+                if (i > 0 && statSync(path.join(bucket, name)).ino === first) break;
+              }
+            }
+            if (what.rewriteManifest) {
+              const manifest = path.join(dir, 'store.json');
+              copyFileSync(manifest, `${manifest}.tmp`);
+              renameSync(`${manifest}.tmp`, manifest);
+            }
           }
+          return super.open(p, flags, mode);
         }
-        return super.open(p, flags, mode);
       }
+      const reader = await OffsetStore.open({ dir, readOnly: true, fs: new ChangingWhileRead() });
+      const victim = await reader.fetchOffsets('victim');
+      const listed = (await reader.listGroups()).map((g) => g.groupId);
+      await reader.close();
+      return { acted, victim, listed, opensOfA };
     }
-    const reader = await OffsetStore.open({ dir: before, readOnly: true, fs: new SwapWhileRead() });
-    expect(swaps).toBe(1);
-    expect(await reader.fetchOffsets('victim')).toEqual([]);
-    expect((await reader.listGroups()).map((g) => g.groupId)).not.toContain('victim');
-    await reader.close();
+    for (const swapTimes of [1, 50]) {
+      const read = await readWhile({ swapTimes, rewriteManifest: false });
+      expect(read.acted).toBe(true);
+      expect(read.victim, `swapped up to ${swapTimes} times`).toEqual([]);
+      expect(read.listed).not.toContain('victim');
+      expect(read.opensOfA, 'read again').toBe(2);
+    }
+    // store.json rewritten (as every segment roll of a live writer does) is not a reason to read
+    // again: the log ends it records only rise.
+    const read = await readWhile({ swapTimes: 0, rewriteManifest: true });
+    expect(read.acted).toBe(true);
+    expect(read.opensOfA, 'read once').toBe(1);
+    expect(read.victim).toEqual([]);
   });
 
   it('is refused, while open, by an open of the same store for writing in the same process', async () => {

@@ -707,9 +707,14 @@ function cutShort(cause: unknown): OffsetStoreError {
  */
 function compactionError(error: unknown, bucket: number): OffsetStoreError {
   if (isOffsetStoreError(error)) return error;
+  const message = (error as Error | undefined)?.message ?? String(error);
+  // The thread ended under the job: the strategy's code ran there too.
+  const hint = /worker exited/i.test(message)
+    ? ' (the worker thread running the job ended: a strategy that calls process.exit, or a job that ran out of memory)'
+    : '';
   return new OffsetStoreError(
     'LOG_STORAGE_ERROR',
-    `compacting offsets-bucket ${bucket} failed (what it had not finished changed nothing): ${(error as Error | undefined)?.message ?? String(error)}`,
+    `compacting offsets-bucket ${bucket} failed (what it had not finished changed nothing): ${message}${hint}`,
     { cause: error },
   );
 }

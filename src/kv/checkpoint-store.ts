@@ -25,6 +25,7 @@
  * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
  * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  */
+import { constants as osConstants } from 'node:os';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
@@ -568,7 +569,7 @@ async function withCommitError(error: unknown, commitError: unknown): Promise<un
   ]);
   clearTimeout(timer);
   if (reason === undefined) return error;
-  const code = (reason as { code?: unknown } | null)?.code;
+  const code = errnoName((reason as { code?: unknown } | null)?.code);
   return Object.assign(
     new Error(
       `the checkpoint's LMDB commit failed: ${(reason as Error | null)?.message ?? String(reason)}`,
@@ -576,4 +577,14 @@ async function withCommitError(error: unknown, commitError: unknown): Promise<un
     ),
     code === undefined ? {} : { code },
   );
+}
+
+/**
+ * LMDB reports a system error by its number (28 for ENOSPC): the name, as Node's own errors carry
+ * it, so that the store reports it as the storage failure it is (LOG_STORAGE_ERROR).
+ */
+export function errnoName(code: unknown): unknown {
+  if (typeof code !== 'number') return code;
+  for (const [name, value] of Object.entries(osConstants.errno)) if (value === code) return name;
+  return code;
 }

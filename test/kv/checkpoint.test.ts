@@ -609,6 +609,15 @@ describe("a checkpoint's failed LMDB commit", () => {
       code: 'ENOSPC',
       cause,
     });
+    // LMDB gives a system error by its number (28 on a full disk): named as Node names it, so the
+    // store reports LOG_STORAGE_ERROR (a close on a full disk rejected with a raw Error).
+    const numbered = Object.assign(new Error('No space left on device'), { code: 28 });
+    const full = Object.assign(new Error('Commit failed (see commitError for details)'), {
+      commitError: Promise.reject(numbered),
+    });
+    expect(await lmdbCommit(Promise.reject(full)).catch((e: unknown) => e)).toMatchObject({
+      code: 'ENOSPC',
+    });
     // A failure without one is raised as it came.
     const plain = new Error('disk gone');
     expect(await lmdbCommit(Promise.reject(plain)).catch((e: unknown) => e)).toBe(plain);

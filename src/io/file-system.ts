@@ -72,6 +72,12 @@ export interface FileSystem {
    */
   identity?(path: string): Promise<string | null>;
   /**
+   * Optional: bytes free for this process on the file system holding `path` (statfs: blocks
+   * available to an unprivileged user). A log prepares its next segment ahead only where that
+   * leaves room, so that a file of zeros never takes the space a commit needs.
+   */
+  freeBytes?(path: string): Promise<number>;
+  /**
    * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
    * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock
    * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).

@@ -412,6 +412,12 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** Bytes available to this process on the file system of `path` (statfs). */
+  async freeBytes(path: string): Promise<number> {
+    const stats = await fs.statfs(path);
+    return stats.bavail * stats.bsize;
+  }
+
   /** The device and inode of the file under `path`; null when there is none. */
   async identity(path: string): Promise<string | null> {
     try {

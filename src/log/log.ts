@@ -385,6 +385,8 @@ export class Log implements LogPort {
   #prepared: { path: string; fileBytes: number } | undefined;
   /** The preparation in flight, if any. */
   #preparing: Promise<void> | undefined;
+  /** The active segment for which a preparation was declined (too little free space): not asked again before the next. */
+  #prepareDeclinedFor: FileHandle | undefined;
   /** Bytes of batches appended (durable) since the log was opened. */
   #appendedBytes = 0;
   /** A swap whose directory operations failed part way (see `completeSwap`). */
@@ -904,6 +906,7 @@ export class Log implements LogPort {
       this.#ownRoundsInARow >= PREPARE_AFTER_OWN_ROUNDS &&
       this.#prepared === undefined &&
       this.#preparing === undefined &&
+      this.#prepareDeclinedFor !== this.#active &&
       !this.#preallocationRefused &&
       !this.#closed
     ) {
@@ -947,11 +950,21 @@ export class Log implements LogPort {
   /**
    * Writes the next segment's file ahead: `fileBytes` of zeros, fdatasynced. Runs beside the write
    * rounds (a different file: its flushes do not wait for this one's). A failure (ENOSPC, EIO) only
-   * means there is none: rounds grow the active segment in place, as without preparation.
+   * means there is none: rounds grow the active segment in place, as without preparation. Where the
+   * file system would be left with less free than the file takes, nothing is prepared for this
+   * segment: the zeros would take the space commits need (on a nearly full disk, a commit of a few
+   * hundred bytes failed with ENOSPC, stopping the log, while a MiB of zeros was being written).
    */
   async #prepareNext(fileBytes: number): Promise<void> {
     const { fs, dir } = this.#options;
     const preparedPath = path.join(dir, PREPARED_FILE);
+    if (fs.freeBytes !== undefined) {
+      const free = await fs.freeBytes(dir).catch(() => 0);
+      if (free < 2 * fileBytes) {
+        this.#prepareDeclinedFor = this.#active;
+        return;
+      }
+    }
     try {
       const handle = await fs.open(preparedPath, 'w');
       try {

@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadChecksum } from '../../src/codec/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
-import type { FileHandle, FileSystem } from '../../src/io/index.js';
+import type { FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import {
   Log,
@@ -604,6 +604,29 @@ describe('Log', () => {
     expect(readdirSync(dir).filter((f) => f !== '00000000000000000000.log')).toEqual([]);
     await log.close();
     await other.close();
+  });
+
+  it('prepares no segment where its zeros would leave less free space than they take', async () => {
+    // As the busy log above, on a file system that says it has 1.5 MiB free: a prepared file of a
+    // MiB or more would take the space commits need (a commit refused with ENOSPC stops the log).
+    let asked = 0;
+    const opened = new Set<string>();
+    const fs = new (class extends NodeFileSystem {
+      override async freeBytes(): Promise<number> {
+        asked++;
+        return 1.5 * 1024 * 1024;
+      }
+      override async open(p: string, flags: OpenFlags, mode?: number) {
+        opened.add(path.basename(p));
+        return super.open(p, flags, mode);
+      }
+    })();
+    const dir = tempDir();
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 64 << 20 }));
+    for (let n = 0; n < 40; n++) expect(await log.append(testBatch(n, 900))).toBe(n);
+    expect(opened).not.toContain('next-segment.tmp');
+    expect(asked, 'asked once per active segment, not per round').toBe(log.segments().length);
+    await log.close();
   });
 
   it('deletes a prepared segment file a crash left behind', async () => {

@@ -418,7 +418,7 @@ export class NodeFileSystem implements FileSystem {
     return stats.bavail * stats.bsize;
   }
 
-  /** The device and inode of the file under `path`; null when there is none. */
+  /** The identity (fileIdentity) of the file under `path`; null when there is none. */
   async identity(path: string): Promise<string | null> {
     try {
       return fileIdentity(await fs.stat(path, { bigint: true }));

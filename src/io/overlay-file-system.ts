@@ -25,9 +25,9 @@
  * segments over the ones they replace and deletes the rest. Each file is read through one handle
  * (one file, whatever is renamed over its name meanwhile), but files read one after another can
  * mix states: an old segment holding a value beside a compacted one that dropped the tombstone
- * deleting it. So the overlay notes which file (`identity`: device and inode) it read under each
- * path, the first time, and `changedBelow` names a path whose file is no longer the one read (or
- * was not the same from one read to the next). What was read is a state the folder held, at the
+ * deleting it. So the overlay notes which file (`identity`: device, inode and creation time) it
+ * read under each path, the first time, and `changedBelow` names a path whose file is no longer the
+ * one read (or was not the same from one read to the next). What was read is a state the folder held, at the
  * moment `changedBelow` asks, when it names none: every file read is still in place. On a port
  * without `identity` nothing is noted and `changedBelow` names nothing.
  */

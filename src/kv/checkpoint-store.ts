@@ -25,7 +25,7 @@
  * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
  * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  */
-import { constants as osConstants } from 'node:os';
+import { getSystemErrorName } from 'node:util';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
@@ -584,7 +584,7 @@ async function withCommitError(error: unknown, commitError: unknown): Promise<un
  * it, so that the store reports it as the storage failure it is (LOG_STORAGE_ERROR).
  */
 export function errnoName(code: unknown): unknown {
-  if (typeof code !== 'number') return code;
-  for (const [name, value] of Object.entries(osConstants.errno)) if (value === code) return name;
-  return code;
+  if (typeof code !== 'number' || !Number.isInteger(code) || code <= 0) return code;
+  const name = getSystemErrorName(-code); // libuv's errors are the negated errnos
+  return /^E[A-Z0-9]+$/.test(name) ? name : code;
 }

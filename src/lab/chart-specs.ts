@@ -42,7 +42,7 @@ function nameOf(run: WorkloadResult['runs'][number]): string {
 }
 
 /**
- * The label of each run in the charts and the summary: a module's own name, unless another run has
+ * The label of each run in the charts: a module's own name, unless another run has
  * the same one (two versions of one strategy) or it is a built-in's name; then its path as given,
  * so that no two runs are drawn as one series.
  */

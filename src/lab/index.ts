@@ -17,6 +17,7 @@ export {
   SUMMARY_COLUMNS,
   renderReport,
   scriptJson,
+  failureNotes,
   summaryRows,
   type SummaryRow,
 } from './report-html.js';

@@ -84,18 +84,18 @@ export function summaryRows(workload: WorkloadResult): SummaryRow[] {
 }
 
 /**
- * A warning under the summary for each strategy whose compaction runs failed: its figures leave out
- * what those runs would have done, so they are not its cost.
+ * A warning for each strategy whose compaction runs failed (under the summary, in the report and the
+ * terminal): its figures leave out what those runs would have done, so they are not its cost.
+ * `rows` are the workload's summary rows, whose labels name the strategies.
  */
-function failureNotes(workload: WorkloadResult): string {
-  const labels = summaryRows(workload).map((row) => row.strategy);
-  return workload.runs
-    .map((run, r) =>
-      run.totals.failedRuns === 0
-        ? ''
-        : `<p class="failures">${escapeHtml(`${labels[r]}: ${run.totals.failedRuns} compaction run(s) failed, so its figures are not its whole cost; ${run.failures.length === 1 ? 'the failure' : 'the failures'}: ${run.failures.join('; ')}`)}</p>`,
-    )
-    .join('');
+export function failureNotes(workload: WorkloadResult, rows: readonly SummaryRow[]): string[] {
+  return workload.runs.flatMap((run, r) =>
+    run.totals.failedRuns === 0
+      ? []
+      : [
+          `${rows[r]!.strategy}: ${run.totals.failedRuns} compaction run(s) failed, so its figures are not its whole cost; ${run.failures.length === 1 ? 'the failure' : 'the failures'}: ${run.failures.join('; ')}`,
+        ],
+  );
 }
 
 function escapeHtml(text: string): string {
@@ -141,7 +141,8 @@ export function renderReport(result: LabResult, libraries: readonly ChartLibrary
     const params = Object.entries(workload.parameters)
       .map(([k, v]) => `<tr><th>${escapeHtml(k)}</th><td>${escapeHtml(String(v))}</td></tr>`)
       .join('');
-    const rows = summaryRows(workload)
+    const summary = summaryRows(workload);
+    const rows = summary
       .map((r) => `<tr>${r.cells.map((c) => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`)
       .join('');
     const figures = specs
@@ -155,7 +156,9 @@ export function renderReport(result: LabResult, libraries: readonly ChartLibrary
 <p>${escapeHtml(workload.description)}.</p>
 <table class="params"><tbody>${params}</tbody></table>
 <table class="summary"><thead><tr>${SUMMARY_COLUMNS.map((c) => `<th>${escapeHtml(c)}</th>`).join('')}</tr></thead><tbody>${rows}</tbody></table>
-${failureNotes(workload)}
+${failureNotes(workload, summary)
+  .map((note) => `<p class="failures">${escapeHtml(note)}</p>`)
+  .join('')}
 <div class="charts">
 ${figures}
 </div>

@@ -12,6 +12,7 @@ import {
   WORKLOADS,
   checkLabOptions,
   runLab,
+  failureNotes,
   summaryRows,
   writeLabReport,
   type LabScale,
@@ -133,20 +134,15 @@ export const lab: Command = {
     }
     for (const workload of result.workloads) {
       output.line(`${workload.name} (${result.scale}): ${workload.description}`);
+      const rows = summaryRows(workload);
       output.table(
         SUMMARY_COLUMNS.map((header, i) => ({
           header: header.toUpperCase(),
           align: i === 0 ? ('left' as const) : ('right' as const),
         })),
-        summaryRows(workload).map((r) => r.cells),
+        rows.map((r) => r.cells),
       );
-      const rows = summaryRows(workload);
-      workload.runs.forEach((run, i) => {
-        if (run.totals.failedRuns > 0)
-          output.line(
-            `warning: ${rows[i]!.strategy}: ${run.totals.failedRuns} compaction run(s) failed, so its figures are not its whole cost: ${run.failures.join('; ')}`,
-          );
-      });
+      for (const note of failureNotes(workload, rows)) output.line(`warning: ${note}`);
       output.line();
     }
     output.line(

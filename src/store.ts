@@ -40,6 +40,7 @@ import {
 import { HeldPaths, NodeFileSystem, OverlayFileSystem, type FileSystem } from './io/index.js';
 import { validateGroupId, type BucketRef } from './model/index.js';
 import {
+  SEAL_FILE,
   ScannerOffsets,
   checkCommitCount,
   fetchFromGroup,
@@ -244,11 +245,17 @@ export class OffsetStore {
       try {
         await store.#open();
         const overlay = store.#options.fs;
-        // store.json is rewritten whenever a log rolls (the log ends it records only rise): what
-        // the view read of it stays a true lower bound of the logs it read.
+        // Two files a live writer replaces are not state the view serves. store.json is rewritten
+        // whenever a log rolls (the log ends it records only rise): what the view read of it stays
+        // a true lower bound of the logs it read. A checkpoint's seal is written anew after every
+        // checkpoint; it only checks data.mdb before LMDB maps it (a seal of another transaction
+        // leaves the check to the page checks), and the view reads the checkpoint through LMDB's
+        // own read transaction, whose pages the writer keeps while the view reads them.
         changed =
           overlay instanceof OverlayFileSystem
-            ? await overlay.changedBelow((p) => path.basename(p) === MANIFEST_FILE)
+            ? await overlay.changedBelow(
+                (p) => path.basename(p) === MANIFEST_FILE || path.basename(p) === SEAL_FILE,
+              )
             : undefined;
         if (changed === undefined) {
           store.#releaseReader = readOnlyStores.hold(resolved.dir);

@@ -342,6 +342,44 @@ describe('a store opened to read only', () => {
     expect(read.victim).toEqual([]);
   });
 
+  it("is not read again for a checkpoint's seal, which a live writer replaces at every checkpoint", async () => {
+    // The seal (checkpoint/data.mdb.seal) only checks data.mdb before it is mapped; what the view
+    // serves comes from LMDB's read transaction and the logs. A live checkpoint writer writes a new
+    // seal (a new file renamed over the name) after every checkpoint, so a view that read again for
+    // it was refused STORE_LOCKED under load, after 8 reads.
+    const dir = tempDir();
+    const writer = await commitSome(dir, { strategy: 'checkpoint' });
+    await writer.compact();
+    const expected = await everything(writer);
+    await writer.close();
+    const seals = readdirSync(path.join(dir, 'buckets'))
+      .map((b) => path.join(dir, 'buckets', b, 'checkpoint', 'data.mdb.seal'))
+      .filter((p) => existsSync(p));
+    expect(seals.length).toBeGreaterThan(0);
+    let sealReads = 0;
+    class SealReplacedWhileRead extends NodeFileSystem {
+      override async readFile(p: string) {
+        const bytes = await super.readFile(p);
+        if (seals.includes(p)) {
+          sealReads++;
+          // As the writer's next checkpoint does: the same name, a new file.
+          copyFileSync(p, `${p}.tmp`);
+          renameSync(`${p}.tmp`, p);
+        }
+        return bytes;
+      }
+    }
+    const reader = await OffsetStore.open({
+      dir,
+      readOnly: true,
+      fs: new SealReplacedWhileRead(),
+      onWarning: () => {},
+    });
+    expect(await everything(reader)).toEqual(expected);
+    await reader.close();
+    expect(sealReads, 'read once').toBe(seals.length);
+  });
+
   it('is refused, while open, by an open of the same store for writing in the same process', async () => {
     const dir = tempDir();
     await (await commitSome(dir, { strategy: 'checkpoint' })).close();

@@ -582,7 +582,7 @@ export class OffsetStore {
     const runner =
       strategy === undefined || !strategy.rewrites
         ? undefined
-        : fs instanceof NodeFileSystem
+        : this.#jobsOnWorkers(strategy)
           ? new CompactionWorkerPool({
               workers: compaction.workers,
               idleTimeoutMs: 10_000,
@@ -673,14 +673,23 @@ export class OffsetStore {
   }
 
   /**
-   * INVALID_CONFIG for a TypeScript strategy module where jobs run on worker threads (on the
-   * NodeFileSystem): this thread may load it through a loader the process was started with, but a
-   * worker thread of Node 20 does not run the process's `--import` loaders, and every job would
-   * fail to load it.
+   * Whether `strategy`'s compaction jobs run on worker threads: those of a strategy that rewrites
+   * segments, on the NodeFileSystem. Otherwise they run on this thread (a strategy that declares
+   * rewrites: false plans here and only checkpoints; another file system is not reachable from a
+   * worker).
+   */
+  #jobsOnWorkers(strategy: LoadedStrategy): boolean {
+    return strategy.rewrites && this.#options.fs instanceof NodeFileSystem;
+  }
+
+  /**
+   * INVALID_CONFIG for a TypeScript strategy module whose jobs run on worker threads: this thread
+   * may load it through a loader the process was started with, but a worker thread of Node 20 does
+   * not run the process's `--import` loaders, and every job would fail to load it.
    */
   #checkLoadsOnWorkers(strategy: LoadedStrategy): void {
     const { ref } = strategy;
-    if (!('moduleUrl' in ref) || !(this.#options.fs instanceof NodeFileSystem)) return;
+    if (!('moduleUrl' in ref) || !this.#jobsOnWorkers(strategy)) return;
     if (/\.[cm]?ts$/.test(new URL(ref.moduleUrl).pathname))
       throw new OffsetStoreError(
         'INVALID_CONFIG',

@@ -184,6 +184,24 @@ describe('a strategy module', () => {
     });
     expect((await store.compact()).strategy).toBe('log-cleaner');
     await store.close();
+    // A TypeScript module that declares rewrites: false runs on this thread alone: accepted.
+    const planner = path.join(root, 'planner.ts');
+    writeFileSync(
+      planner,
+      "export default { name: 'planner', rewrites: false, plan: () => null };\n",
+    );
+    const plannerDir = path.join(root, 'planned');
+    const planned = await OffsetStore.open({
+      dir: plannerDir,
+      compaction: { strategy: planner, background: false },
+    });
+    await planned.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    expect((await planned.compact()).strategy).toBe('module:planner');
+    await planned.close();
+    const converted = await OffsetStore.open({ dir, compaction: { background: false } });
+    await converted.convertCompaction(planner);
+    expect((await converted.compact()).strategy).toBe('module:planner');
+    await converted.close();
   });
 
   it('a compaction asked for while a conversion runs runs once it is done, on the new strategy, instead of failing as if the store were closing', async () => {

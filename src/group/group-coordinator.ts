@@ -22,7 +22,9 @@
  *    later operation has touched, and writes of one group are issued in order (latest wins on replay);
  *  - a failed snapshot write leaves the in-memory state as the operation made it (always safe: the
  *    durable state only lags) and marks the group dirty, so the next operation retries the write and
- *    its caller sees the failure if it persists;
+ *    its caller sees the failure if it persists; once a storage failure has stopped the bucket's log,
+ *    nothing is retried, and the bucket answers reads from a coordinator loaded from the durable
+ *    snapshots instead (offsets-bucket.ts);
  *  - lifecycle: loading (only loadSnapshot/setTableLayout) -> active -> closed (everything rejects
  *    with STORE_CLOSED; timers are cancelled).
  *  - a group id has one type at a time: a consumer group here, or a classic (JoinGroup/SyncGroup)
@@ -418,6 +420,11 @@ export class GroupCoordinator {
   /** The registered layout of a table, if any. */
   tableLayout(tableId: number): TableLayout | undefined {
     return this.#layouts.get(tableId);
+  }
+
+  /** Every registered table layout, by table id. */
+  tableLayouts(): ReadonlyMap<number, TableLayout> {
+    return this.#layouts;
   }
 
   // ---- queries the store needs (synchronous) --------------------------------------------------

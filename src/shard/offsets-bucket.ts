@@ -151,6 +151,9 @@ export class OffsetsBucket {
   readonly #onWarning: (message: string) => void;
   /** By group: the last change without a member waiting for its turn (`#withoutMember`). */
   readonly #withoutMemberTurns = new Map<string, Promise<void>>();
+  readonly #group: GroupSettings;
+  /** Once the log failed: the groups as their snapshots are durable (`#groupsRead`). */
+  #durableGroups: GroupCoordinator | undefined;
 
   private constructor(
     index: number,
@@ -159,6 +162,7 @@ export class OffsetsBucket {
     report: OffsetsTableRecovery,
     clock: Clock,
     onWarning: (message: string) => void,
+    group: GroupSettings,
   ) {
     this.index = index;
     this.table = table;
@@ -166,6 +170,7 @@ export class OffsetsBucket {
     this.report = report;
     this.#clock = clock;
     this.#onWarning = onWarning;
+    this.#group = group;
   }
 
   /**
@@ -201,35 +206,13 @@ export class OffsetsBucket {
     let coordinator: GroupCoordinator;
     try {
       checkGroupsBelong(options.index, options.bucketOf, table);
-      coordinator = new GroupCoordinator({
-        writer: {
-          writeSnapshot: async (groupId, snapshot) => {
-            await table.writeSnapshot(groupId, snapshot, options.clock.nowMs());
-          },
-        },
-        clock: options.clock,
-        ...options.group,
-        // A snapshot is one batch: it must fit the log's (1 MiB in etcd, 8 MiB on disk), with
-        // room for the batch's header and the group id.
-        snapshotBytesMax: Math.floor((table.log.batchBytesMax * 7) / 8),
-        onBackgroundError: (error, groupId) =>
-          options.onWarning(`group ${groupId}: ${(error as Error).message}`),
-      });
-      for (const [tableId, layout] of options.layouts) coordinator.setTableLayout(tableId, layout);
-      for (const [groupId, snapshot] of table.state.snapshots()) {
-        try {
-          coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
-        } catch (error) {
-          if (!(error instanceof OffsetStoreError) || error.code !== 'CORRUPT_MESSAGE') throw error;
-          const where = table.segmentLog === undefined ? '' : ` (${table.segmentLog.dir})`;
-          throw new OffsetStoreError(
-            'CORRUPT_MESSAGE',
-            `offsets-bucket ${options.index}${where}: the last snapshot of group ${JSON.stringify(groupId)} cannot be loaded (log verify names its batch): ${error.message}`,
-            { cause: error },
-          );
-        }
-      }
-      coordinator.onLoadComplete();
+      coordinator = loadCoordinator(
+        options,
+        table,
+        options.clock,
+        options.layouts,
+        (error, groupId) => options.onWarning(`group ${groupId}: ${(error as Error).message}`),
+      );
     } catch (error) {
       // The caller needs `error`, not a failure to close after it.
       await table
@@ -262,6 +245,7 @@ export class OffsetsBucket {
       report,
       options.clock,
       options.onWarning,
+      options.group,
     );
   }
 
@@ -391,16 +375,17 @@ export class OffsetsBucket {
 
   /** Every group with committed offsets or members, with its state and type. */
   listGroups(): BucketGroupListing[] {
-    const groupIds = new Set([...this.table.state.groupIds(), ...this.coordinator.groupIds()]);
+    const groups = this.#groupsRead();
+    const groupIds = new Set([...this.table.state.groupIds(), ...groups.groupIds()]);
     return [...groupIds].map((groupId) => {
-      const groupType = this.coordinator.groupType(groupId);
+      const groupType = groups.groupType(groupId);
       const protocolType =
         groupType === 'consumer'
           ? 'consumer'
-          : (this.coordinator.classic.listing(groupId)?.protocolType ?? '');
+          : (groups.classic.listing(groupId)?.protocolType ?? '');
       return {
         groupId,
-        state: this.coordinator.groupState(groupId),
+        state: groups.groupState(groupId),
         groupType: groupType ?? 'classic',
         protocolType,
       };
@@ -409,9 +394,10 @@ export class OffsetsBucket {
 
   /** Membership and offsets of a group; GROUP_ID_NOT_FOUND when it has neither. */
   describe(groupId: string): BucketGroupDescription {
+    const groups = this.#groupsRead();
     const offsets = this.table.state.groupValues(groupId);
-    const membership = this.coordinator.describe(groupId);
-    const classic = this.coordinator.classic.describe(groupId);
+    const membership = groups.describe(groupId);
+    const classic = groups.classic.describe(groupId);
     if (offsets.length === 0 && membership === null && classic === null)
       throw new OffsetStoreError(
         'GROUP_ID_NOT_FOUND',
@@ -763,6 +749,34 @@ export class OffsetsBucket {
       : { logOffset: log.acknowledgedEnd, exact: true };
   }
 
+  /**
+   * The coordinator that reads of groups (list, describe) are answered from. Once the log has failed
+   * (a storage failure stopped it: nothing becomes durable until the store is reopened), the live
+   * coordinator may hold changes whose snapshot was refused (a join, a leave, an expiry), which no
+   * reopen would serve, and which it keeps, as every refused snapshot write, to write with the next
+   * operation: reads then answer from the groups as their snapshots are durable, what a reopen
+   * serves. Built on the first read after the failure (nothing becomes durable after it), with no
+   * timers, and never written to.
+   */
+  #groupsRead(): GroupCoordinator {
+    if (!this.table.log.failed) return this.coordinator;
+    if (this.#durableGroups === undefined) {
+      const clock = this.#clock;
+      const frozen: Clock = {
+        nowMs: () => clock.nowMs(),
+        setTimer: () => ({ cancel: () => {} }),
+      };
+      this.#durableGroups = loadCoordinator(
+        { index: this.index, group: this.#group },
+        this.table,
+        frozen,
+        this.coordinator.tableLayouts(),
+        () => {},
+      );
+    }
+    return this.#durableGroups;
+  }
+
   /** Stops the coordinator's timers (members' sessions); the bucket still answers until unloaded. */
   stopTimers(): void {
     this.coordinator.close();
@@ -774,6 +788,7 @@ export class OffsetsBucket {
    */
   async unload(checkpointAtMs?: number): Promise<void> {
     this.coordinator.close();
+    this.#durableGroups?.close();
     await this.table.close(checkpointAtMs);
   }
 }
@@ -799,4 +814,47 @@ function checkGroupsBelong(
   };
   for (const groupId of table.state.groupIds()) check(groupId);
   for (const [groupId] of table.state.snapshots()) check(groupId);
+}
+
+/**
+ * A coordinator of the bucket's groups as the table's latest snapshots have them (each group as its
+ * last snapshot had it), loaded and active. CORRUPT_MESSAGE names the bucket when a snapshot cannot be
+ * loaded.
+ */
+function loadCoordinator(
+  options: Pick<OffsetsBucketOptions, 'index' | 'group'>,
+  table: OffsetsTable,
+  clock: Clock,
+  layouts: ReadonlyMap<number, TableLayout>,
+  onBackgroundError: (error: unknown, groupId: string) => void,
+): GroupCoordinator {
+  const coordinator = new GroupCoordinator({
+    writer: {
+      writeSnapshot: async (groupId, snapshot) => {
+        await table.writeSnapshot(groupId, snapshot, clock.nowMs());
+      },
+    },
+    clock,
+    ...options.group,
+    // A snapshot is one batch: it must fit the log's (1 MiB in etcd, 8 MiB on disk), with room for
+    // the batch's header and the group id.
+    snapshotBytesMax: Math.floor((table.log.batchBytesMax * 7) / 8),
+    onBackgroundError,
+  });
+  for (const [tableId, layout] of layouts) coordinator.setTableLayout(tableId, layout);
+  for (const [groupId, snapshot] of table.state.snapshots()) {
+    try {
+      coordinator.loadSnapshot(groupId, snapshot as StoredGroupSnapshot);
+    } catch (error) {
+      if (!(error instanceof OffsetStoreError) || error.code !== 'CORRUPT_MESSAGE') throw error;
+      const where = table.segmentLog === undefined ? '' : ` (${table.segmentLog.dir})`;
+      throw new OffsetStoreError(
+        'CORRUPT_MESSAGE',
+        `offsets-bucket ${options.index}${where}: the last snapshot of group ${JSON.stringify(groupId)} cannot be loaded (log verify names its batch): ${error.message}`,
+        { cause: error },
+      );
+    }
+  }
+  coordinator.onLoadComplete();
+  return coordinator;
 }

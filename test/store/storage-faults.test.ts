@@ -67,6 +67,32 @@ describe('a failing disk', () => {
     await store.close().catch(() => {});
   });
 
+  it('serves the groups of a bucket its failed log stopped as their snapshots are durable, not as a refused join or leave left them', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    const stays = await store.heartbeat('stays', { memberEpoch: 0, subscribedTableIds: [1] });
+    const described = await store.describeGroup('stays');
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
+    // A join refused: its snapshot was never durable.
+    await expect(
+      store.heartbeat('new', { memberEpoch: 0, subscribedTableIds: [1] }),
+    ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    // A leave refused too (the log is stopped): the member is still in the durable snapshot.
+    await expect(
+      store.heartbeat('stays', { memberId: stays.memberId, memberEpoch: -1 }),
+    ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    expect((await store.listGroups()).map((g) => g.groupId)).toEqual(['stays']);
+    await expect(store.describeGroup('new')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
+    expect(await store.describeGroup('stays')).toEqual(described);
+    await store.close().catch(() => {});
+    // What a reopen serves, the same.
+    const again = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect((await again.listGroups()).map((g) => g.groupId)).toEqual(['stays']);
+    expect((await again.describeGroup('stays')).members).toEqual(described.members);
+    await again.close();
+  });
+
   it('never brings back a commit rejected after a failed fdatasync whose cut-back failed too', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

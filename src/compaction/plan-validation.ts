@@ -98,6 +98,53 @@ export function validatePlan(
 /** Most levels of arrays and objects nested in a strategy's state. */
 export const STATE_DEPTH_MAX = 64;
 
+/**
+ * What in `value` (at `where`, nested `depth` deep) JSON would not keep as it is, or undefined when
+ * it keeps all of it: a number that is not finite, undefined, a function, a symbol, an empty slot of
+ * an array, a symbol key, or an object that is not a plain object or array (a Date, a Map, a class
+ * instance: JSON keeps only what their toJSON or own enumerable fields give). Walks no deeper than
+ * STATE_DEPTH_MAX + 1, which the depth check refuses anyway.
+ */
+function jsonProblem(value: unknown, where: string, depth: number): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      return Number.isFinite(value) ? undefined : `${where} is ${value}, which JSON cannot hold`;
+    case 'undefined':
+    case 'function':
+    case 'symbol':
+    case 'bigint':
+      return `${where} is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}, which JSON cannot hold`;
+  }
+  if (value === null || depth > STATE_DEPTH_MAX) return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value)) return `${where}[${i}] is an empty slot, which JSON turns into null`;
+      const problem = jsonProblem(value[i], `${where}[${i}]`, depth + 1);
+      if (problem !== undefined) return problem;
+    }
+    return undefined;
+  }
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  if (prototype !== Object.prototype && prototype !== null) {
+    const kind = (prototype.constructor as { name?: unknown } | undefined)?.name;
+    return `${where} is ${typeof kind === 'string' && kind !== '' ? `a ${kind}` : 'an object with a prototype'}, not a plain object, array, string, finite number, boolean or null`;
+  }
+  if (Object.getOwnPropertySymbols(value).length > 0)
+    return `${where} has a symbol key, which JSON drops`;
+  for (const [key, field] of Object.entries(value as object)) {
+    const problem = jsonProblem(
+      field,
+      /^[A-Za-z_$][\w$]*$/.test(key) ? `${where}.${key}` : `${where}[${JSON.stringify(key)}]`,
+      depth + 1,
+    );
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
+}
+
 /** How deeply arrays and objects nest in a JSON text (brackets inside strings do not count). */
 function jsonDepth(text: string): number {
   let depth = 0;
@@ -186,6 +233,16 @@ function validatePlanFields(
         view,
         `state nests arrays and objects ${depth} levels deep, more than ${STATE_DEPTH_MAX}`,
       );
+    // JSON.stringify turns some values into others without a word (NaN into null, a Date into a
+    // string, a Map into {}) and drops others (undefined, functions): the next run would be shown a
+    // state other than the one kept.
+    let problem: string | undefined;
+    try {
+      problem = jsonProblem(stateField, 'state', 0);
+    } catch (error) {
+      throw refuse(author, view, `state is not JSON: ${(error as Error)?.message}`);
+    }
+    if (problem !== undefined) throw refuse(author, view, problem);
     state = { value: JSON.parse(text) as JsonValue };
   }
   return {

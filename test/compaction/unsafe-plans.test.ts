@@ -127,6 +127,28 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
     /mapFrom must be a log offset/,
   ],
   ['a state that is not JSON', () => ({ state: { n: 1n } }), /state is not JSON/],
+  // Values JSON.stringify changes or drops silently: the next run would be shown something else.
+  [
+    'a state holding NaN',
+    () => ({ state: { rates: [1, Number.NaN] } }),
+    /state\.rates\[1\] is NaN, which JSON cannot hold/,
+  ],
+  [
+    'a state holding a Date',
+    () => ({ state: { at: new Date(0) } }),
+    /state\.at is a Date, not a plain object/,
+  ],
+  ['a state holding a Map', () => ({ state: new Map([[1, 2]]) }), /state is a Map, not a plain/],
+  [
+    'a state holding undefined',
+    () => ({ state: { a: 1, b: undefined } }),
+    /state\.b is undefined, which JSON cannot hold/,
+  ],
+  [
+    'a state holding a function',
+    () => ({ state: [() => 1] }),
+    /state\[0\] is a function, which JSON cannot hold/,
+  ],
   [
     'a state over 64 KiB',
     () => ({ state: 'x'.repeat(70_000) }),

@@ -289,9 +289,12 @@ async function compareWithManifest(
       `the log starts at ${first.baseOffset}, but store.json records its start at ${record.logStart} and no checkpoint covers what is missing: the segments before it are missing`,
       first.path,
     );
-  if (lastLogOffset + 1 < record.logEnd)
+  // A log whose last segment is empty (a checkpoint freed every batch before it) ends at that
+  // segment's base offset.
+  const end = Math.max(lastLogOffset + 1, segments.at(-1)?.baseOffset ?? 0);
+  if (end < record.logEnd)
     damage(
-      `the log ends at ${lastLogOffset + 1}, shorter than the ${record.logEnd} store.json recorded: batches it held are missing`,
+      `the log ends at ${end}, shorter than the ${record.logEnd} store.json recorded: batches it held are missing`,
       segments.at(-1)?.path ?? bucketDir,
     );
 }

@@ -173,6 +173,22 @@ describe('dumpLog and verifyLog', () => {
     ]);
   });
 
+  it("finds no damage in a checkpoint store whose log is one empty segment (compacted and closed): it ends at that segment's base", async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      compaction: { strategy: 'checkpoint', background: false },
+    });
+    for (let i = 0; i < 5; i++)
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: i }]);
+    await store.compact();
+    await store.close();
+    expect((await verifyLog(dir)).ok).toBe(true);
+    const entries = await dumpAll(dir, 0, { records: false, fromOffset: 0 });
+    expect(entries.filter((e) => e.kind === 'damage')).toEqual([]);
+  });
+
   it('rejects a bucket out of range and a directory without a store', async () => {
     await expect(dumpLog(seeded, 4, {}, () => {})).rejects.toThrow(
       /INVALID_REQUEST: bucket must be in \[0, 3\]/,

@@ -449,6 +449,8 @@ export class OffsetStore {
           `compaction.strategy ${asked} contradicts the store in ${dir}, which uses '${recorded.id}': omit the option to use the store's, or convert the store (store.convertCompaction, or offset-store compact --strategy)`,
         );
       }
+      // Before anything else is written into a store an earlier build wrote.
+      if (!this.#options.readOnly) await this.#manifest.upgradeFormat();
       this.#recorded = recorded.id;
       this.#strategy =
         requested ??

@@ -7,7 +7,7 @@
  *
  * | field              | meaning                                                                   |
  * |--------------------|---------------------------------------------------------------------------|
- * | formatVersion      | 2                                                                         |
+ * | formatVersion      | 3 (2 is read too, and raised to 3 by the first open that writes: below)   |
  * | bucketCount        | number of offsets-buckets; fixed at creation                              |
  * | createdAtMs        | creation time                                                             |
  * | compactionStrategy | the strategy the store runs: a built-in's name, or `module:<name>` (+checkpoints) |
@@ -21,6 +21,13 @@
  * written, and a clean close records each log's exact end; recovery refuses a log that ends
  * earlier (log-inspection.ts), which is how a missing last segment or cut-off batches are noticed.
  *
+ * Versions: 3 and 2 share this layout. 3 says the store may hold what builds that wrote 2 do not
+ * read and would misread rather than refuse (they know only the number): a commit journal holding
+ * acknowledged batches its logs lack after a crash, consumer-group snapshots of a rebalance in
+ * progress or of static members away. So every open that writes raises a store of version 2 to 3
+ * before it writes anything else (`upgradeFormat`), and such builds refuse it from then on. Version 1
+ * (a pre-release layout without the per-bucket records) is refused.
+ *
  * Creation is crash-safe: the bucket folders are made first, the manifest last. A directory with
  * `buckets/` but no manifest is an interrupted creation when no bucket holds any data (it is
  * started over), and corruption otherwise.
@@ -32,7 +39,9 @@ import type { FileSystem } from '../io/index.js';
 import { parseSegmentFileName } from './segment-name.js';
 
 /** The current on-disk format version. */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
+/** The versions this build reads (see the module comment): the current one and the one it raises. */
+const READABLE_VERSIONS: readonly number[] = [2, FORMAT_VERSION];
 /** Name of the manifest file inside a store directory. */
 export const MANIFEST_FILE = 'store.json';
 /** Name of the folder holding one folder per offsets-bucket. */
@@ -56,7 +65,7 @@ export interface BucketLogRecord {
 
 /** The manifest's content. */
 export interface StoreManifest {
-  /** FORMAT_VERSION (2); another is refused with INVALID_CONFIG. */
+  /** FORMAT_VERSION (3), or 2 until the first open that writes raises it; another is refused with INVALID_CONFIG. */
   formatVersion: number;
   /** Number of offsets-buckets, fixed at creation. */
   bucketCount: number;
@@ -135,14 +144,15 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
     manifest = fieldsOf(manifestPath, m);
   } catch (error) {
     // A layout this build does not know, under another version number: another build's store.
-    if (m.formatVersion !== FORMAT_VERSION) throw otherVersion(manifestPath, m.formatVersion);
+    if (!READABLE_VERSIONS.includes(m.formatVersion))
+      throw otherVersion(manifestPath, m.formatVersion);
     throw error;
   }
   // This layout under another number is another build's store when its checksum holds; when it
   // fails, the number was damaged with the rest.
   if (m.checksum !== xxh32(Buffer.from(canonical(manifest), 'utf8')))
     throw corrupt(manifestPath, 'checksum mismatch: the manifest was damaged or edited by hand');
-  if (manifest.formatVersion !== FORMAT_VERSION)
+  if (!READABLE_VERSIONS.includes(manifest.formatVersion))
     throw otherVersion(manifestPath, manifest.formatVersion);
   return manifest;
 }
@@ -150,7 +160,9 @@ function parseManifest(manifestPath: string, bytes: Buffer): StoreManifest {
 function otherVersion(manifestPath: string, version: number): OffsetStoreError {
   return new OffsetStoreError(
     'INVALID_CONFIG',
-    `${manifestPath} has format version ${version}; this build reads version ${FORMAT_VERSION} only (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`,
+    version > FORMAT_VERSION
+      ? `${manifestPath} has format version ${version}, written by a later build of offset-store; this build reads versions ${READABLE_VERSIONS.join(' and ')}: open it with that later build`
+      : `${manifestPath} has format version ${version}; this build reads versions ${READABLE_VERSIONS.join(' and ')} (version 1 was an earlier pre-release layout, without the log records recovery now checks against)`,
   );
 }
 
@@ -276,6 +288,18 @@ export class ManifestFile {
     const extra = await strayBucketDirs(fs, dir, manifest.bucketCount);
     if (extra.length > 0) throw corrupt(path.join(dir, BUCKETS_DIR), strayReason(manifest, extra));
     return new ManifestFile(fs, manifestPath, manifest);
+  }
+
+  /**
+   * Raises a store of an earlier readable version to FORMAT_VERSION (durably), so that builds which
+   * would misread what this one writes refuse the store from now on. The caller does it before it
+   * writes anything else into the store.
+   */
+  async upgradeFormat(): Promise<void> {
+    if (this.#manifest.formatVersion === FORMAT_VERSION) return;
+    await this.update((m) => {
+      m.formatVersion = FORMAT_VERSION;
+    });
   }
 
   /** The current content (do not modify; use `update`). */

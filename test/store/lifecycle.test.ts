@@ -9,8 +9,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError } from '../../src/errors/index.js';
-import { ManualClock, type GroupMember, type OffsetStore } from '../../src/index.js';
+import { ManualClock, OffsetStore, type GroupMember } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
+import { encodeManifest, type StoreManifest } from '../../src/log/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { copyStoreDir, imageOf, openStore } from './store-fixtures.js';
 
@@ -40,7 +41,7 @@ describe('manifest', () => {
     const file = path.join(dir, 'store.json');
     const good = readFileSync(file, 'utf8');
     // A flipped bit in the version: this build's layout, a checksum that no longer holds.
-    writeFileSync(file, good.replace('"formatVersion": 2', '"formatVersion": 6'));
+    writeFileSync(file, good.replace('"formatVersion": 3', '"formatVersion": 6'));
     await expect(openStore(dir, { bucketCount: 2 })).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
       message: expect.stringMatching(/checksum mismatch/),
@@ -51,17 +52,46 @@ describe('manifest', () => {
     writeFileSync(file, JSON.stringify({ ...earlier, formatVersion: 1 }));
     await expect(openStore(dir, { bucketCount: 2 })).rejects.toMatchObject({
       code: 'INVALID_CONFIG',
-      message: expect.stringMatching(/format version 1; this build reads version 2/),
+      message: expect.stringMatching(/format version 1; this build reads versions 2 and 3/),
     });
     writeFileSync(file, good);
     await (await openStore(dir, { bucketCount: 2 })).close();
+  });
+
+  it('opens a store of format version 2 (an earlier build) and raises it to 3 before writing anything else; a read-only open leaves it, and a later version is refused', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, { bucketCount: 2 });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 7, metadata: 'm' }]);
+    await store.close();
+    const file = path.join(dir, 'store.json');
+    /** store.json with `version`, its checksum made to hold, as that build would have written it. */
+    const asVersion = (version: number) => {
+      const manifest = JSON.parse(readFileSync(file, 'utf8')) as StoreManifest;
+      writeFileSync(file, encodeManifest({ ...manifest, formatVersion: version }));
+    };
+    asVersion(2);
+    const version = () =>
+      (JSON.parse(readFileSync(file, 'utf8')) as { formatVersion: number }).formatVersion;
+    const view = await OffsetStore.open({ dir, readOnly: true });
+    expect((await view.fetchOffsets('g'))[0]).toMatchObject({ offset: 7, metadata: 'm' });
+    await view.close();
+    expect(version()).toBe(2);
+    const upgraded = await openStore(dir, { bucketCount: 2 });
+    expect(version()).toBe(3);
+    expect((await upgraded.fetchOffsets('g'))[0]).toMatchObject({ offset: 7, metadata: 'm' });
+    await upgraded.close();
+    asVersion(4);
+    await expect(openStore(dir, { bucketCount: 2 })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/format version 4, written by a later build/),
+    });
   });
 
   it('writes store.json at creation and refuses to reopen with another bucketCount (INVALID_CONFIG), releasing the lock', async () => {
     const dir = tempDir();
     const store = await openStore(dir, { bucketCount: 5, clock: new ManualClock(T0) });
     expect(JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8'))).toEqual({
-      formatVersion: 2,
+      formatVersion: 3,
       bucketCount: 5,
       createdAtMs: T0,
       compactionStrategy: 'none',

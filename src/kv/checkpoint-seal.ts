@@ -37,6 +37,7 @@
  */
 import * as path from 'node:path';
 import { xxh32 } from '../codec/index.js';
+import { isOffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import { writeDurably } from '../log/index.js';
 import { assert } from '../util/index.js';
@@ -92,13 +93,54 @@ export async function readSeal(fs: FileSystem, dir: string): Promise<CheckpointS
   return bytes === null ? undefined : decodeSeal(bytes);
 }
 
+/** Checks of a data file a live writer changed while it was read, before its damage is believed. */
+const INSPECTIONS_MAX = 8;
+
 /**
  * Checks the data file of the LMDB environment in `dir` before it is opened (see the header);
  * throws OffsetStoreError('CORRUPT_MESSAGE') naming the file, its size and what is wrong.
+ *
+ * The check reads the file as plain bytes, without an LMDB read transaction: a live writer (beside
+ * a read-only view) may commit meanwhile, growing the file and, two commits on, reusing pages the
+ * meta read at the start still reaches. Pages a meta reaches stay as they are until a later
+ * transaction commits, so damage found while the file's newest transaction stayed the one checked
+ * is damage; found while it changed, the file is checked again (up to INSPECTIONS_MAX times).
  */
 export async function inspectCheckpointFile(
   fs: FileSystem,
   dir: string,
+): Promise<CheckpointFileState> {
+  for (let attempt = 1; ; attempt++) {
+    const checked: { txnid?: number } = {};
+    try {
+      return await inspectOnce(fs, dir, checked);
+    } catch (error) {
+      if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE') || attempt >= INSPECTIONS_MAX) throw error;
+      const newest = await newestTxnid(fs, path.join(dir, LMDB_DATA_FILE));
+      if (newest === undefined || newest === checked.txnid) throw error;
+    }
+  }
+}
+
+/** The newest transaction of the data file at `dataPath` now, or undefined when it cannot be read. */
+async function newestTxnid(fs: FileSystem, dataPath: string): Promise<number | undefined> {
+  try {
+    const file = await fs.open(dataPath, 'r');
+    try {
+      return (await readLmdbMeta(file, await file.sizeBytes())).txnid;
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** One check of the data file (inspectCheckpointFile); `checked.txnid`: the newest meta's, once read. */
+async function inspectOnce(
+  fs: FileSystem,
+  dir: string,
+  checked: { txnid?: number },
 ): Promise<CheckpointFileState> {
   const dataPath = path.join(dir, LMDB_DATA_FILE);
   const seal = await readSeal(fs, dir);
@@ -116,6 +158,7 @@ export async function inspectCheckpointFile(
   const file = await fs.open(dataPath, 'r');
   try {
     const meta = await readLmdbMeta(file, sizeBytes);
+    checked.txnid = meta.txnid;
     const { checksum } = await checkLmdbTrees(file, sizeBytes, meta);
     if (seal?.txnid !== meta.txnid) return 'checked';
     if (checksum !== seal.checksum) {

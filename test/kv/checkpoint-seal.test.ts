@@ -6,7 +6,7 @@
  * file not sealed as it is (the seal write failed, the seal is missing or damaged) is checked page by
  * page, restored, and sealed again.
  */
-import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum } from '../../src/codec/index.js';
@@ -43,6 +43,18 @@ function options(
 
 const checkpointDir = (dir: string): string => path.join(dir, 'buckets/000/checkpoint');
 
+/** The newest txnid of an LMDB data file's bytes. */
+async function txnidOf(bytes: Buffer): Promise<number> {
+  const copy = path.join(tempDir(), 'data.mdb');
+  writeFileSync(copy, bytes);
+  const file = await fs.open(copy, 'r');
+  try {
+    return (await readLmdbMeta(file, bytes.length)).txnid;
+  } finally {
+    await file.close();
+  }
+}
+
 async function lmdbTxnid(dir: string): Promise<number> {
   const file = await fs.open(path.join(checkpointDir(dir), 'data.mdb'), 'r');
   try {
@@ -65,6 +77,73 @@ describe('checkpoint seal', () => {
     await store.close();
     expect(await readSeal(fs, checkpointDir(dir))).toMatchObject({ txnid: await lmdbTxnid(dir) });
     expect(await inspectCheckpointFile(fs, checkpointDir(dir))).toBe('sealed');
+  });
+
+  it('reads the file again when a writer committed while it was checked (a read-only view beside a live store), instead of calling it damaged', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(options(dir));
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await store.compact();
+    await store.close();
+    const dataPath = path.join(checkpointDir(dir), 'data.mdb');
+    const before = readFileSync(dataPath);
+    const again = await OffsetStore.open(options(dir));
+    for (let i = 2; i < 40; i++)
+      await again.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: 0, offset: i }]);
+    await again.compact();
+    await again.close();
+    expect(await lmdbTxnid(dir)).toBeGreaterThan(await txnidOf(before));
+    // The first open of data.mdb reads the meta pages as they were before the writer's commit, and
+    // every other page after it (zeros here: pages the commit reused); the meta read again is the
+    // new one. What a reader that crossed a commit sees.
+    let opens = 0;
+    class CrossedByACommit extends NodeFileSystem {
+      override async open(p: string, flags: 'r' | 'r+' | 'wx' | 'w', mode?: number) {
+        const handle = await super.open(p, flags, mode);
+        if (p !== dataPath || ++opens > 1) return handle;
+        let metaReads = 0;
+        return Object.assign(Object.create(Object.getPrototypeOf(handle) as object), handle, {
+          path: handle.path,
+          read: async (buffer: Buffer, offset: number, length: number, position: number) => {
+            if (position >= 2 * 4096) {
+              buffer.fill(0, offset, offset + length);
+              return length;
+            }
+            if (metaReads++ < 2) return before.copy(buffer, offset, position, position + length);
+            return handle.read(buffer, offset, length, position);
+          },
+          close: () => handle.close(),
+          sizeBytes: () => handle.sizeBytes(),
+        }) as typeof handle;
+      }
+    }
+    await expect(inspectCheckpointFile(new CrossedByACommit(), checkpointDir(dir))).resolves.toBe(
+      'sealed',
+    );
+    expect(opens, 'checked, its meta read again, checked again').toBe(3);
+    // Damage that stays when read again (the meta's transaction unchanged) is damage.
+    opens = 0;
+    class AlwaysZeros extends NodeFileSystem {
+      override async open(p: string, flags: 'r' | 'r+' | 'wx' | 'w', mode?: number) {
+        const handle = await super.open(p, flags, mode);
+        if (p !== dataPath) return handle;
+        opens++;
+        return Object.assign(Object.create(Object.getPrototypeOf(handle) as object), handle, {
+          path: handle.path,
+          read: async (buffer: Buffer, offset: number, length: number, position: number) => {
+            if (position < 2 * 4096) return handle.read(buffer, offset, length, position);
+            buffer.fill(0, offset, offset + length);
+            return length;
+          },
+          close: () => handle.close(),
+          sizeBytes: () => handle.sizeBytes(),
+        }) as typeof handle;
+      }
+    }
+    await expect(
+      inspectCheckpointFile(new AlwaysZeros(), checkpointDir(dir)),
+    ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    expect(opens, 'checked, its meta read again: the same transaction').toBe(2);
   });
 
   it('still finds a file sealed when a crash in an LMDB commit left new pages but no new meta (free pages are not sealed)', async () => {

@@ -101,33 +101,42 @@ const INSPECTIONS_MAX = 8;
  * throws OffsetStoreError('CORRUPT_MESSAGE') naming the file, its size and what is wrong.
  *
  * The check reads the file as plain bytes, without an LMDB read transaction: a live writer (beside
- * a read-only view) may commit meanwhile, growing the file and, two commits on, reusing pages the
- * meta read at the start still reaches. Pages a meta reaches stay as they are until a later
- * transaction commits, so damage found while the file's newest transaction stayed the one checked
- * is damage; found while it changed, the file is checked again (up to INSPECTIONS_MAX times).
+ * a read-only view) may commit meanwhile, growing the file past the size the check took and, two
+ * commits on, reusing pages the meta it read still reaches. Pages a meta reaches stay as they are
+ * until a later transaction commits, so damage found while the file kept the size and the newest
+ * transaction the check saw is damage; found while either changed, the file is checked again (up to
+ * INSPECTIONS_MAX times).
  */
 export async function inspectCheckpointFile(
   fs: FileSystem,
   dir: string,
 ): Promise<CheckpointFileState> {
   for (let attempt = 1; ; attempt++) {
-    const checked: { txnid?: number } = {};
+    const checked: FileVersion = {};
     try {
       return await inspectOnce(fs, dir, checked);
     } catch (error) {
       if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE') || attempt >= INSPECTIONS_MAX) throw error;
-      const newest = await newestTxnid(fs, path.join(dir, LMDB_DATA_FILE));
-      if (newest === undefined || newest === checked.txnid) throw error;
+      const now = await versionOf(fs, path.join(dir, LMDB_DATA_FILE));
+      if (now === undefined || (now.txnid === checked.txnid && now.sizeBytes === checked.sizeBytes))
+        throw error;
     }
   }
 }
 
-/** The newest transaction of the data file at `dataPath` now, or undefined when it cannot be read. */
-async function newestTxnid(fs: FileSystem, dataPath: string): Promise<number | undefined> {
+/** What a check saw of the data file: its size, and its newest meta's transaction (once read). */
+interface FileVersion {
+  sizeBytes?: number;
+  txnid?: number;
+}
+
+/** The data file's size and newest transaction now, or undefined when they cannot be read. */
+async function versionOf(fs: FileSystem, dataPath: string): Promise<FileVersion | undefined> {
   try {
     const file = await fs.open(dataPath, 'r');
     try {
-      return (await readLmdbMeta(file, await file.sizeBytes())).txnid;
+      const sizeBytes = await file.sizeBytes();
+      return { sizeBytes, txnid: (await readLmdbMeta(file, sizeBytes)).txnid };
     } finally {
       await file.close();
     }
@@ -136,15 +145,16 @@ async function newestTxnid(fs: FileSystem, dataPath: string): Promise<number | u
   }
 }
 
-/** One check of the data file (inspectCheckpointFile); `checked.txnid`: the newest meta's, once read. */
+/** One check of the data file (inspectCheckpointFile), noting in `checked` what it saw of it. */
 async function inspectOnce(
   fs: FileSystem,
   dir: string,
-  checked: { txnid?: number },
+  checked: FileVersion,
 ): Promise<CheckpointFileState> {
   const dataPath = path.join(dir, LMDB_DATA_FILE);
   const seal = await readSeal(fs, dir);
   const sizeBytes = await fs.sizeBytes(dataPath);
+  checked.sizeBytes = sizeBytes ?? undefined;
   if (sizeBytes === null) {
     if (seal === undefined) return 'new';
     throw lmdbFileDamage(dataPath, 0, `missing, but sealed for LMDB transaction ${seal.txnid}`);

@@ -380,6 +380,47 @@ describe('a store opened to read only', () => {
     expect(sealReads, 'read once').toBe(seals.length);
   });
 
+  it("reports no damage in a live writer's checkpoint that grew while the view checked it", async () => {
+    const dir = tempDir();
+    const writer = await OffsetStore.open({
+      dir,
+      durability: 'os',
+      bucketCount: 1,
+      compaction: { strategy: 'checkpoint', background: false },
+    });
+    for (let i = 0; i < 50; i++)
+      await writer.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: 0, offset: i }]);
+    await writer.compact();
+    const dataPath = path.join(dir, 'buckets', '000', 'checkpoint', 'data.mdb');
+    let sized = 0;
+    /** Once the view has taken data.mdb's size to check it, the writer commits and checkpoints. */
+    class WriterCommitsMeanwhile extends NodeFileSystem {
+      override async sizeBytes(p: string) {
+        const size = await super.sizeBytes(p);
+        if (p === dataPath && ++sized === 2) {
+          for (let i = 0; i < 2000; i++)
+            await writer.commitOffsets(`h${i}`, [
+              { tableId: 2, bucketId: i % 64, offset: i, metadata: 'm'.repeat(64) },
+            ]);
+          await writer.compact();
+        }
+        return size;
+      }
+    }
+    const warnings: string[] = [];
+    const view = await OffsetStore.open({
+      dir,
+      readOnly: true,
+      fs: new WriterCommitsMeanwhile(),
+      onWarning: (m) => warnings.push(m),
+    });
+    expect(sized).toBeGreaterThanOrEqual(2);
+    expect((await view.fetchOffsets('g7'))[0]?.offset).toBe(7);
+    await view.close();
+    await writer.close();
+    expect(warnings).toEqual([]);
+  });
+
   it('is refused, while open, by an open of the same store for writing in the same process', async () => {
     const dir = tempDir();
     await (await commitSome(dir, { strategy: 'checkpoint' })).close();

@@ -183,7 +183,6 @@ export const LOG_DEFAULTS = {
 const PREPARE_AT_BYTES = 256 * 1024;
 /** Rounds in a row a log must have fdatasynced itself before its next segment is prepared. */
 const PREPARE_AFTER_OWN_ROUNDS = 8;
-const GROW_WHILE_PREPARING = process.env.GROW !== undefined;
 /** Smallest prepared segment file. */
 const PREPARED_BYTES_MIN = 1024 * 1024;
 /** Name of the next segment's file while it is prepared (a `.tmp` file: recovery deletes a leftover). */
@@ -828,9 +827,7 @@ export class Log implements LogPort {
     const endBytes = startBytes + runBytes;
     const batches = run.map((entry) => entry.batch);
     let preallocateBytes =
-      endBytes > this.#activeFileBytes &&
-      this.#syncsItself &&
-      (GROW_WHILE_PREPARING || this.#preparing === undefined)
+      endBytes > this.#activeFileBytes && this.#syncsItself
         ? this.#preallocationAfter(endBytes)
         : 0;
     let ownSync = false;

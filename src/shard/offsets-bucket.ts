@@ -40,6 +40,7 @@ import {
   type HeartbeatResponse,
   type RemoveMembersRequest,
   type RemovedMember,
+  type GroupSnapshotWriter,
   type StoredGroupSnapshot,
   type TableLayout,
 } from '../group/index.js';
@@ -766,12 +767,17 @@ export class OffsetsBucket {
         nowMs: () => clock.nowMs(),
         setTimer: () => ({ cancel: () => {} }),
       };
+      const failure = new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `offsets-bucket ${this.index}: its log was stopped by a storage failure; reopen the store`,
+      );
       this.#durableGroups = loadCoordinator(
         { index: this.index, group: this.#group },
         this.table,
         frozen,
         this.coordinator.tableLayouts(),
         () => {},
+        { writeSnapshot: () => Promise.reject(failure) },
       );
     }
     return this.#durableGroups;
@@ -827,13 +833,14 @@ function loadCoordinator(
   clock: Clock,
   layouts: ReadonlyMap<number, TableLayout>,
   onBackgroundError: (error: unknown, groupId: string) => void,
+  writer: GroupSnapshotWriter = {
+    writeSnapshot: async (groupId, snapshot) => {
+      await table.writeSnapshot(groupId, snapshot, clock.nowMs());
+    },
+  },
 ): GroupCoordinator {
   const coordinator = new GroupCoordinator({
-    writer: {
-      writeSnapshot: async (groupId, snapshot) => {
-        await table.writeSnapshot(groupId, snapshot, clock.nowMs());
-      },
-    },
+    writer,
     clock,
     ...options.group,
     // A snapshot is one batch: it must fit the log's (1 MiB in etcd, 8 MiB on disk), with room for

@@ -174,6 +174,8 @@ export async function dumpLog(
   // dump goes on from the batch after the last one it showed, in whatever segment now holds it.
   let shownBelow = fromOffset;
   let relisted = 0;
+  /** The segment read last, when it was read whole without damage (the chain check needs it). */
+  let readWhole: number | undefined;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
     const next = segments[i + 1];
@@ -184,6 +186,22 @@ export async function dumpLog(
       baseOffset: segment.baseOffset,
       sizeBytes: segment.sizeBytes,
     });
+    // Segments chain without a gap, as recovery requires: each begins right after the last batch
+    // of the one before (compaction keeps each segment's last batch), whether or not it holds any.
+    if (readWhole === i - 1 && previous !== segment.baseOffset - 1) {
+      summary.damageCount++;
+      const before = segments[i - 1]!;
+      visit({
+        kind: 'damage',
+        file: segment.path,
+        position: 0,
+        reason:
+          previous < segment.baseOffset - 1
+            ? `log offsets ${previous + 1}..${segment.baseOffset - 1} are missing: ${path.basename(before.path)} ends at log offset ${previous} and ${path.basename(segment.path)} begins at ${segment.baseOffset} (a segment is missing or was cut short)`
+            : `${path.basename(before.path)} ends at log offset ${previous}, past the base ${segment.baseOffset} of ${path.basename(segment.path)}`,
+      });
+    }
+    readWhole = undefined;
     let scan: Awaited<ReturnType<typeof scanSegment>>;
     try {
       scan = await scanSegment(
@@ -231,6 +249,7 @@ export async function dumpLog(
       relisted++;
       segments = await listSegmentFiles(fs, bucketDir);
       previous = -1;
+      readWhole = undefined;
       i = -1;
       continue;
     }
@@ -250,7 +269,7 @@ export async function dumpLog(
         position: scan.validBytes,
         reason: `${scan.zeroTailBytes} zero bytes at the end of a sealed segment`,
       });
-    }
+    } else readWhole = i;
     if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
   }
   await compareWithManifest(fs, layout, bucket, bucketDir, segments, previous, (reason, file) => {

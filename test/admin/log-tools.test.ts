@@ -166,6 +166,14 @@ describe('dumpLog and verifyLog', () => {
     expect(await damages(withoutLast)).toEqual([
       expect.stringMatching(/shorter than the \d+ store\.json recorded/),
     ]);
+    // A segment missing between two others: the chain breaks there, as recovery finds it.
+    const withoutMiddle = copyOfSeeded();
+    const middle = segmentPaths(withoutMiddle, ordersBucket);
+    expect(middle.length).toBeGreaterThanOrEqual(3);
+    rmSync(middle[1]!);
+    expect(await damages(withoutMiddle)).toEqual([
+      expect.stringMatching(/log offsets \d+\.\.\d+ are missing: .* ends at log offset \d+ and/),
+    ]);
     const withoutFolder = copyOfSeeded();
     rmSync(path.dirname(segmentPaths(withoutFolder, ordersBucket)[0]!), { recursive: true });
     expect(await damages(withoutFolder)).toEqual([

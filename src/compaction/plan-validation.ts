@@ -99,50 +99,86 @@ export function validatePlan(
 export const STATE_DEPTH_MAX = 64;
 
 /**
- * What in `value` (at `where`, nested `depth` deep) JSON would not keep as it is, or undefined when
- * it keeps all of it: a number that is not finite, undefined, a function, a symbol, an empty slot of
- * an array, a symbol key, or an object that is not a plain object or array (a Date, a Map, a class
- * instance: JSON keeps only what their toJSON or own enumerable fields give). Walks no deeper than
- * STATE_DEPTH_MAX + 1, which the depth check refuses anyway.
+ * What in `value` (at `where`, nested `depth` deep) JSON did not keep as it is in `kept` (what
+ * `JSON.parse` gave back of its text), or undefined when it kept all of it: a number that is not
+ * finite, or -0; undefined, a function, a symbol; an empty slot of an array, or a property of an
+ * array besides its elements; a symbol key or a property that is not enumerable; an object that is
+ * not a plain object or array (a Date, a Map, a class instance: JSON keeps only what their toJSON or
+ * own enumerable fields give); and anything that read otherwise than when JSON read it (a getter, a
+ * Proxy). Walks no deeper than STATE_DEPTH_MAX + 1, which the depth check refuses anyway.
  */
-function jsonProblem(value: unknown, where: string, depth: number): string | undefined {
+function jsonProblem(
+  value: unknown,
+  kept: unknown,
+  where: string,
+  depth: number,
+): string | undefined {
+  const changed = `${where} read otherwise than when it was turned into JSON (a getter or a Proxy?)`;
   switch (typeof value) {
     case 'string':
     case 'boolean':
-      return undefined;
+      return value === kept ? undefined : changed;
     case 'number':
-      return Number.isFinite(value) ? undefined : `${where} is ${value}, which JSON cannot hold`;
+      if (!Number.isFinite(value)) return `${where} is ${value}, which JSON cannot hold`;
+      if (Object.is(value, -0)) return `${where} is -0, which JSON keeps as 0`;
+      return value === kept ? undefined : changed;
     case 'undefined':
     case 'function':
     case 'symbol':
     case 'bigint':
       return `${where} is ${typeof value === 'undefined' ? 'undefined' : `a ${typeof value}`}, which JSON cannot hold`;
   }
-  if (value === null || depth > STATE_DEPTH_MAX) return undefined;
+  if (value === null) return kept === null ? undefined : changed;
+  if (depth > STATE_DEPTH_MAX) return undefined;
   if (Array.isArray(value)) {
+    if (!Array.isArray(kept) || kept.length !== value.length) return changed;
     for (let i = 0; i < value.length; i++) {
       if (!(i in value)) return `${where}[${i}] is an empty slot, which JSON turns into null`;
-      const problem = jsonProblem(value[i], `${where}[${i}]`, depth + 1);
+      const problem = jsonProblem(value[i], kept[i], `${where}[${i}]`, depth + 1);
       if (problem !== undefined) return problem;
     }
+    for (const key of Reflect.ownKeys(value))
+      if (key !== 'length' && !(typeof key === 'string' && /^(0|[1-9]\d*)$/.test(key)))
+        return `${where} has a property ${String(key)} besides its elements, which JSON drops`;
     return undefined;
   }
-  const prototype = Object.getPrototypeOf(value) as object | null;
-  if (prototype !== Object.prototype && prototype !== null) {
+  const object = value as object;
+  if (!isPlainObject(object)) {
+    const prototype = Object.getPrototypeOf(object) as object;
     const kind = (prototype.constructor as { name?: unknown } | undefined)?.name;
     return `${where} is ${typeof kind === 'string' && kind !== '' ? `a ${kind}` : 'an object with a prototype'}, not a plain object, array, string, finite number, boolean or null`;
   }
-  if (Object.getOwnPropertySymbols(value).length > 0)
-    return `${where} has a symbol key, which JSON drops`;
-  for (const [key, field] of Object.entries(value as object)) {
+  if (typeof kept !== 'object' || kept === null || Array.isArray(kept)) return changed;
+  for (const key of Reflect.ownKeys(object)) {
+    if (typeof key === 'symbol') return `${where} has a symbol key, which JSON drops`;
+    const at = /^[A-Za-z_$][\w$]*$/.test(key)
+      ? `${where}.${key}`
+      : `${where}[${JSON.stringify(key)}]`;
+    if (!Object.prototype.propertyIsEnumerable.call(object, key))
+      return `${at} is not enumerable, which JSON drops`;
     const problem = jsonProblem(
-      field,
-      /^[A-Za-z_$][\w$]*$/.test(key) ? `${where}.${key}` : `${where}[${JSON.stringify(key)}]`,
+      (object as Record<string, unknown>)[key],
+      (kept as Record<string, unknown>)[key],
+      at,
       depth + 1,
     );
     if (problem !== undefined) return problem;
   }
   return undefined;
+}
+
+/**
+ * A plain object: its prototype is Object.prototype (of this realm or another: a state built by
+ * `vm`), or null.
+ */
+function isPlainObject(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  if (prototype === null || prototype === Object.prototype) return true;
+  return (
+    Object.getPrototypeOf(prototype) === null &&
+    Object.prototype.toString.call(value) === '[object Object]' &&
+    (prototype.constructor as { name?: unknown } | undefined)?.name === 'Object'
+  );
 }
 
 /** How deeply arrays and objects nest in a JSON text (brackets inside strings do not count). */
@@ -236,14 +272,15 @@ function validatePlanFields(
     // JSON.stringify turns some values into others without a word (NaN into null, a Date into a
     // string, a Map into {}) and drops others (undefined, functions): the next run would be shown a
     // state other than the one kept.
+    const kept = JSON.parse(text) as JsonValue;
     let problem: string | undefined;
     try {
-      problem = jsonProblem(stateField, 'state', 0);
+      problem = jsonProblem(stateField, kept, 'state', 0);
     } catch (error) {
       throw refuse(author, view, `state is not JSON: ${(error as Error)?.message}`);
     }
     if (problem !== undefined) throw refuse(author, view, problem);
-    state = { value: JSON.parse(text) as JsonValue };
+    state = { value: kept };
   }
   return {
     groups,

@@ -8,10 +8,11 @@
  * and a record nothing supersedes is never dropped. Rewrite outputs that do not chain are refused too.
  */
 import * as path from 'node:path';
+import * as vm from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
 import type { CompactionJobResult } from '../../src/compaction/compaction-job.js';
 import { InProcessRunner } from '../../src/compaction/job-runner.js';
-import { checkOutputs } from '../../src/compaction/plan-validation.js';
+import { checkOutputs, validatePlan } from '../../src/compaction/plan-validation.js';
 import { OffsetStore, type BucketView, type LogInspector } from '../../src/index.js';
 import { BACKUP_COMPACTION_WAIT_MS } from '../../src/store.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -526,6 +527,35 @@ describe('unsafe plans are refused', () => {
     expect(() => checkOutputs('/d', [group], [], author, view)).toThrow(
       /outputs for 0 group\(s\), not 1/,
     );
+  });
+
+  it('keeps a state only as JSON keeps it: what JSON would drop or change, or what reads otherwise when read again, is refused, naming where', () => {
+    const author = { strategy: 'x', checkpoints: false, rewrites: true };
+    const view = { bucket: 3 } as BucketView;
+    const arrayWithField = Object.assign([1, 2], { cursor: 17 });
+    const hidden = Object.defineProperty({ a: 1 }, 'cursor', { value: 17, enumerable: false });
+    let reads = 0;
+    const unstable = {
+      get rate() {
+        return reads++ === 0 ? Number.NaN : 0.5;
+      },
+    };
+    const cases: [unknown, RegExp][] = [
+      [{ list: arrayWithField }, /state\.list has a property cursor besides its elements/],
+      [hidden, /state\.cursor is not enumerable, which JSON drops/],
+      [{ x: -0 }, /state\.x is -0, which JSON keeps as 0/],
+      [unstable, /state\.rate read otherwise than when it was turned into JSON/],
+    ];
+    for (const [state, message] of cases)
+      expect(() => validatePlan({ state }, view, author), String(message)).toThrow(message);
+    // Plain data from another realm (built by vm), null-prototype objects and -0's absence are kept.
+    const foreign = vm.runInNewContext('({ a: [1, { b: null }], c: "d" })') as unknown;
+    expect(validatePlan({ state: foreign }, view, author)?.state?.value).toEqual({
+      a: [1, { b: null }],
+      c: 'd',
+    });
+    const bare = Object.assign(Object.create(null) as object, { n: 0 });
+    expect(validatePlan({ state: [bare] }, view, author)?.state?.value).toEqual([{ n: 0 }]);
   });
 });
 

@@ -1089,7 +1089,7 @@ export class OffsetStore {
   [HOLDS_CONSUMER_MEMBER](groupId: string, memberId: string): boolean {
     try {
       this.#checkOpen();
-      return this.#bucket(groupId).coordinator.holdsConsumerMember(groupId, memberId);
+      return this.#bucket(groupId).groupsForReads().holdsConsumerMember(groupId, memberId);
     } catch {
       return true;
     }
@@ -1186,7 +1186,7 @@ export class OffsetStore {
           'INVALID_REQUEST',
           'options.member must be { memberId: string, memberEpoch: integer }',
         );
-      bucket.coordinator.validateMemberFetch(groupId, memberId, memberEpoch as number);
+      bucket.groupsForReads().validateMemberFetch(groupId, memberId, memberEpoch as number);
     }
     if (buckets === undefined || requireStable)
       return bucket.fetch(groupId, buckets, requireStable);
@@ -1205,7 +1205,7 @@ export class OffsetStore {
   groupType(groupId: string): GroupType | null {
     this.#checkOpen();
     validateGroupId(groupId);
-    return this.#bucket(groupId).coordinator.groupType(groupId);
+    return this.#bucket(groupId).groupsForReads().groupType(groupId);
   }
 
   /** Every group with committed offsets or members. */

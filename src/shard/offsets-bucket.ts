@@ -153,7 +153,7 @@ export class OffsetsBucket {
   /** By group: the last change without a member waiting for its turn (`#withoutMember`). */
   readonly #withoutMemberTurns = new Map<string, Promise<void>>();
   readonly #group: GroupSettings;
-  /** Once the log failed: the groups as their snapshots are durable (`#groupsRead`). */
+  /** Once the log failed: the groups as their snapshots are durable (`groupsForReads`). */
   #durableGroups: GroupCoordinator | undefined;
 
   private constructor(
@@ -376,7 +376,7 @@ export class OffsetsBucket {
 
   /** Every group with committed offsets or members, with its state and type. */
   listGroups(): BucketGroupListing[] {
-    const groups = this.#groupsRead();
+    const groups = this.groupsForReads();
     const groupIds = new Set([...this.table.state.groupIds(), ...groups.groupIds()]);
     return [...groupIds].map((groupId) => {
       const groupType = groups.groupType(groupId);
@@ -395,7 +395,7 @@ export class OffsetsBucket {
 
   /** Membership and offsets of a group; GROUP_ID_NOT_FOUND when it has neither. */
   describe(groupId: string): BucketGroupDescription {
-    const groups = this.#groupsRead();
+    const groups = this.groupsForReads();
     const offsets = this.table.state.groupValues(groupId);
     const membership = groups.describe(groupId);
     const classic = groups.classic.describe(groupId);
@@ -572,11 +572,10 @@ export class OffsetsBucket {
   }
 
   #requireNoMembers(groupId: string, action: string): void {
-    if (this.coordinator.hasMembers(groupId)) {
+    const groups = this.groupsForReads();
+    if (groups.hasMembers(groupId)) {
       const members =
-        this.coordinator.describe(groupId)?.members.length ??
-        this.coordinator.classic.memberCount(groupId) ??
-        0;
+        groups.describe(groupId)?.members.length ?? groups.classic.memberCount(groupId) ?? 0;
       throw new OffsetStoreError(
         'NON_EMPTY_GROUP',
         `cannot ${action}: group ${groupId} has ${members} member(s)`,
@@ -751,7 +750,8 @@ export class OffsetsBucket {
   }
 
   /**
-   * The coordinator that reads of groups (list, describe) are answered from. Once the log has failed
+   * The coordinator that reads of groups (list, describe, a group's type, a fetch's member check,
+   * whether a group has members) are answered from. Once the log has failed
    * (a storage failure stopped it: nothing becomes durable until the store is reopened), the live
    * coordinator may hold changes whose snapshot was refused (a join, a leave, an expiry), which no
    * reopen would serve, and which it keeps, as every refused snapshot write, to write with the next
@@ -759,7 +759,7 @@ export class OffsetsBucket {
    * serves. Built on the first read after the failure (nothing becomes durable after it), with no
    * timers, and never written to.
    */
-  #groupsRead(): GroupCoordinator {
+  groupsForReads(): GroupCoordinator {
     if (!this.table.log.failed) return this.coordinator;
     if (this.#durableGroups === undefined) {
       const clock = this.#clock;

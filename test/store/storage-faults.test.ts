@@ -85,6 +85,19 @@ describe('a failing disk', () => {
     expect((await store.listGroups()).map((g) => g.groupId)).toEqual(['stays']);
     await expect(store.describeGroup('new')).rejects.toMatchObject({ code: 'GROUP_ID_NOT_FOUND' });
     expect(await store.describeGroup('stays')).toEqual(described);
+    // The other reads of membership agree: the refused join made no group, the refused leave left
+    // the member in it.
+    expect(store.groupType('new')).toBeNull();
+    expect(store.groupType('stays')).toBe('consumer');
+    await expect(
+      store.fetchOffsets('stays', undefined, {
+        member: { memberId: stays.memberId, memberEpoch: stays.memberEpoch },
+      }),
+    ).resolves.toEqual([]);
+    // A write that needs the group without members fails for what it is: the stopped log.
+    await expect(store.deleteGroup('new')).rejects.toMatchObject({
+      code: expect.stringMatching(/LOG_STORAGE_ERROR|GROUP_ID_NOT_FOUND/),
+    });
     await store.close().catch(() => {});
     // What a reopen serves, the same.
     const again = await OffsetStore.open(options(dir, new FaultyFileSystem()));

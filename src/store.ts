@@ -15,6 +15,7 @@ import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
 import {
   CommitJournal,
   DirectoryLock,
+  FORMAT_VERSION,
   deleteJournalFiles,
   readJournalForRecovery,
   LOG_DEFAULTS,
@@ -450,7 +451,13 @@ export class OffsetStore {
         );
       }
       // Before anything else is written into a store an earlier build wrote.
-      if (!this.#options.readOnly) await this.#manifest.upgradeFormat();
+      if (!this.#options.readOnly && manifest.formatVersion !== FORMAT_VERSION) {
+        const from = manifest.formatVersion;
+        await this.#manifest.upgradeFormat();
+        this.#options.onWarning(
+          `${this.#manifest.path}: raised from format version ${from} to ${FORMAT_VERSION}; builds that wrote version ${from} refuse it from now on (they would misread a commit journal or a group mid-rebalance)`,
+        );
+      }
       this.#recorded = recorded.id;
       this.#strategy =
         requested ??

@@ -76,8 +76,14 @@ describe('manifest', () => {
     expect((await view.fetchOffsets('g'))[0]).toMatchObject({ offset: 7, metadata: 'm' });
     await view.close();
     expect(version()).toBe(2);
-    const upgraded = await openStore(dir, { bucketCount: 2 });
+    const warnings: string[] = [];
+    const upgraded = await openStore(dir, { bucketCount: 2, onWarning: (m) => warnings.push(m) });
     expect(version()).toBe(3);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /raised from format version 2 to 3; builds that wrote version 2 refuse it/,
+      ),
+    ]);
     expect((await upgraded.fetchOffsets('g'))[0]).toMatchObject({ offset: 7, metadata: 'm' });
     await upgraded.close();
     asVersion(4);

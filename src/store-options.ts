@@ -25,7 +25,7 @@ import {
   type GroupSettings,
   type MemberDescription,
 } from './group/index.js';
-import { SystemClock, checkClock, type Clock } from './util/index.js';
+import { SystemClock, checkClock, withoutTimers, type Clock } from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
 /** One offset to commit: the next offset the group will read in the bucket. */
@@ -655,7 +655,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     ),
     // Read only: nothing reaches the directory, and nothing happens by itself (a session running
     // out, an offset expiring) that would have to be written.
-    clock: readOnly ? { ...storeTime, setTimer: () => ({ cancel: () => {} }) } : storeTime,
+    clock: readOnly ? withoutTimers(storeTime) : storeTime,
     fs: readOnly ? new OverlayFileSystem(portFs) : portFs,
     awaitRecovery: optionalBoolean(awaitRecovery, 'options.awaitRecovery', true),
     // Read only, the journal of earlier processes is read (and replayed in memory); none is written.

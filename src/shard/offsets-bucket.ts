@@ -54,7 +54,7 @@ import {
 } from '../kv/index.js';
 import type { BucketLogRecord, LogOptions } from '../log/index.js';
 import { bucketKey, type TableBucket } from '../model/index.js';
-import { assert, type Clock } from '../util/index.js';
+import { assert, withoutTimers, type Clock } from '../util/index.js';
 
 /** How to load an offsets-bucket. */
 export interface OffsetsBucketOptions {
@@ -762,11 +762,6 @@ export class OffsetsBucket {
   groupsForReads(): GroupCoordinator {
     if (!this.table.log.failed) return this.coordinator;
     if (this.#durableGroups === undefined) {
-      const clock = this.#clock;
-      const frozen: Clock = {
-        nowMs: () => clock.nowMs(),
-        setTimer: () => ({ cancel: () => {} }),
-      };
       const failure = new OffsetStoreError(
         'LOG_STORAGE_ERROR',
         `offsets-bucket ${this.index}: its log was stopped by a storage failure; reopen the store`,
@@ -774,7 +769,7 @@ export class OffsetsBucket {
       this.#durableGroups = loadCoordinator(
         { index: this.index, group: this.#group },
         this.table,
-        frozen,
+        withoutTimers(this.#clock),
         this.coordinator.tableLayouts(),
         () => {},
         { writeSnapshot: () => Promise.reject(failure) },

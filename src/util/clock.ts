@@ -69,6 +69,19 @@ export function elapsedMs(clock: Clock): number {
 }
 
 /** The real clock: `Date.now()` and unref'd Node timers (they never keep the process alive). */
+/**
+ * `clock`'s time without its timers: every timer set on it never fires. For state that is only
+ * read (a store opened to read only, a stopped bucket's durable groups), whose sessions and
+ * retention must not run.
+ */
+export function withoutTimers(clock: Clock): Clock {
+  return {
+    nowMs: () => clock.nowMs(),
+    ...(clock.elapsedMs === undefined ? {} : { elapsedMs: () => clock.elapsedMs!() }),
+    setTimer: () => ({ cancel: () => {} }),
+  };
+}
+
 export class SystemClock implements Clock {
   /** `Date.now()`: wall-clock ms since the epoch. */
   nowMs(): number {

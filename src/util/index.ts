@@ -12,6 +12,7 @@ export {
   isClock,
   checkClock,
   elapsedMs,
+  withoutTimers,
 } from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';

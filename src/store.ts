@@ -451,13 +451,11 @@ export class OffsetStore {
         );
       }
       // Before anything else is written into a store an earlier build wrote.
-      if (!this.#options.readOnly && manifest.formatVersion !== FORMAT_VERSION) {
-        const from = manifest.formatVersion;
-        await this.#manifest.upgradeFormat();
+      const from = this.#options.readOnly ? undefined : await this.#manifest.upgradeFormat();
+      if (from !== undefined)
         this.#options.onWarning(
           `${this.#manifest.path}: raised from format version ${from} to ${FORMAT_VERSION}; builds that wrote version ${from} refuse it from now on (they would misread a commit journal or a group mid-rebalance)`,
         );
-      }
       this.#recorded = recorded.id;
       this.#strategy =
         requested ??

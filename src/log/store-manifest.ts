@@ -292,14 +292,17 @@ export class ManifestFile {
 
   /**
    * Raises a store of an earlier readable version to FORMAT_VERSION (durably), so that builds which
-   * would misread what this one writes refuse the store from now on. The caller does it before it
-   * writes anything else into the store.
+   * would misread what this one writes refuse the store from now on; returns the version it was
+   * raised from, or undefined when it was FORMAT_VERSION already. The caller does it before it writes
+   * anything else into the store.
    */
-  async upgradeFormat(): Promise<void> {
-    if (this.#manifest.formatVersion === FORMAT_VERSION) return;
+  async upgradeFormat(): Promise<number | undefined> {
+    const from = this.#manifest.formatVersion;
+    if (from === FORMAT_VERSION) return undefined;
     await this.update((m) => {
       m.formatVersion = FORMAT_VERSION;
     });
+    return from;
   }
 
   /** The current content (do not modify; use `update`). */

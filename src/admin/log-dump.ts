@@ -18,7 +18,7 @@ import {
   type DecodedRecord,
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { LOG_DEFAULTS, scanSegment } from '../log/index.js';
+import { LOG_DEFAULTS, logEndOf, scanSegment, segmentChainBreak } from '../log/index.js';
 import { CHECKPOINT_DIR } from '../kv/index.js';
 import { listSegmentFiles, readStoreLayout, vanished } from './store-directory.js';
 
@@ -186,20 +186,19 @@ export async function dumpLog(
       baseOffset: segment.baseOffset,
       sizeBytes: segment.sizeBytes,
     });
-    // Segments chain without a gap, as recovery requires: each begins right after the last batch
-    // of the one before (compaction keeps each segment's last batch), whether or not it holds any.
-    if (readWhole === i - 1 && previous !== segment.baseOffset - 1) {
+    // Segments chain without a gap, as recovery requires (checked after a segment read whole).
+    const chainBreak =
+      readWhole === i - 1
+        ? segmentChainBreak(
+            path.basename(segments[i - 1]!.path),
+            previous,
+            path.basename(segment.path),
+            segment.baseOffset,
+          )
+        : undefined;
+    if (chainBreak !== undefined) {
       summary.damageCount++;
-      const before = segments[i - 1]!;
-      visit({
-        kind: 'damage',
-        file: segment.path,
-        position: 0,
-        reason:
-          previous < segment.baseOffset - 1
-            ? `log offsets ${previous + 1}..${segment.baseOffset - 1} are missing: ${path.basename(before.path)} ends at log offset ${previous} and ${path.basename(segment.path)} begins at ${segment.baseOffset} (a segment is missing or was cut short)`
-            : `${path.basename(before.path)} ends at log offset ${previous}, past the base ${segment.baseOffset} of ${path.basename(segment.path)}`,
-      });
+      visit({ kind: 'damage', file: segment.path, position: 0, reason: chainBreak });
     }
     readWhole = undefined;
     let scan: Awaited<ReturnType<typeof scanSegment>>;
@@ -308,9 +307,7 @@ async function compareWithManifest(
       `the log starts at ${first.baseOffset}, but store.json records its start at ${record.logStart} and no checkpoint covers what is missing: the segments before it are missing`,
       first.path,
     );
-  // A log whose last segment is empty (a checkpoint freed every batch before it) ends at that
-  // segment's base offset.
-  const end = Math.max(lastLogOffset + 1, segments.at(-1)?.baseOffset ?? 0);
+  const end = logEndOf(lastLogOffset, segments.at(-1)?.baseOffset);
   if (end < record.logEnd)
     damage(
       `the log ends at ${end}, shorter than the ${record.logEnd} store.json recorded: batches it held are missing`,

@@ -20,6 +20,8 @@ export {
   REJECTED_FILE,
   damageError,
   inspectLog,
+  logEndOf,
+  segmentChainBreak,
   type InspectOptions,
   type InspectedSegment,
   type LogDamage,

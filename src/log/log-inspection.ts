@@ -310,17 +310,17 @@ async function scanAll(
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
     const isLast = i === segments.length - 1;
-    if (i > 0 && !previousDamaged && previous !== segment.baseOffset - 1) {
-      const before = segments[i - 1]!;
+    const chainBreak =
+      i > 0 && !previousDamaged
+        ? segmentChainBreak(segments[i - 1]!.name, previous, segment.name, segment.baseOffset)
+        : undefined;
+    if (chainBreak !== undefined) {
       damage.push({
         kind: 'corrupt',
         file: segment.path,
         position: 0,
         bytesAfter: segment.fileBytes,
-        reason:
-          previous < segment.baseOffset - 1
-            ? `log offsets ${previous + 1}..${segment.baseOffset - 1} are missing: ${before.name} ends at log offset ${previous} and ${segment.name} begins at ${segment.baseOffset} (a segment is missing or was cut short)`
-            : `${before.name} ends at log offset ${previous}, past the base ${segment.baseOffset} of ${segment.name}`,
+        reason: chainBreak,
       });
       if (stop()) return;
     }
@@ -335,7 +335,7 @@ async function scanAll(
     if (segment.lastLogOffset >= 0) previous = segment.lastLogOffset;
   }
   const last = segments.at(-1);
-  result.logEnd = Math.max(previous + 1, last?.baseOffset ?? 0);
+  result.logEnd = logEndOf(previous, last?.baseOffset);
   let end = result.logEnd;
   const replay = limits.journal?.replay;
   if (replay !== undefined) {
@@ -524,4 +524,30 @@ export function damageError(damage: LogDamage, cause?: unknown): OffsetStoreErro
     `${damage.file} at byte ${damage.position}: ${damage.reason}`,
     { cause },
   );
+}
+
+/**
+ * Why segment `name` (from `baseOffset`) does not follow segment `before`, whose last batch is at
+ * `previous` (-1: none): segments chain without a gap, each beginning right after the last batch of
+ * the one before (compaction keeps each segment's last batch), whether or not it holds any. Undefined
+ * when it follows.
+ */
+export function segmentChainBreak(
+  before: string,
+  previous: number,
+  name: string,
+  baseOffset: number,
+): string | undefined {
+  if (previous === baseOffset - 1) return undefined;
+  return previous < baseOffset - 1
+    ? `log offsets ${previous + 1}..${baseOffset - 1} are missing: ${before} ends at log offset ${previous} and ${name} begins at ${baseOffset} (a segment is missing or was cut short)`
+    : `${before} ends at log offset ${previous}, past the base ${baseOffset} of ${name}`;
+}
+
+/**
+ * Where a log ends: after its last batch (at `previous`, -1 for none), or at its last segment's base
+ * offset (`lastBase`) when that segment holds none (a checkpoint freed every batch before it).
+ */
+export function logEndOf(previous: number, lastBase: number | undefined): number {
+  return Math.max(previous + 1, lastBase ?? 0);
 }

@@ -5,10 +5,18 @@
  * principal has created that many, and nothing is written. Groups that exist already, whoever made
  * them, are not limited; super users are not limited.
  *
+ * A group that is gone no longer counts: one deleted through this server's DeleteGroups at once,
+ * one deleted otherwise (in process, by retention) when the principal reaches its limit, looked for
+ * at most once every GONE_LOOK_INTERVAL_MS per principal (the look asks the store about each group
+ * the principal has made, so a principal that keeps asking at its limit cannot make the server
+ * look on every request).
+ *
  * Invariants: a group is counted for a principal before the store is asked whether it exists (and
- * uncounted if it does), so requests in flight together cannot together pass the limit; the counts
- * live in memory and start again with the server (the store does not record who made a group); at
- * most 10,000 principals are tracked, past which the oldest is forgotten.
+ * uncounted if it does), so requests in flight together cannot together pass the limit; a group is
+ * never uncounted while a request of its principal for it is being checked or handled (it may not
+ * exist yet only because that request has not written it); the counts live in memory and start
+ * again with the server (the store does not record who made a group); at most 10,000 principals
+ * are tracked, past which the oldest is forgotten.
  */
 import { OffsetStoreError } from '../../errors/index.js';
 import { KAFKA_ERROR, API_KEYS, type ApiKey } from '../protocol/index.js';
@@ -16,6 +24,8 @@ import type { HandlerContext, HandlerTable, Peer, RequestHandler } from '../hand
 import type { ServerSecurity } from './server-security.js';
 
 const PRINCIPALS_MAX = 10_000;
+/** How often, at most, a principal's groups are looked for ones that are gone. */
+const GONE_LOOK_INTERVAL_MS = 1_000;
 
 /** Groups created per principal, since the server started. */
 export class GroupLimits {
@@ -23,6 +33,10 @@ export class GroupLimits {
   readonly #created = new Map<string, Set<string>>();
   /** The existence checks in flight, by principal and group. */
   readonly #checking = new Map<string, Promise<boolean>>();
+  /** Requests allowed and not yet answered, by principal and group. */
+  readonly #inHandler = new Map<string, number>();
+  /** When each principal's groups were last looked for ones that are gone. */
+  readonly #lookedForGone = new Map<string, number>();
   #refused = 0;
 
   constructor(groupsPerPrincipalMax: number) {
@@ -38,7 +52,8 @@ export class GroupLimits {
    * Whether `principal` may write to `groupId`; counts the group when it is new. While the store is
    * asked about a group, later requests of the principal for it wait for that same answer, so
    * they reach their handler after the first one, in the order they came (pipelined commits of a
-   * partition: the last one wins).
+   * partition: the last one wins). A true answer counts the request as being handled until
+   * `handled` is called with the same principal and group.
    */
   mayWrite(
     store: HandlerContext['store'],
@@ -47,25 +62,85 @@ export class GroupLimits {
   ): boolean | Promise<boolean> {
     const key = `${principal}\u0000${groupId}`;
     const checking = this.#checking.get(key);
-    if (checking !== undefined) return checking;
+    if (checking !== undefined) return checking.then((allowed) => this.#handling(key, allowed));
     let created = this.#created.get(principal);
     if (created === undefined) {
-      if (this.#created.size >= PRINCIPALS_MAX)
-        this.#created.delete(this.#created.keys().next().value!);
+      if (this.#created.size >= PRINCIPALS_MAX) {
+        const oldest = this.#created.keys().next().value!;
+        this.#created.delete(oldest);
+        this.#lookedForGone.delete(oldest);
+      }
       created = new Set();
       this.#created.set(principal, created);
     }
-    if (created.has(groupId)) return true;
-    const reserved = created.size < this.#max;
-    if (reserved) created.add(groupId);
-    const check = groupExists(store, groupId).then((exists) => {
+    if (created.has(groupId)) return this.#handling(key, true);
+    const check = this.#decide(store, principal, created, groupId).then((allowed) => {
       this.#checking.delete(key);
-      if (exists && reserved) created.delete(groupId);
-      if (!exists && !reserved) this.#refused++;
-      return exists || reserved;
+      return this.#handling(key, allowed);
     });
     this.#checking.set(key, check);
     return check;
+  }
+
+  /** Ends what a true `mayWrite` began: the request for `groupId` has been answered. */
+  handled(principal: string, groupId: string): void {
+    const key = `${principal}\u0000${groupId}`;
+    const count = this.#inHandler.get(key) ?? 0;
+    if (count <= 1) this.#inHandler.delete(key);
+    else this.#inHandler.set(key, count - 1);
+  }
+
+  /** Uncounts a group that was deleted, for every principal that made it. */
+  deleted(groupId: string): void {
+    for (const created of this.#created.values()) created.delete(groupId);
+  }
+
+  #handling(key: string, allowed: boolean): boolean {
+    if (allowed) this.#inHandler.set(key, (this.#inHandler.get(key) ?? 0) + 1);
+    return allowed;
+  }
+
+  async #decide(
+    store: HandlerContext['store'],
+    principal: string,
+    created: Set<string>,
+    groupId: string,
+  ): Promise<boolean> {
+    const reserved = created.size < this.#max;
+    if (reserved) created.add(groupId);
+    const exists = await groupExists(store, groupId);
+    if (exists) {
+      if (reserved) created.delete(groupId);
+      return true;
+    }
+    if (reserved) return true;
+    if ((await this.#forgetGone(store, principal, created)) && created.size < this.#max) {
+      created.add(groupId);
+      return true;
+    }
+    this.#refused++;
+    return false;
+  }
+
+  /** Uncounts the groups of `principal` that no longer exist; whether it found any. */
+  async #forgetGone(
+    store: HandlerContext['store'],
+    principal: string,
+    created: Set<string>,
+  ): Promise<boolean> {
+    const now = performance.now();
+    const lookedAt = this.#lookedForGone.get(principal);
+    if (lookedAt !== undefined && now - lookedAt < GONE_LOOK_INTERVAL_MS) return false;
+    this.#lookedForGone.set(principal, now);
+    let found = false;
+    for (const groupId of [...created]) {
+      const key = `${principal}\u0000${groupId}`;
+      if (this.#checking.has(key) || this.#inHandler.has(key)) continue;
+      if (!(await groupExists(store, groupId)) && !this.#inHandler.has(key)) {
+        found = created.delete(groupId) || found;
+      }
+    }
+    return found;
   }
 }
 
@@ -102,11 +177,9 @@ export function groupLimitHandlers(
     ) => {
       const groupId = groupOf(request);
       const principal = peer.principal ?? 'User:ANONYMOUS';
-      if (
-        groupId !== null &&
-        !superUsers.includes(principal) &&
-        !(await limits.mayWrite(context.store, principal, groupId))
-      ) {
+      if (groupId === null || superUsers.includes(principal))
+        return handler(context, request, header, peer);
+      if (!(await limits.mayWrite(context.store, principal, groupId))) {
         security.audit({
           peer,
           api: apiName(key),
@@ -116,7 +189,11 @@ export function groupLimitHandlers(
         });
         return refusal(request);
       }
-      return handler(context, request, header, peer);
+      try {
+        return await handler(context, request, header, peer);
+      } finally {
+        limits.handled(principal, groupId);
+      }
     }) as unknown as RequestHandler<K>;
   };
   guard(
@@ -149,6 +226,16 @@ export function groupLimitHandlers(
       heartbeatIntervalMs: 0,
     }),
   );
+  const deleteGroups = inner[API_KEYS.DeleteGroups];
+  if (deleteGroups !== undefined) {
+    table[API_KEYS.DeleteGroups] = (async (...args: Parameters<typeof deleteGroups>) => {
+      const response = await deleteGroups(...args);
+      if (typeof response === 'object')
+        for (const { groupId, errorCode } of response.results ?? [])
+          if (errorCode === KAFKA_ERROR.NONE && groupId !== undefined) limits.deleted(groupId);
+      return response;
+    }) satisfies typeof deleteGroups;
+  }
   return table as HandlerTable;
 }
 

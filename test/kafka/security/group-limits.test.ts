@@ -80,6 +80,33 @@ describe('groups per principal', () => {
     await bob.close();
   });
 
+  it('counts no group the principal made that is gone: deleted through the wire, or in process', async () => {
+    running = await startTestServer({
+      server: {
+        topics: [{ name: 'orders', partitions: 1 }],
+        security: { groupsPerPrincipalMax: 2 },
+      },
+    });
+    const client = await RawKafkaClient.connect(running.server.port);
+    expect(await commit(client, 'g1')).toBe(0);
+    expect(await commit(client, 'g2')).toBe(0);
+    expect(await commit(client, 'g3')).toBe(KAFKA_ERROR.POLICY_VIOLATION);
+    const deleted = await client.send(API_KEYS.DeleteGroups, 2, { groupsNames: ['g1'] });
+    expect(deleted.results).toEqual([{ groupId: 'g1', errorCode: 0 }]);
+    // At once: the delete went through this server.
+    expect(await commit(client, 'g3')).toBe(0);
+    expect(await commit(client, 'g4')).toBe(KAFKA_ERROR.POLICY_VIOLATION);
+    // A group deleted elsewhere (in process, or expired) is found gone when the limit is reached,
+    // looked for at most once a second per principal.
+    await running.store.deleteGroup('g2');
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(await commit(client, 'g4')).toBe(0);
+    expect(await commit(client, 'g5')).toBe(KAFKA_ERROR.POLICY_VIOLATION);
+    expect(await running.store.fetchOffsets('g5', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
+    expect(running.server.stats().security.refusedGroupCreations).toBe(3);
+    await client.close();
+  });
+
   it('keeps pipelined commits of a new group in order: the last one wins', async () => {
     running = await startTestServer({
       server: {

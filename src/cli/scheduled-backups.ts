@@ -9,6 +9,11 @@
  * nothing else in `dir` is ever removed). `serve` holds a lock on `dir` while it runs, so two
  * schedules never share it at once.
  *
+ * A backup that fails because the backup disk is full (ENOSPC, EDQUOT) makes room and tries again:
+ * first it removes the leftovers of interrupted backups, then this store's oldest backups, one at a
+ * time, but never its newest (a schedule never gives up the last backup it has for one that may not
+ * fit either), and nothing at all with `keep` 0 (keep every backup). Each removal is reported.
+ *
  * One backup at a time: one asked for while another runs is skipped (and said so). A failed backup is
  * reported and the schedule goes on; the store keeps serving either way.
  */
@@ -87,13 +92,30 @@ export class ScheduledBackups {
   async #backup(): Promise<void> {
     const { store, dir, clock } = this.#options;
     this.#lastMs = Math.max(clock.nowMs(), this.#lastMs + 1);
+    const target = path.join(dir, backupName(this.#lastMs));
+    const madeRoom: string[] = [];
     let report: BackupReport;
-    try {
-      report = await store.backup(path.join(dir, backupName(this.#lastMs)));
-    } catch (error) {
-      if (this.#closed && isOffsetStoreError(error, 'STORE_CLOSED')) return;
-      this.#options.onProblem(`backup failed: ${(error as Error).message}`);
-      return;
+    for (;;) {
+      try {
+        report = await store.backup(target);
+        break;
+      } catch (error) {
+        if (this.#closed && isOffsetStoreError(error, 'STORE_CLOSED')) return;
+        const room = isFullDisk(error) ? await this.#makeRoom().catch(() => undefined) : undefined;
+        if (room?.removed !== undefined) {
+          madeRoom.push(room.removed);
+          this.#options.onProblem(
+            `the backup disk is full: removed ${path.basename(room.removed)}, the oldest backup of this store, to make room`,
+          );
+          continue;
+        }
+        const kept =
+          room?.newest === undefined
+            ? ''
+            : `; the newest backup of this store, ${room.newest}, is kept`;
+        this.#options.onProblem(`backup failed: ${(error as Error).message}${kept}`);
+        return;
+      }
     }
     let removed: string[] = [];
     try {
@@ -101,7 +123,37 @@ export class ScheduledBackups {
     } catch (error) {
       this.#options.onProblem(`removing old backups in ${dir} failed: ${(error as Error).message}`);
     }
-    this.#options.onBackup(report, removed);
+    this.#options.onBackup(report, [...madeRoom, ...removed]);
+  }
+
+  /**
+   * On a full backup disk: removes the oldest of this store's backups unless it is the newest one
+   * (with `keep` 0, every backup is kept: nothing is removed), leftovers of interrupted backups
+   * first. Returns what it removed, or the newest backup it would not remove.
+   */
+  async #makeRoom(): Promise<{ removed?: string; newest?: string }> {
+    const { dir, keep, fs, store } = this.#options;
+    const names = (await fs.readdir(dir)).sort();
+    for (const name of names) {
+      if (
+        !name.endsWith(PARTIAL_SUFFIX) ||
+        !BACKUP_NAME.test(name.slice(0, -PARTIAL_SUFFIX.length))
+      )
+        continue;
+      const inside = await fs.readdir(path.join(dir, name)).catch((): string[] => []);
+      if (!inside.includes(BACKUP_MARKER)) continue;
+      await fs.removeTree(path.join(dir, name));
+      return { removed: path.join(dir, name) };
+    }
+    const ours = await storeCreatedAtMs(fs, store.dir);
+    if (ours === undefined) return {};
+    const backups: string[] = [];
+    for (const name of names)
+      if (BACKUP_NAME.test(name) && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
+        backups.push(name);
+    if (keep === 0 || backups.length < 2) return { newest: backups.at(-1) };
+    await fs.removeTree(path.join(dir, backups[0]!));
+    return { removed: path.join(dir, backups[0]!) };
   }
 
   /** Removes the backups beyond `keep` and the leftovers of interrupted ones; returns their paths. */
@@ -134,6 +186,15 @@ export class ScheduledBackups {
     }
     return removed;
   }
+}
+
+/** Whether `error` is, or was caused by, a full disk or an exhausted quota. */
+function isFullDisk(error: unknown): boolean {
+  for (let at = error, depth = 0; at instanceof Error && depth < 8; at = at.cause, depth++) {
+    const code = (at as NodeJS.ErrnoException).code;
+    if (code === 'ENOSPC' || code === 'EDQUOT') return true;
+  }
+  return false;
 }
 
 /** The `createdAtMs` of the store in `dir` (a backup), or undefined when its store.json cannot be read. */

@@ -3,11 +3,12 @@
  * failed one is reported and the schedule goes on; one asked for while another runs is skipped; close
  * stops the schedule.
  */
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, NodeFileSystem, OffsetStore } from '../../src/index.js';
 import { ScheduledBackups, backupName } from '../../src/cli/scheduled-backups.js';
+import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
 
 async function until(condition: () => boolean): Promise<void> {
@@ -103,4 +104,69 @@ describe('ScheduledBackups', () => {
     await a.close();
     await b.close();
   });
+
+  it('makes room on a full backup disk by removing its oldest backups, never the newest', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 0));
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 2, clock, fs });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    const dir = path.join(tempDir(), 'backups');
+    const made: string[] = [];
+    const gone: string[] = [];
+    const problems: string[] = [];
+    const schedule = new ScheduledBackups({
+      store,
+      dir,
+      everyMs: 0,
+      keep: 5,
+      clock,
+      fs,
+      onBackup: (report, removed) => {
+        made.push(path.basename(report.dir));
+        gone.push(...removed.map((r) => path.basename(r)));
+      },
+      onProblem: (message) => problems.push(message),
+    });
+    const backup = async () => {
+      clock.advance(60_000);
+      await schedule.now();
+    };
+    await backup();
+    const size = bytesUnder(path.join(dir, made[0]!));
+    // Room for three backups and a half.
+    fs.plan.folderBytesMax = { dir, bytes: Math.floor(size * 3.5) };
+    await backup();
+    await backup();
+    expect(problems).toEqual([]);
+    expect(readdirSync(dir).sort()).toEqual(made);
+    await backup();
+    expect(made).toHaveLength(4);
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^the backup disk is full: removed offsets-2026-12-04T03\.01\.00\.000Z, the oldest backup of this store, to make room/,
+      ),
+    ]);
+    expect(gone).toEqual([made[0]]);
+    expect(readdirSync(dir).sort()).toEqual(made.slice(1));
+    // A backup that does not fit even beside the newest alone: the newest is never given up.
+    fs.plan.folderBytesMax = { dir, bytes: Math.floor(size * 1.5) };
+    problems.length = 0;
+    await backup();
+    expect(made).toHaveLength(4);
+    expect(readdirSync(dir).sort()).toEqual([made[3]]);
+    expect(problems.at(-1)).toMatch(/^backup failed: LOG_STORAGE_ERROR: .*ENOSPC/);
+    expect(problems.at(-1)).toMatch(
+      /the newest backup of this store, offsets-2026-12-04T03\.04\.00\.000Z, is kept/,
+    );
+    await store.close();
+  });
 });
+
+function bytesUnder(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const at = path.join(dir, entry.name);
+    total += entry.isDirectory() ? bytesUnder(at) : statSync(at).size;
+  }
+  return total;
+}

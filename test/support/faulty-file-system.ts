@@ -1,5 +1,24 @@
 import type { DirectoryLockResult, FileHandle, FileSystem, OpenFlags } from '../../src/io/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Bytes of the regular files under `dir`, recursively (0 when it does not exist). */
+function bytesUnder(dir: string): number {
+  let total = 0;
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const at = join(dir, entry.name);
+    if (entry.isDirectory()) total += bytesUnder(at);
+    else if (entry.isFile()) total += statSync(at).size;
+  }
+  return total;
+}
 
 /** Which operation to fail and when. */
 export interface FaultPlan {
@@ -14,6 +33,12 @@ export interface FaultPlan {
    * then fails with ENOSPC, like a short write on a full file system.
    */
   fileBytesMax?: number;
+  /**
+   * A full disk for one folder: a writev into a file under `dir` that would take the regular files
+   * under it past `bytes` in all fails with ENOSPC and writes nothing (removing files there frees
+   * their bytes, as on a real file system).
+   */
+  folderBytesMax?: { dir: string; bytes: number };
   /** Fail every truncate from the Nth on (1-based); undefined = never. */
   failTruncateAt?: number;
   /** Fail every read from the Nth on (1-based); undefined = never. */
@@ -80,6 +105,16 @@ export class FaultyFileSystem implements FileSystem {
             path.endsWith(self.plan.failWritesToSuffix))
         ) {
           throw Object.assign(new Error('EIO: injected write failure'), { code: 'EIO' });
+        }
+        const folder = self.plan.folderBytesMax;
+        if (folder !== undefined && path.startsWith(folder.dir + '/')) {
+          const size = await handle.sizeBytes();
+          const end = position + buffers.reduce((sum, b) => sum + b.length, 0);
+          const growth = Math.max(end, size) - size;
+          if (bytesUnder(folder.dir) + growth > folder.bytes)
+            throw Object.assign(new Error('ENOSPC: no space left on device (injected)'), {
+              code: 'ENOSPC',
+            });
         }
         const limit = self.plan.fileBytesMax;
         const totalBytes = buffers.reduce((sum, b) => sum + b.length, 0);

@@ -54,7 +54,7 @@ import {
   stampBatchWriter,
 } from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
-import type { BatchVisitor, LogPort } from '../log/index.js';
+import { appendRefusal, type BatchVisitor, type LogPort } from '../log/index.js';
 import { assert } from '../util/index.js';
 import { prefixEnd, type BucketKeys } from './cluster-keys.js';
 import { outcomeUnknown, responseTooLarge, type EtcdConnection } from './etcd-connection.js';
@@ -302,20 +302,18 @@ export class EtcdLog implements LogPort {
 
   /** Why a batch of `bytes` would be refused now; `admitted`: its operation was let in by checkRoom. */
   #refusal(bytes: number, admitted: boolean): OffsetStoreError | undefined {
-    if (this.#closed)
-      return new OffsetStoreError('STORE_CLOSED', `log ${this.#keys.log} is closed`);
-    if (this.#failure !== undefined) return this.#failure;
-    if (bytes > this.#limits.batchBytesMax)
-      return new OffsetStoreError(
-        'INVALID_REQUEST',
-        `batch of ${bytes} bytes exceeds the limit of ${this.#limits.batchBytesMax} bytes of a log in etcd`,
-      );
-    if (!admitted && this.#queue.length + this.#inFlightCount >= this.#limits.pendingAppendsMax)
-      return new OffsetStoreError(
-        'TOO_MANY_PENDING_WRITES',
-        `${this.#limits.pendingAppendsMax} appends are already pending on ${this.#keys.log}`,
-      );
-    return undefined;
+    return appendRefusal(
+      {
+        name: this.#keys.log,
+        closed: this.#closed,
+        failure: this.#failure,
+        batchBytesMax: this.#limits.batchBytesMax,
+        pending: this.#queue.length + this.#inFlightCount,
+        pendingAppendsMax: this.#limits.pendingAppendsMax,
+      },
+      bytes,
+      admitted,
+    );
   }
 
   async #flushLoop(): Promise<void> {

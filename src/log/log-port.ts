@@ -21,6 +21,7 @@
  *   of the state at x (a checkpoint); `scan` from x still returns every batch at or above x.
  * - `close` waits for queued appends to settle, then rejects later ones with STORE_CLOSED.
  */
+import { OffsetStoreError } from '../errors/index.js';
 import type { BatchVisitor } from './segment-scanner.js';
 
 /** The interface a log of KvRecordBatches offers to the offsets table above it. */
@@ -69,4 +70,42 @@ export interface LogPort {
   drain(): Promise<void>;
   /** Settles queued appends, then closes; later appends reject with STORE_CLOSED. Idempotent. */
   close(): Promise<void>;
+}
+
+/** What `appendRefusal` looks at: a log's state and limits at the moment of an append. */
+export interface AppendGate {
+  /** The log as its refusals name it (a folder, or an etcd key). */
+  readonly name: string;
+  readonly closed: boolean;
+  /** The error a failed log refuses everything with; undefined while it works. */
+  readonly failure: OffsetStoreError | undefined;
+  readonly batchBytesMax: number;
+  /** Appends queued or in flight. */
+  readonly pending: number;
+  readonly pendingAppendsMax: number;
+}
+
+/**
+ * Why a LogPort refuses an append of `bytes` now (STORE_CLOSED, its failure, INVALID_REQUEST for a
+ * batch over the limit, TOO_MANY_PENDING_WRITES unless `admitted` by checkRoom), or undefined; what
+ * every implementation's `append` and `checkRoom` (bytes 0) answer, in this order.
+ */
+export function appendRefusal(
+  gate: AppendGate,
+  bytes: number,
+  admitted: boolean,
+): OffsetStoreError | undefined {
+  if (gate.closed) return new OffsetStoreError('STORE_CLOSED', `log ${gate.name} is closed`);
+  if (gate.failure !== undefined) return gate.failure;
+  if (bytes > gate.batchBytesMax)
+    return new OffsetStoreError(
+      'INVALID_REQUEST',
+      `batch of ${bytes} bytes exceeds the limit of ${gate.batchBytesMax} bytes of log ${gate.name}`,
+    );
+  if (!admitted && gate.pending >= gate.pendingAppendsMax)
+    return new OffsetStoreError(
+      'TOO_MANY_PENDING_WRITES',
+      `${gate.pendingAppendsMax} appends already pending on ${gate.name}`,
+    );
+  return undefined;
 }

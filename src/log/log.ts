@@ -106,7 +106,7 @@ import {
   type LogInspection,
   type RejectedBatches,
 } from './log-inspection.js';
-import type { LogPort } from './log-port.js';
+import { appendRefusal, type LogPort } from './log-port.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
 import { applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
@@ -654,22 +654,18 @@ export class Log implements LogPort {
 
   /** Why a batch of `bytes` would be refused now; `admitted`: its operation was let in by checkRoom. */
   #refusal(bytes: number, admitted: boolean): OffsetStoreError | undefined {
-    if (this.#closed)
-      return new OffsetStoreError('STORE_CLOSED', `log ${this.#options.dir} is closed`);
-    if (this.#failure !== undefined) return this.#failure;
-    if (bytes > this.#options.batchBytesMax) {
-      return new OffsetStoreError(
-        'INVALID_REQUEST',
-        `batch of ${bytes} bytes exceeds the limit of ${this.#options.batchBytesMax} bytes`,
-      );
-    }
-    if (!admitted && this.#queue.length + this.#inFlightCount >= this.#options.pendingAppendsMax) {
-      return new OffsetStoreError(
-        'TOO_MANY_PENDING_WRITES',
-        `${this.#options.pendingAppendsMax} appends already pending on ${this.#options.dir}`,
-      );
-    }
-    return undefined;
+    return appendRefusal(
+      {
+        name: this.#options.dir,
+        closed: this.#closed,
+        failure: this.#failure,
+        batchBytesMax: this.#options.batchBytesMax,
+        pending: this.#queue.length + this.#inFlightCount,
+        pendingAppendsMax: this.#options.pendingAppendsMax,
+      },
+      bytes,
+      admitted,
+    );
   }
 
   async #flushLoop(): Promise<void> {

@@ -236,6 +236,11 @@ describe('a store over damaged files', () => {
     await expect(
       store.commitOffsets(damaged, [{ tableId: 1, bucketId: 0, offset: 1 }]),
     ).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+    // A listing without the failed bucket would hide its groups, and retrying cannot help.
+    await expect(store.listGroups()).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      retriable: false,
+    });
     expect(readFileSync(first).equals(bytes), 'a refused bucket is left untouched').toBe(true);
     await store.close();
   });

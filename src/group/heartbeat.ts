@@ -78,6 +78,8 @@ export interface NormalizedHeartbeat {
 export const MEMBER_ID_LENGTH_MAX = 255;
 /** Most table ids one member may subscribe to. */
 export const SUBSCRIBED_TABLES_MAX = 65_536;
+/** Most entries of a subscription's array, duplicates included. */
+const SUBSCRIBED_ENTRIES_MAX = 16 * SUBSCRIBED_TABLES_MAX;
 /**
  * Most bytes a consumer group's snapshot is estimated to take (subscriptionSnapshotBytes) after a
  * subscription change. The snapshot holds every member's subscription, the layouts of the tables
@@ -161,8 +163,10 @@ function optionalId(value: unknown, field: string): string | null {
 function tableIds(value: readonly number[]): number[] {
   if (!Array.isArray(value)) throw new TypeError('subscribedTableIds must be an array');
   const count = value.length;
-  if (count > SUBSCRIBED_TABLES_MAX)
-    invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} tables`);
+  // Duplicates are ignored, so the limit is on distinct tables; the array itself is bounded too,
+  // so that no subscription makes the coordinator read an array of any length.
+  if (count > SUBSCRIBED_ENTRIES_MAX)
+    invalid(`subscribedTableIds holds ${count} entries, more than ${SUBSCRIBED_ENTRIES_MAX}`);
   const ids = new Set<number>();
   for (let i = 0; i < count; i++) {
     const id: unknown = value[i];
@@ -170,6 +174,8 @@ function tableIds(value: readonly number[]): number[] {
     if (!Number.isSafeInteger(id) || id < 0)
       invalid(`subscribedTableIds must hold safe integers >= 0, got ${id}`);
     ids.add(id);
+    if (ids.size > SUBSCRIBED_TABLES_MAX)
+      invalid(`subscribedTableIds holds more than ${SUBSCRIBED_TABLES_MAX} distinct tables`);
   }
   return [...ids].sort((a, b) => a - b);
 }

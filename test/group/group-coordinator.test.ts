@@ -171,6 +171,19 @@ describe('join and heartbeat', () => {
     expect(ok.heartbeatIntervalMs).toBe(3000);
   });
 
+  it('counts the distinct tables of a subscription against its limit of 65,536 (duplicates ignored)', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const all = range(65_536);
+    const joined = await ctx.heartbeat({ memberEpoch: 0, subscribedTableIds: [...all, 1] });
+    expect(joined.memberEpoch).toBeGreaterThan(0);
+    await expect(
+      ctx.heartbeat({ memberEpoch: 0, memberId: 'other', subscribedTableIds: [...all, 65_536] }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining('subscribedTableIds holds more than 65536 distinct tables'),
+    });
+  });
+
   it('tells a member whose session is shorter than three heartbeat intervals to heartbeat at a third of it, so it stays', async () => {
     for (const [settings, join, interval] of [
       [{ sessionTimeoutMs: 3000 }, {}, 1000],

@@ -25,7 +25,13 @@ import {
   type GroupSettings,
   type MemberDescription,
 } from './group/index.js';
-import { SystemClock, checkClock, withoutTimers, type Clock } from './util/index.js';
+import {
+  SystemClock,
+  checkClock,
+  notAnOptionsObject,
+  withoutTimers,
+  type Clock,
+} from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
 /** One offset to commit: the next offset the group will read in the bucket. */
@@ -435,10 +441,9 @@ export function resolveStrategyOption(strategy: unknown, name: string): Strategy
 }
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
-  if (options !== undefined && (typeof options !== 'object' || options === null))
-    throw new TypeError(
-      `options.compaction must be an object, got ${options === null ? 'null' : typeof options}`,
-    );
+  const shape = options === undefined ? undefined : notAnOptionsObject(options);
+  if (shape !== undefined)
+    throw new TypeError(`options.compaction must be an object, got ${shape}`);
   const {
     strategy,
     minDirtyRatio: rawMinDirtyRatio,
@@ -599,16 +604,16 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     commitJournal,
     readOnly: rawReadOnly,
   } = options;
-  if (typeof dir !== 'string' || dir.length === 0)
-    throw new TypeError('options.dir must be a non-empty string');
+  if (typeof dir !== 'string') throw new TypeError('options.dir must be a non-empty string');
+  if (dir.length === 0) throw new RangeError('options.dir must be a non-empty string');
   // No file system takes a NUL in a path; Node's own error would not name the option.
   if (dir.includes('\0'))
-    throw new TypeError(
+    throw new RangeError(
       `options.dir must be a non-empty string without NUL characters, got ${JSON.stringify(dir)}`,
     );
   // A lone surrogate has no UTF-8 encoding: the store would be made under another name (U+FFFD).
   if (!dir.isWellFormed())
-    throw new TypeError(
+    throw new RangeError(
       `options.dir must be well-formed UTF-16 (it holds a lone surrogate), got ${JSON.stringify(dir)}`,
     );
   const durability = rawDurability ?? DEFAULTS.durability;

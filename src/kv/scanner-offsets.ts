@@ -16,7 +16,7 @@
  *   negative committed offset (Kafka's sentinels -1 and -2) counts as none.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import type { Clock, Timer } from '../util/index.js';
+import { notAnOptionsObject, type Clock, type Timer } from '../util/index.js';
 import type { CommittedOffsetValue } from './group-offsets.js';
 import { bucketKey, type BucketRef, type TableBucket } from '../model/index.js';
 import { normalizeBucket, normalizeBuckets } from './validation.js';
@@ -80,10 +80,9 @@ export class ScannerOffsets {
     options: ScannerOptions = {},
   ) {
     // Each option is read once; the scanner keeps the copies.
-    if (typeof options !== 'object' || options === null)
-      throw new TypeError(
-        `the scanner's options must be an object, got ${options === null ? 'null' : typeof options}`,
-      );
+    const shape = notAnOptionsObject(options);
+    if (shape !== undefined)
+      throw new TypeError(`the scanner's options must be an object, got ${shape}`);
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
     if (
       onMissing !== undefined &&

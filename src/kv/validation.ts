@@ -10,6 +10,7 @@
  * copy is checked and used: an object whose getters (or a proxy) answer differently when read again
  * cannot get a value past validation into the log, where the store would refuse it at reopen.
  */
+import { notAnOptionsObject } from '../util/index.js';
 import { METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
@@ -220,8 +221,9 @@ export interface ClassicCommitMember {
  */
 export function normalizeCommitOptions(options: unknown): CommitMember | null {
   if (options === undefined || options === null) return null;
-  if (typeof options !== 'object')
-    throw new TypeError(`the commit's options must be an object, got ${typeof options}`);
+  const shape = notAnOptionsObject(options);
+  if (shape !== undefined)
+    throw new TypeError(`the commit's options must be an object, got ${shape}`);
   const { memberId, memberEpoch, generationId, groupInstanceId } = options as {
     memberId?: unknown;
     memberEpoch?: unknown;

@@ -55,7 +55,7 @@ describe('group options', () => {
       TypeError,
       /^options\.group\.sessionTimeoutMs must be a number, got string$/,
     ],
-    ['group options that are not an object', 5, TypeError, /^options\.group must be an object$/],
+    ['group options that are not an object', 5, TypeError, /^options\.group must be an object, got number$/],
   ];
   for (const [what, group, type, message] of invalid) {
     it(`refuses ${what} before creating the directory or opening a file`, async () => {
@@ -108,6 +108,24 @@ describe('store options of the wrong type or past their bounds', () => {
       /^options\.compaction must be an object, got null$/,
     ],
     [
+      'compaction options that are an array',
+      { compaction: [] },
+      TypeError,
+      /^options\.compaction must be an object, got an array$/,
+    ],
+    [
+      'group options that are an array',
+      { group: [] },
+      TypeError,
+      /^options\.group must be an object, got an array$/,
+    ],
+    [
+      'an empty directory path',
+      { dir: '' },
+      RangeError,
+      /^options\.dir must be a non-empty string$/,
+    ],
+    [
       'awaitRecovery given as a string',
       { awaitRecovery: 'yes' },
       TypeError,
@@ -136,7 +154,7 @@ describe('store options of the wrong type or past their bounds', () => {
       'a directory path with a lone surrogate (it has no UTF-8 name)',
       // Under the temporary folder: were it accepted, the store would be made as offsets-\ufffd.
       { dir: path.join(tmpdir(), 'offset-store-lone-surrogate-\ud800') },
-      TypeError,
+      RangeError,
       /^options\.dir must be well-formed UTF-16 \(it holds a lone surrogate\)/,
     ],
     [
@@ -160,7 +178,7 @@ describe('store options of the wrong type or past their bounds', () => {
     [
       'a directory path with a NUL character',
       { dir: 'offsets\0-and-more' },
-      TypeError,
+      RangeError,
       /^options\.dir must be a non-empty string without NUL characters, got "offsets\\u0000-and-more"$/,
     ],
   ];

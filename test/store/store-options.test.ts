@@ -55,7 +55,12 @@ describe('group options', () => {
       TypeError,
       /^options\.group\.sessionTimeoutMs must be a number, got string$/,
     ],
-    ['group options that are not an object', 5, TypeError, /^options\.group must be an object, got number$/],
+    [
+      'group options that are not an object',
+      5,
+      TypeError,
+      /^options\.group must be an object, got number$/,
+    ],
   ];
   for (const [what, group, type, message] of invalid) {
     it(`refuses ${what} before creating the directory or opening a file`, async () => {

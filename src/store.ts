@@ -237,6 +237,23 @@ export class OffsetStore {
         'STORE_LOCKED',
         `${resolved.dir}: this process is opening the store to write and its offsets-buckets are still recovering; read it through that store, or open it to read only once its ready() has resolved`,
       );
+    // Held from here, before anything is awaited: an open to write started meanwhile in this process
+    // is refused, instead of slipping past a hold taken only once this open has finished.
+    const releaseReader = readOnlyStores.hold(resolved.dir);
+    try {
+      return await OffsetStore.#openReadOnly(options, resolved, releaseReader);
+    } catch (error) {
+      releaseReader();
+      throw error;
+    }
+  }
+
+  /** The attempts of a read-only open (see open); the store returned keeps `releaseReader`. */
+  static async #openReadOnly(
+    options: OffsetStoreOptions,
+    resolved: ResolvedOptions,
+    releaseReader: () => void,
+  ): Promise<OffsetStore> {
     // Files read one after another can also mix two states without any damage (a segment read
     // before a compaction swapped it, one after): the overlay tells whether every file it read is
     // still in place once the view is read, and a view read across a change is read again.
@@ -259,7 +276,7 @@ export class OffsetStore {
               )
             : undefined;
         if (changed === undefined) {
-          store.#releaseReader = readOnlyStores.hold(resolved.dir);
+          store.#releaseReader = releaseReader;
           return store;
         }
       } catch (error) {
@@ -410,13 +427,19 @@ export class OffsetStore {
           'STORE_LOCKED',
           `${dir}: this process has the store open to read only; close that store before opening it to write (LMDB keeps one environment per file in a process)`,
         );
-      await fs.mkdir(dir).catch((error: unknown) => {
-        throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
-      });
-      this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
-        throw openFailure(error, `cannot lock ${dir}`);
-      });
+      // Held before anything is awaited (see the read-only open's hold), released once recovered.
       if (!this.#hosted) this.#releaseRecovering = recoveringStores.hold(dir);
+      try {
+        await fs.mkdir(dir).catch((error: unknown) => {
+          throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
+        });
+        this.#lock = await DirectoryLock.acquire(fs, dir).catch((error: unknown) => {
+          throw openFailure(error, `cannot lock ${dir}`);
+        });
+      } catch (error) {
+        this.#releaseRecovering?.();
+        throw error;
+      }
     }
     try {
       this.#manifest = await ManifestFile.openOrCreate(fs, dir, {

@@ -482,6 +482,34 @@ describe('a store opened to read only', () => {
     await writer.close();
   });
 
+  it('started together with an open to write, in either order, one of the two is refused STORE_LOCKED and the store stays usable', async () => {
+    const dir = tempDir();
+    const first = await commitSome(dir, { strategy: 'checkpoint' });
+    await first.compact();
+    await first.close();
+    for (const readerFirst of [true, false]) {
+      const open = (readOnly: boolean) => OffsetStore.open({ dir, readOnly });
+      const [a, b] = await Promise.allSettled(
+        readerFirst ? [open(true), open(false)] : [open(false), open(true)],
+      );
+      const settled = [a, b];
+      const refused = settled.filter((r) => r.status === 'rejected');
+      expect(refused).toHaveLength(1);
+      expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_LOCKED' });
+      for (const r of settled) if (r.status === 'fulfilled') await r.value.close();
+      // Nothing holds the store now: both kinds of open work, and the writer checkpoints.
+      const writer = await OffsetStore.open({ dir, compaction: { background: false } });
+      await writer.commitOffsets('g1', [{ tableId: 1, bucketId: 0, offset: readerFirst ? 7 : 8 }]);
+      await writer.compact();
+      await writer.close();
+      const reader = await OffsetStore.open({ dir, readOnly: true });
+      expect((await reader.fetchOffsets('g1', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(
+        readerFirst ? 7 : 8,
+      );
+      await reader.close();
+    }
+  });
+
   it('is refused by startKafkaServer, and a missing store.json beside data is damage, as for a real open', async () => {
     const dir = tempDir();
     await (await commitSome(dir)).close();

@@ -1366,15 +1366,11 @@ export class OffsetStore {
       groupId,
       { clock: this.#options.clock, ...options },
     );
-    if (this.#closing !== undefined) {
-      // Close began while it joined, and stops only the members it knows of.
-      member.stop();
-      throw new OffsetStoreError(
-        'STORE_CLOSED',
-        `store ${this.#options.dir} closed while ${JSON.stringify(groupId)} was being joined`,
-      );
-    }
-    this.#members.add(member);
+    // Close began while it joined, and stops only the members it knows of: this one is stopped
+    // here, as close stops every member. It joined (its snapshot is durable), so it is returned,
+    // not refused: a refusal would leave a member in the group that its caller never heard of.
+    if (this.#closing !== undefined) member.stop();
+    else this.#members.add(member);
     return member;
   }
 

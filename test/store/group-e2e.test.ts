@@ -212,6 +212,33 @@ describe('group coordinator over a real store', () => {
   });
 });
 
+describe('a join that close overtakes', () => {
+  it('resolves with its member, stopped by the close like every member (the join happened and is durable)', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, bucketCount: 1 });
+    store.setTableLayout(1, { bucketCount: 2 });
+    let closing: Promise<void> | undefined;
+    const member = await store.joinGroup('g', {
+      subscribedTableIds: [1],
+      onAssigned: () => {
+        closing = store.close(); // a shutdown signal arriving while the service joins
+      },
+    });
+    await closing;
+    expect(member.memberId).toBeDefined();
+    expect(member.assignment.length).toBe(2);
+    // The member it was told of is the one the group holds after a reopen, so the caller can
+    // remove it (or let its session expire), as for any member a close stopped.
+    const reopened = await OffsetStore.open({ dir });
+    expect((await reopened.describeGroup('g')).members.map((m) => m.memberId)).toEqual([
+      member.memberId,
+    ]);
+    await reopened.removeMembers('g', { memberIds: [member.memberId!] });
+    await reopened.deleteGroup('g');
+    await reopened.close();
+  });
+});
+
 describe('the store on a clock whose wall time steps', () => {
   it("paces a new member's assignment on the clock's interval time: a wall clock stepped back an hour does not hold it back", async () => {
     // The store wraps the clock it is given; the wrapper dropped elapsedMs, so pacing measured the

@@ -90,9 +90,16 @@ export class GroupLimits {
     else this.#inHandler.set(key, count - 1);
   }
 
-  /** Uncounts a group that was deleted, for every principal that made it. */
+  /**
+   * Uncounts a group that was deleted, for every principal that made it, except one with a request
+   * for it being checked or handled: that request may write the group again (a group left counted
+   * that is really gone is found at the principal's limit).
+   */
   deleted(groupId: string): void {
-    for (const created of this.#created.values()) created.delete(groupId);
+    for (const [principal, created] of this.#created) {
+      const key = `${principal}\u0000${groupId}`;
+      if (!this.#checking.has(key) && !this.#inHandler.has(key)) created.delete(groupId);
+    }
   }
 
   #handling(key: string, allowed: boolean): boolean {

@@ -6,8 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { NodeFileSystem } from '../../../src/io/index.js';
+import { OffsetStoreError } from '../../../src/errors/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
-import { UserCredentials } from '../../../src/kafka/security/index.js';
+import { GroupLimits, UserCredentials } from '../../../src/kafka/security/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import { loginPlain } from '../support/sasl-login.js';
@@ -105,6 +106,34 @@ describe('groups per principal', () => {
     expect(await running.store.fetchOffsets('g5', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
     expect(running.server.stats().security.refusedGroupCreations).toBe(3);
     await client.close();
+  });
+
+  it('keeps counting a deleted group while a request of its maker for it is being handled (it may write the group again)', async () => {
+    const groups = new Set<string>();
+    const store = {
+      describeGroup: async (groupId: string) => {
+        if (!groups.has(groupId))
+          throw new OffsetStoreError('GROUP_ID_NOT_FOUND', `no group ${groupId}`);
+        return {};
+      },
+    } as never;
+    const limits = new GroupLimits(1);
+    const alice = 'User:alice';
+    expect(await limits.mayWrite(store, alice, 'g1')).toBe(true);
+    groups.add('g1');
+    limits.handled(alice, 'g1');
+    // A commit to g1 is in its handler when a DeleteGroups of g1 succeeds; the commit then writes
+    // g1 again.
+    expect(await limits.mayWrite(store, alice, 'g1')).toBe(true);
+    groups.delete('g1');
+    limits.deleted('g1');
+    groups.add('g1');
+    limits.handled(alice, 'g1');
+    expect(await limits.mayWrite(store, alice, 'g2')).toBe(false);
+    // Deleted with nothing in flight: uncounted at once.
+    groups.delete('g1');
+    limits.deleted('g1');
+    expect(await limits.mayWrite(store, alice, 'g2')).toBe(true);
   });
 
   it('keeps pipelined commits of a new group in order: the last one wins', async () => {

@@ -10,9 +10,12 @@
  * schedules never share it at once.
  *
  * A backup that fails because the backup disk is full (ENOSPC, EDQUOT) makes room and tries again:
- * first it removes the leftovers of interrupted backups, then this store's oldest backups, one at a
- * time, but never its newest (a schedule never gives up the last backup it has for one that may not
- * fit either), and nothing at all with `keep` 0 (keep every backup). Each removal is reported.
+ * first it removes the leftovers of interrupted backups (not one being built: its lock is held), then
+ * this store's oldest backups, one at a time, but never its newest (a schedule never gives up the
+ * last backup it has for one that may not fit either), nothing with `keep` 0 (keep every backup),
+ * and only while removing them can make room: what the older backups take and what is free must
+ * add up to what the newest took, and each removal must have freed space. Each removal is reported;
+ * so is why nothing was removed.
  *
  * One backup at a time: one asked for while another runs is skipped (and said so). A failed backup is
  * reported and the schedule goes on; the store keeps serving either way.
@@ -94,6 +97,7 @@ export class ScheduledBackups {
     this.#lastMs = Math.max(clock.nowMs(), this.#lastMs + 1);
     const target = path.join(dir, backupName(this.#lastMs));
     const madeRoom: string[] = [];
+    let freeBefore: number | undefined;
     let report: BackupReport;
     for (;;) {
       try {
@@ -101,19 +105,21 @@ export class ScheduledBackups {
         break;
       } catch (error) {
         if (this.#closed && isOffsetStoreError(error, 'STORE_CLOSED')) return;
-        const room = isFullDisk(error) ? await this.#makeRoom().catch(() => undefined) : undefined;
+        const room = isFullDisk(error)
+          ? await this.#makeRoom(freeBefore).catch((problem: unknown): Room => ({
+              why: `making room failed: ${(problem as Error).message}`,
+            }))
+          : undefined;
         if (room?.removed !== undefined) {
           madeRoom.push(room.removed);
+          freeBefore = room.freeBefore;
           this.#options.onProblem(
-            `the backup disk is full: removed ${path.basename(room.removed)}, the oldest backup of this store, to make room`,
+            `the backup disk is full: removed ${path.basename(room.removed)}, ${room.what}, to make room`,
           );
           continue;
         }
-        const kept =
-          room?.newest === undefined
-            ? ''
-            : `; the newest backup of this store, ${room.newest}, is kept`;
-        this.#options.onProblem(`backup failed: ${(error as Error).message}${kept}`);
+        const why = room?.why === undefined ? '' : `; ${room.why}`;
+        this.#options.onProblem(`backup failed: ${(error as Error).message}${why}`);
         return;
       }
     }
@@ -127,11 +133,15 @@ export class ScheduledBackups {
   }
 
   /**
-   * On a full backup disk: removes the oldest of this store's backups unless it is the newest one
-   * (with `keep` 0, every backup is kept: nothing is removed), leftovers of interrupted backups
-   * first. Returns what it removed, or the newest backup it would not remove.
+   * On a full backup disk: removes one thing that makes room, if anything can. First what an
+   * interrupted backup left (never a folder a backup is building now: its lock is held), then the
+   * oldest of this store's backups, but never its newest, nothing with `keep` 0 (keep every
+   * backup), and only when removing this store's older backups can make room at all: the backup
+   * is taken to need what its newest backup takes, and the free space must be readable. A removal
+   * after which the disk had no more free space than before (`freeBefore`: the space is held
+   * elsewhere) is not followed by another. Returns what it removed, or why it removed nothing.
    */
-  async #makeRoom(): Promise<{ removed?: string; newest?: string }> {
+  async #makeRoom(freeBefore: number | undefined): Promise<Room> {
     const { dir, keep, fs, store } = this.#options;
     const names = (await fs.readdir(dir)).sort();
     for (const name of names) {
@@ -140,20 +150,47 @@ export class ScheduledBackups {
         !BACKUP_NAME.test(name.slice(0, -PARTIAL_SUFFIX.length))
       )
         continue;
-      const inside = await fs.readdir(path.join(dir, name)).catch((): string[] => []);
+      const at = path.join(dir, name);
+      const inside = await fs.readdir(at).catch((): string[] => []);
       if (!inside.includes(BACKUP_MARKER)) continue;
-      await fs.removeTree(path.join(dir, name));
-      return { removed: path.join(dir, name) };
+      const lock = await fs.holdLock?.(at).catch(() => undefined);
+      if (lock === undefined || lock === 'held-elsewhere' || lock === 'unsupported') continue;
+      try {
+        await fs.removeTree(at);
+      } finally {
+        await lock.release().catch(() => {});
+      }
+      return { removed: at, what: 'what an interrupted backup left', freeBefore };
     }
     const ours = await storeCreatedAtMs(fs, store.dir);
-    if (ours === undefined) return {};
     const backups: string[] = [];
-    for (const name of names)
-      if (BACKUP_NAME.test(name) && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
-        backups.push(name);
-    if (keep === 0 || backups.length < 2) return { newest: backups.at(-1) };
+    if (ours !== undefined)
+      for (const name of names)
+        if (BACKUP_NAME.test(name) && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
+          backups.push(name);
+    const newest = backups.at(-1);
+    if (newest === undefined) return { why: 'this store has no backup there to remove' };
+    const kept = `the newest backup of this store, ${newest}, is kept`;
+    if (keep === 0) return { why: `${kept} (--backup-keep 0 keeps every backup)` };
+    if (backups.length < 2) return { why: kept };
+    if (fs.freeBytes === undefined)
+      return { why: `${kept}, and the others too: the free space of ${dir} cannot be read` };
+    const free = await fs.freeBytes(dir);
+    if (freeBefore !== undefined && free <= freeBefore)
+      return { why: `${kept}: removing a backup freed no space (something else holds it)` };
+    const needed = await treeBytes(fs, path.join(dir, newest));
+    let removable = 0;
+    for (const name of backups.slice(0, -1)) removable += await treeBytes(fs, path.join(dir, name));
+    if (free + removable < needed)
+      return {
+        why: `${kept}, and the others too: removing them would free ${removable} bytes, and with the ${free} free that is less than the ${needed} the newest backup took`,
+      };
     await fs.removeTree(path.join(dir, backups[0]!));
-    return { removed: path.join(dir, backups[0]!) };
+    return {
+      removed: path.join(dir, backups[0]!),
+      what: 'the oldest backup of this store',
+      freeBefore: free,
+    };
   }
 
   /** Removes the backups beyond `keep` and the leftovers of interrupted ones; returns their paths. */
@@ -186,6 +223,24 @@ export class ScheduledBackups {
     }
     return removed;
   }
+}
+
+/** What `#makeRoom` did: removed one thing (`what` it was), or why it removed nothing. */
+interface Room {
+  removed?: string;
+  what?: string;
+  /** Free bytes of the backup disk before the removal. */
+  freeBefore?: number;
+  why?: string;
+}
+
+/** Bytes of the files under `at` (a file: its size). */
+async function treeBytes(fs: FileSystem, at: string): Promise<number> {
+  const entries = await fs.readdir(at).catch(() => null);
+  if (entries === null) return (await fs.sizeBytes(at).catch(() => null)) ?? 0;
+  let total = 0;
+  for (const entry of entries) total += await treeBytes(fs, path.join(at, entry));
+  return total;
 }
 
 /** Whether `error` is, or was caused by, a full disk or an exhausted quota. */

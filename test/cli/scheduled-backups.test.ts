@@ -3,10 +3,11 @@
  * failed one is reported and the schedule goes on; one asked for while another runs is skipped; close
  * stops the schedule.
  */
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, NodeFileSystem, OffsetStore } from '../../src/index.js';
+import { BACKUP_MARKER } from '../../src/store-backup.js';
 import { ScheduledBackups, backupName } from '../../src/cli/scheduled-backups.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -105,7 +106,7 @@ describe('ScheduledBackups', () => {
     await b.close();
   });
 
-  it('makes room on a full backup disk by removing its oldest backups, never the newest', async () => {
+  it('makes room on a full backup disk: leftovers first, then its oldest backups, never one being built, never the newest', async () => {
     const clock = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 0));
     const fs = new FaultyFileSystem();
     const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 2, clock, fs });
@@ -131,34 +132,60 @@ describe('ScheduledBackups', () => {
       clock.advance(60_000);
       await schedule.now();
     };
-    await backup();
-    const size = bytesUnder(path.join(dir, made[0]!));
-    // Room for three backups and a half.
-    fs.plan.folderBytesMax = { dir, bytes: Math.floor(size * 3.5) };
-    await backup();
-    await backup();
-    expect(problems).toEqual([]);
-    expect(readdirSync(dir).sort()).toEqual(made);
-    await backup();
-    expect(made).toHaveLength(4);
-    expect(problems).toEqual([
-      expect.stringMatching(
-        /^the backup disk is full: removed offsets-2026-12-04T03\.01\.00\.000Z, the oldest backup of this store, to make room/,
-      ),
-    ]);
-    expect(gone).toEqual([made[0]]);
-    expect(readdirSync(dir).sort()).toEqual(made.slice(1));
-    // A backup that does not fit even beside the newest alone: the newest is never given up.
-    fs.plan.folderBytesMax = { dir, bytes: Math.floor(size * 1.5) };
-    problems.length = 0;
-    await backup();
-    expect(made).toHaveLength(4);
-    expect(readdirSync(dir).sort()).toEqual([made[3]]);
-    expect(problems.at(-1)).toMatch(/^backup failed: LOG_STORAGE_ERROR: .*ENOSPC/);
-    expect(problems.at(-1)).toMatch(
-      /the newest backup of this store, offsets-2026-12-04T03\.04\.00\.000Z, is kept/,
-    );
-    await store.close();
+    try {
+      await backup();
+      const size = bytesUnder(path.join(dir, made[0]!));
+      // A disk with room for three backups and a half.
+      fs.plan.folderBytesMax = { dir, bytes: Math.floor(size * 3.5) };
+      await backup();
+      await backup();
+      expect(problems).toEqual([]);
+      await backup();
+      expect(made).toHaveLength(4);
+      expect(problems).toEqual([
+        `the backup disk is full: removed ${made[0]}, the oldest backup of this store, to make room`,
+      ]);
+      expect(gone).toEqual([made[0]]);
+      expect(readdirSync(dir).sort()).toEqual(made.slice(1));
+
+      // What an interrupted backup left goes first; a backup being built (its lock held) stays.
+      const leftover = path.join(dir, 'offsets-2026-12-04T02.00.00.000Z.partial');
+      mkdirSync(leftover);
+      writeFileSync(path.join(leftover, BACKUP_MARKER), '');
+      writeFileSync(path.join(leftover, 'segment'), Buffer.alloc(Math.floor(size * 0.3)));
+      const building = path.join(dir, 'offsets-2026-12-04T09.00.00.000Z.partial');
+      mkdirSync(building);
+      writeFileSync(path.join(building, BACKUP_MARKER), '');
+      const lock = await new NodeFileSystem().holdLock(building);
+      problems.length = 0;
+      gone.length = 0;
+      await backup();
+      expect(made).toHaveLength(5);
+      expect(problems).toEqual([
+        'the backup disk is full: removed offsets-2026-12-04T02.00.00.000Z.partial, what an interrupted backup left, to make room',
+        `the backup disk is full: removed ${made[1]}, the oldest backup of this store, to make room`,
+      ]);
+      expect(readdirSync(dir).sort()).toEqual([...made.slice(2), path.basename(building)].sort());
+
+      // Only the newest left, and no room beside it for another: it is never given up.
+      for (const name of made.slice(2, 4)) rmSync(path.join(dir, name), { recursive: true });
+      writeFileSync(path.join(dir, 'other-data'), Buffer.alloc(Math.floor(size * 2)));
+      problems.length = 0;
+      await backup();
+      expect(made).toHaveLength(5);
+      expect(problems).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^backup failed: LOG_STORAGE_ERROR: .*ENOSPC.*; the newest backup of this store, ${made[4]!.replaceAll('.', '\\.')}, is kept$`,
+          ),
+        ),
+      ]);
+      expect(readdirSync(dir).sort()).toEqual(
+        [made[4], 'other-data', path.basename(building)].sort(),
+      );
+    } finally {
+      await store.close();
+    }
   });
 });
 

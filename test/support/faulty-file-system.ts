@@ -221,4 +221,11 @@ export class FaultyFileSystem implements FileSystem {
   holdLock(dir: string): Promise<DirectoryLockResult> {
     return this.inner.holdLock(dir);
   }
+  /** The real free bytes, or under `folderBytesMax`'s folder what is left of its bytes. */
+  async freeBytes(path: string): Promise<number> {
+    const folder = this.plan.folderBytesMax;
+    if (folder !== undefined && (path === folder.dir || path.startsWith(folder.dir + '/')))
+      return Math.max(0, folder.bytes - bytesUnder(folder.dir));
+    return this.inner.freeBytes(path);
+  }
 }

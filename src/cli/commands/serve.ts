@@ -70,7 +70,8 @@ export const serve: Command = {
     '',
     'With --backup-dir, the store is backed up while it serves (commits go on): every --backup-every, and',
     'on SIGUSR2, into <dir>/offsets-<UTC time>, a store that opens (or serves) like any other; the newest',
-    '--backup-keep are kept. See the backup command.',
+    '--backup-keep are kept. On a full backup disk, the oldest are removed to make room (never the newest,',
+    'and only while removing them can). See the backup command.',
   ].join('\n'),
   options: {
     strategy: {

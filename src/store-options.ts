@@ -584,8 +584,7 @@ function optionalBoolean(value: unknown, name: string, fallback: boolean): boole
 
 /** Validates options and applies defaults; each option is read once (a getter is not asked twice). */
 export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError('options must be an object');
+  if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
   const {
     dir,
     bucketCount,

@@ -9,6 +9,7 @@
  * Everything past the edge works on the Normalized forms: an empty member id is null (a new member),
  * optional fields have their defaults.
  */
+import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED } from '../model/index.js';
 import type { ClassicJoinMember } from './classic-group.js';
@@ -312,7 +313,7 @@ function invalid(message: string): never {
 }
 
 function object<T>(value: T, what: string): T {
-  if (typeof value !== 'object' || value === null) throw new TypeError(`${what} must be an object`);
+  if (notAnOptionsObject(value) !== undefined) throw new TypeError(`${what} must be an object`);
   return value;
 }
 

@@ -17,6 +17,7 @@
  * would take the instance back. Other heartbeat failures are retried after `retryBackoffMs`.
  * Callbacks that throw are reported to `onError`; they do not stop the loop.
  */
+import { notAnOptionsObject } from '../util/index.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isOffsetStoreError } from '../errors/index.js';
 import { SystemClock, isClock, type Clock, type Timer } from '../util/index.js';
@@ -135,8 +136,7 @@ export class GroupMember {
     groupId: string,
     options: MemberOptions,
   ): Promise<GroupMember> {
-    if (typeof options !== 'object' || options === null)
-      throw new TypeError('options must be an object');
+    if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
     const {
       subscribedTableIds,
       instanceId,

@@ -9,6 +9,7 @@
  * Everything past it works on a `NormalizedHeartbeat` (nulls instead of optional fields, sorted
  * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
  */
+import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
   NOT_WELL_FORMED,
@@ -98,7 +99,7 @@ export function normalizeHeartbeatRequest(
   request: HeartbeatRequest,
   isAssignor: (name: string) => boolean,
 ): NormalizedHeartbeat {
-  if (typeof request !== 'object' || request === null)
+  if (notAnOptionsObject(request) !== undefined)
     throw new TypeError('heartbeat request must be an object');
   const {
     memberEpoch,

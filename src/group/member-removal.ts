@@ -11,6 +11,7 @@
  * INVALID_REQUEST. Whether the ids are in the group is checked by `selectRemovedMembers`, for
  * both group types (UNKNOWN_MEMBER_ID).
  */
+import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
 
@@ -40,7 +41,7 @@ export type NormalizedRemoval =
 
 /** Checks and normalizes a removal request; see the module header. */
 export function normalizeRemoveMembersRequest(request: RemoveMembersRequest): NormalizedRemoval {
-  if (typeof request !== 'object' || request === null)
+  if (notAnOptionsObject(request) !== undefined)
     throw new TypeError('the removal request must be an object');
   const { all, memberIds, instanceIds } = request;
   if (all !== undefined && typeof all !== 'boolean') throw new TypeError('all must be a boolean');

@@ -9,6 +9,7 @@
  * `BucketIndexer` numbers the buckets of a set of tables densely (0..total-1) in
  * `compareBucketRefs` order, which is what lets the assignors work on typed arrays instead of keys.
  */
+import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { TableBucket } from '../model/index.js';
 
@@ -45,7 +46,7 @@ export function normalizeTableLayout(tableId: number, input: TableLayoutInput): 
       `tableId must be a safe integer >= 0, got ${tableId}`,
     );
   }
-  if (typeof input !== 'object' || input === null) throw new TypeError('layout must be an object');
+  if (notAnOptionsObject(input) !== undefined) throw new TypeError('layout must be an object');
   // One read per field; the partition ids are copied (one pass over the caller's array) before checking.
   const { bucketCount, partitionIds: rawPartitionIds } = input;
   if (typeof bucketCount !== 'number') throw new TypeError('layout.bucketCount must be a number');

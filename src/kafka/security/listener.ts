@@ -18,6 +18,7 @@
  * CA must hold at least one PEM certificate and every certificate in it must parse (node:tls skips
  * text it cannot read, so a CA of none would leave client certificates unverified without a word).
  */
+import { notAnOptionsObject } from '../../util/index.js';
 import { X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
 import type { ScramMechanism } from './scram.js';
@@ -194,7 +195,7 @@ function checkTlsMaterial(tls: ListenerTlsOptions, where: string): void {
 
 /** Checks one listener's options and applies the defaults. */
 export function resolveListener(options: ListenerOptions, where: string): ResolvedListener {
-  if (typeof options !== 'object' || options === null)
+  if (notAnOptionsObject(options) !== undefined)
     throw new TypeError(`options.${where} must be an object`);
   const securityProtocol = options.securityProtocol ?? 'PLAINTEXT';
   if (!SECURITY_PROTOCOLS.includes(securityProtocol))

@@ -5,6 +5,7 @@
  * closes it at close; handlers reach it through the closures that security's handlers are made
  * with, never through the handler context.
  */
+import { notAnOptionsObject } from '../../util/index.js';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { OffsetStoreError } from '../../errors/index.js';
@@ -71,7 +72,7 @@ export interface ResolvedSecurityOptions {
 
 function limits(value: unknown, name: string): void {
   if (value === undefined) return;
-  if (typeof value !== 'object' || value === null)
+  if (notAnOptionsObject(value) !== undefined)
     throw new TypeError(`options.security.${name} must be an object`);
   const { bytesPerSecond, requestPercentage } = value as QuotaLimits;
   for (const [field, v] of [
@@ -87,9 +88,12 @@ function limits(value: unknown, name: string): void {
 
 function resolveQuotas(value: QuotaOptions | undefined): QuotaOptions {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null)
+  if (notAnOptionsObject(value) !== undefined)
     throw new TypeError('options.security.quotas must be an object');
   limits(value.default, 'quotas.default');
+  for (const name of ['principals', 'clientIds'] as const)
+    if (value[name] !== undefined && notAnOptionsObject(value[name]) !== undefined)
+      throw new TypeError(`options.security.quotas.${name} must be an object`);
   for (const [k, v] of Object.entries(value.principals ?? {}))
     limits(v, `quotas.principals[${JSON.stringify(k)}]`);
   for (const [k, v] of Object.entries(value.clientIds ?? {}))
@@ -115,10 +119,10 @@ export function resolveSecurityOptions(
   options: SecurityOptions | undefined,
 ): ResolvedSecurityOptions {
   const o = options ?? {};
-  if (typeof o !== 'object' || o === null)
+  if (notAnOptionsObject(o) !== undefined)
     throw new TypeError('options.security must be an object');
   const authorizer = o.authorizer;
-  if (authorizer !== undefined && (typeof authorizer !== 'object' || authorizer === null))
+  if (authorizer !== undefined && notAnOptionsObject(authorizer) !== undefined)
     throw new TypeError('options.security.authorizer must be an object');
   const superUsers = authorizer?.superUsers ?? [];
   if (

@@ -3,6 +3,7 @@
  * a value out of range a RangeError, both naming the option, before anything is opened or bound).
  * The defaults follow Kafka's broker where it has the same setting.
  */
+import { notAnOptionsObject } from '../../util/index.js';
 import type { OffsetStore } from '../../store.js';
 import { warningsTo } from '../../store-options.js';
 import { checkClock, SystemClock, type Clock } from '../../util/index.js';
@@ -184,8 +185,7 @@ function topicSpecs(value: unknown): TopicSpec[] {
 
 /** Checks the options (each read once) and applies the defaults. */
 export function resolveServerOptions(options: KafkaServerOptions): ResolvedServerOptions {
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError('options must be an object');
+  if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
   const {
     store,
     listeners,

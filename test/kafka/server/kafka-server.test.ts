@@ -492,6 +492,25 @@ describe('startKafkaServer', () => {
       startKafkaServer({ store, topics: [{ name: 'bad name', partitions: 1 }] }),
     ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     await expect(startKafkaServer({ store: {} as never })).rejects.toThrow(TypeError);
+    // An array is an object to typeof: each bag of options refuses one, naming it, rather than take
+    // it for options at their defaults (no quotas, no authorizer).
+    for (const [options, name] of [
+      [{ security: [] }, 'options.security must be an object'],
+      [{ security: { quotas: [] } }, 'options.security.quotas must be an object'],
+      [
+        { security: { quotas: { default: [] } } },
+        'options.security.quotas.default must be an object',
+      ],
+      [
+        { security: { quotas: { principals: [] } } },
+        'options.security.quotas.principals must be an object',
+      ],
+      [{ security: { authorizer: [] } }, 'options.security.authorizer must be an object'],
+      [{ listeners: [[]] }, 'options.listeners[0] must be an object'],
+    ] as const)
+      await expect(startKafkaServer({ store, ...(options as object) })).rejects.toThrow(
+        expect.objectContaining({ constructor: TypeError, message: expect.stringContaining(name) }),
+      );
     await expect(startKafkaServer({ store, clock: { nowMs: () => 1 } as never })).rejects.toThrow(
       /options.clock must have nowMs\(\) and setTimer\(\)/,
     );

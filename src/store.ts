@@ -425,7 +425,7 @@ export class OffsetStore {
       if (readOnlyStores.held(dir))
         throw new OffsetStoreError(
           'STORE_LOCKED',
-          `${dir}: this process has the store open to read only; close that store before opening it to write (LMDB keeps one environment per file in a process)`,
+          `${dir}: this process has the store open to read only, or is opening it so; close that store (or let its open finish) before opening it to write (LMDB keeps one environment per file in a process)`,
         );
       // Held before anything is awaited (see the read-only open's hold), released once recovered.
       if (!this.#hosted) this.#releaseRecovering = recoveringStores.hold(dir);
@@ -513,10 +513,13 @@ export class OffsetStore {
           LOG_DEFAULTS.batchBytesMax,
         );
         if (contents.files.length > 0) this.#journalRead = contents;
-        // Like a log's torn tail: what a crash cut short was never acknowledged, but say so.
+        // Like a log's torn tail: what a crash cut short was never acknowledged, but say so. Read
+        // only, nothing is dropped from the file, and the round may be a live writer's in progress.
         for (const torn of contents.tornRounds)
           this.#options.onWarning(
-            `${torn.file} at byte ${torn.position}: a commit-journal round cut short by a crash (${torn.reason}) was dropped; it had not been acknowledged`,
+            this.#options.readOnly
+              ? `${torn.file} at byte ${torn.position}: a commit-journal round cut short (${torn.reason}) is not read (opened to read only: nothing is dropped; in a store a live process writes, a round in progress reads so)`
+              : `${torn.file} at byte ${torn.position}: a commit-journal round cut short by a crash (${torn.reason}) was dropped; it had not been acknowledged`,
           );
         if (this.#options.durability === 'fsync' && this.#options.commitJournal)
           this.#journal = CommitJournal.after(

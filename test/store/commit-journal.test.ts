@@ -16,7 +16,7 @@ import {
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
-import type { OffsetStore } from '../../src/index.js';
+import { OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { JOURNAL_DIR, REFUSED_FILE, readJournal } from '../../src/log/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
@@ -156,6 +156,22 @@ describe('the commit journal of a store', () => {
     tornBytes[39 * 4096 + 40]! ^= 0x01;
     writeFileSync(tornFile, tornBytes);
     const warnings: string[] = [];
+    // Read only, nothing is dropped (the file stays as it was), and it is said so.
+    const tornView = await OffsetStore.open({
+      dir: torn,
+      readOnly: true,
+      onWarning: (m) => warnings.push(m),
+    });
+    await tornView.close();
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${tornFile} at byte ${39 * 4096}: a commit-journal round cut short \\(.*\\) is not read \\(opened to read only: nothing is dropped; in a store a live process writes, a round in progress reads so\\)$`,
+        ),
+      ),
+    ]);
+    expect(readFileSync(tornFile).equals(tornBytes)).toBe(true);
+    warnings.length = 0;
     const tornOpen = await openStore(torn, { ...OPTIONS, onWarning: (m) => warnings.push(m) });
     expect(warnings).toEqual([
       expect.stringMatching(

@@ -4,7 +4,7 @@
  * every log that wrote into them has synced itself, and reading refuses a damaged durable round while
  * dropping a round a crash cut short.
  */
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum, readBatchLogOffset, xxh32 } from '../../src/codec/index.js';
@@ -723,5 +723,50 @@ describe('the commit journal', () => {
     const read = await readJournal(new NodeFileSystem(), dir, 2, BATCH_BYTES_MAX);
     expect(read.rounds).toBe(0);
     expect(read.tornRounds[0]!.reason).toMatch(/names offsets-bucket 3 of 2/);
+  });
+
+  it("round 2, written while round 1's fdatasync is out, does not record round 1 durable: a power loss keeping only round 2 is a torn journal", async () => {
+    const dir = tempDir();
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    const fs = hookedFs({
+      beforeJournalSync: async (n) => {
+        if (n === 1) await firstHeld;
+      },
+    });
+    const { journal } = await CommitJournal.open(
+      fs,
+      dir,
+      4,
+      8 << 20,
+      async () => {},
+      () => {},
+    );
+    const logs = [fakeLog(), fakeLog(), fakeLog(), fakeLog()];
+    const first = Promise.all([
+      journal.commit(0, [batchAt(0)], logs[0]!),
+      journal.commit(1, [batchAt(0)], logs[1]!),
+    ]);
+    for (let w = 0; logs[0]!.writes === 0 && w < 10_000; w++) await sleep(1);
+    const second = Promise.all([
+      journal.commit(2, [batchAt(0)], logs[2]!),
+      journal.commit(3, [batchAt(0)], logs[3]!),
+    ]);
+    for (let w = 0; logs[2]!.writes === 0 && w < 10_000; w++) await sleep(1);
+    // The power loss, now: round 1 (never acknowledged) lost, round 2's pages kept.
+    const [name] = readdirSync(path.join(dir, JOURNAL_DIR)).filter((n) => n.endsWith('.journal'));
+    const bytes = Buffer.from(readFileSync(path.join(dir, JOURNAL_DIR, name!)));
+    expect(bytes.readUInt32LE(4096 + 16)).toBe(2); // round 2 is there
+    expect(bytes.readUInt32LE(4096 + 24), 'round 2 knew round 1 durable').toBe(0);
+    releaseFirst();
+    await Promise.all([first, second]);
+    await journal.close(false);
+    const image = tempDir();
+    const imageJournal = path.join(image, JOURNAL_DIR);
+    mkdirSync(imageJournal);
+    bytes.fill(0, 0, 4096);
+    writeFileSync(path.join(imageJournal, name!), bytes);
+    const contents = await readJournal(new NodeFileSystem(), image, 4, 8 << 20);
+    expect(contents.rounds).toBe(0);
   });
 });

@@ -180,6 +180,8 @@ describe('the classic protocol over a real store', () => {
     for (const c of clients) await c.commit(10);
     const [a, b, c] = clients as [ClassicClient, ClassicClient, ClassicClient];
     expect(await code(a.commit(11, 0))).toBe('ILLEGAL_GENERATION');
+    // A generation the group never had (newer than its own) is refused too, as Kafka refuses it.
+    expect(await code(a.commit(11, 2))).toBe('ILLEGAL_GENERATION');
     expect(
       await code(
         store.commitOffsets(GROUP, [{ tableId: TABLE, bucketId: 0, offset: 1 }], {

@@ -125,4 +125,26 @@ describe("compaction under 'os' durability, then a power loss", () => {
     expect((await reopened.fetchOffsets('g', [K]))[0]?.offset).toBe(100);
     await reopened.close();
   });
+
+  it('a checkpoint is written only over batches already durable: a power loss right after it leaves a store that opens with the commit', async () => {
+    const dir = tempDir();
+    const fs = new DurableSizes();
+    const store = await OffsetStore.open({ ...options('checkpoint'), dir, fs });
+    await store.commitOffsets('g', [{ ...K, offset: 100 }]);
+    // The power loss strikes once the checkpoint's LMDB transaction is committed and flushed, before
+    // anything else (its seal, the freeing of the log below it) happens.
+    let image: string | undefined;
+    fs.onOpen = {
+      suffix: 'data.mdb.seal.tmp',
+      run: () => {
+        image = fs.powerLossImage(dir);
+      },
+    };
+    await store.compact();
+    await store.close();
+    expect(image).toBeDefined();
+    const reopened = await OffsetStore.open({ ...options('checkpoint'), dir: image! });
+    expect((await reopened.fetchOffsets('g', [K]))[0]?.offset).toBe(100);
+    await reopened.close();
+  });
 });

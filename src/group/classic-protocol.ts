@@ -9,9 +9,9 @@
  * Everything past the edge works on the Normalized forms: an empty member id is null (a new member),
  * optional fields have their defaults.
  */
-import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED } from '../model/index.js';
+import { notAnOptionsObject } from '../util/index.js';
 import type { ClassicJoinMember } from './classic-group.js';
 import type { ClassicProtocol } from './classic-member.js';
 import { MEMBER_ID_LENGTH_MAX, MEMBER_TIMEOUT_MS_MAX } from './heartbeat.js';

@@ -17,10 +17,9 @@
  * would take the instance back. Other heartbeat failures are retried after `retryBackoffMs`.
  * Callbacks that throw are reported to `onError`; they do not stop the loop.
  */
-import { notAnOptionsObject } from '../util/index.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isOffsetStoreError } from '../errors/index.js';
-import { SystemClock, isClock, type Clock, type Timer } from '../util/index.js';
+import { SystemClock, isClock, notAnOptionsObject, type Clock, type Timer } from '../util/index.js';
 import { normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
 import type { AssignorName } from './assignor.js';
 import { BucketSet } from './bucket-set.js';

@@ -9,7 +9,6 @@
  * Everything past it works on a `NormalizedHeartbeat` (nulls instead of optional fields, sorted
  * duplicate-free table ids, owned buckets as a BucketSet) and asserts instead of re-checking.
  */
-import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
   NOT_WELL_FORMED,
@@ -17,6 +16,7 @@ import {
   type TableBucket,
   type BucketRef,
 } from '../model/index.js';
+import { notAnOptionsObject } from '../util/index.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 

@@ -11,8 +11,8 @@
  * INVALID_REQUEST. Whether the ids are in the group is checked by `selectRemovedMembers`, for
  * both group types (UNKNOWN_MEMBER_ID).
  */
-import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
+import { notAnOptionsObject } from '../util/index.js';
 import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
 
 /** Which members to remove: exactly one of the three. */

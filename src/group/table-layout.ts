@@ -9,9 +9,9 @@
  * `BucketIndexer` numbers the buckets of a set of tables densely (0..total-1) in
  * `compareBucketRefs` order, which is what lets the assignors work on typed arrays instead of keys.
  */
-import { notAnOptionsObject } from '../util/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { TableBucket } from '../model/index.js';
+import { notAnOptionsObject } from '../util/index.js';
 
 /** The buckets of one user table. */
 export interface TableLayout {

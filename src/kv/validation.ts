@@ -10,7 +10,6 @@
  * copy is checked and used: an object whose getters (or a proxy) answer differently when read again
  * cannot get a value past validation into the log, where the store would refuse it at reopen.
  */
-import { notAnOptionsObject } from '../util/index.js';
 import { METADATA_BYTES_MAX, type OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
@@ -21,6 +20,7 @@ import {
   normalizeBucketRef,
   type TableBucket,
 } from '../model/index.js';
+import { notAnOptionsObject } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 
 /**

@@ -68,7 +68,6 @@ export function elapsedMs(clock: Clock): number {
   return clock.elapsedMs === undefined ? clock.nowMs() : clock.elapsedMs();
 }
 
-/** The real clock: `Date.now()` and unref'd Node timers (they never keep the process alive). */
 /**
  * `clock`'s time without its timers: every timer set on it never fires. For state that is only
  * read (a store opened to read only, a stopped bucket's durable groups), whose sessions and
@@ -82,6 +81,7 @@ export function withoutTimers(clock: Clock): Clock {
   };
 }
 
+/** The real clock: `Date.now()` and unref'd Node timers (they never keep the process alive). */
 export class SystemClock implements Clock {
   /** `Date.now()`: wall-clock ms since the epoch. */
   nowMs(): number {

@@ -18,9 +18,9 @@
  * CA must hold at least one PEM certificate and every certificate in it must parse (node:tls skips
  * text it cannot read, so a CA of none would leave client certificates unverified without a word).
  */
-import { notAnOptionsObject } from '../../util/index.js';
 import { X509Certificate } from 'node:crypto';
 import { createSecureContext } from 'node:tls';
+import { notAnOptionsObject } from '../../util/index.js';
 import type { ScramMechanism } from './scram.js';
 
 /** Kafka's security protocols. */

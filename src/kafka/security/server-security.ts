@@ -5,12 +5,11 @@
  * closes it at close; handlers reach it through the closures that security's handlers are made
  * with, never through the handler context.
  */
-import { notAnOptionsObject } from '../../util/index.js';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { OffsetStoreError } from '../../errors/index.js';
 import type { FileSystem } from '../../io/index.js';
-import type { Clock } from '../../util/index.js';
+import { notAnOptionsObject, type Clock } from '../../util/index.js';
 import { ACLS_FILE, AclSet } from './acl.js';
 import { AuditLog, type AuditEvent } from './audit-log.js';
 import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';

@@ -3,10 +3,9 @@
  * a value out of range a RangeError, both naming the option, before anything is opened or bound).
  * The defaults follow Kafka's broker where it has the same setting.
  */
-import { notAnOptionsObject } from '../../util/index.js';
 import type { OffsetStore } from '../../store.js';
 import { warningsTo } from '../../store-options.js';
-import { checkClock, SystemClock, type Clock } from '../../util/index.js';
+import { checkClock, notAnOptionsObject, SystemClock, type Clock } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
 import {
   resolveListener,

@@ -145,14 +145,8 @@ export class ScheduledBackups {
     const { dir, keep, fs, store } = this.#options;
     const names = (await fs.readdir(dir)).sort();
     for (const name of names) {
-      if (
-        !name.endsWith(PARTIAL_SUFFIX) ||
-        !BACKUP_NAME.test(name.slice(0, -PARTIAL_SUFFIX.length))
-      )
-        continue;
+      if ((await leftoverBase(fs, dir, name)) === undefined) continue;
       const at = path.join(dir, name);
-      const inside = await fs.readdir(at).catch((): string[] => []);
-      if (!inside.includes(BACKUP_MARKER)) continue;
       const lock = await fs.holdLock?.(at).catch(() => undefined);
       if (lock === undefined || lock === 'held-elsewhere' || lock === 'unsupported') continue;
       try {
@@ -162,12 +156,7 @@ export class ScheduledBackups {
       }
       return { removed: at, what: 'what an interrupted backup left', freeBefore };
     }
-    const ours = await storeCreatedAtMs(fs, store.dir);
-    const backups: string[] = [];
-    if (ours !== undefined)
-      for (const name of names)
-        if (BACKUP_NAME.test(name) && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
-          backups.push(name);
+    const backups = await backupsOf(fs, dir, names, await storeCreatedAtMs(fs, store.dir));
     const newest = backups.at(-1);
     if (newest === undefined) return { why: 'this store has no backup there to remove' };
     const kept = `the newest backup of this store, ${newest}, is kept`;
@@ -201,19 +190,16 @@ export class ScheduledBackups {
     // holding its older backups) keeps those. A backup is this store's when its store.json has the
     // creation time of the one just made; one that cannot be read is kept.
     const ours = await storeCreatedAtMs(fs, path.join(dir, newest));
-    const backups: string[] = [];
-    for (const name of names) {
-      if (!BACKUP_NAME.test(name) || name > newest || ours === undefined) continue;
-      if (name === newest || (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
-        backups.push(name);
-    }
+    const backups = await backupsOf(
+      fs,
+      dir,
+      names.filter((name) => name <= newest),
+      ours,
+    );
     const doomed = keep > 0 ? backups.slice(0, Math.max(0, backups.length - keep)) : [];
     for (const name of names) {
-      if (!name.endsWith(PARTIAL_SUFFIX)) continue;
-      const base = name.slice(0, -PARTIAL_SUFFIX.length);
-      if (!BACKUP_NAME.test(base) || base >= newest) continue;
-      const inside = await fs.readdir(path.join(dir, name)).catch((): string[] => []);
-      if (inside.includes(BACKUP_MARKER)) doomed.push(name);
+      const base = await leftoverBase(fs, dir, name);
+      if (base !== undefined && base < newest) doomed.push(name);
     }
     const removed: string[] = [];
     for (const name of doomed) {
@@ -250,6 +236,40 @@ function isFullDisk(error: unknown): boolean {
     if (code === 'ENOSPC' || code === 'EDQUOT') return true;
   }
   return false;
+}
+
+/**
+ * Of `names` (sorted) in `dir`, the backups of the store created at `ours`: those whose store.json
+ * has that creation time (none when `ours` is undefined; one that cannot be read is not counted).
+ */
+async function backupsOf(
+  fs: FileSystem,
+  dir: string,
+  names: readonly string[],
+  ours: number | undefined,
+): Promise<string[]> {
+  const backups: string[] = [];
+  if (ours === undefined) return backups;
+  for (const name of names)
+    if (BACKUP_NAME.test(name) && (await storeCreatedAtMs(fs, path.join(dir, name))) === ours)
+      backups.push(name);
+  return backups;
+}
+
+/**
+ * The backup name of `name` in `dir` when it is what an interrupted backup left (`<backup
+ * name>.partial` holding the marker a backup writes into it), else undefined.
+ */
+async function leftoverBase(
+  fs: FileSystem,
+  dir: string,
+  name: string,
+): Promise<string | undefined> {
+  if (!name.endsWith(PARTIAL_SUFFIX)) return undefined;
+  const base = name.slice(0, -PARTIAL_SUFFIX.length);
+  if (!BACKUP_NAME.test(base)) return undefined;
+  const inside = await fs.readdir(path.join(dir, name)).catch((): string[] => []);
+  return inside.includes(BACKUP_MARKER) ? base : undefined;
 }
 
 /** The `createdAtMs` of the store in `dir` (a backup), or undefined when its store.json cannot be read. */

@@ -60,7 +60,7 @@ export class GroupLimits {
     principal: string,
     groupId: string,
   ): boolean | Promise<boolean> {
-    const key = `${principal}\u0000${groupId}`;
+    const key = keyOf(principal, groupId);
     const checking = this.#checking.get(key);
     if (checking !== undefined) return checking.then((allowed) => this.#handling(key, allowed));
     let created = this.#created.get(principal);
@@ -84,7 +84,7 @@ export class GroupLimits {
 
   /** Ends what a true `mayWrite` began: the request for `groupId` has been answered. */
   handled(principal: string, groupId: string): void {
-    const key = `${principal}\u0000${groupId}`;
+    const key = keyOf(principal, groupId);
     const count = this.#inHandler.get(key) ?? 0;
     if (count <= 1) this.#inHandler.delete(key);
     else this.#inHandler.set(key, count - 1);
@@ -97,7 +97,7 @@ export class GroupLimits {
    */
   deleted(groupId: string): void {
     for (const [principal, created] of this.#created) {
-      const key = `${principal}\u0000${groupId}`;
+      const key = keyOf(principal, groupId);
       if (!this.#checking.has(key) && !this.#inHandler.has(key)) created.delete(groupId);
     }
   }
@@ -141,7 +141,7 @@ export class GroupLimits {
     this.#lookedForGone.set(principal, now);
     let found = false;
     for (const groupId of [...created]) {
-      const key = `${principal}\u0000${groupId}`;
+      const key = keyOf(principal, groupId);
       if (this.#checking.has(key) || this.#inHandler.has(key)) continue;
       if (!(await groupExists(store, groupId)) && !this.#inHandler.has(key)) {
         found = created.delete(groupId) || found;
@@ -149,6 +149,11 @@ export class GroupLimits {
     }
     return found;
   }
+}
+
+/** The key of a principal's requests for a group in the maps of requests checked and handled. */
+function keyOf(principal: string, groupId: string): string {
+  return `${principal}\u0000${groupId}`;
 }
 
 async function groupExists(store: HandlerContext['store'], groupId: string): Promise<boolean> {

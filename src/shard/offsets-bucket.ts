@@ -238,23 +238,21 @@ export class OffsetsBucket {
       // With batches written again from the commit journal, the cut bytes may have held batches
       // that were acknowledged (durable in the journal): they are in the log again, not lost.
       const restored = report.journalBatches ?? 0;
+      const torn = `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason})`;
       // Read only: nothing is cut, and the bytes may be an append a live writer is making.
-      if (options.readOnly === true)
-        options.onWarning(
-          `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}): the ${report.bytesTruncated} bytes from there are not read (opened to read only: nothing is cut; in a store a live process writes, an append in progress reads so)${
-            restored > 0
-              ? `, and ${restored} batch(es) were read from the commit journal, where they were durable`
-              : ''
-          }`,
-        );
-      else
-        options.onWarning(
-          `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason}); truncated ${report.bytesTruncated} bytes${
-            restored > 0
-              ? `, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
-              : ' that were never acknowledged'
-          }`,
-        );
+      options.onWarning(
+        options.readOnly === true
+          ? `${torn}: the ${report.bytesTruncated} bytes from there are not read (opened to read only: nothing is cut; in a store a live process writes, an append in progress reads so)${
+              restored > 0
+                ? `, and ${restored} batch(es) were read from the commit journal, where they were durable`
+                : ''
+            }`
+          : `${torn}; truncated ${report.bytesTruncated} bytes${
+              restored > 0
+                ? `, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
+                : ' that were never acknowledged'
+            }`,
+      );
     }
     return new OffsetsBucket(
       options.index,

@@ -13,6 +13,16 @@
  * member is avoided, none is. Reads (`range`), which change nothing, are retried once at once (on
  * another member, the first being avoided now).
  *
+ * etcd going back in time: every answer's header names the member that made it and the revision of
+ * that member's store, which never decreases (a member restarted after a crash serves clients only
+ * once it has applied all it had committed), and the cluster id they carry never changes. A member
+ * that answers a call with a lower revision than it answered this connection with before the call
+ * was sent was restored from a backup meanwhile: etcd holds less than what was written through
+ * this connection since that backup; so may an etcd whose cluster id changed (restored under
+ * another cluster token, or replaced). The connection tells those who asked (`onWentBack`: a node's lease, which is then
+ * lost, so that the node loads its buckets again from what etcd holds), and takes the restored
+ * cluster's answers as its new start.
+ *
  * Errors become OffsetStoreErrors that say whether the call's outcome is known:
  * - REPLICA_NO_SPACE (the NOSPACE alarm: the backend reached its quota; retriable once an operator
  *   compacts, defragments and disarms): the answer is final, but etcd gives it both to a request it
@@ -32,6 +42,7 @@ import type {
   ITxnResponse,
   IDeleteRangeRequest,
   IDeleteRangeResponse,
+  IResponseHeader,
   Lease,
 } from 'etcd3';
 import { BrokenCircuitError, isBrokenCircuitError, noop, type IPolicy } from 'cockatiel';
@@ -189,6 +200,11 @@ export class EtcdConnection {
   readonly callTimeoutMs: number;
   /** Largest response taken, bytes. */
   readonly responseBytesMax: number;
+  /** The highest revision each etcd member (by member id) answered with since etcd last went back. */
+  readonly #revisions = new Map<string, bigint>();
+  /** The cluster id etcd's answers carry (undefined before the first). */
+  #clusterId: string | undefined;
+  readonly #wentBackListeners = new Set<(reason: string) => void>();
 
   constructor(options: EtcdConnectionOptions) {
     if (options.endpoints.length === 0)
@@ -213,13 +229,63 @@ export class EtcdConnection {
     return { deadline: Date.now() + this.callTimeoutMs };
   }
 
+  /**
+   * Calls `listener` with what happened each time etcd is found to have gone back in time (see the
+   * module comment), until the returned function is called.
+   */
+  onWentBack(listener: (reason: string) => void): () => void {
+    this.#wentBackListeners.add(listener);
+    return () => this.#wentBackListeners.delete(listener);
+  }
+
+  /**
+   * Takes the header of an answer etcd gave (through this connection's calls, or a caller's own
+   * call on `client`): records its member's revision, and tells the `onWentBack` listeners if the
+   * cluster id changed, or, given `before` (what `revisions()` gave when the call was sent), if the
+   * member had answered a call with a higher revision before this one was sent. Without `before`
+   * no revision is compared: answers of calls in flight together arrive in any order (a txn applied
+   * at revision 18 can be answered after one applied at 19), so only a call sent after an answer
+   * must see that answer's revision or more.
+   */
+  observe(header: IResponseHeader | undefined, before?: ReadonlyMap<string, bigint>): void {
+    if (header?.member_id === undefined || header.revision === undefined) return;
+    const cluster = String(header.cluster_id);
+    const member = String(header.member_id);
+    const revision = BigInt(header.revision);
+    const earlier = before?.get(member);
+    let reason: string | undefined;
+    if (this.#clusterId !== undefined && cluster !== this.#clusterId) {
+      reason = `etcd's cluster id changed from ${this.#clusterId} to ${cluster} (etcd was restored from a backup, or replaced, while this process ran?)`;
+    } else if (earlier !== undefined && revision < earlier) {
+      reason = `etcd went back in time: member ${member} answered at revision ${revision}, after an answer at ${earlier} (restored from a backup while this process ran?)`;
+    } else {
+      this.#clusterId = cluster;
+      const highest = this.#revisions.get(member);
+      if (highest === undefined || revision > highest) this.#revisions.set(member, revision);
+      return;
+    }
+    // What the restored cluster answers from now on is the new start.
+    this.#clusterId = cluster;
+    this.#revisions.clear();
+    this.#revisions.set(member, revision);
+    for (const listener of [...this.#wentBackListeners]) listener(reason);
+  }
+
+  /** The highest revision each member answered with so far (a copy), for `observe`. */
+  revisions(): ReadonlyMap<string, bigint> {
+    return new Map(this.#revisions);
+  }
+
   /** One transaction. */
   async txn(request: ITxnRequest, what: string): Promise<ITxnResponse> {
+    let response: ITxnResponse;
     try {
-      return await this.client.kv.txn(request, this.#deadline());
+      response = await this.client.kv.txn(request, this.#deadline());
     } catch (error) {
       throw etcdError(error, what);
     }
+    this.observe(response.header);
+    return response;
   }
 
   /**
@@ -227,25 +293,31 @@ export class EtcdConnection {
    * is sent again, to another member when there is one (the first is avoided for now).
    */
   async range(request: IRangeRequest, what: string): Promise<IRangeResponse> {
+    let response: IRangeResponse;
     try {
-      return await this.client.kv.range(request, this.#deadline());
+      response = await this.client.kv.range(request, this.#deadline());
     } catch (error) {
       if (!unanswered(error)) throw etcdError(error, what);
+      try {
+        response = await this.client.kv.range(request, this.#deadline());
+      } catch (again) {
+        throw etcdError(again, what);
+      }
     }
-    try {
-      return await this.client.kv.range(request, this.#deadline());
-    } catch (error) {
-      throw etcdError(error, what);
-    }
+    this.observe(response.header);
+    return response;
   }
 
   /** One delete of a key or a range. */
   async deleteRange(request: IDeleteRangeRequest, what: string): Promise<IDeleteRangeResponse> {
+    let response: IDeleteRangeResponse;
     try {
-      return await this.client.kv.deleteRange(request, this.#deadline());
+      response = await this.client.kv.deleteRange(request, this.#deadline());
     } catch (error) {
       throw etcdError(error, what);
     }
+    this.observe(response.header);
+    return response;
   }
 
   /**

@@ -13,8 +13,13 @@
  *   lease finds it invalid the moment it resumes, before any timer or keepalive runs. A node serves
  *   its buckets only while `valid()`: after the lease expires etcd deletes its ownership keys and
  *   another node may own them.
- * - `onLost` is called once, when a keepalive is refused (etcd says the lease is gone) or when the
- *   promise runs out with no keepalive answered; the lease is never renewed after that.
+ * - `onLost` is called once, when a keepalive is refused (etcd says the lease is gone), when the
+ *   promise runs out with no keepalive answered, or when etcd went back in time (a member answered
+ *   a keepalive with a lower revision than it answered a call of the connection with before the
+ *   keepalive was sent, or the cluster id changed: restored from a backup while the node ran,
+ *   EtcdConnection.observe); the lease is never renewed after that. A restore brings the
+ *   lease back with everything else, so its keepalives would go on succeeding while the node's
+ *   buckets held commits etcd no longer has; losing it makes the node load them again.
  */
 import type { ILeaseKeepAliveResponse } from 'etcd3';
 import { OffsetStoreError } from '../errors/index.js';
@@ -53,6 +58,8 @@ export class NodeLease {
   ttlSeconds = 0;
   #confirmedUntilMs = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Stops listening for etcd going back in time. */
+  #stopListening: () => void = () => {};
   #lost = false;
   #stopped = false;
 
@@ -73,6 +80,8 @@ export class NodeLease {
     ).catch((error: unknown) => {
       throw etcdError(error, 'granting a lease');
     });
+    connection.observe(granted.header);
+    lease.#stopListening = connection.onWentBack((reason) => lease.#lose(reason));
     lease.id = String(granted.ID);
     // What etcd promised, not what was asked: the two differ when etcd raises a TTL to its minimum.
     lease.ttlSeconds = Number(granted.TTL);
@@ -105,6 +114,7 @@ export class NodeLease {
     if (performance.now() >= this.#confirmedUntilMs)
       return this.#lose('no keepalive was answered before the lease ran out');
     const sentMs = performance.now();
+    const revisions = this.#connection.revisions();
     // Short enough that a keepalive lost to one member leaves time for another before the lease ends.
     const timeoutMs = Math.min(
       this.#connection.callTimeoutMs,
@@ -116,6 +126,8 @@ export class NodeLease {
         timeoutMs,
         'keeping the lease alive',
       );
+      this.#connection.observe(res.header, revisions);
+      if (this.#lost) return;
       if (Number(res.TTL) <= 0) return this.#lose('etcd says the lease expired');
       this.#confirmedUntilMs = Math.max(this.#confirmedUntilMs, sentMs + Number(res.TTL) * 1000);
     } catch (error) {
@@ -151,6 +163,7 @@ export class NodeLease {
     if (this.#lost || this.#stopped) return;
     this.#lost = true;
     clearTimeout(this.#timer);
+    this.#stopListening();
     this.#options.onLost(reason);
   }
 
@@ -158,6 +171,7 @@ export class NodeLease {
   async stop(revoke: boolean): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#stopListening();
     if (revoke && !this.#lost)
       await withDeadline(
         this.#connection.client.leaseClient.leaseRevoke({ ID: this.id }),

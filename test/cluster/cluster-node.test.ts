@@ -296,6 +296,56 @@ describe('cluster nodes on a 3-member etcd', () => {
     }
   });
 
+  it('serves what etcd holds, not what it held in memory, once etcd is restored from a backup under it', async () => {
+    // The operator's mistake the docs warn of: a restore while the nodes run. etcd comes back with
+    // the same cluster and member ids and the node's lease (restored with it), so nothing but its
+    // revisions, which went back, says that the node's buckets hold commits etcd no longer has.
+    const alone = await EtcdCluster.start({ members: 1 });
+    const warnings: string[] = [];
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    const node = await ClusterNode.start({
+      endpoints: alone.endpoints,
+      prefix: '/restored/',
+      node: { nodeId: 'n1', brokerId: 1, port: 9200, host: '127.0.0.1' },
+      store,
+      leaseTtlSeconds: 3,
+      reconcileIntervalMs: 100,
+      onWarning: (m: string) => warnings.push(m),
+    });
+    const nodes = [{ node, store }];
+    const [member] = alone.memberNames;
+    const fetched = async () =>
+      (await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]?.offset;
+    try {
+      await settled(nodes);
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 100 }]);
+      alone.kill(member!);
+      const backup = alone.copyData(member!);
+      alone.restart(member!);
+      await alone.waitHealthy();
+      await settled(nodes, 30_000);
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 200 }]);
+      expect(await fetched()).toBe(200);
+      alone.kill(member!);
+      alone.restartFrom(member!, backup);
+      await alone.waitHealthy();
+      for (const deadline = Date.now() + 30_000; !warnings.some((w) => /lost its lease/.test(w));) {
+        if (Date.now() > deadline)
+          throw new Error(`still serving ${await fetched().catch(String)}: ${warnings.join('; ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(warnings.find((w) => /lost its lease/.test(w))).toMatch(/went back|restored/);
+      await settled(nodes, 30_000);
+      expect(await fetched()).toBe(100);
+      // And it takes commits again, on top of what etcd holds.
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 101 }]);
+      expect(await fetched()).toBe(101);
+    } finally {
+      await stopAll(nodes);
+      await alone.stop();
+    }
+  });
+
   it('refuses to start a second process under the id of a live node, and starts one under the id of a node whose lease ran out', async () => {
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
     await withCluster(['n1'], async ({ nodes, connection, prefix }) => {

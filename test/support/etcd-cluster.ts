@@ -5,7 +5,7 @@
  * restarted on the same ports and data, to test failures.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -223,6 +223,30 @@ export class EtcdCluster {
     if (this.#members.length !== 1) throw new Error('only a 1-member cluster restarts empty');
     rmSync(member.dataDir, { recursive: true, force: true });
     this.#spawn(member, 'new');
+  }
+
+  /**
+   * Copies a killed member's data folder to a new folder and returns its path: a backup of a
+   * stopped member, which `restartFrom` brings back.
+   */
+  copyData(name: string): string {
+    const member = this.#member(name);
+    if (member.process !== undefined) throw new Error(`member ${name} is running`);
+    const copy = mkdtempSync(path.join(this.#root, `${name}-copy-`));
+    cpSync(member.dataDir, copy, { recursive: true });
+    return copy;
+  }
+
+  /**
+   * Restarts a killed member on its ports with its data replaced by a copy `copyData` made: etcd
+   * restored from a backup taken then (same cluster and member ids, its revisions rewound).
+   */
+  restartFrom(name: string, copy: string): void {
+    const member = this.#member(name);
+    if (member.process !== undefined) throw new Error(`member ${name} is running`);
+    rmSync(member.dataDir, { recursive: true, force: true });
+    cpSync(copy, member.dataDir, { recursive: true });
+    this.#spawn(member, 'existing');
   }
 
   #member(name: string): Member {

@@ -19,7 +19,9 @@
  * - A failed fdatasync is played as Linux leaves it: each dirty sector reached the device or not
  *   (the seed chooses), the size did or did not, and every one of them is marked clean. The page
  *   cache keeps the new bytes, so reads still return them, but a later fdatasync succeeds without
- *   writing them again: only a program that gives up on the file after the error is safe.
+ *   writing them again: only a program that gives up on the file after the error is safe. Until
+ *   the cache drops those clean pages (`evictClean`, at a seed-chosen read of the file, in this
+ *   process or a later one): reads then return what the device has.
  * - Faults at rest: `rot` flips a bit of a file's durable bytes (the store must detect it, never
  *   serve it); `latentSector` makes reads of a sector fail with EIO until a write covers it.
  *
@@ -149,6 +151,25 @@ export class SimFile {
     this.durableSizeBytes = size;
     this.dirty.clear();
     this.cleanNotDurable = true;
+  }
+
+  /**
+   * The page cache drops the file's clean pages (memory pressure, at any time): later reads take
+   * them from the device. That changes what reads return only after a failed fdatasync: the sectors
+   * it marked clean then read as what reached the device (their old bytes, or zeros past the
+   * durable size), no longer as what was written.
+   */
+  evictClean(): void {
+    if (!this.cleanNotDurable) return;
+    for (let start = 0; start < this.sizeBytes; start += SECTOR_BYTES) {
+      if (this.dirty.has(start / SECTOR_BYTES)) continue;
+      const end = Math.min(this.sizeBytes, start + SECTOR_BYTES);
+      if (start < this.durableSizeBytes)
+        this.durable.copy(this.data, start, start, Math.min(end, this.durableSizeBytes));
+      if (end > this.durableSizeBytes)
+        this.data.fill(0, Math.max(start, this.durableSizeBytes), end);
+    }
+    this.cleanNotDurable = false;
   }
 
   /** The file after a power loss: durable bytes, plus a seed-chosen fate for each dirty sector. */

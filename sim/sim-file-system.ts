@@ -74,14 +74,27 @@ export class SimFileSystem implements FileSystem {
   #dead = false;
   /** Faults injected in this process, for the checker and the trace. */
   readonly injected: string[] = [];
+  readonly #evictions: boolean;
   /** Operations completed. */
   operationCount = 0;
 
-  constructor(disk: SimDisk, scheduler: SimScheduler, random: SimRandom, faults: FaultProfile) {
+  /**
+   * `evictions`: the page cache may drop pages a failed fdatasync left clean (`maybeEvict`). Off
+   * where the model cannot follow it: in durability 'os' a commit is acknowledged before it is
+   * durable, and a failed writeback loses it then as a power loss would.
+   */
+  constructor(
+    disk: SimDisk,
+    scheduler: SimScheduler,
+    random: SimRandom,
+    faults: FaultProfile,
+    evictions = false,
+  ) {
     this.disk = disk;
     this.#scheduler = scheduler;
     this.#random = random;
     this.#faults = faults;
+    this.#evictions = evictions;
   }
 
   /** The process died: calls in flight never complete; pending writes land in the page cache or not. */
@@ -196,6 +209,7 @@ export class SimFileSystem implements FileSystem {
         const node = this.disk.lookup(path);
         if (node === undefined) return null;
         if (node.kind !== 'file') throw fsError('EISDIR', `is a directory: ${path}`);
+        this.maybeEvict(node, path);
         const out = Buffer.alloc(node.sizeBytes);
         node.read(out, 0, node.sizeBytes, 0);
         return out;
@@ -319,6 +333,16 @@ export class SimFileSystem implements FileSystem {
     return p > 0 ? this.#maybe(p, 'EIO', `${kind} of ${path}`) : undefined;
   }
 
+  /**
+   * @internal Before a read of `file`: the page cache may have dropped its clean pages (a quarter of
+   * the reads of a file a failed fdatasync left clean but not durable; no draw for any other file).
+   */
+  maybeEvict(file: SimFile, path: string): void {
+    if (!this.#evictions || !file.cleanNotDurable || !this.#random.chance(0.25)) return;
+    file.evictClean();
+    this.injected.push(`page cache dropped the clean pages of ${path}`);
+  }
+
   /** @internal A file's fdatasync fault, which leaves the file as a failed fdatasync on Linux does. */
   failedSyncFor(
     file: SimFile,
@@ -412,7 +436,10 @@ class SimHandle implements FileHandle {
     return this.#fs.handleIo(
       'read',
       this.path,
-      () => this.#file.read(buffer, offset, length, position),
+      () => {
+        this.#fs.maybeEvict(this.#file, this.path);
+        return this.#file.read(buffer, offset, length, position);
+      },
       this.#fs.faultFor('read', this.path),
     );
   }

@@ -371,6 +371,8 @@ class Simulation {
         this.scheduler,
         this.random.fork(`fs-${this.incarnation}`),
         this.config.faults.io,
+        // Only where every process commits in 'fsync' (see SimFileSystem).
+        this.config.osShare === 0,
       );
       this.clock = new SimClock(this.scheduler, SIM_EPOCH_MS);
       const c = this.config;

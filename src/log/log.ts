@@ -89,6 +89,7 @@
 import * as path from 'node:path';
 import {
   DecodeError,
+  checkBatch,
   readBatchChecksum,
   readBatchDurableBelow,
   readBatchLogOffset,
@@ -511,6 +512,7 @@ export class Log implements LogPort {
             segments,
             Math.max(recovery.knownEnd?.logOffset ?? 0, heldEnd),
             inspection.logEnd,
+            options.batchBytesMax,
           );
     if (rewritten > 0) report.bytesRewritten = rewritten;
     if (last === undefined) {
@@ -1423,6 +1425,7 @@ class UnsyncedTail {
     segments: readonly SegmentInfo[],
     durableBelow: number,
     logEnd: number,
+    batchBytesMax: number,
   ): Promise<number> {
     // -1: the last batch does not say (a compaction's output, fdatasynced before it was swapped in).
     if (this.#from < 0) return 0;
@@ -1435,7 +1438,7 @@ class UnsyncedTail {
       if (start >= segment.sizeBytes) continue;
       const handle = await fs.open(segment.path, 'r+');
       try {
-        const chunk = Buffer.allocUnsafe(Math.min(REWRITE_CHUNK_BYTES, segment.sizeBytes - start));
+        let chunk = Buffer.allocUnsafe(Math.min(REWRITE_CHUNK_BYTES, segment.sizeBytes - start));
         for (let at = start; at < segment.sizeBytes;) {
           const length = Math.min(chunk.length, segment.sizeBytes - at);
           const read = await handle.read(chunk, 0, length, at);
@@ -1444,9 +1447,30 @@ class UnsyncedTail {
               'LOG_STORAGE_ERROR',
               `${segment.path}: read ${read} bytes at byte ${at} where recovery had read ${length}`,
             );
-          await handle.writev([chunk.subarray(0, length)], at);
-          at += length;
-          bytes += length;
+          // Whole batches, each checked again before it is written back: the page cache may have
+          // dropped the pages a failed writeback marked clean since recovery read them, and reads
+          // then return what the device holds (a torn round), which must not be made durable in
+          // place of the batches recovery checked.
+          let whole = 0;
+          for (;;) {
+            if (whole === length) break;
+            const check = checkBatch(chunk, whole, length, batchBytesMax);
+            if (check.kind === 'ok') whole += check.sizeBytes;
+            else if (check.kind === 'incomplete' && at + length < segment.sizeBytes) break;
+            else
+              throw new OffsetStoreError(
+                'LOG_STORAGE_ERROR',
+                `${segment.path}: the batch at byte ${at + whole}, which recovery had read whole, reads back ${check.reason} before recovery wrote it again: the page cache dropped bytes a failed writeback had left only there; nothing was written, and reopening recovers from what the disk holds`,
+              );
+          }
+          if (whole === 0) {
+            // A batch longer than the chunk: read it whole.
+            chunk = Buffer.allocUnsafe(Math.min(batchBytesMax, segment.sizeBytes - at));
+            continue;
+          }
+          await handle.writev([chunk.subarray(0, whole)], at);
+          at += whole;
+          bytes += whole;
         }
         if (segment !== segments.at(-1)) await handle.datasync();
       } finally {

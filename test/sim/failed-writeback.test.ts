@@ -97,6 +97,55 @@ describe('a round whose fdatasync failed, left in the page cache by a process th
     ]);
   });
 
+  it("is not written back as the device's bytes when the page cache drops it between recovery's read and its rewrite", async () => {
+    const scheduler = new SimScheduler();
+    const disk = new SimDisk();
+    disk.mkdirp(DIR);
+    disk.syncDir('/');
+    const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
+    for (let n = 0; n < 3; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
+    const segment: SimFile = disk.file(SEGMENT);
+    let end = 0;
+    for (let n = 0; n < 3; n++) end += testBatch(n).length;
+    const round = [3, 4].map((n, i) => {
+      const batch = testBatch(n);
+      sealBatch(batch, n, 0, i);
+      return batch;
+    });
+    segment.write(Buffer.concat(round), end);
+    segment.failedSync(NOTHING);
+
+    // Process 2 reads the round from the page cache and checks it; memory pressure then drops
+    // those clean pages, just before the rewrite reads the segment again: it reads the device's
+    // zeros where the round was.
+    const second = process(disk, scheduler, 2);
+    const inner = second.fs;
+    const open: FileSystem['open'] = (path, flags, mode) => {
+      if (path === SEGMENT && flags === 'r+') segment.evictClean();
+      return inner.open(path, flags, mode);
+    };
+    const evictingFs = new Proxy(inner, {
+      get: (target, key) => {
+        if (key === 'open') return open;
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    });
+    const before = Buffer.from(segment.durable.subarray(0, segment.durableSizeBytes));
+    await expect(settle(scheduler, Log.open({ ...second, fs: evictingFs }))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(
+        /the batch at byte \d+, which recovery had read whole, reads back .* before recovery wrote it again: the page cache dropped bytes/,
+      ),
+    });
+    // Nothing was written: the round's zeros were not made durable in its place.
+    expect(segment.dirty.size).toBe(0);
+    expect(segment.durable.subarray(0, segment.durableSizeBytes).equals(before)).toBe(true);
+
+    // The next open reads the round as the device has it: a torn round, never acknowledged.
+    expect(await offsetsAfterOpen(process(disk, scheduler, 3), scheduler)).toEqual([0, 1, 2]);
+  });
+
   it('is not written again where the store knew the log durable (its clean close recorded the end)', async () => {
     const scheduler = new SimScheduler();
     const disk = new SimDisk();

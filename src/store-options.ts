@@ -15,7 +15,7 @@ import {
   type StrategyRef,
 } from './compaction/index.js';
 import { OffsetStoreError } from './errors/index.js';
-import { NodeFileSystem, OverlayFileSystem, type FileSystem } from './io/index.js';
+import { NodeFileSystem, OverlayFileSystem, realPathOf, type FileSystem } from './io/index.js';
 import type { CheckpointInfo, CommittedOffsetValue } from './kv/index.js';
 import { JOURNAL_FILE_BYTES_MAX, LOG_DEFAULTS, type Durability } from './log/index.js';
 import {
@@ -556,6 +556,21 @@ function checkedFileSystem(fs: unknown): FileSystem {
   return fs as FileSystem;
 }
 
+/**
+ * The store directory `dir` names now, through symbolic links (what exists of it; the rest is made
+ * under it): every file of the store is then found under that path, never through the links again.
+ * Re-pointing a link (a "current" link switched to another store, as deploy tools do) while the
+ * store is open must not send its next segment or store.json into the other store, whose lock
+ * another process may hold. Where the links cannot be read, `dir` as given, made absolute.
+ */
+function storeDirectory(dir: string): string {
+  try {
+    return realPathOf(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
 /** Most offsets-buckets a store may have: each is a folder, a log and a coordinator of its own. */
 export const BUCKET_COUNT_MAX = 1 << 20;
 
@@ -623,7 +638,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   const portFs = fs === undefined ? new NodeFileSystem() : checkedFileSystem(fs);
   const storeTime = storeClock(clock ?? new SystemClock(), warn);
   return {
-    dir: path.resolve(dir),
+    dir: portFs instanceof NodeFileSystem ? storeDirectory(dir) : path.resolve(dir),
     bucketCount:
       bucketCount === undefined
         ? undefined

@@ -5,7 +5,7 @@
  * every later call rejected with STORE_CLOSED; with awaitRecovery: false, an offsets-bucket still
  * recovering answers COORDINATOR_LOAD_IN_PROGRESS, then serves its recovered state.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError } from '../../src/errors/index.js';
@@ -153,6 +153,38 @@ describe('lock', () => {
     const reopened = await openStore(dir);
     expect((await reopened.fetchOffsets('g'))[0]?.offset).toBe(2);
     await reopened.close();
+  });
+});
+
+describe('a store opened through a symbolic link', () => {
+  it('keeps writing the directory the link led to when the link is re-pointed, and the link then opens the other store', async () => {
+    const base = tempDir();
+    const [a, b, current] = ['store-a', 'store-b', 'current'].map((n) => path.join(base, n));
+    const options = { bucketCount: 1, segmentBytesMax: 1024 };
+    for (const dir of [a!, b!]) await (await OffsetStore.open({ dir, ...options })).close();
+    symlinkSync(a!, current!);
+    const first = await OffsetStore.open({ dir: current!, ...options });
+    // Re-pointed the way deploy tools do it: a new link renamed over the old one.
+    symlinkSync(b!, `${current!}.new`);
+    renameSync(`${current!}.new`, current!);
+    const second = await OffsetStore.open({ dir: current!, ...options });
+    // Enough commits to roll segments (new files) and rewrite store.json.
+    for (let offset = 1; offset <= 60; offset++)
+      await first.commitOffsets('first', [{ tableId: 1, bucketId: 0, offset }]);
+    await second.commitOffsets('second', [{ tableId: 1, bucketId: 0, offset: 7 }]);
+    await first.close();
+    await second.close();
+    const storeA = await OffsetStore.open({ dir: a!, ...options });
+    const storeB = await OffsetStore.open({ dir: b!, ...options });
+    try {
+      expect((await storeA.fetchOffsets('first'))[0]?.offset).toBe(60);
+      expect(await storeA.fetchOffsets('second')).toEqual([]);
+      expect((await storeB.fetchOffsets('second'))[0]?.offset).toBe(7);
+      expect(await storeB.fetchOffsets('first')).toEqual([]);
+    } finally {
+      await storeA.close();
+      await storeB.close();
+    }
   });
 });
 

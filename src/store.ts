@@ -283,7 +283,11 @@ export class OffsetStore {
         if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) throw error;
         const holder = await liveLockHolder(resolved.fs, resolved.dir).catch(() => null);
         if (holder === null) throw error;
-        if (attempt >= READ_ONLY_ATTEMPTS)
+        // A file listed and then gone: beside a live writer, its compaction or checkpoint removed
+        // it, a change like a file replaced, not damage.
+        if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT')
+          changed = `a file removed (${error.message})`;
+        else if (attempt >= READ_ONLY_ATTEMPTS)
           throw new OffsetStoreError(
             'CORRUPT_MESSAGE',
             `${error.message} (read ${attempt} times while live process ${holder} had the store open, and found damage each time)`,

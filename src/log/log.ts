@@ -433,12 +433,15 @@ export class Log implements LogPort {
     } catch (error) {
       // The store holds its folder's lock and removes nothing of a log before it has opened, so a
       // file listed and then not found was removed by something else: damage, as a missing
-      // segment is, never a passing failure to retry.
+      // segment is, never a passing failure to retry. (A read-only open holds no lock: a live
+      // writer may have removed the file, and the store reads such a view again.)
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || error instanceof OffsetStoreError)
         throw error;
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',
-        `${options.dir}: a file vanished while the log recovered (${(error as Error).message}): something other than this store removed it`,
+        options.readOnly === true
+          ? `${options.dir}: a file vanished while the log was read (${(error as Error).message}): the process that has the store open removed it (a compaction or a checkpoint), or, if none has, something other than this store did`
+          : `${options.dir}: a file vanished while the log recovered (${(error as Error).message}): something other than this store removed it`,
         { cause: error },
       );
     }

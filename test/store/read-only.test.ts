@@ -14,6 +14,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -346,6 +347,53 @@ describe('a store opened to read only', () => {
     expect(read.acted).toBe(true);
     expect(read.opensOfA, 'read once').toBe(1);
     expect(read.victim).toEqual([]);
+  });
+
+  it('reads again a log whose file vanished while read beside a live writer (its compaction or checkpoint removed it), and says so when it always does', async () => {
+    const source = tempDir();
+    const options = { bucketCount: 1, segmentBytesMax: 1024 };
+    const writer = await OffsetStore.open({ dir: source, ...options });
+    const metadata = 'm'.repeat(300);
+    for (let i = 0; i < 12; i++)
+      await writer.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: 0, offset: i, metadata }]);
+    await writer.close();
+    const first = readdirSync(path.join(source, 'buckets', '000'))
+      .filter((n) => n.endsWith('.log'))
+      .sort()[0]!;
+    /** A copy read while "a live process" (this one, by its LOCK file) removes `first` `times` times. */
+    async function readWhileRemoved(times: number, live = true) {
+      const dir = tempDir();
+      copyStoreDir(source, dir);
+      if (live) writeFileSync(path.join(dir, 'LOCK'), `${process.pid}\n`);
+      const segment = path.join(dir, 'buckets', '000', first);
+      let removed = 0;
+      class RemovingWhileRead extends NodeFileSystem {
+        override async open(p: string, flags: 'r' | 'r+' | 'wx' | 'w', mode?: number) {
+          if (p === segment && removed < times) {
+            removed++;
+            throw Object.assign(new Error(`ENOENT: no such file or directory, open '${p}'`), {
+              code: 'ENOENT',
+            });
+          }
+          return super.open(p, flags, mode);
+        }
+      }
+      return OffsetStore.open({ dir, readOnly: true, ...options, fs: new RemovingWhileRead() });
+    }
+    const reader = await readWhileRemoved(1);
+    expect((await reader.fetchOffsets('g0'))[0]?.offset).toBe(0);
+    await reader.close();
+    await expect(readWhileRemoved(1_000)).rejects.toMatchObject({
+      code: 'STORE_LOCKED',
+      message: expect.stringMatching(
+        /read 8 times, and each time a file of the store was replaced or removed while it was read/,
+      ),
+    });
+    // With no live writer, a file listed and then gone is damage.
+    await expect(readWhileRemoved(1, false)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(/a file vanished while the log was read/),
+    });
   });
 
   it("is not read again for a checkpoint's seal, which a live writer replaces at every checkpoint", async () => {

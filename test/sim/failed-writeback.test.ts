@@ -58,29 +58,35 @@ async function offsetsAfterOpen(options: LogOptions, scheduler: SimScheduler): P
 /** A random stream that chooses nothing: no sector of a failed fdatasync reaches the device. */
 const NOTHING = { chance: () => false } as unknown as SimRandom;
 
+/**
+ * Process 1 on a new disk: three acknowledged batches, then a round (batches 3 and 4) whose
+ * fdatasync fails. The process dies at the error: the round's pages stay in the page cache, marked
+ * clean, on the device nowhere.
+ */
+async function failedRoundLeft() {
+  const scheduler = new SimScheduler();
+  const disk = new SimDisk();
+  disk.mkdirp(DIR);
+  disk.syncDir('/');
+  const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
+  for (let n = 0; n < 3; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
+  const segment: SimFile = disk.file(SEGMENT);
+  let end = 0;
+  for (let n = 0; n < 3; n++) end += testBatch(n).length;
+  const round = [3, 4].map((n, i) => {
+    const batch = testBatch(n);
+    sealBatch(batch, n, 0, i);
+    return batch;
+  });
+  segment.write(Buffer.concat(round), end);
+  segment.failedSync(NOTHING);
+  expect(segment.dirty.size).toBe(0);
+  return { scheduler, disk, segment, round };
+}
+
 describe('a round whose fdatasync failed, left in the page cache by a process that died', () => {
   it('is made durable by the next open, so a later power loss keeps it and everything after it', async () => {
-    const scheduler = new SimScheduler();
-    const disk = new SimDisk();
-    disk.mkdirp(DIR);
-    disk.syncDir('/');
-
-    // Process 1: three acknowledged batches, then a round whose fdatasync fails. The process dies
-    // at the error: the round's pages stay in the page cache, marked clean, on the device nowhere.
-    const first = process(disk, scheduler, 1);
-    const { log } = await settle(scheduler, Log.open(first));
-    for (let n = 0; n < 3; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
-    const segment: SimFile = disk.file(SEGMENT);
-    let end = 0;
-    for (let n = 0; n < 3; n++) end += testBatch(n).length;
-    const round = [3, 4].map((n, i) => {
-      const batch = testBatch(n);
-      sealBatch(batch, n, 0, i);
-      return batch;
-    });
-    segment.write(Buffer.concat(round), end);
-    segment.failedSync(NOTHING);
-    expect(segment.dirty.size).toBe(0);
+    const { scheduler, disk, round } = await failedRoundLeft();
 
     // Process 2 opens (the page cache serves the round), acknowledges one more batch, and the
     // power fails.
@@ -98,23 +104,7 @@ describe('a round whose fdatasync failed, left in the page cache by a process th
   });
 
   it("is not written back as the device's bytes when the page cache drops it between recovery's read and its rewrite", async () => {
-    const scheduler = new SimScheduler();
-    const disk = new SimDisk();
-    disk.mkdirp(DIR);
-    disk.syncDir('/');
-    const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
-    for (let n = 0; n < 3; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
-    const segment: SimFile = disk.file(SEGMENT);
-    let end = 0;
-    for (let n = 0; n < 3; n++) end += testBatch(n).length;
-    const round = [3, 4].map((n, i) => {
-      const batch = testBatch(n);
-      sealBatch(batch, n, 0, i);
-      return batch;
-    });
-    segment.write(Buffer.concat(round), end);
-    segment.failedSync(NOTHING);
-
+    const { scheduler, disk, segment } = await failedRoundLeft();
     // Process 2 reads the round from the page cache and checks it; memory pressure then drops
     // those clean pages, just before the rewrite reads the segment again: it reads the device's
     // zeros where the round was.

@@ -451,6 +451,8 @@ export class OffsetStore {
         compactionStrategy: requested?.id ?? 'log-cleaner',
         nowMs: clock.nowMs(),
       });
+      const lock = this.#lock;
+      if (lock !== undefined) this.#manifest.checkDirectory = () => lock.check();
       const manifest = this.#manifest.manifest;
       if (
         this.#options.bucketCount !== undefined &&
@@ -969,6 +971,7 @@ export class OffsetStore {
           ? (logEnd: number) => this.#raiseLogEnd(index, logEnd)
           : undefined,
       beforeFirstWrite: () => this.#beforeFirstWrite(index),
+      checkDirectory: this.#lock === undefined ? undefined : () => this.#lock!.check(),
       fs: this.#options.fs,
       dir,
       readOnly: this.#options.readOnly,

@@ -59,14 +59,47 @@ export async function liveLockHolder(fs: FileSystem, dir: string): Promise<numbe
 /** A held directory lock; `release()` removes it. */
 export class DirectoryLock {
   readonly #fs: FileSystem;
+  readonly #dir: string;
   readonly #lockPath: string;
   readonly #kernelLock: HeldDirectoryLock | undefined;
+  /** The directory's identity when locked (FileSystem.identity), or null where there is none. */
+  readonly #identity: string | null;
   #released = false;
 
-  private constructor(fs: FileSystem, lockPath: string, kernelLock: HeldDirectoryLock | undefined) {
+  private constructor(
+    fs: FileSystem,
+    dir: string,
+    lockPath: string,
+    kernelLock: HeldDirectoryLock | undefined,
+    identity: string | null,
+  ) {
     this.#fs = fs;
+    this.#dir = dir;
     this.#lockPath = lockPath;
     this.#kernelLock = kernelLock;
+    this.#identity = identity;
+  }
+
+  /** Whether the directory's path leads to another directory than the one locked. */
+  async #moved(): Promise<boolean> {
+    if (this.#identity === null) return false;
+    const now = await this.#fs.identity?.(this.#dir).catch(() => null);
+    return now !== this.#identity;
+  }
+
+  /**
+   * Refuses (LOG_STORAGE_ERROR) once the directory's path no longer leads to the directory this
+   * lock was taken on: it was renamed or replaced while the store was open. The store finds its
+   * files by path, so what it would create next (a segment, store.json) would land in whatever has
+   * the name now, another store perhaps, whose own process may hold it. Called before each file
+   * the store creates or replaces in it.
+   */
+  async check(): Promise<void> {
+    if (this.#released || !(await this.#moved())) return;
+    throw new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `${this.#dir} is no longer the directory this process opened the store in (it was renamed or replaced while the store was open): nothing more is written there; stop this process and put the store's directory back under its name`,
+    );
   }
 
   /** Takes the lock of `dir` (which must exist) or fails with STORE_LOCKED. */
@@ -94,7 +127,8 @@ export class DirectoryLock {
       throw error;
     }
     heldInThisProcess.add(lockPath);
-    return new DirectoryLock(fs, lockPath, held);
+    const identity = (await fs.identity?.(dir).catch(() => null)) ?? null;
+    return new DirectoryLock(fs, dir, lockPath, held, identity);
   }
 
   /**
@@ -142,7 +176,8 @@ export class DirectoryLock {
     this.#released = true;
     heldInThisProcess.delete(this.#lockPath);
     try {
-      await this.#fs.unlink(this.#lockPath);
+      // A LOCK file under a name that now leads elsewhere is another store's.
+      if (!(await this.#moved())) await this.#fs.unlink(this.#lockPath);
     } finally {
       await this.#kernelLock?.release();
     }

@@ -157,6 +157,13 @@ export interface LogOptions {
    */
   beforeFirstWrite?: () => Promise<void>;
   /**
+   * Awaited before the log creates a file in its folder (the next segment, a prepared one): rejects
+   * (LOG_STORAGE_ERROR) when the store's directory was renamed or replaced under the process, whose
+   * files would then land in another directory (DirectoryLock.check). The roll fails as on a
+   * storage error.
+   */
+  checkDirectory?: () => Promise<void>;
+  /**
    * The store's commit journal (commit-journal.ts). With a `port` (durability 'fsync'), a round is
    * made durable by it (with other logs' rounds) instead of by this log's own fdatasync, unless no
    * other log is writing. `replay` holds this log's batches read from the journal at open (also
@@ -967,6 +974,7 @@ export class Log implements LogPort {
       }
     }
     try {
+      await this.#options.checkDirectory?.();
       const handle = await fs.open(preparedPath, 'w');
       try {
         // One fdatasync per MiB: a commit's fdatasync then never queues behind megabytes of zeros.
@@ -1036,6 +1044,7 @@ export class Log implements LogPort {
 
   /** Seals the active segment (made durable whatever the mode) and starts one at `baseOffset`. */
   async #roll(baseOffset: number): Promise<void> {
+    await this.#options.checkDirectory?.();
     // The cut is durable before the next segment exists: a sealed segment never has a zero tail.
     await this.#cutPreallocation();
     await this.#active.datasync();

@@ -305,6 +305,12 @@ export class ManifestFile {
     return from;
   }
 
+  /**
+   * Awaited before each write of the file: rejects (and so fails the updates of that write) when
+   * the store's directory was renamed or replaced under the process (DirectoryLock.check).
+   */
+  checkDirectory: (() => Promise<void>) | undefined;
+
   /** The current content (do not modify; use `update`). */
   get manifest(): Readonly<StoreManifest> {
     return this.#manifest;
@@ -339,6 +345,7 @@ export class ManifestFile {
       }
       if (round.length === 0) continue;
       try {
+        await this.checkDirectory?.();
         await writeDurably(this.#fs, this.path, encodeManifest(next));
         this.#manifest = next;
         for (const update of round) update.resolve();

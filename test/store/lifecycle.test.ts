@@ -13,6 +13,7 @@ import { ManualClock, OffsetStore, type GroupMember } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { encodeManifest, type StoreManifest } from '../../src/log/index.js';
 import { tempDir } from '../support/temp-dir.js';
+import { dirFingerprint } from '../support/dir-fingerprint.js';
 import { copyStoreDir, imageOf, openStore } from './store-fixtures.js';
 
 const T0 = 1_700_000_000_000;
@@ -185,6 +186,44 @@ describe('a store opened through a symbolic link', () => {
       await storeA.close();
       await storeB.close();
     }
+  });
+});
+
+describe('a store whose directory is renamed while it is open', () => {
+  it('writes no file into the directory that then has its name, and keeps every commit it acknowledged', async () => {
+    const base = tempDir();
+    const [live, moved, backup] = ['offsets', 'offsets.old', 'backup'].map((n) =>
+      path.join(base, n),
+    );
+    const options = { bucketCount: 1, segmentBytesMax: 1024 };
+    await (await OffsetStore.open({ dir: backup!, ...options })).close();
+    const store = await OffsetStore.open({ dir: live!, ...options });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    // The operator moves the live store aside and puts another store (a restored backup) under
+    // its name.
+    renameSync(live!, moved!);
+    renameSync(backup!, live!);
+    const restored = dirFingerprint(live!);
+    let acknowledged = 1;
+    let refusal: unknown;
+    for (let offset = 2; offset <= 60 && refusal === undefined; offset++) {
+      try {
+        await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset }]);
+        acknowledged = offset;
+      } catch (error) {
+        refusal = error;
+      }
+    }
+    // Its active segment is still open (in the moved folder); its next one is refused.
+    expect(refusal).toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/is no longer the directory this process opened the store in/),
+    });
+    await store.close().catch(() => {});
+    expect(dirFingerprint(live!), 'the store under the name now is untouched').toEqual(restored);
+    const reopened = await OffsetStore.open({ dir: moved!, ...options });
+    expect((await reopened.fetchOffsets('g'))[0]?.offset).toBe(acknowledged);
+    await reopened.close();
   });
 });
 

@@ -325,6 +325,14 @@ export class OffsetStore {
     return store;
   }
 
+  /**
+   * Before a file is created or replaced in the store's directory: refuses when the directory was
+   * renamed or replaced under the process (DirectoryLock.check); nothing to check without a lock.
+   */
+  readonly #checkDirectory = async (): Promise<void> => {
+    await this.#lock?.check();
+  };
+
   /** True for a store opened with `openHosted`. */
   #hosted = false;
   /** A store open to read only: releases its hold in readOnlyStores once it has closed. */
@@ -451,8 +459,7 @@ export class OffsetStore {
         compactionStrategy: requested?.id ?? 'log-cleaner',
         nowMs: clock.nowMs(),
       });
-      const lock = this.#lock;
-      if (lock !== undefined) this.#manifest.checkDirectory = () => lock.check();
+      this.#manifest.checkDirectory = this.#checkDirectory;
       const manifest = this.#manifest.manifest;
       if (
         this.#options.bucketCount !== undefined &&
@@ -971,7 +978,7 @@ export class OffsetStore {
           ? (logEnd: number) => this.#raiseLogEnd(index, logEnd)
           : undefined,
       beforeFirstWrite: () => this.#beforeFirstWrite(index),
-      checkDirectory: this.#lock === undefined ? undefined : () => this.#lock!.check(),
+      checkDirectory: this.#checkDirectory,
       fs: this.#options.fs,
       dir,
       readOnly: this.#options.readOnly,

@@ -19,9 +19,9 @@
  * that answers a call with a lower revision than it answered this connection with before the call
  * was sent was restored from a backup meanwhile: etcd holds less than what was written through
  * this connection since that backup; so may an etcd whose cluster id changed (restored under
- * another cluster token, or replaced). The connection tells those who asked (`onWentBack`: a node's lease, which is then
- * lost, so that the node loads its buckets again from what etcd holds), and takes the restored
- * cluster's answers as its new start.
+ * another cluster token, or replaced). The connection tells those who asked (`onWentBack`: a
+ * node's lease, which is then lost, so that the node loads its buckets again from what etcd
+ * holds), and takes the restored cluster's answers as its new start.
  *
  * Errors become OffsetStoreErrors that say whether the call's outcome is known:
  * - REPLICA_NO_SPACE (the NOSPACE alarm: the backend reached its quota; retriable once an operator
@@ -253,19 +253,19 @@ export class EtcdConnection {
     const member = String(header.member_id);
     const revision = BigInt(header.revision);
     const earlier = before?.get(member);
-    let reason: string | undefined;
-    if (this.#clusterId !== undefined && cluster !== this.#clusterId) {
-      reason = `etcd's cluster id changed from ${this.#clusterId} to ${cluster} (etcd was restored from a backup, or replaced, while this process ran?)`;
-    } else if (earlier !== undefined && revision < earlier) {
-      reason = `etcd went back in time: member ${member} answered at revision ${revision}, after an answer at ${earlier} (restored from a backup while this process ran?)`;
-    } else {
-      this.#clusterId = cluster;
+    const reason =
+      this.#clusterId !== undefined && cluster !== this.#clusterId
+        ? `etcd's cluster id changed from ${this.#clusterId} to ${cluster} (etcd was restored from a backup, or replaced, while this process ran?)`
+        : earlier !== undefined && revision < earlier
+          ? `etcd went back in time: member ${member} answered at revision ${revision}, after an answer at ${earlier} (restored from a backup while this process ran?)`
+          : undefined;
+    this.#clusterId = cluster;
+    if (reason === undefined) {
       const highest = this.#revisions.get(member);
       if (highest === undefined || revision > highest) this.#revisions.set(member, revision);
       return;
     }
     // What the restored cluster answers from now on is the new start.
-    this.#clusterId = cluster;
     this.#revisions.clear();
     this.#revisions.set(member, revision);
     for (const listener of [...this.#wentBackListeners]) listener(reason);

@@ -1464,8 +1464,7 @@ class UnsyncedTail {
           // then return what the device holds (a torn round), which must not be made durable in
           // place of the batches recovery checked.
           let whole = 0;
-          for (;;) {
-            if (whole === length) break;
+          while (whole < length) {
             const check = checkBatch(chunk, whole, length, batchBytesMax);
             if (check.kind === 'ok') whole += check.sizeBytes;
             else if (check.kind === 'incomplete' && at + length < segment.sizeBytes) break;

@@ -37,12 +37,20 @@ interface TestNode {
   store: OffsetStore;
 }
 
-/** Starts a node of the cluster under `prefix` on `store`, with the tests' short lease and reconcile interval. */
+/**
+ * Starts a node of the cluster under `prefix` on `store`, with the tests' short lease and reconcile
+ * interval (`endpoints` and `leaseTtlSeconds` override: a test's own etcd, another lease).
+ */
 function startNode(
   prefix: string,
   node: { nodeId: string; brokerId: number; port: number },
   store: OffsetStore,
-  options: { warnings?: string[]; checkpointBatches?: number } = {},
+  options: {
+    warnings?: string[];
+    checkpointBatches?: number;
+    endpoints?: readonly string[];
+    leaseTtlSeconds?: number;
+  } = {},
 ): Promise<ClusterNode> {
   const { warnings, ...overrides } = options;
   return ClusterNode.start({
@@ -258,14 +266,9 @@ describe('cluster nodes on a 3-member etcd', () => {
     const warnings: string[] = [];
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
     const start = (s: OffsetStore, nodeId: string) =>
-      ClusterNode.start({
+      startNode('/wiped/', { nodeId, brokerId: 1, port: 9200 }, s, {
         endpoints: alone.endpoints,
-        prefix: '/wiped/',
-        node: { nodeId, brokerId: 1, port: 9200, host: '127.0.0.1' },
-        store: s,
-        leaseTtlSeconds: 2,
-        reconcileIntervalMs: 100,
-        onWarning: (m: string) => warnings.push(m),
+        warnings,
       });
     const nodes = [{ node: await start(store, 'n1'), store }];
     const connection = new EtcdConnection({ endpoints: alone.endpoints, callTimeoutMs: 2_000 });
@@ -303,14 +306,10 @@ describe('cluster nodes on a 3-member etcd', () => {
     const alone = await EtcdCluster.start({ members: 1 });
     const warnings: string[] = [];
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
-    const node = await ClusterNode.start({
+    const node = await startNode('/restored/', { nodeId: 'n1', brokerId: 1, port: 9200 }, store, {
       endpoints: alone.endpoints,
-      prefix: '/restored/',
-      node: { nodeId: 'n1', brokerId: 1, port: 9200, host: '127.0.0.1' },
-      store,
       leaseTtlSeconds: 3,
-      reconcileIntervalMs: 100,
-      onWarning: (m: string) => warnings.push(m),
+      warnings,
     });
     const nodes = [{ node, store }];
     const [member] = alone.memberNames;

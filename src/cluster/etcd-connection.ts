@@ -276,48 +276,44 @@ export class EtcdConnection {
     return new Map(this.#revisions);
   }
 
-  /** One transaction. */
-  async txn(request: ITxnRequest, what: string): Promise<ITxnResponse> {
-    let response: ITxnResponse;
+  /** An answer of `send`, its header observed; a failure becomes an OffsetStoreError (etcdError). */
+  async #answer<T extends { header: IResponseHeader }>(
+    send: () => Promise<T>,
+    what: string,
+  ): Promise<T> {
+    let response: T;
     try {
-      response = await this.client.kv.txn(request, this.#deadline());
+      response = await send();
     } catch (error) {
       throw etcdError(error, what);
     }
     this.observe(response.header);
     return response;
+  }
+
+  /** One transaction. */
+  txn(request: ITxnRequest, what: string): Promise<ITxnResponse> {
+    return this.#answer(() => this.client.kv.txn(request, this.#deadline()), what);
   }
 
   /**
    * One range read (linearizable unless the request says serializable). A read that gets no answer
    * is sent again, to another member when there is one (the first is avoided for now).
    */
-  async range(request: IRangeRequest, what: string): Promise<IRangeResponse> {
-    let response: IRangeResponse;
-    try {
-      response = await this.client.kv.range(request, this.#deadline());
-    } catch (error) {
-      if (!unanswered(error)) throw etcdError(error, what);
-      try {
-        response = await this.client.kv.range(request, this.#deadline());
-      } catch (again) {
-        throw etcdError(again, what);
-      }
-    }
-    this.observe(response.header);
-    return response;
+  range(request: IRangeRequest, what: string): Promise<IRangeResponse> {
+    return this.#answer(
+      () =>
+        this.client.kv.range(request, this.#deadline()).catch((error: unknown) => {
+          if (!unanswered(error)) throw error;
+          return this.client.kv.range(request, this.#deadline());
+        }),
+      what,
+    );
   }
 
   /** One delete of a key or a range. */
-  async deleteRange(request: IDeleteRangeRequest, what: string): Promise<IDeleteRangeResponse> {
-    let response: IDeleteRangeResponse;
-    try {
-      response = await this.client.kv.deleteRange(request, this.#deadline());
-    } catch (error) {
-      throw etcdError(error, what);
-    }
-    this.observe(response.header);
-    return response;
+  deleteRange(request: IDeleteRangeRequest, what: string): Promise<IDeleteRangeResponse> {
+    return this.#answer(() => this.client.kv.deleteRange(request, this.#deadline()), what);
   }
 
   /**

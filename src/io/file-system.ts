@@ -83,4 +83,10 @@ export interface FileSystem {
    * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).
    */
   holdLock?(dir: string): Promise<DirectoryLockResult>;
+  /**
+   * Optional, with `holdLock`: whether a live process holds that lock on `dir` now, found without
+   * taking it ('unsupported' where it cannot tell). Tells a live owner from a stale LOCK file whose
+   * pid the system has since given to another process.
+   */
+  lockHeld?(dir: string): Promise<boolean | 'unsupported'>;
 }

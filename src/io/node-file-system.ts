@@ -38,7 +38,7 @@ import * as fs from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 import { nextTurn, onNextTurn } from '../util/index.js';
-import { holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
+import { directoryLockHeld, holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 
 const OPEN_FLAGS: Record<OpenFlags, number> = {
   r: fsSync.constants.O_RDONLY,
@@ -400,6 +400,11 @@ export class NodeFileSystem implements FileSystem {
   /** The kernel-held lock of `dir` (process-lock.ts). */
   holdLock(dir: string): Promise<DirectoryLockResult> {
     return holdDirectoryLock(dir);
+  }
+
+  /** Whether a live process holds `dir`'s kernel-held lock (process-lock.ts), without taking it. */
+  lockHeld(dir: string): Promise<boolean | 'unsupported'> {
+    return directoryLockHeld(dir);
   }
 
   /** The file's size from stat; null when it does not exist. */

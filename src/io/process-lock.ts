@@ -57,17 +57,8 @@ export async function holdDirectoryLock(
   dir: string,
   purpose: string = STORE_LOCK,
 ): Promise<DirectoryLockResult> {
-  if (process.platform !== 'linux') return 'unsupported';
-  let names: string[];
-  try {
-    const [realDir, stats] = await Promise.all([realpath(dir), stat(dir, { bigint: true })]);
-    names = [
-      socketName(`inode:${stats.dev}:${stats.ino}:${stats.birthtimeNs}`, purpose),
-      socketName(realDir, purpose),
-    ];
-  } catch {
-    return 'unsupported';
-  }
+  const names = await lockNames(dir, purpose);
+  if (names === 'unsupported') return names;
   const held: HeldDirectoryLock[] = [];
   for (const name of names) {
     let result: DirectoryLockResult;
@@ -89,6 +80,55 @@ export async function holdDirectoryLock(
     release: () =>
       (released ??= Promise.all(held.map((lock) => lock.release())).then(() => undefined)),
   };
+}
+
+/** The abstract names of `dir`'s lock for `purpose` (see the header), or 'unsupported'. */
+async function lockNames(dir: string, purpose: string): Promise<string[] | 'unsupported'> {
+  if (process.platform !== 'linux') return 'unsupported';
+  try {
+    const [realDir, stats] = await Promise.all([realpath(dir), stat(dir, { bigint: true })]);
+    return [
+      socketName(`inode:${stats.dev}:${stats.ino}:${stats.birthtimeNs}`, purpose),
+      socketName(realDir, purpose),
+    ];
+  } catch {
+    return 'unsupported';
+  }
+}
+
+/**
+ * Whether some live process holds `dir`'s lock for `purpose` now, found without taking it: a
+ * connection to each name, which a holder's socket accepts and closes at once and an unbound name
+ * refuses (ECONNREFUSED). Never binds a name, so it cannot make a writer opening at the same instant
+ * fail. 'unsupported' where there is no such lock, or an answer that says neither.
+ */
+export async function directoryLockHeld(
+  dir: string,
+  purpose: string = STORE_LOCK,
+): Promise<boolean | 'unsupported'> {
+  const names = await lockNames(dir, purpose);
+  if (names === 'unsupported') return names;
+  const answers = await Promise.all(names.map(nameBound));
+  if (answers.includes(true)) return true;
+  return answers.includes('unsupported') ? 'unsupported' : false;
+}
+
+/** Whether a socket is bound to one abstract name: connected (true), refused (false), else 'unsupported'. */
+function nameBound(name: string): Promise<boolean | 'unsupported'> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ path: name });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => {
+      socket.destroy();
+      // A reset or a broken pipe: the holder took the connection and closed it, as it does.
+      if (error.code === 'ECONNRESET' || error.code === 'EPIPE') resolve(true);
+      else
+        resolve(error.code === 'ECONNREFUSED' || error.code === 'ENOENT' ? false : 'unsupported');
+    });
+  });
 }
 
 /** Binds one abstract name: held, 'held-elsewhere', or 'unsupported'. */

@@ -50,10 +50,16 @@ function lockPid(bytes: Buffer | null): number | undefined {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-/** The pid in `<dir>/LOCK` if that process is alive (the store is open there), else null. Reads only. */
+/**
+ * The pid in `<dir>/LOCK` if that process has the store open there, else null. Reads only. Where the
+ * file system can tell whether the kernel-held lock is held (without taking it), a LOCK file is its
+ * owner's only while it is: a stale one names the pid of an owner that crashed, which the system may
+ * since have given to any other process, alive. Elsewhere a live pid is taken as the owner.
+ */
 export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
   const pid = lockPid(await fs.readFile(path.resolve(dir, 'LOCK')));
-  return pid !== undefined && pidAlive(pid) ? pid : null;
+  if (pid === undefined || !pidAlive(pid)) return null;
+  return (await fs.lockHeld?.(dir).catch(() => 'unsupported' as const)) === false ? null : pid;
 }
 
 /** A held directory lock; `release()` removes it. */

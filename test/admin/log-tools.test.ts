@@ -15,8 +15,10 @@ import {
   truncateSync,
   writeFileSync,
 } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   dumpLog,
   verifyLog,
@@ -28,6 +30,7 @@ import { loadChecksum, sealBatch } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import {
   NodeFileSystem,
+  holdDirectoryLock,
   type FileHandle,
   type FileSystem,
   type OpenFlags,
@@ -348,7 +351,10 @@ describe('dumpLog and verifyLog', () => {
 
   it('reads a store a live process has open again before it believes what it found: a batch read mid-append is no damage, damage at rest stays corrupt', async () => {
     const dir = copyOfSeeded();
-    // As if a live process (this one) had the store open.
+    // As if a live process (this one) had the store open: its kernel-held lock and its LOCK file.
+    const held = await holdDirectoryLock(dir);
+    if (typeof held === 'string') throw new Error(`no kernel lock: ${held}`);
+    onTestFinished(() => held.release());
     writeFileSync(path.join(dir, 'LOCK'), `${process.pid}\n`);
     const last = segmentPaths(dir, ordersBucket).at(-1)!;
     const lastBatch = batches(await dumpAll(dir, ordersBucket)).at(-1)!;
@@ -376,6 +382,26 @@ describe('dumpLog and verifyLog', () => {
     const damaged = await verifyLog(dir);
     expect(damaged.corruptCount).toBe(1);
     expect(damaged.problems[0]).toMatchObject({ kind: 'corrupt', bucket: ordersBucket });
+  });
+
+  it("takes a stale LOCK file naming a live process that holds no lock (a crashed owner's pid given to another process) for no owner", async () => {
+    const dir = copyOfSeeded();
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      await once(other, 'spawn');
+      writeFileSync(path.join(dir, 'LOCK'), `${other.pid}\n`);
+      expect(await verifyLog(dir)).toMatchObject({ ok: true, openByPid: null });
+      // The store's real owner is still found, and with a live pid named in a stale file the store
+      // opens (its owner's kernel-held lock is what decides).
+      const store = await OffsetStore.open({ dir, bucketCount: 4 });
+      try {
+        expect((await verifyLog(dir)).openByPid).toBe(process.pid);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      other.kill();
+    }
   });
 
   it('takes a zero tail of the last segment for preallocation (ok), and one of a sealed segment for corruption', async () => {

@@ -17,9 +17,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { OffsetStore, isOffsetStoreError, startKafkaServer } from '../../src/index.js';
-import { NodeFileSystem, type OverlayFileSystem } from '../../src/io/index.js';
+import { NodeFileSystem, holdDirectoryLock, type OverlayFileSystem } from '../../src/io/index.js';
 import { dirFingerprint } from '../support/dir-fingerprint.js';
 import { exited, forkTs } from '../support/fork-child.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -364,7 +364,13 @@ describe('a store opened to read only', () => {
     async function readWhileRemoved(times: number, live = true) {
       const dir = tempDir();
       copyStoreDir(source, dir);
-      if (live) writeFileSync(path.join(dir, 'LOCK'), `${process.pid}\n`);
+      if (live) {
+        // A live owner holds the kernel-held lock as well as naming itself in LOCK.
+        const held = await holdDirectoryLock(dir);
+        if (typeof held === 'string') throw new Error(`no kernel lock: ${held}`);
+        onTestFinished(() => held.release());
+        writeFileSync(path.join(dir, 'LOCK'), `${process.pid}\n`);
+      }
       const segment = path.join(dir, 'buckets', '000', first);
       let removed = 0;
       class RemovingWhileRead extends NodeFileSystem {

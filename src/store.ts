@@ -135,6 +135,14 @@ export const COMMIT_NORMALIZED: unique symbol = Symbol('offset-store: commit nor
 export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds consumer member');
 
 /**
+ * Key of the store's check that its directory's path still leads to the directory it opened (for the
+ * Kafka front end, not exported from the package): awaited before a file beside the store's own is
+ * written by name (the topic catalog). Rejects with LOG_STORAGE_ERROR once the directory was renamed
+ * or replaced under the process.
+ */
+export const CHECK_DIRECTORY: unique symbol = Symbol('offset-store: check directory');
+
+/**
  * How long a backup waits for the compaction runs in flight to finish (on the store's clock) before
  * it abandons them, as a close does: a strategy whose plan never settles must not hold backups, and
  * the conversions queued behind them, forever.
@@ -543,6 +551,7 @@ export class OffsetStore {
             this.#options.onWarning,
             this.#options.journalFileBytesMax,
           );
+        if (this.#journal !== undefined) this.#journal.checkDirectory = this.#checkDirectory;
       }
       // Before anything is written, the recorded log ends become lower bounds (the logs may grow from
       // then on): each bucket's before it first writes (#beforeFirstWrite), and every loaded
@@ -949,6 +958,7 @@ export class OffsetStore {
     if (read === undefined) return;
     this.#journalRead = undefined;
     try {
+      await this.#checkDirectory();
       await deleteJournalFiles(this.#options.fs, this.#options.dir, read.files);
     } catch (error) {
       // Every bucket serves, and every log holds what those files held: what is left of them is
@@ -1138,6 +1148,11 @@ export class OffsetStore {
     } catch {
       return true;
     }
+  }
+
+  /** The directory check of CHECK_DIRECTORY. */
+  [CHECK_DIRECTORY](): Promise<void> {
+    return this.#checkDirectory();
   }
 
   /** `commitOffsets` of offsets the caller has normalized itself (see COMMIT_NORMALIZED). */

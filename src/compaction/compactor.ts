@@ -446,6 +446,8 @@ export class Compactor {
     const bytesBefore = log.sizeBytes;
     const segmentsBefore = log.segments().length;
     await log.completeSwap();
+    // Outputs, a checkpoint and the strategy's state are written into the log's folder by name.
+    await log.checkDirectory();
     const state = await this.#state(target);
     const segments = log.segments();
     const view = this.#view(target, forced, state, segments);

@@ -575,6 +575,7 @@ export class OffsetsTable {
     this.#checkWritable();
     const local = this.#local();
     const dir = path.join(local.dir, CHECKPOINT_DIR);
+    await local.checkDirectory();
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
     await local.fs.removeTree(dir);
@@ -585,6 +586,7 @@ export class OffsetsTable {
   /** Stops using checkpoints once the log alone holds the state from `logStart` on: frees the log below it and the environment. */
   async dropCheckpoints(logStart: number): Promise<void> {
     const local = this.#local();
+    await local.checkDirectory();
     await local.deleteSegmentsBelow(logStart);
     await this.#checkpoints?.close();
     this.#checkpoints = undefined;
@@ -645,6 +647,9 @@ export class OffsetsTable {
     createdAtMs: number,
   ): Promise<{ info: CheckpointInfo; bytesWritten: number }> {
     const checkpoints = this.#checkpoints!;
+    // The environment's seal is written by name: in a directory that now has the name, it would
+    // replace another store's.
+    await this.#local().checkDirectory();
     type Checkpoint = { info: CheckpointInfo; bytesWritten: number };
     const newOrCurrent = await this.#whenAppliedDurable<
       { current: CheckpointInfo } | { writing: Promise<Checkpoint> }

@@ -249,6 +249,12 @@ export class CommitJournal implements JournalPort {
   #writing: RoundInFlight | undefined;
   #failure: OffsetStoreError | undefined;
   #closed = false;
+  /**
+   * Awaited before a journal file is created or deleted by name: rejects (LOG_STORAGE_ERROR) once
+   * the store's directory was renamed or replaced under the process (DirectoryLock.check), where
+   * the name would lead to another store's journal. Set by the store; none when unset.
+   */
+  checkDirectory: (() => Promise<void>) | undefined;
 
   private constructor(
     fs: FileSystem,
@@ -529,6 +535,7 @@ export class CommitJournal implements JournalPort {
 
   /** Opens the next file; `previousFileRounds`: the durable rounds of this process's file before it. */
   async #newFile(previousFileRounds: number): Promise<OpenFile> {
+    await this.checkDirectory?.();
     if (!this.#dirDurable) {
       // The folder's own entry in the store directory must be durable too: a power loss that
       // forgot its creation would take every journal file with it.
@@ -656,11 +663,14 @@ export class CommitJournal implements JournalPort {
           );
           continue;
         }
-        await this.#fs.unlink(file.path).catch((error: unknown) => {
+        try {
+          await this.checkDirectory?.();
+          await this.#fs.unlink(file.path);
+        } catch (error) {
           this.#onWarning(
             `${file.path}: deleting a retired journal file failed: ${(error as Error).message}`,
           );
-        });
+        }
       }
     } finally {
       this.#retiring = undefined;
@@ -693,6 +703,14 @@ export class CommitJournal implements JournalPort {
     this.#file = undefined;
     if (file !== undefined) await file.handle.close().catch(() => {});
     if (!logsClosed || this.#failure !== undefined) return;
+    // Kept for the next open (which finds nothing left to replay) rather than deleted by name where
+    // another store's journal may now be.
+    try {
+      await this.checkDirectory?.();
+    } catch (error) {
+      this.#onWarning(`${this.#dir}: journal files kept: ${(error as Error).message}`);
+      return;
+    }
     const names = (await this.#fs.readdir(this.#dir)).filter(
       (name) => parseJournalFileName(name) !== undefined,
     );

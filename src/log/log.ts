@@ -157,7 +157,8 @@ export interface LogOptions {
    */
   beforeFirstWrite?: () => Promise<void>;
   /**
-   * Awaited before the log creates a file in its folder (the next segment, a prepared one): rejects
+   * Awaited before the log creates or deletes a file in its folder (the next segment, a prepared
+   * one, a swap of compacted segments or the deletion of those a checkpoint covers): rejects
    * (LOG_STORAGE_ERROR) when the store's directory was renamed or replaced under the process, whose
    * files would then land in another directory (DirectoryLock.check). The roll fails as on a
    * storage error.
@@ -618,6 +619,15 @@ export class Log implements LogPort {
   /** The log's directory. */
   get dir(): string {
     return this.#options.dir;
+  }
+
+  /**
+   * Rejects (LOG_STORAGE_ERROR) when the store's directory was renamed or replaced under the process
+   * (LogOptions.checkDirectory): for whoever creates, replaces or deletes files in the log's folder
+   * by name (compaction, checkpoints), which would otherwise act on another directory's files.
+   */
+  async checkDirectory(): Promise<void> {
+    await this.#options.checkDirectory?.();
   }
 
   /** A copy of the segment list, oldest first; the last one is active. */
@@ -1262,6 +1272,8 @@ export class Log implements LogPort {
     const pending = this.#pendingSwap;
     if (pending === undefined) return;
     const { fs, dir } = this.#options;
+    // By name: in a directory that now has the name, it would delete another store's segments.
+    await this.checkDirectory();
     try {
       await swapSegments(
         fs,

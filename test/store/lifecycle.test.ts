@@ -5,13 +5,22 @@
  * every later call rejected with STORE_CLOSED; with awaitRecovery: false, an offsets-bucket still
  * recovering answers COORDINATOR_LOAD_IN_PROGRESS, then serves its recovered state.
  */
-import { readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isOffsetStoreError } from '../../src/errors/index.js';
 import { ManualClock, OffsetStore, type GroupMember } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { encodeManifest, type StoreManifest } from '../../src/log/index.js';
+import { JOURNAL_FILE_BYTES } from '../../src/store-options.js';
 import { tempDir } from '../support/temp-dir.js';
 import { dirFingerprint } from '../support/dir-fingerprint.js';
 import { copyStoreDir, imageOf, openStore } from './store-fixtures.js';
@@ -223,6 +232,155 @@ describe('a store whose directory is renamed while it is open', () => {
     expect(dirFingerprint(live!), 'the store under the name now is untouched').toEqual(restored);
     const reopened = await OffsetStore.open({ dir: moved!, ...options });
     expect((await reopened.fetchOffsets('g'))[0]?.offset).toBe(acknowledged);
+    await reopened.close();
+  });
+});
+
+describe('a store whose directory is replaced by a copy of itself while it is open', () => {
+  // The copy (a backup put back under the name) holds files of the same names as the store's own:
+  // whatever the store did there by name would delete or replace the copy's files.
+  for (const strategy of ['log-cleaner', 'checkpoint'] as const)
+    it(`refuses to compact (${strategy}) there or roll into a new segment, and the copy keeps every file`, async () => {
+      const base = tempDir();
+      const [live, moved] = ['offsets', 'offsets.old'].map((n) => path.join(base, n));
+      const options = {
+        bucketCount: 4,
+        segmentBytesMax: 1024,
+        compaction: { strategy, background: false },
+      };
+      const warnings: string[] = [];
+      const store = await OffsetStore.open({
+        dir: live!,
+        ...options,
+        onWarning: (m) => warnings.push(m),
+      });
+      const commitRound = (offset: number) =>
+        Promise.all(
+          ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((g) =>
+            store.commitOffsets(g, [
+              { tableId: 1, bucketId: 0, offset, metadata: 'm'.repeat(200) },
+            ]),
+          ),
+        );
+      for (let offset = 1; offset <= 20; offset++) await commitRound(offset);
+      renameSync(live!, moved!);
+      cpSync(moved!, live!, { recursive: true });
+      rmSync(path.join(live!, 'LOCK'));
+      const copy = dirFingerprint(live!);
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(
+          /is no longer the directory this process opened the store in/,
+        ),
+      });
+      // Commits go on into the files the store has open (in the moved folder) until one needs a
+      // new file there: a segment, or a journal file once the current one is full.
+      let acknowledged = 20;
+      let refusal: unknown;
+      for (let offset = 21; offset <= 400 && refusal === undefined; offset++) {
+        try {
+          await commitRound(offset);
+          acknowledged = offset;
+        } catch (error) {
+          refusal = error;
+        }
+      }
+      expect(refusal).toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+      await store.close().catch(() => {});
+      expect(warnings.length).toBeGreaterThan(0);
+      for (const warning of warnings) expect(warning).toMatch(/no longer the directory/);
+      expect(dirFingerprint(live!), 'the copy under the name is untouched').toEqual(copy);
+      const reopened = await OffsetStore.open({ dir: moved!, ...options });
+      for (const g of ['a', 'h'])
+        expect((await reopened.fetchOffsets(g))[0]?.offset).toBeGreaterThanOrEqual(acknowledged);
+      await reopened.close();
+    });
+});
+
+describe('a store whose directory is replaced by a copy of itself while it is open, committing to many buckets at once', () => {
+  it("writes its next commit-journal file nowhere, deletes none of the copy's at close, and keeps every commit it acknowledged", async () => {
+    const base = tempDir();
+    const [live, moved] = ['offsets', 'offsets.old'].map((n) => path.join(base, n));
+    // Segments large enough never to roll: the journal's next file is the first file it needs.
+    const options = { bucketCount: 4, segmentBytesMax: 64 << 20, [JOURNAL_FILE_BYTES]: 64 * 1024 };
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({
+      dir: live!,
+      ...options,
+      onWarning: (m) => warnings.push(m),
+    });
+    const groups = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const commitRound = (offset: number) =>
+      Promise.all(
+        groups.map((g) =>
+          store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset, metadata: 'm'.repeat(200) }]),
+        ),
+      );
+    await commitRound(1);
+    const journalFiles = () =>
+      readdirSync(path.join(moved!, 'journal')).filter((n) => n.endsWith('.journal'));
+    renameSync(live!, moved!);
+    expect(journalFiles()).toHaveLength(1);
+    cpSync(moved!, live!, { recursive: true });
+    rmSync(path.join(live!, 'LOCK'));
+    const copy = dirFingerprint(live!);
+    let acknowledged = 1;
+    let refusal: unknown;
+    for (let offset = 2; offset <= 2000 && refusal === undefined; offset++) {
+      try {
+        await commitRound(offset);
+        acknowledged = offset;
+      } catch (error) {
+        refusal = error;
+      }
+    }
+    expect(refusal).toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/no longer the directory this process opened the store in/),
+    });
+    expect(acknowledged).toBeGreaterThan(10);
+    await store.close().catch(() => {});
+    expect(dirFingerprint(live!), 'the copy under the name is untouched').toEqual(copy);
+    const reopened = await OffsetStore.open({ dir: moved!, ...options });
+    for (const g of groups)
+      expect((await reopened.fetchOffsets(g))[0]?.offset).toBeGreaterThanOrEqual(acknowledged);
+    await reopened.close();
+    expect(
+      warnings.every((w) => /no longer the directory/.test(w)),
+      warnings.join('\n'),
+    ).toBe(true);
+  });
+});
+
+describe('a store closed cleanly after its directory was replaced by a copy of itself', () => {
+  it("refuses, and deletes none of the copy's commit-journal files", async () => {
+    const base = tempDir();
+    const [live, moved] = ['offsets', 'offsets.old'].map((n) => path.join(base, n));
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({
+      dir: live!,
+      bucketCount: 4,
+      onWarning: (m) => warnings.push(m),
+    });
+    const groups = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    await Promise.all(
+      groups.map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 1 }])),
+    );
+    renameSync(live!, moved!);
+    cpSync(moved!, live!, { recursive: true });
+    rmSync(path.join(live!, 'LOCK'));
+    expect(readdirSync(path.join(live!, 'journal'))).toContain('00000000000000000001.journal');
+    const copy = dirFingerprint(live!);
+    // Its last store.json is not written there: the close says so, and the logs and the journal
+    // stay as they are in the moved folder, whose next open reads them.
+    await expect(store.close()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/no longer the directory this process opened the store in/),
+    });
+    expect(dirFingerprint(live!), 'the copy under the name is untouched').toEqual(copy);
+    expect(warnings).toEqual([]);
+    const reopened = await OffsetStore.open({ dir: moved!, bucketCount: 4 });
+    for (const g of groups) expect((await reopened.fetchOffsets(g))[0]?.offset).toBe(1);
     await reopened.close();
   });
 });

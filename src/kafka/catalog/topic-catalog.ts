@@ -70,6 +70,11 @@ export interface TopicCatalogOptions {
   readonly highestTableIdInUse?: () => Promise<number>;
   /** Hears of tables the store holds offsets of that the catalog does not name. */
   readonly onWarning?: (message: string) => void;
+  /**
+   * Awaited before the catalog file is written: rejects (LOG_STORAGE_ERROR) once the store's
+   * directory was renamed or replaced under the process, where the name leads to another store.
+   */
+  readonly checkDirectory?: () => Promise<void>;
 }
 
 /** The topics a Kafka front end serves, and the store tables behind them. */
@@ -269,6 +274,7 @@ export class TopicCatalog {
         a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
       );
       try {
+        await this.#options.checkDirectory?.();
         await writeDurably(
           this.#options.fs,
           this.#filePath,

@@ -22,7 +22,7 @@ import * as net from 'node:net';
 import * as tls from 'node:tls';
 import { OffsetStoreError } from '../../errors/index.js';
 import { holdServingFlushes } from '../../log/index.js';
-import { HOLDS_CONSUMER_MEMBER, type OffsetStore } from '../../store.js';
+import { CHECK_DIRECTORY, HOLDS_CONSUMER_MEMBER, type OffsetStore } from '../../store.js';
 import { elapsedMs, type Timer } from '../../util/index.js';
 import { TopicCatalog } from '../catalog/index.js';
 import {
@@ -169,6 +169,7 @@ export class KafkaServer {
         store.setTableLayout(topic.tableId, { bucketCount: topic.partitions }),
       highestTableIdInUse: () => store.highestTableId(),
       onWarning: resolved.onWarning,
+      checkDirectory: () => store[CHECK_DIRECTORY](),
     });
     for (const topic of catalog.topics())
       store.setTableLayout(topic.tableId, { bucketCount: topic.partitions });

@@ -6,12 +6,13 @@
  * graceful close (in-flight requests finish, held Fetches answered, the store closed only when
  * asked); and the start-up options (loopback by default, the advertised address, topics).
  */
-import { rmSync } from 'node:fs';
+import { cpSync, renameSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore, startKafkaServer } from '../../../src/index.js';
 import { API_KEYS, KAFKA_ERROR, advertisedApis } from '../../../src/kafka/protocol/index.js';
 import { HeldDatasyncFileSystem } from '../../store/store-fixtures.js';
+import { dirFingerprint } from '../../support/dir-fingerprint.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { SteppingClock } from '../../support/stepping-clock.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
@@ -596,3 +597,29 @@ async function waitFor(condition: () => boolean): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   expect(condition()).toBe(true);
 }
+
+describe('a server whose store directory is renamed or replaced while it runs', () => {
+  it('creates no topic in the catalog of the directory that now has the name', async () => {
+    const base = tempDir();
+    const [live, moved] = ['offsets', 'offsets.old'].map((n) => path.join(base, n));
+    const t = await start({ dir: live!, server: { topics: [{ name: 'orders', partitions: 1 }] } });
+    const client = await connect(t);
+    renameSync(live!, moved!);
+    cpSync(moved!, live!, { recursive: true });
+    rmSync(path.join(live!, 'LOCK'));
+    const copy = dirFingerprint(live!);
+    const metadata = await client.send(API_KEYS.Metadata, 9, {
+      topics: [{ name: 'later' }],
+      allowAutoTopicCreation: true,
+    });
+    expect(metadata.topics[0]).toMatchObject({
+      name: 'later',
+      errorCode: KAFKA_ERROR.KAFKA_STORAGE_ERROR,
+    });
+    expect(dirFingerprint(live!), 'the copy under the name is untouched').toEqual(copy);
+    expect(t.warnings).toEqual([]);
+    running = undefined;
+    await t.server.close();
+    await expect(t.store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+  });
+});

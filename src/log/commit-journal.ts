@@ -29,6 +29,12 @@
  *   had written (retire), and at a clean close after every log was closed (each closing fdatasyncs).
  * - Per offsets-bucket, journal batches are in increasing log offset order; a bucket's batches past
  *   its log's durable end are consecutive (a log's own fdatasync covers every batch before it).
+ * - The two rounds that may be in flight together are fdatasynced through two descriptors of the
+ *   file (even and odd round numbers). Linux reports a writeback error once per open file
+ *   description, to whichever fdatasync checks first: through one descriptor, round 2's fdatasync
+ *   could take the error of round 1's pages, and round 1's fdatasync then return success for pages
+ *   that are on the device nowhere. Through two, every fdatasync that ends after the error reports
+ *   it. Rounds are still acknowledged in order (#synced).
  *
  * Files: `journal/<20-digit sequence>.journal`, sequence from 1, a new file when one would grow past
  * FILE_BYTES_MAX. Zeros ahead of the rounds are written in the same write as a round that needs them
@@ -107,7 +113,7 @@ const SUMMARY_HEADER_BYTES = ROUND_HEADER_BYTES - 8;
  * Rounds written and not yet known durable at once: while one round's fdatasync runs, the next
  * round's commits are prepared and written, so the event loop's work and the disk's overlap.
  */
-const ROUNDS_IN_FLIGHT_MAX = 2;
+const ROUNDS_IN_FLIGHT_MAX = 2; // no more than there are descriptors to fdatasync them (OpenFile)
 const ENTRY_HEADER_BYTES = 4;
 const MAGIC = 0x314a534f;
 /** A file is not grown past this (by default); the next round starts a new file. */
@@ -203,7 +209,13 @@ interface RoundInFlight {
 interface OpenFile {
   sequence: number;
   path: string;
+  /** Writes the file, and fdatasyncs its even rounds (and the erase of a failed one). */
   handle: FileHandle;
+  /**
+   * A second descriptor of the same file, which fdatasyncs its odd rounds: two rounds in flight
+   * never share one (see the header).
+   */
+  oddRounds: FileHandle;
   /** Where the next round starts. */
   position: number;
   /** Bytes of the file on disk (rounds, then zeros). */
@@ -217,6 +229,18 @@ interface OpenFile {
   preallocationRefused?: boolean;
   /** Offsets-buckets that wrote a round into it. */
   buckets: Set<number>;
+}
+
+/** The descriptor that fdatasyncs `round`: rounds in flight together alternate between two. */
+function syncHandle(round: RoundInFlight): FileHandle {
+  return round.number % 2 === 0 ? round.file.handle : round.file.oddRounds;
+}
+
+/** Closes both descriptors of a journal file. */
+async function closeFile(file: OpenFile): Promise<void> {
+  const results = await Promise.allSettled([file.handle.close(), file.oddRounds.close()]);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
 }
 
 /** Journal files that could not be cut back after a failed round: not reopened by this process. */
@@ -369,7 +393,7 @@ export class CommitJournal implements JournalPort {
           if (this.#failure !== undefined) return;
           let now: boolean;
           try {
-            now = round.file.handle.datasyncNow?.() === true;
+            now = syncHandle(round).datasyncNow?.() === true;
           } catch (error) {
             await this.#failStop(error, []);
             return;
@@ -384,10 +408,12 @@ export class CommitJournal implements JournalPort {
         // Settled only once the logs' writes are done too: a log told of a failure cuts its
         // segment back, which must come after its own write, or the write would bring back the
         // refused batches.
-        const synced = round.file.handle.datasync().then(
-          () => undefined,
-          (error: unknown) => ({ error }),
-        );
+        const synced = syncHandle(round)
+          .datasync()
+          .then(
+            () => undefined,
+            (error: unknown) => ({ error }),
+          );
         round.settled = Promise.all([synced, written]).then(([failed]) =>
           failed === undefined ? this.#synced(round) : this.#failStop(failed.error, []),
         );
@@ -546,8 +572,10 @@ export class CommitJournal implements JournalPort {
     const sequence = this.#nextSequence++;
     const filePath = path.join(this.#dir, journalFileName(sequence));
     const handle = await this.#fs.open(filePath, 'wx');
+    let oddRounds: FileHandle;
     try {
       await this.#fs.syncDir(this.#dir);
+      oddRounds = await this.#fs.open(filePath, 'r+');
     } catch (error) {
       await handle.close().catch(() => {});
       throw error;
@@ -556,6 +584,7 @@ export class CommitJournal implements JournalPort {
       sequence,
       path: filePath,
       handle,
+      oddRounds,
       position: 0,
       fileBytes: 0,
       round: 0,
@@ -647,7 +676,7 @@ export class CommitJournal implements JournalPort {
       while (this.#toRetire.length > 0) {
         const file = this.#toRetire[0]!;
         try {
-          await file.handle.close();
+          await closeFile(file);
         } catch {
           // Closing a file already made durable changes nothing of what it holds.
         }
@@ -701,7 +730,7 @@ export class CommitJournal implements JournalPort {
     await this.drain();
     const file = this.#file;
     this.#file = undefined;
-    if (file !== undefined) await file.handle.close().catch(() => {});
+    if (file !== undefined) await closeFile(file).catch(() => {});
     if (!logsClosed || this.#failure !== undefined) return;
     // Kept for the next open (which finds nothing left to replay) rather than deleted by name where
     // another store's journal may now be.

@@ -183,6 +183,81 @@ async function twoRounds(
   return () => [...first, ...second];
 }
 
+/** An fdatasync of a journal file held by errseqSyncs: the test makes it check, then return. */
+interface HeldSync {
+  /** Ends the real fdatasync's wait and checks for a writeback error: 'EIO' or 'ok'. */
+  check(): Promise<'EIO' | 'ok'>;
+  /** Returns the outcome to the journal, and waits for the journal's turns after it. */
+  deliver(): Promise<void>;
+}
+
+/**
+ * The real file system, with Linux's reporting of writeback errors modelled for journal files
+ * (errseq_t): `failWriteback()` records an error in the file, and the first fdatasync through each
+ * descriptor that checks after it reports it (EIO), later ones through that descriptor succeed.
+ * The first `holding` fdatasyncs of journal files are held (later ones run through): `arrivals()`
+ * gives them in the order they were called, and the test chooses when each checks and when its
+ * outcome reaches the journal.
+ */
+function errseqSyncs(holding: number) {
+  const inner = new NodeFileSystem();
+  let errors = 0;
+  const held: HeldSync[] = [];
+  let arrived = () => {};
+  const fs: FileSystem = Object.assign(Object.create(inner) as FileSystem, {
+    open: async (file: string, flags: OpenFlags) => {
+      const handle = await inner.open(file, flags);
+      if (!file.endsWith('.journal')) return handle;
+      let seen = errors;
+      return {
+        path: handle.path,
+        read: handle.read.bind(handle),
+        truncate: handle.truncate.bind(handle),
+        sizeBytes: handle.sizeBytes.bind(handle),
+        close: handle.close.bind(handle),
+        writev: handle.writev.bind(handle),
+        datasync: async () => {
+          await handle.datasync();
+          if (held.length >= holding) {
+            const failed = seen < errors;
+            seen = errors;
+            if (failed) throw eio();
+            return;
+          }
+          let checked!: (outcome: 'EIO' | 'ok') => void;
+          let delivered!: () => void;
+          const checkNow = new Promise<'EIO' | 'ok'>((resolve) => (checked = resolve));
+          const deliverNow = new Promise<void>((resolve) => (delivered = resolve));
+          let check!: () => void;
+          const mayCheck = new Promise<void>((resolve) => (check = resolve));
+          held.push({
+            check: () => (check(), checkNow),
+            deliver: async () => {
+              delivered();
+              for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+            },
+          });
+          arrived();
+          await mayCheck;
+          const failed = seen < errors;
+          seen = errors;
+          checked(failed ? 'EIO' : 'ok');
+          await deliverNow;
+          if (failed) throw eio();
+        },
+      } satisfies FileHandle;
+    },
+  });
+  return {
+    fs,
+    failWriteback: () => void errors++,
+    arrivals: async (): Promise<HeldSync[]> => {
+      while (held.length < holding) await new Promise<void>((resolve) => (arrived = resolve));
+      return held;
+    },
+  };
+}
+
 /** What became of each commit: 'pending', 'ack' or 'refused'. */
 function track(promises: Promise<unknown>[]): string[] {
   const states = promises.map(() => 'pending');
@@ -677,6 +752,27 @@ describe('the commit journal', () => {
     for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(states()).toEqual(['pending', 'pending', 'pending', 'pending']);
     firstSync.fail(eio());
+    await settled(states);
+    expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
+    await journal.close(false);
+  });
+
+  it("does not acknowledge a round whose pages failed writeback when a later round's fdatasync reported the error first", async () => {
+    // Linux (errseq_t, file_check_and_advance_wb_err): a writeback error is reported once per open
+    // file description, to whichever fdatasync checks first. Round 1's pages fail writeback; round
+    // 2's fdatasync checks first and takes the EIO, round 1's checks after it, and round 1's
+    // completion reaches the journal first. Through one descriptor round 1's fdatasync would then
+    // return success for pages that are on the device nowhere.
+    const dir = tempDir();
+    const syncs = errseqSyncs(2);
+    const { journal } = await openJournal(dir, { fs: syncs.fs });
+    const states = await twoRounds(journal);
+    const [first, second] = await syncs.arrivals();
+    syncs.failWriteback();
+    expect(await second!.check()).toBe('EIO');
+    await first!.check();
+    await first!.deliver();
+    await second!.deliver();
     await settled(states);
     expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     await journal.close(false);

@@ -52,7 +52,7 @@ export function openFailure(error: unknown, what: string, bucketCount?: number):
   const { message } = error as Error;
   const hint =
     systemErrorCode(error) === 'EMFILE'
-      ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
+      ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each, and about four more each with a checkpointing compaction strategy): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
       : '';
   return new OffsetStoreError('LOG_STORAGE_ERROR', `${what}: ${message}${hint}`, { cause: error });
 }

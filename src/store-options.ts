@@ -480,7 +480,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     strategy: ref,
     onRun,
     background,
-    workers: positiveInteger(workers, 'options.compaction.workers', 1),
+    workers: positiveInteger(workers, 'options.compaction.workers', 1, 1, COMPACTION_WORKERS_MAX),
     workerNice:
       workerNice === 'idle' || workerNice === undefined
         ? 'idle'
@@ -520,6 +520,13 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
  * 1 ms, so an interval option beyond it would run its work every millisecond.
  */
 const TIMER_MS_MAX = 0x7fffffff;
+
+/**
+ * Most compaction worker threads: each is a thread with a heap of its own, and a pool sized past
+ * what any machine runs at once only costs memory (a huge count failed after the open resolved,
+ * where nothing could catch it).
+ */
+const COMPACTION_WORKERS_MAX = 64;
 
 function badWorkerNice(value: string): never {
   throw new TypeError(

@@ -24,7 +24,14 @@
  * LMDB maps it, and refuses a damaged one with CORRUPT_MESSAGE (the caller then recovers without
  * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
  * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
+ *
+ * lmdb-js also crashes the process (SIGSEGV) when opening an environment fails for want of a file
+ * descriptor (EMFILE). So `open` first takes and gives back a few descriptors itself, synchronously
+ * right before LMDB's own synchronous open, and a process at its open-file limit gets EMFILE from
+ * Node, which the store reports as LOG_STORAGE_ERROR saying which limit to raise.
  */
+import { closeSync, openSync } from 'node:fs';
+import { devNull } from 'node:os';
 import { getSystemErrorName } from 'node:util';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
@@ -176,6 +183,26 @@ function entryChecksum(groupId: string, value: Uint8Array): number {
 }
 
 /** The checkpoints of one offsets-bucket. */
+/**
+ * Descriptors an environment's open takes (data file, lock file, and what lmdb-js opens beside
+ * them), with room to spare.
+ */
+const ENVIRONMENT_DESCRIPTORS = 8;
+
+/**
+ * Takes ENVIRONMENT_DESCRIPTORS file descriptors and gives them back: throws Node's EMFILE (or
+ * ENFILE) when the process could not open as many, before lmdb-js's open would fail for want of
+ * one (it crashes the process then). Synchronous, so nothing of this thread takes them in between.
+ */
+function reserveDescriptors(): void {
+  const taken: number[] = [];
+  try {
+    for (let i = 0; i < ENVIRONMENT_DESCRIPTORS; i++) taken.push(openSync(devNull, 'r'));
+  } finally {
+    for (const fd of taken) closeSync(fd);
+  }
+}
+
 export class CheckpointStore {
   /** Checkpoints written in this process that failed their read-back (see `reject`). */
   readonly #rejected = new Set<number>();
@@ -219,6 +246,7 @@ export class CheckpointStore {
         `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
       );
     const state = await inspectCheckpointFile(fs, path);
+    reserveDescriptors();
     const db = open<Buffer, (string | number)[]>({
       path,
       encoding: 'binary',

@@ -3,7 +3,7 @@
  * (the parent runs it under `ulimit -n 512`; a lower limit would starve the module loader
  * too, which reads many source files at once), then reports over stdout, as one JSON line, what the
  * failed open threw and what it left behind: descriptors, the LOCK file, and whether the directory
- * lock can be taken again. Usage: open-emfile-child.ts <dir>.
+ * lock can be taken again. Usage: open-emfile-child.ts <dir> [compaction strategy].
  */
 import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
@@ -16,7 +16,11 @@ const openDescriptors = (): number => readdirSync('/proc/self/fd').length;
 const descriptorsBefore = openDescriptors();
 let failure: { name: string; code: unknown; message: string } | null = null;
 try {
-  const store = await OffsetStore.open({ dir, bucketCount: 700 });
+  const store = await OffsetStore.open({
+    dir,
+    bucketCount: 700,
+    compaction: { strategy: (process.argv[3] ?? 'log-cleaner') as 'log-cleaner' },
+  });
   await store.close();
 } catch (error) {
   failure = {

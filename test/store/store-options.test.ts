@@ -163,6 +163,12 @@ describe('store options of the wrong type or past their bounds', () => {
       /^options\.dir must be well-formed UTF-16 \(it holds a lone surrogate\)/,
     ],
     [
+      '2^52 compaction workers (a pool that large failed only after the open resolved)',
+      { compaction: { workers: 2 ** 52 } },
+      RangeError,
+      /^options\.compaction\.workers must be an integer in \[1, 64\], got 4503599627370496$/,
+    ],
+    [
       'a minimum dirty ratio given as a string',
       { compaction: { minDirtyRatio: '0.5' } },
       TypeError,

@@ -386,6 +386,8 @@ export class Log implements LogPort {
   #flushing: Promise<void> | undefined;
   #failure: OffsetStoreError | undefined;
   #closed = false;
+  /** The close, once begun. */
+  #closing: Promise<void> | undefined;
   /** `sealActive` asked for a roll at the next round boundary. */
   #sealRequested = false;
   /** `syncAcknowledged` calls waiting for the fdatasync the flush loop makes at its next round boundary. */
@@ -1164,6 +1166,8 @@ export class Log implements LogPort {
    * segments already sealed were made durable by their roll). A failed fdatasync fail-stops the log.
    */
   syncAcknowledged(): Promise<void> {
+    // Closing: its close makes everything it wrote durable (or fails, and says so).
+    if (this.#closing !== undefined && this.#failure === undefined) return this.#closing;
     try {
       this.#checkWritable();
     } catch (error) {
@@ -1313,9 +1317,15 @@ export class Log implements LogPort {
     while (this.#flushing !== undefined) await this.#flushing;
   }
 
-  /** Flushes queued appends, makes everything durable, and closes; later appends get STORE_CLOSED. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /**
+   * Flushes queued appends, makes everything durable, and closes; later appends get STORE_CLOSED.
+   * Every call settles as the first one does, once it is done.
+   */
+  close(): Promise<void> {
+    return (this.#closing ??= this.#close());
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     await this.drain();
     try {

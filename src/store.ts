@@ -134,6 +134,9 @@ export const COMMIT_NORMALIZED: unique symbol = Symbol('offset-store: commit nor
  */
 export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds consumer member');
 
+/** Offsets-buckets that write their last checkpoint at once when the store closes. */
+const CLOSING_CHECKPOINTS_AT_ONCE = 8;
+
 /**
  * Key of the store's check that its directory's path still leads to the directory it opened (for the
  * Kafka front end, not exported from the package): awaited before a file beside the store's own is
@@ -1687,9 +1690,20 @@ export class OffsetStore {
 
   /** Unloads every loaded offsets-bucket; with `checkpointAtMs`, each writes a last checkpoint first. */
   async #unloadBuckets(checkpointAtMs?: number): Promise<void> {
-    const results = await Promise.allSettled(
-      this.#slots.map((s) => s.bucket?.unload(checkpointAtMs)),
-    );
+    const buckets = this.#slots.map((s) => s.bucket);
+    // Each last checkpoint reads its environment's file again through a descriptor of its own: all
+    // at once, a store that opened at its open-file limit would fail its close.
+    const atOnce = checkpointAtMs === undefined ? buckets.length : CLOSING_CHECKPOINTS_AT_ONCE;
+    const results: PromiseSettledResult<void>[] = [];
+    let next = 0;
+    const unloadNext = async (): Promise<void> => {
+      while (next < buckets.length) {
+        const bucket = buckets[next++];
+        const [result] = await Promise.allSettled([bucket?.unload(checkpointAtMs)]);
+        results.push(result);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(atOnce, buckets.length) }, unloadNext));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }

@@ -189,6 +189,29 @@ describe('OffsetStore.open failures', () => {
     );
 
   it.runIf(process.platform === 'linux')(
+    'a checkpointing store that opened at its open-file limit closes there, its last checkpoints written a few at a time',
+    async () => {
+      const dir = tempDir();
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', path.join(import.meta.dirname, 'close-fd-limit-child.ts'), dir, '16'],
+          { timeout: 60_000 },
+          (error, out, err) => {
+            if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
+            else resolve(out);
+          },
+        );
+      });
+      expect(JSON.parse(stdout)).toMatchObject({ close: 'ok' });
+      const store = await OffsetStore.open({ dir, compaction: { strategy: 'checkpoint' } });
+      expect((await store.fetchOffsets('g399'))[0]?.offset).toBe(399);
+      await store.close();
+    },
+    60_000,
+  );
+
+  it.runIf(process.platform === 'linux')(
     'a malformed group snapshot: CORRUPT_MESSAGE, and the offsets-bucket it was read from is closed',
     async () => {
       const dir = tempDir();

@@ -8,6 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GroupOffsets, type CommittedOffsetValue } from '../../src/kv/index.js';
+import { hashBucketKey } from '../../src/kv/group-offsets.js';
 
 const runs = Number(process.env.PROPERTY_RUNS ?? 100);
 const seedOption =
@@ -362,5 +363,32 @@ describe('GroupOffsets', () => {
       ),
       { numRuns: runs, ...seedOption },
     );
+  });
+});
+
+describe('hashBucketKey', () => {
+  it('spreads keys chosen to share a hash under a fixed function (one bucket id per table id, solved for) over the slots', () => {
+    // The function before the hash was seeded, and its inverse: keys whose hashes under it are all
+    // the same made each insert of a commit probe past every key before it.
+    const inverseOf = (c: number) => {
+      let x = c;
+      for (let i = 0; i < 5; i++) x = Math.imul(x, 2 - Math.imul(c, x));
+      return x;
+    };
+    const unshift15 = (y: number) => {
+      let x = y >>> 0;
+      for (let i = 0; i < 3; i++) x = (y ^ (x >>> 15)) >>> 0;
+      return x;
+    };
+    const target = Math.imul(unshift15(12345), inverseOf(0xc2b2ae3d)) >>> 0;
+    const keys: [number, number][] = [];
+    for (let tableId = 0; keys.length < 20_000; tableId++) {
+      const h = Math.imul(Math.imul(tableId, 0x9e3779b1) ^ -1, 0x85ebca77);
+      const bucketId = (target ^ h) >>> 0;
+      if (bucketId <= 2 ** 31 - 1) keys.push([tableId, bucketId]);
+    }
+    const slots = new Set(keys.map(([t, b]) => hashBucketKey(t, -1, b) & 0xffff));
+    // 20,000 keys hashed at random into 65,536 slots take ~17,200 distinct ones.
+    expect(slots.size).toBeGreaterThan(15_000);
   });
 });

@@ -30,7 +30,7 @@
  * right before LMDB's own synchronous open, and a process at its open-file limit gets EMFILE from
  * Node, which the store reports as LOG_STORAGE_ERROR saying which limit to raise.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { devNull } from 'node:os';
 import { getSystemErrorName } from 'node:util';
 import { open, type RootDatabase } from 'lmdb';
@@ -129,8 +129,45 @@ function decodeGroup(value: Buffer): GroupOffsets {
   return GroupOffsets.fromImage(entries, metadata);
 }
 
-/** Environments this process has open, so that a simulated process end can release them. */
-const openEnvironments = new Set<RootDatabase<Buffer, (string | number)[]>>();
+/**
+ * Environments this process has open, with the address space each reserved for its map: so that a
+ * simulated process end can release them, and new ones reserve what is left (mapBytesForNext).
+ */
+const openEnvironments = new Map<RootDatabase<Buffer, (string | number)[]>, number>();
+
+/** An environment's map while address space is plenty: far more than a bucket's checkpoint needs. */
+const MAP_BYTES_MAX = 2 ** 34;
+/** The least an environment reserves (lmdb-js grows a map a checkpoint outgrows). */
+const MAP_BYTES_MIN = 2 ** 26;
+
+/**
+ * Address space the process's environments may reserve between them: a quarter of what it may
+ * map (RLIMIT_AS, from /proc/self/limits), or of x86-64's 128 TiB of user space without a limit.
+ * Read once.
+ */
+const mapBudget = ((): number => {
+  let limit = 2 ** 47;
+  try {
+    const line = /^Max address space\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (line !== null) limit = Math.min(limit, Number(line[1]));
+  } catch {
+    // Not Linux: no such file; the default stands.
+  }
+  return limit / 4;
+})();
+
+/**
+ * The map the next environment reserves: 16 GiB while the budget allows, then a 256th of what is
+ * left of it, never under 64 MiB. Each map is address space reserved whatever the checkpoint's
+ * size: at 16 GiB apiece, 8,192 offsets-buckets would take all of x86-64's user space, and a map
+ * that cannot be reserved crashes the process inside lmdb-js.
+ */
+function mapBytesForNext(): number {
+  let reserved = 0;
+  for (const bytes of openEnvironments.values()) reserved += bytes;
+  const share = Math.floor((mapBudget - reserved) / 256 / 2 ** 20) * 2 ** 20;
+  return Math.max(MAP_BYTES_MIN, Math.min(MAP_BYTES_MAX, share));
+}
 
 /**
  * Environments this process has open read-only (a store open to read only). LMDB keeps one
@@ -145,7 +182,7 @@ const readOnlyPaths = new HeldPaths();
  * and reopens them in the same process. The abandoned stores must not be used afterwards.
  */
 export async function forgetCheckpointProcessState(): Promise<void> {
-  const envs = [...openEnvironments];
+  const envs = [...openEnvironments.keys()];
   openEnvironments.clear();
   readOnlyPaths.clear();
   // Not through externalWork: the caller awaits these closes before anything else happens.
@@ -247,18 +284,19 @@ export class CheckpointStore {
       );
     const state = await inspectCheckpointFile(fs, path);
     reserveDescriptors();
+    const mapBytes = mapBytesForNext();
     const db = open<Buffer, (string | number)[]>({
       path,
       encoding: 'binary',
       overlappingSync: false,
-      mapSize: 2 ** 34,
+      mapSize: mapBytes,
       readOnly,
       // The writes here are whole transactions. With batching across an event turn, LMDB starts
       // each batch with a write whose promise it keeps to itself, and a failed commit (a full disk)
       // rejects it unhandled: on Node's defaults, that kills the process.
       eventTurnBatching: false,
     });
-    openEnvironments.add(db);
+    openEnvironments.set(db, mapBytes);
     const store = new CheckpointStore(
       fs,
       path,

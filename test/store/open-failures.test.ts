@@ -212,6 +212,34 @@ describe('OffsetStore.open failures', () => {
   );
 
   it.runIf(process.platform === 'linux')(
+    'a checkpointing store opens, checkpoints and closes in a process whose address space is limited (each LMDB map reserves a share of it)',
+    async () => {
+      const dir = tempDir();
+      const child = path.join(import.meta.dirname, 'address-limit-child.ts');
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile(
+          'bash',
+          // 200 GiB: room for Node, not for 16 maps of 16 GiB (which crashed the process).
+          [
+            '-c',
+            `ulimit -v ${200 * 1024 * 1024} && exec "${process.execPath}" --import tsx "${child}" "${dir}"`,
+          ],
+          { timeout: 60_000 },
+          (error, out, err) => {
+            if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
+            else resolve(out);
+          },
+        );
+      });
+      expect(JSON.parse(stdout)).toEqual({ result: 'ok' });
+      const store = await OffsetStore.open({ dir, compaction: { strategy: 'checkpoint' } });
+      expect((await store.fetchOffsets('g63'))[0]?.offset).toBe(63);
+      await store.close();
+    },
+    60_000,
+  );
+
+  it.runIf(process.platform === 'linux')(
     'a malformed group snapshot: CORRUPT_MESSAGE, and the offsets-bucket it was read from is closed',
     async () => {
       const dir = tempDir();

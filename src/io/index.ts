@@ -13,6 +13,7 @@ export {
 export { copyDirectory, directoryBytes } from './directory-tree.js';
 export { OverlayFileSystem } from './overlay-file-system.js';
 export { threadCpuMs } from './thread-usage.js';
+export { addressSpaceLimit, reserveDescriptors } from './process-limits.js';
 export { HeldPaths, isNameTaken, realPathOf } from './real-path.js';
 export {
   canLeaveIdle,

@@ -30,13 +30,11 @@
  * right before LMDB's own synchronous open, and a process at its open-file limit gets EMFILE from
  * Node, which the store reports as LOG_STORAGE_ERROR saying which limit to raise.
  */
-import { closeSync, openSync, readFileSync } from 'node:fs';
-import { devNull } from 'node:os';
 import { getSystemErrorName } from 'node:util';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { HeldPaths, type FileSystem } from '../io/index.js';
+import { HeldPaths, addressSpaceLimit, reserveDescriptors, type FileSystem } from '../io/index.js';
 import { assert, externalWork, nextTurn } from '../util/index.js';
 import {
   inspectCheckpointFile,
@@ -142,19 +140,9 @@ const MAP_BYTES_MIN = 2 ** 26;
 
 /**
  * Address space the process's environments may reserve between them: a quarter of what it may
- * map (RLIMIT_AS, from /proc/self/limits), or of x86-64's 128 TiB of user space without a limit.
- * Read once.
+ * map. Read once.
  */
-const mapBudget = ((): number => {
-  let limit = 2 ** 47;
-  try {
-    const line = /^Max address space\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-    if (line !== null) limit = Math.min(limit, Number(line[1]));
-  } catch {
-    // Not Linux: no such file; the default stands.
-  }
-  return limit / 4;
-})();
+const mapBudget = addressSpaceLimit() / 4;
 
 /**
  * The map the next environment reserves: 16 GiB while the budget allows, then a 256th of what is
@@ -219,27 +207,13 @@ function entryChecksum(groupId: string, value: Uint8Array): number {
   return (xxh32(Buffer.from(groupId, 'utf8')) + xxh32(value)) >>> 0;
 }
 
-/** The checkpoints of one offsets-bucket. */
 /**
  * Descriptors an environment's open takes (data file, lock file, and what lmdb-js opens beside
- * them), with room to spare.
+ * them), with room to spare: taken and given back right before it (see the header).
  */
 const ENVIRONMENT_DESCRIPTORS = 8;
 
-/**
- * Takes ENVIRONMENT_DESCRIPTORS file descriptors and gives them back: throws Node's EMFILE (or
- * ENFILE) when the process could not open as many, before lmdb-js's open would fail for want of
- * one (it crashes the process then). Synchronous, so nothing of this thread takes them in between.
- */
-function reserveDescriptors(): void {
-  const taken: number[] = [];
-  try {
-    for (let i = 0; i < ENVIRONMENT_DESCRIPTORS; i++) taken.push(openSync(devNull, 'r'));
-  } finally {
-    for (const fd of taken) closeSync(fd);
-  }
-}
-
+/** The checkpoints of one offsets-bucket. */
 export class CheckpointStore {
   /** Checkpoints written in this process that failed their read-back (see `reject`). */
   readonly #rejected = new Set<number>();
@@ -283,7 +257,8 @@ export class CheckpointStore {
         `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
       );
     const state = await inspectCheckpointFile(fs, path);
-    reserveDescriptors();
+    // lmdb-js crashes the process when a descriptor runs out inside its open: see the header.
+    reserveDescriptors(ENVIRONMENT_DESCRIPTORS);
     const mapBytes = mapBytesForNext();
     const db = open<Buffer, (string | number)[]>({
       path,

@@ -2,14 +2,16 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute on 2
+ * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about two minutes on 2
  * cores. Its files share one module graph per worker (`isolate: false`: loading the store's modules
  * for each of ~100 files took more time than their tests) and run on at least two workers (vitest's
  * default of one fewer than the cores is one on 2 cores, where most tests wait on fdatasync or on a
  * socket). Each file still gets its own setup (test/support/no-stray-warnings.ts checks after every
  * test); a test that changes process-wide state (a listener on `process`) undoes it. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
- * loss, lock), run the CLI as a child process, build the package, or wait out a real client's own
- * multi-second timers (kafkajs's admin setOffsets). `npm run test:cluster` runs `cluster`: tests
+ * loss, lock, a process at its open-file or address-space limit), run the CLI as a child process,
+ * build the package, run the compaction lab's experiments, run long compactions to watch the
+ * workers' scheduling, or wait out a real client's own multi-second timers (kafkajs's admin
+ * setOffsets). `npm run test:cluster` runs `cluster`: tests
  * against real etcd clusters (the `etcd` binary, started and stopped by each test file), one file at
  * a time. `npm run test:browser` runs `browser`: the lab's HTML report in headless chromium;
  * `npm run test:librdkafka` the `librdkafka` tier below. CI (`.ci/run`) runs all five.
@@ -26,6 +28,10 @@ const SLOW = [
   'test/log/directory-lock.test.ts',
   'test/kv/checkpoint-damage.test.ts',
   'test/compaction/unprivileged-workers.test.ts',
+  'test/compaction/worker-priority.test.ts',
+  'test/store/process-limits.test.ts',
+  'test/lab/lab-run.test.ts',
+  'test/cli/cli-lab.test.ts',
 ];
 
 const CLUSTER = ['test/cluster/**/*.test.ts'];

@@ -202,6 +202,8 @@ interface RoundInFlight {
   journalWritten: Promise<void>;
   /** Its own fdatasync succeeded. */
   synced?: boolean;
+  /** Settles once its fdatasync through the thread pool has returned (never rejects); unset for none. */
+  fdatasyncReturned?: Promise<unknown>;
   /** Settles once its fdatasync is done (acknowledged or failed). */
   settled: Promise<void>;
 }
@@ -408,12 +410,12 @@ export class CommitJournal implements JournalPort {
         // Settled only once the logs' writes are done too: a log told of a failure cuts its
         // segment back, which must come after its own write, or the write would bring back the
         // refused batches.
-        const synced = syncHandle(round)
+        const synced = (round.fdatasyncReturned = syncHandle(round)
           .datasync()
           .then(
             () => undefined,
             (error: unknown) => ({ error }),
-          );
+          ));
         round.settled = Promise.all([synced, written]).then(([failed]) =>
           failed === undefined ? this.#synced(round) : this.#failStop(failed.error, []),
         );
@@ -620,10 +622,20 @@ export class CommitJournal implements JournalPort {
     // The journal's write of a round still being written, and the logs' own writes of these rounds,
     // finish first: erasing a header under a write still in flight would not erase it, and each log
     // cuts its segment back when told, which a write landing later would undo.
-    await Promise.all(rounds.map((round) => Promise.all([round.journalWritten, round.written])));
+    // So do the rounds' fdatasyncs: one still in flight through the descriptor the erase is made
+    // durable by could take the error of the erase's own pages (Linux reports a writeback error
+    // once per descriptor), and the erase's fdatasync then return success for pages it lost.
+    await Promise.all(
+      rounds.map((round) =>
+        Promise.all([round.journalWritten, round.written, round.fdatasyncReturned]),
+      ),
+    );
     // Erased before anyone is told: a crash in between must not replay what was refused.
     if (rounds.length > 0) {
       const file = rounds[0]!.file;
+      // What this descriptor has not yet reported of the rounds' failed pages, which are refused
+      // already, is taken now: the erase's fdatasync then reports only a failure of its own.
+      await file.handle.datasync().catch(() => {});
       try {
         // Only what reached the file is erased, and never past its end: a round whose write failed
         // for want of space (ENOSPC) left nothing there, and zeros written past the end would need

@@ -202,6 +202,7 @@ interface HeldSync {
 function errseqSyncs(holding: number) {
   const inner = new NodeFileSystem();
   let errors = 0;
+  let calls = 0;
   const held: HeldSync[] = [];
   let arrived = () => {};
   const fs: FileSystem = Object.assign(Object.create(inner) as FileSystem, {
@@ -217,6 +218,7 @@ function errseqSyncs(holding: number) {
         close: handle.close.bind(handle),
         writev: handle.writev.bind(handle),
         datasync: async () => {
+          calls++;
           await handle.datasync();
           if (held.length >= holding) {
             const failed = seen < errors;
@@ -251,6 +253,8 @@ function errseqSyncs(holding: number) {
   return {
     fs,
     failWriteback: () => void errors++,
+    /** fdatasyncs of journal files called so far, held or not. */
+    calls: () => calls,
     arrivals: async (): Promise<HeldSync[]> => {
       while (held.length < holding) await new Promise<void>((resolve) => (arrived = resolve));
       return held;
@@ -526,15 +530,17 @@ describe('the commit journal', () => {
 
   it('refuses a failed round only once its logs have written their copies, and erases it first', async () => {
     const dir = tempDir();
-    // The journal's first fdatasync lasts until the second round has been refused (so the second
-    // round is written while it runs, and its logs write their copies beside its own fdatasync);
-    // the second fails at once. Gated rather than timed: on a loaded machine a timer of a few
-    // milliseconds can fire after a longer one has let the first round finish alone.
-    let secondRefused!: () => void;
-    const bothRefused = new Promise<void>((resolve) => (secondRefused = resolve));
+    // The journal's first fdatasync lasts until the second round's logs have written their copies
+    // (so the second round is written while it runs, and its logs write beside its own
+    // fdatasync); the second fails at once. The refusal waits for the first fdatasync to return
+    // (the erase is made durable through a descriptor it may be using). Gated rather than timed:
+    // on a loaded machine a timer of a few milliseconds can fire after a longer one has let the
+    // first round finish alone.
+    let bWriting!: () => void;
+    const bWrote = new Promise<void>((resolve) => (bWriting = resolve));
     const fs = hookedFs({
       beforeJournalSync: async (n) => {
-        if (n === 1) await bothRefused;
+        if (n === 1) await bWrote;
         if (n === 2) throw eio();
       },
     });
@@ -544,6 +550,7 @@ describe('the commit journal', () => {
       write: async () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         events.push(`${name} wrote`);
+        if (name === 'b') bWriting();
       },
       syncOwn: async () => {},
     });
@@ -556,7 +563,6 @@ describe('the commit journal', () => {
       ['a', 'b'].map((name, i) =>
         journal.commit(2 + i, [batchAt(0)], slowLog(name)).catch((error: unknown) => {
           events.push(`${name} refused`);
-          if (name === 'b') secondRefused();
           throw error;
         }),
       ),
@@ -776,6 +782,30 @@ describe('the commit journal', () => {
     await settled(states);
     expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     await journal.close(false);
+  });
+
+  it("makes the erase of refused rounds durable only once no round's fdatasync is in flight", async () => {
+    // The erase is fdatasynced through a descriptor a round in flight may be using: that round's
+    // fdatasync could take the error of the erase's own pages (reported once per descriptor), and
+    // the erase's then return success for zeros the device never got, so that the refused commits
+    // would come back after a crash.
+    const dir = tempDir();
+    const syncs = errseqSyncs(2);
+    const { journal } = await openJournal(dir, { fs: syncs.fs });
+    const states = await twoRounds(journal);
+    const [first, second] = await syncs.arrivals();
+    syncs.failWriteback();
+    expect(await first!.check()).toBe('EIO');
+    await first!.deliver();
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(syncs.calls(), 'no fdatasync while the second round is out').toBe(2);
+    await second!.check();
+    await second!.deliver();
+    await settled(states);
+    expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
+    await journal.close(false);
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.rounds).toBe(0);
   });
 
   it('writes a round without its zeros ahead when the disk has no room for them', async () => {

@@ -84,9 +84,10 @@ export interface FileSystem {
    */
   holdLock?(dir: string): Promise<DirectoryLockResult>;
   /**
-   * Optional, with `holdLock`: whether a live process holds that lock on `dir` now, found without
-   * taking it ('unsupported' where it cannot tell). Tells a live owner from a stale LOCK file whose
-   * pid the system has since given to another process.
+   * Optional, with `holdLock`: whether process `pid`, which a LOCK file in `dir` names, has the store
+   * open now (it holds that lock, found without taking it, or files under `dir`), 'unsupported'
+   * where it cannot tell. Tells a live owner from a stale LOCK file whose pid the system has since
+   * given to another process.
    */
-  lockHeld?(dir: string): Promise<boolean | 'unsupported'>;
+  ownerLive?(dir: string, pid: number): Promise<boolean | 'unsupported'>;
 }

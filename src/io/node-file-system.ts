@@ -38,7 +38,7 @@ import * as fs from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
 import { nextTurn, onNextTurn } from '../util/index.js';
-import { directoryLockHeld, holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
+import { directoryOwnerLive, holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 
 const OPEN_FLAGS: Record<OpenFlags, number> = {
   r: fsSync.constants.O_RDONLY,
@@ -402,9 +402,9 @@ export class NodeFileSystem implements FileSystem {
     return holdDirectoryLock(dir);
   }
 
-  /** Whether a live process holds `dir`'s kernel-held lock (process-lock.ts), without taking it. */
-  lockHeld(dir: string): Promise<boolean | 'unsupported'> {
-    return directoryLockHeld(dir);
+  /** Whether process `pid` has the store in `dir` open (process-lock.ts), without taking its lock. */
+  ownerLive(dir: string, pid: number): Promise<boolean | 'unsupported'> {
+    return directoryOwnerLive(dir, pid);
   }
 
   /** The file's size from stat; null when it does not exist. */

@@ -26,7 +26,7 @@
  * process alive.
  */
 import { createHash } from 'node:crypto';
-import { realpath, stat } from 'node:fs/promises';
+import { readdir, readlink, realpath, stat } from 'node:fs/promises';
 import * as net from 'node:net';
 
 /** A held lock; `release()` frees it (idempotent). */
@@ -111,6 +111,35 @@ export async function directoryLockHeld(
   const answers = await Promise.all(names.map(nameBound));
   if (answers.includes(true)) return true;
   return answers.includes('unsupported') ? 'unsupported' : false;
+}
+
+/**
+ * Whether process `pid` has the store in `dir` open, for a LOCK file that names it: it holds the
+ * kernel-held lock (directoryLockHeld), or, since a store opened through a file-system port without
+ * that lock never takes it, it holds a file under `dir` open (its segments, its journal), found in
+ * /proc/<pid>/fd. False when neither (a stale LOCK file whose pid the system has given to another
+ * process), also when that process's descriptors cannot be read (another user's: the kernel's
+ * lock is then what tells); 'unsupported' where there is no such lock (not Linux).
+ */
+export async function directoryOwnerLive(
+  dir: string,
+  pid: number,
+): Promise<boolean | 'unsupported'> {
+  const held = await directoryLockHeld(dir);
+  if (held !== false) return held;
+  let realDir: string;
+  let descriptors: string[];
+  try {
+    realDir = await realpath(dir);
+    descriptors = await readdir(`/proc/${pid}/fd`);
+  } catch {
+    return false;
+  }
+  for (const fd of descriptors) {
+    const target = await readlink(`/proc/${pid}/fd/${fd}`).catch(() => '');
+    if (target.startsWith(`${realDir}/`)) return true;
+  }
+  return false;
 }
 
 /** Whether a socket is bound to one abstract name: connected (true), refused (false), else 'unsupported'. */

@@ -52,14 +52,17 @@ function lockPid(bytes: Buffer | null): number | undefined {
 
 /**
  * The pid in `<dir>/LOCK` if that process has the store open there, else null. Reads only. Where the
- * file system can tell whether the kernel-held lock is held (without taking it), a LOCK file is its
- * owner's only while it is: a stale one names the pid of an owner that crashed, which the system may
- * since have given to any other process, alive. Elsewhere a live pid is taken as the owner.
+ * file system can tell (FileSystem.ownerLive: the kernel-held lock, or the process's open files), a
+ * live pid is the owner's only while that process has the store open: a stale LOCK file names the
+ * pid of an owner that crashed, which the system may since have given to any other process.
+ * Elsewhere a live pid is taken as the owner.
  */
 export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
   const pid = lockPid(await fs.readFile(path.resolve(dir, 'LOCK')));
   if (pid === undefined || !pidAlive(pid)) return null;
-  return (await fs.lockHeld?.(dir).catch(() => 'unsupported' as const)) === false ? null : pid;
+  return (await fs.ownerLive?.(dir, pid).catch(() => 'unsupported' as const)) === false
+    ? null
+    : pid;
 }
 
 /** A held directory lock; `release()` removes it. */

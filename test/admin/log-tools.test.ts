@@ -404,6 +404,28 @@ describe('dumpLog and verifyLog', () => {
     }
   });
 
+  it("takes for its owner a live process that opened the store through a file-system port without the kernel-held lock: it holds the store's files open", async () => {
+    const dir = copyOfSeeded();
+    const inner = new NodeFileSystem();
+    // Every method of the port but the optional lock ones, as a user's wrapper may forward.
+    const port = Object.fromEntries(
+      Object.getOwnPropertyNames(NodeFileSystem.prototype)
+        .filter((name) => !['constructor', 'holdLock', 'ownerLive'].includes(name))
+        .map((name) => [
+          name,
+          (...args: unknown[]) =>
+            (inner as unknown as Record<string, (...a: unknown[]) => unknown>)[name]!(...args),
+        ]),
+    ) as unknown as FileSystem;
+    const store = await OffsetStore.open({ dir, bucketCount: 4, fs: port });
+    try {
+      expect((await verifyLog(dir)).openByPid).toBe(process.pid);
+    } finally {
+      await store.close();
+    }
+    expect((await verifyLog(dir)).openByPid).toBe(null);
+  });
+
   it('takes a zero tail of the last segment for preallocation (ok), and one of a sealed segment for corruption', async () => {
     const dir = copyOfSeeded();
     const [first, ...rest] = segmentPaths(dir, ordersBucket);

@@ -66,7 +66,7 @@ import {
 } from './group/index.js';
 import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket } from './shard/index.js';
-import { Serial, type Timer } from './util/index.js';
+import { Serial, settleAtMost, type Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
   resolveBackupTarget,
@@ -895,49 +895,42 @@ export class OffsetStore {
   }
 
   async #recoverAll(): Promise<void> {
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < this.#slots.length && !this.#closed) {
-        const slot = this.#slots[next++]!;
-        if (slot.loadError !== undefined) continue;
+    await settleAtMost(this.#slots, DEFAULTS.recoveryConcurrency, async (slot) => {
+      if (this.#closed || slot.loadError !== undefined) return;
+      try {
+        const bucket = await OffsetsBucket.load({
+          index: slot.index,
+          log: this.#logOptions(slot.dir, slot.index),
+          useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints,
+          readOnly: this.#options.readOnly,
+          record: slot.record,
+          clock: this.#options.clock,
+          group: this.#options.group,
+          layouts: this.#layouts,
+          onWarning: this.#options.onWarning,
+          onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
+          bucketOf: (groupId) => this.#bucketOfGroup(groupId),
+        });
         try {
-          const bucket = await OffsetsBucket.load({
-            index: slot.index,
-            log: this.#logOptions(slot.dir, slot.index),
-            useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints,
-            readOnly: this.#options.readOnly,
-            record: slot.record,
-            clock: this.#options.clock,
-            group: this.#options.group,
-            layouts: this.#layouts,
-            onWarning: this.#options.onWarning,
-            onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
-            bucketOf: (groupId) => this.#bucketOfGroup(groupId),
-          });
-          try {
-            // Recorded before the bucket serves, whatever becomes of the others: what recovery
-            // found is durable now, and a later open must not take its last batches for a torn tail.
-            await this.#raiseLogEnd(slot.index, bucket.logEnd().logOffset);
-          } catch (error) {
-            // Not installed, so nothing else would close it: its timers would write through a
-            // log nothing owns any more.
-            await bucket.unload().catch(() => {});
-            throw error;
-          }
-          // Layouts set while it was being recorded reached only the installed buckets: the
-          // coordinator takes the current ones (an unchanged layout changes nothing).
-          for (const [tableId, layout] of this.#layouts)
-            bucket.coordinator.setTableLayout(tableId, layout);
-          slot.bucket = bucket;
+          // Recorded before the bucket serves, whatever becomes of the others: what recovery
+          // found is durable now, and a later open must not take its last batches for a torn tail.
+          await this.#raiseLogEnd(slot.index, bucket.logEnd().logOffset);
         } catch (error) {
-          // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
-          slot.loadError = error;
+          // Not installed, so nothing else would close it: its timers would write through a
+          // log nothing owns any more.
+          await bucket.unload().catch(() => {});
+          throw error;
         }
+        // Layouts set while it was being recorded reached only the installed buckets: the
+        // coordinator takes the current ones (an unchanged layout changes nothing).
+        for (const [tableId, layout] of this.#layouts)
+          bucket.coordinator.setTableLayout(tableId, layout);
+        slot.bucket = bucket;
+      } catch (error) {
+        // Recorded, not thrown: the other buckets go on recovering (and serving, without awaitRecovery).
+        slot.loadError = error;
       }
-    };
-    await Promise.all(
-      Array.from({ length: Math.min(DEFAULTS.recoveryConcurrency, this.#slots.length) }, worker),
-    );
+    });
     const failed = this.#slots.find((slot) => slot.loadError !== undefined);
     if (failed !== undefined)
       throw openFailure(
@@ -1694,16 +1687,9 @@ export class OffsetStore {
     // Each last checkpoint reads its environment's file again through a descriptor of its own: all
     // at once, a store that opened at its open-file limit would fail its close.
     const atOnce = checkpointAtMs === undefined ? buckets.length : CLOSING_CHECKPOINTS_AT_ONCE;
-    const results: PromiseSettledResult<void>[] = [];
-    let next = 0;
-    const unloadNext = async (): Promise<void> => {
-      while (next < buckets.length) {
-        const bucket = buckets[next++];
-        const [result] = await Promise.allSettled([bucket?.unload(checkpointAtMs)]);
-        results.push(result);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(atOnce, buckets.length) }, unloadNext));
+    const results = await settleAtMost(buckets, atOnce, async (bucket) =>
+      bucket?.unload(checkpointAtMs),
+    );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
   }

@@ -102,7 +102,7 @@ async function lockNames(dir: string, purpose: string): Promise<string[] | 'unsu
  * refuses (ECONNREFUSED). Never binds a name, so it cannot make a writer opening at the same instant
  * fail. 'unsupported' where there is no such lock, or an answer that says neither.
  */
-export async function directoryLockHeld(
+async function directoryLockHeld(
   dir: string,
   purpose: string = STORE_LOCK,
 ): Promise<boolean | 'unsupported'> {

@@ -986,7 +986,7 @@ export class Log implements LogPort {
       }
     }
     try {
-      await this.#options.checkDirectory?.();
+      await this.checkDirectory();
       const handle = await fs.open(preparedPath, 'w');
       try {
         // One fdatasync per MiB: a commit's fdatasync then never queues behind megabytes of zeros.
@@ -1056,7 +1056,7 @@ export class Log implements LogPort {
 
   /** Seals the active segment (made durable whatever the mode) and starts one at `baseOffset`. */
   async #roll(baseOffset: number): Promise<void> {
-    await this.#options.checkDirectory?.();
+    await this.checkDirectory();
     // The cut is durable before the next segment exists: a sealed segment never has a zero tail.
     await this.#cutPreallocation();
     await this.#active.datasync();

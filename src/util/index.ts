@@ -1,7 +1,8 @@
 /**
  * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand),
  * internal assertions (a failure is a bug of the store, never bad input), turns of the event loop
- * (`nextTurn`) and the check for keys a JSON text repeats. This file is the folder's door.
+ * (`nextTurn`), work run a bounded number at a time (`settleAtMost`) and the check for keys a JSON
+ * text repeats. This file is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
 export {
@@ -20,3 +21,4 @@ export { nextTurn, onNextTurn } from './next-turn.js';
 export { notAnOptionsObject } from './option-shape.js';
 export { holdProcess, processHoldCount } from './process-hold.js';
 export { Serial } from './serial.js';
+export { settleAtMost } from './settle-at-most.js';

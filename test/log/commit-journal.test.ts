@@ -262,6 +262,19 @@ function errseqSyncs(holding: number) {
   };
 }
 
+/**
+ * A journal on errseqSyncs(2) with two rounds in flight (twoRounds) whose fdatasyncs are both held:
+ * `first` and `second`, in the order they were called.
+ */
+async function twoHeldRounds() {
+  const dir = tempDir();
+  const syncs = errseqSyncs(2);
+  const { journal } = await openJournal(dir, { fs: syncs.fs });
+  const states = await twoRounds(journal);
+  const [first, second] = await syncs.arrivals();
+  return { dir, journal, states, syncs, first: first!, second: second! };
+}
+
 /** What became of each commit: 'pending', 'ack' or 'refused'. */
 function track(promises: Promise<unknown>[]): string[] {
   const states = promises.map(() => 'pending');
@@ -769,16 +782,12 @@ describe('the commit journal', () => {
     // 2's fdatasync checks first and takes the EIO, round 1's checks after it, and round 1's
     // completion reaches the journal first. Through one descriptor round 1's fdatasync would then
     // return success for pages that are on the device nowhere.
-    const dir = tempDir();
-    const syncs = errseqSyncs(2);
-    const { journal } = await openJournal(dir, { fs: syncs.fs });
-    const states = await twoRounds(journal);
-    const [first, second] = await syncs.arrivals();
+    const { journal, states, syncs, first, second } = await twoHeldRounds();
     syncs.failWriteback();
-    expect(await second!.check()).toBe('EIO');
-    await first!.check();
-    await first!.deliver();
-    await second!.deliver();
+    expect(await second.check()).toBe('EIO');
+    await first.check();
+    await first.deliver();
+    await second.deliver();
     await settled(states);
     expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     await journal.close(false);
@@ -789,18 +798,14 @@ describe('the commit journal', () => {
     // fdatasync could take the error of the erase's own pages (reported once per descriptor), and
     // the erase's then return success for zeros the device never got, so that the refused commits
     // would come back after a crash.
-    const dir = tempDir();
-    const syncs = errseqSyncs(2);
-    const { journal } = await openJournal(dir, { fs: syncs.fs });
-    const states = await twoRounds(journal);
-    const [first, second] = await syncs.arrivals();
+    const { dir, journal, states, syncs, first, second } = await twoHeldRounds();
     syncs.failWriteback();
-    expect(await first!.check()).toBe('EIO');
-    await first!.deliver();
+    expect(await first.check()).toBe('EIO');
+    await first.deliver();
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(syncs.calls(), 'no fdatasync while the second round is out').toBe(2);
-    await second!.check();
-    await second!.deliver();
+    await second.check();
+    await second.deliver();
     await settled(states);
     expect(states()).toEqual(['refused', 'refused', 'refused', 'refused']);
     await journal.close(false);

@@ -44,6 +44,16 @@ function process(disk: SimDisk, scheduler: SimScheduler, n: number): LogOptions 
   });
 }
 
+/** A new disk holding the store's folder, and process 1's log opened on it. */
+async function newDiskWithLog() {
+  const scheduler = new SimScheduler();
+  const disk = new SimDisk();
+  disk.mkdirp(DIR);
+  disk.syncDir('/');
+  const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
+  return { scheduler, disk, log };
+}
+
 /** Every batch's log offset in a log opened by a new process. */
 async function offsetsAfterOpen(options: LogOptions, scheduler: SimScheduler): Promise<number[]> {
   const offsets: number[] = [];
@@ -64,11 +74,7 @@ const NOTHING = { chance: () => false } as unknown as SimRandom;
  * clean, on the device nowhere.
  */
 async function failedRoundLeft() {
-  const scheduler = new SimScheduler();
-  const disk = new SimDisk();
-  disk.mkdirp(DIR);
-  disk.syncDir('/');
-  const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
+  const { scheduler, disk, log } = await newDiskWithLog();
   for (let n = 0; n < 3; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
   const segment: SimFile = disk.file(SEGMENT);
   let end = 0;
@@ -137,11 +143,7 @@ describe('a round whose fdatasync failed, left in the page cache by a process th
   });
 
   it('is not written again where the store knew the log durable (its clean close recorded the end)', async () => {
-    const scheduler = new SimScheduler();
-    const disk = new SimDisk();
-    disk.mkdirp(DIR);
-    disk.syncDir('/');
-    const { log } = await settle(scheduler, Log.open(process(disk, scheduler, 1)));
+    const { scheduler, disk, log } = await newDiskWithLog();
     for (let n = 0; n < 4; n++) expect(await settle(scheduler, log.append(testBatch(n)))).toBe(n);
     await settle(scheduler, log.close());
     // The last round may be in the page cache only unless the store knew better.

@@ -198,6 +198,36 @@ describe('a store opened through a symbolic link', () => {
   });
 });
 
+/**
+ * Commits `commit(offset)` for each offset from `from` to `to` until one is refused: the last offset
+ * acknowledged (`from - 1` when none was) and the refusal (undefined when none was refused).
+ */
+async function commitUntilRefused(
+  commit: (offset: number) => Promise<unknown>,
+  from: number,
+  to: number,
+): Promise<{ acknowledged: number; refusal: unknown }> {
+  for (let offset = from; offset <= to; offset++) {
+    try {
+      await commit(offset);
+    } catch (refusal) {
+      return { acknowledged: offset - 1, refusal };
+    }
+  }
+  return { acknowledged: to, refusal: undefined };
+}
+
+/**
+ * The operator moves the live store's folder `live` aside to `moved` and puts a copy of it back
+ * under the name (a backup of the moment, without its LOCK file): the copy's fingerprint.
+ */
+function replaceByCopy(live: string, moved: string): string[] {
+  renameSync(live, moved);
+  cpSync(moved, live, { recursive: true });
+  rmSync(path.join(live, 'LOCK'));
+  return dirFingerprint(live);
+}
+
 describe('a store whose directory is renamed while it is open', () => {
   it('writes no file into the directory that then has its name, and keeps every commit it acknowledged', async () => {
     const base = tempDir();
@@ -213,16 +243,11 @@ describe('a store whose directory is renamed while it is open', () => {
     renameSync(live!, moved!);
     renameSync(backup!, live!);
     const restored = dirFingerprint(live!);
-    let acknowledged = 1;
-    let refusal: unknown;
-    for (let offset = 2; offset <= 60 && refusal === undefined; offset++) {
-      try {
-        await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset }]);
-        acknowledged = offset;
-      } catch (error) {
-        refusal = error;
-      }
-    }
+    const { acknowledged, refusal } = await commitUntilRefused(
+      (offset) => store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset }]),
+      2,
+      60,
+    );
     // Its active segment is still open (in the moved folder); its next one is refused.
     expect(refusal).toMatchObject({
       code: 'LOG_STORAGE_ERROR',
@@ -263,10 +288,7 @@ describe('a store whose directory is replaced by a copy of itself while it is op
           ),
         );
       for (let offset = 1; offset <= 20; offset++) await commitRound(offset);
-      renameSync(live!, moved!);
-      cpSync(moved!, live!, { recursive: true });
-      rmSync(path.join(live!, 'LOCK'));
-      const copy = dirFingerprint(live!);
+      const copy = replaceByCopy(live!, moved!);
       await expect(store.compact()).rejects.toMatchObject({
         code: 'LOG_STORAGE_ERROR',
         message: expect.stringMatching(
@@ -275,16 +297,7 @@ describe('a store whose directory is replaced by a copy of itself while it is op
       });
       // Commits go on into the files the store has open (in the moved folder) until one needs a
       // new file there: a segment, or a journal file once the current one is full.
-      let acknowledged = 20;
-      let refusal: unknown;
-      for (let offset = 21; offset <= 400 && refusal === undefined; offset++) {
-        try {
-          await commitRound(offset);
-          acknowledged = offset;
-        } catch (error) {
-          refusal = error;
-        }
-      }
+      const { acknowledged, refusal } = await commitUntilRefused(commitRound, 21, 400);
       expect(refusal).toMatchObject({ code: 'LOG_STORAGE_ERROR' });
       await store.close().catch(() => {});
       expect(warnings.length).toBeGreaterThan(0);
@@ -319,21 +332,9 @@ describe('a store whose directory is replaced by a copy of itself while it is op
     await commitRound(1);
     const journalFiles = () =>
       readdirSync(path.join(moved!, 'journal')).filter((n) => n.endsWith('.journal'));
-    renameSync(live!, moved!);
+    const copy = replaceByCopy(live!, moved!);
     expect(journalFiles()).toHaveLength(1);
-    cpSync(moved!, live!, { recursive: true });
-    rmSync(path.join(live!, 'LOCK'));
-    const copy = dirFingerprint(live!);
-    let acknowledged = 1;
-    let refusal: unknown;
-    for (let offset = 2; offset <= 2000 && refusal === undefined; offset++) {
-      try {
-        await commitRound(offset);
-        acknowledged = offset;
-      } catch (error) {
-        refusal = error;
-      }
-    }
+    const { acknowledged, refusal } = await commitUntilRefused(commitRound, 2, 2000);
     expect(refusal).toMatchObject({
       code: 'LOG_STORAGE_ERROR',
       message: expect.stringMatching(/no longer the directory this process opened the store in/),
@@ -366,11 +367,8 @@ describe('a store closed cleanly after its directory was replaced by a copy of i
     await Promise.all(
       groups.map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 1 }])),
     );
-    renameSync(live!, moved!);
-    cpSync(moved!, live!, { recursive: true });
-    rmSync(path.join(live!, 'LOCK'));
+    const copy = replaceByCopy(live!, moved!);
     expect(readdirSync(path.join(live!, 'journal'))).toContain('00000000000000000001.journal');
-    const copy = dirFingerprint(live!);
     // Its last store.json is not written there: the close says so, and the logs and the journal
     // stay as they are in the moved folder, whose next open reads them.
     await expect(store.close()).rejects.toMatchObject({

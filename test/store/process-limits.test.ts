@@ -11,7 +11,26 @@ import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
-const CHILD = path.join(import.meta.dirname, 'open-emfile-child.ts');
+/**
+ * Runs test/store/`script` under Node with `args`, after the shell's `limit` (`ulimit -n 512`; none
+ * when empty), and parses the JSON line it prints.
+ */
+// The report is whatever JSON the child prints (JSON.parse's own type), checked field by field.
+function runChild(script: string, args: string[], limit = ''): Promise<any> {
+  const child = path.join(import.meta.dirname, script);
+  const command = `${limit === '' ? '' : `${limit} && `}exec "$0" "$@"`;
+  return new Promise((resolve, reject) => {
+    execFile(
+      'bash',
+      ['-c', command, process.execPath, '--import', 'tsx', child, ...args],
+      { timeout: 60_000 },
+      (error, out, err) => {
+        if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
+        else resolve(JSON.parse(out));
+      },
+    );
+  });
+}
 
 describe('a store at its process limits', () => {
   // With a checkpointing strategy each offsets-bucket opens an LMDB environment too, whose open
@@ -21,21 +40,7 @@ describe('a store at its process limits', () => {
       `running out of descriptors is LOG_STORAGE_ERROR naming the limit; everything opened is closed and the lock released (${strategy})`,
       async () => {
         const dir = tempDir();
-        const stdout = await new Promise<string>((resolve, reject) => {
-          execFile(
-            'bash',
-            [
-              '-c',
-              `ulimit -n 512 && exec "${process.execPath}" --import tsx "${CHILD}" "${dir}" ${strategy}`,
-            ],
-            { timeout: 60_000 },
-            (error, out, err) => {
-              if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
-              else resolve(out);
-            },
-          );
-        });
-        const report = JSON.parse(stdout);
+        const report = await runChild('open-emfile-child.ts', [dir, strategy], 'ulimit -n 512');
         expect(report.failure).toMatchObject({
           name: 'OffsetStoreError',
           code: 'LOG_STORAGE_ERROR',
@@ -58,18 +63,7 @@ describe('a store at its process limits', () => {
     'a checkpointing store that opened at its open-file limit closes there, its last checkpoints written a few at a time',
     async () => {
       const dir = tempDir();
-      const stdout = await new Promise<string>((resolve, reject) => {
-        execFile(
-          process.execPath,
-          ['--import', 'tsx', path.join(import.meta.dirname, 'close-fd-limit-child.ts'), dir, '16'],
-          { timeout: 60_000 },
-          (error, out, err) => {
-            if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
-            else resolve(out);
-          },
-        );
-      });
-      expect(JSON.parse(stdout)).toMatchObject({ close: 'ok' });
+      expect(await runChild('close-fd-limit-child.ts', [dir, '16'])).toMatchObject({ close: 'ok' });
       const store = await OffsetStore.open({ dir, compaction: { strategy: 'checkpoint' } });
       expect((await store.fetchOffsets('g399'))[0]?.offset).toBe(399);
       await store.close();
@@ -81,23 +75,13 @@ describe('a store at its process limits', () => {
     'a checkpointing store opens, checkpoints and closes in a process whose address space is limited (each LMDB map reserves a share of it)',
     async () => {
       const dir = tempDir();
-      const child = path.join(import.meta.dirname, 'address-limit-child.ts');
-      const stdout = await new Promise<string>((resolve, reject) => {
-        execFile(
-          'bash',
-          // 200 GiB: room for Node, not for 16 maps of 16 GiB (which crashed the process).
-          [
-            '-c',
-            `ulimit -v ${200 * 1024 * 1024} && exec "${process.execPath}" --import tsx "${child}" "${dir}"`,
-          ],
-          { timeout: 60_000 },
-          (error, out, err) => {
-            if (error !== null) reject(new Error(`child failed: ${error.message}\n${err}`));
-            else resolve(out);
-          },
-        );
-      });
-      expect(JSON.parse(stdout)).toEqual({ result: 'ok' });
+      // 200 GiB: room for Node, not for 16 maps of 16 GiB (which crashed the process).
+      const report = await runChild(
+        'address-limit-child.ts',
+        [dir],
+        `ulimit -v ${200 * 1024 * 1024}`,
+      );
+      expect(report).toEqual({ result: 'ok' });
       const store = await OffsetStore.open({ dir, compaction: { strategy: 'checkpoint' } });
       expect((await store.fetchOffsets('g63'))[0]?.offset).toBe(63);
       await store.close();

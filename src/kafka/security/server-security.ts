@@ -219,6 +219,8 @@ export class ServerSecurity {
   #decoyVerifier: ScramVerifier;
   readonly #fs: FileSystem;
   readonly #dir: string;
+  /** Refuses (LOG_STORAGE_ERROR) once `dir` no longer leads to the store's directory. */
+  readonly #checkDirectory: (() => Promise<void>) | undefined;
   readonly #auditLog: AuditLog | undefined;
   #users: UserCredentials;
   /** ACLs read last (whether or not an authorizer enforces them). */
@@ -233,6 +235,7 @@ export class ServerSecurity {
     clock: Clock;
     fs: FileSystem;
     dir: string;
+    checkDirectory: (() => Promise<void>) | undefined;
     users: UserCredentials;
     acls: AclSet;
     auditLog: AuditLog | undefined;
@@ -242,6 +245,7 @@ export class ServerSecurity {
     this.clock = fields.clock;
     this.#fs = fields.fs;
     this.#dir = fields.dir;
+    this.#checkDirectory = fields.checkDirectory;
     this.#users = fields.users;
     this.#aclCount = fields.acls.acls.length;
     this.#auditLog = fields.auditLog;
@@ -265,15 +269,22 @@ export class ServerSecurity {
     );
   }
 
-  /** Reads the users and ACLs of the store in `dir` and opens the audit log. */
+  /**
+   * Reads the users and ACLs of the store in `dir` and opens the audit log. `checkDirectory`, when
+   * given, is called before each read of the files (here and in `reload`): it refuses once `dir`
+   * has been renamed or replaced, so that no other directory's users and ACLs are taken for the
+   * store's.
+   */
   static async open(fields: {
     options: ResolvedSecurityOptions;
     clock: Clock;
     fs: FileSystem;
     dir: string;
+    checkDirectory?: () => Promise<void>;
     onWarning: (message: string) => void;
   }): Promise<ServerSecurity> {
-    const { options, clock, fs, dir } = fields;
+    const { options, clock, fs, dir, checkDirectory } = fields;
+    await checkDirectory?.();
     const users = await UserCredentials.load(fs, dir);
     const acls = await AclSet.load(fs, dir);
     const decoyVerifier = await decoyVerifierOf(users);
@@ -281,7 +292,17 @@ export class ServerSecurity {
       options.auditLogFile === undefined
         ? undefined
         : await AuditLog.open(fs, options.auditLogFile, () => clock.nowMs(), fields.onWarning);
-    return new ServerSecurity({ options, clock, fs, dir, users, acls, auditLog, decoyVerifier });
+    return new ServerSecurity({
+      options,
+      clock,
+      fs,
+      dir,
+      checkDirectory,
+      users,
+      acls,
+      auditLog,
+      decoyVerifier,
+    });
   }
 
   /** The SASL users. */
@@ -307,6 +328,7 @@ export class ServerSecurity {
    * (`acls remove`, `users remove`).
    */
   async reload(): Promise<void> {
+    await this.#checkDirectory?.();
     const gone: string[] = [];
     for (const [name, had] of [
       [USERS_FILE, this.#users.size > 0],

@@ -179,6 +179,7 @@ export class KafkaServer {
       clock,
       fs: store.fileSystem,
       dir: store.dir,
+      checkDirectory: () => store[CHECK_DIRECTORY](),
       onWarning: resolved.onWarning,
     });
     const servers: net.Server[] = [];

@@ -8,9 +8,10 @@
  * allowEveryoneIfNoAclFound, `User:*` and LITERAL `*`, and Read implying Describe.
  */
 import fc from 'fast-check';
-import { rmSync } from 'node:fs';
+import { cpSync, renameSync, rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { longestStallDuring } from '../../support/event-loop-stall.js';
+import { ManualClock } from '../../../src/index.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../../src/kafka/protocol/index.js';
 import * as path from 'node:path';
@@ -368,6 +369,58 @@ describe('ACLs over the wire', () => {
     expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
       ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
     ]);
+  });
+
+  it('reads no ACLs or users on reloadSecurity() from another directory put under the store name', async () => {
+    const t = await start([
+      ...ALICE_ACLS,
+      acl({
+        principal: 'User:alice',
+        permission: 'DENY',
+        operation: 'All',
+        resourceType: 'Group',
+        name: 'prefix-secret',
+      }),
+    ]);
+    const alice = await as(t, 'alice', 'alice-pw');
+    // The store's directory moved aside and a copy put under its name, whose ACLs then lose the
+    // DENY and whose users file lets mallory in: the server keeps what it read from its own.
+    const moved = `${t.dir}.old`;
+    renameSync(t.dir, moved);
+    cpSync(moved, t.dir, { recursive: true });
+    rmSync(path.join(t.dir, 'LOCK'));
+    await AclSet.remove(fs, t.dir, [
+      acl({
+        principal: 'User:alice',
+        permission: 'DENY',
+        operation: 'All',
+        resourceType: 'Group',
+        name: 'prefix-secret',
+      }),
+    ]);
+    await UserCredentials.addUser(fs, t.dir, 'mallory', 'mallory-pw');
+    await expect(t.server.reloadSecurity()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringContaining(t.dir),
+    });
+    expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
+    const mallory = await RawKafkaClient.connect(t.server.port);
+    clients.push(mallory);
+    let answer: number | undefined;
+    const refused = loginPlain(mallory, 'mallory', 'mallory-pw').then((code) => (answer = code));
+    // A failed login is answered after the failure delay, on the server's (manual) clock.
+    while (answer === undefined) {
+      (t.clock as ManualClock).advance(1000);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await refused).toBe(KAFKA_ERROR.SASL_AUTHENTICATION_FAILED);
+    running = undefined;
+    for (const c of clients.splice(0)) await c.close();
+    await t.server.close();
+    await expect(t.store.close()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    expect(t.warnings).toEqual([]);
   });
 
   it('refuses FindCoordinator and Metadata topics the principal may not describe', async () => {

@@ -65,7 +65,7 @@ import {
   type TableLayoutInput,
 } from './group/index.js';
 import { ClassicGroups } from './classic-groups.js';
-import { OffsetsBucket } from './shard/index.js';
+import { OffsetsBucket, type OffsetsBucketOptions } from './shard/index.js';
 import { Serial, settleAtMost, type Timer } from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
@@ -376,19 +376,7 @@ export class OffsetStore {
     const slot = this.#slots[index];
     if (!this.#hosted || slot === undefined || slot.bucket !== undefined)
       throw new RangeError(`offsets-bucket ${index} cannot be hosted here`);
-    const bucket = await OffsetsBucket.fromTable(
-      {
-        index,
-        clock: this.#options.clock,
-        group: this.#options.group,
-        layouts: this.#layouts,
-        onWarning: this.#options.onWarning,
-        onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
-        bucketOf: (groupId) => this.#bucketOfGroup(groupId),
-      },
-      table,
-      report,
-    );
+    const bucket = await OffsetsBucket.fromTable(this.#bucketSettings(index), table, report);
     if (this.#closed) {
       await bucket.unload();
       throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closed`);
@@ -894,22 +882,34 @@ export class OffsetStore {
     });
   }
 
+  /** What offsets-bucket `index` is given to serve, whether it recovers here or is hosted. */
+  #bucketSettings(
+    index: number,
+  ): Pick<
+    OffsetsBucketOptions,
+    'index' | 'clock' | 'group' | 'layouts' | 'onWarning' | 'onGroupDropped' | 'bucketOf'
+  > {
+    return {
+      index,
+      clock: this.#options.clock,
+      group: this.#options.group,
+      layouts: this.#layouts,
+      onWarning: this.#options.onWarning,
+      onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
+      bucketOf: (groupId) => this.#bucketOfGroup(groupId),
+    };
+  }
+
   async #recoverAll(): Promise<void> {
     await settleAtMost(this.#slots, DEFAULTS.recoveryConcurrency, async (slot) => {
       if (this.#closed || slot.loadError !== undefined) return;
       try {
         const bucket = await OffsetsBucket.load({
-          index: slot.index,
+          ...this.#bucketSettings(slot.index),
           log: this.#logOptions(slot.dir, slot.index),
           useCheckpoints: recordedStrategy(this.#recorded)!.checkpoints,
           readOnly: this.#options.readOnly,
           record: slot.record,
-          clock: this.#options.clock,
-          group: this.#options.group,
-          layouts: this.#layouts,
-          onWarning: this.#options.onWarning,
-          onGroupDropped: (groupId) => this.#fetchCache.delete(groupId),
-          bucketOf: (groupId) => this.#bucketOfGroup(groupId),
         });
         try {
           // Recorded before the bucket serves, whatever becomes of the others: what recovery

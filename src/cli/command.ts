@@ -198,10 +198,39 @@ export function integerOption(
   return value;
 }
 
-/** The one required positional argument (a group id). */
+/**
+ * `--group-id-json`, for the commands that take a `<groupId>`: a group id a command line cannot
+ * carry (argv strings end at NUL) or a shell mangles, given as the JSON string `--json` output
+ * prints for it.
+ */
+export const GROUP_ID_JSON_OPTION: Record<string, OptionSpec> = {
+  'group-id-json': {
+    type: 'string',
+    valueName: '<json>',
+    description:
+      'the group id as a JSON string, as --json output prints it (for ids holding NUL or other control characters)',
+  },
+};
+
+/** The group id: the one positional argument, or `--group-id-json` in its place. */
 export function groupIdArgument(context: CommandContext): string {
   const [groupId, ...rest] = context.positionals;
-  if (groupId === undefined) throw new UsageError('missing <groupId>');
+  const json = stringOption(context, 'group-id-json');
+  if (json !== undefined) {
+    if (groupId !== undefined) throw new UsageError('give <groupId> or --group-id-json, not both');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(json);
+    } catch {
+      parsed = undefined;
+    }
+    if (typeof parsed !== 'string')
+      throw new UsageError(
+        `--group-id-json: not a JSON string (quoted, e.g. '"team\\u0000a"'), got ${JSON.stringify(json)}`,
+      );
+    return parsed;
+  }
+  if (groupId === undefined) throw new UsageError('missing <groupId> (or --group-id-json)');
   if (rest.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(rest[0])}`);
   return groupId;
 }

@@ -661,6 +661,54 @@ describe('names clients chose, printed for a terminal', () => {
   });
 });
 
+describe('a group id no command line can carry', () => {
+  it('is named with --group-id-json, the id as the JSON string that --json output prints', async () => {
+    const dir = tempDir('offset-store-cli-');
+    const nul = 'team\u0000a';
+    const store = await OffsetStore.open({ dir, compaction: { background: false } });
+    await store.commitOffsets(nul, [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    await store.commitOffsets('team', [{ tableId: 1, bucketId: 0, offset: 7 }]);
+    await store.close();
+    const listed = await run(['groups', 'list', '--dir', dir, '--json']);
+    const named = JSON.stringify(
+      (JSON.parse(listed.stdout) as { groups: { groupId: string }[] }).groups.find(
+        (g) => g.groupId !== 'team',
+      )!.groupId,
+    );
+    expect(named).toBe('"team\\u0000a"');
+    const described = await run(['groups', 'describe', '--group-id-json', named, '--dir', dir]);
+    expect(described.code, described.stderr).toBe(0);
+    expect(described.stdout).toContain('team\\x00a');
+    const reset = await run([
+      'offsets',
+      'reset',
+      '--group-id-json',
+      named,
+      '--to-offset',
+      '1',
+      '--execute',
+      '--dir',
+      dir,
+      '--json',
+    ]);
+    expect(reset.code, reset.stderr).toBe(0);
+    const reopened = await OffsetStore.open({ dir, compaction: { background: false } });
+    expect((await reopened.fetchOffsets(nul)).map((o) => o?.offset)).toEqual([1]);
+    expect((await reopened.fetchOffsets('team')).map((o) => o?.offset)).toEqual([7]);
+    await reopened.close();
+    for (const [args, message] of [
+      [['--group-id-json', '"team"', 'team'], /give <groupId> or --group-id-json, not both/],
+      [['--group-id-json', 'team'], /--group-id-json: not a JSON string/],
+      [['--group-id-json', '42'], /--group-id-json: not a JSON string/],
+      [[], /missing <groupId> \(or --group-id-json\)/],
+    ] as const) {
+      const refused = await run(['groups', 'describe', ...args, '--dir', dir]);
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toMatch(message);
+    }
+  });
+});
+
 describe('demo directory', () => {
   it('removes nothing but a demo store: not a folder holding an entry named DEMO, a DEMO of other text, or a demo store with a file put beside it', async () => {
     const projects = tempDir('offset-store-demo-');

@@ -1,6 +1,6 @@
 /** `offset-store groups delete <groupId>`: deletes a group without members and all its offsets. */
 import { printable } from '../output.js';
-import { EXIT, groupIdArgument, type Command } from '../command.js';
+import { EXIT, GROUP_ID_JSON_OPTION, groupIdArgument, type Command } from '../command.js';
 import { withAdmin } from './with-admin.js';
 
 /** The `groups delete` command. */
@@ -12,7 +12,7 @@ export const groupsDelete: Command = {
     'Deletes a group and every committed offset of it (tombstones through the log); it disappears from',
     '`groups list`. Refused with NON_EMPTY_GROUP while the group has members, GROUP_ID_NOT_FOUND if unknown.',
   ].join('\n'),
-  options: {},
+  options: { ...GROUP_ID_JSON_OPTION },
   examples: ['offset-store groups delete old-scanners --dir ./data'],
   async run(context) {
     const groupId = groupIdArgument(context);

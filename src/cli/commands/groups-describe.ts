@@ -7,6 +7,7 @@ import type { BucketReport, GroupReport } from '../../admin/index.js';
 import { bucketKey, type TableBucket } from '../../model/index.js';
 import {
   EXIT,
+  GROUP_ID_JSON_OPTION,
   groupIdArgument,
   readOffsetsDocument,
   stringOption,
@@ -37,6 +38,7 @@ export const groupsDescribe: Command = {
     'or an array of {"tableId", "partitionId", "bucketId", "offset"}.',
   ].join('\n'),
   options: {
+    ...GROUP_ID_JSON_OPTION,
     ...READ_ONLY_OPTION,
     'log-end': {
       type: 'string',

@@ -4,7 +4,14 @@
  * leaving, which otherwise keep the group non-empty until their session times out in a process that
  * stays open — one a short admin command never is.
  */
-import { EXIT, UsageError, groupIdArgument, stringListOption, type Command } from '../command.js';
+import {
+  EXIT,
+  UsageError,
+  GROUP_ID_JSON_OPTION,
+  groupIdArgument,
+  stringListOption,
+  type Command,
+} from '../command.js';
 import { cell, printable } from '../output.js';
 import { withAdmin } from './with-admin.js';
 
@@ -21,6 +28,7 @@ export const groupsRemoveMembers: Command = {
     '--instance (repeatable). An id not in the group is refused with UNKNOWN_MEMBER_ID and nothing is removed.',
   ].join('\n'),
   options: {
+    ...GROUP_ID_JSON_OPTION,
     all: { type: 'boolean', description: 'every member of the group, static members included' },
     member: {
       type: 'string',

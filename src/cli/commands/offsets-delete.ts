@@ -3,6 +3,7 @@ import {
   EXIT,
   SELECTION_OPTIONS,
   UsageError,
+  GROUP_ID_JSON_OPTION,
   groupIdArgument,
   selectionOption,
   type Command,
@@ -20,6 +21,7 @@ export const offsetsDelete: Command = {
     '--all (one is required). Refused with GROUP_SUBSCRIBED_TO_BUCKET for a bucket assigned to a member.',
   ].join('\n'),
   options: {
+    ...GROUP_ID_JSON_OPTION,
     ...SELECTION_OPTIONS,
     all: { type: 'boolean', description: 'every committed bucket of the group' },
   },

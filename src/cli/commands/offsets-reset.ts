@@ -8,6 +8,7 @@ import {
   EXIT,
   SELECTION_OPTIONS,
   UsageError,
+  GROUP_ID_JSON_OPTION,
   groupIdArgument,
   integerOption,
   readOffsetsDocument,
@@ -38,6 +39,7 @@ export const offsetsReset: Command = {
     'with --table and --bucket also sets a bucket that has no committed offset yet.',
   ].join('\n'),
   options: {
+    ...GROUP_ID_JSON_OPTION,
     'to-offset': { type: 'string', valueName: '<n>', description: 'reset to this offset' },
     'shift-by': {
       type: 'string',

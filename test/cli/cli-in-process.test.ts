@@ -373,7 +373,8 @@ describe('offset-store dispatcher', () => {
       setTimeout(() => terminal.write('sec\u0003'), 20);
       const { code, stderr } = await running;
       expect(code).toBe(130);
-      expect(stderr).toBe('error: interrupted at the password prompt\n');
+      // The prompt goes to the command's own stderr (not the process's, when run in process).
+      expect(stderr).toBe('Password for alice: \nerror: interrupted at the password prompt\n');
     } finally {
       Object.defineProperty(process, 'stdin', stdin);
     }

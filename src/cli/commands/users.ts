@@ -89,7 +89,9 @@ export const usersAdd: Command = {
     const password =
       context.values['password-stdin'] === true
         ? await passwordFromStdin()
-        : await passwordFromTerminal(name);
+        : await passwordFromTerminal(name, process.stdin, {
+            write: (text: string) => (context.output.stderr(text), true),
+          });
     const users = await UserCredentials.addUser(fs, context.dir, name, password, {
       ...(iterations === undefined ? {} : { iterations }),
       ...(mechanisms.length === 0 ? {} : { mechanisms }),

@@ -59,20 +59,40 @@ export function modelOf(history: readonly HistoryStep[]): Map<string, Map<string
   return model;
 }
 
-/** Applies a history through the public API (commits of one step are one atomic commit). */
+/**
+ * Applies a history through the public API (commits of one step are one atomic commit), with up to
+ * `inFlight` steps called before the oldest has settled, as concurrent callers would: writes to one
+ * group take effect in the order they are called, so the result is the history's whatever the
+ * interleaving, and the steps share fdatasyncs instead of paying one each. A delete names only the
+ * buckets committed when it is called (in the store before this call, or by an earlier step).
+ */
 export async function applyHistory(
   store: OffsetStore,
   history: readonly HistoryStep[],
+  inFlight = 32,
 ): Promise<void> {
+  const keyOf = (groupId: string, b: Omit<HistoryStep['buckets'][number], 'offset'>): string =>
+    `${groupId}\0${b.tableId}:${b.partitionId ?? ''}:${b.bucketId}`;
+  const committed = new Set<string>();
+  for (const groupId of new Set(history.map((step) => step.groupId)))
+    for (const o of await store.fetchOffsets(groupId))
+      if (o !== null) committed.add(keyOf(groupId, o));
+  const pending: Promise<void>[] = [];
   for (const step of history) {
+    let call: Promise<void> | undefined;
     if (step.kind === 'commit') {
-      await store.commitOffsets(step.groupId, step.buckets);
+      for (const b of step.buckets) committed.add(keyOf(step.groupId, b));
+      call = store.commitOffsets(step.groupId, step.buckets);
     } else {
-      const existing = await store.fetchOffsets(step.groupId, step.buckets);
-      const present = step.buckets.filter((_, i) => existing[i] !== null);
-      if (present.length > 0) await store.deleteOffsets(step.groupId, present);
+      const present = step.buckets.filter((b) => committed.delete(keyOf(step.groupId, b)));
+      if (present.length > 0) call = store.deleteOffsets(step.groupId, present);
     }
+    if (call === undefined) continue;
+    call.catch(() => {}); // awaited below; a failure while later steps are pending is not unhandled
+    pending.push(call);
+    if (pending.length >= inFlight) await pending.shift();
   }
+  await Promise.all(pending);
 }
 
 /** The store's whole committed state in the model's shape. */

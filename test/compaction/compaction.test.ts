@@ -35,7 +35,7 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
     const store = await OffsetStore.open(
       compactionOptions(dir, strategy, { bucketCount: 4, segmentBytesMax: 1024 }),
     );
-    await applyHistory(store, generateHistory(43, 2000, 20, 40));
+    await applyHistory(store, generateHistory(43, 400, 20, 40));
     let closing: Promise<void> | undefined;
     const compaction = store.compact({ onBucketCompacted: () => void (closing ??= store.close()) });
     await expect(compaction).rejects.toMatchObject({
@@ -282,7 +282,7 @@ describe('compaction crash safety (in process)', () => {
 
   it('survives terminating the worker mid-job: state unchanged, no temporary files after reopen', async () => {
     const dir = tempDir();
-    const history = generateHistory(41, 3000, 40, 40);
+    const history = generateHistory(41, 1000, 40, 40);
     const store = await OffsetStore.open(
       compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 1024 }),
     );

@@ -141,7 +141,13 @@ describe('Log', () => {
       for (const f of files) copyFileSync(path.join(source, f), path.join(dir, f));
       truncateSync(path.join(dir, last), length);
       const complete = boundaries.filter((end) => end <= length).length;
-      const { batches, log, bytesTruncated } = await readAll(logOptions(dir));
+      // Recovery reads the same in either durability; the append after it is made durable (an
+      // fdatasync each) only at batch boundaries and every 64th length, where the zeros it writes
+      // ahead start in another place. The others check where it continues without a flush each.
+      const durable = boundaries.includes(length) || length % 64 === 0;
+      const { batches, log, bytesTruncated } = await readAll(
+        logOptions(dir, { durability: durable ? 'fsync' : 'os' }),
+      );
       expect(batches.length, `length ${length}`).toBe(offsetsBefore + complete);
       expect(bytesTruncated).toBe(length - (boundaries[complete - 1] ?? 0));
       expect(await log.append(testBatch(99))).toBe(offsetsBefore + complete);

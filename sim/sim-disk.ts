@@ -16,12 +16,15 @@
  *   after an fsync of that directory. A power loss keeps, per directory, a seed-chosen prefix of the
  *   operations made since its last fsync (a journal commits them in order) and forgets the rest. A
  *   directory whose own creation is forgotten is gone with everything in it.
- * - A failed fdatasync is played as Linux leaves it: each dirty sector reached the device or not
- *   (the seed chooses), the size did or did not, and every one of them is marked clean. The page
- *   cache keeps the new bytes, so reads still return them, but a later fdatasync succeeds without
- *   writing them again: only a program that gives up on the file after the error is safe. Until
- *   the cache drops those clean pages (`evictClean`, at a seed-chosen read of the file, in this
- *   process or a later one): reads then return what the device has.
+ * - A failed writeback (of an fdatasync, or of the kernel's own flushing in the background) is
+ *   played as Linux leaves it: each dirty sector reached the device or not (the seed chooses), the
+ *   size did or did not, and every one of them is marked clean. The page cache keeps the new bytes,
+ *   so reads still return them, but a later fdatasync succeeds without writing them again: only a
+ *   program that gives up on the file after the error is safe. Until the cache drops those clean
+ *   pages (`evictClean`, at a seed-chosen read of the file, in this process or a later one): reads
+ *   then return what the device has. The error is counted on the file (`writebackErrors`, Linux's
+ *   errseq): each open descriptor reports it once, at its next fdatasync, whichever descriptor's
+ *   writeback failed; a descriptor opened later reports it too if no one has yet.
  * - Faults at rest: `rot` flips a bit of a file's durable bytes (the store must detect it, never
  *   serve it); `latentSector` makes reads of a sector fail with EIO until a write covers it.
  *
@@ -53,6 +56,10 @@ export class SimFile {
   readonly latent = new Set<number>();
   /** A failed fdatasync left clean sectors whose bytes the device may not have (`failedSync`). */
   cleanNotDurable = false;
+  /** Writeback errors so far (Linux's errseq counter of the file's pages). */
+  writebackErrors = 0;
+  /** Whether some descriptor has reported the latest writeback error. */
+  writebackErrorSeen = true;
 
   constructor(id: number) {
     this.id = id;
@@ -151,6 +158,8 @@ export class SimFile {
     this.durableSizeBytes = size;
     this.dirty.clear();
     this.cleanNotDurable = true;
+    this.writebackErrors++;
+    this.writebackErrorSeen = false;
   }
 
   /**
@@ -196,6 +205,8 @@ export class SimFile {
     this.durable = next;
     this.sizeBytes = this.durableSizeBytes = size;
     this.dirty.clear();
+    // The machine restarted: no error is left in memory to report.
+    this.writebackErrorSeen = true;
   }
 }
 

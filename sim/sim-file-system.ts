@@ -5,6 +5,9 @@
  * may fail there with a fault the seed injects (FaultProfile: EIO on a write, read, fdatasync or
  * directory operation; ENOSPC after a short write). A failed fdatasync leaves the file as Linux
  * does (SimFile.failedSync), and the process may die right at it (`kill()`), before it can react.
+ * The kernel's own writeback of a file's pages may fail between fdatasyncs too. Each descriptor
+ * reports a writeback error once, at its next fdatasync, as Linux's errseq does: an error the
+ * fdatasync of one descriptor ran into is reported by the next fdatasync of every other one.
  *
  * `kill()` ends the process: its calls in flight never complete (each pending write is applied to
  * the page cache or not, by the seed, as a write racing a SIGKILL), and calls made later hang. The
@@ -75,6 +78,8 @@ export class SimFileSystem implements FileSystem {
   /** Faults injected in this process, for the checker and the trace. */
   readonly injected: string[] = [];
   readonly #evictions: boolean;
+  /** Draws for failures of the kernel's own writeback (a stream of their own: see SimRandom.fork). */
+  readonly #writeback: SimRandom;
   /** Operations completed. */
   operationCount = 0;
 
@@ -95,6 +100,7 @@ export class SimFileSystem implements FileSystem {
     this.#random = random;
     this.#faults = faults;
     this.#evictions = evictions;
+    this.#writeback = random.fork('background-writeback');
   }
 
   /** The process died: calls in flight never complete; pending writes land in the page cache or not. */
@@ -343,6 +349,20 @@ export class SimFileSystem implements FileSystem {
     this.injected.push(`page cache dropped the clean pages of ${path}`);
   }
 
+  /**
+   * @internal After a write: the kernel's own writeback of the file's dirty pages may fail (with
+   * I/O faults, at the rate of fdatasync faults), leaving the file as a failed fdatasync does and
+   * the error for its descriptors' next fdatasyncs to report. Only where `evictions` are on, for
+   * the same reason: in durability 'os' such a failure loses acknowledged commits, as a power loss
+   * would, which the model does not follow.
+   */
+  maybeFailWriteback(file: SimFile, path: string): void {
+    if (!this.#evictions || this.#faults.syncError === 0) return;
+    if (!this.#writeback.chance(this.#faults.syncError)) return;
+    file.failedSync(this.#writeback);
+    this.injected.push(`background writeback of ${path} failed`);
+  }
+
   /** @internal A file's fdatasync fault, which leaves the file as a failed fdatasync on Linux does. */
   failedSyncFor(
     file: SimFile,
@@ -380,6 +400,11 @@ class SimHandle implements FileHandle {
   readonly #readOnly: boolean;
   readonly #onClose: () => void;
   #closed = false;
+  /**
+   * The file's writeback errors this descriptor has reported (Linux samples errseq at open: an
+   * error no descriptor has reported yet is reported by this one too).
+   */
+  #errorsReported: number;
 
   constructor(
     fs: SimFileSystem,
@@ -393,6 +418,27 @@ class SimHandle implements FileHandle {
     this.#file = file;
     this.#readOnly = readOnly;
     this.#onClose = onClose;
+    this.#errorsReported = file.writebackErrorSeen ? file.writebackErrors : -1;
+  }
+
+  /**
+   * @internal For tests: plays an fdatasync of this descriptor that fails now (the file as
+   * `SimFile.failedSync` leaves it, the error reported by this descriptor); returns its error.
+   */
+  failedDatasync(random: SimRandom): NodeJS.ErrnoException {
+    this.#file.failedSync(random);
+    return this.#takeWritebackError()!;
+  }
+
+  /** Reports (once per descriptor) a writeback error of the file since this one last reported. */
+  #takeWritebackError(): NodeJS.ErrnoException | undefined {
+    if (this.#errorsReported === this.#file.writebackErrors) return undefined;
+    this.#errorsReported = this.#file.writebackErrors;
+    this.#file.writebackErrorSeen = true;
+    return fsError(
+      'EIO',
+      `fdatasync of ${this.path}: writeback failed since this descriptor's last fdatasync`,
+    );
   }
 
   #check(): void {
@@ -421,6 +467,7 @@ class SimHandle implements FileHandle {
           throw fsError('ENOSPC', `injected: no space left writing ${this.path}`);
         }
         write();
+        this.#fs.maybeFailWriteback(this.#file, this.path);
       },
       this.#fs.faultFor('write', this.path),
       write,
@@ -450,11 +497,27 @@ class SimHandle implements FileHandle {
     } catch (error) {
       return Promise.reject(error);
     }
+    const failed = this.#fs.failedSyncFor(this.#file, this.path);
     return this.#fs.handleIo(
       'sync',
       this.path,
-      () => this.#file.sync(),
-      this.#fs.failedSyncFor(this.#file, this.path),
+      () => {
+        this.#file.sync();
+        // An error of writeback another descriptor (or the kernel's own flushing) ran into.
+        const error = this.#takeWritebackError();
+        if (error !== undefined) {
+          this.#fs.injected.push(`fdatasync of ${this.path} reported an earlier writeback error`);
+          throw error;
+        }
+      },
+      failed === undefined
+        ? undefined
+        : () => {
+            const error = failed();
+            // The descriptor whose fdatasync failed has reported the error.
+            if (error !== undefined) void this.#takeWritebackError();
+            return error;
+          },
     );
   }
 

@@ -1,6 +1,7 @@
 /**
  * A failed fdatasync on Linux marks the pages it could not write clean: reads keep returning their
- * bytes, nothing writes them again, and no later fdatasync reports them. A process that dies between
+ * bytes, nothing writes them again, and no later fdatasync of the same descriptor reports them (each
+ * other descriptor of the file reports the error once: Linux's errseq). A process that dies between
  * such an error and cutting its round back leaves the round to the next open, which reads it from
  * the page cache like any durable batch. These tests play that on the simulated disk (sim-disk.ts):
  * the next process must make the round durable before it builds on it, or a power loss later takes
@@ -65,6 +66,11 @@ async function offsetsAfterOpen(options: LogOptions, scheduler: SimScheduler): P
   return offsets;
 }
 
+/** What a test may do with a file the simulated file system opened (its SimHandle). */
+interface SimulatedHandle {
+  failedDatasync(random: SimRandom): NodeJS.ErrnoException;
+}
+
 /** A random stream that chooses nothing: no sector of a failed fdatasync reaches the device. */
 const NOTHING = { chance: () => false } as unknown as SimRandom;
 
@@ -86,6 +92,7 @@ async function failedRoundLeft() {
   });
   segment.write(Buffer.concat(round), end);
   segment.failedSync(NOTHING);
+  segment.writebackErrorSeen = true; // reported to the process, by the fdatasync that failed
   expect(segment.dirty.size).toBe(0);
   return { scheduler, disk, segment, round };
 }
@@ -194,8 +201,7 @@ function failingOnce(inner: FileSystem, disk: SimDisk): FileSystem & { failNext:
         datasync: async () => {
           if (!control.failNext || !path.endsWith('.log')) return handle.datasync();
           control.failNext = false;
-          disk.file(path).failedSync(NOTHING);
-          throw Object.assign(new Error(`EIO: fdatasync of ${path}`), { code: 'EIO' });
+          throw (handle as unknown as SimulatedHandle).failedDatasync(NOTHING);
         },
       });
     },
@@ -264,5 +270,37 @@ describe("in durability 'os', a failed fdatasync in a process that goes on and c
         expect.objectContaining({ offset: 100 + n }),
       ]);
     await settle(scheduler, store.close());
+  });
+});
+
+describe('the simulated file system reports a writeback error as Linux does (errseq)', () => {
+  /** Settles `promise` on the scheduler: its error code, or 'ok'. */
+  async function outcome(scheduler: SimScheduler, promise: Promise<unknown>): Promise<string> {
+    return settle(scheduler, promise).then(
+      () => 'ok',
+      (error: NodeJS.ErrnoException) => error.code ?? String(error),
+    );
+  }
+
+  it('once to each descriptor, whichever one ran into it, and to a descriptor opened before anyone reported it', async () => {
+    const scheduler = new SimScheduler();
+    const disk = new SimDisk();
+    disk.mkdirp(DIR);
+    disk.syncDir('/');
+    const fs = new SimFileSystem(disk, scheduler, new SimRandom(1), NO_FAULTS);
+    const a = await settle(scheduler, fs.open(SEGMENT, 'wx'));
+    const b = await settle(scheduler, fs.open(SEGMENT, 'r+'));
+    await settle(scheduler, a.writev([Buffer.alloc(4096, 1)], 0));
+    // The kernel's writeback of those pages fails (as during the fdatasync of a third descriptor).
+    disk.file(SEGMENT).failedSync(new SimRandom(2));
+    const c = await settle(scheduler, fs.open(SEGMENT, 'r+'));
+    expect(await outcome(scheduler, a.datasync())).toBe('EIO');
+    expect(await outcome(scheduler, a.datasync()), 'reported once per descriptor').toBe('ok');
+    expect(await outcome(scheduler, b.datasync()), 'another descriptor reports it too').toBe('EIO');
+    expect(await outcome(scheduler, c.datasync()), 'opened before it was reported').toBe('EIO');
+    const d = await settle(scheduler, fs.open(SEGMENT, 'r+'));
+    expect(await outcome(scheduler, d.datasync()), 'opened after it was reported').toBe('ok');
+    expect(await outcome(scheduler, b.datasync())).toBe('ok');
+    for (const handle of [a, b, c, d]) await handle.close();
   });
 });

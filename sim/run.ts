@@ -1,6 +1,7 @@
 /**
  * `npm run sim -- [--seed N | --seeds K | --minutes M] [--ops M] [--faults profile] [--swarm]
- * [--os-share P] [--lazy-open-share P] [--view-chance P] [--regression] [--verbose]`: runs simulations (sim/simulator.ts) and reports each seed's outcome.
+ * [--os-share P] [--lazy-open-share P] [--view-chance P] [--sync-now-share P] [--regression]
+ * [--verbose]`: runs simulations (sim/simulator.ts) and reports each seed's outcome.
  *
  * - `--seed N` runs one seed (replays it exactly; `--verbose` prints every action).
  * - `--seeds K` runs K seeds drawn from `--from` (default: the current time, printed), `--minutes M`
@@ -8,7 +9,9 @@
  * - `--os-share P` opens each process in durability 'os' with chance P (default: drawn from the
  *   seed, 0 in three runs of five); `--lazy-open-share P` with `awaitRecovery: false` (0 in two of
  *   three); `--view-chance P` opens a read-only view beside the live process before an action
- *   with chance P (0 in two of four).
+ *   with chance P (0 in two of four); `--sync-now-share P` lets each process's file system make
+ *   fdatasyncs on the calling thread when the store asks (`datasyncNow`) with chance P (0 in one
+ *   of three).
  * - `--regression` runs every seed in sim/regression-seeds.json, each with the options it was found
  *   with.
  * - `--ci` runs the regression seeds, then SIM_SEEDS (default 25) random seeds in swarm mode with
@@ -52,7 +55,7 @@ function number(args: Map<string, string | true>, name: string, fallback: number
 }
 
 function describe(options: SimOptions): string {
-  return `--seed ${options.seed} --ops ${options.ops} --faults ${options.faults}${options.swarm ? ' --swarm' : ''}${options.osShare !== undefined ? ` --os-share ${options.osShare}` : ''}${options.lazyOpenShare !== undefined ? ` --lazy-open-share ${options.lazyOpenShare}` : ''}${options.viewChance !== undefined ? ` --view-chance ${options.viewChance}` : ''}`;
+  return `--seed ${options.seed} --ops ${options.ops} --faults ${options.faults}${options.swarm ? ' --swarm' : ''}${options.osShare !== undefined ? ` --os-share ${options.osShare}` : ''}${options.lazyOpenShare !== undefined ? ` --lazy-open-share ${options.lazyOpenShare}` : ''}${options.viewChance !== undefined ? ` --view-chance ${options.viewChance}` : ''}${options.syncNowShare !== undefined ? ` --sync-now-share ${options.syncNowShare}` : ''}`;
 }
 
 function report(result: SimResult, options: SimOptions): void {
@@ -100,8 +103,9 @@ export async function main(argv: string[]): Promise<number> {
   const osShare = share('os-share');
   const lazyOpenShare = share('lazy-open-share');
   const viewChance = share('view-chance');
+  const syncNowShare = share('sync-now-share');
   // What the command line asks of every run it names (a regression seed has its own).
-  const asked = { ops, faults, swarm, verbose, osShare, lazyOpenShare, viewChance };
+  const asked = { ops, faults, swarm, verbose, osShare, lazyOpenShare, viewChance, syncNowShare };
   const runs: SimOptions[] = [];
   if (args.has('regression')) {
     const file = path.join(path.dirname(fileURLToPath(import.meta.url)), 'regression-seeds.json');
@@ -114,6 +118,7 @@ export async function main(argv: string[]): Promise<number> {
         osShare: entry.osShare ?? 0,
         lazyOpenShare: entry.lazyOpenShare ?? 0,
         viewChance: entry.viewChance ?? 0,
+        syncNowShare: entry.syncNowShare ?? 0,
       });
   } else if (args.has('seed')) {
     runs.push({ seed: number(args, 'seed', 0), ...asked });

@@ -114,6 +114,12 @@ export interface SimConfig {
    * live process and checked; drawn from a stream of its own, as backups.
    */
   viewChance: number;
+  /**
+   * Chance that a process's file system offers fdatasyncs on the calling thread
+   * (`FileHandle.datasyncNow`, which the real one makes when one log flushes alone); each open draws
+   * its own.
+   */
+  syncNowShare: number;
   strategy: CompactionStrategy;
   compactionIntervalMs: number;
   minDirtyRatio: number;
@@ -186,6 +192,7 @@ export function configFor(random: SimRandom, faults: FaultProfileName, swarm: bo
     osShare: random.fork('durability').pick([0, 0, 0, 0.5, 1]),
     lazyOpenShare: random.fork('lazy-open').pick([0, 0, 0.5]),
     viewChance: random.fork('view').pick([0, 0, 0.01, 0.05]),
+    syncNowShare: random.fork('sync-now').pick([0, 0.5, 1]),
     strategy: random.pick<CompactionStrategy>([
       'log-cleaner',
       'log-cleaner',

@@ -3,7 +3,7 @@
  * the scheduler, due after a seed-drawn latency; the operation takes effect on the disk when its
  * event runs (so calls in flight together complete, and land, in an order the seed chooses), and
  * may fail there with a fault the seed injects (FaultProfile: EIO on a write, read, fdatasync or
- * directory operation; ENOSPC after a short write). A failed fdatasync leaves the file as Linux
+ * directory operation; ENOSPC after a short write; EIO or ENOSPC creating a file). A failed fdatasync leaves the file as Linux
  * does (SimFile.failedSync), and the process may die right at it (`kill()`), before it can react.
  * The kernel's own writeback of a file's pages may fail between fdatasyncs too. Each descriptor
  * reports a writeback error once, at its next fdatasync, as Linux's errseq does: an error the
@@ -78,8 +78,12 @@ export class SimFileSystem implements FileSystem {
   /** Faults injected in this process, for the checker and the trace. */
   readonly injected: string[] = [];
   readonly #evictions: boolean;
+  /** Whether `datasyncNow` makes fdatasyncs on the calling thread (else it declines every time). */
+  readonly #syncNow: boolean;
   /** Draws for failures of the kernel's own writeback (a stream of their own: see SimRandom.fork). */
   readonly #writeback: SimRandom;
+  /** Draws for failed file creations (a stream of their own). */
+  readonly #creation: SimRandom;
   /** Operations completed. */
   operationCount = 0;
 
@@ -87,6 +91,10 @@ export class SimFileSystem implements FileSystem {
    * `evictions`: the page cache may drop pages a failed fdatasync left clean (`maybeEvict`). Off
    * where the model cannot follow it: in durability 'os' a commit is acknowledged before it is
    * durable, and a failed writeback loses it then as a power loss would.
+   *
+   * `syncNow`: handles make an fdatasync on the calling thread when asked (`datasyncNow`), at once,
+   * nothing else completing meanwhile, as the real file system does; without it they decline, and
+   * every fdatasync is an I/O event of the scheduler.
    */
   constructor(
     disk: SimDisk,
@@ -94,13 +102,16 @@ export class SimFileSystem implements FileSystem {
     random: SimRandom,
     faults: FaultProfile,
     evictions = false,
+    syncNow = false,
   ) {
     this.disk = disk;
     this.#scheduler = scheduler;
     this.#random = random;
     this.#faults = faults;
     this.#evictions = evictions;
+    this.#syncNow = syncNow;
     this.#writeback = random.fork('background-writeback');
+    this.#creation = random.fork('creation');
   }
 
   /** The process died: calls in flight never complete; pending writes land in the page cache or not. */
@@ -190,15 +201,31 @@ export class SimFileSystem implements FileSystem {
       this.#open.add(native);
       return native;
     }
-    const file = await this.#io('meta', path, () => {
-      if (flags === 'w' || flags === 'wx') return this.disk.createFile(path, flags === 'wx');
-      return this.disk.file(path);
-    });
+    const creates = flags === 'w' || flags === 'wx';
+    const file = await this.#io(
+      'meta',
+      path,
+      () => (creates ? this.disk.createFile(path, flags === 'wx') : this.disk.file(path)),
+      creates ? this.#creationFault(path) : undefined,
+    );
     const handle: FileHandle = new SimHandle(this, path, file, flags === 'r', () =>
       this.#open.delete(handle),
     );
     this.#open.add(handle);
     return handle;
+  }
+
+  /**
+   * A file's creation may fail (at the rate of directory operations' faults), with EIO or ENOSPC
+   * (no free inode or directory block), creating nothing. Drawn from a stream of its own.
+   */
+  #creationFault(path: string): (() => NodeJS.ErrnoException | undefined) | undefined {
+    const p = this.#faults.dirOpError;
+    if (p === 0) return undefined;
+    return () =>
+      this.#creation.chance(p)
+        ? fsError(this.#creation.chance(0.5) ? 'EIO' : 'ENOSPC', `injected: creating ${path}`)
+        : undefined;
   }
 
   /** Paths of the files opened and not closed yet: none once a store has closed, or failed to open. */
@@ -323,6 +350,30 @@ export class SimFileSystem implements FileSystem {
     applyOnDeath?: () => void,
   ): Promise<T> {
     return this.#io(kind, path, operation, fault, applyOnDeath);
+  }
+
+  /**
+   * @internal An fdatasync on the calling thread (`FileHandle.datasyncNow`): false, having done
+   * nothing, where this process's file system does not make them (or the process is dead: the
+   * caller's `datasync` then never completes, as a process killed inside the call would not return
+   * from it). Otherwise the fault (if drawn) is thrown, or `operation` runs, at once; true.
+   */
+  syncNow(
+    path: string,
+    operation: () => void,
+    fault?: () => NodeJS.ErrnoException | undefined,
+  ): boolean {
+    if (!this.#syncNow || this.#dead) return false;
+    this.operationCount++;
+    const error = fault?.();
+    // Killed at the fault (failedSyncFor): the caller's datasync() hangs instead.
+    if (this.#dead) return false;
+    if (error !== undefined) {
+      this.injected.push(`${error.code} on sync of ${path} (on the calling thread)`);
+      throw error;
+    }
+    operation();
+    return true;
   }
 
   /** @internal */
@@ -497,28 +548,35 @@ class SimHandle implements FileHandle {
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.#fs.handleIo('sync', this.path, () => this.#sync(), this.#syncFault());
+  }
+
+  datasyncNow(): boolean {
+    this.#check();
+    return this.#fs.syncNow(this.path, () => this.#sync(), this.#syncFault());
+  }
+
+  /** An fdatasync that succeeds: the file made durable, then any writeback error not yet reported. */
+  #sync(): void {
+    this.#file.sync();
+    // An error of writeback another descriptor (or the kernel's own flushing) ran into.
+    const error = this.#takeWritebackError();
+    if (error !== undefined) {
+      this.#fs.injected.push(`fdatasync of ${this.path} reported an earlier writeback error`);
+      throw error;
+    }
+  }
+
+  /** The fault of an fdatasync, reported by this descriptor when drawn. */
+  #syncFault(): (() => NodeJS.ErrnoException | undefined) | undefined {
     const failed = this.#fs.failedSyncFor(this.#file, this.path);
-    return this.#fs.handleIo(
-      'sync',
-      this.path,
-      () => {
-        this.#file.sync();
-        // An error of writeback another descriptor (or the kernel's own flushing) ran into.
-        const error = this.#takeWritebackError();
-        if (error !== undefined) {
-          this.#fs.injected.push(`fdatasync of ${this.path} reported an earlier writeback error`);
-          throw error;
-        }
-      },
-      failed === undefined
-        ? undefined
-        : () => {
-            const error = failed();
-            // The descriptor whose fdatasync failed has reported the error.
-            if (error !== undefined) void this.#takeWritebackError();
-            return error;
-          },
-    );
+    if (failed === undefined) return undefined;
+    return () => {
+      const error = failed();
+      // The descriptor whose fdatasync failed has reported the error.
+      if (error !== undefined) void this.#takeWritebackError();
+      return error;
+    };
   }
 
   truncate(sizeBytes: number): Promise<void> {

@@ -303,4 +303,26 @@ describe('the simulated file system reports a writeback error as Linux does (err
     expect(await outcome(scheduler, b.datasync())).toBe('ok');
     for (const handle of [a, b, c, d]) await handle.close();
   });
+
+  it('on the calling thread too (datasyncNow), where the file system makes fdatasyncs there', async () => {
+    const scheduler = new SimScheduler();
+    const disk = new SimDisk();
+    disk.mkdirp(DIR);
+    disk.syncDir('/');
+    const declining = new SimFileSystem(disk, scheduler, new SimRandom(1), NO_FAULTS);
+    const fs = new SimFileSystem(disk, scheduler, new SimRandom(1), NO_FAULTS, false, true);
+    const a = await settle(scheduler, fs.open(SEGMENT, 'wx'));
+    const b = await settle(scheduler, declining.open(SEGMENT, 'r+'));
+    await settle(scheduler, a.writev([Buffer.alloc(600, 1)], 0));
+    expect(b.datasyncNow!(), 'declined: nothing done').toBe(false);
+    expect(disk.file(SEGMENT).durableSizeBytes).toBe(0);
+    expect(a.datasyncNow!(), 'made at once').toBe(true);
+    expect(disk.file(SEGMENT).durableSizeBytes).toBe(600);
+    await settle(scheduler, a.writev([Buffer.alloc(600, 2)], 600));
+    disk.file(SEGMENT).failedSync(new SimRandom(2));
+    expect(() => a.datasyncNow!()).toThrow(/EIO/);
+    expect(a.datasyncNow!(), 'reported once').toBe(true);
+    await a.close();
+    await b.close();
+  });
 });

@@ -116,8 +116,8 @@ export interface SimConfig {
   viewChance: number;
   /**
    * Chance that a process's file system offers fdatasyncs on the calling thread
-   * (`FileHandle.datasyncNow`, which the real one makes when one log flushes alone); each open draws
-   * its own.
+   * (`FileHandle.datasyncNow`, which the real one makes when one log flushes alone); each open
+   * draws its own.
    */
   syncNowShare: number;
   strategy: CompactionStrategy;

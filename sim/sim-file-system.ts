@@ -3,8 +3,9 @@
  * the scheduler, due after a seed-drawn latency; the operation takes effect on the disk when its
  * event runs (so calls in flight together complete, and land, in an order the seed chooses), and
  * may fail there with a fault the seed injects (FaultProfile: EIO on a write, read, fdatasync or
- * directory operation; ENOSPC after a short write; EIO or ENOSPC creating a file). A failed fdatasync leaves the file as Linux
- * does (SimFile.failedSync), and the process may die right at it (`kill()`), before it can react.
+ * directory operation; ENOSPC after a short write; EIO or ENOSPC creating a file). A failed
+ * fdatasync leaves the file as Linux does (SimFile.failedSync), and the process may die right at it
+ * (`kill()`), before it can react.
  * The kernel's own writeback of a file's pages may fail between fdatasyncs too. Each descriptor
  * reports a writeback error once, at its next fdatasync, as Linux's errseq does: an error the
  * fdatasync of one descriptor ran into is reported by the next fdatasync of every other one.

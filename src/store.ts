@@ -213,6 +213,11 @@ export class OffsetStore {
   /** Whether the store said once that its strategy module was not given. */
   #moduleMissingWarned = false;
   #recovery: Promise<void> = Promise.resolve();
+  /**
+   * Without awaitRecovery: the log ends recorded as lower bounds once recovery is over (a manifest
+   * write begun then, which close waits for; never rejects).
+   */
+  #endsRaised: Promise<void> = Promise.resolve();
   #retentionTimer: Timer | undefined;
   #retentionRun: Promise<void> | undefined;
   /** convertCompaction calls, one at a time; close waits for them. */
@@ -558,7 +563,7 @@ export class OffsetStore {
         await this.#raiseLogEnds();
       } else {
         this.#recovery = this.#startRecovery();
-        this.#recovery
+        this.#endsRaised = this.#recovery
           .catch(() => {})
           .then(() => this.#raiseLogEnds())
           .catch((error: unknown) =>
@@ -1557,6 +1562,8 @@ export class OffsetStore {
     await this.#compactor?.close();
     await this.#conversions.settled();
     await this.#recovery.catch(() => {});
+    // Its manifest write would otherwise still run once close has failed and released the lock.
+    await this.#endsRaised;
     let failure: unknown;
     let logsClosed = false;
     try {

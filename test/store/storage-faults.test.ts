@@ -450,3 +450,63 @@ describe('a segment file lost while the store was down after a crash', () => {
     });
   });
 });
+
+describe('a close that fails', () => {
+  it('settles only once the manifest write begun when the buckets finished recovering is done', async () => {
+    const dir = tempDir();
+    const setup = await OffsetStore.open({ dir, bucketCount: 2 });
+    const groups = ['g0', 'g1', 'g2', 'g3', 'g4', 'g5'];
+    for (const g of groups) await setup.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    await setup.close();
+    const inBucket0 = groups.find((g) => setup.bucketFor(g) === 0)!;
+
+    // Bucket 1 recovers only when let go; the manifest's writes take a while.
+    const fs = new FaultyFileSystem();
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    let failLogClose = false;
+    fs.hookHandles((file, handle) => ({
+      ...(file.includes(`${path.sep}buckets${path.sep}000${path.sep}`) && file.endsWith('.log')
+        ? {
+            close: async () => {
+              await handle.close();
+              if (failLogClose) throw Object.assign(new Error('EIO: injected'), { code: 'EIO' });
+            },
+          }
+        : {}),
+      ...(file.includes(`${path.sep}buckets${path.sep}001${path.sep}`)
+        ? { read: async (...args) => (await held, handle.read(...args)) }
+        : {}),
+      ...(file.endsWith('store.json.tmp')
+        ? {
+            writev: async (...args) => {
+              await new Promise((resolve) => setTimeout(resolve, 100));
+              return handle.writev(...args);
+            },
+          }
+        : {}),
+    }));
+    const store = await OffsetStore.open({
+      dir,
+      fs,
+      bucketCount: 2,
+      awaitRecovery: false,
+      onWarning: () => {},
+    });
+    // Bucket 0 serves; closing its log then fails, which the close reports.
+    for (;;) {
+      const answer = await store.fetchOffsets(inBucket0).then(
+        () => 'served',
+        (error: { code?: string }) => error.code,
+      );
+      if (answer === 'served') break;
+      expect(answer).toBe('COORDINATOR_LOAD_IN_PROGRESS');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    failLogClose = true;
+    const closing = store.close();
+    letGo(); // recovery ends while the store closes: the log ends are then recorded
+    await expect(closing).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    expect(fs.openFiles, 'files still open when close settled').toEqual([]);
+  });
+});

@@ -38,13 +38,13 @@ export const groupsDescribe: Command = {
     'or an array of {"tableId", "partitionId", "bucketId", "offset"}.',
   ].join('\n'),
   options: {
-    ...GROUP_ID_JSON_OPTION,
     ...READ_ONLY_OPTION,
     'log-end': {
       type: 'string',
       valueName: '<json|file>',
       description: 'log-end offsets per bucket, to show lag',
     },
+    ...GROUP_ID_JSON_OPTION,
   },
   examples: [
     'offset-store groups describe scanners --dir ./data',

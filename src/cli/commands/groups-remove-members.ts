@@ -28,7 +28,6 @@ export const groupsRemoveMembers: Command = {
     '--instance (repeatable). An id not in the group is refused with UNKNOWN_MEMBER_ID and nothing is removed.',
   ].join('\n'),
   options: {
-    ...GROUP_ID_JSON_OPTION,
     all: { type: 'boolean', description: 'every member of the group, static members included' },
     member: {
       type: 'string',
@@ -42,6 +41,7 @@ export const groupsRemoveMembers: Command = {
       valueName: '<instanceId>',
       description: 'the static member with this instance id (repeatable)',
     },
+    ...GROUP_ID_JSON_OPTION,
   },
   examples: [
     'offset-store groups remove-members scanners --dir ./data --all',

@@ -21,9 +21,9 @@ export const offsetsDelete: Command = {
     '--all (one is required). Refused with GROUP_SUBSCRIBED_TO_BUCKET for a bucket assigned to a member.',
   ].join('\n'),
   options: {
-    ...GROUP_ID_JSON_OPTION,
     ...SELECTION_OPTIONS,
     all: { type: 'boolean', description: 'every committed bucket of the group' },
+    ...GROUP_ID_JSON_OPTION,
   },
   examples: [
     'offset-store offsets delete scanners --dir ./data --table 1 --bucket 3',

@@ -39,7 +39,6 @@ export const offsetsReset: Command = {
     'with --table and --bucket also sets a bucket that has no committed offset yet.',
   ].join('\n'),
   options: {
-    ...GROUP_ID_JSON_OPTION,
     'to-offset': { type: 'string', valueName: '<n>', description: 'reset to this offset' },
     'shift-by': {
       type: 'string',
@@ -54,6 +53,7 @@ export const offsetsReset: Command = {
     ...SELECTION_OPTIONS,
     'dry-run': { type: 'boolean', description: 'only show the plan (the default)' },
     execute: { type: 'boolean', description: 'write the plan' },
+    ...GROUP_ID_JSON_OPTION,
   },
   examples: [
     'offset-store offsets reset scanners --dir ./data --to-offset 0',

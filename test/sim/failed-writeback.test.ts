@@ -282,11 +282,17 @@ describe('the simulated file system reports a writeback error as Linux does (err
     );
   }
 
-  it('once to each descriptor, whichever one ran into it, and to a descriptor opened before anyone reported it', async () => {
+  /** A new disk holding the log's folder, and its scheduler. */
+  function emptyDisk(): { scheduler: SimScheduler; disk: SimDisk } {
     const scheduler = new SimScheduler();
     const disk = new SimDisk();
     disk.mkdirp(DIR);
     disk.syncDir('/');
+    return { scheduler, disk };
+  }
+
+  it('once to each descriptor, whichever one ran into it, and to a descriptor opened before anyone reported it', async () => {
+    const { scheduler, disk } = emptyDisk();
     const fs = new SimFileSystem(disk, scheduler, new SimRandom(1), NO_FAULTS);
     const a = await settle(scheduler, fs.open(SEGMENT, 'wx'));
     const b = await settle(scheduler, fs.open(SEGMENT, 'r+'));
@@ -305,10 +311,7 @@ describe('the simulated file system reports a writeback error as Linux does (err
   });
 
   it('on the calling thread too (datasyncNow), where the file system makes fdatasyncs there', async () => {
-    const scheduler = new SimScheduler();
-    const disk = new SimDisk();
-    disk.mkdirp(DIR);
-    disk.syncDir('/');
+    const { scheduler, disk } = emptyDisk();
     const declining = new SimFileSystem(disk, scheduler, new SimRandom(1), NO_FAULTS);
     const fs = new SimFileSystem(disk, scheduler, new SimRandom(1), NO_FAULTS, false, true);
     const a = await settle(scheduler, fs.open(SEGMENT, 'wx'));

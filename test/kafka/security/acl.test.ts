@@ -65,6 +65,15 @@ const ALICE_ACLS = [
   acl({ principal: 'User:alice', operation: 'Read', resourceType: 'Topic', name: 'orders' }),
 ];
 
+/** What the reload tests add: alice may do nothing with the group prefix-secret. */
+const DENY_ALICE_SECRET = acl({
+  principal: 'User:alice',
+  permission: 'DENY',
+  operation: 'All',
+  resourceType: 'Group',
+  name: 'prefix-secret',
+});
+
 async function start(acls: AclBinding[] = ALICE_ACLS): Promise<TestServer> {
   const dir = tempDir();
   await UserCredentials.addUser(fs, dir, 'alice', 'alice-pw');
@@ -344,15 +353,7 @@ describe('ACLs over the wire', () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
     expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([['orders', [0]]]);
-    await AclSet.add(fs, t.dir, [
-      acl({
-        principal: 'User:alice',
-        permission: 'DENY',
-        operation: 'All',
-        resourceType: 'Group',
-        name: 'prefix-secret',
-      }),
-    ]);
+    await AclSet.add(fs, t.dir, [DENY_ALICE_SECRET]);
     await t.server.reloadSecurity();
     expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
       ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
@@ -372,16 +373,7 @@ describe('ACLs over the wire', () => {
   });
 
   it('reads no ACLs or users on reloadSecurity() from another directory put under the store name', async () => {
-    const t = await start([
-      ...ALICE_ACLS,
-      acl({
-        principal: 'User:alice',
-        permission: 'DENY',
-        operation: 'All',
-        resourceType: 'Group',
-        name: 'prefix-secret',
-      }),
-    ]);
+    const t = await start([...ALICE_ACLS, DENY_ALICE_SECRET]);
     const alice = await as(t, 'alice', 'alice-pw');
     // The store's directory moved aside and a copy put under its name, whose ACLs then lose the
     // DENY and whose users file lets mallory in: the server keeps what it read from its own.
@@ -389,15 +381,7 @@ describe('ACLs over the wire', () => {
     renameSync(t.dir, moved);
     cpSync(moved, t.dir, { recursive: true });
     rmSync(path.join(t.dir, 'LOCK'));
-    await AclSet.remove(fs, t.dir, [
-      acl({
-        principal: 'User:alice',
-        permission: 'DENY',
-        operation: 'All',
-        resourceType: 'Group',
-        name: 'prefix-secret',
-      }),
-    ]);
+    await AclSet.remove(fs, t.dir, [DENY_ALICE_SECRET]);
     await UserCredentials.addUser(fs, t.dir, 'mallory', 'mallory-pw');
     await expect(t.server.reloadSecurity()).rejects.toMatchObject({
       code: 'LOG_STORAGE_ERROR',

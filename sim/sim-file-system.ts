@@ -156,21 +156,35 @@ export class SimFileSystem implements FileSystem {
         );
       this.#scheduler.schedule(latency, () => {
         if (this.#dead || !this.#inFlight.delete(entry)) return;
-        this.operationCount++;
         try {
-          const error = fault?.();
+          const done = this.#perform(kind, path, operation, fault);
           // The process died at the fault (failedSyncFor): nothing reaches it any more.
-          if (this.#dead) return;
-          if (error !== undefined) {
-            this.injected.push(`${error.code} on ${kind} of ${path}`);
-            throw error;
-          }
-          resolve(operation());
+          if (done !== undefined) resolve(done.value);
         } catch (error) {
           reject(error);
         }
       });
     });
+  }
+
+  /**
+   * Performs an operation now: throws its fault when one is drawn, else returns what `operation`
+   * does; undefined when the process died at the fault.
+   */
+  #perform<T>(
+    kind: string,
+    path: string,
+    operation: () => T,
+    fault?: () => NodeJS.ErrnoException | undefined,
+  ): { value: T } | undefined {
+    this.operationCount++;
+    const error = fault?.();
+    if (this.#dead) return undefined;
+    if (error !== undefined) {
+      this.injected.push(`${error.code} on ${kind} of ${path}`);
+      throw error;
+    }
+    return { value: operation() };
   }
 
   #native$<T>(work: () => Promise<T>): Promise<T> {
@@ -365,16 +379,8 @@ export class SimFileSystem implements FileSystem {
     fault?: () => NodeJS.ErrnoException | undefined,
   ): boolean {
     if (!this.#syncNow || this.#dead) return false;
-    this.operationCount++;
-    const error = fault?.();
     // Killed at the fault (failedSyncFor): the caller's datasync() hangs instead.
-    if (this.#dead) return false;
-    if (error !== undefined) {
-      this.injected.push(`${error.code} on sync of ${path} (on the calling thread)`);
-      throw error;
-    }
-    operation();
-    return true;
+    return this.#perform('sync', path, operation, fault) !== undefined;
   }
 
   /** @internal */

@@ -32,12 +32,13 @@ export type TerminalInput = Pick<
   'isTTY' | 'setRawMode' | 'resume' | 'pause' | 'setEncoding' | 'on' | 'off'
 >;
 
+/** Where the prompts go (the command's stderr). */
+export interface PromptOutput {
+  write(text: string): unknown;
+}
+
 /** Reads one line from the terminal without echoing it; Ctrl-C rejects with Interrupted. */
-function promptHidden(
-  prompt: string,
-  stdin: TerminalInput,
-  stderr: Pick<NodeJS.WriteStream, 'write'>,
-): Promise<string> {
+function promptHidden(prompt: string, stdin: TerminalInput, stderr: PromptOutput): Promise<string> {
   return new Promise((resolve, reject) => {
     let typed = '';
     stderr.write(prompt);
@@ -68,7 +69,7 @@ function promptHidden(
 export async function passwordFromTerminal(
   name: string,
   stdin: TerminalInput = process.stdin,
-  stderr: Pick<NodeJS.WriteStream, 'write'> = process.stderr,
+  stderr: PromptOutput = process.stderr,
 ): Promise<string> {
   if (stdin.isTTY !== true)
     throw new UsageError('stdin is not a terminal: pipe the password in with --password-stdin');

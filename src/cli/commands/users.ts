@@ -90,7 +90,7 @@ export const usersAdd: Command = {
       context.values['password-stdin'] === true
         ? await passwordFromStdin()
         : await passwordFromTerminal(name, process.stdin, {
-            write: (text: string) => (context.output.stderr(text), true),
+            write: (text) => context.output.stderr(text),
           });
     const users = await UserCredentials.addUser(fs, context.dir, name, password, {
       ...(iterations === undefined ? {} : { iterations }),

@@ -460,20 +460,40 @@ async function scanOne(
   // a batch the store recorded as durable may be durable only in the journal: damage there is a
   // torn tail when the journal holds the damaged batch (recovery writes it again), and the end,
   // with the journal, is checked against what the store recorded (scanAll).
-  const journaled =
-    limits.journal?.replay?.some((batch) => readBatchLogOffset(batch) === lastValid + 1) === true;
+  const journalCoversTo = journalRunEnd(limits.journal?.replay, lastValid + 1);
   const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, {
     ...limits,
     durability: limits.journal !== undefined ? 'os' : limits.durability,
-    durableBelow: journaled ? undefined : expectations.knownEnd?.logOffset,
+    durableBelow: journalCoversTo !== undefined ? undefined : expectations.knownEnd?.logOffset,
+    journalCoversTo,
   });
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
   if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');
+  if (tail.kind === 'journaled')
+    return at(
+      position,
+      `${reason}; the commit journal holds this batch and the ${tail.batchesAfter} valid one(s) after it (the log had not synced them itself)`,
+      'torn-tail',
+    );
   return at(
     position,
     `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync`,
     'torn-tail',
   );
+}
+
+/**
+ * The highest log offset of the run of consecutive batches that `replay` (a log's batches in the
+ * commit journal) holds from `logOffset` on; undefined when it does not hold `logOffset`.
+ */
+function journalRunEnd(
+  replay: readonly Buffer[] | undefined,
+  logOffset: number,
+): number | undefined {
+  if (replay === undefined) return undefined;
+  let next = logOffset;
+  for (const batch of replay) if (readBatchLogOffset(batch) === next) next++;
+  return next > logOffset ? next - 1 : undefined;
 }
 
 /** The record; undefined when the file is gone (deleted since listed); a reason when unreadable. */

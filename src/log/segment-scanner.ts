@@ -231,6 +231,16 @@ async function isZeroFrom(
  *   bytes are zeros and, with the length the next valid batch's position implies, the batch is whole
  *   and valid (its checksum holds). A flipped bit can only pass for it by zeroing every one of those
  *   1-4 bytes of a batch of the last round, with nothing after saying that round was durable;
+ * - 'journaled': valid batches follow, none of them written after the damaged batch was durable,
+ *   and the commit journal holds the damaged batch and every batch after it (`journalCoversTo`, the
+ *   highest log offset of the journal's run that starts at the damaged batch). The log's copies of
+ *   journaled batches are written but not synced by the log, and not only a power loss damages
+ *   them: when the kernel's writeback of their pages fails, the pages are marked clean, may be
+ *   dropped and read back from the disk (zeros, or older bytes), and the log's next batch is then
+ *   written into the same sector after them. No rule on lost sectors can tell that from bit rot,
+ *   and none needs to: cutting the log at the damage drops nothing the journal does not write again.
+ *   A valid batch after it that the journal lacks may have been acknowledged by the log's own
+ *   fdatasync, and cutting it would lose it: then the rules below apply;
  * - 'corrupt': anything else, such as a damaged batch followed by valid ones further away, or damage
  *   without a lost sector. The store refuses to open rather than drop acknowledged data.
  *
@@ -240,6 +250,7 @@ async function isZeroFrom(
 export type TailDamage =
   | { kind: 'torn' }
   | { kind: 'torn-round'; batchesAfter: number }
+  | { kind: 'journaled'; batchesAfter: number }
   | { kind: 'corrupt'; batchesAfter: number; reason: string };
 
 const SECTOR_BYTES = 512;
@@ -263,6 +274,7 @@ export async function classifyTailDamage(
     durability?: 'fsync' | 'os';
     durableBelow?: number;
     readOnly?: boolean;
+    journalCoversTo?: number;
   },
 ): Promise<TailDamage> {
   const damagedLogOffset = previousLogOffset + 1;
@@ -343,6 +355,8 @@ export async function classifyTailDamage(
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
+  if (limits.journalCoversTo !== undefined && previous <= limits.journalCoversTo)
+    return { kind: 'journaled', batchesAfter };
   return hasLostSector(buf, fromPosition, firstStart) ||
     lostLengthBytes(buf, fromPosition, firstStart, damagedLogOffset, limits.batchBytesMax)
     ? { kind: 'torn-round', batchesAfter }

@@ -77,7 +77,11 @@ const OPTIONS = { bucketCount: BUCKETS, segmentBytesMax: 1 << 20 };
  * after that was made durable by the journal only. The store itself is closed cleanly after the
  * image is taken (its own journal files go).
  */
-async function crashImage(rounds: number, options = OPTIONS) {
+async function crashImage(
+  rounds: number,
+  options = OPTIONS,
+  before?: (store: OffsetStore, groups: string[]) => Promise<void>,
+) {
   const dir = tempDir();
   let store = await openStore(dir, options);
   const groups = groupPerBucket(store, options.bucketCount);
@@ -89,6 +93,7 @@ async function crashImage(rounds: number, options = OPTIONS) {
     bytes,
   }));
   const last = await commitTogether(store, groups, rounds, 100);
+  await before?.(store, groups);
   const journalFilesOpen = journalFiles(dir).length;
   const image = tempDir();
   copyStoreDir(dir, image);
@@ -211,6 +216,52 @@ describe('the commit journal of a store', () => {
     ]);
     expect(warnings[0]).not.toMatch(/never acknowledged/);
     await recovered.close();
+  });
+
+  it("writes journaled batches again over whatever the log's copies of them show, but not over a later batch the journal lacks", async () => {
+    // A writeback of the log's pages failed in the background: a sector of batch A's tail never
+    // reached the disk, the page cache dropped it and read it back as zeros, and the next batch was
+    // written after A in that same sector. The log shows a damaged A with valid batches after it,
+    // no lost sector of the kind a power loss leaves; the journal holds A and all after it.
+    const damageFirstCrossing = (file: string, from: number) => {
+      const bytes = readFileSync(file);
+      for (let at = from; at + 4 <= bytes.length;) {
+        const end = at + bytes.readUInt32LE(at) + 4;
+        if (end === at + 4 || end + 4 > bytes.length || bytes.readUInt32LE(end) === 0)
+          throw new Error('no batch crosses a sector boundary with a batch after it');
+        const boundary = Math.ceil((at + 1) / 512) * 512;
+        if (boundary < end && end - boundary < 400) {
+          bytes.fill(0, boundary, end);
+          writeFileSync(file, bytes);
+          return;
+        }
+        at = end;
+      }
+    };
+    const { image, groups, last, synced } = await crashImage(10);
+    damageFirstCrossing(synced[0]!.file, synced[0]!.bytes);
+    const warnings: string[] = [];
+    const recovered = await openStore(image, { ...OPTIONS, onWarning: (m) => warnings.push(m) });
+    for (const g of groups)
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
+        expect.objectContaining({ offset: last, metadata: `round ${last}` }),
+      ]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^offsets-bucket 0: .*the commit journal holds .*; truncated \d+ bytes, and wrote \d+ batch\(es\) again from the commit journal, where they were durable$/,
+      ),
+    ]);
+    await recovered.close();
+    // A lone commit after the journaled rounds: made durable by the log's own fdatasync, and not
+    // in the journal. Cutting the log at A would lose it: the damage is refused.
+    const lone = await crashImage(10, OPTIONS, async (store, groups) => {
+      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+    });
+    damageFirstCrossing(lone.synced[0]!.file, lone.synced[0]!.bytes);
+    await expect(openStore(lone.image, OPTIONS)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringContaining('valid batch(es) follow'),
+    });
   });
 
   it('keeps the journal when a store opened with awaitRecovery: false closes before every bucket replayed it', async () => {

@@ -2,8 +2,9 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four tiers. `npm test` runs `fast`: unit, property and in-process store tests, about two minutes on 2
- * cores. Its files share one module graph per worker (`isolate: false`: loading the store's modules
+ * The tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute and a
+ * half on 2 cores, its randomized and exhaustive tests shallow (test/support/test-depth.ts; `npm run
+ * test:fuzz` runs those files again, deep: the `fuzz` tier). Its files share one module graph per worker (`isolate: false`: loading the store's modules
  * for each of ~100 files took more time than their tests) and run on at least two workers (vitest's
  * default of one fewer than the cores is one on 2 cores, where most tests wait on fdatasync or on a
  * socket). Each file still gets its own setup (test/support/no-stray-warnings.ts checks after every
@@ -14,7 +15,7 @@ import { defineConfig } from 'vitest/config';
  * setOffsets). `npm run test:cluster` runs `cluster`: tests
  * against real etcd clusters (the `etcd` binary, started and stopped by each test file), one file at
  * a time. `npm run test:browser` runs `browser`: the lab's HTML report in headless chromium;
- * `npm run test:librdkafka` the `librdkafka` tier below. CI (`.ci/run`) runs all five.
+ * `npm run test:librdkafka` the `librdkafka` tier below. CI (`.ci/run`) runs all six.
  */
 const SLOW = [
   'test/crash/**/*.test.ts',
@@ -30,8 +31,21 @@ const SLOW = [
   'test/compaction/unprivileged-workers.test.ts',
   'test/compaction/worker-priority.test.ts',
   'test/store/process-limits.test.ts',
+  'test/store/read-only-live-writer.test.ts',
   'test/lab/lab-run.test.ts',
   'test/cli/cli-lab.test.ts',
+];
+
+/**
+ * The files whose randomized or exhaustive tests go deeper in the `fuzz` tier (test/support/test-depth.ts):
+ * `npm test` runs them shallow, `npm run test:fuzz` again, deep. CI runs both.
+ */
+const FUZZ = [
+  'test/compaction/compaction.test.ts',
+  'test/compaction/incremental-cleaner.test.ts',
+  'test/group/snapshot-estimate.test.ts',
+  'test/log/log.test.ts',
+  'test/property/store-model.test.ts',
 ];
 
 const CLUSTER = ['test/cluster/**/*.test.ts'];
@@ -66,6 +80,15 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'slow', include: SLOW, sequence: { groupOrder: 1 } } },
+      {
+        extends: true,
+        test: {
+          name: 'fuzz',
+          include: FUZZ,
+          env: { OFFSET_STORE_TEST_DEPTH: 'deep' },
+          sequence: { groupOrder: 1 },
+        },
+      },
       {
         extends: true,
         test: {

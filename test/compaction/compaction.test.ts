@@ -13,6 +13,7 @@ import { Log, LOG_DEFAULTS } from '../../src/log/index.js';
 import { OffsetStore, type CompactionStrategy } from '../../src/index.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { seedFrom } from '../support/seeded-random.js';
+import { depthRuns } from '../support/test-depth.js';
 import { tempDir } from '../support/temp-dir.js';
 import {
   applyHistory,
@@ -26,7 +27,7 @@ import { NodeFileSystem } from '../../src/io/index.js';
 
 beforeAll(() => loadChecksum());
 
-const runs = Number(process.env.COMPACTION_PROPERTY_RUNS ?? 4);
+const runs = depthRuns('COMPACTION_PROPERTY_RUNS', 1, 4);
 const strategies: CompactionStrategy[] = ['log-cleaner', 'incremental', 'checkpoint'];
 
 describe.each(strategies)('compaction (%s)', (strategy) => {

@@ -13,10 +13,11 @@ import { OffsetStore } from '../../src/index.js';
 import { seededRandom, seedFrom } from '../support/seeded-random.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
+import { depthRuns } from '../support/test-depth.js';
 import { stateOf } from './compaction-fixtures.js';
 import { inProcessOptions } from './strategy-fixtures.js';
 
-const runs = Number(process.env.INCREMENTAL_RUNS ?? 3);
+const runs = depthRuns('INCREMENTAL_RUNS', 1, 3);
 const RETENTION_MS = 10_000;
 
 type Model = Map<string, Map<string, number>>;

@@ -11,9 +11,10 @@ import { buildGroupSnapshotBatch } from '../../src/codec/records.js';
 import { groupSnapshotBytesEstimate } from '../../src/group/group-handlers.js';
 import { normalizeTableLayout, type GroupSnapshot } from '../../src/group/index.js';
 import { seedFrom, seededRandom } from '../support/seeded-random.js';
+import { depthRuns } from '../support/test-depth.js';
 import { GroupTestContext, type SimMember } from './group-test-context.js';
 
-const SEEDS = 10;
+const SEEDS = depthRuns('SNAPSHOT_ESTIMATE_SEEDS', 3, 10);
 
 function checkLatest(ctx: GroupTestContext, seed: number, step: string): number {
   const snapshot = ctx.writer.latest.get('g') as GroupSnapshot | null | undefined;

@@ -21,8 +21,9 @@ import {
   openStore,
   type StoreImage,
 } from '../store/store-fixtures.js';
+import { depthRuns } from '../support/test-depth.js';
 
-const RUNS = Number(process.env.PROPERTY_RUNS ?? 30);
+const RUNS = depthRuns('PROPERTY_RUNS', 8, 30);
 const COMMANDS_MAX = Number(process.env.PROPERTY_COMMANDS_MAX ?? 40);
 const T0 = 1_700_000_000_000;
 const RETENTION_MS = 200;

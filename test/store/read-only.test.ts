@@ -1,6 +1,7 @@
 /**
  * A store opened to read only (`readOnly: true`): it serves what a real open would serve, also of a
- * store another process has open and writes, and it writes nothing: not one byte, file or folder of
+ * store another process has open and writes (beside a forked writer: read-only-live-writer.test.ts,
+ * in the slow tier), and it writes nothing: not one byte, file or folder of
  * the store changes, even where recovery repairs (a torn tail, a commit journal to replay); every
  * call that writes is refused with STORE_READ_ONLY.
  */
@@ -21,11 +22,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { OffsetStore, isOffsetStoreError, startKafkaServer } from '../../src/index.js';
 import { NodeFileSystem, holdDirectoryLock, type OverlayFileSystem } from '../../src/io/index.js';
 import { dirFingerprint } from '../support/dir-fingerprint.js';
-import { exited, forkTs } from '../support/fork-child.js';
 import { tempDir } from '../support/temp-dir.js';
 import { copyStoreDir } from './store-fixtures.js';
-
-const CHILD = path.join(import.meta.dirname, 'live-writer-child.ts');
 
 /**
  * The store's files, but LMDB's `lock.mdb`: its reader table, where every reader of a checkpoint
@@ -205,52 +203,6 @@ describe('a store opened to read only', () => {
       message: expect.stringContaining('holds no store'),
     });
     expect(existsSync(dir)).toBe(false);
-  });
-
-  it('reads a store a live process commits to and compacts, seeing at least what it had acknowledged', async () => {
-    // Small segments (compaction swapping them under the reader) and large ones (preallocated: a
-    // batch being appended reads as zeros, then is whole); few groups and many.
-    const runs: [string, number, number, number][] = [
-      ['log-cleaner', 6, 4096, 5],
-      ['checkpoint', 6, 4096, 5],
-      ['log-cleaner', 2000, 64 << 20, 8],
-    ];
-    for (const [strategy, groups, segmentBytes, reads] of runs) {
-      const what = `${strategy}, ${groups} groups, segments of ${segmentBytes} bytes`;
-      const dir = tempDir();
-      const child = forkTs(CHILD, [dir, strategy, String(groups), String(segmentBytes)]);
-      /** Per group, the highest offset acknowledged; and the highest offset started. */
-      const acked = new Map<number, number>();
-      let started = 0;
-      let ackedCount = 0;
-      child.on('message', (m: { type: string; offset?: number }) => {
-        if (m.type === 'started') started = Math.max(started, m.offset!);
-        if (m.type !== 'acked') return;
-        const k = m.offset! % groups;
-        acked.set(k, Math.max(acked.get(k) ?? 0, m.offset!));
-        ackedCount++;
-      });
-      while (ackedCount < Math.max(300, groups)) await new Promise((r) => setTimeout(r, 10));
-      let highestSeen = 0;
-      for (let round = 0; round < reads; round++) {
-        const floor = new Map(acked);
-        const reader = await OffsetStore.open({ dir, readOnly: true, onWarning: () => {} });
-        for (let k = 0; k < groups; k++) {
-          const [row] = await reader.fetchOffsets(`g${k}`, [{ tableId: 1, bucketId: 0 }]);
-          const offset = row?.offset ?? 0;
-          // What was acknowledged before the open began, at least; only what the writer wrote.
-          expect(offset, `${what}, read ${round}, g${k}`).toBeGreaterThanOrEqual(floor.get(k) ?? 0);
-          if (offset > 0) expect(offset % groups).toBe(k);
-          highestSeen = Math.max(highestSeen, offset);
-        }
-        await reader.close();
-      }
-      child.send({ type: 'stop' });
-      await exited(child);
-      expect(child.exitCode, what).toBe(0);
-      // (Checked once the child is done: its messages may lag behind its commits.)
-      expect(highestSeen, what).toBeLessThanOrEqual(started);
-    }
   });
 
   it('never serves a mix of two states: a read crossed by a compaction swap is read again', async () => {

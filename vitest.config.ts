@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 /**
  * The tiers. `npm test` runs `fast`: unit, property and in-process store tests, about a minute and a
  * half on 2 cores, its randomized and exhaustive tests shallow (test/support/test-depth.ts; `npm run
- * test:fuzz` runs those files again, deep: the `fuzz` tier). Its files share one module graph per worker (`isolate: false`: loading the store's modules
+ * test:fuzz` runs those files again, deep: the `fuzz` tier). Its files share one module graph per
+ * worker (`isolate: false`: loading the store's modules
  * for each of ~100 files took more time than their tests) and run on at least two workers (vitest's
  * default of one fewer than the cores is one on 2 cores, where most tests wait on fdatasync or on a
  * socket). Each file still gets its own setup (test/support/no-stray-warnings.ts checks after every
@@ -37,8 +38,9 @@ const SLOW = [
 ];
 
 /**
- * The files whose randomized or exhaustive tests go deeper in the `fuzz` tier (test/support/test-depth.ts):
- * `npm test` runs them shallow, `npm run test:fuzz` again, deep. CI runs both.
+ * The files whose randomized or exhaustive tests go deeper in the `fuzz` tier
+ * (test/support/test-depth.ts): `npm test` runs them shallow, `npm run test:fuzz` again, deep. CI
+ * runs both.
  */
 const FUZZ = [
   'test/compaction/compaction.test.ts',

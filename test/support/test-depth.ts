@@ -1,6 +1,6 @@
 /**
- * How far the randomized and exhaustive tests go. `npm test` (the fast tier) runs them shallow, so
- * that the whole tier answers in about a minute; `npm run test:fuzz`, which CI runs too, runs the
+ * How far the randomized and exhaustive tests go. `npm test` (the fast tier) runs them shallow, to
+ * keep the whole tier short (~90 s on 2 cores); `npm run test:fuzz`, which CI runs too, runs the
  * same files deep (`OFFSET_STORE_TEST_DEPTH=deep`, set by the `fuzz` project of vitest.config.ts).
  * A test's own environment variable, when set, still decides its count.
  */

@@ -458,8 +458,9 @@ async function scanOne(
   const lastValid = scan.lastLogOffset >= 0 ? scan.lastLogOffset : segment.baseOffset - 1;
   // With a journal, the log's tail after its own last fdatasync may be lost over many rounds, and
   // a batch the store recorded as durable may be durable only in the journal: damage there is a
-  // torn tail when the journal holds the damaged batch (recovery writes it again), and the end,
-  // with the journal, is checked against what the store recorded (scanAll).
+  // torn tail when the journal holds the damaged batch and every valid batch after it (recovery
+  // writes them again; classifyTailDamage), and the end, with the journal, is checked against what
+  // the store recorded (scanAll).
   const journalCoversTo = journalRunEnd(limits.journal?.replay, lastValid + 1);
   const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, {
     ...limits,

@@ -104,6 +104,12 @@ export interface LogDamage {
   bytesAfter: number;
   /** What is wrong, for messages and `log verify`. */
   reason: string;
+  /**
+   * A torn tail whose damaged batches the commit journal holds, with valid batches after them that
+   * it may not (classifyTailDamage's 'journal-repair'): recovery writes the journal's copies from
+   * `position`, then these batches (file positions [from, to), log offsets first..last) after them.
+   */
+  kept?: { from: number; to: number; first: number; last: number };
 }
 
 /** One segment as recovery reads it. */
@@ -339,8 +345,11 @@ async function scanAll(
   let end = result.logEnd;
   const replay = limits.journal?.replay;
   if (replay !== undefined) {
-    // The journal continues the log from its end: its batches there must follow one another.
+    // The journal continues the log from its end: its batches there must follow one another. The
+    // batches a journal repair keeps after the ones it writes from the journal continue it too.
+    const kept = result.tornTail?.kept;
     for (const batch of replay) {
+      if (kept !== undefined && end === kept.first) end = kept.last + 1;
       const logOffset = readBatchLogOffset(batch);
       if (logOffset < end) continue;
       if (logOffset === end) {
@@ -356,6 +365,7 @@ async function scanAll(
       });
       return;
     }
+    if (kept !== undefined && end === kept.first) end = kept.last + 1;
   }
   const known = expectations.knownEnd;
   // A damaged last segment is reported as such; its end says nothing more. With a journal, a tail
@@ -459,14 +469,17 @@ async function scanOne(
   // With a journal, the log's tail after its own last fdatasync may be lost over many rounds, and
   // a batch the store recorded as durable may be durable only in the journal: damage there is a
   // torn tail when the journal holds the damaged batch and every valid batch after it (recovery
-  // writes them again; classifyTailDamage), and the end, with the journal, is checked against what
-  // the store recorded (scanAll).
-  const journalCoversTo = journalRunEnd(limits.journal?.replay, lastValid + 1);
+  // writes them again; classifyTailDamage), or when the journal's copies fill the damaged bytes
+  // exactly (recovery writes them, and keeps the batches after them), and the end, with the
+  // journal, is checked against what the store recorded (scanAll).
+  const journalRun = journalRunFrom(limits.journal?.replay, lastValid + 1);
+  const journalCoversTo = journalRun && lastValid + journalRun.length;
   const tail = await classifyTailDamage(fs, segment.readPath, scan.fileBytes, position, lastValid, {
     ...limits,
     durability: limits.journal !== undefined ? 'os' : limits.durability,
     durableBelow: journalCoversTo !== undefined ? undefined : expectations.knownEnd?.logOffset,
     journalCoversTo,
+    journalRunBytes: journalRun,
   });
   if (tail.kind === 'corrupt') return at(position, `${reason}; ${tail.reason}`);
   if (tail.kind === 'torn') return at(position, `${reason}; nothing valid follows`, 'torn-tail');
@@ -476,6 +489,17 @@ async function scanOne(
       `${reason}; the commit journal holds this batch and the ${tail.batchesAfter} valid one(s) after it (the log had not synced them itself)`,
       'torn-tail',
     );
+  if (tail.kind === 'journal-repair') {
+    const { kept, repairedBatches } = tail;
+    return {
+      ...at(
+        position,
+        `${reason}; the commit journal holds this batch${repairedBatches > 1 ? ` and the ${repairedBatches - 1} after it` : ''}, filling the damaged bytes exactly, and the ${tail.batchesAfter} valid one(s) after them (log offsets ${kept.first}..${kept.last}) are kept`,
+        'torn-tail',
+      ),
+      kept,
+    };
+  }
   return at(
     position,
     `${reason}; a write round cut short by a crash: a lost sector, then ${tail.batchesAfter} batch(es) written after the last fdatasync`,
@@ -484,17 +508,18 @@ async function scanOne(
 }
 
 /**
- * The highest log offset of the run of consecutive batches that `replay` (a log's batches in the
- * commit journal) holds from `logOffset` on; undefined when it does not hold `logOffset`.
+ * The lengths of the run of consecutive batches that `replay` (a log's batches in the commit
+ * journal) holds from `logOffset` on, in log order; undefined when it does not hold `logOffset`.
  */
-function journalRunEnd(
+function journalRunFrom(
   replay: readonly Buffer[] | undefined,
   logOffset: number,
-): number | undefined {
+): number[] | undefined {
   if (replay === undefined) return undefined;
-  let next = logOffset;
-  for (const batch of replay) if (readBatchLogOffset(batch) === next) next++;
-  return next > logOffset ? next - 1 : undefined;
+  const lengths: number[] = [];
+  for (const batch of replay)
+    if (readBatchLogOffset(batch) === logOffset + lengths.length) lengths.push(batch.length);
+  return lengths.length > 0 ? lengths : undefined;
 }
 
 /** The record; undefined when the file is gone (deleted since listed); a reason when unreadable. */

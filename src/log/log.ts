@@ -222,6 +222,11 @@ export interface LogRecoveryReport {
   /** Batches recovery took from the commit journal (past the log's end) and wrote into the log. */
   journalBatches?: number;
   /**
+   * Valid batches after a damaged stretch that the commit journal's copies filled exactly, cut with
+   * the stretch and written again after them (LogDamage.kept).
+   */
+  keptBatches?: number;
+  /**
    * Bytes of batches that an earlier process wrote and may not have made durable (past what its last
    * batch knew durable), which recovery wrote again, the same bytes, and fdatasynced.
    */
@@ -489,6 +494,14 @@ export class Log implements LogPort {
     });
     const corruption = inspection.damage.find((d) => d.kind === 'corrupt');
     if (corruption !== undefined) throw damageError(corruption);
+    // Log offsets before which recovery's rewrite of an unsynced tail stops (below).
+    const scannedEnd = inspection.logEnd;
+    const repairedBatches = await repairFromJournal(fs, inspection, replay, (batch, position) => {
+      const logOffset = readBatchLogOffset(batch);
+      if (visit === undefined || logOffset < recovery.fromLogOffset) return;
+      visitReplayed(visit, dir, batch, logOffset, position);
+      batchesReplayed++;
+    });
     const segments: SegmentInfo[] = inspection.segments.map((s) => ({
       baseOffset: s.baseOffset,
       path: s.path,
@@ -504,6 +517,10 @@ export class Log implements LogPort {
       firstLogOffset: segments[0]?.baseOffset ?? 0,
       logEndOffset: inspection.logEnd,
     };
+    if (repairedBatches > 0) {
+      report.journalBatches = repairedBatches;
+      report.keptBatches = inspection.tornTail!.kept!.last - inspection.tornTail!.kept!.first + 1;
+    }
     let lastFileBytes = last === undefined ? 0 : last.validBytes + last.zeroTailBytes;
     if (await applyRepairs(fs, dir, inspection, report)) lastFileBytes = last!.validBytes;
     // The journal's batches the log holds already are written over again, the same bytes, before
@@ -524,7 +541,7 @@ export class Log implements LogPort {
             fs,
             segments,
             Math.max(recovery.knownEnd?.logOffset ?? 0, heldEnd),
-            inspection.logEnd,
+            scannedEnd,
             options.batchBytesMax,
           );
     if (rewritten > 0) report.bytesRewritten = rewritten;
@@ -543,16 +560,7 @@ export class Log implements LogPort {
     for (const batch of journaled) {
       const logOffset = readBatchLogOffset(batch);
       if (visit !== undefined && logOffset >= recovery.fromLogOffset) {
-        try {
-          visit(batch, 0, logOffset, batch.length, position);
-        } catch (error) {
-          if (!(error instanceof DecodeError)) throw error;
-          throw new OffsetStoreError(
-            'CORRUPT_MESSAGE',
-            `${dir}: batch ${logOffset} in the commit journal: checksum matches but a record does not decode: ${error.message}`,
-            { cause: error },
-          );
-        }
+        visitReplayed(visit, dir, batch, logOffset, position);
         batchesReplayed++;
       }
       position += batch.length;
@@ -573,7 +581,7 @@ export class Log implements LogPort {
         report.batchCount += journaled.length;
         report.batchesReplayed = batchesReplayed;
         report.logEndOffset = nextOffset;
-        report.journalBatches = journaled.length;
+        report.journalBatches = journaled.length + repairedBatches;
       }
       await active.datasync();
       await fs.syncDir(dir);
@@ -1364,6 +1372,96 @@ async function createSegment(
   await handle.close();
   await fs.syncDir(dir);
   return { baseOffset, path: segmentPath, sizeBytes: 0, lastLogOffset: -1 };
+}
+
+/** Hands a batch taken from the commit journal (or kept by its repair) to recovery's visitor. */
+function visitReplayed(
+  visit: BatchVisitor,
+  dir: string,
+  batch: Buffer,
+  logOffset: number,
+  position: number,
+): void {
+  try {
+    visit(batch, 0, logOffset, batch.length, position);
+  } catch (error) {
+    if (!(error instanceof DecodeError)) throw error;
+    throw new OffsetStoreError(
+      'CORRUPT_MESSAGE',
+      `${dir}: batch ${logOffset} in the commit journal: checksum matches but a record does not decode: ${error.message}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * The repair of a damaged stretch that the commit journal's copies fill exactly (LogDamage.kept):
+ * writes those copies in its place and the kept batches after them over themselves, the same bytes
+ * (their pages may be in the page cache only), in one write at the stretch, and fdatasyncs. Nothing
+ * is cut first, so a crash at any point leaves every byte as it was or as it was first written, and
+ * the next open repairs it again. Then the inspection's last segment ends after the kept batches
+ * (the cut of a torn tail, applyRepairs, only drops what follows them), and each batch written is
+ * handed to `saw` in log order. Returns the batches written from the journal (0: no such repair).
+ */
+async function repairFromJournal(
+  fs: FileSystem,
+  inspection: LogInspection,
+  replay: readonly Buffer[],
+  saw: (batch: Buffer, position: number) => void,
+): Promise<number> {
+  const kept = inspection.tornTail?.kept;
+  const last = inspection.segments.at(-1);
+  if (kept === undefined || last === undefined) return 0;
+  const copies = replay.filter((batch) => {
+    const logOffset = readBatchLogOffset(batch);
+    return logOffset >= inspection.logEnd && logOffset < kept.first;
+  });
+  let copiesBytes = 0;
+  for (const batch of copies) copiesBytes += batch.length;
+  assert(
+    copies.length === kept.first - inspection.logEnd && last.validBytes + copiesBytes === kept.from,
+    "the commit journal's copies fill the damaged stretch exactly",
+  );
+  const handle = await fs.open(last.path, 'r+');
+  try {
+    const bytes = Buffer.allocUnsafe(kept.to - kept.from);
+    for (let got = 0; got < bytes.length;) {
+      const n = await handle.read(bytes, got, bytes.length - got, kept.from + got);
+      if (n === 0) throw keptChanged(last.path, kept.from + got);
+      got += n;
+    }
+    // Checked again before they are written back, as UnsyncedTail.rewrite does.
+    const keptBatches: Buffer[] = [];
+    for (let p = 0; p < bytes.length;) {
+      const check = checkBatch(bytes, p, bytes.length, Number.MAX_SAFE_INTEGER);
+      if (check.kind !== 'ok' || check.logOffset !== kept.first + keptBatches.length)
+        throw keptChanged(last.path, kept.from + p);
+      keptBatches.push(bytes.subarray(p, p + check.sizeBytes));
+      p += check.sizeBytes;
+    }
+    if (keptBatches.length !== kept.last - kept.first + 1) throw keptChanged(last.path, kept.to);
+    await handle.writev([...copies, bytes], last.validBytes);
+    await handle.datasync();
+    let position = last.validBytes;
+    for (const batch of [...copies, ...keptBatches]) {
+      saw(batch, position);
+      position += batch.length;
+    }
+  } finally {
+    await handle.close();
+  }
+  last.validBytes = kept.to;
+  last.lastLogOffset = kept.last;
+  last.batchCount += kept.last + 1 - inspection.logEnd;
+  inspection.logEnd = kept.last + 1;
+  return copies.length;
+}
+
+function keptChanged(file: string, position: number): OffsetStoreError {
+  return new OffsetStoreError(
+    'LOG_STORAGE_ERROR',
+    `${file}: the batch at byte ${position}, which recovery had read whole, reads back otherwise before recovery wrote it again: the page cache dropped bytes a failed writeback had left only there; nothing was written, and reopening recovers from what the disk holds`,
+  );
 }
 
 /**

@@ -240,7 +240,14 @@ async function isZeroFrom(
  *   written into the same sector after them. No rule on lost sectors can tell that from bit rot,
  *   and none needs to: cutting the log at the damage drops nothing the journal does not write again.
  *   A valid batch after it that the journal lacks may have been acknowledged by the log's own
- *   fdatasync, and cutting it would lose it: then the rules below apply;
+ *   fdatasync, and cutting it would lose it: then the next rule applies;
+ * - 'journal-repair': valid batches follow, and the damaged stretch is exactly the journal's
+ *   batches from the damaged one to the first valid one after it (`journalRunBytes`: their log
+ *   offsets consecutive, their lengths adding up to the stretch), the batches after it contiguous
+ *   with consecutive log offsets, and nothing valid after them (`kept`: where they lie). Whatever
+ *   damaged those bytes (a power loss, a failed writeback, bit rot after the log synced them),
+ *   writing the journal's copies in their place gives back the log exactly as it was written, and
+ *   every batch after them, acknowledged by the log's own fdatasync or not, is kept;
  * - 'corrupt': anything else, such as a damaged batch followed by valid ones further away, or damage
  *   without a lost sector. The store refuses to open rather than drop acknowledged data.
  *
@@ -251,6 +258,14 @@ export type TailDamage =
   | { kind: 'torn' }
   | { kind: 'torn-round'; batchesAfter: number }
   | { kind: 'journaled'; batchesAfter: number }
+  | {
+      kind: 'journal-repair';
+      batchesAfter: number;
+      /** The journal's batches written in place: log offsets from the damaged one to `kept.first`. */
+      repairedBatches: number;
+      /** The valid batches after the damaged stretch: file positions and log offsets, inclusive. */
+      kept: { from: number; to: number; first: number; last: number };
+    }
   | { kind: 'corrupt'; batchesAfter: number; reason: string };
 
 const SECTOR_BYTES = 512;
@@ -275,6 +290,11 @@ export async function classifyTailDamage(
     durableBelow?: number;
     readOnly?: boolean;
     journalCoversTo?: number;
+    /**
+     * The lengths of the journal's consecutive batches from the damaged one on (the same run as
+     * `journalCoversTo`), for 'journal-repair'.
+     */
+    journalRunBytes?: readonly number[];
   },
 ): Promise<TailDamage> {
   const damagedLogOffset = previousLogOffset + 1;
@@ -315,9 +335,14 @@ export async function classifyTailDamage(
   // At most one batch per 48 bytes follows: a log offset beyond that cannot be the next batch's.
   const logOffsetMax = previousLogOffset + Math.ceil(got / BATCH_HEADER_BYTES) + 1;
   let firstStart = -1;
+  let firstLogOffset = -1;
   let batchesAfter = 0;
   let previous = previousLogOffset;
   let hashedBytes = 0;
+  // The valid batches after the damage lie end to end, log offsets consecutive ('journal-repair').
+  let contiguous = true;
+  let keptEnd = -1;
+  let writtenOnceDurable: string | undefined;
   for (let p = 1; p + BATCH_HEADER_BYTES <= got;) {
     const logOffset = peekBatchLogOffset(buf, p, got);
     if (logOffset > previous && logOffset <= logOffsetMax) {
@@ -330,16 +355,16 @@ export async function classifyTailDamage(
         };
       const check = checkBatch(buf, p, got, limits.batchBytesMax);
       if (check.kind === 'ok') {
-        if (firstStart < 0) firstStart = p;
+        if (firstStart < 0) {
+          firstStart = p;
+          firstLogOffset = check.logOffset;
+        } else if (p !== keptEnd || check.logOffset !== previous + 1) contiguous = false;
         batchesAfter++;
+        keptEnd = p + check.sizeBytes;
         const durableBelow = readBatchDurableBelow(buf, p);
-        if (durableBelow > damagedLogOffset) {
-          return {
-            kind: 'corrupt',
-            batchesAfter,
-            reason: `batch ${check.logOffset} after it was written once batch ${damagedLogOffset} was durable`,
-          };
-        }
+        // Damage at rest, unless the journal's copy of it can be written in its place (below).
+        if (durableBelow > damagedLogOffset && writtenOnceDurable === undefined)
+          writtenOnceDurable = `batch ${check.logOffset} after it was written once batch ${damagedLogOffset} was durable`;
         // Without a syncLag, a valid batch beyond reach is not the damaged round's.
         if (durableBelow < 0 && p + check.sizeBytes > reach)
           return {
@@ -355,12 +380,44 @@ export async function classifyTailDamage(
     p++;
   }
   if (batchesAfter === 0) return { kind: 'torn' };
-  if (limits.journalCoversTo !== undefined && previous <= limits.journalCoversTo)
+  if (
+    writtenOnceDurable === undefined &&
+    limits.journalCoversTo !== undefined &&
+    previous <= limits.journalCoversTo
+  )
     return { kind: 'journaled', batchesAfter };
+  const repairedBatches = firstLogOffset - damagedLogOffset;
+  if (
+    contiguous &&
+    limits.journalRunBytes !== undefined &&
+    repairedBatches >= 1 &&
+    repairedBatches <= limits.journalRunBytes.length &&
+    sumOf(limits.journalRunBytes, repairedBatches) === firstStart
+  )
+    return {
+      kind: 'journal-repair',
+      batchesAfter,
+      repairedBatches,
+      kept: {
+        from: fromPosition + firstStart,
+        to: fromPosition + keptEnd,
+        first: firstLogOffset,
+        last: previous,
+      },
+    };
+  if (writtenOnceDurable !== undefined)
+    return { kind: 'corrupt', batchesAfter, reason: writtenOnceDurable };
   return hasLostSector(buf, fromPosition, firstStart) ||
     lostLengthBytes(buf, fromPosition, firstStart, damagedLogOffset, limits.batchBytesMax)
     ? { kind: 'torn-round', batchesAfter }
     : { kind: 'corrupt', batchesAfter, reason: `${batchesAfter} valid batch(es) follow` };
+}
+
+/** The sum of the first `count` of `values`. */
+function sumOf(values: readonly number[], count: number): number {
+  let sum = 0;
+  for (let i = 0; i < count; i++) sum += values[i]!;
+  return sum;
 }
 
 /** Whether the file at `path` holds, now, a whole valid batch of log offset `logOffset` at `position`. */

@@ -127,6 +127,28 @@ async function reopenedOnFaultyFs() {
   return { dir, groups, fs, store: await openStore(dir, { ...OPTIONS, fs }) };
 }
 
+/**
+ * Zeroes the tail of the first batch in `file` from byte `from` on that crosses a sector boundary
+ * less than 400 bytes before its end, from that boundary to its end (no lost sector of the kind a
+ * power loss leaves: the part is too short), with a batch after it; returns where that batch ends.
+ */
+function damageFirstCrossing(file: string, from: number): number {
+  const bytes = readFileSync(file);
+  for (let at = from; at + 4 <= bytes.length;) {
+    const end = at + bytes.readUInt32LE(at) + 4;
+    if (end === at + 4 || end + 4 > bytes.length || bytes.readUInt32LE(end) === 0)
+      throw new Error('no batch crosses a sector boundary with a batch after it');
+    const boundary = Math.ceil((at + 1) / 512) * 512;
+    if (boundary < end && end - boundary < 400) {
+      bytes.fill(0, boundary, end);
+      writeFileSync(file, bytes);
+      return end;
+    }
+    at = end;
+  }
+  throw new Error('no batch crosses a sector boundary with a batch after it');
+}
+
 describe('the commit journal of a store', () => {
   it('brings back every acknowledged commit when the logs lose all they had not synced themselves', async () => {
     const { image, groups, last, journalFilesOpen, loseUnsynced } = await crashImage(40);
@@ -223,21 +245,6 @@ describe('the commit journal of a store', () => {
     // reached the disk, the page cache dropped it and read it back as zeros, and the next batch was
     // written after A in that same sector. The log shows a damaged A with valid batches after it,
     // no lost sector of the kind a power loss leaves; the journal holds A and all after it.
-    const damageFirstCrossing = (file: string, from: number) => {
-      const bytes = readFileSync(file);
-      for (let at = from; at + 4 <= bytes.length;) {
-        const end = at + bytes.readUInt32LE(at) + 4;
-        if (end === at + 4 || end + 4 > bytes.length || bytes.readUInt32LE(end) === 0)
-          throw new Error('no batch crosses a sector boundary with a batch after it');
-        const boundary = Math.ceil((at + 1) / 512) * 512;
-        if (boundary < end && end - boundary < 400) {
-          bytes.fill(0, boundary, end);
-          writeFileSync(file, bytes);
-          return;
-        }
-        at = end;
-      }
-    };
     const { image, groups, last, synced } = await crashImage(10);
     damageFirstCrossing(synced[0]!.file, synced[0]!.bytes);
     const warnings: string[] = [];
@@ -252,13 +259,91 @@ describe('the commit journal of a store', () => {
       ),
     ]);
     await recovered.close();
+  });
+
+  it("writes the journal's copies in place of damaged batches they fill exactly, keeping a later batch the journal lacks", async () => {
     // A lone commit after the journaled rounds: made durable by the log's own fdatasync, and not
-    // in the journal. Cutting the log at A would lose it: the damage is refused.
+    // in the journal. Cutting the log at A would lose it; the journal's copy of A fills A's bytes
+    // exactly, so A is written from it and every batch after it is kept.
     const lone = await crashImage(10, OPTIONS, async (store, groups) => {
       await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
     });
-    damageFirstCrossing(lone.synced[0]!.file, lone.synced[0]!.bytes);
-    await expect(openStore(lone.image, OPTIONS)).rejects.toMatchObject({
+    const { file, bytes } = lone.synced[0]!;
+    const intact = readFileSync(file);
+    damageFirstCrossing(file, bytes);
+    expect(readFileSync(file).equals(intact)).toBe(false);
+    // The repair writes in place, cutting nothing first: when its write fails, the open fails and
+    // the next one repairs.
+    const failing = new FaultyFileSystem();
+    failing.plan.failWritesToSuffix = '.log';
+    await expect(openStore(lone.image, { ...OPTIONS, fs: failing })).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
+    const warnings: string[] = [];
+    const recovered = await openStore(lone.image, {
+      ...OPTIONS,
+      onWarning: (m) => warnings.push(m),
+    });
+    expect(await recovered.fetchOffsets(lone.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: 5000 }),
+    ]);
+    for (const g of lone.groups)
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
+        expect.objectContaining({ offset: lone.last, metadata: `round ${lone.last}` }),
+      ]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^offsets-bucket 0: .*filling the damaged bytes exactly.*; truncated \d+ bytes, and wrote 1 batch\(es\) again from the commit journal, where they were durable, then the \d+ valid batch\(es\) that followed them$/,
+      ),
+    ]);
+    await recovered.close();
+    // The log's file is byte for byte what was written before the damage, up to its end then.
+    let end = 0;
+    while (end + 4 <= intact.length && intact.readUInt32LE(end) !== 0)
+      end += intact.readUInt32LE(end) + 4;
+    expect(end).toBeGreaterThan(bytes);
+    expect(readFileSync(file).subarray(0, end).equals(intact.subarray(0, end))).toBe(true);
+
+    // Two lone commits: the second was written once the first's fdatasync had made every batch
+    // before it durable in the log, A included, so the damage to A is damage at rest. The journal
+    // still holds A (its file is retired only when full, or at a clean close): written from it.
+    const atRest = await crashImage(10, OPTIONS, async (store, groups) => {
+      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5001 }]);
+    });
+    damageFirstCrossing(atRest.synced[0]!.file, atRest.synced[0]!.bytes);
+    const restWarnings: string[] = [];
+    const rested = await openStore(atRest.image, {
+      ...OPTIONS,
+      onWarning: (m) => restWarnings.push(m),
+    });
+    expect(await rested.fetchOffsets(atRest.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: 5001 }),
+    ]);
+    expect(rested.recoveryReports()[0]).toMatchObject({
+      journalBatches: 1,
+      keptBatches: expect.any(Number),
+    });
+    expect(restWarnings).toEqual([expect.stringContaining('filling the damaged bytes exactly')]);
+    await rested.close();
+
+    // Bytes the journal's copies do not fill exactly (8 more than the damaged batch) are not a
+    // damage it can repair: refused, as before.
+    const shifted = await crashImage(10, OPTIONS, async (store, groups) => {
+      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+    });
+    const target = shifted.synced[0]!;
+    const batchEnd = damageFirstCrossing(target.file, target.bytes);
+    const damaged = readFileSync(target.file);
+    writeFileSync(
+      target.file,
+      Buffer.concat([
+        damaged.subarray(0, batchEnd),
+        Buffer.alloc(8, 7),
+        damaged.subarray(batchEnd),
+      ]),
+    );
+    await expect(openStore(shifted.image, OPTIONS)).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
       message: expect.stringContaining('valid batch(es) follow'),
     });

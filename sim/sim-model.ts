@@ -89,8 +89,8 @@ export class OffsetsModel {
    * Starts recording what a copy of the store made from now until `closeWindow` (a backup) may show:
    * each key's value now (its base and candidates) and every write issued meanwhile.
    */
-  openWindow(): CopyWindow {
-    const window = new CopyWindow(this.#keys);
+  openWindow(kind: CopyKind): CopyWindow {
+    const window = new CopyWindow(this.#keys, kind);
     this.#windows.add(window);
     return window;
   }
@@ -355,16 +355,29 @@ export class OffsetsModel {
 }
 
 /**
- * What a copy of the store made during a window (a backup) may show for each key: a value the key had
- * at some moment of the window. So the key's value when the window opened (its base, or a candidate
- * still in flight then), or the value of a write issued during the window, unless that write was
- * rejected; absent when the key had no value then, a delete explains it, or an expiry may have.
+ * A copy of the store: a backup (made by the live store, of what it acknowledged) or a read-only
+ * view (read from the files beside the live process, which cannot tell its acknowledged writes from
+ * those in flight).
+ */
+export type CopyKind = 'backup' | 'read-only view';
+
+/**
+ * What a copy of the store made during a window may show for each key: a value the key had at some
+ * moment of the window. So the key's value when the window opened (its base, or a candidate still
+ * in flight then), or the value of a write issued during the window, unless that write was rejected
+ * (a read-only view may show it all the same: it reads what the live process wrote, as a real open
+ * would had that process crashed then, and a write in flight then may be refused later, when its
+ * fdatasync fails); absent when the key had no value then, a delete explains it, or an expiry may
+ * have.
  */
 export class CopyWindow {
   readonly #start = new Map<string, (Write | null)[]>();
   readonly #issued = new Map<string, Write[]>();
 
-  constructor(keys: ReadonlyMap<string, KeyState>) {
+  constructor(
+    keys: ReadonlyMap<string, KeyState>,
+    readonly kind: CopyKind,
+  ) {
     for (const [key, state] of keys) this.#start.set(key, [state.base, ...state.candidates]);
   }
 
@@ -387,7 +400,7 @@ export class CopyWindow {
   check(key: string, value: number | null, mayHaveExpired: (w: Write) => boolean): void {
     const start = this.#start.get(key) ?? [null];
     const writes = [...start, ...(this.#issued.get(key) ?? [])].filter(
-      (w) => w === null || w.state !== 'failed',
+      (w) => w === null || w.state !== 'failed' || this.kind === 'read-only view',
     );
     const allowed =
       value === null
@@ -398,7 +411,7 @@ export class CopyWindow {
       w === null ? 'absent' : `${w.value ?? 'absent'} (${w.what} #${w.seq}, ${w.state})`;
     throw new ModelViolation(
       key,
-      `${key} shows ${value ?? 'absent'} in a backup; the key had at the backup's start [${start.map(show).join(', ')}], and was written during it [${(this.#issued.get(key) ?? []).map(show).join(', ')}]`,
+      `${key} shows ${value ?? 'absent'} in a ${this.kind}; the key had at the ${this.kind}'s start [${start.map(show).join(', ')}], and was written during it [${(this.#issued.get(key) ?? []).map(show).join(', ')}]`,
     );
   }
 }

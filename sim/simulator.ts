@@ -946,7 +946,12 @@ class Simulation {
     const store = this.store!;
     const label = `backup ${++this.backupsStarted}`;
     const to = path.join(this.realRoot, `backup-${this.backupsStarted}`);
-    const running: PendingBackup = { label, to, window: this.model.openWindow(), cutShort: false };
+    const running: PendingBackup = {
+      label,
+      to,
+      window: this.model.openWindow('backup'),
+      cutShort: false,
+    };
     this.backupRunning = running;
     this.log(`${label} to ${to}`);
     this.track(
@@ -1065,7 +1070,7 @@ class Simulation {
    */
   async view(): Promise<void> {
     const label = `read-only view ${++this.viewsOpened}`;
-    const window = this.model.openWindow();
+    const window = this.model.openWindow('read-only view');
     const fs = new SimFileSystem(this.disk, this.scheduler, this.random.fork(label), NO_FAULTS);
     this.log(`${label} opens`);
     const opened = await this.settle(

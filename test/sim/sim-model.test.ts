@@ -36,14 +36,14 @@ describe('the reference model', () => {
     expect(() => model.observe(KEY, 1677, 3_000, expiredNone)).toThrow(ModelViolation);
   });
 
-  it('a copy window allows a value the key held at some instant of it, and nothing older or rejected', () => {
+  it("a backup's window allows a value the key held at some instant of it, and nothing older or rejected", () => {
     const model = new OffsetsModel();
     const [first] = model.issue([[KEY, 1]], 0, 'commit');
     model.acknowledge([KEY], [first!]);
     const [second] = model.issue([[KEY, 2]], 0, 'commit');
     model.acknowledge([KEY], [second!]);
     const [inFlight] = model.issue([[KEY, 3]], 0, 'commit');
-    const window = model.openWindow();
+    const window = model.openWindow('backup');
     const [during] = model.issue([[KEY, 4]], 0, 'commit');
     const [rejected] = model.issue([[KEY, 5]], 0, 'commit');
     model.acknowledge([KEY], [inFlight!]);
@@ -59,9 +59,25 @@ describe('the reference model', () => {
     expect(window.keysOf('g')).toEqual([KEY]);
     // A key first written during the window may be absent from the copy.
     const other = keyOf('g', 2, null, 0);
-    const secondWindow = model.openWindow();
+    const secondWindow = model.openWindow('backup');
     model.issue([[other, 7]], 0, 'commit');
     expect(() => secondWindow.check(other, null, expiredNone)).not.toThrow();
     expect(() => secondWindow.check(other, 7, expiredNone)).not.toThrow();
+  });
+
+  it('a read-only view may show a write in flight while it opened that was rejected later, never one rejected before', () => {
+    const model = new OffsetsModel();
+    const [first] = model.issue([[KEY, 1]], 0, 'commit');
+    model.acknowledge([KEY], [first!]);
+    const [rejectedBefore] = model.issue([[KEY, 2]], 0, 'commit');
+    model.reject([KEY], [rejectedBefore!]);
+    const [inFlight] = model.issue([[KEY, 3]], 0, 'commit');
+    const view = model.openWindow('read-only view');
+    const [during] = model.issue([[KEY, 4]], 0, 'commit');
+    model.reject([KEY], [inFlight!]);
+    model.reject([KEY], [during!]);
+    model.closeWindow(view);
+    for (const value of [1, 3, 4]) expect(() => view.check(KEY, value, expiredNone)).not.toThrow();
+    expect(() => view.check(KEY, 2, expiredNone)).toThrow(/in a read-only view/);
   });
 });

@@ -327,6 +327,36 @@ describe('the commit journal of a store', () => {
     expect(restWarnings).toEqual([expect.stringContaining('filling the damaged bytes exactly')]);
     await rested.close();
 
+    // Damage across two batches (the tail of one and the head of the next), read by a view open to
+    // read only first: it serves everything and leaves the files as they were; then repaired.
+    const across = await crashImage(10, OPTIONS, async (store, groups) => {
+      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+    });
+    const acrossFile = across.synced[0]!;
+    const acrossBytes = readFileSync(acrossFile.file);
+    const firstEnd = acrossFile.bytes + acrossBytes.readUInt32LE(acrossFile.bytes) + 4;
+    acrossBytes.fill(0xee, firstEnd - 100, firstEnd + 100);
+    writeFileSync(acrossFile.file, acrossBytes);
+    const view = await OffsetStore.open({ dir: across.image, readOnly: true, onWarning: () => {} });
+    expect(await view.fetchOffsets(across.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: 5000 }),
+    ]);
+    await view.close();
+    expect(readFileSync(acrossFile.file).equals(acrossBytes)).toBe(true);
+    const acrossWarnings: string[] = [];
+    const repaired = await openStore(across.image, {
+      ...OPTIONS,
+      onWarning: (m) => acrossWarnings.push(m),
+    });
+    expect(await repaired.fetchOffsets(across.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset: 5000 }),
+    ]);
+    expect(repaired.recoveryReports()[0]).toMatchObject({ journalBatches: 2 });
+    expect(acrossWarnings).toEqual([
+      expect.stringContaining('holds this batch and the 1 after it, filling the damaged bytes'),
+    ]);
+    await repaired.close();
+
     // Bytes the journal's copies do not fill exactly (8 more than the damaged batch) are not a
     // damage it can repair: refused, as before.
     const shifted = await crashImage(10, OPTIONS, async (store, groups) => {

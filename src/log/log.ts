@@ -219,11 +219,14 @@ export interface LogRecoveryReport {
   logEndOffset: number;
   /** Where a torn tail was found and why, when recovery truncated one. */
   tornTail?: { file: string; position: number; reason: string };
-  /** Batches recovery took from the commit journal (past the log's end) and wrote into the log. */
+  /**
+   * Batches recovery took from the commit journal and wrote into the log: past the log's end, or
+   * in place of damaged bytes they fill exactly (`keptBatches`).
+   */
   journalBatches?: number;
   /**
-   * Valid batches after a damaged stretch that the commit journal's copies filled exactly, cut with
-   * the stretch and written again after them (LogDamage.kept).
+   * Valid batches after a damaged stretch that the commit journal's copies filled exactly, kept
+   * (written over themselves after the copies; LogDamage.kept).
    */
   keptBatches?: number;
   /**

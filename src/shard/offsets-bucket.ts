@@ -238,25 +238,29 @@ export class OffsetsBucket {
       // With batches written again from the commit journal, the cut bytes may have held batches
       // that were acknowledged (durable in the journal): they are in the log again, not lost.
       const restored = report.journalBatches ?? 0;
-      // A journal repair cut valid batches with the damaged ones, and wrote them again after them.
-      const kept =
-        report.keptBatches !== undefined
-          ? `, then the ${report.keptBatches} valid batch(es) that followed them`
-          : '';
       const torn = `offsets-bucket ${options.index}: torn write at the end of ${file} (byte ${position}: ${reason})`;
       // Read only: nothing is cut, and the bytes may be an append a live writer is making.
       options.onWarning(
-        options.readOnly === true
-          ? `${torn}: the ${report.bytesTruncated} bytes from there are not read (opened to read only: nothing is cut; in a store a live process writes, an append in progress reads so)${
-              restored > 0
-                ? `, and ${restored} batch(es) were read from the commit journal, where they were durable${kept}`
-                : ''
+        report.keptBatches !== undefined
+          ? // A journal repair: the damaged bytes written from the journal's copies, in place.
+            `offsets-bucket ${options.index}: damaged batch(es) in ${file} (byte ${position}: ${reason}): ${
+              options.readOnly === true ? 'read' : 'wrote'
+            } ${restored} batch(es) from the commit journal, where they were durable, in place of the damaged bytes, and kept the ${report.keptBatches} valid batch(es) after them; ${
+              options.readOnly === true
+                ? `the ${report.bytesTruncated} bytes after those are not read (opened to read only: nothing is written)`
+                : `truncated ${report.bytesTruncated} bytes after those`
             }`
-          : `${torn}; truncated ${report.bytesTruncated} bytes${
-              restored > 0
-                ? `, and wrote ${restored} batch(es) again from the commit journal, where they were durable${kept}`
-                : ' that were never acknowledged'
-            }`,
+          : options.readOnly === true
+            ? `${torn}: the ${report.bytesTruncated} bytes from there are not read (opened to read only: nothing is cut; in a store a live process writes, an append in progress reads so)${
+                restored > 0
+                  ? `, and ${restored} batch(es) were read from the commit journal, where they were durable`
+                  : ''
+              }`
+            : `${torn}; truncated ${report.bytesTruncated} bytes${
+                restored > 0
+                  ? `, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
+                  : ' that were never acknowledged'
+              }`,
       );
     }
     return new OffsetsBucket(

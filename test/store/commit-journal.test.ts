@@ -293,7 +293,7 @@ describe('the commit journal of a store', () => {
       ]);
     expect(warnings).toEqual([
       expect.stringMatching(
-        /^offsets-bucket 0: .*filling the damaged bytes exactly.*; truncated \d+ bytes, and wrote 1 batch\(es\) again from the commit journal, where they were durable, then the \d+ valid batch\(es\) that followed them$/,
+        /^offsets-bucket 0: damaged batch\(es\) in .* \(byte \d+: .*filling the damaged bytes exactly.*\): wrote 1 batch\(es\) from the commit journal, where they were durable, in place of the damaged bytes, and kept the \d+ valid batch\(es\) after them; truncated \d+ bytes after those$/,
       ),
     ]);
     await recovered.close();

@@ -20,7 +20,7 @@ export const EXIT = {
   FAILED: 1,
   /** Bad command line. */
   USAGE: 2,
-  /** `log verify` found torn tails only (the next open truncates them). */
+  /** `log verify` found torn tails only (the next open repairs them). */
   TORN_TAIL: 3,
   /** A bug: an error that is not an OffsetStoreError. */
   INTERNAL: 70,

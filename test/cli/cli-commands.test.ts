@@ -306,7 +306,7 @@ describe('offset-store commands as child processes', () => {
         `\\ntorn-tail\\s+buckets/00${ordersBucket}/${path.basename(tornFile)}\\s+${tornAt}\\s+10\\s+batch of \\d+ bytes truncated to 10; nothing valid follows`,
       ),
     );
-    expect(tornRun.stdout).toContain('TORN TAIL: 1 torn tail(s); the next open truncates them');
+    expect(tornRun.stdout).toContain('TORN TAIL: 1 torn tail(s); the next open repairs them');
 
     // Read by a pipe that went away (`| head` under pipefail): the verdict's code and error stand.
     const unread = await runCli(['log', 'verify', '--dir', corrupt], { stdoutClosed: true });

@@ -129,7 +129,7 @@ function printReport(output: Output, report: VerifyReport): void {
     );
   if (report.tornTailCount > 0)
     output.line(
-      `TORN TAIL: ${report.tornTailCount} torn tail(s); the next open truncates them (only unacknowledged writes are lost).`,
+      `TORN TAIL: ${report.tornTailCount} torn tail(s); the next open repairs them: it cuts off what was never acknowledged, and writes again from the commit journal what the journal holds (no acknowledged write is lost).`,
     );
 }
 

@@ -499,12 +499,24 @@ export class Log implements LogPort {
     if (corruption !== undefined) throw damageError(corruption);
     // Log offsets before which recovery's rewrite of an unsynced tail stops (below).
     const scannedEnd = inspection.logEnd;
-    const repairedBatches = await repairFromJournal(fs, inspection, replay, (batch, position) => {
-      const logOffset = readBatchLogOffset(batch);
-      if (visit === undefined || logOffset < recovery.fromLogOffset) return;
-      visitReplayed(visit, dir, batch, logOffset, position);
-      batchesReplayed++;
-    });
+    const repairedBatches = await repairFromJournal(
+      fs,
+      inspection,
+      replay,
+      (batch, position, fromJournal) => {
+        const logOffset = readBatchLogOffset(batch);
+        if (visit === undefined || logOffset < recovery.fromLogOffset) return;
+        visitReplayed(
+          visit,
+          dir,
+          batch,
+          logOffset,
+          position,
+          fromJournal ? 'the commit journal' : 'the log',
+        );
+        batchesReplayed++;
+      },
+    );
     const segments: SegmentInfo[] = inspection.segments.map((s) => ({
       baseOffset: s.baseOffset,
       path: s.path,
@@ -563,7 +575,7 @@ export class Log implements LogPort {
     for (const batch of journaled) {
       const logOffset = readBatchLogOffset(batch);
       if (visit !== undefined && logOffset >= recovery.fromLogOffset) {
-        visitReplayed(visit, dir, batch, logOffset, position);
+        visitReplayed(visit, dir, batch, logOffset, position, 'the commit journal');
         batchesReplayed++;
       }
       position += batch.length;
@@ -1377,13 +1389,17 @@ async function createSegment(
   return { baseOffset, path: segmentPath, sizeBytes: 0, lastLogOffset: -1 };
 }
 
-/** Hands a batch taken from the commit journal (or kept by its repair) to recovery's visitor. */
+/**
+ * Hands a batch taken from the commit journal (`where`: 'the commit journal'), or kept by its repair
+ * ('the log'), to recovery's visitor.
+ */
 function visitReplayed(
   visit: BatchVisitor,
   dir: string,
   batch: Buffer,
   logOffset: number,
   position: number,
+  where: string,
 ): void {
   try {
     visit(batch, 0, logOffset, batch.length, position);
@@ -1391,7 +1407,7 @@ function visitReplayed(
     if (!(error instanceof DecodeError)) throw error;
     throw new OffsetStoreError(
       'CORRUPT_MESSAGE',
-      `${dir}: batch ${logOffset} in the commit journal: checksum matches but a record does not decode: ${error.message}`,
+      `${dir}: batch ${logOffset} in ${where}: checksum matches but a record does not decode: ${error.message}`,
       { cause: error },
     );
   }
@@ -1410,7 +1426,7 @@ async function repairFromJournal(
   fs: FileSystem,
   inspection: LogInspection,
   replay: readonly Buffer[],
-  saw: (batch: Buffer, position: number) => void,
+  saw: (batch: Buffer, position: number, fromJournal: boolean) => void,
 ): Promise<number> {
   const kept = inspection.tornTail?.kept;
   const last = inspection.segments.at(-1);
@@ -1446,8 +1462,12 @@ async function repairFromJournal(
     await handle.writev([...copies, bytes], last.validBytes);
     await handle.datasync();
     let position = last.validBytes;
-    for (const batch of [...copies, ...keptBatches]) {
-      saw(batch, position);
+    for (const batch of copies) {
+      saw(batch, position, true);
+      position += batch.length;
+    }
+    for (const batch of keptBatches) {
+      saw(batch, position, false);
       position += batch.length;
     }
   } finally {

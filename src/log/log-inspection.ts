@@ -41,7 +41,12 @@ import {
 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
-import { classifyTailDamage, scanSegment, type BatchVisitor } from './segment-scanner.js';
+import {
+  classifyTailDamage,
+  scanSegment,
+  type BatchVisitor,
+  type KeptBatches,
+} from './segment-scanner.js';
 import { parseSegmentFileName } from './segment-name.js';
 import {
   CLEANED_SUFFIX,
@@ -109,7 +114,7 @@ export interface LogDamage {
    * it may not (classifyTailDamage's 'journal-repair'): recovery writes the journal's copies from
    * `position`, then these batches (file positions [from, to), log offsets first..last) after them.
    */
-  kept?: { from: number; to: number; first: number; last: number };
+  kept?: KeptBatches;
 }
 
 /** One segment as recovery reads it. */
@@ -490,7 +495,9 @@ async function scanOne(
       'torn-tail',
     );
   if (tail.kind === 'journal-repair') {
-    const { kept, repairedBatches } = tail;
+    const { kept } = tail;
+    // The journal's copies written in place: from the damaged batch up to the first one kept.
+    const repairedBatches = kept.first - (lastValid + 1);
     return {
       ...at(
         position,

@@ -261,12 +261,18 @@ export type TailDamage =
   | {
       kind: 'journal-repair';
       batchesAfter: number;
-      /** The journal's batches written in place: log offsets from the damaged one to `kept.first`. */
-      repairedBatches: number;
-      /** The valid batches after the damaged stretch: file positions and log offsets, inclusive. */
-      kept: { from: number; to: number; first: number; last: number };
+      /** The valid batches after the damaged stretch (the journal's copies fill it up to `first`). */
+      kept: KeptBatches;
     }
   | { kind: 'corrupt'; batchesAfter: number; reason: string };
+
+/** Valid batches a journal repair keeps: file positions [from, to), log offsets first..last. */
+export interface KeptBatches {
+  from: number;
+  to: number;
+  first: number;
+  last: number;
+}
 
 const SECTOR_BYTES = 512;
 /** A lost sector's part that does not start the damaged stretch is at least this long (see TailDamage). */
@@ -397,7 +403,6 @@ export async function classifyTailDamage(
     return {
       kind: 'journal-repair',
       batchesAfter,
-      repairedBatches,
       kept: {
         from: fromPosition + firstStart,
         to: fromPosition + keptEnd,

@@ -149,6 +149,23 @@ function damageFirstCrossing(file: string, from: number): number {
   throw new Error('no batch crosses a sector boundary with a batch after it');
 }
 
+/**
+ * A crash image (crashImage) with a lone commit after the journaled rounds: offset 5000 in bucket 0
+ * of the first group, made durable by the log's own fdatasync and not in the journal.
+ */
+function loneCommitImage() {
+  return crashImage(10, OPTIONS, async (store, groups) => {
+    await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+  });
+}
+
+/** Opens the store in `dir` with OPTIONS, collecting its warnings. */
+async function openWarned(dir: string) {
+  const warnings: string[] = [];
+  const store = await openStore(dir, { ...OPTIONS, onWarning: (m) => warnings.push(m) });
+  return { store, warnings };
+}
+
 describe('the commit journal of a store', () => {
   it('brings back every acknowledged commit when the logs lose all they had not synced themselves', async () => {
     const { image, groups, last, journalFilesOpen, loseUnsynced } = await crashImage(40);
@@ -265,9 +282,7 @@ describe('the commit journal of a store', () => {
     // A lone commit after the journaled rounds: made durable by the log's own fdatasync, and not
     // in the journal. Cutting the log at A would lose it; the journal's copy of A fills A's bytes
     // exactly, so A is written from it and every batch after it is kept.
-    const lone = await crashImage(10, OPTIONS, async (store, groups) => {
-      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
-    });
+    const lone = await loneCommitImage();
     const { file, bytes } = lone.synced[0]!;
     const intact = readFileSync(file);
     damageFirstCrossing(file, bytes);
@@ -279,11 +294,7 @@ describe('the commit journal of a store', () => {
     await expect(openStore(lone.image, { ...OPTIONS, fs: failing })).rejects.toMatchObject({
       code: 'LOG_STORAGE_ERROR',
     });
-    const warnings: string[] = [];
-    const recovered = await openStore(lone.image, {
-      ...OPTIONS,
-      onWarning: (m) => warnings.push(m),
-    });
+    const { store: recovered, warnings } = await openWarned(lone.image);
     expect(await recovered.fetchOffsets(lone.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
       expect.objectContaining({ offset: 5000 }),
     ]);
@@ -312,11 +323,7 @@ describe('the commit journal of a store', () => {
       await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5001 }]);
     });
     damageFirstCrossing(atRest.synced[0]!.file, atRest.synced[0]!.bytes);
-    const restWarnings: string[] = [];
-    const rested = await openStore(atRest.image, {
-      ...OPTIONS,
-      onWarning: (m) => restWarnings.push(m),
-    });
+    const { store: rested, warnings: restWarnings } = await openWarned(atRest.image);
     expect(await rested.fetchOffsets(atRest.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
       expect.objectContaining({ offset: 5001 }),
     ]);
@@ -329,9 +336,7 @@ describe('the commit journal of a store', () => {
 
     // Damage across two batches (the tail of one and the head of the next), read by a view open to
     // read only first: it serves everything and leaves the files as they were; then repaired.
-    const across = await crashImage(10, OPTIONS, async (store, groups) => {
-      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
-    });
+    const across = await loneCommitImage();
     const acrossFile = across.synced[0]!;
     const acrossBytes = readFileSync(acrossFile.file);
     const firstEnd = acrossFile.bytes + acrossBytes.readUInt32LE(acrossFile.bytes) + 4;
@@ -343,11 +348,7 @@ describe('the commit journal of a store', () => {
     ]);
     await view.close();
     expect(readFileSync(acrossFile.file).equals(acrossBytes)).toBe(true);
-    const acrossWarnings: string[] = [];
-    const repaired = await openStore(across.image, {
-      ...OPTIONS,
-      onWarning: (m) => acrossWarnings.push(m),
-    });
+    const { store: repaired, warnings: acrossWarnings } = await openWarned(across.image);
     expect(await repaired.fetchOffsets(across.groups[0]!, [{ tableId: 1, bucketId: 0 }])).toEqual([
       expect.objectContaining({ offset: 5000 }),
     ]);
@@ -359,9 +360,7 @@ describe('the commit journal of a store', () => {
 
     // Bytes the journal's copies do not fill exactly (8 more than the damaged batch) are not a
     // damage it can repair: refused, as before.
-    const shifted = await crashImage(10, OPTIONS, async (store, groups) => {
-      await store.commitOffsets(groups[0]!, [{ tableId: 1, bucketId: 0, offset: 5000 }]);
-    });
+    const shifted = await loneCommitImage();
     const target = shifted.synced[0]!;
     const batchEnd = damageFirstCrossing(target.file, target.bytes);
     const damaged = readFileSync(target.file);

@@ -983,11 +983,8 @@ export class OffsetStore {
         this.#journal === undefined && this.#journalRead === undefined
           ? undefined
           : { port: this.#journal, bucket: index, replay: this.#journalRead?.batches.get(index) },
-      // With durability 'os' a power loss may take what was acknowledged: no bound to hold it to.
-      onSegmentStarted:
-        this.#options.durability === 'fsync'
-          ? (logEnd: number) => this.#raiseLogEnd(index, logEnd)
-          : undefined,
+      // In either durability (in 'os' the log makes a segment's first run durable for it).
+      onSegmentStarted: (logEnd: number) => this.#raiseLogEnd(index, logEnd),
       beforeFirstWrite: () => this.#beforeFirstWrite(index),
       checkDirectory: this.#checkDirectory,
       fs: this.#options.fs,

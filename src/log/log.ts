@@ -146,7 +146,7 @@ export interface LogOptions {
   flushBytesMax: number;
   /**
    * Awaited once the first batches written into a segment (the log's first, or one after a roll) are
-   * durable, before they are acknowledged: the log holds batches up to `logEnd - 1` from now on. The
+   * durable (in durability 'os' too: the log fdatasyncs that run for it), before they are acknowledged: the log holds batches up to `logEnd - 1` from now on. The
    * store records it as a lower bound of where the log ends, so that an open finding the log ending
    * below it (a lost segment, even after a crash) refuses rather than serve less. Must not reject.
    */
@@ -874,6 +874,7 @@ export class Log implements LogPort {
         ? this.#preallocationAfter(endBytes)
         : 0;
     let ownSync = false;
+    let segmentStartSynced = false;
     // With a journal: this log's write failed after the journal made the run durable. The run is
     // acknowledged (recovery writes it from the journal), then the log fail-stops.
     let writeFailure: unknown;
@@ -891,6 +892,12 @@ export class Log implements LogPort {
         if (this.#options.durability === 'fsync') {
           await this.#syncOwn(flushHere);
           ownSync = true;
+        } else if (startBytes === 0 && this.#options.onSegmentStarted !== undefined) {
+          // In 'os', a segment's first run is made durable before the store records that the log
+          // reaches it (below): the record then holds after a power loss too, and a segment file
+          // lost later (a view's read, any open) is reported rather than served as a shorter log.
+          await this.#active.datasync();
+          segmentStartSynced = true;
         }
       } else {
         // Methods, not arrow functions in properties: run from source, each arrow would be named
@@ -933,7 +940,7 @@ export class Log implements LogPort {
     this.#appendedBytes += runBytes;
     active.lastLogOffset = lastLogOffset;
     this.#acknowledgedEnd = lastLogOffset + 1;
-    if (ownSync) this.#durableBelow = lastLogOffset + 1;
+    if (ownSync || segmentStartSynced) this.#durableBelow = lastLogOffset + 1;
     this.#syncsItself = ownSync;
     this.#ownRoundsInARow = ownSync ? this.#ownRoundsInARow + 1 : 0;
     // The first run into a segment (the log's first included) is acknowledged only once the store has

@@ -21,6 +21,7 @@ import {
   forgetJournalProcessState,
   forgetLogProcessState,
 } from '../../src/log/index.js';
+import { encodeManifest, readManifest } from '../../src/log/store-manifest.js';
 import { observeExternalWork } from '../../src/util/index.js';
 import { SimDisk } from '../../sim/sim-disk.js';
 import { NO_FAULTS, SimFileSystem } from '../../sim/sim-file-system.js';
@@ -150,6 +151,20 @@ async function commitFourThenConvert(
   return store;
 }
 
+/**
+ * The manifest as an earlier version left it: in 'os' it recorded no log end when a segment began,
+ * so bucket 0's recorded end is 0 (this version records 1 once the segment's first batch is durable).
+ */
+async function asEarlierVersionRecorded(machine: Machine): Promise<void> {
+  const manifest = (await machine.run(readManifest(machine.view(), machine.dir)))!;
+  manifest.buckets[0]!.logEnd = 0;
+  const file = machine.disk.file(`${machine.dir}/store.json`);
+  const bytes = encodeManifest(manifest);
+  file.truncate(0);
+  file.write(bytes, 0);
+  file.sync();
+}
+
 /** Damage at rest (or what an earlier version's power loss left): bucket 0's only segment is empty. */
 function emptyFirstSegment(machine: Machine): void {
   const segment = machine.disk.file(`${machine.dir}/buckets/000/00000000000000000000.log`);
@@ -195,6 +210,13 @@ describe("a checkpoint in durability 'os'", () => {
           /checkpoint at log offset 4 lies past the log end 0: the log lost batches that were durable/,
         ),
       }),
+      // The manifest says so too: the segment's first batch was durable before it was acknowledged.
+      expect.objectContaining({
+        kind: 'corrupt',
+        reason: expect.stringMatching(
+          /the log ends at log offset 0 \(no batch\), but it held batches/,
+        ),
+      }),
     ]);
     for (const durability of ['os', 'fsync'] as const) {
       await expect(machine.open({ durability })).rejects.toMatchObject({
@@ -230,6 +252,7 @@ describe("a checkpoint in durability 'os'", () => {
       await env.close();
     }
     emptyFirstSegment(machine);
+    await asEarlierVersionRecorded(machine);
     // `log verify` says what the next open will do with it.
     const verified = await machine.run(verifyLog(machine.dir, { fs: machine.view() }));
     expect(verified.problems).toEqual([
@@ -279,6 +302,7 @@ describe("a checkpoint in durability 'os'", () => {
     machine.crash();
     // What a power loss left of a store converted before the image was made durable first.
     emptyFirstSegment(machine);
+    await asEarlierVersionRecorded(machine);
     const verified = await machine.run(verifyLog(machine.dir, { fs: machine.view() }));
     expect(verified.ok).toBe(false);
     expect(verified.problems).toEqual([

@@ -117,10 +117,19 @@ async function rebalance(
   clock: ManualClock,
   clients: readonly ClassicClient[],
 ): Promise<ClassicJoinedGroup[]> {
-  const joins = clients.map((c) => c.join());
-  await drain();
-  clock.advance(0); // the initial delay (0 here) ends on a timer
-  const joined = await Promise.all(joins);
+  const joins = Promise.all(clients.map((c) => c.join()));
+  let settled = false;
+  joins.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  // The initial delay (0 here) ends on a timer, armed once the joins reached the group (which may
+  // first wait for the log's first durable write): the clock moves until they are answered.
+  for (let i = 0; !settled && i < 2000; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    clock.advance(0);
+  }
+  const joined = await joins;
   const leaderIndex = joined.findIndex((j) => j.memberId === j.leader);
   const followerSyncs = clients
     .map((c, i) => (i === leaderIndex ? null : c.sync(joined[i]!)))

@@ -97,28 +97,66 @@ describe('missing or shortened files', () => {
     await expectRefused(dir, /ends at log offset \d+|missing|gap/);
   });
 
-  it('the last segment deleted after a crash: segments created since the last open count too', async () => {
-    // Opened once, closed cleanly; opened again, written until the log rolled, and "crashed": the
-    // directory is copied while the store still has it open, as a crash would leave it.
-    const { dir } = await storeWithSegments();
-    const store = await OffsetStore.open({ dir, ...OPTIONS });
-    const before = (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount;
-    for (let i = 0; i < 40; i++)
-      await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
-    expect(
-      (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount,
-      'the log rolled',
-    ).toBeGreaterThan(before);
-    const crashed = tempDir();
-    cpSync(dir, crashed, { recursive: true });
-    await store.close();
-    const bucketDir = path.join(crashed, 'buckets', String(store.bucketFor('a')).padStart(3, '0'));
-    const segments = readdirSync(bucketDir)
-      .filter((f) => f.endsWith('.log'))
-      .sort();
-    unlinkSync(path.join(bucketDir, segments.at(-1)!));
-    await expectRefused(crashed, /ends at log offset \d+|missing|gap/);
-  });
+  it.each(['fsync', 'os'] as const)(
+    'the last segment deleted after a crash: segments created since the last open count too (durability %s)',
+    async (durability) => {
+      // Opened once, closed cleanly; opened again, written until the log rolled, and "crashed": the
+      // directory is copied while the store still has it open, as a crash would leave it. In 'os' too:
+      // a crash of the process keeps what the OS was given, so only the disk's fault can lose it.
+      const { dir } = await storeWithSegments();
+      const store = await OffsetStore.open({ dir, ...OPTIONS, durability });
+      const before = (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount;
+      for (let i = 0; i < 40; i++)
+        await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1000 + i }]);
+      expect(
+        (await store.stats()).buckets[store.bucketFor('a')]!.segmentCount,
+        'the log rolled',
+      ).toBeGreaterThan(before);
+      const crashed = tempDir();
+      cpSync(dir, crashed, { recursive: true });
+      await store.close();
+      const bucketDir = path.join(
+        crashed,
+        'buckets',
+        String(store.bucketFor('a')).padStart(3, '0'),
+      );
+      const segments = readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort();
+      unlinkSync(path.join(bucketDir, segments.at(-1)!));
+      await expectRefused(crashed, /ends at log offset \d+|missing|gap/, { durability });
+    },
+  );
+
+  it.each(['fsync', 'os'] as const)(
+    'the last segment deleted under a running store: a read-only view refuses it (durability %s)',
+    async (durability) => {
+      const { dir } = await storeWithSegments();
+      const store = await OffsetStore.open({ dir, ...OPTIONS, durability });
+      const bucket = store.bucketFor('a');
+      const before = (await store.stats()).buckets[bucket]!.segmentCount;
+      let i = 0;
+      while ((await store.stats()).buckets[bucket]!.segmentCount === before)
+        await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1000 + i++ }]);
+      await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 5000 }]);
+      const bucketDir = path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
+      const last = readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort()
+        .at(-1)!;
+      unlinkSync(path.join(bucketDir, last));
+      // The live store still has the file open and serves what it acknowledged; a view reads the
+      // directory, which no longer holds the segment with the last commits.
+      expect((await store.fetchOffsets('a')).find((r) => r?.bucketId === 0)?.offset).toBe(5000);
+      await expect(
+        OffsetStore.open({ dir, ...OPTIONS, durability, readOnly: true }),
+      ).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringMatching(/ends at log offset \d+|missing|gap/),
+      });
+      await store.close().catch(() => {});
+    },
+  );
 
   it('every segment deleted', async () => {
     const { dir, segments } = await storeWithSegments();

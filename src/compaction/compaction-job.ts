@@ -205,7 +205,12 @@ const ABANDONED = Symbol('abandoned');
 /** `promise`, or a rejection with ABANDONED once `abandon` aborts (the promise is left to itself). */
 export function untilAbandoned<T>(promise: T | Promise<T>, abandon?: AbortSignal): Promise<T> {
   if (abandon === undefined) return Promise.resolve(promise);
-  if (abandon.aborted) return Promise.reject(ABANDONED);
+  if (abandon.aborted) {
+    // Left to itself, heard by no one: its rejection (its inspector's STORE_CLOSED, as likely as
+    // not) must not become an unhandled rejection, which ends a Node process.
+    Promise.resolve(promise).catch(() => {});
+    return Promise.reject(ABANDONED);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(ABANDONED);
     abandon.addEventListener('abort', onAbort, { once: true });

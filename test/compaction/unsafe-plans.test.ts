@@ -10,7 +10,7 @@
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
-import type { CompactionJobResult } from '../../src/compaction/compaction-job.js';
+import { untilAbandoned, type CompactionJobResult } from '../../src/compaction/compaction-job.js';
 import { InProcessRunner } from '../../src/compaction/job-runner.js';
 import { checkOutputs, validatePlan } from '../../src/compaction/plan-validation.js';
 import { OffsetStore, type BucketView, type LogInspector } from '../../src/index.js';
@@ -406,6 +406,26 @@ describe('unsafe plans are refused', () => {
       }
     });
   }
+
+  it('lets a plan that rejects once the store closed, having started as it began to close, settle unheard: no unhandled rejection ends the process', async () => {
+    // The store began to close while the job loaded its strategy: the plan starts, already
+    // abandoned, and its inspector rejects with STORE_CLOSED (its strategy lets that through).
+    const closing = new AbortController();
+    closing.abort();
+    let rejectPlan!: (error: Error) => void;
+    const plan = new Promise((_resolve, reject) => (rejectPlan = reject));
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    try {
+      await expect(untilAbandoned(plan, closing.signal)).rejects.toBeDefined();
+      rejectPlan(new Error('STORE_CLOSED: the store is closing: nothing more is read'));
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listener);
+    }
+  });
 
   it('refuses a plan on the main thread (rewrites: false) that calls the inspector, awaited or not, and keeps running', async () => {
     const dir = tempDir();

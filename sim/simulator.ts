@@ -750,6 +750,14 @@ class Simulation {
         this.model.reject(keys, writes);
         return;
       }
+      // A log that found one of its segment files lost from under it (damage at rest) fail-stops:
+      // detected, when that file is one the disk lost.
+      const gone = /segment file (\S+) is gone from its folder/.exec(message);
+      if (gone !== null && this.disk.rotted.some((r) => r.path === gone[1])) {
+        this.storageError(what, error);
+        this.model.reject(keys, writes);
+        return;
+      }
       // The write may have reached the log before its fdatasync failed; the log cut it back, or
       // recorded it as rejected. If it could do neither, it says so: then only a new process knows.
       if (!this.ioFaultInjected())

@@ -315,7 +315,11 @@ export class Compactor {
         try {
           results[i] = await this.#runOne(target, forced);
         } catch (thrown) {
-          const error = compactionError(thrown, target.bucket);
+          let error = compactionError(thrown, target.bucket);
+          // Failed on the log's files: one may be gone from under the store, which the log must
+          // hear of before it acknowledges more commits into a log no open could find.
+          if (error.code === 'LOG_STORAGE_ERROR' && !this.#closed)
+            error = (await target.log.checkSegmentsPresent().catch(() => undefined)) ?? error;
           if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);
           continue;

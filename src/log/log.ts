@@ -123,6 +123,9 @@ import {
 /** When an append is acknowledged. */
 export type Durability = 'fsync' | 'os';
 
+/** Failures that say a segment file is gone: a log fail-stops with them as they are. */
+const segmentsGone = new WeakSet<OffsetStoreError>();
+
 /** Options of one log. */
 export interface LogOptions {
   /** The file-system port every byte goes through. */
@@ -1087,6 +1090,10 @@ export class Log implements LogPort {
   /** Seals the active segment (made durable whatever the mode) and starts one at `baseOffset`. */
   async #roll(baseOffset: number): Promise<void> {
     await this.checkDirectory();
+    // Removed under the process, the file lives on only in this handle: sealing it would go on
+    // acknowledging into a log no open can find.
+    const active = this.#segments.at(-1)!;
+    if ((await this.#options.fs.sizeBytes(active.path)) === null) throw this.#goneError(active);
     // The cut is durable before the next segment exists: a sealed segment never has a zero tail.
     await this.#cutPreallocation();
     await this.#active.datasync();
@@ -1132,11 +1139,13 @@ export class Log implements LogPort {
   }
 
   #failStop(error: unknown, taken: PendingAppend[]): void {
-    const failure = new OffsetStoreError(
-      'LOG_STORAGE_ERROR',
-      `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${(error as Error).message}`,
-      { cause: error },
-    );
+    const failure = segmentsGone.has(error as OffsetStoreError)
+      ? (error as OffsetStoreError)
+      : new OffsetStoreError(
+          'LOG_STORAGE_ERROR',
+          `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${(error as Error).message}`,
+          { cause: error },
+        );
     this.#failure = failure;
     const queued = this.#queue;
     this.#queue = [];
@@ -1334,6 +1343,37 @@ export class Log implements LogPort {
     );
     this.#segments.splice(pending.first, pending.inputs.length, ...replaced);
     this.#pendingSwap = undefined;
+  }
+
+  /**
+   * Fail-stops the log (LOG_STORAGE_ERROR) when a segment file it holds is gone from its folder,
+   * removed while the process ran (by hand, a cleanup job): its batches then live on only in open
+   * descriptors until the process ends, and commits acknowledged from then on would be lost to every
+   * later open (which reports the missing segment). Compaction asks after it fails; a roll checks the
+   * active segment itself. Returns the log's failure, if any.
+   */
+  checkSegmentsPresent(): Promise<OffsetStoreError | undefined> {
+    return this.#swaps.run(async () => {
+      if (this.#failure !== undefined || this.#closed) return this.#failure;
+      // A swap left half done may have removed its inputs already: they are not missing.
+      const swapping = new Set(this.#pendingSwap?.inputs.map((s) => s.path));
+      for (const segment of this.#segments) {
+        if (swapping.has(segment.path)) continue;
+        if ((await this.#options.fs.sizeBytes(segment.path)) !== null) continue;
+        if (this.#failure === undefined) this.#failStop(this.#goneError(segment), []);
+        break;
+      }
+      return this.#failure;
+    });
+  }
+
+  #goneError(segment: SegmentInfo): OffsetStoreError {
+    const error = new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `segment file ${segment.path} is gone from its folder (removed while the store ran): the log accepts no more writes, and the next open reports the missing segment`,
+    );
+    segmentsGone.add(error);
+    return error;
   }
 
   #checkWritable(): void {

@@ -270,4 +270,64 @@ describe('missing or shortened files', () => {
       reason: expect.stringMatching(/^every checkpoint is ignored: CORRUPT_MESSAGE: .*data\.mdb/),
     });
   });
+
+  describe('a segment file removed under a running store', () => {
+    /** A store whose bucket of group 'a' rolled at least once; that bucket's folder and its last segment. */
+    async function runningWithRolledLog(options: Partial<OffsetStoreOptions> = {}) {
+      const { dir } = await storeWithSegments({
+        compaction: options.compaction ?? OPTIONS.compaction,
+      });
+      const store = await OffsetStore.open({ dir, ...OPTIONS, ...options });
+      const bucket = store.bucketFor('a');
+      const bucketDir = path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
+      const segments = () =>
+        readdirSync(bucketDir)
+          .filter((f) => f.endsWith('.log'))
+          .sort();
+      return { dir, store, bucket, bucketDir, segments };
+    }
+
+    it('the active segment: the next roll refuses to seal it, and the bucket accepts no more commits', async () => {
+      const { store, bucketDir, segments } = await runningWithRolledLog();
+      unlinkSync(path.join(bucketDir, segments().at(-1)!));
+      // Commits go on into the open file until the log would roll: there it finds the file gone.
+      let refused: unknown;
+      for (let i = 0; i < 200 && refused === undefined; i++) {
+        await store
+          .commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 2000 + i }])
+          .catch((error: unknown) => (refused = error));
+      }
+      expect(refused).toMatchObject({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(/segment file .*\.log is gone from its folder/),
+      });
+      await expect(
+        store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
+      ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+      await store.close().catch(() => {});
+    });
+
+    it.each(['log-cleaner', 'incremental'] as const)(
+      'a sealed segment: compaction (%s) finds it gone and the bucket accepts no more commits',
+      async (strategy) => {
+        const warnings: string[] = [];
+        const { store, bucketDir, segments } = await runningWithRolledLog({
+          compaction: { strategy, background: false, minDirtyRatio: 0 },
+          onWarning: (m) => warnings.push(m),
+        });
+        unlinkSync(path.join(bucketDir, segments()[1]!));
+        await expect(store.compact()).rejects.toMatchObject({
+          code: 'LOG_STORAGE_ERROR',
+          message: expect.stringMatching(/segment file .*\.log is gone from its folder/),
+        });
+        await expect(
+          store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
+        ).rejects.toMatchObject({
+          code: 'LOG_STORAGE_ERROR',
+          message: expect.stringMatching(/is gone from its folder/),
+        });
+        await store.close().catch(() => {});
+      },
+    );
+  });
 });

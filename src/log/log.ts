@@ -6,7 +6,13 @@
  *   compaction). Only the last (active) segment is ever appended to; the others are sealed.
  * - A batch is acknowledged (its append promise resolves) only once it is durable under the
  *   durability mode: after the fdatasync that covers it ('fsync'), or after its write reached the OS
- *   ('os'). Acknowledgements happen in log-offset order.
+ *   ('os'). Acknowledgements happen in log-offset order. A segment's first batches are acknowledged
+ *   only once durable in either mode, and once the store recorded that the log reaches them
+ *   (onSegmentStarted): a segment file lost later is then missed by every open, not taken for a
+ *   shorter log.
+ * - A segment file removed from the folder while the log runs fail-stops it as soon as it is seen
+ *   (at the next roll, or when a compaction fails on the log's files): commits acknowledged into a
+ *   file that lives on only in a descriptor would be lost to every later open.
  * - After any write, fdatasync or roll failure the log is fail-stopped: that append, everything queued
  *   behind it and every later append reject with LOG_STORAGE_ERROR until the log is reopened, because
  *   a later fdatasync that "succeeds" proves nothing about the pages that failed.
@@ -149,9 +155,10 @@ export interface LogOptions {
   flushBytesMax: number;
   /**
    * Awaited once the first batches written into a segment (the log's first, or one after a roll) are
-   * durable (in durability 'os' too: the log fdatasyncs that run for it), before they are acknowledged: the log holds batches up to `logEnd - 1` from now on. The
-   * store records it as a lower bound of where the log ends, so that an open finding the log ending
-   * below it (a lost segment, even after a crash) refuses rather than serve less. Must not reject.
+   * durable (in durability 'os' too: the log fdatasyncs that run for it), before they are
+   * acknowledged: the log holds batches up to `logEnd - 1` from now on. The store records it as a
+   * lower bound of where the log ends, so that an open finding the log ending below it (a lost
+   * segment, even after a crash) refuses rather than serve less. Must not reject.
    */
   onSegmentStarted?: (logEnd: number) => Promise<void>;
   /**

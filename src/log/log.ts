@@ -1105,12 +1105,19 @@ export class Log implements LogPort {
     await this.#cutPreallocation();
     await this.#active.datasync();
     this.#durableBelow = baseOffset;
-    const prepared = this.#prepared;
+    let prepared = this.#prepared;
     this.#prepared = undefined;
-    const segment =
-      prepared === undefined
-        ? await createSegment(this.#options.fs, this.#options.dir, baseOffset)
-        : await this.#usePrepared(prepared.path, baseOffset);
+    let segment: SegmentInfo | undefined;
+    if (prepared !== undefined) {
+      try {
+        segment = await this.#usePrepared(prepared.path, baseOffset);
+      } catch (error) {
+        // Removed meanwhile (a temp file someone cleaned up): it was only zeros written ahead.
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        prepared = undefined;
+      }
+    }
+    segment ??= await createSegment(this.#options.fs, this.#options.dir, baseOffset);
     const handle = await this.#options.fs.open(segment.path, 'r+');
     try {
       await this.#active.close();

@@ -570,6 +570,33 @@ describe('Log', () => {
     await reread.log.close();
   });
 
+  it('rolls into a fresh segment when the prepared file was removed (a temp file an operator cleaned up): no append fails', async () => {
+    const dir = tempDir();
+    let removed = 0;
+    const fs = new (class extends FaultyFileSystem {
+      override async rename(from: string, to: string) {
+        if (path.basename(from) === 'next-segment.tmp') {
+          unlinkSync(from);
+          removed++;
+        }
+        return super.rename(from, to);
+      }
+    })();
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 64 << 20 }));
+    for (let n = 0; n < 120; n++) expect(await log.append(testBatch(n, 900))).toBe(n);
+    expect(
+      removed,
+      'the log prepared segments, and each was removed before its roll',
+    ).toBeGreaterThan(0);
+    expect(log.segments().length).toBeGreaterThan(2);
+    await log.close();
+    const reread = await readAll(logOptions(dir, { segmentBytesMax: 64 << 20 }));
+    expect(reread.batches.map((b) => b.logOffset)).toEqual(
+      Array.from({ length: 120 }, (_, i) => i),
+    );
+    await reread.log.close();
+  });
+
   it('prepares no segment for a log whose rounds the journal makes durable, even after a round it fdatasynced alone', async () => {
     const dir = tempDir();
     const otherDir = tempDir();

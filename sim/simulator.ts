@@ -753,7 +753,11 @@ class Simulation {
       // A log that found one of its segment files lost from under it (damage at rest) fail-stops:
       // detected, when that file is one the disk lost.
       const gone = /segment file (\S+) is gone from its folder/.exec(message);
-      if (gone !== null && this.disk.rotted.some((r) => r.path === gone[1])) {
+      if (
+        gone !== null
+          ? this.disk.rotted.some((r) => r.path === gone[1])
+          : /ENOENT/.test(message) && this.disk.rotted.some((r) => message.includes(r.path))
+      ) {
         this.storageError(what, error);
         this.model.reject(keys, writes);
         return;

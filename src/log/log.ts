@@ -1118,7 +1118,11 @@ export class Log implements LogPort {
       }
     }
     segment ??= await createSegment(this.#options.fs, this.#options.dir, baseOffset);
-    const handle = await this.#options.fs.open(segment.path, 'r+');
+    const created = segment;
+    const handle = await this.#options.fs.open(created.path, 'r+').catch((error: unknown) => {
+      // Created durably a moment ago, and gone: removed from under the store as it rolled.
+      throw (error as NodeJS.ErrnoException).code === 'ENOENT' ? this.#goneError(created) : error;
+    });
     try {
       await this.#active.close();
     } catch (error) {

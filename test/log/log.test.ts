@@ -597,6 +597,28 @@ describe('Log', () => {
     await reread.log.close();
   });
 
+  it('fail-stops, naming the segment, when the segment it just rolled into is removed before it is opened', async () => {
+    const dir = tempDir();
+    const fs = new (class extends FaultyFileSystem {
+      override async open(p: string, flags: OpenFlags, mode?: number) {
+        if (flags === 'r+' && path.basename(p) !== '00000000000000000000.log') unlinkSync(p);
+        return super.open(p, flags, mode);
+      }
+    })();
+    const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 1024 }));
+    let refused: unknown;
+    for (let n = 0; n < 100 && refused === undefined; n++)
+      await log.append(testBatch(n, 10)).catch((error: unknown) => (refused = error));
+    expect(refused).toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/segment file .*\.log is gone from its folder/),
+    });
+    await expect(log.append(testBatch(999, 10))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
+    await log.close().catch(() => {});
+  });
+
   it('prepares no segment for a log whose rounds the journal makes durable, even after a round it fdatasynced alone', async () => {
     const dir = tempDir();
     const otherDir = tempDir();

@@ -1518,6 +1518,7 @@ export class OffsetStore {
           .catch((error: unknown) =>
             this.#options.onWarning(`offsets retention: ${(error as Error).message}`),
           )
+          .then(() => this.#checkSegmentsPresent())
           .finally(() => {
             this.#retentionRun = undefined;
             this.#armRetention();
@@ -1531,6 +1532,23 @@ export class OffsetStore {
     const nowMs = this.#options.clock.nowMs();
     await Promise.allSettled(
       this.#slots.map((slot) => slot.bucket?.expire(this.#options.offsetsRetentionMs, nowMs)),
+    );
+  }
+
+  /**
+   * With each retention pass: every loaded log checks that its segment files are still in its folder
+   * (Log.checkSegmentsPresent), so that one removed under a quiet log stops it within an interval,
+   * not only at its next roll or compaction. A log it stops is named in a warning.
+   */
+  async #checkSegmentsPresent(): Promise<void> {
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        const log = slot.bucket?.table.log;
+        if (!(log instanceof Log) || log.failed) return;
+        const failure = await log.checkSegmentsPresent().catch(() => undefined);
+        if (failure !== undefined && !this.#closed)
+          this.#options.onWarning(`offsets-bucket ${slot.index} stopped: ${failure.message}`);
+      }),
     );
   }
 

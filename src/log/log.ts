@@ -11,8 +11,9 @@
  *   (onSegmentStarted): a segment file lost later is then missed by every open, not taken for a
  *   shorter log.
  * - A segment file removed from the folder while the log runs fail-stops it as soon as it is seen
- *   (at the next roll, or when a compaction fails on the log's files): commits acknowledged into a
- *   file that lives on only in a descriptor would be lost to every later open.
+ *   (at the next roll, when a compaction fails on the log's files, or at the store's next retention
+ *   pass): commits acknowledged into a file that lives on only in a descriptor would be lost to
+ *   every later open.
  * - After any write, fdatasync or roll failure the log is fail-stopped: that append, everything queued
  *   behind it and every later append reject with LOG_STORAGE_ERROR until the log is reopened, because
  *   a later fdatasync that "succeeds" proves nothing about the pages that failed.
@@ -1367,8 +1368,8 @@ export class Log implements LogPort {
    * Fail-stops the log (LOG_STORAGE_ERROR) when a segment file it holds is gone from its folder,
    * removed while the process ran (by hand, a cleanup job): its batches then live on only in open
    * descriptors until the process ends, and commits acknowledged from then on would be lost to every
-   * later open (which reports the missing segment). Compaction asks after it fails; a roll checks the
-   * active segment itself. Returns the log's failure, if any.
+   * later open (which reports the missing segment). Compaction asks after it fails, the store with
+   * each retention pass; a roll checks the active segment itself. Returns the log's failure, if any.
    */
   checkSegmentsPresent(): Promise<OffsetStoreError | undefined> {
     return this.#swaps.run(async () => {

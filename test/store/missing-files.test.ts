@@ -307,6 +307,32 @@ describe('missing or shortened files', () => {
       await store.close().catch(() => {});
     });
 
+    it('the active segment of a quiet log: the periodic retention check finds it gone, warns, and the bucket accepts no more commits', async () => {
+      const warnings: string[] = [];
+      const clock = new ManualClock();
+      const { store, bucket, bucketDir, segments } = await runningWithRolledLog({
+        clock,
+        onWarning: (m) => warnings.push(m),
+      });
+      unlinkSync(path.join(bucketDir, segments().at(-1)!));
+      clock.advance(60_000); // offsetsRetentionCheckIntervalMs
+      for (let i = 0; i < 100 && warnings.length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(warnings.join('\n')).toMatch(
+        new RegExp(
+          `offsets-bucket ${bucket} stopped: LOG_STORAGE_ERROR: segment file .*\\.log is gone from its folder`,
+        ),
+      );
+      expect((await store.stats()).buckets[bucket]!.state).toBe('stopped');
+      await expect(
+        store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
+      ).rejects.toMatchObject({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(/is gone from its folder/),
+      });
+      await store.close().catch(() => {});
+    });
+
     it.each(['log-cleaner', 'incremental'] as const)(
       'a sealed segment: compaction (%s) finds it gone and the bucket accepts no more commits',
       async (strategy) => {

@@ -327,7 +327,11 @@ class Simulation {
         this.log(`lost sector (reads as zeros) at byte ${record.position} of ${record.path}`);
     }
     if (w.chance(rates.lostFile)) {
-      const record = this.disk.loseFile(w, (p) => eligible(p) && p.endsWith('.log'));
+      // Segments, and the next segment a log prepares ahead (a temp file someone may clean up).
+      const record = this.disk.loseFile(
+        w,
+        (p) => eligible(p) && (p.endsWith('.log') || p.endsWith('/next-segment.tmp')),
+      );
       if (record !== undefined) this.log(`file lost: ${record.path}`);
     }
   }

@@ -297,6 +297,34 @@ export class Compactor {
   }
 
   /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
+  /**
+   * What a compaction that failed on the log's files ran into, when the log can say more:
+   * - a segment file gone from under the store (LOG_STORAGE_ERROR from a read): the log fail-stops
+   *   before it acknowledges more commits into a log no open could find;
+   * - damage read in bytes the log wrote but has not made durable in itself yet (the tail of the
+   *   active segment, journaled or in durability 'os'): a failed writeback drops such pages from the
+   *   page cache, and reads then return what the device has. The log's fdatasync reports that
+   *   (and fail-stops the log); the damage is then not on the disk, and is not reported as such.
+   */
+  async #storageFailureBehind(
+    error: OffsetStoreError,
+    target: CompactionTarget,
+  ): Promise<OffsetStoreError> {
+    if (error.code === 'LOG_STORAGE_ERROR')
+      return (await target.log.checkSegmentsPresent().catch(() => undefined)) ?? error;
+    if (error.code !== 'CORRUPT_MESSAGE' || target.log.failed) return error;
+    try {
+      await target.log.syncAcknowledged();
+      return error;
+    } catch (syncError) {
+      return new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `compacting offsets-bucket ${target.bucket} read damaged bytes (${error.message.replace(/^[A-Z_]+: /, '')}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${(syncError as Error).message.replace(/^[A-Z_]+: /, '')}`,
+        { cause: syncError },
+      );
+    }
+  }
+
   async #runAll(
     targets: CompactionTarget[],
     forced: boolean,
@@ -316,10 +344,7 @@ export class Compactor {
           results[i] = await this.#runOne(target, forced);
         } catch (thrown) {
           let error = compactionError(thrown, target.bucket);
-          // Failed on the log's files: one may be gone from under the store, which the log must
-          // hear of before it acknowledges more commits into a log no open could find.
-          if (error.code === 'LOG_STORAGE_ERROR' && !this.#closed)
-            error = (await target.log.checkSegmentsPresent().catch(() => undefined)) ?? error;
+          if (!this.#closed) error = await this.#storageFailureBehind(error, target);
           if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);
           continue;

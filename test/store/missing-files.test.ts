@@ -272,6 +272,17 @@ describe('missing or shortened files', () => {
   });
 
   describe('a segment file removed under a running store', () => {
+    /** The bucket of group 'a' refuses every commit, naming the missing file; then `store` is closed. */
+    async function expectStoppedByGoneFile(store: OffsetStore): Promise<void> {
+      await expect(
+        store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
+      ).rejects.toMatchObject({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(/is gone from its folder/),
+      });
+      await store.close().catch(() => {});
+    }
+
     /** A store whose bucket of group 'a' rolled at least once; that bucket's folder and its last segment. */
     async function runningWithRolledLog(options: Partial<OffsetStoreOptions> = {}) {
       const { dir } = await storeWithSegments({
@@ -301,10 +312,7 @@ describe('missing or shortened files', () => {
         code: 'LOG_STORAGE_ERROR',
         message: expect.stringMatching(/segment file .*\.log is gone from its folder/),
       });
-      await expect(
-        store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
-      ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
-      await store.close().catch(() => {});
+      await expectStoppedByGoneFile(store);
     });
 
     it('the active segment of a quiet log: the periodic retention check finds it gone, warns, and the bucket accepts no more commits', async () => {
@@ -324,13 +332,7 @@ describe('missing or shortened files', () => {
         ),
       );
       expect((await store.stats()).buckets[bucket]!.state).toBe('stopped');
-      await expect(
-        store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
-      ).rejects.toMatchObject({
-        code: 'LOG_STORAGE_ERROR',
-        message: expect.stringMatching(/is gone from its folder/),
-      });
-      await store.close().catch(() => {});
+      await expectStoppedByGoneFile(store);
     });
 
     it.each(['log-cleaner', 'incremental'] as const)(
@@ -346,13 +348,7 @@ describe('missing or shortened files', () => {
           code: 'LOG_STORAGE_ERROR',
           message: expect.stringMatching(/segment file .*\.log is gone from its folder/),
         });
-        await expect(
-          store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
-        ).rejects.toMatchObject({
-          code: 'LOG_STORAGE_ERROR',
-          message: expect.stringMatching(/is gone from its folder/),
-        });
-        await store.close().catch(() => {});
+        await expectStoppedByGoneFile(store);
       },
     );
   });

@@ -117,7 +117,7 @@ import {
 import { appendRefusal, type LogPort } from './log-port.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
-import { applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
+import { INTENT_FILE, applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
 import { writeDurably } from './store-manifest.js';
 import type { JournalPort } from './commit-journal.js';
 import {
@@ -129,6 +129,16 @@ import {
 
 /** When an append is acknowledged. */
 export type Durability = 'fsync' | 'os';
+
+/** A swap of segments begun (see `completeSwap`). */
+interface PendingSwap {
+  /** Index of its first input in the segment list. */
+  first: number;
+  inputs: SegmentInfo[];
+  outputs: CleanedSegment[];
+  /** Each output's file identity when the swap began (FileSystem.identity), null if unknown. */
+  identities: (string | null)[];
+}
 
 /** Failures that say a segment file is gone: a log fail-stops with them as they are. */
 const segmentsGone = new WeakSet<OffsetStoreError>();
@@ -420,7 +430,7 @@ export class Log implements LogPort {
   /** Bytes of batches appended (durable) since the log was opened. */
   #appendedBytes = 0;
   /** A swap whose directory operations failed part way (see `completeSwap`). */
-  #pendingSwap: { first: number; inputs: SegmentInfo[]; outputs: CleanedSegment[] } | undefined;
+  #pendingSwap: PendingSwap | undefined;
   /**
    * Changes of the segment list, one after another: two swaps carried out at once (a checkpoint's
    * deletion at close racing a conversion's) would both apply one pending intent, and one would
@@ -1279,7 +1289,11 @@ export class Log implements LogPort {
       );
     // The rewrite may drop records for newer ones the compaction read in the active segment.
     await this.syncAcknowledged();
-    this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs] };
+    const { fs } = this.#options;
+    const identities = await Promise.all(
+      outputs.map((o) => fs.identity?.(o.tempPath).catch(() => null) ?? null),
+    );
+    this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs], identities };
     await this.#completeSwap();
   }
 
@@ -1304,7 +1318,7 @@ export class Log implements LogPort {
     // The checkpoint that covers them may cover batches not fdatasynced yet ('os' durability).
     await this.syncAcknowledged();
     const doomed = this.#segments.slice(0, count);
-    this.#pendingSwap = { first: 0, inputs: doomed, outputs: [] };
+    this.#pendingSwap = { first: 0, inputs: doomed, outputs: [], identities: [] };
     await this.#completeSwap();
     return doomed.reduce((sum, s) => sum + s.sizeBytes, 0);
   }
@@ -1337,6 +1351,16 @@ export class Log implements LogPort {
     // By name: in a directory that now has the name, it would delete another store's segments.
     await this.checkDirectory();
     try {
+      await this.#checkOutputsPresent(pending);
+    } catch (error) {
+      if (error instanceof OffsetStoreError) throw error;
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `checking the compacted segments of a swap in ${dir} failed; it is retried before the next compaction and completed by the next open: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
+    try {
       await swapSegments(
         fs,
         dir,
@@ -1362,6 +1386,48 @@ export class Log implements LogPort {
     );
     this.#segments.splice(pending.first, pending.inputs.length, ...replaced);
     this.#pendingSwap = undefined;
+  }
+
+  /**
+   * Before a swap is carried out (again): every output must still be under its temporary name, or
+   * under its final name as the same file (a rename of an earlier attempt). A swap that failed part
+   * way leaves its outputs as `.cleaned` files until the next compaction retries it, and someone may
+   * remove them; carried out then, the swap would skip the missing renames and delete the inputs
+   * whose batches only the outputs held. When no output was renamed yet, nothing has changed but
+   * the lost outputs: the swap is abandoned (its intent and leftovers removed, the log keeping its
+   * segments). Otherwise it can neither be completed nor undone, and is left to the operator.
+   */
+  async #checkOutputsPresent(pending: PendingSwap): Promise<void> {
+    const { fs, dir } = this.#options;
+    const lost: string[] = [];
+    let renamed = false;
+    for (const [i, output] of pending.outputs.entries()) {
+      if ((await fs.sizeBytes(output.tempPath)) !== null) continue;
+      const final = path.join(dir, segmentFileName(output.baseOffset));
+      const identity = pending.identities[i] ?? null;
+      const inPlace =
+        identity !== null
+          ? (await fs.identity?.(final)) === identity
+          : (await fs.sizeBytes(final)) === output.sizeBytes;
+      if (inPlace) renamed = true;
+      else lost.push(path.basename(output.tempPath));
+    }
+    if (lost.length === 0) return;
+    if (renamed)
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `compacted segment(s) ${lost.join(', ')} in ${dir} were removed before they were swapped in, after others were: the swap can be neither completed nor undone; nothing more is renamed or deleted (the next open reports what is missing)`,
+      );
+    for (const output of pending.outputs)
+      if ((await fs.sizeBytes(output.tempPath)) !== null) await fs.unlink(output.tempPath);
+    if ((await fs.sizeBytes(path.join(dir, INTENT_FILE))) !== null)
+      await fs.unlink(path.join(dir, INTENT_FILE));
+    await fs.syncDir(dir);
+    this.#pendingSwap = undefined;
+    throw new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `compacted segment(s) ${lost.join(', ')} in ${dir} were removed before they were swapped in: the swap was abandoned and the log keeps its segments (nothing was lost); the next compaction starts over`,
+    );
   }
 
   /**

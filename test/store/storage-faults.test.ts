@@ -231,6 +231,35 @@ describe('a failing disk', () => {
     await reopened.close();
   });
 
+  it('loses nothing when the outputs of a swap that failed are removed before it is retried (leftover .cleaned files someone deleted)', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await storeWithGarbage(dir, fs);
+    const before = await offsetsOf(store);
+    const bucketDir = path.join(dir, 'buckets', '000');
+    const cleaned = () => readdirSync(bucketDir).filter((f) => f.endsWith('.cleaned'));
+    // The swap's first directory operation after its intent fails: its outputs stay as .cleaned.
+    fs.plan = { failMetaOpAt: fs.metaOpCount + 2 };
+    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    fs.plan = {};
+    expect(cleaned().length, 'outputs left under their temporary names').toBeGreaterThan(0);
+    for (const file of cleaned()) rmSync(path.join(bucketDir, file));
+    // The next compaction retries the swap first: it must not delete inputs for outputs that are gone.
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/removed before .*swapped in.*abandoned/),
+    });
+    expect(await offsetsOf(store)).toEqual(before);
+    await store.commitOffsets('g', [{ ...K(9), offset: 9 }]);
+    const report = await store.compact();
+    expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
+    await store.close();
+    expect((await verifyLog(dir)).ok).toBe(true);
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual([...before, 9].sort((a, b) => a - b));
+    await reopened.close();
+  });
+
   it('loses nothing when the log cleaner fails writing or syncing its output (compaction meets the injected faults)', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

@@ -296,7 +296,6 @@ export class Compactor {
     return report;
   }
 
-  /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
   /**
    * What a compaction that failed on the log's files ran into, when the log can say more:
    * - a segment file gone from under the store (LOG_STORAGE_ERROR from a read): the log fail-stops
@@ -325,6 +324,7 @@ export class Compactor {
     }
   }
 
+  /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
   async #runAll(
     targets: CompactionTarget[],
     forced: boolean,

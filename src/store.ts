@@ -1538,9 +1538,11 @@ export class OffsetStore {
   /**
    * With each retention pass: every loaded log checks that its segment files are still in its folder
    * (Log.checkSegmentsPresent), so that one removed under a quiet log stops it within an interval,
-   * not only at its next roll or compaction. A log it stops is named in a warning.
+   * not only at its next roll or compaction. A log it stops is named in a warning. The commit journal
+   * checks its file too (CommitJournal.checkFilePresent): one removed is replaced by a new one.
    */
   async #checkSegmentsPresent(): Promise<void> {
+    await this.#journal?.checkFilePresent().catch(() => true);
     await Promise.all(
       this.#slots.map(async (slot) => {
         const log = slot.bucket?.table.log;

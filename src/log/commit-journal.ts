@@ -231,6 +231,8 @@ interface OpenFile {
   preallocationRefused?: boolean;
   /** Offsets-buckets that wrote a round into it. */
   buckets: Set<number>;
+  /** Removed from the journal's folder while the store ran (checkFilePresent): no round goes on in it. */
+  gone?: boolean;
 }
 
 /** The descriptor that fdatasyncs `round`: rounds in flight together alternate between two. */
@@ -492,6 +494,7 @@ export class CommitJournal implements JournalPort {
     let file = this.#file;
     if (
       file === undefined ||
+      file.gone === true ||
       (file.position > 0 && file.position + roundBytes > this.#fileBytesMax)
     ) {
       // A file's rounds are all settled before the next file begins.
@@ -677,6 +680,26 @@ export class CommitJournal implements JournalPort {
     for (const submission of refused) submission.reject(failure);
   }
 
+  /**
+   * Checks that the file rounds are written into is still in the journal's folder. One removed while
+   * the store runs (by hand, a cleanup job) keeps its rounds only until the process ends, while
+   * acknowledged batches of the logs may be durable nowhere else: every log that wrote into it syncs
+   * itself now, and the next round starts a new file (the removed one is retired without a name to
+   * delete). Returns false when the file was found gone.
+   */
+  async checkFilePresent(): Promise<boolean> {
+    const file = this.#file;
+    if (file === undefined || file.gone === true || this.#closed || this.#failure !== undefined)
+      return true;
+    if ((await this.#fs.sizeBytes(file.path)) !== null) return true;
+    file.gone = true;
+    this.#onWarning(
+      `journal file ${file.path} was removed while the store ran: the logs that wrote into it sync what they wrote, and the next round starts a new file`,
+    );
+    await Promise.allSettled([...file.buckets].map((bucket) => this.#syncBucket(bucket)));
+    return false;
+  }
+
   /** Queues a full file for deletion once every log that wrote into it has synced itself. */
   #retire(file: OpenFile): void {
     this.#toRetire.push(file);
@@ -704,6 +727,7 @@ export class CommitJournal implements JournalPort {
           );
           continue;
         }
+        if (file.gone === true) continue;
         try {
           await this.checkDirectory?.();
           await this.#fs.unlink(file.path);

@@ -9,6 +9,7 @@ import {
   existsSync,
   readFileSync,
   readdirSync,
+  rmSync,
   statSync,
   truncateSync,
   writeFileSync,
@@ -16,7 +17,7 @@ import {
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
-import { OffsetStore } from '../../src/index.js';
+import { ManualClock, OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { JOURNAL_DIR, REFUSED_FILE, readJournal } from '../../src/log/index.js';
 import { JOURNAL_FILE_BYTES } from '../../src/store-options.js';
@@ -688,6 +689,47 @@ describe('the commit journal of a store', () => {
         readdirSync(path.join(dir, JOURNAL_DIR)).filter((n) => n.endsWith('.journal')),
       ).toEqual([]);
     }
+  });
+
+  it('starts a new file when its file is removed while the store runs, once the logs synced what they wrote into it', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const clock = new ManualClock();
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({
+      dir,
+      fs,
+      clock,
+      ...OPTIONS,
+      onWarning: (m) => warnings.push(m),
+    });
+    const groups = groupPerBucket(store);
+    await commitTogether(store, groups, 5);
+    const [removed, ...others] = journalFiles(dir).filter((n) => n.endsWith('.journal'));
+    expect(others).toEqual([]);
+    rmSync(path.join(dir, JOURNAL_DIR, removed!));
+    const syncsBefore = fs.datasyncCount;
+    clock.advance(60_000); // offsetsRetentionCheckIntervalMs: the check runs with each pass
+    for (let i = 0; i < 200 && warnings.length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        new RegExp(`journal file .*${removed} was removed while the store ran: .*a new file`),
+      ),
+    ]);
+    expect(fs.datasyncCount - syncsBefore, 'each log synced what it wrote').toBeGreaterThanOrEqual(
+      BUCKETS,
+    );
+    const last = await commitTogether(store, groups, 5, 100);
+    const now = journalFiles(dir).filter((n) => n.endsWith('.journal'));
+    expect(now.length).toBe(1);
+    expect(now[0]).not.toBe(removed);
+    await store.close();
+    expect(warnings.length, 'no warning about the removed file when it is retired').toBe(1);
+    const reopened = await OffsetStore.open({ dir, ...OPTIONS });
+    for (const g of groups)
+      expect((await reopened.fetchOffsets(g)).map((r) => r?.offset)).toEqual([last, last]);
+    await reopened.close();
   });
 
   it('is not used with commitJournal: false, nor with durability os', async () => {

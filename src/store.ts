@@ -1542,7 +1542,7 @@ export class OffsetStore {
    * checks its file too (CommitJournal.checkFilePresent): one removed is replaced by a new one.
    */
   async #checkSegmentsPresent(): Promise<void> {
-    await this.#journal?.checkFilePresent().catch(() => true);
+    await this.#journal?.checkFilePresent().catch(() => {});
     await Promise.all(
       this.#slots.map(async (slot) => {
         const log = slot.bucket?.table.log;

@@ -685,19 +685,18 @@ export class CommitJournal implements JournalPort {
    * the store runs (by hand, a cleanup job) keeps its rounds only until the process ends, while
    * acknowledged batches of the logs may be durable nowhere else: every log that wrote into it syncs
    * itself now, and the next round starts a new file (the removed one is retired without a name to
-   * delete). Returns false when the file was found gone.
+   * delete).
    */
-  async checkFilePresent(): Promise<boolean> {
+  async checkFilePresent(): Promise<void> {
     const file = this.#file;
     if (file === undefined || file.gone === true || this.#closed || this.#failure !== undefined)
-      return true;
-    if ((await this.#fs.sizeBytes(file.path)) !== null) return true;
+      return;
+    if ((await this.#fs.sizeBytes(file.path)) !== null) return;
     file.gone = true;
     this.#onWarning(
       `journal file ${file.path} was removed while the store ran: the logs that wrote into it sync what they wrote, and the next round starts a new file`,
     );
     await Promise.allSettled([...file.buckets].map((bucket) => this.#syncBucket(bucket)));
-    return false;
   }
 
   /** Queues a full file for deletion once every log that wrote into it has synced itself. */

@@ -1400,9 +1400,13 @@ export class Log implements LogPort {
   async #checkOutputsPresent(pending: PendingSwap): Promise<void> {
     const { fs, dir } = this.#options;
     const lost: string[] = [];
+    const waiting: string[] = []; // still under their temporary names
     let renamed = false;
     for (const [i, output] of pending.outputs.entries()) {
-      if ((await fs.sizeBytes(output.tempPath)) !== null) continue;
+      if ((await fs.sizeBytes(output.tempPath)) !== null) {
+        waiting.push(output.tempPath);
+        continue;
+      }
       const final = path.join(dir, segmentFileName(output.baseOffset));
       const identity = pending.identities[i] ?? null;
       const inPlace =
@@ -1418,8 +1422,7 @@ export class Log implements LogPort {
         'LOG_STORAGE_ERROR',
         `compacted segment(s) ${lost.join(', ')} in ${dir} were removed before they were swapped in, after others were: the swap can be neither completed nor undone; nothing more is renamed or deleted (the next open reports what is missing)`,
       );
-    for (const output of pending.outputs)
-      if ((await fs.sizeBytes(output.tempPath)) !== null) await fs.unlink(output.tempPath);
+    for (const tempPath of waiting) await fs.unlink(tempPath);
     if ((await fs.sizeBytes(path.join(dir, INTENT_FILE))) !== null)
       await fs.unlink(path.join(dir, INTENT_FILE));
     await fs.syncDir(dir);

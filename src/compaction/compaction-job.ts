@@ -8,7 +8,12 @@
  * Failures travel as data (`failure`): an error object crossing a thread loses its code, and the
  * caller needs it (INVALID_COMPACTION_PLAN, CORRUPT_MESSAGE, LOG_STORAGE_ERROR for an I/O error).
  */
-import { OffsetStoreError, isOffsetStoreError, type ErrorCode } from '../errors/index.js';
+import {
+  OffsetStoreError,
+  isOffsetStoreError,
+  messageWithoutCode,
+  type ErrorCode,
+} from '../errors/index.js';
 import type { FileSystem } from '../io/index.js';
 import type { CleanedSegment } from '../log/index.js';
 import { LogReader, type SegmentRef } from './log-reader.js';
@@ -237,7 +242,7 @@ export function abandonedError(bucket: number): OffsetStoreError {
 
 function failureOf(error: unknown, job: CompactionJob): { code: ErrorCode; message: string } {
   if (error instanceof OffsetStoreError)
-    return { code: error.code, message: error.message.replace(/^[A-Z_]+: /, '') };
+    return { code: error.code, message: messageWithoutCode(error) };
   if (error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string') {
     return {
       code: 'LOG_STORAGE_ERROR',

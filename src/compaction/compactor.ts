@@ -23,7 +23,7 @@
  * and then runs its own, forced), at most `workers` runs at once; a run the store's close interrupts
  * swaps nothing in (its outputs are deleted by the next open).
  */
-import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError, messageWithoutCode } from '../errors/index.js';
 import type { CleanedSegment, Log, SegmentInfo } from '../log/index.js';
 import type { Clock, Timer } from '../util/index.js';
 import {
@@ -318,7 +318,7 @@ export class Compactor {
     } catch (syncError) {
       return new OffsetStoreError(
         'LOG_STORAGE_ERROR',
-        `compacting offsets-bucket ${target.bucket} read damaged bytes (${error.message.replace(/^[A-Z_]+: /, '')}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${(syncError as Error).message.replace(/^[A-Z_]+: /, '')}`,
+        `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${isOffsetStoreError(syncError) ? messageWithoutCode(syncError) : (syncError as Error).message}`,
         { cause: syncError },
       );
     }

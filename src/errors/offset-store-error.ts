@@ -30,6 +30,11 @@ export class OffsetStoreError extends Error {
   }
 }
 
+/** `error`'s message without the code it starts with: for a message that carries it on under another code. */
+export function messageWithoutCode(error: OffsetStoreError): string {
+  return error.message.slice(error.code.length + 2);
+}
+
 /** True when `error` is an OffsetStoreError, optionally with the given code. */
 export function isOffsetStoreError(error: unknown, code?: ErrorCode): error is OffsetStoreError {
   return error instanceof OffsetStoreError && (code === undefined || error.code === code);

@@ -49,7 +49,8 @@ interface KeyState {
   candidates: Write[];
   /**
    * Durability 'os' only: the writes that became `base` since the last moment everything the store
-   * had was durable (`markDurable`), in order, and the base then (`durableBase`, null = absent).
+   * had was durable (`markDurable`), in order, with those acknowledged after a later one had
+   * (`#keepSince`), and the base then (`durableBase`, null = absent).
    */
   since: Write[];
   durableBase: Write | null;
@@ -174,8 +175,11 @@ export class OffsetsModel {
         this.#setBase(state, write);
         // A floating write acknowledged before may still have taken effect after this one.
         if (previous?.floating === true && write.seq < (previous.ackSeq ?? 0)) keep.push(previous);
-      } else if (write.floating === true) {
-        keep.push(write); // it may have taken effect after the base
+      } else {
+        if (write.floating === true) keep.push(write); // it may have taken effect after the base
+        // In durability 'os' the log may lose the later write and keep this one: a power loss
+        // cuts the log anywhere after its last durable moment, here between the two.
+        this.#keepSince(state, write);
       }
       const after = state.base!.seq;
       this.#keepSuperseded(state, (c) => c.seq < after);
@@ -273,6 +277,16 @@ export class OffsetsModel {
       state.durableBase = write;
       state.since = [];
     } else if (!state.since.some((w) => w.seq === write.seq)) state.since.push(write);
+  }
+
+  /**
+   * Durability 'os': `write` was acknowledged after a write issued later than it (so later in its
+   * log) had become the key's base. A power loss may end the log between the two, leaving the key at
+   * `write`: it joins the writes since the last durable moment unless that moment covers it.
+   */
+  #keepSince(state: KeyState, write: Write): void {
+    if (!this.#unsynced || write.seq <= (state.durableBase?.seq ?? 0)) return;
+    if (!state.since.some((w) => w.seq === write.seq)) state.since.push(write);
   }
 
   /** What a key may show now, for messages. */

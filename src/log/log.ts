@@ -138,6 +138,11 @@ interface PendingSwap {
   outputs: CleanedSegment[];
   /** Each output's file identity when the swap began (FileSystem.identity), null if unknown. */
   identities: (string | null)[];
+  /**
+   * Whether an attempt got as far as renaming outputs (its intent was durable). Until one has, an
+   * output missing under its temporary name was lost, whatever holds its final name (the input).
+   */
+  renamesBegun: boolean;
 }
 
 /** Failures that say a segment file is gone: a log fail-stops with them as they are. */
@@ -1293,7 +1298,13 @@ export class Log implements LogPort {
     const identities = await Promise.all(
       outputs.map((o) => fs.identity?.(o.tempPath).catch(() => null) ?? null),
     );
-    this.#pendingSwap = { first, inputs: [...inputs], outputs: [...outputs], identities };
+    this.#pendingSwap = {
+      first,
+      inputs: [...inputs],
+      outputs: [...outputs],
+      identities,
+      renamesBegun: false,
+    };
     await this.#completeSwap();
   }
 
@@ -1318,7 +1329,13 @@ export class Log implements LogPort {
     // The checkpoint that covers them may cover batches not fdatasynced yet ('os' durability).
     await this.syncAcknowledged();
     const doomed = this.#segments.slice(0, count);
-    this.#pendingSwap = { first: 0, inputs: doomed, outputs: [], identities: [] };
+    this.#pendingSwap = {
+      first: 0,
+      inputs: doomed,
+      outputs: [],
+      identities: [],
+      renamesBegun: false,
+    };
     await this.#completeSwap();
     return doomed.reduce((sum, s) => sum + s.sizeBytes, 0);
   }
@@ -1366,6 +1383,9 @@ export class Log implements LogPort {
         dir,
         pending.inputs.map((s) => path.basename(s.path)),
         pending.outputs,
+        () => {
+          pending.renamesBegun = true;
+        },
       );
     } catch (error) {
       throw new OffsetStoreError(
@@ -1407,12 +1427,15 @@ export class Log implements LogPort {
         waiting.push(output.tempPath);
         continue;
       }
+      // Renamed into place by an earlier attempt? Only one that began renaming can have; the final
+      // name may hold the input of the same base offset, so the file there must be the output.
       const final = path.join(dir, segmentFileName(output.baseOffset));
       const identity = pending.identities[i] ?? null;
       const inPlace =
-        identity !== null
+        pending.renamesBegun &&
+        (identity !== null
           ? (await fs.identity?.(final)) === identity
-          : (await fs.sizeBytes(final)) === output.sizeBytes;
+          : (await fs.sizeBytes(final)) === output.sizeBytes);
       if (inPlace) renamed = true;
       else lost.push(path.basename(output.tempPath));
     }

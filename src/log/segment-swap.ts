@@ -62,12 +62,16 @@ function intentChecksum(intent: SwapIntent): number {
   return xxh32(Buffer.from(JSON.stringify([intent.inputs, intent.outputs]), 'utf8'));
 }
 
-/** Swaps `inputNames` (files in `dir`) for `outputs`, per the protocol above (steps 2-4). */
+/**
+ * Swaps `inputNames` (files in `dir`) for `outputs`, per the protocol above (steps 2-4).
+ * `onIntentDurable` is called once the intent is durable, before the first rename.
+ */
 export async function swapSegments(
   fs: FileSystem,
   dir: string,
   inputNames: readonly string[],
   outputs: readonly CleanedSegment[],
+  onIntentDurable?: () => void,
 ): Promise<void> {
   const intent: SwapIntent = {
     inputs: [...inputNames],
@@ -81,6 +85,7 @@ export async function swapSegments(
     path.join(dir, INTENT_FILE),
     Buffer.from(JSON.stringify({ ...intent, checksum: intentChecksum(intent) })),
   );
+  onIntentDurable?.();
   await applySwap(fs, dir, intent);
 }
 

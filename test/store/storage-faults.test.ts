@@ -49,6 +49,36 @@ async function storeWithGarbage(dir: string, fs: FaultyFileSystem): Promise<Offs
   return store;
 }
 
+/**
+ * The real file system with file identities or without (a port may leave `identity` out), removing
+ * one file (by name) the first time a swap asks after it: its identity as the swap begins, or its
+ * size as the swap checks its outputs, whichever comes first.
+ */
+class RemovingFileSystem extends FaultyFileSystem {
+  removeAtCheck: string | undefined;
+  declare identity?: (path: string) => Promise<string | null>;
+
+  constructor(withIdentity: boolean) {
+    super();
+    if (withIdentity)
+      this.identity = (p: string) => {
+        this.#removeIfNamed(p);
+        return this.inner.identity(p);
+      };
+  }
+
+  override sizeBytes(p: string) {
+    this.#removeIfNamed(p);
+    return super.sizeBytes(p);
+  }
+
+  #removeIfNamed(p: string): void {
+    if (this.removeAtCheck === undefined || path.basename(p) !== this.removeAtCheck) return;
+    this.removeAtCheck = undefined;
+    rmSync(p);
+  }
+}
+
 const offsetsOf = async (store: OffsetStore) =>
   (await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b);
 
@@ -231,34 +261,72 @@ describe('a failing disk', () => {
     await reopened.close();
   });
 
-  it('loses nothing when the outputs of a swap that failed are removed before it is retried (leftover .cleaned files someone deleted)', async () => {
-    const dir = tempDir();
-    const fs = new FaultyFileSystem();
-    const store = await storeWithGarbage(dir, fs);
-    const before = await offsetsOf(store);
-    const bucketDir = path.join(dir, 'buckets', '000');
-    const cleaned = () => readdirSync(bucketDir).filter((f) => f.endsWith('.cleaned'));
-    // The swap's first directory operation after its intent fails: its outputs stay as .cleaned.
-    fs.plan = { failMetaOpAt: fs.metaOpCount + 2 };
-    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
-    fs.plan = {};
-    expect(cleaned().length, 'outputs left under their temporary names').toBeGreaterThan(0);
-    for (const file of cleaned()) rmSync(path.join(bucketDir, file));
-    // The next compaction retries the swap first: it must not delete inputs for outputs that are gone.
-    await expect(store.compact()).rejects.toMatchObject({
-      code: 'LOG_STORAGE_ERROR',
-      message: expect.stringMatching(/removed before .*swapped in.*abandoned/),
+  // The swap's second, third or fourth directory operation fails: the rename of its intent into
+  // place, the fsync that makes it durable, the rename of its first output. Its outputs stay as
+  // .cleaned files, and its intent, in place or not.
+  for (const [step, intent] of [
+    [2, 'not in place'],
+    [3, 'in place, not durable'],
+    [4, 'durable'],
+  ] as const)
+    it(`loses nothing when the outputs of a swap that failed are removed before it is retried (leftover .cleaned files someone deleted; its intent ${intent})`, async () => {
+      const dir = tempDir();
+      const fs = new FaultyFileSystem();
+      const store = await storeWithGarbage(dir, fs);
+      const before = await offsetsOf(store);
+      const bucketDir = path.join(dir, 'buckets', '000');
+      const cleaned = () => readdirSync(bucketDir).filter((f) => f.endsWith('.cleaned'));
+      fs.plan = { failMetaOpAt: fs.metaOpCount + step };
+      await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+      fs.plan = {};
+      expect(cleaned().length, 'outputs left under their temporary names').toBeGreaterThan(0);
+      expect(existsSync(path.join(bucketDir, 'compaction.swap'))).toBe(step > 2);
+      for (const file of cleaned()) rmSync(path.join(bucketDir, file));
+      // The next compaction retries the swap first: it must not delete inputs for outputs that are gone.
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(/removed before .*swapped in.*abandoned/),
+      });
+      expect(await offsetsOf(store)).toEqual(before);
+      await store.commitOffsets('g', [{ ...K(9), offset: 9 }]);
+      const report = await store.compact();
+      expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
+      await store.close();
+      expect((await verifyLog(dir)).ok).toBe(true);
+      const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+      expect(await offsetsOf(reopened)).toEqual([...before, 9].sort((a, b) => a - b));
+      await reopened.close();
     });
-    expect(await offsetsOf(store)).toEqual(before);
-    await store.commitOffsets('g', [{ ...K(9), offset: 9 }]);
-    const report = await store.compact();
-    expect(report.bytesAfter).toBeLessThan(report.bytesBefore);
-    await store.close();
-    expect((await verifyLog(dir)).ok).toBe(true);
-    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
-    expect(await offsetsOf(reopened)).toEqual([...before, 9].sort((a, b) => a - b));
-    await reopened.close();
-  });
+
+  for (const withIdentity of [true, false])
+    it(`loses nothing when a compacted output is removed before its swap first runs (${withIdentity ? 'with' : 'without'} file identities)`, async () => {
+      const dir = tempDir();
+      const first = '00000000000000000000.log.cleaned';
+      const fs = new RemovingFileSystem(withIdentity);
+      const store = await OffsetStore.open(
+        options(dir, fs, { compaction: { background: false, strategy: 'log-cleaner' } }),
+      );
+      // Records of one size in segments of one size: the first output is as long as the input
+      // that holds its final name, so its size cannot tell them apart.
+      for (let round = 0; round < 2; round++)
+        for (let i = 0; i < 60; i++)
+          await store.commitOffsets('g', [{ ...K(i), offset: round * 100 + i }]);
+      const before = await offsetsOf(store);
+      // A cleanup removes the first output as the swap begins, before it renamed anything.
+      fs.removeAtCheck = first;
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(/removed before .*swapped in.*abandoned/),
+      });
+      expect(fs.removeAtCheck, 'the output was removed at the check').toBeUndefined();
+      expect(await offsetsOf(store)).toEqual(before);
+      await store.commitOffsets('g', [{ ...K(0), offset: 1000 }]);
+      await store.close();
+      expect((await verifyLog(dir)).ok).toBe(true);
+      const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+      expect(await offsetsOf(reopened)).toEqual([...before.slice(1), 1000].sort((a, b) => a - b));
+      await reopened.close();
+    });
 
   it('loses nothing when the log cleaner fails writing or syncing its output (compaction meets the injected faults)', async () => {
     const dir = tempDir();

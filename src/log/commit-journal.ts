@@ -233,11 +233,21 @@ interface OpenFile {
   buckets: Set<number>;
   /** Removed from the journal's folder while the store ran (checkFilePresent): no round goes on in it. */
   gone?: boolean;
+  /** Waiting for every round claimed in the file to be acknowledged (`#untilDrained`). */
+  drained?: (() => void)[];
 }
 
 /** The descriptor that fdatasyncs `round`: rounds in flight together alternate between two. */
 function syncHandle(round: RoundInFlight): FileHandle {
   return round.number % 2 === 0 ? round.file.handle : round.file.oddRounds;
+}
+
+/** Wakes whoever waits for the rounds of `file` to be over (`CommitJournal.#untilDrained`). */
+function wakeDrained(file: OpenFile | undefined): void {
+  const waiters = file?.drained;
+  if (waiters === undefined) return;
+  file!.drained = undefined;
+  for (const wake of waiters) wake();
 }
 
 /** Closes both descriptors of a journal file. */
@@ -441,6 +451,7 @@ export class CommitJournal implements JournalPort {
     while (this.#inFlight[0]?.synced === true) {
       const done = this.#inFlight.shift()!;
       done.file.durableRound = Math.max(done.file.durableRound, done.number);
+      if (done.file.durableRound >= done.file.round) wakeDrained(done.file);
       for (const submission of done.taken)
         submission.resolve({ ownSync: false, writeError: submission.writeError });
     }
@@ -501,6 +512,9 @@ export class CommitJournal implements JournalPort {
       while (this.#inFlight.length > 0) await this.#inFlight.at(-1)!.settled;
       if (this.#failure !== undefined) throw this.#failure;
       if (file !== undefined) this.#retire(file);
+      // Not the current file any more: the retire loop may delete it before the next one is open,
+      // which checkFilePresent must not take for a removal.
+      this.#file = undefined;
       // No failure: every round of the full file is durable, which the next one records.
       file = this.#file = await this.#newFile(file?.durableRound ?? 0);
     }
@@ -548,6 +562,8 @@ export class CommitJournal implements JournalPort {
     };
     file.round = number;
     file.position = alignUp(end);
+    // Before the write: a check that finds the file removed meanwhile syncs these logs too.
+    for (const submission of taken) file.buckets.add(submission.bucket);
     // Left set if the write fails: #failStop erases what it may have written (once the write is over).
     this.#writing = round;
     const write = writeWithZerosAhead(file.handle, buffers, start, preallocate, file.fileBytes);
@@ -560,7 +576,6 @@ export class CommitJournal implements JournalPort {
     // No room for the zeros: the round was written alone, and this file is not preallocated any more.
     if (zeros < preallocate) file.preallocationRefused = true;
     file.fileBytes = Math.max(file.fileBytes, end + zeros);
-    for (const submission of taken) file.buckets.add(submission.bucket);
     return round;
   }
 
@@ -620,6 +635,9 @@ export class CommitJournal implements JournalPort {
       { cause: error },
     );
     this.#failure = failure;
+    // No round of these files will be acknowledged now.
+    wakeDrained(this.#file);
+    for (const round of rounds) wakeDrained(round.file);
     const queued = this.#queue;
     this.#queue = [];
     // The journal's write of a round still being written, and the logs' own writes of these rounds,
@@ -696,7 +714,16 @@ export class CommitJournal implements JournalPort {
     this.#onWarning(
       `journal file ${file.path} was removed while the store ran: the logs that wrote into it sync what they wrote, and the next round starts a new file`,
     );
+    // Rounds claimed in it before `gone` was set are acknowledged from it too: their logs sync
+    // once those rounds are over (each log's copy written), or the journal has failed.
+    await this.#untilDrained(file);
     await Promise.allSettled([...file.buckets].map((bucket) => this.#syncBucket(bucket)));
+  }
+
+  /** Settles once every round claimed in `file` is acknowledged, or the journal has failed. */
+  #untilDrained(file: OpenFile): Promise<void> {
+    if (file.durableRound >= file.round || this.#failure !== undefined) return Promise.resolve();
+    return new Promise((resolve) => (file.drained ??= []).push(resolve));
   }
 
   /** Queues a full file for deletion once every log that wrote into it has synced itself. */

@@ -4,7 +4,15 @@
  * every log that wrote into them has synced itself, and reading refuses a damaged durable round while
  * dropping a round a crash cut short.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadChecksum, readBatchLogOffset, xxh32 } from '../../src/codec/index.js';
@@ -899,5 +907,90 @@ describe('the commit journal', () => {
     writeFileSync(path.join(imageJournal, name!), bytes);
     const contents = await readJournal(new NodeFileSystem(), image, 4, 8 << 20);
     expect(contents.rounds).toBe(0);
+  });
+  it('a file removed while a round is written into it: the logs of that round sync too, once it is acknowledged', async () => {
+    const dir = tempDir();
+    let hold: Promise<void> | undefined;
+    let journalWrites = 0;
+    // The journal's writes wait for `hold` while it is set.
+    const fs = hookedFs({
+      beforeJournalWrite: async () => {
+        journalWrites++;
+        if (hold !== undefined) await hold;
+      },
+    });
+    const events: string[] = [];
+    let release = () => {};
+    const { journal } = await openJournal(dir, {
+      fs,
+      syncBucket: async (bucket) => void events.push(`sync ${bucket}`),
+      // The check has found the file removed: the round's write goes on only now.
+      onWarning: () => release(),
+    });
+    await Promise.all([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    const [file] = journalFiles(dir).filter((name) => name.endsWith('.journal'));
+    rmSync(path.join(dir, JOURNAL_DIR, file!));
+    // Buckets 2 and 3 write a round into the removed file; the retention pass checks meanwhile.
+    hold = new Promise((resolve) => (release = resolve));
+    const before = journalWrites;
+    const logOf = (bucket: number) => ({
+      write: async () => void events.push(`write ${bucket}`),
+      syncOwn: async () => {},
+    });
+    const round = Promise.all([
+      journal.commit(2, [batchAt(0)], logOf(2)),
+      journal.commit(3, [batchAt(0)], logOf(3)),
+    ]);
+    while (journalWrites === before) await new Promise((resolve) => setTimeout(resolve, 1));
+    await Promise.all([journal.checkFilePresent(), round]);
+    // Acknowledged from the removed file: durable nowhere else until each log syncs what it wrote.
+    expect(events.filter((e) => e.startsWith('sync')).sort()).toEqual([
+      'sync 0',
+      'sync 1',
+      'sync 2',
+      'sync 3',
+    ]);
+    for (const bucket of [2, 3])
+      expect(events.indexOf(`write ${bucket}`)).toBeLessThan(events.indexOf(`sync ${bucket}`));
+    await journal.close(false);
+  });
+
+  it('does not take the full file it retires, deleted before the next one is open, for one removed', async () => {
+    const dir = tempDir();
+    const inner = new NodeFileSystem();
+    const warnings: string[] = [];
+    let journal!: CommitJournal;
+    const first = path.join(dir, JOURNAL_DIR, `${'1'.padStart(20, '0')}.journal`);
+    const second = path.join(dir, JOURNAL_DIR, `${'2'.padStart(20, '0')}.journal`);
+    let checked = false;
+    const fs: FileSystem = Object.assign(Object.create(inner) as FileSystem, {
+      open: async (file: string, flags: OpenFlags) => {
+        if (file === second && flags === 'wx') {
+          // A slow creation of the next file: the full one is deleted meanwhile, and the store's
+          // retention pass checks the journal's file.
+          while (existsSync(first)) await new Promise((resolve) => setTimeout(resolve, 1));
+          await journal.checkFilePresent();
+          checked = true;
+        }
+        return inner.open(file, flags);
+      },
+    });
+    ({ journal } = await openJournal(dir, {
+      fs,
+      onWarning: (message) => void warnings.push(message),
+      fileBytesMax: 4096,
+    }));
+    for (let i = 0; i < 2; i++)
+      await Promise.all([
+        journal.commit(0, [batchAt(i)], fakeLog()),
+        journal.commit(1, [batchAt(i)], fakeLog()),
+      ]);
+    await journal.drain();
+    expect(checked).toBe(true);
+    expect(warnings).toEqual([]);
+    await journal.close(true);
   });
 });

@@ -311,7 +311,21 @@ export class Compactor {
   ): Promise<OffsetStoreError> {
     if (error.code === 'LOG_STORAGE_ERROR')
       return (await target.log.checkSegmentsPresent().catch(() => undefined)) ?? error;
-    if (error.code !== 'CORRUPT_MESSAGE' || target.log.failed) return error;
+    if (error.code !== 'CORRUPT_MESSAGE') return error;
+    if (target.log.failed) {
+      // Stopped by a storage failure already: what was read may be what a failed write or
+      // writeback left behind, so the log's own failure is named beside the damage.
+      const failure: unknown = await target.log.syncAcknowledged().then(
+        () => undefined,
+        (stopped: unknown) => stopped,
+      );
+      if (failure === undefined) return error;
+      return new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}) of a log already stopped by a storage failure, which may have left them there (not necessarily damage on the disk; the next open verifies the log): ${isOffsetStoreError(failure) ? messageWithoutCode(failure) : (failure as Error).message}`,
+        { cause: error },
+      );
+    }
     try {
       await target.log.syncAcknowledged();
       return error;

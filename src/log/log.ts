@@ -1137,7 +1137,12 @@ export class Log implements LogPort {
     const created = segment;
     const handle = await this.#options.fs.open(created.path, 'r+').catch((error: unknown) => {
       // Created durably a moment ago, and gone: removed from under the store as it rolled.
-      throw (error as NodeJS.ErrnoException).code === 'ENOENT' ? this.#goneError(created) : error;
+      throw (error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? this.#goneError(
+            created,
+            'nothing was written to it: the next open goes on from the segment before',
+          )
+        : error;
     });
     try {
       await this.#active.close();
@@ -1466,6 +1471,14 @@ export class Log implements LogPort {
   checkSegmentsPresent(): Promise<OffsetStoreError | undefined> {
     return this.#swaps.run(async () => {
       if (this.#failure !== undefined || this.#closed) return this.#failure;
+      // A store directory renamed or replaced has none of its segments under their paths: that,
+      // not every segment removed, is what stops the log (as it would stop a roll).
+      try {
+        await this.checkDirectory();
+      } catch (error) {
+        if (this.#failure === undefined) this.#failStop(error, []);
+        return this.#failure;
+      }
       // A swap left half done may have removed its inputs already: they are not missing.
       const swapping = new Set(this.#pendingSwap?.inputs.map((s) => s.path));
       for (const segment of this.#segments) {
@@ -1478,10 +1491,13 @@ export class Log implements LogPort {
     });
   }
 
-  #goneError(segment: SegmentInfo): OffsetStoreError {
+  #goneError(
+    segment: SegmentInfo,
+    after = 'the next open reports the missing segment',
+  ): OffsetStoreError {
     const error = new OffsetStoreError(
       'LOG_STORAGE_ERROR',
-      `segment file ${segment.path} is gone from its folder (removed while the store ran): the log accepts no more writes, and the next open reports the missing segment`,
+      `segment file ${segment.path} is gone from its folder (removed while the store ran): the log accepts no more writes; ${after}`,
     );
     segmentsGone.add(error);
     return error;

@@ -607,16 +607,28 @@ describe('Log', () => {
     })();
     const { log } = await Log.open(logOptions(dir, { fs, segmentBytesMax: 1024 }));
     let refused: unknown;
+    let acknowledged = 0;
     for (let n = 0; n < 100 && refused === undefined; n++)
-      await log.append(testBatch(n, 10)).catch((error: unknown) => (refused = error));
+      await log.append(testBatch(n, 10)).then(
+        () => acknowledged++,
+        (error: unknown) => (refused = error),
+      );
     expect(refused).toMatchObject({
       code: 'LOG_STORAGE_ERROR',
-      message: expect.stringMatching(/segment file .*\.log is gone from its folder/),
+      message: expect.stringMatching(
+        /segment file .*\.log is gone from its folder .*nothing was written to it: the next open goes on from the segment before/,
+      ),
     });
     await expect(log.append(testBatch(999, 10))).rejects.toMatchObject({
       code: 'LOG_STORAGE_ERROR',
     });
     await log.close().catch(() => {});
+    // As the message says: every acknowledged batch is in the segments before.
+    const reread = await readAll(logOptions(dir, { segmentBytesMax: 1024 }));
+    expect(reread.batches.map((b) => b.logOffset)).toEqual(
+      Array.from({ length: acknowledged }, (_, i) => i),
+    );
+    await reread.log.close();
   });
 
   it('prepares no segment for a log whose rounds the journal makes durable, even after a round it fdatasynced alone', async () => {

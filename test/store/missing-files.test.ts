@@ -10,6 +10,7 @@ import {
   cpSync,
   readFileSync,
   readdirSync,
+  renameSync,
   rmSync,
   truncateSync,
   unlinkSync,
@@ -333,6 +334,28 @@ describe('missing or shortened files', () => {
       );
       expect((await store.stats()).buckets[bucket]!.state).toBe('stopped');
       await expectStoppedByGoneFile(store);
+    });
+
+    it("the store's directory renamed: the periodic check stops the log for that, not for segments gone", async () => {
+      const warnings: string[] = [];
+      const clock = new ManualClock();
+      const { dir, store, bucket } = await runningWithRolledLog({
+        clock,
+        onWarning: (m) => warnings.push(m),
+      });
+      const moved = `${dir}-moved`;
+      renameSync(dir, moved);
+      try {
+        clock.advance(60_000); // offsetsRetentionCheckIntervalMs
+        for (let i = 0; i < 100 && warnings.length === 0; i++)
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        const stopped = warnings.find((w) => w.startsWith(`offsets-bucket ${bucket} stopped`));
+        expect(stopped).toMatch(/is no longer the directory this process opened the store in/);
+        expect(stopped).not.toMatch(/gone from its folder/);
+        await store.close().catch(() => {});
+      } finally {
+        renameSync(moved, dir);
+      }
     });
 
     it.each(['log-cleaner', 'incremental'] as const)(

@@ -34,6 +34,14 @@ async function drain(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 1));
 }
 
+/** Waits until `store` lists `count` members of the classic group (a loaded machine's writes take longer than a drain). */
+async function untilMembers(store: OffsetStore, count: number): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if ((await store.describeGroup(GROUP)).classic?.members.length === count) return;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
 /** A consumer speaking the classic protocol, as a Kafka client's coordinator code does. */
 class ClassicClient {
   memberId = '';
@@ -474,7 +482,9 @@ describe('the classic protocol over a real store', () => {
     });
     const a = new ClassicClient(store, 'a', { sessionTimeoutMs: 30_000 });
     const joins = a.join();
-    await drain();
+    // Its join waits out the initial delay once it is in the group; advanced earlier, the clock
+    // would run a retention pass over the group still Empty, which drops it (it has no offsets).
+    await untilMembers(store, 1);
     clock.advance(3000);
     await a.sync(await joins);
     await a.commit(42);
@@ -493,7 +503,7 @@ describe('the classic protocol over a real store', () => {
     // A consumer joins (the initial delay starts) and leaves before it ends.
     const b = new ClassicClient(store, 'b', { requireKnownMemberId: false });
     const parked = store.classic.joinGroup(GROUP, b.request()).catch(() => undefined);
-    await drain();
+    await untilMembers(store, 1);
     const joining = (await store.describeGroup(GROUP)).classic!.members[0]!.memberId;
     await store.classic.leaveGroup(GROUP, { members: [{ memberId: joining }] });
     await parked;

@@ -177,5 +177,6 @@ describe('the packed package', () => {
       { cwd: consumer, encoding: 'utf8' },
     );
     expect(shipped).toContain('examples/compaction/cost-benefit.mjs');
+    expect(shipped).toContain('examples/kafka/kafkajs.mjs');
   }, 180_000);
 });

@@ -53,6 +53,7 @@ import {
   type ClassicSyncGroupRequest,
   type ClassicSyncGroupResult,
 } from './classic-protocol.js';
+import type { ClassicMember } from './classic-member.js';
 import { expireJoin, expirePendingSync, prepareRebalance } from './classic-rebalance.js';
 import { ClassicRebalanceTimers } from './classic-rebalance-timers.js';
 import type { ClassicGroupRecord, ClassicGroupState } from './classic-record.js';
@@ -227,12 +228,16 @@ export class ClassicCoordinator {
       .run(() => {
         try {
           this.#host.ensureActive();
-          this.#validateCommit(
+          const committer = this.#validateCommit(
             groupId,
             member.memberId,
             member.generationId,
             member.groupInstanceId,
           );
+          // As in Kafka, a member's commit keeps its session alive, as a heartbeat would, while
+          // its group is Stable or rebalancing: a consumer busy processing may commit and not
+          // heartbeat (a client without a heartbeat thread).
+          this.#sessions.scheduleSession(groupId, committer.memberId, committer.sessionTimeoutMs);
           return { written: write() };
         } finally {
           if (this.#machine.get(groupId) === undefined)
@@ -386,7 +391,7 @@ export class ClassicCoordinator {
     memberId: string,
     generationId: number,
     groupInstanceId: string | null,
-  ): void {
+  ): ClassicMember {
     const group = this.#machine.get(groupId);
     if (group === undefined) {
       if (this.#host.consumerGroups.memberCount(groupId) !== null) {
@@ -400,7 +405,7 @@ export class ClassicCoordinator {
         `commit for generation ${generationId} of group ${groupId}, which has no generation`,
       );
     }
-    group.validateMember(memberId, groupInstanceId);
+    const member = group.validateMember(memberId, groupInstanceId);
     if (generationId !== group.fields.generationId) {
       throw new OffsetStoreError(
         'ILLEGAL_GENERATION',
@@ -412,6 +417,7 @@ export class ClassicCoordinator {
         'REBALANCE_IN_PROGRESS',
         `group ${groupId} waits for its leader's assignment`,
       );
+    return member;
   }
 
   /** Validates at the edge, then runs the handler on the lane. */

@@ -237,6 +237,40 @@ describe('sessions', () => {
     expect(joined(rejoin)).toMatchObject({ generationId: 2, members: [{ memberId: a!.memberId }] });
     expect(ctx.replayed()).toEqual(ctx.inspect());
   });
+
+  it('a commit keeps its member in the group as a heartbeat does (Kafka: a consumer busy processing may only commit)', async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b] = await ctx.stableGroup(2, 'g', { sessionTimeoutMs: 10_000 });
+    const commit = (memberId: string) =>
+      ctx.classic.commit('g', { memberId, generationId: 1, groupInstanceId: null }, async () => {});
+    const beatB = async () => {
+      const beat = ctx.heartbeat({ memberId: b!.memberId, generationId: 1 });
+      await tick();
+      expect(beat.state).toBe('fulfilled');
+    };
+    // a commits every 4 s and never heartbeats; b heartbeats.
+    for (let t = 0; t < 6; t++) {
+      await ctx.advance(4000);
+      await commit(a!.memberId);
+      await beatB();
+    }
+    expect(ctx.state()).toBe('Stable');
+    expect(
+      ctx
+        .inspect()
+        ?.members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([a!.memberId, b!.memberId].sort());
+    // a is silent from now on: its session ends 10 s after its last commit.
+    for (const step of [4000, 4000, 1999]) {
+      await ctx.advance(step);
+      await beatB();
+    }
+    expect(ctx.state()).toBe('Stable');
+    await ctx.advance(1);
+    expect(ctx.state()).toBe('PreparingRebalance');
+    expect(ctx.inspect()?.members.map((m) => m.memberId)).toEqual([b!.memberId]);
+  });
 });
 
 describe('removal by an admin', () => {

@@ -1113,10 +1113,10 @@ export class Log implements LogPort {
   /** Seals the active segment (made durable whatever the mode) and starts one at `baseOffset`. */
   async #roll(baseOffset: number): Promise<void> {
     await this.checkDirectory();
-    // Removed under the process, the file lives on only in this handle: sealing it would go on
-    // acknowledging into a log no open can find.
-    const active = this.#segments.at(-1)!;
-    if ((await this.#options.fs.sizeBytes(active.path)) === null) throw this.#goneError(active);
+    // Removed (or replaced) under the process, the file lives on only in this handle: sealing it
+    // would go on acknowledging into a log no open can find.
+    const problem = await this.#activeFileProblem();
+    if (problem !== undefined) throw problem;
     // The cut is durable before the next segment exists: a sealed segment never has a zero tail.
     await this.#cutPreallocation();
     await this.#active.datasync();
@@ -1487,8 +1487,32 @@ export class Log implements LogPort {
         if (this.#failure === undefined) this.#failStop(this.#goneError(segment), []);
         break;
       }
+      const problem = this.#failure === undefined ? await this.#activeFileProblem() : undefined;
+      if (problem !== undefined && this.#failure === undefined) this.#failStop(problem, []);
       return this.#failure;
     });
+  }
+
+  /**
+   * Whether the active segment's file is no longer under its name: removed, or (where the port
+   * tells files apart) replaced by another file of that name, a copy or restore over it. Either
+   * way what the log acknowledges goes into a file no open will read.
+   */
+  async #activeFileProblem(): Promise<OffsetStoreError | undefined> {
+    const active = this.#segments.at(-1)!;
+    const { fs } = this.#options;
+    if (fs.identity !== undefined && this.#active.identity !== undefined) {
+      const [under, own] = await Promise.all([fs.identity(active.path), this.#active.identity()]);
+      if (under === null) return this.#goneError(active);
+      if (under === own) return undefined;
+      const error = new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `segment file ${active.path} is no longer the file this log writes (another file was put under its name while the store ran): the log accepts no more writes; what it wrote into its own file is not in the one now there`,
+      );
+      segmentsGone.add(error);
+      return error;
+    }
+    return (await fs.sizeBytes(active.path)) === null ? this.#goneError(active) : undefined;
   }
 
   #goneError(

@@ -336,6 +336,46 @@ describe('missing or shortened files', () => {
       await expectStoppedByGoneFile(store);
     });
 
+    it('the active segment replaced by a copy of itself (a restore over it): the next roll, or the periodic check of a quiet log, stops the log', async () => {
+      for (const quiet of [false, true]) {
+        const warnings: string[] = [];
+        const clock = new ManualClock();
+        const { store, bucket, bucketDir, segments } = await runningWithRolledLog({
+          clock,
+          onWarning: (m) => warnings.push(m),
+        });
+        const active = path.join(bucketDir, segments().at(-1)!);
+        cpSync(active, `${active}.copy`);
+        renameSync(`${active}.copy`, active);
+        const replaced = /segment file .*\.log is no longer the file this log writes/;
+        if (quiet) {
+          clock.advance(60_000); // offsetsRetentionCheckIntervalMs
+          for (let i = 0; i < 100 && warnings.length === 0; i++)
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          expect(warnings.join('\n')).toMatch(
+            new RegExp(`offsets-bucket ${bucket} stopped: LOG_STORAGE_ERROR: ${replaced.source}`),
+          );
+        } else {
+          let refused: unknown;
+          for (let i = 0; i < 200 && refused === undefined; i++)
+            await store
+              .commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 2000 + i }])
+              .catch((error: unknown) => (refused = error));
+          expect(refused).toMatchObject({
+            code: 'LOG_STORAGE_ERROR',
+            message: expect.stringMatching(replaced),
+          });
+        }
+        await expect(
+          store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 9999 }]),
+        ).rejects.toMatchObject({
+          code: 'LOG_STORAGE_ERROR',
+          message: expect.stringMatching(replaced),
+        });
+        await store.close().catch(() => {});
+      }
+    });
+
     it("the store's directory renamed: the periodic check stops the log for that, not for segments gone", async () => {
       const warnings: string[] = [];
       const clock = new ManualClock();

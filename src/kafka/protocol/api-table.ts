@@ -17,7 +17,7 @@
  * | 2   | ListOffsets             | 1-6        | 3             | 6               | 6                 |
  * | 1   | Fetch                   | 4-12       | 11            | 12              | 12                |
  * | 15  | DescribeGroups          | 0-5        | 2             | 5               | 5                 |
- * | 16  | ListGroups              | 0-4        | 2             | 4               | 4                 |
+ * | 16  | ListGroups              | 0-5        | 2             | 4               | 5                 |
  * | 42  | DeleteGroups            | 0-2        | 1             | 2               | 2                 |
  * | 47  | OffsetDelete            | 0          | -             | 0               | 0                 |
  * | 68  | ConsumerGroupHeartbeat  | 0-1        | -             | 1               | 1                 |
@@ -31,7 +31,9 @@
  * FindCoordinator at 4 because later versions name topics by id (Fetch 13+) or batch keys. Produce is
  * advertised only because librdkafka will not Fetch without Produce >= 3; every produce is answered
  * with an error. ConsumerGroupDescribe (69) is what Kafka's admin tools send to describe a KIP-848
- * group; none of the three clients' consumers needs it. SaslHandshake is advertised at v1 only: v0
+ * group; none of the three clients' consumers needs it. ListGroups goes to v5, which filters and
+ * reports groups by type: Kafka 4's admin tools ask for it to list groups of a type.
+ * SaslHandshake is advertised at v1 only: v0
  * would make the tokens that follow bare frames instead of SaslAuthenticate requests (KIP-152).
  */
 import type { MessageInput, MessageSpec, MessageValue } from './schema.js';
@@ -164,7 +166,7 @@ export const KAFKA_APIS = {
     name: 'ListGroups',
     request: LIST_GROUPS_REQUEST,
     response: LIST_GROUPS_RESPONSE,
-    advertised: { min: 0, max: 4 },
+    advertised: { min: 0, max: 5 },
   },
   17: {
     name: 'SaslHandshake',

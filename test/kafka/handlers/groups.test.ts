@@ -84,7 +84,7 @@ describe('ListGroups', () => {
   it("lists every group with its protocol type ('' for offsets only), with its state from v4, filtered by state without regard to case", async () => {
     const { t, client } = await start();
     await seed(t);
-    for (let version = 0; version <= 4; version++) {
+    for (let version = 0; version <= 5; version++) {
       const response = await client.send(API_KEYS.ListGroups, version, {});
       expect(response.errorCode).toBe(0);
       expect(
@@ -99,6 +99,24 @@ describe('ListGroups', () => {
       statesFilter: ['stable', 'PreparingRebalance'],
     });
     expect(filtered.groups.map((g) => g.groupId)).toEqual(['live']);
+  });
+
+  it('gives each group its type from v5 (offsets only: classic), filtered by type without regard to case', async () => {
+    const { t, client } = await start();
+    await seed(t);
+    const list = async (typesFilter: string[], statesFilter: string[] = []) =>
+      (await client.send(API_KEYS.ListGroups, 5, { statesFilter, typesFilter })).groups.map((g) => [
+        g.groupId,
+        g.groupType,
+      ]);
+    expect(await list([])).toEqual([
+      ['idle', 'classic'],
+      ['live', 'consumer'],
+    ]);
+    expect(await list(['Consumer'])).toEqual([['live', 'consumer']]);
+    expect(await list(['classic'])).toEqual([['idle', 'classic']]);
+    expect(await list(['share'])).toEqual([]);
+    expect(await list(['classic', 'consumer'], ['stable'])).toEqual([['live', 'consumer']]);
   });
 });
 

@@ -37,7 +37,7 @@ const FLEXIBLE_FROM: Record<number, number | 'none'> = {
   69: 0,
 };
 
-/** The advertised ranges the server needs (kafkajs 2.2.4, librdkafka 2.15, @platformatic/kafka 1.35), the describe of KIP-848 groups, and SASL (handshake v1 only: v0 sends bare tokens). */
+/** The advertised ranges the server needs (kafkajs 2.2.4, librdkafka 2.15, @platformatic/kafka 1.35), the describe of KIP-848 groups, ListGroups v5 (Kafka 4's admin tools filter groups by type), and SASL (handshake v1 only: v0 sends bare tokens). */
 const ADVERTISED: Record<number, [number, number]> = {
   18: [0, 3],
   3: [0, 12],
@@ -51,7 +51,7 @@ const ADVERTISED: Record<number, [number, number]> = {
   2: [1, 6],
   1: [4, 12],
   15: [0, 5],
-  16: [0, 4],
+  16: [0, 5],
   42: [0, 2],
   47: [0, 0],
   68: [0, 1],

@@ -255,12 +255,7 @@ describe('sessions', () => {
       await beatB();
     }
     expect(ctx.state()).toBe('Stable');
-    expect(
-      ctx
-        .inspect()
-        ?.members.map((m) => m.memberId)
-        .sort(),
-    ).toEqual([a!.memberId, b!.memberId].sort());
+    expect(ctx.memberIds()).toEqual([a!.memberId, b!.memberId].sort());
     // a is silent from now on: its session ends 10 s after its last commit.
     for (const step of [4000, 4000, 1999]) {
       await ctx.advance(step);

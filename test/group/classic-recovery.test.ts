@@ -70,12 +70,7 @@ describe('restart', () => {
     ctx.restart();
     await tick();
     expect(ctx.inspect()).toMatchObject({ state: 'PreparingRebalance', generationId: 1 });
-    expect(
-      ctx
-        .inspect()
-        ?.members.map((m) => m.memberId)
-        .sort(),
-    ).toEqual([a!.memberId, b!.memberId].sort());
+    expect(ctx.memberIds()).toEqual([a!.memberId, b!.memberId].sort());
     const beat = ctx.heartbeat({ memberId: a!.memberId, generationId: 1 });
     await tick();
     expect(beat.code).toBe('REBALANCE_IN_PROGRESS');

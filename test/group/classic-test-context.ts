@@ -162,6 +162,11 @@ export class ClassicTestContext {
     return this.classic.inspect(groupId);
   }
 
+  /** The ids of the group's members, sorted (none without a group). */
+  memberIds(groupId = 'g'): string[] {
+    return (this.inspect(groupId)?.members.map((m) => m.memberId) ?? []).sort();
+  }
+
   /** Replays every classic record emitted so far into a fresh state machine. */
   replayed(groupId = 'g'): ClassicGroupInspection | null {
     const machine = new ClassicGroupStateMachine();

@@ -79,6 +79,56 @@ class RemovingFileSystem extends FaultyFileSystem {
   }
 }
 
+/**
+ * A store in durability 'os' whose active segment's last pages a failed writeback dropped, as the
+ * kernel does: reads return what the device has there (zeros), and the file's fdatasyncs report EIO.
+ */
+async function storeWithDroppedPages(): Promise<{ store: OffsetStore; warnings: string[] }> {
+  const dir = tempDir();
+  const fs = new FaultyFileSystem();
+  let dropped: { file: string; from: number } | undefined;
+  const warnings: string[] = [];
+  fs.hookHandles((file, handle) => ({
+    async read(buffer, offset, length, position) {
+      const n = await handle.read(buffer, offset, length, position);
+      if (dropped?.file === file && position + n > dropped.from) {
+        const from = Math.max(position, dropped.from);
+        buffer.fill(0, offset + (from - position), offset + n);
+      }
+      return n;
+    },
+    async datasync() {
+      if (dropped?.file === file)
+        throw Object.assign(new Error('EIO: writeback of dropped pages failed'), { code: 'EIO' });
+      return handle.datasync();
+    },
+  }));
+  const store = await OffsetStore.open({
+    dir,
+    fs,
+    durability: 'os',
+    bucketCount: 1,
+    segmentBytesMax: 1024,
+    clock: new ManualClock(),
+    compaction: { strategy: 'log-cleaner', background: false, minDirtyRatio: 0 },
+    onWarning: (m) => warnings.push(m),
+  });
+  for (let i = 0; i < 40; i++)
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+  const bucketDir = path.join(dir, 'buckets', '000');
+  const active = path.join(
+    bucketDir,
+    readdirSync(bucketDir)
+      .filter((f) => f.endsWith('.log'))
+      .sort()
+      .at(-1)!,
+  );
+  const written = readFileSync(active).length;
+  expect(written, 'the active segment holds batches after its first').toBeGreaterThan(300);
+  dropped = { file: active, from: written - 40 };
+  return { store, warnings };
+}
+
 const offsetsOf = async (store: OffsetStore) =>
   (await store.fetchOffsets('g')).map((o) => o!.offset).sort((a, b) => a - b);
 
@@ -361,50 +411,7 @@ describe('a failing disk', () => {
   });
 
   it("reports a compaction that read bytes a failed writeback dropped from the page cache as the log's storage failure, not as damage on the disk", async () => {
-    // The kernel's writeback of the active segment's last pages fails: it drops them (reads now
-    // return what the device has there, zeros) and the file's next fdatasync reports EIO.
-    const dir = tempDir();
-    const fs = new FaultyFileSystem();
-    let dropped: { file: string; from: number } | undefined;
-    const warnings: string[] = [];
-    fs.hookHandles((file, handle) => ({
-      async read(buffer, offset, length, position) {
-        const n = await handle.read(buffer, offset, length, position);
-        if (dropped?.file === file && position + n > dropped.from) {
-          const from = Math.max(position, dropped.from);
-          buffer.fill(0, offset + (from - position), offset + n);
-        }
-        return n;
-      },
-      async datasync() {
-        if (dropped?.file === file)
-          throw Object.assign(new Error('EIO: writeback of dropped pages failed'), { code: 'EIO' });
-        return handle.datasync();
-      },
-    }));
-    const store = await OffsetStore.open({
-      dir,
-      fs,
-      durability: 'os',
-      bucketCount: 1,
-      segmentBytesMax: 1024,
-      clock: new ManualClock(),
-      compaction: { strategy: 'log-cleaner', background: false, minDirtyRatio: 0 },
-      onWarning: (m) => warnings.push(m),
-    });
-    for (let i = 0; i < 40; i++)
-      await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
-    const bucketDir = path.join(dir, 'buckets', '000');
-    const active = path.join(
-      bucketDir,
-      readdirSync(bucketDir)
-        .filter((f) => f.endsWith('.log'))
-        .sort()
-        .at(-1)!,
-    );
-    const written = readFileSync(active).length;
-    expect(written, 'the active segment holds batches after its first').toBeGreaterThan(300);
-    dropped = { file: active, from: written - 40 };
+    const { store, warnings } = await storeWithDroppedPages();
     await expect(store.compact()).rejects.toMatchObject({
       code: 'LOG_STORAGE_ERROR',
       message: expect.stringMatching(/fdatasync .*failed.*page cache/),
@@ -420,50 +427,7 @@ describe('a failing disk', () => {
   });
 
   it("names the log's storage failure when a compaction reads damaged bytes of a log that failure stopped already", async () => {
-    // The kernel's writeback of the active segment's last pages fails: it drops them (reads now
-    // return what the device has there, zeros) and the file's next fdatasync reports EIO.
-    const dir = tempDir();
-    const fs = new FaultyFileSystem();
-    let dropped: { file: string; from: number } | undefined;
-    const warnings: string[] = [];
-    fs.hookHandles((file, handle) => ({
-      async read(buffer, offset, length, position) {
-        const n = await handle.read(buffer, offset, length, position);
-        if (dropped?.file === file && position + n > dropped.from) {
-          const from = Math.max(position, dropped.from);
-          buffer.fill(0, offset + (from - position), offset + n);
-        }
-        return n;
-      },
-      async datasync() {
-        if (dropped?.file === file)
-          throw Object.assign(new Error('EIO: writeback of dropped pages failed'), { code: 'EIO' });
-        return handle.datasync();
-      },
-    }));
-    const store = await OffsetStore.open({
-      dir,
-      fs,
-      durability: 'os',
-      bucketCount: 1,
-      segmentBytesMax: 1024,
-      clock: new ManualClock(),
-      compaction: { strategy: 'log-cleaner', background: false, minDirtyRatio: 0 },
-      onWarning: (m) => warnings.push(m),
-    });
-    for (let i = 0; i < 40; i++)
-      await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
-    const bucketDir = path.join(dir, 'buckets', '000');
-    const active = path.join(
-      bucketDir,
-      readdirSync(bucketDir)
-        .filter((f) => f.endsWith('.log'))
-        .sort()
-        .at(-1)!,
-    );
-    const written = readFileSync(active).length;
-    expect(written, 'the active segment holds batches after its first').toBeGreaterThan(300);
-    dropped = { file: active, from: written - 40 };
+    const { store, warnings } = await storeWithDroppedPages();
     // The log's own fdatasync meets the failed writeback first: it stops the log.
     let stopped: unknown;
     for (let i = 0; i < 200 && stopped === undefined; i++)
@@ -471,7 +435,6 @@ describe('a failing disk', () => {
         .commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: 100 + i }])
         .catch((error: unknown) => (stopped = error));
     expect(stopped).toMatchObject({ code: 'LOG_STORAGE_ERROR' });
-    dropped = { file: active, from: written - 40 }; // the same pages, still dropped
     await expect(store.compact()).rejects.toMatchObject({
       code: 'LOG_STORAGE_ERROR',
       message: expect.stringMatching(/already stopped by a storage failure.*EIO/),

@@ -242,6 +242,22 @@ function syncHandle(round: RoundInFlight): FileHandle {
   return round.number % 2 === 0 ? round.file.handle : round.file.oddRounds;
 }
 
+/**
+ * A round of a file found removed (checkFilePresent) is durable only in a file that ends with the
+ * process: its log syncs it before it is acknowledged. A log whose own write of it failed holds
+ * it nowhere: refused, it is cut back from the log.
+ */
+function acknowledgeOnceOwnSynced(submission: Submission): void {
+  if (submission.writeError !== undefined) {
+    submission.reject(submission.writeError);
+    return;
+  }
+  submission.syncOwn().then(
+    () => submission.resolve({ ownSync: true }),
+    (error: unknown) => submission.reject(error),
+  );
+}
+
 /** Wakes whoever waits for the rounds of `file` to be over (`CommitJournal.#untilDrained`). */
 function wakeDrained(file: OpenFile | undefined): void {
   const waiters = file?.drained;
@@ -452,8 +468,10 @@ export class CommitJournal implements JournalPort {
       const done = this.#inFlight.shift()!;
       done.file.durableRound = Math.max(done.file.durableRound, done.number);
       if (done.file.durableRound >= done.file.round) wakeDrained(done.file);
-      for (const submission of done.taken)
-        submission.resolve({ ownSync: false, writeError: submission.writeError });
+      for (const submission of done.taken) {
+        if (done.file.gone === true) acknowledgeOnceOwnSynced(submission);
+        else submission.resolve({ ownSync: false, writeError: submission.writeError });
+      }
     }
   }
 
@@ -710,6 +728,8 @@ export class CommitJournal implements JournalPort {
     if (file === undefined || file.gone === true || this.#closed || this.#failure !== undefined)
       return;
     if ((await this.#fs.sizeBytes(file.path)) !== null) return;
+    // Retired meanwhile (full, its rounds all durable and synced by their logs): not a removal.
+    if (this.#file !== file) return;
     file.gone = true;
     this.#onWarning(
       `journal file ${file.path} was removed while the store ran: the logs that wrote into it sync what they wrote, and the next round starts a new file`,

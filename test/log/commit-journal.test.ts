@@ -993,4 +993,89 @@ describe('the commit journal', () => {
     expect(warnings).toEqual([]);
     await journal.close(true);
   });
+  it('a round written into a file the journal found removed is acknowledged only once its log synced it, or refused when its log could not write it', async () => {
+    const dir = tempDir();
+    let hold: Promise<void> | undefined;
+    let journalWrites = 0;
+    const fs = hookedFs({
+      beforeJournalWrite: async () => {
+        journalWrites++;
+        if (hold !== undefined) await hold;
+      },
+    });
+    const events: string[] = [];
+    let release = () => {};
+    const { journal } = await openJournal(dir, { fs, onWarning: () => release() });
+    await Promise.all([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    const [file] = journalFiles(dir).filter((name) => name.endsWith('.journal'));
+    rmSync(path.join(dir, JOURNAL_DIR, file!));
+    hold = new Promise((resolve) => (release = resolve));
+    const before = journalWrites;
+    // Bucket 2's log syncs in a moment; bucket 3's log cannot write its copy.
+    const synced = {
+      write: async () => {},
+      syncOwn: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        events.push('own sync 2');
+      },
+    };
+    const unwritten = {
+      write: async () => {
+        throw Object.assign(new Error('EIO: write failed'), { code: 'EIO' });
+      },
+      syncOwn: async () => {},
+    };
+    const round = Promise.allSettled([
+      journal.commit(2, [batchAt(0)], synced).then((outcome) => {
+        events.push('ack 2');
+        return outcome;
+      }),
+      journal.commit(3, [batchAt(0)], unwritten),
+    ]);
+    while (journalWrites === before) await new Promise((resolve) => setTimeout(resolve, 1));
+    const [, [two, three]] = await Promise.all([journal.checkFilePresent(), round]);
+    // The journal knew its file gone before it acknowledged the round: acknowledged from it, the
+    // round would be durable nowhere until its log synced.
+    expect(events).toEqual(['own sync 2', 'ack 2']);
+    expect(two).toMatchObject({ status: 'fulfilled', value: { ownSync: true } });
+    expect(three).toMatchObject({ status: 'rejected', reason: { code: 'EIO' } });
+    await journal.close(false);
+  });
+
+  it('a check that began before the full file was retired and deleted does not take it for removed', async () => {
+    const dir = tempDir();
+    const warnings: string[] = [];
+    const first = path.join(dir, JOURNAL_DIR, `${'1'.padStart(20, '0')}.journal`);
+    let slowStat = false;
+    // The check's stat of the current file is slow: the file fills, is retired and deleted meanwhile.
+    const fs = new (class extends NodeFileSystem {
+      override async sizeBytes(file: string): Promise<number | null> {
+        if (slowStat && file === first)
+          while (existsSync(first)) await new Promise((resolve) => setTimeout(resolve, 1));
+        return super.sizeBytes(file);
+      }
+    })();
+    const { journal } = await openJournal(dir, {
+      fs,
+      onWarning: (message) => void warnings.push(message),
+      fileBytesMax: 4096,
+    });
+    await Promise.all([
+      journal.commit(0, [batchAt(0)], fakeLog()),
+      journal.commit(1, [batchAt(0)], fakeLog()),
+    ]);
+    slowStat = true;
+    const check = journal.checkFilePresent();
+    await Promise.all([
+      journal.commit(0, [batchAt(1)], fakeLog()),
+      journal.commit(1, [batchAt(1)], fakeLog()),
+    ]);
+    await journal.drain();
+    await check;
+    expect(warnings).toEqual([]);
+    await journal.close(true);
+  });
 });

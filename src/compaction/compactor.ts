@@ -313,13 +313,14 @@ export class Compactor {
       return (await target.log.checkSegmentsPresent().catch(() => undefined)) ?? error;
     if (error.code !== 'CORRUPT_MESSAGE') return error;
     if (target.log.failed) {
-      // Stopped by a storage failure already: what was read may be what a failed write or
-      // writeback left behind, so the log's own failure is named beside the damage.
+      // Stopped by a failed write or fdatasync already: what was read may be what that failure
+      // left behind (a writeback's dropped pages), so the log's failure is named beside the
+      // damage. A log stopped for anything else (a segment removed, a close) reads real damage.
       const failure: unknown = await target.log.syncAcknowledged().then(
         () => undefined,
         (stopped: unknown) => stopped,
       );
-      if (failure === undefined) return error;
+      if (!failedOnIo(failure)) return error;
       return new OffsetStoreError(
         'LOG_STORAGE_ERROR',
         `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}) of a log already stopped by a storage failure, which may have left them there (not necessarily damage on the disk; the next open verifies the log): ${isOffsetStoreError(failure) ? messageWithoutCode(failure) : (failure as Error).message}`,
@@ -762,4 +763,10 @@ function compactionError(error: unknown, bucket: number): OffsetStoreError {
     `compacting offsets-bucket ${bucket} failed (what it had not finished changed nothing): ${message}${hint}`,
     { cause: error },
   );
+}
+
+/** Whether a log's failure came from a system call's error (EIO, ENOSPC, ...): a failed write or fdatasync. */
+function failedOnIo(failure: unknown): boolean {
+  const code = (failure as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code);
 }

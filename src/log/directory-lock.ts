@@ -89,10 +89,13 @@ export class DirectoryLock {
     this.#identity = identity;
   }
 
-  /** Whether the directory's path leads to another directory than the one locked. */
+  /**
+   * Whether the directory's path leads to another directory than the one locked (or to none). A
+   * failure to find out (a stat's EIO) is thrown as it is, not taken for a move.
+   */
   async #moved(): Promise<boolean> {
     if (this.#identity === null) return false;
-    const now = await this.#fs.identity?.(this.#dir).catch(() => null);
+    const now = await this.#fs.identity?.(this.#dir);
     return now !== this.#identity;
   }
 

@@ -1450,9 +1450,13 @@ export class Log implements LogPort {
         'LOG_STORAGE_ERROR',
         `compacted segment(s) ${lost.join(', ')} in ${dir} were removed before they were swapped in, after others were: the swap can be neither completed nor undone; nothing more is renamed or deleted (the next open reports what is missing)`,
       );
-    for (const tempPath of waiting) await fs.unlink(tempPath);
-    if ((await fs.sizeBytes(path.join(dir, INTENT_FILE))) !== null)
+    // The intent goes first, durably: one left beside some outputs' names and not others would
+    // read at the next open as a swap that lost outputs, and refuse the store.
+    if ((await fs.sizeBytes(path.join(dir, INTENT_FILE))) !== null) {
       await fs.unlink(path.join(dir, INTENT_FILE));
+      await fs.syncDir(dir);
+    }
+    for (const tempPath of waiting) await fs.unlink(tempPath);
     await fs.syncDir(dir);
     this.#pendingSwap = undefined;
     throw new OffsetStoreError(
@@ -1472,10 +1476,12 @@ export class Log implements LogPort {
     return this.#swaps.run(async () => {
       if (this.#failure !== undefined || this.#closed) return this.#failure;
       // A store directory renamed or replaced has none of its segments under their paths: that,
-      // not every segment removed, is what stops the log (as it would stop a roll).
+      // not every segment removed, is what stops the log (as it would stop a roll). A failure to
+      // tell (a stat's transient error) stops nothing: the next pass asks again.
       try {
         await this.checkDirectory();
       } catch (error) {
+        if (!(error instanceof OffsetStoreError)) return undefined;
         if (this.#failure === undefined) this.#failStop(error, []);
         return this.#failure;
       }

@@ -21,6 +21,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyLog } from '../../src/admin/index.js';
 import { readBatchHeader } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const OPTIONS = {
@@ -396,6 +397,62 @@ describe('missing or shortened files', () => {
       } finally {
         renameSync(moved, dir);
       }
+    });
+
+    it('a stat of the store directory that fails once (EIO) at the periodic check stops nothing', async () => {
+      const warnings: string[] = [];
+      const clock = new ManualClock();
+      const dir = tempDir();
+      let failDirStat = false;
+      const fs = new (class extends NodeFileSystem {
+        override async identity(p: string): Promise<string | null> {
+          if (failDirStat && p === dir) {
+            failDirStat = false;
+            throw Object.assign(new Error('EIO: i/o error, stat'), { code: 'EIO' });
+          }
+          return super.identity(p);
+        }
+      })();
+      const store = await OffsetStore.open({
+        dir,
+        ...OPTIONS,
+        fs,
+        clock,
+        onWarning: (m) => warnings.push(m),
+      });
+      await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+      failDirStat = true;
+      clock.advance(60_000); // offsetsRetentionCheckIntervalMs
+      for (let i = 0; i < 50 && failDirStat; i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the pass ends
+      expect(failDirStat, 'the check asked after the directory').toBe(false);
+      expect(warnings).toEqual([]);
+      await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: 2 }]);
+      await store.close();
+    });
+
+    it('damage a compaction reads in a log stopped for a replaced segment is reported as damage (CORRUPT_MESSAGE), not as what a failed write left', async () => {
+      const warnings: string[] = [];
+      const clock = new ManualClock();
+      const { store, bucket, bucketDir, segments } = await runningWithRolledLog({
+        clock,
+        compaction: { strategy: 'log-cleaner', background: false, minDirtyRatio: 0 },
+        onWarning: (m) => warnings.push(m),
+      });
+      const active = path.join(bucketDir, segments().at(-1)!);
+      cpSync(active, `${active}.copy`);
+      renameSync(`${active}.copy`, active);
+      clock.advance(60_000); // offsetsRetentionCheckIntervalMs: the log stops
+      for (let i = 0; i < 100 && warnings.length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      expect((await store.stats()).buckets[bucket]!.state).toBe('stopped');
+      const sealed = path.join(bucketDir, segments()[1]!);
+      const bytes = readFileSync(sealed);
+      bytes[bytes.length - 5] = bytes[bytes.length - 5]! ^ 0x40; // rot in a durable sealed segment
+      writeFileSync(sealed, bytes);
+      await expect(store.compact()).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+      await store.close().catch(() => {});
     });
 
     it.each(['log-cleaner', 'incremental'] as const)(

@@ -348,6 +348,37 @@ describe('a failing disk', () => {
       await reopened.close();
     });
 
+  it('a swap abandoned part way (a failed unlink of its leftovers) leaves a store that opens with every offset: the intent goes first', async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open(options(dir, fs));
+    // More live offsets than one segment holds: the compaction writes several outputs.
+    for (let round = 0; round < 2; round++)
+      for (let i = 0; i < 60; i++)
+        await store.commitOffsets('g', [{ ...K(i), offset: round * 100 + i }]);
+    const before = await offsetsOf(store);
+    const bucketDir = path.join(dir, 'buckets', '000');
+    const cleaned = () =>
+      readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.cleaned'))
+        .sort();
+    // The rename of the first output fails: the intent is durable, every output waits.
+    fs.plan = { failMetaOpAt: fs.metaOpCount + 3 };
+    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    fs.plan = {};
+    const waiting = cleaned();
+    expect(waiting.length, 'a swap of several outputs').toBeGreaterThan(1);
+    rmSync(path.join(bucketDir, waiting.at(-1)!)); // one output lost
+    // The retry abandons the swap; its second directory operation fails, and the process ends.
+    fs.plan = { failMetaOpAt: fs.metaOpCount + 2 };
+    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    fs.plan = {};
+    await store.close().catch(() => {});
+    const reopened = await OffsetStore.open(options(dir, new FaultyFileSystem()));
+    expect(await offsetsOf(reopened)).toEqual(before);
+    await reopened.close();
+  });
+
   for (const withIdentity of [true, false])
     it(`loses nothing when a compacted output is removed before its swap first runs (${withIdentity ? 'with' : 'without'} file identities)`, async () => {
       const dir = tempDir();

@@ -2,7 +2,8 @@
  * ConsumerGroupDescribe (key 69, v0): a consumer group as KIP-848 describes it, from
  * `store.describeGroup`: state, group and assignment epochs, assignor, and per member its epoch,
  * instance id, subscribed topic names, current and target assignments (topic id, name and
- * partitions), and the client id and host of its last heartbeat when the server remembers them.
+ * partitions), and the client id, host and rack of its last heartbeats when the server remembers them
+ * (in memory: after a restart, until the member sends them again).
  * A group the store does not know is GROUP_ID_NOT_FOUND; an invalid id INVALID_GROUP_ID. So is a
  * classic group (or one that has only committed offsets), as in Kafka: "not a consumer group",
  * which is what tells Kafka's admin client to describe it with DescribeGroups instead.
@@ -46,7 +47,7 @@ async function describeOne(context: HandlerContext, groupId: string) {
         return {
           memberId: m.memberId,
           instanceId: m.instanceId,
-          rackId: null,
+          rackId: notes?.rackId ?? null,
           memberEpoch: m.memberEpoch,
           clientId: notes?.clientId ?? '',
           clientHost: notes?.clientHost ?? '',

@@ -225,6 +225,7 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
     regexTableIds,
     tableIds,
     clientId: header.clientId,
+    rackId: request.rackId,
     peer,
   };
   if (memberEpoch >= 0 && !context.members.fits(groupId, memberId, notesOf(seen, notes)))
@@ -276,6 +277,8 @@ interface Seen {
   regexTableIds: readonly number[] | undefined;
   tableIds: readonly number[] | undefined;
   clientId: string | null;
+  /** The heartbeat's rack id: null leaves it as it was (Kafka sends it when it changes). */
+  rackId: string | null;
   peer: Peer;
 }
 
@@ -288,6 +291,7 @@ function notesOf(seen: Seen, previous: MemberNotes | undefined): MemberNotes {
     tableIds: seen.tableIds ?? previous?.tableIds,
     clientId: seen.clientId ?? '',
     clientHost: seen.peer.clientHost,
+    rackId: seen.rackId ?? previous?.rackId ?? null,
   };
 }
 

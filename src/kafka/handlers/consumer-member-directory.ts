@@ -1,7 +1,7 @@
 /**
  * What the server remembers of consumer-group (KIP-848) members beyond what the store keeps: the
  * topic names and the regular expression a member subscribed to (the store knows table ids, and a
- * subscribed topic that does not exist yet has none), the table ids last sent for them, and the client id and host Kafka's
+ * subscribed topic that does not exist yet has none), the table ids last sent for them, and the client id, host and rack Kafka's
  * describe calls report. A member's next heartbeat may omit its subscription (librdkafka sends it
  * only when it changes); the names remembered here let the server add a topic created since.
  *
@@ -37,6 +37,8 @@ export interface MemberNotes {
   readonly clientId: string;
   /** The address its last heartbeat came from. */
   readonly clientHost: string;
+  /** The rack it said it is in (a heartbeat's rack id; null: unchanged), null when it named none. */
+  readonly rackId?: string | null;
 }
 
 /** How long after a look for notes to drop that found too little `fits` says no without looking again. */
@@ -173,7 +175,8 @@ export class ConsumerMemberDirectory {
 const CHARS_PER_TABLE_ID = 4;
 
 function charsOf(k: string, notes: MemberNotes): number {
-  let chars = k.length + notes.clientId.length + notes.clientHost.length;
+  let chars =
+    k.length + notes.clientId.length + notes.clientHost.length + (notes.rackId?.length ?? 0);
   for (const name of notes.topicNames ?? []) chars += name.length;
   chars += notes.topicRegex?.length ?? 0;
   chars +=

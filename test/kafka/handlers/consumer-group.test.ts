@@ -536,6 +536,40 @@ describe('ConsumerGroupDescribe', () => {
     expect(unknown).toMatchObject({ errorCode: KAFKA_ERROR.GROUP_ID_NOT_FOUND, groupId: 'nope' });
   });
 
+  it('reports the rack a member named, kept while its heartbeats send none (null: unchanged)', async () => {
+    const { client } = await start();
+    const describeRacks = async () =>
+      (
+        await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] })
+      ).groups[0]!.members.map((m) => [m.memberId, m.rackId]);
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      rackId: 'eu-west-1a',
+    });
+    await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'n',
+    });
+    expect(await describeRacks()).toEqual([
+      ['m', 'eu-west-1a'],
+      ['n', null],
+    ]);
+    await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: joined.memberEpoch,
+      rebalanceTimeoutMs: -1,
+      subscribedTopicNames: null,
+      topicPartitions: null,
+      rackId: null,
+    });
+    expect(await describeRacks()).toEqual([
+      ['m', 'eu-west-1a'],
+      ['n', null],
+    ]);
+  });
+
   it("keeps showing a member's subscription after a restart, when its heartbeats omit it", async () => {
     const { t, client: first } = await start();
     const joined = await first.send(API_KEYS.ConsumerGroupHeartbeat, 1, {

@@ -256,6 +256,11 @@ export class EtcdLog implements LogPort {
     return this.#nextOffset;
   }
 
+  /** What etcd holds is durable: the durable end. */
+  get endLowerBound(): number {
+    return this.durableEnd;
+  }
+
   /** True once a fence or an unresolved outcome has fail-stopped the log. */
   get failed(): boolean {
     return this.#failure !== undefined;

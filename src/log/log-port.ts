@@ -34,6 +34,11 @@ export interface LogPort {
   readonly acknowledgedEnd: number;
   /** Log offset below which every batch is known durable (at most `acknowledgedEnd`). */
   readonly durableEnd: number;
+  /**
+   * Where the log ends at the least, to record for the next open once it has failed: its durable
+   * end, or (a local log whose file was removed or replaced) what it acknowledged.
+   */
+  readonly endLowerBound: number;
   /** True once a storage failure or a fence has fail-stopped the log. */
   readonly failed: boolean;
   /** Bytes the log holds (batches only). */

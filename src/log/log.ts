@@ -657,6 +657,17 @@ export class Log implements LogPort {
     return this.#options.durability === 'os' ? this.#durableBelow : this.#acknowledgedEnd;
   }
 
+  /**
+   * Where the log ends at the least, to record for the next open once it has failed: its durable
+   * end; but for a log stopped because its file was removed or replaced, what it acknowledged,
+   * which is in no file an open reads (the next open then reports what is missing).
+   */
+  get endLowerBound(): number {
+    if (this.#failure !== undefined && segmentsGone.has(this.#failure))
+      return this.#acknowledgedEnd;
+    return this.durableEnd;
+  }
+
   /** True once a storage failure has fail-stopped this log. */
   get failed(): boolean {
     return this.#failure !== undefined;
@@ -1116,7 +1127,10 @@ export class Log implements LogPort {
     // Removed (or replaced) under the process, the file lives on only in this handle: sealing it
     // would go on acknowledging into a log no open can find.
     const problem = await this.#activeFileProblem();
-    if (problem !== undefined) throw problem;
+    if (problem !== undefined) {
+      await this.#recordAcknowledgedEnd();
+      throw problem;
+    }
     // The cut is durable before the next segment exists: a sealed segment never has a zero tail.
     await this.#cutPreallocation();
     await this.#active.datasync();
@@ -1495,6 +1509,8 @@ export class Log implements LogPort {
       }
       const problem = this.#failure === undefined ? await this.#activeFileProblem() : undefined;
       if (problem !== undefined && this.#failure === undefined) this.#failStop(problem, []);
+      if (this.#failure !== undefined && segmentsGone.has(this.#failure))
+        await this.#recordAcknowledgedEnd();
       return this.#failure;
     });
   }
@@ -1519,6 +1535,15 @@ export class Log implements LogPort {
       return error;
     }
     return (await fs.sizeBytes(active.path)) === null ? this.#goneError(active) : undefined;
+  }
+
+  /**
+   * A segment file gone or replaced: the store records (onSegmentStarted) that the log reached
+   * what it acknowledged, so that an open, after a close or a crash, reports the batches the lost
+   * file held instead of serving the log as ending before them.
+   */
+  async #recordAcknowledgedEnd(): Promise<void> {
+    await this.#options.onSegmentStarted?.(this.#acknowledgedEnd);
   }
 
   #goneError(

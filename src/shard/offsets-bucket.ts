@@ -764,12 +764,13 @@ export class OffsetsBucket {
   /**
    * Where the log ends, as the manifest records it at a clean close: exactly, or after a storage
    * failure a lower bound, where the log was last known durable (in durability 'os' that may be
-   * below what was acknowledged; the next open writes the rest again: recovery.md).
+   * below what was acknowledged; the next open writes the rest again: recovery.md), or for a log
+   * whose file was removed or replaced, what it acknowledged (Log.endLowerBound).
    */
   logEnd(): { logOffset: number; exact: boolean } {
     const log = this.table.log;
     return log.failed
-      ? { logOffset: log.durableEnd, exact: false }
+      ? { logOffset: log.endLowerBound, exact: false }
       : { logOffset: log.acknowledgedEnd, exact: true };
   }
 

@@ -377,6 +377,53 @@ describe('missing or shortened files', () => {
       }
     });
 
+    for (const durability of ['fsync', 'os'] as const)
+      for (const end of ['close', 'crash'] as const)
+        it(`the active segment replaced by an older copy of itself: the next open reports the commits it lost instead of serving the copy (durability ${durability}, then a ${end})`, async () => {
+          const warnings: string[] = [];
+          const clock = new ManualClock();
+          const dir = tempDir();
+          // Segments large enough that the copy and the commits after it share one file.
+          const options = {
+            ...OPTIONS,
+            bucketCount: 1,
+            segmentBytesMax: 1 << 20,
+            durability,
+            clock,
+            onWarning: (m: string) => warnings.push(m),
+          };
+          const store = await OffsetStore.open({ dir, ...options });
+          const commit = (offset: number) =>
+            store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset }]);
+          for (let i = 1; i <= 20; i++) await commit(i);
+          const bucketDir = path.join(dir, 'buckets', '000');
+          const active = path.join(
+            bucketDir,
+            readdirSync(bucketDir)
+              .filter((f) => f.endsWith('.log'))
+              .sort()
+              .at(-1)!,
+          );
+          cpSync(active, `${active}.copy`); // an older copy: commits 1..20
+          for (let i = 21; i <= 40; i++) await commit(i);
+          renameSync(`${active}.copy`, active);
+          clock.advance(60_000); // offsetsRetentionCheckIntervalMs: the log stops
+          for (let i = 0; i < 100 && warnings.length === 0; i++)
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          expect(warnings.join('\n')).toMatch(/no longer the file this log writes/);
+          let image = dir;
+          if (end === 'crash') {
+            image = tempDir();
+            cpSync(dir, image, { recursive: true }); // the files as a crash leaves them
+            rmSync(path.join(image, 'LOCK'), { force: true });
+          }
+          await store.close().catch(() => {});
+          // Commits 21..40 were acknowledged into the replaced file: reported, never served as 20.
+          await expect(OffsetStore.open({ dir: image, ...options })).rejects.toMatchObject({
+            code: 'CORRUPT_MESSAGE',
+          });
+        });
+
     it("the store's directory renamed: the periodic check stops the log for that, not for segments gone", async () => {
       const warnings: string[] = [];
       const clock = new ManualClock();

@@ -402,7 +402,10 @@ export class Compactor {
           this.#options.onRun?.({ kind: 'finished', report });
           return report;
         },
-        (error: unknown) => {
+        (thrown: unknown) => {
+          // Named for the bucket and as an OffsetStoreError here already: a bare errno error
+          // (ENOSPC from a file the job wrote) would tell the listener neither.
+          const error = compactionError(thrown, target.bucket);
           this.#options.onRun?.({
             kind: 'failed',
             bucket: target.bucket,

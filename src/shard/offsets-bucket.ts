@@ -259,7 +259,7 @@ export class OffsetsBucket {
             : `${torn}; truncated ${report.bytesTruncated} bytes${
                 restored > 0
                   ? `, and wrote ${restored} batch(es) again from the commit journal, where they were durable`
-                  : ' that were never acknowledged'
+                  : " that were never made durable (never acknowledged, unless the store ran in durability 'os', where a power loss takes commits acknowledged after the last fdatasync)"
               }`,
       );
     }

@@ -167,7 +167,7 @@ describe('recovery', () => {
         expect(warnings, `cut ${cut}`).toEqual([
           expect.stringMatching(
             new RegExp(
-              `^offsets-bucket 0: torn write at the end of .*; truncated ${batchBytes - cut} bytes that were never acknowledged$`,
+              `^offsets-bucket 0: torn write at the end of .*; truncated ${batchBytes - cut} bytes that were never made durable \\(never acknowledged, unless the store ran in durability 'os', .*\\)$`,
             ),
           ),
         ]);

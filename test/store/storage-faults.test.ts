@@ -441,6 +441,37 @@ describe('a failing disk', () => {
     await reopened.close();
   });
 
+  it("a failed compaction's onRun event carries an OffsetStoreError naming the bucket, not the bare errno error of the file it wrote", async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const failed: unknown[] = [];
+    const store = await OffsetStore.open(
+      options(dir, fs, {
+        compaction: {
+          strategy: 'checkpoint',
+          background: false,
+          onRun: (event) => {
+            if (event.kind === 'failed') failed.push(event.error);
+          },
+        },
+      }),
+    );
+    for (let i = 0; i < 150; i++) await store.commitOffsets('g', [{ ...K(i % 5), offset: i }]);
+    // The manifest's update after the checkpoint (written to a .tmp file, then renamed) fails.
+    fs.plan = { failWritesToSuffix: '.tmp' };
+    await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    fs.plan = {};
+    expect(failed).toEqual([
+      expect.objectContaining({
+        code: 'LOG_STORAGE_ERROR',
+        message: expect.stringMatching(
+          /^LOG_STORAGE_ERROR: compacting offsets-bucket 0 failed .*EIO/,
+        ),
+      }),
+    ]);
+    await store.close();
+  });
+
   it("reports a compaction that read bytes a failed writeback dropped from the page cache as the log's storage failure, not as damage on the disk", async () => {
     const { store, warnings } = await storeWithDroppedPages();
     await expect(store.compact()).rejects.toMatchObject({

@@ -134,6 +134,13 @@ export const COMMIT_NORMALIZED: unique symbol = Symbol('offset-store: commit nor
  */
 export const HOLDS_CONSUMER_MEMBER: unique symbol = Symbol('offset-store: holds consumer member');
 
+/**
+ * Key of the store's refresh of several consumer-group members' subscribed tables in one epoch bump
+ * (GroupCoordinator.refreshSubscriptions), for the Kafka front end (not exported from the package):
+ * a topic created after members subscribed to its name reaches all of them at once.
+ */
+export const REFRESH_SUBSCRIPTIONS: unique symbol = Symbol('offset-store: refresh subscriptions');
+
 /** Offsets-buckets that write their last checkpoint at once when the store closes. */
 const CLOSING_CHECKPOINTS_AT_ONCE = 8;
 
@@ -1361,6 +1368,16 @@ export class OffsetStore {
     this.#checkWritable('heartbeat');
     validateGroupId(groupId);
     return this.#bucket(groupId).heartbeat(groupId, request);
+  }
+
+  /** See REFRESH_SUBSCRIPTIONS. */
+  async [REFRESH_SUBSCRIPTIONS](
+    groupId: string,
+    updates: ReadonlyMap<string, readonly number[]>,
+  ): Promise<void> {
+    this.#checkWritable('heartbeat');
+    validateGroupId(groupId);
+    return this.#bucket(groupId).refreshSubscriptions(groupId, updates);
   }
 
   /**

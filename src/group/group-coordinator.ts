@@ -66,6 +66,7 @@ import {
   expireSession,
   handleHeartbeat,
   refreshLayouts,
+  refreshSubscriptions,
   removeMembersByAdmin,
 } from './group-handlers.js';
 import { describeGroup, type GroupDescription } from './group-description.js';
@@ -359,6 +360,36 @@ export class GroupCoordinator {
         if (normalized.memberEpoch === 0) this.#claimFromClassic(groupId);
         return handleHeartbeat(op, groupId, normalized);
       });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /**
+   * Moves members of a consumer group to the tables `updates` gives them (member id -> sorted,
+   * duplicate-free table ids), with one epoch bump for all: for a front end that subscribes members
+   * by name, when a topic some of them named is created (group-handlers.ts refreshSubscriptions).
+   * Resolves once the change is durable.
+   */
+  refreshSubscriptions(
+    groupId: string,
+    updates: ReadonlyMap<string, readonly number[]>,
+  ): Promise<void> {
+    try {
+      this.#ensureActive();
+      validateGroupId(groupId);
+      for (const tableIds of updates.values()) {
+        if (
+          !tableIds.every(
+            (id, i) => Number.isSafeInteger(id) && id >= 0 && (i === 0 || id > tableIds[i - 1]!),
+          )
+        )
+          throw new OffsetStoreError(
+            'INVALID_REQUEST',
+            'subscribed table ids must be sorted, distinct, non-negative safe integers',
+          );
+      }
+      return this.#submit(groupId, (op) => refreshSubscriptions(op, groupId, updates));
     } catch (error) {
       return Promise.reject(error);
     }

@@ -125,6 +125,56 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
   emitTarget(op, group, groupEpoch, plan);
 }
 
+/**
+ * Moves members whose subscribed tables changed without a heartbeat of theirs to those tables (a
+ * topic created after they subscribed to its name, found by another member's heartbeat), all with
+ * one epoch bump and one target: each member's own next heartbeat would bump the epoch once more,
+ * and the first would be given all of the new table. Members not in the group, or already on those
+ * tables, are left alone. INVALID_REQUEST, before anything changes, when the group's snapshot
+ * could outgrow its bound.
+ */
+export function refreshSubscriptions(
+  op: GroupOperation,
+  groupId: string,
+  updates: ReadonlyMap<string, readonly number[]>,
+): void {
+  const group = op.env.machine.get(groupId);
+  if (group === undefined) return;
+  const changed: MemberSubscription[] = [];
+  for (const [memberId, tableIds] of updates) {
+    const member = group.members.get(memberId);
+    if (member === undefined || tableIdsEqual(member.subscribedTableIds, tableIds)) continue;
+    changed.push({
+      memberId,
+      instanceId: member.instanceId,
+      subscribedTableIds: tableIds,
+      assignor: member.assignor,
+      sessionTimeoutMs: member.sessionTimeoutMs,
+      rebalanceTimeoutMs: member.rebalanceTimeoutMs,
+    });
+  }
+  if (changed.length === 0) return;
+  checkGroupSubscriptions(
+    groupId,
+    group,
+    changed,
+    undefined,
+    op.env.layouts,
+    op.env.config.snapshotBytesMax,
+    `with the ${changed.length} members' subscriptions refreshed`,
+  );
+  // Everything that can fail has been checked; from here on only records.
+  for (const subscription of changed)
+    op.emit({ type: 'member-subscription', groupId, subscription });
+  const groupEpoch = group.groupEpoch + 1;
+  op.emit({ type: 'group-epoch', groupId, groupEpoch });
+  const current = op.env.machine.get(groupId)!;
+  const plan = op.env.pacer.mayAssign(groupId)
+    ? planTargetAssignment(current, {}, assignmentEnv(op.env))
+    : null;
+  emitTarget(op, current, groupEpoch, plan);
+}
+
 /** Computes the deferred target assignment of a group whose epoch is ahead of its target. */
 export function assignIfBehind(op: GroupOperation, groupId: string): void {
   const group = op.env.machine.get(groupId);
@@ -148,7 +198,8 @@ function emitTarget(
 }
 
 /**
- * INVALID_REQUEST, before anything changes, when with `subscription` (null: the members as they are)
+ * INVALID_REQUEST, before anything changes, when with `subscription` (one or several, each taking
+ * the place of the member of its id; null: the members as they are)
  * and `layouts` the group's snapshot could pass `bytesMax` (GROUP_SNAPSHOT_BYTES_BUDGET, or less
  * under a log of smaller batches; the member it replaces, or inherits from, no longer counted). A
  * refusal after the change would come too late: its snapshot write would fail at every later
@@ -157,7 +208,7 @@ function emitTarget(
 export function checkGroupSubscriptions(
   groupId: string,
   group: Group | undefined,
-  subscription: MemberSubscription | null,
+  subscription: MemberSubscription | readonly MemberSubscription[] | null,
   inheritFrom: ConsumerMember | undefined,
   layouts: Pick<ReadonlyMap<number, TableLayout>, 'get'>,
   bytesMax: number,
@@ -165,10 +216,13 @@ export function checkGroupSubscriptions(
 ): void {
   const members: SnapshotMemberShape[] = [];
   const held: BucketSet[] = [];
-  if (subscription !== null) members.push(subscription);
+  const replacing: readonly MemberSubscription[] =
+    subscription === null ? [] : 'memberId' in subscription ? [subscription] : subscription;
+  members.push(...replacing);
+  const replaced = new Set(replacing.map((s) => s.memberId));
   for (const member of group?.members.values() ?? []) {
     held.push(member.assigned, member.pendingRevocation);
-    if (member.memberId === subscription?.memberId || member === inheritFrom) continue;
+    if (replaced.has(member.memberId) || member === inheritFrom) continue;
     members.push(member);
   }
   const estimate = groupSnapshotBytesEstimate(

@@ -566,6 +566,14 @@ export class OffsetsBucket {
     return this.coordinator.heartbeat(groupId, request);
   }
 
+  /** GroupCoordinator.refreshSubscriptions. */
+  refreshSubscriptions(
+    groupId: string,
+    updates: ReadonlyMap<string, readonly number[]>,
+  ): Promise<void> {
+    return this.coordinator.refreshSubscriptions(groupId, updates);
+  }
+
   /** The classic protocol's JoinGroup. */
   classicJoinGroup(
     groupId: string,

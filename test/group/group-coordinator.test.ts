@@ -51,6 +51,40 @@ describe('join and heartbeat', () => {
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });
 
+  it('refreshes several members onto new tables in one epoch and one target; unknown members and unchanged ones are left alone, malformed ids refused', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 }, 2: { bucketCount: 4 } } });
+    const [a, b] = [ctx.member([1]), ctx.member([1])];
+    await a.beat();
+    await b.beat();
+    await ctx.settle(a, b);
+    const epoch = ctx.coordinator.inspect('g')!.groupEpoch;
+    await ctx.coordinator.refreshSubscriptions(
+      'g',
+      new Map([
+        [a.memberId!, [1, 2]],
+        [b.memberId!, [1, 2]],
+        ['ghost', [2]],
+      ]),
+    );
+    const after = ctx.coordinator.inspect('g')!;
+    expect(after.groupEpoch).toBe(epoch + 1);
+    const description = ctx.coordinator.describe('g')!;
+    for (const m of description.members) {
+      expect(m.subscribedTableIds).toEqual([1, 2]);
+      expect(m.targetAssignment.filter((t) => t.tableId === 2)).toHaveLength(2);
+    }
+    expect(description.members.map((m) => m.memberId)).not.toContain('ghost');
+    // Nothing new: no epoch, no write.
+    const writes = ctx.writer.writes.length;
+    await ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, [1, 2]]]));
+    expect(ctx.coordinator.inspect('g')!.groupEpoch).toBe(epoch + 1);
+    expect(ctx.writer.writes).toHaveLength(writes);
+    await expect(
+      ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, [2, 1]]])),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
   it("refuses a subscription that would take the group's snapshot past snapshotBytesMax (a log of 1 MiB batches), changing nothing", async () => {
     const ctx = new GroupTestContext({ snapshotBytesMax: 896 * 1024 });
     // ~84 bytes a distinct subscribed table: 10,000 fit in 896 KiB, 10,000 more do not.

@@ -16,7 +16,9 @@
  * and back: the member id and epoch, the heartbeat interval, and the assignment (when the store
  * sends one) as topic ids and partitions. Subscribed names are remembered per member
  * (consumer-member-directory.ts), so a topic created after a member subscribed to it reaches the
- * store with the member's next heartbeat even when that heartbeat omits the subscription.
+ * store with the member's next heartbeat even when that heartbeat omits the subscription; and
+ * then, as Kafka refreshes a whole group, the other members that named it too, in the same epoch
+ * (REFRESH_SUBSCRIPTIONS; not with an authorizer, whose answer for other principals is not at hand).
  *
  * Requests are checked as Kafka checks them (INVALID_REQUEST with a message): a group id, a member
  * id except on a v0 join, an instance id if any, a rebalance timeout and a subscription and no
@@ -46,6 +48,7 @@ import { errorMessageOf } from './kafka-error-code.js';
 import type { MemberNotes } from './consumer-member-directory.js';
 import type { Peer, RequestHandler } from './request-handler.js';
 import { bucketsByTopic } from './topic-mapping.js';
+import { REFRESH_SUBSCRIPTIONS } from '../../store.js';
 
 type HeartbeatAnswer = ResponseInputOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
 type KafkaHeartbeat = RequestOf<typeof API_KEYS.ConsumerGroupHeartbeat>;
@@ -196,6 +199,18 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
     (topicNames === undefined && topicRegex === undefined)
       ? undefined
       : union(tableIdsOf(context, topicNames ?? []), regexTableIds);
+  // A topic created since this member's subscription was last resolved: the group's other members
+  // that named it are moved too, in the same epoch (as Kafka refreshes a group's subscription
+  // metadata on the next heartbeat of any member), so that this one is not given all of it.
+  if (
+    tableIds !== undefined &&
+    memberEpoch > 0 &&
+    request.subscribedTopicNames === null &&
+    request.subscribedTopicRegex === null &&
+    notes?.tableIds !== undefined &&
+    !sameIds(tableIds, notes.tableIds)
+  )
+    await refreshGroup(context, groupId, memberId, tableIds, peer);
   const heartbeat: HeartbeatRequest = {
     memberEpoch,
     ...(memberId === '' ? {} : { memberId }),
@@ -255,6 +270,58 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       response.assignment === undefined ? null : assignmentOf(context, response.assignment),
   };
 };
+
+/**
+ * Resolves the remembered subscriptions of `groupId`'s other members against the catalog and moves
+ * those whose tables changed, with `memberId` on `tableIds`, in one epoch (REFRESH_SUBSCRIPTIONS).
+ * Not with an authorizer (the other members' principals are not at hand to ask whether they may
+ * describe the new topics) and not when anything fails: each member then moves with its own next
+ * heartbeat, as before.
+ */
+async function refreshGroup(
+  context: HandlerContext,
+  groupId: string,
+  memberId: string,
+  tableIds: readonly number[],
+  peer: Peer,
+): Promise<void> {
+  if (peer.mayDescribeTopic !== undefined) return;
+  try {
+    const updates = new Map<string, readonly number[]>();
+    const moved: [string, MemberNotes, readonly number[], readonly number[] | undefined][] = [];
+    for (const member of (await context.store.describeGroup(groupId)).members) {
+      if (member.memberId === memberId) continue;
+      const notes = context.members.get(groupId, member.memberId);
+      if (notes?.tableIds === undefined) continue;
+      let regexIds = notes.regexTableIds;
+      if (notes.topicRegex !== undefined) {
+        try {
+          regexIds = await context.topicRegexes.tableIds(notes.topicRegex);
+        } catch (error) {
+          if (!(error instanceof TopicRegexError)) throw error;
+        }
+      }
+      const resolved = union(tableIdsOf(context, notes.topicNames ?? []), regexIds ?? []);
+      if (sameIds(resolved, notes.tableIds)) continue;
+      updates.set(member.memberId, resolved);
+      moved.push([member.memberId, notes, resolved, regexIds]);
+    }
+    if (updates.size === 0) return;
+    updates.set(memberId, tableIds);
+    await context.store[REFRESH_SUBSCRIPTIONS](groupId, updates);
+    for (const [id, notes, resolved, regexIds] of moved) {
+      // Unless a heartbeat of its own noted it anew meanwhile.
+      if (context.members.get(groupId, id) !== notes) continue;
+      context.members.set(groupId, id, {
+        ...notes,
+        tableIds: resolved,
+        regexTableIds: notes.topicRegex === undefined ? undefined : regexIds,
+      });
+    }
+  } catch {
+    // The member's own heartbeat goes on; the others move with theirs.
+  }
+}
 
 function ownedBuckets(
   context: HandlerContext,

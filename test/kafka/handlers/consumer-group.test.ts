@@ -314,6 +314,52 @@ describe('ConsumerGroupHeartbeat', () => {
     expect(partitionsOf(beat, laterId)).toEqual([0]);
   });
 
+  it("splits a topic created after members subscribed to it between them at the next heartbeat of any one of them, in one epoch (as Kafka refreshes the group's subscriptions)", async () => {
+    running = await startTestServer({
+      server: { topics: [{ name: 'orders', partitions: 4 }], defaultPartitions: 4 },
+    });
+    client = await RawKafkaClient.connect(running.server.port, {});
+    const c = client;
+    for (const memberId of ['m', 'n'])
+      expect(
+        (
+          await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+            ...JOIN,
+            memberId,
+            subscribedTopicNames: ['orders', 'later'],
+          })
+        ).errorCode,
+      ).toBe(0);
+    const describe = async () =>
+      (await c.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] })).groups[0]!;
+    const epochBefore = (await describe()).groupEpoch;
+    const memberEpoch = (await describe()).members.find((m) => m.memberId === 'm')!.memberEpoch;
+    const created = await c.send(API_KEYS.Metadata, 12, {
+      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
+      allowAutoTopicCreation: true,
+    });
+    const laterId = created.topics[0]!.topicId;
+    // m heartbeats without its subscription (as librdkafka does); n says nothing.
+    const beat = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch,
+    });
+    expect(beat.errorCode).toBe(0);
+    const after = await describe();
+    expect(after.groupEpoch, 'one epoch for both members').toBe(epochBefore + 1);
+    const targetOf = (memberId: string) =>
+      after.members
+        .find((m) => m.memberId === memberId)!
+        .targetAssignment.topicPartitions.find((tp) => tp.topicId === laterId)?.partitions ?? [];
+    expect(targetOf('m')).toHaveLength(2);
+    expect(targetOf('n')).toHaveLength(2);
+    expect(after.members.find((m) => m.memberId === 'n')!.subscribedTopicNames).toEqual([
+      'later',
+      'orders',
+    ]);
+  });
+
   it("keeps a member's subscription when another connection's heartbeat with its id and a wrong epoch is fenced", async () => {
     const { t, client } = await start();
     const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {

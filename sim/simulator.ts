@@ -767,11 +767,18 @@ class Simulation {
         return;
       }
       // The write may have reached the log before its fdatasync failed; the log cut it back, or
-      // recorded it as rejected. If it could do neither, it says so: then only a new process knows.
+      // recorded it as rejected. If it could do neither, it says so, naming the repair to make by
+      // hand before reopening (the log: "truncate F to N bytes before reopening it"; the journal:
+      // "fill that file with zeros from byte N before reopening the store"): only this process
+      // knows, and the simulated operator reopens without the repair, so the write may come back.
       if (!this.ioFaultInjected())
         this.fail(`${what}: LOG_STORAGE_ERROR with no fault injected: ${message}`);
       this.restartWanted = true;
-      if (/could neither|truncate by hand|cannot be cut/i.test(message)) {
+      if (
+        /before reopening (it|the store)|could neither|truncate by hand|cannot be cut/i.test(
+          message,
+        )
+      ) {
         for (const w of writes) w.state = 'unknown';
         return;
       }

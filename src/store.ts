@@ -54,6 +54,7 @@ import {
   type ScannerOptions,
 } from './kv/index.js';
 import {
+  type SubscriptionRefresh,
   GroupMember,
   normalizeTableLayout,
   type HeartbeatRequest,
@@ -1373,7 +1374,7 @@ export class OffsetStore {
   /** See REFRESH_SUBSCRIPTIONS. */
   async [REFRESH_SUBSCRIPTIONS](
     groupId: string,
-    updates: ReadonlyMap<string, readonly number[]>,
+    updates: ReadonlyMap<string, SubscriptionRefresh>,
   ): Promise<void> {
     this.#checkWritable('heartbeat');
     validateGroupId(groupId);

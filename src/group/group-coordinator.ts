@@ -68,6 +68,7 @@ import {
   refreshLayouts,
   refreshSubscriptions,
   removeMembersByAdmin,
+  type SubscriptionRefresh,
 } from './group-handlers.js';
 import { describeGroup, type GroupDescription } from './group-description.js';
 import { GroupOperation, type HandlerEnvironment } from './group-operation.js';
@@ -84,6 +85,7 @@ import { GroupStateMachine, type GroupInspection } from './group-state-machine.j
 import { validateGroupId } from '../model/index.js';
 import {
   GROUP_SNAPSHOT_BYTES_BUDGET,
+  SUBSCRIBED_TABLES_MAX,
   normalizeHeartbeatRequest,
   type HeartbeatRequest,
   type HeartbeatResponse,
@@ -366,29 +368,27 @@ export class GroupCoordinator {
   }
 
   /**
-   * Moves members of a consumer group to the tables `updates` gives them (member id -> sorted,
-   * duplicate-free table ids), with one epoch bump for all: for a front end that subscribes members
-   * by name, when a topic some of them named is created (group-handlers.ts refreshSubscriptions).
-   * Resolves once the change is durable.
+   * Moves members of a consumer group from the tables they are on to others, with one epoch bump
+   * for all (member id -> from, to: sorted, distinct table ids; a member no longer on `from` is
+   * left alone): for a front end that subscribes members by name, when a topic some of them named
+   * is created (group-handlers.ts refreshSubscriptions). Resolves once the change is durable.
    */
   refreshSubscriptions(
     groupId: string,
-    updates: ReadonlyMap<string, readonly number[]>,
+    updates: ReadonlyMap<string, SubscriptionRefresh>,
   ): Promise<void> {
     try {
       this.#ensureActive();
       validateGroupId(groupId);
-      for (const tableIds of updates.values()) {
-        if (
-          !tableIds.every(
-            (id, i) => Number.isSafeInteger(id) && id >= 0 && (i === 0 || id > tableIds[i - 1]!),
-          )
-        )
+      const wellFormed = (ids: readonly number[]) =>
+        ids.length <= SUBSCRIBED_TABLES_MAX &&
+        ids.every((id, i) => Number.isSafeInteger(id) && id >= 0 && (i === 0 || id > ids[i - 1]!));
+      for (const { from, to } of updates.values())
+        if (!wellFormed(from) || !wellFormed(to))
           throw new OffsetStoreError(
             'INVALID_REQUEST',
-            'subscribed table ids must be sorted, distinct, non-negative safe integers',
+            `subscribed table ids must be sorted, distinct, non-negative safe integers, at most ${SUBSCRIBED_TABLES_MAX}`,
           );
-      }
       return this.#submit(groupId, (op) => refreshSubscriptions(op, groupId, updates));
     } catch (error) {
       return Promise.reject(error);

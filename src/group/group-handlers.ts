@@ -125,6 +125,14 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
   emitTarget(op, group, groupEpoch, plan);
 }
 
+/** A member's move in refreshSubscriptions: from the tables it is on, to these. */
+export interface SubscriptionRefresh {
+  /** The tables the caller saw the member on: a member on others now is not moved. */
+  readonly from: readonly number[];
+  /** Its tables from now on (sorted, distinct). */
+  readonly to: readonly number[];
+}
+
 /**
  * Moves members whose subscribed tables changed without a heartbeat of theirs to those tables (a
  * topic created after they subscribed to its name, found by another member's heartbeat), all with
@@ -136,14 +144,20 @@ export function refreshLayouts(op: GroupOperation, groupId: string): void {
 export function refreshSubscriptions(
   op: GroupOperation,
   groupId: string,
-  updates: ReadonlyMap<string, readonly number[]>,
+  updates: ReadonlyMap<string, SubscriptionRefresh>,
 ): void {
   const group = op.env.machine.get(groupId);
   if (group === undefined) return;
   const changed: MemberSubscription[] = [];
-  for (const [memberId, tableIds] of updates) {
+  for (const [memberId, { from, to: tableIds }] of updates) {
     const member = group.members.get(memberId);
-    if (member === undefined || tableIdsEqual(member.subscribedTableIds, tableIds)) continue;
+    // Moved since the caller looked (a heartbeat of its own with a new subscription): left alone.
+    if (
+      member === undefined ||
+      !tableIdsEqual(member.subscribedTableIds, from) ||
+      tableIdsEqual(member.subscribedTableIds, tableIds)
+    )
+      continue;
     changed.push({
       memberId,
       instanceId: member.instanceId,

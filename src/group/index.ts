@@ -62,6 +62,7 @@ export {
   type GroupCoordinatorMetrics,
 } from './group-coordinator.js';
 export { type RemoveMembersRequest, type RemovedMember } from './member-removal.js';
+export { type SubscriptionRefresh } from './group-handlers.js';
 export {
   GROUP_SETTINGS_DEFAULTS,
   resolveGroupSettings,

@@ -23,6 +23,7 @@ import type { CompactionTarget } from '../compaction/index.js';
 import type { OffsetRecordSpec } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import {
+  type SubscriptionRefresh,
   GroupCoordinator,
   type ClassicGroupDescription,
   type ClassicGroupState,
@@ -569,7 +570,7 @@ export class OffsetsBucket {
   /** GroupCoordinator.refreshSubscriptions. */
   refreshSubscriptions(
     groupId: string,
-    updates: ReadonlyMap<string, readonly number[]>,
+    updates: ReadonlyMap<string, SubscriptionRefresh>,
   ): Promise<void> {
     return this.coordinator.refreshSubscriptions(groupId, updates);
   }

@@ -58,12 +58,13 @@ describe('join and heartbeat', () => {
     await b.beat();
     await ctx.settle(a, b);
     const epoch = ctx.coordinator.inspect('g')!.groupEpoch;
+    const move = (from: number[], to: number[]) => ({ from, to });
     await ctx.coordinator.refreshSubscriptions(
       'g',
       new Map([
-        [a.memberId!, [1, 2]],
-        [b.memberId!, [1, 2]],
-        ['ghost', [2]],
+        [a.memberId!, move([1], [1, 2])],
+        [b.memberId!, move([1], [1, 2])],
+        ['ghost', move([1], [2])],
       ]),
     );
     const after = ctx.coordinator.inspect('g')!;
@@ -74,13 +75,16 @@ describe('join and heartbeat', () => {
       expect(m.targetAssignment.filter((t) => t.tableId === 2)).toHaveLength(2);
     }
     expect(description.members.map((m) => m.memberId)).not.toContain('ghost');
-    // Nothing new: no epoch, no write.
+    // Nothing new, or a member no longer on the tables the caller saw (it moved itself since):
+    // no epoch, no write.
     const writes = ctx.writer.writes.length;
-    await ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, [1, 2]]]));
+    await ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, move([1], [1, 2])]]));
+    await ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, move([2], [1])]]));
     expect(ctx.coordinator.inspect('g')!.groupEpoch).toBe(epoch + 1);
     expect(ctx.writer.writes).toHaveLength(writes);
+    expect(ctx.coordinator.describe('g')!.members[0]!.subscribedTableIds).toEqual([1, 2]);
     await expect(
-      ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, [2, 1]]])),
+      ctx.coordinator.refreshSubscriptions('g', new Map([[a.memberId!, move([1, 2], [2, 1])]])),
     ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });

@@ -34,6 +34,7 @@ import {
   MEMBER_TIMEOUT_MS_MAX,
   type HeartbeatRequest,
   type HeartbeatResponse,
+  type SubscriptionRefresh,
 } from '../../group/index.js';
 import type { TableBucket } from '../../model/index.js';
 import {
@@ -202,15 +203,13 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
   // A topic created since this member's subscription was last resolved: the group's other members
   // that named it are moved too, in the same epoch (as Kafka refreshes a group's subscription
   // metadata on the next heartbeat of any member), so that this one is not given all of it.
-  if (
+  const catalogMoved =
     tableIds !== undefined &&
     memberEpoch > 0 &&
     request.subscribedTopicNames === null &&
     request.subscribedTopicRegex === null &&
     notes?.tableIds !== undefined &&
-    !sameIds(tableIds, notes.tableIds)
-  )
-    await refreshGroup(context, groupId, memberId, tableIds, peer);
+    !sameIds(tableIds, notes.tableIds);
   const heartbeat: HeartbeatRequest = {
     memberEpoch,
     ...(memberId === '' ? {} : { memberId }),
@@ -248,6 +247,10 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
       KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
       `the server keeps the subscriptions of at most ${context.members.membersMax} members and ${context.members.charsMax} characters of topic names, and the members of its groups hold them all now: try again once members have left, or subscribe to fewer names`,
     );
+  // After every check of the request's own, and only for the member at this epoch: a heartbeat
+  // that will be refused (fenced, a stale epoch, no room) moves no one.
+  if (catalogMoved)
+    await refreshGroup(context, groupId, memberId, memberEpoch, notes!.tableIds!, tableIds!, peer);
   let response: HeartbeatResponse;
   try {
     response = await context.store.heartbeat(groupId, heartbeat);
@@ -282,14 +285,18 @@ async function refreshGroup(
   context: HandlerContext,
   groupId: string,
   memberId: string,
+  memberEpoch: number,
+  from: readonly number[],
   tableIds: readonly number[],
   peer: Peer,
 ): Promise<void> {
   if (peer.mayDescribeTopic !== undefined) return;
   try {
-    const updates = new Map<string, readonly number[]>();
+    const updates = new Map<string, SubscriptionRefresh>();
     const moved: [string, MemberNotes, readonly number[], readonly number[] | undefined][] = [];
-    for (const member of (await context.store.describeGroup(groupId)).members) {
+    const { members } = await context.store.describeGroup(groupId);
+    if (!members.some((m) => m.memberId === memberId && m.memberEpoch === memberEpoch)) return;
+    for (const member of members) {
       if (member.memberId === memberId) continue;
       const notes = context.members.get(groupId, member.memberId);
       if (notes?.tableIds === undefined) continue;
@@ -303,11 +310,12 @@ async function refreshGroup(
       }
       const resolved = union(tableIdsOf(context, notes.topicNames ?? []), regexIds ?? []);
       if (sameIds(resolved, notes.tableIds)) continue;
-      updates.set(member.memberId, resolved);
+      // From the tables last sent for it: one that moved meanwhile (its own heartbeat) stays.
+      updates.set(member.memberId, { from: notes.tableIds, to: resolved });
       moved.push([member.memberId, notes, resolved, regexIds]);
     }
     if (updates.size === 0) return;
-    updates.set(memberId, tableIds);
+    updates.set(memberId, { from, to: tableIds });
     await context.store[REFRESH_SUBSCRIPTIONS](groupId, updates);
     for (const [id, notes, resolved, regexIds] of moved) {
       // Unless a heartbeat of its own noted it anew meanwhile.

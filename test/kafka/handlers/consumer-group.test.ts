@@ -339,6 +339,14 @@ describe('ConsumerGroupHeartbeat', () => {
       allowAutoTopicCreation: true,
     });
     const laterId = created.topics[0]!.topicId;
+    // A heartbeat with m's id and a wrong epoch (member ids are public) is fenced and moves no one.
+    const fenced = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: memberEpoch + 5,
+    });
+    expect(fenced.errorCode).toBe(KAFKA_ERROR.FENCED_MEMBER_EPOCH);
+    expect((await describe()).groupEpoch).toBe(epochBefore);
     // m heartbeats without its subscription (as librdkafka does); n says nothing.
     const beat = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
       groupId: 'g',

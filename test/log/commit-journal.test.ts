@@ -295,6 +295,40 @@ function track(promises: Promise<unknown>[]): string[] {
   return states;
 }
 
+/**
+ * A journal whose file is removed after a round of buckets 0 and 1, and whose next writes wait until
+ * it warns (its check found the file gone). `writing` resolves once such a write has begun.
+ */
+async function removedWhileWriting(syncBucket?: (bucket: number) => Promise<void>) {
+  const dir = tempDir();
+  let hold: Promise<void> | undefined;
+  let journalWrites = 0;
+  let release = () => {};
+  const fs = hookedFs({
+    beforeJournalWrite: async () => {
+      journalWrites++;
+      if (hold !== undefined) await hold;
+    },
+  });
+  const { journal } = await openJournal(dir, {
+    fs,
+    ...(syncBucket === undefined ? {} : { syncBucket }),
+    onWarning: () => release(),
+  });
+  await Promise.all([
+    journal.commit(0, [batchAt(0)], fakeLog()),
+    journal.commit(1, [batchAt(0)], fakeLog()),
+  ]);
+  const [file] = journalFiles(dir).filter((name) => name.endsWith('.journal'));
+  rmSync(path.join(dir, JOURNAL_DIR, file!));
+  hold = new Promise((resolve) => (release = resolve));
+  const before = journalWrites;
+  const writing = async () => {
+    while (journalWrites === before) await new Promise((resolve) => setTimeout(resolve, 1));
+  };
+  return { journal, writing };
+}
+
 describe('the commit journal', () => {
   it('makes rounds of several logs durable with its own fdatasync, and leaves a lone round to its log', async () => {
     const dir = tempDir();
@@ -909,33 +943,11 @@ describe('the commit journal', () => {
     expect(contents.rounds).toBe(0);
   });
   it('a file removed while a round is written into it: the logs of that round sync too, once it is acknowledged', async () => {
-    const dir = tempDir();
-    let hold: Promise<void> | undefined;
-    let journalWrites = 0;
-    // The journal's writes wait for `hold` while it is set.
-    const fs = hookedFs({
-      beforeJournalWrite: async () => {
-        journalWrites++;
-        if (hold !== undefined) await hold;
-      },
-    });
     const events: string[] = [];
-    let release = () => {};
-    const { journal } = await openJournal(dir, {
-      fs,
-      syncBucket: async (bucket) => void events.push(`sync ${bucket}`),
-      // The check has found the file removed: the round's write goes on only now.
-      onWarning: () => release(),
-    });
-    await Promise.all([
-      journal.commit(0, [batchAt(0)], fakeLog()),
-      journal.commit(1, [batchAt(0)], fakeLog()),
-    ]);
-    const [file] = journalFiles(dir).filter((name) => name.endsWith('.journal'));
-    rmSync(path.join(dir, JOURNAL_DIR, file!));
+    const { journal, writing } = await removedWhileWriting(
+      async (bucket) => void events.push(`sync ${bucket}`),
+    );
     // Buckets 2 and 3 write a round into the removed file; the retention pass checks meanwhile.
-    hold = new Promise((resolve) => (release = resolve));
-    const before = journalWrites;
     const logOf = (bucket: number) => ({
       write: async () => void events.push(`write ${bucket}`),
       syncOwn: async () => {},
@@ -944,7 +956,7 @@ describe('the commit journal', () => {
       journal.commit(2, [batchAt(0)], logOf(2)),
       journal.commit(3, [batchAt(0)], logOf(3)),
     ]);
-    while (journalWrites === before) await new Promise((resolve) => setTimeout(resolve, 1));
+    await writing();
     await Promise.all([journal.checkFilePresent(), round]);
     // Acknowledged from the removed file: durable nowhere else until each log syncs what it wrote.
     expect(events.filter((e) => e.startsWith('sync')).sort()).toEqual([
@@ -994,26 +1006,8 @@ describe('the commit journal', () => {
     await journal.close(true);
   });
   it('a round written into a file the journal found removed is acknowledged only once its log synced it, or refused when its log could not write it', async () => {
-    const dir = tempDir();
-    let hold: Promise<void> | undefined;
-    let journalWrites = 0;
-    const fs = hookedFs({
-      beforeJournalWrite: async () => {
-        journalWrites++;
-        if (hold !== undefined) await hold;
-      },
-    });
     const events: string[] = [];
-    let release = () => {};
-    const { journal } = await openJournal(dir, { fs, onWarning: () => release() });
-    await Promise.all([
-      journal.commit(0, [batchAt(0)], fakeLog()),
-      journal.commit(1, [batchAt(0)], fakeLog()),
-    ]);
-    const [file] = journalFiles(dir).filter((name) => name.endsWith('.journal'));
-    rmSync(path.join(dir, JOURNAL_DIR, file!));
-    hold = new Promise((resolve) => (release = resolve));
-    const before = journalWrites;
+    const { journal, writing } = await removedWhileWriting();
     // Bucket 2's log syncs in a moment; bucket 3's log cannot write its copy.
     const synced = {
       write: async () => {},
@@ -1035,7 +1029,7 @@ describe('the commit journal', () => {
       }),
       journal.commit(3, [batchAt(0)], unwritten),
     ]);
-    while (journalWrites === before) await new Promise((resolve) => setTimeout(resolve, 1));
+    await writing();
     const [, [two, three]] = await Promise.all([journal.checkFilePresent(), round]);
     // The journal knew its file gone before it acknowledged the round: acknowledged from it, the
     // round would be durable nowhere until its log synced.

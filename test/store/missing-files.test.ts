@@ -22,6 +22,7 @@ import { verifyLog } from '../../src/admin/index.js';
 import { readBatchHeader } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
+import { activeSegmentOf } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const OPTIONS = {
@@ -396,14 +397,7 @@ describe('missing or shortened files', () => {
           const commit = (offset: number) =>
             store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset }]);
           for (let i = 1; i <= 20; i++) await commit(i);
-          const bucketDir = path.join(dir, 'buckets', '000');
-          const active = path.join(
-            bucketDir,
-            readdirSync(bucketDir)
-              .filter((f) => f.endsWith('.log'))
-              .sort()
-              .at(-1)!,
-          );
+          const active = activeSegmentOf(dir);
           cpSync(active, `${active}.copy`); // an older copy: commits 1..20
           for (let i = 21; i <= 40; i++) await commit(i);
           renameSync(`${active}.copy`, active);

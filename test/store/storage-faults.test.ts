@@ -15,6 +15,7 @@ import { xxh32 } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { leftoverFiles } from '../compaction/compaction-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
+import { activeSegmentOf } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const K = (bucketId: number) => ({ tableId: 1, bucketId });
@@ -115,14 +116,7 @@ async function storeWithDroppedPages(): Promise<{ store: OffsetStore; warnings: 
   });
   for (let i = 0; i < 40; i++)
     await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
-  const bucketDir = path.join(dir, 'buckets', '000');
-  const active = path.join(
-    bucketDir,
-    readdirSync(bucketDir)
-      .filter((f) => f.endsWith('.log'))
-      .sort()
-      .at(-1)!,
-  );
+  const active = activeSegmentOf(dir);
   const written = readFileSync(active).length;
   expect(written, 'the active segment holds batches after its first').toBeGreaterThan(300);
   dropped = { file: active, from: written - 40 };

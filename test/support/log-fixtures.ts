@@ -2,6 +2,8 @@ import { buildOffsetBatch, readBatchHeader } from '../../src/codec/index.js';
 import type { FileSystem } from '../../src/io/index.js';
 import { LOG_DEFAULTS, Log, type LogOptions, type LogRecoveryReport } from '../../src/log/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
+import { readdirSync } from 'node:fs';
+import * as path from 'node:path';
 
 /** Options for a log in `dir` with small segments, overridable. */
 export function logOptions(dir: string, overrides: Partial<LogOptions> = {}): LogOptions {
@@ -46,4 +48,13 @@ export async function readAll(options: LogOptions): Promise<{
     },
   });
   return { batches, log, bytesTruncated: report.bytesTruncated, report };
+}
+
+/** The path of the active (last) segment of offsets-bucket `bucket` of the store in `dir`. */
+export function activeSegmentOf(dir: string, bucket = 0): string {
+  const bucketDir = path.join(dir, 'buckets', String(bucket).padStart(3, '0'));
+  const segments = readdirSync(bucketDir)
+    .filter((f) => f.endsWith('.log'))
+    .sort();
+  return path.join(bucketDir, segments.at(-1)!);
 }

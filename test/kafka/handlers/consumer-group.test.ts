@@ -62,22 +62,28 @@ function partitionsOf(response: HeartbeatResponse, topicId: string): number[] | 
   return response.assignment?.topicPartitions.find((tp) => tp.topicId === topicId)?.partitions;
 }
 
+/** Creates the topic 'later' (auto-creation by a Metadata request); its topic id. */
+async function createLater(c: RawKafkaClient): Promise<string> {
+  const created = await c.send(API_KEYS.Metadata, 12, {
+    topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
+    allowAutoTopicCreation: true,
+  });
+  return created.topics[0]!.topicId;
+}
+
 /**
  * Creates the topic 'later', then heartbeats as member 'm' of group 'g' at `memberEpoch` without
  * its subscription (as librdkafka does): the partitions of 'later' the member is given.
  */
 async function laterReaches(c: RawKafkaClient, memberEpoch: number): Promise<number[] | undefined> {
-  const created = await c.send(API_KEYS.Metadata, 12, {
-    topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
-    allowAutoTopicCreation: true,
-  });
+  const laterId = await createLater(c);
   const beat = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
     groupId: 'g',
     memberId: 'm',
     memberEpoch,
   });
   expect(beat.errorCode).toBe(0);
-  return partitionsOf(beat, created.topics[0]!.topicId);
+  return partitionsOf(beat, laterId);
 }
 
 describe('ConsumerGroupHeartbeat', () => {
@@ -300,11 +306,7 @@ describe('ConsumerGroupHeartbeat', () => {
       serverAssignor: 'range',
     });
     expect(joined.errorCode).toBe(0);
-    const created = await client.send(API_KEYS.Metadata, 12, {
-      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
-      allowAutoTopicCreation: true,
-    });
-    const laterId = created.topics[0]!.topicId;
+    const laterId = await createLater(client);
     const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
       groupId: 'g',
       memberId: 'm',
@@ -334,11 +336,7 @@ describe('ConsumerGroupHeartbeat', () => {
       (await c.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] })).groups[0]!;
     const epochBefore = (await describe()).groupEpoch;
     const memberEpoch = (await describe()).members.find((m) => m.memberId === 'm')!.memberEpoch;
-    const created = await c.send(API_KEYS.Metadata, 12, {
-      topics: [{ name: 'later', topicId: '00000000-0000-0000-0000-000000000000' }],
-      allowAutoTopicCreation: true,
-    });
-    const laterId = created.topics[0]!.topicId;
+    const laterId = await createLater(c);
     // A heartbeat with m's id and a wrong epoch (member ids are public) is fenced and moves no one.
     const fenced = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
       groupId: 'g',

@@ -339,11 +339,23 @@ async function copySegments(source: BackupSource, c: BucketCut, to: string): Pro
                 (scan.lastLogOffset < 0 ? segment.baseOffset : scan.lastLogOffset + 1) !== c.logEnd
               ? `it ends at log offset ${scan.lastLogOffset + 1}, not at the log end ${c.logEnd}`
               : undefined;
-    if (problem !== undefined)
+    if (problem !== undefined) {
+      // Bytes the page cache dropped after a failed writeback read as damage too: the log's
+      // fdatasync tells them apart (it reports that writeback's error), as for a compaction.
+      try {
+        await c.bucket.log.syncAcknowledged();
+      } catch (syncError) {
+        throw new OffsetStoreError(
+          'LOG_STORAGE_ERROR',
+          `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${(syncError as Error).message}`,
+          { cause: syncError },
+        );
+      }
       throw new OffsetStoreError(
         'CORRUPT_MESSAGE',
         `not backed up: ${segment.path} (offsets-bucket ${c.bucket.index}) is damaged: ${problem}; \`offset-store log verify\` reports the store's damage`,
       );
+    }
     if (scan.lastLogOffset >= 0) previous = scan.lastLogOffset;
   }
   return bytes;

@@ -482,6 +482,19 @@ describe('a failing disk', () => {
     await store.close().catch(() => {});
   });
 
+  it("reports a backup that read bytes a failed writeback dropped from the page cache as the log's storage failure, not as damage on the disk", async () => {
+    const { store, warnings } = await storeWithDroppedPages();
+    await expect(store.backup(path.join(tempDir(), 'backup'))).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/not backed up: .*fdatasync then failed.*page cache/),
+    });
+    await expect(
+      store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 100 }]),
+    ).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    expect(warnings.join('\n')).not.toMatch(/CORRUPT_MESSAGE/);
+    await store.close().catch(() => {});
+  });
+
   it("names the log's storage failure when a compaction reads damaged bytes of a log that failure stopped already", async () => {
     const { store, warnings } = await storeWithDroppedPages();
     // The log's own fdatasync meets the failed writeback first: it stops the log.

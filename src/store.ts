@@ -1560,6 +1560,7 @@ export class OffsetStore {
    * checks its file too (CommitJournal.checkFilePresent): one removed is replaced by a new one.
    */
   async #checkSegmentsPresent(): Promise<void> {
+    await this.#checkManifestPresent().catch(() => {});
     await this.#journal?.checkFilePresent().catch(() => {});
     await Promise.all(
       this.#slots.map(async (slot) => {
@@ -1570,6 +1571,21 @@ export class OffsetStore {
           this.#options.onWarning(`offsets-bucket ${slot.index} stopped: ${failure.message}`);
       }),
     );
+  }
+
+  /**
+   * With each retention pass: a `store.json` removed while the store runs is written again from
+   * memory, with a warning. Left missing, a crash would leave a store no open accepts ("missing,
+   * but ... a store was here") until someone restores the file.
+   */
+  async #checkManifestPresent(): Promise<void> {
+    const manifest = this.#manifest;
+    if (manifest === undefined || this.#hosted || this.#options.readOnly || this.#closed) return;
+    if ((await this.#options.fs.sizeBytes(manifest.path)) !== null) return;
+    this.#options.onWarning(
+      `${manifest.path} was removed while the store ran: written again from what the store holds`,
+    );
+    await manifest.update(() => {});
   }
 
   /** Closes scanners (committing what moved), stops timers, flushes every log, releases the lock. */

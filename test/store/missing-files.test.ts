@@ -8,6 +8,7 @@
  */
 import {
   cpSync,
+  existsSync,
   readFileSync,
   readdirSync,
   renameSync,
@@ -417,6 +418,38 @@ describe('missing or shortened files', () => {
             code: 'CORRUPT_MESSAGE',
           });
         });
+
+    it('store.json removed under a running store: the periodic check writes it again, and the store reopens after a crash', async () => {
+      const warnings: string[] = [];
+      const clock = new ManualClock();
+      const dir = tempDir();
+      // Large segments: no roll writes store.json again on its own.
+      const options = {
+        ...OPTIONS,
+        segmentBytesMax: 1 << 20,
+        clock,
+        onWarning: (m: string) => warnings.push(m),
+      };
+      const store = await OffsetStore.open({ dir, ...options });
+      for (let i = 1; i <= 10; i++)
+        await store.commitOffsets('a', [{ tableId: 1, bucketId: 0, offset: i }]);
+      rmSync(path.join(dir, 'store.json'));
+      clock.advance(60_000); // offsetsRetentionCheckIntervalMs
+      for (let i = 0; i < 100 && warnings.length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      for (let i = 0; i < 100 && !existsSync(path.join(dir, 'store.json')); i++)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(warnings).toEqual([
+        expect.stringMatching(/store\.json was removed while the store ran/),
+      ]);
+      const image = tempDir();
+      cpSync(dir, image, { recursive: true }); // the files as a crash leaves them
+      rmSync(path.join(image, 'LOCK'), { force: true });
+      await store.close();
+      const reopened = await OffsetStore.open({ dir: image, ...options });
+      expect((await reopened.fetchOffsets('a', [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(10);
+      await reopened.close();
+    });
 
     it("the store's directory renamed: the periodic check stops the log for that, not for segments gone", async () => {
       const warnings: string[] = [];

@@ -1499,9 +1499,10 @@ export class Log implements LogPort {
         if (this.#failure === undefined) this.#failStop(error, []);
         return this.#failure;
       }
-      // A swap left half done may have removed its inputs already: they are not missing.
+      // A swap left half done may have removed its inputs already: they are not missing. The
+      // active segment is #activeFileProblem's (removed, or replaced).
       const swapping = new Set(this.#pendingSwap?.inputs.map((s) => s.path));
-      for (const segment of this.#segments) {
+      for (const segment of this.#segments.slice(0, -1)) {
         if (swapping.has(segment.path)) continue;
         if ((await this.#options.fs.sizeBytes(segment.path)) !== null) continue;
         if (this.#failure === undefined) this.#failStop(this.#goneError(segment), []);

@@ -53,6 +53,18 @@ const JOIN: Heartbeat = {
   topicPartitions: [],
 };
 
+/** A heartbeat of member `memberId` of group 'g' that changes nothing (every field "as it was"). */
+function unchanged(memberId: string, memberEpoch: number): Heartbeat {
+  return {
+    groupId: 'g',
+    memberId,
+    memberEpoch,
+    rebalanceTimeoutMs: -1,
+    subscribedTopicNames: null,
+    topicPartitions: null,
+  };
+}
+
 async function topicIds(c: RawKafkaClient): Promise<Record<string, string>> {
   const metadata = await c.send(API_KEYS.Metadata, 12, { topics: null });
   return Object.fromEntries(metadata.topics.map((t) => [t.name!, t.topicId]));
@@ -608,12 +620,7 @@ describe('ConsumerGroupDescribe', () => {
       ['n', null],
     ]);
     await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
-      groupId: 'g',
-      memberId: 'm',
-      memberEpoch: joined.memberEpoch,
-      rebalanceTimeoutMs: -1,
-      subscribedTopicNames: null,
-      topicPartitions: null,
+      ...unchanged('m', joined.memberEpoch),
       rackId: null,
     });
     expect(await describeRacks()).toEqual([
@@ -642,14 +649,11 @@ describe('ConsumerGroupDescribe', () => {
       },
     });
     client = await RawKafkaClient.connect(running.server.port, {});
-    const beat = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
-      groupId: 'g',
-      memberId: 'm',
-      memberEpoch: joined.memberEpoch,
-      rebalanceTimeoutMs: -1,
-      subscribedTopicNames: null,
-      topicPartitions: null,
-    });
+    const beat = await client.send(
+      API_KEYS.ConsumerGroupHeartbeat,
+      1,
+      unchanged('m', joined.memberEpoch),
+    );
     expect(beat.errorCode).toBe(0);
     const described = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] });
     expect(described.groups[0]!.members[0]).toMatchObject({

@@ -10,7 +10,8 @@ import { defineConfig } from 'vitest/config';
  * default of one fewer than the cores is one on 2 cores, where most tests wait on fdatasync or on a
  * socket). Each file still gets its own setup (test/support/no-stray-warnings.ts checks after every
  * test); a test that changes process-wide state (a listener on `process`) undoes it. `npm run test:slow` runs `slow`: tests that fork processes and kill them (crash, power
- * loss, lock, a process at its open-file or address-space limit), run the CLI as a child process,
+ * loss, lock, a process at its open-file or address-space limit, a store with statx refused), run
+ * the CLI as a child process,
  * build the package, run the compaction lab's experiments, run long compactions to watch the
  * workers' scheduling, or wait out a real client's own multi-second timers (kafkajs's admin
  * setOffsets). `npm run test:cluster` runs `cluster`: tests
@@ -28,6 +29,7 @@ const SLOW = [
   'test/cli/cli-security.test.ts',
   'test/kafka/clients/kafkajs-admin-offsets.test.ts',
   'test/log/directory-lock.test.ts',
+  'test/io/without-statx.test.ts',
   'test/kv/checkpoint-damage.test.ts',
   'test/compaction/unprivileged-workers.test.ts',
   'test/compaction/worker-priority.test.ts',

@@ -37,6 +37,7 @@ import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { FileHandle, FileSystem, OpenFlags } from './file-system.js';
+import { fileIdentity } from './file-identity.js';
 import { nextTurn, onNextTurn } from '../util/index.js';
 import { directoryOwnerLive, holdDirectoryLock, type DirectoryLockResult } from './process-lock.js';
 
@@ -263,18 +264,6 @@ class NodeFileHandle implements FileHandle {
   close(): Promise<void> {
     return this.#handle.close();
   }
-}
-
-/**
- * A file's device, inode and creation time, which name it whatever its path. The inode alone is not
- * enough: a file system hands a freed inode to the next file it makes, so a name replaced twice
- * (written to a temporary file and renamed over it, as a compaction swap does) can end up with the
- * inode it had at first (seen on ext4: inodes A, B, A). The creation time (`statx`'s birth time, 0
- * where a file system has none) tells those apart unless both were made in one tick of the kernel's
- * clock (a few ms).
- */
-function fileIdentity(stats: fsSync.BigIntStats): string {
-  return `${stats.dev}:${stats.ino}:${stats.birthtimeNs}`;
 }
 
 /** What is left of `buffers` after the first `bytes` of them were written. */

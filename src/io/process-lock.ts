@@ -4,14 +4,15 @@
  * the directory. Binding a name is atomic and exclusive, and the name is freed when its socket
  * closes, whichever way the process ends (exit, crash, SIGKILL).
  *
- * Two names are held: one after the directory's device, inode and birth time, which stay the same
- * when the directory is renamed or moved within its file system and are the same through every bind
- * mount (a name after the path alone let a process open a store that another was writing, once the
- * directory had been renamed under it; without the birth time, a directory deleted while its store
- * was open left its lock on whichever new directory the file system gave the same inode, often the
- * next one made), and one after its real path, the name earlier versions held, so that a process
- * of an earlier version and one of this version exclude each other. A copy of a store is another
- * directory and another lock.
+ * Two names are held: one after the directory's identity (device, inode and birth time, the last
+ * where the system reports a real one: file-identity.ts), which stay the same when the directory is
+ * renamed or moved within its file system and are the same through every bind mount (a name after
+ * the path alone let a process open a store that another was writing, once the directory had been
+ * renamed under it; without the birth time, a directory deleted while its store was open left its
+ * lock on whichever new directory the file system gave the same inode, often the next one made),
+ * and one after its real path, the name earlier versions held, so that a process of an earlier
+ * version and one of this version exclude each other. A copy of a store is another directory and
+ * another lock.
  *
  * This closes the gap of a pid-file lock, where two processes that find the same stale LOCK file at the
  * same moment can both take it over. It covers processes in the same network namespace (abstract
@@ -28,6 +29,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readlink, realpath, stat } from 'node:fs/promises';
 import * as net from 'node:net';
+import { fileIdentity } from './file-identity.js';
 
 /** A held lock; `release()` frees it (idempotent). */
 export interface HeldDirectoryLock {
@@ -87,10 +89,7 @@ async function lockNames(dir: string, purpose: string): Promise<string[] | 'unsu
   if (process.platform !== 'linux') return 'unsupported';
   try {
     const [realDir, stats] = await Promise.all([realpath(dir), stat(dir, { bigint: true })]);
-    return [
-      socketName(`inode:${stats.dev}:${stats.ino}:${stats.birthtimeNs}`, purpose),
-      socketName(realDir, purpose),
-    ];
+    return [socketName(`inode:${fileIdentity(stats)}`, purpose), socketName(realDir, purpose)];
   } catch {
     return 'unsupported';
   }

@@ -34,7 +34,7 @@
  * source is reported (CORRUPT_MESSAGE, naming the source file) instead of copied into a backup.
  */
 import * as path from 'node:path';
-import { OffsetStoreError, isOffsetStoreError } from './errors/index.js';
+import { OffsetStoreError, isOffsetStoreError, messageWithoutCode } from './errors/index.js';
 import { checkBatchFormat, DecodeError } from './codec/index.js';
 import { STATE_FILE } from './compaction/index.js';
 import { isNameTaken, realPathOf, type FileSystem, type HeldDirectoryLock } from './io/index.js';
@@ -267,10 +267,12 @@ export function holds(outer: string, inner: string): boolean {
 function cut(source: BackupSource): BucketCut[] {
   return source.buckets.map((bucket) => {
     const { log } = bucket;
-    if (log.failed)
+    const failure = log.failure;
+    if (failure !== undefined)
       throw new OffsetStoreError(
         'LOG_STORAGE_ERROR',
-        `cannot back up offsets-bucket ${bucket.index}: its log (${log.dir}) stopped after a failed write; reopen the store first`,
+        `cannot back up offsets-bucket ${bucket.index}: its log (${log.dir}) has stopped (${messageWithoutCode(failure)}); reopen the store first`,
+        { cause: failure },
       );
     return { bucket, segments: log.segments(), logEnd: log.acknowledgedEnd };
   });
@@ -342,13 +344,14 @@ async function copySegments(source: BackupSource, c: BucketCut, to: string): Pro
     if (problem !== undefined) {
       // Bytes the page cache dropped after a failed writeback read as damage too: the log's
       // fdatasync tells them apart (it reports that writeback's error), as for a compaction.
-      try {
-        await c.bucket.log.syncAcknowledged();
-      } catch (syncError) {
+      const behind = await c.bucket.log.storageFailureBehindDamage();
+      if (behind !== undefined) {
         throw new OffsetStoreError(
           'LOG_STORAGE_ERROR',
-          `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${(syncError as Error).message}`,
-          { cause: syncError },
+          behind.already
+            ? `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem}) in a log a storage failure stopped while the backup ran, which may have left it there (not necessarily damage on the disk); ${behind.failure.message}`
+            : `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${behind.failure.message}`,
+          { cause: behind.failure },
         );
       }
       throw new OffsetStoreError(

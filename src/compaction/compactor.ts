@@ -312,31 +312,18 @@ export class Compactor {
     if (error.code === 'LOG_STORAGE_ERROR')
       return (await target.log.checkSegmentsPresent().catch(() => undefined)) ?? error;
     if (error.code !== 'CORRUPT_MESSAGE') return error;
-    if (target.log.failed) {
-      // Stopped by a failed write or fdatasync already: what was read may be what that failure
-      // left behind (a writeback's dropped pages), so the log's failure is named beside the
-      // damage. A log stopped for anything else (a segment removed, a close) reads real damage.
-      const failure: unknown = await target.log.syncAcknowledged().then(
-        () => undefined,
-        (stopped: unknown) => stopped,
-      );
-      if (!failedOnIo(failure)) return error;
-      return new OffsetStoreError(
-        'LOG_STORAGE_ERROR',
-        `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}) of a log already stopped by a storage failure, which may have left them there (not necessarily damage on the disk; the next open verifies the log): ${isOffsetStoreError(failure) ? messageWithoutCode(failure) : (failure as Error).message}`,
-        { cause: error },
-      );
-    }
-    try {
-      await target.log.syncAcknowledged();
-      return error;
-    } catch (syncError) {
-      return new OffsetStoreError(
-        'LOG_STORAGE_ERROR',
-        `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${isOffsetStoreError(syncError) ? messageWithoutCode(syncError) : (syncError as Error).message}`,
-        { cause: syncError },
-      );
-    }
+    const behind = await target.log.storageFailureBehindDamage();
+    if (behind === undefined) return error;
+    const failure = isOffsetStoreError(behind.failure)
+      ? messageWithoutCode(behind.failure)
+      : behind.failure.message;
+    return new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      behind.already
+        ? `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}) of a log already stopped by a storage failure, which may have left them there (not necessarily damage on the disk; the next open verifies the log): ${failure}`
+        : `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${failure}`,
+      { cause: behind.failure },
+    );
   }
 
   /** Runs targets with at most `workers` at once; rejects with the first failure after all finish. */
@@ -766,10 +753,4 @@ function compactionError(error: unknown, bucket: number): OffsetStoreError {
     `compacting offsets-bucket ${bucket} failed (what it had not finished changed nothing): ${message}${hint}`,
     { cause: error },
   );
-}
-
-/** Whether a log's failure came from a system call's error (EIO, ENOSPC, ...): a failed write or fdatasync. */
-function failedOnIo(failure: unknown): boolean {
-  const code = (failure as { cause?: { code?: unknown } } | undefined)?.cause?.code;
-  return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code);
 }

@@ -673,6 +673,34 @@ export class Log implements LogPort {
     return this.#failure !== undefined;
   }
 
+  /** What fail-stopped this log (LOG_STORAGE_ERROR naming why), if anything has. */
+  get failure(): OffsetStoreError | undefined {
+    return this.#failure;
+  }
+
+  /**
+   * Whether damage read in this log's files (by a compaction, a backup) may be what a failed
+   * writeback left rather than damage on the disk. Bytes the log wrote but has not made durable
+   * itself (the active segment's tail, journaled or in durability 'os') are dropped from the page
+   * cache when their writeback fails, and reads then return what the device has; the log's next
+   * fdatasync reports that writeback's error. So this makes every acknowledged batch durable
+   * (syncAcknowledged) and resolves with the failure of a write or an fdatasync (a system call's
+   * error: EIO, ENOSPC, ...) that has stopped the log, before this call (`already`) or by its
+   * sync; undefined when there is none, the damage then being on the disk. A log stopped for
+   * anything else (a segment removed or replaced, its directory moved, a close) has no failure to
+   * name here.
+   */
+  async storageFailureBehindDamage(): Promise<{ failure: Error; already: boolean } | undefined> {
+    const already = this.#failure !== undefined;
+    const failure: unknown = await this.syncAcknowledged().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    return failure !== undefined && failedOnIo(failure)
+      ? { failure: failure as Error, already }
+      : undefined;
+  }
+
   /** The file-system port the log reads and writes through. */
   get fs(): FileSystem {
     return this.#options.fs;
@@ -1921,4 +1949,18 @@ async function truncateFile(fs: FileSystem, filePath: string, sizeBytes: number)
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Whether a log's failure came from a system call's error (EIO, ENOSPC, ...): a failed write or
+ * fdatasync, which the log wraps (#failStop) with the system call's error as its cause, or that
+ * error itself (a close's fdatasync).
+ */
+function failedOnIo(failure: unknown): boolean {
+  if (segmentsGone.has(failure as OffsetStoreError)) return false;
+  const errno = (error: unknown) => {
+    const code = (error as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code);
+  };
+  return errno(failure) || errno((failure as { cause?: unknown } | undefined)?.cause);
 }

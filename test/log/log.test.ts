@@ -495,6 +495,37 @@ describe('Log', () => {
     await log.close();
   });
 
+  it("names a failed write or fdatasync, and only that, as what may lie behind damage read in the log's files", async () => {
+    const dir = tempDir();
+    const fs = new FaultyFileSystem();
+    const { log } = await Log.open(logOptions(dir, { fs, durability: 'os' }));
+    await log.append(testBatch(0));
+    // A healthy log: its sync succeeds, so damage read is on the disk.
+    expect(await log.storageFailureBehindDamage()).toBeUndefined();
+    await log.append(testBatch(1));
+    // The sync it makes fails: that failure is what dropped the bytes.
+    fs.plan = { failDatasyncAt: fs.datasyncCount + 1 };
+    const found = await log.storageFailureBehindDamage();
+    expect(found).toMatchObject({ already: false, failure: { code: 'LOG_STORAGE_ERROR' } });
+    fs.plan = {};
+    expect(log.failed).toBe(true);
+    expect(await log.storageFailureBehindDamage()).toMatchObject({
+      already: true,
+      failure: found!.failure,
+    });
+    await log.close().catch(() => {});
+
+    // A log stopped because its active segment was removed: no storage failure to name.
+    const other = tempDir();
+    const { log: removed } = await Log.open(logOptions(other));
+    await removed.append(testBatch(0));
+    for (const f of readdirSync(other)) if (f.endsWith('.log')) unlinkSync(path.join(other, f));
+    expect(await removed.checkSegmentsPresent()).toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    expect(removed.failed).toBe(true);
+    expect(await removed.storageFailureBehindDamage()).toBeUndefined();
+    await removed.close().catch(() => {});
+  });
+
   it('fail-stops when closing the sealed segment at a roll fails, leaving no file open', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

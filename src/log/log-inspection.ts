@@ -579,6 +579,10 @@ export function damageError(damage: LogDamage, cause?: unknown): OffsetStoreErro
   );
 }
 
+/** How a store whose segments do not chain is put right. */
+const ONE_BACKUP =
+  '; segments are never restored or removed one by one: restore the whole store from one backup (`offset-store backup`, `store.backup`)';
+
 /**
  * Why segment `name` (from `baseOffset`) does not follow segment `before`, whose last batch is at
  * `previous` (-1: none): segments chain without a gap, each beginning right after the last batch of
@@ -593,8 +597,8 @@ export function segmentChainBreak(
 ): string | undefined {
   if (previous === baseOffset - 1) return undefined;
   return previous < baseOffset - 1
-    ? `log offsets ${previous + 1}..${baseOffset - 1} are missing: ${before} ends at log offset ${previous} and ${name} begins at ${baseOffset} (a segment is missing or was cut short)`
-    : `${before} ends at log offset ${previous}, past the base ${baseOffset} of ${name}`;
+    ? `log offsets ${previous + 1}..${baseOffset - 1} are missing: ${before} ends at log offset ${previous} and ${name} begins at ${baseOffset} (a segment is missing or was cut short, or an older copy of ${before} was put in its place)${ONE_BACKUP}`
+    : `${before} ends at log offset ${previous}, past the base ${baseOffset} of ${name}: the two hold the same log offsets, as when a segment that a compaction merged into ${before} is put back from an older copy of the store${ONE_BACKUP}`;
 }
 
 /**

@@ -83,6 +83,46 @@ async function expectRefused(
 }
 
 describe('missing or shortened files', () => {
+  it('a segment that compaction merged away, put back from an older copy, is reported as overlapping, and an older copy put over the merged segment as a gap, each naming the way out', async () => {
+    const options = {
+      ...OPTIONS,
+      bucketCount: 1,
+      compaction: { strategy: 'log-cleaner' as const, background: false, minDirtyRatio: 0 },
+    };
+    for (const restored of ['merged away', 'over the merged one'] as const) {
+      const dir = tempDir();
+      const store = await OffsetStore.open({ dir, ...options });
+      for (let i = 0; i < 200; i++)
+        await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+      const bucketDir = path.join(dir, 'buckets', '000');
+      const logs = () =>
+        readdirSync(bucketDir)
+          .filter((f) => f.endsWith('.log'))
+          .sort();
+      const before = new Map(logs().map((f) => [f, readFileSync(path.join(bucketDir, f))]));
+      await store.compact();
+      await store.close();
+      const after = logs();
+      expect(after.length).toBeLessThan(before.size);
+      const file =
+        restored === 'merged away'
+          ? [...before.keys()].find((f) => !after.includes(f))!
+          : after[0]!;
+      writeFileSync(path.join(bucketDir, file), before.get(file)!);
+      await expectRefused(
+        dir,
+        restored === 'merged away'
+          ? new RegExp(
+              `past the base \\d+ of ${file}: the two hold the same log offsets, as when a segment that a compaction merged .* restore the whole store from one backup`,
+            )
+          : new RegExp(
+              `are missing: .*or an older copy of ${file} was put in its place\\); .*restore the whole store from one backup`,
+            ),
+        options,
+      );
+    }
+  });
+
   it('the first segment deleted', async () => {
     const { dir, segments } = await storeWithSegments();
     unlinkSync(segments[0]!);
@@ -493,9 +533,12 @@ describe('missing or shortened files', () => {
       renameSync(dir, moved);
       try {
         clock.advance(60_000); // offsetsRetentionCheckIntervalMs
-        for (let i = 0; i < 100 && warnings.length === 0; i++)
+        // Every bucket stops, each with its own warning: wait for this bucket's.
+        const stoppedWarning = () =>
+          warnings.find((w) => w.startsWith(`offsets-bucket ${bucket} stopped`));
+        for (let i = 0; i < 400 && stoppedWarning() === undefined; i++)
           await new Promise((resolve) => setTimeout(resolve, 5));
-        const stopped = warnings.find((w) => w.startsWith(`offsets-bucket ${bucket} stopped`));
+        const stopped = stoppedWarning();
         expect(stopped).toMatch(/is no longer the directory this process opened the store in/);
         expect(stopped).not.toMatch(/gone from its folder/);
         await store.close().catch(() => {});

@@ -25,12 +25,20 @@
  * checkpoints); each write ends by sealing the file (checkpoint-seal.ts: its txnid and the checksum
  * of the bytes LMDB interprets, stored durably next to it), which the next open checks it against.
  *
- * lmdb-js also crashes the process (SIGSEGV) when opening an environment fails for want of a file
- * descriptor (EMFILE). So `open` first takes and gives back a few descriptors itself, synchronously
- * right before LMDB's own synchronous open, and a process at its open-file limit gets EMFILE from
- * Node, which the store reports as LOG_STORAGE_ERROR saying which limit to raise.
+ * lmdb-js also crashes the process (SIGSEGV) whenever LMDB's open of an environment fails: its error
+ * path frees a structure, then reads it. Two ways an open fails are made to fail before it instead:
+ * - for want of a file descriptor (EMFILE): `open` first takes and gives back a few descriptors
+ *   itself, synchronously right before LMDB's own synchronous open, and a process at its open-file
+ *   limit gets EMFILE from Node, which the store reports as LOG_STORAGE_ERROR saying which limit to
+ *   raise;
+ * - a failed write while LMDB creates a new environment (a full disk, a quota, a folder that
+ *   cannot be written, a failing device): `open` first writes, fdatasyncs and removes a probe of
+ *   64 KiB in the folder (`probeRoom`), and a failure is LOG_STORAGE_ERROR naming it. An
+ *   environment that exists is only read by LMDB's open, after `inspectCheckpointFile` has read the
+ *   same bytes through the port.
  */
 import { getSystemErrorName } from 'node:util';
+import { join } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { packSnapshot, unpackSnapshot, xxh32 } from '../codec/index.js';
 import { OffsetStoreError } from '../errors/index.js';
@@ -213,6 +221,43 @@ function entryChecksum(groupId: string, value: Uint8Array): number {
  */
 const ENVIRONMENT_DESCRIPTORS = 8;
 
+/** The probe file `probeRoom` writes and removes in a new environment's folder. */
+export const ROOM_PROBE_FILE = 'open-probe.tmp';
+/**
+ * Bytes the probe writes: more than LMDB writes and maps to create an environment (its two meta
+ * pages, its lock file's reader table, the first pages of its first transaction).
+ */
+const ROOM_PROBE_BYTES = 64 * 1024;
+
+/**
+ * Writes, fdatasyncs and removes ROOM_PROBE_BYTES in `dir` (made if missing) before LMDB creates an
+ * environment there, so that a full disk, a quota, a folder that cannot be written or a device
+ * that fails writes is a LOG_STORAGE_ERROR naming the folder rather than the end of the process
+ * (see the header). It cannot exclude a failure that begins between the probe and LMDB's writes.
+ */
+async function probeRoom(fs: FileSystem, dir: string): Promise<void> {
+  const probe = join(dir, ROOM_PROBE_FILE);
+  try {
+    await fs.mkdir(dir);
+    const file = await fs.open(probe, 'w');
+    try {
+      await file.writev([Buffer.alloc(ROOM_PROBE_BYTES)], 0);
+      await file.datasync();
+    } finally {
+      await file.close();
+    }
+    await fs.unlink(probe);
+  } catch (error) {
+    await fs.unlink(probe).catch(() => {});
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `cannot create the checkpoint environment in ${dir}: writing ${ROOM_PROBE_BYTES} bytes there first failed (${code ?? (error as Error).message}), and LMDB ends the process when its own writes fail while it creates an environment; free space on that file system (or make the folder writable), then open again`,
+      { cause: error },
+    );
+  }
+}
+
 /** The checkpoints of one offsets-bucket. */
 export class CheckpointStore {
   /** Checkpoints written in this process that failed their read-back (see `reject`). */
@@ -257,6 +302,7 @@ export class CheckpointStore {
         `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
       );
     const state = await inspectCheckpointFile(fs, path);
+    if (state === 'new' && !readOnly) await probeRoom(fs, path);
     // lmdb-js crashes the process when a descriptor runs out inside its open: see the header.
     reserveDescriptors(ENVIRONMENT_DESCRIPTORS);
     const mapBytes = mapBytesForNext();

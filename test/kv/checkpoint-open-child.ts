@@ -1,0 +1,19 @@
+/**
+ * Child of checkpoint-no-room.test.ts: opens a new store with checkpoints in argv[2] and prints how
+ * the open ended, as one line of JSON ({ opened: true } or the error's code and message).
+ */
+import { OffsetStore } from '../../src/index.js';
+
+const dir = process.argv[2]!;
+try {
+  const store = await OffsetStore.open({
+    dir,
+    bucketCount: 2,
+    compaction: { strategy: 'checkpoint' },
+  });
+  await store.close();
+  process.stdout.write(JSON.stringify({ opened: true }) + '\n');
+} catch (error) {
+  const { code, message } = error as { code?: string; message: string };
+  process.stdout.write(JSON.stringify({ code, message }) + '\n');
+}

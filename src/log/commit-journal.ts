@@ -100,6 +100,10 @@ import {
 /** The record of refused rounds that could not be erased (see the module comment), in JOURNAL_DIR. */
 export const REFUSED_FILE = 'refused-rounds.json';
 
+/** What a store whose journal lost a durable round can do, for the errors that say so. */
+const JOURNAL_DAMAGE_WAY_OUT =
+  "; the commits of that round may exist nowhere else: restore the store from a backup (docs/recovery.md, 'A damaged journal', says when the logs alone hold them)";
+
 /** Folder of the journal files inside the store directory. */
 export const JOURNAL_DIR = 'journal';
 /** Suffix of a journal file. */
@@ -1003,7 +1007,7 @@ export async function readJournal(
         if (later !== undefined)
           throw new OffsetStoreError(
             'CORRUPT_MESSAGE',
-            `${end}, but round ${later.round} at byte ${later.position} was written once it was durable`,
+            `${end}, but round ${later.round} at byte ${later.position} was written once it was durable${JOURNAL_DAMAGE_WAY_OUT}`,
           );
         if (read.kind === 'invalid')
           contents.tornRounds.push({ file: filePath, position, reason: read.reason });
@@ -1017,7 +1021,7 @@ export async function readJournal(
       )
         throw new OffsetStoreError(
           'CORRUPT_MESSAGE',
-          `${previous.end}, but ${filePath}'s first round records ${read.durableRound} durable rounds in it: that file was begun only once they were durable`,
+          `${previous.end}, but ${filePath}'s first round records ${read.durableRound} durable rounds in it: that file was begun only once they were durable${JOURNAL_DAMAGE_WAY_OUT}`,
         );
       for (const { bucket, batch } of read.entries) {
         const logOffset = readBatchLogOffset(batch);

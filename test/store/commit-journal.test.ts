@@ -514,6 +514,34 @@ describe('the commit journal of a store', () => {
     await recovered.close();
   });
 
+  it('refuses a crash image whose journal lost durable rounds, naming the way out; with journal/ moved away, as docs/recovery.md allows after a process crash, it opens from its logs with every commit', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, OPTIONS);
+    const groups = groupPerBucket(store);
+    const last = await commitTogether(store, groups, 20);
+    const image = tempDir();
+    copyStoreDir(dir, image); // the files as a process crash leaves them
+    await store.close();
+    const [file] = readdirSync(path.join(image, JOURNAL_DIR)).filter((f) => f.endsWith('.journal'));
+    const journalFile = path.join(image, JOURNAL_DIR, file!);
+    const bytes = readFileSync(journalFile);
+    bytes.fill(0, 4096, 8192); // round 2 lost, later rounds kept
+    writeFileSync(journalFile, bytes);
+    await expect(openStore(image, OPTIONS)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /round 2 is missing \(zeros\), but round \d+ .* was written once it was durable; the commits of that round may exist nowhere else: restore the store from a backup \(docs\/recovery\.md, 'A damaged journal'/,
+      ),
+    });
+    rmSync(path.join(image, JOURNAL_DIR), { recursive: true });
+    const recovered = await openStore(image, OPTIONS);
+    for (const g of groups)
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
+        expect.objectContaining({ offset: last, metadata: `round ${last}` }),
+      ]);
+    await recovered.close();
+  });
+
   it('drops the rounds the record of refused rounds names, in verify and at open, and deletes the record', async () => {
     const { image, groups, loseUnsynced } = await crashImage(40);
     loseUnsynced();

@@ -52,7 +52,7 @@ export function birthTimeIsReal(
 let realBirthTime: boolean | undefined;
 
 /** birthTimeIsReal for this process, found at the first call. */
-function thisProcessHasBirthTime(): boolean {
+export function thisProcessHasBirthTime(): boolean {
   if (realBirthTime === undefined) {
     let probe: BigIntStats | undefined;
     try {

@@ -21,6 +21,7 @@ import * as path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { OffsetStore, isOffsetStoreError, startKafkaServer } from '../../src/index.js';
 import { NodeFileSystem, holdDirectoryLock, type OverlayFileSystem } from '../../src/io/index.js';
+import { thisProcessHasBirthTime } from '../../src/io/file-identity.js';
 import { dirFingerprint } from '../support/dir-fingerprint.js';
 import { tempDir } from '../support/temp-dir.js';
 import { copyStoreDir } from './store-fixtures.js';
@@ -286,7 +287,9 @@ describe('a store opened to read only', () => {
       await reader.close();
       return { acted, victim, listed, opensOfA };
     }
-    for (const swapTimes of [1, 50]) {
+    // Given back its first inode, a name replaced twice is told apart by its birth time alone:
+    // where the system reports none (src/io/file-identity.ts), that case goes unseen.
+    for (const swapTimes of thisProcessHasBirthTime() ? [1, 50] : [1]) {
       const read = await readWhile({ swapTimes, rewriteManifest: false });
       expect(read.acted).toBe(true);
       expect(read.victim, `swapped up to ${swapTimes} times`).toEqual([]);

@@ -7,7 +7,8 @@
  * - INVALID_CONFIG when the store directory cannot be one (a file, or a path through a file): the
  *   caller named the wrong place;
  * - LOG_STORAGE_ERROR for any other I/O failure, with a hint when the process ran out of file
- *   descriptors (a store keeps one log file open per offsets-bucket).
+ *   descriptors (a store keeps one log file open per offsets-bucket) or the disk is full (an open
+ *   writes; a read-only one does not).
  * OffsetStoreErrors (CORRUPT_MESSAGE, STORE_LOCKED, ...) and programmer errors pass unchanged.
  */
 import { OffsetStoreError } from './errors/index.js';
@@ -50,9 +51,12 @@ export function notADirectory(error: unknown, dir: string): OffsetStoreError | u
 export function openFailure(error: unknown, what: string, bucketCount?: number): unknown {
   if (systemErrorCode(error) === undefined) return error;
   const { message } = error as Error;
+  const code = systemErrorCode(error);
   const hint =
-    systemErrorCode(error) === 'EMFILE'
+    code === 'EMFILE'
       ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each, and about four more each with a checkpointing compaction strategy): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
-      : '';
+      : code === 'ENOSPC' || code === 'EDQUOT'
+        ? `: the file system (or this user's quota) is full: free space (a store opened with readOnly: true reads what it holds without writing)`
+        : '';
   return new OffsetStoreError('LOG_STORAGE_ERROR', `${what}: ${message}${hint}`, { cause: error });
 }

@@ -530,7 +530,7 @@ export class CheckpointStore {
       .slice(1)
       .map((c) => c.logOffset);
     const pagesBefore = this.sizeBytes();
-    await lmdbCommit(
+    await this.#commit(
       this.#db.transaction(() => {
         for (const [key, value] of puts) handled(this.#db.put(key, value));
         handled(
@@ -541,7 +541,7 @@ export class CheckpointStore {
         );
       }),
     );
-    await lmdbCommit(this.#db.flushed);
+    await this.#commit(this.#db.flushed);
     // LMDB copies on write, so the transaction wrote at least the pages the new checkpoint added to
     // the tree; the values alone undercount it (page headers, keys, branch pages).
     const bytesWritten = Math.max(valueBytes, this.sizeBytes() - pagesBefore);
@@ -565,7 +565,7 @@ export class CheckpointStore {
 
   /** Deletes the checkpoints at these log offsets (meta, groups and snapshots) in one durable transaction. */
   async #remove(logOffsets: readonly number[]): Promise<void> {
-    await lmdbCommit(
+    await this.#commit(
       this.#db.transaction(() => {
         for (const old of logOffsets) {
           handled(this.#db.remove(['m', old]));
@@ -576,7 +576,23 @@ export class CheckpointStore {
         }
       }),
     );
-    await lmdbCommit(this.#db.flushed);
+    await this.#commit(this.#db.flushed);
+  }
+
+  /**
+   * lmdbCommit, and when it fails, the free space of the file system the environment is on: LMDB
+   * reports a write that found the disk full as EIO ("Input/output error", seen on ext4 and tmpfs),
+   * which alone would send an operator looking for a failing device.
+   */
+  async #commit<T>(commit: Promise<T>): Promise<T> {
+    try {
+      return await lmdbCommit(commit);
+    } catch (error) {
+      const free = await this.#fs.freeBytes?.(this.path).catch(() => undefined);
+      if (free === undefined || free >= FULL_DISK_BYTES || !(error instanceof Error)) throw error;
+      error.message += `; the file system holding ${this.path} has only ${free} bytes free (LMDB reports a write that found the disk full as an I/O error)`;
+      throw error;
+    }
   }
 
   /** Bytes used by the environment's data file. */
@@ -621,6 +637,9 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
     typeof (value as PromiseLike<unknown>).then === 'function'
   );
 }
+
+/** Free bytes under which a failed LMDB commit is said to have found the disk (nearly) full. */
+const FULL_DISK_BYTES = 16 * 1024 * 1024;
 
 /** How long a failed commit's `commitError` is waited for, to say what failed. */
 const COMMIT_ERROR_WAIT_MS = 1000;

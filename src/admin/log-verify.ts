@@ -106,6 +106,12 @@ export interface BucketVerification {
   lastLogOffset: number | null;
   /** Files an interrupted compaction left (the next open completes or discards the swap). */
   swapLeftovers: string[];
+  /**
+   * Segment files wholly below where recovery starts (a checkpoint) that do not chain with the
+   * segments after them: put back from an older copy, or beside one removed by hand. The next open
+   * removes them; they are not in `segments`.
+   */
+  staleSegments: string[];
 }
 
 /** What `verifyLog` returns. */
@@ -322,6 +328,7 @@ async function verifyBucket(
     firstLogOffset: null,
     lastLogOffset: null,
     swapLeftovers: await listSwapLeftovers(fs, bucketDir),
+    staleSegments: [],
   };
   if (missing) {
     problems.push({
@@ -388,7 +395,11 @@ async function verifyBucket(
       };
     },
   );
+  result.staleSegments = inspection.staleSegments.map((p) => path.basename(p));
+  // The stale segments' batches were read before the break after them was found.
   let next = 0;
+  const firstKept = inspection.segments[0]?.baseOffset ?? 0;
+  while (next < records.length && records[next]![0] < firstKept) next++;
   for (const segment of inspection.segments) {
     let recordCount = 0;
     while (next < records.length && records[next]![0] <= segment.lastLogOffset)

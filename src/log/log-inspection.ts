@@ -28,6 +28,12 @@
  * 5. The log ends at or after `knownEnd` (what the store recorded at its last clean close, or when it
  *    was last opened), and exactly there when `knownEnd.exact` (nothing was written after a clean
  *    close). A shorter log lost segments or batches.
+ * 6. A break in the chain (rule 2) whose missing or doubled log offsets all lie below `fromLogOffset`
+ *    (a checkpoint's, or the log start after a conversion) is no damage: recovery reads nothing
+ *    there. The segments before it, wholly below `fromLogOffset` too, are stale (a segment put back
+ *    from an older copy of the store, or the neighbours of one removed by hand, below a
+ *    checkpoint): recovery deletes them, as the store deletes every segment below its checkpoints,
+ *    and the segment after the break is the log's first. Any other damage in them is still damage.
  */
 import * as path from 'node:path';
 import {
@@ -167,6 +173,11 @@ export interface LogInspection {
   swap: SwapIntent | undefined;
   /** Files of a swap that never committed, to delete. */
   leftovers: string[];
+  /**
+   * Paths of segments wholly below where recovery starts that do not chain with the segments
+   * after them (rule 6), to delete; they are not in `segments`.
+   */
+  staleSegments: string[];
   /** A rejected-batches record (to delete once its cut is applied). */
   rejected: { record: RejectedBatches | undefined; applies: boolean } | undefined;
   /** Every damaged place found (with `stopAtCorruption`, at most the first corrupt one). */
@@ -201,6 +212,7 @@ export async function inspectLog(
     segments: [],
     swap: undefined,
     leftovers: [],
+    staleSegments: [],
     rejected: undefined,
     damage: [],
     tornTail: undefined,
@@ -325,7 +337,16 @@ async function scanAll(
       i > 0 && !previousDamaged
         ? segmentChainBreak(segments[i - 1]!.name, previous, segment.name, segment.baseOffset)
         : undefined;
-    if (chainBreak !== undefined) {
+    if (
+      chainBreak !== undefined &&
+      Math.max(previous, segment.baseOffset - 1) < expectations.fromLogOffset &&
+      !damage.some((d) => d.kind === 'corrupt')
+    ) {
+      // Every log offset the break leaves missing (or held twice) lies below where recovery
+      // starts, and so does every batch of the segments before it (rule 6).
+      result.staleSegments.push(...segments.splice(0, i).map((s) => s.path));
+      i = 0;
+    } else if (chainBreak !== undefined) {
       damage.push({
         kind: 'corrupt',
         file: segment.path,

@@ -246,6 +246,11 @@ export interface LogRecoveryReport {
   /** Where a torn tail was found and why, when recovery truncated one. */
   tornTail?: { file: string; position: number; reason: string };
   /**
+   * Segment files recovery deleted: wholly below log offset `below`, where it starts (a
+   * checkpoint's), they did not chain with the segments after them (log-inspection.ts, rule 6).
+   */
+  staleSegments?: { files: string[]; below: number };
+  /**
    * Batches recovery took from the commit journal and wrote into the log: past the log's end, or
    * in place of damaged bytes they fill exactly (`keptBatches`).
    */
@@ -564,6 +569,11 @@ export class Log implements LogPort {
     }
     let lastFileBytes = last === undefined ? 0 : last.validBytes + last.zeroTailBytes;
     if (await applyRepairs(fs, dir, inspection, report)) lastFileBytes = last!.validBytes;
+    if (inspection.staleSegments.length > 0)
+      report.staleSegments = {
+        files: inspection.staleSegments.map((p) => path.basename(p)),
+        below: recovery.fromLogOffset,
+      };
     // The journal's batches the log holds already are written over again, the same bytes, before
     // the fdatasync below: the log's copy may be in the page cache only, its pages marked clean by
     // a failed writeback (an fdatasync that failed with EIO), and the journal is deleted once every
@@ -1757,7 +1767,10 @@ async function applyRepairs(
 ): Promise<boolean> {
   if (inspection.swap !== undefined) await applySwap(fs, dir, inspection.swap);
   for (const name of inspection.leftovers) await fs.unlink(path.join(dir, name));
-  if (inspection.leftovers.length > 0) await fs.syncDir(dir);
+  // Below where recovery starts, as the segments a checkpoint frees; a crash in between leaves
+  // the rest to the next open, which finds the same break.
+  for (const stale of inspection.staleSegments) await fs.unlink(stale);
+  if (inspection.leftovers.length > 0 || inspection.staleSegments.length > 0) await fs.syncDir(dir);
   const last = inspection.segments.at(-1);
   const { rejected, tornTail } = inspection;
   let cut = false;

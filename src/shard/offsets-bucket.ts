@@ -234,6 +234,10 @@ export class OffsetsBucket {
       throw error;
     }
     table.state.onGroupDropped = options.onGroupDropped;
+    if (report.staleSegments !== undefined)
+      options.onWarning(
+        `offsets-bucket ${options.index}: segment(s) ${report.staleSegments.files.join(', ')} lie wholly below log offset ${report.staleSegments.below}, where recovery starts, and do not chain with the segments after them (put back from an older copy of the store, or beside one removed by hand): ${options.readOnly === true ? 'not read (opened to read only: nothing is removed)' : 'removed, as the store removes every segment below its checkpoints'}`,
+      );
     if (report.tornTail !== undefined) {
       const { file, position, reason } = report.tornTail;
       // With batches written again from the commit journal, the cut bytes may have held batches

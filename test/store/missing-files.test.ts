@@ -83,6 +83,66 @@ async function expectRefused(
 }
 
 describe('missing or shortened files', () => {
+  it('a segment put back below the checkpoint recovery starts from is removed with a warning (log verify says the open will), and a gap above it is still refused', async () => {
+    const warnings: string[] = [];
+    const options = {
+      ...OPTIONS,
+      bucketCount: 1,
+      compaction: { strategy: 'checkpoint' as const, background: false, minDirtyRatio: 0 },
+      onWarning: (m: string) => warnings.push(m),
+    };
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, ...options });
+    const commitRound = async (from: number) => {
+      for (let i = from; i < from + 200; i++)
+        await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+    };
+    await commitRound(0);
+    const bucketDir = path.join(dir, 'buckets', '000');
+    const logs = () =>
+      readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort();
+    const first = logs()[0]!;
+    const firstBytes = readFileSync(path.join(bucketDir, first));
+    await store.compact(); // a checkpoint; the segments below it are deleted
+    await commitRound(200);
+    await store.close();
+    expect(logs()).not.toContain(first);
+    const kept = logs();
+    writeFileSync(path.join(bucketDir, first), firstBytes);
+
+    const report = await verifyLog(dir);
+    expect(report.ok).toBe(true);
+    expect(report.buckets[0]!.staleSegments).toEqual([first]);
+    expect(report.buckets[0]!.segments.map((s) => path.basename(s.file))).toEqual(kept);
+
+    const reopened = await OffsetStore.open({ dir, ...options });
+    expect(warnings.join('\n')).toMatch(
+      new RegExp(
+        `offsets-bucket 0: segment\\(s\\) ${first} lie wholly below log offset \\d+, where recovery starts, .*removed`,
+      ),
+    );
+    expect((await reopened.fetchOffsets('g')).map((o) => o!.offset).sort()).toEqual([
+      397, 398, 399,
+    ]);
+    expect(logs()).toEqual(kept);
+
+    // A gap above the checkpoint is missing offsets recovery needs: refused, as ever.
+    for (let i = 400; i < 600; i++)
+      await reopened.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+    const image = tempDir();
+    cpSync(dir, image, { recursive: true }); // the files as a crash leaves them
+    rmSync(path.join(image, 'LOCK'), { force: true });
+    await reopened.close();
+    const imageLogs = readdirSync(path.join(image, 'buckets', '000'))
+      .filter((f) => f.endsWith('.log'))
+      .sort();
+    expect(imageLogs.length).toBeGreaterThan(2);
+    rmSync(path.join(image, 'buckets', '000', imageLogs[1]!));
+    await expectRefused(image, /log offsets \d+\.\.\d+ are missing/, options);
+  });
+
   it('a segment that compaction merged away, put back from an older copy, is reported as overlapping, and an older copy put over the merged segment as a gap, each naming the way out', async () => {
     const options = {
       ...OPTIONS,

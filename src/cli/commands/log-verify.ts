@@ -94,7 +94,7 @@ function printReport(output: Output, report: VerifyReport): void {
       formatCount(b.batchCount),
       formatCount(b.recordCount),
       b.firstLogOffset === null ? '-' : `${b.firstLogOffset}..${cell(b.lastLogOffset)}`,
-      `${b.status}${swapNote(b)}`,
+      `${b.status}${swapNote(b)}${staleNote(b)}`,
     ]),
   );
   output.line();
@@ -131,6 +131,13 @@ function printReport(output: Output, report: VerifyReport): void {
     output.line(
       `TORN TAIL: ${report.tornTailCount} torn tail(s); the next open repairs them: it cuts off what was never acknowledged, and writes again from the commit journal what the journal holds (no acknowledged write is lost).`,
     );
+}
+
+/** What the next open does with stale segments below where recovery starts. */
+function staleNote(bucket: { staleSegments: string[] }): string {
+  const n = bucket.staleSegments.length;
+  if (n === 0) return '';
+  return ` (${n} stale segment(s) below its checkpoint that do not chain with the rest: ${bucket.staleSegments.join(', ')}; the next open removes them)`;
 }
 
 /**

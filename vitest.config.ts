@@ -30,6 +30,7 @@ const SLOW = [
   'test/kafka/clients/kafkajs-admin-offsets.test.ts',
   'test/log/directory-lock.test.ts',
   'test/io/without-statx.test.ts',
+  'test/io/syscall-faults.test.ts',
   'test/kv/checkpoint-damage.test.ts',
   'test/kv/checkpoint-no-room.test.ts',
   'test/compaction/unprivileged-workers.test.ts',

@@ -213,57 +213,98 @@ class NodeFileHandle implements FileHandle {
     let totalBytes = 0;
     for (const b of pending) totalBytes += b.length;
     let at = position;
-    if (this.#syncWrites.allows(totalBytes)) {
-      this.#syncWrites.time(() => {
-        while (pending.length > 0) {
-          const bytesWritten = fsSync.writevSync(this.#handle.fd, pending, at);
-          at += bytesWritten;
-          pending = dropWritten(pending, bytesWritten);
-        }
-      });
-      if (eventLoop.held()) await nextTurn();
-      return;
-    }
-    while (pending.length > 0) {
-      const { bytesWritten } = await this.#handle.writev(pending, at);
-      at += bytesWritten;
-      pending = dropWritten(pending, bytesWritten);
+    try {
+      if (this.#syncWrites.allows(totalBytes)) {
+        this.#syncWrites.time(() => {
+          while (pending.length > 0) {
+            const bytesWritten = fsSync.writevSync(this.#handle.fd, pending, at);
+            at += bytesWritten;
+            pending = dropWritten(pending, bytesWritten);
+          }
+        });
+        if (eventLoop.held()) await nextTurn();
+        return;
+      }
+      while (pending.length > 0) {
+        const { bytesWritten } = await this.#handle.writev(pending, at);
+        at += bytesWritten;
+        pending = dropWritten(pending, bytesWritten);
+      }
+    } catch (error) {
+      throw namingPath(error, this.path);
     }
   }
 
   async read(buffer: Buffer, offset: number, length: number, position: number): Promise<number> {
-    const { bytesRead } = await this.#handle.read(buffer, offset, length, position);
-    return bytesRead;
+    try {
+      const { bytesRead } = await this.#handle.read(buffer, offset, length, position);
+      return bytesRead;
+    } catch (error) {
+      throw namingPath(error, this.path);
+    }
   }
 
   datasyncNow(): boolean {
     if (!this.#syncFlushes.allows(0)) return false;
-    this.#syncFlushes.time(() => fsSync.fdatasyncSync(this.#handle.fd));
+    try {
+      this.#syncFlushes.time(() => fsSync.fdatasyncSync(this.#handle.fd));
+    } catch (error) {
+      throw namingPath(error, this.path);
+    }
     return true;
   }
 
   datasync(): Promise<void> {
     // The callback API skips the promise API's per-call FileHandle bookkeeping (~30 us less here).
     return new Promise((resolve, reject) => {
-      fsSync.fdatasync(this.#handle.fd, (error) => (error === null ? resolve() : reject(error)));
+      fsSync.fdatasync(this.#handle.fd, (error) =>
+        error === null ? resolve() : reject(namingPath(error, this.path)),
+      );
     });
   }
 
   truncate(sizeBytes: number): Promise<void> {
-    return this.#handle.truncate(sizeBytes);
+    return this.#handle.truncate(sizeBytes).catch((error: unknown) => {
+      throw namingPath(error, this.path);
+    });
   }
 
   async sizeBytes(): Promise<number> {
-    return (await this.#handle.stat()).size;
+    try {
+      return (await this.#handle.stat()).size;
+    } catch (error) {
+      throw namingPath(error, this.path);
+    }
   }
 
   async identity(): Promise<string> {
-    return fileIdentity(await this.#handle.stat({ bigint: true }));
+    try {
+      return fileIdentity(await this.#handle.stat({ bigint: true }));
+    } catch (error) {
+      throw namingPath(error, this.path);
+    }
   }
 
   close(): Promise<void> {
-    return this.#handle.close();
+    return this.#handle.close().catch((error: unknown) => {
+      throw namingPath(error, this.path);
+    });
   }
+}
+
+/**
+ * `error` with the path of the file it concerns: Node names the path in the errors of calls made by
+ * path (`open`, `rename`), not in those made on a descriptor (`read`, `write`, `fdatasync`), which
+ * would otherwise reach a user as "EIO: i/o error, read" with no file named. Adds it to the message,
+ * as Node writes it, and as `path`; an error that has a path, or is not a system error, is returned
+ * as it is.
+ */
+function namingPath(error: unknown, path: string): unknown {
+  const e = error as NodeJS.ErrnoException | null;
+  if (!(e instanceof Error) || typeof e.code !== 'string' || e.path !== undefined) return error;
+  e.path = path;
+  e.message = `${e.message} '${path}'`;
+  return e;
 }
 
 /** What is left of `buffers` after the first `bytes` of them were written. */

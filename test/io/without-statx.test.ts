@@ -6,15 +6,14 @@
  * taking its own directory for one renamed away, and a compaction's renamed outputs for lost ones.
  * The child runs under strace, which makes every statx fail with ENOSYS as such a kernel would.
  */
-import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { birthTimeIsReal, fileIdentity } from '../../src/io/file-identity.js';
+import { hasStrace, runTsWithFaults } from '../support/strace.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const CHILD = fileURLToPath(new URL('./without-statx-child.ts', import.meta.url));
-const hasStrace = spawnSync('strace', ['-V']).status === 0;
 
 describe('file identity where Node reads no birth time', () => {
   it('trusts a birth time only where the system reports a real one', () => {
@@ -35,24 +34,7 @@ describe('file identity where Node reads no birth time', () => {
       expect(hasStrace, 'this test needs the strace command (apt-get install strace)').toBe(true);
       const root = tempDir();
       const dir = path.join(root, 'store');
-      const run = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-o',
-          '/dev/null',
-          '-e',
-          'trace=statx',
-          '-e',
-          'inject=statx:error=ENOSYS',
-          process.execPath,
-          '--import',
-          'tsx',
-          CHILD,
-          dir,
-        ],
-        { encoding: 'utf8', timeout: 90_000 },
-      );
+      const run = runTsWithFaults({ inject: ['statx:error=ENOSYS'] }, [CHILD, dir]);
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);
       const seen = JSON.parse(run.stdout.trim().split('\n').at(-1)!);

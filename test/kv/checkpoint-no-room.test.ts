@@ -4,16 +4,15 @@
  * there. The child runs under strace, which makes every write to that folder's data file and to
  * the store's probe fail with ENOSPC, as a full disk would.
  */
-import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { ROOM_PROBE_FILE } from '../../src/kv/checkpoint-store.js';
+import { hasStrace, runTsWithFaults } from '../support/strace.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const CHILD = fileURLToPath(new URL('./checkpoint-open-child.ts', import.meta.url));
-const hasStrace = spawnSync('strace', ['-V']).status === 0;
 
 describe('a new checkpoint environment on a full disk', () => {
   it.runIf(process.platform === 'linux')(
@@ -22,25 +21,12 @@ describe('a new checkpoint environment on a full disk', () => {
       expect(hasStrace, 'this test needs the strace command (apt-get install strace)').toBe(true);
       const dir = path.join(tempDir(), 'store');
       const folder = path.join(dir, 'buckets', '001', 'checkpoint');
-      const run = spawnSync(
-        'strace',
-        [
-          '-f',
-          '-o',
-          '/dev/null',
-          '-P',
-          path.join(folder, 'data.mdb'),
-          '-P',
-          path.join(folder, ROOM_PROBE_FILE),
-          '-e',
-          'inject=pwrite64,pwritev,write,writev:error=ENOSPC',
-          process.execPath,
-          '--import',
-          'tsx',
-          CHILD,
-          dir,
-        ],
-        { encoding: 'utf8', timeout: 60_000 },
+      const run = runTsWithFaults(
+        {
+          inject: ['pwrite64,pwritev,write,writev:error=ENOSPC'],
+          paths: [path.join(folder, 'data.mdb'), path.join(folder, ROOM_PROBE_FILE)],
+        },
+        [CHILD, dir],
       );
       expect(run.signal, run.stderr).toBeNull();
       expect(run.status, run.stderr).toBe(0);

@@ -35,7 +35,12 @@
  *   cannot be written, a failing device): `open` first writes, fdatasyncs and removes a probe of
  *   64 KiB in the folder (`probeRoom`), and a failure is LOG_STORAGE_ERROR naming it. An
  *   environment that exists is only read by LMDB's open, after `inspectCheckpointFile` has read the
- *   same bytes through the port.
+ *   same bytes through the port;
+ * - a data or lock file this process may not open to write (another user's): `open` first opens
+ *   each that exists to write, through the port (`checkLmdbFilesWritable`).
+ * What is left ends the process still: an I/O error of LMDB's own open of its files (a device
+ * failing between those checks and LMDB's calls). Where lmdb-js throws instead, its error is
+ * LOG_STORAGE_ERROR naming the folder.
  */
 import { getSystemErrorName } from 'node:util';
 import { join } from 'node:path';
@@ -45,6 +50,8 @@ import { OffsetStoreError } from '../errors/index.js';
 import { HeldPaths, addressSpaceLimit, reserveDescriptors, type FileSystem } from '../io/index.js';
 import { assert, externalWork, nextTurn } from '../util/index.js';
 import {
+  LMDB_DATA_FILE,
+  LMDB_LOCK_FILE,
   inspectCheckpointFile,
   sealCheckpointFile,
   setAsideCheckpointFile,
@@ -258,6 +265,29 @@ async function probeRoom(fs: FileSystem, dir: string): Promise<void> {
   }
 }
 
+/**
+ * Opens LMDB's files in `dir` that exist to read and write, and closes them, before LMDB opens
+ * them itself: one this process may not write (left by another user, made read-only) would end
+ * the process inside lmdb-js's open (see the header); here it is a LOG_STORAGE_ERROR naming it.
+ */
+async function checkLmdbFilesWritable(fs: FileSystem, dir: string): Promise<void> {
+  for (const name of [LMDB_DATA_FILE, LMDB_LOCK_FILE]) {
+    const file = join(dir, name);
+    let handle;
+    try {
+      handle = await fs.open(file, 'r+');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `cannot open the checkpoint environment in ${dir}: ${file} cannot be opened to write (${(error as Error).message}), and LMDB ends the process when it cannot open its files; give this process's user write access to it`,
+        { cause: error },
+      );
+    }
+    await handle.close();
+  }
+}
+
 /** The checkpoints of one offsets-bucket. */
 export class CheckpointStore {
   /** Checkpoints written in this process that failed their read-back (see `reject`). */
@@ -302,21 +332,34 @@ export class CheckpointStore {
         `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
       );
     const state = await inspectCheckpointFile(fs, path);
-    if (state === 'new' && !readOnly) await probeRoom(fs, path);
+    if (!readOnly) {
+      await checkLmdbFilesWritable(fs, path);
+      if (state === 'new') await probeRoom(fs, path);
+    }
     // lmdb-js crashes the process when a descriptor runs out inside its open: see the header.
     reserveDescriptors(ENVIRONMENT_DESCRIPTORS);
     const mapBytes = mapBytesForNext();
-    const db = open<Buffer, (string | number)[]>({
-      path,
-      encoding: 'binary',
-      overlappingSync: false,
-      mapSize: mapBytes,
-      readOnly,
-      // The writes here are whole transactions. With batching across an event turn, LMDB starts
-      // each batch with a write whose promise it keeps to itself, and a failed commit (a full disk)
-      // rejects it unhandled: on Node's defaults, that kills the process.
-      eventTurnBatching: false,
-    });
+    let db: RootDatabase<Buffer, (string | number)[]>;
+    try {
+      db = open<Buffer, (string | number)[]>({
+        path,
+        encoding: 'binary',
+        overlappingSync: false,
+        mapSize: mapBytes,
+        readOnly,
+        // The writes here are whole transactions. With batching across an event turn, LMDB starts
+        // each batch with a write whose promise it keeps to itself, and a failed commit (a full
+        // disk) rejects it unhandled: on Node's defaults, that kills the process.
+        eventTurnBatching: false,
+      });
+    } catch (error) {
+      // Where lmdb-js reports a failed open rather than ending the process (see the header).
+      throw new OffsetStoreError(
+        'LOG_STORAGE_ERROR',
+        `LMDB could not open the checkpoint environment in ${path}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     openEnvironments.set(db, mapBytes);
     const store = new CheckpointStore(
       fs,

@@ -1430,7 +1430,7 @@ export class Log implements LogPort {
       if (error instanceof OffsetStoreError) throw error;
       throw new OffsetStoreError(
         'LOG_STORAGE_ERROR',
-        `checking the compacted segments of a swap in ${dir} failed; it is retried before the next compaction and completed by the next open: ${(error as Error).message}`,
+        `checking the compacted segments of a swap in ${dir} failed; ${swapRetried(pending)}: ${(error as Error).message}`,
         { cause: error },
       );
     }
@@ -1447,7 +1447,7 @@ export class Log implements LogPort {
     } catch (error) {
       throw new OffsetStoreError(
         'LOG_STORAGE_ERROR',
-        `swapping compacted segments into ${dir} failed; it is retried before the next compaction and completed by the next open: ${(error as Error).message}`,
+        `swapping compacted segments into ${dir} failed; ${swapRetried(pending)}: ${(error as Error).message}`,
         { cause: error },
       );
     }
@@ -1976,4 +1976,15 @@ function failedOnIo(failure: unknown): boolean {
     return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code);
   };
   return errno(failure) || errno((failure as { cause?: unknown } | undefined)?.cause);
+}
+
+/**
+ * What becomes of a swap that failed: retried before the next compaction; if the store closes
+ * first, completed by the next open once its intent is durable (renames may have begun), and
+ * otherwise completed or discarded by it, as its intent reached the disk or not.
+ */
+function swapRetried(pending: PendingSwap): string {
+  return pending.renamesBegun
+    ? 'it is retried before the next compaction, and completed by the next open from its intent'
+    : 'it is retried before the next compaction; the next open completes it if its intent reached the disk, and otherwise discards it, keeping the segments it would have replaced (nothing is lost either way)';
 }

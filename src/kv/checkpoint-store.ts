@@ -269,6 +269,9 @@ async function probeRoom(fs: FileSystem, dir: string): Promise<void> {
  * Opens LMDB's files in `dir` that exist to read and write, and closes them, before LMDB opens
  * them itself: one this process may not write (left by another user, made read-only) would end
  * the process inside lmdb-js's open (see the header); here it is a LOG_STORAGE_ERROR naming it.
+ * Closing a descriptor of `lock.mdb` drops the POSIX locks this process holds on it, LMDB's among
+ * them: this runs only before this process opens the environment to write, which it does once per
+ * folder at a time (the store's directory lock; a read-only view of the same folder refuses it).
  */
 async function checkLmdbFilesWritable(fs: FileSystem, dir: string): Promise<void> {
   for (const name of [LMDB_DATA_FILE, LMDB_LOCK_FILE]) {

@@ -4,4 +4,9 @@
  * This file is the folder's door.
  */
 export { ERROR_CODES, type ErrorCode, type ErrorCodeInfo } from './error-codes.js';
-export { OffsetStoreError, isOffsetStoreError, messageWithoutCode } from './offset-store-error.js';
+export {
+  OffsetStoreError,
+  isOffsetStoreError,
+  messageWithoutCode,
+  reasonOf,
+} from './offset-store-error.js';

@@ -35,6 +35,16 @@ export function messageWithoutCode(error: OffsetStoreError): string {
   return error.message.slice(error.code.length + 2);
 }
 
+/**
+ * What `error` says, to quote as the cause in another error's message: an OffsetStoreError's
+ * message without its code (the outer message carries one), any other Error's message, or the
+ * thrown value as text.
+ */
+export function reasonOf(error: unknown): string {
+  if (error instanceof OffsetStoreError) return messageWithoutCode(error);
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** True when `error` is an OffsetStoreError, optionally with the given code. */
 export function isOffsetStoreError(error: unknown, code?: ErrorCode): error is OffsetStoreError {
   return error instanceof OffsetStoreError && (code === undefined || error.code === code);

@@ -86,7 +86,7 @@
  */
 import * as path from 'node:path';
 import { LENGTH_FIELD_BYTES, checkBatch, readBatchLogOffset, xxh32 } from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, reasonOf } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { nextTurn } from '../util/index.js';
 import { writeDurably } from './store-manifest.js';
@@ -653,7 +653,7 @@ export class CommitJournal implements JournalPort {
     if (failed !== undefined) rounds.push(failed);
     let failure = new OffsetStoreError(
       'LOG_STORAGE_ERROR',
-      `write to the commit journal ${this.#dir} failed; the store accepts no more commits until reopened: ${(error as Error).message}`,
+      `write to the commit journal ${this.#dir} failed; the store accepts no more commits until reopened: ${reasonOf(error)}`,
       { cause: error },
     );
     this.#failure = failure;
@@ -692,7 +692,7 @@ export class CommitJournal implements JournalPort {
         await file.handle.datasync();
       } catch (cutError) {
         const first = rounds.reduce((a, b) => (b.start < a.start ? b : a));
-        const what = `${failure.message}; erasing the refused rounds from byte ${first.start} of ${file.path} failed too (${(cutError as Error).message})`;
+        const what = `${reasonOf(failure)}; erasing the refused rounds from byte ${first.start} of ${file.path} failed too (${reasonOf(cutError)})`;
         let message: string;
         try {
           // Beside the entries of earlier processes whose files are still there.
@@ -708,7 +708,7 @@ export class CommitJournal implements JournalPort {
           await writeRefusedRounds(this.#fs, this.#dir, entries);
           message = `${what}; recorded in ${path.join(JOURNAL_DIR, REFUSED_FILE)}: the next open reads that file as ending there`;
         } catch (recordError) {
-          message = `${what}, and recording them failed (${(recordError as Error).message}): fill that file with zeros from byte ${first.start} before reopening the store`;
+          message = `${what}, and recording them failed (${reasonOf(recordError)}): fill that file with zeros from byte ${first.start} before reopening the store`;
           unrepairedJournals.set(path.resolve(this.#dir), message);
         }
         failure = new OffsetStoreError('LOG_STORAGE_ERROR', message, { cause: error });

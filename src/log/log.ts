@@ -102,7 +102,7 @@ import {
   readBatchLogOffset,
   sealBatch,
 } from '../codec/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, reasonOf } from '../errors/index.js';
 import type { FileHandle, FileSystem } from '../io/index.js';
 import { Serial, assert, nextTurn } from '../util/index.js';
 import {
@@ -1137,7 +1137,7 @@ export class Log implements LogPort {
         position: sizeBytes,
         checksum: readBatchChecksum(firstBatch),
       };
-      const what = `${(error as Error).message}; cutting ${this.#active.path} back to ${sizeBytes} bytes failed too (${(cutError as Error).message})`;
+      const what = `${reasonOf(error)}; cutting ${this.#active.path} back to ${sizeBytes} bytes failed too (${reasonOf(cutError)})`;
       try {
         await writeDurably(
           this.#options.fs,
@@ -1234,7 +1234,7 @@ export class Log implements LogPort {
       ? (error as OffsetStoreError)
       : new OffsetStoreError(
           'LOG_STORAGE_ERROR',
-          `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${(error as Error).message}`,
+          `write to ${this.#options.dir} failed; the log accepts no more writes until reopened: ${reasonOf(error)}`,
           { cause: error },
         );
     this.#failure = failure;

@@ -21,6 +21,7 @@ import {
   LOG_DEFAULTS,
   Log,
   MANIFEST_FILE,
+  enclosingStoreDir,
   ManifestFile,
   bucketDirPath,
   liveLockHolder,
@@ -454,6 +455,15 @@ export class OffsetStore {
       // Held before anything is awaited (see the read-only open's hold), released once recovered.
       if (!this.#hosted) this.#releaseRecovering = recoveringStores.hold(dir);
       try {
+        // A new store inside another's folders would land among its files (see enclosingStoreDir).
+        if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE)).catch(() => null)) === null) {
+          const outer = await enclosingStoreDir(fs, dir);
+          if (outer !== undefined)
+            throw new OffsetStoreError(
+              'INVALID_CONFIG',
+              `${dir} is inside the store in ${outer}: a store is never created within another (its files would land among that store's own); name a directory of its own`,
+            );
+        }
         await fs.mkdir(dir).catch((error: unknown) => {
           throw notADirectory(error, dir) ?? openFailure(error, `cannot create ${dir}`);
         });

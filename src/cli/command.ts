@@ -8,7 +8,7 @@
 import * as path from 'node:path';
 import { NodeFileSystem, readNamedFile } from '../io/index.js';
 import { OffsetStoreError } from '../errors/index.js';
-import { MANIFEST_FILE } from '../log/index.js';
+import { MANIFEST_FILE, readManifest } from '../log/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
 import { findDuplicateJsonKey } from '../util/index.js';
 import type { Output } from './output.js';
@@ -271,12 +271,14 @@ export function selectionOption(context: CommandContext): BucketSelection {
 }
 
 /**
- * Refuses a directory that holds no store, as every command that reads one does (INVALID_CONFIG):
- * for the commands that write files beside a store without opening it (users, acls), a typo would
- * otherwise create them anywhere.
+ * Refuses a directory that holds no store, as every command that reads one does (INVALID_CONFIG),
+ * and one whose manifest an open would refuse (a later format: INVALID_CONFIG; damaged or edited:
+ * CORRUPT_MESSAGE): for the commands that write files beside a store without opening it (users,
+ * acls), a typo would otherwise create them anywhere, and a store of a later version would get
+ * files it may read otherwise.
  */
 export async function requireStore(fs: NodeFileSystem, dir: string): Promise<void> {
-  if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE))) === null)
+  if ((await readManifest(fs, dir)) === null)
     throw new OffsetStoreError(
       'INVALID_CONFIG',
       `no offset store in ${path.resolve(dir)}: ${MANIFEST_FILE} not found; create it first, e.g. with offset-store serve`,

@@ -47,6 +47,7 @@ export {
   bucketDirName,
   bucketDirPath,
   encodeManifest,
+  enclosingStoreDir,
   missingBucketDirs,
   strayBucketDirs,
   strayReason,

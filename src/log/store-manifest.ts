@@ -227,6 +227,21 @@ interface PendingUpdate {
 }
 
 /**
+ * The directory of a store that holds `dir` (an ancestor of it with a manifest), if any: a store
+ * created there would put its files among that store's own (`--dir` naming a store's `buckets/`
+ * folder), which then refuses to open. Undefined when no folder above `dir` holds a manifest.
+ */
+export async function enclosingStoreDir(fs: FileSystem, dir: string): Promise<string | undefined> {
+  let at = path.resolve(dir);
+  for (;;) {
+    const parent = path.dirname(at);
+    if (parent === at) return undefined;
+    at = parent;
+    if ((await fs.sizeBytes(path.join(at, MANIFEST_FILE)).catch(() => null)) !== null) return at;
+  }
+}
+
+/**
  * The manifest of an open store: read (or created) once, then rewritten whole on updates. Updates are
  * group-committed: those asked for while a write is under way (or in the same turn) are applied in
  * call order to one copy and written once, so n buckets recording their ends as they load cost a few

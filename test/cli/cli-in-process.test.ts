@@ -20,7 +20,7 @@ import { StoreAdmin } from '../../src/admin/index.js';
 import { DEMO_MARKER_TEXT, prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
-import { JOURNAL_DIR } from '../../src/log/index.js';
+import { JOURNAL_DIR, encodeManifest, type StoreManifest } from '../../src/log/index.js';
 import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
 import { writeTwoFullJournalFiles } from '../support/journal-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
@@ -379,6 +379,43 @@ describe('offset-store dispatcher', () => {
       Object.defineProperty(process, 'stdin', stdin);
     }
     expect((await run(['users', 'list', '--dir', dir, '--json'])).stdout).not.toContain('alice');
+  });
+
+  it('users add and acls add refuse a store of a later format, as every other command does, and write nothing', async () => {
+    const dir = copy();
+    const file = path.join(dir, 'store.json');
+    const manifest = JSON.parse(readFileSync(file, 'utf8')) as StoreManifest;
+    writeFileSync(file, encodeManifest({ ...manifest, formatVersion: manifest.formatVersion + 1 }));
+    const before = readdirSync(dir).sort();
+    const terminal = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => terminal });
+    for (const args of [
+      ['users', 'add', 'bob', '--dir', dir, '--password-stdin'],
+      [
+        'acls',
+        'add',
+        '--dir',
+        dir,
+        '--allow-principal',
+        'User:x',
+        '--operation',
+        'Read',
+        '--group',
+        'g',
+      ],
+    ]) {
+      const stdin = Object.getOwnPropertyDescriptor(process, 'stdin')!;
+      Object.defineProperty(process, 'stdin', { value: terminal, configurable: true });
+      try {
+        const running = run(args);
+        setTimeout(() => terminal.end('secret\n'), 20);
+        const { code, stderr } = await running;
+        expect(code, stderr).toBe(1);
+        expect(stderr).toMatch(/^error: INVALID_CONFIG: .*format version/);
+      } finally {
+        Object.defineProperty(process, 'stdin', stdin);
+      }
+    }
+    expect(readdirSync(dir).sort()).toEqual(before);
   });
 
   it('reports a bad offsets document as bad usage, naming the entry', async () => {

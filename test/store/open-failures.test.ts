@@ -24,6 +24,7 @@ import { dumpLog } from '../../src/admin/index.js';
 import { logOptions } from '../support/log-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
+import { dirFingerprint } from '../support/dir-fingerprint.js';
 
 /** The real file system, with an error injected where `fail` says so (by operation and path). */
 class RefusingFileSystem extends NodeFileSystem {
@@ -280,5 +281,21 @@ describe('OffsetStore.open failures', () => {
     const store = await OffsetStore.open({ dir, fs, bucketCount: 2 });
     expect(store.bucketCount).toBe(2);
     await store.close();
+  });
+  it("refuses to create a store inside another store's folders, writing nothing there (the outer store would no longer open)", async () => {
+    const outer = tempDir();
+    const store = await OffsetStore.open({ dir: outer, bucketCount: 2 });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    await store.close();
+    const before = dirFingerprint(outer);
+    for (const inner of ['buckets', 'buckets/000', 'journal', 'elsewhere/deeper'])
+      await expect(OffsetStore.open({ dir: path.join(outer, inner) })).rejects.toMatchObject({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining(`is inside the store in ${outer}`),
+      });
+    expect(dirFingerprint(outer)).toEqual(before);
+    const reopened = await OffsetStore.open({ dir: outer });
+    expect((await reopened.fetchOffsets('g'))[0]?.offset).toBe(5);
+    await reopened.close();
   });
 });

@@ -8,48 +8,19 @@
  * (as on CI); skipped otherwise.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { exited, forkTs } from '../support/fork-child.js';
+import { Mounts, canMountLoop } from '../support/mounts.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const CHILD = path.join(import.meta.dirname, 'failed-writeback-child.ts');
 
-/** Whether this process may mount a loop device (root, with mount, mkfs.ext4 and e2fsck). */
-function canMountLoop(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  for (const tool of ['mkfs.ext4', 'e2fsck', 'losetup'])
-    if (spawnSync(tool, ['-V']).error !== undefined) return false;
-  const at = mkdtempSync(path.join(tmpdir(), 'offset-store-loop-'));
-  const image = path.join(at, 'probe.img');
-  const mountAt = path.join(at, 'm');
-  mkdirSync(mountAt);
-  try {
-    execFileSync('truncate', ['-s', '8M', image]);
-    execFileSync('mkfs.ext4', ['-q', '-F', image], { stdio: 'ignore' });
-    execFileSync('mount', ['-o', 'loop', image, mountAt], { stdio: 'ignore' });
-    execFileSync('umount', [mountAt]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(at, { recursive: true, force: true });
-  }
-}
-
-const mounted: string[] = [];
-afterEach(() => {
-  for (const at of mounted.splice(0).reverse()) spawnSync('umount', [at]);
-});
-
-function mount(args: string[], at: string): void {
-  mkdirSync(at, { recursive: true });
-  execFileSync('mount', [...args, at]);
-  mounted.push(at);
-}
+const mounts = new Mounts();
+afterEach(() => mounts.unmountAll());
+const mount = (args: string[], at: string) => mounts.mount(args, at);
 
 describe.skipIf(!canMountLoop())('writes failing in the writeback of a real ext4', () => {
   for (const strategy of ['log-cleaner', 'checkpoint'] as const)

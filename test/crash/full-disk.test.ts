@@ -6,43 +6,22 @@
  * acknowledged: a read-only open reads them on the full disk, and a writable one once there is room.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../src/index.js';
 import { exited, forkTs } from '../support/fork-child.js';
+import { Mounts, canMount } from '../support/mounts.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const CHILD = path.join(import.meta.dirname, 'full-disk-child.ts');
 const FILL_CHILD = path.join(import.meta.dirname, 'full-disk-fill-child.ts');
-/** Whether this process may mount a tmpfs (root, with the capability to mount: as on CI). */
-function canMount(): boolean {
-  if (process.getuid?.() !== 0) return false;
-  const at = mkdtempSync(path.join(tmpdir(), 'offset-store-mount-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', at], { stdio: 'ignore' });
-    execFileSync('umount', [at]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(at, { recursive: true, force: true });
-  }
-}
-const mounted: string[] = [];
-
-afterEach(() => {
-  for (const at of mounted.splice(0)) execFileSync('umount', [at]);
-});
+const mounts = new Mounts();
+afterEach(() => mounts.unmountAll());
 
 /** A tmpfs of `size` (e.g. '4m') mounted in a new temporary folder. */
 function smallDisk(size: string): string {
-  const at = path.join(tempDir(), 'disk');
-  mkdirSync(at);
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', at]);
-  mounted.push(at);
-  return at;
+  return mounts.mount(['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs'], path.join(tempDir(), 'disk'));
 }
 
 describe.skipIf(!canMount())('a full disk', () => {

@@ -78,7 +78,10 @@ export class ScheduledBackups {
     return running;
   }
 
-  /** Stops the schedule. A backup running is not waited for: closing the store stops it. */
+  /**
+   * Stops the schedule. A backup running is not waited for: closing the store stops it, and that is
+   * reported (onProblem).
+   */
   close(): void {
     this.#closed = true;
     this.#timer?.cancel();
@@ -104,7 +107,14 @@ export class ScheduledBackups {
         report = await store.backup(target);
         break;
       } catch (error) {
-        if (this.#closed && isOffsetStoreError(error, 'STORE_CLOSED')) return;
+        if (this.#closed && isOffsetStoreError(error, 'STORE_CLOSED')) {
+          // Said, not dropped in silence: a backup asked for (SIGUSR2) right before a shutdown
+          // would otherwise be taken for made.
+          this.#options.onProblem(
+            `the backup to ${target} was stopped by the shutdown and not made (the next backup into ${dir} removes what it left)`,
+          );
+          return;
+        }
         const room = isFullDisk(error)
           ? await this.#makeRoom(freeBefore).catch((problem: unknown): Room => ({
               why: `making room failed: ${(problem as Error).message}`,

@@ -70,6 +70,34 @@ describe('ScheduledBackups', () => {
     await store.close();
   });
 
+  it('says so when a backup running is stopped by the shutdown, rather than dropping it in silence', async () => {
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 4 });
+    for (let i = 0; i < 200; i++)
+      await store.commitOffsets(`g${i}`, [{ tableId: 1, bucketId: i % 4, offset: i }]);
+    const done: string[] = [];
+    const problems: string[] = [];
+    const schedule = new ScheduledBackups({
+      store,
+      dir: path.join(tempDir(), 'backups'),
+      everyMs: 0,
+      keep: 0,
+      clock: new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 0)),
+      fs: new NodeFileSystem(),
+      onBackup: (report) => done.push(path.basename(report.dir)),
+      onProblem: (message) => problems.push(message),
+    });
+    const running = schedule.now(); // as serve does on SIGUSR2
+    schedule.close(); // and then the shutdown
+    await store.close();
+    await running;
+    expect(done).toEqual([]);
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^the backup to .*offsets-2026-12-04T03\.00\.00\.000Z was stopped by the shutdown and not made/,
+      ),
+    ]);
+  });
+
   it("never counts or removes another store's backups in the same folder", async () => {
     const clockA = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 0));
     const clockB = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 30));

@@ -12,7 +12,7 @@
  * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { bucketKey, compareBucketRefs, type TableBucket } from '../model/index.js';
+import { BUCKET_ID_MAX, bucketKey, compareBucketRefs, type TableBucket } from '../model/index.js';
 
 /** A bucket and an offset in it (a log-end offset, or an offset to reset to). */
 export interface BucketOffset extends TableBucket {
@@ -43,6 +43,7 @@ export function parseBucketKey(key: string): TableBucket {
     );
   }
   const numbers = parts.map((p) => checkedNumber(Number(p), `bucket key ${key}`));
+  checkedBucketId(numbers.at(-1)!, `bucket key ${key}: its bucket id`);
   return parts.length === 2
     ? { tableId: numbers[0]!, partitionId: null, bucketId: numbers[1]! }
     : { tableId: numbers[0]!, partitionId: numbers[1]!, bucketId: numbers[2]! };
@@ -63,6 +64,7 @@ export function validateSelection(selection: BucketSelection): void {
     const value = selection[field];
     if (value !== undefined) checkedNumber(value, field);
   }
+  if (selection.bucketId !== undefined) checkedBucketId(selection.bucketId, 'bucketId');
   if (
     selection.tableId === undefined &&
     (selection.partitionId !== undefined || selection.bucketId !== undefined)
@@ -130,9 +132,19 @@ function entryFromObject(item: unknown, where: string): BucketOffset {
       o.partitionId === undefined || o.partitionId === null
         ? null
         : checkedNumber(o.partitionId, `${where}.partitionId`),
-    bucketId: checkedNumber(o.bucketId, `${where}.bucketId`),
+    bucketId: checkedBucketId(checkedNumber(o.bucketId, `${where}.bucketId`), `${where}.bucketId`),
     offset: checkedNumber(value, `${where}.offset`),
   };
+}
+
+/** A bucket id above BUCKET_ID_MAX (an int32 on disk) is INVALID_REQUEST, as a commit of it is. */
+function checkedBucketId(value: number, where: string): number {
+  if (value > BUCKET_ID_MAX)
+    throw new OffsetStoreError(
+      'INVALID_REQUEST',
+      `${where} must be at most ${BUCKET_ID_MAX} (an int32), got ${value}`,
+    );
+  return value;
 }
 
 function checkedNumber(value: unknown, where: string): number {

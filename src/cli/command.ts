@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { NodeFileSystem, readNamedFile } from '../io/index.js';
 import { OffsetStoreError } from '../errors/index.js';
 import { MANIFEST_FILE, readManifest } from '../log/index.js';
+import { BUCKET_ID_MAX } from '../model/index.js';
 import { parseBucketOffsets, type BucketOffset, type BucketSelection } from '../admin/index.js';
 import { findDuplicateJsonKey } from '../util/index.js';
 import type { Output } from './output.js';
@@ -263,6 +264,8 @@ export function selectionOption(context: CommandContext): BucketSelection {
   const bucketId = integerOption(context, 'bucket');
   if (tableId === undefined && (partitionId !== undefined || bucketId !== undefined))
     throw new UsageError('--partition and --bucket need --table');
+  if (bucketId !== undefined && bucketId > BUCKET_ID_MAX)
+    throw new UsageError(`--bucket must be at most ${BUCKET_ID_MAX} (an int32), got ${bucketId}`);
   return {
     ...(tableId === undefined ? {} : { tableId }),
     ...(partitionId === undefined ? {} : { partitionId }),

@@ -162,6 +162,16 @@ describe('offsets documents', () => {
       /f\["1:0"\] must be a safe integer >= 0/,
     );
     expect(() => parseBucketOffsets([{ tableId: 1, bucketId: 0 }], 'f')).toThrow(/f\[0\]\.offset/);
+    // A bucket id is an int32, as a commit's is: what --execute would refuse, a dry run refuses too.
+    expect(() => parseBucketOffsets({ '1:2147483648': 5 }, 'f')).toThrow(
+      /INVALID_REQUEST: bucket key 1:2147483648: its bucket id must be at most 2147483647/,
+    );
+    expect(() => parseBucketOffsets([{ tableId: 1, bucketId: 2 ** 31, offset: 1 }], 'f')).toThrow(
+      /f\[0\]\.bucketId must be at most 2147483647/,
+    );
+    expect(parseBucketOffsets({ '1:2147483647': 5 }, 'f')).toEqual([
+      { tableId: 1, partitionId: null, bucketId: 2147483647, offset: 5 },
+    ]);
     expect(() =>
       parseBucketOffsets(
         [

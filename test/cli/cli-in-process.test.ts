@@ -95,6 +95,17 @@ describe('offset-store dispatcher', () => {
       '--execute',
     ]);
     expect(twice.code).toBe(2);
+    // A bucket id past an int32 is bad usage in a dry run too, not only once --execute commits it.
+    const wide = await run(
+      ['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', '3', '--table', '1'].concat([
+        '--bucket',
+        '2147483648',
+      ]),
+    );
+    expect(wide).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: --bucket must be at most 2147483647 \(an int32\)/),
+    });
     // A file named by mistake that never ends is refused at its limit, not read until memory runs out.
     const endless = await run([
       'offsets',

@@ -398,7 +398,6 @@ describe('offset-store dispatcher', () => {
     const manifest = JSON.parse(readFileSync(file, 'utf8')) as StoreManifest;
     writeFileSync(file, encodeManifest({ ...manifest, formatVersion: manifest.formatVersion + 1 }));
     const before = readdirSync(dir).sort();
-    const terminal = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => terminal });
     for (const args of [
       ['users', 'add', 'bob', '--dir', dir, '--password-stdin'],
       [
@@ -414,12 +413,13 @@ describe('offset-store dispatcher', () => {
         'g',
       ],
     ]) {
+      // The password, there to read before the command starts (a pipe that has ended).
+      const input = new PassThrough();
+      input.end('secret\n');
       const stdin = Object.getOwnPropertyDescriptor(process, 'stdin')!;
-      Object.defineProperty(process, 'stdin', { value: terminal, configurable: true });
+      Object.defineProperty(process, 'stdin', { value: input, configurable: true });
       try {
-        const running = run(args);
-        setTimeout(() => terminal.end('secret\n'), 20);
-        const { code, stderr } = await running;
+        const { code, stderr } = await run(args);
         expect(code, stderr).toBe(1);
         expect(stderr).toMatch(/^error: INVALID_CONFIG: .*format version/);
       } finally {

@@ -49,9 +49,9 @@ export function notADirectory(error: unknown, dir: string): OffsetStoreError | u
  * a TypeError or RangeError for a programmer mistake, an assertion — unchanged.
  */
 export function openFailure(error: unknown, what: string, bucketCount?: number): unknown {
-  if (systemErrorCode(error) === undefined) return error;
-  const { message } = error as Error;
   const code = systemErrorCode(error);
+  if (code === undefined) return error;
+  const { message } = error as Error;
   const hint =
     code === 'EMFILE'
       ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each, and about four more each with a checkpointing compaction strategy): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`

@@ -348,9 +348,7 @@ async function copySegments(source: BackupSource, c: BucketCut, to: string): Pro
       if (behind !== undefined) {
         throw new OffsetStoreError(
           'LOG_STORAGE_ERROR',
-          behind.already
-            ? `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem}) in a log a storage failure stopped while the backup ran, which may have left it there (not necessarily damage on the disk); ${behind.failure.message}`
-            : `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${behind.failure.message}`,
+          `not backed up: reading ${segment.path} (offsets-bucket ${c.bucket.index}) found damage (${problem})${behind.why}`,
           { cause: behind.failure },
         );
       }

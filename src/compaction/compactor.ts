@@ -314,14 +314,9 @@ export class Compactor {
     if (error.code !== 'CORRUPT_MESSAGE') return error;
     const behind = await target.log.storageFailureBehindDamage();
     if (behind === undefined) return error;
-    const failure = isOffsetStoreError(behind.failure)
-      ? messageWithoutCode(behind.failure)
-      : behind.failure.message;
     return new OffsetStoreError(
       'LOG_STORAGE_ERROR',
-      behind.already
-        ? `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}) of a log already stopped by a storage failure, which may have left them there (not necessarily damage on the disk; the next open verifies the log): ${failure}`
-        : `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)}), and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${failure}`,
+      `compacting offsets-bucket ${target.bucket} read damaged bytes (${messageWithoutCode(error)})${behind.why}`,
       { cause: behind.failure },
     );
   }

@@ -698,17 +698,21 @@ export class Log implements LogPort {
    * error: EIO, ENOSPC, ...) that has stopped the log, before this call (`already`) or by its
    * sync; undefined when there is none, the damage then being on the disk. A log stopped for
    * anything else (a segment removed or replaced, its directory moved, a close) has no failure to
-   * name here.
+   * name here. `why` is what the caller's message about the damage goes on with, saying so.
    */
-  async storageFailureBehindDamage(): Promise<{ failure: Error; already: boolean } | undefined> {
+  async storageFailureBehindDamage(): Promise<
+    { failure: Error; already: boolean; why: string } | undefined
+  > {
     const already = this.#failure !== undefined;
     const failure: unknown = await this.syncAcknowledged().then(
       () => undefined,
       (error: unknown) => error,
     );
-    return failure !== undefined && failedOnIo(failure)
-      ? { failure: failure as Error, already }
-      : undefined;
+    if (failure === undefined || !failedOnIo(failure)) return undefined;
+    const why = already
+      ? `, in a log already stopped by a storage failure, which may have left it there (not necessarily damage on the disk; the next open verifies the log): ${reasonOf(failure)}`
+      : `, and the log's fdatasync then failed: its page cache had lost bytes it wrote (a failed writeback), not damage on the disk; ${reasonOf(failure)}`;
+    return { failure: failure as Error, already, why };
   }
 
   /** The file-system port the log reads and writes through. */

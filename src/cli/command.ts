@@ -29,9 +29,15 @@ export const EXIT = {
   INTERRUPTED: 130,
 } as const;
 
-/** The user stopped the command (Ctrl-C at a prompt): `error: <message>`, exit code 130. */
+/**
+ * The user stopped the command (Ctrl-C at a prompt, or a signal while it had the store open):
+ * `error: <message>`, exit code 128 + the signal's number (130 for SIGINT), as shells report it.
+ */
 export class Interrupted extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.INTERRUPTED,
+  ) {
     super(message);
     this.name = 'Interrupted';
   }

@@ -2,11 +2,12 @@
  * The dispatcher: finds the command named by the leading words of the command line, parses its
  * options strictly with `node:util` parseArgs, runs it, and turns every failure into a message on
  * stderr and an exit code:
- * - OffsetStoreError: `error: <CODE>: <message> (errno N)`, exit 1 (with `--json`, a JSON object
- *   `{"error": {code, errno, retriable, message}}` on stderr instead);
+ * - OffsetStoreError: `error: <CODE>: <message> (errno N)`, exit 1;
  * - UsageError or a parseArgs error: the message and a pointer to `--help`, exit 2;
- * - Interrupted (Ctrl-C at a prompt): the message, exit 130;
+ * - Interrupted (Ctrl-C at a prompt, or a signal while a command had the store open): the message,
+ *   exit 128 + the signal's number (130 for SIGINT);
  * - anything else is a bug: the stack, exit 70.
+ * With `--json` each is a JSON object on stderr instead (writeJsonError).
  *
  * Parsing is two-phase because options may come before the command words
  * (`offset-store --dir d groups list`): a lenient pass that knows every command's string options
@@ -154,9 +155,17 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
       streams.stdout.write(overviewHelp(prefix));
       return EXIT.OK;
     }
-    streams.stderr.write(
-      `${words.length === 0 ? 'error: no command given' : `error: unknown command ${JSON.stringify(words.join(' '))}`}\n\n${overviewHelp(prefix)}`,
-    );
+    const message =
+      words.length === 0
+        ? 'no command given'
+        : `unknown command ${JSON.stringify(words.join(' '))}`;
+    if (output.json)
+      writeJsonError(streams, {
+        code: 'USAGE',
+        message,
+        help: `offset-store ${prefix.length > 0 ? `${prefix.join(' ')} ` : ''}--help`,
+      });
+    else streams.stderr.write(`error: ${message}\n\n${overviewHelp(prefix)}`);
     return EXIT.USAGE;
   }
   if (asksHelp) {
@@ -204,14 +213,15 @@ function reportFailure(
           );
     const hint = suggestion === undefined ? '' : ` Did you mean --${suggestion}?`;
     const message = unknown === undefined ? (error as Error).message : `unknown option ${unknown}.`;
-    streams.stderr.write(
-      `error: ${message}${hint}\nRun 'offset-store ${command.words.join(' ')} --help' for usage.\n`,
-    );
+    const help = `offset-store ${command.words.join(' ')} --help`;
+    if (output.json) writeJsonError(streams, { code: 'USAGE', message: `${message}${hint}`, help });
+    else streams.stderr.write(`error: ${message}${hint}\nRun '${help}' for usage.\n`);
     return EXIT.USAGE;
   }
   if (error instanceof Interrupted) {
-    streams.stderr.write(`error: ${error.message}\n`);
-    return EXIT.INTERRUPTED;
+    if (output.json) writeJsonError(streams, { code: 'INTERRUPTED', message: error.message });
+    else streams.stderr.write(`error: ${error.message}\n`);
+    return error.exitCode;
   }
   // A file system's refusal on a path the command was given (EACCES, EROFS, ENOTDIR, ENOSPC) is the
   // operator's to fix, not a bug of this program: LOG_STORAGE_ERROR naming the path, exit 1.
@@ -219,9 +229,8 @@ function reportFailure(
     error = new OffsetStoreError('LOG_STORAGE_ERROR', (error as Error).message, { cause: error });
   if (error instanceof OffsetStoreError) {
     if (output.json) {
-      streams.stderr.write(
-        `${JSON.stringify({ error: { code: error.code, errno: error.errno, retriable: error.retriable, message: error.message } })}\n`,
-      );
+      const { code, errno, retriable, message } = error;
+      writeJsonError(streams, { code, errno, retriable, message });
     } else {
       streams.stderr.write(
         `error: ${error.message} (errno ${error.errno}${error.retriable ? ', retriable' : ''})\n`,
@@ -230,13 +239,26 @@ function reportFailure(
     return EXIT.FAILED;
   }
   if (error instanceof DemoFailure) {
-    streams.stderr.write(`error: ${error.message}\n`);
+    if (output.json) writeJsonError(streams, { code: 'DEMO_FAILED', message: error.message });
+    else streams.stderr.write(`error: ${error.message}\n`);
     return EXIT.FAILED;
   }
-  streams.stderr.write(
-    `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
+  const internal = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  if (output.json) writeJsonError(streams, { code: 'INTERNAL', message: internal });
+  else streams.stderr.write(`internal error: ${internal}\n`);
   return EXIT.INTERNAL;
+}
+
+/**
+ * With `--json`, every failure is one line on stderr, `{"error": {code, message, ...}}`: an
+ * OffsetStoreError's code (with its errno and retriable), or USAGE (with the command's help to run),
+ * INTERRUPTED, DEMO_FAILED, INTERNAL (a bug; the message is the stack).
+ */
+function writeJsonError(
+  streams: OutputStreams,
+  error: { code: string; message: string; [detail: string]: unknown },
+): void {
+  streams.stderr.write(`${JSON.stringify({ error })}\n`);
 }
 
 /** The option name nearest to `name` (at most 2 edits away, or a prefix of it), if any. */

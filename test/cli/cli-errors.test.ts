@@ -266,4 +266,41 @@ describe('offset-store failures', () => {
     expect(workers.code).toBe(2);
     expect(workers.stderr).toMatch(/^error: --workers must be from 1 to 1024\n/);
   });
+
+  it('bad usage with --json: the error is a JSON object on stderr too (code USAGE), exit 2', async () => {
+    const bad = await runCli([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      seeded,
+      '--to-offset',
+      'ten',
+      '--json',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(JSON.parse(bad.stderr)).toEqual({
+      error: {
+        code: 'USAGE',
+        message: '--to-offset must be an integer >= 0, got "ten"',
+        help: 'offset-store offsets reset --help',
+      },
+    });
+    const unknownOption = await runCli(['groups', 'list', '--dir', seeded, '--jsn', '--json']);
+    expect(unknownOption.code).toBe(2);
+    expect(JSON.parse(unknownOption.stderr).error).toMatchObject({
+      code: 'USAGE',
+      message: 'unknown option --jsn. Did you mean --json?',
+    });
+    const unknownCommand = await runCli(['groups', 'lst', '--dir', seeded, '--json']);
+    expect(unknownCommand.code).toBe(2);
+    expect(JSON.parse(unknownCommand.stderr)).toEqual({
+      error: {
+        code: 'USAGE',
+        message: 'unknown command "groups lst"',
+        help: 'offset-store groups --help',
+      },
+    });
+  });
 });

@@ -2,6 +2,8 @@
  * `offset-store backup`: writes a backup of the store in `--dir` into the new directory `--to`, a store
  * that opens like any other; see `OffsetStore.backup` for what it holds and why it is safe.
  */
+import * as path from 'node:path';
+import { PARTIAL_SUFFIX } from '../../store-backup.js';
 import { EXIT, UsageError, noPositionals, stringOption, type Command } from '../command.js';
 import { formatBytes, formatDuration } from '../output.js';
 import { withAdmin } from './with-admin.js';
@@ -33,7 +35,10 @@ export const backup: Command = {
     noPositionals(context);
     const to = stringOption(context, 'to');
     if (to === undefined || to.length === 0) throw new UsageError('missing --to <dir>');
-    const report = await withAdmin(context, (admin) => admin.store.backup(to));
+    const target = path.resolve(to);
+    const report = await withAdmin(context, (admin) => admin.store.backup(to), {
+      whenStopped: `the backup was not made; ${target}${PARTIAL_SUFFIX} removed`,
+    });
     const { output } = context;
     if (output.json) output.result(report);
     else

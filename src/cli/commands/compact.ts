@@ -107,7 +107,11 @@ export const compact: Command = {
           progress.stop();
         }
       },
-      { compactionWorkers: workers },
+      {
+        compactionWorkers: workers,
+        whenStopped:
+          'compaction stopped; the buckets it had finished stay compacted, the others are as they were',
+      },
     );
     if (output.json) output.result(report);
     else printReport(output, report);

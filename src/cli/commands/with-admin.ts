@@ -2,15 +2,22 @@
  * Opens the store of a command's `--dir` through the admin facade for the duration of one
  * operation, routing the store's warnings to stderr, and always closes it (releasing the lock).
  *
+ * SIGINT, SIGTERM or SIGHUP while the operation runs closes the store before the command exits, so
+ * that what it was writing is finished or taken back (a backup removes its `<to>.partial`) rather
+ * than abandoned mid-file: an operation that the close stops is reported as Interrupted (exit 128 +
+ * the signal's number, with the command's own words for what was not done), one that completes
+ * anyway as done. A second signal ends the process at once.
+ *
  * Commands that only read (`readOnly`: list, describe, stats) also work on a store another process
  * has open: with `--read-only`, or when the store turns out to be locked by a live process, the
  * store is opened to read only (no lock, nothing written; the state as of the open), and stderr
  * says so.
  */
 import { StoreAdmin, liveLockHolder, type StoreAdminOptions } from '../../admin/index.js';
+import { constants } from 'node:os';
 import { isOffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
-import type { CommandContext, OptionSpec } from '../command.js';
+import { Interrupted, type CommandContext, type OptionSpec } from '../command.js';
 
 /** The `--read-only` option of the commands that only read. */
 export const READ_ONLY_OPTION: Record<string, OptionSpec> = {
@@ -25,9 +32,13 @@ export const READ_ONLY_OPTION: Record<string, OptionSpec> = {
 export async function withAdmin<T>(
   context: CommandContext,
   operation: (admin: StoreAdmin) => Promise<T>,
-  options: StoreAdminOptions & { readsOnly?: boolean } = {},
+  options: StoreAdminOptions & {
+    readsOnly?: boolean;
+    /** What a signal that stopped the operation left undone, for its message. */
+    whenStopped?: string;
+  } = {},
 ): Promise<T> {
-  const { readsOnly, ...adminOptions } = options;
+  const { readsOnly, whenStopped, ...adminOptions } = options;
   const onWarning = (message: string) => context.output.warn(message);
   let admin: StoreAdmin;
   if (readsOnly === true && context.values['read-only'] === true) {
@@ -40,11 +51,49 @@ export async function withAdmin<T>(
       admin = await openReadOnly(context, adminOptions);
     }
   }
+  const stopping = closeOnSignal(() => admin.close());
   try {
     return await operation(admin);
+  } catch (error) {
+    const signal = stopping.signal;
+    if (signal === undefined) throw error;
+    throw new Interrupted(
+      `stopped by ${signal}: ${whenStopped ?? 'the store was closed before the command finished'}`,
+      128 + constants.signals[signal],
+    );
   } finally {
+    stopping.dispose();
     await admin.close();
   }
+}
+
+const STOPPING_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Until disposed, the first of SIGINT, SIGTERM and SIGHUP calls `close` (once) and is remembered;
+ * the handlers are then removed, so that a second signal has its default effect and ends the process.
+ */
+function closeOnSignal(close: () => Promise<void>): {
+  readonly signal: NodeJS.Signals | undefined;
+  dispose(): void;
+} {
+  let received: NodeJS.Signals | undefined;
+  const dispose = () => {
+    for (const signal of STOPPING_SIGNALS) process.off(signal, onSignal);
+  };
+  function onSignal(signal: NodeJS.Signals): void {
+    received = signal;
+    dispose();
+    // A failure to close is the operation's to report (it rejects), or the final close's.
+    close().catch(() => {});
+  }
+  for (const signal of STOPPING_SIGNALS) process.on(signal, onSignal);
+  return {
+    get signal() {
+      return received;
+    },
+    dispose,
+  };
 }
 
 async function openReadOnly(

@@ -11,7 +11,7 @@ export {
   type WorkloadResult,
 } from './lab.js';
 export { labSettings, type LabSettings, type RunTotals, type StrategyRun } from './lab-run.js';
-export { loadChartLibraries, type ChartLibrary } from './chart-library.js';
+export { CHART_PACKAGES, loadChartLibraries, type ChartLibrary } from './chart-library.js';
 export { workloadCharts, type ChartSpec, type VegaLiteSpec } from './chart-specs.js';
 export {
   SUMMARY_COLUMNS,

@@ -5,13 +5,14 @@
  * The page renders every chart with vega-embed as SVG once loaded; each chart's element gets
  * `data-rendered="true"`, and the body `data-charts-rendered` / `data-charts-total`, so a browser
  * test can tell that all rendered; a chart that fails says so in place and on the console. Tables
- * (the summary per workload) are plain HTML, readable without scripts.
+ * (the summary per workload) are plain HTML, readable without scripts. Without the charting
+ * packages (optional: chart-library.ts) the page is the tables alone, with a note on the charts.
  *
  * Script content is escaped for the HTML parser: `<` in JSON becomes `\u003c`, and the libraries are
  * checked to hold no `</script` or `<!--`.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import type { ChartLibrary } from './chart-library.js';
+import { CHART_PACKAGES, type ChartLibrary } from './chart-library.js';
 import { workloadCharts, type ChartSpec } from './chart-specs.js';
 import { PAGE_LOADER } from './page-loader.js';
 import type { LabResult, WorkloadResult } from './lab.js';
@@ -129,11 +130,14 @@ h1 { margin-bottom: 0.2rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid 
 table { border-collapse: collapse; margin: 0.6rem 0; font-size: 13px; } th, td { padding: 0.2rem 0.6rem; border-bottom: 1px solid #eee; text-align: right; }
 th:first-child, td:first-child { text-align: left; } .meta { color: #555; } .params td, .params th { text-align: left; }
 .charts { display: flex; flex-wrap: wrap; gap: 1.2rem; } figure { margin: 0; } figcaption { font-weight: 600; margin-bottom: 0.3rem; max-width: 920px; }
-.chart[data-failed] { color: #b00; }
+.chart[data-failed] { color: #b00; } .no-charts { color: #8a5a00; }
 `;
 
-/** The report's HTML (see the module comment). */
-export function renderReport(result: LabResult, libraries: readonly ChartLibrary[]): string {
+/**
+ * The report's HTML (see the module comment). `libraries` null: the charting packages are not
+ * installed, so the page has the tables and a note on how to get the charts, and no scripts.
+ */
+export function renderReport(result: LabResult, libraries: readonly ChartLibrary[] | null): string {
   const charts: ChartSpec[] = [];
   const sections = result.workloads.map((workload, index) => {
     const specs = workloadCharts(workload, index);
@@ -145,7 +149,7 @@ export function renderReport(result: LabResult, libraries: readonly ChartLibrary
     const rows = summary
       .map((r) => `<tr>${r.cells.map((c) => `<td>${escapeHtml(c)}</td>`).join('')}</tr>`)
       .join('');
-    const figures = specs
+    const figures = (libraries === null ? [] : specs)
       .map(
         (c) =>
           `<figure><figcaption>${escapeHtml(c.title)}</figcaption><div class="chart" id="${c.id}"></div></figure>`,
@@ -172,18 +176,26 @@ ${figures}
 <meta charset="utf-8">
 <title>offset-store compaction lab (${escapeHtml(result.scale)})</title>
 <style>${STYLE}</style>
-${libraries.map(inlineLibrary).join('\n')}
+${(libraries ?? []).map(inlineLibrary).join('\n')}
 </head>
 <body>
 <h1>offset-store compaction lab</h1>
 <p class="meta">Scale <b>${escapeHtml(result.scale)}</b>, seed ${result.seed}, ${escapeHtml(result.createdAt)}. ${escapeHtml(m.cpuModel)}, ${m.cpus} CPUs, Node ${escapeHtml(m.node)}, ${escapeHtml(m.platform)}.
 Stores of ${s.bucketCount} offsets-buckets, segments of ${mib(s.segmentBytesMax)}, durability ${escapeHtml(s.durability)}; background compaction every ${s.intervalMs} ms of store time, minDirtyRatio ${s.minDirtyRatio}, deleteRetentionMs ${s.deleteRetentionMs}.
 Latency phases: ${s.latencyPhasePairs} x (idle, compacting) of ${s.latencyPhaseMs} ms, 16 committers of 10 offsets. 'none' is the control: no compaction; its latency change is the machine's noise.
-Charting: ${libraries.map((l) => `${escapeHtml(l.name)} ${escapeHtml(l.version)}`).join(', ')} (inlined).</p>
+${
+  libraries === null
+    ? `</p>\n<p class="no-charts">No charts: the optional packages they are drawn with were not installed where this report was written. Install them (<code>npm i ${CHART_PACKAGES}</code>) and run the lab again for a report with charts; lab-result.json beside this page holds every figure.</p>`
+    : `Charting: ${libraries.map((l) => `${escapeHtml(l.name)} ${escapeHtml(l.version)}`).join(', ')} (inlined).</p>`
+}
 <p class="meta">Space amplification = every byte of the store directory / the live offsets encoded as one batch per group. Write amplification = bytes compaction wrote (rewritten segments, checkpoint pages) / bytes the workload's commits appended. Reopen = opening a copy of the store taken after the step (a crash image) until it answers.</p>
 ${sections.join('\n')}
-<script type="application/json" id="lab-charts">${scriptJson(charts.map((c) => ({ id: c.id, spec: c.spec })))}</script>
-<script>${PAGE_LOADER}</script>
+${
+  libraries === null
+    ? ''
+    : `<script type="application/json" id="lab-charts">${scriptJson(charts.map((c) => ({ id: c.id, spec: c.spec })))}</script>
+<script>${PAGE_LOADER}</script>`
+}
 </body>
 </html>
 `;

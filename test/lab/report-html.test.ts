@@ -4,6 +4,7 @@
  * text from results is escaped (a description holding </script> cannot end a script), and the
  * summary table reads without scripts. Whether the charts render is the browser tier's test.
  */
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import {
   loadChartLibraries,
@@ -23,7 +24,7 @@ function fieldsOf(encoding: Record<string, unknown> | undefined): string[] {
 
 describe('the lab report', () => {
   it('inlines the charting library and fetches nothing', async () => {
-    const libraries = await loadChartLibraries();
+    const libraries = (await loadChartLibraries())!;
     expect(libraries.map((l) => l.name)).toEqual(['vega', 'vega-lite', 'vega-embed']);
     const html = renderReport(syntheticResult(), libraries);
     for (const library of libraries)
@@ -34,6 +35,29 @@ describe('the lab report', () => {
     expect(/<script[^>]+src=/.test(markup)).toBe(false);
     expect(/<link[^>]+href=/.test(markup)).toBe(false);
     expect(/<img[^>]+src=/.test(markup)).toBe(false);
+  });
+
+  it('without the optional charting packages: the tables and a note saying how to get the charts, no scripts', async () => {
+    const missing = (name: string): string => {
+      if (name === 'vega-lite')
+        throw Object.assign(new Error(`Cannot find module '${name}'`), {
+          code: 'MODULE_NOT_FOUND',
+        });
+      return createRequire(import.meta.url).resolve(name);
+    };
+    expect(await loadChartLibraries(missing)).toBeNull();
+    const html = renderReport(syntheticResult(), null);
+    expect(html).toContain('<p class="no-charts">No charts:');
+    expect(html).toContain('npm i vega@6 vega-lite@6 vega-embed@7');
+    expect(html).not.toContain('<script');
+    expect(html).not.toContain('class="chart"');
+    expect(html.match(/<table class="summary">/g)).toHaveLength(2);
+    // Any other failure to find a package is not taken for its absence.
+    await expect(
+      loadChartLibraries(() => {
+        throw Object.assign(new Error('EACCES'), { code: 'EACCES' });
+      }),
+    ).rejects.toThrow('EACCES');
   });
 
   it('has an element and a spec for every chart, each spec encoding only fields its data has', () => {

@@ -7,7 +7,9 @@ import * as path from 'node:path';
 import { OffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
 import {
+  CHART_PACKAGES,
   LAB_SCALES,
+  loadChartLibraries,
   SUMMARY_COLUMNS,
   WORKLOADS,
   checkLabOptions,
@@ -105,6 +107,12 @@ export const lab: Command = {
     }
     await checkOutDir(out);
     const { output } = context;
+    // Said before the run, which can take minutes, so that the packages can be installed first.
+    const libraries = await loadChartLibraries();
+    if (libraries === null)
+      output.warn(
+        `the report will have no charts: the optional packages they are drawn with are not installed (npm i ${CHART_PACKAGES}); its tables and lab-result.json hold every figure`,
+      );
     const progress = new Progress(output);
     let result;
     try {
@@ -116,7 +124,7 @@ export const lab: Command = {
     } finally {
       progress.stop();
     }
-    const written = await writeLabReport(result, out);
+    const written = await writeLabReport(result, out, libraries);
     if (output.json) {
       output.result({
         ...written,
@@ -146,7 +154,7 @@ export const lab: Command = {
       output.line();
     }
     output.line(
-      `Lab done in ${formatDuration(progress.elapsedMs)}: ${written.html} (charts) and ${written.json}.`,
+      `Lab done in ${formatDuration(progress.elapsedMs)}: ${written.html} (${written.charts ? 'charts' : 'tables; no charts'}) and ${written.json}.`,
     );
     return EXIT.OK;
   },

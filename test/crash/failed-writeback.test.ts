@@ -49,7 +49,7 @@ describe.skipIf(!canMountLoop())('writes failing in the writeback of a real ext4
       // The device's contents, as a power loss now would leave them.
       const lost = path.join(root, 'after.img');
       copyFileSync(image, lost);
-      spawnSync('umount', [disk]);
+      mounts.unmount(disk);
       const fsck = spawnSync('e2fsck', ['-fy', lost], { encoding: 'utf8' });
       expect(fsck.status, fsck.stdout).toBeLessThan(4); // 0: clean, 1: errors corrected
       const after = path.join(root, 'after');

@@ -59,11 +59,22 @@ export class Mounts {
     return at;
   }
 
+  /** Unmounts `at` now (a test that needs the device released); false if it would not unmount. */
+  unmount(at: string): boolean {
+    const index = this.#mounted.lastIndexOf(at);
+    if (index < 0) throw new Error(`${at} was not mounted here`);
+    this.#mounted.splice(index, 1);
+    return unmount(at);
+  }
+
   /** Unmounts what was mounted, newest first; one that will not unmount is left (and reported). */
   unmountAll(): void {
-    for (const at of this.#mounted.splice(0).reverse()) {
-      const done = spawnSync('umount', [at], { encoding: 'utf8' });
-      if (done.status !== 0) process.stderr.write(`umount ${at} failed: ${done.stderr}`);
-    }
+    for (const at of this.#mounted.splice(0).reverse()) unmount(at);
   }
+}
+
+function unmount(at: string): boolean {
+  const done = spawnSync('umount', [at], { encoding: 'utf8' });
+  if (done.status !== 0) process.stderr.write(`umount ${at} failed: ${done.stderr}`);
+  return done.status === 0;
 }

@@ -31,6 +31,9 @@ import {
   notAnOptionsObject,
   withoutTimers,
   type Clock,
+  type Timer,
+  callUserCallback,
+  failureMessage,
 } from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
@@ -705,7 +708,8 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
 
 /**
  * The user's onWarning, called so that it cannot throw into the store: a warning is given on paths
- * that must go on (recovery, background work), and a throw there would abandon what they hold.
+ * that must go on (recovery, background work), and a throw there would abandon what they hold. Its
+ * throw, or the rejection of the promise it returns (an async function), is a process warning.
  */
 export function warningsTo(
   onWarning: ((message: string) => void) | undefined,
@@ -713,16 +717,13 @@ export function warningsTo(
   if (onWarning === undefined || onWarning === null)
     return (message) => process.emitWarning(message, 'OffsetStoreWarning');
   if (typeof onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
-  return (message) => {
-    try {
-      onWarning(message);
-    } catch (error) {
+  return (message) =>
+    callUserCallback(onWarning, [message], (how, error) =>
       process.emitWarning(
-        `options.onWarning threw (${(error as Error)?.message}) on: ${message}`,
+        `options.onWarning ${how} (${failureMessage(error)}) on: ${message}`,
         'OffsetStoreWarning',
-      );
-    }
-  };
+      ),
+    );
 }
 
 /**
@@ -804,13 +805,26 @@ function storeClock(clock: Clock, warn: (message: string) => void): Clock {
       rememberForStep();
       return stepNowMs;
     },
-    setTimer: (delayMs, callback) =>
-      clock.setTimer(delayMs, () => {
+    setTimer: (delayMs, callback) => {
+      const timer: unknown = clock.setTimer(delayMs, () => {
         try {
           callback();
         } catch (error) {
           warn(`a timer of the store failed: ${(error as Error)?.message}`);
         }
-      }),
+      });
+      // A timer that cannot be cancelled would fail the store's close (which cancels every timer)
+      // before it flushed and released its lock: refused where it is made instead.
+      if (
+        typeof timer !== 'object' ||
+        timer === null ||
+        typeof (timer as Timer).cancel !== 'function'
+      )
+        throw new OffsetStoreError(
+          'INVALID_CONFIG',
+          `options.clock.setTimer() returned ${timer === null ? 'null' : typeof timer}: the store needs a timer with a cancel() method`,
+        );
+      return timer as Timer;
+    },
   };
 }

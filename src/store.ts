@@ -68,7 +68,13 @@ import {
 } from './group/index.js';
 import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket, type OffsetsBucketOptions } from './shard/index.js';
-import { Serial, settleAtMost, type Timer } from './util/index.js';
+import {
+  Serial,
+  callUserCallback,
+  failureMessage,
+  settleAtMost,
+  type Timer,
+} from './util/index.js';
 import { notADirectory, openFailure } from './open-failure.js';
 import {
   resolveBackupTarget,
@@ -590,11 +596,12 @@ export class OffsetStore {
             ),
           );
       }
+      // Inside the try: a clock whose setTimer throws fails the open, which then closes what it opened.
+      this.#armRetention();
     } catch (error) {
       await this.#abandonOpen();
       throw openFailure(error, `cannot open the store in ${dir}`);
     }
-    this.#armRetention();
     this.#recovery.then(
       () => {
         if (!this.#closed && !this.#hosted) this.#startCompaction();
@@ -1443,6 +1450,7 @@ export class OffsetStore {
         commitOffsets: (g, offsets) => this.commitOffsets(g, offsets),
         fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
         closed: (closed) => this.#scanners.delete(closed),
+        warn: (message) => this.#options.onWarning(message),
       },
       this.#options.clock,
       options,
@@ -1787,13 +1795,10 @@ function heardSafely(
   warn: (message: string) => void,
 ): CompactionRunListener | undefined {
   if (listener === undefined) return undefined;
-  return (event) => {
-    try {
-      listener(event);
-    } catch (error) {
+  return (event) =>
+    callUserCallback(listener, [event], (how, error) =>
       warn(
-        `compaction.onRun threw on a '${event.kind}' event (the run goes on as if it had not): ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
-  };
+        `compaction.onRun ${how} on a '${event.kind}' event (the run goes on as if it had not): ${failureMessage(error)}`,
+      ),
+    );
 }

@@ -19,7 +19,15 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isOffsetStoreError } from '../errors/index.js';
-import { SystemClock, isClock, notAnOptionsObject, type Clock, type Timer } from '../util/index.js';
+import {
+  SystemClock,
+  callUserCallback,
+  failureMessage,
+  isClock,
+  notAnOptionsObject,
+  type Clock,
+  type Timer,
+} from '../util/index.js';
 import { normalizeBucketRef, type TableBucket, type BucketRef } from '../model/index.js';
 import type { AssignorName } from './assignor.js';
 import { BucketSet } from './bucket-set.js';
@@ -76,7 +84,10 @@ export interface MemberOptions {
   readonly onRevoked?: (buckets: TableBucket[]) => void | Promise<void>;
   /** Called when the member was fenced and lost buckets without a chance to commit. */
   readonly onLost?: (buckets: TableBucket[]) => void | Promise<void>;
-  /** Sees heartbeat failures that are retried and errors thrown by callbacks. */
+  /**
+   * Sees heartbeat failures that are retried and errors thrown by callbacks. What it throws itself
+   * (or the promise it returns rejects with) becomes a process warning; the member goes on.
+   */
   readonly onError?: (error: unknown) => void;
   /** Time and timers (default: the system clock). */
   readonly clock?: Clock;
@@ -343,11 +354,11 @@ export class GroupMember {
         // Replaced by another incarnation of its instance: it must not rejoin (it would take the
         // instance back once it is free), as a Kafka client stops.
         await this.#loseAll();
-        this.#options.onError?.(error);
+        this.#report(error);
         this.stop();
         return 0;
       }
-      this.#options.onError?.(error);
+      this.#report(error);
       if (isOffsetStoreError(error, 'STORE_CLOSED')) this.stop();
       return this.#retryBackoffMs;
     }
@@ -397,6 +408,22 @@ export class GroupMember {
     else this.#schedule(0);
   }
 
+  /**
+   * Tells onError. What onError itself throws or rejects with cannot go to onError again: it is a
+   * process warning, and the loop goes on (a throw here would end the heartbeat loop, or fail the
+   * join of a member that is already in the group, with nobody left to heartbeat or leave).
+   */
+  #report(error: unknown): void {
+    const onError = this.#options.onError;
+    if (onError === undefined) return;
+    callUserCallback(onError, [error], (how, thrown) =>
+      process.emitWarning(
+        `onError of member ${String(this.#memberId)} of group ${this.groupId} ${how} (${failureMessage(thrown)}) on: ${failureMessage(error)}`,
+        'OffsetStoreWarning',
+      ),
+    );
+  }
+
   async #callback(
     callback: ((buckets: TableBucket[]) => void | Promise<void>) | undefined,
     buckets: BucketSet,
@@ -405,7 +432,7 @@ export class GroupMember {
     try {
       await reconcilingCallbackOf.run(this, () => callback(buckets.toArray()));
     } catch (error) {
-      this.#options.onError?.(error);
+      this.#report(error);
     }
   }
 }

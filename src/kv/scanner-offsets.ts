@@ -16,7 +16,13 @@
  *   negative committed offset (Kafka's sentinels -1 and -2) counts as none.
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { notAnOptionsObject, type Clock, type Timer } from '../util/index.js';
+import {
+  callUserCallback,
+  failureMessage,
+  notAnOptionsObject,
+  type Clock,
+  type Timer,
+} from '../util/index.js';
 import type { CommittedOffsetValue } from './group-offsets.js';
 import { bucketKey, type BucketRef, type TableBucket } from '../model/index.js';
 import { normalizeBucket, normalizeBuckets } from './validation.js';
@@ -30,8 +36,10 @@ export interface ScannerOffsetsPort {
   ): Promise<void>;
   /** Fetches committed offsets, one per bucket, null where none (the store's `fetchOffsets`). */
   fetchOffsets(groupId: string, buckets: TableBucket[]): Promise<(CommittedOffsetValue | null)[]>;
-  /** Told once the scanner is closed (the store stops tracking it). */
+  /** Told once the scanner is closed and has committed what moved (the store stops tracking it). */
   closed?(scanner: ScannerOffsets): void;
+  /** Hears what the user's onAutoCommitError threw or rejected with (the store's onWarning). */
+  warn?(message: string): void;
 }
 
 /** Where to start a bucket with no committed offset. */
@@ -44,7 +52,10 @@ export interface ScannerOptions {
   onMissing?: MissingOffsetPolicy;
   /** Commit what moved every this many ms; off when omitted. */
   autoCommitIntervalMs?: number;
-  /** Called with the error of a failed auto-commit (the positions stay pending). */
+  /**
+   * Called with the error of a failed auto-commit (the positions stay pending). If it throws or
+   * returns a promise that rejects, that goes to the store's onWarning; auto-commit goes on.
+   */
   onAutoCommitError?: (error: unknown) => void;
 }
 
@@ -217,16 +228,20 @@ export class ScannerOffsets {
     });
   }
 
-  /** Stops auto-commit and commits what moved; later calls throw STORE_CLOSED. Idempotent. */
+  /**
+   * Stops auto-commit and commits what moved; later calls of assign, seek and advance throw
+   * STORE_CLOSED. Each call commits what is still moved, after any commit in flight: a close whose
+   * commit failed (a retriable error) may be called again, and that call commits the positions; once
+   * they are committed, close resolves with nothing to do. The store's close closes a scanner whose
+   * close has not yet committed.
+   */
   async close(): Promise<void> {
-    if (this.#closed) return this.#commitChain;
-    this.#closed = true;
-    this.#timer?.cancel();
-    try {
-      await this.#commitChain.then(() => this.#commitMoved());
-    } finally {
-      this.#port.closed?.(this);
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#timer?.cancel();
     }
+    await this.commit();
+    this.#port.closed?.(this);
   }
 
   #moved(p: Position): boolean {
@@ -255,7 +270,15 @@ export class ScannerOffsets {
     this.#timer = this.#clock.setTimer(intervalMs, () => {
       if (this.#closed) return;
       this.commit()
-        .catch((error: unknown) => this.#onAutoCommitError?.(error))
+        .catch((error: unknown) => {
+          const onError = this.#onAutoCommitError;
+          if (onError === undefined) return;
+          callUserCallback(onError, [error], (how, thrown) =>
+            this.#port.warn?.(
+              `onAutoCommitError of the scanner of group ${this.groupId} ${how} (${failureMessage(thrown)}) on: ${failureMessage(error)}`,
+            ),
+          );
+        })
         .finally(() => {
           if (!this.#closed) this.#armAutoCommit();
         });

@@ -1,8 +1,8 @@
 /**
  * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand),
  * internal assertions (a failure is a bug of the store, never bad input), turns of the event loop
- * (`nextTurn`), work run a bounded number at a time (`settleAtMost`) and the check for keys a JSON
- * text repeats. This file is the folder's door.
+ * (`nextTurn`), work run a bounded number at a time (`settleAtMost`), calling a user's callback so
+ * that its failures cannot escape (`callUserCallback`) and the check for keys a JSON text repeats. This file is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
 export {
@@ -22,3 +22,4 @@ export { notAnOptionsObject } from './option-shape.js';
 export { holdProcess, processHoldCount } from './process-hold.js';
 export { Serial } from './serial.js';
 export { settleAtMost } from './settle-at-most.js';
+export { callUserCallback, failureMessage, type UserCallbackFailure } from './user-callback.js';

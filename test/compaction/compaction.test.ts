@@ -317,8 +317,12 @@ describe('compaction crash safety (in process)', () => {
 });
 
 describe('compaction.onRun', () => {
-  it('a listener that throws changes no run: compaction applies, the caller gets its reports, the throw is a warning', async () => {
-    for (const throwsOn of ['started', 'finished'] as const) {
+  it('a listener that throws or rejects changes no run: compaction applies, the caller gets its reports, the failure is a warning', async () => {
+    for (const [throwsOn, how] of [
+      ['started', 'threw'],
+      ['finished', 'threw'],
+      ['finished', 'rejected'],
+    ] as const) {
       const dir = tempDir();
       const warnings: string[] = [];
       const store = await OffsetStore.open({
@@ -329,9 +333,15 @@ describe('compaction.onRun', () => {
         compaction: {
           strategy: 'log-cleaner',
           background: false,
-          onRun: (event) => {
-            if (event.kind === throwsOn) throw new Error(`listener threw on ${event.kind}`);
-          },
+          onRun:
+            how === 'threw'
+              ? (event) => {
+                  if (event.kind === throwsOn) throw new Error(`listener threw on ${event.kind}`);
+                }
+              : async (event) => {
+                  // An async listener: its rejection must not become an unhandled one.
+                  if (event.kind === throwsOn) throw new Error(`listener threw on ${event.kind}`);
+                },
         },
       });
       for (let i = 0; i < 500; i++)
@@ -343,8 +353,9 @@ describe('compaction.onRun', () => {
         throwsOn,
       ).toEqual([0]);
       expect((await store.stats()).totals.logBytes, throwsOn).toBeLessThan(before / 10);
+      await new Promise((resolve) => setImmediate(resolve));
       expect(warnings, throwsOn).toEqual([
-        `compaction.onRun threw on a '${throwsOn}' event (the run goes on as if it had not): listener threw on ${throwsOn}`,
+        `compaction.onRun ${how} on a '${throwsOn}' event (the run goes on as if it had not): listener threw on ${throwsOn}`,
       ]);
       expect((await store.fetchOffsets('g')).map((o) => o?.offset)).toEqual([496, 497, 498, 499]);
       await store.close();

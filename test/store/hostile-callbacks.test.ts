@@ -147,3 +147,127 @@ describe('a clock', () => {
     await reopened.close();
   });
 });
+
+describe('a clock whose timers cannot be made', () => {
+  for (const [what, setTimer] of [
+    [
+      'throws',
+      () => {
+        throw new Error('no timers today');
+      },
+    ],
+    ['returns nothing', () => undefined],
+  ] as const)
+    it(`(setTimer ${what}): the open is refused and leaves the store closed, its lock released`, async () => {
+      const dir = tempDir();
+      const clock = { nowMs: () => Date.now(), setTimer } as unknown as Clock;
+      const refused = await OffsetStore.open({ dir, clock }).then(
+        () => 'opened',
+        (error: Error) => error.message,
+      );
+      expect(refused).toMatch(
+        what === 'throws' ? /no timers today/ : /setTimer\(\) returned undefined: .*cancel\(\)/,
+      );
+      const store = await OffsetStore.open({ dir });
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+      await store.close();
+    });
+});
+
+/** Catches process warnings while `body` runs. */
+async function processWarnings(body: () => Promise<void>): Promise<string[]> {
+  const emitted: string[] = [];
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error) =>
+    void emitted.push(String(warning))) as typeof process.emitWarning;
+  try {
+    await body();
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return emitted;
+}
+
+const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('callbacks that throw or reject', () => {
+  it('an async onWarning that rejects: a process warning says so, and no rejection goes unhandled', async () => {
+    const dir = tempDir();
+    const first = await OffsetStore.open({ dir, bucketCount: 1 });
+    await first.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 100 }]);
+    await first.close();
+    appendFileSync(lastSegment(dir), Buffer.from([0x40, 0, 0, 0, 0xaa, 0xbb])); // a torn batch
+    const emitted = await processWarnings(async () => {
+      const store = await OffsetStore.open({
+        dir,
+        onWarning: async () => {
+          throw new Error('the warning sink is down');
+        },
+      });
+      expect((await store.fetchOffsets('g'))[0]!.offset).toBe(100);
+      await settle(10);
+      await store.close();
+    });
+    expect(emitted.join('\n')).toMatch(
+      /options\.onWarning rejected \(the warning sink is down\) on: .*torn/,
+    );
+  });
+
+  it("a scanner's onAutoCommitError that throws: the store's onWarning hears of it and auto-commit goes on", async () => {
+    const warnings: string[] = [];
+    const store = await OffsetStore.open({
+      dir: tempDir(),
+      onWarning: (message) => warnings.push(message),
+    });
+    store.setTableLayout(1, { bucketCount: 2 });
+    const bucket = { tableId: 1, bucketId: 0 };
+    const scanner = store.scanner('g', {
+      autoCommitIntervalMs: 10,
+      onAutoCommitError: () => {
+        throw new Error('the error hook broke');
+      },
+    });
+    await scanner.assign([bucket]);
+    scanner.advance(bucket, 5);
+    // A member in the group: a commit without one is refused from now on.
+    const member = await store.joinGroup('g', { subscribedTableIds: [1] });
+    await settle(60);
+    expect(warnings.join('\n')).toMatch(
+      /onAutoCommitError of the scanner of group g threw \(the error hook broke\) on: /,
+    );
+    await member.leave();
+    await settle(40); // the next auto-commit finds the group empty, and commits
+    expect((await store.fetchOffsets('g', [bucket]))[0]?.offset).toBe(5);
+    await store.close();
+  });
+
+  it("a member's onError that throws: the join resolves, the member keeps heartbeating, and the store's close stops it", async () => {
+    const dir = tempDir();
+    const emitted = await processWarnings(async () => {
+      const store = await OffsetStore.open({
+        dir,
+        group: { heartbeatIntervalMs: 20, sessionTimeoutMs: 1000 },
+      });
+      store.setTableLayout(1, { bucketCount: 2 });
+      const member = await store.joinGroup('G', {
+        subscribedTableIds: [1],
+        onAssigned: () => {
+          throw new Error('onAssigned broke');
+        },
+        onError: () => {
+          throw new Error('onError broke');
+        },
+      });
+      expect(member.assignment).toHaveLength(2);
+      await settle(100);
+      expect(member.runState).toBe('running');
+      expect((await store.describeGroup('G')).members).toHaveLength(1);
+      await store.close();
+      expect(member.runState).toBe('stopped');
+      await settle(100); // no heartbeat after the close, so nothing to fail
+    });
+    expect(emitted.join('\n')).toMatch(
+      /onError of member \S+ of group G threw \(onError broke\) on: onAssigned broke/,
+    );
+  });
+});

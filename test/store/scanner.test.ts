@@ -50,6 +50,37 @@ describe('ScannerOffsets', () => {
     await store.close();
   });
 
+  it('a close whose commit failed (retriable) commits on the next close, and the store would close it again', async () => {
+    const store = await openStore(tempDir(), { bucketCount: 1, pendingCommitsMax: 1 });
+    const scanner = store.scanner('sg');
+    await scanner.assign([B0]);
+    scanner.advance(B0, 100);
+    // Another commit in flight to the one offsets-bucket: the close's own is refused, retriably.
+    const other = store.commitOffsets('other', [{ tableId: 9, bucketId: 0, offset: 1 }]);
+    await expect(scanner.close()).rejects.toMatchObject({ code: 'TOO_MANY_PENDING_WRITES' });
+    await other;
+    expect(scanner.movedBuckets()).toEqual([{ tableId: 1, partitionId: null, bucketId: 0 }]);
+    expect(() => scanner.advance(B0, 101)).toThrow(
+      expect.objectContaining({ code: 'STORE_CLOSED' }),
+    );
+    await scanner.close();
+    expect(scanner.movedBuckets()).toEqual([]);
+    expect(await committed(store, 'sg', [B0])).toEqual([100]);
+    await scanner.close(); // nothing left: at once
+
+    // A scanner whose close failed is still the store's to close: its close commits what moved.
+    const second = store.scanner('sg2');
+    await second.assign([B0]);
+    second.advance(B0, 7);
+    const blocking = store.commitOffsets('other', [{ tableId: 9, bucketId: 0, offset: 2 }]);
+    await expect(second.close()).rejects.toMatchObject({ code: 'TOO_MANY_PENDING_WRITES' });
+    await blocking;
+    await store.close();
+    const reopened = await openStore(store.dir, { bucketCount: 1 });
+    expect((await reopened.fetchOffsets('sg2', [B0]))[0]?.offset).toBe(7);
+    await reopened.close();
+  });
+
   it("onMissing 'error' rejects assign with INVALID_REQUEST naming the bucket; a resolver function decides the start", async () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('g', [{ ...B0, offset: 100 }]);

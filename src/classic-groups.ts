@@ -7,7 +7,9 @@
  * OffsetDelete through `describeGroup`, `listGroups`, `deleteGroup` and `deleteOffsets`.
  *
  * Each call is validated (the store open, the group id) and routed to the group's offsets-bucket,
- * whose coordinator runs it on the group's operation lane (src/group/classic-coordinator.ts).
+ * whose coordinator runs it on the group's operation lane (src/group/classic-coordinator.ts). The
+ * bytes it answers with (metadata, assignments) are copies: a caller that changes them changes
+ * nothing of the group.
  */
 import type {
   ClassicHeartbeatRequest,
@@ -42,7 +44,13 @@ export class ClassicGroups {
     groupId: string,
     request: ClassicJoinGroupRequest,
   ): Promise<ClassicJoinGroupResult> {
-    return this.#bucket(groupId).classicJoinGroup(groupId, request);
+    const result = await this.#bucket(groupId).classicJoinGroup(groupId, request);
+    if (result.outcome !== 'joined' || result.members.length === 0) return result;
+    // The members' metadata are the coordinator's own buffers: the caller gets copies.
+    return {
+      ...result,
+      members: result.members.map((m) => ({ ...m, metadata: Buffer.from(m.metadata) })),
+    };
   }
 
   /**
@@ -54,7 +62,9 @@ export class ClassicGroups {
     groupId: string,
     request: ClassicSyncGroupRequest,
   ): Promise<ClassicSyncGroupResult> {
-    return this.#bucket(groupId).classicSyncGroup(groupId, request);
+    const result = await this.#bucket(groupId).classicSyncGroup(groupId, request);
+    // The assignment is the coordinator's own buffer: the caller gets a copy.
+    return { ...result, assignment: Buffer.from(result.assignment) };
   }
 
   /**

@@ -562,3 +562,36 @@ describe('the classic protocol over a real store', () => {
     await store.close();
   });
 });
+
+describe('the bytes a classic call answers with', () => {
+  it('are copies: a caller that changes them changes nothing of the group, in memory or on disk', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({ dir, group: { initialRebalanceDelayMs: 0 } });
+    const join = await store.classic.joinGroup('C', {
+      protocolType: 'consumer',
+      protocols: [{ name: 'range', metadata: new Uint8Array([1, 2, 3]) }],
+      sessionTimeoutMs: 30_000,
+    });
+    if (join.outcome !== 'joined') throw new Error(`not joined: ${join.outcome}`);
+    const sync = await store.classic.syncGroup('C', {
+      memberId: join.memberId,
+      generationId: join.generationId,
+      assignments: [{ memberId: join.memberId, assignment: new Uint8Array([5, 5]) }],
+    });
+    join.members[0]!.metadata.fill(0);
+    sync.assignment.fill(0xff);
+
+    const member = (await store.describeGroup('C')).classic!.members[0]!;
+    expect([...member.metadata, ...member.assignment]).toEqual([1, 2, 3, 5, 5]);
+    const again = await store.classic.syncGroup('C', {
+      memberId: join.memberId,
+      generationId: join.generationId,
+    });
+    expect([...again.assignment]).toEqual([5, 5]);
+    await store.close();
+    const reopened = await OffsetStore.open({ dir });
+    const restored = (await reopened.describeGroup('C')).classic!.members[0]!;
+    expect([...restored.metadata, ...restored.assignment]).toEqual([1, 2, 3, 5, 5]);
+    await reopened.close();
+  });
+});

@@ -21,6 +21,7 @@ import { JOURNAL_FILE_BYTES_MAX, LOG_DEFAULTS, type Durability } from './log/ind
 import {
   GROUP_SETTINGS_DEFAULTS,
   resolveGroupSettings,
+  GROUP_SETTING_NAMES,
   type ClassicGroupDescription,
   type GroupSettings,
   type MemberDescription,
@@ -29,6 +30,7 @@ import {
   SystemClock,
   checkClock,
   notAnOptionsObject,
+  refuseUnknownOptions,
   withoutTimers,
   type Clock,
   type Timer,
@@ -447,6 +449,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
   const shape = options === undefined ? undefined : notAnOptionsObject(options);
   if (shape !== undefined)
     throw new TypeError(`options.compaction must be an object, got ${shape}`);
+  refuseUnknownOptions(options, COMPACTION_OPTION_NAMES, 'options.compaction');
   const {
     strategy,
     minDirtyRatio: rawMinDirtyRatio,
@@ -607,9 +610,44 @@ function optionalBoolean(value: unknown, name: string, fallback: boolean): boole
   return value;
 }
 
+/** The keys of OffsetStoreOptions: any other is refused (a misspelt option is not ignored). */
+const STORE_OPTION_NAMES = [
+  'dir',
+  'bucketCount',
+  'durability',
+  'segmentBytesMax',
+  'offsetsRetentionMs',
+  'offsetsRetentionCheckIntervalMs',
+  'commitRecordCountMax',
+  'pendingCommitsMax',
+  'group',
+  'compaction',
+  'onWarning',
+  'clock',
+  'fs',
+  'awaitRecovery',
+  'commitJournal',
+  'readOnly',
+] as const satisfies readonly (keyof OffsetStoreOptions)[];
+
+/** The keys of CompactionOptions. */
+const COMPACTION_OPTION_NAMES = [
+  'strategy',
+  'workers',
+  'workerNice',
+  'workerStarvedMs',
+  'minDirtyRatio',
+  'logBytesMax',
+  'intervalMs',
+  'deleteRetentionMs',
+  'background',
+  'onRun',
+] as const satisfies readonly (keyof CompactionOptions)[];
+
 /** Validates options and applies defaults; each option is read once (a getter is not asked twice). */
 export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
   if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
+  refuseUnknownOptions(options, STORE_OPTION_NAMES, 'options');
   const {
     dir,
     bucketCount,
@@ -628,6 +666,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     commitJournal,
     readOnly: rawReadOnly,
   } = options;
+  if (typeof group === 'object') refuseUnknownOptions(group, GROUP_SETTING_NAMES, 'options.group');
   if (typeof dir !== 'string') throw new TypeError('options.dir must be a non-empty string');
   if (dir.length === 0) throw new RangeError('options.dir must be a non-empty string');
   // No file system takes a NUL in a path; Node's own error would not name the option.

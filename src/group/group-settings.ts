@@ -49,6 +49,9 @@ export const GROUP_SETTINGS_DEFAULTS: GroupSettings = Object.freeze({
   newMemberJoinTimeoutMs: 300_000,
 });
 
+/** The names of the settings: any other key of a user's settings object is refused. */
+export const GROUP_SETTING_NAMES: readonly string[] = Object.keys(GROUP_SETTINGS_DEFAULTS);
+
 /**
  * Checks `options` (undefined = all defaults) and fills in `defaults`; `name` is how errors call the
  * options object, e.g. `options.group`.

@@ -65,6 +65,7 @@ export { type RemoveMembersRequest, type RemovedMember } from './member-removal.
 export { type SubscriptionRefresh } from './group-handlers.js';
 export {
   GROUP_SETTINGS_DEFAULTS,
+  GROUP_SETTING_NAMES,
   resolveGroupSettings,
   type GroupSettings,
 } from './group-settings.js';

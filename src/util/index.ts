@@ -18,7 +18,7 @@ export {
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';
 export { nextTurn, onNextTurn } from './next-turn.js';
-export { notAnOptionsObject } from './option-shape.js';
+export { notAnOptionsObject, refuseUnknownOptions } from './option-shape.js';
 export { holdProcess, processHoldCount } from './process-hold.js';
 export { Serial } from './serial.js';
 export { settleAtMost } from './settle-at-most.js';

@@ -10,3 +10,57 @@ export function notAnOptionsObject(value: unknown): string | undefined {
   if (Array.isArray(value)) return 'an array';
   return typeof value === 'object' ? undefined : typeof value;
 }
+
+/**
+ * Refuses an options bag holding a key that is not one of `known` (a TypeError naming it, and the
+ * option it most likely misspells): a misspelt option would otherwise be ignored in silence, and a
+ * store created with `bucketcount: 64` keeps its default bucket count for good.
+ */
+export function refuseUnknownOptions(
+  options: object | null | undefined,
+  known: readonly string[],
+  name: string,
+): void {
+  if (options === undefined || options === null) return;
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const near = nearestName(key, known);
+    throw new TypeError(
+      `${name}.${key} is not an option${near === undefined ? '' : ` (did you mean ${name}.${near}?)`}; the options are ${known.join(', ')}`,
+    );
+  }
+}
+
+/** The name in `names` that `key` most likely misspells: same letters in another case, or at most 2 edits away. */
+function nearestName(key: string, names: readonly string[]): string | undefined {
+  const lower = key.toLowerCase();
+  const sameLetters = names.find((n) => n.toLowerCase() === lower);
+  if (sameLetters !== undefined) return sameLetters;
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const name of names) {
+    const distance = editDistance(lower, name.toLowerCase(), bestDistance);
+    if (distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Levenshtein distance of two short strings, or `cap` once it is at least that. */
+function editDistance(a: string, b: string, cap: number): number {
+  if (Math.abs(a.length - b.length) >= cap) return cap;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    previous = current;
+  }
+  return Math.min(previous[b.length]!, cap);
+}

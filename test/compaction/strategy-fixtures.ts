@@ -55,18 +55,22 @@ export function inProcessOptions(
   extra: Partial<OffsetStoreOptions> & { clock?: ManualClock } = {},
 ): OffsetStoreOptions & { clock: ManualClock; warnings: string[] } {
   const warnings: string[] = [];
-  return {
+  const options = {
     dir,
     bucketCount: 1,
     segmentBytesMax: 1024,
     fs: new FaultyFileSystem(),
-    durability: 'os',
+    durability: 'os' as const,
     compaction: { strategy, background: false },
-    onWarning: (m) => warnings.push(m),
-    warnings,
+    onWarning: (m: string) => void warnings.push(m),
     ...extra,
     clock: extra.clock ?? new ManualClock(),
   };
+  // Not enumerable: the store refuses keys that are not its options.
+  return Object.defineProperty(options, 'warnings', {
+    value: warnings,
+    enumerable: false,
+  }) as typeof options & { warnings: string[] };
 }
 
 /** Commits enough distinct and overwritten offsets to seal a few segments. */

@@ -118,15 +118,13 @@ describe('a strategy module', () => {
     const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
     await fillSegments(store, 10);
     await store.close();
-    const { compaction: _ignored, ...withoutStrategy } = inProcessOptions(
-      dir,
-      STRATEGY_MODULES.scripted,
-    );
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted);
+    const { compaction: _ignored, ...withoutStrategy } = options;
     const bare = await OffsetStore.open(withoutStrategy);
     expect((await bare.stats()).compactionStrategy).toBe('module:scripted');
     await bare.ready();
     // Compacting in the background (the default), it says once that it cannot.
-    expect(withoutStrategy.warnings).toEqual([
+    expect(options.warnings).toEqual([
       expect.stringMatching(
         /compacted by the strategy module 'module:scripted', which this open was not given .*not compacted/,
       ),

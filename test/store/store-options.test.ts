@@ -125,6 +125,30 @@ describe('store options of the wrong type or past their bounds', () => {
       /^options\.group must be an object, got an array$/,
     ],
     [
+      'a misspelt option (it would be ignored, and a bucket count is fixed for good)',
+      { bucketcount: 64 },
+      TypeError,
+      /^options\.bucketcount is not an option \(did you mean options\.bucketCount\?\); the options are dir, bucketCount, /,
+    ],
+    [
+      'a misspelt compaction option',
+      { compaction: { stratgy: 'checkpoint' } },
+      TypeError,
+      /^options\.compaction\.stratgy is not an option \(did you mean options\.compaction\.strategy\?\)/,
+    ],
+    [
+      'a misspelt group option',
+      { group: { sessionTimeout: 1000 } },
+      TypeError,
+      /^options\.group\.sessionTimeout is not an option \(did you mean options\.group\.sessionTimeoutMs\?\)/,
+    ],
+    [
+      'an option of something else',
+      { port: 9092 },
+      TypeError,
+      /^options\.port is not an option; the options are /,
+    ],
+    [
       'an empty directory path',
       { dir: '' },
       RangeError,

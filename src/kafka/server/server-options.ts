@@ -5,7 +5,13 @@
  */
 import type { OffsetStore } from '../../store.js';
 import { warningsTo } from '../../store-options.js';
-import { checkClock, notAnOptionsObject, SystemClock, type Clock } from '../../util/index.js';
+import {
+  checkClock,
+  notAnOptionsObject,
+  refuseUnknownOptions,
+  SystemClock,
+  type Clock,
+} from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
 import {
   resolveListener,
@@ -182,9 +188,37 @@ function topicSpecs(value: unknown): TopicSpec[] {
   });
 }
 
+/** The keys of KafkaServerOptions: any other is refused (a misspelt option is not ignored). */
+const SERVER_OPTION_NAMES = [
+  'store',
+  'listeners',
+  'security',
+  'host',
+  'port',
+  'advertisedHost',
+  'advertisedPort',
+  'nodeId',
+  'topics',
+  'autoCreateTopics',
+  'defaultPartitions',
+  'topicsMax',
+  'requestBytesMax',
+  'connectionsMax',
+  'idleTimeoutMs',
+  'inFlightRequestsMax',
+  'pendingResponseBytesMax',
+  'fetchWaitMsMax',
+  'closeGraceMs',
+  'membersNotedMax',
+  'clock',
+  'onWarning',
+  'clusterView',
+] as const satisfies readonly (keyof KafkaServerOptions)[];
+
 /** Checks the options (each read once) and applies the defaults. */
 export function resolveServerOptions(options: KafkaServerOptions): ResolvedServerOptions {
   if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
+  refuseUnknownOptions(options, SERVER_OPTION_NAMES, 'options');
   const {
     store,
     listeners,

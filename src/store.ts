@@ -1199,8 +1199,11 @@ export class OffsetStore {
     groupId: string,
     options: CommitOptions | undefined,
     normalize: (recordCountMax: number) => OffsetRecordSpec[],
+    forScanner = false,
   ): Promise<void> {
     try {
+      // Refused from the moment close is called, except a scanner's: close commits what they moved.
+      if (!forScanner) this.#checkNotClosing();
       this.#checkWritable('commit');
       validateGroupId(groupId);
       const specs = normalize(this.#options.commitRecordCountMax);
@@ -1447,7 +1450,8 @@ export class OffsetStore {
     const scanner = new ScannerOffsets(
       groupId,
       {
-        commitOffsets: (g, offsets) => this.commitOffsets(g, offsets),
+        commitOffsets: (g, offsets) =>
+          this.#commit(g, undefined, (max) => normalizeOffsetCommits(offsets, max), true),
         fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
         closed: (closed) => this.#scanners.delete(closed),
         warn: (message) => this.#options.onWarning(message),

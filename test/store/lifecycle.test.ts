@@ -433,15 +433,24 @@ describe('close', () => {
     }
   });
 
-  it('takes no scanner or member once close has begun, and stops a member whose join it overtook: none outlives the store', async () => {
+  it('takes no commit, scanner or member once close has begun (a commit made before lands, a scanner commits), and stops a member whose join it overtook: none outlives the store', async () => {
     const store = await openStore(tempDir());
     store.setTableLayout(1, { bucketCount: 2 });
     const joining = store.joinGroup('members', { subscribedTableIds: [1] });
+    const scanner = store.scanner('scanned');
+    await scanner.assign([{ tableId: 2, bucketId: 0 }]);
+    scanner.advance({ tableId: 2, bucketId: 0 }, 9);
+    const before = store.commitOffsets('early', [{ tableId: 1, bucketId: 0, offset: 3 }]);
     const closing = store.close();
     expect(() => store.scanner('late')).toThrow(expect.objectContaining({ code: 'STORE_CLOSED' }));
     await expect(store.joinGroup('late', { subscribedTableIds: [1] })).rejects.toMatchObject({
       code: 'STORE_CLOSED',
     });
+    // A commit made after close was called is refused; one made before it lands, as does the
+    // scanner's, which close commits.
+    await expect(
+      store.commitOffsets('late', [{ tableId: 1, bucketId: 0, offset: 1 }]),
+    ).rejects.toMatchObject({ code: 'STORE_CLOSED' });
     // Joined as close began: it is stopped with the others, not left running against a closed store.
     const joined = await joining.then(
       (member) => member,
@@ -449,7 +458,13 @@ describe('close', () => {
     );
     if (!isOffsetStoreError(joined, 'STORE_CLOSED'))
       expect((joined as GroupMember).runState).not.toBe('running');
+    await before;
     await closing;
+    const reopened = await openStore(store.dir);
+    expect((await reopened.fetchOffsets('early'))[0]?.offset).toBe(3);
+    expect((await reopened.fetchOffsets('scanned'))[0]?.offset).toBe(9);
+    expect(await reopened.fetchOffsets('late')).toEqual([]);
+    await reopened.close();
   });
 
   it('releases the directory and keeps everything committed', async () => {

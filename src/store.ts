@@ -71,6 +71,7 @@ import { OffsetsBucket, type OffsetsBucketOptions } from './shard/index.js';
 import {
   Serial,
   callUserCallback,
+  notAnOptionsObject,
   failureMessage,
   settleAtMost,
   type Timer,
@@ -1243,7 +1244,7 @@ export class OffsetStore {
     options?: FetchOptions,
   ): (CommittedOffset | null)[] {
     this.#checkOpen();
-    const requireStable = options?.requireStable === true;
+    const requireStable = options === undefined ? false : requiresStable(options);
     const member = options?.member;
     if (!requireStable && member === undefined && Array.isArray(buckets) && !this.#hosted) {
       // Only strings that passed validateGroupId below are keys of the cache (a hosting store has
@@ -1352,6 +1353,8 @@ export class OffsetStore {
     this.#checkWritable('deleteOffsets');
     validateGroupId(groupId);
     const refs = normalizeBuckets(buckets, 'buckets', true);
+    const shape = options === undefined ? undefined : notAnOptionsObject(options);
+    if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
     const classicSubscriptions = options?.classicSubscriptions;
     if (classicSubscriptions !== undefined && typeof classicSubscriptions !== 'function')
       throw new TypeError('options.classicSubscriptions must be a function');
@@ -1794,6 +1797,16 @@ function storedStrategy(
  * after the compaction had been applied, or every run when it threw on 'started'); its error
  * becomes a warning.
  */
+/** FetchOptions' requireStable, checked: a bag that is not an object, or a value not a boolean, is a TypeError. */
+function requiresStable(options: FetchOptions): boolean {
+  const shape = notAnOptionsObject(options);
+  if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
+  const requireStable: unknown = options.requireStable;
+  if (requireStable !== undefined && typeof requireStable !== 'boolean')
+    throw new TypeError(`options.requireStable must be a boolean, got ${typeof requireStable}`);
+  return requireStable === true;
+}
+
 function heardSafely(
   listener: CompactionRunListener | undefined,
   warn: (message: string) => void,

@@ -473,6 +473,10 @@ export class OffsetsBucket {
     if (classicMembers > 0) {
       const classic = this.coordinator.classic.describe(groupId)!;
       const tables = classicSubscriptions?.(classic);
+      if (tables !== undefined && !(tables instanceof Set))
+        throw new TypeError(
+          `options.classicSubscriptions must return a Set of table ids or undefined, got ${Array.isArray(tables) ? 'an array' : typeof tables}`,
+        );
       if (tables === undefined)
         throw new OffsetStoreError(
           'NON_EMPTY_GROUP',

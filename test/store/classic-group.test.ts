@@ -251,6 +251,16 @@ describe('the classic protocol over a real store', () => {
         }),
       ),
     ).toBe('NON_EMPTY_GROUP');
+    // Table ids as an array, not the Set asked for: said so, not an internal error.
+    await expect(
+      store.deleteOffsets(GROUP, [{ tableId: TABLE + 1, bucketId: 0 }], {
+        classicSubscriptions: () => [TABLE] as never,
+      }),
+    ).rejects.toThrow(
+      new TypeError(
+        'options.classicSubscriptions must return a Set of table ids or undefined, got an array',
+      ),
+    );
     expect(await code(store.deleteGroup(GROUP))).toBe('NON_EMPTY_GROUP');
     expect(
       await code(store.heartbeat(GROUP, { memberEpoch: 0, subscribedTableIds: [TABLE] })),

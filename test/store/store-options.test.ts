@@ -227,13 +227,24 @@ describe('store options of the wrong type or past their bounds', () => {
     });
   }
 
-  it('refuses commit options that are not an object, and highestTableId after close', async () => {
+  it('refuses commit, fetch and delete options that are not an object or of the wrong type, and highestTableId after close', async () => {
     const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
     for (const options of [5, 'm', true])
       await expect(
         store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }], options as never),
       ).rejects.toThrow(/the commit's options must be an object/);
     expect(await store.fetchOffsets('g')).toEqual([]);
+    // Fetch and delete options too: a requireStable that is not a boolean was taken for false.
+    const b = { tableId: 1, bucketId: 0 };
+    expect(() => store.fetchOffsetsSync('g', [b], { requireStable: 'yes' } as never)).toThrow(
+      new TypeError('options.requireStable must be a boolean, got string'),
+    );
+    await expect(store.fetchOffsets('g', [b], 5 as never)).rejects.toThrow(
+      new TypeError('options must be an object, got number'),
+    );
+    await expect(store.deleteOffsets('g', [b], 5 as never)).rejects.toThrow(
+      new TypeError('options must be an object, got number'),
+    );
     await store.close();
     await expect(store.highestTableId()).rejects.toMatchObject({ code: 'STORE_CLOSED' });
   });

@@ -440,6 +440,10 @@ export function resolveStrategyOption(strategy: unknown, name: string): Strategy
   if (isCompactionStrategy(strategy)) return { builtIn: strategy };
   if (typeof strategy === 'string' && isStrategyModulePath(strategy))
     return { moduleUrl: strategyModuleUrl(strategy, process.cwd()) };
+  if (typeof strategy !== 'string')
+    throw new TypeError(
+      `${name} must be a string, got ${strategy === null ? 'null' : typeof strategy}`,
+    );
   throw new RangeError(
     `${name} must be 'log-cleaner', 'incremental', 'checkpoint', 'none' or the path of a strategy module ('./my-strategy.js'), got ${String(strategy)}`,
   );

@@ -125,6 +125,12 @@ describe('store options of the wrong type or past their bounds', () => {
       /^options\.group must be an object, got an array$/,
     ],
     [
+      'a compaction strategy that is not a string',
+      { compaction: { strategy: 5 } },
+      TypeError,
+      /^options\.compaction\.strategy must be a string, got number$/,
+    ],
+    [
       'a misspelt option (it would be ignored, and a bucket count is fixed for good)',
       { bucketcount: 64 },
       TypeError,

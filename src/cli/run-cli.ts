@@ -16,6 +16,7 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { NodeFileSystem } from '../io/index.js';
+import { editDistance } from '../util/index.js';
 import { OffsetStoreError } from '../index.js';
 import { systemErrorCode } from '../open-failure.js';
 import { COMMANDS } from './commands/index.js';
@@ -273,22 +274,6 @@ function closestOption(name: string, options: readonly string[]): string | undef
     }
   }
   return best;
-}
-
-/** Levenshtein distance between two short strings. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++)
-      current[j] = Math.min(
-        previous[j]! + 1,
-        current[j - 1]! + 1,
-        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /** The package's version, from the package.json two folders up (the same from src/cli and dist/cli). */

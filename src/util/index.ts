@@ -19,6 +19,7 @@ export { externalWork, observeExternalWork, type ExternalWorkObserver } from './
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';
 export { nextTurn, onNextTurn } from './next-turn.js';
 export { notAnOptionsObject, refuseUnknownOptions } from './option-shape.js';
+export { editDistance } from './edit-distance.js';
 export { holdProcess, processHoldCount } from './process-hold.js';
 export { Serial } from './serial.js';
 export { settleAtMost } from './settle-at-most.js';

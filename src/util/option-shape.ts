@@ -1,8 +1,9 @@
 /**
- * The check every options bag of the public API makes of its own shape: a plain object, not null,
+ * The checks every options bag of the public API makes of its own shape: a plain object, not null,
  * not an array (an array is an object to `typeof`, and would otherwise be taken as a bag with every
- * option at its default).
+ * option at its default), holding no key that is not one of its options.
  */
+import { editDistance } from './edit-distance.js';
 
 /** What `value` is when it is not an options object ('null', 'an array', its typeof), else undefined. */
 export function notAnOptionsObject(value: unknown): string | undefined {
@@ -39,28 +40,11 @@ function nearestName(key: string, names: readonly string[]): string | undefined 
   let best: string | undefined;
   let bestDistance = 3;
   for (const name of names) {
-    const distance = editDistance(lower, name.toLowerCase(), bestDistance);
+    const distance = editDistance(lower, name.toLowerCase());
     if (distance < bestDistance) {
       best = name;
       bestDistance = distance;
     }
   }
   return best;
-}
-
-/** Levenshtein distance of two short strings, or `cap` once it is at least that. */
-function editDistance(a: string, b: string, cap: number): number {
-  if (Math.abs(a.length - b.length) >= cap) return cap;
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++)
-      current[j] = Math.min(
-        previous[j]! + 1,
-        current[j - 1]! + 1,
-        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-    previous = current;
-  }
-  return Math.min(previous[b.length]!, cap);
 }

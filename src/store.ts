@@ -221,6 +221,11 @@ export class OffsetStore {
   #journalRead: { batches: Map<number, Buffer[]>; files: string[] } | undefined;
   /** The compaction strategy the store runs, as its manifest records it. */
   #recorded = 'log-cleaner';
+  /**
+   * A conversion failed writing the manifest, and writing the old record again failed too: the disk
+   * may hold either strategy, so compaction stays off until a conversion completes (or a reopen).
+   */
+  #manifestUncertain = false;
   /** That strategy, loaded; undefined for a module strategy whose module was not given (compaction off). */
   #strategy: LoadedStrategy | undefined;
   #bucketCount = 0;
@@ -714,6 +719,11 @@ export class OffsetStore {
       // for meanwhile runs on that one, not cut short as if the store were closing.
       await this.#conversions.settled();
       this.#checkOpen(); // closed meanwhile: there is no compactor to ask
+      if (this.#manifestUncertain)
+        throw new OffsetStoreError(
+          'LOG_STORAGE_ERROR',
+          `compaction of the store in ${this.#options.dir} is off: a conversion failed writing store.json, and so did writing the strategy '${this.#recorded}' back, so the file may record either; convert again (to either strategy) or reopen the store`,
+        );
       const compactor = this.#compactor!;
       try {
         return await compactor.compactNow(onBucketCompacted);
@@ -786,6 +796,12 @@ export class OffsetStore {
     // (STORE_CLOSED when a close stopped buckets from loading: see #recoverAll.)
     await this.#recovery;
     if (loaded.id === this.#recorded) {
+      if (this.#manifestUncertain) {
+        // After a failed conversion whose record may have reached the disk: this one's is written.
+        await this.#manifest!.update(() => {});
+        this.#manifestUncertain = false;
+        if (!this.#closed && this.#strategy !== undefined) this.#startCompaction();
+      }
       // The store's own strategy: a store opened without its module gets it now, and compacts again.
       if (this.#strategy === undefined) {
         await this.#compactor?.close();
@@ -804,6 +820,7 @@ export class OffsetStore {
     const recorded = () => {
       this.#recorded = loaded.id;
       this.#strategy = loaded;
+      this.#manifestUncertain = false;
     };
     try {
       if (loaded.checkpoints && !fromCheckpoints) {
@@ -829,18 +846,28 @@ export class OffsetStore {
         recorded();
       }
     } catch (error) {
-      if (this.#recorded !== loaded.id)
+      if (this.#recorded !== loaded.id) {
+        // A manifest write that failed after its rename (the folder's sync failed) may have left the
+        // new strategy on the disk while this process keeps the old one; compacting by the old one
+        // could then free what the new one's recovery needs (the log from its log start, or the
+        // tombstones its checkpoint would replay). The old record is written again first, and
+        // compaction resumes only once that is durable.
+        this.#manifestUncertain = !(await this.#manifest!.update(() => {}).then(
+          () => true,
+          () => false,
+        ));
         throw openFailure(
           error,
-          `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it)`,
+          `converting the store in ${this.#options.dir} to '${loaded.id}' failed (it keeps '${this.#recorded}'; a later conversion completes it${this.#manifestUncertain ? `; its store.json may hold either strategy, so compaction stays off until a conversion completes or the store is reopened` : ''})`,
         );
+      }
       throw new OffsetStoreError(
         isOffsetStoreError(error) ? error.code : 'LOG_STORAGE_ERROR',
         `converting the store in ${this.#options.dir} to '${loaded.id}': the store now uses '${loaded.id}', but freeing what the old strategy kept failed (the log below the new log start, the checkpoints: they take space, nothing reads them): ${(error as Error).message}`,
         { cause: error },
       );
     } finally {
-      if (!this.#closed) this.#startCompaction();
+      if (!this.#closed && !this.#manifestUncertain) this.#startCompaction();
     }
   }
 

@@ -22,6 +22,7 @@ import {
   stateOf,
 } from '../compaction/compaction-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
+import { copyStoreDir } from '../store/store-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
 function options(
@@ -81,6 +82,36 @@ async function expectReopensAndCommits(dir: string): Promise<void> {
 }
 
 /** The real file system, failing to unlink segment files while `failing`. */
+/**
+ * The real file system, whose sync of the store's folder fails (EIO) once, when the store.json just
+ * renamed into it records `strategy`: a manifest write that reached the disk and reported failure.
+ */
+class ManifestSyncFailure extends NodeFileSystem {
+  failWhenRecorded: string | undefined;
+  /** Also fail the folder's next sync after that one (the old record written back). */
+  failNextToo = false;
+
+  override async syncDir(dirPath: string): Promise<void> {
+    const strategy = this.failWhenRecorded;
+    if (strategy === undefined && this.failNextToo && dirPath.endsWith(path.sep + 'store')) {
+      this.failNextToo = false;
+      throw Object.assign(new Error(`EIO: injected again, fsync of directory '${dirPath}'`), {
+        code: 'EIO',
+      });
+    }
+    if (strategy !== undefined) {
+      const manifest = await super.readFile(path.join(dirPath, 'store.json')).catch(() => null);
+      if (manifest !== null && JSON.parse(manifest.toString()).compactionStrategy === strategy) {
+        this.failWhenRecorded = undefined;
+        throw Object.assign(new Error(`EIO: injected, fsync of directory '${dirPath}'`), {
+          code: 'EIO',
+        });
+      }
+    }
+    return super.syncDir(dirPath);
+  }
+}
+
 class SegmentUnlinkFailures extends NodeFileSystem {
   failing = false;
 
@@ -364,6 +395,66 @@ describe('LMDB checkpoints', () => {
     expect((await reopened.stats()).compactionStrategy).toBe('log-cleaner');
     expect(await stateOf(reopened)).toEqual(modelOf(history));
     await reopened.close();
+  });
+
+  it('a conversion whose store.json was renamed into place but whose folder sync failed: the old record is written again before compaction frees anything, and a crash then loses nothing', async () => {
+    const dir = tempDir();
+    const fs = new ManifestSyncFailure();
+    const history = generateHistory(13, 400);
+    const store = await OffsetStore.open({ ...compactOnAsk(dir), fs });
+    await applyHistory(store, history.slice(0, 200));
+    await store.compact();
+    await applyHistory(store, history.slice(200, 300));
+    // The conversion's image is written and its store.json renamed into place; the sync fails.
+    fs.failWhenRecorded = 'none';
+    await expect(store.convertCompaction('none')).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(
+        /failed \(it keeps 'checkpoint'; a later conversion completes it\)/,
+      ),
+    });
+    // Compacting by the old strategy frees the log below a new checkpoint, above the image's start;
+    // a crash comes before anything else writes store.json.
+    await store.compact();
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    const reopened = await OffsetStore.open({ dir: image });
+    expect((await reopened.stats()).compactionStrategy).toBe('checkpoint');
+    expect(await stateOf(reopened)).toEqual(modelOf(history.slice(0, 300)));
+    await reopened.close();
+    await applyHistory(store, history.slice(300));
+    expect(await stateOf(store)).toEqual(modelOf(history));
+    await store.close();
+  });
+
+  it('a conversion whose store.json may have reached the disk, and whose old record could not be written back: compaction stays off until a conversion completes', async () => {
+    const dir = path.join(tempDir(), 'store');
+    const fs = new ManifestSyncFailure();
+    const history = generateHistory(17, 300);
+    const store = await OffsetStore.open({ ...compactOnAsk(dir), fs });
+    await applyHistory(store, history.slice(0, 200));
+    await store.compact();
+    fs.failWhenRecorded = 'none';
+    fs.failNextToo = true;
+    await expect(store.convertCompaction('none')).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/may hold either strategy, so compaction stays off/),
+    });
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(/compaction of the store .* is off: .*convert again/),
+    });
+    // Converting to the strategy it keeps writes that record, and compaction runs again.
+    await store.convertCompaction('checkpoint');
+    await applyHistory(store, history.slice(200));
+    await store.compact();
+    const image = tempDir();
+    copyStoreDir(dir, image);
+    const reopened = await OffsetStore.open({ dir: image });
+    expect((await reopened.stats()).compactionStrategy).toBe('checkpoint');
+    expect(await stateOf(reopened)).toEqual(modelOf(history));
+    await reopened.close();
+    await store.close();
   });
 
   it('close waits for a conversion in flight, in either direction: everything is there after reopen', async () => {

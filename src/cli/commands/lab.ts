@@ -42,7 +42,7 @@ export const lab: Command = {
     'each on a fresh store under --dir (deleted after its run), with the same seeded operations, and measures over',
     'time: space and write amplification, bytes written per compaction run, time and records to reopen, commit',
     'latency idle against compacting, worker CPU and heap. The control (no compaction) always runs too.',
-    `Workloads: ${WORKLOADS.map((w) => w.name).join(', ')}, or all. Scales: small (seconds), default (about`,
+    `Workloads: ${WORKLOADS.map((w) => w.name).join(', ')}, or all. Scales: small (seconds per workload and strategy), default (about`,
     '100k live offsets; minutes per strategy), full (1M live offsets and more).',
     'Writes <out>/lab-result.json and <out>/lab-report.html (open it in a browser; it works offline).',
   ].join('\n'),

@@ -103,8 +103,15 @@ export class KafkaServer {
   readonly host: string;
   /** The port it listens on (the one picked when asked for port 0). */
   readonly port: number;
-  /** The `host:port` clients are told to connect to: what a client's bootstrap list should hold (the first listener's). */
-  readonly brokers: readonly string[];
+  /**
+   * The `host:port` clients are told to connect to: what a client's bootstrap list should hold (the
+   * first listener's). A fresh array on each read, so that it can be handed to a client whose
+   * options type wants a mutable one (kafkajs's `brokers: string[]`).
+   */
+  get brokers(): string[] {
+    return [...this.#brokers];
+  }
+  readonly #brokers: readonly string[];
   /** Every listener, in the order of the options. */
   readonly listeners: readonly BoundListener[];
   readonly #options: ResolvedServerOptions;
@@ -136,7 +143,7 @@ export class KafkaServer {
     this.#security = security;
     this.host = addresses[0]!.address;
     this.port = addresses[0]!.port;
-    this.brokers = Object.freeze(context.cluster.brokers().map((b) => `${b.host}:${b.port}`));
+    this.#brokers = Object.freeze(context.cluster.brokers().map((b) => `${b.host}:${b.port}`));
     this.listeners = Object.freeze(
       options.listeners.map((l, i) =>
         Object.freeze({

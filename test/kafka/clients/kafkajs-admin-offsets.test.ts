@@ -31,7 +31,7 @@ describe('kafkajs 2.2.4 admin through the classic group protocol', () => {
     });
     const kafka = new Kafka({
       clientId: 'kafkajs-admin-offsets',
-      brokers: [...running.server.brokers],
+      brokers: running.server.brokers, // as the README hands it to kafkajs: a string[]
       logLevel: logLevel.NOTHING,
       retry: { retries: 3, initialRetryTime: 50 },
     });

@@ -24,7 +24,7 @@ async function start(): Promise<{ t: TestServer; admin: Admin }> {
   });
   const kafka = new Kafka({
     clientId: 'kafkajs-admin-test',
-    brokers: [...running.server.brokers],
+    brokers: running.server.brokers,
     logLevel: logLevel.NOTHING,
     retry: { retries: 3, initialRetryTime: 50 },
   });

@@ -472,19 +472,19 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
       : resolveStrategyOption(strategy, 'options.compaction.strategy');
   if (onRun !== undefined && typeof onRun !== 'function')
     throw new TypeError('options.compaction.onRun must be a function');
-  const minDirtyRatio = rawMinDirtyRatio ?? 0.5;
+  const minDirtyRatio = rawMinDirtyRatio === undefined ? 0.5 : rawMinDirtyRatio;
   if (typeof minDirtyRatio !== 'number')
     throw new TypeError(
-      `options.compaction.minDirtyRatio must be a number, got ${typeof minDirtyRatio}`,
+      `options.compaction.minDirtyRatio must be a number, got ${typeName(minDirtyRatio)}`,
     );
   if (!(minDirtyRatio >= 0 && minDirtyRatio <= 1))
     throw new RangeError(
       `options.compaction.minDirtyRatio must be in [0, 1], got ${minDirtyRatio}`,
     );
-  const background = rawBackground ?? true;
+  const background = rawBackground === undefined ? true : rawBackground;
   if (typeof background !== 'boolean')
     throw new TypeError(
-      `options.compaction.background must be a boolean, got ${typeof background}`,
+      `options.compaction.background must be a boolean, got ${typeName(background)}`,
     );
   return {
     strategy: ref,
@@ -606,6 +606,11 @@ function positiveInteger(
   return value;
 }
 
+/** `typeof`, with null named as null (an option given as null is not absent: it is refused). */
+function typeName(value: unknown): string {
+  return value === null ? 'null' : typeof value;
+}
+
 /** A boolean option, or `fallback` when it is absent. */
 function optionalBoolean(value: unknown, name: string, fallback: boolean): boolean {
   if (value === undefined) return fallback;
@@ -683,13 +688,13 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
     throw new RangeError(
       `options.dir must be well-formed UTF-16 (it holds a lone surrogate), got ${JSON.stringify(dir)}`,
     );
-  const durability = rawDurability ?? DEFAULTS.durability;
+  const durability = rawDurability === undefined ? DEFAULTS.durability : rawDurability;
   if (durability !== 'fsync' && durability !== 'os')
     throw new RangeError(`options.durability must be 'fsync' or 'os', got ${String(durability)}`);
   const warn = warningsTo(onWarning);
   const readOnly = optionalBoolean(rawReadOnly, 'options.readOnly', false);
   const portFs = fs === undefined ? new NodeFileSystem() : checkedFileSystem(fs);
-  const storeTime = storeClock(clock ?? new SystemClock(), warn);
+  const storeTime = storeClock(clock === undefined ? new SystemClock() : clock, warn);
   return {
     dir: portFs instanceof NodeFileSystem ? storeDirectory(dir) : path.resolve(dir),
     bucketCount:
@@ -757,7 +762,7 @@ export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
 export function warningsTo(
   onWarning: ((message: string) => void) | undefined,
 ): (message: string) => void {
-  if (onWarning === undefined || onWarning === null)
+  if (onWarning === undefined)
     return (message) => process.emitWarning(message, 'OffsetStoreWarning');
   if (typeof onWarning !== 'function') throw new TypeError('options.onWarning must be a function');
   return (message) =>

@@ -124,6 +124,37 @@ describe('store options of the wrong type or past their bounds', () => {
       TypeError,
       /^options\.group must be an object, got an array$/,
     ],
+    // Null is not an absent option: it is refused like any other wrong type.
+    [
+      'a durability of null',
+      { durability: null },
+      RangeError,
+      /^options\.durability must be 'fsync' or 'os', got null$/,
+    ],
+    [
+      'a clock of null',
+      { clock: null },
+      TypeError,
+      /^options\.clock must have nowMs\(\) and setTimer\(\)$/,
+    ],
+    [
+      'an onWarning of null',
+      { onWarning: null },
+      TypeError,
+      /^options\.onWarning must be a function$/,
+    ],
+    [
+      'a compaction background of null',
+      { compaction: { background: null } },
+      TypeError,
+      /^options\.compaction\.background must be a boolean, got null$/,
+    ],
+    [
+      'a compaction minDirtyRatio of null',
+      { compaction: { minDirtyRatio: null } },
+      TypeError,
+      /^options\.compaction\.minDirtyRatio must be a number, got null$/,
+    ],
     [
       'a compaction strategy that is not a string',
       { compaction: { strategy: 5 } },

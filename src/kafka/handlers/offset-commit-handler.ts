@@ -114,10 +114,12 @@ export function commitOffsetColumns(
   }
   if (count === 0) return answer;
   commits.length = count;
-  if (consumerMemberBeforeV9(context, request, apiVersion))
-    return settle(answer, KAFKA_ERROR.UNSUPPORTED_VERSION);
   let member: CommitOptions | undefined;
   try {
+    // Both ask the store for the group's type: the group's bucket may be served elsewhere
+    // (NOT_COORDINATOR) or still loading, an answer per partition like any store error.
+    if (consumerMemberBeforeV9(context, request, apiVersion))
+      return settle(answer, KAFKA_ERROR.UNSUPPORTED_VERSION);
     member = committingMember(context, request, apiVersion);
   } catch (error) {
     return settle(answer, commitErrorCode(context, error));

@@ -15,7 +15,9 @@ import {
   encodeRequest,
   type RequestInputOf,
 } from '../../../src/kafka/protocol/index.js';
+import { OffsetStore, startKafkaServer } from '../../../src/index.js';
 import { HeldDatasyncFileSystem } from '../../store/store-fixtures.js';
+import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient } from '../support/raw-kafka-client.js';
 import {
   startTestServer,
@@ -508,6 +510,42 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
       [0, 8n],
       [0, -1n],
     ]);
+  });
+});
+
+describe('OffsetCommit on a node that does not own the group', () => {
+  it("answers a member's commit NOT_COORDINATOR per partition, as a memberless one, and keeps the connection", async () => {
+    // A hosting store hosts no offsets-bucket until a cluster node hands it one.
+    const warnings: string[] = [];
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: 4 });
+    const server = await startKafkaServer({
+      store,
+      port: 0,
+      topics: [{ name: 'orders', partitions: 2 }],
+      onWarning: (message) => warnings.push(message),
+    });
+    const client = await RawKafkaClient.connect(server.port);
+    try {
+      for (const [version, memberId, generation] of [
+        [8, 'consumer-1', 3], // what a kafkajs consumer in a group sends
+        [8, '', -1],
+        [9, 'consumer-1', 3],
+      ] as const) {
+        const answer = await client.send(API_KEYS.OffsetCommit, version, {
+          ...adminCommit('elsewhere', { orders: [{ partitionIndex: 0, committedOffset: 5n }] }),
+          generationIdOrMemberEpoch: generation,
+          memberId,
+        });
+        expect(
+          answer.topics[0]!.partitions.map((p) => p.errorCode),
+          `v${version} ${memberId}`,
+        ).toEqual([KAFKA_ERROR.NOT_COORDINATOR]);
+      }
+      expect(warnings).toEqual([]);
+    } finally {
+      await client.close();
+      await server.close({ closeStore: true });
+    }
   });
 });
 

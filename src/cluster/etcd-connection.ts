@@ -10,8 +10,8 @@
  * answer (a deadline passed, its connection failed; not an answer of etcd's, such as "no leader"
  * during an election) is avoided for MEMBER_AVOIDED_MS (MemberAvoidance): calls skip it at once and
  * go to another member with their whole deadline, and none waits on a trial call to it. When every
- * member is avoided, none is. Reads (`range`), which change nothing, are retried once at once (on
- * another member, the first being avoided now).
+ * member is avoided, none is. Reads (`range`, and transactions of ranges only), which change
+ * nothing, are retried once at once (on another member, the first being avoided now).
  *
  * etcd going back in time: every answer's header names the member that made it and the revision of
  * that member's store, which never decreases (a member restarted after a crash serves clients only
@@ -291,9 +291,21 @@ export class EtcdConnection {
     return response;
   }
 
-  /** One transaction. */
+  /**
+   * One transaction. One that only reads (every operation a range) is sent again when it gets no
+   * answer, as a range read is: it changes nothing, so its outcome is never in doubt.
+   */
   txn(request: ITxnRequest, what: string): Promise<ITxnResponse> {
-    return this.#answer(() => this.client.kv.txn(request, this.#deadline()), what);
+    if (!readsOnly(request))
+      return this.#answer(() => this.client.kv.txn(request, this.#deadline()), what);
+    return this.#answer(
+      () =>
+        this.client.kv.txn(request, this.#deadline()).catch((error: unknown) => {
+          if (!unanswered(error)) throw error;
+          return this.client.kv.txn(request, this.#deadline());
+        }),
+      what,
+    );
   }
 
   /**
@@ -342,4 +354,16 @@ export class EtcdConnection {
   close(): void {
     this.client.close();
   }
+}
+
+/** True for a transaction whose every operation, on success and on failure, is a range read. */
+function readsOnly(request: ITxnRequest): boolean {
+  const operations = [...(request.success ?? []), ...(request.failure ?? [])];
+  return operations.every(
+    (op) =>
+      op.request_range !== undefined &&
+      op.request_put === undefined &&
+      op.request_delete_range === undefined &&
+      op.request_txn === undefined,
+  );
 }

@@ -28,14 +28,14 @@ import {
 } from './group/index.js';
 import {
   SystemClock,
+  callUserCallback,
   checkClock,
+  failureMessage,
   notAnOptionsObject,
   refuseUnknownOptions,
   withoutTimers,
   type Clock,
   type Timer,
-  callUserCallback,
-  failureMessage,
 } from './util/index.js';
 import type { BucketRef } from './model/index.js';
 
@@ -441,9 +441,7 @@ export function resolveStrategyOption(strategy: unknown, name: string): Strategy
   if (typeof strategy === 'string' && isStrategyModulePath(strategy))
     return { moduleUrl: strategyModuleUrl(strategy, process.cwd()) };
   if (typeof strategy !== 'string')
-    throw new TypeError(
-      `${name} must be a string, got ${strategy === null ? 'null' : typeof strategy}`,
-    );
+    throw new TypeError(`${name} must be a string, got ${typeName(strategy)}`);
   throw new RangeError(
     `${name} must be 'log-cleaner', 'incremental', 'checkpoint', 'none' or the path of a strategy module ('./my-strategy.js'), got ${String(strategy)}`,
   );
@@ -870,7 +868,7 @@ function storeClock(clock: Clock, warn: (message: string) => void): Clock {
       )
         throw new OffsetStoreError(
           'INVALID_CONFIG',
-          `options.clock.setTimer() returned ${timer === null ? 'null' : typeof timer}: the store needs a timer with a cancel() method`,
+          `options.clock.setTimer() returned ${typeName(timer)}: the store needs a timer with a cancel() method`,
         );
       return timer as Timer;
     },

@@ -71,8 +71,8 @@ import { OffsetsBucket, type OffsetsBucketOptions } from './shard/index.js';
 import {
   Serial,
   callUserCallback,
-  notAnOptionsObject,
   failureMessage,
+  notAnOptionsObject,
   settleAtMost,
   type Timer,
 } from './util/index.js';
@@ -1818,12 +1818,6 @@ function storedStrategy(
   );
 }
 
-/**
- * `compaction.onRun`, made harmless: it only hears of runs, so a listener that throws changes no
- * run (it used to fail the run as LOG_STORAGE_ERROR, "what it had not finished changed nothing",
- * after the compaction had been applied, or every run when it threw on 'started'); its error
- * becomes a warning.
- */
 /** FetchOptions' requireStable, checked: a bag that is not an object, or a value not a boolean, is a TypeError. */
 function requiresStable(options: FetchOptions): boolean {
   const shape = notAnOptionsObject(options);
@@ -1834,6 +1828,12 @@ function requiresStable(options: FetchOptions): boolean {
   return requireStable === true;
 }
 
+/**
+ * `compaction.onRun`, made harmless: it only hears of runs, so a listener that throws changes no
+ * run (it used to fail the run as LOG_STORAGE_ERROR, "what it had not finished changed nothing",
+ * after the compaction had been applied, or every run when it threw on 'started'); its error
+ * becomes a warning.
+ */
 function heardSafely(
   listener: CompactionRunListener | undefined,
   warn: (message: string) => void,

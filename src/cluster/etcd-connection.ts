@@ -296,16 +296,8 @@ export class EtcdConnection {
    * answer, as a range read is: it changes nothing, so its outcome is never in doubt.
    */
   txn(request: ITxnRequest, what: string): Promise<ITxnResponse> {
-    if (!readsOnly(request))
-      return this.#answer(() => this.client.kv.txn(request, this.#deadline()), what);
-    return this.#answer(
-      () =>
-        this.client.kv.txn(request, this.#deadline()).catch((error: unknown) => {
-          if (!unanswered(error)) throw error;
-          return this.client.kv.txn(request, this.#deadline());
-        }),
-      what,
-    );
+    const send = () => this.client.kv.txn(request, this.#deadline());
+    return this.#answer(readsOnly(request) ? () => sentAgainIfUnanswered(send) : send, what);
   }
 
   /**
@@ -314,11 +306,7 @@ export class EtcdConnection {
    */
   range(request: IRangeRequest, what: string): Promise<IRangeResponse> {
     return this.#answer(
-      () =>
-        this.client.kv.range(request, this.#deadline()).catch((error: unknown) => {
-          if (!unanswered(error)) throw error;
-          return this.client.kv.range(request, this.#deadline());
-        }),
+      () => sentAgainIfUnanswered(() => this.client.kv.range(request, this.#deadline())),
       what,
     );
   }
@@ -354,6 +342,17 @@ export class EtcdConnection {
   close(): void {
     this.client.close();
   }
+}
+
+/**
+ * `send()`, and once more if it got no answer (a read changes nothing, so sending it again is safe;
+ * the member that left it unanswered is avoided now, so the second goes to another).
+ */
+function sentAgainIfUnanswered<T>(send: () => Promise<T>): Promise<T> {
+  return send().catch((error: unknown) => {
+    if (!unanswered(error)) throw error;
+    return send();
+  });
 }
 
 /** True for a transaction whose every operation, on success and on failure, is a range read. */

@@ -2,7 +2,9 @@
  * src/util: helpers with no domain knowledge: the Clock port (so tests drive time by hand),
  * internal assertions (a failure is a bug of the store, never bad input), turns of the event loop
  * (`nextTurn`), work run a bounded number at a time (`settleAtMost`), calling a user's callback so
- * that its failures cannot escape (`callUserCallback`) and the check for keys a JSON text repeats. This file is the folder's door.
+ * that its failures cannot escape (`callUserCallback`), the checks of an options bag's shape, edit
+ * distance (the option a misspelt one meant) and the check for keys a JSON text repeats. This file
+ * is the folder's door.
  */
 export { assert, unreachable, AssertionError } from './assert.js';
 export {

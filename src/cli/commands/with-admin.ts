@@ -13,8 +13,8 @@
  * store is opened to read only (no lock, nothing written; the state as of the open), and stderr
  * says so.
  */
-import { StoreAdmin, liveLockHolder, type StoreAdminOptions } from '../../admin/index.js';
 import { constants } from 'node:os';
+import { StoreAdmin, liveLockHolder, type StoreAdminOptions } from '../../admin/index.js';
 import { isOffsetStoreError } from '../../errors/index.js';
 import { NodeFileSystem } from '../../io/index.js';
 import { Interrupted, type CommandContext, type OptionSpec } from '../command.js';

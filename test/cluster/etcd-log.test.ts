@@ -93,7 +93,8 @@ describe('etcd log', () => {
   it('resolves appends whose answer is lost by reading back: each lands exactly once or is rejected, and the log goes on densely', async () => {
     const keys = freshKeys();
     const token = await claimed(keys, 'n1');
-    const impatient = new EtcdConnection({ endpoints: etcd.endpoints, callTimeoutMs: 150 });
+    // Through e1 alone: a call sent to another member (picked at random) would be answered.
+    const impatient = new EtcdConnection({ endpoints: [etcd.endpoints[0]!], callTimeoutMs: 150 });
     try {
       const log = await EtcdLog.open({
         connection: impatient,
@@ -102,6 +103,7 @@ describe('etcd log', () => {
         resolveTimeoutMs: 20_000,
       });
       expect(await log.append(testBatch(0))).toBe(0);
+      expect(etcd.memberNames[0]).toBe('e1');
       etcd.kill('e1', 'SIGSTOP');
       const pending = Array.from({ length: 5 }, (_, n) => log.append(testBatch(1 + n)));
       await new Promise((resolve) => setTimeout(resolve, 600));

@@ -204,6 +204,11 @@ export class ClusterNode {
     return owner === undefined ? undefined : this.#nodes.find((n) => n.nodeId === owner.nodeId);
   }
 
+  /** Whether this node serves `bucket` now: it owns it, hosts it, and its lease is confirmed. */
+  serves(bucket: number): boolean {
+    return this.#lease?.valid() === true && this.#owned.has(bucket);
+  }
+
   /** The buckets this node serves now. */
   ownedBuckets(): number[] {
     return [...this.#owned.keys()].sort((a, b) => a - b);
@@ -636,10 +641,15 @@ export class ClusterNode {
       this.#warn(`unhosting offsets-bucket ${bucket}: ${(error as Error).message}`);
     }
     if (this.#closeAbandoned) return;
-    await releaseBucket(this.#connection, this.#keys.bucket(bucket), owned.token).catch(
-      (error: unknown) =>
-        this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`),
-    );
+    try {
+      // Released: until the next reconcile reads the owners again, the bucket is between owners
+      // here too, not still this node's (FindCoordinator would name this node for it).
+      if (await releaseBucket(this.#connection, this.#keys.bucket(bucket), owned.token))
+        if (this.#owners.get(bucket)?.value.equals(owned.token.value) === true)
+          this.#owners.delete(bucket);
+    } catch (error) {
+      this.#warn(`releasing offsets-bucket ${bucket}: ${(error as Error).message}`);
+    }
   }
 
   /**

@@ -3,6 +3,13 @@
  * live nodes; FindCoordinator names the owner of the group's offsets-bucket (`bucketFor(groupId)`),
  * or, while the bucket is between owners, the node rendezvous hashing places it on (it will own it
  * shortly; until then it answers NOT_COORDINATOR and the client asks again).
+ *
+ * This node names itself only while it serves the bucket (owns and hosts it under a confirmed
+ * lease). Otherwise its own view of itself is not to be trusted: it is still joining, loading the
+ * bucket, cut off from etcd with a list of owners that went stale, or a process whose node id
+ * another process has taken over. Naming itself would send the client back here to be told
+ * NOT_COORDINATOR, over and over, so it names no one (COORDINATOR_NOT_AVAILABLE: the client waits
+ * and asks again), unless etcd's owner is registered at another address, which it names.
  */
 import type { BrokerEndpoint, ClusterView } from '../kafka/index.js';
 import type { OffsetStore } from '../store.js';
@@ -38,19 +45,31 @@ export class NodeClusterView implements ClusterView {
     return live.some((b) => b.nodeId === this.self.nodeId) ? live : [this.self, ...live];
   }
 
-  /** The owner of the group's offsets-bucket, else where it is placed, else this node. */
-  coordinatorFor(groupId: string): BrokerEndpoint {
-    if (this.#node === undefined) return this.self;
+  /**
+   * The owner of the group's offsets-bucket, else the live node it is placed on; undefined while
+   * neither can be named but this node, which does not serve it (see the header).
+   */
+  coordinatorFor(groupId: string): BrokerEndpoint | undefined {
+    const node = this.#node;
+    if (node === undefined) return undefined;
     const bucket = this.#store.bucketFor(groupId);
-    const owner = this.#node.ownerOf(bucket);
-    if (owner !== undefined)
-      return owner.nodeId === this.#node.nodeId ? this.self : endpoint(owner);
+    if (node.serves(bucket)) return this.self;
+    const owner = node.ownerOf(bucket);
+    if (owner !== undefined) return this.#other(endpoint(owner));
+    const live = node.liveNodes();
     const placed = rendezvousOwner(
       bucket,
-      this.#node.liveNodes().map((n) => n.nodeId),
+      live.map((n) => n.nodeId),
     );
-    const info = this.#node.liveNodes().find((n) => n.nodeId === placed);
-    return info === undefined || info.nodeId === this.#node.nodeId ? this.self : endpoint(info);
+    const info = live.find((n) => n.nodeId === placed);
+    return info === undefined || info.nodeId === node.nodeId
+      ? undefined
+      : this.#other(endpoint(info));
+  }
+
+  /** `broker`, unless it is this node's own address. */
+  #other(broker: BrokerEndpoint): BrokerEndpoint | undefined {
+    return broker.host === this.self.host && broker.port === this.self.port ? undefined : broker;
   }
 
   /** Every node serves the topics' partitions itself (they are the catalog's, not the cluster's). */

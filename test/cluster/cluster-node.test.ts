@@ -9,6 +9,7 @@ import {
   ClusterNode,
   ClusterKeys,
   EtcdConnection,
+  NodeClusterView,
   NodeLease,
   prefixEnd,
   readEtcdCheckpoint,
@@ -170,6 +171,84 @@ describe('cluster nodes on a 3-member etcd', () => {
       await stopAll(nodes);
     }
     expect(warnings).toEqual([]);
+  });
+
+  it('names itself the coordinator of a group only while it serves its bucket: not while joining, nor once its lease is lost', async () => {
+    await withCluster(['n1', 'n2'], async ({ nodes, connection, prefix, warnings }) => {
+      const views = nodes.map(
+        (n, i) =>
+          new NodeClusterView({ nodeId: i + 1, host: '127.0.0.1', port: 9000 + i }, n.store),
+      );
+      const groups = Array.from({ length: BUCKETS }, (_, b) => groupIn(nodes[0]!.store, b));
+      // Not attached yet (the node is still joining): it names no one rather than itself.
+      expect(groups.map((g) => views[0]!.coordinatorFor(g))).toEqual(groups.map(() => undefined));
+      views.forEach((view, i) => view.attach(nodes[i]!.node));
+      // Each view names the owner; a node that just gave a bucket up names no one until its
+      // release is through, never itself.
+      const owners = groups.map((g) => 9000 + nodes.indexOf(ownerOf(nodes, nodes[0]!.store, g)));
+      for (const deadline = Date.now() + 5000; ;) {
+        const answers = views.map((view) => groups.map((g) => view.coordinatorFor(g)?.port));
+        for (const ports of answers)
+          ports.forEach((port, b) => expect([undefined, owners[b]]).toContain(port));
+        if (answers.every((ports) => ports.every((port, b) => port === owners[b]))) break;
+        if (Date.now() > deadline) throw new Error(`no agreement: ${JSON.stringify(answers)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // etcd drops n1's lease (it was cut off past its TTL): its list of owners still has n1 for
+      // its buckets until it reads it again, and n1 serves none of them.
+      const registration = await connection.range(
+        { key: Buffer.from(new ClusterKeys(prefix).node('n1')) },
+        'test',
+      );
+      await connection.client.leaseClient.leaseRevoke({ ID: registration.kvs[0]!.lease });
+      for (const deadline = Date.now() + 10_000; !warnings.some((w) => /lost its lease/.test(w));) {
+        if (Date.now() > deadline) throw new Error(`no lease lost: ${warnings.join('; ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      for (const groupId of groups) {
+        if (nodes[0]!.node.serves(nodes[0]!.store.bucketFor(groupId))) continue;
+        expect(views[0]!.coordinatorFor(groupId)?.port, groupId).not.toBe(9000);
+      }
+      warnings.length = 0;
+    });
+  });
+
+  it('names no coordinator while cut off from etcd once its lease has run out (its list of owners went stale)', async () => {
+    const alone = await EtcdCluster.start({ members: 1 });
+    const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+    const node = await ClusterNode.start({
+      endpoints: alone.endpoints,
+      prefix: '/cut-off/',
+      node: { nodeId: 'n1', brokerId: 1, port: 9400, host: '127.0.0.1' },
+      store,
+      leaseTtlSeconds: 2,
+      reconcileIntervalMs: 100,
+      callTimeoutMs: 500,
+      onWarning: () => {},
+    });
+    const view = new NodeClusterView({ nodeId: 1, host: '127.0.0.1', port: 9400 }, store);
+    view.attach(node);
+    const [member] = alone.memberNames;
+    try {
+      await settled([{ node, store }]);
+      const groups = Array.from({ length: BUCKETS }, (_, b) => groupIn(store, b));
+      expect(groups.map((g) => view.coordinatorFor(g)?.port)).toEqual(groups.map(() => 9400));
+      alone.kill(member!, 'SIGSTOP');
+      for (
+        const deadline = Date.now() + 10_000;
+        groups.some((g) => node.serves(store.bucketFor(g)));
+      ) {
+        if (Date.now() > deadline) throw new Error('the lease did not run out');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      // Asked now, it would send every client back to itself, to be told NOT_COORDINATOR.
+      expect(groups.map((g) => view.coordinatorFor(g))).toEqual(groups.map(() => undefined));
+    } finally {
+      alone.kill(member!, 'SIGCONT');
+      node.abandon();
+      await store.close();
+      await alone.stop();
+    }
   });
 
   it("moves a crashed node's buckets to the others once its lease expires, with every acknowledged commit", async () => {
@@ -479,6 +558,17 @@ describe('cluster nodes on a 3-member etcd', () => {
         );
         for (let pass = 0; pass < 3; pass++) await nodes[0]!.node.reconcile();
         expect(nodes[0]!.node.ownedBuckets()).not.toContain(5);
+        // Clients asking this process find the other one, at the address it registered.
+        const view = new NodeClusterView(
+          { nodeId: 1, host: '127.0.0.1', port: 9000 },
+          nodes[0]!.store,
+        );
+        view.attach(nodes[0]!.node);
+        expect(view.coordinatorFor(groupIn(nodes[0]!.store, 5))).toEqual({
+          nodeId: 7,
+          host: 'h',
+          port: 1,
+        });
         const owner = await connection.range({ key: Buffer.from(keys.bucket(5).owner) }, 'test');
         expect(JSON.parse(owner.kvs[0]!.value.toString())).toEqual({ nodeId: 'n1', epoch: 99 });
         expect(warnings.filter((w) => /registered under another lease/.test(w))).toHaveLength(1);

@@ -25,8 +25,12 @@ export interface ClusterView {
   readonly self: BrokerEndpoint;
   /** Every live broker, this one included, at their addresses on listener `listenerName`. */
   brokers(listenerName?: string): readonly BrokerEndpoint[];
-  /** The broker coordinating `groupId`, at its address on listener `listenerName`. */
-  coordinatorFor(groupId: string, listenerName?: string): BrokerEndpoint;
+  /**
+   * The broker coordinating `groupId`, at its address on listener `listenerName`; undefined while
+   * none can be named (a cluster's bucket between owners): FindCoordinator then answers
+   * COORDINATOR_NOT_AVAILABLE, and the client asks again.
+   */
+  coordinatorFor(groupId: string, listenerName?: string): BrokerEndpoint | undefined;
   /** The broker leading every partition of the topics this server serves. */
   leaderOf(topic: string, partition: number): BrokerEndpoint;
 }

@@ -5,7 +5,8 @@
  * producer fails at once instead of retrying forever). A group id the store cannot hold (empty,
  * over 255 UTF-8 bytes) is INVALID_GROUP_ID.
  * The coordinator is named at the address of the listener the request came in on. An answer
- * without a coordinator names node -1 at '' port -1, as Kafka does.
+ * without a coordinator names node -1 at '' port -1, as Kafka does; a cluster node that cannot name
+ * one yet answers COORDINATOR_NOT_AVAILABLE (retriable).
  */
 import { validateGroupId } from '../../model/index.js';
 import { KAFKA_ERROR, type API_KEYS } from '../protocol/index.js';
@@ -49,6 +50,12 @@ function coordinatorOf(
     return refused(context.errorCodeOf(error, 'FindCoordinator'), (error as Error).message);
   }
   const broker = context.cluster.coordinatorFor(key, listenerName);
+  if (broker === undefined) {
+    return refused(
+      KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+      `no broker can be named the coordinator of group '${key}' now (its offsets-bucket is between owners, or this node is joining or loading it): ask again shortly`,
+    );
+  }
   return {
     errorCode: KAFKA_ERROR.NONE,
     errorMessage: null,

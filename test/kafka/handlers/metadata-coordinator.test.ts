@@ -5,7 +5,8 @@
  * the request and the server allow it, UNKNOWN_TOPIC_OR_PARTITION otherwise; INVALID_TOPIC_EXCEPTION
  * for an illegal or colliding name; POLICY_VIOLATION for a full catalog; UNKNOWN_TOPIC_ID for an
  * unknown id. FindCoordinator names this server for a group (v0-3 one key, v4 several), refuses
- * transaction keys with INVALID_REQUEST and an empty group id with INVALID_GROUP_ID.
+ * transaction keys with INVALID_REQUEST and an empty group id with INVALID_GROUP_ID, and answers
+ * COORDINATOR_NOT_AVAILABLE while a cluster's view names no coordinator.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -244,6 +245,38 @@ describe('FindCoordinator', () => {
       ['a', 0, 0],
       ['b', 0, 0],
       ['', KAFKA_ERROR.INVALID_GROUP_ID, -1],
+    ]);
+  });
+
+  it('answers COORDINATOR_NOT_AVAILABLE, naming no node, while the cluster view can name no coordinator', async () => {
+    const { client } = await start({
+      clusterView: (self) => ({
+        self,
+        brokers: () => [self],
+        coordinatorFor: (groupId) => (groupId.startsWith('moving') ? undefined : self),
+        leaderOf: () => self,
+      }),
+    });
+    for (let version = 0; version <= 3; version++) {
+      const response = await client.send(API_KEYS.FindCoordinator, version, {
+        key: 'moving-1',
+        keyType: 0,
+      });
+      expect(response, `v${version}`).toMatchObject({
+        errorCode: KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE,
+        nodeId: -1,
+        host: '',
+        port: -1,
+      });
+      if (version >= 1) expect(response.errorMessage).toMatch(/ask again/);
+    }
+    const batch = await client.send(API_KEYS.FindCoordinator, 4, {
+      keyType: 0,
+      coordinatorKeys: ['moving-2', 'settled'],
+    });
+    expect(batch.coordinators.map((c) => [c.key, c.errorCode, c.nodeId])).toEqual([
+      ['moving-2', KAFKA_ERROR.COORDINATOR_NOT_AVAILABLE, -1],
+      ['settled', 0, 0],
     ]);
   });
 

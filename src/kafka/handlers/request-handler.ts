@@ -28,6 +28,8 @@ export interface Peer {
   readonly listenerName?: string;
   /** Who the client is, Kafka-style (`User:alice`, `User:CN=host1`, `User:ANONYMOUS`); absent: anonymous. */
   readonly principal?: string;
+  /** True while a SASL connection has not authenticated (its requests count against no quota); absent: false. */
+  readonly unauthenticated?: boolean;
   /** Whether a request of `apiKey` may be served now (false before a SASL connection authenticated); absent: always. */
   mayServe?(apiKey: number): boolean;
   /** The largest request the connection may send now, when lower than the server's (before it authenticated). */

@@ -98,6 +98,11 @@ export class ConnectionSession implements Peer {
     return this.#state;
   }
 
+  /** True until a SASL connection has authenticated (and after its authentication failed). */
+  get unauthenticated(): boolean {
+    return this.#state !== 'authenticated';
+  }
+
   /** True once the connection should be closed after the answer being written. */
   get closeRequested(): boolean {
     return this.#state === 'closing';

@@ -176,7 +176,16 @@ export class RequestRouter {
     };
     try {
       const encoded = encodeResponse(responseHeader, result as never);
-      if (this.#quotas === undefined) return encoded;
+      // As Kafka's authenticator: what a client sends before it has authenticated, and the SASL
+      // exchange itself, count against no quota. A client that has not proved who it is must not
+      // spend the quota of the client id it claims (and throttle the clients that own it).
+      if (
+        this.#quotas === undefined ||
+        peer.unauthenticated === true ||
+        header.apiKey === API_KEYS.SaslHandshake ||
+        header.apiKey === API_KEYS.SaslAuthenticate
+      )
+        return encoded;
       const timeMs = earlierMs + performance.now() - startedMs;
       const throttleMs = this.#quotas.record(
         peer.principal ?? 'User:ANONYMOUS',

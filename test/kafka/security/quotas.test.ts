@@ -2,14 +2,17 @@
  * Client quotas as Kafka applies them: a client over its bytes/s quota gets its response with
  * throttle_time_ms and its connection is muted for that long on the server's clock (the next
  * request waits, unread), while another client id with its own quota goes on unthrottled; a
- * principal's quota wins over the default. And the rate arithmetic on its own.
+ * principal's quota wins over the default; nothing sent before a SASL connection has authenticated
+ * counts. And the rate arithmetic on its own.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../src/index.js';
+import { ManualClock, NodeFileSystem } from '../../../src/index.js';
 import { API_KEYS } from '../../../src/kafka/protocol/index.js';
-import { ClientQuotas } from '../../../src/kafka/security/index.js';
+import { ClientQuotas, UserCredentials } from '../../../src/kafka/security/index.js';
 import { SteppingClock } from '../../support/stepping-clock.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
+import { loginPlain } from '../support/sasl-login.js';
+import { tempDir } from '../../support/temp-dir.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 let running: TestServer | undefined;
@@ -59,6 +62,51 @@ describe('client quotas over the wire', () => {
     expect(running.server.stats().security.throttledResponses).toBeGreaterThanOrEqual(1);
     await greedy.close();
     await polite.close();
+  });
+
+  it('counts nothing a client sends before it has authenticated, nor its SASL exchange: it cannot spend the quota of a client id it claims', async () => {
+    const dir = tempDir();
+    await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
+    running = await startTestServer({
+      dir,
+      clock: new ManualClock(),
+      server: {
+        listeners: [
+          {
+            securityProtocol: 'SASL_PLAINTEXT',
+            saslMechanisms: ['PLAIN'],
+            allowPlainWithoutTls: true,
+          },
+        ],
+        security: {
+          quotas: {
+            clientIds: { dashboards: { bytesPerSecond: 2000 } },
+            windowMs: 1000,
+            windowCount: 2,
+          },
+        },
+      },
+    });
+    // No credentials, claiming alice's client id: ApiVersions is all it may send, as often as it likes.
+    const stranger = await RawKafkaClient.connect(running.server.port);
+    for (let i = 0; i < 50; i++)
+      expect(
+        (await stranger.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'dashboards')).throttleTimeMs,
+      ).toBe(0);
+    const alice = await RawKafkaClient.connect(running.server.port);
+    expect(await loginPlain(alice, 'alice', 'alice-pw')).toBe(0);
+    expect(
+      (await alice.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'dashboards')).throttleTimeMs,
+      'her quota is hers, untouched',
+    ).toBe(0);
+    // Once authenticated, her own requests count.
+    let throttleMs = 0;
+    for (let i = 0; throttleMs === 0 && i < 100; i++)
+      throttleMs = (await alice.send(API_KEYS.ApiVersions, 3, TEST_SOFTWARE, 'dashboards'))
+        .throttleTimeMs;
+    expect(throttleMs).toBeGreaterThan(0);
+    await stranger.close();
+    alice.socket.destroy();
   });
 
   it('mutes a throttled connection for its throttle time even when the wall clock steps back an hour meanwhile', async () => {

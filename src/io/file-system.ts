@@ -78,6 +78,12 @@ export interface FileSystem {
    */
   freeBytes?(path: string): Promise<number>;
   /**
+   * Optional: the permission bits (mode & 0o777) of the file under `path`, null when none is; a
+   * file system without permissions leaves it out. The Kafka server warns by it when its users or
+   * ACL file can be read or changed by other users of the machine.
+   */
+  permissions?(path: string): Promise<number | null>;
+  /**
    * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
    * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock
    * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).

@@ -447,6 +447,16 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /** The permission bits of the file under `path` (from stat); null when it does not exist. */
+  async permissions(path: string): Promise<number | null> {
+    try {
+      return (await fs.stat(path)).mode & 0o777;
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
   /** Bytes available to this process on the file system of `path` (statfs). */
   async freeBytes(path: string): Promise<number> {
     const stats = await fs.statfs(path);

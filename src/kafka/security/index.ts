@@ -52,7 +52,9 @@ export {
 } from './scram.js';
 export {
   ServerSecurity,
+  openDoors,
   resolveSecurityOptions,
+  type ListenerSecurity,
   type ResolvedSecurityOptions,
   type SecurityOptions,
   type SecurityStats,

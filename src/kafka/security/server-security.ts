@@ -18,6 +18,7 @@ import { Authorizer } from './authorizer.js';
 import type { ConnectionSession } from './connection-session.js';
 import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
 import { scramVerifier, type ScramVerifier } from './scram.js';
+import { usesSasl, type SecurityProtocol } from './listener.js';
 import { USERS_FILE, UserCredentials } from './user-credentials.js';
 
 /** The security options of `startKafkaServer`. */
@@ -226,6 +227,8 @@ export class ServerSecurity {
   /** ACLs read last (whether or not an authorizer enforces them). */
   #aclCount: number;
   #authorizer: Authorizer | undefined;
+  readonly #listeners: readonly ListenerSecurity[];
+  readonly #onWarning: (message: string) => void;
   readonly #connectionsByAddress = new Map<string, number>();
   #refusedConnections = 0;
   #denied = 0;
@@ -240,8 +243,12 @@ export class ServerSecurity {
     acls: AclSet;
     auditLog: AuditLog | undefined;
     decoyVerifier: ScramVerifier;
+    listeners: readonly ListenerSecurity[];
+    onWarning: (message: string) => void;
   }) {
     this.options = fields.options;
+    this.#listeners = fields.listeners;
+    this.#onWarning = fields.onWarning;
     this.clock = fields.clock;
     this.#fs = fields.fs;
     this.#dir = fields.dir;
@@ -273,7 +280,8 @@ export class ServerSecurity {
    * Reads the users and ACLs of the store in `dir` and opens the audit log. `checkDirectory`, when
    * given, is called before each read of the files (here and in `reload`): it refuses once `dir`
    * has been renamed or replaced, so that no other directory's users and ACLs are taken for the
-   * store's.
+   * store's. What the settings leave open that the files suggest is meant closed is warned of
+   * (openDoors), here and at every reload.
    */
   static async open(fields: {
     options: ResolvedSecurityOptions;
@@ -282,6 +290,8 @@ export class ServerSecurity {
     dir: string;
     checkDirectory?: () => Promise<void>;
     onWarning: (message: string) => void;
+    /** The server's listeners (none: the doors are not checked). */
+    listeners?: readonly ListenerSecurity[];
   }): Promise<ServerSecurity> {
     const { options, clock, fs, dir, checkDirectory } = fields;
     await checkDirectory?.();
@@ -292,7 +302,7 @@ export class ServerSecurity {
       options.auditLogFile === undefined
         ? undefined
         : await AuditLog.open(fs, options.auditLogFile, () => clock.nowMs(), fields.onWarning);
-    return new ServerSecurity({
+    const security = new ServerSecurity({
       options,
       clock,
       fs,
@@ -302,7 +312,40 @@ export class ServerSecurity {
       acls,
       auditLog,
       decoyVerifier,
+      listeners: fields.listeners ?? [],
+      onWarning: fields.onWarning,
     });
+    await security.#warnOpenDoors();
+    return security;
+  }
+
+  /** Warns of each of openDoors, and of a users or ACL file other users of the machine can read or change. */
+  async #warnOpenDoors(): Promise<void> {
+    if (this.#listeners.length === 0) return;
+    const doors = openDoors(this.#listeners, this.options.authorizer, {
+      users: this.#users.size,
+      acls: this.#aclCount,
+    });
+    for (const [name, secret] of [
+      [USERS_FILE, true],
+      [ACLS_FILE, false],
+    ] as const) {
+      const file = path.join(this.#dir, name);
+      const mode = await this.#fs.permissions?.(file);
+      if (mode === undefined || mode === null) continue;
+      const readable = secret && (mode & 0o044) !== 0;
+      const writable = (mode & 0o022) !== 0;
+      if (!readable && !writable) continue;
+      doors.push(
+        `${file} (mode ${mode.toString(8).padStart(3, '0')}) can be ${readable && writable ? 'read and changed' : readable ? 'read' : 'changed'} by other users of this machine: ${[
+          ...(readable
+            ? ['its salted keys allow an offline dictionary attack on the passwords']
+            : []),
+          ...(writable ? [`they could give themselves ${secret ? 'a login' : 'access'}`] : []),
+        ].join(', and ')} (chmod 600 it)`,
+      );
+    }
+    for (const door of doors) this.#onWarning(`kafka server: ${door}`);
   }
 
   /** The SASL users. */
@@ -347,6 +390,7 @@ export class ServerSecurity {
     this.#decoyVerifier = decoyVerifier;
     this.#aclCount = acls.acls.length;
     this.#authorizer = this.#authorizer?.withAcls(acls);
+    await this.#warnOpenDoors();
   }
 
   /** True when an audit log is configured. */
@@ -431,4 +475,46 @@ function decoyVerifierOf(users: UserCredentials): Promise<ScramVerifier> {
   return scramVerifier('SCRAM-SHA-256', randomBytes(16).toString('base64'), {
     iterations: users.typicalIterations('SCRAM-SHA-256'),
   });
+}
+
+/** What openDoors needs of a listener. */
+export interface ListenerSecurity {
+  readonly name: string;
+  readonly securityProtocol: SecurityProtocol;
+  readonly tls?: { readonly requireClientCertificate?: boolean } | undefined;
+}
+
+/**
+ * What a server's settings leave open that its security files suggest is meant closed: ACLs that no
+ * authorizer enforces, SASL users that no listener asks for, and a listener serving clients that
+ * have not authenticated (PLAINTEXT, or SSL without client certificates) beside a SASL listener
+ * while whatever no ACL names is allowed (no authorizer, or allowEveryoneIfNoAclFound). Kafka
+ * allows each, so none refuses a start; each is what an operator rarely means, so each is a
+ * warning, at start and at every reload.
+ */
+export function openDoors(
+  listeners: readonly ListenerSecurity[],
+  authorizer: { readonly allowEveryoneIfNoAclFound: boolean } | undefined,
+  counts: { readonly users: number; readonly acls: number },
+): string[] {
+  const doors: string[] = [];
+  if (counts.acls > 0 && authorizer === undefined)
+    doors.push(
+      `the ${counts.acls} ACL(s) of ${ACLS_FILE} are not enforced: the server runs without an authorizer (security.authorizer; serve --authorizer), so every client may do everything`,
+    );
+  const sasl = listeners.filter((l) => usesSasl(l.securityProtocol));
+  if (counts.users > 0 && sasl.length === 0)
+    doors.push(
+      `the ${counts.users} user(s) of ${USERS_FILE} are never asked for: no listener uses SASL, so clients are served without logging in`,
+    );
+  if (sasl.length > 0 && (authorizer === undefined || authorizer.allowEveryoneIfNoAclFound)) {
+    for (const listener of listeners) {
+      if (usesSasl(listener.securityProtocol) || listener.tls?.requireClientCertificate === true)
+        continue;
+      doors.push(
+        `listener ${listener.name} (${listener.securityProtocol}) serves clients that have not authenticated (User:ANONYMOUS) beside SASL listener ${sasl.map((l) => l.name).join(', ')}: ${authorizer === undefined ? 'with no authorizer they may do everything a logged-in user may' : 'allowEveryoneIfNoAclFound lets them do whatever no ACL names'}`,
+      );
+    }
+  }
+  return doors;
 }

@@ -188,6 +188,7 @@ export class KafkaServer {
       dir: store.dir,
       checkDirectory: () => store[CHECK_DIRECTORY](),
       onWarning: resolved.onWarning,
+      listeners: resolved.listeners,
     });
     const servers: net.Server[] = [];
     const addresses: net.AddressInfo[] = [];

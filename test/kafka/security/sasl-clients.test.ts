@@ -52,6 +52,13 @@ async function start(): Promise<TestServer> {
       security: { authFailureDelayMs: 5, authFailureDelayMsMax: 20 },
     },
   });
+  // The PLAINTEXT listener serves anyone, with no authorizer: deliberate here, and warned of.
+  expect(running.warnings).toEqual([
+    expect.stringMatching(
+      /listener PLAINTEXT \(PLAINTEXT\) serves clients that have not authenticated .* beside SASL listener SASL_SSL, SASL_PLAINTEXT/,
+    ),
+  ]);
+  running.warnings.length = 0;
   return running;
 }
 

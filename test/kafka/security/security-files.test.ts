@@ -3,9 +3,11 @@
  * still refuses); an update that fails before its rename (a crash between writing the temporary
  * file and renaming it, injected with a FaultyFileSystem) leaves the previous users and ACLs whole
  * and the next update succeeds; a damaged file is CORRUPT_MESSAGE naming it and the server will
- * not start on it rather than serve with entries missing.
+ * not start on it rather than serve with entries missing. What the settings leave open that the
+ * files suggest is meant closed (ACLs not enforced, users not asked for, a listener without
+ * authentication beside a SASL one, a file others can read or change) is warned of.
  */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OffsetStore } from '../../../src/index.js';
@@ -16,6 +18,7 @@ import {
   AclSet,
   USERS_FILE,
   UserCredentials,
+  openDoors,
   type AclBinding,
 } from '../../../src/kafka/security/index.js';
 import { FaultyFileSystem } from '../../support/faulty-file-system.js';
@@ -162,5 +165,65 @@ describe('users and ACLs on disk', () => {
     await expect(UserCredentials.load(fs, dir)).rejects.toThrow(
       expect.objectContaining({ code: 'CORRUPT_MESSAGE' }),
     );
+  });
+});
+
+describe('doors the settings leave open', () => {
+  it('are warned of at start and at every reload: ACLs without an authorizer, users without SASL, a users file others can read', async () => {
+    const dir = tempDir();
+    await UserCredentials.addUser(fs, dir, 'alice', 'pw-1');
+    await AclSet.add(fs, dir, [DENY_OTHER]);
+    running = await startTestServer({
+      dir,
+      server: { listeners: [{ securityProtocol: 'PLAINTEXT' }] },
+    });
+    expect(running.warnings).toEqual([
+      expect.stringMatching(/the 1 ACL\(s\) of kafka-acls.json are not enforced: .*--authorizer/),
+      expect.stringMatching(/the 1 user\(s\) of kafka-users.json are never asked for/),
+    ]);
+    running.warnings.length = 0;
+    chmodSync(path.join(dir, USERS_FILE), 0o644);
+    chmodSync(path.join(dir, ACLS_FILE), 0o666);
+    await running.server.reloadSecurity();
+    expect(running.warnings).toEqual([
+      expect.stringMatching(/not enforced/),
+      expect.stringMatching(/never asked for/),
+      expect.stringMatching(
+        /kafka-users.json \(mode 644\) can be read by other users of this machine: .*dictionary attack/,
+      ),
+      expect.stringMatching(
+        /kafka-acls.json \(mode 666\) can be changed by other users of this machine: they could give themselves access/,
+      ),
+    ]);
+    await running.close();
+    running = undefined;
+    // Enforced, asked for, and owner-only: nothing to warn of.
+    chmodSync(path.join(dir, USERS_FILE), 0o600);
+    chmodSync(path.join(dir, ACLS_FILE), 0o600);
+    running = await serve(dir);
+    expect(running.warnings).toEqual([]);
+  });
+
+  it('include a listener serving clients that have not logged in beside a SASL one, unless ACLs are enforced and deny by default', () => {
+    const sasl = { name: 'SASL_PLAINTEXT', securityProtocol: 'SASL_PLAINTEXT' } as const;
+    const plain = { name: 'PLAINTEXT', securityProtocol: 'PLAINTEXT' } as const;
+    const certified = {
+      name: 'SSL',
+      securityProtocol: 'SSL',
+      tls: { requireClientCertificate: true },
+    } as const;
+    const none = { users: 1, acls: 1 };
+    expect(openDoors([sasl, plain], undefined, none)).toEqual([
+      expect.stringMatching(/the 1 ACL\(s\) .* not enforced/),
+      expect.stringMatching(
+        /listener PLAINTEXT \(PLAINTEXT\) serves clients that have not authenticated .* beside SASL listener SASL_PLAINTEXT: with no authorizer/,
+      ),
+    ]);
+    expect(openDoors([sasl, plain], { allowEveryoneIfNoAclFound: true }, none)).toEqual([
+      expect.stringMatching(/allowEveryoneIfNoAclFound lets them do whatever no ACL names/),
+    ]);
+    expect(openDoors([sasl, plain], { allowEveryoneIfNoAclFound: false }, none)).toEqual([]);
+    expect(openDoors([sasl, certified], undefined, { users: 1, acls: 0 })).toEqual([]);
+    expect(openDoors([plain], undefined, { users: 0, acls: 0 })).toEqual([]);
   });
 });

@@ -220,6 +220,13 @@ export interface CompactionOptions {
    * next job; default 10 s. Compaction thus progresses on a machine that is never idle.
    */
   workerStarvedMs?: number;
+  /**
+   * How long one compaction run of one offsets-bucket may take before it is given up: its worker
+   * thread is stopped (a strategy whose plan never settles, or loops, would hold it for good, and
+   * with it the background passes over every bucket), nothing is changed, and it fails with
+   * REQUEST_TIMED_OUT (a warning; the next pass tries again); default 10 minutes.
+   */
+  runTimeoutMs?: number;
   /** Estimated garbage ratio above which a bucket is cleaned in the background; default 0.5. */
   minDirtyRatio?: number;
   /** A bucket whose log grows past this many bytes is compacted whatever its ratio; default none. */
@@ -458,6 +465,7 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     workers,
     workerNice,
     workerStarvedMs,
+    runTimeoutMs,
     logBytesMax,
     intervalMs,
     deleteRetentionMs,
@@ -500,6 +508,13 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
       'options.compaction.workerStarvedMs',
       STARVED_JOB_MS,
       0,
+      TIMER_MS_MAX,
+    ),
+    runTimeoutMs: positiveInteger(
+      runTimeoutMs,
+      'options.compaction.runTimeoutMs',
+      COMPACTION_RUN_TIMEOUT_MS,
+      1,
       TIMER_MS_MAX,
     ),
     minDirtyRatio,
@@ -637,12 +652,16 @@ const STORE_OPTION_NAMES = [
   'readOnly',
 ] as const satisfies readonly (keyof OffsetStoreOptions)[];
 
+/** compaction.runTimeoutMs's default: a run of one bucket still going after 10 minutes is stopped. */
+export const COMPACTION_RUN_TIMEOUT_MS = 600_000;
+
 /** The keys of CompactionOptions. */
 const COMPACTION_OPTION_NAMES = [
   'strategy',
   'workers',
   'workerNice',
   'workerStarvedMs',
+  'runTimeoutMs',
   'minDirtyRatio',
   'logBytesMax',
   'intervalMs',

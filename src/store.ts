@@ -683,6 +683,7 @@ export class OffsetStore {
         clock,
         runner,
         workers: compaction.workers,
+        runTimeoutMs: compaction.runTimeoutMs,
         intervalMs: compaction.intervalMs,
         minDirtyRatio: compaction.minDirtyRatio,
         logBytesMax: compaction.logBytesMax,

@@ -83,6 +83,12 @@ export interface CompactorOptions {
   runner: CompactionRunner | undefined;
   /** Most buckets compacted at once (>= 1). */
   workers: number;
+  /**
+   * A run's job (or, for a strategy that never rewrites, its plan) still going after this many ms
+   * is given up: the runner stops it (a worker thread is terminated) and the run fails with
+   * REQUEST_TIMED_OUT, nothing changed. Real time, not the clock's: it bounds work, not a schedule.
+   */
+  runTimeoutMs: number;
   /** Pause between two background passes over the buckets, in ms. */
   intervalMs: number;
   /** Shown to the strategy: a bucket is worth compacting once this share of its log is garbage. */
@@ -555,30 +561,64 @@ export class Compactor {
     return this.#finish(result, target, startedMs);
   }
 
-  /** Step 3: the job, on the runner, or here for a strategy that never rewrites. */
+  /** Step 3 within `runTimeoutMs`: past it, the job is stopped and the run fails (REQUEST_TIMED_OUT). */
   async #plan(
     target: CompactionTarget,
     view: BucketView,
     segments: SegmentInfo[],
     author: PlanAuthor,
   ): Promise<CompactionJobResult> {
+    const timeoutMs = this.#options.runTimeoutMs;
+    const timedOut = new AbortController();
+    const timer = setTimeout(
+      () =>
+        timedOut.abort(
+          new OffsetStoreError(
+            'REQUEST_TIMED_OUT',
+            `compacting offsets-bucket ${target.bucket} took longer than compaction.runTimeoutMs (${timeoutMs} ms): it was stopped and nothing was changed (strategy '${this.#options.strategy!.id}': a plan that never settles or loops, or a log too large to rewrite in that time; the next pass tries again)`,
+          ),
+        ),
+      timeoutMs,
+    );
+    timer.unref();
+    try {
+      return await this.#planWithin(target, view, segments, author, timedOut.signal);
+    } catch (error) {
+      if (timedOut.signal.aborted && !this.#closed) throw timedOut.signal.reason;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Step 3: the job, on the runner, or here for a strategy that never rewrites; `timedOut` stops it. */
+  async #planWithin(
+    target: CompactionTarget,
+    view: BucketView,
+    segments: SegmentInfo[],
+    author: PlanAuthor,
+    timedOut: AbortSignal,
+  ): Promise<CompactionJobResult> {
     const strategy = this.#options.strategy!;
     const runner = this.#options.runner;
     if (strategy.rewrites && runner !== undefined) {
-      return runner.run({
-        dir: target.log.dir,
-        strategy: strategy.ref,
-        author,
-        // A copy: in-process, the strategy must not be able to change what the plan is checked against.
-        view: structuredClone(view),
-        batchBytesMax: this.#options.batchBytesMax,
-        segments: segments.map((s) => ({
-          path: s.path,
-          baseOffset: s.baseOffset,
-          lastLogOffset: s.lastLogOffset,
-          sizeBytes: s.sizeBytes,
-        })),
-      });
+      return runner.run(
+        {
+          dir: target.log.dir,
+          strategy: strategy.ref,
+          author,
+          // A copy: in-process, the strategy must not be able to change what the plan is checked against.
+          view: structuredClone(view),
+          batchBytesMax: this.#options.batchBytesMax,
+          segments: segments.map((s) => ({
+            path: s.path,
+            baseOffset: s.baseOffset,
+            lastLogOffset: s.lastLogOffset,
+            sizeBytes: s.sizeBytes,
+          })),
+        },
+        timedOut,
+      );
     }
     const empty: CompactionJobResult = {
       plan: null,
@@ -608,13 +648,15 @@ export class Compactor {
     let proposed: unknown;
     try {
       const shown = structuredClone(view);
-      // A plan that never settles must not hold close(): it is abandoned (it writes nothing).
+      // A plan that never settles must not hold close(), nor the passes: it is abandoned (it
+      // writes nothing) when the store closes or the run times out.
       proposed = await untilAbandoned(
         strategy.definition.plan(shown, noInspector),
-        this.#closing.signal,
+        AbortSignal.any([this.#closing.signal, timedOut]),
       );
     } catch (error) {
       if (this.#closed) throw abandonedError(view.bucket);
+      if (timedOut.aborted) throw timedOut.reason;
       throw new OffsetStoreError(
         'INVALID_COMPACTION_PLAN',
         `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${describeThrown(error)}; nothing was changed`,

@@ -16,8 +16,12 @@ import {
 
 /** Runs compaction jobs. */
 export interface CompactionRunner {
-  /** Runs one job; STORE_CLOSED once closed. */
-  run(job: CompactionJob): Promise<CompactionJobResult>;
+  /**
+   * Runs one job; STORE_CLOSED once closed. Once `stop` aborts, the job is given up (a worker
+   * running it is terminated; on this thread, a strategy still planning is abandoned) and the call
+   * rejects with the signal's reason; its output is never swapped in.
+   */
+  run(job: CompactionJob, stop?: AbortSignal): Promise<CompactionJobResult>;
   /** Stops taking jobs; a job in flight is abandoned (its output is never swapped in). Idempotent. */
   close(): Promise<void>;
 }
@@ -38,14 +42,17 @@ export class InProcessRunner implements CompactionRunner {
    * Runs the job on this thread; STORE_CLOSED if the runner was closed before or while it ran (its
    * output is then never swapped in).
    */
-  async run(job: CompactionJob): Promise<CompactionJobResult> {
+  async run(job: CompactionJob, stop?: AbortSignal): Promise<CompactionJobResult> {
     if (this.#closed) throw new OffsetStoreError('STORE_CLOSED', 'the compaction runner is closed');
-    const result = await runCompactionJob(this.#fs, job, this.#closing.signal);
+    const abandon =
+      stop === undefined ? this.#closing.signal : AbortSignal.any([this.#closing.signal, stop]);
+    const result = await runCompactionJob(this.#fs, job, abandon);
     if (this.#closed)
       throw new OffsetStoreError(
         'STORE_CLOSED',
         `the compaction runner was closed while compacting ${job.dir}`,
       );
+    if (stop?.aborted === true) throw stop.reason;
     return result;
   }
 

@@ -22,6 +22,13 @@
  * A promotion runs in a child process (chrt) and may land after the job it was for has ended, so the
  * pool's changes run one after another, and when the last starved job ends the pool waits for them
  * and puts back under SCHED_IDLE every worker it promoted.
+ *
+ * The pool hands piscina at most `workers` jobs at once and queues the others itself. piscina, with
+ * no thread kept alive (minThreads 0, so that a quiet store holds none), starts no new worker for a
+ * job queued behind one whose worker died (a strategy that called process.exit, or ran out of
+ * memory): that job would never run nor settle, and every compaction waiting on it would hang. A job
+ * handed over once a slot is free always finds a thread, or has one started for it. A job's `stop`
+ * signal terminates the worker running it (piscina's abort).
  */
 import { Piscina } from 'piscina';
 import { OffsetStoreError } from '../errors/index.js';
@@ -75,6 +82,11 @@ export class CompactionWorkerPool implements CompactionRunner {
   #changes: Promise<void> = Promise.resolve();
   /** Workers the pool promoted while a job is starved. */
   readonly #promoted = new Set<number>();
+  /** Jobs handed to piscina and not settled; at most `#workers`. */
+  #running = 0;
+  readonly #workers: number;
+  /** Jobs waiting for a slot, first come first served. */
+  readonly #waiting: (() => void)[] = [];
   #closed = false;
 
   /** Starts no thread yet: workers are created on the first job and exit when idle. */
@@ -84,6 +96,7 @@ export class CompactionWorkerPool implements CompactionRunner {
     this.#threads = new Int32Array(threads);
     const starvedJobs = new SharedArrayBuffer(4);
     this.#starvedJobs = new Int32Array(starvedJobs);
+    this.#workers = options.workers;
     this.#starvedJobMs =
       options.nice === 'idle' ? (options.starvedJobMs ?? STARVED_JOB_MS) : undefined;
     this.#pool = new Piscina({
@@ -106,10 +119,29 @@ export class CompactionWorkerPool implements CompactionRunner {
     this.#pool.on('error', (error: unknown) => options.onWorkerError?.(error));
   }
 
-  /** Runs a compaction job on a worker thread; STORE_CLOSED once the pool is closed, also for a job cut short by it. */
-  async run(job: CompactionJob): Promise<CompactionJobResult> {
+  /**
+   * Runs a compaction job on a worker thread once one of the pool's slots is free; STORE_CLOSED once
+   * the pool is closed, also for a job cut short by it. `stop` terminates the job's worker: the call
+   * then rejects with its reason.
+   */
+  async run(job: CompactionJob, stop?: AbortSignal): Promise<CompactionJobResult> {
     if (this.#closed)
       throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
+    if (this.#running < this.#workers) this.#running++;
+    else await new Promise<void>((resolve) => this.#waiting.push(resolve)); // the slot is passed on
+    try {
+      if (this.#closed)
+        throw new OffsetStoreError('STORE_CLOSED', 'the compaction worker pool is closed');
+      if (stop?.aborted === true) throw stop.reason;
+      return await this.#runNow(job, stop);
+    } finally {
+      const next = this.#waiting.shift();
+      if (next === undefined) this.#running--;
+      else next();
+    }
+  }
+
+  async #runNow(job: CompactionJob, stop: AbortSignal | undefined): Promise<CompactionJobResult> {
     let starved = false;
     let recheck: NodeJS.Timeout | undefined;
     const timer =
@@ -125,8 +157,13 @@ export class CompactionWorkerPool implements CompactionRunner {
     timer?.unref();
     let result: CompactionJobResult;
     try {
-      result = (await this.#pool.run(job)) as CompactionJobResult;
+      result = (await this.#pool.run(
+        job,
+        stop === undefined ? undefined : { signal: stop },
+      )) as CompactionJobResult;
     } catch (error) {
+      // piscina's abort terminated the worker and rejects with an AbortError of its own.
+      if (stop?.aborted === true && !this.#closed) throw stop.reason;
       // close() terminates the workers, and piscina rejects the job in flight with a plain Error.
       if (this.#closed)
         throw new OffsetStoreError(
@@ -181,6 +218,8 @@ export class CompactionWorkerPool implements CompactionRunner {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Jobs waiting for a slot are let through, to find the pool closed.
+    for (const next of this.#waiting.splice(0)) next();
     await this.#pool.destroy();
   }
 }

@@ -19,6 +19,8 @@ export const STRATEGY_MODULES = {
   overlapping: path.join(import.meta.dirname, 'strategies', 'overlapping.mjs'),
   notAStrategy: path.join(import.meta.dirname, 'strategies', 'not-a-strategy.mjs'),
   exitingWorker: path.join(import.meta.dirname, 'strategies', 'exiting-worker.mjs'),
+  dyingSlowly: path.join(import.meta.dirname, 'strategies', 'dying-slowly.mjs'),
+  loopingWorker: path.join(import.meta.dirname, 'strategies', 'looping-worker.mjs'),
   twoFaced: path.join(import.meta.dirname, 'strategies', 'two-faced.mjs'),
   shiftingName: path.join(import.meta.dirname, 'strategies', 'shifting-name.mjs'),
   deepState: path.join(import.meta.dirname, 'strategies', 'deep-state.mjs'),

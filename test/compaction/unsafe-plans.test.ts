@@ -311,6 +311,91 @@ describe('unsafe plans are refused', () => {
     await store.close();
   });
 
+  it('runs a job queued behind one whose worker thread died: compact() settles, and compaction goes on', async () => {
+    const dir = tempDir();
+    const runs: string[] = [];
+    const store = await OffsetStore.open(
+      compactionOptions(dir, STRATEGY_MODULES.dyingSlowly as never, {
+        segmentBytesMax: 1024,
+        compaction: {
+          strategy: STRATEGY_MODULES.dyingSlowly,
+          workers: 1,
+          workerNice: 0,
+          intervalMs: 50,
+          onRun: (event) =>
+            runs.push(
+              event.kind === 'finished'
+                ? `finished ${event.report.bucket}`
+                : `${event.kind} ${event.bucket}${event.background ? ' background' : ''}`,
+            ),
+        },
+      }),
+    );
+    try {
+      await fillSegments(store, 120);
+      for (const deadline = Date.now() + 10_000; !runs.includes('started 1 background');) {
+        if (Date.now() > deadline) throw new Error(`no background run of bucket 1: ${runs}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      // Bucket 1's background job holds the only worker; compact()'s job of bucket 0 waits for it,
+      // and the worker dies under it.
+      const compacting = store.compact().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const outcome = await Promise.race([
+        compacting,
+        new Promise((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000)),
+      ]);
+      expect(outcome).toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+      expect(runs).toContain('failed 0');
+      await store.commitOffsets('after', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('stops a run still going after compaction.runTimeoutMs (its worker thread terminated) with REQUEST_TIMED_OUT, changing nothing; the other buckets are compacted', async () => {
+    const dir = tempDir();
+    const finished: number[] = [];
+    const store = await OffsetStore.open(
+      compactionOptions(dir, STRATEGY_MODULES.loopingWorker as never, {
+        segmentBytesMax: 1024,
+        compaction: {
+          strategy: STRATEGY_MODULES.loopingWorker,
+          workers: 1,
+          workerNice: 0,
+          background: false,
+          // Long enough for a worker thread to start on a busy machine (a run's time includes it).
+          runTimeoutMs: 2000,
+          onRun: (event) => {
+            if (event.kind === 'finished') finished.push(event.report.bucket);
+          },
+        },
+      }),
+    );
+    try {
+      await fillSegments(store, 120);
+      const state = await stateOf(store);
+      const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+      const startedMs = performance.now();
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'REQUEST_TIMED_OUT',
+        message: expect.stringMatching(
+          /compacting offsets-bucket 0 took longer than compaction\.runTimeoutMs \(2000 ms\): it was stopped and nothing was changed \(strategy 'module:looping-worker'/,
+        ),
+      });
+      expect(performance.now() - startedMs).toBeLessThan(15_000);
+      expect(finished, 'bucket 1 ran after bucket 0 gave its worker up').toEqual([1]);
+      expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+      await store.commitOffsets('after', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+      state.set('after', new Map([['1::0', 1]]));
+      expect(await stateOf(store)).toEqual(state);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('reads a plan once: a group whose element reads differently later is rewritten as it was validated, losing nothing', async () => {
     const dir = tempDir();
     const options = inProcessOptions(dir, STRATEGY_MODULES.scripted);
@@ -372,6 +457,31 @@ describe('unsafe plans are refused', () => {
       const reopened = await OffsetStore.open(options);
       expect(await stateOf(reopened)).toEqual(state);
       await reopened.close();
+    });
+
+    it(`gives up a plan that never settles ${where} after compaction.runTimeoutMs, changing nothing; the next run goes on`, async () => {
+      const dir = tempDir();
+      const options = inProcessOptions(dir, module);
+      const store = await OffsetStore.open({
+        ...options,
+        compaction: { ...options.compaction, runTimeoutMs: 200 },
+      });
+      try {
+        await fillSegments(store);
+        const state = await stateOf(store);
+        const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+        const { compacting } = await compactionStuckInPlan(store);
+        expect(await compacting).toMatchObject({
+          code: 'REQUEST_TIMED_OUT',
+          message: expect.stringMatching(/took longer than compaction\.runTimeoutMs \(200 ms\)/),
+        });
+        expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+        scriptedHooks().plan = () => null;
+        await store.compact();
+        expect(await stateOf(store)).toEqual(state);
+      } finally {
+        await store.close();
+      }
     });
 
     it(`lets a backup go on while a plan never settles ${where}, once it has waited BACKUP_COMPACTION_WAIT_MS`, async () => {

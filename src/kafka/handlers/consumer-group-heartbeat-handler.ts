@@ -256,9 +256,10 @@ export const handleConsumerGroupHeartbeat: RequestHandler<
     response = await context.store.heartbeat(groupId, heartbeat);
   } catch (error) {
     const code = context.errorCodeOf(error, 'ConsumerGroupHeartbeat');
-    // Only a member the store does not hold is forgotten: a fenced epoch leaves the member as it
-    // was, and member ids are public (ConsumerGroupDescribe), so anyone can send a wrong one.
-    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID) context.members.delete(groupId, memberId);
+    // Only a member the store does not hold is forgotten: a fenced epoch, or an instance id no
+    // member holds (UNKNOWN_MEMBER_ID too), leaves the member as it was, and member ids are public
+    // (ConsumerGroupDescribe), so anyone can send a wrong one.
+    if (code === KAFKA_ERROR.UNKNOWN_MEMBER_ID) context.members.deleteUnheld(groupId, memberId);
     return refused(code, (error as Error).message);
   }
   remember(context, groupId, response, seen);

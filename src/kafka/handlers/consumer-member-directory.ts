@@ -138,6 +138,15 @@ export class ConsumerMemberDirectory {
     this.#chars += chars;
   }
 
+  /**
+   * Forgets a member the store does not hold (a request naming it was refused UNKNOWN_MEMBER_ID);
+   * one it holds keeps its notes: member ids are public (ConsumerGroupDescribe), so anyone can send
+   * one with an instance id no member holds, and be refused so.
+   */
+  deleteUnheld(groupId: string, memberId: string): void {
+    if (!this.#held(groupId, memberId)) this.delete(groupId, memberId);
+  }
+
   /** Forgets a member. */
   delete(groupId: string, memberId: string): void {
     if (this.#drop(key(groupId, memberId))) this.#noRoomUntilMs = Number.NEGATIVE_INFINITY;

@@ -378,7 +378,7 @@ describe('ConsumerGroupHeartbeat', () => {
     ]);
   });
 
-  it("keeps a member's subscription when another connection's heartbeat with its id and a wrong epoch is fenced", async () => {
+  it("keeps a member's subscription when another connection's heartbeat with its id and a wrong epoch, or an instance id no member holds, is refused", async () => {
     const { t, client } = await start();
     const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
       ...JOIN,
@@ -395,9 +395,24 @@ describe('ConsumerGroupHeartbeat', () => {
         memberEpoch: joined.memberEpoch + 5,
       });
       expect(fenced.errorCode).toBe(KAFKA_ERROR.FENCED_MEMBER_EPOCH);
+      // With an instance id no member holds: UNKNOWN_MEMBER_ID, as Kafka answers, for a heartbeat
+      // and for a static member's leave (-2), and the member m stays as it was.
+      for (const memberEpoch of [joined.memberEpoch, -2]) {
+        const spoofed = await stranger.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+          groupId: 'g',
+          memberId: 'm',
+          memberEpoch,
+          instanceId: 'nobody',
+        });
+        expect(spoofed.errorCode, `epoch ${memberEpoch}`).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+      }
     } finally {
       await stranger.close();
     }
+    const described = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] });
+    expect(described.groups[0]!.members.map((m) => m.subscribedTopicNames)).toEqual([
+      ['later', 'orders'],
+    ]);
     expect(await laterReaches(client, joined.memberEpoch)).toEqual([0]);
   });
 

@@ -33,6 +33,7 @@ import {
   failureMessage,
   notAnOptionsObject,
   refuseUnknownOptions,
+  TIMER_MS_MAX,
   withoutTimers,
   type Clock,
   type Timer,
@@ -537,12 +538,6 @@ function resolveCompaction(options: CompactionOptions | undefined): ResolvedComp
     ),
   };
 }
-
-/**
- * The longest timer a Node timer can hold (2^31 - 1 ms, about 24.8 days): a longer delay fires after
- * 1 ms, so an interval option beyond it would run its work every millisecond.
- */
-const TIMER_MS_MAX = 0x7fffffff;
 
 /**
  * Most compaction worker threads: each is a thread with a heap of its own, and a pool sized past

@@ -5,7 +5,7 @@
  *
  * JSON output is one `JSON.stringify` of a result object per command (NDJSON, one object per line,
  * for streaming commands such as `log dump`), so it stays stable across releases: fields are only
- * ever added.
+ * ever added. With `--json` stderr holds JSON lines too: `{"warning": ...}` and `{"error": {...}}`.
  *
  * Human output escapes control characters (`printable`): group ids, member ids, metadata and
  * client ids come from clients (over the Kafka server, from anyone who can connect), and written raw
@@ -88,9 +88,11 @@ export class Output {
     for (const text of renderTable(columns, rows)) this.line(text);
   }
 
-  /** Writes a warning to stderr. */
+  /** Writes a warning to stderr: `warning: <text>`, or with `--json` the line `{"warning": text}`. */
   warn(text: string): void {
-    this.#streams.stderr.write(`warning: ${printable(text, true)}\n`);
+    this.#streams.stderr.write(
+      this.json ? `${JSON.stringify({ warning: text })}\n` : `warning: ${printable(text, true)}\n`,
+    );
   }
 
   /** Writes raw text to stderr (errors, progress). */

@@ -29,7 +29,7 @@ import * as path from 'node:path';
 import { OffsetStoreError } from '../errors/index.js';
 import { NodeFileSystem } from '../io/index.js';
 import { OffsetStore } from '../store.js';
-import { ManualClock } from '../util/index.js';
+import { ManualClock, TIMER_MS_MAX } from '../util/index.js';
 import type { Durability } from '../log/index.js';
 import { CompactionTracker, type CompactionRunRecord } from './compaction-tracker.js';
 import { sampleStore, type LabSample } from './lab-sample.js';
@@ -325,6 +325,7 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
       settings,
       latency,
       settle,
+      tracker,
       driver,
       options.onProgress,
     );
@@ -490,7 +491,10 @@ async function settleWithin(
     const late = await Promise.race([
       waited.then(() => false),
       new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(true), Math.max(0, deadlineMs - performance.now()));
+        timer = setTimeout(
+          () => resolve(true),
+          Math.min(TIMER_MS_MAX, Math.max(0, deadlineMs - performance.now())),
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     if (late)
@@ -552,6 +556,7 @@ async function latencyPhases(
   settings: LabSettings,
   latency: LatencyLog,
   settle: (work?: Promise<unknown>) => Promise<void>,
+  tracker: CompactionTracker,
   driver: ClockDriver,
   onProgress?: (what: string) => void,
 ): Promise<StrategyRun['latency']> {
@@ -569,7 +574,14 @@ async function latencyPhases(
       const store = await open(phase);
       try {
         // Untimed: starts the worker thread and catches up, so that a phase measures steady state.
-        await settle(store.compact());
+        // A run that fails is counted (failed runs) and said under the summary, as in the
+        // background: the phase goes on.
+        const failuresBefore = tracker.failures.length;
+        await settle(
+          store.compact().catch((error: unknown) => {
+            if (tracker.failures.length === failuresBefore) throw error;
+          }),
+        );
         if (phase === 'compacting') driver.run();
         const endMs = performance.now() + settings.latencyPhaseMs;
         await Promise.all(

@@ -98,6 +98,12 @@ export function checkLabOptions(options: LabOptions): {
     return found;
   });
   if (workloads.length === 0) throw new RangeError('no workload given');
+  // The workloads' generator takes 32 bits: a larger seed would repeat a smaller one's operations
+  // under another name in the report.
+  if (!(Number.isInteger(options.seed) && options.seed >= 0 && options.seed <= 0xffffffff))
+    throw new RangeError(
+      `the seed must be an integer in [0, 4294967295] (32 bits), got ${String(options.seed)}`,
+    );
   for (const s of options.strategies) {
     if (!isCompactionStrategy(s) && !isStrategyModulePath(s))
       throw new RangeError(

@@ -190,3 +190,9 @@ export class ManualClock implements Clock {
     return best;
   }
 }
+
+/**
+ * The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days): a longer one fires after
+ * 1 ms, so an option beyond it would do its work every millisecond, or give up at once.
+ */
+export const TIMER_MS_MAX = 0x7fffffff;

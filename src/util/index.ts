@@ -16,6 +16,7 @@ export {
   checkClock,
   elapsedMs,
   withoutTimers,
+  TIMER_MS_MAX,
 } from './clock.js';
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';

@@ -360,6 +360,32 @@ describe('offset-store commands as child processes', () => {
   });
 });
 
+describe('--json on stderr', () => {
+  it('writes warnings as JSON lines too, so that stderr is JSON lines throughout (a compaction whose worker dies)', async () => {
+    const dir = tempDir('offset-store-cli-');
+    const strategy = path.join(REPO_DIR, 'test', 'compaction', 'strategies', 'exiting-worker.mjs');
+    const store = await OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      segmentBytesMax: 1024,
+      compaction: { strategy, background: false },
+    });
+    for (let i = 0; i < 40; i++)
+      await store.commitOffsets('g', [{ tableId: 1, bucketId: i % 3, offset: i }]);
+    await store.close();
+    const run = await runCli(['compact', '--dir', dir, '--strategy', strategy, '--json']);
+    expect(run.code).toBe(1);
+    const lines = run.stderr
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { warning?: string; error?: { code: string } });
+    expect(lines.at(-1)).toMatchObject({ error: { code: 'LOG_STORAGE_ERROR' } });
+    expect(lines.slice(0, -1)).toEqual([
+      { warning: expect.stringMatching(/^compaction of offsets-bucket 0 failed/) },
+    ]);
+  });
+});
+
 describe('members a process left behind', () => {
   it('block offsets reset and groups delete until groups remove-members --all takes them out', async () => {
     const dir = tempDir('offset-store-cli-');

@@ -66,7 +66,7 @@ describe('offset-store lab', () => {
     expect(readdirSync(scratch), 'the scratch stores are deleted').toEqual([]);
   });
 
-  it('refuses an unknown workload, strategy or scale with exit code 2, writing nothing', async () => {
+  it('refuses an unknown workload, strategy or scale, or a seed or wait out of range, with exit code 2, writing nothing', async () => {
     const dir = tempDir();
     const out = path.join(dir, 'out');
     for (const [args, message] of [
@@ -74,6 +74,9 @@ describe('offset-store lab', () => {
       [['--strategies', 'cleaner'], /unknown strategy "cleaner"/],
       [['--scale', 'huge'], /--scale must be one of small, default, full/],
       [['--compaction-wait-ms', '0'], /--compaction-wait-ms must be at least 1/],
+      // A longer timer fires after 1 ms: the lab would blame the strategy at once.
+      [['--compaction-wait-ms', '2147483648'], /--compaction-wait-ms must be at most 2147483647/],
+      [['--seed', '4294967297'], /the seed must be an integer in \[0, 4294967295\]/],
     ] as const) {
       const result = await run(['lab', ...args, '--out', out, '--dir', path.join(dir, 'scratch')]);
       expect(result.code).toBe(2);

@@ -71,6 +71,17 @@ describe('lab workloads', () => {
     expect(() =>
       checkLabOptions({ strategies: [], workloads: ['all'], scale: 'small', seed: 1, dir: '/x' }),
     ).toThrow(/no strategy given/);
+    // The workloads' generator takes 32 bits: 2^32 + 1 would run seed 1's operations as another.
+    for (const seed of [2 ** 32 + 1, -1, 1.5])
+      expect(() =>
+        checkLabOptions({
+          strategies: ['none'],
+          workloads: ['all'],
+          scale: 'small',
+          seed,
+          dir: '/x',
+        }),
+      ).toThrow(/the seed must be an integer in \[0, 4294967295\]/);
   });
 
   it('loads every strategy module before the first run: a missing one fails at once, nothing run', async () => {
@@ -167,6 +178,28 @@ describe('a lab run', () => {
 });
 
 describe('a strategy whose runs never end', () => {
+  it("counts a run whose plan fails in a compact() of the latency phases among the strategy's failed runs, and goes on", async () => {
+    const dir = tempDir();
+    const module = path.join(dir, 'flaky.mjs');
+    writeFileSync(
+      module,
+      "export default { name: 'flaky', plan(view) { if (view.forced) throw new Error('flaky plan failure'); return null; } };\n",
+    );
+    const result = await runLab({
+      strategies: [module],
+      workloads: ['hot-overwrite'],
+      scale: 'small',
+      seed: 1,
+      dir: path.join(dir, 'scratch'),
+      settings: FAST,
+      control: false,
+    });
+    const [run] = result.workloads[0]!.runs;
+    expect(run!.latency.idle.count).toBeGreaterThan(0);
+    expect(run!.latency.compacting.count).toBeGreaterThan(0);
+    expect(run!.failures).toEqual([expect.stringMatching(/flaky plan failure/)]);
+  });
+
   it('fails the lab after the compaction wait, naming the strategy, with its store removed', async () => {
     const dir = tempDir();
     const module = path.join(dir, 'never-settles.mjs');

@@ -28,6 +28,7 @@ import {
   type Command,
 } from '../command.js';
 import { writeDurably } from '../../log/index.js';
+import { TIMER_MS_MAX } from '../../util/index.js';
 import { formatDuration } from '../output.js';
 import { Progress } from '../progress.js';
 
@@ -99,6 +100,10 @@ export const lab: Command = {
     const out = stringOption(context, 'out') ?? 'lab-results';
     const compactionWaitMs = integerOption(context, 'compaction-wait-ms');
     if (compactionWaitMs === 0) throw new UsageError('--compaction-wait-ms must be at least 1');
+    if (compactionWaitMs !== undefined && compactionWaitMs > TIMER_MS_MAX)
+      throw new UsageError(
+        `--compaction-wait-ms must be at most ${TIMER_MS_MAX} (2^31 - 1 ms, about 24.8 days), got ${compactionWaitMs}`,
+      );
     const options = { strategies, workloads, scale: scale as LabScale, seed, dir: context.dir };
     try {
       checkLabOptions(options);

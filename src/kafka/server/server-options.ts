@@ -10,6 +10,7 @@ import {
   notAnOptionsObject,
   refuseUnknownOptions,
   SystemClock,
+  TIMER_MS_MAX,
   type Clock,
 } from '../../util/index.js';
 import { PARTITION_COUNT_MAX } from '../catalog/index.js';
@@ -145,8 +146,6 @@ export const SERVER_DEFAULTS = {
 } as const;
 
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
-/** The longest delay a Node timer holds. */
-const TIMER_MS_MAX = 0x7fffffff;
 const INT32_MAX = 0x7fffffff;
 
 function integer(value: unknown, name: string, fallback: number, min: number, max: number): number {

@@ -16,9 +16,9 @@ import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quot
 import { GroupLimits } from './group-limits.js';
 import { Authorizer } from './authorizer.js';
 import type { ConnectionSession } from './connection-session.js';
+import { usesSasl, type SecurityProtocol } from './listener.js';
 import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
 import { scramVerifier, type ScramVerifier } from './scram.js';
-import { usesSasl, type SecurityProtocol } from './listener.js';
 import { USERS_FILE, UserCredentials } from './user-credentials.js';
 
 /** The security options of `startKafkaServer`. */
@@ -331,7 +331,8 @@ export class ServerSecurity {
       [ACLS_FILE, false],
     ] as const) {
       const file = path.join(this.#dir, name);
-      const mode = await this.#fs.permissions?.(file);
+      // A file that cannot be looked at is one the reads say more about: no warning of its own.
+      const mode = await this.#fs.permissions?.(file).catch(() => null);
       if (mode === undefined || mode === null) continue;
       const readable = secret && (mode & 0o044) !== 0;
       const writable = (mode & 0o022) !== 0;

@@ -328,6 +328,10 @@ async function scanAll(
     });
     if (stop()) return;
   }
+  // The stored checksum of each batch the journal holds, by log offset (for the active segment).
+  const journaled = new Map<number, number>();
+  for (const batch of limits.journal?.replay ?? [])
+    journaled.set(readBatchLogOffset(batch), readBatchChecksum(batch));
   let previous = -1;
   let previousDamaged = false;
   for (let i = 0; i < segments.length; i++) {
@@ -357,7 +361,16 @@ async function scanAll(
       if (stop()) return;
     }
     previousDamaged = false;
-    const found = await scanOne(fs, segment, isLast, previous, limits, expectations, options);
+    const found = await scanOne(
+      fs,
+      segment,
+      isLast,
+      previous,
+      limits,
+      expectations,
+      options,
+      isLast ? journaled : undefined,
+    );
     if (found !== undefined) {
       previousDamaged = true;
       if (found.kind === 'torn-tail') result.tornTail = found;
@@ -427,8 +440,10 @@ async function scanOne(
   limits: LogLimits,
   expectations: LogExpectations,
   options: InspectOptions,
+  journaled?: ReadonlyMap<number, number>,
 ): Promise<LogDamage | undefined> {
   let badRecord: LogDamage | undefined;
+  let contradicted: LogDamage | undefined;
   const scan = await scanSegment(
     fs,
     segment.readPath,
@@ -442,6 +457,24 @@ async function scanOne(
     (buf, position, logOffset, sizeBytes, filePosition) => {
       if (segment.firstLogOffset < 0) segment.firstLogOffset = logOffset;
       if (badRecord !== undefined) return;
+      // The journal may hold older copies of batches a compaction has rewritten since, in sealed
+      // segments; nothing rewrites the active one. A journal batch there that is not the log's is a
+      // journal of another store copied in by mistake (whose batches past the log's end would be
+      // appended as this log's), or damage to one of them.
+      const journaledChecksum = journaled?.get(logOffset);
+      if (
+        contradicted === undefined &&
+        journaledChecksum !== undefined &&
+        journaledChecksum !== readBatchChecksum(buf, position)
+      ) {
+        contradicted = {
+          kind: 'corrupt',
+          file: segment.path,
+          position: filePosition,
+          bytesAfter: segment.fileBytes - filePosition,
+          reason: `batch ${logOffset}: the commit journal holds another batch at this log offset of the active segment, which nothing rewrites: the store's journal/ files are not this store's (copied from another store?), or one of them is damaged; if the journal is another store's, move it aside and open again (docs/recovery.md, 'A damaged journal')`,
+        };
+      }
       try {
         // Every batch, visited or not (below a checkpoint too): one of a format this version
         // cannot read is damage, never a torn tail.
@@ -465,6 +498,7 @@ async function scanOne(
   segment.batchCount = scan.batchCount;
   segment.lastLogOffset = scan.lastLogOffset;
   if (badRecord !== undefined) return badRecord;
+  if (contradicted !== undefined) return contradicted;
   const at = (
     position: number,
     reason: string,

@@ -6,6 +6,7 @@
  * leaves no journal behind, and `commitJournal: false` keeps the one-fdatasync-per-bucket store.
  */
 import {
+  cpSync,
   existsSync,
   readFileSync,
   readdirSync,
@@ -538,6 +539,47 @@ describe('the commit journal of a store', () => {
     for (const g of groups)
       expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
         expect.objectContaining({ offset: last, metadata: `round ${last}` }),
+      ]);
+    await recovered.close();
+  });
+
+  it("refuses another store's journal copied in, whose batches contradict the logs' active segments, writing nothing, in verify and at open", async () => {
+    const crashed = async (rounds: number, from: number) => {
+      const dir = tempDir();
+      const store = await openStore(dir, OPTIONS);
+      await commitTogether(store, groupPerBucket(store), rounds, from);
+      const image = tempDir();
+      copyStoreDir(dir, image);
+      await store.close();
+      return image;
+    };
+    const mine = await crashed(10, 0);
+    const other = await crashed(20, 1000);
+    rmSync(path.join(mine, JOURNAL_DIR), { recursive: true });
+    cpSync(path.join(other, JOURNAL_DIR), path.join(mine, JOURNAL_DIR), { recursive: true });
+    const logs = () =>
+      activeSegments(mine).map(({ file }) => readFileSync(file).toString('base64'));
+    const before = logs();
+    const refusal = {
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /batch \d+: the commit journal holds another batch at this log offset of the active segment, which nothing rewrites/,
+      ),
+    };
+    const verdict = await verifyLog(mine);
+    expect(verdict.problems.map((p) => p.reason)).toEqual(
+      Array(BUCKETS).fill(
+        expect.stringMatching(/the commit journal holds another batch at this log offset/),
+      ),
+    );
+    await expect(openStore(mine, OPTIONS)).rejects.toMatchObject(refusal);
+    expect(logs(), "the other store's batches were not appended").toEqual(before);
+    // Moved aside, the store opens from its own logs, with its own commits.
+    rmSync(path.join(mine, JOURNAL_DIR), { recursive: true });
+    const recovered = await openStore(mine, OPTIONS);
+    for (const g of groupPerBucket(recovered))
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+        expect.objectContaining({ offset: 9 }),
       ]);
     await recovered.close();
   });

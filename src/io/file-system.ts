@@ -84,6 +84,13 @@ export interface FileSystem {
    */
   permissions?(path: string): Promise<number | null>;
   /**
+   * Optional: what is under `path`, without opening it: 'file' (a regular file, or a symbolic link
+   * to one), 'missing', or what it is instead ('a FIFO', 'a directory', 'a symbolic link to
+   * nothing'...). The checkpoint environment asks it of LMDB's files before LMDB opens them, for LMDB
+   * ends the process on a file it cannot map.
+   */
+  fileType?(path: string): Promise<string>;
+  /**
    * Optional: takes a lock on the directory that the kernel holds for this process and drops when it
    * dies (process-lock.ts). Without it, or when it answers 'unsupported', the store's directory lock
    * relies on its LOCK file alone (a file system that is not the machine's own has no such lock).

@@ -65,7 +65,15 @@ async function openRegular(path: string, flags: OpenFlags, mode?: number): Promi
   }
   if (stats.isFile()) return handle;
   await handle.close();
-  const kind = stats.isDirectory()
+  throw Object.assign(
+    new Error(`${path} is ${describeNotAFile(stats)}, where a regular file was expected`),
+    { code: 'EFTYPE', path },
+  );
+}
+
+/** What a file that is not a regular file is, for messages ('a FIFO'). */
+function describeNotAFile(stats: fsSync.Stats): string {
+  return stats.isDirectory()
     ? 'a directory'
     : stats.isFIFO()
       ? 'a FIFO'
@@ -74,10 +82,6 @@ async function openRegular(path: string, flags: OpenFlags, mode?: number): Promi
         : stats.isCharacterDevice() || stats.isBlockDevice()
           ? 'a device'
           : 'not a file';
-  throw Object.assign(new Error(`${path} is ${kind}, where a regular file was expected`), {
-    code: 'EFTYPE',
-    path,
-  });
 }
 
 function isNotFound(error: unknown): boolean {
@@ -445,6 +449,19 @@ export class NodeFileSystem implements FileSystem {
       if (isNotFound(error)) return null;
       throw error;
     }
+  }
+
+  /** What is under `path` (FileSystem.fileType), from lstat and stat. */
+  async fileType(path: string): Promise<string> {
+    let stats: fsSync.Stats;
+    try {
+      stats = await fs.stat(path);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      const link = await fs.lstat(path).catch(() => undefined);
+      return link?.isSymbolicLink() === true ? 'a symbolic link to nothing' : 'missing';
+    }
+    return stats.isFile() ? 'file' : describeNotAFile(stats);
   }
 
   /** The permission bits of the file under `path` (from stat); null when it does not exist. */

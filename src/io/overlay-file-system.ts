@@ -17,8 +17,8 @@
  * from below and keeps only the extents written since (and a size of its own once truncated or
  * grown), so a 64 MiB segment costs memory only for what recovery rewrites in it.
  *
- * Invariants: the port below sees only `open(path, 'r')`, `readFile`, `readdir`, `sizeBytes` and
- * `identity`. fdatasync and directory fsync are no-ops (nothing here is meant to outlive the
+ * Invariants: the port below sees only `open(path, 'r')`, `readFile`, `readdir`, `sizeBytes`,
+ * `identity` and `fileType`. fdatasync and directory fsync are no-ops (nothing here is meant to outlive the
  * process). There is no kernel lock (`holdLock` is absent): the overlay is private to whoever made it.
  *
  * A live owner may change the files below while they are read: its compaction renames compacted
@@ -290,6 +290,15 @@ export class OverlayFileSystem implements FileSystem {
       return this.#below.sizeBytes(p);
     }
     return node.kind === 'file' ? node.sizeBytes : null;
+  }
+
+  /** What is under `filePath` here; below, as the port below says ('file' where it cannot tell). */
+  async fileType(filePath: string): Promise<string> {
+    const p = path.resolve(filePath);
+    const node = this.#node(p);
+    if (node === 'deleted') return 'missing';
+    if (node === undefined) return (await this.#below.fileType?.(p)) ?? 'file';
+    return node.kind === 'file' ? 'file' : 'a directory';
   }
 }
 

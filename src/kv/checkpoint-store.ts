@@ -266,6 +266,25 @@ async function probeRoom(fs: FileSystem, dir: string): Promise<void> {
 }
 
 /**
+ * Refuses LMDB's files in `dir` that are neither regular files nor missing (a FIFO, a directory, a
+ * symbolic link to nothing), found without opening them: LMDB's open, to read only too, ends the
+ * process on them (it maps a FIFO, or creates a file through a dangling link). Without opening them,
+ * so that a read-only view drops no POSIX lock LMDB holds on `lock.mdb` for a writer of this
+ * process. A file system without `fileType` is not checked.
+ */
+async function checkLmdbFileTypes(fs: FileSystem, dir: string): Promise<void> {
+  for (const name of [LMDB_DATA_FILE, LMDB_LOCK_FILE]) {
+    const file = join(dir, name);
+    const type = await fs.fileType?.(file);
+    if (type === undefined || type === 'file' || type === 'missing') continue;
+    throw new OffsetStoreError(
+      'LOG_STORAGE_ERROR',
+      `cannot open the checkpoint environment in ${dir}: ${file} is ${type}, where LMDB needs a regular file (and LMDB ends the process when it cannot open its files); ${name === LMDB_LOCK_FILE ? 'remove it: LMDB makes its lock file again' : 'put the checkpoint file back from a backup (docs/recovery.md)'}`,
+    );
+  }
+}
+
+/**
  * Opens LMDB's files in `dir` that exist to read and write, and closes them, before LMDB opens
  * them itself: one this process may not write (left by another user, made read-only) would end
  * the process inside lmdb-js's open (see the header); here it is a LOG_STORAGE_ERROR naming it.
@@ -335,6 +354,7 @@ export class CheckpointStore {
         `${path}: this process has the store open to read only; close that store before opening it to write (LMDB shares one environment per path in a process)`,
       );
     const state = await inspectCheckpointFile(fs, path);
+    await checkLmdbFileTypes(fs, path);
     if (!readOnly) {
       await checkLmdbFilesWritable(fs, path);
       if (state === 'new') await probeRoom(fs, path);

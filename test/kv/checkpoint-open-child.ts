@@ -1,6 +1,7 @@
 /**
- * Child of checkpoint-no-room.test.ts: opens a new store with checkpoints in argv[2] and prints how
- * the open ended, as one line of JSON ({ opened: true } or the error's code and message).
+ * Child of checkpoint-no-room.test.ts and checkpoint-lmdb-files.test.ts: opens the store with
+ * checkpoints in argv[2] (to read only with argv[3] 'read-only') and prints how the open ended, as
+ * one line of JSON ({ opened: true } or the error's code and message). LMDB may end the process.
  */
 import { OffsetStore } from '../../src/index.js';
 
@@ -10,6 +11,7 @@ try {
     dir,
     bucketCount: 2,
     compaction: { strategy: 'checkpoint' },
+    readOnly: process.argv[3] === 'read-only',
   });
   await store.close();
   process.stdout.write(JSON.stringify({ opened: true }) + '\n');

@@ -31,12 +31,13 @@
  * UNRELEASED_INSTANCE_ID, ...).
  */
 import {
+  CLASSIC_NAME_LENGTH_MAX,
   MEMBER_TIMEOUT_MS_MAX,
   type HeartbeatRequest,
   type HeartbeatResponse,
   type SubscriptionRefresh,
 } from '../../group/index.js';
-import type { TableBucket } from '../../model/index.js';
+import { cutWellFormed, type TableBucket } from '../../model/index.js';
 import {
   KAFKA_ERROR,
   type API_KEYS,
@@ -365,7 +366,9 @@ function notesOf(seen: Seen, previous: MemberNotes | undefined): MemberNotes {
     topicRegex: seen.topicRegex,
     regexTableIds: seen.topicRegex === undefined ? undefined : seen.regexTableIds,
     tableIds: seen.tableIds ?? previous?.tableIds,
-    clientId: seen.clientId ?? '',
+    // The header's client id is not bounded as body strings are: 20,000 malformed bytes decode to
+    // 60,000 of U+FFFD, more than a describe can write back. Cut as JoinGroup cuts it.
+    clientId: cutWellFormed(seen.clientId ?? '', CLASSIC_NAME_LENGTH_MAX),
     clientHost: seen.peer.clientHost,
     rackId: seen.rackId ?? previous?.rackId ?? null,
   };

@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   API_KEYS,
   KAFKA_ERROR,
+  encodeRequest,
   type RequestInputOf,
   type ResponseOf,
 } from '../../../src/kafka/protocol/index.js';
@@ -414,6 +415,31 @@ describe('ConsumerGroupHeartbeat', () => {
       ['later', 'orders'],
     ]);
     expect(await laterReaches(client, joined.memberEpoch)).toEqual([0]);
+  });
+
+  it("cuts a member's client id as JoinGroup does: one of 20,000 malformed bytes (60,000 of U+FFFD) no longer breaks describing its group", async () => {
+    const { client } = await start();
+    const frame = encodeRequest(
+      {
+        apiKey: API_KEYS.ConsumerGroupHeartbeat,
+        apiVersion: 0,
+        correlationId: 9001,
+        clientId: 'x',
+      },
+      { ...JOIN, memberId: 'm' },
+    );
+    // The header's client id (int16 length at byte 12, after size, key, version, correlation id).
+    const raw = Buffer.alloc(20_000, 0xff);
+    const head = Buffer.from(frame.subarray(0, 14));
+    head.writeInt16BE(raw.length, 12);
+    const spoiled = Buffer.concat([head, raw, frame.subarray(14 + 1)]);
+    spoiled.writeInt32BE(spoiled.length - 4, 0);
+    const answer = client.responseTo(9001);
+    client.write(spoiled);
+    expect(client.decode(API_KEYS.ConsumerGroupHeartbeat, 0, await answer).errorCode).toBe(0);
+    const described = await client.send(API_KEYS.ConsumerGroupDescribe, 0, { groupIds: ['g'] });
+    expect(described.groups[0]!.errorCode).toBe(0);
+    expect(described.groups[0]!.members.map((m) => m.clientId)).toEqual(['\ufffd'.repeat(255)]);
   });
 
   it('keeps the subscriptions of the members it holds when others would fill its notes: a heartbeat that would need their room is refused, retriably', async () => {

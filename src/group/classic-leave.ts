@@ -17,7 +17,6 @@ import { hasSatisfiedHeartbeat } from './classic-member.js';
 import type { ClassicOperation, ClassicReply } from './classic-operation.js';
 import type { ClassicLeaveGroupResult, NormalizedClassicLeave } from './classic-protocol.js';
 import {
-  completeJoin,
   maybeCompleteJoinPhase,
   maybePrepareRebalanceOrCompleteJoin,
   removeMember,
@@ -106,8 +105,8 @@ export function expireClassicSession(
   if (group === undefined || op.env.sessions.hasSession(groupId, memberId)) return;
   if (group.pendingMembers.has(memberId)) {
     op.emit({ type: 'classic-pending-member', groupId, memberId, pending: false });
-    if (group.state === 'PreparingRebalance' && group.hasAllMembersJoined())
-      completeJoin(op, group);
+    // As a pending member's leave: the initial rebalance still waits out its delay.
+    maybeCompleteJoinPhase(op, group);
     return;
   }
   const member = group.members.get(memberId);

@@ -367,6 +367,36 @@ describe('the classic protocol over a real store', () => {
     await store.close();
   });
 
+  it("a pending member (MEMBER_ID_REQUIRED, never back) whose session runs out does not cut the initial rebalance's delay short", async () => {
+    const clock = new ManualClock();
+    const store = await OffsetStore.open({
+      dir: tempDir(),
+      clock,
+      durability: 'os',
+      bucketCount: 1,
+      group: { initialRebalanceDelayMs: 3000 },
+    });
+    try {
+      let answered = false;
+      const joining = store.classic
+        .joinGroup(GROUP, new ClassicClient(store, 'a', { requireKnownMemberId: false }).request())
+        .finally(() => (answered = true));
+      const pending = await store.classic.joinGroup(
+        GROUP,
+        new ClassicClient(store, 'b', { sessionTimeoutMs: 500 }).request(),
+      );
+      expect(pending.outcome).toBe('member-id-required');
+      await drain();
+      clock.advance(500); // b's session runs out: it stops being waited for
+      await drain();
+      expect(answered, 'the initial delay still runs').toBe(false);
+      clock.advance(2500);
+      expect(await joining).toMatchObject({ outcome: 'joined', generationId: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('closing the store settles parked JoinGroup and SyncGroup calls with STORE_CLOSED', async () => {
     const clock = new ManualClock();
     const store = await OffsetStore.open({

@@ -18,8 +18,9 @@
  * grown), so a 64 MiB segment costs memory only for what recovery rewrites in it.
  *
  * Invariants: the port below sees only `open(path, 'r')`, `readFile`, `readdir`, `sizeBytes`,
- * `identity` and `fileType`. fdatasync and directory fsync are no-ops (nothing here is meant to outlive the
- * process). There is no kernel lock (`holdLock` is absent): the overlay is private to whoever made it.
+ * `identity` and `fileType`. fdatasync and directory fsync are no-ops (nothing here is meant to
+ * outlive the process). There is no kernel lock (`holdLock` is absent): the overlay is private to
+ * whoever made it.
  *
  * A live owner may change the files below while they are read: its compaction renames compacted
  * segments over the ones they replace and deletes the rest. Each file is read through one handle

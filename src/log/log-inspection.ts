@@ -34,6 +34,11 @@
  *    from an older copy of the store, or the neighbours of one removed by hand, below a
  *    checkpoint): recovery deletes them, as the store deletes every segment below its checkpoints,
  *    and the segment after the break is the log's first. Any other damage in them is still damage.
+ * 7. With the commit journal's batches of this log (`journal.replay`), a batch of the active segment
+ *    whose log offset the journal holds is the journal's batch (same stored checksum): nothing
+ *    rewrites the active segment, so another batch there means a journal of another store copied
+ *    in (whose batches past the log's end would be appended as this log's) or damage. Sealed
+ *    segments are not compared: compaction may have rewritten their batches since.
  */
 import * as path from 'node:path';
 import {

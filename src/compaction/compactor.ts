@@ -656,7 +656,6 @@ export class Compactor {
       );
     } catch (error) {
       if (this.#closed) throw abandonedError(view.bucket);
-      if (timedOut.aborted) throw timedOut.reason;
       throw new OffsetStoreError(
         'INVALID_COMPACTION_PLAN',
         `strategy '${strategy.id}' failed while planning for offsets-bucket ${view.bucket}: ${describeThrown(error)}; nothing was changed`,

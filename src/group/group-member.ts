@@ -25,6 +25,7 @@ import {
   failureMessage,
   isClock,
   notAnOptionsObject,
+  TIMER_MS_MAX,
   type Clock,
   type Timer,
 } from '../util/index.js';
@@ -169,11 +170,11 @@ export class GroupMember {
         typeof retryBackoffMs === 'number' &&
         Number.isSafeInteger(retryBackoffMs) &&
         retryBackoffMs >= 1 &&
-        retryBackoffMs <= 0x7fffffff
+        retryBackoffMs <= TIMER_MS_MAX
       )
     ) {
       throw new RangeError(
-        `options.retryBackoffMs must be an integer in [1, ${0x7fffffff}], got ${String(retryBackoffMs)}`,
+        `options.retryBackoffMs must be an integer in [1, ${TIMER_MS_MAX}], got ${String(retryBackoffMs)}`,
       );
     }
     // Checked before the first heartbeat: a member that joined and then failed here would stay in

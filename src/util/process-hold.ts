@@ -8,13 +8,14 @@
  * is taken, one ref'd interval keeps the event loop alive; it never fires in practice (its period is
  * the longest Node allows) and is cleared when the last hold is released.
  */
+import { TIMER_MS_MAX } from './clock.js';
 
 let holds = 0;
 let handle: ReturnType<typeof setInterval> | undefined;
 
 /** Takes a hold on the process; the function returned releases it (a second call does nothing). */
 export function holdProcess(): () => void {
-  if (holds++ === 0) handle = setInterval(() => {}, 2 ** 31 - 1);
+  if (holds++ === 0) handle = setInterval(() => {}, TIMER_MS_MAX);
   let released = false;
   return () => {
     if (released) return;

@@ -12,7 +12,7 @@ import { DirectoryLock } from '../../log/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../../errors/index.js';
 import { OffsetStore } from '../../store.js';
 import { holds } from '../../store-backup.js';
-import { SystemClock } from '../../util/index.js';
+import { SystemClock, TIMER_MS_MAX } from '../../util/index.js';
 import { formatBytes, formatDuration } from '../output.js';
 import { ScheduledBackups } from '../scheduled-backups.js';
 import { LEASE_TTL_SECONDS_MAX, startClusterServer } from '../../cluster/index.js';
@@ -414,7 +414,7 @@ function parseDuration(text: string): number | undefined {
   const ms =
     Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's']!;
   // Beyond a timer's range (2^31-1 ms), Node fires it at once.
-  return ms <= 0x7fffffff ? ms : undefined;
+  return ms <= TIMER_MS_MAX ? ms : undefined;
 }
 
 /** The cluster-mode options, when --etcd is given. */

@@ -414,7 +414,11 @@ export class OffsetStore {
 
   /**
    * Hosted mode: stops serving offsets-bucket `index` at once (every later call on its groups is
-   * NOT_COORDINATOR), then unloads it: its timers stop and its log settles what is in flight.
+   * NOT_COORDINATOR), then unloads it: its timers stop, the group calls parked or queued on it (a
+   * JoinGroup waiting for the others, a SyncGroup for its leader) fail with NOT_COORDINATOR, as
+   * Kafka answers them when a group moves away (COORDINATOR_NOT_AVAILABLE would make clients such
+   * as kafkajs give the join up, not look for the new coordinator), and its log settles what is in
+   * flight.
    */
   async unhostBucket(index: number): Promise<void> {
     const slot = this.#slots[index];
@@ -424,7 +428,13 @@ export class OffsetStore {
     slot.bucket = undefined;
     slot.notOwned = true;
     this.#fetchCache.clear();
-    await bucket?.unload();
+    await bucket?.unload(
+      undefined,
+      new OffsetStoreError(
+        'NOT_COORDINATOR',
+        `offsets-bucket ${index} is no longer served by this node: find its coordinator again`,
+      ),
+    );
   }
 
   /** Hosted mode: the offsets-buckets served here now. */

@@ -51,7 +51,7 @@ import type { OffsetStore } from '../store.js';
 import { claimBucket, releaseBucket } from './bucket-claim.js';
 import { ClusterKeys, prefixEnd } from './cluster-keys.js';
 import { checkpointPointerOf, readEtcdCheckpoint, writeEtcdCheckpoint } from './etcd-checkpoint.js';
-import { EtcdConnection } from './etcd-connection.js';
+import { EtcdConnection, leaseGone } from './etcd-connection.js';
 import { EtcdLog, nextLogOffsetOf } from './etcd-log.js';
 import { NodeLease, checkLeaseTtl } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
@@ -328,6 +328,16 @@ export class ClusterNode {
    * under this node id, or this id's process before a restart, until etcd expires its lease.
    */
   async #putRegistration(lease: NodeLease): Promise<boolean> {
+    try {
+      return await this.#putRegistrationOnce(lease);
+    } catch (error) {
+      if (!leaseGone(error)) throw error;
+      lease.gone(`etcd refused this node's registration under it: ${(error as Error).message}`);
+      return false;
+    }
+  }
+
+  async #putRegistrationOnce(lease: NodeLease): Promise<boolean> {
     const key = Buffer.from(this.#keys.node(this.nodeId));
     const put = {
       request_put: { key, value: Buffer.from(JSON.stringify(this.#options.node)), lease: lease.id },
@@ -452,7 +462,8 @@ export class ClusterNode {
         await this.#giveUp(bucket, owned);
     }
     if (!registered) {
-      if (!this.#unregisteredWarned)
+      // (A lease lost meanwhile was warned of: the next pass registers under a new one.)
+      if (!this.#unregisteredWarned && this.#lease?.valid() === true)
         this.#warn(
           `node id ${this.nodeId} is registered under another lease (another process under this id, or this node's lease from before it was lost, until etcd expires it): it claims and releases no bucket meanwhile`,
         );
@@ -561,7 +572,16 @@ export class ClusterNode {
     // The lease the claim is made under: the bucket is served only if it is still this node's
     // lease, never lost, once the bucket is hosted (a later lease does not own the claim).
     const lease = this.#lease!;
-    const token = await claimBucket(this.#connection, keys, this.nodeId, lease.id);
+    let token: OwnerToken | undefined;
+    try {
+      token = await claimBucket(this.#connection, keys, this.nodeId, lease.id);
+    } catch (error) {
+      if (!leaseGone(error)) throw error;
+      lease.gone(
+        `etcd refused a claim of offsets-bucket ${bucket} under it: ${(error as Error).message}`,
+      );
+      return;
+    }
     if (token === undefined) return;
     try {
       const startedMs = performance.now();

@@ -143,10 +143,27 @@ export function outcomeUnknown(error: unknown): boolean {
   );
 }
 
+/**
+ * True when `error` (or its cause) is etcd refusing a request made under a lease it no longer has
+ * (expired, or revoked): an answer, not a silence, so the request was not applied.
+ */
+export function leaseGone(error: unknown): boolean {
+  for (let e = error; e instanceof Error; e = e.cause)
+    if (/requested lease not found/i.test(e.message)) return true;
+  return false;
+}
+
 /** An etcd error as an OffsetStoreError, `what` saying which call failed. */
 export function etcdError(error: unknown, what: string): OffsetStoreError {
   if (error instanceof OffsetStoreError) return error;
   const message = error instanceof Error ? error.message : String(error);
+  if (leaseGone(error)) {
+    return new OffsetStoreError(
+      'NOT_COORDINATOR',
+      `${what}: etcd refused it, as the lease it was made under is gone (expired or revoked): ${message}`,
+      { cause: error },
+    );
+  }
   if (/database space exceeded|NOSPACE/i.test(message)) {
     return new OffsetStoreError(
       'REPLICA_NO_SPACE',

@@ -23,7 +23,7 @@
  */
 import type { ILeaseKeepAliveResponse } from 'etcd3';
 import { OffsetStoreError } from '../errors/index.js';
-import { etcdError, type EtcdConnection } from './etcd-connection.js';
+import { etcdError, leaseGone, type EtcdConnection } from './etcd-connection.js';
 
 /**
  * Longest lease TTL taken, seconds (an hour). Failover takes about the TTL, and a third of it must fit
@@ -100,6 +100,14 @@ export class NodeLease {
     return this.#lost;
   }
 
+  /**
+   * Etcd refused a request made under this lease as one it no longer has (etcd-connection's
+   * `leaseGone`): the lease is lost now (`onLost` hears `reason`), not at the next keepalive.
+   */
+  gone(reason: string): void {
+    this.#lose(reason);
+  }
+
   #safetyMs(): number {
     return this.#options.safetyMs ?? (this.#options.ttlSeconds * 1000) / 6;
   }
@@ -131,7 +139,7 @@ export class NodeLease {
       if (Number(res.TTL) <= 0) return this.#lose('etcd says the lease expired');
       this.#confirmedUntilMs = Math.max(this.#confirmedUntilMs, sentMs + Number(res.TTL) * 1000);
     } catch (error) {
-      if (/lease.*(not found|expired)|requested lease not found/i.test((error as Error).message))
+      if (leaseGone(error) || /lease.*(not found|expired)/i.test((error as Error).message))
         return this.#lose(`etcd refused the keepalive: ${(error as Error).message}`);
       // No answer: try again soon (the member that did not answer is avoided for now); the lease
       // runs out on its own if no answer comes.

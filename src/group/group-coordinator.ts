@@ -726,14 +726,18 @@ export class GroupCoordinator {
     return this.#submit(groupId, (op) => removeMembersByAdmin(op, groupId, removal));
   }
 
-  /** Cancels all timers; every later call (and every queued operation) fails with STORE_CLOSED. Idempotent. */
-  close(): void {
+  /**
+   * Cancels all timers; every later call fails with STORE_CLOSED, and every queued operation and
+   * parked classic call with `reason` (STORE_CLOSED when none is given: a bucket moved to another
+   * node passes NOT_COORDINATOR, so that its clients find the new coordinator). Idempotent.
+   */
+  close(reason?: OffsetStoreError): void {
     if (this.#phase === 'closed') return;
     this.#phase = 'closed';
     this.#timers.cancelAll();
     this.#pacing.cancelAll();
-    this.classic.close();
-    const error = new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
+    this.classic.close(reason);
+    const error = reason ?? new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
     for (const runtime of this.#runtimes.values()) runtime.lane.close(error);
   }
 

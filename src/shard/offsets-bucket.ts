@@ -826,11 +826,12 @@ export class OffsetsBucket {
   }
 
   /**
-   * Closes the bucket: its coordinator's timers, then its table (queued writes flushed; with
+   * Closes the bucket: its coordinator's timers (its parked and queued group calls fail with
+   * `reason`, STORE_CLOSED when none is given), then its table (queued writes flushed; with
    * `checkpointAtMs`, a last checkpoint written first).
    */
-  async unload(checkpointAtMs?: number): Promise<void> {
-    this.coordinator.close();
+  async unload(checkpointAtMs?: number, reason?: OffsetStoreError): Promise<void> {
+    this.coordinator.close(reason);
     this.#durableGroups?.close();
     await this.table.close(checkpointAtMs);
   }

@@ -17,7 +17,11 @@ import {
   startClusterServer,
 } from '../../src/cluster/index.js';
 import { isOffsetStoreError } from '../../src/errors/index.js';
-import { OffsetStore } from '../../src/index.js';
+import {
+  OffsetStore,
+  type ClassicJoinedGroup,
+  type ClassicJoinGroupRequest,
+} from '../../src/index.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -137,6 +141,16 @@ function groupIn(store: OffsetStore, bucket: number): string {
   for (let i = 0; ; i++) if (store.bucketFor(`g${i}`) === bucket) return `g${i}`;
 }
 
+/** The error code a call failed with, or 'OK'. */
+async function code(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error);
+  }
+  return 'OK';
+}
+
 async function stopAll(nodes: TestNode[]): Promise<void> {
   for (const n of nodes) {
     await n.node.close();
@@ -209,6 +223,10 @@ describe('cluster nodes on a 3-member etcd', () => {
         if (nodes[0]!.node.serves(nodes[0]!.store.bucketFor(groupId))) continue;
         expect(views[0]!.coordinatorFor(groupId)?.port, groupId).not.toBe(9000);
       }
+      // It registers again under a new lease and takes its buckets back, saying nothing of another
+      // process under its id: there is none, only its own lost lease.
+      await settled(nodes);
+      expect(warnings.filter((w) => !/lost its lease/.test(w))).toEqual([]);
       warnings.length = 0;
     });
   });
@@ -285,6 +303,80 @@ describe('cluster nodes on a 3-member etcd', () => {
       }
       await victim.store.close();
       nodes.splice(1, 1);
+    } finally {
+      await stopAll(nodes);
+    }
+  });
+
+  it('answers the JoinGroup and SyncGroup calls parked on a bucket it gives up NOT_COORDINATOR, so clients find the new owner', async () => {
+    const prefix = `/nodes-${clusters++}/`;
+    const warnings: string[] = [];
+    const store = await OffsetStore.openHosted({
+      dir: tempDir(),
+      bucketCount: BUCKETS,
+      group: { initialRebalanceDelayMs: 300 },
+    });
+    const nodes: TestNode[] = [
+      {
+        node: await startNode(prefix, { nodeId: 'n1', brokerId: 1, port: 9000 }, store, {
+          warnings,
+        }),
+        store,
+      },
+    ];
+    try {
+      await settled(nodes);
+      // Two groups of a bucket that moves to n2 once it joins.
+      const bucket = Array.from({ length: BUCKETS }, (_, b) => b).find(
+        (b) => rendezvousOwner(b, ['n1', 'n2']) === 'n2',
+      )!;
+      const [joinGroup, syncGroup] = Array.from({ length: 1000 }, (_, i) => `g${i}`)
+        .filter((g) => store.bucketFor(g) === bucket)
+        .slice(0, 2) as [string, string];
+      const request = (memberId: string): ClassicJoinGroupRequest => ({
+        memberId,
+        clientId: 'c',
+        clientHost: '127.0.0.1',
+        protocolType: 'consumer',
+        sessionTimeoutMs: 30_000,
+        rebalanceTimeoutMs: 30_000,
+        requireKnownMemberId: true,
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+      });
+      const join = async (groupId: string): Promise<ClassicJoinedGroup> => {
+        const first = await store.classic.joinGroup(groupId, request(''));
+        const joined = await store.classic.joinGroup(groupId, request(first.memberId));
+        if (joined.outcome !== 'joined') throw new Error(`not joined: ${joined.outcome}`);
+        return joined;
+      };
+      // A follower's SyncGroup parked until its leader syncs.
+      const [a, b] = await Promise.all([join(syncGroup), join(syncGroup)]);
+      const follower = a.leader === a.memberId ? b : a;
+      const parkedSync = code(
+        store.classic.syncGroup(syncGroup, {
+          memberId: follower.memberId,
+          generationId: follower.generationId,
+        }),
+      );
+      // A JoinGroup parked until the Stable group's member rejoins.
+      const leader = await join(joinGroup);
+      await store.classic.syncGroup(joinGroup, {
+        memberId: leader.memberId,
+        generationId: leader.generationId,
+        assignments: [{ memberId: leader.memberId, assignment: Buffer.alloc(0) }],
+      });
+      const parkedJoin = code(join(joinGroup));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const n2 = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });
+      nodes.push({
+        node: await startNode(prefix, { nodeId: 'n2', brokerId: 2, port: 9001 }, n2, { warnings }),
+        store: n2,
+      });
+      await settled(nodes);
+      // Kafka answers calls parked on a group it unloads NOT_COORDINATOR (retriable: kafkajs finds
+      // the coordinator again and rejoins), not COORDINATOR_NOT_AVAILABLE (kafkajs gives the join up).
+      expect(await parkedSync).toBe('NOT_COORDINATOR');
+      expect(await parkedJoin).toBe('NOT_COORDINATOR');
     } finally {
       await stopAll(nodes);
     }

@@ -31,7 +31,7 @@ import {
   type CommandContext,
   type OptionSpec,
 } from './command.js';
-import { Output, type OutputStreams } from './output.js';
+import { Output, printable, type OutputStreams } from './output.js';
 
 type ParseOptions = NonNullable<ParseArgsConfig['options']>;
 
@@ -166,7 +166,7 @@ export async function runCli(argv: readonly string[], streams: OutputStreams): P
         message,
         help: `offset-store ${prefix.length > 0 ? `${prefix.join(' ')} ` : ''}--help`,
       });
-    else streams.stderr.write(`error: ${message}\n\n${overviewHelp(prefix)}`);
+    else streams.stderr.write(`error: ${printable(message, true)}\n\n${overviewHelp(prefix)}`);
     return EXIT.USAGE;
   }
   if (asksHelp) {
@@ -216,12 +216,13 @@ function reportFailure(
     const message = unknown === undefined ? (error as Error).message : `unknown option ${unknown}.`;
     const help = `offset-store ${command.words.join(' ')} --help`;
     if (output.json) writeJsonError(streams, { code: 'USAGE', message: `${message}${hint}`, help });
-    else streams.stderr.write(`error: ${message}${hint}\nRun '${help}' for usage.\n`);
+    else
+      streams.stderr.write(`error: ${printable(message, true)}${hint}\nRun '${help}' for usage.\n`);
     return EXIT.USAGE;
   }
   if (error instanceof Interrupted) {
     if (output.json) writeJsonError(streams, { code: 'INTERRUPTED', message: error.message });
-    else streams.stderr.write(`error: ${error.message}\n`);
+    else streams.stderr.write(`error: ${printable(error.message, true)}\n`);
     return error.exitCode;
   }
   // A file system's refusal on a path the command was given (EACCES, EROFS, ENOTDIR, ENOSPC) is the
@@ -234,19 +235,19 @@ function reportFailure(
       writeJsonError(streams, { code, errno, retriable, message });
     } else {
       streams.stderr.write(
-        `error: ${error.message} (errno ${error.errno}${error.retriable ? ', retriable' : ''})\n`,
+        `error: ${printable(error.message, true)} (errno ${error.errno}${error.retriable ? ', retriable' : ''})\n`,
       );
     }
     return EXIT.FAILED;
   }
   if (error instanceof DemoFailure) {
     if (output.json) writeJsonError(streams, { code: 'DEMO_FAILED', message: error.message });
-    else streams.stderr.write(`error: ${error.message}\n`);
+    else streams.stderr.write(`error: ${printable(error.message, true)}\n`);
     return EXIT.FAILED;
   }
   const internal = error instanceof Error ? (error.stack ?? error.message) : String(error);
   if (output.json) writeJsonError(streams, { code: 'INTERNAL', message: internal });
-  else streams.stderr.write(`internal error: ${internal}\n`);
+  else streams.stderr.write(`internal error: ${printable(internal, true)}\n`);
   return EXIT.INTERNAL;
 }
 

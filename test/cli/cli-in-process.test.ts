@@ -708,6 +708,25 @@ describe('names clients chose, printed for a terminal', () => {
     }
     expect(outputs[1]!.stdout).toContain('meta\\x1b]0;pwned\\x07\\n');
   });
+
+  it('escapes them in error lines too: a group no one committed to, an unknown member', async () => {
+    const dir = tempDir('offset-store-cli-');
+    const store = await OffsetStore.open({ dir, compaction: { background: false } });
+    await store.commitOffsets('real', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    await store.close();
+    const evil = JSON.stringify('a\u0000b\x1b[2J\x1b[31mRED\u202e');
+    const failures = [
+      await run(['groups', 'describe', '--group-id-json', evil, '--dir', dir]),
+      await run(['offsets', 'delete', '--group-id-json', evil, '--all', '--dir', dir]),
+      await run(['groups', 'remove-members', 'real', '--member', 'm\x1b[2J', '--dir', dir]),
+    ];
+    for (const { code, stdout, stderr } of failures) {
+      expect(code, stderr).toBe(1);
+      expect(stdout + stderr).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f\u202e]/);
+      expect(stderr).toMatch(/^error: /);
+    }
+    expect(failures[0]!.stderr).toContain('a\\x00b\\x1b[2J\\x1b[31mRED\\u202e');
+  });
 });
 
 describe('a group id no command line can carry', () => {

@@ -155,6 +155,8 @@ export async function writeBackup(source: BackupSource, target: string): Promise
   const { fs } = source;
   const partial = target + PARTIAL_SUFFIX;
   let lock: HeldDirectoryLock | undefined;
+  // The parent folders the backup creates for its path (mkdir -p), removed again if it fails.
+  let created: string[] = [];
   try {
     checkRealPaths(source.dir, target);
     checkRealPaths(source.dir, partial, `the backup is built in ${partial}, and`);
@@ -165,6 +167,7 @@ export async function writeBackup(source: BackupSource, target: string): Promise
         `cannot back up to ${target}: it exists (a backup never replaces anything; choose a new path)`,
       );
     const existed = await exists(fs, partial);
+    created = await missingParents(fs, partial);
     await fs.mkdir(partial);
     // Held until the backup is done: another backup to the same path, from this process or another,
     // is refused instead of sharing (or removing) this one's folder.
@@ -178,6 +181,7 @@ export async function writeBackup(source: BackupSource, target: string): Promise
     if (existed) await removeStalePartial(fs, partial);
   } catch (error) {
     await lock?.release().catch(() => {});
+    await removeCreatedParents(fs, created);
     if (isOffsetStoreError(error)) throw error;
     const code = (error as NodeJS.ErrnoException | null)?.code ?? '';
     // What the file system says of a path that cannot be one (under a file, too long, a loop, not
@@ -238,6 +242,9 @@ export async function writeBackup(source: BackupSource, target: string): Promise
     // leaves a `to` that a power loss could still take away.
     if (renamed) await fs.rename(target, partial).catch(() => {});
     await fs.removeTree(partial).catch(() => {});
+    await lock?.release().catch(() => {});
+    lock = undefined;
+    await removeCreatedParents(fs, created);
     if (isOffsetStoreError(error)) throw error;
     throw storageError(`backing up the store in ${source.dir} to ${target} failed`, error);
   } finally {
@@ -276,6 +283,31 @@ function cut(source: BackupSource): BucketCut[] {
       );
     return { bucket, segments: log.segments(), logEnd: log.acknowledgedEnd };
   });
+}
+
+/** The ancestors of `dir` that do not exist (what a mkdir -p of it creates), the outermost first. */
+async function missingParents(fs: FileSystem, dir: string): Promise<string[]> {
+  const missing: string[] = [];
+  for (let d = path.dirname(dir); d !== path.dirname(d); d = path.dirname(d)) {
+    if (await exists(fs, d)) break;
+    missing.unshift(d);
+  }
+  return missing;
+}
+
+/**
+ * After a failed backup: removes the parent folders it created for its path, the innermost first,
+ * each only while empty (something put there meanwhile is not the backup's to remove). Best effort.
+ */
+async function removeCreatedParents(fs: FileSystem, created: readonly string[]): Promise<void> {
+  for (const dir of [...created].reverse()) {
+    try {
+      if ((await fs.readdir(dir)).length > 0) return;
+      await fs.removeTree(dir);
+    } catch {
+      return;
+    }
+  }
 }
 
 /** A partial backup a crash left at `partial` is removed; anything else there is refused. */

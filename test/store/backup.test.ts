@@ -244,6 +244,14 @@ describe('store.backup', () => {
     expect(isOffsetStoreError(error) && error.code).toBe('CORRUPT_MESSAGE');
     expect((error as Error).message).toContain(file);
     expect(readdirSync(parent)).toEqual([]);
+    // Nor the parents it created for its path; a parent that existed, or that something else was
+    // put into meanwhile, stays.
+    await expect(store.backup(path.join(parent, 'a', 'b', 'c', 'backup'))).rejects.toThrow(file);
+    expect(readdirSync(parent)).toEqual([]);
+    mkdirSync(path.join(parent, 'kept', 'x'), { recursive: true });
+    await expect(store.backup(path.join(parent, 'kept', 'x', 'y', 'backup'))).rejects.toThrow(file);
+    expect(readdirSync(path.join(parent, 'kept'))).toEqual(['x']);
+    expect(readdirSync(path.join(parent, 'kept', 'x'))).toEqual([]);
     // The store itself is untouched and goes on.
     await store.commitOffsets(GROUPS[0]!, [{ tableId: 1, bucketId: 0, offset: 7 }]);
     await store.close();

@@ -9,9 +9,10 @@
  * anyway as done. A second signal ends the process at once.
  *
  * Commands that only read (`readOnly`: list, describe, stats) also work on a store another process
- * has open: with `--read-only`, or when the store turns out to be locked by a live process, the
- * store is opened to read only (no lock, nothing written; the state as of the open), and stderr
- * says so.
+ * has open, or on a file system this process cannot write (mounted read-only, a snapshot; a folder
+ * not its own): with `--read-only`, or when the store turns out to be locked by a live process or
+ * its folder refuses to be written (EROFS, EACCES, EPERM), the store is opened to read only (no
+ * lock, nothing written; the state as of the open), and stderr says so.
  */
 import { constants } from 'node:os';
 import { StoreAdmin, liveLockHolder, type StoreAdminOptions } from '../../admin/index.js';
@@ -47,7 +48,13 @@ export async function withAdmin<T>(
     try {
       admin = await StoreAdmin.open(context.dir, { onWarning, ...adminOptions });
     } catch (error) {
-      if (readsOnly !== true || !isOffsetStoreError(error, 'STORE_LOCKED')) throw error;
+      const refused = unwritable(error);
+      if (readsOnly !== true || (!isOffsetStoreError(error, 'STORE_LOCKED') && !refused))
+        throw error;
+      if (refused)
+        context.output.warn(
+          `the store's folder cannot be written here (${refused}): read without its lock (nothing is written)`,
+        );
       admin = await openReadOnly(context, adminOptions);
     }
   }
@@ -94,6 +101,15 @@ function closeOnSignal(close: () => Promise<void>): {
     },
     dispose,
   };
+}
+
+/** The errno of a file system that refuses writes (read-only, not permitted) behind `error`, if any. */
+function unwritable(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM') return code;
+  }
+  return undefined;
 }
 
 async function openReadOnly(

@@ -116,6 +116,9 @@ export class RequestRouter {
       return CLOSE_CONNECTION;
     }
     const startedMs = this.#quotas === undefined ? 0 : performance.now();
+    // As of the request's arrival: the SaslAuthenticate that authenticates a connection counts no
+    // more than the requests before it.
+    const unmetered = peer.unauthenticated === true;
     let answer: HandlerResult<ApiKey> | Promise<HandlerResult<ApiKey>>;
     try {
       answer = handler(this.#context, body as never, header, peer);
@@ -128,11 +131,12 @@ export class RequestRouter {
       // which the closure would otherwise keep alive with every request it carried.
       const requestBytes = payload.length;
       return answer.then(
-        (result) => this.#encode(header, result, peer, requestBytes, syncMs, performance.now()),
+        (result) =>
+          this.#encode(header, result, peer, unmetered, requestBytes, syncMs, performance.now()),
         (error: unknown) => this.#failed(header, error),
       );
     }
-    return this.#encode(header, answer, peer, payload.length, 0, startedMs);
+    return this.#encode(header, answer, peer, unmetered, payload.length, 0, startedMs);
   }
 
   /** An OffsetCommit read as columns, answered from the handler's columns. */
@@ -164,6 +168,7 @@ export class RequestRouter {
     header: RequestHeader,
     result: HandlerResult<ApiKey>,
     peer: Peer,
+    unmetered: boolean,
     requestBytes: number,
     earlierMs: number,
     startedMs: number,
@@ -176,16 +181,11 @@ export class RequestRouter {
     };
     try {
       const encoded = encodeResponse(responseHeader, result as never);
-      // As Kafka's authenticator: what a client sends before it has authenticated, and the SASL
-      // exchange itself, count against no quota. A client that has not proved who it is must not
-      // spend the quota of the client id it claims (and throttle the clients that own it).
-      if (
-        this.#quotas === undefined ||
-        peer.unauthenticated === true ||
-        header.apiKey === API_KEYS.SaslHandshake ||
-        header.apiKey === API_KEYS.SaslAuthenticate
-      )
-        return encoded;
+      // As Kafka's authenticator: what a client sends before it has authenticated, the SASL
+      // exchange included, counts against no quota. A client that has not proved who it is must not
+      // spend the quota of the client id it claims (and throttle the clients that own it). Once
+      // authenticated, SASL requests (answered ILLEGAL_SASL_STATE) count as any other, as in Kafka.
+      if (this.#quotas === undefined || unmetered) return encoded;
       const timeMs = earlierMs + performance.now() - startedMs;
       const throttleMs = this.#quotas.record(
         peer.principal ?? 'User:ANONYMOUS',

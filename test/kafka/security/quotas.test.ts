@@ -109,6 +109,36 @@ describe('client quotas over the wire', () => {
     alice.socket.destroy();
   });
 
+  it('counts the SASL requests of a client that has authenticated (answered ILLEGAL_SASL_STATE): no way around its quota', async () => {
+    const dir = tempDir();
+    await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
+    running = await startTestServer({
+      dir,
+      clock: new ManualClock(),
+      server: {
+        listeners: [
+          {
+            securityProtocol: 'SASL_PLAINTEXT',
+            saslMechanisms: ['PLAIN'],
+            allowPlainWithoutTls: true,
+          },
+        ],
+        security: { quotas: { default: { bytesPerSecond: 500 }, windowMs: 1000, windowCount: 2 } },
+      },
+    });
+    const alice = await RawKafkaClient.connect(running.server.port);
+    expect(await loginPlain(alice, 'alice', 'alice-pw')).toBe(0);
+    let muted = false;
+    for (let i = 0; i < 200 && !muted; i++) {
+      const answer = alice.send(API_KEYS.SaslHandshake, 1, { mechanism: 'PLAIN' }, 'flood');
+      await settle();
+      muted = alice.pendingCount === 1;
+      if (!muted) expect((await answer).errorCode).toBe(34); // ILLEGAL_SASL_STATE
+    }
+    expect(muted, 'over its quota, its connection is muted').toBe(true);
+    alice.socket.destroy();
+  });
+
   it('mutes a throttled connection for its throttle time even when the wall clock steps back an hour meanwhile', async () => {
     const clock = new SteppingClock();
     running = await startTestServer({

@@ -129,7 +129,8 @@ export class ScannerOffsets {
 
   /**
    * Makes `buckets` the assignment: loads their committed offsets (missing ones per `onMissing`).
-   * Buckets dropped from the assignment have their moved positions committed first.
+   * Buckets dropped from the assignment have their moved positions committed first, including
+   * progress recorded on them while that commit is on its way.
    */
   async assign(buckets: readonly BucketRef[]): Promise<void> {
     this.#checkOpen();
@@ -153,7 +154,14 @@ export class ScannerOffsets {
       });
     }
     const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
-    if (dropped.some((k) => this.#moved(this.#positions.get(k)!))) await this.commit();
+    // Again while one moved during the commit (the loop finished a record meanwhile): progress on a
+    // dropped bucket is committed before the bucket is forgotten, never lost with it.
+    const movedDropped = () =>
+      dropped.some((k) => {
+        const p = this.#positions.get(k);
+        return p !== undefined && this.#moved(p);
+      });
+    while (movedDropped()) await this.commit();
     for (const k of dropped) this.#positions.delete(k);
     for (const p of added)
       if (!this.#positions.has(bucketKey(p.bucket))) this.#positions.set(bucketKey(p.bucket), p);

@@ -351,4 +351,18 @@ describe('ScannerOffsets', () => {
     expect(await committed(store, 'g', [B1])).toEqual([60]);
     await store.close();
   });
+
+  it('commits progress on a dropped bucket recorded while the re-assignment commits: none is lost', async () => {
+    const store = await openStore(tempDir());
+    const scanner = store.scanner('g');
+    await scanner.assign([B0, B1]);
+    scanner.advance(B1, 10);
+    const reassigned = scanner.assign([B0]);
+    // The loop finishes a record of B1 while its commit is on its way to the disk.
+    await new Promise((resolve) => setImmediate(resolve));
+    scanner.advance(B1, 20);
+    await reassigned;
+    expect(await committed(store, 'g', [B1])).toEqual([20]);
+    await store.close();
+  });
 });

@@ -9,7 +9,10 @@
  *   accepted in place of `offset`, so the `--json` output of a reset plan can be edited and fed back;
  *   an entry giving more than one of them is refused);
  * - an object with such an array under `rows` or `offsets`.
- * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry.
+ * Every number must be a safe integer >= 0; anything else is INVALID_REQUEST naming the entry. An
+ * array entry may also carry `currentOffset` (a reset plan's rows do: the committed offset the plan
+ * was made against, null for none, a safe integer of either sign): kept, for a reset to check that
+ * the bucket has not moved since.
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { BUCKET_ID_MAX, bucketKey, compareBucketRefs, type TableBucket } from '../model/index.js';
@@ -18,6 +21,11 @@ import { BUCKET_ID_MAX, bucketKey, compareBucketRefs, type TableBucket } from '.
 export interface BucketOffset extends TableBucket {
   /** The offset: a log-end offset (for lag) or the offset to reset to; a safe integer >= 0. */
   offset: number;
+  /**
+   * A reset plan's committed offset when the plan was made (null: none), when the document gave it:
+   * a reset from the document refuses the bucket if its committed offset is another now.
+   */
+  currentOffset?: number | null;
 }
 
 /**
@@ -126,7 +134,7 @@ function entryFromObject(item: unknown, where: string): BucketOffset {
       `${where} gives ${given.join(' and ')}: give one (they are the same field under other names)`,
     );
   const value = o[given[0] ?? 'offset'];
-  return {
+  const entry: BucketOffset = {
     tableId: checkedNumber(o.tableId, `${where}.tableId`),
     partitionId:
       o.partitionId === undefined || o.partitionId === null
@@ -135,6 +143,17 @@ function entryFromObject(item: unknown, where: string): BucketOffset {
     bucketId: checkedBucketId(checkedNumber(o.bucketId, `${where}.bucketId`), `${where}.bucketId`),
     offset: checkedNumber(value, `${where}.offset`),
   };
+  const current = o.currentOffset;
+  if (current !== undefined) {
+    // Committed offsets may be negative (Kafka's sentinels -1 and -2).
+    if (current !== null && (typeof current !== 'number' || !Number.isSafeInteger(current)))
+      throw new OffsetStoreError(
+        'INVALID_REQUEST',
+        `${where}.currentOffset must be a safe integer or null (the committed offset the plan was made against), got ${typeof current === 'number' ? String(current) : JSON.stringify(current)}`,
+      );
+    entry.currentOffset = current;
+  }
+  return entry;
 }
 
 /** A bucket id above BUCKET_ID_MAX (an int32 on disk) is INVALID_REQUEST, as a commit of it is. */

@@ -7,7 +7,10 @@
  * Which buckets a plan covers:
  * - `to-offset` and `shift-by`: the committed buckets the selection matches; `to-offset` also covers
  *   one uncommitted bucket when the selection names it completely (table and bucket);
- * - `from-file`: the buckets the file names (committed or not), narrowed by the selection.
+ * - `from-file`: the buckets the file names (committed or not), narrowed by the selection. An entry
+ *   that says which committed offset the plan was made against (`currentOffset`, as a dry run's
+ *   rows do) is refused if the bucket's committed offset is another now: a stale plan, or one
+ *   already applied, is not applied blindly (Kafka's tool would).
  * `shift-by` clamps at 0 (the store knows no log start) and marks clamped rows; it refuses a bucket
  * committed at a negative sentinel (-1 latest, -2 earliest), which is no position to shift, and a
  * shift past the largest safe integer, so a dry run never shows a plan that cannot be applied.
@@ -127,7 +130,15 @@ export function planResetRows(
     case 'from-file':
       rows = target.offsets
         .filter((o) => selectionMatches(selection, o))
-        .map((o) => row(o, current.get(bucketKey(o)) ?? null, o.offset, false));
+        .map((o) => {
+          const now = current.get(bucketKey(o)) ?? null;
+          if (o.currentOffset !== undefined && o.currentOffset !== now)
+            throw new OffsetStoreError(
+              'INVALID_REQUEST',
+              `${bucketName(o)} is committed at ${now ?? 'nothing'} now, but ${target.source} was planned against ${o.currentOffset ?? 'nothing'}: the group moved since the plan was made (or the plan was applied already). Make the plan again, or take currentOffset out of its entry to apply it as it is`,
+            );
+          return row(o, now, o.offset, false);
+        });
       break;
   }
   return rows.sort(compareBucketRefs);

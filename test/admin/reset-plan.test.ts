@@ -153,7 +153,42 @@ describe('offsets documents', () => {
         },
         'x',
       ),
-    ).toEqual(expected);
+    ).toEqual([{ ...expected[0], currentOffset: 3 }, expected[1]]);
+    // A plan's committed offset may be a sentinel, or none; anything else is refused.
+    expect(
+      parseBucketOffsets(
+        [
+          { tableId: 1, bucketId: 0, currentOffset: -2, offset: 5 },
+          { tableId: 1, bucketId: 1, currentOffset: null, offset: 5 },
+        ],
+        'x',
+      ).map((o) => o.currentOffset),
+    ).toEqual([-2, null]);
+    expect(() =>
+      parseBucketOffsets([{ tableId: 1, bucketId: 0, currentOffset: '3', offset: 5 }], 'f'),
+    ).toThrow(/f\[0\]\.currentOffset must be a safe integer or null/);
+  });
+
+  it('from a plan refuse a bucket committed at another offset than the plan was made against', () => {
+    const offsets = parseBucketOffsets(
+      [
+        { tableId: 1, bucketId: 0, currentOffset: 10, offset: 5 },
+        { tableId: 1, bucketId: 1, currentOffset: null, offset: 5 },
+      ],
+      'plan.json',
+    );
+    const target = { kind: 'from-file' as const, source: 'plan.json', offsets };
+    const at = (b0: number, b1?: number) => [
+      { tableId: 1, partitionId: null, bucketId: 0, offset: b0 },
+      ...(b1 === undefined ? [] : [{ tableId: 1, partitionId: null, bucketId: 1, offset: b1 }]),
+    ];
+    expect(planResetRows(at(10), { target }).map((r) => r.newOffset)).toEqual([5, 5]);
+    expect(() => planResetRows(at(11), { target })).toThrow(
+      /table 1 bucket 0 is committed at 11 now, but plan\.json was planned against 10/,
+    );
+    expect(() => planResetRows(at(10, 3), { target })).toThrow(
+      /table 1 bucket 1 is committed at 3 now, but plan\.json was planned against nothing/,
+    );
   });
 
   it('reject malformed keys, values and duplicates, naming the entry', () => {

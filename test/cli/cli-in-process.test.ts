@@ -527,6 +527,41 @@ describe('command output (in-process)', () => {
       ),
     );
     expect(executed.stdout).toMatch(/PREVIOUS\s+NEW\s+CHANGE\n\s+1\s+-\s+0\s+1000\s+7\s+-993\n/);
+    // The same plan again: its rows were planned against offsets the group no longer has
+    // (the plan was applied, or the group moved since), so it is refused, writing nothing.
+    const applied = snapshotFiles(dir);
+    const again = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      dir,
+      '--from-file',
+      planFile,
+      '--execute',
+    ]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(
+      /^error: INVALID_REQUEST: table 1 bucket 0 is committed at 7 now, but .*plan\.json was planned against 1000: the group moved since the plan was made/,
+    );
+    expect(snapshotFiles(dir)).toEqual(applied);
+    // Without currentOffset, an entry is applied as it is.
+    for (const r of plan.rows) delete r.currentOffset;
+    writeFileSync(planFile, JSON.stringify(plan));
+    expect(
+      (
+        await run([
+          'offsets',
+          'reset',
+          'orders',
+          '--dir',
+          dir,
+          '--from-file',
+          planFile,
+          '--execute',
+        ])
+      ).code,
+    ).toBe(0);
     const blocked = await run([
       'offsets',
       'reset',

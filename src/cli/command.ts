@@ -321,7 +321,8 @@ export async function readOffsetsDocument(
     }
     if (bytes === null)
       throw new UsageError(`--${optionName}: cannot read ${source}: no such file`);
-    json = bytes.toString('utf8');
+    // A byte order mark (what some editors put first in a UTF-8 file) is no part of the JSON.
+    json = bytes.toString('utf8').replace(/^\uFEFF/, '');
   }
   let document: unknown;
   try {

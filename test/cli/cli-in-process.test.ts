@@ -154,7 +154,7 @@ describe('offset-store dispatcher', () => {
     expect(badKey.stderr).toMatch(/^error: --log-end: bucket key "one:0" is not/);
   });
 
-  it('refuses a reset plan made for another group', async () => {
+  it('refuses a reset plan made for another group, and reads one an editor saved with a byte order mark', async () => {
     const dir = copy();
     const plan = await run([
       'offsets',
@@ -182,6 +182,8 @@ describe('offset-store dispatcher', () => {
     expect(wrong.stderr).toMatch(
       /^error: --from-file: .*plan\.json is a plan for group "billing", not "orders"/,
     );
+    // Saved by an editor that puts a byte order mark first: the same plan.
+    writeFileSync(file, `\uFEFF${plan.stdout}`);
     const right = await run([
       'offsets',
       'reset',
@@ -192,7 +194,7 @@ describe('offset-store dispatcher', () => {
       file,
       '--execute',
     ]);
-    expect(right.code).toBe(0);
+    expect(right.code, right.stderr).toBe(0);
   });
 
   it('flags a negative lag (the log end given is behind the committed offset)', async () => {

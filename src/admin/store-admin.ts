@@ -55,6 +55,13 @@ export interface StoreAdminOptions {
    * while another process has it open; the write operations are refused with STORE_READ_ONLY.
    */
   readOnly?: boolean;
+  /**
+   * Open even when an offsets-bucket fails to recover (its files are damaged): the store serves its
+   * other buckets, a call on a group of the failed one rejects with that bucket's error, `stats`
+   * shows it `failed`, and `recoveryFailure` holds the first failure. Default false: the open
+   * rejects with it. Not with `readOnly`.
+   */
+  serveHealthyBuckets?: boolean;
 }
 
 /** One member of a group, as described. */
@@ -246,10 +253,13 @@ export class StoreAdmin {
   /** The open store, for callers that need more than the facade offers. */
   readonly store: OffsetStore;
   readonly #layout: StoreLayout;
+  /** With `serveHealthyBuckets`: the first offsets-bucket's failure to recover, if one failed. */
+  readonly recoveryFailure: Error | undefined;
 
-  private constructor(store: OffsetStore, layout: StoreLayout) {
+  private constructor(store: OffsetStore, layout: StoreLayout, recoveryFailure?: Error) {
     this.store = store;
     this.#layout = layout;
+    this.recoveryFailure = recoveryFailure;
   }
 
   /**
@@ -259,14 +269,24 @@ export class StoreAdmin {
   static async open(dir: string, options: StoreAdminOptions = {}): Promise<StoreAdmin> {
     const fs = options.fs ?? new NodeFileSystem();
     const layout = await readStoreLayout(fs, dir);
+    const partial = options.serveHealthyBuckets === true && options.readOnly !== true;
     const store = await OffsetStore.open({
       dir: layout.dir,
       fs,
       compaction: { background: false, workers: options.compactionWorkers ?? 1 },
       ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
       ...(options.readOnly === true ? { readOnly: true } : {}),
+      ...(partial ? { awaitRecovery: false } : {}),
     });
-    return new StoreAdmin(store, layout);
+    let failure: Error | undefined;
+    if (partial) {
+      try {
+        await store.ready();
+      } catch (error) {
+        failure = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    return new StoreAdmin(store, layout, failure);
   }
 
   /** Every group with committed offsets or members, by group id. */

@@ -720,6 +720,48 @@ describe('command output (in-process)', () => {
   });
 });
 
+describe('a store with one damaged offsets-bucket', () => {
+  it('stats shows the bucket failed and exits 1; groups describe reads the groups of the other buckets', async () => {
+    const dir = tempDir('offset-store-cli-');
+    const store = await OffsetStore.open({
+      dir,
+      segmentBytesMax: 1024,
+      compaction: { background: false },
+    });
+    for (let i = 0; i < 200; i++)
+      await store.commitOffsets(`g${i % 40}`, [{ tableId: 1, bucketId: i % 5, offset: i }]);
+    const groups = Array.from({ length: 40 }, (_, i) => `g${i}`);
+    const inBucket0 = groups.find((g) => store.bucketFor(g) === 0)!;
+    const elsewhere = groups.find((g) => store.bucketFor(g) !== 0)!;
+    await store.close();
+    const bucketDir = path.join(dir, 'buckets', '000');
+    const sealed = path.join(
+      bucketDir,
+      readdirSync(bucketDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort()[0]!,
+    );
+    const bytes = readFileSync(sealed);
+    bytes[60]! ^= 0x40;
+    writeFileSync(sealed, bytes);
+    const stats = await run(['stats', '--dir', dir]);
+    expect(stats.code).toBe(1);
+    expect(stats.stdout).toMatch(/^\s+0\s+failed\s/m);
+    expect(stats.stdout).toMatch(/^\s+1\s+ready\s/m);
+    expect(stats.stderr).toMatch(
+      /^warning: CORRUPT_MESSAGE: .*00000000000000000000\.log.*; the other offsets-buckets are read as usual/,
+    );
+    const healthy = await run(['groups', 'describe', elsewhere, '--dir', dir]);
+    expect(healthy.code, healthy.stderr).toBe(0);
+    expect(healthy.stdout).toContain(`Group ${elsewhere}`);
+    const damaged = await run(['groups', 'describe', inBucket0, '--dir', dir]);
+    expect(damaged.code).toBe(1);
+    expect(damaged.stderr).toMatch(/^error: CORRUPT_MESSAGE: /m);
+    // The list refuses still: a listing without the damaged bucket's groups would hide them.
+    expect((await run(['groups', 'list', '--dir', dir])).code).toBe(1);
+  });
+});
+
 describe('names clients chose, printed for a terminal', () => {
   it('escapes control characters in group ids and metadata: no screen clear, no retitle, no forged row', async () => {
     const dir = tempDir('offset-store-cli-');

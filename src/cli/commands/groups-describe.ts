@@ -57,6 +57,7 @@ export const groupsDescribe: Command = {
     const logEnd = logEndText === undefined ? [] : await readOffsetsDocument(logEndText, 'log-end');
     const report = await withAdmin(context, (admin) => admin.describeGroup(groupId, logEnd), {
       readsOnly: true,
+      serveHealthyBuckets: true,
     });
     if (context.output.json) context.output.result(report);
     else printReport(context.output, report, logEndText !== undefined);

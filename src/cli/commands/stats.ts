@@ -15,10 +15,14 @@ export const stats: Command = {
   examples: ['offset-store stats --dir ./data', 'offset-store stats --dir ./data --json'],
   async run(context) {
     noPositionals(context);
-    const report = await withAdmin(context, (admin) => admin.stats(), { readsOnly: true });
+    const report = await withAdmin(context, (admin) => admin.stats(), {
+      readsOnly: true,
+      serveHealthyBuckets: true,
+    });
     if (context.output.json) context.output.result(report);
     else printReport(context.output, report);
-    return EXIT.OK;
+    // A bucket that failed to recover is shown (STATE failed; stderr says why), and fails the command.
+    return report.buckets.some((b) => b.state === 'failed') ? EXIT.FAILED : EXIT.OK;
   },
 };
 

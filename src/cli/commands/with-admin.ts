@@ -12,7 +12,9 @@
  * has open, or on a file system this process cannot write (mounted read-only, a snapshot; a folder
  * not its own): with `--read-only`, or when the store turns out to be locked by a live process or
  * its folder refuses to be written (EROFS, EACCES, EPERM), the store is opened to read only (no
- * lock, nothing written; the state as of the open), and stderr says so.
+ * lock, nothing written; the state as of the open), and stderr says so. With `serveHealthyBuckets`
+ * (stats, groups describe), an offsets-bucket that fails to recover is said on stderr rather than
+ * failing the command, which goes on with the other buckets.
  */
 import { constants } from 'node:os';
 import { StoreAdmin, liveLockHolder, type StoreAdminOptions } from '../../admin/index.js';
@@ -58,6 +60,10 @@ export async function withAdmin<T>(
       admin = await openReadOnly(context, adminOptions);
     }
   }
+  if (admin.recoveryFailure !== undefined)
+    context.output.warn(
+      `${admin.recoveryFailure.message}; the other offsets-buckets are read as usual (offset-store log verify tells more)`,
+    );
   const stopping = closeOnSignal(() => admin.close());
   try {
     return await operation(admin);

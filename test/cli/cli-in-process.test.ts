@@ -15,7 +15,7 @@ import {
   formatTimestamp,
   renderTable,
 } from '../../src/cli/output.js';
-import { ALL_OPTIONS, runCli } from '../../src/cli/run-cli.js';
+import { ALL_OPTIONS } from '../../src/cli/run-cli.js';
 import { StoreAdmin } from '../../src/admin/index.js';
 import { DEMO_MARKER_TEXT, prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
@@ -24,16 +24,9 @@ import { JOURNAL_DIR, encodeManifest, type StoreManifest } from '../../src/log/i
 import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
 import { writeTwoFullJournalFiles } from '../support/journal-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
+import { runCliCaptured } from '../support/run-cli.js';
 
-async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-  });
-  return { code, stdout, stderr };
-}
+const run = runCliCaptured;
 
 let seeded: string;
 let withMember: string;

@@ -8,18 +8,10 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
 import { tempDir } from '../support/temp-dir.js';
+import { runCliCaptured } from '../support/run-cli.js';
 
-async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-  });
-  return { code, stdout, stderr };
-}
+const run = runCliCaptured;
 
 describe('offset-store lab', () => {
   it('runs the strategies on a workload, writes the JSON and the HTML report, and prints a summary table', async () => {

@@ -7,23 +7,15 @@
 import { execFileSync } from 'node:child_process';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/run-cli.js';
 import { OffsetStore } from '../../src/index.js';
 import { Mounts, canMount } from '../support/mounts.js';
 import { tempDir } from '../support/temp-dir.js';
+import { runCliCaptured } from '../support/run-cli.js';
 
 const mounts = new Mounts();
 afterEach(() => mounts.unmountAll());
 
-async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t) },
-  });
-  return { code, stdout, stderr };
-}
+const run = runCliCaptured;
 
 describe.skipIf(!canMount())('a store on a read-only mount', () => {
   it('is read by the commands that only read, without --read-only; a command that writes is refused', async () => {

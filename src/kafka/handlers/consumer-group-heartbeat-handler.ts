@@ -90,7 +90,10 @@ function invalidity(request: KafkaHeartbeat, version: number, topicsMax: number)
       return 'RebalanceTimeoutMs must be provided in first request.';
     if (request.topicPartitions === null || request.topicPartitions.length > 0)
       return 'TopicPartitions must be empty when (re-)joining.';
-    if (request.subscribedTopicNames === null && request.subscribedTopicRegex === null)
+    // As Kafka: an empty list of names, or an empty expression, subscribes to nothing.
+    const names = request.subscribedTopicNames;
+    const regex = request.subscribedTopicRegex;
+    if ((names === null || names.length === 0) && (regex === null || regex === ''))
       return 'SubscribedTopicNames or SubscribedTopicRegex must be set in first request.';
   }
   return null;

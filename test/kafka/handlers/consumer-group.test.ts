@@ -227,6 +227,12 @@ describe('ConsumerGroupHeartbeat', () => {
       ['v1 without a member id', 1, JOIN],
       ['a join without a rebalance timeout', 0, { ...JOIN, rebalanceTimeoutMs: -1 }],
       ['a join without a subscription', 0, { ...JOIN, subscribedTopicNames: null }],
+      ['a join subscribed to no name', 0, { ...JOIN, subscribedTopicNames: [] }],
+      [
+        'a join with an empty regular expression only',
+        1,
+        { ...JOIN, memberId: 'm', subscribedTopicNames: null, subscribedTopicRegex: '' },
+      ],
       [
         'a join owning partitions',
         0,

@@ -725,6 +725,68 @@ describe('the engine decides which records survive', () => {
     await reopened.close();
   });
 
+  it('keeps a tombstone whose older record the group keeps, when the key map starts past the tombstone', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 },
+    });
+    const store = await OffsetStore.open(options);
+    await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+    await fillSegments(store, 20);
+    await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
+    await fillSegments(store, 20);
+    options.clock.advance(1000);
+    const hooks = scriptedHooks();
+    let planned: { group: number[]; mapFrom: number } | undefined;
+    hooks.plan = async (view: BucketView, inspector) => {
+      const garbage = await inspector.segmentGarbage({ mapFrom: 0 });
+      const tombstoneSegment = garbage.find((g) => g.expiredTombstones > 0)!.baseOffset;
+      const sealed = sealedOf(view);
+      // One group from the old value's segment through the tombstone's, its key map starting at
+      // the next segment: the map does not see the tombstone, so the old value is not superseded.
+      const group = sealed.filter((base) => base <= tombstoneSegment);
+      const mapFrom = sealed.find((base) => base > tombstoneSegment)!;
+      planned = { group, mapFrom };
+      return { rewrite: [group], mapFrom };
+    };
+    await store.compact();
+    expect(planned!.group.length).toBeGreaterThan(1);
+    expect(planned!.group[0]).toBe(sealedOf(hooks.views.at(-1)!)[0]);
+    await store.close();
+    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
+    expect(
+      await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
+      'the deleted offset does not come back',
+    ).toEqual([null]);
+    await reopened.close();
+  });
+
+  it('drops a tombstone once deleteRetentionMs has passed since its commit, not a millisecond before', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+      compaction: {
+        strategy: STRATEGY_MODULES.scripted,
+        background: false,
+        deleteRetentionMs: 1000,
+      },
+    });
+    const store = await OffsetStore.open(options);
+    await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+    await fillSegments(store, 20);
+    await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
+    await fillSegments(store, 20);
+    scriptedHooks().plan = (view: BucketView) => ({ rewrite: [sealedOf(view)], mapFrom: 0 });
+    // Exactly deleteRetentionMs after the delete: everything superseded goes, the tombstone stays.
+    options.clock.advance(1000);
+    const first = await store.compact();
+    expect(first.recordsDropped).toBeGreaterThan(1);
+    // A millisecond later the tombstone is all that the same rewrite drops.
+    options.clock.advance(1);
+    expect((await store.compact()).recordsDropped).toBe(1);
+    expect(await store.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
+    await store.close();
+  });
+
   it('never drops a record that nothing supersedes, whatever the plan asks', async () => {
     const dir = tempDir();
     const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));

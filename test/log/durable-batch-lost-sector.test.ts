@@ -1,7 +1,8 @@
 /**
  * A sector lost inside a batch that was fdatasynced, followed by a batch written once it was durable
  * (which records it so), is damage to acknowledged data: the open refuses it with CORRUPT_MESSAGE
- * instead of reading it as a torn last round and cutting off two acknowledged batches.
+ * instead of reading it as a torn last round and cutting off two acknowledged batches; and so is a
+ * cut in the last batch the store knew durable.
  */
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -48,6 +49,29 @@ it('a lost sector in a durable batch followed by a batch that knew it durable is
   // After a crash the store knows only that the segment held batch 0 (onSegmentStarted).
   const opened = Log.open(options, { fromLogOffset: 0, knownEnd: { logOffset: 1, exact: false } });
   await expect(opened).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+  const reopened = await opened.catch(() => undefined);
+  await reopened?.log.close();
+});
+
+it('a cut in the last batch the store knew durable is corruption too, not a torn tail to truncate', async () => {
+  const dir = tempDir();
+  const options = logOptions(dir, { segmentBytesMax: 1 << 20 });
+  const { log } = await Log.open(options);
+  expect(await log.append(testBatch(0))).toBe(0);
+  expect(await log.append(bigBatch(1))).toBe(1);
+  await log.close();
+  const file = path.join(
+    dir,
+    readdirSync(dir).find((f) => f.endsWith('.log'))!,
+  );
+  const bytes = readFileSync(file);
+  writeFileSync(file, bytes.subarray(0, bytes.length - 100));
+  // The store knew the log held batches 0 and 1 (its manifest, or a checkpoint covering them).
+  const opened = Log.open(options, { fromLogOffset: 0, knownEnd: { logOffset: 2, exact: false } });
+  await expect(opened).rejects.toMatchObject({
+    code: 'CORRUPT_MESSAGE',
+    message: expect.stringMatching(/batch 1 was durable/),
+  });
   const reopened = await opened.catch(() => undefined);
   await reopened?.log.close();
 });

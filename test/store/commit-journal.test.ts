@@ -497,6 +497,50 @@ describe('the commit journal of a store', () => {
     await recovered.close();
   });
 
+  it("fdatasyncs the journal's batches it writes past a log's end before any journal file goes", async () => {
+    // A power loss that kept none of the logs' unsynced writes: the journal alone holds the last
+    // rounds. Recovery writes them into the logs; were the journal deleted before they are durable
+    // there, a second power loss would lose acknowledged commits.
+    const { image, synced, loseUnsynced } = await crashImage(10);
+    loseUnsynced();
+    const fs = new FaultyFileSystem();
+    const events: string[] = [];
+    fs.hookHandles((file, handle) => ({
+      writev: async (buffers, position) => {
+        events.push(`write ${file}`);
+        return handle.writev(buffers, position);
+      },
+      datasync: async () => {
+        events.push(`datasync ${file}`);
+        return handle.datasync();
+      },
+    }));
+    const unlink = fs.unlink.bind(fs);
+    fs.unlink = async (file: string) => {
+      events.push(`unlink ${file}`);
+      return unlink(file);
+    };
+    const recovered = await openStore(image, { ...OPTIONS, fs });
+    expect(recovered.recoveryReports().map((r) => r?.journalBatches)).toEqual(
+      Array(BUCKETS).fill(10),
+    );
+    const firstJournalGone = events.findIndex(
+      (e) => e.startsWith('unlink ') && e.includes(`${path.sep}journal${path.sep}`),
+    );
+    expect(firstJournalGone).toBeGreaterThan(0);
+    for (const { file: segment } of synced) {
+      const written = events.lastIndexOf(`write ${segment}`);
+      expect(written, segment).toBeGreaterThanOrEqual(0);
+      const durable = events.indexOf(`datasync ${segment}`, written);
+      expect(durable, `${segment} fdatasynced after its journaled batches`).toBeGreaterThan(
+        written,
+      );
+      expect(durable, `${segment} durable before the journal goes`).toBeLessThan(firstJournalGone);
+    }
+    expect(journalFiles(image)).toEqual([]);
+    await recovered.close();
+  });
+
   it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {
     const dir = tempDir();
     const store = await openStore(dir, OPTIONS);

@@ -64,7 +64,12 @@ describe('an onWarning that throws', () => {
       });
       expect(thrown.join('\n')).toMatch(/torn write/);
       await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 200 }]);
-      await new Promise((resolve) => setTimeout(resolve, 600)); // the member's session expires
+      // The member's session expires (300 ms; later on a loaded machine).
+      for (
+        const deadline = Date.now() + 10_000;
+        (await store.describeGroup('members')).members.length > 0 && Date.now() < deadline;
+      )
+        await new Promise((resolve) => setTimeout(resolve, 20));
       await store.close();
     } finally {
       process.emitWarning = emitWarning;
@@ -140,7 +145,9 @@ describe('a clock', () => {
     });
     await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
     throwing = true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A retention pass runs with the throwing clock (every 20 ms; later on a loaded machine).
+    for (const deadline = Date.now() + 10_000; warnings.length === 0 && Date.now() < deadline;)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     throwing = false;
     expect(warnings.join('\n')).toMatch(/clock broke/);
     await store.close();

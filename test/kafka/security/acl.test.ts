@@ -638,8 +638,9 @@ describe('Authorizer', () => {
   it('decides as a check of every ACL in turn would, for any ACLs and any question (the ACLs are indexed)', () => {
     const names = ['', '*', 'a', 'ab', 'abc', 'b', 'ba'];
     const operations = ['Read', 'Describe', 'Delete', 'All'] as const;
-    const principals = ['User:x', 'User:y', 'User:*'];
-    const hosts = ['*', '10.0.0.1', '10.0.0.2'];
+    // Some principals and hosts begin with others: each is matched whole, never by its start.
+    const principals = ['User:x', 'User:xy', 'User:y', 'User:*'];
+    const hosts = ['*', '10.0.0.1', '10.0.0.10', '10.0.0.2'];
     const binding = fc.record({
       principal: fc.constantFrom(...principals),
       host: fc.constantFrom(...hosts),
@@ -692,8 +693,8 @@ describe('Authorizer', () => {
         fc.boolean(),
         fc.array(
           fc.tuple(
-            fc.constantFrom('User:x', 'User:y'),
-            fc.constantFrom('10.0.0.1', '10.0.0.2'),
+            fc.constantFrom('User:x', 'User:xy', 'User:y'),
+            fc.constantFrom('10.0.0.1', '10.0.0.10', '10.0.0.2'),
             fc.constantFrom(...operations.filter((o) => o !== 'All')),
             fc.constantFrom('Group' as const, 'Topic' as const),
             fc.constantFrom(...names),
@@ -763,6 +764,9 @@ describe('Authorizer', () => {
     ]);
     expect(fromHost.authorize('User:x', '10.0.0.2', 'Delete', 'Group', 'g')).toBe(true);
     expect(fromHost.authorize('User:x', '10.0.0.3', 'Delete', 'Group', 'g')).toBe(false);
+    // A principal and a host are matched whole: alice's ACL is not alice2's, 10.0.0.2's not 10.0.0.23's.
+    expect(fromHost.authorize('User:x', '10.0.0.23', 'Delete', 'Group', 'g')).toBe(false);
+    expect(fromHost.authorize('User:xy', '10.0.0.2', 'Delete', 'Group', 'g')).toBe(false);
   });
 
   it('lets a DENY of the operation win, and a DENY of Read leave Describe allowed', () => {

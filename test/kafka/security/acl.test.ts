@@ -493,6 +493,60 @@ describe('ACLs over the wire', () => {
     expect([response.errorCode, response.topics]).toEqual([KAFKA_ERROR.GROUP_ID_NOT_FOUND, []]);
   });
 
+  it('lets OffsetDelete delete only the offsets of topics the principal may Read (Describe is not enough), as Kafka', async () => {
+    const t = await start([
+      ...ALICE_ACLS,
+      acl({ principal: 'User:alice', operation: 'Describe', resourceType: 'Topic', name: 'audit' }),
+    ]);
+    const admin = await as(t, 'admin', 'admin-pw');
+    expect(codes(await commit(admin, 'prefix-x', ['orders', 'audit']))).toEqual([
+      ['orders', [0]],
+      ['audit', [0]],
+    ]);
+    const alice = await as(t, 'alice', 'alice-pw');
+    const response = await alice.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'prefix-x',
+      topics: ['orders', 'audit'].map((name) => ({ name, partitions: [{ partitionIndex: 0 }] })),
+    });
+    expect(response.topics.map((tp) => [tp.name, tp.partitions[0]!.errorCode])).toEqual([
+      ['orders', 0],
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
+    ]);
+    const left = await t.store.fetchOffsets('prefix-x');
+    expect(left.map((o) => o.offset)).toEqual([5]);
+  });
+
+  it('refuses the group calls of a member to a principal that may only Describe the group (30): JoinGroup, SyncGroup, Heartbeat, LeaveGroup', async () => {
+    const t = await start([
+      acl({
+        principal: 'User:alice',
+        operation: 'Describe',
+        resourceType: 'Group',
+        name: 'watched',
+      }),
+    ]);
+    const alice = await as(t, 'alice', 'alice-pw');
+    const member = { groupId: 'watched', memberId: 'm-1', groupInstanceId: null };
+    const answers = [
+      await alice.send(API_KEYS.JoinGroup, 5, {
+        ...member,
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 10_000,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+      }),
+      await alice.send(API_KEYS.SyncGroup, 3, { ...member, generationId: 1, assignments: [] }),
+      await alice.send(API_KEYS.Heartbeat, 3, { ...member, generationId: 1 }),
+      await alice.send(API_KEYS.LeaveGroup, 3, {
+        groupId: 'watched',
+        members: [{ memberId: 'm-1', groupInstanceId: null }],
+      }),
+    ];
+    expect(answers.map((a) => a.errorCode)).toEqual(
+      Array(4).fill(KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED),
+    );
+  });
+
   it('answers ListOffsets and Fetch of a topic the principal may not describe or read with 29, and the rest as usual', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');

@@ -53,6 +53,7 @@ function clientFinal(
   password: string,
   clientFirstBare: string,
   serverFirst: string,
+  nonce?: string,
 ): string {
   const h = mechanism === 'SCRAM-SHA-256' ? 'sha256' : 'sha512';
   const attrs = Object.fromEntries(serverFirst.split(',').map((p) => [p[0], p.slice(2)]));
@@ -65,7 +66,7 @@ function clientFinal(
   );
   const clientKey = createHmac(h, salted).update('Client Key').digest();
   const storedKey = createHash(h).update(clientKey).digest();
-  const withoutProof = `c=biws,r=${attrs.r}`;
+  const withoutProof = `c=biws,r=${nonce ?? attrs.r}`;
   const signature = createHmac(h, storedKey)
     .update(`${clientFirstBare},${serverFirst},${withoutProof}`)
     .digest();
@@ -95,6 +96,48 @@ describe('SCRAM', () => {
       );
       expect(server.authenticated).toBe(false);
     }
+  });
+
+  it("refuses a client-final with a proof made for the nonce cut short, or the client's part alone, and a proof with a byte more", async () => {
+    const verifiers = { user: await rfcVerifier() };
+    const clientFirstBare = RFC7677.clientFirst.slice(3);
+    const serverNonce = RFC7677.serverFirst.split(',')[0]!.slice(2);
+    const valid = clientFinal('SCRAM-SHA-256', 'pencil', clientFirstBare, RFC7677.serverFirst);
+    const proofAt = valid.lastIndexOf(',p=');
+    const longer = Buffer.concat([
+      Buffer.from(valid.slice(proofAt + 3), 'base64'),
+      Buffer.alloc(1),
+    ]);
+    const refused = [
+      // Each proof is right for what it signs: only the nonce check can refuse the first two.
+      clientFinal(
+        'SCRAM-SHA-256',
+        'pencil',
+        clientFirstBare,
+        RFC7677.serverFirst,
+        serverNonce.slice(0, -1),
+      ),
+      clientFinal(
+        'SCRAM-SHA-256',
+        'pencil',
+        clientFirstBare,
+        RFC7677.serverFirst,
+        'rOprNGfwEbeRWgbNEkqO',
+      ),
+      `${valid.slice(0, proofAt)},p=${longer.toString('base64')}`,
+    ];
+    for (const final of refused) {
+      const server = exchange(verifiers, 'SCRAM-SHA-256', RFC7677.serverNonce);
+      server.respond(Buffer.from(RFC7677.clientFirst));
+      expect(() => server.respond(Buffer.from(final)), final).toThrow(
+        expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }),
+      );
+      expect(server.authenticated).toBe(false);
+    }
+    const server = exchange(verifiers, 'SCRAM-SHA-256', RFC7677.serverNonce);
+    server.respond(Buffer.from(RFC7677.clientFirst));
+    server.respond(Buffer.from(valid));
+    expect(server.authenticated).toBe(true);
   });
 
   it('answers an unknown user like a known one and fails it only at the proof', async () => {

@@ -513,7 +513,7 @@ describe('ACLs over the wire', () => {
       ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED],
     ]);
     const left = await t.store.fetchOffsets('prefix-x');
-    expect(left.map((o) => o.offset)).toEqual([5]);
+    expect(left.map((o) => o?.offset)).toEqual([5]);
   });
 
   it('refuses the group calls of a member to a principal that may only Describe the group (30): JoinGroup, SyncGroup, Heartbeat, LeaveGroup', async () => {

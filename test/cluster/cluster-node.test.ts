@@ -231,6 +231,31 @@ describe('cluster nodes on a 3-member etcd', () => {
     });
   });
 
+  it('stops counting on its lease a safety margin before etcd may expire it, once etcd stops answering', async () => {
+    const alone = await EtcdCluster.start({ members: 1 });
+    const connection = new EtcdConnection({ endpoints: alone.endpoints, callTimeoutMs: 500 });
+    const [member] = alone.memberNames;
+    try {
+      const grantedMs = performance.now();
+      const lease = await NodeLease.grant(connection, {
+        ttlSeconds: 4,
+        safetyMs: 2000,
+        onLost: () => {},
+      });
+      alone.kill(member!, 'SIGSTOP');
+      while (lease.valid() && performance.now() - grantedMs < 5000)
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      // etcd may expire it 4 s after the grant: it stopped being valid 2 s before, not at 4 s.
+      expect(performance.now() - grantedMs).toBeLessThan(3000);
+      alone.kill(member!, 'SIGCONT');
+      await lease.stop(false);
+    } finally {
+      alone.kill(member!, 'SIGCONT');
+      connection.close();
+      await alone.stop();
+    }
+  });
+
   it('names no coordinator while cut off from etcd once its lease has run out (its list of owners went stale)', async () => {
     const alone = await EtcdCluster.start({ members: 1 });
     const store = await OffsetStore.openHosted({ dir: tempDir(), bucketCount: BUCKETS });

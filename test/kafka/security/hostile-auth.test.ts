@@ -12,17 +12,20 @@
  *   TLS handshakes not over count against connectionsMax, and one that fails frees its place.
  */
 import * as net from 'node:net';
+import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../../src/index.js';
+import { ManualClock, SystemClock } from '../../../src/index.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
 import {
   API_KEYS,
+  KAFKA_ERROR,
   advertisedApis,
   encodeRequest,
   type ApiKey,
 } from '../../../src/kafka/protocol/index.js';
-import { UserCredentials } from '../../../src/kafka/security/index.js';
+import { USERS_FILE, UserCredentials, scramVerifier } from '../../../src/kafka/security/index.js';
+import { writeSecurityFile } from '../../../src/kafka/security/security-file.js';
 import { addressGroup } from '../../../src/kafka/security/client-address.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
@@ -79,6 +82,43 @@ async function until(condition: () => boolean): Promise<void> {
 async function logBytes(t: TestServer): Promise<number> {
   return (await t.store.stats()).buckets.reduce((sum, b) => sum + b.logBytes, 0);
 }
+
+describe('a PLAIN login with an empty password', () => {
+  it('is refused before any password is checked, even for a users file that holds a verifier of the empty password', async () => {
+    const dir = tempDir();
+    // Written by hand or other tooling: `users add` refuses an empty password.
+    const verifier = await scramVerifier('SCRAM-SHA-256', '');
+    await writeSecurityFile(new NodeFileSystem(), path.join(dir, USERS_FILE), 'users', [
+      {
+        name: 'alice',
+        scram: {
+          'SCRAM-SHA-256': {
+            salt: verifier.salt.toString('base64'),
+            iterations: verifier.iterations,
+            storedKey: verifier.storedKey.toString('base64'),
+            serverKey: verifier.serverKey.toString('base64'),
+          },
+        },
+      },
+    ]);
+    running = await startTestServer({
+      dir,
+      clock: new SystemClock(), // a refused login is answered after a delay on the server's clock
+      server: {
+        listeners: [
+          {
+            securityProtocol: 'SASL_PLAINTEXT',
+            saslMechanisms: ['PLAIN'],
+            allowPlainWithoutTls: true,
+          },
+        ],
+      },
+    });
+    const client = await RawKafkaClient.connect(running.server.port);
+    sockets.push(client.socket);
+    expect(await loginPlain(client, 'alice', '')).toBe(KAFKA_ERROR.SASL_AUTHENTICATION_FAILED);
+  });
+});
 
 describe('unauthenticated requests', () => {
   it('close the connection for every API key but ApiVersions and SASL, and touch nothing', async () => {

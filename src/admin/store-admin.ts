@@ -25,7 +25,7 @@ import type {
   RemoveMembersRequest,
   RemovedMember,
 } from '../group/index.js';
-import { OffsetStoreError } from '../errors/index.js';
+import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import {
   describeSelection,
   selectionMatches,
@@ -56,10 +56,11 @@ export interface StoreAdminOptions {
    */
   readOnly?: boolean;
   /**
-   * Open even when an offsets-bucket fails to recover (its files are damaged): the store serves its
-   * other buckets, a call on a group of the failed one rejects with that bucket's error, `stats`
-   * shows it `failed`, and `recoveryFailure` holds the first failure. Default false: the open
-   * rejects with it. Not with `readOnly`.
+   * Open even when an offsets-bucket's files are damaged (its recovery failed with CORRUPT_MESSAGE):
+   * the store serves its other buckets, a call on a group of the damaged one rejects with that
+   * bucket's error, `stats` shows it `failed`, and `recoveryFailure` holds the first failure. Any
+   * other failure (EMFILE, EIO: the process or the disk, not one bucket's files) still fails the
+   * open. Default false: the open rejects with any. Not with `readOnly`.
    */
   serveHealthyBuckets?: boolean;
 }
@@ -283,7 +284,11 @@ export class StoreAdmin {
       try {
         await store.ready();
       } catch (error) {
-        failure = error instanceof Error ? error : new Error(String(error));
+        if (!isOffsetStoreError(error, 'CORRUPT_MESSAGE')) {
+          await store.close().catch(() => {});
+          throw error;
+        }
+        failure = error;
       }
     }
     return new StoreAdmin(store, layout, failure);

@@ -242,8 +242,6 @@ export async function writeBackup(source: BackupSource, target: string): Promise
     // leaves a `to` that a power loss could still take away.
     if (renamed) await fs.rename(target, partial).catch(() => {});
     await fs.removeTree(partial).catch(() => {});
-    await lock?.release().catch(() => {});
-    lock = undefined;
     await removeCreatedParents(fs, created);
     if (isOffsetStoreError(error)) throw error;
     throw storageError(`backing up the store in ${source.dir} to ${target} failed`, error);

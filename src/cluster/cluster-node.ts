@@ -51,7 +51,7 @@ import type { OffsetStore } from '../store.js';
 import { claimBucket, releaseBucket } from './bucket-claim.js';
 import { ClusterKeys, prefixEnd } from './cluster-keys.js';
 import { checkpointPointerOf, readEtcdCheckpoint, writeEtcdCheckpoint } from './etcd-checkpoint.js';
-import { EtcdConnection, leaseGone } from './etcd-connection.js';
+import { EtcdConnection } from './etcd-connection.js';
 import { EtcdLog, nextLogOffsetOf } from './etcd-log.js';
 import { NodeLease, checkLeaseTtl } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
@@ -328,16 +328,13 @@ export class ClusterNode {
    * under this node id, or this id's process before a restart, until etcd expires its lease.
    */
   async #putRegistration(lease: NodeLease): Promise<boolean> {
-    try {
-      return await this.#putRegistrationOnce(lease);
-    } catch (error) {
-      if (!leaseGone(error)) throw error;
-      lease.gone(`etcd refused this node's registration under it: ${(error as Error).message}`);
-      return false;
-    }
+    return (
+      (await lease.unlessGone("this node's registration", () => this.#writeRegistration(lease))) ??
+      false
+    );
   }
 
-  async #putRegistrationOnce(lease: NodeLease): Promise<boolean> {
+  async #writeRegistration(lease: NodeLease): Promise<boolean> {
     const key = Buffer.from(this.#keys.node(this.nodeId));
     const put = {
       request_put: { key, value: Buffer.from(JSON.stringify(this.#options.node)), lease: lease.id },
@@ -572,16 +569,9 @@ export class ClusterNode {
     // The lease the claim is made under: the bucket is served only if it is still this node's
     // lease, never lost, once the bucket is hosted (a later lease does not own the claim).
     const lease = this.#lease!;
-    let token: OwnerToken | undefined;
-    try {
-      token = await claimBucket(this.#connection, keys, this.nodeId, lease.id);
-    } catch (error) {
-      if (!leaseGone(error)) throw error;
-      lease.gone(
-        `etcd refused a claim of offsets-bucket ${bucket} under it: ${(error as Error).message}`,
-      );
-      return;
-    }
+    const token = await lease.unlessGone(`a claim of offsets-bucket ${bucket}`, () =>
+      claimBucket(this.#connection, keys, this.nodeId, lease.id),
+    );
     if (token === undefined) return;
     try {
       const startedMs = performance.now();

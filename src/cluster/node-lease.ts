@@ -101,11 +101,18 @@ export class NodeLease {
   }
 
   /**
-   * Etcd refused a request made under this lease as one it no longer has (etcd-connection's
-   * `leaseGone`): the lease is lost now (`onLost` hears `reason`), not at the next keepalive.
+   * Runs `call`, a request made under this lease (`what` names it). When etcd refuses it as made
+   * under a lease it no longer has (etcd-connection's `leaseGone`), the lease is lost now (`onLost`
+   * hears why), not at the next keepalive, and the call resolves undefined: nothing was applied.
    */
-  gone(reason: string): void {
-    this.#lose(reason);
+  async unlessGone<T>(what: string, call: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await call();
+    } catch (error) {
+      if (!leaseGone(error)) throw error;
+      this.#lose(`etcd refused ${what} under it: ${(error as Error).message}`);
+      return undefined;
+    }
   }
 
   #safetyMs(): number {

@@ -375,14 +375,10 @@ export class ClassicCoordinator {
     this.#onRecords?.(groupId, records);
   }
 
-  /**
-   * Cancels every timer and rejects every parked call with `reason` (STORE_CLOSED when none is
-   * given). Idempotent.
-   */
-  close(reason?: OffsetStoreError): void {
+  /** Cancels every timer and rejects every parked call with `error` (GroupCoordinator.close's). Idempotent. */
+  close(error: OffsetStoreError): void {
     this.#sessions.cancelAll();
     this.#rebalanceTimers.cancelAll();
-    const error = reason ?? new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
     this.#env.joins.rejectAll(error);
     this.#env.syncs.rejectAll(error);
   }

@@ -736,8 +736,8 @@ export class GroupCoordinator {
     this.#phase = 'closed';
     this.#timers.cancelAll();
     this.#pacing.cancelAll();
-    this.classic.close(reason);
     const error = reason ?? new OffsetStoreError('STORE_CLOSED', 'the group coordinator is closed');
+    this.classic.close(error);
     for (const runtime of this.#runtimes.values()) runtime.lane.close(error);
   }
 

@@ -24,6 +24,7 @@ import {
 } from '../../src/index.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { tempDir } from '../support/temp-dir.js';
+import { outcomeCode as code } from '../support/outcome-code.js';
 
 const BUCKETS = 8;
 let etcd: EtcdCluster;
@@ -139,16 +140,6 @@ function ownerOf(nodes: TestNode[], store: OffsetStore, groupId: string): TestNo
 /** A group id whose offsets live in offsets-bucket `bucket`. */
 function groupIn(store: OffsetStore, bucket: number): string {
   for (let i = 0; ; i++) if (store.bucketFor(`g${i}`) === bucket) return `g${i}`;
-}
-
-/** The error code a call failed with, or 'OK'. */
-async function code(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as { code?: string }).code ?? String(error);
-  }
-  return 'OK';
 }
 
 async function stopAll(nodes: TestNode[]): Promise<void> {

@@ -7,17 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ClassicTestContext, joined, tick } from './classic-test-context.js';
+import { outcomeCode as code } from '../support/outcome-code.js';
 
 const CONSUMER_JOIN = { memberEpoch: 0, subscribedTableIds: [1] };
-
-async function code(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as { code: string }).code;
-  }
-  return 'OK';
-}
 
 describe('one type per group id', () => {
   it('refuses a JoinGroup into a consumer group with members, and a consumer join into a classic group with members', async () => {

@@ -15,19 +15,11 @@ import {
   type ClassicJoinGroupRequest,
 } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
+import { outcomeCode as code } from '../support/outcome-code.js';
 
 const TABLE = 7;
 const BUCKETS = 6;
 const GROUP = 'kafka-readers';
-
-async function code(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as { code?: string }).code ?? String(error);
-  }
-  return 'OK';
-}
 
 /** Lets I/O callbacks and the answers they release run. */
 async function drain(): Promise<void> {

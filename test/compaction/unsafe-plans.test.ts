@@ -692,14 +692,7 @@ describe('unsafe plans are refused', () => {
 describe('the engine decides which records survive', () => {
   it('keeps a tombstone while an older record of its key remains in a segment the plan does not rewrite', async () => {
     const dir = tempDir();
-    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
-      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 },
-    });
-    const store = await OffsetStore.open(options);
-    await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
-    await fillSegments(store, 20);
-    await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
-    await fillSegments(store, 20);
+    const { options, store } = await victimDeleted(dir, 0);
     options.clock.advance(1000);
     const hooks = scriptedHooks();
     let tombstoneSegment = -1;
@@ -727,14 +720,7 @@ describe('the engine decides which records survive', () => {
 
   it('keeps a tombstone whose older record the group keeps, when the key map starts past the tombstone', async () => {
     const dir = tempDir();
-    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
-      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 },
-    });
-    const store = await OffsetStore.open(options);
-    await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
-    await fillSegments(store, 20);
-    await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
-    await fillSegments(store, 20);
+    const { options, store } = await victimDeleted(dir, 0);
     options.clock.advance(1000);
     const hooks = scriptedHooks();
     let planned: { group: number[]; mapFrom: number } | undefined;
@@ -763,18 +749,7 @@ describe('the engine decides which records survive', () => {
 
   it('drops a tombstone once deleteRetentionMs has passed since its commit, not a millisecond before', async () => {
     const dir = tempDir();
-    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
-      compaction: {
-        strategy: STRATEGY_MODULES.scripted,
-        background: false,
-        deleteRetentionMs: 1000,
-      },
-    });
-    const store = await OffsetStore.open(options);
-    await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
-    await fillSegments(store, 20);
-    await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
-    await fillSegments(store, 20);
+    const { options, store } = await victimDeleted(dir, 1000);
     scriptedHooks().plan = (view: BucketView) => ({ rewrite: [sealedOf(view)], mapFrom: 0 });
     // Exactly deleteRetentionMs after the delete: everything superseded goes, the tombstone stays.
     options.clock.advance(1000);
@@ -807,6 +782,23 @@ describe('the engine decides which records survive', () => {
     await reopened.close();
   });
 });
+
+/**
+ * A store on the scripted strategy whose group 'victim' committed offset 42 in table 1 bucket 0,
+ * then deleted it, with segments of other commits sealed after each (the delete at the clock's
+ * current time).
+ */
+async function victimDeleted(dir: string, deleteRetentionMs: number) {
+  const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+    compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs },
+  });
+  const store = await OffsetStore.open(options);
+  await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+  await fillSegments(store, 20);
+  await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
+  await fillSegments(store, 20);
+  return { options, store };
+}
 
 function sealedOf(view: BucketView): number[] {
   return view.segments.filter((s) => s.sealed).map((s) => s.baseOffset);

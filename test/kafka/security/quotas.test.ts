@@ -8,7 +8,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, NodeFileSystem } from '../../../src/index.js';
 import { API_KEYS } from '../../../src/kafka/protocol/index.js';
-import { ClientQuotas, UserCredentials } from '../../../src/kafka/security/index.js';
+import {
+  ClientQuotas,
+  UserCredentials,
+  type QuotaOptions,
+} from '../../../src/kafka/security/index.js';
 import { SteppingClock } from '../../support/stepping-clock.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../support/raw-kafka-client.js';
 import { loginPlain } from '../support/sasl-login.js';
@@ -25,6 +29,26 @@ afterEach(async () => {
 /** Lets the event loop turn a few times (the server is in this process). */
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setTimeout(resolve, 2));
+}
+
+/** A server on a manual clock with one SASL_PLAINTEXT listener (PLAIN), user alice, and `quotas`. */
+async function startSaslWithQuotas(quotas: QuotaOptions): Promise<TestServer> {
+  const dir = tempDir();
+  await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
+  return startTestServer({
+    dir,
+    clock: new ManualClock(),
+    server: {
+      listeners: [
+        {
+          securityProtocol: 'SASL_PLAINTEXT',
+          saslMechanisms: ['PLAIN'],
+          allowPlainWithoutTls: true,
+        },
+      ],
+      security: { quotas },
+    },
+  });
 }
 
 describe('client quotas over the wire', () => {
@@ -65,27 +89,10 @@ describe('client quotas over the wire', () => {
   });
 
   it('counts nothing a client sends before it has authenticated, nor its SASL exchange: it cannot spend the quota of a client id it claims', async () => {
-    const dir = tempDir();
-    await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
-    running = await startTestServer({
-      dir,
-      clock: new ManualClock(),
-      server: {
-        listeners: [
-          {
-            securityProtocol: 'SASL_PLAINTEXT',
-            saslMechanisms: ['PLAIN'],
-            allowPlainWithoutTls: true,
-          },
-        ],
-        security: {
-          quotas: {
-            clientIds: { dashboards: { bytesPerSecond: 2000 } },
-            windowMs: 1000,
-            windowCount: 2,
-          },
-        },
-      },
+    running = await startSaslWithQuotas({
+      clientIds: { dashboards: { bytesPerSecond: 2000 } },
+      windowMs: 1000,
+      windowCount: 2,
     });
     // No credentials, claiming alice's client id: ApiVersions is all it may send, as often as it likes.
     const stranger = await RawKafkaClient.connect(running.server.port);
@@ -110,21 +117,10 @@ describe('client quotas over the wire', () => {
   });
 
   it('counts the SASL requests of a client that has authenticated (answered ILLEGAL_SASL_STATE): no way around its quota', async () => {
-    const dir = tempDir();
-    await UserCredentials.addUser(new NodeFileSystem(), dir, 'alice', 'alice-pw');
-    running = await startTestServer({
-      dir,
-      clock: new ManualClock(),
-      server: {
-        listeners: [
-          {
-            securityProtocol: 'SASL_PLAINTEXT',
-            saslMechanisms: ['PLAIN'],
-            allowPlainWithoutTls: true,
-          },
-        ],
-        security: { quotas: { default: { bytesPerSecond: 500 }, windowMs: 1000, windowCount: 2 } },
-      },
+    running = await startSaslWithQuotas({
+      default: { bytesPerSecond: 500 },
+      windowMs: 1000,
+      windowCount: 2,
     });
     const alice = await RawKafkaClient.connect(running.server.port);
     expect(await loginPlain(alice, 'alice', 'alice-pw')).toBe(0);

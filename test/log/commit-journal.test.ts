@@ -382,9 +382,103 @@ describe('the commit journal', () => {
     release();
     await journal.drain();
     expect(new Set(synced)).toEqual(new Set([0, 1]));
-    expect(journalFiles(dir)).toHaveLength(1);
+    // The first retired file is kept to be recycled; the six after it are deleted.
+    expect(journalFiles(dir)).toEqual([
+      '00000000000000000001.spare',
+      '00000000000000000008.journal',
+    ]);
     await journal.close(false);
-    expect(journalFiles(dir)).toHaveLength(1);
+    expect(journalFiles(dir)).toHaveLength(2);
+  });
+
+  it('recycles a retired file: the next file is it renamed, written over without growing, and its earlier rounds are never read as the new ones', async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir, { fileBytesMax: 64 * 1024 });
+    const [a, b] = [fakeLog(), fakeLog()];
+    // Rounds of two ~10 KB batches take 20 KiB: three fill a file. The fourth begins file 2, and
+    // file 1 is retired as a spare.
+    const round = (i: number, metadataBytes = 10_000) =>
+      Promise.all([
+        journal.commit(0, [batchAt(i, metadataBytes)], a),
+        journal.commit(1, [batchAt(i, metadataBytes)], b),
+      ]);
+    for (let i = 0; i < 4; i++) await round(i);
+    await journal.drain();
+    const spare = path.join(dir, JOURNAL_DIR, '00000000000000000001.spare');
+    const { size, ino } = statSync(spare);
+    // File 2 fills; file 3 is the spare renamed, and file 2 becomes the spare.
+    for (let i = 4; i < 7; i++) await round(i);
+    await journal.drain();
+    expect(journalFiles(dir)).toEqual([
+      '00000000000000000002.spare',
+      '00000000000000000003.journal',
+    ]);
+    const third = path.join(dir, JOURNAL_DIR, '00000000000000000003.journal');
+    expect(statSync(third).ino).toBe(ino);
+    expect(statSync(third).size).toBe(size);
+    // Read as a crash would leave it: file 3's one round, then zeros where the next round would
+    // begin (its end marker), not file 1's round 2 that began there in its earlier life.
+    const contents = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(contents.batches.get(0)!.map((x) => readBatchLogOffset(x))).toEqual([6]);
+    expect(contents.tornRounds).toEqual([]);
+    expect(contents.rounds).toBe(1);
+    await journal.close(false);
+  });
+
+  it("ends a recycled file's reading at its last round, not inside the earlier life's rounds after it, and still refuses a damaged durable round there", async () => {
+    const dir = tempDir();
+    const { journal } = await openJournal(dir, { fileBytesMax: 64 * 1024 });
+    const [a, b] = [fakeLog(), fakeLog()];
+    const round = (i: number, metadataBytes = 10_000) =>
+      Promise.all([
+        journal.commit(0, [batchAt(i, metadataBytes)], a),
+        journal.commit(1, [batchAt(i, metadataBytes)], b),
+      ]);
+    for (let i = 0; i < 7; i++) await round(i);
+    // File 3 is file 1 recycled: after its round of 20 KiB, two of 4 KiB, so that the next round's
+    // header would be read from the middle of file 1's round 2.
+    await round(7, 1_000);
+    await round(8, 1_000);
+    await journal.drain();
+    const read = await readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX);
+    expect(read.batches.get(1)!.map((x) => readBatchLogOffset(x))).toEqual([6, 7, 8]);
+    expect(read.tornRounds).toEqual([]);
+    await journal.close(false);
+    // A flipped byte in file 3's round 2 (round 3 was written once it was durable) is damage.
+    const third = path.join(dir, JOURNAL_DIR, '00000000000000000003.journal');
+    const bytes = readFileSync(third);
+    bytes[20_480 + 100]! ^= 0xff;
+    writeFileSync(third, bytes);
+    await expect(readJournal(new NodeFileSystem(), dir, 4, BATCH_BYTES_MAX)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+    });
+  });
+
+  it("deletes an earlier process's spares at its first new file, and every spare at a clean close", async () => {
+    const dir = tempDir();
+    const rounds = async (journal: CommitJournal, from: number, to: number) => {
+      for (let i = from; i < to; i++)
+        await Promise.all([
+          journal.commit(0, [batchAt(i, 10_000)], fakeLog()),
+          journal.commit(1, [batchAt(i, 10_000)], fakeLog()),
+        ]);
+      await journal.drain();
+    };
+    const spares = () => journalFiles(dir).filter((name) => name.endsWith('.spare'));
+    const first = await openJournal(dir, { fileBytesMax: 64 * 1024 });
+    await rounds(first.journal, 0, 4);
+    expect(spares()).toEqual(['00000000000000000001.spare']);
+    // A crash: the files stay, the spare with them; it is not read.
+    await first.journal.close(false);
+    const second = await openJournal(dir, { fileBytesMax: 64 * 1024 });
+    expect(second.contents.files).toEqual(['00000000000000000002.journal']);
+    // Its rounds could name the sequences of this process's files: deleted, not recycled.
+    await rounds(second.journal, 4, 5);
+    expect(spares()).toEqual([]);
+    await rounds(second.journal, 5, 8);
+    expect(spares()).toEqual(['00000000000000000003.spare']);
+    await second.journal.close(true);
+    expect(journalFiles(dir)).toEqual([]);
   });
 
   it('keeps a file whose log could not sync itself, and warns', async () => {

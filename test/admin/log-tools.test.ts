@@ -227,6 +227,32 @@ describe('dumpLog and verifyLog', () => {
     });
   });
 
+  it("lists a compaction's leftovers in a bucket folder (outputs and temporary files), in name order", async () => {
+    const dir = copyOfSeeded();
+    const bucketDir = path.join(dir, 'buckets', '000');
+    writeFileSync(path.join(bucketDir, 'store.tmp'), '');
+    writeFileSync(path.join(bucketDir, '00000000000000000000.log.cleaned'), '');
+    const report = await verifyLog(dir);
+    expect(report.buckets[0]!.swapLeftovers).toEqual([
+      '00000000000000000000.log.cleaned',
+      'store.tmp',
+    ]);
+    expect(report.buckets[1]!.swapLeftovers).toEqual([]);
+  });
+
+  it("counts each segment's records as the dump reads them, and the bucket's as their sum", async () => {
+    const report = await verifyLog(seeded);
+    const dumped = batches(await dumpAll(seeded, ordersBucket));
+    const bucket = report.buckets[ordersBucket]!;
+    expect(bucket.segments.length).toBeGreaterThan(1);
+    for (const segment of bucket.segments) {
+      const inFile = dumped.filter((b) => b.file === segment.file);
+      expect(segment.batchCount).toBe(inFile.length);
+      expect(segment.recordCount).toBe(inFile.reduce((n, b) => n + b.recordCount, 0));
+    }
+    expect(bucket.recordCount).toBe(dumped.reduce((n, b) => n + b.recordCount, 0));
+  });
+
   it('reports what of buckets/ is no bucket folder as the next open does, and leaves hidden files alone', async () => {
     const dir = copyOfSeeded();
     const bucketsDir = path.join(dir, 'buckets');

@@ -238,4 +238,23 @@ describe('offsets documents', () => {
     expect(() => parseBucketKey('1:x')).toThrow(/INVALID_REQUEST/);
     expect(parseBucketKey('3:4:5')).toEqual({ tableId: 3, partitionId: 4, bucketId: 5 });
   });
+
+  it('refuse a bucket key of more than three ids and a currentOffset that is a number but no safe integer', () => {
+    // Four ids name no bucket: refused, not read as the first three.
+    for (const key of ['1:2:3:4', '1:2:3:']) {
+      expect(() => parseBucketKey(key)).toThrow(/INVALID_REQUEST: bucket key "1:2:3:/);
+      expect(() => parseBucketOffsets({ [key]: 5 }, 'f')).toThrow(/INVALID_REQUEST: bucket key/);
+    }
+    // A plan's committed offset is compared exactly with the group's: a fraction or a number past
+    // 2^53 - 1 is no committed offset.
+    for (const currentOffset of [1.5, 2 ** 53, -(2 ** 53)]) {
+      expect(() =>
+        parseBucketOffsets([{ tableId: 1, bucketId: 0, currentOffset, offset: 5 }], 'f'),
+      ).toThrow(
+        new RegExp(
+          `f\\[0\\]\\.currentOffset must be a safe integer or null .*, got ${currentOffset}$`,
+        ),
+      );
+    }
+  });
 });

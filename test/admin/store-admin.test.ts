@@ -81,6 +81,29 @@ describe('StoreAdmin', () => {
     });
   });
 
+  it('counts the lag of a bucket committed at 0 from 0, and none for one committed at a sentinel', async () => {
+    const dir = copy(seeded);
+    const store = await OffsetStore.open({ dir, clock: new ManualClock() });
+    await store.commitOffsets('fresh', [
+      { tableId: 1, bucketId: 0, offset: 0 },
+      { tableId: 1, bucketId: 1, offset: -1 },
+      { tableId: 1, bucketId: 2, offset: 3 },
+    ]);
+    await store.close();
+    const report = await withAdmin(dir, (admin) =>
+      admin.describeGroup(
+        'fresh',
+        [0, 1, 2].map((bucketId) => ({ tableId: 1, partitionId: null, bucketId, offset: 10 })),
+      ),
+    );
+    expect(report.buckets.map((b) => [b.bucketId, b.committedOffset, b.lag])).toEqual([
+      [0, 0, 10],
+      [1, -1, null],
+      [2, 3, 7],
+    ]);
+    expect(report.totalLag).toBe(17);
+  });
+
   it('describes members with their assignment and the owner of each bucket', async () => {
     const report = await withAdmin(copy(withMember), (admin) => admin.describeGroup('busy'));
     expect(report.state).toBe('Stable');
@@ -170,6 +193,42 @@ describe('StoreAdmin', () => {
         /GROUP_SUBSCRIBED_TO_BUCKET/,
       );
     });
+  });
+
+  it("counts a classic group's members in a reset plan", async () => {
+    const dir = copy(seeded);
+    const clock = new ManualClock();
+    const store = await OffsetStore.open({ dir, clock, group: { initialRebalanceDelayMs: 0 } });
+    const joining = store.classic.joinGroup('kafka', {
+      memberId: '',
+      clientId: 'c',
+      clientHost: '127.0.0.1',
+      protocolType: 'consumer',
+      sessionTimeoutMs: 60_000,
+      rebalanceTimeoutMs: 60_000,
+      requireKnownMemberId: false,
+      protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+    });
+    let joined: Awaited<typeof joining> | undefined;
+    void joining.then((j) => (joined = j));
+    for (let i = 0; joined === undefined && i < 2000; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      clock.advance(0);
+    }
+    if (joined?.outcome !== 'joined') throw new TypeError('expected to join');
+    await store.classic.syncGroup('kafka', {
+      memberId: joined.memberId,
+      generationId: joined.generationId,
+      assignments: [{ memberId: joined.memberId, assignment: Buffer.alloc(0) }],
+    });
+    await store.close();
+    const plan = await withAdmin(dir, (admin) =>
+      admin.planReset('kafka', {
+        target: { kind: 'to-offset', offset: 0 },
+        selection: { tableId: 1, bucketId: 0 },
+      }),
+    );
+    expect(plan.memberCount).toBe(1);
   });
 
   it('deletes selected offsets, then the whole group', async () => {

@@ -166,6 +166,34 @@ describe('GroupOffsets', () => {
     }
   });
 
+  it('finds a key again after the run it began, the last entry, was deleted and another run started where it stood', () => {
+    // Table 2's run is one bucket, the group's last entry: its delete ends the run. Table 3 then
+    // starts a run at the same position, and table 2's bucket 0 comes back after it.
+    const keys: Key[] = [
+      [1, null, 0],
+      [1, null, 1],
+      [2, null, 0],
+      [3, null, 0],
+    ];
+    const g = new GroupOffsets();
+    const model = new Map<string, CommittedOffsetValue>();
+    const set = (key: Key, n: number) => {
+      put(g, value(key, n));
+      model.set(keyString(key), value(key, n));
+    };
+    set(keys[0]!, 1);
+    set(keys[1]!, 2);
+    set(keys[2]!, 3);
+    expect(g.delete(2, null, 0)).toBe(true);
+    model.delete(keyString(keys[2]!));
+    set(keys[3]!, 4);
+    set(keys[2]!, 5);
+    expectMatches(g, model, keys, 'after table 2 bucket 0 came back');
+    // An overwrite finds the entry rather than adding the bucket a second time.
+    set(keys[2]!, 6);
+    expectMatches(g, model, keys, 'after overwriting table 2 bucket 0');
+  });
+
   it('keeps keys at Number.MAX_SAFE_INTEGER exact and partitionId null distinct from 0', () => {
     const max = Number.MAX_SAFE_INTEGER;
     const keys: Key[] = [

@@ -422,6 +422,19 @@ describe('the classic protocol over a real store', () => {
     expect(await code(store.classic.joinGroup(GROUP, request))).toBe('STORE_CLOSED');
   });
 
+  it("a commit at generation 0 without a member id is a classic member's, not an admin commit: a group without a generation refuses it, writing nothing", async () => {
+    const store = await openStore(tempDir(), new ManualClock());
+    const offsets = [{ tableId: TABLE, bucketId: 0, offset: 1 }];
+    expect(await code(store.commitOffsets(GROUP, offsets, { generationId: 0 }))).toBe(
+      'ILLEGAL_GENERATION',
+    );
+    expect(await store.fetchOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }])).toEqual([null]);
+    // Generation -1 (any negative) with no member is Kafka's admin commit.
+    await store.commitOffsets(GROUP, offsets, { generationId: -1 });
+    expect((await store.fetchOffsets(GROUP, [{ tableId: TABLE, bucketId: 0 }]))[0]?.offset).toBe(1);
+    await store.close();
+  });
+
   it('a group id has one type: a classic JoinGroup into a consumer group with members is INCONSISTENT_GROUP_PROTOCOL; an Empty one is taken over', async () => {
     const clock = new ManualClock();
     const store = await openStore(tempDir(), clock);

@@ -112,6 +112,21 @@ describe('ScannerOffsets', () => {
     await store.close();
   });
 
+  it('a bucket committed at offset 0 starts there: it is no missing offset, and nothing moved', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ ...B0, offset: 0 }]);
+    let asked = 0;
+    for (const onMissing of ['error', () => ++asked + 100] as const) {
+      const scanner = store.scanner('g', { onMissing });
+      await scanner.assign([B0]);
+      expect(scanner.position(B0)).toBe(0);
+      expect(scanner.movedBuckets()).toEqual([]);
+      await scanner.close();
+    }
+    expect(asked).toBe(0);
+    await store.close();
+  });
+
   it('assign is all-or-nothing: when a new position cannot be resolved, the assignment stays as it was', async () => {
     const store = await openStore(tempDir());
     await store.commitOffsets('g', [

@@ -612,6 +612,27 @@ describe('a checkpoint whose write failed after its transaction committed', () =
 });
 
 describe('a checkpoint written again at the same log offset', () => {
+  it('keeps two checkpoints, the newest and the one to fall back on, however many were taken', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(compactOnAsk(dir));
+    const taken: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      for (let i = 0; i < 10; i++)
+        await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: round * 10 + i }]);
+      taken.push((await store.compact()).buckets[0]!.checkpointLogOffset!);
+    }
+    await store.close();
+    const env = await CheckpointStore.open(
+      new NodeFileSystem(),
+      path.join(dir, 'buckets/000/checkpoint'),
+    );
+    try {
+      expect(env.list().map((c) => c.logOffset)).toEqual(taken.slice(-2).reverse());
+    } finally {
+      await env.close();
+    }
+  });
+
   it('keeps the previous checkpoint, the one to fall back on, while the new one is not read back', async () => {
     const dir = tempDir();
     const fs = new FaultyFileSystem();

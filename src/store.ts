@@ -1206,6 +1206,11 @@ export class OffsetStore {
   [HOLDS_CONSUMER_MEMBER](groupId: string, memberId: string): boolean {
     try {
       this.#checkOpen();
+      // Hosted mode: a bucket this node gave up is another node's now, for good as far as this
+      // node knows; its members are not held here (their notes must not fill the directory of
+      // this node for ever and refuse the members of the groups it still serves). A bucket that
+      // comes back is restored from etcd, and its members send their subscriptions again.
+      if (this.#hosted && this.#slots[this.bucketFor(groupId)]?.notOwned === true) return false;
       return this.#bucket(groupId).groupsForReads().holdsConsumerMember(groupId, memberId);
     } catch {
       return true;
@@ -1336,6 +1341,14 @@ export class OffsetStore {
   /** Every group with committed offsets or members. */
   async listGroups(): Promise<GroupListing[]> {
     this.#checkOpen();
+    // A hosting node whose lease is not confirmed serves nothing, but a broker-wide listing is not
+    // a group's coordinator call: NOT_COORDINATOR would make Kafka's admin (listConsumerGroups)
+    // fail the node instead of asking again. COORDINATOR_NOT_AVAILABLE is retried.
+    if (this.#hosted && this.#servingGuard !== undefined && !this.#servingGuard())
+      throw new OffsetStoreError(
+        'COORDINATOR_NOT_AVAILABLE',
+        "this node's lease is not confirmed, so it lists no group now: ask again shortly",
+      );
     const listings: GroupListing[] = [];
     for (const slot of this.#slots) {
       // A partial listing would hide groups: every bucket must be loaded (retriable while one recovers).

@@ -72,6 +72,11 @@ export interface NodeInfo {
   host: string;
   /** Port its Kafka clients connect to. */
   port: number;
+  /**
+   * Its address on each of its listeners, by listener name (a client is answered with the
+   * addresses of the listener it connected to); absent: `host`/`port` on every listener.
+   */
+  listeners?: Readonly<Record<string, { host: string; port: number }>>;
 }
 
 /** Options of a cluster node. */
@@ -842,7 +847,7 @@ function parseNodeInfo(text: string): NodeInfo | undefined {
   } catch {
     return undefined;
   }
-  const { nodeId, brokerId, host, port } = (parsed ?? {}) as Partial<
+  const { nodeId, brokerId, host, port, listeners } = (parsed ?? {}) as Partial<
     Record<keyof NodeInfo, unknown>
   >;
   if (
@@ -855,7 +860,22 @@ function parseNodeInfo(text: string): NodeInfo | undefined {
     (port as number) > 65_535
   )
     return undefined;
-  return { nodeId, brokerId: brokerId as number, host, port: port as number };
+  const info: NodeInfo = { nodeId, brokerId: brokerId as number, host, port: port as number };
+  if (listeners !== null && typeof listeners === 'object' && !Array.isArray(listeners)) {
+    const byName: Record<string, { host: string; port: number }> = {};
+    for (const [name, address] of Object.entries(listeners as Record<string, unknown>)) {
+      const { host: h, port: p } = (address ?? {}) as { host?: unknown; port?: unknown };
+      if (
+        typeof h === 'string' &&
+        Number.isInteger(p) &&
+        (p as number) >= 0 &&
+        (p as number) <= 65_535
+      )
+        byName[name] = { host: h, port: p as number };
+    }
+    info.listeners = byName;
+  }
+  return info;
 }
 
 /** The cluster's live nodes and every bucket's owner, placement, log end, checkpoint and log length, read from etcd. */

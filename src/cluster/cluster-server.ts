@@ -39,6 +39,11 @@ export interface ClusterServerOptions extends Omit<
   reconcileIntervalMs?: number;
   /** Deadline of every etcd call, ms; default 2000. */
   callTimeoutMs?: number;
+  /**
+   * Default false here: each node keeps its own topic catalog, so a topic created on one node alone
+   * would take a table id another node gives a different topic (docs/cluster.md, "Topics").
+   */
+  autoCreateTopics?: boolean;
 }
 
 /** A running cluster node with its Kafka server. */
@@ -79,10 +84,13 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
   try {
     server = await startKafkaServer({
       ...serverOptions,
+      // Per-node catalogs (docs/cluster.md): auto-created topics would take different table ids
+      // on different nodes, so it is off unless asked for.
+      autoCreateTopics: serverOptions.autoCreateTopics ?? false,
       store,
       nodeId: brokerId,
-      clusterView: (self) => {
-        view = new NodeClusterView(self, store);
+      clusterView: (self, listeners) => {
+        view = new NodeClusterView(self, store, listeners);
         return view;
       },
     });
@@ -101,7 +109,19 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
       reconcileIntervalMs,
       callTimeoutMs,
       onWarning: options.onWarning,
-      node: { nodeId, brokerId, host, port },
+      node: {
+        nodeId,
+        brokerId,
+        host,
+        port,
+        ...(view!.listeners.size > 1
+          ? {
+              listeners: Object.fromEntries(
+                [...view!.listeners].map(([name, e]) => [name, { host: e.host, port: e.port }]),
+              ),
+            }
+          : {}),
+      },
     });
   } catch (error) {
     await server.close({ closeStore: true });

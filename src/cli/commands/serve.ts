@@ -65,8 +65,8 @@ export const serve: Command = {
     '',
     'With --etcd, the server is one node of a cluster (docs/cluster.md): the offsets live in etcd, the',
     "offsets-buckets are spread over the live nodes, and --dir keeps only this node's lock, manifest",
-    'and topic catalog. Give every node the same --topic list and --no-auto-create, so that topics',
-    'name the same tables everywhere.',
+    'and topic catalog. Topics are not created on demand in a cluster (each node has its own catalog):',
+    'give every node the same --topic list, in the same order, so that topics name the same tables.',
     '',
     'With --backup-dir, the store is backed up while it serves (commits go on): every --backup-every, and',
     'on SIGUSR2, into <dir>/offsets-<UTC time>, a store that opens (or serves) like any other; the newest',
@@ -162,7 +162,8 @@ export const serve: Command = {
     },
     'no-auto-create': {
       type: 'boolean',
-      description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)',
+      description:
+        'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION); always so with --etcd',
     },
     etcd: {
       type: 'string',
@@ -243,6 +244,10 @@ export const serve: Command = {
     if (cluster !== undefined) {
       const node = await startClusterServer({
         ...serverOptions,
+        // Topics are per node (docs/cluster.md): a topic one client's Metadata creates on one node
+        // alone takes a table id another node gives the next topic, and the offsets of that topic
+        // then read as the first one's wherever the bucket moves. Only the --topic list is served.
+        autoCreateTopics: false,
         ...cluster,
         dir: context.dir,
       }).catch((error: unknown) => {

@@ -214,7 +214,8 @@ export class KafkaServer {
       ]),
     );
     const self = endpoints.get(resolved.listeners[0]!.name)!;
-    const cluster = resolved.clusterView?.(self) ?? new SingleNodeCluster(self, endpoints);
+    const cluster =
+      resolved.clusterView?.(self, endpoints) ?? new SingleNodeCluster(self, endpoints);
     const context = new HandlerContext({
       store,
       catalog,

@@ -96,7 +96,10 @@ export interface KafkaServerOptions {
    * with its own endpoint; Metadata and FindCoordinator answer from the view it returns. Default: a
    * cluster of one (this server coordinates every group).
    */
-  readonly clusterView?: (self: BrokerEndpoint) => ClusterView;
+  readonly clusterView?: (
+    self: BrokerEndpoint,
+    listeners: ReadonlyMap<string, BrokerEndpoint>,
+  ) => ClusterView;
 }
 
 /** Options after checking, with defaults. */
@@ -105,7 +108,9 @@ export interface ResolvedServerOptions {
   /** At least one; the first is the one `host`, `port` and `brokers` of the server report. */
   readonly listeners: readonly ResolvedListener[];
   readonly security: ResolvedSecurityOptions;
-  readonly clusterView: ((self: BrokerEndpoint) => ClusterView) | undefined;
+  readonly clusterView:
+    | ((self: BrokerEndpoint, listeners: ReadonlyMap<string, BrokerEndpoint>) => ClusterView)
+    | undefined;
   readonly host: string;
   readonly port: number;
   readonly advertisedHost: string | undefined;

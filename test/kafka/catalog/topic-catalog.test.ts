@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CATALOG_FILE,
   TopicCatalog,
+  encodeCatalog,
   topicNameProblem,
   type TopicCatalogOptions,
   type TopicEntry,
@@ -278,6 +279,38 @@ describe('TopicCatalog', () => {
       code: 'LOG_STORAGE_ERROR',
       message: expect.stringContaining(`reading the topic catalog ${file} failed`),
     });
+  });
+
+  it('refuses, with CORRUPT_MESSAGE, a file whose checksum is right but which repeats a topic id or names a topic of no partitions', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, CATALOG_FILE);
+    const topic = (name: string, tableId: number, topicId: string, partitions = 1) => ({
+      name,
+      topicId,
+      tableId,
+      partitions,
+      createdAtMs: T0,
+    });
+    const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`;
+    const clusterId = 'AAAAAAAAAAAAAAAAAAAAAA';
+    const files: [string, TopicEntry[]][] = [
+      ['a repeated topic id', [topic('audit', 1, id(1)), topic('orders', 2, id(1))]],
+      ['a topic of no partitions', [topic('orders', 1, id(1), 0)]],
+    ];
+    for (const [what, topics] of files) {
+      writeFileSync(file, encodeCatalog({ clusterId, topics }));
+      await expect(openCatalog(dir), what).rejects.toMatchObject({
+        code: 'CORRUPT_MESSAGE',
+        message: expect.stringContaining(file),
+      });
+    }
+    writeFileSync(
+      file,
+      encodeCatalog({ clusterId, topics: [topic('audit', 1, id(1)), topic('orders', 2, id(2))] }),
+    );
+    expect((await openCatalog(dir)).byTopicId(id(2))?.name, 'the same file, made right').toBe(
+      'orders',
+    );
   });
 
   it('after a failed write shows nothing of the change and refuses later changes with LOG_STORAGE_ERROR until reopened', async () => {

@@ -69,6 +69,12 @@ describe('TopicRegex', () => {
     expect(TopicRegex.compile('x(?:(?:a{0}){1000}){1000}').matches('x')).toBe(true);
   });
 
+  it('reads a one-character range ([a-a], as RE2 does) and refuses only a range out of order', () => {
+    const single = TopicRegex.compile('orders-[1-1]');
+    expect([single.matches('orders-1'), single.matches('orders-2')]).toEqual([true, false]);
+    expect(() => TopicRegex.compile('orders-[2-1]')).toThrow(/a range out of order/);
+  });
+
   it('reads Kafka-style subscriptions', () => {
     const cases: [string, string, boolean][] = [
       ['orders\\..*', 'orders.eu', true],

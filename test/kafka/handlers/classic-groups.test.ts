@@ -414,6 +414,41 @@ describe('OffsetDelete in a classic group with members', () => {
   });
 });
 
+describe('OffsetDelete in an empty classic group', () => {
+  it('deletes the offsets of a group of another protocol type once its members have left (Kafka refuses such a group only while it has members)', async () => {
+    const clock = new ManualClock();
+    const t = await start(undefined, clock);
+    const c = await connect(t);
+    await t.store.commitOffsets('connectors', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    const joining = t.store.classic.joinGroup('connectors', {
+      memberId: '',
+      clientId: 'connect-worker',
+      clientHost: '/127.0.0.1',
+      protocolType: 'connect',
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 10_000,
+      requireKnownMemberId: false,
+      protocols: [{ name: 'sessioned', metadata: Buffer.from('worker') }],
+    });
+    await until(
+      async () => (await t.store.describeGroup('connectors')).classic?.members.length === 1,
+    );
+    clock.advance(INITIAL_DELAY_MS);
+    const joined = await joining;
+    if (joined.outcome !== 'joined') throw new TypeError('expected to join');
+    await t.store.classic.leaveGroup('connectors', {
+      members: [{ memberId: joined.memberId, groupInstanceId: null }],
+    });
+    expect((await t.store.describeGroup('connectors')).classic?.members).toEqual([]);
+    const deleted = await c.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'connectors',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: 0 }] }],
+    });
+    expect([deleted.errorCode, deleted.topics[0]?.partitions[0]?.errorCode]).toEqual([0, 0]);
+    expect((await t.store.fetchOffsets('connectors', [{ tableId: 1, bucketId: 0 }]))[0]).toBeNull();
+  });
+});
+
 describe('OffsetCommit in a classic group', () => {
   it('commits with the generation and member id (v5 and v9 alike), refuses a stale generation (ILLEGAL_GENERATION), an unknown member and an admin commit (UNKNOWN_MEMBER_ID)', async () => {
     const clock = new ManualClock();

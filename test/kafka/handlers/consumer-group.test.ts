@@ -547,6 +547,43 @@ describe('ConsumerGroupHeartbeat', () => {
   });
 });
 
+describe('ConsumerGroupHeartbeat at the edges of what Kafka accepts', () => {
+  it('joins with a rebalance timeout of 0, which Kafka takes (only -1 is refused on a join)', async () => {
+    const { client } = await start();
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      rebalanceTimeoutMs: 0,
+    });
+    expect([joined.errorCode, joined.errorMessage]).toEqual([0, null]);
+  });
+
+  it('takes a subscription naming as many topics as the server can hold, and refuses one naming more', async () => {
+    running = await startTestServer({
+      server: {
+        topics: [
+          { name: 'orders', partitions: 4 },
+          { name: 'audit', partitions: 1 },
+        ],
+        topicsMax: 2,
+      },
+    });
+    const c = (client = await RawKafkaClient.connect(running.server.port, {}));
+    const atLimit = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'm',
+      subscribedTopicNames: ['orders', 'audit'],
+    });
+    expect(atLimit.errorCode).toBe(0);
+    const over = await c.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      ...JOIN,
+      memberId: 'n',
+      subscribedTopicNames: ['orders', 'audit', 'later'],
+    });
+    expect(over.errorCode).toBe(KAFKA_ERROR.INVALID_REQUEST);
+  });
+});
+
 describe('ConsumerGroupHeartbeat with an expression that a grown catalog makes too costly', () => {
   it('is refused only when sent: members already on it keep their topics, heartbeat and leave', async () => {
     const { t, client } = await start();

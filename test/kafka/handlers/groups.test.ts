@@ -253,3 +253,36 @@ describe('OffsetDelete', () => {
     ).toBe(KAFKA_ERROR.GROUP_ID_NOT_FOUND);
   });
 });
+
+describe('DescribeGroups and OffsetDelete at their edges', () => {
+  it('describes a consumer group whose last member left as Empty, with no assignor in its protocol data', async () => {
+    const { t, client } = await start();
+    const memberId = await seed(t);
+    await t.store.heartbeat('live', { memberId, memberEpoch: -1 });
+    const [live] = (await client.send(API_KEYS.DescribeGroups, 5, { groups: ['live'] })).groups;
+    expect(live).toMatchObject({
+      errorCode: 0,
+      groupState: 'Empty',
+      protocolType: 'consumer',
+      protocolData: '',
+      members: [],
+    });
+  });
+
+  it('answers a negative partition UNKNOWN_TOPIC_OR_PARTITION and deletes the others of the request', async () => {
+    const { t, client } = await start();
+    await seed(t);
+    const response = await client.send(API_KEYS.OffsetDelete, 0, {
+      groupId: 'idle',
+      topics: [{ name: 'orders', partitions: [{ partitionIndex: -1 }, { partitionIndex: 0 }] }],
+    });
+    expect([response.errorCode, response.topics[0]!.partitions.map((p) => p.errorCode)]).toEqual([
+      0,
+      [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, 0],
+    ]);
+    expect(
+      (await t.store.fetchOffsets('idle', [{ tableId: 1, bucketId: 0 }]))[0],
+      'partition 0 deleted',
+    ).toBeNull();
+  });
+});

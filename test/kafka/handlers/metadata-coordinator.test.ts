@@ -228,6 +228,44 @@ describe('Metadata', () => {
   });
 });
 
+describe('Metadata: empty lists, repeated and colliding names', () => {
+  it('answers no topics for an empty list at every version from v1', async () => {
+    const { client } = await start();
+    for (let version = 1; version <= 12; version++) {
+      expect(
+        (await client.send(API_KEYS.Metadata, version, { topics: [] })).topics,
+        `v${version}`,
+      ).toEqual([]);
+    }
+  });
+
+  it('answers a topic named twice once, creating it once: a catalog with room for one more topic creates it', async () => {
+    const { t, client } = await start({ topicsMax: 3 });
+    const response = await client.send(API_KEYS.Metadata, 9, {
+      topics: [{ name: 'orders' }, { name: 'fresh' }, { name: 'orders' }, { name: 'fresh' }],
+      allowAutoTopicCreation: true,
+    });
+    expect(response.topics.map((x) => [x.name, x.errorCode])).toEqual([
+      ['orders', 0],
+      ['fresh', 0],
+    ]);
+    expect(t.server.stats().topics).toBe(3);
+  });
+
+  it("answers INVALID_TOPIC_EXCEPTION for the second of two new names of one request that collide ('.' like '_')", async () => {
+    const { t, client } = await start();
+    const response = await client.send(API_KEYS.Metadata, 9, {
+      topics: [{ name: 'metrics.cpu' }, { name: 'metrics_cpu' }],
+      allowAutoTopicCreation: true,
+    });
+    expect(response.topics.map((x) => [x.name, x.errorCode])).toEqual([
+      ['metrics.cpu', 0],
+      ['metrics_cpu', KAFKA_ERROR.INVALID_TOPIC_EXCEPTION],
+    ]);
+    expect(t.server.stats().topics).toBe(3);
+  });
+});
+
 describe('FindCoordinator', () => {
   it('names this server for a group at v0-3, and for each key of a batch at v4', async () => {
     const { t, client } = await start();

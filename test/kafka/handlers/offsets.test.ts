@@ -607,3 +607,142 @@ describe('ListOffsets', () => {
     ]);
   });
 });
+
+describe('OffsetFetch: partitions, versions and members at their edges', () => {
+  it('answers partitions the catalog lacks (beyond the count, negative, of an unknown topic) -1 without error, and the committed ones beside them their own values', async () => {
+    const { client } = await startServer();
+    await client.send(
+      API_KEYS.OffsetCommit,
+      8,
+      adminCommit('g', {
+        orders: [
+          { partitionIndex: 0, committedOffset: 10n },
+          { partitionIndex: 3, committedOffset: 33n },
+        ],
+      }),
+    );
+    const asked = [
+      { name: 'orders', partitionIndexes: [4, 0, -1, 3] },
+      { name: 'nope', partitionIndexes: [0] },
+    ];
+    for (const version of [1, 5, 8]) {
+      const response = await client.send(
+        API_KEYS.OffsetFetch,
+        version,
+        version >= 8
+          ? { groups: [{ groupId: 'g', topics: asked }] }
+          : { groupId: 'g', topics: asked },
+      );
+      const topics = version >= 8 ? response.groups[0]!.topics : response.topics;
+      expect(
+        topics.map((t) =>
+          t.partitions.map((p) => [p.partitionIndex, p.errorCode, p.committedOffset]),
+        ),
+        `v${version}`,
+      ).toEqual([
+        [
+          [4, 0, -1n],
+          [0, 0, 10n],
+          [-1, 0, -1n],
+          [3, 0, 33n],
+        ],
+        [[0, 0, -1n]],
+      ]);
+    }
+  });
+
+  it('answers a group error in the top-level error code at every version from v2 to v7', async () => {
+    const { client } = await startServer();
+    const topics = [{ name: 'orders', partitionIndexes: [0] }];
+    for (let version = 2; version <= 7; version++) {
+      const response = await client.send(API_KEYS.OffsetFetch, version, { groupId: '', topics });
+      expect([response.errorCode, response.topics], `v${version}`).toEqual([
+        KAFKA_ERROR.INVALID_GROUP_ID,
+        [],
+      ]);
+    }
+  });
+
+  it('checks a v9 fetch naming a member with epoch -1 (STALE_MEMBER_EPOCH), or an epoch without a member id (UNKNOWN_MEMBER_ID): only null and -1 together pass unchecked, as in Kafka', async () => {
+    const { client } = await startServer();
+    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
+      groupId: 'c',
+      memberId: 'm',
+      memberEpoch: 0,
+      rebalanceTimeoutMs: 60_000,
+      subscribedTopicNames: ['orders'],
+      topicPartitions: [],
+    });
+    expect(joined.errorCode).toBe(0);
+    const fetch = async (memberId: string | null, memberEpoch: number) =>
+      (
+        await client.send(API_KEYS.OffsetFetch, 9, {
+          groups: [
+            {
+              groupId: 'c',
+              memberId,
+              memberEpoch,
+              topics: [{ name: 'orders', partitionIndexes: [0] }],
+            },
+          ],
+        })
+      ).groups[0]!.errorCode;
+    expect(await fetch(null, -1)).toBe(0);
+    expect(await fetch('m', -1)).toBe(KAFKA_ERROR.STALE_MEMBER_EPOCH);
+    expect(await fetch(null, joined.memberEpoch)).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
+  });
+
+  it('with require_stable and a commit in flight, answers the partitions the catalog lacks -1 without error, the others UNSTABLE_OFFSET_COMMIT', async () => {
+    const fs = new HeldDatasyncFileSystem();
+    const { t, client } = await startServer({ store: { fs } });
+    const reader = await RawKafkaClient.connect(t.server.port);
+    clients.push(reader);
+    fs.holding = true;
+    const commit = client.send(
+      API_KEYS.OffsetCommit,
+      9,
+      adminCommit('g', { orders: [{ partitionIndex: 0, committedOffset: 8n }] }),
+    );
+    await fs.heldCount(1);
+    const unstable = await reader.send(API_KEYS.OffsetFetch, 8, {
+      groups: [
+        {
+          groupId: 'g',
+          topics: [
+            { name: 'orders', partitionIndexes: [0, 9] },
+            { name: 'nope', partitionIndexes: [0] },
+          ],
+        },
+      ],
+      requireStable: true,
+    });
+    expect(
+      unstable.groups[0]!.topics.map((topic) => topic.partitions.map((p) => p.errorCode)),
+    ).toEqual([[KAFKA_ERROR.UNSTABLE_OFFSET_COMMIT, 0], [0]]);
+    fs.holding = false;
+    fs.releaseOne();
+    await commit;
+  });
+});
+
+describe('ListOffsets: partitions the catalog lacks', () => {
+  it('answers a negative partition of a known topic UNKNOWN_TOPIC_OR_PARTITION', async () => {
+    const { client } = await startServer();
+    const response = await client.send(API_KEYS.ListOffsets, 6, {
+      replicaId: -1,
+      topics: [
+        {
+          name: 'orders',
+          partitions: [
+            { partitionIndex: -1, timestamp: -1n },
+            { partitionIndex: 0, timestamp: -1n },
+          ],
+        },
+      ],
+    });
+    expect(response.topics[0]!.partitions.map((p) => [p.errorCode, p.offset])).toEqual([
+      [KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, -1n],
+      [0, 0n],
+    ]);
+  });
+});

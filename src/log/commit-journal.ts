@@ -41,21 +41,6 @@
  * (at least 64 KiB, a quarter of the file so far, at most 1 MiB), so most fdatasyncs overwrite
  * blocks already allocated and need no file-system journal commit.
  *
- * Recycled files: a retired file is not deleted but renamed `journal/<its sequence>.spare` (at most
- * SPARES_MAX of them), and the next file is that spare renamed to the new sequence's name: its
- * blocks are allocated already, so a busy journal writes no zeros after its first files (zeros cost
- * as much of the device as the rounds themselves: each byte is written twice). A recycled file holds
- * an earlier life's rounds past the ones written in this life. They are never read as this file's:
- * every round names its file's sequence (checked with the round), a file's sequences only increase
- * within a process, and spares are used only by the process that retired them (the first new file
- * of a process deletes every spare it finds, since a process numbers its files from 1 again after
- * a clean close). And each round written into a recycled file writes zeros over where the next
- * round's header will be, in the same write (the end marker), so that a read after the last round
- * finds zeros, as in a new file, and not stale bytes it would take for a round cut short. The end
- * marker is on the device once the round is: its fdatasync writes every page dirty at the time,
- * and that page holds the marker or, if already written, the next round's header. Spares are
- * deleted at a clean close, with the journal files.
- *
  * Round format (little endian):
  *
  * | offset | size | field                                                                 |
@@ -137,20 +122,12 @@ const ENTRY_HEADER_BYTES = 4;
 const MAGIC = 0x314a534f;
 /** A file is not grown past this (by default); the next round starts a new file. */
 export const JOURNAL_FILE_BYTES_MAX = 64 * 1024 * 1024;
-/** Retired files kept to be recycled (renamed to a new sequence) rather than deleted. */
-const SPARES_MAX = 1;
-const SPARE_SUFFIX = '.spare';
 /** Most bytes of batches in one round (a round takes at least one submission). */
 const ROUND_BYTES_MAX = 16 * 1024 * 1024;
 
 /** Name of the journal file of `sequence`. */
 export function journalFileName(sequence: number): string {
   return `${String(sequence).padStart(20, '0')}${JOURNAL_SUFFIX}`;
-}
-
-/** Whether `name` is a retired journal file kept to be recycled. */
-function isSpareFileName(name: string): boolean {
-  return /^\d{20}\.spare$/.test(name);
 }
 
 /** The sequence of a journal file's name, or undefined when it is not one. */
@@ -247,10 +224,8 @@ interface OpenFile {
   oddRounds: FileHandle;
   /** Where the next round starts. */
   position: number;
-  /** Bytes of the file on disk (rounds, then zeros, or an earlier life's bytes when recycled). */
+  /** Bytes of the file on disk (rounds, then zeros). */
   fileBytes: number;
-  /** A recycled file: past `position` lie an earlier life's bytes, so each round writes an end marker. */
-  recycled: boolean;
   round: number;
   /** The last round known durable (0 for none): recorded in each round written after it. */
   durableRound: number;
@@ -323,10 +298,6 @@ export class CommitJournal implements JournalPort {
   #file: OpenFile | undefined;
   /** Files written by this process and full: deleted once their buckets have synced. */
   #toRetire: OpenFile[] = [];
-  /** Paths of retired files of this process, kept to be recycled (oldest first). */
-  #spares: string[] = [];
-  /** An earlier process's spares were deleted (at this process's first new file). */
-  #sparesSwept = false;
   #retiring: Promise<void> | undefined;
   #queue: Submission[] = [];
   #flushing: Promise<void> | undefined;
@@ -596,9 +567,6 @@ export class CommitJournal implements JournalPort {
     heads.writeUInt32LE(checksum, 4);
     const start = file.position;
     const end = start + roundBytes;
-    // The end marker (see the module comment): zeros up to and over the next round's header.
-    const markerEnd = alignUp(end) + ROUND_HEADER_BYTES;
-    if (file.recycled && markerEnd <= file.fileBytes) buffers.push(zeroBytes(markerEnd - end));
     const preallocate =
       end > file.fileBytes && !file.preallocationRefused
         ? Math.min(alignUp(end + preallocationWanted(end)) - end, PREALLOCATE_BYTES_MAX)
@@ -645,16 +613,11 @@ export class CommitJournal implements JournalPort {
     }
     const sequence = this.#nextSequence++;
     const filePath = path.join(this.#dir, journalFileName(sequence));
-    const recycled = await this.#recycleSpare(filePath);
-    const handle = await this.#fs.open(filePath, recycled ? 'r+' : 'wx');
+    const handle = await this.#fs.open(filePath, 'wx');
     let oddRounds: FileHandle;
-    let fileBytes = 0;
     try {
-      // Also makes the spare's new name durable before any round in it is acknowledged: a power
-      // loss that undid the rename would leave the rounds under a name no open reads.
       await this.#fs.syncDir(this.#dir);
       oddRounds = await this.#fs.open(filePath, 'r+');
-      if (recycled) fileBytes = await handle.sizeBytes();
     } catch (error) {
       await handle.close().catch(() => {});
       throw error;
@@ -665,47 +628,12 @@ export class CommitJournal implements JournalPort {
       handle,
       oddRounds,
       position: 0,
-      fileBytes,
-      recycled,
+      fileBytes: 0,
       round: 0,
       durableRound: 0,
       previousFileRounds,
       buckets: new Set(),
     };
-  }
-
-  /**
-   * Renames a spare (a retired file of this process) to `filePath`; false when there is none (or
-   * the rename failed: the file is then created anew). The first call deletes the spares of an
-   * earlier process, whose rounds may name the sequences this process will use.
-   */
-  async #recycleSpare(filePath: string): Promise<boolean> {
-    if (!this.#sparesSwept) {
-      this.#sparesSwept = true;
-      for (const name of await this.#fs.readdir(this.#dir)) {
-        if (!isSpareFileName(name)) continue;
-        try {
-          await this.#fs.unlink(path.join(this.#dir, name));
-        } catch (error) {
-          // Read by no open; deleted by the next process's first new file, or at a clean close.
-          this.#onWarning(
-            `${path.join(this.#dir, name)}: deleting an earlier process's spare journal file failed: ${reasonOf(error)}`,
-          );
-        }
-      }
-    }
-    const spare = this.#spares.shift();
-    if (spare === undefined) return false;
-    try {
-      await this.#fs.rename(spare, filePath);
-      return true;
-    } catch (error) {
-      this.#onWarning(
-        `${spare}: recycling a spare journal file failed (a new file is created): ${reasonOf(error)}`,
-      );
-      await this.#fs.unlink(spare).catch(() => {});
-      return false;
-    }
   }
 
   /**
@@ -852,20 +780,10 @@ export class CommitJournal implements JournalPort {
         if (file.gone === true) continue;
         try {
           await this.checkDirectory?.();
-          if (this.#spares.length < SPARES_MAX && !this.#closed) {
-            // Its rounds are all in their logs now; no power loss that undoes the rename loses any.
-            const spare = path.join(
-              this.#dir,
-              `${journalFileName(file.sequence).slice(0, 20)}${SPARE_SUFFIX}`,
-            );
-            await this.#fs.rename(file.path, spare);
-            this.#spares.push(spare);
-          } else {
-            await this.#fs.unlink(file.path);
-          }
+          await this.#fs.unlink(file.path);
         } catch (error) {
           this.#onWarning(
-            `${file.path}: retiring a full journal file failed (it is replayed, harmlessly, by the next open): ${(error as Error).message}`,
+            `${file.path}: deleting a retired journal file failed: ${(error as Error).message}`,
           );
         }
       }
@@ -908,11 +826,9 @@ export class CommitJournal implements JournalPort {
       this.#onWarning(`${this.#dir}: journal files kept: ${(error as Error).message}`);
       return;
     }
-    // Spares too, this process's and any an earlier one left: a closed store keeps no space.
     const names = (await this.#fs.readdir(this.#dir)).filter(
-      (name) => parseJournalFileName(name) !== undefined || isSpareFileName(name),
+      (name) => parseJournalFileName(name) !== undefined,
     );
-    this.#spares = [];
     if (names.length === 0) return;
     for (const name of names) await this.#fs.unlink(path.join(this.#dir, name));
     // Durably: the next open numbers its files from 1 again, and a deleted file that came back

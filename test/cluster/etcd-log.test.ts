@@ -173,6 +173,39 @@ describe('etcd log', () => {
     await log.close();
   });
 
+  it('stops a log whose round landed unanswered while its node lost the bucket and claimed it again: the same node under a new epoch is another owner', async () => {
+    const keys = freshKeys();
+    const bucket = keys.bucket(0);
+    const first = await claimed(keys, 'n1');
+    let reclaim = false;
+    const txn: EtcdConnection['txn'] = async (request, what) => {
+      const res = await connection.txn(request, what);
+      if (reclaim) {
+        reclaim = false;
+        // The round is applied; before its answer arrives, n1's ownership goes (as when its lease
+        // expires) and n1 claims the bucket again, under epoch 2.
+        expect(await releaseBucket(connection, bucket, first)).toBe(true);
+        expect((await claimed(keys, 'n1')).epoch).toBe(2);
+        throw etcdError(new Error('deadline exceeded'), what);
+      }
+      return res;
+    };
+    const log = await EtcdLog.open({
+      connection: overrideConnection(connection, { txn }),
+      keys: bucket,
+      owner: first,
+    });
+    expect(await log.append(testBatch(0))).toBe(0);
+    reclaim = true;
+    // Landed under the epoch it was sent under: acknowledged, and then the log stops.
+    expect(await log.append(testBatch(1))).toBe(1);
+    expect(log.failed).toBe(true);
+    await expect(log.append(testBatch(2))).rejects.toSatisfy((e) =>
+      isOffsetStoreError(e, 'NOT_COORDINATOR'),
+    );
+    await log.close();
+  });
+
   it('refuses the queued appends of a log whose owner gives it up, and settles only the round in flight', async () => {
     const keys = freshKeys();
     const token = await claimed(keys, 'n1');

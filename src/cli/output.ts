@@ -126,23 +126,26 @@ const UNITS = ['KiB', 'MiB', 'GiB', 'TiB'];
 /** A byte count for humans: `512 B`, `1.5 KiB`, `12.3 MiB`. */
 export function formatBytes(bytes: number): string {
   if (Math.abs(bytes) < 1024) return `${bytes} B`;
+  const shown = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1));
   let value = bytes / 1024;
   let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < UNITS.length - 1) {
+  // On what is shown: 1023.96 KiB shows as 1.0 MiB, not 1024 KiB.
+  while (Math.abs(Number(shown(value))) >= 1024 && unit < UNITS.length - 1) {
     value /= 1024;
     unit++;
   }
-  return `${value >= 100 ? value.toFixed(0) : value.toFixed(1)} ${UNITS[unit]}`;
+  return `${shown(value)} ${UNITS[unit]}`;
 }
 
 /** A duration for humans: `0.42 ms`, `850 ms`, `1.24 s`, `45 s`, `2 min 03 s`. */
 export function formatDuration(ms: number): string {
   if (ms < 1) return `${ms.toFixed(2)} ms`;
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000)
+  // Each unit takes what rounds below its next one: 999.6 ms is 1.00 s, 59.999 s is 1 min 00 s.
+  if (Math.round(ms) < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 59_995)
     return Number.isInteger(ms / 1000) ? `${ms / 1000} s` : `${(ms / 1000).toFixed(2)} s`;
-  const minutes = Math.floor(ms / 60_000);
-  return `${minutes} min ${String(Math.round((ms - minutes * 60_000) / 1000)).padStart(2, '0')} s`;
+  const seconds = Math.round(ms / 1000);
+  return `${Math.floor(seconds / 60)} min ${String(seconds % 60).padStart(2, '0')} s`;
 }
 
 /** A count with thousands separators: `12,345`. */

@@ -217,6 +217,50 @@ describe('ScheduledBackups', () => {
   });
 });
 
+describe('ScheduledBackups on a full disk whose space is held elsewhere', () => {
+  it('stops removing backups once a removal freed no space: it removes one, not every one but the newest', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 4, 3, 0, 0));
+    const fs = new FaultyFileSystem();
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 2, clock, fs });
+    await store.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    const dir = path.join(tempDir(), 'backups');
+    const made: string[] = [];
+    const problems: string[] = [];
+    const schedule = new ScheduledBackups({
+      store,
+      dir,
+      everyMs: 0,
+      keep: 10,
+      clock,
+      fs,
+      onBackup: (report) => made.push(path.basename(report.dir)),
+      onProblem: (message) => problems.push(message),
+    });
+    const backup = async () => {
+      clock.advance(60_000);
+      await schedule.now();
+    };
+    try {
+      for (let i = 0; i < 4; i++) await backup();
+      expect(made).toHaveLength(4);
+      // Every write into the folder fails, and its free space reads 0 whatever is removed (a
+      // snapshot, or another process, holds the space).
+      fs.plan.folderBytesMax = { dir, bytes: 0 };
+      await backup();
+      expect(made).toHaveLength(4);
+      expect(problems).toEqual([
+        `the backup disk is full: removed ${made[0]}, the oldest backup of this store, to make room`,
+        expect.stringMatching(
+          /^backup failed: .*ENOSPC.*; the newest backup of this store, .*, is kept: removing a backup freed no space \(something else holds it\)$/,
+        ),
+      ]);
+      expect(readdirSync(dir).sort()).toEqual(made.slice(1));
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 function bytesUnder(dir: string): number {
   let total = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {

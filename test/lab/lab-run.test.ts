@@ -139,6 +139,11 @@ describe('a lab run', () => {
       ).toBe(true);
       expect(run.latency.idle.count).toBeGreaterThan(0);
       expect(run.latency.compacting.count).toBeGreaterThan(0);
+      // Positive when commits were slower with compaction running: the report's "+x%".
+      expect(run.latency.p99ChangePct).toBeCloseTo(
+        (run.latency.compacting.p99Ms / run.latency.idle.p99Ms - 1) * 100,
+        6,
+      );
       expect(run.windows.length).toBeGreaterThan(0);
       expect(run.totals.liveOffsets).toBe(2000);
     }

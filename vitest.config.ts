@@ -31,6 +31,7 @@ const SLOW = [
   'test/log/directory-lock.test.ts',
   'test/io/without-statx.test.ts',
   'test/io/syscall-faults.test.ts',
+  'test/io/sync-calls.test.ts',
   'test/kv/checkpoint-damage.test.ts',
   'test/kv/checkpoint-no-room.test.ts',
   'test/compaction/unprivileged-workers.test.ts',

@@ -21,6 +21,8 @@ describe('file identity where Node reads no birth time', () => {
     expect(birthTimeIsReal('linux', { birthtimeNs: 0n, ctimeNs: 17n })).toBe(true);
     expect(birthTimeIsReal('linux', { birthtimeNs: 17n, ctimeNs: 17n })).toBe(false);
     expect(birthTimeIsReal('linux', undefined)).toBe(false);
+    // A probe that reports neither a birth time nor a ctime tells nothing: not trusted.
+    expect(birthTimeIsReal('linux', { birthtimeNs: 0n, ctimeNs: 0n })).toBe(false);
     expect(birthTimeIsReal('darwin', undefined)).toBe(true);
     expect(birthTimeIsReal('aix', undefined)).toBe(false);
     const stats = { dev: 1n, ino: 2n, birthtimeNs: 3n };

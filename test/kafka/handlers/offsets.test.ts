@@ -46,6 +46,27 @@ async function startServer(
   return { t: running, client };
 }
 
+/**
+ * A server whose fdatasyncs are held, a second client to read with, and group g's admin commit of
+ * orders-0 at 8 sent and held in flight (`fs.releaseOne()` lets it land).
+ */
+async function commitHeldInFlight(
+  start: (options: TestServerOptions) => Promise<{ t: TestServer; client: RawKafkaClient }>,
+) {
+  const fs = new HeldDatasyncFileSystem();
+  const { t, client } = await start({ store: { fs } });
+  const reader = await RawKafkaClient.connect(t.server.port);
+  clients.push(reader);
+  fs.holding = true;
+  const commit = client.send(
+    API_KEYS.OffsetCommit,
+    9,
+    adminCommit('g', { orders: [{ partitionIndex: 0, committedOffset: 8n }] }),
+  );
+  await fs.heldCount(1);
+  return { fs, reader, commit };
+}
+
 afterEach(async () => {
   await Promise.all(clients.splice(0).map((c) => c.close()));
   await running?.close();
@@ -469,17 +490,7 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
   });
 
   it('with require_stable, answers UNSTABLE_OFFSET_COMMIT while a commit of the group is in flight, and the value once it is durable', async () => {
-    const fs = new HeldDatasyncFileSystem();
-    const { t, client } = await start({ store: { fs } });
-    const reader = await RawKafkaClient.connect(t.server.port);
-    clients.push(reader);
-    fs.holding = true;
-    const commit = client.send(
-      API_KEYS.OffsetCommit,
-      9,
-      adminCommit('g', { orders: [{ partitionIndex: 0, committedOffset: 8n }] }),
-    );
-    await fs.heldCount(1);
+    const { fs, reader, commit } = await commitHeldInFlight(start);
     const asked = {
       groups: [{ groupId: 'g', topics: [{ name: 'orders', partitionIndexes: [0, 1] }] }],
       requireStable: true,
@@ -693,17 +704,7 @@ describe('OffsetFetch: partitions, versions and members at their edges', () => {
   });
 
   it('with require_stable and a commit in flight, answers the partitions the catalog lacks -1 without error, the others UNSTABLE_OFFSET_COMMIT', async () => {
-    const fs = new HeldDatasyncFileSystem();
-    const { t, client } = await startServer({ store: { fs } });
-    const reader = await RawKafkaClient.connect(t.server.port);
-    clients.push(reader);
-    fs.holding = true;
-    const commit = client.send(
-      API_KEYS.OffsetCommit,
-      9,
-      adminCommit('g', { orders: [{ partitionIndex: 0, committedOffset: 8n }] }),
-    );
-    await fs.heldCount(1);
+    const { fs, reader, commit } = await commitHeldInFlight(startServer);
     const unstable = await reader.send(API_KEYS.OffsetFetch, 8, {
       groups: [
         {

@@ -3,10 +3,12 @@
  * known committed offsets spread over several segments, a store whose group has a member persisted
  * in its snapshot, and helpers to snapshot and damage segment files.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { beforeAll } from 'vitest';
 import * as path from 'node:path';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import { settleGroup } from '../support/settle-group.js';
+import { fileTempDir, tempDir } from '../support/temp-dir.js';
 
 /** Commit time of the seeded store's manual clock. */
 export const SEED_TIME_MS = 1_700_000_000_000;
@@ -104,4 +106,27 @@ export function segmentPaths(dir: string, bucket: number): string[] {
     .filter((n) => n.endsWith('.log'))
     .sort()
     .map((n) => path.join(bucketDir, n));
+}
+
+/**
+ * The stores a test file of the command line reads and copies: a seeded store and one with a live
+ * member, made once before the file's tests (beforeAll), and `copy()`, a fresh copy of the seeded
+ * one for a test to change.
+ */
+export function seededStores(): { seeded: string; withMember: string; copy: () => string } {
+  const stores = {
+    seeded: '',
+    withMember: '',
+    copy: (): string => {
+      const dir = tempDir('offset-store-cli-');
+      cpSync(stores.seeded, dir, { recursive: true });
+      return dir;
+    },
+  };
+  beforeAll(async () => {
+    stores.seeded = fileTempDir('offset-store-cli-');
+    stores.withMember = fileTempDir('offset-store-cli-');
+    await Promise.all([seedStore(stores.seeded), seedStoreWithMember(stores.withMember)]);
+  });
+  return stores;
 }

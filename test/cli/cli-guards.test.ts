@@ -6,7 +6,7 @@
  */
 import { cpSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   formatBytes,
   formatDuration,
@@ -14,20 +14,14 @@ import {
   printable,
 } from '../../src/cli/output.js';
 import { OffsetStore } from '../../src/index.js';
-import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
-import { fileTempDir, tempDir } from '../support/temp-dir.js';
+import { seededStores, snapshotFiles } from '../admin/admin-fixtures.js';
+import { tempDir } from '../support/temp-dir.js';
 import { runCliCaptured } from '../support/run-cli.js';
 
 const run = runCliCaptured;
 
-let seeded: string;
-let withMember: string;
-
-function copy(): string {
-  const dir = tempDir('offset-store-cli-');
-  cpSync(seeded, dir, { recursive: true });
-  return dir;
-}
+const stores = seededStores();
+const { copy } = stores;
 
 /** Runs the command line with `input` as stdin (a pipe that has ended). */
 async function runWithStdin(args: string[], input: string) {
@@ -41,12 +35,6 @@ async function runWithStdin(args: string[], input: string) {
     Object.defineProperty(process, 'stdin', saved);
   }
 }
-
-beforeAll(async () => {
-  seeded = fileTempDir('offset-store-cli-');
-  withMember = fileTempDir('offset-store-cli-');
-  await Promise.all([seedStore(seeded), seedStoreWithMember(withMember)]);
-});
 
 describe('bad usage is exit 2 and writes nothing', () => {
   it('refuses a negative offset, bucket or log offset where only >= 0 makes sense', async () => {
@@ -126,7 +114,7 @@ describe('bad usage is exit 2 and writes nothing', () => {
 
   it('refuses groups remove-members naming none of --all, --member, --instance, and removes no member', async () => {
     const dir = tempDir('offset-store-cli-');
-    cpSync(withMember, dir, { recursive: true });
+    cpSync(stores.withMember, dir, { recursive: true });
     expect(await run(['groups', 'remove-members', 'busy', '--dir', dir])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^error: give exactly one of --all, --member/),
@@ -143,7 +131,7 @@ describe('values at their limits are taken', () => {
       'reset',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--to-offset',
       '3',
       '--table',
@@ -173,7 +161,15 @@ describe('values at their limits are taken', () => {
 
 describe('output says no more than is true', () => {
   it('a dry run on a group without members warns of no members', async () => {
-    const dry = await run(['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', '0']);
+    const dry = await run([
+      'offsets',
+      'reset',
+      'orders',
+      '--dir',
+      stores.seeded,
+      '--to-offset',
+      '0',
+    ]);
     expect(dry.code).toBe(0);
     expect(dry.stdout).toMatch(/^Dry run: reset group orders /);
     expect(dry.stderr).toBe('');
@@ -185,7 +181,7 @@ describe('output says no more than is true', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       '{"1:0": 1000, "1:1": 1001}',
     ]);

@@ -6,7 +6,7 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
 import {
   formatBytes,
@@ -21,27 +21,15 @@ import { DEMO_MARKER_TEXT, prepareDemoDir } from '../../src/cli/demo/demo-scenar
 import { OffsetStore } from '../../src/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
 import { JOURNAL_DIR, encodeManifest, type StoreManifest } from '../../src/log/index.js';
-import { seedStore, seedStoreWithMember, snapshotFiles } from '../admin/admin-fixtures.js';
+import { seedStore, seededStores, snapshotFiles } from '../admin/admin-fixtures.js';
 import { writeTwoFullJournalFiles } from '../support/journal-fixtures.js';
-import { fileTempDir, tempDir } from '../support/temp-dir.js';
+import { tempDir } from '../support/temp-dir.js';
 import { runCliCaptured } from '../support/run-cli.js';
 
 const run = runCliCaptured;
 
-let seeded: string;
-let withMember: string;
-
-function copy(): string {
-  const dir = tempDir('offset-store-cli-');
-  cpSync(seeded, dir, { recursive: true });
-  return dir;
-}
-
-beforeAll(async () => {
-  seeded = fileTempDir('offset-store-cli-');
-  withMember = fileTempDir('offset-store-cli-');
-  await Promise.all([seedStore(seeded), seedStoreWithMember(withMember)]);
-});
+const stores = seededStores();
+const { copy } = stores;
 
 describe('offset-store dispatcher', () => {
   it('prints help for every command, with its options and examples', async () => {
@@ -67,7 +55,15 @@ describe('offset-store dispatcher', () => {
       stdout: `${JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../../package.json'), 'utf8')).version}\n`,
       stderr: '',
     });
-    const typo = await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-edn', '{}']);
+    const typo = await run([
+      'groups',
+      'describe',
+      'orders',
+      '--dir',
+      stores.seeded,
+      '--log-edn',
+      '{}',
+    ]);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toMatch(/^error: unknown option --log-edn\. Did you mean --log-end\?\n/);
     // An option of one value given twice is pointed out, not settled silently by the last one.
@@ -76,7 +72,7 @@ describe('offset-store dispatcher', () => {
       'reset',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--to-offset',
       '5',
       '--to-offset',
@@ -90,10 +86,17 @@ describe('offset-store dispatcher', () => {
     expect(twice.code).toBe(2);
     // A bucket id past an int32 is bad usage in a dry run too, not only once --execute commits it.
     const wide = await run(
-      ['offsets', 'reset', 'orders', '--dir', seeded, '--to-offset', '3', '--table', '1'].concat([
-        '--bucket',
-        '2147483648',
-      ]),
+      [
+        'offsets',
+        'reset',
+        'orders',
+        '--dir',
+        stores.seeded,
+        '--to-offset',
+        '3',
+        '--table',
+        '1',
+      ].concat(['--bucket', '2147483648']),
     );
     expect(wide).toMatchObject({
       code: 2,
@@ -105,7 +108,7 @@ describe('offset-store dispatcher', () => {
       'reset',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--from-file',
       '/dev/zero',
     ]);
@@ -121,7 +124,7 @@ describe('offset-store dispatcher', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       '{"1:0": 5',
     ]);
@@ -130,7 +133,7 @@ describe('offset-store dispatcher', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       '{"one:0": 5}',
     ]);
@@ -139,7 +142,7 @@ describe('offset-store dispatcher', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       '{"1:0": -5}',
     ]);
@@ -196,7 +199,7 @@ describe('offset-store dispatcher', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       '{"1:0": 900, "1:1": 2000}',
     ]);
@@ -232,7 +235,7 @@ describe('offset-store dispatcher', () => {
       code: 2,
       stderr: expect.stringMatching(/^error: no command given\n/),
     });
-    expect(await run(['frobnicate', '--dir', seeded])).toMatchObject({
+    expect(await run(['frobnicate', '--dir', stores.seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^error: unknown command "frobnicate"/),
     });
@@ -240,15 +243,15 @@ describe('offset-store dispatcher', () => {
       code: 2,
       stderr: expect.stringMatching(/^error: --dir <path> is required\n/),
     });
-    expect(await run(['groups', 'list', '--dir', seeded, '--bogus'])).toMatchObject({
+    expect(await run(['groups', 'list', '--dir', stores.seeded, '--bogus'])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^error: unknown option --bogus\.\n/),
     });
-    expect(await run(['groups', 'describe', '--dir', seeded])).toMatchObject({
+    expect(await run(['groups', 'describe', '--dir', stores.seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^error: missing <groupId>/),
     });
-    expect(await run(['offsets', 'reset', 'orders', '--dir', seeded])).toMatchObject({
+    expect(await run(['offsets', 'reset', 'orders', '--dir', stores.seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/exactly one of --to-offset/),
     });
@@ -258,19 +261,19 @@ describe('offset-store dispatcher', () => {
         'reset',
         'orders',
         '--dir',
-        seeded,
+        stores.seeded,
         '--to-offset',
         '1',
         '--dry-run',
         '--execute',
       ]),
     ).toMatchObject({ code: 2 });
-    expect(await run(['offsets', 'delete', 'orders', '--dir', seeded])).toMatchObject({
+    expect(await run(['offsets', 'delete', 'orders', '--dir', stores.seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/either --table .* or --all/),
     });
     expect(
-      await run(['groups', 'describe', 'orders', '--dir', seeded, '--log-end', '{"1:0": ']),
+      await run(['groups', 'describe', 'orders', '--dir', stores.seeded, '--log-end', '{"1:0": ']),
     ).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^error: --log-end is not valid JSON/),
@@ -282,7 +285,7 @@ describe('offset-store dispatcher', () => {
         'reset',
         'orders',
         '--dir',
-        seeded,
+        stores.seeded,
         '--from-file',
         '{"2:7:0": 5, "2:7:\\u0030": 7}',
         '--dry-run',
@@ -293,11 +296,11 @@ describe('offset-store dispatcher', () => {
         /^error: --from-file names the key "2:7:0" twice in one object/,
       ),
     });
-    expect(await run(['log', 'dump', '--dir', seeded])).toMatchObject({
+    expect(await run(['log', 'dump', '--dir', stores.seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/--bucket <n> is required/),
     });
-    expect(await run(['compact', '--dir', seeded, '--strategy', 'vacuum'])).toMatchObject({
+    expect(await run(['compact', '--dir', stores.seeded, '--strategy', 'vacuum'])).toMatchObject({
       code: 2,
     });
   });
@@ -350,7 +353,7 @@ describe('offset-store dispatcher', () => {
 
   it('takes negative numbers as option values without `=`, and options before the command words', async () => {
     const dir = tempDir('offset-store-cli-');
-    cpSync(seeded, dir, { recursive: true });
+    cpSync(stores.seeded, dir, { recursive: true });
     const plan = await run([
       '--dir',
       dir,
@@ -430,7 +433,7 @@ describe('offset-store dispatcher', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       '{"1:0": -1}',
     ]);
@@ -458,7 +461,7 @@ describe('command output (in-process)', () => {
       'describe',
       'orders',
       '--dir',
-      seeded,
+      stores.seeded,
       '--log-end',
       logEndFile,
     ]);
@@ -471,7 +474,7 @@ describe('command output (in-process)', () => {
       /\n\s+1\s+-\s+0\s+1000\s+1100\s+100\s+-\s+2023-11-14 22:13:20Z\s+-\s+host-a\n/,
     );
     expect(orders.stdout).toMatch(/\n\s+2\s+7\s+0\s+42\s+50\s+8\s/);
-    const busy = await run(['groups', 'describe', 'busy', '--dir', withMember]);
+    const busy = await run(['groups', 'describe', 'busy', '--dir', stores.withMember]);
     expect(busy.stdout).toMatch(/state {11}Stable\n/);
     expect(busy.stdout).toMatch(
       /MEMBER-ID\s+INSTANCE-ID\s+EPOCH\s+STATE\s+SESSION\s+TABLES\s+ASSIGNMENT\s+PENDING-REVOCATION\n\S+\s+-\s+\d+\s+\S+\s+1 min 00 s\s+1\s+1:0 1:1 1:2 1:3\s+-\n/,
@@ -562,7 +565,7 @@ describe('command output (in-process)', () => {
       'reset',
       'busy',
       '--dir',
-      withMember,
+      stores.withMember,
       '--to-offset',
       '0',
     ]);
@@ -570,7 +573,16 @@ describe('command output (in-process)', () => {
       'warning: group busy has 1 member(s): --execute is refused with NON_EMPTY_GROUP until they leave\n',
     );
     expect(
-      await run(['offsets', 'reset', 'busy', '--dir', withMember, '--to-offset', '0', '--execute']),
+      await run([
+        'offsets',
+        'reset',
+        'busy',
+        '--dir',
+        stores.withMember,
+        '--to-offset',
+        '0',
+        '--execute',
+      ]),
     ).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error: NON_EMPTY_GROUP: /) });
   });
 
@@ -603,7 +615,7 @@ describe('command output (in-process)', () => {
   });
 
   it('log dump: the human lines follow the JSON entries one for one', async () => {
-    const args = ['log', 'dump', '--dir', seeded, '--bucket', '0', '--records'];
+    const args = ['log', 'dump', '--dir', stores.seeded, '--bucket', '0', '--records'];
     const [human, machine] = [await run(args), await run([...args, '--json'])];
     const entries = machine.stdout
       .trim()
@@ -615,7 +627,7 @@ describe('command output (in-process)', () => {
       const line = lines[i]!;
       if (entry.kind === 'segment')
         expect(line).toBe(
-          `segment ${path.relative(seeded, entry.file)} baseOffset=${entry.baseOffset} size=${formatBytes(entry.sizeBytes)}`,
+          `segment ${path.relative(stores.seeded, entry.file)} baseOffset=${entry.baseOffset} size=${formatBytes(entry.sizeBytes)}`,
         );
       if (entry.kind === 'batch')
         expect(line).toMatch(

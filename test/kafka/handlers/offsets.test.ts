@@ -441,7 +441,7 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
     ).toBe(24);
   });
 
-  it("checks v9's member id and epoch in a consumer-protocol group, as Kafka does: another epoch is STALE_MEMBER_EPOCH, a stranger UNKNOWN_MEMBER_ID, an admin's fetch (null, -1) passes", async () => {
+  it("checks v9's member id and epoch in a consumer-protocol group, as Kafka does: another epoch (or -1 with a member id) is STALE_MEMBER_EPOCH, a stranger (or an epoch without a member id) UNKNOWN_MEMBER_ID, only an admin's fetch (null, -1) passes", async () => {
     const { t, client } = await start();
     const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
       groupId: 'c',
@@ -477,6 +477,13 @@ describe.each(SERVERS)('OffsetCommit and OffsetFetch ($path)', ({ server }) => {
       null,
     ]);
     expect(await fetch('c', 'stranger', joined.memberEpoch)).toEqual([
+      KAFKA_ERROR.UNKNOWN_MEMBER_ID,
+      null,
+    ]);
+    // Only a null member id and epoch -1 together pass unchecked: a member with -1 is checked, and
+    // so is an epoch without a member id.
+    expect(await fetch('c', 'm', -1)).toEqual([KAFKA_ERROR.STALE_MEMBER_EPOCH, null]);
+    expect(await fetch('c', null, joined.memberEpoch)).toEqual([
       KAFKA_ERROR.UNKNOWN_MEMBER_ID,
       null,
     ]);
@@ -672,35 +679,6 @@ describe('OffsetFetch: partitions, versions and members at their edges', () => {
         [],
       ]);
     }
-  });
-
-  it('checks a v9 fetch naming a member with epoch -1 (STALE_MEMBER_EPOCH), or an epoch without a member id (UNKNOWN_MEMBER_ID): only null and -1 together pass unchecked, as in Kafka', async () => {
-    const { client } = await startServer();
-    const joined = await client.send(API_KEYS.ConsumerGroupHeartbeat, 1, {
-      groupId: 'c',
-      memberId: 'm',
-      memberEpoch: 0,
-      rebalanceTimeoutMs: 60_000,
-      subscribedTopicNames: ['orders'],
-      topicPartitions: [],
-    });
-    expect(joined.errorCode).toBe(0);
-    const fetch = async (memberId: string | null, memberEpoch: number) =>
-      (
-        await client.send(API_KEYS.OffsetFetch, 9, {
-          groups: [
-            {
-              groupId: 'c',
-              memberId,
-              memberEpoch,
-              topics: [{ name: 'orders', partitionIndexes: [0] }],
-            },
-          ],
-        })
-      ).groups[0]!.errorCode;
-    expect(await fetch(null, -1)).toBe(0);
-    expect(await fetch('m', -1)).toBe(KAFKA_ERROR.STALE_MEMBER_EPOCH);
-    expect(await fetch(null, joined.memberEpoch)).toBe(KAFKA_ERROR.UNKNOWN_MEMBER_ID);
   });
 
   it('with require_stable and a commit in flight, answers the partitions the catalog lacks -1 without error, the others UNSTABLE_OFFSET_COMMIT', async () => {

@@ -840,6 +840,20 @@ function readableNodes(
   return nodes.sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
 }
 
+/** Whether `address` is one a node can register: a host name and a port number. */
+function isAddress(address: {
+  host?: unknown;
+  port?: unknown;
+}): address is { host: string; port: number } {
+  const { host, port } = address;
+  return (
+    typeof host === 'string' &&
+    Number.isInteger(port) &&
+    (port as number) >= 0 &&
+    (port as number) <= 65_535
+  );
+}
+
 function parseNodeInfo(text: string): NodeInfo | undefined {
   let parsed: unknown;
   try {
@@ -850,28 +864,21 @@ function parseNodeInfo(text: string): NodeInfo | undefined {
   const { nodeId, brokerId, host, port, listeners } = (parsed ?? {}) as Partial<
     Record<keyof NodeInfo, unknown>
   >;
+  const address = { host, port };
   if (
     typeof nodeId !== 'string' ||
     nodeId.length === 0 ||
     !Number.isSafeInteger(brokerId) ||
-    typeof host !== 'string' ||
-    !Number.isInteger(port) ||
-    (port as number) < 0 ||
-    (port as number) > 65_535
+    !isAddress(address)
   )
     return undefined;
-  const info: NodeInfo = { nodeId, brokerId: brokerId as number, host, port: port as number };
+  const info: NodeInfo = { nodeId, brokerId: brokerId as number, ...address };
   if (listeners !== null && typeof listeners === 'object' && !Array.isArray(listeners)) {
     const byName: Record<string, { host: string; port: number }> = {};
-    for (const [name, address] of Object.entries(listeners as Record<string, unknown>)) {
-      const { host: h, port: p } = (address ?? {}) as { host?: unknown; port?: unknown };
-      if (
-        typeof h === 'string' &&
-        Number.isInteger(p) &&
-        (p as number) >= 0 &&
-        (p as number) <= 65_535
-      )
-        byName[name] = { host: h, port: p as number };
+    for (const [name, each] of Object.entries(listeners as Record<string, unknown>)) {
+      const { host: onHost, port: onPort } = (each ?? {}) as { host?: unknown; port?: unknown };
+      const on = { host: onHost, port: onPort };
+      if (isAddress(on)) byName[name] = on;
     }
     info.listeners = byName;
   }

@@ -8,6 +8,7 @@ import {
   rendezvousOwner,
   startClusterServer,
   type ClusterServer,
+  type ClusterServerOptions,
 } from '../../src/cluster/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../src/kafka/protocol/index.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
@@ -25,25 +26,46 @@ async function waitServing(server: ClusterServer, buckets: number): Promise<void
   expect(server.node.ownedBuckets().length).toBe(buckets);
 }
 
+/** An etcd of one member, stopped after the test. */
+async function startEtcd(): Promise<EtcdCluster> {
+  const etcd = await EtcdCluster.start({ members: 1 });
+  cleanups.push(() => etcd.stop());
+  return etcd;
+}
+
+/**
+ * A node of a cluster on `etcd` serving topic `orders` (one partition), warnings silenced: `options`
+ * add its address (or listeners) and what the test is about.
+ */
+function startNode(
+  etcd: EtcdCluster,
+  nodeId: string,
+  brokerId: number,
+  options: Partial<ClusterServerOptions>,
+): Promise<ClusterServer> {
+  return startClusterServer({
+    dir: tempDir(),
+    etcdEndpoints: etcd.endpoints,
+    nodeId,
+    brokerId,
+    topics: [{ name: 'orders', partitions: 1 }],
+    onWarning: () => {},
+    ...options,
+  });
+}
+
 describe('a cluster node', () => {
   it('ListGroups is never answered NOT_COORDINATOR (a broker-wide request; Java admin fails listConsumerGroups on it): not while the lease is unconfirmed either', async () => {
-    const etcd = await EtcdCluster.start({ members: 1 });
-    cleanups.push(() => etcd.stop());
+    const etcd = await startEtcd();
     const [member] = etcd.memberNames;
     cleanups.push(async () => etcd.kill(member!, 'SIGCONT'));
-    const server = await startClusterServer({
-      dir: tempDir(),
-      etcdEndpoints: etcd.endpoints,
-      nodeId: 'n1',
-      brokerId: 1,
+    const server = await startNode(etcd, 'n1', 1, {
       bucketCount: 4,
       leaseTtlSeconds: 3,
       callTimeoutMs: 500,
       port: 0,
       host: '127.0.0.1',
-      topics: [{ name: 'orders', partitions: 1 }],
       autoCreateTopics: false,
-      onWarning: () => {},
     });
     cleanups.push(() => server.close());
     await waitServing(server, 4);
@@ -76,21 +98,14 @@ describe('a cluster node', () => {
   });
 
   it('FindCoordinator and Metadata answer a client on a second listener with the addresses of that listener, as a single node does', async () => {
-    const etcd = await EtcdCluster.start({ members: 1 });
-    cleanups.push(() => etcd.stop());
-    const server = await startClusterServer({
-      dir: tempDir(),
-      etcdEndpoints: etcd.endpoints,
-      nodeId: 'n1',
-      brokerId: 1,
+    const etcd = await startEtcd();
+    const server = await startNode(etcd, 'n1', 1, {
       bucketCount: 4,
       listeners: [
         { name: 'INTERNAL', securityProtocol: 'PLAINTEXT', host: '127.0.0.1', port: 0 },
         { name: 'EXTERNAL', securityProtocol: 'PLAINTEXT', host: '127.0.0.1', port: 0 },
       ],
-      topics: [{ name: 'orders', partitions: 1 }],
       autoCreateTopics: false,
-      onWarning: () => {},
     });
     cleanups.push(() => server.close());
     await waitServing(server, 4);
@@ -111,14 +126,9 @@ describe('a cluster node', () => {
   });
 
   it('a node forgets the consumer-group members of a bucket it gave up: their notes do not fill its member directory for good and refuse the members of the groups it still serves', async () => {
-    const etcd = await EtcdCluster.start({ members: 1 });
-    cleanups.push(() => etcd.stop());
+    const etcd = await startEtcd();
     const start = (nodeId: string, brokerId: number) =>
-      startClusterServer({
-        dir: tempDir(),
-        etcdEndpoints: etcd.endpoints,
-        nodeId,
-        brokerId,
+      startNode(etcd, nodeId, brokerId, {
         bucketCount: 4,
         leaseTtlSeconds: 2,
         port: 0,
@@ -126,7 +136,6 @@ describe('a cluster node', () => {
         topics: [{ name: 'orders', partitions: 4 }],
         autoCreateTopics: false,
         membersNotedMax: 3,
-        onWarning: () => {},
       });
     const a = await start('n1', 1);
     cleanups.push(() => a.close());
@@ -191,20 +200,14 @@ describe('a cluster node', () => {
   });
 
   it('with the default auto-create, a client asking one node for a topic cannot make an acknowledged commit of another topic disappear when its bucket moves', async () => {
-    const etcd = await EtcdCluster.start({ members: 1 });
-    cleanups.push(() => etcd.stop());
+    const etcd = await startEtcd();
+    // autoCreateTopics left to the cluster's default.
     const start = (nodeId: string, brokerId: number) =>
-      startClusterServer({
-        dir: tempDir(),
-        etcdEndpoints: etcd.endpoints,
-        nodeId,
-        brokerId,
+      startNode(etcd, nodeId, brokerId, {
         bucketCount: 1,
         leaseTtlSeconds: 2,
         port: 0,
         host: '127.0.0.1',
-        topics: [{ name: 'orders', partitions: 1 }],
-        onWarning: () => {},
       });
     const a = await start('n1', 1);
     const b = await start('n2', 2);

@@ -5,6 +5,7 @@
  * | key | value | lease |
  * |---|---|---|
  * | `<prefix>config` | JSON `{ bucketCount }`, written once by the first node | none |
+ * | `<prefix>topics` | the cluster's topic catalog, in the catalog file's format (cluster-topics.ts) | none |
  * | `<prefix>nodes/<nodeId>` | JSON NodeInfo: the node's Kafka id and address | the node's |
  * | `<prefix>owners/<nnnnn>` | JSON `{ nodeId, epoch }`: the bucket's fencing token | the owner's |
  * | `<prefix>buckets/<nnnnn>/epoch` | the last coordinator epoch given out (decimal) | none |
@@ -47,6 +48,11 @@ export class ClusterKeys {
   /** The cluster's fixed configuration. */
   get config(): string {
     return `${this.prefix}config`;
+  }
+
+  /** The cluster's topic catalog. */
+  get topics(): string {
+    return `${this.prefix}topics`;
   }
 
   /** Prefix of every node's registration. */

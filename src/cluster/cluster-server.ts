@@ -5,6 +5,10 @@
  * cluster, and a ClusterNode that publishes the server's advertised address and hosts the buckets
  * it comes to own.
  *
+ * Topics: the server's catalog is made a copy of the cluster's catalog in etcd at start, with this
+ * node's `topics` added to it (cluster-topics.ts), and takes what other nodes add later from a look
+ * at it every second.
+ *
  * Order: the server binds first (its advertised address is what the node publishes), then the node
  * joins. Closing goes the other way: the node gives its buckets up (so successors need not wait for
  * its lease), then the server closes with the store.
@@ -13,13 +17,18 @@ import { startKafkaServer, type KafkaServer, type KafkaServerOptions } from '../
 import { OffsetStore } from '../store.js';
 import { ClusterKeys } from './cluster-keys.js';
 import { ClusterNode, checkNodeOptions, configuredBucketCount } from './cluster-node.js';
+import { ClusterTopicsWatch, joinClusterTopics } from './cluster-topics.js';
 import { EtcdConnection } from './etcd-connection.js';
+import { warningsTo } from '../store-options.js';
+
+/** How often a node looks at the cluster's topic catalog for what other nodes added. */
+const TOPICS_LOOK_INTERVAL_MS = 1000;
 import { NodeClusterView } from './node-cluster-view.js';
 
 /** Options of a cluster node's server. */
 export interface ClusterServerOptions extends Omit<
   KafkaServerOptions,
-  'store' | 'clusterView' | 'nodeId'
+  'store' | 'clusterView' | 'nodeId' | 'topicAuthority'
 > {
   /** The node's local directory (lock, manifest, topic catalog). */
   dir: string;
@@ -40,8 +49,9 @@ export interface ClusterServerOptions extends Omit<
   /** Deadline of every etcd call, ms; default 2000. */
   callTimeoutMs?: number;
   /**
-   * Default false here: each node keeps its own topic catalog, so a topic created on one node alone
-   * would take a table id another node gives a different topic (docs/cluster.md, "Topics").
+   * Default false here: a topic created on a client's request would be this node's alone, outside
+   * the cluster's catalog, and could take a table id the cluster gives a different topic
+   * (docs/cluster.md, "Topics"). Set it only for a cluster of one node.
    */
   autoCreateTopics?: boolean;
 }
@@ -79,25 +89,58 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
     bucketCount: bucketCount ?? existing ?? 16,
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
   });
+  const onWarning = warningsTo(options.onWarning);
+  const keys = new ClusterKeys(prefix);
+  const topicsConnection = new EtcdConnection({ endpoints: etcdEndpoints, callTimeoutMs });
+  let topicsWatch: ClusterTopicsWatch | undefined;
   let view: NodeClusterView | undefined;
   let server: KafkaServer;
   try {
     server = await startKafkaServer({
       ...serverOptions,
-      // Per-node catalogs (docs/cluster.md): auto-created topics would take different table ids
-      // on different nodes, so it is off unless asked for.
+      // A topic a client's request created would be this node's alone (the cluster's catalog takes
+      // a node's topics when it starts), with a table id another node may give another topic.
       autoCreateTopics: serverOptions.autoCreateTopics ?? false,
       store,
       nodeId: brokerId,
+      topicAuthority: async (catalog, { wanted, topicsMax }) => {
+        const cluster = await joinClusterTopics({
+          connection: topicsConnection,
+          keys,
+          local: {
+            content: { clusterId: catalog.clusterId, topics: catalog.topics() },
+            path: catalog.filePath,
+          },
+          wanted,
+          topicsMax,
+          nowMs: () => Date.now(),
+        });
+        const refused = await catalog.adopt(cluster);
+        // The join checked the node's catalog against the cluster's: a refusal here is a bug.
+        if (refused.length > 0) throw refused[0];
+        topicsWatch = new ClusterTopicsWatch({
+          connection: topicsConnection,
+          keys,
+          catalog,
+          intervalMs: TOPICS_LOOK_INTERVAL_MS,
+          onWarning,
+        });
+      },
       clusterView: (self, listeners) => {
         view = new NodeClusterView(self, store, listeners);
         return view;
       },
     });
   } catch (error) {
+    topicsConnection.close();
     await store.close();
     throw error;
   }
+  topicsWatch!.start();
+  const closeTopics = async () => {
+    await topicsWatch!.close();
+    topicsConnection.close();
+  };
   let node: ClusterNode;
   try {
     const [host, port] = splitAddress(server.brokers[0]!);
@@ -124,6 +167,7 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
       },
     });
   } catch (error) {
+    await closeTopics();
     await server.close({ closeStore: true });
     throw error;
   }
@@ -134,6 +178,7 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
     store,
     close: async () => {
       await node.close();
+      await closeTopics();
       await server.close({ closeStore: true });
     },
   };

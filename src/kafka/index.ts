@@ -45,5 +45,16 @@ export {
   type SecurityStats,
   type UserListing,
 } from './security/index.js';
-export { CATALOG_FILE, type TopicEntry } from './catalog/index.js';
+export {
+  CATALOG_FILE,
+  PARTITION_COUNT_MAX,
+  collisionKey,
+  decodeCatalog,
+  encodeCatalog,
+  topicNameProblem,
+  type CatalogContent,
+  type TopicCatalog,
+  type TopicCatalogError,
+  type TopicEntry,
+} from './catalog/index.js';
 export type { BrokerEndpoint, ClusterView } from './handlers/index.js';

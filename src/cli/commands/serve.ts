@@ -244,9 +244,9 @@ export const serve: Command = {
     if (cluster !== undefined) {
       const node = await startClusterServer({
         ...serverOptions,
-        // Topics are per node (docs/cluster.md): a topic one client's Metadata creates on one node
-        // alone takes a table id another node gives the next topic, and the offsets of that topic
-        // then read as the first one's wherever the bucket moves. Only the --topic list is served.
+        // A topic one client's Metadata created would be this node's alone, outside the cluster's
+        // catalog, under a table id the cluster may give another topic (docs/cluster.md, "Topics").
+        // The cluster's topics and this node's --topic list are served.
         autoCreateTopics: false,
         ...cluster,
         dir: context.dir,

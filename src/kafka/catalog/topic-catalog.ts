@@ -20,7 +20,12 @@
  * - table ids are never reused: a new topic takes one more than the highest id in the catalog
  *   and than the highest table id the store holds offsets of (`highestTableIdInUse`, asked once,
  *   before the first topic is created), starting at 1: a catalog file lost or restored from an
- *   older copy must not give a new topic the table, and so the committed offsets, of an old one.
+ *   older copy must not give a new topic the table, and so the committed offsets, of an old one;
+ * - `adopt` makes the catalog a copy of an authority's (a cluster's catalog in etcd) for the topics
+ *   that one names, through the same rounds: its cluster id, and each topic's table, topic id and
+ *   partition count (never fewer partitions than the catalog has); a topic it names under another
+ *   table than the catalog does, or under a table another topic holds here, is refused and left as
+ *   it is, with the rest adopted.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import * as path from 'node:path';
@@ -40,7 +45,7 @@ import { collisionKey, topicNameProblem } from './topic-name.js';
 
 /** Why the catalog refused a change. */
 export type TopicRefusal =
-  'invalid-name' | 'collision' | 'partitions' | 'topics-max' | 'shrink' | 'failed';
+  'invalid-name' | 'collision' | 'partitions' | 'topics-max' | 'shrink' | 'failed' | 'conflict';
 
 /** A change the catalog refused; `refusal` says why, so a Kafka handler can pick the error code. */
 export class TopicCatalogError extends OffsetStoreError {
@@ -81,7 +86,7 @@ export interface TopicCatalogOptions {
 export class TopicCatalog {
   readonly #options: TopicCatalogOptions;
   readonly #filePath: string;
-  readonly #clusterId: string;
+  #clusterId: string;
   #topics: readonly TopicEntry[];
   readonly #byName = new Map<string, TopicEntry>();
   readonly #byTopicId = new Map<string, TopicEntry>();
@@ -204,6 +209,17 @@ export class TopicCatalog {
     return this.#change(name, partitions, true);
   }
 
+  /**
+   * Takes `authority`'s cluster id and topics (see the module comment). Resolves with the topics it
+   * could not take (each with the refusal), once the rest are durable and visible.
+   */
+  adopt(authority: CatalogContent): Promise<readonly TopicCatalogError[]> {
+    return new Promise<readonly TopicCatalogError[]>((resolve, reject) => {
+      this.#pending.push({ adopt: authority, resolve, reject });
+      this.#writing ??= this.#writeRounds();
+    });
+  }
+
   /** Resolves once every change requested so far has settled. */
   async idle(): Promise<void> {
     while (this.#writing !== undefined) await this.#writing;
@@ -211,7 +227,7 @@ export class TopicCatalog {
 
   #change(name: string, partitions: number, grow: boolean): Promise<TopicEntry> {
     return new Promise<TopicEntry>((resolve, reject) => {
-      this.#pending.push({ name, partitions, grow, resolve, reject });
+      this.#pending.push({ change: { name, partitions, grow }, resolve, reject });
       this.#writing ??= this.#writeRounds();
     });
   }
@@ -244,7 +260,10 @@ export class TopicCatalog {
     }
     // Asked only for a round that may create a topic: growing or naming existing ones takes no new
     // table id, and must not wait for (or fail with) a store that cannot tell.
-    if (!this.#inUseChecked && round.some((change) => !this.#byName.has(change.name))) {
+    if (
+      !this.#inUseChecked &&
+      round.some((each) => each.change !== undefined && !this.#byName.has(each.change.name))
+    ) {
       const inUse = (await this.#options.highestTableIdInUse?.()) ?? 0;
       this.#inUseChecked = true;
       if (inUse >= this.#nextTableId) {
@@ -259,15 +278,18 @@ export class TopicCatalog {
       collisions: new Set(),
       nextTableId: this.#nextTableId,
       size: this.#topics.length,
+      clusterId: this.#clusterId,
     };
-    const outcomes = round.map((change) => {
+    const outcomes = round.map((each): TopicEntry | TopicCatalogError[] | Error => {
       try {
-        return this.#plan(draft, change);
+        return each.change !== undefined
+          ? this.#plan(draft, each.change)
+          : this.#planAdoption(draft, each.adopt);
       } catch (error) {
         return error as Error;
       }
     });
-    if (draft.changed.size > 0) {
+    if (draft.changed.size > 0 || draft.clusterId !== this.#clusterId) {
       const byName = new Map(this.#topics.map((t) => [t.name, t]));
       for (const [name, entry] of draft.changed) byName.set(name, entry);
       const topics = [...byName.values()].sort((a, b) =>
@@ -278,7 +300,7 @@ export class TopicCatalog {
         await writeDurably(
           this.#options.fs,
           this.#filePath,
-          encodeCatalog({ clusterId: this.#clusterId, topics }),
+          encodeCatalog({ clusterId: draft.clusterId, topics }),
         );
       } catch (error) {
         this.#failure = error;
@@ -288,28 +310,83 @@ export class TopicCatalog {
           `${this.#filePath}: writing the catalog failed (${(error as Error).message}); topics cannot change until the server restarts`,
           error,
         );
-        round.forEach((change, i) => {
+        round.forEach((each, i) => {
           const outcome = outcomes[i]!;
-          if (outcome instanceof Error) change.reject(outcome);
-          else if (draft.changed.has(change.name)) change.reject(failed);
-          else change.resolve(outcome);
+          if (outcome instanceof Error) each.reject(outcome);
+          else if (each.change === undefined || draft.changed.has(each.change.name))
+            each.reject(failed);
+          else each.resolve(outcome as never);
         });
         return;
       }
       this.#topics = topics;
+      this.#clusterId = draft.clusterId;
       this.#nextTableId = draft.nextTableId;
       for (const entry of draft.changed.values()) this.#index(entry);
       for (const entry of draft.changed.values()) this.#options.onTopicChanged?.(entry);
     }
-    round.forEach((change, i) => {
+    round.forEach((each, i) => {
       const outcome = outcomes[i]!;
-      if (outcome instanceof Error) change.reject(outcome);
-      else change.resolve(draft.changed.get(change.name) ?? outcome);
+      if (outcome instanceof Error) each.reject(outcome);
+      else if (each.change === undefined) each.resolve(outcome as never);
+      else each.resolve((draft.changed.get(each.change.name) ?? outcome) as never);
     });
   }
 
+  /**
+   * An adoption applied to the draft: every topic of `authority` taken that can be, the refusals of
+   * the others returned.
+   */
+  #planAdoption(draft: Draft, authority: CatalogContent): TopicCatalogError[] {
+    const refused: TopicCatalogError[] = [];
+    const tableHolder = (tableId: number): TopicEntry | undefined => {
+      for (const entry of draft.changed.values()) if (entry.tableId === tableId) return entry;
+      const held = this.#byTableId.get(tableId);
+      return held === undefined || draft.changed.has(held.name) ? undefined : held;
+    };
+    for (const topic of authority.topics) {
+      const existing = draft.changed.get(topic.name) ?? this.#byName.get(topic.name);
+      const holder = tableHolder(topic.tableId);
+      if (existing !== undefined ? existing.tableId !== topic.tableId : holder !== undefined) {
+        refused.push(
+          new TopicCatalogError(
+            'INVALID_CONFIG',
+            'conflict',
+            existing !== undefined
+              ? `topic ${topic.name} is table ${existing.tableId} in ${this.#filePath} but table ${topic.tableId} in the catalog adopted: left as it is`
+              : `topic ${topic.name} is table ${topic.tableId} in the catalog adopted, held by ${holder!.name} in ${this.#filePath}: not added`,
+          ),
+        );
+        continue;
+      }
+      if (existing !== undefined) {
+        const partitions = Math.max(existing.partitions, topic.partitions);
+        if (existing.topicId !== topic.topicId || existing.partitions !== partitions)
+          draft.changed.set(topic.name, { ...existing, topicId: topic.topicId, partitions });
+        continue;
+      }
+      const problem = this.#nameProblem(topic.name, draft.collisions);
+      if (problem !== null || draft.size >= this.#options.topicsMax) {
+        refused.push(
+          new TopicCatalogError(
+            'INVALID_CONFIG',
+            'conflict',
+            `topic ${topic.name} of the catalog adopted was not added: ${problem ?? `${this.#filePath} holds ${draft.size} topics, its limit (topicsMax)`}`,
+          ),
+        );
+        continue;
+      }
+      draft.size++;
+      draft.collisions.add(collisionKey(topic.name));
+      draft.nextTableId = Math.max(draft.nextTableId, topic.tableId + 1);
+      draft.changed.set(topic.name, topic);
+    }
+    draft.clusterId = authority.clusterId;
+    return refused;
+  }
+
   /** One change applied to the draft: the topic as it will be, or a refusal thrown. */
-  #plan(draft: Draft, change: PendingChange): TopicEntry {
+  #plan(draft: Draft, change: TopicChange): TopicEntry {
     const { name, partitions, grow } = change;
     const existing = draft.changed.get(name) ?? this.#byName.get(name);
     if (existing !== undefined && (!grow || existing.partitions === partitions)) return existing;
@@ -363,6 +440,8 @@ export class TopicCatalog {
   }
 
   #index(topic: TopicEntry): void {
+    const before = this.#byName.get(topic.name);
+    if (before !== undefined) this.#byTopicId.delete(before.topicId);
     this.#nextTableId = Math.max(this.#nextTableId, topic.tableId + 1);
     this.#byName.set(topic.name, topic);
     this.#byTopicId.set(topic.topicId, topic);
@@ -371,15 +450,28 @@ export class TopicCatalog {
   }
 }
 
-/** A change asked for, waiting for its round. */
-interface PendingChange {
+/** A topic to create or grow. */
+interface TopicChange {
   readonly name: string;
   readonly partitions: number;
   /** Grow (or create) to exactly `partitions`, rather than create unless it exists. */
   readonly grow: boolean;
-  resolve(entry: TopicEntry): void;
-  reject(error: unknown): void;
 }
+
+/** A change asked for, waiting for its round: a topic's, or an authority's catalog to adopt. */
+type PendingChange =
+  | {
+      readonly change: TopicChange;
+      readonly adopt?: undefined;
+      resolve(entry: TopicEntry): void;
+      reject(error: unknown): void;
+    }
+  | {
+      readonly change?: undefined;
+      readonly adopt: CatalogContent;
+      resolve(refused: readonly TopicCatalogError[]): void;
+      reject(error: unknown): void;
+    };
 
 /** A round's changes, applied in order over the installed catalog before it is written. */
 interface Draft {
@@ -390,6 +482,8 @@ interface Draft {
   nextTableId: number;
   /** Topics there will be. */
   size: number;
+  /** The cluster id the catalog will have. */
+  clusterId: string;
 }
 
 function checkPartitions(name: string, partitions: number): void {

@@ -180,6 +180,10 @@ export class KafkaServer {
     });
     for (const topic of catalog.topics())
       store.setTableLayout(topic.tableId, { bucketCount: topic.partitions });
+    await resolved.topicAuthority?.(catalog, {
+      wanted: resolved.topics,
+      topicsMax: resolved.topicsMax,
+    });
     for (const topic of resolved.topics) await catalog.ensureTopic(topic.name, topic.partitions);
     const security = await ServerSecurity.open({
       options: resolved.security,

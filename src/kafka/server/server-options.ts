@@ -13,7 +13,7 @@ import {
   TIMER_MS_MAX,
   type Clock,
 } from '../../util/index.js';
-import { PARTITION_COUNT_MAX } from '../catalog/index.js';
+import { PARTITION_COUNT_MAX, type TopicCatalog } from '../catalog/index.js';
 import {
   resolveListener,
   resolveSecurityOptions,
@@ -92,6 +92,16 @@ export interface KafkaServerOptions {
   /** Receives problems the server survived (a handler's bug, a failed catalog write); default process.emitWarning. */
   readonly onWarning?: (message: string) => void;
   /**
+   * Where the topics come from, when this server is one node of a cluster: called at start, once
+   * the server's own catalog is read and before `topics` are made to exist in it, with that catalog
+   * and the topics the server is told to serve; it makes the catalog a copy of the cluster's
+   * (`TopicCatalog.adopt`). A rejection fails the start. Default: the server's catalog alone.
+   */
+  readonly topicAuthority?: (
+    catalog: TopicCatalog,
+    node: { readonly wanted: readonly TopicSpec[]; readonly topicsMax: number },
+  ) => Promise<void>;
+  /**
    * Who serves what, when this server is one node of a cluster: called once the server is bound,
    * with its own endpoint; Metadata and FindCoordinator answer from the view it returns. Default: a
    * cluster of one (this server coordinates every group).
@@ -108,6 +118,7 @@ export interface ResolvedServerOptions {
   /** At least one; the first is the one `host`, `port` and `brokers` of the server report. */
   readonly listeners: readonly ResolvedListener[];
   readonly security: ResolvedSecurityOptions;
+  readonly topicAuthority: KafkaServerOptions['topicAuthority'];
   readonly clusterView:
     | ((self: BrokerEndpoint, listeners: ReadonlyMap<string, BrokerEndpoint>) => ClusterView)
     | undefined;
@@ -216,6 +227,7 @@ const SERVER_OPTION_NAMES = [
   'membersNotedMax',
   'clock',
   'onWarning',
+  'topicAuthority',
   'clusterView',
 ] as const satisfies readonly (keyof KafkaServerOptions)[];
 
@@ -246,8 +258,11 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
     membersNotedMax,
     clock,
     onWarning,
+    topicAuthority,
     clusterView,
   } = options;
+  if (topicAuthority !== undefined && typeof topicAuthority !== 'function')
+    throw new TypeError('options.topicAuthority must be a function');
   if (clusterView !== undefined && typeof clusterView !== 'function')
     throw new TypeError('options.clusterView must be a function');
   if (typeof store !== 'object' || store === null || typeof store.commitOffsets !== 'function')
@@ -256,6 +271,7 @@ export function resolveServerOptions(options: KafkaServerOptions): ResolvedServe
     store,
     listeners: [] as ResolvedListener[],
     security: resolveSecurityOptions(security),
+    topicAuthority,
     clusterView,
     host: text(host, 'host') ?? SERVER_DEFAULTS.host,
     port: integer(port, 'port', SERVER_DEFAULTS.port, 0, 65_535),

@@ -335,4 +335,86 @@ describe('TopicCatalog', () => {
     expect(reopened.topics().map((t) => t.name)).toEqual(['kept']);
     expect((await reopened.createTopic('later', 1)).tableId).toBe(2);
   });
+  it("adopts an authority's catalog (a cluster's): its cluster id, its topics' ids and tables, the larger partition count; durable, findable by the new ids, the old id forgotten", async () => {
+    const dir = tempDir();
+    const changed: TopicEntry[] = [];
+    const catalog = await openCatalog(dir, undefined, changed);
+    const orders = await catalog.createTopic('orders', 4);
+    const local = await catalog.createTopic('local-only', 1);
+    changed.length = 0;
+    const authority = {
+      clusterId: 'AAAAAAAAAAAAAAAAAAAAAA',
+      topics: [
+        { ...orders, topicId: '00000000-0000-4000-8000-000000000001', partitions: 2 },
+        {
+          name: 'payments',
+          topicId: '00000000-0000-4000-8000-000000000002',
+          tableId: 7,
+          partitions: 3,
+          createdAtMs: 5,
+        },
+      ],
+    };
+    expect(await catalog.adopt(authority)).toEqual([]);
+    expect(catalog.clusterId).toBe('AAAAAAAAAAAAAAAAAAAAAA');
+    expect(catalog.get('orders')).toEqual({
+      ...orders,
+      topicId: '00000000-0000-4000-8000-000000000001',
+      partitions: 4,
+    });
+    expect(catalog.byTopicId(orders.topicId), 'the old id is forgotten').toBeUndefined();
+    expect(catalog.byTopicId('00000000-0000-4000-8000-000000000002')?.name).toBe('payments');
+    expect(catalog.byTableId(7)?.name).toBe('payments');
+    expect(catalog.get('local-only'), 'topics the authority does not name stay').toEqual(local);
+    expect(changed.map((t) => t.name).sort()).toEqual(['orders', 'payments']);
+    expect((await catalog.createTopic('next', 1)).tableId, 'new tables above the adopted').toBe(8);
+    const reopened = await openCatalog(dir);
+    expect(reopened.clusterId).toBe('AAAAAAAAAAAAAAAAAAAAAA');
+    expect(reopened.topics()).toEqual(catalog.topics());
+    expect(await reopened.adopt(authority), 'adopting again changes nothing').toEqual([]);
+  });
+
+  it('refuses, and leaves as they are, the topics of an authority that name another table than the catalog does or a table another topic holds; the rest is adopted', async () => {
+    const dir = tempDir();
+    const catalog = await openCatalog(dir);
+    const orders = await catalog.createTopic('orders', 1);
+    const audit = await catalog.createTopic('audit', 1);
+    const refused = await catalog.adopt({
+      clusterId: 'BBBBBBBBBBBBBBBBBBBBBB',
+      topics: [
+        { ...orders, tableId: 9 },
+        {
+          name: 'billing',
+          topicId: '00000000-0000-4000-8000-000000000003',
+          tableId: audit.tableId,
+          partitions: 1,
+          createdAtMs: 0,
+        },
+        {
+          name: 'fine',
+          topicId: '00000000-0000-4000-8000-000000000004',
+          tableId: 12,
+          partitions: 2,
+          createdAtMs: 0,
+        },
+      ],
+    });
+    expect(refused.map((e) => [e.code, e.refusal, e.message])).toEqual([
+      [
+        'INVALID_CONFIG',
+        'conflict',
+        expect.stringMatching(/topic orders is table 1 in .* but table 9 in the catalog adopted/),
+      ],
+      [
+        'INVALID_CONFIG',
+        'conflict',
+        expect.stringMatching(/topic billing is table 2 in the catalog adopted, held by audit/),
+      ],
+    ]);
+    expect(catalog.get('orders')).toEqual(orders);
+    expect(catalog.get('audit')).toEqual(audit);
+    expect(catalog.get('billing')).toBeUndefined();
+    expect(catalog.get('fine')?.tableId).toBe(12);
+    expect(catalog.clusterId).toBe('BBBBBBBBBBBBBBBBBBBBBB');
+  });
 });

@@ -116,5 +116,6 @@ export {
   type ClusterServer,
   type ClusterServerOptions,
   type ClusterStatus,
+  type ClusterTopicStatus,
   type NodeInfo,
 } from './cluster/index.js';

@@ -57,6 +57,7 @@ import { NodeLease, checkLeaseTtl } from './node-lease.js';
 import { parseOwnerToken, type OwnerToken } from './owner-token.js';
 import { warningsTo } from '../store-options.js';
 import { rendezvousOwner } from './rendezvous.js';
+import { readClusterTopics } from './cluster-topics.js';
 
 /** A bucket whose data is damaged is tried again after this long, doubling each time, up to the max. */
 const DAMAGED_RETRY_MS_MIN = 1_000;
@@ -128,10 +129,26 @@ export interface BucketStatus {
   logBatches: number;
 }
 
+/** One topic of the cluster's catalog, as `cluster status` shows it. */
+export interface ClusterTopicStatus {
+  /** The topic's name. */
+  name: string;
+  /** The table holding its offsets. */
+  tableId: number;
+  /** Its partitions. */
+  partitions: number;
+  /** Its topic id. */
+  topicId: string;
+}
+
 /** The state of a cluster as `offset-store cluster status` shows it. */
 export interface ClusterStatus {
   /** Its offsets-buckets, fixed at creation (0 when no node ever joined). */
   bucketCount: number;
+  /** The cluster id its nodes report, once a node has written the topic catalog. */
+  clusterId: string | undefined;
+  /** The topics of its catalog, by name. */
+  topics: ClusterTopicStatus[];
   /** The live nodes. */
   nodes: NodeInfo[];
   /** Every bucket. */
@@ -904,6 +921,7 @@ export async function clusterStatus(
     'listing nodes',
   );
   const nodes = readableNodes(listed.kvs, () => {});
+  const catalog = (await readClusterTopics(connection, keys)).content;
   const live = nodes.map((n) => n.nodeId);
   const buckets: BucketStatus[] = [];
   for (let bucket = 0; bucket < bucketCount; bucket++) {
@@ -937,5 +955,16 @@ export async function clusterStatus(
       logBatches: Number(res.responses[3]!.response_range.count),
     });
   }
-  return { bucketCount, nodes, buckets };
+  return {
+    bucketCount,
+    clusterId: catalog?.clusterId,
+    topics: (catalog?.topics ?? []).map(({ name, tableId, partitions, topicId }) => ({
+      name,
+      tableId,
+      partitions,
+      topicId,
+    })),
+    nodes,
+    buckets,
+  };
 }

@@ -32,6 +32,7 @@ export {
   type BucketStatus,
   type ClusterNodeOptions,
   type ClusterStatus,
+  type ClusterTopicStatus,
   type NodeInfo,
 } from './cluster-node.js';
 export { LEASE_TTL_SECONDS_MAX, NodeLease, type NodeLeaseOptions } from './node-lease.js';

@@ -45,6 +45,8 @@ async function closedPort(): Promise<number> {
 
 interface StatusJson {
   bucketCount: number;
+  clusterId?: string;
+  topics: { name: string; tableId: number; partitions: number; topicId: string }[];
   nodes: { nodeId: string; brokerId: number; host: string; port: number }[];
   buckets: {
     bucket: number;
@@ -65,6 +67,7 @@ describe('offset-store cluster status', () => {
     const empty = await runCli(['cluster', 'status', '--etcd', endpoint, '--etcd-prefix', prefix]);
     expect(empty.code, empty.stderr).toBe(0);
     expect(empty.stdout).toContain('0 live node(s)');
+    expect(empty.stdout).toContain('0 topic(s)\n');
 
     const made = nodeDirs(2);
     removeDirs = made.remove;
@@ -105,6 +108,10 @@ describe('offset-store cluster status', () => {
     expect(asJson.code, asJson.stderr).toBe(0);
     const status = json<StatusJson>(asJson);
     expect(status.bucketCount).toBe(16);
+    expect(status.clusterId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(status.topics).toEqual([
+      { name: TOPIC, tableId: 1, partitions: expect.any(Number), topicId: expect.any(String) },
+    ]);
     expect(status.nodes.map((n) => n.nodeId).sort()).toEqual(['n1', 'n2']);
     expect(status.nodes.map((n) => n.port).sort()).toEqual(nodes.map((n) => n.port).sort());
     expect(status.buckets).toHaveLength(16);
@@ -122,6 +129,13 @@ describe('offset-store cluster status', () => {
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toContain('2 live node(s), 16 offsets-buckets');
     expect(human.stdout).toMatch(/BUCKET +OWNER +EPOCH +PLACED-ON +NEXT-LOG-OFFSET/);
+    expect(human.stdout).toContain(`1 topic(s), cluster id ${status.clusterId}`);
+    expect(human.stdout).toMatch(
+      new RegExp(
+        `^${TOPIC} +1 +${status.topics[0]!.partitions} +${status.topics[0]!.topicId}$`,
+        'm',
+      ),
+    );
     const busyRow = human.stdout
       .split('\n')
       .find((line) => line.trim().startsWith(`${busy.bucket} `));

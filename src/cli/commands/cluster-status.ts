@@ -16,6 +16,7 @@ export const clusterStatusCommand: Command = {
   summary: "a cluster's nodes, and each offsets-bucket's owner, epoch and log in etcd",
   description: [
     "Reads a cluster's state from etcd (nothing is changed): the live nodes with their Kafka addresses,",
+    "the topics of the cluster's catalog (table, partitions, topic id),",
     'and per offsets-bucket its owner and coordinator epoch (none while it moves between nodes), the node',
     "rendezvous hashing places it on, its next log offset, its checkpoint's log offset and the batches of",
     'its log still in etcd. --dir is not used. See docs/cluster.md.',
@@ -61,6 +62,20 @@ export const clusterStatusCommand: Command = {
         [{ header: 'NODE' }, { header: 'BROKER-ID', align: 'right' }, { header: 'ADDRESS' }],
         status.nodes.map((n) => [n.nodeId, String(n.brokerId), `${n.host}:${n.port}`]),
       );
+      output.line();
+      output.line(
+        `${status.topics.length} topic(s)${status.clusterId === undefined ? '' : `, cluster id ${status.clusterId}`}`,
+      );
+      if (status.topics.length > 0)
+        output.table(
+          [
+            { header: 'TOPIC' },
+            { header: 'TABLE', align: 'right' },
+            { header: 'PARTITIONS', align: 'right' },
+            { header: 'TOPIC-ID' },
+          ],
+          status.topics.map((t) => [t.name, String(t.tableId), String(t.partitions), t.topicId]),
+        );
       output.line();
       output.table(
         [

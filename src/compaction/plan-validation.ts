@@ -300,14 +300,19 @@ function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor):
       view,
       'rewrite must be an array of groups (arrays of segment base offsets)',
     );
-  if (rewrite.length > 0 && !author.rewrites)
+  // Lengths read once too: a Proxy whose length reads otherwise the second time would pass the
+  // checks with one length and give the groups of another (an empty group, past the order check).
+  const count = rewrite.length;
+  if (count > 0 && !author.rewrites)
     throw refuse(author, view, 'it asks for a rewrite, but the strategy declares rewrites: false');
   const index = new Map(view.segments.map((s, i) => [s.baseOffset, i]));
   const activeIndex = view.segments.length - 1;
   let previousEnd = -1;
   const groups: number[][] = [];
-  for (const [g, group] of (rewrite as unknown[]).entries()) {
-    if (!Array.isArray(group) || group.length === 0)
+  for (let g = 0; g < count; g++) {
+    const group: unknown = (rewrite as unknown[])[g];
+    const length = Array.isArray(group) ? group.length : 0;
+    if (!(length > 0))
       throw refuse(
         author,
         view,
@@ -316,8 +321,8 @@ function validateGroups(rewrite: unknown, view: BucketView, author: PlanAuthor):
     // Every element read once, holes included (a hole names no segment).
     const bases: unknown[] = [];
     const positions: number[] = [];
-    for (let k = 0, length = group.length; k < length; k++) {
-      const base: unknown = group[k];
+    for (let k = 0; k < length; k++) {
+      const base: unknown = (group as unknown[])[k];
       const i = typeof base === 'number' ? index.get(base) : undefined;
       if (i === undefined)
         throw refuse(

@@ -9,7 +9,13 @@
 import { cpSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OffsetStore } from '../../src/index.js';
+import { incrementalStrategy } from '../../src/compaction/strategies/incremental-cleaner.js';
+import {
+  OffsetStore,
+  type BucketView,
+  type LogInspector,
+  type SegmentGarbage,
+} from '../../src/index.js';
 import { seededRandom, seedFrom } from '../support/seeded-random.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -151,6 +157,48 @@ describe('incremental cleaner', () => {
     expect(report.bytesWritten).toBeLessThan(wholeReport.bytesWritten);
     // About the same space: the garbage the incremental cleaner leaves is bounded per segment.
     expect(report.bytesAfter).toBeLessThan(1.25 * wholeReport.bytesAfter);
+  });
+
+  it('picks the segments at least 30% garbage, and only those, among segments too large to merge', async () => {
+    const segmentBytesMax = 1000;
+    // Three full segments, 50%, 10% and 30% garbage (superseded records), and the active one.
+    const shares = [0.5, 0.1, 0.3];
+    const segments = [...shares.map((_, i) => i * 100), 300].map((baseOffset, i) => ({
+      baseOffset,
+      lastLogOffset: baseOffset + 99,
+      sizeBytes: segmentBytesMax,
+      sealed: i < shares.length,
+    }));
+    const garbage = shares.map((share, i): SegmentGarbage => ({
+      baseOffset: i * 100,
+      sizeBytes: segmentBytesMax,
+      batches: 100,
+      records: 100,
+      recordBytes: 900,
+      supersededRecords: share * 100,
+      supersededBytes: share * 900,
+      tombstones: 0,
+      expiredTombstones: 0,
+      expiredTombstoneBytes: 0,
+      oldestCommitMs: 0,
+      newestCommitMs: 0,
+    }));
+    const inspector: LogInspector = { segmentGarbage: () => Promise.resolve(garbage) };
+    const view = {
+      bucket: 0,
+      nowMs: 0,
+      segments,
+      logEndOffset: 400,
+      state: undefined,
+      settings: {
+        minDirtyRatio: 0.5,
+        logBytesMax: Infinity,
+        segmentBytesMax,
+        deleteRetentionMs: 0,
+      },
+    } as unknown as BucketView;
+    const plan = await incrementalStrategy.plan(view, inspector);
+    expect(plan?.rewrite).toEqual([[0], [200]]);
   });
 
   it('merges small adjacent segments', async () => {

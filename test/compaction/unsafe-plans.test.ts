@@ -7,13 +7,20 @@
  * records survive: a tombstone stays while an older record of its key remains outside the rewrite,
  * and a record nothing supersedes is never dropped. Rewrite outputs that do not chain are refused too.
  */
+import { cpSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
 import { untilAbandoned, type CompactionJobResult } from '../../src/compaction/compaction-job.js';
 import { InProcessRunner } from '../../src/compaction/job-runner.js';
 import { checkOutputs, validatePlan } from '../../src/compaction/plan-validation.js';
-import { OffsetStore, type BucketView, type LogInspector } from '../../src/index.js';
+import {
+  OffsetStore,
+  type BucketView,
+  type LogInspector,
+  type SegmentGarbage,
+} from '../../src/index.js';
+import { Log } from '../../src/log/index.js';
 import { BACKUP_COMPACTION_WAIT_MS } from '../../src/store.js';
 import { tempDir } from '../support/temp-dir.js';
 import { compactionOptions, stateOf } from './compaction-fixtures.js';
@@ -72,7 +79,8 @@ function jobResults(tamper?: (result: CompactionJobResult) => void): {
 const sealed = (view: BucketView) => view.segments.filter((s) => s.sealed).map((s) => s.baseOffset);
 const active = (view: BucketView) => view.segments.at(-1)!.baseOffset;
 
-const unsafe: [string, PlanOf, RegExp, boolean?][] = [
+/** A plan, what its refusal says, and the strategy that plans it (default: scripted, which rewrites). */
+const unsafe: [string, PlanOf, RegExp, ('scriptedCheckpoints' | 'scriptedPlanner')?][] = [
   [
     'overlapping groups',
     (v) => ({ rewrite: [[sealed(v)[0], sealed(v)[1]], [sealed(v)[1]]] }),
@@ -112,13 +120,13 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
     'a deletion above the newest checkpoint',
     (v) => ({ deleteBelow: v.logEndOffset }),
     /would drop live records no checkpoint covers \(the newest checkpoint is at none\)/,
-    true,
+    'scriptedCheckpoints',
   ],
   [
     "a deletion below 'checkpoint' when there is none",
     () => ({ deleteBelow: 'checkpoint' }),
     /without a checkpoint: nothing covers the segments/,
-    true,
+    'scriptedCheckpoints',
   ],
   ['an unknown plan field', () => ({ rewrites: [] }), /unknown plan field\(s\) rewrites/],
   ['a plan that is not an object', () => 42, /a plan must be a plain object/],
@@ -126,6 +134,11 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
     'a map start that is not a log offset',
     (v) => ({ rewrite: [[sealed(v)[0]]], mapFrom: -1 }),
     /mapFrom must be a log offset/,
+  ],
+  [
+    'a tombstone bound that is not a log offset',
+    (v) => ({ rewrite: [[sealed(v)[0]]], tombstonesBelow: Number.NaN }),
+    /tombstonesBelow must be a log offset or Infinity, got NaN/,
   ],
   ['a state that is not JSON', () => ({ state: { n: 1n } }), /state is not JSON/],
   // Values JSON.stringify changes or drops silently: the next run would be shown something else.
@@ -186,7 +199,13 @@ const unsafe: [string, PlanOf, RegExp, boolean?][] = [
       },
     }),
     /reading the plan threw boom from a getter/,
-    true,
+    'scriptedPlanner',
+  ],
+  [
+    'a rewrite from a strategy that declares rewrites: false',
+    (v) => ({ rewrite: [[sealed(v)[0]]] }),
+    /asks for a rewrite, but the strategy declares rewrites: false/,
+    'scriptedPlanner',
   ],
   [
     'a plan that throws',
@@ -235,13 +254,10 @@ async function filledStoreOn(dir: string, module: string): Promise<OffsetStore> 
 }
 
 describe('unsafe plans are refused', () => {
-  for (const [what, planOf, message, checkpoints] of unsafe) {
+  for (const [what, planOf, message, module = 'scripted'] of unsafe) {
     it(`refuses ${what}, changing nothing`, async () => {
       const dir = tempDir();
-      const options = inProcessOptions(
-        dir,
-        checkpoints === true ? STRATEGY_MODULES.scriptedCheckpoints : STRATEGY_MODULES.scripted,
-      );
+      const options = inProcessOptions(dir, STRATEGY_MODULES[module]);
       const store = await OffsetStore.open(options);
       await fillSegments(store);
       const before = folderSnapshot(path.join(dir, 'buckets', '000'));
@@ -659,6 +675,58 @@ describe('unsafe plans are refused', () => {
     );
   });
 
+  it('deletes no further than the newest checkpoint covers: up to its log offset, or the log end when the plan writes one', () => {
+    const author = { strategy: 'x', checkpoints: true, rewrites: true };
+    const view = {
+      bucket: 3,
+      logEndOffset: 90,
+      checkpoint: { logOffset: 40, liveOffsets: 1, createdAtMs: 0 },
+    } as BucketView;
+    expect(validatePlan({ deleteBelow: 40 }, view, author)?.deleteBelow).toBe(40);
+    expect(() => validatePlan({ deleteBelow: 41 }, view, author)).toThrow(
+      /below log offset 41 would drop live records no checkpoint covers \(the newest checkpoint is at 40\)/,
+    );
+    expect(validatePlan({ checkpoint: true, deleteBelow: 90 }, view, author)?.deleteBelow).toBe(90);
+    expect(() => validatePlan({ checkpoint: true, deleteBelow: 91 }, view, author)).toThrow(
+      /below log offset 91 would drop live records .*possible checkpoint is at the log end 90/,
+    );
+  });
+
+  it('reads the length of the rewrite and of each group once: a Proxy that reads otherwise later is refused as it first read', () => {
+    const view = {
+      bucket: 3,
+      segments: [0, 10, 20, 30].map((baseOffset, i) => ({
+        baseOffset,
+        lastLogOffset: baseOffset + 9,
+        sizeBytes: 100,
+        sealed: i < 3,
+      })),
+    } as BucketView;
+    const author = { strategy: 'x', checkpoints: false, rewrites: true };
+    /** An array whose length reads as `lengths` gives them, then as its last. */
+    const shifting = <T>(items: T[], lengths: number[]): T[] =>
+      new Proxy(items, {
+        get: (target, key, receiver) =>
+          key === 'length'
+            ? lengths.length > 1
+              ? lengths.shift()
+              : lengths[0]
+            : Reflect.get(target, key, receiver),
+      });
+    // Non-empty when checked, then empty: an empty group would leave the next one unchecked against group 0.
+    expect(() =>
+      validatePlan({ rewrite: [[0, 10], shifting([10], [1, 0]), [0]] }, view, author),
+    ).toThrow(/rewrite group 1 overlaps or precedes group 0/);
+    expect(() => validatePlan({ rewrite: [shifting([0], [-1])] }, view, author)).toThrow(
+      /rewrite group 0 must be a non-empty array/,
+    );
+    // No groups when checked, one later: nothing is rewritten for a strategy that declares rewrites: false.
+    expect(
+      validatePlan({ rewrite: shifting([[0]], [0, 1]) }, view, { ...author, rewrites: false })
+        ?.groups,
+    ).toEqual([]);
+  });
+
   it('keeps a state only as JSON keeps it: what JSON would drop or change, or what reads otherwise when read again, is refused, naming where', () => {
     const author = { strategy: 'x', checkpoints: false, rewrites: true };
     const view = { bucket: 3 } as BucketView;
@@ -760,6 +828,194 @@ describe('the engine decides which records survive', () => {
     expect((await store.compact()).recordsDropped).toBe(1);
     expect(await store.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
     await store.close();
+  });
+
+  it('keeps a tombstone whose older record is in the same segment, the last of the group, when the key map starts past both', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 },
+    });
+    const store = await OffsetStore.open(options);
+    // The value and its tombstone are the log's first two batches: both in its first segment.
+    await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+    await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
+    await fillSegments(store, 20);
+    options.clock.advance(1000);
+    let planned: { group: number[]; mapFrom: number } | undefined;
+    scriptedHooks().plan = (view: BucketView) => {
+      const [first, second] = sealedOf(view);
+      planned = { group: [first!], mapFrom: second! };
+      return { rewrite: [planned.group], mapFrom: planned.mapFrom };
+    };
+    await store.compact();
+    expect(planned!.group).toEqual([0]);
+    await store.close();
+    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
+    try {
+      expect(
+        await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
+        'the deleted offset does not come back',
+      ).toEqual([null]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('keeps a tombstone at or above tombstonesBelow, and drops it once the bound passes it', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs: 0 },
+    });
+    const store = await OffsetStore.open(options);
+    const hooks = scriptedHooks();
+    try {
+      await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+      await fillSegments(store, 20);
+      // The tombstone's batch is the next one appended.
+      let tombstoneAt = -1;
+      hooks.plan = (view: BucketView) => {
+        tombstoneAt = view.logEndOffset;
+        return null;
+      };
+      await store.compact();
+      await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
+      await fillSegments(store, 20);
+      options.clock.advance(1000);
+      const garbage: SegmentGarbage[][] = [];
+      const rewriteBelow = (bound: number) => async (view: BucketView, inspector: LogInspector) => {
+        garbage.push(await inspector.segmentGarbage({ mapFrom: 0, tombstonesBelow: bound }));
+        return { rewrite: [sealedOf(view)], mapFrom: 0, tombstonesBelow: bound };
+      };
+      const expired = (g: SegmentGarbage[]) => g.reduce((n, s) => n + s.expiredTombstones, 0);
+      // At the tombstone's own log offset: everything superseded goes, the tombstone stays.
+      hooks.plan = rewriteBelow(tombstoneAt);
+      expect((await store.compact()).recordsDropped).toBeGreaterThan(1);
+      expect(expired(garbage[0]!)).toBe(0);
+      // One past it, the tombstone is all that the same rewrite drops.
+      hooks.plan = rewriteBelow(tombstoneAt + 1);
+      expect((await store.compact()).recordsDropped).toBe(1);
+      expect(expired(garbage[1]!)).toBe(1);
+      expect(await store.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('drops an expired tombstone below the key map once nothing older of its key is left', async () => {
+    const dir = tempDir();
+    const { options, store } = await victimDeleted(dir, 1000);
+    const hooks = scriptedHooks();
+    try {
+      // A whole-log rewrite while the tombstone is young: the old value goes, the tombstone stays.
+      hooks.plan = (view: BucketView) => ({ rewrite: [sealedOf(view)], mapFrom: 0 });
+      await store.compact();
+      await fillSegments(store, 20);
+      options.clock.advance(1001);
+      // Then only the tombstone's segment, its key map starting after it.
+      const tombstones: number[] = [];
+      hooks.plan = async (view: BucketView, inspector: LogInspector) => {
+        const garbage = await inspector.segmentGarbage({ mapFrom: 0 });
+        tombstones.push(garbage.reduce((n, g) => n + g.tombstones, 0));
+        const tombstoneSegment = garbage.find((g) => g.tombstones > 0)?.baseOffset;
+        if (tombstoneSegment === undefined) return null;
+        const mapFrom = sealedOf(view).find((base) => base > tombstoneSegment)!;
+        return { rewrite: [[tombstoneSegment]], mapFrom };
+      };
+      await store.compact();
+      await store.compact();
+      expect(tombstones, 'the tombstone is dropped by the first of the two').toEqual([1, 0]);
+      expect(await store.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }])).toEqual([null]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps every tombstone of a strategy that keeps checkpoints: the checkpoint below it still holds the key', async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scriptedCheckpoints, {
+      compaction: {
+        strategy: STRATEGY_MODULES.scriptedCheckpoints,
+        background: false,
+        deleteRetentionMs: 0,
+      },
+    });
+    const store = await OffsetStore.open(options);
+    const hooks = scriptedHooks();
+    const crashed = tempDir();
+    try {
+      await store.commitOffsets('victim', [{ tableId: 1, bucketId: 0, offset: 42 }]);
+      await fillSegments(store, 20);
+      // A checkpoint holding the offset; the segments it covers go.
+      hooks.plan = () => ({ checkpoint: true, deleteBelow: 'checkpoint' });
+      await store.compact();
+      await store.deleteOffsets('victim', [{ tableId: 1, bucketId: 0 }]);
+      await fillSegments(store, 20);
+      options.clock.advance(1000);
+      // The tombstone is old enough, and no older record of its key is left in the log.
+      hooks.plan = (view: BucketView) => ({ rewrite: [sealedOf(view)] });
+      const report = await store.compact();
+      expect(report.buckets[0]!.segmentsRewritten).toBeGreaterThan(0);
+      // A crash image: a clean close would write a newer checkpoint, without the offset.
+      cpSync(dir, crashed, { recursive: true });
+    } finally {
+      hooks.plan = () => null;
+      await store.close();
+    }
+    const reopened = await OffsetStore.open(
+      inProcessOptions(crashed, STRATEGY_MODULES.scriptedCheckpoints),
+    );
+    try {
+      expect(
+        await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
+        'the deleted offset does not come back from the checkpoint',
+      ).toEqual([null]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('swaps groups in log order: a failure between two swaps never leaves a dropped tombstone with the older record it hid', async () => {
+    const dir = tempDir();
+    const { options, store } = await victimDeleted(dir, 0);
+    options.clock.advance(1000);
+    let planned: number[][] = [];
+    scriptedHooks().plan = async (view: BucketView, inspector) => {
+      const garbage = await inspector.segmentGarbage({ mapFrom: 0 });
+      const tombstoneSegment = garbage.find((g) => g.expiredTombstones > 0)!.baseOffset;
+      // The old value's segment and the tombstone's, as two groups with one key map: the first drops
+      // the old value (the tombstone supersedes it), the second the tombstone (nothing older is left
+      // outside the groups).
+      planned = [[sealedOf(view)[0]!], [tombstoneSegment]];
+      return { rewrite: planned, mapFrom: 0 };
+    };
+    // The second swap fails (a full disk as its intent is written): only the first is carried out.
+    const replace = Log.prototype.replaceSegments;
+    let swaps = 0;
+    const spy = vi.spyOn(Log.prototype, 'replaceSegments').mockImplementation(function (
+      this: Log,
+      inputs,
+      outputs,
+    ) {
+      if (++swaps === 2) return Promise.reject(new Error('ENOSPC: no space left on device'));
+      return replace.call(this, inputs, outputs);
+    });
+    try {
+      await expect(store.compact()).rejects.toThrow(/no space left/);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(planned[1]![0]).toBeGreaterThan(planned[0]![0]!);
+    expect(swaps).toBe(2);
+    await store.close();
+    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
+    try {
+      expect(
+        await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
+        'the deleted offset does not come back',
+      ).toEqual([null]);
+    } finally {
+      await reopened.close();
+    }
   });
 
   it('never drops a record that nothing supersedes, whatever the plan asks', async () => {

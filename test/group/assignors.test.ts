@@ -274,6 +274,28 @@ describe('range assignor', () => {
       '2/1',
     ]);
   });
+  it('the group uses the assignor most of its members prefer (a tie to the smallest name), and a member changing its preference starts a new target', async () => {
+    const tie = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    await tie.member([1], { memberId: 'a' }).beat({ assignor: 'range' });
+    await tie.member([1], { memberId: 'b' }).beat({ assignor: 'uniform' });
+    expect(tie.coordinator.describe('g')?.assignor).toBe('range');
+
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const b = ctx.member([1], { memberId: 'b' });
+    const a = ctx.member([1], { memberId: 'a' });
+    await ctx.settle(b, a); // uniform: b, first, keeps buckets 0 and 1
+    expect(b.owned.map((r) => r.bucketId).sort()).toEqual([0, 1]);
+    const epoch = ctx.coordinator.describe('g')!.groupEpoch;
+    await a.beat({ assignor: 'range' }); // no other preference: range now
+    expect(ctx.coordinator.describe('g')).toMatchObject({
+      assignor: 'range',
+      groupEpoch: epoch + 1,
+      assignmentEpoch: epoch + 1,
+    });
+    await ctx.settle(a, b);
+    expect(a.owned.map((r) => r.bucketId).sort()).toEqual([0, 1]);
+    expect(b.owned.map((r) => r.bucketId).sort()).toEqual([2, 3]);
+  });
 });
 
 describe('assignor port', () => {
@@ -305,6 +327,41 @@ describe('assignor port', () => {
     );
     // the failed join changed nothing
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a']);
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it("plans a new incarnation of a static member from its predecessor's target, and plans no target for the member it replaces", async () => {
+    const inputs: AssignorInput[] = [];
+    const uniform = new UniformAssignor();
+    const spy: Assignor = {
+      name: 'spy',
+      assign: (inp) => {
+        inputs.push(inp);
+        return uniform.assign(inp);
+      },
+    };
+    const ctx = new GroupTestContext({
+      assignors: [spy],
+      defaultAssignor: 'spy',
+      layouts: { 1: { bucketCount: 4 }, 2: { bucketCount: 2 } },
+    });
+    const s = ctx.member([1], { memberId: 's1', instanceId: 'inst' });
+    const d = ctx.member([1], { memberId: 'd' });
+    await ctx.settle(s, d);
+    const kept = s.ownedKeys();
+    await s.leave(-2);
+    // The new incarnation subscribes to one more table: its join computes a new target.
+    const s2 = ctx.member([1, 2], { memberId: 's2', instanceId: 'inst' });
+    await s2.beat();
+    const planned = inputs.at(-1)!;
+    expect(planned.members.map((m) => m.memberId)).toEqual(['d', 's2']);
+    expect(
+      [...planned.members.find((m) => m.memberId === 's2')!.currentTarget].map(keyOf).sort(),
+    ).toEqual(kept);
+    await ctx.settle(d, s2);
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d', 's2']);
+    const owned = [...d.ownedKeys(), ...s2.ownedKeys()];
+    expect(new Set(owned).size).toBe(6);
     expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
   });
 });

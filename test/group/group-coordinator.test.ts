@@ -391,6 +391,50 @@ describe('reconciliation', () => {
     );
   });
 
+  it('accepts only the previous epoch: an older one is fenced although the member owns nothing beyond its assignment', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 2 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat(); // epoch 1
+    ctx.coordinator.setTableLayout(1, { bucketCount: 4 });
+    await a.beat(); // epoch 2
+    ctx.coordinator.setTableLayout(1, { bucketCount: 6 });
+    await a.beat(); // epoch 3, previous 2
+    expect(a.epoch).toBe(3);
+    const owned = buckets(1, [0, 1]);
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: owned }),
+      'FENCED_MEMBER_EPOCH',
+    );
+    expect(
+      (await ctx.heartbeat({ memberId: 'a', memberEpoch: 2, ownedBuckets: owned })).memberEpoch,
+    ).toBe(3);
+  });
+
+  it('a member that leaves ownedBuckets out still owns what it was asked to revoke: the buckets move only once it reports releasing them', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    const all = a.owned;
+    await b.beat(); // epoch 2: a is to give two buckets to b
+    for (let i = 0; i < 3; i++) {
+      const response = await ctx.heartbeat({ memberId: 'a', memberEpoch: 1 });
+      expect(response.memberEpoch).toBe(1);
+      await b.beat();
+    }
+    const revoking = ctx.coordinator.inspect('g')!.members.find((m) => m.memberId === 'a')!;
+    expect(revoking.state).toBe('UNREVOKED_PARTITIONS');
+    expect(revoking.pendingRevocation).toHaveLength(2);
+    expect(b.owned).toEqual([]);
+    ctx.coordinator.validateMemberCommit('g', 'a', 1, all); // its commits still count
+    ctx.expectExclusiveOwnership();
+    await a.beat({ ownedBuckets: assignedOf(ctx, 'a') }); // released
+    await b.beat();
+    expect(a.epoch).toBe(2);
+    expect(b.owned).toHaveLength(2);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+  });
+
   it('a fenced member rejoins with epoch 0 under its member id and gets its target back', async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });
@@ -404,6 +448,11 @@ describe('reconciliation', () => {
     expect(rejoin.assignment).toHaveLength(2);
     expect(ctx.coordinator.describe('g')?.groupEpoch).toBe(epochBefore); // no new generation
     ctx.expectExclusiveOwnership();
+    // The rejoin starts the member over: an epoch from before it is not its previous one any more.
+    await rejectsWith(
+      ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: [] }),
+      'FENCED_MEMBER_EPOCH',
+    );
   });
 
   it('leave (-1) removes the member and its buckets go to the others; the last leave empties the group', async () => {
@@ -525,6 +574,43 @@ describe('reconciliation', () => {
       await d.beat();
     }
     expect(d.owned).toHaveLength(4);
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d']);
+  });
+
+  it('a static member leaving with -2 while it revokes releases those buckets to the others at once', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const s = ctx.member([1], { memberId: 's1', instanceId: 'inst' });
+    const d = ctx.member([1], { memberId: 'd' });
+    await s.beat();
+    await d.beat(); // epoch 2: s is to give two buckets to d
+    await s.beat({ ownedBuckets: s.owned }, { lose: true }); // told to revoke two; it has not yet
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 's1')?.state).toBe(
+      'UNREVOKED_PARTITIONS',
+    );
+    await s.leave(-2);
+    const away = ctx.coordinator.inspect('g')!.members.find((m) => m.memberId === 's1')!;
+    expect([away.memberEpoch, away.pendingRevocation]).toEqual([-2, []]);
+    expect(away.assigned).toHaveLength(2);
+    await d.beat();
+    expect(d.owned).toHaveLength(2);
+    ctx.expectExclusiveOwnership();
+    expect(ctx.replayed()).toEqual(ctx.coordinator.inspect('g'));
+  });
+
+  it("a static member's session after a leave with -2 runs from the leave, not from its last heartbeat", async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const s = ctx.member([1], { memberId: 's', instanceId: 'inst' });
+    const d = ctx.member([1], { memberId: 'd' });
+    await ctx.settle(s, d);
+    ctx.clock.advance(40_000);
+    await d.beat();
+    await s.leave(-2);
+    expect(ctx.coordinator.sessionDeadlineMs('g', 's')).toBe(ctx.clock.nowMs() + 45_000);
+    ctx.clock.advance(40_000); // 80 s after its last heartbeat, 40 s after its leave
+    await d.beat();
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d', 's']);
+    ctx.clock.advance(5_001);
+    await d.beat();
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['d']);
   });
 
@@ -706,6 +792,64 @@ describe('timers', () => {
     await b.beat();
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
     expect(b.owned.length + c.owned.length).toBe(6);
+  });
+
+  it('a member that revokes in two steps moves one epoch per step, with a fresh rebalance timeout for each', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat({ rebalanceTimeoutMs: 20_000 }); // epoch 1, all six
+    await ctx.member([1], { memberId: 'b' }).beat(); // epoch 2: a keeps three
+    const first = await a.beat({ ownedBuckets: a.owned }, { lose: true }); // told to revoke three
+    expect(first.memberEpoch).toBe(1);
+    await ctx.member([1], { memberId: 'c' }).beat(); // epoch 3: a keeps two
+    ctx.clock.advance(10_000);
+    // a releases the first three, and is told to revoke one more of the three it kept
+    const kept = first.assignment ?? [];
+    const second = await ctx.heartbeat({ memberId: 'a', memberEpoch: 1, ownedBuckets: kept });
+    expect(second.memberEpoch).toBe(2);
+    expect(second.assignment).toHaveLength(2);
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'a')?.state).toBe(
+      'UNREVOKED_PARTITIONS',
+    );
+    ctx.clock.advance(15_000); // 25 s since the first revocation, 15 s since the second
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a', 'b', 'c']);
+    ctx.clock.advance(5_001); // a never released the second: fenced 20 s after it was asked
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['b', 'c']);
+  });
+
+  it("a heartbeat replaces the member's session timer: one timer per member however often it beats", async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await ctx.settle(a, b);
+    for (let i = 0; i < 10; i++) {
+      ctx.clock.advance(1000);
+      await a.beat();
+      await b.beat();
+    }
+    expect(ctx.clock.pendingTimerCount).toBe(2);
+    expect(ctx.coordinator.metrics().armedTimers).toBe(2);
+  });
+
+  it("a session that expires while a heartbeat of the member waits on the group's lane is kept: the heartbeat runs first and renews it", async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat();
+    ctx.clock.advance(44_000);
+    ctx.writer.hold = true;
+    const joined = ctx.member([1], { memberId: 'b' }).beat(); // its snapshot write is held
+    // A deletion waits on the lane for the write; a's heartbeat waits behind it.
+    const deleted = ctx.coordinator.deleteGroup('g').catch((error: unknown) => error);
+    const beat = a.beat();
+    ctx.clock.advance(1001); // a's session, from its last heartbeat, runs out meanwhile
+    ctx.writer.hold = false;
+    ctx.writer.release();
+    expect(await deleted).toMatchObject({ code: 'NON_EMPTY_GROUP' });
+    await Promise.all([joined, beat]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a', 'b']);
+    expect(ctx.coordinator.sessionDeadlineMs('g', 'a')).toBe(ctx.clock.nowMs() + 45_000);
   });
 
   it('a timer that fires after it was superseded is a no-op (clock that cannot cancel)', async () => {
@@ -892,6 +1036,21 @@ describe('persistence', () => {
     expect(coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['b']);
   });
 
+  it('restores the previous epoch with the member: after a restart, a member whose last response was lost is not fenced', async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    const b = ctx.member([1], { memberId: 'b' });
+    await a.beat();
+    await b.beat();
+    await a.beat(); // told to revoke two
+    await a.beat({}, { lose: true }); // released: at epoch 2, which it never hears
+    expect(a.epoch).toBe(1);
+    ctx.restart();
+    const response = await a.beat();
+    expect(response.memberEpoch).toBe(2);
+    expect(response.assignment).toHaveLength(2);
+  });
+
   it('recovery rejects malformed snapshots with CORRUPT_MESSAGE', () => {
     const ctx = new GroupTestContext();
     ctx.coordinator.close();
@@ -937,6 +1096,9 @@ describe('persistence', () => {
     expect(() =>
       fresh.loadSnapshot('g', { ...good, members: [{ ...member, memberEpoch: -1 }] }),
     ).toThrow(/CORRUPT_MESSAGE/);
+    expect(() =>
+      fresh.loadSnapshot('g', { ...good, members: [{ ...member, memberEpoch: 2 }] }),
+    ).toThrow(/epoch 2 > groupEpoch 1/);
   });
 });
 

@@ -310,4 +310,46 @@ describe('GroupMember', () => {
     expect(a2.member.assignment.map(keyOf)).toEqual(before);
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
   });
+
+  it('a member fenced while its onRevoked runs does not take back the buckets of its old assignment once the callback returns', async () => {
+    const { ctx, committed, port, advance } = harness(4);
+    let openGate: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const a = new Consumer('a', committed);
+    a.member = await GroupMember.join(
+      port,
+      'g',
+      a.options({
+        clock: ctx.clock,
+        onRevoked: async (buckets) => {
+          a.events.push(`revoking ${buckets.length}`);
+          await gate;
+        },
+      }),
+    );
+    const b = new Consumer('b', committed);
+    b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
+    await advance(6000);
+    expect(a.events).toContain('revoking 2');
+    // An admin removes a while onRevoked runs: its next heartbeat is fenced, it loses everything and rejoins.
+    await ctx.coordinator.removeMembers('g', { memberIds: [a.member.memberId] });
+    await advance(6000);
+    expect(a.events).toContain('lost 4');
+    openGate();
+    await flush();
+    const assigned = new Map(
+      ctx.coordinator.describe('g')!.members.map((m) => [m.memberId, m.assignment.map(keyOf)]),
+    );
+    for (const x of [a, b])
+      expect(assigned.get(x.member.memberId), x.name).toEqual(
+        expect.arrayContaining(x.member.assignment.map(keyOf)),
+      );
+    const held = [a, b].flatMap((x) => x.member.assignment.map(keyOf));
+    expect(new Set(held).size).toBe(held.length);
+    await advance(20_000);
+    expect(ctx.coordinator.groupState('g')).toBe('Stable');
+    expect([a, b].map((x) => x.member.assignment.length)).toEqual([2, 2]);
+  });
 });

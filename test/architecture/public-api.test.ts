@@ -80,6 +80,7 @@ describe('the public API', () => {
       'ClusterServer: interface',
       'ClusterServerOptions: interface',
       'ClusterStatus: interface',
+      'ClusterTopicStatus: interface',
       'CommitOptions: interface',
       'CommittedOffset: type',
       'CompactOptions: interface',

@@ -121,6 +121,16 @@ describe('protocols', () => {
     ]);
   });
 
+  it('breaks a tie of votes in favour of the smaller protocol name', async () => {
+    const ctx = new ClassicTestContext();
+    const calls = [
+      ctx.join({ protocols: protocols(['roundrobin', 'range']) }),
+      ctx.join({ protocols: protocols(['range', 'roundrobin']) }),
+    ];
+    await ctx.advance(0);
+    expect(calls.map((c) => joined(c).protocolName)).toEqual(['range', 'range']);
+  });
+
   it('refuses a member whose type differs, or who offers no protocol every member offers, with INCONSISTENT_GROUP_PROTOCOL', async () => {
     const ctx = new ClassicTestContext();
     expect((await ctx.join({ protocolType: '' }).settled()).code).toBe(
@@ -138,6 +148,16 @@ describe('protocols', () => {
     const ok = ctx.join({ protocols: protocols(['sticky']) });
     await ctx.advance(0);
     expect(joined(ok).protocolName).toBe('sticky');
+    // An Empty group (its only member left) refuses a member offering no protocol too.
+    const only = ctx.join({}, 'other');
+    await ctx.advance(0);
+    ctx.leave({ members: [{ memberId: joined(only).memberId }] }, 'other');
+    await tick();
+    expect(ctx.state('other')).toBe('Empty');
+    const none = ctx.join({ protocols: [] }, 'other');
+    await ctx.advance(0);
+    expect(none.code).toBe('INCONSISTENT_GROUP_PROTOCOL');
+    expect(ctx.inspect('other')?.members).toEqual([]);
   });
 });
 
@@ -228,6 +248,95 @@ describe('rebalancing a Stable group', () => {
     await tick();
     expect(joined(second).generationId).toBe(2);
   });
+  it('a member rejoining takes the session and rebalance timeouts it rejoins with: the next join phase waits its new rebalance timeout', async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b] = await ctx.stableGroup(2, 'g', {
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 30_000,
+    });
+    const shorter = { sessionTimeoutMs: 20_000, rebalanceTimeoutMs: 5000 };
+    const rejoins = [a!, b!].map((m) => ctx.join({ memberId: m.memberId, ...shorter }));
+    await tick();
+    expect(rejoins.map((call) => joined(call).generationId)).toEqual([2, 2]);
+    expect(ctx.inspect()?.members.map((m) => [m.sessionTimeoutMs, m.rebalanceTimeoutMs])).toEqual([
+      [20_000, 5000],
+      [20_000, 5000],
+    ]);
+    expect(ctx.classic.sessionDeadlineMs('g', a!.memberId)).toBe(ctx.clock.nowMs() + 20_000);
+    await ctx.syncAll(rejoins.map(joined));
+    // The leader asks for a rebalance; the follower never rejoins: the join phase ends after 5 s, not 30 s.
+    const leader = ctx.join({ memberId: a!.leader, ...shorter });
+    await ctx.advance(4999);
+    expect(leader.state).toBe('pending');
+    await ctx.advance(1);
+    expect(joined(leader)).toMatchObject({ generationId: 3, members: [{ memberId: a!.leader }] });
+  });
+
+  it("the join phase's answer restarts every member's session: members that waited in JoinGroup have their whole session to sync and heartbeat", async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b] = await ctx.stableGroup(2, 'g', {
+      sessionTimeoutMs: 10_000,
+      rebalanceTimeoutMs: 60_000,
+    });
+    // Their last heartbeat was at 0 (sessions end at 10,000); both rejoin just before that.
+    await ctx.advance(9000);
+    const leaderJoin = ctx.join({ memberId: a!.leader, sessionTimeoutMs: 10_000 });
+    await ctx.advance(500);
+    const follower = [a!, b!].find((m) => m.memberId !== m.leader)!;
+    const followerJoin = ctx.join({ memberId: follower.memberId, sessionTimeoutMs: 10_000 });
+    await tick();
+    expect([leaderJoin, followerJoin].map((call) => joined(call).generationId)).toEqual([2, 2]);
+    for (const m of [a!, b!])
+      expect(ctx.classic.sessionDeadlineMs('g', m.memberId)).toBe(ctx.clock.nowMs() + 10_000);
+    await ctx.advance(2500); // past the sessions armed before the rebalance
+    expect(ctx.memberIds()).toEqual([a!.memberId, b!.memberId].sort());
+    expect(ctx.state()).toBe('CompletingRebalance');
+    await ctx.syncAll([joined(leaderJoin), joined(followerJoin)]);
+    expect(ctx.state()).toBe('Stable');
+  });
+
+  it('when no member rejoined by the rebalance timeout (only static members are left), the group waits another rebalance timeout rather than start a generation nobody joined', async () => {
+    const ctx = new ClassicTestContext();
+    const timeouts = { sessionTimeoutMs: 120_000, rebalanceTimeoutMs: 30_000 };
+    const calls = [
+      ctx.join({ groupInstanceId: 'i-1', ...timeouts }),
+      ctx.join({ groupInstanceId: 'i-2', ...timeouts }),
+    ];
+    await ctx.advance(0);
+    const [one, two] = calls.map(joined);
+    await ctx.syncAll([one!, two!]);
+    const leader = one!.memberId === one!.leader ? one! : two!;
+    const follower = leader === one ? two! : one!;
+    const leaderInstance = leader === one ? 'i-1' : 'i-2';
+    ctx.join({ memberId: leader.memberId, groupInstanceId: leaderInstance, ...timeouts });
+    await tick();
+    // The leader, the only member that rejoined, leaves: the static follower is left, not rejoined.
+    ctx.leave({ members: [{ memberId: leader.memberId, groupInstanceId: leaderInstance }] });
+    await ctx.advance(30_000);
+    expect(ctx.inspect()).toMatchObject({
+      state: 'PreparingRebalance',
+      generationId: 1,
+      leaderId: follower.memberId,
+    });
+    const beat = ctx.heartbeat({
+      memberId: follower.memberId,
+      generationId: 1,
+      groupInstanceId: leader === one ? 'i-2' : 'i-1',
+    });
+    await tick();
+    expect(beat.code).toBe('REBALANCE_IN_PROGRESS');
+    const rejoin = ctx.join({
+      memberId: follower.memberId,
+      groupInstanceId: leader === one ? 'i-2' : 'i-1',
+      ...timeouts,
+    });
+    await tick();
+    expect(joined(rejoin)).toMatchObject({
+      generationId: 2,
+      leader: follower.memberId,
+      members: [{ memberId: follower.memberId }],
+    });
+  });
 });
 
 describe('who may join', () => {
@@ -237,6 +346,60 @@ describe('who may join', () => {
     expect(ctx.inspect()).toBeNull();
     await ctx.stableGroup(1);
     expect((await ctx.join({ memberId: 'ghost' }).settled()).code).toBe('UNKNOWN_MEMBER_ID');
+  });
+
+  it('a group at groupMembersMax still takes JoinGroups of its own members: one already in the generation, and one whose JoinGroup is parked', async () => {
+    const ctx = new ClassicTestContext({ groupMembersMax: 2 });
+    const [a, b] = await ctx.stableGroup(2);
+    const follower = [a!, b!].find((m) => m.memberId !== m.leader)!;
+    const same = ctx.join({ memberId: follower.memberId });
+    await tick();
+    expect(joined(same)).toMatchObject({ generationId: 1, leader: follower.leader });
+    expect(ctx.state()).toBe('Stable');
+    // The leader asks for a rebalance; a newcomer fills the parked JoinGroups up to the maximum.
+    const first = ctx.join({ memberId: follower.leader });
+    const newcomer = ctx.join({ clientId: 'new' });
+    await tick();
+    expect([first.state, newcomer.state]).toEqual(['pending', 'pending']);
+    const again = ctx.join({ memberId: follower.leader }); // say, after a client-side timeout
+    await tick();
+    expect(first.code).toBe('REBALANCE_IN_PROGRESS');
+    expect(again.state).toBe('pending');
+    await ctx.advance(30_000); // the follower never rejoins
+    expect(joined(again)).toMatchObject({ generationId: 2, leader: follower.leader });
+    expect(joined(again).members.map((m) => m.memberId)).toEqual([follower.leader, 'new-m3']);
+  });
+
+  it('gives at most groupMembersMax member ids with MEMBER_ID_REQUIRED to members still to join', async () => {
+    const ctx = new ClassicTestContext({ groupMembersMax: 2 });
+    const calls = ['c1', 'c2', 'c3'].map((clientId) =>
+      ctx.join({ clientId, requireKnownMemberId: true }),
+    );
+    await tick();
+    expect(calls.slice(0, 2).map((c) => c.ok.outcome)).toEqual([
+      'member-id-required',
+      'member-id-required',
+    ]);
+    expect(calls[2]!.code).toBe('GROUP_MAX_SIZE_REACHED');
+    expect(ctx.inspect()?.pendingMembers).toEqual(['c1-m1', 'c2-m2']);
+  });
+
+  it('a JoinGroup naming a member id given with MEMBER_ID_REQUIRED and an instance id is INVALID_REQUEST (a static member is never given one) and changes nothing', async () => {
+    const ctx = new ClassicTestContext();
+    const held = ctx.join({ groupInstanceId: 'i-1' });
+    await ctx.advance(0);
+    await ctx.syncAll([joined(held)]);
+    const first = ctx.join({ clientId: 'c', requireKnownMemberId: true });
+    await tick();
+    expect(first.ok).toEqual({ outcome: 'member-id-required', memberId: 'c-m2' });
+    for (const groupInstanceId of ['i-1', 'i-2']) {
+      const call = await ctx
+        .join({ memberId: 'c-m2', groupInstanceId, requireKnownMemberId: true })
+        .settled();
+      expect(call.code).toBe('INVALID_REQUEST');
+    }
+    expect(ctx.inspect()).toMatchObject({ state: 'Stable', pendingMembers: ['c-m2'] });
+    expect(ctx.memberIds()).toEqual([joined(held).memberId]);
   });
 
   it("refuses a member whose protocols would take the group's snapshot past its bound (one batch) with INVALID_REQUEST", async () => {

@@ -47,6 +47,24 @@ describe('LeaveGroup', () => {
     expect(gone.code).toBe('UNKNOWN_MEMBER_ID');
   });
 
+  it('a member given an id with MEMBER_ID_REQUIRED that leaves before joining stops holding the join phase', async () => {
+    const ctx = new ClassicTestContext();
+    const [a] = await ctx.stableGroup(1, 'g', { sessionTimeoutMs: 30_000 });
+    const pending = ctx.join({ clientId: 'late', requireKnownMemberId: true });
+    await tick();
+    expect(pending.ok).toEqual({ outcome: 'member-id-required', memberId: 'late-m2' });
+    const rejoin = ctx.join({ memberId: a!.memberId, sessionTimeoutMs: 30_000 });
+    await tick();
+    expect(rejoin.state).toBe('pending'); // the barrier waits for the pending member
+    const left = ctx.leave({ members: [{ memberId: 'late-m2' }] });
+    await tick();
+    expect(left.ok.members).toEqual([
+      { memberId: 'late-m2', groupInstanceId: null, errorCode: null },
+    ]);
+    expect(joined(rejoin)).toMatchObject({ generationId: 2, members: [{ memberId: a!.memberId }] });
+    expect(ctx.inspect()?.pendingMembers).toEqual([]);
+  });
+
   it('a member leaving while others are parked in JoinGroup lets the join phase complete; its own parked call is answered UNKNOWN_MEMBER_ID', async () => {
     const ctx = new ClassicTestContext();
     const [a, b] = await ctx.stableGroup(2);
@@ -172,6 +190,107 @@ describe('static membership', () => {
     expect(joined(replacement).leader).toBe(joined(replacement).memberId);
   });
 
+  it("a static leader that does not rejoin stays a member, but a member that did rejoin becomes the leader and gets every member's metadata", async () => {
+    const ctx = new ClassicTestContext();
+    const [one, two] = await staticGroup(ctx, 60_000);
+    const leader = one!.memberId === one!.leader ? one! : two!;
+    const follower = leader === one ? two! : one!;
+    const rejoin = ctx.join({
+      memberId: follower.memberId,
+      groupInstanceId: follower === one ? 'i-1' : 'i-2',
+      sessionTimeoutMs: 60_000,
+      protocols: protocols(['range'], 'more topics'),
+    });
+    await ctx.advance(30_000); // the rebalance timeout: the leader did not rejoin, but it is static
+    expect(joined(rejoin)).toMatchObject({ generationId: 2, leader: follower.memberId });
+    expect(
+      joined(rejoin)
+        .members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([leader.memberId, follower.memberId].sort());
+    expect(ctx.inspect()?.leaderId).toBe(follower.memberId);
+  });
+
+  it("a static member rejoining without its member id while the group waits for its leader's assignment: its parked SyncGroup is fenced and the group rebalances, so the assignment names its new id", async () => {
+    const ctx = new ClassicTestContext();
+    const calls = [ctx.join({ groupInstanceId: 'i-1' }), ctx.join({ groupInstanceId: 'i-2' })];
+    await ctx.advance(0);
+    const [one, two] = calls.map(joined);
+    const leader = one!.memberId === one!.leader ? one! : two!;
+    const follower = leader === one ? two! : one!;
+    const followerInstance = follower === one ? 'i-1' : 'i-2';
+    const parkedSync = ctx.sync({
+      memberId: follower.memberId,
+      generationId: 1,
+      groupInstanceId: followerInstance,
+    });
+    await tick();
+    expect(ctx.state()).toBe('CompletingRebalance');
+    const replacement = ctx.join({ groupInstanceId: followerInstance });
+    await tick();
+    expect(parkedSync.code).toBe('FENCED_INSTANCE_ID');
+    expect(replacement.state).toBe('pending');
+    expect(ctx.state()).toBe('PreparingRebalance');
+    const leaderSync = ctx.sync({ memberId: leader.memberId, generationId: 1 });
+    await tick();
+    expect(leaderSync.code).toBe('REBALANCE_IN_PROGRESS');
+    const leaderJoin = ctx.join({
+      memberId: leader.memberId,
+      groupInstanceId: follower === one ? 'i-2' : 'i-1',
+    });
+    await tick();
+    const newId = joined(replacement).memberId;
+    expect(newId).not.toBe(follower.memberId);
+    expect(joined(leaderJoin)).toMatchObject({ generationId: 2, leader: leader.memberId });
+    expect(
+      joined(leaderJoin)
+        .members.map((m) => m.memberId)
+        .sort(),
+    ).toEqual([leader.memberId, newId].sort());
+    expect(ctx.replayed()).toEqual(ctx.inspect());
+  });
+
+  it('a static member restarting before it sent its SyncGroup takes its new session timeout, and its new id syncing does not rebalance the group at the sync deadline', async () => {
+    const ctx = new ClassicTestContext();
+    const timeouts = { sessionTimeoutMs: 60_000, rebalanceTimeoutMs: 30_000 };
+    const calls = [
+      ctx.join({ groupInstanceId: 'i-1', ...timeouts }),
+      ctx.join({ groupInstanceId: 'i-2', ...timeouts }),
+    ];
+    await ctx.advance(0);
+    const [one, two] = calls.map(joined);
+    const leader = one!.memberId === one!.leader ? one! : two!;
+    const follower = leader === one ? two! : one!;
+    const followerInstance = follower === one ? 'i-1' : 'i-2';
+    const leaderSync = ctx.sync({
+      memberId: leader.memberId,
+      generationId: 1,
+      assignments: [{ memberId: follower.memberId, assignment: Buffer.from('F') }],
+    });
+    await tick();
+    expect(leaderSync.state).toBe('fulfilled');
+    expect(ctx.state()).toBe('Stable'); // the follower has not sent its SyncGroup
+    const rejoin = ctx.join({
+      groupInstanceId: followerInstance,
+      sessionTimeoutMs: 45_000,
+      rebalanceTimeoutMs: 30_000,
+    });
+    await tick();
+    const answer = joined(rejoin);
+    expect(answer.generationId).toBe(1);
+    expect(ctx.classic.sessionDeadlineMs('g', answer.memberId)).toBe(ctx.clock.nowMs() + 45_000);
+    const sync = ctx.sync({
+      memberId: answer.memberId,
+      generationId: 1,
+      groupInstanceId: followerInstance,
+    });
+    await tick();
+    expect(sync.ok.assignment.toString()).toBe('F');
+    await ctx.advance(30_000); // the sync deadline of generation 1
+    expect(ctx.inspect()).toMatchObject({ state: 'Stable', generationId: 1 });
+    expect(ctx.memberIds()).toEqual([leader.memberId, answer.memberId].sort());
+  });
+
   it('static members that do not rejoin stay through the join phase; one named by instance id alone can be made to leave', async () => {
     const ctx = new ClassicTestContext();
     const [one, two] = await staticGroup(ctx, 60_000);
@@ -236,6 +355,97 @@ describe('sessions', () => {
     await ctx.advance(9_999); // b's last heartbeat was at 19,999: its session ends at 29,999
     expect(joined(rejoin)).toMatchObject({ generationId: 2, members: [{ memberId: a!.memberId }] });
     expect(ctx.replayed()).toEqual(ctx.inspect());
+  });
+
+  it('a member parked in SyncGroup longer than its session gets its session back when the assignment answers it: if it then goes silent it is removed', async () => {
+    const ctx = new ClassicTestContext();
+    const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 60_000 };
+    const calls = [ctx.join(timeouts), ctx.join(timeouts)];
+    await ctx.advance(0);
+    const [a, b] = calls.map(joined);
+    const leader = a!.memberId === a!.leader ? a! : b!;
+    const follower = leader === a ? b! : a!;
+    const parked = ctx.sync({ memberId: follower.memberId, generationId: 1 });
+    const beat = async () => {
+      const call = ctx.heartbeat({ memberId: leader.memberId, generationId: 1 });
+      await tick();
+      expect(call.state).toBe('fulfilled');
+    };
+    await ctx.advance(8000);
+    await beat();
+    await ctx.advance(7000); // the follower's session passed while it waited for the leader
+    expect(ctx.memberIds()).toEqual([a!.memberId, b!.memberId].sort());
+    const own = ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [] });
+    await tick();
+    expect([own.state, parked.state]).toEqual(['fulfilled', 'fulfilled']);
+    // From now on only the leader heartbeats.
+    for (const step of [5000, 4999]) {
+      await ctx.advance(step);
+      await beat();
+    }
+    expect(ctx.state()).toBe('Stable');
+    await ctx.advance(1); // 10 s after the follower's answer
+    expect(ctx.memberIds()).toEqual([leader.memberId]);
+    expect(ctx.state()).toBe('PreparingRebalance');
+  });
+
+  it('a member parked in SyncGroup longer than its session and told to rejoin gets its session back: if it then goes silent it is removed and the join phase completes without waiting the rebalance timeout', async () => {
+    const ctx = new ClassicTestContext();
+    const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 60_000 };
+    const calls = [ctx.join(timeouts), ctx.join(timeouts)];
+    await ctx.advance(0);
+    const [a, b] = calls.map(joined);
+    const leader = a!.memberId === a!.leader ? a! : b!;
+    const follower = leader === a ? b! : a!;
+    const parked = ctx.sync({ memberId: follower.memberId, generationId: 1 });
+    await ctx.advance(8000);
+    await ctx.heartbeat({ memberId: leader.memberId, generationId: 1 }).settled();
+    await ctx.advance(7000); // the follower's session passed while it waited for the leader
+    // The leader rejoins with new metadata instead of syncing: a rebalance.
+    const leaderJoin = ctx.join({
+      memberId: leader.memberId,
+      ...timeouts,
+      protocols: protocols(['range'], 'more topics'),
+    });
+    await tick();
+    expect(parked.code).toBe('REBALANCE_IN_PROGRESS');
+    // The follower never rejoins: its session, restarted by that answer, ends 10 s later.
+    await ctx.advance(9999);
+    expect(leaderJoin.state).toBe('pending');
+    await ctx.advance(1);
+    expect(joined(leaderJoin)).toMatchObject({
+      generationId: 2,
+      members: [{ memberId: leader.memberId }],
+    });
+  });
+
+  it('a heartbeat that arrived before its session ended keeps the member, though a snapshot write held the group until after the deadline', async () => {
+    const ctx = new ClassicTestContext();
+    const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 30_000 };
+    const calls = [
+      ctx.join({ groupInstanceId: 'i-1', ...timeouts }),
+      ctx.join({ groupInstanceId: 'i-2', ...timeouts }),
+    ];
+    await ctx.advance(0);
+    const [one, two] = calls.map(joined);
+    await ctx.syncAll([one!, two!]);
+    await ctx.advance(9999); // one's session ends at 10,000
+    ctx.writer.hold = true;
+    // i-2 restarts: the snapshot with its new member id is being written; one's heartbeat waits behind it.
+    const rejoin = ctx.join({ groupInstanceId: 'i-2', ...timeouts });
+    const beat = ctx.heartbeat({
+      memberId: one!.memberId,
+      generationId: 1,
+      groupInstanceId: 'i-1',
+    });
+    await ctx.advance(1);
+    expect(beat.state).toBe('pending');
+    ctx.writer.release();
+    await tick();
+    expect(joined(rejoin).generationId).toBe(1);
+    expect(beat.state).toBe('fulfilled');
+    expect(ctx.state()).toBe('Stable');
+    expect(ctx.memberIds()).toEqual([one!.memberId, joined(rejoin).memberId].sort());
   });
 
   it('a commit keeps its member in the group as a heartbeat does (Kafka: a consumer busy processing may only commit)', async () => {

@@ -126,6 +126,39 @@ describe('restart', () => {
     expect(ctx.inspect()).toMatchObject({ state: 'Empty', members: [], generationId: 2 });
   });
 
+  it("an admin's removal while the leader rejoined without the group's protocol: the snapshot names a member it keeps as the leader, and the group comes back with it", async () => {
+    const ctx = new ClassicTestContext();
+    const joins = [0, 1, 2].map(() => ctx.join({ protocols: protocols(['range', 'roundrobin']) }));
+    await ctx.advance(0);
+    const all = joins.map(joined);
+    await ctx.syncAll(all);
+    const leader = all.find((j) => j.memberId === j.leader)!;
+    const [kept, removed] = all.filter((j) => j !== leader);
+    // A pending member (MEMBER_ID_REQUIRED) keeps the join phase open; the leader rejoins without 'range'.
+    ctx.join({ requireKnownMemberId: true, protocols: protocols(['range', 'roundrobin']) });
+    await tick();
+    ctx.join({ memberId: leader.memberId, protocols: protocols(['roundrobin']) });
+    ctx.join({ memberId: kept!.memberId, protocols: protocols(['range', 'roundrobin']) });
+    await tick();
+    expect(ctx.inspect()).toMatchObject({ state: 'PreparingRebalance', protocolName: 'range' });
+    await ctx.coordinator.removeMembers('g', { memberIds: [removed!.memberId] });
+    expect(ctx.writer.latest.get('g')).toMatchObject({
+      version: 1,
+      generationId: 1,
+      protocolName: 'range',
+      leaderId: kept!.memberId,
+      members: [{ memberId: kept!.memberId }],
+    });
+    ctx.restart();
+    await tick();
+    expect(ctx.inspect()).toMatchObject({
+      state: 'PreparingRebalance',
+      generationId: 1,
+      leaderId: kept!.memberId,
+    });
+    expect(ctx.memberIds()).toEqual([kept!.memberId]);
+  });
+
   it('an Empty group keeps its generation and protocol type; the next member continues from it', async () => {
     const ctx = new ClassicTestContext();
     const [a] = await ctx.stableGroup(1);

@@ -188,6 +188,28 @@ describe('SyncGroup', () => {
     await tick();
     expect(joined(rejoin)).toMatchObject({ generationId: 2, leader: followers[0]!.memberId });
   });
+  it('at the sync deadline, a follower that has not sent its SyncGroup is removed though the leader synced (the group is Stable), one that synced late is kept, and the group rebalances', async () => {
+    const ctx = new ClassicTestContext();
+    const { leader, followers } = await completingGroup(ctx, 3, {
+      rebalanceTimeoutMs: 5000,
+      sessionTimeoutMs: 60_000,
+    });
+    const [late, never] = followers;
+    const own = ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [] });
+    await tick();
+    expect(own.state).toBe('fulfilled');
+    expect(ctx.state()).toBe('Stable');
+    await ctx.advance(4000);
+    const sync = ctx.sync({ memberId: late!.memberId, generationId: 1 });
+    const beat = ctx.heartbeat({ memberId: never!.memberId, generationId: 1 });
+    await tick();
+    expect([sync.state, beat.state]).toEqual(['fulfilled', 'fulfilled']); // a heartbeat is not a SyncGroup
+    await ctx.advance(999);
+    expect(ctx.state()).toBe('Stable');
+    await ctx.advance(1);
+    expect(ctx.inspect()).toMatchObject({ state: 'PreparingRebalance', generationId: 1 });
+    expect(ctx.memberIds()).toEqual([leader.memberId, late!.memberId].sort());
+  });
 });
 
 describe('Heartbeat', () => {

@@ -312,6 +312,9 @@ function replaceStaticMember(
   op.answerJoin(groupId, oldMemberId, { error: fenced });
   op.answerSync(groupId, oldMemberId, { error: fenced });
   env.sessions.cancelMember(groupId, oldMemberId);
+  // The new id owes the SyncGroup the old one owed: the sync deadline removes it as it would have
+  // removed the old one (the tombstone takes the old id out of the pending set).
+  const owedSync = group.pendingSync.has(oldMemberId);
   op.emit({ type: 'classic-member-tombstone', groupId, memberId: oldMemberId });
   const replaced: ClassicMember = {
     ...old,
@@ -324,6 +327,8 @@ function replaceStaticMember(
     isNew: false,
   };
   op.putMember(groupId, replaced);
+  if (owedSync)
+    op.emit({ type: 'classic-pending-sync', groupId, memberIds: [memberId], pending: true });
   if (previousLeader === oldMemberId) op.setGroup(group, { leaderId: memberId });
   env.sessions.scheduleSession(groupId, memberId, request.sessionTimeoutMs);
   const parked = env.joins.park(groupId, memberId);

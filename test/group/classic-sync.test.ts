@@ -210,6 +210,39 @@ describe('SyncGroup', () => {
     expect(ctx.inspect()).toMatchObject({ state: 'PreparingRebalance', generationId: 1 });
     expect(ctx.memberIds()).toEqual([leader.memberId, late!.memberId].sort());
   });
+
+  it('a static member that restarts in Stable before its SyncGroup still owes one: its new id is removed at the sync deadline if it never syncs, as the old one would have been', async () => {
+    const ctx = new ClassicTestContext();
+    const calls = ['i-0', 'i-1', 'i-2'].map((groupInstanceId) =>
+      ctx.join({ groupInstanceId, rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000 }),
+    );
+    await ctx.advance(0);
+    const all = calls.map(joined);
+    const leader = all.find((j) => j.memberId === j.leader)!;
+    const follower = all.find((j) => j !== leader)!;
+    const instanceOf = (memberId: string) =>
+      ctx.inspect()!.members.find((m) => m.memberId === memberId)!.groupInstanceId!;
+    const own = ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [] });
+    await tick();
+    expect([own.state, ctx.state()]).toEqual(['fulfilled', 'Stable']);
+    // The follower restarts without its member id, before it sent its SyncGroup.
+    const rejoin = ctx.join({
+      groupInstanceId: instanceOf(follower.memberId),
+      rebalanceTimeoutMs: 5000,
+      sessionTimeoutMs: 60_000,
+    });
+    await tick();
+    const replacement = joined(rejoin).memberId;
+    expect(replacement).not.toBe(follower.memberId);
+    // It heartbeats, but never syncs: at the sync deadline it goes, and the group rebalances.
+    await ctx.advance(4000);
+    const beat = ctx.heartbeat({ memberId: replacement, generationId: 1 });
+    await tick();
+    expect(beat.state).toBe('fulfilled');
+    await ctx.advance(1000);
+    expect(ctx.inspect()).toMatchObject({ state: 'PreparingRebalance', generationId: 1 });
+    expect(ctx.memberIds()).not.toContain(replacement);
+  });
 });
 
 describe('Heartbeat', () => {

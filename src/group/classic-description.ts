@@ -26,7 +26,10 @@ export interface ClassicMemberDescription {
   protocols: string[];
   /** Its metadata for the group's selected protocol; empty while no protocol is selected. */
   metadata: Buffer;
-  /** Its assignment of the current generation; empty before the leader's SyncGroup. */
+  /**
+   * Its assignment of the current generation; empty unless the group is Stable (before the leader's
+   * SyncGroup, and during a rebalance, rather than the last generation's), as Kafka's DescribeGroups.
+   */
   assignment: Buffer;
 }
 
@@ -58,7 +61,7 @@ export function describeClassicGroup(group: ClassicGroup): ClassicGroupDescripti
     rebalanceTimeoutMs: m.rebalanceTimeoutMs,
     protocols: m.protocols.map((p) => p.name),
     metadata: Buffer.from(metadataFor(m, protocolName)),
-    assignment: Buffer.from(m.assignment),
+    assignment: state === 'Stable' ? Buffer.from(m.assignment) : Buffer.alloc(0),
   }));
   members.sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0));
   return { state, generationId, protocolType, protocolName, leaderId, members };

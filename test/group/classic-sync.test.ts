@@ -245,6 +245,30 @@ describe('SyncGroup', () => {
   });
 });
 
+describe('describing a classic group', () => {
+  it("shows members' assignments only while the group is Stable: not the last generation's during a rebalance, nor before the leader's SyncGroup (as Kafka's DescribeGroups)", async () => {
+    const ctx = new ClassicTestContext();
+    const [a, b] = await ctx.stableGroup(2);
+    const assignments = () =>
+      ctx.classic.describe('g')!.members.map((m) => [m.memberId, m.assignment.toString()]);
+    expect(assignments()).toEqual([
+      [a!.memberId, `a:${a!.memberId}`],
+      [b!.memberId, `a:${b!.memberId}`],
+    ]);
+    // A third member joins: the others rejoin, and the group waits for the leader's assignment.
+    const calls = [
+      ctx.join(),
+      ctx.join({ memberId: a!.memberId }),
+      ctx.join({ memberId: b!.memberId }),
+    ];
+    await ctx.advance(0);
+    expect(ctx.state()).toBe('CompletingRebalance');
+    expect(assignments().map(([, bytes]) => bytes)).toEqual(['', '', '']);
+    await ctx.syncAll(calls.map(joined));
+    expect(assignments().every(([id, bytes]) => bytes === `a:${id}`)).toBe(true);
+  });
+});
+
 describe('Heartbeat', () => {
   it('keeps the session; answers REBALANCE_IN_PROGRESS during a rebalance, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID otherwise', async () => {
     const ctx = new ClassicTestContext();

@@ -7,7 +7,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { Consumer } from '@platformatic/kafka';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   startClusterServer,
   type ClusterServer,
@@ -17,21 +17,10 @@ import { ClusterKeys } from '../../src/cluster/cluster-keys.js';
 import { EtcdConnection } from '../../src/cluster/etcd-connection.js';
 import { mergeNodeTopics } from '../../src/cluster/cluster-topics.js';
 import { API_KEYS } from '../../src/kafka/protocol/index.js';
-import { EtcdCluster } from '../support/etcd-cluster.js';
+import type { EtcdCluster } from '../support/etcd-cluster.js';
+import { cleanups, sleep, startEtcd } from './in-process-cluster.js';
 import { tempDir } from '../support/temp-dir.js';
 import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
-
-async function startEtcd(): Promise<EtcdCluster> {
-  const etcd = await EtcdCluster.start({ members: 1 });
-  cleanups.push(() => etcd.stop());
-  return etcd;
-}
 
 async function startNode(
   etcd: EtcdCluster,

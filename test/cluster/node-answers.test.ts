@@ -3,7 +3,7 @@
  * its lease is unconfirmed, clients on its second listener, new-protocol members of a bucket it gave
  * up, and topics a client asks one node alone for (each node keeps its own topic catalog).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   rendezvousOwner,
   startClusterServer,
@@ -11,26 +11,14 @@ import {
   type ClusterServerOptions,
 } from '../../src/cluster/index.js';
 import { API_KEYS, KAFKA_ERROR } from '../../src/kafka/protocol/index.js';
-import { EtcdCluster } from '../support/etcd-cluster.js';
+import type { EtcdCluster } from '../support/etcd-cluster.js';
+import { cleanups, sleep, startEtcd } from './in-process-cluster.js';
 import { tempDir } from '../support/temp-dir.js';
 import { RawKafkaClient } from '../kafka/support/raw-kafka-client.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
-});
 
 async function waitServing(server: ClusterServer, buckets: number): Promise<void> {
   for (let i = 0; i < 200 && server.node.ownedBuckets().length < buckets; i++) await sleep(50);
   expect(server.node.ownedBuckets().length).toBe(buckets);
-}
-
-/** An etcd of one member, stopped after the test. */
-async function startEtcd(): Promise<EtcdCluster> {
-  const etcd = await EtcdCluster.start({ members: 1 });
-  cleanups.push(() => etcd.stop());
-  return etcd;
 }
 
 /**

@@ -807,12 +807,7 @@ describe('the engine decides which records survive', () => {
     expect(planned!.group.length).toBeGreaterThan(1);
     expect(planned!.group[0]).toBe(sealedOf(hooks.views.at(-1)!)[0]);
     await store.close();
-    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
-    expect(
-      await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
-      'the deleted offset does not come back',
-    ).toEqual([null]);
-    await reopened.close();
+    await expectVictimStaysDeleted(dir);
   });
 
   it('drops a tombstone once deleteRetentionMs has passed since its commit, not a millisecond before', async () => {
@@ -850,15 +845,7 @@ describe('the engine decides which records survive', () => {
     await store.compact();
     expect(planned!.group).toEqual([0]);
     await store.close();
-    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
-    try {
-      expect(
-        await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
-        'the deleted offset does not come back',
-      ).toEqual([null]);
-    } finally {
-      await reopened.close();
-    }
+    await expectVictimStaysDeleted(dir);
   });
 
   it('keeps a tombstone at or above tombstonesBelow, and drops it once the bound passes it', async () => {
@@ -961,17 +948,8 @@ describe('the engine decides which records survive', () => {
       hooks.plan = () => null;
       await store.close();
     }
-    const reopened = await OffsetStore.open(
-      inProcessOptions(crashed, STRATEGY_MODULES.scriptedCheckpoints),
-    );
-    try {
-      expect(
-        await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
-        'the deleted offset does not come back from the checkpoint',
-      ).toEqual([null]);
-    } finally {
-      await reopened.close();
-    }
+    // The checkpoint below the tombstone still holds the key.
+    await expectVictimStaysDeleted(crashed, STRATEGY_MODULES.scriptedCheckpoints);
   });
 
   it('swaps groups in log order: a failure between two swaps never leaves a dropped tombstone with the older record it hid', async () => {
@@ -1007,15 +985,7 @@ describe('the engine decides which records survive', () => {
     expect(planned[1]![0]).toBeGreaterThan(planned[0]![0]!);
     expect(swaps).toBe(2);
     await store.close();
-    const reopened = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
-    try {
-      expect(
-        await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
-        'the deleted offset does not come back',
-      ).toEqual([null]);
-    } finally {
-      await reopened.close();
-    }
+    await expectVictimStaysDeleted(dir);
   });
 
   it('never drops a record that nothing supersedes, whatever the plan asks', async () => {
@@ -1044,6 +1014,22 @@ describe('the engine decides which records survive', () => {
  * then deleted it, with segments of other commits sealed after each (the delete at the clock's
  * current time).
  */
+/** Reopens the store in `dir` and checks that the victim's deleted offset did not come back. */
+async function expectVictimStaysDeleted(
+  dir: string,
+  module: string = STRATEGY_MODULES.scripted,
+): Promise<void> {
+  const reopened = await OffsetStore.open(inProcessOptions(dir, module));
+  try {
+    expect(
+      await reopened.fetchOffsets('victim', [{ tableId: 1, bucketId: 0 }]),
+      'the deleted offset does not come back',
+    ).toEqual([null]);
+  } finally {
+    await reopened.close();
+  }
+}
+
 async function victimDeleted(dir: string, deleteRetentionMs: number) {
   const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
     compaction: { strategy: STRATEGY_MODULES.scripted, background: false, deleteRetentionMs },

@@ -298,15 +298,15 @@ describe('rebalancing a Stable group', () => {
   it('when no member rejoined by the rebalance timeout (only static members are left), the group waits another rebalance timeout rather than start a generation nobody joined', async () => {
     const ctx = new ClassicTestContext();
     const timeouts = { sessionTimeoutMs: 120_000, rebalanceTimeoutMs: 30_000 };
-    const calls = [
-      ctx.join({ groupInstanceId: 'i-1', ...timeouts }),
-      ctx.join({ groupInstanceId: 'i-2', ...timeouts }),
-    ];
-    await ctx.advance(0);
-    const [one, two] = calls.map(joined);
+    const {
+      all: [one, two],
+      leader,
+      follower,
+    } = await ctx.joinPhase([
+      { groupInstanceId: 'i-1', ...timeouts },
+      { groupInstanceId: 'i-2', ...timeouts },
+    ]);
     await ctx.syncAll([one!, two!]);
-    const leader = one!.memberId === one!.leader ? one! : two!;
-    const follower = leader === one ? two! : one!;
     const leaderInstance = leader === one ? 'i-1' : 'i-2';
     ctx.join({ memberId: leader.memberId, groupInstanceId: leaderInstance, ...timeouts });
     await tick();

@@ -253,14 +253,14 @@ describe('static membership', () => {
   it('a static member restarting before it sent its SyncGroup takes its new session timeout, and its new id syncing does not rebalance the group at the sync deadline', async () => {
     const ctx = new ClassicTestContext();
     const timeouts = { sessionTimeoutMs: 60_000, rebalanceTimeoutMs: 30_000 };
-    const calls = [
-      ctx.join({ groupInstanceId: 'i-1', ...timeouts }),
-      ctx.join({ groupInstanceId: 'i-2', ...timeouts }),
-    ];
-    await ctx.advance(0);
-    const [one, two] = calls.map(joined);
-    const leader = one!.memberId === one!.leader ? one! : two!;
-    const follower = leader === one ? two! : one!;
+    const {
+      all: [one],
+      leader,
+      follower,
+    } = await ctx.joinPhase([
+      { groupInstanceId: 'i-1', ...timeouts },
+      { groupInstanceId: 'i-2', ...timeouts },
+    ]);
     const followerInstance = follower === one ? 'i-1' : 'i-2';
     const leaderSync = ctx.sync({
       memberId: leader.memberId,
@@ -360,11 +360,7 @@ describe('sessions', () => {
   it('a member parked in SyncGroup longer than its session gets its session back when the assignment answers it: if it then goes silent it is removed', async () => {
     const ctx = new ClassicTestContext();
     const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 60_000 };
-    const calls = [ctx.join(timeouts), ctx.join(timeouts)];
-    await ctx.advance(0);
-    const [a, b] = calls.map(joined);
-    const leader = a!.memberId === a!.leader ? a! : b!;
-    const follower = leader === a ? b! : a!;
+    const { leader, follower } = await ctx.joinPhase([timeouts, timeouts]);
     const parked = ctx.sync({ memberId: follower.memberId, generationId: 1 });
     const beat = async () => {
       const call = ctx.heartbeat({ memberId: leader.memberId, generationId: 1 });
@@ -374,7 +370,7 @@ describe('sessions', () => {
     await ctx.advance(8000);
     await beat();
     await ctx.advance(7000); // the follower's session passed while it waited for the leader
-    expect(ctx.memberIds()).toEqual([a!.memberId, b!.memberId].sort());
+    expect(ctx.memberIds()).toEqual([leader.memberId, follower.memberId].sort());
     const own = ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [] });
     await tick();
     expect([own.state, parked.state]).toEqual(['fulfilled', 'fulfilled']);
@@ -392,11 +388,7 @@ describe('sessions', () => {
   it('a member parked in SyncGroup longer than its session and told to rejoin gets its session back: if it then goes silent it is removed and the join phase completes without waiting the rebalance timeout', async () => {
     const ctx = new ClassicTestContext();
     const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 60_000 };
-    const calls = [ctx.join(timeouts), ctx.join(timeouts)];
-    await ctx.advance(0);
-    const [a, b] = calls.map(joined);
-    const leader = a!.memberId === a!.leader ? a! : b!;
-    const follower = leader === a ? b! : a!;
+    const { leader, follower } = await ctx.joinPhase([timeouts, timeouts]);
     const parked = ctx.sync({ memberId: follower.memberId, generationId: 1 });
     await ctx.advance(8000);
     await ctx.heartbeat({ memberId: leader.memberId, generationId: 1 }).settled();
@@ -422,12 +414,12 @@ describe('sessions', () => {
   it('a heartbeat that arrived before its session ended keeps the member, though a snapshot write held the group until after the deadline', async () => {
     const ctx = new ClassicTestContext();
     const timeouts = { sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 30_000 };
-    const calls = [
-      ctx.join({ groupInstanceId: 'i-1', ...timeouts }),
-      ctx.join({ groupInstanceId: 'i-2', ...timeouts }),
-    ];
-    await ctx.advance(0);
-    const [one, two] = calls.map(joined);
+    const {
+      all: [one, two],
+    } = await ctx.joinPhase([
+      { groupInstanceId: 'i-1', ...timeouts },
+      { groupInstanceId: 'i-2', ...timeouts },
+    ]);
     await ctx.syncAll([one!, two!]);
     await ctx.advance(9999); // one's session ends at 10,000
     ctx.writer.hold = true;

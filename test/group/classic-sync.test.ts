@@ -10,12 +10,8 @@ import { describe, expect, it } from 'vitest';
 import type { ClassicGroupSnapshot } from '../../src/group/index.js';
 import { ClassicTestContext, joined, tick } from './classic-test-context.js';
 
-async function completingGroup(ctx: ClassicTestContext, count: number, extra = {}) {
-  const calls = Array.from({ length: count }, () => ctx.join(extra));
-  await ctx.advance(0);
-  const all = calls.map(joined);
-  const leader = all.find((j) => j.memberId === j.leader)!;
-  return { leader, followers: all.filter((j) => j !== leader) };
+function completingGroup(ctx: ClassicTestContext, count: number, extra = {}) {
+  return ctx.joinPhase(Array.from({ length: count }, () => extra));
 }
 
 describe('SyncGroup', () => {
@@ -213,13 +209,13 @@ describe('SyncGroup', () => {
 
   it('a static member that restarts in Stable before its SyncGroup still owes one: its new id is removed at the sync deadline if it never syncs, as the old one would have been', async () => {
     const ctx = new ClassicTestContext();
-    const calls = ['i-0', 'i-1', 'i-2'].map((groupInstanceId) =>
-      ctx.join({ groupInstanceId, rebalanceTimeoutMs: 5000, sessionTimeoutMs: 60_000 }),
+    const { leader, follower } = await ctx.joinPhase(
+      ['i-0', 'i-1', 'i-2'].map((groupInstanceId) => ({
+        groupInstanceId,
+        rebalanceTimeoutMs: 5000,
+        sessionTimeoutMs: 60_000,
+      })),
     );
-    await ctx.advance(0);
-    const all = calls.map(joined);
-    const leader = all.find((j) => j.memberId === j.leader)!;
-    const follower = all.find((j) => j !== leader)!;
     const instanceOf = (memberId: string) =>
       ctx.inspect()!.members.find((m) => m.memberId === memberId)!.groupInstanceId!;
     const own = ctx.sync({ memberId: leader.memberId, generationId: 1, assignments: [] });

@@ -185,6 +185,27 @@ export class ClassicTestContext {
   }
 
   /**
+   * Sends a JoinGroup for each request (in this order), completes the join phase, and returns the
+   * answers in request order, the leader's, and the followers' (`follower`: the first of them).
+   */
+  async joinPhase(
+    requests: readonly Partial<ClassicJoinGroupRequest>[],
+    groupId = 'g',
+  ): Promise<{
+    all: ClassicJoinedGroup[];
+    leader: ClassicJoinedGroup;
+    followers: ClassicJoinedGroup[];
+    follower: ClassicJoinedGroup;
+  }> {
+    const calls = requests.map((request) => this.join(request, groupId));
+    await this.advance(0);
+    const all = calls.map(joined);
+    const leader = all.find((j) => j.memberId === j.leader)!;
+    const followers = all.filter((j) => j !== leader);
+    return { all, leader, followers, follower: followers[0]! };
+  }
+
+  /**
    * Joins `count` dynamic members, completes the join phase, syncs them with the leader handing each
    * member the assignment `a:<memberId>`, and returns them Stable.
    */

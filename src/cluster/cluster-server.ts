@@ -48,12 +48,6 @@ export interface ClusterServerOptions extends Omit<
   reconcileIntervalMs?: number;
   /** Deadline of every etcd call, ms; default 2000. */
   callTimeoutMs?: number;
-  /**
-   * Default false here: a topic created on a client's request would be this node's alone, outside
-   * the cluster's catalog, and could take a table id the cluster gives a different topic
-   * (docs/cluster.md, "Topics"). Set it only for a cluster of one node.
-   */
-  autoCreateTopics?: boolean;
 }
 
 /** A running cluster node with its Kafka server. */
@@ -98,9 +92,6 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
   try {
     server = await startKafkaServer({
       ...serverOptions,
-      // A topic a client's request created would be this node's alone (the cluster's catalog takes
-      // a node's topics when it starts), with a table id another node may give another topic.
-      autoCreateTopics: serverOptions.autoCreateTopics ?? false,
       store,
       nodeId: brokerId,
       topicAuthority: async (catalog, { wanted, topicsMax }) => {
@@ -118,6 +109,18 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
         const refused = await catalog.adopt(cluster);
         // The join checked the node's catalog against the cluster's: a refusal here is a bug.
         if (refused.length > 0) throw refused[0];
+        // Topics a client's request creates (or a growth) are the cluster's.
+        catalog.follow((changes) =>
+          joinClusterTopics({
+            connection: topicsConnection,
+            keys,
+            local: undefined,
+            wanted: changes,
+            topicsMax,
+            nowMs: () => Date.now(),
+            skipRefused: true,
+          }),
+        );
         topicsWatch = new ClusterTopicsWatch({
           connection: topicsConnection,
           keys,

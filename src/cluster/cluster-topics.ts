@@ -48,6 +48,8 @@ const JOIN_ATTEMPTS = 20;
 export interface WantedTopic {
   readonly name: string;
   readonly partitions: number;
+  /** False: create it unless it exists (a client's request); default: make it exist with exactly `partitions`. */
+  readonly grow?: boolean;
 }
 
 /** What `joinClusterTopics` needs. */
@@ -62,6 +64,12 @@ export interface JoinClusterTopicsOptions {
   readonly topicsMax: number;
   /** The clock, ms since the epoch (stamps new topics). */
   readonly nowMs: () => number;
+  /**
+   * Leave out a wanted topic that cannot be created or grown (a bad or colliding name, a shrink, the
+   * limit) rather than refuse them all: a node's catalog asking for a round of clients' changes
+   * tells each why from the catalog it gets back.
+   */
+  readonly skipRefused?: boolean;
 }
 
 /** The cluster's catalog as read from etcd: its content and the key's modification revision ('0': absent). */
@@ -117,7 +125,10 @@ export async function joinClusterTopics(
 /** The cluster's catalog with the node's topics merged in; INVALID_CONFIG / INVALID_REQUEST when they contradict it. */
 export function mergeNodeTopics(
   cluster: CatalogContent | undefined,
-  options: Pick<JoinClusterTopicsOptions, 'local' | 'wanted' | 'topicsMax' | 'nowMs' | 'keys'>,
+  options: Pick<
+    JoinClusterTopicsOptions,
+    'local' | 'wanted' | 'topicsMax' | 'nowMs' | 'keys' | 'skipRefused'
+  >,
 ): CatalogContent {
   const { local, keys } = options;
   const byName = new Map<string, TopicEntry>();
@@ -162,29 +173,35 @@ export function mergeNodeTopics(
   let nextTableId = 1;
   for (const t of byTable.keys()) nextTableId = Math.max(nextTableId, t + 1);
   for (const t of local?.content.topics ?? []) nextTableId = Math.max(nextTableId, t.tableId + 1);
-  for (const { name, partitions } of options.wanted) {
-    if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > PARTITION_COUNT_MAX)
-      throw new OffsetStoreError(
-        'INVALID_CONFIG',
-        `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`,
-      );
-    const existing = byName.get(name);
-    if (existing !== undefined) {
-      if (partitions < existing.partitions)
+  for (const { name, partitions, grow } of options.wanted) {
+    try {
+      if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > PARTITION_COUNT_MAX)
         throw new OffsetStoreError(
           'INVALID_CONFIG',
-          `topic ${name} has ${existing.partitions} partitions in the cluster's catalog (${keys.topics}); partition counts never shrink (asked for ${partitions})`,
+          `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`,
         );
-      if (partitions > existing.partitions) put({ ...existing, partitions });
-      continue;
+      const existing = byName.get(name);
+      if (existing !== undefined) {
+        if (grow === false) continue;
+        if (partitions < existing.partitions)
+          throw new OffsetStoreError(
+            'INVALID_CONFIG',
+            `topic ${name} has ${existing.partitions} partitions in the cluster's catalog (${keys.topics}); partition counts never shrink (asked for ${partitions})`,
+          );
+        if (partitions > existing.partitions) put({ ...existing, partitions });
+        continue;
+      }
+      const problem =
+        topicNameProblem(name) ??
+        (byCollision.has(collisionKey(name))
+          ? `topic name ${JSON.stringify(name)} collides with the cluster's topic ${byCollision.get(collisionKey(name))!.name} ('.' and '_' are alike)`
+          : null);
+      if (problem !== null) throw new OffsetStoreError('INVALID_CONFIG', problem);
+      checkRoom(name);
+    } catch (error) {
+      if (options.skipRefused === true) continue;
+      throw error;
     }
-    const problem =
-      topicNameProblem(name) ??
-      (byCollision.has(collisionKey(name))
-        ? `topic name ${JSON.stringify(name)} collides with the cluster's topic ${byCollision.get(collisionKey(name))!.name} ('.' and '_' are alike)`
-        : null);
-    if (problem !== null) throw new OffsetStoreError('INVALID_CONFIG', problem);
-    checkRoom(name);
     put({
       name,
       topicId: freshTopicId(topicIds),

@@ -16,7 +16,7 @@ import {
 import { ClusterKeys } from '../../src/cluster/cluster-keys.js';
 import { EtcdConnection } from '../../src/cluster/etcd-connection.js';
 import { mergeNodeTopics } from '../../src/cluster/cluster-topics.js';
-import { API_KEYS } from '../../src/kafka/protocol/index.js';
+import { API_KEYS, KAFKA_ERROR } from '../../src/kafka/protocol/index.js';
 import type { EtcdCluster } from '../support/etcd-cluster.js';
 import { cleanups, sleep, startEtcd } from './in-process-cluster.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -176,6 +176,44 @@ describe("the cluster's topic catalog", () => {
     const owned = () => consumer.assignments?.flatMap((p) => p.partitions) ?? [];
     await eventually(async () => owned().length === 4, 20_000);
     expect(owned().sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it("a topic a client's Metadata creates on one node is the cluster's: the other node serves it under the same id and table; creations on two nodes at once take tables of their own; a name colliding with another node's creation is refused", async () => {
+    const etcd = await startEtcd();
+    const a = await startNode(etcd, 'n1', 1, { topics: [{ name: 'orders', partitions: 1 }] });
+    const b = await startNode(etcd, 'n2', 2);
+    const create = async (server: ClusterServer, names: string[]) => {
+      const c = await RawKafkaClient.connect(server.server.listeners[0]!.port);
+      try {
+        const md = (await c.send(API_KEYS.Metadata, 12, {
+          topics: names.map((name) => ({ name, topicId: '00000000-0000-0000-0000-000000000000' })),
+          allowAutoTopicCreation: true,
+          includeTopicAuthorizedOperations: false,
+        } as never)) as { topics: { name: string; errorCode: number }[] };
+        return Object.fromEntries(md.topics.map((t) => [t.name, t.errorCode]));
+      } finally {
+        await c.close();
+      }
+    };
+    const [onA, onB] = await Promise.all([
+      create(a, ['made-on-a', 'both']),
+      create(b, ['made-on-b', 'both']),
+    ]);
+    expect({ ...onA, ...onB }).toEqual({ 'made-on-a': 0, 'made-on-b': 0, both: 0 });
+    await eventually(async () => (await described(a)).topics.length === 4);
+    const seen = await described(a);
+    expect(seen.topics.map((t) => t[0])).toEqual(['both', 'made-on-a', 'made-on-b', 'orders']);
+    await eventually(async () => JSON.stringify(await described(b)) === JSON.stringify(seen));
+    expect(await described(b)).toEqual(seen);
+    const tables = (
+      JSON.parse(readFileSync(`${b.store.dir}/kafka-topics.json`, 'utf8')) as {
+        topics: { tableId: number }[];
+      }
+    ).topics.map((t) => t.tableId);
+    expect(new Set(tables).size, 'a table per topic').toBe(4);
+    await create(a, ['with.dot']);
+    const collision = await create(b, ['with_dot']);
+    expect(collision).toEqual({ with_dot: KAFKA_ERROR.INVALID_TOPIC_EXCEPTION });
   });
 
   it("refuses to start a node whose own catalog names a topic under another table than the cluster's (INVALID_CONFIG naming the file); without the file it starts and serves the cluster's", async () => {

@@ -66,8 +66,8 @@ export const serve: Command = {
     'With --etcd, the server is one node of a cluster (docs/cluster.md): the offsets live in etcd, the',
     "offsets-buckets are spread over the live nodes, and --dir keeps only this node's lock, manifest",
     "and a copy of the cluster's topic catalog, kept in etcd: a node serves every topic of the cluster,",
-    'and its --topic list adds topics (or partitions) there for all nodes. Topics are not created on',
-    'demand in a cluster.',
+    'and its --topic list, like the topics clients ask for (unless --no-auto-create), adds topics (or',
+    'partitions) there for all nodes.',
     '',
     'With --backup-dir, the store is backed up while it serves (commits go on): every --backup-every, and',
     'on SIGUSR2, into <dir>/offsets-<UTC time>, a store that opens (or serves) like any other; the newest',
@@ -163,8 +163,7 @@ export const serve: Command = {
     },
     'no-auto-create': {
       type: 'boolean',
-      description:
-        'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION); always so with --etcd',
+      description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)',
     },
     etcd: {
       type: 'string',
@@ -245,10 +244,6 @@ export const serve: Command = {
     if (cluster !== undefined) {
       const node = await startClusterServer({
         ...serverOptions,
-        // A topic one client's Metadata created would be this node's alone, outside the cluster's
-        // catalog, under a table id the cluster may give another topic (docs/cluster.md, "Topics").
-        // The cluster's topics and this node's --topic list are served.
-        autoCreateTopics: false,
         ...cluster,
         dir: context.dir,
       }).catch((error: unknown) => {

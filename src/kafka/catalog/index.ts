@@ -24,6 +24,8 @@ export { TOPIC_NAME_LENGTH_MAX, collisionKey, topicNameProblem } from './topic-n
 export {
   TopicCatalog,
   TopicCatalogError,
+  type AuthorityChange,
+  type TopicAuthority,
   type TopicCatalogOptions,
   type TopicRefusal,
 } from './topic-catalog.js';

@@ -82,6 +82,21 @@ export interface TopicCatalogOptions {
   readonly checkDirectory?: () => Promise<void>;
 }
 
+/**
+ * Where topics are created and grown, when a catalog is a copy of another (a cluster's, in etcd):
+ * called with a round's creations and growths that passed the catalog's own checks; resolves with
+ * that catalog as it is after taking them (leaving out those it refused), which the round adopts in
+ * their place. A rejection fails the round's changes, and leaves the catalog as it was.
+ */
+export type TopicAuthority = (changes: readonly AuthorityChange[]) => Promise<CatalogContent>;
+
+/** A creation (`grow` false: unless the topic exists) or growth asked of the authority. */
+export interface AuthorityChange {
+  readonly name: string;
+  readonly partitions: number;
+  readonly grow: boolean;
+}
+
 /** The topics a Kafka front end serves, and the store tables behind them. */
 export class TopicCatalog {
   readonly #options: TopicCatalogOptions;
@@ -98,6 +113,8 @@ export class TopicCatalog {
   #inUseChecked = false;
   /** Changes asked for and not yet taken by a write. */
   #pending: PendingChange[] = [];
+  /** Where creations and growths are made, once the catalog follows one (`follow`). */
+  #authority: TopicAuthority | undefined;
   /** The loop writing rounds of changes, while there are any. */
   #writing: Promise<void> | undefined;
   #failure: unknown;
@@ -220,6 +237,15 @@ export class TopicCatalog {
     });
   }
 
+  /**
+   * From now on, creations and growths are made by `authority` and adopted from its answer (a
+   * cluster's catalog, so that a topic a client's request creates is the cluster's, not this
+   * copy's alone).
+   */
+  follow(authority: TopicAuthority): void {
+    this.#authority = authority;
+  }
+
   /** Resolves once every change requested so far has settled. */
   async idle(): Promise<void> {
     while (this.#writing !== undefined) await this.#writing;
@@ -280,7 +306,7 @@ export class TopicCatalog {
       size: this.#topics.length,
       clusterId: this.#clusterId,
     };
-    const outcomes = round.map((each): TopicEntry | TopicCatalogError[] | Error => {
+    let outcomes = round.map((each): TopicEntry | TopicCatalogError[] | Error => {
       try {
         return each.change !== undefined
           ? this.#plan(draft, each.change)
@@ -289,6 +315,15 @@ export class TopicCatalog {
         return error as Error;
       }
     });
+    const authority = this.#authority;
+    const asked = round.filter(
+      (each, i) =>
+        each.change !== undefined &&
+        !(outcomes[i] instanceof Error) &&
+        draft.changed.has(each.change.name),
+    );
+    if (authority !== undefined && asked.length > 0)
+      outcomes = await this.#askAuthority(authority, round, outcomes, draft);
     if (draft.changed.size > 0 || draft.clusterId !== this.#clusterId) {
       const byName = new Map(this.#topics.map((t) => [t.name, t]));
       for (const [name, entry] of draft.changed) byName.set(name, entry);
@@ -334,6 +369,52 @@ export class TopicCatalog {
   }
 
   /**
+   * A round's creations and growths made by the authority: `draft` is planned again as the
+   * adoption of the catalog it answers with, and each change answered with its topic there, or
+   * with why it is not (planned again against that catalog, or a refusal of the authority's own).
+   */
+  async #askAuthority(
+    authority: TopicAuthority,
+    round: readonly PendingChange[],
+    planned: readonly (TopicEntry | TopicCatalogError[] | Error)[],
+    draft: Draft,
+  ): Promise<(TopicEntry | TopicCatalogError[] | Error)[]> {
+    const changes: AuthorityChange[] = [];
+    round.forEach((each, i) => {
+      if (each.change === undefined || planned[i] instanceof Error) return;
+      const entry = draft.changed.get(each.change.name);
+      if (entry !== undefined)
+        changes.push({ name: entry.name, partitions: entry.partitions, grow: each.change.grow });
+    });
+    const content = await authority(changes);
+    draft.changed.clear();
+    draft.collisions.clear();
+    draft.nextTableId = this.#nextTableId;
+    draft.size = this.#topics.length;
+    const refused = this.#planAdoption(draft, content);
+    return round.map((each, i) => {
+      const outcome = planned[i]!;
+      if (each.change === undefined) return refused;
+      if (outcome instanceof Error) return outcome;
+      const { name, partitions, grow } = each.change;
+      const entry = draft.changed.get(name) ?? this.#byName.get(name);
+      if (entry !== undefined && (!grow || entry.partitions === partitions)) return entry;
+      // Not taken: why, as this catalog would say it against the authority's topics.
+      try {
+        const local = this.#plan(draft, each.change);
+        if (draft.changed.get(name) === local) draft.changed.delete(name);
+      } catch (error) {
+        return error as Error;
+      }
+      return new TopicCatalogError(
+        'INVALID_REQUEST',
+        'conflict',
+        `topic ${name} was not ${entry === undefined ? 'created' : 'grown'}: the catalog this one copies (${this.#filePath}) did not take it`,
+      );
+    });
+  }
+
+  /**
    * An adoption applied to the draft: every topic of `authority` taken that can be, the refusals of
    * the others returned.
    */
@@ -344,9 +425,29 @@ export class TopicCatalog {
       const held = this.#byTableId.get(tableId);
       return held === undefined || draft.changed.has(held.name) ? undefined : held;
     };
+    const idHolderOf = (topicId: string, name: string): TopicEntry | undefined => {
+      for (const entry of draft.changed.values())
+        if (entry.topicId === topicId && entry.name !== name) return entry;
+      const held = this.#byTopicId.get(topicId);
+      return held === undefined || held.name === name || draft.changed.has(held.name)
+        ? undefined
+        : held;
+    };
     for (const topic of authority.topics) {
       const existing = draft.changed.get(topic.name) ?? this.#byName.get(topic.name);
       const holder = tableHolder(topic.tableId);
+      // A topic id another topic holds here: a file naming it twice would not open again.
+      const idHolder = idHolderOf(topic.topicId, topic.name);
+      if (idHolder !== undefined) {
+        refused.push(
+          new TopicCatalogError(
+            'INVALID_CONFIG',
+            'conflict',
+            `topic ${topic.name} has topic id ${topic.topicId} in the catalog adopted, held by ${idHolder.name} in ${this.#filePath}: left as it is`,
+          ),
+        );
+        continue;
+      }
       if (existing !== undefined ? existing.tableId !== topic.tableId : holder !== undefined) {
         refused.push(
           new TopicCatalogError(

@@ -374,6 +374,69 @@ describe('TopicCatalog', () => {
     expect(await reopened.adopt(authority), 'adopting again changes nothing').toEqual([]);
   });
 
+  it('once it follows an authority, creates and grows topics there and adopts its answer: its table and topic ids, what others added meanwhile; a refusal there says why, a failure leaves the catalog as it was', async () => {
+    const dir = tempDir();
+    const catalog = await openCatalog(dir);
+    await catalog.createTopic('local', 1);
+    // The authority: a catalog of its own, table ids from 10, a topic another node added.
+    const other = {
+      name: 'other',
+      topicId: '00000000-0000-4000-8000-0000000000aa',
+      tableId: 10,
+      partitions: 1,
+      createdAtMs: 0,
+    };
+    const theirs = new Map<string, TopicEntry>([['other', other]]);
+    const asked: unknown[] = [];
+    let failing = false;
+    catalog.follow(async (changes) => {
+      asked.push(changes);
+      if (failing) throw new Error('etcd unreachable');
+      for (const { name, partitions, grow } of changes) {
+        const existing = theirs.get(name);
+        if (name === 'refused-there') continue;
+        if (existing === undefined)
+          theirs.set(name, {
+            name,
+            partitions,
+            tableId: 10 + theirs.size,
+            topicId: `00000000-0000-4000-8000-${String(theirs.size).padStart(12, '0')}`,
+            createdAtMs: 0,
+          });
+        else if (grow && partitions > existing.partitions)
+          theirs.set(name, { ...existing, partitions });
+      }
+      return { clusterId: 'CCCCCCCCCCCCCCCCCCCCCC', topics: [...theirs.values()] };
+    });
+    const made = await catalog.createTopic('made', 2);
+    expect(made).toMatchObject({ name: 'made', tableId: 11, partitions: 2 });
+    expect(made.topicId).toBe('00000000-0000-4000-8000-000000000001');
+    expect(asked).toEqual([[{ name: 'made', partitions: 2, grow: false }]]);
+    expect(catalog.get('other')?.tableId, 'what the authority holds besides is adopted').toBe(10);
+    expect(catalog.clusterId).toBe('CCCCCCCCCCCCCCCCCCCCCC');
+    expect((await catalog.ensureTopic('made', 4)).partitions).toBe(4);
+    await expect(catalog.createTopic('refused-there', 1)).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      refusal: 'conflict',
+      message: expect.stringMatching(/topic refused-there was not created/),
+    });
+    // Refused here first (a bad name): the authority is not asked.
+    asked.length = 0;
+    await expect(catalog.createTopic('bad name', 1)).rejects.toMatchObject({
+      refusal: 'invalid-name',
+    });
+    expect(asked).toEqual([]);
+    failing = true;
+    await expect(catalog.createTopic('later', 1)).rejects.toThrow(/etcd unreachable/);
+    expect(catalog.get('later')).toBeUndefined();
+    failing = false;
+    expect(
+      (await catalog.createTopic('later', 1)).tableId,
+      'a failure does not stop the catalog',
+    ).toBe(12);
+    expect((await openCatalog(dir)).topics()).toEqual(catalog.topics());
+  });
+
   it('refuses, and leaves as they are, the topics of an authority that name another table than the catalog does or a table another topic holds; the rest is adopted', async () => {
     const dir = tempDir();
     const catalog = await openCatalog(dir);
@@ -397,6 +460,8 @@ describe('TopicCatalog', () => {
           partitions: 2,
           createdAtMs: 0,
         },
+        // A topic id a topic of this catalog holds: a file naming it twice would not open again.
+        { ...audit, name: 'copied-id', tableId: 13 },
       ],
     });
     expect(refused.map((e) => [e.code, e.refusal, e.message])).toEqual([
@@ -410,11 +475,17 @@ describe('TopicCatalog', () => {
         'conflict',
         expect.stringMatching(/topic billing is table 2 in the catalog adopted, held by audit/),
       ],
+      [
+        'INVALID_CONFIG',
+        'conflict',
+        expect.stringMatching(/topic copied-id has topic id .* held by audit/),
+      ],
     ]);
     expect(catalog.get('orders')).toEqual(orders);
     expect(catalog.get('audit')).toEqual(audit);
     expect(catalog.get('billing')).toBeUndefined();
     expect(catalog.get('fine')?.tableId).toBe(12);
     expect(catalog.clusterId).toBe('BBBBBBBBBBBBBBBBBBBBBB');
+    expect((await openCatalog(dir)).topics(), 'the file opens again').toEqual(catalog.topics());
   });
 });

@@ -200,7 +200,23 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
       spec: {
         $schema: SCHEMA,
         data: { values: timeline },
-        facet: { row: { field: 'strategy', type: 'nominal', sort: strategies, title: null } },
+        facet: {
+          row: {
+            field: 'strategy',
+            type: 'nominal',
+            sort: strategies,
+            title: null,
+            // Each row's strategy above it, across its width: drawn beside a row 90 px high, a label
+            // such as a module's path ran over the rows around it.
+            header: {
+              labelOrient: 'top',
+              labelAngle: 0,
+              labelAlign: 'left',
+              labelAnchor: 'start',
+              labelLimit: WIDTH * 2,
+            },
+          },
+        },
         spec: {
           width: WIDTH * 2,
           height: 90,

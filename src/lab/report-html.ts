@@ -134,6 +134,14 @@ th:first-child, td:first-child { text-align: left; } .meta { color: #555; } .par
 `;
 
 /**
+ * With scripts off the charts cannot be drawn: their captions are hidden (they used to stand over
+ * empty space) and a note says why, so that the page reads as its tables.
+ */
+const NO_SCRIPT_STYLE = '<noscript><style>.charts { display: none; }</style></noscript>';
+const NO_SCRIPT_NOTE =
+  '<noscript><p class="no-charts">No charts: they are drawn by this page\'s scripts, and scripts are off. Allow them to see the charts; the tables below, and lab-result.json beside this page, hold every figure.</p></noscript>';
+
+/**
  * The report's HTML (see the module comment). `libraries` null: the charting packages are not
  * installed, so the page has the tables and a note on how to get the charts, and no scripts.
  */
@@ -176,6 +184,7 @@ ${figures}
 <meta charset="utf-8">
 <title>offset-store compaction lab (${escapeHtml(result.scale)})</title>
 <style>${STYLE}</style>
+${libraries === null ? '' : NO_SCRIPT_STYLE}
 ${(libraries ?? []).map(inlineLibrary).join('\n')}
 </head>
 <body>
@@ -188,6 +197,7 @@ ${
     ? `</p>\n<p class="no-charts">No charts: the optional packages they are drawn with were not installed where this report was written. Install them (<code>npm i ${CHART_PACKAGES}</code>) and run the lab again for a report with charts; lab-result.json beside this page holds every figure.</p>`
     : `Charting: ${libraries.map((l) => `${escapeHtml(l.name)} ${escapeHtml(l.version)}`).join(', ')} (inlined).</p>`
 }
+${libraries === null ? '' : NO_SCRIPT_NOTE}
 <p class="meta">Space amplification = every byte of the store directory / the live offsets encoded as one batch per group. Write amplification = bytes compaction wrote (rewritten segments, checkpoint pages) / bytes the workload's commits appended. Reopen = opening a copy of the store taken after the step (a crash image) until it answers.</p>
 ${sections.join('\n')}
 ${

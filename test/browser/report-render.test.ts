@@ -130,6 +130,88 @@ describe('the lab report in a browser', () => {
     );
   });
 
+  it("draws each strategy's label of the latency timeline clear of the other rows' labels, however long", async () => {
+    // Two versions of one strategy are drawn with their paths (docs/compaction.md): a label far
+    // longer than a timeline row is high. Drawn upright beside its row, it ran over its neighbours'.
+    const result = syntheticResult();
+    const workload = result.workloads[0]!;
+    result.workloads = [workload];
+    const long = (v: string) => `./strategies/experiments/2026-12/${v}/cost-benefit.mjs`;
+    workload.runs = [
+      { ...workload.runs[2]!, strategy: long('v1') },
+      { ...workload.runs[2]!, strategy: long('v2') },
+      workload.runs[3]!,
+    ];
+    const out = tempDir();
+    const file = path.join(out, 'long-labels.html');
+    writeFileSync(file, renderReport(result, await loadChartLibraries()));
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1200, height: 1000 });
+    await page.goto(`file://${file}`, { waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.chartsRendered !== undefined);
+    const labels = await page.evaluate(() => {
+      const svg = document.getElementById('w0-latency-timeline')!.querySelector('svg')!;
+      const chart = svg.getBoundingClientRect();
+      return Array.from(svg.querySelectorAll('text'))
+        .filter((t) => /cost-benefit \(|^none$/.test(t.textContent ?? ''))
+        .map((t) => {
+          const b = t.getBoundingClientRect();
+          return {
+            text: t.textContent,
+            top: b.top,
+            bottom: b.bottom,
+            left: b.left,
+            right: b.right,
+            chart: { top: chart.top, bottom: chart.bottom, left: chart.left, right: chart.right },
+          };
+        });
+    });
+    await page.screenshot({
+      path: path.join(os.tmpdir(), 'offset-store-lab-report-long-labels.png'),
+      fullPage: true,
+    });
+    await page.close();
+    expect(labels.map((l) => l.text)).toEqual([
+      `cost-benefit (${long('v1')})`,
+      `cost-benefit (${long('v2')})`,
+      'none',
+    ]);
+    for (const [i, a] of labels.entries()) {
+      expect(a.top, a.text!).toBeGreaterThanOrEqual(a.chart.top);
+      expect(a.bottom, a.text!).toBeLessThanOrEqual(a.chart.bottom);
+      expect(a.left, a.text!).toBeGreaterThanOrEqual(a.chart.left);
+      expect(a.right, a.text!).toBeLessThanOrEqual(a.chart.right);
+      for (const b of labels.slice(i + 1)) {
+        const apart =
+          a.bottom <= b.top || b.bottom <= a.top || a.right <= b.left || b.right <= a.left;
+        expect(apart, `${a.text} and ${b.text} overlap`).toBe(true);
+      }
+    }
+  });
+
+  it('with scripts off: the tables and a note on the charts, no captions over empty space', async () => {
+    const file = path.join(tempDir(), 'no-scripts.html');
+    writeFileSync(file, renderReport(syntheticResult(), await loadChartLibraries()));
+    const page = await browser.newPage();
+    await page.setJavaScriptEnabled(false);
+    await page.goto(`file://${file}`, { waitUntil: 'load' });
+    const shown = await page.evaluate(() => ({
+      captions: Array.from(document.querySelectorAll('figcaption')).filter(
+        (c) => c.getClientRects().length > 0,
+      ).length,
+      tables: Array.from(document.querySelectorAll('table.summary')).filter(
+        (t) => t.getClientRects().length > 0,
+      ).length,
+      text: document.body.innerText,
+    }));
+    await page.close();
+    expect(shown.captions).toBe(0);
+    expect(shown.tables).toBe(2);
+    expect(shown.text).toContain(
+      "No charts: they are drawn by this page's scripts, and scripts are off.",
+    );
+  });
+
   it('shows a chart whose spec is broken as failed, on the page and on the console', async () => {
     const out = tempDir();
     const html = renderReport(syntheticResult(), await loadChartLibraries()).replace(

@@ -4,7 +4,7 @@
  * its `<to>.partial` and says so; it exits 130 (143 for SIGTERM), as shells report a stopped command.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, watch } from 'node:fs';
+import { existsSync, readdirSync, watch } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, OffsetStore } from '../../src/index.js';
@@ -88,4 +88,78 @@ describe('a command stopped by a signal', () => {
       expect(fetched[0]?.offset).toBe(363);
       await store.close();
     });
+
+  /** Runs `offset-store <args>`, sending `signal` once `ready(stdout)` holds or `readyDir` is not empty. */
+  function stoppedBy(
+    signal: NodeJS.Signals,
+    args: string[],
+    ready: { stdout?: RegExp; dir?: string },
+  ): Promise<{
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+  }> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: REPO_DIR });
+      let stdout = '';
+      let stderr = '';
+      let sent = false;
+      const send = () => {
+        if (sent) return;
+        sent = true;
+        clearInterval(poll);
+        child.kill(signal);
+      };
+      const poll = setInterval(() => {
+        if (ready.dir !== undefined && existsSync(ready.dir) && readdirSync(ready.dir).length > 0)
+          send();
+      }, 20);
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (ready.stdout?.test(stdout) === true) send();
+      });
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('close', (code, exitSignal) => {
+        clearInterval(poll);
+        resolve({ code, signal: exitSignal, stdout, stderr });
+      });
+    });
+  }
+
+  it('demo stopped by SIGINT (Ctrl-C) says so and exits 130 (143 for SIGTERM, a JSON line with --json)', async () => {
+    const dir = path.join(tempDir('offset-store-cli-'), 'data');
+    const small = ['--buckets', '4', '--records-per-bucket', '400'];
+    const run = await stoppedBy('SIGINT', ['demo', '--dir', dir, ...small], {
+      stdout: / joined as member /,
+    });
+    expect(run).toMatchObject({ code: 130, signal: null });
+    expect(run.stderr).toBe(
+      `error: stopped by SIGINT: the demo did not finish; ${dir} holds its partial store, which the next demo replaces\n`,
+    );
+    const fresh = path.join(tempDir('offset-store-cli-'), 'data');
+    const json = await stoppedBy('SIGTERM', ['demo', '--dir', fresh, '--json', ...small], {
+      dir: fresh,
+    });
+    expect(json).toMatchObject({ code: 143, signal: null, stdout: '' });
+    expect(JSON.parse(json.stderr)).toMatchObject({ error: { code: 'INTERRUPTED' } });
+    // Its marker stays: the next demo in that folder replaces the partial store.
+    expect(existsSync(path.join(dir, 'DEMO'))).toBe(true);
+  });
+
+  it('lab stopped by SIGINT says so, exits 130 and writes no report', async () => {
+    const root = tempDir('offset-store-cli-');
+    const scratch = path.join(root, 'scratch');
+    const out = path.join(root, 'out');
+    const run = await stoppedBy(
+      'SIGINT',
+      ['lab', '--scale', 'small', '--strategies', 'incremental', '--dir', scratch, '--out', out],
+      { dir: scratch },
+    );
+    expect(run).toMatchObject({ code: 130, signal: null, stdout: '' });
+    expect(run.stderr).toBe(
+      `error: stopped by SIGINT: the lab did not finish and wrote no report; the next lab in ${scratch} removes the store of the run it stopped\n`,
+    );
+    expect(existsSync(path.join(out, 'lab-report.html'))).toBe(false);
+  });
 });

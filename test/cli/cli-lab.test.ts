@@ -77,6 +77,21 @@ describe('offset-store lab', () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it('refuses a --dir that is a file, naming it, before making --out or running anything', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    const out = path.join(dir, 'out');
+    for (const scratch of [file, path.join(file, 'sub')]) {
+      const result = await run(['lab', '--scale', 'small', '--out', out, '--dir', scratch]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `error: INVALID_CONFIG: --dir ${scratch} is not a directory: it or a folder on its path is a file (errno 40)\n`,
+      );
+      expect(existsSync(out)).toBe(false);
+    }
+  });
+
   it('refuses an --out it cannot write before running anything (the run used to be lost at its end)', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'a-file');

@@ -25,6 +25,7 @@ import {
   formatPercentChange,
   type Output,
 } from '../output.js';
+import { stopOnSignal } from '../stop-on-signal.js';
 
 /** The `demo` command. */
 export const demo: Command = {
@@ -80,8 +81,15 @@ export const demo: Command = {
       );
       output.line();
     }
-    const result = await runDemo(options, (event) => {
-      if (!output.json) output.line(formatEvent(event));
+    let interrupted = false;
+    const result = await stopOnSignal(
+      runDemo(options, (event) => {
+        if (!output.json && !interrupted) output.line(formatEvent(event));
+      }),
+      `the demo did not finish; ${options.dir} holds its partial store, which the next demo replaces`,
+    ).catch((error: unknown) => {
+      interrupted = true;
+      throw error;
     });
     if (output.json) output.result(result);
     else printResult(output, result);

@@ -28,9 +28,11 @@ import {
   type Command,
 } from '../command.js';
 import { writeDurably } from '../../log/index.js';
+import { notADirectory } from '../../open-failure.js';
 import { TIMER_MS_MAX } from '../../util/index.js';
 import { formatDuration } from '../output.js';
 import { Progress } from '../progress.js';
+import { stopOnSignal } from '../stop-on-signal.js';
 
 /** The `lab` command. */
 export const lab: Command = {
@@ -110,6 +112,7 @@ export const lab: Command = {
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
+    await checkScratchDir(context.dir);
     await checkOutDir(out);
     const { output } = context;
     // Said before the run, which can take minutes, so that the packages can be installed first.
@@ -121,11 +124,14 @@ export const lab: Command = {
     const progress = new Progress(output);
     let result;
     try {
-      result = await runLab({
-        ...options,
-        ...(compactionWaitMs === undefined ? {} : { settings: { compactionWaitMs } }),
-        onProgress: (done, total, what) => progress.bar(done, total, what),
-      });
+      result = await stopOnSignal(
+        runLab({
+          ...options,
+          ...(compactionWaitMs === undefined ? {} : { settings: { compactionWaitMs } }),
+          onProgress: (done, total, what) => progress.bar(done, total, what),
+        }),
+        `the lab did not finish and wrote no report; the next lab in ${context.dir} removes the store of the run it stopped`,
+      );
     } finally {
       progress.stop();
     }
@@ -164,6 +170,19 @@ export const lab: Command = {
     return EXIT.OK;
   },
 };
+
+/**
+ * Checks that --dir is a folder or can become one (nothing is made yet): a file there used to fail
+ * once --out was made, as LOG_STORAGE_ERROR `EEXIST ... mkdir`, naming neither the option nor the
+ * problem.
+ */
+async function checkScratchDir(dir: string): Promise<void> {
+  try {
+    await new NodeFileSystem().readdir(dir);
+  } catch (error) {
+    throw notADirectory(error, `--dir ${dir}`) ?? error;
+  }
+}
 
 /**
  * Makes `out` and checks a file can be written there, before a run that may take hours: a report

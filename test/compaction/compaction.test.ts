@@ -23,7 +23,8 @@ import {
   modelOf,
   stateOf,
 } from './compaction-fixtures.js';
-import { NodeFileSystem } from '../../src/io/index.js';
+import { NodeFileSystem, type OpenFlags } from '../../src/io/index.js';
+import * as path from 'node:path';
 
 beforeAll(() => loadChecksum());
 
@@ -156,6 +157,31 @@ async function listSegments(dir: string): Promise<string[]> {
 }
 
 describe('log cleaner output', () => {
+  it('splits merged survivors into outputs of at most segmentBytesMax', async () => {
+    const dir = tempDir();
+    const segmentBytesMax = 1024;
+    const store = await OffsetStore.open(
+      compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax }),
+    );
+    // Distinct keys: nearly everything survives, several segments' worth.
+    for (let i = 0; i < 120; i++)
+      await store.commitOffsets(`group-${i}`, [{ tableId: 1, bucketId: i, offset: i }]);
+    const expected = await stateOf(store);
+    const report = await store.compact();
+    expect(report.buckets[0]!.segmentsRewritten).toBeGreaterThan(3);
+    const bucketDir = path.join(dir, 'buckets', '000');
+    const sizes = readdirSync(bucketDir)
+      .filter((name) => name.endsWith('.log'))
+      .sort()
+      .map((name) => statSync(path.join(bucketDir, name)).size);
+    const sealed = sizes.slice(0, -1);
+    expect(sealed.length, `segment sizes ${sizes.join(', ')}`).toBeGreaterThan(2);
+    for (const size of sealed)
+      expect(size, `segment sizes ${sizes.join(', ')}`).toBeLessThanOrEqual(segmentBytesMax);
+    expect(await stateOf(store)).toEqual(expected);
+    await store.close();
+  });
+
   it("keeps every key's latest record and tombstones younger than the delete horizon, and drops older ones", async () => {
     const dir = tempDir();
     const options = compactionOptions(dir, 'log-cleaner', { bucketCount: 1 });
@@ -239,6 +265,43 @@ async function readAllRecords(bucketDir: string, options: { sealedOnly?: boolean
 }
 
 describe('compaction crash safety (in process)', () => {
+  it('makes the names of the rewritten outputs durable (directory fsync) before the swap intent is written', async () => {
+    const dir = tempDir();
+    const ops: string[] = [];
+    const fs = new (class extends FaultyFileSystem {
+      override async open(filePath: string, flags: OpenFlags, mode?: number) {
+        const name = path.basename(filePath);
+        ops.push(`open ${name}`);
+        const handle = await super.open(filePath, flags, mode);
+        return {
+          ...handle,
+          datasync: async () => {
+            ops.push(`datasync ${name}`);
+            return handle.datasync();
+          },
+        };
+      }
+      override async syncDir(d: string) {
+        ops.push('syncDir');
+        return super.syncDir(d);
+      }
+    })();
+    const store = await OffsetStore.open(
+      compactionOptions(dir, 'log-cleaner', { bucketCount: 1, segmentBytesMax: 1024, fs }),
+    );
+    await applyHistory(store, generateHistory(43, 200));
+    ops.length = 0;
+    await store.compact();
+    await store.close();
+    const intent = ops.indexOf('open compaction.swap.tmp');
+    const lastOutput = ops.findLastIndex((op, i) => i < intent && /\.cleaned$/.test(op));
+    expect(intent, ops.join(', ')).toBeGreaterThan(0);
+    expect(ops[lastOutput], 'the last output is fdatasynced').toMatch(/^datasync .*\.cleaned$/);
+    // Else a power loss after the intent is durable could keep the intent and lose an output's
+    // name: recovery then finds an output under neither name.
+    expect(ops.slice(lastOutput, intent), ops.join(', ')).toContain('syncDir');
+  });
+
   it('leaves the old or the new segment set at every failure point of the swap, never a mix', async () => {
     const source = tempDir();
     const history = generateHistory(31, 200);

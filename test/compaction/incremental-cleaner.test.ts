@@ -41,6 +41,53 @@ function options(dir: string, extra: Parameters<typeof inProcessOptions>[2] = {}
   });
 }
 
+/** A view of full sealed segments of 100 log offsets each (and an empty active one), for unit tests of the strategy. */
+function viewOf(
+  sizes: readonly number[],
+  settings: Partial<BucketView['settings']>,
+  state?: unknown,
+): BucketView {
+  const segments = [...sizes, 0].map((sizeBytes, i) => ({
+    baseOffset: i * 100,
+    lastLogOffset: i < sizes.length ? i * 100 + 99 : -1,
+    sizeBytes,
+    sealed: i < sizes.length,
+  }));
+  return {
+    bucket: 0,
+    nowMs: 0,
+    segments,
+    logBytes: sizes.reduce((a, b) => a + b, 0),
+    logEndOffset: sizes.length * 100,
+    state,
+    settings: {
+      minDirtyRatio: 0.5,
+      logBytesMax: Infinity,
+      segmentBytesMax: 1000,
+      deleteRetentionMs: 0,
+      ...settings,
+    },
+  } as unknown as BucketView;
+}
+
+/** What segmentGarbage counts for a segment of 100 one-record batches, `superseded` of its records superseded. */
+function garbageOf(baseOffset: number, sizeBytes: number, superseded: number): SegmentGarbage {
+  return {
+    baseOffset,
+    sizeBytes,
+    batches: 100,
+    records: 100,
+    recordBytes: sizeBytes * 0.9,
+    supersededRecords: superseded * 100,
+    supersededBytes: superseded * sizeBytes * 0.9,
+    tombstones: 0,
+    expiredTombstones: 0,
+    expiredTombstoneBytes: 0,
+    oldestCommitMs: 0,
+    newestCommitMs: 0,
+  };
+}
+
 describe('incremental cleaner', () => {
   it('keeps every live offset fetchable after any sequence of commits, deletes, cleans and reopens (model check)', async () => {
     const baseSeed = seedFrom('INCREMENTAL_SEED');
@@ -323,5 +370,56 @@ describe('incremental cleaner', () => {
       296, 297, 298, 299,
     ]);
     await reopened.close();
+  });
+  it('is due in the background only once the dirty section (at or above the clean point) is minDirtyRatio of the sealed bytes', () => {
+    // Two sealed segments of 1000 bytes; the clean point passed the first: half the sealed bytes are dirty.
+    const state = { cleanPoint: 100, passes: [], garbage: [] };
+    expect(incrementalStrategy.due!(viewOf([1000, 1000], { minDirtyRatio: 0.6 }, state))).toBe(
+      false,
+    );
+    expect(incrementalStrategy.due!(viewOf([1000, 1000], { minDirtyRatio: 0.5 }, state))).toBe(
+      true,
+    );
+    expect(
+      incrementalStrategy.due!(
+        viewOf([1000, 1000], { minDirtyRatio: 0.6, logBytesMax: 1500 }, state),
+      ),
+      'a log past logBytesMax is due whatever its ratio',
+    ).toBe(true);
+  });
+
+  it('merges small segments into groups whose survivors fit in segmentBytesMax, not more', async () => {
+    // Five segments of 1000 bytes, 60% of their records superseded: each keeps 400 bytes.
+    const garbage = [0, 100, 200, 300, 400].map((base) => garbageOf(base, 1000, 0.6));
+    const inspector: LogInspector = { segmentGarbage: () => Promise.resolve(garbage) };
+    const plan = await incrementalStrategy.plan(
+      viewOf([1000, 1000, 1000, 1000, 1000], { segmentBytesMax: 1000 }),
+      inspector,
+    );
+    expect(plan?.rewrite).toEqual([[0, 100], [200, 300], [400]]);
+  });
+
+  it('maps the log from the first segment it rewrites, not from the clean point: garbage an earlier clean found and left is dropped too', async () => {
+    // The clean point is past all three sealed segments; an earlier clean found 600 bytes of garbage
+    // in the first and left it (under the threshold then). Nothing new supersedes anything.
+    const state = { cleanPoint: 300, passes: [], garbage: [[0, 600]] };
+    const garbage = [0, 100, 200].map((base) => garbageOf(base, 1000, 0));
+    const queries: unknown[] = [];
+    const inspector: LogInspector = {
+      segmentGarbage: (query) => (queries.push(query), Promise.resolve(garbage)),
+    };
+    const plan = await incrementalStrategy.plan(viewOf([1000, 1000, 1000], {}, state), inspector);
+    expect(queries, 'the garbage is counted from the clean point').toMatchObject([
+      { mapFrom: 300 },
+    ]);
+    expect(plan?.rewrite).toEqual([[0]]);
+    expect(
+      plan?.mapFrom,
+      'a map from the clean point would not see the records that superseded the garbage found before',
+    ).toBe(0);
+    expect(
+      (plan?.state as { garbage: unknown[] }).garbage,
+      'the rewritten segment is forgotten',
+    ).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@ import {
   type BucketView,
   type OffsetStoreOptions,
 } from '../../src/index.js';
+import { logCleanerStrategy } from '../../src/compaction/strategies/log-cleaner.js';
 import { tempDir } from '../support/temp-dir.js';
 import {
   STRATEGY_MODULES,
@@ -75,6 +76,28 @@ describe('background compaction', () => {
       { offset: 149 },
     ]);
     await store.close();
+  });
+
+  it('the log cleaner is due once its garbage ratio reaches minDirtyRatio or its log passes logBytesMax, and a segment sealed since its last run exists', () => {
+    const view = (garbageRatioEstimate: number, settings: object, state?: unknown) =>
+      ({
+        segments: [
+          { baseOffset: 0, lastLogOffset: 99, sizeBytes: 1000, sealed: true },
+          { baseOffset: 100, lastLogOffset: -1, sizeBytes: 0, sealed: false },
+        ],
+        logBytes: 1000,
+        garbageRatioEstimate,
+        state,
+        settings: { minDirtyRatio: 0.5, logBytesMax: Infinity, ...settings },
+      }) as unknown as BucketView;
+    const due = (v: BucketView) => logCleanerStrategy.due!(v);
+    expect(due(view(0.49, {})), 'below minDirtyRatio').toBe(false);
+    expect(due(view(0.5, {}))).toBe(true);
+    expect(due(view(0.1, { logBytesMax: 999 })), 'past logBytesMax').toBe(true);
+    expect(due(view(0.9, {}, { cleanedBelow: 100 })), 'nothing sealed since its last run').toBe(
+      false,
+    );
+    expect(due(view(0.9, {}, { cleanedBelow: 99 }))).toBe(true);
   });
 
   it('leaves a bucket below minDirtyRatio alone, unless its log passes logBytesMax', async () => {

@@ -8,6 +8,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import {
+  readStrategyState,
+  STATE_FILE,
+  writeStrategyState,
+} from '../../src/compaction/strategy-state.js';
+import { loadChecksum } from '../../src/codec/index.js';
+import { NodeFileSystem } from '../../src/io/index.js';
 import { OffsetStore, type BucketView } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { compactionOptions, stateOf } from './compaction-fixtures.js';
@@ -281,5 +288,19 @@ describe('a strategy module', () => {
     const converted = await OffsetStore.open(inProcessOptions(dir, 'incremental'));
     expect(await stateOf(converted)).toEqual(expected);
     await converted.close();
+  });
+});
+
+describe("a strategy's stored state", () => {
+  it("reads back only as the strategy's own: another strategy's (after a conversion) or a damaged one is none", async () => {
+    await loadChecksum();
+    const dir = tempDir();
+    const fs = new NodeFileSystem();
+    await writeStrategyState(fs, dir, 'incremental', { cleanPoint: 120 });
+    expect(await readStrategyState(fs, dir, 'incremental')).toEqual({ cleanPoint: 120 });
+    expect(await readStrategyState(fs, dir, 'log-cleaner'), "another strategy's").toBeUndefined();
+    const file = path.join(dir, STATE_FILE);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('120', '121'));
+    expect(await readStrategyState(fs, dir, 'incremental'), 'a checksum mismatch').toBeUndefined();
   });
 });

@@ -13,7 +13,11 @@ import * as vm from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
 import { untilAbandoned, type CompactionJobResult } from '../../src/compaction/compaction-job.js';
 import { InProcessRunner } from '../../src/compaction/job-runner.js';
-import { checkOutputs, validatePlan } from '../../src/compaction/plan-validation.js';
+import {
+  checkOutputs,
+  STATE_BYTES_MAX,
+  validatePlan,
+} from '../../src/compaction/plan-validation.js';
 import {
   OffsetStore,
   type BucketView,
@@ -638,6 +642,35 @@ describe('unsafe plans are refused', () => {
       expect(folderSnapshot(path.join(dir, 'buckets', '000')), 'no .cleaned file left').toEqual(
         before,
       );
+      expect(await stateOf(store)).toEqual(state);
+    } finally {
+      jobs.restore();
+      scriptedHooks().plan = () => null;
+      await store.close();
+    }
+  });
+
+  it('checks the plan a job brings back again on the main thread: one changed after the job checked it is refused, its outputs deleted', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open(inProcessOptions(dir, STRATEGY_MODULES.scripted));
+    // What the job thread checked, changed on its way back: a state past STATE_BYTES_MAX.
+    const jobs = jobResults((result) => {
+      result.plan!.state = { value: 'x'.repeat(STATE_BYTES_MAX) };
+    });
+    try {
+      await fillSegments(store);
+      const state = await stateOf(store);
+      const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+      scriptedHooks().plan = (view) => ({ rewrite: [sealed(view).slice(0, 3)], state: 1 });
+      await expect(store.compact()).rejects.toMatchObject({
+        code: 'INVALID_COMPACTION_PLAN',
+        message: expect.stringMatching(/state is \d+ bytes of JSON, more than 65536/),
+      });
+      expect(jobs.results[0]!.outputs.flat().length, 'the job wrote outputs').toBeGreaterThan(0);
+      expect(
+        folderSnapshot(path.join(dir, 'buckets', '000')),
+        'nothing swapped in or left',
+      ).toEqual(before);
       expect(await stateOf(store)).toEqual(state);
     } finally {
       jobs.restore();

@@ -66,6 +66,22 @@ describe('offset-store demo', () => {
     }
   }, 120_000);
 
+  it('ends with a command to look around that runs as written: npx offset-store under npm (npm start in a checkout, where offset-store is not on the PATH), offset-store otherwise', async () => {
+    const { npm_lifecycle_event: _, ...plain } = process.env;
+    for (const [env, command] of [
+      [{ ...plain, npm_lifecycle_event: 'start' }, 'npx offset-store'],
+      [plain, 'offset-store'],
+    ] as const) {
+      const dir = path.join(tempDir('offset-store-demo-'), 'data');
+      const run = await runCli(['demo', '--dir', dir, '--records-per-bucket', '100'], {
+        timeoutMs: 55_000,
+        env,
+      });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain(`Look around: ${command} groups describe `);
+    }
+  }, 120_000);
+
   it('bin/offset-store.js is executable and runs the CLI', async () => {
     const bin = path.join(REPO_DIR, 'bin', 'offset-store.js');
     expect(statSync(bin).mode & 0o111).not.toBe(0);

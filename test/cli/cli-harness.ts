@@ -25,6 +25,8 @@ export function runCli(
     cwd?: string;
     /** Close the pipe of its stdout at once, as a reader that went away (`| head`) does. */
     stdoutClosed?: boolean;
+    /** Its environment; default this process's. */
+    env?: NodeJS.ProcessEnv;
   } = {},
 ): Promise<CliRun> {
   const command = options.executable ?? ['--import', 'tsx', MAIN];
@@ -36,6 +38,7 @@ export function runCli(
         cwd: options.cwd ?? REPO_DIR,
         timeout: options.timeoutMs ?? 60_000,
         maxBuffer: 64 * 1024 * 1024,
+        ...(options.env === undefined ? {} : { env: options.env }),
       },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;

@@ -202,7 +202,10 @@ function printResult(output: Output, r: DemoResult): void {
     ],
   );
   output.line();
+  // Through npm (`npm start` in a checkout) the command is not on the PATH: npx finds it.
+  const command =
+    process.env.npm_lifecycle_event === undefined ? 'offset-store' : 'npx offset-store';
   output.line(
-    `Look around: offset-store groups describe ${r.groupId} --dir ${r.dir}  (also: groups list, stats, log verify, log dump --bucket N --records)`,
+    `Look around: ${command} groups describe ${r.groupId} --dir ${r.dir}  (also: groups list, stats, log verify, log dump --bucket N --records)`,
   );
 }

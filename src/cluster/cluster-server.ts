@@ -48,6 +48,13 @@ export interface ClusterServerOptions extends Omit<
   reconcileIntervalMs?: number;
   /** Deadline of every etcd call, ms; default 2000. */
   callTimeoutMs?: number;
+  /**
+   * Default false here: a topic a client's request creates goes into the cluster's catalog in etcd,
+   * which is one value that etcd keeps a version of per change until it is compacted, so a client
+   * creating topic after topic could fill etcd's quota (docs/cluster.md, "Topics"). Turn it on where
+   * clients are trusted (or authorized to create topics).
+   */
+  autoCreateTopics?: boolean;
 }
 
 /** A running cluster node with its Kafka server. */
@@ -92,6 +99,7 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
   try {
     server = await startKafkaServer({
       ...serverOptions,
+      autoCreateTopics: serverOptions.autoCreateTopics ?? false,
       store,
       nodeId: brokerId,
       topicAuthority: async (catalog, { wanted, topicsMax }) => {

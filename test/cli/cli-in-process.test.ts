@@ -305,6 +305,23 @@ describe('offset-store dispatcher', () => {
     });
   });
 
+  it('exits 2 for --auto-create without --etcd (a single server creates topics unless --no-auto-create) and for both flags at once', async () => {
+    const dir = tempDir('offset-store-cli-');
+    expect(await run(['serve', '--dir', dir, '--auto-create'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^error: --auto-create needs --etcd/),
+    });
+    const both = ['--auto-create', '--no-auto-create'];
+    for (const args of [
+      ['serve', '--dir', dir, ...both],
+      ['serve', '--dir', dir, '--etcd', 'http://127.0.0.1:1', '--node-id', 'n1', ...both],
+    ])
+      expect(await run(args), args.join(' ')).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(/^error: --auto-create and --no-auto-create contradict/),
+      });
+  });
+
   it('exits 2 for a cluster lease TTL out of its range, before it contacts etcd', async () => {
     // Past 3600 s; one past 6,442,450 s overflowed the keepalive timer, which then fired every 1 ms.
     for (const ttl of ['1', '3601', '7000000']) {

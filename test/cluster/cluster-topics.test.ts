@@ -178,10 +178,14 @@ describe("the cluster's topic catalog", () => {
     expect(owned().sort()).toEqual([0, 1, 2, 3]);
   });
 
-  it("a topic a client's Metadata creates on one node is the cluster's: the other node serves it under the same id and table; creations on two nodes at once take tables of their own; a name colliding with another node's creation is refused", async () => {
+  it("with autoCreateTopics, a topic a client's Metadata creates on one node is the cluster's: the other node serves it under the same id and table; creations on two nodes at once take tables of their own; a name colliding with another node's creation is refused; without it (the default), nothing is created", async () => {
     const etcd = await startEtcd();
-    const a = await startNode(etcd, 'n1', 1, { topics: [{ name: 'orders', partitions: 1 }] });
-    const b = await startNode(etcd, 'n2', 2);
+    const a = await startNode(etcd, 'n1', 1, {
+      topics: [{ name: 'orders', partitions: 1 }],
+      autoCreateTopics: true,
+    });
+    const b = await startNode(etcd, 'n2', 2, { autoCreateTopics: true });
+    const byDefault = await startNode(etcd, 'n3', 3);
     const create = async (server: ClusterServer, names: string[]) => {
       const c = await RawKafkaClient.connect(server.server.listeners[0]!.port);
       try {
@@ -214,6 +218,9 @@ describe("the cluster's topic catalog", () => {
     await create(a, ['with.dot']);
     const collision = await create(b, ['with_dot']);
     expect(collision).toEqual({ with_dot: KAFKA_ERROR.INVALID_TOPIC_EXCEPTION });
+    expect(await create(byDefault, ['not-made'])).toEqual({
+      'not-made': KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+    });
   });
 
   it("refuses to start a node whose own catalog names a topic under another table than the cluster's (INVALID_CONFIG naming the file); without the file it starts and serves the cluster's", async () => {

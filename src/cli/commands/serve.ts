@@ -66,8 +66,8 @@ export const serve: Command = {
     'With --etcd, the server is one node of a cluster (docs/cluster.md): the offsets live in etcd, the',
     "offsets-buckets are spread over the live nodes, and --dir keeps only this node's lock, manifest",
     "and a copy of the cluster's topic catalog, kept in etcd: a node serves every topic of the cluster,",
-    'and its --topic list, like the topics clients ask for (unless --no-auto-create), adds topics (or',
-    'partitions) there for all nodes.',
+    'and its --topic list adds topics (or partitions) there for all nodes; so do the topics clients',
+    'ask for, with --auto-create.',
     '',
     'With --backup-dir, the store is backed up while it serves (commits go on): every --backup-every, and',
     'on SIGUSR2, into <dir>/offsets-<UTC time>, a store that opens (or serves) like any other; the newest',
@@ -164,6 +164,11 @@ export const serve: Command = {
     'no-auto-create': {
       type: 'boolean',
       description: 'do not create topics clients ask for (they get UNKNOWN_TOPIC_OR_PARTITION)',
+    },
+    'auto-create': {
+      type: 'boolean',
+      description:
+        "cluster mode: create topics clients ask for, in the cluster's catalog (off with --etcd unless given: each round of new topics writes the whole catalog to etcd)",
     },
     etcd: {
       type: 'string',
@@ -650,8 +655,27 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
     security,
     topics: stringListOption(context, 'topic').map(parseTopic),
     defaultPartitions,
-    autoCreateTopics: context.values['no-auto-create'] !== true,
+    autoCreateTopics: autoCreateOption(context),
   };
+}
+
+/**
+ * Whether clients' topics are created: unless --no-auto-create on a single server, only with
+ * --auto-create in a cluster (docs/cluster.md, "Topics": a hostile client creating topic after topic
+ * would have etcd keep one version of the whole catalog per creation).
+ */
+function autoCreateOption(context: CommandContext): boolean {
+  const on = context.values['auto-create'] === true;
+  const off = context.values['no-auto-create'] === true;
+  if (on && off) throw new UsageError('--auto-create and --no-auto-create contradict each other');
+  if (context.values.etcd === undefined) {
+    if (on)
+      throw new UsageError(
+        '--auto-create needs --etcd (a single server creates topics unless --no-auto-create)',
+      );
+    return !off;
+  }
+  return on;
 }
 
 /** `host:port` or `[ipv6]:port`. */

@@ -19,11 +19,11 @@ import { ClusterKeys } from './cluster-keys.js';
 import { ClusterNode, checkNodeOptions, configuredBucketCount } from './cluster-node.js';
 import { ClusterTopicsWatch, joinClusterTopics } from './cluster-topics.js';
 import { EtcdConnection } from './etcd-connection.js';
+import { NodeClusterView } from './node-cluster-view.js';
 import { warningsTo } from '../store-options.js';
 
 /** How often a node looks at the cluster's topic catalog for what other nodes added. */
 const TOPICS_LOOK_INTERVAL_MS = 1000;
-import { NodeClusterView } from './node-cluster-view.js';
 
 /** Options of a cluster node's server. */
 export interface ClusterServerOptions extends Omit<
@@ -115,7 +115,8 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
           nowMs: () => Date.now(),
         });
         const refused = await catalog.adopt(cluster);
-        // The join checked the node's catalog against the cluster's: a refusal here is a bug.
+        // The join checked the node's catalog against the cluster's; what is left to refuse is a
+        // cluster of more topics than this node's topicsMax, which fails the start.
         if (refused.length > 0) throw refused[0];
         // Topics a client's request creates (or a growth) are the cluster's.
         catalog.follow((changes) =>

@@ -420,19 +420,34 @@ export class TopicCatalog {
    */
   #planAdoption(draft: Draft, authority: CatalogContent): TopicCatalogError[] {
     const refused: TopicCatalogError[] = [];
-    const tableHolder = (tableId: number): TopicEntry | undefined => {
-      for (const entry of draft.changed.values()) if (entry.tableId === tableId) return entry;
-      const held = this.#byTableId.get(tableId);
-      return held === undefined || draft.changed.has(held.name) ? undefined : held;
+    // The draft's topics by table and by topic id (a catalog of thousands adopted at once).
+    const draftByTable = new Map<number, TopicEntry>();
+    const draftById = new Map<string, TopicEntry>();
+    const draw = (entry: TopicEntry): void => {
+      draft.changed.set(entry.name, entry);
+      draftByTable.set(entry.tableId, entry);
+      draftById.set(entry.topicId, entry);
     };
-    const idHolderOf = (topicId: string, name: string): TopicEntry | undefined => {
-      for (const entry of draft.changed.values())
-        if (entry.topicId === topicId && entry.name !== name) return entry;
-      const held = this.#byTopicId.get(topicId);
+    for (const entry of draft.changed.values()) draw(entry);
+    /** The topic that will hold `key` in `drafted` or `installed`, unless it is `name` or was redrafted. */
+    const holderOf = <K>(
+      drafted: Map<K, TopicEntry>,
+      installed: Map<K, TopicEntry>,
+      key: K,
+      name: string | undefined,
+    ): TopicEntry | undefined => {
+      const inDraft = drafted.get(key);
+      if (inDraft !== undefined && draft.changed.get(inDraft.name) === inDraft)
+        return inDraft.name === name ? undefined : inDraft;
+      const held = installed.get(key);
       return held === undefined || held.name === name || draft.changed.has(held.name)
         ? undefined
         : held;
     };
+    const tableHolder = (tableId: number): TopicEntry | undefined =>
+      holderOf(draftByTable, this.#byTableId, tableId, undefined);
+    const idHolderOf = (topicId: string, name: string): TopicEntry | undefined =>
+      holderOf(draftById, this.#byTopicId, topicId, name);
     for (const topic of authority.topics) {
       const existing = draft.changed.get(topic.name) ?? this.#byName.get(topic.name);
       const holder = tableHolder(topic.tableId);
@@ -463,7 +478,7 @@ export class TopicCatalog {
       if (existing !== undefined) {
         const partitions = Math.max(existing.partitions, topic.partitions);
         if (existing.topicId !== topic.topicId || existing.partitions !== partitions)
-          draft.changed.set(topic.name, { ...existing, topicId: topic.topicId, partitions });
+          draw({ ...existing, topicId: topic.topicId, partitions });
         continue;
       }
       const problem = this.#nameProblem(topic.name, draft.collisions);
@@ -480,7 +495,7 @@ export class TopicCatalog {
       draft.size++;
       draft.collisions.add(collisionKey(topic.name));
       draft.nextTableId = Math.max(draft.nextTableId, topic.tableId + 1);
-      draft.changed.set(topic.name, topic);
+      draw(topic);
     }
     draft.clusterId = authority.clusterId;
     return refused;

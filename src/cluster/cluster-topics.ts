@@ -25,7 +25,11 @@
  * as its own catalog file and serves. Nothing is written to etcd when it adds nothing.
  *
  * A running node takes what other nodes add later (topics, partitions) at its next look at the key
- * (`ClusterTopicsWatch`), through its catalog's `adopt`.
+ * (`ClusterTopicsWatch`), through its catalog's `adopt`. Topics a client's request creates on a node
+ * that allows it (autoCreateTopics) are merged the same way, before the client hears of them: the
+ * node's catalog follows the cluster's (`TopicCatalog.follow`), a round of creations being a join
+ * with no catalog of its own that leaves out what it cannot take (`skipRefused`) rather than fail
+ * the round.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';

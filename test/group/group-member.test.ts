@@ -24,6 +24,15 @@ async function flush(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
+/** A promise that settles when `open` is called: holds a callback (onRevoked) until the test lets it go. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open: () => void = () => undefined;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
 /** A coordinator plus an in-memory offsets table that fences commits like the store does. */
 function harness(bucketCount = 6) {
   const ctx = new GroupTestContext({ layouts: { 1: { bucketCount } } });
@@ -158,10 +167,7 @@ describe('GroupMember', () => {
   it('awaits onRevoked before releasing; the newcomer gets the bucket only afterwards, heartbeats go on meanwhile', async () => {
     const { ctx, committed, port, advance } = harness(2);
     const slow = new Consumer('slow', committed);
-    let finishRevoke: () => void = () => undefined;
-    const revoking = new Promise<void>((resolve) => {
-      finishRevoke = resolve;
-    });
+    const { promise: revoking, open: finishRevoke } = gate();
     slow.member = await GroupMember.join(
       port,
       'g',
@@ -239,11 +245,8 @@ describe('GroupMember', () => {
 
   it('after a coordinator restart in the middle of a rebalance the members go on where they stood: none loses its buckets, and the rebalance completes', async () => {
     const { ctx, committed, port, advance } = harness(6);
-    let openGate: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
-    let gated = false;
+    const { promise: gated, open: openGate } = gate();
+    let slowRevoke = false;
     const a = new Consumer('a', committed);
     a.member = await GroupMember.join(
       port,
@@ -252,7 +255,7 @@ describe('GroupMember', () => {
         clock: ctx.clock,
         onRevoked: async (buckets) => {
           a.events.push(`revoked ${buckets.length}`);
-          if (gated) await gate; // a is slow to revoke: it stays at epoch 2 while b moves on
+          if (slowRevoke) await gated; // a is slow to revoke: it stays at epoch 2 while b moves on
           for (const ref of buckets) a.positions.delete(keyOf(ref));
         },
       }),
@@ -261,7 +264,7 @@ describe('GroupMember', () => {
     const b = new Consumer('b', committed);
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
     await settleGroup([a.member, b.member], settling(ctx)); // epoch 2, snapshot written
-    gated = true;
+    slowRevoke = true;
     const c = new Consumer('c', committed);
     c.member = await GroupMember.join(port, 'g', c.options({ clock: ctx.clock }));
     await advance(6000);
@@ -313,10 +316,7 @@ describe('GroupMember', () => {
 
   it('a member fenced while its onRevoked runs does not take back the buckets of its old assignment once the callback returns', async () => {
     const { ctx, committed, port, advance } = harness(4);
-    let openGate: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
+    const { promise: gated, open: openGate } = gate();
     const a = new Consumer('a', committed);
     a.member = await GroupMember.join(
       port,
@@ -325,7 +325,7 @@ describe('GroupMember', () => {
         clock: ctx.clock,
         onRevoked: async (buckets) => {
           a.events.push(`revoking ${buckets.length}`);
-          await gate;
+          await gated;
         },
       }),
     );

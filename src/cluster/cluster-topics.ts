@@ -34,10 +34,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { OffsetStoreError } from '../errors/index.js';
 import {
-  PARTITION_COUNT_MAX,
   collisionKey,
   decodeCatalog,
   encodeCatalog,
+  partitionCountProblem,
   topicNameProblem,
   type CatalogContent,
   type TopicEntry,
@@ -179,11 +179,8 @@ export function mergeNodeTopics(
   for (const t of local?.content.topics ?? []) nextTableId = Math.max(nextTableId, t.tableId + 1);
   for (const { name, partitions, grow } of options.wanted) {
     try {
-      if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > PARTITION_COUNT_MAX)
-        throw new OffsetStoreError(
-          'INVALID_CONFIG',
-          `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`,
-        );
+      const countProblem = partitionCountProblem(name, partitions);
+      if (countProblem !== null) throw new OffsetStoreError('INVALID_CONFIG', countProblem);
       const existing = byName.get(name);
       if (existing !== undefined) {
         if (grow === false) continue;

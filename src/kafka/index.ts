@@ -51,6 +51,7 @@ export {
   collisionKey,
   decodeCatalog,
   encodeCatalog,
+  partitionCountProblem,
   topicNameProblem,
   type AuthorityChange,
   type CatalogContent,

@@ -29,6 +29,13 @@ export const CATALOG_FILE = 'kafka-topics.json';
 /** Most partitions of one topic. */
 export const PARTITION_COUNT_MAX = 65_536;
 
+/** Why `partitions` cannot be topic `name`'s partition count, or null when it can (1 to PARTITION_COUNT_MAX). */
+export function partitionCountProblem(name: string, partitions: number): string | null {
+  return Number.isSafeInteger(partitions) && partitions >= 1 && partitions <= PARTITION_COUNT_MAX
+    ? null
+    : `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`;
+}
+
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CLUSTER_ID_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 
@@ -136,9 +143,8 @@ function decodeTopic(filePath: string, value: unknown): TopicEntry {
     UUID_PATTERN.test(topicId) &&
     Number.isSafeInteger(tableId) &&
     (tableId as number) >= 0 &&
-    Number.isSafeInteger(partitions) &&
-    (partitions as number) >= 1 &&
-    (partitions as number) <= PARTITION_COUNT_MAX &&
+    typeof partitions === 'number' &&
+    partitionCountProblem(name, partitions) === null &&
     Number.isSafeInteger(createdAtMs);
   if (!valid) throw corrupt(filePath, `topic record ${JSON.stringify(value)} is malformed`);
   return {

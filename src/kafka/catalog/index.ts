@@ -8,6 +8,7 @@ export {
   CATALOG_FORMAT_VERSION,
   PARTITION_COUNT_MAX,
   decodeCatalog,
+  partitionCountProblem,
   encodeCatalog,
   type CatalogContent,
   type TopicEntry,

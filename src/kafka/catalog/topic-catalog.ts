@@ -35,9 +35,9 @@ import type { FileSystem } from '../../io/index.js';
 import { writeDurably } from '../../log/index.js';
 import {
   CATALOG_FILE,
-  PARTITION_COUNT_MAX,
   decodeCatalog,
   encodeCatalog,
+  partitionCountProblem,
   type CatalogContent,
   type TopicEntry,
 } from './catalog-file.js';
@@ -603,11 +603,6 @@ interface Draft {
 }
 
 function checkPartitions(name: string, partitions: number): void {
-  if (!Number.isSafeInteger(partitions) || partitions < 1 || partitions > PARTITION_COUNT_MAX) {
-    throw new TopicCatalogError(
-      'INVALID_REQUEST',
-      'partitions',
-      `topic ${name}: the partition count must be an integer in [1, ${PARTITION_COUNT_MAX}], got ${partitions}`,
-    );
-  }
+  const problem = partitionCountProblem(name, partitions);
+  if (problem !== null) throw new TopicCatalogError('INVALID_REQUEST', 'partitions', problem);
 }

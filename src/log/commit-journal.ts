@@ -151,6 +151,12 @@ export interface JournalPort {
     batches: readonly Buffer[],
     own: { write: () => Promise<void>; syncOwn: () => Promise<void> },
   ): Promise<JournalOutcome>;
+  /**
+   * What stopped the journal (LOG_STORAGE_ERROR), if anything has: the store then accepts no more
+   * commits until reopened, and a log flushing alone refuses too rather than acknowledge by its own
+   * fdatasync on the device that just failed.
+   */
+  readonly failure: OffsetStoreError | undefined;
 }
 
 /** How a round of one log was made durable. */
@@ -363,6 +369,10 @@ export class CommitJournal implements JournalPort {
     const nextSequence = last === undefined ? 1 : parseJournalFileName(last)! + 1;
     const dir = path.join(storeDir, JOURNAL_DIR);
     return new CommitJournal(fs, dir, nextSequence, syncBucket, onWarning, fileBytesMax);
+  }
+
+  get failure(): OffsetStoreError | undefined {
+    return this.#failure;
   }
 
   commit(

@@ -944,6 +944,12 @@ export class Log implements LogPort {
    */
   async #writeRun(run: PendingAppend[], runBytes: number, flushHere: boolean): Promise<void> {
     if (run.length === 0) return;
+    // The journal failed (a write or fdatasync of the store's device): the store takes no more
+    // commits until reopened, as the journal's error says. A log flushing alone does not use the
+    // journal, and would otherwise go on acknowledging by its own fdatasync on the device that
+    // has just failed a write.
+    const failedJournal = this.#options.journal?.port?.failure;
+    if (failedJournal !== undefined && this.#options.durability === 'fsync') throw failedJournal;
     const active = this.#segments.at(-1)!;
     const startBytes = active.sizeBytes;
     const endBytes = startBytes + runBytes;

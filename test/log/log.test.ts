@@ -683,6 +683,7 @@ describe('Log', () => {
         await own.write();
         return { ownSync: false };
       },
+      failure: undefined,
     };
     const open = (d: string, bucket: number) =>
       Log.open(logOptions(d, { fs, segmentBytesMax: 64 << 20, journal: { port, bucket } }));

@@ -767,6 +767,33 @@ describe('the commit journal of a store', () => {
     await reopened.close();
   });
 
+  it('refuses, once the journal has failed, a commit of a bucket that was not in the failed round and now writes alone', async () => {
+    const { dir, groups, fs, store } = await reopenedOnFaultyFs();
+    fs.plan.failNextDatasyncOfSuffix = '.journal';
+    const failed = await Promise.allSettled(
+      groups
+        .slice(0, 2)
+        .map((g) => store.commitOffsets(g, [{ tableId: 1, bucketId: 0, offset: 99 }])),
+    );
+    expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    // Alone, it would fdatasync its own log and skip the journal: the device just failed, and the
+    // store said it takes no more commits until reopened.
+    await expect(
+      store.commitOffsets(groups[2]!, [{ tableId: 1, bucketId: 0, offset: 99 }]),
+    ).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringContaining('the store accepts no more commits until reopened'),
+    });
+    await store.close().catch(() => {});
+    fs.plan = {};
+    const reopened = await openStore(dir, OPTIONS);
+    for (const g of groups)
+      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+        expect.objectContaining({ offset: 1 }),
+      ]);
+    await reopened.close();
+  });
+
   it("acknowledges a round the journal made durable although a log's own write failed, and recovers it", async () => {
     const { dir, groups, fs, store } = await reopenedOnFaultyFs();
     fs.plan.failWritesToSuffix = '.log';

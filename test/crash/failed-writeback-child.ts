@@ -2,8 +2,9 @@
  * Child of failed-writeback.test.ts: 24 committers over a store in argv[2] (on a file system whose
  * device fails its writes once it fills), compacted in the background with the strategy argv[4],
  * each commit acknowledged written to the file argv[3]
- * (on another file system) as `<group> <bucket> <offset>` once it resolved; sends 'failing' to the
- * parent at the first commit refused for a storage failure, and goes on until killed.
+ * (on another file system) as `<group> <bucket> <offset> <time>` once it resolved (time: wall clock
+ * in milliseconds); sends `{ failedAtMs }` to the parent at the first commit refused for a storage
+ * failure, and goes on until killed.
  */
 import * as fs from 'node:fs';
 import { OffsetStore } from '../../src/index.js';
@@ -14,6 +15,7 @@ const [dir, ackFile, strategy] = process.argv.slice(2) as [
   'log-cleaner' | 'checkpoint',
 ];
 const acks = fs.openSync(ackFile, 'w');
+const nowMs = () => performance.timeOrigin + performance.now();
 const store = await OffsetStore.open({
   dir,
   bucketCount: 8,
@@ -31,11 +33,11 @@ await Promise.all(
         await store.commitOffsets(groupId, [
           { tableId: 1, bucketId, offset: i, metadata: 'm'.repeat(100) },
         ]);
-        fs.writeSync(acks, `${groupId} ${bucketId} ${i}\n`);
+        fs.writeSync(acks, `${groupId} ${bucketId} ${i} ${nowMs()}\n`);
       } catch (error) {
         if (!told && (error as { code?: string }).code === 'LOG_STORAGE_ERROR') {
           told = true;
-          process.send!('failing');
+          process.send!({ failedAtMs: nowMs() });
         }
         await new Promise((resolve) => setTimeout(resolve, 5));
       }

@@ -182,21 +182,28 @@ export function stringListOption(context: CommandContext, name: string): string[
   return Array.isArray(value) ? value : typeof value === 'string' ? [value] : [];
 }
 
-/** An integer option (`allowNegative` for shifts); UsageError for anything else. */
+/**
+ * An integer option (`allowNegative` for shifts; `range`: the least and most it may be, both
+ * included); UsageError for anything else, naming the range when there is one.
+ */
 export function integerOption(
   context: CommandContext,
   name: string,
-  options: { allowNegative?: boolean } = {},
+  options: { allowNegative?: boolean; range?: readonly [number, number] } = {},
 ): number | undefined {
   const text = stringOption(context, name);
   if (text === undefined) return undefined;
-  const pattern = options.allowNegative === true ? /^-?\d+$/ : /^\d+$/;
+  const range = options.range;
+  const pattern = options.allowNegative === true || (range?.[0] ?? 0) < 0 ? /^-?\d+$/ : /^\d+$/;
   const value = Number(text);
-  if (!pattern.test(text)) {
-    throw new UsageError(
-      `--${name} must be ${options.allowNegative === true ? 'an integer' : 'an integer >= 0'}, got ${JSON.stringify(text)}`,
-    );
-  }
+  const wanted =
+    range !== undefined
+      ? `an integer in [${range[0]}, ${range[1]}]`
+      : options.allowNegative === true
+        ? 'an integer'
+        : 'an integer >= 0';
+  if (!pattern.test(text) || (range !== undefined && !(value >= range[0] && value <= range[1])))
+    throw new UsageError(`--${name} must be ${wanted}, got ${JSON.stringify(text)}`);
   if (!Number.isSafeInteger(value)) {
     throw new UsageError(
       `--${name} must be ${value < 0 ? 'at least -9007199254740991 (-(2^53 - 1))' : 'at most 9007199254740991 (2^53 - 1)'}, got ${JSON.stringify(text)}`,

@@ -235,6 +235,12 @@ describe('offset-store dispatcher', () => {
       code: 2,
       stderr: expect.stringMatching(/^error: no command given\n/),
     });
+    // A malformed value and one out of range get the same message, naming the range.
+    for (const members of ['abc', '1', '65'])
+      expect(await run(['demo', '--members', members])).toMatchObject({
+        code: 2,
+        stderr: `error: --members must be an integer in [2, 64], got "${members}"\nRun 'offset-store demo --help' for usage.\n`,
+      });
     expect(await run(['frobnicate', '--dir', stores.seeded])).toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^error: unknown command "frobnicate"/),
@@ -338,7 +344,9 @@ describe('offset-store dispatcher', () => {
       ]);
       expect(serve, ttl).toMatchObject({
         code: 2,
-        stderr: expect.stringMatching(/^error: --lease-ttl must be from 2 to 3600 seconds\n/),
+        stderr: expect.stringMatching(
+          /^error: --lease-ttl must be an integer in \[2, 3600\], got "/,
+        ),
       });
     }
   });

@@ -267,7 +267,7 @@ describe('offset-store serve', () => {
       [
         ['--listen', '127.0.0.1:0', '--default-partitions', '100000'],
         2,
-        /--default-partitions must be from 1 to 65536/,
+        /--default-partitions must be an integer in \[1, 65536\], got "100000"/,
       ],
       [['--listen', '127.0.0.1:0', '--backup-every', '1h'], 2, /--backup-every needs --backup-dir/],
       [

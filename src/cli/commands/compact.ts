@@ -69,8 +69,7 @@ export const compact: Command = {
         `--strategy must be one of ${COMPACTION_STRATEGIES.join(', ')} or the path of a strategy module, got ${JSON.stringify(requested)}`,
       );
     }
-    const workers = integerOption(context, 'workers') ?? 1;
-    if (workers < 1 || workers > 1024) throw new UsageError('--workers must be from 1 to 1024');
+    const workers = integerOption(context, 'workers', { range: [1, 1024] }) ?? 1;
     const { output } = context;
     const report = await withAdmin(
       context,

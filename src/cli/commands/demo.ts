@@ -102,25 +102,19 @@ export const demo: Command = {
 };
 
 function demoOptions(context: CommandContext) {
-  const options = {
+  return {
     dir: context.dir,
-    memberCount: integerOption(context, 'members') ?? DEMO_DEFAULTS.memberCount,
-    bucketCount: integerOption(context, 'buckets') ?? DEMO_DEFAULTS.bucketCount,
+    memberCount: integerOption(context, 'members', { range: [2, 64] }) ?? DEMO_DEFAULTS.memberCount,
+    bucketCount:
+      integerOption(context, 'buckets', { range: [1, 1024] }) ?? DEMO_DEFAULTS.bucketCount,
     recordsPerBucket:
-      integerOption(context, 'records-per-bucket') ?? DEMO_DEFAULTS.recordsPerBucket,
+      integerOption(context, 'records-per-bucket', { range: [100, 1_000_000] }) ??
+      DEMO_DEFAULTS.recordsPerBucket,
     sessionTimeoutMs:
-      integerOption(context, 'session-timeout-ms') ?? DEMO_DEFAULTS.sessionTimeoutMs,
+      integerOption(context, 'session-timeout-ms', { range: [500, 30_000] }) ??
+      DEMO_DEFAULTS.sessionTimeoutMs,
     heartbeatIntervalMs: DEMO_DEFAULTS.heartbeatIntervalMs,
   };
-  if (options.memberCount < 2 || options.memberCount > 64)
-    throw new UsageError('--members must be in [2, 64]');
-  if (options.bucketCount < 1 || options.bucketCount > 1024)
-    throw new UsageError('--buckets must be in [1, 1024]');
-  if (options.recordsPerBucket < 100 || options.recordsPerBucket > 1_000_000)
-    throw new UsageError('--records-per-bucket must be in [100, 1000000]');
-  if (options.sessionTimeoutMs < 500 || options.sessionTimeoutMs > 30_000)
-    throw new UsageError('--session-timeout-ms must be in [500, 30000]');
-  return options;
 }
 
 function list(values: readonly number[]): string {

@@ -449,12 +449,9 @@ function clusterOptions(context: CommandContext) {
   const bucketCount = integerOption(context, 'bucket-count');
   if (bucketCount !== undefined && bucketCount < 1)
     throw new UsageError('--bucket-count must be at least 1');
-  const leaseTtlSeconds = integerOption(context, 'lease-ttl');
-  if (
-    leaseTtlSeconds !== undefined &&
-    (leaseTtlSeconds < 2 || leaseTtlSeconds > LEASE_TTL_SECONDS_MAX)
-  )
-    throw new UsageError(`--lease-ttl must be from 2 to ${LEASE_TTL_SECONDS_MAX} seconds`);
+  const leaseTtlSeconds = integerOption(context, 'lease-ttl', {
+    range: [2, LEASE_TTL_SECONDS_MAX],
+  });
   const etcdEndpoints = etcdEndpointsOption(context)!;
   const prefix = stringOption(context, 'etcd-prefix');
   return {
@@ -644,12 +641,9 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
     ...(auditLogFile === undefined ? {} : { auditLogFile }),
     ...(connectionsPerAddressMax === undefined ? {} : { connectionsPerAddressMax }),
   };
-  const defaultPartitions = integerOption(context, 'default-partitions');
-  if (
-    defaultPartitions !== undefined &&
-    (defaultPartitions < 1 || defaultPartitions > PARTITION_COUNT_MAX)
-  )
-    throw new UsageError(`--default-partitions must be from 1 to ${PARTITION_COUNT_MAX}`);
+  const defaultPartitions = integerOption(context, 'default-partitions', {
+    range: [1, PARTITION_COUNT_MAX],
+  });
   return {
     listeners,
     security,

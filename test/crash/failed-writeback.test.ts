@@ -78,73 +78,79 @@ const hasDebugfs = spawnSync('debugfs', ['-V']).error === undefined;
 describe.skipIf(!canMountLoop() || !hasDebugfs)(
   'writes failing in the writeback of a real ext4',
   () => {
-    for (const journalFails of [true, false])
-      for (const strategy of ['log-cleaner', 'checkpoint'] as const)
-        it(`lose no acknowledged commit${journalFails ? '' : " (ext4's own journal written ahead)"}: the device as the failure left it opens with every one (compaction ${strategy})`, async () => {
-          const root = tempDir();
-          const backing = path.join(root, 'backing');
-          // The journal's 4 MiB written ahead take that much more room on the tmpfs.
-          mount(['-t', 'tmpfs', '-o', `size=${journalFails ? 12 : 16}m`, 'tmpfs'], backing);
-          const image = path.join(backing, 'disk.img');
-          execFileSync('truncate', ['-s', '64M', image]); // more than the tmpfs holds
-          execFileSync('mkfs.ext4', ['-q', '-F', '-b', String(PAGE_BYTES), image], {
-            stdio: 'ignore',
-          });
-          if (!journalFails) writeJournalBlocks(image, PAGE_BYTES);
-          const disk = path.join(root, 'disk');
-          mount(['-o', 'loop', image], disk);
-          onePagePerRequest(image);
+    const cases = [
+      ...(['log-cleaner', 'checkpoint'] as const).flatMap((strategy) => [
+        { journalFails: true, strategy, journal: 'journal' },
+        { journalFails: true, strategy, journal: 'no-journal' },
+        { journalFails: false, strategy, journal: 'journal' },
+      ]),
+    ] as const;
+    for (const { journalFails, strategy, journal } of cases)
+      it(`lose no acknowledged commit${journalFails ? '' : " (ext4's own journal written ahead)"}: the device as the failure left it opens with every one (compaction ${strategy}, ${journal === 'journal' ? 'commit journal' : 'no commit journal'})`, async () => {
+        const root = tempDir();
+        const backing = path.join(root, 'backing');
+        // The journal's 4 MiB written ahead take that much more room on the tmpfs.
+        mount(['-t', 'tmpfs', '-o', `size=${journalFails ? 12 : 16}m`, 'tmpfs'], backing);
+        const image = path.join(backing, 'disk.img');
+        execFileSync('truncate', ['-s', '64M', image]); // more than the tmpfs holds
+        execFileSync('mkfs.ext4', ['-q', '-F', '-b', String(PAGE_BYTES), image], {
+          stdio: 'ignore',
+        });
+        if (!journalFails) writeJournalBlocks(image, PAGE_BYTES);
+        const disk = path.join(root, 'disk');
+        mount(['-o', 'loop', image], disk);
+        onePagePerRequest(image);
 
-          const acks = path.join(root, 'acks');
-          const child = forkTs(CHILD, [path.join(disk, 'store'), acks, strategy]);
-          const failedAtMs = await Promise.race([
-            new Promise<number>((resolve) =>
-              child.once('message', (m) => resolve((m as { failedAtMs: number }).failedAtMs)),
-            ),
-            new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 60_000)),
+        const acks = path.join(root, 'acks');
+        const child = forkTs(CHILD, [path.join(disk, 'store'), acks, strategy, journal]);
+        const failedAtMs = await Promise.race([
+          new Promise<number>((resolve) =>
+            child.once('message', (m) => resolve((m as { failedAtMs: number }).failedAtMs)),
+          ),
+          new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 60_000)),
+        ]);
+        // A little more of failing writes, then the process ends as in a crash.
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        child.kill('SIGKILL');
+        await exited(child);
+        expect(failedAtMs, 'the device failed writes within a minute').toBeDefined();
+
+        // The device's contents, as a power loss now would leave them.
+        const lost = path.join(root, 'after.img');
+        copyFileSync(image, lost);
+        mounts.unmount(disk);
+        const fsck = spawnSync('e2fsck', ['-fy', lost], { encoding: 'utf8' });
+        expect(fsck.status, fsck.stdout).toBeLessThan(4); // 0: clean, 1: errors corrected
+        const after = path.join(root, 'after');
+        mount(['-o', 'loop', lost], after);
+
+        const last = new Map<string, { offset: number; atMs: number }>();
+        for (const line of readFileSync(acks, 'utf8').split('\n')) {
+          const [groupId, bucketId, offset, atMs] = line.split(' ');
+          if (atMs === undefined) continue;
+          const key = `${groupId} ${bucketId}`;
+          if (Number(offset) > (last.get(key)?.offset ?? -1))
+            last.set(key, { offset: Number(offset), atMs: Number(atMs) });
+        }
+        expect(last.size).toBeGreaterThan(1000);
+        const store = await OffsetStore.open({
+          dir: path.join(after, 'store'),
+          onWarning: () => {},
+        });
+        const wrong: string[] = [];
+        for (const [key, { offset, atMs }] of last) {
+          const [groupId, bucketId] = key.split(' ') as [string, string];
+          const [found] = await store.fetchOffsets(groupId, [
+            { tableId: 1, bucketId: Number(bucketId) },
           ]);
-          // A little more of failing writes, then the process ends as in a crash.
-          await new Promise((resolve) => setTimeout(resolve, 1000));
-          child.kill('SIGKILL');
-          await exited(child);
-          expect(failedAtMs, 'the device failed writes within a minute').toBeDefined();
-
-          // The device's contents, as a power loss now would leave them.
-          const lost = path.join(root, 'after.img');
-          copyFileSync(image, lost);
-          mounts.unmount(disk);
-          const fsck = spawnSync('e2fsck', ['-fy', lost], { encoding: 'utf8' });
-          expect(fsck.status, fsck.stdout).toBeLessThan(4); // 0: clean, 1: errors corrected
-          const after = path.join(root, 'after');
-          mount(['-o', 'loop', lost], after);
-
-          const last = new Map<string, { offset: number; atMs: number }>();
-          for (const line of readFileSync(acks, 'utf8').split('\n')) {
-            const [groupId, bucketId, offset, atMs] = line.split(' ');
-            if (atMs === undefined) continue;
-            const key = `${groupId} ${bucketId}`;
-            if (Number(offset) > (last.get(key)?.offset ?? -1))
-              last.set(key, { offset: Number(offset), atMs: Number(atMs) });
-          }
-          expect(last.size).toBeGreaterThan(1000);
-          const store = await OffsetStore.open({
-            dir: path.join(after, 'store'),
-            onWarning: () => {},
-          });
-          const wrong: string[] = [];
-          for (const [key, { offset, atMs }] of last) {
-            const [groupId, bucketId] = key.split(' ') as [string, string];
-            const [found] = await store.fetchOffsets(groupId, [
-              { tableId: 1, bucketId: Number(bucketId) },
-            ]);
-            if (found != null && found.offset >= offset) continue;
-            wrong.push(
-              `${key}: ${found?.offset ?? 'none'}, acknowledged ${offset} ${when(atMs - failedAtMs!)} the first refused commit`,
-            );
-          }
-          await store.close();
-          expect(wrong).toEqual([]);
-          rmSync(lost);
-        }, 120_000);
+          if (found != null && found.offset >= offset) continue;
+          wrong.push(
+            `${key}: ${found?.offset ?? 'none'}, acknowledged ${offset} ${when(atMs - failedAtMs!)} the first refused commit`,
+          );
+        }
+        await store.close();
+        expect(wrong).toEqual([]);
+        rmSync(lost);
+      }, 120_000);
   },
 );

@@ -130,6 +130,27 @@ async function reopenedOnFaultyFs() {
 }
 
 /**
+ * Closes `store` (one that failed too), clears `fs`'s faults, and checks that `dir` reopens with
+ * every one of `groups` at `offset`.
+ */
+async function expectReopenedAt(
+  dir: string,
+  fs: FaultyFileSystem,
+  store: OffsetStore,
+  groups: string[],
+  offset: number,
+) {
+  await store.close().catch(() => {});
+  fs.plan = {};
+  const reopened = await openStore(dir, OPTIONS);
+  for (const g of groups)
+    expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
+      expect.objectContaining({ offset }),
+    ]);
+  await reopened.close();
+}
+
+/**
  * Zeroes the tail of the first batch in `file` from byte `from` on that crosses a sector boundary
  * less than 400 bytes before its end, from that boundary to its end (no lost sector of the kind a
  * power loss leaves: the part is too short), with a batch after it; returns where that batch ends.
@@ -757,14 +778,7 @@ describe('the commit journal of a store', () => {
           /^LOG_STORAGE_ERROR: (?!.*LOG_STORAGE_ERROR).*EIO: injected fdatasync failure/,
         ),
       });
-    await store.close().catch(() => {});
-    fs.plan = {};
-    const reopened = await openStore(dir, OPTIONS);
-    for (const g of groups)
-      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
-        expect.objectContaining({ offset: 1 }),
-      ]);
-    await reopened.close();
+    await expectReopenedAt(dir, fs, store, groups, 1);
   });
 
   it('refuses, once the journal has failed, a commit of a bucket that was not in the failed round and now writes alone', async () => {
@@ -784,14 +798,7 @@ describe('the commit journal of a store', () => {
       code: 'LOG_STORAGE_ERROR',
       message: expect.stringContaining('the store accepts no more commits until reopened'),
     });
-    await store.close().catch(() => {});
-    fs.plan = {};
-    const reopened = await openStore(dir, OPTIONS);
-    for (const g of groups)
-      expect(await reopened.fetchOffsets(g, [{ tableId: 1, bucketId: 0 }])).toEqual([
-        expect.objectContaining({ offset: 1 }),
-      ]);
-    await reopened.close();
+    await expectReopenedAt(dir, fs, store, groups, 1);
   });
 
   it("acknowledges a round the journal made durable although a log's own write failed, and recovers it", async () => {

@@ -154,9 +154,12 @@ export interface StrategyRun {
   };
   /** Totals of the run. */
   totals: RunTotals;
-  /** Warnings the store gave (torn tails in copies are expected: a copy is a crash image). */
+  /**
+   * Warnings the store gave (torn tails in copies are expected: a copy is a crash image): the first
+   * of each kind, as given, with how many more there were (firstOfEachKind), at most 20.
+   */
   warnings: string[];
-  /** Why compaction runs failed, each message once (numbers as N), at most 20. */
+  /** Why compaction runs failed, the same way. */
   failures: string[];
 }
 
@@ -357,8 +360,8 @@ export async function runStrategy(options: LabRunOptions): Promise<StrategyRun> 
         processCpuMs,
         performance.now() - startedMs,
       ),
-      warnings: [...new Set(warnings.map((w) => w.replace(/\d+/g, 'N')))].slice(0, 20),
-      failures: [...new Set(tracker.failures.map((w) => w.replace(/\d+/g, 'N')))].slice(0, 20),
+      warnings: firstOfEachKind(warnings, 20),
+      failures: firstOfEachKind(tracker.failures, 20),
     };
   } finally {
     driver.stop();
@@ -400,6 +403,24 @@ async function runFolderPid(fs: NodeFileSystem, runDir: string): Promise<number 
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The first message of each kind (the same text but for its numbers: a bucket, a duration), as it
+ * was, with how many more of its kind there were; at most `limit` kinds, in order of first
+ * appearance.
+ */
+export function firstOfEachKind(messages: readonly string[], limit: number): string[] {
+  const kinds = new Map<string, { first: string; count: number }>();
+  for (const message of messages) {
+    const kind = message.replace(/\d+/g, 'N');
+    const seen = kinds.get(kind);
+    if (seen === undefined) kinds.set(kind, { first: message, count: 1 });
+    else seen.count++;
+  }
+  return [...kinds.values()]
+    .slice(0, limit)
+    .map(({ first, count }) => (count === 1 ? first : `${first} (and ${count - 1} more like it)`));
 }
 
 /**

@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WORKLOADS, checkLabOptions, runLab } from '../../src/lab/index.js';
+import { firstOfEachKind } from '../../src/lab/lab-run.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const EXAMPLE = path.resolve(import.meta.dirname, '../../examples/compaction/cost-benefit.mjs');
@@ -202,7 +203,9 @@ describe('a strategy whose runs never end', () => {
     const [run] = result.workloads[0]!.runs;
     expect(run!.latency.idle.count).toBeGreaterThan(0);
     expect(run!.latency.compacting.count).toBeGreaterThan(0);
+    // One entry for all of them, the first as it was (its bucket's number, not N).
     expect(run!.failures).toEqual([expect.stringMatching(/flaky plan failure/)]);
+    expect(run!.failures[0]).toMatch(/offsets-bucket \d+/);
   });
 
   it('fails the lab after the compaction wait, naming the strategy, with its store removed', async () => {
@@ -239,6 +242,26 @@ describe('a strategy whose runs never end', () => {
     expect(progress.at(-1), 'every step done').toMatch(new RegExp(`step ${steps}/${steps}$`));
     expect(performance.now() - started).toBeLessThan(30_000);
     expect(readdirSync(scratch), "the run's store is removed").toEqual([]);
+  });
+});
+
+describe("a run's messages", () => {
+  it('keeps the first of each kind as it was, with how many more of its kind there were', () => {
+    expect(
+      firstOfEachKind(
+        [
+          'compacting offsets-bucket 3 took longer than 500 ms',
+          'a torn tail in 00000000000000001278.log',
+          'compacting offsets-bucket 7 took longer than 500 ms',
+          'compacting offsets-bucket 1 took longer than 500 ms',
+        ],
+        20,
+      ),
+    ).toEqual([
+      'compacting offsets-bucket 3 took longer than 500 ms (and 2 more like it)',
+      'a torn tail in 00000000000000001278.log',
+    ]);
+    expect(firstOfEachKind(['a', 'b', 'c'], 2)).toEqual(['a', 'b']);
   });
 });
 

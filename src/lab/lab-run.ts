@@ -189,6 +189,12 @@ export interface RunTotals {
   finalRecordsReplayed: number;
   /** Worker CPU of all compaction runs, ms. */
   workerCpuMs: number;
+  /**
+   * Compaction runs that ran on a worker (and so have a worker CPU time): none for a strategy that
+   * plans on the main thread, such as 'checkpoint', whose work is in processCpuMs. Absent in
+   * results written before it was recorded.
+   */
+  workerRuns?: number;
   /** The process's CPU over the workload (all threads), ms. */
   processCpuMs: number;
   /** Most heap (used + external) of the main thread at a sample, bytes. */
@@ -707,6 +713,7 @@ function totals(
     finalReopenMs: reopened?.reopenMs ?? 0,
     finalRecordsReplayed: reopened?.recordsReplayed ?? 0,
     workerCpuMs: runs.reduce((n, r) => n + (r.workerCpuMs ?? 0), 0),
+    workerRuns: runs.filter((r) => r.workerCpuMs !== undefined).length,
     processCpuMs,
     peakHeapBytes: Math.max(...samples.map((s) => s.heapBytes)),
     workerHeapBytesMax: Math.max(0, ...runs.map((r) => r.workerHeapBytes ?? 0)),

@@ -16,6 +16,7 @@ import { CHART_PACKAGES, type ChartLibrary } from './chart-library.js';
 import { workloadCharts, type ChartSpec } from './chart-specs.js';
 import { PAGE_LOADER } from './page-loader.js';
 import type { LabResult, WorkloadResult } from './lab.js';
+import type { RunTotals } from './lab-run.js';
 
 /** One row of the summary table of a workload: strategy label and formatted cells. */
 export interface SummaryRow {
@@ -78,10 +79,19 @@ export function summaryRows(workload: WorkloadResult): SummaryRow[] {
         ms(t.finalReopenMs),
         t.finalRecordsReplayed.toLocaleString('en-US'),
         `${ms(l.idle.p99Ms)} -> ${ms(l.compacting.p99Ms)} (${change})`,
-        ms(t.workerCpuMs),
+        workerCpu(t),
       ],
     };
   });
+}
+
+/**
+ * The worker CPU cell: the workers' CPU time; "main thread" for a strategy whose runs all ran on the
+ * main thread (their CPU is the process's, not a worker's 0 ms); "-" with no run at all.
+ */
+function workerCpu(t: RunTotals): string {
+  if (t.workerRuns !== 0) return ms(t.workerCpuMs);
+  return t.compactionRuns > 0 ? 'main thread' : '-';
 }
 
 /**

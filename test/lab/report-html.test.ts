@@ -164,6 +164,26 @@ describe('the lab report', () => {
       'none',
     ]);
     expect(rows[2]!.cells[6]).toBe('3');
+    // Worker CPU: the workers' time (also from results written before workerRuns was recorded); a
+    // strategy whose runs all planned on the main thread has none (not 0 ms); no runs, nothing.
+    expect(rows.map((r) => r.cells[10])).toEqual([
+      '90.0 ms',
+      '90.0 ms',
+      '90.0 ms',
+      '90.0 ms',
+      '90.0 ms',
+    ]);
+    const [first, second, , , last] = workload.runs;
+    workload.runs[1] = { ...second!, totals: { ...second!.totals, workerRuns: 0 } };
+    workload.runs[4] = { ...last!, totals: { ...last!.totals, workerRuns: 0, compactionRuns: 0 } };
+    workload.runs[0] = { ...first!, totals: { ...first!.totals, workerRuns: 3 } };
+    expect(summaryRows(workload).map((r) => r.cells[10])).toEqual([
+      '90.0 ms',
+      'main thread',
+      '90.0 ms',
+      '90.0 ms',
+      '-',
+    ]);
     const html = renderReport(result, []);
     expect(html).toContain(
       'module:mine (./v2/mine.mjs): 3 compaction run(s) failed, so its figures are not its whole cost; the failure: INVALID_COMPACTION_PLAN: boom',

@@ -4,7 +4,7 @@
  *
  * | chart              | shows                                                                     |
  * |--------------------|---------------------------------------------------------------------------|
- * | space              | space amplification (disk / live bytes) over the workload                  |
+ * | space              | space amplification (disk but journal / live bytes) over the workload     |
  * | disk               | bytes on disk over the workload, with the live bytes                      |
  * | latency-timeline   | commit p99 per window over time, one row per strategy, compaction runs     |
  * |                    | marked as shaded spans, points coloured by phase                          |
@@ -165,7 +165,8 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
   return [
     {
       id: id('space'),
-      title: 'Space amplification over the workload (bytes on disk / live bytes)',
+      title:
+        "Space amplification over the workload (bytes on disk but the commit journal's / live bytes)",
       spec: line('spaceAmplification', 'disk / live bytes'),
     },
     {

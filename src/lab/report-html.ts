@@ -208,7 +208,7 @@ ${
     : `Charting: ${libraries.map((l) => `${escapeHtml(l.name)} ${escapeHtml(l.version)}`).join(', ')} (inlined).</p>`
 }
 ${libraries === null ? '' : NO_SCRIPT_NOTE}
-<p class="meta">Space amplification = every byte of the store directory / the live offsets encoded as one batch per group. Write amplification = bytes compaction wrote (rewritten segments, checkpoint pages) / bytes the workload's commits appended. Reopen = opening a copy of the store taken after the step (a crash image) until it answers.</p>
+<p class="meta">Space amplification = every byte of the store directory but the commit journal's (a copy of recent commits, whatever the strategy) / the live offsets encoded as one batch per group. Write amplification = bytes compaction wrote (rewritten segments, checkpoint pages) / bytes the workload's commits appended. Reopen = opening a copy of the store taken after the step (a crash image) until it answers.</p>
 ${sections.join('\n')}
 ${
   libraries === null

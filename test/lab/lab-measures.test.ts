@@ -7,9 +7,12 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { BucketCompaction } from '../../src/compaction/index.js';
 import { workloadCharts } from '../../src/lab/index.js';
+import { OffsetStore } from '../../src/index.js';
 import { CompactionTracker } from '../../src/lab/compaction-tracker.js';
+import { sampleStore } from '../../src/lab/lab-sample.js';
 import { LatencyLog, percentiles } from '../../src/lab/latency-log.js';
 import { PAGE_LOADER } from '../../src/lab/page-loader.js';
+import { tempDir } from '../support/temp-dir.js';
 import { syntheticResult } from './lab-fixtures.js';
 
 describe('percentiles', () => {
@@ -163,5 +166,35 @@ describe('the report page script', () => {
     expect(element('b').dataset).toEqual({ failed: 'true' });
     expect(element('b').textContent).toBe('This chart failed to render: no such mark');
     expect(errors).toEqual(['chart b failed to render: no such mark']);
+  });
+});
+
+describe('a sample', () => {
+  it("leaves the commit journal's files out of space amplification: a second copy of recent rounds, whatever the strategy does", async () => {
+    const store = await OffsetStore.open({ dir: tempDir(), bucketCount: 4 });
+    try {
+      // Commits of several buckets at once go through the journal.
+      for (let round = 0; round < 20; round++)
+        await Promise.all(
+          Array.from({ length: 8 }, (_, g) =>
+            store.commitOffsets(`g${g}`, [{ tableId: 1, bucketId: 0, offset: round }]),
+          ),
+        );
+      const sample = await sampleStore(store, {
+        step: 0,
+        steps: 1,
+        elapsedMs: 0,
+        tracker: new CompactionTracker(0),
+        processCpuMs: 0,
+      });
+      expect(sample.journalBytes).toBeGreaterThan(0);
+      expect(sample.diskBytes).toBeGreaterThan(sample.journalBytes!);
+      expect(sample.spaceAmplification).toBeCloseTo(
+        (sample.diskBytes - sample.journalBytes!) / sample.liveBytes,
+        9,
+      );
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -167,7 +167,7 @@ export function workloadCharts(workload: WorkloadResult, index: number): ChartSp
       id: id('space'),
       title:
         "Space amplification over the workload (bytes on disk but the commit journal's / live bytes)",
-      spec: line('spaceAmplification', 'disk / live bytes'),
+      spec: line('spaceAmplification', 'disk but journal / live bytes'),
     },
     {
       id: id('disk'),

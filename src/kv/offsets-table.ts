@@ -388,50 +388,82 @@ export class OffsetsTable {
     groupId: string,
     records: OffsetRecordSpec[],
     commitTimestampMs: number,
-  ): Promise<number> {
+  ): Promise<void> {
     return this.#writeOffsets(groupId, records, commitTimestampMs, this.#gate);
   }
 
-  async #writeOffsets(
+  #writeOffsets(
     groupId: string,
     records: OffsetRecordSpec[],
     commitTimestampMs: number,
     gate: Promise<void> | undefined,
     admitted = false,
-  ): Promise<number> {
-    const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
-    this.state.markPending(groupId, records);
-    let logOffset: number;
+  ): Promise<void> {
+    let batch: Buffer;
     try {
-      logOffset = await this.#append(batch, gate, admitted);
+      batch = buildOffsetBatch(groupId, records, commitTimestampMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.state.markPending(groupId, records);
+    let appended: Promise<number>;
+    try {
+      appended = this.#append(batch, gate, admitted);
     } catch (error) {
       this.state.failPendingOffsetWrite(groupId, records);
-      throw error;
+      return Promise.reject(error);
     }
-    this.state.onOffsetCommitAppend(groupId, records, commitTimestampMs, batch, logOffset);
-    return logOffset;
+    // Not async, as the callers up to commitOffsets are not: one promise per layer and no await.
+    return appended.then(
+      (logOffset) => {
+        this.state.onOffsetCommitAppend(groupId, records, commitTimestampMs, batch, logOffset);
+      },
+      (error: unknown) => {
+        this.state.failPendingOffsetWrite(groupId, records);
+        throw error;
+      },
+    );
   }
 
   /**
    * Appends `batch`, counted in #writesInFlight until it settles. Without a gate the append is
    * issued before this returns; with one, once the gate opens, the write counting as a waiter until
    * its append is issued, and the last waiter clearing the gate, so that a write made after it
-   * cannot be appended first.
+   * cannot be appended first. Throws (synchronously) when the table is not writable.
    */
-  async #append(batch: Buffer, gate: Promise<void> | undefined, admitted = false): Promise<number> {
+  #append(batch: Buffer, gate: Promise<void> | undefined, admitted = false): Promise<number> {
     this.#checkWritable();
-    if (gate !== undefined) {
-      this.#gated++;
-      await gate;
+    if (gate !== undefined) return this.#appendAfterGate(batch, gate, admitted);
+    this.#writesInFlight++;
+    let appended: Promise<number>;
+    try {
+      appended = this.log.append(batch, admitted);
+    } catch (error) {
+      this.#writesInFlight--;
+      throw error;
     }
+    return appended.then(
+      (logOffset) => {
+        this.#writesInFlight--;
+        return logOffset;
+      },
+      (error: unknown) => {
+        this.#writesInFlight--;
+        throw error;
+      },
+    );
+  }
+
+  async #appendAfterGate(batch: Buffer, gate: Promise<void>, admitted: boolean): Promise<number> {
+    this.#gated++;
+    await gate;
     this.#writesInFlight++;
     try {
       let appended: Promise<number>;
       try {
         appended = this.log.append(batch, admitted);
       } finally {
-        if (gate !== undefined && --this.#gated === 0 && this.#gate === gate)
-          this.#gate = undefined;
+        if (--this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
       }
       return await appended;
     } finally {

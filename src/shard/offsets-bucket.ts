@@ -284,42 +284,41 @@ export class OffsetsBucket {
    * bucket ownership; a classic member's by generation, checked and appended on the group's lane; one
    * without a member only while the group (of either type) has none.
    */
-  async commit(
-    groupId: string,
-    specs: OffsetRecordSpec[],
-    member: CommitMember | null,
-  ): Promise<void> {
+  commit(groupId: string, specs: OffsetRecordSpec[], member: CommitMember | null): Promise<void> {
     // A negative generation or member epoch to a group without members is a commit without a
     // member, whatever member id it names, as in Kafka (a consumer that left, or one outside group
     // management, commits with generation -1): `#withoutMember` then refuses it if a member joined
     // meanwhile. With members, the member is checked as usual.
-    if (
-      member !== null &&
-      (member.kind === 'classic' ? member.generationId : member.memberEpoch) < 0 &&
-      !this.coordinator.hasMembers(groupId)
-    )
-      member = null;
-    // No closure held in a variable here: run from source, each would be named on every call.
-    if (member?.kind === 'classic') {
-      await this.coordinator.classic.commit(groupId, member, () =>
-        this.table.writeOffsets(groupId, specs, this.#clock.nowMs()),
-      );
-      return;
-    }
-    if (member !== null) {
-      this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
-      await this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
-      return;
-    }
-    await this.#withoutMember(groupId, () => {
-      if (this.coordinator.hasMembers(groupId)) {
-        throw new OffsetStoreError(
-          'UNKNOWN_MEMBER_ID',
-          `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
+    // Not async (the table's write is returned as it is): a layer of promise less per commit.
+    try {
+      if (
+        member !== null &&
+        (member.kind === 'classic' ? member.generationId : member.memberEpoch) < 0 &&
+        !this.coordinator.hasMembers(groupId)
+      )
+        member = null;
+      // No closure held in a variable here: run from source, each would be named on every call.
+      if (member?.kind === 'classic') {
+        return this.coordinator.classic.commit(groupId, member, () =>
+          this.table.writeOffsets(groupId, specs, this.#clock.nowMs()),
         );
       }
-      return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
-    });
+      if (member !== null) {
+        this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
+        return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+      }
+      return this.#withoutMember(groupId, () => {
+        if (this.coordinator.hasMembers(groupId)) {
+          throw new OffsetStoreError(
+            'UNKNOWN_MEMBER_ID',
+            `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
+          );
+        }
+        return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

@@ -32,11 +32,43 @@ function pendingKey(tableId: number, partitionId: number | null, bucketId: numbe
 /**
  * The in-flight writes of one group. Marking and unmarking are O(1) per commit (the commit's record
  * list is the mark); the set of pending keys is built only when asked (requireStable fetch,
- * retention) and dropped whenever the writes change.
+ * retention) and dropped whenever the writes change. A group mostly has one write in flight: it is
+ * held alone, and a Set made only for a second.
  */
 class PendingWrites {
-  readonly writes = new Set<readonly OffsetRecordSpec[]>();
+  #only: readonly OffsetRecordSpec[] | undefined;
+  #more: Set<readonly OffsetRecordSpec[]> | undefined;
   #keys: BucketKeySet | undefined;
+
+  constructor(first: readonly OffsetRecordSpec[]) {
+    this.#only = first;
+  }
+
+  add(write: readonly OffsetRecordSpec[]): void {
+    this.#keys = undefined;
+    if (this.#more !== undefined) this.#more.add(write);
+    else if (this.#only === undefined) this.#only = write;
+    else {
+      this.#more = new Set([this.#only, write]);
+      this.#only = undefined;
+    }
+  }
+
+  /** Removes a write; returns whether none is left. */
+  delete(write: readonly OffsetRecordSpec[]): boolean {
+    this.#keys = undefined;
+    if (this.#more !== undefined) {
+      this.#more.delete(write);
+      return this.#more.size === 0;
+    }
+    if (this.#only === write) this.#only = undefined;
+    return this.#only === undefined;
+  }
+
+  /** The writes in flight, oldest first. */
+  get writes(): Iterable<readonly OffsetRecordSpec[]> {
+    return this.#more ?? (this.#only === undefined ? [] : [this.#only]);
+  }
 
   has(tableId: number, partitionId: number | null, bucketId: number): boolean {
     if (this.#keys === undefined) {
@@ -46,10 +78,6 @@ class PendingWrites {
       this.#keys = keys;
     }
     return this.#keys.has(tableId, partitionId, bucketId);
-  }
-
-  changed(): void {
-    this.#keys = undefined;
   }
 }
 
@@ -267,21 +295,14 @@ export class OffsetsTableState {
 
   /** Marks the keys of an appended, not yet durable commit as pending (`records` is the mark). */
   markPending(groupId: string, records: readonly OffsetRecordSpec[]): void {
-    let pending = this.#pending.get(groupId);
-    if (pending === undefined) {
-      pending = new PendingWrites();
-      this.#pending.set(groupId, pending);
-    }
-    pending.writes.add(records);
-    pending.changed();
+    const pending = this.#pending.get(groupId);
+    if (pending === undefined) this.#pending.set(groupId, new PendingWrites(records));
+    else pending.add(records);
   }
 
   #unmark(groupId: string, records: readonly OffsetRecordSpec[]): void {
     const pending = this.#pending.get(groupId);
-    if (pending === undefined) return;
-    pending.writes.delete(records);
-    pending.changed();
-    if (pending.writes.size === 0) this.#pending.delete(groupId);
+    if (pending !== undefined && pending.delete(records)) this.#pending.delete(groupId);
   }
 
   /** The commit's batch is durable: apply it and clear its pending marks. */

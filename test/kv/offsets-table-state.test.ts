@@ -178,3 +178,30 @@ describe('OffsetsTableState', () => {
     expect(state.get('g', 2, null, 0)).toBeNull();
   });
 });
+
+it('keeps each of several in-flight commits of a group pending until it finishes, in any order, and lists their keys for a delete', () => {
+  const state = new OffsetsTableState();
+  const writes = [0, 1, 2].map((b) => [spec(1, null, b, 10 + b)]);
+  for (const write of writes) state.markPending('g', write);
+  const pendingBuckets = () => [0, 1, 2].filter((b) => state.isPending('g', 1, null, b)).join(',');
+  const keys = () =>
+    state
+      .committedOrPendingKeys('g')
+      .map((k) => k.bucketId)
+      .sort()
+      .join(',');
+  expect(pendingBuckets()).toBe('0,1,2');
+  state.onOffsetCommitAppend('g', writes[1]!, T0, batch('g', writes[1]!, 0), 0);
+  expect(pendingBuckets()).toBe('0,2');
+  state.failPendingOffsetWrite('g', writes[0]!);
+  expect(pendingBuckets()).toBe('2');
+  expect(keys(), 'committed 1, pending 2').toBe('1,2');
+  expect(state.hasPending('g')).toBe(true);
+  state.markPending('g', writes[0]!); // a new write while one is in flight
+  expect(pendingBuckets()).toBe('0,2');
+  state.onOffsetCommitAppend('g', writes[2]!, T0, batch('g', writes[2]!, 1), 1);
+  state.onOffsetCommitAppend('g', writes[0]!, T0, batch('g', writes[0]!, 2), 2);
+  expect(pendingBuckets()).toBe('');
+  expect(state.hasPending('g')).toBe(false);
+  expect(keys()).toBe('0,1,2');
+});

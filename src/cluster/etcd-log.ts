@@ -54,7 +54,7 @@ import {
   stampBatchWriter,
 } from '../codec/index.js';
 import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
-import { appendRefusal, type BatchVisitor, type LogPort } from '../log/index.js';
+import { appendRefusal, type AppendEntry, type BatchVisitor, type LogPort } from '../log/index.js';
 import { assert } from '../util/index.js';
 import { prefixEnd, type BucketKeys } from './cluster-keys.js';
 import { outcomeUnknown, responseTooLarge, type EtcdConnection } from './etcd-connection.js';
@@ -104,11 +104,7 @@ export const ETCD_LOG_DEFAULTS = {
  */
 const PAGE_ENTRIES = 256;
 
-interface PendingAppend {
-  batch: Buffer;
-  resolve: (logOffset: number) => void;
-  reject: (error: unknown) => void;
-}
+type PendingAppend = Pick<AppendEntry, 'batch' | 'resolve' | 'reject'>;
 
 type Limits = Required<
   Pick<
@@ -299,6 +295,14 @@ export class EtcdLog implements LogPort {
       this.#flushing ??= this.#flushLoop();
     });
   }
+
+  /** See LogPort.appendEntry (`settled` is not used: a round here is resolved or rejected whole). */
+  appendEntry(entry: AppendEntry, admitted = false): void {
+    const refusal = this.#refusal(entry.batch.length, admitted);
+    if (refusal !== undefined) throw refusal;
+    this.#queue.push(entry);
+    this.#flushing ??= this.#flushLoop();
+  }
   /** See LogPort.checkRoom. */
   checkRoom(): void {
     const refusal = this.#refusal(0, false);
@@ -446,6 +450,8 @@ export class EtcdLog implements LogPort {
       this.#sizeBytes += entry.batch.length;
       this.#appendedBytes += entry.batch.length;
     }
+    // No longer pending: an entry may tell its caller at once (appendEntry), who may append again.
+    this.#inFlightCount = 0;
     for (let i = 0; i < round.length; i++) round[i]!.resolve(start + i);
     if (this.#failure !== undefined) this.#failStop(this.#failure, []);
   }

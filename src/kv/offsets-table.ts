@@ -23,6 +23,7 @@ import { OffsetStoreError, isOffsetStoreError } from '../errors/index.js';
 import {
   Log,
   inspectLog,
+  type AppendEntry,
   type BatchVisitor,
   type Durability,
   type LogInspection,
@@ -113,6 +114,53 @@ function knownEndWith(
  */
 function replayStart(checkpoint: CheckpointInfo | undefined, logStart: number): number {
   return Math.max(checkpoint?.logOffset ?? logStart, logStart);
+}
+
+const WRITE_APPENDED = Symbol('writeAppended');
+const WRITE_FAILED = Symbol('writeFailed');
+
+/**
+ * A batch of the table in the log's queue (LogPort.appendEntry): an offset commit (`records`) or a
+ * group snapshot (null). The log tells it, in log order and synchronously, when it is durable or
+ * refused; it is then applied to the table (or its pending marks cleared) at once, so that
+ * batches are applied in the order the log made them durable whatever their kind, and its caller's
+ * promise settles. Called by the log's flush loop: whatever is thrown here is this caller's
+ * failure, never the round's.
+ */
+class TableWrite implements AppendEntry {
+  settled = false;
+  /** Appended (counted in the table's writes in flight). */
+  issued = false;
+
+  constructor(
+    readonly table: OffsetsTable,
+    readonly batch: Buffer,
+    readonly groupId: string,
+    readonly records: readonly OffsetRecordSpec[] | null,
+    readonly commitTimestampMs: number,
+    /** Resolves the caller's promise: with the log offset for a snapshot, with nothing for a commit. */
+    readonly done: (logOffset?: number) => void,
+    readonly failed: (error: unknown) => void,
+  ) {}
+
+  resolve(logOffset: number): void {
+    try {
+      this.table[WRITE_APPENDED](this, logOffset);
+    } catch (error) {
+      this.failed(error);
+      return;
+    }
+    if (this.records === null) this.done(logOffset);
+    else this.done();
+  }
+
+  reject(error: unknown): void {
+    try {
+      this.table[WRITE_FAILED](this);
+    } finally {
+      this.failed(error);
+    }
+  }
 }
 
 /**
@@ -399,76 +447,79 @@ export class OffsetsTable {
     gate: Promise<void> | undefined,
     admitted = false,
   ): Promise<void> {
-    let batch: Buffer;
-    try {
-      batch = buildOffsetBatch(groupId, records, commitTimestampMs);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    this.state.markPending(groupId, records);
-    let appended: Promise<number>;
-    try {
-      appended = this.#append(batch, gate, admitted);
-    } catch (error) {
-      this.state.failPendingOffsetWrite(groupId, records);
-      return Promise.reject(error);
-    }
-    // Not async, as the callers up to commitOffsets are not: one promise per layer and no await.
-    return appended.then(
-      (logOffset) => {
-        this.state.onOffsetCommitAppend(groupId, records, commitTimestampMs, batch, logOffset);
-      },
-      (error: unknown) => {
-        this.state.failPendingOffsetWrite(groupId, records);
-        throw error;
-      },
-    );
+    // Not async, as the callers up to commitOffsets are not: the log tells the write itself
+    // (TableWrite), so that one promise, the caller's, stands between the log and the caller.
+    return new Promise<void>((resolve, reject) => {
+      const batch = buildOffsetBatch(groupId, records, commitTimestampMs);
+      this.state.markPending(groupId, records);
+      this.#issue(
+        new TableWrite(
+          this,
+          batch,
+          groupId,
+          records,
+          commitTimestampMs,
+          resolve as () => void,
+          reject,
+        ),
+        gate,
+        admitted,
+      );
+    });
+  }
+
+  /** A TableWrite's batch is durable: applied now, in log order (see TableWrite). */
+  [WRITE_APPENDED](write: TableWrite, logOffset: number): void {
+    this.#writesInFlight--;
+    if (write.records === null) this.state.applyBatch(write.batch, 0, logOffset);
+    else
+      this.state.onOffsetCommitAppend(
+        write.groupId,
+        write.records,
+        write.commitTimestampMs,
+        write.batch,
+        logOffset,
+      );
+  }
+
+  /** A TableWrite was refused or its append failed: nothing of it is applied. */
+  [WRITE_FAILED](write: TableWrite): void {
+    if (write.issued) this.#writesInFlight--;
+    if (write.records !== null) this.state.failPendingOffsetWrite(write.groupId, write.records);
   }
 
   /**
-   * Appends `batch`, counted in #writesInFlight until it settles. Without a gate the append is
-   * issued before this returns; with one, once the gate opens, the write counting as a waiter until
-   * its append is issued, and the last waiter clearing the gate, so that a write made after it
-   * cannot be appended first. Throws (synchronously) when the table is not writable.
+   * Appends `write`, counted in #writesInFlight until it settles. Without a gate the append is
+   * issued here (a refusal is thrown, and `write` is not told); with one, once the gate opens, the
+   * write counting as a waiter until its append is issued, and the last waiter clearing the gate,
+   * so that a write made after it cannot be appended first (a refusal then rejects `write`).
    */
-  #append(batch: Buffer, gate: Promise<void> | undefined, admitted = false): Promise<number> {
-    this.#checkWritable();
-    if (gate !== undefined) return this.#appendAfterGate(batch, gate, admitted);
-    this.#writesInFlight++;
-    let appended: Promise<number>;
+  #issue(write: TableWrite, gate: Promise<void> | undefined, admitted: boolean): void {
     try {
-      appended = this.log.append(batch, admitted);
+      this.#checkWritable();
+      if (gate === undefined) {
+        this.log.appendEntry(write, admitted);
+        write.issued = true;
+        this.#writesInFlight++;
+        return;
+      }
     } catch (error) {
-      this.#writesInFlight--;
+      this[WRITE_FAILED](write);
       throw error;
     }
-    return appended.then(
-      (logOffset) => {
-        this.#writesInFlight--;
-        return logOffset;
-      },
-      (error: unknown) => {
-        this.#writesInFlight--;
-        throw error;
-      },
-    );
-  }
-
-  async #appendAfterGate(batch: Buffer, gate: Promise<void>, admitted: boolean): Promise<number> {
     this.#gated++;
-    await gate;
-    this.#writesInFlight++;
-    try {
-      let appended: Promise<number>;
+    const open = () => {
       try {
-        appended = this.log.append(batch, admitted);
+        this.log.appendEntry(write, admitted);
+        write.issued = true;
+        this.#writesInFlight++;
+      } catch (error) {
+        write.reject(error);
       } finally {
         if (--this.#gated === 0 && this.#gate === gate) this.#gate = undefined;
       }
-      return await appended;
-    } finally {
-      this.#writesInFlight--;
-    }
+    };
+    gate.then(open, open);
   }
 
   /**
@@ -536,19 +587,31 @@ export class OffsetsTable {
     return this.#writeSnapshot(groupId, snapshot, commitTimestampMs, this.#gate);
   }
 
-  async #writeSnapshot(
+  #writeSnapshot(
     groupId: string,
     snapshot: unknown,
     commitTimestampMs: number,
     gate: Promise<void> | undefined,
   ): Promise<number> {
-    const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
-    // Never refused for the appends pending: the group operation it records has changed the group
-    // in memory already (the coordinator bounds those itself, before they run), and a group's
-    // tombstone ends a delete whose offsets' tombstones were let in just before.
-    const logOffset = await this.#append(batch, gate, true);
-    this.state.applyBatch(batch, 0, logOffset);
-    return logOffset;
+    return new Promise<number>((resolve, reject) => {
+      const batch = buildGroupSnapshotBatch(groupId, snapshot, commitTimestampMs);
+      // Never refused for the appends pending: the group operation it records has changed the
+      // group in memory already (the coordinator bounds those itself, before they run), and a
+      // group's tombstone ends a delete whose offsets' tombstones were let in just before.
+      this.#issue(
+        new TableWrite(
+          this,
+          batch,
+          groupId,
+          null,
+          commitTimestampMs,
+          resolve as (logOffset?: number) => void,
+          reject,
+        ),
+        gate,
+        true,
+      );
+    });
   }
 
   /**

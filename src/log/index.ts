@@ -4,7 +4,7 @@
  * batches as sealed buffers, not what their records mean. This file is the folder's door.
  */
 export { DirectoryLock, forgetHeldDirectories, liveLockHolder } from './directory-lock.js';
-export { appendRefusal, type AppendGate, type LogPort } from './log-port.js';
+export { appendRefusal, type AppendEntry, type AppendGate, type LogPort } from './log-port.js';
 export {
   LOG_DEFAULTS,
   Log,

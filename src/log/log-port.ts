@@ -24,6 +24,15 @@
 import { OffsetStoreError } from '../errors/index.js';
 import type { BatchVisitor } from './segment-scanner.js';
 
+/** A batch to append and whom to tell the outcome (LogPort.appendEntry). */
+export interface AppendEntry {
+  readonly batch: Buffer;
+  /** Set by the log once the batch is durable and `resolve` was called. */
+  settled: boolean;
+  resolve(logOffset: number): void;
+  reject(error: unknown): void;
+}
+
 /** The interface a log of KvRecordBatches offers to the offsets table above it. */
 export interface LogPort {
   /** The fencing token stamped into the header of every batch this log appends (0 for a single-process store). */
@@ -54,6 +63,13 @@ export interface LogPort {
    * appends pending (TOO_MANY_PENDING_WRITES).
    */
   append(batch: Buffer, admitted?: boolean): Promise<number>;
+  /**
+   * `append` for a caller told through `entry` rather than by a promise: exactly one of
+   * `entry.resolve` (with the batch's log offset, once durable) and `entry.reject` is called, later,
+   * never inside this call; a refusal is thrown here instead. On the commit path, this saves a promise
+   * and its reaction per batch.
+   */
+  appendEntry(entry: AppendEntry, admitted?: boolean): void;
   /**
    * Throws what `append` would refuse any batch with now (STORE_CLOSED, the log's failure, or
    * TOO_MANY_PENDING_WRITES): checked once for an operation of several batches, which are then

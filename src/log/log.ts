@@ -114,7 +114,7 @@ import {
   type LogInspection,
   type RejectedBatches,
 } from './log-inspection.js';
-import { appendRefusal, type LogPort } from './log-port.js';
+import { appendRefusal, type AppendEntry, type LogPort } from './log-port.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
 import { INTENT_FILE, applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
@@ -373,13 +373,8 @@ export interface SegmentInfo {
   lastLogOffset: number;
 }
 
-interface PendingAppend {
-  batch: Buffer;
-  /** Resolved (durable) already; a later failure of its round must not reject it. */
-  settled?: boolean;
-  resolve: (logOffset: number) => void;
-  reject: (error: unknown) => void;
-}
+/** An append waiting for its round; `settled`: resolved (durable) already, so a later failure of its round must not reject it. */
+type PendingAppend = AppendEntry;
 
 /** One offsets-bucket's append-only log in local segment files: the LogPort of a single-process store. */
 export class Log implements LogPort {
@@ -763,9 +758,17 @@ export class Log implements LogPort {
     const refusal = this.#refusal(batch.length, admitted);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<number>((resolve, reject) => {
-      this.#queue.push({ batch, resolve, reject });
+      this.#queue.push({ batch, settled: false, resolve, reject });
       if (this.#flushing === undefined) this.#flushing = this.#flushLoop();
     });
+  }
+
+  /** See LogPort.appendEntry. */
+  appendEntry(entry: AppendEntry, admitted = false): void {
+    const refusal = this.#refusal(entry.batch.length, admitted);
+    if (refusal !== undefined) throw refusal;
+    this.#queue.push(entry);
+    if (this.#flushing === undefined) this.#flushing = this.#flushLoop();
   }
 
   /**
@@ -849,7 +852,7 @@ export class Log implements LogPort {
           );
           return;
         } finally {
-          this.#inFlightCount -= taken.length;
+          for (const entry of taken) if (!entry.settled) this.#inFlightCount--;
           roundEnded(this.#roundId);
         }
         if (roundStartMs !== undefined) {
@@ -892,6 +895,16 @@ export class Log implements LogPort {
       this.#syncWaiters.length === 0
     )
       await nextTurn();
+  }
+
+  /**
+   * Tells an append of a written round that it is durable. It stops counting as pending first: an
+   * entry may tell its caller at once (appendEntry), who may append again before this round ends.
+   */
+  #acknowledge(entry: PendingAppend): void {
+    entry.settled = true;
+    this.#inFlightCount--;
+    entry.resolve(readBatchLogOffset(entry.batch));
   }
 
   #takeRound(): PendingAppend[] {
@@ -1003,10 +1016,7 @@ export class Log implements LogPort {
       throw await this.#cutBack(startBytes, run[0]!.batch, error);
     }
     if (writeFailure !== undefined) {
-      for (const entry of run) {
-        entry.settled = true;
-        entry.resolve(readBatchLogOffset(entry.batch));
-      }
+      for (const entry of run) this.#acknowledge(entry);
       throw writeFailure;
     }
     const lastLogOffset = readBatchLogOffset(run.at(-1)!.batch);
@@ -1032,10 +1042,7 @@ export class Log implements LogPort {
     // recorded that the log holds it: after a crash, a lost file that held acknowledged batches,
     // even the log's only one, is then found missing rather than taken for a log that never had it.
     if (startBytes === 0) await this.#options.onSegmentStarted?.(lastLogOffset + 1);
-    for (const entry of run) {
-      entry.settled = true;
-      entry.resolve(readBatchLogOffset(entry.batch));
-    }
+    for (const entry of run) this.#acknowledge(entry);
     if (
       active.sizeBytes >= (this.#options.prepareAtBytes ?? PREPARE_AT_BYTES) &&
       this.#ownRoundsInARow >= PREPARE_AFTER_OWN_ROUNDS &&

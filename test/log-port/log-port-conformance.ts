@@ -101,6 +101,63 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
         expect(order).toEqual([...order].sort((a, b) => a - b));
       }));
 
+    it('tells an appendEntry caller once, never inside the call, in log order beside promise appends; refusals are thrown', () =>
+      withLog(async ({ log }) => {
+        const told: string[] = [];
+        let inCall = false;
+        const settledAll: Promise<void>[] = [];
+        const entry = (n: number) => {
+          let settle!: () => void;
+          settledAll.push(new Promise<void>((resolve) => (settle = resolve)));
+          return {
+            batch: testBatch(n),
+            settled: false,
+            resolve(logOffset: number) {
+              told.push(`${inCall ? 'IN CALL ' : ''}resolve ${n}@${logOffset}`);
+              settle();
+            },
+            reject(error: unknown) {
+              told.push(`reject ${n} ${String(error)}`);
+              settle();
+            },
+          };
+        };
+        const promised: Promise<number>[] = [];
+        for (let n = 0; n < 6; n++) {
+          if (n % 2 === 0) {
+            inCall = true;
+            log.appendEntry(entry(n));
+            inCall = false;
+          } else promised.push(log.append(testBatch(n)));
+        }
+        expect(told, 'nothing is told before the batches are durable').toEqual([]);
+        expect(await Promise.all(promised)).toEqual([1, 3, 5]);
+        await Promise.all(settledAll);
+        expect(told).toEqual(['resolve 0@0', 'resolve 2@2', 'resolve 4@4']);
+        const over = buildOffsetBatch(
+          'g',
+          [
+            {
+              tableId: 1,
+              partitionId: null,
+              bucketId: 0,
+              offset: 1,
+              leaderEpoch: -1,
+              metadata: 'x'.repeat(log.batchBytesMax),
+            },
+          ],
+          1_700_000_000_000,
+        );
+        expect(() => log.appendEntry({ ...entry(9), batch: over })).toThrow(
+          expect.objectContaining({ code: 'INVALID_REQUEST' }),
+        );
+        await log.close();
+        expect(() => log.appendEntry(entry(10))).toThrow(
+          expect.objectContaining({ code: 'STORE_CLOSED' }),
+        );
+        expect(told).toHaveLength(3);
+      }));
+
     it("scans from any log offset every acknowledged batch, byte for byte, stamped with its offset and the log's epoch", () =>
       withLog(async ({ log }) => {
         const sent = Array.from({ length: 12 }, (_, n) => testBatch(n, 1 + (n % 4)));

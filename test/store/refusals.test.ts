@@ -50,6 +50,33 @@ async function emptyConsumerGroup(options: Partial<OffsetStoreOptions>) {
 }
 
 describe('refusals', () => {
+  for (const commitJournal of [true, false]) {
+    it(`never refuses for the appends pending a caller that commits again as soon as its commit resolved (pendingCommitsMax 1, ${commitJournal ? 'with' : 'without'} the commit journal)`, async () => {
+      const store = await OffsetStore.open({
+        dir: tempDir(),
+        bucketCount: 2,
+        commitJournal,
+        pendingCommitsMax: 1,
+      });
+      // Two callers on different offsets-buckets, so that rounds of several logs (the journal's)
+      // are exercised too.
+      const groups = ['g0', 'g1', 'g2', 'g3', 'g4', 'g5'];
+      const a = groups.find((g) => store.bucketFor(g) === 0)!;
+      const b = groups.find((g) => store.bucketFor(g) === 1)!;
+      await Promise.all(
+        [a, b].map(async (groupId) => {
+          for (let offset = 1; offset <= 30; offset++)
+            await store.commitOffsets(groupId, [{ tableId: 1, bucketId: 0, offset }]);
+        }),
+      );
+      for (const groupId of [a, b])
+        expect((await store.fetchOffsets(groupId, [{ tableId: 1, bucketId: 0 }]))[0]?.offset).toBe(
+          30,
+        );
+      await store.close();
+    });
+  }
+
   it('a deleteGroup refused for the appends pending deletes nothing, not even the group record (which used to go)', async () => {
     const { store, opened } = await emptyConsumerGroup({ pendingCommitsMax: 1 });
     const before = await described(store, 'g');

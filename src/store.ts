@@ -1199,7 +1199,7 @@ export class OffsetStore {
    * Nothing is written when any part of the request is invalid.
    */
   commitOffsets(groupId: string, offsets: OffsetCommit[], options?: CommitOptions): Promise<void> {
-    return this.#commit(groupId, options, (max) => normalizeOffsetCommits(offsets, max));
+    return this.#commit(groupId, options, offsets, false);
   }
 
   /** Whether the consumer group holds that member (see HOLDS_CONSUMER_MEMBER). */
@@ -1228,21 +1228,20 @@ export class OffsetStore {
     specs: OffsetRecordSpec[],
     options?: CommitOptions,
   ): Promise<void> {
-    return this.#commit(groupId, options, (max) => {
-      checkCommitCount(specs.length, max);
-      return specs;
-    });
+    return this.#commit(groupId, options, specs, true);
   }
 
   /**
-   * A commit of the specs `normalize` gives (passed the store's commitRecordCountMax), checked in
-   * commitOffsets' order. Not async: a suspended async function would keep the caller's objects
-   * alive until the commit is durable; only the normalized specs need to live that long.
+   * A commit of `offsets` (checked and normalized here, in commitOffsets' order), or of specs the
+   * caller normalized itself (`normalized`: only their count is checked). Not async: a suspended
+   * async function would keep the caller's objects alive until the commit is durable; only the
+   * normalized specs need to live that long. (No closure per call either: this is every commit.)
    */
   #commit(
     groupId: string,
     options: CommitOptions | undefined,
-    normalize: (recordCountMax: number) => OffsetRecordSpec[],
+    offsets: unknown,
+    normalized: boolean,
     forScanner = false,
   ): Promise<void> {
     try {
@@ -1250,7 +1249,12 @@ export class OffsetStore {
       if (!forScanner) this.#checkNotClosing();
       this.#checkWritable('commit');
       validateGroupId(groupId);
-      const specs = normalize(this.#options.commitRecordCountMax);
+      const max = this.#options.commitRecordCountMax;
+      let specs: OffsetRecordSpec[];
+      if (normalized) {
+        specs = offsets as OffsetRecordSpec[];
+        checkCommitCount(specs.length, max);
+      } else specs = normalizeOffsetCommits(offsets, max);
       const member = normalizeCommitOptions(options);
       return this.#bucket(groupId).commit(groupId, specs, member);
     } catch (error) {
@@ -1504,8 +1508,7 @@ export class OffsetStore {
     const scanner = new ScannerOffsets(
       groupId,
       {
-        commitOffsets: (g, offsets) =>
-          this.#commit(g, undefined, (max) => normalizeOffsetCommits(offsets, max), true),
+        commitOffsets: (g, offsets) => this.#commit(g, undefined, offsets, false, true),
         fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
         closed: (closed) => this.#scanners.delete(closed),
         warn: (message) => this.#options.onWarning(message),

@@ -307,18 +307,24 @@ export class OffsetsBucket {
         this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
         return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
       }
-      return this.#withoutMember(groupId, () => {
-        if (this.coordinator.hasMembers(groupId)) {
-          throw new OffsetStoreError(
-            'UNKNOWN_MEMBER_ID',
-            `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
-          );
-        }
-        return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
-      });
+      // Nothing waiting (what #withoutMember would run in the call): without its closure.
+      if (!this.#withoutMemberTurns.has(groupId) && !this.coordinator.membershipPending(groupId))
+        return this.#commitWithoutMember(groupId, specs);
+      return this.#withoutMember(groupId, () => this.#commitWithoutMember(groupId, specs));
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** A commit without a member, refused while the group has members. */
+  #commitWithoutMember(groupId: string, specs: OffsetRecordSpec[]): Promise<void> {
+    if (this.coordinator.hasMembers(groupId)) {
+      throw new OffsetStoreError(
+        'UNKNOWN_MEMBER_ID',
+        `group ${groupId} has members: a commit needs the committing member (memberId and memberEpoch, or generationId and memberId for a classic group)`,
+      );
+    }
+    return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
   }
 
   /**

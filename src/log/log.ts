@@ -337,9 +337,10 @@ function roundEnded(log: number): void {
 
 /**
  * Microtask turns a flush loop waits, between a round and the next, for the continuations of the
- * callers it acknowledged: an append's acknowledgement reaches a caller of `commitOffsets` through
- * ~5 promise hops (offsets table, offsets-bucket, store, the caller's await), and a caller one or
- * two async functions further away still makes it.
+ * callers it acknowledged: a commit's acknowledgement reaches the caller of `commitOffsets` through
+ * its own promise (the log tells the offsets table's write directly, see appendEntry), and a caller
+ * several async functions further away, or a snapshot's writer (an append's promise, then its
+ * awaits), still makes it.
  */
 const ACKNOWLEDGED_TURNS = 10;
 /** Longest wait of a round for commits arriving over the network (`#linger`). */

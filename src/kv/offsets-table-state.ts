@@ -137,7 +137,7 @@ export class OffsetsTableState {
       else this.#snapshots.set(r.groupId, r.snapshot);
       return;
     }
-    this.#applyOffset(r.groupId, r, r.commitTimestampMs, recordsLeft);
+    this.#applyOffset(r.groupId, this.#groups.get(r.groupId), r, r.commitTimestampMs, recordsLeft);
   }
 
   /**
@@ -156,22 +156,31 @@ export class OffsetsTableState {
       logOffset > this.#appliedLogOffset,
       `batches are applied in log order (${logOffset} after ${this.#appliedLogOffset})`,
     );
+    // The group's table is looked up once per batch, not per record (a batch is of one group).
+    let group = this.#groups.get(groupId);
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
-      this.#applyOffset(groupId, r, r.commitTimestampMs ?? commitTimestampMs, records.length - i);
+      group = this.#applyOffset(
+        groupId,
+        group,
+        r,
+        r.commitTimestampMs ?? commitTimestampMs,
+        records.length - i,
+      );
     }
     this.#appliedLogOffset = logOffset;
     this.#appliedBytes += batch.length;
     this.#appliedRecords += records.length;
   }
 
+  /** Applies one offset record to `group` (the group's table, if it has one); returns the table after it. */
   #applyOffset(
     groupId: string,
+    group: GroupOffsets | undefined,
     r: OffsetRecordSpec,
     commitTimestampMs: number,
     recordsLeft: number,
-  ): void {
-    let group = this.#groups.get(groupId);
+  ): GroupOffsets | undefined {
     if (r.tombstone === true) {
       if (group !== undefined && group.delete(r.tableId, r.partitionId, r.bucketId)) {
         this.#liveOffsetCount--;
@@ -179,9 +188,10 @@ export class OffsetsTableState {
           group.detached = true;
           this.#groups.delete(groupId);
           this.onGroupDropped?.(groupId);
+          return undefined;
         }
       }
-      return;
+      return group;
     }
     if (group === undefined) {
       group = new GroupOffsets(Math.min(recordsLeft, 4096));
@@ -198,6 +208,7 @@ export class OffsetsTableState {
       r.metadata,
     );
     this.#liveOffsetCount += group.size - before;
+    return group;
   }
 
   /** Loads a group's whole offsets table (checkpoint restore, before replay); not for live writes. */

@@ -105,6 +105,27 @@ describe('OffsetsTableState', () => {
     expect(state.group('g1')!.detached).toBe(false);
   });
 
+  it('applies a live batch that empties its group and commits to it again: the group is dropped, then a new table holds the rest', () => {
+    const state = new OffsetsTableState();
+    const dropped: string[] = [];
+    state.onGroupDropped = (groupId) => dropped.push(groupId);
+    const first = [spec(1, null, 0, 10)];
+    state.applyOffsetRecords('g1', first, T0, batch('g1', first, 0), 0);
+    const table = state.group('g1')!;
+    const records = [tombstone(1, null, 0), spec(1, null, 1, 11), spec(1, null, 2, 12)];
+    state.applyOffsetRecords('g1', records, T0, batch('g1', records, 1), 1);
+    expect(table.detached).toBe(true);
+    expect(dropped).toEqual(['g1']);
+    const now = state.group('g1')!;
+    expect(now).not.toBe(table);
+    expect(now.detached).toBe(false);
+    expect(state.groupValues('g1').map((v) => [v.bucketId, v.offset])).toEqual([
+      [1, 11],
+      [2, 12],
+    ]);
+    expect(state.liveOffsetCount).toBe(2);
+  });
+
   it('keeps the latest group snapshot per group apart from its offsets; a snapshot tombstone removes it', () => {
     const state = new OffsetsTableState();
     const apply = (snapshot: unknown, logOffset: number) => {

@@ -47,6 +47,24 @@ export async function scanAll(
   return found;
 }
 
+/** A batch one metadata string larger than `log` takes. */
+function batchOverLimit(log: LogPort): Buffer {
+  return buildOffsetBatch(
+    'g',
+    [
+      {
+        tableId: 1,
+        partitionId: null,
+        bucketId: 0,
+        offset: 1,
+        leaderEpoch: -1,
+        metadata: 'x'.repeat(log.batchBytesMax),
+      },
+    ],
+    1_700_000_000_000,
+  );
+}
+
 /** Runs the suite against `subject`. */
 export function describeLogPort(name: string, subject: LogPortSubject): void {
   async function withLog(body: (handle: LogPortHandle) => Promise<void>): Promise<void> {
@@ -73,20 +91,7 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
 
     it('refuses a batch over its batchBytesMax, which it states, with INVALID_REQUEST, and goes on', () =>
       withLog(async ({ log }) => {
-        const over = buildOffsetBatch(
-          'g',
-          [
-            {
-              tableId: 1,
-              partitionId: null,
-              bucketId: 0,
-              offset: 1,
-              leaderEpoch: -1,
-              metadata: 'x'.repeat(log.batchBytesMax),
-            },
-          ],
-          1_700_000_000_000,
-        );
+        const over = batchOverLimit(log);
         expect(over.length).toBeGreaterThan(log.batchBytesMax);
         await expect(log.append(over)).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
         expect(await log.append(testBatch(0))).toBe(0);
@@ -134,20 +139,7 @@ export function describeLogPort(name: string, subject: LogPortSubject): void {
         expect(await Promise.all(promised)).toEqual([1, 3, 5]);
         await Promise.all(settledAll);
         expect(told).toEqual(['resolve 0@0', 'resolve 2@2', 'resolve 4@4']);
-        const over = buildOffsetBatch(
-          'g',
-          [
-            {
-              tableId: 1,
-              partitionId: null,
-              bucketId: 0,
-              offset: 1,
-              leaderEpoch: -1,
-              metadata: 'x'.repeat(log.batchBytesMax),
-            },
-          ],
-          1_700_000_000_000,
-        );
+        const over = batchOverLimit(log);
         expect(() => log.appendEntry({ ...entry(9), batch: over })).toThrow(
           expect.objectContaining({ code: 'INVALID_REQUEST' }),
         );

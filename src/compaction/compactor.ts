@@ -483,6 +483,9 @@ export class Compactor {
     await log.completeSwap();
     // Outputs, a checkpoint and the strategy's state are written into the log's folder by name.
     await log.checkDirectory();
+    // Outputs of an earlier job of this log that never reached its swap (a worker thread stopped by
+    // runTimeoutMs in the middle of its rewrite) are garbage now: no other job of this log runs.
+    if (strategy.rewrites) await log.deleteStrayOutputs();
     const state = await this.#state(target);
     const segments = log.segments();
     const view = this.#view(target, forced, state, segments);
@@ -730,7 +733,7 @@ export class Compactor {
 
   /**
    * Stops scheduling and terminates the workers, abandoning a job in flight (its `.cleaned` outputs
-   * are never swapped in, and the next open deletes them); then waits for running jobs to settle, so
+   * are never swapped in, and the next open, or the log's next compaction, deletes them); then waits for running jobs to settle, so
    * a swap or checkpoint already under way on the main thread completes before the logs close.
    */
   async close(): Promise<void> {
@@ -745,7 +748,7 @@ export class Compactor {
 
 /**
  * Deletes a refused job's outputs (`.cleaned` files never swapped in); errors doing so are dropped:
- * the refusal is what is reported, and the log's next open deletes what is left.
+ * the refusal is what is reported, and the log's next open or next compaction deletes what is left.
  */
 async function deleteOutputs(log: Log, outputs: CleanedSegment[][]): Promise<void> {
   for (const output of outputs.flat()) await log.fs.unlink(output.tempPath).catch(() => {});

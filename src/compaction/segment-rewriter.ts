@@ -292,7 +292,7 @@ class OutputWriter {
   /**
    * After a failure: closes the output being written, if any, and deletes every output created
    * (errors doing so are dropped: the failure is what is reported; a leftover `.cleaned` file is
-   * deleted by the log's next open).
+   * deleted by the log's next open or next compaction).
    */
   async abandon(): Promise<void> {
     const current = this.#current;

@@ -117,7 +117,13 @@ import {
 import { appendRefusal, type AppendEntry, type LogPort } from './log-port.js';
 import { scanSegment, type BatchVisitor } from './segment-scanner.js';
 import { segmentFileName } from './segment-name.js';
-import { INTENT_FILE, applySwap, swapSegments, type CleanedSegment } from './segment-swap.js';
+import {
+  CLEANED_SUFFIX,
+  INTENT_FILE,
+  applySwap,
+  swapSegments,
+  type CleanedSegment,
+} from './segment-swap.js';
 import { writeDurably } from './store-manifest.js';
 import type { JournalPort } from './commit-journal.js';
 import {
@@ -1335,6 +1341,34 @@ export class Log implements LogPort {
   /** The sealed segments, oldest first (every segment but the active one). */
   sealedSegments(): SegmentInfo[] {
     return this.#segments.slice(0, -1).map((s) => ({ ...s }));
+  }
+
+  /**
+   * Deletes the `.cleaned` files no swap will carry out: outputs of a compaction job that never
+   * reached its swap (a worker thread terminated by compaction.runTimeoutMs in the middle of its
+   * rewrite, or an abandoned job whose deletes failed), which would otherwise stay until the next
+   * open. Called by compaction before it rewrites this log, when no other job of it runs; while a
+   * swap is pending (its outputs still to be renamed in) nothing is deleted. Best effort, like the
+   * abandon it completes: a file that cannot be deleted now is left for the next open. Returns the
+   * names deleted.
+   */
+  deleteStrayOutputs(): Promise<string[]> {
+    return this.#swaps.run(async () => {
+      if (this.#pendingSwap !== undefined || this.#closed) return [];
+      const { fs, dir } = this.#options;
+      const deleted: string[] = [];
+      for (const name of await fs.readdir(dir)) {
+        if (!name.endsWith(CLEANED_SUFFIX)) continue;
+        if (
+          await fs.unlink(path.join(dir, name)).then(
+            () => true,
+            () => false,
+          )
+        )
+          deleted.push(name);
+      }
+      return deleted;
+    });
   }
 
   /**

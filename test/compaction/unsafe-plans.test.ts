@@ -7,7 +7,7 @@
  * records survive: a tombstone stays while an older record of its key remains outside the rewrite,
  * and a record nothing supersedes is never dropped. Rewrite outputs that do not chain are refused too.
  */
-import { cpSync } from 'node:fs';
+import { cpSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as vm from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
@@ -24,7 +24,7 @@ import {
   type LogInspector,
   type SegmentGarbage,
 } from '../../src/index.js';
-import { Log } from '../../src/log/index.js';
+import { CLEANED_SUFFIX, Log, segmentFileName } from '../../src/log/index.js';
 import { BACKUP_COMPACTION_WAIT_MS } from '../../src/store.js';
 import { tempDir } from '../support/temp-dir.js';
 import { compactionOptions, stateOf } from './compaction-fixtures.js';
@@ -410,6 +410,35 @@ describe('unsafe plans are refused', () => {
       expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
       await store.commitOffsets('after', [{ tableId: 1, bucketId: 0, offset: 1 }]);
       state.set('after', new Map([['1::0', 1]]));
+      expect(await stateOf(store)).toEqual(state);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("deletes, at the log's next compaction, the .cleaned outputs a job stopped by runTimeoutMs left behind (they stayed until the next open)", async () => {
+    const dir = tempDir();
+    const options = inProcessOptions(dir, STRATEGY_MODULES.scripted, {
+      compaction: { strategy: STRATEGY_MODULES.scripted, background: false, runTimeoutMs: 300 },
+    });
+    const store = await OffsetStore.open(options);
+    try {
+      await fillSegments(store);
+      const state = await stateOf(store);
+      const hooks = scriptedHooks();
+      hooks.plan = () => new Promise(() => {}); // never settles: stopped by the timeout
+      await expect(store.compact()).rejects.toMatchObject({ code: 'REQUEST_TIMED_OUT' });
+      // What a worker thread terminated in the middle of its rewrite leaves: outputs written under
+      // their temporary names, never swapped in (one named past any segment this log will have).
+      const bucketDir = path.join(dir, 'buckets', '000');
+      const stray = path.join(bucketDir, `${segmentFileName(999_999)}${CLEANED_SUFFIX}`);
+      writeFileSync(stray, 'the first part of a rewrite');
+      const cleaned = () => readdirSync(bucketDir).filter((n) => n.endsWith(CLEANED_SUFFIX));
+      expect(cleaned()).toHaveLength(1);
+      hooks.plan = (view) => ({ rewrite: [sealed(view as BucketView)] });
+      const compacted = await store.compact();
+      expect(compacted.buckets[0]!.segmentsRewritten).toBeGreaterThan(1);
+      expect(cleaned()).toEqual([]);
       expect(await stateOf(store)).toEqual(state);
     } finally {
       await store.close();

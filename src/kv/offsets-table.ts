@@ -131,6 +131,7 @@ class TableWrite implements AppendEntry {
   settled = false;
   /** Appended (counted in the table's writes in flight). */
   issued = false;
+  #told = false;
 
   constructor(
     readonly table: OffsetsTable,
@@ -144,6 +145,8 @@ class TableWrite implements AppendEntry {
   ) {}
 
   resolve(logOffset: number): void {
+    if (this.#told) return;
+    this.#told = true;
     try {
       this.table[WRITE_APPENDED](this, logOffset);
     } catch (error) {
@@ -155,6 +158,10 @@ class TableWrite implements AppendEntry {
   }
 
   reject(error: unknown): void {
+    // Told once: a log that fails a round after telling some of its entries must not reach them
+    // again, and #writesInFlight would count one of them twice.
+    if (this.#told) return;
+    this.#told = true;
     try {
       this.table[WRITE_FAILED](this);
     } finally {
@@ -656,8 +663,17 @@ export class OffsetsTable {
           commitTimestampMs: v.commitTimestampMs,
         });
       }
+      // Admitted, as the snapshots below: the image is let in whole (nothing else is pending
+      // behind the gate), however many groups it writes; refused part way, the conversion failed.
       writes.push(
-        this.#writeOffsetsChunked(groupId, records, nowMs, IMAGE_RECORDS_PER_BATCH, undefined),
+        this.#writeOffsetsChunked(
+          groupId,
+          records,
+          nowMs,
+          IMAGE_RECORDS_PER_BATCH,
+          undefined,
+          true,
+        ),
       );
     }
     for (const [groupId, snapshot] of this.state.snapshots())

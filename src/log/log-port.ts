@@ -27,7 +27,11 @@ import type { BatchVisitor } from './segment-scanner.js';
 /** A batch to append and whom to tell the outcome (LogPort.appendEntry). */
 export interface AppendEntry {
   readonly batch: Buffer;
-  /** Set by the log once the batch is durable and `resolve` was called. */
+  /**
+   * Set by a log that may fail a round after telling some of its entries (the local log, whose
+   * own write can fail after the commit journal made the round durable), so that it rejects only
+   * the others; a log that settles a round whole may leave it false.
+   */
   settled: boolean;
   resolve(logOffset: number): void;
   reject(error: unknown): void;

@@ -1357,7 +1357,8 @@ export class Log implements LogPort {
       if (this.#pendingSwap !== undefined || this.#closed) return [];
       const { fs, dir } = this.#options;
       const deleted: string[] = [];
-      for (const name of await fs.readdir(dir)) {
+      const names = await fs.readdir(dir).catch(() => []);
+      for (const name of names) {
         if (!name.endsWith(CLEANED_SUFFIX)) continue;
         if (
           await fs.unlink(path.join(dir, name)).then(

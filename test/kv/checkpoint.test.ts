@@ -320,6 +320,27 @@ describe('LMDB checkpoints', () => {
     expect(await stateOf(again)).toEqual(modelOf(history));
     await again.close();
   });
+  it('converts away from checkpoints a bucket of more groups than pendingCommitsMax (its image was refused part way for the appends pending)', async () => {
+    const dir = tempDir();
+    const store = await OffsetStore.open({
+      dir,
+      bucketCount: 1,
+      pendingCommitsMax: 2,
+      compaction: { strategy: 'checkpoint', background: false },
+    });
+    for (let g = 0; g < 6; g++)
+      await store.commitOffsets(`g${g}`, [{ tableId: 1, bucketId: 0, offset: g }]);
+    await store.compact();
+    const before = await stateOf(store);
+    await store.convertCompaction('log-cleaner');
+    expect((await store.stats()).compactionStrategy).toBe('log-cleaner');
+    expect(await stateOf(store)).toEqual(before);
+    await store.close();
+    const reopened = await OffsetStore.open({ dir, bucketCount: 1 });
+    expect(await stateOf(reopened)).toEqual(before);
+    await reopened.close();
+  });
+
   it('converts away from checkpoints a group whose offsets with metadata take more than one batch to write back', async () => {
     const dir = tempDir();
     const open = () =>

@@ -505,9 +505,7 @@ export class OffsetsTable {
     try {
       this.#checkWritable();
       if (gate === undefined) {
-        this.log.appendEntry(write, admitted);
-        write.issued = true;
-        this.#writesInFlight++;
+        this.#appendNow(write, admitted);
         return;
       }
     } catch (error) {
@@ -517,9 +515,7 @@ export class OffsetsTable {
     this.#gated++;
     const open = () => {
       try {
-        this.log.appendEntry(write, admitted);
-        write.issued = true;
-        this.#writesInFlight++;
+        this.#appendNow(write, admitted);
       } catch (error) {
         write.reject(error);
       } finally {
@@ -527,6 +523,13 @@ export class OffsetsTable {
       }
     };
     gate.then(open, open);
+  }
+
+  /** Appends `write` now (a refusal is thrown), counted in #writesInFlight until it is told. */
+  #appendNow(write: TableWrite, admitted: boolean): void {
+    this.log.appendEntry(write, admitted);
+    write.issued = true;
+    this.#writesInFlight++;
   }
 
   /**

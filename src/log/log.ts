@@ -1349,26 +1349,14 @@ export class Log implements LogPort {
    * rewrite, or an abandoned job whose deletes failed), which would otherwise stay until the next
    * open. Called by compaction before it rewrites this log, when no other job of it runs; while a
    * swap is pending (its outputs still to be renamed in) nothing is deleted. Best effort, like the
-   * abandon it completes: a file that cannot be deleted now is left for the next open. Returns the
-   * names deleted.
+   * abandon it completes: a file that cannot be deleted now is left for the next open.
    */
-  deleteStrayOutputs(): Promise<string[]> {
+  deleteStrayOutputs(): Promise<void> {
     return this.#swaps.run(async () => {
-      if (this.#pendingSwap !== undefined || this.#closed) return [];
+      if (this.#pendingSwap !== undefined || this.#closed) return;
       const { fs, dir } = this.#options;
-      const deleted: string[] = [];
-      const names = await fs.readdir(dir).catch(() => []);
-      for (const name of names) {
-        if (!name.endsWith(CLEANED_SUFFIX)) continue;
-        if (
-          await fs.unlink(path.join(dir, name)).then(
-            () => true,
-            () => false,
-          )
-        )
-          deleted.push(name);
-      }
-      return deleted;
+      for (const name of await fs.readdir(dir).catch(() => []))
+        if (name.endsWith(CLEANED_SUFFIX)) await fs.unlink(path.join(dir, name)).catch(() => {});
     });
   }
 

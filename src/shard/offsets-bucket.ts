@@ -307,9 +307,8 @@ export class OffsetsBucket {
         this.coordinator.validateMemberCommit(groupId, member.memberId, member.memberEpoch, specs);
         return this.table.writeOffsets(groupId, specs, this.#clock.nowMs());
       }
-      // Nothing waiting (what #withoutMember would run in the call): without its closure.
-      if (!this.#withoutMemberTurns.has(groupId) && !this.coordinator.membershipPending(groupId))
-        return this.#commitWithoutMember(groupId, specs);
+      // Run in the call when nothing waits, as #withoutMember would, without making its closure.
+      if (this.#nothingWaits(groupId)) return this.#commitWithoutMember(groupId, specs);
       return this.#withoutMember(groupId, () => this.#commitWithoutMember(groupId, specs));
     } catch (error) {
       return Promise.reject(error);
@@ -328,6 +327,14 @@ export class OffsetsBucket {
   }
 
   /**
+   * No change without a member of the group waits for its turn, and no snapshot of its membership
+   * waits to be written (`membershipLogged` would be null): such a change may run in the call.
+   */
+  #nothingWaits(groupId: string): boolean {
+    return !this.#withoutMemberTurns.has(groupId) && !this.coordinator.membershipPending(groupId);
+  }
+
+  /**
    * Runs a change made without a member (`change` checks the membership and issues its appends
    * before its first await) once the snapshot of every membership change of the group made so far
    * is in the log (GroupCoordinator.membershipLogged), and after the changes without a member of
@@ -336,10 +343,10 @@ export class OffsetsBucket {
    * deleteGroup waiting for the group's lane) passes `issued`, and the next change waits for that.
    */
   #withoutMember<T>(groupId: string, change: () => Promise<T>, issued?: Promise<void>): Promise<T> {
+    if (issued === undefined && this.#nothingWaits(groupId)) return change();
     const previous = this.#withoutMemberTurns.get(groupId);
     // May start a write (of a change whose write failed): awaited below, never dropped.
     const logged = this.coordinator.membershipLogged(groupId);
-    if (previous === undefined && logged === null && issued === undefined) return change();
     logged?.catch(() => undefined); // rejects before it is awaited, while `previous` runs
     let done!: () => void;
     const turn = new Promise<void>((resolve) => (done = resolve));

@@ -183,26 +183,32 @@ export function stringListOption(context: CommandContext, name: string): string[
 }
 
 /**
- * An integer option (`allowNegative` for shifts; `range`: the least and most it may be, both
- * included); UsageError for anything else, naming the range when there is one.
+ * An integer option (`allowNegative` for shifts; `min`: the least it may be; `range`: the least and
+ * most it may be, both included); UsageError for anything else, naming the bound when there is one.
  */
 export function integerOption(
   context: CommandContext,
   name: string,
-  options: { allowNegative?: boolean; range?: readonly [number, number] } = {},
+  options: { allowNegative?: boolean; min?: number; range?: readonly [number, number] } = {},
 ): number | undefined {
   const text = stringOption(context, name);
   if (text === undefined) return undefined;
-  const range = options.range;
-  const pattern = options.allowNegative === true || (range?.[0] ?? 0) < 0 ? /^-?\d+$/ : /^\d+$/;
+  const [least, most] = options.range ?? [options.min, undefined];
+  const pattern = options.allowNegative === true || (least ?? 0) < 0 ? /^-?\d+$/ : /^\d+$/;
   const value = Number(text);
   const wanted =
-    range !== undefined
-      ? `an integer in [${range[0]}, ${range[1]}]`
-      : options.allowNegative === true
-        ? 'an integer'
-        : 'an integer >= 0';
-  if (!pattern.test(text) || (range !== undefined && !(value >= range[0] && value <= range[1])))
+    most !== undefined
+      ? `an integer in [${least}, ${most}]`
+      : least !== undefined
+        ? `an integer >= ${least}`
+        : options.allowNegative === true
+          ? 'an integer'
+          : 'an integer >= 0';
+  if (
+    !pattern.test(text) ||
+    (least !== undefined && !(value >= least)) ||
+    (most !== undefined && !(value <= most))
+  )
     throw new UsageError(`--${name} must be ${wanted}, got ${JSON.stringify(text)}`);
   if (!Number.isSafeInteger(value)) {
     throw new UsageError(

@@ -351,6 +351,40 @@ describe('offset-store dispatcher', () => {
     }
   });
 
+  it('exits 2 for a cluster bucket count below 1 or a broker id beyond an int32, given or taken from the node id, before it contacts etcd', async () => {
+    const serve = (...args: string[]) =>
+      run([
+        'serve',
+        '--dir',
+        tempDir('offset-store-cli-'),
+        '--etcd',
+        'http://127.0.0.1:1',
+        ...args,
+      ]);
+    for (const [args, message] of [
+      [
+        ['--node-id', 'n1', '--bucket-count', '0'],
+        /^error: --bucket-count must be an integer >= 1, got "0"/,
+      ],
+      [
+        ['--node-id', 'n1', '--broker-id', '2147483648'],
+        /^error: --broker-id must be an integer in \[0, 2147483647\], got "2147483648"/,
+      ],
+      [
+        ['--node-id', 'n2147483648'],
+        /^error: --broker-id <n> \(0 to 2147483647\) is required when --node-id/,
+      ],
+      [
+        ['--node-id', 'node'],
+        /^error: --broker-id <n> \(0 to 2147483647\) is required when --node-id/,
+      ],
+    ] as const)
+      expect(await serve(...args), args.join(' ')).toMatchObject({
+        code: 2,
+        stderr: expect.stringMatching(message),
+      });
+  });
+
   it('exits 2 for a cluster key prefix without its trailing slash, or an etcd port out of range, before it contacts etcd', async () => {
     const prefix = await run([
       'cluster',

@@ -65,9 +65,15 @@ describe('offset-store lab', () => {
       [['--workload', 'hot'], /unknown workload "hot"/],
       [['--strategies', 'cleaner'], /unknown strategy "cleaner"/],
       [['--scale', 'huge'], /--scale must be one of small, default, full/],
-      [['--compaction-wait-ms', '0'], /--compaction-wait-ms must be at least 1/],
+      [
+        ['--compaction-wait-ms', '0'],
+        /--compaction-wait-ms must be an integer in \[1, 2147483647\], got "0"/,
+      ],
       // A longer timer fires after 1 ms: the lab would blame the strategy at once.
-      [['--compaction-wait-ms', '2147483648'], /--compaction-wait-ms must be at most 2147483647/],
+      [
+        ['--compaction-wait-ms', '2147483648'],
+        /--compaction-wait-ms must be an integer in \[1, 2147483647\], got "2147483648"/,
+      ],
       [['--seed', '4294967297'], /the seed must be an integer in \[0, 4294967295\]/],
     ] as const) {
       const result = await run(['lab', ...args, '--out', out, '--dir', path.join(dir, 'scratch')]);

@@ -83,7 +83,7 @@ describe('offset-store users and acls', () => {
     );
     expect([tooMany.code, tooMany.stderr]).toEqual([
       2,
-      expect.stringMatching(/--iterations must be in \[4096, 16384\]/),
+      expect.stringMatching(/--iterations must be an integer in \[4096, 16384\]/),
     ]);
     const file = readFileSync(path.join(dir, USERS_FILE), 'utf8');
     expect(file).not.toContain('a-long-Secret-42');

@@ -269,6 +269,11 @@ describe('offset-store serve', () => {
         2,
         /--default-partitions must be an integer in \[1, 65536\], got "100000"/,
       ],
+      [
+        ['--listen', '127.0.0.1:0', '--connections-per-address-max', '0'],
+        2,
+        /--connections-per-address-max must be an integer >= 1, got "0"/,
+      ],
       [['--listen', '127.0.0.1:0', '--backup-every', '1h'], 2, /--backup-every needs --backup-dir/],
       [
         ['--listen', '127.0.0.1:0', '--backup-dir', aDirectory, '--backup-every', '90'],
@@ -283,7 +288,7 @@ describe('offset-store serve', () => {
       [
         ['--listen', '127.0.0.1:0', '--backup-dir', aDirectory, '--backup-keep', '-1'],
         2,
-        /--backup-keep must be/,
+        /--backup-keep must be an integer >= 0, got "-1"/,
       ],
       [
         ['--listen', '127.0.0.1:0', '--backup-dir', '/', '--backup-every', '0'],

@@ -45,6 +45,8 @@ import {
 const DEFAULT_LISTEN = '127.0.0.1:9092';
 const BACKUP_EVERY_DEFAULT = '1h';
 const BACKUP_KEEP_DEFAULT = 7;
+/** A broker id is an int32 on the wire. */
+const BROKER_ID_MAX = 0x7fffffff;
 
 /** The `serve` command. */
 export const serve: Command = {
@@ -408,7 +410,6 @@ function backupOptions(
       `--backup-every must be 0 or <n>s, <n>m, <n>h or <n>d (from 1s to 24d), got ${JSON.stringify(every)}`,
     );
   const keep = integerOption(context, 'backup-keep') ?? BACKUP_KEEP_DEFAULT;
-  if (keep < 0) throw new UsageError('--backup-keep must be 0 (keep all) or more');
   return { dir, everyMs, keep };
 }
 
@@ -441,14 +442,13 @@ function clusterOptions(context: CommandContext) {
     throw new UsageError('--node-id <id> (1-64 of [A-Za-z0-9._-]) is required with --etcd');
   const digits = /(\d+)$/.exec(nodeId)?.[1];
   const brokerId =
-    integerOption(context, 'broker-id') ?? (digits === undefined ? undefined : Number(digits));
-  if (brokerId === undefined || brokerId < 0 || brokerId > 0x7fffffff)
+    integerOption(context, 'broker-id', { range: [0, BROKER_ID_MAX] }) ??
+    (digits === undefined ? undefined : Number(digits));
+  if (brokerId === undefined || brokerId > BROKER_ID_MAX)
     throw new UsageError(
-      '--broker-id <n> (0 or more) is required when --node-id does not end in digits',
+      `--broker-id <n> (0 to ${BROKER_ID_MAX}) is required when --node-id does not end in digits, or ends in a number over ${BROKER_ID_MAX}`,
     );
-  const bucketCount = integerOption(context, 'bucket-count');
-  if (bucketCount !== undefined && bucketCount < 1)
-    throw new UsageError('--bucket-count must be at least 1');
+  const bucketCount = integerOption(context, 'bucket-count', { min: 1 });
   const leaseTtlSeconds = integerOption(context, 'lease-ttl', {
     range: [2, LEASE_TTL_SECONDS_MAX],
   });
@@ -625,9 +625,9 @@ async function serveOptions(context: CommandContext): Promise<ServeSettings> {
     (superUsers.length > 0 || context.values['allow-everyone-if-no-acl-found'] === true)
   )
     throw new UsageError('--super-user and --allow-everyone-if-no-acl-found need --authorizer');
-  const connectionsPerAddressMax = integerOption(context, 'connections-per-address-max');
-  if (connectionsPerAddressMax !== undefined && connectionsPerAddressMax < 1)
-    throw new UsageError('--connections-per-address-max must be at least 1');
+  const connectionsPerAddressMax = integerOption(context, 'connections-per-address-max', {
+    min: 1,
+  });
   const auditLogFile = stringOption(context, 'audit-log');
   const security: SecurityOptions = {
     ...(authorizer

@@ -16,8 +16,7 @@ import { errorMessageOf } from './kafka-error-code.js';
 import type { RequestHandler } from './request-handler.js';
 import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
 import { mapAsyncInTurns } from './in-turns.js';
-
-const NO_AUTHORIZED_OPERATIONS = -2147483648;
+import { ALL_GOVERNED_OPERATIONS, OPERATIONS_NOT_ASKED } from './authorized-operations.js';
 
 function assignmentOf(context: HandlerContext, buckets: readonly TableBucket[]) {
   return {
@@ -29,7 +28,8 @@ function assignmentOf(context: HandlerContext, buckets: readonly TableBucket[]) 
   };
 }
 
-async function describeOne(context: HandlerContext, groupId: string) {
+/** `operations`: the group's authorized operations when described, or OPERATIONS_NOT_ASKED. */
+async function describeOne(context: HandlerContext, groupId: string, operations: number) {
   try {
     const d = await context.store.describeGroup(groupId);
     if (d.groupType !== 'consumer')
@@ -63,7 +63,7 @@ async function describeOne(context: HandlerContext, groupId: string) {
           targetAssignment: assignmentOf(context, m.targetAssignment),
         };
       }),
-      authorizedOperations: NO_AUTHORIZED_OPERATIONS,
+      authorizedOperations: operations,
     };
   } catch (error) {
     return {
@@ -81,5 +81,11 @@ export const handleConsumerGroupDescribe: RequestHandler<
   typeof API_KEYS.ConsumerGroupDescribe
 > = async (context, request) => ({
   throttleTimeMs: 0,
-  groups: await mapAsyncInTurns(request.groupIds, (groupId) => describeOne(context, groupId)),
+  groups: await mapAsyncInTurns(request.groupIds, (groupId) =>
+    describeOne(
+      context,
+      groupId,
+      request.includeAuthorizedOperations ? ALL_GOVERNED_OPERATIONS : OPERATIONS_NOT_ASKED,
+    ),
+  ),
 });

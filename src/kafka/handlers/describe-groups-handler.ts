@@ -18,6 +18,7 @@
 import { OffsetStoreError } from '../../errors/index.js';
 import type { ClassicGroupDescription } from '../../group/index.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
+import { ALL_GOVERNED_OPERATIONS, OPERATIONS_NOT_ASKED } from './authorized-operations.js';
 import { encodeAssignment, encodeSubscription } from './consumer-protocol.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
@@ -27,10 +28,14 @@ import { mapAsyncInTurns } from './in-turns.js';
 type DescribeResponse = ResponseInputOf<typeof API_KEYS.DescribeGroups>;
 type DescribedGroup = NonNullable<DescribeResponse['groups']>[number];
 
-const NO_AUTHORIZED_OPERATIONS = -2147483648;
 const NO_BYTES = Buffer.alloc(0);
 
-function emptyGroup(groupId: string, groupState: string, errorCode: number): DescribedGroup {
+function emptyGroup(
+  groupId: string,
+  groupState: string,
+  errorCode: number,
+  operations = OPERATIONS_NOT_ASKED,
+): DescribedGroup {
   return {
     errorCode,
     groupId,
@@ -38,21 +43,27 @@ function emptyGroup(groupId: string, groupState: string, errorCode: number): Des
     protocolType: '',
     protocolData: '',
     members: [],
-    authorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    authorizedOperations: operations,
   };
 }
 
-async function describeOne(context: HandlerContext, groupId: string): Promise<DescribedGroup> {
+/** `operations`: the group's authorized operations when described, or OPERATIONS_NOT_ASKED. */
+async function describeOne(
+  context: HandlerContext,
+  groupId: string,
+  operations: number,
+): Promise<DescribedGroup> {
   const { catalog, members } = context;
   let description;
   try {
     description = await context.store.describeGroup(groupId);
   } catch (error) {
     if (error instanceof OffsetStoreError && error.code === 'GROUP_ID_NOT_FOUND')
-      return emptyGroup(groupId, 'Dead', KAFKA_ERROR.NONE);
+      return emptyGroup(groupId, 'Dead', KAFKA_ERROR.NONE, operations);
     return emptyGroup(groupId, 'Dead', context.errorCodeOf(error, 'DescribeGroups'));
   }
-  if (description.classic !== null) return describeClassic(groupId, description.classic);
+  if (description.classic !== null)
+    return describeClassic(groupId, description.classic, operations);
   return {
     errorCode: KAFKA_ERROR.NONE,
     groupId,
@@ -77,11 +88,15 @@ async function describeOne(context: HandlerContext, groupId: string): Promise<De
         ),
       };
     }),
-    authorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    authorizedOperations: operations,
   };
 }
 
-function describeClassic(groupId: string, group: ClassicGroupDescription): DescribedGroup {
+function describeClassic(
+  groupId: string,
+  group: ClassicGroupDescription,
+  operations: number,
+): DescribedGroup {
   const stable = group.state === 'Stable';
   return {
     errorCode: KAFKA_ERROR.NONE,
@@ -97,7 +112,7 @@ function describeClassic(groupId: string, group: ClassicGroupDescription): Descr
       memberMetadata: stable ? m.metadata : NO_BYTES,
       memberAssignment: stable ? m.assignment : NO_BYTES,
     })),
-    authorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    authorizedOperations: operations,
   };
 }
 
@@ -107,5 +122,11 @@ export const handleDescribeGroups: RequestHandler<typeof API_KEYS.DescribeGroups
   request,
 ) => ({
   throttleTimeMs: 0,
-  groups: await mapAsyncInTurns(request.groups, (groupId) => describeOne(context, groupId)),
+  groups: await mapAsyncInTurns(request.groups, (groupId) =>
+    describeOne(
+      context,
+      groupId,
+      request.includeAuthorizedOperations ? ALL_GOVERNED_OPERATIONS : OPERATIONS_NOT_ASKED,
+    ),
+  ),
 });

@@ -18,6 +18,11 @@ import { TopicCatalogError, type TopicEntry } from '../catalog/index.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 import { mapInTurns } from './in-turns.js';
+import {
+  ALL_GOVERNED_OPERATIONS,
+  CLUSTER_OPERATIONS,
+  OPERATIONS_NOT_ASKED,
+} from './authorized-operations.js';
 
 type MetadataResponse = ResponseInputOf<typeof API_KEYS.Metadata>;
 type TopicMetadata = NonNullable<MetadataResponse['topics']>[number];
@@ -25,8 +30,6 @@ type PartitionMetadata = NonNullable<TopicMetadata['partitions']>[number];
 
 /** Topics Kafka's brokers keep for themselves (offsets, transactions): never auto-created here. */
 const KAFKA_INTERNAL_TOPICS = new Set(['__consumer_offsets', '__transaction_state']);
-
-const NO_AUTHORIZED_OPERATIONS = -2147483648;
 
 /** The partitions of a topic entry, built once per entry (an entry is replaced when the topic grows). */
 const partitionCache = new WeakMap<TopicEntry, PartitionMetadata[]>();
@@ -52,29 +55,41 @@ function partitionsOf(context: HandlerContext, topic: TopicEntry): PartitionMeta
   return partitions;
 }
 
-function described(context: HandlerContext, topic: TopicEntry): TopicMetadata {
+/** `operations`: the topic's authorized operations, or OPERATIONS_NOT_ASKED. */
+function described(context: HandlerContext, topic: TopicEntry, operations: number): TopicMetadata {
   return {
     errorCode: KAFKA_ERROR.NONE,
     name: topic.name,
     topicId: topic.topicId,
     isInternal: false,
     partitions: partitionsOf(context, topic),
-    topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    topicAuthorizedOperations: operations,
   };
 }
 
-function failed(errorCode: number, name: string | null, topicId = ZERO_UUID): TopicMetadata {
+function failed(
+  errorCode: number,
+  name: string | null,
+  topicId = ZERO_UUID,
+  operations = OPERATIONS_NOT_ASKED,
+): TopicMetadata {
   return {
     errorCode,
     name,
     topicId,
     isInternal: false,
     partitions: [],
-    topicAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    // Kafka reports them for every topic it answers by name, found or not.
+    topicAuthorizedOperations: name === null ? OPERATIONS_NOT_ASKED : operations,
   };
 }
 
-function creationFailure(context: HandlerContext, name: string, error: unknown): TopicMetadata {
+function creationFailure(
+  context: HandlerContext,
+  name: string,
+  error: unknown,
+  operations: number,
+): TopicMetadata {
   if (error instanceof TopicCatalogError) {
     const code =
       error.refusal === 'invalid-name' || error.refusal === 'collision'
@@ -84,9 +99,9 @@ function creationFailure(context: HandlerContext, name: string, error: unknown):
           : error.refusal === 'failed'
             ? KAFKA_ERROR.KAFKA_STORAGE_ERROR
             : KAFKA_ERROR.INVALID_REQUEST;
-    return failed(code, name);
+    return failed(code, name, ZERO_UUID, operations);
   }
-  return failed(context.errorCodeOf(error, `creating topic ${name}`), name);
+  return failed(context.errorCodeOf(error, `creating topic ${name}`), name, ZERO_UUID, operations);
 }
 
 /** Answers Metadata, creating unknown topics when allowed. */
@@ -104,18 +119,25 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (
       .map((b) => ({ nodeId: b.nodeId, host: b.host, port: b.port, rack: null })),
     clusterId: catalog.clusterId,
     controllerId: cluster.self.nodeId,
-    clusterAuthorizedOperations: NO_AUTHORIZED_OPERATIONS,
+    clusterAuthorizedOperations: request.includeClusterAuthorizedOperations
+      ? CLUSTER_OPERATIONS
+      : OPERATIONS_NOT_ASKED,
   };
+  const operations = request.includeTopicAuthorizedOperations
+    ? ALL_GOVERNED_OPERATIONS
+    : OPERATIONS_NOT_ASKED;
   const asked = request.topics;
   if (asked === null || (header.apiVersion === 0 && asked.length === 0)) {
-    return { ...base, topics: catalog.topics().map((t) => described(context, t)) };
+    return { ...base, topics: catalog.topics().map((t) => described(context, t, operations)) };
   }
   // v10-11 carry topic ids but may not ask by them: Kafka refuses a null name, or an id, there
   // (INVALID_REQUEST for every topic of the request).
   if (header.apiVersion < 12 && asked.some((t) => t.name === null || t.topicId !== ZERO_UUID))
     return {
       ...base,
-      topics: asked.map((t) => failed(KAFKA_ERROR.INVALID_REQUEST, t.name ?? '', t.topicId)),
+      topics: asked.map((t) =>
+        failed(KAFKA_ERROR.INVALID_REQUEST, t.name ?? '', t.topicId, operations),
+      ),
     };
   const mayCreate =
     context.settings.autoCreateTopics && (header.apiVersion < 4 || request.allowAutoTopicCreation);
@@ -135,24 +157,24 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (
       const entry = catalog.byTopicId(topicId);
       return entry === undefined
         ? failed(KAFKA_ERROR.UNKNOWN_TOPIC_ID, null, topicId)
-        : described(context, entry);
+        : described(context, entry, operations);
     }
     const entry = catalog.get(name);
-    if (entry !== undefined) return described(context, entry);
+    if (entry !== undefined) return described(context, entry, operations);
     if (catalog.nameProblem(name) !== null)
-      return failed(KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, name);
+      return failed(KAFKA_ERROR.INVALID_TOPIC_EXCEPTION, name, ZERO_UUID, operations);
     // Kafka's own internal topics are not this server's to create: one made here would be an
     // ordinary topic (isInternal false) that clients subscribing by pattern would take up.
     if (!mayCreate || KAFKA_INTERNAL_TOPICS.has(name))
-      return failed(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name);
+      return failed(KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, name, ZERO_UUID, operations);
     // Refused here, not by the catalog: a refusal there is an error built (with its stack) per
     // name, and a request can name a million (12-25 us each: seconds of the event loop).
     if (catalog.size + creating >= catalog.topicsMax)
-      return failed(KAFKA_ERROR.POLICY_VIOLATION, name);
+      return failed(KAFKA_ERROR.POLICY_VIOLATION, name, ZERO_UUID, operations);
     creating++;
     return catalog.createTopic(name, context.settings.defaultPartitions).then(
-      (created) => described(context, created),
-      (error: unknown) => creationFailure(context, name, error),
+      (created) => described(context, created, operations),
+      (error: unknown) => creationFailure(context, name, error, operations),
     );
   };
   return mapInTurns(asked, answerOf, (answers): MetadataResponse | Promise<MetadataResponse> => {

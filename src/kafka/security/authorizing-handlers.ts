@@ -37,7 +37,9 @@ import {
 } from '../protocol/index.js';
 import {
   CLOSE_CONNECTION,
+  OPERATIONS_NOT_ASKED,
   errorMessageOf,
+  operationsAllowed,
   fetchedTopic,
   type HandlerContext,
   type HandlerResult,
@@ -288,7 +290,9 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     if (allowed.length === 0) return { throttleTimeMs: 0, groups: request.groups.map(refused) };
     return then(inner(context, { ...request, groups: allowed }, header, peer), (body) => ({
       ...body,
-      groups: merged(request.groups, allowed, body.groups, refused),
+      groups: merged(request.groups, allowed, body.groups, refused).map((group) =>
+        withOperationsAllowed(check, 'Group', group.groupId, group),
+      ),
     }));
   },
 
@@ -311,7 +315,7 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
               groupId: group.groupId,
               members: [],
             }
-          : group,
+          : withOperationsAllowed(check, 'Group', group.groupId, group),
       ),
     }));
   },
@@ -398,7 +402,9 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
     if (all)
       return then(inner(context, request, header, peer), (body) => ({
         ...body,
-        topics: (body.topics ?? []).filter((t) => check.sees('Describe', 'Topic', t.name ?? '')),
+        topics: (body.topics ?? [])
+          .filter((t) => check.sees('Describe', 'Topic', t.name ?? ''))
+          .map((t) => withTopicOperationsAllowed(check, t)),
       }));
     const named = (t: { name: string | null; topicId: string }) =>
       t.name ?? context.catalog.byTopicId(t.topicId)?.name ?? null;
@@ -412,7 +418,11 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
       isInternal: false,
       partitions: [],
     });
-    if (allowed.length === request.topics!.length) return inner(context, request, header, peer);
+    if (allowed.length === request.topics!.length)
+      return then(inner(context, request, header, peer), (body) => ({
+        ...body,
+        topics: (body.topics ?? []).map((t) => withTopicOperationsAllowed(check, t)),
+      }));
     return then(inner(context, { ...request, topics: allowed }, header, peer), (body) => {
       const answered = body.topics ?? [];
       const allowedSet = new Set(allowed);
@@ -423,12 +433,52 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
         const key = t.name ?? `id:${t.topicId}`;
         if (seen.has(key)) continue;
         seen.add(key);
-        topics.push(allowedSet.has(t) && next < answered.length ? answered[next++]! : refused(t));
+        topics.push(
+          allowedSet.has(t) && next < answered.length
+            ? withTopicOperationsAllowed(check, answered[next++]!)
+            : refused(t),
+        );
       }
       return { ...body, topics };
     });
   },
 };
+
+/**
+ * A described group or topic whose authorized operations the handler filled in (every operation
+ * the ACLs govern, see authorized-operations.ts) with those the peer may perform; one the request
+ * did not ask them for, or answered with an error, as it was.
+ */
+function withOperationsAllowed<T extends { readonly authorizedOperations?: number }>(
+  check: Check,
+  resourceType: AclResourceType,
+  name: string | null | undefined,
+  described: T,
+): T {
+  const asked = described.authorizedOperations;
+  if (asked === undefined || asked === OPERATIONS_NOT_ASKED || name == null) return described;
+  return {
+    ...described,
+    authorizedOperations: operationsAllowed((operation) =>
+      check.sees(operation, resourceType, name),
+    ),
+  };
+}
+
+type MetadataTopic = NonNullable<
+  Exclude<HandlerResult<typeof API_KEYS.Metadata>, typeof CLOSE_CONNECTION>['topics']
+>[number];
+
+function withTopicOperationsAllowed(check: Check, topic: MetadataTopic): MetadataTopic {
+  const asked = topic.topicAuthorizedOperations;
+  if (asked === undefined || asked === OPERATIONS_NOT_ASKED || topic.name == null) return topic;
+  return {
+    ...topic,
+    topicAuthorizedOperations: operationsAllowed((operation) =>
+      check.sees(operation, 'Topic', topic.name!),
+    ),
+  };
+}
 
 type FetchResponse = Exclude<HandlerResult<typeof API_KEYS.OffsetFetch>, typeof CLOSE_CONNECTION>;
 type FetchedTopic = NonNullable<FetchResponse['topics']>[number];

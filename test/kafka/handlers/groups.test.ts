@@ -162,6 +162,59 @@ describe('DescribeGroups', () => {
   });
 });
 
+describe('authorized operations (KIP-430)', () => {
+  // Kafka's ACL operation codes: Read 3, Delete 6, Describe 8; a set is a bit per code.
+  const READ_DESCRIBE_DELETE = (1 << 3) | (1 << 6) | (1 << 8);
+  const NOT_ASKED = -2147483648;
+
+  it('are every operation the ACLs govern when asked for (no authorizer): groups and topics Read, Describe and Delete, the cluster none; MIN_VALUE when not asked or for an error', async () => {
+    const { t, client } = await start();
+    await seed(t);
+    for (const asked of [true, false]) {
+      const groups = await client.send(API_KEYS.DescribeGroups, 5, {
+        groups: ['live', 'idle', 'unknown', ''],
+        includeAuthorizedOperations: asked,
+      });
+      const expected = asked ? READ_DESCRIBE_DELETE : NOT_ASKED;
+      expect(groups.groups.map((g) => [g.groupId, g.authorizedOperations])).toEqual([
+        ['live', expected],
+        ['idle', expected],
+        ['unknown', expected],
+        ['', NOT_ASKED], // INVALID_GROUP_ID
+      ]);
+      const consumer = await client.send(API_KEYS.ConsumerGroupDescribe, 0, {
+        groupIds: ['live', 'idle'],
+        includeAuthorizedOperations: asked,
+      });
+      expect(consumer.groups.map((g) => [g.groupId, g.errorCode, g.authorizedOperations])).toEqual([
+        ['live', 0, expected],
+        ['idle', KAFKA_ERROR.GROUP_ID_NOT_FOUND, NOT_ASKED],
+      ]);
+      for (const version of [8, 10]) {
+        const metadata = await client.send(API_KEYS.Metadata, version, {
+          topics: [{ name: 'orders' }, { name: 'missing' }],
+          allowAutoTopicCreation: false,
+          includeClusterAuthorizedOperations: asked,
+          includeTopicAuthorizedOperations: asked,
+        });
+        expect(metadata.clusterAuthorizedOperations, `v${version}`).toBe(asked ? 0 : NOT_ASKED);
+        expect(
+          metadata.topics.map((m) => [m.name, m.errorCode, m.topicAuthorizedOperations]),
+        ).toEqual([
+          ['orders', 0, expected],
+          ['missing', KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, expected],
+        ]);
+      }
+      const all = await client.send(API_KEYS.Metadata, 12, {
+        topics: null,
+        allowAutoTopicCreation: false,
+        includeTopicAuthorizedOperations: asked,
+      });
+      expect(all.topics.map((m) => m.topicAuthorizedOperations)).toEqual([expected, expected]);
+    }
+  });
+});
+
 describe('DeleteGroups', () => {
   it('deletes a group without members; refuses one with members (NON_EMPTY_GROUP) and an unknown one (GROUP_ID_NOT_FOUND)', async () => {
     const { t, client } = await start();

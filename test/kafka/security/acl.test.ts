@@ -151,6 +151,47 @@ const codes = (response: Awaited<ReturnType<typeof commit>>) =>
   response.topics.map((t) => [t.name, t.partitions.map((p) => p.errorCode)]);
 
 describe('ACLs over the wire', () => {
+  it("reports the operations the principal's ACLs allow on a described group or topic when asked (Read implying Describe), all of them to a super user", async () => {
+    const t = await start();
+    const alice = await as(t, 'alice', 'alice-pw');
+    const admin = await as(t, 'admin', 'admin-pw');
+    await commit(alice, 'prefix-a', ['orders']);
+    const [READ, DELETE, DESCRIBE] = [1 << 3, 1 << 6, 1 << 8];
+    const groupsOf = async (client: RawKafkaClient) =>
+      (
+        await client.send(API_KEYS.DescribeGroups, 5, {
+          groups: ['prefix-a', 'other'],
+          includeAuthorizedOperations: true,
+        })
+      ).groups.map((g) => [g.groupId, g.errorCode, g.authorizedOperations]);
+    expect(await groupsOf(alice)).toEqual([
+      ['prefix-a', 0, READ | DELETE | DESCRIBE],
+      ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, -2147483648],
+    ]);
+    expect(await groupsOf(admin)).toEqual([
+      ['prefix-a', 0, READ | DELETE | DESCRIBE],
+      ['other', 0, READ | DELETE | DESCRIBE],
+    ]);
+    const topicsOf = async (client: RawKafkaClient, topics: { name: string }[] | null) =>
+      (
+        await client.send(API_KEYS.Metadata, 12, {
+          topics,
+          allowAutoTopicCreation: false,
+          includeTopicAuthorizedOperations: true,
+        })
+      ).topics.map((m) => [m.name, m.errorCode, m.topicAuthorizedOperations]);
+    const orders = ['orders', 0, READ | DESCRIBE];
+    expect(await topicsOf(alice, null)).toEqual([orders]);
+    expect(await topicsOf(alice, [{ name: 'orders' }])).toEqual([orders]);
+    expect(await topicsOf(alice, [{ name: 'orders' }, { name: 'audit' }])).toEqual([
+      orders,
+      ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, -2147483648],
+    ]);
+    expect(await topicsOf(admin, [{ name: 'audit' }])).toEqual([
+      ['audit', 0, READ | DELETE | DESCRIBE],
+    ]);
+  });
+
   it('a user allowed Group:prefix- (PREFIXED) commits there and gets 30 elsewhere, with nothing written', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');

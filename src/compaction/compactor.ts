@@ -25,7 +25,7 @@
  */
 import { OffsetStoreError, isOffsetStoreError, messageWithoutCode } from '../errors/index.js';
 import type { CleanedSegment, Log, SegmentInfo } from '../log/index.js';
-import type { Clock, Timer } from '../util/index.js';
+import { callUserCallback, type Clock, type Timer } from '../util/index.js';
 import {
   abandonedError,
   jobError,
@@ -107,7 +107,11 @@ export interface CompactorOptions {
   onRun?: CompactionRunListener;
 }
 
-/** Hears of each offsets-bucket compacted by `compactNow`: its report, buckets finished so far, buckets in all. */
+/**
+ * Hears of each offsets-bucket compacted by `compactNow`: its report, buckets finished so far,
+ * buckets in all. A promise it returns is awaited before `compactNow` settles (not before the next
+ * bucket runs); its rejection, like a throw, fails the call with the listener's own error.
+ */
 export type BucketCompactedListener = (
   bucket: BucketCompaction,
   finished: number,
@@ -335,6 +339,13 @@ export class Compactor {
   ): Promise<BucketCompaction[]> {
     const results: BucketCompaction[] = new Array(targets.length);
     const errors: unknown[] = [];
+    /** What asynchronous listeners returned, awaited before the call settles. */
+    const heard: Promise<void>[] = [];
+    // The caller's listener failed, not the compaction (which is done): its error as it is.
+    const listenerFailed = (error: unknown, bucket: number) => {
+      if (!this.#closed) this.#options.onError(error, bucket);
+      errors.push(error);
+    };
     let next = 0;
     let finished = 0;
     const lane = async (): Promise<void> => {
@@ -352,18 +363,19 @@ export class Compactor {
           errors.push(error);
           continue;
         }
-        try {
-          onBucketCompacted?.(results[i]!, ++finished, targets.length);
-        } catch (error) {
-          // The caller's listener failed, not the compaction (which is done): its error as it is.
-          if (!this.#closed) this.#options.onError(error, target.bucket);
-          errors.push(error);
-        }
+        if (onBucketCompacted === undefined) continue;
+        const settled = callUserCallback(
+          onBucketCompacted,
+          [results[i]!, ++finished, targets.length],
+          (_how, error) => listenerFailed(error, target.bucket),
+        );
+        if (settled !== undefined) heard.push(settled);
       }
     };
     await Promise.all(
       Array.from({ length: Math.max(1, Math.min(this.#options.workers, targets.length)) }, lane),
     );
+    await Promise.all(heard);
     if (errors.length > 0) throw errors[0];
     return results.filter((r) => r !== undefined);
   }

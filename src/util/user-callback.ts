@@ -8,25 +8,35 @@
 /** What the callback did wrong: `'threw'` or `'rejected'`, and its error. */
 export type UserCallbackFailure = (how: 'threw' | 'rejected', error: unknown) => void;
 
-/** Calls `callback(...args)`; its throw or its returned promise's rejection goes to `onFailure`. */
+/**
+ * Calls `callback(...args)`; its throw or its returned promise's rejection goes to `onFailure`.
+ * Returns, when the callback returned an object or function (a promise, perhaps), a promise that
+ * settles, never rejecting, once that has settled and `onFailure` heard of a rejection: for a caller
+ * that waits for its callbacks. Otherwise undefined.
+ */
 export function callUserCallback<A extends unknown[]>(
   callback: (...args: A) => unknown,
   args: A,
   onFailure: UserCallbackFailure,
-): void {
+): Promise<void> | undefined {
   let result: unknown;
   try {
     result = callback(...args);
   } catch (error) {
     onFailure('threw', error);
-    return;
+    return undefined;
   }
-  if (result === null || (typeof result !== 'object' && typeof result !== 'function')) return;
+  if (result === null || (typeof result !== 'object' && typeof result !== 'function'))
+    return undefined;
   try {
     // A thenable's `then` is read once, by the promise machinery; a getter that throws rejects it.
-    Promise.resolve(result).catch((error: unknown) => onFailure('rejected', error));
+    return Promise.resolve(result).then(
+      () => undefined,
+      (error: unknown) => onFailure('rejected', error),
+    );
   } catch (error) {
     onFailure('rejected', error); // a promise whose `constructor` getter throws
+    return undefined;
   }
 }
 

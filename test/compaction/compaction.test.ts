@@ -90,6 +90,22 @@ describe.each(strategies)('compaction (%s)', (strategy) => {
           },
         }),
       ).rejects.toBe(listenerError);
+      // So does one whose promise rejects (an async listener), once every bucket has finished and
+      // every listener's promise has settled, and not as an unhandled rejection.
+      const settledListeners: number[] = [];
+      await expect(
+        store.compact({
+          onBucketCompacted: async (bucket) => {
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            settledListeners.push(bucket.bucket);
+            if (bucket.bucket === 0) throw listenerError;
+          },
+        }),
+      ).rejects.toBe(listenerError);
+      expect(
+        settledListeners.sort((a, b) => a - b),
+        context,
+      ).toEqual(report.buckets.map((b) => b.bucket).sort((a, b) => a - b));
       expect(await stateOf(store), context).toEqual(modelOf(history));
       await store.close();
       store = await OffsetStore.open(compactionOptions(dir, strategy));

@@ -73,6 +73,7 @@ import {
   callUserCallback,
   failureMessage,
   notAnOptionsObject,
+  refuseUnknownOptions,
   settleAtMost,
   type Timer,
 } from './util/index.js';
@@ -721,6 +722,9 @@ export class OffsetStore {
         'INVALID_REQUEST',
         'a hosting store does not compact: its host checkpoints each bucket',
       );
+    const shape = options === undefined ? undefined : notAnOptionsObject(options);
+    if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
+    refuseUnknownOptions(options, ['onBucketCompacted'], 'options');
     const onBucketCompacted = options?.onBucketCompacted;
     if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function')
       throw new TypeError('onBucketCompacted must be a function');
@@ -1410,6 +1414,7 @@ export class OffsetStore {
     const refs = normalizeBuckets(buckets, 'buckets', true);
     const shape = options === undefined ? undefined : notAnOptionsObject(options);
     if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
+    refuseUnknownOptions(options, ['classicSubscriptions'], 'options');
     const classicSubscriptions = options?.classicSubscriptions;
     if (classicSubscriptions !== undefined && typeof classicSubscriptions !== 'function')
       throw new TypeError('options.classicSubscriptions must be a function');
@@ -1849,6 +1854,7 @@ function storedStrategy(
 function requiresStable(options: FetchOptions): boolean {
   const shape = notAnOptionsObject(options);
   if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
+  refuseUnknownOptions(options, ['requireStable', 'member'], 'options');
   const requireStable: unknown = options.requireStable;
   if (requireStable !== undefined && typeof requireStable !== 'boolean')
     throw new TypeError(`options.requireStable must be a boolean, got ${typeof requireStable}`);

@@ -25,6 +25,7 @@ import {
   failureMessage,
   isClock,
   notAnOptionsObject,
+  refuseUnknownOptions,
   TIMER_MS_MAX,
   type Clock,
   type Timer,
@@ -58,6 +59,21 @@ export interface GroupMemberPort {
   /** Hears that the member stopped (left, or stopped heartbeating): the store forgets it. */
   stopped?(member: GroupMember): void;
 }
+
+const MEMBER_OPTION_NAMES = [
+  'subscribedTableIds',
+  'instanceId',
+  'memberId',
+  'assignor',
+  'sessionTimeoutMs',
+  'rebalanceTimeoutMs',
+  'onAssigned',
+  'onRevoked',
+  'onLost',
+  'onError',
+  'clock',
+  'retryBackoffMs',
+];
 
 /** Options of `GroupMember.join` (the store's `joinGroup`). */
 export interface MemberOptions {
@@ -148,6 +164,7 @@ export class GroupMember {
     options: MemberOptions,
   ): Promise<GroupMember> {
     if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
+    refuseUnknownOptions(options, MEMBER_OPTION_NAMES, 'options');
     const {
       subscribedTableIds,
       instanceId,

@@ -16,7 +16,7 @@ import {
   type TableBucket,
   type BucketRef,
 } from '../model/index.js';
-import { notAnOptionsObject } from '../util/index.js';
+import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 
@@ -91,6 +91,17 @@ const SUBSCRIBED_ENTRIES_MAX = 16 * SUBSCRIBED_TABLES_MAX;
 export const GROUP_SNAPSHOT_BYTES_BUDGET = 7 * 1024 * 1024;
 /** Longest accepted session or rebalance timeout (one day). */
 export const MEMBER_TIMEOUT_MS_MAX = 86_400_000;
+const HEARTBEAT_REQUEST_NAMES = [
+  'memberId',
+  'memberEpoch',
+  'instanceId',
+  'subscribedTableIds',
+  'ownedBuckets',
+  'rebalanceTimeoutMs',
+  'sessionTimeoutMs',
+  'assignor',
+];
+
 /**
  * Checks and normalizes a heartbeat request; `isAssignor` tells registered assignor names. Each
  * field (and each element of its arrays) is read once: what is checked is what the coordinator uses.
@@ -101,6 +112,7 @@ export function normalizeHeartbeatRequest(
 ): NormalizedHeartbeat {
   if (notAnOptionsObject(request) !== undefined)
     throw new TypeError('heartbeat request must be an object');
+  refuseUnknownOptions(request, HEARTBEAT_REQUEST_NAMES, 'request');
   const {
     memberEpoch,
     memberId: rawMemberId,

@@ -12,7 +12,7 @@
  * both group types (UNKNOWN_MEMBER_ID).
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { notAnOptionsObject } from '../util/index.js';
+import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
 import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
 
 /** Which members to remove: exactly one of the three. */
@@ -43,6 +43,7 @@ export type NormalizedRemoval =
 export function normalizeRemoveMembersRequest(request: RemoveMembersRequest): NormalizedRemoval {
   if (notAnOptionsObject(request) !== undefined)
     throw new TypeError('the removal request must be an object');
+  refuseUnknownOptions(request, ['all', 'memberIds', 'instanceIds'], 'request');
   const { all, memberIds, instanceIds } = request;
   if (all !== undefined && typeof all !== 'boolean') throw new TypeError('all must be a boolean');
   const given = [all === true, memberIds !== undefined, instanceIds !== undefined].filter(

@@ -20,6 +20,7 @@ import {
   callUserCallback,
   failureMessage,
   notAnOptionsObject,
+  refuseUnknownOptions,
   type Clock,
   type Timer,
 } from '../util/index.js';
@@ -45,6 +46,8 @@ export interface ScannerOffsetsPort {
 /** Where to start a bucket with no committed offset. */
 export type MissingOffsetPolicy =
   'earliest' | 'error' | ((bucket: TableBucket) => number | Promise<number>);
+
+const SCANNER_OPTION_NAMES = ['onMissing', 'autoCommitIntervalMs', 'onAutoCommitError'];
 
 /** Options of `OffsetStore.scanner`. */
 export interface ScannerOptions {
@@ -94,6 +97,7 @@ export class ScannerOffsets {
     const shape = notAnOptionsObject(options);
     if (shape !== undefined)
       throw new TypeError(`the scanner's options must be an object, got ${shape}`);
+    refuseUnknownOptions(options, SCANNER_OPTION_NAMES, 'options');
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
     if (
       onMissing !== undefined &&

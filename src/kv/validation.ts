@@ -20,7 +20,7 @@ import {
   normalizeBucketRef,
   type TableBucket,
 } from '../model/index.js';
-import { notAnOptionsObject } from '../util/index.js';
+import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 
 /**
@@ -212,18 +212,22 @@ export interface ClassicCommitMember {
   readonly groupInstanceId: string | null;
 }
 
+const COMMIT_OPTION_NAMES = ['memberId', 'memberEpoch', 'generationId', 'groupInstanceId'];
+
 /**
  * Checks a commit's options (each read once): the member that commits, or null for a commit made
  * without one (admin, scanner). With `generationId` the commit is a classic one: generation -1 (any
  * negative) with no member id and no instance id is Kafka's admin commit (null here too); anything
  * else names a classic member. Otherwise a memberId needs an integer memberEpoch. Both a
- * generationId and a memberEpoch is INVALID_REQUEST.
+ * generationId and a memberEpoch is INVALID_REQUEST. A key that is not an option is a TypeError: a
+ * misspelt memberId would make a member's commit one without a member, unfenced.
  */
 export function normalizeCommitOptions(options: unknown): CommitMember | null {
   if (options === undefined || options === null) return null;
   const shape = notAnOptionsObject(options);
   if (shape !== undefined)
     throw new TypeError(`the commit's options must be an object, got ${shape}`);
+  refuseUnknownOptions(options as object, COMMIT_OPTION_NAMES, 'options');
   const { memberId, memberEpoch, generationId, groupInstanceId } = options as {
     memberId?: unknown;
     memberEpoch?: unknown;

@@ -15,7 +15,9 @@ export function notAnOptionsObject(value: unknown): string | undefined {
 /**
  * Refuses an options bag holding a key that is not one of `known` (a TypeError naming it, and the
  * option it most likely misspells): a misspelt option would otherwise be ignored in silence, and a
- * store created with `bucketcount: 64` keeps its default bucket count for good.
+ * store created with `bucketcount: 64` keeps its default bucket count for good, a commit with
+ * `memberID` is not fenced. Inherited enumerable keys count too, since options are read with them
+ * (a bag made by `Object.create(defaults)`, or one whose prototype a parsed `__proto__` replaced).
  */
 export function refuseUnknownOptions(
   options: object | null | undefined,
@@ -23,7 +25,7 @@ export function refuseUnknownOptions(
   name: string,
 ): void {
   if (options === undefined || options === null) return;
-  for (const key of Object.keys(options)) {
+  for (const key in options) {
     if (known.includes(key)) continue;
     const near = nearestName(key, known);
     throw new TypeError(

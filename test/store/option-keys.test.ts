@@ -1,0 +1,125 @@
+/**
+ * Every options bag of the public API refuses a key that is not one of its options, with a
+ * TypeError naming it and the option it most likely misspells, before anything is done: a misspelt
+ * option would be ignored in silence (a commit with `memberID` would be a commit without a member,
+ * unfenced; a scanner with `autoCommitInterval` would never commit). Keys a bag inherits count too,
+ * since options are read with them.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { OffsetStore } from '../../src/index.js';
+import { tempDir } from '../support/temp-dir.js';
+
+let store: OffsetStore | undefined;
+
+afterEach(async () => {
+  await store?.close();
+  store = undefined;
+});
+
+const BUCKET = { tableId: 1, bucketId: 0 };
+
+describe('options bags refuse keys that are not options', () => {
+  it('refuses them in each call that takes options, writing nothing', async () => {
+    store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    const s = store;
+    await s.commitOffsets('g', [{ ...BUCKET, offset: 1 }]);
+    const { memberId } = await s.heartbeat('live', { memberEpoch: 0, subscribedTableIds: [1] });
+    const misspelt: [string, () => unknown, RegExp][] = [
+      [
+        'a commit whose member id is misspelt (it would be a commit without a member)',
+        () =>
+          s.commitOffsets('g', [{ ...BUCKET, offset: 2 }], {
+            memberID: 'm',
+            memberEpoch: 1,
+          } as never),
+        /^options\.memberID is not an option \(did you mean options\.memberId\?\); the options are memberId, memberEpoch, generationId, groupInstanceId$/,
+      ],
+      [
+        'a fetch',
+        () => s.fetchOffsets('g', [BUCKET], { requireStabel: true } as never),
+        /^options\.requireStabel is not an option \(did you mean options\.requireStable\?\)/,
+      ],
+      [
+        'a synchronous fetch',
+        () => s.fetchOffsetsSync('g', [BUCKET], { requireStable: false, memeber: {} } as never),
+        /^options\.memeber is not an option \(did you mean options\.member\?\)/,
+      ],
+      [
+        'a scanner',
+        () => s.scanner('g', { autoCommitInterval: 10 } as never),
+        /^options\.autoCommitInterval is not an option \(did you mean options\.autoCommitIntervalMs\?\)/,
+      ],
+      [
+        'a member joining',
+        () => s.joinGroup('joined', { subscribedTableIds: [1], sessionTimeout: 5000 } as never),
+        /^options\.sessionTimeout is not an option \(did you mean options\.sessionTimeoutMs\?\)/,
+      ],
+      [
+        'a heartbeat',
+        () =>
+          s.heartbeat('live', {
+            memberId,
+            memberEpoch: 1,
+            rebalanceTimeout: 1000,
+          } as never),
+        /^request\.rebalanceTimeout is not an option \(did you mean request\.rebalanceTimeoutMs\?\)/,
+      ],
+      [
+        'a removal of members',
+        () => s.removeMembers('live', { instanceId: ['a'] } as never),
+        /^request\.instanceId is not an option \(did you mean request\.instanceIds\?\)/,
+      ],
+      [
+        'a compaction',
+        () => s.compact({ onBucketCompleted: () => {} } as never),
+        /^options\.onBucketCompleted is not an option \(did you mean options\.onBucketCompacted\?\)/,
+      ],
+      [
+        'a deletion of offsets',
+        () => s.deleteOffsets('g', [BUCKET], { classicSubscription: () => [] } as never),
+        /^options\.classicSubscription is not an option \(did you mean options\.classicSubscriptions\?\)/,
+      ],
+    ];
+    for (const [what, call, message] of misspelt) {
+      let outcome: unknown;
+      try {
+        outcome = await call();
+      } catch (error) {
+        outcome = error;
+      }
+      expect(outcome, what).toBeInstanceOf(TypeError);
+      expect((outcome as Error).message, what).toMatch(message);
+    }
+    await expect(s.compact(5 as never)).rejects.toThrow(/^options must be an object, got number$/);
+    expect((await s.fetchOffsets('g', [BUCKET]))[0]?.offset).toBe(1);
+    expect((await s.describeGroup('live')).members.map((m) => m.memberId)).toEqual([memberId]);
+    expect((await s.listGroups()).map((g) => g.groupId).sort()).toEqual(['g', 'live']);
+  });
+
+  it('counts inherited keys: an open whose options inherit an unknown key is refused before creating anything', async () => {
+    const dir = tempDir();
+    // What a parsed `__proto__` key turns into once copied with Object.assign: an inherited bag.
+    const polluted = Object.assign(
+      { dir },
+      JSON.parse('{"__proto__": {"bucketCount": 3, "bogusOption": 1}}') as object,
+    );
+    await expect(OffsetStore.open(polluted as never)).rejects.toThrow(
+      /^options\.bogusOption is not an option/,
+    );
+    await expect(
+      OffsetStore.open(
+        Object.create(
+          { bucketCount: 2, bucketcount: 5 },
+          { dir: { value: dir, enumerable: true } },
+        ) as never,
+      ),
+    ).rejects.toThrow(
+      /^options\.bucketcount is not an option \(did you mean options\.bucketCount\?\)/,
+    );
+    // Known keys inherited are read, as before.
+    store = await OffsetStore.open(
+      Object.create({ bucketCount: 2 }, { dir: { value: dir, enumerable: true } }) as never,
+    );
+    expect((await store.stats()).buckets.length).toBe(2);
+  });
+});

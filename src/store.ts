@@ -263,8 +263,18 @@ export class OffsetStore {
   static async open(options: OffsetStoreOptions): Promise<OffsetStore> {
     const resolved = resolveOptions(options);
     if (!resolved.readOnly) {
+      OffsetStore.#refuseWhileReadOnly(resolved.dir);
       const store = new OffsetStore(resolved);
-      await store.#open();
+      // Held from here, before anything is awaited, as a read-only open holds its own: a read-only
+      // open started meanwhile in this process is refused, not this one (called first) because of
+      // a reader's hold taken while this one awaited its first steps. Released once recovered.
+      store.#releaseRecovering = recoveringStores.hold(resolved.dir);
+      try {
+        await store.#open();
+      } catch (error) {
+        store.#releaseRecovering();
+        throw error;
+      }
       return store;
     }
     // Read only, the store may be open in a live process that compacts and appends while it is
@@ -284,6 +294,15 @@ export class OffsetStore {
       releaseReader();
       throw error;
     }
+  }
+
+  /** STORE_LOCKED while this process has the store in `dir` open to read only, or is opening it so. */
+  static #refuseWhileReadOnly(dir: string): void {
+    if (readOnlyStores.held(dir))
+      throw new OffsetStoreError(
+        'STORE_LOCKED',
+        `${dir}: this process has the store open to read only, or is opening it so; close that store (or let its open finish) before opening it to write (LMDB keeps one environment per file in a process)`,
+      );
   }
 
   /** The attempts of a read-only open (see open); the store returned keeps `releaseReader`. */
@@ -470,13 +489,7 @@ export class OffsetStore {
         );
       }
     } else {
-      if (readOnlyStores.held(dir))
-        throw new OffsetStoreError(
-          'STORE_LOCKED',
-          `${dir}: this process has the store open to read only, or is opening it so; close that store (or let its open finish) before opening it to write (LMDB keeps one environment per file in a process)`,
-        );
-      // Held before anything is awaited (see the read-only open's hold), released once recovered.
-      if (!this.#hosted) this.#releaseRecovering = recoveringStores.hold(dir);
+      OffsetStore.#refuseWhileReadOnly(dir);
       try {
         // A new store inside another's folders would land among its files (see enclosingStoreDir).
         if ((await fs.sizeBytes(path.join(dir, MANIFEST_FILE)).catch(() => null)) === null) {

@@ -497,7 +497,7 @@ describe('a store opened to read only', () => {
     await writer.close();
   });
 
-  it('started together with an open to write, in either order, one of the two is refused STORE_LOCKED and the store stays usable', async () => {
+  it('started together with an open to write, in either order, the one called second is refused STORE_LOCKED and the store stays usable', async () => {
     const dir = tempDir();
     const first = await commitSome(dir, { strategy: 'checkpoint' });
     await first.compact();
@@ -508,9 +508,11 @@ describe('a store opened to read only', () => {
         readerFirst ? [open(true), open(false)] : [open(false), open(true)],
       );
       const settled = [a, b];
-      const refused = settled.filter((r) => r.status === 'rejected');
-      expect(refused).toHaveLength(1);
-      expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_LOCKED' });
+      // The first called holds the store before anything is awaited: a writer was refused for a
+      // reader called after it, which took its hold while the writer awaited its first steps.
+      expect(a.status, `reader first: ${readerFirst}`).toBe('fulfilled');
+      expect(b.status, `reader first: ${readerFirst}`).toBe('rejected');
+      expect((b as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_LOCKED' });
       for (const r of settled) if (r.status === 'fulfilled') await r.value.close();
       // Nothing holds the store now: both kinds of open work, and the writer checkpoints.
       const writer = await OffsetStore.open({ dir, compaction: { background: false } });
@@ -523,6 +525,16 @@ describe('a store opened to read only', () => {
       );
       await reader.close();
     }
+    // A new store: the writer called first creates it; the reader beside it is refused for it, not
+    // for the store's absence, and refuses nothing.
+    const fresh = path.join(tempDir(), 'new-store');
+    const [writer, reader] = await Promise.allSettled([
+      OffsetStore.open({ dir: fresh }),
+      OffsetStore.open({ dir: fresh, readOnly: true }),
+    ]);
+    expect(reader).toMatchObject({ status: 'rejected', reason: { code: 'STORE_LOCKED' } });
+    expect(writer.status).toBe('fulfilled');
+    await (writer as PromiseFulfilledResult<OffsetStore>).value.close();
   });
 
   it('is refused by startKafkaServer, and a missing store.json beside data is damage, as for a real open', async () => {

@@ -56,7 +56,7 @@ export function openFailure(error: unknown, what: string, bucketCount?: number):
     code === 'EMFILE'
       ? `: the process may open too few files for ${bucketCount === undefined ? 'this store' : `${bucketCount} offsets-buckets`} (one log file each, and about four more each with a checkpointing compaction strategy): raise its limit (ulimit -n), or use a store with fewer offsets-buckets`
       : code === 'ENOSPC' || code === 'EDQUOT'
-        ? `: the file system (or this user's quota) is full: free space (a store opened with readOnly: true reads what it holds without writing)`
+        ? `: the file system (or this user's quota) is full: free space (a store opened to read only, readOnly: true or the command line's --read-only, reads what it holds without writing)`
         : '';
   return new OffsetStoreError('LOG_STORAGE_ERROR', `${what}: ${message}${hint}`, { cause: error });
 }

@@ -268,7 +268,7 @@ describe('OffsetStore.open failures', () => {
     expect(failure).toMatchObject({ name: 'OffsetStoreError', code: 'LOG_STORAGE_ERROR' });
     expect((failure as Error).message).toMatch(
       new RegExp(
-        `^LOG_STORAGE_ERROR: cannot open the store in ${dir}: ENOSPC: injected, mkdir '${dir}/buckets/000': the file system \\(or this user's quota\\) is full: free space \\(a store opened with readOnly: true reads what it holds without writing\\)$`,
+        `^LOG_STORAGE_ERROR: cannot open the store in ${dir}: ENOSPC: injected, mkdir '${dir}/buckets/000': the file system \\(or this user's quota\\) is full: free space \\(a store opened to read only, readOnly: true or the command line's --read-only, reads what it holds without writing\\)$`,
       ),
     );
     expect(warnings).toEqual([

@@ -11,7 +11,8 @@
  * Commands that only read (`readOnly`: list, describe, stats) also work on a store another process
  * has open, or on a file system this process cannot write (mounted read-only, a snapshot; a folder
  * not its own): with `--read-only`, or when the store turns out to be locked by a live process or
- * its folder refuses to be written (EROFS, EACCES, EPERM), the store is opened to read only (no
+ * its folder refuses to be written (EROFS, EACCES, EPERM) or has no room left (ENOSPC, EDQUOT: the
+ * lock file cannot be written on a full disk), the store is opened to read only (no
  * lock, nothing written; the state as of the open), and stderr says so. With `serveHealthyBuckets`
  * (stats, groups describe), an offsets-bucket that fails to recover is said on stderr rather than
  * failing the command, which goes on with the other buckets.
@@ -109,11 +110,13 @@ function closeOnSignal(close: () => Promise<void>): {
   };
 }
 
-/** The errno of a file system that refuses writes (read-only, not permitted) behind `error`, if any. */
+const UNWRITABLE = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOSPC', 'EDQUOT']);
+
+/** The errno of a file system that refuses writes (read-only, not permitted, full) behind `error`, if any. */
 function unwritable(error: unknown): string | undefined {
   for (let e = error; e instanceof Error; e = e.cause) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM') return code;
+    if (code !== undefined && UNWRITABLE.has(code)) return code;
   }
   return undefined;
 }

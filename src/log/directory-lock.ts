@@ -20,6 +20,8 @@ import { OffsetStoreError } from '../errors/index.js';
 import type { FileSystem, HeldDirectoryLock } from '../io/index.js';
 
 const heldInThisProcess = new Set<string>();
+/** LOCK files this process is taking now: a second open meanwhile is this process's, not another's. */
+const takingInThisProcess = new Set<string>();
 
 /**
  * Forgets the directories this process holds, as a restarted process would have: for a simulator
@@ -27,6 +29,7 @@ const heldInThisProcess = new Set<string>();
  */
 export function forgetHeldDirectories(): void {
   heldInThisProcess.clear();
+  takingInThisProcess.clear();
 }
 
 function pidAlive(pid: number): boolean {
@@ -117,12 +120,21 @@ export class DirectoryLock {
   /** Takes the lock of `dir` (which must exist) or fails with STORE_LOCKED. */
   static async acquire(fs: FileSystem, dir: string): Promise<DirectoryLock> {
     const lockPath = path.resolve(dir, 'LOCK');
-    if (heldInThisProcess.has(lockPath)) {
+    if (heldInThisProcess.has(lockPath) || takingInThisProcess.has(lockPath)) {
       throw new OffsetStoreError(
         'STORE_LOCKED',
-        `${dir} is already open in this process (pid ${process.pid})`,
+        `${dir} is already open in this process (pid ${process.pid})${heldInThisProcess.has(lockPath) ? '' : ', or being opened'}`,
       );
     }
+    takingInThisProcess.add(lockPath);
+    try {
+      return await DirectoryLock.#acquire(fs, dir, lockPath);
+    } finally {
+      takingInThisProcess.delete(lockPath);
+    }
+  }
+
+  static async #acquire(fs: FileSystem, dir: string, lockPath: string): Promise<DirectoryLock> {
     const kernelLock = (await fs.holdLock?.(dir)) ?? 'unsupported';
     if (kernelLock === 'held-elsewhere') {
       const holder = await liveLockHolder(fs, dir);

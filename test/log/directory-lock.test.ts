@@ -39,6 +39,21 @@ describe('DirectoryLock', () => {
     );
     await lock.release();
     await (await DirectoryLock.acquire(new NodeFileSystem(), dir)).release();
+    // Two taken at once in this process: the second is told so, not that a live process (its own
+    // pid) holds the lock.
+    const [taken, refused] = await Promise.allSettled([
+      DirectoryLock.acquire(new NodeFileSystem(), dir),
+      DirectoryLock.acquire(new NodeFileSystem(), dir),
+    ]);
+    expect(refused).toMatchObject({
+      status: 'rejected',
+      reason: {
+        message: expect.stringMatching(
+          /already open in this process \(pid \d+\), or being opened$/,
+        ),
+      },
+    });
+    await (taken as PromiseFulfilledResult<DirectoryLock>).value.release();
   });
   it.runIf(process.platform === 'linux')(
     'refuses a second process at the new path of a directory renamed while the holder lives (the lock follows the directory, not its path)',

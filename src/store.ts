@@ -1169,7 +1169,10 @@ export class OffsetStore {
    */
   #checkNotClosing(): void {
     if (this.#closing !== undefined)
-      throw new OffsetStoreError('STORE_CLOSED', `store ${this.#options.dir} is closing`);
+      throw new OffsetStoreError(
+        'STORE_CLOSED',
+        `store ${this.#options.dir} is ${this.#closed ? 'closed' : 'closing'}`,
+      );
   }
 
   /** The loaded offsets-bucket of a group (COORDINATOR_LOAD_IN_PROGRESS while it recovers; its load error if that failed). */

@@ -227,6 +227,11 @@ describe('a join that close overtakes', () => {
     await closing;
     expect(member.memberId).toBeDefined();
     expect(member.assignment.length).toBe(2);
+    // Once the close is over, the store is closed, not closing.
+    await expect(member.commit([{ tableId: 1, bucketId: 0, offset: 1 }])).rejects.toMatchObject({
+      code: 'STORE_CLOSED',
+      message: expect.stringMatching(/ is closed$/),
+    });
     // The member it was told of is the one the group holds after a reopen, so the caller can
     // remove it (or let its session expire), as for any member a close stopped.
     const reopened = await OffsetStore.open({ dir });

@@ -33,6 +33,7 @@ import {
   listSwapLeftovers,
   vanished,
   liveLockHolder,
+  MANIFEST_FILE,
   readStoreLayout,
   type StoreLayout,
 } from './store-directory.js';
@@ -156,6 +157,35 @@ export interface VerifyOptions {
   fs?: FileSystem;
 }
 
+/**
+ * Names an open writes at the store's root, and what under them makes it fail (LOG_STORAGE_ERROR):
+ * `store.json` is written to `store.json.tmp` first, which must be a file if anything; a stale `LOCK`
+ * is removed and written again, which a directory refuses (a FIFO or a socket there is replaced).
+ */
+const WRITTEN_AT_OPEN: readonly (readonly [string, (type: string) => boolean])[] = [
+  [`${MANIFEST_FILE}.tmp`, (type) => type !== 'file'],
+  ['LOCK', (type) => type === 'a directory'],
+];
+
+/** What is not a file where the next open writes one, so that it fails: a problem each (corrupt). */
+async function blockedStoreFiles(fs: FileSystem, dir: string): Promise<LogProblem[]> {
+  const problems: LogProblem[] = [];
+  for (const [name, blocks] of WRITTEN_AT_OPEN) {
+    const file = path.join(dir, name);
+    const type = (await fs.fileType?.(file)) ?? 'missing';
+    if (type !== 'missing' && blocks(type))
+      problems.push({
+        kind: 'corrupt',
+        bucket: STORE_WIDE_BUCKET,
+        file,
+        position: 0,
+        bytesAfter: 0,
+        reason: `${name} is ${type}, where an open writes a file: the next open fails (LOG_STORAGE_ERROR) until it is removed`,
+      });
+  }
+  return problems;
+}
+
 /** Verifies the store in `dir` without modifying anything; INVALID_CONFIG when `dir` holds no store. */
 export async function verifyLog(dir: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   const startedMs = performance.now();
@@ -209,6 +239,7 @@ export async function verifyLog(dir: string, options: VerifyOptions = {}): Promi
       reason: error.message,
     });
   }
+  report.problems.push(...(await blockedStoreFiles(fs, layout.dir)));
   const missing = new Set(await missingBucketDirs(fs, layout.dir, layout.manifest.bucketCount));
   // What the next open refuses the whole store for.
   const stray = await strayBucketDirs(fs, layout.dir, layout.manifest.bucketCount);

@@ -58,10 +58,16 @@ function lockPid(bytes: Buffer | null): number | undefined {
  * file system can tell (FileSystem.ownerLive: the kernel-held lock, or the process's open files), a
  * live pid is the owner's only while that process has the store open: a stale LOCK file names the
  * pid of an owner that crashed, which the system may since have given to any other process.
- * Elsewhere a live pid is taken as the owner.
+ * Elsewhere a live pid is taken as the owner. A LOCK that is not a regular file (a FIFO, a directory)
+ * names no owner: no store writes one, and an open replaces it.
  */
 export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
-  const pid = lockPid(await fs.readFile(path.resolve(dir, 'LOCK')));
+  const pid = lockPid(
+    await fs.readFile(path.resolve(dir, 'LOCK')).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code === 'EFTYPE') return null;
+      throw error;
+    }),
+  );
   if (pid === undefined || !pidAlive(pid)) return null;
   return (await fs.ownerLive?.(dir, pid).catch(() => 'unsupported' as const)) === false
     ? null

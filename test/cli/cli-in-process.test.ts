@@ -3,6 +3,7 @@
  * option parsing, and the human-output helpers. The commands themselves run as child processes in
  * the other files.
  */
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -668,9 +669,30 @@ describe('command output (in-process)', () => {
     expect(verify.stdout).toContain(`${first} at byte 8192: round 3 is missing`);
     expect(verify.stdout).toContain('first round records 3 durable rounds in it');
     expect(verify.stdout).toContain(
-      'opening the store will fail with CORRUPT_MESSAGE for the whole store.',
+      'opening the store will fail for the whole store (CORRUPT_MESSAGE, or the error a reason names).',
     );
     await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+  });
+
+  it('log verify answers as the next open does for what is not a file where an open writes one: a directory at store.json.tmp or LOCK fails both, a FIFO at LOCK neither', async () => {
+    for (const [name, make, opens] of [
+      ['store.json.tmp', (file: string) => mkdirSync(file), false],
+      ['LOCK', (file: string) => mkdirSync(file), false],
+      ['LOCK', (file: string) => execFileSync('mkfifo', [file]), true],
+    ] as const) {
+      const dir = copy();
+      make(path.join(dir, name));
+      const verify = await run(['log', 'verify', '--dir', dir]);
+      const context = `${name}, ${opens ? 'a FIFO' : 'a directory'}`;
+      expect(verify.code, context).toBe(opens ? 0 : 1);
+      if (!opens)
+        expect(verify.stdout, context).toContain(
+          `${name} is a directory, where an open writes a file: the next open fails (LOG_STORAGE_ERROR) until it is removed`,
+        );
+      const opening = OffsetStore.open({ dir });
+      if (opens) await (await opening).close();
+      else await expect(opening, context).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+    }
   });
 
   it('log dump: the human lines follow the JSON entries one for one', async () => {

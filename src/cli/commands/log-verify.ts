@@ -121,11 +121,11 @@ function printReport(output: Output, report: VerifyReport): void {
   output.line();
   if (report.corruptCount > 0)
     output.line(
-      `CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail with CORRUPT_MESSAGE ${
+      `CORRUPT: ${report.corruptCount} corrupt place(s); opening the store will fail ${
         report.problems.some((p) => p.kind === 'corrupt' && p.bucket === STORE_WIDE_BUCKET)
           ? 'for the whole store'
           : 'for the affected offsets-buckets'
-      }.`,
+      } (CORRUPT_MESSAGE, or the error a reason names).`,
     );
   if (report.tornTailCount > 0)
     output.line(

@@ -1008,6 +1008,11 @@ export async function readJournal(
         break;
       }
       const read = readRound(bytes, position, sequence, round, bucketCount, batchBytesMax);
+      if (read.kind === 'foreign')
+        throw new OffsetStoreError(
+          'CORRUPT_MESSAGE',
+          `${filePath} at byte ${position}: round ${round}'s header names journal file ${read.sequence}, not ${sequence}: the file was renamed, or copied in from another journal (a crash never writes that)${JOURNAL_DAMAGE_WAY_OUT}`,
+        );
       if (read.kind !== 'ok') {
         // A later round that knew this one durable proves it was acknowledged. The round right
         // after it may have been in flight with it (ROUNDS_IN_FLIGHT_MAX), knowing only the one
@@ -1063,7 +1068,9 @@ type RoundRead =
       entries: { bucket: number; batch: Buffer }[];
     }
   | { kind: 'end' }
-  | { kind: 'invalid'; reason: string };
+  | { kind: 'invalid'; reason: string }
+  /** A round header naming another file: no crash writes one (files are never reused). */
+  | { kind: 'foreign'; sequence: number };
 
 /** Reads the round expected at `position` (see the module comment for its format). */
 function readRound(
@@ -1088,8 +1095,8 @@ function readRound(
   const end = position + ROUND_HEADER_BYTES + bodyBytes;
   if (end > bytes.length)
     return { kind: 'invalid', reason: `round of ${bodyBytes} bytes runs past the file end` };
-  if (bytes.readUInt32LE(position + 12) !== sequence)
-    return { kind: 'invalid', reason: `round of another journal file` };
+  const named = bytes.readUInt32LE(position + 12);
+  if (named !== sequence) return { kind: 'foreign', sequence: named };
   if (bytes.readUInt32LE(position + 16) !== round)
     return {
       kind: 'invalid',

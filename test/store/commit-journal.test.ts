@@ -12,6 +12,7 @@ import {
   readdirSync,
   rmSync,
   statSync,
+  renameSync,
   truncateSync,
   writeFileSync,
 } from 'node:fs';
@@ -604,6 +605,39 @@ describe('the commit journal of a store', () => {
     for (const g of groups)
       expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
         expect.objectContaining({ offset: last, metadata: `round ${last}` }),
+      ]);
+    await recovered.close();
+  });
+
+  it('refuses a journal file renamed (its rounds name another file), in verify and at open, rather than dropping its rounds as torn: they may be acknowledged commits the logs lack', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir, OPTIONS);
+    const groups = groupPerBucket(store);
+    const last = await commitTogether(store, groups, 10);
+    const image = tempDir();
+    copyStoreDir(dir, image); // the files as a process crash leaves them
+    await store.close();
+    const [file] = readdirSync(path.join(image, JOURNAL_DIR)).filter((f) => f.endsWith('.journal'));
+    const sequence = Number(file!.slice(0, 20));
+    const renamed = `${String(sequence + 1).padStart(20, '0')}.journal`;
+    renameSync(path.join(image, JOURNAL_DIR, file!), path.join(image, JOURNAL_DIR, renamed));
+    const refusal = new RegExp(
+      `${renamed} at byte 0: round 1's header names journal file ${sequence}, not ${sequence + 1}: the file was renamed, or copied in from another journal`,
+    );
+    expect((await verifyLog(image)).problems).toEqual([
+      expect.objectContaining({ kind: 'corrupt', reason: expect.stringMatching(refusal) }),
+    ]);
+    await expect(openStore(image, OPTIONS)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(refusal),
+    });
+    expect(readdirSync(path.join(image, JOURNAL_DIR)), 'the file is kept').toContain(renamed);
+    // Under its own name again, every commit is there.
+    renameSync(path.join(image, JOURNAL_DIR, renamed), path.join(image, JOURNAL_DIR, file!));
+    const recovered = await openStore(image, OPTIONS);
+    for (const g of groups)
+      expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([
+        expect.objectContaining({ offset: last }),
       ]);
     await recovered.close();
   });

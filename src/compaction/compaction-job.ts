@@ -23,6 +23,14 @@ import { describeThrown, loadStrategy, type StrategyRef } from './strategy-regis
 import type { BucketView, GarbageQuery, LogInspector } from './strategy.js';
 
 /** A compaction job: plain data. */
+
+/**
+ * What begins the message of an error nothing in a worker thread caught, which ended the thread
+ * and failed its job (compaction-worker.ts marks it so).
+ */
+export const UNCAUGHT_IN_WORKER =
+  'the worker thread running the job ended on an error nothing caught';
+
 export interface CompactionJob {
   /** The offsets-bucket's log directory (outputs are written there). */
   dir: string;

@@ -18,12 +18,25 @@ import {
 } from '../io/index.js';
 import { STARVED_NICE, type CompactionWorkerData } from './worker-pool.js';
 import {
+  UNCAUGHT_IN_WORKER,
   runCompactionJob,
   type CompactionJob,
   type CompactionJobResult,
 } from './compaction-job.js';
 
 const fs = new NodeFileSystem();
+
+// An error nothing catches (a strategy's timer that throws, a promise it leaves rejected) ends this
+// thread, and the job it was running fails with that error: said so in its message, which would
+// otherwise read like the job's own failure (an I/O error). Rethrown, so the thread still ends.
+process.on('uncaughtException', (error: unknown) => {
+  const why = `${UNCAUGHT_IN_WORKER} (a strategy's code throwing from a timer, or leaving a promise rejected)`;
+  if (error instanceof Error) {
+    error.message = `${why}: ${error.message}`;
+    throw error;
+  }
+  throw new Error(`${why}: ${String(error)}`);
+});
 
 // On Linux a scheduling policy or a priority set for pid 0 is the calling thread's alone (elsewhere
 // it is the whole process's, which must not be lowered): compaction then yields the cores to the

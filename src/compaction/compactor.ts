@@ -27,6 +27,7 @@ import { OffsetStoreError, isOffsetStoreError, messageWithoutCode } from '../err
 import type { CleanedSegment, Log, SegmentInfo } from '../log/index.js';
 import { callUserCallback, type Clock, type Timer } from '../util/index.js';
 import {
+  UNCAUGHT_IN_WORKER,
   abandonedError,
   jobError,
   untilAbandoned,
@@ -357,7 +358,7 @@ export class Compactor {
         try {
           results[i] = await this.#runOne(target, forced);
         } catch (thrown) {
-          let error = compactionError(thrown, target.bucket);
+          let error = compactionError(thrown, target.bucket, this.#options.strategy?.id);
           if (!this.#closed) error = await this.#storageFailureBehind(error, target);
           if (!this.#closed) this.#options.onError(error, target.bucket);
           errors.push(error);
@@ -405,7 +406,7 @@ export class Compactor {
         (thrown: unknown) => {
           // Named for the bucket and as an OffsetStoreError here already: a bare errno error
           // (ENOSPC from a file the job wrote) would tell the listener neither.
-          const error = compactionError(thrown, target.bucket);
+          const error = compactionError(thrown, target.bucket, this.#options.strategy?.id);
           this.#options.onRun?.({
             kind: 'failed',
             bucket: target.bucket,
@@ -792,13 +793,20 @@ function cutShort(cause: unknown): OffsetStoreError {
  * error of a checkpoint's write, a worker thread that died) is LOG_STORAGE_ERROR naming the bucket,
  * with the original as its cause.
  */
-function compactionError(error: unknown, bucket: number): OffsetStoreError {
+function compactionError(
+  error: unknown,
+  bucket: number,
+  strategy: string | undefined,
+): OffsetStoreError {
   if (isOffsetStoreError(error)) return error;
   const message = (error as Error | undefined)?.message ?? String(error);
+  const whose = strategy === undefined ? '' : ` (strategy '${strategy}')`;
   // The thread ended under the job: the strategy's code ran there too.
-  const hint = /worker exited/i.test(message)
-    ? ' (the worker thread running the job ended: a strategy that calls process.exit, or a job that ran out of memory)'
-    : '';
+  const hint = /worker exited|worker terminated|memory limit/i.test(message)
+    ? ` (the worker thread running the job ended: a strategy that calls process.exit, or a job that ran out of memory${whose})`
+    : message.startsWith(UNCAUGHT_IN_WORKER)
+      ? whose
+      : '';
   return new OffsetStoreError(
     'LOG_STORAGE_ERROR',
     `compacting offsets-bucket ${bucket} failed (what it had not finished changed nothing): ${message}${hint}`,

@@ -20,6 +20,7 @@ export const STRATEGY_MODULES = {
   notAStrategy: path.join(import.meta.dirname, 'strategies', 'not-a-strategy.mjs'),
   exitingWorker: path.join(import.meta.dirname, 'strategies', 'exiting-worker.mjs'),
   dyingSlowly: path.join(import.meta.dirname, 'strategies', 'dying-slowly.mjs'),
+  lateThrow: path.join(import.meta.dirname, 'strategies', 'late-throw.mjs'),
   loopingWorker: path.join(import.meta.dirname, 'strategies', 'looping-worker.mjs'),
   twoFaced: path.join(import.meta.dirname, 'strategies', 'two-faced.mjs'),
   shiftingName: path.join(import.meta.dirname, 'strategies', 'shifting-name.mjs'),

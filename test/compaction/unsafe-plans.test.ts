@@ -331,6 +331,22 @@ describe('unsafe plans are refused', () => {
     await store.close();
   });
 
+  it("a strategy's error that nothing catches on the worker thread (a timer that throws) fails the compaction saying so, naming the strategy, and changes nothing", async () => {
+    const dir = tempDir();
+    const store = await filledStoreOn(dir, STRATEGY_MODULES.lateThrow);
+    const state = await stateOf(store);
+    const before = folderSnapshot(path.join(dir, 'buckets', '000'));
+    await expect(store.compact()).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+      message: expect.stringMatching(
+        /^LOG_STORAGE_ERROR: compacting offsets-bucket 0 failed \(what it had not finished changed nothing\): the worker thread running the job ended on an error nothing caught \(a strategy's code throwing from a timer, or leaving a promise rejected\): late boom from a timer \(strategy 'module:late-throw'\)$/,
+      ),
+    });
+    expect(folderSnapshot(path.join(dir, 'buckets', '000'))).toEqual(before);
+    expect(await stateOf(store)).toEqual(state);
+    await store.close();
+  });
+
   it('runs a job queued behind one whose worker thread died: compact() settles, and compaction goes on', async () => {
     const dir = tempDir();
     const runs: string[] = [];

@@ -67,6 +67,9 @@ describe('offset-store cluster status', () => {
     const empty = await runCli(['cluster', 'status', '--etcd', endpoint, '--etcd-prefix', prefix]);
     expect(empty.code, empty.stderr).toBe(0);
     expect(empty.stdout).toContain('0 live node(s)');
+    expect(empty.stdout).toContain(
+      'no cluster was ever started under the prefix /status-cli/ in this etcd (is --etcd-prefix right?)',
+    );
     expect(empty.stdout).toContain('0 topic(s)\n');
 
     const made = nodeDirs(2);

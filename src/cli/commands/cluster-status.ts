@@ -58,6 +58,11 @@ export const clusterStatusCommand: Command = {
         return EXIT.OK;
       }
       output.line(`${status.nodes.length} live node(s), ${status.bucketCount} offsets-buckets`);
+      // No node ever recorded the cluster's configuration there: most likely a mistyped prefix.
+      if (status.bucketCount === 0)
+        output.line(
+          `no cluster was ever started under the prefix ${keys.prefix} in this etcd (is --etcd-prefix right?)`,
+        );
       output.table(
         [{ header: 'NODE' }, { header: 'BROKER-ID', align: 'right' }, { header: 'ADDRESS' }],
         status.nodes.map((n) => [n.nodeId, String(n.brokerId), `${n.host}:${n.port}`]),

@@ -328,9 +328,7 @@ export class GroupMember {
       this.#pendingTarget = BucketSet.of(
         response.assignment.map((ref) => normalizeBucketRef(ref, 'assignment')),
       );
-      this.#reconciling ??= this.#reconcile().finally(() => {
-        this.#reconciling = null;
-      });
+      this.#reconciling ??= this.#chained(this.#reconcile());
     }
   }
 
@@ -385,13 +383,33 @@ export class GroupMember {
     return this.#heartbeatIntervalMs;
   }
 
+  /**
+   * The member was fenced: it owns nothing from now on, and hears so (onLost, else onRevoked). The
+   * callbacks of one member never overlap, as a Kafka consumer runs its rebalance callbacks one after
+   * another: while a reconciliation's callback runs (an onAssigned of buckets now lost among them),
+   * onLost follows it, and what the member's next assignment brings follows onLost, without the
+   * heartbeat loop waiting (its rejoin goes out meanwhile; a callback that calls leave() waits for
+   * the loop's heartbeat in flight, which must not wait for that callback).
+   */
   async #loseAll(): Promise<void> {
     this.#incarnation++;
     this.#pendingTarget = null;
     this.#memberEpoch = 0;
     const lost = this.#owned;
     this.#owned = BucketSet.EMPTY;
-    if (lost.size > 0) await this.#callback(this.#options.onLost ?? this.#options.onRevoked, lost);
+    if (lost.size === 0) return;
+    const tell = () => this.#callback(this.#options.onLost ?? this.#options.onRevoked, lost);
+    const running = this.#reconciling;
+    if (running === null) return tell();
+    this.#reconciling = this.#chained(running.then(tell, tell).then(() => this.#reconcile()));
+  }
+
+  /** `work` as the reconciliation in progress, which is over (null) once it settles. */
+  #chained(work: Promise<void>): Promise<void> {
+    const chained: Promise<void> = work.finally(() => {
+      if (this.#reconciling === chained) this.#reconciling = null;
+    });
+    return chained;
   }
 
   async #reconcile(): Promise<void> {

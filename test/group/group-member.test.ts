@@ -314,6 +314,48 @@ describe('GroupMember', () => {
     expect(ctx.coordinator.groupState('g')).toBe('Stable');
   });
 
+  it("a member fenced while its onAssigned runs hears of the loss once onAssigned has returned, and of its next assignment after that: a member's callbacks never overlap", async () => {
+    const { ctx, port, advance } = harness(4);
+    const events: string[] = [];
+    let hold: { promise: Promise<void>; open: () => void } | undefined;
+    const ids = (buckets: TableBucket[]) => buckets.map((b) => b.bucketId).join(',');
+    const member = await GroupMember.join(port, 'g', {
+      subscribedTableIds: [1],
+      clock: ctx.clock,
+      onAssigned: async (buckets) => {
+        events.push(`assigning ${ids(buckets)}`);
+        if (hold !== undefined) await hold.promise;
+        events.push(`assigned ${ids(buckets)}`);
+      },
+      onRevoked: (buckets) => void events.push(`revoked ${ids(buckets)}`),
+      onLost: (buckets) => void events.push(`lost ${ids(buckets)}`),
+    });
+    await advance(3000);
+    expect(events).toEqual(['assigning 0,1,2,3', 'assigned 0,1,2,3']);
+    // The table grows: the member is given buckets 4 and 5, and its onAssigned for them is held.
+    hold = gate();
+    ctx.coordinator.setTableLayout(1, { bucketCount: 6 });
+    await advance(3000);
+    expect(events.at(-1)).toBe('assigning 4,5');
+    // Removed meanwhile: its next heartbeat is fenced.
+    await ctx.coordinator.removeMembers('g', { memberIds: [member.memberId] });
+    await advance(6000);
+    expect(events.at(-1)).toBe('assigning 4,5');
+    const gated = hold;
+    hold = undefined;
+    gated.open();
+    await advance(6000);
+    expect(events.slice(2)).toEqual([
+      'assigning 4,5',
+      'assigned 4,5',
+      'lost 0,1,2,3,4,5',
+      'assigning 0,1,2,3,4,5',
+      'assigned 0,1,2,3,4,5',
+    ]);
+    expect(member.assignment.length).toBe(6);
+    member.stop();
+  });
+
   it('a member fenced while its onRevoked runs does not take back the buckets of its old assignment once the callback returns', async () => {
     const { ctx, committed, port, advance } = harness(4);
     const { promise: gated, open: openGate } = gate();
@@ -333,12 +375,14 @@ describe('GroupMember', () => {
     b.member = await GroupMember.join(port, 'g', b.options({ clock: ctx.clock }));
     await advance(6000);
     expect(a.events).toContain('revoking 2');
-    // An admin removes a while onRevoked runs: its next heartbeat is fenced, it loses everything and rejoins.
+    // An admin removes a while onRevoked runs: its next heartbeat is fenced, it loses everything and
+    // rejoins; it hears of the loss once onRevoked has returned, never while it runs.
     await ctx.coordinator.removeMembers('g', { memberIds: [a.member.memberId] });
     await advance(6000);
-    expect(a.events).toContain('lost 4');
+    expect(a.events).not.toContain('lost 4');
     openGate();
     await flush();
+    expect(a.events.slice(a.events.indexOf('revoking 2'))).toEqual(['revoking 2', 'lost 4']);
     const assigned = new Map(
       ctx.coordinator.describe('g')!.members.map((m) => [m.memberId, m.assignment.map(keyOf)]),
     );

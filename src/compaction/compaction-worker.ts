@@ -26,6 +26,11 @@ import {
 
 const fs = new NodeFileSystem();
 
+/** What ends the thread when what nothing caught was not an Error (a string, a plain object). */
+class UncaughtInWorker extends Error {
+  override readonly name = 'UncaughtInWorker';
+}
+
 // An error nothing catches (a strategy's timer that throws, a promise it leaves rejected) ends this
 // thread, and the job it was running fails with that error: said so in its message, which would
 // otherwise read like the job's own failure (an I/O error). Rethrown, so the thread still ends.
@@ -35,7 +40,7 @@ process.on('uncaughtException', (error: unknown) => {
     error.message = `${why}: ${error.message}`;
     throw error;
   }
-  throw new Error(`${why}: ${String(error)}`);
+  throw new UncaughtInWorker(`${why}: ${String(error)}`);
 });
 
 // On Linux a scheduling policy or a priority set for pid 0 is the calling thread's alone (elsewhere

@@ -11,7 +11,7 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED } from '../model/index.js';
-import { notAnOptionsObject } from '../util/index.js';
+import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
 import type { ClassicJoinMember } from './classic-group.js';
 import type { ClassicProtocol } from './classic-member.js';
 import { MEMBER_ID_LENGTH_MAX, MEMBER_TIMEOUT_MS_MAX } from './heartbeat.js';
@@ -213,7 +213,18 @@ export interface NormalizedClassicLeave {
 
 /** Checks and normalizes a JoinGroup; see the module header. */
 export function normalizeClassicJoin(request: ClassicJoinGroupRequest): NormalizedClassicJoin {
-  const r = object(request, 'the JoinGroup request');
+  const r = object(request, 'the JoinGroup request', [
+    'memberId',
+    'groupInstanceId',
+    'protocolType',
+    'protocols',
+    'sessionTimeoutMs',
+    'rebalanceTimeoutMs',
+    'requireKnownMemberId',
+    'supportsSkipAssignment',
+    'clientId',
+    'clientHost',
+  ]);
   const {
     memberId,
     groupInstanceId,
@@ -249,7 +260,14 @@ export function normalizeClassicJoin(request: ClassicJoinGroupRequest): Normaliz
 /** Checks and normalizes a SyncGroup. */
 export function normalizeClassicSync(request: ClassicSyncGroupRequest): NormalizedClassicSync {
   const { memberId, generationId, groupInstanceId, protocolType, protocolName, assignments } =
-    object(request, 'the SyncGroup request');
+    object(request, 'the SyncGroup request', [
+      'memberId',
+      'generationId',
+      'groupInstanceId',
+      'protocolType',
+      'protocolName',
+      'assignments',
+    ]);
   const list = assignments ?? [];
   if (!Array.isArray(list)) throw new TypeError('assignments must be an array');
   const count = list.length;
@@ -279,7 +297,11 @@ export function normalizeClassicSync(request: ClassicSyncGroupRequest): Normaliz
 export function normalizeClassicHeartbeat(
   request: ClassicHeartbeatRequest,
 ): NormalizedClassicHeartbeat {
-  const { memberId, generationId, groupInstanceId } = object(request, 'the Heartbeat request');
+  const { memberId, generationId, groupInstanceId } = object(request, 'the Heartbeat request', [
+    'memberId',
+    'generationId',
+    'groupInstanceId',
+  ]);
   return {
     memberId: string(memberId, 'memberId', MEMBER_ID_LENGTH_MAX),
     generationId: generation(generationId),
@@ -289,7 +311,7 @@ export function normalizeClassicHeartbeat(
 
 /** Checks and normalizes a LeaveGroup. */
 export function normalizeClassicLeave(request: ClassicLeaveGroupRequest): NormalizedClassicLeave {
-  const { members } = object(request, 'the LeaveGroup request');
+  const { members } = object(request, 'the LeaveGroup request', ['members']);
   if (!Array.isArray(members)) throw new TypeError('members must be an array');
   const count = members.length;
   if (count === 0 || count > CLASSIC_ASSIGNMENTS_MAX)
@@ -312,8 +334,10 @@ function invalid(message: string): never {
   throw new OffsetStoreError('INVALID_REQUEST', message);
 }
 
-function object<T>(value: T, what: string): T {
+/** `value`, checked to be an object; with `known`, one holding no key but those (refuseUnknownOptions). */
+function object<T>(value: T, what: string, known?: readonly string[]): T {
   if (notAnOptionsObject(value) !== undefined) throw new TypeError(`${what} must be an object`);
+  if (known !== undefined) refuseUnknownOptions(value as object, known, 'request');
   return value;
 }
 

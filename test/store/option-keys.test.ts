@@ -90,6 +90,51 @@ describe('options bags refuse keys that are not options', () => {
       expect(outcome, what).toBeInstanceOf(TypeError);
       expect((outcome as Error).message, what).toMatch(message);
     }
+    // The classic protocol's requests too.
+    const classic: [string, () => unknown, RegExp][] = [
+      [
+        'a classic join',
+        () =>
+          s.classic.joinGroup('classic', {
+            protocolType: 'consumer',
+            protocols: [{ name: 'range', metadata: new Uint8Array() }],
+            sessionTimeoutMs: 10_000,
+            groupInstanceID: 'i',
+          } as never),
+        /^request\.groupInstanceID is not an option \(did you mean request\.groupInstanceId\?\)/,
+      ],
+      [
+        'a classic heartbeat',
+        () => s.classic.heartbeat('classic', { memberId: 'm', generation: 1 } as never),
+        /^request\.generation is not an option \(did you mean request\.generationId\?\)/,
+      ],
+      [
+        'a classic sync',
+        () =>
+          s.classic.syncGroup('classic', {
+            memberId: 'm',
+            generationId: 1,
+            assignment: [],
+          } as never),
+        /^request\.assignment is not an option \(did you mean request\.assignments\?\)/,
+      ],
+      [
+        'a classic leave',
+        () => s.classic.leaveGroup('classic', { member: [{ memberId: 'm' }] } as never),
+        /^request\.member is not an option \(did you mean request\.members\?\)/,
+      ],
+    ];
+    for (const [what, call, message] of classic) {
+      let outcome: unknown;
+      try {
+        outcome = await call();
+      } catch (error) {
+        outcome = error;
+      }
+      expect(outcome, what).toBeInstanceOf(TypeError);
+      expect((outcome as Error).message, what).toMatch(message);
+    }
+    expect(await s.groupType('classic')).toBeNull();
     await expect(s.compact(5 as never)).rejects.toThrow(/^options must be an object, got number$/);
     expect((await s.fetchOffsets('g', [BUCKET]))[0]?.offset).toBe(1);
     expect((await s.describeGroup('live')).members.map((m) => m.memberId)).toEqual([memberId]);

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { OffsetStoreError } from '../../errors/index.js';
 import type { FileSystem } from '../../io/index.js';
-import { notAnOptionsObject, type Clock } from '../../util/index.js';
+import { Serial, notAnOptionsObject, type Clock } from '../../util/index.js';
 import { ACLS_FILE, AclSet } from './acl.js';
 import { AuditLog, type AuditEvent } from './audit-log.js';
 import { ClientQuotas, type QuotaLimits, type QuotaOptions } from './client-quotas.js';
@@ -369,9 +369,17 @@ export class ServerSecurity {
    * changes when either file is damaged, or is gone when it was there at the last read: a deleted
    * ACL file would otherwise drop every DENY and ALLOW at once (with allowEveryoneIfNoAclFound,
    * open everything), a deleted users file every login. To remove them all, write empty lists
-   * (`acls remove`, `users remove`).
+   * (`acls remove`, `users remove`). Reloads run one after another: one begun before another
+   * (two SIGHUPs in a row) could otherwise read the files first and install what it read last,
+   * putting back ACLs the files no longer hold.
    */
-  async reload(): Promise<void> {
+  reload(): Promise<void> {
+    return this.#reloads.run(() => this.#reload());
+  }
+
+  readonly #reloads = new Serial();
+
+  async #reload(): Promise<void> {
     await this.#checkDirectory?.();
     const gone: string[] = [];
     for (const [name, had] of [

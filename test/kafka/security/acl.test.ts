@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { cpSync, renameSync, rmSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { longestStallDuring } from '../../support/event-loop-stall.js';
 import { ManualClock } from '../../../src/index.js';
 import { NodeFileSystem } from '../../../src/io/index.js';
@@ -408,6 +408,37 @@ describe('ACLs over the wire', () => {
       code: 'INVALID_CONFIG',
       message: expect.stringContaining(`${ACLS_FILE} is gone since the last read`),
     });
+    expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
+      ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
+    ]);
+  });
+
+  it('applies reloads in the order they were asked for: one that read the ACLs before a DENY was added, and finished last, does not put them back', async () => {
+    const t = await start();
+    const alice = await as(t, 'alice', 'alice-pw');
+    expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([['orders', [0]]]);
+    // The first reload's read of the ACL file is slow (a busy disk): it ends after the second's.
+    const readFile = NodeFileSystem.prototype.readFile;
+    let slowNext = true;
+    const slowed = vi
+      .spyOn(NodeFileSystem.prototype, 'readFile')
+      .mockImplementation(async function (this: NodeFileSystem, file: string) {
+        const bytes = await readFile.call(this, file);
+        if (slowNext && file.endsWith(ACLS_FILE)) {
+          slowNext = false;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        return bytes;
+      });
+    try {
+      const first = t.server.reloadSecurity(); // a first SIGHUP
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await AclSet.add(fs, t.dir, [DENY_ALICE_SECRET]);
+      const second = t.server.reloadSecurity(); // a second, once the DENY is in the file
+      await Promise.all([first, second]);
+    } finally {
+      slowed.mockRestore();
+    }
     expect(codes(await commit(alice, 'prefix-secret', ['orders']))).toEqual([
       ['orders', [KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED]],
     ]);

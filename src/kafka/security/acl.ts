@@ -33,6 +33,12 @@ const KEY = 'acls';
 
 /** Operations an ACL names. */
 export type AclOperation = 'Read' | 'Describe' | 'Delete' | 'All';
+/**
+ * An operation a request needs: one an ACL names, or Write (Produce), which no ACL here names, so
+ * that only an ACL of All grants it (or a super user, or allowEveryoneIfNoAclFound on a topic
+ * without ACLs), as in Kafka.
+ */
+export type CheckedOperation = AclOperation | 'Write';
 /** Every operation. */
 export const ACL_OPERATIONS: readonly AclOperation[] = ['Read', 'Describe', 'Delete', 'All'];
 /** ALLOW or DENY. */

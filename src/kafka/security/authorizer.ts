@@ -16,7 +16,7 @@
  * (`*` under its own name), PREFIXED ones by resource type and prefix, looked up for each prefix
  * length some ACL of the type has.
  */
-import type { AclBinding, AclOperation, AclResourceType, AclSet } from './acl.js';
+import type { AclBinding, AclOperation, AclResourceType, AclSet, CheckedOperation } from './acl.js';
 
 /** Settings of the authorizer. */
 export interface AuthorizerSettings {
@@ -58,7 +58,7 @@ function indexAcls(acls: readonly AclBinding[]): Map<AclResourceType, TypeIndex>
   return index;
 }
 
-function operationMatches(acl: AclBinding, operation: AclOperation): boolean {
+function operationMatches(acl: AclBinding, operation: CheckedOperation): boolean {
   if (acl.operation === 'All' || acl.operation === operation) return true;
   return (
     operation === 'Describe' && acl.permission === 'ALLOW' && IMPLYING_DESCRIBE.has(acl.operation)
@@ -93,7 +93,7 @@ export class Authorizer {
   authorize(
     principal: string,
     host: string,
-    operation: AclOperation,
+    operation: CheckedOperation,
     resourceType: AclResourceType,
     name: string,
   ): boolean {

@@ -23,7 +23,10 @@
  *
  * ListOffsets and Fetch tell only that a topic exists and how many partitions it has (this server
  * stores no records), but that is what Metadata hides from a principal that may not describe it.
- * Not checked: Produce (always refused).
+ * Produce (never served: this server stores no records) needs Write on each topic, as in Kafka,
+ * which only an ACL of All grants here: the topics refused are answered 29 for every partition, so
+ * that a principal that may not describe a topic cannot learn from a produce's errors whether it
+ * exists or how many partitions it has.
  * Every refusal of what a request names is audited (audit-log.ts), as are DeleteGroups and
  * OffsetDelete whatever the outcome; what is only left out of an answer (groups of a listing,
  * topics of an all-topics answer or matched by an expression) is not, as in Kafka.
@@ -47,7 +50,7 @@ import {
   type Peer,
   type RequestHandler,
 } from '../handlers/index.js';
-import type { AclOperation, AclResourceType } from './acl.js';
+import type { AclResourceType, CheckedOperation } from './acl.js';
 import type { ServerSecurity } from './server-security.js';
 
 type Result<K extends ApiKey> = HandlerResult<K> | Promise<HandlerResult<K>>;
@@ -106,7 +109,7 @@ class Check {
   }
 
   /** Whether the peer may; a refusal is audited. */
-  may(operation: AclOperation, resourceType: AclResourceType, name: string): boolean {
+  may(operation: CheckedOperation, resourceType: AclResourceType, name: string): boolean {
     const allowed = this.sees(operation, resourceType, name);
     if (!allowed)
       this.#security.audit({
@@ -126,7 +129,7 @@ class Check {
    * Kafka does not log as a denial either. Audited, such omissions would fill the audit log's
    * refusals (one ListGroups over 1,000 groups) and hide the refusals of what was asked for.
    */
-  sees(operation: AclOperation, resourceType: AclResourceType, name: string): boolean {
+  sees(operation: CheckedOperation, resourceType: AclResourceType, name: string): boolean {
     const authorizer = this.#security.authorizer;
     if (authorizer === undefined) return true;
     const host = this.#peer.clientHost.startsWith('/')
@@ -157,6 +160,28 @@ type Wrapper<K extends ApiKey> = (
 ) => Result<K>;
 
 const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
+  [API_KEYS.Produce]: (inner, check, context, request, header, peer) => {
+    // acks=0 expects no answer: the handler closes the connection, as for any produce.
+    if (request.acks === 0) return inner(context, request, header, peer);
+    const allowed = request.topicData.filter((t) => check.may('Write', 'Topic', t.name));
+    const refused = (t: (typeof request.topicData)[number]) => ({
+      name: t.name,
+      partitionResponses: t.partitionData.map((p) => ({
+        index: p.index,
+        errorCode: KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+        baseOffset: -1n,
+        errorMessage: null,
+      })),
+    });
+    if (allowed.length === request.topicData.length) return inner(context, request, header, peer);
+    if (allowed.length === 0)
+      return { responses: request.topicData.map(refused), throttleTimeMs: 0 };
+    return then(inner(context, { ...request, topicData: allowed }, header, peer), (body) => ({
+      ...body,
+      responses: merged(request.topicData, allowed, body.responses, refused),
+    }));
+  },
+
   [API_KEYS.OffsetCommit]: (inner, check, context, request, header, peer) => {
     const groupOk = check.may('Read', 'Group', request.groupId);
     const allowed = groupOk ? request.topics.filter((t) => check.may('Read', 'Topic', t.name)) : [];

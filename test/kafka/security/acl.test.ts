@@ -413,6 +413,49 @@ describe('ACLs over the wire', () => {
     ]);
   });
 
+  it("refuses a produce to topics the principal may not write (29 for every partition), so that its errors do not tell which topics exist or their partitions; a super user's is answered as without ACLs", async () => {
+    const t = await start([
+      ...ALICE_ACLS,
+      acl({ principal: 'User:alice', operation: 'All', resourceType: 'Topic', name: 'audit' }),
+    ]);
+    const alice = await as(t, 'alice', 'alice-pw');
+    const admin = await as(t, 'admin', 'admin-pw');
+    const records = Buffer.from('not really a record batch');
+    const produce = async (client: RawKafkaClient) =>
+      (
+        await client.send(API_KEYS.Produce, 9, {
+          acks: -1,
+          timeoutMs: 1000,
+          topicData: ['orders', 'audit', 'missing'].map((name) => ({
+            name,
+            partitionData: [
+              { index: 0, records },
+              { index: 5, records },
+            ],
+          })),
+        })
+      ).responses.map((r) => [r.name, r.partitionResponses.map((p) => p.errorCode)]);
+    const refused = [
+      KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+      KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED,
+    ];
+    const unknown = [
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+      KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION,
+    ];
+    // Read on orders is not Write; All on audit is.
+    expect(await produce(alice)).toEqual([
+      ['orders', refused],
+      ['audit', [KAFKA_ERROR.INVALID_REQUEST, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION]],
+      ['missing', refused],
+    ]);
+    expect(await produce(admin)).toEqual([
+      ['orders', [KAFKA_ERROR.INVALID_REQUEST, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION]],
+      ['audit', [KAFKA_ERROR.INVALID_REQUEST, KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION]],
+      ['missing', unknown],
+    ]);
+  });
+
   it('applies reloads in the order they were asked for: one that read the ACLs before a DENY was added, and finished last, does not put them back', async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');

@@ -24,7 +24,10 @@
  * - every text field is cut to FIELD_CHARS_MAX characters (a user name of a megabyte is logged as
  *   its first 256 characters and its length);
  * - at most PENDING_LINES_MAX lines and PENDING_BYTES_MAX bytes wait to be written;
- * - denials are written at most DENIALS_PER_SECOND a second (a token bucket on the server's clock);
+ * - denials are written at most DENIALS_PER_SECOND a second (a token bucket on the server's clock),
+ *   of each kind apart: refusals of a resource (an ACL denial) and the others (refused logins and
+ *   connections), so that clients that never authenticate, which can be refused as fast as they
+ *   connect, cannot crowd the ACL denials of authenticated principals out of the log;
  * past a bound lines are dropped and counted, and the count is written as a line of its own
  * (`droppedLines`) once the queue drains.
  *
@@ -77,9 +80,11 @@ export class AuditLog {
   #dropped = 0;
   /** Dropped lines already reported by a `droppedLines` line. */
   #droppedReported = 0;
-  /** Denials that may still be written in the current second, and when it began. */
-  #denialTokens = DENIALS_PER_SECOND;
-  #denialSecondMs = -Infinity;
+  /** Per kind of denial (see the header): how many may still be written in the current second, and when it began. */
+  readonly #denials = {
+    resource: { tokens: DENIALS_PER_SECOND, secondMs: -Infinity },
+    other: { tokens: DENIALS_PER_SECOND, secondMs: -Infinity },
+  };
   #writing: Promise<void> | undefined;
   #failed = false;
 
@@ -127,15 +132,16 @@ export class AuditLog {
     if (this.#failed) return;
     const nowMs = this.#nowMs();
     if (event.outcome === 'denied') {
-      if (nowMs - this.#denialSecondMs >= 1000) {
-        this.#denialSecondMs = nowMs;
-        this.#denialTokens = DENIALS_PER_SECOND;
+      const bucket = event.resource === undefined ? this.#denials.other : this.#denials.resource;
+      if (nowMs - bucket.secondMs >= 1000) {
+        bucket.secondMs = nowMs;
+        bucket.tokens = DENIALS_PER_SECOND;
       }
-      if (this.#denialTokens === 0) {
+      if (bucket.tokens === 0) {
         this.#drop();
         return;
       }
-      this.#denialTokens--;
+      bucket.tokens--;
     }
     const line = JSON.stringify({
       time: new Date(nowMs).toISOString(),

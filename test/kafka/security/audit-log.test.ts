@@ -180,12 +180,33 @@ describe('AuditLog bounds and rotation', () => {
     const written = lines(file);
     expect(String(written[0]!.user)).toMatch(/^u{256}\.\.\. \(1048576 characters\)$/);
     expect(String(written[0]!.resource)).toMatch(/\(5006 characters\)$/);
-    expect(written.filter((l) => l.outcome === 'denied')).toHaveLength(1001);
+    // The first, a denial of a resource, does not count against the refused logins' 1000.
+    expect(written.filter((l) => l.outcome === 'denied')).toHaveLength(1002);
     expect(written.filter((l) => l.droppedLines !== undefined)).toEqual([
-      expect.objectContaining({ droppedLines: 4001 }),
+      expect.objectContaining({ droppedLines: 4000 }),
     ]);
     expect(written.at(-1)).toMatchObject({ outcome: 'allowed' });
     expect(readFileSync(file).length).toBeLessThan(512 * 1024);
+  });
+
+  it('keeps a budget of its own for ACL denials: a flood of refused logins does not crowd them out, nor they the logins', async () => {
+    const { file, log } = await auditLogOnManualClock();
+    for (let i = 0; i < 3000; i++) log.record(event({ user: `guess-${i}` }));
+    for (let i = 0; i < 10; i++)
+      log.record(
+        event({
+          principal: 'User:alice',
+          api: 'OffsetCommit',
+          resource: `Group:payroll-${i}`,
+          operation: 'Read',
+          reason: 'no ACL allows it',
+        }),
+      );
+    await log.close();
+    const written = lines(file);
+    expect(written.filter((l) => l.api === 'OffsetCommit')).toHaveLength(10);
+    expect(written.filter((l) => l.api === 'SaslAuthenticate')).toHaveLength(1000);
+    expect(log.droppedCount).toBe(2000);
   });
 
   it('writes the count of dropped lines even when nothing is recorded after them', async () => {

@@ -202,6 +202,8 @@ export class ScramServerExchange {
     for (const key of attrs.keys())
       if (key !== 'n' && key !== 'r')
         throw scramFailure(`SCRAM client-first: extension '${key}' is not supported`);
+    // RFC 5802: the user name first, then the nonce (as Kafka's broker reads the message).
+    if ([...attrs.keys()].join() !== 'n,r') throw scramFailure('SCRAM client-first: malformed');
     const authzid = match[2] === undefined ? null : decodeSaslName(match[2].slice(2));
     if (authzid !== null && authzid !== user)
       throw scramFailure(
@@ -227,7 +229,9 @@ export class ScramServerExchange {
     this.#step = 'done';
     const proofAt = text.lastIndexOf(',p=');
     const attrs = proofAt < 0 ? null : attributes(text.slice(0, proofAt));
-    if (attrs === null || attrs.get('c') === undefined || attrs.get('r') === undefined)
+    // RFC 5802: the channel binding first, then the nonce, extensions, and the proof last.
+    const [first, second] = attrs === null ? [] : attrs.keys();
+    if (attrs === null || first !== 'c' || second !== 'r')
       throw this.#fail('SCRAM client-final: malformed');
     if (attrs.get('c') !== Buffer.from(this.#gs2Header, 'utf8').toString('base64'))
       throw this.#fail('SCRAM client-final: channel binding does not match');

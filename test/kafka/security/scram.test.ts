@@ -227,11 +227,19 @@ describe('SCRAM', () => {
       'n,a=bob,n=alice,r=abc',
       'n,,n=al=ice,r=abc',
       'n,,r=abc',
+      'n,,r=abc,n=alice', // RFC 5802's order: the name, then the nonce
     ]) {
       expect(() => exchange({}).respond(Buffer.from(first)), first).toThrow(
         expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }),
       );
     }
+    // The client-final message too: the channel binding, then the nonce.
+    const server = exchange({});
+    server.respond(Buffer.from(RFC7677.clientFirst));
+    const [binding, nonce, proof] = RFC7677.clientFinal.split(',');
+    expect(() => server.respond(Buffer.from([nonce, binding, proof].join(',')))).toThrow(
+      /SCRAM client-final: malformed/,
+    );
   });
 
   it('checks a PLAIN password against a verifier, and keeps at least 4096 iterations', async () => {

@@ -41,6 +41,7 @@ import {
   type ResetRequest,
 } from './reset-plan.js';
 import { readStoreLayout, type StoreLayout } from './store-directory.js';
+import { TIMER_MS_MAX } from '../util/index.js';
 
 /** Options of `StoreAdmin.open`. */
 export interface StoreAdminOptions {
@@ -275,6 +276,9 @@ export class StoreAdmin {
       dir: layout.dir,
       fs,
       compaction: { background: false, workers: options.compactionWorkers ?? 1 },
+      // No retention pass while a tool has the store: it would expire offsets by the default
+      // retention, not by the one the store's own service opens it with (not kept in the store).
+      offsetsRetentionCheckIntervalMs: TIMER_MS_MAX,
       ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
       ...(options.readOnly === true ? { readOnly: true } : {}),
       ...(partial ? { awaitRecovery: false } : {}),

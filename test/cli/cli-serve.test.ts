@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { OffsetStore } from '../../src/index.js';
+import { ManualClock, OffsetStore } from '../../src/index.js';
 import { CATALOG_FILE } from '../../src/kafka/index.js';
 import { API_KEYS } from '../../src/kafka/protocol/index.js';
 import { RawKafkaClient, TEST_SOFTWARE } from '../kafka/support/raw-kafka-client.js';
@@ -178,6 +178,32 @@ describe('offset-store serve', () => {
     ).toBe(true);
   });
 
+  it('expires the offsets of a group without members by --offsets-retention, not by the default: a group idle for 8 days is kept under 30d', async () => {
+    const idleSince = Date.now() - 8 * 24 * 3600 * 1000;
+    for (const [retention, kept] of [
+      ['30d', true],
+      ['7d', false],
+    ] as const) {
+      const dir = tempDir();
+      const before = await OffsetStore.open({ dir, clock: new ManualClock(idleSince) });
+      await before.commitOffsets('idle', [{ tableId: 1, bucketId: 0, offset: 123456 }]);
+      await before.close();
+      const serving = await serve([
+        ...['--dir', dir, '--listen', '127.0.0.1:0'],
+        ...['--offsets-retention', retention, '--offsets-retention-check-interval-ms', '50'],
+      ]);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      serving.child.kill('SIGTERM');
+      expect(await serving.exited).toBe(0);
+      const after = await OffsetStore.open({ dir });
+      expect(
+        (await after.fetchOffsets('idle', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+        retention,
+      ).toBe(kept ? 123456 : undefined);
+      await after.close();
+    }
+  });
+
   it('serves a store compacted by a strategy module with --strategy <path>, and says so when it is not given', async () => {
     const dir = tempDir();
     const module = path.join(REPO_DIR, 'examples', 'compaction', 'cost-benefit.mjs');
@@ -264,6 +290,11 @@ describe('offset-store serve', () => {
         2,
         /not a usable PEM certificate and key/,
       ],
+      ...['0s', '30', '1w', '36501d'].map((value): [string[], number, RegExp] => [
+        ['--listen', '127.0.0.1:0', '--offsets-retention', value],
+        2,
+        /--offsets-retention must be <n>s, <n>m, <n>h or <n>d, from 1s to 36500d/,
+      ]),
       [
         ['--listen', '127.0.0.1:0', '--default-partitions', '100000'],
         2,

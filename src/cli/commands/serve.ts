@@ -77,6 +77,17 @@ export const serve: Command = {
     'and only while removing them can). See the backup command.',
   ].join('\n'),
   options: {
+    'offsets-retention': {
+      type: 'string',
+      valueName: '<n>{s,m,h,d}',
+      description:
+        "how long an offset of a group without members is kept after its commit (default 7d, the store's offsetsRetentionMs): give the retention of the service that opens the store, or its older offsets expire while this serves",
+    },
+    'offsets-retention-check-interval-ms': {
+      type: 'string',
+      valueName: '<ms>',
+      description: 'how often expired offsets are looked for (default 60000)',
+    },
     strategy: {
       type: 'string',
       valueName: '<path>',
@@ -248,6 +259,12 @@ export const serve: Command = {
     let backupLock: DirectoryLock | undefined;
     const cluster = clusterOptions(context);
     const backups = backupOptions(context, cluster !== undefined);
+    const retentionMs = retentionOption(context, cluster !== undefined);
+    const retentionCheckMs = integerOption(context, 'offsets-retention-check-interval-ms', {
+      range: [1, TIMER_MS_MAX],
+    });
+    if (retentionCheckMs !== undefined && cluster !== undefined)
+      throw new UsageError('--offsets-retention-check-interval-ms is not taken with --etcd');
     if (cluster !== undefined) {
       const node = await startClusterServer({
         ...serverOptions,
@@ -265,6 +282,10 @@ export const serve: Command = {
         dir: context.dir,
         onWarning: (message) => output.warn(message),
         ...(strategy === undefined ? {} : { compaction: { strategy } }),
+        ...(retentionMs === undefined ? {} : { offsetsRetentionMs: retentionMs }),
+        ...(retentionCheckMs === undefined
+          ? {}
+          : { offsetsRetentionCheckIntervalMs: retentionCheckMs }),
       });
       try {
         server = await startKafkaServer({ ...serverOptions, store });
@@ -422,6 +443,23 @@ function parseDuration(text: string): number | undefined {
     Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's']!;
   // Beyond a timer's range (2^31-1 ms), Node fires it at once.
   return ms <= TIMER_MS_MAX ? ms : undefined;
+}
+
+/** `--offsets-retention` in ms (`<n>s|m|h|d`, up to 100 years); a single node's only. */
+function retentionOption(context: CommandContext, clustered: boolean): number | undefined {
+  const text = stringOption(context, 'offsets-retention');
+  if (text === undefined) return undefined;
+  if (clustered) throw new UsageError('--offsets-retention is not taken with --etcd');
+  const match = /^(\d{1,8})([smhd])$/.exec(text);
+  const ms =
+    match === null
+      ? undefined
+      : Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's']!;
+  if (ms === undefined || ms < 1000 || ms > 36_500 * 86_400_000)
+    throw new UsageError(
+      `--offsets-retention must be <n>s, <n>m, <n>h or <n>d, from 1s to 36500d, got ${JSON.stringify(text)}`,
+    );
+  return ms;
 }
 
 /** The cluster-mode options, when --etcd is given. */

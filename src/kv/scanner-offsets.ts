@@ -21,6 +21,7 @@ import {
   failureMessage,
   notAnOptionsObject,
   refuseUnknownOptions,
+  Serial,
   type Clock,
   type Timer,
 } from '../util/index.js';
@@ -134,12 +135,21 @@ export class ScannerOffsets {
   /**
    * Makes `buckets` the assignment: loads their committed offsets (missing ones per `onMissing`).
    * Buckets dropped from the assignment have their moved positions committed first, including
-   * progress recorded on them while that commit is on its way.
+   * progress recorded on them while that commit is on its way. Calls take effect one after another,
+   * in the order they were made: the last one's buckets are the assignment.
    */
   async assign(buckets: readonly BucketRef[]): Promise<void> {
     this.#checkOpen();
     // An array, each element read once, no bucket twice (TypeError or INVALID_REQUEST naming it).
     const normalized = normalizeBuckets(buckets, 'buckets', true);
+    return this.#assigns.run(() => this.#assign(normalized));
+  }
+
+  /** Assignments in the order they were asked for (one's dropped buckets depend on the one before). */
+  readonly #assigns = new Serial();
+
+  async #assign(normalized: TableBucket[]): Promise<void> {
+    this.#checkOpen();
     const keys = new Set(normalized.map(bucketKey));
     // All-or-nothing: every new position is resolved before the assignment changes.
     const fresh = normalized.filter((b) => !this.#positions.has(bucketKey(b)));

@@ -367,6 +367,30 @@ describe('ScannerOffsets', () => {
     await store.close();
   });
 
+  it('takes assignments made without awaiting the one before in the order they were made: the last one is the assignment', async () => {
+    const store = await openStore(tempDir());
+    await store.commitOffsets('g', [{ ...B1, offset: 10 }]);
+    // B0 has no committed offset, and its resolver is slow; B1's offset is found at once.
+    const slow = store.scanner('g', {
+      onMissing: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return 0;
+      },
+    });
+    await Promise.all([slow.assign([B0]), slow.assign([B1])]);
+    expect(slow.assignment()).toEqual([{ ...B1, partitionId: null }]);
+    await slow.close();
+    const scanner = store.scanner('h');
+    await scanner.assign([B0]);
+    scanner.advance(B0, 50);
+    await Promise.all([scanner.assign([B1]), scanner.assign([B0, B2])]);
+    expect(scanner.assignment().map((b) => b.tableId * 10 + b.bucketId)).toEqual([10, 20]);
+    // B0 was dropped, then taken again: its progress was committed and is its position again.
+    expect(await committed(store, 'h', [B0])).toEqual([50]);
+    expect(scanner.position(B0)).toBe(50);
+    await store.close();
+  });
+
   it('commits progress on a dropped bucket recorded while the re-assignment commits: none is lost', async () => {
     const store = await openStore(tempDir());
     const scanner = store.scanner('g');

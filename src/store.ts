@@ -1533,6 +1533,7 @@ export class OffsetStore {
         fetchOffsets: (g, buckets) => this.fetchOffsets(g, buckets),
         closed: (closed) => this.#scanners.delete(closed),
         warn: (message) => this.#options.onWarning(message),
+        retentionMs: this.#options.offsetsRetentionMs,
       },
       this.#options.clock,
       options,

@@ -42,6 +42,12 @@ export interface ScannerOffsetsPort {
   closed?(scanner: ScannerOffsets): void;
   /** Hears what the user's onAutoCommitError threw or rejected with (the store's onWarning). */
   warn?(message: string): void;
+  /**
+   * The store's offsetsRetentionMs: a position committed this long ago expires even while the
+   * scanner runs (a scanner is no member). Commits write again, unmoved, a position committed half
+   * of it ago; undefined: never.
+   */
+  readonly retentionMs?: number;
 }
 
 /** Where to start a bucket with no committed offset. */
@@ -67,6 +73,8 @@ interface Position {
   bucket: TableBucket;
   position: number;
   committed: number | undefined;
+  /** When `committed` was committed (the store's clock), when known. */
+  committedAtMs: number | undefined;
 }
 
 /** Manual-assignment positions and commits of one scanner in a group. */
@@ -165,6 +173,7 @@ export class ScannerOffsets {
         bucket,
         position: usable ? value.offset : await this.#missing(bucket),
         committed: value?.offset,
+        committedAtMs: value?.commitTimestampMs,
       });
     }
     const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
@@ -240,14 +249,33 @@ export class ScannerOffsets {
     return run;
   }
 
+  /**
+   * Commits what moved, and what did not but was committed half the store's retention ago: a quiet
+   * bucket's offset would otherwise expire under a scanner that runs for longer than the retention
+   * (as a Kafka consumer's auto-commit sends every position, moved or not).
+   */
   async #commitMoved(): Promise<void> {
-    const moved = [...this.#positions.values()].filter((p) => this.#moved(p));
-    if (moved.length === 0) return;
-    const snapshot = moved.map((p) => ({ ...p.bucket, offset: p.position }));
+    const nowMs = this.#clock.nowMs();
+    const due = [...this.#positions.values()].filter(
+      (p) => this.#moved(p) || this.#expiring(p, nowMs),
+    );
+    if (due.length === 0) return;
+    const snapshot = due.map((p) => ({ ...p.bucket, offset: p.position }));
     await this.#port.commitOffsets(this.groupId, snapshot);
-    moved.forEach((p, i) => {
+    due.forEach((p, i) => {
       p.committed = snapshot[i]!.offset;
+      p.committedAtMs = nowMs;
     });
+  }
+
+  /** Whether an unmoved position was committed at least half the store's retention ago. */
+  #expiring(p: Position, nowMs: number): boolean {
+    const retentionMs = this.#port.retentionMs;
+    return (
+      retentionMs !== undefined &&
+      p.committedAtMs !== undefined &&
+      nowMs - p.committedAtMs >= retentionMs / 2
+    );
   }
 
   /**

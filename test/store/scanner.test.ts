@@ -295,6 +295,38 @@ describe('ScannerOffsets', () => {
     await store.close();
   });
 
+  it("keeps a quiet bucket's offset from expiring while it runs: an auto-commit writes again, unmoved, a position committed half the retention ago", async () => {
+    const DAY = 24 * 3600 * 1000;
+    const clock = new ManualClock(T0);
+    const fs = new TrackingFileSystem();
+    const store = await openStore(tempDir(), {
+      clock,
+      fs,
+      bucketCount: 1,
+      offsetsRetentionMs: 7 * DAY,
+      offsetsRetentionCheckIntervalMs: 3600 * 1000,
+    });
+    const scanner = store.scanner('g', { autoCommitIntervalMs: 3600 * 1000 });
+    await scanner.assign([B0, B1]);
+    scanner.advance(B0, 1000);
+    scanner.advance(B1, 5);
+    await scanner.commit();
+    // B0 gets no more records for 8 days; B1 moves on every hour.
+    for (let hour = 1; hour <= 8 * 24; hour++) {
+      scanner.advance(B1, 5 + hour);
+      clock.advance(3600 * 1000);
+      await ioIdle(fs);
+    }
+    expect(await committed(store, 'g', [B0, B1])).toEqual([1000, 5 + 8 * 24]);
+    // An unmoved position is written again only every half retention (~3.5 days), not hourly.
+    const before = await batches(store);
+    clock.advance(3600 * 1000);
+    await ioIdle(fs);
+    expect(await batches(store), 'nothing moved, nothing due').toBe(before);
+    await scanner.close();
+    await store.close();
+  });
+
   it('after a crash without commit, a new scanner resumes at the last commit', async () => {
     const dir = tempDir();
     const store = await openStore(dir);

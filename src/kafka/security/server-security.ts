@@ -21,6 +21,9 @@ import { LoginThrottle, LOGIN_THROTTLE_DEFAULTS } from './login-throttle.js';
 import { scramVerifier, type ScramVerifier } from './scram.js';
 import { USERS_FILE, UserCredentials } from './user-credentials.js';
 
+/** How often refused connections are warned of, at most. */
+const REFUSAL_WARNING_INTERVAL_MS = 60_000;
+
 /** The security options of `startKafkaServer`. */
 export interface SecurityOptions {
   /**
@@ -231,6 +234,9 @@ export class ServerSecurity {
   readonly #onWarning: (message: string) => void;
   readonly #connectionsByAddress = new Map<string, number>();
   #refusedConnections = 0;
+  /** When a refused connection was last warned of, and the refusals since (see connectionOpened). */
+  #refusalWarnedAtMs = -Infinity;
+  #refusedSinceWarning = 0;
   #denied = 0;
 
   private constructor(fields: {
@@ -434,10 +440,28 @@ export class ServerSecurity {
     const count = this.#connectionsByAddress.get(address) ?? 0;
     if (count >= this.options.connectionsPerAddressMax) {
       this.#refusedConnections++;
+      this.#warnRefused(address);
       return false;
     }
     this.#connectionsByAddress.set(address, count + 1);
     return true;
+  }
+
+  /**
+   * Warns that connections are refused for the per-address limit, at most once a minute (with the
+   * count since the last warning): its clients see only closed connections, which say nothing of
+   * why (many consumers of one host, or a test starting a hundred, reach the default 100).
+   */
+  #warnRefused(address: string): void {
+    this.#refusedSinceWarning++;
+    const nowMs = this.clock.nowMs();
+    if (nowMs - this.#refusalWarnedAtMs < REFUSAL_WARNING_INTERVAL_MS) return;
+    this.#refusalWarnedAtMs = nowMs;
+    const refused = this.#refusedSinceWarning;
+    this.#refusedSinceWarning = 0;
+    this.#onWarning(
+      `refused ${refused} connection(s) in the last minute or less for the per-address limit (security.connectionsPerAddressMax, ${this.options.connectionsPerAddressMax}), the last from ${address}: its clients see a closed connection; raise the limit if they are many clients of one host`,
+    );
   }
 
   /** Forgets a connection counted by `connectionOpened`. */

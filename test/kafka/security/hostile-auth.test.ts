@@ -432,6 +432,12 @@ describe('slow-loris', () => {
     );
     await until(() => closedByServer.size === 40);
     expect(t.server.stats().security.refusedConnectionsPerAddress).toBe(40);
+    // Said once (at most once a minute), not per refusal: their clients see only closed connections.
+    expect(t.warnings.filter((w) => /per-address limit/.test(w))).toEqual([
+      expect.stringMatching(
+        /^refused 1 connection\(s\) in the last minute or less for the per-address limit \(security\.connectionsPerAddressMax, 10\), the last from 127\.0\.0\.1/,
+      ),
+    ]);
     expect(t.server.connectionCount).toBeLessThanOrEqual(10);
     for (const s of loris) s.destroy();
     await until(() => t.server.connectionCount === 0);

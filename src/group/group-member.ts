@@ -363,13 +363,13 @@ export class GroupMember {
         isOffsetStoreError(error, 'FENCED_MEMBER_EPOCH') ||
         isOffsetStoreError(error, 'UNKNOWN_MEMBER_ID')
       ) {
-        await this.#loseAll();
+        this.#loseAll();
         return 0;
       }
       if (isOffsetStoreError(error, 'FENCED_INSTANCE_ID')) {
         // Replaced by another incarnation of its instance: it must not rejoin (it would take the
         // instance back once it is free), as a Kafka client stops.
-        await this.#loseAll();
+        this.#loseAll();
         this.#report(error);
         this.stop();
         return 0;
@@ -386,12 +386,12 @@ export class GroupMember {
   /**
    * The member was fenced: it owns nothing from now on, and hears so (onLost, else onRevoked). The
    * callbacks of one member never overlap, as a Kafka consumer runs its rebalance callbacks one after
-   * another: while a reconciliation's callback runs (an onAssigned of buckets now lost among them),
-   * onLost follows it, and what the member's next assignment brings follows onLost, without the
-   * heartbeat loop waiting (its rejoin goes out meanwhile; a callback that calls leave() waits for
-   * the loop's heartbeat in flight, which must not wait for that callback).
+   * another: onLost runs as a step of the reconciliation, after the callback of one in progress (an
+   * onAssigned of buckets now lost among them), and what the member's next assignment brings follows
+   * it. The heartbeat loop does not wait for it (its rejoin goes out meanwhile): onLost, or any
+   * callback, may call leave(), which waits for the loop's heartbeat in flight.
    */
-  async #loseAll(): Promise<void> {
+  #loseAll(): void {
     this.#incarnation++;
     this.#pendingTarget = null;
     this.#memberEpoch = 0;
@@ -399,9 +399,8 @@ export class GroupMember {
     this.#owned = BucketSet.EMPTY;
     if (lost.size === 0) return;
     const tell = () => this.#callback(this.#options.onLost ?? this.#options.onRevoked, lost);
-    const running = this.#reconciling;
-    if (running === null) return tell();
-    this.#reconciling = this.#chained(running.then(tell, tell).then(() => this.#reconcile()));
+    const before = this.#reconciling ?? Promise.resolve();
+    this.#reconciling = this.#chained(before.then(tell, tell).then(() => this.#reconcile()));
   }
 
   /** `work` as the reconciliation in progress, which is over (null) once it settles. */

@@ -356,6 +356,26 @@ describe('GroupMember', () => {
     member.stop();
   });
 
+  it('leave() called from onLost completes: the heartbeat loop does not wait for onLost, which waits for leave()', async () => {
+    const { ctx, port, advance } = harness(4);
+    const events: string[] = [];
+    const member: GroupMember = await GroupMember.join(port, 'g', {
+      subscribedTableIds: [1],
+      clock: ctx.clock,
+      onAssigned: (buckets) => void events.push(`assigned ${buckets.length}`),
+      onLost: async (buckets) => {
+        events.push(`lost ${buckets.length}`);
+        await member.leave();
+        events.push('left');
+      },
+    });
+    await advance(3000);
+    await ctx.coordinator.removeMembers('g', { memberIds: [member.memberId] });
+    await advance(10_000);
+    expect(events).toEqual(['assigned 4', 'lost 4', 'left']);
+    expect(member.runState).toBe('stopped');
+  });
+
   it('a member fenced while its onRevoked runs does not take back the buckets of its old assignment once the callback returns', async () => {
     const { ctx, committed, port, advance } = harness(4);
     const { promise: gated, open: openGate } = gate();

@@ -190,7 +190,13 @@ export class DirectoryLock {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       if (!kernelLockHeld) {
-        const holder = lockPid(await fs.readFile(lockPath));
+        // Not a regular file (a FIFO): no process wrote it, it is stale like a dead pid's.
+        const holder = lockPid(
+          await fs.readFile(lockPath).catch((error: unknown) => {
+            if ((error as NodeJS.ErrnoException).code === 'EFTYPE') return null;
+            throw error;
+          }),
+        );
         if (holder !== undefined && holder !== process.pid && pidAlive(holder)) {
           throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder}`);
         }

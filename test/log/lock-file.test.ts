@@ -3,7 +3,8 @@
  * file is this process's only once it is whole, so a write of it that fails leaves none behind, and a
  * torn one (no newline: its pid cut short, which may name some other live process) is stale.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -66,5 +67,13 @@ describe('the LOCK file without a kernel lock', () => {
     const lock = await DirectoryLock.acquire(new PidFileOnlyFileSystem() as FileSystem, dir);
     await lock.release();
     forgetHeldDirectories();
+  });
+
+  it('takes over a LOCK that is not a file (a FIFO, which no process writes), as with the kernel lock (log verify takes it for replaced)', async () => {
+    const dir = tempDir();
+    execFileSync('mkfifo', [path.join(dir, 'LOCK')]);
+    const lock = await DirectoryLock.acquire(new PidFileOnlyFileSystem() as FileSystem, dir);
+    expect(readFileSync(path.join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
+    await lock.release();
   });
 });

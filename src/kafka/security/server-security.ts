@@ -234,9 +234,8 @@ export class ServerSecurity {
   readonly #onWarning: (message: string) => void;
   readonly #connectionsByAddress = new Map<string, number>();
   #refusedConnections = 0;
-  /** When a refused connection was last warned of, and the refusals since (see connectionOpened). */
+  /** When a refused connection was last warned of (see connectionOpened). */
   #refusalWarnedAtMs = -Infinity;
-  #refusedSinceWarning = 0;
   #denied = 0;
 
   private constructor(fields: {
@@ -448,19 +447,17 @@ export class ServerSecurity {
   }
 
   /**
-   * Warns that connections are refused for the per-address limit, at most once a minute (with the
-   * count since the last warning): its clients see only closed connections, which say nothing of
-   * why (many consumers of one host, or a test starting a hundred, reach the default 100).
+   * Warns that a connection was refused for the per-address limit, at most once a minute, with the
+   * count refused since the server started (the stats count them all): its clients see only closed
+   * connections, which say nothing of why (many consumers of one host, or a test starting a
+   * hundred, reach the default 100).
    */
   #warnRefused(address: string): void {
-    this.#refusedSinceWarning++;
     const nowMs = this.clock.nowMs();
     if (nowMs - this.#refusalWarnedAtMs < REFUSAL_WARNING_INTERVAL_MS) return;
     this.#refusalWarnedAtMs = nowMs;
-    const refused = this.#refusedSinceWarning;
-    this.#refusedSinceWarning = 0;
     this.#onWarning(
-      `refused ${refused} connection(s) in the last minute or less for the per-address limit (security.connectionsPerAddressMax, ${this.options.connectionsPerAddressMax}), the last from ${address}: its clients see a closed connection; raise the limit if they are many clients of one host`,
+      `refused a connection from ${address} for the per-address limit (security.connectionsPerAddressMax, ${this.options.connectionsPerAddressMax}); ${this.#refusedConnections} refused since the server started (said at most once a minute; stats().security.refusedConnectionsPerAddress counts them): their clients see a closed connection, so raise the limit if they are many clients of one host`,
     );
   }
 

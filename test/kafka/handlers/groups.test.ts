@@ -167,7 +167,7 @@ describe('authorized operations (KIP-430)', () => {
   const READ_DESCRIBE_DELETE = (1 << 3) | (1 << 6) | (1 << 8);
   const NOT_ASKED = -2147483648;
 
-  it('are every operation the ACLs govern when asked for (no authorizer): groups and topics Read, Describe and Delete, the cluster none; MIN_VALUE when not asked or for an error', async () => {
+  it('are every operation the ACLs govern when asked for (no authorizer): groups and topics Read, Describe and Delete, the cluster none; MIN_VALUE when not asked or for a group answered with an error', async () => {
     const { t, client } = await start();
     await seed(t);
     for (const asked of [true, false]) {

@@ -1096,7 +1096,14 @@ function readRound(
   if (end > bytes.length)
     return { kind: 'invalid', reason: `round of ${bodyBytes} bytes runs past the file end` };
   const named = bytes.readUInt32LE(position + 12);
-  if (named !== sequence) return { kind: 'foreign', sequence: named };
+  if (named !== sequence) {
+    // A whole round of another file (its checksum holds) is no damage: it was put here. Else the
+    // sequence field is damaged like any other byte.
+    const whole = readRound(bytes, position, named, round, Number.MAX_SAFE_INTEGER, batchBytesMax);
+    return whole.kind === 'ok'
+      ? { kind: 'foreign', sequence: named }
+      : { kind: 'invalid', reason: `round of another journal file (${named}), damaged` };
+  }
   if (bytes.readUInt32LE(position + 16) !== round)
     return {
       kind: 'invalid',

@@ -632,8 +632,22 @@ describe('the commit journal of a store', () => {
       message: expect.stringMatching(refusal),
     });
     expect(readdirSync(path.join(image, JOURNAL_DIR)), 'the file is kept').toContain(renamed);
-    // Under its own name again, every commit is there.
+    // Under its own name again, but with its first round's sequence field damaged (a bit flipped):
+    // damage, not a file put there.
     renameSync(path.join(image, JOURNAL_DIR, renamed), path.join(image, JOURNAL_DIR, file!));
+    const journalFile = path.join(image, JOURNAL_DIR, file!);
+    const bytes = readFileSync(journalFile);
+    bytes[12] ^= 0x40;
+    writeFileSync(journalFile, bytes);
+    await expect(openStore(image, OPTIONS)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(
+        /round 1 is damaged \(round of another journal file \(\d+\), damaged\), but round \d+ .* was written once it was durable/,
+      ),
+    });
+    bytes[12] ^= 0x40;
+    writeFileSync(journalFile, bytes);
+    // Whole again, every commit is there.
     const recovered = await openStore(image, OPTIONS);
     for (const g of groups)
       expect(await recovered.fetchOffsets(g, [{ tableId: 1, bucketId: 1 }])).toEqual([

@@ -48,6 +48,10 @@ export interface ClusterServerOptions extends Omit<
   reconcileIntervalMs?: number;
   /** Deadline of every etcd call, ms; default 2000. */
   callTimeoutMs?: number;
+  /** The hosting store's offsetsRetentionMs (OffsetStore.open); default 7 days. */
+  offsetsRetentionMs?: number;
+  /** The hosting store's offsetsRetentionCheckIntervalMs; default 60,000. */
+  offsetsRetentionCheckIntervalMs?: number;
   /**
    * Default false here: a topic a client's request creates goes into the cluster's catalog in etcd,
    * which is one value that etcd keeps a version of per change until it is compacted, so a client
@@ -81,6 +85,8 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
     leaseTtlSeconds,
     reconcileIntervalMs,
     callTimeoutMs,
+    offsetsRetentionMs,
+    offsetsRetentionCheckIntervalMs,
     ...serverOptions
   } = options;
   checkNodeOptions(options);
@@ -89,6 +95,8 @@ export async function startClusterServer(options: ClusterServerOptions): Promise
     dir,
     bucketCount: bucketCount ?? existing ?? 16,
     ...(options.onWarning === undefined ? {} : { onWarning: options.onWarning }),
+    ...(offsetsRetentionMs === undefined ? {} : { offsetsRetentionMs }),
+    ...(offsetsRetentionCheckIntervalMs === undefined ? {} : { offsetsRetentionCheckIntervalMs }),
   });
   const onWarning = warningsTo(options.onWarning);
   const keys = new ClusterKeys(prefix);

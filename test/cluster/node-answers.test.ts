@@ -43,6 +43,29 @@ function startNode(
 }
 
 describe('a cluster node', () => {
+  it("expires the offsets of a group without members by the node's offsetsRetentionMs, not by the default", async () => {
+    const etcd = await startEtcd();
+    const server = await startNode(etcd, 'n1', 1, {
+      bucketCount: 2,
+      port: 0,
+      host: '127.0.0.1',
+      offsetsRetentionMs: 300,
+      offsetsRetentionCheckIntervalMs: 50,
+    });
+    cleanups.push(() => server.close());
+    await waitServing(server, 2);
+    await server.store.commitOffsets('idle', [{ tableId: 1, bucketId: 0, offset: 5 }]);
+    expect(
+      (await server.store.fetchOffsets('idle', [{ tableId: 1, bucketId: 0 }]))[0]?.offset,
+    ).toBe(5);
+    let left: unknown = 5;
+    for (let i = 0; i < 100 && left !== undefined; i++) {
+      await sleep(50);
+      left = (await server.store.fetchOffsets('idle', [{ tableId: 1, bucketId: 0 }]))[0]?.offset;
+    }
+    expect(left, 'expired after 300 ms, not 7 days').toBeUndefined();
+  });
+
   it('ListGroups is never answered NOT_COORDINATOR (a broker-wide request; Java admin fails listConsumerGroups on it): not while the lease is unconfirmed either', async () => {
     const etcd = await startEtcd();
     const [member] = etcd.memberNames;

@@ -259,16 +259,21 @@ export const serve: Command = {
     let backupLock: DirectoryLock | undefined;
     const cluster = clusterOptions(context);
     const backups = backupOptions(context, cluster !== undefined);
-    const retentionMs = retentionOption(context, cluster !== undefined);
+    const retentionMs = retentionOption(context);
     const retentionCheckMs = integerOption(context, 'offsets-retention-check-interval-ms', {
       range: [1, TIMER_MS_MAX],
     });
-    if (retentionCheckMs !== undefined && cluster !== undefined)
-      throw new UsageError('--offsets-retention-check-interval-ms is not taken with --etcd');
+    const retention = {
+      ...(retentionMs === undefined ? {} : { offsetsRetentionMs: retentionMs }),
+      ...(retentionCheckMs === undefined
+        ? {}
+        : { offsetsRetentionCheckIntervalMs: retentionCheckMs }),
+    };
     if (cluster !== undefined) {
       const node = await startClusterServer({
         ...serverOptions,
         ...cluster,
+        ...retention,
         dir: context.dir,
       }).catch((error: unknown) => {
         if (error instanceof RangeError) throw new UsageError(error.message);
@@ -282,10 +287,7 @@ export const serve: Command = {
         dir: context.dir,
         onWarning: (message) => output.warn(message),
         ...(strategy === undefined ? {} : { compaction: { strategy } }),
-        ...(retentionMs === undefined ? {} : { offsetsRetentionMs: retentionMs }),
-        ...(retentionCheckMs === undefined
-          ? {}
-          : { offsetsRetentionCheckIntervalMs: retentionCheckMs }),
+        ...retention,
       });
       try {
         server = await startKafkaServer({ ...serverOptions, store });
@@ -445,11 +447,10 @@ function parseDuration(text: string): number | undefined {
   return ms <= TIMER_MS_MAX ? ms : undefined;
 }
 
-/** `--offsets-retention` in ms (`<n>s|m|h|d`, up to 100 years); a single node's only. */
-function retentionOption(context: CommandContext, clustered: boolean): number | undefined {
+/** `--offsets-retention` in ms (`<n>s|m|h|d`, up to 100 years). */
+function retentionOption(context: CommandContext): number | undefined {
   const text = stringOption(context, 'offsets-retention');
   if (text === undefined) return undefined;
-  if (clustered) throw new UsageError('--offsets-retention is not taken with --etcd');
   const match = /^(\d{1,8})([smhd])$/.exec(text);
   const ms =
     match === null

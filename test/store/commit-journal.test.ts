@@ -637,7 +637,7 @@ describe('the commit journal of a store', () => {
     renameSync(path.join(image, JOURNAL_DIR, renamed), path.join(image, JOURNAL_DIR, file!));
     const journalFile = path.join(image, JOURNAL_DIR, file!);
     const bytes = readFileSync(journalFile);
-    bytes[12] ^= 0x40;
+    bytes.writeUInt8(bytes.readUInt8(12) ^ 0x40, 12);
     writeFileSync(journalFile, bytes);
     await expect(openStore(image, OPTIONS)).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
@@ -645,7 +645,7 @@ describe('the commit journal of a store', () => {
         /round 1 is damaged \(round of another journal file \(\d+\), damaged\), but round \d+ .* was written once it was durable/,
       ),
     });
-    bytes[12] ^= 0x40;
+    bytes.writeUInt8(bytes.readUInt8(12) ^ 0x40, 12);
     writeFileSync(journalFile, bytes);
     // Whole again, every commit is there.
     const recovered = await openStore(image, OPTIONS);

@@ -43,10 +43,16 @@ function pidAlive(pid: number): boolean {
 }
 
 /**
- * The pid a LOCK file's bytes name, or undefined for a torn one: the file is written as `<pid>\n`, so
- * one without its newline was cut short, and the digits it has may be another process's pid.
+ * The pid the LOCK file at `lockPath` names, or undefined for a torn one (the file is written as
+ * `<pid>\n`, so one without its newline was cut short, and the digits it has may be another
+ * process's pid), for none, and for a LOCK that is not a regular file (a FIFO, a directory): no
+ * store writes one, so it names no owner, and an open replaces it.
  */
-function lockPid(bytes: Buffer | null): number | undefined {
+async function lockPid(fs: FileSystem, lockPath: string): Promise<number | undefined> {
+  const bytes = await fs.readFile(lockPath).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'EFTYPE') return null;
+    throw error;
+  });
   const text = bytes?.toString('utf8') ?? '';
   if (!/^[0-9]+\n$/.test(text)) return undefined;
   const pid = Number.parseInt(text, 10);
@@ -58,16 +64,10 @@ function lockPid(bytes: Buffer | null): number | undefined {
  * file system can tell (FileSystem.ownerLive: the kernel-held lock, or the process's open files), a
  * live pid is the owner's only while that process has the store open: a stale LOCK file names the
  * pid of an owner that crashed, which the system may since have given to any other process.
- * Elsewhere a live pid is taken as the owner. A LOCK that is not a regular file (a FIFO, a directory)
- * names no owner: no store writes one, and an open replaces it.
+ * Elsewhere a live pid is taken as the owner. A LOCK that is not a regular file names no owner.
  */
 export async function liveLockHolder(fs: FileSystem, dir: string): Promise<number | null> {
-  const pid = lockPid(
-    await fs.readFile(path.resolve(dir, 'LOCK')).catch((error: unknown) => {
-      if ((error as NodeJS.ErrnoException).code === 'EFTYPE') return null;
-      throw error;
-    }),
-  );
+  const pid = await lockPid(fs, path.resolve(dir, 'LOCK'));
   if (pid === undefined || !pidAlive(pid)) return null;
   return (await fs.ownerLive?.(dir, pid).catch(() => 'unsupported' as const)) === false
     ? null
@@ -190,13 +190,7 @@ export class DirectoryLock {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       if (!kernelLockHeld) {
-        // Not a regular file (a FIFO): no process wrote it, it is stale like a dead pid's.
-        const holder = lockPid(
-          await fs.readFile(lockPath).catch((error: unknown) => {
-            if ((error as NodeJS.ErrnoException).code === 'EFTYPE') return null;
-            throw error;
-          }),
-        );
+        const holder = await lockPid(fs, lockPath);
         if (holder !== undefined && holder !== process.pid && pidAlive(holder)) {
           throw new OffsetStoreError('STORE_LOCKED', `${dir} is locked by live process ${holder}`);
         }

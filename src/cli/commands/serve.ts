@@ -436,13 +436,25 @@ function backupOptions(
   return { dir, everyMs, keep };
 }
 
+/** Milliseconds in a unit of the durations the options take (`<n>s`, `<n>m`, `<n>h`, `<n>d`). */
+const UNIT_MS: Readonly<Record<string, number>> = {
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** The ms of a `<digits><unit>` match of a duration option (UNIT_MS). */
+function durationMs(match: RegExpExecArray): number {
+  return Number(match[1]) * UNIT_MS[match[2]!]!;
+}
+
 /** `0`, or `<n>s|m|h|d` with n >= 1, in ms; undefined when it is neither (or beyond ~24 days). */
 function parseDuration(text: string): number | undefined {
   if (text === '0') return 0;
   const match = /^(\d{1,6})([smhd])$/.exec(text);
   if (match === null || Number(match[1]) < 1) return undefined;
-  const ms =
-    Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's']!;
+  const ms = durationMs(match);
   // Beyond a timer's range (2^31-1 ms), Node fires it at once.
   return ms <= TIMER_MS_MAX ? ms : undefined;
 }
@@ -452,10 +464,7 @@ function retentionOption(context: CommandContext): number | undefined {
   const text = stringOption(context, 'offsets-retention');
   if (text === undefined) return undefined;
   const match = /^(\d{1,8})([smhd])$/.exec(text);
-  const ms =
-    match === null
-      ? undefined
-      : Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's']!;
+  const ms = match === null ? undefined : durationMs(match);
   if (ms === undefined || ms < 1000 || ms > 36_500 * 86_400_000)
     throw new UsageError(
       `--offsets-retention must be <n>s, <n>m, <n>h or <n>d, from 1s to 36500d, got ${JSON.stringify(text)}`,

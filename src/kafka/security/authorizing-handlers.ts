@@ -470,39 +470,41 @@ const WRAPPERS: { readonly [K in ApiKey]?: Wrapper<K> } = {
 };
 
 /**
- * A described group or topic whose authorized operations the handler filled in (every operation
- * the ACLs govern, see authorized-operations.ts) with those the peer may perform; one the request
- * did not ask them for, or answered with an error, as it was.
+ * The authorized operations of a described group or topic: those the peer may perform, where the
+ * handler filled in every operation the ACLs govern (authorized-operations.ts); `filled` as it was
+ * where the request did not ask for them, or answered with an error.
  */
+function operationsOf(
+  check: Check,
+  resourceType: AclResourceType,
+  name: string | null | undefined,
+  filled: number | undefined,
+): number | undefined {
+  if (filled === undefined || filled === OPERATIONS_NOT_ASKED || name == null) return filled;
+  return operationsAllowed((operation) => check.sees(operation, resourceType, name));
+}
+
+/** A described group with its authorized operations the peer's (operationsOf). */
 function withOperationsAllowed<T extends { readonly authorizedOperations?: number }>(
   check: Check,
   resourceType: AclResourceType,
   name: string | null | undefined,
   described: T,
 ): T {
-  const asked = described.authorizedOperations;
-  if (asked === undefined || asked === OPERATIONS_NOT_ASKED || name == null) return described;
-  return {
-    ...described,
-    authorizedOperations: operationsAllowed((operation) =>
-      check.sees(operation, resourceType, name),
-    ),
-  };
+  const filled = described.authorizedOperations;
+  const allowed = operationsOf(check, resourceType, name, filled);
+  return allowed === filled ? described : { ...described, authorizedOperations: allowed };
 }
 
 type MetadataTopic = NonNullable<
   Exclude<HandlerResult<typeof API_KEYS.Metadata>, typeof CLOSE_CONNECTION>['topics']
 >[number];
 
+/** A Metadata topic with its authorized operations the peer's (operationsOf). */
 function withTopicOperationsAllowed(check: Check, topic: MetadataTopic): MetadataTopic {
-  const asked = topic.topicAuthorizedOperations;
-  if (asked === undefined || asked === OPERATIONS_NOT_ASKED || topic.name == null) return topic;
-  return {
-    ...topic,
-    topicAuthorizedOperations: operationsAllowed((operation) =>
-      check.sees(operation, 'Topic', topic.name!),
-    ),
-  };
+  const filled = topic.topicAuthorizedOperations;
+  const allowed = operationsOf(check, 'Topic', topic.name, filled);
+  return allowed === filled ? topic : { ...topic, topicAuthorizedOperations: allowed };
 }
 
 type FetchResponse = Exclude<HandlerResult<typeof API_KEYS.OffsetFetch>, typeof CLOSE_CONNECTION>;

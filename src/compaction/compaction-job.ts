@@ -22,8 +22,6 @@ import { rewriteSegments } from './segment-rewriter.js';
 import { describeThrown, loadStrategy, type StrategyRef } from './strategy-registry.js';
 import type { BucketView, GarbageQuery, LogInspector } from './strategy.js';
 
-/** A compaction job: plain data. */
-
 /**
  * What begins the message of an error nothing in a worker thread caught, which ended the thread
  * and failed its job (compaction-worker.ts marks it so).
@@ -31,6 +29,7 @@ import type { BucketView, GarbageQuery, LogInspector } from './strategy.js';
 export const UNCAUGHT_IN_WORKER =
   'the worker thread running the job ended on an error nothing caught';
 
+/** A compaction job: plain data. */
 export interface CompactionJob {
   /** The offsets-bucket's log directory (outputs are written there). */
   dir: string;

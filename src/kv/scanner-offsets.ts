@@ -88,6 +88,8 @@ export class ScannerOffsets {
   readonly #onAutoCommitError: ((error: unknown) => void) | undefined;
   readonly #positions = new Map<string, Position>();
   #commitChain: Promise<void> = Promise.resolve();
+  /** Assignments in the order they were asked for (one's dropped buckets depend on the one before). */
+  readonly #assigns = new Serial();
   #timer: Timer | undefined;
   #closed = false;
 
@@ -152,9 +154,6 @@ export class ScannerOffsets {
     const normalized = normalizeBuckets(buckets, 'buckets', true);
     return this.#assigns.run(() => this.#assign(normalized));
   }
-
-  /** Assignments in the order they were asked for (one's dropped buckets depend on the one before). */
-  readonly #assigns = new Serial();
 
   async #assign(normalized: TableBucket[]): Promise<void> {
     this.#checkOpen();

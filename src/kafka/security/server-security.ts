@@ -236,6 +236,8 @@ export class ServerSecurity {
   #refusedConnections = 0;
   /** When a refused connection was last warned of (see connectionOpened). */
   #refusalWarnedAtMs = -Infinity;
+  /** Reloads of the users and ACLs, one after another (see reload). */
+  readonly #reloads = new Serial();
   #denied = 0;
 
   private constructor(fields: {
@@ -381,8 +383,6 @@ export class ServerSecurity {
   reload(): Promise<void> {
     return this.#reloads.run(() => this.#reload());
   }
-
-  readonly #reloads = new Serial();
 
   async #reload(): Promise<void> {
     await this.#checkDirectory?.();

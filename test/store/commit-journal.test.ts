@@ -53,6 +53,21 @@ async function commitTogether(store: OffsetStore, groups: string[], rounds: numb
   return from + rounds - 1;
 }
 
+/**
+ * A store whose groups (one per offsets-bucket) committed `rounds` times together, its files copied
+ * while it ran, as a process crash leaves them: the copy, the groups and the last offset committed.
+ */
+async function imageOfCommits(rounds: number, from = 0) {
+  const dir = tempDir();
+  const store = await openStore(dir, OPTIONS);
+  const groups = groupPerBucket(store);
+  const last = await commitTogether(store, groups, rounds, from);
+  const image = tempDir();
+  copyStoreDir(dir, image);
+  await store.close();
+  return { image, groups, last };
+}
+
 /** The active (last) segment of each offsets-bucket's log, with its size now. */
 function activeSegments(dir: string, buckets = BUCKETS): { file: string; bytes: number }[] {
   return Array.from({ length: buckets }, (_, i) => {
@@ -564,13 +579,7 @@ describe('the commit journal of a store', () => {
   });
 
   it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {
-    const dir = tempDir();
-    const store = await openStore(dir, OPTIONS);
-    const groups = groupPerBucket(store);
-    const last = await commitTogether(store, groups, 10);
-    const image = tempDir();
-    copyStoreDir(dir, image);
-    await store.close();
+    const { image, groups, last } = await imageOfCommits(10);
     const recovered = await openStore(image, OPTIONS);
     expect(recovered.recoveryReports().map((r) => r?.journalBatches ?? 0)).toEqual(
       Array(BUCKETS).fill(0),
@@ -582,13 +591,7 @@ describe('the commit journal of a store', () => {
   });
 
   it('refuses a crash image whose journal lost durable rounds, naming the way out; with journal/ moved away, as docs/recovery.md allows after a process crash, it opens from its logs with every commit', async () => {
-    const dir = tempDir();
-    const store = await openStore(dir, OPTIONS);
-    const groups = groupPerBucket(store);
-    const last = await commitTogether(store, groups, 20);
-    const image = tempDir();
-    copyStoreDir(dir, image); // the files as a process crash leaves them
-    await store.close();
+    const { image, groups, last } = await imageOfCommits(20);
     const [file] = readdirSync(path.join(image, JOURNAL_DIR)).filter((f) => f.endsWith('.journal'));
     const journalFile = path.join(image, JOURNAL_DIR, file!);
     const bytes = readFileSync(journalFile);
@@ -610,13 +613,7 @@ describe('the commit journal of a store', () => {
   });
 
   it('refuses a journal file renamed (its rounds name another file), in verify and at open, rather than dropping its rounds as torn: they may be acknowledged commits the logs lack', async () => {
-    const dir = tempDir();
-    const store = await openStore(dir, OPTIONS);
-    const groups = groupPerBucket(store);
-    const last = await commitTogether(store, groups, 10);
-    const image = tempDir();
-    copyStoreDir(dir, image); // the files as a process crash leaves them
-    await store.close();
+    const { image, groups, last } = await imageOfCommits(10);
     const [file] = readdirSync(path.join(image, JOURNAL_DIR)).filter((f) => f.endsWith('.journal'));
     const sequence = Number(file!.slice(0, 20));
     const renamed = `${String(sequence + 1).padStart(20, '0')}.journal`;
@@ -657,17 +654,8 @@ describe('the commit journal of a store', () => {
   });
 
   it("refuses another store's journal copied in, whose batches contradict the logs' active segments, writing nothing, in verify and at open", async () => {
-    const crashed = async (rounds: number, from: number) => {
-      const dir = tempDir();
-      const store = await openStore(dir, OPTIONS);
-      await commitTogether(store, groupPerBucket(store), rounds, from);
-      const image = tempDir();
-      copyStoreDir(dir, image);
-      await store.close();
-      return image;
-    };
-    const mine = await crashed(10, 0);
-    const other = await crashed(20, 1000);
+    const mine = (await imageOfCommits(10)).image;
+    const other = (await imageOfCommits(20, 1000)).image;
     rmSync(path.join(mine, JOURNAL_DIR), { recursive: true });
     cpSync(path.join(other, JOURNAL_DIR), path.join(mine, JOURNAL_DIR), { recursive: true });
     const logs = () =>

@@ -34,7 +34,14 @@ export interface ScannerOffsetsPort {
   /** Commits without a member (the store's `commitOffsets`); resolves once durable. */
   commitOffsets(
     groupId: string,
-    offsets: { tableId: number; partitionId: number | null; bucketId: number; offset: number }[],
+    offsets: {
+      tableId: number;
+      partitionId: number | null;
+      bucketId: number;
+      offset: number;
+      leaderEpoch?: number;
+      metadata?: string;
+    }[],
   ): Promise<void>;
   /** Fetches committed offsets, one per bucket, null where none (the store's `fetchOffsets`). */
   fetchOffsets(groupId: string, buckets: TableBucket[]): Promise<(CommittedOffsetValue | null)[]>;
@@ -75,6 +82,12 @@ interface Position {
   committed: number | undefined;
   /** When `committed` was committed (the store's clock), when known. */
   committedAtMs: number | undefined;
+  /**
+   * The leader epoch and metadata committed with `committed` (-1 and '' once this scanner commits a
+   * moved position): a refresh of an unmoved position writes them again, not blanks.
+   */
+  leaderEpoch: number;
+  metadata: string;
 }
 
 /** Manual-assignment positions and commits of one scanner in a group. */
@@ -173,6 +186,8 @@ export class ScannerOffsets {
         position: usable ? value.offset : await this.#missing(bucket),
         committed: value?.offset,
         committedAtMs: value?.commitTimestampMs,
+        leaderEpoch: value?.leaderEpoch ?? -1,
+        metadata: value?.metadata ?? '',
       });
     }
     const dropped = [...this.#positions.keys()].filter((k) => !keys.has(k));
@@ -259,11 +274,24 @@ export class ScannerOffsets {
       (p) => this.#moved(p) || this.#expiring(p, nowMs),
     );
     if (due.length === 0) return;
-    const snapshot = due.map((p) => ({ ...p.bucket, offset: p.position }));
+    // A moved position is a new commit of the scanner's own (no leader epoch, no metadata); an
+    // unmoved one is the last commit written again, as it was.
+    const snapshot = due.map((p) => {
+      const moved = this.#moved(p);
+      return {
+        ...p.bucket,
+        offset: p.position,
+        leaderEpoch: moved ? -1 : p.leaderEpoch,
+        metadata: moved ? '' : p.metadata,
+      };
+    });
     await this.#port.commitOffsets(this.groupId, snapshot);
     due.forEach((p, i) => {
-      p.committed = snapshot[i]!.offset;
+      const written = snapshot[i]!;
+      p.committed = written.offset;
       p.committedAtMs = nowMs;
+      p.leaderEpoch = written.leaderEpoch;
+      p.metadata = written.metadata;
     });
   }
 

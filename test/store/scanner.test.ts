@@ -327,6 +327,42 @@ describe('ScannerOffsets', () => {
     await store.close();
   });
 
+  it("writes a quiet bucket's offset again with the leader epoch and metadata it was committed with", async () => {
+    const DAY = 24 * 3600 * 1000;
+    const clock = new ManualClock(T0);
+    const fs = new TrackingFileSystem();
+    const store = await openStore(tempDir(), {
+      clock,
+      fs,
+      bucketCount: 1,
+      offsetsRetentionMs: 7 * DAY,
+      offsetsRetentionCheckIntervalMs: 3600 * 1000,
+    });
+    // A consumer committed B0 with an epoch and metadata; the scanner takes over and never moves it.
+    await store.commitOffsets('g', [{ ...B0, offset: 1000, leaderEpoch: 7, metadata: 'host-a' }]);
+    const scanner = store.scanner('g', { autoCommitIntervalMs: 3600 * 1000 });
+    await scanner.assign([B0, B1]);
+    for (let hour = 1; hour <= 8 * 24; hour++) {
+      scanner.advance(B1, hour);
+      clock.advance(3600 * 1000);
+      await ioIdle(fs);
+    }
+    const [b0, b1] = await store.fetchOffsets('g', [B0, B1]);
+    expect(b0, 'refreshed, not expired').toMatchObject({
+      offset: 1000,
+      leaderEpoch: 7,
+      metadata: 'host-a',
+    });
+    expect(b0!.commitTimestampMs, 'written again within the retention').toBeGreaterThan(T0 + DAY);
+    expect(b1, "the scanner's own commits carry neither").toMatchObject({
+      offset: 8 * 24,
+      leaderEpoch: -1,
+      metadata: '',
+    });
+    await scanner.close();
+    await store.close();
+  });
+
   it('after a crash without commit, a new scanner resumes at the last commit', async () => {
     const dir = tempDir();
     const store = await openStore(dir);

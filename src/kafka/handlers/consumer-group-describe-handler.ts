@@ -16,7 +16,7 @@ import { errorMessageOf } from './kafka-error-code.js';
 import type { RequestHandler } from './request-handler.js';
 import { bucketsByTopic, topicNamesOf } from './topic-mapping.js';
 import { mapAsyncInTurns } from './in-turns.js';
-import { ALL_GOVERNED_OPERATIONS, OPERATIONS_NOT_ASKED } from './authorized-operations.js';
+import { ALL_GROUP_OPERATIONS, OPERATIONS_NOT_ASKED } from './authorized-operations.js';
 
 function assignmentOf(context: HandlerContext, buckets: readonly TableBucket[]) {
   return {
@@ -85,7 +85,7 @@ export const handleConsumerGroupDescribe: RequestHandler<
     describeOne(
       context,
       groupId,
-      request.includeAuthorizedOperations ? ALL_GOVERNED_OPERATIONS : OPERATIONS_NOT_ASKED,
+      request.includeAuthorizedOperations ? ALL_GROUP_OPERATIONS : OPERATIONS_NOT_ASKED,
     ),
   ),
 });

@@ -18,7 +18,7 @@
 import { OffsetStoreError } from '../../errors/index.js';
 import type { ClassicGroupDescription } from '../../group/index.js';
 import { KAFKA_ERROR, type API_KEYS, type ResponseInputOf } from '../protocol/index.js';
-import { ALL_GOVERNED_OPERATIONS, OPERATIONS_NOT_ASKED } from './authorized-operations.js';
+import { ALL_GROUP_OPERATIONS, OPERATIONS_NOT_ASKED } from './authorized-operations.js';
 import { encodeAssignment, encodeSubscription } from './consumer-protocol.js';
 import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
@@ -126,7 +126,7 @@ export const handleDescribeGroups: RequestHandler<typeof API_KEYS.DescribeGroups
     describeOne(
       context,
       groupId,
-      request.includeAuthorizedOperations ? ALL_GOVERNED_OPERATIONS : OPERATIONS_NOT_ASKED,
+      request.includeAuthorizedOperations ? ALL_GROUP_OPERATIONS : OPERATIONS_NOT_ASKED,
     ),
   ),
 });

@@ -10,7 +10,12 @@ export { HandlerContext, type HandlerSettings } from './handler-context.js';
 export { topicNamed as fetchedTopic } from './fetch-handler.js';
 export { HANDLERS } from './handler-table.js';
 export { errorMessageOf, kafkaErrorCode } from './kafka-error-code.js';
-export { OPERATIONS_NOT_ASKED, operationsAllowed } from './authorized-operations.js';
+export {
+  GROUP_OPERATIONS,
+  OPERATIONS_NOT_ASKED,
+  operationsAllowed,
+  TOPIC_OPERATIONS,
+} from './authorized-operations.js';
 export { LongPolls } from './long-polls.js';
 export { commitOffsetColumns, handleOffsetCommit } from './offset-commit-handler.js';
 export {

@@ -19,7 +19,7 @@ import type { HandlerContext } from './handler-context.js';
 import type { RequestHandler } from './request-handler.js';
 import { mapInTurns } from './in-turns.js';
 import {
-  ALL_GOVERNED_OPERATIONS,
+  ALL_TOPIC_OPERATIONS,
   CLUSTER_OPERATIONS,
   OPERATIONS_NOT_ASKED,
 } from './authorized-operations.js';
@@ -124,7 +124,7 @@ export const handleMetadata: RequestHandler<typeof API_KEYS.Metadata> = (
       : OPERATIONS_NOT_ASKED,
   };
   const operations = request.includeTopicAuthorizedOperations
-    ? ALL_GOVERNED_OPERATIONS
+    ? ALL_TOPIC_OPERATIONS
     : OPERATIONS_NOT_ASKED;
   const asked = request.topics;
   if (asked === null || (header.apiVersion === 0 && asked.length === 0)) {

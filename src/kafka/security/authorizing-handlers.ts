@@ -42,7 +42,9 @@ import {
   CLOSE_CONNECTION,
   OPERATIONS_NOT_ASKED,
   errorMessageOf,
+  GROUP_OPERATIONS,
   operationsAllowed,
+  TOPIC_OPERATIONS,
   fetchedTopic,
   type HandlerContext,
   type HandlerResult,
@@ -481,7 +483,8 @@ function operationsOf(
   filled: number | undefined,
 ): number | undefined {
   if (filled === undefined || filled === OPERATIONS_NOT_ASKED || name == null) return filled;
-  return operationsAllowed((operation) => check.sees(operation, resourceType, name));
+  const governed = resourceType === 'Topic' ? TOPIC_OPERATIONS : GROUP_OPERATIONS;
+  return operationsAllowed(governed, (operation) => check.sees(operation, resourceType, name));
 }
 
 /** A described group with its authorized operations the peer's (operationsOf). */

@@ -163,11 +163,12 @@ describe('DescribeGroups', () => {
 });
 
 describe('authorized operations (KIP-430)', () => {
-  // Kafka's ACL operation codes: Read 3, Delete 6, Describe 8; a set is a bit per code.
+  // Kafka's ACL operation codes: Read 3, Write 4, Delete 6, Describe 8; a set is a bit per code.
   const READ_DESCRIBE_DELETE = (1 << 3) | (1 << 6) | (1 << 8);
+  const AND_WRITE = READ_DESCRIBE_DELETE | (1 << 4);
   const NOT_ASKED = -2147483648;
 
-  it('are every operation the ACLs govern when asked for (no authorizer): groups and topics Read, Describe and Delete, the cluster none; MIN_VALUE when not asked or for a group answered with an error', async () => {
+  it('are every operation the ACLs govern when asked for (no authorizer): groups Read, Describe and Delete, topics those and Write, the cluster none; MIN_VALUE when not asked or for a group answered with an error', async () => {
     const { t, client } = await start();
     await seed(t);
     for (const asked of [true, false]) {
@@ -198,11 +199,12 @@ describe('authorized operations (KIP-430)', () => {
           includeTopicAuthorizedOperations: asked,
         });
         expect(metadata.clusterAuthorizedOperations, `v${version}`).toBe(asked ? 0 : NOT_ASKED);
+        const topicExpected = asked ? AND_WRITE : NOT_ASKED;
         expect(
           metadata.topics.map((m) => [m.name, m.errorCode, m.topicAuthorizedOperations]),
         ).toEqual([
-          ['orders', 0, expected],
-          ['missing', KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, expected],
+          ['orders', 0, topicExpected],
+          ['missing', KAFKA_ERROR.UNKNOWN_TOPIC_OR_PARTITION, topicExpected],
         ]);
       }
       const all = await client.send(API_KEYS.Metadata, 12, {
@@ -210,7 +212,11 @@ describe('authorized operations (KIP-430)', () => {
         allowAutoTopicCreation: false,
         includeTopicAuthorizedOperations: asked,
       });
-      expect(all.topics.map((m) => m.topicAuthorizedOperations)).toEqual([expected, expected]);
+      const topicExpected = asked ? AND_WRITE : NOT_ASKED;
+      expect(all.topics.map((m) => m.topicAuthorizedOperations)).toEqual([
+        topicExpected,
+        topicExpected,
+      ]);
     }
   });
 });

@@ -151,12 +151,12 @@ const codes = (response: Awaited<ReturnType<typeof commit>>) =>
   response.topics.map((t) => [t.name, t.partitions.map((p) => p.errorCode)]);
 
 describe('ACLs over the wire', () => {
-  it("reports the operations the principal's ACLs allow on a described group or topic when asked (Read implying Describe), all of them to a super user", async () => {
+  it("reports the operations the principal's ACLs allow on a described group or topic when asked (Read implying Describe), all of them to a super user; a topic's Write only by an ACL of All", async () => {
     const t = await start();
     const alice = await as(t, 'alice', 'alice-pw');
     const admin = await as(t, 'admin', 'admin-pw');
     await commit(alice, 'prefix-a', ['orders']);
-    const [READ, DELETE, DESCRIBE] = [1 << 3, 1 << 6, 1 << 8];
+    const [READ, WRITE, DELETE, DESCRIBE] = [1 << 3, 1 << 4, 1 << 6, 1 << 8];
     const groupsOf = async (client: RawKafkaClient) =>
       (
         await client.send(API_KEYS.DescribeGroups, 5, {
@@ -187,8 +187,27 @@ describe('ACLs over the wire', () => {
       orders,
       ['audit', KAFKA_ERROR.TOPIC_AUTHORIZATION_FAILED, -2147483648],
     ]);
+    // A topic's Write (a produce's) is the super user's, or granted by an ACL of All.
     expect(await topicsOf(admin, [{ name: 'audit' }])).toEqual([
-      ['audit', 0, READ | DELETE | DESCRIBE],
+      ['audit', 0, READ | WRITE | DELETE | DESCRIBE],
+    ]);
+    for (const c of clients.splice(0)) await c.close();
+    await t.close();
+    expect(t.warnings).toEqual([]);
+    const all = acl({
+      principal: 'User:alice',
+      operation: 'All',
+      resourceType: 'Topic',
+      name: 'orders',
+    });
+    const granted = await start([...ALICE_ACLS, all]);
+    const alice2 = await as(granted, 'alice', 'alice-pw');
+    expect(await topicsOf(alice2, [{ name: 'orders' }])).toEqual([
+      ['orders', 0, READ | WRITE | DELETE | DESCRIBE],
+    ]);
+    expect(await groupsOf(alice2), 'a group has no Write').toEqual([
+      ['prefix-a', 0, READ | DELETE | DESCRIBE],
+      ['other', KAFKA_ERROR.GROUP_AUTHORIZATION_FAILED, -2147483648],
     ]);
   });
 

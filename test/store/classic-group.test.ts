@@ -15,6 +15,7 @@ import {
   type ClassicJoinGroupRequest,
 } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
+import { TrackingFileSystem, ioIdle } from './store-fixtures.js';
 import { outcomeCode as code } from '../support/outcome-code.js';
 
 const TABLE = 7;
@@ -463,10 +464,12 @@ describe('the classic protocol over a real store', () => {
     const RETENTION_MS = 7 * DAY;
     const dir = tempDir();
     const clock = new ManualClock(1_700_000_000_000);
+    const fs = new TrackingFileSystem();
     const open = () =>
       OffsetStore.open({
         dir,
         clock,
+        fs,
         durability: 'os',
         bucketCount: 1,
         offsetsRetentionMs: RETENTION_MS,
@@ -478,6 +481,7 @@ describe('the classic protocol over a real store', () => {
       for (let moved = 0; moved < ms; moved += HOUR) {
         clock.advance(Math.min(HOUR, ms - moved));
         await drain();
+        await ioIdle(fs); // a loaded machine's writes take longer than a drain
       }
     };
     let store = await open();

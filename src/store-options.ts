@@ -27,12 +27,12 @@ import {
   type MemberDescription,
 } from './group/index.js';
 import {
-  SystemClock,
   callUserCallback,
   checkClock,
+  checkOptionsBag,
   failureMessage,
-  notAnOptionsObject,
   refuseUnknownOptions,
+  SystemClock,
   TIMER_MS_MAX,
   withoutTimers,
   type Clock,
@@ -456,10 +456,8 @@ export function resolveStrategyOption(strategy: unknown, name: string): Strategy
 }
 
 function resolveCompaction(options: CompactionOptions | undefined): ResolvedCompaction {
-  const shape = options === undefined ? undefined : notAnOptionsObject(options);
-  if (shape !== undefined)
-    throw new TypeError(`options.compaction must be an object, got ${shape}`);
-  refuseUnknownOptions(options, COMPACTION_OPTION_NAMES, 'options.compaction');
+  if (options !== undefined)
+    checkOptionsBag(options, COMPACTION_OPTION_NAMES, 'options.compaction');
   const {
     strategy,
     minDirtyRatio: rawMinDirtyRatio,
@@ -667,8 +665,7 @@ const COMPACTION_OPTION_NAMES = [
 
 /** Validates options and applies defaults; each option is read once (a getter is not asked twice). */
 export function resolveOptions(options: OffsetStoreOptions): ResolvedOptions {
-  if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
-  refuseUnknownOptions(options, STORE_OPTION_NAMES, 'options');
+  checkOptionsBag(options, STORE_OPTION_NAMES, 'options');
   const {
     dir,
     bucketCount,

@@ -69,11 +69,10 @@ import {
 import { ClassicGroups } from './classic-groups.js';
 import { OffsetsBucket, type OffsetsBucketOptions } from './shard/index.js';
 import {
-  Serial,
   callUserCallback,
+  checkOptionsBag,
   failureMessage,
-  notAnOptionsObject,
-  refuseUnknownOptions,
+  Serial,
   settleAtMost,
   type Timer,
 } from './util/index.js';
@@ -735,9 +734,7 @@ export class OffsetStore {
         'INVALID_REQUEST',
         'a hosting store does not compact: its host checkpoints each bucket',
       );
-    const shape = options === undefined ? undefined : notAnOptionsObject(options);
-    if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
-    refuseUnknownOptions(options, ['onBucketCompacted'], 'options');
+    if (options !== undefined) checkOptionsBag(options, ['onBucketCompacted'], 'options');
     const onBucketCompacted = options?.onBucketCompacted;
     if (onBucketCompacted !== undefined && typeof onBucketCompacted !== 'function')
       throw new TypeError('onBucketCompacted must be a function');
@@ -1428,9 +1425,7 @@ export class OffsetStore {
     this.#checkWritable('deleteOffsets');
     validateGroupId(groupId);
     const refs = normalizeBuckets(buckets, 'buckets', true);
-    const shape = options === undefined ? undefined : notAnOptionsObject(options);
-    if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
-    refuseUnknownOptions(options, ['classicSubscriptions'], 'options');
+    if (options !== undefined) checkOptionsBag(options, ['classicSubscriptions'], 'options');
     const classicSubscriptions = options?.classicSubscriptions;
     if (classicSubscriptions !== undefined && typeof classicSubscriptions !== 'function')
       throw new TypeError('options.classicSubscriptions must be a function');
@@ -1509,9 +1504,10 @@ export class OffsetStore {
         commit: (g, offsets, commitOptions) =>
           this.commitOffsets(g, offsets as OffsetCommit[], commitOptions),
         stopped: (stopped) => this.#members.delete(stopped),
+        clock: this.#options.clock,
       },
       groupId,
-      { clock: this.#options.clock, ...options },
+      options,
     );
     // Close began while it joined, and stops only the members it knows of: this one is stopped
     // here, as close stops every member. It joined (its snapshot is durable), so it is returned,
@@ -1869,9 +1865,7 @@ function storedStrategy(
 
 /** FetchOptions' requireStable, checked: a bag that is not an object, or a value not a boolean, is a TypeError. */
 function requiresStable(options: FetchOptions): boolean {
-  const shape = notAnOptionsObject(options);
-  if (shape !== undefined) throw new TypeError(`options must be an object, got ${shape}`);
-  refuseUnknownOptions(options, ['requireStable', 'member'], 'options');
+  checkOptionsBag(options, ['requireStable', 'member'], 'options');
   const requireStable: unknown = options.requireStable;
   if (requireStable !== undefined && typeof requireStable !== 'boolean')
     throw new TypeError(`options.requireStable must be a boolean, got ${typeof requireStable}`);

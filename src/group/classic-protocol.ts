@@ -11,7 +11,7 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED } from '../model/index.js';
-import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
+import { checkOptionsBag, notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
 import type { ClassicJoinMember } from './classic-group.js';
 import type { ClassicProtocol } from './classic-member.js';
 import { MEMBER_ID_LENGTH_MAX, MEMBER_TIMEOUT_MS_MAX } from './heartbeat.js';
@@ -336,8 +336,11 @@ function invalid(message: string): never {
 
 /** `value`, checked to be an object; with `known`, one holding no key but those (refuseUnknownOptions). */
 function object<T>(value: T, what: string, known?: readonly string[]): T {
-  if (notAnOptionsObject(value) !== undefined) throw new TypeError(`${what} must be an object`);
-  if (known !== undefined) refuseUnknownOptions(value as object, known, 'request');
+  if (known !== undefined) checkOptionsBag(value, known, 'request', what);
+  else {
+    const shape = notAnOptionsObject(value);
+    if (shape !== undefined) throw new TypeError(`${what} must be an object, got ${shape}`);
+  }
   return value;
 }
 

@@ -20,12 +20,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { isOffsetStoreError } from '../errors/index.js';
 import {
-  SystemClock,
   callUserCallback,
+  checkOptionsBag,
   failureMessage,
   isClock,
-  notAnOptionsObject,
-  refuseUnknownOptions,
+  SystemClock,
   TIMER_MS_MAX,
   type Clock,
   type Timer,
@@ -58,6 +57,8 @@ export interface GroupMemberPort {
   ): Promise<void>;
   /** Hears that the member stopped (left, or stopped heartbeating): the store forgets it. */
   stopped?(member: GroupMember): void;
+  /** Time and timers of a member whose options give no clock (the store's); default: the system's. */
+  readonly clock?: Clock;
 }
 
 const MEMBER_OPTION_NAMES = [
@@ -147,7 +148,7 @@ export class GroupMember {
     this.#port = port;
     this.groupId = groupId;
     this.#options = options;
-    this.#clock = options.clock ?? new SystemClock();
+    this.#clock = options.clock ?? port.clock ?? new SystemClock();
     this.#retryBackoffMs = options.retryBackoffMs ?? 1000;
     this.#memberId = options.memberId;
   }
@@ -163,8 +164,7 @@ export class GroupMember {
     groupId: string,
     options: MemberOptions,
   ): Promise<GroupMember> {
-    if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
-    refuseUnknownOptions(options, MEMBER_OPTION_NAMES, 'options');
+    checkOptionsBag(options, MEMBER_OPTION_NAMES, 'options');
     const {
       subscribedTableIds,
       instanceId,

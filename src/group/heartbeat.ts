@@ -16,7 +16,7 @@ import {
   type TableBucket,
   type BucketRef,
 } from '../model/index.js';
-import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
+import { checkOptionsBag } from '../util/index.js';
 import { BucketSet } from './bucket-set.js';
 import { LEAVE_GROUP_STATIC_MEMBER_EPOCH } from './consumer-member.js';
 
@@ -110,9 +110,7 @@ export function normalizeHeartbeatRequest(
   request: HeartbeatRequest,
   isAssignor: (name: string) => boolean,
 ): NormalizedHeartbeat {
-  if (notAnOptionsObject(request) !== undefined)
-    throw new TypeError('heartbeat request must be an object');
-  refuseUnknownOptions(request, HEARTBEAT_REQUEST_NAMES, 'request');
+  checkOptionsBag(request, HEARTBEAT_REQUEST_NAMES, 'request', 'heartbeat request');
   const {
     memberEpoch,
     memberId: rawMemberId,

@@ -12,7 +12,7 @@
  * both group types (UNKNOWN_MEMBER_ID).
  */
 import { OffsetStoreError } from '../errors/index.js';
-import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
+import { checkOptionsBag } from '../util/index.js';
 import { MEMBER_ID_LENGTH_MAX } from './heartbeat.js';
 
 /** Which members to remove: exactly one of the three. */
@@ -41,9 +41,7 @@ export type NormalizedRemoval =
 
 /** Checks and normalizes a removal request; see the module header. */
 export function normalizeRemoveMembersRequest(request: RemoveMembersRequest): NormalizedRemoval {
-  if (notAnOptionsObject(request) !== undefined)
-    throw new TypeError('the removal request must be an object');
-  refuseUnknownOptions(request, ['all', 'memberIds', 'instanceIds'], 'request');
+  checkOptionsBag(request, ['all', 'memberIds', 'instanceIds'], 'request', 'the removal request');
   const { all, memberIds, instanceIds } = request;
   if (all !== undefined && typeof all !== 'boolean') throw new TypeError('all must be a boolean');
   const given = [all === true, memberIds !== undefined, instanceIds !== undefined].filter(

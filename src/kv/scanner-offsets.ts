@@ -18,9 +18,8 @@
 import { OffsetStoreError } from '../errors/index.js';
 import {
   callUserCallback,
+  checkOptionsBag,
   failureMessage,
-  notAnOptionsObject,
-  refuseUnknownOptions,
   Serial,
   type Clock,
   type Timer,
@@ -118,10 +117,7 @@ export class ScannerOffsets {
     options: ScannerOptions = {},
   ) {
     // Each option is read once; the scanner keeps the copies.
-    const shape = notAnOptionsObject(options);
-    if (shape !== undefined)
-      throw new TypeError(`the scanner's options must be an object, got ${shape}`);
-    refuseUnknownOptions(options, SCANNER_OPTION_NAMES, 'options');
+    checkOptionsBag(options, SCANNER_OPTION_NAMES, 'options', "the scanner's options");
     const { onMissing, autoCommitIntervalMs, onAutoCommitError } = options;
     if (
       onMissing !== undefined &&

@@ -20,7 +20,7 @@ import {
   normalizeBucketRef,
   type TableBucket,
 } from '../model/index.js';
-import { notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
+import { checkOptionsBag } from '../util/index.js';
 import { BucketKeySet } from './bucket-key-set.js';
 
 /**
@@ -224,10 +224,7 @@ const COMMIT_OPTION_NAMES = ['memberId', 'memberEpoch', 'generationId', 'groupIn
  */
 export function normalizeCommitOptions(options: unknown): CommitMember | null {
   if (options === undefined || options === null) return null;
-  const shape = notAnOptionsObject(options);
-  if (shape !== undefined)
-    throw new TypeError(`the commit's options must be an object, got ${shape}`);
-  refuseUnknownOptions(options as object, COMMIT_OPTION_NAMES, 'options');
+  checkOptionsBag(options, COMMIT_OPTION_NAMES, 'options', "the commit's options");
   const { memberId, memberEpoch, generationId, groupInstanceId } = options as {
     memberId?: unknown;
     memberEpoch?: unknown;

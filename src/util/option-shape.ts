@@ -13,6 +13,22 @@ export function notAnOptionsObject(value: unknown): string | undefined {
 }
 
 /**
+ * Checks an options bag whole: a TypeError naming what it is when it is no options object
+ * (`${what} must be an object, got an array`), then `refuseUnknownOptions`. `name` prefixes the
+ * keys in messages (`options.memberID`); `what` names the bag (default: `name`).
+ */
+export function checkOptionsBag(
+  value: unknown,
+  known: readonly string[],
+  name: string,
+  what: string = name,
+): asserts value is object {
+  const shape = notAnOptionsObject(value);
+  if (shape !== undefined) throw new TypeError(`${what} must be an object, got ${shape}`);
+  refuseUnknownOptions(value as object, known, name);
+}
+
+/**
  * Refuses an options bag holding a key that is not one of `known` (a TypeError naming it, and the
  * option it most likely misspells): a misspelt option would otherwise be ignored in silence, and a
  * store created with `bucketcount: 64` keeps its default bucket count for good, a commit with

@@ -129,6 +129,49 @@ describe('options bags refuse keys that are not options', () => {
     expect((await s.listGroups()).map((g) => g.groupId).sort()).toEqual(['g', 'live']);
   });
 
+  it('names what a bag that is no object is, in every call that takes one', async () => {
+    store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
+    const s = store;
+    const { memberId } = await s.heartbeat('live', { memberEpoch: 0, subscribedTableIds: [1] });
+    // An array is an object to typeof: taken as a bag, every option would be at its default.
+    const calls: [string, () => unknown, string][] = [
+      [
+        'a commit',
+        () => s.commitOffsets('g', [{ ...BUCKET, offset: 2 }], [] as never),
+        "the commit's options",
+      ],
+      ['a fetch', () => s.fetchOffsets('g', [BUCKET], [] as never), 'options'],
+      ['a scanner', () => s.scanner('g', [] as never), "the scanner's options"],
+      ['a member joining', () => s.joinGroup('joined', [] as never), 'options'],
+      ['a heartbeat', () => s.heartbeat('live', [] as never), 'heartbeat request'],
+      ['a removal of members', () => s.removeMembers('live', [] as never), 'the removal request'],
+      ['a compaction', () => s.compact([] as never), 'options'],
+      ['a deletion of offsets', () => s.deleteOffsets('g', [BUCKET], [] as never), 'options'],
+      [
+        'a classic heartbeat',
+        () => s.classic.heartbeat('classic', [] as never),
+        'the Heartbeat request',
+      ],
+      ['an open', () => OffsetStore.open([] as never), 'options'],
+      [
+        'an open with compaction options',
+        () => OffsetStore.open({ dir: tempDir(), compaction: [] as never }),
+        'options.compaction',
+      ],
+    ];
+    for (const [what, call, bag] of calls) {
+      let outcome: unknown;
+      try {
+        outcome = await call();
+      } catch (error) {
+        outcome = error;
+      }
+      expect(outcome, what).toBeInstanceOf(TypeError);
+      expect((outcome as Error).message, what).toBe(`${bag} must be an object, got an array`);
+    }
+    expect((await s.describeGroup('live')).members.map((m) => m.memberId)).toEqual([memberId]);
+  });
+
   it('counts inherited keys: an open whose options inherit an unknown key is refused before creating anything', async () => {
     const dir = tempDir();
     // What a parsed `__proto__` key turns into once copied with Object.assign: an inherited bag.

@@ -7,8 +7,7 @@ import type { OffsetStore } from '../../store.js';
 import { warningsTo } from '../../store-options.js';
 import {
   checkClock,
-  notAnOptionsObject,
-  refuseUnknownOptions,
+  checkOptionsBag,
   SystemClock,
   TIMER_MS_MAX,
   type Clock,
@@ -233,8 +232,7 @@ const SERVER_OPTION_NAMES = [
 
 /** Checks the options (each read once) and applies the defaults. */
 export function resolveServerOptions(options: KafkaServerOptions): ResolvedServerOptions {
-  if (notAnOptionsObject(options) !== undefined) throw new TypeError('options must be an object');
-  refuseUnknownOptions(options, SERVER_OPTION_NAMES, 'options');
+  checkOptionsBag(options, SERVER_OPTION_NAMES, 'options');
   const {
     store,
     listeners,

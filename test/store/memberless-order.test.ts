@@ -56,9 +56,11 @@ function release(fs: HeldDatasyncFileSystem): void {
 async function story(dir: string): Promise<string[]> {
   return (await records(dir, 'g')).map((r) =>
     r.recordType === 'group-snapshot'
-      ? (r.snapshot as { members?: unknown[] }).members?.length === 0
-        ? 'snapshot without members'
-        : 'snapshot with members'
+      ? r.snapshot === null
+        ? 'group deleted'
+        : (r.snapshot as { members?: unknown[] }).members?.length === 0
+          ? 'snapshot without members'
+          : 'snapshot with members'
       : r.tombstone
         ? `delete ${r.bucketId}`
         : `commit ${r.bucketId}=${r.offset}`,
@@ -109,5 +111,41 @@ describe('a change made without a member, while the snapshot of a leave waits be
     await Promise.all([...heartbeats, reset]);
     await store.close();
     expect((await story(dir)).slice(-2)).toEqual(['snapshot without members', 'commit 0=0']);
+  });
+
+  it('a retention pass expires the offsets after that snapshot, not while it waits', async () => {
+    const dir = tempDir();
+    const fs = new HeldDatasyncFileSystem();
+    const clock = new ManualClock(T0);
+    const store = await openStore(dir, {
+      fs,
+      bucketCount: 1,
+      clock,
+      offsetsRetentionMs: 1000,
+      offsetsRetentionCheckIntervalMs: 10,
+    });
+    const heartbeats = await leaveQueuedBehindAWrite(store, fs);
+    // Retention passes while the leave's snapshot waits: in memory the group is Empty, its offset
+    // long past the retention; on disk the member is still there.
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    release(fs);
+    await Promise.all(heartbeats);
+    // The next pass expires it.
+    for (let i = 0; i < 2000; i++) {
+      if ((await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0] === null) break;
+      clock.advance(1000);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect((await store.fetchOffsets('g', [{ tableId: 1, bucketId: 0 }]))[0]).toBeNull();
+    await store.close();
+    // The Empty group, left without offsets, is deleted after them.
+    expect((await story(dir)).slice(-3)).toEqual([
+      'snapshot without members',
+      'delete 0',
+      'group deleted',
+    ]);
   });
 });

@@ -818,6 +818,41 @@ describe('timers', () => {
     expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['b', 'c']);
   });
 
+  it("a rebalance timeout that runs out while the member's release waits on the group's lane does not fence it: the release runs first, and the next step has its own timeout", async () => {
+    const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 6 } } });
+    const a = ctx.member([1], { memberId: 'a' });
+    await a.beat({ rebalanceTimeoutMs: 20_000 }); // epoch 1, all six
+    await ctx.member([1], { memberId: 'b' }).beat(); // epoch 2: a keeps three
+    const first = await a.beat({ ownedBuckets: a.owned }, { lose: true }); // told to revoke three
+    ctx.clock.advance(19_000);
+    ctx.writer.hold = true;
+    const joined = ctx.member([1], { memberId: 'c' }).beat(); // epoch 3: its snapshot write is held
+    // A deletion waits on the lane for the write; a's release of the three waits behind it.
+    const deleted = ctx.coordinator.deleteGroup('g').catch((error: unknown) => error);
+    const released = ctx.heartbeat({
+      memberId: 'a',
+      memberEpoch: 1,
+      ownedBuckets: first.assignment ?? [],
+    });
+    ctx.clock.advance(1001); // the first revocation's timeout runs out meanwhile
+    ctx.writer.hold = false;
+    ctx.writer.release();
+    expect(await deleted).toMatchObject({ code: 'NON_EMPTY_GROUP' });
+    await joined;
+    const second = await released;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(second.memberEpoch, 'a released in time and was told its next step').toBe(2);
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['a', 'b', 'c']);
+    expect(ctx.coordinator.inspect('g')?.members.find((m) => m.memberId === 'a')?.state).toBe(
+      'UNREVOKED_PARTITIONS',
+    );
+    ctx.clock.advance(19_000); // the second step's timeout is 20 s from its start
+    expect(ctx.coordinator.describe('g')?.members).toHaveLength(3);
+    ctx.clock.advance(1001);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(ctx.coordinator.describe('g')?.members.map((m) => m.memberId)).toEqual(['b', 'c']);
+  });
+
   it("a heartbeat replaces the member's session timer: one timer per member however often it beats", async () => {
     const ctx = new GroupTestContext({ layouts: { 1: { bucketCount: 4 } } });
     const a = ctx.member([1], { memberId: 'a' });

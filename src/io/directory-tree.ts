@@ -6,6 +6,28 @@
 import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 
+/**
+ * The apparent sizes of the regular files under `dir`, summed for each of its entries (a file's own
+ * size, a folder's tree's), in one walk; empty when `dir` does not exist.
+ */
+export async function directoryBytesByEntry(dir: string): Promise<Map<string, number>> {
+  const sizes = new Map<string, number>();
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return sizes;
+    throw error;
+  }
+  for (const entry of entries) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) sizes.set(entry.name, await directoryBytes(full));
+    else if (entry.isFile())
+      sizes.set(entry.name, (await stat(full).catch(() => ({ size: 0 }))).size);
+  }
+  return sizes;
+}
+
 /** Sum of the apparent sizes of the regular files under `dir` (0 when it does not exist). */
 export async function directoryBytes(dir: string): Promise<number> {
   let entries;

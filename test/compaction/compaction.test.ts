@@ -281,7 +281,7 @@ async function readAllRecords(bucketDir: string, options: { sealedOnly?: boolean
 }
 
 describe('compaction crash safety (in process)', () => {
-  it('makes the names of the rewritten outputs durable (directory fsync) before the swap intent is written', async () => {
+  it('makes every rewritten output and their names durable (fdatasync, directory fsync) before the swap intent is written', async () => {
     const dir = tempDir();
     const ops: string[] = [];
     const fs = new (class extends FaultyFileSystem {
@@ -313,6 +313,16 @@ describe('compaction crash safety (in process)', () => {
     const lastOutput = ops.findLastIndex((op, i) => i < intent && /\.cleaned$/.test(op));
     expect(intent, ops.join(', ')).toBeGreaterThan(0);
     expect(ops[lastOutput], 'the last output is fdatasynced').toMatch(/^datasync .*\.cleaned$/);
+    // And every other: recovery renames each output of a durable intent into a sealed segment.
+    const outputs = new Set(
+      ops
+        .slice(0, intent)
+        .filter((op) => /^open .*\.cleaned$/.test(op))
+        .map((op) => op.slice('open '.length)),
+    );
+    expect(outputs.size, 'a rewrite of several outputs').toBeGreaterThan(1);
+    for (const name of outputs)
+      expect(ops.slice(ops.indexOf(`open ${name}`), intent), name).toContain(`datasync ${name}`);
     // Else a power loss after the intent is durable could keep the intent and lose an output's
     // name: recovery then finds an output under neither name.
     expect(ops.slice(lastOutput, intent), ops.join(', ')).toContain('syncDir');

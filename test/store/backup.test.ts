@@ -24,6 +24,7 @@ import {
 } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
+import type { OpenFlags } from '../../src/io/index.js';
 import { imageOf, openStore } from './store-fixtures.js';
 
 const GROUPS = Array.from({ length: 12 }, (_, i) => `group-${i}`);
@@ -156,6 +157,83 @@ describe('store.backup', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('makes every file and folder of the backup durable before it takes its name: each file fdatasynced, each folder synced after its last change; its store.json ends are exact', async () => {
+    const dir = tempDir();
+    const to = path.join(tempDir(), 'backup');
+    const partial = `${to}.partial`;
+    const ops: string[] = [];
+    const inBackup = (p: string) => p === partial || p.startsWith(partial + path.sep);
+    const fs = new (class extends FaultyFileSystem {
+      override async open(filePath: string, flags: OpenFlags, mode?: number) {
+        const handle = await super.open(filePath, flags, mode);
+        if (!inBackup(filePath) || flags === 'r') return handle;
+        ops.push(`write ${filePath}`);
+        return {
+          ...handle,
+          datasync: async () => {
+            await handle.datasync();
+            ops.push(`datasync ${filePath}`);
+          },
+        };
+      }
+      override async mkdir(p: string) {
+        await super.mkdir(p);
+        if (inBackup(p)) ops.push(`change ${path.dirname(p)}`);
+      }
+      override async rename(from: string, toPath: string) {
+        await super.rename(from, toPath);
+        if (from === partial) ops.push('named');
+        else if (inBackup(toPath)) ops.push(`change ${path.dirname(toPath)}`);
+      }
+      override async unlink(p: string) {
+        await super.unlink(p);
+        if (inBackup(p)) ops.push(`change ${path.dirname(p)}`);
+      }
+      override async syncDir(d: string) {
+        await super.syncDir(d);
+        if (inBackup(d)) ops.push(`syncDir ${d}`);
+      }
+    })();
+    const store = await openStore(dir, {
+      fs,
+      segmentBytesMax: 1024,
+      compaction: { strategy: 'checkpoint' },
+    });
+    await fillStore(store, 30);
+    await store.compact();
+    await fillStore(store, 3, 500);
+    writeFileSync(path.join(dir, 'kafka-topics.json'), '{"topics":[]}\n');
+    await store.backup(to);
+    await store.close();
+    const named = ops.indexOf('named');
+    expect(named, ops.join('\n')).toBeGreaterThan(0);
+    const before = ops.slice(0, named);
+    const written = before.filter((op) => op.startsWith('write ')).map((op) => op.slice(6));
+    expect(written.filter((f) => f.endsWith('.log')).length, 'segments copied').toBeGreaterThan(4);
+    for (const file of written)
+      expect(before.slice(before.indexOf(`write ${file}`)), file).toContain(`datasync ${file}`);
+    // A folder's entries (files created or renamed in, folders made, the marker removed) are
+    // durable once it is synced after its last change.
+    const folders = new Set([
+      ...before.filter((op) => op.startsWith('change ')).map((op) => op.slice(7)),
+      ...written.map((file) => path.dirname(file)),
+    ]);
+    folders.delete(path.dirname(partial)); // its parent: synced after the rename
+    for (const folder of folders) {
+      const lastChange = Math.max(
+        before.lastIndexOf(`change ${folder}`),
+        ...written
+          .filter((file) => path.dirname(file) === folder)
+          .map((file) => before.indexOf(`write ${file}`)),
+      );
+      expect(before.slice(lastChange), folder).toContain(`syncDir ${folder}`);
+    }
+    const manifest = JSON.parse(readFileSync(path.join(to, 'store.json'), 'utf8')) as {
+      buckets: { endExact: boolean }[];
+    };
+    expect(manifest.buckets.map((b) => b.endExact)).toEqual([true, true, true, true]);
   });
 
   it('copies checkpoints, the strategy state and the files beside the store', async () => {

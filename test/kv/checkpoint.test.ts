@@ -418,6 +418,41 @@ describe('LMDB checkpoints', () => {
     await reopened.close();
   });
 
+  it('a conversion back to checkpoints after one away whose cleanup failed keeps no checkpoint from before: an old one, taken before the log cleaner dropped tombstones, would bring deleted offsets back as a fallback', async () => {
+    const dir = tempDir();
+    const fs = new SegmentUnlinkFailures();
+    const history = generateHistory(11, 400);
+    const store = await OffsetStore.open({ ...options(dir), fs });
+    await applyHistory(store, history.slice(0, 200));
+    await store.compact(); // a checkpoint
+    await applyHistory(store, history.slice(200, 300));
+    fs.failing = true; // the cleanup of the conversion away fails: the environment stays
+    await expect(store.convertCompaction('log-cleaner')).rejects.toMatchObject({
+      code: 'LOG_STORAGE_ERROR',
+    });
+    fs.failing = false;
+    await applyHistory(store, history.slice(300));
+    await store.compact(); // the log cleaner drops what it may
+    await store.convertCompaction('checkpoint');
+    await store.close();
+    const env = await CheckpointStore.open(
+      new NodeFileSystem(),
+      path.join(dir, 'buckets', '000', 'checkpoint'),
+      { readOnly: true },
+    );
+    try {
+      expect(
+        env.list().map((c) => c.logOffset),
+        'only the one the conversion wrote',
+      ).toHaveLength(1);
+    } finally {
+      await env.close();
+    }
+    const reopened = await OffsetStore.open(options(dir));
+    expect(await stateOf(reopened)).toEqual(modelOf(history));
+    await reopened.close();
+  });
+
   it('a conversion whose store.json was renamed into place but whose folder sync failed: the old record is written again before compaction frees anything, and a crash then loses nothing', async () => {
     const dir = tempDir();
     const fs = new ManifestSyncFailure();

@@ -61,6 +61,23 @@ describe('resolveSwap', () => {
       ),
     ).toThrow(/not a contiguous run/);
   });
+
+  it('refuses an intent whose output is under neither its temporary name nor its own (lost before the intent was durable): nothing may be renamed or deleted', () => {
+    // The second output, 25, is gone: applying the swap would drop the batches of 20 and 30 it held.
+    expect(() =>
+      resolveSwap(
+        'compaction.swap',
+        intent,
+        [seg(10), seg(20), seg(30), seg(40)],
+        new Set([out(10).tempName]),
+        0,
+      ),
+    ).toThrow(/output 0+25\.log exists neither as 0+25\.log\.cleaned nor under its own name/);
+    // An output that shares an input's name (10) is present under it: that is not enough for 25.
+    expect(() =>
+      resolveSwap('compaction.swap', intent, [seg(10), seg(20), seg(30), seg(40)], new Set(), 0),
+    ).toThrow(/output 0+25\.log exists neither/);
+  });
 });
 
 describe('applySwap', () => {

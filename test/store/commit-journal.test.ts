@@ -281,6 +281,27 @@ describe('the commit journal of a store', () => {
     await again.close();
   });
 
+  it("refuses a log cut back below where the journal continues it (a gap between the log's end and the journal's first batch), in verify and at open, rather than serve the journal's batches after the gap", async () => {
+    const { image, synced } = await crashImage(10);
+    // Bucket 1's log loses its batches after the first, which it had synced itself: they are in
+    // no journal round, and the journal's first batch of the bucket is past them.
+    const { file } = synced[1]!;
+    const first = 4 + readFileSync(file).readUInt32LE(0);
+    expect(first).toBeLessThan(synced[1]!.bytes);
+    truncateSync(file, first);
+    const gap =
+      /log offsets 1\.\.\d+ are missing: the log and the commit journal hold batches up to log offset 0, and the journal continues at \d+/;
+    const verdict = await verifyLog(image);
+    expect(verdict.problems).toEqual([
+      expect.objectContaining({ kind: 'corrupt', reason: expect.stringMatching(gap) }),
+    ]);
+    await expect(openStore(image, OPTIONS)).rejects.toMatchObject({
+      code: 'CORRUPT_MESSAGE',
+      message: expect.stringMatching(gap),
+    });
+    expect(statSync(file).size, 'nothing written').toBe(first);
+  });
+
   it('a torn log tail whose batches the journal holds is said to be written again, not dropped as never acknowledged', async () => {
     const { image, synced } = await crashImage(10);
     // A power loss that kept 20 bytes of the first batch past the log's own last fdatasync.

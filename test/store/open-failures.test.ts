@@ -20,7 +20,7 @@ import { OffsetStore } from '../../src/index.js';
 import { NodeFileSystem } from '../../src/io/index.js';
 import { OffsetsTable } from '../../src/kv/index.js';
 import { Log, ManifestFile } from '../../src/log/index.js';
-import { dumpLog } from '../../src/admin/index.js';
+import { dumpLog, verifyLog } from '../../src/admin/index.js';
 import { logOptions } from '../support/log-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -65,12 +65,16 @@ describe('OffsetStore.open failures', () => {
     await second.commitOffsets('g', [{ tableId: 1, bucketId: 0, offset: 2 }]);
     await second.close();
     writeFileSync(path.join(dir, 'store.json'), older);
+    const olderThanLog =
+      /ends at log offset 2, past log offset 1, .*store\.json is older than the log/;
     await expect(OffsetStore.open({ dir })).rejects.toMatchObject({
       code: 'CORRUPT_MESSAGE',
-      message: expect.stringMatching(
-        /ends at log offset 2, past log offset 1, .*store\.json is older than the log/,
-      ),
+      message: expect.stringMatching(olderThanLog),
     });
+    // `log verify` says what the open does.
+    expect((await verifyLog(dir)).problems).toEqual([
+      expect.objectContaining({ kind: 'corrupt', reason: expect.stringMatching(olderThanLog) }),
+    ]);
   });
 
   it('refuses a whole batch of a format it does not know (attributes set, checksum valid) at the log tail after a crash, instead of cutting it as torn', async () => {

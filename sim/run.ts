@@ -17,7 +17,8 @@
  * - `--ci` runs the regression seeds, then SIM_SEEDS (default 25) random seeds in swarm mode with
  *   every fault (`--faults all --swarm`, 1000 operations each), from SIM_FROM (default: the time).
  * On a violation it prints the seed, the operation index, the message and the last actions, and exits
- * 1; the seed replays it with `npm run sim -- --seed N` and the same options.
+ * 1; the seed replays it with `npm run sim -- --seed N` and the same options. A seed still running
+ * after SIM_SEED_TIMEOUT_S seconds (default 600) is reported as hung, with its replay, and exits 1.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -133,8 +134,22 @@ export async function main(argv: string[]): Promise<number> {
   let totalCrashes = 0;
   let totalMs = 0;
   let seeds = 0;
+  // A seed that never finishes (a hang: a promise nobody settles) is a failure too, reported with
+  // its seed rather than left to the CI's time limit. The watchdog keeps the process alive: a
+  // simulation waiting on nothing would otherwise end it with no report, and exit code 0.
+  const seedTimeoutS = Number(process.env.SIM_SEED_TIMEOUT_S ?? 600);
+  if (!(seedTimeoutS > 0))
+    throw new RangeError(
+      `SIM_SEED_TIMEOUT_S must be a positive number of seconds, got ${seedTimeoutS}`,
+    );
   const runOne = async (options: SimOptions) => {
-    const result = await simulate(options);
+    const watchdog = setTimeout(() => {
+      console.log(
+        `\nHUNG: seed ${options.seed} has not finished after ${seedTimeoutS} s (SIM_SEED_TIMEOUT_S)\n\nreplay: npm run sim -- ${describe(options)} --verbose`,
+      );
+      process.exit(1);
+    }, seedTimeoutS * 1000);
+    const result = await simulate(options).finally(() => clearTimeout(watchdog));
     report(result, options);
     seeds++;
     totalOps += result.ops;

@@ -19,7 +19,7 @@ async function openManifest(bucketCount: number) {
     nowMs: 0,
   });
   const onDisk = () => JSON.parse(readFileSync(path.join(dir, 'store.json'), 'utf8'));
-  return { manifest, fs, onDisk };
+  return { dir, manifest, fs, onDisk };
 }
 
 describe('store manifest updates', () => {
@@ -81,5 +81,22 @@ describe('store manifest updates', () => {
     fs.plan = {};
     await manifest.update((m) => void (m.buckets[2]!.logEnd = 6));
     expect(onDisk().buckets.map((b: { logEnd: number }) => b.logEnd)).toEqual([0, 7, 6, 8]);
+  });
+
+  it('syncs the store folder when it opens an existing manifest, before anything relies on it: the last process may have renamed it into place and died before its folder sync', async () => {
+    const { dir } = await openManifest(2);
+    const synced: string[] = [];
+    const fs = new (class extends FaultyFileSystem {
+      override async syncDir(d: string) {
+        await super.syncDir(d);
+        synced.push(d);
+      }
+    })();
+    await ManifestFile.openOrCreate(fs, dir, {
+      bucketCount: 2,
+      compactionStrategy: 'log-cleaner',
+      nowMs: 0,
+    });
+    expect(synced).toContain(dir);
   });
 });

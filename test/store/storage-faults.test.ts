@@ -335,6 +335,25 @@ describe('a failing disk', () => {
     await reopened.close();
   });
 
+  it('backs up a store whose last compaction swap failed part way, completing the swap first: the backup opens with every offset', async () => {
+    // The swap's intent is durable from its fourth directory operation on (the renames, the unlinks).
+    for (const step of [4, 5, 6]) {
+      const dir = tempDir();
+      const fs = new FaultyFileSystem();
+      const store = await storeWithGarbage(dir, fs);
+      const before = await offsetsOf(store);
+      fs.plan = { failMetaOpAt: fs.metaOpCount + step };
+      await expect(store.compact()).rejects.toMatchObject({ code: 'LOG_STORAGE_ERROR' });
+      fs.plan = {};
+      const to = path.join(tempDir(), 'backup');
+      await store.backup(to);
+      await store.close();
+      const copy = await OffsetStore.open(options(to, new FaultyFileSystem()));
+      expect(await offsetsOf(copy), `step ${step}`).toEqual(before);
+      await copy.close();
+    }
+  });
+
   // The swap's second, third or fourth directory operation fails: the rename of its intent into
   // place, the fsync that makes it durable, the rename of its first output. Its outputs stay as
   // .cleaned files, and its intent, in place or not.

@@ -18,6 +18,18 @@ afterEach(async () => {
 
 const BUCKET = { tableId: 1, bucketId: 0 };
 
+/** The TypeError `call` throws or rejects with (a test failure naming `what` if it does not). */
+async function typeErrorOf(call: () => unknown, what: string): Promise<TypeError> {
+  let outcome: unknown;
+  try {
+    outcome = await call();
+  } catch (error) {
+    outcome = error;
+  }
+  expect(outcome, what).toBeInstanceOf(TypeError);
+  return outcome as TypeError;
+}
+
 describe('options bags refuse keys that are not options', () => {
   it('refuses them in each call that takes options, writing nothing', async () => {
     store = await OffsetStore.open({ dir: tempDir(), bucketCount: 1 });
@@ -112,16 +124,8 @@ describe('options bags refuse keys that are not options', () => {
         /^request\.member is not an option \(did you mean request\.members\?\)/,
       ],
     ];
-    for (const [what, call, message] of misspelt) {
-      let outcome: unknown;
-      try {
-        outcome = await call();
-      } catch (error) {
-        outcome = error;
-      }
-      expect(outcome, what).toBeInstanceOf(TypeError);
-      expect((outcome as Error).message, what).toMatch(message);
-    }
+    for (const [what, call, message] of misspelt)
+      expect((await typeErrorOf(call, what)).message, what).toMatch(message);
     expect(await s.groupType('classic')).toBeNull();
     await expect(s.compact(5 as never)).rejects.toThrow(/^options must be an object, got number$/);
     expect((await s.fetchOffsets('g', [BUCKET]))[0]?.offset).toBe(1);
@@ -159,16 +163,10 @@ describe('options bags refuse keys that are not options', () => {
         'options.compaction',
       ],
     ];
-    for (const [what, call, bag] of calls) {
-      let outcome: unknown;
-      try {
-        outcome = await call();
-      } catch (error) {
-        outcome = error;
-      }
-      expect(outcome, what).toBeInstanceOf(TypeError);
-      expect((outcome as Error).message, what).toBe(`${bag} must be an object, got an array`);
-    }
+    for (const [what, call, bag] of calls)
+      expect((await typeErrorOf(call, what)).message, what).toBe(
+        `${bag} must be an object, got an array`,
+      );
     expect((await s.describeGroup('live')).members.map((m) => m.memberId)).toEqual([memberId]);
   });
 

@@ -17,6 +17,21 @@ const B2 = { tableId: 2, partitionId: 0, bucketId: 0 };
 const B3 = { tableId: 2, partitionId: 1, bucketId: 0 };
 
 /** Log batches written so far (one offsets-bucket stores, so this counts every write). */
+/** A one-bucket store whose offsets expire after 7 days, checked hourly, on a manual clock. */
+async function storeWithWeekRetention() {
+  const DAY = 24 * 3600 * 1000;
+  const clock = new ManualClock(T0);
+  const fs = new TrackingFileSystem();
+  const store = await openStore(tempDir(), {
+    clock,
+    fs,
+    bucketCount: 1,
+    offsetsRetentionMs: 7 * DAY,
+    offsetsRetentionCheckIntervalMs: 3600 * 1000,
+  });
+  return { DAY, clock, fs, store };
+}
+
 async function batches(store: OffsetStore): Promise<number> {
   return (await store.stats()).buckets.reduce((n, b) => n + b.nextLogOffset, 0);
 }
@@ -296,16 +311,7 @@ describe('ScannerOffsets', () => {
   });
 
   it("keeps a quiet bucket's offset from expiring while it runs: an auto-commit writes again, unmoved, a position committed half the retention ago", async () => {
-    const DAY = 24 * 3600 * 1000;
-    const clock = new ManualClock(T0);
-    const fs = new TrackingFileSystem();
-    const store = await openStore(tempDir(), {
-      clock,
-      fs,
-      bucketCount: 1,
-      offsetsRetentionMs: 7 * DAY,
-      offsetsRetentionCheckIntervalMs: 3600 * 1000,
-    });
+    const { DAY, clock, fs, store } = await storeWithWeekRetention();
     const scanner = store.scanner('g', { autoCommitIntervalMs: 3600 * 1000 });
     await scanner.assign([B0, B1]);
     scanner.advance(B0, 1000);
@@ -328,16 +334,7 @@ describe('ScannerOffsets', () => {
   });
 
   it("writes a quiet bucket's offset again with the leader epoch and metadata it was committed with", async () => {
-    const DAY = 24 * 3600 * 1000;
-    const clock = new ManualClock(T0);
-    const fs = new TrackingFileSystem();
-    const store = await openStore(tempDir(), {
-      clock,
-      fs,
-      bucketCount: 1,
-      offsetsRetentionMs: 7 * DAY,
-      offsetsRetentionCheckIntervalMs: 3600 * 1000,
-    });
+    const { DAY, clock, fs, store } = await storeWithWeekRetention();
     // A consumer committed B0 with an epoch and metadata; the scanner takes over and never moves it.
     await store.commitOffsets('g', [{ ...B0, offset: 1000, leaderEpoch: 7, metadata: 'host-a' }]);
     const scanner = store.scanner('g', { autoCommitIntervalMs: 3600 * 1000 });

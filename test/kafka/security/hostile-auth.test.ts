@@ -159,6 +159,54 @@ describe('unauthenticated requests', () => {
     expect(t.server.stats().topics).toBe(1);
   });
 
+  it('close the connection, unanswered, for every API key sent in the middle of a login (after the handshake, and after a SCRAM client-first): a request there would run as no one', async () => {
+    const t = await start();
+    await t.store.commitOffsets('existing', [{ tableId: 1, bucketId: 0, offset: 1 }]);
+    const bytesBefore = await logBytes(t);
+    for (const midScram of [false, true]) {
+      for (const api of advertisedApis()) {
+        if (
+          api.apiKey === API_KEYS.ApiVersions ||
+          api.apiKey === API_KEYS.SaslHandshake ||
+          api.apiKey === API_KEYS.SaslAuthenticate
+        )
+          continue;
+        const client = await RawKafkaClient.connect(t.server.port);
+        sockets.push(client.socket);
+        const handshake = await client.send(API_KEYS.SaslHandshake, 1, {
+          mechanism: 'SCRAM-SHA-256',
+        });
+        expect(handshake.errorCode).toBe(0);
+        if (midScram) {
+          const first = await client.send(API_KEYS.SaslAuthenticate, 2, {
+            authBytes: Buffer.from('n,,n=alice,r=abcdef'),
+          });
+          expect(first.errorCode).toBe(0);
+        }
+        const answered = client.arrivals.length;
+        const body = api.apiKey === API_KEYS.DeleteGroups ? { groupsNames: ['existing'] } : {};
+        client.write(
+          encodeRequest(
+            {
+              apiKey: api.apiKey as ApiKey,
+              apiVersion: api.maxVersion,
+              correlationId: 7,
+              clientId: 'intruder',
+            },
+            body as never,
+          ),
+        );
+        await client.closed;
+        expect(
+          client.arrivals.length,
+          `API ${api.apiKey} was answered${midScram ? ' after a client-first' : ' after the handshake'}`,
+        ).toBe(answered);
+      }
+    }
+    expect(await logBytes(t)).toBe(bytesBefore);
+    expect((await t.store.listGroups()).map((g) => g.groupId)).toEqual(['existing']);
+  });
+
   it('on a listener without SASL, SaslHandshake and SaslAuthenticate are ILLEGAL_SASL_STATE, as on Kafka', async () => {
     running = await startTestServer();
     const client = await RawKafkaClient.connect(running.server.port);

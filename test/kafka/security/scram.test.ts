@@ -54,6 +54,7 @@ function clientFinal(
   clientFirstBare: string,
   serverFirst: string,
   nonce?: string,
+  channelBinding = 'biws',
 ): string {
   const h = mechanism === 'SCRAM-SHA-256' ? 'sha256' : 'sha512';
   const attrs = Object.fromEntries(serverFirst.split(',').map((p) => [p[0], p.slice(2)]));
@@ -66,7 +67,7 @@ function clientFinal(
   );
   const clientKey = createHmac(h, salted).update('Client Key').digest();
   const storedKey = createHash(h).update(clientKey).digest();
-  const withoutProof = `c=biws,r=${nonce ?? attrs.r}`;
+  const withoutProof = `c=${channelBinding},r=${nonce ?? attrs.r}`;
   const signature = createHmac(h, storedKey)
     .update(`${clientFirstBare},${serverFirst},${withoutProof}`)
     .digest();
@@ -93,6 +94,25 @@ describe('SCRAM', () => {
       server.respond(Buffer.from(RFC7677.clientFirst));
       expect(() => server.respond(Buffer.from(final))).toThrow(
         expect.objectContaining({ code: 'SASL_AUTHENTICATION_FAILED' }),
+      );
+      expect(server.authenticated).toBe(false);
+    }
+  });
+
+  it('refuses a client-final whose channel binding is not its own gs2 header, even with a proof made for it (RFC 5802: a downgrade of channel binding)', async () => {
+    const verifiers = { user: await rfcVerifier() };
+    // gs2 header, and the channel binding the client-final claims (base64 of another header).
+    for (const [gs2, binding] of [
+      ['n,,', 'eSws'], // 'y,,'
+      ['y,,', 'biws'], // 'n,,'
+      ['n,,', 'bixhPXVzZXIs'], // 'n,a=user,'
+    ] as const) {
+      const server = exchange(verifiers);
+      const bare = 'n=user,r=abcdef';
+      const serverFirst = server.respond(Buffer.from(`${gs2}${bare}`)).toString();
+      const final = clientFinal('SCRAM-SHA-256', 'pencil', bare, serverFirst, undefined, binding);
+      expect(() => server.respond(Buffer.from(final)), `${gs2} against c=${binding}`).toThrow(
+        /channel binding does not match/,
       );
       expect(server.authenticated).toBe(false);
     }

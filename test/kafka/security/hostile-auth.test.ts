@@ -44,7 +44,7 @@ afterEach(async () => {
 
 async function start(
   security: Record<string, number> = {},
-  clock = new ManualClock(),
+  clock: ManualClock | SystemClock = new ManualClock(),
   server: { connectionsMax?: number } = {},
 ): Promise<TestServer> {
   const dir = tempDir();
@@ -82,6 +82,23 @@ async function until(condition: () => boolean): Promise<void> {
 async function logBytes(t: TestServer): Promise<number> {
   return (await t.store.stats()).buckets.reduce((sum, b) => sum + b.logBytes, 0);
 }
+
+describe('a PLAIN login with an authorization id', () => {
+  it('is refused when the id names another user (as Kafka refuses it), with the right password; accepted when it is the user', async () => {
+    const t = await start({}, new SystemClock()); // a refused login is answered after a delay
+    const login = async (token: string) => {
+      const client = await RawKafkaClient.connect(t.server.port);
+      sockets.push(client.socket);
+      expect((await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'PLAIN' })).errorCode).toBe(
+        0,
+      );
+      return (await client.send(API_KEYS.SaslAuthenticate, 2, { authBytes: Buffer.from(token) }))
+        .errorCode;
+    };
+    expect(await login('bob\0alice\0alice-pw')).toBe(KAFKA_ERROR.SASL_AUTHENTICATION_FAILED);
+    expect(await login('alice\0alice\0alice-pw')).toBe(0);
+  });
+});
 
 describe('a PLAIN login with an empty password', () => {
   it('is refused before any password is checked, even for a users file that holds a verifier of the empty password', async () => {

@@ -4,7 +4,15 @@
  * the other files.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  writeFileSync,
+} from 'node:fs';
 import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +25,7 @@ import {
   renderTable,
 } from '../../src/cli/output.js';
 import { ALL_OPTIONS } from '../../src/cli/run-cli.js';
-import { StoreAdmin } from '../../src/admin/index.js';
+import { StoreAdmin, dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
 import { DEMO_MARKER_TEXT, prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
@@ -672,6 +680,36 @@ describe('command output (in-process)', () => {
       'opening the store will fail for the whole store (CORRUPT_MESSAGE, or the error a reason names).',
     );
     await expect(OffsetStore.open({ dir })).rejects.toMatchObject({ code: 'CORRUPT_MESSAGE' });
+  });
+
+  it('log verify exits 1 (corrupt), not 3 (a torn tail the next open cuts), when it finds both: the next open refuses the corrupt bucket', async () => {
+    const clean = copy();
+    const dir = copy();
+    const batchesOf: DumpBatchEntry[][] = [];
+    for (let bucket = 0; bucket < 4; bucket++) {
+      const batches: DumpBatchEntry[] = [];
+      await dumpLog(clean, bucket, {}, (entry) => {
+        if (entry.kind === 'batch') batches.push({ ...entry });
+      });
+      batchesOf.push(batches);
+    }
+    const corruptBucket = batchesOf.findIndex((b) => b.length >= 2);
+    const tornBucket = batchesOf.findIndex((b, i) => i !== corruptBucket && b.length >= 1);
+    expect(corruptBucket).toBeGreaterThanOrEqual(0);
+    expect(tornBucket).toBeGreaterThanOrEqual(0);
+    // A flipped bit in a batch followed by others: corruption.
+    const victim = batchesOf[corruptBucket]![0]!;
+    const file = path.join(dir, path.relative(clean, victim.file));
+    const bytes = readFileSync(file);
+    bytes[victim.position + 20]! ^= 1;
+    writeFileSync(file, bytes);
+    // Another bucket's last segment ends in part of a batch: a torn tail.
+    const last = batchesOf[tornBucket]!.at(-1)!;
+    const tornFile = path.join(dir, path.relative(clean, last.file));
+    appendFileSync(tornFile, readFileSync(tornFile).subarray(last.position, last.position + 10));
+    const verify = await run(['log', 'verify', '--dir', dir, '--json']);
+    expect(JSON.parse(verify.stdout)).toMatchObject({ corruptCount: 1, tornTailCount: 1 });
+    expect(verify.code).toBe(1);
   });
 
   it('log verify answers as the next open does for what is not a file where an open writes one: a directory at store.json.tmp or LOCK fails both, a FIFO at LOCK neither', async () => {

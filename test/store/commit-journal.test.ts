@@ -578,6 +578,11 @@ describe('the commit journal of a store', () => {
       events.push(`unlink ${file}`);
       return unlink(file);
     };
+    const syncDir = fs.syncDir.bind(fs);
+    fs.syncDir = async (folder: string) => {
+      events.push(`syncDir ${folder}`);
+      return syncDir(folder);
+    };
     const recovered = await openStore(image, { ...OPTIONS, fs });
     expect(recovered.recoveryReports().map((r) => r?.journalBatches)).toEqual(
       Array(BUCKETS).fill(10),
@@ -594,9 +599,52 @@ describe('the commit journal of a store', () => {
         written,
       );
       expect(durable, `${segment} durable before the journal goes`).toBeLessThan(firstJournalGone);
+      // And its folder, whose entries recovery may have changed (a torn tail cut, leftovers gone).
+      const folderSynced = events.indexOf(`syncDir ${path.dirname(segment)}`, durable);
+      expect(folderSynced, `${segment}'s folder synced`).toBeGreaterThan(durable);
+      expect(folderSynced, `${segment}'s folder synced before the journal goes`).toBeLessThan(
+        firstJournalGone,
+      );
     }
     expect(journalFiles(image)).toEqual([]);
     await recovered.close();
+  });
+
+  it('syncs the journal folder after it creates a journal file, before a round in that file is made durable (a power loss could otherwise forget the file with its rounds)', async () => {
+    const fs = new FaultyFileSystem();
+    const events: string[] = [];
+    const open = fs.open.bind(fs);
+    fs.open = async (file, flags, mode) => {
+      if (flags === 'wx') events.push(`create ${file}`);
+      const handle = await open(file, flags, mode);
+      return {
+        ...handle,
+        datasync: async () => {
+          events.push(`datasync ${file}`);
+          return handle.datasync();
+        },
+      };
+    };
+    const syncDir = fs.syncDir.bind(fs);
+    fs.syncDir = async (folder: string) => {
+      events.push(`syncDir ${folder}`);
+      return syncDir(folder);
+    };
+    const dir = tempDir();
+    // Journal files of the smallest size (a round fills one), so that several are made.
+    const store = await openStore(dir, { ...OPTIONS, fs, [JOURNAL_FILE_BYTES]: 4096 });
+    await commitTogether(store, groupPerBucket(store), 6);
+    await store.close();
+    const journalDir = path.join(dir, JOURNAL_DIR);
+    const created = events.filter((e) => e.startsWith(`create ${journalDir}${path.sep}`));
+    expect(created.length, 'journal files made').toBeGreaterThan(1);
+    for (const event of created) {
+      const file = event.slice('create '.length);
+      const at = events.indexOf(event);
+      const firstSync = events.indexOf(`datasync ${file}`, at);
+      expect(firstSync, `${file} made rounds durable`).toBeGreaterThan(at);
+      expect(events.slice(at, firstSync), file).toContain(`syncDir ${journalDir}`);
+    }
   });
 
   it('replays nothing twice: a crash image of a store whose logs kept everything opens the same', async () => {

@@ -11,7 +11,7 @@
  */
 import { OffsetStoreError } from '../errors/index.js';
 import { NOT_WELL_FORMED } from '../model/index.js';
-import { checkOptionsBag, notAnOptionsObject, refuseUnknownOptions } from '../util/index.js';
+import { checkOptionsBag, checkOptionsObject } from '../util/index.js';
 import type { ClassicJoinMember } from './classic-group.js';
 import type { ClassicProtocol } from './classic-member.js';
 import { MEMBER_ID_LENGTH_MAX, MEMBER_TIMEOUT_MS_MAX } from './heartbeat.js';
@@ -334,13 +334,10 @@ function invalid(message: string): never {
   throw new OffsetStoreError('INVALID_REQUEST', message);
 }
 
-/** `value`, checked to be an object; with `known`, one holding no key but those (refuseUnknownOptions). */
+/** `value`, checked to be an object; with `known`, one holding no key but those (checkOptionsBag). */
 function object<T>(value: T, what: string, known?: readonly string[]): T {
   if (known !== undefined) checkOptionsBag(value, known, 'request', what);
-  else {
-    const shape = notAnOptionsObject(value);
-    if (shape !== undefined) throw new TypeError(`${what} must be an object, got ${shape}`);
-  }
+  else checkOptionsObject(value, what);
   return value;
 }
 

@@ -10,7 +10,7 @@
  * Durations are bounded by MEMBER_TIMEOUT_MS_MAX (one day), as heartbeat requests are: a timer
  * longer than 2^31 - 1 ms would fire at once.
  */
-import { notAnOptionsObject } from '../util/index.js';
+import { checkOptionsObject } from '../util/index.js';
 import { MEMBER_TIMEOUT_MS_MAX } from './heartbeat.js';
 
 /** Coordinator settings with every field present. */
@@ -61,8 +61,7 @@ export function resolveGroupSettings(
   name: string,
   defaults: GroupSettings = GROUP_SETTINGS_DEFAULTS,
 ): GroupSettings {
-  const shape = options === undefined ? undefined : notAnOptionsObject(options);
-  if (shape !== undefined) throw new TypeError(`${name} must be an object, got ${shape}`);
+  if (options !== undefined) checkOptionsObject(options, name);
   const field = <K extends keyof GroupSettings>(key: K, min: number, max: number): number => {
     const given: unknown = options?.[key]; // read once: the value checked is the value kept
     const value: unknown = given === undefined ? defaults[key] : given;

@@ -21,7 +21,12 @@ export {
 export { externalWork, observeExternalWork, type ExternalWorkObserver } from './external-work.js';
 export { findDuplicateJsonKey, type DuplicateJsonKey } from './json-keys.js';
 export { nextTurn, onNextTurn } from './next-turn.js';
-export { checkOptionsBag, notAnOptionsObject, refuseUnknownOptions } from './option-shape.js';
+export {
+  checkOptionsBag,
+  checkOptionsObject,
+  notAnOptionsObject,
+  refuseUnknownOptions,
+} from './option-shape.js';
 export { editDistance } from './edit-distance.js';
 export { holdProcess, processHoldCount } from './process-hold.js';
 export { Serial } from './serial.js';

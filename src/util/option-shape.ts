@@ -12,10 +12,15 @@ export function notAnOptionsObject(value: unknown): string | undefined {
   return typeof value === 'object' ? undefined : typeof value;
 }
 
+/** A TypeError naming what `value` is when it is no options object (`${what} must be an object, got an array`). */
+export function checkOptionsObject(value: unknown, what: string): asserts value is object {
+  const shape = notAnOptionsObject(value);
+  if (shape !== undefined) throw new TypeError(`${what} must be an object, got ${shape}`);
+}
+
 /**
- * Checks an options bag whole: a TypeError naming what it is when it is no options object
- * (`${what} must be an object, got an array`), then `refuseUnknownOptions`. `name` prefixes the
- * keys in messages (`options.memberID`); `what` names the bag (default: `name`).
+ * Checks an options bag whole: `checkOptionsObject`, then `refuseUnknownOptions`. `name` prefixes
+ * the keys in messages (`options.memberID`); `what` names the bag (default: `name`).
  */
 export function checkOptionsBag(
   value: unknown,
@@ -23,9 +28,8 @@ export function checkOptionsBag(
   name: string,
   what: string = name,
 ): asserts value is object {
-  const shape = notAnOptionsObject(value);
-  if (shape !== undefined) throw new TypeError(`${what} must be an object, got ${shape}`);
-  refuseUnknownOptions(value as object, known, name);
+  checkOptionsObject(value, what);
+  refuseUnknownOptions(value, known, name);
 }
 
 /**

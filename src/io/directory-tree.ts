@@ -29,20 +29,9 @@ export async function directoryBytesByEntry(dir: string): Promise<Map<string, nu
 }
 
 /** Sum of the apparent sizes of the regular files under `dir` (0 when it does not exist). */
-export async function directoryBytes(dir: string): Promise<number> {
-  let entries;
-  try {
-    entries = await readdir(dir, { withFileTypes: true });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    throw error;
-  }
+async function directoryBytes(dir: string): Promise<number> {
   let total = 0;
-  for (const entry of entries) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) total += await directoryBytes(full);
-    else if (entry.isFile()) total += (await stat(full).catch(() => ({ size: 0 }))).size;
-  }
+  for (const bytes of (await directoryBytesByEntry(dir)).values()) total += bytes;
   return total;
 }
 

@@ -10,7 +10,7 @@ export {
   readNamedFile,
   type NodeFileSystemOptions,
 } from './node-file-system.js';
-export { copyDirectory, directoryBytes, directoryBytesByEntry } from './directory-tree.js';
+export { copyDirectory, directoryBytesByEntry } from './directory-tree.js';
 export { OverlayFileSystem } from './overlay-file-system.js';
 export { threadCpuMs } from './thread-usage.js';
 export { addressSpaceLimit, reserveDescriptors } from './process-limits.js';

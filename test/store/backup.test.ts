@@ -24,7 +24,6 @@ import {
 } from '../../src/index.js';
 import { tempDir } from '../support/temp-dir.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
-import type { OpenFlags } from '../../src/io/index.js';
 import { imageOf, openStore } from './store-fixtures.js';
 
 const GROUPS = Array.from({ length: 12 }, (_, i) => `group-${i}`);
@@ -166,18 +165,6 @@ describe('store.backup', () => {
     const ops: string[] = [];
     const inBackup = (p: string) => p === partial || p.startsWith(partial + path.sep);
     const fs = new (class extends FaultyFileSystem {
-      override async open(filePath: string, flags: OpenFlags, mode?: number) {
-        const handle = await super.open(filePath, flags, mode);
-        if (!inBackup(filePath) || flags === 'r') return handle;
-        ops.push(`write ${filePath}`);
-        return {
-          ...handle,
-          datasync: async () => {
-            await handle.datasync();
-            ops.push(`datasync ${filePath}`);
-          },
-        };
-      }
       override async mkdir(p: string) {
         await super.mkdir(p);
         if (inBackup(p)) ops.push(`change ${path.dirname(p)}`);
@@ -196,6 +183,16 @@ describe('store.backup', () => {
         if (inBackup(d)) ops.push(`syncDir ${d}`);
       }
     })();
+    fs.hookHandles((filePath, handle, flags) => {
+      if (!inBackup(filePath) || flags === 'r') return {};
+      ops.push(`write ${filePath}`);
+      return {
+        datasync: async () => {
+          await handle.datasync();
+          ops.push(`datasync ${filePath}`);
+        },
+      };
+    });
     const store = await openStore(dir, {
       fs,
       segmentBytesMax: 1024,

@@ -68,6 +68,38 @@ async function imageOfCommits(rounds: number, from = 0) {
   return { image, groups, last };
 }
 
+/**
+ * A file system that logs to `events`, in order: each file made (`create <file>`), its writes and
+ * fdatasyncs (logged as they begin), unlinks and folder syncs.
+ */
+function recordingFileSystem(events: string[]): FaultyFileSystem {
+  const fs = new FaultyFileSystem();
+  fs.hookHandles((file, handle, flags) => {
+    if (flags === 'wx') events.push(`create ${file}`);
+    return {
+      writev: async (buffers, position) => {
+        events.push(`write ${file}`);
+        return handle.writev(buffers, position);
+      },
+      datasync: async () => {
+        events.push(`datasync ${file}`);
+        return handle.datasync();
+      },
+    };
+  });
+  const unlink = fs.unlink.bind(fs);
+  fs.unlink = async (file: string) => {
+    events.push(`unlink ${file}`);
+    return unlink(file);
+  };
+  const syncDir = fs.syncDir.bind(fs);
+  fs.syncDir = async (folder: string) => {
+    events.push(`syncDir ${folder}`);
+    return syncDir(folder);
+  };
+  return fs;
+}
+
 /** The active (last) segment of each offsets-bucket's log, with its size now. */
 function activeSegments(dir: string, buckets = BUCKETS): { file: string; bytes: number }[] {
   return Array.from({ length: buckets }, (_, i) => {
@@ -561,28 +593,8 @@ describe('the commit journal of a store', () => {
     // there, a second power loss would lose acknowledged commits.
     const { image, synced, loseUnsynced } = await crashImage(10);
     loseUnsynced();
-    const fs = new FaultyFileSystem();
     const events: string[] = [];
-    fs.hookHandles((file, handle) => ({
-      writev: async (buffers, position) => {
-        events.push(`write ${file}`);
-        return handle.writev(buffers, position);
-      },
-      datasync: async () => {
-        events.push(`datasync ${file}`);
-        return handle.datasync();
-      },
-    }));
-    const unlink = fs.unlink.bind(fs);
-    fs.unlink = async (file: string) => {
-      events.push(`unlink ${file}`);
-      return unlink(file);
-    };
-    const syncDir = fs.syncDir.bind(fs);
-    fs.syncDir = async (folder: string) => {
-      events.push(`syncDir ${folder}`);
-      return syncDir(folder);
-    };
+    const fs = recordingFileSystem(events);
     const recovered = await openStore(image, { ...OPTIONS, fs });
     expect(recovered.recoveryReports().map((r) => r?.journalBatches)).toEqual(
       Array(BUCKETS).fill(10),
@@ -611,25 +623,8 @@ describe('the commit journal of a store', () => {
   });
 
   it('syncs the journal folder after it creates a journal file, before a round in that file is made durable (a power loss could otherwise forget the file with its rounds)', async () => {
-    const fs = new FaultyFileSystem();
     const events: string[] = [];
-    const open = fs.open.bind(fs);
-    fs.open = async (file, flags, mode) => {
-      if (flags === 'wx') events.push(`create ${file}`);
-      const handle = await open(file, flags, mode);
-      return {
-        ...handle,
-        datasync: async () => {
-          events.push(`datasync ${file}`);
-          return handle.datasync();
-        },
-      };
-    };
-    const syncDir = fs.syncDir.bind(fs);
-    fs.syncDir = async (folder: string) => {
-      events.push(`syncDir ${folder}`);
-      return syncDir(folder);
-    };
+    const fs = recordingFileSystem(events);
     const dir = tempDir();
     // Journal files of the smallest size (a round fills one), so that several are made.
     const store = await openStore(dir, { ...OPTIONS, fs, [JOURNAL_FILE_BYTES]: 4096 });

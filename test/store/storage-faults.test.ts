@@ -15,7 +15,6 @@ import { xxh32 } from '../../src/codec/index.js';
 import { ManualClock, OffsetStore, type OffsetStoreOptions } from '../../src/index.js';
 import { leftoverFiles } from '../compaction/compaction-fixtures.js';
 import { FaultyFileSystem } from '../support/faulty-file-system.js';
-import type { OpenFlags } from '../../src/io/index.js';
 import { activeSegmentOf } from '../support/log-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 
@@ -202,27 +201,22 @@ describe('a failing disk', () => {
     // The record is removed only once the cut is durable: else a power loss in between brings the
     // rejected batches back with nothing left to say they were refused.
     const ops: string[] = [];
-    const recording = new (class extends FaultyFileSystem {
-      override async open(filePath: string, flags: OpenFlags, mode?: number) {
-        const handle = await super.open(filePath, flags, mode);
-        const name = path.basename(filePath);
-        return {
-          ...handle,
-          truncate: async (sizeBytes: number) => {
-            await handle.truncate(sizeBytes);
-            ops.push(`truncate ${name}`);
-          },
-          datasync: async () => {
-            await handle.datasync();
-            ops.push(`datasync ${name}`);
-          },
-        };
-      }
-      override async unlink(filePath: string) {
-        await super.unlink(filePath);
-        ops.push(`unlink ${path.basename(filePath)}`);
-      }
-    })();
+    const recording = new FaultyFileSystem();
+    recording.hookHandles((filePath, handle) => ({
+      truncate: async (sizeBytes: number) => {
+        await handle.truncate(sizeBytes);
+        ops.push(`truncate ${path.basename(filePath)}`);
+      },
+      datasync: async () => {
+        await handle.datasync();
+        ops.push(`datasync ${path.basename(filePath)}`);
+      },
+    }));
+    const unlink = recording.unlink.bind(recording);
+    recording.unlink = async (filePath: string) => {
+      await unlink(filePath);
+      ops.push(`unlink ${path.basename(filePath)}`);
+    };
     const reopened = await OffsetStore.open(options(dir, recording));
     const cut = ops.findIndex((op) => op.startsWith('truncate '));
     const removed = ops.indexOf('unlink rejected-batches.json');

@@ -174,15 +174,17 @@ export class FaultyFileSystem implements FileSystem {
   }
 
   /**
-   * From now on, every file opened gets `hooks(file, handle)`'s methods in place of its handle's
-   * (each hook may call the handle's own); the others stay as they are. For a test that must see or
-   * delay particular writes or fdatasyncs; the counters and the plan still apply underneath.
+   * From now on, every file opened gets `hooks(file, handle, flags)`'s methods in place of its
+   * handle's (each hook may call the handle's own); the others stay as they are. For a test that must
+   * see or delay particular writes or fdatasyncs; the counters and the plan still apply underneath.
    */
-  hookHandles(hooks: (file: string, handle: FileHandle) => Partial<FileHandle>): void {
+  hookHandles(
+    hooks: (file: string, handle: FileHandle, flags: OpenFlags) => Partial<FileHandle>,
+  ): void {
     const open = this.open.bind(this);
     this.open = async (file, flags, mode) => {
       const handle = await open(file, flags, mode);
-      return { ...handle, ...hooks(file, handle) };
+      return { ...handle, ...hooks(file, handle, flags) };
     };
   }
 

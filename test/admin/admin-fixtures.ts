@@ -6,6 +6,7 @@
 import { cpSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { beforeAll } from 'vitest';
 import * as path from 'node:path';
+import { dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
 import { settleGroup } from '../support/settle-group.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
@@ -97,6 +98,15 @@ export function snapshotFiles(dir: string): Map<string, Buffer> {
   };
   walk(dir);
   return files;
+}
+
+/** The batches of offsets-bucket `bucket`'s log, in log order, as `log dump` gives them. */
+export async function dumpedBatches(dir: string, bucket: number): Promise<DumpBatchEntry[]> {
+  const batches: DumpBatchEntry[] = [];
+  await dumpLog(dir, bucket, {}, (entry) => {
+    if (entry.kind === 'batch') batches.push({ ...entry });
+  });
+  return batches;
 }
 
 /** The segment files of offsets-bucket `bucket`, oldest first, as absolute paths. */

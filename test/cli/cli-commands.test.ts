@@ -8,9 +8,14 @@ import { appendFileSync, cpSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as os from 'node:os';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
 import { ManualClock, OffsetStore } from '../../src/index.js';
-import { SEEDED, seedStore, segmentPaths, snapshotFiles } from '../admin/admin-fixtures.js';
+import {
+  dumpedBatches,
+  SEEDED,
+  seedStore,
+  segmentPaths,
+  snapshotFiles,
+} from '../admin/admin-fixtures.js';
 import { fileTempDir, tempDir } from '../support/temp-dir.js';
 import { json, REPO_DIR, runCli } from './cli-harness.js';
 
@@ -249,10 +254,7 @@ describe('offset-store commands as child processes', () => {
     const clean = copy();
     const corrupt = copy();
     const torn = copy();
-    const batches: DumpBatchEntry[] = [];
-    await dumpLog(clean, ordersBucket, {}, (e) => {
-      if (e.kind === 'batch') batches.push({ ...e });
-    });
+    const batches = await dumpedBatches(clean, ordersBucket);
     expect(batches.length).toBeGreaterThan(2);
     const victim = batches[1]!;
     const corruptFile = path.join(corrupt, path.relative(clean, victim.file));

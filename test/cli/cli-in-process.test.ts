@@ -25,12 +25,12 @@ import {
   renderTable,
 } from '../../src/cli/output.js';
 import { ALL_OPTIONS } from '../../src/cli/run-cli.js';
-import { StoreAdmin, dumpLog, type DumpBatchEntry } from '../../src/admin/index.js';
+import { StoreAdmin } from '../../src/admin/index.js';
 import { DEMO_MARKER_TEXT, prepareDemoDir } from '../../src/cli/demo/demo-scenario.js';
 import { OffsetStore } from '../../src/index.js';
 import { loadChecksum } from '../../src/codec/index.js';
 import { JOURNAL_DIR, encodeManifest, type StoreManifest } from '../../src/log/index.js';
-import { seedStore, seededStores, snapshotFiles } from '../admin/admin-fixtures.js';
+import { dumpedBatches, seedStore, seededStores, snapshotFiles } from '../admin/admin-fixtures.js';
 import { writeTwoFullJournalFiles } from '../support/journal-fixtures.js';
 import { tempDir } from '../support/temp-dir.js';
 import { runCliCaptured } from '../support/run-cli.js';
@@ -685,14 +685,7 @@ describe('command output (in-process)', () => {
   it('log verify exits 1 (corrupt), not 3 (a torn tail the next open cuts), when it finds both: the next open refuses the corrupt bucket', async () => {
     const clean = copy();
     const dir = copy();
-    const batchesOf: DumpBatchEntry[][] = [];
-    for (let bucket = 0; bucket < 4; bucket++) {
-      const batches: DumpBatchEntry[] = [];
-      await dumpLog(clean, bucket, {}, (entry) => {
-        if (entry.kind === 'batch') batches.push({ ...entry });
-      });
-      batchesOf.push(batches);
-    }
+    const batchesOf = await Promise.all([0, 1, 2, 3].map((b) => dumpedBatches(clean, b)));
     const corruptBucket = batchesOf.findIndex((b) => b.length >= 2);
     const tornBucket = batchesOf.findIndex((b, i) => i !== corruptBucket && b.length >= 1);
     expect(corruptBucket).toBeGreaterThanOrEqual(0);

@@ -6,16 +6,20 @@ import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { API_KEYS } from '../../../src/kafka/protocol/index.js';
 import type { RawKafkaClient } from './raw-kafka-client.js';
 
-/** SaslHandshake v1 then one PLAIN SaslAuthenticate; resolves with the authenticate error code. */
+/**
+ * SaslHandshake v1 then one PLAIN SaslAuthenticate (with `authzid` as the token's authorization id,
+ * empty by default); resolves with the authenticate error code.
+ */
 export async function loginPlain(
   client: RawKafkaClient,
   user: string,
   password: string,
+  authzid = '',
 ): Promise<number> {
   const handshake = await client.send(API_KEYS.SaslHandshake, 1, { mechanism: 'PLAIN' });
   if (handshake.errorCode !== 0) return handshake.errorCode;
   const answer = await client.send(API_KEYS.SaslAuthenticate, 2, {
-    authBytes: Buffer.from(`\0${user}\0${password}`),
+    authBytes: Buffer.from(`${authzid}\0${user}\0${password}`),
   });
   return answer.errorCode;
 }

@@ -125,6 +125,28 @@ class SegmentUnlinkFailures extends NodeFileSystem {
   }
 }
 
+/**
+ * A checkpointing store with 300 of a 400-commit history applied (a checkpoint after the first 200),
+ * converted to 'log-cleaner' by a conversion whose cleanup failed (deleting the segments below the
+ * new log start): it uses the new strategy, its old checkpoint environment left behind. The rest of
+ * the history is the test's to apply.
+ */
+async function afterFailedConversionAway(dir: string) {
+  const fs = new SegmentUnlinkFailures();
+  const history = generateHistory(11, 400);
+  const store = await OffsetStore.open({ ...options(dir), fs });
+  await applyHistory(store, history.slice(0, 200));
+  await store.compact(); // a checkpoint
+  await applyHistory(store, history.slice(200, 300));
+  fs.failing = true;
+  await expect(store.convertCompaction('log-cleaner')).rejects.toMatchObject({
+    code: 'LOG_STORAGE_ERROR',
+    message: expect.stringMatching(/now uses 'log-cleaner'/),
+  });
+  fs.failing = false;
+  return { store, history };
+}
+
 async function checkpointedStore(dir: string) {
   const history = generateHistory(5, 300);
   const store = await OffsetStore.open(options(dir));
@@ -395,18 +417,7 @@ describe('LMDB checkpoints', () => {
 
   it('a conversion away from checkpoints whose cleanup fails is done all the same: the store uses the new strategy, and its compactions free nothing the log start needs', async () => {
     const dir = tempDir();
-    const fs = new SegmentUnlinkFailures();
-    const history = generateHistory(11, 400);
-    const store = await OffsetStore.open({ ...options(dir), fs });
-    await applyHistory(store, history.slice(0, 200));
-    await store.compact();
-    await applyHistory(store, history.slice(200, 300));
-    fs.failing = true; // deleting the segments below the new log start fails
-    await expect(store.convertCompaction('log-cleaner')).rejects.toMatchObject({
-      code: 'LOG_STORAGE_ERROR',
-      message: expect.stringMatching(/now uses 'log-cleaner'/),
-    });
-    fs.failing = false;
+    const { store, history } = await afterFailedConversionAway(dir);
     expect((await store.stats()).compactionStrategy).toBe('log-cleaner');
     await applyHistory(store, history.slice(300));
     await store.compact();
@@ -420,17 +431,8 @@ describe('LMDB checkpoints', () => {
 
   it('a conversion back to checkpoints after one away whose cleanup failed keeps no checkpoint from before: an old one, taken before the log cleaner dropped tombstones, would bring deleted offsets back as a fallback', async () => {
     const dir = tempDir();
-    const fs = new SegmentUnlinkFailures();
-    const history = generateHistory(11, 400);
-    const store = await OffsetStore.open({ ...options(dir), fs });
-    await applyHistory(store, history.slice(0, 200));
-    await store.compact(); // a checkpoint
-    await applyHistory(store, history.slice(200, 300));
-    fs.failing = true; // the cleanup of the conversion away fails: the environment stays
-    await expect(store.convertCompaction('log-cleaner')).rejects.toMatchObject({
-      code: 'LOG_STORAGE_ERROR',
-    });
-    fs.failing = false;
+    // The cleanup of the conversion away failed: the checkpoint environment stayed.
+    const { store, history } = await afterFailedConversionAway(dir);
     await applyHistory(store, history.slice(300));
     await store.compact(); // the log cleaner drops what it may
     await store.convertCompaction('checkpoint');
